@@ -1,0 +1,110 @@
+"""Deterministic, atomic JSON files with a root ``schema_version``.
+
+Writes follow pyperf and pypa/build: sorted keys, trailing newline, a temp file in the
+same directory then ``os.replace``, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+
+
+def dumps(obj: Any) -> str:
+    """Serialize ``obj`` as indented JSON with sorted keys and a trailing newline.
+
+    NaN and infinities are written as null: JSON has no NaN, and readers treat null as missing.
+    """
+    return json.dumps(_nan_to_none(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _nan_to_none(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nan_to_none(v) for v in obj]
+    return obj
+
+
+def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path:
+    """Write ``text`` to ``path`` through a temp file and ``os.replace``.
+
+    Raises:
+        UserError: the directory cannot be created or written, or ``exclusive`` is set and
+            ``path`` already exists (files in a run directory are never overwritten).
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if exclusive:
+            # os.link fails if the target exists: a create-only rename.
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    except FileExistsError as exc:
+        os.unlink(tmp)
+        raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> Path:
+    """Atomically write ``obj`` (which must carry ``schema_version``) as JSON to ``path``."""
+    if "schema_version" not in obj:
+        raise ValueError(f"refusing to write {path} without a root schema_version")
+    return write_text_atomic(path, dumps(obj), exclusive=exclusive)
+
+
+def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
+    """Read a JSON object written by benchtrail and check its ``schema_version``.
+
+    Args:
+        path: file to read.
+        kind: what the file is ("results file", "execution export"), for messages.
+        supported: the newest schema version this benchtrail reads.
+
+    Raises:
+        UserError: the file is missing, not valid JSON (for example truncated), not an
+            object, lacks ``schema_version``, or has a version newer than ``supported``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {kind} {path}: {exc.strerror or exc}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{kind} {path} is not valid JSON (truncated or corrupt?): {exc.msg} at line "
+            f"{exc.lineno} column {exc.colno}"
+        ) from exc
+    if not isinstance(obj, dict):
+        raise UserError(f"{kind} {path}: expected a JSON object at the root, got {type(obj).__name__}")
+    version = obj.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserError(f"{kind} {path}: missing or non-integer 'schema_version' (got {version!r})")
+    if version > supported or version < 1:
+        raise UserError(
+            f"{kind} {path} has schema_version {version}, but this benchtrail reads versions "
+            f"1..{supported}; upgrade benchtrail"
+        )
+    return obj

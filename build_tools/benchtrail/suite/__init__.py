@@ -1,0 +1,1 @@
+"""Benchmark suite framework: definitions, ids, presets and serialization."""

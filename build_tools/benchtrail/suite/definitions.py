@@ -1,0 +1,218 @@
+"""Frozen dataclasses that define a benchmark suite (IREE's ``definitions/`` style).
+
+A ``Model`` compiled by a ``CompileConfig`` for a target architecture is one module
+(``ModuleGenerationConfig``); a module run by an ``ExecutionConfig`` on a ``DeviceSpec`` is one
+``RunConfig``, the unit a runner measures. Composite objects are made with ``build()``, which
+derives ``id`` (see ``ids.hash_composite_id``) and ``name``. Presets are tags and not part of ids.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from benchtrail.suite.ids import hash_composite_id
+
+#: Names are used as paths and in gcloud URLs: no wildcard characters ``[]*?``, no ``..``.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: One input: dimensions then dtype, e.g. ``1x3x224x224xf32`` or ``65536xf32``.
+INPUT_SPEC = re.compile(r"^(?:[1-9][0-9]*x)+(f32|f16|bf16|f64|i64|i32)$")
+
+
+class Architecture(str, enum.Enum):
+    """What a device computes on."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class CompileMode(str, enum.Enum):
+    """How a model becomes a module. ``eager`` compiles nothing."""
+
+    EAGER = "eager"
+    INDUCTOR = "inductor"  # torch.compile, default mode
+    INDUCTOR_MAX_AUTOTUNE = "inductor-max-autotune"
+    EXPORT = "export"  # torch.export ExportedProgram (.pt2)
+    AOT_INDUCTOR = "aot-inductor"  # torch._inductor.aoti_compile_and_package
+
+
+class Task(str, enum.Enum):
+    """What one iteration of a case does."""
+
+    INFERENCE = "inference"  # forward under torch.no_grad
+    FORWARD = "forward"  # forward with autograd recording
+    BACKWARD = "backward"  # forward and backward (the gradient)
+    JACOBIAN = "jacobian"  # torch.func jacrev/jacfwd
+
+
+@dataclass(frozen=True)
+class Model:
+    """A PyTorch network or function built in code.
+
+    Attributes:
+        id: leaf id from ``benchmark_suites.unique_ids``.
+        name: readable, path-safe name.
+        tags: free-form labels ("micro-op", "cnn", ...).
+        entry_point: ``"package.module:function"``; the function takes no arguments and returns
+            an ``nn.Module`` in eval mode. torch is seeded before it is called.
+        input_specs: one ``INPUT_SPEC`` string per forward argument, e.g. ``("1x3x224x224xf32",)``.
+        reference_entry_point: optional ``module:function`` of a reference implementation with
+            the same signature, for correctness checks.
+    """
+
+    id: str
+    name: str
+    tags: tuple[str, ...]
+    entry_point: str
+    input_specs: tuple[str, ...]
+    reference_entry_point: str | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A runner the benchmarks run on.
+
+    Attributes:
+        name: runner machine type (also its runner label), e.g. ``c2-standard-16``.
+        host_environment: OS and ISA of the runner, e.g. ``linux-x86_64``.
+        architecture: cpu or cuda.
+        microarchitecture: e.g. ``x86_64-avx2`` or ``sm_80``.
+        threads: intra-op CPU threads the runner fixes with ``torch.set_num_threads``.
+    """
+
+    id: str
+    name: str
+    host_environment: str
+    architecture: Architecture
+    microarchitecture: str
+    threads: int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class CompileConfig:
+    """How to turn a model into a module: a mode, its options and the dtype of weights and inputs."""
+
+    id: str
+    name: str
+    mode: CompileMode
+    options: tuple[tuple[str, str], ...] = ()
+    dtype: str = "f32"
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """How to run a module: the task, the batch size and the sampling policy.
+
+    Attributes:
+        processes: fresh worker processes per case; their samples are pooled. Timings vary
+            between processes (memory layout, allocator state) more than within one, so several
+            processes give an honest spread (pyperf runs 20 worker processes for this reason).
+        min_samples: samples per process (each sample is a block of iterations).
+        min_sample_time_ms: iterations per block are chosen so a block lasts at least this long.
+        warmup_time_ms: run the module for at least this long before the first sample.
+        timeout_s: the case's worker process is killed after this many seconds.
+    """
+
+    id: str
+    name: str
+    task: Task
+    batch_size: int = 1
+    processes: int = 3
+    min_samples: int = 10
+    min_sample_time_ms: float = 1.0
+    warmup_time_ms: float = 300.0
+    timeout_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class ModuleGenerationConfig:
+    """One module: a model compiled by one compile config for one target architecture."""
+
+    id: str
+    name: str
+    model: Model
+    compile_config: CompileConfig
+    target_architecture: Architecture
+    presets: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        model: Model,
+        compile_config: CompileConfig,
+        target_architecture: Architecture,
+        presets: tuple[str, ...] = (),
+    ) -> "ModuleGenerationConfig":
+        composite = hash_composite_id(
+            [model.id, compile_config.id, f"arch-{target_architecture.value}"]
+        )
+        name = f"{model.name}.{compile_config.name}.{target_architecture.value}"
+        return cls(composite, name, model, compile_config, target_architecture, tuple(presets))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One benchmark case: a module, an execution config and the device it runs on."""
+
+    id: str
+    name: str
+    module_generation_config: ModuleGenerationConfig
+    execution_config: ExecutionConfig
+    target_device: DeviceSpec
+    presets: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        module_generation_config: ModuleGenerationConfig,
+        execution_config: ExecutionConfig,
+        target_device: DeviceSpec,
+        presets: tuple[str, ...] = (),
+    ) -> "RunConfig":
+        if module_generation_config.target_architecture != target_device.architecture:
+            raise ValueError(
+                f"module {module_generation_config.name} targets "
+                f"{module_generation_config.target_architecture.value}, device "
+                f"{target_device.name} is {target_device.architecture.value}"
+            )
+        composite = hash_composite_id(
+            [module_generation_config.id, execution_config.id, target_device.id]
+        )
+        gen = module_generation_config
+        name = (
+            f"{gen.model.name}.{gen.compile_config.name}.{execution_config.name}.{target_device.name}"
+        )
+        return cls(composite, name, gen, execution_config, target_device, tuple(presets))
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Everything a suite defines: run configs (execution) and module generation configs.
+
+    ``generation_configs`` holds every module, including those only compilation presets select.
+    """
+
+    run_configs: tuple[RunConfig, ...]
+    generation_configs: tuple[ModuleGenerationConfig, ...]
+    presets: tuple[str, ...]
+    meta_presets: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def select_run_configs(self, presets: tuple[str, ...]) -> tuple[RunConfig, ...]:
+        """Run configs tagged with any of ``presets``, in suite order."""
+        wanted = set(presets)
+        return tuple(rc for rc in self.run_configs if wanted & set(rc.presets))
+
+    def select_generation_configs(self, presets: tuple[str, ...]) -> tuple[ModuleGenerationConfig, ...]:
+        """Modules tagged with any of ``presets`` plus the modules the selected run configs need."""
+        wanted = set(presets)
+        chosen = {g.id: g for g in self.generation_configs if wanted & set(g.presets)}
+        for rc in self.select_run_configs(presets):
+            chosen.setdefault(rc.module_generation_config.id, rc.module_generation_config)
+        return tuple(sorted(chosen.values(), key=lambda g: g.name))

@@ -1,0 +1,48 @@
+"""Preset names: parse a list, expand meta-presets, reject unknown names.
+
+Presets are tags on run configs (execution presets) and on module generation configs
+(compilation presets such as ``comp-stats``). Meta-presets stand for several presets
+(``default``, ``all``); smoke presets are never part of a meta-preset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from benchtrail.errors import UserError, suggest
+
+
+def split_presets(text: str) -> list[str]:
+    """Split ``"x86_64, cuda comp-stats,"`` on commas and/or spaces; drop empty items; lowercase."""
+    return [item.lower() for item in re.split(r"[,\s]+", text) if item]
+
+
+def resolve_presets(
+    names: Iterable[str], known: Iterable[str], meta: Mapping[str, Iterable[str]]
+) -> tuple[str, ...]:
+    """Expand meta-presets and return the presets in first-seen order, without duplicates.
+
+    Raises:
+        UserError: the list is empty, or a name is neither a preset nor a meta-preset; the
+            message lists the valid names and suggests a close match.
+    """
+    known = list(known)
+    names = list(names)
+    if not names:
+        raise UserError(
+            f"no benchmark preset given; choose from: {', '.join(sorted(known) + sorted(meta))}"
+        )
+    resolved: dict[str, None] = {}
+    for name in names:
+        if name in meta:
+            resolved.update(dict.fromkeys(meta[name]))
+        elif name in known:
+            resolved[name] = None
+        else:
+            valid = sorted(known) + sorted(meta)
+            raise UserError(
+                f"unknown benchmark preset {name!r}; valid presets: {', '.join(valid)}."
+                + suggest(name, valid)
+            )
+    return tuple(resolved)
