@@ -1,0 +1,1 @@
+"""PyTorch model factories benchmarked by the benchtrail suites."""

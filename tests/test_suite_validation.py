@@ -1,0 +1,73 @@
+"""The suite validates itself (IREE's benchmark_collections check): run on every change."""
+
+import importlib
+from collections import defaultdict
+
+import pytest
+
+from benchmark_suites.suite import generate
+from benchtrail.inputs import parse_input_spec
+from benchtrail.suite.definitions import SAFE_NAME, Architecture
+
+SUITE = generate()
+
+
+def _all_objects():
+    objs = {}
+    for rc in SUITE.run_configs:
+        gen = rc.module_generation_config
+        for obj in (rc, gen, gen.model, gen.compile_config, rc.execution_config, rc.target_device):
+            objs[(type(obj).__name__, obj.id, obj)] = obj
+    for gen in SUITE.generation_configs:
+        objs[(type(gen).__name__, gen.id, gen)] = gen
+    return list(objs.values())
+
+
+def test_ids_and_names_are_unique_per_kind():
+    by_id, by_name = defaultdict(set), defaultdict(set)
+    for obj in _all_objects():
+        by_id[(type(obj).__name__, obj.id)].add(obj)
+        by_name[(type(obj).__name__, obj.name)].add(obj)
+    clashes = {k: v for k, v in {**by_id, **by_name}.items() if len(v) > 1}
+    assert not clashes, f"clashing definitions: {clashes}"
+
+
+def test_names_are_safe_for_paths_and_gcloud():
+    bad = [o.name for o in _all_objects() if not SAFE_NAME.match(o.name) or ".." in o.name
+           or any(c in o.name for c in "[]*?")]
+    assert not bad
+
+
+def test_every_preset_selects_something_and_smoke_is_small_and_cpu_only():
+    for preset in SUITE.presets:
+        assert SUITE.select_run_configs((preset,)) or SUITE.select_generation_configs((preset,)), preset
+    smoke = SUITE.select_run_configs(("smoke",))
+    assert 2 <= len(smoke) <= 3
+    assert {rc.target_device.architecture for rc in smoke} == {Architecture.CPU}
+
+
+def test_meta_presets_expand_to_known_presets_and_never_smoke():
+    for name, members in SUITE.meta_presets:
+        assert set(members) <= set(SUITE.presets), name
+        assert not any("smoke" in m for m in members), name
+    assert dict(SUITE.meta_presets)["default"] == ("x86_64", "cuda", "comp-stats")
+
+
+def test_suite_has_the_required_workloads_on_both_devices():
+    names = {rc.module_generation_config.model.name for rc in SUITE.run_configs}
+    assert {"matmul-1024", "gelu-exact", "gelu-tanh", "softmax", "layer-norm", "conv2d", "vrelu3", "sqrl",
+            "mlp", "resnet18", "gpt2-block"} <= names
+    for preset, arch in (("x86_64", Architecture.CPU), ("cuda", Architecture.CUDA)):
+        rcs = SUITE.select_run_configs((preset,))
+        assert {rc.target_device.architecture for rc in rcs} == {arch}
+        assert {rc.module_generation_config.compile_config.name for rc in rcs} == {"eager", "inductor"}
+
+
+@pytest.mark.parametrize("gen", SUITE.generation_configs, ids=lambda g: g.name)
+def test_entry_points_load_and_input_specs_parse(gen):
+    for entry in filter(None, (gen.model.entry_point, gen.model.reference_entry_point)):
+        module, _, attr = entry.partition(":")
+        assert callable(getattr(importlib.import_module(module), attr))
+    for spec in gen.model.input_specs:
+        shape, dtype = parse_input_spec(spec)
+        assert all(d > 0 for d in shape)
