@@ -1,0 +1,94 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jq
+import pytest
+
+from benchmark_suites.suite import generate
+from benchtrail.cli import main
+from benchtrail.errors import UserError
+from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
+from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = generate()
+
+
+def test_execution_export_round_trips_to_equal_dataclasses(tmp_path):
+    out = tmp_path / "execution.json"
+    assert main(["export", "execution", "--benchmark-presets", "x86_64,cuda", "--output", str(out)]) == 0
+    loaded = load_execution(out)
+    assert set(loaded) == {"c2-standard-16", "a2-highgpu-1g"}
+    expected = SUITE.select_run_configs(("x86_64", "cuda"))
+    got = [rc for shards in loaded.values() for rcs in shards.values() for rc in rcs]
+    assert sorted(got, key=lambda rc: rc.id) == sorted(expected, key=lambda rc: rc.id)
+
+
+def test_compilation_export_round_trips_and_names_module_dirs(tmp_path):
+    out = tmp_path / "compilation.json"
+    assert main(["export", "compilation", "--benchmark-presets", "comp-stats", "--output", str(out)]) == 0
+    gens, dirs = load_compilation(out)
+    assert gens == SUITE.select_generation_configs(("comp-stats",))
+    assert all(g.compile_config.name == "inductor" for g in gens)
+    assert dirs[gens[0].id] == f"modules/{gens[0].name}"
+
+
+def test_keyed_obj_map_holds_each_model_once():
+    packed = serialize_and_pack(SUITE.select_run_configs(("x86_64",)))
+    models = [v for v in packed["keyed_obj_map"].values() if "entry_point" in v]
+    assert len(models) == 11
+    assert unpack_and_deserialize(packed, RunConfig) == SUITE.select_run_configs(("x86_64",))
+
+
+def test_unknown_field_in_export_is_an_error_naming_it():
+    packed = serialize_and_pack(SUITE.select_run_configs(("smoke",)))
+    model_id = next(k for k, v in packed["keyed_obj_map"].items() if "entry_point" in v)
+    packed["keyed_obj_map"][model_id]["entry_pont"] = "x"
+    with pytest.raises(UserError, match=r"unknown field\(s\) \['entry_pont'\]"):
+        unpack_and_deserialize(packed, RunConfig)
+
+
+def test_shards_split_run_configs_without_loss_or_overlap():
+    obj = export_execution(SUITE, ("x86_64",), shard_count=3)
+    shards = obj["devices"]["c2-standard-16"]["shards"]
+    ids = [set(s["run_configs"]["root_obj"]) for s in shards]
+    assert [s["index"] for s in shards] == [0, 1, 2] and all(s["count"] == 3 for s in shards)
+    assert sum(len(i) for i in ids) == len(set().union(*ids)) == 22
+
+
+def test_matrix_jq_gives_the_job_matrix_list():
+    obj = export_execution(SUITE, ("x86_64", "cuda"), shard_count=2)
+    program = (ROOT / "build_tools/github_actions/matrix.jq").read_text()
+    matrix = jq.compile(program).input_value(obj).first()
+    assert matrix == [
+        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "shard": {"index": 0, "count": 2}},
+        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "shard": {"index": 1, "count": 2}},
+        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "shard": {"index": 0, "count": 2}},
+        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "shard": {"index": 1, "count": 2}},
+    ]
+
+
+def test_seed_compatible_export_script_writes_the_same_json(tmp_path):
+    ours, seed = tmp_path / "ours.json", tmp_path / "seed.json"
+    assert main(["export", "execution", "--benchmark-presets", "x86_64", "--output", str(ours)]) == 0
+    subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/export_benchmark_config.py"), "execution",
+                    "--benchmark_preset=x86_64", "--output", str(seed)], check=True, capture_output=True)
+    assert json.loads(seed.read_text()) == json.loads(ours.read_text())
+
+
+def test_export_with_unknown_preset_exits_1_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "e.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "execution", "--benchmark-presets", "x86_64,cuda,comp-stat", "--output", str(out)])
+    assert exc.value.code == 1
+    assert "unknown benchmark preset 'comp-stat'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_compilation_export_of_execution_presets_includes_needed_modules():
+    obj = export_compilation(SUITE, ("smoke",))
+    assert sorted(obj["module_dir_paths"].values()) == [
+        "modules/mlp.eager.cpu", "modules/vrelu3.eager.cpu", "modules/vrelu3.inductor.cpu"]
