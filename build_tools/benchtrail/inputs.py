@@ -1,0 +1,45 @@
+"""Sample inputs made in code from input specs and a fixed seed (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import torch
+
+from benchtrail.suite.definitions import INPUT_SPEC
+
+#: Seed for every input and every model's random init (``torch.manual_seed``).
+SEED = 20261129
+
+_DTYPES = {
+    "f32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f64": torch.float64,
+    "i64": torch.int64,
+    "i32": torch.int32,
+}
+
+
+def parse_input_spec(spec: str) -> tuple[tuple[int, ...], torch.dtype]:
+    """Parse ``"1x3x224x224xf32"`` into ``((1, 3, 224, 224), torch.float32)``.
+
+    Raises:
+        ValueError: the spec does not match ``definitions.INPUT_SPEC``.
+    """
+    if not INPUT_SPEC.match(spec):
+        raise ValueError(f"input spec {spec!r} is not of the form 1x3x224x224xf32 (dtypes: {', '.join(_DTYPES)})")
+    *dims, dtype = spec.split("x")
+    return tuple(int(d) for d in dims), _DTYPES[dtype]
+
+
+def make_inputs(specs: tuple[str, ...], device: str = "cpu", seed: int = SEED) -> tuple[torch.Tensor, ...]:
+    """Standard-normal float tensors (or integers in [0, 1000)) for ``specs``, reproducible from ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    tensors = []
+    for spec in specs:
+        shape, dtype = parse_input_spec(spec)
+        if dtype.is_floating_point:
+            t = torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+        else:
+            t = torch.randint(0, 1000, shape, generator=generator, dtype=dtype)
+        tensors.append(t.to(device))
+    return tuple(tensors)

@@ -1,0 +1,1 @@
+"""Results files: the schema of benchmark records, and reading and writing them."""

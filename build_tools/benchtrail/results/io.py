@@ -1,0 +1,90 @@
+"""Read and write results files and the flattened per-benchmark documents."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchtrail import jsonio
+from benchtrail.errors import UserError
+from benchtrail.results.schema import KINDS, SCHEMA_VERSION, STATUSES, BenchmarkRecord, ResultsFile
+from benchtrail.suite.serialization import from_plain
+
+
+def results_to_dict(results: ResultsFile) -> dict[str, Any]:
+    """The JSON object of a results file, with ``schema_version``."""
+    return {"schema_version": SCHEMA_VERSION, **dataclasses.asdict(results)}
+
+
+def write_results(path: Path, results: ResultsFile) -> Path:
+    """Atomically write ``results`` to ``path``; refuses to overwrite an existing file."""
+    return jsonio.write_json(path, results_to_dict(results), exclusive=True)
+
+
+def load_results(path: Path) -> ResultsFile:
+    """Load and validate a results file.
+
+    Raises:
+        UserError: the file is unreadable, truncated, of an unknown schema version, lacks a
+            field, has an unknown field, a bad status or kind, or two benchmarks with one id.
+    """
+    obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
+    obj.pop("schema_version")
+    results = from_plain(obj, ResultsFile, where=f"results file {path}")
+    seen: dict[str, BenchmarkRecord] = {}
+    for b in results.benchmarks:
+        if b.status not in STATUSES:
+            raise UserError(f"results file {path}: benchmark {b.name!r} has status {b.status!r}; "
+                            f"allowed: {', '.join(STATUSES)}")
+        if b.kind not in KINDS:
+            raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
+                            f"allowed: {', '.join(KINDS)}")
+        if b.id in seen:
+            raise UserError(f"results file {path}: two benchmarks have id {b.id} "
+                            f"({seen[b.id].name!r} and {b.name!r}); ids must be unique")
+        seen[b.id] = b
+    return results
+
+
+def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
+    """Load results from files and from directories (every ``*.json`` directly in them, or in ``results/``)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            folder = p / "results" if (p / "results").is_dir() else p
+            found = sorted(folder.glob("*.json"))
+            if not found:
+                raise UserError(f"no results files (*.json) in {folder}")
+            files.extend(found)
+        else:
+            files.append(p)
+    return [load_results(f) for f in files]
+
+
+def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flatten(f"{prefix}.{k}" if prefix else k, v, out)
+    else:
+        out[prefix] = obj
+
+
+def write_documents(folder: Path, results: ResultsFile, now: datetime.datetime | None = None) -> list[Path]:
+    """Write one flattened document per benchmark: ``bench_<name>_<UTC yyyymmddThhmmssZ>_<uuid8>.json``.
+
+    Nested objects become dotted keys (``environment.torch_version``, ``details.phase_times_ms.run``);
+    lists (samples) stay lists. Such documents load into a search index or a table as they are.
+    """
+    stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
+    paths = []
+    for b in results.benchmarks:
+        doc: dict[str, Any] = {}
+        _flatten("", {"commit": results.commit, "dirty": results.dirty, "run": results.run,
+                      "environment": results.environment, **dataclasses.asdict(b)}, doc)
+        doc["schema_version"] = SCHEMA_VERSION
+        path = folder / f"bench_{b.name}_{stamp}_{uuid.uuid4().hex[:8]}.json"
+        paths.append(jsonio.write_json(path, doc, exclusive=True))
+    return paths

@@ -1,0 +1,62 @@
+"""The run stage: run each case of one device's shard in its own worker and record the result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchtrail.modules import content_hash
+from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.stats.summary import summarize
+from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.serialization import serialize_and_pack
+from benchtrail.workers import run_in_worker
+
+
+def run_case(rc: RunConfig) -> dict[str, Any]:
+    """Run one case in ``processes`` fresh worker processes, one after another, and pool the samples.
+
+    Returns the last worker's response with every process's samples, and ``process_medians``
+    (µs). The first process that does not finish ok ends the case with its status (never raises).
+    """
+    request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads}
+    samples: list[float] = []
+    medians: list[float] = []
+    for _ in range(rc.execution_config.processes):
+        response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
+        if response["status"] != "ok":
+            return response
+        samples.extend(response["samples"])
+        medians.append(float(np.median(response["samples"])))
+    return {**response, "samples": samples, "process_medians": medians}
+
+
+def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> BenchmarkRecord:
+    """Turn a worker response into the execution series ``<run config id>`` (unit µs per iteration)."""
+    samples = tuple(float(s) for s in response.get("samples", ()))
+    details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
+                                        "warmup_iterations", "threads", "traceback", "process_medians") if k in response}
+    gen = rc.module_generation_config
+    return BenchmarkRecord(
+        id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
+        device_name=rc.target_device.name, module_name=gen.name, compile_config=gen.compile_config.name,
+        task=rc.execution_config.task.value, status=response["status"], reason=response.get("reason"),
+        samples=samples, **summarize(samples), content_hash=content_hash(rc, torch_version),
+        presets=rc.presets, details=details,
+    )
+
+
+def run_cases(
+    run_configs: tuple[RunConfig, ...],
+    torch_version: str,
+    report: Callable[[str, str], None] = lambda name, status: None,
+) -> list[BenchmarkRecord]:
+    """Run every case in order, one worker each; a failing case never stops the others."""
+    records = []
+    for rc in run_configs:
+        record = case_record(rc, run_case(rc), torch_version)
+        records.append(record)
+        report(rc.name, record.status)
+    return records

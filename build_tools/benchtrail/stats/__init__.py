@@ -1,0 +1,1 @@
+"""Statistics over raw samples (numpy/scipy)."""

@@ -1,0 +1,42 @@
+"""Start a worker process for one job, with a timeout, and collect its response."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int) -> dict[str, Any]:
+    """Run ``request`` in ``python -m benchtrail.worker`` and return its response dict.
+
+    The worker runs in its own session so a timeout kills it and the compile subprocesses it
+    started. ``OMP_NUM_THREADS`` is set to ``threads``. A crash or timeout becomes a response
+    with status ``failed`` or ``timeout`` and a reason; this function does not raise for them.
+    """
+    with tempfile.TemporaryDirectory(prefix="benchtrail-worker-") as tmp:
+        req, resp = Path(tmp, "request.json"), Path(tmp, "response.json")
+        req.write_text(json.dumps(request), encoding="utf-8")
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchtrail.worker", str(req), str(resp)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+        try:
+            output, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return {"status": "timeout", "reason": f"worker did not finish within {timeout_s:g} s"}
+        if proc.returncode != 0 or not resp.exists():
+            tail = output.decode("utf-8", "replace").strip().splitlines()[-5:]
+            return {
+                "status": "failed",
+                "reason": f"worker exited with code {proc.returncode}: " + " | ".join(tail),
+            }
+        return json.loads(resp.read_text(encoding="utf-8"))

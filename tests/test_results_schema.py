@@ -1,0 +1,101 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchtrail.errors import UserError
+from benchtrail.results.io import load_results, results_to_dict, write_documents, write_results
+from tests.records import record, results
+
+DATA = Path(__file__).parent / "data"
+
+
+def _write(tmp_path, obj, name="r.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_results_round_trip_to_equal_dataclasses(tmp_path):
+    original = results(record("a", [1.0, 2.0, 3.0]), record("b", [], status="failed"))
+    path = write_results(tmp_path / "r.json", original)
+    assert load_results(path) == original
+    text = path.read_text()
+    assert text.endswith("\n") and '"schema_version": 1' in text
+
+
+def test_results_file_is_never_overwritten(tmp_path):
+    path = write_results(tmp_path / "r.json", results(record("a")))
+    with pytest.raises(UserError, match="already exists"):
+        write_results(path, results(record("b")))
+    assert load_results(path).benchmarks[0].id == "a"
+
+
+def test_truncated_results_file_is_a_clear_error(tmp_path):
+    full = json.dumps(results_to_dict(results(record("a"))))
+    path = tmp_path / "r.json"
+    path.write_text(full[: len(full) // 2])
+    with pytest.raises(UserError, match=r"r\.json is not valid JSON \(truncated or corrupt\?\)"):
+        load_results(path)
+
+
+def test_newer_schema_version_asks_to_upgrade(tmp_path):
+    obj = results_to_dict(results(record("a")))
+    obj["schema_version"] = 99
+    with pytest.raises(UserError, match="schema_version 99.*reads versions 1..1; upgrade benchtrail"):
+        load_results(_write(tmp_path, obj))
+
+
+def test_missing_field_names_the_field(tmp_path):
+    obj = results_to_dict(results(record("a")))
+    del obj["benchmarks"][0]["median"]
+    with pytest.raises(UserError, match="BenchmarkRecord lacks field 'median'"):
+        load_results(_write(tmp_path, obj))
+
+
+def test_unknown_field_names_the_field_and_the_allowed_ones(tmp_path):
+    obj = results_to_dict(results(record("a")))
+    obj["benchmarks"][0]["medain"] = 1.0
+    with pytest.raises(UserError, match=r"unknown field\(s\) \['medain'\]; allowed: \['compile_config'"):
+        load_results(_write(tmp_path, obj))
+
+
+def test_two_benchmarks_with_one_id_are_rejected(tmp_path):
+    obj = results_to_dict(results(record("a", name="first"), record("b", name="second")))
+    obj["benchmarks"][1]["id"] = "a"
+    with pytest.raises(UserError, match="two benchmarks have id a \\('first' and 'second'\\)"):
+        load_results(_write(tmp_path, obj))
+
+
+def test_unknown_status_lists_allowed_statuses(tmp_path):
+    obj = results_to_dict(results(record("a")))
+    obj["benchmarks"][0]["status"] = "great"
+    with pytest.raises(UserError, match="status 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"):
+        load_results(_write(tmp_path, obj))
+
+
+def test_nan_is_written_as_null_and_loads_as_none(tmp_path):
+    rec = record("a", [1.0])
+    obj = results_to_dict(results(rec))
+    obj["benchmarks"][0]["median"] = math.nan
+    from benchtrail import jsonio
+
+    jsonio.write_json(tmp_path / "r.json", obj)
+    assert load_results(tmp_path / "r.json").benchmarks[0].median is None
+
+
+def test_version_1_sample_file_keeps_loading():
+    loaded = load_results(DATA / "results-v1.json")
+    assert [b.status for b in loaded.benchmarks] == ["ok", "failed"]
+    assert loaded.benchmarks[0].median == pytest.approx(171.5)
+
+
+def test_flattened_documents_have_dotted_keys_and_safe_names(tmp_path):
+    paths = write_documents(tmp_path, results(record("a", [1.0, 3.0], phase_times_ms={"run": 5.0})))
+    (path,) = paths
+    assert path.name.startswith("bench_a.inference-bs1.c2-standard-16_") and path.name.endswith(".json")
+    doc = json.loads(path.read_text())
+    assert doc["environment.torch_version"] == "2.13.0"
+    assert doc["details.phase_times_ms.run"] == 5.0
+    assert doc["samples"] == [1.0, 3.0] and doc["median"] == 2.0 and doc["schema_version"] == 1

@@ -1,0 +1,95 @@
+"""The runner isolates each case: failures, NaN and timeouts are recorded and the others carry on."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmark_suites import devices
+from benchtrail import jsonio
+from benchtrail.cli import main
+from benchtrail.export import export_execution
+from benchtrail.results.io import load_results
+from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, ExecutionConfig, Model,
+                                          ModuleGenerationConfig, RunConfig, Suite, Task)
+
+ROOT = Path(__file__).resolve().parents[1]
+EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
+FAST = ExecutionConfig("exec-test", "inference-bs1", Task.INFERENCE, processes=2, min_samples=10,
+                       warmup_time_ms=10, timeout_s=20)
+
+
+def _suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
+    rcs = []
+    for name, entry in entries:
+        model = Model(f"model-{name}", name, ("test",), f"tests.bad_models:{entry}", ("8xf32",))
+        gen = ModuleGenerationConfig.build(model, EAGER, device.architecture)
+        rcs.append(RunConfig.build(gen, FAST, device, presets=("test",)))
+    return Suite(tuple(rcs), tuple(rc.module_generation_config for rc in rcs), ("test",), ())
+
+
+def _export(tmp_path, suite) -> Path:
+    return jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
+
+
+def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path):
+    suite = _suite(("ok-before", "tiny"), ("raises", "raises"), ("nan", "nan_output"), ("hangs", "hangs"),
+                   ("ok-after", "tiny"))
+    out = tmp_path / "results" / "c2-standard-16-0.json"
+    code = main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
+                 "--shard-index", "0", "--output", str(out)])
+    assert code == 2
+    by_name = {b.name.split(".")[0]: b for b in load_results(out).benchmarks}
+    assert by_name["raises"].status == "failed"
+    assert "RuntimeError: deliberate failure in forward" in by_name["raises"].reason
+    assert (by_name["nan"].status, by_name["nan"].reason) == ("failed", "output contains NaN or infinity")
+    assert by_name["hangs"].status == "timeout" and "20 s" in by_name["hangs"].reason
+    for name in ("ok-before", "ok-after"):
+        b = by_name[name]
+        assert b.status == "ok" and b.n == 20 and len(b.samples) == 20
+        assert b.min <= b.median <= b.max and b.iqr >= 0
+        assert b.details["threads"] == devices.C2_STANDARD_16.threads
+        assert len(b.details["process_medians"]) == 2
+        assert set(b.details["phase_times_ms"]) == {"prep", "compile", "run", "done"}
+    docs = sorted((out.parent / "docs").glob("bench_*.json"))
+    assert len(docs) == 5
+    assert json.loads(docs[0].read_text())["environment.torch_version"].startswith("2.")
+
+
+def test_each_sample_is_a_block_lasting_at_least_the_minimum(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))),
+                 "--device-name", "c2-standard-16", "--output", str(out)]) == 0
+    (b,) = load_results(out).benchmarks
+    iterations = b.details["iterations_per_sample"]
+    assert iterations > 1  # x + 1 on 8 floats takes microseconds, so blocks hold many iterations
+    assert b.min * iterations >= FAST.min_sample_time_ms * 1e3 * 0.9
+
+
+def test_cuda_case_on_a_cpu_machine_fails_loudly(tmp_path):
+    out = tmp_path / "r.json"
+    suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)
+    assert main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "a2-highgpu-1g",
+                 "--output", str(out)]) == 2
+    (b,) = load_results(out).benchmarks
+    assert b.status == "failed" and "refusing to run it on the CPU" in b.reason
+
+
+def test_unknown_device_is_a_user_error(tmp_path, capsys):
+    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name", "tpu",
+                 "--output", str(tmp_path / "r.json")])
+    assert code == 1
+    assert "device 'tpu' is not in" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_seed_compatible_runner_script(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/run_benchmarks_on_linux.py"),
+                           "--run_config", str(_export(tmp_path, _suite(("ok", "tiny")))), "--output", str(out),
+                           "--shard_index", "0", "--verbose"], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # our test models live in tests/
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+    assert load_results(out).benchmarks[0].status == "ok"
