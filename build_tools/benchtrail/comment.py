@@ -1,0 +1,163 @@
+"""The comment stage: render ``comparison.json`` as the PR comment (Markdown) and its JSON form.
+
+Rendering is separate from posting (IREE's ``post_benchmark_comment.py`` split): this module only
+returns strings. ``comment.md`` fits a GitHub comment (65,536 characters); ``full.md`` always
+holds every row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Version history of comment.json:
+#:   1 — first version.
+SCHEMA_VERSION = 1
+#: GitHub rejects issue comments longer than 65,536 characters; keep a margin.
+MAX_COMMENT_CHARS = 60_000
+MARKER_PREFIX = "<!-- benchtrail:comment"
+
+
+def marker(head: dict[str, Any] | None) -> str:
+    """The hidden marker a poster uses to find and edit our earlier comment."""
+    run = (head or {}).get("run") or {}
+    return f"{MARKER_PREFIX} run={run.get('run_id', 'local')} attempt={run.get('attempt', 1)} -->"
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """``21400.0, "us"`` → ``"21.40 ms"``; counts as integers; None as an em dash."""
+    if value is None:
+        return "—"
+    if unit == "us":
+        if abs(value) >= 1e6:
+            return f"{value / 1e6:.3f} s"
+        if abs(value) >= 1e3:
+            return f"{value / 1e3:.2f} ms"
+        return f"{value:.1f} µs"
+    if unit == "ms":
+        return f"{value / 1e3:.2f} s" if abs(value) >= 1e4 else f"{value:.0f} ms"
+    if unit == "count":
+        return f"{value:.0f}"
+    return f"{value:g} {unit}"
+
+
+def format_change(row: dict[str, Any]) -> str:
+    change = row.get("change")
+    if change is None:
+        return "—"
+    if row.get("change_unit") == "%":
+        return f"{change:+.1f}%"
+    return f"{change:+g}" if row["unit"] == "count" else f"{change:+.3g} {row['unit']}"
+
+
+def _label(row: dict[str, Any]) -> str:
+    return f"`{row['name']}`"
+
+
+def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
+    head = "| benchmark | device | base median | head median | change | p | verdict |"
+    lines = [head if with_verdict else head.rsplit(" verdict |", 1)[0],
+             "|---|---|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
+    for r in rows:
+        p = "—" if r.get("p_value") is None else f"{r['p_value']:.2g}"
+        cells = [_label(r), r["device_name"], format_value(r["base_median"], r["unit"]),
+                 format_value(r["head_median"], r["unit"]), format_change(r), p]
+        if with_verdict:
+            cells.append(r["verdict"] + (f" ({r['reason']})" if r.get("reason") else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _break_reasons(details: dict[str, Any]) -> set[str]:
+    """``"<reason> at <file>:<line>"`` for each graph break recorded in a row's details."""
+    return {f"{b['reason']} at {b['location']}" if b.get("location") else b["reason"]
+            for b in details.get("break_reasons", [])}
+
+
+def _compilation_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| module | metric | base | head | change | |", "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        note = r["verdict"]
+        if r["metric"] == "graph_breaks":
+            new = _break_reasons(r["head_details"]) - _break_reasons(r["base_details"])
+            gone = _break_reasons(r["base_details"]) - _break_reasons(r["head_details"])
+            note += "".join(f"; new: `{s[:120]}`" for s in sorted(new))
+            note += "".join(f"; gone: `{s[:120]}`" for s in sorted(gone))
+        lines.append(f"| `{r['module_name']}` | {r['metric']} | {format_value(r['base_median'], r['unit'])} | "
+                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {note} |")
+    return lines
+
+
+def verdict_line(comparison: dict[str, Any]) -> str:
+    """One line: counts of regressions, improvements, similar, and new graph breaks."""
+    c = comparison["counts"]
+    parts = []
+    for key, word in (("regressed", "regression"), ("improved", "improvement"), ("similar", "similar"),
+                      ("failed", "failed"), ("not-comparable", "not comparable"), ("new", "new"),
+                      ("removed", "removed"), ("noisy", "noisy")):
+        n = c.get(key, 0)
+        if n or key in ("regressed", "improved"):
+            plural = "s" if n != 1 and word in ("regression", "improvement") else ""
+            parts.append(f"{n} {word}{plural}")
+    breaks = sum(max(0, (r["head_median"] or 0) - (r["base_median"] or 0)) for r in comparison["rows"]
+                 if r["metric"] == "graph_breaks" and r["base_median"] is not None)
+    line = "### benchtrail: " + ", ".join(parts)
+    if breaks:
+        line += f" · {breaks:.0f} new graph break{'s' if breaks != 1 else ''}"
+    return line
+
+
+def _context_line(comparison: dict[str, Any]) -> str:
+    head, base, baseline = comparison["head"] or {}, comparison["base"], comparison.get("baseline") or {}
+    run = head.get("run", {})
+    text = f"`{head.get('commit', '?')[:7]}`{' (dirty)' if head.get('dirty') else ''}"
+    if base:
+        text += f" vs baseline `{base['commit'][:7]}` ({baseline.get('reason', 'given')})"
+    else:
+        text += " · no baseline found: every series is new"
+    if run.get("presets"):
+        text += f" · presets {', '.join(run['presets'])}"
+    text += f" · devices {', '.join(head.get('devices', []))}, torch {head.get('torch_version')}"
+    return text
+
+
+def render(comparison: dict[str, Any], artifacts: str | None = None) -> tuple[str, str, dict[str, Any]]:
+    """Return ``(comment.md, full.md, comment.json object)`` for a comparison."""
+    rows = comparison["rows"]
+    execution = [r for r in rows if r["kind"] == "execution"]
+    compilation = [r for r in rows if r["kind"] == "compilation"]
+    by = lambda verdict: [r for r in execution if r["verdict"] == verdict]  # noqa: E731
+    top = [verdict_line(comparison), _context_line(comparison), ""]
+    sections: list[str] = []
+    regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
+    improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
+    problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy")]
+    for title, group in (("Regressions", regressions), ("Improvements", improvements),
+                         ("Failed, noisy or not comparable", problems)):
+        if group:
+            sections += [f"#### {title}", *_table(group, with_verdict=title.startswith("Failed")), ""]
+    if compilation:
+        changed = [r for r in compilation if r["verdict"] != "similar"]
+        sections += ["#### Compilation statistics"]
+        sections += _compilation_table(changed) if changed else ["No change in compilation statistics."]
+        sections += [""]
+    full_table = _table(execution + compilation, with_verdict=True)
+    footer = []
+    if artifacts:
+        footer.append(f"Artifacts: `{artifacts}`")
+    footer.append(marker(comparison["head"]))
+    details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
+    body = "\n".join(top + sections + details + footer) + "\n"
+    if len(body) > MAX_COMMENT_CHARS:
+        body = "\n".join(top + sections + ["The full table is too long for a comment: see full.md "
+                                           "in the run's artifacts.", ""] + footer) + "\n"
+    full = "\n".join(top + sections + ["#### All series", *full_table, ""] + footer) + "\n"
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "marker": marker(comparison["head"]),
+        "verdict": verdict_line(comparison),
+        "counts": comparison["counts"],
+        "head_commit": (comparison["head"] or {}).get("commit"),
+        "base_commit": (comparison["base"] or {}).get("commit"),
+        "body": body,
+    }
+    return body, full, data

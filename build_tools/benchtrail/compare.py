@@ -1,0 +1,146 @@
+"""The compare stage: give every series a verdict, head against baseline.
+
+For issue-2 scope the test is simple and stated here: the change is the ratio of medians
+(percent rules) or the difference of medians (absolute rules); a change beyond the threshold
+counts only when, with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side, a two-sided
+Mann–Whitney U test (scipy, as in Google Benchmark's compare.py) gives p < ``ALPHA``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scipy.stats import mannwhitneyu
+
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.thresholds import Threshold, find_threshold
+
+#: Version history of comparison.json:
+#:   1 — first version.
+SCHEMA_VERSION = 1
+VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
+ALPHA = 0.01
+MIN_SAMPLES_FOR_TEST = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One series in a comparison. ``change`` is percent for percent rules, else in ``unit``."""
+
+    id: str
+    name: str
+    kind: str
+    metric: str
+    unit: str
+    device_name: str
+    module_name: str
+    compile_config: str
+    verdict: str
+    reason: str | None
+    base_median: float | None
+    head_median: float | None
+    base_iqr: float | None
+    head_iqr: float | None
+    base_n: int
+    head_n: int
+    change: float | None
+    change_unit: str | None
+    p_value: float | None
+    threshold: dict[str, Any] | None
+    head_details: dict[str, Any]
+    base_details: dict[str, Any]
+
+
+def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
+         threshold: Threshold | None = None, change: float | None = None, p_value: float | None = None) -> Row:
+    ref = head or base
+    assert ref is not None
+    return Row(
+        id=ref.id, name=ref.name, kind=ref.kind, metric=ref.metric, unit=ref.unit, device_name=ref.device_name,
+        module_name=ref.module_name, compile_config=ref.compile_config, verdict=verdict, reason=reason,
+        base_median=base.median if base else None, head_median=head.median if head else None,
+        base_iqr=base.iqr if base else None, head_iqr=head.iqr if head else None,
+        base_n=base.n if base else 0, head_n=head.n if head else 0, change=change,
+        change_unit=None if threshold is None else ("%" if threshold.unit == "percent" else ref.unit),
+        p_value=p_value, threshold=asdict(threshold) if threshold else None,
+        head_details=head.details if head else {}, base_details=base.details if base else {},
+    )
+
+
+def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
+    """Verdict for a series present on both sides."""
+    if head.status != "ok":
+        return _row(head, base, "failed", f"head {head.status}: {head.reason}")
+    if base.status != "ok":
+        return _row(head, base, "not-comparable", f"baseline {base.status}: {base.reason}")
+    if base.content_hash != head.content_hash:
+        return _row(head, base, "not-comparable",
+                    "definition changed (content hash differs: flags, torch version or model source)")
+    if base.median is None or not math.isfinite(base.median):
+        return _row(head, base, "not-comparable", "baseline median is missing or NaN")
+    if threshold.unit == "percent" and base.median == 0:
+        return _row(head, base, "not-comparable", "baseline median is 0; a percent change is undefined")
+    assert head.median is not None
+    if threshold.unit == "percent":
+        change = (head.median / base.median - 1.0) * 100.0
+    else:
+        change = head.median - base.median
+    worse = change > threshold.threshold if threshold.lower_is_better else change < -threshold.threshold
+    better = change < -threshold.threshold if threshold.lower_is_better else change > threshold.threshold
+    p_value = None
+    if min(len(base.samples), len(head.samples)) >= MIN_SAMPLES_FOR_TEST:
+        p_value = float(mannwhitneyu(head.samples, base.samples, alternative="two-sided").pvalue)
+        if p_value >= ALPHA:
+            worse = better = False
+    if worse:
+        return _row(head, base, "regressed", None, threshold, change, p_value)
+    if better:
+        return _row(head, base, "improved", None, threshold, change, p_value)
+    return _row(head, base, "similar", None, threshold, change, p_value)
+
+
+def _index(files: list[ResultsFile]) -> dict[str, BenchmarkRecord]:
+    return {b.id: b for f in files for b in f.benchmarks}
+
+
+def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...]) -> list[Row]:
+    """Rows for every series in head or base, in head order then removed ones; one per series id."""
+    base_by_id, head_by_id = _index(base), _index(head)
+    rows = []
+    for sid, h in head_by_id.items():
+        b = base_by_id.get(sid)
+        if b is None:
+            rows.append(_row(h, None, "failed" if h.status != "ok" else "new",
+                             f"head {h.status}: {h.reason}" if h.status != "ok" else "no baseline for this series"))
+        else:
+            rows.append(compare_series(b, h, find_threshold(thresholds, h.kind, h.metric, h.name)))
+    for sid, b in base_by_id.items():
+        if sid not in head_by_id:
+            rows.append(_row(None, b, "removed", "in the baseline but not in this run"))
+    return rows
+
+
+def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
+    if not files:
+        return None
+    f = files[0]
+    return {"commit": f.commit, "dirty": f.dirty, "run": f.run,
+            "torch_version": f.environment.get("torch_version"), "devices": sorted({b.device_name for f in files
+                                                                                     for b in f.benchmarks})}
+
+
+def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
+                       thresholds_source: str, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON object of ``comparison.json``."""
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "head": _side(head),
+        "base": _side(base),
+        "baseline": baseline,
+        "thresholds_source": thresholds_source,
+        "counts": counts,
+        "rows": [asdict(r) for r in rows],
+    }

@@ -1,0 +1,49 @@
+import numpy as np
+
+from benchtrail.comment import MAX_COMMENT_CHARS, format_value, render
+from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.thresholds import load_thresholds
+from tests.records import record, results
+
+rng = np.random.default_rng(1)
+
+
+def _comparison(base, head):
+    rows = compare([results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], load_thresholds())
+    return comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)],
+                              "thresholds.yaml", {"reason": "merge base"})
+
+
+def test_format_value_picks_readable_units():
+    assert format_value(21400.0, "us") == "21.40 ms"
+    assert format_value(650.25, "us") == "650.2 µs"
+    assert format_value(3.0, "count") == "3"
+    assert format_value(None, "us") == "—"
+
+
+def test_comment_has_verdict_line_sections_rows_and_marker():
+    base = [record("slow", 100 * (1 + 0.01 * rng.standard_normal(20))), record("same", [50.0] * 20),
+            record("m-graph_breaks", [0.0], kind="compilation", metric="graph_breaks", unit="count",
+                   name="sqrl.inductor.cpu.graph_breaks", break_reasons=[])]
+    head = [record("slow", 130 * (1 + 0.01 * rng.standard_normal(20))), record("same", [50.0] * 20),
+            record("m-graph_breaks", [1.0], kind="compilation", metric="graph_breaks", unit="count",
+                   name="sqrl.inductor.cpu.graph_breaks",
+                   break_reasons=[{"reason": "Data-dependent branching", "count": 1}])]
+    body, full, data = render(_comparison(base, head))
+    lines = body.splitlines()
+    assert lines[0] == "### benchtrail: 2 regressions, 0 improvements, 1 similar · 1 new graph break"
+    assert lines[1].startswith("`ccccccc` vs baseline `bbbbbbb` (merge base)")
+    assert "#### Regressions" in body and "`slow.inference-bs1.c2-standard-16`" in body
+    assert "new: `Data-dependent branching`" in body
+    assert "<details><summary>All 3 series</summary>" in body
+    assert body.rstrip().endswith("<!-- benchtrail:comment run=r1 attempt=1 -->")
+    assert data["marker"] in body and data["counts"]["regressed"] == 2
+    assert "#### All series" in full
+
+
+def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
+    many = [record(f"case{i:05d}", [10.0] * 10) for i in range(600)]
+    body, full, _ = render(_comparison(many, many))
+    assert len(body) <= MAX_COMMENT_CHARS
+    assert "see full.md" in body
+    assert full.count("| `case") == 600

@@ -1,0 +1,106 @@
+import math
+
+import numpy as np
+import pytest
+
+from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.errors import UserError
+from benchtrail.thresholds import Threshold, find_threshold, load_thresholds
+from tests.records import record, results
+
+RULES = load_thresholds()
+rng = np.random.default_rng(0)
+
+
+def noisy(median, n=30, spread=0.01):
+    return median * (1 + spread * rng.standard_normal(n))
+
+
+def verdicts(base, head):
+    return {r.id: (r.verdict, r.reason) for r in compare([results(*base)], [results(*head)], RULES)}
+
+
+def test_clear_slowdown_is_regressed_and_speedup_improved():
+    rows = compare([results(record("slow", noisy(100)), record("fast", noisy(100)))],
+                   [results(record("slow", noisy(120)), record("fast", noisy(80)))], RULES)
+    by_id = {r.id: r for r in rows}
+    assert by_id["slow"].verdict == "regressed" and by_id["slow"].change == pytest.approx(20, abs=2)
+    assert by_id["fast"].verdict == "improved" and by_id["fast"].change == pytest.approx(-20, abs=2)
+    assert by_id["slow"].p_value < 1e-6
+
+
+def test_change_within_threshold_is_similar():
+    assert verdicts([record("a", noisy(100))], [record("a", noisy(102))])["a"][0] == "similar"
+
+
+def test_change_beyond_threshold_but_not_significant_is_similar():
+    # Three samples a side cannot support a test; with overlapping wide samples the U test says no.
+    base = record("a", [100, 140, 60, 120, 80, 100])
+    head = record("a", [110, 150, 70, 130, 90, 110])
+    assert verdicts([base], [head])["a"][0] == "similar"
+
+
+def test_new_removed_and_failed_rows():
+    v = verdicts([record("gone"), record("broken")], [record("fresh"), record("broken", [], status="failed")])
+    assert v["fresh"] == ("new", "no baseline for this series")
+    assert v["gone"] == ("removed", "in the baseline but not in this run")
+    assert v["broken"] == ("failed", "head failed: boom")
+
+
+def test_changed_content_hash_is_not_comparable():
+    v = verdicts([record("a", content_hash="old")], [record("a", content_hash="new")])
+    assert v["a"][0] == "not-comparable" and "content hash differs" in v["a"][1]
+
+
+def test_zero_or_nan_baseline_median_is_not_comparable_and_others_still_compare():
+    zero = record("zero", [0.0] * 10)
+    nan_base = record("nan", [1.0] * 10)
+    nan_base = type(nan_base)(**{**nan_base.__dict__, "median": math.nan})
+    v = verdicts([zero, nan_base, record("ok", noisy(100))],
+                 [record("zero", [5.0] * 10), record("nan", [1.0] * 10), record("ok", noisy(150))])
+    assert v["zero"] == ("not-comparable", "baseline median is 0; a percent change is undefined")
+    assert v["nan"] == ("not-comparable", "baseline median is missing or NaN")
+    assert v["ok"][0] == "regressed"
+
+
+def test_graph_break_counts_compare_exactly():
+    base = record("m-graph_breaks", [0.0], kind="compilation", metric="graph_breaks", unit="count",
+                  name="sqrl.inductor.cpu.graph_breaks")
+    head = record("m-graph_breaks", [1.0], kind="compilation", metric="graph_breaks", unit="count",
+                  name="sqrl.inductor.cpu.graph_breaks")
+    (row,) = compare([results(base)], [results(head)], RULES)
+    assert (row.verdict, row.change, row.change_unit) == ("regressed", 1.0, "count")
+
+
+def test_first_matching_rule_wins():
+    rules = (Threshold("execution/latency/sqrl.*", "percent", 10, "lower-is-better"),
+             Threshold("execution/*", "percent", 5, "lower-is-better"))
+    assert find_threshold(rules, "execution", "latency", "sqrl.eager.x").threshold == 10
+    assert find_threshold(rules, "execution", "latency", "mlp.eager.x").threshold == 5
+    with pytest.raises(UserError, match="no threshold rule matches series 'compilation/x/y'"):
+        find_threshold(rules, "compilation", "x", "y")
+
+
+def test_higher_is_better_flips_the_direction():
+    rules = (Threshold("*", "percent", 5, "higher-is-better"),)
+    rows = compare([results(record("tput", noisy(100)))], [results(record("tput", noisy(80)))], rules)
+    assert rows[0].verdict == "regressed"
+
+
+def test_thresholds_file_errors_name_the_rule_and_key(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 5, "
+                    "direction: lower-is-better, treshold: 3}\n")
+    with pytest.raises(UserError, match=r"rule 0: unknown keys \['treshold'\]"):
+        load_thresholds(path)
+    path.write_text("schema_version: 1\nthresholds:\n  - {match: '*', unit: percnt, threshold: 5, "
+                    "direction: lower-is-better}\n")
+    with pytest.raises(UserError, match="unit 'percnt' is not one of percent, absolute"):
+        load_thresholds(path)
+
+
+def test_comparison_counts_every_verdict():
+    rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
+    obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
+    assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
+    assert obj["schema_version"] == 1
