@@ -1,0 +1,171 @@
+"""``benchtrail``: one console script, one subcommand per stage.
+
+Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks failed;
+3 a regression was found (only where a command gates). ``UserError`` is caught only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchtrail.errors import UserError
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED = 0, 1, 2
+DEFAULT_STORE = ".benchtrail/store"
+
+
+def _suite():
+    from benchmark_suites.suite import generate
+
+    return generate()
+
+
+def _presets(text: str) -> tuple[str, ...]:
+    """argparse type: ``"x86_64,comp-stats"`` → resolved preset tuple (meta-presets expanded)."""
+    from benchtrail.suite.presets import resolve_presets, split_presets
+
+    suite = _suite()
+    try:
+        return resolve_presets(split_presets(text), suite.presets, dict(suite.meta_presets))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad flags; benchtrail keeps 2 for failed benchmarks, so use 1."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _run_info() -> dict:
+    from benchtrail.pipeline import new_run_id
+
+    run_id, attempt = new_run_id()
+    return {"run_id": run_id, "attempt": attempt, "presets": []}
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from benchtrail.stages import write_export
+
+    output = args.output or Path(f"{args.kind}.json")
+    print(write_export(_suite(), args.kind, args.benchmark_presets, output, args.shard_count))
+    return EXIT_OK
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from benchtrail.stages import compile_stage
+    from benchtrail.suite.definitions import Architecture
+
+    path = compile_stage(args.run_configs, args.output_dir, args.device_name, Architecture(args.architecture),
+                         _run_info())
+    print(path)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from benchtrail.stages import run_stage
+
+    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info())
+    print(path)
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from benchtrail.stages import compare_stage
+
+    print(compare_stage(args.base, args.head, args.output, args.thresholds))
+    return EXIT_OK
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from benchtrail.stages import comment_stage
+
+    print(comment_stage(args.comparison, args.output_dir))
+    return EXIT_OK
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from benchtrail.pipeline import run_pipeline
+
+    result = run_pipeline(_suite(), args.benchmark_presets, args.store, args.base_commit, args.thresholds)
+    print(result.comment_md)
+    return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="benchtrail", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    presets = argparse.ArgumentParser(add_help=False)
+    presets.add_argument("--benchmark-presets", type=_presets, required=True, metavar="P[,P...]",
+                         help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats)")
+    thresholds = argparse.ArgumentParser(add_help=False)
+    thresholds.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
+
+    p = sub.add_parser("export", parents=[presets], help="write the run configs of presets as JSON")
+    p.add_argument("kind", choices=("execution", "compilation"))
+    p.add_argument("--shard-count", type=_int_at_least(1), default=1, help="shards per device (default 1)")
+    p.add_argument("--output", type=Path, help="output file (default: ./<kind>.json)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("compile", help="compile the modules of a compilation export")
+    p.add_argument("--run-configs", type=Path, required=True, help="compilation export (compilation.json)")
+    p.add_argument("--output-dir", type=Path, required=True, help="run directory to write modules/ into")
+    p.add_argument("--device-name", required=True, help="this runner's device name, recorded with the statistics")
+    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu", help="modules to compile (default cpu)")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("run", help="run one device's shard of an execution export")
+    p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
+    p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices)")
+    p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
+    p.add_argument("--output", type=Path, required=True, help="results file to write")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", parents=[thresholds], help="compare head results with base results")
+    p.add_argument("--base", type=Path, action="append", required=True, help="base results file or run dir")
+    p.add_argument("--head", type=Path, action="append", required=True, help="head results file or run dir")
+    p.add_argument("--output", type=Path, default=Path("comparison.json"))
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("comment", help="render comparison.json as the PR comment")
+    p.add_argument("--comparison", type=Path, required=True)
+    p.add_argument("--output-dir", type=Path, required=True)
+    p.set_defaults(func=cmd_comment)
+
+    p = sub.add_parser("pipeline", parents=[presets, thresholds], help="the main job, end to end")
+    p.add_argument("--store", default=DEFAULT_STORE, help=f"store folder or file:// URL (default {DEFAULT_STORE})")
+    p.add_argument("--base-commit", help="baseline commit (default: DESIGN.md's baseline rule)")
+    p.set_defaults(func=cmd_pipeline)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"benchtrail: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

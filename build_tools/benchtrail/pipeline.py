@@ -1,0 +1,98 @@
+"""The main job: export → compile → run → compare → comment into one run directory of a store.
+
+The commit pointer is written last, so a run that stopped half-way is never chosen as a baseline.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from benchtrail.baseline import find_baseline
+from benchtrail.environment import git_state
+from benchtrail.errors import UserError
+from benchtrail.export import load_execution
+from benchtrail.progress import console
+from benchtrail.results.io import load_results_paths
+from benchtrail.stages import compare_stage, comment_stage, compile_stage, run_stage, torch_version, write_export
+from benchtrail.store import open_store
+from benchtrail.suite.definitions import Architecture, Suite
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """Where the main job wrote its outputs, and whether every case was ok."""
+
+    run_dir: Path
+    comment_md: Path
+    all_ok: bool
+
+
+def new_run_id() -> tuple[str, int]:
+    """``(GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT)`` in Actions, else ``(local-<UTC yyyymmddThhmmssZ>-<uuid8>, 1)``."""
+    if os.environ.get("GITHUB_RUN_ID"):
+        return os.environ["GITHUB_RUN_ID"], int(os.environ.get("GITHUB_RUN_ATTEMPT", "1"))
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"local-{stamp}-{uuid.uuid4().hex[:8]}", 1
+
+
+def available_architectures() -> set[Architecture]:
+    """CPU always; CUDA when torch sees a GPU."""
+    return {Architecture.CPU} | ({Architecture.CUDA} if torch.cuda.is_available() else set())
+
+
+def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
+                 thresholds: Path | None = None, repo: Path = Path(".")) -> PipelineResult:
+    """Run the main job; return where its outputs are.
+
+    Raises:
+        UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
+    """
+    store = open_store(store_url)
+    run_id, attempt = new_run_id()
+    run_dir = store.create_run_dir(run_id, attempt)
+    run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
+    console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {', '.join(presets)} · {run_dir}")
+
+    configs = run_dir / "run-configs"
+    execution = write_export(suite, "execution", presets, configs / "execution.json")
+    compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
+
+    here = available_architectures()
+    device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
+    for arch in sorted(here, key=lambda a: a.value):
+        compile_stage(compilation, run_dir, device_of[arch], arch, run)
+
+    all_ok = True
+    for device, shards in load_execution(execution).items():
+        arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
+        if arch not in here:
+            console.print(f"[yellow]skipping device {device}[/]: it needs {arch.value}, which this machine lacks")
+            continue
+        for index in sorted(shards):
+            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run)
+            all_ok &= ok
+
+    if not any((run_dir / "results").glob("*.json")):
+        raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
+                        f"(it has {', '.join(sorted(a.value for a in here))}); run directory {run_dir} is empty")
+    commit, dirty = git_state(repo)
+    devices = {b.device_name for f in load_results_paths([run_dir]) for b in f.benchmarks}
+    baseline = find_baseline(store, repo, commit, devices, torch_version(), base_commit, exclude=(run_id, attempt))
+    if baseline:
+        console.print(f"baseline: {baseline.commit[:12]} ({baseline.reason}), run {baseline.run_id}/{baseline.attempt}")
+    else:
+        console.print("no baseline run in the store yet: every series is new")
+    comparison = compare_stage([baseline.run_dir] if baseline else [], [run_dir], run_dir / "comparison.json",
+                               thresholds, baseline.to_dict() if baseline else None)
+    comment_md = comment_stage(comparison, run_dir / "comment", artifacts=str(run_dir))
+    created = datetime.datetime.now(datetime.UTC).isoformat()
+    store.write_pointer(commit, run_id, attempt, {"dirty": dirty, "presets": list(presets),
+                                                  "devices": sorted(devices), "torch_version": torch_version(),
+                                                  "created": created})
+    return PipelineResult(run_dir, comment_md, all_ok)

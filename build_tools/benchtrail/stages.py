@@ -1,0 +1,114 @@
+"""Each stage as a function from input files to output files (what ``benchtrail <stage>`` runs).
+
+The stages talk only through these files, so any stage can be rerun alone from downloaded
+artifacts. Each function returns the path of its main output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchtrail import jsonio
+from benchtrail.comment import render
+from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.compile_stage import compile_modules
+from benchtrail.environment import collect_environment, git_state
+from benchtrail.errors import UserError
+from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
+from benchtrail.progress import track
+from benchtrail.results.io import load_results_paths, write_documents, write_results
+from benchtrail.results.schema import ResultsFile
+from benchtrail.run_stage import run_cases
+from benchtrail.suite.definitions import Architecture, Suite
+from benchtrail.thresholds import default_thresholds_path, load_thresholds
+
+
+
+def torch_version() -> str:
+    """torch's version without the local build tag (``2.13.0+cpu`` → ``2.13.0``)."""
+    return torch.__version__.split("+")[0]
+
+
+def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:
+    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``."""
+    if kind == "execution":
+        obj = export_execution(suite, presets, shard_count)
+    else:
+        obj = export_compilation(suite, presets)
+    return jsonio.write_json(output, obj)
+
+
+def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
+                  run: dict[str, Any]) -> Path:
+    """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
+
+    Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
+    compilation series, recorded under ``device_name`` (the runner that compiled them).
+    """
+    gens, dirs = load_compilation(run_configs)
+    gens = tuple(g for g in gens if g.target_architecture is architecture)
+    commit, dirty = git_state()
+    with track("compile", len(gens)) as report:
+        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, report)
+    results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
+    return write_results(output_dir / "results" / f"compilation-{device_name}.json", results)
+
+
+def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
+              run: dict[str, Any]) -> tuple[Path, bool]:
+    """Run one device's shard (all shards when ``shard_index`` is None) of an execution export.
+
+    Writes the results file to ``output`` and one flattened document per benchmark to
+    ``<output's folder>/docs/``. Returns (results path, whether every case is ok).
+
+    Raises:
+        UserError: the device or shard is not in the export.
+    """
+    devices = load_execution(run_configs)
+    if device_name not in devices:
+        raise UserError(f"device {device_name!r} is not in {run_configs}; devices there: "
+                        f"{', '.join(sorted(devices)) or 'none'}")
+    shards = devices[device_name]
+    if shard_index is not None and shard_index not in shards:
+        raise UserError(f"shard {shard_index} of device {device_name!r} is not in {run_configs}; "
+                        f"shards: {sorted(shards)}")
+    chosen = [shard_index] if shard_index is not None else sorted(shards)
+    rcs = tuple(rc for i in chosen for rc in shards[i])
+    threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
+    commit, dirty = git_state()
+    with track(f"run {device_name}", len(rcs)) as report:
+        records = run_cases(rcs, torch_version(), report)
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
+    results = ResultsFile(commit, dirty, run, collect_environment(threads), tuple(records))
+    path = write_results(output, results)
+    write_documents(output.parent / "docs", results)
+    return path, all(r.status == "ok" for r in records)
+
+
+def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
+                  baseline: dict[str, Any] | None = None) -> Path:
+    """Compare head results with base results (files or run directories); write ``comparison.json``."""
+    base_files = load_results_paths(base) if base else []
+    head_files = load_results_paths(head)
+    rules = load_thresholds(thresholds)
+    rows = compare(base_files, head_files, rules)
+    source = str(thresholds or default_thresholds_path())
+    return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline))
+
+
+def comment_stage(comparison: Path, output_dir: Path, artifacts: str | None = None) -> Path:
+    """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md."""
+    from benchtrail.compare import SCHEMA_VERSION
+
+    obj = jsonio.read_json(comparison, kind="comparison", supported=SCHEMA_VERSION)
+    for key in ("rows", "counts", "head"):
+        if key not in obj:
+            raise UserError(f"comparison {comparison}: lacks field {key!r}")
+    body, full, data = render(obj, artifacts)
+    jsonio.write_text_atomic(output_dir / "full.md", full)
+    jsonio.write_json(output_dir / "comment.json", data)
+    return jsonio.write_text_atomic(output_dir / "comment.md", body)
+
