@@ -136,9 +136,12 @@ def render(comparison: dict[str, Any], artifacts: str | None = None) -> tuple[st
         if group:
             sections += [f"#### {title}", *_table(group, with_verdict=title.startswith("Failed")), ""]
     if compilation:
-        changed = [r for r in compilation if r["verdict"] != "similar"]
+        changed = [r for r in compilation if r["verdict"] not in ("similar", "new")]
+        new = len(compilation) - len(changed) - sum(r["verdict"] == "similar" for r in compilation)
         sections += ["#### Compilation statistics"]
         sections += _compilation_table(changed) if changed else ["No change in compilation statistics."]
+        if new:
+            sections += ["", f"{new} compilation series have no baseline yet (see the full table)."]
         sections += [""]
     full_table = _table(execution + compilation, with_verdict=True)
     footer = []
