@@ -101,6 +101,16 @@ def cmd_comment(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_configure(args: argparse.Namespace) -> int:
+    import os
+
+    from benchtrail.configure import configure
+
+    suite = _suite()
+    configure(os.environ, suite.presets, dict(suite.meta_presets))
+    return EXIT_OK
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from benchtrail.pipeline import run_pipeline
 
@@ -110,7 +120,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="benchtrail", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     presets = argparse.ArgumentParser(add_help=False)
@@ -118,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats)")
     thresholds = argparse.ArgumentParser(add_help=False)
     thresholds.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
+
+    p = sub.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
+    p.set_defaults(func=cmd_configure)
 
     p = sub.add_parser("export", parents=[presets], help="write the run configs of presets as JSON")
     p.add_argument("kind", choices=("execution", "compilation"))

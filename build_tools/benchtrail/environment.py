@@ -44,12 +44,19 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def torch_version() -> str:
+    """torch's version without the local build tag (``2.13.0+cpu`` → ``2.13.0``)."""
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
 def collect_environment(threads: int) -> dict[str, Any]:
     """Torch and Python versions, CPU model and counts, the fixed thread count, and the host."""
     import torch
 
     env: dict[str, Any] = {
-        "torch_version": torch.__version__.split("+")[0],
+        "torch_version": torch_version(),
         "torch_build": torch.__version__,
         "python_version": platform.python_version(),
         "platform": platform.platform(),

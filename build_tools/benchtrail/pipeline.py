@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 
 from benchtrail.baseline import find_baseline
-from benchtrail.environment import git_state
+from benchtrail.environment import git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
-from benchtrail.stages import compare_stage, comment_stage, compile_stage, run_stage, torch_version, write_export
+from benchtrail.stages import compare_stage, comment_stage, compile_stage, run_stage, write_export
 from benchtrail.store import open_store
 from benchtrail.suite.definitions import Architecture, Suite
 

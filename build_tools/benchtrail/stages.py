@@ -15,7 +15,7 @@ from benchtrail import jsonio
 from benchtrail.comment import render
 from benchtrail.compare import compare, comparison_to_dict
 from benchtrail.compile_stage import compile_modules
-from benchtrail.environment import collect_environment, git_state
+from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
 from benchtrail.progress import track
@@ -25,11 +25,6 @@ from benchtrail.run_stage import run_cases
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.thresholds import default_thresholds_path, load_thresholds
 
-
-
-def torch_version() -> str:
-    """torch's version without the local build tag (``2.13.0+cpu`` → ``2.13.0``)."""
-    return torch.__version__.split("+")[0]
 
 
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:

@@ -1,0 +1,168 @@
+"""The trailer grammar table of docs/trailers.md, row by row, and the setup job's configure step."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from benchtrail.cli import main
+from benchtrail.trailers import benchmark_presets, parse_trailers, pr_message
+
+# (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
+GRAMMAR = [
+    ("trailer after prose", "Faster matmul", "Speeds up matmul.\n\nbenchmarks: x86_64,cuda", ["x86_64", "cuda"]),
+    ("key is case-insensitive", "t", "Text.\n\nBenchmarks: x86_64", ["x86_64"]),
+    ("commas, spaces, case, trailing comma", "t", "Text.\n\nbenchmarks: X86_64 cuda, comp-stats,",
+     ["x86_64", "cuda", "comp-stats"]),
+    ("several trailers are united", "t", "Text.\n\nbenchmarks: x86_64\nbenchmarks: cuda x86_64",
+     ["x86_64", "cuda"]),
+    ("among other trailers", "t", "Text.\n\nFixes: #12\nbenchmarks: cuda\nSigned-off-by: A <a@b.c>", ["cuda"]),
+    ("folded continuation line", "t", "Text.\n\nbenchmarks: x86_64,\n  cuda", ["x86_64", "cuda"]),
+    ("trailing comment lines are skipped", "t", "Text.\n\nbenchmarks: cuda\n# a note for reviewers", ["cuda"]),
+    ("25% rule with a git-generated trailer", "t",
+     "Text.\n\nWorks on my machine\nSigned-off-by: A <a@b.c>\nbenchmarks: cuda", ["cuda"]),
+    ("CRLF line endings", "t", "Text.\r\n\r\nbenchmarks: cuda\r\n", ["cuda"]),
+    ("empty value", "t", "Text.\n\nbenchmarks:", []),
+    ("inside a prose paragraph", "t", "Some text\nbenchmarks: cuda\nmore text", None),
+    ("not the last paragraph", "t", "benchmarks: cuda\n\nThanks for reviewing!", None),
+    ("only a Notes: line", "t", "Text.\n\nNotes: see the issue", None),
+    ("key=value is not a trailer", "t", "Text.\n\nbenchmarks=cuda", None),
+    ("fenced code block", "t", "Text.\n\n```\nbenchmarks: cuda\n```", None),
+    ("title is never a trailer", "benchmarks: cuda", "", None),
+    ("null body", "t", None, None),
+]
+
+
+@pytest.mark.parametrize("name,title,body,expected", GRAMMAR, ids=[g[0] for g in GRAMMAR])
+def test_trailer_grammar_row(name, title, body, expected):
+    assert benchmark_presets(title, body) == expected
+    if shutil.which("git"):  # and git agrees on the key/value pairs
+        out = subprocess.run(["git", "interpret-trailers", "--parse", "--no-divider"], check=True,
+                             input=f"{title}\n\n{body or ''}".encode(), capture_output=True).stdout.decode()
+        theirs = [tuple(p.strip() for p in line.replace("\r", "").partition(":")[::2])
+                  for line in out.split("\n")[:-1]]
+        assert [(k, v.replace("\r", "")) for k, v in parse_trailers(pr_message(title, body))] == theirs
+
+
+@pytest.fixture
+def gh(tmp_path, monkeypatch):
+    """A GitHub Actions-like environment: event file, output and summary files."""
+    for var in ("PR_TITLE", "PR_BODY", "PR_LABELS", "BENCHMARK_PRESETS_INPUT", "GITHUB_OUTPUT",
+                "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    def run(event_name, payload):
+        path = tmp_path / "event.json"
+        path.write_text(json.dumps(payload))
+        monkeypatch.setenv("GITHUB_EVENT_NAME", event_name)
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
+        code = main(["configure"])
+        read = lambda p: p.read_text() if p.exists() else ""  # noqa: E731
+        return code, read(output), read(summary)
+
+    return run
+
+
+def pr(body, labels=(), title="Title", **extra):
+    return {"action": "opened", "pull_request": {"title": title, "body": body, "labels": [{"name": n} for n in labels],
+                                                 "head": {"sha": "a" * 40}}, **extra}
+
+
+def test_pr_trailer_writes_outputs_and_summary(gh):
+    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,comp-stats"))
+    assert code == 0
+    assert output == "benchmark-presets=x86_64,comp-stats\nhas-benchmarks=true\n"
+    assert "| `x86_64` | trailer |" in summary and "| `comp-stats` | trailer |" in summary
+
+
+def test_label_adds_a_preset(gh):
+    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda", "bug"]))
+    assert output.startswith("benchmark-presets=x86_64,cuda\n")
+    assert "| `cuda` | label |" in summary
+
+
+def test_meta_preset_default_expands(gh):
+    _, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: default"))
+    assert output.startswith("benchmark-presets=x86_64,cuda,comp-stats\n")
+
+
+def test_unknown_preset_fails_naming_it_listing_valid_ones_and_suggesting(gh, capsys):
+    code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,cuda,comp-stat"))
+    assert code == 1 and output == ""
+    err = capsys.readouterr().err
+    assert "PR description: unknown benchmark preset 'comp-stat'" in err
+    assert "valid presets: comp-stats, cuda, smoke, x86_64, all, default" in err
+    assert "Did you mean 'comp-stats'?" in err
+
+
+def test_shell_metacharacters_are_data_never_executed(gh, capsys, tmp_path):
+    marker = tmp_path / "pwned"
+    code, _, _ = gh("pull_request", pr(f"Text.\n\nbenchmarks: $(touch {marker}) `touch {marker}`"))
+    assert code == 1 and not marker.exists()
+    assert "unknown benchmark preset '$(touch" in capsys.readouterr().err
+
+
+def test_trailer_in_prose_selects_nothing_and_the_summary_says_so(gh):
+    code, output, summary = gh("pull_request", pr("Please run\nbenchmarks: cuda\non this."))
+    assert code == 0 and output == "benchmark-presets=\nhas-benchmarks=false\n"
+    assert "no `benchmarks:` trailer in the last paragraph" in summary
+
+
+def test_edit_that_keeps_the_selection_skips_benchmarks(gh):
+    payload = pr("New words.\n\nbenchmarks: cuda", action="edited",
+                 changes={"body": {"from": "Old words.\n\nBenchmarks: CUDA"}})
+    payload["action"] = "edited"
+    _, output, summary = gh("pull_request", payload)
+    assert output == "benchmark-presets=cuda\nhas-benchmarks=false\n"
+    assert "the edit did not change the benchmark selection" in summary
+
+
+def test_edit_that_changes_the_selection_runs(gh):
+    payload = pr("Text.\n\nbenchmarks: cuda,x86_64", changes={"body": {"from": "Text.\n\nbenchmarks: cuda"}})
+    payload["action"] = "edited"
+    _, output, _ = gh("pull_request", payload)
+    assert output == "benchmark-presets=cuda,x86_64\nhas-benchmarks=true\n"
+
+
+def test_push_to_default_branch_selects_default_and_other_pushes_nothing(gh):
+    repo = {"repository": {"default_branch": "main"}}
+    _, output, _ = gh("push", {"ref": "refs/heads/main", **repo})
+    assert output == "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\n"
+    _, output, _ = gh("push", {"ref": "refs/heads/topic", **repo})
+    assert output.endswith("has-benchmarks=false\n")
+
+
+def test_workflow_dispatch_takes_presets_from_its_input(gh):
+    _, output, _ = gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}})
+    assert output == "benchmark-presets=smoke\nhas-benchmarks=true\n"
+
+
+def test_env_overrides_the_payload(gh, monkeypatch):
+    monkeypatch.setenv("PR_BODY", "Text.\n\nbenchmarks: comp-stats")
+    monkeypatch.setenv("PR_LABELS", '["benchmarks:smoke"]')
+    _, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: cuda"))
+    assert output.startswith("benchmark-presets=comp-stats,smoke\n")
+
+
+def test_bad_pr_labels_is_a_clear_error(gh, monkeypatch, capsys):
+    monkeypatch.setenv("PR_LABELS", "cuda")
+    assert gh("pull_request", pr("x"))[0] == 1
+    assert "PR_LABELS must be a JSON list of label names, got 'cuda'" in capsys.readouterr().err
+
+
+def test_one_megabyte_body_from_the_event_file(gh):
+    body = ("lorem ipsum " * 90_000) + "\n\nbenchmarks: x86_64"
+    assert len(body) > 1_000_000
+    _, output, _ = gh("pull_request", pr(body))
+    assert output.startswith("benchmark-presets=x86_64\n")
+
+
+def test_without_github_output_the_outputs_go_to_stdout(gh, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_OUTPUT")
+    code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: smoke"))
+    assert code == 0 and output == ""
+    assert capsys.readouterr().out == "benchmark-presets=smoke\nhas-benchmarks=true\n"
