@@ -1,10 +1,13 @@
+import json
 import math
 
 import numpy as np
 import pytest
 
+from benchtrail.cli import main
 from benchtrail.compare import compare, comparison_to_dict
 from benchtrail.errors import UserError
+from benchtrail.results.io import write_results
 from benchtrail.thresholds import Threshold, find_threshold, load_thresholds
 from tests.records import record, results
 
@@ -104,3 +107,15 @@ def test_comparison_counts_every_verdict():
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
     assert obj["schema_version"] == 1
+
+
+def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):
+    head = write_results(tmp_path / "head.json", results(record("a"), record("b")))
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--head", str(head), "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["counts"]["new"] == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "commit": ')
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c2.json")]) == 1
+    assert "bad.json is not valid JSON" in capsys.readouterr().err
+    assert not (tmp_path / "c2.json").exists()

@@ -153,8 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compare", parents=[thresholds], help="compare head results with base results")
-    p.add_argument("--base", type=Path, action="append", required=True, help="base results file or run dir")
-    p.add_argument("--head", type=Path, action="append", required=True, help="head results file or run dir")
+    p.add_argument("--base", type=Path, action="append", default=[],
+                   help="baseline results file or run dir (repeatable; none: every series is new)")
+    p.add_argument("--head", type=Path, action="append", required=True,
+                   help="head results file or run dir (repeatable)")
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.set_defaults(func=cmd_compare)
 
