@@ -166,3 +166,18 @@ def test_without_github_output_the_outputs_go_to_stdout(gh, monkeypatch, capsys)
     code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: smoke"))
     assert code == 0 and output == ""
     assert capsys.readouterr().out == "benchmark-presets=smoke\nhas-benchmarks=true\n"
+
+
+def test_rerun_reads_the_current_body_through_the_api(gh, github_server, monkeypatch):
+    github_server.add_pull("octo/repo", 7, "a" * 40, title="Title", body="Edited.\n\nbenchmarks: comp-stats",
+                           labels=("benchmarks:smoke",))
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_test")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo/repo")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    payload = pr("Stale.\n\nbenchmarks: cuda")
+    payload["pull_request"]["number"] = 7
+    code, output, summary = gh("pull_request", payload)
+    assert code == 0
+    assert output == "benchmark-presets=comp-stats,smoke\nhas-benchmarks=true\n"
+    assert any(r.method == "GET" and r.path.endswith("/pulls/7") for r in github_server.requests)

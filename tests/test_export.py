@@ -64,10 +64,10 @@ def test_matrix_jq_gives_the_job_matrix_list():
     program = (ROOT / "build_tools/github_actions/matrix.jq").read_text()
     matrix = jq.compile(program).input_value(obj).first()
     assert matrix == [
-        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "shard": {"index": 0, "count": 2}},
-        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "shard": {"index": 1, "count": 2}},
-        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "shard": {"index": 0, "count": 2}},
-        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "shard": {"index": 1, "count": 2}},
+        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "architecture": "cuda", "shard": {"index": 0, "count": 2}},
+        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "architecture": "cuda", "shard": {"index": 1, "count": 2}},
+        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "architecture": "cpu", "shard": {"index": 0, "count": 2}},
+        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "architecture": "cpu", "shard": {"index": 1, "count": 2}},
     ]
 
 

@@ -169,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=DEFAULT_STORE, help=f"store folder or file:// URL (default {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: DESIGN.md's baseline rule)")
     p.set_defaults(func=cmd_pipeline)
+
+    from benchtrail.github.post import add_post_parser
+
+    add_post_parser(sub)
     return parser
 
 

@@ -74,7 +74,9 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
             malformed ``PR_LABELS``.
     """
     if event_name in ("pull_request", "pull_request_target"):
-        pr = payload.get("pull_request") or {}
+        pr = dict(payload.get("pull_request") or {})
+        if int(env.get("GITHUB_RUN_ATTEMPT", "1") or 1) > 1 and env.get("GITHUB_TOKEN") and pr.get("number"):
+            pr.update(fetch_current_pr(env, int(pr["number"])))
         title = env.get("PR_TITLE", pr.get("title"))
         body = env.get("PR_BODY", pr.get("body"))
         labels = _labels(env, pr)
@@ -101,6 +103,27 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
         requested = [(p, "input") for p in split_presets(text or "")]
         return Selection(_resolve(requested, known, meta, "workflow_dispatch input"), tuple(requested))
     return Selection((), (), f"event {event_name!r} does not run benchmarks")
+
+
+def fetch_current_pr(env: Mapping[str, str], number: int) -> dict[str, Any]:
+    """The PR's current title, body and labels through PyGithub (a re-run sees an edited trailer).
+
+    Uses ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and ``GITHUB_API_URL`` (default api.github.com).
+
+    Raises:
+        UserError: the PR cannot be read (the message names the repository and PR).
+    """
+    import github
+
+    from benchtrail.github.post import make_client
+
+    repo = env.get("GITHUB_REPOSITORY", "")
+    client = make_client(env["GITHUB_TOKEN"], env.get("GITHUB_API_URL", "https://api.github.com"))
+    try:
+        pull = client.get_repo(repo).get_pull(number)
+        return {"title": pull.title, "body": pull.body, "labels": [{"name": label.name} for label in pull.labels]}
+    except github.GithubException as exc:
+        raise UserError(f"cannot re-read PR {repo}#{number} for this re-run: HTTP {exc.status}") from exc
 
 
 def _labels(env: Mapping[str, str], pr: Mapping[str, Any]) -> list[str]:

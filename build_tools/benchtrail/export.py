@@ -2,7 +2,7 @@
 
 Execution export (``run-configs/execution.json``)::
 
-    {schema_version, devices: {<device name>: {host_environment, shards: [
+    {schema_version, devices: {<device name>: {host_environment, architecture, shards: [
         {index, count, run_configs: {root_obj, keyed_obj_map}}]}}}
 
 Compilation export (``run-configs/compilation.json``)::
@@ -48,6 +48,7 @@ def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 
         shards = shard(tuple(rcs), shard_count)
         devices[name] = {
             "host_environment": rcs[0].target_device.host_environment,
+            "architecture": rcs[0].target_device.architecture.value,
             "shards": [
                 {"index": i, "count": shard_count, "run_configs": serialize_and_pack(s)}
                 for i, s in enumerate(shards)

@@ -1,0 +1,390 @@
+"""The post stage: put ``comment/comment.json`` on the PR, editing our earlier comment in place.
+
+Follows IREE's ``post_benchmark_comment.py``: check that the PR's head is still the commit the run
+measured, find our earlier issue comment by its hidden marker, edit it (or create one), and never
+overwrite a comment from a newer run. All calls go through PyGithub.
+
+When the token may not write (a fork PR's read-only ``GITHUB_TOKEN`` gets 403) or GitHub keeps
+answering with a rate limit after a few short retries, the body goes to the job summary instead
+and the step still succeeds: a missing comment must not fail a benchmark run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from benchtrail import comment as comment_stage
+from benchtrail.errors import UserError
+from benchtrail.jsonio import read_json
+
+#: GitHub rejects issue comments longer than this many characters.
+GITHUB_MAX_COMMENT_CHARS = 65_536
+DEFAULT_API_URL = "https://api.github.com"
+#: The login that GitHub Actions' ``GITHUB_TOKEN`` comments as. Only its comments count as ours, so a
+#: marker pasted by anyone else can neither suppress nor capture the benchmark comment.
+DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
+ACTIONS = ("created", "updated", "skipped-stale-run", "skipped-head-changed", "dry-run", "fallback-summary")
+NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
+COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "body"})
+
+_MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX) + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
+_DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.DOTALL | re.IGNORECASE)
+_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+DETAILS_DROPPED_NOTE = ("_Collapsed sections were left out to fit GitHub's comment size limit: "
+                        "see full.md in the run's artifacts._\n")
+TRUNCATED_NOTE = ("\n_… truncated to fit GitHub's 65,536-character comment limit: "
+                  "the full report is full.md in the run's artifacts._\n\n")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PostResult:
+    """What ``post_comment`` did: ``action`` is one of ``ACTIONS``; ``comment_id`` is the comment
+    created or updated (dry-run: that would be updated; skipped-stale-run: the newer one), else None."""
+
+    action: str
+    comment_id: int | None
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown post action {self.action!r}; known: {ACTIONS}")
+
+
+# -- the marker and the body --------------------------------------------------------------------
+
+
+def parse_marker(text: str) -> tuple[str, int] | None:
+    """``(run_id, attempt)`` of the last benchtrail marker in ``text``; None when there is none or
+    its attempt is not a whole number."""
+    found = None
+    for m in _MARKER.finditer(text):
+        found = m
+    if found is None or not found["attempt"].isdigit():
+        return None
+    return found["run"], int(found["attempt"])
+
+
+def is_newer(run: tuple[str, int], than: tuple[str, int]) -> bool:
+    """Whether marker ``run`` comes from a later run than ``than``.
+
+    Run ids compare as integers when both are (GitHub run ids), as strings when neither is (local
+    ``local-<UTC timestamp>-<uuid>`` ids sort by time); a CI id and a local id do not compare, and
+    neither is newer. Attempts break ties within one run id.
+    """
+    (run_id, attempt), (other_id, other_attempt) = run, than
+    if run_id.isdigit() and other_id.isdigit():
+        a, b = int(run_id), int(other_id)
+    elif not run_id.isdigit() and not other_id.isdigit():
+        a, b = run_id, other_id  # type: ignore[assignment]
+    else:
+        return False
+    return a > b or (a == b and attempt > other_attempt)
+
+
+def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> str:
+    """Return ``body`` cut to at most ``limit`` characters, with ``marker`` as its last line.
+
+    First ``<details>…</details>`` sections are dropped, from the last one up; if that is not
+    enough, the text is cut at a line boundary and a line points to full.md in the run's
+    artifacts. The footer (the lines after the last blank line, such as the artifacts line) is
+    kept when it is short (at most 2,000 characters and a quarter of ``limit``).
+
+    Raises:
+        UserError: ``limit`` is too small to hold the marker and the truncation note.
+    """
+    if len(body) <= limit and body.rstrip().splitlines()[-1:] == [marker] and body.count(marker) == 1:
+        return body
+    text = body.replace(marker, "").rstrip() + "\n"
+    split = text.rstrip("\n").rfind("\n\n")
+    footer = text[split + 2:] if split >= 0 else ""
+    if len(footer) > min(2_000, limit // 4) or "<details" in footer.lower():
+        footer = ""
+    head = text[: len(text) - len(footer)]
+    tail = (footer or "\n") + marker + "\n"
+    if len(head) + len(tail) <= limit:
+        return head + tail
+    sections = list(_DETAILS.finditer(head))
+    if sections:
+        note_at, kept = sections[0].start(), head
+        for m in reversed(sections):  # later sections go first; earlier offsets stay valid
+            kept = kept[: m.start()] + kept[m.end():]
+            head = kept[:note_at] + DETAILS_DROPPED_NOTE + kept[note_at:]
+            if len(head) + len(tail) <= limit:
+                return head + tail
+    room = limit - len(tail) - len(TRUNCATED_NOTE)
+    if room <= 0:
+        raise UserError(f"the comment footer alone is {len(tail)} characters; GitHub allows {limit}")
+    cut = head.rfind("\n", 0, room)
+    return head[: cut + 1 if cut >= 0 else room] + TRUNCATED_NOTE + tail
+
+
+def load_comment(path: Path) -> dict[str, Any]:
+    """Read comment.json (written by ``benchtrail comment``).
+
+    Raises:
+        UserError: unreadable, newer schema, unknown keys, or no string ``body``/valid ``marker``.
+    """
+    data = read_json(path, kind="comment file", supported=comment_stage.SCHEMA_VERSION)
+    unknown = sorted(set(data) - COMMENT_KEYS)
+    if unknown:
+        raise UserError(f"comment file {path}: unknown key(s) {unknown}; allowed: {sorted(COMMENT_KEYS)}")
+    if not isinstance(data.get("body"), str) or not data["body"].strip():
+        raise UserError(f"comment file {path}: 'body' must be a non-empty string")
+    if not isinstance(data.get("marker"), str) or _MARKER.fullmatch(data["marker"]) is None:
+        raise UserError(f"comment file {path}: 'marker' must look like "
+                        f"'{comment_stage.MARKER_PREFIX} run=<id> attempt=<n> -->', got {data.get('marker')!r}")
+    return data
+
+
+# -- talking to GitHub --------------------------------------------------------------------------
+
+
+def make_client(token: str, base_url: str):
+    """A ``github.Github`` that never sleeps for long on its own.
+
+    PyGithub 2.x retries 403 rate limits and 5xx by default, waiting as long as GitHub says (up to
+    an hour), and throttles 0.25 s between requests and 1 s between writes. Here urllib3 retries
+    only connection errors and 5xx on GET/PATCH (never POST: a retried create could post twice),
+    at most twice, about 1 s apart, ignoring ``Retry-After``; rate limits are left to
+    ``post_comment``'s own bounded loop. One run makes one write, so throttling is off.
+    """
+    import github
+    from urllib3.util.retry import Retry
+
+    retry = Retry(total=2, connect=2, read=2, status=2, other=0, backoff_factor=0.5,  # waits 0 s, then 1 s
+                  status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET", "PATCH"}),
+                  respect_retry_after_header=False, raise_on_status=False)
+    return github.Github(auth=github.Auth.Token(token), base_url=base_url.rstrip("/"), per_page=100,
+                         timeout=30, retry=retry, seconds_between_requests=None, seconds_between_writes=None)
+
+
+def _retry_after_s(exc: Any) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds form only), else None."""
+    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    value = str(headers.get("retry-after", "")).strip()
+    return float(value) if value.isdigit() else None
+
+
+def _message(exc: Any) -> str:
+    data = getattr(exc, "data", None)
+    return str(data.get("message", "")) if isinstance(data, dict) else str(data or "")
+
+
+def is_rate_limited(exc: Any) -> bool:
+    """403/429 with GitHub's secondary-rate-limit message or a ``Retry-After`` header, or a 429."""
+    status = getattr(exc, "status", None)
+    if status == 429:
+        return True
+    return status == 403 and ("rate limit" in _message(exc).lower() or _retry_after_s(exc) is not None)
+
+
+def with_retries(call: Callable[[], T], *, max_retries: int, retry_wait_s: float,
+                 sleep: Callable[[float], None] = time.sleep) -> T:
+    """Run ``call``; on a rate-limit reply retry at most ``max_retries`` times, waiting
+    ``min(Retry-After, retry_wait_s * 2**i)`` seconds before retry ``i`` (0-based).
+
+    Raises:
+        github.GithubException: anything else at once, or the last rate-limit reply.
+    """
+    import github
+
+    for i in range(max_retries + 1):
+        try:
+            return call()
+        except github.GithubException as exc:
+            if i == max_retries or not is_rate_limited(exc):
+                raise
+            backoff = retry_wait_s * 2**i
+            retry_after = _retry_after_s(exc)
+            sleep(backoff if retry_after is None else min(retry_after, backoff))
+    raise AssertionError("unreachable")
+
+
+def _describe(exc: Any) -> str:
+    return f"HTTP {getattr(exc, 'status', '?')}: {_message(exc) or exc}"
+
+
+def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) -> PostResult:
+    """Write the body to the job summary (``summary_path``, ``$GITHUB_STEP_SUMMARY``, else stderr)."""
+    if summary_path is None and os.environ.get("GITHUB_STEP_SUMMARY"):
+        summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
+    where = str(summary_path) if summary_path else "stderr"
+    if dry_run:
+        return PostResult("dry-run", None, f"dry run: would write the comment to {where} ({reason})")
+    text = f"> [!WARNING]\n> benchtrail could not post the PR comment ({reason}); here it is.\n\n{body}\n"
+    if summary_path is None:
+        sys.stderr.write(text)
+    else:
+        try:
+            with open(summary_path, "a", encoding="utf-8") as f:  # the summary file is appended to
+                f.write(text)
+        except OSError as exc:
+            raise UserError(f"cannot write the job summary {summary_path}: {exc.strerror or exc}") from exc
+    return PostResult("fallback-summary", None, f"could not post the PR comment ({reason}); wrote it to {where}")
+
+
+def _find_ours(comments: list[Any], author: str | None) -> list[tuple[Any, tuple[str, int] | None]]:
+    """Our earlier comments (marker prefix in the body, by ``author`` unless None), oldest first."""
+    return [(c, parse_marker(c.body or "")) for c in comments
+            if comment_stage.MARKER_PREFIX in (c.body or "") and (author is None or c.user.login == author)]
+
+
+def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str | None,
+                 base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
+                 max_retries: int = 3, retry_wait_s: float = 2.0,
+                 author: str | None = DEFAULT_COMMENT_AUTHOR) -> PostResult:
+    """Create or edit our comment on PR ``pr_number`` of ``repo`` (``OWNER/NAME``).
+
+    Nothing is posted when the PR's head is no longer ``run_head_sha`` (``skipped-head-changed``)
+    or when one of our comments carries a marker from a newer run (``skipped-stale-run``).
+    Otherwise the earliest of our comments (by ``author``; None accepts any author, which lets
+    anyone who can comment suppress ours) is edited, or a new one is created. The body is cut to
+    GitHub's 65,536 characters (``fit_body``). Rate limits are retried (``with_retries``, waits in
+    seconds); a 403, a rate limit that outlasts the retries, or a 5xx writes the body to the job
+    summary (``fallback-summary``). ``dry_run`` reads and decides but writes nothing.
+
+    Raises:
+        UserError: no token, the PR or repository not found (404), the token rejected (401), the
+            comment rejected (422), or the API URL unreachable.
+    """
+    import github
+    import requests
+
+    if not token:
+        raise UserError(NO_TOKEN)
+    marker = comment["marker"]
+    ours_run = parse_marker(marker)
+    if ours_run is None:
+        raise UserError(f"not a benchtrail marker: {marker!r}")
+    body = fit_body(comment["body"], marker)
+    gh = make_client(token, base_url)
+
+    def call(fn: Callable[[], T]) -> T:
+        return with_retries(fn, max_retries=max_retries, retry_wait_s=retry_wait_s)
+
+    try:
+        repository = call(lambda: gh.get_repo(repo))
+        pull = call(lambda: repository.get_pull(pr_number))
+        head = pull.head.sha
+        if head.lower() != run_head_sha.lower():
+            return PostResult("skipped-head-changed", None,
+                              f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which this run "
+                              "measured; not posting")
+        ours = _find_ours(call(lambda: list(pull.get_issue_comments())), author)
+        for existing, run in ours:
+            if run is not None and is_newer(run, ours_run):
+                return PostResult("skipped-stale-run", existing.id,
+                                  f"comment {existing.id} is from run {run[0]} attempt {run[1]}, newer than "
+                                  f"run {ours_run[0]} attempt {ours_run[1]}; not posting")
+        target = ours[0][0] if ours else None
+        if dry_run:
+            what = f"update comment {target.id}" if target else "create a comment"
+            return PostResult("dry-run", target.id if target else None,
+                              f"dry run: would {what} on PR #{pr_number} ({len(body)} characters)")
+        if target is not None:
+            call(lambda: target.edit(body))
+            return PostResult("updated", target.id, f"updated comment {target.id} on PR #{pr_number}")
+        created = call(lambda: pull.create_issue_comment(body))
+        return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}")
+    except github.GithubException as exc:
+        if exc.status in (403, 429) or exc.status >= 500:
+            return _fallback(body, _describe(exc), summary_path, dry_run)
+        raise _user_error(exc, repo, pr_number, base_url) from exc
+    except requests.exceptions.RequestException as exc:
+        raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
+
+
+def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError:
+    if exc.status == 401:
+        return UserError(f"GitHub rejected the token ({_describe(exc)}); check GITHUB_TOKEN")
+    if exc.status == 404:
+        return UserError(f"PR #{pr_number} of {repo} not found at {base_url} ({_describe(exc)}); check --repo, "
+                         "--pr, --api-url and that the token can read the repository")
+    if exc.status == 422:
+        errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
+        details = "; ".join(str(e.get("message") or e.get("code")) if isinstance(e, dict) else str(e)
+                            for e in errors or ())
+        return UserError(f"GitHub rejected the comment ({_describe(exc)}{': ' + details if details else ''})")
+    return UserError(f"GitHub API error ({_describe(exc)})")
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+
+
+def _sha(text: str) -> str:
+    if not _SHA.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
+    return text.lower()
+
+
+def _repo(text: str) -> str:
+    if not _REPO.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, got {text!r}")
+    return text
+
+
+def _pr_number(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a PR number (a whole number from 1), got {text!r}")
+    return int(text)
+
+
+def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_post``."""
+    p = subparsers.add_parser("post", help="post comment.json as the PR comment (edits our earlier one)")
+    p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
+    p.add_argument("--repo", type=_repo, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--pr", type=_pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
+    p.add_argument("--head-sha", type=_sha,
+                   help="head commit the run measured; nothing is posted if the PR moved on "
+                        "(default: $BENCHTRAIL_HEAD_SHA)")
+    p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
+                                     f"{DEFAULT_API_URL})")
+    p.add_argument("--comment-author", help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
+                                            f"or {DEFAULT_COMMENT_AUTHOR})")
+    p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
+    p.set_defaults(func=cmd_post)
+    return p
+
+
+def _from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) -> T:
+    if value is not None:
+        return value
+    text = os.environ.get(env, "").strip()
+    if not text:
+        raise UserError(f"{flag} is missing: pass {flag} or set {env}")
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"${env}: {exc}") from exc
+
+
+def cmd_post(args: argparse.Namespace) -> int:
+    """``benchtrail post``: exit 0 when posted, skipped or written to the job summary instead."""
+    comment = load_comment(args.comment)
+    repo = _from_env(args.repo, "--repo", "GITHUB_REPOSITORY", _repo)
+    pr_number = _from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", _pr_number)
+    head_sha = _from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA", _sha)
+    token = os.environ.get("GITHUB_TOKEN", "").strip()
+    if not token:  # never a flag: a token on the command line shows in process lists and logs
+        raise UserError(NO_TOKEN)
+    api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    author = args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
+    result = post_comment(comment, repo=repo, pr_number=pr_number, run_head_sha=head_sha, token=token,
+                          base_url=api_url, dry_run=args.dry_run, author=author)
+    if result.action == "fallback-summary":
+        prefix = "::warning title=benchtrail post::" if os.environ.get("GITHUB_ACTIONS") == "true" else "warning: "
+        print(prefix + result.message, file=sys.stderr)
+    print(f"{result.action}: {result.message}")
+    return 0

@@ -1,0 +1,349 @@
+"""A small local HTTP server speaking the GitHub REST shapes that ``benchtrail post`` uses.
+
+Tests drive PyGithub itself against it (``base_url=server.url``), so what is exercised is the
+real client: its URLs, its pagination through RFC 5988 ``Link`` headers, its error classes.
+State lives in plain dicts; nothing here knows about benchtrail.
+
+Routes (all JSON):
+    GET   /repos/{owner}/{repo}
+    GET   /repos/{owner}/{repo}/pulls/{n}
+    GET   /repos/{owner}/{repo}/issues/{n}/comments      ?per_page (default 30, max 100) &page
+    POST  /repos/{owner}/{repo}/issues/{n}/comments      {"body": ...}
+    PATCH /repos/{owner}/{repo}/issues/comments/{id}     {"body": ...}
+
+``fail(method, path, kind, times)`` makes a route answer with an error ``times`` times:
+``"read-only"`` (403, the reply a fork's read-only ``GITHUB_TOKEN`` gets), ``"validation"``
+(422), ``"secondary-rate-limit"`` (403 with GitHub's message and ``Retry-After: 1``) or
+``"unavailable"`` (503 with ``Retry-After: 3600``). Every request is recorded in ``requests``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+#: GitHub rejects issue comment bodies longer than this (characters).
+MAX_BODY_CHARS = 65_536
+DOCS = "https://docs.github.com/rest"
+BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+
+FAILURES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
+    "read-only": (403, {}, {"message": "Resource not accessible by integration",
+                            "documentation_url": f"{DOCS}/issues/comments#create-an-issue-comment",
+                            "status": "403"}),
+    "validation": (422, {}, {"message": "Validation Failed", "status": "422",
+                             "errors": [{"resource": "IssueComment", "code": "unprocessable",
+                                         "field": "data", "message": "Body is invalid"}],
+                             "documentation_url": f"{DOCS}/issues/comments#create-an-issue-comment"}),
+    "secondary-rate-limit": (403, {"Retry-After": "1"}, {
+        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+                   "try again. If you reach out to GitHub Support for help, please include the "
+                   "request ID 0000:0000:0000000:0000000:00000000.",
+        "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+        "status": "403"}),
+    "unavailable": (503, {"Retry-After": "3600"}, {"message": "Service Unavailable"}),
+}
+
+
+@dataclass
+class Request:
+    """One request as the server saw it; ``json`` is the decoded body (None when empty)."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    json: Any
+    status: int = 0
+
+
+@dataclass
+class _Failure:
+    method: str
+    path: str
+    kind: str
+    times: int
+
+
+@dataclass
+class GitHubServer:
+    """GitHub's REST API for one or more repositories, served on 127.0.0.1 at a random port.
+
+    ``tokens`` maps accepted tokens to the user a request acts as; a request without a known
+    token gets 401, as on GitHub.
+    """
+
+    tokens: dict[str, dict[str, Any]] = field(default_factory=lambda: {"ghs_test": BOT})
+    repos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    requests: list[Request] = field(default_factory=list)
+    failures: list[_Failure] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _next_id: int = 1000
+    _httpd: ThreadingHTTPServer | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "start() the server first"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> GitHubServer:
+        server = self
+
+        class Handler(_Handler):
+            github = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                         name="github-server", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    # -- state set-up --------------------------------------------------------------------------
+
+    def add_pull(self, full_name: str, number: int, head_sha: str, title: str | None = None,
+                 body: str | None = None, labels: tuple[str, ...] = ()) -> None:
+        """Create the repository (if new) and pull request ``number`` whose head is ``head_sha``."""
+        owner, name = full_name.split("/")
+        with self.lock:
+            self.repos.setdefault(full_name, {"id": len(self.repos) + 1, "name": name, "owner": owner})
+            self.pulls[(full_name, number)] = {"head_sha": head_sha, "issue_comments": [], "body": body,
+                                               "title": title or f"PR {number}", "labels": list(labels)}
+
+    def add_comment(self, full_name: str, number: int, body: str,
+                    user: dict[str, Any] | None = None) -> int:
+        """Add an issue comment to PR ``number`` as ``user`` (a human by default); return its id."""
+        with self.lock:
+            return self._insert_comment(full_name, number, body, user or {"login": "octocat", "id": 1,
+                                                                          "type": "User"})
+
+    def fail(self, method: str, path: str, kind: str, times: int = 1) -> None:
+        """Answer the next ``times`` ``method path`` requests with the error ``kind`` (see FAILURES)."""
+        if kind not in FAILURES:
+            raise ValueError(f"unknown failure kind {kind!r}; known: {sorted(FAILURES)}")
+        with self.lock:
+            self.failures.append(_Failure(method.upper(), path, kind, times))
+
+    # -- queries for tests ---------------------------------------------------------------------
+
+    def issue_comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
+        with self.lock:
+            return [self._comment_json(i) for i in self.pulls[(full_name, number)]["issue_comments"]]
+
+    def calls(self, method: str, path_pattern: str = ".*") -> list[Request]:
+        """Recorded requests with this method whose path fully matches the regex."""
+        with self.lock:
+            return [r for r in self.requests
+                    if r.method == method.upper() and re.fullmatch(path_pattern, r.path)]
+
+    def writes(self) -> list[Request]:
+        with self.lock:
+            return [r for r in self.requests if r.method not in ("GET", "HEAD")]
+
+    # -- shapes --------------------------------------------------------------------------------
+
+    def _insert_comment(self, full_name: str, number: int, body: str, user: dict[str, Any]) -> int:
+        self._next_id += 1
+        cid = self._next_id
+        now = "2026-01-01T00:00:00Z"
+        self.comments[cid] = {"full_name": full_name, "number": number, "body": body,
+                              "user": dict(user), "created_at": now, "updated_at": now}
+        self.pulls[(full_name, number)]["issue_comments"].append(cid)
+        return cid
+
+    def _user_json(self, user: dict[str, Any]) -> dict[str, Any]:
+        login = user["login"]
+        return {"login": login, "id": user["id"], "type": user["type"],
+                "url": f"{self.url}/users/{login}", "html_url": f"https://github.com/{login}"}
+
+    def _repo_json(self, full_name: str) -> dict[str, Any]:
+        repo = self.repos[full_name]
+        return {"id": repo["id"], "node_id": f"R_{repo['id']}", "name": repo["name"],
+                "full_name": full_name, "private": False, "fork": False,
+                "owner": self._user_json({"login": repo["owner"], "id": 100 + repo["id"], "type": "Organization"}),
+                "url": f"{self.url}/repos/{full_name}", "html_url": f"https://github.com/{full_name}",
+                "default_branch": "main"}
+
+    def _pull_json(self, full_name: str, number: int) -> dict[str, Any]:
+        pull = self.pulls[(full_name, number)]
+        api = f"{self.url}/repos/{full_name}"
+        return {"id": 5000 + number, "number": number, "state": "open", "title": pull["title"],
+                "body": pull["body"], "labels": [{"id": i + 1, "name": n} for i, n in enumerate(pull["labels"])],
+                "url": f"{api}/pulls/{number}", "html_url": f"https://github.com/{full_name}/pull/{number}",
+                "issue_url": f"{api}/issues/{number}", "comments_url": f"{api}/issues/{number}/comments",
+                "review_comments_url": f"{api}/pulls/{number}/comments",
+                "comments": len(pull["issue_comments"]),
+                "user": self._user_json({"login": "contributor", "id": 2, "type": "User"}),
+                "head": {"sha": pull["head_sha"], "ref": f"feature-{number}", "label": f"contributor:feature-{number}",
+                         "repo": self._repo_json(full_name)},
+                "base": {"sha": "0" * 40, "ref": "main", "label": "owner:main", "repo": self._repo_json(full_name)}}
+
+    def _comment_json(self, cid: int) -> dict[str, Any]:
+        c = self.comments[cid]
+        api = f"{self.url}/repos/{c['full_name']}"
+        return {"id": cid, "node_id": f"IC_{cid}", "body": c["body"], "user": self._user_json(c["user"]),
+                "url": f"{api}/issues/comments/{cid}",
+                "html_url": f"https://github.com/{c['full_name']}/pull/{c['number']}#issuecomment-{cid}",
+                "issue_url": f"{api}/issues/{c['number']}", "author_association": "NONE",
+                "created_at": c["created_at"], "updated_at": c["updated_at"]}
+
+
+_REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+_ROUTES = (
+    ("GET", re.compile(_REPO), "get_repo"),
+    ("GET", re.compile(_REPO + r"/pulls/(?P<number>\d+)"), "get_pull"),
+    ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "list_comments"),
+    ("POST", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "create_comment"),
+    ("PATCH", re.compile(_REPO + r"/issues/comments/(?P<id>\d+)"), "edit_comment"),
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: GitHubServer
+    server_version = "GitHub.com"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def _dispatch(self, method: str) -> None:
+        gh = self.github
+        url = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        record = Request(method, url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()},
+                         json.loads(raw) if raw else None)
+        with gh.lock:
+            gh.requests.append(record)
+            status, headers, payload = self._answer(method, url.path, record)
+            record.status = status
+        self._send(status, headers, payload)
+
+    def _answer(self, method: str, path: str, req: Request) -> tuple[int, dict[str, str], Any]:
+        gh = self.github
+        for failure in gh.failures:
+            if failure.times > 0 and failure.method == method and failure.path == path:
+                failure.times -= 1
+                return FAILURES[failure.kind]
+        user = gh.tokens.get(_token(req.headers.get("authorization", "")))
+        if user is None:
+            return 401, {}, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
+        for route_method, pattern, name in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m and route_method == method:
+                params = m.groupdict()
+                full_name = f"{params.pop('owner')}/{params.pop('repo')}"
+                if full_name not in gh.repos:
+                    return _not_found()
+                return getattr(self, name)(full_name, req, user, **params)
+        return _not_found()
+
+    # Each route runs with gh.lock held.
+
+    def get_repo(self, full_name: str, req: Request, user: dict[str, Any]):
+        return 200, {}, self.github._repo_json(full_name)
+
+    def get_pull(self, full_name: str, req: Request, user: dict[str, Any], number: str):
+        if (full_name, int(number)) not in self.github.pulls:
+            return _not_found()
+        return 200, {}, self.github._pull_json(full_name, int(number))
+
+    def list_comments(self, full_name: str, req: Request, user: dict[str, Any], number: str):
+        gh = self.github
+        pull = gh.pulls.get((full_name, int(number)))
+        if pull is None:
+            return _not_found()
+        per_page = min(100, max(1, int(req.query.get("per_page", ["30"])[0])))
+        page = max(1, int(req.query.get("page", ["1"])[0]))
+        ids = pull["issue_comments"]
+        last = max(1, -(-len(ids) // per_page))
+        items = [gh._comment_json(i) for i in ids[(page - 1) * per_page: page * per_page]]
+        base = f"{gh.url}{req.path}?per_page={per_page}&page="
+        links = []
+        if page < last:
+            links += [f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"']
+        if page > 1:
+            links += [f'<{base}1>; rel="first"', f'<{base}{page - 1}>; rel="prev"']
+        return 200, ({"Link": ", ".join(links)} if links else {}), items
+
+    def create_comment(self, full_name: str, req: Request, user: dict[str, Any], number: str):
+        gh = self.github
+        if (full_name, int(number)) not in gh.pulls:
+            return _not_found()
+        error = _body_error(req.json)
+        if error:
+            return error
+        cid = gh._insert_comment(full_name, int(number), req.json["body"], user)
+        return 201, {"Location": gh._comment_json(cid)["url"]}, gh._comment_json(cid)
+
+    def edit_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
+        gh = self.github
+        comment = gh.comments.get(int(id))
+        if comment is None or comment["full_name"] != full_name:
+            return _not_found()
+        if comment["user"]["login"] != user["login"]:
+            return FAILURES["read-only"]
+        error = _body_error(req.json)
+        if error:
+            return error
+        comment["body"] = req.json["body"]
+        comment["updated_at"] = "2026-01-02T00:00:00Z"
+        return 200, {}, gh._comment_json(int(id))
+
+    def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-RateLimit-Limit", "5000")
+        self.send_header("X-RateLimit-Remaining", "4999")
+        self.send_header("X-RateLimit-Reset", "4102444800")
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _token(authorization: str) -> str:
+    scheme, _, value = authorization.partition(" ")
+    return value if scheme.lower() in ("token", "bearer") else ""
+
+
+def _not_found() -> tuple[int, dict[str, str], dict[str, Any]]:
+    return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+
+
+def _body_error(payload: Any) -> tuple[int, dict[str, str], dict[str, Any]] | None:
+    """GitHub's 422 for a missing or over-long body."""
+    body = payload.get("body") if isinstance(payload, dict) else None
+    if not isinstance(body, str) or not body:
+        return FAILURES["validation"]
+    if len(body) > MAX_BODY_CHARS:
+        return 422, {}, {"message": "Validation Failed", "status": "422",
+                         "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                                     "message": f"body is too long (maximum is {MAX_BODY_CHARS} characters)"}],
+                         "documentation_url": DOCS}
+    return None

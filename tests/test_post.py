@@ -1,0 +1,291 @@
+"""``benchtrail post``: PyGithub itself against a local server speaking GitHub's REST shapes."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchtrail import comment as comment_stage
+from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.errors import UserError
+from benchtrail.github.post import (
+    DETAILS_DROPPED_NOTE,
+    GITHUB_MAX_COMMENT_CHARS,
+    TRUNCATED_NOTE,
+    add_post_parser,
+    cmd_post,
+    fit_body,
+    is_newer,
+    parse_marker,
+    post_comment,
+)
+from benchtrail.jsonio import write_json
+from benchtrail.thresholds import load_thresholds
+from tests.github_server import BOT
+from tests.records import record, results
+
+REPO = "pytorch-labs/benchtrail-demo"
+PR = 7
+HEAD = "a1b2c3d4" * 5
+TOKEN = "ghs_test"
+COMMENTS = rf"/repos/{REPO}/issues/{PR}/comments"
+
+
+def make_comment(run_id: str = "101", attempt: int = 1, text: str = "### benchtrail: 0 regressions\n") -> dict:
+    marker = comment_stage.marker({"run": {"run_id": run_id, "attempt": attempt}})
+    body = f"{text}\nArtifacts: `gcloud storage cp -r gs://bucket/runs/{run_id}/{attempt}/ .`\n{marker}\n"
+    return {"schema_version": 1, "marker": marker, "verdict": text.strip(), "counts": {},
+            "head_commit": HEAD, "base_commit": "9" * 40, "body": body}
+
+
+def post(server, comment: dict, **kwargs):
+    kwargs.setdefault("run_head_sha", HEAD)
+    return post_comment(comment, repo=REPO, pr_number=PR, token=TOKEN, base_url=server.url, **kwargs)
+
+
+@pytest.fixture
+def gh(github_server):
+    github_server.add_pull(REPO, PR, HEAD)
+    return github_server
+
+
+def test_creates_comment_when_none_is_ours(gh):
+    gh.add_comment(REPO, PR, "LGTM")
+    comment = make_comment()
+    result = post(gh, comment)
+    assert result.action == "created"
+    comments = gh.issue_comments(REPO, PR)
+    assert [c["body"] for c in comments] == ["LGTM", comment["body"]]
+    assert comments[1]["user"]["login"] == BOT["login"]
+    assert result.comment_id == comments[1]["id"]
+    assert len(gh.calls("POST", COMMENTS)) == 1 and gh.calls("PATCH") == []
+    assert gh.calls("GET")[0].headers["authorization"] == f"token {TOKEN}"
+
+
+def test_updates_our_comment_in_place_when_it_is_on_page_two(gh):
+    for i in range(150):
+        gh.add_comment(REPO, PR, f"human comment {i}")
+    ours = gh.add_comment(REPO, PR, make_comment(run_id="100")["body"], user=BOT)
+    for i in range(5):
+        gh.add_comment(REPO, PR, f"later comment {i}")
+    comment = make_comment(run_id="101")
+    result = post(gh, comment)
+    assert (result.action, result.comment_id) == ("updated", ours)
+    assert gh.comments[ours]["body"] == comment["body"]
+    assert len(gh.issue_comments(REPO, PR)) == 156
+    pages = gh.calls("GET", COMMENTS)
+    assert [(r.query.get("per_page"), r.query.get("page")) for r in pages] == [(["100"], None), (["100"], ["2"])]
+    assert [r.path for r in gh.writes()] == [f"/repos/{REPO}/issues/comments/{ours}"]
+
+
+@pytest.mark.parametrize("existing, ours, action", [
+    (("200", 1), ("101", 1), "skipped-stale-run"),  # a newer run already commented
+    (("101", 2), ("101", 1), "skipped-stale-run"),  # a newer attempt of the same run
+    (("99", 1), ("101", 1), "updated"),  # 99 < 101 numerically, although "99" > "101" as text
+    (("101", 1), ("101", 1), "updated"),  # the same run posting again (a rerun of the post job)
+    (("101", 1), ("101", 3), "updated"),
+])
+def test_comment_from_newer_run_is_never_overwritten(gh, existing, ours, action):
+    old = make_comment(*existing)
+    old_id = gh.add_comment(REPO, PR, old["body"], user=BOT)
+    result = post(gh, make_comment(*ours))
+    assert (result.action, result.comment_id) == (action, old_id)
+    assert gh.calls("POST") == []
+    assert len(gh.calls("PATCH")) == (action == "updated")
+    assert gh.comments[old_id]["body"] == (old if action != "updated" else make_comment(*ours))["body"]
+
+
+def test_marker_in_someone_elses_comment_is_not_ours(gh):
+    """Anyone can paste a marker with a huge run id; it must not suppress or capture our comment."""
+    fake = gh.add_comment(REPO, PR, make_comment(run_id="999999999999")["body"])
+    result = post(gh, make_comment())
+    assert result.action == "created"
+    assert gh.comments[fake]["body"] == make_comment(run_id="999999999999")["body"]
+    assert len(gh.issue_comments(REPO, PR)) == 2
+
+
+def test_changed_head_sha_posts_nothing(gh):
+    gh.add_comment(REPO, PR, make_comment(run_id="100")["body"], user=BOT)
+    result = post(gh, make_comment(), run_head_sha="f" * 40)
+    assert result.action == "skipped-head-changed"
+    assert gh.writes() == []
+    assert gh.calls("GET", COMMENTS) == []  # decided from the PR alone
+
+
+def test_oversized_body_drops_details_then_keeps_marker_last(gh):
+    top = "### benchtrail: 3 regressions\n\n" + "| regressed row |\n" * 2_000  # 34k characters
+    details = "<details><summary>All series</summary>\n\n" + "| row |\n" * 8_000 + "\n</details>\n"  # 64k
+    comment = make_comment(text=top + "\n" + details)
+    assert len(comment["body"]) > 100_000
+    result = post(gh, comment)
+    assert result.action == "created"
+    body = gh.issue_comments(REPO, PR)[0]["body"]
+    assert len(body) <= GITHUB_MAX_COMMENT_CHARS
+    assert "<details>" not in body and DETAILS_DROPPED_NOTE in body and TRUNCATED_NOTE not in body
+    assert body.startswith(top)
+    assert body.endswith("Artifacts: `gcloud storage cp -r gs://bucket/runs/101/1/ .`\n" + comment["marker"] + "\n")
+
+
+def test_oversized_body_without_details_is_truncated_with_pointer_to_full_report(gh):
+    comment = make_comment(text="### benchtrail\n" + "| a long table row of twenty-nine |\n" * 3_000)
+    result = post(gh, comment)
+    body = gh.issue_comments(REPO, PR)[0]["body"]
+    assert result.action == "created"
+    assert GITHUB_MAX_COMMENT_CHARS - 200 < len(body) <= GITHUB_MAX_COMMENT_CHARS
+    assert TRUNCATED_NOTE in body and "full.md" in body
+    assert body.splitlines()[-1] == comment["marker"]
+    assert parse_marker(body) == ("101", 1)
+
+
+def test_fit_body_leaves_a_small_body_alone():
+    comment = make_comment()
+    assert fit_body(comment["body"], comment["marker"]) == comment["body"]
+
+
+def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_footer():
+    rows = [record(f"model{i:04d}", [100.0 + i % 7] * 5) for i in range(400)]
+    comparison = comparison_to_dict(compare([results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
+                                            load_thresholds()),
+                                    [results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
+                                    "thresholds.yaml", {"reason": "merge base"})
+    body, _, data = comment_stage.render(comparison, artifacts="gs://bucket/runs/r1/1/")
+    assert fit_body(body, data["marker"]) == body
+    limit = body.index("<details>") + 1_000
+    fitted = fit_body(body, data["marker"], limit=limit)
+    assert len(fitted) <= limit and "<details>" not in fitted and DETAILS_DROPPED_NOTE in fitted
+    assert fitted.startswith(body[: body.index("<details>")])
+    assert fitted.endswith("Artifacts: `gs://bucket/runs/r1/1/`\n" + data["marker"] + "\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(["row\n", "\n", "<details>\n", "</details>\n", "x" * 300, "Artifacts: a\n"]),
+                      max_size=60),
+       limit=st.integers(min_value=1_200, max_value=4_000))
+def test_fit_body_always_fits_and_ends_with_the_marker(parts, limit):
+    marker = make_comment()["marker"]
+    fitted = fit_body("".join(parts) + marker + "\n", marker, limit=limit)
+    assert len(fitted) <= limit
+    assert fitted.endswith(marker + "\n") and fitted.splitlines()[-1] == marker and fitted.count(marker) == 1
+
+
+def test_is_newer_compares_run_ids_as_numbers_and_does_not_mix_local_and_ci_ids():
+    assert is_newer(("1000", 1), ("999", 5))
+    assert not is_newer(("999", 5), ("1000", 1))
+    assert is_newer(("local-20260102T000000Z-aaaa", 1), ("local-20260101T000000Z-ffff", 1))
+    assert not is_newer(("local-20990101T000000Z-aaaa", 1), ("5", 1))
+    assert not is_newer(("5", 1), ("local-20990101T000000Z-aaaa", 1))
+
+
+def _cli_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="benchtrail")
+    add_post_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["post", *argv])
+
+
+@pytest.fixture
+def comment_file(tmp_path) -> Path:
+    return write_json(tmp_path / "comment" / "comment.json", make_comment())
+
+
+def test_read_only_token_writes_job_summary_and_exits_0(gh, comment_file, tmp_path, monkeypatch, capsys):
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("## earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    gh.fail("POST", COMMENTS, "read-only", times=5)
+    args = _cli_args(["--comment", str(comment_file), "--pr", str(PR), "--head-sha", HEAD, "--api-url", gh.url])
+    start = time.monotonic()
+    assert args.func(args) == 0
+    assert time.monotonic() - start < 2  # a read-only token is not retried
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## earlier step\n")  # appended, not overwritten
+    assert make_comment()["body"] in text and "HTTP 403: Resource not accessible by integration" in text
+    assert len(gh.calls("POST", COMMENTS)) == 1 and gh.issue_comments(REPO, PR) == []
+    out, err = capsys.readouterr()
+    assert out.startswith("fallback-summary: ") and "warning: could not post" in err
+
+
+def test_secondary_rate_limit_is_retried_briefly_then_posts(gh):
+    gh.fail("POST", COMMENTS, "secondary-rate-limit", times=2)
+    start = time.monotonic()
+    result = post(gh, make_comment())
+    elapsed = time.monotonic() - start
+    assert result.action == "created"
+    assert [r.status for r in gh.calls("POST", COMMENTS)] == [403, 403, 201]
+    assert len(gh.issue_comments(REPO, PR)) == 1
+    assert 1.9 < elapsed < 10  # waited min(Retry-After 1 s, 2 s) then min(1 s, 4 s)
+
+
+def test_rate_limit_outlasting_retries_falls_back_to_summary(gh, tmp_path):
+    gh.fail("POST", COMMENTS, "secondary-rate-limit", times=100)
+    summary = tmp_path / "summary.md"
+    start = time.monotonic()
+    result = post(gh, make_comment(), summary_path=summary, max_retries=2, retry_wait_s=0.1)
+    assert time.monotonic() - start < 2  # waits of 0.1 s and 0.2 s, not the 1 s Retry-After
+    assert result.action == "fallback-summary" and "secondary rate limit" in result.message
+    assert len(gh.calls("POST", COMMENTS)) == 3
+    assert make_comment()["body"] in summary.read_text(encoding="utf-8")
+
+
+def test_server_error_with_hour_long_retry_after_does_not_sleep(gh, tmp_path):
+    gh.fail("GET", f"/repos/{REPO}/pulls/{PR}", "unavailable", times=100)
+    start = time.monotonic()
+    result = post(gh, make_comment(), summary_path=tmp_path / "summary.md")
+    assert time.monotonic() - start < 5
+    assert result.action == "fallback-summary" and "HTTP 503" in result.message
+    assert len(gh.calls("GET", f"/repos/{REPO}/pulls/{PR}")) == 3  # urllib3: the call and 2 retries
+
+
+def test_dry_run_reads_and_decides_but_writes_nothing(gh, tmp_path):
+    ours = gh.add_comment(REPO, PR, make_comment(run_id="100")["body"], user=BOT)
+    result = post(gh, make_comment(), dry_run=True, summary_path=tmp_path / "summary.md")
+    assert (result.action, result.comment_id) == ("dry-run", ours)
+    assert f"would update comment {ours}" in result.message
+    assert gh.writes() == [] and len(gh.calls("GET", COMMENTS)) == 1
+    assert gh.comments[ours]["body"] == make_comment(run_id="100")["body"]
+    assert not (tmp_path / "summary.md").exists()
+
+
+def test_dry_run_through_cli_writes_nothing(gh, comment_file, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+                      "--api-url", gh.url, "--dry-run"])
+    assert cmd_post(args) == 0
+    assert gh.writes() == [] and gh.issue_comments(REPO, PR) == []
+    assert capsys.readouterr().out.startswith("dry-run: dry run: would create a comment")
+
+
+def test_rejected_comment_is_a_user_error(gh):
+    gh.fail("POST", COMMENTS, "validation")
+    with pytest.raises(UserError, match=r"rejected the comment \(HTTP 422: Validation Failed: Body is invalid\)"):
+        post(gh, make_comment())
+    assert len(gh.calls("POST", COMMENTS)) == 1
+
+
+def test_unknown_pr_is_a_user_error_naming_the_flags(gh):
+    with pytest.raises(UserError, match=r"PR #8 of .* not found.*--pr"):
+        post_comment(make_comment(), repo=REPO, pr_number=8, run_head_sha=HEAD, token=TOKEN, base_url=gh.url)
+
+
+@pytest.mark.parametrize("unset, named", [
+    ("GITHUB_REPOSITORY", "--repo is missing: pass --repo or set GITHUB_REPOSITORY"),
+    ("BENCHTRAIL_PR_NUMBER", "--pr is missing: pass --pr or set BENCHTRAIL_PR_NUMBER"),
+    ("BENCHTRAIL_HEAD_SHA", "--head-sha is missing: pass --head-sha or set BENCHTRAIL_HEAD_SHA"),
+    ("GITHUB_TOKEN", "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"),
+])
+def test_missing_setting_names_flag_and_env_var(comment_file, monkeypatch, unset, named):
+    env = {"GITHUB_REPOSITORY": REPO, "BENCHTRAIL_PR_NUMBER": str(PR), "BENCHTRAIL_HEAD_SHA": HEAD,
+           "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv(unset)
+    with pytest.raises(UserError) as info:
+        cmd_post(_cli_args(["--comment", str(comment_file)]))
+    assert str(info.value) == named

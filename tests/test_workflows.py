@@ -1,0 +1,445 @@
+"""The GitHub Actions workflows: zizmor, GitHub's workflow JSON Schema, and DESIGN.md's security rules.
+
+zizmor runs offline (no GitHub API); check-jsonschema uses its vendored copy of the SchemaStore
+``github-workflow`` schema. The structure tests read the YAML with PyYAML, which parses the key
+``on`` as the boolean ``True``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jq
+import pytest
+import yaml
+
+from benchmark_suites.suite import generate
+from benchtrail.export import export_execution
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml")
+MATRIX_JQ = "build_tools/github_actions/matrix.jq"
+
+# `owner/repo[/path]@<40 hex> # vX.Y.Z`, the form Dependabot keeps up to date.
+PINNED_USES = re.compile(r"^\s*(?:-\s+)?uses:\s+[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+\s*$")
+FORK_RULE = (
+    "github.event_name != 'pull_request'",
+    "github.event.pull_request.head.repo.full_name == github.repository",
+    "contains(github.event.pull_request.labels.*.name, 'safe-to-benchmark')",
+)
+# Untrusted PR text that must never be expanded by `${{ }}` inside a `run:` block.
+PR_TEXT_EXPRESSIONS = re.compile(
+    r"\$\{\{[^}]*(github\.event\.pull_request\.(body|title|head\.ref|head\.label)|github\.head_ref"
+    r"|github\.event\.(issue|comment|review)\.|github\.event\.workflow_run\.(head_branch|display_title))"
+)
+
+
+def _load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def _triggers(workflow: dict[str, Any]) -> dict[str, Any]:
+    return workflow[True]  # PyYAML (YAML 1.1) reads the key `on` as True
+
+
+def _steps(workflow: dict[str, Any]):
+    for job_id, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_id, step
+
+
+def _tool(name: str) -> str | None:
+    """The executable ``name`` installed beside this interpreter (a venv's bin/), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _zizmor(path: Path) -> tuple[list[dict[str, Any]], str]:
+    """zizmor's findings on ``path`` (JSON) and its log."""
+    exe = _tool("zizmor")
+    if exe is None:
+        pytest.skip("the zizmor executable is not installed (pip install zizmor, the test extras)")
+    proc = subprocess.run([exe, "--offline", "--format", "json", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    # zizmor exits 0 without findings and 10-14 with findings (by the highest severity).
+    assert proc.returncode in (0, 10, 11, 12, 13, 14), f"zizmor failed ({proc.returncode}):\n{proc.stderr}"
+    return json.loads(proc.stdout), proc.stderr
+
+
+def _describe(findings: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(audit, severity, "file:line") of each finding, for assertion messages."""
+    described = []
+    for f in findings:
+        location = f["locations"][0]
+        key = next(iter(location["symbolic"]["key"].values()))
+        path = key.get("verbatim_path") or key.get("given_path") if isinstance(key, dict) else str(key)
+        row = location["concrete"]["location"]["start_point"]["row"] + 1
+        described.append((f["ident"], f["determinations"]["severity"], f"{Path(str(path)).name}:{row}"))
+    return described
+
+
+# -- zizmor -----------------------------------------------------------------------------------
+
+
+def test_zizmor_finds_nothing_of_high_severity():
+    findings, _ = _zizmor(WORKFLOWS)
+    high = [f for f in findings if f["determinations"]["severity"] == "High"]
+    assert _describe(high) == []
+    # The poster's workflow_run trigger is suppressed inline, so it is not reported as a finding.
+    assert "dangerous-triggers" not in {f["ident"] for f in findings}
+
+
+def test_zizmor_reports_no_findings_at_all():
+    findings, _ = _zizmor(WORKFLOWS)
+    assert _describe(findings) == []
+
+
+def test_the_only_zizmor_suppression_is_the_posters_dangerous_trigger(tmp_path):
+    suppressions = [(path.name, line.split("# zizmor:", 1)[1].strip())
+                    for path in sorted(WORKFLOWS.glob("*.yml"))
+                    for line in path.read_text().splitlines() if "# zizmor:" in line]
+    assert len(suppressions) == 1
+    name, text = suppressions[0]
+    assert name == "post_benchmark_comment.yml"
+    assert re.fullmatch(r"ignore\[dangerous-triggers\] \S.{10,}", text), text  # with a reason
+    # Without the comment zizmor does flag the trigger: the suppression is doing real work.
+    unsuppressed = tmp_path / "post_benchmark_comment.yml"
+    unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", (WORKFLOWS / name).read_text()))
+    findings, _ = _zizmor(unsuppressed)
+    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers", "High")]
+
+
+# -- GitHub's workflow schema -------------------------------------------------------------------
+
+
+def test_the_workflow_folder_holds_exactly_the_documented_workflows():
+    assert sorted(p.name for p in WORKFLOWS.iterdir()) == sorted(WORKFLOW_FILES)
+
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_workflow_matches_the_github_workflow_schema(name):
+    proc = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+         str(WORKFLOWS / name)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok -- validation done" in proc.stdout
+
+
+# -- permissions ----------------------------------------------------------------------------------
+
+
+def test_top_level_permissions_grant_nothing_or_read_only():
+    assert _load("benchmark.yml")["permissions"] == {}
+    assert _load("post_benchmark_comment.yml")["permissions"] == {}
+    assert _load("ci.yml")["permissions"] == {"contents": "read"}
+
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_every_job_declares_its_own_permissions(name):
+    for job_id, job in _load(name)["jobs"].items():
+        assert isinstance(job.get("permissions"), dict), f"{name}: job {job_id} lacks a permissions map"
+
+
+def test_only_the_poster_may_write_and_only_to_pull_requests():
+    writes = sorted(
+        (name, job_id, scope)
+        for name in WORKFLOW_FILES
+        for job_id, job in _load(name)["jobs"].items()
+        for scope, access in job["permissions"].items()
+        if access != "read"
+    )
+    assert writes == [("post_benchmark_comment.yml", "post", "pull-requests")]
+    assert _load("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
+        "actions": "read", "contents": "read", "pull-requests": "write"}
+
+
+def test_benchmark_jobs_read_contents_at_most():
+    jobs = _load("benchmark.yml")["jobs"]
+    assert {job_id: job["permissions"] for job_id, job in jobs.items()} == {
+        "setup": {"contents": "read"},
+        "compile": {"contents": "read"},
+        "execute": {"contents": "read"},
+        "process": {"contents": "read"},
+        "summary": {},
+    }
+
+
+# -- triggers -------------------------------------------------------------------------------------
+
+
+def test_no_workflow_uses_pull_request_target():
+    for name in WORKFLOW_FILES:
+        assert "pull_request_target" not in _triggers(_load(name)), name
+        assert "pull_request_target" not in (WORKFLOWS / name).read_text(), name
+
+
+def test_benchmark_triggers():
+    workflow = _load("benchmark.yml")
+    on = _triggers(workflow)
+    assert workflow["name"] == "benchmark"  # post_benchmark_comment.yml names it
+    assert on["pull_request"] == {"types": ["opened", "synchronize", "reopened", "edited", "labeled"]}
+    assert on["push"] == {"branches": ["main"]}
+    assert set(on["workflow_dispatch"]["inputs"]) == {"benchmark-presets"}
+
+
+def test_the_poster_runs_after_the_benchmark_workflow_completes():
+    on = _triggers(_load("post_benchmark_comment.yml"))
+    assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]}}
+
+
+# -- self-hosted runners and the fork rule --------------------------------------------------------
+
+
+def _self_hosted_jobs() -> dict[str, dict[str, Any]]:
+    found = {}
+    for name in WORKFLOW_FILES:
+        for job_id, job in _load(name)["jobs"].items():
+            runs_on = job["runs-on"]
+            labels = runs_on if isinstance(runs_on, list) else [runs_on]
+            if "self-hosted" in labels:
+                found[f"{name}:{job_id}"] = job
+    return found
+
+
+def test_self_hosted_jobs_are_compile_and_execute_with_their_labels():
+    jobs = _self_hosted_jobs()
+    assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:execute"]
+    assert jobs["benchmark.yml:compile"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
+    assert jobs["benchmark.yml:execute"]["runs-on"] == [
+        "self-hosted", "${{ matrix.architecture }}", "${{ matrix.device_name }}"]
+
+
+def test_every_self_hosted_job_carries_the_fork_rule():
+    for key, job in _self_hosted_jobs().items():
+        condition = " ".join(job["if"].split())
+        for clause in FORK_RULE:
+            assert clause in condition, f"{key}: `if` lacks {clause!r}: {condition}"
+        assert "needs.setup.outputs.has-benchmarks == 'true'" in condition, key
+
+
+def test_setup_skips_labels_that_neither_approve_nor_select():
+    condition = " ".join(_load("benchmark.yml")["jobs"]["setup"]["if"].split())
+    assert condition == ("github.event.action != 'labeled' || github.event.label.name == 'safe-to-benchmark' "
+                         "|| startsWith(github.event.label.name, 'benchmarks:')")
+
+
+# -- the matrix -----------------------------------------------------------------------------------
+
+
+def test_the_setup_job_computes_the_matrix_with_matrix_jq():
+    steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
+    assert f"jq -c -f {MATRIX_JQ} " in steps["matrix"]["run"]
+    assert (ROOT / MATRIX_JQ).is_file()
+    setup = _load("benchmark.yml")["jobs"]["setup"]
+    assert setup["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
+
+
+def test_execute_expands_the_setup_matrix_and_keeps_going():
+    execute = _load("benchmark.yml")["jobs"]["execute"]
+    assert execute["strategy"]["fail-fast"] is False
+    assert execute["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.matrix || '[]') }}"}
+    assert execute["timeout-minutes"] == 180
+    assert all(isinstance(job["timeout-minutes"], int)
+               for name in WORKFLOW_FILES for job in _load(name)["jobs"].values())
+
+
+def test_matrix_jq_gives_every_field_the_execute_job_reads():
+    """The execute job reads matrix.device_name, matrix.architecture and matrix.shard.index."""
+    obj = export_execution(generate(), ("x86_64", "cuda"), shard_count=2)
+    matrix = jq.compile((ROOT / MATRIX_JQ).read_text()).input_value(obj).first()
+    assert sorted((m["device_name"], m["architecture"], m["shard"]["index"]) for m in matrix) == [
+        ("a2-highgpu-1g", "cuda", 0), ("a2-highgpu-1g", "cuda", 1),
+        ("c2-standard-16", "cpu", 0), ("c2-standard-16", "cpu", 1),
+    ]
+    text = (WORKFLOWS / "benchmark.yml").read_text()
+    used = set(re.findall(r"(?<![.\w])matrix\.([a-z_]+)", text)) - {"jq"}
+    assert used == {"device_name", "architecture", "shard"}
+    assert used <= set(matrix[0])
+
+
+def _run_step(step: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run a step's script as Actions would (bash -e -o pipefail), with ``.venv/bin/benchtrail``
+    replaced by this interpreter's benchtrail."""
+    script = step["run"].replace(".venv/bin/benchtrail", f"{sys.executable} -m benchtrail.cli")
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("presets, has_cpu_modules, devices", [
+    ("x86_64,cuda,comp-stats", "true", {"a2-highgpu-1g", "c2-standard-16"}),
+    ("cuda", "false", {"a2-highgpu-1g"}),
+])
+def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_cpu_modules, devices):
+    """The setup job's export and matrix steps, run for real with the jq CLI."""
+    if shutil.which("jq") is None:
+        pytest.skip("the jq executable is not installed")
+    workflow = _load("benchmark.yml")
+    steps = {step.get("name"): step for step in workflow["jobs"]["setup"]["steps"]}
+    output = tmp_path / "github_output"
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
+           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": workflow["env"]["SHARD_COUNT"],
+           "PRESETS": presets, "GITHUB_OUTPUT": str(output)}
+    for name in ("Export run configs", "Compute the job matrix"):
+        proc = _run_step(steps[name], env)
+        assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json", "execution.json"]
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert sorted(outputs) == ["has-cpu-modules", "has-execution", "matrix"]
+    assert outputs["has-cpu-modules"] == has_cpu_modules
+    assert outputs["has-execution"] == "true"
+    matrix = json.loads(outputs["matrix"])
+    assert {m["device_name"] for m in matrix} == devices
+    assert sorted({(m["shard"]["index"], m["shard"]["count"]) for m in matrix}) == [(0, 2), (1, 2)]
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+
+def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():
+    jobs = _load("benchmark.yml")["jobs"]
+    assert "concurrency" not in _load("benchmark.yml")  # a workflow-level group would let no-op edits cancel
+    for job_id in ("compile", "execute", "process"):
+        concurrency = jobs[job_id]["concurrency"]
+        group = concurrency["group"]
+        assert "format('pr-{0}', github.event.pull_request.number)" in group, job_id
+        assert "format('run-{0}', github.run_id)" in group, job_id  # pushes: a group of their own
+        assert "${{ needs.setup.outputs.has-benchmarks }}" in group, job_id
+        assert concurrency["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", job_id
+        assert "needs.setup.outputs.has-benchmarks == 'true'" in jobs[job_id]["if"], job_id
+    assert "${{ matrix.device_name }}-${{ matrix.shard.index }}" in jobs["execute"]["concurrency"]["group"]
+
+
+# -- actions are pinned ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_every_uses_is_pinned_by_a_full_commit_sha_with_its_version(name):
+    lines = [line for line in (WORKFLOWS / name).read_text().splitlines() if re.match(r"^\s*(-\s+)?uses:", line)]
+    assert lines, name
+    for line in lines:
+        assert PINNED_USES.match(line), f"{name}: not pinned by SHA with a `# vX.Y.Z` comment: {line.strip()}"
+    parsed = [step["uses"] for _, step in _steps(_load(name)) if "uses" in step]
+    assert len(parsed) == len(lines)
+    assert all(re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", uses) for uses in parsed), parsed
+
+
+def test_each_action_is_pinned_to_one_sha_everywhere():
+    pins: dict[str, set[str]] = {}
+    for name in WORKFLOW_FILES:
+        for _, step in _steps(_load(name)):
+            if "uses" in step:
+                action, sha = step["uses"].split("@")
+                pins.setdefault(action, set()).add(sha)
+    assert {action: len(shas) for action, shas in pins.items()} == {
+        "actions/checkout": 1, "actions/setup-python": 1, "actions/upload-artifact": 1,
+        "actions/download-artifact": 1}
+
+
+# -- untrusted text -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", WORKFLOW_FILES)
+def test_no_run_block_expands_pr_text(name):
+    for job_id, step in _steps(_load(name)):
+        run = step.get("run", "")
+        assert "${{ github.event.pull_request.body" not in run, (name, job_id)
+        assert "${{ github.event.pull_request.title" not in run, (name, job_id)
+        assert "head_ref" not in run, (name, job_id)
+        assert not PR_TEXT_EXPRESSIONS.search(run), (name, job_id, run)
+
+
+def test_benchmark_and_poster_run_blocks_expand_no_expressions_at_all():
+    # Everything a script needs arrives through `env:`; then no value can become shell code.
+    for name in ("benchmark.yml", "post_benchmark_comment.yml"):
+        for job_id, step in _steps(_load(name)):
+            assert "${{" not in step.get("run", ""), (name, job_id, step.get("name"))
+
+
+def test_configure_reads_the_pr_from_the_event_file_only():
+    steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
+    configure = steps["configure"]
+    assert configure["run"].strip() == ".venv/bin/benchtrail configure"
+    assert configure["env"] == {"BENCHMARK_PRESETS_INPUT": "${{ inputs.benchmark-presets }}"}
+
+
+def test_every_checkout_drops_its_credentials():
+    for name in WORKFLOW_FILES:
+        for job_id, step in _steps(_load(name)):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, (name, job_id)
+
+
+# -- the poster -----------------------------------------------------------------------------------
+
+
+def test_the_poster_runs_default_branch_code_on_untrusted_data():
+    job = _load("post_benchmark_comment.yml")["jobs"]["post"]
+    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    steps = job["steps"]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {
+        "pattern": "comment",
+        "merge-multiple": True,
+        "path": "${{ runner.temp }}/benchmark-comment",  # outside the checkout: cannot replace our code
+        "run-id": "${{ github.event.workflow_run.id }}",
+        "github-token": "${{ github.token }}",
+    }
+    post = steps[-1]
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    assert '--head-sha "$HEAD_SHA"' in post["run"]
+    assert ".venv/bin/benchtrail post --comment" in post["run"]
+    # The artifact's own head SHA must agree with the one GitHub reports.
+    assert '[ "$artifact_sha" != "$HEAD_SHA" ]' in post["run"]
+
+
+def test_the_comment_artifact_holds_comment_json_and_pr_json():
+    process = _load("benchmark.yml")["jobs"]["process"]
+    by_name = {step.get("name"): step for step in process["steps"]}
+    prepare = by_name["Prepare the comment artifact"]
+    assert prepare["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}",
+                              "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"}
+    assert "comment-artifact/comment.json" in prepare["run"] and "comment-artifact/pr.json" in prepare["run"]
+    upload = by_name["Upload the comment artifact"]
+    assert upload["with"]["name"] == "comment" and upload["with"]["path"] == "comment-artifact/"
+
+
+def test_pr_json_written_by_the_process_job_passes_the_posters_checks(tmp_path):
+    """Run the process job's jq line and the poster's jq checks on the file it writes."""
+    if shutil.which("jq") is None:
+        pytest.skip("the jq executable is not installed")
+    prepare = next(step for _, step in _steps(_load("benchmark.yml"))
+                   if step.get("name") == "Prepare the comment artifact")
+    write_line = next(line for line in _joined_lines(prepare["run"]) if line.startswith("jq -n"))
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    env = {"PR_NUMBER": "42", "HEAD_SHA": sha, "PATH": "/usr/bin:/bin"}
+    (tmp_path / "comment-artifact").mkdir()
+    subprocess.run(["bash", "-c", write_line], cwd=tmp_path, env=env, check=True)
+    pr = json.loads((tmp_path / "comment-artifact/pr.json").read_text())
+    assert pr == {"schema_version": 1, "pr_number": 42, "head_sha": sha}
+    post = _load("post_benchmark_comment.yml")["jobs"]["post"]["steps"][-1]["run"]
+    checks = [line.split("=", 1)[1].strip()[2:-1] for line in post.splitlines() if "=$(jq -er" in line]
+    assert len(checks) == 2
+    outputs = [subprocess.run(["bash", "-c", c], cwd=tmp_path, env={**env, "COMMENT_DIR": "comment-artifact"},
+                              capture_output=True, text=True) for c in checks]
+    assert [(o.returncode, o.stdout.strip()) for o in outputs] == [(0, "42"), (0, sha)]
+    # A forged number or SHA is refused (jq -e exits non-zero).
+    (tmp_path / "comment-artifact/pr.json").write_text('{"pr_number": "42; rm -rf /", "head_sha": "HEAD"}')
+    refused = [subprocess.run(["bash", "-c", c], cwd=tmp_path, env={**env, "COMMENT_DIR": "comment-artifact"},
+                              capture_output=True, text=True) for c in checks]
+    assert [(o.returncode != 0, o.stdout.strip()) for o in refused] == [(True, ""), (True, "")]
+
+
+def _joined_lines(script: str) -> list[str]:
+    """The script's logical lines, with backslash-continued lines joined."""
+    return script.replace("\\\n", " ").splitlines()
