@@ -74,7 +74,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from benchtrail.suite.definitions import Architecture
 
     path = compile_stage(args.run_configs, args.output_dir, args.device_name, Architecture(args.architecture),
-                         _run_info())
+                         _run_info(), args.module_id)
     print(path)
     return EXIT_OK
 
@@ -82,7 +82,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from benchtrail.stages import run_stage
 
-    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info())
+    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info(),
+                         args.benchmark_id)
     print(path)
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
@@ -108,6 +109,34 @@ def cmd_configure(args: argparse.Namespace) -> int:
 
     suite = _suite()
     configure(os.environ, suite.presets, dict(suite.meta_presets))
+    return EXIT_OK
+
+
+def _run_dir(args: argparse.Namespace) -> Path:
+    from benchtrail.store import open_store
+
+    if args.run:
+        return open_store(args.run).root if args.run.startswith("file://") else Path(args.run)
+    runs = sorted(Path(DEFAULT_STORE, "runs").glob("*/*"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        raise UserError(f"no --run given and no run in {DEFAULT_STORE}; run `benchtrail pipeline` first")
+    return runs[-1]
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from benchtrail.explain import explain, load_targets, resolve
+
+    run_dir = _run_dir(args)
+    benchmark_id, target = resolve(load_targets(run_dir), args.benchmark_id)
+    print(explain(benchmark_id, target, run_dir), end="")
+    return EXIT_OK
+
+
+def cmd_dump_cmds(args: argparse.Namespace) -> int:
+    from benchtrail.explain import dump_commands, load_targets
+
+    run_dir = _run_dir(args)
+    print(dump_commands(load_targets(run_dir), run_dir), end="")
     return EXIT_OK
 
 
@@ -143,12 +172,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, required=True, help="run directory to write modules/ into")
     p.add_argument("--device-name", required=True, help="this runner's device name, recorded with the statistics")
     p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu", help="modules to compile (default cpu)")
+    p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("run", help="run one device's shard of an execution export")
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices)")
     p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
+    p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
     p.add_argument("--output", type=Path, required=True, help="results file to write")
     p.set_defaults(func=cmd_run)
 
@@ -169,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=DEFAULT_STORE, help=f"store folder or file:// URL (default {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: DESIGN.md's baseline rule)")
     p.set_defaults(func=cmd_pipeline)
+
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--run", help="run directory: a folder or file:// URL (default: the newest run in "
+                                   f"{DEFAULT_STORE})")
+    p = sub.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
+    p.add_argument("benchmark_id", help="run config id, module id, <module id>-<metric>, a 6+ character prefix, or a name")
+    p.set_defaults(func=cmd_explain)
+    p = sub.add_parser("dump-cmds", parents=[run], help="print the reproduce command of every benchmark in a run")
+    p.set_defaults(func=cmd_dump_cmds)
 
     from benchtrail.github.post import add_post_parser
 

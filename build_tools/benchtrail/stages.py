@@ -36,15 +36,29 @@ def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path
     return jsonio.write_json(output, obj)
 
 
+def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:
+    """``items`` whose id is in ``ids`` (all when ``ids`` is None).
+
+    Raises:
+        UserError: an id is not in ``source``.
+    """
+    if ids is None:
+        return items
+    missing = sorted(set(ids) - {i.id for i in items})
+    if missing:
+        raise UserError(f"{what} {', '.join(missing)} not in {source}; see `benchtrail dump-cmds`")
+    return tuple(i for i in items if i.id in set(ids))
+
+
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
-                  run: dict[str, Any]) -> Path:
+                  run: dict[str, Any], module_ids: list[str] | None = None) -> Path:
     """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
 
     Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
     compilation series, recorded under ``device_name`` (the runner that compiled them).
     """
     gens, dirs = load_compilation(run_configs)
-    gens = tuple(g for g in gens if g.target_architecture is architecture)
+    gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
     commit, dirty = git_state()
     with track("compile", len(gens)) as report:
         records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, report)
@@ -53,8 +67,9 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
 
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
-              run: dict[str, Any]) -> tuple[Path, bool]:
-    """Run one device's shard (all shards when ``shard_index`` is None) of an execution export.
+              run: dict[str, Any], benchmark_ids: list[str] | None = None) -> tuple[Path, bool]:
+    """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
+    only the run configs in ``benchmark_ids`` when given.
 
     Writes the results file to ``output`` and one flattened document per benchmark to
     ``<output's folder>/docs/``. Returns (results path, whether every case is ok).
@@ -71,7 +86,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
         raise UserError(f"shard {shard_index} of device {device_name!r} is not in {run_configs}; "
                         f"shards: {sorted(shards)}")
     chosen = [shard_index] if shard_index is not None else sorted(shards)
-    rcs = tuple(rc for i in chosen for rc in shards[i])
+    rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state()
     with track(f"run {device_name}", len(rcs)) as report:
