@@ -47,3 +47,18 @@ def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
     assert len(body) <= MAX_COMMENT_CHARS
     assert "see full.md" in body
     assert full.count("| `case") == 600
+
+
+def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
+    base = [record("slow", [100.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    head = [record("slow", [150.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    body, _, _ = render(_comparison(base, head), "gs://bucket/pre/runs/123/1/")
+    assert "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`" in body
+    assert "Reproduce: `benchtrail explain slow --run gs://bucket/pre/runs/123/1/`" in body
+
+
+def test_partial_baseline_says_what_it_lacks():
+    base = [record("a", [10.0] * 10)]
+    head = [record("a", [10.0] * 10), record("b", [10.0] * 10)]
+    body, _, _ = render(_comparison(base, head))
+    assert body.splitlines()[2] == "The baseline lacks 1 series: those rows are new, not compared."

@@ -153,13 +153,15 @@ def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_foot
                                             load_thresholds()),
                                     [results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
                                     "thresholds.yaml", {"reason": "merge base"})
-    body, _, data = comment_stage.render(comparison, artifacts="gs://bucket/runs/r1/1/")
+    body, _, data = comment_stage.render(comparison, run_url="gs://bucket/runs/r1/1/")
     assert fit_body(body, data["marker"]) == body
     limit = body.index("<details>") + 1_000
     fitted = fit_body(body, data["marker"], limit=limit)
     assert len(fitted) <= limit and "<details>" not in fitted and DETAILS_DROPPED_NOTE in fitted
     assert fitted.startswith(body[: body.index("<details>")])
-    assert fitted.endswith("Artifacts: `gs://bucket/runs/r1/1/`\n" + data["marker"] + "\n")
+    assert fitted.endswith("Artifacts: `gcloud storage cp -r gs://bucket/runs/r1/1/ .`\n"
+                           f"Reproduce: `benchtrail explain {rows[0].id} --run gs://bucket/runs/r1/1/`\n"
+                           + data["marker"] + "\n")
 
 
 @settings(max_examples=300, deadline=None)

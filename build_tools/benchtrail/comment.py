@@ -120,13 +120,42 @@ def _context_line(comparison: dict[str, Any]) -> str:
     return text
 
 
-def render(comparison: dict[str, Any], artifacts: str | None = None) -> tuple[str, str, dict[str, Any]]:
-    """Return ``(comment.md, full.md, comment.json object)`` for a comparison."""
+def artifact_lines(run_url: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Copy-pasteable lines: fetch the run's artifacts, and explain the worst row (or the first)."""
+    fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
+    ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", -(r.get("change") or 0)))
+    lines = [f"Artifacts: `{fetch}`"]
+    if ranked:
+        lines.append(f"Reproduce: `benchtrail explain {ranked[0]['id']} --run {run_url}`")
+    return lines
+
+
+def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
+    """What a partial baseline lacks: head devices it has no results for, and the count of new series."""
+    head, base = comparison.get("head") or {}, comparison.get("base")
+    if not base:
+        return None
+    missing = sorted(set(head.get("devices", [])) - set(base.get("devices", [])))
+    new = comparison["counts"].get("new", 0)
+    if not missing and not new:
+        return None
+    parts = [f"devices {', '.join(missing)}"] if missing else []
+    if new:
+        parts.append(f"{new} series")
+    return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared."
+
+
+def render(comparison: dict[str, Any], run_url: str | None = None) -> tuple[str, str, dict[str, Any]]:
+    """Return ``(comment.md, full.md, comment.json object)`` for a comparison.
+
+    ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines.
+    """
     rows = comparison["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
     compilation = [r for r in rows if r["kind"] == "compilation"]
     by = lambda verdict: [r for r in execution if r["verdict"] == verdict]  # noqa: E731
-    top = [verdict_line(comparison), _context_line(comparison), ""]
+    gaps = _baseline_gaps(comparison)
+    top = [verdict_line(comparison), _context_line(comparison), *([gaps] if gaps else []), ""]
     sections: list[str] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
@@ -145,8 +174,8 @@ def render(comparison: dict[str, Any], artifacts: str | None = None) -> tuple[st
         sections += [""]
     full_table = _table(execution + compilation, with_verdict=True)
     footer = []
-    if artifacts:
-        footer.append(f"Artifacts: `{artifacts}`")
+    if run_url:
+        footer += artifact_lines(run_url, rows)
     footer.append(marker(comparison["head"]))
     details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
     body = "\n".join(top + sections + details + footer) + "\n"

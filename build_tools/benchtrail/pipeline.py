@@ -90,7 +90,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         console.print("no baseline run in the store yet: every series is new")
     comparison = compare_stage([baseline.run_dir] if baseline else [], [run_dir], run_dir / "comparison.json",
                                thresholds, baseline.to_dict() if baseline else None)
-    comment_md = comment_stage(comparison, run_dir / "comment", artifacts=str(run_dir))
+    comment_md = comment_stage(comparison, run_dir / "comment", run_url=str(run_dir))
     created = datetime.datetime.now(datetime.UTC).isoformat()
     store.write_pointer(commit, run_id, attempt, {"dirty": dirty, "presets": list(presets),
                                                   "devices": sorted(devices), "torch_version": torch_version(),

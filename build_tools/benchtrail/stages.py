@@ -109,7 +109,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline))
 
 
-def comment_stage(comparison: Path, output_dir: Path, artifacts: str | None = None) -> Path:
+def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None) -> Path:
     """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md."""
     from benchtrail.compare import SCHEMA_VERSION
 
@@ -117,7 +117,7 @@ def comment_stage(comparison: Path, output_dir: Path, artifacts: str | None = No
     for key in ("rows", "counts", "head"):
         if key not in obj:
             raise UserError(f"comparison {comparison}: lacks field {key!r}")
-    body, full, data = render(obj, artifacts)
+    body, full, data = render(obj, run_url)
     jsonio.write_text_atomic(output_dir / "full.md", full)
     jsonio.write_json(output_dir / "comment.json", data)
     return jsonio.write_text_atomic(output_dir / "comment.md", body)
