@@ -7,5 +7,9 @@ from benchtrail.suite.definitions import CompileConfig, CompileMode, ExecutionCo
 
 EAGER = CompileConfig(ids.COMPILE_EAGER, "eager", CompileMode.EAGER)
 INDUCTOR = CompileConfig(ids.COMPILE_INDUCTOR, "inductor", CompileMode.INDUCTOR)
+INDUCTOR_MAX_AUTOTUNE = CompileConfig(ids.COMPILE_INDUCTOR_MAX_AUTOTUNE, "inductor-max-autotune",
+                                      CompileMode.INDUCTOR_MAX_AUTOTUNE)
+EXPORT = CompileConfig(ids.COMPILE_EXPORT, "export", CompileMode.EXPORT)
+AOT_INDUCTOR = CompileConfig(ids.COMPILE_AOT_INDUCTOR, "aot-inductor", CompileMode.AOT_INDUCTOR)
 
 INFERENCE_BS1 = ExecutionConfig(ids.EXECUTION_INFERENCE_BS1, "inference-bs1", Task.INFERENCE, batch_size=1)

@@ -4,23 +4,45 @@ from __future__ import annotations
 
 import functools
 
-from benchmark_suites import configs, devices, model_definitions
+from benchmark_suites import configs, devices
+from benchmark_suites import model_definitions as models
 from benchtrail.suite.definitions import Architecture, ModuleGenerationConfig, RunConfig, Suite
 
 X86_64 = "x86_64"
 CUDA = "cuda"
 COMP_STATS = "comp-stats"
+COMP_STATS_LARGE = "comp-stats-large"
 SMOKE = "smoke"
 
-PRESETS = (X86_64, CUDA, COMP_STATS, SMOKE)
+PRESETS = (X86_64, CUDA, COMP_STATS, COMP_STATS_LARGE, SMOKE)
 #: Meta-presets (DESIGN.md). Smoke presets are never part of one.
 META_PRESETS = (
     ("default", (X86_64, CUDA, COMP_STATS)),
-    ("all", (X86_64, CUDA, COMP_STATS)),  # plus every *-large preset, once one exists
+    ("all", (X86_64, CUDA, COMP_STATS, COMP_STATS_LARGE)),
 )
+#: Fresh-process compilations per module: (preset, cold, warm). comp-stats gates only large
+#: compile-time changes; comp-stats-large takes enough cold samples for a real test.
+COMPILE_SAMPLING = ((COMP_STATS, 1, 2), (COMP_STATS_LARGE, 5, 2))
+
+#: Models also compiled ahead of time (torch.export, AOTInductor). sqrl is left out on purpose:
+#: its data-dependent branch cannot be exported.
+AHEAD_OF_TIME = (models.MATMUL_1024, models.LAYER_NORM, models.CONV2D, models.MLP, models.RESNET18,
+                 models.GPT2_BLOCK)
+#: Models also compiled with max-autotune on the GPU runner.
+MAX_AUTOTUNE = (models.MLP, models.RESNET18, models.GPT2_BLOCK)
 
 # Cheap cases for tests: one compiled function, one eager function, one small model.
 _SMOKE_CASES = {("vrelu3", "eager"), ("vrelu3", "inductor"), ("mlp", "eager")}
+
+
+def _compile_configs(model, arch: Architecture):
+    yield configs.EAGER
+    yield configs.INDUCTOR
+    if model in AHEAD_OF_TIME:
+        yield configs.EXPORT
+        yield configs.AOT_INDUCTOR
+    if arch is Architecture.CUDA and model in MAX_AUTOTUNE:
+        yield configs.INDUCTOR_MAX_AUTOTUNE
 
 
 @functools.cache
@@ -30,16 +52,15 @@ def generate() -> Suite:
     run_configs = []
     for arch, device, preset in ((Architecture.CPU, devices.C2_STANDARD_16, X86_64),
                                  (Architecture.CUDA, devices.A2_HIGHGPU_1G, CUDA)):
-        for model in model_definitions.ALL_MODELS:
-            for compile_config in (configs.EAGER, configs.INDUCTOR):
-                # Compilation statistics are measured on CPU modules compiled by Inductor.
-                compiled_on_cpu = arch is Architecture.CPU and compile_config is configs.INDUCTOR
-                gen = ModuleGenerationConfig.build(
-                    model, compile_config, arch, presets=(COMP_STATS,) if compiled_on_cpu else ()
-                )
+        for model in models.ALL_MODELS:
+            for compile_config in _compile_configs(model, arch):
+                # Compilation statistics are measured on CPU modules (eager compiles nothing).
+                stats = arch is Architecture.CPU and compile_config is not configs.EAGER
+                gen = ModuleGenerationConfig.build(model, compile_config, arch,
+                                                   presets=(COMP_STATS, COMP_STATS_LARGE) if stats else ())
                 generation_configs.append(gen)
                 run_presets = [preset]
                 if arch is Architecture.CPU and (model.name, compile_config.name) in _SMOKE_CASES:
                     run_presets.append(SMOKE)
                 run_configs.append(RunConfig.build(gen, configs.INFERENCE_BS1, device, presets=tuple(run_presets)))
-    return Suite(tuple(run_configs), tuple(generation_configs), PRESETS, META_PRESETS)
+    return Suite(tuple(run_configs), tuple(generation_configs), PRESETS, META_PRESETS, COMPILE_SAMPLING)

@@ -24,6 +24,9 @@ DEVICE_A2_HIGHGPU_1G = "device-a2-highgpu-1g"
 # Compile configs.
 COMPILE_EAGER = "compile-eager"
 COMPILE_INDUCTOR = "compile-inductor-default"
+COMPILE_INDUCTOR_MAX_AUTOTUNE = "compile-inductor-max-autotune"
+COMPILE_EXPORT = "compile-torch-export"
+COMPILE_AOT_INDUCTOR = "compile-aot-inductor"
 
 # Execution configs.
 EXECUTION_INFERENCE_BS1 = "execution-inference-bs1"

@@ -1,4 +1,4 @@
-"""Model factories that misbehave on purpose, for runner tests."""
+"""Tiny model factories for runner and compiler tests, some of which misbehave on purpose."""
 
 import time
 
@@ -35,3 +35,38 @@ def hangs():
 
 def tiny():
     return _Identity()
+
+
+class _Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class _GraphBreak(_Linear):
+    def forward(self, x):
+        y = self.fc(x)
+        print("a deliberate graph break", end="")  # Dynamo cannot trace print
+        return torch.relu(y)
+
+
+class _DataDependent(_Linear):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow: torch.export cannot capture it
+            return self.fc(x)
+        return -self.fc(x)
+
+
+def linear():
+    return _Linear()
+
+
+def graph_break():
+    return _GraphBreak()
+
+
+def data_dependent():
+    return _DataDependent()

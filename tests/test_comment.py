@@ -34,7 +34,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
     assert lines[0] == "### benchtrail: 2 regressions, 0 improvements, 1 similar · 1 new graph break"
     assert lines[1].startswith("`ccccccc` vs baseline `bbbbbbb` (merge base)")
     assert "#### Regressions" in body and "`slow.inference-bs1.c2-standard-16`" in body
-    assert "new: `Data-dependent branching`" in body
+    assert "new graph break: `Data-dependent branching`" in body
     assert "<details><summary>All 3 series</summary>" in body
     assert body.rstrip().endswith("<!-- benchtrail:comment run=r1 attempt=1 -->")
     assert data["marker"] in body and data["counts"]["regressed"] == 2

@@ -57,10 +57,25 @@ def test_suite_has_the_required_workloads_on_both_devices():
     names = {rc.module_generation_config.model.name for rc in SUITE.run_configs}
     assert {"matmul-1024", "gelu-exact", "gelu-tanh", "softmax", "layer-norm", "conv2d", "vrelu3", "sqrl",
             "mlp", "resnet18", "gpt2-block"} <= names
+    cuda_only = {"inductor-max-autotune"}
     for preset, arch in (("x86_64", Architecture.CPU), ("cuda", Architecture.CUDA)):
         rcs = SUITE.select_run_configs((preset,))
         assert {rc.target_device.architecture for rc in rcs} == {arch}
-        assert {rc.module_generation_config.compile_config.name for rc in rcs} == {"eager", "inductor"}
+        expected = {"eager", "inductor", "export", "aot-inductor"} | (cuda_only if preset == "cuda" else set())
+        assert {rc.module_generation_config.compile_config.name for rc in rcs} == expected
+
+
+def test_comp_stats_covers_at_least_five_models_with_each_compiler_on_cpu():
+    gens = SUITE.select_generation_configs(("comp-stats",))
+    by_config = defaultdict(set)
+    for g in gens:
+        assert g.target_architecture is Architecture.CPU
+        by_config[g.compile_config.name].add(g.model.name)
+    assert "eager" not in by_config
+    for name in ("inductor", "export", "aot-inductor"):
+        assert len(by_config[name]) >= 5, name
+    assert SUITE.select_compile_sampling(("comp-stats",)) == (1, 2)
+    assert SUITE.select_compile_sampling(("comp-stats", "comp-stats-large")) == (5, 2)
 
 
 @pytest.mark.parametrize("gen", SUITE.generation_configs, ids=lambda g: g.name)

@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchtrail.stages import run_stage
 
     path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info(),
-                         args.benchmark_id)
+                         args.benchmark_id, args.modules_dir)
     print(path)
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
@@ -180,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices)")
     p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
     p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
+    p.add_argument("--modules-dir", type=Path,
+                   help="run directory holding modules/<name>/ (export and AOTInductor artifacts)")
     p.add_argument("--output", type=Path, required=True, help="results file to write")
     p.set_defaults(func=cmd_run)
 

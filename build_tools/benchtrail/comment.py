@@ -37,6 +37,11 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value / 1e3:.2f} s" if abs(value) >= 1e4 else f"{value:.0f} ms"
     if unit == "count":
         return f"{value:.0f}"
+    if unit == "bytes":
+        for scale, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if abs(value) >= scale:
+                return f"{value / scale:.2f} {name}"
+        return f"{value:.0f} B"
     return f"{value:g} {unit}"
 
 
@@ -46,7 +51,9 @@ def format_change(row: dict[str, Any]) -> str:
         return "—"
     if row.get("change_unit") == "%":
         return f"{change:+.1f}%"
-    return f"{change:+g}" if row["unit"] == "count" else f"{change:+.3g} {row['unit']}"
+    if row["unit"] == "count":
+        return f"{change:+g}"
+    return ("+" if change >= 0 else "-") + format_value(abs(change), row["unit"])
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -80,8 +87,8 @@ def _compilation_table(rows: list[dict[str, Any]]) -> list[str]:
         if r["metric"] == "graph_breaks":
             new = _break_reasons(r["head_details"]) - _break_reasons(r["base_details"])
             gone = _break_reasons(r["base_details"]) - _break_reasons(r["head_details"])
-            note += "".join(f"; new: `{s[:120]}`" for s in sorted(new))
-            note += "".join(f"; gone: `{s[:120]}`" for s in sorted(gone))
+            note += "".join(f"; new graph break: `{s[:160]}`" for s in sorted(new))
+            note += "".join(f"; graph break removed: `{s[:160]}`" for s in sorted(gone))
         lines.append(f"| `{r['module_name']}` | {r['metric']} | {format_value(r['base_median'], r['unit'])} | "
                      f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {note} |")
     return lines

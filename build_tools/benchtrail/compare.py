@@ -76,8 +76,11 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
     if base.status != "ok":
         return _row(head, base, "not-comparable", f"baseline {base.status}: {base.reason}")
     if base.content_hash != head.content_hash:
+        # Shown for information (a fixed graph break is news), never gated.
+        change = None if base.median is None or head.median is None else head.median - base.median
         return _row(head, base, "not-comparable",
-                    "definition changed (content hash differs: flags, torch version or model source)")
+                    "definition changed (content hash differs: flags, torch version or model source)",
+                    threshold, change if threshold.unit == "absolute" else None)
     if base.median is None or not math.isfinite(base.median):
         return _row(head, base, "not-comparable", "baseline median is missing or NaN")
     if threshold.unit == "percent" and base.median == 0:

@@ -47,7 +47,7 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
     if compilation.exists():
         from benchtrail.compile_stage import METRICS
 
-        gens, _ = load_compilation(compilation)
+        gens, _, _ = load_compilation(compilation)
         for gen in gens:
             targets.setdefault(gen.id, Target(None, gen))
             if gen.compile_config.mode is CompileMode.EAGER:
@@ -95,7 +95,8 @@ def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
     if target.run_config:
         rc = target.run_config
         args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
-                rc.target_device.name, "--benchmark-id", benchmark_id, "--output", f"repro-{rc.name}.json"]
+                rc.target_device.name, "--benchmark-id", benchmark_id, "--modules-dir", str(run_dir),
+                "--output", f"repro-{rc.name}.json"]
     else:
         gen = target.module
         args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",

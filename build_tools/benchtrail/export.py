@@ -8,7 +8,7 @@ Execution export (``run-configs/execution.json``)::
 Compilation export (``run-configs/compilation.json``)::
 
     {schema_version, module_dir_paths: {<module id>: "modules/<name>"},
-     generation_configs: {root_obj, keyed_obj_map}}
+     sampling: {cold, warm}, generation_configs: {root_obj, keyed_obj_map}}
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
     return {
         "schema_version": SCHEMA_VERSION,
         "module_dir_paths": {g.id: f"modules/{g.name}" for g in gens},
+        "sampling": dict(zip(("cold", "warm"), suite.select_compile_sampling(presets))),
         "generation_configs": serialize_and_pack(gens),
     }
 
@@ -90,8 +91,8 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     return out
 
 
-def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str]]:
-    """Read a compilation export: (generation configs, module dir path by module id).
+def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str], tuple[int, int]]:
+    """Read a compilation export: (generation configs, module dir path by module id, (cold, warm) samples).
 
     Raises:
         UserError: the file is unreadable, of an unknown version, or malformed.
@@ -100,9 +101,15 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
     try:
         gens = unpack_and_deserialize(obj["generation_configs"], ModuleGenerationConfig, where=str(path))
         dirs = dict(obj["module_dir_paths"])
-    except (KeyError, TypeError) as exc:
+        sampling = (int(obj["sampling"]["cold"]), int(obj["sampling"]["warm"]))
+    except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"compilation export {path}: malformed ({exc!r})") from exc
     missing = [g.name for g in gens if g.id not in dirs]
     if missing:
         raise UserError(f"compilation export {path}: no module_dir_paths entry for {missing}")
-    return gens, dirs
+    if sampling[0] < 1 or sampling[1] < 0:
+        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {sampling}")
+    bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d or d.startswith("/")]
+    if bad:
+        raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
+    return gens, dirs, sampling

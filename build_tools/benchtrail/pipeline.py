@@ -75,7 +75,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             console.print(f"[yellow]skipping device {device}[/]: it needs {arch.value}, which this machine lacks")
             continue
         for index in sorted(shards):
-            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run)
+            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run,
+                              modules_dir=run_dir)
             all_ok &= ok
 
     if not any((run_dir / "results").glob("*.json")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,19 +16,20 @@ from benchtrail.suite.serialization import serialize_and_pack
 from benchtrail.workers import run_in_worker
 
 
-def run_case(rc: RunConfig) -> dict[str, Any]:
+def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     """Run one case in ``processes`` fresh worker processes, one after another, and pool the samples.
 
     Returns the last worker's response with every process's samples, and ``process_medians``
     (µs). The first process that does not finish ok ends the case with its status (never raises).
     """
-    request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads}
+    request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads,
+               "module_dir": str(module_dir) if module_dir else None}
     samples: list[float] = []
     medians: list[float] = []
     for _ in range(rc.execution_config.processes):
         response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
         if response["status"] != "ok":
-            return response
+            return {**response, "process_medians": medians}
         samples.extend(response["samples"])
         medians.append(float(np.median(response["samples"])))
     return {**response, "samples": samples, "process_medians": medians}
@@ -37,7 +39,8 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
     """Turn a worker response into the execution series ``<run config id>`` (unit µs per iteration)."""
     samples = tuple(float(s) for s in response.get("samples", ()))
     details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
-                                        "warmup_iterations", "threads", "traceback", "process_medians") if k in response}
+                                        "warmup_iterations", "threads", "traceback", "process_medians",
+                                        "correctness") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
@@ -52,11 +55,16 @@ def run_cases(
     run_configs: tuple[RunConfig, ...],
     torch_version: str,
     report: Callable[[str, str], None] = lambda name, status: None,
+    modules_dir: Path | None = None,
 ) -> list[BenchmarkRecord]:
-    """Run every case in order, one worker each; a failing case never stops the others."""
+    """Run every case in order, one worker each; a failing case never stops the others.
+
+    ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts.
+    """
     records = []
     for rc in run_configs:
-        record = case_record(rc, run_case(rc), torch_version)
+        module_dir = modules_dir / "modules" / rc.module_generation_config.name if modules_dir else None
+        record = case_record(rc, run_case(rc, module_dir), torch_version)
         records.append(record)
         report(rc.name, record.status)
     return records

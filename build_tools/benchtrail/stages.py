@@ -57,19 +57,21 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
     compilation series, recorded under ``device_name`` (the runner that compiled them).
     """
-    gens, dirs = load_compilation(run_configs)
+    gens, dirs, sampling = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
     commit, dirty = git_state()
     with track("compile", len(gens)) as report:
-        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, report)
+        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report)
     results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
     return write_results(output_dir / "results" / f"compilation-{device_name}.json", results)
 
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
-              run: dict[str, Any], benchmark_ids: list[str] | None = None) -> tuple[Path, bool]:
+              run: dict[str, Any], benchmark_ids: list[str] | None = None,
+              modules_dir: Path | None = None) -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
-    only the run configs in ``benchmark_ids`` when given.
+    only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
+    loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote).
 
     Writes the results file to ``output`` and one flattened document per benchmark to
     ``<output's folder>/docs/``. Returns (results path, whether every case is ok).
@@ -90,7 +92,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state()
     with track(f"run {device_name}", len(rcs)) as report:
-        records = run_cases(rcs, torch_version(), report)
+        records = run_cases(rcs, torch_version(), report, modules_dir)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
     results = ResultsFile(commit, dirty, run, collect_environment(threads), tuple(records))
     path = write_results(output, results)

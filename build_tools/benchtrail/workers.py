@@ -12,17 +12,19 @@ from pathlib import Path
 from typing import Any
 
 
-def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int) -> dict[str, Any]:
+def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int,
+                  env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``request`` in ``python -m benchtrail.worker`` and return its response dict.
 
     The worker runs in its own session so a timeout kills it and the compile subprocesses it
-    started. ``OMP_NUM_THREADS`` is set to ``threads``. A crash or timeout becomes a response
+    started. ``OMP_NUM_THREADS`` is set to ``threads``; ``env`` adds environment variables.
+    A crash or timeout becomes a response
     with status ``failed`` or ``timeout`` and a reason; this function does not raise for them.
     """
     with tempfile.TemporaryDirectory(prefix="benchtrail-worker-") as tmp:
         req, resp = Path(tmp, "request.json"), Path(tmp, "response.json")
         req.write_text(json.dumps(request), encoding="utf-8")
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), **(env or {}))
         proc = subprocess.Popen(
             [sys.executable, "-m", "benchtrail.worker", str(req), str(resp)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,

@@ -59,6 +59,7 @@ class Model:
         input_specs: one ``INPUT_SPEC`` string per forward argument, e.g. ``("1x3x224x224xf32",)``.
         reference_entry_point: optional ``module:function`` of a reference implementation with
             the same signature, for correctness checks.
+        fullgraph: the model must compile to one graph; a graph break fails its Inductor modules.
     """
 
     id: str
@@ -67,6 +68,7 @@ class Model:
     entry_point: str
     input_specs: tuple[str, ...]
     reference_entry_point: str | None = None
+    fullgraph: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -203,6 +205,13 @@ class Suite:
     generation_configs: tuple[ModuleGenerationConfig, ...]
     presets: tuple[str, ...]
     meta_presets: tuple[tuple[str, tuple[str, ...]], ...]
+    #: (compilation preset, cold samples, warm samples) per module; the most any selected preset asks.
+    compile_sampling: tuple[tuple[str, int, int], ...] = ()
+
+    def select_compile_sampling(self, presets: tuple[str, ...]) -> tuple[int, int]:
+        """(cold, warm) fresh-process compile samples for ``presets``: at least (1, 0)."""
+        chosen = [(c, w) for p, c, w in self.compile_sampling if p in presets]
+        return max([c for c, _ in chosen], default=1), max([w for _, w in chosen], default=0)
 
     def select_run_configs(self, presets: tuple[str, ...]) -> tuple[RunConfig, ...]:
         """Run configs tagged with any of ``presets``, in suite order."""

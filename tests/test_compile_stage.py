@@ -1,0 +1,151 @@
+"""The compile stage on tiny models through every compile config, in real worker processes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark_suites import configs, devices
+from benchtrail import jsonio
+from benchtrail.cli import main
+from benchtrail.comment import render
+from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.export import export_compilation, export_execution
+from benchtrail.results.io import load_results
+from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
+from benchtrail.thresholds import load_thresholds
+from tests.records import results
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPILED = (configs.INDUCTOR, configs.EXPORT, configs.AOT_INDUCTOR)
+
+
+def _model(entry: str, name: str | None = None, model_id: str | None = None, fullgraph: bool = False) -> Model:
+    return Model(model_id or f"model-{entry}", name or entry.replace("_", "-"), ("test",),
+                 f"tests.bad_models:{entry}", ("2x8xf32",), fullgraph=fullgraph)
+
+
+def _suite(models, compile_configs=COMPILED, sampling=(1, 1)) -> Suite:
+    gens = tuple(ModuleGenerationConfig.build(m, c, Architecture.CPU, presets=("test",))
+                 for m in models for c in compile_configs)
+    rcs = tuple(RunConfig.build(g, configs.INFERENCE_BS1, devices.C2_STANDARD_16, presets=("test",)) for g in gens)
+    return Suite(rcs, gens, ("test",), (), (("test", *sampling),))
+
+
+def _compile(tmp_path: Path, suite: Suite, name: str = "run") -> tuple[Path, dict]:
+    run_dir = tmp_path / name
+    path = jsonio.write_json(run_dir / "run-configs" / "compilation.json", export_compilation(suite, ("test",)))
+    assert main(["compile", "--run-configs", str(path), "--output-dir", str(run_dir),
+                 "--device-name", "c2-standard-16"]) == 0
+    results = load_results(run_dir / "results" / "compilation-c2-standard-16.json")
+    return run_dir, {(b.module_name.split(".")[1], b.metric): b for b in results.benchmarks}
+
+
+@pytest.fixture(scope="module")
+def linear_run(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("compile"), _suite([_model("linear")]))
+
+
+def test_every_compile_config_records_counts_kernels_and_bytes(linear_run):
+    run_dir, series = linear_run
+    for config in ("inductor", "export", "aot-inductor"):
+        assert series[(config, "graph_count")].median == 1, config
+        assert series[(config, "graph_breaks")].median == 0, config
+        assert series[(config, "artifact_bytes")].median > 0, config
+        assert series[(config, "compile_time_cold_ms")].n == 1 and series[(config, "compile_time_warm_ms")].n == 1
+        assert series[(config, "peak_rss_bytes")].median > 50e6, config
+    assert series[("inductor", "kernel_count")].median > 0
+    assert series[("aot-inductor", "kernel_count")].median > 0
+    assert series[("inductor", "recompiles")].median == 0
+    assert ("export", "kernel_count") not in series
+    assert (run_dir / "modules/linear.aot-inductor.cpu/aoti_package.pt2").stat().st_size == \
+        series[("aot-inductor", "artifact_bytes")].median
+    info = json.loads((run_dir / "modules/linear.export.cpu/module_info.json").read_text())
+    assert info["artifact"] == "exported_program.pt2" and info["model"]["input_specs"] == ["2x8xf32"]
+
+
+def test_export_and_aoti_modules_run_from_their_artifacts_without_the_model_code(linear_run):
+    run_dir, _ = linear_run
+    script = """
+import sys
+sys.modules["benchmark_suites"] = None  # the model code cannot be imported
+sys.modules["tests"] = None
+import torch
+from benchtrail.modules import load_artifact
+from pathlib import Path
+x = torch.ones(2, 8)
+for name in ("linear.export.cpu", "linear.aot-inductor.cpu"):
+    out = load_artifact(Path(sys.argv[1], "modules", name))(x)
+    print(name, tuple(out.shape), bool((out >= 0).all()))
+"""
+    proc = subprocess.run([sys.executable, "-c", script, str(run_dir)], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["linear.export.cpu (2, 4) True", "linear.aot-inductor.cpu (2, 4) True"]
+
+
+def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_path):
+    run_dir, _ = linear_run
+    suite = _suite([_model("linear")])
+    execution = jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
+    out = tmp_path / "results.json"
+    assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
+                 "--modules-dir", str(run_dir), "--output", str(out)]) == 0
+    for b in load_results(out).benchmarks:
+        assert b.status == "ok" and b.details["correctness"]["ok"] is True, b.name
+        assert b.details["correctness"]["max_abs_err"] < 1e-5
+
+
+def test_corrupt_artifact_is_a_clear_failure(linear_run, tmp_path):
+    run_dir, _ = linear_run
+    broken = tmp_path / "modules" / "linear.aot-inductor.cpu"
+    broken.mkdir(parents=True)
+    for f in (run_dir / "modules/linear.aot-inductor.cpu").iterdir():
+        broken.joinpath(f.name).write_bytes(f.read_bytes()[:1000])
+    suite = _suite([_model("linear")], compile_configs=(configs.AOT_INDUCTOR,))
+    execution = jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
+    out = tmp_path / "results.json"
+    assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
+                 "--modules-dir", str(tmp_path), "--output", str(out)]) == 2
+    (b,) = load_results(out).benchmarks
+    assert b.status == "failed" and "cannot be loaded (corrupt or truncated artifact?)" in b.reason
+
+
+def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_path):
+    same_id = dict(name="net", model_id="model-net")
+    _, before = _compile(tmp_path, _suite([_model("graph_break", **same_id)], (configs.INDUCTOR,), (1, 0)), "before")
+    _, after = _compile(tmp_path, _suite([_model("linear", **same_id)], (configs.INDUCTOR,), (1, 0)), "after")
+    source = (ROOT / "tests/bad_models.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1) if "a deliberate graph break" in text)
+    breaks = before[("inductor", "graph_breaks")]
+    assert breaks.median == 1 and before[("inductor", "graph_count")].median == 2
+    (reason,) = breaks.details["break_reasons"]
+    assert reason["location"] == f"bad_models.py:{line}" and reason["count"] == 1
+    assert after[("inductor", "graph_breaks")].median == 0
+    base, head = results(*before.values()), results(*after.values())
+    comparison = comparison_to_dict(compare([base], [head], load_thresholds()), [base], [head], "t")
+    body, _, _ = render(comparison)
+    assert "graph break removed: `" in body and f"at bad_models.py:{line}`" in body
+
+
+def test_unexportable_and_fullgraph_failures_do_not_stop_other_modules(tmp_path):
+    strict = _model("graph_break", name="strict", model_id="m-strict", fullgraph=True)
+    gens = (ModuleGenerationConfig.build(_model("data_dependent"), configs.EXPORT, Architecture.CPU, ("test",)),
+            ModuleGenerationConfig.build(strict, configs.INDUCTOR, Architecture.CPU, ("test",)),
+            ModuleGenerationConfig.build(_model("linear"), configs.EXPORT, Architecture.CPU, ("test",)))
+    run_dir, _ = _compile(tmp_path, Suite((), gens, ("test",), (), (("test", 1, 0),)))
+    stats = {g.name: json.loads((run_dir / "modules" / g.name / "compile-stats.json").read_text()) for g in gens}
+    assert stats["data-dependent.export.cpu"]["status"] == "failed"
+    assert "data-dependent" in stats["data-dependent.export.cpu"]["reason"].lower()
+    assert not (run_dir / "modules/data-dependent.export.cpu/exported_program.pt2").exists()
+    assert stats["strict.inductor.cpu"]["status"] == "failed"
+    assert stats["linear.export.cpu"]["status"] == "ok"
+
+
+def test_counts_are_identical_across_three_runs(tmp_path, linear_run):
+    suite = _suite([_model("linear")], sampling=(1, 0))
+    runs = [linear_run[1]] + [_compile(tmp_path, suite, f"run{i}")[1] for i in range(2)]
+    counts = [{k: b.median for k, b in run.items() if k[1] in ("graph_count", "graph_breaks", "kernel_count",
+                                                               "recompiles")} for run in runs]
+    assert counts[0] == counts[1] == counts[2] and len(counts[0]) == 9
