@@ -54,8 +54,10 @@ def generate() -> Suite:
                                  (Architecture.CUDA, devices.A2_HIGHGPU_1G, CUDA)):
         for model in models.ALL_MODELS:
             for compile_config in _compile_configs(model, arch):
-                # Compilation statistics are measured on CPU modules (eager compiles nothing).
-                stats = arch is Architecture.CPU and compile_config is not configs.EAGER
+                # Compilation statistics: CPU modules (eager compiles nothing) of the models compiled
+                # ahead of time, and sqrl, whose data-dependent branch is a real graph break.
+                stats = (arch is Architecture.CPU and compile_config is not configs.EAGER
+                         and (model in AHEAD_OF_TIME or model is models.SQRL))
                 gen = ModuleGenerationConfig.build(model, compile_config, arch,
                                                    presets=(COMP_STATS, COMP_STATS_LARGE) if stats else ())
                 generation_configs.append(gen)

@@ -74,8 +74,11 @@ def test_comp_stats_covers_at_least_five_models_with_each_compiler_on_cpu():
     assert "eager" not in by_config
     for name in ("inductor", "export", "aot-inductor"):
         assert len(by_config[name]) >= 5, name
-    assert SUITE.select_compile_sampling(("comp-stats",)) == (1, 2)
-    assert SUITE.select_compile_sampling(("comp-stats", "comp-stats-large")) == (5, 2)
+    assert SUITE.select_compile_sampling(("comp-stats",), gens[0]) == (1, 2)
+    assert SUITE.select_compile_sampling(("comp-stats", "comp-stats-large"), gens[0]) == (5, 2)
+    x86_only = next(rc.module_generation_config for rc in SUITE.select_run_configs(("x86_64",))
+                    if rc.module_generation_config.model.name == "softmax")
+    assert SUITE.select_compile_sampling(("x86_64", "comp-stats"), x86_only) == (1, 0)
 
 
 @pytest.mark.parametrize("gen", SUITE.generation_configs, ids=lambda g: g.name)

@@ -167,16 +167,17 @@ def compile_modules(
     output_dir: Path,
     torch_version: str,
     device_name: str,
-    sampling: tuple[int, int] = (1, 0),
+    sampling: dict[str, tuple[int, int]] | None = None,
     report: Callable[[str, str], None] = lambda name, status: None,
 ) -> list[BenchmarkRecord]:
     """Compile every module into ``output_dir/<module dir path>``; return the compilation series.
 
-    ``sampling`` is (cold, warm) fresh-process compilations per module.
+    ``sampling`` maps module ids to (cold, warm) fresh-process compilations (default (1, 0)).
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:
-        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, *sampling)
+        cold, warm = (sampling or {}).get(gen.id, (1, 0))
+        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm)
         records.extend(compile_records(gen, stats, digest, device_name))
         report(gen.name, stats["status"])
     return records

@@ -8,7 +8,7 @@ Execution export (``run-configs/execution.json``)::
 Compilation export (``run-configs/compilation.json``)::
 
     {schema_version, module_dir_paths: {<module id>: "modules/<name>"},
-     sampling: {cold, warm}, generation_configs: {root_obj, keyed_obj_map}}
+     sampling: {<module id>: {cold, warm}}, generation_configs: {root_obj, keyed_obj_map}}
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
     return {
         "schema_version": SCHEMA_VERSION,
         "module_dir_paths": {g.id: f"modules/{g.name}" for g in gens},
-        "sampling": dict(zip(("cold", "warm"), suite.select_compile_sampling(presets))),
+        "sampling": {g.id: dict(zip(("cold", "warm"), suite.select_compile_sampling(presets, g))) for g in gens},
         "generation_configs": serialize_and_pack(gens),
     }
 
@@ -91,8 +91,10 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     return out
 
 
-def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str], tuple[int, int]]:
-    """Read a compilation export: (generation configs, module dir path by module id, (cold, warm) samples).
+def load_compilation(
+    path: Path,
+) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str], dict[str, tuple[int, int]]]:
+    """Read a compilation export: (generation configs, module dir path and (cold, warm) samples by module id).
 
     Raises:
         UserError: the file is unreadable, of an unknown version, or malformed.
@@ -101,14 +103,15 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
     try:
         gens = unpack_and_deserialize(obj["generation_configs"], ModuleGenerationConfig, where=str(path))
         dirs = dict(obj["module_dir_paths"])
-        sampling = (int(obj["sampling"]["cold"]), int(obj["sampling"]["warm"]))
+        sampling = {g: (int(s["cold"]), int(s["warm"])) for g, s in obj["sampling"].items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"compilation export {path}: malformed ({exc!r})") from exc
-    missing = [g.name for g in gens if g.id not in dirs]
+    missing = [g.name for g in gens if g.id not in dirs or g.id not in sampling]
     if missing:
-        raise UserError(f"compilation export {path}: no module_dir_paths entry for {missing}")
-    if sampling[0] < 1 or sampling[1] < 0:
-        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {sampling}")
+        raise UserError(f"compilation export {path}: no module_dir_paths or sampling entry for {missing}")
+    bad_sampling = {g: s for g, s in sampling.items() if s[0] < 1 or s[1] < 0}
+    if bad_sampling:
+        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {bad_sampling}")
     bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d or d.startswith("/")]
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")

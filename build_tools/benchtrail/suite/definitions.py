@@ -208,9 +208,15 @@ class Suite:
     #: (compilation preset, cold samples, warm samples) per module; the most any selected preset asks.
     compile_sampling: tuple[tuple[str, int, int], ...] = ()
 
-    def select_compile_sampling(self, presets: tuple[str, ...]) -> tuple[int, int]:
-        """(cold, warm) fresh-process compile samples for ``presets``: at least (1, 0)."""
-        chosen = [(c, w) for p, c, w in self.compile_sampling if p in presets]
+    def select_compile_sampling(self, presets: tuple[str, ...],
+                                module: ModuleGenerationConfig | None = None) -> tuple[int, int]:
+        """(cold, warm) fresh-process compile samples: the most that any of ``presets`` asks for.
+
+        With ``module``, only the presets that module is tagged with count; a module no selected
+        compilation preset names is compiled once (1, 0), for its artifact and counts.
+        """
+        tagged = set(presets) & set(module.presets) if module else set(presets)
+        chosen = [(c, w) for p, c, w in self.compile_sampling if p in tagged]
         return max([c for c, _ in chosen], default=1), max([w for _, w in chosen], default=0)
 
     def select_run_configs(self, presets: tuple[str, ...]) -> tuple[RunConfig, ...]:
