@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results, results_to_dict, write_documents, write_results
 from tests.records import record, results
@@ -75,14 +76,23 @@ def test_unknown_status_lists_allowed_statuses(tmp_path):
         load_results(_write(tmp_path, obj))
 
 
-def test_nan_is_written_as_null_and_loads_as_none(tmp_path):
-    rec = record("a", [1.0])
-    obj = results_to_dict(results(rec))
+def test_nan_median_is_written_as_null_and_rejected_as_inconsistent_with_the_samples(tmp_path):
+    obj = results_to_dict(results(record("a", [1.0])))
     obj["benchmarks"][0]["median"] = math.nan
-    from benchtrail import jsonio
-
     jsonio.write_json(tmp_path / "r.json", obj)
-    assert load_results(tmp_path / "r.json").benchmarks[0].median is None
+    assert '"median": null' in (tmp_path / "r.json").read_text()
+    with pytest.raises(UserError, match="median is None but the samples give 1.0"):
+        load_results(tmp_path / "r.json")
+
+
+def test_summary_that_disagrees_with_the_samples_is_rejected(tmp_path):
+    obj = results_to_dict(results(record("a", [1.0, 2.0, 3.0])))
+    obj["benchmarks"][0]["n"] = 5
+    with pytest.raises(UserError, match="n is 5 but there are 3 samples"):
+        load_results(_write(tmp_path, obj))
+    obj["benchmarks"][0].update(n=3, unit="parsec")
+    with pytest.raises(UserError, match="unit 'parsec'; allowed: us, ms, count, bytes"):
+        load_results(_write(tmp_path, obj, "r2.json"))
 
 
 def test_version_1_sample_file_keeps_loading():

@@ -7,9 +7,13 @@ zizmor runs offline (no GitHub API); check-jsonschema uses its vendored copy of 
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
+import shlex
 import shutil
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +24,7 @@ import pytest
 import yaml
 
 from benchmark_suites.suite import generate
+from benchtrail.cli import build_parser
 from benchtrail.export import export_execution
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,6 +172,7 @@ def test_benchmark_jobs_read_contents_at_most():
     assert {job_id: job["permissions"] for job_id, job in jobs.items()} == {
         "setup": {"contents": "read"},
         "compile": {"contents": "read"},
+        "compile-cuda": {"contents": "read"},
         "execute": {"contents": "read"},
         "process": {"contents": "read"},
         "summary": {},
@@ -210,10 +216,11 @@ def _self_hosted_jobs() -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_self_hosted_jobs_are_compile_and_execute_with_their_labels():
+def test_self_hosted_jobs_are_compile_compile_cuda_and_execute_with_their_labels():
     jobs = _self_hosted_jobs()
-    assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:execute"]
+    assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:compile-cuda", "benchmark.yml:execute"]
     assert jobs["benchmark.yml:compile"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
+    assert jobs["benchmark.yml:compile-cuda"]["runs-on"] == ["self-hosted", "cuda", "a2-highgpu-1g"]
     assert jobs["benchmark.yml:execute"]["runs-on"] == [
         "self-hosted", "${{ matrix.architecture }}", "${{ matrix.device_name }}"]
 
@@ -274,11 +281,13 @@ def _run_step(step: dict[str, Any], env: dict[str, str]) -> subprocess.Completed
                           env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("presets, has_cpu_modules, devices", [
-    ("x86_64,cuda,comp-stats", "true", {"a2-highgpu-1g", "c2-standard-16"}),
-    ("cuda", "false", {"a2-highgpu-1g"}),
+@pytest.mark.parametrize("presets, has_cpu_modules, has_cuda_modules, devices", [
+    ("x86_64,comp-stats", "true", "false", {"c2-standard-16"}),
+    ("cuda", "false", "true", {"a2-highgpu-1g"}),
+    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"}),
 ])
-def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_cpu_modules, devices):
+def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_cpu_modules, has_cuda_modules,
+                                                         devices):
     """The setup job's export and matrix steps, run for real with the jq CLI."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
@@ -293,12 +302,225 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
         assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json", "execution.json"]
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert sorted(outputs) == ["has-cpu-modules", "has-execution", "matrix"]
+    assert sorted(outputs) == ["has-cpu-modules", "has-cuda-modules", "has-execution", "matrix"]
     assert outputs["has-cpu-modules"] == has_cpu_modules
+    assert outputs["has-cuda-modules"] == has_cuda_modules
     assert outputs["has-execution"] == "true"
     matrix = json.loads(outputs["matrix"])
     assert {m["device_name"] for m in matrix} == devices
     assert sorted({(m["shard"]["index"], m["shard"]["count"]) for m in matrix}) == [(0, 2), (1, 2)]
+    # The job exposes each step output under the same name.
+    assert workflow["jobs"]["setup"]["outputs"] == {
+        "benchmark-presets": "${{ steps.configure.outputs.benchmark-presets }}",
+        "has-benchmarks": "${{ steps.configure.outputs.has-benchmarks }}",
+        **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs}}
+
+
+# -- compiled modules -----------------------------------------------------------------------------
+
+RUN_DIR = "benchtrail-run"
+# An Actions `if:` condition, token by token (the subset these workflows use).
+_EXPR_TOKEN = re.compile(r"(?P<str>'(?:[^']|'')*')|(?P<name>[A-Za-z_][\w-]*(?:\.(?:[\w-]+|\*))*)"
+                         r"|(?P<op>&&|\|\||==|!=|!|[(),])|(?P<space>\s+)")
+
+
+def _evaluate(condition: str, context: dict[str, Any], cancelled: bool = False) -> bool:
+    """Evaluate an ``if:`` condition; ``context`` maps each property path it reads
+    (``needs.compile.result``) to its value, and a path missing from it is an error."""
+    functions = {"cancelled": lambda: cancelled, "contains": lambda seq, item: item in seq,
+                 "startsWith": lambda text, prefix: text.startswith(prefix)}
+    python, pos = [], 0
+    while pos < len(condition):
+        m = _EXPR_TOKEN.match(condition, pos)
+        assert m, f"cannot read {condition[pos:]!r}"
+        pos = m.end()
+        if m["str"]:
+            python.append(repr(m["str"][1:-1].replace("''", "'")))
+        elif m["name"]:
+            is_call = condition[pos:pos + 1] == "("
+            python.append(f"_fn[{m['name']!r}]" if is_call else f"_ctx[{m['name']!r}]")
+        elif m["op"]:
+            python.append({"&&": " and ", "||": " or ", "!": " not "}.get(m["op"], m["op"]))
+        else:
+            python.append(" ")
+    return bool(eval("".join(python), {"__builtins__": {}}, {"_fn": functions, "_ctx": dict(context)}))
+
+
+def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = (), **needs: str) -> dict[str, Any]:
+    """An `if:` context: a push (or PR) with benchmarks to run, and the given ``needs`` results."""
+    context: dict[str, Any] = {
+        "github.event_name": event, "github.repository": "owner/benchtrail",
+        "github.event.pull_request.head.repo.full_name": "someone/benchtrail" if fork else "owner/benchtrail",
+        "github.event.pull_request.labels.*.name": list(labels),
+        "needs.setup.outputs.has-benchmarks": "true", "needs.setup.outputs.has-execution": "true",
+    }
+    context.update({f"needs.{job.replace('_', '-')}.result": result for job, result in needs.items()})
+    return context
+
+
+def _benchtrail_args(script: str, env: dict[str, str]):
+    """The `.venv/bin/benchtrail` command of ``script``, parsed by benchtrail's own parser."""
+    line = next(line for line in _joined_lines(script) if line.strip().startswith(".venv/bin/benchtrail"))
+    words = shlex.split(line.split("||")[0])[1:]
+    return build_parser().parse_args([string.Template(word).substitute(env) for word in words])
+
+
+@pytest.mark.parametrize("job_id, architecture, device, flag", [
+    ("compile", "cpu", "c2-standard-16", "has-cpu-modules"),
+    ("compile-cuda", "cuda", "a2-highgpu-1g", "has-cuda-modules"),
+])
+def test_each_compile_job_compiles_one_architecture_on_its_device(job_id, architecture, device, flag):
+    job = _load("benchmark.yml")["jobs"][job_id]
+    assert job["needs"] == "setup"
+    assert job["runs-on"] == ["self-hosted", architecture, device]
+    condition = " ".join(job["if"].split())
+    assert f"needs.setup.outputs.{flag} == 'true'" in condition
+    assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "true"}) is True
+    assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "false"}) is False
+    assert _evaluate(condition, {**_context("pull_request", fork=True), f"needs.setup.outputs.{flag}": "true"}) is False
+    steps = {step.get("name"): step for step in job["steps"]}
+    args = _benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"], {"RUN_DIR": RUN_DIR})
+    assert (args.func.__name__, args.run_configs, args.output_dir, args.device_name, args.architecture) == (
+        "cmd_compile", Path(RUN_DIR, "run-configs/compilation.json"), Path(RUN_DIR), device, architecture)
+    assert steps["Upload modules and compilation statistics"]["with"] == {
+        "name": f"run-compilation-{device}",
+        "path": "${{ env.RUN_DIR }}/modules/\n${{ env.RUN_DIR }}/results/\n",
+        "if-no-files-found": "error",
+    }
+
+
+def test_only_the_compile_jobs_compile():
+    compiling = sorted(job_id for job_id, step in _steps(_load("benchmark.yml"))
+                       if "benchtrail compile" in step.get("run", ""))
+    assert compiling == ["compile", "compile-cuda"]
+
+
+def test_execute_waits_for_both_compile_jobs_and_tolerates_only_skipped_ones():
+    execute = _load("benchmark.yml")["jobs"]["execute"]
+    assert execute["needs"] == ["setup", "compile", "compile-cuda"]
+    condition = " ".join(execute["if"].split())
+    ran = {(cpu, cuda): _evaluate(condition, _context(compile=cpu, compile_cuda=cuda))
+           for cpu in ("success", "skipped", "failure", "cancelled")
+           for cuda in ("success", "skipped", "failure", "cancelled")}
+    assert sorted(pair for pair, runs in ran.items() if runs) == [
+        ("skipped", "skipped"), ("skipped", "success"), ("success", "skipped"), ("success", "success")]
+    ok = _context(compile="success", compile_cuda="skipped")
+    assert _evaluate(condition, ok, cancelled=True) is False
+    assert _evaluate(condition, {**ok, "needs.setup.outputs.has-execution": "false"}) is False
+    assert _evaluate(condition, {**ok, "needs.setup.outputs.has-benchmarks": ""}) is False  # setup failed
+    assert _evaluate(condition, _context("pull_request", fork=True, compile="skipped", compile_cuda="skipped")) is False
+    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",),
+                                         compile="success", compile_cuda="success")) is True
+
+
+def test_process_runs_when_any_benchmark_job_ran():
+    process = _load("benchmark.yml")["jobs"]["process"]
+    assert process["needs"] == ["setup", "compile", "compile-cuda", "execute"]
+    condition = " ".join(process["if"].split())
+    cases = {
+        ("success", "success", "success"): True,
+        ("skipped", "failure", "skipped"): True,  # a failed CUDA compile is still reported
+        ("failure", "skipped", "skipped"): True,
+        ("skipped", "skipped", "success"): True,
+        ("skipped", "skipped", "skipped"): False,  # nothing ran: a fork PR without the label
+    }
+    got = {key: _evaluate(condition, _context(compile=key[0], compile_cuda=key[1], execute=key[2]))
+           for key in cases}
+    assert got == cases
+    assert _evaluate(condition, _context(compile="success", compile_cuda="success", execute="success"),
+                     cancelled=True) is False
+
+
+def test_execute_downloads_the_compiled_modules_and_runs_with_them():
+    execute = _load("benchmark.yml")["jobs"]["execute"]
+    steps = {step.get("name"): step for step in execute["steps"]}
+    download = steps["Download compiled modules"]
+    assert download["uses"].startswith("actions/download-artifact@")
+    assert download["with"] == {"pattern": "run-compilation-*", "merge-multiple": True, "path": "${{ env.RUN_DIR }}"}
+    # Only when a compile job ran, so the pattern matches at least one artifact.
+    guard = " ".join(download["if"].split())
+    outputs = ("needs.setup.outputs.has-cpu-modules", "needs.setup.outputs.has-cuda-modules")
+    assert {(cpu, cuda): _evaluate(guard, dict(zip(outputs, (cpu, cuda))))
+            for cpu in ("true", "false") for cuda in ("true", "false")} == {
+        ("true", "true"): True, ("true", "false"): True, ("false", "true"): True, ("false", "false"): False}
+    # Every compile job uploads an artifact the pattern matches.
+    jobs = _load("benchmark.yml")["jobs"]
+    uploaded = [step["with"]["name"] for job_id in ("compile", "compile-cuda") for step in jobs[job_id]["steps"]
+                if step.get("uses", "").startswith("actions/upload-artifact@")]
+    assert uploaded == ["run-compilation-c2-standard-16", "run-compilation-a2-highgpu-1g"]
+    assert all(re.fullmatch(download["with"]["pattern"].replace("*", ".*"), name) for name in uploaded)
+    env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1"}
+    args = _benchtrail_args(steps["Run benchmarks"]["run"], env)
+    assert (args.func.__name__, args.run_configs, args.device_name, args.shard_index, args.modules_dir,
+            args.output) == ("cmd_run", Path(RUN_DIR, "run-configs/execution.json"), "a2-highgpu-1g", 1,
+                             Path(RUN_DIR), Path(RUN_DIR, "results/a2-highgpu-1g-1.json"))
+    names = [step.get("name") or step["uses"].split("@")[0] for step in execute["steps"]]
+    assert names.index("Download compiled modules") < names.index("Run benchmarks")
+
+
+def _expand(text: str, values: dict[str, str]) -> str:
+    return re.sub(r"\$\{\{\s*(.*?)\s*\}\}", lambda m: values[m.group(1)], text)
+
+
+def _artifact_paths(path_input: str, workspace: Path) -> list[str]:
+    """The files upload-artifact takes for ``path_input``, as paths inside the artifact.
+
+    As actions/upload-artifact does: each line is a glob (a folder brings all files under it);
+    a line's search path is its leading segments without a wildcard (``[s]`` reads as ``s``); the
+    artifact's root is that search path (one line) or the lines' common ancestor, and a lone file
+    named without a wildcard is stored at the root.
+    """
+    lines = [line.strip() for line in path_input.splitlines() if line.strip()]
+    wildcard = re.compile(r"[*?]|\[[^\]]{2,}\]")
+    search_paths, files = [], set()
+    for line in lines:
+        segments = line.rstrip("/").split("/")
+        literal = next((i for i, seg in enumerate(segments) if wildcard.search(seg)), len(segments))
+        search_paths.append(str(workspace.joinpath(*(re.sub(r"\[(.)\]", r"\1", seg) for seg in segments[:literal]))))
+        for found in glob.glob(str(workspace / line)):
+            found_path = Path(found)
+            files.update([str(found_path)] if found_path.is_file() else
+                         (str(f) for f in found_path.rglob("*") if f.is_file()))
+    if len(search_paths) > 1:
+        root = os.path.commonpath(search_paths)
+    elif len(files) == 1 and search_paths[0] in files:
+        root = os.path.dirname(search_paths[0])
+    else:
+        root = search_paths[0]
+    return sorted(Path(f).relative_to(root).as_posix() for f in files)
+
+
+def test_artifacts_keep_the_run_directory_layout(tmp_path):
+    """Compile and execute artifacts merge back into one run directory: modules/ and results/."""
+    jobs = _load("benchmark.yml")["jobs"]
+    run = tmp_path / RUN_DIR
+    for rel in ("run-configs/execution.json", "run-configs/compilation.json",
+                "modules/resnet18.export.cuda/model.pt2", "modules/resnet18.export.cuda/module_info.json",
+                "results/compilation-a2-highgpu-1g.json", "results/compilation-c2-standard-16.json",
+                "results/a2-highgpu-1g-1.json"):
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text("{}")
+    values = {"env.RUN_DIR": RUN_DIR, "matrix.device_name": "a2-highgpu-1g", "matrix.shard.index": "1"}
+
+    def uploaded(job_id: str) -> list[str]:
+        step = next(s for s in jobs[job_id]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        return _artifact_paths(_expand(step["with"]["path"], values), tmp_path)
+
+    # (The compile job's run directory would hold only its own statistics; the layout is the point.)
+    assert uploaded("compile-cuda") == [
+        "modules/resnet18.export.cuda/model.pt2", "modules/resnet18.export.cuda/module_info.json",
+        "results/a2-highgpu-1g-1.json", "results/compilation-a2-highgpu-1g.json",
+        "results/compilation-c2-standard-16.json"]
+    # The shard uploads its own results file only, still under results/ ...
+    assert uploaded("execute") == ["results/a2-highgpu-1g-1.json"]
+    # ... which a plain `$RUN_DIR/results/` path would lose (that folder would become the root).
+    assert _artifact_paths(f"{RUN_DIR}/results/", tmp_path)[0] == "a2-highgpu-1g-1.json"
+    # process merges every run-* artifact into $RUN_DIR and compares that run directory.
+    process = {step.get("name"): step for step in jobs["process"]["steps"]}
+    assert process["Download run configs, modules and results"]["with"] == {
+        "pattern": "run-*", "merge-multiple": True, "path": "${{ env.RUN_DIR }}"}
+    compare = _benchtrail_args(process["Compare"]["run"], {"RUN_DIR": RUN_DIR})
+    assert compare.head == [Path(RUN_DIR)]
 
 
 # -- concurrency ----------------------------------------------------------------------------------
@@ -307,7 +529,7 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
 def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():
     jobs = _load("benchmark.yml")["jobs"]
     assert "concurrency" not in _load("benchmark.yml")  # a workflow-level group would let no-op edits cancel
-    for job_id in ("compile", "execute", "process"):
+    for job_id in ("compile", "compile-cuda", "execute", "process"):
         concurrency = jobs[job_id]["concurrency"]
         group = concurrency["group"]
         assert "format('pr-{0}', github.event.pull_request.number)" in group, job_id
@@ -316,6 +538,10 @@ def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():
         assert concurrency["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", job_id
         assert "needs.setup.outputs.has-benchmarks == 'true'" in jobs[job_id]["if"], job_id
     assert "${{ matrix.device_name }}-${{ matrix.shard.index }}" in jobs["execute"]["concurrency"]["group"]
+    # Each job has a group of its own: compile-cuda must not cancel compile, nor the reverse.
+    suffixes = {job_id: jobs[job_id]["concurrency"]["group"].rsplit("}}-", 1)[1]
+                for job_id in ("compile", "compile-cuda", "process")}
+    assert suffixes == {"compile": "compile", "compile-cuda": "compile-cuda", "process": "process"}
 
 
 # -- actions are pinned ---------------------------------------------------------------------------

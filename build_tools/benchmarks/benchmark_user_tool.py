@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchtrail.cli import ExitOneArgumentParser as ArgumentParser
 from benchtrail.cli import main as benchtrail_main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])  # exits 1 on bad flags, like benchtrail
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("explain", help="describe a benchmark of a run and how to reproduce it")
     p.add_argument("--gcs_url", required=True, help="run directory URL, e.g. gs://bucket/runs/123/1/")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchtrail.cli import ExitOneArgumentParser as ArgumentParser
 from benchtrail.cli import main as benchtrail_main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])  # exits 1 on bad flags, like benchtrail
     parser.add_argument("kind", choices=("execution", "compilation"))
     parser.add_argument("--benchmark_preset", required=True, help="comma-separated presets")
     parser.add_argument("--shard_count", default="1", help="shards per device")

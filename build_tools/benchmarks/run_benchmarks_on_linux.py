@@ -12,13 +12,14 @@ import logging
 import sys
 from pathlib import Path
 
+from benchtrail.cli import ExitOneArgumentParser as ArgumentParser
 from benchtrail.cli import main as benchtrail_main
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])  # exits 1 on bad flags, like benchtrail
     parser.add_argument("--run_config", required=True, help="execution export (execution.json)")
     parser.add_argument("--output", required=True, help="results file to write")
     parser.add_argument("--shard_index", default=None, help="shard to run (default: all)")

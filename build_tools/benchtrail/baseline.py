@@ -43,6 +43,11 @@ def _git(repo: Path, *args: str) -> str | None:
     return out.stdout.strip() or None
 
 
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full sha of ``ref`` in ``repo``, or ``ref`` itself when git cannot resolve it."""
+    return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or ref
+
+
 def default_branch(repo: Path) -> str | None:
     """``origin/HEAD``'s target, else the first of origin/main, main, origin/master, master that exists."""
     ref = _git(repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
@@ -89,7 +94,7 @@ def find_baseline(store: LocalStore, repo: Path, head: str, devices: set[str], t
         UserError: ``explicit`` is given but the store holds no usable run for it.
     """
     if explicit:
-        sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{explicit}^{{commit}}") or explicit
+        sha = resolve_commit(repo, explicit)
         found = _latest(store, sha, "given by --base-commit", devices, torch_version, exclude)
         if found is None:
             raise UserError(f"--base-commit {explicit}: the store {store.url} has no run of {sha} for devices "

@@ -1,7 +1,7 @@
 """``benchtrail``: one console script, one subcommand per stage.
 
-Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks failed;
-3 a regression was found (only where a command gates). ``UserError`` is caught only here.
+Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks (or module
+compilations) failed. ``UserError`` is caught only here.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _int_at_least(minimum: int):
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
+class ExitOneArgumentParser(argparse.ArgumentParser):
     """argparse exits 2 on bad flags; benchtrail keeps 2 for failed benchmarks, so use 1."""
 
     def error(self, message: str):  # type: ignore[override]
@@ -73,10 +73,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from benchtrail.stages import compile_stage
     from benchtrail.suite.definitions import Architecture
 
-    path = compile_stage(args.run_configs, args.output_dir, args.device_name, Architecture(args.architecture),
-                         _run_info(), args.module_id)
+    path, ok = compile_stage(args.run_configs, args.output_dir, args.device_name,
+                             Architecture(args.architecture), _run_info(), args.module_id)
+    if path is None:
+        print(f"benchtrail: no module in {args.run_configs} targets {args.architecture}", file=sys.stderr)
+        return EXIT_OK
     print(path)
-    return EXIT_OK
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -149,8 +152,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    parser = ExitOneArgumentParser(prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser)
 
     presets = argparse.ArgumentParser(add_help=False)
     presets.add_argument("--benchmark-presets", type=_presets, required=True, metavar="P[,P...]",
@@ -200,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pipeline", parents=[presets, thresholds], help="the main job, end to end")
     p.add_argument("--store", default=DEFAULT_STORE, help=f"store folder or file:// URL (default {DEFAULT_STORE})")
-    p.add_argument("--base-commit", help="baseline commit (default: DESIGN.md's baseline rule)")
+    p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.set_defaults(func=cmd_pipeline)
 
     run = argparse.ArgumentParser(add_help=False)
@@ -218,8 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (a CI cancel, ``timeout``) unwinds like Ctrl-C, so worker processes are killed."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; return the exit code."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

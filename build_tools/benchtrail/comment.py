@@ -56,6 +56,11 @@ def format_change(row: dict[str, Any]) -> str:
     return ("+" if change >= 0 else "-") + format_value(abs(change), row["unit"])
 
 
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: no pipes, no line breaks."""
+    return " ".join(str(text).replace("|", "\\|").split())
+
+
 def _label(row: dict[str, Any]) -> str:
     return f"`{row['name']}`"
 
@@ -69,7 +74,7 @@ def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
         cells = [_label(r), r["device_name"], format_value(r["base_median"], r["unit"]),
                  format_value(r["head_median"], r["unit"]), format_change(r), p]
         if with_verdict:
-            cells.append(r["verdict"] + (f" ({r['reason']})" if r.get("reason") else ""))
+            cells.append(_cell(r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -90,7 +95,7 @@ def _compilation_table(rows: list[dict[str, Any]]) -> list[str]:
             note += "".join(f"; new graph break: `{s[:160]}`" for s in sorted(new))
             note += "".join(f"; graph break removed: `{s[:160]}`" for s in sorted(gone))
         lines.append(f"| `{r['module_name']}` | {r['metric']} | {format_value(r['base_median'], r['unit'])} | "
-                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {note} |")
+                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {_cell(note)} |")
     return lines
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from scipy.stats import mannwhitneyu
 
+from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.thresholds import Threshold, find_threshold
 
@@ -85,7 +86,6 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
         return _row(head, base, "not-comparable", "baseline median is missing or NaN")
     if threshold.unit == "percent" and base.median == 0:
         return _row(head, base, "not-comparable", "baseline median is 0; a percent change is undefined")
-    assert head.median is not None
     if threshold.unit == "percent":
         change = (head.median / base.median - 1.0) * 100.0
     else:
@@ -104,13 +104,28 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
     return _row(head, base, "similar", None, threshold, change, p_value)
 
 
-def _index(files: list[ResultsFile]) -> dict[str, BenchmarkRecord]:
-    return {b.id: b for f in files for b in f.benchmarks}
+def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
+    """Series by id over several results files of one side.
+
+    Raises:
+        UserError: the files come from different commits, or two files hold the same series.
+    """
+    commits = sorted({f.commit for f in files})
+    if len(commits) > 1:
+        raise UserError(f"the {side} results come from different commits ({', '.join(c[:12] for c in commits)}); "
+                        "compare one commit with another")
+    index: dict[str, BenchmarkRecord] = {}
+    for f in files:
+        for b in f.benchmarks:
+            if b.id in index:
+                raise UserError(f"series {b.name!r} ({b.id}) is in two {side} results files; pass each run once")
+            index[b.id] = b
+    return index
 
 
 def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...]) -> list[Row]:
     """Rows for every series in head or base, in head order then removed ones; one per series id."""
-    base_by_id, head_by_id = _index(base), _index(head)
+    base_by_id, head_by_id = _index(base, "base"), _index(head, "head")
     rows = []
     for sid, h in head_by_id.items():
         b = base_by_id.get(sid)
@@ -147,3 +162,30 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
         "counts": counts,
         "rows": [asdict(r) for r in rows],
     }
+
+
+def load_comparison(path) -> dict[str, Any]:
+    """Read and validate ``comparison.json`` (every row checked against ``Row``).
+
+    Raises:
+        UserError: unreadable, an unknown schema version, a missing or malformed field, or a
+            verdict outside ``VERDICTS``; the message names the file and the field.
+    """
+    from benchtrail import jsonio
+    from benchtrail.suite.serialization import from_plain
+
+    obj = jsonio.read_json(path, kind="comparison", supported=SCHEMA_VERSION)
+    for key, kind in (("rows", list), ("counts", dict), ("head", dict)):
+        if not isinstance(obj.get(key), kind):
+            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}")
+    for key in ("base", "baseline"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            raise UserError(f"comparison {path}: field {key!r} must be an object or null")
+    for i, row in enumerate(obj["rows"]):
+        checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
+        if checked.verdict not in VERDICTS:
+            raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
+                            f"allowed: {', '.join(VERDICTS)}")
+    if not isinstance(obj["head"].get("commit"), str):
+        raise UserError(f"comparison {path}: head.commit must be a string")
+    return obj

@@ -79,6 +79,9 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
             pr.update(fetch_current_pr(env, int(pr["number"])))
         title = env.get("PR_TITLE", pr.get("title"))
         body = env.get("PR_BODY", pr.get("body"))
+        for field, value in (("title", title), ("body", body)):
+            if value is not None and not isinstance(value, str):
+                raise UserError(f"the PR {field} in the event payload must be text or null, got {value!r:.60}")
         labels = _labels(env, pr)
         requested, trailer_found = pr_requests(title, body, labels)
         presets = _resolve(requested, known, meta, "PR description")
@@ -149,12 +152,16 @@ def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
         raise UserError("GITHUB_EVENT_NAME is not set; set it (e.g. pull_request) and GITHUB_EVENT_PATH")
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
+        if name in ("pull_request", "pull_request_target", "push"):
+            raise UserError(f"GITHUB_EVENT_PATH is not set; a {name} event needs its payload file")
         return name, {}
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"cannot read the event payload GITHUB_EVENT_PATH={path}: {exc}") from exc
-    return name, payload if isinstance(payload, dict) else {}
+    if not isinstance(payload, dict):
+        raise UserError(f"the event payload {path} must be a JSON object, got {type(payload).__name__}")
+    return name, payload
 
 
 def outputs(selection: Selection) -> str:
@@ -189,8 +196,16 @@ def configure(env: Mapping[str, str], known: tuple[str, ...], meta: Mapping[str,
     """Read the event, select presets, append outputs to ``$GITHUB_OUTPUT`` (stdout when unset) and
     the summary to ``$GITHUB_STEP_SUMMARY`` (stderr when unset)."""
     event_name, payload = read_event(env)
-    selection = select(event_name, payload, env, known, meta)
-    if not _append(env.get("GITHUB_OUTPUT"), outputs(selection)):
+    try:
+        selection = select(event_name, payload, env, known, meta)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
+                        f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
+    try:
+        wrote = _append(env.get("GITHUB_OUTPUT"), outputs(selection))
+    except OSError as exc:
+        raise UserError(f"cannot append to GITHUB_OUTPUT={env.get('GITHUB_OUTPUT')}: {exc.strerror}") from exc
+    if not wrote:
         print(outputs(selection), end="")
     if not _append(env.get("GITHUB_STEP_SUMMARY"), summary(selection)):
         print(summary(selection), end="", file=sys.stderr)

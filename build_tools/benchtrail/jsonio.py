@@ -59,6 +59,9 @@ def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path
     except FileExistsError as exc:
         os.unlink(tmp)
         raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
+    except OSError as exc:
+        os.unlink(tmp)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -102,9 +105,22 @@ def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
     version = obj.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise UserError(f"{kind} {path}: missing or non-integer 'schema_version' (got {version!r})")
-    if version > supported or version < 1:
+    if version < 1:
+        raise UserError(f"{kind} {path}: schema_version {version} is not valid; versions start at 1")
+    if version > supported:
         raise UserError(
             f"{kind} {path} has schema_version {version}, but this benchtrail reads versions "
             f"1..{supported}; upgrade benchtrail"
         )
     return obj
+
+
+def check_new(*paths: Path) -> None:
+    """Refuse early, before any work, to write over existing files.
+
+    Raises:
+        UserError: one of ``paths`` exists.
+    """
+    for path in paths:
+        if Path(path).exists():
+            raise UserError(f"{path} already exists; benchtrail never overwrites it (choose another path)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from benchtrail.baseline import find_baseline
+from benchtrail.baseline import find_baseline, resolve_commit
 from benchtrail.environment import git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
@@ -22,6 +22,7 @@ from benchtrail.results.io import load_results_paths
 from benchtrail.stages import compare_stage, comment_stage, compile_stage, run_stage, write_export
 from benchtrail.store import open_store
 from benchtrail.suite.definitions import Architecture, Suite
+from benchtrail.thresholds import load_thresholds
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,10 @@ class PipelineResult:
 def new_run_id() -> tuple[str, int]:
     """``(GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT)`` in Actions, else ``(local-<UTC yyyymmddThhmmssZ>-<uuid8>, 1)``."""
     if os.environ.get("GITHUB_RUN_ID"):
-        return os.environ["GITHUB_RUN_ID"], int(os.environ.get("GITHUB_RUN_ATTEMPT", "1"))
+        attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
+        if not attempt.isdigit() or int(attempt) < 1:
+            raise UserError(f"GITHUB_RUN_ATTEMPT must be a whole number >= 1, got {attempt!r}")
+        return os.environ["GITHUB_RUN_ID"], int(attempt)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"local-{stamp}-{uuid.uuid4().hex[:8]}", 1
 
@@ -53,7 +57,15 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     Raises:
         UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
     """
+    # Bad input fails now, not after the benchmarks have run.
+    load_thresholds(thresholds)
+    here = available_architectures()
+    if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
+        raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
+                        f"(it has {', '.join(sorted(a.value for a in here))})")
     store = open_store(store_url)
+    if base_commit and not store.pointers(resolve_commit(repo, base_commit)):
+        raise UserError(f"--base-commit {base_commit}: the store {store.url} holds no run of that commit")
     run_id, attempt = new_run_id()
     run_dir = store.create_run_dir(run_id, attempt)
     run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
@@ -63,12 +75,11 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     execution = write_export(suite, "execution", presets, configs / "execution.json")
     compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
-    here = available_architectures()
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
-    for arch in sorted(here, key=lambda a: a.value):
-        compile_stage(compilation, run_dir, device_of[arch], arch, run)
-
     all_ok = True
+    for arch in sorted(here, key=lambda a: a.value):
+        all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run)[1]
+
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
         if arch not in here:
@@ -79,9 +90,6 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                               modules_dir=run_dir)
             all_ok &= ok
 
-    if not any((run_dir / "results").glob("*.json")):
-        raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
-                        f"(it has {', '.join(sorted(a.value for a in here))}); run directory {run_dir} is empty")
     commit, dirty = git_state(repo)
     devices = {b.device_name for f in load_results_paths([run_dir]) for b in f.benchmarks}
     baseline = find_baseline(store, repo, commit, devices, torch_version(), base_commit, exclude=(run_id, attempt))

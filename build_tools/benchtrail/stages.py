@@ -13,7 +13,7 @@ import torch
 
 from benchtrail import jsonio
 from benchtrail.comment import render
-from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.compare import compare, comparison_to_dict, load_comparison
 from benchtrail.compile_stage import compile_modules
 from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
@@ -33,7 +33,7 @@ def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path
         obj = export_execution(suite, presets, shard_count)
     else:
         obj = export_compilation(suite, presets)
-    return jsonio.write_json(output, obj)
+    return jsonio.write_json(output, obj, exclusive=True)
 
 
 def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:
@@ -51,19 +51,24 @@ def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple
 
 
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
-                  run: dict[str, Any], module_ids: list[str] | None = None) -> Path:
+                  run: dict[str, Any], module_ids: list[str] | None = None) -> tuple[Path | None, bool]:
     """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
 
     Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
-    compilation series, recorded under ``device_name`` (the runner that compiled them).
+    compilation series, recorded under ``device_name`` (the runner that compiled them). Returns
+    (that results file, or None when no module targets ``architecture``; whether all compiled).
     """
     gens, dirs, sampling = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
+    output = output_dir / "results" / f"compilation-{device_name}.json"
+    if not gens:
+        return None, True
+    jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
     commit, dirty = git_state()
     with track("compile", len(gens)) as report:
         records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report)
     results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
-    return write_results(output_dir / "results" / f"compilation-{device_name}.json", results)
+    return write_results(output, results), all(r.status == "ok" for r in records)
 
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
@@ -89,6 +94,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                         f"shards: {sorted(shards)}")
     chosen = [shard_index] if shard_index is not None else sorted(shards)
     rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
+    jsonio.check_new(output)
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state()
     with track(f"run {device_name}", len(rcs)) as report:
@@ -103,24 +109,22 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
                   baseline: dict[str, Any] | None = None) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``."""
+    jsonio.check_new(output)
     base_files = load_results_paths(base) if base else []
     head_files = load_results_paths(head)
     rules = load_thresholds(thresholds)
     rows = compare(base_files, head_files, rules)
     source = str(thresholds or default_thresholds_path())
-    return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline))
+    return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline),
+                             exclusive=True)
 
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None) -> Path:
     """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md."""
-    from benchtrail.compare import SCHEMA_VERSION
-
-    obj = jsonio.read_json(comparison, kind="comparison", supported=SCHEMA_VERSION)
-    for key in ("rows", "counts", "head"):
-        if key not in obj:
-            raise UserError(f"comparison {comparison}: lacks field {key!r}")
+    obj = load_comparison(comparison)
+    jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
     body, full, data = render(obj, run_url)
-    jsonio.write_text_atomic(output_dir / "full.md", full)
-    jsonio.write_json(output_dir / "comment.json", data)
-    return jsonio.write_text_atomic(output_dir / "comment.md", body)
+    jsonio.write_text_atomic(output_dir / "full.md", full, exclusive=True)
+    jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
+    return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
 

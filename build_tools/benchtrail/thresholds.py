@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -70,7 +71,7 @@ def load_thresholds(path: Path | None = None) -> tuple[Threshold, ...]:
         if rule["direction"] not in DIRECTIONS:
             raise UserError(f"{where}: direction {rule['direction']!r} is not one of {', '.join(DIRECTIONS)}")
         value = rule["threshold"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise UserError(f"{where}: threshold must be a number >= 0, got {value!r}")
         out.append(Threshold(str(rule["match"]), rule["unit"], float(value), rule["direction"]))
     return tuple(out)

@@ -35,10 +35,14 @@ def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return {"status": "timeout", "reason": f"worker did not finish within {timeout_s:g} s"}
+        except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         if proc.returncode != 0 or not resp.exists():
             tail = output.decode("utf-8", "replace").strip().splitlines()[-5:]
             return {
                 "status": "failed",
-                "reason": f"worker exited with code {proc.returncode}: " + " | ".join(tail),
+                "reason": f"worker exited with code {proc.returncode}: " + " / ".join(tail),
             }
         return json.loads(resp.read_text(encoding="utf-8"))

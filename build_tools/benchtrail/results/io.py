@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import uuid
 from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.results.schema import KINDS, SCHEMA_VERSION, STATUSES, BenchmarkRecord, ResultsFile
+from benchtrail.results.schema import KINDS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord, ResultsFile
+from benchtrail.stats.summary import summarize
 from benchtrail.suite.serialization import from_plain
 
 
@@ -42,11 +44,36 @@ def load_results(path: Path) -> ResultsFile:
         if b.kind not in KINDS:
             raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
                             f"allowed: {', '.join(KINDS)}")
+        _check_record(path, b)
         if b.id in seen:
             raise UserError(f"results file {path}: two benchmarks have id {b.id} "
                             f"({seen[b.id].name!r} and {b.name!r}); ids must be unique")
         seen[b.id] = b
     return results
+
+
+def _check_record(path: Path, b: BenchmarkRecord) -> None:
+    """A record's fields agree with each other: unit and kind known, summary matches the samples.
+
+    Raises:
+        UserError: naming the file, the benchmark, the field and what is allowed.
+    """
+    where = f"results file {path}: benchmark {b.name!r}"
+    if not b.id:
+        raise UserError(f"{where} has an empty id")
+    if b.unit not in UNITS:
+        raise UserError(f"{where} has unit {b.unit!r}; allowed: {', '.join(UNITS)}")
+    if isinstance(b.n, bool) or b.n != len(b.samples):
+        raise UserError(f"{where}: n is {b.n!r} but there are {len(b.samples)} samples")
+    if not all(math.isfinite(x) for x in b.samples):
+        raise UserError(f"{where}: samples must be finite numbers")
+    if b.status == "ok" and not b.samples:
+        raise UserError(f"{where}: status ok needs at least one sample")
+    expected = summarize(b.samples)
+    for key in ("median", "min", "max"):
+        got, want = getattr(b, key), expected[key]
+        if (got is None) != (want is None) or (want is not None and not math.isclose(got, want, rel_tol=1e-9)):
+            raise UserError(f"{where}: {key} is {got!r} but the samples give {want!r}")
 
 
 def load_results_paths(paths: list[Path]) -> list[ResultsFile]:

@@ -1,6 +1,6 @@
 """The results schema: one ``BenchmarkRecord`` per series in a results file.
 
-A results file (``results/<device>-<shard>.json``, or ``results/compilation.json``) is::
+A results file (``results/<device>-<shard>.json``, or ``results/compilation-<device>.json``) is::
 
     {schema_version, commit, dirty, run: {...}, environment: {...}, benchmarks: [record, ...]}
 
@@ -19,6 +19,7 @@ SCHEMA_VERSION = 1
 
 STATUSES = ("ok", "failed", "timeout", "oom", "mismatch", "skipped")
 KINDS = ("execution", "compilation")
+UNITS = ("us", "ms", "count", "bytes")
 
 
 @dataclass(frozen=True)
