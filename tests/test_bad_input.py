@@ -84,3 +84,12 @@ def test_configure_rejects_an_event_file_that_is_not_an_object(tmp_path, monkeyp
     assert main(["configure"]) == 1
     assert "must be a JSON object, got list" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_file_urls_are_absolute_and_percent_decoded(tmp_path, capsys):
+    from benchtrail.store import open_store
+
+    assert main(["pipeline", "--benchmark-presets", "smoke", "--store", "file://relstore/x"]) == 1
+    assert "a file URL needs an absolute path" in capsys.readouterr().err
+    store = open_store((tmp_path / "a b").as_uri())
+    assert store.root == tmp_path / "a b" and (tmp_path / "a b").is_dir()

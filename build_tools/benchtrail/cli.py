@@ -115,22 +115,24 @@ def cmd_configure(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_dir(args: argparse.Namespace) -> Path:
-    from benchtrail.store import open_store
+def _run_dir(args: argparse.Namespace):
+    """(local run directory, fetch) for ``--run``; ``fetch(module name)`` brings one module's files."""
+    from benchtrail.explain import locate_run
 
     if args.run:
-        return open_store(args.run).root if args.run.startswith("file://") else Path(args.run)
+        return locate_run(args.run)
     runs = sorted(Path(DEFAULT_STORE, "runs").glob("*/*"), key=lambda p: p.stat().st_mtime)
     if not runs:
         raise UserError(f"no --run given and no run in {DEFAULT_STORE}; run `benchtrail pipeline` first")
-    return runs[-1]
+    return runs[-1], lambda name: None
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from benchtrail.explain import explain, load_targets, resolve
 
-    run_dir = _run_dir(args)
+    run_dir, fetch_module = _run_dir(args)
     benchmark_id, target = resolve(load_targets(run_dir), args.benchmark_id)
+    fetch_module(target.module.name)
     print(explain(benchmark_id, target, run_dir), end="")
     return EXIT_OK
 
@@ -138,7 +140,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_dump_cmds(args: argparse.Namespace) -> int:
     from benchtrail.explain import dump_commands, load_targets
 
-    run_dir = _run_dir(args)
+    run_dir, _ = _run_dir(args)
     print(dump_commands(load_targets(run_dir), run_dir), end="")
     return EXIT_OK
 
@@ -202,13 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_comment)
 
     p = sub.add_parser("pipeline", parents=[presets, thresholds], help="the main job, end to end")
-    p.add_argument("--store", default=DEFAULT_STORE, help=f"store folder or file:// URL (default {DEFAULT_STORE})")
+    p.add_argument("--store", default=DEFAULT_STORE, help=f"store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.set_defaults(func=cmd_pipeline)
 
     run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--run", help="run directory: a folder or file:// URL (default: the newest run in "
-                                   f"{DEFAULT_STORE})")
+    run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "
+                                   f"such as gs://bucket/runs/123/1/ (default: the newest run in {DEFAULT_STORE})")
     p = sub.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
     p.add_argument("benchmark_id", help="run config id, module id, <module id>-<metric>, a 6+ character prefix, or a name")
     p.set_defaults(func=cmd_explain)
@@ -216,8 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dump_cmds)
 
     from benchtrail.github.post import add_post_parser
+    from benchtrail.store.commands import add_fetch_parser, add_upload_parser
 
     add_post_parser(sub)
+    add_upload_parser(sub)
+    add_fetch_parser(sub)
     return parser
 
 

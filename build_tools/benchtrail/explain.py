@@ -8,7 +8,9 @@ benchmark id is a run config id (execution series), a module id, or a compilatio
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,41 @@ from benchtrail.export import load_compilation, load_execution
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, RunConfig
 
 MIN_PREFIX = 6
+_RUN_URL = re.compile(r"^(?P<store>.+?)/runs/(?P<run_id>[^/]+)/(?P<attempt>\d+)/?$")
+
+
+def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
+    """A local run directory for ``url``, and a function that fetches one module's directory.
+
+    ``url`` is a folder, or a store URL of a run (``gs://bucket/prefix/runs/<id>/<attempt>/``,
+    as the comment prints it). For a store URL the run's ``run-configs/`` are downloaded now
+    (into the store's staging folder) and a module's files when ``fetch(module name)`` is called.
+
+    Raises:
+        UserError: a store URL that names no run, or a failed download.
+    """
+    if "://" not in url or url.startswith("file://"):
+        from benchtrail.store import open_store
+
+        path = Path(url) if "://" not in url else open_store(url).root
+        return path, lambda name: None
+    match = _RUN_URL.match(url)
+    if not match:
+        raise UserError(f"--run {url!r}: a store URL must end in /runs/<run id>/<attempt>/, "
+                        "e.g. gs://bucket/runs/123/1/")
+    from benchtrail.store import open_store
+
+    store = open_store(match["store"])
+    run_id, attempt = match["run_id"], int(match["attempt"])
+    run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*",))
+
+    def fetch(module_name: str) -> object:
+        try:
+            return store.fetch_run(run_id, attempt, run_dir, patterns=(f"modules/{module_name}/**",))
+        except UserError:
+            return None  # a run without that module's directory (nothing compiled) still explains
+
+    return run_dir, fetch
 
 
 @dataclass(frozen=True)

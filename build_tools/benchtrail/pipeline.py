@@ -97,9 +97,11 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         console.print(f"baseline: {baseline.commit[:12]} ({baseline.reason}), run {baseline.run_id}/{baseline.attempt}")
     else:
         console.print("no baseline run in the store yet: every series is new")
-    comparison = compare_stage([baseline.run_dir] if baseline else [], [run_dir], run_dir / "comparison.json",
+    base_dir = store.fetch_run(baseline.run_id, baseline.attempt, patterns=("results/*.json",)) if baseline else None
+    comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
                                thresholds, baseline.to_dict() if baseline else None)
-    comment_md = comment_stage(comparison, run_dir / "comment", run_url=str(run_dir))
+    comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt))
+    store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     created = datetime.datetime.now(datetime.UTC).isoformat()
     store.write_pointer(commit, run_id, attempt, {"dirty": dirty, "presets": list(presets),
                                                   "devices": sorted(devices), "torch_version": torch_version(),

@@ -2,32 +2,72 @@
 
 from __future__ import annotations
 
+import filecmp
 import os
-import re
+import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-
-#: Version history of commit pointers:
-#:   1 — first version.
-POINTER_SCHEMA_VERSION = 1
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, local_files,
+                                   select)
 
 
-def _check_segment(value: str, what: str) -> str:
-    if not _SAFE.match(value) or ".." in value:
-        raise UserError(f"{what} {value!r} is not path-safe: use letters, digits, '.', '_' and '-' only")
-    return value
+def place_file(src: Path, dst: Path) -> bool | None:
+    """Copy ``src`` to ``dst`` create-only (temp file, then ``os.link``, which fails if ``dst`` exists).
+
+    Returns:
+        True when copied; False when ``dst`` already held the same bytes; None when ``dst`` exists with
+        other bytes (left as it is).
+    """
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.link(tmp, dst)
+        return True
+    except FileExistsError:
+        return False if filecmp.cmp(src, dst, shallow=False) else None
+    finally:
+        os.unlink(tmp)
+
+
+def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) -> None:
+    """``place_file`` for each name; then one UserError listing the names whose ``dest`` copy differs.
+
+    ``conflict`` ends that message: what the user should do.
+    """
+    differs = [n for n in names if place_file(src_dir / n, dest / n) is None]
+    if differs:
+        shown = ", ".join(differs[:5]) + (f" and {len(differs) - 5} more" if len(differs) > 5 else "")
+        raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content ({shown}); {conflict}")
+
+
+def read_pointer_files(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Commit pointers read from ``paths``, oldest first (by ``created``). Unreadable ones are skipped."""
+    found = []
+    for p in paths:
+        try:
+            found.append(jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION))
+        except UserError:
+            continue
+    return sorted(found, key=lambda d: str(d.get("created", "")))
+
+
+def pointer_document(commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> dict[str, Any]:
+    """The JSON object of a commit pointer (``schema_version`` ``POINTER_SCHEMA_VERSION``)."""
+    return {"schema_version": POINTER_SCHEMA_VERSION, "commit": check_id(commit, "commit"),
+            "run_id": check_id(run_id, "run id"), "attempt": check_attempt(attempt), **info}
 
 
 @dataclass(frozen=True)
 class LocalStore:
-    """A store rooted at a local folder."""
+    """A store rooted at a local folder (see ``benchtrail.store.base.Store``)."""
 
     root: Path
 
@@ -36,7 +76,12 @@ class LocalStore:
         return self.root.resolve().as_uri()
 
     def run_dir(self, run_id: str, attempt: int) -> Path:
-        return self.root / "runs" / _check_segment(run_id, "run id") / str(attempt)
+        """``<root>/runs/<run_id>/<attempt>``: the run directory itself (it may not exist yet)."""
+        return self.root / "runs" / check_id(run_id, "run id") / str(check_attempt(attempt))
+
+    def run_url(self, run_id: str, attempt: int) -> str:
+        """The absolute path of the run directory, as shown in comments (``ls <path>``)."""
+        return str(self.run_dir(run_id, attempt).resolve())
 
     def create_run_dir(self, run_id: str, attempt: int) -> Path:
         """Create a new, empty run directory.
@@ -54,38 +99,78 @@ class LocalStore:
             raise UserError(f"cannot create run directory {path}: {exc.strerror or exc}") from exc
         return path
 
+    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
+                   patterns: Sequence[str] = ALL_FILES) -> int:
+        """Copy the files of ``local_dir`` matching ``patterns`` into the run directory, create-only.
+
+        Nothing is copied when ``local_dir`` is the run directory itself (a local pipeline writes there
+        directly). A file already stored with the same bytes counts as uploaded. ``deadline_s`` is
+        accepted for symmetry with ``GcsStore`` and ignored.
+
+        Returns:
+            The number of files of ``local_dir`` that the run directory now holds.
+
+        Raises:
+            UserError: an unsafe file name, no file matching, or a stored file with other bytes
+                (files in a run directory are never overwritten).
+        """
+        target = self.run_dir(run_id, attempt)
+        names = select(local_files(local_dir), patterns)
+        if not names:
+            raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
+        if Path(local_dir).resolve() != target.resolve():
+            try:
+                place_files(Path(local_dir), names, target,
+                            "files in a run directory are never overwritten (use a new attempt)")
+            except OSError as exc:
+                raise UserError(f"cannot copy {local_dir} into {target}: {exc.strerror or exc}") from exc
+        return len(names)
+
+    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
+                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
+        """Return a local folder holding the run's files that match ``patterns``.
+
+        With ``dest`` None (or ``dest`` being the run directory) this is the run directory itself,
+        nothing is copied and ``patterns`` only has to match something. Otherwise the matching files
+        are copied into ``dest`` (``dest/<name relative to the run directory>``), create-only.
+        ``deadline_s`` is accepted for symmetry with ``GcsStore`` and ignored.
+
+        Raises:
+            UserError: the run does not exist, nothing matches, or ``dest`` holds a file with other bytes.
+        """
+        source = self.run_dir(run_id, attempt)
+        if not source.is_dir():
+            raise UserError(f"no run {run_id}/{attempt} in store {self.url} (no folder {source})")
+        names = select(local_files(source), patterns)
+        if not names:
+            raise UserError(f"no file of run {source} matches {', '.join(patterns)}")
+        if dest is None or Path(dest).resolve() == source.resolve():
+            return source
+        try:
+            place_files(source, names, Path(dest), "remove them or fetch into another folder")
+        except OSError as exc:
+            raise UserError(f"cannot copy {source} into {dest}: {exc.strerror or exc}") from exc
+        return Path(dest)
+
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path:
         """Record that run ``run_id``/``attempt`` holds results for ``commit`` (one new file per run)."""
-        path = self.root / "commits" / _check_segment(commit, "commit") / f"{run_id}-{attempt}.json"
-        pointer = {"schema_version": POINTER_SCHEMA_VERSION, "commit": commit, "run_id": run_id,
-                   "attempt": attempt, **info}
+        pointer = pointer_document(commit, run_id, attempt, info)
+        path = self.root / "commits" / commit / f"{run_id}-{attempt}.json"
         return jsonio.write_json(path, pointer, exclusive=True)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
         """The pointers of ``commit``, oldest first (by their ``created`` time). Unreadable ones are skipped."""
-        folder = self.root / "commits" / commit
-        found = []
-        for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                found.append(jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION))
-            except UserError:
-                continue
-        return sorted(found, key=lambda d: str(d.get("created", "")))
+        folder = self.root / "commits" / check_id(commit, "commit")
+        return read_pointer_files(sorted(folder.glob("*.json")) if folder.is_dir() else [])
 
 
-def open_store(url: str) -> LocalStore:
-    """Open the store at ``url`` (a path or ``file://`` URL) and check that it can be written.
+def open_local_store(url: str, path: str) -> LocalStore:
+    """Open the folder ``path`` (from store URL ``url``) and check that it can be written.
 
     Raises:
-        UserError: an unsupported scheme, or the folder cannot be created or written.
+        UserError: the folder cannot be created or written.
     """
-    parsed = urlparse(url)
-    if parsed.scheme == "file":
-        root = Path(parsed.path)
-    elif parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        root = Path(url)
-    else:
-        raise UserError(f"store URL {url!r}: scheme {parsed.scheme!r} is not supported; use a folder or file://PATH")
+    root = Path(path)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".write-check-"):
@@ -93,4 +178,3 @@ def open_store(url: str) -> LocalStore:
     except OSError as exc:
         raise UserError(f"store {url!r} cannot be written: {exc.strerror or exc}") from exc
     return LocalStore(root)
-

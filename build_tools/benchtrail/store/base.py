@@ -1,0 +1,200 @@
+"""What every store offers (``Store``), and the name rules both backends share.
+
+A store holds run directories and commit pointers (``docs/store.md``)::
+
+    <root>/runs/<run_id>/<attempt>/<relative name>   files of one run, never overwritten
+    <root>/commits/<sha>/<run_id>-<attempt>.json     pointer: which presets/devices that run holds
+
+Names are checked before any I/O: a run id, a commit and each path segment of a relative name are
+readable and safe both as local paths and in ``gcloud storage`` URLs (no ``[]*?`` wildcards, no
+``..``, no absolute paths), as DESIGN.md asks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchtrail.errors import UserError
+
+#: Version history of commit pointers:
+#:   1 — first version.
+POINTER_SCHEMA_VERSION = 1
+
+#: Every file of a run; the default of ``fetch_run`` and ``upload_run``.
+ALL_FILES: tuple[str, ...] = ("**",)
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: Characters that ``gcloud storage`` treats as wildcards in a URL, so no stored name may hold them.
+WILDCARDS = frozenset("[]*?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_id(value: str, what: str) -> str:
+    """Return ``value`` if it is a safe run id or commit: letters, digits, ``.``, ``_``, ``-``.
+
+    Raises:
+        UserError: anything else (a ``..``, a slash, a wildcard, an empty string), quoting the value.
+    """
+    if not isinstance(value, str) or not _SAFE_ID.match(value) or ".." in value:
+        raise UserError(f"{what} {value!r} is not path-safe: use letters, digits, '.', '_' and '-' only")
+    return value
+
+
+def check_attempt(attempt: int) -> int:
+    """Return ``attempt`` if it is a whole number from 1.
+
+    Raises:
+        UserError: otherwise (GitHub's ``GITHUB_RUN_ATTEMPT`` starts at 1).
+    """
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise UserError(f"attempt {attempt!r} is not a whole number from 1")
+    return attempt
+
+
+def unsafe_reason(name: str) -> str | None:
+    """Why ``name`` (a ``/``-separated name relative to a run directory) is unsafe, or None if it is safe.
+
+    Unsafe: empty, absolute (leading ``/``), a backslash, a control character, a ``gcloud`` wildcard
+    character (``[]*?``), or an empty, ``.`` or ``..`` segment.
+    """
+    if not name:
+        return "it is empty"
+    if name.startswith("/"):
+        return "it is absolute"
+    if "\\" in name:
+        return "it contains a backslash"
+    if _CONTROL.search(name):
+        return "it contains a control character"
+    if WILDCARDS & set(name):
+        return f"it contains a gcloud wildcard character ({''.join(sorted(WILDCARDS & set(name)))})"
+    for segment in name.split("/"):
+        if segment in (".", ".."):
+            return f"it has a {segment!r} path segment"
+        if not segment:
+            return "it has an empty path segment"
+    return None
+
+
+def check_relative_name(name: str, where: str) -> str:
+    """Return ``name`` if ``unsafe_reason`` finds nothing wrong with it.
+
+    Raises:
+        UserError: naming ``where`` (the object or file) and why the name is refused.
+    """
+    reason = unsafe_reason(name)
+    if reason:
+        raise UserError(f"{where}: name {name!r} is refused because {reason}; benchtrail only stores and "
+                        "fetches names that are safe as paths and in gcloud URLs")
+    return name
+
+
+def _segment_regex(segment: str) -> str:
+    out, i = [], 0
+    while i < len(segment):
+        c = segment[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = i + 1
+            j += segment[j:j + 1] == "!"
+            j += segment[j:j + 1] == "]"
+            end = segment.find("]", j)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = segment[i + 1:end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^/" + body[1:]
+                elif body.startswith("^"):
+                    body = "\\" + body
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:
+    """One regex matching the relative names selected by any of ``patterns``.
+
+    Pattern syntax (relative to the run directory, ``/``-separated): ``*`` and ``?`` match within one
+    path segment, ``[abc]``/``[!abc]`` one character of a class, and a ``**`` segment any number of
+    segments (zero included). ``results/*.json`` matches ``results/x86-0.json`` but not
+    ``results/docs/b.json``; ``modules/m1/**`` matches everything under ``modules/m1/``; ``**`` matches
+    every file.
+
+    Raises:
+        UserError: no pattern, or a pattern that is empty, absolute or has a ``..`` segment.
+    """
+    if not patterns:
+        raise UserError("no pattern given: pass at least one, e.g. '**' for every file of the run")
+    alternatives = []
+    for pattern in patterns:
+        if not pattern or pattern.startswith("/") or ".." in pattern.split("/") or "\\" in pattern:
+            raise UserError(f"pattern {pattern!r} must be relative to the run directory, without '..' "
+                            "(e.g. 'results/*.json', 'modules/<name>/**')")
+        parts, regex = pattern.split("/"), ""
+        for k, part in enumerate(parts):
+            last = k == len(parts) - 1
+            if part == "**":
+                regex += ".+" if last else "(?:[^/]+/)*"
+            else:
+                regex += _segment_regex(part) + ("" if last else "/")
+        alternatives.append(f"(?:{regex})")
+    return re.compile("^(?:" + "|".join(alternatives) + ")$")
+
+
+def select(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
+    """The names matched by ``patterns`` (see ``compile_patterns``), sorted."""
+    regex = compile_patterns(patterns)
+    return sorted(n for n in names if regex.match(n))
+
+
+def local_files(folder: Path) -> list[str]:
+    """Relative ``/``-separated names of the files under ``folder``, sorted (symlinked folders not followed).
+
+    Raises:
+        UserError: ``folder`` is not a folder, or a file name is unsafe (``check_relative_name``).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"run directory {folder} does not exist or is not a folder")
+    names = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            name = path.relative_to(folder).as_posix()
+            names.append(check_relative_name(name, str(path)))
+    return names
+
+
+class Store(Protocol):
+    """The operations ``LocalStore`` (``file://``) and ``GcsStore`` (``gs://``) both provide.
+
+    ``run_dir`` is always a local folder: the run directory itself for a local store, a staging folder
+    for GCS (where a run is written before ``upload_run`` and where ``fetch_run`` puts files by default).
+    """
+
+    @property
+    def url(self) -> str: ...
+
+    def run_url(self, run_id: str, attempt: int) -> str: ...
+
+    def run_dir(self, run_id: str, attempt: int) -> Path: ...
+
+    def create_run_dir(self, run_id: str, attempt: int) -> Path: ...
+
+    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
+                   patterns: Sequence[str] = ALL_FILES) -> int: ...
+
+    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
+                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path: ...
+
+    def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path | str: ...
+
+    def pointers(self, commit: str) -> list[dict[str, Any]]: ...

@@ -1,0 +1,88 @@
+"""``benchtrail upload`` and ``benchtrail fetch``: move a run directory to and from a store.
+
+``cli.build_parser`` declares them with ``add_upload_parser(sub)`` and ``add_fetch_parser(sub)``.
+Both print the path of their main output last: the run's store URL for ``upload``, the local run
+directory for ``fetch``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+from benchtrail.store import open_store
+from benchtrail.store.base import ALL_FILES, check_id
+
+STORE_HELP = "store: gs://BUCKET[/PREFIX], file://PATH or a folder"
+
+
+def _run_id(text: str) -> str:
+    try:
+        return check_id(text, "run id")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _attempt(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected an attempt number (a whole number from 1), got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help=STORE_HELP)
+    p.add_argument("--run-id", type=_run_id, required=True, help="run id (GITHUB_RUN_ID in Actions)")
+    p.add_argument("--attempt", type=_attempt, required=True, help="attempt number (GITHUB_RUN_ATTEMPT in Actions)")
+    p.add_argument("--pattern", action="append", dest="patterns", metavar="GLOB",
+                   help="only files matching GLOB, relative to the run directory (repeatable; '*' stays in one "
+                        "folder, '**' spans folders; e.g. 'results/*.json', 'modules/<name>/**'; default: all)")
+    p.add_argument("--deadline", type=_seconds, default=600.0, metavar="SECONDS",
+                   help="give up retrying transient GCS errors after this long (default 600)")
+
+
+def add_upload_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail upload`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_upload``."""
+    p = subparsers.add_parser("upload", help="upload a run directory into a store (create-only, never overwrites)")
+    p.add_argument("--run-dir", type=Path, required=True, help="local folder whose files become the run's files")
+    _run_arguments(p)
+    p.set_defaults(func=cmd_upload)
+    return p
+
+
+def add_fetch_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail fetch`` on ``subparsers``; it calls ``cmd_fetch``."""
+    p = subparsers.add_parser("fetch", help="download a run's files (or some of them) from a store")
+    _run_arguments(p)
+    p.add_argument("--dest", type=Path, required=True, help="local folder that receives the run's files")
+    p.set_defaults(func=cmd_fetch)
+    return p
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    """``benchtrail upload``: prints the count, then the run's store URL. Exit 0, or UserError."""
+    store = open_store(args.store)
+    patterns = tuple(args.patterns or ALL_FILES)
+    count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline, patterns=patterns)
+    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}")
+    print(store.run_url(args.run_id, args.attempt))
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
+    store = open_store(args.store)
+    patterns = tuple(args.patterns or ALL_FILES)
+    print(store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline))
+    return 0

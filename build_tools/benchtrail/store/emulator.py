@@ -1,0 +1,93 @@
+"""Run gcp-storage-emulator (a real HTTP GCS emulator, a test dependency) as a subprocess.
+
+For tests, ``build_tools/benchmarks/measure_upload.py`` and replaying a CI run on a laptop without a
+bucket: point a store at it with ``STORAGE_EMULATOR_HOST=<Emulator.url>`` (``docs/store.md``).
+
+The emulator keeps objects in memory and serves one request at a time. Its listen backlog is raised
+from http.server's 5 to 128, so a burst of connections from the transfer manager's threads is queued
+instead of dropped by the kernel (a dropped SYN is retransmitted only after a second). It ignores
+preconditions such as ``ifGenerationMatch=0`` and XML multipart uploads; the tests' fault proxy
+(``tests/gcs_fixtures.py``) enforces the precondition.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+_LAUNCH = (
+    "import socketserver, sys\n"
+    "socketserver.TCPServer.request_queue_size = 128\n"
+    "from gcp_storage_emulator.__main__ import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Emulator:
+    """A running emulator: ``url`` is what ``STORAGE_EMULATOR_HOST`` should hold."""
+
+    url: str
+    process: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        """Terminate the subprocess (kill it after 5 s) and remove its log."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.unlink(missing_ok=True)
+
+    def __enter__(self) -> Emulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_emulator(host: str = "127.0.0.1", port: int | None = None, timeout_s: float = 30.0) -> Emulator:
+    """Start ``gcp-storage-emulator start --in-memory`` on ``host:port`` (a free port by default).
+
+    Returns once it answers HTTP.
+
+    Raises:
+        RuntimeError: it exited or did not answer within ``timeout_s``; the message holds its log.
+    """
+    port = port or free_port(host)
+    log = Path(tempfile.mkstemp(prefix="gcs-emulator-", suffix=".log")[1])
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCH, "start", "--host", host, "--port", str(port), "--in-memory", "-q"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://{host}:{port}"
+    emulator = Emulator(url, process, log)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"{url}/storage/v1/b?project=probe", timeout=2):
+                return emulator
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.05)
+    text = log.read_text(errors="replace")[-4000:]
+    emulator.stop()
+    raise RuntimeError(f"gcp-storage-emulator did not start on {url} within {timeout_s:g} s:\n{text}")

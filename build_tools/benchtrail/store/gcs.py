@@ -1,0 +1,254 @@
+"""The ``gs://`` store: a bucket (and optional prefix) on Google Cloud Storage.
+
+This module holds the layout and the rules (names, create-only runs and pointers, staging folder);
+``benchtrail.store.gcs_transfer`` moves the bytes with google-cloud-storage. ``docs/store.md``
+describes both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.api_core.retry import Retry
+from google.auth import exceptions as auth_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
+from google.cloud.storage.retry import DEFAULT_RETRY
+
+from benchtrail import jsonio
+from benchtrail.errors import UserError
+from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
+                                   local_files, select, unsafe_reason)
+from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
+from benchtrail.store.local import pointer_document, read_pointer_files
+
+#: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
+DEFAULT_STAGING = Path(".benchtrail") / "staging"
+#: Seconds that opening a store or creating a run may spend retrying a listing.
+LIST_DEADLINE_S = 60.0
+
+_GS_URL = re.compile(r"^gs://(?P<bucket>[^/]*)(?:/(?P<prefix>.*))?$")
+# https://cloud.google.com/storage/docs/buckets#naming (dotted names may be up to 222 characters).
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class GcsStore:
+    """A store in bucket ``io.bucket_name`` under ``prefix`` (see ``benchtrail.store.base.Store``).
+
+    ``run_dir`` (and ``fetch_run``'s default destination) is under ``staging``, a local folder that
+    mirrors the store's layout. ``create_run_dir`` refuses a run whose prefix already holds an object.
+    """
+
+    io: BucketIO
+    prefix: str
+    staging: Path
+
+    @property
+    def bucket_name(self) -> str:
+        return self.io.bucket_name
+
+    @property
+    def url(self) -> str:
+        return f"gs://{self.bucket_name}/{self.prefix}".rstrip("/")
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+    def _run_prefix(self, run_id: str, attempt: int) -> str:
+        return self._key("runs", check_id(run_id, "run id"), str(check_attempt(attempt))) + "/"
+
+    def run_url(self, run_id: str, attempt: int) -> str:
+        """``gs://<bucket>/<prefix>/runs/<run_id>/<attempt>/``, for ``gcloud storage cp -r <url> .``."""
+        return self.io.object_url(self._run_prefix(run_id, attempt))
+
+    def run_dir(self, run_id: str, attempt: int) -> Path:
+        """The local staging folder of a run: written before ``upload_run``, filled by ``fetch_run``."""
+        return self.staging / "runs" / check_id(run_id, "run id") / str(check_attempt(attempt))
+
+    def check_access(self) -> None:
+        """List at most one object under the prefix: the bucket exists and we may list it.
+
+        Raises:
+            UserError: a missing bucket, no permission or no credentials, naming the bucket.
+        """
+        self.io.list(self._key() + "/" if self.prefix else "", self.io.deadline(LIST_DEADLINE_S), max_results=1)
+
+    def create_run_dir(self, run_id: str, attempt: int) -> Path:
+        """Check that the run's prefix holds no object, then create its empty local staging folder.
+
+        The check catches a re-run that reuses an attempt number; the create-only upload of each
+        object is what guarantees that nothing is overwritten when two writers race.
+
+        Raises:
+            UserError: an object exists under the run's prefix, or the staging folder is not empty.
+        """
+        prefix = self._run_prefix(run_id, attempt)
+        found = self.io.list(prefix, self.io.deadline(LIST_DEADLINE_S), max_results=1)
+        if found:
+            raise UserError(f"run {self.io.object_url(prefix)} already holds objects (e.g. {found[0].name}); "
+                            "runs are never overwritten (use a new attempt)")
+        path = self.run_dir(run_id, attempt)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create staging folder {path}: {exc.strerror or exc}") from exc
+        if any(path.iterdir()):
+            raise UserError(f"staging folder {path} of run {run_id}/{attempt} is not empty; remove it or set "
+                            "BENCHTRAIL_STAGING to another folder")
+        return path
+
+    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S,
+                   patterns: Sequence[str] = ALL_FILES) -> int:
+        """Upload the files under ``local_dir`` matching ``patterns`` into the run's prefix, create-only.
+
+        An object that already exists with the same bytes (crc32c and size) counts as uploaded; one
+        with other bytes is an error and is left as it is. Other files still upload. The run's prefix
+        may already hold other files (each CI job adds its own).
+
+        Returns:
+            The number of files of ``local_dir`` now stored in the run.
+
+        Raises:
+            UserError: an unsafe file name, no file matching, objects that exist with other bytes
+                ("… already exist … never overwritten"), or transfers still failing when
+                ``deadline_s`` ran out, naming the bucket and the objects.
+        """
+        prefix = self._run_prefix(run_id, attempt)
+        names = select(local_files(local_dir), patterns)
+        if not names:
+            raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
+        self.io.upload(Path(local_dir), names, prefix, deadline_s, hint="upload the run under a new attempt")
+        return len(names)
+
+    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None, patterns: Sequence[str] = ALL_FILES,
+                  *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
+        """Download the run's objects matching ``patterns`` into ``dest`` (default: ``run_dir``).
+
+        Objects land at ``dest/<name relative to the run prefix>``. Every name under the run's prefix
+        is checked first: one that is absolute, has an empty, ``.`` or ``..`` segment or a wildcard
+        character refuses the whole fetch before anything is downloaded. Zero-byte "folder"
+        placeholders (names ending in ``/``) are skipped.
+
+        Returns:
+            ``dest``, the local run directory.
+
+        Raises:
+            UserError: no such run, nothing matching, an unsafe object name, a local file with other
+                bytes, or transfers still failing when ``deadline_s`` ran out.
+        """
+        prefix = self._run_prefix(run_id, attempt)
+        dest = Path(dest) if dest is not None else self.run_dir(run_id, attempt)
+        regex = compile_patterns(patterns)
+        deadline = self.io.deadline(deadline_s)
+        listed = self.io.list(prefix, deadline)
+        if not listed:
+            raise UserError(f"no run {run_id}/{attempt} in store {self.url} (no object under "
+                            f"{self.io.object_url(prefix)})")
+        chosen = []
+        for blob in listed:
+            name = blob.name[len(prefix):]
+            if not name or (name.endswith("/") and not blob.size):
+                continue
+            check_relative_name(name, self.io.object_url(blob.name))
+            if regex.match(name):
+                chosen.append((name, blob))
+        if not chosen:
+            raise UserError(f"no object of run {self.io.object_url(prefix)} matches {', '.join(patterns)} "
+                            f"(it holds e.g. {shown([b.name[len(prefix):] for b in listed], 3)})")
+        self.io.download(chosen, dest, deadline)
+        return dest
+
+    def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> str:
+        """Create ``<prefix>/commits/<sha>/<run_id>-<attempt>.json`` (one new object per run).
+
+        Returns:
+            The object's ``gs://`` URL.
+
+        Raises:
+            UserError: the pointer exists with other content ("never overwritten"), or the upload failed.
+        """
+        document = pointer_document(commit, run_id, attempt, info)
+        name = f"{run_id}-{attempt}.json"
+        prefix = self._key("commits", commit) + "/"
+        with tempfile.TemporaryDirectory(prefix="benchtrail-pointer-") as folder:
+            jsonio.write_json(Path(folder) / name, document)
+            self.io.upload(Path(folder), [name], prefix, DEFAULT_DEADLINE_S, hint="each run writes its pointer once")
+        return self.io.object_url(prefix + name)
+
+    def pointers(self, commit: str) -> list[dict[str, Any]]:
+        """The pointers of ``commit``, oldest first (by ``created``); unreadable ones are skipped.
+
+        They are downloaded into ``staging/commits/<sha>/``, a cache (pointers never change once written).
+        """
+        prefix = self._key("commits", check_id(commit, "commit")) + "/"
+        deadline = self.io.deadline(DEFAULT_DEADLINE_S)
+        chosen = []
+        for blob in self.io.list(prefix, deadline):
+            name = blob.name[len(prefix):]
+            if name.endswith(".json") and "/" not in name and unsafe_reason(name) is None:
+                chosen.append((name, blob))
+        folder = self.staging / "commits" / commit
+        self.io.download(chosen, folder, deadline, cache=True)
+        return read_pointer_files(folder / name for name, _ in chosen)
+
+
+def make_client() -> Any:
+    """A ``google.cloud.storage.Client``.
+
+    With ``STORAGE_EMULATOR_HOST`` set (an emulator such as gcp-storage-emulator), anonymous
+    credentials against that host. Otherwise Application Default Credentials; ``GOOGLE_CLOUD_PROJECT``
+    is optional (object calls need no project).
+
+    Raises:
+        UserError: no credentials can be found.
+    """
+    project = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
+    try:
+        if os.environ.get("STORAGE_EMULATOR_HOST"):
+            return storage.Client(project=project or "benchtrail-emulator", credentials=AnonymousCredentials())
+        return storage.Client(project=project)
+    except auth_exceptions.DefaultCredentialsError as exc:
+        raise UserError("no Google Cloud credentials: run `gcloud auth application-default login`, or set "
+                        "GOOGLE_APPLICATION_CREDENTIALS (in GitHub Actions: google-github-actions/auth); "
+                        "for an emulator set STORAGE_EMULATOR_HOST") from exc
+
+
+def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None = None,
+                   max_workers: int = DEFAULT_MAX_WORKERS, client: Any = None) -> GcsStore:
+    """Open ``gs://bucket[/prefix]`` and check that the bucket exists and can be listed.
+
+    Args:
+        url: the store URL.
+        staging: local folder for run directories (default ``$BENCHTRAIL_STAGING`` or
+            ``.benchtrail/staging``, then ``<bucket>/<prefix>`` below it).
+        retry: the retry policy (default ``google.cloud.storage.retry.DEFAULT_RETRY``); its timeout is
+            replaced by each transfer's deadline.
+        max_workers: threads of the transfer manager.
+        client: a ``google.cloud.storage.Client`` (default ``make_client()``).
+
+    Raises:
+        UserError: a malformed URL or bucket name, an unsafe prefix, no credentials, a missing bucket
+            or no permission, each naming the bucket.
+    """
+    match = _GS_URL.match(url)
+    if not match:
+        raise UserError(f"store URL {url!r} is not gs://BUCKET[/PREFIX]")
+    bucket, prefix = match["bucket"], (match["prefix"] or "").strip("/")
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise UserError(f"store URL {url!r}: {bucket!r} is not a valid bucket name (3-63 lowercase letters, "
+                        "digits, '-', '_' and '.', starting and ending with a letter or digit)")
+    if prefix:
+        check_relative_name(prefix, f"store URL {url!r}")
+    if staging is None:
+        staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / bucket / prefix
+    io = BucketIO(client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY, max_workers)
+    store = GcsStore(io, prefix, Path(staging))
+    store.check_access()
+    return store

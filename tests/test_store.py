@@ -1,0 +1,199 @@
+"""The store contract, run against both backends: a folder (file://) and GCS (the real emulator).
+
+The gs:// store goes through ``FaultProxy`` with no fault injected, only so that ``ifGenerationMatch=0``
+is enforced (the emulator ignores preconditions).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchtrail.errors import UserError
+from benchtrail.store import LocalStore, open_store
+from benchtrail.store.base import compile_patterns, select, unsafe_reason
+from tests.gcs_fixtures import FAST_RETRY, fault_proxy, gcs_bucket, gcs_emulator, gcs_env  # noqa: F401
+
+RUN = {
+    "run-configs/execution.json": b'{"schema_version": 1}\n',
+    "run-configs/compilation.json": b'{"schema_version": 1, "module_dir_paths": {}}\n',
+    "modules/resnet18-inductor/module_info.json": b'{"schema_version": 1}\n',
+    "modules/resnet18-inductor/code/kernel.py": b"def k():\n    return 1\n",
+    "modules/gpt2-eager/module_info.json": b'{"schema_version": 1, "x": 2}\n',
+    "results/c2-standard-16-0.json": b'{"schema_version": 1, "benchmarks": []}\n',
+    "results/docs/bench_resnet18_20261129T000000Z_0123abcd.json": b'{"schema_version": 1}\n',
+    "comparison.json": b'{"schema_version": 1, "rows": []}\n',
+    "empty.txt": b"",
+}
+
+
+def write_tree(folder, files):
+    for name, data in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return folder
+
+
+def read_tree(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(params=["file", "gs"])
+def store(request, tmp_path):
+    if request.param == "file":
+        return open_store(str(tmp_path / "store"))
+    bucket = request.getfixturevalue("gcs_bucket")
+    request.getfixturevalue("fault_proxy")
+    return open_store(f"gs://{bucket}/ci", retry=FAST_RETRY)
+
+
+def test_uploaded_run_fetches_back_byte_identical(store, tmp_path):
+    local = write_tree(tmp_path / "local-run", RUN)
+    assert store.upload_run(local, "123", 1, deadline_s=20) == len(RUN)
+    fetched = store.fetch_run("123", 1, tmp_path / "fetched")
+    assert fetched == tmp_path / "fetched"
+    assert read_tree(fetched) == RUN
+
+
+def test_fetch_selects_files_by_glob_relative_to_the_run_dir(store, tmp_path):
+    store.upload_run(write_tree(tmp_path / "local-run", RUN), "123", 1, deadline_s=20)
+    fetched = store.fetch_run("123", 1, tmp_path / "fetched",
+                              ("results/*.json", "run-configs/*", "modules/resnet18-inductor/**"))
+    assert sorted(read_tree(fetched)) == [
+        "modules/resnet18-inductor/code/kernel.py",
+        "modules/resnet18-inductor/module_info.json",
+        "results/c2-standard-16-0.json",
+        "run-configs/compilation.json",
+        "run-configs/execution.json",
+    ]
+
+
+def test_a_stored_file_is_never_overwritten_with_other_bytes(store, tmp_path):
+    local = write_tree(tmp_path / "local-run", RUN)
+    store.upload_run(local, "123", 1, deadline_s=20)
+    (local / "results/c2-standard-16-0.json").write_bytes(b'{"schema_version": 1, "tampered": true}\n')
+    with pytest.raises(UserError, match=r"1 (file|object)\(s\) already exist.*c2-standard-16-0\.json.*"
+                                        r"never overwritten"):
+        store.upload_run(local, "123", 1, deadline_s=20)
+    assert read_tree(store.fetch_run("123", 1, tmp_path / "fetched")) == RUN
+
+
+def test_uploading_the_same_bytes_again_is_not_an_error(store, tmp_path):
+    local = write_tree(tmp_path / "local-run", RUN)
+    store.upload_run(local, "123", 1, deadline_s=20)
+    assert store.upload_run(local, "123", 1, deadline_s=20) == len(RUN)
+
+
+def test_a_run_with_files_cannot_be_created_again(store, tmp_path):
+    store.create_run_dir("123", 1)
+    store.upload_run(write_tree(tmp_path / "local-run", RUN), "123", 1, deadline_s=20)
+    with pytest.raises(UserError, match="never overwritten .use a new attempt"):
+        store.create_run_dir("123", 1)
+    assert store.create_run_dir("123", 2).is_dir()
+
+
+def test_commit_pointers_are_create_only_and_listed_oldest_first(store):
+    sha = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432"
+    store.write_pointer(sha, "200", 1, {"created": "2026-11-29T02:00:00", "devices": ["c2-standard-16"]})
+    store.write_pointer(sha, "100", 2, {"created": "2026-11-29T01:00:00", "devices": ["c2-standard-16"]})
+    found = store.pointers(sha)
+    assert [(p["run_id"], p["attempt"], p["commit"], p["schema_version"]) for p in found] == [
+        ("100", 2, sha, 1), ("200", 1, sha, 1)]
+    with pytest.raises(UserError, match="already exist"):
+        store.write_pointer(sha, "200", 1, {"created": "2026-11-29T03:00:00", "devices": []})
+    assert store.pointers(sha)[1]["created"] == "2026-11-29T02:00:00"
+    assert store.pointers("0" * 40) == []
+
+
+def test_unsafe_local_file_names_are_refused_before_anything_is_stored(store, tmp_path):
+    local = write_tree(tmp_path / "local-run", {"results/ok.json": b"{}", "results/a[1].json": b"{}"})
+    with pytest.raises(UserError, match=r"'results/a\[1\].json' is refused because it contains a gcloud "
+                                        r"wildcard character \(\[\]\)"):
+        store.upload_run(local, "123", 1, deadline_s=20)
+    with pytest.raises(UserError, match="no run 123/1 in store"):
+        store.fetch_run("123", 1, tmp_path / "fetched")
+
+
+@pytest.mark.parametrize("bad", ["../x", "/etc", "a/../../b", ""])
+def test_patterns_must_stay_inside_the_run_dir(store, tmp_path, bad):
+    store.upload_run(write_tree(tmp_path / "local-run", RUN), "123", 1, deadline_s=20)
+    with pytest.raises(UserError, match="must be relative to the run directory"):
+        store.fetch_run("123", 1, tmp_path / "fetched", (bad,))
+
+
+@pytest.mark.parametrize("run_id", ["../123", "a/b", "12*", "", "x?"])
+def test_run_ids_must_be_path_and_gcloud_safe(store, run_id):
+    with pytest.raises(UserError, match="not path-safe"):
+        store.run_url(run_id, 1)
+
+
+def test_fetch_refuses_a_destination_file_with_other_bytes(store, tmp_path):
+    store.upload_run(write_tree(tmp_path / "local-run", RUN), "123", 1, deadline_s=20)
+    dest = write_tree(tmp_path / "fetched", {"comparison.json": b"mine"})
+    with pytest.raises(UserError, match=r"1 file\(s\) already exist in .*fetched with other content "
+                                        r"\(comparison.json\); remove them or fetch into another folder"):
+        store.fetch_run("123", 1, dest)
+    assert (dest / "comparison.json").read_bytes() == b"mine"
+
+
+# -- local store specifics ---------------------------------------------------------------------
+
+def test_local_upload_from_the_run_dir_itself_copies_nothing(tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    run_dir = write_tree(store.create_run_dir("local-1", 1), RUN)
+    assert store.upload_run(run_dir, "local-1", 1) == len(RUN)
+    assert read_tree(run_dir) == RUN
+    assert store.run_url("local-1", 1) == str(run_dir.resolve())
+
+
+def test_local_fetch_without_dest_is_the_run_dir_itself(tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    run_dir = write_tree(store.create_run_dir("local-1", 1), RUN)
+    assert store.fetch_run("local-1", 1, None, ("results/*.json",)) == run_dir
+    with pytest.raises(UserError, match="no run local-2/1 in store"):
+        store.fetch_run("local-2", 1)
+
+
+def test_local_store_is_a_folder_with_the_documented_layout(tmp_path):
+    store = open_store((tmp_path / "s").as_uri())
+    assert isinstance(store, LocalStore)
+    store.upload_run(write_tree(tmp_path / "local-run", {"results/x.json": b"{}"}), "7", 3)
+    store.write_pointer("abc123", "7", 3, {"created": "t"})
+    assert sorted(p.relative_to(tmp_path / "s").as_posix() for p in (tmp_path / "s").rglob("*")
+                  if p.is_file() and not p.name.startswith(".")) == [
+        "commits/abc123/7-3.json", "runs/7/3/results/x.json"]
+    assert not [n for n in os.listdir(tmp_path / "s" / "runs" / "7" / "3" / "results") if n.endswith(".tmp")]
+
+
+# -- names and patterns -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("results/x.json", None),
+    ("modules/m-1_a.b/code/k.py", None),
+    ("../x", "it has a '..' path segment"),
+    ("a/./b", "it has a '.' path segment"),
+    ("/etc/passwd", "it is absolute"),
+    ("a//b", "it has an empty path segment"),
+    ("a\\b", "it contains a backslash"),
+    ("a\nb", "it contains a control character"),
+    ("r/x*.json", "it contains a gcloud wildcard character (*)"),
+    ("r/x?.json", "it contains a gcloud wildcard character (?)"),
+    ("r/[x].json", "it contains a gcloud wildcard character ([])"),
+])
+def test_unsafe_names_are_named_with_the_reason(name, reason):
+    assert unsafe_reason(name) == reason
+
+
+def test_glob_patterns_follow_gitignore_like_segments():
+    names = ["results/a.json", "results/docs/b.json", "run-configs/execution.json", "modules/m1/x/y.so",
+             "modules/m2/z", "comparison.json"]
+    assert select(names, ["results/*.json"]) == ["results/a.json"]
+    assert select(names, ["modules/m1/**"]) == ["modules/m1/x/y.so"]
+    assert select(names, ["**/*.json"]) == ["comparison.json", "results/a.json", "results/docs/b.json",
+                                            "run-configs/execution.json"]
+    assert select(names, ["modules/m[!1]/*", "run-configs/?xecution.json"]) == ["modules/m2/z",
+                                                                                "run-configs/execution.json"]
+    assert select(names, ["**"]) == sorted(names)
+    assert not compile_patterns(["results/*"]).match("results/docs/b.json")
