@@ -72,7 +72,7 @@ def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
     lines = [x for x in body.splitlines() if x.startswith("| `a.")]
     assert len(lines) == 2  # the "Failed" section and the full table
     for line in lines:
-        assert line.count(" | ") == 6 and "boom \\| pipe second line" in line
+        assert line.count(" | ") == 7 and "boom \\| pipe second line" in line
 
 
 def test_configure_rejects_an_event_file_that_is_not_an_object(tmp_path, monkeypatch, capsys):

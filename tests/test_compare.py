@@ -36,11 +36,26 @@ def test_change_within_threshold_is_similar():
     assert verdicts([record("a", noisy(100))], [record("a", noisy(102))])["a"][0] == "similar"
 
 
-def test_change_beyond_threshold_but_not_significant_is_similar():
-    # Three samples a side cannot support a test; with overlapping wide samples the U test says no.
+def test_median_change_beyond_threshold_with_an_interval_reaching_below_it_is_similar():
+    base = record("a", [100, 110, 90, 105, 95, 100, 108, 92])
+    head = record("a", [106, 116, 95, 111, 101, 106, 114, 98])
+    rows = compare([results(base)], [results(head)], RULES)
+    assert rows[0].change == pytest.approx(6.0) and rows[0].verdict == "similar"
+    assert rows[0].ci_low < 5.0 < rows[0].ci_high
+
+
+def test_spread_above_a_quarter_of_the_median_is_noisy_and_not_gated():
     base = record("a", [100, 140, 60, 120, 80, 100])
-    head = record("a", [110, 150, 70, 130, 90, 110])
-    assert verdicts([base], [head])["a"][0] == "similar"
+    head = record("a", [130, 180, 80, 160, 100, 130])
+    assert verdicts([base], [head])["a"][0] == "noisy"
+
+
+def test_clear_regression_row_carries_its_interval_q_value_and_outcome():
+    rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(120)))], RULES)
+    row = rows[0]
+    assert row.verdict == "regressed" and row.outcome == "DIFFERENT"
+    assert 15 < row.ci_low < row.change < row.ci_high < 25
+    assert row.q_value < 1e-6 and 0 < row.mde < 5
 
 
 def test_new_removed_and_failed_rows():
@@ -61,7 +76,7 @@ def test_zero_or_nan_baseline_median_is_not_comparable_and_others_still_compare(
     nan_base = type(nan_base)(**{**nan_base.__dict__, "median": math.nan})
     v = verdicts([zero, nan_base, record("ok", noisy(100))],
                  [record("zero", [5.0] * 10), record("nan", [1.0] * 10), record("ok", noisy(150))])
-    assert v["zero"] == ("not-comparable", "baseline median is 0; a percent change is undefined")
+    assert v["zero"] == ("not-comparable", "baseline median is 0 or negative; a percent change is undefined")
     assert v["nan"] == ("not-comparable", "baseline median is missing or NaN")
     assert v["ok"][0] == "regressed"
 
@@ -106,7 +121,7 @@ def test_comparison_counts_every_verdict():
     rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
-    assert obj["schema_version"] == 1
+    assert obj["schema_version"] == 2
 
 
 def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):

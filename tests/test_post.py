@@ -148,7 +148,7 @@ def test_fit_body_leaves_a_small_body_alone():
 
 
 def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_footer():
-    rows = [record(f"model{i:04d}", [100.0 + i % 7] * 5) for i in range(400)]
+    rows = [record(f"model{i:04d}", [100.0 + i % 7] * 5) for i in range(300)]
     comparison = comparison_to_dict(compare([results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
                                             load_thresholds()),
                                     [results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],

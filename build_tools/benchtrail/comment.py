@@ -65,14 +65,22 @@ def _label(row: dict[str, Any]) -> str:
     return f"`{row['name']}`"
 
 
+def format_ci(row: dict[str, Any]) -> str:
+    """The 99% bootstrap interval of the change, ``+6.1…+9.2%``; an em dash when there is none."""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return "—"
+    return f"{row['ci_low']:+.1f}…{row['ci_high']:+.1f}%"
+
+
 def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
-    head = "| benchmark | device | base median | head median | change | p | verdict |"
+    head = "| benchmark | device | base median | head median | change | 99% CI | q | verdict |"
     lines = [head if with_verdict else head.rsplit(" verdict |", 1)[0],
-             "|---|---|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
+             "|---|---|---:|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
     for r in rows:
-        p = "—" if r.get("p_value") is None else f"{r['p_value']:.2g}"
+        q = r.get("q_value", r.get("p_value"))
         cells = [_label(r), r["device_name"], format_value(r["base_median"], r["unit"]),
-                 format_value(r["head_median"], r["unit"]), format_change(r), p]
+                 format_value(r["head_median"], r["unit"]), format_change(r), format_ci(r),
+                 "—" if q is None else f"{q:.2g}"]
         if with_verdict:
             cells.append(_cell(r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")))
         lines.append("| " + " | ".join(cells) + " |")

@@ -1,9 +1,12 @@
 """The compare stage: give every series a verdict, head against baseline.
 
-For issue-2 scope the test is simple and stated here: the change is the ratio of medians
-(percent rules) or the difference of medians (absolute rules); a change beyond the threshold
-counts only when, with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side, a two-sided
-Mann–Whitney U test (scipy, as in Google Benchmark's compare.py) gives p < ``ALPHA``.
+Series under a percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go
+through ``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile
+bootstrap interval, a two-sided Mann–Whitney U test, Benjamini–Hochberg over all of them, the
+noise guard (IQR/median above 25% is ``noisy``) and the minimum detectable effect; a row is
+``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
+(docs/statistics.md). Counts and bytes (absolute rules) and series with fewer samples, such as
+one-sample compilation series, are judged on the change of the median against the threshold.
 """
 
 from __future__ import annotations
@@ -12,15 +15,17 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy.stats import mannwhitneyu
+import numpy as np
 
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.stats.inference import compare_samples
 from benchtrail.thresholds import Threshold, find_threshold
 
 #: Version history of comparison.json:
 #:   1 — first version.
-SCHEMA_VERSION = 1
+#:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent) and outcome.
+SCHEMA_VERSION = 2
 VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
@@ -52,10 +57,16 @@ class Row:
     threshold: dict[str, Any] | None
     head_details: dict[str, Any]
     base_details: dict[str, Any]
+    ci_low: float | None = None
+    ci_high: float | None = None
+    q_value: float | None = None
+    mde: float | None = None
+    outcome: str | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
-         threshold: Threshold | None = None, change: float | None = None, p_value: float | None = None) -> Row:
+         threshold: Threshold | None = None, change: float | None = None, p_value: float | None = None,
+         **inference: Any) -> Row:
     ref = head or base
     assert ref is not None
     return Row(
@@ -66,16 +77,18 @@ def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: st
         base_n=base.n if base else 0, head_n=head.n if head else 0, change=change,
         change_unit=None if threshold is None else ("%" if threshold.unit == "percent" else ref.unit),
         p_value=p_value, threshold=asdict(threshold) if threshold else None,
-        head_details=head.details if head else {}, base_details=base.details if base else {},
+        head_details=head.details if head else {}, base_details=base.details if base else {}, **inference,
     )
 
 
-def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
-    """Verdict for a series present on both sides."""
+def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row | None:
+    """The verdict of a pair that cannot be compared on its samples, or None when it can."""
     if head.status != "ok":
         return _row(head, base, "failed", f"head {head.status}: {head.reason}")
     if base.status != "ok":
         return _row(head, base, "not-comparable", f"baseline {base.status}: {base.reason}")
+    if base.unit != head.unit:
+        return _row(head, base, "not-comparable", f"units differ: baseline {base.unit}, head {head.unit}")
     if base.content_hash != head.content_hash:
         # Shown for information (a fixed graph break is news), never gated.
         change = None if base.median is None or head.median is None else head.median - base.median
@@ -84,24 +97,45 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
                     threshold, change if threshold.unit == "absolute" else None)
     if base.median is None or not math.isfinite(base.median):
         return _row(head, base, "not-comparable", "baseline median is missing or NaN")
-    if threshold.unit == "percent" and base.median == 0:
-        return _row(head, base, "not-comparable", "baseline median is 0; a percent change is undefined")
+    if threshold.unit == "percent" and base.median <= 0:
+        return _row(head, base, "not-comparable", "baseline median is 0 or negative; a percent change is undefined")
+    return None
+
+
+def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
+    """Verdict for one series on the change of its median alone (absolute rules, few samples)."""
+    early = _precheck(base, head, threshold)
+    if early is not None:
+        return early
     if threshold.unit == "percent":
         change = (head.median / base.median - 1.0) * 100.0
     else:
         change = head.median - base.median
     worse = change > threshold.threshold if threshold.lower_is_better else change < -threshold.threshold
     better = change < -threshold.threshold if threshold.lower_is_better else change > threshold.threshold
-    p_value = None
-    if min(len(base.samples), len(head.samples)) >= MIN_SAMPLES_FOR_TEST:
-        p_value = float(mannwhitneyu(head.samples, base.samples, alternative="two-sided").pvalue)
-        if p_value >= ALPHA:
-            worse = better = False
     if worse:
-        return _row(head, base, "regressed", None, threshold, change, p_value)
+        return _row(head, base, "regressed", None, threshold, change)
     if better:
-        return _row(head, base, "improved", None, threshold, change, p_value)
-    return _row(head, base, "similar", None, threshold, change, p_value)
+        return _row(head, base, "improved", None, threshold, change)
+    return _row(head, base, "similar", None, threshold, change)
+
+
+def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
+    """Rows for percent-rule series with enough samples, all compared in one vectorized pass."""
+    if not pairs:
+        return []
+    result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
+                             threshold_pct=np.array([t.threshold for _, _, t in pairs]),
+                             lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA)
+    rows = []
+    for k, (b, h, t) in enumerate(pairs):
+        finite = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731
+        pct = lambda x: (float(x) - 1.0) * 100.0 if np.isfinite(x) else None  # noqa: E731
+        rows.append(_row(h, b, str(result.verdict[k]), str(result.reason[k]) or None, t, pct(result.ratio[k]),
+                         finite(result.p[k]), ci_low=pct(result.low[k]), ci_high=pct(result.high[k]),
+                         q_value=finite(result.q[k]), mde=finite(result.mde_pct[k]),
+                         outcome=str(result.outcome[k])))
+    return rows
 
 
 def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
@@ -126,14 +160,23 @@ def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
 def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...]) -> list[Row]:
     """Rows for every series in head or base, in head order then removed ones; one per series id."""
     base_by_id, head_by_id = _index(base, "base"), _index(head, "head")
-    rows = []
+    rows: list[Row | None] = []
+    batch: list[tuple[int, tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]] = []
     for sid, h in head_by_id.items():
         b = base_by_id.get(sid)
         if b is None:
             rows.append(_row(h, None, "failed" if h.status != "ok" else "new",
                              f"head {h.status}: {h.reason}" if h.status != "ok" else "no baseline for this series"))
+            continue
+        t = find_threshold(thresholds, h.kind, h.metric, h.name)
+        enough = min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
+        if t.unit == "percent" and enough and _precheck(b, h, t) is None:
+            batch.append((len(rows), (b, h, t)))
+            rows.append(None)
         else:
-            rows.append(compare_series(b, h, find_threshold(thresholds, h.kind, h.metric, h.name)))
+            rows.append(compare_series(b, h, t))
+    for (position, _), row in zip(batch, _infer([pair for _, pair in batch])):
+        rows[position] = row
     for sid, b in base_by_id.items():
         if sid not in head_by_id:
             rows.append(_row(None, b, "removed", "in the baseline but not in this run"))
