@@ -134,3 +134,21 @@ def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(t
     assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c2.json")]) == 1
     assert "bad.json is not valid JSON" in capsys.readouterr().err
     assert not (tmp_path / "c2.json").exists()
+
+
+def test_fail_on_regressed_exits_3_unless_a_trailer_accepts_it(tmp_path, capsys, monkeypatch):
+    from benchtrail.comment import render
+
+    monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
+    base = write_results(tmp_path / "base.json", results(record("slow", noisy(100)), record("same", noisy(50))))
+    head = write_results(tmp_path / "head.json", results(record("slow", noisy(130)), record("same", noisy(50))))
+    args = ["compare", "--base", str(base), "--head", str(head), "--fail-on", "regressed"]
+    assert main([*args, "--output", str(tmp_path / "c1.json")]) == 3
+    assert "1 regression(s) not accepted: slow.inference-bs1.c2-standard-16" in capsys.readouterr().err
+    monkeypatch.setenv("BENCHMARKS_ACCEPT", "slow.*")
+    assert main([*args, "--output", str(tmp_path / "c2.json")]) == 0
+    comparison = json.loads((tmp_path / "c2.json").read_text())
+    assert comparison["counts"]["accepted"] == 1
+    body, _, _ = render(comparison)
+    assert body.startswith("### benchtrail: 1 regression (1 accepted), 0 improvements, 1 similar")
+    assert "| regressed · accepted |" in body

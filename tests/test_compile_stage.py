@@ -34,11 +34,11 @@ def _suite(models, compile_configs=COMPILED, sampling=(1, 1)) -> Suite:
     return Suite(rcs, gens, ("test",), (), (("test", *sampling),))
 
 
-def _compile(tmp_path: Path, suite: Suite, name: str = "run") -> tuple[Path, dict]:
+def _compile(tmp_path: Path, suite: Suite, name: str = "run", expected_exit: int = 0) -> tuple[Path, dict]:
     run_dir = tmp_path / name
     path = jsonio.write_json(run_dir / "run-configs" / "compilation.json", export_compilation(suite, ("test",)))
     assert main(["compile", "--run-configs", str(path), "--output-dir", str(run_dir),
-                 "--device-name", "c2-standard-16"]) == 0
+                 "--device-name", "c2-standard-16"]) == expected_exit
     results = load_results(run_dir / "results" / "compilation-c2-standard-16.json")
     return run_dir, {(b.module_name.split(".")[1], b.metric): b for b in results.benchmarks}
 
@@ -134,7 +134,7 @@ def test_unexportable_and_fullgraph_failures_do_not_stop_other_modules(tmp_path)
     gens = (ModuleGenerationConfig.build(_model("data_dependent"), configs.EXPORT, Architecture.CPU, ("test",)),
             ModuleGenerationConfig.build(strict, configs.INDUCTOR, Architecture.CPU, ("test",)),
             ModuleGenerationConfig.build(_model("linear"), configs.EXPORT, Architecture.CPU, ("test",)))
-    run_dir, _ = _compile(tmp_path, Suite((), gens, ("test",), (), (("test", 1, 0),)))
+    run_dir, _ = _compile(tmp_path, Suite((), gens, ("test",), (), (("test", 1, 0),)), expected_exit=2)
     stats = {g.name: json.loads((run_dir / "modules" / g.name / "compile-stats.json").read_text()) for g in gens}
     assert stats["data-dependent.export.cpu"]["status"] == "failed"
     assert "data-dependent" in stats["data-dependent.export.cpu"]["reason"].lower()

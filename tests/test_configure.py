@@ -75,7 +75,7 @@ def pr(body, labels=(), title="Title", **extra):
 def test_pr_trailer_writes_outputs_and_summary(gh):
     code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,comp-stats"))
     assert code == 0
-    assert output == "benchmark-presets=x86_64,comp-stats\nhas-benchmarks=true\n"
+    assert output == "benchmark-presets=x86_64,comp-stats\nhas-benchmarks=true\nbenchmarks-accept=\n"
     assert "| `x86_64` | trailer |" in summary and "| `comp-stats` | trailer |" in summary
 
 
@@ -108,7 +108,7 @@ def test_shell_metacharacters_are_data_never_executed(gh, capsys, tmp_path):
 
 def test_trailer_in_prose_selects_nothing_and_the_summary_says_so(gh):
     code, output, summary = gh("pull_request", pr("Please run\nbenchmarks: cuda\non this."))
-    assert code == 0 and output == "benchmark-presets=\nhas-benchmarks=false\n"
+    assert code == 0 and output == "benchmark-presets=\nhas-benchmarks=false\nbenchmarks-accept=\n"
     assert "no `benchmarks:` trailer in the last paragraph" in summary
 
 
@@ -117,7 +117,7 @@ def test_edit_that_keeps_the_selection_skips_benchmarks(gh):
                  changes={"body": {"from": "Old words.\n\nBenchmarks: CUDA"}})
     payload["action"] = "edited"
     _, output, summary = gh("pull_request", payload)
-    assert output == "benchmark-presets=cuda\nhas-benchmarks=false\n"
+    assert output == "benchmark-presets=cuda\nhas-benchmarks=false\nbenchmarks-accept=\n"
     assert "the edit did not change the benchmark selection" in summary
 
 
@@ -125,20 +125,20 @@ def test_edit_that_changes_the_selection_runs(gh):
     payload = pr("Text.\n\nbenchmarks: cuda,x86_64", changes={"body": {"from": "Text.\n\nbenchmarks: cuda"}})
     payload["action"] = "edited"
     _, output, _ = gh("pull_request", payload)
-    assert output == "benchmark-presets=cuda,x86_64\nhas-benchmarks=true\n"
+    assert output == "benchmark-presets=cuda,x86_64\nhas-benchmarks=true\nbenchmarks-accept=\n"
 
 
 def test_push_to_default_branch_selects_default_and_other_pushes_nothing(gh):
     repo = {"repository": {"default_branch": "main"}}
     _, output, _ = gh("push", {"ref": "refs/heads/main", **repo})
-    assert output == "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\n"
+    assert output == "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\nbenchmarks-accept=\n"
     _, output, _ = gh("push", {"ref": "refs/heads/topic", **repo})
-    assert output.endswith("has-benchmarks=false\n")
+    assert output.endswith("has-benchmarks=false\nbenchmarks-accept=\n")
 
 
 def test_workflow_dispatch_takes_presets_from_its_input(gh):
     _, output, _ = gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}})
-    assert output == "benchmark-presets=smoke\nhas-benchmarks=true\n"
+    assert output == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
 
 
 def test_env_overrides_the_payload(gh, monkeypatch):
@@ -165,7 +165,7 @@ def test_without_github_output_the_outputs_go_to_stdout(gh, monkeypatch, capsys)
     monkeypatch.delenv("GITHUB_OUTPUT")
     code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: smoke"))
     assert code == 0 and output == ""
-    assert capsys.readouterr().out == "benchmark-presets=smoke\nhas-benchmarks=true\n"
+    assert capsys.readouterr().out == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
 
 
 def test_rerun_reads_the_current_body_through_the_api(gh, github_server, monkeypatch):
@@ -179,5 +179,18 @@ def test_rerun_reads_the_current_body_through_the_api(gh, github_server, monkeyp
     payload["pull_request"]["number"] = 7
     code, output, summary = gh("pull_request", payload)
     assert code == 0
-    assert output == "benchmark-presets=comp-stats,smoke\nhas-benchmarks=true\n"
+    assert output == "benchmark-presets=comp-stats,smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
     assert any(r.method == "GET" and r.path.endswith("/pulls/7") for r in github_server.requests)
+
+
+def test_benchmarks_accept_trailer_is_an_output(gh):
+    body = "Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: resnet18.*, mlp.eager.inference-bs1.c2-standard-16"
+    _, output, summary = gh("pull_request", pr(body))
+    assert output.endswith("benchmarks-accept=resnet18.*,mlp.eager.inference-bs1.c2-standard-16\n")
+    assert "Accepted regressions" in summary
+
+
+def test_benchmarks_accept_with_unsafe_characters_is_rejected(gh, capsys):
+    code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a$(id)b"))
+    assert code == 1 and output == ""
+    assert "benchmarks-accept item 'a$(id)b'" in capsys.readouterr().err

@@ -64,7 +64,7 @@ def test_each_sample_is_a_block_lasting_at_least_the_minimum(tmp_path):
     (b,) = load_results(out).benchmarks
     iterations = b.details["iterations_per_sample"]
     assert iterations > 1  # x + 1 on 8 floats takes microseconds, so blocks hold many iterations
-    assert b.min * iterations >= FAST.min_sample_time_ms * 1e3 * 0.9
+    assert b.median * iterations >= FAST.min_sample_time_ms * 1e3  # µs per iteration × iterations ≥ 1 ms
 
 
 def test_cuda_case_on_a_cpu_machine_fails_loudly(tmp_path):

@@ -313,6 +313,7 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     assert workflow["jobs"]["setup"]["outputs"] == {
         "benchmark-presets": "${{ steps.configure.outputs.benchmark-presets }}",
         "has-benchmarks": "${{ steps.configure.outputs.has-benchmarks }}",
+        "benchmarks-accept": "${{ steps.configure.outputs.benchmarks-accept }}",
         **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs}}
 
 

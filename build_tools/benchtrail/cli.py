@@ -1,7 +1,8 @@
 """``benchtrail``: one console script, one subcommand per stage.
 
 Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks (or module
-compilations) failed. ``UserError`` is caught only here.
+compilations) failed; 3 a regression was found that no ``benchmarks-accept:`` trailer accepts
+(only ``compare --fail-on regressed``). ``UserError`` is caught only here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 
-EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED = 0, 1, 2
+EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
 DEFAULT_STORE = ".benchtrail/store"
 
 
@@ -94,7 +95,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from benchtrail.stages import compare_stage
 
-    print(compare_stage(args.base, args.head, args.output, args.thresholds))
+    import json
+    import os
+
+    from benchtrail.compare import gate
+    accept = list(args.accept or []) + [g for g in os.environ.get("BENCHMARKS_ACCEPT", "").split(",") if g.strip()]
+    path = compare_stage(args.base, args.head, args.output, args.thresholds, accept=[g.strip() for g in accept])
+    failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
+    print(path)
+    if failing:
+        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}. Accept one with "
+              "a `benchmarks-accept: <series name or glob>` trailer.", file=sys.stderr)
+        return EXIT_REGRESSION
     return EXIT_OK
 
 
@@ -196,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=Path, action="append", required=True,
                    help="head results file or run dir (repeatable)")
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
+    p.add_argument("--accept", action="append", metavar="GLOB",
+                   help="accept regressions of series whose name or id matches (repeatable; also the "
+                        "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
+    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("comment", help="render comparison.json as the PR comment")

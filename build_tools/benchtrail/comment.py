@@ -82,7 +82,8 @@ def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
                  format_value(r["head_median"], r["unit"]), format_change(r), format_ci(r),
                  "—" if q is None else f"{q:.2g}"]
         if with_verdict:
-            cells.append(_cell(r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")))
+            mark = f" · {r['mark']}" if r.get("mark") else ""
+            cells.append(_cell(r["verdict"] + mark + (f" ({r['reason']})" if r.get("reason") else "")))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -117,7 +118,8 @@ def verdict_line(comparison: dict[str, Any]) -> str:
         n = c.get(key, 0)
         if n or key in ("regressed", "improved"):
             plural = "s" if n != 1 and word in ("regression", "improvement") else ""
-            parts.append(f"{n} {word}{plural}")
+            marks = [f"{c[m]} {m}" for m in ("accepted", "unconfirmed", "confirmed") if key == "regressed" and c.get(m)]
+            parts.append(f"{n} {word}{plural}" + (f" ({', '.join(marks)})" if marks else ""))
     breaks = sum(max(0, (r["head_median"] or 0) - (r["base_median"] or 0)) for r in comparison["rows"]
                  if r["metric"] == "graph_breaks" and r["base_median"] is not None)
     line = "### benchtrail: " + ", ".join(parts)
@@ -183,7 +185,7 @@ def render(comparison: dict[str, Any], run_url: str | None = None) -> tuple[str,
     for title, group in (("Regressions", regressions), ("Improvements", improvements),
                          ("Failed, noisy or not comparable", problems)):
         if group:
-            sections += [f"#### {title}", *_table(group, with_verdict=title.startswith("Failed")), ""]
+            sections += [f"#### {title}", *_table(group, with_verdict=title != "Improvements"), ""]
     if compilation:
         changed = [r for r in compilation if r["verdict"] not in ("similar", "new")]
         new = len(compilation) - len(changed) - sum(r["verdict"] == "similar" for r in compilation)

@@ -12,7 +12,7 @@ one-sample compilation series, are judged on the change of the median against th
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,8 +24,11 @@ from benchtrail.thresholds import Threshold, find_threshold
 
 #: Version history of comparison.json:
 #:   1 — first version.
-#:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent) and outcome.
+#:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
 SCHEMA_VERSION = 2
+#: Marks of a regressed row: ``unconfirmed`` until a paired A/B rerun confirms it (issue 6),
+#: ``accepted`` when a ``benchmarks-accept:`` trailer names it.
+MARKS = ("confirmed", "unconfirmed", "accepted")
 VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
@@ -62,6 +65,7 @@ class Row:
     q_value: float | None = None
     mde: float | None = None
     outcome: str | None = None
+    mark: str | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -192,10 +196,31 @@ def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
                                                                                      for b in f.benchmarks})}
 
 
+def mark_regressions(rows: list[Row], accept: list[str]) -> list[Row]:
+    """Mark each regressed row ``accepted`` when its name or id matches one of the ``accept`` globs
+    (from ``benchmarks-accept:`` trailers), else ``unconfirmed``; other rows are returned as they are."""
+    import fnmatch
+
+    def accepted(row: Row) -> bool:
+        return any(fnmatch.fnmatchcase(row.name, g) or fnmatch.fnmatchcase(row.id, g) for g in accept)
+
+    return [replace(r, mark="accepted" if accepted(r) else "unconfirmed") if r.verdict == "regressed" else r
+            for r in rows]
+
+
+def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[str]:
+    """Names of the rows that fail the gate ``fail_on`` (only ``"regressed"``): regressions not accepted."""
+    if fail_on is None:
+        return []
+    get = (lambda r, k: r[k]) if rows and isinstance(rows[0], dict) else getattr
+    return [get(r, "name") for r in rows if get(r, "verdict") == fail_on and get(r, "mark") != "accepted"]
+
+
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
                        thresholds_source: str, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON object of ``comparison.json``."""
     counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    counts.update({m: sum(r.mark == m for r in rows) for m in MARKS})
     return {
         "schema_version": SCHEMA_VERSION,
         "head": _side(head),
@@ -226,6 +251,8 @@ def load_comparison(path) -> dict[str, Any]:
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
     for i, row in enumerate(obj["rows"]):
         checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
+        if checked.mark not in (None, *MARKS):
+            raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
         if checked.verdict not in VERDICTS:
             raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
                             f"allowed: {', '.join(VERDICTS)}")

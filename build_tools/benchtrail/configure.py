@@ -16,6 +16,7 @@ holds at most 128 KiB on Linux, and a PR body may be larger.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,9 +25,10 @@ from typing import Any
 
 from benchtrail.errors import UserError
 from benchtrail.suite.presets import resolve_presets, split_presets
-from benchtrail.trailers import benchmark_presets
+from benchtrail.trailers import accepted_regressions, benchmark_presets
 
 LABEL_PREFIX = "benchmarks:"
+SAFE_ACCEPT = re.compile(r"^[A-Za-z0-9._*?\[\]-]+$")
 DEFAULT_META_PRESET = "default"
 
 
@@ -38,6 +40,7 @@ class Selection:
     sources: tuple[tuple[str, str], ...] = ()  # (requested name, "trailer" | "label" | "default" | "input")
     skipped_reason: str | None = None
     notes: tuple[str, ...] = field(default=())
+    accept: tuple[str, ...] = ()  # series names or globs from benchmarks-accept: trailers
 
     @property
     def has_benchmarks(self) -> bool:
@@ -84,6 +87,11 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
                 raise UserError(f"the PR {field} in the event payload must be text or null, got {value!r:.60}")
         labels = _labels(env, pr)
         requested, trailer_found = pr_requests(title, body, labels)
+        accept = tuple(accepted_regressions(title, body))
+        for item in accept:
+            if not SAFE_ACCEPT.match(item):
+                raise UserError(f"benchmarks-accept item {item!r}: use series names or globs of letters, digits "
+                                "and . _ - * ? [ ]")
         presets = _resolve(requested, known, meta, "PR description")
         notes = () if trailer_found else ("no `benchmarks:` trailer in the last paragraph of the PR description",)
         if payload.get("action") == "edited" and "body" in (payload.get("changes") or {}):
@@ -93,9 +101,11 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
                 before = _resolve(pr_requests(old_title, old_body, labels)[0], known, meta, "previous PR description")
             except UserError:
                 before = None
-            if before == presets:
-                return Selection(presets, tuple(requested), "the edit did not change the benchmark selection", notes)
-        return Selection(presets, tuple(requested), None, notes)
+            accept_before = tuple(accepted_regressions(old_title, old_body))
+            if before == presets and accept_before == accept:
+                return Selection(presets, tuple(requested), "the edit did not change the benchmark selection", notes,
+                                 accept)
+        return Selection(presets, tuple(requested), None, notes, accept)
     if event_name == "push":
         default_branch = (payload.get("repository") or {}).get("default_branch")
         if default_branch and payload.get("ref") == f"refs/heads/{default_branch}":
@@ -167,7 +177,8 @@ def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
 def outputs(selection: Selection) -> str:
     """``$GITHUB_OUTPUT`` lines."""
     return (f"benchmark-presets={','.join(selection.presets)}\n"
-            f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n")
+            f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
+            f"benchmarks-accept={','.join(selection.accept)}\n")
 
 
 def summary(selection: Selection) -> str:
@@ -177,6 +188,8 @@ def summary(selection: Selection) -> str:
         lines += ["| requested | from |", "|---|---|"] + [f"| `{n}` | {s} |" for n, s in selection.sources]
         lines += ["", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
     lines += [f"- {note}" for note in selection.notes]
+    if selection.accept:
+        lines.append(f"Accepted regressions (`benchmarks-accept:`): {', '.join(f'`{a}`' for a in selection.accept)}")
     if selection.skipped_reason:
         lines.append(f"No benchmarks run: {selection.skipped_reason}.")
     elif not selection.presets:

@@ -53,8 +53,9 @@ def measure(
         _block(fn, 1, synchronize)
         warmup_iterations += 1
 
-    # Block sizes 1, 2, 5, 10, 20, 50, ... until one block lasts long enough (timeit.autorange).
-    target_s = policy.min_sample_time_ms / 1e3
+    # Block sizes 1, 2, 5, 10, 20, 50, ... until one block lasts long enough (timeit.autorange),
+    # with a 1.5x margin so that blocks stay above the minimum when the machine speeds up later.
+    target_s = 1.5 * policy.min_sample_time_ms / 1e3
     iterations = 1
     i = 0
     while True:

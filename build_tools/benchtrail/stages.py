@@ -13,7 +13,7 @@ import torch
 
 from benchtrail import jsonio
 from benchtrail.comment import render
-from benchtrail.compare import compare, comparison_to_dict, load_comparison
+from benchtrail.compare import compare, comparison_to_dict, load_comparison, mark_regressions
 from benchtrail.compile_stage import compile_modules
 from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
@@ -107,13 +107,16 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 
 
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
-                  baseline: dict[str, Any] | None = None) -> Path:
-    """Compare head results with base results (files or run directories); write ``comparison.json``."""
+                  baseline: dict[str, Any] | None = None, accept: list[str] | None = None) -> Path:
+    """Compare head results with base results (files or run directories); write ``comparison.json``.
+
+    ``accept`` holds globs over series names or ids whose regressions are accepted.
+    """
     jsonio.check_new(output)
     base_files = load_results_paths(base) if base else []
     head_files = load_results_paths(head)
     rules = load_thresholds(thresholds)
-    rows = compare(base_files, head_files, rules)
+    rows = mark_regressions(compare(base_files, head_files, rules), accept or [])
     source = str(thresholds or default_thresholds_path())
     return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline),
                              exclusive=True)

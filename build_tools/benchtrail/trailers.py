@@ -25,8 +25,9 @@ import re
 COMMENT = "#"
 GIT_GENERATED_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
 SCISSORS = "# ------------------------ >8 ------------------------\n"
-#: The trailer key benchtrail reads (matched case-insensitively).
+#: The trailer keys benchtrail reads (matched case-insensitively).
 BENCHMARKS_KEY = "benchmarks"
+ACCEPT_KEY = "benchmarks-accept"
 
 
 def _lines(text: str) -> list[str]:
@@ -166,4 +167,11 @@ def benchmark_presets(title: str | None, body: str | None) -> list[str] | None:
     if not found:
         return None
     items = [item.lower() for value in found for item in re.split(r"[,\s]+", value) if item]
+    return list(dict.fromkeys(items))
+
+
+def accepted_regressions(title: str | None, body: str | None) -> list[str]:
+    """Series names or globs from every ``benchmarks-accept:`` trailer, comma-separated, in order."""
+    found = [v for k, v in parse_trailers(pr_message(title, body)) if k.lower() == ACCEPT_KEY]
+    items = [item.strip() for value in found for item in value.split(",") if item.strip()]
     return list(dict.fromkeys(items))
