@@ -53,6 +53,7 @@ def test_comment_has_a_row_per_benchmark_and_the_run_directory_is_complete(two_r
     assert len(list((second / "results" / "docs").glob("bench_*.json"))) == 3
     stats = json.loads((second / "modules/vrelu3.inductor.cpu/compile-stats.json").read_text())
     assert stats["status"] == "ok" and stats["graph_count"] == 1 and stats["compile_time_ms"] > 0
+    assert stats["kernel_count"] > 0 and stats["artifact_bytes"] > 0  # a suite model's real Inductor module
     pointers = sorted((store / "commits").glob("*/*.json"))
     assert len(pointers) == 2
     assert json.loads(pointers[0].read_text())["devices"] == ["c2-standard-16"]
