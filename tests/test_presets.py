@@ -27,3 +27,13 @@ def test_unknown_preset_lists_valid_ones_and_suggests_a_close_match():
 def test_empty_preset_list_is_an_error():
     with pytest.raises(UserError, match="no benchmark preset given"):
         resolve_presets(split_presets(" , "), KNOWN, META)
+
+
+def test_version_flag_prints_the_package_version(capsys):
+    from benchtrail import __version__
+    from benchtrail.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"benchtrail {__version__}\n"

@@ -167,6 +167,9 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ExitOneArgumentParser(prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage.")
+    from benchtrail import __version__
+
+    parser.add_argument("--version", action="version", version=f"benchtrail {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser)
 
     presets = argparse.ArgumentParser(add_help=False)
