@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchtrail.environment import git as _git
 from benchtrail.errors import UserError
 from benchtrail.store import LocalStore
 
@@ -33,14 +33,6 @@ class Baseline:
     def to_dict(self) -> dict[str, Any]:
         return {"commit": self.commit, "reason": self.reason, "run_id": self.run_id, "attempt": self.attempt,
                 "run_dir": str(self.run_dir)}
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def resolve_commit(repo: Path, ref: str) -> str:

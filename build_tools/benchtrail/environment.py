@@ -12,12 +12,13 @@ from typing import Any
 UNKNOWN_COMMIT = "0" * 40
 
 
-def _git(args: list[str], cwd: Path) -> str | None:
+def git(cwd: Path, *args: str) -> str | None:
+    """``git <args>`` in ``cwd``: its stripped stdout, or None when git fails, prints nothing or is absent."""
     try:
         out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
-    return out.stdout.strip()
+    return out.stdout.strip() or None
 
 
 def git_state(cwd: Path = Path(".")) -> tuple[str, bool]:
@@ -26,10 +27,10 @@ def git_state(cwd: Path = Path(".")) -> tuple[str, bool]:
     Dirty means tracked files differ from HEAD (untracked files are ignored). Outside a git
     checkout the commit is ``UNKNOWN_COMMIT`` and dirty is True.
     """
-    commit = _git(["rev-parse", "HEAD"], cwd)
+    commit = git(cwd, "rev-parse", "HEAD")
     if not commit:
         return UNKNOWN_COMMIT, True
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    status = git(cwd, "status", "--porcelain", "--untracked-files=no")
     return commit, bool(status)
 
 
