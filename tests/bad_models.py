@@ -70,3 +70,17 @@ def graph_break():
 
 def data_dependent():
     return _DataDependent()
+
+
+class _Jittery(torch.nn.Module):
+    """Each call sleeps 0.2 ms or 3 ms at random: IQR/median of its samples is far above 10%."""
+
+    def forward(self, x):
+        import random
+
+        time.sleep(random.choice((0.0002, 0.003)))
+        return x + 1
+
+
+def jittery():
+    return _Jittery()

@@ -93,3 +93,14 @@ def test_seed_compatible_runner_script(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
     assert load_results(out).benchmarks[0].status == "ok"
+
+
+def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
+                 "--device-name", "c2-standard-16", "--output", str(out)]) == 0
+    (b,) = load_results(out).benchmarks
+    rerun = b.details["rerun"]
+    assert rerun["first_noise"] > 0.10 and rerun["reason"].endswith("above 10%")
+    assert len(rerun["first_samples"]) == 20 and len(rerun["first_process_medians"]) == 2
+    assert len(b.samples) == 20 and b.samples != tuple(rerun["first_samples"])  # the rerun's samples are kept

@@ -66,7 +66,15 @@ def measure(
         i += 1
         iterations = (1, 2, 5)[i % 3] * 10 ** (i // 3)
 
-    samples = tuple(
-        _block(fn, iterations, synchronize) / iterations * 1e6 for _ in range(policy.min_samples)
-    )
-    return Measurement(samples, iterations, warmup_iterations)
+    return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize), iterations,
+                       warmup_iterations)
+
+
+def take_samples(fn: Callable[[], object], iterations: int, count: int,
+                 synchronize: Callable[[], None] = lambda: None) -> tuple[float, ...]:
+    """``count`` samples of ``fn`` with a fixed block of ``iterations`` calls each, in µs per call.
+
+    No warm-up and no calibration: callers that fix the sample duration (``evaluate-detector``)
+    or add samples to a calibrated case call this directly.
+    """
+    return tuple(_block(fn, iterations, synchronize) / iterations * 1e6 for _ in range(count))

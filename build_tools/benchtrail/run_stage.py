@@ -10,6 +10,7 @@ import numpy as np
 
 from benchtrail.modules import content_hash
 from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.stats.summary import summarize
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.serialization import serialize_and_pack
@@ -35,12 +36,32 @@ def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     return {**response, "samples": samples, "process_medians": medians}
 
 
+def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
+    """:func:`run_case`, run once more when its samples' IQR/median exceeds ``NOISE_RERUN`` (10%).
+
+    The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
+    would bias the result towards lucky runs); the first run's samples, process medians and noise
+    are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is ``noisy``
+    in the comparison and never gated.
+    """
+    response = run_case(rc, module_dir)
+    if response["status"] != "ok" or not response["samples"]:
+        return response
+    first_noise = float(noise([response["samples"]])[0])
+    if first_noise <= NOISE_RERUN:
+        return response
+    rerun = run_case(rc, module_dir)
+    return {**rerun, "rerun": {"reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
+                               "first_noise": first_noise, "first_samples": response["samples"],
+                               "first_process_medians": response["process_medians"]}}
+
+
 def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> BenchmarkRecord:
     """Turn a worker response into the execution series ``<run config id>`` (unit µs per iteration)."""
     samples = tuple(float(s) for s in response.get("samples", ()))
     details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
                                         "warmup_iterations", "threads", "traceback", "process_medians",
-                                        "correctness") if k in response}
+                                        "correctness", "rerun") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
@@ -57,14 +78,15 @@ def run_cases(
     report: Callable[[str, str], None] = lambda name, status: None,
     modules_dir: Path | None = None,
 ) -> list[BenchmarkRecord]:
-    """Run every case in order, one worker each; a failing case never stops the others.
+    """Run every case in order (a noisy case once more), fresh workers each; a failing case never stops
+    the others.
 
     ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts.
     """
     records = []
     for rc in run_configs:
         module_dir = modules_dir / "modules" / rc.module_generation_config.name if modules_dir else None
-        record = case_record(rc, run_case(rc, module_dir), torch_version)
+        record = case_record(rc, run_case_with_rerun(rc, module_dir), torch_version)
         records.append(record)
         report(rc.name, record.status)
     return records

@@ -1,0 +1,87 @@
+"""Adaptive sampling: add samples while a comparison is inconclusive, within a time budget.
+
+Chromium's Pinpoint compares two builds in rounds and stops when the comparison says DIFFERENT or
+SAME, or when the budget is spent (UNKNOWN). benchtrail does the same with its own statistics
+(:func:`benchtrail.stats.inference.compare_samples`): each round draws more samples for both sides,
+then the whole comparison is made again on everything drawn so far.
+
+Looking again after each round raises the chance of a false alarm a little (repeated testing); the
+rounds are few (``max_rounds``) and a row must have its whole interval beyond the threshold *and*
+q < alpha, and ``benchtrail evaluate-detector`` measures the resulting false-positive rate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchtrail.stats.inference import Inference, compare_samples
+
+#: One round: ``(base samples, head samples)`` drawn in that round, any unit (the same on both sides).
+Draw = Callable[[], tuple[list[float], list[float]]]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Samples drawn over all rounds and the comparison of the last round (one series).
+
+    Attributes:
+        base, head: every sample drawn, in draw order.
+        inference: :class:`Inference` of shape (1,) over ``base`` and ``head``.
+        rounds: rounds drawn (>= 1).
+        elapsed_s: wall time of the whole loop, seconds.
+    """
+
+    base: tuple[float, ...]
+    head: tuple[float, ...]
+    inference: Inference
+    rounds: int
+    elapsed_s: float
+
+    @property
+    def outcome(self) -> str:
+        """``DIFFERENT``, ``SAME`` or ``UNKNOWN``."""
+        return str(self.inference.outcome[0])
+
+    @property
+    def verdict(self) -> str:
+        """``regressed``, ``improved``, ``similar`` or ``noisy``."""
+        return str(self.inference.verdict[0])
+
+
+def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
+                         min_rounds: int = 1, max_rounds: int = 3, budget_s: float = float("inf"),
+                         alpha: float = 0.01, seed: int = 0,
+                         clock: Callable[[], float] = time.perf_counter) -> Settled:
+    """Call ``draw`` until the comparison of everything drawn is DIFFERENT or SAME.
+
+    Stops after ``max_rounds`` rounds, or before a new round once ``budget_s`` seconds have passed
+    (the round in progress is never cut short), whichever comes first; at least ``min_rounds``
+    rounds are always drawn. A ``noisy`` verdict also stops the loop: more samples of a machine that
+    noisy do not help.
+
+    Raises:
+        ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, or samples that
+            :func:`compare_samples` rejects (non-finite or <= 0).
+    """
+    if not 1 <= min_rounds <= max_rounds:
+        raise ValueError(f"need 1 <= min_rounds <= max_rounds, got {min_rounds} and {max_rounds}")
+    if not budget_s > 0:
+        raise ValueError(f"budget_s must be > 0 seconds, got {budget_s!r}")
+    start = clock()
+    base: list[float] = []
+    head: list[float] = []
+    rounds = 0
+    while True:
+        b, h = draw()
+        base.extend(b)
+        head.extend(h)
+        rounds += 1
+        result = compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
+                                 lower_is_better=lower_is_better, alpha=alpha, seed=seed)
+        settled = str(result.outcome[0]) != "UNKNOWN" or str(result.verdict[0]) == "noisy"
+        if rounds >= min_rounds and (settled or rounds >= max_rounds or clock() - start >= budget_s):
+            return Settled(tuple(base), tuple(head), result, rounds, clock() - start)
