@@ -157,10 +157,66 @@ def cmd_dump_cmds(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def _policy(args: argparse.Namespace):
+    from benchtrail.ab import Policy
+
+    if args.min_rounds and args.min_rounds > args.max_rounds:
+        raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
+    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed)
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    import json
+
+    from benchtrail.compare import gate
+    from benchtrail.pipeline import available_architectures
+    from benchtrail.stages import ab_stage, recheck_stage
+
+    suite, policy, repo = _suite(), _policy(args), Path(".")
+    if args.recheck:
+        if args.benchmark_id:
+            raise UserError("--benchmark-id selects cases of --benchmark-presets; --recheck takes the "
+                            "comparison's unconfirmed regressions")
+        comment = recheck_stage(args.recheck, args.output_dir, repo, suite, args.thresholds, policy, args.base_ref)
+    else:
+        if not args.base_ref:
+            raise UserError("--base-ref is required with --benchmark-presets (the commit to compare against)")
+        here = available_architectures()
+        rcs = tuple(rc for rc in suite.select_run_configs(args.benchmark_presets)
+                    if rc.target_device.architecture in here)
+        if args.benchmark_id:
+            unknown = sorted(set(args.benchmark_id) - {rc.id for rc in rcs})
+            if unknown:
+                raise UserError(f"--benchmark-id {', '.join(unknown)}: not a run config of presets "
+                                f"{', '.join(args.benchmark_presets)} that this machine can run")
+            rcs = tuple(rc for rc in rcs if rc.id in set(args.benchmark_id))
+        if not rcs:
+            raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can run")
+        comment = ab_stage(repo, args.base_ref, rcs, args.output_dir, args.thresholds, policy, args.accept)
+    print(comment)
+    rows = json.loads((args.output_dir / "comparison.json").read_text())["rows"]
+    failing = gate(rows, args.fail_on)
+    if failing:
+        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}", file=sys.stderr)
+        return EXIT_REGRESSION
+    return EXIT_BENCHMARKS_FAILED if any(r["verdict"] == "failed" for r in rows) else EXIT_OK
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from benchtrail.pipeline import run_pipeline
 
-    result = run_pipeline(_suite(), args.benchmark_presets, args.store, args.base_commit, args.thresholds)
+    result = run_pipeline(_suite(), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
+                          recheck=args.recheck)
     print(result.comment_md)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
 
@@ -225,7 +281,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipeline", parents=[presets, thresholds], help="the main job, end to end")
     p.add_argument("--store", default=DEFAULT_STORE, help=f"store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
+    p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
+                   help="re-check regressions against the baseline commit in paired A/B runs (default on)")
     p.set_defaults(func=cmd_pipeline)
+
+    p = sub.add_parser("ab", parents=[thresholds],
+                       help="paired A/B: run base and head interleaved on this machine (or re-check a comparison)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--benchmark-presets", type=_presets, metavar="P[,P...]", help="cases to run paired")
+    which.add_argument("--recheck", type=Path, metavar="COMPARISON",
+                       help="re-check the unconfirmed regressions of this comparison.json")
+    p.add_argument("--base-ref", help="base commit or ref, checked out in a git worktree (with --recheck: "
+                                      "default the comparison's base commit)")
+    p.add_argument("--benchmark-id", action="append", help="only this run config id (repeatable)")
+    p.add_argument("--output-dir", type=Path, required=True, help="folder for results, comparison.json, comment/")
+    p.add_argument("--min-rounds", type=_int_at_least(1),
+                   help="rounds always run, one worker per arm each (default: the run config's processes)")
+    p.add_argument("--max-rounds", type=_int_at_least(1), default=6, help="rounds at most per case (default 6)")
+    p.add_argument("--budget-s", type=_positive_seconds, default=300.0,
+                   help="no new round starts after this many seconds of a case (default 300)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="seeds arm order and bootstrap (default 0)")
+    p.add_argument("--accept", action="append", metavar="GLOB", help="accept regressions of matching series")
+    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
+    p.set_defaults(func=cmd_ab)
 
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "

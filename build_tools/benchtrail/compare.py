@@ -25,9 +25,10 @@ from benchtrail.thresholds import Threshold, find_threshold
 #: Version history of comparison.json:
 #:   1 — first version.
 #:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
-SCHEMA_VERSION = 2
-#: Marks of a regressed row: ``unconfirmed`` until a paired A/B rerun confirms it (issue 6),
-#: ``accepted`` when a ``benchmarks-accept:`` trailer names it.
+#:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.confirm``).
+SCHEMA_VERSION = 3
+#: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.confirm``),
+#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it.
 MARKS = ("confirmed", "unconfirmed", "accepted")
 VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
 ALPHA = 0.01
@@ -66,6 +67,7 @@ class Row:
     mde: float | None = None
     outcome: str | None = None
     mark: str | None = None
+    ab: dict[str, Any] | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -196,16 +198,28 @@ def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
                                                                                      for b in f.benchmarks})}
 
 
-def mark_regressions(rows: list[Row], accept: list[str]) -> list[Row]:
-    """Mark each regressed row ``accepted`` when its name or id matches one of the ``accept`` globs
-    (from ``benchmarks-accept:`` trailers), else ``unconfirmed``; other rows are returned as they are."""
+def accepted(row: Row | dict[str, Any], accept: list[str]) -> bool:
+    """Whether the row's name or id matches one of the ``accept`` globs (``benchmarks-accept:`` trailers)."""
     import fnmatch
 
-    def accepted(row: Row) -> bool:
-        return any(fnmatch.fnmatchcase(row.name, g) or fnmatch.fnmatchcase(row.id, g) for g in accept)
+    name, sid = (row["name"], row["id"]) if isinstance(row, dict) else (row.name, row.id)
+    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sid, g) for g in accept)
 
-    return [replace(r, mark="accepted" if accepted(r) else "unconfirmed") if r.verdict == "regressed" else r
+
+def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False) -> list[Row]:
+    """Mark each regressed row ``accepted`` when ``accepted(row, accept)``, else ``confirmed`` when the
+    samples come from a paired A/B run (``paired``), else ``unconfirmed``; other rows are returned as
+    they are."""
+    other = "confirmed" if paired else "unconfirmed"
+    return [replace(r, mark="accepted" if accepted(r, accept) else other) if r.verdict == "regressed" else r
             for r in rows]
+
+
+def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """``counts`` of comparison.json: rows per verdict and regressed rows per mark."""
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    counts.update({m: sum(r["mark"] == m for r in rows) for m in MARKS})
+    return counts
 
 
 def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[str]:
@@ -219,16 +233,15 @@ def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[st
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
                        thresholds_source: str, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON object of ``comparison.json``."""
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    counts.update({m: sum(r.mark == m for r in rows) for m in MARKS})
+    plain = [asdict(r) for r in rows]
     return {
         "schema_version": SCHEMA_VERSION,
         "head": _side(head),
         "base": _side(base),
         "baseline": baseline,
         "thresholds_source": thresholds_source,
-        "counts": counts,
-        "rows": [asdict(r) for r in rows],
+        "counts": count_rows(plain),
+        "rows": plain,
     }
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import torch
 
 from benchtrail.baseline import find_baseline, resolve_commit
-from benchtrail.environment import git_state, torch_version
+from benchtrail.ab import Policy
+from benchtrail.environment import git, git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
-from benchtrail.stages import compare_stage, comment_stage, compile_stage, run_stage, write_export
+from benchtrail.stages import compare_stage, comment_stage, compile_stage, recheck_with, run_stage, write_export
 from benchtrail.store import open_store
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.thresholds import load_thresholds
@@ -51,8 +52,11 @@ def available_architectures() -> set[Architecture]:
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
-                 thresholds: Path | None = None, repo: Path = Path(".")) -> PipelineResult:
+                 thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True) -> PipelineResult:
     """Run the main job; return where its outputs are.
+
+    With ``recheck``, regressions against the stored baseline are run again in paired A/B mode
+    against the baseline commit (``benchtrail.confirm``) when that commit is in ``repo``.
 
     Raises:
         UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
@@ -98,8 +102,15 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     else:
         console.print("no baseline run in the store yet: every series is new")
     base_dir = store.fetch_run(baseline.run_id, baseline.attempt, patterns=("results/*.json",)) if baseline else None
+    confirm = None
+    if baseline and recheck:
+        if git(repo, "rev-parse", "--verify", "--quiet", f"{baseline.commit}^{{commit}}") is None:
+            console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
+                          "regressions stay unconfirmed")
+        else:
+            confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
-                               thresholds, baseline.to_dict() if baseline else None)
+                               thresholds, baseline.to_dict() if baseline else None, recheck=confirm)
     comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt))
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     created = datetime.datetime.now(datetime.UTC).isoformat()

@@ -6,12 +6,14 @@ artifacts. Each function returns the path of its main output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchtrail import jsonio
+from benchtrail import confirm, jsonio
+from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
 from benchtrail.comment import render
 from benchtrail.compare import compare, comparison_to_dict, load_comparison, mark_regressions
 from benchtrail.compile_stage import compile_modules
@@ -22,7 +24,8 @@ from benchtrail.progress import track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.run_stage import run_cases
-from benchtrail.suite.definitions import Architecture, Suite
+from benchtrail.confirm import suspects
+from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.thresholds import default_thresholds_path, load_thresholds
 
 
@@ -107,19 +110,24 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 
 
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
-                  baseline: dict[str, Any] | None = None, accept: list[str] | None = None) -> Path:
+                  baseline: dict[str, Any] | None = None, accept: list[str] | None = None, paired: bool = False,
+                  recheck: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
 
-    ``accept`` holds globs over series names or ids whose regressions are accepted.
+    ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
+    the samples come from a paired A/B run (regressions are ``confirmed``); ``recheck`` may update
+    the comparison before it is written (``benchtrail.confirm``).
     """
     jsonio.check_new(output)
     base_files = load_results_paths(base) if base else []
     head_files = load_results_paths(head)
     rules = load_thresholds(thresholds)
-    rows = mark_regressions(compare(base_files, head_files, rules), accept or [])
+    rows = mark_regressions(compare(base_files, head_files, rules), accept or [], paired)
     source = str(thresholds or default_thresholds_path())
-    return jsonio.write_json(output, comparison_to_dict(rows, base_files, head_files, source, baseline),
-                             exclusive=True)
+    comparison = comparison_to_dict(rows, base_files, head_files, source, baseline)
+    if recheck is not None:
+        comparison = recheck(comparison)
+    return jsonio.write_json(output, comparison, exclusive=True)
 
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None) -> Path:
@@ -131,3 +139,70 @@ def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None
     jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
     return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
 
+
+
+def _arm(repo: Path, name: str) -> Arm:
+    commit, _ = git_state(repo)
+    return Arm(name, commit, repo.resolve())
+
+
+def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path,
+             thresholds: Path | None, policy: Policy, accept: list[str] | None = None) -> Path:
+    """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``.
+
+    Writes ``results/base.json`` and ``results/head.json`` (the paired samples), ``comparison.json``
+    (regressions ``confirmed``) and ``comment/`` under ``output_dir``; returns comment.md.
+
+    Raises:
+        UserError: an unknown ref, a failing ``git worktree``, outputs that exist already.
+    """
+    outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
+    jsonio.check_new(*outputs, output_dir / "comparison.json")
+    rules = load_thresholds(thresholds)
+    head = _arm(repo, "head")
+    with base_worktree(repo, resolve_ref(repo, base_ref)) as root:
+        base = Arm("base", resolve_ref(repo, base_ref), root)
+        with track("paired A/B", len(run_configs)) as report:
+            records = run_pairs(run_configs, (base, head), rules, policy, torch_version(), report)
+    threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
+    run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
+    for arm, path, recs in zip((base, head), outputs, records):
+        write_results(path, ResultsFile(arm.commit, arm is head and git_state(repo)[1], run,
+                                        collect_environment(threads), tuple(recs)))
+    comparison = compare_stage([outputs[0]], [outputs[1]], output_dir / "comparison.json", thresholds,
+                               {"mode": "paired", "commit": base.commit, "reason": f"--base-ref {base_ref}"},
+                               accept, paired=True)
+    return comment_stage(comparison, output_dir / "comment")
+
+
+def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Policy,
+                 keep: Path | None = None, base_ref: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ``recheck`` for :func:`compare_stage`: paired A/B runs of its suspected regressions against
+    ``base_ref`` (default: the comparison's base commit), on this machine."""
+    rules = load_thresholds(thresholds)
+
+    def recheck(comparison: dict[str, Any]) -> dict[str, Any]:
+        if not suspects(comparison):
+            return comparison
+        ref = base_ref or (comparison.get("base") or {}).get("commit")
+        if not ref:
+            raise UserError("the comparison has no base commit to re-check against; pass --base-ref")
+        by_id = {rc.id: rc for rc in suite.run_configs}
+        head = _arm(repo, "head")
+        with base_worktree(repo, resolve_ref(repo, ref)) as root:
+            base = Arm("base", resolve_ref(repo, ref), root)
+            with track("re-check in paired A/B", len(suspects(comparison))) as report:
+                return confirm.recheck(comparison, by_id, base, head, rules, policy, torch_version(), report, keep)
+
+    return recheck
+
+
+def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, thresholds: Path | None,
+                  policy: Policy, base_ref: str | None = None) -> Path:
+    """Re-check the suspected regressions of ``comparison`` (``benchtrail.confirm``); write the
+    updated ``comparison.json``, the paired samples and ``comment/`` under ``output_dir``; return comment.md."""
+    obj = load_comparison(comparison)
+    jsonio.check_new(output_dir / "comparison.json")
+    updated = recheck_with(repo, suite, thresholds, policy, output_dir / "results", base_ref)(obj)
+    path = jsonio.write_json(output_dir / "comparison.json", updated, exclusive=True)
+    return comment_stage(path, output_dir / "comment")

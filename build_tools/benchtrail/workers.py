@@ -13,11 +13,12 @@ from typing import Any
 
 
 def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int,
-                  env: dict[str, str] | None = None) -> dict[str, Any]:
+                  env: dict[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
     """Run ``request`` in ``python -m benchtrail.worker`` and return its response dict.
 
     The worker runs in its own session so a timeout kills it and the compile subprocesses it
-    started. ``OMP_NUM_THREADS`` is set to ``threads``; ``env`` adds environment variables.
+    started. ``OMP_NUM_THREADS`` is set to ``threads``; ``env`` adds environment variables; ``cwd`` is the worker's
+    working directory (default: ours), which comes first on its ``sys.path``.
     A crash or timeout becomes a response
     with status ``failed`` or ``timeout`` and a reason; this function does not raise for them.
     """
@@ -27,7 +28,7 @@ def run_in_worker(request: dict[str, Any], timeout_s: float, threads: int,
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), **(env or {}))
         proc = subprocess.Popen(
             [sys.executable, "-m", "benchtrail.worker", str(req), str(resp)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
         )
         try:
             output, _ = proc.communicate(timeout=timeout_s)

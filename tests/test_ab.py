@@ -1,0 +1,139 @@
+"""Paired A/B runs and the re-check of suspected regressions, on a real git repository of two commits.
+
+The model's code lives in the temporary repository (``slowmod.py``), so each arm's workers import
+that arm's version of it: the base commit adds 1 to a tensor, the head commit also sleeps 3 ms.
+"""
+
+import json
+import subprocess
+from dataclasses import asdict
+
+import pytest
+
+from benchmark_suites import devices
+from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref
+from benchtrail.cli import main
+from benchtrail.compare import Row, count_rows
+from benchtrail.confirm import apply, suspects
+from benchtrail.errors import UserError
+from benchtrail.stages import ab_stage, recheck_stage
+from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
+                                          ModuleGenerationConfig, RunConfig, Suite, Task)
+
+FAST = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n\n\ndef model():\n    return M()\n"
+SLOW = FAST.replace("return x + 1", "import time\n        time.sleep(0.003)\n        return x + 1")
+EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, min_samples=8,
+                       warmup_time_ms=5, timeout_s=60)
+#: A loose rule, so that only the 3 ms sleep counts on a loaded 2-core machine.
+LOOSE = "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 50, direction: lower-is-better}\n"
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository whose HEAD~1 has the fast model and HEAD the slow one, importable here as the
+    head suite's models are (the content hash reads the model's source)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    for text, message in ((FAST, "fast"), (SLOW, "slow")):
+        (root / "slowmod.py").write_text(text)
+        _git(root, "add", "slowmod.py")
+        _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", message)
+    (tmp_path / "thresholds.yaml").write_text(LOOSE)
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def _rc() -> RunConfig:
+    model = Model("model-slowmod", "slowmod", ("test",), "slowmod:model", ("8xf32",))
+    gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
+                                       devices.C2_STANDARD_16.architecture)
+    return RunConfig.build(gen, EXEC, devices.C2_STANDARD_16, presets=("test",))
+
+
+def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
+    out = tmp_path / "ab"
+    comment = ab_stage(repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml",
+                       Policy(min_rounds=2, max_rounds=2, seed=3))
+    comparison = json.loads((out / "comparison.json").read_text())
+    (row,) = comparison["rows"]
+    assert (row["verdict"], row["mark"], row["outcome"]) == ("regressed", "confirmed", "DIFFERENT")
+    assert row["base_n"] == row["head_n"] == 16  # 2 rounds × 1 worker × 8 samples per arm
+    assert row["head_median"] - row["base_median"] > 2900  # µs: the 3 ms sleep, and only the head has it
+    ab = row["head_details"]["ab"]
+    assert ab["rounds"] == 2 and all(sorted(order) == ["base", "head"] for order in ab["orders"])
+    assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
+    assert comparison["head"]["commit"] == _git(repo, "rev-parse", "HEAD")
+    assert "1 regression (1 confirmed)" in comment.read_text()
+    assert _git(repo, "worktree", "list").count("\n") == 0  # the base worktree is gone
+
+
+def _suspect(rc: RunConfig, base_commit: str) -> dict:
+    row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", device_name="c2-standard-16",
+              module_name="slowmod", compile_config="eager", verdict="regressed", reason=None, base_median=10.0,
+              head_median=20.0, base_iqr=0.1, head_iqr=0.1, base_n=30, head_n=30, change=100.0, change_unit="%",
+              p_value=1e-6, threshold=None, head_details={}, base_details={}, ci_low=90.0, ci_high=110.0,
+              q_value=1e-6, mde=1.0, outcome="DIFFERENT", mark="unconfirmed")
+    return {"schema_version": 3, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
+            "thresholds_source": "x", "counts": count_rows([asdict(row)]), "rows": [asdict(row)]}
+
+
+@pytest.mark.parametrize("base_ref, verdict, mark", [("HEAD~1", "regressed", "confirmed"), ("HEAD", "similar", None)])
+def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_path, monkeypatch, base_ref, verdict, mark):
+    rc = _rc()
+    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(repo, "rev-parse", base_ref))))
+    suite = Suite((rc,), (rc.module_generation_config,), ("test",), ())
+    out = tmp_path / "checked"
+    recheck_stage(tmp_path / "comparison.json", out, repo, suite, tmp_path / "thresholds.yaml",
+                  Policy(min_rounds=1, max_rounds=2))
+    checked = json.loads((out / "comparison.json").read_text())
+    (row,) = checked["rows"]
+    assert (row["verdict"], row["mark"]) == (verdict, mark)
+    assert row["ab"]["base_commit"] == _git(repo, "rev-parse", base_ref) and row["ab"]["base_n"] >= 8
+    assert checked["counts"]["confirmed"] == (mark == "confirmed") and checked["counts"]["regressed"] == (mark == "confirmed")
+    if mark is None:
+        assert row["reason"].startswith("not confirmed: the stored baseline gave +100.0%, a paired A/B run")
+    assert sorted(p.name for p in (out / "results").iterdir()) == ["ab-base.json", "ab-head.json"]
+
+
+def test_apply_leaves_a_row_unconfirmed_without_a_paired_row_and_keeps_other_rows():
+    rc = _rc()
+    comparison = _suspect(rc, "b" * 40)
+    similar = {**comparison["rows"][0], "id": "other", "verdict": "similar", "mark": None}
+    comparison["rows"].append(similar)
+    updated = apply(comparison, {}, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
+    assert updated["rows"][0]["mark"] == "unconfirmed" and "no paired A/B re-check" in updated["rows"][0]["reason"]
+    assert updated["rows"][1] == similar
+    assert [r["id"] for r in suspects(updated)] == [rc.id]
+
+
+def test_unknown_base_ref_is_a_user_error(repo):
+    with pytest.raises(UserError, match="'no-such-ref' is not a commit.*git fetch --depth=1 origin no-such-ref"):
+        resolve_ref(repo, "no-such-ref")
+
+
+def test_worktree_holds_the_base_files_and_is_removed(repo):
+    with base_worktree(repo, resolve_ref(repo, "HEAD~1")) as root:
+        assert (root / "slowmod.py").read_text() == FAST
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--benchmark-presets", "smoke"], "--base-ref is required"),
+    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--min-rounds", "5", "--max-rounds", "2"],
+     "--min-rounds 5 is more than --max-rounds 2"),
+    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--benchmark-id", "nope"], "--benchmark-id nope: not a run config"),
+    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--budget-s", "0"], "must be a finite number of seconds > 0"),
+])
+def test_ab_bad_arguments(tmp_path, capsys, argv, message):
+    try:
+        code = main(["ab", *argv, "--output-dir", str(tmp_path / "o")])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
