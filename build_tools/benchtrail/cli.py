@@ -314,10 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dump-cmds", parents=[run], help="print the reproduce command of every benchmark in a run")
     p.set_defaults(func=cmd_dump_cmds)
 
+    from benchtrail.detector_eval import add_evaluate_detector_parser
     from benchtrail.github.post import add_post_parser
     from benchtrail.store.commands import add_fetch_parser, add_upload_parser
 
     add_post_parser(sub)
+    add_evaluate_detector_parser(sub)
     add_upload_parser(sub)
     add_fetch_parser(sub)
     return parser

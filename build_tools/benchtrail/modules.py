@@ -129,9 +129,14 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
 
 def _save_and_load(program: Any, mode: CompileMode, module_dir: Path | None) -> Callable[..., Any]:
     """Write the artifact of an export or AOTInductor module and return it loaded back."""
+    import atexit
+    import shutil
     import tempfile
 
-    folder = module_dir or Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
+    if module_dir is None:  # a compile-time sample: the artifact lives as long as this worker process
+        module_dir = Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
+        atexit.register(shutil.rmtree, module_dir, ignore_errors=True)
+    folder = module_dir
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ARTIFACTS[mode]
     if mode is CompileMode.EXPORT:

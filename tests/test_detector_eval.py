@@ -1,0 +1,153 @@
+"""``benchtrail evaluate-detector``: the peer rules, the interval, a tiny real run and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import beta, binomtest
+
+from benchtrail import cli
+from benchtrail.detector_eval import MODES, EvalConfig, evaluate, format_table, rejudge
+from benchtrail.detector_rules import (RULES, asv_rule, benchtrail_rule, clopper_pearson, github_action_benchmark_rule,
+                                       iree_rule)
+
+
+def main(argv):
+    return cli.main(["evaluate-detector", *argv])
+from benchtrail.jsonio import read_json, write_json
+
+BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8, 100.1, 99.9]
+
+
+def spread(median: float, n: int = 30, pct: float = 2.0) -> list[float]:
+    """``n`` distinct samples evenly spread over ``median`` ± ``pct`` percent, in shuffled order."""
+    x = median * (1 + np.linspace(-pct, pct, n) / 100)
+    return np.random.default_rng(n).permutation(x).tolist()
+
+
+def test_iree_rule_alerts_on_a_mean_change_beyond_its_percentage_in_either_direction():
+    assert iree_rule(BASE, [x + 6 for x in BASE], 5.0) == "regressed"
+    assert iree_rule(BASE, [x + 6 for x in BASE], 10.0) == "similar"
+    assert iree_rule(BASE, [x - 6 for x in BASE], 5.0) == "improved"
+    assert iree_rule(BASE, [x + 4 for x in BASE], 5.0) == "similar"
+    # The mean, not the median: one slow outlier of +60 moves the mean by 6%.
+    assert iree_rule(BASE, BASE[:-1] + [BASE[-1] + 60], 5.0) == "regressed"
+
+
+def test_github_action_benchmark_alerts_only_above_twice_the_mean_and_never_on_improvements():
+    assert github_action_benchmark_rule(BASE, [2.01 * x for x in BASE]) == "regressed"
+    assert github_action_benchmark_rule(BASE, [1.9 * x for x in BASE]) == "similar"
+    assert github_action_benchmark_rule(BASE, [2.0 * x for x in BASE]) == "similar"  # ratio > 2, not >=
+    assert github_action_benchmark_rule(BASE, [0.3 * x for x in BASE]) == "similar"
+
+
+def test_asv_needs_both_the_median_factor_and_a_small_u_test_p_value():
+    base = spread(100.0)
+    assert asv_rule(base, spread(120.0)) == "regressed"
+    assert asv_rule(base, spread(80.0)) == "improved"
+    assert asv_rule(base, spread(105.0)) == "similar"  # p is tiny, but 1.05 < factor 1.1
+    # Factor 1.5 but 3 samples a side: the smallest two-sided exact p is 0.1, never < 0.002.
+    assert asv_rule(base[:3], [1.5 * x for x in base[:3]]) == "similar"
+
+
+def test_clopper_pearson_matches_scipy_and_the_closed_form_at_zero():
+    low, high = clopper_pearson(0, 300)
+    ci = binomtest(0, 300).proportion_ci(confidence_level=0.95, method="exact")
+    assert (low, high) == (ci.low, ci.high)
+    assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 300), rel=1e-9)  # 0.01222
+    # Clopper & Pearson (1934) as beta quantiles, independent of binomtest.
+    assert clopper_pearson(3, 300) == pytest.approx((beta.ppf(0.025, 3, 298), beta.ppf(0.975, 4, 297)), rel=1e-9)
+    assert clopper_pearson(3, 300) == pytest.approx((0.0020670, 0.0289445), abs=1e-7)
+
+
+def test_benchtrail_rule_stops_after_one_round_on_a_large_change_and_uses_prefixes():
+    base = spread(100.0, 30, 2.0)
+    ours = benchtrail_rule(base, [1.5 * x for x in base], threshold_pct=5.0)
+    assert ours.verdict == "regressed" and ours.outcome == "DIFFERENT" and ours.samples_per_side == 10
+    same = benchtrail_rule(base, list(reversed(base)), threshold_pct=5.0)
+    assert same.verdict == "similar" and same.outcome in ("SAME", "UNKNOWN")
+    with pytest.raises(ValueError, match="multiple of 10"):
+        benchtrail_rule(base[:25], base[:25], threshold_pct=5.0)
+
+
+def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
+    lines: list[str] = []
+    doc = evaluate(EvalConfig(aa=3, ab=3, deltas_pct=(50.0,), matrix_size=128, sample_time_ms=2.0, warmup_s=0.2,
+                              calibration_samples=50), report=lines.append)
+    assert any("expected duration" in line for line in lines)
+    rows = {(r["rule"], r["mode"], r["delta_pct"]): r for r in doc["rows"]}
+    assert len(rows) == len(RULES) * len(MODES) * 2
+    for mode in MODES:
+        ours = rows["benchtrail", mode, 50.0]
+        assert (ours["alerts"], ours["n"], ours["counts"]) == (3, 3, "regressed")
+        assert ours["rate_pct"] == 100.0 and ours["ci_high_pct"] == 100.0
+        assert ours["ci_low_pct"] == pytest.approx(100 * (0.025 ** (1 / 3)))  # 29.24%
+        assert 10 <= ours["mean_samples_per_side"] <= 30
+        assert rows["iree-10", mode, 50.0]["alerts"] == 3
+        assert rows["benchtrail", mode, 0.0]["n"] == 3 and rows["benchtrail", mode, 0.0]["counts"] == "either direction"
+    setup = doc["setup"]
+    assert setup["matrix_size"] == 128 and setup["torch_threads"] == 1 and setup["iterations_per_sample"] >= 2
+    assert setup["threshold_pct"] == 5.0 and setup["threshold_match"] == "execution/*"
+    assert {"us_per_call", "seed", "torch", "cpu_count", "elapsed_s", "sample_ms"} <= set(setup)
+    assert len(doc["comparisons"]) == 12
+    for c in doc["comparisons"]:
+        assert len(c["base_us"]) == len(c["head_us"]) == 30 and set(c["verdicts"]) == set(RULES)
+        assert c["samples_per_side"]["asv"] == 30
+    head_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"] if c["delta_pct"]]
+    assert all(1.3 < r < 1.8 for r in head_slower), head_slower  # the spin adds about 50%
+    path = write_json(tmp_path / "d.json", doc, exclusive=True)
+    assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
+    table = format_table(doc)
+    assert "| benchtrail (threshold 5%) | paired | 50 | 3 / 3 | 100.0 | 29.24 – 100.00 |" in table
+    # Judged again from the same samples at a 90% threshold, a 50% slowdown is no longer an alert;
+    # the peers' verdicts do not depend on benchtrail's threshold.
+    again = rejudge(json.loads(json.dumps(doc)), 90.0)
+    ours = {(r["mode"], r["delta_pct"]): r["alerts"] for r in again["rows"] if r["rule"] == "benchtrail"}
+    assert ours[("paired", 50.0)] == ours[("stored-baseline", 50.0)] == 0
+    assert [r for r in again["rows"] if r["rule"] != "benchtrail"] == [r for r in doc["rows"] if r["rule"] != "benchtrail"]
+    assert again["setup"]["threshold_pct"] == 90.0
+    assert "| benchtrail (threshold 90%) | paired | 50 | 0 / 3 |" in format_table(again)
+
+
+def test_command_runs_end_to_end_prints_the_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "detector.json"
+    assert main(["--aa", "1", "--ab", "1", "--deltas", "50", "--samples", "10", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "expected duration" in printed and "| rule | mode | δ (%) | alerts / n |" in printed
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == 1 and doc["setup"]["matrix_size"] == 384
+    assert doc["setup"]["samples_per_side"] == 10 and len(doc["comparisons"]) == 4
+    assert {r["n"] for r in doc["rows"]} == {1}
+    again = tmp_path / "again.json"
+    assert main(["--rejudge", str(out), "--threshold-pct", "90", "--output", str(again)]) == 0
+    assert "| benchtrail (threshold 90%) |" in capsys.readouterr().out
+    assert json.loads(again.read_text())["comparisons"][0]["base_us"] == doc["comparisons"][0]["base_us"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--samples", "25"], "argument --samples: samples per side must be a multiple of the round size 10 "
+                          "(10, 20, 30, ...), got '25'"),
+    (["--samples", "0"], "argument --samples: samples per side must be a multiple of the round size 10"),
+    (["--deltas", "-1"], "argument --deltas: '-1' in '-1' is not a percentage in (0, 1000]"),
+    (["--deltas", "1,x"], "argument --deltas: 'x' in '1,x' is not a percentage in (0, 1000]"),
+    (["--deltas", "5,5"], "argument --deltas: '5' appears twice in '5,5'"),
+    (["--aa", "0"], "argument --aa: expected a whole number of comparisons >= 1, got 0"),
+    (["--ab", "many"], "argument --ab: expected a whole number of comparisons >= 1, got 'many'"),
+    (["--seed", "-3"], "argument --seed: expected a whole number >= 0, got '-3'"),
+    (["--threshold-pct", "0"], "argument --threshold-pct: expected a percentage in (0, 100), got '0'"),
+])
+def test_bad_options_exit_1_naming_the_option_value_and_what_is_allowed(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 1
+    assert message in capsys.readouterr().err
+
+
+def test_an_existing_output_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / "detector.json"
+    out.write_text("precious")
+    assert main(["--output", str(out)]) == 1
+    assert "already exists; benchtrail never overwrites it" in capsys.readouterr().err
+    assert out.read_text() == "precious"
