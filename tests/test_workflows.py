@@ -216,10 +216,12 @@ def _self_hosted_jobs() -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_self_hosted_jobs_are_compile_compile_cuda_and_execute_with_their_labels():
+def test_self_hosted_jobs_are_compile_compile_cuda_execute_and_process_with_their_labels():
     jobs = _self_hosted_jobs()
-    assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:compile-cuda", "benchmark.yml:execute"]
+    assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:compile-cuda", "benchmark.yml:execute",
+                            "benchmark.yml:process"]
     assert jobs["benchmark.yml:compile"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
+    assert jobs["benchmark.yml:process"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
     assert jobs["benchmark.yml:compile-cuda"]["runs-on"] == ["self-hosted", "cuda", "a2-highgpu-1g"]
     assert jobs["benchmark.yml:execute"]["runs-on"] == [
         "self-hosted", "${{ matrix.architecture }}", "${{ matrix.device_name }}"]
@@ -521,7 +523,34 @@ def test_artifacts_keep_the_run_directory_layout(tmp_path):
     assert process["Download run configs, modules and results"]["with"] == {
         "pattern": "run-*", "merge-multiple": True, "path": "${{ env.RUN_DIR }}"}
     compare = _benchtrail_args(process["Compare"]["run"], {"RUN_DIR": RUN_DIR})
-    assert compare.head == [Path(RUN_DIR)]
+    assert compare.head == [Path(RUN_DIR)] and compare.store is None
+
+
+def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run():
+    job = _load("benchmark.yml")["jobs"]["process"]
+    steps = {step.get("name"): step for step in job["steps"]}
+    env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2"}
+    assert job["env"] == {"BENCHTRAIL_STORE": "${{ vars.BENCHTRAIL_STORE }}"}
+    assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
+    stored = steps["Compare with the stored baseline"]
+    assert stored["if"] == "vars.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "vars.BENCHTRAIL_STORE == ''"
+    args = _benchtrail_args(stored["run"], env)
+    assert (args.func.__name__, args.store, args.head, args.output, args.base) == (
+        "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [])
+    assert stored["env"] == steps["Compare"]["env"]  # accepted regressions either way
+    args = _benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
+    assert (args.func.__name__, args.recheck, args.device_name, args.output_dir) == (
+        "cmd_ab", Path(RUN_DIR, "comparison.json"), "c2-standard-16", Path(RUN_DIR, "checked"))
+    args = _benchtrail_args(steps["Render the comment"]["run"], env)
+    assert args.comparison == Path(RUN_DIR, "checked", "comparison.json")
+    upload = steps["Store the run"]
+    assert upload["if"] == "vars.BENCHTRAIL_STORE != ''"
+    args = _benchtrail_args(upload["run"], env)
+    assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (
+        "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix", "42", 2, True)
+    names = [step.get("name") for step in job["steps"]]
+    assert names.index("Store the run") > names.index("Render the comment") > names.index(
+        "Re-check regressions in paired A/B runs") > names.index("Compare")
 
 
 # -- concurrency ----------------------------------------------------------------------------------

@@ -97,3 +97,19 @@ def find_baseline(store: LocalStore, repo: Path, head: str, devices: set[str], t
         if found:
             return found
     return _latest(store, head, "earlier run of this commit", devices, torch_version, exclude)
+
+
+def fetch_baseline_results(store: LocalStore, repo: Path, head: str, devices: set[str], torch_version: str,
+                           explicit: str | None = None,
+                           exclude: tuple[str, int] | None = None) -> tuple[Path | None, Baseline | None]:
+    """Find the baseline run (:func:`find_baseline`) and fetch its ``results/*.json`` from the store.
+
+    Returns ``(local run directory, baseline)``, or ``(None, None)`` when no stored run qualifies.
+
+    Raises:
+        UserError: as :func:`find_baseline`, or the store cannot be read.
+    """
+    baseline = find_baseline(store, repo, head, devices, torch_version, explicit, exclude)
+    if baseline is None:
+        return None, None
+    return store.fetch_run(baseline.run_id, baseline.attempt, patterns=("results/*.json",)), baseline

@@ -92,6 +92,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
+def _stored_baseline(args: argparse.Namespace):
+    """``(local results dir or None, Baseline or None)`` for ``compare --store``: the baseline of the
+    head results' commit, devices and torch version, fetched from the store."""
+    from benchtrail.baseline import fetch_baseline_results
+    from benchtrail.pipeline import report_baseline
+    from benchtrail.results.io import load_results_paths
+    from benchtrail.store import open_store
+
+    if args.base:
+        raise UserError("--base and --store both name a baseline; pass one")
+    head = load_results_paths(args.head)
+    commits = {f.commit for f in head}
+    if len(commits) != 1:
+        raise UserError(f"--store: the head results come from {len(commits)} commits; compare one commit's run")
+    versions = {f.environment.get("torch_version") for f in head}
+    devices = {b.device_name for f in head for b in f.benchmarks}
+    base_dir, baseline = fetch_baseline_results(open_store(args.store), Path("."), commits.pop(), devices,
+                                                sorted(map(str, versions))[0], args.base_commit)
+    report_baseline(baseline)
+    return base_dir, baseline
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from benchtrail.stages import compare_stage
 
@@ -100,7 +122,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from benchtrail.compare import gate
     accept = list(args.accept or []) + [g for g in os.environ.get("BENCHMARKS_ACCEPT", "").split(",") if g.strip()]
-    path = compare_stage(args.base, args.head, args.output, args.thresholds, accept=[g.strip() for g in accept])
+    base, baseline = list(args.base), None
+    if args.store:
+        base_dir, found = _stored_baseline(args)
+        base, baseline = [base_dir] if base_dir else [], found.to_dict() if found else None
+    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=[g.strip() for g in accept])
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
     print(path)
     if failing:
@@ -187,10 +213,14 @@ def cmd_ab(args: argparse.Namespace) -> int:
         if args.benchmark_id:
             raise UserError("--benchmark-id selects cases of --benchmark-presets; --recheck takes the "
                             "comparison's unconfirmed regressions")
-        comment = recheck_stage(args.recheck, args.output_dir, repo, suite, args.thresholds, policy, args.base_ref)
+        comment = recheck_stage(args.recheck, args.output_dir, repo, suite, args.thresholds, policy, args.base_ref,
+                                args.device_name)
     else:
         if not args.base_ref:
             raise UserError("--base-ref is required with --benchmark-presets (the commit to compare against)")
+        if args.device_name:
+            raise UserError("--device-name selects the rows of --recheck; with --benchmark-presets pick cases "
+                            "with --benchmark-id")
         here = available_architectures()
         rcs = tuple(rc for rc in suite.select_run_configs(args.benchmark_presets)
                     if rc.target_device.architecture in here)
@@ -266,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="baseline results file or run dir (repeatable; none: every series is new)")
     p.add_argument("--head", type=Path, action="append", required=True,
                    help="head results file or run dir (repeatable)")
+    p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base")
+    p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB",
                    help="accept regressions of series whose name or id matches (repeatable; also the "
@@ -294,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-ref", help="base commit or ref, checked out in a git worktree (with --recheck: "
                                       "default the comparison's base commit)")
     p.add_argument("--benchmark-id", action="append", help="only this run config id (repeatable)")
+    p.add_argument("--device-name", help="with --recheck: re-check only this device's rows (the runner's own)")
     p.add_argument("--output-dir", type=Path, required=True, help="folder for results, comparison.json, comment/")
     p.add_argument("--min-rounds", type=_int_at_least(1),
                    help="rounds always run, one worker per arm each (default: the run config's processes)")

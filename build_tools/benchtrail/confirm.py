@@ -23,10 +23,12 @@ from benchtrail.suite.definitions import RunConfig
 from benchtrail.thresholds import Threshold
 
 
-def suspects(comparison: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``."""
+def suspects(comparison: dict[str, Any], device_name: str | None = None) -> list[dict[str, Any]]:
+    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed`` (of ``device_name``
+    only, when given: a runner re-checks its own device's rows)."""
     return [r for r in comparison["rows"]
-            if r["verdict"] == "regressed" and r["mark"] == "unconfirmed" and r["kind"] == "execution"]
+            if r["verdict"] == "regressed" and r["mark"] == "unconfirmed" and r["kind"] == "execution"
+            and device_name in (None, r["device_name"])]
 
 
 def _pct(x: float | None) -> str:
@@ -39,13 +41,13 @@ def _summary(row: dict[str, Any], rounds: int | None) -> dict[str, Any]:
     return {**{k: row[k] for k in keys}, "rounds": rounds}
 
 
-def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], base: Arm, head: Arm) -> dict[str, Any]:
-    """A copy of ``comparison`` with each suspect row updated from its paired row (by series id).
-
-    Suspects without a paired row are left unconfirmed, with the reason saying so.
+def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], base: Arm, head: Arm,
+          device_name: str | None = None) -> dict[str, Any]:
+    """A copy of ``comparison`` with each suspect row (of ``device_name``, when given) updated from its
+    paired row (by series id). Suspects without a paired row are left unconfirmed, with the reason saying so.
     """
     rows = []
-    suspect_ids = {r["id"] for r in suspects(comparison)}
+    suspect_ids = {r["id"] for r in suspects(comparison, device_name)}
     for row in comparison["rows"]:
         if row["id"] not in suspect_ids:
             rows.append(row)
@@ -71,17 +73,18 @@ def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], ba
 def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base: Arm, head: Arm,
             thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
             report: Callable[[str, str], None] = lambda name, status: None,
-            keep: Path | None = None) -> dict[str, Any]:
-    """Run every suspect row's run config in paired A/B mode and :func:`apply` the results.
+            keep: Path | None = None, device_name: str | None = None) -> dict[str, Any]:
+    """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode and
+    :func:`apply` the results.
 
     ``run_configs`` maps run config id to the head suite's run config. With ``keep``, the paired
     samples are also written there as ``ab-base.json`` and ``ab-head.json`` results files.
     """
     from benchtrail.results.io import write_results
 
-    rcs = tuple(run_configs[r["id"]] for r in suspects(comparison) if r["id"] in run_configs)
+    rcs = tuple(run_configs[r["id"]] for r in suspects(comparison, device_name) if r["id"] in run_configs)
     if not rcs:
-        return apply(comparison, {}, base, head)
+        return apply(comparison, {}, base, head, device_name)
     base_records, head_records = run_pairs(rcs, (base, head), thresholds, policy, torch_version, report)
     env = collect_environment(rcs[0].target_device.threads)
     run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
@@ -91,4 +94,4 @@ def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base:
         for name, f in zip(("ab-base.json", "ab-head.json"), files):
             write_results(keep / name, f)
     paired = {r.id: asdict(r) for r in compare([files[0]], [files[1]], thresholds)}
-    return apply(comparison, paired, base, head)
+    return apply(comparison, paired, base, head, device_name)

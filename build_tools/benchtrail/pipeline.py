@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from benchtrail.baseline import find_baseline, resolve_commit
+from benchtrail.baseline import fetch_baseline_results, resolve_commit
 from benchtrail.ab import Policy
 from benchtrail.environment import git, git_state, torch_version
 from benchtrail.errors import UserError
@@ -49,6 +49,14 @@ def new_run_id() -> tuple[str, int]:
 def available_architectures() -> set[Architecture]:
     """CPU always; CUDA when torch sees a GPU."""
     return {Architecture.CPU} | ({Architecture.CUDA} if torch.cuda.is_available() else set())
+
+
+def report_baseline(baseline) -> None:
+    """Say which baseline run was chosen, or that there is none."""
+    if baseline:
+        console.print(f"baseline: {baseline.commit[:12]} ({baseline.reason}), run {baseline.run_id}/{baseline.attempt}")
+    else:
+        console.print("no baseline run in the store yet: every series is new")
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
@@ -96,12 +104,9 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
 
     commit, dirty = git_state(repo)
     devices = {b.device_name for f in load_results_paths([run_dir]) for b in f.benchmarks}
-    baseline = find_baseline(store, repo, commit, devices, torch_version(), base_commit, exclude=(run_id, attempt))
-    if baseline:
-        console.print(f"baseline: {baseline.commit[:12]} ({baseline.reason}), run {baseline.run_id}/{baseline.attempt}")
-    else:
-        console.print("no baseline run in the store yet: every series is new")
-    base_dir = store.fetch_run(baseline.run_id, baseline.attempt, patterns=("results/*.json",)) if baseline else None
+    base_dir, baseline = fetch_baseline_results(store, repo, commit, devices, torch_version(), base_commit,
+                                                exclude=(run_id, attempt))
+    report_baseline(baseline)
     confirm = None
     if baseline and recheck:
         if git(repo, "rev-parse", "--verify", "--quiet", f"{baseline.commit}^{{commit}}") is None:

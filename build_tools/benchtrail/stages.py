@@ -175,14 +175,16 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     return comment_stage(comparison, output_dir / "comment")
 
 
-def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Policy,
-                 keep: Path | None = None, base_ref: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A ``recheck`` for :func:`compare_stage`: paired A/B runs of its suspected regressions against
-    ``base_ref`` (default: the comparison's base commit), on this machine."""
+def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Policy, keep: Path | None = None,
+                 base_ref: str | None = None,
+                 device_name: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ``recheck`` for :func:`compare_stage`: paired A/B runs of its suspected regressions (of
+    ``device_name`` only, when given) against ``base_ref`` (default: the comparison's base commit),
+    on this machine."""
     rules = load_thresholds(thresholds)
 
     def recheck(comparison: dict[str, Any]) -> dict[str, Any]:
-        if not suspects(comparison):
+        if not suspects(comparison, device_name):
             return comparison
         ref = base_ref or (comparison.get("base") or {}).get("commit")
         if not ref:
@@ -191,18 +193,20 @@ def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Poli
         head = _arm(repo, "head")
         with base_worktree(repo, resolve_ref(repo, ref)) as root:
             base = Arm("base", resolve_ref(repo, ref), root)
-            with track("re-check in paired A/B", len(suspects(comparison))) as report:
-                return confirm.recheck(comparison, by_id, base, head, rules, policy, torch_version(), report, keep)
+            with track("re-check in paired A/B", len(suspects(comparison, device_name))) as report:
+                return confirm.recheck(comparison, by_id, base, head, rules, policy, torch_version(), report, keep,
+                                       device_name)
 
     return recheck
 
 
 def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, thresholds: Path | None,
-                  policy: Policy, base_ref: str | None = None) -> Path:
-    """Re-check the suspected regressions of ``comparison`` (``benchtrail.confirm``); write the
-    updated ``comparison.json``, the paired samples and ``comment/`` under ``output_dir``; return comment.md."""
+                  policy: Policy, base_ref: str | None = None, device_name: str | None = None) -> Path:
+    """Re-check the suspected regressions of ``comparison`` (of ``device_name`` only, when given;
+    ``benchtrail.confirm``); write the updated ``comparison.json``, the paired samples and
+    ``comment/`` under ``output_dir``; return comment.md."""
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "comparison.json")
-    updated = recheck_with(repo, suite, thresholds, policy, output_dir / "results", base_ref)(obj)
+    updated = recheck_with(repo, suite, thresholds, policy, output_dir / "results", base_ref, device_name)(obj)
     path = jsonio.write_json(output_dir / "comparison.json", updated, exclusive=True)
     return comment_stage(path, output_dir / "comment")

@@ -57,6 +57,9 @@ def add_upload_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("upload", help="upload a run directory into a store (create-only, never overwrites)")
     p.add_argument("--run-dir", type=Path, required=True, help="local folder whose files become the run's files")
     _run_arguments(p)
+    p.add_argument("--write-pointer", action="store_true",
+                   help="after the upload, write the commit pointer that makes this run a baseline candidate "
+                        "(commit, devices and torch version from the run's results files)")
     p.set_defaults(func=cmd_upload)
     return p
 
@@ -70,12 +73,39 @@ def add_fetch_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def pointer_info(run_dir: Path) -> dict[str, Any]:
+    """The commit pointer's fields for a run directory, from its results files: commit, dirty,
+    presets, devices, torch version and the time (what ``benchtrail pipeline`` writes).
+
+    Raises:
+        UserError: no results files, or files of several commits or torch versions.
+    """
+    import datetime
+
+    from benchtrail.results.io import load_results_paths
+
+    files = load_results_paths([run_dir])
+    commits = {f.commit for f in files}
+    versions = {f.environment.get("torch_version") for f in files}
+    if len(commits) != 1 or len(versions) != 1:
+        raise UserError(f"{run_dir}: a pointer needs results of one commit and one torch version; found commits "
+                        f"{sorted(commits)} and torch versions {sorted(map(str, versions))}")
+    presets = sorted({p for f in files for p in f.run.get("presets", [])})
+    return {"commit": commits.pop(), "dirty": any(f.dirty for f in files), "presets": presets,
+            "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
+            "torch_version": versions.pop(), "created": datetime.datetime.now(datetime.UTC).isoformat()}
+
+
 def cmd_upload(args: argparse.Namespace) -> int:
     """``benchtrail upload``: prints the count, then the run's store URL. Exit 0, or UserError."""
     store = open_store(args.store)
     patterns = tuple(args.patterns or ALL_FILES)
+    info = pointer_info(args.run_dir) if args.write_pointer else None  # bad results fail before the upload
     count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline, patterns=patterns)
     print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}")
+    if info is not None:
+        commit = info.pop("commit")
+        print(f"pointer {store.write_pointer(commit, args.run_id, args.attempt, info)}")
     print(store.run_url(args.run_id, args.attempt))
     return 0
 
