@@ -102,6 +102,21 @@ def test_bootstrap_interval_matches_python_loop_reference():
     assert (low < ratio).all() and (ratio < high).all()
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bootstrap_interval_agrees_with_scipy_bootstrap_percentile_within_half_a_point(seed):
+    """scipy.stats.bootstrap (method="percentile", independent resampling of the two samples) draws
+    other random numbers, so the ends differ by Monte Carlo error; with 20,000 resamples each, on
+    30 samples with 2% spread, they agree within 0.005 in the ratio (half a percentage point)."""
+    from scipy.stats import bootstrap
+
+    b, h = noisy(100, 30, 0.02, seed=seed), noisy(104, 30, 0.02, seed=seed + 10)
+    _, low, high = bootstrap_ratio_ci([b], [h], level=0.99, resamples=20_000, seed=seed)
+    ref = bootstrap((h, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
+                    vectorized=True, paired=False, confidence_level=0.99, n_resamples=20_000,
+                    method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+    assert abs(low[0] - ref.low) < 0.005 and abs(high[0] - ref.high) < 0.005, (low[0], high[0], ref)
+
+
 def test_bootstrap_interval_of_a_series_does_not_depend_on_the_other_series():
     b, h = noisy(100, 30, 0.05, seed=1), noisy(105, 30, 0.05, seed=2)
     alone = bootstrap_ratio_ci([b], [h], seed=11)

@@ -57,9 +57,12 @@ def _workload(mm: Callable[..., Any], a: Any, b: Any, out: Any, spin_s: float) -
     return call
 
 
-def _worker_main(conn: Any, matrix_size: int, seed: int) -> None:
-    """Worker process: serve ``("warmup", s)`` and ``("samples", count, iterations, spin_s)`` until None."""
+def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> None:
+    """Worker process: serve ``("warmup", s)`` and ``("samples", count, iterations, spin_s, warm_calls)``
+    until None. With ``cpu``, the process is pinned to that CPU (``os.sched_setaffinity``)."""
     try:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
         import torch
 
         from benchtrail.measure import take_samples
@@ -68,7 +71,8 @@ def _worker_main(conn: Any, matrix_size: int, seed: int) -> None:
         gen = torch.Generator().manual_seed(seed)
         a, b = (torch.randn(matrix_size, matrix_size, generator=gen) for _ in range(2))
         out = torch.empty(matrix_size, matrix_size)
-        conn.send(("ok", {"torch": torch.__version__, "threads": torch.get_num_threads(), "pid": os.getpid()}))
+        conn.send(("ok", {"torch": torch.__version__, "threads": torch.get_num_threads(), "pid": os.getpid(),
+                          "cpus": sorted(os.sched_getaffinity(0))}))
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         return
@@ -99,10 +103,10 @@ def _worker_main(conn: Any, matrix_size: int, seed: int) -> None:
 class _Worker:
     """One arm's long-lived worker process (``spawn`` context) and its end of the Pipe."""
 
-    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int) -> None:
+    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None) -> None:
         self.index = index
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed), daemon=True,
+        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu), daemon=True,
                                  name=f"benchtrail-detector-worker-{index}")
         self._proc.start()
         child.close()
@@ -138,13 +142,13 @@ class _Worker:
 
 
 @contextlib.contextmanager
-def _workers(matrix_size: int, seed: int) -> Iterator[tuple[tuple[_Worker, _Worker], dict[str, Any]]]:
+def _workers(matrix_size: int, seed: int, cpu: int | None) -> Iterator[tuple[tuple[_Worker, _Worker], dict[str, Any]]]:
     """Two workers with identical matrices, started together; ``(workers, info of worker 0)``."""
     ctx = multiprocessing.get_context("spawn")
     workers: list[_Worker] = []
     try:
         for i in range(2):
-            workers.append(_Worker(ctx, i, matrix_size, seed))
+            workers.append(_Worker(ctx, i, matrix_size, seed, cpu))
         infos = [w.reply() for w in workers]
         yield (workers[0], workers[1]), infos[0]
     finally:
@@ -177,6 +181,8 @@ class EvalConfig:
     calibration_samples: int = 250
     budget_s: float = 15 * 60
     threshold_pct: float | None = None
+    #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
+    cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
 
     def __post_init__(self) -> None:
         if self.aa < 1 or self.ab < 1 or self.matrix_size < 1 or self.calibration_samples < 2:
@@ -352,7 +358,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
         threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
     rng = np.random.default_rng(config.seed)
     plans = {mode: _plan(config, rng) for mode in MODES}
-    with _workers(config.matrix_size, config.seed) as (workers, info):
+    with _workers(config.matrix_size, config.seed, config.cpu) as (workers, info):
         cal = _calibrate(workers, config, report, start)
         report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
                f"{cal['us_per_call']:.1f} µs per call (workers: "
@@ -371,7 +377,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                             "base_us": [round(x, 4) for x in plan.base[i]],
                             "head_us": [round(x, 4) for x in plan.head[i]]})
     records = judge_records(records, threshold.threshold)
-    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
+    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"], "worker_cpus": info["cpus"],
              "iterations_per_sample": cal["iterations_per_sample"], "sample_ms": cal["sample_ms"],
              "us_per_call": cal["us_per_call"], "us_per_call_by_worker": cal["us_per_call_by_worker"],
              "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
