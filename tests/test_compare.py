@@ -152,3 +152,25 @@ def test_fail_on_regressed_exits_3_unless_a_trailer_accepts_it(tmp_path, capsys,
     body, _, _ = render(comparison)
     assert body.startswith("### benchtrail: 1 regression (1 accepted), 0 improvements, 1 similar")
     assert "| regressed · accepted |" in body
+
+
+def test_records_pooling_several_processes_get_the_two_stage_interval():
+    """A record's ``process_medians`` (3 processes) make its samples 3 clusters for the interval."""
+    from benchtrail.stats.inference import compare_samples
+
+    rng = np.random.default_rng(1)
+    base = [100 * o * (1 + 0.01 * rng.standard_normal()) for o in (1.0, 1.04, 0.98) for _ in range(10)]
+    head = [100 * o * (1 + 0.01 * rng.standard_normal()) for o in (1.05, 1.03, 1.08) for _ in range(10)]
+    rules = (Threshold("*", "percent", 2.0, "lower-is-better"),)
+
+    def row(**details):
+        return compare([results(record("rc1", base, **details))], [results(record("rc1", head, **details))], rules)[0]
+    pooled, by_process = row(), row(process_medians=[1.0, 1.0, 1.0])
+    expected = compare_samples([base], [head], threshold_pct=2.0, lower_is_better=True, alpha=0.01,
+                               base_clusters=np.array([3]), head_clusters=np.array([3]))
+    assert by_process.ci_low == pytest.approx((expected.low[0] - 1) * 100)
+    assert by_process.ci_high == pytest.approx((expected.high[0] - 1) * 100)
+    assert by_process.ci_high - by_process.ci_low > pooled.ci_high - pooled.ci_low
+    assert by_process.change == pooled.change
+    # Samples that do not split evenly into the processes are treated as independent.
+    assert row(process_medians=[1.0] * 7).ci_low == pooled.ci_low

@@ -89,7 +89,8 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
         assert rows["benchtrail", mode, 0.0]["n"] == 3 and rows["benchtrail", mode, 0.0]["counts"] == "either direction"
     setup = doc["setup"]
     assert setup["matrix_size"] == 128 and setup["torch_threads"] == 1 and setup["iterations_per_sample"] >= 2
-    assert setup["threshold_pct"] == 5.0 and setup["threshold_match"] == "execution/*"
+    assert setup["threshold_pct"] == 2.0 and setup["threshold_match"] == "execution/*"
+    assert len(setup["worker_cpus"]) == 1  # both workers pinned to one CPU
     assert {"us_per_call", "seed", "torch", "cpu_count", "elapsed_s", "sample_ms"} <= set(setup)
     assert len(doc["comparisons"]) == 12
     for c in doc["comparisons"]:
@@ -100,7 +101,7 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
     assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
     table = format_table(doc)
-    assert "| benchtrail (threshold 5%) | paired | 50 | 3 / 3 | 100.0 | 29.24 – 100.00 |" in table
+    assert "| benchtrail (threshold 2%) | paired | 50 | 3 / 3 | 100.0 | 29.24 – 100.00 |" in table
     # Judged again from the same samples at a 90% threshold, a 50% slowdown is no longer an alert;
     # the peers' verdicts do not depend on benchtrail's threshold.
     again = rejudge(json.loads(json.dumps(doc)), 90.0)

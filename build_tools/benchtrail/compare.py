@@ -2,7 +2,7 @@
 
 Series under a percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go
 through ``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile
-bootstrap interval, a two-sided Mann–Whitney U test, Benjamini–Hochberg over all of them, the
+bootstrap interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U test, Benjamini–Hochberg over all of them, the
 noise guard (IQR/median above 25% is ``noisy``) and the minimum detectable effect; a row is
 ``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
 (docs/statistics.md). Counts and bytes (absolute rules) and series with fewer samples, such as
@@ -126,13 +126,22 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
     return _row(head, base, "similar", None, threshold, change)
 
 
+def processes(record: BenchmarkRecord) -> int:
+    """Worker processes whose samples a record pools (``details.process_medians``; 1 when unknown or
+    when the samples do not split evenly): the clusters of the two-stage bootstrap."""
+    k = len(record.details.get("process_medians") or ())
+    return k if k > 1 and len(record.samples) % k == 0 else 1
+
+
 def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
     """Rows for percent-rule series with enough samples, all compared in one vectorized pass."""
     if not pairs:
         return []
     result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
                              threshold_pct=np.array([t.threshold for _, _, t in pairs]),
-                             lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA)
+                             lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
+                             base_clusters=np.array([processes(b) for b, _, _ in pairs], dtype=np.int64),
+                             head_clusters=np.array([processes(h) for _, h, _ in pairs], dtype=np.int64))
     rows = []
     for k, (b, h, t) in enumerate(pairs):
         finite = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731

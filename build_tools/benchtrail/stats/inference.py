@@ -47,12 +47,17 @@ SamplesLike = Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
 
 @dataclass(frozen=True)
 class _Group:
-    """Series sharing (n_base, n_head): ``index`` (g,) into the input, ``base`` (g, n_base) and ``head``
-    (g, n_head) with each row sorted ascending."""
+    """Series sharing (n_base, n_head, k_base, k_head): ``index`` (g,) into the input, ``base`` (g, n_base)
+    and ``head`` (g, n_head) with each row sorted ascending; ``k_base``/``k_head`` clusters per side and,
+    when either is > 1, ``base_raw``/``head_raw`` the rows in input order (cluster after cluster)."""
 
     index: np.ndarray
     base: np.ndarray
     head: np.ndarray
+    k_base: int = 1
+    k_head: int = 1
+    base_raw: np.ndarray | None = None
+    head_raw: np.ndarray | None = None
 
 
 def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
@@ -101,15 +106,34 @@ def _groups_of(lengths: np.ndarray) -> list[np.ndarray]:
     return np.split(order, np.cumsum(counts)[:-1])
 
 
-def _prepare(base: SamplesLike, head: SamplesLike) -> tuple[int, list[_Group]]:
+def _as_clusters(clusters, series: list[np.ndarray], label: str) -> np.ndarray:
+    """Clusters per series: ones when None; else positive ints dividing each series' sample count."""
+    if clusters is None:
+        return np.ones(len(series), dtype=np.int64)
+    k = np.asarray(clusters)
+    if k.shape != (len(series),) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
+        raise ValueError(f"{label} clusters must be one int >= 1 per series ({len(series)}), got {clusters!r}")
+    for i, (x, ki) in enumerate(zip(series, k)):
+        if x.size % ki:
+            raise ValueError(f"{label} series {i}: {x.size} samples do not split into {ki} equal clusters")
+    return k.astype(np.int64)
+
+
+def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clusters=None) -> tuple[int, list[_Group]]:
     b, h = _as_series(base, "base series"), _as_series(head, "head series")
     if len(b) != len(h):
         raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
                          "sample array per series, in the same order")
     _check_values(b, "base series")
     _check_values(h, "head series")
-    lengths = np.array([[x.size, y.size] for x, y in zip(b, h)], dtype=np.int64).reshape(-1, 2)
-    return len(b), [_Group(index, _stack(b, index), _stack(h, index)) for index in _groups_of(lengths)]
+    kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
+    lengths = np.array([[x.size, y.size, i, j] for x, y, i, j in zip(b, h, kb, kh)], dtype=np.int64).reshape(-1, 4)
+    groups = []
+    for index in _groups_of(lengths):
+        k_base, k_head = int(kb[index[0]]), int(kh[index[0]])
+        raw = (np.stack([b[i] for i in index]), np.stack([h[i] for i in index])) if max(k_base, k_head) > 1 else (None, None)
+        groups.append(_Group(index, _stack(b, index), _stack(h, index), k_base, k_head, *raw))
+    return len(b), groups
 
 
 def _medians(sorted_rows: np.ndarray) -> np.ndarray:
@@ -130,6 +154,30 @@ def _check_bootstrap_args(level: float, resamples: int, seed: int) -> None:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
 
 
+def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int) -> np.ndarray:
+    """(resamples, n) indices of a two-stage resample of ``k`` equal clusters of ``n // k`` samples:
+    ``k`` clusters drawn with replacement, then ``n // k`` samples with replacement within each."""
+    m = n // k
+    chosen = rng.integers(0, k, size=(resamples, k, 1))
+    return (chosen * m + rng.integers(0, m, size=(resamples, k, m))).reshape(resamples, n)
+
+
+def _bootstrap_clustered(g: _Group, level: float, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Interval ends for a group with clusters (two-stage bootstrap; see :func:`bootstrap_ratio_ci`)."""
+    nb, nh = g.base.shape[1], g.head.shape[1]
+    rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
+    ib, ih = _two_stage_indices(rng, nb, g.k_base, resamples), _two_stage_indices(rng, nh, g.k_head, resamples)
+    pct = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
+    low, high = np.empty(len(g.index)), np.empty(len(g.index))
+    block = max(1, _BLOCK_ROWS // 32)  # (rows, resamples, n) gathers: keep them to tens of MB
+    for start in range(0, len(g.index), block):
+        rows = slice(start, start + block)
+        mb = np.median(g.base_raw[rows][:, ib], axis=2)
+        mh = np.median(g.head_raw[rows][:, ih], axis=2)
+        low[rows], high[rows] = np.percentile(mh / mb, pct, axis=1)
+    return low, high
+
+
 def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed: int):
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
     pct = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
@@ -137,6 +185,9 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
         ratio[g.index] = _medians(g.head) / _medians(g.base)
         nb, nh = g.base.shape[1], g.head.shape[1]
         if min(nb, nh) < MIN_SAMPLES:
+            continue
+        if max(g.k_base, g.k_head) > 1:
+            low[g.index], high[g.index] = _bootstrap_clustered(g, level, resamples, seed)
             continue
         rng = np.random.default_rng([seed, nb, nh])
         # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
@@ -153,7 +204,8 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
 
 
 def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0.99, resamples: int = 2000,
-                       seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       seed: int = 0, base_clusters=None,
+                       head_clusters=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ratio of medians head/base per series and its percentile bootstrap confidence interval.
 
     Method: the percentile bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993,
@@ -171,8 +223,17 @@ def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0
     which other series are passed; series of one group share resampling patterns (their intervals
     are correlated, each is still a valid interval).
 
+    Clustered samples: samples taken in ``k`` worker processes vary more between processes than
+    within one, so resampling single samples would make the interval too narrow. With
+    ``base_clusters``/``head_clusters`` (one int per series: the series' samples are ``k`` equal,
+    consecutive clusters), a side is resampled in two stages: ``k`` clusters with replacement, then
+    samples with replacement within each chosen cluster (Davison & Hinkley, *Bootstrap Methods and
+    their Application*, 1997, §3.8), from ``default_rng([seed, n_base, n_head, k_base, k_head])``,
+    taking ``np.median`` of each resample. With ``k = 1`` it is the plain bootstrap above.
+
     Args:
         base, head: one 1-D array of samples per series (any unit, e.g. µs), same series order.
+        base_clusters, head_clusters: None (every sample independent) or ints of shape (series,).
         level: confidence level in (0, 1); 0.99 gives the 0.5th and 99.5th percentiles.
         resamples: bootstrap resamples (>= 1; Efron & Tibshirani advise >= 1000 for percentiles).
         seed: non-negative int.
@@ -185,7 +246,7 @@ def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0
         ValueError: see the module docstring; also a level, resamples or seed out of range.
     """
     _check_bootstrap_args(level, resamples, seed)
-    n, groups = _prepare(base, head)
+    n, groups = _prepare(base, head, base_clusters, head_clusters)
     return _bootstrap(n, groups, level, int(resamples), int(seed))
 
 
@@ -416,17 +477,25 @@ class Inference:
 
 
 def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower_is_better, level: float = 0.99,
-                    resamples: int = 2000, seed: int = 0, alpha: float = 0.01) -> Inference:
+                    resamples: int = 2000, seed: int = 0, alpha: float = 0.01, base_clusters=None,
+                    head_clusters=None) -> Inference:
     """The whole comparison in one pass over validated, grouped samples: bootstrap interval,
     Mann–Whitney p, Benjamini–Hochberg q over all series passed, noise, MDE and :func:`classify`.
 
-    Same arguments, results and errors as the functions it combines.
+    Same arguments, results and errors as the functions it combines; ``base_clusters`` and
+    ``head_clusters`` as in :func:`bootstrap_ratio_ci`. For a clustered series the minimum detectable
+    effect is half the width of its (two-stage) interval, in percent, since the normal
+    approximation of :func:`minimum_detectable_effect` assumes independent samples.
     """
     _check_bootstrap_args(level, resamples, seed)
-    n, groups = _prepare(base, head)
+    n, groups = _prepare(base, head, base_clusters, head_clusters)
     ratio, low, high = _bootstrap(n, groups, level, int(resamples), int(seed))
     p = _mann_whitney(n, groups)
     q = benjamini_hochberg(p)
     nb, nh = (_noise(n, [(g.index, getattr(g, side)) for g in groups]) for side in ("base", "head"))
     verdict, outcome, reason = classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha)
-    return Inference(ratio, low, high, p, q, nb, nh, _mde(n, groups, level), verdict, outcome, reason)
+    mde = _mde(n, groups, level)
+    for g in groups:
+        if max(g.k_base, g.k_head) > 1:
+            mde[g.index] = 50.0 * (high[g.index] - low[g.index])
+    return Inference(ratio, low, high, p, q, nb, nh, mde, verdict, outcome, reason)
