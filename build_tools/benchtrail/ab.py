@@ -4,7 +4,8 @@ A stored baseline was measured at another time, maybe on another machine of the 
 whole-run shift (a noisy neighbour, a thermal state, a different process layout) looks like a
 regression. A paired run removes that: the base commit is checked out in a ``git worktree``, and for
 each case the two arms' worker processes alternate in a random order, round after round, so slow
-periods hit both arms alike. Rounds are added while the comparison is inconclusive
+periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
+worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the comparison is inconclusive
 (:mod:`benchtrail.adaptive`), up to a budget per case. Regressions of a paired run are
 ``confirmed``.
 
@@ -167,7 +168,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         settled = sample_until_settled(
             draw, threshold_pct=threshold.threshold, lower_is_better=threshold.lower_is_better,
             min_rounds=policy.min_rounds or rc.execution_config.processes, max_rounds=policy.max_rounds,
-            budget_s=policy.budget_s, seed=policy.seed)
+            budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True)
     except _ArmFailed as exc:
         other = "head" if exc.arm == "base" else "base"
         skipped = {"status": "skipped", "reason": f"the {exc.arm} arm failed: {exc.response.get('reason')}"}

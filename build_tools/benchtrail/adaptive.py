@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchtrail.stats.inference import Inference, compare_samples
+from benchtrail.stats.paired import compare_paired
 
 #: One round: ``(base samples, head samples)`` drawn in that round, any unit (the same on both sides).
 Draw = Callable[[], tuple[list[float], list[float]]]
@@ -54,9 +55,15 @@ class Settled:
 
 def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
                          min_rounds: int = 1, max_rounds: int = 3, budget_s: float = float("inf"),
-                         alpha: float = 0.01, seed: int = 0,
+                         alpha: float = 0.01, seed: int = 0, paired: bool = False, cluster_rounds: bool = False,
                          clock: Callable[[], float] = time.perf_counter) -> Settled:
     """Call ``draw`` until the comparison of everything drawn is DIFFERENT or SAME.
+
+    With ``paired``, each round's base and head samples are pairs taken close in time (sample j of
+    each side; a round must draw as many of each) and the comparison is
+    :func:`benchtrail.stats.paired.compare_paired`; else the two sides are independent samples
+    (:func:`compare_samples`). ``cluster_rounds`` treats each round as a cluster (fresh worker
+    processes per round) for the two-stage bootstrap.
 
     Stops after ``max_rounds`` rounds, or before a new round once ``budget_s`` seconds have passed
     (the round in progress is never cut short), whichever comes first; at least ``min_rounds``
@@ -75,13 +82,24 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
     base: list[float] = []
     head: list[float] = []
     rounds = 0
+    sizes: set[tuple[int, int]] = set()
     while True:
         b, h = draw()
         base.extend(b)
         head.extend(h)
+        sizes.add((len(b), len(h)))
         rounds += 1
-        result = compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
-                                 lower_is_better=lower_is_better, alpha=alpha, seed=seed)
+        if paired and len(b) != len(h):
+            raise ValueError(f"round {rounds} drew {len(b)} base and {len(h)} head samples; paired rounds draw pairs")
+        # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
+        clusters = [rounds] if cluster_rounds and len(sizes) == 1 else None
+        if paired:
+            result = compare_paired([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
+                                    lower_is_better=lower_is_better, alpha=alpha, seed=seed, clusters=clusters)
+        else:
+            result = compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
+                                     lower_is_better=lower_is_better, alpha=alpha, seed=seed,
+                                     base_clusters=clusters, head_clusters=clusters)
         settled = str(result.outcome[0]) != "UNKNOWN" or str(result.verdict[0]) == "noisy"
         if rounds >= min_rounds and (settled or rounds >= max_rounds or clock() - start >= budget_s):
             return Settled(tuple(base), tuple(head), result, rounds, clock() - start)

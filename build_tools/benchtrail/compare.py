@@ -20,6 +20,7 @@ import numpy as np
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import compare_samples
+from benchtrail.stats.paired import compare_paired
 from benchtrail.thresholds import Threshold, find_threshold
 
 #: Version history of comparison.json:
@@ -133,15 +134,45 @@ def processes(record: BenchmarkRecord) -> int:
     return k if k > 1 and len(record.samples) % k == 0 else 1
 
 
+def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
+    """Rounds of a paired A/B run when both records come from one (``details.ab``, equal sample
+    counts that split evenly into the rounds), else None."""
+    rounds = (head.details.get("ab") or {}).get("rounds")
+    if not rounds or (base.details.get("ab") or {}).get("rounds") != rounds:
+        return None
+    return rounds if len(base.samples) == len(head.samples) and len(head.samples) % rounds == 0 else None
+
+
+def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
+    """Rows for series of a paired A/B run: pair ratios, clustered by round (``stats.paired``)."""
+    result = compare_paired([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
+                            threshold_pct=np.array([t.threshold for _, _, t in pairs]),
+                            lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
+                            clusters=np.array([paired_rounds(b, h) for b, h, _ in pairs], dtype=np.int64))
+    return _rows_of(pairs, result)
+
+
 def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
-    """Rows for percent-rule series with enough samples, all compared in one vectorized pass."""
+    """Rows for percent-rule series with enough samples, all compared in one vectorized pass (series
+    of a paired A/B run in a pass of their own)."""
     if not pairs:
         return []
+    paired = [paired_rounds(b, h) is not None for b, h, _ in pairs]
+    if all(paired):
+        return _infer_paired(pairs)
+    if any(paired):
+        rows = dict(zip([i for i, x in enumerate(paired) if x], _infer_paired([p for p, x in zip(pairs, paired) if x])))
+        rows.update(zip([i for i, x in enumerate(paired) if not x], _infer([p for p, x in zip(pairs, paired) if not x])))
+        return [rows[i] for i in range(len(pairs))]
     result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
                              threshold_pct=np.array([t.threshold for _, _, t in pairs]),
                              lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
                              base_clusters=np.array([processes(b) for b, _, _ in pairs], dtype=np.int64),
                              head_clusters=np.array([processes(h) for _, h, _ in pairs], dtype=np.int64))
+    return _rows_of(pairs, result)
+
+
+def _rows_of(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]], result) -> list[Row]:
     rows = []
     for k, (b, h, t) in enumerate(pairs):
         finite = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731

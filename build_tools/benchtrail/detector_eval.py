@@ -295,20 +295,20 @@ def _collect_stored(workers: Sequence[_Worker], plan: _Plan, samples: int, itera
 
 def _collect_paired(workers: Sequence[_Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float,
                     rng: np.random.Generator) -> None:
-    """Per comparison and round, ``ROUND_SAMPLES`` samples per side one at a time in a random order.
+    """Per comparison, ``samples`` pairs: a base and a head sample back to back, in a random order
+    per pair, so that pair j's two samples share the machine's state (``stats.paired``).
 
     Each sample follows one untimed call in the same worker: switching workers leaves the caches
     to the other process, and the first call after a switch was measured about 2.5% slower.
     """
-    slots = np.repeat([0, 1], ROUND_SAMPLES)
     progress, task = _progress("paired", plan.order.size)
     with progress:
         for i in plan.order:
             spin = (0.0, plan.deltas[i] / 100 * us_per_call / 1e6)
             arms = (workers[plan.base_worker[i]], workers[1 - plan.base_worker[i]])
             sides, taken = (plan.base[i], plan.head[i]), []
-            for _ in range(samples // ROUND_SAMPLES):
-                for side in rng.permutation(slots):
+            for _ in range(samples):  # one pair: base and head back to back, in a random order
+                for side in rng.permutation(2):
                     sides[side].extend(arms[side].samples(1, iterations, spin[side], warm_calls=1))
                     taken.append("bh"[side])
             plan.slots[i] = "".join(taken)
@@ -396,7 +396,7 @@ def judge_records(records: list[dict[str, Any]], threshold_pct: float) -> list[d
     verdict, benchtrail's outcome and the samples per side each rule used, at ``threshold_pct``."""
     judged = []
     for r in records:
-        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct)
+        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] == "paired")
         judged.append({**r, "verdicts": verdicts, "outcome": ours.outcome,
                        "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else len(r["base_us"])
                                             for rule in RULES}})

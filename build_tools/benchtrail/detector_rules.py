@@ -99,7 +99,7 @@ class OurVerdict(NamedTuple):
 
 
 def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                    round_samples: int = ROUND_SAMPLES) -> OurVerdict:
+                    round_samples: int = ROUND_SAMPLES, paired: bool = False) -> OurVerdict:
     """benchtrail's detector: :func:`benchtrail.adaptive.sample_until_settled` fed prefixes.
 
     Round k hands the detector samples ``[k·round_samples, (k+1)·round_samples)`` of each side, so it
@@ -110,6 +110,8 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
         base, head: 1-D samples in time order, µs per call; both of the same length, a multiple of
             ``round_samples``.
         threshold_pct: percent, from the shipped thresholds table.
+        paired: the samples were taken interleaved, sample j of base next to sample j of head in
+            each round: compare pair ratios (:mod:`benchtrail.stats.paired`).
 
     Raises:
         ValueError: sides of different length or not a multiple of ``round_samples``.
@@ -126,15 +128,16 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
         at = next(rounds) * round_samples
         return base[at:at + round_samples].tolist(), head[at:at + round_samples].tolist()
 
-    settled = sample_until_settled(draw, threshold_pct=threshold_pct, lower_is_better=True,
+    settled = sample_until_settled(draw, threshold_pct=threshold_pct, lower_is_better=True, paired=paired,
                                    max_rounds=base.size // round_samples)
     return OurVerdict(settled.verdict, settled.outcome, len(settled.base))
 
 
-def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float) -> tuple[dict[str, str], OurVerdict]:
+def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float,
+          paired: bool = False) -> tuple[dict[str, str], OurVerdict]:
     """Every rule of :data:`RULES` on one comparison: ``({rule: verdict}, benchtrail's OurVerdict)``.
     The peers see all samples; benchtrail's detector the prefixes it asks for."""
-    ours = benchtrail_rule(base, head, threshold_pct)
+    ours = benchtrail_rule(base, head, threshold_pct, paired=paired)
     return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0), "iree-10": iree_rule(base, head, 10.0),
             "github-action-benchmark": github_action_benchmark_rule(base, head), "asv": asv_rule(base, head)}, ours
 
