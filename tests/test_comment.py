@@ -62,3 +62,26 @@ def test_partial_baseline_says_what_it_lacks():
     head = [record("a", [10.0] * 10), record("b", [10.0] * 10)]
     body, _, _ = render(_comparison(base, head))
     assert body.splitlines()[2] == "The baseline lacks 1 series: those rows are new, not compared."
+
+
+def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
+    from benchtrail.confirm import apply
+    from benchtrail.ab import Arm
+
+    base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
+    head = [record(f"r{i}", 130 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
+    comparison = _comparison(base, head)
+    for row in comparison["rows"]:
+        row["mark"] = "unconfirmed"
+    ids = [r["id"] for r in comparison["rows"]]
+    paired = {ids[0]: {**comparison["rows"][0], "head_details": {"ab": {"rounds": 3}}},
+              ids[1]: {**comparison["rows"][1], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.5,
+                       "head_details": {"ab": {"rounds": 4}}},
+              ids[2]: {**comparison["rows"][2], "verdict": "failed", "reason": "head failed: boom", "head_details": {}}}
+    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
+    body, _, _ = render(checked)
+    assert body.splitlines()[0].startswith("### benchtrail: 2 regressions (1 unconfirmed, 1 confirmed), 0 improvements, 1 similar")
+    assert ("Paired A/B re-check of 3 suspected regressions against the baseline commit on this runner: "
+            "1 confirmed, 1 not confirmed, 1 could not be re-checked.") in body
+    assert f"not confirmed: the stored baseline gave {comparison['rows'][1]['change']:+.1f}%" in body
+    assert "a paired A/B run on this machine +0.4% (99% CI -1.0% to +1.5%, 4 rounds)" in body

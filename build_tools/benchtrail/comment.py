@@ -152,6 +152,19 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def recheck_line(rows: list[dict[str, Any]]) -> str | None:
+    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspects."""
+    checked = [r for r in rows if r.get("ab")]
+    if not checked:
+        return None
+    confirmed = sum(r["mark"] == "confirmed" for r in checked)
+    cleared = sum(r["verdict"] != "regressed" for r in checked)
+    kept = len(checked) - confirmed - cleared
+    line = (f"Paired A/B re-check of {len(checked)} suspected regression{'s' if len(checked) != 1 else ''} "
+            f"against the baseline commit on this runner: {confirmed} confirmed, {cleared} not confirmed")
+    return line + (f", {kept} could not be re-checked." if kept else ".")
+
+
 def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
     """What a partial baseline lacks: head devices it has no results for, and the count of new series."""
     head, base = comparison.get("head") or {}, comparison.get("base")
@@ -177,7 +190,9 @@ def render(comparison: dict[str, Any], run_url: str | None = None) -> tuple[str,
     compilation = [r for r in rows if r["kind"] == "compilation"]
     by = lambda verdict: [r for r in execution if r["verdict"] == verdict]  # noqa: E731
     gaps = _baseline_gaps(comparison)
-    top = [verdict_line(comparison), _context_line(comparison), *([gaps] if gaps else []), ""]
+    rechecked = recheck_line(rows)
+    top = [verdict_line(comparison), _context_line(comparison), *([gaps] if gaps else []),
+           *([rechecked] if rechecked else []), ""]
     sections: list[str] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
