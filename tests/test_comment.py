@@ -81,7 +81,7 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
     checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
     body, _, _ = render(checked)
     assert body.splitlines()[0].startswith("### benchtrail: 2 regressions (1 unconfirmed, 1 confirmed), 0 improvements, 1 similar")
-    assert ("Paired A/B re-check of 3 suspected regressions against the baseline commit on this runner: "
+    assert ("Paired A/B re-check of 3 suspected changes against the baseline commit on this runner: "
             "1 confirmed, 1 not confirmed, 1 could not be re-checked.") in body
     assert f"not confirmed: the stored baseline gave {comparison['rows'][1]['change']:+.1f}%" in body
     assert "a paired A/B run on this machine +0.4% (99% CI -1.0% to +1.5%, 4 rounds)" in body

@@ -27,10 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from benchtrail import jsonio
 from benchtrail.adaptive import sample_until_settled
+from benchtrail.compile_stage import module_info
+from benchtrail import environment
 from benchtrail.environment import git
 from benchtrail.errors import UserError
-from benchtrail.modules import ARTIFACTS
+from benchtrail.modules import ARTIFACTS, content_hash
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.run_stage import case_record
 from benchtrail.suite.definitions import RunConfig
@@ -119,6 +122,9 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict
                                  env=arm.env(), cwd=arm.root)
         if response["status"] != "ok":
             return {"failed": arm.name, "response": response}
+        # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
+        version = environment.torch_version()
+        jsonio.write_json(module_dir / "module_info.json", module_info(gen, content_hash(gen, version), version))
         dirs[arm.name] = module_dir
     return dirs
 

@@ -153,14 +153,14 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]]) -> list[str]:
 
 
 def recheck_line(rows: list[dict[str, Any]]) -> str | None:
-    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspects."""
+    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspected changes."""
     checked = [r for r in rows if r.get("ab")]
     if not checked:
         return None
     confirmed = sum(r["mark"] == "confirmed" for r in checked)
-    cleared = sum(r["verdict"] != "regressed" for r in checked)
+    cleared = sum(r["verdict"] not in ("regressed", "improved") for r in checked)
     kept = len(checked) - confirmed - cleared
-    line = (f"Paired A/B re-check of {len(checked)} suspected regression{'s' if len(checked) != 1 else ''} "
+    line = (f"Paired A/B re-check of {len(checked)} suspected change{'s' if len(checked) != 1 else ''} "
             f"against the baseline commit on this runner: {confirmed} confirmed, {cleared} not confirmed")
     return line + (f", {kept} could not be re-checked." if kept else ".")
 

@@ -258,7 +258,7 @@ def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False) -
 def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
     """``counts`` of comparison.json: rows per verdict and regressed rows per mark."""
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    counts.update({m: sum(r["mark"] == m for r in rows) for m in MARKS})
+    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in MARKS})
     return counts
 
 

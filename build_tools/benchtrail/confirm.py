@@ -1,10 +1,10 @@
-"""Re-check the regressions a stored baseline suggests in a paired A/B run before calling them confirmed.
+"""Re-check the changes a stored baseline suggests in a paired A/B run before calling them confirmed.
 
-A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed`` (an execution series compared
-with a stored baseline) is run again in :mod:`benchtrail.ab` against the baseline commit on this
-machine. If the paired run also says ``regressed``, the row is marked ``confirmed``; otherwise the
-row takes the paired run's verdict (``similar``, ``improved`` or ``noisy``) and its reason says
-what the stored baseline suggested. A re-check that cannot run (a failing arm) leaves the row
+A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed``, or ``improved`` (an execution
+series compared with a stored baseline), is run again in :mod:`benchtrail.ab` against the baseline
+commit on this machine. If the paired run gives the same verdict, the row is marked ``confirmed``;
+otherwise the row takes the paired run's verdict (``confirmed`` when that is a change too) and its
+reason says what the stored baseline suggested. A re-check that cannot run (a failing arm) leaves the row
 ``unconfirmed`` and says why. Every re-checked row gets an ``ab`` entry with the paired figures.
 """
 
@@ -24,11 +24,12 @@ from benchtrail.thresholds import Threshold
 
 
 def suspects(comparison: dict[str, Any], device_name: str | None = None) -> list[dict[str, Any]]:
-    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed`` (of ``device_name``
-    only, when given: a runner re-checks its own device's rows)."""
+    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, or ``improved`` and
+    not re-checked yet (of ``device_name`` only, when given: a runner re-checks its own device's rows)."""
     return [r for r in comparison["rows"]
-            if r["verdict"] == "regressed" and r["mark"] == "unconfirmed" and r["kind"] == "execution"
-            and device_name in (None, r["device_name"])]
+            if r["kind"] == "execution" and device_name in (None, r["device_name"])
+            and ((r["verdict"] == "regressed" and r["mark"] == "unconfirmed")
+                 or (r["verdict"] == "improved" and not r.get("ab")))]
 
 
 def _pct(x: float | None) -> str:
@@ -58,11 +59,12 @@ def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], ba
             continue
         rounds = (paired["head_details"].get("ab") or {}).get("rounds")
         ab = {**_summary(paired, rounds), "base_commit": base.commit, "head_commit": head.commit}
-        if paired["verdict"] == "regressed":
+        if paired["verdict"] == row["verdict"]:
             rows.append({**row, "mark": "confirmed", "ab": ab})
-        elif paired["verdict"] in ("similar", "improved", "noisy"):
+        elif paired["verdict"] in ("regressed", "similar", "improved", "noisy"):
             ci = f"99% CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
-            rows.append({**row, "verdict": paired["verdict"], "mark": None, "ab": ab,
+            changed = paired["verdict"] in ("regressed", "improved")
+            rows.append({**row, "verdict": paired["verdict"], "mark": "confirmed" if changed else None, "ab": ab,
                          "reason": f"not confirmed: the stored baseline gave {_pct(row['change'])}, a paired A/B "
                                    f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds)"})
         else:  # the paired run failed: say so, keep the suspicion
