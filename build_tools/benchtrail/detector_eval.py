@@ -14,14 +14,11 @@ method.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import multiprocessing
 import os
 import platform
 import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from benchtrail.detector_rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
+from benchtrail.detector_workers import Worker
+from benchtrail.detector_workers import workers as workers_of
 from benchtrail.errors import UserError
 
 #: Version history of the evaluate-detector output file:
@@ -39,121 +38,6 @@ SERIES_NAME = "detector-matmul.eager.inference"
 #: 384 x 384 fp32 ``torch.mm`` on one thread: about 1.1 ms per call on the 2-core development VM.
 DEFAULT_MATRIX_SIZE = 384
 MODES = ("stored-baseline", "paired")
-
-
-# -- workers ------------------------------------------------------------------------------------
-
-
-def _workload(mm: Callable[..., Any], a: Any, b: Any, out: Any, spin_s: float) -> Callable[[], None]:
-    """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds (0 for base and A/A)."""
-    clock = time.perf_counter
-
-    def call() -> None:
-        mm(a, b, out=out)
-        end = clock() + spin_s
-        while clock() < end:
-            pass
-
-    return call
-
-
-def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> None:
-    """Worker process: serve ``("warmup", s)`` and ``("samples", count, iterations, spin_s, warm_calls)``
-    until None. With ``cpu``, the process is pinned to that CPU (``os.sched_setaffinity``)."""
-    try:
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})
-        import torch
-
-        from benchtrail.measure import take_samples
-
-        torch.set_num_threads(1)
-        gen = torch.Generator().manual_seed(seed)
-        a, b = (torch.randn(matrix_size, matrix_size, generator=gen) for _ in range(2))
-        out = torch.empty(matrix_size, matrix_size)
-        conn.send(("ok", {"torch": torch.__version__, "threads": torch.get_num_threads(), "pid": os.getpid(),
-                          "cpus": sorted(os.sched_getaffinity(0))}))
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-        return
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:  # the parent is gone
-            return
-        if msg is None:
-            return
-        try:
-            if msg[0] == "warmup":
-                fn, end, n = _workload(torch.mm, a, b, out, 0.0), time.perf_counter() + msg[1], 0
-                while n < 2 or time.perf_counter() < end:
-                    fn()
-                    n += 1
-                conn.send(("ok", n))
-            else:
-                _, count, iterations, spin_s, warm_calls = msg
-                fn = _workload(torch.mm, a, b, out, spin_s)
-                for _ in range(warm_calls):  # untimed: refill the caches the other arm's worker used
-                    fn()
-                conn.send(("ok", take_samples(fn, iterations, count)))
-        except Exception:
-            conn.send(("error", traceback.format_exc()))
-
-
-class _Worker:
-    """One arm's long-lived worker process (``spawn`` context) and its end of the Pipe."""
-
-    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None) -> None:
-        self.index = index
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu), daemon=True,
-                                 name=f"benchtrail-detector-worker-{index}")
-        self._proc.start()
-        child.close()
-
-    def reply(self) -> Any:
-        """The answer to the last request. Raises RuntimeError (with the worker's traceback) if it failed."""
-        try:
-            status, value = self._conn.recv()
-        except EOFError:
-            self._proc.join(5)
-            raise RuntimeError(f"detector worker {self.index} exited with code {self._proc.exitcode}") from None
-        if status != "ok":
-            raise RuntimeError(f"detector worker {self.index} failed:\n{value}")
-        return value
-
-    def request(self, *msg: Any) -> Any:
-        self._conn.send(msg)
-        return self.reply()
-
-    def samples(self, count: int, iterations: int, spin_s: float, warm_calls: int = 0) -> list[float]:
-        """``count`` samples, µs per call, each a block of ``iterations`` calls, after ``warm_calls``
-        untimed calls."""
-        return list(self.request("samples", count, iterations, spin_s, warm_calls))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._conn.send(None)
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-        self._conn.close()
-
-
-@contextlib.contextmanager
-def _workers(matrix_size: int, seed: int, cpu: int | None) -> Iterator[tuple[tuple[_Worker, _Worker], dict[str, Any]]]:
-    """Two workers with identical matrices, started together; ``(workers, info of worker 0)``."""
-    ctx = multiprocessing.get_context("spawn")
-    workers: list[_Worker] = []
-    try:
-        for i in range(2):
-            workers.append(_Worker(ctx, i, matrix_size, seed, cpu))
-        infos = [w.reply() for w in workers]
-        yield (workers[0], workers[1]), infos[0]
-    finally:
-        for w in workers:
-            w.close()
 
 
 # -- the evaluation -----------------------------------------------------------------------------
@@ -216,7 +100,7 @@ def _plan(config: EvalConfig, rng: np.random.Generator) -> _Plan:
                  [None] * n)
 
 
-def _calibrate(workers: Sequence[_Worker], config: EvalConfig, report: Callable[[str], None],
+def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None],
                started: float) -> dict[str, Any]:
     """Warm up, take the per-call median, fix the iterations per sample and estimate the duration
     (including the setup since ``started``, a ``time.perf_counter()`` value)."""
@@ -280,7 +164,7 @@ def _progress(description: str, total: int):
     return progress, progress.add_task(description, total=total)
 
 
-def _collect_stored(workers: Sequence[_Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float) -> None:
+def _collect_stored(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float) -> None:
     """Every base set first (an earlier run's baseline), then every head set."""
     progress, task = _progress("stored-baseline", 2 * plan.order.size)
     with progress:
@@ -293,7 +177,7 @@ def _collect_stored(workers: Sequence[_Worker], plan: _Plan, samples: int, itera
             progress.advance(task)
 
 
-def _collect_paired(workers: Sequence[_Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float,
+def _collect_paired(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float,
                     rng: np.random.Generator) -> None:
     """Per comparison, ``samples`` pairs: a base and a head sample back to back, in a random order
     per pair, so that pair j's two samples share the machine's state (``stats.paired``).
@@ -358,7 +242,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
         threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
     rng = np.random.default_rng(config.seed)
     plans = {mode: _plan(config, rng) for mode in MODES}
-    with _workers(config.matrix_size, config.seed, config.cpu) as (workers, info):
+    with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info):
         cal = _calibrate(workers, config, report, start)
         report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
                f"{cal['us_per_call']:.1f} µs per call (workers: "
