@@ -160,8 +160,9 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     jsonio.check_new(*outputs, output_dir / "comparison.json")
     rules = load_thresholds(thresholds)
     head = _arm(repo, "head")
-    with base_worktree(repo, resolve_ref(repo, base_ref)) as root:
-        base = Arm("base", resolve_ref(repo, base_ref), root)
+    commit = resolve_ref(repo, base_ref)
+    with base_worktree(repo, commit) as root:
+        base = Arm("base", commit, root)
         with track("paired A/B", len(run_configs)) as report:
             records = run_pairs(run_configs, (base, head), rules, policy, torch_version(), report)
     threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
@@ -191,8 +192,9 @@ def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Poli
             raise UserError("the comparison has no base commit to re-check against; pass --base-ref")
         by_id = {rc.id: rc for rc in suite.run_configs}
         head = _arm(repo, "head")
-        with base_worktree(repo, resolve_ref(repo, ref)) as root:
-            base = Arm("base", resolve_ref(repo, ref), root)
+        commit = resolve_ref(repo, ref)
+        with base_worktree(repo, commit) as root:
+            base = Arm("base", commit, root)
             with track("re-check in paired A/B", len(suspects(comparison, device_name))) as report:
                 return confirm.recheck(comparison, by_id, base, head, rules, policy, torch_version(), report, keep,
                                        device_name)
