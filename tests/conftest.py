@@ -15,3 +15,60 @@ def github_server():
         yield server
     finally:
         server.stop()
+
+
+def _git(repo, *args):
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def history_store(tmp_path_factory):
+    """A local store holding four real ``smoke`` pipeline runs over a small git history.
+
+    The history is ``c1 - c2 - c3`` on main (first parents), with a side-branch commit ``s1``
+    (branched from c1) merged by c3. Runs were made at c1, c2, s1 and c3, in that order, so
+    first-parent history from c3 is c1, c2, c3 and leaves s1 out.
+
+    Returns ``{"repo": Path, "store": Path, "commits": {name: sha}, "run_dirs": {name: Path}}``.
+
+    Building it takes about four minutes. For development only, ``BENCHTRAIL_TEST_HISTORY_STORE``
+    may name a JSON file of this dict (paths as strings) written from an earlier build, to reuse it.
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    if os.environ.get("BENCHTRAIL_TEST_HISTORY_STORE"):
+        saved = json.loads(Path(os.environ["BENCHTRAIL_TEST_HISTORY_STORE"]).read_text())
+        return {"repo": Path(saved["repo"]), "store": Path(saved["store"]), "commits": saved["commits"],
+                "run_dirs": {k: Path(v) for k, v in saved["run_dirs"].items()}}
+    from benchmark_suites.suite import generate
+    from benchtrail.pipeline import run_pipeline
+
+    root = tmp_path_factory.mktemp("history")
+    repo, store = root / "repo", root / "store"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits, run_dirs = {}, {}
+
+    def commit_and_run(name):
+        (repo / f"{name}.txt").write_text(name)
+        _git(repo, "add", f"{name}.txt")
+        _git(repo, "commit", "-q", "-m", name)
+        commits[name] = _git(repo, "rev-parse", "HEAD")
+        run_dirs[name] = run_pipeline(generate(), ("smoke",), str(store), repo=repo, recheck=False).run_dir
+
+    commit_and_run("c1")
+    commit_and_run("c2")
+    _git(repo, "checkout", "-q", "-b", "side", commits["c1"])
+    commit_and_run("s1")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "c3", "side")
+    commits["c3"] = _git(repo, "rev-parse", "HEAD")
+    run_dirs["c3"] = run_pipeline(generate(), ("smoke",), str(store), repo=repo, recheck=False).run_dir
+    return {"repo": repo, "store": store, "commits": commits, "run_dirs": run_dirs}
