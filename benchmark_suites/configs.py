@@ -13,3 +13,6 @@ EXPORT = CompileConfig(ids.COMPILE_EXPORT, "export", CompileMode.EXPORT)
 AOT_INDUCTOR = CompileConfig(ids.COMPILE_AOT_INDUCTOR, "aot-inductor", CompileMode.AOT_INDUCTOR)
 
 INFERENCE_BS1 = ExecutionConfig(ids.EXECUTION_INFERENCE_BS1, "inference-bs1", Task.INFERENCE, batch_size=1)
+FORWARD_BS1 = ExecutionConfig(ids.EXECUTION_FORWARD_BS1, "forward-bs1", Task.FORWARD, batch_size=1)
+BACKWARD_BS1 = ExecutionConfig(ids.EXECUTION_BACKWARD_BS1, "backward-bs1", Task.BACKWARD, batch_size=1)
+JACOBIAN = ExecutionConfig(ids.EXECUTION_JACOBIAN, "jacobian", Task.JACOBIAN)

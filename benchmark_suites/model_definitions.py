@@ -19,6 +19,9 @@ LAYER_NORM = Model(ids.MODEL_LAYER_NORM, "layer-norm", ("micro-op", "normalizati
 CONV2D = Model(ids.MODEL_CONV2D, "conv2d", ("micro-op", "convolution"), f"{_M}.micro:conv2d", ("1x64x56x56xf32",))
 VRELU3 = Model(ids.MODEL_VRELU3, "vrelu3", ("function", "activation"), f"{_M}.functions:vrelu3", ("65536xf32",),
                reference_entry_point=f"{_M}.functions:vrelu3_reference")
+# vrelu3 at 256 elements, for the Jacobian task (a 256 x 256 Jacobian; 65536 elements would be 16 GiB).
+VRELU3_256 = Model(ids.MODEL_VRELU3_256, "vrelu3-256", ("function", "activation"), f"{_M}.functions:vrelu3",
+                   ("256xf32",), reference_entry_point=f"{_M}.functions:vrelu3_reference")
 SQRL = Model(ids.MODEL_SQRL, "sqrl", ("function", "loss"), f"{_M}.functions:sqrl", ("4x4xf32",),
              reference_entry_point=f"{_M}.functions:sqrl_reference")
 MLP = Model(ids.MODEL_MLP, "mlp", ("model", "mlp"), f"{_M}.mlp:mlp", ("32x784xf32",))

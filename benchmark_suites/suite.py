@@ -31,6 +31,16 @@ AHEAD_OF_TIME = (models.MATMUL_1024, models.LAYER_NORM, models.CONV2D, models.ML
 #: Models also compiled with max-autotune on the GPU runner.
 MAX_AUTOTUNE = (models.MLP, models.RESNET18, models.GPT2_BLOCK)
 
+#: Tasks beyond inference, run on eager and Inductor modules (AOTInductor runs inference only): the
+#: reference-backed functions' gradient and Jacobian (vrelu3's Jacobian at 256 elements), and the
+#: MLP's forward with autograd and its training step's gradient.
+GRADIENT_TASKS = {
+    models.VRELU3: (configs.BACKWARD_BS1,),
+    models.VRELU3_256: (configs.JACOBIAN,),
+    models.SQRL: (configs.BACKWARD_BS1, configs.JACOBIAN),
+    models.MLP: (configs.FORWARD_BS1, configs.BACKWARD_BS1),
+}
+
 # Cheap cases for tests: one compiled function, one eager function, one small model.
 _SMOKE_CASES = {("vrelu3", "eager"), ("vrelu3", "inductor"), ("mlp", "eager")}
 
@@ -45,6 +55,13 @@ def _compile_configs(model, arch: Architecture):
         yield configs.INDUCTOR_MAX_AUTOTUNE
 
 
+def _execution_configs(model, compile_config):
+    if model in models.ALL_MODELS:
+        yield configs.INFERENCE_BS1
+    if compile_config in (configs.EAGER, configs.INDUCTOR):
+        yield from GRADIENT_TASKS.get(model, ())
+
+
 @functools.cache
 def generate() -> Suite:
     """Build every module and run config of the suite (pure; cached)."""
@@ -52,7 +69,7 @@ def generate() -> Suite:
     run_configs = []
     for arch, device, preset in ((Architecture.CPU, devices.C2_STANDARD_16, X86_64),
                                  (Architecture.CUDA, devices.A2_HIGHGPU_1G, CUDA)):
-        for model in models.ALL_MODELS:
+        for model in models.ALL_MODELS + (models.VRELU3_256,):
             for compile_config in _compile_configs(model, arch):
                 # Compilation statistics: CPU modules (eager compiles nothing) of the models compiled
                 # ahead of time, and sqrl, whose data-dependent branch is a real graph break.
@@ -61,8 +78,10 @@ def generate() -> Suite:
                 gen = ModuleGenerationConfig.build(model, compile_config, arch,
                                                    presets=(COMP_STATS, COMP_STATS_LARGE) if stats else ())
                 generation_configs.append(gen)
-                run_presets = [preset]
-                if arch is Architecture.CPU and (model.name, compile_config.name) in _SMOKE_CASES:
-                    run_presets.append(SMOKE)
-                run_configs.append(RunConfig.build(gen, configs.INFERENCE_BS1, device, presets=tuple(run_presets)))
+                for execution in _execution_configs(model, compile_config):
+                    run_presets = [preset]
+                    if (arch is Architecture.CPU and execution is configs.INFERENCE_BS1
+                            and (model.name, compile_config.name) in _SMOKE_CASES):
+                        run_presets.append(SMOKE)
+                    run_configs.append(RunConfig.build(gen, execution, device, presets=tuple(run_presets)))
     return Suite(tuple(run_configs), tuple(generation_configs), PRESETS, META_PRESETS, COMPILE_SAMPLING)

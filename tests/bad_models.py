@@ -84,3 +84,76 @@ class _Jittery(torch.nn.Module):
 
 def jittery():
     return _Jittery()
+
+
+# vrelu3 (benchmark_suites.models.functions) implemented wrongly in exactly one quantity each, to
+# show that the value, the gradient and the Jacobian are checked separately against the reference.
+# The Jacobian task uses reverse mode here (a square Jacobian), so its rows are vector-Jacobian
+# products with one-hot cotangents, while the gradient task uses an all-ones cotangent.
+
+def _vrelu3(x):
+    return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3.0, x - 2.0 / 3.0))
+
+
+def _vrelu3_derivative(x):
+    return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x, torch.ones_like(x)))
+
+
+class _Vrelu3Function(torch.autograd.Function):
+    """vrelu3 with a hand-written backward (subclasses get it wrong in one way each)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return _vrelu3(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+
+class _WrongForOnes(_Vrelu3Function):
+    """Correct vector-Jacobian product for one-hot cotangents (so a correct Jacobian), scaled by
+    the cotangent's sum otherwise: the gradient of the sum is n times too large."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * _vrelu3_derivative(x) * g.sum()
+
+
+class _WrongForOneHot(_Vrelu3Function):
+    """Correct for an all-ones cotangent (so a correct gradient of the sum), but every Jacobian row
+    is the derivative times the cotangent's mean: a wrong Jacobian."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.mean() * _vrelu3_derivative(x)
+
+
+class _Offset(torch.nn.Module):
+    def forward(self, x):
+        return _vrelu3(x) + 0.01  # wrong value; a constant offset leaves gradient and Jacobian right
+
+
+class _Apply(torch.nn.Module):
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function.apply(x)
+
+
+def vrelu3_wrong_value():
+    return _Offset()
+
+
+def vrelu3_wrong_gradient():
+    return _Apply(_WrongForOnes)
+
+
+def vrelu3_wrong_jacobian():
+    return _Apply(_WrongForOneHot)

@@ -51,7 +51,15 @@ def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path)
         assert b.min <= b.median <= b.max and b.iqr >= 0
         assert b.details["threads"] == devices.C2_STANDARD_16.threads
         assert len(b.details["process_medians"]) == 2
-        assert set(b.details["phase_times_ms"]) == {"prep", "compile", "run", "done"}
+        assert set(b.details["phase_times_ms"]) == {"prep", "compile", "check", "run", "done"}
+        assert sum(b.details["phase_times_ms"].values()) <= b.details["wall_time_ms"]
+    # Every case records its phases (those it finished) and its wall time, process start-up included.
+    assert set(by_name["raises"].details["phase_times_ms"]) == {"prep"}  # it raised on its first call
+    assert set(by_name["nan"].details["phase_times_ms"]) == {"prep", "compile"}
+    assert by_name["hangs"].details["phase_times_ms"] == {}  # killed: its worker never answered
+    assert by_name["hangs"].details["wall_time_ms"] >= 20e3
+    for b in by_name.values():
+        assert 0 <= sum(b.details["phase_times_ms"].values()) <= b.details["wall_time_ms"], b.name
     docs = sorted((out.parent / "docs").glob("bench_*.json"))
     assert len(docs) == 5
     assert json.loads(docs[0].read_text())["environment.torch_version"].startswith("2.")

@@ -1,4 +1,7 @@
-"""Correctness of a compiled module's output against eager, with dtype-aware tolerances.
+"""Correctness of a module's value, gradient or Jacobian, with dtype-aware tolerances.
+
+Each case is checked against its model's reference implementation when it has one, else (compiled
+modules) against the eager model, on the same inputs and the same task.
 
 An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (``torch.allclose``'s
 rule). The tolerances are ``torch.testing.assert_close``'s defaults for fp16 and bf16, and for
@@ -12,8 +15,9 @@ from typing import Any
 
 import torch
 
+from benchtrail import tasks
 from benchtrail.modules import ModuleError, build_model
-from benchtrail.suite.definitions import ModuleGenerationConfig
+from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Task
 
 #: dtype -> (rtol, atol).
 TOLERANCES = {
@@ -56,16 +60,46 @@ def compare_outputs(actual: Any, expected: Any) -> dict[str, Any]:
     return result
 
 
-def check_against_eager(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], output: Any,
-                        device: str) -> dict[str, Any] | None:
-    """Compare ``output`` of the compiled module with the eager model's on the same inputs.
+def expected_model(gen: ModuleGenerationConfig, device: str) -> tuple[str, torch.nn.Module] | None:
+    """``(against, model)``: what a module's results are checked against.
 
-    Returns None when the model code is not importable here (an artifact-only machine).
+    The model's reference implementation when it has one (``"reference"``, for every compile
+    config including eager); else the eager model for compiled modules (``"eager"``); else None
+    (an eager module without a reference, or model code that is not importable here).
     """
+    entry = gen.model.reference_entry_point
+    against = "reference"
+    if entry is None:
+        if gen.compile_config.mode is CompileMode.EAGER:
+            return None
+        entry, against = gen.model.entry_point, "eager"
     try:
-        model = build_model(gen.model.entry_point, device)
+        return against, build_model(entry, device)
     except ModuleError:
         return None
-    with torch.no_grad():
-        expected = model(*inputs)
-    return compare_outputs(output, expected)
+
+
+def check_task(task: Task, gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], actual: Any,
+               device: str, jacobian_mode: str | None = None) -> dict[str, Any] | None:
+    """Compare ``actual``, the task's quantity from the module, with the same quantity computed in
+    eager mode from :func:`expected_model`.
+
+    The quantity is the value (inference, forward), the gradient (backward: inputs, then
+    parameters, as ``tasks.gradient`` returns them) or the Jacobian (computed with the same
+    ``jacobian_mode``, ``"jacrev"`` or ``"jacfwd"``).
+
+    Returns:
+        :func:`compare_outputs`'s dict plus ``quantity`` and ``against``; None when there is nothing
+        to compare with.
+    """
+    found = expected_model(gen, device)
+    if found is None:
+        return None
+    against, model = found
+    with tasks.grad_mode(task):
+        if task is Task.JACOBIAN:
+            transform = torch.func.jacfwd if jacobian_mode == "jacfwd" else torch.func.jacrev
+            expected = transform(model, argnums=tuple(range(len(inputs))))(*inputs)
+        else:
+            expected = tasks.step(task, model, inputs)()
+    return {**compare_outputs(actual, expected), "quantity": tasks.QUANTITY[task], "against": against}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,20 +21,28 @@ from benchtrail.workers import run_in_worker
 def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     """Run one case in ``processes`` fresh worker processes, one after another, and pool the samples.
 
-    Returns the last worker's response with every process's samples, and ``process_medians``
-    (µs). The first process that does not finish ok ends the case with its status (never raises).
+    Returns the last worker's response with every process's samples, ``process_medians`` (µs),
+    ``phase_times_ms`` summed over the processes, and ``wall_time_ms``: the case's wall time as
+    seen from here, process start-up included, so the phases sum to less. The first process that
+    does not finish ok ends the case with its status (never raises).
     """
     request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads,
                "module_dir": str(module_dir) if module_dir else None}
     samples: list[float] = []
     medians: list[float] = []
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
     for _ in range(rc.execution_config.processes):
         response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
+        for phase, ms in response.get("phase_times_ms", {}).items():
+            phases[phase] = phases.get(phase, 0.0) + ms
+        timing = {"process_medians": medians, "phase_times_ms": phases,
+                  "wall_time_ms": (time.perf_counter() - start) * 1e3}
         if response["status"] != "ok":
-            return {**response, "process_medians": medians}
+            return {**response, **timing}
         samples.extend(response["samples"])
         medians.append(float(np.median(response["samples"])))
-    return {**response, "samples": samples, "process_medians": medians}
+    return {**response, "samples": samples, **timing}
 
 
 def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
@@ -61,7 +70,7 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
     samples = tuple(float(s) for s in response.get("samples", ()))
     details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
                                         "warmup_iterations", "threads", "traceback", "process_medians",
-                                        "correctness", "rerun") if k in response}
+                                        "correctness", "rerun", "wall_time_ms", "jacobian_mode") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",

@@ -20,10 +20,11 @@ from typing import Any
 
 import torch
 
-from benchtrail.correctness import check_against_eager
+from benchtrail import tasks
+from benchtrail.correctness import check_task
 from benchtrail.inputs import make_inputs
 from benchtrail.measure import measure
-from benchtrail.modules import (ARTIFACTS, INDUCTOR_MODES, ModuleError, compile_module, explain_graphs,
+from benchtrail.modules import (ARTIFACTS, INDUCTOR_MODES, ModuleError, build_model, compile_module, explain_graphs,
                                 load_artifact)
 from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
 from benchtrail.suite.serialization import unpack_and_deserialize
@@ -89,47 +90,68 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
     return stats
 
 
-def run_job(rc: RunConfig, threads: int, module_dir: Path | None) -> dict[str, Any]:
-    """Run one case; return raw samples (µs per iteration), phase times (ms), memory and correctness.
-
-    Eager and Inductor modules are built from the model factory; export and AOTInductor modules
-    are loaded from ``module_dir``. A compiled module's output is checked against eager when the
-    model code is importable (status ``mismatch`` when it differs beyond the dtype's tolerance).
-    """
-    torch.set_num_threads(threads)
-    gen = rc.module_generation_config
-    phases: dict[str, float] = {}
-    t0 = time.perf_counter()
-    device = _device_for(rc.target_device.architecture)
-    inputs = make_inputs(gen.model.input_specs, device)
-    phases["prep"] = (time.perf_counter() - t0) * 1e3
-
-    t0 = time.perf_counter()
-    if gen.compile_config.mode in ARTIFACTS:
+def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Tensor, ...], device: str,
+                 module_dir: Path | None) -> tuple[Any, str | None]:
+    """``(callable, jacobian mode or None)``: the module, or for the Jacobian task its Jacobian function."""
+    mode = gen.compile_config.mode
+    if mode in ARTIFACTS:
+        if task in (Task.BACKWARD, Task.JACOBIAN) and mode is CompileMode.AOT_INDUCTOR:
+            raise CaseFailure("failed", f"task {task.value!r} needs autograd; AOTInductor modules run inference only")
         if module_dir is None:
             raise CaseFailure("failed", f"{gen.name} runs from its artifact: pass the run directory's modules")
         fn = load_artifact(module_dir)
-    else:
-        fn = compile_module(gen, inputs, device).fn
-    phases["compile"] = (time.perf_counter() - t0) * 1e3
+        return (tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None))
+    if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see benchtrail.tasks)
+        return tasks.jacobian_fn(build_model(gen.model.entry_point, device), inputs,
+                                 compile_fn=mode in INDUCTOR_MODES)
+    return compile_module(gen, inputs, device).fn, None
 
+
+def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float]) -> dict[str, Any]:
+    """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
+
+    ``phases`` receives the phase times in ms as they finish (so a failed case keeps the phases it
+    completed): ``prep`` (inputs made and moved to the device), ``compile`` (module built, compiled
+    or loaded, and the task's first iteration run), ``check`` (correctness), ``run`` (warm-up,
+    calibration and samples) and ``done`` (teardown, freeing memory).
+
+    Eager and Inductor modules are built from the model factory; export and AOTInductor modules
+    are loaded from ``module_dir``. The task's quantity (value, gradient or Jacobian) is checked
+    against the model's reference implementation, or a compiled module against eager
+    (``benchtrail.correctness.check_task``; status ``mismatch`` beyond the dtype's tolerance).
+    """
+    torch.set_num_threads(threads)
+    gen = rc.module_generation_config
     task = rc.execution_config.task
-    if task not in (Task.INFERENCE, Task.FORWARD):
-        raise CaseFailure("skipped", f"task {task.value!r} is not run by this benchtrail yet")
-    grad = torch.enable_grad if task is Task.FORWARD else torch.no_grad
-    with grad():
-        output = fn(*inputs)
-        _check_finite(output)
-        correctness = None
-        if gen.compile_config.mode is not CompileMode.EAGER:
-            correctness = check_against_eager(gen, inputs, output, device)
-        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-        t0 = time.perf_counter()
-        m = measure(lambda: fn(*inputs), rc.execution_config, sync)
-        phases["run"] = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    device = _device_for(rc.target_device.architecture)
+    inputs = tasks.prepare_inputs(task, make_inputs(gen.model.input_specs, device))
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    phases["prep"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
-    del fn, inputs, output
+    try:
+        fn, jacobian_mode = _task_module(gen, task, inputs, device, module_dir)
+        iteration = tasks.step(task, fn, inputs)
+        with tasks.grad_mode(task):
+            output = iteration()
+        sync()
+    except tasks.TaskError as exc:
+        raise CaseFailure("failed", str(exc)) from exc
+    phases["compile"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    _check_finite(output)
+    correctness = check_task(task, gen, inputs, output, device, jacobian_mode)
+    phases["check"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    with tasks.grad_mode(task):
+        m = measure(iteration, rc.execution_config, sync)
+    phases["run"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    del fn, iteration, inputs, output
     gc.collect()
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -138,15 +160,20 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None) -> dict[str, A
         "samples": list(m.samples_us),
         "iterations_per_sample": m.iterations_per_sample,
         "warmup_iterations": m.warmup_iterations,
-        "phase_times_ms": phases,
         "memory": {"peak_rss_bytes": _peak_rss_bytes()},
         "threads": torch.get_num_threads(),
         "correctness": correctness,
+        "jacobian_mode": jacobian_mode,
     }
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """Run a request; return ``{"status": ..., "reason": ..., **payload}``. Never raises."""
+    """Run a request; return ``{"status": ..., "reason": ..., **payload}``. Never raises.
+
+    A run request's response always holds ``phase_times_ms``, also when the case failed part-way.
+    """
+    phases: dict[str, float] = {}
+    extra = {"phase_times_ms": phases} if request["kind"] == "run" else {}
     try:
         if request["kind"] == "compile":
             (gen,) = unpack_and_deserialize(request["config"], ModuleGenerationConfig)
@@ -155,22 +182,23 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         else:
             (rc,) = unpack_and_deserialize(request["config"], RunConfig)
             module_dir = Path(request["module_dir"]) if request.get("module_dir") else None
-            payload = run_job(rc, request["threads"], module_dir)
-            if payload["correctness"] and not payload["correctness"]["ok"]:
-                c = payload["correctness"]
-                return {"status": "mismatch", "reason": f"output differs from eager: max abs error "
-                        f"{c['max_abs_err']:.3g}, max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, "
-                        f"rtol {c['rtol']:g})", **payload}
-        return {"status": "ok", "reason": None, **payload}
+            payload = run_job(rc, request["threads"], module_dir, phases)
+            c = payload["correctness"]
+            if c and not c["ok"]:
+                return {"status": "mismatch", "reason": f"{c['quantity']} differs from {c['against']}: max abs "
+                        f"error {c['max_abs_err']:.3g}, max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, "
+                        f"rtol {c['rtol']:g})", **payload, **extra}
+        return {"status": "ok", "reason": None, **payload, **extra}
     except CaseFailure as exc:
-        return {"status": exc.status, "reason": exc.reason}
+        return {"status": exc.status, "reason": exc.reason, **extra}
     except ModuleError as exc:
-        return {"status": "failed", "reason": str(exc)}
+        return {"status": "failed", "reason": str(exc), **extra}
     except torch.OutOfMemoryError as exc:
-        return {"status": "oom", "reason": f"out of memory: {str(exc).splitlines()[0]}"}
+        return {"status": "oom", "reason": f"out of memory: {str(exc).splitlines()[0]}", **extra}
     except Exception as exc:  # one failing case must not stop the others: report it
         tb = traceback.format_exc(limit=-3)
-        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()[:2000], "traceback": tb}
+        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()[:2000], "traceback": tb,
+                **extra}
 
 
 def main(argv: list[str]) -> int:

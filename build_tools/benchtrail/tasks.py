@@ -1,0 +1,107 @@
+"""What one iteration of a case computes, for each task of an execution config.
+
+* ``inference``: ``fn(*inputs)`` under ``torch.no_grad``; the value.
+* ``forward``: ``fn(*inputs)`` with autograd recording (inputs require grad); the value.
+* ``backward``: the forward and the gradient of the sum of the outputs with respect to the inputs
+  and the module's parameters (``torch.autograd.grad`` with all-ones cotangents; the gradient itself
+  for a scalar output).
+* ``jacobian``: ``torch.func.jacrev`` or ``jacfwd`` over every input. Reverse mode builds the
+  Jacobian row by row from vector-Jacobian products, forward mode column by column; the torch.func
+  documentation recommends ``jacfwd`` for "tall" Jacobians (more outputs than inputs) and ``jacrev``
+  otherwise, and :func:`jacobian_mode` follows that rule. For Inductor modules the Jacobian
+  function itself is compiled (``torch.compile(jacrev(model))``): ``jacrev`` of an already
+  compiled module runs Dynamo-free.
+
+A step is a zero-argument callable that the measurement loop calls repeatedly; the caller sets the
+grad mode around it (:func:`grad_mode`) so the timed loop holds no context-manager overhead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from benchtrail.suite.definitions import Task
+
+#: Inputs with more elements than this are refused by the Jacobian task (the Jacobian of an
+#: n-element function has n² entries: 16 Mi float32 elements = 64 MiB at this limit).
+JACOBIAN_MAX_INPUT_ELEMENTS = 4096
+
+#: The quantity each task computes, which the correctness check compares.
+QUANTITY = {Task.INFERENCE: "value", Task.FORWARD: "value", Task.BACKWARD: "gradient", Task.JACOBIAN: "jacobian"}
+
+
+class TaskError(ValueError):
+    """The task cannot be applied to this module (e.g. a Jacobian of a large input)."""
+
+
+def grad_mode(task: Task) -> contextlib.AbstractContextManager:
+    """``torch.no_grad()`` for inference, ``torch.enable_grad()`` for every other task."""
+    return torch.no_grad() if task is Task.INFERENCE else torch.enable_grad()
+
+
+def prepare_inputs(task: Task, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """Inputs for ``task``: floating-point inputs require grad for every task but inference."""
+    if task is Task.INFERENCE:
+        return inputs
+    return tuple(t.detach().requires_grad_(True) if t.is_floating_point() else t for t in inputs)
+
+
+def jacobian_mode(inputs: tuple[torch.Tensor, ...], output: Any) -> str:
+    """``"jacfwd"`` when the output has more elements than all inputs together, else ``"jacrev"``."""
+    out_numel = sum(t.numel() for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor))
+    return "jacfwd" if out_numel > sum(t.numel() for t in inputs) else "jacrev"
+
+
+def _parameters(fn: Callable[..., Any]) -> list[torch.Tensor]:
+    module = getattr(fn, "_orig_mod", fn)  # torch.compile's wrapper keeps the module here
+    if isinstance(module, torch.nn.Module):
+        return [p for p in module.parameters() if p.requires_grad]
+    return []
+
+
+def gradient(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """Gradient of the sum of ``fn``'s floating-point outputs w.r.t. the inputs that require grad,
+    then the module's parameters, in that order (zeros for ones the output does not depend on).
+
+    Raises:
+        TaskError: nothing to differentiate (no output or no input requires grad).
+    """
+    outputs = [t for t in torch.utils._pytree.tree_leaves(fn(*inputs))
+               if isinstance(t, torch.Tensor) and t.requires_grad]
+    wrt = [t for t in inputs if t.requires_grad] + _parameters(fn)
+    if not outputs or not wrt:
+        raise TaskError("backward: the output does not depend on any input or parameter that requires grad")
+    grads = torch.autograd.grad(outputs, wrt, [torch.ones_like(t) for t in outputs], allow_unused=True,
+                                materialize_grads=True)
+    return tuple(grads)
+
+
+def jacobian_fn(model: Callable[..., Any], inputs: tuple[torch.Tensor, ...], compile_fn: bool) -> tuple[Callable[..., Any], str]:
+    """``(jacobian function, mode)`` for ``model`` over every input; compiled when ``compile_fn``.
+
+    Raises:
+        TaskError: the inputs have more than ``JACOBIAN_MAX_INPUT_ELEMENTS`` elements together.
+    """
+    n = sum(t.numel() for t in inputs)
+    if n > JACOBIAN_MAX_INPUT_ELEMENTS:
+        raise TaskError(f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
+                        f"{JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)")
+    with torch.no_grad():
+        mode = jacobian_mode(inputs, model(*inputs))
+    transform = torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev
+    jac = transform(model, argnums=tuple(range(len(inputs))))
+    return (torch.compile(jac, backend="inductor") if compile_fn else jac), mode
+
+
+def step(task: Task, fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> Callable[[], Any]:
+    """One iteration of ``task``: a zero-argument callable returning the task's quantity.
+
+    For the Jacobian task ``fn`` is already the Jacobian function (:func:`jacobian_fn`).
+    """
+    if task is Task.BACKWARD:
+        return lambda: gradient(fn, inputs)
+    return lambda: fn(*inputs)
