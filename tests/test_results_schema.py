@@ -33,6 +33,20 @@ def test_results_file_is_never_overwritten(tmp_path):
     assert load_results(path).benchmarks[0].id == "a"
 
 
+def test_written_files_get_the_mode_open_would_give_them_not_mkstemps_0600(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        text = jsonio.write_text_atomic(tmp_path / "a.md", "x")
+        png = jsonio.write_bytes_atomic(tmp_path / "b.png", b"\x89PNG", exclusive=True)
+    finally:
+        os.umask(old)
+    assert (text.stat().st_mode & 0o777, png.stat().st_mode & 0o777) == (0o644, 0o644)
+    assert (text.read_text(), png.read_bytes()) == ("x", b"\x89PNG")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.png"]  # no temp file left
+
+
 def test_truncated_results_file_is_a_clear_error(tmp_path):
     full = json.dumps(results_to_dict(results(record("a"))))
     path = tmp_path / "r.json"

@@ -34,8 +34,15 @@ def _nan_to_none(obj: Any) -> Any:
     return obj
 
 
-def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path:
-    """Write ``text`` to ``path`` through a temp file and ``os.replace``.
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
+    """Write ``data`` to ``path`` through a temp file and ``os.replace`` (with ``exclusive``, a
+    create-only link). The file gets mode 0666 less the umask, as ``open()`` would give it.
 
     Raises:
         UserError: the directory cannot be created or written, or ``exclusive`` is set and
@@ -48,8 +55,9 @@ def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
         if exclusive:
             # os.link fails if the target exists: a create-only rename.
             os.link(tmp, path)
@@ -67,6 +75,11 @@ def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path
             os.unlink(tmp)
         raise
     return path
+
+
+def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path:
+    """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8."""
+    return write_bytes_atomic(path, text.encode("utf-8"), exclusive=exclusive)
 
 
 def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> Path:
