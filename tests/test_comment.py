@@ -85,3 +85,25 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
             "1 confirmed, 1 not confirmed, 1 could not be re-checked.") in body
     assert f"not confirmed: the stored baseline gave {comparison['rows'][1]['change']:+.1f}%" in body
     assert "a paired A/B run on this machine +0.4% (99% CI -1.0% to +1.5%, 4 rounds)" in body
+
+
+def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
+    reason = ("gradient differs from reference: max abs error 6.5e+03, max rel error 255 (atol 0.001, "
+              "rtol 0.00013)")
+    mismatch = record("grad", [80.0] * 10, status="mismatch")
+    mismatch = type(mismatch)(**{**mismatch.__dict__, "reason": reason})
+    body, _, data = render(_comparison([record("grad", [80.0] * 10)], [mismatch]))
+    assert data["counts"]["failed"] == 1
+    section = body.split("Failed, noisy or not comparable")[1]
+    row = next(line for line in section.splitlines() if "`grad.inference-bs1.c2-standard-16`" in line)
+    assert f"head mismatch: {reason}" in row
+
+
+def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
+    body, _, _ = render(_comparison([record("a")], [record("a")]), "gs://bucket/pre/runs/123/1/", "dashboard/index.html")
+    assert ("Dashboard (history by commit): https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html"
+            in body.splitlines())
+    body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1", "dashboard/index.html")
+    assert "Dashboard (history by commit): /store/runs/r/1/dashboard/index.html" in body.splitlines()
+    body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1")
+    assert "Dashboard" not in body

@@ -142,11 +142,21 @@ def _context_line(comparison: dict[str, Any]) -> str:
     return text
 
 
-def artifact_lines(run_url: str, rows: list[dict[str, Any]]) -> list[str]:
-    """Copy-pasteable lines: fetch the run's artifacts, and explain the worst row (or the first)."""
+def dashboard_link(run_url: str, dashboard: str) -> str:
+    """Where a browser opens the run's dashboard: ``https://storage.cloud.google.com/BUCKET/PATH`` for a
+    gs:// run (Cloud Storage's authenticated browser download), else the file's path."""
+    url = run_url.rstrip("/") + "/" + dashboard
+    if url.startswith("gs://"):
+        return "https://storage.cloud.google.com/" + url.removeprefix("gs://")
+    return url
+
+
+def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | None = None) -> list[str]:
+    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)."""
     fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
     ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", -(r.get("change") or 0)))
-    lines = [f"Artifacts: `{fetch}`"]
+    lines = [f"Dashboard (history by commit): {dashboard_link(run_url, dashboard)}"] if dashboard else []
+    lines.append(f"Artifacts: `{fetch}`")
     if ranked:
         lines.append(f"Reproduce: `benchtrail explain {ranked[0]['id']} --run {run_url}`")
     return lines
@@ -180,10 +190,12 @@ def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
     return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared."
 
 
-def render(comparison: dict[str, Any], run_url: str | None = None) -> tuple[str, str, dict[str, Any]]:
+def render(comparison: dict[str, Any], run_url: str | None = None,
+           dashboard: str | None = None) -> tuple[str, str, dict[str, Any]]:
     """Return ``(comment.md, full.md, comment.json object)`` for a comparison.
 
-    ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines.
+    ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
+    ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
     """
     rows = comparison["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
@@ -212,7 +224,7 @@ def render(comparison: dict[str, Any], run_url: str | None = None) -> tuple[str,
     full_table = _table(execution + compilation, with_verdict=True)
     footer = []
     if run_url:
-        footer += artifact_lines(run_url, rows)
+        footer += artifact_lines(run_url, rows, dashboard)
     footer.append(marker(comparison["head"]))
     details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
     body = "\n".join(top + sections + details + footer) + "\n"

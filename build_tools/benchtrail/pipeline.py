@@ -1,4 +1,4 @@
-"""The main job: export → compile → run → compare → comment into one run directory of a store.
+"""The main job: export → compile → run → compare → dashboard → comment into one run directory of a store.
 
 The commit pointer is written last, so a run that stopped half-way is never chosen as a baseline.
 """
@@ -20,7 +20,8 @@ from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
-from benchtrail.stages import compare_stage, comment_stage, compile_stage, recheck_with, run_stage, write_export
+from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dashboard_stage, recheck_with, run_stage,
+                               write_export)
 from benchtrail.store import open_store
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.thresholds import load_thresholds
@@ -90,7 +91,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
     all_ok = True
     for arch in sorted(here, key=lambda a: a.value):
-        all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run)[1]
+        all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
 
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
@@ -99,7 +100,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             continue
         for index in sorted(shards):
             _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run,
-                              modules_dir=run_dir)
+                              modules_dir=run_dir, repo=repo)
             all_ok &= ok
 
     commit, dirty = git_state(repo)
@@ -116,7 +117,9 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
                                thresholds, baseline.to_dict() if baseline else None, recheck=confirm)
-    comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt))
+    dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir)
+    comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
+                               dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     created = datetime.datetime.now(datetime.UTC).isoformat()
     store.write_pointer(commit, run_id, attempt, {"dirty": dirty, "presets": list(presets),

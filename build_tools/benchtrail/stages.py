@@ -20,9 +20,10 @@ from benchtrail.compile_stage import compile_modules
 from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
-from benchtrail.progress import track
+from benchtrail.progress import console, track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
+from benchtrail.store import Store
 from benchtrail.run_stage import run_cases
 from benchtrail.confirm import suspects
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
@@ -54,12 +55,14 @@ def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple
 
 
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
-                  run: dict[str, Any], module_ids: list[str] | None = None) -> tuple[Path | None, bool]:
+                  run: dict[str, Any], module_ids: list[str] | None = None,
+                  repo: Path = Path(".")) -> tuple[Path | None, bool]:
     """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
 
     Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
-    compilation series, recorded under ``device_name`` (the runner that compiled them). Returns
-    (that results file, or None when no module targets ``architecture``; whether all compiled).
+    compilation series, recorded under ``device_name`` (the runner that compiled them) and the
+    commit of ``repo``. Returns (that results file, or None when no module targets ``architecture``;
+    whether all compiled).
     """
     gens, dirs, sampling = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
@@ -67,7 +70,7 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     if not gens:
         return None, True
     jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
-    commit, dirty = git_state()
+    commit, dirty = git_state(repo)
     with track("compile", len(gens)) as report:
         records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report)
     results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
@@ -76,13 +79,14 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
               run: dict[str, Any], benchmark_ids: list[str] | None = None,
-              modules_dir: Path | None = None) -> tuple[Path, bool]:
+              modules_dir: Path | None = None, repo: Path = Path(".")) -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
     only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
     loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote).
 
     Writes the results file to ``output`` and one flattened document per benchmark to
-    ``<output's folder>/docs/``. Returns (results path, whether every case is ok).
+    ``<output's folder>/docs/``, recording the commit of ``repo``. Returns (results path, whether
+    every case is ok).
 
     Raises:
         UserError: the device or shard is not in the export.
@@ -99,7 +103,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
     jsonio.check_new(output)
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
-    commit, dirty = git_state()
+    commit, dirty = git_state(repo)
     with track(f"run {device_name}", len(rcs)) as report:
         records = run_cases(rcs, torch_version(), report, modules_dir)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
@@ -130,15 +134,41 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     return jsonio.write_json(output, comparison, exclusive=True)
 
 
-def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None) -> Path:
-    """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md."""
+def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,
+                  dashboard: str | None = None) -> Path:
+    """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md.
+
+    ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment).
+    """
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
-    body, full, data = render(obj, run_url)
+    body, full, data = render(obj, run_url, dashboard)
     jsonio.write_text_atomic(output_dir / "full.md", full, exclusive=True)
     jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
     return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
 
+
+def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt: int, run_dir: Path,
+                    max_commits: int = 30) -> Path | None:
+    """Draw the first-parent history of ``commit`` from ``store``, this run (not stored yet) as its
+    newest point, into ``<run_dir>/dashboard/``: a PNG and an HTML page per preset, one for
+    compilation statistics, and ``index.html`` (``benchtrail.dashboard``).
+
+    Returns index.html, or None with a message when there is no history to draw (``repo`` is not a
+    git repository, or the commit is not in it): the dashboard never fails the run.
+    """
+    from benchtrail.dashboard import write_dashboard
+    from benchtrail.history import collect_history
+    from benchtrail.plots import plot_history_png
+
+    try:
+        history = collect_history(store, repo, commit, max_commits,
+                                  pending=(run_id, attempt, load_results_paths([run_dir])))
+    except UserError as exc:
+        console.print(f"[yellow]no dashboard[/]: {exc}")
+        return None
+    out = run_dir / "dashboard"
+    return write_dashboard(history, out, images=plot_history_png(history, out))
 
 
 def _arm(repo: Path, name: str) -> Arm:
