@@ -349,12 +349,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     from benchtrail.detector_eval import add_evaluate_detector_parser
     from benchtrail.github.post import add_post_parser
+    from benchtrail.history_cli import add_history_parsers
+    from benchtrail.interop_cli import add_interop_parsers
     from benchtrail.store.commands import add_fetch_parser, add_upload_parser
 
     add_post_parser(sub)
     add_evaluate_detector_parser(sub)
     add_upload_parser(sub)
     add_fetch_parser(sub)
+    add_history_parsers(sub)
+    add_interop_parsers(sub)
     return parser
 
 

@@ -1,0 +1,187 @@
+"""Results as other tools' input: github-action-benchmark JSON and Bencher Metric Format (BMF).
+
+``convert`` is the pure core (records in, a JSON document out); ``benchtrail convert``
+(``interop_cli``) reads the results files and writes the document. The mapping (docs/interop.md):
+
+* Records: the ``ok`` records of one run, execution (latency) and, unless ``kind`` says otherwise,
+  compilation metrics (compile time, graph and kernel counts, bytes: all smaller-is-better).
+  Records of any other status (failed, timeout, oom, mismatch, skipped) are left out and returned
+  in ``Conversion.left_out`` (the CLI lists them on stderr).
+* ``gab`` — github-action-benchmark's ``customSmallerIsBetter`` input: a JSON list of
+  ``{"name", "unit", "value", "range"?, "extra"?}`` (``BenchmarkResult`` in
+  https://github.com/benchmark-action/github-action-benchmark/blob/master/src/extract.ts;
+  README section "Examples" / "customSmallerIsBetter"). ``name`` is the series name, ``value``
+  the median in the record's unit (``us`` = µs per iteration, ``ms``, ``count``, ``bytes``),
+  ``range`` ``"± <IQR/2>"`` (the action parses ``±`` and a number, ``src/extractRangeInfo.ts``),
+  ``extra`` a few ``key: value`` lines (samples, p25, p75, min, max, device, run).
+* ``bmf`` — Bencher Metric Format, https://bencher.dev/docs/reference/bencher-metric-format/:
+  ``{benchmark: {measure slug: {"value", "lower_value"?, "upper_value"?}}}``. Execution records:
+  benchmark = series name, measure ``latency`` (Bencher's built-in Latency measure, in
+  nanoseconds, https://bencher.dev/docs/how-to/track-custom-benchmarks/), value = median × 1000
+  (µs → ns), lower/upper = the 25th/75th percentiles of the samples in ns. Compilation records:
+  benchmark = module name, measure slug = the metric with ``-`` for ``_`` (``compile-time-cold-ms``,
+  ``graph-count``, ``artifact-bytes``, ...: custom measures that Bencher creates on first use),
+  value = median in the metric's unit (ms, count, bytes), lower/upper the 25th/75th percentiles.
+
+Lower/upper values and ``range`` need at least two samples; a one-sample series (a compilation
+metric sampled once) has only ``value``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchtrail.errors import UserError, suggest
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+
+FORMATS = ("gab", "bmf")
+KINDS = ("all", "execution", "compilation")
+
+#: Factor from an execution record's unit to nanoseconds (Bencher's Latency measure).
+TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A converted document and what went into it.
+
+    Attributes:
+        document: the JSON value to write (a list for ``gab``, an object for ``bmf``).
+        included: the records converted.
+        left_out: records not ``ok`` (failed, timeout, oom, mismatch, skipped), in input order.
+    """
+
+    document: Any
+    included: tuple[BenchmarkRecord, ...]
+    left_out: tuple[BenchmarkRecord, ...]
+
+
+def check_format(fmt: str) -> str:
+    """Return ``fmt`` when it is one of ``FORMATS``.
+
+    Raises:
+        UserError: naming the value and the allowed ones.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
+                        f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
+                        f"{suggest(fmt, FORMATS)}")
+    return fmt
+
+
+def check_kind(kind: str) -> str:
+    """Return ``kind`` when it is one of ``KINDS``.
+
+    Raises:
+        UserError: naming the value and the allowed ones.
+    """
+    if kind not in KINDS:
+        raise UserError(f"--kind {kind!r} is not known; allowed: {', '.join(KINDS)}{suggest(kind, KINDS)}")
+    return kind
+
+
+def _quartiles(record: BenchmarkRecord) -> tuple[float, float] | None:
+    """25th and 75th percentiles of the samples (numpy's linear interpolation, as the record's
+    IQR), or None for fewer than two samples."""
+    if len(record.samples) < 2:
+        return None
+    q25, q75 = np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75])
+    return float(q25), float(q75)
+
+
+def _g(x: float) -> str:
+    """A number for text fields: whole numbers in full (``340682``), others with 6 significant
+    digits (``0.785981``, ``1.25``)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+def _gab_entry(record: BenchmarkRecord, results: ResultsFile) -> dict[str, Any]:
+    unit = record.unit
+    entry: dict[str, Any] = {"name": record.name, "unit": unit, "value": record.median}
+    lines = [f"samples: {record.n}"]
+    quartiles = _quartiles(record)
+    if quartiles is not None and record.iqr is not None:
+        entry["range"] = f"± {_g(record.iqr / 2)}"
+        lines += [f"p25: {_g(quartiles[0])} {unit}", f"p75: {_g(quartiles[1])} {unit}"]
+    if record.n >= 2 and record.min is not None and record.max is not None:
+        lines += [f"min: {_g(record.min)} {unit}", f"max: {_g(record.max)} {unit}"]
+    lines += [f"device: {record.device_name}",
+              f"run: {results.run.get('run_id', '?')}/{results.run.get('attempt', '?')}"]
+    entry["extra"] = "\n".join(lines)
+    return entry
+
+
+def _bmf_metric(record: BenchmarkRecord, factor: float) -> dict[str, float]:
+    metric = {"value": record.median * factor}
+    quartiles = _quartiles(record)
+    if quartiles is not None:
+        metric["lower_value"] = quartiles[0] * factor
+        metric["upper_value"] = quartiles[1] * factor
+    return metric
+
+
+def _bmf_key(record: BenchmarkRecord) -> tuple[str, str, float]:
+    """(benchmark, measure slug, factor to the measure's unit) of a record.
+
+    Raises:
+        UserError: an execution record whose unit is not a time unit.
+    """
+    if record.kind == "execution":
+        if record.unit not in TO_NS:
+            raise UserError(f"benchmark {record.name!r}: field unit is {record.unit!r}; an execution record "
+                            f"converts to Bencher's latency (ns) only from {', '.join(TO_NS)}")
+        return record.name, "latency", TO_NS[record.unit]
+    return record.module_name, record.metric.replace("_", "-"), 1.0
+
+
+def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conversion:
+    """Convert the ``ok`` records of one run's results files to ``fmt``.
+
+    Args:
+        results: results files of one run (``backends.check_one_run``).
+        fmt: ``gab`` or ``bmf`` (see the module docstring for the mapping and units).
+        kind: ``all``, ``execution`` or ``compilation``: which records to convert.
+
+    Returns:
+        The document (``gab``: a list sorted by name; ``bmf``: an object, sorted when dumped).
+
+    Raises:
+        UserError: unknown ``fmt`` or ``kind``; no ``ok`` record of ``kind`` (the message names
+            those left out); two records with one output name; an execution record not in a
+            time unit (``bmf``).
+    """
+    check_format(fmt)
+    check_kind(kind)
+    pairs = [(b, f) for f in results for b in f.benchmarks if kind in ("all", b.kind)]
+    included = [(b, f) for b, f in pairs if b.status == "ok" and b.median is not None]
+    left_out = tuple(b for b, _ in pairs if not (b.status == "ok" and b.median is not None))
+    if not included:
+        names = ", ".join(f"{b.name} ({b.status})" for b in left_out) or "none"
+        raise UserError(f"--results: no ok {'' if kind == 'all' else kind + ' '}records to convert "
+                        f"(not ok, left out: {names}); a converted file needs at least one ok series")
+    seen: dict[tuple[str, str], BenchmarkRecord] = {}
+    for b, _ in included:
+        key = (b.name, "") if fmt == "gab" else _bmf_key(b)[:2]
+        if key in seen:
+            raise UserError(f"--results: {seen[key].name!r} (id {seen[key].id}) and {b.name!r} (id {b.id}) both "
+                            f"become {' / '.join(k for k in key if k)!r}; convert one run's results, each case once")
+        seen[key] = b
+    if fmt == "gab":
+        document: Any = sorted((_gab_entry(b, f) for b, f in included), key=lambda e: e["name"])
+    else:
+        document = {}
+        for b, _ in included:
+            benchmark, measure, factor = _bmf_key(b)
+            document.setdefault(benchmark, {})[measure] = _bmf_metric(b, factor)
+    return Conversion(document, tuple(b for b, _ in included), left_out)
+
+
+def dumps(document: Any) -> str:
+    """``document`` as indented JSON with sorted keys and a trailing newline (no NaN: ok records
+    have finite samples)."""
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
