@@ -13,8 +13,9 @@ CUDA = "cuda"
 COMP_STATS = "comp-stats"
 COMP_STATS_LARGE = "comp-stats-large"
 SMOKE = "smoke"
+CUDA_SMOKE = "cuda-smoke"
 
-PRESETS = (X86_64, CUDA, COMP_STATS, COMP_STATS_LARGE, SMOKE)
+PRESETS = (X86_64, CUDA, COMP_STATS, COMP_STATS_LARGE, SMOKE, CUDA_SMOKE)
 #: Meta-presets (DESIGN.md). Smoke presets are never part of one.
 META_PRESETS = (
     ("default", (X86_64, CUDA, COMP_STATS)),
@@ -41,7 +42,8 @@ GRADIENT_TASKS = {
     models.MLP: (configs.FORWARD_BS1, configs.BACKWARD_BS1),
 }
 
-# Cheap cases for tests: one compiled function, one eager function, one small model.
+# Cheap cases for tests (smoke) and GPU checks (cuda-smoke): one compiled function, one eager
+# function, one small model.
 _SMOKE_CASES = {("vrelu3", "eager"), ("vrelu3", "inductor"), ("mlp", "eager")}
 
 
@@ -80,8 +82,7 @@ def generate() -> Suite:
                 generation_configs.append(gen)
                 for execution in _execution_configs(model, compile_config):
                     run_presets = [preset]
-                    if (arch is Architecture.CPU and execution is configs.INFERENCE_BS1
-                            and (model.name, compile_config.name) in _SMOKE_CASES):
-                        run_presets.append(SMOKE)
+                    if execution is configs.INFERENCE_BS1 and (model.name, compile_config.name) in _SMOKE_CASES:
+                        run_presets.append(SMOKE if arch is Architecture.CPU else CUDA_SMOKE)
                     run_configs.append(RunConfig.build(gen, execution, device, presets=tuple(run_presets)))
     return Suite(tuple(run_configs), tuple(generation_configs), PRESETS, META_PRESETS, COMPILE_SAMPLING)

@@ -95,7 +95,7 @@ def test_unknown_preset_fails_naming_it_listing_valid_ones_and_suggesting(gh, ca
     assert code == 1 and output == ""
     err = capsys.readouterr().err
     assert "PR description: unknown benchmark preset 'comp-stat'" in err
-    assert "valid presets: comp-stats, comp-stats-large, cuda, smoke, x86_64, all, default" in err
+    assert "valid presets: comp-stats, comp-stats-large, cuda, cuda-smoke, smoke, x86_64, all, default" in err
     assert "Did you mean 'comp-stats'?" in err
 
 

@@ -17,12 +17,16 @@ from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.serialization import serialize_and_pack
 from benchtrail.workers import run_in_worker
 
+#: Per-sample lists a GPU worker returns besides ``samples``; pooled over processes like them.
+POOLED_GPU_KEYS = ("gpu_samples_us", "wall_samples_us")
+
 
 def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     """Run one case in ``processes`` fresh worker processes, one after another, and pool the samples.
 
     Returns the last worker's response with every process's samples, ``process_medians`` (µs),
-    ``phase_times_ms`` summed over the processes, and ``wall_time_ms``: the case's wall time as
+    ``phase_times_ms`` summed over the processes (on a GPU also both times' samples pooled,
+    ``gpu_samples_us`` and ``wall_samples_us``), and ``wall_time_ms``: the case's wall time as
     seen from here, process start-up included, so the phases sum to less. The first process that
     does not finish ok ends the case with its status (never raises).
     """
@@ -31,6 +35,7 @@ def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     samples: list[float] = []
     medians: list[float] = []
     phases: dict[str, float] = {}
+    pooled: dict[str, list[float]] = {}
     start = time.perf_counter()
     for _ in range(rc.execution_config.processes):
         response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
@@ -42,7 +47,10 @@ def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
             return {**response, **timing}
         samples.extend(response["samples"])
         medians.append(float(np.median(response["samples"])))
-    return {**response, "samples": samples, **timing}
+        for key in POOLED_GPU_KEYS:
+            if key in response:
+                pooled.setdefault(key, []).extend(response[key])
+    return {**response, "samples": samples, **pooled, **timing}
 
 
 def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
@@ -70,7 +78,8 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
     samples = tuple(float(s) for s in response.get("samples", ()))
     details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
                                         "warmup_iterations", "threads", "traceback", "process_medians",
-                                        "correctness", "rerun", "wall_time_ms", "jacobian_mode") if k in response}
+                                        "correctness", "rerun", "wall_time_ms", "jacobian_mode", "timing",
+                                        "gpu_samples_us", "wall_samples_us", "oom") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",

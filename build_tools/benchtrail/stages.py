@@ -102,6 +102,9 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     chosen = [shard_index] if shard_index is not None else sorted(shards)
     rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
     jsonio.check_new(output)
+    if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not torch.cuda.is_available():
+        console.print(f"[bold red]device {device_name} needs CUDA and torch sees no GPU here[/]: every case "
+                      "will fail; none is run on the CPU instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
     with track(f"run {device_name}", len(rcs)) as report:

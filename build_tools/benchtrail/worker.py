@@ -7,6 +7,7 @@ between cases (pyperf and IREE's benchmark driver do the same).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import math
@@ -22,6 +23,7 @@ import torch
 
 from benchtrail import tasks
 from benchtrail.correctness import check_task
+from benchtrail.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.inputs import make_inputs
 from benchtrail.measure import measure
 from benchtrail.modules import (ARTIFACTS, INDUCTOR_MODES, ModuleError, build_model, compile_module, explain_graphs,
@@ -146,8 +148,7 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     phases["check"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
-    with tasks.grad_mode(task):
-        m = measure(iteration, rc.execution_config, sync)
+    timed = _measure(iteration, rc.execution_config, device, task)
     phases["run"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
@@ -156,15 +157,41 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     if device == "cuda":
         torch.cuda.empty_cache()
     phases["done"] = (time.perf_counter() - t0) * 1e3
-    return {
-        "samples": list(m.samples_us),
-        "iterations_per_sample": m.iterations_per_sample,
-        "warmup_iterations": m.warmup_iterations,
-        "memory": {"peak_rss_bytes": _peak_rss_bytes()},
-        "threads": torch.get_num_threads(),
-        "correctness": correctness,
-        "jacobian_mode": jacobian_mode,
-    }
+    timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
+    return {**timed, "threads": torch.get_num_threads(), "correctness": correctness, "jacobian_mode": jacobian_mode}
+
+
+def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, Any]:
+    """Time ``iteration``: the host clock on a CPU; CUDA events and the synchronised host clock on a
+    GPU (``benchtrail.cuda_timing``), with peak device memory since a reset."""
+    with tasks.grad_mode(task):
+        if device != "cuda":
+            m = measure(iteration, policy)
+            plan = plan_timing("cpu", None, policy)
+            return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
+                    "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
+        torch.cuda.reset_peak_memory_stats()
+        cm = measure_cuda(iteration, policy)
+    return {"samples": list(cm.samples_us), "iterations_per_sample": cm.plan.launches,
+            "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
+            "gpu_samples_us": list(cm.gpu_us), "wall_samples_us": list(cm.wall_us),
+            "memory": {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
+                       "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}}
+
+
+def _out_of_memory(exc: BaseException) -> dict[str, Any]:
+    """The reason and ``oom`` details of an out-of-memory error, after emptying the CUDA cache.
+
+    The worker exits after the case, so the next case starts with a fresh allocator anyway; the
+    cache is emptied so the reported free memory is honest and the process gives memory back at once.
+    """
+    requested = parse_oom_bytes(str(exc))
+    emptied = torch.cuda.is_available()
+    if emptied:
+        torch.cuda.empty_cache()
+    asked = f" (requested {requested} bytes)" if requested is not None else ""
+    return {"reason": f"out of memory{asked}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+            "oom": {"requested_bytes": requested, "cache_emptied": emptied}}
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +221,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     except ModuleError as exc:
         return {"status": "failed", "reason": str(exc), **extra}
     except torch.OutOfMemoryError as exc:
-        return {"status": "oom", "reason": f"out of memory: {str(exc).splitlines()[0]}", **extra}
+        return {"status": "oom", **_out_of_memory(exc), **extra}
     except Exception as exc:  # one failing case must not stop the others: report it
         tb = traceback.format_exc(limit=-3)
         return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()[:2000], "traceback": tb,

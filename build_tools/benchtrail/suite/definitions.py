@@ -120,6 +120,12 @@ class ExecutionConfig:
         min_sample_time_ms: iterations per block are chosen so a block lasts at least this long.
         warmup_time_ms: run the module for at least this long before the first sample.
         timeout_s: the case's worker process is killed after this many seconds.
+        reported_time: on a GPU, which recorded time is the case's samples: ``gpu`` (CUDA-event
+            device time) or ``wall`` (synchronised host time, end-to-end latency). Both are kept
+            (``benchtrail.cuda_timing``); on a CPU the host clock is the only time.
+        flush_l2: on a GPU, flush the L2 cache before each sample (cold-cache time).
+        cuda_graphs: on a GPU, replay a CUDA graph of the launches when one iteration takes
+            under about 50 µs (else several launches between one event pair).
     """
 
     id: str
@@ -131,6 +137,9 @@ class ExecutionConfig:
     min_sample_time_ms: float = 1.0
     warmup_time_ms: float = 300.0
     timeout_s: float = 600.0
+    reported_time: str = "gpu"
+    flush_l2: bool = False
+    cuda_graphs: bool = True
 
 
 @dataclass(frozen=True)
