@@ -17,21 +17,47 @@ EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
 DEFAULT_STORE = ".benchtrail/store"
 
 
-def _suite():
-    from benchmark_suites.suite import generate
+def _project():
+    """The working directory's ``[tool.benchtrail]`` settings (``benchtrail.project``)."""
+    from benchtrail.project import load_project
 
-    return generate()
+    return load_project(Path("."))
+
+
+def _suite():
+    """The project's suite (benchtrail's own ``benchmark_suites`` unless ``[tool.benchtrail] suite`` names one)."""
+    from benchtrail.project import load_suite
+
+    return load_suite(_project())
 
 
 def _presets(text: str) -> tuple[str, ...]:
     """argparse type: ``"x86_64,comp-stats"`` → resolved preset tuple (meta-presets expanded)."""
     from benchtrail.suite.presets import resolve_presets, split_presets
 
-    suite = _suite()
     try:
+        suite = _suite()
         return resolve_presets(split_presets(text), suite.presets, dict(suite.meta_presets))
     except UserError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _apply_project_defaults(args: argparse.Namespace) -> None:
+    """Fill presets, store and thresholds the command line left out from ``[tool.benchtrail]``."""
+    if getattr(args, "benchmark_presets", False) is None and args.command in ("export", "pipeline"):
+        project = _project()
+        if project.presets is None:
+            raise UserError("pass --benchmark-presets, or set presets in [tool.benchtrail] of pyproject.toml")
+        try:
+            args.benchmark_presets = _presets(project.presets)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{project.pyproject}: [tool.benchtrail] presets: {exc}") from exc
+    if getattr(args, "thresholds", False) is None:
+        args.thresholds = _project().thresholds
+    if getattr(args, "quarantine", False) is None:
+        args.quarantine = _project().quarantine
+    if args.command == "pipeline" and args.store is None:
+        args.store = _project().store or DEFAULT_STORE
 
 
 def _int_at_least(minimum: int):
@@ -126,7 +152,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.store:
         base_dir, found = _stored_baseline(args)
         base, baseline = [base_dir] if base_dir else [], found.to_dict() if found else None
-    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=[g.strip() for g in accept])
+    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=[g.strip() for g in accept],
+                         quarantine=args.quarantine)
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
     print(path)
     if failing:
@@ -246,7 +273,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from benchtrail.pipeline import run_pipeline
 
     result = run_pipeline(_suite(), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
-                          recheck=args.recheck)
+                          recheck=args.recheck, quarantine=args.quarantine)
     print(result.comment_md)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
 
@@ -259,10 +286,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser)
 
     presets = argparse.ArgumentParser(add_help=False)
-    presets.add_argument("--benchmark-presets", type=_presets, required=True, metavar="P[,P...]",
-                         help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats)")
+    presets.add_argument("--benchmark-presets", type=_presets, metavar="P[,P...]",
+                         help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
+                              "default: presets of [tool.benchtrail] in pyproject.toml)")
     thresholds = argparse.ArgumentParser(add_help=False)
-    thresholds.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
+    thresholds.add_argument("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
+                                                           "thresholds, else the shipped table)")
+    quarantine = argparse.ArgumentParser(add_help=False)
+    quarantine.add_argument("--quarantine", type=Path, help="quarantine YAML: flaky series reported but never "
+                            "gating (default: [tool.benchtrail] quarantine, else the shipped, empty list)")
 
     p = sub.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
     p.set_defaults(func=cmd_configure)
@@ -291,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, required=True, help="results file to write")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("compare", parents=[thresholds], help="compare head results with base results")
+    p = sub.add_parser("compare", parents=[thresholds, quarantine], help="compare head results with base results")
     p.add_argument("--base", type=Path, action="append", default=[],
                    help="baseline results file or run dir (repeatable; none: every series is new)")
     p.add_argument("--head", type=Path, action="append", required=True,
@@ -310,8 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, required=True)
     p.set_defaults(func=cmd_comment)
 
-    p = sub.add_parser("pipeline", parents=[presets, thresholds], help="the main job, end to end")
-    p.add_argument("--store", default=DEFAULT_STORE, help=f"store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default {DEFAULT_STORE})")
+    p = sub.add_parser("pipeline", parents=[presets, thresholds, quarantine], help="the main job, end to end")
+    p.add_argument("--store", help="store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: "
+                                   f"[tool.benchtrail] store, else {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
@@ -375,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     args = build_parser().parse_args(argv)
     try:
+        _apply_project_defaults(args)
         return args.func(args)
     except UserError as exc:
         print(f"benchtrail: error: {exc}", file=sys.stderr)

@@ -83,7 +83,11 @@ def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
                  "—" if q is None else f"{q:.2g}"]
         if with_verdict:
             mark = f" · {r['mark']}" if r.get("mark") else ""
-            cells.append(_cell(r["verdict"] + mark + (f" ({r['reason']})" if r.get("reason") else "")))
+            # A quarantined regression says why in its reason; any other quarantined row says so after its mark.
+            why = r.get("quarantined")
+            flag = f" · quarantined: {why}" if why and r.get("mark") != "quarantined" else ""
+            reason = "; ".join(filter(None, (r.get("reason"), why if r.get("mark") == "quarantined" else None)))
+            cells.append(_cell(r["verdict"] + mark + flag + (f" ({reason})" if reason else "")))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -118,7 +122,8 @@ def verdict_line(comparison: dict[str, Any]) -> str:
         n = c.get(key, 0)
         if n or key in ("regressed", "improved"):
             plural = "s" if n != 1 and word in ("regression", "improvement") else ""
-            marks = [f"{c[m]} {m}" for m in ("accepted", "unconfirmed", "confirmed") if key == "regressed" and c.get(m)]
+            marks = [f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
+                     if key == "regressed" and c.get(m)]
             parts.append(f"{n} {word}{plural}" + (f" ({', '.join(marks)})" if marks else ""))
     breaks = sum(max(0, (r["head_median"] or 0) - (r["base_median"] or 0)) for r in comparison["rows"]
                  if r["metric"] == "graph_breaks" and r["base_median"] is not None)

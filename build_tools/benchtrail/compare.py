@@ -27,10 +27,12 @@ from benchtrail.thresholds import Threshold, find_threshold
 #:   1 — first version.
 #:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
 #:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.confirm``).
-SCHEMA_VERSION = 3
+#:   4 — rows gain quarantined: the reason when the series is in the quarantine file.
+SCHEMA_VERSION = 4
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.confirm``),
-#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it.
-MARKS = ("confirmed", "unconfirmed", "accepted")
+#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
+#: when the quarantine file lists the series (``benchtrail.quarantine``). Only the first two gate.
+MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
 VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
@@ -69,6 +71,7 @@ class Row:
     outcome: str | None = None
     mark: str | None = None
     ab: dict[str, Any] | None = None
+    quarantined: str | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -246,13 +249,24 @@ def accepted(row: Row | dict[str, Any], accept: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sid, g) for g in accept)
 
 
-def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False) -> list[Row]:
-    """Mark each regressed row ``accepted`` when ``accepted(row, accept)``, else ``confirmed`` when the
-    samples come from a paired A/B run (``paired``), else ``unconfirmed``; other rows are returned as
-    they are."""
+def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False,
+                     quarantine: tuple[Any, ...] = ()) -> list[Row]:
+    """Mark each regressed row ``quarantined`` when a ``quarantine`` entry
+    (``benchtrail.quarantine.Entry``) matches it, else ``accepted`` when ``accepted(row, accept)``,
+    else ``confirmed`` when the samples come from a paired A/B run (``paired``), else
+    ``unconfirmed``. Every row a quarantine entry matches carries its reason in ``quarantined``."""
+    from benchtrail.quarantine import find
+
     other = "confirmed" if paired else "unconfirmed"
-    return [replace(r, mark="accepted" if accepted(r, accept) else other) if r.verdict == "regressed" else r
-            for r in rows]
+    marked = []
+    for r in rows:
+        entry = find(tuple(quarantine), r.name, r.id)
+        if entry:
+            r = replace(r, quarantined=entry.reason)
+        if r.verdict == "regressed":
+            r = replace(r, mark="quarantined" if entry else "accepted" if accepted(r, accept) else other)
+        marked.append(r)
+    return marked
 
 
 def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -263,11 +277,13 @@ def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[str]:
-    """Names of the rows that fail the gate ``fail_on`` (only ``"regressed"``): regressions not accepted."""
+    """Names of the rows that fail the gate ``fail_on`` (only ``"regressed"``): regressions neither
+    accepted nor quarantined."""
     if fail_on is None:
         return []
     get = (lambda r, k: r[k]) if rows and isinstance(rows[0], dict) else getattr
-    return [get(r, "name") for r in rows if get(r, "verdict") == fail_on and get(r, "mark") != "accepted"]
+    return [get(r, "name") for r in rows
+            if get(r, "verdict") == fail_on and get(r, "mark") not in ("accepted", "quarantined")]
 
 
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],

@@ -19,6 +19,7 @@ from benchtrail.environment import git, git_state, torch_version
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 from benchtrail.progress import console
+from benchtrail.quarantine import load_quarantine
 from benchtrail.results.io import load_results_paths
 from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dashboard_stage, recheck_with, run_stage,
                                write_export)
@@ -61,10 +62,12 @@ def report_baseline(baseline) -> None:
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
-                 thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True) -> PipelineResult:
+                 thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True,
+                 quarantine: Path | None = None) -> PipelineResult:
     """Run the main job; return where its outputs are.
 
-    With ``recheck``, regressions against the stored baseline are run again in paired A/B mode
+    ``quarantine`` is the quarantine file (``benchtrail.quarantine``). With ``recheck``, regressions
+    against the stored baseline are run again in paired A/B mode
     against the baseline commit (``benchtrail.confirm``) when that commit is in ``repo``.
 
     Raises:
@@ -72,6 +75,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     """
     # Bad input fails now, not after the benchmarks have run.
     load_thresholds(thresholds)
+    load_quarantine(quarantine)
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
@@ -116,7 +120,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         else:
             confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
-                               thresholds, baseline.to_dict() if baseline else None, recheck=confirm)
+                               thresholds, baseline.to_dict() if baseline else None, recheck=confirm,
+                               quarantine=quarantine)
     dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir)
     comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)

@@ -118,18 +118,26 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
                   baseline: dict[str, Any] | None = None, accept: list[str] | None = None, paired: bool = False,
-                  recheck: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Path:
+                  recheck: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                  quarantine: Path | None = None) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
 
     ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
     the samples come from a paired A/B run (regressions are ``confirmed``); ``recheck`` may update
-    the comparison before it is written (``benchtrail.confirm``).
+    the comparison before it is written (``benchtrail.confirm``); ``quarantine`` is the quarantine
+    file (default: the shipped one): its series are reported but never gate, and an entry that
+    matches no series is printed as a warning.
     """
+    from benchtrail.quarantine import load_quarantine, unmatched
+
     jsonio.check_new(output)
+    entries = load_quarantine(quarantine)
     base_files = load_results_paths(base) if base else []
     head_files = load_results_paths(head)
     rules = load_thresholds(thresholds)
-    rows = mark_regressions(compare(base_files, head_files, rules), accept or [], paired)
+    rows = mark_regressions(compare(base_files, head_files, rules), accept or [], paired, entries)
+    for entry in unmatched(entries, [(r.name, r.id) for r in rows]):
+        console.print(f"[yellow]quarantine entry {entry.match!r} matches no series[/] of this comparison")
     source = str(thresholds or default_thresholds_path())
     comparison = comparison_to_dict(rows, base_files, head_files, source, baseline)
     if recheck is not None:

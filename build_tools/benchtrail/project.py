@@ -1,0 +1,162 @@
+"""The adopting repository's settings: the ``[tool.benchtrail]`` table of its ``pyproject.toml``.
+
+Example (every key is optional; docs/adopting.md)::
+
+    [tool.benchtrail]
+    suite = "my_benchmarks.suite:generate"     # module:function returning a benchtrail Suite
+    presets = "x86_64,comp-stats"              # default --benchmark-presets
+    store = "gs://my-bucket/benchmarks"        # default --store
+    thresholds = "benchmarks/thresholds.yaml"  # default --thresholds (relative to pyproject.toml)
+    quarantine = "benchmarks/quarantine.yaml"  # flaky series: run and reported, never gating
+    runner-labels = { "c2-standard-16" = ["self-hosted", "cpu", "c2-standard-16"] }
+
+The file is the nearest ``pyproject.toml`` from the working directory up to the git repository's
+root. Without one, or without the table, benchtrail uses its own suite and defaults.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+
+#: The keys ``[tool.benchtrail]`` may hold.
+KEYS = ("suite", "presets", "store", "thresholds", "quarantine", "runner-labels")
+#: benchtrail's own suite, used when no project names one.
+DEFAULT_SUITE = "benchmark_suites.suite:generate"
+_ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class Project:
+    """Settings of one repository.
+
+    Attributes:
+        pyproject: the file they came from (None: no file, all defaults).
+        suite: ``module:function`` that returns the ``Suite``; the module is imported with the
+            pyproject.toml's folder first on ``sys.path``.
+        presets: default preset list (``"x86_64,comp-stats"``), or None.
+        store: default store URL or folder, or None.
+        thresholds, quarantine: absolute paths of the data files, or None.
+        runner_labels: device name -> the ``runs-on`` labels of its runners.
+    """
+
+    pyproject: Path | None = None
+    suite: str = DEFAULT_SUITE
+    presets: str | None = None
+    store: str | None = None
+    thresholds: Path | None = None
+    quarantine: Path | None = None
+    runner_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path | None:
+        """The folder of ``pyproject.toml``: relative paths in the table are relative to it."""
+        return self.pyproject.parent if self.pyproject else None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` from ``start`` upwards, stopping at a git repository's root."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder / "pyproject.toml"
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _string(path: Path, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{path}: [tool.benchtrail] {key} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _data_file(path: Path, key: str, value: Any) -> Path:
+    file = (path.parent / _string(path, key, value)).resolve()
+    if not file.is_file():
+        raise UserError(f"{path}: [tool.benchtrail] {key} = {value!r}: no such file {file}")
+    return file
+
+
+def parse_table(path: Path, table: Any) -> Project:
+    """Check ``[tool.benchtrail]`` (already parsed) and return its ``Project``.
+
+    Raises:
+        UserError: an unknown key (naming the allowed ones), a value of the wrong type, a
+            malformed suite entry point, or a data file that does not exist.
+    """
+    if not isinstance(table, dict):
+        raise UserError(f"{path}: [tool.benchtrail] must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise UserError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [tool.benchtrail]; "
+                        f"allowed keys: {', '.join(KEYS)}")
+    values: dict[str, Any] = {"pyproject": path}
+    if "suite" in table:
+        suite = _string(path, "suite", table["suite"])
+        if not _ENTRY_POINT.match(suite):
+            raise UserError(f"{path}: [tool.benchtrail] suite = {suite!r} is not 'package.module:function'")
+        values["suite"] = suite
+    if "presets" in table:
+        presets = table["presets"]
+        if isinstance(presets, list) and presets and all(isinstance(p, str) for p in presets):
+            presets = ",".join(presets)
+        values["presets"] = _string(path, "presets", presets)
+    if "store" in table:
+        values["store"] = _string(path, "store", table["store"])
+    for key in ("thresholds", "quarantine"):
+        if key in table:
+            values[key] = _data_file(path, key, table[key])
+    if "runner-labels" in table:
+        labels = table["runner-labels"]
+        if not isinstance(labels, dict) or not all(
+                isinstance(v, list) and v and all(isinstance(x, str) and x for x in v) for v in labels.values()):
+            raise UserError(f"{path}: [tool.benchtrail] runner-labels must map device names to non-empty lists "
+                            f"of labels, got {labels!r}")
+        values["runner_labels"] = {k: tuple(v) for k, v in labels.items()}
+    return Project(**values)
+
+
+def load_project(start: Path = Path(".")) -> Project:
+    """The ``Project`` of the repository at ``start`` (read each time: it is one small file).
+
+    Raises:
+        UserError: the pyproject.toml is not valid TOML, or its table is invalid (:func:`parse_table`).
+    """
+    path = find_pyproject(start)
+    if path is None:
+        return Project()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: cannot read it as TOML ({exc})") from exc
+    table = data.get("tool", {}).get("benchtrail")
+    return Project(pyproject=path) if table is None else parse_table(path, table)
+
+
+def load_suite(project: Project):
+    """Import and call ``project.suite``; return the ``benchtrail.suite.definitions.Suite``.
+
+    Raises:
+        UserError: the module or function cannot be imported, it raises, or it returns no Suite.
+    """
+    from benchtrail.modules import ModuleError, load_entry_point
+    from benchtrail.suite.definitions import Suite
+
+    where = f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject else project.suite
+    if project.root and str(project.root) not in sys.path:
+        sys.path.insert(0, str(project.root))
+    try:
+        suite = load_entry_point(project.suite)()
+    except ModuleError as exc:
+        raise UserError(f"{where}: {exc}") from exc
+    except Exception as exc:  # the adopter's code: report it, whatever it raised
+        raise UserError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(suite, Suite):
+        raise UserError(f"{where}: returned {type(suite).__name__}, not a benchtrail Suite")
+    return suite

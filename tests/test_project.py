@@ -1,0 +1,124 @@
+"""``[tool.benchtrail]`` in an adopting repository's pyproject.toml (docs/adopting.md), and quarantine."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchtrail.cli import main
+from benchtrail.compare import compare, gate, mark_regressions
+from benchtrail.errors import UserError
+from benchtrail.project import KEYS, load_project, load_suite
+from benchtrail.quarantine import Entry, load_quarantine, unmatched
+from benchtrail.thresholds import load_thresholds
+from tests.records import record, results
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
+
+
+@pytest.fixture
+def adopter(tmp_path, monkeypatch):
+    """A temporary git repository holding the docs' adoption example, as the working directory."""
+    repo = tmp_path / "my-project"
+    shutil.copytree(EXAMPLE, repo)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def test_the_docs_adoption_example_exports_its_own_suite(adopter, capsys):
+    assert main(["export", "execution", "--output", "execution.json"]) == 0  # presets from [tool.benchtrail]
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "execution.json"
+    export = json.loads((adopter / "execution.json").read_text())
+    assert list(export["devices"]) == ["laptop"]
+    (shard,) = export["devices"]["laptop"]["shards"]
+    objs = shard["run_configs"]["keyed_obj_map"]
+    assert {v["name"] for v in objs.values() if "entry_point" in v} == {"chain"}
+    (rc_id,) = shard["run_configs"]["root_obj"]
+    assert objs[rc_id]["name"] == "chain.eager.inference-quick.laptop" and objs[rc_id]["presets"] == ["smoke"]
+    project = load_project(adopter)
+    assert project.store == ".benchtrail/store" and project.thresholds == adopter / "my_benchmarks/thresholds.yaml"
+    assert project.runner_labels == {"laptop": ("self-hosted", "cpu", "laptop")}
+
+
+def _pyproject(repo: Path, table: str) -> Path:
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.benchtrail]\n" + table)
+    return repo / "pyproject.toml"
+
+
+@pytest.mark.parametrize("table, message", [
+    ('suite = "my_benchmarks.suite:generate"\ncolour = "red"\n',
+     "unknown key(s) 'colour' in [tool.benchtrail]; allowed keys: " + ", ".join(KEYS)),
+    ('suite = "my_benchmarks.suite"\n', "suite = 'my_benchmarks.suite' is not 'package.module:function'"),
+    ('presets = 3\n', "presets must be a non-empty string, got 3"),
+    ('thresholds = "missing.yaml"\n', "thresholds = 'missing.yaml': no such file"),
+    ('runner-labels = { laptop = [] }\n', "runner-labels must map device names to non-empty lists"),
+    ('suite = \n', "cannot read it as TOML"),
+])
+def test_a_bad_table_is_an_error_naming_the_file_and_key(adopter, table, message):
+    path = _pyproject(adopter, table)
+    with pytest.raises(UserError) as err:
+        load_project(adopter / "my_benchmarks")  # found from a sub-folder, up to the repository root
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_suite_that_cannot_load_or_is_not_a_suite_is_a_clear_error(adopter, capsys):
+    _pyproject(adopter, 'suite = "my_benchmarks.suite:chain"\npresets = "smoke"\n')
+    with pytest.raises(UserError, match=r"suite = 'my_benchmarks.suite:chain'.*returned Chain, not a benchtrail Suite"):
+        load_suite(load_project(adopter))
+    assert main(["export", "execution"]) == 1
+    assert "not a benchtrail Suite" in capsys.readouterr().err
+    _pyproject(adopter, 'suite = "my_benchmarks.nowhere:generate"\n')
+    with pytest.raises(UserError, match=r"cannot load entry point 'my_benchmarks.nowhere:generate'"):
+        load_suite(load_project(adopter))
+
+
+def test_without_presets_anywhere_export_asks_for_them(adopter, capsys):
+    _pyproject(adopter, 'suite = "my_benchmarks.suite:generate"\n')
+    assert main(["export", "execution"]) == 1
+    assert "pass --benchmark-presets, or set presets in [tool.benchtrail]" in capsys.readouterr().err
+
+
+def test_quarantined_regressions_are_reported_but_never_gate(tmp_path):
+    base = [record("flaky", [100.0] * 10), record("real", [100.0] * 10)]
+    head = [record("flaky", [150.0] * 10), record("real", [150.0] * 10)]
+    rows = compare([results(*base)], [results(*head, commit="c" * 40)], load_thresholds())
+    entries = (Entry("flaky.*", "flaky on shared runners, #12"), Entry("gone.*", "old"))
+    marked = {r.id: r for r in mark_regressions(rows, [], quarantine=entries)}
+    assert (marked["flaky"].verdict, marked["flaky"].mark) == ("regressed", "quarantined")
+    assert marked["flaky"].quarantined == "flaky on shared runners, #12"
+    assert (marked["real"].mark, marked["real"].quarantined) == ("unconfirmed", None)
+    assert gate(list(marked.values()), "regressed") == [marked["real"].name]
+    assert unmatched(entries, [(r.name, r.id) for r in rows]) == [Entry("gone.*", "old")]
+
+
+def test_compare_cli_takes_the_quarantine_file_and_warns_about_stale_entries(tmp_path, capsys):
+    from benchtrail.results.io import write_results
+
+    base = write_results(tmp_path / "base.json", results(record("flaky", [100.0] * 10)))
+    head = write_results(tmp_path / "head.json", results(record("flaky", [150.0] * 10), commit="c" * 40))
+    q = tmp_path / "q.yaml"
+    q.write_text("schema_version: 1\nquarantine:\n  - match: 'flaky*'\n    reason: 'flaky, #12'\n"
+                 "  - match: 'nothing*'\n    reason: 'stale'\n")
+    assert main(["compare", "--base", str(base), "--head", str(head), "--quarantine", str(q), "--fail-on",
+                 "regressed", "--output", str(tmp_path / "c.json")]) == 0  # the only regression is quarantined
+    assert "quarantine entry 'nothing*' matches no series" in capsys.readouterr().err
+    (row,) = json.loads((tmp_path / "c.json").read_text())["rows"]
+    assert (row["mark"], row["quarantined"]) == ("quarantined", "flaky, #12")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("schema_version: 1\nquarantine:\n  - match: 'x'\n", "quarantine[0] must have exactly the keys match, reason"),
+    ("schema_version: 1\nquarantine:\n  - match: 'x'\n    reason: ''\n", "quarantine[0].reason must be a non-empty"),
+    ("schema_version: 2\nquarantine: []\n", "expected a mapping with schema_version: 1"),
+    ("schema_version: 1\nquarantine: []\nextra: 1\n", "unknown: extra"),
+])
+def test_a_bad_quarantine_file_names_the_entry_and_field(tmp_path, text, message):
+    q = tmp_path / "q.yaml"
+    q.write_text(text)
+    with pytest.raises(UserError) as err:
+        load_quarantine(q)
+    assert str(q) in str(err.value) and message in str(err.value)
+    assert load_quarantine() == ()  # the shipped list is empty
