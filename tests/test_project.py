@@ -122,3 +122,46 @@ def test_a_bad_quarantine_file_names_the_entry_and_field(tmp_path, text, message
         load_quarantine(q)
     assert str(q) in str(err.value) and message in str(err.value)
     assert load_quarantine() == ()  # the shipped list is empty
+
+
+def test_filter_narrows_export_and_rejects_bad_or_empty_patterns(tmp_path, capsys):
+    out = tmp_path / "execution.json"
+    assert main(["export", "execution", "--benchmark-presets", "x86_64", "--filter", r"^sqrl\..*(backward|jacobian)",
+                 "--output", str(out)]) == 0
+    (shard,) = json.loads(out.read_text())["devices"]["c2-standard-16"]["shards"]
+    objs = shard["run_configs"]["keyed_obj_map"]
+    assert sorted(objs[i]["name"] for i in shard["run_configs"]["root_obj"]) == [
+        "sqrl.eager.backward-bs1.c2-standard-16", "sqrl.eager.jacobian.c2-standard-16",
+        "sqrl.inductor.backward-bs1.c2-standard-16", "sqrl.inductor.jacobian.c2-standard-16"]
+    assert main(["export", "execution", "--benchmark-presets", "x86_64", "--filter", "(unclosed"]) == 1
+    assert "--filter '(unclosed' is not a valid regular expression: missing )" in capsys.readouterr().err
+    assert main(["export", "execution", "--benchmark-presets", "smoke", "--filter", "resnet"]) == 1
+    assert "--filter 'resnet' matches no run config or module of presets smoke" in capsys.readouterr().err
+
+
+def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
+    from benchtrail.environment import torch_version
+    from benchtrail.export import load_execution
+    from benchtrail.results.io import load_results
+    from benchtrail.run_stage import Journal, case_record
+    from benchtrail.stages import write_export
+    from tests.test_run_stage import _suite
+
+    export = write_export(_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),
+                          tmp_path / "execution.json")
+    first = load_execution(export)["c2-standard-16"][0][0]
+    out = tmp_path / "r.json"
+    # A run that stopped after its first case, and died while writing the next line of its journal.
+    journal = Journal(out.with_name("r.json.partial.jsonl"))
+    journal.append(case_record(first, {"status": "failed", "reason": "from the journal"}, torch_version()))
+    with open(journal.path, "a") as f:
+        f.write('{"id": "torn')
+    args = ["run", "--run-configs", str(export), "--device-name", "c2-standard-16", "--output", str(out)]
+    assert main(args) == 1  # without --continue a leftover journal is an error, and nothing is lost
+    assert "pass --continue to resume it" in capsys.readouterr().err and journal.path.exists()
+    assert main([*args, "--continue"]) == 2  # the kept case failed
+    records = {b.name.split(".")[0]: b for b in load_results(out).benchmarks}
+    assert (records["a-first"].status, records["a-first"].reason) == ("failed", "from the journal")  # not run again
+    assert records["b-second"].status == "ok" and records["b-second"].n > 0
+    assert "1 of 2 cases finished earlier" in capsys.readouterr().err
+    assert not journal.path.exists()

@@ -88,11 +88,23 @@ def _run_info() -> dict:
     return {"run_id": run_id, "attempt": attempt, "presets": []}
 
 
+def _filtered_suite(args: argparse.Namespace):
+    """The project's suite narrowed by ``--filter`` (all of it without one)."""
+    from benchtrail.suite.filters import check_selects, compile_filter, filter_suite
+
+    suite = _suite()
+    if args.filter is None:
+        return suite
+    suite = filter_suite(suite, compile_filter(args.filter))
+    check_selects(suite, args.benchmark_presets, args.filter)
+    return suite
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from benchtrail.stages import write_export
 
     output = args.output or Path(f"{args.kind}.json")
-    print(write_export(_suite(), args.kind, args.benchmark_presets, output, args.shard_count))
+    print(write_export(_filtered_suite(args), args.kind, args.benchmark_presets, output, args.shard_count))
     return EXIT_OK
 
 
@@ -113,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchtrail.stages import run_stage
 
     path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info(),
-                         args.benchmark_id, args.modules_dir)
+                         args.benchmark_id, args.modules_dir, resume=args.resume, name_filter=args.filter)
     print(path)
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
@@ -272,7 +284,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from benchtrail.pipeline import run_pipeline
 
-    result = run_pipeline(_suite(), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
+    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
                           recheck=args.recheck, quarantine=args.quarantine)
     print(result.comment_md)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
@@ -285,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"benchtrail {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser)
 
+    filtering = argparse.ArgumentParser(add_help=False)
+    filtering.add_argument("--filter", metavar="REGEX", help="only run configs (and modules) whose name or id this "
+                           "regular expression finds, e.g. 'resnet18|gpt2' or 'inductor.*backward'")
     presets = argparse.ArgumentParser(add_help=False)
     presets.add_argument("--benchmark-presets", type=_presets, metavar="P[,P...]",
                          help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
@@ -299,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
     p.set_defaults(func=cmd_configure)
 
-    p = sub.add_parser("export", parents=[presets], help="write the run configs of presets as JSON")
+    p = sub.add_parser("export", parents=[presets, filtering], help="write the run configs of presets as JSON")
     p.add_argument("kind", choices=("execution", "compilation"))
     p.add_argument("--shard-count", type=_int_at_least(1), default=1, help="shards per device (default 1)")
     p.add_argument("--output", type=Path, help="output file (default: ./<kind>.json)")
@@ -313,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser("run", help="run one device's shard of an execution export")
+    p = sub.add_parser("run", parents=[filtering], help="run one device's shard of an execution export")
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices)")
     p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
@@ -321,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--modules-dir", type=Path,
                    help="run directory holding modules/<name>/ (export and AOTInductor artifacts)")
     p.add_argument("--output", type=Path, required=True, help="results file to write")
+    p.add_argument("--continue", dest="resume", action="store_true",
+                   help="resume a run stage that stopped part-way: keep the cases its journal "
+                        "(<output>.partial.jsonl) holds, run the rest")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compare", parents=[thresholds, quarantine], help="compare head results with base results")
@@ -342,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, required=True)
     p.set_defaults(func=cmd_comment)
 
-    p = sub.add_parser("pipeline", parents=[presets, thresholds, quarantine], help="the main job, end to end")
+    p = sub.add_parser("pipeline", parents=[presets, filtering, thresholds, quarantine], help="the main job, end to end")
     p.add_argument("--store", help="store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: "
                                    f"[tool.benchtrail] store, else {DEFAULT_STORE})")
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")

@@ -95,16 +95,71 @@ def run_cases(
     torch_version: str,
     report: Callable[[str, str], None] = lambda name, status: None,
     modules_dir: Path | None = None,
+    on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
 ) -> list[BenchmarkRecord]:
     """Run every case in order (a noisy case once more), fresh workers each; a failing case never stops
     the others.
 
-    ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts.
+    ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts;
+    ``on_record`` gets each record as soon as its case finishes (``Journal.append``).
     """
     records = []
     for rc in run_configs:
         module_dir = modules_dir / "modules" / rc.module_generation_config.name if modules_dir else None
         record = case_record(rc, run_case_with_rerun(rc, module_dir), torch_version)
+        on_record(record)
         records.append(record)
         report(rc.name, record.status)
     return records
+
+
+class Journal:
+    """Finished cases of a run stage, one JSON record per line, so ``--continue`` can resume a run
+    that stopped part-way (a cancelled job, a lost runner). Each line is appended and flushed to
+    disk when its case finishes; a torn last line (the process died mid-write) is ignored."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, record: BenchmarkRecord) -> None:
+        import dataclasses
+        import json
+        import os
+
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(dataclasses.asdict(record), sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def refuse_stale(self) -> dict[str, BenchmarkRecord]:
+        """Without ``--continue`` a journal left by an earlier run is an error (nothing is lost)."""
+        from benchtrail.errors import UserError
+
+        if self.path.exists():
+            raise UserError(f"{self.path} holds the cases of a run that stopped part-way: pass --continue to "
+                            "resume it, or delete the file to start again")
+        return {}
+
+    def load(self, run_configs: tuple[RunConfig, ...], torch_version: str) -> dict[str, BenchmarkRecord]:
+        """Records of the journal whose run config is in ``run_configs`` with an unchanged definition
+        (content hash), by run config id; other lines are ignored."""
+        import json
+
+        from benchtrail.errors import UserError
+        from benchtrail.suite.serialization import from_plain
+
+        if not self.path.exists():
+            return {}
+        wanted = {rc.id: content_hash(rc, torch_version) for rc in run_configs}
+        finished = {}
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = from_plain(json.loads(line), BenchmarkRecord, where=str(self.path))
+            except (ValueError, TypeError, UserError):  # a torn last line, or another version's: run it again
+                continue
+            if wanted.get(record.id) == record.content_hash:
+                finished[record.id] = record
+        return finished
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)

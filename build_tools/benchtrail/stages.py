@@ -24,7 +24,7 @@ from benchtrail.progress import console, track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
-from benchtrail.run_stage import run_cases
+from benchtrail.run_stage import Journal, run_cases
 from benchtrail.confirm import suspects
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.thresholds import default_thresholds_path, load_thresholds
@@ -79,17 +79,22 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
               run: dict[str, Any], benchmark_ids: list[str] | None = None,
-              modules_dir: Path | None = None, repo: Path = Path(".")) -> tuple[Path, bool]:
+              modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
+              name_filter: str | None = None) -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
     only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
     loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote).
 
     Writes the results file to ``output`` and one flattened document per benchmark to
     ``<output's folder>/docs/``, recording the commit of ``repo``. Returns (results path, whether
-    every case is ok).
+    every case is ok). ``name_filter`` (``--filter``) keeps the cases whose name or id it finds.
+
+    Each finished case is appended to the journal ``<output>.partial.jsonl`` as it finishes, and the
+    journal is removed once the results file is written. With ``resume`` (``--continue``) the cases
+    a journal holds (same run config id and content hash) are kept, not run again.
 
     Raises:
-        UserError: the device or shard is not in the export.
+        UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set.
     """
     devices = load_execution(run_configs)
     if device_name not in devices:
@@ -101,18 +106,34 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                         f"shards: {sorted(shards)}")
     chosen = [shard_index] if shard_index is not None else sorted(shards)
     rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
+    if name_filter is not None:
+        from benchtrail.suite.filters import compile_filter
+
+        pattern = compile_filter(name_filter)
+        rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
+        if not rcs:
+            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in {run_configs}")
     jsonio.check_new(output)
+    journal = Journal(output.with_name(output.name + ".partial.jsonl"))
+    finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
     if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not torch.cuda.is_available():
         console.print(f"[bold red]device {device_name} needs CUDA and torch sees no GPU here[/]: every case "
                       "will fail; none is run on the CPU instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
-    with track(f"run {device_name}", len(rcs)) as report:
-        records = run_cases(rcs, torch_version(), report, modules_dir)
+    if finished:
+        console.print(f"--continue: {len(finished)} of {len(rcs)} cases finished earlier ({journal.path}); "
+                      "running the rest")
+    todo = tuple(rc for rc in rcs if rc.id not in finished)
+    with track(f"run {device_name}", len(todo)) as report:
+        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append)
+    by_id = {**finished, **{r.id: r for r in new}}
+    records = [by_id[rc.id] for rc in rcs]
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
     results = ResultsFile(commit, dirty, run, collect_environment(threads), tuple(records))
     path = write_results(output, results)
     write_documents(output.parent / "docs", results)
+    journal.remove()
     return path, all(r.status == "ok" for r in records)
 
 
