@@ -117,12 +117,16 @@ class CudaMeasurement:
         wall_us: host wall time per iteration of the same samples, synchronised.
         plan: how they were taken.
         warmup_iterations: iterations before the first sample.
+        memory: ``max_memory_allocated_bytes`` and ``max_memory_reserved_bytes`` while the samples
+            were taken (peaks reset after warm-up, graph capture and the L2 flush buffer; the
+            buffer's bytes are subtracted from the allocated peak).
     """
 
     gpu_us: tuple[float, ...]
     wall_us: tuple[float, ...]
     plan: TimingPlan
     warmup_iterations: int
+    memory: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def samples_us(self) -> tuple[float, ...]:
@@ -196,6 +200,8 @@ def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasu
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
         buffer = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
         flush = buffer.zero_
+    flush_bytes = buffer.numel() if flush else 0
+    torch.cuda.reset_peak_memory_stats()
     gpu, wall = [], []
     for _ in range(policy.min_samples):
         if flush:
@@ -209,4 +215,6 @@ def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasu
         synchronize()
         wall.append((time.perf_counter() - t0) * 1e6 / plan.launches)
         gpu.append(start.elapsed_time(end) * 1e3 / plan.launches)  # elapsed_time is in ms
-    return CudaMeasurement(tuple(gpu), tuple(wall), plan, warmup)
+    memory = {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated() - flush_bytes,
+              "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}
+    return CudaMeasurement(tuple(gpu), tuple(wall), plan, warmup, memory)

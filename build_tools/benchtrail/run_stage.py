@@ -126,6 +126,7 @@ class Journal:
         import json
         import os
 
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(dataclasses.asdict(record), sort_keys=True) + "\n")
             f.flush()

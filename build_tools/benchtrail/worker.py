@@ -170,13 +170,10 @@ def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, 
             plan = plan_timing("cpu", None, policy)
             return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
                     "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
-        torch.cuda.reset_peak_memory_stats()
         cm = measure_cuda(iteration, policy)
     return {"samples": list(cm.samples_us), "iterations_per_sample": cm.plan.launches,
             "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
-            "gpu_samples_us": list(cm.gpu_us), "wall_samples_us": list(cm.wall_us),
-            "memory": {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
-                       "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}}
+            "gpu_samples_us": list(cm.gpu_us), "wall_samples_us": list(cm.wall_us), "memory": dict(cm.memory)}
 
 
 def _out_of_memory(exc: BaseException) -> dict[str, Any]:
