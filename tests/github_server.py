@@ -1,4 +1,4 @@
-"""A small local HTTP server speaking the GitHub REST shapes that ``benchtrail post`` uses.
+"""A small local HTTP server speaking the GitHub REST shapes that ``benchtrail post`` and ``track`` use.
 
 Tests drive PyGithub itself against it (``base_url=server.url``), so what is exercised is the
 real client: its URLs, its pagination through RFC 5988 ``Link`` headers, its error classes.
@@ -10,6 +10,14 @@ Routes (all JSON):
     GET   /repos/{owner}/{repo}/issues/{n}/comments      ?per_page (default 30, max 100) &page
     POST  /repos/{owner}/{repo}/issues/{n}/comments      {"body": ...}
     PATCH /repos/{owner}/{repo}/issues/comments/{id}     {"body": ...}
+    GET   /repos/{owner}/{repo}/issues                   ?state (open|closed|all, default open) &labels
+                                                         (comma-separated, all must match) &per_page &page;
+                                                         newest first, pull requests included (as on GitHub)
+    POST  /repos/{owner}/{repo}/issues                   {"title": ..., "body": ..., "labels": [...]}
+    GET   /repos/{owner}/{repo}/issues/{n}
+    PATCH /repos/{owner}/{repo}/issues/{n}               {"title", "body", "state", "labels"}: any of them
+
+Issues and pull requests share one number sequence per repository, as on GitHub.
 
 ``fail(method, path, kind, times)`` makes a route answer with an error ``times`` times:
 ``"read-only"`` (403, the reply a fork's read-only ``GITHUB_TOKEN`` gets), ``"validation"``
@@ -25,7 +33,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 #: GitHub rejects issue comment bodies longer than this (characters).
 MAX_BODY_CHARS = 65_536
@@ -82,6 +90,8 @@ class GitHubServer:
     repos: dict[str, dict[str, Any]] = field(default_factory=dict)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    issues: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    label_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -125,6 +135,20 @@ class GitHubServer:
             self.pulls[(full_name, number)] = {"head_sha": head_sha, "issue_comments": [], "body": body,
                                                "title": title or f"PR {number}", "labels": list(labels)}
 
+    def add_repo(self, full_name: str) -> None:
+        """Create the repository ``OWNER/NAME`` (if new)."""
+        owner, name = full_name.split("/")
+        with self.lock:
+            self.repos.setdefault(full_name, {"id": len(self.repos) + 1, "name": name, "owner": owner})
+
+    def add_issue(self, full_name: str, title: str, body: str | None = None, labels: tuple[str, ...] = (),
+                  state: str = "open", user: dict[str, Any] | None = None) -> int:
+        """Create the repository (if new) and an issue in it as ``user`` (a human by default); return its number."""
+        self.add_repo(full_name)
+        with self.lock:
+            return self._insert_issue(full_name, title, body, labels, state,
+                                      user or {"login": "octocat", "id": 1, "type": "User"})
+
     def add_comment(self, full_name: str, number: int, body: str,
                     user: dict[str, Any] | None = None) -> int:
         """Add an issue comment to PR ``number`` as ``user`` (a human by default); return its id."""
@@ -144,6 +168,16 @@ class GitHubServer:
     def issue_comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
         with self.lock:
             return [self._comment_json(i) for i in self.pulls[(full_name, number)]["issue_comments"]]
+
+    def issue(self, full_name: str, number: int) -> dict[str, Any]:
+        """Issue ``number`` as the API returns it."""
+        with self.lock:
+            return self._issue_json(full_name, number)
+
+    def repo_issues(self, full_name: str) -> list[dict[str, Any]]:
+        """Every issue of the repository (not pull requests), oldest first, as the API returns them."""
+        with self.lock:
+            return [self._issue_json(f, n) for f, n in sorted(self.issues) if f == full_name]
 
     def calls(self, method: str, path_pattern: str = ".*") -> list[Request]:
         """Recorded requests with this method whose path fully matches the regex."""
@@ -165,6 +199,51 @@ class GitHubServer:
                               "user": dict(user), "created_at": now, "updated_at": now}
         self.pulls[(full_name, number)]["issue_comments"].append(cid)
         return cid
+
+    def _next_number(self, full_name: str) -> int:
+        used = [n for f, n in (*self.pulls, *self.issues) if f == full_name]
+        return max(used, default=0) + 1
+
+    def _insert_issue(self, full_name: str, title: str, body: str | None, labels: Any, state: str,
+                      user: dict[str, Any]) -> int:
+        number = self._next_number(full_name)
+        now = "2026-01-01T00:00:00Z"
+        self.issues[(full_name, number)] = {"title": title, "body": body, "labels": list(labels), "state": state,
+                                            "user": dict(user), "created_at": now, "updated_at": now,
+                                            "closed_at": now if state == "closed" else None}
+        return number
+
+    def _labels_json(self, full_name: str, names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            lid = self.label_ids.setdefault((full_name, name), len(self.label_ids) + 1)
+            out.append({"id": lid, "node_id": f"LA_{lid}", "name": name, "color": "ededed", "default": False,
+                        "description": None, "url": f"{self.url}/repos/{full_name}/labels/{name}"})
+        return out
+
+    def _issue_json(self, full_name: str, number: int) -> dict[str, Any]:
+        """An issue, or a pull request as the issues API shows it (with a ``pull_request`` object)."""
+        api = f"{self.url}/repos/{full_name}"
+        pull = self.pulls.get((full_name, number))
+        if pull is not None:
+            issue = {"title": pull["title"], "body": pull["body"], "labels": pull["labels"], "state": "open",
+                     "user": {"login": "contributor", "id": 2, "type": "User"}, "created_at": "2026-01-01T00:00:00Z",
+                     "updated_at": "2026-01-01T00:00:00Z", "closed_at": None}
+        else:
+            issue = self.issues[(full_name, number)]
+        out = {"id": 7000 + number, "node_id": f"I_{number}", "number": number, "title": issue["title"],
+               "body": issue["body"], "state": issue["state"], "locked": False,
+               "labels": self._labels_json(full_name, issue["labels"]), "user": self._user_json(issue["user"]),
+               "url": f"{api}/issues/{number}", "repository_url": api,
+               "html_url": f"https://github.com/{full_name}/{'pull' if pull else 'issues'}/{number}",
+               "comments_url": f"{api}/issues/{number}/comments", "events_url": f"{api}/issues/{number}/events",
+               "labels_url": f"{api}/issues/{number}/labels{{/name}}",
+               "comments": len(pull["issue_comments"]) if pull else 0, "author_association": "NONE",
+               "created_at": issue["created_at"], "updated_at": issue["updated_at"], "closed_at": issue["closed_at"]}
+        if pull is not None:
+            out["pull_request"] = {"url": f"{api}/pulls/{number}",
+                                   "html_url": f"https://github.com/{full_name}/pull/{number}"}
+        return out
 
     def _user_json(self, user: dict[str, Any]) -> dict[str, Any]:
         login = user["login"]
@@ -210,6 +289,10 @@ _ROUTES = (
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "list_comments"),
     ("POST", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "create_comment"),
     ("PATCH", re.compile(_REPO + r"/issues/comments/(?P<id>\d+)"), "edit_comment"),
+    ("GET", re.compile(_REPO + r"/issues"), "list_issues"),
+    ("POST", re.compile(_REPO + r"/issues"), "create_issue"),
+    ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
+    ("PATCH", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "edit_issue"),
 )
 
 
@@ -276,18 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
         pull = gh.pulls.get((full_name, int(number)))
         if pull is None:
             return _not_found()
-        per_page = min(100, max(1, int(req.query.get("per_page", ["30"])[0])))
-        page = max(1, int(req.query.get("page", ["1"])[0]))
-        ids = pull["issue_comments"]
-        last = max(1, -(-len(ids) // per_page))
-        items = [gh._comment_json(i) for i in ids[(page - 1) * per_page: page * per_page]]
-        base = f"{gh.url}{req.path}?per_page={per_page}&page="
-        links = []
-        if page < last:
-            links += [f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"']
-        if page > 1:
-            links += [f'<{base}1>; rel="first"', f'<{base}{page - 1}>; rel="prev"']
-        return 200, ({"Link": ", ".join(links)} if links else {}), items
+        headers, ids = _paginate(gh, req, pull["issue_comments"])
+        return 200, headers, [gh._comment_json(i) for i in ids]
 
     def create_comment(self, full_name: str, req: Request, user: dict[str, Any], number: str):
         gh = self.github
@@ -313,6 +386,52 @@ class _Handler(BaseHTTPRequestHandler):
         comment["updated_at"] = "2026-01-02T00:00:00Z"
         return 200, {}, gh._comment_json(int(id))
 
+    def list_issues(self, full_name: str, req: Request, user: dict[str, Any]):
+        gh = self.github
+        state = req.query.get("state", ["open"])[0]
+        if state not in ("open", "closed", "all"):
+            return FAILURES["validation"]
+        wanted = {n.strip() for n in req.query.get("labels", [""])[0].split(",") if n.strip()}
+        numbers = sorted({n for f, n in (*gh.pulls, *gh.issues) if f == full_name}, reverse=True)  # newest first
+        items = [gh._issue_json(full_name, n) for n in numbers]
+        items = [i for i in items if (state == "all" or i["state"] == state)
+                 and wanted <= {label["name"] for label in i["labels"]}]
+        headers, page = _paginate(gh, req, items)
+        return 200, headers, page
+
+    def create_issue(self, full_name: str, req: Request, user: dict[str, Any]):
+        gh = self.github
+        payload = req.json if isinstance(req.json, dict) else {}
+        error = _issue_error(payload, require_title=True)
+        if error:
+            return error
+        number = gh._insert_issue(full_name, payload["title"], payload.get("body"), payload.get("labels") or (),
+                                  "open", user)
+        issue = gh._issue_json(full_name, number)
+        return 201, {"Location": issue["url"]}, issue
+
+    def get_issue(self, full_name: str, req: Request, user: dict[str, Any], number: str):
+        gh = self.github
+        if (full_name, int(number)) not in gh.issues and (full_name, int(number)) not in gh.pulls:
+            return _not_found()
+        return 200, {}, gh._issue_json(full_name, int(number))
+
+    def edit_issue(self, full_name: str, req: Request, user: dict[str, Any], number: str):
+        gh = self.github
+        issue = gh.issues.get((full_name, int(number)))
+        if issue is None:
+            return _not_found()
+        payload = req.json if isinstance(req.json, dict) else {}
+        error = _issue_error(payload, require_title=False)
+        if error:
+            return error
+        for key in ("title", "body", "state", "labels"):
+            if key in payload:
+                issue[key] = list(payload[key]) if key == "labels" else payload[key]
+        issue["updated_at"] = "2026-01-02T00:00:00Z"
+        issue["closed_at"] = issue["updated_at"] if issue["state"] == "closed" else None
+        return 200, {}, gh._issue_json(full_name, int(number))
+
     def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -334,6 +453,36 @@ def _token(authorization: str) -> str:
 
 def _not_found() -> tuple[int, dict[str, str], dict[str, Any]]:
     return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+
+
+def _paginate(gh: GitHubServer, req: Request, items: list[Any]) -> tuple[dict[str, str], list[Any]]:
+    """``(headers, page)``: the requested page (``per_page`` default 30, max 100; ``page`` from 1) and
+    GitHub's RFC 5988 ``Link`` header, whose URLs keep the request's other query parameters."""
+    per_page = min(100, max(1, int(req.query.get("per_page", ["30"])[0])))
+    page = max(1, int(req.query.get("page", ["1"])[0]))
+    last = max(1, -(-len(items) // per_page))
+    kept = [(k, v) for k, values in req.query.items() if k not in ("per_page", "page") for v in values]
+    base = f"{gh.url}{req.path}?{urlencode([*kept, ('per_page', per_page)])}&page="
+    links = []
+    if page < last:
+        links += [f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"']
+    if page > 1:
+        links += [f'<{base}1>; rel="first"', f'<{base}{page - 1}>; rel="prev"']
+    return ({"Link": ", ".join(links)} if links else {}), items[(page - 1) * per_page: page * per_page]
+
+
+def _issue_error(payload: dict[str, Any], *, require_title: bool) -> tuple[int, dict[str, str], dict[str, Any]] | None:
+    """GitHub's 422 for a missing or empty title, a body over the limit, a bad state or labels."""
+    title, body = payload.get("title"), payload.get("body")
+    bad = ((require_title or "title" in payload) and (not isinstance(title, str) or not title.strip())) or (
+        body is not None and (not isinstance(body, str) or len(body) > MAX_BODY_CHARS)) or (
+        payload.get("state", "open") not in ("open", "closed")) or (
+        not isinstance(payload.get("labels", []), list) or not all(isinstance(n, str) for n in payload.get("labels", [])))
+    if bad:
+        return 422, {}, {"message": "Validation Failed", "status": "422",
+                         "errors": [{"resource": "Issue", "code": "invalid", "field": "title"}],
+                         "documentation_url": f"{DOCS}/issues/issues"}
+    return None
 
 
 def _body_error(payload: Any) -> tuple[int, dict[str, str], dict[str, Any]] | None:

@@ -135,3 +135,39 @@ def test_a_reason_with_brackets_and_a_traceback_shows_its_first_line_verbatim(tm
     assert code == 0, err
     assert _row(out, "mlp", "eager")[8] == "failed: shape [bold][1, 3][/bold] != [1, 4]"
     assert "Traceback" not in out
+
+
+def _zero(record: dict) -> None:
+    """Make ``record`` an ok case whose samples (and so its median) are all 0."""
+    from benchtrail.stats.summary import summarize
+
+    record["samples"] = [0.0] * 5
+    record.update(summarize(record["samples"]))
+
+
+@pytest.mark.parametrize("zeroed,rows", [
+    ("inductor", {"eager": ("1.00×", "ok"), "inductor": ("-", "ok (median is 0: no speedup)")}),
+    ("eager", {"eager": ("-", "ok (median is 0: no speedup)"),
+               "inductor": ("-", "ok (eager median is 0: no speedup)")}),
+])
+def test_a_median_of_0_says_so_instead_of_blaming_the_eager_case(tmp_path, capsys, zeroed, rows):
+    obj = json.loads((FIXED_RUN / "results" / "c2-standard-16-0.json").read_text())
+    _zero(next(b for b in obj["benchmarks"] if b["name"] == f"vrelu3.{zeroed}.inference-bs1.c2-standard-16"))
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps(obj))
+    code, out, err = _run(capsys, "--results", str(path), "--output-dir", str(tmp_path))
+    assert code == 0, err
+    for config, (speedup, status) in rows.items():
+        assert _row(out, "vrelu3", config)[7:] == [speedup, status]
+    assert "no ok eager case" not in out
+    notes = {r.compile_config: r.note for r in compare_backends(load_results_paths([path])) if r.model == "vrelu3"}
+    assert notes == {c: s.removeprefix("ok (").removesuffix(")") if "(" in s else None for c, (_, s) in rows.items()} \
+        | {"export": None}
+
+
+def test_an_output_dir_that_is_a_file_is_named(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    code, out, err = _run(capsys, "--results", str(FIXED_RUN), "--output-dir", str(afile))
+    assert code == 1 and out == ""
+    assert f"--output-dir {afile} is a file" in err

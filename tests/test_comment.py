@@ -104,6 +104,6 @@ def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
     assert ("Dashboard (history by commit): https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html"
             in body.splitlines())
     body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1", "dashboard/index.html")
-    assert "Dashboard (history by commit): /store/runs/r/1/dashboard/index.html" in body.splitlines()
+    assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in body.splitlines()
     body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1")
     assert "Dashboard" not in body

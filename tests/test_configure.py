@@ -194,3 +194,18 @@ def test_benchmarks_accept_with_unsafe_characters_is_rejected(gh, capsys):
     code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a$(id)b"))
     assert code == 1 and output == ""
     assert "benchmarks-accept item 'a$(id)b'" in capsys.readouterr().err
+
+
+def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    repo = tmp_path / "adopter"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting", repo)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)  # its suite has no 'default' meta-preset; [tool.benchtrail] presets = "smoke"
+    code, output, _ = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
+    assert code == 0 and output == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
+    (repo / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "my_benchmarks.suite:generate"\n')
+    code, output, summary = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
+    assert code == 0 and output.endswith("benchmark-presets=\nhas-benchmarks=false\nbenchmarks-accept=\n")  # appended
+    assert "no 'default' meta-preset and [tool.benchtrail] sets no presets" in summary

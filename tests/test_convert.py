@@ -176,3 +176,20 @@ def test_an_existing_output_is_never_overwritten(tmp_path, capsys):
     assert main(["convert", "--to", "gab", "--results", str(RUN), "--output", str(out)]) == 1
     assert "already exists; benchtrail never overwrites it" in capsys.readouterr().err
     assert out.read_text() == "keep"
+
+
+def test_an_empty_output_path_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["convert", "--to", "gab", "--results", str(RUN), "--output", ""])
+    assert exited.value.code == 1
+    assert "argument --output: empty path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_of_another_tool_is_named_as_not_a_benchtrail_results_file(tmp_path, capsys):
+    code, gab, _ = _convert(tmp_path, capsys, "--to", "gab", "--results", str(RUN))
+    assert code == 0
+    code, out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
+    assert code == 1
+    assert f"{gab} is not a benchtrail results file (no schema_version)" in captured.err

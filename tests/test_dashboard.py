@@ -3,6 +3,7 @@ dashboard rendered by headless Chromium."""
 
 import html
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -134,3 +135,90 @@ def test_plot_never_writes_into_a_folder_that_holds_files(plotted, tmp_path, cap
     history_file = _write(tmp_path / "history.json", json.dumps(history))
     code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
     assert code == 1 and "exists and is not an empty folder" in err
+
+
+def _edited(history: dict, edit) -> dict:
+    """A deep copy of ``history`` changed by ``edit(copy, first execution series)``."""
+    copy = json.loads(json.dumps(history))
+    edit(copy, next(s for s in copy["series"].values() if s["kind"] == "execution"))
+    return copy
+
+
+def _plot_refused(history: dict, tmp_path: Path, capsys) -> str:
+    history_file = _write(tmp_path / "history.json", json.dumps(history))  # json writes NaN and Infinity as such
+    before = set(tmp_path.rglob("*"))
+    out_dir = tmp_path / "a" / "b" / "dash"
+    code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
+    assert code == 1 and out == ""
+    assert set(tmp_path.rglob("*")) == before  # nothing written, inside --output-dir or out of it
+    assert err.startswith(f"benchtrail: error: history file {history_file}: ")
+    return err
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("preset,why", [
+    ("../../evil2", "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits, '.', "
+                    "'_' and '-', starting with a letter or digit, without '..'"),
+    ("smoke ✓ <b>x</b>", "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits"),
+    ("a..b", "cannot name a dashboard page"),
+    ("compilation", "has the name of a page the dashboard writes itself (compilation.html); reserved: "
+                    "compilation, index, no-preset; rename the preset"),
+    ("index", "has the name of a page the dashboard writes itself (index.html)"),
+])
+def test_plot_refuses_a_preset_that_cannot_name_a_page_naming_series_and_preset(plotted, tmp_path, capsys, preset, why):
+    history, _, _ = plotted
+    edited = _edited(history, lambda h, s: s.update(presets=[preset]))
+    sid, series = next((i, s) for i, s in edited["series"].items() if s["presets"] == [preset])
+    err = _plot_refused(edited, tmp_path, capsys)
+    assert f": series {sid!r} ({series['name']}): preset {preset!r} {why}" in err
+
+
+@pytest.mark.e2e
+def test_an_execution_series_of_no_preset_gets_the_no_preset_page(plotted, tmp_path, capsys):
+    history, _, _ = plotted
+    edited = _edited(history, lambda h, s: s.update(presets=[]))
+    name = next(s["name"] for s in edited["series"].values() if s["kind"] == "execution" and not s["presets"])
+    out_dir = tmp_path / "dash"
+    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
+                          "--output-dir", out_dir)
+    assert code == 0, err
+    assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "no-preset.png", "smoke.png"]
+    page = (out_dir / "no-preset.html").read_text()
+    assert "execution series of no preset" in page and f'"name":"{name}"' in page.replace(": ", ":")
+    assert f'"name":"{name}"' not in (out_dir / "smoke.html").read_text().replace(": ", ":")
+    assert 'href="no-preset.html"' in (out_dir / "index.html").read_text()
+
+
+def _point(h: dict, s: dict, **changes) -> None:
+    s["points"][0].update(changes)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("edit,message", [
+    (lambda h, s: _point(h, s, median=math.nan), "points[0]: field 'median' is nan; allowed: a finite number or null"),
+    (lambda h, s: _point(h, s, p75=math.inf), "points[0]: field 'p75' is inf; allowed: a finite number or null"),
+    (lambda h, s: _point(h, s, status="great"),
+     "points[0]: field 'status' is 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"),
+    (lambda h, s: s.update(kind="weird"), "field 'kind' is 'weird'; allowed: execution, compilation"),
+    (lambda h, s: _point(h, s, commit="f" * 40),
+     f"points[0]: commit {'f' * 40!r} is not in 'commits'; allowed: a commit listed there"),
+    (lambda h, s: s["points"].append(s["points"][0]), "points[3]: a second point at commit "),
+    (lambda h, s: s["points"].reverse(), "points[1]: commit "),
+    (lambda h, s: h.update(commits=[]), "field 'commits' is empty; allowed: the first-parent commits walked"),
+    (lambda h, s: h["commits"].append(h["commits"][0]), "commits[3]: commit "),
+    (lambda h, s: _point(h, s, n=-1), "points[0]: field 'n' is -1; allowed: a whole number from 0"),
+])
+def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_is_allowed(plotted, tmp_path, capsys,
+                                                                                          edit, message):
+    history, _, _ = plotted
+    err = _plot_refused(_edited(history, edit), tmp_path, capsys)
+    assert message in err
+
+
+@pytest.mark.e2e
+def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
+    history, _, _ = plotted
+    afile = _write(tmp_path / "afile", "x\n")
+    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
+                          "--output-dir", afile)
+    assert code == 1 and f"--output-dir {afile} is a file" in err

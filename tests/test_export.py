@@ -63,13 +63,12 @@ def test_shards_split_run_configs_without_loss_or_overlap():
 def test_matrix_jq_gives_the_job_matrix_list():
     obj = export_execution(SUITE, ("x86_64", "cuda"), shard_count=2)
     program = (ROOT / "build_tools/github_actions/matrix.jq").read_text()
-    matrix = jq.compile(program).input_value(obj).first()
-    assert matrix == [
-        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "architecture": "cuda", "shard": {"index": 0, "count": 2}},
-        {"device_name": "a2-highgpu-1g", "host_environment": "linux-x86_64", "architecture": "cuda", "shard": {"index": 1, "count": 2}},
-        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "architecture": "cpu", "shard": {"index": 0, "count": 2}},
-        {"device_name": "c2-standard-16", "host_environment": "linux-x86_64", "architecture": "cpu", "shard": {"index": 1, "count": 2}},
-    ]
+    matrix = jq.compile(program, args={"labels": {}}).input_value(obj).first()  # no project labels
+    entry = lambda device, arch, index: {  # noqa: E731
+        "device_name": device, "host_environment": "linux-x86_64", "architecture": arch,
+        "shard": {"index": index, "count": 2}, "runs_on": ["self-hosted", arch, device]}
+    assert matrix == [entry("a2-highgpu-1g", "cuda", 0), entry("a2-highgpu-1g", "cuda", 1),
+                      entry("c2-standard-16", "cpu", 0), entry("c2-standard-16", "cpu", 1)]
 
 
 def test_seed_compatible_export_script_writes_the_same_json(tmp_path):

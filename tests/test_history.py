@@ -2,6 +2,8 @@
 (``history_store``: c1 - c2 - c3 on main, side commit s1 merged by c3)."""
 
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -118,6 +120,7 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    (tmp_path / "empty-store").mkdir()
     output = tmp_path / "history.json"
     code, out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output", output)
     assert code == 1
@@ -125,7 +128,20 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     assert not output.exists()
 
 
+def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    missing = tmp_path / "mistyped-store"
+    code, out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output", tmp_path / "h.json")
+    assert code == 1
+    assert f"benchtrail: error: no such store: {missing} does not exist" in err
+    assert not missing.exists() and not (tmp_path / "h.json").exists()
+
+
 def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
+    (tmp_path / "store").mkdir()
     code, out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
                           "--output", tmp_path / "h.json")
     assert code == 1 and "is not a git repository" in err
@@ -199,11 +215,16 @@ def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series
 @pytest.mark.e2e
 def test_compare_builds_refuses_a_commit_without_a_stored_run(history_store, tmp_path, capsys):
     commits = history_store["commits"]
+    (tmp_path / "other-store").mkdir()
     code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "other-store",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1
     assert f"A {commits['c1']!r}" in err and "holds no run of it" in err and "run directory" in err
     assert not list(tmp_path.glob("*.png"))
+    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "typo",
+                          "--repo", history_store["repo"], "--output-dir", tmp_path)
+    assert code == 1 and f"no such store: {tmp_path / 'typo'} does not exist" in err
+    assert not (tmp_path / "typo").exists()
     code, out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store", history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and "A 'no-such-ref' is neither a run directory nor a commit" in err
@@ -245,9 +266,185 @@ def test_each_pipeline_run_draws_its_history_dashboard_and_the_comment_links_it(
     c3 = history_store["run_dirs"]["c3"]
     index = c3 / "dashboard" / "index.html"
     assert index.is_file() and (c3 / "dashboard" / "smoke.png").is_file()
-    assert f"Dashboard (history by commit): {index}" in (c3 / "comment" / "comment.md").read_text().splitlines()
+    assert f"Dashboard (history by commit): `{index}`" in (c3 / "comment" / "comment.md").read_text().splitlines()
     page = (c3 / "dashboard" / "smoke.html").read_text()
     commits = history_store["commits"]
     for name in ("c1", "c2", "c3"):  # the run itself is the newest point, drawn before it was stored
         assert commits[name][:7] in page, name
     assert commits["s1"][:7] not in page
+
+
+def _store_copy(history_store, dest: Path) -> Path:
+    """A copy of the history store holding what history and compare-builds read: the commit pointers and
+    each run's results/*.json."""
+    store = Path(history_store["store"])
+    shutil.copytree(store / "commits", dest / "commits")
+    for name, run_dir in history_store["run_dirs"].items():
+        target = dest / run_dir.relative_to(store) / "results"
+        target.mkdir(parents=True)
+        for f in (run_dir / "results").glob("*.json"):
+            shutil.copyfile(f, target / f.name)
+    return dest
+
+
+def _set_presets(run_dir: Path, presets: list[str]) -> list[Path]:
+    """Give every record of the run's results files, and the run itself, ``presets``; return the files."""
+    files = sorted((run_dir / "results").glob("*.json"))
+    for f in files:
+        obj = json.loads(f.read_text())
+        obj["run"]["presets"] = presets
+        for b in obj["benchmarks"]:
+            b["presets"] = presets
+        f.write_text(json.dumps(obj))
+    return files
+
+
+def _files(root: Path) -> set[Path]:
+    return set(root.rglob("*"))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>"])
+def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_written_outside(
+        history_store, tmp_path, capsys, preset):
+    store = _store_copy(history_store, tmp_path / "a" / "store")
+    c3_run = store / history_store["run_dirs"]["c3"].relative_to(history_store["store"])
+    bad = _set_presets(c3_run, [preset])
+    output = tmp_path / "a" / "history.json"
+    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output", output)
+    assert code == 0, err
+    assert f"warning: run not used: {history_store['commits']['c3'][:7]} run {c3_run.parent.name}/1: results file " in err
+    assert f"results file {bad[0]}: field run.presets is {[preset]!r}; allowed: a list of preset names of letters, " \
+           "digits, '.', '_' and '-', starting with a letter or digit, without '..'" in err
+    history = load_history(output)
+    assert [c.run_id is not None for c in history.commits] == [True, True, False]  # c3's run is a gap
+    before = _files(tmp_path)
+    out_dir = tmp_path / "a" / "b" / "dash"
+    code, out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
+    assert code == 0, err
+    assert {p for p in _files(tmp_path) - before if out_dir not in p.parents} == {out_dir, out_dir.parent}
+    assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "smoke.png"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "index"])
+def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_the_run(history_store, tmp_path, preset):
+    from benchtrail.stages import dashboard_stage
+
+    store = _store_copy(history_store, tmp_path / "store")
+    run_dir = tmp_path / "a" / "run"
+    shutil.copytree(history_store["run_dirs"]["c3"] / "results", run_dir / "results")
+    _set_presets(run_dir, [preset])
+    before = _files(tmp_path)
+    index = dashboard_stage(open_store(str(store)), history_store["repo"], history_store["commits"]["c3"],
+                            "pending-run", 1, run_dir)
+    written = _files(tmp_path) - before
+    if preset == "index":  # a valid results file; the run is left out of its dashboard, which says why
+        assert index == run_dir / "dashboard" / "index.html"
+        assert {p.relative_to(index.parent).as_posix() for p in written - {index.parent}} == {
+            "index.html", "plotly.min.js", "smoke.png", "smoke.html", "compilation.png", "compilation.html"}
+        assert "has the name of a page the dashboard writes itself (index.html)" in index.read_text()
+        assert "pending-run" not in (index.parent / "smoke.html").read_text()
+    else:  # the run's own results are refused: no dashboard ("no dashboard: ..."), the run goes on
+        assert index is None and written == set()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("preset", ["compilation", "index", "Index"])
+def test_a_stored_run_whose_preset_is_a_page_the_dashboard_writes_itself_is_not_used(history_store, tmp_path, preset):
+    store = _store_copy(history_store, tmp_path / "store")
+    c2_run = store / history_store["run_dirs"]["c2"].relative_to(history_store["store"])
+    _set_presets(c2_run, [preset])
+    history = collect_history(open_store(str(store), read_only=True), history_store["repo"], "main")
+    assert [c.run_id is not None for c in history.commits] == [True, False, True]
+    (line,) = history.skipped
+    assert line.startswith(f"{history_store['commits']['c2'][:7]} run {c2_run.parent.name}/1: run "
+                           f"{c2_run.parent.name}/1 ({c2_run.resolve()}): series ")
+    assert line.endswith(f"preset {preset!r} has the name of a page the dashboard writes itself "
+                         f"({preset.lower()}.html); reserved: compilation, index, no-preset; rename the preset")
+
+
+@pytest.mark.e2e
+def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_store, tmp_path, capsys):
+    store = _store_copy(history_store, tmp_path / "store")
+    folders = [store, *(p for p in store.rglob("*") if p.is_dir())]
+    for folder in folders:  # a write (even a write check: create, then remove a file) changes a folder's mtime
+        os.utime(folder, ns=(1_000_000_000, 1_000_000_000))
+        folder.chmod(0o555)
+    try:
+        code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
+                              "--output", tmp_path / "h.json")
+        assert code == 0, err
+        commits = history_store["commits"]
+        code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
+                              "--repo", history_store["repo"], "--output-dir", tmp_path)
+        assert code == 0, err
+        assert {f: f.stat().st_mtime_ns for f in folders} == {f: 1_000_000_000 for f in folders}
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+
+
+@pytest.mark.e2e
+def test_compare_builds_refuses_a_run_directory_holding_results_of_two_runs(history_store, tmp_path, capsys):
+    mixed = tmp_path / "mix dir"
+    (mixed / "results").mkdir(parents=True)
+    c1, c3 = history_store["run_dirs"]["c1"], history_store["run_dirs"]["c3"]
+    shutil.copyfile(c1 / "results" / "c2-standard-16-0.json", mixed / "results" / "c2-standard-16-0.json")
+    shutil.copyfile(c3 / "results" / "compilation-c2-standard-16.json",
+                    mixed / "results" / "compilation-c2-standard-16.json")
+    commits = history_store["commits"]
+    code, out, err = _run(capsys, "compare-builds", mixed, commits["c3"], "--store", history_store["store"],
+                          "--repo", history_store["repo"], "--output-dir", tmp_path)
+    assert code == 1 and out == ""
+    assert f"benchtrail: error: A {str(mixed)!r}: results of more than one run: " in err
+    assert f"run {c1.parent.name}/1 at commit {commits['c1'][:12]} from {mixed}" in err
+    assert f"run {c3.parent.name}/1 at commit {commits['c3'][:12]} from {mixed}" in err
+    assert not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.e2e
+def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_store, tmp_path, capsys):
+    store = _store_copy(history_store, tmp_path / "store")
+    c1 = history_store["commits"]["c1"]
+    (pointer,) = (store / "commits" / c1).glob("*.json")
+    pointer.write_text('{"trunc')
+    output = tmp_path / "h.json"
+    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+                          "--output", output)
+    assert code == 0, err
+    reason = (f"{c1[:7]}: commit pointer {pointer} is not valid JSON (truncated or corrupt?): Unterminated string "
+              "starting at line 1 column 2")
+    assert f"benchtrail: warning: run not used: {reason}" in err.splitlines()
+    history = json.loads(output.read_text())
+    assert history["skipped"] == [reason]
+    assert history["commits"][0] == {"commit": c1, "run_id": None, "attempt": None}
+
+
+@pytest.mark.e2e
+def test_when_no_run_is_usable_the_error_says_why_for_each(history_store, tmp_path, capsys):
+    store = _store_copy(history_store, tmp_path / "store")
+    for name in ("c1", "c2", "c3"):
+        run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
+        (run_dir / "results" / "c2-standard-16-0.json").write_text("{}")
+    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+                          "--output", tmp_path / "h.json")
+    assert code == 1
+    assert "no usable run of any of the 3 first-parent commit(s) of main" in err and ". Runs not used: " in err
+    for name in ("c1", "c2", "c3"):
+        run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
+        assert (f"{history_store['commits'][name][:7]} run {run_dir.parent.name}/1: {run_dir / 'results'}"
+                "/c2-standard-16-0.json is not a benchtrail results file (no schema_version)") in err
+
+
+@pytest.mark.e2e
+def test_an_output_dir_that_is_a_file_and_an_empty_output_are_named(history_store, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    commits = history_store["commits"]
+    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
+                          "--repo", history_store["repo"], "--output-dir", afile)
+    assert code == 1 and f"--output-dir {afile} is a file" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["history", "--store", str(history_store["store"]), "--repo", str(history_store["repo"]), "--output", ""])
+    assert exited.value.code == 1 and "argument --output: empty path" in capsys.readouterr().err

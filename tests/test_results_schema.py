@@ -1,5 +1,6 @@
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,36 @@ def test_flattened_documents_have_dotted_keys_and_safe_names(tmp_path):
     assert doc["environment.torch_version"] == "2.13.0"
     assert doc["details.phase_times_ms.run"] == 5.0
     assert doc["samples"] == [1.0, 3.0] and doc["median"] == 2.0 and doc["schema_version"] == 1
+
+
+@pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "a/b", "a..b", ""])
+def test_a_preset_name_that_is_not_a_safe_file_name_is_refused_naming_file_field_and_value(tmp_path, preset):
+    obj = results_to_dict(results(record("a")))
+    obj["benchmarks"][0]["presets"] = ["x86_64", preset]
+    path = _write(tmp_path, obj)
+    with pytest.raises(UserError) as caught:
+        load_results(path)
+    assert str(caught.value) == (f"results file {path}: benchmark 'a.inference-bs1.c2-standard-16' field presets has "
+                                 f"{preset!r}; allowed: preset names of letters, digits, '.', '_' and '-', starting "
+                                 "with a letter or digit, without '..' (regex ^[A-Za-z0-9][A-Za-z0-9._-]*$)")
+    obj = results_to_dict(results(record("a")))
+    obj["run"]["presets"] = [preset]
+    with pytest.raises(UserError, match=rf"field run\.presets is \[{re.escape(repr(preset))}\]; allowed: a list of"):
+        load_results(_write(tmp_path, obj, "run.json"))
+
+
+@pytest.mark.parametrize("text", ['[{"name": "x", "unit": "us", "value": 1.0}]', '{"benchmarks": []}'])
+def test_json_of_another_tool_is_not_a_benchtrail_results_file(tmp_path, text):
+    path = tmp_path / "gab.json"
+    path.write_text(text)
+    with pytest.raises(UserError, match=rf"^{re.escape(str(path))} is not a benchtrail results file \(no schema_version\)"):
+        load_results(path)
+
+
+def test_invalid_json_message_says_at_once(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"trunc\n')
+    with pytest.raises(UserError) as caught:
+        load_results(path)
+    assert str(caught.value) == (f"results file {path} is not valid JSON (truncated or corrupt?): "
+                                 "Invalid control character at line 1 column 8")

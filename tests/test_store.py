@@ -197,3 +197,38 @@ def test_glob_patterns_follow_gitignore_like_segments():
                                                                                 "run-configs/execution.json"]
     assert select(names, ["**"]) == sorted(names)
     assert not compile_patterns(["results/*"]).match("results/docs/b.json")
+
+
+def test_a_read_only_open_of_a_missing_folder_says_no_such_store_and_creates_nothing(tmp_path):
+    missing = tmp_path / "mistyped" / "store"
+    for url in (str(missing), missing.as_uri()):
+        with pytest.raises(UserError, match=f"^no such store: {missing} does not exist"):
+            open_store(url, read_only=True)
+    assert list(tmp_path.iterdir()) == []
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UserError, match="is not a folder"):
+        open_store(str(afile), read_only=True)
+    with pytest.raises(UserError, match="store URL is empty"):
+        open_store("", read_only=True)
+
+
+def test_a_read_only_open_writes_nothing_into_the_folder(tmp_path):
+    root = write_tree(tmp_path / "store", {"commits/" + "a" * 40 + "/r1-1.json": b'{"schema_version": 1}\n'})
+    os.utime(root, ns=(1_000_000_000, 1_000_000_000))
+    store = open_store(str(root), read_only=True)
+    assert store == LocalStore(root)
+    assert root.stat().st_mtime_ns == 1_000_000_000  # no write-check file was created and removed
+    open_store(str(root))  # the pipeline's way still checks that it can write
+    assert root.stat().st_mtime_ns != 1_000_000_000
+
+
+def test_pointers_tell_why_an_unreadable_pointer_was_skipped(tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    good = store.write_pointer("b" * 40, "r1", 1, {"created": "2026-01-01T00:00:00Z"})
+    bad = good.parent / "r2-1.json"
+    bad.write_text('{"trunc')
+    pointers = store.pointers("b" * 40)
+    assert [(p["run_id"], p["attempt"]) for p in pointers] == [("r1", 1)]
+    assert pointers.unreadable == (f"commit pointer {bad} is not valid JSON (truncated or corrupt?): "
+                                   "Unterminated string starting at line 1 column 2",)

@@ -31,6 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml")
 MATRIX_JQ = "build_tools/github_actions/matrix.jq"
+# The adopting repository of docs/adopting.md: its pyproject.toml and its two workflow files.
+EXAMPLE = ROOT / "docs" / "examples" / "adopting"
+EXAMPLE_WORKFLOWS = EXAMPLE / ".github" / "workflows"
+EXAMPLE_FILES = ("benchmarks.yml", "post_benchmark_comment.yml")
+# Runners GitHub hosts; every other `runs-on` is treated as self-hosted.
+GITHUB_HOSTED = {"ubuntu-latest"}
+# The runs-on of the compile and process jobs: labels the setup job computed (benchtrail runner-labels).
+SETUP_RUNNER = "${{{{ fromJSON(needs.setup.outputs.{}-runner || '[\"benchtrail-setup-skipped\"]') }}}}"
 
 # `owner/repo[/path]@<40 hex> # vX.Y.Z`, the form Dependabot keeps up to date.
 PINNED_USES = re.compile(r"^\s*(?:-\s+)?uses:\s+[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+\s*$")
@@ -199,19 +207,25 @@ def test_benchmark_triggers():
 
 def test_the_poster_runs_after_the_benchmark_workflow_completes():
     on = _triggers(_load("post_benchmark_comment.yml"))
-    assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]}}
+    # workflow_call: another repository's short workflow_run file calls it (docs/adopting.md).
+    assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]},
+                  "workflow_call": {"inputs": {"python-version": {
+                      "description": "Python for benchtrail", "required": False, "default": "3.11",
+                      "type": "string"}}}}
 
 
 # -- self-hosted runners and the fork rule --------------------------------------------------------
 
 
 def _self_hosted_jobs() -> dict[str, dict[str, Any]]:
+    """Jobs that may run on a self-hosted runner: every job whose runs-on is not a GitHub-hosted
+    label (labels computed by an expression count, since the project chooses them)."""
     found = {}
     for name in WORKFLOW_FILES:
         for job_id, job in _load(name)["jobs"].items():
             runs_on = job["runs-on"]
             labels = runs_on if isinstance(runs_on, list) else [runs_on]
-            if "self-hosted" in labels:
+            if not set(labels) <= GITHUB_HOSTED:
                 found[f"{name}:{job_id}"] = job
     return found
 
@@ -220,11 +234,15 @@ def test_self_hosted_jobs_are_compile_compile_cuda_execute_and_process_with_thei
     jobs = _self_hosted_jobs()
     assert sorted(jobs) == ["benchmark.yml:compile", "benchmark.yml:compile-cuda", "benchmark.yml:execute",
                             "benchmark.yml:process"]
-    assert jobs["benchmark.yml:compile"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
-    assert jobs["benchmark.yml:process"]["runs-on"] == ["self-hosted", "cpu", "c2-standard-16"]
-    assert jobs["benchmark.yml:compile-cuda"]["runs-on"] == ["self-hosted", "cuda", "a2-highgpu-1g"]
-    assert jobs["benchmark.yml:execute"]["runs-on"] == [
-        "self-hosted", "${{ matrix.architecture }}", "${{ matrix.device_name }}"]
+    # Labels per device from the setup job (the project's runner-labels, else the default).
+    assert jobs["benchmark.yml:compile"]["runs-on"] == SETUP_RUNNER.format("cpu")
+    assert jobs["benchmark.yml:process"]["runs-on"] == SETUP_RUNNER.format("cpu")
+    assert jobs["benchmark.yml:compile-cuda"]["runs-on"] == SETUP_RUNNER.format("cuda")
+    assert jobs["benchmark.yml:execute"]["runs-on"] == "${{ matrix.runs_on }}"
+    # Without [tool.benchtrail] runner-labels, benchtrail's own devices keep their labels.
+    workflow = _load("benchmark.yml")
+    assert workflow["env"]["CPU_DEVICE"] == "${{ inputs.cpu-device || 'c2-standard-16' }}"
+    assert workflow["env"]["CUDA_DEVICE"] == "${{ inputs.cuda-device || 'a2-highgpu-1g' }}"
 
 
 def test_every_self_hosted_job_carries_the_fork_rule():
@@ -246,7 +264,9 @@ def test_setup_skips_labels_that_neither_approve_nor_select():
 
 def test_the_setup_job_computes_the_matrix_with_matrix_jq():
     steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
-    assert f"jq -c -f {MATRIX_JQ} " in steps["matrix"]["run"]
+    # benchtrail's own matrix.jq (the caller's checkout has none), with the project's runner labels.
+    assert f'jq -c --argjson labels "$LABELS" -f "$BENCHTRAIL_SRC/{MATRIX_JQ}" ' in steps["matrix"]["run"]
+    assert steps["matrix"]["env"] == {"LABELS": "${{ steps.runners.outputs.labels }}"}
     assert (ROOT / MATRIX_JQ).is_file()
     setup = _load("benchmark.yml")["jobs"]["setup"]
     assert setup["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
@@ -262,24 +282,24 @@ def test_execute_expands_the_setup_matrix_and_keeps_going():
 
 
 def test_matrix_jq_gives_every_field_the_execute_job_reads():
-    """The execute job reads matrix.device_name, matrix.architecture and matrix.shard.index."""
+    """The execute job reads matrix.device_name, matrix.shard.index and matrix.runs_on."""
     obj = export_execution(generate(), ("x86_64", "cuda"), shard_count=2)
-    matrix = jq.compile((ROOT / MATRIX_JQ).read_text()).input_value(obj).first()
+    matrix = jq.compile((ROOT / MATRIX_JQ).read_text(), args={"labels": {}}).input_value(obj).first()
     assert sorted((m["device_name"], m["architecture"], m["shard"]["index"]) for m in matrix) == [
         ("a2-highgpu-1g", "cuda", 0), ("a2-highgpu-1g", "cuda", 1),
         ("c2-standard-16", "cpu", 0), ("c2-standard-16", "cpu", 1),
     ]
     text = (WORKFLOWS / "benchmark.yml").read_text()
     used = set(re.findall(r"(?<![.\w])matrix\.([a-z_]+)", text)) - {"jq"}
-    assert used == {"device_name", "architecture", "shard"}
+    assert used == {"device_name", "shard", "runs_on"}
     assert used <= set(matrix[0])
 
 
-def _run_step(step: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Run a step's script as Actions would (bash -e -o pipefail), with ``.venv/bin/benchtrail``
-    replaced by this interpreter's benchtrail."""
+def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run a step's script as Actions would (bash -e -o pipefail) in ``cwd`` (the job's working
+    directory), with ``.venv/bin/benchtrail`` replaced by this interpreter's benchtrail."""
     script = step["run"].replace(".venv/bin/benchtrail", f"{sys.executable} -m benchtrail.cli")
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=ROOT,
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -296,27 +316,41 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     workflow = _load("benchmark.yml")
     steps = {step.get("name"): step for step in workflow["jobs"]["setup"]["steps"]}
     output = tmp_path / "github_output"
+    assert workflow["env"]["SHARD_COUNT"] == "${{ inputs.shard-count || 2 }}"  # 2 unless a caller says
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
-           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": workflow["env"]["SHARD_COUNT"],
+           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": "2", "BENCHTRAIL_SRC": str(ROOT),
+           "CPU_DEVICE": "c2-standard-16", "CUDA_DEVICE": "a2-highgpu-1g",
            "PRESETS": presets, "GITHUB_OUTPUT": str(output)}
+    proc = _run_step(steps["Read the runner labels"], env)
+    assert proc.returncode == 0, proc.stderr
+    env["LABELS"] = dict(line.split("=", 1) for line in output.read_text().splitlines())["labels"]
     for name in ("Export run configs", "Compute the job matrix"):
         proc = _run_step(steps[name], env)
         assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json", "execution.json"]
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert sorted(outputs) == ["has-cpu-modules", "has-cuda-modules", "has-execution", "matrix"]
+    assert sorted(outputs) == ["cpu-runner", "cuda-runner", "has-cpu-modules", "has-cuda-modules", "has-execution",
+                               "labels", "matrix"]
     assert outputs["has-cpu-modules"] == has_cpu_modules
     assert outputs["has-cuda-modules"] == has_cuda_modules
     assert outputs["has-execution"] == "true"
+    # benchtrail's own pyproject.toml has no runner-labels: every device keeps the default labels.
+    assert json.loads(outputs["labels"]) == {}
+    assert json.loads(outputs["cpu-runner"]) == ["self-hosted", "cpu", "c2-standard-16"]
+    assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]
     matrix = json.loads(outputs["matrix"])
     assert {m["device_name"] for m in matrix} == devices
     assert sorted({(m["shard"]["index"], m["shard"]["count"]) for m in matrix}) == [(0, 2), (1, 2)]
-    # The job exposes each step output under the same name.
+    assert all(m["runs_on"] == ["self-hosted", m["architecture"], m["device_name"]] for m in matrix)
+    # The job exposes each step output under the same name (the labels table only feeds the matrix).
     assert workflow["jobs"]["setup"]["outputs"] == {
         "benchmark-presets": "${{ steps.configure.outputs.benchmark-presets }}",
         "has-benchmarks": "${{ steps.configure.outputs.has-benchmarks }}",
         "benchmarks-accept": "${{ steps.configure.outputs.benchmarks-accept }}",
-        **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs}}
+        "cpu-runner": "${{ steps.runners.outputs.cpu-runner }}",
+        "cuda-runner": "${{ steps.runners.outputs.cuda-runner }}",
+        **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs
+           if name not in ("labels", "cpu-runner", "cuda-runner")}}
 
 
 # -- compiled modules -----------------------------------------------------------------------------
@@ -330,6 +364,11 @@ _EXPR_TOKEN = re.compile(r"(?P<str>'(?:[^']|'')*')|(?P<name>[A-Za-z_][\w-]*(?:\.
 def _evaluate(condition: str, context: dict[str, Any], cancelled: bool = False) -> bool:
     """Evaluate an ``if:`` condition; ``context`` maps each property path it reads
     (``needs.compile.result``) to its value, and a path missing from it is an error."""
+    return bool(_value(condition, context, cancelled))
+
+
+def _value(condition: str, context: dict[str, Any], cancelled: bool = False) -> Any:
+    """The value of an expression (``a && 'x' || 'y'`` gives ``'x'`` or ``'y'``, as in Actions)."""
     functions = {"cancelled": lambda: cancelled, "contains": lambda seq, item: item in seq,
                  "startsWith": lambda text, prefix: text.startswith(prefix)}
     python, pos = [], 0
@@ -346,7 +385,7 @@ def _evaluate(condition: str, context: dict[str, Any], cancelled: bool = False) 
             python.append({"&&": " and ", "||": " or ", "!": " not "}.get(m["op"], m["op"]))
         else:
             python.append(" ")
-    return bool(eval("".join(python), {"__builtins__": {}}, {"_fn": functions, "_ctx": dict(context)}))
+    return eval("".join(python), {"__builtins__": {}}, {"_fn": functions, "_ctx": dict(context)})
 
 
 def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = (), **needs: str) -> dict[str, Any]:
@@ -375,18 +414,20 @@ def _benchtrail_args(script: str, env: dict[str, str]):
 def test_each_compile_job_compiles_one_architecture_on_its_device(job_id, architecture, device, flag):
     job = _load("benchmark.yml")["jobs"][job_id]
     assert job["needs"] == "setup"
-    assert job["runs-on"] == ["self-hosted", architecture, device]
+    assert job["runs-on"] == SETUP_RUNNER.format(architecture)
+    device_env = f"{architecture.upper()}_DEVICE"
     condition = " ".join(job["if"].split())
     assert f"needs.setup.outputs.{flag} == 'true'" in condition
     assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "true"}) is True
     assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "false"}) is False
     assert _evaluate(condition, {**_context("pull_request", fork=True), f"needs.setup.outputs.{flag}": "true"}) is False
     steps = {step.get("name"): step for step in job["steps"]}
-    args = _benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"], {"RUN_DIR": RUN_DIR})
+    args = _benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"],
+                            {"RUN_DIR": RUN_DIR, device_env: device})
     assert (args.func.__name__, args.run_configs, args.output_dir, args.device_name, args.architecture) == (
         "cmd_compile", Path(RUN_DIR, "run-configs/compilation.json"), Path(RUN_DIR), device, architecture)
     assert steps["Upload modules and compilation statistics"]["with"] == {
-        "name": f"run-compilation-{device}",
+        "name": f"run-compilation-${{{{ env.{device_env} }}}}",
         "path": "${{ env.RUN_DIR }}/modules/\n${{ env.RUN_DIR }}/results/\n",
         "if-no-files-found": "error",
     }
@@ -448,8 +489,9 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
         ("true", "true"): True, ("true", "false"): True, ("false", "true"): True, ("false", "false"): False}
     # Every compile job uploads an artifact the pattern matches.
     jobs = _load("benchmark.yml")["jobs"]
-    uploaded = [step["with"]["name"] for job_id in ("compile", "compile-cuda") for step in jobs[job_id]["steps"]
-                if step.get("uses", "").startswith("actions/upload-artifact@")]
+    devices = {"env.CPU_DEVICE": "c2-standard-16", "env.CUDA_DEVICE": "a2-highgpu-1g"}
+    uploaded = [_expand(step["with"]["name"], devices) for job_id in ("compile", "compile-cuda")
+                for step in jobs[job_id]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploaded == ["run-compilation-c2-standard-16", "run-compilation-a2-highgpu-1g"]
     assert all(re.fullmatch(download["with"]["pattern"].replace("*", ".*"), name) for name in uploaded)
     env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1"}
@@ -459,6 +501,10 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
                              Path(RUN_DIR), Path(RUN_DIR, "results/a2-highgpu-1g-1.json"))
     names = [step.get("name") or step["uses"].split("@")[0] for step in execute["steps"]]
     assert names.index("Download compiled modules") < names.index("Run benchmarks")
+    # `benchtrail doctor` checks the runner before measuring (a failed check only warns).
+    doctor = "Check the runner (benchtrail doctor)"
+    assert (_benchtrail_args(steps[doctor]["run"], env).func.__name__ == "cmd_doctor"
+            and names.index(doctor) < names.index("Run benchmarks") and "||" in steps[doctor]["run"])
 
 
 def _expand(text: str, values: dict[str, str]) -> str:
@@ -529,11 +575,13 @@ def test_artifacts_keep_the_run_directory_layout(tmp_path):
 def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run():
     job = _load("benchmark.yml")["jobs"]["process"]
     steps = {step.get("name"): step for step in job["steps"]}
-    env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2"}
-    assert job["env"] == {"BENCHTRAIL_STORE": "${{ vars.BENCHTRAIL_STORE }}"}
+    env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
+           "CPU_DEVICE": "c2-standard-16"}
+    # The caller's input `store`, else the repository variable.
+    assert job["env"] == {"BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
     stored = steps["Compare with the stored baseline"]
-    assert stored["if"] == "vars.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "vars.BENCHTRAIL_STORE == ''"
+    assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "env.BENCHTRAIL_STORE == ''"
     args = _benchtrail_args(stored["run"], env)
     assert (args.func.__name__, args.store, args.head, args.output, args.base) == (
         "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [])
@@ -544,7 +592,7 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     args = _benchtrail_args(steps["Render the comment"]["run"], env)
     assert args.comparison == Path(RUN_DIR, "checked", "comparison.json")
     upload = steps["Store the run"]
-    assert upload["if"] == "vars.BENCHTRAIL_STORE != ''"
+    assert upload["if"] == "env.BENCHTRAIL_STORE != ''"
     args = _benchtrail_args(upload["run"], env)
     assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (
         "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix", "42", 2, True)
@@ -699,3 +747,309 @@ def test_pr_json_written_by_the_process_job_passes_the_posters_checks(tmp_path):
 def _joined_lines(script: str) -> list[str]:
     """The script's logical lines, with backslash-continued lines joined."""
     return script.replace("\\\n", " ").splitlines()
+
+
+# -- reusable workflows (workflow_call) and the adopting repository's files -------------------------
+
+# The inputs and secret another repository may pass to benchmark.yml (docs/adopting.md, "The workflow").
+CALL_INPUTS = {"benchmark-presets": ("string", ""), "python-version": ("string", "3.11"),
+               "working-directory": ("string", "."), "pip-install": ("string", ""), "store": ("string", ""),
+               "cpu-device": ("string", "c2-standard-16"), "cuda-device": ("string", "a2-highgpu-1g"),
+               "shard-count": ("number", 2)}
+CALL_SECRETS = {"BENCHTRAIL_STORE_CREDENTIALS"}
+# A run called from another repository: `job.workflow_*` names this file's repository and commit.
+CALLED = "job.workflow_repository != '' && job.workflow_repository != github.repository"
+PROJECT_FOLDER = "${{ inputs.working-directory || '.' }}"
+# A caller's `uses:` of one of benchtrail's reusable workflows, pinned by a full commit SHA.
+CALLER_USES = re.compile(
+    r"[\w.-]+/benchtrail/\.github/workflows/(benchmark|post_benchmark_comment)\.yml@([0-9a-f]{40})")
+ACCESS = {"none": 0, "read": 1, "write": 2}
+
+
+def _load_example(name: str) -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLE_WORKFLOWS / name).read_text())
+
+
+def _adopting_md_section(title: str) -> str:
+    text = (ROOT / "docs" / "adopting.md").read_text()
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_benchmark_workflow_is_callable_with_the_documented_inputs_and_secret():
+    call = _triggers(_load("benchmark.yml"))["workflow_call"]
+    assert {name: (spec["type"], spec["default"]) for name, spec in call["inputs"].items()} == CALL_INPUTS
+    assert all(spec["required"] is False and spec["description"] for spec in call["inputs"].values())
+    assert set(call["secrets"]) == CALL_SECRETS
+    assert all(spec["required"] is False for spec in call["secrets"].values())
+    # docs/adopting.md documents each of them.
+    section = _adopting_md_section("The workflow")
+    for name in (*CALL_INPUTS, *CALL_SECRETS):
+        assert f"`{name}`" in section, name
+    # Run by benchtrail's own events (no inputs), each input falls back to its default in the
+    # expression itself; every use of it has that form.
+    uses = {"benchmark-presets": "inputs.benchmark-presets }}",  # configure's, for workflow_dispatch as before
+            "python-version": "inputs.python-version || '3.11' }}",
+            "working-directory": "inputs.working-directory || '.' }}",
+            "pip-install": "inputs.pip-install }}",  # empty: nothing more to install
+            "store": "inputs.store || vars.BENCHTRAIL_STORE }}",
+            "cpu-device": "inputs.cpu-device || 'c2-standard-16' }}",
+            "cuda-device": "inputs.cuda-device || 'a2-highgpu-1g' }}",
+            "shard-count": "inputs.shard-count || 2 }}"}
+    text = (WORKFLOWS / "benchmark.yml").read_text()
+    for name, use in uses.items():
+        assert text.count(f"inputs.{name}") == text.count(use) > 0, name
+
+
+def _install_steps(name: str) -> dict[str, list[dict[str, Any]]]:
+    """Each job's steps from its first checkout up to and including "Install benchtrail"."""
+    found = {}
+    for job_id, job in _load(name)["jobs"].items():
+        names = [step.get("name") for step in job.get("steps", [])]
+        if "Install benchtrail" in names:
+            found[job_id] = job["steps"][:names.index("Install benchtrail") + 1]
+    return found
+
+
+@pytest.mark.parametrize("name, job_ids", [
+    ("benchmark.yml", ["compile", "compile-cuda", "execute", "process", "setup"]),
+    ("post_benchmark_comment.yml", ["post"]),
+])
+def test_a_called_run_installs_benchtrail_from_the_workflows_own_commit(name, job_ids):
+    steps = _install_steps(name)
+    assert sorted(steps) == job_ids
+    for job_id, job_steps in steps.items():
+        by_name = {step.get("name"): step for step in job_steps}
+        checkout = by_name["Check out benchtrail"]
+        assert checkout["if"] == CALLED, job_id
+        assert checkout["uses"].startswith("actions/checkout@")
+        assert checkout["with"] == {"repository": "${{ job.workflow_repository }}", "ref": "${{ job.workflow_sha }}",
+                                    "path": ".benchtrail-src", "persist-credentials": False}, job_id
+        assert job_steps[-1]["env"]["BENCHTRAIL_CHECKOUT"] == f"${{{{ ({CALLED}) && '.benchtrail-src' || '.' }}}}"
+        setup_python = next(step for step in job_steps if step.get("uses", "").startswith("actions/setup-python@"))
+        assert setup_python["with"] == {"python-version": "${{ inputs.python-version || '3.11' }}"}
+    # Own repository: the checkout above is skipped and benchtrail comes from the workspace; called
+    # from another repository: from benchtrail's checkout. (An empty job.workflow_repository, where
+    # GitHub lacks it, installs from the workspace and fails there naming the cause.)
+    checkout_dir = re.fullmatch(r"\$\{\{ (.*) \}\}", job_steps[-1]["env"]["BENCHTRAIL_CHECKOUT"])[1]
+    for workflow_repository, repository, called in (("owner/benchtrail", "owner/benchtrail", False),
+                                                    ("owner/benchtrail", "someone/project", True),
+                                                    ("", "someone/project", False)):
+        context = {"job.workflow_repository": workflow_repository, "github.repository": repository}
+        assert _evaluate(CALLED, context) is called
+        assert _value(checkout_dir, context) == (".benchtrail-src" if called else ".")
+
+
+def _fake_python(bin_dir: Path, log: Path) -> None:
+    """A ``python`` whose ``-m venv DIR`` makes ``DIR/bin/pip`` append its arguments to ``log``."""
+    bin_dir.mkdir()
+    (bin_dir / "pip-template").write_text(f'#!/bin/bash\necho "$*" >> {log}\n')
+    (bin_dir / "python").write_text(f'#!/bin/bash\n[ "$1 $2" = "-m venv" ] || exit 9\nmkdir -p "$3/bin"\n'
+                                    f'cp {bin_dir / "pip-template"} "$3/bin/pip" && chmod +x "$3/bin/pip"\n')
+    (bin_dir / "python").chmod(0o755)
+
+
+@pytest.mark.parametrize("called", [False, True])
+def test_the_install_step_installs_benchtrail_then_the_projects_packages(tmp_path, called):
+    """Run benchmark.yml's install script with a stand-in python: what pip is asked to install."""
+    workspace, log = tmp_path / "ws", tmp_path / "pip.log"
+    project = workspace / "bench"
+    project.mkdir(parents=True)
+    source = workspace / (".benchtrail-src" if called else ".")
+    source.mkdir(exist_ok=True)
+    for part in ("constraints.txt", "build_tools"):  # benchtrail's source (own repository: the workspace)
+        (source / part).symlink_to(ROOT / part)
+    _fake_python(tmp_path / "bin", log)
+    step = _install_steps("benchmark.yml")["setup"][-1]
+    github_env = tmp_path / "github_env"
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "GITHUB_WORKSPACE": str(workspace),
+           "GITHUB_ENV": str(github_env), "BENCHTRAIL_CHECKOUT": ".benchtrail-src" if called else ".",
+           "PIP_INSTALL": "-e . -r requirements.txt"}
+    proc = _run_step(step, env, cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    src = f"{workspace}/{env['BENCHTRAIL_CHECKOUT']}"
+    assert github_env.read_text() == f"BENCHTRAIL_SRC={src}\n"
+    # The venv lies in the project's folder (the job's working directory), where `.venv/bin/benchtrail` runs.
+    assert (project / ".venv/bin/pip").is_file()
+    assert log.read_text().splitlines() == [f"install -c {src}/constraints.txt -e {src}",
+                                            f"install -c {src}/constraints.txt -e . -r requirements.txt"]
+    # Without benchtrail's source there, the step fails and says why.
+    proc = _run_step(step, {**env, "BENCHTRAIL_CHECKOUT": "missing"}, cwd=project)
+    assert proc.returncode == 1 and "::error title=benchtrail::no benchtrail source" in proc.stdout
+
+
+def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
+    workflow = _load("benchmark.yml")
+    folders = {job_id: job.get("defaults", {}).get("run", {}).get("working-directory")
+               for job_id, job in workflow["jobs"].items()}
+    assert folders == {"setup": PROJECT_FOLDER, "compile": PROJECT_FOLDER, "compile-cuda": PROJECT_FOLDER,
+                       "execute": PROJECT_FOLDER, "process": PROJECT_FOLDER, "summary": None}
+    # The run directory is absolute: `run:` steps (in the project's folder) and the artifact actions
+    # (in the workspace) mean the same folder.
+    assert workflow["env"]["RUN_DIR"] == "${{ github.workspace }}/benchtrail-run"
+    prepare = next(step for _, step in _steps(workflow) if step.get("name") == "Prepare the comment artifact")
+    assert prepare["working-directory"] == "."  # comment-artifact/ is uploaded from the workspace
+
+
+@pytest.mark.parametrize("project_labels", [None, ["self-hosted", "bench-laptop"]])
+def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, project_labels):
+    """The setup job's label, export and matrix steps, run in a copy of docs/examples/adopting."""
+    if shutil.which("jq") is None:
+        pytest.skip("the jq executable is not installed")
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", ".github"))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    pyproject = repo / "pyproject.toml"
+    assert 'runner-labels = { "laptop" = ["self-hosted", "cpu", "laptop"] }' in pyproject.read_text()
+    expected = ["self-hosted", "cpu", "laptop"]  # the example's table (the same as the default)
+    if project_labels is not None:  # a table unlike the default: the project's labels, not the rule, reach runs-on
+        text = pyproject.read_text().replace('["self-hosted", "cpu", "laptop"]', json.dumps(project_labels))
+        pyproject.write_text(text)
+        expected = project_labels
+    steps = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["setup"]["steps"]}
+    output = tmp_path / "github_output"
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
+           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": "1", "BENCHTRAIL_SRC": str(ROOT),
+           "CPU_DEVICE": "laptop", "CUDA_DEVICE": "a2-highgpu-1g", "PRESETS": "smoke", "GITHUB_OUTPUT": str(output)}
+    proc = _run_step(steps["Read the runner labels"], env, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert json.loads(outputs["labels"]) == {"laptop": expected}
+    assert json.loads(outputs["cpu-runner"]) == expected  # compile and process run there
+    assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]  # not in the table
+    for name in ("Export run configs", "Compute the job matrix"):
+        proc = _run_step(steps[name], {**env, "LABELS": outputs["labels"]}, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+    matrix = json.loads(dict(line.split("=", 1) for line in output.read_text().splitlines())["matrix"])
+    assert matrix == [{"device_name": "laptop", "host_environment": "linux-x86_64", "architecture": "cpu",
+                       "shard": {"index": 0, "count": 1}, "runs_on": expected}]
+
+
+def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():
+    """Through the jq package, as the workflow runs it through the jq CLI (`--argjson labels`)."""
+    from benchtrail.runner_labels import default_labels
+
+    obj = export_execution(generate(), ("x86_64", "cuda"), shard_count=1)
+    program = (ROOT / MATRIX_JQ).read_text()
+
+    def runs_on(labels: dict[str, list[str]]) -> dict[str, list[str]]:
+        matrix = jq.compile(program, args={"labels": labels}).input_value(obj).first()
+        return {m["device_name"]: m["runs_on"] for m in matrix}
+
+    # No table: benchtrail's rule, the same in Python (benchtrail runner-labels) and in jq.
+    assert runs_on({}) == {"c2-standard-16": default_labels("c2-standard-16", "cpu"),
+                           "a2-highgpu-1g": default_labels("a2-highgpu-1g", "cuda")}
+    assert runs_on({}) == {"c2-standard-16": ["self-hosted", "cpu", "c2-standard-16"],
+                           "a2-highgpu-1g": ["self-hosted", "cuda", "a2-highgpu-1g"]}
+    # A table names some devices: those take its labels, the rest the default; other names are ignored.
+    assert runs_on({"a2-highgpu-1g": ["self-hosted", "gpu-pool"], "laptop": ["x"]}) == {
+        "c2-standard-16": ["self-hosted", "cpu", "c2-standard-16"], "a2-highgpu-1g": ["self-hosted", "gpu-pool"]}
+
+
+def test_the_store_credentials_step_writes_a_private_key_file_only_with_the_secret(tmp_path):
+    process = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["process"]["steps"]}
+    step = process["Use the store credentials"]
+    assert step["env"] == {"STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
+    assert step["if"] == "env.BENCHTRAIL_STORE != ''"
+    github_env = tmp_path / "github_env"
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GITHUB_ENV": str(github_env)}
+    assert _run_step(step, {**env, "STORE_CREDENTIALS": ""}).returncode == 0
+    assert not github_env.exists() and not (tmp_path / "benchtrail-store-key.json").exists()
+    assert _run_step(step, {**env, "STORE_CREDENTIALS": '{"type": "service_account"}'}).returncode == 0
+    key = tmp_path / "benchtrail-store-key.json"
+    assert key.read_text() == '{"type": "service_account"}' and key.stat().st_mode & 0o777 == 0o600
+    assert github_env.read_text() == f"GOOGLE_APPLICATION_CREDENTIALS={key}\n"
+    # Removed at the end of the job, whatever happened.
+    names = list(process)
+    remove = process["Remove the store credentials"]
+    assert remove["if"] == "always()" and remove["run"] == 'rm -f "$RUNNER_TEMP/benchtrail-store-key.json"'
+    assert names.index("Use the store credentials") < names.index("Compare with the stored baseline")
+    assert names.index("Remove the store credentials") > names.index("Store the run")
+    # No other job sees a secret.
+    for name in WORKFLOW_FILES:
+        for job_id, job in _load(name)["jobs"].items():
+            text = yaml.safe_dump(job)
+            if (name, job_id) != ("benchmark.yml", "process"):
+                assert "secrets." not in text, (name, job_id)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FILES)
+def test_example_workflow_matches_the_github_workflow_schema(name):
+    proc = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+         str(EXAMPLE_WORKFLOWS / name)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok -- validation done" in proc.stdout
+
+
+def test_example_workflows_are_zizmor_clean(tmp_path):
+    assert sorted(p.name for p in EXAMPLE_WORKFLOWS.iterdir()) == sorted(EXAMPLE_FILES)
+    findings, _ = _zizmor(EXAMPLE_WORKFLOWS)
+    assert _describe(findings) == []
+    # The one suppression is the poster's workflow_run trigger, with a reason, and it does real work.
+    suppressions = [(path.name, line.split("# zizmor:", 1)[1].strip()) for path in sorted(EXAMPLE_WORKFLOWS.iterdir())
+                    for line in path.read_text().splitlines() if "# zizmor:" in line]
+    assert [name for name, _ in suppressions] == ["post_benchmark_comment.yml"]
+    assert re.fullmatch(r"ignore\[dangerous-triggers\] \S.{10,}", suppressions[0][1])
+    unsuppressed = tmp_path / "post_benchmark_comment.yml"
+    poster = (EXAMPLE_WORKFLOWS / "post_benchmark_comment.yml").read_text()
+    unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", poster))
+    findings, _ = _zizmor(unsuppressed)
+    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers", "High")]
+
+
+def _caller_jobs() -> list[tuple[str, str, dict[str, Any], str]]:
+    """(example file, job id, job, called workflow file) of every job that calls benchtrail."""
+    found = []
+    for name in EXAMPLE_FILES:
+        for job_id, job in _load_example(name)["jobs"].items():
+            match = CALLER_USES.fullmatch(job["uses"])
+            assert match, f"{name}: {job_id} does not call benchtrail pinned by a full commit SHA: {job['uses']}"
+            found.append((name, job_id, job, f"{match[1]}.yml"))
+    return found
+
+
+def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs_and_secrets():
+    callers = _caller_jobs()
+    assert [(name, called) for name, _, _, called in callers] == [
+        ("benchmarks.yml", "benchmark.yml"), ("post_benchmark_comment.yml", "post_benchmark_comment.yml")]
+    assert len({CALLER_USES.fullmatch(job["uses"])[2] for _, _, job, _ in callers}) == 1  # one SHA in both files
+    for name, job_id, job, called in callers:
+        text = (EXAMPLE_WORKFLOWS / name).read_text()
+        # Secrets one by one, never `secrets: inherit`.
+        assert job.get("secrets") != "inherit" and not re.search(r"^\s*secrets:\s*inherit", text, re.M), name
+        assert "placeholder" in text.lower(), name  # the SHA is marked as one to replace
+        declared = _triggers(_load(called))["workflow_call"]
+        assert set(job.get("with", {})) <= set(declared.get("inputs", {})), (name, job_id)
+        assert all(key in job.get("with", {}) for key, spec in declared.get("inputs", {}).items() if spec["required"])
+        secrets = job.get("secrets", {})
+        assert set(secrets) <= set(declared.get("secrets", {})), (name, job_id)
+        assert secrets == {key: f"${{{{ secrets.{key} }}}}" for key in secrets}
+        # The caller grants what every called job asks for (a called workflow can only lower it).
+        granted = job["permissions"]
+        for called_job_id, called_job in _load(called)["jobs"].items():
+            for scope, access in called_job["permissions"].items():
+                assert ACCESS[granted.get(scope, "none")] >= ACCESS[access], (name, called_job_id, scope)
+        assert _load_example(name)["permissions"] == {}
+    benchmark = _load_example("benchmarks.yml")["jobs"]["benchmark"]
+    assert benchmark["secrets"] == {"BENCHTRAIL_STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
+    assert benchmark["with"]["cpu-device"] == "laptop"  # the example suite's one device
+
+
+def test_example_caller_triggers_like_benchtrails_own_workflow_and_the_poster_follows_it():
+    on = _triggers(_load_example("benchmarks.yml"))
+    own = _triggers(_load("benchmark.yml"))
+    assert on["pull_request"] == own["pull_request"] and on["push"] == own["push"]
+    assert set(on["workflow_dispatch"]["inputs"]) == {"benchmark-presets"}
+    assert _load_example("benchmarks.yml")["jobs"]["benchmark"]["with"]["benchmark-presets"] == (
+        "${{ inputs.benchmark-presets || '' }}")
+    poster = _load_example("post_benchmark_comment.yml")
+    assert _triggers(poster) == {"workflow_run": {"workflows": [_load_example("benchmarks.yml")["name"]],
+                                                  "types": ["completed"]}}
+    assert poster["jobs"]["post"]["if"] == _load("post_benchmark_comment.yml")["jobs"]["post"]["if"]
+
+
+def test_adopting_md_shows_the_example_files_as_they_are():
+    blocks = re.findall(r"```yaml\n(.*?)```", _adopting_md_section("The workflow"), re.S)
+    assert [yaml.safe_load(block) for block in blocks] == [_load_example(name) for name in EXAMPLE_FILES]

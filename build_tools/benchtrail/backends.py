@@ -45,8 +45,10 @@ class BackendRow:
         median_us, iqr_us: median and IQR latency in µs per iteration (None without samples).
         n: number of samples.
         speedup: eager median / this median (a ratio, above 1 is faster than eager); None when
-            this case or the eager case is missing or not ``ok``.
+            this case or the eager case is missing or not ``ok``, or a median is not above 0.
         name: the record's name (series name).
+        note: why an ``ok`` case has no speedup (``median is 0: no speedup``, ``eager median is 0:
+            no speedup``, ``no ok eager case``); None otherwise.
     """
 
     model: str
@@ -60,13 +62,26 @@ class BackendRow:
     n: int
     speedup: float | None
     name: str
+    note: str | None = None
 
 
-def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]]) -> RunInfo:
+def _no_speedup(median: float | None, eager: BenchmarkRecord | None) -> str | None:
+    """Why an ``ok`` case of ``median`` has no speedup over ``eager`` (None: it has one)."""
+    if median is not None and median <= 0:
+        return f"median is {'0' if median == 0 else 'negative'}: no speedup"
+    if eager is None or eager.status != "ok" or eager.median is None:
+        return "no ok eager case"
+    if eager.median <= 0:
+        return f"eager median is {'0' if eager.median == 0 else 'negative'}: no speedup"
+    return None
+
+
+def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: str = "--results") -> RunInfo:
     """The one run (commit, run id, attempt) that all results files belong to.
 
     Args:
         sources: (argument as given, results files loaded from it) pairs, for messages.
+        flag: the argument the results came from, starting each message (``--results``, ``A 'dir'``).
 
     Raises:
         UserError: no results files, or files of more than one run or commit (naming each
@@ -80,14 +95,33 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]]) -> RunIn
             if where not in seen[key]:
                 seen[key].append(where)
     if not seen:
-        raise UserError("--results: no results files found; give a run directory or results/*.json files")
+        raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
     if len(seen) > 1:
         listed = "; ".join(f"run {run}/{attempt} at commit {commit[:12]} from {', '.join(wheres)}"
                            for (commit, run, attempt), wheres in sorted(seen.items()))
-        raise UserError(f"--results: results of more than one run: {listed}. Give the results of one run "
+        raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
                         f"(one run directory, or files with the same run id, attempt and commit)")
     (commit, run_id, attempt), = seen
     return RunInfo(commit, run_id, attempt)
+
+
+def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[ResultsFile], RunInfo]:
+    """Load run directories or results files ``paths`` and check that they hold one run (``check_one_run``).
+
+    Used by ``compare-backends``, ``convert`` and ``compare-builds`` (a run directory given as A or B).
+
+    Returns:
+        (the results files, the run they belong to).
+
+    Raises:
+        UserError: a path has no results or an invalid results file, or the files span runs or
+            commits (the message starts with ``flag``).
+    """
+    from benchtrail.results.io import load_results_paths
+
+    sources = [(str(p), load_results_paths([Path(p)])) for p in paths]
+    run = check_one_run(sources, flag)
+    return [f for _, files in sources for f in files], run
 
 
 def model_name(record: BenchmarkRecord) -> str:
@@ -158,8 +192,9 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
             b = by_config[config]
             ok = b.status == "ok" and b.median is not None and b.median > 0
             speedup = base / b.median if ok and base is not None else None
+            note = _no_speedup(b.median, eager) if b.status == "ok" and speedup is None else None
             rows.append(BackendRow(model, task, device, config, b.status, b.reason,
-                                   b.median, b.iqr, b.n, speedup, b.name))
+                                   b.median, b.iqr, b.n, speedup, b.name, note))
     return rows
 
 
@@ -195,8 +230,8 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
             table.add_section()
         previous = group
         status = r.status if r.reason is None else f"{r.status}: {_first_line(r.reason)}"
-        if r.speedup is None and r.status == "ok" and r.compile_config != "eager":
-            status += " (no ok eager case)"
+        if r.note:
+            status += f" ({r.note})"
         cells = (r.model, r.task, r.device_name, r.compile_config, format_value(r.median_us, "us"),
                  format_value(r.iqr_us, "us"), str(r.n), format_speedup(r), status)
         table.add_row(*(Text(c) for c in cells))  # Text: a reason's "[...]" is not rich markup
@@ -242,7 +277,7 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
             if r is None:
                 continue
             if r.speedup is None:
-                missing.append((x, r.status if r.status != "ok" else "no eager"))
+                missing.append((x, r.status if r.status != "ok" else (r.note or "no eager").split(":")[0]))
             else:
                 xs.append(x)
                 heights.append(r.speedup)

@@ -2,7 +2,8 @@
 
 Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks (or module
 compilations) failed; 3 a regression was found that no ``benchmarks-accept:`` trailer accepts
-(only ``compare --fail-on regressed``). ``UserError`` is caught only here.
+(only ``compare --fail-on regressed``); 4 a runner check failed (only ``doctor``). ``UserError`` is
+caught only here.
 """
 
 from __future__ import annotations
@@ -187,8 +188,14 @@ def cmd_configure(args: argparse.Namespace) -> int:
 
     from benchtrail.configure import configure
 
-    suite = _suite()
-    configure(os.environ, suite.presets, dict(suite.meta_presets))
+    suite, project = _suite(), _project()
+    meta = dict(suite.meta_presets)
+    if "default" not in meta and project.presets:  # what a push to the default branch runs
+        try:
+            meta["default"] = _presets(project.presets)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{project.pyproject}: [tool.benchtrail] presets: {exc}") from exc
+    configure(os.environ, suite.presets, meta)
     return EXIT_OK
 
 
@@ -399,17 +406,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dump_cmds)
 
     from benchtrail.detector_eval import add_evaluate_detector_parser
+    from benchtrail.doctor import add_doctor_parser
     from benchtrail.github.post import add_post_parser
     from benchtrail.history_cli import add_history_parsers
     from benchtrail.interop_cli import add_interop_parsers
+    from benchtrail.runner_labels import add_runner_labels_parser
     from benchtrail.store.commands import add_fetch_parser, add_upload_parser
+    from benchtrail.track import add_track_parsers
 
     add_post_parser(sub)
+    add_track_parsers(sub)
     add_evaluate_detector_parser(sub)
     add_upload_parser(sub)
     add_fetch_parser(sub)
     add_history_parsers(sub)
     add_interop_parsers(sub)
+    add_doctor_parser(sub)
+    add_runner_labels_parser(sub)
     return parser
 
 

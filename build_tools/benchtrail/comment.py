@@ -147,6 +147,27 @@ def _context_line(comparison: dict[str, Any]) -> str:
     return text
 
 
+def _plain(text: str) -> str:
+    """Machine-read text (process names) shown as-is: one line, Markdown and mentions escaped."""
+    import re
+
+    return re.sub(r"([\\`*_\[\]<>|#~@])", r"\\\1", " ".join(str(text).split()))
+
+
+def runner_checks_line(comparison: dict[str, Any]) -> str | None:
+    """``⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); …``
+    from comparison.json's ``head.runner_checks`` (``benchtrail doctor``, docs/runners.md); None when
+    every check passed or none was recorded."""
+    devices = (comparison.get("head") or {}).get("runner_checks") or []
+    parts = [f"on {_plain(d['device'])}: " + "; ".join(f"{_plain(c['name'])} is {_plain(c['value'])} "
+                                                       f"(expected {_plain(c['expected'])})" for c in d["failed"])
+             for d in devices if d.get("failed")]
+    if not parts:
+        return None
+    return ("⚠ runner checks failed " + " · ".join(parts)
+            + ". These results may be disturbed: see `benchtrail doctor` in docs/runners.md.")
+
+
 def dashboard_link(run_url: str, dashboard: str) -> str:
     """Where a browser opens the run's dashboard: ``https://storage.cloud.google.com/BUCKET/PATH`` for a
     gs:// run (Cloud Storage's authenticated browser download), else the file's path."""
@@ -160,7 +181,9 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
     """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)."""
     fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
     ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", -(r.get("change") or 0)))
-    lines = [f"Dashboard (history by commit): {dashboard_link(run_url, dashboard)}"] if dashboard else []
+    link = dashboard_link(run_url, dashboard) if dashboard else ""
+    shown = link if link.startswith("https://") else f"`{link}`"  # a local path in code: nothing links or mangles it
+    lines = [f"Dashboard (history by commit): {shown}"] if dashboard else []
     lines.append(f"Artifacts: `{fetch}`")
     if ranked:
         lines.append(f"Reproduce: `benchtrail explain {ranked[0]['id']} --run {run_url}`")
@@ -208,8 +231,9 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     by = lambda verdict: [r for r in execution if r["verdict"] == verdict]  # noqa: E731
     gaps = _baseline_gaps(comparison)
     rechecked = recheck_line(rows)
-    top = [verdict_line(comparison), _context_line(comparison), *([gaps] if gaps else []),
-           *([rechecked] if rechecked else []), ""]
+    checks = runner_checks_line(comparison)
+    top = [verdict_line(comparison), _context_line(comparison), *([checks] if checks else []),
+           *([gaps] if gaps else []), *([rechecked] if rechecked else []), ""]
     sections: list[str] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)

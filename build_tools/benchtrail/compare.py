@@ -288,11 +288,17 @@ def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[st
 
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
                        thresholds_source: str, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON object of ``comparison.json``."""
+    """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
+    checks that failed where the head results were measured (:func:`benchtrail.doctor.failed_by_device`)."""
+    from benchtrail.doctor import failed_by_device
+
     plain = [asdict(r) for r in rows]
+    head_side = _side(head)
+    if head_side is not None:
+        head_side["runner_checks"] = failed_by_device(head)
     return {
         "schema_version": SCHEMA_VERSION,
-        "head": _side(head),
+        "head": head_side,
         "base": _side(base),
         "baseline": baseline,
         "thresholds_source": thresholds_source,

@@ -11,11 +11,11 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchtrail.backends import load_one_run
 from benchtrail.comment import format_value
 from benchtrail.environment import git
 from benchtrail.errors import UserError
 from benchtrail.history import fetch_results, short, usable_runs
-from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.store import Store
 
@@ -66,13 +66,14 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Bu
     """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``.
 
     Raises:
-        UserError: ``value`` is neither a folder nor a commit git can resolve; no ``store`` to look
-            in; the store holds no run of that commit; its results cannot be fetched or loaded.
+        UserError: ``value`` is neither a folder nor a commit git can resolve; a folder holding no
+            results or results of more than one run (``backends.check_one_run``, as ``compare-backends``
+            and ``convert``); no ``store`` to look in; the store holds no run of that commit; its
+            results cannot be fetched or loaded.
     """
     if Path(value).is_dir():
-        files = load_results_paths([Path(value)])
-        commits = sorted({f.commit for f in files})
-        return Build(value, commits[0] if len(commits) == 1 else ",".join(commits), str(Path(value)), _records(files))
+        files, run = load_one_run([Path(value)], f"{which} {value!r}")
+        return Build(value, run.commit, str(Path(value)), _records(files))
     sha = git(repo, "rev-parse", "--verify", "--quiet", f"{value}^{{commit}}")
     if sha is None:
         raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can resolve in "

@@ -109,6 +109,9 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
     if event_name == "push":
         default_branch = (payload.get("repository") or {}).get("default_branch")
         if default_branch and payload.get("ref") == f"refs/heads/{default_branch}":
+            if DEFAULT_META_PRESET not in meta:
+                return Selection((), (), "push to the default branch, but the suite has no 'default' meta-preset "
+                                         "and [tool.benchtrail] sets no presets: nothing to run")
             return Selection(tuple(meta[DEFAULT_META_PRESET]), ((DEFAULT_META_PRESET, "default"),))
         return Selection((), (), f"push to {payload.get('ref')}, not to the default branch")
     if event_name == "workflow_dispatch":

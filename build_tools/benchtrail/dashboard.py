@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.history import COMPILATION_PAGE, History, Series, aligned, band, page_groups, short
+from benchtrail.history import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
 from benchtrail.plots import UNIT_LABELS
 
 INDEX = "index.html"
@@ -30,7 +30,9 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
 
 
 def _page_title(page: str) -> str:
-    return "compilation statistics" if page == COMPILATION_PAGE else f"preset {page}"
+    if page == COMPILATION_PAGE:
+        return "compilation statistics"
+    return "execution series of no preset" if page == NO_PRESET_PAGE else f"preset {page}"
 
 
 def _rgba(color: str, alpha: float) -> str:

@@ -55,8 +55,11 @@ def torch_version() -> str:
 def collect_environment(threads: int) -> dict[str, Any]:
     """Torch and Python versions, CPU model and counts, the fixed thread count, and the host; on a
     GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
-    ``cudnn_version``)."""
+    ``cudnn_version``); and ``doctor``, the runner checks of :func:`benchtrail.doctor.run_checks`
+    (``{checks, failed, warned}``, about a quarter of a second)."""
     import torch
+
+    from benchtrail.doctor import run_checks
 
     env: dict[str, Any] = {
         "torch_version": torch_version(),
@@ -69,6 +72,8 @@ def collect_environment(threads: int) -> dict[str, Any]:
         "threads": threads,
         "hostname": platform.node(),
         "cuda_available": torch.cuda.is_available(),
+        # Before gpu_info, whose torch calls would make this process a GPU compute app.
+        "doctor": run_checks(),
     }
     if env["cuda_available"]:
         env.update(gpu_info())

@@ -9,6 +9,7 @@ and ``load_history`` move a ``History`` to and from ``history.json`` (``docs/his
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,8 @@ import numpy as np
 from benchtrail import jsonio
 from benchtrail.environment import git
 from benchtrail.errors import UserError
-from benchtrail.results.io import load_results_paths
-from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.results.io import PRESET_NAME_RULE, load_results_paths, unsafe_preset_name
+from benchtrail.results.schema import KINDS, STATUSES, BenchmarkRecord, ResultsFile
 from benchtrail.store import Store
 from benchtrail.suite.serialization import from_plain
 
@@ -30,6 +31,10 @@ HISTORY_SCHEMA_VERSION = 1
 
 #: Page (and PNG) of the compilation series; every other page is a preset's execution series.
 COMPILATION_PAGE = "compilation"
+#: Page of the execution series that no preset selected (``presets: []``).
+NO_PRESET_PAGE = "no-preset"
+#: Names the dashboard uses itself: a preset of one of these names (in any case) is refused.
+RESERVED_PAGES = (COMPILATION_PAGE, "index", NO_PRESET_PAGE)
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,22 @@ class History:
         return [c.commit for c in self.commits if c.run_id is not None]
 
 
+def check_preset_page(preset: str, where: str) -> str:
+    """Return ``preset`` when it can name a dashboard page (``<preset>.png``, ``<preset>.html``).
+
+    Raises:
+        UserError: naming ``where`` (the file or series it came from) and the preset: a name that is
+            not ``PRESET_NAME_RULE`` (a path such as ``../x``, spaces, markup), or one of ``RESERVED_PAGES``.
+    """
+    if unsafe_preset_name(preset):
+        raise UserError(f"{where}: preset {preset!r} cannot name a dashboard page (<preset>.png, <preset>.html); "
+                        f"allowed: {PRESET_NAME_RULE}")
+    if preset.lower() in RESERVED_PAGES:
+        raise UserError(f"{where}: preset {preset!r} has the name of a page the dashboard writes itself "
+                        f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the preset")
+    return preset
+
+
 def short(commit: str) -> str:
     """A commit's 7-character short form, as git and the PR comment show it."""
     return commit[:7]
@@ -128,14 +149,23 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
 
 
 def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
-               torch_version: str | None = None) -> list[dict[str, Any]]:
+               torch_version: str | None = None, problems: list[str] | None = None) -> list[dict[str, Any]]:
     """The commit pointers of ``commit`` that qualify, newest first (pointers are written last, so
     each names a complete run). ``devices``/``torch_version``, when given, keep only runs that hold
     one of those devices / were measured with that torch version (``benchtrail.baseline``'s rule).
+
+    ``problems``, when given, receives one message per pointer that cannot be read (corrupt, newer
+    schema; ``store.pointers`` skips those and tells in its list's ``unreadable``) or names no run.
     """
     found = []
-    for p in reversed(store.pointers(commit)):
+    pointers = store.pointers(commit)
+    if problems is not None:
+        problems.extend(getattr(pointers, "unreadable", ()))
+    for p in reversed(pointers):
         if not isinstance(p.get("run_id"), str) or not isinstance(p.get("attempt"), int):
+            if problems is not None:
+                problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
+                                f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
             continue
         if devices is not None and not devices & set(p.get("devices", [])):
             continue
@@ -172,6 +202,18 @@ def _presets(record: BenchmarkRecord, results: ResultsFile) -> set[str]:
     return (own & run_presets) or own or run_presets
 
 
+def _check_presets(files: list[ResultsFile], where: str) -> None:
+    """Every preset a record of ``files`` would be drawn under can name a dashboard page.
+
+    Raises:
+        UserError: as :func:`check_preset_page`, naming ``where`` and the series.
+    """
+    for results in files:
+        for record in results.benchmarks:
+            for preset in sorted(_presets(record, results)):
+                check_preset_page(preset, f"{where}: series {record.name!r}")
+
+
 def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile) -> Point:
     """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``)."""
     p25, p75 = _percentiles(tuple(record.samples))
@@ -197,9 +239,14 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     ``pending`` is ``(run_id, attempt, results)`` of a run of ``ref``'s commit that has no pointer
     yet (the pipeline draws its dashboard before it stores the run); it is that commit's run.
 
+    A run whose records carry a preset that cannot name a dashboard page (:func:`check_preset_page`;
+    the results loader already refuses names that are not safe as file names) is not used either, and
+    a commit pointer that cannot be read lands in ``skipped`` too.
+
     Raises:
         UserError: an unknown ``ref`` or a ``repo`` that is not a git repository; no commit walked has
-            a usable stored run (an empty store, or the wrong one); the store cannot be read.
+            a usable stored run (an empty store, or the wrong one; the message lists the runs not
+            used and why); the store cannot be read.
     """
     head, commits = first_parent_commits(repo, ref, max_commits)
     walked: list[CommitRun] = []
@@ -208,10 +255,13 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     skipped: list[str] = []
     for commit in commits:
         used = CommitRun(commit)
-        stored = [(p["run_id"], p["attempt"]) for p in usable_runs(store, commit, devices, torch_version)]
+        problems: list[str] = []
+        stored = [(p["run_id"], p["attempt"]) for p in usable_runs(store, commit, devices, torch_version, problems)]
+        skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
         for run_id, attempt in ([pending[:2]] if pending and commit == head else stored):
             try:
                 files = pending[2] if pending and commit == head else fetch_results(store, run_id, attempt)
+                _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")
                 continue
@@ -225,9 +275,10 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
             break
         walked.append(used)
     if not any(c.run_id for c in walked):
+        not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
         raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent commit(s) "
                         f"of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` at one of "
-                        "them, or pass the store and --repo that hold their runs")
+                        f"them, or pass the store and --repo that hold their runs{not_used}")
     kind_order = {"execution": 0, "compilation": 1}
     series = sorted((_series(records[i], points[i]) for i in records),
                     key=lambda s: (kind_order.get(s.kind, 2), s.name, s.id))
@@ -260,8 +311,8 @@ def load_history(path: Path) -> History:
 
     Raises:
         UserError: the file is missing or not JSON; its ``schema_version`` is missing, not an integer or
-            newer than ``HISTORY_SCHEMA_VERSION``; a field is unknown, missing or of the wrong type
-            (the message names the file and the field).
+            newer than ``HISTORY_SCHEMA_VERSION``; a field is unknown, missing or of the wrong type; a
+            value is not allowed (see :func:`check_history`). The message names the file and the field.
     """
     obj = jsonio.read_json(path, kind="history file", supported=HISTORY_SCHEMA_VERSION)
     obj.pop("schema_version")
@@ -275,17 +326,94 @@ def load_history(path: Path) -> History:
             raise UserError(f"{where}: series {sid!r} must be an object without an 'id' field (the key is the id)")
         series.append(from_plain({**body, "id": sid}, Series, where=f"{where}: series {sid!r}"))
     plain = {**obj, "series": []}
-    history = from_plain(plain, History, where=where)
-    return dataclasses.replace(history, series=tuple(series))
+    history = dataclasses.replace(from_plain(plain, History, where=where), series=tuple(series))
+    check_history(history, where)
+    return history
+
+
+def check_history(history: History, where: str = "history") -> None:
+    """Check the values of a history, as ``collect_history`` makes them.
+
+    ``commits`` is not empty and lists each commit once (a run id with an attempt ≥ 1, or neither);
+    each series has a known ``kind`` and presets that can name a page (:func:`check_preset_page`);
+    each point is at a commit of ``commits`` with that commit's run, at most one per commit, in the
+    order of ``commits`` (first parent, oldest first), with a known ``status``, ``n`` ≥ 0 and finite
+    numbers (or null) for ``median``, ``iqr``, ``min``, ``max``, ``p25`` and ``p75``.
+
+    Raises:
+        UserError: naming ``where``, the series and point, the field, the value and what is allowed.
+    """
+    if not history.commits:
+        raise UserError(f"{where}: field 'commits' is empty; allowed: the first-parent commits walked (at least "
+                        "one), as `benchtrail history` writes them")
+    order: dict[str, int] = {}
+    for i, c in enumerate(history.commits):
+        at = f"{where}: commits[{i}]"
+        if c.commit in order:
+            raise UserError(f"{at}: commit {c.commit!r} is listed twice (also commits[{order[c.commit]}]); "
+                            "allowed: each commit once")
+        order[c.commit] = i
+        if (c.run_id is None) != (c.attempt is None) or (
+                c.attempt is not None and (isinstance(c.attempt, bool) or c.attempt < 1)):
+            raise UserError(f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with an "
+                            "attempt number from 1, or both null (no run)")
+    runs = {c.commit: (c.run_id, c.attempt) for c in history.commits}
+    for s in history.series:
+        at = f"{where}: series {s.id!r} ({s.name})"
+        if s.kind not in KINDS:
+            raise UserError(f"{at}: field 'kind' is {s.kind!r}; allowed: {', '.join(KINDS)}")
+        for preset in s.presets:
+            check_preset_page(preset, at)
+        last, seen = -1, set()
+        for j, p in enumerate(s.points):
+            pat = f"{at}: points[{j}]"
+            if p.commit not in order:
+                raise UserError(f"{pat}: commit {p.commit!r} is not in 'commits'; allowed: a commit listed there")
+            if runs[p.commit] != (p.run_id, p.attempt):
+                used = "no run" if runs[p.commit][0] is None else "run {}/{}".format(*runs[p.commit])
+                raise UserError(f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' gives "
+                                f"{used} for it; allowed: the run 'commits' lists")
+            if p.commit in seen:
+                raise UserError(f"{pat}: a second point at commit {p.commit}; allowed: one point per commit")
+            seen.add(p.commit)
+            if order[p.commit] < last:
+                raise UserError(f"{pat}: commit {p.commit} comes before the previous point's in 'commits'; allowed: "
+                                "points in the order of 'commits' (first parent, oldest first)")
+            last = order[p.commit]
+            if p.status not in STATUSES:
+                raise UserError(f"{pat}: field 'status' is {p.status!r}; allowed: {', '.join(STATUSES)}")
+            if isinstance(p.n, bool) or p.n < 0:
+                raise UserError(f"{pat}: field 'n' is {p.n!r}; allowed: a whole number from 0")
+            for name in ("median", "iqr", "min", "max", "p25", "p75"):
+                value = getattr(p, name)
+                if value is not None and not math.isfinite(value):
+                    raise UserError(f"{pat}: field {name!r} is {value!r}; allowed: a finite number or null")
 
 
 def page_groups(history: History) -> dict[str, list[Series]]:
     """``{page: [series, ...]}``: one page per preset with its execution series (presets sorted), then
-    ``COMPILATION_PAGE`` with every compilation series (when there are any). Pages without series are left out.
+    ``NO_PRESET_PAGE`` with the execution series of no preset, then ``COMPILATION_PAGE`` with every
+    compilation series. Pages without series are left out. Page names become file names.
+
+    Raises:
+        UserError: a preset that cannot name a page (:func:`check_preset_page`), or two presets that
+            differ only in case (one file on a case-insensitive file system).
     """
+    execution = [s for s in history.series if s.kind != "compilation"]
+    by_lower: dict[str, str] = {}
+    for s in execution:
+        for preset in s.presets:
+            check_preset_page(preset, f"series {s.id!r} ({s.name})")
+            if by_lower.setdefault(preset.lower(), preset) != preset:
+                raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and {preset!r} "
+                                "differ only in case; their pages would be one file on a case-insensitive file "
+                                "system; allowed: preset names that differ in more than case")
     pages: dict[str, list[Series]] = {}
-    for preset in sorted({p for s in history.series if s.kind != "compilation" for p in s.presets}):
-        pages[preset] = [s for s in history.series if s.kind != "compilation" and preset in s.presets]
+    for preset in sorted({p for s in execution for p in s.presets}):
+        pages[preset] = [s for s in execution if preset in s.presets]
+    untagged = [s for s in execution if not s.presets]
+    if untagged:
+        pages[NO_PRESET_PAGE] = untagged
     compilation = [s for s in history.series if s.kind == "compilation"]
     if compilation:
         pages[COMPILATION_PAGE] = compilation

@@ -27,21 +27,38 @@ def _max_commits(text: str) -> int:
     return int(text)
 
 
+def path_argument(text: str) -> Path:
+    """A path flag's value; an empty one (``--output ''``) is refused rather than read as ``.``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file or folder name")
+    return Path(text)
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """Refuse an ``--output-dir`` that exists and is not a folder.
+
+    Raises:
+        UserError: naming the flag and the path.
+    """
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
+
+
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
     p = subparsers.add_parser("history", help="collect every series over the first-parent commits of a ref")
     p.add_argument("--store", required=True, help=STORE_HELP)
-    p.add_argument("--repo", type=Path, default=Path("."), help="git repository whose history is walked (default .)")
+    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
     p.add_argument("--max-commits", type=_max_commits, default=100, metavar="N",
                    help="walk at most N first-parent commits back from --ref (default 100)")
-    p.add_argument("--output", type=Path, default=Path("history.json"),
+    p.add_argument("--output", type=path_argument, default=Path("history.json"),
                    help="history file to write; never overwritten (default history.json)")
     p.set_defaults(func=cmd_history)
 
     p = subparsers.add_parser("plot", help="PNG plots and an offline HTML dashboard of a history file")
-    p.add_argument("--history", type=Path, required=True, help="history file written by `benchtrail history`")
-    p.add_argument("--output-dir", type=Path, required=True, help="new (or empty) folder for the PNGs and the dashboard")
+    p.add_argument("--history", type=path_argument, required=True, help="history file written by `benchtrail history`")
+    p.add_argument("--output-dir", type=path_argument, required=True, help="new (or empty) folder for the PNGs and the dashboard")
     p.add_argument("--self-contained", action="store_true",
                    help="inline plotly.js into every page (about 4.9 MB each) instead of one plotly.min.js beside them")
     p.set_defaults(func=cmd_plot)
@@ -50,8 +67,8 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
     p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
     p.add_argument("--store", help=STORE_HELP + " (needed when A or B is a commit)")
-    p.add_argument("--repo", type=Path, default=Path("."), help="git repository that resolves A and B (default .)")
-    p.add_argument("--output-dir", type=Path, default=Path("."), help="folder for the ratio plot (default .)")
+    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository that resolves A and B (default .)")
+    p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
     p.set_defaults(func=cmd_compare_builds)
 
 
@@ -61,7 +78,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from benchtrail.store import open_store
 
     jsonio.check_new(args.output)
-    history = collect_history(open_store(args.store), args.repo, args.ref, args.max_commits)
+    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
@@ -80,7 +97,8 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
             temporary folder is removed).
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+    check_output_dir(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
         raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; benchtrail never overwrites "
                         "(choose a new folder)")
     try:
@@ -129,7 +147,8 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     from benchtrail.history import short
     from benchtrail.store import open_store
 
-    store = open_store(args.store) if args.store else None
+    check_output_dir(args.output_dir)
+    store = open_store(args.store, read_only=True) if args.store else None
     comparison = compare_builds(args.a, args.b, store, args.repo)
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)

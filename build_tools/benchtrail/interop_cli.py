@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.convert import FORMATS, KINDS
+from benchtrail.history_cli import path_argument
 
 RESULTS_HELP = ("a run directory (its results/*.json are read) or results files, all of one run "
                 "(repeatable; several paths after one flag work too)")
@@ -25,9 +26,9 @@ def add_interop_parsers(subparsers: Any) -> None:
     p = subparsers.add_parser("compare-backends",
                               help="one run: median latency and speedup over eager of each compile config, "
                                    "as a table and a grouped bar plot PNG")
-    p.add_argument("--results", type=Path, nargs="+", action="extend", required=True,
+    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
                    metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
-    p.add_argument("--output-dir", type=Path, default=Path("."),
+    p.add_argument("--output-dir", type=path_argument, default=Path("."),
                    help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
                         "an existing PNG is never overwritten")
     p.set_defaults(func=cmd_compare_backends)
@@ -38,27 +39,13 @@ def add_interop_parsers(subparsers: Any) -> None:
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
                         f"'customSmallerIsBetter', bmf = Bencher Metric Format for `bencher run --adapter json`")
-    p.add_argument("--results", type=Path, nargs="+", action="extend", required=True,
+    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
                    metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
     p.add_argument("--kind", default="all", metavar="KIND",
                    help=f"which records: one of {', '.join(KINDS)} (default all: execution latency and "
                         f"compilation metrics)")
-    p.add_argument("--output", type=Path, required=True, help="JSON file to write; never overwritten")
+    p.add_argument("--output", type=path_argument, required=True, help="JSON file to write; never overwritten")
     p.set_defaults(func=cmd_convert)
-
-
-def _load_one_run(paths: list[Path]):
-    """Load ``paths`` and check they hold one run; returns (results files, ``RunInfo``).
-
-    Raises:
-        UserError: a path has no results or an invalid results file, or the files span runs.
-    """
-    from benchtrail.backends import check_one_run
-    from benchtrail.results.io import load_results_paths
-
-    sources = [(str(p), load_results_paths([p])) for p in paths]
-    run = check_one_run(sources)
-    return [f for _, files in sources for f in files], run
 
 
 def cmd_compare_backends(args: argparse.Namespace) -> int:
@@ -67,10 +54,12 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
     Raises:
         UserError: no results, results of several runs, no execution records, or the PNG exists.
     """
-    from benchtrail.backends import compare_backends, plot_speedups, render_table
+    from benchtrail.backends import compare_backends, load_one_run, plot_speedups, render_table
+    from benchtrail.history_cli import check_output_dir
     from benchtrail.jsonio import check_new
 
-    results, run = _load_one_run(args.results)
+    check_output_dir(args.output_dir)
+    results, run = load_one_run(args.results)
     rows = compare_backends(results)
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", f"backends-{run.run_id}-{run.attempt}")
     png = args.output_dir / f"{stem}.png"
@@ -88,13 +77,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         UserError: unknown ``--to`` or ``--kind``, bad or missing results, several runs, nothing
             ok to convert, or ``--output`` exists.
     """
+    from benchtrail.backends import load_one_run
     from benchtrail.convert import check_format, check_kind, convert, dumps
     from benchtrail.jsonio import check_new, write_text_atomic
 
     check_format(args.to)
     check_kind(args.kind)
     check_new(args.output)
-    results, _ = _load_one_run(args.results)
+    results, _ = load_one_run(args.results)
     conversion = convert(results, args.to, args.kind)
     if conversion.left_out:
         print(f"left out {len(conversion.left_out)} record(s) that are not ok:", file=sys.stderr)

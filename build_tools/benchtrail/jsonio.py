@@ -110,7 +110,7 @@ def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(
-            f"{kind} {path} is not valid JSON (truncated or corrupt?): {exc.msg} at line "
+            f"{kind} {path} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "
             f"{exc.lineno} column {exc.colno}"
         ) from exc
     if not isinstance(obj, dict):

@@ -121,6 +121,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                       "will fail; none is run on the CPU instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
+    environment = collect_environment(threads)  # before measuring: it holds the runner checks (doctor)
     if finished:
         console.print(f"--continue: {len(finished)} of {len(rcs)} cases finished earlier ({journal.path}); "
                       "running the rest")
@@ -130,7 +131,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
-    results = ResultsFile(commit, dirty, run, collect_environment(threads), tuple(records))
+    results = ResultsFile(commit, dirty, run, environment, tuple(records))
     path = write_results(output, results)
     write_documents(output.parent / "docs", results)
     journal.remove()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import math
 import uuid
 from pathlib import Path
@@ -13,7 +14,17 @@ from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.results.schema import KINDS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord, ResultsFile
 from benchtrail.stats.summary import summarize
+from benchtrail.suite.definitions import SAFE_NAME
 from benchtrail.suite.serialization import from_plain
+
+#: What a preset name may hold: it names files (``<preset>.png``, ``<preset>.html`` of the dashboard).
+PRESET_NAME_RULE = ("letters, digits, '.', '_' and '-', starting with a letter or digit, without '..' "
+                    f"(regex {SAFE_NAME.pattern})")
+
+
+def unsafe_preset_name(name: object) -> bool:
+    """True when ``name`` is not a preset name that is safe as a file name (``PRESET_NAME_RULE``)."""
+    return not isinstance(name, str) or not SAFE_NAME.match(name) or ".." in name
 
 
 def results_to_dict(results: ResultsFile) -> dict[str, Any]:
@@ -30,12 +41,24 @@ def load_results(path: Path) -> ResultsFile:
     """Load and validate a results file.
 
     Raises:
-        UserError: the file is unreadable, truncated, of an unknown schema version, lacks a
-            field, has an unknown field, a bad status or kind, or two benchmarks with one id.
+        UserError: the file is unreadable, truncated, JSON of another tool ("not a benchtrail results
+            file (no schema_version)"), of an unknown schema version, lacks a field, has an unknown
+            field, a bad status or kind, a preset name that is not safe as a file name (in
+            ``run.presets`` or a record's ``presets``; ``PRESET_NAME_RULE``), or two benchmarks with one id.
     """
-    obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
+    try:
+        obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
+    except UserError as exc:
+        if _foreign(path):
+            raise UserError(f"{path} is not a benchtrail results file (no schema_version); give the results/*.json "
+                            "of a benchtrail run, or its run directory") from exc
+        raise
     obj.pop("schema_version")
     results = from_plain(obj, ResultsFile, where=f"results file {path}")
+    run_presets = results.run.get("presets", [])
+    if not isinstance(run_presets, list) or any(unsafe_preset_name(p) for p in run_presets):
+        raise UserError(f"results file {path}: field run.presets is {run_presets!r}; allowed: a list of preset "
+                        f"names of {PRESET_NAME_RULE}")
     seen: dict[str, BenchmarkRecord] = {}
     for b in results.benchmarks:
         if b.status not in STATUSES:
@@ -45,11 +68,24 @@ def load_results(path: Path) -> ResultsFile:
             raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
                             f"allowed: {', '.join(KINDS)}")
         _check_record(path, b)
+        bad = [p for p in b.presets if unsafe_preset_name(p)]
+        if bad:
+            raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; allowed: "
+                            f"preset names of {PRESET_NAME_RULE}")
         if b.id in seen:
             raise UserError(f"results file {path}: two benchmarks have id {b.id} "
                             f"({seen[b.id].name!r} and {b.name!r}); ids must be unique")
         seen[b.id] = b
     return results
+
+
+def _foreign(path: Path) -> bool:
+    """True when ``path`` holds JSON that is not a benchtrail file at all: not an object, or no ``schema_version``."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return not isinstance(obj, dict) or "schema_version" not in obj
 
 
 def _check_record(path: Path, b: BenchmarkRecord) -> None:

@@ -48,15 +48,25 @@ def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) 
         raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content ({shown}); {conflict}")
 
 
-def read_pointer_files(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Commit pointers read from ``paths``, oldest first (by ``created``). Unreadable ones are skipped."""
-    found = []
+class Pointers(list):
+    """The readable commit pointers of a commit (a list of dicts, oldest first), and in ``unreadable``
+    why the others were skipped (one message per file, naming it)."""
+
+    unreadable: tuple[str, ...] = ()
+
+
+def read_pointer_files(paths: Iterable[Path]) -> Pointers:
+    """Commit pointers read from ``paths``, oldest first (by ``created``). Unreadable ones are skipped;
+    the returned list's ``unreadable`` says why (callers that care, such as ``benchtrail history``, report it)."""
+    found, unreadable = [], []
     for p in paths:
         try:
             found.append(jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION))
-        except UserError:
-            continue
-    return sorted(found, key=lambda d: str(d.get("created", "")))
+        except UserError as exc:
+            unreadable.append(str(exc))
+    pointers = Pointers(sorted(found, key=lambda d: str(d.get("created", ""))))
+    pointers.unreadable = tuple(unreadable)
+    return pointers
 
 
 def pointer_document(commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +169,8 @@ class LocalStore:
         return jsonio.write_json(path, pointer, exclusive=True)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit``, oldest first (by their ``created`` time). Unreadable ones are skipped."""
+        """The pointers of ``commit``, oldest first (by their ``created`` time). Unreadable ones are
+        skipped (a ``Pointers`` list: its ``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
         return read_pointer_files(sorted(folder.glob("*.json")) if folder.is_dir() else [])
 
@@ -177,4 +188,19 @@ def open_local_store(url: str, path: str) -> LocalStore:
             pass
     except OSError as exc:
         raise UserError(f"store {url!r} cannot be written: {exc.strerror or exc}") from exc
+    return LocalStore(root)
+
+
+def open_local_store_read_only(url: str, path: str) -> LocalStore:
+    """Open the existing folder ``path`` (from store URL ``url``) for reading: nothing is created or written.
+
+    Raises:
+        UserError: the folder does not exist ("no such store") or is not a folder.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise UserError(f"no such store: {root} does not exist (store {url!r}); give the folder, file:///ABS/PATH "
+                        "or gs://BUCKET[/PREFIX] that `benchtrail pipeline` or `benchtrail upload` wrote to")
+    if not root.is_dir():
+        raise UserError(f"store {url!r}: {root} is not a folder; a store is a folder holding runs/ and commits/")
     return LocalStore(root)

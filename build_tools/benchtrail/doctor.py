@@ -1,0 +1,455 @@
+"""``benchtrail doctor``: is this machine fit to measure on? Runner hygiene checks.
+
+In the spirit of ``python -m pyperf system show`` (pyperf/_system.py), each check reads the machine's
+state and returns ``{name, status, value, expected, advice}``: ``status`` is ``ok``, ``warn``,
+``fail`` or ``unknown`` (not readable here, e.g. no cpufreq on a VM; ``value`` says why). ``value`` and
+``expected`` are short texts, so ``"<name> is <value> (expected <expected>)"`` reads as a sentence.
+Every results file records :func:`run_checks` as ``environment.doctor``; the comment warns when a
+check of the head results failed. docs/runners.md lists the checks and how to fix each.
+
+Injecting a machine state (tests): every file a check reads lies under one root directory, ``/``
+unless ``BENCHTRAIL_DOCTOR_ROOT`` names another (``run_checks(root=...)`` takes it directly). A test
+writes ``<root>/proc/loadavg`` or ``<root>/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`` and
+sets the variable; it reaches the run stage and a ``benchtrail doctor`` subprocess alike. With another
+root, a file missing there is ``unknown`` (no fallback to the real machine), and the report carries
+``root``. The GPU checks run ``nvidia-smi`` and only when ``torch.cuda.is_available()``: the root does
+not apply to them; their parsers are tested on nvidia-smi's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+#: Version history of the ``benchtrail doctor --json`` file:
+#:   1 — first version.
+SCHEMA_VERSION = 1
+#: ``benchtrail doctor`` exits 4 when a check fails (README "Exit codes"); warnings exit 0.
+EXIT_CHECK_FAILED = 4
+ROOT_ENV = "BENCHTRAIL_DOCTOR_ROOT"
+STATUSES = ("ok", "warn", "fail", "unknown")
+CHECK_NAMES = ("cpu governor", "turbo boost", "load average", "busy processes", "memory pressure",
+               "memory available", "gpu clocks", "gpu processes")
+
+#: The governor pyperf's ``system tune`` sets and ``system show`` expects (pyperf/_system.py,
+#: ``CPUGovernorIntelPstate.BENCHMARK_GOVERNOR``); another governor moves the frequency with load.
+EXPECTED_GOVERNOR = "performance"
+#: 1-minute load average per CPU. pyperf records ``load_avg_1min`` but sets no limit; a run queue
+#: longer than the CPU count is CPU saturation (Gregg, "The USE Method: Linux Performance
+#: Checklist"): runnable tasks wait for a CPU, ours among them: fail. Above half the CPUs: warn.
+#: Our own recent workers (2–4 threads each) count too.
+LOAD_WARN_PER_CPU, LOAD_FAIL_PER_CPU = 0.5, 1.0
+#: Busy processes: CPU time over a short sample of /proc/<pid>/stat (psutil is not pinned in
+#: constraints.txt). Another process above 20% of one CPU warns; others together using a whole CPU
+#: fail. Our choice (pyperf has no such check; it isolates CPUs instead, ``isolcpus``).
+PROCESS_SAMPLE_S = 0.25
+BUSY_PROCESS_PERCENT, BUSY_TOTAL_FAIL_PERCENT = 20.0, 100.0
+BUSY_PROCESSES_SHOWN = 5
+#: PSI ``some avg10`` of /proc/pressure/memory: the share of the last 10 s in which some task
+#: stalled on memory (kernel Documentation/accounting/psi.rst). systemd-oomd kills at 60% over 30 s
+#: (oomd.conf(5) ``DefaultMemoryPressureLimit``); a timed sample is disturbed long before: warn above
+#: 1%, fail above 10%.
+MEMORY_PSI_WARN_PERCENT, MEMORY_PSI_FAIL_PERCENT = 1.0, 10.0
+#: MemAvailable / MemTotal of /proc/meminfo (memory for new work without swapping, kernel
+#: Documentation/filesystems/proc.rst): warn below 20%, fail below 10%. Our choice.
+MEM_AVAILABLE_WARN, MEM_AVAILABLE_FAIL = 0.20, 0.10
+#: nvidia-smi clock event (throttle) reason bits (NVML ``nvmlClocksEventReasons``): these slow the
+#: GPU below its clocks whatever the work, so fail; a software power cap warns.
+GPU_SLOWDOWN_FAIL = {0x8: "hw slowdown", 0x20: "sw thermal slowdown", 0x40: "hw thermal slowdown",
+                     0x80: "hw power brake"}
+GPU_SLOWDOWN_WARN = {0x4: "sw power cap"}
+GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem")
+GPU_CLOCKS_EXPECTED, GPU_PROCESSES_EXPECTED = "no slowdown (thermal, power brake, power cap)", "none but ours"
+TUNE = "`python -m pyperf system tune` (as root) applies this and the other pyperf tunings"
+
+
+def check(name: str, status: str, value: str, expected: str, advice: str = "") -> dict[str, Any]:
+    """One check's result (see the module docstring)."""
+    return {"name": name, "status": status, "value": value, "expected": expected, "advice": advice}
+
+
+def default_root() -> Path:
+    """``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``."""
+    return Path(os.environ.get(ROOT_ENV) or "/")
+
+
+def _read(root: Path, rel: str) -> str:
+    """The stripped text of ``root/rel``; raises OSError when it cannot be read."""
+    return (root / rel).read_text().strip()
+
+
+def _unreadable(name: str, expected: str, why: str) -> dict[str, Any]:
+    return check(name, "unknown", why, expected)
+
+
+def _graded(name: str, value: str, expected: str, advice: str, *, fail: bool, warn: bool) -> dict[str, Any]:
+    """``fail`` when ``fail``, else ``warn`` when ``warn`` (both with ``advice``), else ``ok``."""
+    status = "fail" if fail else "warn" if warn else "ok"
+    return check(name, status, value, expected, "" if status == "ok" else advice)
+
+
+# -- CPU ---------------------------------------------------------------------------------------------
+
+
+def check_governor(root: Path) -> dict[str, Any]:
+    """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq (VMs)."""
+    name, expected = "cpu governor", EXPECTED_GOVERNOR
+    paths = sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
+    if not paths:
+        return _unreadable(name, expected, "no cpufreq in /sys (a VM: the hypervisor sets the frequency)")
+    counts: dict[str, int] = {}
+    for p in paths:
+        try:
+            governor = p.read_text().strip() or "empty"
+        except OSError as exc:
+            return _unreadable(name, expected, f"cannot read {p.relative_to(root)}: {exc.strerror}")
+        counts[governor] = counts.get(governor, 0) + 1
+    value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g, n in sorted(counts.items()))
+    if set(counts) == {EXPECTED_GOVERNOR}:
+        return check(name, "ok", value, expected)
+    return check(name, "fail", value, expected,
+                 f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}")
+
+
+def check_turbo(root: Path) -> dict[str, Any]:
+    """Turbo boost disabled (pyperf ``TurboBoostIntelPstate``): ``intel_pstate/no_turbo`` 1, or
+    ``cpufreq/boost`` 0 (acpi-cpufreq, amd-pstate); warn when enabled, unknown when neither exists."""
+    name, expected = "turbo boost", "disabled"
+    controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"), ("sys/devices/system/cpu/cpufreq/boost", "0"))
+    for rel, off in controls:
+        try:
+            text = _read(root, rel)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return _unreadable(name, expected, f"cannot read {rel}: {exc.strerror}")
+        if text == off:
+            return check(name, "ok", f"disabled ({rel.rsplit('/', 1)[1]}={text})", expected)
+        return check(name, "warn", f"enabled ({rel.rsplit('/', 1)[1]}={text})", expected,
+                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how "
+                     f"many cores are busy; {TUNE}")
+    return _unreadable(name, expected, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
+
+
+def check_load(root: Path) -> dict[str, Any]:
+    """1-minute load average of ``/proc/loadavg`` (``os.getloadavg()`` when the root is ``/`` and the
+    file is unreadable) against ``os.cpu_count()``: see ``LOAD_*_PER_CPU``."""
+    cpus = os.cpu_count() or 1
+    warn_at, fail_at = LOAD_WARN_PER_CPU * cpus, LOAD_FAIL_PER_CPU * cpus
+    name, expected = "load average", f"at most {warn_at:g}, half the CPUs"
+    try:
+        load = float(_read(root, "proc/loadavg").split()[0])
+    except (OSError, ValueError, IndexError) as exc:
+        if root != Path("/") or not hasattr(os, "getloadavg"):
+            return _unreadable(name, expected, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
+        load = os.getloadavg()[0]
+    value = f"{load:.2f} over 1 min on {cpus} CPUs"
+    advice = "wait for, or stop, the other work here (see busy processes); a runner should run one job at a time"
+    return _graded(name, value, expected, advice, fail=load > fail_at, warn=load > warn_at)
+
+
+def process_snapshot(root: Path) -> dict[int, tuple[str, int, int, int]]:
+    """``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` from ``root/proc/<pid>/stat`` (proc(5))."""
+    snapshot = {}
+    for entry in (root / "proc").glob("[0-9]*"):
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # the process ended, or is not ours to read
+        left, right = text.find("("), text.rfind(")")
+        fields = text[right + 2:].split()
+        try:
+            snapshot[int(entry.name)] = (text[left + 1:right], int(fields[1]), int(fields[19]),
+                                         int(fields[11]) + int(fields[12]))
+        except (ValueError, IndexError):
+            continue
+    return snapshot
+
+
+def own_tree(snapshot: dict[int, tuple[str, int, int, int]], pid: int | None = None) -> set[int]:
+    """``pid`` (default: this process) and its descendants in ``snapshot``."""
+    children: dict[int, list[int]] = {}
+    for p, (_, ppid, _, _) in snapshot.items():
+        children.setdefault(ppid, []).append(p)
+    tree, todo = set(), [os.getpid() if pid is None else pid]
+    while todo:
+        p = todo.pop()
+        if p not in tree:
+            tree.add(p)
+            todo.extend(children.get(p, ()))
+    return tree
+
+
+def busy_processes(before: dict, after: dict, seconds: float, exclude: set[int]) -> list[tuple[float, int, str]]:
+    """``[(percent of one CPU, pid, name)]`` of the processes in both snapshots (same start time) and not
+    in ``exclude``, busiest first."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = []
+    for pid, (name, _, start, ticks) in after.items():
+        if pid in exclude or pid not in before or before[pid][2] != start:
+            continue
+        percent = 100.0 * (ticks - before[pid][3]) / tick / seconds
+        if percent > 0:
+            out.append((percent, pid, name))
+    return sorted(out, reverse=True)
+
+
+def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
+    """Other processes' CPU use over ``sample_s`` seconds, excluding this process and its descendants
+    (the runner's workers): see ``BUSY_*``. The value lists the busiest few."""
+    name = "busy processes"
+    expected = f"none above {BUSY_PROCESS_PERCENT:g}% of a CPU"
+    start, before = time.monotonic(), process_snapshot(root)
+    if not before:
+        return _unreadable(name, expected, "no readable proc/<pid>/stat")
+    time.sleep(sample_s)
+    after = process_snapshot(root)
+    elapsed = time.monotonic() - start
+    others = busy_processes(before, after, elapsed, own_tree(after) | own_tree(before))
+    busy = [o for o in others if o[0] > BUSY_PROCESS_PERCENT]
+    if not busy:
+        return check(name, "ok", "none", expected)
+    value = ", ".join(f"{n} (pid {p}) {c:.0f}%" for c, p, n in busy[:BUSY_PROCESSES_SHOWN])
+    if len(busy) > BUSY_PROCESSES_SHOWN:
+        value += f" and {len(busy) - BUSY_PROCESSES_SHOWN} more"
+    total = sum(c for c, _, _ in others)
+    status = "fail" if total >= BUSY_TOTAL_FAIL_PERCENT else "warn"
+    return check(name, status, value, expected,
+                 "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)")
+
+
+# -- memory ------------------------------------------------------------------------------------------
+
+
+def check_memory_pressure(root: Path) -> dict[str, Any]:
+    """PSI ``some avg10`` of ``/proc/pressure/memory``: see ``MEMORY_PSI_*``; unknown without PSI."""
+    name = "memory pressure"
+    expected = f"at most {MEMORY_PSI_WARN_PERCENT:g}%"
+    try:
+        line = next(x for x in _read(root, "proc/pressure/memory").splitlines() if x.startswith("some "))
+        avg10 = float(dict(kv.split("=", 1) for kv in line.split()[1:])["avg10"])
+    except OSError as exc:
+        return _unreadable(name, expected, f"cannot read proc/pressure/memory ({exc.strerror}: a kernel "
+                                           "before 4.20 or booted with psi=0)")
+    except (StopIteration, KeyError, ValueError):
+        return _unreadable(name, expected, "proc/pressure/memory has no 'some avg10=' field")
+    value = f"PSI some avg10 {avg10:.2f}%"
+    advice = "free memory: stop other work, or use a runner with more memory (see memory available)"
+    return _graded(name, value, expected, advice,
+                   fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
+
+
+def check_memory_available(root: Path) -> dict[str, Any]:
+    """MemAvailable / MemTotal of ``/proc/meminfo``: see ``MEM_AVAILABLE_*``."""
+    name = "memory available"
+    expected = f"at least {MEM_AVAILABLE_WARN:.0%} of memory"
+    try:
+        fields = dict(line.split(":", 1) for line in _read(root, "proc/meminfo").splitlines() if ":" in line)
+        total, available = (int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "MemAvailable"))
+    except OSError as exc:
+        return _unreadable(name, expected, f"cannot read proc/meminfo: {exc.strerror}")
+    except (KeyError, ValueError, IndexError):
+        return _unreadable(name, expected, "proc/meminfo lacks MemTotal or MemAvailable")
+    share = available / total if total else 0.0
+    value = f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})"
+    advice = "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory"
+    return _graded(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
+
+
+# -- GPU ---------------------------------------------------------------------------------------------
+
+
+def _nvidia_smi(*args: str) -> tuple[str | None, str]:
+    """``(stdout, "")`` of ``nvidia-smi ARGS``, or ``(None, why)`` when it is absent or fails."""
+    try:
+        done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"nvidia-smi: {exc}"
+    if done.returncode != 0:
+        return None, f"nvidia-smi exited {done.returncode}: {' '.join((done.stdout + done.stderr).split())[:200]}"
+    return done.stdout, ""
+
+
+def parse_gpu_clocks(text: str) -> dict[str, Any]:
+    """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active --format=csv,noheader,nounits``
+    (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons decide (``GPU_SLOWDOWN_*``):
+    an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
+    name, expected = "gpu clocks", GPU_CLOCKS_EXPECTED
+    parts, status, reasons_seen = [], "ok", []
+    for i, line in enumerate(x for x in text.strip().splitlines() if x.strip()):
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(GPU_CLOCK_FIELDS) + 1:
+            return _unreadable(name, expected, f"unexpected nvidia-smi line {line!r}")
+        sm, max_sm, mem, max_mem, active = values
+        try:
+            mask = int(active, 16)
+        except ValueError:
+            mask = 0
+        for bits, level in ((GPU_SLOWDOWN_FAIL, "fail"), (GPU_SLOWDOWN_WARN, "warn")):
+            hit = [label for bit, label in bits.items() if mask & bit]
+            if hit:
+                reasons_seen += hit
+                status = "fail" if "fail" in (status, level) else level
+        parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
+    if not parts:
+        return _unreadable(name, expected, "nvidia-smi listed no GPU")
+    value = "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else "")
+    advice = "" if status == "ok" else ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
+                                        "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
+    return check(name, status, value, expected, advice)
+
+
+def parse_gpu_processes(text: str, exclude: set[int]) -> dict[str, Any]:
+    """Judge ``nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader``:
+    any compute process outside ``exclude`` (our process tree) fails."""
+    name, expected = "gpu processes", GPU_PROCESSES_EXPECTED
+    others = []
+    for line in text.strip().splitlines():
+        fields = [v.strip() for v in line.split(",")]
+        if len(fields) >= 3 and fields[0].isdigit() and int(fields[0]) not in exclude:
+            others.append(f"{os.path.basename(fields[1])} (pid {fields[0]}, {fields[2]})")
+    if not others:
+        return check(name, "ok", "none", expected)
+    return check(name, "fail", ", ".join(others[:BUSY_PROCESSES_SHOWN]), expected,
+                 "stop them: they share the GPU's SMs, memory bandwidth and clocks")
+
+
+def gpu_checks(root: Path) -> list[dict[str, Any]]:
+    """"gpu clocks" and "gpu processes" from nvidia-smi when torch sees a CUDA GPU, else both unknown."""
+    import torch
+
+    if not torch.cuda.is_available():
+        why = "no CUDA GPU (torch.cuda.is_available() is False)"
+        return [_unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why),
+                _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why)]
+    query = ",".join(GPU_CLOCK_FIELDS)
+    out, why = _nvidia_smi(f"--query-gpu={query},clocks_event_reasons.active", "--format=csv,noheader,nounits")
+    if out is None:  # drivers before R535 name the field clocks_throttle_reasons
+        out, why = _nvidia_smi(f"--query-gpu={query},clocks_throttle_reasons.active", "--format=csv,noheader,nounits")
+    clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why)
+    out, why = _nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
+    processes = (parse_gpu_processes(out, own_tree(process_snapshot(root))) if out is not None
+                 else _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why))
+    return [clocks, processes]
+
+
+# -- report ------------------------------------------------------------------------------------------
+
+
+def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
+    """Run every check on the machine under ``root`` (default :func:`default_root`).
+
+    Returns ``{"checks": [check, ...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``,
+    plus ``"root"`` when it is not ``/``. Takes about ``sample_s`` seconds (the busy-process sample),
+    plus nvidia-smi's time on a GPU machine. Never raises for an unreadable machine state: such a
+    check is ``unknown``.
+    """
+    root = Path(root) if root is not None else default_root()
+    checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root, sample_s),
+              check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
+    report: dict[str, Any] = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
+                              "warned": [c["name"] for c in checks if c["status"] == "warn"]}
+    if root != Path("/"):
+        report["root"] = str(root)
+    return report
+
+
+def summary(report: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The failed checks of a report (``environment.doctor``) as ``[{name, value, expected}]``; [] for none."""
+    failed = set((report or {}).get("failed") or ())
+    return [{k: c[k] for k in ("name", "value", "expected")} for c in (report or {}).get("checks", ())
+            if c.get("name") in failed]
+
+
+def failed_by_device(files: list) -> list[dict[str, Any]]:
+    """``[{device, failed: [{name, value, expected}]}]`` over results files (``ResultsFile``) whose
+    ``environment.doctor`` has failed checks, one entry per device name (the first value of each check
+    wins when shards disagree); what comparison.json's ``head.runner_checks`` holds."""
+    merged: dict[str, dict[str, dict[str, str]]] = {}
+    for f in files:
+        failed = summary(f.environment.get("doctor"))
+        if not failed:
+            continue
+        device = f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})) \
+            or f.environment.get("hostname") or "?"
+        for item in failed:
+            merged.setdefault(device, {}).setdefault(item["name"], item)
+    return [{"device": d, "failed": list(checks.values())} for d, checks in sorted(merged.items())]
+
+
+def format_report(report: dict[str, Any], width: int = 120) -> str:
+    """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict line."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="benchtrail doctor: runner checks", title_justify="left")
+    for column in ("check", "status", "value", "expected"):
+        table.add_column(column, overflow="fold")
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
+    for c in report["checks"]:
+        table.add_row(c["name"], Text(c["status"], style=style[c["status"]]), Text(c["value"]), Text(c["expected"]))
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+    console.print(table)
+    advice = [f"- {c['name']}: {c['advice']}" for c in report["checks"]
+              if c["advice"] and c["status"] in ("warn", "fail")]
+    if advice:
+        console.print("Advice:", *advice, sep="\n", markup=False)
+    if report["failed"]:
+        verdict = f"{len(report['failed'])} check(s) failed: {', '.join(report['failed'])}"
+    else:
+        verdict = "no check failed" + (f" ({len(report['warned'])} warning(s))" if report["warned"] else "")
+    console.print(verdict, markup=False)
+    return console.file.getvalue()
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a ``benchtrail doctor --json`` file back (without its ``schema_version``).
+
+    Raises:
+        UserError: unreadable, a newer schema version, an unknown or missing field, or a status
+            outside ``STATUSES``; the message names the file and the field.
+    """
+    from benchtrail import jsonio
+    from benchtrail.errors import UserError
+
+    obj = jsonio.read_json(path, kind="doctor report", supported=SCHEMA_VERSION)
+    allowed = {"schema_version", "checks", "failed", "warned", "root"}
+    if set(obj) - allowed or not {"checks", "failed", "warned"} <= set(obj):
+        raise UserError(f"doctor report {path}: fields {sorted(obj)}; allowed: {sorted(allowed)} "
+                        "(checks, failed, warned required)")
+    for i, c in enumerate(obj["checks"]):
+        if not isinstance(c, dict) or set(c) != {"name", "status", "value", "expected", "advice"}:
+            raise UserError(f"doctor report {path}: checks[{i}] must have exactly the fields name, status, "
+                            "value, expected, advice")
+        if c["status"] not in STATUSES:
+            raise UserError(f"doctor report {path}: checks[{i}] has status {c['status']!r}; "
+                            f"allowed: {', '.join(STATUSES)}")
+    return {k: v for k, v in obj.items() if k != "schema_version"}
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from benchtrail import jsonio
+
+    if args.json:
+        jsonio.check_new(args.json)
+    report = run_checks()
+    print(format_report(report), end="")
+    if args.json:
+        print(jsonio.write_json(args.json, {"schema_version": SCHEMA_VERSION, **report}, exclusive=True))
+    return EXIT_CHECK_FAILED if report["failed"] else 0
+
+
+def add_doctor_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check fails)."""
+    p = subparsers.add_parser("doctor", help="check this machine before measuring: CPU governor, turbo, load, "
+                                             "busy processes, memory pressure, GPU clocks and processes")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the checks as JSON (never overwritten)")
+    p.set_defaults(func=cmd_doctor)
+    return p

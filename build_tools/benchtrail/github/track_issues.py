@@ -1,0 +1,186 @@
+"""One GitHub issue per regression that ``benchtrail track`` finds, found again by a hidden marker.
+
+Each issue carries the label ``LABEL`` and ends with ``<!-- benchtrail:track series=<id> commit=<sha> -->``
+(the series id and the change's head commit). ``post_issues`` lists the repository's issues with
+the label (open and closed), matches each regression to one by its marker, edits an open match when
+its text changed, leaves a closed one alone (a maintainer closed it: fixed or accepted) and creates
+an issue only for a new regression beyond its threshold without one. Only users with triage or push
+access can label issues, so the label keeps anyone else from capturing or suppressing an issue.
+All calls go through PyGithub (``benchtrail.github.post.make_client`` and ``with_retries``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from benchtrail.errors import UserError
+from benchtrail.github.post import DEFAULT_API_URL, make_client, with_retries
+from benchtrail.history import short
+from benchtrail.track import ChangePoint, TrackReport
+
+LABEL = "benchtrail-regression"
+MARKER_PREFIX = "<!-- benchtrail:track"
+ACTIONS = ("created", "updated", "unchanged", "closed", "not-new")
+_MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) commit=(?P<commit>[0-9a-f]{7,64}) -->")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IssueAction:
+    """What ``post_issues`` did for one regression: ``action`` is one of ``ACTIONS``; ``number``/``url``
+    name the issue (None for ``not-new``: a regression older than ``--new-within`` without an issue)."""
+
+    series_id: str
+    head_commit: str
+    action: str
+    number: int | None
+    url: str | None
+    message: str
+
+
+def marker(series_id: str, commit: str) -> str:
+    return f"{MARKER_PREFIX} series={series_id} commit={commit} -->"
+
+
+def parse_marker(text: str) -> tuple[str, str] | None:
+    """``(series id, commit)`` of the last track marker in ``text``; None when there is none."""
+    found = None
+    for m in _MARKER.finditer(text or ""):
+        found = m
+    return (found["series"], found["commit"]) if found else None
+
+
+def _value(x: float, unit: str) -> str:
+    return f"{x:,.4g} {unit}" if abs(x) < 1e4 else f"{x:,.0f} {unit}"
+
+
+def issue_title(cp: ChangePoint) -> str:
+    return f"Regression: {cp.series_name} {cp.magnitude_pct:+.1f}% at {short(cp.head_commit)}"
+
+
+def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
+    """The issue's Markdown: what changed where, how sure we are, how to find the commit and fetch the runs."""
+    base, head = short(cp.base_commit), short(cp.head_commit)
+    gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
+    compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
+    lines = [
+        f"### benchtrail: `{cp.series_name}` regressed {cp.magnitude_pct:+.1f}%", "",
+        "| | |", "|---|---|",
+        f"| series | `{cp.series_name}` (`{cp.series_id}`) |",
+        f"| device | {cp.device_name} |",
+        f"| metric | {cp.kind} {cp.metric} ({cp.unit}) |",
+        f"| commits | `{base}..{head}` ([compare]({compare})): {len(cp.commits)} commit(s){gaps} |",
+        f"| median | {_value(cp.before_median, cp.unit)} → {_value(cp.after_median, cp.unit)} "
+        f"({cp.n_before} → {cp.n_after} commits with a run) |",
+        f"| change | **{cp.magnitude_pct:+.1f}%** (threshold: {cp.threshold}) |",
+        f"| confidence | {100 * cp.confidence:.1f}% (1 − p, two-sided Mann–Whitney U over per-commit medians; "
+        f"p = {cp.p_value:.2g}) |", "",
+        "Commits to test (first parents after the last good build, up to the first bad one), and the two "
+        "builds side by side:", "",
+        "```sh", f"benchtrail bisect-range {cp.base_commit} {cp.head_commit}",
+        f"benchtrail compare-builds {cp.base_commit} {cp.head_commit} --store {report.store}", "```", "",
+    ]
+    runs = ((cp.base_run, "before"), (cp.head_run, "after"))
+    if report.store.startswith("gs://"):
+        lines += ["Runs before and after the change:", "", "```sh", "mkdir -p before after"]
+        lines += [f"gcloud storage cp -r {report.store.rstrip('/')}/runs/{run_id}/{attempt}/ {where}/"
+                  for (run_id, attempt), where in runs]
+        lines += ["```", ""]
+    else:
+        lines += [f"Runs: {where} `runs/{run_id}/{attempt}/`" for (run_id, attempt), where in runs]
+        lines += [f"in the store `{report.store}`.", ""]
+    lines += [f"Found by `benchtrail track` (ruptures PELT, l1 cost) over {report.runs} runs of "
+              f"{report.commits} first-parent commits up to `{short(report.head)}`. Close this issue to accept "
+              "the change; benchtrail never reopens it.", marker(cp.series_id, cp.head_commit), ""]
+    return "\n".join(lines)
+
+
+def _describe(exc: Any) -> str:
+    data = getattr(exc, "data", None)
+    message = data.get("message", "") if isinstance(data, dict) else str(data or "")
+    return f"HTTP {getattr(exc, 'status', '?')}: {message or exc}"
+
+
+def _user_error(exc: Any, repo: str, base_url: str) -> UserError:
+    status = getattr(exc, "status", None)
+    if status == 401:
+        return UserError(f"GitHub rejected the token ({_describe(exc)}); check GITHUB_TOKEN")
+    if status == 403:
+        return UserError(f"the token may not write issues of {repo} ({_describe(exc)}); the job needs "
+                         "`permissions: issues: write`")
+    if status in (404, 410):
+        return UserError(f"{repo} or its issues not found at {base_url} ({_describe(exc)}); check --repo-name, "
+                         "--api-url and that issues are enabled")
+    return UserError(f"GitHub API error on {repo} ({_describe(exc)})")
+
+
+def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) -> Any | None:
+    """Our issue for ``cp``: same series, marker commit the head or one of ``cp.nearby_commits``, unused."""
+    near = cp.nearby_commits
+    for commit in sorted(near, key=lambda c: abs(near.index(c) - near.index(cp.head_commit))):
+        issue = ours.get((cp.series_id, commit))
+        if issue is not None and issue.number not in used:
+            return issue
+    return None
+
+
+def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = DEFAULT_API_URL,
+                label: str = LABEL, max_retries: int = 3, retry_wait_s: float = 2.0) -> list[IssueAction]:
+    """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module docstring.
+
+    Regressions with an open issue get it updated (title and body) whatever their threshold or p-value;
+    without one, an issue is created only when ``cp.issue`` and ``cp.new``. Improvements are never posted.
+    Rate limits are retried (``with_retries``, waits in seconds).
+
+    Raises:
+        UserError: the token rejected (401) or not allowed to write issues (403), the repository or its
+            issues not found (404/410), another API error, or the API URL unreachable.
+    """
+    import github
+    import requests
+
+    gh = make_client(token, base_url)
+
+    def call(fn: Callable[[], T]) -> T:
+        return with_retries(fn, max_retries=max_retries, retry_wait_s=retry_wait_s)
+
+    regressions = [cp for cp in report.change_points if cp.direction == "regression"]
+    actions: list[IssueAction] = []
+    try:
+        repository = call(lambda: gh.get_repo(repo))
+        ours: dict[tuple[str, str], Any] = {}
+        for issue in call(lambda: list(repository.get_issues(state="all", labels=[label]))):
+            found = parse_marker(issue.body or "")
+            if issue.pull_request is None and found is not None:
+                ours.setdefault(found, issue)  # newest first: a duplicate made by hand is ignored
+        used: set[int] = set()
+        for cp in regressions:
+            issue = _match(cp, ours, used)
+            title, body = issue_title(cp), issue_body(cp, report, repository.html_url)
+            where = f"{cp.series_name} at {short(cp.head_commit)}"
+            if issue is not None:
+                used.add(issue.number)
+                if issue.state == "closed":
+                    action, text = "closed", f"issue #{issue.number} ({where}) is closed; left alone"
+                elif issue.title == title and issue.body == body:
+                    action, text = "unchanged", f"issue #{issue.number} ({where}) is up to date"
+                else:
+                    call(lambda: issue.edit(title=title, body=body))
+                    action, text = "updated", f"updated issue #{issue.number} ({where})"
+                actions.append(IssueAction(cp.series_id, cp.head_commit, action, issue.number, issue.html_url, text))
+            elif cp.issue and cp.new:
+                created = call(lambda: repository.create_issue(title=title, body=body, labels=[label]))
+                actions.append(IssueAction(cp.series_id, cp.head_commit, "created", created.number, created.html_url,
+                                           f"created issue #{created.number} ({where})"))
+            elif cp.issue:
+                actions.append(IssueAction(cp.series_id, cp.head_commit, "not-new", None, None,
+                                           f"{where} is older than --new-within and has no issue; not filed"))
+    except github.GithubException as exc:
+        raise _user_error(exc, repo, base_url) from exc
+    except requests.exceptions.RequestException as exc:
+        raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
+    return actions

@@ -1,0 +1,399 @@
+"""The JSON Schemas of ``docs/schemas/`` (docs/formats.md, "JSON Schemas") against real outputs.
+
+Every JSON file of four real ``smoke`` pipeline runs and their store (``history_store``) must match a
+path pattern of ``RUN_FILES`` / ``STORE_FILES`` and validate against its schema, so a new file
+format without a schema fails here. The outputs of the other commands (history, compare, comment,
+convert, doctor, evaluate-detector) are made here from those runs and validated too, and a few
+broken documents must be rejected.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from benchtrail.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "docs" / "schemas"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+#: A file of a run directory (its path relative to the run directory) -> its schema; the first match wins.
+RUN_FILES: tuple[tuple[str, str], ...] = (
+    (r"run-configs/execution\.json", "execution-export.schema.json"),
+    (r"run-configs/compilation\.json", "compilation-export.schema.json"),
+    (r"modules/[^/]+/module_info\.json", "module-info.schema.json"),
+    (r"modules/[^/]+/compile-stats\.json", "compile-stats.schema.json"),
+    (r"results/docs/bench_[^/]+_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{8}\.json", "bench-document.schema.json"),
+    # <device>-<shard>.json, compilation-<device>.json; base.json and head.json of `benchtrail ab`
+    (r"results/[^/]+\.json", "results.schema.json"),
+    (r"ab/ab-(base|head)\.json", "results.schema.json"),  # the pipeline's paired re-check
+    (r"comparison\.json", "comparison.schema.json"),
+    (r"comment/comment\.json", "comment.schema.json"),
+)
+#: A file of a store outside its run directories (path relative to the store) -> its schema.
+STORE_FILES: tuple[tuple[str, str], ...] = (
+    (r"commits/[0-9a-f]{40}/[A-Za-z0-9][A-Za-z0-9._-]*-[1-9][0-9]*\.json", "pointer.schema.json"),
+)
+#: The other files of a run directory: not JSON, so no schema.
+RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r"dashboard/plotly\.min\.js",
+                r"modules/[^/]+/(exported_program|aoti_package)\.pt2")
+#: Schemas of outputs that other commands write (validated by the tests below).
+OTHER_OUTPUTS = {"history.schema.json": "benchtrail history", "gab.schema.json": "benchtrail convert --to gab",
+                 "bmf.schema.json": "benchtrail convert --to bmf", "doctor.schema.json": "benchtrail doctor --json",
+                 "detector.schema.json": "benchtrail evaluate-detector"}
+_RUN_DIR = re.compile(r"runs/[A-Za-z0-9][A-Za-z0-9._-]*/[1-9][0-9]*/(?P<rel>.+)")
+
+
+@functools.cache
+def schemas() -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(SCHEMAS.glob("*.schema.json"))}
+
+
+@functools.cache
+def registry() -> Registry:
+    """Every schema under its file name, which is how the schemas' relative ``$ref``s name each other
+    (check-jsonschema resolves them the same way, relative to the schema file)."""
+    return Registry().with_resources((name, Resource.from_contents(s)) for name, s in schemas().items())
+
+
+def errors(schema: str, document: Any) -> list[str]:
+    """``"<json path>: <message>"`` for every way ``document`` breaks ``schema`` (none: it validates),
+    with the errors of each ``oneOf`` alternative after the error that sums them up."""
+    validator = jsonschema.Draft202012Validator(schemas()[schema], registry=registry(),
+                                                format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+    def lines(error: jsonschema.ValidationError, depth: int = 0):
+        yield f"{'  ' * depth}{error.json_path}: {error.message[:300]}"
+        for sub in sorted(error.context or (), key=lambda e: e.json_path):
+            yield from lines(sub, depth + 1)
+
+    return [line for e in validator.iter_errors(document) for line in lines(e)]
+
+
+def assert_valid(schema: str, path: Path) -> None:
+    problems = errors(schema, json.loads(path.read_text(encoding="utf-8")))
+    assert not problems, f"{path} does not validate against docs/schemas/{schema}:\n" + "\n".join(problems[:20])
+
+
+def schema_of(store_relative: str) -> str | None:
+    """The schema of a file of a store, by its path relative to the store; None when no pattern matches."""
+    run = _RUN_DIR.fullmatch(store_relative)
+    table, name = (RUN_FILES, run["rel"]) if run else (STORE_FILES, store_relative)
+    return next((schema for pattern, schema in table if re.fullmatch(pattern, name)), None)
+
+
+def _refs(node: Any):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def test_every_schema_is_valid_draft_2020_12_its_refs_resolve_and_a_test_covers_it():
+    assert schemas(), f"no schema in {SCHEMAS}"
+    for name, schema in schemas().items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["$schema"] == DRAFT, name
+        assert schema.get("title") and schema.get("description"), f"{name}: say what the file is and who writes it"
+        resolver = registry().resolver(base_uri=name)
+        for ref in _refs(schema):
+            resolver.lookup(ref)  # raises for a $ref to a missing file or definition
+    covered = {s for _, s in RUN_FILES + STORE_FILES} | set(OTHER_OUTPUTS)
+    assert covered == set(schemas()), "every schema has a path pattern or a test of the command that writes it"
+
+
+def test_path_patterns_map_each_kind_of_file_to_its_schema():
+    run = "runs/local-20261129T211357Z-59262283/1/"
+    assert schema_of(run + "results/c2-standard-16-0.json") == "results.schema.json"
+    assert schema_of(run + "results/compilation-c2-standard-16.json") == "results.schema.json"
+    assert schema_of(run + "results/docs/bench_mlp.eager.inference-bs1.c2-standard-16_20261129T211444Z_07cf06a8.json") \
+        == "bench-document.schema.json"
+    assert schema_of(run + "ab/ab-head.json") == "results.schema.json"
+    assert schema_of("commits/" + "a" * 40 + "/local-20261129T211357Z-59262283-1.json") == "pointer.schema.json"
+    for unknown in (run + "results/docs/notes.json", run + "new-format.json", run + "modules/m/extra.json",
+                    "commits/abc/x-1.json", "history.json"):
+        assert schema_of(unknown) is None, unknown
+
+
+def _files(history_store) -> tuple[Path, list[Path]]:
+    store = Path(history_store["store"])
+    for run_dir in history_store["run_dirs"].values():
+        assert Path(run_dir).is_relative_to(store), f"{run_dir} is not in the store {store}"
+    return store, sorted(p for p in store.rglob("*") if p.is_file())
+
+
+@pytest.mark.e2e
+def test_every_json_file_of_real_smoke_runs_has_a_schema_and_validates(history_store):
+    store, files = _files(history_store)
+    unmatched, invalid, seen = [], [], {}
+    for path in files:
+        rel = path.relative_to(store).as_posix()
+        if path.suffix != ".json":
+            run = _RUN_DIR.fullmatch(rel)
+            if not (run and any(re.fullmatch(p, run["rel"]) for p in RUN_NON_JSON)):
+                unmatched.append(rel)  # a new kind of file: JSON with another suffix (.jsonl), YAML, ...
+            continue
+        schema = schema_of(rel)
+        if schema is None:
+            unmatched.append(rel)
+            continue
+        seen.setdefault(schema, []).append(rel)
+        problems = errors(schema, json.loads(path.read_text(encoding="utf-8")))
+        invalid += [f"{rel} ({schema}) {p}" for p in problems[:10]]
+    assert not unmatched, ("files without a schema (add one to docs/schemas/ and a pattern to RUN_FILES / "
+                           f"STORE_FILES, or a non-JSON pattern): {unmatched}")
+    assert not invalid, "\n".join(invalid[:40])
+    runs = len(history_store["run_dirs"])
+    expected = {"execution-export.schema.json": runs, "compilation-export.schema.json": runs,
+                "comparison.schema.json": runs, "comment.schema.json": runs, "pointer.schema.json": runs}
+    assert {s: len(seen.get(s, ())) for s in expected} == expected
+    # smoke: 3 eager / Inductor modules, 3 cases on one device; compilation series of the Inductor module
+    for schema, per_run in (("module-info.schema.json", 3), ("compile-stats.schema.json", 3),
+                            ("bench-document.schema.json", 3), ("results.schema.json", 2)):
+        assert len(seen.get(schema, ())) == per_run * runs, (schema, seen.get(schema))
+
+
+def _run(capsys, *args) -> tuple[int, str, str]:
+    code = main(list(map(str, args)))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("extra", [(), ("--ref", "side", "--max-commits", "2")])
+def test_history_json_of_the_real_runs_validates(history_store, tmp_path, capsys, extra):
+    output = tmp_path / "history.json"
+    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+                          "--output", output, *extra)
+    assert code == 0, err
+    assert_valid("history.schema.json", output)
+    data = json.loads(output.read_text())
+    assert {s["kind"] for s in data["series"].values()} == {"execution", "compilation"}
+
+
+@pytest.mark.e2e
+def test_compare_and_comment_of_two_real_runs_validate_with_baseline_rows_and_marks(history_store, tmp_path, capsys):
+    runs = history_store["run_dirs"]
+    comparison = tmp_path / "comparison.json"
+    # Every series of c1 as the baseline of c2's, and every regression accepted (a mark on regressed rows).
+    code, _, err = _run(capsys, "compare", "--base", runs["c1"], "--head", runs["c2"], "--accept", "*",
+                        "--output", comparison)
+    assert code == 0, err
+    assert_valid("comparison.schema.json", comparison)
+    code, _, err = _run(capsys, "comment", "--comparison", comparison, "--output-dir", tmp_path / "comment")
+    assert code == 0, err
+    assert_valid("comment.schema.json", tmp_path / "comment" / "comment.json")
+    # Without a baseline every series is new (base and baseline null).
+    alone = tmp_path / "alone.json"
+    assert _run(capsys, "compare", "--head", runs["c3"], "--output", alone)[0] == 0
+    assert_valid("comparison.schema.json", alone)
+    assert json.loads(alone.read_text())["base"] is None
+
+
+@pytest.mark.e2e
+def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path):
+    """``confirm.apply`` gives re-checked rows their ``ab`` entry: here the comparison is c1 against c3 and
+    the paired rows a real comparison of c2 with c3; the rows a stored baseline suspected are made so by
+    hand (a paired run needs workers and a worktree)."""
+    from benchtrail.ab import Arm
+    from benchtrail.compare import compare
+    from benchtrail.confirm import apply, suspects
+    from benchtrail.results.io import load_results_paths
+    from benchtrail.stages import compare_stage
+    from benchtrail.thresholds import load_thresholds
+
+    runs, commits = history_store["run_dirs"], history_store["commits"]
+    path = compare_stage([Path(runs["c1"])], [Path(runs["c3"])], tmp_path / "comparison.json", None)
+    comparison = json.loads(path.read_text())
+    rows = [r for r in comparison["rows"] if r["kind"] == "execution"]
+    rows[0].update(verdict="regressed", mark="unconfirmed")
+    rows[1].update(verdict="improved", mark=None)
+    suspected = len(suspects(comparison))
+    assert suspected >= 2
+    paired = {r.id: asdict(r) for r in compare(load_results_paths([runs["c2"]]), load_results_paths([runs["c3"]]),
+                                               load_thresholds())}
+    base, head = Arm("base", commits["c2"], Path(runs["c2"])), Arm("head", commits["c3"], Path(runs["c3"]))
+    updated = apply(comparison, paired, base, head)
+    assert sum(r["ab"] is not None for r in updated["rows"]) == suspected
+    assert not errors("comparison.schema.json", updated)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fmt", ["gab", "bmf"])
+def test_convert_of_a_real_run_validates(history_store, tmp_path, capsys, fmt):
+    output = tmp_path / f"{fmt}.json"
+    code, _, err = _run(capsys, "convert", "--to", fmt, "--results", history_store["run_dirs"]["c3"], "--output", output)
+    assert code == 0, err
+    assert_valid(f"{fmt}.schema.json", output)
+    assert_valid(f"{fmt}.schema.json", ROOT / "tests" / "data" / "convert" / f"expected-{fmt}.json")
+
+
+def test_doctor_json_validates(tmp_path, capsys):
+    output = tmp_path / "doctor.json"
+    code, _, err = _run(capsys, "doctor", "--json", output)
+    assert code in (0, 4), err  # 4: a check failed on this machine; the file is written either way
+    assert_valid("doctor.schema.json", output)
+
+
+def test_evaluate_detector_output_validates(tmp_path):
+    """A tiny real evaluation (about 10 s), and the same judged again at another threshold."""
+    from benchtrail.detector_eval import EvalConfig, evaluate, rejudge
+    from benchtrail.jsonio import write_json
+
+    doc = evaluate(EvalConfig(aa=1, ab=1, deltas_pct=(50.0,), matrix_size=64, sample_time_ms=1.0, warmup_s=0.1,
+                              calibration_samples=20))
+    assert_valid("detector.schema.json", write_json(tmp_path / "detector.json", doc, exclusive=True))
+    again = rejudge(json.loads((tmp_path / "detector.json").read_text()), 90.0)
+    assert_valid("detector.schema.json", write_json(tmp_path / "again.json", again, exclusive=True))
+
+
+def _first(history_store, pattern: str) -> Any:
+    store, files = _files(history_store)
+    path = next(p for p in files if re.fullmatch(pattern, p.relative_to(store).as_posix()))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _execution(doc):
+    return next(b for b in doc["benchmarks"] if b["kind"] == "execution")
+
+
+def _set(path: tuple, value: Any):
+    def mutate(doc):
+        *parents, last = path
+        for key in parents:
+            doc = doc[key]
+        doc[last] = value
+    return mutate
+
+
+def _delete(*path: Any):
+    def mutate(doc):
+        *parents, last = path
+        for key in parents:
+            doc = doc[key]
+        del doc[last]
+    return mutate
+
+
+RESULTS, COMPARISON = r"runs/[^/]+/1/results/c2-standard-16-0\.json", r"runs/[^/]+/1/comparison\.json"
+BROKEN = {  # (file pattern, schema, how it is broken, what the error names)
+    "results: an unknown status": (RESULTS, "results.schema.json", _set(("benchmarks", 0, "status"), "okay"),
+                                   "$.benchmarks[0].status"),
+    "results: no schema_version": (RESULTS, "results.schema.json", _delete("schema_version"), "schema_version"),
+    "results: a newer schema_version": (RESULTS, "results.schema.json", _set(("schema_version",), 2),
+                                        "$.schema_version"),
+    "results: an unknown details key": (RESULTS, "results.schema.json",
+                                        _set(("benchmarks", 0, "details", "bogus_key"), "x"), "bogus_key"),
+    "results: execution in ms": (RESULTS, "results.schema.json", _set(("benchmarks", 0, "unit"), "ms"),
+                                 "$.benchmarks[0].unit"),
+    "results: ok without samples": (RESULTS, "results.schema.json", _set(("benchmarks", 0, "samples"), []),
+                                    "$.benchmarks[0].samples"),
+    "results: an unknown correctness quantity": (
+        RESULTS, "results.schema.json", _set(("benchmarks", 1, "details", "correctness", "quantity"), "output"),
+        "quantity"),
+    "results: no torch version": (RESULTS, "results.schema.json", _delete("environment", "torch_version"),
+                                  "torch_version"),
+    "results: a preset that is a path": (RESULTS, "results.schema.json", _set(("run", "presets"), ["../x"]),
+                                         "$.run"),
+    "comparison: an unknown verdict": (COMPARISON, "comparison.schema.json", _set(("rows", 0, "verdict"), "worse"),
+                                       "$.rows[0].verdict"),
+    "comparison: an unknown mark": (COMPARISON, "comparison.schema.json", _set(("rows", 0, "mark"), "maybe"),
+                                    "$.rows[0].mark"),
+    "comparison: a regression without a mark": (
+        COMPARISON, "comparison.schema.json",
+        lambda d: d["rows"][0].update(verdict="regressed", mark=None), "$.rows[0].mark"),
+    "comparison: a verdict missing from counts": (COMPARISON, "comparison.schema.json", _delete("counts", "noisy"),
+                                                  "$.counts"),
+    "comparison: version 2": (COMPARISON, "comparison.schema.json", _set(("schema_version",), 2), "$.schema_version"),
+    "comment: no schema_version": (r"runs/[^/]+/1/comment/comment\.json", "comment.schema.json",
+                                   _delete("schema_version"), "schema_version"),
+    "comment: a marker of another tool": (r"runs/[^/]+/1/comment/comment\.json", "comment.schema.json",
+                                          _set(("marker",), "<!-- other -->"), "$.marker"),
+    "pointer: attempt 0": (r"commits/.+\.json", "pointer.schema.json", _set(("attempt",), 0), "$.attempt"),
+    "bench document: an unknown status": (r"runs/[^/]+/1/results/docs/.+\.json", "bench-document.schema.json",
+                                          _set(("status",), "okay"), "$.status"),
+    "bench document: an unknown flattened key": (r"runs/[^/]+/1/results/docs/.+\.json", "bench-document.schema.json",
+                                                 _set(("details.memory.bogus",), 1), "details.memory.bogus"),
+    "execution export: an unknown field of a run config": (
+        r"runs/[^/]+/1/run-configs/execution\.json", "execution-export.schema.json",
+        lambda d: next(o for s in d["devices"].values() for o in s["shards"][0]["run_configs"]["keyed_obj_map"].values()
+                       if "execution_config" in o).update(priority=1), "keyed_obj_map"),
+    "module info: an Inductor module with an artifact": (
+        r"runs/[^/]+/1/modules/vrelu3\.inductor\.cpu/module_info\.json", "module-info.schema.json",
+        _set(("artifact",), "exported_program.pt2"), "$.artifact"),
+    "compile stats: ok without compile times": (
+        r"runs/[^/]+/1/modules/vrelu3\.inductor\.cpu/compile-stats\.json", "compile-stats.schema.json",
+        _delete("cold_ms"), "cold_ms"),
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_documents_are_rejected(history_store, case):
+    pattern, schema, mutate, named = BROKEN[case]
+    doc = _first(history_store, pattern)
+    assert not errors(schema, doc), "the unbroken document validates"
+    broken = copy.deepcopy(doc)
+    mutate(broken)
+    found = errors(schema, broken)
+    assert found, f"{case}: the broken document validates"
+    assert any(named in e for e in found), found
+
+
+def test_broken_history_and_convert_documents_are_rejected():
+    point = {"commit": "a" * 40, "run_id": "r1", "attempt": 1, "median": 1.0, "iqr": 0.0, "min": 1.0, "max": 1.0,
+             "n": 1, "status": "ok", "p25": 1.0, "p75": 1.0, "torch_version": "2.13.0"}
+    series = {"name": "m.eager.cpu.graph_count", "kind": "compilation", "metric": "graph_count", "unit": "count",
+              "device_name": "c2-standard-16", "presets": ["smoke"], "compile_config": "eager", "task": None,
+              "points": [point]}
+    history = {"schema_version": 1, "ref": "main", "head": "a" * 40, "store": "file:///s",
+               "commits": [{"commit": "a" * 40, "run_id": "r1", "attempt": 1}], "series": {"x-graph_count": series},
+               "skipped": []}
+    assert not errors("history.schema.json", history)
+    bad = copy.deepcopy(history)
+    bad["series"]["x-graph_count"]["points"][0]["status"] = "okay"
+    assert any("status" in e for e in errors("history.schema.json", bad))
+    bad = copy.deepcopy(history)
+    bad["commits"][0]["attempt"] = None  # a run id without an attempt
+    assert errors("history.schema.json", bad)
+    assert errors("gab.schema.json", [{"name": "a", "unit": "us", "value": 1.0}])  # no extra
+    assert errors("bmf.schema.json", {"a": {"latency": {"value": 1.0, "lower_value": 0.5}}})  # lower without upper
+
+
+def _check_jsonschema() -> list[str]:
+    exe = Path(sys.executable).with_name("check-jsonschema")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "check_jsonschema"]
+
+
+@pytest.mark.e2e
+def test_check_jsonschema_validates_by_hand_as_formats_md_says(history_store, tmp_path):
+    """``check-jsonschema --schemafile docs/schemas/results.schema.json results/*.json``, with the schemas'
+    relative ``$ref``s resolved from their folder; a broken file fails it."""
+    run_dir = Path(history_store["run_dirs"]["c3"])
+    files = sorted(str(p) for p in (run_dir / "results").glob("*.json"))
+    for schema, paths in (("results.schema.json", files), ("comparison.schema.json", [str(run_dir / "comparison.json")])):
+        done = subprocess.run([*_check_jsonschema(), "--schemafile", str(SCHEMAS / schema), *paths],
+                              capture_output=True, text=True, cwd=run_dir, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    broken = json.loads((run_dir / "comparison.json").read_text())
+    broken["rows"][0]["head_details"]["bogus"] = 1  # checked through the $ref to results.schema.json
+    (tmp_path / "comparison.json").write_text(json.dumps(broken))
+    done = subprocess.run([*_check_jsonschema(), "--schemafile", str(SCHEMAS / "comparison.schema.json"),
+                           str(tmp_path / "comparison.json")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "bogus" in done.stdout, done.stdout + done.stderr

@@ -1,0 +1,74 @@
+"""Post-merge tracking end to end: 13 real pipeline runs of an adopting repository's `smoke` preset
+over a git history in which one commit adds a calibrated slowdown; `benchtrail track` names that
+commit and opens, then updates, one GitHub issue through the local REST server."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchtrail.cli import main
+from tests.conftest import _git
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
+SLOW_AT = 7  # the 8th commit doubles the model's work (REPEAT 20 -> 40)
+SERIES = "chain.eager.inference-quick.laptop"
+
+
+@pytest.fixture(scope="module")
+def tracked_repo(tmp_path_factory):
+    """The docs' adoption example as a git repository with 13 commits, each run by `benchtrail pipeline`."""
+    import os
+
+    repo = tmp_path_factory.mktemp("tracked") / "my-project"
+    shutil.copytree(EXAMPLE, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    suite = repo / "my_benchmarks" / "suite.py"
+    commits = []
+    old = Path.cwd()
+    os.chdir(repo)
+    try:
+        for i in range(13):
+            if i == SLOW_AT:
+                suite.write_text(suite.read_text().replace("REPEAT = 20\n", "REPEAT = 40\n"))
+            (repo / "CHANGELOG").write_text(f"change {i}\n")
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-q", "-m", f"change {i}")
+            commits.append(_git(repo, "rev-parse", "HEAD"))
+            assert main(["pipeline", "--no-recheck"]) == 0
+    finally:
+        os.chdir(old)
+    return repo, commits
+
+
+@pytest.mark.e2e
+def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_path, github_server, monkeypatch,
+                                                             capsys):
+    repo, commits = tracked_repo
+    github_server.add_repo("octo/my-project")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_test")  # the server's bot token
+    monkeypatch.chdir(repo)
+    args = ["track", "--store", ".benchtrail/store", "--post", "--repo-name", "octo/my-project",
+            "--api-url", github_server.url]
+    assert main([*args, "--report", str(tmp_path / "first.json")]) == 0
+    report = json.loads((tmp_path / "first.json").read_text())
+    # Run-to-run noise on a shared machine may show as other change points; only the slowdown files an issue.
+    (change,) = [c for c in report["change_points"] if c["issue"]]
+    assert change["series_name"] == SERIES and change["direction"] == "regression"
+    found = (commits.index(change["base_commit"]), commits.index(change["head_commit"]))
+    assert found == (SLOW_AT - 1, SLOW_AT), report
+    assert change["magnitude_pct"] > 40  # twice the matrix products, less the fixed per-call overhead
+    assert change["confidence"] > 0.95
+    (issue,) = github_server.repo_issues("octo/my-project")
+    assert "benchtrail:track series=" in issue["body"] and commits[SLOW_AT] in issue["body"]
+    assert [label["name"] for label in issue["labels"]] == ["benchtrail-regression"]
+
+    # A second run over the same store updates that issue (or leaves it as it is): never a second one.
+    assert main([*args, "--report", str(tmp_path / "second.json")]) == 0
+    assert len(github_server.repo_issues("octo/my-project")) == 1
+    second = json.loads((tmp_path / "second.json").read_text())
+    actions = [a["action"] for a in second["issues"]]
+    assert actions and set(actions) <= {"updated", "unchanged"}, second["issues"]
+    assert re.search(rf"benchtrail bisect-range {commits[SLOW_AT - 1][:7]}\w* {commits[SLOW_AT][:7]}", issue["body"])
