@@ -29,7 +29,10 @@ from benchtrail.export import export_execution
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
-WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml")
+WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml", "track_regressions.yml")
+#: Workflows triggered by ``workflow_run`` (default-branch code only), each with a suppressed
+#: zizmor dangerous-triggers finding and a reason.
+WORKFLOW_RUN_FILES = ("post_benchmark_comment.yml", "track_regressions.yml")
 MATRIX_JQ = "build_tools/github_actions/matrix.jq"
 # The adopting repository of docs/adopting.md: its pyproject.toml and its two workflow files.
 EXAMPLE = ROOT / "docs" / "examples" / "adopting"
@@ -114,16 +117,16 @@ def test_zizmor_reports_no_findings_at_all():
     assert _describe(findings) == []
 
 
-def test_the_only_zizmor_suppression_is_the_posters_dangerous_trigger(tmp_path):
+@pytest.mark.parametrize("name", WORKFLOW_RUN_FILES)
+def test_the_only_zizmor_suppressions_are_the_workflow_run_triggers(tmp_path, name):
     suppressions = [(path.name, line.split("# zizmor:", 1)[1].strip())
                     for path in sorted(WORKFLOWS.glob("*.yml"))
                     for line in path.read_text().splitlines() if "# zizmor:" in line]
-    assert len(suppressions) == 1
-    name, text = suppressions[0]
-    assert name == "post_benchmark_comment.yml"
+    assert sorted(n for n, _ in suppressions) == sorted(WORKFLOW_RUN_FILES)
+    (text,) = [t for n, t in suppressions if n == name]
     assert re.fullmatch(r"ignore\[dangerous-triggers\] \S.{10,}", text), text  # with a reason
     # Without the comment zizmor does flag the trigger: the suppression is doing real work.
-    unsuppressed = tmp_path / "post_benchmark_comment.yml"
+    unsuppressed = tmp_path / name
     unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", (WORKFLOWS / name).read_text()))
     findings, _ = _zizmor(unsuppressed)
     assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers", "High")]
@@ -153,6 +156,7 @@ def test_workflow_matches_the_github_workflow_schema(name):
 def test_top_level_permissions_grant_nothing_or_read_only():
     assert _load("benchmark.yml")["permissions"] == {}
     assert _load("post_benchmark_comment.yml")["permissions"] == {}
+    assert _load("track_regressions.yml")["permissions"] == {}
     assert _load("ci.yml")["permissions"] == {"contents": "read"}
 
 
@@ -162,7 +166,7 @@ def test_every_job_declares_its_own_permissions(name):
         assert isinstance(job.get("permissions"), dict), f"{name}: job {job_id} lacks a permissions map"
 
 
-def test_only_the_poster_may_write_and_only_to_pull_requests():
+def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker_to_issues():
     writes = sorted(
         (name, job_id, scope)
         for name in WORKFLOW_FILES
@@ -170,7 +174,9 @@ def test_only_the_poster_may_write_and_only_to_pull_requests():
         for scope, access in job["permissions"].items()
         if access != "read"
     )
-    assert writes == [("post_benchmark_comment.yml", "post", "pull-requests")]
+    assert writes == [("post_benchmark_comment.yml", "post", "pull-requests"),
+                      ("track_regressions.yml", "track", "issues")]
+    assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {"contents": "read", "issues": "write"}
     assert _load("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "write"}
 
@@ -968,7 +974,7 @@ def test_the_store_credentials_step_writes_a_private_key_file_only_with_the_secr
     for name in WORKFLOW_FILES:
         for job_id, job in _load(name)["jobs"].items():
             text = yaml.safe_dump(job)
-            if (name, job_id) != ("benchmark.yml", "process"):
+            if (name, job_id) not in (("benchmark.yml", "process"), ("track_regressions.yml", "track")):
                 assert "secrets." not in text, (name, job_id)
 
 
@@ -1053,3 +1059,36 @@ def test_example_caller_triggers_like_benchtrails_own_workflow_and_the_poster_fo
 def test_adopting_md_shows_the_example_files_as_they_are():
     blocks = re.findall(r"```yaml\n(.*?)```", _adopting_md_section("The workflow"), re.S)
     assert [yaml.safe_load(block) for block in blocks] == [_load_example(name) for name in EXAMPLE_FILES]
+
+
+# -- post-merge tracking ---------------------------------------------------------------------------
+
+
+def test_the_tracker_runs_track_only_after_a_successful_push_run_of_the_default_branch():
+    workflow = _load("track_regressions.yml")
+    assert _triggers(workflow) == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]}}
+    job = workflow["jobs"]["track"]
+    assert job["runs-on"] == "ubuntu-latest"  # no self-hosted runner: it measures nothing
+    assert job["concurrency"] == {"group": "track-regressions", "cancel-in-progress": False}
+
+    def runs(event, conclusion, branch, store="gs://bucket/main"):
+        return _evaluate(job["if"], {
+            "github.event.workflow_run.event": event, "github.event.workflow_run.conclusion": conclusion,
+            "github.event.workflow_run.head_branch": branch, "github.event.repository.default_branch": "main",
+            "vars.BENCHTRAIL_STORE": store})
+
+    assert runs("push", "success", "main")
+    assert not runs("pull_request", "success", "main")  # PR runs never reach the issue token
+    assert not runs("push", "failure", "main")
+    assert not runs("push", "success", "topic")
+    assert not runs("push", "success", "main", store="")
+    checkout = job["steps"][0]
+    assert checkout["with"] == {"ref": "${{ github.event.workflow_run.head_sha }}", "fetch-depth": 0,
+                                "persist-credentials": False}
+    step = next(s for s in job["steps"] if "benchtrail track" in s.get("run", ""))
+    args = _benchtrail_args(step["run"], {"BENCHTRAIL_STORE": "gs://bucket/main", "HEAD_SHA": "a" * 40,
+                                          "GITHUB_REPOSITORY": "owner/benchtrail", "RUNNER_TEMP": "/tmp"})
+    assert args.func.__name__ == "cmd_track" and args.post
+    assert (args.store, args.ref, args.repo_name) == ("gs://bucket/main", "a" * 40, "owner/benchtrail")
+    assert set(step["env"]) == {"GITHUB_TOKEN", "HEAD_SHA", "STORE_CREDENTIALS"}  # the secrets reach this step only
+    assert sum("secrets." in str(st) or "github.token" in str(st) for st in job["steps"]) == 1
