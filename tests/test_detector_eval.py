@@ -97,7 +97,9 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
         assert len(c["base_us"]) == len(c["head_us"]) == 30 and set(c["verdicts"]) == set(RULES)
         assert c["samples_per_side"]["asv"] == 30
     head_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"] if c["delta_pct"]]
-    assert all(1.3 < r < 1.8 for r in head_slower), head_slower  # the spin adds about 50%
+    # The spin adds about 50%: every comparison sees it, and their median is close to it (single
+    # comparisons of 30 samples wander by ±0.25 on a shared VM).
+    assert all(r > 1.15 for r in head_slower) and 1.3 < np.median(head_slower) < 1.8, head_slower
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
     assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
     table = format_table(doc)
