@@ -1,7 +1,7 @@
 """Paired A/B runs and the re-check of suspected regressions, on a real git repository of two commits.
 
 The model's code lives in the temporary repository (``slowmod.py``), so each arm's workers import
-that arm's version of it: the base commit adds 1 to a tensor, the head commit also sleeps 3 ms.
+that arm's version of it: the base commit sleeps 1 ms and adds 1 to a tensor, the head commit sleeps 4 ms.
 """
 
 import json
@@ -20,10 +20,11 @@ from benchtrail.stages import ab_stage, recheck_stage
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
                                           ModuleGenerationConfig, RunConfig, Suite, Task)
 
-FAST = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n\n\ndef model():\n    return M()\n"
-SLOW = FAST.replace("return x + 1", "import time\n        time.sleep(0.003)\n        return x + 1")
-#: Samples of at least 5 ms: a 1 ms block of the fast arm (x + 1 on 8 floats) is at the mercy of
-#: single interrupts on a shared VM, enough to make a row noisy (IQR above 25% of the median).
+#: Both arms sleep, so their times vary little between worker processes: a bare ``x + 1`` (5 µs)
+#: differed by up to 50% between processes on a shared VM, enough to make a row ``noisy``.
+FAST = ("import time\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        time.sleep(0.001)\n        return x + 1\n\n\ndef model():\n    return M()\n")
+SLOW = FAST.replace("time.sleep(0.001)", "time.sleep(0.004)")
 EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, min_samples=8,
                        min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
 #: A loose rule, so that only the 3 ms sleep counts on a loaded 2-core machine.
@@ -65,7 +66,7 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     (row,) = comparison["rows"]
     assert (row["verdict"], row["mark"], row["outcome"]) == ("regressed", "confirmed", "DIFFERENT")
     assert row["base_n"] == row["head_n"] == 16  # 2 rounds × 1 worker × 8 samples per arm
-    assert row["head_median"] - row["base_median"] > 2900  # µs: the 3 ms sleep, and only the head has it
+    assert row["head_median"] - row["base_median"] > 2900  # µs: the 3 ms more sleep that only the head has
     ab = row["head_details"]["ab"]
     assert ab["rounds"] == 2 and all(sorted(order) == ["base", "head"] for order in ab["orders"])
     assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
