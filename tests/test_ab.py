@@ -160,3 +160,118 @@ def test_an_export_case_is_compiled_once_per_arm_and_loaded_from_its_artifact(re
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     # Both arms compiled their own .pt2 and ran from it (without module_info.json it failed to load).
     assert row["verdict"] != "failed" and row["base_n"] == row["head_n"] == 8, row["reason"]
+
+
+EXEC_BS2 = ExecutionConfig("exec-ab-bs2", "inference-bs2", Task.INFERENCE, batch_size=2, processes=1, min_samples=8,
+                           min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
+
+
+def _rc_bs2() -> RunConfig:
+    rc = _rc()
+    return RunConfig.build(rc.module_generation_config, EXEC_BS2, devices.C2_STANDARD_16, presets=("test",))
+
+
+def two_case_suite() -> Suite:
+    """The suite of the temporary repository's ``pyproject.toml`` (``[tool.benchtrail] suite``): the slowmod
+    model at batch sizes 1 and 2, so that ``benchtrail ab --recheck`` finds both suspects' run configs."""
+    rcs = (_rc(), _rc_bs2())
+    return Suite(rcs, (rcs[0].module_generation_config,), ("test",), ())
+
+
+def _comparison_of(rows: list[dict], base_commit: str, extra: list[dict] = ()) -> dict:
+    rows = rows + list(extra)
+    return {"schema_version": 4, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
+            "thresholds_source": "x", "counts": count_rows(rows), "rows": rows}
+
+
+def _ab_cli(repo, tmp_path, monkeypatch, capsys, comparison: dict, *flags) -> tuple[int, str, str]:
+    """``benchtrail ab --recheck`` run as the CLI in ``repo`` (whose pyproject.toml names two_case_suite)."""
+    (repo / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "tests.test_ab:two_case_suite"\n')
+    (tmp_path / "comparison.json").write_text(json.dumps(comparison))
+    monkeypatch.chdir(repo)
+    code = main(["ab", "--recheck", str(tmp_path / "comparison.json"), "--output-dir", str(tmp_path / "checked"),
+                 "--thresholds", str(tmp_path / "thresholds.yaml"), "--min-rounds", "1", "--max-rounds", "2", *flags])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_recheck_with_nothing_to_recheck_exits_0_though_the_comparison_has_a_failed_row(repo, tmp_path, monkeypatch,
+                                                                                        capsys):
+    failed = {**_suspect(_rc(), "b" * 40)["rows"][0], "verdict": "failed", "mark": None, "change": None,
+              "reason": "head failed: boom"}
+    code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([failed], "b" * 40))
+    assert code == 0, err
+    checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())
+    assert checked["rows"] == [failed] and checked["counts"]["failed"] == 1
+    assert out.strip().splitlines()[-1] == str(tmp_path / "checked" / "comment" / "comment.md")
+    assert (tmp_path / "checked" / "comment" / "comment.md").is_file()
+    assert not (tmp_path / "checked" / "results").exists()  # no paired run
+
+
+def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_reached(repo, tmp_path, monkeypatch,
+                                                                                      capsys):
+    base = _git(repo, "rev-parse", "HEAD~1")
+    small = {**_suspect(_rc_bs2(), base, "improved")["rows"][0], "change": -50.0}  # listed first, smaller |change|
+    big = _suspect(_rc(), base)["rows"][0]  # +100%
+    # One round starts two worker processes (each imports torch, over 2 s here), so after the first case
+    # more than the 1 s budget has passed, while the base worktree is checked out in well under 1 s.
+    code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([small, big], base),
+                             "--total-budget-s", "1")
+    assert code == 0, err
+    checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())
+    assert checked["schema_version"] == 5
+    rows = {r["id"]: r for r in checked["rows"]}
+    reached, missed = rows[big["id"]], rows[small["id"]]
+    assert (reached["verdict"], reached["mark"], reached.get("recheck")) == ("regressed", "confirmed", None)
+    assert reached["ab"]["rounds"] == 1 and reached["ab"]["head_median"] - reached["ab"]["base_median"] > 2900
+    assert (missed["verdict"], missed["mark"], missed["recheck"], missed["ab"]) == ("improved", None, "not-reached",
+                                                                                  None)
+    assert missed["reason"] == "not re-checked: the re-check's time budget of 1 s ran out"
+    head = json.loads((tmp_path / "checked" / "results" / "ab-head.json").read_text())
+    assert [b["id"] for b in head["benchmarks"]] == [big["id"]]  # the second case never started
+    comment = (tmp_path / "checked" / "comment" / "comment.md").read_text()
+    assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
+            "0 not confirmed. 1 more suspected change not re-checked: the re-check's time budget ran out first "
+            f"(`{small['name']}`); it stays unconfirmed.") in comment
+
+
+def test_recheck_exits_2_when_an_arm_of_a_paired_run_fails(repo, tmp_path, monkeypatch, capsys):
+    _git(repo, "checkout", "-q", "-b", "broken", "HEAD~1")
+    (repo / "slowmod.py").write_text(FAST.replace("return x + 1", "raise RuntimeError('broken base')"))
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam", "broken")
+    broken = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-")
+    row = _suspect(_rc(), broken)["rows"][0]
+    code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([row], broken))
+    assert code == 2, err
+    (checked,) = json.loads((tmp_path / "checked" / "comparison.json").read_text())["rows"]
+    assert (checked["verdict"], checked["mark"]) == ("regressed", "unconfirmed")
+    assert checked["ab"]["verdict"] == "failed" and "broken base" in checked["reason"]
+    assert out.strip().splitlines()[-1] == str(tmp_path / "checked" / "comment" / "comment.md")
+
+
+def test_total_budget_s_is_refused_without_recheck(tmp_path, capsys):
+    code = main(["ab", "--benchmark-presets", "smoke", "--base-ref", "HEAD", "--total-budget-s", "60",
+                 "--output-dir", str(tmp_path / "o")])
+    assert code == 1
+    assert "--total-budget-s bounds a --recheck" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("quarantined, accept, mark", [
+    (None, (), "confirmed"),
+    ("flaky on c2", (), "quarantined"),
+    (None, ("slowmod*",), "accepted"),  # a benchmarks-accept: glob over the series name
+])
+def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_any_regression(quarantined, accept,
+                                                                                              mark):
+    rc = _rc()
+    comparison = _suspect(rc, "b" * 40, "improved")
+    comparison["rows"][0]["quarantined"] = quarantined
+    paired = {rc.id: {**comparison["rows"][0], "verdict": "regressed", "change": 300.0, "ci_low": 290.0,
+                      "ci_high": 310.0, "head_details": {"ab": {"rounds": 2}}}}
+    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None),
+                   accept=accept)["rows"]
+    assert (row["verdict"], row["mark"]) == ("regressed", mark)
+    assert row["reason"].startswith("not confirmed: the stored baseline gave -50.0%, a paired A/B run on this "
+                                    "machine +300.0%")

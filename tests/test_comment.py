@@ -1,4 +1,7 @@
+import json
+
 import numpy as np
+import pytest
 
 from benchtrail.comment import MAX_COMMENT_CHARS, format_value, render
 from benchtrail.compare import compare, comparison_to_dict
@@ -107,3 +110,142 @@ def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
     assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in body.splitlines()
     body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1")
     assert "Dashboard" not in body
+
+
+def _write_comparison(tmp_path, comparison):
+    from benchtrail import jsonio
+
+    return jsonio.write_json(tmp_path / "comparison.json", comparison)
+
+
+def _comment_cli(capsys, *argv):
+    from benchtrail.cli import main
+
+    code = main(["comment", *map(str, argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_notes_as_plain_text(tmp_path, capsys):
+    from benchtrail.github.post import load_comment
+    from tests.test_schemas import errors
+
+    base = [record("slow", [100.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    head = [record("slow", [150.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    out = tmp_path / "comment"
+    note = "⚠ the run could not be stored: 403 for @octo-org/team on *gs://b/runs/1/1/* <b>x</b>"
+    code, stdout, err = _comment_cli(
+        capsys, "--comparison", _write_comparison(tmp_path, _comparison(base, head)), "--output-dir", out,
+        "--run-url", "gs://bucket/pre/runs/123/1/", "--dashboard", "dashboard/index.html",
+        "--artifacts-url", "https://github.com/o/r/actions/runs/123", "--note", note, "--note", "second  note")
+    assert code == 0, err
+    assert stdout.strip().splitlines()[-1] == str(out / "comment.md")
+    lines = (out / "comment.md").read_text().splitlines()
+    assert lines[2] == ("⚠ the run could not be stored: 403 for \\@octo-org/team on \\*gs://b/runs/1/1/\\* "
+                        "\\<b\\>x\\</b\\>")
+    assert lines[3] == "second note"
+    for line in ("Dashboard (history by commit): "
+                 "https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html",
+                 "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`",
+                 "Reproduce: `benchtrail explain slow --run gs://bucket/pre/runs/123/1/`",
+                 "Actions artifacts of this run: https://github.com/o/r/actions/runs/123#artifacts"):
+        assert line in lines
+    assert lines[-1] == "<!-- benchtrail:comment run=r1 attempt=1 -->"
+    data = json.loads((out / "comment.json").read_text())
+    assert data["schema_version"] == 2 and data["notes"] == [note, "second  note"]
+    assert data["body"] == (out / "comment.md").read_text()
+    assert load_comment(out / "comment.json")["notes"] == [note, "second  note"]  # post.py reads it
+    assert errors("comment.schema.json", data) == []
+    assert "⚠ the run could not be stored" in (out / "full.md").read_text()
+
+
+def test_comment_cli_without_flags_writes_no_notes_and_no_links(tmp_path, capsys):
+    out = tmp_path / "comment"
+    code, _, err = _comment_cli(capsys, "--comparison", _write_comparison(tmp_path, _comparison([record("a")],
+                                                                                                [record("a")])),
+                                "--output-dir", out)
+    assert code == 0, err
+    body = (out / "comment.md").read_text()
+    assert "Artifacts" not in body and "Dashboard" not in body
+    assert json.loads((out / "comment.json").read_text())["notes"] == []
+
+
+def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, capsys):
+    out = tmp_path / "comment"
+    code, _, err = _comment_cli(capsys, "--comparison", _write_comparison(tmp_path, _comparison([record("a")],
+                                                                                                [record("a")])),
+                                "--output-dir", out, "--run-url", "/store/runs/r/1", "--dashboard",
+                                "dashboard/index.html")
+    assert code == 0, err
+    lines = (out / "comment.md").read_text().splitlines()
+    assert "Artifacts: `ls /store/runs/r/1`" in lines
+    assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in lines
+    assert "Reproduce: `benchtrail explain a --run /store/runs/r/1`" in lines
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--dashboard", "dashboard/index.html"], "--dashboard 'dashboard/index.html' is a path relative to the run, "
+                                              "so it needs --run-url"),
+    (["--run-url", "gs://bucket/pre/"], "--run-url 'gs://bucket/pre/': a store URL must be "
+                                        "gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/"),
+    (["--run-url", "file:///store/runs/r/1"], "for a local run give its folder path"),
+    (["--run-url", "/my store/runs/r/1"], "--run-url '/my store/runs/r/1': allowed: a gs://BUCKET/…/runs/<id>/"
+                                          "<attempt>/ URL or a folder path, without spaces"),
+    (["--run-url", "gs://b/runs/1/1/", "--dashboard", "../../other/index.html"],
+     "--dashboard '../../other/index.html': allowed: a relative path inside the run"),
+    (["--run-url", "gs://b/runs/1/1/", "--dashboard", "/abs/index.html"], "allowed: a relative path inside the run"),
+    (["--artifacts-url", "github.com/o/r/actions/runs/1"], "--artifacts-url 'github.com/o/r/actions/runs/1': "
+                                                           "allowed: the https:// URL"),
+    (["--artifacts-url", "https://x/`rm`"], "allowed: the https:// URL"),
+    (["--note", " "], "--note '': a note needs text"),
+])
+def test_comment_cli_refuses_bad_links_and_notes_naming_the_flag_and_writes_nothing(tmp_path, capsys, flags, message):
+    out = tmp_path / "comment"
+    code, stdout, err = _comment_cli(capsys, "--comparison",
+                                     _write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
+                                     "--output-dir", out, *flags)
+    assert code == 1 and stdout == ""
+    assert message in err
+    assert not out.exists()
+
+
+def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach():
+    from benchtrail.ab import Arm
+    from benchtrail.confirm import apply, by_size
+
+    base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
+    head = [record(f"r{i}", (130 + i) * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
+    comparison = _comparison(base, head)
+    for row in comparison["rows"]:
+        row["mark"] = "unconfirmed"
+    ordered = by_size(comparison["rows"])
+    assert [r["id"] for r in ordered] == [f"r{i}" for i in range(7, -1, -1)]  # largest change first
+    first = ordered[0]
+    paired = {first["id"]: {**first, "head_details": {"ab": {"rounds": 2}}}}
+    missed = {r["id"]: 600.0 for r in ordered[1:]}
+    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None),
+                    not_reached=missed)
+    rows = {r["id"]: r for r in checked["rows"]}
+    assert rows["r7"]["mark"] == "confirmed" and rows["r7"].get("recheck") is None
+    for sid in missed:
+        assert (rows[sid]["mark"], rows[sid]["recheck"], rows[sid]["ab"]) == ("unconfirmed", "not-reached", None)
+        assert rows[sid]["reason"] == "not re-checked: the re-check's time budget of 600 s ran out"
+    assert checked["schema_version"] == 5
+    body, _, _ = render(checked)
+    named = ", ".join(f"`r{i}.inference-bs1.c2-standard-16`" for i in range(5))  # in the comparison's row order
+    assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
+            f"0 not confirmed. 7 more suspected changes not re-checked: the re-check's time budget ran out first "
+            f"({named} and 2 more); they stay unconfirmed.") in body.splitlines()
+    assert "not re-checked: the re-check's time budget of 600 s ran out" in body  # each row's reason
+
+
+def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_at_the_top():
+    head = [record("fast", [50.0] * 20)]
+    comparison = comparison_to_dict(compare([], [results(*head, commit="c" * 40)], load_thresholds()), [],
+                                    [results(*head, commit="c" * 40)], "thresholds.yaml",
+                                    {"reason": "the store could not be read: 503 on gs://b/o", "store_error": "503"})
+    comparison["missing_shards"] = [{"device_name": "laptop", "shard_index": 1}]
+    lines = render(comparison)[0].splitlines()
+    assert "no baseline: the store could not be read: 503 on gs://b/o; every series is new" in lines[1]
+    assert lines[2] == ("⚠ Shards that did not report: laptop shard 1. Their run configs are listed as failed "
+                        "(the job failed, timed out or was cancelled).")

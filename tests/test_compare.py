@@ -1,5 +1,6 @@
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ def test_comparison_counts_every_verdict():
     rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
-    assert obj["schema_version"] == 4
+    assert obj["schema_version"] == 5
 
 
 def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):
@@ -174,3 +175,87 @@ def test_records_pooling_several_processes_get_the_two_stage_interval():
     assert by_process.change == pooled.change
     # Samples that do not split evenly into the processes are treated as independent.
     assert row(process_medians=[1.0] * 7).ci_low == pooled.ci_low
+
+
+def _run_dir_with_export(tmp_path):
+    """A head run directory: an execution export of 4 cases in 2 shards (the real export code) and no results yet."""
+    from benchtrail import jsonio
+    from benchtrail.export import export_execution, load_execution
+    from tests.test_run_stage import _suite
+
+    run_dir = tmp_path / "head"
+    suite = _suite(("a", "tiny"), ("b", "tiny"), ("c", "tiny"), ("d", "tiny"))
+    export = jsonio.write_json(run_dir / "run-configs" / "execution.json",
+                               export_execution(suite, ("test",), shard_count=2))
+    return run_dir, load_execution(export)["c2-standard-16"]
+
+
+def _records_of(rcs, median=100.0):
+    return [record(rc.id, noisy(median), name=rc.name) for rc in rcs]
+
+
+def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shard_is_listed(tmp_path, capsys):
+    from tests.test_schemas import errors
+
+    run_dir, shards = _run_dir_with_export(tmp_path)
+    # Shard 0 reported one of its two cases (run with --filter); shard 1 never reported (its job was cancelled).
+    write_results(run_dir / "results" / "c2-standard-16-0.json", results(*_records_of(shards[0][:1])))
+    base = write_results(tmp_path / "base.json", results(*_records_of(shards[0] + shards[1][:1], 100.0)))
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--base", str(base), "--head", str(run_dir), "--output", str(out)]) == 0
+    comparison = json.loads(out.read_text())
+    assert comparison["missing_shards"] == [{"device_name": "c2-standard-16", "shard_index": 1}]
+    rows = {r["id"]: r for r in comparison["rows"]}
+    assert len(rows) == 4 and comparison["counts"]["failed"] == 3 and comparison["counts"]["removed"] == 0
+    for rc in shards[1]:
+        row = rows[rc.id]
+        assert (row["verdict"], row["reason"]) == (
+            "failed", "no result: shard 1 of device c2-standard-16 did not report (its job failed, timed out or "
+                      "was cancelled)")
+        assert (row["name"], row["device_name"], row["module_name"], row["compile_config"]) == (
+            rc.name, "c2-standard-16", rc.module_generation_config.name, "eager")
+        assert (row["head_n"], row["head_median"], row["kind"], row["unit"]) == (0, None, "execution", "us")
+    in_base = rows[shards[1][0].id]  # the baseline had it: its figures stay on the row
+    assert in_base["base_n"] == 30 and in_base["base_median"] == pytest.approx(100.0, rel=0.05)
+    assert rows[shards[1][1].id]["base_n"] == 0
+    assert rows[shards[0][1].id]["reason"] == ("no result: shard 0 of device c2-standard-16 reported without it "
+                                               "(it was run with --filter or --benchmark-id)")
+    assert rows[shards[0][0].id]["verdict"] == "similar"
+    assert "3 run config(s) of the head run's export have no result" in capsys.readouterr().err
+    assert errors("comparison.schema.json", comparison) == []
+
+
+def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep_todays_rows(tmp_path):
+    from benchtrail.results.schema import ResultsFile
+    from benchtrail.stages import compare_stage
+
+    run_dir, shards = _run_dir_with_export(tmp_path)
+    shard0 = results(*_records_of(shards[0]))
+    shard0 = ResultsFile(shard0.commit, shard0.dirty, {**shard0.run, "device_name": "c2-standard-16",
+                                                       "shard_index": 0}, shard0.environment, shard0.benchmarks)
+    write_results(run_dir / "results" / "renamed.json", shard0)  # not <device>-<shard>.json: its run says so
+    comparison = json.loads(compare_stage([], [run_dir], tmp_path / "c1.json", None).read_text())
+    assert comparison["missing_shards"] == [{"device_name": "c2-standard-16", "shard_index": 1}]
+    assert sorted(r["verdict"] for r in comparison["rows"]) == ["failed", "failed", "new", "new"]
+    # The pipeline skips a device this machine lacks on purpose: not unreported.
+    skipped = compare_stage([], [run_dir], tmp_path / "c2.json", None, skipped_devices=("c2-standard-16",))
+    assert json.loads(skipped.read_text())["missing_shards"] == []
+    # A plain results file has no export to check against: today's rows, missing_shards null.
+    plain = compare_stage([], [run_dir / "results" / "renamed.json"], tmp_path / "c3.json", None)
+    assert json.loads(plain.read_text())["missing_shards"] is None
+    assert [r["verdict"] for r in json.loads(plain.read_text())["rows"]] == ["new", "new"]
+
+
+def test_load_comparison_checks_missing_shards_and_reads_older_versions_without_it(tmp_path):
+    from benchtrail import jsonio
+    from benchtrail.compare import load_comparison
+
+    rows = compare([], [results(record("a"))], RULES)
+    obj = comparison_to_dict(rows, [], [results(record("a"))], "t.yaml", missing_shards=[])
+    assert load_comparison(jsonio.write_json(tmp_path / "ok.json", obj))["missing_shards"] == []
+    older = {k: v for k, v in obj.items() if k != "missing_shards"} | {"schema_version": 4}
+    assert "missing_shards" not in load_comparison(jsonio.write_json(tmp_path / "v4.json", older))
+    bad = jsonio.write_json(tmp_path / "bad.json", {**obj, "missing_shards": [{"device_name": "d", "shard_index": "1"}]})
+    with pytest.raises(UserError, match=re.escape(f"comparison {bad}: field 'missing_shards' is [{{'device_name': "
+                                                  "'d', 'shard_index': '1'}]; allowed: null or a list of")):
+        load_comparison(bad)

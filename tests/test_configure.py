@@ -55,12 +55,12 @@ def gh(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_OUTPUT", str(output))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
 
-    def run(event_name, payload):
+    def run(event_name, payload, *flags):
         path = tmp_path / "event.json"
         path.write_text(json.dumps(payload))
         monkeypatch.setenv("GITHUB_EVENT_NAME", event_name)
         monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
-        code = main(["configure"])
+        code = main(["configure", *flags])
         read = lambda p: p.read_text() if p.exists() else ""  # noqa: E731
         return code, read(output), read(summary)
 
@@ -209,3 +209,224 @@ def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, 
     code, output, summary = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
     assert code == 0 and output.endswith("benchmark-presets=\nhas-benchmarks=false\nbenchmarks-accept=\n")  # appended
     assert "no 'default' meta-preset and [tool.benchtrail] sets no presets" in summary
+
+
+# -- edited events: the selection before the edit ---------------------------------------------------
+
+
+def edited(body, changes, title="Title", labels=()):
+    payload = pr(body, labels=labels, title=title, changes=changes)
+    payload["action"] = "edited"
+    return payload
+
+
+def test_title_only_edit_selects_nothing(gh):
+    payload = edited("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", {"title": {"from": "Old title"}},
+                     title="New title")
+    code, output, summary = gh("pull_request", payload)
+    assert code == 0
+    assert output == "benchmark-presets=x86_64\nhas-benchmarks=false\nbenchmarks-accept=mlp.*\n"
+    assert "No benchmarks run: the edit did not change the benchmark selection." in summary
+
+
+def test_edit_of_title_and_body_compares_both_previous_texts(gh):
+    same = edited("Reworded.\n\nbenchmarks: comp-stats x86_64",
+                  {"title": {"from": "Old"}, "body": {"from": "Text.\n\nbenchmarks: x86_64,comp-stats"}})
+    assert gh("pull_request", same)[1] == ("benchmark-presets=comp-stats,x86_64\nhas-benchmarks=false\n"
+                                           "benchmarks-accept=\n")
+    changed = edited("Text.\n\nbenchmarks: x86_64", {"title": {"from": "Old"}, "body": {"from": "Text."}})
+    assert gh("pull_request", changed)[1].endswith("\nbenchmark-presets=x86_64\nhas-benchmarks=true\n"
+                                                   "benchmarks-accept=\n")  # appended to the first
+
+
+@pytest.mark.parametrize("before, after, runs", [
+    ("Text.\n\nbenchmarks: x86_64", "Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", True),  # accept added
+    ("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a.*, b.*",
+     "New.\n\nbenchmarks: x86_64\nbenchmarks-accept: b.*, a.*", False),
+    ("Text.\n\nbenchmarks: x86_64,comp-stat", "Text.\n\nbenchmarks: x86_64,comp-stats", True),  # was invalid
+    (None, "Text.", False),  # no trailer before or after
+])
+def test_edited_body_runs_only_when_presets_or_accept_items_change(gh, before, after, runs):
+    output = gh("pull_request", edited(after, {"body": {"from": before}}))[1]
+    assert f"has-benchmarks={'true' if runs else 'false'}\n" in output
+
+
+def test_edit_that_moves_the_base_branch_runs(gh):
+    payload = edited("Text.\n\nbenchmarks: x86_64", {"base": {"ref": {"from": "release"}, "sha": {"from": "b" * 40}}})
+    assert gh("pull_request", payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=true\nbenchmarks-accept=\n"
+
+
+def test_edit_with_malformed_changes_is_a_payload_error(gh, capsys):
+    assert gh("pull_request", edited("Text.", {"title": "Old"}))[0] == 1
+    assert "event payload" in capsys.readouterr().err
+
+
+@pytest.fixture
+def rerun(monkeypatch, github_server):
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_test")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo/repo")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    payload = pr("Stale.\n\nbenchmarks: cuda")
+    payload["pull_request"]["number"] = 7
+    return payload
+
+
+def test_rerun_of_a_title_edit_compares_with_the_current_pr(gh, github_server, rerun):
+    github_server.add_pull("octo/repo", 7, "a" * 40, title="Newest", body="Text.\n\nbenchmarks: x86_64")
+    payload = edited("Text.\n\nbenchmarks: x86_64", {"title": {"from": "Old"}})
+    payload["pull_request"]["number"] = 7
+    assert gh("pull_request", payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=false\nbenchmarks-accept=\n"
+    github_server.pulls[("octo/repo", 7)]["body"] = "Text.\n\nbenchmarks: comp-stats"  # edited since the event
+    assert gh("pull_request", payload)[1].endswith("benchmark-presets=comp-stats\nhas-benchmarks=true\n"
+                                                   "benchmarks-accept=\n")
+
+
+@pytest.mark.parametrize("setup, expected", [
+    (lambda server: None, r"cannot re-read PR octo/repo#7 for this re-run \(attempt 2\) from http://127\.0\.0\.1:\d+: "
+                          r"HTTP 404: Not Found \(check GITHUB_REPOSITORY, the PR number"),
+    (lambda server: (server.add_pull("octo/repo", 7, "a" * 40), server.fail("GET", "/repos/octo/repo/pulls/7",
+                                                                             "read-only")),
+     r"HTTP 403: Resource not accessible by integration \(GITHUB_TOKEN may not read it: give the job "
+     r"`pull-requests: read`\)"),
+    (lambda server: (server.add_pull("octo/repo", 7, "a" * 40), server.fail("GET", "/repos/octo/repo/pulls/7",
+                                                                             "unavailable", times=3)),
+     r"HTTP 503: Service Unavailable \(GitHub failed to answer; re-run the job later\)"),
+], ids=["404-no-such-pr", "403-no-permission", "503-unavailable"])
+def test_rerun_that_cannot_read_the_pr_is_a_clear_error(gh, github_server, rerun, capsys, setup, expected):
+    import re
+
+    github_server.add_repo("octo/repo")
+    setup(github_server)
+    code, output, _ = gh("pull_request", rerun, "--error-comment", "unused")
+    assert (code, output) == (1, "")  # not the author's mistake: no outputs, no comment
+    assert re.search(expected, capsys.readouterr().err)
+
+
+def test_rerun_against_an_unreachable_api_or_bad_repository_is_a_clear_error(gh, rerun, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
+    assert gh("pull_request", rerun)[0] == 1
+    err = capsys.readouterr().err
+    assert "cannot re-read PR octo/repo#7 for this re-run (attempt 2) from http://127.0.0.1:9: ConnectionError" in err
+    assert "check GITHUB_API_URL" in err
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo")
+    assert gh("pull_request", rerun)[0] == 1
+    assert "GITHUB_REPOSITORY='octo': a re-run re-reads the PR and needs OWNER/NAME" in capsys.readouterr().err
+
+
+# -- --error-comment: an invalid selection becomes a PR comment --------------------------------------
+
+
+@pytest.fixture
+def run_ids(monkeypatch):
+    monkeypatch.setenv("GITHUB_RUN_ID", "123")
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+
+
+def test_bad_trailer_writes_a_comment_and_the_outputs_then_fails(gh, run_ids, tmp_path, capsys):
+    from benchtrail.github.post import load_comment
+
+    out = tmp_path / "selection-error"
+    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,comp-stat"), "--error-comment", str(out))
+    assert code == 1 and output == "has-benchmarks=false\nselection-error=true\n"
+    err = capsys.readouterr().err
+    assert "PR description: unknown benchmark preset 'comp-stat'" in err
+    comment = load_comment(out / "comment.json")
+    marker = "<!-- benchtrail:comment run=123 attempt=1 -->"
+    assert {k: v for k, v in comment.items() if k != "body"} == {
+        "schema_version": 1, "marker": marker,
+        "verdict": "no benchmarks ran — the benchmark selection in the PR description is invalid",
+        "counts": {}, "head_commit": "a" * 40, "base_commit": None}
+    lines = comment["body"].splitlines()
+    assert lines[0] == "### benchtrail: no benchmarks ran — the benchmark selection in the PR description is invalid"
+    assert lines[2] == ("PR description: unknown benchmark preset 'comp-stat'; valid presets: comp-stats, "
+                        "comp-stats-large, cuda, cuda-smoke, smoke, x86\\_64, all, default. Did you mean 'comp-stats'?")
+    assert "edit the `benchmarks:` line at the bottom of the PR description" in lines[4]
+    assert "docs/trailers.md" in lines[4] and lines[-1] == marker
+    assert (out / "comment.md").read_text() == comment["body"]
+    assert comment["body"] in summary
+
+
+def test_error_text_is_plain_markdown_and_mentions_are_escaped(gh, run_ids, tmp_path):
+    out = tmp_path / "c"
+    assert gh("pull_request", pr("Text.\n\nbenchmarks: **<b>@octocat"), "--error-comment", str(out))[0] == 1
+    text = (out / "comment.md").read_text()
+    assert "unknown benchmark preset '\\*\\*\\<b\\>\\@octocat'" in text
+    assert "@octocat" not in text.replace("\\@octocat", "") and "<b>" not in text
+
+
+@pytest.mark.parametrize("payload, env, named", [
+    (pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda-smok"]), {},
+     "PR labels (benchmarks:<preset>): unknown benchmark preset 'cuda-smok'"),
+    (pr("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a$(id)b"), {}, "benchmarks-accept item 'a$(id)b'"),
+    (pr("Text."), {"PR_LABELS": "cuda"}, "PR_LABELS must be a JSON list of label names"),
+])
+def test_every_selection_error_of_a_pr_gets_a_comment(gh, run_ids, tmp_path, monkeypatch, capsys, payload, env,
+                                                      named):
+    from benchtrail.comment import _plain
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    code, output, _ = gh("pull_request", payload, "--error-comment", str(tmp_path / "c"))
+    assert (code, output) == (1, "has-benchmarks=false\nselection-error=true\n")
+    assert named in capsys.readouterr().err and _plain(named) in (tmp_path / "c" / "comment.md").read_text()
+
+
+def test_without_an_error_selection_error_is_false_and_no_comment_is_written(gh, run_ids, tmp_path):
+    out = tmp_path / "c"
+    code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: smoke"), "--error-comment", str(out))
+    assert (code, output) == (0, "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
+                                 "selection-error=false\n")
+    assert not out.exists()
+
+
+def test_dispatch_with_a_bad_preset_fails_without_a_comment(gh, run_ids, tmp_path, capsys):
+    out = tmp_path / "c"
+    code, output, _ = gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smok"}}, "--error-comment", str(out))
+    assert (code, output) == (1, "") and not out.exists()
+    assert "workflow_dispatch input: unknown benchmark preset 'smok'" in capsys.readouterr().err
+
+
+def test_existing_comment_files_are_not_overwritten(gh, run_ids, tmp_path, capsys):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "comment.md").write_text("earlier")
+    code, output, _ = gh("pull_request", pr("Text.\n\nbenchmarks: smok"), "--error-comment", str(out))
+    assert (code, output) == (1, "") and (out / "comment.md").read_text() == "earlier"
+    err = capsys.readouterr().err
+    assert "unknown benchmark preset 'smok'" in err and "comment.md already exists" in err
+
+
+def test_local_run_marker_defaults(gh, tmp_path, monkeypatch):
+    for var in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    gh("pull_request", pr("Text.\n\nbenchmarks: smok"), "--error-comment", str(tmp_path / "c"))
+    assert (tmp_path / "c" / "comment.md").read_text().endswith("\n<!-- benchtrail:comment run=local attempt=1 -->\n")
+
+
+def test_error_comment_is_posted_then_edited_in_place_by_a_newer_valid_run(gh, github_server, run_ids, tmp_path,
+                                                                            monkeypatch, capsys):
+    from benchtrail import comment as comment_stage
+    from benchtrail.jsonio import write_json
+
+    head = "a" * 40
+    github_server.add_pull("octo/repo", 7, head)
+    github_server.add_comment("octo/repo", 7, "LGTM")
+    payload = pr("Text.\n\nbenchmarks: comp-stat")
+    payload["pull_request"]["number"] = 7
+    assert gh("pull_request", payload, "--error-comment", str(tmp_path / "c"))[0] == 1
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_test")
+    post = ["post", "--repo", "octo/repo", "--pr", "7", "--head-sha", head, "--api-url", github_server.url]
+    assert main([*post, "--comment", str(tmp_path / "c" / "comment.json")]) == 0
+    comments = github_server.issue_comments("octo/repo", 7)
+    assert [c["body"] for c in comments] == ["LGTM", (tmp_path / "c" / "comment.md").read_text()]
+    assert "unknown benchmark preset 'comp-stat'" in comments[1]["body"]
+    capsys.readouterr()
+
+    marker = comment_stage.marker({"run": {"run_id": "124", "attempt": 1}})
+    valid = {"schema_version": 1, "marker": marker, "verdict": "0 regressions", "counts": {}, "head_commit": head,
+             "base_commit": "9" * 40, "body": f"### benchtrail: 0 regressions\n\n{marker}\n"}
+    assert main([*post, "--comment", str(write_json(tmp_path / "later" / "comment.json", valid))]) == 0
+    assert capsys.readouterr().out.startswith(f"updated: updated comment {comments[1]['id']} on PR #7")
+    assert [c["body"] for c in github_server.issue_comments("octo/repo", 7)] == ["LGTM", valid["body"]]

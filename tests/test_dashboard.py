@@ -222,3 +222,124 @@ def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
     code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
                           "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
+
+
+# -- benchtrail dashboard: a run directory's history, drawn into it -------------------------------------------
+
+
+def _dashboard(capsys, *args):
+    return _run(capsys, "dashboard", *args)
+
+
+@pytest.mark.e2e
+def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newest(history_store, tmp_path, capsys,
+                                                                                  monkeypatch):
+    commits = history_store["commits"]
+    run_dir = tmp_path / "runs" / "9001" / "2"  # the c3 run's results, downloaded into a CI run directory
+    shutil.copytree(history_store["run_dirs"]["c3"] / "results", run_dir / "results")
+    monkeypatch.chdir(history_store["repo"])
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", run_dir, "--run-id", "9001",
+                                "--attempt", 2)
+    assert code == 0, err
+    index = run_dir / "dashboard" / "index.html"
+    assert out.strip().splitlines()[-1] == str(index)
+    assert sorted(p.name for p in index.parent.glob("*.png")) == ["compilation.png", "smoke.png"]
+    page = index.read_text()
+    stored = {name: history_store["run_dirs"][name].parent.name for name in ("c1", "c2", "c3")}
+    for name in ("c1", "c2", "c3"):
+        assert commits[name][:7] in page
+    assert stored["c1"] in page and stored["c2"] in page and "9001" in page
+    assert stored["c3"] not in page  # this run, not the stored run of c3, is c3's point
+    assert commits["s1"][:7] not in page  # first parents only
+    smoke = (index.parent / "smoke.html").read_text()
+    assert '"9001/2"' in smoke or "9001" in smoke
+
+    # --max-commits 1: this run alone; a dashboard that exists already is never overwritten
+    again = tmp_path / "again"
+    shutil.copytree(run_dir / "results", again / "results")
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id", "9001",
+                                "--attempt", 3, "--max-commits", 1)
+    assert code == 0, err
+    page = (again / "dashboard" / "index.html").read_text()
+    assert commits["c3"][:7] in page and commits["c2"][:7] not in page
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id", "9001",
+                                "--attempt", 3)
+    assert code == 1 and f"--run-dir {again} holds dashboard/ already" in err
+
+
+def _git_repo(root: Path) -> str:
+    """A git repository at ``root`` with one commit (its message: the folder's name); returns its sha."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", root.name]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _small_run(run_dir: Path, *commits: str) -> Path:
+    """A run directory whose results files (one per commit) hold one execution series each."""
+    from benchtrail.results.io import write_results
+    from tests.records import record, results
+
+    for i, commit in enumerate(commits):
+        write_results(run_dir / "results" / f"c2-standard-16-{i}.json",
+                      results(record("rc1", [100.0 + j for j in range(10)]), commit=commit))
+    return run_dir
+
+
+def test_dashboard_command_with_an_empty_store_draws_the_run_alone(tmp_path, capsys, monkeypatch):
+    (tmp_path / "repo").mkdir()
+    commit = _git_repo(tmp_path / "repo")
+    run_dir = _small_run(tmp_path / "run", commit)
+    (tmp_path / "store").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, err = _dashboard(capsys, "--store", tmp_path / "store", "--run-dir", run_dir, "--run-id", "local-1",
+                                "--attempt", 1)
+    assert code == 0, err
+    assert out.strip().splitlines()[-1] == str(run_dir / "dashboard" / "index.html")
+    page = (run_dir / "dashboard" / "index.html").read_text()
+    assert commit[:7] in page and "local-1" in page
+    assert list((tmp_path / "store").iterdir()) == []  # the store is only read
+
+
+@pytest.mark.parametrize("where, store, message", [
+    ("plain", "store", "is not a git repository; run `benchtrail dashboard` in the repository's working tree"),
+    ("other-repo", "store", "the run's commit"),
+    ("repo", "no-such-store", "no such store"),
+])
+def test_dashboard_command_without_history_to_draw_says_why_and_exits_0(tmp_path, capsys, monkeypatch, where, store,
+                                                                        message):
+    for name in ("repo", "other-repo", "plain", "store"):
+        (tmp_path / name).mkdir()
+    run_dir = _small_run(tmp_path / "run", _git_repo(tmp_path / "repo"))
+    _git_repo(tmp_path / "other-repo")
+    monkeypatch.chdir(tmp_path / where)
+    code, out, err = _dashboard(capsys, "--store", tmp_path / store, "--run-dir", run_dir, "--run-id", "local-1",
+                                "--attempt", 1)
+    assert code == 0 and out == ""
+    assert "no dashboard: " in err and message in " ".join(err.split())
+    assert not (run_dir / "dashboard").exists() and not (tmp_path / "no-such-store").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--run-id", "../x", "--attempt", "1"], "--run-id '../x' is not path-safe"),
+    (["--run-id", "r", "--attempt", "0"], "expected a whole number from 1 (GITHUB_RUN_ATTEMPT), got '0'"),
+])
+def test_dashboard_command_refuses_a_bad_run_id_or_attempt(tmp_path, capsys, argv, message):
+    run_dir = _small_run(tmp_path / "run", "a" * 40)
+    try:
+        code = main(["dashboard", "--store", str(tmp_path), "--run-dir", str(run_dir), *argv])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 1 and message in capsys.readouterr().err
+
+
+def test_dashboard_command_refuses_a_run_dir_without_results_or_of_two_commits(tmp_path, capsys):
+    code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", tmp_path / "missing", "--run-id", "r",
+                              "--attempt", 1)
+    assert code == 1 and f"cannot read results file {tmp_path / 'missing'}" in err
+    run_dir = _small_run(tmp_path / "run", "a" * 40, "b" * 40)
+    code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", run_dir, "--run-id", "r", "--attempt", 1)
+    assert code == 1
+    assert f"--run-dir {run_dir}: its results files come from 2 commits (aaaaaaaaaaaa, bbbbbbbbbbbb)" in err

@@ -165,3 +165,52 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     assert records["b-second"].status == "ok" and records["b-second"].n > 0
     assert "1 of 2 cases finished earlier" in capsys.readouterr().err
     assert not journal.path.exists()
+
+
+def _nested_project(tmp_path: Path) -> Path:
+    """A git repository whose benchtrail project is its ``bench/`` folder; returns the repository."""
+    repo = (tmp_path / "repo").resolve()
+    (repo / "bench" / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "bench" / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "pkg.suite:generate"\n')
+    return repo
+
+
+def test_the_project_root_goes_first_on_sys_path_and_on_the_workers_pythonpath(tmp_path, monkeypatch):
+    import os
+    import sys
+
+    from benchtrail.project import import_root, put_first_on_sys_path
+    from benchtrail.workers import worker_pythonpath
+
+    root = _nested_project(tmp_path) / "bench"
+    monkeypatch.chdir(root / "pkg")  # a subfolder: found upwards
+    assert import_root() == root
+    monkeypatch.setattr(sys, "path", ["/x", str(root), "/y"])
+    assert put_first_on_sys_path() == root and sys.path == [str(root), "/x", "/y"]  # moved, not repeated
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/a", str(root), "/b"]))
+    assert worker_pythonpath() == os.pathsep.join([str(root), "/a", "/b"])
+    (root / "pyproject.toml").write_text("[tool.benchtrail\n")  # malformed: reported by the commands that read it
+    assert import_root() == root
+    monkeypatch.chdir(tmp_path)  # outside any project
+    monkeypatch.delenv("PYTHONPATH")
+    assert import_root() is None and put_first_on_sys_path() is None and worker_pythonpath() == ""
+    assert sys.path == [str(root), "/x", "/y"]
+
+
+def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypatch):
+    import os
+
+    from benchtrail.ab import Arm
+
+    repo = _nested_project(tmp_path)
+    base_checkout = (tmp_path / "worktree").resolve()  # stands in for the base commit's git worktree
+    subprocess.run(["git", "init", "-q", str(base_checkout)], check=True)
+    monkeypatch.chdir(repo / "bench" / "pkg")
+    monkeypatch.setenv("PYTHONPATH", "/inherited")
+    head = Arm("head", "h" * 40, Path(".").resolve())  # as benchtrail.stages builds it: the working directory
+    assert head.env()["PYTHONPATH"].split(os.pathsep) == [
+        str(repo / "bench"), str(repo / "build_tools"), str(repo), "/inherited"]
+    base = Arm("base", "b" * 40, base_checkout)
+    assert base.env()["PYTHONPATH"].split(os.pathsep) == [
+        str(base_checkout / "bench"), str(base_checkout / "build_tools"), str(base_checkout), "/inherited"]

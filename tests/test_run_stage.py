@@ -112,3 +112,75 @@ def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path):
     assert rerun["first_noise"] > 0.10 and rerun["reason"].endswith("above 10%")
     assert len(rerun["first_samples"]) == 20 and len(rerun["first_process_medians"]) == 2
     assert len(b.samples) == 20 and b.samples != tuple(rerun["first_samples"])  # the rerun's samples are kept
+
+
+def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_cases(tmp_path):
+    """One export module failed to compile (its folder as ``compile_stage.compile_one`` leaves it: module_info.json
+    and compile-stats.json with the worker's status and reason, no artifact; test_compile_stage shows the real
+    stage writing one), another was never compiled (no folder), a third has no artifact (a compile job killed
+    mid-way leaves a folder without one): their cases fail with the reason and start no worker, and the eager
+    case runs."""
+    from benchmark_suites import configs
+    from benchtrail.compile_stage import MODULE_SCHEMA_VERSION, module_info
+
+    def gen(entry, compile_config):
+        model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}", ("2x8xf32",))
+        return ModuleGenerationConfig.build(model, compile_config, Architecture.CPU, ("test",))
+
+    gens = (gen("data_dependent", configs.EXPORT), gen("tiny", configs.AOT_INDUCTOR), gen("tiny", configs.EXPORT),
+            gen("tiny", EAGER))
+    once = ExecutionConfig("exec-once", "inference-bs1", Task.INFERENCE, processes=1, min_samples=5,
+                           warmup_time_ms=10, timeout_s=20)
+    rcs = tuple(RunConfig.build(g, once, devices.C2_STANDARD_16, presets=("test",)) for g in gens)
+    suite = Suite(rcs, gens, ("test",), (), (("test", 1, 0),))
+    run_dir = tmp_path / "run"
+    failed = run_dir / "modules" / "data-dependent.export.cpu"
+    jsonio.write_json(failed / "module_info.json", module_info(gens[0], "0" * 64, "2.13.0"))
+    stats = {"status": "failed", "reason": "UserError: Could not guard on data-dependent expression Eq(u0, 1)",
+             "traceback": "Traceback (most recent call last): ..."}
+    jsonio.write_json(failed / "compile-stats.json", {"schema_version": MODULE_SCHEMA_VERSION, **stats})
+    (run_dir / "modules/tiny.export.cpu").mkdir()
+    out = run_dir / "results" / "c2-standard-16-0.json"
+    assert main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
+                 "--modules-dir", str(run_dir), "--output", str(out)]) == 2
+    by_module = {b.module_name: b for b in load_results(out).benchmarks}
+    assert {m: b.status for m, b in by_module.items()} == {
+        "data-dependent.export.cpu": "failed", "tiny.aot-inductor.cpu": "failed", "tiny.export.cpu": "failed",
+        "tiny.eager.cpu": "ok"}
+    assert by_module["data-dependent.export.cpu"].reason == f"module data-dependent.export.cpu failed to compile: " \
+                                                           f"{stats['reason']}"
+    assert by_module["tiny.aot-inductor.cpu"].reason == (
+        f"module tiny.aot-inductor.cpu was not compiled: no {run_dir / 'modules/tiny.aot-inductor.cpu'} "
+        "(its compile job did not report)")
+    assert by_module["tiny.export.cpu"].reason == (
+        f"module tiny.export.cpu was not compiled: no {run_dir / 'modules/tiny.export.cpu/exported_program.pt2'} "
+        "(its compile job did not report)")
+    for name in ("data-dependent.export.cpu", "tiny.aot-inductor.cpu", "tiny.export.cpu"):
+        assert by_module[name].details == {} and by_module[name].samples == (), name  # no worker started
+    assert by_module["tiny.eager.cpu"].n >= 5 and by_module["tiny.eager.cpu"].details["wall_time_ms"] > 0
+
+
+def test_an_unreadable_compile_stats_file_fails_its_cases_naming_the_file(tmp_path):
+    from benchmark_suites import configs
+    from benchtrail.run_stage import module_problem
+
+    model = Model("model-tiny", "tiny", ("test",), "tests.bad_models:tiny", ("2x8xf32",))
+    rc = RunConfig.build(ModuleGenerationConfig.build(model, configs.AOT_INDUCTOR, Architecture.CPU, ("test",)),
+                         FAST, devices.C2_STANDARD_16, presets=("test",))
+    stats = tmp_path / "modules" / "tiny.aot-inductor.cpu" / "compile-stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text('{"schema_version": 2, "status": "ok"')
+    assert module_problem(rc, tmp_path) == (f"module tiny.aot-inductor.cpu cannot be checked: compile stats {stats} "
+                                            "is not valid JSON (truncated or corrupt?): Expecting ',' delimiter "
+                                            "at line 1 column 37")
+    stats.write_text('{"schema_version": 2, "status": "timeout", "reason": null}')
+    assert module_problem(rc, tmp_path) == ("module tiny.aot-inductor.cpu failed to compile: status 'timeout' in "
+                                            f"{stats}")
+    stats.write_text('{"schema_version": 2, "status": "ok", "reason": null}')
+    assert module_problem(rc, tmp_path) == (f"module tiny.aot-inductor.cpu was not compiled: no {stats.parent}/"
+                                            "aoti_package.pt2 (its compile job did not report)")
+    (stats.parent / "aoti_package.pt2").write_bytes(b"x")
+    assert module_problem(rc, tmp_path) is None  # loading it is the worker's job (a corrupt one fails there)
+    eager = RunConfig.build(ModuleGenerationConfig.build(model, EAGER, Architecture.CPU, ("test",)), FAST,
+                            devices.C2_STANDARD_16, presets=("test",))
+    assert module_problem(eager, tmp_path / "nowhere") is None  # built from the model: nothing to check

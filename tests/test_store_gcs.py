@@ -227,3 +227,50 @@ def test_upload_and_fetch_commands_print_their_output_last(gcs_bucket, tmp_path,
                                                  "results/docs/bench_resnet18_20261129T000000Z_0123abcd.json"]
     with pytest.raises(SystemExit):
         parser.parse_args(["fetch", "--store", store_url, "--run-id", "../x", "--attempt", "1", "--dest", "d"])
+
+
+ALL_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+
+
+def test_store_deadline_env_caps_every_operation_against_a_server_answering_503(fault_proxy, gcs_bucket, tmp_path,
+                                                                                 monkeypatch):
+    """BENCHTRAIL_STORE_DEADLINE_S=2 caps the 60 s listing deadline and the 600 s upload default."""
+    store = open_store(f"gs://{gcs_bucket}/ci")  # the library's own retry policy (backoff from 1 s)
+    monkeypatch.setenv("BENCHTRAIL_STORE_DEADLINE_S", "2")
+    fault_proxy.add("status", status=503, path_prefix="/", methods=ALL_METHODS)
+    start = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        open_store(f"gs://{gcs_bucket}/ci")
+    assert time.monotonic() - start < 4.0
+    assert str(caught.value).startswith(f"cannot list gs://{gcs_bucket}/ci/: still failing when the 2 s retry "
+                                        "deadline ran out; last error: 503 GET ")
+    start = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        store.upload_run(write_tree(tmp_path / "run", {"results/x.json": b"{}\n"}), "1", 1)  # deadline_s=600
+    assert time.monotonic() - start < 4.0
+    assert f"to bucket {gcs_bucket!r} failed: " in str(caught.value)
+    assert "still failing when the 2 s retry deadline ran out; last error: 503 " in str(caught.value)
+    assert fault_proxy.outcomes("/").count(503) >= 4  # retried, not given up at once
+    fault_proxy.clear()
+    assert objects(gcs_bucket) == {}
+
+
+def test_store_deadline_env_caps_a_store_whose_port_has_no_server(gcs_env, monkeypatch):
+    from benchtrail.store.emulator import free_port
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("BENCHTRAIL_STORE_DEADLINE_S", "2")
+    start = time.monotonic()
+    with pytest.raises(UserError, match=re.escape("cannot list gs://bt-nowhere/ci/: still failing when the 2 s retry "
+                                                  "deadline ran out; last error: ConnectionError: ")):
+        open_store("gs://bt-nowhere/ci")
+    assert time.monotonic() - start < 4.0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan"])
+def test_a_bad_store_deadline_is_an_error_naming_the_variable_and_value(gcs_bucket, monkeypatch, value):
+    monkeypatch.setenv("BENCHTRAIL_STORE_DEADLINE_S", value)
+    with pytest.raises(UserError, match=re.escape(f"BENCHTRAIL_STORE_DEADLINE_S={value!r} is not allowed: give the "
+                                                  "seconds that every GCS store operation may spend retrying, a "
+                                                  "number above 0")):
+        open_store(f"gs://{gcs_bucket}/ci")

@@ -51,11 +51,37 @@ class Arm:
     root: Path
 
     def env(self) -> dict[str, str]:
-        """Environment that makes a worker import this checkout's code first."""
-        paths = [str(self.root / "build_tools"), str(self.root)]
-        if os.environ.get("PYTHONPATH"):
-            paths.append(os.environ["PYTHONPATH"])
-        return {"PYTHONPATH": os.pathsep.join(paths)}
+        """Environment that makes a worker import this checkout's code first.
+
+        ``PYTHONPATH`` is, in order: the project's folder in this checkout (the project root of
+        our working directory, ``benchtrail.project.import_root``, at the same path relative to
+        the git top level), the checkout's ``build_tools`` and top level (benchtrail's own code and
+        suite), then the inherited ``PYTHONPATH``. It comes before site-packages, so each arm
+        imports its own commit's project code even where the project is pip-installed (editable
+        or not).
+        """
+        top = Path(git(self.root, "rev-parse", "--show-toplevel") or self.root)
+        paths = []
+        project = self.project_in_repo()
+        if project is not None:
+            paths.append(str(top / project))
+        paths += [str(top / "build_tools"), str(top)]
+        paths += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p))}
+
+    @staticmethod
+    def project_in_repo() -> Path | None:
+        """The project root of our working directory relative to its git top level (``Path(".")``
+        when they are one folder); None outside a project or a git repository."""
+        from benchtrail.project import import_root
+
+        root, top = import_root(), git(Path("."), "rev-parse", "--show-toplevel")
+        if root is None or top is None:
+            return None
+        try:
+            return root.resolve().relative_to(Path(top).resolve())
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -67,12 +93,16 @@ class Policy:
         max_rounds: rounds at most; each round starts one worker per arm.
         budget_s: no new round starts after this many seconds of a case.
         seed: seeds the arm order of every round and the bootstrap.
+        total_budget_s: a re-check of several cases (``benchtrail.confirm.recheck``) starts no new case
+            once this many seconds have passed since it began, and gives each case at most the seconds
+            left as its ``budget_s``; None: unbounded.
     """
 
     min_rounds: int | None = None
     max_rounds: int = 6
     budget_s: float = 300.0
     seed: int = 0
+    total_budget_s: float | None = None
 
 
 def resolve_ref(repo: Path, ref: str) -> str:

@@ -131,9 +131,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
-def _stored_baseline(args: argparse.Namespace):
-    """``(local results dir or None, Baseline or None)`` for ``compare --store``: the baseline of the
-    head results' commit, devices and torch version, fetched from the store."""
+def _store_failures() -> tuple[type[BaseException], ...]:
+    """What a store that cannot be read raises: ``StoreError`` (the store's own message, naming the
+    bucket), and, should one ever escape the store's handling, google-api-core, google-auth and
+    requests errors (none does against a stopped emulator or one answering 503: each becomes a
+    ``StoreError`` at its deadline)."""
+    from google.api_core.exceptions import GoogleAPIError
+    from google.auth.exceptions import GoogleAuthError
+    from requests import RequestException
+
+    from benchtrail.errors import StoreError
+
+    return StoreError, GoogleAPIError, GoogleAuthError, RequestException
+
+
+def _stored_baseline(args: argparse.Namespace) -> tuple[Path | None, dict | None]:
+    """``(local results dir or None, comparison.json's baseline or None)`` for ``compare --store``: the
+    baseline of the head results' commit, devices and torch version, fetched from the store.
+
+    A store that cannot be read (an outage still failing at the deadline, which
+    ``BENCHTRAIL_STORE_DEADLINE_S`` caps; a missing bucket; no permission or credentials) does not stop
+    the comparison: it warns on stderr and returns ``(None, {reason: "the store could not be read:
+    <message>", store: <URL>, store_error: <message>})``, so every row is new (or failed).
+
+    Raises:
+        UserError: ``--base`` given too, head results of several commits, a malformed store URL, a bad
+            ``BENCHTRAIL_STORE_DEADLINE_S``, or a ``--base-commit`` the store has no run of.
+    """
     from benchtrail.baseline import fetch_baseline_results
     from benchtrail.pipeline import report_baseline
     from benchtrail.results.io import load_results_paths
@@ -147,10 +171,21 @@ def _stored_baseline(args: argparse.Namespace):
         raise UserError(f"--store: the head results come from {len(commits)} commits; compare one commit's run")
     versions = {f.environment.get("torch_version") for f in head}
     devices = {b.device_name for f in head for b in f.benchmarks}
-    base_dir, baseline = fetch_baseline_results(open_store(args.store), Path("."), commits.pop(), devices,
-                                                sorted(map(str, versions))[0], args.base_commit)
+    if args.store.startswith("gs://"):
+        from benchtrail.store.gcs_transfer import deadline_cap
+
+        deadline_cap()  # a bad value is the user's error, not a store outage
+    try:
+        base_dir, baseline = fetch_baseline_results(open_store(args.store), Path("."), commits.pop(), devices,
+                                                    sorted(map(str, versions))[0], args.base_commit)
+    except _store_failures() as exc:
+        message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        print(f"benchtrail: warning: the store {args.store} could not be read, so this comparison has no "
+              f"baseline (every row is new or failed): {message}", file=sys.stderr)
+        return None, {"reason": f"the store could not be read: {message}", "store": args.store,
+                      "store_error": message}
     report_baseline(baseline)
-    return base_dir, baseline
+    return base_dir, baseline.to_dict() if baseline else None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -163,8 +198,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     accept = list(args.accept or []) + [g for g in os.environ.get("BENCHMARKS_ACCEPT", "").split(",") if g.strip()]
     base, baseline = list(args.base), None
     if args.store:
-        base_dir, found = _stored_baseline(args)
-        base, baseline = [base_dir] if base_dir else [], found.to_dict() if found else None
+        base_dir, baseline = _stored_baseline(args)
+        base = [base_dir] if base_dir else []
     path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=[g.strip() for g in accept],
                          quarantine=args.quarantine)
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
@@ -177,9 +212,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
+    from benchtrail.comment import check_comment_options
     from benchtrail.stages import comment_stage
 
-    print(comment_stage(args.comparison, args.output_dir))
+    notes = tuple(args.note or ())
+    check_comment_options(args.run_url, args.dashboard, args.artifacts_url, notes)
+    print(comment_stage(args.comparison, args.output_dir, args.run_url, args.dashboard, args.artifacts_url, notes))
     return EXIT_OK
 
 
@@ -195,7 +233,7 @@ def cmd_configure(args: argparse.Namespace) -> int:
             meta["default"] = _presets(project.presets)
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"{project.pyproject}: [tool.benchtrail] presets: {exc}") from exc
-    configure(os.environ, suite.presets, meta)
+    configure(os.environ, suite.presets, meta, args.error_comment)
     return EXIT_OK
 
 
@@ -244,7 +282,7 @@ def _policy(args: argparse.Namespace):
 
     if args.min_rounds and args.min_rounds > args.max_rounds:
         raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
-    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed)
+    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s)
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
@@ -259,9 +297,14 @@ def cmd_ab(args: argparse.Namespace) -> int:
         if args.benchmark_id:
             raise UserError("--benchmark-id selects cases of --benchmark-presets; --recheck takes the "
                             "comparison's unconfirmed regressions")
-        comment = recheck_stage(args.recheck, args.output_dir, repo, suite, args.thresholds, policy, args.base_ref,
-                                args.device_name)
+        from benchtrail.ci_cli import accept_globs
+
+        comment, ok = recheck_stage(args.recheck, args.output_dir, repo, suite, args.thresholds, policy,
+                                    args.base_ref, args.device_name, tuple(accept_globs(args.accept)))
     else:
+        if args.total_budget_s is not None:
+            raise UserError("--total-budget-s bounds a --recheck of several suspects; with --benchmark-presets "
+                            "every case runs (bound each with --budget-s)")
         if not args.base_ref:
             raise UserError("--base-ref is required with --benchmark-presets (the commit to compare against)")
         if args.device_name:
@@ -285,6 +328,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if failing:
         print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}", file=sys.stderr)
         return EXIT_REGRESSION
+    if args.recheck:  # 2 only for a paired run of this re-check that failed, not for rows failed before it
+        return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
     return EXIT_BENCHMARKS_FAILED if any(r["verdict"] == "failed" for r in rows) else EXIT_OK
 
 
@@ -319,6 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "gating (default: [tool.benchtrail] quarantine, else the shipped, empty list)")
 
     p = sub.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
+    p.add_argument("--error-comment", type=Path, metavar="DIR",
+                   help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
+                        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) write "
+                        "DIR/comment.json and DIR/comment.md, a PR comment naming the error for `benchtrail post`, "
+                        "then fail as without it (exit 1)")
     p.set_defaults(func=cmd_configure)
 
     p = sub.add_parser("export", parents=[presets, filtering], help="write the run configs of presets as JSON")
@@ -341,7 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
     p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
     p.add_argument("--modules-dir", type=Path,
-                   help="run directory holding modules/<name>/ (export and AOTInductor artifacts)")
+                   help="run directory holding modules/<name>/ (export and AOTInductor artifacts); a case "
+                        "whose module failed to compile or was not compiled there is recorded failed, "
+                        "not run")
     p.add_argument("--output", type=Path, required=True, help="results file to write")
     p.add_argument("--continue", dest="resume", action="store_true",
                    help="resume a run stage that stopped part-way: keep the cases its journal "
@@ -353,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="baseline results file or run dir (repeatable; none: every series is new)")
     p.add_argument("--head", type=Path, action="append", required=True,
                    help="head results file or run dir (repeatable)")
-    p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base")
+    p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base; "
+                                   "a store that cannot be read (outage, missing bucket, no credentials) only warns: "
+                                   "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries)")
     p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB",
@@ -365,6 +419,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("comment", help="render comparison.json as the PR comment")
     p.add_argument("--comparison", type=Path, required=True)
     p.add_argument("--output-dir", type=Path, required=True)
+    p.add_argument("--run-url", metavar="URL",
+                   help="the run's store URL (gs://BUCKET/PREFIX/runs/<id>/<attempt>/) or folder: adds the "
+                        "`gcloud storage cp -r` and `benchtrail explain <id> --run URL` lines")
+    p.add_argument("--dashboard", metavar="PATH",
+                   help="the dashboard's index.html relative to --run-url (e.g. dashboard/index.html), linked "
+                        "(https://storage.cloud.google.com/... for gs://); needs --run-url")
+    p.add_argument("--artifacts-url", metavar="URL",
+                   help="the GitHub Actions run's page, linked as its artifacts for readers without bucket access")
+    p.add_argument("--note", action="append", metavar="TEXT",
+                   help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
+                        "'⚠ the run could not be stored: ...'")
     p.set_defaults(func=cmd_comment)
 
     p = sub.add_parser("pipeline", parents=[presets, filtering, thresholds, quarantine], help="the main job, end to end")
@@ -391,8 +456,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rounds", type=_int_at_least(1), default=6, help="rounds at most per case (default 6)")
     p.add_argument("--budget-s", type=_positive_seconds, default=300.0,
                    help="no new round starts after this many seconds of a case (default 300)")
+    p.add_argument("--total-budget-s", type=_positive_seconds, metavar="S",
+                   help="with --recheck: suspects are re-checked largest change first, no case starts once S "
+                        "seconds have passed since the re-check began, and each gets at most the time left as "
+                        "its --budget-s; rows not reached stay unconfirmed (default: no limit)")
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="seeds arm order and bootstrap (default 0)")
-    p.add_argument("--accept", action="append", metavar="GLOB", help="accept regressions of matching series")
+    p.add_argument("--accept", action="append", metavar="GLOB",
+                   help="accept regressions of matching series (with --recheck: those the re-check finds, with "
+                        "the comma-separated BENCHMARKS_ACCEPT too)")
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
     p.set_defaults(func=cmd_ab)
 
@@ -423,6 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_interop_parsers(sub)
     add_doctor_parser(sub)
     add_runner_labels_parser(sub)
+    from benchtrail.ci_cli import add_ci_parsers
+
+    add_ci_parsers(sub)
     return parser
 
 
@@ -435,8 +509,14 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; return the exit code."""
     import signal
 
+    from benchtrail.project import put_first_on_sys_path
+
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
+    # The project's own packages (its suite, the model factories that run configs name) import in
+    # this process from any folder of the project, installed or not; workers get the same root
+    # first on PYTHONPATH (benchtrail.workers.run_in_worker).
+    put_first_on_sys_path()
     args = build_parser().parse_args(argv)
     try:
         _apply_project_defaults(args)

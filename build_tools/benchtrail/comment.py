@@ -7,13 +7,20 @@ holds every row.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
+
+from benchtrail.errors import UserError
 
 #: Version history of comment.json:
 #:   1 — first version.
-SCHEMA_VERSION = 1
+#:   2 — notes: the ``benchtrail comment --note`` lines, as given.
+SCHEMA_VERSION = 2
 #: GitHub rejects issue comments longer than 65,536 characters; keep a margin.
 MAX_COMMENT_CHARS = 60_000
+#: Characters of one ``--note`` shown in the comment (comment.json keeps the whole note).
+MAX_NOTE_CHARS = 1_000
 MARKER_PREFIX = "<!-- benchtrail:comment"
 
 
@@ -139,12 +146,25 @@ def _context_line(comparison: dict[str, Any]) -> str:
     text = f"`{head.get('commit', '?')[:7]}`{' (dirty)' if head.get('dirty') else ''}"
     if base:
         text += f" vs baseline `{base['commit'][:7]}` ({baseline.get('reason', 'given')})"
+    elif baseline.get("store_error"):
+        text += f" · no baseline: {_plain(baseline['reason'])[:500]}; every series is new"
     else:
         text += " · no baseline found: every series is new"
     if run.get("presets"):
         text += f" · presets {', '.join(run['presets'])}"
     text += f" · devices {', '.join(head.get('devices', []))}, torch {head.get('torch_version')}"
     return text
+
+
+def missing_shards_line(comparison: dict[str, Any]) -> str | None:
+    """``⚠ Shards that did not report: laptop shard 1, …`` from comparison.json's ``missing_shards``
+    (version 5); None when every shard reported or the head has no export."""
+    missing = comparison.get("missing_shards") or []
+    if not missing:
+        return None
+    names = ", ".join(f"{_plain(m['device_name'])} shard {m['shard_index']}" for m in missing)
+    return (f"⚠ Shards that did not report: {names}. Their run configs are listed as failed "
+            "(the job failed, timed out or was cancelled).")
 
 
 def _plain(text: str) -> str:
@@ -177,6 +197,59 @@ def dashboard_link(run_url: str, dashboard: str) -> str:
     return url
 
 
+def actions_artifacts_line(artifacts_url: str) -> str:
+    """``Actions artifacts of this run: https://github.com/O/R/actions/runs/123#artifacts``: where readers
+    without bucket access download the run (its page's artifacts section, unless the URL names a fragment)."""
+    return f"Actions artifacts of this run: {artifacts_url if '#' in artifacts_url else artifacts_url + '#artifacts'}"
+
+
+def note_line(note: str) -> str:
+    """A ``--note`` as one line of plain text: whitespace collapsed, Markdown and @mentions escaped, at most
+    ``MAX_NOTE_CHARS`` characters of it shown (then ``…``)."""
+    text = " ".join(str(note).split())
+    return _plain(text[:MAX_NOTE_CHARS]) + ("…" if len(text) > MAX_NOTE_CHARS else "")
+
+
+_RUN_URL = re.compile(r"^gs://[^/]+/(.+/)?runs/[^/]+/[0-9]+/?$")
+_LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
+
+
+def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_url: str | None,
+                          notes: Sequence[str] = ()) -> None:
+    """Check what ``benchtrail comment`` puts into the comment's links and notes.
+
+    Raises:
+        UserError: naming the flag and what is allowed: a ``--run-url`` that is neither
+            ``gs://BUCKET/…/runs/<id>/<attempt>/`` nor a folder path (or holds spaces, quotes or
+            backticks, which would break the copy-paste lines); ``--dashboard`` without ``--run-url``,
+            or not a relative path inside the run; an ``--artifacts-url`` that is not an ``https://``
+            (or ``http://``) URL without spaces or quotes; an empty ``--note``.
+    """
+    if run_url is not None:
+        if not run_url.strip() or _LINK_UNSAFE.search(run_url):
+            raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a folder "
+                            "path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
+        if "://" in run_url and not _RUN_URL.match(run_url):
+            raise UserError(f"--run-url {run_url!r}: a store URL must be gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
+                            "(e.g. gs://bucket/runs/123/1/); for a local run give its folder path")
+    if dashboard is not None:
+        if run_url is None:
+            raise UserError(f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
+                            "(the run's gs:// URL or folder)")
+        parts = dashboard.split("/")
+        if (not dashboard.strip() or _LINK_UNSAFE.search(dashboard) or dashboard.startswith("/")
+                or any(p in ("", ".", "..") for p in parts) or "://" in dashboard):
+            raise UserError(f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
+                            "dashboard/index.html (no '..', no leading '/', no spaces or quotes)")
+    if artifacts_url is not None:
+        if not re.match(r"^https?://[^/\s]+", artifacts_url) or _LINK_UNSAFE.search(artifacts_url):
+            raise UserError(f"--artifacts-url {artifacts_url!r}: allowed: the https:// URL of the GitHub Actions "
+                            "run's page, e.g. https://github.com/OWNER/REPO/actions/runs/123, without spaces or quotes")
+    for note in notes:
+        if not note.strip():
+            raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
+
+
 def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | None = None) -> list[str]:
     """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)."""
     fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
@@ -190,17 +263,36 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
     return lines
 
 
+#: Rows a time-bounded re-check did not reach that its line names; the rest are counted.
+NOT_REACHED_NAMED = 5
+
+
 def recheck_line(rows: list[dict[str, Any]]) -> str | None:
-    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspected changes."""
-    checked = [r for r in rows if r.get("ab")]
-    if not checked:
+    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspected changes, and
+    the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
+    ``NOT_REACHED_NAMED`` named). None when no row was re-checked."""
+    missed = [r for r in rows if r.get("recheck") == "not-reached"]
+    checked = [r for r in rows if r.get("ab") and r.get("recheck") != "not-reached"]
+    if not checked and not missed:
         return None
-    confirmed = sum(r["mark"] == "confirmed" for r in checked)
-    cleared = sum(r["verdict"] not in ("regressed", "improved") for r in checked)
-    kept = len(checked) - confirmed - cleared
-    line = (f"Paired A/B re-check of {len(checked)} suspected change{'s' if len(checked) != 1 else ''} "
-            f"against the baseline commit on this runner: {confirmed} confirmed, {cleared} not confirmed")
-    return line + (f", {kept} could not be re-checked." if kept else ".")
+    line = "Paired A/B re-check"
+    if checked:
+        confirmed = sum(r["mark"] == "confirmed" for r in checked)
+        cleared = sum(r["verdict"] not in ("regressed", "improved") for r in checked)
+        kept = len(checked) - confirmed - cleared
+        line += (f" of {len(checked)} suspected change{'s' if len(checked) != 1 else ''} against the baseline "
+                 f"commit on this runner: {confirmed} confirmed, {cleared} not confirmed")
+        line += f", {kept} could not be re-checked." if kept else "."
+    else:
+        line += ":"
+    if missed:
+        named = ", ".join(_label(r) for r in missed[:NOT_REACHED_NAMED])
+        if len(missed) > NOT_REACHED_NAMED:
+            named += f" and {len(missed) - NOT_REACHED_NAMED} more"
+        line += (f" {len(missed)}{' more' if checked else ''} suspected change{'s' if len(missed) != 1 else ''} "
+                 f"not re-checked: the re-check's time budget ran out first ({named}); "
+                 f"{'they stay' if len(missed) != 1 else 'it stays'} unconfirmed.")
+    return line
 
 
 def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
@@ -219,11 +311,15 @@ def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
 
 
 def render(comparison: dict[str, Any], run_url: str | None = None,
-           dashboard: str | None = None) -> tuple[str, str, dict[str, Any]]:
+           dashboard: str | None = None, artifacts_url: str | None = None,
+           notes: Sequence[str] = ()) -> tuple[str, str, dict[str, Any]]:
     """Return ``(comment.md, full.md, comment.json object)`` for a comparison.
 
     ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
     ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
+    ``artifacts_url`` (the GitHub Actions run's page) adds a line linking its artifacts, for readers
+    without bucket access. Each of ``notes`` becomes a line under the context line, as plain text
+    (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
     """
     rows = comparison["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
@@ -232,8 +328,9 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     gaps = _baseline_gaps(comparison)
     rechecked = recheck_line(rows)
     checks = runner_checks_line(comparison)
-    top = [verdict_line(comparison), _context_line(comparison), *([checks] if checks else []),
-           *([gaps] if gaps else []), *([rechecked] if rechecked else []), ""]
+    missing = missing_shards_line(comparison)
+    top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
+           *([checks] if checks else []), *([gaps] if gaps else []), *([rechecked] if rechecked else []), ""]
     sections: list[str] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
@@ -254,6 +351,8 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     footer = []
     if run_url:
         footer += artifact_lines(run_url, rows, dashboard)
+    if artifacts_url:
+        footer.append(actions_artifacts_line(artifacts_url))
     footer.append(marker(comparison["head"]))
     details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
     body = "\n".join(top + sections + details + footer) + "\n"
@@ -268,6 +367,7 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
         "counts": comparison["counts"],
         "head_commit": (comparison["head"] or {}).get("commit"),
         "base_commit": (comparison["base"] or {}).get("commit"),
+        "notes": list(notes),
         "body": body,
     }
     return body, full, data

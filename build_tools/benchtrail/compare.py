@@ -28,7 +28,11 @@ from benchtrail.thresholds import Threshold, find_threshold
 #:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
 #:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.confirm``).
 #:   4 — rows gain quarantined: the reason when the series is in the quarantine file.
-SCHEMA_VERSION = 4
+#:   5 — rows gain recheck: ``not-reached`` when a time-bounded re-check (``ab --total-budget-s``) did not
+#:       reach the suspect row, else null. Also (same version) the root gains missing_shards: the shards
+#:       of the head run's execution export that wrote no results file (null without an export), and
+#:       baseline may be ``{reason, store, store_error}`` when ``compare --store`` could not read the store.
+SCHEMA_VERSION = 5
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.confirm``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
 #: when the quarantine file lists the series (``benchtrail.quarantine``). Only the first two gate.
@@ -72,6 +76,7 @@ class Row:
     mark: str | None = None
     ab: dict[str, Any] | None = None
     quarantined: str | None = None
+    recheck: str | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -88,6 +93,34 @@ def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: st
         change_unit=None if threshold is None else ("%" if threshold.unit == "percent" else ref.unit),
         p_value=p_value, threshold=asdict(threshold) if threshold else None,
         head_details=head.details if head else {}, base_details=base.details if base else {}, **inference,
+    )
+
+
+@dataclass(frozen=True)
+class Unreported:
+    """A run config of the head run's execution export that has no record in the head results: its
+    execution series (``<run config id>``, latency in µs, as ``run_stage.case_record`` names it) and
+    why it has none (e.g. ``no result: shard 1 of device d did not report (…)``)."""
+
+    id: str
+    name: str
+    device_name: str
+    module_name: str
+    compile_config: str
+    reason: str
+    kind: str = "execution"
+    metric: str = "latency"
+    unit: str = "us"
+
+
+def _unreported_row(u: Unreported, base: BenchmarkRecord | None) -> Row:
+    """The ``failed`` row of a series the head should have and has not; the baseline's figures when it has them."""
+    return Row(
+        id=u.id, name=u.name, kind=u.kind, metric=u.metric, unit=u.unit, device_name=u.device_name,
+        module_name=u.module_name, compile_config=u.compile_config, verdict="failed", reason=u.reason,
+        base_median=base.median if base else None, head_median=None, base_iqr=base.iqr if base else None,
+        head_iqr=None, base_n=base.n if base else 0, head_n=0, change=None, change_unit=None, p_value=None,
+        threshold=None, head_details={}, base_details=base.details if base else {},
     )
 
 
@@ -206,9 +239,13 @@ def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
     return index
 
 
-def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...]) -> list[Row]:
-    """Rows for every series in head or base, in head order then removed ones; one per series id."""
+def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...],
+            unreported: tuple[Unreported, ...] = ()) -> list[Row]:
+    """Rows for every series in head or base, in head order, then the ``unreported`` series the head
+    lacks (``failed``, with their reason; the baseline's figures when it has the series), then removed
+    ones; one per series id."""
     base_by_id, head_by_id = _index(base, "base"), _index(head, "head")
+    lacking = {u.id: u for u in unreported if u.id not in head_by_id}
     rows: list[Row | None] = []
     batch: list[tuple[int, tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]] = []
     for sid, h in head_by_id.items():
@@ -226,8 +263,9 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
             rows.append(compare_series(b, h, t))
     for (position, _), row in zip(batch, _infer([pair for _, pair in batch])):
         rows[position] = row
+    rows.extend(_unreported_row(u, base_by_id.get(sid)) for sid, u in lacking.items())
     for sid, b in base_by_id.items():
-        if sid not in head_by_id:
+        if sid not in head_by_id and sid not in lacking:
             rows.append(_row(None, b, "removed", "in the baseline but not in this run"))
     return rows
 
@@ -287,9 +325,12 @@ def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[st
 
 
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
-                       thresholds_source: str, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+                       thresholds_source: str, baseline: dict[str, Any] | None = None,
+                       missing_shards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
-    checks that failed where the head results were measured (:func:`benchtrail.doctor.failed_by_device`)."""
+    checks that failed where the head results were measured (:func:`benchtrail.doctor.failed_by_device`);
+    ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
+    no results file (None: the head has no execution export to check against)."""
     from benchtrail.doctor import failed_by_device
 
     plain = [asdict(r) for r in rows]
@@ -304,6 +345,7 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
         "thresholds_source": thresholds_source,
         "counts": count_rows(plain),
         "rows": plain,
+        "missing_shards": missing_shards,
     }
 
 
@@ -333,4 +375,10 @@ def load_comparison(path) -> dict[str, Any]:
                             f"allowed: {', '.join(VERDICTS)}")
     if not isinstance(obj["head"].get("commit"), str):
         raise UserError(f"comparison {path}: head.commit must be a string")
+    missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
+    if missing is not None and not (isinstance(missing, list) and all(
+            isinstance(m, dict) and set(m) == {"device_name", "shard_index"} and isinstance(m["device_name"], str)
+            and isinstance(m["shard_index"], int) and not isinstance(m["shard_index"], bool) for m in missing)):
+        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
+                        "{device_name: <string>, shard_index: <integer>}")
     return obj

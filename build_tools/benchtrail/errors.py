@@ -1,4 +1,5 @@
-"""The one user-error class. ``cli.main`` is its only catch site (exit code 1)."""
+"""The one user-error class (and its store subclass). ``cli.main`` is its catch site (exit code 1);
+``compare --store`` also catches ``StoreError`` to compare without a baseline."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from collections.abc import Iterable
 
 class UserError(Exception):
     """Bad input from the user: a flag, a file or a value. The message says what to do."""
+
+
+class StoreError(UserError):
+    """A store could not be reached or read: network or server errors still failing at the deadline,
+    a missing bucket, no permission or no credentials; the message names the bucket. A ``UserError``
+    everywhere, except that ``benchtrail compare --store`` catches it and compares without a baseline."""
 
 
 def suggest(value: str, allowed: Iterable[str]) -> str:

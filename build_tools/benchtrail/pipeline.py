@@ -97,10 +97,12 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     for arch in sorted(here, key=lambda a: a.value):
         all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
 
+    skipped: list[str] = []  # not run here on purpose: compare must not call their shards unreported
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
         if arch not in here:
             console.print(f"[yellow]skipping device {device}[/]: it needs {arch.value}, which this machine lacks")
+            skipped.append(device)
             continue
         for index in sorted(shards):
             _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run,
@@ -121,7 +123,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
                                thresholds, baseline.to_dict() if baseline else None, recheck=confirm,
-                               quarantine=quarantine)
+                               quarantine=quarantine, skipped_devices=tuple(skipped))
     dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir)
     comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)

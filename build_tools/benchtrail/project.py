@@ -70,6 +70,33 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def import_root(start: Path = Path(".")) -> Path | None:
+    """The folder that makes the project's own packages importable: ``load_project(start).root``,
+    the folder of the nearest ``pyproject.toml``, found without parsing the file (a malformed one
+    is reported by the command that reads it). None outside any project.
+
+    The CLI puts it first on ``sys.path`` (:func:`put_first_on_sys_path`) and every worker process
+    gets it first on ``PYTHONPATH`` (``benchtrail.workers.run_in_worker``), so ``suite`` and the
+    model factories it names import whether or not the project is pip-installed and from whatever
+    folder benchtrail runs in.
+    """
+    path = find_pyproject(start)
+    return path.parent if path else None
+
+
+def put_first_on_sys_path(start: Path = Path(".")) -> Path | None:
+    """Put :func:`import_root` first on ``sys.path`` of this process (moved there if it is already
+    further down); return it, or None (nothing changed) outside any project."""
+    root = import_root(start)
+    if root is not None:
+        entry = str(root)
+        if sys.path[:1] != [entry]:
+            while entry in sys.path:
+                sys.path.remove(entry)
+            sys.path.insert(0, entry)
+    return root
+
+
 def _string(path: Path, key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{path}: [tool.benchtrail] {key} must be a non-empty string, got {value!r}")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from benchtrail.modules import content_hash
+from benchtrail.modules import ARTIFACTS, content_hash
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.stats.summary import summarize
@@ -90,6 +90,41 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
     )
 
 
+def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
+    """Why ``rc`` cannot run from its compiled module, or None when it can (or needs no artifact).
+
+    Only modes that run from an artifact (export, aot-inductor: ``benchtrail.modules.ARTIFACTS``) are
+    checked, in ``<modules_dir>/modules/<module name>/`` as the compile stage wrote it: a
+    ``compile-stats.json`` whose status is not ok gives ``module <name> failed to compile: <its reason>``;
+    a missing module folder or artifact gives ``module <name> was not compiled: no <path> (its compile
+    job did not report)``; an unreadable ``compile-stats.json`` gives a reason naming the file.
+    Never raises.
+    """
+    from benchtrail import jsonio
+    from benchtrail.compile_stage import MODULE_SCHEMA_VERSION
+    from benchtrail.errors import UserError
+
+    gen = rc.module_generation_config
+    artifact = ARTIFACTS.get(gen.compile_config.mode)
+    if artifact is None:
+        return None
+    folder = modules_dir / "modules" / gen.name
+    stats_path = folder / "compile-stats.json"
+    if stats_path.is_file():
+        try:
+            stats = jsonio.read_json(stats_path, kind="compile stats", supported=MODULE_SCHEMA_VERSION)
+        except UserError as exc:
+            return f"module {gen.name} cannot be checked: {exc}"
+        status = stats.get("status")
+        if status != "ok":
+            why = stats.get("reason") or f"status {status!r} in {stats_path}"
+            return f"module {gen.name} failed to compile: {why}"
+    for path in (folder, folder / artifact):
+        if not path.exists():
+            return f"module {gen.name} was not compiled: no {path} (its compile job did not report)"
+    return None
+
+
 def run_cases(
     run_configs: tuple[RunConfig, ...],
     torch_version: str,
@@ -101,12 +136,16 @@ def run_cases(
     the others.
 
     ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts;
-    ``on_record`` gets each record as soon as its case finishes (``Journal.append``).
+    a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
+    recorded ``failed`` with that reason and no worker is started for it. ``on_record`` gets each
+    record as soon as its case finishes (``Journal.append``).
     """
     records = []
     for rc in run_configs:
         module_dir = modules_dir / "modules" / rc.module_generation_config.name if modules_dir else None
-        record = case_record(rc, run_case_with_rerun(rc, module_dir), torch_version)
+        problem = module_problem(rc, modules_dir) if modules_dir else None
+        response = {"status": "failed", "reason": problem} if problem else run_case_with_rerun(rc, module_dir)
+        record = case_record(rc, response, torch_version)
         on_record(record)
         records.append(record)
         report(rc.name, record.status)

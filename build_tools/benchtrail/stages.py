@@ -15,7 +15,7 @@ import torch
 from benchtrail import confirm, jsonio
 from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
 from benchtrail.comment import render
-from benchtrail.compare import compare, comparison_to_dict, load_comparison, mark_regressions
+from benchtrail.compare import Unreported, compare, comparison_to_dict, load_comparison, mark_regressions
 from benchtrail.compile_stage import compile_modules
 from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
@@ -83,7 +83,9 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
               name_filter: str | None = None) -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
     only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
-    loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote).
+    loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote);
+    a case whose module failed to compile, or has no folder or artifact there, is recorded ``failed``
+    without starting a worker (``run_stage.module_problem``), and the other cases run as usual.
 
     Writes the results file to ``output`` and one flattened document per benchmark to
     ``<output's folder>/docs/``, recording the commit of ``repo``. Returns (results path, whether
@@ -138,10 +140,55 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     return path, all(r.status == "ok" for r in records)
 
 
+def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...] = ()
+               ) -> tuple[tuple[Unreported, ...], list[dict[str, Any]] | None]:
+    """What the head run directories' execution exports (``<dir>/run-configs/execution.json``) expect
+    and the head results lack: ``(run configs with no record, shards that did not report)``.
+
+    A shard reported when ``<dir>/results/<device>-<index>.json`` exists or a head results file says it
+    ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard). The
+    run configs of a shard that did not report get the reason ``no result: shard <i> of device <d>
+    did not report (its job failed, timed out or was cancelled)``; those missing from a shard that
+    reported (run with ``--filter`` or ``--benchmark-id``) say so. ``skipped_devices`` (devices the
+    pipeline skipped on purpose) are left out. Returns ``((), None)`` when no head is a directory
+    with an execution export (plain results files: nothing to check against).
+
+    Raises:
+        UserError: an execution export that cannot be read (``load_execution``).
+    """
+    exports = [Path(p) / "run-configs" / "execution.json" for p in head]
+    exports = [e for e in exports if e.is_file()]
+    if not exports:
+        return (), None
+    ran = {(f.run.get("device_name"), f.run.get("shard_index")) for f in head_files}
+    recorded = {b.id for f in head_files for b in f.benchmarks}
+    lacking: dict[str, Unreported] = {}
+    missing: list[dict[str, Any]] = []
+    for export in exports:
+        results_dir = export.parent.parent / "results"
+        for device, shards in sorted(load_execution(export).items()):
+            if device in skipped_devices:
+                continue
+            for index, rcs in sorted(shards.items()):
+                reported = ((results_dir / f"{device}-{index}.json").is_file() or (device, index) in ran
+                            or (device, None) in ran)
+                shard = {"device_name": device, "shard_index": index}
+                if not reported and shard not in missing:
+                    missing.append(shard)
+                why = ("reported without it (it was run with --filter or --benchmark-id)" if reported else
+                       "did not report (its job failed, timed out or was cancelled)")
+                for rc in rcs:
+                    if rc.id not in recorded and rc.id not in lacking:
+                        gen = rc.module_generation_config
+                        lacking[rc.id] = Unreported(rc.id, rc.name, device, gen.name, gen.compile_config.name,
+                                                    f"no result: shard {index} of device {device} {why}")
+    return tuple(lacking.values()), missing
+
+
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
                   baseline: dict[str, Any] | None = None, accept: list[str] | None = None, paired: bool = False,
                   recheck: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                  quarantine: Path | None = None) -> Path:
+                  quarantine: Path | None = None, skipped_devices: tuple[str, ...] = ()) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
 
     ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
@@ -149,6 +196,11 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     the comparison before it is written (``benchtrail.confirm``); ``quarantine`` is the quarantine
     file (default: the shipped one): its series are reported but never gate, and an entry that
     matches no series is printed as a warning.
+
+    A head run directory with an execution export (``run-configs/execution.json``) is checked
+    against it (:func:`unreported`): each run config without a record is a ``failed`` row saying
+    which shard did not report, and ``missing_shards`` lists the shards without results (devices in
+    ``skipped_devices`` excepted); without an export ``missing_shards`` is null.
     """
     from benchtrail.quarantine import load_quarantine, unmatched
 
@@ -156,26 +208,38 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     entries = load_quarantine(quarantine)
     base_files = load_results_paths(base) if base else []
     head_files = load_results_paths(head)
+    lacking, missing_shards = unreported(head, head_files, skipped_devices)
+    if lacking:
+        shown = ", ".join(f"{m['device_name']}-{m['shard_index']}" for m in missing_shards or ())
+        console.print(f"[yellow]{len(lacking)} run config(s) of the head run's export have no result[/] and are "
+                      f"failed rows; {len(missing_shards or ())} shard(s) did not report"
+                      + (f": {shown}" if shown else ""))
     rules = load_thresholds(thresholds)
-    rows = mark_regressions(compare(base_files, head_files, rules), accept or [], paired, entries)
+    rows = mark_regressions(compare(base_files, head_files, rules, lacking), accept or [], paired, entries)
     for entry in unmatched(entries, [(r.name, r.id) for r in rows]):
         console.print(f"[yellow]quarantine entry {entry.match!r} matches no series[/] of this comparison")
     source = str(thresholds or default_thresholds_path())
-    comparison = comparison_to_dict(rows, base_files, head_files, source, baseline)
+    comparison = comparison_to_dict(rows, base_files, head_files, source, baseline, missing_shards)
     if recheck is not None:
         comparison = recheck(comparison)
     return jsonio.write_json(output, comparison, exclusive=True)
 
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,
-                  dashboard: str | None = None) -> Path:
+                  dashboard: str | None = None, artifacts_url: str | None = None,
+                  notes: tuple[str, ...] = ()) -> Path:
     """Render ``comparison.json`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md.
 
-    ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment).
+    ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment);
+    ``artifacts_url`` the GitHub Actions run's page; ``notes`` lines shown near the top
+    (``benchtrail.comment.render``).
+
+    Raises:
+        UserError: a bad comparison file, or an output file that exists already.
     """
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
-    body, full, data = render(obj, run_url, dashboard)
+    body, full, data = render(obj, run_url, dashboard, artifacts_url, notes)
     jsonio.write_text_atomic(output_dir / "full.md", full, exclusive=True)
     jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
     return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
@@ -198,7 +262,9 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
         history = collect_history(store, repo, commit, max_commits,
                                   pending=(run_id, attempt, load_results_paths([run_dir])))
     except UserError as exc:
-        console.print(f"[yellow]no dashboard[/]: {exc}")
+        from rich.markup import escape
+
+        console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")  # the message may hold [brackets]
         return None
     out = run_dir / "dashboard"
     return write_dashboard(history, out, images=plot_history_png(history, out))
@@ -240,14 +306,19 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
 
 
 def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Policy, keep: Path | None = None,
-                 base_ref: str | None = None,
-                 device_name: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+                 base_ref: str | None = None, device_name: str | None = None,
+                 accept: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A ``recheck`` for :func:`compare_stage`: paired A/B runs of its suspected regressions (of
     ``device_name`` only, when given) against ``base_ref`` (default: the comparison's base commit),
-    on this machine."""
+    on this machine, largest change first; ``policy.total_budget_s`` (seconds) counts from the start
+    of the re-check, the base worktree's checkout included; a regression found now that an ``accept``
+    glob matches is marked ``accepted`` (``benchtrail.confirm.recheck``)."""
+    import time
+
     rules = load_thresholds(thresholds)
 
     def recheck(comparison: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
         if not suspects(comparison, device_name):
             return comparison
         ref = base_ref or (comparison.get("base") or {}).get("commit")
@@ -260,18 +331,32 @@ def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Poli
             base = Arm("base", commit, root)
             with track("re-check in paired A/B", len(suspects(comparison, device_name))) as report:
                 return confirm.recheck(comparison, by_id, base, head, rules, policy, torch_version(), report, keep,
-                                       device_name)
+                                       device_name, started, accept)
 
     return recheck
 
 
 def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, thresholds: Path | None,
-                  policy: Policy, base_ref: str | None = None, device_name: str | None = None) -> Path:
+                  policy: Policy, base_ref: str | None = None, device_name: str | None = None,
+                  accept: tuple[str, ...] = ()) -> tuple[Path, bool]:
     """Re-check the suspected regressions of ``comparison`` (of ``device_name`` only, when given;
-    ``benchtrail.confirm``); write the updated ``comparison.json``, the paired samples and
-    ``comment/`` under ``output_dir``; return comment.md."""
+    ``benchtrail.confirm``, with the ``accept`` globs); write the updated ``comparison.json``, the paired samples
+    (``results/ab-base.json``, ``results/ab-head.json``, when a case ran) and ``comment/`` under
+    ``output_dir``.
+
+    Returns (comment.md, whether both arms of every paired case run now were ok: False when an arm
+    of a re-check failed; True when there was nothing to re-check). Rows that were ``failed`` in
+    ``comparison`` itself do not count.
+
+    Raises:
+        UserError: a bad comparison file, outputs that exist already, no base commit to re-check
+            against, an unknown ref or a failing ``git worktree``.
+    """
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "comparison.json")
-    updated = recheck_with(repo, suite, thresholds, policy, output_dir / "results", base_ref, device_name)(obj)
+    updated = recheck_with(repo, suite, thresholds, policy, output_dir / "results", base_ref, device_name,
+                           accept)(obj)
     path = jsonio.write_json(output_dir / "comparison.json", updated, exclusive=True)
-    return comment_stage(path, output_dir / "comment")
+    paired = [p for p in (output_dir / "results" / f"ab-{side}.json" for side in ("base", "head")) if p.exists()]
+    ok = all(b.status == "ok" for f in load_results_paths(paired) for b in f.benchmarks)
+    return comment_stage(path, output_dir / "comment"), ok

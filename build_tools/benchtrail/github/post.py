@@ -33,7 +33,8 @@ DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
 ACTIONS = ("created", "updated", "skipped-stale-run", "skipped-head-changed", "dry-run", "fallback-summary")
 NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
-COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "body"})
+COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "notes",
+                          "body"})
 
 _MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX) + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
 _DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.DOTALL | re.IGNORECASE)

@@ -49,7 +49,8 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                    help="only files matching GLOB, relative to the run directory (repeatable; '*' stays in one "
                         "folder, '**' spans folders; e.g. 'results/*.json', 'modules/<name>/**'; default: all)")
     p.add_argument("--deadline", type=_seconds, default=600.0, metavar="SECONDS",
-                   help="give up retrying transient GCS errors after this long (default 600)")
+                   help="give up retrying transient GCS errors after this long (default 600; "
+                        "BENCHTRAIL_STORE_DEADLINE_S, when set, caps it)")
 
 
 def add_upload_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ from google.cloud import storage
 from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail import jsonio
-from benchtrail.errors import UserError
+from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
                                    local_files, select, unsafe_reason)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
@@ -30,7 +30,9 @@ from benchtrail.store.local import pointer_document, read_pointer_files
 
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
 DEFAULT_STAGING = Path(".benchtrail") / "staging"
-#: Seconds that opening a store or creating a run may spend retrying a listing.
+#: Seconds that opening a store or creating a run may spend retrying a listing. This one, the
+#: transfers' ``DEFAULT_DEADLINE_S`` and ``--deadline`` are all capped by ``$BENCHTRAIL_STORE_DEADLINE_S``
+#: (``benchtrail.store.gcs_transfer.deadline_cap``).
 LIST_DEADLINE_S = 60.0
 
 _GS_URL = re.compile(r"^gs://(?P<bucket>[^/]*)(?:/(?P<prefix>.*))?$")
@@ -76,7 +78,9 @@ class GcsStore:
         """List at most one object under the prefix: the bucket exists and we may list it.
 
         Raises:
-            UserError: a missing bucket, no permission or no credentials, naming the bucket.
+            StoreError: a missing bucket, no permission or no credentials, or still failing when the
+                listing deadline (``LIST_DEADLINE_S``, capped by ``$BENCHTRAIL_STORE_DEADLINE_S``) ran
+                out, naming the bucket.
         """
         self.io.list(self._key() + "/" if self.prefix else "", self.io.deadline(LIST_DEADLINE_S), max_results=1)
 
@@ -215,9 +219,9 @@ def make_client() -> Any:
             return storage.Client(project=project or "benchtrail-emulator", credentials=AnonymousCredentials())
         return storage.Client(project=project)
     except auth_exceptions.DefaultCredentialsError as exc:
-        raise UserError("no Google Cloud credentials: run `gcloud auth application-default login`, or set "
-                        "GOOGLE_APPLICATION_CREDENTIALS (in GitHub Actions: google-github-actions/auth); "
-                        "for an emulator set STORAGE_EMULATOR_HOST") from exc
+        raise StoreError("no Google Cloud credentials: run `gcloud auth application-default login`, or set "
+                         "GOOGLE_APPLICATION_CREDENTIALS (in GitHub Actions: google-github-actions/auth); "
+                         "for an emulator set STORAGE_EMULATOR_HOST") from exc
 
 
 def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None = None,
@@ -234,8 +238,9 @@ def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None
         client: a ``google.cloud.storage.Client`` (default ``make_client()``).
 
     Raises:
-        UserError: a malformed URL or bucket name, an unsafe prefix, no credentials, a missing bucket
-            or no permission, each naming the bucket.
+        UserError: a malformed URL or bucket name, an unsafe prefix, a bad ``BENCHTRAIL_STORE_DEADLINE_S``;
+            ``StoreError`` (a UserError): no credentials, a missing bucket, no permission, or a
+            listing still failing at its deadline (an outage), each naming the bucket.
     """
     match = _GS_URL.match(url)
     if not match:

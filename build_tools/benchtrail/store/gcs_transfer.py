@@ -28,7 +28,7 @@ from google.cloud.storage import transfer_manager
 from google.cloud.storage.exceptions import InvalidResponse
 from google.cloud.storage.retry import DEFAULT_RETRY
 
-from benchtrail.errors import UserError
+from benchtrail.errors import StoreError, UserError
 
 #: Seconds a whole transfer may spend retrying transient errors (``--deadline``).
 DEFAULT_DEADLINE_S = 600.0
@@ -36,6 +36,34 @@ DEFAULT_DEADLINE_S = 600.0
 DEFAULT_MAX_WORKERS = 8
 #: Longest wait for one HTTP response, in seconds (google-cloud-storage's default is 60 s too).
 REQUEST_TIMEOUT_S = 60.0
+#: Environment variable: seconds (a number > 0) that cap the retry deadline of every GCS store
+#: operation (listing, fetch, upload, pointers; ``--deadline`` too) and the wait for one response.
+DEADLINE_ENV = "BENCHTRAIL_STORE_DEADLINE_S"
+
+
+def deadline_cap() -> float | None:
+    """``$BENCHTRAIL_STORE_DEADLINE_S`` in seconds, or None when it is unset or empty (no cap).
+
+    Raises:
+        UserError: it is not a finite number of seconds above 0, naming the variable and the value.
+    """
+    text = os.environ.get(DEADLINE_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise UserError(f"{DEADLINE_ENV}={os.environ[DEADLINE_ENV]!r} is not allowed: give the seconds that every GCS "
+                        "store operation may spend retrying, a number above 0 (e.g. 30), or leave it unset")
+    return value
+
+
+def request_timeout_s() -> float:
+    """Seconds to wait for one HTTP response: ``REQUEST_TIMEOUT_S``, or less under ``deadline_cap()``."""
+    cap = deadline_cap()
+    return REQUEST_TIMEOUT_S if cap is None else min(REQUEST_TIMEOUT_S, cap)
 
 
 @dataclass(frozen=True)
@@ -89,8 +117,14 @@ class BucketIO:
         return f"gs://{self.bucket_name}/{name}"
 
     def deadline(self, seconds: float) -> SharedDeadline:
-        """A deadline ``seconds`` from now for the requests of one transfer."""
-        return SharedDeadline.starting_now(self.retry, seconds)
+        """A deadline ``seconds`` from now (at most ``$BENCHTRAIL_STORE_DEADLINE_S``) for the requests of
+        one transfer.
+
+        Raises:
+            UserError: a bad ``BENCHTRAIL_STORE_DEADLINE_S`` (:func:`deadline_cap`).
+        """
+        cap = deadline_cap()
+        return SharedDeadline.starting_now(self.retry, seconds if cap is None else min(seconds, cap))
 
     def explain(self, exc: BaseException, deadline: SharedDeadline, not_found: str) -> str:
         """One line saying what went wrong; ``not_found`` is what a 404 means in this context."""
@@ -120,15 +154,15 @@ class BucketIO:
         """The blobs whose names start with ``prefix``, in name order.
 
         Raises:
-            UserError: a missing bucket, no permission, no credentials, or still failing at the deadline.
+            StoreError: a missing bucket, no permission, no credentials, or still failing at the deadline.
         """
         try:
             return list(self.client.list_blobs(self.bucket_name, prefix=prefix, max_results=max_results,
-                                               retry=deadline, timeout=REQUEST_TIMEOUT_S))
+                                               retry=deadline, timeout=request_timeout_s()))
         except (api_exceptions.GoogleAPICallError, api_exceptions.RetryError, auth_exceptions.GoogleAuthError,
                 OSError) as exc:
-            raise UserError(f"cannot list {self.object_url(prefix)}: "
-                            f"{self.explain(exc, deadline, self.missing_bucket())}") from exc
+            raise StoreError(f"cannot list {self.object_url(prefix)}: "
+                             f"{self.explain(exc, deadline, self.missing_bucket())}") from exc
 
     def upload(self, src_dir: Path, names: Sequence[str], prefix: str, deadline_s: float, hint: str) -> None:
         """Upload ``src_dir/<name>`` to ``<prefix><name>`` for each name, create-only, crc32c-checked.
@@ -138,7 +172,8 @@ class BucketIO:
         exist with other bytes (what to do instead). Every file is tried before anything is raised.
 
         Raises:
-            UserError: objects that exist with other bytes, or uploads that failed (naming them).
+            UserError: objects that exist with other bytes; ``StoreError`` (a UserError): uploads that
+                failed (naming them and the bucket).
         """
         deadline = self.deadline(deadline_s)
         bucket = self.client.bucket(self.bucket_name)
@@ -147,7 +182,7 @@ class BucketIO:
         results = transfer_manager.upload_many(
             [(str(src_dir / n), b) for n, b in zip(names, blobs)],
             upload_kwargs={"if_generation_match": 0, "checksum": "crc32c", "retry": deadline,
-                           "timeout": REQUEST_TIMEOUT_S},
+                           "timeout": request_timeout_s()},
             worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
         conflicts: list[str] = []
         failures: list[str] = []
@@ -155,7 +190,7 @@ class BucketIO:
             where = self.object_url(blob.name)
             if isinstance(result, api_exceptions.PreconditionFailed):
                 try:
-                    blob.reload(retry=deadline, timeout=REQUEST_TIMEOUT_S)
+                    blob.reload(retry=deadline, timeout=request_timeout_s())
                 except Exception as exc:  # noqa: BLE001 - reported with the object's name
                     failures.append(f"{where}: {self.explain(exc, deadline, 'it vanished after a 412')}")
                     continue
@@ -166,9 +201,9 @@ class BucketIO:
             elif blob.crc32c != crc:
                 failures.append(f"{where}: stored crc32c {blob.crc32c} differs from the local file's {crc}")
         if failures:
-            raise UserError(f"upload of {len(failures)} of {len(names)} file(s) from {src_dir} to bucket "
-                            f"{self.bucket_name!r} failed: " + "; ".join(failures[:5])
-                            + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""))
+            raise StoreError(f"upload of {len(failures)} of {len(names)} file(s) from {src_dir} to bucket "
+                             f"{self.bucket_name!r} failed: " + "; ".join(failures[:5])
+                             + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""))
         if conflicts:
             raise UserError(f"{len(conflicts)} object(s) already exist with other content: {shown(conflicts)}; "
                             f"never overwritten ({hint})")
@@ -181,7 +216,8 @@ class BucketIO:
         error, unless ``dest`` is a ``cache`` of ours (then it is replaced). Names must be safe already.
 
         Raises:
-            UserError: local files with other bytes, or downloads that failed (naming the objects).
+            UserError: local files with other bytes; ``StoreError`` (a UserError): downloads that failed
+                (naming the objects and the bucket).
         """
         todo, differs = [], []
         for name, blob in chosen:
@@ -207,7 +243,7 @@ class BucketIO:
             parts = [tmp / str(i) for i in range(len(todo))]
             results = transfer_manager.download_many(
                 [(blob, str(part)) for (_, blob), part in zip(todo, parts)],
-                download_kwargs={"checksum": "crc32c", "retry": deadline, "timeout": REQUEST_TIMEOUT_S},
+                download_kwargs={"checksum": "crc32c", "retry": deadline, "timeout": request_timeout_s()},
                 worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
             failures = []
             for (_, blob), part, result in zip(todo, parts, results):
@@ -217,8 +253,8 @@ class BucketIO:
                 elif blob.crc32c and file_crc32c(part) != blob.crc32c:
                     failures.append(f"{where}: downloaded bytes do not match its crc32c {blob.crc32c}")
             if failures:
-                raise UserError(f"download of {len(failures)} of {len(todo)} object(s) from bucket "
-                                f"{self.bucket_name!r} failed: " + "; ".join(failures[:5]))
+                raise StoreError(f"download of {len(failures)} of {len(todo)} object(s) from bucket "
+                                 f"{self.bucket_name!r} failed: " + "; ".join(failures[:5]))
             for (name, blob), part in zip(todo, parts):
                 final = dest / name
                 final.parent.mkdir(parents=True, exist_ok=True)
