@@ -7,9 +7,7 @@ zizmor runs offline (no GitHub API); check-jsonschema uses its vendored copy of 
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import re
 import shlex
 import shutil
@@ -26,6 +24,7 @@ import yaml
 from benchmark_suites.suite import generate
 from benchtrail.cli import build_parser
 from benchtrail.export import export_execution
+from tests.workflow_harness import artifact_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -184,11 +183,12 @@ def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker
 def test_benchmark_jobs_read_contents_at_most():
     jobs = _load("benchmark.yml")["jobs"]
     assert {job_id: job["permissions"] for job_id, job in jobs.items()} == {
-        "setup": {"contents": "read"},
+        "setup": {"contents": "read", "pull-requests": "read"},  # a re-run re-reads the PR's trailer
         "compile": {"contents": "read"},
         "compile-cuda": {"contents": "read"},
         "execute": {"contents": "read"},
         "process": {"contents": "read"},
+        "gate": {"contents": "read"},
         "summary": {},
     }
 
@@ -353,6 +353,7 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
         "benchmark-presets": "${{ steps.configure.outputs.benchmark-presets }}",
         "has-benchmarks": "${{ steps.configure.outputs.has-benchmarks }}",
         "benchmarks-accept": "${{ steps.configure.outputs.benchmarks-accept }}",
+        "selection-error": "${{ steps.configure.outputs.selection-error }}",
         "cpu-runner": "${{ steps.runners.outputs.cpu-runner }}",
         "cuda-runner": "${{ steps.runners.outputs.cuda-runner }}",
         **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs
@@ -408,8 +409,8 @@ def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = 
 
 def _benchtrail_args(script: str, env: dict[str, str]):
     """The `.venv/bin/benchtrail` command of ``script``, parsed by benchtrail's own parser."""
-    line = next(line for line in _joined_lines(script) if line.strip().startswith(".venv/bin/benchtrail"))
-    words = shlex.split(line.split("||")[0])[1:]
+    line = next(line for line in _joined_lines(script) if ".venv/bin/benchtrail " in line)
+    words = shlex.split(line.split(".venv/bin/benchtrail ", 1)[1].split("||")[0].split(">")[0])
     return build_parser().parse_args([string.Template(word).substitute(env) for word in words])
 
 
@@ -445,40 +446,43 @@ def test_only_the_compile_jobs_compile():
     assert compiling == ["compile", "compile-cuda"]
 
 
-def test_execute_waits_for_both_compile_jobs_and_tolerates_only_skipped_ones():
+def test_execute_waits_for_both_compile_jobs_and_runs_whatever_they_did():
+    """A compile job that failed or died fails only its own modules' run configs (the run stage
+    reports them); the other cases still run."""
     execute = _load("benchmark.yml")["jobs"]["execute"]
     assert execute["needs"] == ["setup", "compile", "compile-cuda"]
     condition = " ".join(execute["if"].split())
-    ran = {(cpu, cuda): _evaluate(condition, _context(compile=cpu, compile_cuda=cuda))
+    ran = {(cpu, cuda): _evaluate(condition, _context(setup="success", compile=cpu, compile_cuda=cuda))
            for cpu in ("success", "skipped", "failure", "cancelled")
            for cuda in ("success", "skipped", "failure", "cancelled")}
-    assert sorted(pair for pair, runs in ran.items() if runs) == [
-        ("skipped", "skipped"), ("skipped", "success"), ("success", "skipped"), ("success", "success")]
-    ok = _context(compile="success", compile_cuda="skipped")
+    assert all(ran.values())
+    assert _evaluate(condition, _context(setup="failure", compile="skipped", compile_cuda="skipped")) is False
+    ok = _context(setup="success", compile="success", compile_cuda="skipped")
     assert _evaluate(condition, ok, cancelled=True) is False
     assert _evaluate(condition, {**ok, "needs.setup.outputs.has-execution": "false"}) is False
     assert _evaluate(condition, {**ok, "needs.setup.outputs.has-benchmarks": ""}) is False  # setup failed
-    assert _evaluate(condition, _context("pull_request", fork=True, compile="skipped", compile_cuda="skipped")) is False
-    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",),
+    assert _evaluate(condition, _context("pull_request", fork=True, setup="success", compile="skipped",
+                                         compile_cuda="skipped")) is False
+    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",), setup="success",
                                          compile="success", compile_cuda="success")) is True
 
 
-def test_process_runs_when_any_benchmark_job_ran():
+def test_process_reports_whatever_the_benchmark_jobs_did():
+    """Failed or dead compile and execute jobs are reported by the comment, never silence it."""
     process = _load("benchmark.yml")["jobs"]["process"]
     assert process["needs"] == ["setup", "compile", "compile-cuda", "execute"]
     condition = " ".join(process["if"].split())
-    cases = {
-        ("success", "success", "success"): True,
-        ("skipped", "failure", "skipped"): True,  # a failed CUDA compile is still reported
-        ("failure", "skipped", "skipped"): True,
-        ("skipped", "skipped", "success"): True,
-        ("skipped", "skipped", "skipped"): False,  # nothing ran: a fork PR without the label
-    }
-    got = {key: _evaluate(condition, _context(compile=key[0], compile_cuda=key[1], execute=key[2]))
-           for key in cases}
-    assert got == cases
-    assert _evaluate(condition, _context(compile="success", compile_cuda="success", execute="success"),
-                     cancelled=True) is False
+    for results in (("success", "success", "success"), ("skipped", "failure", "skipped"),
+                    ("failure", "skipped", "failure"), ("cancelled", "skipped", "failure")):
+        assert _evaluate(condition, _context(setup="success", compile=results[0], compile_cuda=results[1],
+                                             execute=results[2])), results
+    assert _evaluate(condition, _context(setup="failure", compile="skipped", compile_cuda="skipped",
+                                         execute="skipped")) is False
+    # Nothing ran for a fork PR without the label: nothing to report.
+    assert _evaluate(condition, _context("pull_request", fork=True, setup="success", compile="skipped",
+                                         compile_cuda="skipped", execute="skipped")) is False
+    assert _evaluate(condition, _context(setup="success", compile="success", compile_cuda="success",
+                                         execute="success"), cancelled=True) is False
 
 
 def test_execute_downloads_the_compiled_modules_and_runs_with_them():
@@ -518,31 +522,8 @@ def _expand(text: str, values: dict[str, str]) -> str:
 
 
 def _artifact_paths(path_input: str, workspace: Path) -> list[str]:
-    """The files upload-artifact takes for ``path_input``, as paths inside the artifact.
-
-    As actions/upload-artifact does: each line is a glob (a folder brings all files under it);
-    a line's search path is its leading segments without a wildcard (``[s]`` reads as ``s``); the
-    artifact's root is that search path (one line) or the lines' common ancestor, and a lone file
-    named without a wildcard is stored at the root.
-    """
-    lines = [line.strip() for line in path_input.splitlines() if line.strip()]
-    wildcard = re.compile(r"[*?]|\[[^\]]{2,}\]")
-    search_paths, files = [], set()
-    for line in lines:
-        segments = line.rstrip("/").split("/")
-        literal = next((i for i, seg in enumerate(segments) if wildcard.search(seg)), len(segments))
-        search_paths.append(str(workspace.joinpath(*(re.sub(r"\[(.)\]", r"\1", seg) for seg in segments[:literal]))))
-        for found in glob.glob(str(workspace / line)):
-            found_path = Path(found)
-            files.update([str(found_path)] if found_path.is_file() else
-                         (str(f) for f in found_path.rglob("*") if f.is_file()))
-    if len(search_paths) > 1:
-        root = os.path.commonpath(search_paths)
-    elif len(files) == 1 and search_paths[0] in files:
-        root = os.path.dirname(search_paths[0])
-    else:
-        root = search_paths[0]
-    return sorted(Path(f).relative_to(root).as_posix() for f in files)
+    """The paths inside the artifact of the files upload-artifact takes for ``path_input``."""
+    return [rel for _, rel in artifact_paths(path_input, workspace)]
 
 
 def test_artifacts_keep_the_run_directory_layout(tmp_path):
@@ -583,8 +564,9 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     steps = {step.get("name"): step for step in job["steps"]}
     env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
            "CPU_DEVICE": "c2-standard-16"}
-    # The caller's input `store`, else the repository variable.
-    assert job["env"] == {"BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}"}
+    # The caller's input `store`, else the repository variable; an outage costs at most the deadline.
+    assert job["env"] == {"BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
+                          "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
     stored = steps["Compare with the stored baseline"]
     assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "env.BENCHTRAIL_STORE == ''"
@@ -595,16 +577,17 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     args = _benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
     assert (args.func.__name__, args.recheck, args.device_name, args.output_dir) == (
         "cmd_ab", Path(RUN_DIR, "comparison.json"), "c2-standard-16", Path(RUN_DIR, "checked"))
-    args = _benchtrail_args(steps["Render the comment"]["run"], env)
-    assert args.comparison == Path(RUN_DIR, "checked", "comparison.json")
+    assert "--total-budget-s" in steps["Re-check regressions in paired A/B runs"]["run"]
     upload = steps["Store the run"]
     assert upload["if"] == "env.BENCHTRAIL_STORE != ''"
     args = _benchtrail_args(upload["run"], env)
     assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (
         "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix", "42", 2, True)
+    # The comment is rendered after the store step, so it can say where the run is (or that storing
+    # failed), then stored into the same run; tests/test_workflow_harness.py runs these steps.
     names = [step.get("name") for step in job["steps"]]
-    assert names.index("Store the run") > names.index("Render the comment") > names.index(
-        "Re-check regressions in paired A/B runs") > names.index("Compare")
+    assert names.index("Store the comment") > names.index("Render the comment") > names.index(
+        "Store the run") > names.index("Re-check regressions in paired A/B runs") > names.index("Compare")
 
 
 # -- concurrency ----------------------------------------------------------------------------------
@@ -677,8 +660,10 @@ def test_benchmark_and_poster_run_blocks_expand_no_expressions_at_all():
 def test_configure_reads_the_pr_from_the_event_file_only():
     steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
     configure = steps["configure"]
-    assert configure["run"].strip() == ".venv/bin/benchtrail configure"
-    assert configure["env"] == {"BENCHMARK_PRESETS_INPUT": "${{ inputs.benchmark-presets }}"}
+    assert configure["run"].strip() == '.venv/bin/benchtrail configure --error-comment "$RUNNER_TEMP/selection-error"'
+    # The token (read-only: the setup job holds contents and pull-requests read) re-reads the PR on a re-run.
+    assert configure["env"] == {"BENCHMARK_PRESETS_INPUT": "${{ inputs.benchmark-presets }}",
+                                "GITHUB_TOKEN": "${{ github.token }}"}
 
 
 def test_every_checkout_drops_its_credentials():
@@ -888,7 +873,7 @@ def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
     folders = {job_id: job.get("defaults", {}).get("run", {}).get("working-directory")
                for job_id, job in workflow["jobs"].items()}
     assert folders == {"setup": PROJECT_FOLDER, "compile": PROJECT_FOLDER, "compile-cuda": PROJECT_FOLDER,
-                       "execute": PROJECT_FOLDER, "process": PROJECT_FOLDER, "summary": None}
+                       "execute": PROJECT_FOLDER, "process": PROJECT_FOLDER, "gate": None, "summary": None}
     # The run directory is absolute: `run:` steps (in the project's folder) and the artifact actions
     # (in the workspace) mean the same folder.
     assert workflow["env"]["RUN_DIR"] == "${{ github.workspace }}/benchtrail-run"
