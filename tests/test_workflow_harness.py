@@ -1,0 +1,338 @@
+"""The workflows, executed for real events by ``tests/workflow_harness.py``: every failure ends in
+the current head's PR comment.
+
+One story, shared by the tests (each asserts its own chapter): the docs' adoption example
+(``docs/examples/adopting``: its pyproject.toml and both caller workflows, not pip-installed) with
+a three-case suite (``tests/data/harness_project``) calls benchtrail's reusable workflows. A push
+to main stores the baseline in the GCS emulator. Then PR #1, trailer ``benchmarks: smoke``:
+
+1. head h1 makes ``Chain`` 4x slower and breaks ``Mix`` (its eager case fails, its export module
+   fails to compile): the comment lists both failures and the regression, which the paired re-check
+   confirms, so the gate fails;
+2. head h2 meets a store outage (the emulator behind a proxy answering 503): the comment says so;
+3. head h3's re-check hits its step timeout: the regression stays unconfirmed and the gate passes;
+4. an edit puts an unknown preset in the trailer: the comment names it and the valid ones;
+5. an edit of the title alone selects nothing.
+
+Each benchmark run is followed by the poster (``workflow_run``), run against the local GitHub REST
+server, which holds one bot comment for the PR throughout.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from google.cloud import storage
+
+from tests.cli_server import CliServer
+from tests.gcs_fixtures import FaultProxy
+from tests.github_server import GitHubServer
+from tests.workflow_harness import ROOT, Harness, RunResult, load_workflow, pending_survivors
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = ROOT / "docs" / "examples" / "adopting"
+OVERLAY = ROOT / "tests" / "data" / "harness_project"
+REPOSITORY = "octo/my-project"
+PR_NUMBER = 1
+BODY = "Speeds things up, we hope.\n\nbenchmarks: smoke\n"
+RECHECK_STEP = "process/Re-check regressions in paired A/B runs"
+CHAIN, MIX_EAGER, MIX_EXPORT = ("chain.eager.inference-quick.laptop", "mix.eager.inference-quick.laptop",
+                                "mix.export.inference-quick.laptop")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Story:
+    """The runs of the module docstring, each made once, on demand, in order."""
+
+    def __init__(self, tmp: Path, github: GitHubServer, emulator_url: str, venv: Path) -> None:
+        self.repo = tmp / "my-project"
+        shutil.copytree(EXAMPLE, self.repo)
+        shutil.copytree(OVERLAY, self.repo, dirs_exist_ok=True)
+        _git(self.repo, "init", "-q", "-b", "main")
+        _git(self.repo, "config", "user.email", "dev@example.com")
+        _git(self.repo, "config", "user.name", "dev")
+        self.commit("adopt benchtrail")
+        self.main = _git(self.repo, "rev-parse", "HEAD")
+        bucket = f"harness-{uuid.uuid4().hex[:10]}"
+        from google.auth.credentials import AnonymousCredentials
+
+        storage.Client(project="test", credentials=AnonymousCredentials(),
+                       client_options={"api_endpoint": emulator_url}).create_bucket(bucket)
+        self.proxy = FaultProxy(upstream=emulator_url).start()
+        self.github = github
+        self.harness = Harness(
+            self.repo, REPOSITORY, tmp / "runs", api_url=github.url, token="ghs_test",
+            env={"STORAGE_EMULATOR_HOST": self.proxy.url, "BENCHTRAIL_STAGING": str(tmp / "staging")},
+            vars={"BENCHTRAIL_STORE": f"gs://{bucket}/benchmarks", "BENCHTRAIL_STORE_DEADLINE_S": "2"}, venv=venv)
+        self.heads: list[str] = []
+        self.comments: dict[str, str] = {}
+
+    def commit(self, message: str) -> str:
+        _git(self.repo, "add", "-A")
+        _git(self.repo, "commit", "-q", "-m", message)
+        return _git(self.repo, "rev-parse", "HEAD")
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def pr_payload(self, action: str, head: str, body: str = BODY, title: str = "Faster layers",
+                   **extra) -> dict:
+        repo = {"full_name": REPOSITORY}
+        return {"action": action, "number": PR_NUMBER, **extra,
+                "pull_request": {"number": PR_NUMBER, "title": title, "body": body, "labels": [],
+                                 "head": {"sha": head, "ref": "faster", "repo": repo},
+                                 "base": {"sha": self.main, "ref": "main", "repo": repo}},
+                "repository": {**repo, "default_branch": "main"}}
+
+    def benchmark(self, event: str, payload: dict, sha: str, ref: str, **kwargs) -> RunResult:
+        return self.harness.run("benchmarks.yml", event, payload, sha, ref, **kwargs)
+
+    def post(self, run: RunResult) -> RunResult:
+        """The caller's poster workflow for the completed ``run`` (the default branch's file)."""
+        return self.harness.run("post_benchmark_comment.yml", "workflow_run",
+                                self.harness.workflow_run_payload(run, "benchmarks"), self.main, "refs/heads/main")
+
+    def push_head(self, message: str, edit=None) -> str:
+        if not self.heads:
+            _git(self.repo, "checkout", "-q", "-b", "faster")
+        if edit:
+            edit(self.repo)
+        else:
+            (self.repo / "CHANGELOG").write_text(f"{message}\n")
+        head = self.commit(message)
+        self.heads.append(head)
+        if PR_NUMBER not in {n for _, n in self.github.pulls}:
+            self.github.add_pull(REPOSITORY, PR_NUMBER, head, title="Faster layers", body=BODY)
+        with self.github.lock:
+            self.github.pulls[(REPOSITORY, PR_NUMBER)]["head_sha"] = head
+        return head
+
+    def pr_run(self, head: str, **kwargs) -> tuple[RunResult, RunResult]:
+        run = self.benchmark("pull_request", self.pr_payload("synchronize", head), head,
+                             f"refs/pull/{PR_NUMBER}/merge", **kwargs)
+        return run, self.post(run)
+
+    def bot_comments(self) -> list[dict]:
+        return [c for c in self.github.issue_comments(REPOSITORY, PR_NUMBER)
+                if c["user"]["login"] == "github-actions[bot]"]
+
+    # -- chapters ---------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def baseline(self) -> RunResult:
+        run = self.benchmark("push", {"ref": "refs/heads/main", "after": self.main,
+                                      "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+                             self.main, "refs/heads/main")
+        assert run.conclusion == "success", run.describe()
+        return run
+
+    @functools.cached_property
+    def failures(self) -> tuple[RunResult, RunResult]:
+        self.baseline
+
+        def slow_and_broken(repo: Path) -> None:
+            layers = repo / "my_project" / "layers.py"
+            text = layers.read_text().replace("REPEAT = 20\n", "REPEAT = 80\n")
+            text = text.replace("        return torch.sigmoid(self.gate(x)) * self.value(x)",
+                                "        raise RuntimeError('Mix is broken by this PR')")
+            layers.write_text(text)
+
+        head = self.push_head("4x the work in Chain; Mix raises", slow_and_broken)
+        return self.snapshot("failures", *self.pr_run(head))
+
+    @functools.cached_property
+    def outage(self) -> tuple[RunResult, RunResult]:
+        self.failures
+        head = self.push_head("h2: the store is down")
+        self.proxy.add("status", status=503, path_prefix="/", methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
+        try:
+            run = self.benchmark("pull_request", self.pr_payload("synchronize", head), head,
+                                 f"refs/pull/{PR_NUMBER}/merge")
+        finally:
+            self.proxy.clear()
+        return self.snapshot("outage", run, self.post(run))
+
+    @functools.cached_property
+    def recheck_timeout(self) -> tuple[RunResult, RunResult]:
+        self.outage
+        head = self.push_head("h3: the re-check times out")
+        return self.snapshot("recheck_timeout", *self.pr_run(head, step_timeouts=(RECHECK_STEP,)))
+
+    @functools.cached_property
+    def bad_trailer(self) -> tuple[RunResult, RunResult]:
+        self.recheck_timeout
+        head = self.heads[-1]
+        body = BODY.replace("benchmarks: smoke", "benchmarks: smoke,nonsense")
+        payload = self.pr_payload("edited", head, body=body, changes={"body": {"from": BODY}})
+        run = self.benchmark("pull_request", payload, head, f"refs/pull/{PR_NUMBER}/merge")
+        return self.snapshot("bad_trailer", run, self.post(run))
+
+    @functools.cached_property
+    def title_edit(self) -> tuple[RunResult, RunResult]:
+        self.bad_trailer
+        head = self.heads[-1]
+        payload = self.pr_payload("edited", head, title="Faster layers (v2)",
+                                  changes={"title": {"from": "Faster layers"}})
+        run = self.benchmark("pull_request", payload, head, f"refs/pull/{PR_NUMBER}/merge")
+        return self.snapshot("title_edit", run, self.post(run))
+
+    def snapshot(self, name: str, run: RunResult, poster: RunResult) -> tuple[RunResult, RunResult]:
+        comments = self.bot_comments()
+        assert len(comments) == 1, [c["body"][:200] for c in comments]
+        self.comments[name] = comments[0]["body"]
+        return run, poster
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory, gcs_emulator):
+    tmp = tmp_path_factory.mktemp("harness")
+    github = GitHubServer().start()
+    cli = CliServer(tmp)
+    cli.install(tmp / "venv")
+    story = Story(tmp, github, gcs_emulator.url, tmp / "venv")
+    try:
+        yield story
+    finally:
+        story.proxy.stop()
+        cli.stop()
+        github.stop()
+
+
+from tests.gcs_fixtures import gcs_emulator  # noqa: E402,F401  (the session fixture)
+
+
+def _row(comment: str, name: str) -> str:
+    """The first table row of ``comment`` that names the series ``name``."""
+    rows = [line for line in comment.splitlines() if line.startswith("|") and f"`{name}`" in line]
+    assert rows, f"no row for {name} in:\n{comment}"
+    return rows[0]
+
+
+# -- the adoption example -------------------------------------------------------------------------
+
+
+def _documented_permissions() -> dict[str, str]:
+    """The permissions docs/adopting.md lists for the calling `benchmark` job."""
+    text = (ROOT / "docs" / "adopting.md").read_text()
+    section = text.split("### Permissions", 1)[1].split("\n#", 1)[0]
+    return dict(re.findall(r"^\| `([\w-]+)` \| `(read|write)` \|", section, re.MULTILINE))
+
+
+def test_the_adoption_example_runs_through_workflow_call_without_pip_install(story):
+    run = story.baseline
+    jobs = {job_id: job.result for job_id, job in run.jobs.items()}
+    assert jobs == {"benchmark": "success", "benchmark/setup": "success", "benchmark/compile": "success",
+                    "benchmark/compile-cuda": "skipped", "benchmark/execute": "success",
+                    "benchmark/process": "success", "benchmark/gate": "success",
+                    "benchmark/summary": "success"}, run.describe()
+    installs = [s for job in run.jobs.values() for s in job.steps if s.name == "Install benchtrail"]
+    assert installs and all(s.outputs["pip-install"] == "" for s in installs)
+    caller = load_workflow(story.repo / ".github" / "workflows" / "benchmarks.yml")
+    assert caller["jobs"]["benchmark"]["permissions"] == _documented_permissions()
+    stored = run.job("process").step("Store the run")
+    assert stored.outcome == "success" and "/runs/" in stored.outputs["run-url"], stored.log
+
+
+def test_a_caller_granting_less_than_the_documented_permissions_fails_when_it_loads(story, tmp_path):
+    caller = yaml.safe_load((EXAMPLE / ".github" / "workflows" / "benchmarks.yml").read_text())
+    del caller["jobs"]["benchmark"]["permissions"]["pull-requests"]
+    path = tmp_path / "benchmarks.yml"
+    path.write_text(yaml.safe_dump(caller))
+    head = story.main
+    run = story.harness.run(path, "pull_request", story.pr_payload("opened", head), head, "refs/pull/1/merge")
+    assert run.jobs == {} and run.error == ("The nested job 'setup' is requesting 'pull-requests: read', "
+                                            "but is only allowed 'pull-requests: none'.")
+
+
+# -- failures end in the current head's comment ---------------------------------------------------
+
+
+def test_a_failed_case_is_a_row_of_the_current_heads_comment(story):
+    run, poster = story.failures
+    assert run.job("execute").result == "success", run.describe()
+    assert re.search(r"\b(created|updated)\b", poster.job("post/post").step("Post the comment").log), poster.describe()
+    comment = story.comments["failures"]
+    assert story.heads[0][:7] in comment
+    assert "failed" in _row(comment, MIX_EAGER) and "Mix is broken by this PR" in _row(comment, MIX_EAGER)
+
+
+def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
+    run, _ = story.failures
+    assert run.job("compile").result == "success", run.describe()
+    comment = story.comments["failures"]
+    export = _row(comment, MIX_EXPORT)
+    assert "failed" in export and "failed to compile" in export
+    assert "regressed" in _row(comment, CHAIN)
+
+
+def test_a_confirmed_regression_fails_the_gate_while_the_comment_is_posted(story):
+    run, poster = story.failures
+    assert run.job("process").result == "success" and run.job("gate").result == "failure", run.describe()
+    assert poster.conclusion == "success", poster.describe()
+    assert re.search(r"regressed · confirmed", _row(story.comments["failures"], CHAIN))
+    assert "1 confirmed regression" in run.job("gate").summary
+
+
+def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
+    run, poster = story.outage
+    assert run.job("process").result == "success", run.describe()
+    assert run.job("process").step("Store the run").outcome == "failure"
+    comment = story.comments["outage"]
+    assert story.heads[1][:7] in comment and story.heads[0][:7] not in comment
+    assert "could not be stored" in comment and "store could not be read" in comment, comment
+    assert "failed" in _row(comment, MIX_EAGER)
+    assert run.job("gate").result == "success"
+
+
+def test_a_recheck_failure_leaves_regressions_unconfirmed_and_ungated(story):
+    run, _ = story.recheck_timeout
+    process = run.job("process")
+    assert process.result == "success" and process.step("Re-check regressions in paired A/B runs").outcome == "failure"
+    comment = story.comments["recheck_timeout"]
+    assert story.heads[2][:7] in comment and "re-check did not finish" in comment, comment
+    assert "regressed · unconfirmed" in _row(comment, CHAIN)
+    assert run.job("gate").result == "success", run.describe()
+
+
+def test_a_bad_trailer_edits_the_comment_to_name_the_bad_preset(story):
+    run, poster = story.bad_trailer
+    assert run.job("setup").result == "failure" and run.job("compile").result == "skipped", run.describe()
+    comment = story.comments["bad_trailer"]
+    assert "nonsense" in comment and "smoke" in comment, comment
+    assert poster.conclusion == "success", poster.describe()
+
+
+def test_a_title_only_edit_selects_nothing(story):
+    run, poster = story.title_edit
+    setup = run.job("setup")
+    assert setup.result == "success" and setup.outputs["has-benchmarks"] == "false", run.describe()
+    assert {run.job(j).result for j in ("compile", "execute", "process", "gate")} == {"skipped"}
+    assert not (run.artifacts / "comment").exists()
+    assert story.comments["title_edit"] == story.comments["bad_trailer"]
+
+
+def test_a_late_poster_for_an_older_head_leaves_the_current_heads_comment(story):
+    story.title_edit
+    current = story.comments["title_edit"]
+    old_run, _ = story.failures
+    late = story.post(old_run)
+    assert "skipped-head-changed" in late.job("post/post").step("Post the comment").log, late.describe()
+    (comment,) = story.bot_comments()
+    assert comment["body"] == current
+
+    # GitHub keeps one waiting run per concurrency group and cancels it when another queues. The
+    # posters of two heads are in different groups, so a late poster cannot displace the current one.
+    new_run, _ = story.recheck_timeout
+    groups = {name: story.post(run).job("post/post").concurrency for name, run in (("old", old_run), ("new", new_run))}
+    assert groups["old"] != groups["new"]
+    assert pending_survivors([("new", groups["new"]), ("old", groups["old"])], running={"busy"}) == ["new", "old"]
