@@ -8,6 +8,7 @@ import pytest
 
 from benchtrail.cli import main
 from benchtrail.trailers import benchmark_presets, parse_trailers, pr_message
+from tests.test_schemas import errors
 
 # (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
 GRAMMAR = [
@@ -334,10 +335,12 @@ def test_bad_trailer_writes_a_comment_and_the_outputs_then_fails(gh, run_ids, tm
     assert "PR description: unknown benchmark preset 'comp-stat'" in err
     comment = load_comment(out / "comment.json")
     marker = "<!-- benchtrail:comment run=123 attempt=1 -->"
-    assert {k: v for k, v in comment.items() if k != "body"} == {
-        "schema_version": 1, "marker": marker,
+    assert {k: v for k, v in comment.items() if k not in ("body", "counts")} == {
+        "schema_version": 2, "marker": marker, "notes": [],
         "verdict": "no benchmarks ran — the benchmark selection in the PR description is invalid",
-        "counts": {}, "head_commit": "a" * 40, "base_commit": None}
+        "head_commit": "a" * 40, "base_commit": None}
+    assert set(comment["counts"].values()) == {0}
+    assert errors("comment.schema.json", json.loads((out / "comment.json").read_text())) == []
     lines = comment["body"].splitlines()
     assert lines[0] == "### benchtrail: no benchmarks ran — the benchmark selection in the PR description is invalid"
     assert lines[2] == ("PR description: unknown benchmark preset 'comp-stat'; valid presets: comp-stats, "

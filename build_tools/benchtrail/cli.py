@@ -2,8 +2,8 @@
 
 Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks (or module
 compilations) failed; 3 a regression was found that no ``benchmarks-accept:`` trailer accepts
-(only ``compare --fail-on regressed``); 4 a runner check failed (only ``doctor``). ``UserError`` is
-caught only here.
+(``compare --fail-on regressed``, ``ab --fail-on regressed``; ``gate``: a confirmed one); 4 a runner
+check failed (only ``doctor``). ``UserError`` is caught only here.
 """
 
 from __future__ import annotations

@@ -330,7 +330,11 @@ def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping
         "Grammar: docs/trailers.md in benchtrail.",
         hidden]) + "\n"
     head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha")
-    return {"schema_version": 1, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT, "counts": {},
+    from benchtrail.comment import SCHEMA_VERSION
+    from benchtrail.compare import count_rows
+
+    return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
+            "counts": count_rows([]), "notes": [],
             "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
             "base_commit": None, "body": body}
 

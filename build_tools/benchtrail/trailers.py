@@ -137,7 +137,8 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
     strings: list[str] = []
     last: int | None = None
     for line in lines[start:]:
-        if line.startswith(COMMENT):
+        if line.startswith(COMMENT):  # git keeps it as a line of its own (no separator), then drops it,
+            last = None  # so an indented line after it continues nothing
             continue
         if last is not None and line[:1].isspace():
             strings[last] += line
