@@ -6,10 +6,11 @@ One story, shared by the tests (each asserts its own chapter): the docs' adoptio
 a three-case suite (``tests/data/harness_project``) calls benchtrail's reusable workflows. A push
 to main stores the baseline in the GCS emulator. Then PR #1, trailer ``benchmarks: smoke``:
 
-1. head h1 makes ``Chain`` 4x slower and breaks ``Mix`` (its eager case fails, its export module
-   fails to compile): the comment lists both failures and the regression, which the paired re-check
-   confirms, so the gate fails;
-2. head h2 meets a store outage (the emulator behind a proxy answering 503): the comment says so;
+1. head h1 makes ``Chain`` 4x slower (it waits 4 ms instead of 1 ms) and breaks ``Mix`` (its
+   eager case fails, its export module fails to compile): the comment lists both failures and the
+   regression, which the paired re-check confirms, so the gate fails;
+2. head h2 meets a store outage (the emulator behind a proxy answering 503) and the runner of
+   execute shard 1 dies (its job times out): the comment says both, and lists that shard's case;
 3. head h3's re-check hits its step timeout: the regression stays unconfirmed and the gate passes;
 4. an edit puts an unknown preset in the trailer: the comment names it and the valid ones;
 5. an edit of the title alone selects nothing.
@@ -44,6 +45,7 @@ REPOSITORY = "octo/my-project"
 PR_NUMBER = 1
 BODY = "Speeds things up, we hope.\n\nbenchmarks: smoke\n"
 RECHECK_STEP = "process/Re-check regressions in paired A/B runs"
+SHARD_DIES = "execute-1/Run benchmarks"  # shard 1's job stops at its timeout-minutes
 CHAIN, MIX_EAGER, MIX_EXPORT = ("chain.eager.inference-quick.laptop", "mix.eager.inference-quick.laptop",
                                 "mix.export.inference-quick.laptop")
 
@@ -142,12 +144,12 @@ class Story:
 
         def slow_and_broken(repo: Path) -> None:
             layers = repo / "my_project" / "layers.py"
-            text = layers.read_text().replace("REPEAT = 20\n", "REPEAT = 80\n")
+            text = layers.read_text().replace("DELAY_S = 0.001\n", "DELAY_S = 0.004\n")
             text = text.replace("        return torch.sigmoid(self.gate(x)) * self.value(x)",
                                 "        raise RuntimeError('Mix is broken by this PR')")
             layers.write_text(text)
 
-        head = self.push_head("4x the work in Chain; Mix raises", slow_and_broken)
+        head = self.push_head("Chain waits 4x longer; Mix raises", slow_and_broken)
         return self.snapshot("failures", *self.pr_run(head))
 
     @functools.cached_property
@@ -157,7 +159,7 @@ class Story:
         self.proxy.add("status", status=503, path_prefix="/", methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
         try:
             run = self.benchmark("pull_request", self.pr_payload("synchronize", head), head,
-                                 f"refs/pull/{PR_NUMBER}/merge")
+                                 f"refs/pull/{PR_NUMBER}/merge", step_timeouts=(SHARD_DIES,))
         finally:
             self.proxy.clear()
         return self.snapshot("outage", run, self.post(run))
@@ -290,8 +292,18 @@ def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
     comment = story.comments["outage"]
     assert story.heads[1][:7] in comment and story.heads[0][:7] not in comment
     assert "could not be stored" in comment and "store could not be read" in comment, comment
-    assert "failed" in _row(comment, MIX_EAGER)
     assert run.job("gate").result == "success"
+
+
+def test_a_shard_whose_runner_died_is_named_and_its_cases_are_failed_rows(story):
+    run, _ = story.outage
+    assert run.job("execute").result == "failure", run.describe()
+    assert [s.outcome for s in run.job("execute").steps if s.name == "Run benchmarks"] == ["success", "failure"]
+    comment = story.comments["outage"]
+    assert "Shards that did not report: laptop shard 1." in comment, comment
+    assert "Job execute did not report in full (failure)" in comment
+    shard_1 = [line for line in comment.splitlines() if "shard 1 of device laptop did not report" in line]
+    assert shard_1 and all("| failed (" in line for line in shard_1), comment
 
 
 def test_a_recheck_failure_leaves_regressions_unconfirmed_and_ungated(story):

@@ -19,8 +19,10 @@ named ``Install benchtrail`` (the test's own environment: ``.venv`` links to it,
 whose ``bin/benchtrail`` runs each command in a fork of a process that has benchtrail and torch
 imported already, ``tests/cli_server.py``).
 
-Faults a test may inject: ``step_timeouts`` names steps (``"<job id>/<step name>"``) that hit their
-``timeout-minutes`` at once: a step that declares none cannot be given one.
+Faults a test may inject: ``step_timeouts`` names steps (``"<job id>/<step name>"``, or
+``"<job id>-<matrix index>/<step name>"`` for one instance of a matrix job) that hit a
+``timeout-minutes`` at once: the step's own, else its job's (the job's runner stops there, as when
+it dies); a step whose job declares neither cannot be given one.
 """
 
 from __future__ import annotations
@@ -371,7 +373,8 @@ class _Run:
 
     def instance(self, wf: dict[str, Any], job: dict[str, Any], key: str, context: dict[str, Any],
                  secrets: dict[str, str]) -> JobResult:
-        context = dict(context, github=dict(context["github"]), runner=dict(context["runner"]), steps={}, env={})
+        context = dict(context, github=dict(context["github"]), runner=dict(context["runner"]), steps={}, env={},
+                       job_timeout_minutes=job.get("timeout-minutes"))
         slug = re.sub(r"[^\w.-]+", "_", key)
         workspace, temp = self.base / slug / "workspace", self.base / slug / "temp"
         workspace.mkdir(parents=True)
@@ -467,10 +470,10 @@ class _Run:
         proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)], cwd=cwd,
                                 env=process_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
-        timeout = None
+        timeout, minutes = None, step.get("timeout-minutes", context.get("job_timeout_minutes"))
         job_key = key.rsplit("-", 1)[0]
-        if any(f"{job_key}/{name}".endswith(fault) for fault in self.step_timeouts):
-            assert "timeout-minutes" in step, f"step {name!r} declares no timeout-minutes"
+        if any(f"{job_key}/{name}".endswith(fault) or f"{key}/{name}".endswith(fault) for fault in self.step_timeouts):
+            assert minutes is not None, f"step {name!r} and its job declare no timeout-minutes"
             timeout = TIMEOUT_FAULT_S
         try:
             log, _ = proc.communicate(timeout=timeout)
@@ -478,7 +481,7 @@ class _Run:
             os.killpg(proc.pid, signal.SIGKILL)
             log, _ = proc.communicate()
             return StepResult(name, "failure", "failure", log=log + f"\n##[error]The action '{name}' has timed out "
-                                                                    f"after {step['timeout-minutes']} minutes.")
+                                                                    f"after {minutes} minutes.")
         outcome = "success" if proc.returncode == 0 else "failure"
         return StepResult(name, outcome, outcome, log=log + ("" if proc.returncode == 0
                                                              else f"\n##[error]exit code {proc.returncode}"))
