@@ -33,7 +33,7 @@ import yaml
 from google.cloud import storage
 
 from tests.cli_server import CliServer
-from tests.gcs_fixtures import FaultProxy
+from tests.gcs_fixtures import FaultProxy, gcs_emulator  # noqa: F401  (gcs_emulator: the session fixture)
 from tests.github_server import GitHubServer
 from tests.workflow_harness import ROOT, Harness, RunResult, load_workflow, pending_survivors
 
@@ -208,9 +208,6 @@ def story(tmp_path_factory, gcs_emulator):
         story.proxy.stop()
         cli.stop()
         github.stop()
-
-
-from tests.gcs_fixtures import gcs_emulator  # noqa: E402,F401  (the session fixture)
 
 
 def _row(comment: str, name: str) -> str:

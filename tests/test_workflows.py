@@ -24,7 +24,7 @@ import yaml
 from benchmark_suites.suite import generate
 from benchtrail.cli import build_parser
 from benchtrail.export import export_execution
-from tests.workflow_harness import artifact_paths
+from tests.workflow_standins import artifact_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
