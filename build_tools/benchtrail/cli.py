@@ -192,15 +192,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchtrail.stages import compare_stage
 
     import json
-    import os
 
+    from benchtrail.ci_cli import accept_globs
     from benchtrail.compare import gate
-    accept = list(args.accept or []) + [g for g in os.environ.get("BENCHMARKS_ACCEPT", "").split(",") if g.strip()]
+
+    accept = accept_globs(args.accept)
     base, baseline = list(args.base), None
     if args.store:
         base_dir, baseline = _stored_baseline(args)
         base = [base_dir] if base_dir else []
-    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=[g.strip() for g in accept],
+    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=accept,
                          quarantine=args.quarantine)
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
     print(path)
