@@ -219,7 +219,7 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
                              "--total-budget-s", "1")
     assert code == 0, err
     checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())
-    assert checked["schema_version"] == 5
+    assert checked["schema_version"] == 6
     rows = {r["id"]: r for r in checked["rows"]}
     reached, missed = rows[big["id"]], rows[small["id"]]
     assert (reached["verdict"], reached["mark"], reached.get("recheck")) == ("regressed", "confirmed", None)

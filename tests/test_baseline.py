@@ -3,9 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.baseline import MAX_ANCESTORS, candidate_commits, find_baseline
+from benchtrail.baseline import MAX_ANCESTORS, candidate_commits, find_baselines
+from benchtrail.baseline_key import BaselineKey
 from benchtrail.errors import UserError
 from benchtrail.store import open_store
+
+CPU = "c2-standard-16"
+GPU = "a2-highgpu-1g"
 
 
 def git(repo: Path, *args: str) -> str:
@@ -29,10 +33,22 @@ def commit(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def pointer(store, sha, run_id, devices=("c2-standard-16",), torch="2.13.0", created="2026-11-29T00:00:00"):
+def key(device=CPU, gpu=None, torch="2.13.0", method=1) -> BaselineKey:
+    return BaselineKey(device, gpu, torch, method)
+
+
+def wants(*keys: BaselineKey) -> dict[str, set[BaselineKey]]:
+    return {k.device: {k} for k in keys}
+
+
+def pointer(store, sha, run_id, keys=(key(),), torch="2.13.0", version2=True):
+    """A stored run of ``sha`` for ``keys`` (a version-1 pointer lists devices and torch only)."""
     store.run_dir(run_id, 1).mkdir(parents=True)
-    store.write_pointer(sha, run_id, 1, {"devices": list(devices), "torch_version": torch, "created": created,
-                                         "presets": ["smoke"], "dirty": False})
+    info = {"devices": sorted({k.device for k in keys}), "torch_version": torch, "created": "2026-11-29T00:00:00Z",
+            "presets": ["smoke"], "dirty": False}
+    if version2:
+        info["baseline_keys"] = [k.to_dict() for k in keys]
+    store.write_pointer(sha, run_id, 1, info)
 
 
 def test_pr_branch_uses_its_merge_base_with_main(repo, tmp_path):
@@ -42,38 +58,99 @@ def test_pr_branch_uses_its_merge_base_with_main(repo, tmp_path):
     head = commit(repo, "feature work")
     pointer(store, base, "base-run")
     pointer(store, head, "older-head-run")
-    found = find_baseline(store, repo, head, {"c2-standard-16"}, "2.13.0")
+    found = find_baselines(store, repo, head, wants(key())).primary
     assert (found.commit, found.reason, found.run_id) == (base, "merge base", "base-run")
 
 
-def test_walks_first_parent_ancestors_skipping_other_devices_and_torch_versions(repo, tmp_path):
+def test_walks_first_parent_ancestors_skipping_other_devices_torch_versions_and_gpus(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
     shas = git(repo, "rev-list", "--first-parent", "main").split()  # newest first
-    pointer(store, shas[0], "gpu-only", devices=("a2-highgpu-1g",))
-    pointer(store, shas[1], "old-torch", torch="2.12.0")
+    pointer(store, shas[0], "gpu-only", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
+    pointer(store, shas[1], "old-torch", keys=(key(torch="2.12.0"),))
     pointer(store, shas[2], "good")
-    found = find_baseline(store, repo, shas[0], {"c2-standard-16"}, "2.13.0", exclude=None)
-    assert (found.commit, found.reason, found.run_id) == (shas[2], "merge base~2", "good")
+    found = find_baselines(store, repo, shas[0], wants(key()))
+    assert (found.primary.commit, found.primary.reason, found.primary.run_id) == (shas[2], "merge base~2", "good")
+    assert found.lacking == {} and found.ignored == ()
 
 
-def test_the_newest_run_of_a_commit_wins_and_the_current_run_is_excluded(repo, tmp_path):
+def test_a_version_1_pointer_serves_cpu_devices_only(repo, tmp_path):
+    """It recorded no GPU model, so it cannot promise an H100 baseline for an H100 run."""
     store = open_store(str(tmp_path / "store"))
     head = git(repo, "rev-parse", "HEAD")
-    pointer(store, head, "first", created="2026-11-29T01:00:00")
-    pointer(store, head, "second", created="2026-11-29T02:00:00")
-    found = find_baseline(store, repo, head, {"c2-standard-16"}, "2.13.0", exclude=("second", 1))
-    assert found.run_id == "first"
+    pointer(store, head, "old", keys=(key(), key(GPU)), version2=False)
+    found = find_baselines(store, repo, head, wants(key(), key(GPU, "NVIDIA H100 80GB HBM3")))
+    assert [(b.run_id, b.devices) for b in found.runs] == [("old", (CPU,))]
+    assert "GPU NVIDIA H100 80GB HBM3" in found.lacking[GPU]
+
+
+def test_each_device_finds_its_own_nearest_baseline(repo, tmp_path):
+    """Two-device history: main~2 ran both devices, main ran the CPU only, so the PR's CUDA rows
+    compare with main~2 instead of being new, and the comparison names both baselines."""
+    store = open_store(str(tmp_path / "store"))
+    shas = git(repo, "rev-list", "--first-parent", "main").split()
+    h100 = key(GPU, "NVIDIA H100 80GB HBM3")
+    pointer(store, shas[2], "both", keys=(key(), h100))
+    pointer(store, shas[0], "cpu-only")
+    git(repo, "checkout", "-q", "-b", "feature")
+    head = commit(repo, "feature work")
+    found = find_baselines(store, repo, head, wants(key(), h100))
+    assert [(b.run_id, b.commit, b.reason, b.devices) for b in found.runs] == [
+        ("cpu-only", shas[0], "merge base", (CPU,)), ("both", shas[2], "merge base~2", (GPU,))]
+    assert found.to_dict()["devices"] == {
+        CPU: {"commit": shas[0], "reason": "merge base", "run_id": "cpu-only", "attempt": 1},
+        GPU: {"commit": shas[2], "reason": "merge base~2", "run_id": "both", "attempt": 1}}
+
+
+def test_an_a100_run_is_not_the_baseline_of_an_h100_run(repo, tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    head = git(repo, "rev-parse", "HEAD")
+    pointer(store, head, "a100", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
+    found = find_baselines(store, repo, head, wants(key(GPU, "NVIDIA H100 80GB HBM3")))
+    assert found.runs == () and found.to_dict() is None
+    assert found.lacking == {GPU: "no run of the merge base, its 10 first-parent ancestors or HEAD has its baseline "
+                                  "key (device a2-highgpu-1g, GPU NVIDIA H100 80GB HBM3, torch 2.13.0, method "
+                                  "version 1)"}
+
+
+def test_a_release_branch_pr_uses_the_merge_base_with_its_own_base_branch(repo, tmp_path):
+    """main moved on after release-1 was cut; a PR into release-1 compares with release-1's commit,
+    not with the older fork point that its merge base with main would give."""
+    store = open_store(str(tmp_path / "store"))
+    fork_point = git(repo, "rev-parse", "main")
+    git(repo, "checkout", "-q", "-b", "release-1")
+    release_tip = commit(repo, "release fix")
+    git(repo, "checkout", "-q", "main")
+    main_tip = commit(repo, "main work")
+    git(repo, "checkout", "-q", "-b", "pr", "release-1")
+    head = commit(repo, "backport")
+    for sha, run_id in ((fork_point, "fork"), (release_tip, "release"), (main_tip, "main")):
+        pointer(store, sha, run_id)
+    assert find_baselines(store, repo, head, wants(key())).primary.run_id == "fork"
+    found = find_baselines(store, repo, head, wants(key()), base_branch="release-1").primary
+    assert (found.run_id, found.commit, found.reason) == ("release", release_tip, "merge base")
+    with pytest.raises(UserError, match="--base-branch 'nope': neither origin/nope nor nope is a branch"):
+        find_baselines(store, repo, head, wants(key()), base_branch="nope")
+
+
+def test_the_newest_stored_run_of_a_commit_wins_and_the_current_run_is_excluded(repo, tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    head = git(repo, "rev-parse", "HEAD")
+    pointer(store, head, "first")
+    pointer(store, head, "second")
+    assert find_baselines(store, repo, head, wants(key())).primary.run_id == "second"
+    assert find_baselines(store, repo, head, wants(key()), exclude=("second", 1)).primary.run_id == "first"
 
 
 def test_no_stored_run_gives_no_baseline(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    assert find_baseline(store, repo, git(repo, "rev-parse", "HEAD"), {"c2-standard-16"}, "2.13.0") is None
+    found = find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()))
+    assert found.primary is None and found.to_dict() is None and set(found.lacking) == {CPU}
 
 
 def test_explicit_base_commit_without_results_is_an_error(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
     with pytest.raises(UserError, match="--base-commit main: the store .* has no run of"):
-        find_baseline(store, repo, git(repo, "rev-parse", "HEAD"), {"c2-standard-16"}, "2.13.0", explicit="main")
+        find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()), explicit="main")
 
 
 def test_ancestors_are_limited(repo):

@@ -230,7 +230,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
     for sid in missed:
         assert (rows[sid]["mark"], rows[sid]["recheck"], rows[sid]["ab"]) == ("unconfirmed", "not-reached", None)
         assert rows[sid]["reason"] == "not re-checked: the re-check's time budget of 600 s ran out"
-    assert checked["schema_version"] == 5
+    assert checked["schema_version"] == 6
     body, _, _ = render(checked)
     named = ", ".join(f"`r{i}.inference-bs1.c2-standard-16`" for i in range(5))  # in the comparison's row order
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "

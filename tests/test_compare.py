@@ -122,7 +122,7 @@ def test_comparison_counts_every_verdict():
     rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
-    assert obj["schema_version"] == 5
+    assert obj["schema_version"] == 6
 
 
 def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):

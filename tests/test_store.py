@@ -7,6 +7,8 @@ is enforced (the emulator ignores preconditions).
 from __future__ import annotations
 
 import os
+import re
+import time
 
 import pytest
 
@@ -94,16 +96,21 @@ def test_a_run_with_files_cannot_be_created_again(store, tmp_path):
     assert store.create_run_dir("123", 2).is_dir()
 
 
-def test_commit_pointers_are_create_only_and_listed_oldest_first(store):
+def test_commit_pointers_are_create_only_and_listed_in_the_order_the_store_created_them(store):
+    """Not by the writer's own ``created`` (a forger would pick the newest), nor its ``stored_at``."""
     sha = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432"
     store.write_pointer(sha, "200", 1, {"created": "2026-11-29T02:00:00", "devices": ["c2-standard-16"]})
-    store.write_pointer(sha, "100", 2, {"created": "2026-11-29T01:00:00", "devices": ["c2-standard-16"]})
+    time.sleep(0.01)
+    store.write_pointer(sha, "100", 2, {"created": "2026-11-29T01:00:00", "devices": ["c2-standard-16"],
+                                        "stored_at": "1999-01-01T00:00:00.000000Z"})
     found = store.pointers(sha)
     assert [(p["run_id"], p["attempt"], p["commit"], p["schema_version"]) for p in found] == [
-        ("100", 2, sha, 1), ("200", 1, sha, 1)]
+        ("200", 1, sha, 2), ("100", 2, sha, 2)]
+    first, second = (p["stored_at"] for p in found)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", second) and "2026" <= first < second
     with pytest.raises(UserError, match="already exist"):
         store.write_pointer(sha, "200", 1, {"created": "2026-11-29T03:00:00", "devices": []})
-    assert store.pointers(sha)[1]["created"] == "2026-11-29T02:00:00"
+    assert store.pointers(sha)[0]["created"] == "2026-11-29T02:00:00"
     assert store.pointers("0" * 40) == []
 
 

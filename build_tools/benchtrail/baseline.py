@@ -1,38 +1,98 @@
-"""Find the baseline run for a head commit (DESIGN.md's rule).
+"""Find the baseline runs of a head run (DESIGN.md's rule), one per device.
 
-1. An explicit ``--base-commit``.
-2. Else the merge base of HEAD with the default branch (HEAD itself when there is none) and its
-   first-parent ancestors, up to ``MAX_ANCESTORS``, until one has a run with results for one of
-   the head's device names and the same torch version.
-3. Else the most recent earlier run of the head commit itself.
+1. An explicit ``--base-commit``: its newest trusted run for each device.
+2. Else the merge base of HEAD with the base branch (a PR's own base branch; the default branch when
+   none is given; HEAD itself when there is none) and its first-parent ancestors, up to
+   ``MAX_ANCESTORS``: each device of the head takes the nearest commit's newest run whose baseline key
+   matches its own (``benchtrail.baseline_key``) and that the ``Trust`` accepts
+   (``benchtrail.trust``).
+3. Else, per device still lacking one, the most recent earlier trusted run of the head commit itself.
+
+Devices may so get baselines of different commits; a device that finds none is ``lacking`` (its
+rows are new), and every run passed over because the trust refused it is listed in ``ignored``
+with the reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchtrail.baseline_key import BaselineKey, keys_of_pointer, matches
 from benchtrail.environment import git as _git
 from benchtrail.errors import UserError
-from benchtrail.store import LocalStore
+from benchtrail.results.schema import ResultsFile
+from benchtrail.store import Store
+from benchtrail.store.base import check_relative_name
+from benchtrail.trust import Trust, TrustAll
 
 MAX_ANCESTORS = 10
+#: What a baseline run is fetched for when its pointer (version 1) does not list its results files.
+RESULTS_PATTERNS = ("results/*.json",)
 
 
 @dataclass(frozen=True)
 class Baseline:
-    """The chosen baseline: its commit, why it was chosen, and its run directory."""
+    """One chosen baseline run: its commit, why it was chosen, its run, the local folder its results
+    were fetched into, the head devices it serves and the results files its pointer lists."""
 
     commit: str
     reason: str
     run_id: str
     attempt: int
     run_dir: Path
+    devices: tuple[str, ...] = ()
+    results: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"commit": self.commit, "reason": self.reason, "run_id": self.run_id, "attempt": self.attempt,
                 "run_dir": str(self.run_dir)}
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A stored run whose key matched but that the trust refused, and why."""
+
+    commit: str
+    run_id: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class BaselineSet:
+    """The baselines of one head run.
+
+    Attributes:
+        runs: the chosen runs, the one serving the most devices first; each serves ``Baseline.devices``.
+        lacking: ``{device: why}`` for head devices without a baseline.
+        ignored: runs passed over because the trust refused them.
+        trust: what the trust accepts (``Trust.description``).
+    """
+
+    runs: tuple[Baseline, ...]
+    lacking: dict[str, str]
+    ignored: tuple[Ignored, ...]
+    trust: str
+
+    @property
+    def primary(self) -> Baseline | None:
+        return self.runs[0] if self.runs else None
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
+        run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
+        trust}`` when something was ignored, else None."""
+        extra = {"lacking": dict(sorted(self.lacking.items())),
+                 "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
+        if not self.runs:
+            if not self.ignored:
+                return None
+            return {"reason": f"no trusted baseline run: {len(self.ignored)} stored run(s) ignored", **extra}
+        devices = {d: {k: v for k, v in b.to_dict().items() if k != "run_dir"} for b in self.runs for d in b.devices}
+        return {**self.primary.to_dict(), "devices": dict(sorted(devices.items())), **extra}
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
@@ -51,9 +111,27 @@ def default_branch(repo: Path) -> str | None:
     return None
 
 
-def candidate_commits(repo: Path, head: str) -> list[tuple[str, str]]:
-    """``[(sha, reason)]``: the merge base with the default branch, then its first-parent ancestors."""
-    branch = default_branch(repo)
+def branch_ref(repo: Path, branch: str) -> str:
+    """The ref of branch ``branch`` in ``repo``: ``origin/<branch>`` when it exists (a CI checkout), else ``branch``.
+
+    Raises:
+        UserError: neither exists.
+    """
+    for ref in (f"origin/{branch}", branch):
+        if _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
+            return ref
+    raise UserError(f"--base-branch {branch!r}: neither origin/{branch} nor {branch} is a branch of {repo}; "
+                    "fetch it (actions/checkout with fetch-depth: 0 fetches every branch)")
+
+
+def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
+    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (default: the default
+    branch), then its first-parent ancestors, ``MAX_ANCESTORS`` at most.
+
+    Raises:
+        UserError: ``base_branch`` is given but is not a branch of ``repo``.
+    """
+    branch = branch_ref(repo, base_branch) if base_branch else default_branch(repo)
     base = _git(repo, "merge-base", head, branch) if branch else None
     reason = "merge base"
     if base is None:
@@ -63,53 +141,84 @@ def candidate_commits(repo: Path, head: str) -> list[tuple[str, str]]:
     return [(sha, reason if i == 0 else f"{reason}~{i}") for i, sha in enumerate(shas)]
 
 
-def _usable(pointer: dict[str, Any], devices: set[str], torch_version: str, exclude: tuple[str, int] | None) -> bool:
-    if exclude and (pointer.get("run_id"), pointer.get("attempt")) == exclude:
-        return False
-    return bool(devices & set(pointer.get("devices", []))) and pointer.get("torch_version") == torch_version
+def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> list[str]:
+    """The wanted devices whose key the pointer's run matches."""
+    keys = keys_of_pointer(pointer)
+    return sorted(d for d, head_keys in wanted.items() if d in keys and all(matches(keys[d], k) for k in head_keys))
 
 
-def _latest(store: LocalStore, commit: str, reason: str, devices: set[str], torch_version: str,
-            exclude: tuple[str, int] | None) -> Baseline | None:
-    usable = [p for p in store.pointers(commit) if _usable(p, devices, torch_version, exclude)]
-    if not usable:
-        return None
-    p = usable[-1]
-    return Baseline(commit, reason, p["run_id"], int(p["attempt"]), store.run_dir(p["run_id"], int(p["attempt"])))
-
-
-def find_baseline(store: LocalStore, repo: Path, head: str, devices: set[str], torch_version: str,
-                  explicit: str | None = None, exclude: tuple[str, int] | None = None) -> Baseline | None:
-    """Return the baseline run for ``head``, or None when no stored run qualifies.
+def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
+                   trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
+                   exclude: tuple[str, int] | None = None) -> BaselineSet:
+    """The baseline runs of a head run whose devices have the keys ``head_keys`` (module docstring).
+    ``run_dir`` of each is the store's local run folder (not fetched yet). ``trust`` defaults to
+    ``TrustAll``; ``exclude`` is the head run itself.
 
     Raises:
-        UserError: ``explicit`` is given but the store holds no usable run for it.
+        UserError: ``explicit`` is given but the store holds no usable run of it for any head device;
+            ``base_branch`` is not a branch of ``repo``; the store cannot be read.
     """
+    trust = trust or TrustAll()
+    branches = (base_branch,) if base_branch else ()
     if explicit:
-        sha = resolve_commit(repo, explicit)
-        found = _latest(store, sha, "given by --base-commit", devices, torch_version, exclude)
-        if found is None:
-            raise UserError(f"--base-commit {explicit}: the store {store.url} has no run of {sha} for devices "
-                            f"{sorted(devices)} with torch {torch_version}")
-        return found
-    for sha, reason in candidate_commits(repo, head):
-        found = _latest(store, sha, reason, devices, torch_version, exclude)
-        if found:
-            return found
-    return _latest(store, head, "earlier run of this commit", devices, torch_version, exclude)
+        candidates = [(resolve_commit(repo, explicit), "given by --base-commit")]
+    else:
+        candidates = candidate_commits(repo, head, base_branch) + [(head, "earlier run of this commit")]
+    wanted = {d: set(k) for d, k in head_keys.items()}
+    runs: list[Baseline] = []
+    ignored: dict[tuple[str, int], Ignored] = {}
+    seen: set[str] = set()
+    for sha, reason in candidates:
+        if not wanted or sha in seen:
+            continue
+        seen.add(sha)
+        for p in reversed(store.pointers(sha)):  # newest first
+            run = (str(p.get("run_id")), p.get("attempt"))
+            serves = _serves(p, wanted)
+            if not serves or run == exclude or run in ignored:
+                continue
+            why = trust.check(p, branches)
+            if why:
+                ignored[run] = Ignored(sha, run[0], run[1], why)
+                continue
+            listed = p.get("results")
+            results = tuple(listed) if isinstance(listed, list) and listed else ()
+            runs.append(Baseline(sha, reason, run[0], int(run[1]), store.run_dir(run[0], int(run[1])),
+                                 tuple(serves), results))
+            for d in serves:
+                del wanted[d]
+    if explicit and not runs:
+        raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
+                        f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices {sorted(head_keys)} "
+                        "with their baseline keys (device, GPU model, torch version, method version)"
+                        + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
+    depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
+    lacking = {d: f"no {'trusted ' if ignored else ''}run of {depth} has its baseline key "
+                  f"({', '.join(k.describe() for k in sorted(keys, key=str))})" for d, keys in wanted.items()}
+    runs.sort(key=lambda b: -len(b.devices))
+    return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
 
 
-def fetch_baseline_results(store: LocalStore, repo: Path, head: str, devices: set[str], torch_version: str,
-                           explicit: str | None = None,
-                           exclude: tuple[str, int] | None = None) -> tuple[Path | None, Baseline | None]:
-    """Find the baseline run (:func:`find_baseline`) and fetch its ``results/*.json`` from the store.
-
-    Returns ``(local run directory, baseline)``, or ``(None, None)`` when no stored run qualifies.
+def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile], BaselineSet]:
+    """Fetch each chosen run's results files (those its pointer lists, else ``results/*.json``) and
+    keep only the records of the devices it serves. Returns the records and ``found`` with each run's
+    ``run_dir`` set to where its results were fetched.
 
     Raises:
-        UserError: as :func:`find_baseline`, or the store cannot be read.
+        UserError: a run or its results cannot be fetched or read; the store cannot be read.
     """
-    baseline = find_baseline(store, repo, head, devices, torch_version, explicit, exclude)
-    if baseline is None:
-        return None, None
-    return store.fetch_run(baseline.run_id, baseline.attempt, patterns=("results/*.json",)), baseline
+    from benchtrail.results.io import load_results_paths
+
+    files: list[ResultsFile] = []
+    fetched = []
+    for b in found.runs:
+        for name in b.results:
+            check_relative_name(name, f"commit pointer of run {b.run_id}/{b.attempt}: results")
+        folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
+        paths = [folder / name for name in b.results] if b.results else [folder]
+        for f in load_results_paths(paths):
+            kept = tuple(r for r in f.benchmarks if r.device_name in b.devices)
+            if kept:
+                files.append(dataclasses.replace(f, benchmarks=kept))
+        fetched.append(dataclasses.replace(b, run_dir=folder))
+    return files, dataclasses.replace(found, runs=tuple(fetched))

@@ -13,6 +13,7 @@ from typing import Any
 
 from benchtrail.errors import UserError
 from benchtrail.history_cli import STORE_HELP, _max_commits, path_argument
+from benchtrail.trust import add_trust_arguments
 
 EXIT_OK, EXIT_REGRESSION = 0, 3
 
@@ -50,6 +51,7 @@ def add_ci_parsers(subparsers: Any) -> None:
     p.add_argument("--attempt", type=_attempt, required=True, metavar="N", help="the run's attempt (from 1)")
     p.add_argument("--max-commits", type=_max_commits, default=30, metavar="N",
                    help="draw at most N first-parent commits, this run's included (default 30)")
+    add_trust_arguments(p)
     p.set_defaults(func=cmd_dashboard)
 
 
@@ -86,6 +88,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from benchtrail.results.io import load_results_paths
     from benchtrail.store import open_store
     from benchtrail.store.base import check_id
+    from benchtrail.trust import trust_from_options
 
     check_id(args.run_id, "--run-id")
     out = args.run_dir / "dashboard"
@@ -105,12 +108,14 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             raise UserError(f"the run's commit {commits[0][:12]} is not in the git repository at {here} (a shallow "
                             "clone without it, or another repository)")
         store = open_store(args.store, read_only=True)
+        trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
         return EXIT_OK
     from benchtrail.stages import dashboard_stage
 
-    index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir, args.max_commits)
+    index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir, args.max_commits,
+                            trust)
     if index is not None:
         print(index)
     return EXIT_OK

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from benchtrail.errors import UserError
+from benchtrail.trust import add_trust_arguments
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
 DEFAULT_STORE = ".benchtrail/store"
@@ -145,9 +146,9 @@ def _store_failures() -> tuple[type[BaseException], ...]:
     return StoreError, GoogleAPIError, GoogleAuthError, RequestException
 
 
-def _stored_baseline(args: argparse.Namespace) -> tuple[Path | None, dict | None]:
-    """``(local results dir or None, comparison.json's baseline or None)`` for ``compare --store``: the
-    baseline of the head results' commit, devices and torch version, fetched from the store.
+def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None]:
+    """``(baseline results or None, comparison.json's baseline or None)`` for ``compare --store``: each
+    head device's nearest trusted baseline run (``benchtrail.baseline``), fetched from the store.
 
     A store that cannot be read (an outage still failing at the deadline, which
     ``BENCHTRAIL_STORE_DEADLINE_S`` caps; a missing bucket; no permission or credentials) does not stop
@@ -156,12 +157,15 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[Path | None, dict | None
 
     Raises:
         UserError: ``--base`` given too, head results of several commits, a malformed store URL, a bad
-            ``BENCHTRAIL_STORE_DEADLINE_S``, or a ``--base-commit`` the store has no run of.
+            ``BENCHTRAIL_STORE_DEADLINE_S``, a bad ``--trust`` set-up, a ``--base-branch`` that is not a
+            branch, or a ``--base-commit`` the store has no trusted run of.
     """
-    from benchtrail.baseline import fetch_baseline_results
-    from benchtrail.pipeline import report_baseline
+    from benchtrail.baseline import fetch_baselines, find_baselines
+    from benchtrail.baseline_key import keys_of_results
+    from benchtrail.pipeline import report_baselines
     from benchtrail.results.io import load_results_paths
     from benchtrail.store import open_store
+    from benchtrail.trust import trust_from_options
 
     if args.base:
         raise UserError("--base and --store both name a baseline; pass one")
@@ -169,23 +173,24 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[Path | None, dict | None
     commits = {f.commit for f in head}
     if len(commits) != 1:
         raise UserError(f"--store: the head results come from {len(commits)} commits; compare one commit's run")
-    versions = {f.environment.get("torch_version") for f in head}
-    devices = {b.device_name for f in head for b in f.benchmarks}
+    trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
     if args.store.startswith("gs://"):
         from benchtrail.store.gcs_transfer import deadline_cap
 
         deadline_cap()  # a bad value is the user's error, not a store outage
     try:
-        base_dir, baseline = fetch_baseline_results(open_store(args.store), Path("."), commits.pop(), devices,
-                                                    sorted(map(str, versions))[0], args.base_commit)
+        store = open_store(args.store)
+        found = find_baselines(store, Path("."), commits.pop(), keys_of_results(head), trust,
+                               base_branch=args.base_branch, explicit=args.base_commit)
+        files, found = fetch_baselines(store, found)
     except _store_failures() as exc:
         message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         print(f"benchtrail: warning: the store {args.store} could not be read, so this comparison has no "
               f"baseline (every row is new or failed): {message}", file=sys.stderr)
         return None, {"reason": f"the store could not be read: {message}", "store": args.store,
                       "store_error": message}
-    report_baseline(baseline)
-    return base_dir, baseline.to_dict() if baseline else None
+    report_baselines(found)
+    return files, found.to_dict()
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -197,12 +202,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchtrail.compare import gate
 
     accept = accept_globs(args.accept)
-    base, baseline = list(args.base), None
+    base, baseline, base_results = list(args.base), None, None
     if args.store:
-        base_dir, baseline = _stored_baseline(args)
-        base = [base_dir] if base_dir else []
+        base_results, baseline = _stored_baseline(args)
+        base_results = base_results or []
     path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=accept,
-                         quarantine=args.quarantine)
+                         quarantine=args.quarantine, base_results=base_results)
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
     print(path)
     if failing:
@@ -410,6 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "a store that cannot be read (outage, missing bucket, no credentials) only warns: "
                                    "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries)")
     p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
+    p.add_argument("--base-branch", metavar="BRANCH",
+                   help="with --store: the branch the head merges into (a PR's base branch, the pushed branch "
+                        "for a push): baselines come from its merge base with HEAD (default: the default branch)")
+    add_trust_arguments(p)
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB",
                    help="accept regressions of series whose name or id matches (repeatable; also the "

@@ -144,10 +144,20 @@ def _context_line(comparison: dict[str, Any]) -> str:
     head, base, baseline = comparison["head"] or {}, comparison["base"], comparison.get("baseline") or {}
     run = head.get("run", {})
     text = f"`{head.get('commit', '?')[:7]}`{' (dirty)' if head.get('dirty') else ''}"
-    if base:
-        text += f" vs baseline `{base['commit'][:7]}` ({baseline.get('reason', 'given')})"
+    per_device = baseline.get("devices") or {}
+    if len({b["commit"] for b in per_device.values()}) > 1:
+        runs: dict[tuple[str, str], list[str]] = {}
+        for device, b in sorted(per_device.items()):
+            runs.setdefault((b["commit"], b["reason"]), []).append(device)
+        text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(_plain, ds))}"
+                                             for (c, r), ds in runs.items())
+    elif base:
+        commit = baseline.get("commit") or base["commit"]
+        text += f" vs baseline `{commit[:7]}` ({baseline.get('reason', 'given')})"
     elif baseline.get("store_error"):
         text += f" · no baseline: {_plain(baseline['reason'])[:500]}; every series is new"
+    elif baseline.get("ignored"):
+        text += " · no trusted baseline: every series is new"
     else:
         text += " · no baseline found: every series is new"
     if run.get("presets"):
@@ -296,18 +306,37 @@ def recheck_line(rows: list[dict[str, Any]]) -> str | None:
 
 
 def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
-    """What a partial baseline lacks: head devices it has no results for, and the count of new series."""
-    head, base = comparison.get("head") or {}, comparison.get("base")
+    """What a partial baseline lacks: head devices it has no results for (and why, from
+    ``baseline.lacking``, comparison version 6), and the count of new series."""
+    head, base, baseline = comparison.get("head") or {}, comparison.get("base"), comparison.get("baseline") or {}
     if not base:
         return None
+    lacking = baseline.get("lacking") or {}
     missing = sorted(set(head.get("devices", [])) - set(base.get("devices", [])))
     new = comparison["counts"].get("new", 0)
     if not missing and not new:
         return None
-    parts = [f"devices {', '.join(missing)}"] if missing else []
+    parts = [f"devices {', '.join(map(_plain, missing))}"] if missing else []
     if new:
         parts.append(f"{new} series")
-    return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared."
+    why = "".join(f" {_plain(d)}: {_plain(lacking[d])}." for d in missing if d in lacking)
+    return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared.{why}"
+
+
+def trust_lines(comparison: dict[str, Any]) -> list[str]:
+    """``⚠`` lines for stored runs the trust refused (``baseline.ignored``, three shown) and for devices
+    not compared because their baseline was measured differently (``not-comparable`` rows saying so)."""
+    ignored = (comparison.get("baseline") or {}).get("ignored") or []
+    lines = []
+    if ignored:
+        shown = "; ".join(f"`{i['commit'][:7]}`: {_plain(i['reason'])[:300]}" for i in ignored[:3])
+        more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
+        lines.append(f"⚠ Ignored {len(ignored)} stored run{'s' if len(ignored) != 1 else ''} that "
+                     f"{'are' if len(ignored) != 1 else 'is'} not a trusted baseline: {shown}{more}.")
+    reasons = sorted({r["reason"] for r in comparison["rows"] if r["verdict"] == "not-comparable"
+                      and (r["reason"] or "").startswith("not compared: the baseline of")})
+    lines += [f"⚠ {_plain(r[len('not compared: '):])[:400]}: its series are not compared." for r in reasons]
+    return lines
 
 
 def render(comparison: dict[str, Any], run_url: str | None = None,
@@ -330,7 +359,8 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     checks = runner_checks_line(comparison)
     missing = missing_shards_line(comparison)
     top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
-           *([checks] if checks else []), *([gaps] if gaps else []), *([rechecked] if rechecked else []), ""]
+           *trust_lines(comparison), *([checks] if checks else []), *([gaps] if gaps else []),
+           *([rechecked] if rechecked else []), ""]
     sections: list[str] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)

@@ -32,7 +32,11 @@ from benchtrail.thresholds import Threshold, find_threshold
 #:       reach the suspect row, else null. Also (same version) the root gains missing_shards: the shards
 #:       of the head run's execution export that wrote no results file (null without an export), and
 #:       baseline may be ``{reason, store, store_error}`` when ``compare --store`` could not read the store.
-SCHEMA_VERSION = 5
+#:   6 — a stored baseline gains devices (each head device's own baseline run: commit, reason, run_id,
+#:       attempt), lacking (device → why it has none), ignored (stored runs the trust refused, with the
+#:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
+#:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
+SCHEMA_VERSION = 6
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.confirm``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
 #: when the quarantine file lists the series (``benchtrail.quarantine``). Only the first two gate.
@@ -220,14 +224,15 @@ def _rows_of(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]], re
     return rows
 
 
-def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
+def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -> dict[str, BenchmarkRecord]:
     """Series by id over several results files of one side.
 
     Raises:
-        UserError: the files come from different commits, or two files hold the same series.
+        UserError: the files come from different commits (unless ``several_commits``: per-device
+            baselines), or two files hold the same series.
     """
     commits = sorted({f.commit for f in files})
-    if len(commits) > 1:
+    if len(commits) > 1 and not several_commits:
         raise UserError(f"the {side} results come from different commits ({', '.join(c[:12] for c in commits)}); "
                         "compare one commit with another")
     index: dict[str, BenchmarkRecord] = {}
@@ -240,16 +245,31 @@ def _index(files: list[ResultsFile], side: str) -> dict[str, BenchmarkRecord]:
 
 
 def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...],
-            unreported: tuple[Unreported, ...] = ()) -> list[Row]:
+            unreported: tuple[Unreported, ...] = (), mismatched: dict[str, str] | None = None,
+            several_base_commits: bool = False) -> list[Row]:
     """Rows for every series in head or base, in head order, then the ``unreported`` series the head
     lacks (``failed``, with their reason; the baseline's figures when it has the series), then removed
-    ones; one per series id."""
-    base_by_id, head_by_id = _index(base, "base"), _index(head, "head")
+    ones; one per series id.
+
+    ``mismatched`` maps a device to why its baseline's key differs from the head's
+    (``benchtrail.baseline_key.difference``): its head series are ``not-comparable`` with that reason
+    and its baseline series are left out. ``several_base_commits`` allows base files of several commits
+    (each device's own baseline run)."""
+    mismatched = mismatched or {}
+    base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
+                  if b.device_name not in mismatched}
+    head_by_id = _index(head, "head")
     lacking = {u.id: u for u in unreported if u.id not in head_by_id}
     rows: list[Row | None] = []
     batch: list[tuple[int, tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]] = []
     for sid, h in head_by_id.items():
         b = base_by_id.get(sid)
+        if h.device_name in mismatched:
+            rows.append(_row(h, None, "failed" if h.status != "ok" else "not-comparable",
+                             f"head {h.status}: {h.reason}" if h.status != "ok" else
+                             f"not compared: the baseline of {h.device_name} was measured differently "
+                             f"({mismatched[h.device_name]})"))
+            continue
         if b is None:
             rows.append(_row(h, None, "failed" if h.status != "ok" else "new",
                              f"head {h.status}: {h.reason}" if h.status != "ok" else "no baseline for this series"))

@@ -53,17 +53,19 @@ def torch_version() -> str:
 
 
 def collect_environment(threads: int) -> dict[str, Any]:
-    """Torch and Python versions, CPU model and counts, the fixed thread count, and the host; on a
+    """Torch and Python versions, the measurement-method version (``benchtrail.measure.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the host; on a
     GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
     ``cudnn_version``); and ``doctor``, the runner checks of :func:`benchtrail.doctor.run_checks`
     (``{checks, failed, warned}``, about a quarter of a second)."""
     import torch
 
     from benchtrail.doctor import run_checks
+    from benchtrail.measure import METHOD_VERSION
 
     env: dict[str, Any] = {
         "torch_version": torch_version(),
         "torch_build": torch.__version__,
+        "method_version": METHOD_VERSION,
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "cpu_model": cpu_model(),

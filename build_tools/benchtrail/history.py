@@ -149,13 +149,16 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
 
 
 def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
-               torch_version: str | None = None, problems: list[str] | None = None) -> list[dict[str, Any]]:
+               torch_version: str | None = None, problems: list[str] | None = None,
+               trust: Any = None) -> list[dict[str, Any]]:
     """The commit pointers of ``commit`` that qualify, newest first (pointers are written last, so
     each names a complete run). ``devices``/``torch_version``, when given, keep only runs that hold
-    one of those devices / were measured with that torch version (``benchtrail.baseline``'s rule).
+    one of those devices / were measured with that torch version; ``trust`` (``benchtrail.trust.Trust``,
+    default: every run) keeps only the runs it trusts.
 
     ``problems``, when given, receives one message per pointer that cannot be read (corrupt, newer
-    schema; ``store.pointers`` skips those and tells in its list's ``unreadable``) or names no run.
+    schema; ``store.pointers`` skips those and tells in its list's ``unreadable``), names no run, or
+    is not trusted (with the trust's reason).
     """
     found = []
     pointers = store.pointers(commit)
@@ -171,16 +174,29 @@ def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
             continue
         if torch_version is not None and p.get("torch_version") != torch_version:
             continue
+        why = trust.check(p) if trust is not None else None
+        if why:
+            if problems is not None:
+                problems.append(f"not a trusted run: {why}")
+            continue
         found.append(p)
     return found
 
 
-def fetch_results(store: Store, run_id: str, attempt: int) -> list[ResultsFile]:
-    """Fetch a stored run's ``results/*.json`` (a local store reads them in place) and load them.
+def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | None = None) -> list[ResultsFile]:
+    """Fetch a stored run's results files (``listed``, the names its pointer lists, else
+    ``results/*.json``; a local store reads them in place) and load them.
 
     Raises:
-        UserError: the run or its results files are missing or invalid.
+        UserError: the run or its results files are missing or invalid, or a listed name is unsafe.
     """
+    from benchtrail.store.base import check_relative_name
+
+    if listed:
+        for name in listed:
+            check_relative_name(name, f"commit pointer of run {run_id}/{attempt}: results")
+        run_dir = store.fetch_run(run_id, attempt, patterns=tuple(listed))
+        return load_results_paths([run_dir / name for name in listed])
     run_dir = store.fetch_run(run_id, attempt, patterns=("results/*.json",))
     return load_results_paths([run_dir])
 
@@ -231,13 +247,15 @@ def _series(records: list[tuple[BenchmarkRecord, set[str]]], points: list[Point]
 
 def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: int = 100, *,
                     devices: set[str] | None = None, torch_version: str | None = None,
-                    pending: tuple[str, int, list[ResultsFile]] | None = None) -> History:
+                    pending: tuple[str, int, list[ResultsFile]] | None = None, trust: Any = None) -> History:
     """Collect every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
 
     Per commit the newest qualifying run is used (see :func:`usable_runs`); when its results cannot be
     fetched or loaded, the next older one is tried and the reason lands in ``History.skipped``.
     ``pending`` is ``(run_id, attempt, results)`` of a run of ``ref``'s commit that has no pointer
     yet (the pipeline draws its dashboard before it stores the run); it is that commit's run.
+    ``trust`` (``benchtrail.trust.Trust``; default: every run) decides which stored runs count; each
+    run it refuses lands in ``History.skipped`` with the reason.
 
     A run whose records carry a preset that cannot name a dashboard page (:func:`check_preset_page`;
     the results loader already refuses names that are not safe as file names) is not used either, and
@@ -256,11 +274,12 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     for commit in commits:
         used = CommitRun(commit)
         problems: list[str] = []
-        stored = [(p["run_id"], p["attempt"]) for p in usable_runs(store, commit, devices, torch_version, problems)]
+        stored = [(p["run_id"], p["attempt"], p.get("results") if isinstance(p.get("results"), list) else None)
+                  for p in usable_runs(store, commit, devices, torch_version, problems, trust)]
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
-        for run_id, attempt in ([pending[:2]] if pending and commit == head else stored):
+        for run_id, attempt, listed in ([(*pending[:2], None)] if pending and commit == head else stored):
             try:
-                files = pending[2] if pending and commit == head else fetch_results(store, run_id, attempt)
+                files = pending[2] if pending and commit == head else fetch_results(store, run_id, attempt, listed)
                 _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")

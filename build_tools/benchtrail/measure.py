@@ -14,6 +14,12 @@ from dataclasses import dataclass
 
 from benchtrail.suite.definitions import ExecutionConfig
 
+#: Version of the measurement method: this loop, the worker's timing and the sample units. Results
+#: record it (``environment.method_version``; files without it are version 1) and it is part of the
+#: baseline key (``benchtrail.baseline_key``): bump it when a change makes new samples incomparable
+#: with old ones, so no run is compared with a baseline measured the old way.
+METHOD_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Measurement:

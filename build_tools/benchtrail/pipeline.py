@@ -13,9 +13,10 @@ from pathlib import Path
 
 import torch
 
-from benchtrail.baseline import fetch_baseline_results, resolve_commit
+from benchtrail.baseline import fetch_baselines, find_baselines, resolve_commit
+from benchtrail.baseline_key import keys_of_results
 from benchtrail.ab import Policy
-from benchtrail.environment import git, git_state, torch_version
+from benchtrail.environment import git, git_state
 from benchtrail.errors import UserError
 from benchtrail.export import load_execution
 from benchtrail.progress import console
@@ -24,8 +25,10 @@ from benchtrail.results.io import load_results_paths
 from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dashboard_stage, recheck_with, run_stage,
                                write_export)
 from benchtrail.store import open_store
+from benchtrail.store.commands import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.thresholds import load_thresholds
+from benchtrail.trust import trust_from_options
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,15 @@ def available_architectures() -> set[Architecture]:
     return {Architecture.CPU} | ({Architecture.CUDA} if torch.cuda.is_available() else set())
 
 
-def report_baseline(baseline) -> None:
-    """Say which baseline run was chosen, or that there is none."""
-    if baseline:
-        console.print(f"baseline: {baseline.commit[:12]} ({baseline.reason}), run {baseline.run_id}/{baseline.attempt}")
-    else:
-        console.print("no baseline run in the store yet: every series is new")
+def report_baselines(found) -> None:
+    """Say which baseline run each device got (``benchtrail.baseline.BaselineSet``), which runs were
+    ignored and why, or that there is none."""
+    for b in found.runs:
+        console.print(f"baseline: {b.commit[:12]} ({b.reason}), run {b.run_id}/{b.attempt} for {', '.join(b.devices)}")
+    for i in found.ignored:
+        console.print(f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: {i.reason}")
+    for device, why in sorted(found.lacking.items()):
+        console.print(f"no baseline for {device}: {why}; its series are new")
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
@@ -110,10 +116,12 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             all_ok &= ok
 
     commit, dirty = git_state(repo)
-    devices = {b.device_name for f in load_results_paths([run_dir]) for b in f.benchmarks}
-    base_dir, baseline = fetch_baseline_results(store, repo, commit, devices, torch_version(), base_commit,
-                                                exclude=(run_id, attempt))
-    report_baseline(baseline)
+    trust = trust_from_options("auto", store_url)
+    found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
+                           explicit=base_commit, exclude=(run_id, attempt))
+    base_results, found = fetch_baselines(store, found)
+    report_baselines(found)
+    baseline = found.primary
     confirm = None
     if baseline and recheck:
         if git(repo, "rev-parse", "--verify", "--quiet", f"{baseline.commit}^{{commit}}") is None:
@@ -121,15 +129,13 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                           "regressions stay unconfirmed")
         else:
             confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
-    comparison = compare_stage([base_dir] if base_dir else [], [run_dir], run_dir / "comparison.json",
-                               thresholds, baseline.to_dict() if baseline else None, recheck=confirm,
-                               quarantine=quarantine, skipped_devices=tuple(skipped))
-    dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir)
+    comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
+                               recheck=confirm, quarantine=quarantine, skipped_devices=tuple(skipped),
+                               base_results=base_results)
+    dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
     comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
-    created = datetime.datetime.now(datetime.UTC).isoformat()
-    store.write_pointer(commit, run_id, attempt, {"dirty": dirty, "presets": list(presets),
-                                                  "devices": sorted(devices), "torch_version": torch_version(),
-                                                  "created": created})
+    info = pointer_info(run_dir)
+    store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "dirty": dirty, "presets": list(presets)})
     return PipelineResult(run_dir, comment_md, all_ok)

@@ -185,11 +185,47 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
     return tuple(lacking.values()), missing
 
 
+def key_mismatches(base: list[ResultsFile], head: list[ResultsFile]) -> dict[str, str]:
+    """``{device: what differs}`` for the devices of both sides whose baseline keys differ
+    (``benchtrail.baseline_key.difference``: GPU model, torch version, method version)."""
+    from benchtrail.baseline_key import difference, keys_of_results
+
+    base_keys, head_keys = keys_of_results(base), keys_of_results(head)
+    found = {d: difference(base_keys[d], head_keys[d]) for d in head_keys if d in base_keys}
+    return {d: why for d, why in found.items() if why}
+
+
+def in_selection(base: list[ResultsFile], head: list[ResultsFile]) -> list[ResultsFile]:
+    """``base`` without the records outside the head run's presets (``run.presets`` of the head
+    files; a record's own ``presets``, else its run's): a series the head did not select is not
+    ``removed``. Unchanged when the head files name no presets (plain results files)."""
+    import dataclasses
+
+    wanted = {p for f in head for p in f.run.get("presets") or ()}
+    if not wanted:
+        return base
+    kept = []
+    for f in base:
+        run_presets = set(f.run.get("presets") or ())
+        records = tuple(b for b in f.benchmarks if not (set(b.presets) or run_presets) or
+                        (set(b.presets) or run_presets) & wanted)
+        if records:
+            kept.append(dataclasses.replace(f, benchmarks=records))
+    return kept
+
+
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
                   baseline: dict[str, Any] | None = None, accept: list[str] | None = None, paired: bool = False,
                   recheck: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                  quarantine: Path | None = None, skipped_devices: tuple[str, ...] = ()) -> Path:
+                  quarantine: Path | None = None, skipped_devices: tuple[str, ...] = (),
+                  base_results: list[ResultsFile] | None = None) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
+
+    ``base_results`` are baseline records already loaded (``benchtrail.baseline.fetch_baselines``:
+    each device's own baseline run, so they may come from several commits), used with ``base``.
+    Devices whose baseline key differs from the head's (``benchtrail.baseline_key``) are not compared
+    (their rows are ``not-comparable``, saying what differs), and baseline series outside the head
+    run's presets are left out (a ``comp-stats`` run does not call every ``x86_64`` series removed).
 
     ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
     the samples come from a paired A/B run (regressions are ``confirmed``); ``recheck`` may update
@@ -206,8 +242,12 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
 
     jsonio.check_new(output)
     entries = load_quarantine(quarantine)
-    base_files = load_results_paths(base) if base else []
+    base_files = (load_results_paths(base) if base else []) + list(base_results or [])
     head_files = load_results_paths(head)
+    base_files = in_selection(base_files, head_files)
+    mismatched = key_mismatches(base_files, head_files)
+    for device, why in sorted(mismatched.items()):
+        console.print(f"[yellow]{device} is not compared[/]: its baseline was measured differently ({why})")
     lacking, missing_shards = unreported(head, head_files, skipped_devices)
     if lacking:
         shown = ", ".join(f"{m['device_name']}-{m['shard_index']}" for m in missing_shards or ())
@@ -215,7 +255,8 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
                       f"failed rows; {len(missing_shards or ())} shard(s) did not report"
                       + (f": {shown}" if shown else ""))
     rules = load_thresholds(thresholds)
-    rows = mark_regressions(compare(base_files, head_files, rules, lacking), accept or [], paired, entries)
+    rows = mark_regressions(compare(base_files, head_files, rules, lacking, mismatched, bool(base_results)),
+                            accept or [], paired, entries)
     for entry in unmatched(entries, [(r.name, r.id) for r in rows]):
         console.print(f"[yellow]quarantine entry {entry.match!r} matches no series[/] of this comparison")
     source = str(thresholds or default_thresholds_path())
@@ -246,13 +287,14 @@ def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None
 
 
 def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt: int, run_dir: Path,
-                    max_commits: int = 30) -> Path | None:
+                    max_commits: int = 30, trust: Any = None) -> Path | None:
     """Draw the first-parent history of ``commit`` from ``store``, this run (not stored yet) as its
     newest point, into ``<run_dir>/dashboard/``: a PNG and an HTML page per preset, one for
     compilation statistics, and ``index.html`` (``benchtrail.dashboard``).
 
     Returns index.html, or None with a message when there is no history to draw (``repo`` is not a
-    git repository, or the commit is not in it): the dashboard never fails the run.
+    git repository, or the commit is not in it): the dashboard never fails the run. ``trust``
+    (``benchtrail.trust.Trust``; default: every run) decides which stored runs are drawn.
     """
     from benchtrail.dashboard import write_dashboard
     from benchtrail.history import collect_history
@@ -260,7 +302,7 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
 
     try:
         history = collect_history(store, repo, commit, max_commits,
-                                  pending=(run_id, attempt, load_results_paths([run_dir])))
+                                  pending=(run_id, attempt, load_results_paths([run_dir])), trust=trust)
     except UserError as exc:
         from rich.markup import escape
 
@@ -305,6 +347,14 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     return comment_stage(comparison, output_dir / "comment")
 
 
+def baseline_commit(comparison: dict[str, Any], device_name: str | None = None) -> str | None:
+    """The commit a re-check runs against: ``device_name``'s own baseline (``baseline.devices``, comparison
+    version 6) when it has one, else the baseline's (or the base results') commit; None without one."""
+    baseline = comparison.get("baseline") or {}
+    own = (baseline.get("devices") or {}).get(device_name) if device_name else None
+    return (own or {}).get("commit") or baseline.get("commit") or (comparison.get("base") or {}).get("commit")
+
+
 def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Policy, keep: Path | None = None,
                  base_ref: str | None = None, device_name: str | None = None,
                  accept: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -321,7 +371,7 @@ def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Poli
         started = time.monotonic()
         if not suspects(comparison, device_name):
             return comparison
-        ref = base_ref or (comparison.get("base") or {}).get("commit")
+        ref = base_ref or baseline_commit(comparison, device_name)
         if not ref:
             raise UserError("the comparison has no base commit to re-check against; pass --base-ref")
         by_id = {rc.id: rc for rc in suite.run_configs}

@@ -286,6 +286,7 @@ def _whole(minimum: int):
 def add_track_parsers(subparsers: Any) -> None:
     """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
     from benchtrail.github.post import DEFAULT_API_URL, _repo
+    from benchtrail.trust import add_trust_arguments
 
     p = subparsers.add_parser("track", help="change points over the first-parent history; file regressions as issues")
     p.add_argument("--store", required=True, help="store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]")
@@ -301,6 +302,7 @@ def add_track_parsers(subparsers: Any) -> None:
     p.add_argument("--repo-name", type=_repo, metavar="OWNER/NAME",
                    help="with --post: the GitHub repository (default: $GITHUB_REPOSITORY)")
     p.add_argument("--api-url", help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
+    add_trust_arguments(p)
     p.set_defaults(func=cmd_track)
 
     p = subparsers.add_parser("bisect-range", help="the first-parent commits after build A up to build B")
@@ -317,6 +319,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     from benchtrail.history import collect_history
     from benchtrail.store import open_store
     from benchtrail.thresholds import load_thresholds
+    from benchtrail.trust import trust_from_options
 
     if args.report:
         jsonio.check_new(args.report)
@@ -327,7 +330,9 @@ def cmd_track(args: argparse.Namespace) -> int:
         if not token:  # never a flag: a token on the command line shows in process lists and logs
             raise UserError(NO_TOKEN.replace("issue comments", "issues"))
     thresholds = load_thresholds(args.thresholds)
-    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits)
+    trust = trust_from_options(args.trust, args.store, args.trusted_workflow, repo_name)
+    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits,
+                              trust=trust)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
     report = track(history, thresholds, new_within=args.new_within)

@@ -21,7 +21,9 @@ from benchtrail.errors import UserError
 
 #: Version history of commit pointers:
 #:   1 — first version.
-POINTER_SCHEMA_VERSION = 1
+#:   2 — gains baseline_keys (one per device: ``benchtrail.baseline_key.BaselineKey``) and results (the
+#:       run's results file names, the only ones a baseline lookup fetches).
+POINTER_SCHEMA_VERSION = 2
 
 #: Every file of a run; the default of ``fetch_run`` and ``upload_run``.
 ALL_FILES: tuple[str, ...] = ("**",)
@@ -198,3 +200,13 @@ class Store(Protocol):
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path | str: ...
 
     def pointers(self, commit: str) -> list[dict[str, Any]]: ...
+
+
+def stored_time(when: Any) -> str:
+    """``when`` (an aware ``datetime``, or a POSIX timestamp in seconds) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC),
+    the form of a pointer's ``stored_at``: strings of this form sort in time order."""
+    import datetime
+
+    if not isinstance(when, datetime.datetime):
+        when = datetime.datetime.fromtimestamp(float(when), datetime.UTC)
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -24,7 +24,7 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 from benchtrail import jsonio
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
-                                   local_files, select, unsafe_reason)
+                                   local_files, select, stored_time, unsafe_reason)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
 from benchtrail.store.local import pointer_document, read_pointer_files
 
@@ -187,7 +187,8 @@ class GcsStore:
         return self.io.object_url(prefix + name)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit``, oldest first (by ``created``); unreadable ones are skipped.
+        """The pointers of ``commit``, oldest first by ``stored_at`` (the object's ``timeCreated``, set
+        by GCS); unreadable ones are skipped.
 
         They are downloaded into ``staging/commits/<sha>/``, a cache (pointers never change once written).
         """
@@ -200,7 +201,7 @@ class GcsStore:
                 chosen.append((name, blob))
         folder = self.staging / "commits" / commit
         self.io.download(chosen, folder, deadline, cache=True)
-        return read_pointer_files(folder / name for name, _ in chosen)
+        return read_pointer_files((folder / name, stored_time(blob.time_created)) for name, blob in chosen)
 
 
 def make_client() -> Any:

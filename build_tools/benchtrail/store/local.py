@@ -14,7 +14,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, local_files,
-                                   select)
+                                   select, stored_time)
 
 
 def place_file(src: Path, dst: Path) -> bool | None:
@@ -55,16 +55,21 @@ class Pointers(list):
     unreadable: tuple[str, ...] = ()
 
 
-def read_pointer_files(paths: Iterable[Path]) -> Pointers:
-    """Commit pointers read from ``paths``, oldest first (by ``created``). Unreadable ones are skipped;
-    the returned list's ``unreadable`` says why (callers that care, such as ``benchtrail history``, report it)."""
+def read_pointer_files(paths: Iterable[tuple[Path, str]]) -> Pointers:
+    """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at``: when the store
+    created the pointer (a GCS object's ``timeCreated``, a local file's modification time; never a time
+    the pointer's writer chose), set on each returned dict. Unreadable ones are skipped; the returned
+    list's ``unreadable`` says why (callers that care, such as ``benchtrail history``, report it)."""
     found, unreadable = [], []
-    for p in paths:
+    for p, stored_at in paths:
         try:
-            found.append(jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION))
+            pointer = jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION)
         except UserError as exc:
             unreadable.append(str(exc))
-    pointers = Pointers(sorted(found, key=lambda d: str(d.get("created", ""))))
+            continue
+        pointer["stored_at"] = stored_at  # the store's own record, whatever the document says
+        found.append(pointer)
+    pointers = Pointers(sorted(found, key=lambda d: d["stored_at"]))
     pointers.unreadable = tuple(unreadable)
     return pointers
 
@@ -169,10 +174,11 @@ class LocalStore:
         return jsonio.write_json(path, pointer, exclusive=True)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit``, oldest first (by their ``created`` time). Unreadable ones are
-        skipped (a ``Pointers`` list: its ``unreadable`` says why)."""
+        """The pointers of ``commit``, oldest first by ``stored_at`` (the file's modification time).
+        Unreadable ones are skipped (a ``Pointers`` list: its ``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
-        return read_pointer_files(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+        paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        return read_pointer_files((p, stored_time(p.stat().st_mtime)) for p in paths)
 
 
 def open_local_store(url: str, path: str) -> LocalStore:

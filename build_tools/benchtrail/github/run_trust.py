@@ -1,0 +1,120 @@
+"""Trust a stored run only when GitHub's record of the workflow run that wrote it says it may be a baseline.
+
+For a commit pointer ``commits/<sha>/<run_id>-<attempt>.json``, ``GET
+/repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}`` (PyGithub
+``WorkflowRun.get_attempt``) must show:
+
+* ``event`` ``push`` or ``workflow_dispatch`` (``TRUSTED_EVENTS``): never a pull request;
+* ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a branch the
+  caller names (a PR's base branch);
+* ``head_sha`` the pointer's commit, ``path`` the trusted workflow file;
+* ``status`` ``completed`` (its conclusion does not matter: the pointer is written last, so a run
+  that wrote one got that far), and the store created the pointer (``stored_at``, the GCS object's
+  ``timeCreated``) between the attempt's ``run_started_at`` and ``updated_at``, give or take
+  ``SLACK_S``: a pointer planted before an attempt ran, or after it ended, is refused.
+
+A PR's credentials can create objects in the store but cannot change GitHub's record of a run, so a
+forged pointer fails one of these. A run GitHub cannot be asked about (no such run or attempt, no
+permission, an outage) is not trusted either; the reason says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+#: Events whose runs may be baselines.
+TRUSTED_EVENTS = ("push", "workflow_dispatch")
+#: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run times, in seconds.
+SLACK_S = 60.0
+
+
+def _client(token: str | None, base_url: str) -> Any:
+    import github
+    from urllib3.util.retry import Retry
+
+    from benchtrail.github.post import make_client
+
+    if token:
+        return make_client(token, base_url)
+    retry = Retry(total=2, connect=2, read=2, status=2, other=0, backoff_factor=0.5,
+                  status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
+                  respect_retry_after_header=False, raise_on_status=False)
+    return github.Github(base_url=base_url.rstrip("/"), timeout=30, retry=retry, seconds_between_requests=None)
+
+
+def _utc(value: Any) -> datetime.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+
+
+class GitHubRunTrust:
+    """``benchtrail.trust.Trust`` through the GitHub API (see the module docstring).
+
+    Args:
+        repo: ``OWNER/NAME``.
+        workflow_path: the trusted workflow file, e.g. ``.github/workflows/benchmark.yml``.
+        token: a token with ``actions: read`` (None: anonymous, enough for a public repository).
+        base_url: the REST API root (``GITHUB_API_URL``).
+    """
+
+    def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str) -> None:
+        self.repo_name, self.workflow_path, self.base_url = repo, workflow_path, base_url
+        self.description = (f"runs of {workflow_path} made by a push or manual run on the default or base branch "
+                            f"of {repo}, as the GitHub API at {base_url} records them")
+        self._gh = _client(token, base_url)
+        self._repo: Any = None
+        self._attempts: dict[tuple[int, int], Any] = {}
+
+    def _default_branch(self) -> str:
+        if self._repo is None:
+            self._repo = self._gh.get_repo(self.repo_name)
+        return self._repo.default_branch
+
+    def _attempt(self, run_id: int, attempt: int) -> Any:
+        if (run_id, attempt) not in self._attempts:
+            self._default_branch()  # fetches the repository once
+            run = self._repo.get_workflow_run(run_id)
+            record = run.get_attempt(attempt)
+            record.event  # noqa: B018 - completes the lazy object now: a 404 raises here
+            self._attempts[(run_id, attempt)] = record
+        return self._attempts[(run_id, attempt)]
+
+    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
+        """None when the pointer's run is trusted, else why not, naming the run."""
+        import github
+
+        run_id, attempt, commit = str(pointer.get("run_id")), pointer.get("attempt"), str(pointer.get("commit"))
+        name = f"run {run_id}/{attempt}"
+        if not run_id.isdigit() or not isinstance(attempt, int):
+            return f"{name} is not a GitHub Actions run, so GitHub cannot vouch for it"
+        try:
+            default = self._default_branch()
+            record = self._attempt(int(run_id), attempt)
+            event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
+            status, started, updated = record.status, _utc(record.run_started_at), _utc(record.updated_at)
+        except github.UnknownObjectException:
+            return f"{name}: GitHub has no such workflow run attempt in {self.repo_name}"
+        except (github.GithubException, OSError) as exc:
+            status_code = getattr(exc, "status", None)
+            return f"{name} could not be verified with the GitHub API ({status_code or type(exc).__name__}: {exc})"
+        trusted_branches = (default, *branches)
+        if event not in TRUSTED_EVENTS:
+            return f"{name} was made by a {event} event, not a push or manual run"
+        if branch not in trusted_branches:
+            return f"{name} ran on branch {branch!r}, not on {' or '.join(map(repr, dict.fromkeys(trusted_branches)))}"
+        if sha != commit:
+            return f"{name} measured commit {str(sha)[:12]}, not {commit[:12]} as its pointer claims"
+        if path != self.workflow_path:
+            return f"{name} ran workflow {path}, not the trusted {self.workflow_path}"
+        if status != "completed":
+            return f"{name} has not completed yet (status {status})"
+        stored = _utc(pointer.get("stored_at"))
+        slack = datetime.timedelta(seconds=SLACK_S)
+        if stored is None or started is None or updated is None or not started - slack <= stored <= updated + slack:
+            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time that attempt ran "
+                    f"({started} to {updated})")
+        return None
