@@ -16,8 +16,15 @@ Routes (all JSON):
     POST  /repos/{owner}/{repo}/issues                   {"title": ..., "body": ..., "labels": [...]}
     GET   /repos/{owner}/{repo}/issues/{n}
     PATCH /repos/{owner}/{repo}/issues/{n}               {"title", "body", "state", "labels"}: any of them
+    GET   /repos/{owner}/{repo}/actions/runs/{run_id}    the run's latest attempt
+    GET   /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}
 
-Issues and pull requests share one number sequence per repository, as on GitHub.
+Issues and pull requests share one number sequence per repository, as on GitHub. A repository's
+``default_branch`` is ``main`` unless ``add_repo(..., default_branch=...)`` says otherwise. Workflow
+runs (``add_workflow_run``, ``update_workflow_run``) are kept per attempt and answered in the shape of
+GitHub's "Get a workflow run (attempt)" (what PyGithub's ``WorkflowRun`` reads: ``event``,
+``head_branch``, ``head_sha``, ``path``, ``status``, ``conclusion``, ``run_attempt``,
+``run_started_at``, ``created_at``, ``updated_at`` …); an unknown run or attempt is a 404.
 
 ``fail(method, path, kind, times)`` makes a route answer with an error ``times`` times:
 ``"read-only"`` (403, the reply a fork's read-only ``GITHUB_TOKEN`` gets), ``"validation"``
@@ -31,6 +38,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -92,6 +100,8 @@ class GitHubServer:
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     issues: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     label_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: (full name, run id, attempt) -> the attempt's fields (``add_workflow_run``).
+    workflow_runs: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -135,11 +145,56 @@ class GitHubServer:
             self.pulls[(full_name, number)] = {"head_sha": head_sha, "issue_comments": [], "body": body,
                                                "title": title or f"PR {number}", "labels": list(labels)}
 
-    def add_repo(self, full_name: str) -> None:
-        """Create the repository ``OWNER/NAME`` (if new)."""
+    def add_repo(self, full_name: str, default_branch: str | None = None) -> None:
+        """Create the repository ``OWNER/NAME`` (if new); ``default_branch`` sets its default branch (``main``)."""
         owner, name = full_name.split("/")
         with self.lock:
-            self.repos.setdefault(full_name, {"id": len(self.repos) + 1, "name": name, "owner": owner})
+            repo = self.repos.setdefault(full_name, {"id": len(self.repos) + 1, "name": name, "owner": owner})
+            if default_branch is not None:
+                repo["default_branch"] = default_branch
+
+    def add_workflow_run(self, full_name: str, run_id: int, attempt: int, *, event: str, head_branch: str,
+                         head_sha: str, path: str, status: str = "completed", conclusion: str | None = "success",
+                         run_started_at: datetime | str | None = None, updated_at: datetime | str | None = None,
+                         name: str = "benchmarks") -> None:
+        """Create the repository (if new) and attempt ``attempt`` of workflow run ``run_id``.
+
+        ``path`` is the workflow file (``.github/workflows/x.yml``); times are UTC ``datetime``s or
+        ISO strings (``2026-12-01T18:00:00Z``), default now. The run's ``created_at`` is its first
+        attempt's ``run_started_at``; ``run_number`` counts the runs of the workflow file.
+        """
+        self.add_repo(full_name)
+        started = _timestamp(run_started_at)
+        with self.lock:
+            if (full_name, run_id, attempt) in self.workflow_runs:
+                raise ValueError(f"run {run_id} attempt {attempt} of {full_name} exists already")
+            earlier = [r for (f, i, _), r in self.workflow_runs.items() if f == full_name and i == run_id]
+            numbers = {r["run_number"] for (f, i, _), r in self.workflow_runs.items()
+                       if f == full_name and r["path"] == path and i != run_id}
+            workflow_ids = {r["path"]: r["workflow_id"]
+                            for (f, _, _), r in self.workflow_runs.items() if f == full_name}
+            self.workflow_runs[(full_name, run_id, attempt)] = {
+                "name": name, "event": event, "head_branch": head_branch, "head_sha": head_sha, "path": path,
+                "status": status, "conclusion": conclusion, "run_started_at": started,
+                "updated_at": _timestamp(updated_at) if updated_at is not None else started,
+                "created_at": earlier[0]["created_at"] if earlier else started,
+                "run_number": earlier[0]["run_number"] if earlier else len(numbers) + 1,
+                "workflow_id": workflow_ids.get(path, 300 + len(set(workflow_ids.values())) + 1),
+            }
+
+    def update_workflow_run(self, full_name: str, run_id: int, attempt: int, **fields: Any) -> None:
+        """Change fields of a run attempt, e.g. ``status="completed", conclusion="failure", updated_at=...``."""
+        allowed = {"name", "event", "head_branch", "head_sha", "path", "status", "conclusion", "run_started_at",
+                   "updated_at", "created_at"}
+        unknown = sorted(set(fields) - allowed)
+        if unknown:
+            raise ValueError(f"unknown workflow run field(s) {unknown}; known: {sorted(allowed)}")
+        with self.lock:
+            run = self.workflow_runs.get((full_name, run_id, attempt))
+            if run is None:
+                raise KeyError(f"no run {run_id} attempt {attempt} of {full_name}")
+            for key, value in fields.items():
+                run[key] = _timestamp(value) if key.endswith("_at") else value
 
     def add_issue(self, full_name: str, title: str, body: str | None = None, labels: tuple[str, ...] = (),
                   state: str = "open", user: dict[str, Any] | None = None) -> int:
@@ -256,7 +311,33 @@ class GitHubServer:
                 "full_name": full_name, "private": False, "fork": False,
                 "owner": self._user_json({"login": repo["owner"], "id": 100 + repo["id"], "type": "Organization"}),
                 "url": f"{self.url}/repos/{full_name}", "html_url": f"https://github.com/{full_name}",
-                "default_branch": "main"}
+                "default_branch": repo.get("default_branch", "main")}
+
+    def _workflow_run_json(self, full_name: str, run_id: int, attempt: int) -> dict[str, Any]:
+        """A workflow run attempt as "Get a workflow run attempt" returns it (``url`` names the run, as on GitHub)."""
+        run = self.workflow_runs[(full_name, run_id, attempt)]
+        api = f"{self.url}/repos/{full_name}"
+        run_url = f"{api}/actions/runs/{run_id}"
+        actor = self._user_json({"login": "octocat", "id": 1, "type": "User"})
+        person = {"name": "dev", "email": "dev@example.com", "date": run["created_at"]}
+        return {
+            "id": run_id, "node_id": f"WFR_{run_id}", "name": run["name"], "display_title": run["name"],
+            "path": run["path"], "event": run["event"], "head_branch": run["head_branch"],
+            "head_sha": run["head_sha"], "status": run["status"], "conclusion": run["conclusion"],
+            "run_number": run["run_number"], "run_attempt": attempt, "workflow_id": run["workflow_id"],
+            "check_suite_id": 20000 + run_id, "check_suite_node_id": f"CS_{run_id}",
+            "created_at": run["created_at"], "updated_at": run["updated_at"], "run_started_at": run["run_started_at"],
+            "url": run_url, "html_url": f"https://github.com/{full_name}/actions/runs/{run_id}",
+            "jobs_url": f"{run_url}/jobs", "logs_url": f"{run_url}/logs",
+            "check_suite_url": f"{api}/check-suites/{20000 + run_id}", "artifacts_url": f"{run_url}/artifacts",
+            "cancel_url": f"{run_url}/cancel", "rerun_url": f"{run_url}/rerun",
+            "previous_attempt_url": f"{run_url}/attempts/{attempt - 1}" if attempt > 1 else None,
+            "workflow_url": f"{api}/actions/workflows/{run['workflow_id']}",
+            "pull_requests": [], "referenced_workflows": [], "actor": actor, "triggering_actor": actor,
+            "head_commit": {"id": run["head_sha"], "tree_id": "0" * 40, "message": "", "timestamp": run["created_at"],
+                            "author": person, "committer": person},
+            "repository": self._repo_json(full_name), "head_repository": self._repo_json(full_name),
+        }
 
     def _pull_json(self, full_name: str, number: int) -> dict[str, Any]:
         pull = self.pulls[(full_name, number)]
@@ -293,6 +374,8 @@ _ROUTES = (
     ("POST", re.compile(_REPO + r"/issues"), "create_issue"),
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
     ("PATCH", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "edit_issue"),
+    ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)"), "get_workflow_run"),
+    ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"), "get_workflow_run"),
 )
 
 
@@ -432,6 +515,16 @@ class _Handler(BaseHTTPRequestHandler):
         issue["closed_at"] = issue["updated_at"] if issue["state"] == "closed" else None
         return 200, {}, gh._issue_json(full_name, int(number))
 
+    def get_workflow_run(self, full_name: str, req: Request, user: dict[str, Any], run_id: str,
+                         attempt: str | None = None):
+        gh = self.github
+        attempts = [n for f, i, n in gh.workflow_runs if f == full_name and i == int(run_id)]
+        wanted = int(attempt) if attempt is not None else max(attempts, default=0)
+        if wanted not in attempts:
+            return _not_found(f"{DOCS}/actions/workflow-runs#get-a-workflow-run"
+                              + ("-attempt" if attempt is not None else ""))
+        return 200, {}, gh._workflow_run_json(full_name, int(run_id), wanted)
+
     def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -451,8 +544,19 @@ def _token(authorization: str) -> str:
     return value if scheme.lower() in ("token", "bearer") else ""
 
 
-def _not_found() -> tuple[int, dict[str, str], dict[str, Any]]:
-    return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+def _not_found(documentation_url: str = DOCS) -> tuple[int, dict[str, str], dict[str, Any]]:
+    return 404, {}, {"message": "Not Found", "documentation_url": documentation_url, "status": "404"}
+
+
+def _timestamp(value: datetime | str | None) -> str:
+    """GitHub's time format, ``2026-12-01T18:00:00Z``, of a UTC ``datetime`` (naive: UTC), an ISO string or now."""
+    if value is None:
+        value = datetime.now(timezone.utc)
+    elif isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _paginate(gh: GitHubServer, req: Request, items: list[Any]) -> tuple[dict[str, str], list[Any]]:

@@ -46,6 +46,9 @@ PR_NUMBER = 1
 BODY = "Speeds things up, we hope.\n\nbenchmarks: smoke\n"
 RECHECK_STEP = "process/Re-check regressions in paired A/B runs"
 SHARD_DIES = "execute-1/Run benchmarks"  # shard 1's job stops at its timeout-minutes
+WIF_PROVIDER = "projects/123456789/locations/global/workloadIdentityPools/github/providers/my-project"
+PRESUBMIT_SA = "benchtrail-presubmit@my-gcp-project.iam.gserviceaccount.com"
+POSTSUBMIT_SA = "benchtrail-postsubmit@my-gcp-project.iam.gserviceaccount.com"
 CHAIN, MIX_EAGER, MIX_EXPORT = ("chain.eager.inference-quick.laptop", "mix.eager.inference-quick.laptop",
                                 "mix.export.inference-quick.laptop")
 
@@ -76,7 +79,9 @@ class Story:
         self.harness = Harness(
             self.repo, REPOSITORY, tmp / "runs", api_url=github.url, token="ghs_test",
             env={"STORAGE_EMULATOR_HOST": self.proxy.url, "BENCHTRAIL_STAGING": str(tmp / "staging")},
-            vars={"BENCHTRAIL_STORE": f"gs://{bucket}/benchmarks", "BENCHTRAIL_STORE_DEADLINE_S": "2"}, venv=venv)
+            vars={"BENCHTRAIL_STORE": f"gs://{bucket}/benchmarks", "BENCHTRAIL_STORE_DEADLINE_S": "2",
+                  "BENCHTRAIL_WIF_PROVIDER": WIF_PROVIDER, "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": PRESUBMIT_SA,
+                  "BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": POSTSUBMIT_SA}, venv=venv, github_server=github)
         self.heads: list[str] = []
         self.comments: dict[str, str] = {}
 
@@ -345,3 +350,39 @@ def test_a_late_poster_for_an_older_head_leaves_the_current_heads_comment(story)
     groups = {name: story.post(run).job("post/post").concurrency for name, run in (("old", old_run), ("new", new_run))}
     assert groups["old"] != groups["new"]
     assert pending_survivors([("new", groups["new"]), ("old", groups["old"])], running={"busy"}) == ["new", "old"]
+
+
+# -- keyless store credentials ----------------------------------------------------------------------
+
+
+def test_only_the_process_job_gets_an_oidc_token_and_it_authenticates_by_federation(story):
+    run = story.baseline
+    # GitHub's runner injects the OIDC request variables only where `id-token: write` is granted.
+    with_token = sorted(job_id for job_id, job in run.jobs.items() if "ACTIONS_ID_TOKEN_REQUEST_URL" in job.runner_env)
+    assert with_token == ["benchmark/process"], run.describe()
+    (auth,) = run.auth
+    assert (auth["job"], auth["method"], auth["provider"], auth["service_account"]) == (
+        "benchmark/process", "workload_identity_federation", WIF_PROVIDER, POSTSUBMIT_SA)  # a push to main
+    assert auth["oidc_request_url"] == run.job("process").runner_env["ACTIONS_ID_TOKEN_REQUEST_URL"]
+    process = run.job("process")
+    assert process.step("Authenticate to the store (Workload Identity Federation)").outcome == "success"
+    assert process.step("Authenticate to the store (service-account key)").outcome == "skipped"
+    assert process.step("Store the run").outcome == "success", process.log
+    # GitHub's record of the run that stored the baseline: what trusted-baseline lookups check.
+    record = story.github.workflow_runs[(REPOSITORY, run.run_id, run.attempt)]
+    assert {k: record[k] for k in ("event", "head_branch", "head_sha", "path", "status", "conclusion")} == {
+        "event": "push", "head_branch": "main", "head_sha": story.main, "path": ".github/workflows/benchmarks.yml",
+        "status": "completed", "conclusion": "success"}
+
+
+
+def test_a_pr_run_authenticates_as_presubmit_and_checks_the_baselines_run_record(story):
+    baseline, (run, _) = story.baseline, story.failures  # the shared chapters: no new run
+    (auth,) = run.auth
+    assert (auth["job"], auth["method"], auth["service_account"]) == (
+        "benchmark/process", "workload_identity_federation", PRESUBMIT_SA)
+    # compare took the stored baseline only after reading GitHub's record of the run that wrote it.
+    record = f"/repos/{REPOSITORY}/actions/runs/{baseline.run_id}/attempts/{baseline.attempt}"
+    assert 200 in [c.status for c in story.github.calls("GET", record)], story.github.calls("GET")
+    compare = run.job("process").step("Compare with the stored baseline")
+    assert f"run {baseline.run_id}/{baseline.attempt}" in compare.log, compare.log

@@ -24,6 +24,7 @@ import yaml
 from benchmark_suites.suite import generate
 from benchtrail.cli import build_parser
 from benchtrail.export import export_execution
+from tests.actions_expressions import condition, interpolate
 from tests.workflow_standins import artifact_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,16 +167,19 @@ def test_every_job_declares_its_own_permissions(name):
 
 
 def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker_to_issues():
+    # `id-token: write` writes nothing: it lets a job ask GitHub for an OIDC token (the store's
+    # keyless credentials); test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store.
     writes = sorted(
         (name, job_id, scope)
         for name in WORKFLOW_FILES
         for job_id, job in _load(name)["jobs"].items()
         for scope, access in job["permissions"].items()
-        if access != "read"
+        if access != "read" and scope != "id-token"
     )
     assert writes == [("post_benchmark_comment.yml", "post", "pull-requests"),
                       ("track_regressions.yml", "track", "issues")]
-    assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {"contents": "read", "issues": "write"}
+    assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {
+        "actions": "read", "contents": "read", "id-token": "write", "issues": "write"}
     assert _load("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "write"}
 
@@ -187,7 +191,9 @@ def test_benchmark_jobs_read_contents_at_most():
         "compile": {"contents": "read"},
         "compile-cuda": {"contents": "read"},
         "execute": {"contents": "read"},
-        "process": {"contents": "read"},
+        # Trusted baselines: compare and dashboard read the workflow runs that stored them; the
+        # store's keyless credentials (Workload Identity Federation) need the job's OIDC token.
+        "process": {"actions": "read", "contents": "read", "id-token": "write"},
         "gate": {"contents": "read"},
         "summary": {},
     }
@@ -563,17 +569,22 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     job = _load("benchmark.yml")["jobs"]["process"]
     steps = {step.get("name"): step for step in job["steps"]}
     env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
-           "CPU_DEVICE": "c2-standard-16"}
+           "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release"}
     # The caller's input `store`, else the repository variable; an outage costs at most the deadline.
-    assert job["env"] == {"BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
-                          "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}"}
+    assert {k: v for k, v in job["env"].items() if k != "BENCHTRAIL_STORE_AUTH"} == {
+        "BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
+        "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
     stored = steps["Compare with the stored baseline"]
     assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "env.BENCHTRAIL_STORE == ''"
     args = _benchtrail_args(stored["run"], env)
-    assert (args.func.__name__, args.store, args.head, args.output, args.base) == (
-        "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [])
-    assert stored["env"] == steps["Compare"]["env"]  # accepted regressions either way
+    assert (args.func.__name__, args.store, args.head, args.output, args.base, args.base_branch) == (
+        "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [], "release")
+    # Accepted regressions either way; with a store, trusted baselines of the PR's base branch (the
+    # pushed branch otherwise), checked against GitHub's record of their runs with the job's token.
+    assert stored["env"] == {**steps["Compare"]["env"], "BASE_BRANCH": "${{ github.base_ref || github.ref_name }}",
+                             "GITHUB_TOKEN": "${{ github.token }}"}
+    assert steps["Draw the history dashboard"]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
     args = _benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
     assert (args.func.__name__, args.recheck, args.device_name, args.output_dir) == (
         "cmd_ab", Path(RUN_DIR, "comparison.json"), "c2-standard-16", Path(RUN_DIR, "checked"))
@@ -634,7 +645,7 @@ def test_each_action_is_pinned_to_one_sha_everywhere():
                 pins.setdefault(action, set()).add(sha)
     assert {action: len(shas) for action, shas in pins.items()} == {
         "actions/checkout": 1, "actions/setup-python": 1, "actions/upload-artifact": 1,
-        "actions/download-artifact": 1}
+        "actions/download-artifact": 1, "google-github-actions/auth": 1}
 
 
 # -- untrusted text -------------------------------------------------------------------------------
@@ -936,31 +947,156 @@ def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():
         "c2-standard-16": ["self-hosted", "cpu", "c2-standard-16"], "a2-highgpu-1g": ["self-hosted", "gpu-pool"]}
 
 
-def test_the_store_credentials_step_writes_a_private_key_file_only_with_the_secret(tmp_path):
-    process = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["process"]["steps"]}
-    step = process["Use the store credentials"]
-    assert step["env"] == {"STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
-    assert step["if"] == "env.BENCHTRAIL_STORE != ''"
-    github_env = tmp_path / "github_env"
-    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GITHUB_ENV": str(github_env)}
-    assert _run_step(step, {**env, "STORE_CREDENTIALS": ""}).returncode == 0
-    assert not github_env.exists() and not (tmp_path / "benchtrail-store-key.json").exists()
-    assert _run_step(step, {**env, "STORE_CREDENTIALS": '{"type": "service_account"}'}).returncode == 0
-    key = tmp_path / "benchtrail-store-key.json"
-    assert key.read_text() == '{"type": "service_account"}' and key.stat().st_mode & 0o777 == 0o600
-    assert github_env.read_text() == f"GOOGLE_APPLICATION_CREDENTIALS={key}\n"
-    # Removed at the end of the job, whatever happened.
-    names = list(process)
-    remove = process["Remove the store credentials"]
-    assert remove["if"] == "always()" and remove["run"] == 'rm -f "$RUNNER_TEMP/benchtrail-store-key.json"'
-    assert names.index("Use the store credentials") < names.index("Compare with the stored baseline")
-    assert names.index("Remove the store credentials") > names.index("Store the run")
+AUTH_ACTION = "google-github-actions/auth@"
+WIF_STEP = "Authenticate to the store (Workload Identity Federation)"
+KEY_STEP = "Authenticate to the store (service-account key)"
+
+
+def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/heads/main", fork: bool = False,
+                provider: str = "projects/1/locations/global/workloadIdentityPools/github/providers/repo",
+                key: str = "") -> tuple[str, str | None, str | None]:
+    """(BENCHTRAIL_STORE_AUTH, the service account, the credentials_json) of a store job for one event,
+    through the harness's expression evaluator. GitHub passes a fork's PR run no secrets."""
+    job = _load(name)["jobs"][job_id]
+    repo = "octo/project"
+    pull = {"head": {"repo": {"full_name": "fork/project" if fork else repo}}} if event == "pull_request" else None
+    context = {"github": {"event_name": event, "ref": ref, "repository": repo,
+                          "event": {"pull_request": pull, "repository": {"default_branch": "main"}}},
+               "vars": {"BENCHTRAIL_STORE": "gs://bucket/prefix", "BENCHTRAIL_WIF_PROVIDER": provider,
+                        "BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "post@proj.iam.gserviceaccount.com",
+                        "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre@proj.iam.gserviceaccount.com",
+                        "BENCHTRAIL_TRACKER_SERVICE_ACCOUNT": "tracker@proj.iam.gserviceaccount.com"},
+               "secrets": {} if fork or not key else {"BENCHTRAIL_STORE_CREDENTIALS": key}, "inputs": {}}
+    mode = interpolate(job["env"]["BENCHTRAIL_STORE_AUTH"], context)
+    context["env"] = {"BENCHTRAIL_STORE": "gs://bucket/prefix", "BENCHTRAIL_STORE_AUTH": mode}
+    steps = {step.get("name"): step for step in job["steps"]}
+    ran = {n: condition(steps[n]["if"], context, {"success": True, "failure": False, "always": True,
+                                                  "cancelled": False}) for n in (WIF_STEP, KEY_STEP)}
+    assert not all(ran.values())
+    assert ran[WIF_STEP] == (mode == "federation") and ran[KEY_STEP] == (mode == "key")
+    account = interpolate(steps[WIF_STEP]["with"]["service_account"], context) if ran[WIF_STEP] else None
+    credentials = interpolate(steps[KEY_STEP]["with"]["credentials_json"], context) if ran[KEY_STEP] else None
+    return mode, account, credentials
+
+
+def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_the_runner():
+    steps = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["process"]["steps"]}
+    for step_name in (WIF_STEP, KEY_STEP):
+        assert steps[step_name]["uses"].startswith(AUTH_ACTION), step_name
+    assert set(steps[WIF_STEP]["with"]) == {"workload_identity_provider", "service_account"}
+    assert steps[WIF_STEP]["with"]["workload_identity_provider"] == "${{ vars.BENCHTRAIL_WIF_PROVIDER }}"
+    assert steps[KEY_STEP]["with"] == {"credentials_json": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
+    post, pre = "post@proj.iam.gserviceaccount.com", "pre@proj.iam.gserviceaccount.com"
+    # Federation: the postsubmit account for pushes and manual runs of the default branch only.
+    assert _store_auth("benchmark.yml", "process") == ("federation", post, None)
+    assert _store_auth("benchmark.yml", "process", "workflow_dispatch") == ("federation", post, None)
+    assert _store_auth("benchmark.yml", "process", "workflow_dispatch", "refs/heads/topic") == ("federation", pre, None)
+    assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge") == ("federation", pre, None)
+    # A labelled fork PR: no OIDC token and no secrets, so no auth step (the runner's own credentials).
+    assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge", fork=True,
+                       key="{}") == ("runner", None, None)
+    # The key only without a provider; neither: the runner's own credentials.
+    key = '{"type": "service_account"}'
+    assert _store_auth("benchmark.yml", "process", provider="", key=key) == ("key", None, key)
+    assert _store_auth("benchmark.yml", "process", provider="", key="") == ("runner", None, None)
+    assert _store_auth("benchmark.yml", "process", key=key)[0] == "federation"
+    # The auth steps follow every checkout (a checkout would remove the credentials file) and
+    # precede every step that reads or writes the store; the hand-written key file is gone.
+    names = list(steps)
+    checkouts = [i for i, step in enumerate(steps.values()) if step.get("uses", "").startswith("actions/checkout@")]
+    store_steps = [i for i, step in enumerate(steps.values()) if "--store" in step.get("run", "")]
+    assert max(checkouts) < names.index(WIF_STEP) < names.index(KEY_STEP) < min(store_steps)
+    assert not any("GOOGLE_APPLICATION_CREDENTIALS" in step.get("run", "") for step in steps.values())
     # No other job sees a secret.
     for name in WORKFLOW_FILES:
         for job_id, job in _load(name)["jobs"].items():
             text = yaml.safe_dump(job)
             if (name, job_id) not in (("benchmark.yml", "process"), ("track_regressions.yml", "track")):
                 assert "secrets." not in text, (name, job_id)
+
+
+def _touches_store(job: dict[str, Any]) -> bool:
+    return any("--store" in step.get("run", "") for step in job.get("steps", []))
+
+
+def test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store():
+    granted, touching = set(), set()
+    for name in WORKFLOW_FILES:
+        workflow = _load(name)
+        assert "id-token" not in workflow["permissions"], name  # never for a whole workflow
+        for job_id, job in workflow["jobs"].items():
+            assert job["permissions"].get("id-token", "none") in ("none", "write"), (name, job_id)
+            if job["permissions"].get("id-token") == "write":
+                granted.add((name, job_id))
+            if _touches_store(job):
+                touching.add((name, job_id))
+                auth = [step for step in job["steps"] if step.get("uses", "").startswith(AUTH_ACTION)]
+                assert [step["name"] for step in auth] == [WIF_STEP, KEY_STEP], (name, job_id)
+    # A caller grants it only to the job whose called workflow has a store job.
+    for name, job_id, job, called in _caller_jobs():
+        assert _load_example(name)["permissions"] == {}
+        if job["permissions"].get("id-token") == "write":
+            granted.add((f"example/{name}", job_id))
+        if any(_touches_store(called_job) for called_job in _load(called)["jobs"].values()):
+            touching.add((f"example/{name}", job_id))
+    assert touching == {("benchmark.yml", "process"), ("track_regressions.yml", "track"),
+                        ("example/benchmarks.yml", "benchmark")}
+    assert granted == touching
+
+
+def test_the_auth_stand_in_needs_an_oidc_token_for_federation_and_exports_the_credentials_file(tmp_path):
+    """tests/workflow_standins.py's google-github-actions/auth, as the harness runs it."""
+    from types import SimpleNamespace
+
+    from tests.workflow_standins import AUTH_OIDC_WARNING, google_auth
+
+    run = SimpleNamespace(result=SimpleNamespace(auth=[]))
+    workspace, github_env = tmp_path / "ws", tmp_path / "github_env"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("checked out\n")
+    provider = "projects/1/locations/global/workloadIdentityPools/github/providers/repo"
+    wif = {"workload_identity_provider": provider, "service_account": "pre@proj-1.iam.gserviceaccount.com"}
+    oidc = {"ACTIONS_ID_TOKEN_REQUEST_URL": "https://token.invalid/idtoken?api-version=2.0",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "request-token"}
+    github_env.write_text("")
+    # No OIDC variables (no `id-token: write`, or a fork's PR): the action's own error.
+    refused = google_auth(run, "auth", wif, workspace, {}, "benchmark/process-0", github_env)
+    assert refused.outcome == "failure" and refused.log.endswith(AUTH_OIDC_WARNING)
+    assert github_env.read_text() == "" and run.result.auth == [] and not list(workspace.glob("gha-creds-*"))
+    both = google_auth(run, "auth", {**wif, "credentials_json": "{}"}, workspace, oidc, "process-0", github_env)
+    assert both.outcome == "failure" and 'exactly one of "workload_identity_provider"' in both.log
+    done = google_auth(run, "auth", wif, workspace, oidc, "benchmark/process-0", github_env)
+    assert done.outcome == "success", done.log
+    (creds,) = workspace.glob("gha-creds-*.json")
+    assert re.fullmatch(r"gha-creds-[0-9a-f]{16}\.json", creds.name)
+    config = json.loads(creds.read_text())
+    assert config["type"] == "external_account" and config["audience"] == f"//iam.googleapis.com/{provider}"
+    assert config["credential_source"]["url"].startswith(oidc["ACTIONS_ID_TOKEN_REQUEST_URL"] + "&audience=")
+    assert config["service_account_impersonation_url"].endswith(
+        "/serviceAccounts/pre@proj-1.iam.gserviceaccount.com:generateAccessToken")
+    exported = dict(line.split("=", 1) for line in github_env.read_text().splitlines())
+    assert {exported[k] for k in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE",
+                                  "GOOGLE_GHA_CREDS_PATH")} == {str(creds)}
+    assert exported["GOOGLE_CLOUD_PROJECT"] == "proj-1"  # from the service account's e-mail
+    assert run.result.auth[0]["job"] == "benchmark/process"
+    assert run.result.auth[0]["method"] == "workload_identity_federation"
+    # A key needs no OIDC token.
+    key = '{"type": "service_account", "project_id": "proj-2", "client_email": "k@proj-2.iam.gserviceaccount.com"}'
+    github_env.write_text("")
+    keyed = google_auth(run, "auth", {"credentials_json": key}, workspace, {}, "track-0", github_env)
+    assert keyed.outcome == "success", keyed.log
+    assert [(a["job"], a["method"], a["service_account"]) for a in run.result.auth[1:]] == [
+        ("track", "credentials_json", "k@proj-2.iam.gserviceaccount.com")]
+    exported = dict(line.split("=", 1) for line in github_env.read_text().splitlines())
+    assert json.loads(Path(exported["GOOGLE_APPLICATION_CREDENTIALS"]).read_text()) == json.loads(key)
+    assert exported["GOOGLE_CLOUD_PROJECT"] == "proj-2"
+
+
+def test_the_tracker_reads_the_store_as_the_tracker_account_or_with_the_key():
+    tracker = "tracker@proj.iam.gserviceaccount.com"
+    assert _store_auth("track_regressions.yml", "track", "workflow_run") == ("federation", tracker, None)
+    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="", key="k") == ("key", None, "k")
+    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="") == ("runner", None, None)
 
 
 @pytest.mark.parametrize("name", EXAMPLE_FILES)
@@ -1075,5 +1211,12 @@ def test_the_tracker_runs_track_only_after_a_successful_push_run_of_the_default_
                                           "GITHUB_REPOSITORY": "owner/benchtrail", "RUNNER_TEMP": "/tmp"})
     assert args.func.__name__ == "cmd_track" and args.post
     assert (args.store, args.ref, args.repo_name) == ("gs://bucket/main", "a" * 40, "owner/benchtrail")
-    assert set(step["env"]) == {"GITHUB_TOKEN", "HEAD_SHA", "STORE_CREDENTIALS"}  # the secrets reach this step only
-    assert sum("secrets." in str(st) or "github.token" in str(st) for st in job["steps"]) == 1
+    # Trusted runs: those of the workflow that triggered this run (benchmark.yml), per GitHub's record.
+    assert step["env"] == {"GITHUB_TOKEN": "${{ github.token }}",
+                           "HEAD_SHA": "${{ github.event.workflow_run.head_sha }}",
+                           "BENCHTRAIL_TRUSTED_WORKFLOW": "${{ github.event.workflow_run.path }}"}
+    # The issue token reaches this step only, the key only the fallback auth step (no other step).
+    assert [st.get("name") for st in job["steps"] if "github.token" in str(st)] == [step["name"]]
+    assert [st.get("name") for st in job["steps"] if "secrets." in str(st)] == [KEY_STEP]
+    names = [st.get("name") for st in job["steps"]]
+    assert names.index(WIF_STEP) < names.index(KEY_STEP) < names.index(step["name"])

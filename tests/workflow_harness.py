@@ -11,13 +11,25 @@ workflows (``jobs.<id>.uses``, ``on.workflow_call`` inputs and secrets checked, 
 permission rule: a called job may ask for no more than the calling job has, else the whole run
 fails when it loads). Each job gets a fresh workspace, as on a fresh runner.
 
+What the runner gives each job as GitHub does: ``GITHUB_WORKFLOW_REF``
+(``owner/repo/.github/workflows/<file>@<ref>``) and ``GITHUB_WORKFLOW_SHA`` name the run's top-level
+workflow (the caller's, in a called workflow), and the OIDC variables ``ACTIONS_ID_TOKEN_REQUEST_URL``
+and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` exist only in a job whose effective permissions grant
+``id-token: write`` (a called job: its own, capped by the calling job's) in a run that is not a
+``pull_request`` from a fork; such a run also gets no secrets. With ``github_server`` (the GitHub
+REST stand-in, ``tests/github_server.py``) each run registers itself there as a workflow run
+attempt: ``in_progress`` when it starts, ``completed`` with its conclusion when it ends, with its
+event, head branch (the PR's head ref, else the branch of ``ref``), head SHA and workflow path.
+
 Stand-ins, each named here and nothing else: ``actions/checkout`` (a git fetch from the test's
 repository, or benchtrail's own source for ``repository: */benchtrail``), ``actions/setup-python``
 (nothing: the test's interpreter), the artifact actions (folders under the run),
-``google-github-actions/auth`` (nothing: the GCS emulator takes anonymous requests) and the step
-named ``Install benchtrail`` (the test's own environment: ``.venv`` links to it, or to a folder
-whose ``bin/benchtrail`` runs each command in a fork of a process that has benchtrail and torch
-imported already, ``tests/cli_server.py``).
+``google-github-actions/auth`` (as the real action: Workload Identity Federation needs the job's
+OIDC variables, a key needs none; it writes a credentials file into the workspace, exports its
+variables to later steps and records itself in ``RunResult.auth``; the GCS emulator ignores the
+credentials) and the step named ``Install benchtrail`` (the test's own environment: ``.venv``
+links to it, or to a folder whose ``bin/benchtrail`` runs each command in a fork of a process that
+has benchtrail and torch imported already, ``tests/cli_server.py``).
 
 Faults a test may inject: ``step_timeouts`` names steps (``"<job id>/<step name>"``, or
 ``"<job id>-<matrix index>/<step name>"`` for one instance of a matrix job) that hit a
@@ -35,6 +47,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +80,8 @@ class JobResult:
     runs_on: Any = None
     concurrency: str | None = None
     summary: str = ""
+    #: Variables the runner adds to every step of this job beyond the usual ones (the OIDC request pair).
+    runner_env: dict[str, str] = field(default_factory=dict)
 
     def step(self, name: str) -> StepResult:
         """The step called ``name`` (the last one, in a matrix job)."""
@@ -92,6 +107,10 @@ class RunResult:
     artifacts: Path
     jobs: dict[str, JobResult] = field(default_factory=dict)
     error: str | None = None  # a workflow that fails to load runs no job
+    #: One entry per successful google-github-actions/auth step: ``{"job", "method"
+    #: ("workload_identity_federation" | "credentials_json"), "service_account", "provider",
+    #: "project_id", "credentials_file", "oidc_request_url"}``.
+    auth: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def conclusion(self) -> str:
@@ -124,7 +143,8 @@ class Harness:
     """Runs workflows of the project repository ``repo`` (a git repository named ``repository``).
 
     ``env`` is added to every step's environment (e.g. ``STORAGE_EMULATOR_HOST``); ``api_url`` is
-    the GitHub REST stand-in; ``vars`` and ``secrets`` are the repository's.
+    the GitHub REST stand-in's URL and ``github_server`` the stand-in itself, where runs register
+    (optional); ``vars`` and ``secrets`` are the repository's.
     """
 
     repo: Path
@@ -140,6 +160,8 @@ class Harness:
     #: What the install step's ``.venv`` links to: the test's environment, or a folder whose
     #: ``bin/benchtrail`` is a client of ``tests/cli_server.py``.
     venv: Path = Path(sys.prefix)
+    #: The GitHub REST stand-in (``tests.github_server.GitHubServer``) where each run registers itself.
+    github_server: Any = None
 
     # -- runs -------------------------------------------------------------------------------------
 
@@ -158,23 +180,41 @@ class Harness:
         self.runs[run_id] = result
         event_path = base / "event.json"
         event_path.write_text(json.dumps(payload))
+        wf = load_workflow(path)
+        pull = payload.get("pull_request") or {}
+        workflow_path = f".github/workflows/{Path(workflow).name}"
         github = {
             "event_name": event_name, "event": payload, "repository": self.repository,
             "repository_owner": self.repository.split("/")[0], "sha": sha, "ref": ref,
+            "ref_name": ref.split("/", 2)[2] if ref.startswith("refs/") else ref,
             "run_id": str(run_id), "run_attempt": str(attempt), "server_url": "https://github.com",
             "api_url": self.api_url, "token": self.token, "actor": "octocat",
-            "head_ref": (payload.get("pull_request") or {}).get("head", {}).get("ref", ""),
-            "base_ref": (payload.get("pull_request") or {}).get("base", {}).get("ref", ""),
+            "head_ref": pull.get("head", {}).get("ref", ""),
+            "base_ref": pull.get("base", {}).get("ref", ""),
+            "workflow": str(wf.get("name") or workflow_path),
+            "workflow_ref": f"{self.repository}/{workflow_path}@{ref}", "workflow_sha": sha,
         }
         if inputs is None and event_name == "workflow_dispatch":
             inputs = dict(payload.get("inputs") or {})
-        run = _Run(self, result, base, event_path, github, step_timeouts)
+        # GitHub passes no secrets (and no OIDC token) to a pull_request run from a fork.
+        fork = event_name == "pull_request" and ((pull.get("head") or {}).get("repo") or {}).get(
+            "full_name", self.repository) != self.repository
+        if self.github_server is not None:
+            head_branch = pull.get("head", {}).get("ref", "") if event_name == "pull_request" else github["ref_name"]
+            self.github_server.add_workflow_run(
+                self.repository, run_id, attempt, event=event_name, head_branch=head_branch, head_sha=sha,
+                path=workflow_path, status="in_progress", conclusion=None, name=github["workflow"],
+                run_started_at=datetime.now(timezone.utc))
+        run = _Run(self, result, base, event_path, github, step_timeouts, fork)
         try:
-            run.workflow(load_workflow(path), inputs or {}, self.secrets, prefix="",
+            run.workflow(wf, inputs or {}, {} if fork else self.secrets, prefix="",
                          job_context={"workflow_repository": self.repository, "workflow_sha": sha},
                          allowed=None)
         except WorkflowLoadError as exc:
             result.error = str(exc)
+        if self.github_server is not None:
+            self.github_server.update_workflow_run(self.repository, run_id, attempt, status="completed",
+                                                   conclusion=result.conclusion, updated_at=datetime.now(timezone.utc))
         return result
 
     def _project_file(self, sha: str, name: str) -> Path:
@@ -193,6 +233,7 @@ class Harness:
             "action": "completed",
             "workflow_run": {
                 "id": run.run_id, "name": workflow_name, "event": run.event_name, "head_sha": run.sha,
+                "path": f".github/workflows/{Path(run.workflow).name}",
                 "head_branch": (pr.get("head") or {}).get("ref", "main"), "run_attempt": run.attempt,
                 "conclusion": run.conclusion, "status": "completed",
                 "head_repository": {"full_name": ((pr.get("head") or {}).get("repo") or {}).get(
@@ -226,9 +267,9 @@ class _Run:
     """The execution of one run (and of the workflows it calls)."""
 
     def __init__(self, harness: Harness, result: RunResult, base: Path, event_path: Path, github: dict[str, Any],
-                 step_timeouts: tuple[str, ...]) -> None:
+                 step_timeouts: tuple[str, ...], fork: bool = False) -> None:
         self.h, self.result, self.base, self.event_path = harness, result, base, event_path
-        self.github, self.step_timeouts = github, set(step_timeouts)
+        self.github, self.step_timeouts, self.fork = github, set(step_timeouts), fork
 
     # -- workflows and jobs -----------------------------------------------------------------------
 
@@ -263,7 +304,8 @@ class _Run:
             elif "uses" in job:
                 results[job_id] = self.call(job, job_id, context, top, prefix)
             else:
-                results[job_id] = self.job(wf, job, prefix + job_id, context, inputs, secrets, job_context)
+                results[job_id] = self.job(wf, job, prefix + job_id, context, inputs, secrets, job_context,
+                                           oidc=self.oidc(job, top, allowed))
             self.result.jobs[prefix + job_id] = results[job_id]
         return "failure" if any(r.result == "failure" for r in results.values()) else "success"
 
@@ -308,6 +350,19 @@ class _Run:
                                {"workflow_repository": m["repo"], "workflow_sha": m["ref"]}, allowed)
         return JobResult(result)
 
+    def oidc(self, job: dict[str, Any], top: dict[str, int] | None, allowed: dict[str, int] | None) -> bool:
+        """Whether the runner gives this job the OIDC request variables: its effective permissions
+        (its own, else the workflow's, capped by the calling job's in a called workflow) grant
+        ``id-token: write`` and the run is not a fork's pull_request. Without any ``permissions``
+        the repository default applies, which never includes ``id-token``."""
+        asked = _permissions(job.get("permissions"))
+        asked = asked if asked is not None else top
+        if asked is None:
+            return False
+        capped = _granted(asked, "id-token") if allowed is None else min(_granted(asked, "id-token"),
+                                                                            _granted(allowed, "id-token"))
+        return capped >= PERMISSION_LEVELS["write"] and not self.fork
+
     def context(self, inputs: dict[str, Any], secrets: dict[str, str], job_context: dict[str, str],
                 **extra: Any) -> dict[str, Any]:
         return {"github": dict(self.github), "inputs": inputs, "secrets": secrets, "vars": self.h.vars,
@@ -315,23 +370,25 @@ class _Run:
                 "matrix": {}, "steps": {}, "needs": {}, **extra}
 
     def job(self, wf: dict[str, Any], job: dict[str, Any], key: str, context: dict[str, Any],
-            inputs: dict[str, Any], secrets: dict[str, str], job_context: dict[str, str]) -> JobResult:
+            inputs: dict[str, Any], secrets: dict[str, str], job_context: dict[str, str],
+            oidc: bool = False) -> JobResult:
         matrix_spec = interpolate(((job.get("strategy") or {}).get("matrix")) or {}, context)
         combos = list(matrix_spec.get("include") or []) if matrix_spec else [{}]
         if matrix_spec and not combos:
             return JobResult("failure", steps=[StepResult("matrix", "failure", "failure", log="empty matrix")])
-        results = [self.instance(wf, job, f"{key}-{i}", dict(context, matrix=combo), secrets)
+        results = [self.instance(wf, job, f"{key}-{i}", dict(context, matrix=combo), secrets, oidc)
                    for i, combo in enumerate(combos)]
         merged = JobResult("failure" if any(r.result == "failure" for r in results) else "success")
         for r in results:
             merged.outputs.update({k: v for k, v in r.outputs.items() if v != ""})
             merged.steps += r.steps
             merged.summary += r.summary
+            merged.runner_env.update(r.runner_env)
         merged.runs_on, merged.concurrency = results[-1].runs_on, results[-1].concurrency
         return merged
 
     def instance(self, wf: dict[str, Any], job: dict[str, Any], key: str, context: dict[str, Any],
-                 secrets: dict[str, str]) -> JobResult:
+                 secrets: dict[str, str], oidc: bool = False) -> JobResult:
         context = dict(context, github=dict(context["github"]), runner=dict(context["runner"]), steps={}, env={},
                        job_timeout_minutes=job.get("timeout-minutes"))
         slug = re.sub(r"[^\w.-]+", "_", key)
@@ -347,6 +404,12 @@ class _Run:
                 env[name] = to_string(interpolate(value, context))
         context["env"] = dict(env)
         out = JobResult("success")
+        if oidc:
+            run_id = self.github["run_id"]
+            out.runner_env = {
+                "ACTIONS_ID_TOKEN_REQUEST_URL": f"https://pipelines.actions.githubusercontent.invalid/{run_id}/"
+                                                f"idtoken/{slug}?api-version=2.0",
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": f"oidc-request-token-{run_id}-{slug}"}
         out.runs_on = interpolate(job.get("runs-on"), context)
         if job.get("concurrency"):
             group = job["concurrency"]["group"] if isinstance(job["concurrency"], dict) else job["concurrency"]
@@ -384,10 +447,10 @@ class _Run:
                                                                     "GITHUB_STEP_SUMMARY")}
         for f in files.values():
             f.write_text("")
-        process_env = self.process_env(workspace, temp, step_env, files)
+        process_env = self.process_env(workspace, temp, step_env, files, job.runner_env)
         if "uses" in step:
             result = action(self, step, name, interpolate(step.get("with") or {}, dict(context, env=step_env)),
-                                 workspace)
+                            workspace, env=process_env, job_key=key, github_env=files["GITHUB_ENV"])
         elif name == INSTALL_STEP:
             result = install(self, step, name, workspace, defaults, context, step_env, files)
         else:
@@ -402,16 +465,19 @@ class _Run:
         return result
 
     def process_env(self, workspace: Path, temp: Path, step_env: dict[str, str],
-                    files: dict[str, Path]) -> dict[str, str]:
+                    files: dict[str, Path], runner_env: dict[str, str] | None = None) -> dict[str, str]:
         g = self.github
         env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "TZ") if k in os.environ}
         env.update({
             "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace), "RUNNER_TEMP": str(temp),
             "GITHUB_EVENT_NAME": g["event_name"], "GITHUB_EVENT_PATH": str(self.event_path),
             "GITHUB_REPOSITORY": g["repository"], "GITHUB_REPOSITORY_OWNER": g["repository_owner"],
-            "GITHUB_SHA": g["sha"], "GITHUB_REF": g["ref"], "GITHUB_RUN_ID": g["run_id"],
+            "GITHUB_SHA": g["sha"], "GITHUB_REF": g["ref"], "GITHUB_REF_NAME": g["ref_name"],
+            "GITHUB_HEAD_REF": g["head_ref"], "GITHUB_BASE_REF": g["base_ref"], "GITHUB_RUN_ID": g["run_id"],
             "GITHUB_RUN_ATTEMPT": g["run_attempt"], "GITHUB_SERVER_URL": g["server_url"],
-            "GITHUB_API_URL": g["api_url"], "RUNNER_OS": "Linux",
+            "GITHUB_API_URL": g["api_url"], "GITHUB_WORKFLOW": g["workflow"],
+            "GITHUB_WORKFLOW_REF": g["workflow_ref"], "GITHUB_WORKFLOW_SHA": g["workflow_sha"], "RUNNER_OS": "Linux",
+            **(runner_env or {}),
             **{k: str(v) for k, v in files.items()},
         })
         env.update(self.h.env)

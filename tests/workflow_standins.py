@@ -1,24 +1,40 @@
 """The stand-ins of ``tests/workflow_harness.py``: the actions and the one step it does not run itself.
 
 ``actions/checkout`` fetches from the test's git repository (or links benchtrail's own source for
-``repository: */benchtrail``), ``actions/setup-python`` and ``google-github-actions/auth`` do
-nothing (the test's interpreter; the GCS emulator takes anonymous requests), the artifact actions
-keep artifacts in folders of the run, and the step named ``Install benchtrail`` links ``.venv`` to
-the harness's environment. Each function takes the harness's run (``workflow_harness._Run``).
+``repository: */benchtrail``), ``actions/setup-python`` does nothing (the test's interpreter), the
+artifact actions keep artifacts in folders of the run, and the step named ``Install benchtrail``
+links ``.venv`` to the harness's environment. Each function takes the harness's run
+(``workflow_harness._Run``).
+
+``google-github-actions/auth`` behaves as the real action (v3, ``src/main.ts``) up to the point
+where it would call Google: exactly one of ``workload_identity_provider`` and ``credentials_json``;
+with a provider the job must have the OIDC request variables (``ACTIONS_ID_TOKEN_REQUEST_URL`` and
+``_TOKEN``: ``id-token: write``, not a fork's PR), else the step fails with the action's message;
+a key needs none. It writes ``$GITHUB_WORKSPACE/gha-creds-<16 hex>.json`` (an ``external_account``
+configuration, or the key) and exports ``GOOGLE_APPLICATION_CREDENTIALS``,
+``CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE`` and ``GOOGLE_GHA_CREDS_PATH`` pointing at it, plus the
+project variables (``GOOGLE_CLOUD_PROJECT`` …) when a project is given or follows from the service
+account's e-mail or the key, through ``$GITHUB_ENV``. It appends what it did to the run's ``auth``
+list. No token is exchanged: with ``STORAGE_EMULATOR_HOST`` set benchtrail's store client uses
+anonymous credentials and never reads the file (``benchtrail.store.gcs.make_client``).
 """
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import glob
+import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tests.actions_expressions import interpolate
 
@@ -79,7 +95,10 @@ def install(run: Any, step: dict[str, Any], name: str, workspace: Path, defaults
 
 # -- actions ----------------------------------------------------------------------------------
 
-def action(run: Any, step: dict[str, Any], name: str, with_: dict[str, Any], workspace: Path) -> StepResult:
+def action(run: Any, step: dict[str, Any], name: str, with_: dict[str, Any], workspace: Path,
+           env: dict[str, str] | None = None, job_key: str = "", github_env: Path | None = None) -> StepResult:
+    """Run the stand-in of ``step["uses"]``; ``env`` is the step's process environment, ``job_key``
+    the job instance (``<job id>-<matrix index>``) and ``github_env`` the step's ``$GITHUB_ENV`` file."""
     action = step["uses"].split("@")[0]
     try:
         if action == "actions/checkout":
@@ -92,10 +111,92 @@ def action(run: Any, step: dict[str, Any], name: str, with_: dict[str, Any], wor
         if action == "actions/download-artifact":
             return download(run, name, with_, workspace)
         if action == "google-github-actions/auth":
-            return StepResult(name, "success", "success", log="stand-in: anonymous emulator access")
+            assert github_env is not None, "the auth stand-in exports through $GITHUB_ENV"
+            return google_auth(run, name, with_, workspace, env or {}, job_key, github_env)
     except (subprocess.CalledProcessError, OSError) as exc:
         return StepResult(name, "failure", "failure", log=f"{exc}\n{getattr(exc, 'stderr', '')}")
     raise AssertionError(f"no stand-in for action {action!r}")
+
+AUTH_FAILED = "google-github-actions/auth failed with: "
+AUTH_SECRETS_WARNING = (
+    "If you are specifying input values via GitHub secrets, ensure the secret is being injected into the "
+    "environment. By default, secrets are not passed to workflows triggered from forks, including Dependabot.")
+AUTH_OIDC_WARNING = (
+    "GitHub Actions did not inject $ACTIONS_ID_TOKEN_REQUEST_TOKEN or $ACTIONS_ID_TOKEN_REQUEST_URL into this "
+    "job. This most likely means the GitHub Actions workflow permissions are incorrect, or this job is being run "
+    "from a fork. For more information, please see https://docs.github.com/en/actions/security-guides/"
+    "automatic-token-authentication#permissions-for-the-github_token")
+
+
+def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env: dict[str, str], job_key: str,
+                github_env: Path) -> StepResult:
+    """Stand-in for google-github-actions/auth (module docstring)."""
+    def failed(message: str) -> StepResult:
+        return StepResult(name, "failure", "failure", log=f"##[error]{AUTH_FAILED}{message}")
+
+    provider = str(with_.get("workload_identity_provider") or "")
+    key_json = str(with_.get("credentials_json") or "").strip()
+    service_account = str(with_.get("service_account") or "")
+    if bool(provider) == bool(key_json):
+        return failed('The GitHub Action workflow must specify exactly one of "workload_identity_provider" or '
+                      f'"credentials_json"! {AUTH_SECRETS_WARNING}')
+    key: dict[str, Any] = {}
+    if provider:
+        request_url, request_token = env.get("ACTIONS_ID_TOKEN_REQUEST_URL"), env.get("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+        if not request_url or not request_token:
+            return failed(AUTH_OIDC_WARNING)
+        audience = str(with_.get("audience") or f"https://iam.googleapis.com/{provider}")
+        credentials: dict[str, Any] = {
+            "type": "external_account", "audience": f"//iam.googleapis.com/{provider}",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": "https://sts.googleapis.com/v1/token",
+            "credential_source": {"url": f"{request_url}&audience={quote(audience, safe='')}",
+                                  "headers": {"Authorization": f"Bearer {request_token}"},
+                                  "format": {"type": "json", "subject_token_field_name": "value"}}}
+        if service_account:
+            credentials["service_account_impersonation_url"] = (
+                "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/"
+                f"{service_account}:generateAccessToken")
+        method = "workload_identity_federation"
+    else:
+        try:
+            text = key_json if key_json.startswith("{") else base64.b64decode(key_json).decode()
+            key = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return failed(f"Failed to parse service account key JSON credentials: {exc}")
+        if not isinstance(key, dict) or key.get("type") != "service_account":
+            return failed("Provided credential is not a valid Google Service Account Key JSON")
+        credentials, method = key, "credentials_json"
+        service_account = service_account or str(key.get("client_email") or "")
+    log = []
+    if not any(workspace.iterdir()):
+        log.append('⚠️ The "create_credentials_file" option is true, but the current GitHub workspace is empty. '
+                   'Did you forget to use "actions/checkout" before this step?')
+    path = workspace / f"gha-creds-{secrets.token_hex(8)}.json"
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640), "w") as f:
+        json.dump(credentials, f)
+    log.append(f'Created credentials file at "{path}"')
+    exports = {"CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE": str(path), "GOOGLE_APPLICATION_CREDENTIALS": str(path),
+               "GOOGLE_GHA_CREDS_PATH": str(path)}
+    # The project: the input, else the service_account input's e-mail domain (sa@PROJECT.iam…), else the key's.
+    sa_input = str(with_.get("service_account") or "")
+    domain = sa_input.split("@")[1].split(".") if sa_input.count("@") == 1 else []
+    project = str(with_.get("project_id") or "") or (domain[0] if len(domain) >= 2 else "") or str(
+        key.get("project_id") or "")
+    if project:
+        exports.update({name_: project for name_ in ("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_PROJECT", "GCLOUD_PROJECT",
+                                                     "GCP_PROJECT", "GOOGLE_CLOUD_PROJECT")})
+    with open(github_env, "a") as f:
+        f.writelines(f"{k}={v}\n" for k, v in exports.items())
+    run.result.auth.append({"job": job_key.rsplit("-", 1)[0], "instance": job_key, "method": method,
+                            "service_account": service_account, "provider": provider, "project_id": project,
+                            "credentials_file": str(path),
+                            "oidc_request_url": env.get("ACTIONS_ID_TOKEN_REQUEST_URL", "") if provider else ""})
+    log.append(f"stand-in: {method} as {service_account or '(no service account)'}; no token exchanged")
+    return StepResult(name, "success", "success", outputs={"credentials_file_path": str(path),
+                                                            **({"project_id": project} if project else {})},
+                      log="\n".join(log))
+
 
 def checkout(run: Any, with_: dict[str, Any], workspace: Path) -> str:
     repository = with_.get("repository") or run.github["repository"]
