@@ -22,9 +22,12 @@ server, which holds one bot comment for the PR throughout.
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -74,6 +77,7 @@ class Story:
 
         storage.Client(project="test", credentials=AnonymousCredentials(),
                        client_options={"api_endpoint": emulator_url}).create_bucket(bucket)
+        self.emulator_url = emulator_url
         self.proxy = FaultProxy(upstream=emulator_url).start()
         self.github = github
         self.harness = Harness(
@@ -169,9 +173,27 @@ class Story:
             self.proxy.clear()
         return self.snapshot("outage", run, self.post(run))
 
+    def forge_pointer(self, run: RunResult) -> str:
+        """What h1's process job could do with the store identity it holds: create a pointer object for
+        main's commit naming its own stored run (main's pointer copied, the newest ``created``)."""
+        import json
+
+        from google.auth.credentials import AnonymousCredentials
+
+        client = storage.Client(project="test", credentials=AnonymousCredentials(),
+                                client_options={"api_endpoint": self.emulator_url})
+        bucket, prefix = self.harness.vars["BENCHTRAIL_STORE"].removeprefix("gs://").split("/", 1)
+        (genuine,) = [json.loads(b.download_as_bytes())
+                      for b in client.list_blobs(bucket, prefix=f"{prefix}/commits/{self.main}/")]
+        forged = {**genuine, "run_id": str(run.run_id), "attempt": run.attempt, "created": "2099-01-01T00:00:00+00:00"}
+        name = f"{prefix}/commits/{self.main}/{run.run_id}-{run.attempt}.json"
+        client.bucket(bucket).blob(name).upload_from_string(json.dumps(forged), if_generation_match=0)
+        return name
+
     @functools.cached_property
     def recheck_timeout(self) -> tuple[RunResult, RunResult]:
         self.outage
+        self.forge_pointer(self.failures[0])  # h1 stored its run, slow Chain and all
         head = self.push_head("h3: the re-check times out")
         return self.snapshot("recheck_timeout", *self.pr_run(head, step_timeouts=(RECHECK_STEP,)))
 
@@ -316,6 +338,30 @@ def test_a_recheck_failure_leaves_regressions_unconfirmed_and_ungated(story):
     assert story.heads[2][:7] in comment and "re-check did not finish" in comment, comment
     assert "regressed · unconfirmed" in _row(comment, CHAIN)
     assert run.job("gate").result == "success", run.describe()
+
+
+def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(story, tmp_path):
+    """Before h3, a pointer for main's commit naming h1's run (its Chain 4x slower) was created in the
+    store as h1's credentials allow: h3 still compares with the push run (Chain regressed, above) and
+    its comment says which stored run it ignored and why; ``benchtrail track`` ignores it too."""
+    run, _ = story.recheck_timeout
+    h1 = story.failures[0]
+    comparison = json.loads((run.artifacts / "benchmark-report" / "comparison.json").read_text())
+    baseline = comparison["baseline"]
+    assert (baseline["run_id"], baseline["commit"]) == (str(story.baseline.run_id), story.main)
+    assert baseline["ignored"] == [{"commit": story.main, "run_id": str(h1.run_id), "attempt": 1,
+                                    "reason": f"run {h1.run_id}/1 was made by a pull_request event, not a push or "
+                                              "manual run"}]
+    assert "⚠ Ignored 1 stored run that is not a trusted baseline: " in story.comments["recheck_timeout"]
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
+           "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
+           "GITHUB_TOKEN": "ghs_test", "BENCHTRAIL_TRUSTED_WORKFLOW": ".github/workflows/benchmarks.yml"}
+    done = subprocess.run([sys.executable, "-m", "benchtrail.cli", "track", "--store",
+                           story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", "main"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (f"run not used: {story.main[:7]}: not a trusted run: run {h1.run_id}/1 was made by a pull_request "
+            "event") in done.stderr
 
 
 def test_a_bad_trailer_edits_the_comment_to_name_the_bad_preset(story):
