@@ -1,3 +1,4 @@
+import json
 import subprocess
 from pathlib import Path
 
@@ -173,3 +174,16 @@ def test_store_accepts_file_urls_and_refuses_other_schemes(tmp_path):
     assert open_store((tmp_path / "s").as_uri()).root == tmp_path / "s"
     with pytest.raises(UserError, match="scheme 's3' is not supported"):
         open_store("s3://bucket/x")
+
+
+def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
+    store = open_store(str(tmp_path / "store"))
+    head = git(repo, "rev-parse", "HEAD")
+    pointer(store, head, "good")
+    bad = tmp_path / "store" / "commits" / head / "bad-1.json"
+    bad.write_text('{"schema_version": 2, "commit": "%s", "run_id": "../x", "attempt": "one", "devices": ["%s"], '
+                   '"torch_version": "2.13.0", "baseline_keys": [%s]}' % (head, CPU, json.dumps(key().to_dict())))
+    found = find_baselines(store, repo, head, wants(key()))
+    assert found.primary.run_id == "good"
+    (ignored,) = found.ignored
+    assert ignored.reason.startswith("its pointer names no run: run id '../x' is not path-safe")

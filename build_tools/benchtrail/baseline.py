@@ -25,7 +25,7 @@ from benchtrail.environment import git as _git
 from benchtrail.errors import UserError
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
-from benchtrail.store.base import check_relative_name
+from benchtrail.store.base import check_attempt, check_id, check_relative_name
 from benchtrail.trust import Trust, TrustAll
 
 MAX_ANCESTORS = 10
@@ -147,6 +147,17 @@ def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> lis
     return sorted(d for d, head_keys in wanted.items() if d in keys and all(matches(keys[d], k) for k in head_keys))
 
 
+def _unusable(pointer: dict[str, Any]) -> str | None:
+    """Why a pointer names no run that can be fetched (a bad run id or attempt), else None."""
+    run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
+    try:
+        check_id(run_id, "run id")
+        check_attempt(attempt)
+    except UserError as exc:
+        return f"its pointer names no run: {exc}"
+    return None
+
+
 def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
                    trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
                    exclude: tuple[str, int] | None = None) -> BaselineSet:
@@ -177,7 +188,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             serves = _serves(p, wanted)
             if not serves or run == exclude or run in ignored:
                 continue
-            why = trust.check(p, branches)
+            why = _unusable(p) or trust.check(p, branches)
             if why:
                 ignored[run] = Ignored(sha, run[0], run[1], why)
                 continue
