@@ -249,3 +249,24 @@ def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_
     assert "no baseline: the store could not be read: 503 on gs://b/o; every series is new" in lines[1]
     assert lines[2] == ("⚠ Shards that did not report: laptop shard 1. Their run configs are listed as failed "
                         "(the job failed, timed out or was cancelled).")
+
+
+def test_the_comment_names_each_devices_baseline_what_is_lacking_and_the_ignored_runs():
+    comparison = _comparison([record("a", [100.0] * 20)], [record("a", [100.0] * 20)])
+    comparison["head"]["devices"] = ["c2-standard-16", "a2-highgpu-1g", "g2-standard-8"]
+    comparison["baseline"] = {
+        "commit": "b" * 40, "reason": "merge base", "run_id": "7", "attempt": 1, "run_dir": "x",
+        "devices": {"c2-standard-16": {"commit": "b" * 40, "reason": "merge base", "run_id": "7", "attempt": 1},
+                    "a2-highgpu-1g": {"commit": "d" * 40, "reason": "merge base~2", "run_id": "5", "attempt": 1}},
+        "lacking": {"g2-standard-8": "no trusted run of the merge base has its baseline key"},
+        "ignored": [{"commit": "b" * 40, "run_id": "9", "attempt": 1,
+                     "reason": "run 9/1 was made by a pull_request event, not a push or manual run"}],
+        "trust": "runs of .github/workflows/benchmark.yml"}
+    comparison["base"]["devices"] = ["c2-standard-16", "a2-highgpu-1g"]
+    lines = render(comparison)[0].splitlines()
+    assert lines[1].startswith("`ccccccc` vs baselines `ddddddd` (merge base~2) for a2-highgpu-1g, `bbbbbbb` "
+                               "(merge base) for c2-standard-16 · presets x86_64")
+    assert ("⚠ Ignored 1 stored run that is not a trusted baseline: `bbbbbbb`: run 9/1 was made by a "
+            "pull\\_request event, not a push or manual run.") in lines
+    assert ("The baseline lacks devices g2-standard-8: those rows are new, not compared. g2-standard-8: no "
+            "trusted run of the merge base has its baseline key.") in lines
