@@ -59,7 +59,10 @@ def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_p
     assert change["series_name"] == SERIES and change["direction"] == "regression"
     found = (commits.index(change["base_commit"]), commits.index(change["head_commit"]))
     assert found == (SLOW_AT - 1, SLOW_AT), report
-    assert change["magnitude_pct"] > 40  # twice the matrix products, less the fixed per-call overhead
+    # Twice the matrix products, less the fixed per-call overhead: +50% to +90% on a quiet machine; a
+    # loaded 2-core VM measured +34% (the per-call overhead grows with load), so the bound only says
+    # "a large slowdown", which noise of a few percent cannot reach.
+    assert change["magnitude_pct"] > 20
     assert change["confidence"] > 0.95
     (issue,) = github_server.repo_issues("octo/my-project")
     assert "benchtrail:track series=" in issue["body"] and commits[SLOW_AT] in issue["body"]
