@@ -196,3 +196,21 @@ def test_a_comp_stats_run_does_not_call_the_baselines_x86_64_series_removed(tmp_
                  "--output", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [(r["id"], r["verdict"]) for r in rows] == [("m1-compile_time_ms", "similar")]
+
+
+def test_a_run_github_cannot_vouch_for_is_not_trusted_and_the_comparison_still_ends(
+        forged_store, tmp_path, monkeypatch, github_server):
+    """GitHub answers 403 for the push run's record (a token without ``actions: read``): no stored run is
+    trusted, the comparison is written without a baseline (every row new) and says why, exit 0."""
+    _ci_env(monkeypatch, github_server, "refs/pull/2/merge")
+    github_server.fail("GET", f"/repos/{REPOSITORY}/actions/runs/501/attempts/1", "read-only", times=5)
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--head", str(forged_store["head"]), "--store", forged_store["store"],
+                 "--base-branch", "main", "--output", str(out)]) == 0
+    comparison = json.loads(out.read_text())
+    assert comparison["base"] is None and [r["verdict"] for r in comparison["rows"]] == ["new"]
+    reasons = {(i["run_id"], i["attempt"]): i["reason"] for i in comparison["baseline"]["ignored"]}
+    assert reasons[("501", 1)].startswith("run 501/1 could not be verified with the GitHub API (403: ")
+    assert comparison["baseline"]["reason"] == "no trusted baseline run: 4 stored run(s) ignored"
+    assert main(["comment", "--comparison", str(out), "--output-dir", str(tmp_path / "comment")]) == 0
+    assert " · no trusted baseline: every series is new" in (tmp_path / "comment" / "comment.md").read_text()

@@ -93,6 +93,11 @@ class GitHubRunTrust:
             return f"{name} is not a GitHub Actions run, so GitHub cannot vouch for it"
         try:
             default = self._default_branch()
+        except (github.GithubException, OSError) as exc:
+            status_code = getattr(exc, "status", None)
+            return (f"{name} could not be verified: GitHub did not answer for repository {self.repo_name} "
+                    f"({status_code or type(exc).__name__}: {exc})")
+        try:
             record = self._attempt(int(run_id), attempt)
             event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
             status, started, updated = record.status, _utc(record.run_started_at), _utc(record.updated_at)
