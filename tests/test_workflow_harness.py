@@ -267,6 +267,16 @@ def test_the_adoption_example_runs_through_workflow_call_without_pip_install(sto
     assert caller["jobs"]["benchmark"]["permissions"] == _documented_permissions()
     stored = run.job("process").step("Store the run")
     assert stored.outcome == "success" and "/runs/" in stored.outputs["run-url"], stored.log
+    # Everything the run wrote is stored: each case's flattened document too (from the execute jobs).
+    from google.auth.credentials import AnonymousCredentials
+
+    bucket, prefix = story.harness.vars["BENCHTRAIL_STORE"].removeprefix("gs://").split("/", 1)
+    client = storage.Client(project="test", credentials=AnonymousCredentials(),
+                            client_options={"api_endpoint": story.emulator_url})
+    names = [b.name.split(f"/runs/{run.run_id}/1/", 1)[1]
+             for b in client.list_blobs(bucket, prefix=f"{prefix}/runs/{run.run_id}/1/")]
+    docs = sorted(n.split("_")[1] for n in names if n.startswith("results/docs/bench_"))
+    assert [d for d in docs if d.endswith(".laptop")] == sorted([CHAIN, MIX_EAGER, MIX_EXPORT]), names
 
 
 def test_a_caller_granting_less_than_the_documented_permissions_fails_when_it_loads(story, tmp_path):
