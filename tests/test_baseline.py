@@ -186,4 +186,5 @@ def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
     found = find_baselines(store, repo, head, wants(key()))
     assert found.primary.run_id == "good"
     (ignored,) = found.ignored
-    assert ignored.reason.startswith("its pointer names no run: run id '../x' is not path-safe")
+    assert ignored.reason == (f"commit pointer {bad}: run_id '../x' is not a run id (letters, digits, '.', '_', "
+                              "'-', at most 64)")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtrail.baseline_key import BaselineKey, keys_of_pointer, matches
+from benchtrail.baseline_key import BaselineKey, difference, keys_of_pointer
 from benchtrail.environment import git as _git
-from benchtrail.errors import UserError
+from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
 from benchtrail.store.base import check_attempt, check_id, check_relative_name
@@ -142,9 +142,11 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
 
 
 def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> list[str]:
-    """The wanted devices whose key the pointer's run matches."""
+    """The wanted devices whose keys the pointer's run matches: every head key matches one of the run's
+    keys for the device and every one of the run's keys matches a head key (a run that measured part of
+    a device's shards on another GPU model serves no head of that device)."""
     keys = keys_of_pointer(pointer)
-    return sorted(d for d, head_keys in wanted.items() if d in keys and all(matches(keys[d], k) for k in head_keys))
+    return sorted(d for d, head_keys in wanted.items() if d in keys and difference(keys[d], head_keys) is None)
 
 
 def _unusable(pointer: dict[str, Any]) -> str | None:
@@ -183,7 +185,10 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
         if not wanted or sha in seen:
             continue
         seen.add(sha)
-        for p in reversed(store.pointers(sha)):  # newest first
+        pointers = store.pointers(sha)
+        for message in getattr(pointers, "unreadable", ()):
+            ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
+        for p in reversed(pointers):  # newest first
             run = (str(p.get("run_id")), p.get("attempt"))
             serves = _serves(p, wanted)
             if not serves or run == exclude or run in ignored:
@@ -221,15 +226,23 @@ def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile]
     from benchtrail.results.io import load_results_paths
 
     files: list[ResultsFile] = []
-    fetched = []
+    fetched, lacking, ignored = [], dict(found.lacking), list(found.ignored)
     for b in found.runs:
-        for name in b.results:
-            check_relative_name(name, f"commit pointer of run {b.run_id}/{b.attempt}: results")
-        folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
-        paths = [folder / name for name in b.results] if b.results else [folder]
-        for f in load_results_paths(paths):
+        try:
+            for name in b.results:
+                check_relative_name(name, f"commit pointer of run {b.run_id}/{b.attempt}: results")
+            folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
+            paths = [folder / name for name in b.results] if b.results else [folder]
+            loaded = load_results_paths(paths)
+        except UserError as exc:  # a trusted run whose results are missing or unreadable: its devices go without
+            if isinstance(exc, StoreError):
+                raise
+            ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"its results cannot be read: {exc}"))
+            lacking.update({d: f"its baseline run {b.run_id}/{b.attempt} cannot be read" for d in b.devices})
+            continue
+        for f in loaded:
             kept = tuple(r for r in f.benchmarks if r.device_name in b.devices)
             if kept:
                 files.append(dataclasses.replace(f, benchmarks=kept))
         fetched.append(dataclasses.replace(b, run_dir=folder))
-    return files, dataclasses.replace(found, runs=tuple(fetched))
+    return files, dataclasses.replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))

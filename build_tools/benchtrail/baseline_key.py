@@ -63,16 +63,19 @@ def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]
     return keys
 
 
-def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, BaselineKey]:
-    """The key of each device of a commit pointer. Version 2 records them (``baseline_keys``); a
+def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
+    """The keys of each device of a commit pointer. Version 2 records them (``baseline_keys``); a
     version-1 pointer gives ``devices`` × its torch version, method version 1 and ``UNKNOWN_GPU``
     (it serves only devices whose head has no GPU: see :func:`matches`)."""
     recorded = pointer.get("baseline_keys")
+    keys: dict[str, set[BaselineKey]] = {}
     if isinstance(recorded, list):
-        names = {f.name for f in fields(BaselineKey)}
-        return {k["device"]: BaselineKey(**{n: k.get(n) for n in names})
-                for k in recorded if isinstance(k, dict) and isinstance(k.get("device"), str)}
-    return {d: BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1)
+        names = [f.name for f in fields(BaselineKey)]
+        for k in recorded:
+            if isinstance(k, dict) and isinstance(k.get("device"), str):
+                keys.setdefault(k["device"], set()).add(BaselineKey(*(k.get(n) for n in names)))
+        return keys
+    return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1)}
             for d in pointer.get("devices", []) if isinstance(d, str)}
 
 
@@ -88,9 +91,11 @@ def matches(base: BaselineKey, head: BaselineKey) -> bool:
 def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey]) -> str | None:
     """Why results measured under the ``base`` keys cannot be compared with ones under the ``head``
     keys (one device), naming each field that differs, e.g. ``GPU NVIDIA A100-SXM4-80GB (baseline) vs
-    NVIDIA H100 80GB HBM3 (this run)``; None when every head key has a matching base key."""
+    NVIDIA H100 80GB HBM3 (this run)``; None when every head key matches a base key and every base key
+    matches a head key (a device measured partly on another GPU model is not comparable)."""
     base, head = sorted(set(base), key=str), sorted(set(head), key=str)
-    if all(any(matches(b, h) for b in base) for h in head):
+    if base and head and all(any(matches(b, h) for b in base) for h in head) and \
+            all(any(matches(b, h) for h in head) for b in base):
         return None
     parts = []
     for name, label in (("gpu", "GPU"), ("torch_version", "torch"), ("method_version", "method version")):

@@ -8,10 +8,16 @@ For a commit pointer ``commits/<sha>/<run_id>-<attempt>.json``, ``GET
 * ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a branch the
   caller names (a PR's base branch);
 * ``head_sha`` the pointer's commit, ``path`` the trusted workflow file;
-* ``status`` ``completed`` (its conclusion does not matter: the pointer is written last, so a run
-  that wrote one got that far), and the store created the pointer (``stored_at``, the GCS object's
-  ``timeCreated``) between the attempt's ``run_started_at`` and ``updated_at``, give or take
-  ``SLACK_S``: a pointer planted before an attempt ran, or after it ended, is refused.
+* ``status`` ``completed`` with conclusion ``success``: a push run fails when it cannot store its
+  run or its pointer (the workflow's store step), so a pointer or results file planted under the
+  run's own names while it ran, which makes its create-only writes fail, leaves the run failed and
+  untrusted; and
+* the store created the pointer (``stored_at``, the GCS object's ``timeCreated``) between the
+  attempt's ``run_started_at`` and ``updated_at``, give or take ``SLACK_S``: a pointer planted before
+  an attempt ran, or after it ended, is refused.
+
+The store's reader (``store.local.pointer_problem``) has already checked that the pointer is named
+``<run_id>-<attempt>.json`` and stored under its own commit, so one run has one pointer.
 
 A PR's credentials can create objects in the store but cannot change GitHub's record of a run, so a
 forged pointer fails one of these. A run GitHub cannot be asked about (no such run or attempt, no
@@ -100,7 +106,8 @@ class GitHubRunTrust:
         try:
             record = self._attempt(int(run_id), attempt)
             event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
-            status, started, updated = record.status, _utc(record.run_started_at), _utc(record.updated_at)
+            status, conclusion = record.status, record.conclusion
+            started, updated = _utc(record.run_started_at), _utc(record.updated_at)
         except github.UnknownObjectException:
             return f"{name}: GitHub has no such workflow run attempt in {self.repo_name}"
         except (github.GithubException, OSError) as exc:
@@ -117,6 +124,8 @@ class GitHubRunTrust:
             return f"{name} ran workflow {path}, not the trusted {self.workflow_path}"
         if status != "completed":
             return f"{name} has not completed yet (status {status})"
+        if conclusion != "success":
+            return f"{name} ended with conclusion {conclusion}, not success"
         stored = _utc(pointer.get("stored_at"))
         slack = datetime.timedelta(seconds=SLACK_S)
         if stored is None or started is None or updated is None or not started - slack <= stored <= updated + slack:

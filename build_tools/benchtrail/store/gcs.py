@@ -26,7 +26,7 @@ from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
                                    local_files, select, stored_time, unsafe_reason)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
-from benchtrail.store.local import pointer_document, read_pointer_files
+from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files
 
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
 DEFAULT_STAGING = Path(".benchtrail") / "staging"
@@ -194,14 +194,19 @@ class GcsStore:
         """
         prefix = self._key("commits", check_id(commit, "commit")) + "/"
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
-        chosen = []
+        chosen, too_big = [], []
         for blob in self.io.list(prefix, deadline):
             name = blob.name[len(prefix):]
             if name.endswith(".json") and "/" not in name and unsafe_reason(name) is None:
-                chosen.append((name, blob))
+                if (blob.size or 0) > MAX_POINTER_BYTES:
+                    too_big.append(f"commit pointer {self.io.object_url(blob.name)} is {blob.size} bytes, more than "
+                                   f"{MAX_POINTER_BYTES}; not read")
+                else:
+                    chosen.append((name, blob))
         folder = self.staging / "commits" / commit
         self.io.download(chosen, folder, deadline, cache=True)
-        return read_pointer_files((folder / name, stored_time(blob.time_created)) for name, blob in chosen)
+        return read_pointer_files(((folder / name, stored_time(blob.time_created)) for name, blob in chosen), commit,
+                                  too_big)
 
 
 def make_client() -> Any:

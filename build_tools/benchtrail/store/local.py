@@ -14,7 +14,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, local_files,
-                                   select, stored_time)
+                                   select, stored_time, unsafe_reason)
 
 
 def place_file(src: Path, dst: Path) -> bool | None:
@@ -55,22 +55,78 @@ class Pointers(list):
     unreadable: tuple[str, ...] = ()
 
 
-def read_pointer_files(paths: Iterable[tuple[Path, str]]) -> Pointers:
+#: A commit pointer is a few hundred bytes; a bigger object is not read (it is reported as unreadable).
+MAX_POINTER_BYTES = 64 * 1024
+
+
+def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> str | None:
+    """Why a parsed pointer cannot name a run, or None: its run id (``check_id``, at most 64 characters)
+    and attempt (a whole number from 1), its object name (``<run_id>-<attempt>.json``), its ``commit``
+    (the commit folder it is stored under) and the types of ``devices``, ``torch_version``,
+    ``baseline_keys`` and ``results`` (safe names under ``results/``). A pointer is data anyone with
+    create rights may have written: nothing in it is used before this check."""
+    run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
+    if not isinstance(run_id, str) or len(run_id) > 64 or unsafe_reason(run_id) or not check_id_ok(run_id):
+        return f"run_id {str(run_id)[:80]!r} is not a run id (letters, digits, '.', '_', '-', at most 64)"
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= 10_000:
+        return f"attempt {str(attempt)[:80]!r} is not a whole number from 1"
+    if name != f"{run_id}-{attempt}.json":
+        return f"its name {name!r} is not {run_id}-{attempt}.json, the name its run writes"
+    if commit is not None and pointer.get("commit") != commit:
+        return f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under ({commit})"
+    devices, keys, results = pointer.get("devices", []), pointer.get("baseline_keys", []), pointer.get("results", [])
+    if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+        return "devices is not a list of names"
+    if not isinstance(pointer.get("torch_version", ""), str):
+        return "torch_version is not a string"
+    if not isinstance(keys, list) or not all(
+            isinstance(k, dict) and isinstance(k.get("device"), str) and isinstance(k.get("torch_version"), str)
+            and (k.get("gpu") is None or isinstance(k.get("gpu"), str))
+            and isinstance(k.get("method_version"), int) and not isinstance(k.get("method_version"), bool)
+            for k in keys):
+        return "baseline_keys is not a list of {device, gpu, torch_version, method_version}"
+    if not isinstance(results, list) or not all(
+            isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None for r in results):
+        return "results is not a list of safe names under results/"
+    return None
+
+
+def check_id_ok(value: str) -> bool:
+    try:
+        check_id(value, "run id")
+    except UserError:
+        return False
+    return True
+
+
+def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = None,
+                       unreadable: Iterable[str] = ()) -> Pointers:
     """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at``: when the store
     created the pointer (a GCS object's ``timeCreated``, a local file's modification time; never a time
-    the pointer's writer chose), set on each returned dict. Unreadable ones are skipped; the returned
-    list's ``unreadable`` says why (callers that care, such as ``benchtrail history``, report it)."""
-    found, unreadable = [], []
+    the pointer's writer chose), set on each returned dict. Files that cannot be parsed, are bigger
+    than ``MAX_POINTER_BYTES`` or fail :func:`pointer_problem` (with ``commit``, the folder's commit) are
+    skipped; the returned list's ``unreadable`` says why, after the given ``unreadable`` messages
+    (callers that care, such as ``benchtrail history`` and ``track``, report them)."""
+    found, problems = [], list(unreadable)
     for p, stored_at in paths:
         try:
+            if p.stat().st_size > MAX_POINTER_BYTES:
+                raise UserError(f"commit pointer {p} is {p.stat().st_size} bytes, more than {MAX_POINTER_BYTES}")
             pointer = jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION)
         except UserError as exc:
-            unreadable.append(str(exc))
+            problems.append(str(exc))
+            continue
+        except (OSError, ValueError, RecursionError) as exc:  # undecodable bytes, absurd numbers, deep nesting
+            problems.append(f"commit pointer {p} cannot be read: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        why = pointer_problem(pointer, p.name, commit)
+        if why:
+            problems.append(f"commit pointer {p}: {why}")
             continue
         pointer["stored_at"] = stored_at  # the store's own record, whatever the document says
         found.append(pointer)
     pointers = Pointers(sorted(found, key=lambda d: d["stored_at"]))
-    pointers.unreadable = tuple(unreadable)
+    pointers.unreadable = tuple(problems)
     return pointers
 
 
@@ -178,7 +234,7 @@ class LocalStore:
         Unreadable ones are skipped (a ``Pointers`` list: its ``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
         paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        return read_pointer_files((p, stored_time(p.stat().st_mtime)) for p in paths)
+        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit)
 
 
 def open_local_store(url: str, path: str) -> LocalStore:
