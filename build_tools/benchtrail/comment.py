@@ -1,15 +1,15 @@
 """The comment stage: render ``comparison.json`` as the PR comment (Markdown) and its JSON form.
 
 Rendering is separate from posting (IREE's ``post_benchmark_comment.py`` split): this module only
-returns strings. ``comment.md`` fits a GitHub comment (65,536 characters); ``full.md`` always
-holds every row.
+returns strings. ``comment.md`` fits a GitHub comment (``MAX_COMMENT_CHARS`` code points and
+``MAX_COMMENT_BYTES`` UTF-8 bytes, rows cut and counted when needed); ``full.md`` always holds every row.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchtrail.errors import UserError
 
@@ -17,8 +17,17 @@ from benchtrail.errors import UserError
 #:   1 — first version.
 #:   2 — notes: the ``benchtrail comment --note`` lines, as given.
 SCHEMA_VERSION = 2
-#: GitHub rejects issue comments longer than 65,536 characters; keep a margin.
+#: Code points comment.md (and comment.json's ``body``) may hold. GitHub's REST API refuses a longer issue
+#: comment with 422 "Body is too long (maximum is 65536 characters)" (reported in e.g. danger/danger#424,
+#: telia-oss/github-pr-resource#259); 5,536 (about 8%) of the 65,536 is kept as a margin.
 MAX_COMMENT_CHARS = 60_000
+#: UTF-8 bytes comment.md (and comment.json's ``body``) may hold. Bisections of the issue comment endpoints
+#: stored 262,144 bytes and refused 262,145, whether ASCII or 4-byte emoji (dead-claudia/github-limits#13, 2025;
+#: objectstack-ai/objectstack#18826, 2026): GitHub may count bytes, not characters. The same ~8% margin
+#: (22,144 bytes) is kept. This cap binds only on a body of more than MAX_COMMENT_BYTES / MAX_COMMENT_CHARS
+#: bytes a code point: never while that ratio is 4 (a code point is at most 4 UTF-8 bytes), on CJK or emoji
+#: names once MAX_COMMENT_CHARS is raised (``render(..., max_chars=MAX_COMMENT_BYTES)``: the byte reading alone).
+MAX_COMMENT_BYTES = 240_000
 #: Characters of one ``--note`` shown in the comment (comment.json keeps the whole note).
 MAX_NOTE_CHARS = 1_000
 MARKER_PREFIX = "<!-- benchtrail:comment"
@@ -339,9 +348,104 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
     return lines
 
 
+class _Block(NamedTuple):
+    """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``."""
+
+    title: str
+    before: list[str]
+    rows: list[str]
+    after: list[str]
+
+
+#: The order in which sections keep their rows when comment.md must be cut: the last one loses rows first.
+CUT_PRIORITY = ("Regressions", "Failed, noisy or not comparable", "Compilation statistics", "Improvements")
+
+
+def _size(lines: Sequence[str]) -> tuple[int, int]:
+    """Code points and UTF-8 bytes of ``"\\n".join(lines) + "\\n"``, the body those lines make."""
+    return (sum(map(len, lines)) + len(lines),
+            sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines))
+
+
+def _fits(size: tuple[int, int], limits: tuple[int, int]) -> bool:
+    """Whether a body of ``size`` (code points, bytes) is within ``limits`` (code points, bytes)."""
+    return size[0] <= limits[0] and size[1] <= limits[1]
+
+
+def left_out_line(left_out: int, total: int) -> str:
+    """The line a cut comment.md ends with: how many of the comparison's rows none of its tables shows, and
+    where every row is."""
+    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the run's "
+            "artifacts for every row.")
+
+
+def _table_cut_line(left_out: int, kept: int) -> str:
+    s = "s" if left_out != 1 else ""
+    return (f"… and {left_out} more row{s} left out here: see full.md." if kept
+            else f"{left_out} row{s} left out here: see full.md.")
+
+
+def _cut(top: list[str], blocks: list[_Block], footer: list[str], total: int,
+         limits: tuple[int, int]) -> list[str]:
+    """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
+
+    The "All N series" table is left out; then, if still needed, the sections' rows from the end of the least
+    important section (``CUT_PRIORITY``) back. A cut table ends with a line counting its rows left out, and
+    the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
+    (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
+
+    Raises:
+        UserError: the marker alone does not fit (a run id of tens of thousands of characters).
+    """
+    reserve = [*top, left_out_line(total, total), "", *footer]
+    for b in blocks:
+        reserve += [*b.before, *b.after, *(["", _table_cut_line(len(b.rows), 1)] if b.rows else [])]
+    used = _size(reserve)
+    room_chars, room_bytes = limits[0] - used[0], limits[1] - used[1]
+    if room_chars < 0 or room_bytes < 0:
+        return _cut_text(top, footer, total, limits)
+    kept = dict.fromkeys((b.title for b in blocks), 0)
+    for b in sorted(blocks, key=lambda b: CUT_PRIORITY.index(b.title)):
+        for line in b.rows:
+            chars, size = _size([line])
+            if chars > room_chars or size > room_bytes:
+                break
+            room_chars, room_bytes, kept[b.title] = room_chars - chars, room_bytes - size, kept[b.title] + 1
+        if kept[b.title] < len(b.rows):
+            break  # the rows of less important sections go before any more of this one's
+    lines = list(top)
+    for b in blocks:
+        k = kept[b.title]
+        lines += b.before if k or not b.rows else b.before[:1]  # no table header over no rows
+        lines += b.rows[:k]
+        if k < len(b.rows):
+            lines += ["", _table_cut_line(len(b.rows) - k, k)]
+        lines += b.after
+    return lines + [left_out_line(total - sum(kept.values()), total), ""] + footer
+
+
+def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, int]) -> list[str]:
+    """The last resort of :func:`_cut`: no sections, as many top lines as fit, then the footer (or its marker)."""
+    tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
+    if not _fits(_size(tail), limits):
+        tail = tail[:-len(footer)] + footer[-1:]
+        if not _fits(_size(tail), limits):
+            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may hold "
+                            f"{limits[0]} characters and {limits[1]} bytes")
+    lines, used = [], _size(tail)
+    for line in top:
+        chars, size = _size([line])
+        if not _fits((used[0] + chars, used[1] + size), limits):
+            break
+        lines.append(line)
+        used = (used[0] + chars, used[1] + size)
+    return lines + tail
+
+
 def render(comparison: dict[str, Any], run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
-           notes: Sequence[str] = ()) -> tuple[str, str, dict[str, Any]]:
+           notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
+           max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, dict[str, Any]]:
     """Return ``(comment.md, full.md, comment.json object)`` for a comparison.
 
     ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
@@ -349,6 +453,10 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     ``artifacts_url`` (the GitHub Actions run's page) adds a line linking its artifacts, for readers
     without bucket access. Each of ``notes`` becomes a line under the context line, as plain text
     (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
+
+    comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
+    bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, the
+    "All N series" table and then rows are left out and counted (:func:`_cut`). full.md holds every row.
     """
     rows = comparison["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
@@ -361,22 +469,23 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
            *trust_lines(comparison), *([checks] if checks else []), *([gaps] if gaps else []),
            *([rechecked] if rechecked else []), ""]
-    sections: list[str] = []
+    blocks: list[_Block] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
     problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy")]
     for title, group in (("Regressions", regressions), ("Improvements", improvements),
                          ("Failed, noisy or not comparable", problems)):
         if group:
-            sections += [f"#### {title}", *_table(group, with_verdict=title != "Improvements"), ""]
+            table = _table(group, with_verdict=title != "Improvements")
+            blocks.append(_Block(title, [f"#### {title}", *table[:2]], table[2:], [""]))
     if compilation:
         changed = [r for r in compilation if r["verdict"] not in ("similar", "new")]
         new = len(compilation) - len(changed) - sum(r["verdict"] == "similar" for r in compilation)
-        sections += ["#### Compilation statistics"]
-        sections += _compilation_table(changed) if changed else ["No change in compilation statistics."]
-        if new:
-            sections += ["", f"{new} compilation series have no baseline yet (see the full table)."]
-        sections += [""]
+        table = _compilation_table(changed) if changed else ["No change in compilation statistics."]
+        after = ["", f"{new} compilation series have no baseline yet (see the full table)."] if new else []
+        blocks.append(_Block("Compilation statistics", ["#### Compilation statistics", *table[:2 if changed else 1]],
+                             table[2:] if changed else [], [*after, ""]))
+    sections = [line for b in blocks for line in (*b.before, *b.rows, *b.after)]
     full_table = _table(execution + compilation, with_verdict=True)
     footer = []
     if run_url:
@@ -385,10 +494,10 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
         footer.append(actions_artifacts_line(artifacts_url))
     footer.append(marker(comparison["head"]))
     details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
-    body = "\n".join(top + sections + details + footer) + "\n"
-    if len(body) > MAX_COMMENT_CHARS:
-        body = "\n".join(top + sections + ["The full table is too long for a comment: see full.md "
-                                           "in the run's artifacts.", ""] + footer) + "\n"
+    lines = top + sections + details + footer
+    if not _fits(_size(lines), (max_chars, max_bytes)):
+        lines = _cut(top, blocks, footer, len(rows), (max_chars, max_bytes))
+    body = "\n".join(lines) + "\n"
     full = "\n".join(top + sections + ["#### All series", *full_table, ""] + footer) + "\n"
     data = {
         "schema_version": SCHEMA_VERSION,
