@@ -16,6 +16,7 @@ Routes (all JSON):
     POST  /repos/{owner}/{repo}/issues                   {"title": ..., "body": ..., "labels": [...]}
     GET   /repos/{owner}/{repo}/issues/{n}
     PATCH /repos/{owner}/{repo}/issues/{n}               {"title", "body", "state", "labels"}: any of them
+    GET   /repos/{owner}/{repo}/actions/runs              ?head_sha &event &branch &per_page &page
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}    the run's latest attempt
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}
 
@@ -374,6 +375,7 @@ _ROUTES = (
     ("POST", re.compile(_REPO + r"/issues"), "create_issue"),
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
     ("PATCH", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "edit_issue"),
+    ("GET", re.compile(_REPO + r"/actions/runs"), "list_workflow_runs"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)"), "get_workflow_run"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"), "get_workflow_run"),
 )
@@ -514,6 +516,21 @@ class _Handler(BaseHTTPRequestHandler):
         issue["updated_at"] = "2026-01-02T00:00:00Z"
         issue["closed_at"] = issue["updated_at"] if issue["state"] == "closed" else None
         return 200, {}, gh._issue_json(full_name, int(number))
+
+    def list_workflow_runs(self, full_name: str, req: Request, user: dict[str, Any]):
+        """"List workflow runs for a repository": each run's latest attempt, newest run first, filtered
+        by ``head_sha``, ``event`` and ``branch`` (``head_branch``) when given."""
+        gh = self.github
+        latest: dict[int, int] = {}
+        for f, i, n in gh.workflow_runs:
+            if f == full_name:
+                latest[i] = max(n, latest.get(i, 0))
+        items = [gh._workflow_run_json(full_name, i, n) for i, n in sorted(latest.items(), reverse=True)]
+        for field_name, key in (("head_sha", "head_sha"), ("event", "event"), ("branch", "head_branch")):
+            if field_name in req.query:
+                items = [r for r in items if r[key] == req.query[field_name][0]]
+        headers, page = _paginate(gh, req, items)
+        return 200, headers, {"total_count": len(items), "workflow_runs": page}
 
     def get_workflow_run(self, full_name: str, req: Request, user: dict[str, Any], run_id: str,
                          attempt: str | None = None):

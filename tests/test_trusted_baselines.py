@@ -68,14 +68,17 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):  # noq
     evil_sha = commit(repo, "pr 1: slows everything down by half")
     github_server.add_workflow_run(REPOSITORY, 502, 1, event="pull_request", head_branch="evil", head_sha=evil_sha,
                                    path=WORKFLOW, status="in_progress", conclusion=None, run_started_at=_now(-1))
+    # A PR opened from a branch at main's commit: a pull_request run of main's sha.
+    github_server.add_workflow_run(REPOSITORY, 503, 1, event="pull_request", head_branch="copy", head_sha=main_sha,
+                                   path=WORKFLOW, run_started_at=_now(-1), updated_at=_now(600))
     # The PR's own run directories (a create-only upload can make any that do not exist yet), holding
     # results that claim main's commit and PR 1's slower figures.
-    for run_id, attempt in (("502", 1), ("501", 2), ("501", 3)):
+    for run_id, attempt in (("502", 1), ("501", 2), ("501", 3), ("503", 1)):
         assert main(["upload", "--run-dir", str(_run_dir(tmp_path, f"forged-{run_id}-{attempt}", main_sha, 150.0)),
                      "--store", store, "--run-id", run_id, "--attempt", str(attempt)]) == 0
     (genuine,) = [json.loads(b.download_as_bytes()) for b in storage.Client(project="test").list_blobs(
         gcs_bucket, prefix=f"ci/commits/{main_sha}/")]
-    for run_id, attempt in (("502", 1), ("501", 2), ("501", 3)):
+    for run_id, attempt in (("502", 1), ("501", 2), ("501", 3), ("503", 1)):
         _forge(gcs_bucket, main_sha, genuine, run_id, attempt)
     github_server.update_workflow_run(REPOSITORY, 502, 1, status="completed", conclusion="success", updated_at=_now())
     # Someone re-runs the push run later: attempt 3 exists now, but started after its pointer was planted.
@@ -99,9 +102,12 @@ def test_the_next_pr_compares_with_the_push_run_and_says_which_pointers_it_ignor
     assert (baseline["run_id"], baseline["attempt"], baseline["commit"]) == ("501", 1, forged_store["main"])
     main_sha = forged_store["main"]
     reasons = {(i["run_id"], i["attempt"]): i["reason"] for i in baseline["ignored"]}
-    assert set(reasons) == {("502", 1), ("501", 2), ("501", 3)}
-    assert reasons[("502", 1)] == "run 502/1 was made by a pull_request event, not a push or manual run"
-    assert reasons[("501", 2)] == "run 501/2: GitHub has no such workflow run attempt in octo/project"
+    assert set(reasons) == {("502", 1), ("501", 2), ("501", 3), ("503", 1)}
+    assert reasons[("503", 1)] == "run 503/1 was made by a pull_request event, not a push or manual run"
+    not_listed = (f"GitHub lists no such run attempt of commit {main_sha[:12]} in octo/project (a pointer may only "
+                  "name a run of its own commit)")
+    assert reasons[("502", 1)] == f"run 502/1: {not_listed}"  # a run of the PR's commit, not of main's
+    assert reasons[("501", 2)] == "run 501/2: GitHub has no such workflow run attempt in octo/project"  # a 404
     assert reasons[("501", 3)].startswith("run 501/3: its pointer was stored at ")
     assert "outside the time that attempt ran" in reasons[("501", 3)]
     assert all(i["commit"] == main_sha for i in baseline["ignored"])
@@ -113,8 +119,9 @@ def test_the_next_pr_compares_with_the_push_run_and_says_which_pointers_it_ignor
 
     assert main(["comment", "--comparison", str(out), "--output-dir", str(tmp_path / "comment")]) == 0
     text = (tmp_path / "comment" / "comment.md").read_text()
-    assert "⚠ Ignored 3 stored runs that are not a trusted baseline: " in text
-    assert "run 502/1 was made by a pull\\_request event" in text
+    assert "⚠ Ignored 4 stored runs that are not a trusted baseline: " in text
+    assert "run 503/1 was made by a pull\\_request event" in text and "manual run. and 1 more." not in text
+    assert text.count("⚠ Ignored 4 stored runs") == 1 and " and 1 more." in text
 
 
 def test_without_the_trust_the_forged_pointer_would_have_been_the_baseline(forged_store, tmp_path):
@@ -123,7 +130,7 @@ def test_without_the_trust_the_forged_pointer_would_have_been_the_baseline(forge
     assert main(["compare", "--head", str(forged_store["head"]), "--store", forged_store["store"],
                  "--trust", "all", "--output", str(out)]) == 0
     comparison = json.loads(out.read_text())
-    assert comparison["baseline"]["run_id"] in ("501", "502") and comparison["baseline"]["attempt"] != 1
+    assert (comparison["baseline"]["run_id"], comparison["baseline"]["attempt"]) != ("501", 1)
     assert comparison["rows"][0]["verdict"] == "similar"
 
 
@@ -135,9 +142,9 @@ def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, 
     assert main(["track", "--store", forged_store["store"], "--ref", "main", "--report", str(report)]) == 0
     err = capsys.readouterr().err
     short = forged_store["main"][:7]
-    assert (f"run not used: {short}: not a trusted run: run 502/1 was made by a pull_request event, not a push or "
-            "manual run") in err
+    assert f"run not used: {short}: not a trusted run: run 502/1: GitHub lists no such run attempt of commit" in err
     assert f"run not used: {short}: not a trusted run: run 501/2: GitHub has no such workflow run attempt" in err
+    assert f"run not used: {short}: not a trusted run: run 503/1 was made by a pull_request event" in err
     assert f"run not used: {short}: not a trusted run: run 501/3: its pointer was stored at " in err
     history_runs = json.loads(report.read_text())
     assert json.dumps(history_runs).count('"502"') == 0
@@ -211,6 +218,6 @@ def test_a_run_github_cannot_vouch_for_is_not_trusted_and_the_comparison_still_e
     assert comparison["base"] is None and [r["verdict"] for r in comparison["rows"]] == ["new"]
     reasons = {(i["run_id"], i["attempt"]): i["reason"] for i in comparison["baseline"]["ignored"]}
     assert reasons[("501", 1)].startswith("run 501/1 could not be verified with the GitHub API (403: ")
-    assert comparison["baseline"]["reason"] == "no trusted baseline run: 4 stored run(s) ignored"
+    assert comparison["baseline"]["reason"] == "no trusted baseline run: 5 stored run(s) ignored"
     assert main(["comment", "--comparison", str(out), "--output-dir", str(tmp_path / "comment")]) == 0
     assert " · no trusted baseline: every series is new" in (tmp_path / "comment" / "comment.md").read_text()

@@ -360,8 +360,9 @@ def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(sto
     baseline = comparison["baseline"]
     assert (baseline["run_id"], baseline["commit"]) == (str(story.baseline.run_id), story.main)
     assert baseline["ignored"] == [{"commit": story.main, "run_id": str(h1.run_id), "attempt": 1,
-                                    "reason": f"run {h1.run_id}/1 was made by a pull_request event, not a push or "
-                                              "manual run"}]
+                                    "reason": f"run {h1.run_id}/1: GitHub lists no such run attempt of commit "
+                                              f"{story.main[:12]} in {REPOSITORY} (a pointer may only name a run "
+                                              "of its own commit)"}]
     assert "⚠ Ignored 1 stored run that is not a trusted baseline: " in story.comments["recheck_timeout"]
     env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
            "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
@@ -370,8 +371,8 @@ def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(sto
                            story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", "main"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert (f"run not used: {story.main[:7]}: not a trusted run: run {h1.run_id}/1 was made by a pull_request "
-            "event") in done.stderr
+    assert (f"run not used: {story.main[:7]}: not a trusted run: run {h1.run_id}/1: GitHub lists no such run "
+            "attempt of commit") in done.stderr
 
 
 def test_a_bad_trailer_edits_the_comment_to_name_the_bad_preset(story):
@@ -437,8 +438,10 @@ def test_a_pr_run_authenticates_as_presubmit_and_checks_the_baselines_run_record
     (auth,) = run.auth
     assert (auth["job"], auth["method"], auth["service_account"]) == (
         "benchmark/process", "workload_identity_federation", PRESUBMIT_SA)
-    # compare took the stored baseline only after reading GitHub's record of the run that wrote it.
-    record = f"/repos/{REPOSITORY}/actions/runs/{baseline.run_id}/attempts/{baseline.attempt}"
-    assert 200 in [c.status for c in story.github.calls("GET", record)], story.github.calls("GET")
+    # compare took the stored baseline only after reading GitHub's record of the run that wrote it: the
+    # runs GitHub lists for main's commit (the latest attempt of each; no further request was needed).
+    listed = [c for c in story.github.calls("GET", f"/repos/{REPOSITORY}/actions/runs")
+              if c.query.get("head_sha") == [story.main]]
+    assert listed and {c.status for c in listed} == {200}, story.github.calls("GET")
     compare = run.job("process").step("Compare with the stored baseline")
     assert f"run {baseline.run_id}/{baseline.attempt}" in compare.log, compare.log

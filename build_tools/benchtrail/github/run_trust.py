@@ -1,7 +1,9 @@
 """Trust a stored run only when GitHub's record of the workflow run that wrote it says it may be a baseline.
 
-For a commit pointer ``commits/<sha>/<run_id>-<attempt>.json``, ``GET
-/repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}`` (PyGithub
+For a commit pointer ``commits/<sha>/<run_id>-<attempt>.json``, GitHub must list run ``run_id`` among
+the runs of ``<sha>`` (``GET /repos/{owner}/{repo}/actions/runs?head_sha=<sha>``, once per commit:
+a pointer naming a made-up run or attempt costs no further request), and the record of that attempt
+(the listing's latest attempt, or ``GET …/actions/runs/{run_id}/attempts/{attempt}``, PyGithub
 ``WorkflowRun.get_attempt``) must show:
 
 * ``event`` ``push`` or ``workflow_dispatch`` (``TRUSTED_EVENTS``): never a pull request;
@@ -74,18 +76,31 @@ class GitHubRunTrust:
         self._gh = _client(token, base_url)
         self._repo: Any = None
         self._attempts: dict[tuple[int, int], Any] = {}
+        self._listed: dict[str, dict[int, Any]] = {}
 
     def _default_branch(self) -> str:
         if self._repo is None:
             self._repo = self._gh.get_repo(self.repo_name)
         return self._repo.default_branch
 
-    def _attempt(self, run_id: int, attempt: int) -> Any:
-        if (run_id, attempt) not in self._attempts:
+    def _runs_of(self, commit: str) -> dict[int, Any]:
+        """The workflow runs GitHub lists for ``commit`` (their latest attempts), by id: one listing
+        per commit, however many pointers name runs of it."""
+        if commit not in self._listed:
             self._default_branch()  # fetches the repository once
-            run = self._repo.get_workflow_run(run_id)
-            record = run.get_attempt(attempt)
-            record.event  # noqa: B018 - completes the lazy object now: a 404 raises here
+            self._listed[commit] = {r.id: r for r in self._repo.get_workflow_runs(head_sha=commit)}
+        return self._listed[commit]
+
+    def _attempt(self, run_id: int, attempt: int, commit: str) -> Any:
+        """The record of ``attempt`` of run ``run_id``, or None when GitHub lists no such run of ``commit``
+        or no such attempt (no request beyond the commit's listing: a pointer naming a made-up run
+        costs no API quota)."""
+        if (run_id, attempt) not in self._attempts:
+            latest = self._runs_of(commit).get(run_id)
+            if latest is None or attempt > latest.run_attempt:
+                return None
+            record = latest if attempt == latest.run_attempt else latest.get_attempt(attempt)
+            record.event  # noqa: B018 - completes a lazy object now: a 404 raises here
             self._attempts[(run_id, attempt)] = record
         return self._attempts[(run_id, attempt)]
 
@@ -104,7 +119,10 @@ class GitHubRunTrust:
             return (f"{name} could not be verified: GitHub did not answer for repository {self.repo_name} "
                     f"({status_code or type(exc).__name__}: {exc})")
         try:
-            record = self._attempt(int(run_id), attempt)
+            record = self._attempt(int(run_id), attempt, commit)
+            if record is None:
+                return (f"{name}: GitHub lists no such run attempt of commit {commit[:12]} in {self.repo_name} "
+                        "(a pointer may only name a run of its own commit)")
             event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
             status, conclusion = record.status, record.conclusion
             started, updated = _utc(record.run_started_at), _utc(record.updated_at)
