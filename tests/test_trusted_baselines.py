@@ -221,3 +221,18 @@ def test_a_run_github_cannot_vouch_for_is_not_trusted_and_the_comparison_still_e
     assert comparison["baseline"]["reason"] == "no trusted baseline run: 5 stored run(s) ignored"
     assert main(["comment", "--comparison", str(out), "--output-dir", str(tmp_path / "comment")]) == 0
     assert " · no trusted baseline: every series is new" in (tmp_path / "comment" / "comment.md").read_text()
+
+
+def test_a_series_the_head_has_is_compared_even_when_its_preset_was_renamed(tmp_path):
+    """Only series the head lacks are left out for its presets: renaming x86_64 to cpu hides nothing."""
+    import dataclasses
+
+    base = results(record("rc1", [100.0 + i * 0.01 for i in range(10)]), commit="b" * 40)
+    slower = dataclasses.replace(record("rc1", [150.0 + i * 0.01 for i in range(10)]), presets=("cpu",))
+    head = dataclasses.replace(results(slower, commit="c" * 40), run={"run_id": "2", "attempt": 1, "presets": ["cpu"]})
+    write_results(tmp_path / "base.json", base)
+    write_results(tmp_path / "head.json", head)
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--base", str(tmp_path / "base.json"), "--head", str(tmp_path / "head.json"),
+                 "--output", str(out)]) == 0
+    assert [(r["id"], r["verdict"]) for r in json.loads(out.read_text())["rows"]] == [("rc1", "regressed")]

@@ -196,18 +196,20 @@ def key_mismatches(base: list[ResultsFile], head: list[ResultsFile]) -> dict[str
 
 
 def in_selection(base: list[ResultsFile], head: list[ResultsFile]) -> list[ResultsFile]:
-    """``base`` without the records outside the head run's presets (``run.presets`` of the head
-    files; a record's own ``presets``, else its run's): a series the head did not select is not
-    ``removed``. Unchanged when the head files name no presets (plain results files)."""
+    """``base`` without the records that the head lacks and that lie outside the head run's presets
+    (``run.presets`` of the head files; a record's own ``presets``, else its run's): a series the head
+    did not select is not ``removed``, and a series the head has is always compared, whatever its
+    presets are called now. Unchanged when the head files name no presets (plain results files)."""
     import dataclasses
 
     wanted = {p for f in head for p in f.run.get("presets") or ()}
     if not wanted:
         return base
+    in_head = {b.id for f in head for b in f.benchmarks}
     kept = []
     for f in base:
         run_presets = set(f.run.get("presets") or ())
-        records = tuple(b for b in f.benchmarks if not (set(b.presets) or run_presets) or
+        records = tuple(b for b in f.benchmarks if b.id in in_head or not (set(b.presets) or run_presets) or
                         (set(b.presets) or run_presets) & wanted)
         if records:
             kept.append(dataclasses.replace(f, benchmarks=records))
