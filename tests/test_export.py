@@ -79,6 +79,42 @@ def test_seed_compatible_export_script_writes_the_same_json(tmp_path):
     assert json.loads(seed.read_text()) == json.loads(ours.read_text())
 
 
+def test_export_to_stdout_writes_the_json_and_no_file_named_dash(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "execution", "--benchmark-presets", "smoke", "--output", "-"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(export_execution(SUITE, ("smoke",))))
+    assert list(tmp_path.iterdir()) == []
+    assert main(["export", "execution", "--benchmark-presets", "smoke"]) == 0  # the default stays ./execution.json
+    assert capsys.readouterr().out == "execution.json\n" and load_execution(tmp_path / "execution.json")
+
+
+#: The seed's jq filter, verbatim (tests/test_seed_commands.py runs it with the jq command too).
+SEED_FILTER = ("flatten | map(.run_configs) | { root_obj:(map(.root_obj) | flatten), "
+               "keyed_obj_map:(map(.keyed_obj_map) | add) }")
+
+
+def test_seed_export_script_prints_the_seed_shape_that_the_seeds_jq_filter_merges(capsys):
+    import importlib.util
+
+    path = ROOT / "build_tools/benchmarks/export_benchmark_config.py"
+    spec = importlib.util.spec_from_file_location("seed_export", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["execution", "--benchmark_preset=smoke,cuda-smoke"]) == 0
+    printed = json.loads(capsys.readouterr().out)  # the JSON alone: no path after it
+    assert set(printed) == {"c2-standard-16", "a2-highgpu-1g"}  # device objects only, no schema_version
+    assert all(set(d) == {"host_environment", "architecture", "run_configs"} for d in printed.values())
+    assert printed["a2-highgpu-1g"]["architecture"] == "cuda"
+    merged = jq.compile(SEED_FILTER).input_value(printed).first()
+    expected = SUITE.select_run_configs(("smoke", "cuda-smoke"))
+    assert sorted(unpack_and_deserialize(merged, RunConfig), key=lambda rc: rc.id) == sorted(expected,
+                                                                                            key=lambda rc: rc.id)
+    with pytest.raises(SystemExit) as exc:  # shards need a file
+        script.main(["execution", "--benchmark_preset=smoke", "--shard_count", "2"])
+    assert exc.value.code == 1
+    assert "export_benchmark_config.py: error: --shard_count needs --output" in capsys.readouterr().err
+
+
 def test_export_with_unknown_preset_exits_1_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "e.json"
     with pytest.raises(SystemExit) as exc:

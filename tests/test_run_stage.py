@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 from benchmark_suites import devices
+from benchmark_suites.suite import generate
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.export import export_execution
@@ -75,13 +79,34 @@ def test_each_sample_is_a_block_lasting_at_least_the_minimum(tmp_path):
     assert b.median * iterations >= FAST.min_sample_time_ms * 1e3  # µs per iteration × iterations ≥ 1 ms
 
 
-def test_cuda_case_on_a_cpu_machine_fails_loudly(tmp_path):
-    out = tmp_path / "r.json"
-    suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)
-    assert main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "a2-highgpu-1g",
-                 "--output", str(out)]) == 2
-    (b,) = load_results(out).benchmarks
-    assert b.status == "failed" and "refusing to run it on the CPU" in b.reason
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tmp_path, capsys, monkeypatch):
+    export = tmp_path / "execution.json"
+    assert main(["export", "execution", "--benchmark-presets", "cuda", "--output", str(export)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("benchtrail.stages.run_cases", lambda *a, **k: pytest.fail("a case was run"))
+    out = tmp_path / "results" / f"{devices.A2_HIGHGPU_1G.name}-0.json"
+    assert main(["run", "--run-configs", str(export), "--device-name", devices.A2_HIGHGPU_1G.name,
+                 "--output", str(out)]) == 1
+    captured = capsys.readouterr()
+    names = sorted(rc.name for rc in generate().select_run_configs(("cuda",)))
+    assert len(names) > 1 and all(name.endswith(".a2-highgpu-1g") for name in names)
+    assert captured.out == "" and captured.err.count("\n") == 1  # one message
+    assert captured.err.startswith("benchtrail: error: device a2-highgpu-1g needs CUDA and ")  # and why
+    assert (f"so none of its {len(names)} selected run config(s) can run on this machine: {', '.join(names)}. "
+            "Nothing was run") in captured.err
+    assert not out.parent.exists()  # no results file, no journal
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path):
+    from benchtrail.stages import run_stage
+
+    suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)  # as gpu_check's cuda-smoke stage runs it
+    path, ok = run_stage(_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",
+                         {"run_id": "t", "attempt": 1, "presets": []})
+    (b,) = load_results(path).benchmarks
+    assert not ok and b.status == "failed" and "refusing to run it on the CPU" in b.reason
 
 
 def test_unknown_device_is_a_user_error(tmp_path, capsys):

@@ -103,10 +103,21 @@ def _filtered_suite(args: argparse.Namespace):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from benchtrail.stages import write_export
+    from benchtrail import jsonio
+    from benchtrail.stages import export_object
 
     output = args.output or Path(f"{args.kind}.json")
-    print(write_export(_filtered_suite(args), args.kind, args.benchmark_presets, output, args.shard_count))
+    if args.format == "seed" and str(output) != "-":
+        raise UserError("--format seed prints to stdout only (pass --output -): every file benchtrail writes has a "
+                        "root schema_version, which the seed's shape cannot hold")
+    if str(output) != "-":
+        jsonio.check_new(output)  # before the suite is read
+    obj = export_object(_filtered_suite(args), args.kind, args.benchmark_presets, args.shard_count,
+                        seed=args.format == "seed")
+    if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
+        sys.stdout.write(jsonio.dumps(obj))
+        return EXIT_OK
+    print(jsonio.write_text_atomic(output, jsonio.dumps(obj), exclusive=True))
     return EXIT_OK
 
 
@@ -127,7 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchtrail.stages import run_stage
 
     path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info(),
-                         args.benchmark_id, args.modules_dir, resume=args.resume, name_filter=args.filter)
+                         args.benchmark_id, args.modules_dir, resume=args.resume, name_filter=args.filter,
+                         refuse_without_cuda=True)
     print(path)
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
@@ -380,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[presets, filtering], help="write the run configs of presets as JSON")
     p.add_argument("kind", choices=("execution", "compilation"))
     p.add_argument("--shard-count", type=_int_at_least(1), default=1, help="shards per device (default 1)")
-    p.add_argument("--output", type=Path, help="output file (default: ./<kind>.json)")
+    p.add_argument("--output", type=Path, help="output file, or - for stdout (default: ./<kind>.json)")
+    p.add_argument("--format", choices=("benchtrail", "seed"), default="benchtrail",
+                   help="execution only, with --output -: seed prints {<device>: {host_environment, architecture, "
+                        "run_configs}}, unsharded and without schema_version, the shape IREE's export script printed "
+                        "for the seed's `jq 'flatten | map(.run_configs) | ...'` (default: benchtrail, the export "
+                        "`benchtrail run` reads)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("compile", help="compile the modules of a compilation export")
@@ -393,7 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[filtering], help="run one device's shard of an execution export")
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
-    p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices)")
+    p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices); a CUDA "
+                   "device on a machine where torch sees no GPU is refused before its first case (exit 1)")
     p.add_argument("--shard-index", type=_int_at_least(0), help="shard to run (default: all shards)")
     p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
     p.add_argument("--modules-dir", type=Path,

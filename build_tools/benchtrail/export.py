@@ -9,6 +9,18 @@ Compilation export (``run-configs/compilation.json``)::
 
     {schema_version, module_dir_paths: {<module id>: "modules/<name>"},
      sampling: {<module id>: {cold, warm}}, generation_configs: {root_obj, keyed_obj_map}}
+
+Seed-shaped execution export (``benchtrail export execution --output - --format seed``, and what
+``build_tools/benchmarks/export_benchmark_config.py execution`` prints without ``--output``): the
+shape IREE's seed script printed, which the seed's jq filter
+``flatten | map(.run_configs) | {root_obj: (map(.root_obj) | flatten), keyed_obj_map: (map(.keyed_obj_map) | add)}``
+merges into one ``{root_obj, keyed_obj_map}``::
+
+    {<device name>: {host_environment, architecture, run_configs: {root_obj, keyed_obj_map}}}
+
+Nothing but device objects sits at its root (no ``schema_version``): jq's ``flatten`` turns an
+object into the list of its values, and ``map(.run_configs)`` cannot index a number. So it is only
+printed, never written as a file (every file benchtrail writes has a root ``schema_version``).
 """
 
 from __future__ import annotations
@@ -38,11 +50,21 @@ def shard(run_configs: tuple[RunConfig, ...], count: int) -> list[tuple[RunConfi
     return [tuple(ordered[i::count]) for i in range(count)]
 
 
+def _by_device(run_configs: tuple[RunConfig, ...]) -> dict[str, list[RunConfig]]:
+    by_device: dict[str, list[RunConfig]] = {}
+    for rc in run_configs:
+        by_device.setdefault(rc.target_device.name, []).append(rc)
+    return by_device
+
+
 def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 1) -> dict[str, Any]:
     """The execution export for ``presets``: run configs grouped by device, then by shard."""
-    by_device: dict[str, list[RunConfig]] = {}
-    for rc in suite.select_run_configs(presets):
-        by_device.setdefault(rc.target_device.name, []).append(rc)
+    return execution_of(suite.select_run_configs(presets), shard_count)
+
+
+def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> dict[str, Any]:
+    """The execution export of ``run_configs``: grouped by device, then by shard."""
+    by_device = _by_device(run_configs)
     devices = {}
     for name, rcs in sorted(by_device.items()):
         shards = shard(tuple(rcs), shard_count)
@@ -57,6 +79,43 @@ def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 
     return {"schema_version": SCHEMA_VERSION, "devices": devices}
 
 
+def seed_execution(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
+    """The seed-shaped execution export for ``presets`` (module docstring): each device's run
+    configs, unsharded, keyed by device name."""
+    return {
+        name: {
+            "host_environment": rcs[0].target_device.host_environment,
+            "architecture": rcs[0].target_device.architecture.value,
+            "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name)),
+        }
+        for name, rcs in sorted(_by_device(suite.select_run_configs(presets)).items())
+    }
+
+
+def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
+    """Read the run configs of a seed-shaped execution export, or of the seed jq filter's output
+    (one ``{root_obj, keyed_obj_map}`` merging every device's).
+
+    Raises:
+        UserError: the file is unreadable, not JSON, or neither shape.
+    """
+    import json
+
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read run configs {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(f"run configs {path} are not valid JSON (truncated or corrupt?): {exc}") from exc
+    if isinstance(obj, dict) and set(obj) == {"root_obj", "keyed_obj_map"}:
+        return unpack_and_deserialize(obj, RunConfig, where=str(path))
+    if isinstance(obj, dict) and obj and all(isinstance(d, dict) and "run_configs" in d for d in obj.values()):
+        return tuple(rc for name, d in obj.items()
+                     for rc in unpack_and_deserialize(d["run_configs"], RunConfig, where=f"{path}: {name}"))
+    raise UserError(f"{path} is neither an execution export ({{schema_version, devices}}), a seed-shaped one "
+                    "({<device>: {host_environment, run_configs}}) nor run configs ({root_obj, keyed_obj_map})")
+
+
 def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
     """The compilation export for ``presets``: every module they need, and its directory."""
     gens = suite.select_generation_configs(presets)
@@ -65,6 +124,18 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
         "module_dir_paths": {g.id: f"modules/{g.name}" for g in gens},
         "sampling": {g.id: dict(zip(("cold", "warm"), suite.select_compile_sampling(presets, g))) for g in gens},
         "generation_configs": serialize_and_pack(gens),
+    }
+
+
+def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
+    """A compilation export of ``gens`` (each module once, in name order), compiled once each (cold 1,
+    warm 0): for the artifacts a run needs, not for compilation statistics."""
+    unique = tuple(sorted({g.id: g for g in gens}.values(), key=lambda g: g.name))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "module_dir_paths": {g.id: f"modules/{g.name}" for g in unique},
+        "sampling": {g.id: {"cold": 1, "warm": 0} for g in unique},
+        "generation_configs": serialize_and_pack(unique),
     }
 
 

@@ -19,7 +19,8 @@ from benchtrail.compare import Unreported, compare, comparison_to_dict, load_com
 from benchtrail.compile_stage import compile_modules
 from benchtrail.environment import collect_environment, git_state, torch_version
 from benchtrail.errors import UserError
-from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
+from benchtrail.export import (export_compilation, export_execution, load_compilation, load_execution,
+                               seed_execution)
 from benchtrail.progress import console, track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
@@ -31,13 +32,29 @@ from benchtrail.thresholds import default_thresholds_path, load_thresholds
 
 
 
+def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
+                  seed: bool = False) -> dict[str, Any]:
+    """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
+    execution export (``benchtrail.export.seed_execution``: no ``schema_version``, unsharded).
+
+    Raises:
+        UserError: ``seed`` with a compilation export or more than one shard.
+    """
+    if seed:
+        if kind != "execution":
+            raise UserError("--format seed is for execution exports; a compilation export has one shape")
+        if shard_count != 1:
+            raise UserError(f"--format seed writes each device's run configs unsharded; drop --shard-count "
+                            f"{shard_count}")
+        return seed_execution(suite, presets)
+    if kind == "execution":
+        return export_execution(suite, presets, shard_count)
+    return export_compilation(suite, presets)
+
+
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:
     """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``."""
-    if kind == "execution":
-        obj = export_execution(suite, presets, shard_count)
-    else:
-        obj = export_compilation(suite, presets)
-    return jsonio.write_json(output, obj, exclusive=True)
+    return jsonio.write_json(output, export_object(suite, kind, presets, shard_count), exclusive=True)
 
 
 def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:
@@ -77,10 +94,26 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     return write_results(output, results), all(r.status == "ok" for r in records)
 
 
+def check_cuda(device_name: str, rcs: tuple[RunConfig, ...]) -> None:
+    """Refuse, before the first case, the run configs of ``rcs`` that need CUDA when torch sees no GPU.
+
+    Raises:
+        UserError: one message naming each such run config and why none can run here.
+    """
+    cuda = sorted(rc.name for rc in rcs if rc.target_device.architecture is Architecture.CUDA)
+    if not cuda or torch.cuda.is_available():
+        return
+    why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
+           f"torch (CUDA {torch.version.cuda}) sees no GPU here")
+    raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(cuda)} selected run config(s) "
+                    f"can run on this machine: {', '.join(cuda)}. Nothing was run (a CUDA case never runs on the "
+                    "CPU instead); run them on a CUDA runner")
+
+
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
               run: dict[str, Any], benchmark_ids: list[str] | None = None,
               modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
-              name_filter: str | None = None) -> tuple[Path, bool]:
+              name_filter: str | None = None, refuse_without_cuda: bool = False) -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
     only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
     loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote);
@@ -95,8 +128,13 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     journal is removed once the results file is written. With ``resume`` (``--continue``) the cases
     a journal holds (same run config id and content hash) are kept, not run again.
 
+    A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
+    run``) nothing is run or written (:func:`check_cuda`); without it every case is recorded
+    ``failed`` by its worker, none run on the CPU.
+
     Raises:
-        UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set.
+        UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
+            ``refuse_without_cuda`` and the device needs CUDA that this machine lacks.
     """
     devices = load_execution(run_configs)
     if device_name not in devices:
@@ -115,6 +153,8 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
         rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
         if not rcs:
             raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in {run_configs}")
+    if refuse_without_cuda:
+        check_cuda(device_name, rcs)
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
