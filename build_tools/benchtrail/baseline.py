@@ -25,7 +25,7 @@ from benchtrail.environment import git as _git
 from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
-from benchtrail.store.base import check_attempt, check_id, check_relative_name
+from benchtrail.store.base import check_relative_name
 from benchtrail.trust import Trust, TrustAll
 
 MAX_ANCESTORS = 10
@@ -149,17 +149,6 @@ def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> lis
     return sorted(d for d, head_keys in wanted.items() if d in keys and difference(keys[d], head_keys) is None)
 
 
-def _unusable(pointer: dict[str, Any]) -> str | None:
-    """Why a pointer names no run that can be fetched (a bad run id or attempt), else None."""
-    run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
-    try:
-        check_id(run_id, "run id")
-        check_attempt(attempt)
-    except UserError as exc:
-        return f"its pointer names no run: {exc}"
-    return None
-
-
 def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
                    trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
                    exclude: tuple[str, int] | None = None) -> BaselineSet:
@@ -193,7 +182,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             serves = _serves(p, wanted)
             if not serves or run == exclude or run in ignored:
                 continue
-            why = _unusable(p) or trust.check(p, branches)
+            why = trust.check(p, branches)  # the store's reader checked the pointer's fields
             if why:
                 ignored[run] = Ignored(sha, run[0], run[1], why)
                 continue

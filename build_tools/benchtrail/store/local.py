@@ -66,7 +66,12 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
     ``baseline_keys`` and ``results`` (safe names under ``results/``). A pointer is data anyone with
     create rights may have written: nothing in it is used before this check."""
     run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
-    if not isinstance(run_id, str) or len(run_id) > 64 or unsafe_reason(run_id) or not check_id_ok(run_id):
+    try:
+        check_id(run_id, "run id")
+        safe = len(run_id) <= 64
+    except UserError:
+        safe = False
+    if not safe:
         return f"run_id {str(run_id)[:80]!r} is not a run id (letters, digits, '.', '_', '-', at most 64)"
     if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= 10_000:
         return f"attempt {str(attempt)[:80]!r} is not a whole number from 1"
@@ -89,14 +94,6 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
             isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None for r in results):
         return "results is not a list of safe names under results/"
     return None
-
-
-def check_id_ok(value: str) -> bool:
-    try:
-        check_id(value, "run id")
-    except UserError:
-        return False
-    return True
 
 
 def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = None,
