@@ -1,46 +1,66 @@
 """Git trailers in a PR description, parsed exactly as ``git interpret-trailers --parse --no-divider``.
 
-A port of the rules in git's ``trailer.c`` (``find_trailer_block_start``, ``find_separator``,
-``unfold_value``) and ``commit.c`` (``ignored_log_message_bytes``), with the default settings:
-separator ``:``, comment character ``#``, no configured trailer keys. In short:
+A port of the rules of git 2.39's ``trailer.c`` (``find_trailer_start``, ``find_separator``,
+``trailer_info_get``, ``unfold_value``) and ``commit.c`` (``ignored_log_message_bytes``), with
+git's default settings: separator ``:``, comment character ``#``, no configured trailer keys. In
+short:
 
-* the text is ``<title>\\n\\n<body>``; the first paragraph (the title) is never trailers;
-* trailing comment (``#``) lines and empty lines, and everything after a scissors line, are ignored;
+* the text is ``<title>\\n\\n<body>``, kept byte for byte: lines end at ``\\n`` only, a ``\\r`` is
+  an ordinary whitespace character (so a CRLF line that is otherwise empty is blank, and a body
+  with lone ``\\r`` line ends is one long line), and a NUL character ends the text;
+* "whitespace" is git's: space, tab, ``\\n`` and ``\\r`` (not ``\\v``, ``\\f`` or Unicode spaces);
+* the first paragraph (the title) is never trailers;
+* a run of comment (``#``) lines, empty lines (exactly ``\\n``) and ``Conflicts:`` blocks at the
+  end is ignored, and so is everything from a scissors line (``# -------- >8 --------``) on;
 * only the last paragraph can be the trailer block; it counts when all its non-comment lines are
-  trailers (``Key: value``, key of letters, digits and ``-``), or when it holds a git-generated
-  trailer (``Signed-off-by: ``, ``(cherry picked from commit ``) and trailers are at least 25% of
-  its lines;
-* a line starting with whitespace continues the trailer above it; values are unfolded (line
-  breaks and the indentation after them become one space) and trimmed.
+  trailers (``Key: value``, key of ASCII letters, digits and ``-``, then optional spaces or tabs),
+  or when it holds a git-generated trailer (``Signed-off-by: ``, ``(cherry picked from commit ``)
+  and trailers are at least 25% of its lines;
+* a line starting with whitespace continues the trailer just above it; a comment line in the block
+  is dropped but ends the trailer above (an indented line after it continues nothing); values are
+  unfolded (each line break and the whitespace after it become one space) and trimmed, so a value
+  can keep a ``\\r`` from a CRLF continuation line, as git prints it.
 
 ``benchmark_presets`` adds benchtrail's own rules on top: ``benchmarks`` keys match
-case-insensitively, values split on commas and/or whitespace and are lowercased, empty items are
-dropped, and several ``benchmarks:`` trailers are united.
+case-insensitively, values split on commas and/or whitespace (``\\r`` included) and are lowercased,
+empty items are dropped, and several ``benchmarks:`` trailers are united.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 
 COMMENT = "#"
 GIT_GENERATED_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
 SCISSORS = "# ------------------------ >8 ------------------------\n"
+#: git's ``isspace`` (``sane_ctype``): not ``\v``, ``\f`` or anything outside ASCII.
+GIT_SPACE = " \t\n\r"
 #: The trailer keys benchtrail reads (matched case-insensitively).
 BENCHMARKS_KEY = "benchmarks"
 ACCEPT_KEY = "benchmarks-accept"
 
 
 def _lines(text: str) -> list[str]:
-    """Split on ``\\n`` only (not on other line breaks), keeping each line's ``\\n`` as git does."""
+    """Split on ``\\n`` only (not on ``\\r`` or other line breaks), keeping each line's ``\\n`` as git does."""
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
+def _starts_with_space(line: str) -> bool:
+    return line[:1] != "" and line[0] in GIT_SPACE
+
+
 def _is_blank(line: str) -> bool:
-    return line.strip(" \t\n\r\v\f") == ""
+    """git's ``is_blank_line``: only spaces, tabs and ``\\r`` before the ``\\n`` (or the end)."""
+    return line.strip(GIT_SPACE) == ""
 
 
 def find_separator(line: str) -> int:
-    """Index of the ``:`` that ends a trailer key, or -1 (git's ``find_separator``)."""
+    """Index of the ``:`` that ends a trailer key, or -1 (git's ``find_separator``).
+
+    0 means the line starts with ``:`` (an empty key, which is not a trailer).
+    """
     whitespace_found = False
     for i, c in enumerate(line):
         if c == ":":
@@ -55,29 +75,27 @@ def find_separator(line: str) -> int:
 
 
 def _end_of_message(lines: list[str]) -> int:
-    """Number of leading lines that make up the message (git's ``ignored_log_message_bytes``)."""
-    cutoff = len(lines)
-    for i, line in enumerate(lines):
-        if line == SCISSORS or line == SCISSORS.rstrip("\n"):
-            cutoff = i
-            break
-    boc = None
+    """Number of leading lines before the ignored tail (git's ``ignored_log_message_bytes``)."""
+    cutoff = lines.index(SCISSORS) if SCISSORS in lines else len(lines)
+    # boc: first line of the trailing run of comments; 0 means none, as in git (so a comment on
+    # the very first line never starts the run)
+    boc = 0
     in_conflicts = False
     for i in range(cutoff):
         line = lines[i]
         if line.startswith(COMMENT) or line == "\n":
-            if boc is None:
+            if not boc:
                 boc = i
         elif line == "Conflicts:\n":
             in_conflicts = True
-            if boc is None:
+            if not boc:
                 boc = i
         elif in_conflicts and line.startswith("\t"):
             pass
-        elif boc is not None:
-            boc = None
+        elif boc:
+            boc = 0
             in_conflicts = False
-    return boc if boc is not None else cutoff
+    return boc if boc else cutoff
 
 
 def _trailer_block_start(lines: list[str]) -> int:
@@ -112,11 +130,10 @@ def _trailer_block_start(lines: list[str]) -> int:
             trailer_lines += 1
             possible_continuation = 0
             recognized_prefix = True
-            continue
-        if find_separator(line) >= 1 and not line[0].isspace():
+        elif find_separator(line) >= 1 and not _starts_with_space(line):
             trailer_lines += 1
             possible_continuation = 0
-        elif line[0].isspace():
+        elif _starts_with_space(line):
             possible_continuation += 1
         else:
             non_trailer_lines += 1 + possible_continuation
@@ -125,38 +142,59 @@ def _trailer_block_start(lines: list[str]) -> int:
 
 
 def _unfold(value: str) -> str:
-    out = re.sub(r"\n[ \t\n\r\v\f]*", " ", value)
-    return out.strip(" \t\n\r\v\f")
+    """git's ``unfold_value``: each ``\\n`` and the whitespace after it become one space; trimmed."""
+    return re.sub(r"\n[ \t\n\r]*", " ", value).strip(GIT_SPACE)
 
 
 def parse_trailers(message: str) -> list[tuple[str, str]]:
-    """``[(key, value)]`` of the message's trailers, in order, as git prints them with ``--parse``."""
-    lines = _lines(message)
+    """``[(key, value)]`` of the message's trailers, in order, as git prints them with ``--parse``.
+
+    ``message`` is the whole text git would read (``pr_message``); keys and values are str, keys
+    without the ``:``, both trimmed; git prints each pair as ``f"{key}: {value}\\n"``.
+    """
+    lines = _lines(message.split("\0", 1)[0])
     lines = lines[: _end_of_message(lines)]
-    start = _trailer_block_start(lines)
     strings: list[str] = []
-    last: int | None = None
-    for line in lines[start:]:
-        if line.startswith(COMMENT):  # git keeps it as a line of its own (no separator), then drops it,
-            last = None  # so an indented line after it continues nothing
-            continue
-        if last is not None and line[:1].isspace():
+    last: int | None = None  # index in strings of the trailer an indented line continues
+    for line in lines[_trailer_block_start(lines):]:
+        if last is not None and _starts_with_space(line):
             strings[last] += line
             continue
         strings.append(line)
-        last = len(strings) - 1 if find_separator(line) >= 1 else None
+        last = len(strings) - 1 if find_separator(line) >= 1 else None  # a comment line ends the trailer
     trailers = []
     for s in strings:
         pos = find_separator(s)
-        if pos >= 1:
-            trailers.append((s[:pos].strip(" \t\n\r\v\f"), _unfold(s[pos + 1:])))
+        if pos >= 1 and not s.startswith(COMMENT):
+            trailers.append((s[:pos].strip(GIT_SPACE), _unfold(s[pos + 1:])))
     return trailers
 
 
+def format_trailers(pairs: list[tuple[str, str]]) -> str:
+    """The pairs as ``git interpret-trailers --parse`` prints them: one ``key: value\\n`` line each."""
+    return "".join(f"{key}: {value}\n" for key, value in pairs)
+
+
+def git_interpret_trailers(message: str) -> str:
+    """stdout of the installed ``git interpret-trailers --parse --no-divider`` on ``message`` (UTF-8).
+
+    The reference the port is checked against. Run with git's default settings whatever the
+    machine's or a repository's configuration (``core.commentChar``, ``trailer.*``): no system or
+    global config, no repository, no ``GIT_*`` variables from the environment.
+    Raises FileNotFoundError without git, subprocess.CalledProcessError when git fails.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_DIR=os.devnull)
+    out = subprocess.run(["git", "-c", "core.commentChar=#", "-c", "trailer.separators=:", "interpret-trailers",
+                          "--parse", "--no-divider"], input=message.encode(), env=env, capture_output=True,
+                         check=True)
+    return out.stdout.decode()
+
+
 def pr_message(title: str | None, body: str | None) -> str:
-    """The text git would see for a PR: ``<title>\\n\\n<body>``; None counts as empty; CRLF becomes LF."""
-    text = f"{title or ''}\n\n{body or ''}"
-    return text.replace("\r\n", "\n")
+    """The text git would see for a PR: ``<title>\\n\\n<body>``; None counts as empty; CRLF and lone
+    ``\\r`` are kept (``parse_trailers`` treats ``\\r`` as git does)."""
+    return f"{title or ''}\n\n{body or ''}"
 
 
 def benchmark_presets(title: str | None, body: str | None) -> list[str] | None:
