@@ -10,6 +10,7 @@ Routes (all JSON):
     GET   /repos/{owner}/{repo}/issues/{n}/comments      ?per_page (default 30, max 100) &page
     POST  /repos/{owner}/{repo}/issues/{n}/comments      {"body": ...}
     PATCH /repos/{owner}/{repo}/issues/comments/{id}     {"body": ...}
+    DELETE /repos/{owner}/{repo}/issues/comments/{id}    204; only its author may (else 403), 404 when gone
     GET   /repos/{owner}/{repo}/issues                   ?state (open|closed|all, default open) &labels
                                                          (comma-separated, all must match) &per_page &page;
                                                          newest first, pull requests included (as on GitHub)
@@ -27,10 +28,19 @@ GitHub's "Get a workflow run (attempt)" (what PyGithub's ``WorkflowRun`` reads: 
 ``head_branch``, ``head_sha``, ``path``, ``status``, ``conclusion``, ``run_attempt``,
 ``run_started_at``, ``created_at``, ``updated_at`` …); an unknown run or attempt is a 404.
 
-``fail(method, path, kind, times)`` makes a route answer with an error ``times`` times:
+``fail(method, path, kind, times, headers)`` makes a route answer with an error ``times`` times:
 ``"read-only"`` (403, the reply a fork's read-only ``GITHUB_TOKEN`` gets), ``"validation"``
-(422), ``"secondary-rate-limit"`` (403 with GitHub's message and ``Retry-After: 1``) or
-``"unavailable"`` (503 with ``Retry-After: 3600``). Every request is recorded in ``requests``.
+(422), ``"secondary-rate-limit"`` (403 with GitHub's message and ``Retry-After: 1``),
+``"secondary-rate-limit-429"`` (429 with that message and no ``Retry-After``),
+``"primary-rate-limit"`` (403 "API rate limit exceeded", ``X-RateLimit-Remaining: 0`` and a reset
+in 2100) or ``"unavailable"`` (503 with ``Retry-After: 3600``); ``headers`` replaces or (value
+None) removes response headers, e.g. ``{"Retry-After": "120"}``. Every request is recorded in
+``requests``.
+
+``hold(method, path, times, skip)`` models races: the matching requests (after the first ``skip``)
+wait at the server, before they are answered and without blocking other requests, until the test
+calls ``Gate.release``; ``Gate.wait_arrived(n)`` waits until ``n`` of them are waiting. A test
+thus orders two real PyGithub clients' requests exactly, without relying on thread timing.
 """
 
 from __future__ import annotations
@@ -63,6 +73,15 @@ FAILURES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
                    "request ID 0000:0000:0000000:0000000:00000000.",
         "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
         "status": "403"}),
+    "secondary-rate-limit-429": (429, {}, {
+        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+                   "try again.",
+        "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+        "status": "429"}),
+    "primary-rate-limit": (403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"}, {
+        "message": "API rate limit exceeded for installation ID 1.",
+        "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api#about-primary-rate-limits",
+        "status": "403"}),
     "unavailable": (503, {"Retry-After": "3600"}, {"message": "Service Unavailable"}),
 }
 
@@ -85,6 +104,51 @@ class _Failure:
     path: str
     kind: str
     times: int
+    headers: dict[str, str | None]
+
+
+@dataclass
+class Gate:
+    """Requests held at the server until released (``GitHubServer.hold``); ``held`` counts them."""
+
+    method: str
+    path: str
+    skip: int
+    times: int
+    held: int = 0
+    _events: list[threading.Event] = field(default_factory=list)
+    _arrival: threading.Condition = field(default_factory=threading.Condition)
+
+    def _take(self) -> threading.Event | None:
+        """The event a matching request waits on, or None (skipped or past ``times``); under the server lock."""
+        if self.skip > 0:
+            self.skip -= 1
+            return None
+        if self.times <= 0:
+            return None
+        self.times -= 1
+        event = threading.Event()
+        with self._arrival:
+            self._events.append(event)
+            self.held += 1
+            self._arrival.notify_all()
+        return event
+
+    def wait_arrived(self, n: int = 1, timeout_s: float = 60.0) -> None:
+        """Return once ``n`` requests are held (or were held and released).
+
+        Raises:
+            AssertionError: fewer arrived within ``timeout_s`` seconds (the client never sent them).
+        """
+        with self._arrival:
+            if not self._arrival.wait_for(lambda: self.held >= n, timeout_s):
+                raise AssertionError(f"{self.method} {self.path}: {self.held} request(s) held, expected {n}")
+
+    def release(self, index: int | None = None) -> None:
+        """Let held request ``index`` (0-based, in arrival order) be answered; None: all of them."""
+        with self._arrival:
+            for event in self._events if index is None else [self._events[index]]:
+                event.set()
 
 
 @dataclass
@@ -105,6 +169,7 @@ class GitHubServer:
     workflow_runs: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
+    gates: list[Gate] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     _next_id: int = 1000
     _httpd: ThreadingHTTPServer | None = None
@@ -130,6 +195,8 @@ class GitHubServer:
         return self
 
     def stop(self) -> None:
+        for gate in self.gates:  # a failed test may leave requests held: answer them
+            gate.release()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -212,12 +279,21 @@ class GitHubServer:
             return self._insert_comment(full_name, number, body, user or {"login": "octocat", "id": 1,
                                                                           "type": "User"})
 
-    def fail(self, method: str, path: str, kind: str, times: int = 1) -> None:
-        """Answer the next ``times`` ``method path`` requests with the error ``kind`` (see FAILURES)."""
+    def fail(self, method: str, path: str, kind: str, times: int = 1,
+             headers: dict[str, str | None] | None = None) -> None:
+        """Answer the next ``times`` ``method path`` requests with the error ``kind`` (see FAILURES);
+        ``headers`` replaces the kind's response headers by name, a None value removes one."""
         if kind not in FAILURES:
             raise ValueError(f"unknown failure kind {kind!r}; known: {sorted(FAILURES)}")
         with self.lock:
-            self.failures.append(_Failure(method.upper(), path, kind, times))
+            self.failures.append(_Failure(method.upper(), path, kind, times, dict(headers or {})))
+
+    def hold(self, method: str, path: str, times: int = 1, skip: int = 0) -> Gate:
+        """Hold the next ``times`` ``method path`` requests, after letting ``skip`` through, until released."""
+        gate = Gate(method.upper(), path, skip, times)
+        with self.lock:
+            self.gates.append(gate)
+        return gate
 
     # -- queries for tests ---------------------------------------------------------------------
 
@@ -371,6 +447,7 @@ _ROUTES = (
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "list_comments"),
     ("POST", re.compile(_REPO + r"/issues/(?P<number>\d+)/comments"), "create_comment"),
     ("PATCH", re.compile(_REPO + r"/issues/comments/(?P<id>\d+)"), "edit_comment"),
+    ("DELETE", re.compile(_REPO + r"/issues/comments/(?P<id>\d+)"), "delete_comment"),
     ("GET", re.compile(_REPO + r"/issues"), "list_issues"),
     ("POST", re.compile(_REPO + r"/issues"), "create_issue"),
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
@@ -397,6 +474,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     def _dispatch(self, method: str) -> None:
         gh = self.github
         url = urlsplit(self.path)
@@ -404,6 +484,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         record = Request(method, url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()},
                          json.loads(raw) if raw else None)
+        with gh.lock:
+            held = [gate._take() for gate in gh.gates if gate.method == method and gate.path == url.path]
+        events = [event for event in held if event is not None]
+        for event in events:  # held outside the lock: other requests are answered meanwhile
+            event.wait()
         with gh.lock:
             gh.requests.append(record)
             status, headers, payload = self._answer(method, url.path, record)
@@ -415,7 +500,10 @@ class _Handler(BaseHTTPRequestHandler):
         for failure in gh.failures:
             if failure.times > 0 and failure.method == method and failure.path == path:
                 failure.times -= 1
-                return FAILURES[failure.kind]
+                status, headers, payload = FAILURES[failure.kind]
+                headers = {k: v for k, v in headers.items() if k.lower() not in {h.lower() for h in failure.headers}}
+                headers.update({k: v for k, v in failure.headers.items() if v is not None})
+                return status, headers, payload
         user = gh.tokens.get(_token(req.headers.get("authorization", "")))
         if user is None:
             return 401, {}, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
@@ -470,6 +558,17 @@ class _Handler(BaseHTTPRequestHandler):
         comment["body"] = req.json["body"]
         comment["updated_at"] = "2026-01-02T00:00:00Z"
         return 200, {}, gh._comment_json(int(id))
+
+    def delete_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
+        gh = self.github
+        comment = gh.comments.get(int(id))
+        if comment is None or comment["full_name"] != full_name:
+            return _not_found()
+        if comment["user"]["login"] != user["login"]:
+            return FAILURES["read-only"]
+        del gh.comments[int(id)]
+        gh.pulls[(full_name, comment["number"])]["issue_comments"].remove(int(id))
+        return 204, {}, None
 
     def list_issues(self, full_name: str, req: Request, user: dict[str, Any]):
         gh = self.github
@@ -543,13 +642,14 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, {}, gh._workflow_run_json(full_name, int(run_id), wanted)
 
     def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
-        data = json.dumps(payload).encode()
+        data = b"" if status == 204 else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-RateLimit-Limit", "5000")
-        self.send_header("X-RateLimit-Remaining", "4999")
-        self.send_header("X-RateLimit-Reset", "4102444800")
+        defaults = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": "4102444800"}
+        for key, value in defaults.items():
+            if key.lower() not in {k.lower() for k in headers}:  # a failure's own value replaces the default
+                self.send_header(key, value)
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()

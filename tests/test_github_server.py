@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timezone
 
 import pytest
@@ -9,7 +10,8 @@ from github import Auth, Github, GithubException
 
 
 def _repo(server, full_name: str = "octo/repo"):
-    return Github(base_url=server.url, auth=Auth.Token("ghs_test"), retry=None).get_repo(full_name)
+    return Github(base_url=server.url, auth=Auth.Token("ghs_test"), retry=None, seconds_between_requests=None,
+                  seconds_between_writes=None).get_repo(full_name)
 
 
 def test_a_run_attempt_reads_as_pygithubs_workflow_run(github_server):
@@ -50,3 +52,76 @@ def test_an_unknown_run_or_attempt_is_not_found(github_server, run_id, attempt):
         run.get_attempt(attempt)
     assert caught.value.status == 404 and caught.value.data["message"] == "Not Found"
     assert "workflow-runs" in caught.value.data["documentation_url"]
+
+
+def _pull(server, number: int = 7):
+    server.add_pull("octo/repo", number, "a" * 40)
+    return _repo(server).get_pull(number)
+
+
+def test_held_requests_are_answered_in_the_order_they_are_released(github_server):
+    path = "/repos/octo/repo/issues/7/comments"
+    pull = _pull(github_server)
+    gate = github_server.hold("POST", path, times=2)
+    created: dict[str, int] = {}
+
+    def create(body: str) -> None:
+        created[body] = pull.create_issue_comment(body).id
+
+    threads = [threading.Thread(target=create, args=(body,), daemon=True) for body in ("first", "second")]
+    for i, thread in enumerate(threads):
+        thread.start()
+        gate.wait_arrived(i + 1)
+    assert github_server.issue_comments("octo/repo", 7) == [] and gate.held == 2
+    gate.release(1)
+    threads[1].join(timeout=60)
+    gate.release(0)
+    threads[0].join(timeout=60)
+    assert created == {"second": 1001, "first": 1002}
+    create("third")  # past ``times``: not held
+    assert [c["body"] for c in github_server.issue_comments("octo/repo", 7)] == ["second", "first", "third"]
+
+
+def test_a_gate_lets_skip_requests_through_first(github_server):
+    pull = _pull(github_server)
+    gate = github_server.hold("GET", "/repos/octo/repo/issues/7/comments", skip=1)
+    assert list(pull.get_issue_comments()) == []  # skipped
+    thread = threading.Thread(target=lambda: list(pull.get_issue_comments()), daemon=True)
+    thread.start()
+    gate.wait_arrived(1)
+    assert [r.path for r in github_server.calls("GET", ".*/comments")] == ["/repos/octo/repo/issues/7/comments"]
+    gate.release()
+    thread.join(timeout=60)
+    assert len(github_server.calls("GET", ".*/comments")) == 2
+
+
+@pytest.mark.parametrize("kind, headers, expected", [
+    ("secondary-rate-limit", {}, (403, "1", "4999")),
+    ("secondary-rate-limit", {"Retry-After": "120"}, (403, "120", "4999")),
+    ("secondary-rate-limit", {"Retry-After": None}, (403, None, "4999")),
+    ("secondary-rate-limit-429", {}, (429, None, "4999")),
+    ("primary-rate-limit", {}, (403, None, "0")),  # the kind's own value replaces the default header
+])
+def test_failure_headers_can_be_replaced_or_removed(github_server, kind, headers, expected):
+    pull = _pull(github_server)
+    github_server.fail("POST", "/repos/octo/repo/issues/7/comments", kind, headers=headers)
+    with pytest.raises(GithubException) as caught:
+        pull.create_issue_comment("hello")
+    got = {k.lower(): v for k, v in caught.value.headers.items()}
+    assert (caught.value.status, got.get("retry-after"), got["x-ratelimit-remaining"]) == expected
+    assert "rate limit" in caught.value.data["message"]
+
+
+def test_only_the_author_may_delete_a_comment(github_server):
+    pull = _pull(github_server)
+    human = github_server.add_comment("octo/repo", 7, "LGTM")
+    ours = pull.create_issue_comment("bot says hi")
+    with pytest.raises(GithubException) as caught:
+        next(c for c in pull.get_issue_comments() if c.id == human).delete()
+    assert caught.value.status == 403
+    ours.delete()
+    assert [c["id"] for c in github_server.issue_comments("octo/repo", 7)] == [human]
+    with pytest.raises(GithubException) as caught:
+        ours.delete()
+    assert caught.value.status == 404
+    assert [r.status for r in github_server.calls("DELETE")] == [403, 204, 404]

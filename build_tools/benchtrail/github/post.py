@@ -4,9 +4,14 @@ Follows IREE's ``post_benchmark_comment.py``: check that the PR's head is still 
 measured, find our earlier issue comment by its hidden marker, edit it (or create one), and never
 overwrite a comment from a newer run. All calls go through PyGithub.
 
-When the token may not write (a fork PR's read-only ``GITHUB_TOKEN`` gets 403) or GitHub keeps
-answering with a rate limit after a few short retries, the body goes to the job summary instead
-and the step still succeeds: a missing comment must not fail a benchmark run.
+Posters that race for one PR end with one comment: after creating ours, we list the PR's comments
+again, keep the oldest of ours and delete our own if it is younger (``_deduplicate``).
+
+Rate limits are the client's to retry (``make_client``, ``BoundedGithubRetry``): waits follow
+GitHub's ``Retry-After`` and rate-limit headers up to ``RATE_LIMIT_MAX_WAIT_S``. When the token may
+not write (a fork PR's read-only ``GITHUB_TOKEN`` gets 403), GitHub asks for a longer wait, or the
+rate limit outlasts the retries, the body goes to the job summary instead and the step still
+succeeds: a missing comment must not fail a benchmark run.
 """
 
 from __future__ import annotations
@@ -31,7 +36,22 @@ DEFAULT_API_URL = "https://api.github.com"
 #: The login that GitHub Actions' ``GITHUB_TOKEN`` comments as. Only its comments count as ours, so a
 #: marker pasted by anyone else can neither suppress nor capture the benchmark comment.
 DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
-ACTIONS = ("created", "updated", "skipped-stale-run", "skipped-head-changed", "dry-run", "fallback-summary")
+ACTIONS = ("created", "updated", "deduplicated", "skipped-stale-run", "skipped-head-changed", "dry-run",
+           "fallback-summary")
+#: The longest single wait (seconds) that a rate-limit answer may ask for and still be waited out;
+#: a longer ``Retry-After`` (or primary-limit reset) sends the body to the job summary at once.
+#: GitHub's guidance ("Rate limits for the REST API", "Exceeding the rate limit",
+#: https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit,
+#: and "Best practices for using the REST API", "Handle rate limit errors appropriately"): never
+#: retry before ``retry-after`` seconds have passed, nor before ``x-ratelimit-reset`` when
+#: ``x-ratelimit-remaining`` is 0; otherwise wait at least a minute; after a few retries, give up.
+#: 90 s covers the usual secondary-limit answers (about a minute) without holding a job for an hour.
+RATE_LIMIT_MAX_WAIT_S = 90.0
+#: Wait (seconds) after a secondary rate limit answered without ``Retry-After``: GitHub's
+#: "wait for at least one minute" (PyGithub's ``DEFAULT_SECONDARY_RATE_WAIT`` too).
+SECONDARY_RATE_LIMIT_WAIT_S = 60.0
+#: How many times one request is repeated after rate-limit or 5xx answers before giving up.
+MAX_RETRIES = 2
 NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
 COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "notes",
                           "body"})
@@ -151,21 +171,27 @@ def load_comment(path: Path) -> dict[str, Any]:
 # -- talking to GitHub --------------------------------------------------------------------------
 
 
-def make_client(token: str, base_url: str):
-    """A ``github.Github`` that never sleeps for long on its own.
+def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
+                secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S, retries: int = MAX_RETRIES,
+                sleep: Callable[[float], None] = time.sleep):
+    """A ``github.Github`` whose requests retry rate limits and 5xx answers as GitHub asks, within bounds.
 
-    PyGithub 2.x retries 403 rate limits and 5xx by default, waiting as long as GitHub says (up to
-    an hour), and throttles 0.25 s between requests and 1 s between writes. Here urllib3 retries
-    only connection errors and 5xx on GET/PATCH (never POST: a retried create could post twice),
-    at most twice, about 1 s apart, ignoring ``Retry-After``; rate limits are left to
-    ``post_comment``'s own bounded loop. One run makes one write, so throttling is off.
+    Retries go through PyGithub's own ``GithubRetry`` (``benchtrail.github.retry.BoundedGithubRetry``):
+    at most ``retries`` per request, after rate-limit answers (403/429: waiting ``Retry-After``,
+    the primary limit's reset, or ``secondary_wait_s`` seconds), 5xx answers (``Retry-After``, else
+    0 s then 1 s; a POST never, it may have been carried out) and connection errors. A wait over
+    ``max_wait_s`` seconds is not taken: the request raises ``github.RateLimitExceededExceedsMaxWait``
+    (its ``wait`` in seconds). ``sleep`` does the waiting. Throttling between requests is off: a
+    post makes at most three writes.
     """
     import github
-    from urllib3.util.retry import Retry
 
-    retry = Retry(total=2, connect=2, read=2, status=2, other=0, backoff_factor=0.5,  # waits 0 s, then 1 s
-                  status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET", "PATCH"}),
-                  respect_retry_after_header=False, raise_on_status=False)
+    from benchtrail.github.retry import BoundedGithubRetry
+
+    retry = BoundedGithubRetry(total=retries, connect=retries, read=retries, status=retries, other=0,
+                               backoff_factor=0.5, status_forcelist=[429, 500, 502, 503, 504],
+                               allowed_methods=frozenset({"GET", "PATCH", "DELETE", "POST"}), raise_on_status=False,
+                               secondary_rate_wait=secondary_wait_s, max_rate_limit_wait=max_wait_s, sleep=sleep)
     return github.Github(auth=github.Auth.Token(token), base_url=base_url.rstrip("/"), per_page=100,
                          timeout=30, retry=retry, seconds_between_requests=None, seconds_between_writes=None)
 
@@ -190,30 +216,31 @@ def is_rate_limited(exc: Any) -> bool:
     return status == 403 and ("rate limit" in _message(exc).lower() or _retry_after_s(exc) is not None)
 
 
-def with_retries(call: Callable[[], T], *, max_retries: int, retry_wait_s: float,
+def with_retries(call: Callable[[], T], *, max_retries: int = 0, retry_wait_s: float = 0.0,
                  sleep: Callable[[float], None] = time.sleep) -> T:
-    """Run ``call``; on a rate-limit reply retry at most ``max_retries`` times, waiting
-    ``min(Retry-After, retry_wait_s * 2**i)`` seconds before retry ``i`` (0-based).
+    """Return ``call()``. The client of ``make_client`` retries rate limits itself, as GitHub asks;
+    retrying here again would repeat what GitHub asked to delay, so ``max_retries``,
+    ``retry_wait_s`` and ``sleep`` are kept for callers and ignored.
 
     Raises:
-        github.GithubException: anything else at once, or the last rate-limit reply.
+        github.GithubException: whatever ``call`` raises.
     """
-    import github
-
-    for i in range(max_retries + 1):
-        try:
-            return call()
-        except github.GithubException as exc:
-            if i == max_retries or not is_rate_limited(exc):
-                raise
-            backoff = retry_wait_s * 2**i
-            retry_after = _retry_after_s(exc)
-            sleep(backoff if retry_after is None else min(retry_after, backoff))
-    raise AssertionError("unreachable")
+    return call()
 
 
 def _describe(exc: Any) -> str:
     return f"HTTP {getattr(exc, 'status', '?')}: {_message(exc) or exc}"
+
+
+def _reason(exc: Any, max_wait_s: float) -> str:
+    """Why posting failed, for the job summary: the answer, and for rate limits what was waited."""
+    wait = getattr(exc, "wait", None)
+    if wait is not None:
+        return (f"{_describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the {max_wait_s:g} s "
+                "benchtrail waits at most")
+    if is_rate_limited(exc):
+        return f"{_describe(exc)}; still rate limited after {MAX_RETRIES} retries"
+    return _describe(exc)
 
 
 def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) -> PostResult:
@@ -243,17 +270,23 @@ def _find_ours(comments: list[Any], author: str | None) -> list[tuple[Any, tuple
 
 def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str | None,
                  base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
-                 max_retries: int = 3, retry_wait_s: float = 2.0,
-                 author: str | None = DEFAULT_COMMENT_AUTHOR) -> PostResult:
+                 author: str | None = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
+                 secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
+                 sleep: Callable[[float], None] = time.sleep) -> PostResult:
     """Create or edit our comment on PR ``pr_number`` of ``repo`` (``OWNER/NAME``).
 
     Nothing is posted when the PR's head is no longer ``run_head_sha`` (``skipped-head-changed``)
     or when one of our comments carries a marker from a newer run (``skipped-stale-run``).
     Otherwise the earliest of our comments (by ``author``; None accepts any author, which lets
-    anyone who can comment suppress ours) is edited, or a new one is created. The body is cut to
-    GitHub's 65,536 characters (``fit_body``). Rate limits are retried (``with_retries``, waits in
-    seconds); a 403, a rate limit that outlasts the retries, or a 5xx writes the body to the job
-    summary (``fallback-summary``). ``dry_run`` reads and decides but writes nothing.
+    anyone who can comment suppress ours) is edited, or a new one is created; when another poster
+    created one meanwhile, the oldest is kept and ours deleted (``deduplicated``, see
+    ``_deduplicate``). The body is cut to GitHub's 65,536 characters (``fit_body``).
+
+    Rate limits are waited out by the client (``make_client``: ``Retry-After``, else
+    ``secondary_wait_s`` seconds; ``sleep`` waits), each wait at most ``max_wait_s`` seconds. A
+    403, a longer wait, a rate limit that outlasts the retries, or a 5xx writes the body to the job
+    summary (``fallback-summary``, the message says why). ``dry_run`` reads and decides but writes
+    nothing.
 
     Raises:
         UserError: no token, the PR or repository not found (404), the token rejected (401), the
@@ -269,20 +302,15 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     if ours_run is None:
         raise UserError(f"not a benchtrail marker: {marker!r}")
     body = fit_body(comment["body"], marker)
-    gh = make_client(token, base_url)
-
-    def call(fn: Callable[[], T]) -> T:
-        return with_retries(fn, max_retries=max_retries, retry_wait_s=retry_wait_s)
-
+    gh = make_client(token, base_url, max_wait_s=max_wait_s, secondary_wait_s=secondary_wait_s, sleep=sleep)
     try:
-        repository = call(lambda: gh.get_repo(repo))
-        pull = call(lambda: repository.get_pull(pr_number))
+        pull = gh.get_repo(repo).get_pull(pr_number)
         head = pull.head.sha
         if head.lower() != run_head_sha.lower():
             return PostResult("skipped-head-changed", None,
                               f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which this run "
                               "measured; not posting")
-        ours = _find_ours(call(lambda: list(pull.get_issue_comments())), author)
+        ours = _find_ours(list(pull.get_issue_comments()), author)
         for existing, run in ours:
             if run is not None and is_newer(run, ours_run):
                 return PostResult("skipped-stale-run", existing.id,
@@ -294,16 +322,52 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
             return PostResult("dry-run", target.id if target else None,
                               f"dry run: would {what} on PR #{pr_number} ({len(body)} characters)")
         if target is not None:
-            call(lambda: target.edit(body))
+            target.edit(body)
             return PostResult("updated", target.id, f"updated comment {target.id} on PR #{pr_number}")
-        created = call(lambda: pull.create_issue_comment(body))
-        return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}")
+        created = pull.create_issue_comment(body)
     except github.GithubException as exc:
         if exc.status in (403, 429) or exc.status >= 500:
-            return _fallback(body, _describe(exc), summary_path, dry_run)
+            return _fallback(body, _reason(exc, max_wait_s), summary_path, dry_run)
         raise _user_error(exc, repo, pr_number, base_url) from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
+    return _deduplicate(pull, created, body, ours_run, author, pr_number)
+
+
+def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], author: str | None,
+                 pr_number: int) -> PostResult:
+    """After creating comment ``created``: list the PR's comments again and keep the oldest of ours.
+
+    Posters race when each lists the comments before the other creates one; both then create.
+    Each lists again after its own create and deletes only its own comment, when an older one of
+    ours exists; the oldest is the one with the lowest id (GitHub's ids grow in creation order).
+    So all of them keep the same comment, none deletes it, and one is left: of two left, the
+    younger one's poster listed after the older one was created and would have deleted its own.
+    The kept comment gets our body when its marker is from an older run; a newer run's is kept.
+    A failure here leaves our comment posted (``created``, the message says what failed).
+    """
+    import github
+    import requests
+
+    try:
+        ours = [c for c, _ in _find_ours(list(pull.get_issue_comments()), author)]
+        first = min([*ours, created], key=lambda c: c.id)
+        if first.id == created.id:
+            return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}")
+        run = parse_marker(first.body or "")
+        took_body = run is None or is_newer(ours_run, run)
+        if took_body:
+            first.edit(body)
+        try:
+            created.delete()
+        except github.UnknownObjectException:
+            pass  # already gone (a retried DELETE whose first try went through)
+    except (github.GithubException, requests.exceptions.RequestException) as exc:
+        return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}; could not "
+                          f"check it for duplicates from a racing poster ({_describe(exc)})")
+    kept = "kept it with this run's body" if took_body else "kept it"
+    return PostResult("deduplicated", first.id, f"another poster created comment {first.id} on PR #{pr_number} "
+                                                f"first; {kept} and deleted our duplicate {created.id}")
 
 
 def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError:

@@ -1,0 +1,127 @@
+"""``BoundedGithubRetry``: PyGithub's ``GithubRetry`` with a cap on every rate-limit wait.
+
+PyGithub's ``GithubRetry`` (a urllib3 ``Retry``) already retries GitHub's 403 rate-limit answers:
+it waits ``Retry-After`` seconds (through urllib3), until ``X-RateLimit-Reset`` for a primary limit
+or ``secondary_rate_wait`` for a secondary one, and raises ``RateLimitExceededExceedsMaxWait`` when
+either of the last two is longer than ``max_rate_limit_wait``. This subclass adds what it leaves out:
+
+* a ``Retry-After`` longer than ``max_rate_limit_wait`` raises ``RateLimitExceededExceedsMaxWait``
+  at once (urllib3 would sleep ``min(Retry-After, retry_after_max)`` and retry before the time
+  GitHub named, which GitHub's guidance forbids);
+* a 429 is the rate limit GitHub means by it (primary when ``X-RateLimit-Remaining`` is 0, else
+  secondary), waited for like a 403 one, not with urllib3's sub-second backoff;
+* a POST is repeated only after a rate-limit answer (GitHub did not act on the request) or a
+  failed connection, never after a 5xx or a broken read, which may come after GitHub created the
+  comment or issue;
+* the sleep function is a parameter, so tests can record the waits (seconds) instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from github import GithubRetry
+from github.GithubException import RateLimitExceededExceedsMaxWait
+from urllib3 import Retry
+from urllib3.exceptions import InvalidHeader, ProtocolError, ReadTimeoutError
+
+#: The statuses GitHub answers a rate limit with.
+RATE_LIMIT_STATUSES = frozenset({403, 429})
+
+
+class BoundedGithubRetry(GithubRetry):
+    """``GithubRetry(secondary_rate_wait=s, max_rate_limit_wait=cap, sleep=fn, **urllib3_retry_args)``.
+
+    Every wait is in seconds; ``max_rate_limit_wait`` None means no cap (as in ``GithubRetry``).
+    ``increment`` raises ``github.RateLimitExceededExceedsMaxWait`` (a ``GithubException`` with
+    the answer's status, body and headers, and ``wait``: the seconds GitHub asked for) when a
+    wait would exceed the cap.
+    """
+
+    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, **kwargs: Any) -> None:
+        self.sleep_fn = sleep
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> BoundedGithubRetry:
+        kw.setdefault("sleep", self.sleep_fn)
+        return super().new(**kw)
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method.upper() == "POST" and status_code not in RATE_LIMIT_STATUSES:
+            return False  # a 5xx may come after the comment was created: never post twice
+        return super().is_retry(method, status_code, has_retry_after)
+
+    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> GithubRetry:
+        if error is not None and (method or "").upper() == "POST" and isinstance(error, (ReadTimeoutError,
+                                                                                        ProtocolError)):
+            raise error  # the request reached GitHub, which may have acted on it
+        if response is None:
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        wait = self._asked_wait(response)
+        if wait is not None:
+            self._check_cap(wait, response, url)
+        retry_after = self._retry_after(response)
+        if response.status == 403 and retry_after is None:
+            # Raises MaxRetryError when the retries are used up, before GithubRetry reads the body:
+            # the answer then reaches PyGithub with its message.
+            Retry.increment(self, method, url, response, error, _pool, _stacktrace)
+        if response.status != 429 or retry_after is not None:
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        # A 429 without Retry-After: GithubRetry inspects 403s only, so wait as it would for one.
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)  # MaxRetryError when used up
+        backoff = max(wait if wait is not None else self.secondary_rate_wait, retry.get_backoff_time())
+        self._check_cap(backoff, response, url)
+        retry.get_backoff_time = lambda: backoff  # type: ignore[method-assign]  # as GithubRetry does
+        return retry
+
+    def sleep_for_retry(self, response: Any) -> bool:
+        retry_after = self._retry_after(response)
+        if retry_after:
+            self.sleep_fn(retry_after)
+            return True
+        return False
+
+    def sleep(self, response: Any = None) -> None:
+        if self.respect_retry_after_header and response is not None and self.sleep_for_retry(response):
+            return
+        backoff = self.get_backoff_time()
+        if backoff > 0:
+            self.sleep_fn(backoff)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _retry_after(self, response: Any) -> float | None:
+        """Seconds of the ``Retry-After`` header (delta-seconds or HTTP date); None when absent or unreadable."""
+        value = response.headers.get("Retry-After")
+        if value is None:
+            return None
+        try:
+            return float(self.parse_retry_after(value))
+        except InvalidHeader:
+            return None
+
+    def _asked_wait(self, response: Any) -> float | None:
+        """The wait GitHub asks for: ``Retry-After``, else (403/429 with ``X-RateLimit-Remaining: 0``)
+        until ``X-RateLimit-Reset`` plus 1 s, as ``GithubRetry`` computes it; else None."""
+        retry_after = self._retry_after(response)
+        if retry_after is not None:
+            return retry_after
+        reset = str(response.headers.get("X-RateLimit-Reset", ""))
+        if response.status in RATE_LIMIT_STATUSES and response.headers.get("X-RateLimit-Remaining") == "0" \
+                and reset.isdigit():
+            return max(0.0, int(reset) - datetime.now(timezone.utc).timestamp()) + 1
+        return None
+
+    def _check_cap(self, wait: float, response: Any, url: str | None) -> None:
+        if self.max_rate_limit_wait is None or wait <= self.max_rate_limit_wait:
+            return
+        try:
+            data = json.loads(self.get_content(response, url or ""))
+        except (ValueError, OSError):
+            data = None
+        raise RateLimitExceededExceedsMaxWait(response.status, data, dict(response.headers), wait=wait)
