@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.results.schema import METRICS, BenchmarkRecord, ResultsFile
 from benchtrail.stats.summary import summarize
 
 
-def record(id: str = "rc1", samples=(100.0,) * 10, *, status: str = "ok", kind: str = "execution",
+def spread(median: float, n: int = 10, step: float = 0.002) -> list[float]:
+    """``n`` distinct samples evenly around ``median`` (mean and median exactly ``median``; ±1% for n = 10):
+    steady samples with some spread, since all-equal samples are ``insufficient-samples``."""
+    return [median * (1 + step * (i - (n - 1) / 2)) for i in range(n)]
+
+
+def record(id: str = "rc1", samples=tuple(spread(100.0)), *, status: str = "ok", kind: str = "execution",
            metric: str = "latency", unit: str = "us", content_hash: str = "h1", name: str | None = None,
-           **details) -> BenchmarkRecord:
+           direction: str | None = None, **details) -> BenchmarkRecord:
     samples = tuple(float(s) for s in samples)
     return BenchmarkRecord(
         id=id, name=name or f"{id}.inference-bs1.c2-standard-16", kind=kind, metric=metric, unit=unit,
-        device_name="c2-standard-16", module_name=f"{id}.cpu", compile_config="eager", task="inference",
+        direction=direction or METRICS[metric].direction, device_name="c2-standard-16", module_name=f"{id}.cpu",
+        compile_config="eager", task="inference",
         status=status, reason=None if status == "ok" else "boom", samples=samples, **summarize(samples),
         content_hash=content_hash, presets=("x86_64",), details=dict(details),
     )

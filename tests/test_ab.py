@@ -13,7 +13,7 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.cli import main
-from benchtrail.compare import Row, count_rows
+from benchtrail.compare import SCHEMA_VERSION, Row, count_rows
 from benchtrail.confirm import apply, suspects
 from benchtrail.errors import UserError
 from benchtrail.stages import ab_stage, recheck_stage
@@ -219,7 +219,7 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
                              "--total-budget-s", "1")
     assert code == 0, err
     checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())
-    assert checked["schema_version"] == 6
+    assert checked["schema_version"] == SCHEMA_VERSION
     rows = {r["id"]: r for r in checked["rows"]}
     reached, missed = rows[big["id"]], rows[small["id"]]
     assert (reached["verdict"], reached["mark"], reached.get("recheck")) == ("regressed", "confirmed", None)

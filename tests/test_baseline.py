@@ -188,3 +188,45 @@ def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
     (ignored,) = found.ignored
     assert ignored.reason == (f"commit pointer {bad}: run_id '../x' is not a run id (letters, digits, '.', '_', "
                               "'-', at most 64)")
+
+
+def test_results_problem_names_files_this_benchtrail_cannot_load(tmp_path):
+    from benchtrail.baseline import results_problem
+    from benchtrail.results.schema import SCHEMA_VERSION
+
+    where = "run 1/1: results file results/d-0.json"
+    cases = {
+        "future.json": (json.dumps({"schema_version": SCHEMA_VERSION + 5}),
+                        f"baseline incompatible: schema {SCHEMA_VERSION + 5} ({where}; this benchtrail reads results "
+                        f"schemas 1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)"),
+        "deep.json": ("[" * 100_000 + "]" * 100_000, f"baseline unreadable: {where} is not JSON benchtrail can read "
+                                                     "(RecursionError)"),
+        "empty.json": ("", f"baseline unreadable: {where} is not valid JSON (truncated or corrupt?): Expecting value "
+                           "at line 1 column 1"),
+        "cut.json": ('{"schema_version": 1, "commit": "ab', f"baseline unreadable: {where} is not valid JSON "
+                                                           "(truncated or corrupt?): Unterminated string starting "
+                                                           "at line 1 column 33"),
+        # For the loader to name: no version, an older or the current version, a version of the wrong type.
+        "current.json": (json.dumps({"schema_version": SCHEMA_VERSION}), None),
+        "v1.json": (json.dumps({"schema_version": 1, "benchmarks": []}), None),
+        "text.json": (json.dumps({"schema_version": str(SCHEMA_VERSION + 1)}), None),
+        "list.json": ("[]", None),
+    }
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert results_problem(tmp_path / name, where) == expected, name
+    (tmp_path / "bytes.json").write_bytes(b'{"schema_version": 1, "x": "\xff"}')
+    assert results_problem(tmp_path / "bytes.json", where) == f"baseline unreadable: {where} is not UTF-8 text (byte 28)"
+    (tmp_path / "folder.json").mkdir()
+    assert results_problem(tmp_path / "folder.json", where) == f"baseline unreadable: {where} cannot be read: Is a directory"
+    assert results_problem(tmp_path / "absent.json", where) == (f"baseline unreadable: {where} cannot be read: "
+                                                                "No such file or directory")
+
+
+def test_unusable_picks_the_devices_whose_baseline_run_cannot_be_read():
+    from benchtrail.baseline import unusable
+
+    lacking = {"a": "baseline incompatible: schema 9 (run 1/1: …)", "b": "baseline unreadable: run 2/1: …",
+               "c": "no run of the merge base has its baseline key (…)", "d": "baseline incompatible schema"}
+    assert unusable({"lacking": lacking}) == {"a": lacking["a"], "b": lacking["b"]}
+    assert unusable(None) == unusable({"reason": "the store could not be read: x"}) == unusable({"lacking": []}) == {}

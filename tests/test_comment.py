@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from benchtrail.comment import MAX_COMMENT_CHARS, format_value, note_line, render
-from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.compare import SCHEMA_VERSION, compare, comparison_to_dict
 from benchtrail.thresholds import load_thresholds
-from tests.records import record, results
+from tests.records import record, results, spread
 
 rng = np.random.default_rng(1)
 
@@ -25,10 +25,10 @@ def test_format_value_picks_readable_units():
 
 
 def test_comment_has_verdict_line_sections_rows_and_marker():
-    base = [record("slow", 100 * (1 + 0.01 * rng.standard_normal(20))), record("same", [50.0] * 20),
+    base = [record("slow", 100 * (1 + 0.01 * rng.standard_normal(20))), record("same", spread(50.0, 20)),
             record("m-graph_breaks", [0.0], kind="compilation", metric="graph_breaks", unit="count",
                    name="sqrl.inductor.cpu.graph_breaks", break_reasons=[])]
-    head = [record("slow", 130 * (1 + 0.01 * rng.standard_normal(20))), record("same", [50.0] * 20),
+    head = [record("slow", 130 * (1 + 0.01 * rng.standard_normal(20))), record("same", spread(50.0, 20)),
             record("m-graph_breaks", [1.0], kind="compilation", metric="graph_breaks", unit="count",
                    name="sqrl.inductor.cpu.graph_breaks",
                    break_reasons=[{"reason": "Data-dependent branching", "count": 1}])]
@@ -45,7 +45,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
 
 
 def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
-    many = [record(f"case{i:05d}", [10.0] * 10) for i in range(600)]
+    many = [record(f"case{i:05d}", spread(10.0, 10)) for i in range(600)]
     body, full, _ = render(_comparison(many, many))
     assert len(body) <= MAX_COMMENT_CHARS
     assert "see full.md" in body
@@ -53,16 +53,16 @@ def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
 
 
 def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
-    base = [record("slow", [100.0 + i for i in range(20)]), record("same", [50.0] * 20)]
-    head = [record("slow", [150.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    base = [record("slow", [100.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
+    head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     body, _, _ = render(_comparison(base, head), "gs://bucket/pre/runs/123/1/")
     assert "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`" in body
     assert "Reproduce: `benchtrail explain slow --run gs://bucket/pre/runs/123/1/`" in body
 
 
 def test_partial_baseline_says_what_it_lacks():
-    base = [record("a", [10.0] * 10)]
-    head = [record("a", [10.0] * 10), record("b", [10.0] * 10)]
+    base = [record("a", spread(10.0, 10))]
+    head = [record("a", spread(10.0, 10)), record("b", spread(10.0, 10))]
     body, _, _ = render(_comparison(base, head))
     assert body.splitlines()[2] == "The baseline lacks 1 series: those rows are new, not compared."
 
@@ -93,9 +93,9 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
 def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
     reason = ("gradient differs from reference: max abs error 6.5e+03, max rel error 255 (atol 0.001, "
               "rtol 0.00013)")
-    mismatch = record("grad", [80.0] * 10, status="mismatch")
+    mismatch = record("grad", spread(80.0, 10), status="mismatch")
     mismatch = type(mismatch)(**{**mismatch.__dict__, "reason": reason})
-    body, _, data = render(_comparison([record("grad", [80.0] * 10)], [mismatch]))
+    body, _, data = render(_comparison([record("grad", spread(80.0, 10))], [mismatch]))
     assert data["counts"]["failed"] == 1
     section = body.split("Failed, noisy or not comparable")[1]
     row = next(line for line in section.splitlines() if "`grad.inference-bs1.c2-standard-16`" in line)
@@ -130,8 +130,8 @@ def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_not
     from benchtrail.github.post import load_comment
     from tests.test_schemas import errors
 
-    base = [record("slow", [100.0 + i for i in range(20)]), record("same", [50.0] * 20)]
-    head = [record("slow", [150.0 + i for i in range(20)]), record("same", [50.0] * 20)]
+    base = [record("slow", [100.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
+    head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     out = tmp_path / "comment"
     note = "⚠ the run could not be stored: 403 for @octo-org/team on *gs://b/runs/1/1/* <b>x</b>"
     code, stdout, err = _comment_cli(
@@ -230,7 +230,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
     for sid in missed:
         assert (rows[sid]["mark"], rows[sid]["recheck"], rows[sid]["ab"]) == ("unconfirmed", "not-reached", None)
         assert rows[sid]["reason"] == "not re-checked: the re-check's time budget of 600 s ran out"
-    assert checked["schema_version"] == 6
+    assert checked["schema_version"] == SCHEMA_VERSION
     body, _, _ = render(checked)
     named = ", ".join(f"`r{i}.inference-bs1.c2-standard-16`" for i in range(5))  # in the comparison's row order
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
@@ -240,7 +240,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
 
 
 def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_at_the_top():
-    head = [record("fast", [50.0] * 20)]
+    head = [record("fast", spread(50.0, 20))]
     comparison = comparison_to_dict(compare([], [results(*head, commit="c" * 40)], load_thresholds()), [],
                                     [results(*head, commit="c" * 40)], "thresholds.yaml",
                                     {"reason": "the store could not be read: 503 on gs://b/o", "store_error": "503"})
@@ -252,7 +252,7 @@ def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_
 
 
 def test_the_comment_names_each_devices_baseline_what_is_lacking_and_the_ignored_runs():
-    comparison = _comparison([record("a", [100.0] * 20)], [record("a", [100.0] * 20)])
+    comparison = _comparison([record("a", spread(100.0, 20))], [record("a", spread(100.0, 20))])
     comparison["head"]["devices"] = ["c2-standard-16", "a2-highgpu-1g", "g2-standard-8"]
     comparison["baseline"] = {
         "commit": "b" * 40, "reason": "merge base", "run_id": "7", "attempt": 1, "run_dir": "x",
@@ -290,9 +290,9 @@ def _many_rows(n, name):
     rows are cloned into ``n`` rows named ``name(i)``, one in ten regressed (no randomness: fixed samples)."""
     gb = dict(kind="compilation", metric="graph_breaks", unit="count", name="m.inductor.cpu.graph_breaks",
               break_reasons=[])
-    base = [record("reg", [100.0] * 10), record("imp", [100.0] * 10), record("same", [100.0] * 10),
-            record("bad", [100.0] * 10), record("m-gb", [0.0], **gb)]
-    head = [record("reg", [130.0] * 10), record("imp", [70.0] * 10), record("same", [100.0] * 10),
+    base = [record("reg", spread(100.0, 10)), record("imp", spread(100.0, 10)), record("same", spread(100.0, 10)),
+            record("bad", spread(100.0, 10)), record("m-gb", [0.0], **gb)]
+    head = [record("reg", spread(130.0, 10)), record("imp", spread(70.0, 10)), record("same", spread(100.0, 10)),
             record("bad", status="failed"), record("m-gb", [2.0], **gb)]
     comparison = _comparison(base, head)
     templates = {r["id"]: r for r in comparison["rows"]}

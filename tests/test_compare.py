@@ -77,8 +77,9 @@ def test_zero_or_nan_baseline_median_is_not_comparable_and_others_still_compare(
     nan_base = type(nan_base)(**{**nan_base.__dict__, "median": math.nan})
     v = verdicts([zero, nan_base, record("ok", noisy(100))],
                  [record("zero", [5.0] * 10), record("nan", [1.0] * 10), record("ok", noisy(150))])
-    assert v["zero"] == ("not-comparable", "baseline median is 0 or negative; a percent change is undefined")
-    assert v["nan"] == ("not-comparable", "baseline median is missing or NaN")
+    assert v["zero"] == ("not-comparable", "baseline sample 0 is 0.0 (0 or negative); latency samples must be "
+                                           "finite and > 0")
+    assert v["nan"] == ("not-comparable", "baseline median is nan; it must be finite and > 0")
     assert v["ok"][0] == "regressed"
 
 
@@ -96,14 +97,15 @@ def test_first_matching_rule_wins():
              Threshold("execution/*", "percent", 5, "lower-is-better"))
     assert find_threshold(rules, "execution", "latency", "sqrl.eager.x").threshold == 10
     assert find_threshold(rules, "execution", "latency", "mlp.eager.x").threshold == 5
-    with pytest.raises(UserError, match="no threshold rule matches series 'compilation/x/y'"):
-        find_threshold(rules, "compilation", "x", "y")
+    with pytest.raises(UserError, match="no threshold rule matches series 'compilation/graph_count/y'"):
+        find_threshold(rules, "compilation", "graph_count", "y")
 
 
 def test_higher_is_better_flips_the_direction():
-    rules = (Threshold("*", "percent", 5, "higher-is-better"),)
-    rows = compare([results(record("tput", noisy(100)))], [results(record("tput", noisy(80)))], rules)
-    assert rows[0].verdict == "regressed"
+    for rules in ((Threshold("*", "percent", 5, "higher-is-better"),), (Threshold("*", "percent", 5),)):
+        rows = compare([results(record("tput", noisy(100), metric="throughput", unit="per_s"))],
+                       [results(record("tput", noisy(80), metric="throughput", unit="per_s"))], rules)
+        assert (rows[0].verdict, rows[0].threshold["direction"]) == ("regressed", "higher-is-better")
 
 
 def test_thresholds_file_errors_name_the_rule_and_key(tmp_path):
@@ -122,7 +124,7 @@ def test_comparison_counts_every_verdict():
     rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
-    assert obj["schema_version"] == 6
+    assert obj["schema_version"] == 7 and obj["counts"]["insufficient-samples"] == 0
 
 
 def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):

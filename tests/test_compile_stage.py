@@ -40,6 +40,7 @@ def _compile(tmp_path: Path, suite: Suite, name: str = "run", expected_exit: int
     assert main(["compile", "--run-configs", str(path), "--output-dir", str(run_dir),
                  "--device-name", "c2-standard-16"]) == expected_exit
     results = load_results(run_dir / "results" / "compilation-c2-standard-16.json")
+    assert results.run["presets"] == ["test"]  # the export's presets: CI's compile jobs record them
     return run_dir, {(b.module_name.split(".")[1], b.metric): b for b in results.benchmarks}
 
 

@@ -9,7 +9,7 @@ import pytest
 from benchmark_suites.suite import generate
 from benchtrail.cli import main
 from benchtrail.errors import UserError
-from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution
+from benchtrail.export import export_compilation, export_execution, load_compilation, load_execution, load_presets
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
 
@@ -35,6 +35,23 @@ def test_compilation_export_round_trips_and_names_module_dirs(tmp_path):
     assert {g.compile_config.name for g in gens} == {"inductor", "export", "aot-inductor"}
     assert set(sampling.values()) == {(1, 2)}
     assert dirs[gens[0].id] == f"modules/{gens[0].name}"
+
+
+def test_exports_carry_their_resolved_presets_and_older_files_read_as_none(tmp_path):
+    for kind in ("execution", "compilation"):
+        out = tmp_path / f"{kind}.json"
+        assert main(["export", kind, "--benchmark-presets", "x86_64 comp-stats", "--output", str(out)]) == 0
+        assert load_presets(out) == ("x86_64", "comp-stats"), kind
+    # An export from before the field, a seed-shaped one and run configs ({root_obj, keyed_obj_map}) have none.
+    old = json.loads((tmp_path / "execution.json").read_text())
+    del old["presets"]
+    for name, obj in (("old", old), ("seed", {"c2": {"run_configs": {}}}), ("rc", {"root_obj": {}, "keyed_obj_map": {}})):
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+        assert load_presets(tmp_path / f"{name}.json") == (), name
+    for bad in ("x86_64", [1], [""], None):
+        (tmp_path / "bad.json").write_text(json.dumps({**old, "presets": bad}))
+        with pytest.raises(UserError, match=r"bad.json: field 'presets' is .*; allowed: a list of preset names"):
+            load_presets(tmp_path / "bad.json")
 
 
 def test_keyed_obj_map_holds_each_model_once():

@@ -13,7 +13,7 @@ from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
 from benchtrail.quarantine import Entry, load_quarantine, unmatched
 from benchtrail.thresholds import load_thresholds
-from tests.records import record, results
+from tests.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
 
@@ -82,8 +82,8 @@ def test_without_presets_anywhere_export_asks_for_them(adopter, capsys):
 
 
 def test_quarantined_regressions_are_reported_but_never_gate(tmp_path):
-    base = [record("flaky", [100.0] * 10), record("real", [100.0] * 10)]
-    head = [record("flaky", [150.0] * 10), record("real", [150.0] * 10)]
+    base = [record("flaky", spread(100.0)), record("real", spread(100.0))]
+    head = [record("flaky", spread(150.0)), record("real", spread(150.0))]
     rows = compare([results(*base)], [results(*head, commit="c" * 40)], load_thresholds())
     entries = (Entry("flaky.*", "flaky on shared runners, #12"), Entry("gone.*", "old"))
     marked = {r.id: r for r in mark_regressions(rows, [], quarantine=entries)}
@@ -97,8 +97,8 @@ def test_quarantined_regressions_are_reported_but_never_gate(tmp_path):
 def test_compare_cli_takes_the_quarantine_file_and_warns_about_stale_entries(tmp_path, capsys):
     from benchtrail.results.io import write_results
 
-    base = write_results(tmp_path / "base.json", results(record("flaky", [100.0] * 10)))
-    head = write_results(tmp_path / "head.json", results(record("flaky", [150.0] * 10), commit="c" * 40))
+    base = write_results(tmp_path / "base.json", results(record("flaky", spread(100.0))))
+    head = write_results(tmp_path / "head.json", results(record("flaky", spread(150.0)), commit="c" * 40))
     q = tmp_path / "q.yaml"
     q.write_text("schema_version: 1\nquarantine:\n  - match: 'flaky*'\n    reason: 'flaky, #12'\n"
                  "  - match: 'nothing*'\n    reason: 'stale'\n")

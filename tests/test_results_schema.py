@@ -24,7 +24,7 @@ def test_results_round_trip_to_equal_dataclasses(tmp_path):
     path = write_results(tmp_path / "r.json", original)
     assert load_results(path) == original
     text = path.read_text()
-    assert text.endswith("\n") and '"schema_version": 1' in text
+    assert text.endswith("\n") and '"schema_version": 2' in text and '"direction": "lower-is-better"' in text
 
 
 def test_results_file_is_never_overwritten(tmp_path):
@@ -59,7 +59,7 @@ def test_truncated_results_file_is_a_clear_error(tmp_path):
 def test_newer_schema_version_asks_to_upgrade(tmp_path):
     obj = results_to_dict(results(record("a")))
     obj["schema_version"] = 99
-    with pytest.raises(UserError, match="schema_version 99.*reads versions 1..1; upgrade benchtrail"):
+    with pytest.raises(UserError, match="schema_version 99.*reads versions 1..2; upgrade benchtrail"):
         load_results(_write(tmp_path, obj))
 
 
@@ -110,10 +110,12 @@ def test_summary_that_disagrees_with_the_samples_is_rejected(tmp_path):
         load_results(_write(tmp_path, obj, "r2.json"))
 
 
-def test_version_1_sample_file_keeps_loading():
+def test_version_1_sample_file_keeps_loading_with_the_direction_of_its_metric():
+    assert "direction" not in (DATA / "results-v1.json").read_text()
     loaded = load_results(DATA / "results-v1.json")
     assert [b.status for b in loaded.benchmarks] == ["ok", "failed"]
     assert loaded.benchmarks[0].median == pytest.approx(171.5)
+    assert [b.direction for b in loaded.benchmarks] == ["lower-is-better", "lower-is-better"]
 
 
 def test_flattened_documents_have_dotted_keys_and_safe_names(tmp_path):
@@ -123,7 +125,8 @@ def test_flattened_documents_have_dotted_keys_and_safe_names(tmp_path):
     doc = json.loads(path.read_text())
     assert doc["environment.torch_version"] == "2.13.0"
     assert doc["details.phase_times_ms.run"] == 5.0
-    assert doc["samples"] == [1.0, 3.0] and doc["median"] == 2.0 and doc["schema_version"] == 1
+    assert doc["samples"] == [1.0, 3.0] and doc["median"] == 2.0 and doc["schema_version"] == 2
+    assert doc["direction"] == "lower-is-better"
 
 
 @pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "a/b", "a..b", ""])

@@ -44,6 +44,7 @@ def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path)
     code = main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
                  "--shard-index", "0", "--output", str(out)])
     assert code == 2
+    assert load_results(out).run["presets"] == ["test"]  # the export's presets, as CI's runs record them
     by_name = {b.name.split(".")[0]: b for b in load_results(out).benchmarks}
     assert by_name["raises"].status == "failed"
     assert "RuntimeError: deliberate failure in forward" in by_name["raises"].reason

@@ -8,6 +8,7 @@ import pytest
 from benchmark_suites.suite import generate
 from benchtrail.inputs import parse_input_spec
 from benchtrail.suite.definitions import SAFE_NAME, Architecture
+from benchtrail.suite.names import slug
 
 SUITE = generate()
 
@@ -33,9 +34,13 @@ def test_ids_and_names_are_unique_per_kind():
 
 
 def test_names_are_safe_for_paths_and_gcloud():
+    """benchtrail's own suite keeps DESIGN.md's path-safe names (an adopter's may hold any printable text),
+    so each is its own slug: the run directory and store layout of its runs never change."""
     bad = [o.name for o in _all_objects() if not SAFE_NAME.match(o.name) or ".." in o.name
            or any(c in o.name for c in "[]*?")]
     assert not bad
+    assert [o.name for o in _all_objects() if slug(o.name) != o.name] == []
+    assert all(SAFE_NAME.match(p) and ".." not in p for p in SUITE.presets)
 
 
 def test_every_preset_selects_something_and_smoke_is_small_and_cpu_only():

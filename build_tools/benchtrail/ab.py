@@ -37,6 +37,7 @@ from benchtrail.modules import ARTIFACTS, content_hash
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.run_stage import case_record
 from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import serialize_and_pack
 from benchtrail.thresholds import Threshold, find_threshold
 from benchtrail.workers import run_in_worker
@@ -144,7 +145,7 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict
         if gen.compile_config.mode not in ARTIFACTS:
             dirs[arm.name] = None
             continue
-        module_dir = work / arm.name / "modules" / gen.name
+        module_dir = work / arm.name / module_dir_of(gen.name)
         module_dir.mkdir(parents=True, exist_ok=True)
         request = {"kind": "compile", "config": serialize_and_pack([gen]), "module_dir": str(module_dir),
                    "explain": False}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
+from benchtrail.markup import mpl_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 
 #: Compile configs in the order of the table and of the bars; others follow alphabetically.
@@ -236,7 +237,7 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
                  format_value(r.iqr_us, "us"), str(r.n), format_speedup(r), status)
         table.add_row(*(Text(c) for c in cells))  # Text: a reason's "[...]" is not rich markup
     if len(devices) > 1:
-        table.caption = f"{len(devices)} devices: {', '.join(sorted(devices))}"
+        table.caption = Text(f"{len(devices)} devices: {', '.join(sorted(devices))}")  # names are not markup
     out = io.StringIO()
     Console(file=out, width=240, color_system=None, highlight=False, emoji=False).print(table)
     title = (f"Backends of run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
@@ -284,19 +285,19 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
         bars = ax.bar(xs, heights, width, color=f"C{i % 10}")
         ax.bar_label(bars, labels=[f"{h:.2f}×" for h in heights], fontsize=7, padding=1)
         for x, text in missing:
-            ax.text(x, 0.02 * top, text, rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
+            ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([f"{m}·{t}" + (f"·{d}" if several_devices else "") for m, t, d in groups],
+    ax.set_xticklabels([mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else "")) for m, t, d in groups],
                        rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
     ax.set_ylabel("speedup over eager (×, higher is faster)")
     ax.set_ylim(0, top * 1.15)
-    device = "" if several_devices else f" · {rows[0].device_name}" if rows else ""
+    device = "" if several_devices else f" · {mpl_text(rows[0].device_name)}" if rows else ""
     ax.set_title(f"Speedup over eager = eager median latency / config median latency\n"
-                 f"run {run.run_id}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
+                 f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
     # Proxy handles: a config without any bar (all its cases failed) still gets its own colour.
-    handles = [Patch(color=f"C{i % 10}", label=config) for i, config in enumerate(configs)]
+    handles = [Patch(color=f"C{i % 10}", label=mpl_text(config)) for i, config in enumerate(configs)]
     ax.legend(handles=handles, title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()

@@ -16,6 +16,7 @@ with the reason.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,13 +85,16 @@ class BaselineSet:
     def to_dict(self) -> dict[str, Any] | None:
         """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
         run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
-        trust}`` when something was ignored, else None."""
+        trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
+        not be used, else ``no trusted baseline run: ...``), else None."""
         extra = {"lacking": dict(sorted(self.lacking.items())),
                  "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
         if not self.runs:
             if not self.ignored:
                 return None
-            return {"reason": f"no trusted baseline run: {len(self.ignored)} stored run(s) ignored", **extra}
+            unusable = any(i.reason.startswith(UNUSABLE) for i in self.ignored)
+            return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} stored "
+                              "run(s) ignored", **extra}
         devices = {d: {k: v for k, v in b.to_dict().items() if k != "run_dir"} for b in self.runs for d in b.devices}
         return {**self.primary.to_dict(), "devices": dict(sorted(devices.items())), **extra}
 
@@ -209,29 +213,120 @@ def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile]
     keep only the records of the devices it serves. Returns the records and ``found`` with each run's
     ``run_dir`` set to where its results were fetched.
 
-    Raises:
-        UserError: a run or its results cannot be fetched or read; the store cannot be read.
-    """
-    from benchtrail.results.io import load_results_paths
+    A run whose results this benchtrail cannot use (:func:`results_problem`: a results schema newer
+    than it reads, a file that is not JSON, truncated, not an object or invalid; a series in two of
+    its files) is listed in ``ignored`` with the reason, and each device it serves is in ``lacking``
+    with ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``
+    (:func:`unusable`): ``compare_stage`` makes their rows ``not-comparable`` with that reason.
+    Older results schemas are read through the loader's upgrade (``benchtrail.results.io``).
 
+    Raises:
+        StoreError: the store cannot be read (the caller decides: ``compare --store`` warns and goes on).
+    """
     files: list[ResultsFile] = []
     fetched, lacking, ignored = [], dict(found.lacking), list(found.ignored)
+    seen: dict[str, str] = {}  # series id -> the run holding it, over every run
     for b in found.runs:
+        run = f"{b.run_id}/{b.attempt}"
         try:
             for name in b.results:
-                check_relative_name(name, f"commit pointer of run {b.run_id}/{b.attempt}: results")
+                check_relative_name(name, f"commit pointer of run {run}: results")
             folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
-            paths = [folder / name for name in b.results] if b.results else [folder]
-            loaded = load_results_paths(paths)
-        except UserError as exc:  # a trusted run whose results are missing or unreadable: its devices go without
+            loaded, problem = _load_run(folder, b, seen)
+        except UserError as exc:  # a bad pointer, or a run the store holds no files of
             if isinstance(exc, StoreError):
                 raise
-            ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"its results cannot be read: {exc}"))
-            lacking.update({d: f"its baseline run {b.run_id}/{b.attempt} cannot be read" for d in b.devices})
+            loaded, problem = [], f"{UNREADABLE}: run {run}: {exc}"
+        if problem is not None:
+            ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"{UNUSABLE}: {problem}"))
+            lacking.update({d: problem for d in b.devices})
             continue
-        for f in loaded:
-            kept = tuple(r for r in f.benchmarks if r.device_name in b.devices)
-            if kept:
-                files.append(dataclasses.replace(f, benchmarks=kept))
+        files.extend(loaded)
+        seen.update({r.id: run for f in loaded for r in f.benchmarks})
         fetched.append(dataclasses.replace(b, run_dir=folder))
     return files, dataclasses.replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))
+
+
+#: How the ``lacking`` reason of a device starts when its baseline run exists but cannot be used:
+#: written by a results schema this benchtrail does not read, or unreadable (``fetch_baselines``).
+INCOMPATIBLE = "baseline incompatible"
+UNREADABLE = "baseline unreadable"
+#: How the reason of an ``Ignored`` run whose results cannot be used starts.
+UNUSABLE = "its results cannot be used"
+
+
+def unusable(baseline: dict[str, Any] | None) -> dict[str, str]:
+    """``{device: reason}`` of comparison.json's ``baseline.lacking`` for the devices whose baseline run
+    exists but cannot be used (reasons starting ``INCOMPATIBLE`` or ``UNREADABLE``)."""
+    lacking = (baseline or {}).get("lacking")
+    if not isinstance(lacking, dict):
+        return {}
+    return {d: why for d, why in lacking.items()
+            if isinstance(why, str) and why.startswith((f"{INCOMPATIBLE}:", f"{UNREADABLE}:"))}
+
+
+def results_problem(path: Path, where: str) -> str | None:
+    """Why the results file ``path`` (``where`` in messages, e.g. ``run 1/1: results file results/d-0.json``)
+    cannot be loaded, found by reading its JSON before the loader does, or None when the loader may try:
+    ``baseline incompatible: schema N (...)`` for a ``schema_version`` newer than this benchtrail reads,
+    ``baseline unreadable: ...`` for a file that cannot be read, is not UTF-8, not JSON (truncated?) or
+    too deeply nested. Other problems (no ``schema_version``, a bad field) are the loader's to name."""
+    from benchtrail.results.schema import SCHEMA_VERSION
+
+    try:
+        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        return f"{UNREADABLE}: {where} cannot be read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"{UNREADABLE}: {where} is not UTF-8 text (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return (f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "
+                f"{exc.lineno} column {exc.colno}")
+    except (ValueError, RecursionError) as exc:
+        return f"{UNREADABLE}: {where} is not JSON benchtrail can read ({type(exc).__name__})"
+    version = obj.get("schema_version") if isinstance(obj, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return (f"{INCOMPATIBLE}: schema {version} ({where}; this benchtrail reads results schemas "
+                f"1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)")
+    return None
+
+
+def _load_run(folder: Path, b: Baseline, seen: dict[str, str]) -> tuple[list[ResultsFile], str | None]:
+    """The records of the devices ``b`` serves from its fetched run ``folder``, or ``([], why)`` when its
+    results cannot be used (:func:`results_problem`, the loader's ``UserError``, a series in two of its
+    files or already in another baseline run of ``seen``: series id -> run)."""
+    from benchtrail.results.io import load_results
+
+    run = f"{b.run_id}/{b.attempt}"
+    if b.results:
+        paths = [folder / name for name in b.results]
+    else:
+        inner = folder / "results" if (folder / "results").is_dir() else folder
+        paths = sorted(inner.glob("*.json"))
+        if not paths:
+            return [], f"{UNREADABLE}: run {run} has no results files (results/*.json)"
+    kept: list[ResultsFile] = []
+    holder: dict[str, str] = {}
+    for path in paths:
+        name = path.relative_to(folder).as_posix()
+        problem = results_problem(path, f"run {run}: results file {name}")
+        if problem is not None:
+            return [], problem
+        try:
+            f = load_results(path, bad_values="keep")  # bad samples: not-comparable rows (benchtrail.compare)
+        except UserError as exc:
+            return [], f"{UNREADABLE}: run {run}: {exc}"
+        records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
+        gpu = f.environment.get("gpu_name")
+        if records and gpu is not None and not isinstance(gpu, str):
+            return [], (f"{UNREADABLE}: run {run}: results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; "
+                        "allowed: a string or null")
+        for r in records:
+            other = holder.get(r.id) or seen.get(r.id)
+            if other:
+                where = f"results files {other} and {name}" if r.id in holder else f"run {other} and run {run}"
+                return [], f"{UNREADABLE}: run {run}: series {r.name!r} ({r.id}) is in {where}"
+            holder[r.id] = name
+        if records:
+            kept.append(dataclasses.replace(f, benchmarks=records))
+    return kept, None

@@ -83,11 +83,14 @@ class ExitOneArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
-def _run_info() -> dict:
+def _run_info(run_configs: Path) -> dict:
+    """``run`` of a results file written from the export ``run_configs``: a new run id, attempt and
+    the presets the export was made for (CI's runs record them; none for older exports)."""
+    from benchtrail.export import load_presets
     from benchtrail.pipeline import new_run_id
 
     run_id, attempt = new_run_id()
-    return {"run_id": run_id, "attempt": attempt, "presets": []}
+    return {"run_id": run_id, "attempt": attempt, "presets": list(load_presets(run_configs))}
 
 
 def _filtered_suite(args: argparse.Namespace):
@@ -126,7 +129,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from benchtrail.suite.definitions import Architecture
 
     path, ok = compile_stage(args.run_configs, args.output_dir, args.device_name,
-                             Architecture(args.architecture), _run_info(), args.module_id)
+                             Architecture(args.architecture), _run_info(args.run_configs), args.module_id)
     if path is None:
         print(f"benchtrail: no module in {args.run_configs} targets {args.architecture}", file=sys.stderr)
         return EXIT_OK
@@ -137,9 +140,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from benchtrail.stages import run_stage
 
-    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output, _run_info(),
-                         args.benchmark_id, args.modules_dir, resume=args.resume, name_filter=args.filter,
-                         refuse_without_cuda=True)
+    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output,
+                         _run_info(args.run_configs), args.benchmark_id, args.modules_dir, resume=args.resume,
+                         name_filter=args.filter, refuse_without_cuda=True)
     print(path)
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 

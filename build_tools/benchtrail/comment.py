@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from benchtrail.errors import UserError
+from benchtrail.markup import code_span, md_text
 
 #: Version history of comment.json:
 #:   1 — first version.
@@ -73,12 +74,13 @@ def format_change(row: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: no pipes, no line breaks."""
-    return " ".join(str(text).replace("|", "\\|").split())
+    """Text shown literally inside a Markdown table cell: one line, Markdown escaped (``markup.md_text``)."""
+    return md_text(text)
 
 
-def _label(row: dict[str, Any]) -> str:
-    return f"`{row['name']}`"
+def _label(row: dict[str, Any], in_table: bool = True) -> str:
+    """A series name as a code span (``markup.code_span``; ``|`` escaped in a table cell)."""
+    return code_span(row["name"], in_table=in_table)
 
 
 def format_ci(row: dict[str, Any]) -> str:
@@ -94,7 +96,7 @@ def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
              "|---|---|---:|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
     for r in rows:
         q = r.get("q_value", r.get("p_value"))
-        cells = [_label(r), r["device_name"], format_value(r["base_median"], r["unit"]),
+        cells = [_label(r), md_text(r["device_name"]), format_value(r["base_median"], r["unit"]),
                  format_value(r["head_median"], r["unit"]), format_change(r), format_ci(r),
                  "—" if q is None else f"{q:.2g}"]
         if with_verdict:
@@ -117,14 +119,15 @@ def _break_reasons(details: dict[str, Any]) -> set[str]:
 def _compilation_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| module | metric | base | head | change | |", "|---|---|---:|---:|---:|---|"]
     for r in rows:
-        note = r["verdict"]
+        note = _cell(r["verdict"])
         if r["metric"] == "graph_breaks":
             new = _break_reasons(r["head_details"]) - _break_reasons(r["base_details"])
             gone = _break_reasons(r["base_details"]) - _break_reasons(r["head_details"])
-            note += "".join(f"; new graph break: `{s[:160]}`" for s in sorted(new))
-            note += "".join(f"; graph break removed: `{s[:160]}`" for s in sorted(gone))
-        lines.append(f"| `{r['module_name']}` | {r['metric']} | {format_value(r['base_median'], r['unit'])} | "
-                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {_cell(note)} |")
+            note += "".join(f"; new graph break: {code_span(s[:160], in_table=True)}" for s in sorted(new))
+            note += "".join(f"; graph break removed: {code_span(s[:160], in_table=True)}" for s in sorted(gone))
+        lines.append(f"| {code_span(r['module_name'], in_table=True)} | {_cell(r['metric'])} | "
+                     f"{format_value(r['base_median'], r['unit'])} | "
+                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {note} |")
     return lines
 
 
@@ -134,7 +137,7 @@ def verdict_line(comparison: dict[str, Any]) -> str:
     parts = []
     for key, word in (("regressed", "regression"), ("improved", "improvement"), ("similar", "similar"),
                       ("failed", "failed"), ("not-comparable", "not comparable"), ("new", "new"),
-                      ("removed", "removed"), ("noisy", "noisy")):
+                      ("removed", "removed"), ("noisy", "noisy"), ("insufficient-samples", "insufficient samples")):
         n = c.get(key, 0)
         if n or key in ("regressed", "improved"):
             plural = "s" if n != 1 and word in ("regression", "improvement") else ""
@@ -164,14 +167,16 @@ def _context_line(comparison: dict[str, Any]) -> str:
         commit = baseline.get("commit") or base["commit"]
         text += f" vs baseline `{commit[:7]}` ({baseline.get('reason', 'given')})"
     elif baseline.get("store_error"):
-        text += f" · no baseline: {_plain(baseline['reason'])[:500]}; every series is new"
+        text += f" · no baseline: {_plain(baseline['reason'][:500])}; every series is new"
+    elif baseline.get("ignored") and str(baseline.get("reason")).startswith("no usable"):  # benchtrail.baseline
+        text += " · no usable baseline: its stored results cannot be read (below), so nothing is compared"
     elif baseline.get("ignored"):
         text += " · no trusted baseline: every series is new"
     else:
         text += " · no baseline found: every series is new"
     if run.get("presets"):
         text += f" · presets {', '.join(run['presets'])}"
-    text += f" · devices {', '.join(head.get('devices', []))}, torch {head.get('torch_version')}"
+    text += f" · devices {', '.join(map(_plain, head.get('devices', [])))}, torch {_plain(head.get('torch_version'))}"
     return text
 
 
@@ -187,10 +192,8 @@ def missing_shards_line(comparison: dict[str, Any]) -> str | None:
 
 
 def _plain(text: str) -> str:
-    """Machine-read text (process names) shown as-is: one line, Markdown and mentions escaped."""
-    import re
-
-    return re.sub(r"([\\`*_\[\]<>|#~@])", r"\\\1", " ".join(str(text).split()))
+    """Machine-read text (names, reasons) shown as-is: one line, Markdown and mentions escaped (``markup.md_text``)."""
+    return md_text(text)
 
 
 def runner_checks_line(comparison: dict[str, Any]) -> str | None:
@@ -305,7 +308,7 @@ def recheck_line(rows: list[dict[str, Any]]) -> str | None:
     else:
         line += ":"
     if missed:
-        named = ", ".join(_label(r) for r in missed[:NOT_REACHED_NAMED])
+        named = ", ".join(_label(r, in_table=False) for r in missed[:NOT_REACHED_NAMED])
         if len(missed) > NOT_REACHED_NAMED:
             named += f" and {len(missed) - NOT_REACHED_NAMED} more"
         line += (f" {len(missed)}{' more' if checked else ''} suspected change{'s' if len(missed) != 1 else ''} "
@@ -338,13 +341,13 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
     ignored = (comparison.get("baseline") or {}).get("ignored") or []
     lines = []
     if ignored:
-        shown = "; ".join(f"`{i['commit'][:7]}`: {_plain(i['reason'])[:300]}" for i in ignored[:3])
+        shown = "; ".join(f"`{i['commit'][:7]}`: {_plain(i['reason'][:300])}" for i in ignored[:3])
         more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
         lines.append(f"⚠ Ignored {len(ignored)} stored run{'s' if len(ignored) != 1 else ''} that "
                      f"{'are' if len(ignored) != 1 else 'is'} not a trusted baseline: {shown}{more}.")
     reasons = sorted({r["reason"] for r in comparison["rows"] if r["verdict"] == "not-comparable"
                       and (r["reason"] or "").startswith("not compared: the baseline of")})
-    lines += [f"⚠ {_plain(r[len('not compared: '):])[:400]}: its series are not compared." for r in reasons]
+    lines += [f"⚠ {_plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
     return lines
 
 
@@ -472,7 +475,7 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     blocks: list[_Block] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
-    problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy")]
+    problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy", "insufficient-samples")]
     for title, group in (("Regressions", regressions), ("Improvements", improvements),
                          ("Failed, noisy or not comparable", problems)):
         if group:

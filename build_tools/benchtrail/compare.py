@@ -1,12 +1,17 @@
 """The compare stage: give every series a verdict, head against baseline.
 
-Series under a percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go
-through ``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile
-bootstrap interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U test, Benjamini–Hochberg over all of them, the
-noise guard (IQR/median above 25% is ``noisy``) and the minimum detectable effect; a row is
-``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
-(docs/statistics.md). Counts and bytes (absolute rules) and series with fewer samples, such as
-one-sample compilation series, are judged on the change of the median against the threshold.
+Execution series are first checked for samples that cannot be judged: a zero, negative, NaN or
+infinite sample or median on either side is ``not-comparable``; fewer than ``MIN_SAMPLES_FOR_TEST``
+samples on a side, or a side whose samples are all equal, is ``insufficient-samples`` (never gated).
+Each such row says why. Compilation series keep the median rule below. Other series under a
+percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go through
+``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile bootstrap
+interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U
+test, Benjamini–Hochberg over all of them, the noise guard (IQR/median above 25% is ``noisy``) and
+the minimum detectable effect; a row is ``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
+(docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples,
+such as one-sample compile times, are judged on the change of the median against the threshold.
+Which way is worse is the series' direction (its record's, its metric's: ``results.schema.METRICS``).
 """
 
 from __future__ import annotations
@@ -36,12 +41,14 @@ from benchtrail.thresholds import Threshold, find_threshold
 #:       attempt), lacking (device → why it has none), ignored (stored runs the trust refused, with the
 #:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
 #:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
-SCHEMA_VERSION = 6
+#:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
+SCHEMA_VERSION = 7
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.confirm``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
 #: when the quarantine file lists the series (``benchtrail.quarantine``). Only the first two gate.
 MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
-VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable")
+VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable",
+            "insufficient-samples")
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
 
@@ -128,12 +135,52 @@ def _unreported_row(u: Unreported, base: BenchmarkRecord | None) -> Row:
     )
 
 
+def _finite_positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, str] | None:
+    """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
+    ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
+    ``insufficient-samples`` for fewer than ``MIN_SAMPLES_FOR_TEST`` samples or all-equal samples on a side."""
+    sides = (("baseline", base), ("head", head))
+    for side, r in sides:
+        for i, x in enumerate(r.samples):
+            if not _finite_positive(x):
+                what = "not a finite number" if not math.isfinite(x) else "0 or negative"
+                return "not-comparable", (f"{side} sample {i} is {x!r} ({what}); {r.metric} samples must be "
+                                          "finite and > 0")
+        if r.samples and not _finite_positive(r.median):
+            return "not-comparable", f"{side} median is {r.median!r}; it must be finite and > 0"
+    for side, r in sides:
+        if len(r.samples) < MIN_SAMPLES_FOR_TEST:
+            return "insufficient-samples", (f"{side} has {len(r.samples)} sample{'s' if len(r.samples) != 1 else ''}"
+                                            f"; at least {MIN_SAMPLES_FOR_TEST} on each side are needed")
+    for side, r in sides:
+        if min(r.samples) == max(r.samples):
+            return "insufficient-samples", (f"all {len(r.samples)} {side} samples are equal ({r.samples[0]!r}): no "
+                                            "spread to judge a change by (a timer's resolution?)")
+    return None
+
+
+def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> float | None:
+    """The change of the median (percent or absolute, per the rule), None when a median is unusable."""
+    if threshold.unit == "percent":
+        ok = _finite_positive(base.median) and head.median is not None and math.isfinite(head.median)
+        return (head.median / base.median - 1.0) * 100.0 if ok else None
+    ok = all(m is not None and math.isfinite(m) for m in (base.median, head.median))
+    return head.median - base.median if ok else None
+
+
 def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row | None:
     """The verdict of a pair that cannot be compared on its samples, or None when it can."""
     if head.status != "ok":
         return _row(head, base, "failed", f"head {head.status}: {head.reason}")
     if base.status != "ok":
         return _row(head, base, "not-comparable", f"baseline {base.status}: {base.reason}")
+    if base.metric != head.metric or base.direction != head.direction:
+        return _row(head, base, "not-comparable", f"metrics differ: baseline {base.metric} ({base.direction}), "
+                                                  f"head {head.metric} ({head.direction})")
     if base.unit != head.unit:
         return _row(head, base, "not-comparable", f"units differ: baseline {base.unit}, head {head.unit}")
     if base.content_hash != head.content_hash:
@@ -142,8 +189,17 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
         return _row(head, base, "not-comparable",
                     "definition changed (content hash differs: flags, torch version or model source)",
                     threshold, change if threshold.unit == "absolute" else None)
+    if head.kind == "execution":
+        problem = _sample_problem(base, head)
+        if problem is not None:
+            return _row(head, base, *problem, threshold, _change(base, head, threshold))
+    if any(not math.isfinite(x) for x in base.samples + head.samples):
+        side = "baseline" if any(not math.isfinite(x) for x in base.samples) else "head"
+        return _row(head, base, "not-comparable", f"{side} has a sample that is not a finite number")
     if base.median is None or not math.isfinite(base.median):
         return _row(head, base, "not-comparable", "baseline median is missing or NaN")
+    if head.median is None or not math.isfinite(head.median):
+        return _row(head, base, "not-comparable", "head median is missing or NaN")
     if threshold.unit == "percent" and base.median <= 0:
         return _row(head, base, "not-comparable", "baseline median is 0 or negative; a percent change is undefined")
     return None
@@ -154,10 +210,7 @@ def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Thre
     early = _precheck(base, head, threshold)
     if early is not None:
         return early
-    if threshold.unit == "percent":
-        change = (head.median / base.median - 1.0) * 100.0
-    else:
-        change = head.median - base.median
+    change = _change(base, head, threshold)
     worse = change > threshold.threshold if threshold.lower_is_better else change < -threshold.threshold
     better = change < -threshold.threshold if threshold.lower_is_better else change > threshold.threshold
     if worse:
@@ -254,7 +307,11 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
     ``mismatched`` maps a device to why its baseline's key differs from the head's
     (``benchtrail.baseline_key.difference``): its head series are ``not-comparable`` with that reason
     and its baseline series are left out. ``several_base_commits`` allows base files of several commits
-    (each device's own baseline run)."""
+    (each device's own baseline run).
+
+    Raises:
+        UserError: two files of a side hold one series, or the thresholds have no rule for a series or
+            a rule whose direction contradicts the series' (``thresholds.find_threshold``)."""
     mismatched = mismatched or {}
     base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
                   if b.device_name not in mismatched}
@@ -274,9 +331,10 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
             rows.append(_row(h, None, "failed" if h.status != "ok" else "new",
                              f"head {h.status}: {h.reason}" if h.status != "ok" else "no baseline for this series"))
             continue
-        t = find_threshold(thresholds, h.kind, h.metric, h.name)
+        t = find_threshold(thresholds, h.kind, h.metric, h.name, h.direction)
         enough = min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
-        if t.unit == "percent" and enough and _precheck(b, h, t) is None:
+        positive = all(_finite_positive(x) for x in b.samples + h.samples)
+        if t.unit == "percent" and enough and positive and _precheck(b, h, t) is None:
             batch.append((len(rows), (b, h, t)))
             rows.append(None)
         else:

@@ -16,6 +16,7 @@ from benchtrail.comment import format_value
 from benchtrail.environment import git
 from benchtrail.errors import UserError
 from benchtrail.history import fetch_results, short, usable_runs
+from benchtrail.markup import rich_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.store import Store
 
@@ -138,8 +139,8 @@ def format_table(comparison: BuildComparison) -> str:
                             ("B median", "right"), ("B/A", "right"), ("note", "left")):
         table.add_column(header, justify=justify, overflow="fold")
     for r in comparison.rows:
-        table.add_row(r.name, r.device_name, format_value(r.a_median, r.unit), format_value(r.b_median, r.unit),
-                      f"{r.ratio:.4f}" if r.ratio is not None else "—", r.note)
+        table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit), format_value(r.b_median, r.unit),
+                      f"{r.ratio:.4f}" if r.ratio is not None else "—", rich_text(r.note))
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None, highlight=False).print(table)
     return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())

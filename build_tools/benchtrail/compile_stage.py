@@ -18,7 +18,7 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.modules import ARTIFACTS, INDUCTOR_MODES, content_hash
-from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.results.schema import BenchmarkRecord, metric_direction
 from benchtrail.stats.summary import summarize
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
 from benchtrail.suite.serialization import serialize_and_pack
@@ -154,7 +154,8 @@ def compile_records(gen: ModuleGenerationConfig, stats: dict[str, Any], digest: 
             details = {"artifacts": stats.get("artifacts", {})}
         records.append(BenchmarkRecord(
             id=f"{gen.id}-{metric}", name=f"{gen.name}.{metric}", kind="compilation", metric=metric, unit=unit,
-            device_name=device_name, module_name=gen.name, compile_config=gen.compile_config.name, task=None,
+            direction=metric_direction(metric), device_name=device_name, module_name=gen.name,
+            compile_config=gen.compile_config.name, task=None,
             status=stats["status"], reason=stats.get("reason"), samples=samples, **summarize(samples),
             content_hash=digest, presets=gen.presets, details=details,
         ))

@@ -279,14 +279,17 @@ def outputs(selection: Selection) -> str:
 
 
 def summary(selection: Selection) -> str:
-    """The job-summary section: what was selected and from where."""
+    """The job-summary section: what was selected and from where (names and globs as code spans, ``markup``)."""
+    from benchtrail.markup import code_span
+
     lines = ["### benchtrail: benchmark selection", ""]
     if selection.sources:
-        lines += ["| requested | from |", "|---|---|"] + [f"| `{n}` | {s} |" for n, s in selection.sources]
+        lines += ["| requested | from |", "|---|---|"] + [f"| {code_span(n, in_table=True)} | {s} |"
+                                                         for n, s in selection.sources]
         lines += ["", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
     lines += [f"- {note}" for note in selection.notes]
     if selection.accept:
-        lines.append(f"Accepted regressions (`benchmarks-accept:`): {', '.join(f'`{a}`' for a in selection.accept)}")
+        lines.append(f"Accepted regressions (`benchmarks-accept:`): {', '.join(map(code_span, selection.accept))}")
     if selection.skipped_reason:
         lines.append(f"No benchmarks run: {selection.skipped_reason}.")
     elif not selection.presets:

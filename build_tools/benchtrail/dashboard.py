@@ -2,7 +2,8 @@
 
 Every page is a grid of subplots, one per series (x = short commits in first-parent order, y = the
 median with its IQR band; hover shows IQR, n, status and the run). Each series' trace is named with
-the series' readable name, so the legend lists them. plotly.js is written once beside the pages as
+the series' readable name, so the legend lists them; names are data (``markup.plotly_text``: escaped,
+never markup or a hover-template reference). plotly.js is written once beside the pages as
 ``plotly.min.js`` (or inlined into every page with ``self_contained``): nothing is loaded from the
 network.
 """
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchtrail import jsonio
+from benchtrail.markup import plotly_text
 from benchtrail.history import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
 from benchtrail.plots import UNIT_LABELS
 
@@ -48,7 +50,7 @@ def _figure(series: Sequence[Series], commits: list[str]):
 
     cols = min(COLUMNS, len(series))
     rows = math.ceil(len(series) / cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[s.name for s in series],
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plotly_text(s.name) for s in series],
                         vertical_spacing=min(0.12, 0.45 / rows), horizontal_spacing=0.08)
     x = [short(c) for c in commits]
     palette = qualitative.Plotly
@@ -64,9 +66,11 @@ def _figure(series: Sequence[Series], commits: list[str]):
                                      legendgroup=s.id, showlegend=False, hoverinfo="skip"), row=row, col=col)
         custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit] if p else [None] * 5 for p in points]
         fig.add_trace(go.Scatter(
-            x=x, y=[p.median if p else None for p in points], mode="lines+markers", name=s.name,
+            x=x, y=[p.median if p else None for p in points], mode="lines+markers", name=plotly_text(s.name),
             legendgroup=s.id, line={"color": color}, marker={"size": 6}, customdata=custom,
-            hovertemplate=(f"<b>{html.escape(s.name)}</b><br>commit %{{customdata[4]}}<br>median %{{y:.4g}} {unit}"
+            # The name goes in as data (%{text}), never into the template, where "%{" would be a reference.
+            text=[plotly_text(s.name)] * len(x),
+            hovertemplate=(f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median %{{y:.4g}} {plotly_text(unit)}"
                            f"<br>IQR %{{customdata[0]:.3g}}<br>n %{{customdata[1]}} · %{{customdata[2]}}"
                            "<br>run %{customdata[3]}<extra></extra>")), row=row, col=col)
         fig.update_yaxes(title_text=unit, title_font={"size": 10}, row=row, col=col)

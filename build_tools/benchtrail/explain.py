@@ -17,6 +17,7 @@ from pathlib import Path
 from benchtrail.errors import UserError
 from benchtrail.export import load_compilation, load_execution
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, RunConfig
+from benchtrail.suite.names import module_dir, slug
 
 MIN_PREFIX = 6
 _RUN_URL = re.compile(r"^(?P<store>.+?)/runs/(?P<run_id>[^/]+)/(?P<attempt>\d+)/?$")
@@ -49,7 +50,7 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
 
     def fetch(module_name: str) -> object:
         try:
-            return store.fetch_run(run_id, attempt, run_dir, patterns=(f"modules/{module_name}/**",))
+            return store.fetch_run(run_id, attempt, run_dir, patterns=(f"{module_dir(module_name)}/**",))
         except UserError:
             return None  # a run without that module's directory (nothing compiled) still explains
 
@@ -133,11 +134,11 @@ def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
         rc = target.run_config
         args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
                 rc.target_device.name, "--benchmark-id", benchmark_id, "--modules-dir", str(run_dir),
-                "--output", f"repro-{rc.name}.json"]
+                "--output", f"repro-{slug(rc.name)}.json"]
     else:
         gen = target.module
         args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
-                f"repro-{gen.name}", "--device-name", "local", "--architecture", gen.target_architecture.value,
+                f"repro-{slug(gen.name)}", "--device-name", "local", "--architecture", gen.target_architecture.value,
                 "--module-id", gen.id]
     return shlex.join(args)
 
@@ -160,7 +161,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
         f"  reference  {model.reference_entry_point or 'none'}",
         f"module       {gen.name} (id {gen.id}), target {gen.target_architecture.value}",
         f"  compile    {cc.name}: mode {cc.mode.value}, dtype {cc.dtype}, flags: {options}",
-        f"  directory  {run_dir / 'modules' / gen.name}",
+        f"  directory  {run_dir / module_dir(gen.name)}",
     ]
     if rc:
         ec, dev = rc.execution_config, rc.target_device

@@ -7,7 +7,7 @@ Execution export (``run-configs/execution.json``)::
 
 Compilation export (``run-configs/compilation.json``)::
 
-    {schema_version, module_dir_paths: {<module id>: "modules/<name>"},
+    {schema_version, module_dir_paths: {<module id>: "modules/<slug(name)>"},
      sampling: {<module id>: {cold, warm}}, generation_configs: {root_obj, keyed_obj_map}}
 
 Seed-shaped execution export (``benchtrail export execution --output - --format seed``, and what
@@ -31,6 +31,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.suite.definitions import ModuleGenerationConfig, RunConfig, Suite
+from benchtrail.suite.names import module_dir
 from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
 
 #: Version history of both export files:
@@ -58,8 +59,9 @@ def _by_device(run_configs: tuple[RunConfig, ...]) -> dict[str, list[RunConfig]]
 
 
 def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 1) -> dict[str, Any]:
-    """The execution export for ``presets``: run configs grouped by device, then by shard."""
-    return execution_of(suite.select_run_configs(presets), shard_count)
+    """The execution export for ``presets``: run configs grouped by device, then by shard, and the
+    presets themselves (``run.presets`` of the results that ``benchtrail run`` writes from it)."""
+    return {**execution_of(suite.select_run_configs(presets), shard_count), "presets": list(presets)}
 
 
 def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> dict[str, Any]:
@@ -92,6 +94,22 @@ def seed_execution(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+def _read_run_configs(path: Path) -> Any:
+    """The JSON value of a run-configs file of any shape.
+
+    Raises:
+        UserError: the file is unreadable or not JSON.
+    """
+    import json
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read run configs {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(f"run configs {path} are not valid JSON (truncated or corrupt?): {exc}") from exc
+
+
 def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
     """Read the run configs of a seed-shaped execution export, or of the seed jq filter's output
     (one ``{root_obj, keyed_obj_map}`` merging every device's).
@@ -99,14 +117,7 @@ def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
     Raises:
         UserError: the file is unreadable, not JSON, or neither shape.
     """
-    import json
-
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read run configs {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise UserError(f"run configs {path} are not valid JSON (truncated or corrupt?): {exc}") from exc
+    obj = _read_run_configs(path)
     if isinstance(obj, dict) and set(obj) == {"root_obj", "keyed_obj_map"}:
         return unpack_and_deserialize(obj, RunConfig, where=str(path))
     if isinstance(obj, dict) and obj and all(isinstance(d, dict) and "run_configs" in d for d in obj.values()):
@@ -121,7 +132,8 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
     gens = suite.select_generation_configs(presets)
     return {
         "schema_version": SCHEMA_VERSION,
-        "module_dir_paths": {g.id: f"modules/{g.name}" for g in gens},
+        "presets": list(presets),
+        "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
         "sampling": {g.id: dict(zip(("cold", "warm"), suite.select_compile_sampling(presets, g))) for g in gens},
         "generation_configs": serialize_and_pack(gens),
     }
@@ -133,7 +145,7 @@ def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
     unique = tuple(sorted({g.id: g for g in gens}.values(), key=lambda g: g.name))
     return {
         "schema_version": SCHEMA_VERSION,
-        "module_dir_paths": {g.id: f"modules/{g.name}" for g in unique},
+        "module_dir_paths": {g.id: module_dir(g.name) for g in unique},
         "sampling": {g.id: {"cold": 1, "warm": 0} for g in unique},
         "generation_configs": serialize_and_pack(unique),
     }
@@ -160,6 +172,20 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
         except (KeyError, TypeError) as exc:
             raise UserError(f"execution export {path}: device {name!r} is malformed ({exc!r})") from exc
     return out
+
+
+def load_presets(path: Path) -> tuple[str, ...]:
+    """The presets an execution or compilation export was made for (its optional root ``presets``,
+    written since issue 16; empty for older exports, run-config files and seed-shaped ones).
+
+    Raises:
+        UserError: the file is unreadable or not JSON, or ``presets`` is not a list of strings.
+    """
+    obj = _read_run_configs(path)
+    presets = obj.get("presets", []) if isinstance(obj, dict) and "schema_version" in obj else []
+    if not isinstance(presets, list) or not all(isinstance(p, str) and p for p in presets):
+        raise UserError(f"{path}: field 'presets' is {presets!r}; allowed: a list of preset names (strings)")
+    return tuple(presets)
 
 
 def load_compilation(

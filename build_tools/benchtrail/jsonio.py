@@ -98,7 +98,7 @@ def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
         supported: the newest schema version this benchtrail reads.
 
     Raises:
-        UserError: the file is missing, not valid JSON (for example truncated), not an
+        UserError: the file is missing, not UTF-8, not valid JSON (for example truncated), not an
             object, lacks ``schema_version``, or has a version newer than ``supported``.
     """
     path = Path(path)
@@ -106,6 +106,8 @@ def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read {kind} {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{kind} {path} is not UTF-8 text (byte {exc.start}); benchtrail writes UTF-8 JSON") from exc
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

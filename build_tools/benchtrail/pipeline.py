@@ -27,6 +27,8 @@ from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dash
 from benchtrail.store import open_store
 from benchtrail.store.commands import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
+from benchtrail.suite.names import slug
+from benchtrail.markup import rich_text
 from benchtrail.thresholds import load_thresholds
 from benchtrail.trust import trust_from_options
 
@@ -60,11 +62,12 @@ def report_baselines(found) -> None:
     """Say which baseline run each device got (``benchtrail.baseline.BaselineSet``), which runs were
     ignored and why, or that there is none."""
     for b in found.runs:
-        console.print(f"baseline: {b.commit[:12]} ({b.reason}), run {b.run_id}/{b.attempt} for {', '.join(b.devices)}")
+        console.print(f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
+                      f"{rich_text(', '.join(b.devices))}")
     for i in found.ignored:
-        console.print(f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: {i.reason}")
+        console.print(f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: {rich_text(i.reason)}")
     for device, why in sorted(found.lacking.items()):
-        console.print(f"no baseline for {device}: {why}; its series are new")
+        console.print(f"no baseline for {rich_text(device)}: {rich_text(why)}; its series are new")
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
@@ -107,11 +110,12 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
         if arch not in here:
-            console.print(f"[yellow]skipping device {device}[/]: it needs {arch.value}, which this machine lacks")
+            console.print(f"[yellow]skipping device {rich_text(device)}[/]: it needs {arch.value}, "
+                          "which this machine lacks")
             skipped.append(device)
             continue
         for index in sorted(shards):
-            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{device}-{index}.json", run,
+            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{slug(device)}-{index}.json", run,
                               modules_dir=run_dir, repo=repo)
             all_ok &= ok
 

@@ -3,6 +3,7 @@
 ``plot_history_png`` draws one PNG per page of ``history.page_groups`` (a preset's execution series,
 or the compilation series): one subplot per series, x = short commits in first-parent order, y = the
 median with its IQR band. ``plot_ratios_png`` draws the per-benchmark ratios of ``compare-builds``.
+Names and titles are data: ``$`` is escaped (``markup.mpl_text``), so no label becomes mathtext.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.history import History, Series, aligned, band, page_groups, short
+from benchtrail.markup import mpl_text
 
 #: Axis labels of the result units.
 UNIT_LABELS = {"us": "µs per iteration", "ms": "ms", "count": "count", "bytes": "bytes"}
@@ -45,7 +47,7 @@ def _draw_series(ax, series: Series, commits: list[str]) -> None:
     failed = [i for i, p in enumerate(points) if p and p.status != "ok"]
     for i in failed:
         ax.axvline(i, color="tab:red", alpha=0.4, linestyle=":")
-    ax.set_title(series.name, fontsize=8)
+    ax.set_title(mpl_text(series.name), fontsize=8)
     ax.set_ylabel(UNIT_LABELS.get(series.unit, series.unit), fontsize=7)
     step = max(1, math.ceil(len(commits) / 12))
     ax.set_xticks(x[::step], [short(c) for c in commits[::step]], rotation=45, ha="right", fontsize=6,
@@ -66,7 +68,7 @@ def plot_page_png(series: Sequence[Series], commits: list[str], title: str, path
     cols = min(COLUMNS, len(series))
     rows = math.ceil(len(series) / cols)
     fig = Figure(figsize=(5 * cols, 2.8 * rows + 0.6), layout="constrained")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(mpl_text(title), fontsize=10)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, s in zip(axes.flat, series):
         _draw_series(ax, s, commits)
@@ -108,7 +110,7 @@ def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, p
         colors = ["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios]
         base = 1.0 if log else 0.0
         ax.barh(y, [r - base for r in ratios], left=base, color=colors, alpha=0.8)
-        ax.set_yticks(y, list(names), fontsize=7)
+        ax.set_yticks(y, [mpl_text(n) for n in names], fontsize=7)
         ax.invert_yaxis()
         if log:
             ax.set_xscale("log")
@@ -128,6 +130,6 @@ def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, p
         ax.set_yticks([])
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("ratio of medians B/A (above 1: B is larger)" + (", log scale" if log else ""), fontsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(mpl_text(title), fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)

@@ -12,19 +12,24 @@ from collections.abc import Callable, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchtrail.markup import rich_text
+
 console = Console(stderr=True)
 
 
 @contextlib.contextmanager
 def track(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
-    """Yield ``report(name, status)``; call it once per finished item."""
+    """Yield ``report(name, status)``; call it once per finished item. ``description``, names and
+    statuses are shown as given, never read as rich markup (``markup.rich_text``)."""
+    description = rich_text(description)
     if not console.is_terminal:
         done, start = 0, time.monotonic()
 
         def log(name: str, status: str) -> None:
             nonlocal done
             done += 1
-            console.print(f"{description} [{done}/{total}] {status:7} {name} ({time.monotonic() - start:.0f} s)",
+            console.print(f"{description} \\[{done}/{total}] {rich_text(f'{status:7}')} {rich_text(name)} "
+                          f"({time.monotonic() - start:.0f} s)",
                           highlight=False, soft_wrap=True)
 
         yield log
@@ -36,7 +41,7 @@ def track(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
 
         def report(name: str, status: str) -> None:
             if status != "ok":
-                progress.console.print(f"  [yellow]{status}[/]: {name}")
-            progress.update(task, advance=1, current=name)
+                progress.console.print(f"  [yellow]{rich_text(status)}[/]: {rich_text(name)}")
+            progress.update(task, advance=1, current=rich_text(name))
 
         yield report

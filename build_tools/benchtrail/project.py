@@ -169,21 +169,43 @@ def load_project(start: Path = Path(".")) -> Project:
 def load_suite(project: Project):
     """Import and call ``project.suite``; return the ``benchtrail.suite.definitions.Suite``.
 
+    Names are data: a model, config, device, run config or module name may hold any printable text;
+    one with a control character or line break is refused where the suite makes it
+    (``benchtrail.suite.names.check_name``). Preset names are typed in the PR trailer and name
+    dashboard pages, so they keep the path-safe rule (``benchtrail.results.io.PRESET_NAME_RULE``).
+
     Raises:
-        UserError: the module or function cannot be imported, it raises, or it returns no Suite.
+        UserError: the module or function cannot be imported, it raises, it returns no Suite, a name
+            holds a control character or line break, or a preset name breaks the preset rule (each
+            message names the name and the rule).
     """
     from benchtrail.modules import ModuleError, load_entry_point
     from benchtrail.suite.definitions import Suite
+    from benchtrail.suite.names import BadName
 
     where = f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject else project.suite
     if project.root and str(project.root) not in sys.path:
         sys.path.insert(0, str(project.root))
     try:
         suite = load_entry_point(project.suite)()
-    except ModuleError as exc:
+    except (ModuleError, BadName) as exc:
         raise UserError(f"{where}: {exc}") from exc
     except Exception as exc:  # the adopter's code: report it, whatever it raised
         raise UserError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(suite, Suite):
         raise UserError(f"{where}: returned {type(suite).__name__}, not a benchtrail Suite")
+    _check_preset_names(suite, where)
     return suite
+
+
+def _check_preset_names(suite, where: str) -> None:
+    """Refuse a preset name (of the suite, a meta preset, a run config or module) that is not path-safe."""
+    from benchtrail.results.io import PRESET_NAME_RULE, unsafe_preset_name
+
+    named = [*suite.presets, *(p for name, members in suite.meta_presets for p in (name, *members)),
+             *(p for obj in (*suite.run_configs, *suite.generation_configs) for p in obj.presets),
+             *(p for p, _, _ in suite.compile_sampling)]
+    bad = list(dict.fromkeys(p for p in named if unsafe_preset_name(p)))
+    if bad:
+        raise UserError(f"{where}: preset name(s) {', '.join(map(repr, bad))} refused; a preset name is typed in "
+                        f"the PR trailer and names dashboard pages, so it holds {PRESET_NAME_RULE}")

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from benchtrail.modules import ARTIFACTS, content_hash
-from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.results.schema import BenchmarkRecord, metric_direction
 from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.stats.summary import summarize
 from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import serialize_and_pack
 from benchtrail.workers import run_in_worker
 
@@ -82,7 +83,7 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
                                         "gpu_samples_us", "wall_samples_us", "oom") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
-        id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
+        id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", direction=metric_direction("latency"),
         device_name=rc.target_device.name, module_name=gen.name, compile_config=gen.compile_config.name,
         task=rc.execution_config.task.value, status=response["status"], reason=response.get("reason"),
         samples=samples, **summarize(samples), content_hash=content_hash(rc, torch_version),
@@ -94,7 +95,7 @@ def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
     """Why ``rc`` cannot run from its compiled module, or None when it can (or needs no artifact).
 
     Only modes that run from an artifact (export, aot-inductor: ``benchtrail.modules.ARTIFACTS``) are
-    checked, in ``<modules_dir>/modules/<module name>/`` as the compile stage wrote it: a
+    checked, in ``<modules_dir>/modules/<slug(module name)>/`` as the compile stage wrote it: a
     ``compile-stats.json`` whose status is not ok gives ``module <name> failed to compile: <its reason>``;
     a missing module folder or artifact gives ``module <name> was not compiled: no <path> (its compile
     job did not report)``; an unreadable ``compile-stats.json`` gives a reason naming the file.
@@ -108,7 +109,7 @@ def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
     artifact = ARTIFACTS.get(gen.compile_config.mode)
     if artifact is None:
         return None
-    folder = modules_dir / "modules" / gen.name
+    folder = modules_dir / module_dir_of(gen.name)
     stats_path = folder / "compile-stats.json"
     if stats_path.is_file():
         try:
@@ -135,14 +136,14 @@ def run_cases(
     """Run every case in order (a noisy case once more), fresh workers each; a failing case never stops
     the others.
 
-    ``modules_dir`` is the run directory whose ``modules/<name>/`` hold export and AOTInductor artifacts;
+    ``modules_dir`` is the run directory whose ``modules/<slug(name)>/`` hold export and AOTInductor artifacts;
     a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
     recorded ``failed`` with that reason and no worker is started for it. ``on_record`` gets each
     record as soon as its case finishes (``Journal.append``).
     """
     records = []
     for rc in run_configs:
-        module_dir = modules_dir / "modules" / rc.module_generation_config.name if modules_dir else None
+        module_dir = modules_dir / module_dir_of(rc.module_generation_config.name) if modules_dir else None
         problem = module_problem(rc, modules_dir) if modules_dir else None
         response = {"status": "failed", "reason": problem} if problem else run_case_with_rerun(rc, module_dir)
         record = case_record(rc, response, torch_version)

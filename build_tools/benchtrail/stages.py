@@ -28,6 +28,8 @@ from benchtrail.store import Store
 from benchtrail.run_stage import Journal, run_cases
 from benchtrail.confirm import suspects
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
+from benchtrail.suite.names import slug
+from benchtrail.markup import rich_text
 from benchtrail.thresholds import default_thresholds_path, load_thresholds
 
 
@@ -76,14 +78,14 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
                   repo: Path = Path(".")) -> tuple[Path | None, bool]:
     """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
 
-    Writes ``modules/<module>/`` for each and ``results/compilation-<device_name>.json`` with the
+    Writes ``modules/<slug(module)>/`` for each and ``results/compilation-<slug(device_name)>.json`` with the
     compilation series, recorded under ``device_name`` (the runner that compiled them) and the
     commit of ``repo``. Returns (that results file, or None when no module targets ``architecture``;
     whether all compiled).
     """
     gens, dirs, sampling = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
-    output = output_dir / "results" / f"compilation-{device_name}.json"
+    output = output_dir / "results" / f"compilation-{slug(device_name)}.json"
     if not gens:
         return None, True
     jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
@@ -159,7 +161,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
     if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not torch.cuda.is_available():
-        console.print(f"[bold red]device {device_name} needs CUDA and torch sees no GPU here[/]: every case "
+        console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: every case "
                       "will fail; none is run on the CPU instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
@@ -185,7 +187,7 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
     """What the head run directories' execution exports (``<dir>/run-configs/execution.json``) expect
     and the head results lack: ``(run configs with no record, shards that did not report)``.
 
-    A shard reported when ``<dir>/results/<device>-<index>.json`` exists or a head results file says it
+    A shard reported when ``<dir>/results/<slug(device)>-<index>.json`` exists or a head results file says it
     ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard). The
     run configs of a shard that did not report get the reason ``no result: shard <i> of device <d>
     did not report (its job failed, timed out or was cancelled)``; those missing from a shard that
@@ -210,7 +212,7 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
             if device in skipped_devices:
                 continue
             for index, rcs in sorted(shards.items()):
-                reported = ((results_dir / f"{device}-{index}.json").is_file() or (device, index) in ran
+                reported = ((results_dir / f"{slug(device)}-{index}.json").is_file() or (device, index) in ran
                             or (device, None) in ran)
                 shard = {"device_name": device, "shard_index": index}
                 if not reported and shard not in missing:
@@ -268,6 +270,9 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     Devices whose baseline key differs from the head's (``benchtrail.baseline_key``) are not compared
     (their rows are ``not-comparable``, saying what differs), and baseline series outside the head
     run's presets are left out (a ``comp-stats`` run does not call every ``x86_64`` series removed).
+    Devices whose stored baseline run exists but cannot be read (``baseline.lacking`` says
+    ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``; ``benchtrail.baseline``)
+    get ``not-comparable`` rows with that reason instead of ``new`` ones.
 
     ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
     the samples come from a paired A/B run (regressions are ``confirmed``); ``recheck`` may update
@@ -299,6 +304,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     rules = load_thresholds(thresholds)
     rows = mark_regressions(compare(base_files, head_files, rules, lacking, mismatched, bool(base_results)),
                             accept or [], paired, entries)
+    rows = _unusable_baselines(rows, baseline)
     for entry in unmatched(entries, [(r.name, r.id) for r in rows]):
         console.print(f"[yellow]quarantine entry {entry.match!r} matches no series[/] of this comparison")
     source = str(thresholds or default_thresholds_path())
@@ -306,6 +312,22 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     if recheck is not None:
         comparison = recheck(comparison)
     return jsonio.write_json(output, comparison, exclusive=True)
+
+
+def _unusable_baselines(rows: list, baseline: dict[str, Any] | None) -> list:
+    """``rows`` with each ``new`` row of a device whose baseline run cannot be used
+    (``benchtrail.baseline.unusable``) made ``not-comparable`` with the reason; printed once per device."""
+    from dataclasses import replace
+
+    from rich.markup import escape
+
+    from benchtrail.baseline import unusable
+
+    why = unusable(baseline)
+    for device, reason in sorted(why.items()):
+        console.print(f"[yellow]{escape(device)} is not compared[/]: {escape(reason)}")
+    return [replace(r, verdict="not-comparable", reason=why[r.device_name])
+            if r.verdict == "new" and r.device_name in why else r for r in rows]
 
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from benchtrail.errors import UserError
 from benchtrail.github.post import DEFAULT_API_URL, make_client, with_retries
 from benchtrail.history import short
+from benchtrail.markup import code_span, md_text
 from benchtrail.track import ChangePoint, TrackReport
 
 LABEL = "benchtrail-regression"
@@ -68,10 +69,10 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
     gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
     compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
     lines = [
-        f"### benchtrail: `{cp.series_name}` regressed {cp.magnitude_pct:+.1f}%", "",
+        f"### benchtrail: {code_span(cp.series_name)} regressed {cp.magnitude_pct:+.1f}%", "",
         "| | |", "|---|---|",
-        f"| series | `{cp.series_name}` (`{cp.series_id}`) |",
-        f"| device | {cp.device_name} |",
+        f"| series | {code_span(cp.series_name, in_table=True)} ({code_span(cp.series_id, in_table=True)}) |",
+        f"| device | {md_text(cp.device_name)} |",
         f"| metric | {cp.kind} {cp.metric} ({cp.unit}) |",
         f"| commits | `{base}..{head}` ([compare]({compare})): {len(cp.commits)} commit(s){gaps} |",
         f"| median | {_value(cp.before_median, cp.unit)} → {_value(cp.after_median, cp.unit)} "

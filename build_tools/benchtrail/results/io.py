@@ -12,9 +12,10 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.results.schema import KINDS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord, ResultsFile
+from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord,
+                                      ResultsFile)
 from benchtrail.stats.summary import summarize
-from benchtrail.suite.definitions import SAFE_NAME
+from benchtrail.suite.names import SAFE_NAME, slug
 from benchtrail.suite.serialization import from_plain
 
 #: What a preset name may hold: it names files (``<preset>.png``, ``<preset>.html`` of the dashboard).
@@ -37,15 +38,29 @@ def write_results(path: Path, results: ResultsFile) -> Path:
     return jsonio.write_json(path, results_to_dict(results), exclusive=True)
 
 
-def load_results(path: Path) -> ResultsFile:
-    """Load and validate a results file.
+def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
+    """Load and validate a results file (schema version 1 or 2).
+
+    A version 1 file has no ``direction`` on its records: each gets its metric's (``METRICS``).
+
+    Args:
+        bad_values: what to do with a sample that is not a finite number (``NaN``/``Infinity`` tokens,
+            which Python's json reads, or null, which benchtrail writes for them) and with a summary
+            (median, min, max) that disagrees with the samples: ``"refuse"`` (files the user passes) or
+            ``"keep"`` (a stored baseline: null becomes NaN, the record is kept as it is, and
+            ``benchtrail.compare`` gives its row ``not-comparable`` with the reason).
 
     Raises:
         UserError: the file is unreadable, truncated, JSON of another tool ("not a benchtrail results
             file (no schema_version)"), of an unknown schema version, lacks a field, has an unknown
-            field, a bad status or kind, a preset name that is not safe as a file name (in
-            ``run.presets`` or a record's ``presets``; ``PRESET_NAME_RULE``), or two benchmarks with one id.
+            field, a bad status, kind, unit or metric (one without a known direction), a direction that
+            is not its metric's, a preset name that is not safe as a file name (in ``run.presets`` or a
+            record's ``presets``; ``PRESET_NAME_RULE``), or two benchmarks with one id; with
+            ``bad_values="refuse"`` also a bad sample or summary. Each message names the file, the
+            benchmark, the field and what is allowed.
     """
+    if bad_values not in ("refuse", "keep"):
+        raise ValueError(f"bad_values must be 'refuse' or 'keep', got {bad_values!r}")
     try:
         obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
     except UserError as exc:
@@ -53,7 +68,9 @@ def load_results(path: Path) -> ResultsFile:
             raise UserError(f"{path} is not a benchtrail results file (no schema_version); give the results/*.json "
                             "of a benchtrail run, or its run directory") from exc
         raise
-    obj.pop("schema_version")
+    version = obj.pop("schema_version")
+    if isinstance(obj.get("benchmarks"), list):
+        obj["benchmarks"] = [_upgrade_record(path, version, b, bad_values) for b in obj["benchmarks"]]
     results = from_plain(obj, ResultsFile, where=f"results file {path}")
     run_presets = results.run.get("presets", [])
     if not isinstance(run_presets, list) or any(unsafe_preset_name(p) for p in run_presets):
@@ -67,7 +84,7 @@ def load_results(path: Path) -> ResultsFile:
         if b.kind not in KINDS:
             raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
                             f"allowed: {', '.join(KINDS)}")
-        _check_record(path, b)
+        _check_record(path, b, bad_values == "refuse")
         bad = [p for p in b.presets if unsafe_preset_name(p)]
         if bad:
             raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; allowed: "
@@ -79,6 +96,27 @@ def load_results(path: Path) -> ResultsFile:
     return results
 
 
+def _upgrade_record(path: Path, version: int, b: Any, bad_values: str) -> Any:
+    """One record's plain JSON, upgraded to this schema version: the metric's direction filled in
+    (version 1), nulls in ``samples`` read as NaN (``bad_values="keep"``) or refused naming the sample."""
+    if not isinstance(b, dict):
+        return b
+    where = f"results file {path}: benchmark {b.get('name')!r}"
+    metric = b.get("metric")
+    if isinstance(metric, str) and metric not in METRICS:
+        raise UserError(f"{where} has metric {metric!r}, which has no known direction; allowed: "
+                        f"{', '.join(METRICS)} (docs/formats.md, 'Metrics')")
+    if version < 2 and "direction" not in b and isinstance(metric, str):
+        b = {**b, "direction": METRICS[metric].direction}
+    samples = b.get("samples")
+    if isinstance(samples, list) and None in samples:
+        if bad_values == "refuse":
+            raise UserError(f"{where}: field samples[{samples.index(None)}] is null (a NaN or infinity written as "
+                            "null); allowed: finite numbers")
+        b = {**b, "samples": [math.nan if x is None else x for x in samples]}
+    return b
+
+
 def _foreign(path: Path) -> bool:
     """True when ``path`` holds JSON that is not a benchtrail file at all: not an object, or no ``schema_version``."""
     try:
@@ -88,8 +126,9 @@ def _foreign(path: Path) -> bool:
     return not isinstance(obj, dict) or "schema_version" not in obj
 
 
-def _check_record(path: Path, b: BenchmarkRecord) -> None:
-    """A record's fields agree with each other: unit and kind known, summary matches the samples.
+def _check_record(path: Path, b: BenchmarkRecord, values: bool = True) -> None:
+    """A record's fields agree with each other: unit, kind and direction known and the metric's, and
+    (``values``) every sample finite and the summary matching the samples.
 
     Raises:
         UserError: naming the file, the benchmark, the field and what is allowed.
@@ -99,10 +138,19 @@ def _check_record(path: Path, b: BenchmarkRecord) -> None:
         raise UserError(f"{where} has an empty id")
     if b.unit not in UNITS:
         raise UserError(f"{where} has unit {b.unit!r}; allowed: {', '.join(UNITS)}")
+    if b.direction not in DIRECTIONS:
+        raise UserError(f"{where} has direction {b.direction!r}; allowed: {', '.join(DIRECTIONS)}")
+    if b.direction != METRICS[b.metric].direction:
+        raise UserError(f"{where} has direction {b.direction!r}, but metric {b.metric!r} is "
+                        f"{METRICS[b.metric].direction} (docs/formats.md, 'Metrics'); allowed: its metric's direction")
     if isinstance(b.n, bool) or b.n != len(b.samples):
         raise UserError(f"{where}: n is {b.n!r} but there are {len(b.samples)} samples")
-    if not all(math.isfinite(x) for x in b.samples):
-        raise UserError(f"{where}: samples must be finite numbers")
+    if not values:
+        return
+    bad = [i for i, x in enumerate(b.samples) if not math.isfinite(x)]
+    if bad:
+        raise UserError(f"{where}: field samples[{bad[0]}] is {b.samples[bad[0]]!r}; allowed: finite numbers "
+                        "(JSON has no NaN or Infinity)")
     if b.status == "ok" and not b.samples:
         raise UserError(f"{where}: status ok needs at least one sample")
     expected = summarize(b.samples)
@@ -112,8 +160,9 @@ def _check_record(path: Path, b: BenchmarkRecord) -> None:
             raise UserError(f"{where}: {key} is {got!r} but the samples give {want!r}")
 
 
-def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
-    """Load results from files and from directories (every ``*.json`` directly in them, or in ``results/``)."""
+def load_results_paths(paths: list[Path], *, bad_values: str = "refuse") -> list[ResultsFile]:
+    """Load results from files and from directories (every ``*.json`` directly in them, or in ``results/``);
+    ``bad_values`` as :func:`load_results`."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -124,7 +173,7 @@ def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
             files.extend(found)
         else:
             files.append(p)
-    return [load_results(f) for f in files]
+    return [load_results(f, bad_values=bad_values) for f in files]
 
 
 def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
@@ -148,6 +197,6 @@ def write_documents(folder: Path, results: ResultsFile, now: datetime.datetime |
         _flatten("", {"commit": results.commit, "dirty": results.dirty, "run": results.run,
                       "environment": results.environment, **dataclasses.asdict(b)}, doc)
         doc["schema_version"] = SCHEMA_VERSION
-        path = folder / f"bench_{b.name}_{stamp}_{uuid.uuid4().hex[:8]}.json"
+        path = folder / f"bench_{slug(b.name)}_{stamp}_{uuid.uuid4().hex[:8]}.json"
         paths.append(jsonio.write_json(path, doc, exclusive=True))
     return paths

@@ -5,21 +5,62 @@ A results file (``results/<device>-<shard>.json``, or ``results/compilation-<dev
     {schema_version, commit, dirty, run: {...}, environment: {...}, benchmarks: [record, ...]}
 
 Execution records are series ``<run config id>`` (metric ``latency``, unit µs per iteration);
-compilation records are series ``<module id>-<metric>`` (one sample each).
+compilation records are series ``<module id>-<metric>`` (one sample each). Every metric has a direction
+(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.thresholds``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Version history of the results file:
 #:   1 — first version.
-SCHEMA_VERSION = 1
+#:   2 — each record gains ``direction`` (``DIRECTIONS``); version 1 files are read with the direction of
+#:       their metric (``METRICS``).
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "failed", "timeout", "oom", "mismatch", "skipped")
 KINDS = ("execution", "compilation")
-UNITS = ("us", "ms", "count", "bytes")
+#: ``us`` µs per iteration, ``per_s`` items per second, ``ratio`` unitless (1.0 = as fast).
+UNITS = ("us", "ms", "count", "bytes", "per_s", "ratio")
+DIRECTIONS = ("lower-is-better", "higher-is-better")
+
+
+class Metric(NamedTuple):
+    """What a metric measures: its kind, unit and which way is better."""
+
+    kind: str
+    unit: str
+    direction: str
+
+
+#: Every metric benchtrail knows, with its kind, unit and direction (docs/formats.md, "Metrics"). A
+#: metric not listed here has no known direction: a results file holding it is refused, and a thresholds
+#: rule never supplies one (a series is never judged lower-is-better by default).
+METRICS: dict[str, Metric] = {
+    "latency": Metric("execution", "us", "lower-is-better"),
+    "throughput": Metric("execution", "per_s", "higher-is-better"),
+    "speedup": Metric("execution", "ratio", "higher-is-better"),
+    "compile_time_cold_ms": Metric("compilation", "ms", "lower-is-better"),
+    "compile_time_warm_ms": Metric("compilation", "ms", "lower-is-better"),
+    "compile_time_ms": Metric("compilation", "ms", "lower-is-better"),
+    "graph_count": Metric("compilation", "count", "lower-is-better"),
+    "graph_breaks": Metric("compilation", "count", "lower-is-better"),
+    "recompiles": Metric("compilation", "count", "lower-is-better"),
+    "kernel_count": Metric("compilation", "count", "lower-is-better"),
+    "artifact_bytes": Metric("compilation", "bytes", "lower-is-better"),
+    "peak_rss_bytes": Metric("compilation", "bytes", "lower-is-better"),
+}
+
+
+def metric_direction(metric: str) -> str:
+    """The direction of ``metric`` (``METRICS``): ``lower-is-better`` or ``higher-is-better``.
+
+    Raises:
+        KeyError: ``metric`` is not in ``METRICS`` (its direction is unknown; never assumed).
+    """
+    return METRICS[metric].direction
 
 
 @dataclass(frozen=True)
@@ -32,7 +73,8 @@ class BenchmarkRecord:
         kind: ``execution`` or ``compilation``.
         metric: ``latency`` for execution; ``compile_time_ms``, ``graph_count``, ``graph_breaks``
             for compilation.
-        unit: ``us`` (µs per iteration), ``ms``, ``count`` or ``bytes``.
+        unit: one of ``UNITS``: ``us`` (µs per iteration), ``ms``, ``count``, ``bytes``, ``per_s``, ``ratio``.
+        direction: ``lower-is-better`` or ``higher-is-better``; the metric's own (``METRICS``).
         device_name: the device spec's name (runner machine type).
         module_name, compile_config, task: what ran, for tables.
         status: one of ``STATUSES``; reason: why it is not ``ok`` (None when ok).
@@ -51,6 +93,7 @@ class BenchmarkRecord:
     kind: str
     metric: str
     unit: str
+    direction: str
     device_name: str
     module_name: str
     compile_config: str

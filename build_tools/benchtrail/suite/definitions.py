@@ -4,6 +4,10 @@ A ``Model`` compiled by a ``CompileConfig`` for a target architecture is one mod
 (``ModuleGenerationConfig``); a module run by an ``ExecutionConfig`` on a ``DeviceSpec`` is one
 ``RunConfig``, the unit a runner measures. Composite objects are made with ``build()``, which
 derives ``id`` (see ``ids.hash_composite_id``) and ``name``. Presets are tags and not part of ids.
+
+Names are data (``benchtrail.suite.names``): any printable text; each object refuses, when it is made,
+a name with a control character or line break (``BadName``, a ``UserError`` and ``ValueError``).
+benchtrail's own suite keeps path-safe names (``SAFE_NAME``). Paths use ``slug(name)``, never the name.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import re
 from dataclasses import dataclass
 
 from benchtrail.suite.ids import hash_composite_id
+from benchtrail.suite import names as _names
+from benchtrail.suite.names import check_name
 
-#: Names are used as paths and in gcloud URLs: no wildcard characters ``[]*?``, no ``..``.
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: Path-safe names (``benchtrail.suite.names.SAFE_NAME``): benchtrail's own suite and preset names.
+SAFE_NAME = _names.SAFE_NAME
 #: One input: dimensions then dtype, e.g. ``1x3x224x224xf32`` or ``65536xf32``.
 INPUT_SPEC = re.compile(r"^(?:[1-9][0-9]*x)+(f32|f16|bf16|f64|i64|i32)$")
 
@@ -52,7 +58,7 @@ class Model:
 
     Attributes:
         id: leaf id from ``benchmark_suites.unique_ids``.
-        name: readable, path-safe name.
+        name: readable name: any printable text (``names.NAME_RULE``); benchtrail's own are path-safe.
         tags: free-form labels ("micro-op", "cnn", ...).
         entry_point: ``"package.module:function"``; the function takes no arguments and returns
             an ``nn.Module`` in eval mode. torch is seeded before it is called.
@@ -69,6 +75,9 @@ class Model:
     input_specs: tuple[str, ...]
     reference_entry_point: str | None = None
     fullgraph: bool = False
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "Model")
 
     def __str__(self) -> str:
         return self.name
@@ -93,6 +102,9 @@ class DeviceSpec:
     microarchitecture: str
     threads: int
 
+    def __post_init__(self) -> None:
+        check_name(self.name, "DeviceSpec")
+
     def __str__(self) -> str:
         return self.name
 
@@ -106,6 +118,9 @@ class CompileConfig:
     mode: CompileMode
     options: tuple[tuple[str, str], ...] = ()
     dtype: str = "f32"
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "CompileConfig")
 
 
 @dataclass(frozen=True)
@@ -141,6 +156,9 @@ class ExecutionConfig:
     flush_l2: bool = False
     cuda_graphs: bool = True
 
+    def __post_init__(self) -> None:
+        check_name(self.name, "ExecutionConfig")
+
 
 @dataclass(frozen=True)
 class ModuleGenerationConfig:
@@ -152,6 +170,9 @@ class ModuleGenerationConfig:
     compile_config: CompileConfig
     target_architecture: Architecture
     presets: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "ModuleGenerationConfig")
 
     @classmethod
     def build(
@@ -178,6 +199,9 @@ class RunConfig:
     execution_config: ExecutionConfig
     target_device: DeviceSpec
     presets: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "RunConfig")
 
     @classmethod
     def build(

@@ -124,7 +124,10 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
             kwargs[name] = _deserialize(value[name], hints[name], keyed, cache, f"{where}: {tp.__name__}.{name}")
         elif f.default is dataclasses.MISSING:
             raise UserError(f"{where}: {label} lacks field {name!r}")
-    obj = tp(**kwargs)
+    try:
+        obj = tp(**kwargs)
+    except UserError as exc:  # a refused name (benchtrail.suite.names.BadName)
+        raise UserError(f"{where}: {label}: {exc}") from exc
     if key is not None:
         cache[key] = obj
     return obj

@@ -1,0 +1,84 @@
+"""Names are data: escape them for the format they are shown in.
+
+An adopter's names (models, compile and execution configs, devices, the run config and module names
+made of them) may hold any printable character: ``|``, backticks, ``<``/``>``/``&``, ``*``/``_``,
+``$``, ``[``/``]``, spaces, non-ASCII. Every writer that puts a name (or other text from results) into
+Markdown, HTML, plotly text, matplotlib labels or rich console markup goes through one of these
+helpers, so the text shows literally and never becomes markup:
+
+- :func:`md_text`: plain Markdown text (also safe in a table cell);
+- :func:`code_span`: a Markdown code span with a fence longer than any backtick run in the text
+  (``in_table=True`` also escapes ``|`` for a table cell);
+- :func:`html_text`: HTML text or attribute value;
+- :func:`plotly_text`: plotly's pseudo-HTML labels (titles, legend, hover), where ``$…$`` is LaTeX;
+- :func:`mpl_text`: matplotlib labels, where ``$`` starts mathtext;
+- :func:`rich_text`: rich console markup.
+
+All take any object (``str()`` of it), return ``str`` and never raise. A Markdown line or table row
+is one line: :func:`md_text` makes each run of whitespace one space (as HTML shows it), and
+:func:`code_span` each run of line breaks one space (other spaces kept).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+#: ASCII punctuation that Markdown (GFM) or GitHub gives a meaning inline: escapes, code, emphasis,
+#: links and images, raw HTML and entities, table cells, headings, strikethrough, @mentions.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~@&!])")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _no_breaks(text: object) -> str:
+    return re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", str(text))
+
+
+def md_text(text: object) -> str:
+    """``text`` as literal Markdown text on one line: every Markdown-special ASCII character is
+    backslash-escaped (``a|b`` → ``a\\|b``, ``*x*`` → ``\\*x\\*``, ``<b>`` → ``\\<b\\>``), so it is
+    also safe inside a table cell."""
+    return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
+
+
+def code_span(text: object, *, in_table: bool = False) -> str:
+    """``text`` as one Markdown code span on one line (line breaks as spaces): fenced by one backtick
+    more than its longest backtick run, padded by a space when it starts or ends with a backtick or a
+    space (CommonMark strips one space each side). ``in_table``: ``|`` is escaped as ``\\|`` (GFM splits
+    table cells before code spans; the cell's ``\\|`` shows as ``|``). An empty text gives ``""``."""
+    text = _no_breaks(text)
+    if not text:
+        return ""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    return span.replace("|", "\\|") if in_table else span
+
+
+def html_text(text: object) -> str:
+    """``text`` escaped for HTML text and quoted attribute values (``&``, ``<``, ``>``, ``"``, ``'``)."""
+    return html.escape(str(text), quote=True)
+
+
+def plotly_text(text: object) -> str:
+    """``text`` for a plotly label (subplot title, legend entry, hover text): HTML-escaped (plotly reads
+    its labels as a subset of HTML and decodes entities), and ``$`` as ``&#36;`` (a label that starts and
+    ends with ``$`` is LaTeX to plotly)."""
+    return html_text(text).replace("$", "&#36;")
+
+
+def mpl_text(text: object) -> str:
+    """``text`` for a matplotlib label: every ``$`` escaped as ``\\$``, so no mathtext is parsed and
+    the text shows as given (backslashes included)."""
+    return str(text).replace("$", r"\$")
+
+
+def rich_text(text: object) -> str:
+    """``text`` for rich console markup: ``[`` that would open a tag escaped (``rich.markup.escape``)."""
+    from rich.markup import escape
+
+    return escape(str(text))
