@@ -1,4 +1,4 @@
-"""Post-merge tracking end to end: 13 real pipeline runs of an adopting repository's `smoke` preset
+"""Post-merge tracking end to end: 9 real pipeline runs of an adopting repository's `smoke` preset
 over a git history in which one commit adds a calibrated slowdown; `benchtrail track` names that
 commit and opens, then updates, one GitHub issue through the local REST server."""
 
@@ -13,13 +13,14 @@ from benchtrail.cli import main
 from tests.conftest import _git
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
-SLOW_AT = 7  # the 8th commit makes the model's work 10x (REPEAT 20 -> 200)
+SLOW_AT = 5  # the 6th commit makes the model's work 10x (REPEAT 20 -> 200)
+COMMITS = 9  # track needs 8 ok points (MIN_POINTS); 5 before the step and 4 after it
 SERIES = "chain.eager.inference-quick.laptop"
 
 
 @pytest.fixture(scope="module")
 def tracked_repo(tmp_path_factory):
-    """The docs' adoption example as a git repository with 13 commits, each run by `benchtrail pipeline`."""
+    """The docs' adoption example as a git repository with ``COMMITS`` commits, each run by `benchtrail pipeline`."""
     import os
 
     repo = tmp_path_factory.mktemp("tracked") / "my-project"
@@ -30,7 +31,7 @@ def tracked_repo(tmp_path_factory):
     old = Path.cwd()
     os.chdir(repo)
     try:
-        for i in range(13):
+        for i in range(COMMITS):
             if i == SLOW_AT:
                 suite.write_text(suite.read_text().replace("REPEAT = 20\n", "REPEAT = 200\n"))
             (repo / "CHANGELOG").write_text(f"change {i}\n")

@@ -294,7 +294,8 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     base_files = in_selection(base_files, head_files)
     mismatched = key_mismatches(base_files, head_files)
     for device, why in sorted(mismatched.items()):
-        console.print(f"[yellow]{device} is not compared[/]: its baseline was measured differently ({why})")
+        console.print(f"[yellow]{rich_text(device)} is not compared[/]: its baseline was measured differently "
+                      f"({rich_text(why)})")
     lacking, missing_shards = unreported(head, head_files, skipped_devices)
     if lacking:
         shown = ", ".join(f"{m['device_name']}-{m['shard_index']}" for m in missing_shards or ())
@@ -306,7 +307,8 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
                             accept or [], paired, entries)
     rows = _unusable_baselines(rows, baseline)
     for entry in unmatched(entries, [(r.name, r.id) for r in rows]):
-        console.print(f"[yellow]quarantine entry {entry.match!r} matches no series[/] of this comparison")
+        console.print(f"[yellow]quarantine entry {rich_text(repr(entry.match))} matches no series[/] of this "
+                      "comparison")
     source = str(thresholds or default_thresholds_path())
     comparison = comparison_to_dict(rows, base_files, head_files, source, baseline, missing_shards)
     if recheck is not None:
@@ -319,13 +321,11 @@ def _unusable_baselines(rows: list, baseline: dict[str, Any] | None) -> list:
     (``benchtrail.baseline.unusable``) made ``not-comparable`` with the reason; printed once per device."""
     from dataclasses import replace
 
-    from rich.markup import escape
-
     from benchtrail.baseline import unusable
 
     why = unusable(baseline)
     for device, reason in sorted(why.items()):
-        console.print(f"[yellow]{escape(device)} is not compared[/]: {escape(reason)}")
+        console.print(f"[yellow]{rich_text(device)} is not compared[/]: {rich_text(reason)}")
     return [replace(r, verdict="not-comparable", reason=why[r.device_name])
             if r.verdict == "new" and r.device_name in why else r for r in rows]
 

@@ -216,18 +216,6 @@ def is_rate_limited(exc: Any) -> bool:
     return status == 403 and ("rate limit" in _message(exc).lower() or _retry_after_s(exc) is not None)
 
 
-def with_retries(call: Callable[[], T], *, max_retries: int = 0, retry_wait_s: float = 0.0,
-                 sleep: Callable[[float], None] = time.sleep) -> T:
-    """Return ``call()``. The client of ``make_client`` retries rate limits itself, as GitHub asks;
-    retrying here again would repeat what GitHub asked to delay, so ``max_retries``,
-    ``retry_wait_s`` and ``sleep`` are kept for callers and ignored.
-
-    Raises:
-        github.GithubException: whatever ``call`` raises.
-    """
-    return call()
-
-
 def _describe(exc: Any) -> str:
     return f"HTTP {getattr(exc, 'status', '?')}: {_message(exc) or exc}"
 

@@ -6,18 +6,17 @@ the label (open and closed), matches each regression to one by its marker, edits
 its text changed, leaves a closed one alone (a maintainer closed it: fixed or accepted) and creates
 an issue only for a new regression beyond its threshold without one. Only users with triage or push
 access can label issues, so the label keeps anyone else from capturing or suppressing an issue.
-All calls go through PyGithub (``benchtrail.github.post.make_client`` and ``with_retries``).
+All calls go through PyGithub (``benchtrail.github.post.make_client``, whose client waits out rate limits).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from benchtrail.errors import UserError
-from benchtrail.github.post import DEFAULT_API_URL, make_client, with_retries
+from benchtrail.github.post import DEFAULT_API_URL, make_client
 from benchtrail.history import short
 from benchtrail.markup import code_span, md_text
 from benchtrail.track import ChangePoint, TrackReport
@@ -26,8 +25,6 @@ LABEL = "benchtrail-regression"
 MARKER_PREFIX = "<!-- benchtrail:track"
 ACTIONS = ("created", "updated", "unchanged", "closed", "not-new")
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) commit=(?P<commit>[0-9a-f]{7,64}) -->")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -130,12 +127,12 @@ def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) ->
 
 
 def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = DEFAULT_API_URL,
-                label: str = LABEL, max_retries: int = 3, retry_wait_s: float = 2.0) -> list[IssueAction]:
+                label: str = LABEL) -> list[IssueAction]:
     """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module docstring.
 
     Regressions with an open issue get it updated (title and body) whatever their threshold or p-value;
     without one, an issue is created only when ``cp.issue`` and ``cp.new``. Improvements are never posted.
-    Rate limits are retried (``with_retries``, waits in seconds).
+    Rate limits are waited out by the client (``benchtrail.github.retry``), up to its cap.
 
     Raises:
         UserError: the token rejected (401) or not allowed to write issues (403), the repository or its
@@ -146,15 +143,12 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
 
     gh = make_client(token, base_url)
 
-    def call(fn: Callable[[], T]) -> T:
-        return with_retries(fn, max_retries=max_retries, retry_wait_s=retry_wait_s)
-
     regressions = [cp for cp in report.change_points if cp.direction == "regression"]
     actions: list[IssueAction] = []
     try:
-        repository = call(lambda: gh.get_repo(repo))
+        repository = gh.get_repo(repo)
         ours: dict[tuple[str, str], Any] = {}
-        for issue in call(lambda: list(repository.get_issues(state="all", labels=[label]))):
+        for issue in list(repository.get_issues(state="all", labels=[label])):
             found = parse_marker(issue.body or "")
             if issue.pull_request is None and found is not None:
                 ours.setdefault(found, issue)  # newest first: a duplicate made by hand is ignored
@@ -170,11 +164,11 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
                 elif issue.title == title and issue.body == body:
                     action, text = "unchanged", f"issue #{issue.number} ({where}) is up to date"
                 else:
-                    call(lambda: issue.edit(title=title, body=body))
+                    issue.edit(title=title, body=body)
                     action, text = "updated", f"updated issue #{issue.number} ({where})"
                 actions.append(IssueAction(cp.series_id, cp.head_commit, action, issue.number, issue.html_url, text))
             elif cp.issue and cp.new:
-                created = call(lambda: repository.create_issue(title=title, body=body, labels=[label]))
+                created = repository.create_issue(title=title, body=body, labels=[label])
                 actions.append(IssueAction(cp.series_id, cp.head_commit, "created", created.number, created.html_url,
                                            f"created issue #{created.number} ({where})"))
             elif cp.issue:
