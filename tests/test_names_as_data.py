@@ -299,3 +299,24 @@ def test_results_with_hostile_names_load_and_validate_and_a_control_character_do
         assert not valid("name", bad), repr(bad)
     for preset in ("../x", "a b", "a|b"):  # preset names stay path-safe
         assert not valid("presets", [preset]) and valid("presets", ["x86_64"])
+
+
+@pytest.mark.parametrize("field, bad", [("name", "evil\n::error title=forged::all benchmarks passed"),
+                                        ("device_name", "dev\x1b[2K"), ("module_name", "m\u2028n"),
+                                        ("id", "rc\x00")])
+def test_a_results_file_with_a_control_character_in_a_name_is_refused_at_load(tmp_path, capsys, field, bad):
+    """A line break in a name would forge lines of the CI log (``::error``) or of the comment."""
+    good = write_results(tmp_path / "good.json", results(*_hostile_records(1.0)))
+    obj = json.loads(good.read_text())
+    obj["benchmarks"][0][field] = bad
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(obj))
+    out = tmp_path / "c.json"
+    assert main(["compare", "--base", str(good), "--head", str(path), "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"results file {path}: benchmark" in err and f"field {field} is {bad!r}: it holds the control character" in err
+    assert NAME_RULE in err and not out.exists()
+
+
+def test_dollar_signs_in_names_never_become_github_math():
+    assert md_text("$x$ $$y$$") == r"\$x\$ \$\$y\$\$"

@@ -93,6 +93,43 @@ def test_compilation_series_keep_todays_rules(tmp_path):
                    "cold": ("regressed", pytest.approx(60.0), "%"), "warm": ("similar", pytest.approx(20.0), "%")}
 
 
+def test_negative_compilation_values_are_not_comparable_never_improvements(tmp_path):
+    """A compile time, count or byte size below 0 is a broken measurement, whichever side holds it."""
+    def comp(sid, metric, unit, samples):
+        return record(sid, samples, kind="compilation", metric=metric, unit=unit, name=f"m.{metric}")
+    base = write_results(tmp_path / "base.json", results(
+        comp("cold", "compile_time_cold_ms", "ms", [1000.0]), comp("bytes", "artifact_bytes", "bytes", [-3.0]),
+        comp("breaks", "graph_breaks", "count", [1.0])))
+    head = write_results(tmp_path / "head.json", results(
+        comp("cold", "compile_time_cold_ms", "ms", [-5.0]), comp("bytes", "artifact_bytes", "bytes", [1000.0]),
+        comp("breaks", "graph_breaks", "count", [-1.0])))
+    out = tmp_path / "c.json"
+    assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(out)]) == 0
+    got = {r["id"]: (r["verdict"], r["reason"]) for r in json.loads(out.read_text())["rows"]}
+    assert got == {
+        "cold": ("not-comparable", "head sample 0 is -5.0 (negative); compile_time_cold_ms samples must be finite "
+                                   "and >= 0"),
+        "bytes": ("not-comparable", "baseline sample 0 is -3.0 (negative); artifact_bytes samples must be finite "
+                                    "and >= 0"),
+        "breaks": ("not-comparable", "head sample 0 is -1.0 (negative); graph_breaks samples must be finite and >= 0")}
+
+
+@pytest.mark.parametrize("field", ["samples", "median"])
+def test_a_number_beyond_a_floats_range_is_refused_naming_the_field(tmp_path, capsys, field):
+    base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
+    obj = results_to_dict(results(record("fine", spread(100))))
+    huge = "9" * 400  # JSON allows it; Python reads an int that no float holds
+    text = json.dumps(obj).replace(f"{spread(100)[0]!r}" if field == "samples" else '"median": 100.0',
+                                   huge if field == "samples" else f'"median": {huge}', 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 1
+    err = capsys.readouterr().err
+    expected = "BenchmarkRecord.samples[0]" if field == "samples" else "BenchmarkRecord.median"
+    assert f"results file {bad}" in err and f"{expected}: 99999999999999999999... (400 digits) is beyond a float's range" in err
+    assert "Traceback" not in err and not (tmp_path / "c.json").exists()
+
+
 @pytest.mark.parametrize("token, field, shown", [
     ("NaN", "samples[2]", "nan"), ("Infinity", "samples[2]", "inf"), ("-Infinity", "samples[2]", "-inf"),
     ("null", "samples[2]", "null (a NaN or infinity written as null)")])

@@ -196,6 +196,11 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
     if any(not math.isfinite(x) for x in base.samples + head.samples):
         side = "baseline" if any(not math.isfinite(x) for x in base.samples) else "head"
         return _row(head, base, "not-comparable", f"{side} has a sample that is not a finite number")
+    for side, r in (("baseline", base), ("head", head)):
+        negative = [i for i, x in enumerate(r.samples) if x < 0]
+        if negative:  # compile times, counts and bytes are never below 0
+            return _row(head, base, "not-comparable", f"{side} sample {negative[0]} is {r.samples[negative[0]]!r} "
+                                                      f"(negative); {r.metric} samples must be finite and >= 0")
     if base.median is None or not math.isfinite(base.median):
         return _row(head, base, "not-comparable", "baseline median is missing or NaN")
     if head.median is None or not math.isfinite(head.median):

@@ -25,8 +25,9 @@ import html
 import re
 
 #: ASCII punctuation that Markdown (GFM) or GitHub gives a meaning inline: escapes, code, emphasis,
-#: links and images, raw HTML and entities, table cells, headings, strikethrough, @mentions.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~@&!])")
+#: links and images, raw HTML and entities, table cells, headings, strikethrough, @mentions, and
+#: ``$`` (GitHub renders ``$…$`` and ``$$…$$`` as math).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~@&!$])")
 
 
 def _one_line(text: object) -> str:

@@ -15,7 +15,7 @@ from benchtrail.errors import UserError
 from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord,
                                       ResultsFile)
 from benchtrail.stats.summary import summarize
-from benchtrail.suite.names import SAFE_NAME, slug
+from benchtrail.suite.names import NAME_RULE, SAFE_NAME, name_problem, slug
 from benchtrail.suite.serialization import from_plain
 
 #: What a preset name may hold: it names files (``<preset>.png``, ``<preset>.html`` of the dashboard).
@@ -55,7 +55,8 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
             file (no schema_version)"), of an unknown schema version, lacks a field, has an unknown
             field, a bad status, kind, unit or metric (one without a known direction), a direction that
             is not its metric's, a preset name that is not safe as a file name (in ``run.presets`` or a
-            record's ``presets``; ``PRESET_NAME_RULE``), or two benchmarks with one id; with
+            record's ``presets``; ``PRESET_NAME_RULE``), a name or id with a control character or line
+            break (``benchtrail.suite.names.NAME_RULE``), or two benchmarks with one id; with
             ``bad_values="refuse"`` also a bad sample or summary. Each message names the file, the
             benchmark, the field and what is allowed.
     """
@@ -85,6 +86,12 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
             raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
                             f"allowed: {', '.join(KINDS)}")
         _check_record(path, b, bad_values == "refuse")
+        for field in ("id", "name", "device_name", "module_name", "compile_config"):
+            value = getattr(b, field)
+            problem = name_problem(value) if value else None  # empty: a record of a tool that has none
+            if problem:
+                raise UserError(f"results file {path}: benchmark {b.name!r} field {field} is {value!r}: {problem}; "
+                                f"allowed: {NAME_RULE}")
         bad = [p for p in b.presets if unsafe_preset_name(p)]
         if bad:
             raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; allowed: "

@@ -93,7 +93,11 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
     if dataclasses.is_dataclass(tp):
         return _deserialize_dataclass(value, tp, keyed, cache, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise UserError(f"{where}: {str(value)[:20]}... ({len(str(value))} digits) is beyond a float's range; "
+                            "allowed: numbers up to about 1.8e308") from None
     if not isinstance(value, tp):
         raise UserError(f"{where}: expected {tp.__name__}, got {value!r}")
     return value
