@@ -545,14 +545,19 @@ class _Handler(BaseHTTPRequestHandler):
         cid = gh._insert_comment(full_name, int(number), req.json["body"], user)
         return 201, {"Location": gh._comment_json(cid)["url"]}, gh._comment_json(cid)
 
+    def _own_comment(self, full_name: str, user: dict[str, Any], id: str):  # noqa: A002
+        """(the comment ``id`` of ``full_name`` written by ``user``, None) or (None, the error answer)."""
+        comment = self.github.comments.get(int(id))
+        if comment is None or comment["full_name"] != full_name:
+            return None, _not_found()
+        if comment["user"]["login"] != user["login"]:
+            return None, FAILURES["read-only"]
+        return comment, None
+
     def edit_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
         gh = self.github
-        comment = gh.comments.get(int(id))
-        if comment is None or comment["full_name"] != full_name:
-            return _not_found()
-        if comment["user"]["login"] != user["login"]:
-            return FAILURES["read-only"]
-        error = _body_error(req.json)
+        comment, error = self._own_comment(full_name, user, id)
+        error = error or _body_error(req.json)
         if error:
             return error
         comment["body"] = req.json["body"]
@@ -561,11 +566,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def delete_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
         gh = self.github
-        comment = gh.comments.get(int(id))
-        if comment is None or comment["full_name"] != full_name:
-            return _not_found()
-        if comment["user"]["login"] != user["login"]:
-            return FAILURES["read-only"]
+        comment, error = self._own_comment(full_name, user, id)
+        if error:
+            return error
         del gh.comments[int(id)]
         gh.pulls[(full_name, comment["number"])]["issue_comments"].remove(int(id))
         return 204, {}, None

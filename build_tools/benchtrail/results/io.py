@@ -145,6 +145,10 @@ def _check_record(path: Path, b: BenchmarkRecord, values: bool = True) -> None:
         raise UserError(f"{where} has an empty id")
     if b.unit not in UNITS:
         raise UserError(f"{where} has unit {b.unit!r}; allowed: {', '.join(UNITS)}")
+    metric = METRICS[b.metric]
+    if (b.kind, b.unit) != (metric.kind, metric.unit):
+        raise UserError(f"{where} has kind {b.kind!r} and unit {b.unit!r}, but metric {b.metric!r} is "
+                        f"{metric.kind} in {metric.unit!r} (docs/formats.md, 'Metrics'); allowed: its metric's")
     if b.direction not in DIRECTIONS:
         raise UserError(f"{where} has direction {b.direction!r}; allowed: {', '.join(DIRECTIONS)}")
     if b.direction != METRICS[b.metric].direction:
