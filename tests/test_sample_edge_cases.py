@@ -303,3 +303,19 @@ def test_a_thresholds_rule_can_only_narrow_the_direction(tmp_path, capsys, rules
         assert (rows["lat"]["verdict"], rows["lat"]["threshold"]["direction"]) == ("improved", "lower-is-better")
     else:
         assert code == 1 and message in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"metric": "throughput", "direction": "higher-is-better"},
+     "has kind 'execution' and unit 'us', but metric 'throughput' is execution in 'per_s'"),
+    ({"kind": "compilation"}, "has kind 'compilation' and unit 'us', but metric 'latency' is execution in 'us'"),
+    ({"unit": "ms"}, "has kind 'execution' and unit 'ms', but metric 'latency' is execution in 'us'")])
+def test_a_record_whose_kind_or_unit_is_not_its_metrics_is_refused(tmp_path, capsys, change, message):
+    _, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
+    obj = results_to_dict(results(record("fine", spread(100))))
+    obj["benchmarks"][0].update(change)
+    bad = _write_obj(tmp_path, "bad.json", obj)
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"results file {bad}: benchmark 'fine.inference-bs1.c2-standard-16' {message}" in err
+    assert "allowed: its metric's" in err and not (tmp_path / "c.json").exists()
