@@ -1,4 +1,4 @@
-"""The suite's models. Inputs are generated from specs with a fixed seed (``benchtrail.inputs``)."""
+"""The suite's models. Inputs are generated from specs with a fixed seed (``benchtrail.worker.inputs``)."""
 
 from __future__ import annotations
 

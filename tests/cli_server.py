@@ -4,7 +4,7 @@ The workflow harness runs a few dozen ``.venv/bin/benchtrail`` commands per work
 would spend 1–3 s importing torch. Instead ``.venv/bin/benchtrail`` is a small client
 (:data:`CLIENT`) that hands its argv, environment, working directory and standard streams (the file
 descriptors themselves, over a Unix socket) to this server. The server forks; the child takes them
-over and runs ``benchtrail.cli.main(argv)``, exactly what the console script runs, and its exit
+over and runs ``benchtrail.cli.app.main(argv)``, exactly what the console script runs, and its exit
 code becomes the client's. Each command runs in a fresh fork of the same pristine process, so no
 state passes from one command to the next. When the client goes away before the command ends (a
 step killed by its timeout) the command gets SIGTERM, which benchtrail turns into an unwinding exit
@@ -115,7 +115,7 @@ def serve(path: str) -> None:
     import matplotlib.pyplot  # noqa: F401  (the dashboard's import cost, paid once)
     import torch  # noqa: F401
 
-    import benchtrail.cli  # noqa: F401
+    import benchtrail.cli.app  # noqa: F401
     import benchtrail.stages  # noqa: F401
 
     server = socket.socket(socket.AF_UNIX)

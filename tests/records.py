@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchtrail.results.schema import METRICS, BenchmarkRecord, ResultsFile
-from benchtrail.stats.summary import summarize
+from benchtrail.results.summary import summarize
 
 
 def spread(median: float, n: int = 10, step: float = 0.002) -> list[float]:

@@ -11,10 +11,10 @@ from dataclasses import asdict
 import pytest
 
 from benchmark_suites import devices
-from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref
+from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.cli import main
-from benchtrail.compare import SCHEMA_VERSION, Row, count_rows
-from benchtrail.confirm import apply, suspects
+from benchtrail.compare.verdicts import SCHEMA_VERSION, Row, count_rows
+from benchtrail.runner.recheck import apply, suspects
 from benchtrail.errors import UserError
 from benchtrail.stages import ab_stage, recheck_stage
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,

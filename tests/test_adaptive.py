@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from benchtrail.adaptive import sample_until_settled
+from benchtrail.runner.adaptive import sample_until_settled
 
 
 def _draws(base_median, head_median, spread, n=10, seed=0):

@@ -65,7 +65,7 @@ def _benchtrail(command: list[str], cwd: Path, env: dict[str, str], *args: str) 
 
 def _cli() -> list[str]:
     script = shutil.which("benchtrail", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "benchtrail.cli"]
+    return [script] if script else [sys.executable, "-m", "benchtrail.cli.app"]
 
 
 def _cannot_import(cwd: Path, env: dict[str, str], python: str = sys.executable) -> bool:
@@ -129,7 +129,7 @@ def test_each_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, install
                 f.write('\n[tool.setuptools.packages.find]\ninclude = ["my_*"]\n')
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
                         "--no-build-isolation", "-e", str(repo / "bench")], check=True, env=env, cwd=tmp_path)
-        cli = [str(venv / "bin" / "python"), "-m", "benchtrail.cli"]
+        cli = [str(venv / "bin" / "python"), "-m", "benchtrail.cli.app"]
         assert not _cannot_import(tmp_path, env, cli[0])  # the install resolves the head's package anywhere
     else:
         assert _cannot_import(here, env)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.backends import check_one_run, compare_backends
+from benchtrail.interop.backends import check_one_run, compare_backends
 from benchtrail.cli import main
 from benchtrail.results.io import load_results_paths
 
@@ -139,7 +139,7 @@ def test_a_reason_with_brackets_and_a_traceback_shows_its_first_line_verbatim(tm
 
 def _zero(record: dict) -> None:
     """Make ``record`` an ok case whose samples (and so its median) are all 0."""
-    from benchtrail.stats.summary import summarize
+    from benchtrail.results.summary import summarize
 
     record["samples"] = [0.0] * 5
     record.update(summarize(record["samples"]))

@@ -61,9 +61,9 @@ def test_comment_on_a_malformed_comparison_names_the_row_and_field(tmp_path, cap
 
 
 def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
-    from benchtrail.comment import render
-    from benchtrail.compare import compare, comparison_to_dict
-    from benchtrail.thresholds import load_thresholds
+    from benchtrail.compare.comment import render
+    from benchtrail.compare.verdicts import compare, comparison_to_dict
+    from benchtrail.compare.thresholds import load_thresholds
 
     bad = record("a", [], status="failed")
     bad = type(bad)(**{**bad.__dict__, "reason": "boom | pipe\nsecond line"})

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.baseline import MAX_ANCESTORS, candidate_commits, find_baselines
-from benchtrail.baseline_key import BaselineKey
+from benchtrail.compare.baseline import MAX_ANCESTORS, candidate_commits, find_baselines
+from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.errors import UserError
 from benchtrail.store import open_store
 
@@ -191,7 +191,7 @@ def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
 
 
 def test_results_problem_names_files_this_benchtrail_cannot_load(tmp_path):
-    from benchtrail.baseline import results_problem
+    from benchtrail.compare.baseline import results_problem
     from benchtrail.results.schema import SCHEMA_VERSION
 
     where = "run 1/1: results file results/d-0.json"
@@ -224,7 +224,7 @@ def test_results_problem_names_files_this_benchtrail_cannot_load(tmp_path):
 
 
 def test_unusable_picks_the_devices_whose_baseline_run_cannot_be_read():
-    from benchtrail.baseline import unusable
+    from benchtrail.compare.baseline import unusable
 
     lacking = {"a": "baseline incompatible: schema 9 (run 1/1: …)", "b": "baseline unreadable: run 2/1: …",
                "c": "no run of the merge base has its baseline key (…)", "d": "baseline incompatible schema"}

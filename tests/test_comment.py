@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from benchtrail.comment import MAX_COMMENT_CHARS, format_value, note_line, render
-from benchtrail.compare import SCHEMA_VERSION, compare, comparison_to_dict
-from benchtrail.thresholds import load_thresholds
+from benchtrail.compare.comment import MAX_COMMENT_CHARS, format_value, note_line, render
+from benchtrail.compare.verdicts import SCHEMA_VERSION, compare, comparison_to_dict
+from benchtrail.compare.thresholds import load_thresholds
 from tests.records import record, results, spread
 
 rng = np.random.default_rng(1)
@@ -68,8 +68,8 @@ def test_partial_baseline_says_what_it_lacks():
 
 
 def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
-    from benchtrail.confirm import apply
-    from benchtrail.ab import Arm
+    from benchtrail.runner.recheck import apply
+    from benchtrail.runner.ab import Arm
 
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     head = [record(f"r{i}", 130 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
@@ -210,8 +210,8 @@ def test_comment_cli_refuses_bad_links_and_notes_naming_the_flag_and_writes_noth
 
 
 def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach():
-    from benchtrail.ab import Arm
-    from benchtrail.confirm import apply, by_size
+    from benchtrail.runner.ab import Arm
+    from benchtrail.runner.recheck import apply, by_size
 
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
     head = [record(f"r{i}", (130 + i) * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
@@ -311,7 +311,7 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
     """Assert ``body`` is within both caps and counts what it leaves out truly; return (code points, bytes)."""
     import re
 
-    from benchtrail.comment import CUT_PRIORITY
+    from benchtrail.compare.comment import CUT_PRIORITY
 
     size = (len(body), len(body.encode("utf-8")))
     assert size[0] <= max_chars and size[1] <= max_bytes, size
@@ -348,7 +348,7 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
     """comment.md and comment.json's body (what ``benchtrail post`` sends) are within MAX_COMMENT_CHARS code
     points and MAX_COMMENT_BYTES bytes; with these caps (a ratio of 4 bytes a code point) the code-point cap
     binds, even on names of 4-byte emoji; rows are cut by section priority and counted; full.md has all."""
-    from benchtrail.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment import MAX_COMMENT_BYTES
     from benchtrail.github.post import fit_body, load_comment
 
     comparison = _many_rows(1200, _NAMES[names])  # load_comparison takes about 1 ms a row
@@ -369,7 +369,7 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
 def test_the_byte_cap_binds_on_multibyte_names_when_the_code_point_cap_is_lifted(names):
     """With the code-point cap raised to the byte cap (GitHub's byte reading alone), names of 4-byte emoji or
     3-byte CJK characters fill MAX_COMMENT_BYTES long before the code points run out."""
-    from benchtrail.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES[names])
     body, full, data = render(comparison, "gs://bucket/runs/123/1/", max_chars=MAX_COMMENT_BYTES)
@@ -380,7 +380,7 @@ def test_the_byte_cap_binds_on_multibyte_names_when_the_code_point_cap_is_lifted
 
 
 def test_ascii_rows_stop_at_the_code_point_cap_far_below_the_byte_cap():
-    from benchtrail.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES["ascii"])
     body, full, _ = render(comparison, max_bytes=MAX_COMMENT_BYTES)
@@ -398,7 +398,7 @@ def test_a_body_that_fits_is_not_cut_and_says_nothing_is_left_out():
 def test_notes_too_long_for_the_comment_are_cut_but_the_count_and_marker_stay():
     """Top lines alone over the caps (80 notes of 1,000 emoji): every row is left out, the notes cut from the
     last, the footer kept; full.md keeps every note and row."""
-    from benchtrail.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment import MAX_COMMENT_BYTES
 
     comparison = _many_rows(50, _NAMES["emoji"])
     notes = [f"{i:02d} " + "🔥" * 990 for i in range(80)]

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.compare.verdicts import compare, comparison_to_dict
 from benchtrail.errors import UserError
 from benchtrail.results.io import write_results
-from benchtrail.thresholds import Threshold, find_threshold, load_thresholds
+from benchtrail.compare.thresholds import Threshold, find_threshold, load_thresholds
 from tests.records import record, results
 
 RULES = load_thresholds()
@@ -140,7 +140,7 @@ def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(t
 
 
 def test_fail_on_regressed_exits_3_unless_a_trailer_accepts_it(tmp_path, capsys, monkeypatch):
-    from benchtrail.comment import render
+    from benchtrail.compare.comment import render
 
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
     base = write_results(tmp_path / "base.json", results(record("slow", noisy(100)), record("same", noisy(50))))
@@ -182,7 +182,7 @@ def test_records_pooling_several_processes_get_the_two_stage_interval():
 def _run_dir_with_export(tmp_path):
     """A head run directory: an execution export of 4 cases in 2 shards (the real export code) and no results yet."""
     from benchtrail import jsonio
-    from benchtrail.export import export_execution, load_execution
+    from benchtrail.suite.export import export_execution, load_execution
     from tests.test_run_stage import _suite
 
     run_dir = tmp_path / "head"
@@ -250,7 +250,7 @@ def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep
 
 def test_load_comparison_checks_missing_shards_and_reads_older_versions_without_it(tmp_path):
     from benchtrail import jsonio
-    from benchtrail.compare import load_comparison
+    from benchtrail.compare.verdicts import load_comparison
 
     rows = compare([], [results(record("a"))], RULES)
     obj = comparison_to_dict(rows, [], [results(record("a"))], "t.yaml", missing_shards=[])

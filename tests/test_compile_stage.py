@@ -10,12 +10,12 @@ import pytest
 from benchmark_suites import configs, devices
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.comment import render
-from benchtrail.compare import compare, comparison_to_dict
-from benchtrail.export import export_compilation, export_execution
+from benchtrail.compare.comment import render
+from benchtrail.compare.verdicts import compare, comparison_to_dict
+from benchtrail.suite.export import export_compilation, export_execution
 from benchtrail.results.io import load_results
 from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
-from benchtrail.thresholds import load_thresholds
+from benchtrail.compare.thresholds import load_thresholds
 from tests.records import results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ import sys
 sys.modules["benchmark_suites"] = None  # the model code cannot be imported
 sys.modules["tests"] = None
 import torch
-from benchtrail.modules import load_artifact
+from benchtrail.worker.build import load_artifact
 from pathlib import Path
 x = torch.ones(2, 8)
 for name in ("linear.export.cpu", "linear.aot-inductor.cpu"):

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.trailers import benchmark_presets, parse_trailers, pr_message
+from benchtrail.github.trailers import benchmark_presets, parse_trailers, pr_message
 from tests.test_schemas import errors
 
 # (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
@@ -367,7 +367,7 @@ def test_error_text_is_plain_markdown_and_mentions_are_escaped(gh, run_ids, tmp_
 ])
 def test_every_selection_error_of_a_pr_gets_a_comment(gh, run_ids, tmp_path, monkeypatch, capsys, payload, env,
                                                       named):
-    from benchtrail.comment import _plain
+    from benchtrail.compare.comment import _plain
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -410,7 +410,7 @@ def test_local_run_marker_defaults(gh, tmp_path, monkeypatch):
 
 def test_error_comment_is_posted_then_edited_in_place_by_a_newer_valid_run(gh, github_server, run_ids, tmp_path,
                                                                             monkeypatch, capsys):
-    from benchtrail import comment as comment_stage
+    from benchtrail.compare import comment as comment_stage
     from benchtrail.jsonio import write_json
 
     head = "a" * 40

@@ -9,9 +9,9 @@ import torch
 from benchmark_suites import configs, devices
 from benchmark_suites.suite import CUDA_SMOKE, generate
 from benchtrail.cli import main
-from benchtrail.cuda_timing import (MIN_PAIR_US, REPORTED_TIMES, is_steady, launches_per_sample, parse_oom_bytes,
+from benchtrail.worker.cuda_timing import (MIN_PAIR_US, REPORTED_TIMES, is_steady, launches_per_sample, parse_oom_bytes,
                                     plan_timing)
-from benchtrail.environment import parse_nvidia_smi
+from benchtrail.runner.environment import parse_nvidia_smi
 from benchtrail.results.io import load_results
 from tests.test_run_stage import FAST, _export, _suite
 
@@ -105,7 +105,7 @@ def test_cuda_smoke_preset_is_three_cheap_gpu_cases_and_every_config_reports_a_k
 
 @needs_gpu
 def test_cuda_event_time_of_a_calibrated_sleep_matches_the_host_clock():  # pragma: no cover - GPU only
-    from benchtrail.cuda_timing import measure_cuda
+    from benchtrail.worker.cuda_timing import measure_cuda
 
     cycles = 1_000_000
     policy = dataclasses.replace(configs.INFERENCE_BS1, min_samples=10, warmup_time_ms=50)

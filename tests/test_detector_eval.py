@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binomtest
 
-from benchtrail import cli
-from benchtrail.detector_eval import MODES, EvalConfig, evaluate, format_table, rejudge
-from benchtrail.detector_rules import (RULES, asv_rule, benchtrail_rule, clopper_pearson, github_action_benchmark_rule,
+from benchtrail.cli import app as cli
+from benchtrail.detector.evaluate import MODES, EvalConfig, evaluate, format_table, rejudge
+from benchtrail.detector.rules import (RULES, asv_rule, benchtrail_rule, clopper_pearson, github_action_benchmark_rule,
                                        iree_rule)
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail import doctor
+from benchtrail.runner import doctor
 from benchtrail.cli import main
-from benchtrail.comment import runner_checks_line
+from benchtrail.compare.comment import runner_checks_line
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results
 from tests.test_run_stage import _export, _suite
@@ -190,7 +190,7 @@ def _doctor_cli(tmp_path: Path, root: Path | None, name: str) -> tuple[subproces
     if root is not None:
         env[doctor.ROOT_ENV] = str(root)
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "benchtrail.cli", "doctor", "--json", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", "doctor", "--json", str(out)],
                           capture_output=True, text=True, env=env, timeout=120)
     return proc, out
 

@@ -8,8 +8,8 @@ import pytest
 
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.compare import comparison_to_dict, compare, count_rows
-from benchtrail.thresholds import load_thresholds
+from benchtrail.compare.verdicts import comparison_to_dict, compare, count_rows
+from benchtrail.compare.thresholds import load_thresholds
 from tests.records import record, results
 
 
@@ -97,11 +97,11 @@ def test_a_bad_comparison_file_is_a_user_error_naming_it(tmp_path, capsys):
 
 def test_gate_never_imports_torch(tmp_path):
     path = jsonio.write_json(tmp_path / "comparison.json", _comparison({"slow": "confirmed"}))
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchtrail.cli", "gate", "--comparison",
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchtrail.cli.app", "gate", "--comparison",
                            str(path)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
     assert done.returncode == 3, done.stderr[-2000:]
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
-    assert "benchtrail.gate" in imported and not [m for m in imported if m.split(".")[0] == "torch"]
+    assert "benchtrail.compare.gate" in imported and not [m for m in imported if m.split(".")[0] == "torch"]
     assert json.loads(path.read_text())["rows"]  # the file is read as it is
 
 
@@ -109,7 +109,7 @@ def test_the_workflows_gate_jq_fails_the_same_rows_as_benchtrail_gate():
     """The gate job reads the report with jq alone (it installs nothing): same rule, same rows."""
     import jq
 
-    from benchtrail.gate import check
+    from benchtrail.compare.gate import check
     from tests.workflow_harness import ROOT
 
     program = jq.compile((ROOT / "build_tools" / "github_actions" / "gate.jq").read_text())

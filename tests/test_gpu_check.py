@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from benchmark_suites import suite as suite_module
-from benchtrail.run_stage import case_record
+from benchtrail.runner.run_cases import case_record
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "build_tools" / "benchmarks" / "gpu_check.py"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare_builds import compare_builds
-from benchtrail.history import collect_history, load_history
+from benchtrail.history.builds import compare_builds
+from benchtrail.history.collect import collect_history, load_history
 from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
 from tests import gcs_fixtures

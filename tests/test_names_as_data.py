@@ -120,7 +120,7 @@ MPL_NAMES = [*HOSTILE, "$x$", "a$b", "\\$", "$\\frac{$"]
 def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
     from matplotlib.text import Text
 
-    from benchtrail.plots import plot_ratios_png
+    from benchtrail.history.plots import plot_ratios_png
 
     for name in MPL_NAMES:  # matplotlib's own reading of the label: the name itself, no mathtext
         assert Text()._preprocess_math(mpl_text(name)) == (name, False), name
@@ -130,8 +130,8 @@ def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
 
 
 def test_dashboard_page_escapes_names_in_titles_legend_and_hover(tmp_path):
-    from benchtrail.dashboard import page_html
-    from benchtrail.history import CommitRun, History, Point, Series
+    from benchtrail.history.dashboard import page_html
+    from benchtrail.history.collect import CommitRun, History, Point, Series
 
     commits = ["a" * 40, "b" * 40]
     series = tuple(Series(f"s{i}", name, "execution", "latency", "us", DEVICES[i % 4], ("smoke",), "eager",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail import compare as compare_module
+from benchtrail.compare import verdicts as compare_module
 from benchtrail.cli import main
 from benchtrail.results import schema as results_schema
 from benchtrail.results.io import load_results, write_results

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchtrail import comment as comment_stage
-from benchtrail.compare import compare, comparison_to_dict
+from benchtrail.compare import comment as comment_stage
+from benchtrail.compare.verdicts import compare, comparison_to_dict
 from benchtrail.errors import UserError
 from benchtrail.github.post import (
     DETAILS_DROPPED_NOTE,
@@ -29,7 +29,7 @@ from benchtrail.github.post import (
     post_comment,
 )
 from benchtrail.jsonio import write_json
-from benchtrail.thresholds import load_thresholds
+from benchtrail.compare.thresholds import load_thresholds
 from tests.github_server import BOT
 from tests.records import record, results
 

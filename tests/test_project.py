@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare import compare, gate, mark_regressions
+from benchtrail.compare.verdicts import compare, gate, mark_regressions
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
-from benchtrail.quarantine import Entry, load_quarantine, unmatched
-from benchtrail.thresholds import load_thresholds
+from benchtrail.compare.quarantine import Entry, load_quarantine, unmatched
+from benchtrail.compare.thresholds import load_thresholds
 from tests.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
@@ -140,10 +140,10 @@ def test_filter_narrows_export_and_rejects_bad_or_empty_patterns(tmp_path, capsy
 
 
 def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
-    from benchtrail.environment import torch_version
-    from benchtrail.export import load_execution
+    from benchtrail.runner.environment import torch_version
+    from benchtrail.suite.export import load_execution
     from benchtrail.results.io import load_results
-    from benchtrail.run_stage import Journal, case_record
+    from benchtrail.runner.run_cases import Journal, case_record
     from benchtrail.stages import write_export
     from tests.test_run_stage import _suite
 
@@ -181,7 +181,7 @@ def test_the_project_root_goes_first_on_sys_path_and_on_the_workers_pythonpath(t
     import sys
 
     from benchtrail.project import import_root, put_first_on_sys_path
-    from benchtrail.workers import worker_pythonpath
+    from benchtrail.runner.workers import worker_pythonpath
 
     root = _nested_project(tmp_path) / "bench"
     monkeypatch.chdir(root / "pkg")  # a subfolder: found upwards
@@ -201,7 +201,7 @@ def test_the_project_root_goes_first_on_sys_path_and_on_the_workers_pythonpath(t
 def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypatch):
     import os
 
-    from benchtrail.ab import Arm
+    from benchtrail.runner.ab import Arm
 
     repo = _nested_project(tmp_path)
     base_checkout = (tmp_path / "worktree").resolve()  # stands in for the base commit's git worktree

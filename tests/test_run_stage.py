@@ -13,7 +13,7 @@ from benchmark_suites import devices
 from benchmark_suites.suite import generate
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.export import export_execution
+from benchtrail.suite.export import export_execution
 from benchtrail.results.io import load_results
 from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, ExecutionConfig, Model,
                                           ModuleGenerationConfig, RunConfig, Suite, Task)
@@ -147,7 +147,7 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
     mid-way leaves a folder without one): their cases fail with the reason and start no worker, and the eager
     case runs."""
     from benchmark_suites import configs
-    from benchtrail.compile_stage import MODULE_SCHEMA_VERSION, module_info
+    from benchtrail.runner.compile_modules import MODULE_SCHEMA_VERSION, module_info
 
     def gen(entry, compile_config):
         model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}", ("2x8xf32",))
@@ -188,7 +188,7 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
 
 def test_an_unreadable_compile_stats_file_fails_its_cases_naming_the_file(tmp_path):
     from benchmark_suites import configs
-    from benchtrail.run_stage import module_problem
+    from benchtrail.runner.run_cases import module_problem
 
     model = Model("model-tiny", "tiny", ("test",), "tests.bad_models:tiny", ("2x8xf32",))
     rc = RunConfig.build(ModuleGenerationConfig.build(model, configs.AOT_INDUCTOR, Architecture.CPU, ("test",)),

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.comment import render
-from benchtrail.gate import check
+from benchtrail.compare.comment import render
+from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
 from tests.records import record, results, spread

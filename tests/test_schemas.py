@@ -211,12 +211,12 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     """``confirm.apply`` gives re-checked rows their ``ab`` entry: here the comparison is c1 against c3 and
     the paired rows a real comparison of c2 with c3; the rows a stored baseline suspected are made so by
     hand (a paired run needs workers and a worktree)."""
-    from benchtrail.ab import Arm
-    from benchtrail.compare import compare
-    from benchtrail.confirm import apply, suspects
+    from benchtrail.runner.ab import Arm
+    from benchtrail.compare.verdicts import compare
+    from benchtrail.runner.recheck import apply, suspects
     from benchtrail.results.io import load_results_paths
     from benchtrail.stages import compare_stage
-    from benchtrail.thresholds import load_thresholds
+    from benchtrail.compare.thresholds import load_thresholds
 
     runs, commits = history_store["run_dirs"], history_store["commits"]
     path = compare_stage([Path(runs["c1"])], [Path(runs["c3"])], tmp_path / "comparison.json", None)
@@ -253,7 +253,7 @@ def test_doctor_json_validates(tmp_path, capsys):
 
 def test_evaluate_detector_output_validates(tmp_path):
     """A tiny real evaluation (about 10 s), and the same judged again at another threshold."""
-    from benchtrail.detector_eval import EvalConfig, evaluate, rejudge
+    from benchtrail.detector.evaluate import EvalConfig, evaluate, rejudge
     from benchtrail.jsonio import write_json
 
     doc = evaluate(EvalConfig(aa=1, ab=1, deltas_pct=(50.0,), matrix_size=64, sample_time_ms=1.0, warmup_s=0.1,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import false_discovery_control, mannwhitneyu
 
-from benchtrail.stats import summary
+from benchtrail.results import summary
 from benchtrail.stats.inference import (
     MIN_SAMPLES,
     NOISE_LIMIT,

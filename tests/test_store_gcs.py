@@ -15,7 +15,7 @@ from google.cloud import storage
 
 from benchtrail.errors import UserError
 from benchtrail.store import open_store
-from benchtrail.store.commands import add_fetch_parser, add_upload_parser
+from benchtrail.cli.store import add_fetch_parser, add_upload_parser
 from benchtrail.store.gcs import GcsStore, make_client
 from tests.gcs_fixtures import FAST_RETRY, fault_proxy, gcs_bucket, gcs_emulator, gcs_env  # noqa: F401
 from tests.test_store import RUN, read_tree, write_tree

@@ -6,7 +6,7 @@ from collections import defaultdict
 import pytest
 
 from benchmark_suites.suite import generate
-from benchtrail.inputs import parse_input_spec
+from benchtrail.worker.inputs import parse_input_spec
 from benchtrail.suite.definitions import SAFE_NAME, Architecture
 from benchtrail.suite.names import slug
 

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from benchtrail.trailers import benchmark_presets, format_trailers, git_interpret_trailers, parse_trailers, pr_message
+from benchtrail.git import interpret_trailers as git_interpret_trailers
+from benchtrail.github.trailers import benchmark_presets, format_trailers, parse_trailers, pr_message
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -367,7 +367,7 @@ def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(sto
     env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
            "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
            "GITHUB_TOKEN": "ghs_test", "BENCHTRAIL_TRUSTED_WORKFLOW": ".github/workflows/benchmarks.yml"}
-    done = subprocess.run([sys.executable, "-m", "benchtrail.cli", "track", "--store",
+    done = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", "track", "--store",
                            story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", "main"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from benchmark_suites.suite import generate
-from benchtrail.cli import build_parser
-from benchtrail.export import export_execution
+from benchtrail.cli.app import build_parser
+from benchtrail.suite.export import export_execution
 from tests.actions_expressions import condition, interpolate
 from tests.workflow_standins import artifact_paths
 
@@ -310,7 +310,7 @@ def test_matrix_jq_gives_every_field_the_execute_job_reads():
 def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run a step's script as Actions would (bash -e -o pipefail) in ``cwd`` (the job's working
     directory), with ``.venv/bin/benchtrail`` replaced by this interpreter's benchtrail."""
-    script = step["run"].replace(".venv/bin/benchtrail", f"{sys.executable} -m benchtrail.cli")
+    script = step["run"].replace(".venv/bin/benchtrail", f"{sys.executable} -m benchtrail.cli.app")
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=300)
 
@@ -930,7 +930,7 @@ def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, pro
 
 def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():
     """Through the jq package, as the workflow runs it through the jq CLI (`--argjson labels`)."""
-    from benchtrail.runner_labels import default_labels
+    from benchtrail.github.runner_labels import default_labels
 
     obj = export_execution(generate(), ("x86_64", "cuda"), shard_count=1)
     program = (ROOT / MATRIX_JQ).read_text()

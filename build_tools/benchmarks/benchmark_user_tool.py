@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchtrail.cli import ExitOneArgumentParser as ArgumentParser
+from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser
 from benchtrail.cli import main as benchtrail_main
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check ``benchtrail.trailers`` against the installed ``git interpret-trailers --parse --no-divider``
+"""Check ``benchtrail.github.trailers`` against the installed ``git interpret-trailers --parse --no-divider``
 on many random PR descriptions: the larger, randomized run that the derandomized property test
 (``tests/test_trailers_vs_git.py``) stands in for.
 
@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 from benchtrail.jsonio import write_text_atomic
-from benchtrail.trailers import format_trailers, git_interpret_trailers, parse_trailers, pr_message
+from benchtrail.git import interpret_trailers as git_interpret_trailers
+from benchtrail.github.trailers import format_trailers, parse_trailers, pr_message
 
 WORDS = ["fix", "the", "matmul", "speed", "$(whoami)", "`id`", "x86_64,", "cuda", "a:b", "é", "key=value",
          "Notes", "-", "benchmarks", "50%", "#12", ":", "\t", "日本"]

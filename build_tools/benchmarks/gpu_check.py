@@ -52,14 +52,15 @@ try:
 
     from benchmark_suites import devices as suite_devices
     from benchmark_suites import suite as suite_module
-    from benchtrail import environment, jsonio
-    from benchtrail.detector_rules import ALERTS, clopper_pearson
+    from benchtrail import jsonio
+    from benchtrail.runner import environment
+    from benchtrail.detector.rules import ALERTS, clopper_pearson
     from benchtrail.errors import UserError
     from benchtrail.results.io import load_results
     from benchtrail.stages import run_stage, write_export
     from benchtrail.stats.paired import compare_paired
 
-    importlib.import_module("benchtrail.worker")  # what every case's worker process imports
+    importlib.import_module("benchtrail.worker.main")  # what every case's worker process imports
 except ImportError as _exc:
     sys.stderr.write(f"gpu_check: cannot import {_exc.name or _exc}: {_exc}\n"
                      "gpu_check installs nothing: run it with a Python that has torch (with CUDA), numpy, "

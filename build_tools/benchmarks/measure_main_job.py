@@ -24,7 +24,7 @@ from pathlib import Path
 def run_pipeline(presets: str, store: Path, cache: Path) -> tuple[float, Path]:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache))
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "benchtrail.cli", "pipeline", "--benchmark-presets", presets,
+    proc = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", "pipeline", "--benchmark-presets", presets,
                            "--store", str(store)], env=env, capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 2):

@@ -28,7 +28,7 @@ from pathlib import Path
 if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():  # this checkout's benchtrail, installed or not
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchtrail.cli import ExitOneArgumentParser as ArgumentParser  # noqa: E402
+from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser  # noqa: E402
 from benchtrail.cli import main as benchtrail_main  # noqa: E402
 from benchtrail.errors import UserError  # noqa: E402
 
@@ -55,7 +55,7 @@ def _devices(path: Path, shard_index: str | None) -> tuple[dict, bool]:
     Raises:
         UserError: the file cannot be read, or ``--shard_index`` names shards of unsharded run configs.
     """
-    from benchtrail.export import load_execution, load_seed_run_configs
+    from benchtrail.suite.export import load_execution, load_seed_run_configs
 
     if _is_export(path):
         return load_execution(path), True
@@ -75,8 +75,8 @@ def _compile_artifacts(rcs: tuple, device: str, folder: Path) -> Path | None:
     refuses it). A module that fails to compile fails its cases in the run stage, with the reason.
     """
     from benchtrail import jsonio
-    from benchtrail.export import compilation_of
-    from benchtrail.modules import ARTIFACTS
+    from benchtrail.suite.export import compilation_of
+    from benchtrail.worker.build import ARTIFACTS
     from benchtrail.pipeline import available_architectures, new_run_id
     from benchtrail.project import put_first_on_sys_path
     from benchtrail.stages import compile_stage
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             shards = {i: rcs for i, rcs in shards.items() if i == int(args.shard_index)}
         rcs = tuple(rc for i in sorted(shards) for rc in shards[i])
         from benchtrail import jsonio
-        from benchtrail.run_stage import Journal
+        from benchtrail.runner.run_cases import Journal
 
         jsonio.check_new(Path(args.output))  # before any module is compiled, as benchtrail run checks it
         Journal(Path(args.output + ".partial.jsonl")).refuse_stale()
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = Path(folder)
             export = path
             if not is_export:  # benchtrail run reads an execution export
-                from benchtrail.export import execution_of
+                from benchtrail.suite.export import execution_of
 
                 export = jsonio.write_json(folder / "execution.json", execution_of(rcs))
             forwarded = ["run", "--run-configs", str(export), "--device-name", device, "--output", args.output]

@@ -13,24 +13,25 @@ from pathlib import Path
 
 import torch
 
-from benchtrail.baseline import fetch_baselines, find_baselines, resolve_commit
-from benchtrail.baseline_key import keys_of_results
-from benchtrail.ab import Policy
-from benchtrail.environment import git, git_state
+from benchtrail.compare.baseline import fetch_baselines, find_baselines, resolve_commit
+from benchtrail.results.baseline_key import keys_of_results
+from benchtrail.runner.ab import Policy
+from benchtrail import git
+from benchtrail.git import state as git_state
 from benchtrail.errors import UserError
-from benchtrail.export import load_execution
+from benchtrail.suite.export import load_execution
 from benchtrail.progress import console
-from benchtrail.quarantine import load_quarantine
+from benchtrail.compare.quarantine import load_quarantine
 from benchtrail.results.io import load_results_paths
 from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dashboard_stage, recheck_with, run_stage,
                                write_export)
 from benchtrail.store import open_store
-from benchtrail.store.commands import pointer_info
+from benchtrail.cli.store import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.suite.names import slug
 from benchtrail.markup import rich_text
-from benchtrail.thresholds import load_thresholds
-from benchtrail.trust import trust_from_options
+from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.github.trust import trust_from_options
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def available_architectures() -> set[Architecture]:
 
 
 def report_baselines(found) -> None:
-    """Say which baseline run each device got (``benchtrail.baseline.BaselineSet``), which runs were
+    """Say which baseline run each device got (``benchtrail.compare.baseline.BaselineSet``), which runs were
     ignored and why, or that there is none."""
     for b in found.runs:
         console.print(f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
@@ -75,9 +76,9 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                  quarantine: Path | None = None) -> PipelineResult:
     """Run the main job; return where its outputs are.
 
-    ``quarantine`` is the quarantine file (``benchtrail.quarantine``). With ``recheck``, regressions
+    ``quarantine`` is the quarantine file (``benchtrail.compare.quarantine``). With ``recheck``, regressions
     against the stored baseline are run again in paired A/B mode
-    against the baseline commit (``benchtrail.confirm``) when that commit is in ``repo``.
+    against the baseline commit (``benchtrail.runner.recheck``) when that commit is in ``repo``.
 
     Raises:
         UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
@@ -128,7 +129,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     baseline = found.primary
     confirm = None
     if baseline and recheck:
-        if git(repo, "rev-parse", "--verify", "--quiet", f"{baseline.commit}^{{commit}}") is None:
+        if git.resolve_commit(repo, baseline.commit) is None:
             console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
                           "regressions stay unconfirmed")
         else:

@@ -76,7 +76,7 @@ def import_root(start: Path = Path(".")) -> Path | None:
     is reported by the command that reads it). None outside any project.
 
     The CLI puts it first on ``sys.path`` (:func:`put_first_on_sys_path`) and every worker process
-    gets it first on ``PYTHONPATH`` (``benchtrail.workers.run_in_worker``), so ``suite`` and the
+    gets it first on ``PYTHONPATH`` (``benchtrail.runner.workers.run_in_worker``), so ``suite`` and the
     model factories it names import whether or not the project is pip-installed and from whatever
     folder benchtrail runs in.
     """
@@ -179,7 +179,7 @@ def load_suite(project: Project):
             holds a control character or line break, or a preset name breaks the preset rule (each
             message names the name and the rule).
     """
-    from benchtrail.modules import ModuleError, load_entry_point
+    from benchtrail.worker.build import ModuleError, load_entry_point
     from benchtrail.suite.definitions import Suite
     from benchtrail.suite.names import BadName
 

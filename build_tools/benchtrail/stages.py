@@ -12,32 +12,35 @@ from typing import Any
 
 import torch
 
-from benchtrail import confirm, jsonio
-from benchtrail.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
-from benchtrail.comment import render
-from benchtrail.compare import Unreported, compare, comparison_to_dict, load_comparison, mark_regressions
-from benchtrail.compile_stage import compile_modules
-from benchtrail.environment import collect_environment, git_state, torch_version
+from benchtrail import jsonio
+
+from benchtrail.runner import recheck as confirm
+from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
+from benchtrail.compare.comment import render
+from benchtrail.compare.verdicts import Unreported, compare, comparison_to_dict, load_comparison, mark_regressions
+from benchtrail.runner.compile_modules import compile_modules
+from benchtrail.git import state as git_state
+from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.errors import UserError
-from benchtrail.export import (export_compilation, export_execution, load_compilation, load_execution,
+from benchtrail.suite.export import (export_compilation, export_execution, load_compilation, load_execution,
                                seed_execution)
 from benchtrail.progress import console, track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
-from benchtrail.run_stage import Journal, run_cases
-from benchtrail.confirm import suspects
+from benchtrail.runner.run_cases import Journal, run_cases
+from benchtrail.runner.recheck import suspects
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.suite.names import slug
 from benchtrail.markup import rich_text
-from benchtrail.thresholds import default_thresholds_path, load_thresholds
+from benchtrail.compare.thresholds import default_thresholds_path, load_thresholds
 
 
 
 def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
                   seed: bool = False) -> dict[str, Any]:
     """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
-    execution export (``benchtrail.export.seed_execution``: no ``schema_version``, unsharded).
+    execution export (``benchtrail.suite.export.seed_execution``: no ``schema_version``, unsharded).
 
     Raises:
         UserError: ``seed`` with a compilation export or more than one shard.
@@ -229,8 +232,8 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
 
 def key_mismatches(base: list[ResultsFile], head: list[ResultsFile]) -> dict[str, str]:
     """``{device: what differs}`` for the devices of both sides whose baseline keys differ
-    (``benchtrail.baseline_key.difference``: GPU model, torch version, method version)."""
-    from benchtrail.baseline_key import difference, keys_of_results
+    (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version)."""
+    from benchtrail.results.baseline_key import difference, keys_of_results
 
     base_keys, head_keys = keys_of_results(base), keys_of_results(head)
     found = {d: difference(base_keys[d], head_keys[d]) for d in head_keys if d in base_keys}
@@ -265,18 +268,18 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
                   base_results: list[ResultsFile] | None = None) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
 
-    ``base_results`` are baseline records already loaded (``benchtrail.baseline.fetch_baselines``:
+    ``base_results`` are baseline records already loaded (``benchtrail.compare.baseline.fetch_baselines``:
     each device's own baseline run, so they may come from several commits), used with ``base``.
-    Devices whose baseline key differs from the head's (``benchtrail.baseline_key``) are not compared
+    Devices whose baseline key differs from the head's (``benchtrail.results.baseline_key``) are not compared
     (their rows are ``not-comparable``, saying what differs), and baseline series outside the head
     run's presets are left out (a ``comp-stats`` run does not call every ``x86_64`` series removed).
     Devices whose stored baseline run exists but cannot be read (``baseline.lacking`` says
-    ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``; ``benchtrail.baseline``)
+    ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``; ``benchtrail.compare.baseline``)
     get ``not-comparable`` rows with that reason instead of ``new`` ones.
 
     ``accept`` holds globs over series names or ids whose regressions are accepted; ``paired`` says
     the samples come from a paired A/B run (regressions are ``confirmed``); ``recheck`` may update
-    the comparison before it is written (``benchtrail.confirm``); ``quarantine`` is the quarantine
+    the comparison before it is written (``benchtrail.runner.recheck``); ``quarantine`` is the quarantine
     file (default: the shipped one): its series are reported but never gate, and an entry that
     matches no series is printed as a warning.
 
@@ -285,7 +288,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     which shard did not report, and ``missing_shards`` lists the shards without results (devices in
     ``skipped_devices`` excepted); without an export ``missing_shards`` is null.
     """
-    from benchtrail.quarantine import load_quarantine, unmatched
+    from benchtrail.compare.quarantine import load_quarantine, unmatched
 
     jsonio.check_new(output)
     entries = load_quarantine(quarantine)
@@ -318,10 +321,10 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
 
 def _unusable_baselines(rows: list, baseline: dict[str, Any] | None) -> list:
     """``rows`` with each ``new`` row of a device whose baseline run cannot be used
-    (``benchtrail.baseline.unusable``) made ``not-comparable`` with the reason; printed once per device."""
+    (``benchtrail.compare.baseline.unusable``) made ``not-comparable`` with the reason; printed once per device."""
     from dataclasses import replace
 
-    from benchtrail.baseline import unusable
+    from benchtrail.compare.baseline import unusable
 
     why = unusable(baseline)
     for device, reason in sorted(why.items()):
@@ -337,7 +340,7 @@ def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None
 
     ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment);
     ``artifacts_url`` the GitHub Actions run's page; ``notes`` lines shown near the top
-    (``benchtrail.comment.render``).
+    (``benchtrail.compare.comment.render``).
 
     Raises:
         UserError: a bad comparison file, or an output file that exists already.
@@ -354,15 +357,15 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
                     max_commits: int = 30, trust: Any = None) -> Path | None:
     """Draw the first-parent history of ``commit`` from ``store``, this run (not stored yet) as its
     newest point, into ``<run_dir>/dashboard/``: a PNG and an HTML page per preset, one for
-    compilation statistics, and ``index.html`` (``benchtrail.dashboard``).
+    compilation statistics, and ``index.html`` (``benchtrail.history.dashboard``).
 
     Returns index.html, or None with a message when there is no history to draw (``repo`` is not a
     git repository, or the commit is not in it): the dashboard never fails the run. ``trust``
-    (``benchtrail.trust.Trust``; default: every run) decides which stored runs are drawn.
+    (``benchtrail.github.trust.Trust``; default: every run) decides which stored runs are drawn.
     """
-    from benchtrail.dashboard import write_dashboard
-    from benchtrail.history import collect_history
-    from benchtrail.plots import plot_history_png
+    from benchtrail.history.dashboard import write_dashboard
+    from benchtrail.history.collect import collect_history
+    from benchtrail.history.plots import plot_history_png
 
     try:
         history = collect_history(store, repo, commit, max_commits,
@@ -426,7 +429,7 @@ def recheck_with(repo: Path, suite: Suite, thresholds: Path | None, policy: Poli
     ``device_name`` only, when given) against ``base_ref`` (default: the comparison's base commit),
     on this machine, largest change first; ``policy.total_budget_s`` (seconds) counts from the start
     of the re-check, the base worktree's checkout included; a regression found now that an ``accept``
-    glob matches is marked ``accepted`` (``benchtrail.confirm.recheck``)."""
+    glob matches is marked ``accepted`` (``benchtrail.runner.recheck.recheck``)."""
     import time
 
     rules = load_thresholds(thresholds)
@@ -454,7 +457,7 @@ def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, 
                   policy: Policy, base_ref: str | None = None, device_name: str | None = None,
                   accept: tuple[str, ...] = ()) -> tuple[Path, bool]:
     """Re-check the suspected regressions of ``comparison`` (of ``device_name`` only, when given;
-    ``benchtrail.confirm``, with the ``accept`` globs); write the updated ``comparison.json``, the paired samples
+    ``benchtrail.runner.recheck``, with the ``accept`` globs); write the updated ``comparison.json``, the paired samples
     (``results/ab-base.json``, ``results/ab-head.json``, when a case ran) and ``comment/`` under
     ``output_dir``.
 

@@ -3,7 +3,7 @@
 # $labels (required: `jq --argjson labels '{}'`, or `args={"labels": {}}` in the jq Python package)
 # is the project's runner-labels table, device name -> labels (`benchtrail runner-labels`);
 # runs_on is its entry for the device, else [self-hosted, <architecture>, <device name>]
-# (benchtrail.runner_labels.default_labels, the same rule).
+# (benchtrail.github.runner_labels.default_labels, the same rule).
 # Used by the workflows through the jq CLI and by the tests through the jq Python package.
 [
   .devices

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchtrail import comment as comment_stage
+from benchtrail.compare import comment as comment_stage
 from benchtrail.errors import UserError
 from benchtrail.jsonio import read_json
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from benchtrail.errors import UserError
 from benchtrail.github.post import DEFAULT_API_URL, make_client
-from benchtrail.history import short
+from benchtrail.history.collect import short
 from benchtrail.markup import code_span, md_text
-from benchtrail.track import ChangePoint, TrackReport
+from benchtrail.history.track import ChangePoint, TrackReport
 
 LABEL = "benchtrail-regression"
 MARKER_PREFIX = "<!-- benchtrail:track"

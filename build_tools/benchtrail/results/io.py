@@ -14,7 +14,7 @@ from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord,
                                       ResultsFile)
-from benchtrail.stats.summary import summarize
+from benchtrail.results.summary import summarize
 from benchtrail.suite.names import NAME_RULE, SAFE_NAME, name_problem, slug
 from benchtrail.suite.serialization import from_plain
 
@@ -48,7 +48,7 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
             which Python's json reads, or null, which benchtrail writes for them) and with a summary
             (median, min, max) that disagrees with the samples: ``"refuse"`` (files the user passes) or
             ``"keep"`` (a stored baseline: null becomes NaN, the record is kept as it is, and
-            ``benchtrail.compare`` gives its row ``not-comparable`` with the reason).
+            ``benchtrail.compare.verdicts`` gives its row ``not-comparable`` with the reason).
 
     Raises:
         UserError: the file is unreadable, truncated, JSON of another tool ("not a benchtrail results

@@ -6,7 +6,7 @@ A results file (``results/<device>-<shard>.json``, or ``results/compilation-<dev
 
 Execution records are series ``<run config id>`` (metric ``latency``, unit µs per iteration);
 compilation records are series ``<module id>-<metric>`` (one sample each). Every metric has a direction
-(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.thresholds``).
+(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.compare.thresholds``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from benchtrail.errors import UserError
 
 #: Version history of commit pointers:
 #:   1 — first version.
-#:   2 — gains baseline_keys (one per device: ``benchtrail.baseline_key.BaselineKey``) and results (the
+#:   2 — gains baseline_keys (one per device: ``benchtrail.results.baseline_key.BaselineKey``) and results (the
 #:       run's results file names, the only ones a baseline lookup fetches).
 POINTER_SCHEMA_VERSION = 2
 

@@ -137,7 +137,7 @@ class ExecutionConfig:
         timeout_s: the case's worker process is killed after this many seconds.
         reported_time: on a GPU, which recorded time is the case's samples: ``gpu`` (CUDA-event
             device time) or ``wall`` (synchronised host time, end-to-end latency). Both are kept
-            (``benchtrail.cuda_timing``); on a CPU the host clock is the only time.
+            (``benchtrail.worker.cuda_timing``); on a CPU the host clock is the only time.
         flush_l2: on a GPU, flush the L2 cache before each sample (cold-cache time).
         cuda_graphs: on a GPU, replay a CUDA graph of the launches when one iteration takes
             under about 50 µs (else several launches between one event pair).

@@ -1,0 +1,121 @@
+"""``benchtrail gate`` and ``benchtrail dashboard``: steps of CI's process job after the comparison.
+
+``cli.build_parser`` declares them with ``add_ci_parsers(sub)``. Neither imports torch when it is
+declared; ``gate`` never does (it runs as the gating check, on any machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+from benchtrail.cli.history import STORE_HELP, _max_commits, path_argument
+from benchtrail.github.trust import add_trust_arguments
+
+EXIT_OK, EXIT_REGRESSION = 0, 3
+
+
+def _attempt(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 (GITHUB_RUN_ATTEMPT), got {text!r}")
+    return int(text)
+
+
+def accept_globs(flags: list[str] | None) -> list[str]:
+    """``--accept`` globs followed by those of the comma-separated ``BENCHMARKS_ACCEPT`` (what
+    ``benchtrail configure`` fills from ``benchmarks-accept:`` trailers), stripped, empty ones dropped."""
+    globs = list(flags or []) + os.environ.get("BENCHMARKS_ACCEPT", "").split(",")
+    return [g.strip() for g in globs if g.strip()]
+
+
+def add_ci_parsers(subparsers: Any) -> None:
+    """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""
+    p = subparsers.add_parser("gate", help="the CI gating check: exit 3 when a confirmed regression of a "
+                                           "comparison is neither accepted nor quarantined")
+    p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
+                   help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
+    p.add_argument("--accept", action="append", metavar="GLOB",
+                   help="accept regressions of series whose name or id matches (repeatable; also the "
+                        "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
+    p.set_defaults(func=cmd_gate)
+
+    p = subparsers.add_parser("dashboard", help="draw the first-parent history of a run's commit, the run "
+                                                "newest, into <run dir>/dashboard/")
+    p.add_argument("--store", required=True, help=STORE_HELP + " holding the earlier runs (only read)")
+    p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
+                   help="the run directory: its results/*.json are the newest point; dashboard/ is written there")
+    p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (GITHUB_RUN_ID in CI)")
+    p.add_argument("--attempt", type=_attempt, required=True, metavar="N", help="the run's attempt (from 1)")
+    p.add_argument("--max-commits", type=_max_commits, default=30, metavar="N",
+                   help="draw at most N first-parent commits, this run's included (default 30)")
+    add_trust_arguments(p)
+    p.set_defaults(func=cmd_dashboard)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """``benchtrail gate``: print a line per failing row, then the summary; exit 3 when one fails, else 0.
+
+    Raises:
+        UserError: an unreadable or malformed comparison file.
+    """
+    from benchtrail.compare import gate
+    from benchtrail.compare.verdicts import load_comparison
+
+    result = gate.check(load_comparison(args.comparison)["rows"], accept_globs(args.accept))
+    for row in result.failing:
+        print(gate.failing_line(row))
+    print(gate.summary_line(result))
+    return EXIT_OK if result.passed else EXIT_REGRESSION
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """``benchtrail dashboard``: draw the history of the commit of ``--run-dir``'s results from the working
+    tree's git history (``.``) and the store, this run newest, into ``<run dir>/dashboard/``; print
+    index.html's path last. With no history to draw (not a git repository, an unknown commit, an empty,
+    missing or unreachable store) print why on stderr and exit 0: the dashboard never fails a run.
+
+    Raises:
+        UserError: a bad ``--run-id``, a ``--run-dir`` without results files or with results of several
+            commits, or one that holds ``dashboard/`` already (never overwritten).
+    """
+    from rich.markup import escape
+
+    from benchtrail.git import is_repository, resolve_commit
+    from benchtrail.progress import console
+    from benchtrail.results.io import load_results_paths
+    from benchtrail.store import open_store
+    from benchtrail.store.base import check_id
+    from benchtrail.github.trust import trust_from_options
+
+    check_id(args.run_id, "--run-id")
+    out = args.run_dir / "dashboard"
+    if out.exists():
+        raise UserError(f"--run-dir {args.run_dir} holds {out.name}/ already; benchtrail never overwrites "
+                        "(draw it into a new run directory)")
+    commits = sorted({f.commit for f in load_results_paths([args.run_dir])})
+    if len(commits) != 1:
+        raise UserError(f"--run-dir {args.run_dir}: its results files come from {len(commits)} commits "
+                        f"({', '.join(c[:12] for c in commits)}); a run holds one commit's results")
+    here = Path(".").resolve()
+    try:
+        if not is_repository(here):
+            raise UserError(f"{here} is not a git repository; run `benchtrail dashboard` in the repository's "
+                            "working tree")
+        if resolve_commit(here, commits[0]) is None:
+            raise UserError(f"the run's commit {commits[0][:12]} is not in the git repository at {here} (a shallow "
+                            "clone without it, or another repository)")
+        store = open_store(args.store, read_only=True)
+        trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
+    except UserError as exc:  # no history to draw: say why, and never fail the run for it
+        console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
+        return EXIT_OK
+    from benchtrail.stages import dashboard_stage
+
+    index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir, args.max_commits,
+                            trust)
+    if index is not None:
+        print(index)
+    return EXIT_OK

@@ -1,0 +1,157 @@
+"""``benchtrail history``, ``benchtrail plot`` and ``benchtrail compare-builds`` (``docs/history.md``).
+
+``cli.build_parser`` declares them with ``add_history_parsers(sub)``. Each prints the path of its main
+output last: history.json, the dashboard's index.html, the ratio plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchtrail import jsonio
+from benchtrail.errors import UserError
+
+STORE_HELP = "store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]"
+
+
+def _max_commits(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of commits from 1, got {text!r}")
+    return int(text)
+
+
+def path_argument(text: str) -> Path:
+    """A path flag's value; an empty one (``--output ''``) is refused rather than read as ``.``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file or folder name")
+    return Path(text)
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """Refuse an ``--output-dir`` that exists and is not a folder.
+
+    Raises:
+        UserError: naming the flag and the path.
+    """
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
+
+
+def add_history_parsers(subparsers: Any) -> None:
+    """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
+    p = subparsers.add_parser("history", help="collect every series over the first-parent commits of a ref")
+    p.add_argument("--store", required=True, help=STORE_HELP)
+    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository whose history is walked (default .)")
+    p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
+    p.add_argument("--max-commits", type=_max_commits, default=100, metavar="N",
+                   help="walk at most N first-parent commits back from --ref (default 100)")
+    p.add_argument("--output", type=path_argument, default=Path("history.json"),
+                   help="history file to write; never overwritten (default history.json)")
+    p.set_defaults(func=cmd_history)
+
+    p = subparsers.add_parser("plot", help="PNG plots and an offline HTML dashboard of a history file")
+    p.add_argument("--history", type=path_argument, required=True, help="history file written by `benchtrail history`")
+    p.add_argument("--output-dir", type=path_argument, required=True, help="new (or empty) folder for the PNGs and the dashboard")
+    p.add_argument("--self-contained", action="store_true",
+                   help="inline plotly.js into every page (about 4.9 MB each) instead of one plotly.min.js beside them")
+    p.set_defaults(func=cmd_plot)
+
+    p = subparsers.add_parser("compare-builds", help="ratio of medians B/A of every benchmark of two builds")
+    p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
+    p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
+    p.add_argument("--store", help=STORE_HELP + " (needed when A or B is a commit)")
+    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository that resolves A and B (default .)")
+    p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
+    p.set_defaults(func=cmd_compare_builds)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``benchtrail history``: collect, print a summary, write the history file and print its path. Exit 0."""
+    from benchtrail.history.collect import collect_history, write_history
+    from benchtrail.store import open_store
+
+    jsonio.check_new(args.output)
+    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits)
+    for line in history.skipped:
+        print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
+    print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
+          f"first-parent commits of {args.ref}")
+    print(write_history(args.output, history))
+    return 0
+
+
+def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
+    """Run ``build(folder)`` in a temporary sibling of ``out_dir``, then rename it to ``out_dir``: all or nothing.
+
+    Returns ``build``'s path, moved under ``out_dir``.
+
+    Raises:
+        UserError: ``out_dir`` exists and is not an empty folder; whatever ``build`` raises (the
+            temporary folder is removed).
+    """
+    out_dir = Path(out_dir)
+    check_output_dir(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; benchtrail never overwrites "
+                        "(choose a new folder)")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise UserError(f"cannot create --output-dir {out_dir}: {exc.strerror or exc}") from exc
+    try:
+        result = build(tmp)
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            out_dir.rmdir()
+        os.rename(tmp, out_dir)
+    except OSError as exc:
+        raise UserError(f"cannot write --output-dir {out_dir}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out_dir / result.relative_to(tmp)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit 0."""
+    from benchtrail.history.dashboard import write_dashboard
+    from benchtrail.history.collect import load_history
+    from benchtrail.history.plots import plot_history_png
+
+    history = load_history(args.history)
+    pngs: list[Path] = []
+
+    def build(folder: Path) -> Path:
+        pngs.extend(p.relative_to(folder) for p in plot_history_png(history, folder))
+        return write_dashboard(history, folder, images=[folder / p for p in pngs],
+                               self_contained=args.self_contained)
+
+    index = publish_folder(args.output_dir, build)
+    for p in pngs:
+        print(args.output_dir / p)
+    print(index)
+    return 0
+
+
+def cmd_compare_builds(args: argparse.Namespace) -> int:
+    """``benchtrail compare-builds``: print the table, write the ratio plot and print its path. Exit 0."""
+    from benchtrail.history.builds import compare_builds, format_table, plot_comparison
+    from benchtrail.history.collect import short
+    from benchtrail.store import open_store
+
+    check_output_dir(args.output_dir)
+    store = open_store(args.store, read_only=True) if args.store else None
+    comparison = compare_builds(args.a, args.b, store, args.repo)
+    path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
+    jsonio.check_new(path)
+    print(format_table(comparison))
+    print(plot_comparison(comparison, path))
+    return 0

@@ -1,0 +1,96 @@
+"""``benchtrail compare-backends`` and ``benchtrail convert``: one run's results for other eyes and tools.
+
+``cli.build_parser`` declares both with ``add_interop_parsers(sub)``. Each reads ``--results``
+(run directories or results files of ONE run), prints, and prints the path of its main output last:
+the PNG for ``compare-backends``, the converted file for ``convert``. docs/interop.md has the
+formats and examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchtrail.interop.convert import FORMATS, KINDS
+from benchtrail.cli.history import path_argument
+
+RESULTS_HELP = ("a run directory (its results/*.json are read) or results files, all of one run "
+                "(repeatable; several paths after one flag work too)")
+
+
+def add_interop_parsers(subparsers: Any) -> None:
+    """Declare ``compare-backends`` and ``convert`` on ``subparsers`` (from ``add_subparsers``)."""
+    p = subparsers.add_parser("compare-backends",
+                              help="one run: median latency and speedup over eager of each compile config, "
+                                   "as a table and a grouped bar plot PNG")
+    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
+                   metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
+    p.add_argument("--output-dir", type=path_argument, default=Path("."),
+                   help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
+                        "an existing PNG is never overwritten")
+    p.set_defaults(func=cmd_compare_backends)
+
+    p = subparsers.add_parser("convert",
+                              help="write one run's results as github-action-benchmark (gab) or Bencher "
+                                   "Metric Format (bmf) JSON")
+    p.add_argument("--to", required=True, metavar="FORMAT",
+                   help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
+                        f"'customSmallerIsBetter', bmf = Bencher Metric Format for `bencher run --adapter json`")
+    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
+                   metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
+    p.add_argument("--kind", default="all", metavar="KIND",
+                   help=f"which records: one of {', '.join(KINDS)} (default all: execution latency and "
+                        f"compilation metrics)")
+    p.add_argument("--output", type=path_argument, required=True, help="JSON file to write; never overwritten")
+    p.set_defaults(func=cmd_convert)
+
+
+def cmd_compare_backends(args: argparse.Namespace) -> int:
+    """``benchtrail compare-backends``: print the table, then the PNG path last. Exit 0.
+
+    Raises:
+        UserError: no results, results of several runs, no execution records, or the PNG exists.
+    """
+    from benchtrail.interop.backends import compare_backends, load_one_run, plot_speedups, render_table
+    from benchtrail.cli.history import check_output_dir
+    from benchtrail.jsonio import check_new
+
+    check_output_dir(args.output_dir)
+    results, run = load_one_run(args.results)
+    rows = compare_backends(results)
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", f"backends-{run.run_id}-{run.attempt}")
+    png = args.output_dir / f"{stem}.png"
+    check_new(png)
+    print(render_table(rows, run), end="")
+    print(plot_speedups(rows, run, png))
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """``benchtrail convert``: write the document, list left-out records on stderr, print the path
+    last. Exit 0.
+
+    Raises:
+        UserError: unknown ``--to`` or ``--kind``, bad or missing results, several runs, nothing
+            ok to convert, or ``--output`` exists.
+    """
+    from benchtrail.interop.backends import load_one_run
+    from benchtrail.interop.convert import check_format, check_kind, convert, dumps
+    from benchtrail.jsonio import check_new, write_text_atomic
+
+    check_format(args.to)
+    check_kind(args.kind)
+    check_new(args.output)
+    results, _ = load_one_run(args.results)
+    conversion = convert(results, args.to, args.kind)
+    if conversion.left_out:
+        print(f"left out {len(conversion.left_out)} record(s) that are not ok:", file=sys.stderr)
+        for b in conversion.left_out:
+            print(f"  {b.name} ({b.status}{': ' + b.reason if b.reason else ''})", file=sys.stderr)
+    path = write_text_atomic(args.output, dumps(conversion.document), exclusive=True)
+    print(f"{len(conversion.included)} series written as {args.to}")
+    print(path)
+    return 0

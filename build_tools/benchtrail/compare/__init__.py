@@ -1,0 +1,1 @@
+"""Verdicts, thresholds and quarantine, baselines, gating and the comment."""

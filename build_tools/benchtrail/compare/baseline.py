@@ -1,0 +1,331 @@
+"""Find the baseline runs of a head run (DESIGN.md's rule), one per device.
+
+1. An explicit ``--base-commit``: its newest trusted run for each device.
+2. Else the merge base of HEAD with the base branch (a PR's own base branch; the default branch when
+   none is given; HEAD itself when there is none) and its first-parent ancestors, up to
+   ``MAX_ANCESTORS``: each device of the head takes the nearest commit's newest run whose baseline key
+   matches its own (``benchtrail.results.baseline_key``) and that the ``Trust`` accepts
+   (``benchtrail.github.trust``).
+3. Else, per device still lacking one, the most recent earlier trusted run of the head commit itself.
+
+Devices may so get baselines of different commits; a device that finds none is ``lacking`` (its
+rows are new), and every run passed over because the trust refused it is listed in ``ignored``
+with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchtrail.results.baseline_key import BaselineKey, difference, keys_of_pointer
+from benchtrail.git import first_parents, merge_base, resolve_commit as _resolve, symbolic_ref
+from benchtrail.errors import StoreError, UserError
+from benchtrail.results.schema import ResultsFile
+from benchtrail.store import Store
+from benchtrail.store.base import check_relative_name
+from benchtrail.github.trust import Trust, TrustAll
+
+MAX_ANCESTORS = 10
+#: What a baseline run is fetched for when its pointer (version 1) does not list its results files.
+RESULTS_PATTERNS = ("results/*.json",)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One chosen baseline run: its commit, why it was chosen, its run, the local folder its results
+    were fetched into, the head devices it serves and the results files its pointer lists."""
+
+    commit: str
+    reason: str
+    run_id: str
+    attempt: int
+    run_dir: Path
+    devices: tuple[str, ...] = ()
+    results: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "reason": self.reason, "run_id": self.run_id, "attempt": self.attempt,
+                "run_dir": str(self.run_dir)}
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A stored run whose key matched but that the trust refused, and why."""
+
+    commit: str
+    run_id: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class BaselineSet:
+    """The baselines of one head run.
+
+    Attributes:
+        runs: the chosen runs, the one serving the most devices first; each serves ``Baseline.devices``.
+        lacking: ``{device: why}`` for head devices without a baseline.
+        ignored: runs passed over because the trust refused them.
+        trust: what the trust accepts (``Trust.description``).
+    """
+
+    runs: tuple[Baseline, ...]
+    lacking: dict[str, str]
+    ignored: tuple[Ignored, ...]
+    trust: str
+
+    @property
+    def primary(self) -> Baseline | None:
+        return self.runs[0] if self.runs else None
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
+        run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
+        trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
+        not be used, else ``no trusted baseline run: ...``), else None."""
+        extra = {"lacking": dict(sorted(self.lacking.items())),
+                 "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
+        if not self.runs:
+            if not self.ignored:
+                return None
+            unusable = any(i.reason.startswith(UNUSABLE) for i in self.ignored)
+            return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} stored "
+                              "run(s) ignored", **extra}
+        devices = {d: {k: v for k, v in b.to_dict().items() if k != "run_dir"} for b in self.runs for d in b.devices}
+        return {**self.primary.to_dict(), "devices": dict(sorted(devices.items())), **extra}
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full sha of ``ref`` in ``repo``, or ``ref`` itself when git cannot resolve it."""
+    return _resolve(repo, ref) or ref
+
+
+def default_branch(repo: Path) -> str | None:
+    """``origin/HEAD``'s target, else the first of origin/main, main, origin/master, master that exists."""
+    ref = symbolic_ref(repo, "refs/remotes/origin/HEAD")
+    if ref:
+        return ref
+    for name in ("origin/main", "main", "origin/master", "master"):
+        if _resolve(repo, name):
+            return name
+    return None
+
+
+def branch_ref(repo: Path, branch: str) -> str:
+    """The ref of branch ``branch`` in ``repo``: ``origin/<branch>`` when it exists (a CI checkout), else ``branch``.
+
+    Raises:
+        UserError: neither exists.
+    """
+    for ref in (f"origin/{branch}", branch):
+        if _resolve(repo, ref):
+            return ref
+    raise UserError(f"--base-branch {branch!r}: neither origin/{branch} nor {branch} is a branch of {repo}; "
+                    "fetch it (actions/checkout with fetch-depth: 0 fetches every branch)")
+
+
+def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
+    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (default: the default
+    branch), then its first-parent ancestors, ``MAX_ANCESTORS`` at most.
+
+    Raises:
+        UserError: ``base_branch`` is given but is not a branch of ``repo``.
+    """
+    branch = branch_ref(repo, base_branch) if base_branch else default_branch(repo)
+    base = merge_base(repo, head, branch) if branch else None
+    reason = "merge base"
+    if base is None:
+        base, reason = head, "HEAD (no default branch)"
+    shas = first_parents(repo, base, MAX_ANCESTORS + 1) or [base]
+    return [(sha, reason if i == 0 else f"{reason}~{i}") for i, sha in enumerate(shas)]
+
+
+def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> list[str]:
+    """The wanted devices whose keys the pointer's run matches: every head key matches one of the run's
+    keys for the device and every one of the run's keys matches a head key (a run that measured part of
+    a device's shards on another GPU model serves no head of that device)."""
+    keys = keys_of_pointer(pointer)
+    return sorted(d for d, head_keys in wanted.items() if d in keys and difference(keys[d], head_keys) is None)
+
+
+def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
+                   trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
+                   exclude: tuple[str, int] | None = None) -> BaselineSet:
+    """The baseline runs of a head run whose devices have the keys ``head_keys`` (module docstring).
+    ``run_dir`` of each is the store's local run folder (not fetched yet). ``trust`` defaults to
+    ``TrustAll``; ``exclude`` is the head run itself.
+
+    Raises:
+        UserError: ``explicit`` is given but the store holds no usable run of it for any head device;
+            ``base_branch`` is not a branch of ``repo``; the store cannot be read.
+    """
+    trust = trust or TrustAll()
+    branches = (base_branch,) if base_branch else ()
+    if explicit:
+        candidates = [(resolve_commit(repo, explicit), "given by --base-commit")]
+    else:
+        candidates = candidate_commits(repo, head, base_branch) + [(head, "earlier run of this commit")]
+    wanted = {d: set(k) for d, k in head_keys.items()}
+    runs: list[Baseline] = []
+    ignored: dict[tuple[str, int], Ignored] = {}
+    seen: set[str] = set()
+    for sha, reason in candidates:
+        if not wanted or sha in seen:
+            continue
+        seen.add(sha)
+        pointers = store.pointers(sha)
+        for message in getattr(pointers, "unreadable", ()):
+            ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
+        for p in reversed(pointers):  # newest first
+            run = (str(p.get("run_id")), p.get("attempt"))
+            serves = _serves(p, wanted)
+            if not serves or run == exclude or run in ignored:
+                continue
+            why = trust.check(p, branches)  # the store's reader checked the pointer's fields
+            if why:
+                ignored[run] = Ignored(sha, run[0], run[1], why)
+                continue
+            listed = p.get("results")
+            results = tuple(listed) if isinstance(listed, list) and listed else ()
+            runs.append(Baseline(sha, reason, run[0], int(run[1]), store.run_dir(run[0], int(run[1])),
+                                 tuple(serves), results))
+            for d in serves:
+                del wanted[d]
+    if explicit and not runs:
+        raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
+                        f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices {sorted(head_keys)} "
+                        "with their baseline keys (device, GPU model, torch version, method version)"
+                        + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
+    depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
+    lacking = {d: f"no {'trusted ' if ignored else ''}run of {depth} has its baseline key "
+                  f"({', '.join(k.describe() for k in sorted(keys, key=str))})" for d, keys in wanted.items()}
+    runs.sort(key=lambda b: -len(b.devices))
+    return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
+
+
+def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile], BaselineSet]:
+    """Fetch each chosen run's results files (those its pointer lists, else ``results/*.json``) and
+    keep only the records of the devices it serves. Returns the records and ``found`` with each run's
+    ``run_dir`` set to where its results were fetched.
+
+    A run whose results this benchtrail cannot use (:func:`results_problem`: a results schema newer
+    than it reads, a file that is not JSON, truncated, not an object or invalid; a series in two of
+    its files) is listed in ``ignored`` with the reason, and each device it serves is in ``lacking``
+    with ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``
+    (:func:`unusable`): ``compare_stage`` makes their rows ``not-comparable`` with that reason.
+    Older results schemas are read through the loader's upgrade (``benchtrail.results.io``).
+
+    Raises:
+        StoreError: the store cannot be read (the caller decides: ``compare --store`` warns and goes on).
+    """
+    files: list[ResultsFile] = []
+    fetched, lacking, ignored = [], dict(found.lacking), list(found.ignored)
+    seen: dict[str, str] = {}  # series id -> the run holding it, over every run
+    for b in found.runs:
+        run = f"{b.run_id}/{b.attempt}"
+        try:
+            for name in b.results:
+                check_relative_name(name, f"commit pointer of run {run}: results")
+            folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
+            loaded, problem = _load_run(folder, b, seen)
+        except UserError as exc:  # a bad pointer, or a run the store holds no files of
+            if isinstance(exc, StoreError):
+                raise
+            loaded, problem = [], f"{UNREADABLE}: run {run}: {exc}"
+        if problem is not None:
+            ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"{UNUSABLE}: {problem}"))
+            lacking.update({d: problem for d in b.devices})
+            continue
+        files.extend(loaded)
+        seen.update({r.id: run for f in loaded for r in f.benchmarks})
+        fetched.append(dataclasses.replace(b, run_dir=folder))
+    return files, dataclasses.replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))
+
+
+#: How the ``lacking`` reason of a device starts when its baseline run exists but cannot be used:
+#: written by a results schema this benchtrail does not read, or unreadable (``fetch_baselines``).
+INCOMPATIBLE = "baseline incompatible"
+UNREADABLE = "baseline unreadable"
+#: How the reason of an ``Ignored`` run whose results cannot be used starts.
+UNUSABLE = "its results cannot be used"
+
+
+def unusable(baseline: dict[str, Any] | None) -> dict[str, str]:
+    """``{device: reason}`` of comparison.json's ``baseline.lacking`` for the devices whose baseline run
+    exists but cannot be used (reasons starting ``INCOMPATIBLE`` or ``UNREADABLE``)."""
+    lacking = (baseline or {}).get("lacking")
+    if not isinstance(lacking, dict):
+        return {}
+    return {d: why for d, why in lacking.items()
+            if isinstance(why, str) and why.startswith((f"{INCOMPATIBLE}:", f"{UNREADABLE}:"))}
+
+
+def results_problem(path: Path, where: str) -> str | None:
+    """Why the results file ``path`` (``where`` in messages, e.g. ``run 1/1: results file results/d-0.json``)
+    cannot be loaded, found by reading its JSON before the loader does, or None when the loader may try:
+    ``baseline incompatible: schema N (...)`` for a ``schema_version`` newer than this benchtrail reads,
+    ``baseline unreadable: ...`` for a file that cannot be read, is not UTF-8, not JSON (truncated?) or
+    too deeply nested. Other problems (no ``schema_version``, a bad field) are the loader's to name."""
+    from benchtrail.results.schema import SCHEMA_VERSION
+
+    try:
+        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        return f"{UNREADABLE}: {where} cannot be read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"{UNREADABLE}: {where} is not UTF-8 text (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return (f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "
+                f"{exc.lineno} column {exc.colno}")
+    except (ValueError, RecursionError) as exc:
+        return f"{UNREADABLE}: {where} is not JSON benchtrail can read ({type(exc).__name__})"
+    version = obj.get("schema_version") if isinstance(obj, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return (f"{INCOMPATIBLE}: schema {version} ({where}; this benchtrail reads results schemas "
+                f"1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)")
+    return None
+
+
+def _load_run(folder: Path, b: Baseline, seen: dict[str, str]) -> tuple[list[ResultsFile], str | None]:
+    """The records of the devices ``b`` serves from its fetched run ``folder``, or ``([], why)`` when its
+    results cannot be used (:func:`results_problem`, the loader's ``UserError``, a series in two of its
+    files or already in another baseline run of ``seen``: series id -> run)."""
+    from benchtrail.results.io import load_results
+
+    run = f"{b.run_id}/{b.attempt}"
+    if b.results:
+        paths = [folder / name for name in b.results]
+    else:
+        inner = folder / "results" if (folder / "results").is_dir() else folder
+        paths = sorted(inner.glob("*.json"))
+        if not paths:
+            return [], f"{UNREADABLE}: run {run} has no results files (results/*.json)"
+    kept: list[ResultsFile] = []
+    holder: dict[str, str] = {}
+    for path in paths:
+        name = path.relative_to(folder).as_posix()
+        problem = results_problem(path, f"run {run}: results file {name}")
+        if problem is not None:
+            return [], problem
+        try:
+            f = load_results(path, bad_values="keep")  # bad samples: not-comparable rows (benchtrail.compare.verdicts)
+        except UserError as exc:
+            return [], f"{UNREADABLE}: run {run}: {exc}"
+        records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
+        gpu = f.environment.get("gpu_name")
+        if records and gpu is not None and not isinstance(gpu, str):
+            return [], (f"{UNREADABLE}: run {run}: results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; "
+                        "allowed: a string or null")
+        for r in records:
+            other = holder.get(r.id) or seen.get(r.id)
+            if other:
+                where = f"results files {other} and {name}" if r.id in holder else f"run {other} and run {run}"
+                return [], f"{UNREADABLE}: run {run}: series {r.name!r} ({r.id}) is in {where}"
+            holder[r.id] = name
+        if records:
+            kept.append(dataclasses.replace(f, benchmarks=records))
+    return kept, None

@@ -1,0 +1,467 @@
+"""The compare stage: give every series a verdict, head against baseline.
+
+Execution series are first checked for samples that cannot be judged: a zero, negative, NaN or
+infinite sample or median on either side is ``not-comparable``; fewer than ``MIN_SAMPLES_FOR_TEST``
+samples on a side, or a side whose samples are all equal, is ``insufficient-samples`` (never gated).
+Each such row says why. Compilation series keep the median rule below. Other series under a
+percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go through
+``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile bootstrap
+interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U
+test, Benjamini–Hochberg over all of them, the noise guard (IQR/median above 25% is ``noisy``) and
+the minimum detectable effect; a row is ``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
+(docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples,
+such as one-sample compile times, are judged on the change of the median against the threshold.
+Which way is worse is the series' direction (its record's, its metric's: ``results.schema.METRICS``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from benchtrail.errors import UserError
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.stats.inference import compare_samples
+from benchtrail.stats.paired import compare_paired
+from benchtrail.compare.thresholds import Threshold, find_threshold
+
+#: Version history of comparison.json:
+#:   1 — first version.
+#:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
+#:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.runner.recheck``).
+#:   4 — rows gain quarantined: the reason when the series is in the quarantine file.
+#:   5 — rows gain recheck: ``not-reached`` when a time-bounded re-check (``ab --total-budget-s``) did not
+#:       reach the suspect row, else null. Also (same version) the root gains missing_shards: the shards
+#:       of the head run's execution export that wrote no results file (null without an export), and
+#:       baseline may be ``{reason, store, store_error}`` when ``compare --store`` could not read the store.
+#:   6 — a stored baseline gains devices (each head device's own baseline run: commit, reason, run_id,
+#:       attempt), lacking (device → why it has none), ignored (stored runs the trust refused, with the
+#:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
+#:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
+#:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
+SCHEMA_VERSION = 7
+#: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
+#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
+#: when the quarantine file lists the series (``benchtrail.compare.quarantine``). Only the first two gate.
+MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
+VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable",
+            "insufficient-samples")
+ALPHA = 0.01
+MIN_SAMPLES_FOR_TEST = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One series in a comparison. ``change`` is percent for percent rules, else in ``unit``."""
+
+    id: str
+    name: str
+    kind: str
+    metric: str
+    unit: str
+    device_name: str
+    module_name: str
+    compile_config: str
+    verdict: str
+    reason: str | None
+    base_median: float | None
+    head_median: float | None
+    base_iqr: float | None
+    head_iqr: float | None
+    base_n: int
+    head_n: int
+    change: float | None
+    change_unit: str | None
+    p_value: float | None
+    threshold: dict[str, Any] | None
+    head_details: dict[str, Any]
+    base_details: dict[str, Any]
+    ci_low: float | None = None
+    ci_high: float | None = None
+    q_value: float | None = None
+    mde: float | None = None
+    outcome: str | None = None
+    mark: str | None = None
+    ab: dict[str, Any] | None = None
+    quarantined: str | None = None
+    recheck: str | None = None
+
+
+def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
+         threshold: Threshold | None = None, change: float | None = None, p_value: float | None = None,
+         **inference: Any) -> Row:
+    ref = head or base
+    assert ref is not None
+    return Row(
+        id=ref.id, name=ref.name, kind=ref.kind, metric=ref.metric, unit=ref.unit, device_name=ref.device_name,
+        module_name=ref.module_name, compile_config=ref.compile_config, verdict=verdict, reason=reason,
+        base_median=base.median if base else None, head_median=head.median if head else None,
+        base_iqr=base.iqr if base else None, head_iqr=head.iqr if head else None,
+        base_n=base.n if base else 0, head_n=head.n if head else 0, change=change,
+        change_unit=None if threshold is None else ("%" if threshold.unit == "percent" else ref.unit),
+        p_value=p_value, threshold=asdict(threshold) if threshold else None,
+        head_details=head.details if head else {}, base_details=base.details if base else {}, **inference,
+    )
+
+
+@dataclass(frozen=True)
+class Unreported:
+    """A run config of the head run's execution export that has no record in the head results: its
+    execution series (``<run config id>``, latency in µs, as ``run_stage.case_record`` names it) and
+    why it has none (e.g. ``no result: shard 1 of device d did not report (…)``)."""
+
+    id: str
+    name: str
+    device_name: str
+    module_name: str
+    compile_config: str
+    reason: str
+    kind: str = "execution"
+    metric: str = "latency"
+    unit: str = "us"
+
+
+def _unreported_row(u: Unreported, base: BenchmarkRecord | None) -> Row:
+    """The ``failed`` row of a series the head should have and has not; the baseline's figures when it has them."""
+    return Row(
+        id=u.id, name=u.name, kind=u.kind, metric=u.metric, unit=u.unit, device_name=u.device_name,
+        module_name=u.module_name, compile_config=u.compile_config, verdict="failed", reason=u.reason,
+        base_median=base.median if base else None, head_median=None, base_iqr=base.iqr if base else None,
+        head_iqr=None, base_n=base.n if base else 0, head_n=0, change=None, change_unit=None, p_value=None,
+        threshold=None, head_details={}, base_details=base.details if base else {},
+    )
+
+
+def _finite_positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, str] | None:
+    """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
+    ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
+    ``insufficient-samples`` for fewer than ``MIN_SAMPLES_FOR_TEST`` samples or all-equal samples on a side."""
+    sides = (("baseline", base), ("head", head))
+    for side, r in sides:
+        for i, x in enumerate(r.samples):
+            if not _finite_positive(x):
+                what = "not a finite number" if not math.isfinite(x) else "0 or negative"
+                return "not-comparable", (f"{side} sample {i} is {x!r} ({what}); {r.metric} samples must be "
+                                          "finite and > 0")
+        if r.samples and not _finite_positive(r.median):
+            return "not-comparable", f"{side} median is {r.median!r}; it must be finite and > 0"
+    for side, r in sides:
+        if len(r.samples) < MIN_SAMPLES_FOR_TEST:
+            return "insufficient-samples", (f"{side} has {len(r.samples)} sample{'s' if len(r.samples) != 1 else ''}"
+                                            f"; at least {MIN_SAMPLES_FOR_TEST} on each side are needed")
+    for side, r in sides:
+        if min(r.samples) == max(r.samples):
+            return "insufficient-samples", (f"all {len(r.samples)} {side} samples are equal ({r.samples[0]!r}): no "
+                                            "spread to judge a change by (a timer's resolution?)")
+    return None
+
+
+def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> float | None:
+    """The change of the median (percent or absolute, per the rule), None when a median is unusable."""
+    if threshold.unit == "percent":
+        ok = _finite_positive(base.median) and head.median is not None and math.isfinite(head.median)
+        return (head.median / base.median - 1.0) * 100.0 if ok else None
+    ok = all(m is not None and math.isfinite(m) for m in (base.median, head.median))
+    return head.median - base.median if ok else None
+
+
+def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row | None:
+    """The verdict of a pair that cannot be compared on its samples, or None when it can."""
+    if head.status != "ok":
+        return _row(head, base, "failed", f"head {head.status}: {head.reason}")
+    if base.status != "ok":
+        return _row(head, base, "not-comparable", f"baseline {base.status}: {base.reason}")
+    if base.metric != head.metric or base.direction != head.direction:
+        return _row(head, base, "not-comparable", f"metrics differ: baseline {base.metric} ({base.direction}), "
+                                                  f"head {head.metric} ({head.direction})")
+    if base.unit != head.unit:
+        return _row(head, base, "not-comparable", f"units differ: baseline {base.unit}, head {head.unit}")
+    if base.content_hash != head.content_hash:
+        # Shown for information (a fixed graph break is news), never gated.
+        change = None if base.median is None or head.median is None else head.median - base.median
+        return _row(head, base, "not-comparable",
+                    "definition changed (content hash differs: flags, torch version or model source)",
+                    threshold, change if threshold.unit == "absolute" else None)
+    if head.kind == "execution":
+        problem = _sample_problem(base, head)
+        if problem is not None:
+            return _row(head, base, *problem, threshold, _change(base, head, threshold))
+    if any(not math.isfinite(x) for x in base.samples + head.samples):
+        side = "baseline" if any(not math.isfinite(x) for x in base.samples) else "head"
+        return _row(head, base, "not-comparable", f"{side} has a sample that is not a finite number")
+    for side, r in (("baseline", base), ("head", head)):
+        negative = [i for i, x in enumerate(r.samples) if x < 0]
+        if negative:  # compile times, counts and bytes are never below 0
+            return _row(head, base, "not-comparable", f"{side} sample {negative[0]} is {r.samples[negative[0]]!r} "
+                                                      f"(negative); {r.metric} samples must be finite and >= 0")
+    if base.median is None or not math.isfinite(base.median):
+        return _row(head, base, "not-comparable", "baseline median is missing or NaN")
+    if head.median is None or not math.isfinite(head.median):
+        return _row(head, base, "not-comparable", "head median is missing or NaN")
+    if threshold.unit == "percent" and base.median <= 0:
+        return _row(head, base, "not-comparable", "baseline median is 0 or negative; a percent change is undefined")
+    return None
+
+
+def compare_series(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
+    """Verdict for one series on the change of its median alone (absolute rules, few samples)."""
+    early = _precheck(base, head, threshold)
+    if early is not None:
+        return early
+    change = _change(base, head, threshold)
+    worse = change > threshold.threshold if threshold.lower_is_better else change < -threshold.threshold
+    better = change < -threshold.threshold if threshold.lower_is_better else change > threshold.threshold
+    if worse:
+        return _row(head, base, "regressed", None, threshold, change)
+    if better:
+        return _row(head, base, "improved", None, threshold, change)
+    return _row(head, base, "similar", None, threshold, change)
+
+
+def processes(record: BenchmarkRecord) -> int:
+    """Worker processes whose samples a record pools (``details.process_medians``; 1 when unknown or
+    when the samples do not split evenly): the clusters of the two-stage bootstrap."""
+    k = len(record.details.get("process_medians") or ())
+    return k if k > 1 and len(record.samples) % k == 0 else 1
+
+
+def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
+    """Rounds of a paired A/B run when both records come from one (``details.ab``, equal sample
+    counts that split evenly into the rounds), else None."""
+    rounds = (head.details.get("ab") or {}).get("rounds")
+    if not rounds or (base.details.get("ab") or {}).get("rounds") != rounds:
+        return None
+    return rounds if len(base.samples) == len(head.samples) and len(head.samples) % rounds == 0 else None
+
+
+def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
+    """Rows for series of a paired A/B run: pair ratios, clustered by round (``stats.paired``)."""
+    result = compare_paired([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
+                            threshold_pct=np.array([t.threshold for _, _, t in pairs]),
+                            lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
+                            clusters=np.array([paired_rounds(b, h) for b, h, _ in pairs], dtype=np.int64))
+    return _rows_of(pairs, result)
+
+
+def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
+    """Rows for percent-rule series with enough samples, all compared in one vectorized pass (series
+    of a paired A/B run in a pass of their own)."""
+    if not pairs:
+        return []
+    paired = [paired_rounds(b, h) is not None for b, h, _ in pairs]
+    if all(paired):
+        return _infer_paired(pairs)
+    if any(paired):
+        rows = dict(zip([i for i, x in enumerate(paired) if x], _infer_paired([p for p, x in zip(pairs, paired) if x])))
+        rows.update(zip([i for i, x in enumerate(paired) if not x], _infer([p for p, x in zip(pairs, paired) if not x])))
+        return [rows[i] for i in range(len(pairs))]
+    result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
+                             threshold_pct=np.array([t.threshold for _, _, t in pairs]),
+                             lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
+                             base_clusters=np.array([processes(b) for b, _, _ in pairs], dtype=np.int64),
+                             head_clusters=np.array([processes(h) for _, h, _ in pairs], dtype=np.int64))
+    return _rows_of(pairs, result)
+
+
+def _rows_of(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]], result) -> list[Row]:
+    rows = []
+    for k, (b, h, t) in enumerate(pairs):
+        finite = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731
+        pct = lambda x: (float(x) - 1.0) * 100.0 if np.isfinite(x) else None  # noqa: E731
+        rows.append(_row(h, b, str(result.verdict[k]), str(result.reason[k]) or None, t, pct(result.ratio[k]),
+                         finite(result.p[k]), ci_low=pct(result.low[k]), ci_high=pct(result.high[k]),
+                         q_value=finite(result.q[k]), mde=finite(result.mde_pct[k]),
+                         outcome=str(result.outcome[k])))
+    return rows
+
+
+def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -> dict[str, BenchmarkRecord]:
+    """Series by id over several results files of one side.
+
+    Raises:
+        UserError: the files come from different commits (unless ``several_commits``: per-device
+            baselines), or two files hold the same series.
+    """
+    commits = sorted({f.commit for f in files})
+    if len(commits) > 1 and not several_commits:
+        raise UserError(f"the {side} results come from different commits ({', '.join(c[:12] for c in commits)}); "
+                        "compare one commit with another")
+    index: dict[str, BenchmarkRecord] = {}
+    for f in files:
+        for b in f.benchmarks:
+            if b.id in index:
+                raise UserError(f"series {b.name!r} ({b.id}) is in two {side} results files; pass each run once")
+            index[b.id] = b
+    return index
+
+
+def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...],
+            unreported: tuple[Unreported, ...] = (), mismatched: dict[str, str] | None = None,
+            several_base_commits: bool = False) -> list[Row]:
+    """Rows for every series in head or base, in head order, then the ``unreported`` series the head
+    lacks (``failed``, with their reason; the baseline's figures when it has the series), then removed
+    ones; one per series id.
+
+    ``mismatched`` maps a device to why its baseline's key differs from the head's
+    (``benchtrail.results.baseline_key.difference``): its head series are ``not-comparable`` with that reason
+    and its baseline series are left out. ``several_base_commits`` allows base files of several commits
+    (each device's own baseline run).
+
+    Raises:
+        UserError: two files of a side hold one series, or the thresholds have no rule for a series or
+            a rule whose direction contradicts the series' (``thresholds.find_threshold``)."""
+    mismatched = mismatched or {}
+    base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
+                  if b.device_name not in mismatched}
+    head_by_id = _index(head, "head")
+    lacking = {u.id: u for u in unreported if u.id not in head_by_id}
+    rows: list[Row | None] = []
+    batch: list[tuple[int, tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]] = []
+    for sid, h in head_by_id.items():
+        b = base_by_id.get(sid)
+        if h.device_name in mismatched:
+            rows.append(_row(h, None, "failed" if h.status != "ok" else "not-comparable",
+                             f"head {h.status}: {h.reason}" if h.status != "ok" else
+                             f"not compared: the baseline of {h.device_name} was measured differently "
+                             f"({mismatched[h.device_name]})"))
+            continue
+        if b is None:
+            rows.append(_row(h, None, "failed" if h.status != "ok" else "new",
+                             f"head {h.status}: {h.reason}" if h.status != "ok" else "no baseline for this series"))
+            continue
+        t = find_threshold(thresholds, h.kind, h.metric, h.name, h.direction)
+        enough = min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
+        positive = all(_finite_positive(x) for x in b.samples + h.samples)
+        if t.unit == "percent" and enough and positive and _precheck(b, h, t) is None:
+            batch.append((len(rows), (b, h, t)))
+            rows.append(None)
+        else:
+            rows.append(compare_series(b, h, t))
+    for (position, _), row in zip(batch, _infer([pair for _, pair in batch])):
+        rows[position] = row
+    rows.extend(_unreported_row(u, base_by_id.get(sid)) for sid, u in lacking.items())
+    for sid, b in base_by_id.items():
+        if sid not in head_by_id and sid not in lacking:
+            rows.append(_row(None, b, "removed", "in the baseline but not in this run"))
+    return rows
+
+
+def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
+    if not files:
+        return None
+    f = files[0]
+    return {"commit": f.commit, "dirty": f.dirty, "run": f.run,
+            "torch_version": f.environment.get("torch_version"), "devices": sorted({b.device_name for f in files
+                                                                                     for b in f.benchmarks})}
+
+
+def accepted(row: Row | dict[str, Any], accept: list[str]) -> bool:
+    """Whether the row's name or id matches one of the ``accept`` globs (``benchmarks-accept:`` trailers)."""
+    import fnmatch
+
+    name, sid = (row["name"], row["id"]) if isinstance(row, dict) else (row.name, row.id)
+    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sid, g) for g in accept)
+
+
+def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False,
+                     quarantine: tuple[Any, ...] = ()) -> list[Row]:
+    """Mark each regressed row ``quarantined`` when a ``quarantine`` entry
+    (``benchtrail.compare.quarantine.Entry``) matches it, else ``accepted`` when ``accepted(row, accept)``,
+    else ``confirmed`` when the samples come from a paired A/B run (``paired``), else
+    ``unconfirmed``. Every row a quarantine entry matches carries its reason in ``quarantined``."""
+    from benchtrail.compare.quarantine import find
+
+    other = "confirmed" if paired else "unconfirmed"
+    marked = []
+    for r in rows:
+        entry = find(tuple(quarantine), r.name, r.id)
+        if entry:
+            r = replace(r, quarantined=entry.reason)
+        if r.verdict == "regressed":
+            r = replace(r, mark="quarantined" if entry else "accepted" if accepted(r, accept) else other)
+        marked.append(r)
+    return marked
+
+
+def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """``counts`` of comparison.json: rows per verdict and regressed rows per mark."""
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in MARKS})
+    return counts
+
+
+def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[str]:
+    """Names of the rows that fail the gate ``fail_on`` (only ``"regressed"``): regressions neither
+    accepted nor quarantined."""
+    if fail_on is None:
+        return []
+    get = (lambda r, k: r[k]) if rows and isinstance(rows[0], dict) else getattr
+    return [get(r, "name") for r in rows
+            if get(r, "verdict") == fail_on and get(r, "mark") not in ("accepted", "quarantined")]
+
+
+def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
+                       thresholds_source: str, baseline: dict[str, Any] | None = None,
+                       missing_shards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
+    checks that failed where the head results were measured (:func:`benchtrail.runner.doctor.failed_by_device`);
+    ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
+    no results file (None: the head has no execution export to check against)."""
+    from benchtrail.runner.doctor import failed_by_device
+
+    plain = [asdict(r) for r in rows]
+    head_side = _side(head)
+    if head_side is not None:
+        head_side["runner_checks"] = failed_by_device(head)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "head": head_side,
+        "base": _side(base),
+        "baseline": baseline,
+        "thresholds_source": thresholds_source,
+        "counts": count_rows(plain),
+        "rows": plain,
+        "missing_shards": missing_shards,
+    }
+
+
+def load_comparison(path) -> dict[str, Any]:
+    """Read and validate ``comparison.json`` (every row checked against ``Row``).
+
+    Raises:
+        UserError: unreadable, an unknown schema version, a missing or malformed field, or a
+            verdict outside ``VERDICTS``; the message names the file and the field.
+    """
+    from benchtrail import jsonio
+    from benchtrail.suite.serialization import from_plain
+
+    obj = jsonio.read_json(path, kind="comparison", supported=SCHEMA_VERSION)
+    for key, kind in (("rows", list), ("counts", dict), ("head", dict)):
+        if not isinstance(obj.get(key), kind):
+            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}")
+    for key in ("base", "baseline"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            raise UserError(f"comparison {path}: field {key!r} must be an object or null")
+    for i, row in enumerate(obj["rows"]):
+        checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
+        if checked.mark not in (None, *MARKS):
+            raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
+        if checked.verdict not in VERDICTS:
+            raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
+                            f"allowed: {', '.join(VERDICTS)}")
+    if not isinstance(obj["head"].get("commit"), str):
+        raise UserError(f"comparison {path}: head.commit must be a string")
+    missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
+    if missing is not None and not (isinstance(missing, list) and all(
+            isinstance(m, dict) and set(m) == {"device_name", "shard_index"} and isinstance(m["device_name"], str)
+            and isinstance(m["shard_index"], int) and not isinstance(m["shard_index"], bool) for m in missing)):
+        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
+                        "{device_name: <string>, shard_index: <integer>}")
+    return obj

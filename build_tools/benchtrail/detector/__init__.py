@@ -1,0 +1,1 @@
+"""The detector evaluation: how often the rules alert, measured."""

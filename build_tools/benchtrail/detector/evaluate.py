@@ -1,0 +1,427 @@
+"""``benchtrail evaluate-detector``: measure the regression detector's false-positive and detection rates.
+
+A benchmark of the detector, not a test. A real workload (``torch.mm`` of two fp32 square matrices on
+one CPU thread, about 1 ms per call at the default size) is timed by the real harness
+(:func:`benchtrail.worker.timing.take_samples`, a fixed block of iterations per sample) in two long-lived
+worker processes, one per arm. Head gets injected extra work: a busy-spin of ``δ ×`` the calibrated
+per-call time inside every timed call. A/A comparisons (δ = 0) give the false-positive rate, A/B
+comparisons the detection rate, each with a Clopper–Pearson interval, for benchtrail's detector
+(:func:`benchtrail.runner.adaptive.sample_until_settled`) in stored-baseline and paired mode and for the
+rules of IREE, github-action-benchmark and asv on the same samples. docs/detector.md explains the
+method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
+from benchtrail.detector.workers import Worker
+from benchtrail.detector.workers import workers as workers_of
+from benchtrail.errors import UserError
+
+#: Version history of the evaluate-detector output file:
+#:   1 — first version.
+SCHEMA_VERSION = 1
+#: Series name whose threshold rule the detector uses (it falls to the ``execution/*`` rule).
+SERIES_NAME = "detector-matmul.eager.inference"
+#: 384 x 384 fp32 ``torch.mm`` on one thread: about 1.1 ms per call on the 2-core development VM.
+DEFAULT_MATRIX_SIZE = 384
+MODES = ("stored-baseline", "paired")
+
+
+# -- the evaluation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to run. Counts are comparisons per mode; ``deltas_pct`` are percent of extra work (> 0).
+
+    ``matrix_size`` (elements per side), ``sample_time_ms`` (target duration of one sample; the
+    iterations per sample are fixed from it once), ``warmup_s`` (per worker),
+    ``calibration_samples`` (one-call samples per worker for the per-call median) and ``budget_s``
+    (the sample duration is shortened, down to 2 iterations, so the estimate fits) are for tests and
+    experiments; the CLI uses the defaults.
+    """
+
+    aa: int = 300
+    ab: int = 100
+    deltas_pct: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
+    samples: int = 30
+    seed: int = 0
+    matrix_size: int = DEFAULT_MATRIX_SIZE
+    sample_time_ms: float = 5.0
+    warmup_s: float = 1.0
+    calibration_samples: int = 250
+    budget_s: float = 15 * 60
+    threshold_pct: float | None = None
+    #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
+    cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
+
+    def __post_init__(self) -> None:
+        if self.aa < 1 or self.ab < 1 or self.matrix_size < 1 or self.calibration_samples < 2:
+            raise ValueError(f"aa, ab, matrix_size must be >= 1 and calibration_samples >= 2: {self}")
+        if self.samples < ROUND_SAMPLES or self.samples % ROUND_SAMPLES:
+            raise ValueError(f"samples must be a multiple of {ROUND_SAMPLES}, got {self.samples}")
+        if not self.deltas_pct or not all(0 < d <= 1000 for d in self.deltas_pct):
+            raise ValueError(f"deltas_pct must be non-empty, each in (0, 1000], got {self.deltas_pct}")
+        if not (self.sample_time_ms > 0 and self.warmup_s >= 0 and self.budget_s > 0):
+            raise ValueError(f"sample_time_ms and budget_s must be > 0 and warmup_s >= 0: {self}")
+
+
+@dataclass
+class _Plan:
+    """Comparisons of one mode, by index: δ (percent), base worker (0 or 1), samples (µs per call) and
+    slot order; ``order`` is the permutation of indices in which they are collected."""
+
+    deltas: np.ndarray
+    base_worker: np.ndarray
+    order: np.ndarray
+    base: list[list[float]] = field(default_factory=list)
+    head: list[list[float]] = field(default_factory=list)
+    #: paired mode: the side of each sample in the order taken, e.g. "bhhb..."; stored mode: None.
+    slots: list[str | None] = field(default_factory=list)
+
+
+def _plan(config: EvalConfig, rng: np.random.Generator) -> _Plan:
+    deltas = np.array([0.0] * config.aa + [d for d in config.deltas_pct for _ in range(config.ab)])
+    n = deltas.size
+    return _Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)], [[] for _ in range(n)],
+                 [None] * n)
+
+
+def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None],
+               started: float) -> dict[str, Any]:
+    """Warm up, take the per-call median, fix the iterations per sample and estimate the duration
+    (including the setup since ``started``, a ``time.perf_counter()`` value)."""
+    for w in workers:
+        w.request("warmup", config.warmup_s)
+    calls = [w.samples(config.calibration_samples, 1, 0.0) for w in workers]
+    per_worker = [float(np.median(c)) for c in calls]
+    us_per_call = float(np.median(calls))  # all one-call samples of both workers
+    iterations = max(2, round(config.sample_time_ms * 1e3 / us_per_call))
+    n_comp = config.aa + config.ab * len(config.deltas_pct)
+    spin_us = config.ab * sum(config.deltas_pct) / 100 * us_per_call  # extra µs per call, summed over A/B
+    probe = 20
+
+    def estimate(iterations: int) -> dict[str, float]:
+        wall = {}
+        t = time.perf_counter()
+        workers[0].samples(probe, iterations, 0.0)
+        wall["stored-baseline"] = (time.perf_counter() - t) / probe
+        t = time.perf_counter()
+        for _ in range(probe):
+            workers[1].samples(1, iterations, 0.0, warm_calls=1)
+        wall["paired"] = (time.perf_counter() - t) / probe
+        out = {mode: 2 * config.samples * n_comp * wall[mode] + config.samples * iterations * spin_us / 1e6
+               for mode in MODES}
+        return {"wall_per_sample_s": wall, "collect_s": out}
+
+    est = estimate(iterations)
+    # Analysis: time every rule on one synthetic comparison at the threshold (the detector then uses
+    # all its rounds, the slow case).
+    noise = np.random.default_rng(0).normal(0.0, 0.02, (2, config.samples))
+    t = time.perf_counter()
+    judge((us_per_call * np.exp(noise[0])).tolist(), (1.05 * us_per_call * np.exp(noise[1])).tolist(), 5.0)
+    analysis_s = 2 * n_comp * (time.perf_counter() - t)
+    setup_s = time.perf_counter() - started
+    total = setup_s + sum(est["collect_s"].values()) + analysis_s
+    if total > config.budget_s and iterations > 2:
+        # Overhead per sample stays; the block shrinks. Solve for the iterations that fit.
+        overhead = max(sum(est["wall_per_sample_s"].values()) / 2 - iterations * us_per_call / 1e6, 0.0)
+        per_sample_s = (config.budget_s - setup_s - analysis_s) / (4 * config.samples * n_comp) - overhead
+        fitted = max(2, min(iterations - 1, math.floor(per_sample_s / (us_per_call / 1e6))))
+        report(f"{iterations} iterations per sample would take about {total / 60:.1f} min; "
+               f"shortening the sample to {fitted} iterations to fit {config.budget_s / 60:.1f} min")
+        iterations = fitted
+        est = estimate(iterations)
+        total = setup_s + sum(est["collect_s"].values()) + analysis_s
+    if total > config.budget_s:
+        report(f"warning: even at {iterations} iterations per sample this takes about {total / 60:.1f} min, "
+               f"over the {config.budget_s / 60:.1f} min budget; pass fewer comparisons (--aa, --ab)")
+    return {"us_per_call": us_per_call, "us_per_call_by_worker": per_worker, "iterations_per_sample": iterations,
+            "sample_ms": iterations * us_per_call / 1e3, "estimate_s": total, "estimate_collect_s": est["collect_s"],
+            "estimate_analysis_s": analysis_s, "wall_per_sample_s": est["wall_per_sample_s"]}
+
+
+def _progress(description: str, total: int):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from benchtrail.progress import console
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TimeRemainingColumn(), console=console)
+    return progress, progress.add_task(description, total=total)
+
+
+def _collect_stored(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float) -> None:
+    """Every base set first (an earlier run's baseline), then every head set."""
+    progress, task = _progress("stored-baseline", 2 * plan.order.size)
+    with progress:
+        for i in plan.order:
+            plan.base[i] = workers[plan.base_worker[i]].samples(samples, iterations, 0.0)
+            progress.advance(task)
+        for i in plan.order:
+            spin_s = plan.deltas[i] / 100 * us_per_call / 1e6
+            plan.head[i] = workers[1 - plan.base_worker[i]].samples(samples, iterations, spin_s)
+            progress.advance(task)
+
+
+def _collect_paired(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float,
+                    rng: np.random.Generator) -> None:
+    """Per comparison, ``samples`` pairs: a base and a head sample back to back, in a random order
+    per pair, so that pair j's two samples share the machine's state (``stats.paired``).
+
+    Each sample follows one untimed call in the same worker: switching workers leaves the caches
+    to the other process, and the first call after a switch was measured about 2.5% slower.
+    """
+    progress, task = _progress("paired", plan.order.size)
+    with progress:
+        for i in plan.order:
+            spin = (0.0, plan.deltas[i] / 100 * us_per_call / 1e6)
+            arms = (workers[plan.base_worker[i]], workers[1 - plan.base_worker[i]])
+            sides, taken = (plan.base[i], plan.head[i]), []
+            for _ in range(samples):  # one pair: base and head back to back, in a random order
+                for side in rng.permutation(2):
+                    sides[side].extend(arms[side].samples(1, iterations, spin[side], warm_calls=1))
+                    taken.append("bh"[side])
+            plan.slots[i] = "".join(taken)
+            progress.advance(task)
+
+
+def _rows(records: list[dict[str, Any]], config: EvalConfig) -> list[dict[str, Any]]:
+    rows = []
+    for delta in (0.0, *config.deltas_pct):
+        for rule in RULES:
+            for mode in MODES:
+                group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
+                hits = ALERTS if delta == 0 else ("regressed",)
+                k = sum(r["verdicts"][rule] in hits for r in group)
+                low, high = clopper_pearson(k, len(group))
+                used = [r["samples_per_side"][rule] for r in group]
+                rows.append({"rule": rule, "mode": mode, "delta_pct": delta, "alerts": k, "n": len(group),
+                             "counts": "either direction" if delta == 0 else "regressed",
+                             "rate_pct": 100 * k / len(group), "ci_low_pct": 100 * low, "ci_high_pct": 100 * high,
+                             "mean_samples_per_side": float(np.mean(used)),
+                             "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
+                             "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if rule == "benchtrail" else None})
+    return rows
+
+
+def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Run the whole evaluation and return the output document (see docs/detector.md).
+
+    ``report`` receives progress lines (the setup and the expected duration, before collecting).
+
+    Returns:
+        ``{"schema_version", "setup", "rows", "comparisons"}``: ``rows`` one per (δ, rule, mode) with
+        ``alerts`` of ``n``, ``rate_pct`` and the 95% Clopper–Pearson ``ci_low_pct``/``ci_high_pct``;
+        ``comparisons`` every comparison's samples (µs per call) and verdicts.
+
+    Raises:
+        UserError: the shipped thresholds table cannot be loaded or has no rule for the series.
+        RuntimeError: a worker process failed (its traceback is in the message).
+    """
+    from benchtrail.compare.thresholds import find_threshold, load_thresholds
+
+    start = time.perf_counter()
+    threshold = find_threshold(load_thresholds(), "execution", "latency", SERIES_NAME)
+    if threshold.unit != "percent":
+        raise UserError(f"the thresholds rule {threshold.match!r} for {SERIES_NAME} is not a percent rule")
+    if config.threshold_pct is not None:
+        threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
+    rng = np.random.default_rng(config.seed)
+    plans = {mode: _plan(config, rng) for mode in MODES}
+    with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info):
+        cal = _calibrate(workers, config, report, start)
+        report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
+               f"{cal['us_per_call']:.1f} µs per call (workers: "
+               + ", ".join(f"{x:.1f}" for x in cal["us_per_call_by_worker"])
+               + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
+        report(f"benchtrail threshold {threshold.threshold:g}% (rule {threshold.match!r}); expected duration "
+               f"about {cal['estimate_s'] / 60:.1f} min ({(time.perf_counter() - start):.0f} s of setup done)")
+        _collect_stored(workers, plans["stored-baseline"], config.samples, cal["iterations_per_sample"],
+                        cal["us_per_call"])
+        _collect_paired(workers, plans["paired"], config.samples, cal["iterations_per_sample"], cal["us_per_call"], rng)
+    records = []
+    for mode, plan in plans.items():
+        for i in range(plan.deltas.size):
+            records.append({"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
+                            "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
+                            "base_us": [round(x, 4) for x in plan.base[i]],
+                            "head_us": [round(x, 4) for x in plan.head[i]]})
+    records = judge_records(records, threshold.threshold)
+    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"], "worker_cpus": info["cpus"],
+             "iterations_per_sample": cal["iterations_per_sample"], "sample_ms": cal["sample_ms"],
+             "us_per_call": cal["us_per_call"], "us_per_call_by_worker": cal["us_per_call_by_worker"],
+             "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
+             "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
+             "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
+             "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
+             "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+             "estimate_s": cal["estimate_s"], "estimate_collect_s": cal["estimate_collect_s"],
+             "estimate_analysis_s": cal["estimate_analysis_s"], "wall_per_sample_s": cal["wall_per_sample_s"],
+             "elapsed_s": time.perf_counter() - start}
+    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config), "comparisons": records}
+
+
+def judge_records(records: list[dict[str, Any]], threshold_pct: float) -> list[dict[str, Any]]:
+    """Each comparison record (``base_us``, ``head_us``: samples in µs per call) with every rule's
+    verdict, benchtrail's outcome and the samples per side each rule used, at ``threshold_pct``."""
+    judged = []
+    for r in records:
+        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] == "paired")
+        judged.append({**r, "verdicts": verdicts, "outcome": ours.outcome,
+                       "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else len(r["base_us"])
+                                            for rule in RULES}})
+    return judged
+
+
+def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
+    """An :func:`evaluate` document judged again, from its stored samples, at another threshold
+    (what the table would show if the thresholds rule said ``threshold_pct``)."""
+    records = judge_records(doc["comparisons"], threshold_pct)
+    config = EvalConfig(aa=doc["setup"]["aa"], ab=doc["setup"]["ab"], deltas_pct=tuple(doc["setup"]["deltas_pct"]),
+                        samples=doc["setup"]["samples_per_side"], seed=doc["setup"]["seed"])
+    setup = {**doc["setup"], "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
+    return {**doc, "setup": setup, "rows": _rows(records, config), "comparisons": records}
+
+
+def format_table(doc: dict[str, Any]) -> str:
+    """The rows of an :func:`evaluate` document as a markdown table, plus one line of setup."""
+    s = doc["setup"]
+    lines = [f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
+             f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
+             f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "
+             f"{s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
+             "'regressed'; noisy or UNKNOWN is no alert.", "",
+             "| rule | mode | δ (%) | alerts / n | rate (%) | 95% CP interval (%) | mean samples per side |",
+             "|---|---|---:|---:|---:|---|---:|"]
+    for r in doc["rows"]:
+        delta = "0 (A/A)" if r["delta_pct"] == 0 else f"{r['delta_pct']:g}"
+        lines.append(f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
+                     f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | {r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
+                     f"{r['mean_samples_per_side']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of comparisons >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of comparisons >= 1, got {value}")
+    return value
+
+
+def _samples(text: str) -> int:
+    """argparse type: samples per side, a positive multiple of the round size."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
+        raise argparse.ArgumentTypeError(f"samples per side must be a multiple of the round size {ROUND_SAMPLES} "
+                                         f"(10, 20, 30, ...), got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _deltas(text: str) -> tuple[float, ...]:
+    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), percent of extra work, each in (0, 1000], no repeats."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= 1000:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; "
+                                             "pass comma-separated percentages of extra work such as 1,2,5,10")
+        if value in out:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
+        out.append(value)
+    return tuple(out)
+
+
+def _threshold(text: str) -> float:
+    """argparse type: a percentage in (0, 100)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
+    return value
+
+
+def add_evaluate_detector_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls
+    :func:`cmd_evaluate_detector`."""
+    p = subparsers.add_parser("evaluate-detector",
+                              help="measure the regression detector's false-positive and detection rates "
+                                   "(a benchmark of about 15 minutes)")
+    p.add_argument("--aa", type=_count, default=300, metavar="N", help="A/A comparisons per mode (default 300)")
+    p.add_argument("--ab", type=_count, default=100, metavar="N", help="A/B comparisons per δ per mode (default 100)")
+    p.add_argument("--deltas", type=_deltas, default=(1.0, 2.0, 5.0, 10.0), metavar="P[,P...]",
+                   help="injected extra work, percent of a call (default 1,2,5,10)")
+    p.add_argument("--samples", type=_samples, default=30, metavar="N",
+                   help=f"samples per side, a multiple of the round size {ROUND_SAMPLES} (default 30)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the arm assignment and orders (default 0)")
+    p.add_argument("--output", type=Path, default=Path("detector.json"),
+                   help="JSON file to write; never overwritten (default detector.json)")
+    p.add_argument("--rejudge", type=Path, metavar="DETECTOR_JSON",
+                   help="measure nothing: judge the samples of an earlier output again (with --threshold-pct)")
+    p.add_argument("--threshold-pct", type=_threshold, metavar="PCT",
+                   help="benchtrail's threshold in percent (default: the shipped thresholds table's rule)")
+    p.set_defaults(func=cmd_evaluate_detector)
+    return p
+
+
+def cmd_evaluate_detector(args: argparse.Namespace) -> int:
+    """``benchtrail evaluate-detector``: print the setup, the expected duration and the table; write
+    the JSON. Exit 0.
+
+    Raises:
+        UserError: ``--output`` exists or cannot be written.
+    """
+    from benchtrail.jsonio import check_new, write_json
+
+    check_new(args.output)
+    if args.rejudge:
+        from benchtrail.jsonio import read_json
+
+        doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
+        doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+    else:
+        config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples, seed=args.seed,
+                            threshold_pct=args.threshold_pct)
+        doc = evaluate(config, report=print)
+    print(format_table(doc), end="")
+    print(write_json(args.output, doc, exclusive=True))
+    return 0

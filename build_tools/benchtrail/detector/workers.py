@@ -1,0 +1,129 @@
+"""The two long-lived worker processes of ``benchtrail evaluate-detector``, one per arm.
+
+Each worker builds the workload (``torch.mm`` of two seeded fp32 square matrices, one thread),
+pins itself to one CPU when asked, and answers commands with samples from the real harness
+(:func:`benchtrail.worker.timing.take_samples`), adding a busy-spin inside every timed call for the
+injected extra work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def _workload(mm: Callable[..., Any], a: Any, b: Any, out: Any, spin_s: float) -> Callable[[], None]:
+    """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds (0 for base and A/A)."""
+    clock = time.perf_counter
+
+    def call() -> None:
+        mm(a, b, out=out)
+        end = clock() + spin_s
+        while clock() < end:
+            pass
+
+    return call
+
+
+def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> None:
+    """Worker process: serve ``("warmup", s)`` and ``("samples", count, iterations, spin_s, warm_calls)``
+    until None. With ``cpu``, the process is pinned to that CPU (``os.sched_setaffinity``)."""
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        import torch
+
+        from benchtrail.worker.timing import take_samples
+
+        torch.set_num_threads(1)
+        gen = torch.Generator().manual_seed(seed)
+        a, b = (torch.randn(matrix_size, matrix_size, generator=gen) for _ in range(2))
+        out = torch.empty(matrix_size, matrix_size)
+        conn.send(("ok", {"torch": torch.__version__, "threads": torch.get_num_threads(), "pid": os.getpid(),
+                          "cpus": sorted(os.sched_getaffinity(0))}))
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+        return
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        if msg is None:
+            return
+        try:
+            if msg[0] == "warmup":
+                fn, end, n = _workload(torch.mm, a, b, out, 0.0), time.perf_counter() + msg[1], 0
+                while n < 2 or time.perf_counter() < end:
+                    fn()
+                    n += 1
+                conn.send(("ok", n))
+            else:
+                _, count, iterations, spin_s, warm_calls = msg
+                fn = _workload(torch.mm, a, b, out, spin_s)
+                for _ in range(warm_calls):  # untimed: refill the caches the other arm's worker used
+                    fn()
+                conn.send(("ok", take_samples(fn, iterations, count)))
+        except Exception:
+            conn.send(("error", traceback.format_exc()))
+
+
+class Worker:
+    """One arm's long-lived worker process (``spawn`` context) and its end of the Pipe."""
+
+    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None) -> None:
+        self.index = index
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu), daemon=True,
+                                 name=f"benchtrail-detector-worker-{index}")
+        self._proc.start()
+        child.close()
+
+    def reply(self) -> Any:
+        """The answer to the last request. Raises RuntimeError (with the worker's traceback) if it failed."""
+        try:
+            status, value = self._conn.recv()
+        except EOFError:
+            self._proc.join(5)
+            raise RuntimeError(f"detector worker {self.index} exited with code {self._proc.exitcode}") from None
+        if status != "ok":
+            raise RuntimeError(f"detector worker {self.index} failed:\n{value}")
+        return value
+
+    def request(self, *msg: Any) -> Any:
+        self._conn.send(msg)
+        return self.reply()
+
+    def samples(self, count: int, iterations: int, spin_s: float, warm_calls: int = 0) -> list[float]:
+        """``count`` samples, µs per call, each a block of ``iterations`` calls, after ``warm_calls``
+        untimed calls."""
+        return list(self.request("samples", count, iterations, spin_s, warm_calls))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.send(None)
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._conn.close()
+
+
+@contextlib.contextmanager
+def workers(matrix_size: int, seed: int, cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
+    """Two workers with identical matrices, started together; ``(workers, info of worker 0)``."""
+    ctx = multiprocessing.get_context("spawn")
+    workers: list[Worker] = []
+    try:
+        for i in range(2):
+            workers.append(Worker(ctx, i, matrix_size, seed, cpu))
+        infos = [w.reply() for w in workers]
+        yield (workers[0], workers[1]), infos[0]
+    finally:
+        for w in workers:
+            w.close()

@@ -1,0 +1,114 @@
+"""Every git call of benchtrail: one function per question, one failure behaviour.
+
+Each function runs ``git`` in a subprocess and answers None (or False) when git fails, prints
+nothing, or is not installed; the caller decides what that means (a ``UserError`` naming its flag,
+or a fallback). Nothing here raises for a failing git, except :func:`interpret_trailers`, whose
+output is a reference that must not be silently empty.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+#: The commit recorded when the working directory is not a git checkout (40 zeros, git's null sha).
+UNKNOWN_COMMIT = "0" * 40
+
+
+def git(cwd: Path, *args: str) -> str | None:
+    """``git <args>`` in ``cwd``: its stripped stdout, or None when git fails, prints nothing or is absent."""
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def is_repository(path: Path) -> bool:
+    """Whether ``path`` is inside a git repository (and git is installed)."""
+    return git(path, "rev-parse", "--git-dir") is not None
+
+
+def resolve_commit(repo: Path, ref: str) -> str | None:
+    """The full 40-hex sha of the commit ``ref`` names in ``repo`` (``git rev-parse --verify
+    --quiet <ref>^{commit}``); None when it names no commit there (or ``repo`` is no repository)."""
+    return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+
+
+def toplevel(path: Path) -> Path | None:
+    """The top-level folder of the checkout that holds ``path``; None outside one."""
+    top = git(path, "rev-parse", "--show-toplevel")
+    return Path(top) if top else None
+
+
+def state(cwd: Path = Path(".")) -> tuple[str, bool]:
+    """``(commit sha, dirty)`` of the checkout at ``cwd``.
+
+    Dirty means tracked files differ from HEAD (untracked files are ignored). Outside a git
+    checkout the commit is ``UNKNOWN_COMMIT`` and dirty is True.
+    """
+    commit = git(cwd, "rev-parse", "HEAD")
+    if not commit:
+        return UNKNOWN_COMMIT, True
+    return commit, bool(git(cwd, "status", "--porcelain", "--untracked-files=no"))
+
+
+def symbolic_ref(repo: Path, name: str) -> str | None:
+    """The short name ``name`` points to (``git symbolic-ref --quiet --short``); None when it is no symbolic ref."""
+    return git(repo, "symbolic-ref", "--quiet", "--short", name)
+
+
+def merge_base(repo: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of ``a`` and ``b``; None when they have none or either is unknown."""
+    return git(repo, "merge-base", a, b)
+
+
+def is_ancestor(repo: Path, a: str, b: str) -> bool:
+    """Whether commit ``a`` is an ancestor of (or equal to) commit ``b``."""
+    try:
+        return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=repo,
+                              capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def first_parents(repo: Path, ref: str, max_count: int) -> list[str]:
+    """Up to ``max_count`` shas of ``ref``'s first-parent history, newest (``ref`` itself) first;
+    empty when git cannot list them."""
+    listed = git(repo, "rev-list", "--first-parent", f"--max-count={max_count}", ref)
+    return listed.split() if listed else []
+
+
+def first_parent_log(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
+    """``[(sha, subject), ...]`` of the first-parent commits after ``a`` up to and including ``b``,
+    oldest first (``git log --first-parent --reverse a..b``)."""
+    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %s", f"{a}..{b}") or ""
+    return [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in out.splitlines()]
+
+
+def add_worktree(repo: Path, path: Path, commit: str) -> bool:
+    """``git worktree add --detach path commit``; whether ``path`` is a checkout afterwards."""
+    return git(repo, "worktree", "add", "--detach", str(path), commit) is not None or path.is_dir()
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    """Remove the worktree at ``path`` (even with changes) and prune git's record of it."""
+    git(repo, "worktree", "remove", "--force", str(path))
+    git(repo, "worktree", "prune")
+
+
+def interpret_trailers(message: str) -> str:
+    """``git interpret-trailers --parse --no-divider`` of ``message``: one ``key: value`` line per trailer.
+
+    Run with git's default settings whatever the machine's or a repository's configuration
+    (``core.commentChar``, ``trailer.*``): no system or global config, no repository, no ``GIT_*``
+    variables from the environment.
+    Raises FileNotFoundError without git, subprocess.CalledProcessError when git fails.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_DIR=os.devnull)
+    out = subprocess.run(["git", "-c", "core.commentChar=#", "-c", "trailer.separators=:", "interpret-trailers",
+                          "--parse", "--no-divider"], input=message.encode(), env=env, capture_output=True,
+                         check=True)
+    return out.stdout.decode()

@@ -1,0 +1,399 @@
+"""The setup job's selection: which presets a GitHub event asks for, and from where.
+
+Sources, by event:
+
+* ``pull_request``: ``benchmarks:`` trailers of ``<title>\\n\\n<body>`` (``trailers.py``) and labels
+  named ``benchmarks:<preset>``. ``PR_TITLE``, ``PR_BODY`` and ``PR_LABELS`` (a JSON list of label
+  names) override the event payload when set. For ``edited`` events the selection before the edit
+  is computed too (``changes.title.from`` / ``changes.body.from``, the event's title or body for
+  the part the edit left alone, the event's labels), and nothing runs when the presets and the
+  ``benchmarks-accept`` items are the same (as sets) before and after: a title-only edit selects
+  nothing. An edit that moves the PR to another base branch (``changes.base``) always runs.
+  A selection the PR's author got wrong raises :class:`SelectionError`; with
+  ``--error-comment DIR`` it also becomes a PR comment (:func:`selection_error_comment`).
+* ``push`` to the repository's default branch: the ``default`` meta-preset.
+* ``workflow_dispatch``: the ``benchmark-presets`` input (or ``BENCHMARK_PRESETS_INPUT``).
+
+The body is read from the event file, never from the command line: one environment variable
+holds at most 128 KiB on Linux, and a PR body may be larger.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+from benchtrail.suite.presets import resolve_presets, split_presets
+from benchtrail.github.trailers import accepted_regressions, benchmark_presets
+
+LABEL_PREFIX = "benchmarks:"
+SAFE_ACCEPT = re.compile(r"^[A-Za-z0-9._*?\[\]-]+$")
+DEFAULT_META_PRESET = "default"
+PR_EVENTS = ("pull_request", "pull_request_target")
+EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
+#: The selection-error comment's verdict (its heading after ``benchtrail: ``).
+SELECTION_ERROR_VERDICT = "no benchmarks ran — the benchmark selection in the PR description is invalid"
+#: Characters of the error shown in the selection-error comment (stderr gets all of it).
+MAX_ERROR_CHARS = 4_000
+_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+
+
+class SelectionError(UserError):
+    """The selection itself is invalid (an unknown preset, a bad ``benchmarks-accept`` item,
+    malformed ``PR_LABELS``): its author fixes it by editing the PR, workflow input or labels.
+    Other ``UserError``s (an unreadable event, a PR that cannot be re-read) are not the author's."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to benchmark: resolved presets and, per requested name, where it came from."""
+
+    presets: tuple[str, ...]
+    sources: tuple[tuple[str, str], ...] = ()  # (requested name, "trailer" | "label" | "default" | "input")
+    skipped_reason: str | None = None
+    notes: tuple[str, ...] = field(default=())
+    accept: tuple[str, ...] = ()  # series names or globs from benchmarks-accept: trailers
+
+    @property
+    def has_benchmarks(self) -> bool:
+        return bool(self.presets) and self.skipped_reason is None
+
+
+def _resolve(requested: list[tuple[str, str]], known: tuple[str, ...], meta: Mapping[str, tuple[str, ...]],
+             where: str) -> tuple[str, ...]:
+    try:
+        return resolve_presets([name for name, _ in requested], known, meta) if requested else ()
+    except UserError as exc:
+        raise SelectionError(f"{where}: {exc}") from None
+
+
+def _resolve_pr(requested: list[tuple[str, str]], known: tuple[str, ...],
+                meta: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """:func:`_resolve` of a PR's requests; an unknown preset is named with where it came from
+    (the PR description's trailer, or a label)."""
+    _resolve([r for r in requested if r[1] == "trailer"], known, meta, "PR description")
+    _resolve([r for r in requested if r[1] == "label"], known, meta, f"PR labels ({LABEL_PREFIX}<preset>)")
+    return _resolve(requested, known, meta, "PR description")
+
+
+def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
+    """``([(preset, source)], trailer_found)`` from a PR's trailers and ``benchmarks:<preset>`` labels."""
+    from_trailer = benchmark_presets(title, body)
+    requested = [(p, "trailer") for p in from_trailer or []]
+    for label in labels:
+        if label.lower().startswith(LABEL_PREFIX):
+            requested += [(p, "label") for p in split_presets(label[len(LABEL_PREFIX):])]
+    seen: dict[str, str] = {}
+    for name, source in requested:
+        seen.setdefault(name, source)
+    return list(seen.items()), from_trailer is not None
+
+
+def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], known: tuple[str, ...],
+           meta: Mapping[str, tuple[str, ...]]) -> Selection:
+    """Decide the presets for one event.
+
+    Raises:
+        SelectionError: an unknown preset (named, with where it came from, the valid ones and a
+            close match), a ``benchmarks-accept`` item with other characters, or a malformed
+            ``PR_LABELS``.
+        UserError: a re-run cannot re-read the PR (:func:`fetch_current_pr`), or the PR's title
+            or body in the payload is not text.
+    """
+    if event_name in PR_EVENTS:
+        event_pr = payload.get("pull_request") or {}
+        pr = dict(event_pr)
+        if int(env.get("GITHUB_RUN_ATTEMPT", "1") or 1) > 1 and env.get("GITHUB_TOKEN") and pr.get("number"):
+            pr.update(fetch_current_pr(env, int(pr["number"])))
+        title, body, labels = _pr_texts(env, pr)
+        requested, trailer_found = pr_requests(title, body, labels)
+        accept = _accept(title, body)
+        presets = _resolve_pr(requested, known, meta)
+        notes = () if trailer_found else ("no `benchmarks:` trailer in the last paragraph of the PR description",)
+        # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
+        # changed since), with what the edit replaced taken from ``changes``.
+        if payload.get("action") == "edited" and _edit_kept_selection(payload.get("changes"), _pr_texts(env, event_pr),
+                                                                      presets, accept, known, meta):
+            return Selection(presets, tuple(requested), EDIT_KEPT_SELECTION, notes, accept)
+        return Selection(presets, tuple(requested), None, notes, accept)
+    if event_name == "push":
+        default_branch = (payload.get("repository") or {}).get("default_branch")
+        if default_branch and payload.get("ref") == f"refs/heads/{default_branch}":
+            if DEFAULT_META_PRESET not in meta:
+                return Selection((), (), "push to the default branch, but the suite has no 'default' meta-preset "
+                                         "and [tool.benchtrail] sets no presets: nothing to run")
+            return Selection(tuple(meta[DEFAULT_META_PRESET]), ((DEFAULT_META_PRESET, "default"),))
+        return Selection((), (), f"push to {payload.get('ref')}, not to the default branch")
+    if event_name == "workflow_dispatch":
+        text = env.get("BENCHMARK_PRESETS_INPUT", (payload.get("inputs") or {}).get("benchmark-presets", ""))
+        requested = [(p, "input") for p in split_presets(text or "")]
+        return Selection(_resolve(requested, known, meta, "workflow_dispatch input"), tuple(requested))
+    return Selection((), (), f"event {event_name!r} does not run benchmarks")
+
+
+def _accept(title: str | None, body: str | None) -> tuple[str, ...]:
+    accept = tuple(accepted_regressions(title, body))
+    for item in accept:
+        if not SAFE_ACCEPT.match(item):
+            raise SelectionError(f"benchmarks-accept item {item!r}: use series names or globs of letters, digits "
+                                 "and . _ - * ? [ ]")
+    return accept
+
+
+def _pr_texts(env: Mapping[str, str], pr: Mapping[str, Any]) -> tuple[str | None, str | None, list[str]]:
+    """``(title, body, label names)`` of a PR object, ``PR_TITLE``, ``PR_BODY`` and ``PR_LABELS`` first.
+
+    Raises:
+        UserError: the title or body is neither text nor null.
+        SelectionError: ``PR_LABELS`` is not a JSON list of names.
+    """
+    title = env.get("PR_TITLE", pr.get("title"))
+    body = env.get("PR_BODY", pr.get("body"))
+    for field_name, value in (("title", title), ("body", body)):
+        if value is not None and not isinstance(value, str):
+            raise UserError(f"the PR {field_name} in the event payload must be text or null, got {value!r:.60}")
+    return title, body, _labels(env, pr)
+
+
+def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list[str]],
+                         presets: tuple[str, ...], accept: tuple[str, ...], known: tuple[str, ...],
+                         meta: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether an ``edited`` event leaves the selection as it was: the same presets and
+    ``benchmarks-accept`` items (as sets) as the title and body before the edit
+    (``changes.<title|body>.from``, else the event's own ``(title, body, labels)``, which are the
+    current ones unless a re-run re-read the PR) with the event's labels. An edit that
+    changes anything else (``changes.base``: a new base branch, so a new baseline) keeps nothing;
+    an invalid selection before the edit differs from any valid one.
+
+    Raises:
+        TypeError, AttributeError: ``changes`` is not shaped like GitHub's (reported by
+            :func:`configure` as a malformed payload).
+    """
+    changes = {} if changes is None else changes
+    if not isinstance(changes, Mapping):
+        raise TypeError(f"changes must be an object, got {type(changes).__name__}")
+    if not set(changes) <= {"title", "body"}:
+        return False
+
+    def before(key: str, now: str | None) -> str | None:
+        entry = changes.get(key)
+        if entry is None:
+            return now
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("from"), (str, type(None))):
+            raise TypeError(f"changes.{key} must be an object with a text or null 'from', got {entry!r:.60}")
+        return entry["from"] if "from" in entry else now
+
+    title, body, labels = event
+    old_title, old_body = before("title", title), before("body", body)
+    try:
+        presets_before = _resolve_pr(pr_requests(old_title, old_body, labels)[0], known, meta)
+        accept_before = _accept(old_title, old_body)
+    except SelectionError:
+        return False
+    return set(presets_before) == set(presets) and set(accept_before) == set(accept)
+
+
+def fetch_current_pr(env: Mapping[str, str], number: int) -> dict[str, Any]:
+    """The PR's current title, body and labels through PyGithub (a re-run sees an edited trailer).
+
+    Uses ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and ``GITHUB_API_URL`` (default api.github.com).
+
+    Raises:
+        UserError: ``GITHUB_REPOSITORY`` is not ``OWNER/NAME``, or the PR cannot be read: an HTTP
+            error (its status and GitHub's message) or an unreachable API (the message names the
+            repository, the PR, the API URL and what to check).
+    """
+    import github
+    import requests
+
+    from benchtrail.github.post import make_client
+
+    repo = env.get("GITHUB_REPOSITORY", "")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+        raise UserError(f"GITHUB_REPOSITORY={repo!r}: a re-run re-reads the PR and needs OWNER/NAME")
+    api_url = env.get("GITHUB_API_URL") or "https://api.github.com"
+    client = make_client(env["GITHUB_TOKEN"], api_url)
+    where = (f"cannot re-read PR {repo}#{number} for this re-run (attempt {env.get('GITHUB_RUN_ATTEMPT')}) "
+             f"from {api_url}")
+    try:
+        pull = client.get_repo(repo).get_pull(number)
+        return {"title": pull.title, "body": pull.body, "labels": [{"name": label.name} for label in pull.labels]}
+    except github.GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        hint = {401: "GITHUB_TOKEN was rejected",
+                403: "GITHUB_TOKEN may not read it: give the job `pull-requests: read`",
+                404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the repository"}.get(
+            exc.status, "GitHub failed to answer; re-run the job later" if exc.status >= 500 else "")
+        raise UserError(f"{where}: HTTP {exc.status}{': ' + str(message) if message else ''}"
+                        f"{f' ({hint})' if hint else ''}") from exc
+    except requests.exceptions.RequestException as exc:
+        raise UserError(f"{where}: {type(exc).__name__} ({exc}); check GITHUB_API_URL") from exc
+
+
+def _labels(env: Mapping[str, str], pr: Mapping[str, Any]) -> list[str]:
+    if "PR_LABELS" in env:
+        try:
+            labels = json.loads(env["PR_LABELS"])
+        except json.JSONDecodeError as exc:
+            raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}") from exc
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}")
+        return labels
+    return [label.get("name", "") for label in pr.get("labels") or []]
+
+
+def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """``(GITHUB_EVENT_NAME, payload)``; a missing ``GITHUB_EVENT_PATH`` gives an empty payload.
+
+    Raises:
+        UserError: ``GITHUB_EVENT_NAME`` is unset, or the event file is unreadable or not JSON.
+    """
+    name = env.get("GITHUB_EVENT_NAME")
+    if not name:
+        raise UserError("GITHUB_EVENT_NAME is not set; set it (e.g. pull_request) and GITHUB_EVENT_PATH")
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        if name in ("pull_request", "pull_request_target", "push"):
+            raise UserError(f"GITHUB_EVENT_PATH is not set; a {name} event needs its payload file")
+        return name, {}
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read the event payload GITHUB_EVENT_PATH={path}: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise UserError(f"the event payload {path} must be a JSON object, got {type(payload).__name__}")
+    return name, payload
+
+
+def outputs(selection: Selection) -> str:
+    """``$GITHUB_OUTPUT`` lines."""
+    return (f"benchmark-presets={','.join(selection.presets)}\n"
+            f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
+            f"benchmarks-accept={','.join(selection.accept)}\n")
+
+
+def summary(selection: Selection) -> str:
+    """The job-summary section: what was selected and from where (names and globs as code spans, ``markup``)."""
+    from benchtrail.markup import code_span
+
+    lines = ["### benchtrail: benchmark selection", ""]
+    if selection.sources:
+        lines += ["| requested | from |", "|---|---|"] + [f"| {code_span(n, in_table=True)} | {s} |"
+                                                         for n, s in selection.sources]
+        lines += ["", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
+    lines += [f"- {note}" for note in selection.notes]
+    if selection.accept:
+        lines.append(f"Accepted regressions (`benchmarks-accept:`): {', '.join(map(code_span, selection.accept))}")
+    if selection.skipped_reason:
+        lines.append(f"No benchmarks run: {selection.skipped_reason}.")
+    elif not selection.presets:
+        lines.append("No benchmarks run: nothing was selected.")
+    return "\n".join(lines) + "\n"
+
+
+def _append(path: str | None, text: str) -> bool:
+    if not path:
+        return False
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+    return True
+
+
+def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping[str, Any]) -> dict[str, Any]:
+    """comment.json (``benchtrail.github.post.load_comment``'s format) for a PR whose selection is
+    invalid: a heading, ``error`` as plain text (Markdown escaped, at most ``MAX_ERROR_CHARS``
+    characters), how to fix it, and the marker of this run (``GITHUB_RUN_ID``, ``GITHUB_RUN_ATTEMPT``;
+    ``local`` and 1 when unset) as the last line, so ``benchtrail post`` edits it in place later.
+
+    Raises:
+        UserError: ``GITHUB_RUN_ID`` holds white space or ``GITHUB_RUN_ATTEMPT`` is not a whole
+            number from 1.
+    """
+    from benchtrail.compare.comment import _plain, marker
+
+    run_id = env.get("GITHUB_RUN_ID", "").strip() or "local"
+    attempt_text = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
+    if any(c.isspace() for c in run_id):
+        raise UserError(f"GITHUB_RUN_ID={run_id!r}: expected a run id without white space")
+    if not attempt_text.isdigit() or int(attempt_text) < 1:
+        raise UserError(f"GITHUB_RUN_ATTEMPT={attempt_text!r}: expected a whole number from 1")
+    hidden = marker({"run": {"run_id": run_id, "attempt": int(attempt_text)}})
+    text = " ".join(error.split())
+    shown = _plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else "")
+    body = "\n".join([
+        f"### benchtrail: {SELECTION_ERROR_VERDICT}", "", shown, "",
+        "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its `benchmarks-accept:` "
+        "line, or the `benchmarks:<preset>` label); saving the description runs the selection again. "
+        "Grammar: docs/trailers.md in benchtrail.",
+        hidden]) + "\n"
+    head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha")
+    from benchtrail.compare.comment import SCHEMA_VERSION
+    from benchtrail.compare.verdicts import count_rows
+
+    return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
+            "counts": count_rows([]), "notes": [],
+            "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
+            "base_commit": None, "body": body}
+
+
+def _write_error_comment(directory: Path, comment: dict[str, Any]) -> None:
+    from benchtrail import jsonio
+
+    jsonio.check_new(directory / "comment.json", directory / "comment.md")
+    jsonio.write_json(directory / "comment.json", comment, exclusive=True)
+    jsonio.write_text_atomic(directory / "comment.md", comment["body"], exclusive=True)
+
+
+def _emit(env: Mapping[str, str], output_lines: str, summary_text: str) -> None:
+    """Append to ``$GITHUB_OUTPUT`` (stdout when unset) and ``$GITHUB_STEP_SUMMARY`` (stderr when unset)."""
+    try:
+        wrote = _append(env.get("GITHUB_OUTPUT"), output_lines)
+    except OSError as exc:
+        raise UserError(f"cannot append to GITHUB_OUTPUT={env.get('GITHUB_OUTPUT')}: {exc.strerror}") from exc
+    if not wrote:
+        print(output_lines, end="")
+    if not _append(env.get("GITHUB_STEP_SUMMARY"), summary_text):
+        print(summary_text, end="", file=sys.stderr)
+
+
+def configure(env: Mapping[str, str], known: tuple[str, ...], meta: Mapping[str, tuple[str, ...]],
+              error_comment: Path | None = None) -> Selection:
+    """Read the event, select presets, append outputs to ``$GITHUB_OUTPUT`` (stdout when unset) and
+    the summary to ``$GITHUB_STEP_SUMMARY`` (stderr when unset).
+
+    With ``error_comment`` (a folder), ``selection-error=false`` is appended too; and when a PR
+    event's selection is invalid (:class:`SelectionError`), ``has-benchmarks=false`` and
+    ``selection-error=true`` are appended, ``error_comment/comment.json`` and ``comment.md``
+    (:func:`selection_error_comment`) are written, the comment goes to the summary, and the error
+    is raised all the same. Other events' selection errors, and every other error, only raise.
+
+    Raises:
+        SelectionError: the selection is invalid (:func:`select`).
+        UserError: the event or the environment is unreadable or malformed, or an output cannot
+            be written (an existing comment file included).
+    """
+    event_name, payload = read_event(env)
+    try:
+        selection = select(event_name, payload, env, known, meta)
+    except SelectionError as exc:
+        if error_comment is not None and event_name in PR_EVENTS:
+            comment = selection_error_comment(str(exc), env, payload)
+            try:
+                _write_error_comment(error_comment, comment)
+            except UserError as write_error:
+                raise UserError(f"{exc} (and the selection-error comment was not written: {write_error})") from exc
+            _emit(env, "has-benchmarks=false\nselection-error=true\n", comment["body"])
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
+                        f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
+    _emit(env, outputs(selection) + ("selection-error=false\n" if error_comment is not None else ""),
+          summary(selection))
+    return selection
+

@@ -1,0 +1,1 @@
+"""History across commits: collect, track (change points), dashboard, plots, builds."""

@@ -1,0 +1,160 @@
+"""``compare-builds``: the ratio of medians B/A of every series between two builds.
+
+A build is a run directory, or a commit/ref whose newest stored run is fetched from the store (the
+rule of ``benchtrail.history.collect.usable_runs``). Unlike ``benchtrail compare`` this judges nothing: it
+puts two builds' medians side by side, for a quick look across any two commits of the history.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchtrail.interop.backends import load_one_run
+from benchtrail.compare.comment import format_value
+from benchtrail.git import resolve_commit
+from benchtrail.errors import UserError
+from benchtrail.history.collect import fetch_results, short, usable_runs
+from benchtrail.markup import rich_text
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.store import Store
+
+
+@dataclass(frozen=True)
+class Build:
+    """One side: what the user gave (``label``), the commit of its results, and where they came from."""
+
+    label: str
+    commit: str
+    source: str
+    records: dict[str, BenchmarkRecord]
+
+
+@dataclass(frozen=True)
+class BuildRow:
+    """One series: both medians (in ``unit``), their ratio B/A, and why a ratio is missing (``note``)."""
+
+    id: str
+    name: str
+    kind: str
+    device_name: str
+    unit: str
+    a_median: float | None
+    b_median: float | None
+    ratio: float | None
+    note: str
+
+
+@dataclass(frozen=True)
+class BuildComparison:
+    """The two builds and one row per series of either, execution first, then by name."""
+
+    a: Build
+    b: Build
+    rows: tuple[BuildRow, ...]
+
+
+def _records(files: list[ResultsFile]) -> dict[str, BenchmarkRecord]:
+    out: dict[str, BenchmarkRecord] = {}
+    for f in files:
+        for r in f.benchmarks:
+            out.setdefault(r.id, r)
+    return out
+
+
+def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Build:
+    """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``.
+
+    Raises:
+        UserError: ``value`` is neither a folder nor a commit git can resolve; a folder holding no
+            results or results of more than one run (``backends.check_one_run``, as ``compare-backends``
+            and ``convert``); no ``store`` to look in; the store holds no run of that commit; its
+            results cannot be fetched or loaded.
+    """
+    if Path(value).is_dir():
+        files, run = load_one_run([Path(value)], f"{which} {value!r}")
+        return Build(value, run.commit, str(Path(value)), _records(files))
+    sha = resolve_commit(repo, value)
+    if sha is None:
+        raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can resolve in "
+                        f"--repo {str(repo)!r}; give a run directory, a sha, a branch or a tag")
+    if store is None:
+        raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run (or give a run directory)")
+    pointers = usable_runs(store, sha)
+    if not pointers:
+        raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no run of it; "
+                        "allowed: a commit with a stored run (see `benchtrail history`) or a run directory")
+    run_id, attempt = pointers[0]["run_id"], pointers[0]["attempt"]
+    return Build(value, sha, store.run_url(run_id, attempt), _records(fetch_results(store, run_id, attempt)))
+
+
+def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> BuildRow:
+    rec = b or a
+    assert rec is not None
+    am, bm = (a.median if a else None), (b.median if b else None)
+    ratio, note = None, ""
+    if a is None:
+        note = "only in B (A lacks this series)"
+    elif b is None:
+        note = "only in A (B lacks this series)"
+    elif am is None or bm is None:
+        note = "; ".join(f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.median is None)
+    elif am == 0:
+        note = "both medians are 0" if bm == 0 else "A median is 0"
+    else:
+        ratio = bm / am
+        bad = [f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok"]
+        note = "; ".join(bad)
+    return BuildRow(rec.id, rec.name, rec.kind, rec.device_name, rec.unit, am, bm, ratio, note)
+
+
+def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path(".")) -> BuildComparison:
+    """Compare build ``b`` with build ``a`` (each a run directory, or a commit/ref with a run in ``store``).
+
+    Returns one row per series of either build: medians in the series' unit (``us`` = µs per
+    iteration, ``ms``, ``count``, ``bytes``) and ``ratio`` = B median / A median (None, with a
+    ``note``, when one side lacks the series or a median, or A's median is 0).
+
+    Raises:
+        UserError: as :func:`resolve_build`.
+    """
+    build_a = resolve_build(a, "A", store, repo)
+    build_b = resolve_build(b, "B", store, repo)
+    ids = set(build_a.records) | set(build_b.records)
+    rows = [_row(build_a.records.get(i), build_b.records.get(i)) for i in ids]
+    rows.sort(key=lambda r: (r.kind != "execution", r.name, r.id))
+    return BuildComparison(build_a, build_b, tuple(rows))
+
+
+def format_table(comparison: BuildComparison) -> str:
+    """The comparison as a rich table, rendered to plain text (no colour codes)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    a, b = comparison.a, comparison.b
+    table = Table(title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
+                  title_justify="left")
+    for header, justify in (("benchmark", "left"), ("device", "left"), ("A median", "right"),
+                            ("B median", "right"), ("B/A", "right"), ("note", "left")):
+        table.add_column(header, justify=justify, overflow="fold")
+    for r in comparison.rows:
+        table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit), format_value(r.b_median, r.unit),
+                      f"{r.ratio:.4f}" if r.ratio is not None else "—", rich_text(r.note))
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None, highlight=False).print(table)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
+
+
+def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
+    """A PNG bar plot of the rows' ratios (log scale unless a ratio is 0), a line at 1.0.
+
+    Raises:
+        UserError: ``path`` exists or cannot be written.
+    """
+    from benchtrail.history.plots import plot_ratios_png
+
+    rows = [r for r in comparison.rows if r.ratio is not None]
+    title = f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} ({short(comparison.a.commit)})"
+    return plot_ratios_png([r.name for r in rows], [r.ratio for r in rows], title, path,
+                           log=all(r.ratio > 0 for r in rows))

@@ -1,0 +1,156 @@
+"""The offline HTML dashboard of a history: ``index.html`` and one plotly page per ``history.page_groups`` page.
+
+Every page is a grid of subplots, one per series (x = short commits in first-parent order, y = the
+median with its IQR band; hover shows IQR, n, status and the run). Each series' trace is named with
+the series' readable name, so the legend lists them; names are data (``markup.plotly_text``: escaped,
+never markup or a hover-template reference). plotly.js is written once beside the pages as
+``plotly.min.js`` (or inlined into every page with ``self_contained``): nothing is loaded from the
+network.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchtrail import jsonio
+from benchtrail.markup import plotly_text
+from benchtrail.history.collect import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
+from benchtrail.history.plots import UNIT_LABELS
+
+INDEX = "index.html"
+PLOTLY_JS = "plotly.min.js"
+COLUMNS = 2
+#: Height of one row of subplots, in CSS pixels.
+ROW_HEIGHT = 300
+
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
+          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
+          "code{font-size:95%}")
+
+
+def _page_title(page: str) -> str:
+    if page == COMPILATION_PAGE:
+        return "compilation statistics"
+    return "execution series of no preset" if page == NO_PRESET_PAGE else f"preset {page}"
+
+
+def _rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _figure(series: Sequence[Series], commits: list[str]):
+    """A plotly figure: one subplot per series, a median line with markers and an IQR band each."""
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+    import plotly.graph_objects as go
+
+    cols = min(COLUMNS, len(series))
+    rows = math.ceil(len(series) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plotly_text(s.name) for s in series],
+                        vertical_spacing=min(0.12, 0.45 / rows), horizontal_spacing=0.08)
+    x = [short(c) for c in commits]
+    palette = qualitative.Plotly
+    for i, s in enumerate(series):
+        row, col = i // cols + 1, i % cols + 1
+        color = palette[i % len(palette)]
+        points = aligned(s, commits)
+        bands = [band(p) if p else (None, None) for p in points]
+        unit = UNIT_LABELS.get(s.unit, s.unit)
+        for k, values in enumerate(([hi for _, hi in bands], [lo for lo, _ in bands])):
+            fig.add_trace(go.Scatter(x=x, y=values, mode="lines", line={"width": 0, "color": color},
+                                     fill="tonexty" if k else None, fillcolor=_rgba(color, 0.25),
+                                     legendgroup=s.id, showlegend=False, hoverinfo="skip"), row=row, col=col)
+        custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit] if p else [None] * 5 for p in points]
+        fig.add_trace(go.Scatter(
+            x=x, y=[p.median if p else None for p in points], mode="lines+markers", name=plotly_text(s.name),
+            legendgroup=s.id, line={"color": color}, marker={"size": 6}, customdata=custom,
+            # The name goes in as data (%{text}), never into the template, where "%{" would be a reference.
+            text=[plotly_text(s.name)] * len(x),
+            hovertemplate=(f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median %{{y:.4g}} {plotly_text(unit)}"
+                           f"<br>IQR %{{customdata[0]:.3g}}<br>n %{{customdata[1]}} · %{{customdata[2]}}"
+                           "<br>run %{customdata[3]}<extra></extra>")), row=row, col=col)
+        fig.update_yaxes(title_text=unit, title_font={"size": 10}, row=row, col=col)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, row=row, col=col)
+    fig.update_layout(height=ROW_HEIGHT * rows + 120, showlegend=True, template="plotly_white",
+                      margin={"t": 60}, legend={"font": {"size": 10}})
+    fig.update_annotations(font_size=11)
+    return fig
+
+
+def _document(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{html.escape(title)}</title>\n"
+            f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def _context(history: History) -> str:
+    runs = len(history.run_commits())
+    return (f"<p><code>{html.escape(history.ref)}</code> at <code>{short(history.head)}</code> · "
+            f"{runs} of {len(history.commits)} first-parent commits have a run · store "
+            f"<code>{html.escape(history.store)}</code></p>")
+
+
+def page_html(history: History, page: str, series: Sequence[Series], *, self_contained: bool = False) -> str:
+    """The HTML of one dashboard page (a preset's execution series, or the compilation series)."""
+    fig = _figure(series, history.run_commits())
+    div = fig.to_html(include_plotlyjs=True if self_contained else "directory", full_html=False,
+                      div_id=f"benchtrail-{page}", config={"displaylogo": False})
+    title = f"benchtrail history · {_page_title(page)}"
+    body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html.escape(title)}</h1>\n{_context(history)}\n"
+            f"<p>{len(series)} series; median with its IQR band (p25–p75) per commit; a missing point is a commit "
+            "without a run or without the series.</p>\n" + div)
+    return _document(title, body)
+
+
+def index_html(history: History, pages: dict[str, list[Series]], images: Sequence[str] = ()) -> str:
+    """The HTML of ``index.html``: links to the pages and PNGs, and the commits with their runs."""
+    links = "".join(f"<li><a href=\"{html.escape(p)}.html\">{html.escape(_page_title(p))}</a> "
+                    f"({len(s)} series)</li>\n" for p, s in pages.items())
+    pngs = "".join(f"<li><a href=\"{html.escape(i)}\">{html.escape(i)}</a></li>\n" for i in images)
+    rows = "".join(f"<tr><td><code>{short(c.commit)}</code></td><td>"
+                   + (html.escape(f"{c.run_id}/{c.attempt}") if c.run_id else "no run") + "</td></tr>\n"
+                   for c in reversed(history.commits))
+    body = (f"<h1>benchtrail history</h1>\n{_context(history)}\n<h2>Pages</h2>\n"
+            + (f"<ul>\n{links}</ul>\n" if links else "<p>No series in this history.</p>\n")
+            + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "")
+            + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>run</th></tr>\n" + rows + "</table>\n")
+    if history.skipped:
+        body += "<h2>Runs not used</h2>\n<ul>\n" + "".join(f"<li>{html.escape(s)}</li>\n" for s in history.skipped)
+        body += "</ul>\n"
+    return _document("benchtrail history", body)
+
+
+def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] = (),
+                    self_contained: bool = False) -> Path:
+    """Write the offline dashboard into ``out_dir``: ``index.html``, ``<page>.html`` per page of
+    ``page_groups(history)`` and, unless ``self_contained``, ``plotly.min.js`` (about 4.9 MB) once.
+
+    Args:
+        images: PNGs (e.g. from ``plots.plot_history_png``) that ``index.html`` links, relative to ``out_dir``.
+        self_contained: inline plotly.js into every page instead (each page then works alone).
+
+    Returns:
+        The path of ``index.html``.
+
+    Raises:
+        UserError: a file to write exists already (checked before anything is written; files are
+            never overwritten) or cannot be written. Each file is written atomically.
+    """
+    from plotly.offline import get_plotlyjs
+
+    out_dir = Path(out_dir)
+    pages = page_groups(history)
+    targets = [out_dir / f"{p}.html" for p in pages] + [out_dir / INDEX]
+    if not self_contained and pages:
+        targets.append(out_dir / PLOTLY_JS)
+    jsonio.check_new(*targets)
+    if not self_contained and pages:
+        jsonio.write_text_atomic(out_dir / PLOTLY_JS, get_plotlyjs(), exclusive=True)
+    for page, series in pages.items():
+        jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(history, page, series,
+                                                                     self_contained=self_contained), exclusive=True)
+    relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i) for i in images]
+    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative), exclusive=True)

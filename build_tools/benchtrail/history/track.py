@@ -1,0 +1,354 @@
+"""Post-merge regression tracking: change points in each series' first-parent history (``docs/tracking.md``).
+
+``track(history, thresholds)`` looks at every execution latency and compilation time series of a
+``benchtrail.history.collect.History``. Per series, the signal is the natural log of the per-commit medians
+(``ok`` points only, oldest first) divided by a robust estimate of their run-to-run noise, so the
+penalty is in units of noise whatever the series' scale. Change points come from ruptures' PELT
+(Killick, Fearnhead & Eckley 2012) with the ``l1`` cost (least absolute deviation: a change in the
+median, robust to one slow run), ``min_size=2`` and penalty ``PENALTY_PER_LOG_N * ln(n)``.
+
+Each change point gets the commit range ``base..head`` (the last commit with a point before it, the
+first after), its magnitude (ratio of the medians of the segments' per-commit medians, after/before)
+and a confidence: 1 − p of a two-sided Mann–Whitney U test on the per-commit medians of the two
+segments (runs are the unit of replication; samples within one run share its machine state).
+``benchtrail.github.track_issues`` files the regressions as GitHub issues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchtrail import jsonio
+from benchtrail.git import first_parent_log, is_ancestor, is_repository, resolve_commit
+from benchtrail.errors import UserError
+from benchtrail.history.collect import History, Series, short
+from benchtrail.compare.thresholds import Threshold, find_threshold
+
+#: Version history of the track report:
+#:   1 — first version.
+REPORT_SCHEMA_VERSION = 1
+#: Fewest ``ok`` points a series needs: 4 per side is the smallest even split where a two-sided
+#: Mann–Whitney p can fall below ``ALPHA`` (exactly 2/70 ≈ 0.029), so fewer could never file an issue.
+MIN_POINTS = 8
+#: ruptures' ``min_size``: a segment holds at least 2 points, so one slow run is never a segment.
+MIN_SEGMENT = 2
+#: Penalty per change, ``PENALTY_PER_LOG_N * ln(n)`` in units of noise (l1 cost; BIC-like). With 2%
+#: run-to-run noise (normal or Student-t 3, 500 series each, ``docs/tracking.md``) it found a change in
+#: 1.2–4.6% of series without one (an issue in 0.2–1.4%) and filed a +10% step at its exact commit in
+#: 95–99% of series of 12 or 30 points.
+PENALTY_PER_LOG_N = 2.0
+#: Smallest run-to-run noise assumed (0.1%, in log units): keeps exact synthetic data finite.
+NOISE_FLOOR = 1e-3
+#: A regression files an issue only when the Mann–Whitney p of its segments is at most this.
+ALPHA = 0.05
+#: A change point is new when its head is among the series' last this many points.
+DEFAULT_NEW_WITHIN = 10
+#: An issue whose marker names a commit of the points this many either side of the head is this
+#: change point's issue (more points can move a change point by a commit or two).
+MATCH_RADIUS = 2
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A change in the median of a series between ``base_commit`` and ``head_commit``.
+
+    ``commits``: the first-parent commits after ``base_commit`` up to and including ``head_commit``
+    (the ones to bisect), ``gap_commits`` the ones among them without a stored run. Medians are in
+    ``unit``; ``magnitude_pct`` is ``(after_median / before_median − 1) × 100``; ``p_value`` the
+    two-sided Mann–Whitney U p over the segments' per-commit medians (``n_before``, ``n_after``).
+    ``direction`` is ``regression`` or ``improvement`` under the series' threshold rule; ``issue``
+    is True for a regression beyond the threshold with ``p_value <= ALPHA``.
+    """
+
+    series_id: str
+    series_name: str
+    kind: str
+    metric: str
+    unit: str
+    device_name: str
+    base_commit: str
+    head_commit: str
+    commits: tuple[str, ...]
+    gap_commits: tuple[str, ...]
+    before_median: float
+    after_median: float
+    n_before: int
+    n_after: int
+    magnitude_pct: float
+    p_value: float
+    direction: str
+    threshold: str
+    beyond_threshold: bool
+    issue: bool
+    new: bool
+    base_run: tuple[str, int]
+    head_run: tuple[str, int]
+    nearby_commits: tuple[str, ...]
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - self.p_value
+
+
+@dataclass(frozen=True)
+class Insufficient:
+    """A tracked series with fewer than ``needed`` ``ok`` points: not analysed (not an error)."""
+
+    series_id: str
+    series_name: str
+    device_name: str
+    points: int
+    needed: int
+
+
+@dataclass(frozen=True)
+class TrackReport:
+    ref: str
+    head: str
+    store: str
+    commits: int
+    runs: int
+    tracked: int
+    change_points: tuple[ChangePoint, ...]
+    insufficient: tuple[Insufficient, ...]
+
+
+def is_tracked(series: Series) -> bool:
+    """Execution latency and compilation time series (counts and bytes are judged per PR only)."""
+    return (series.kind == "execution" and series.metric == "latency") or (
+        series.kind == "compilation" and series.metric.startswith("compile_time_"))
+
+
+def noise_scale(log_medians: np.ndarray) -> float:
+    """Run-to-run noise σ of a log signal: 1.4826 × median |first difference| / √2 (a step adds one
+    large difference, which the median ignores), at least ``NOISE_FLOOR``."""
+    diffs = np.abs(np.diff(log_medians))
+    return max(1.4826 * float(np.median(diffs)) / math.sqrt(2.0), NOISE_FLOOR) if diffs.size else NOISE_FLOOR
+
+
+def detect(log_medians: np.ndarray) -> list[int]:
+    """Indices where a new segment starts (ruptures PELT, ``l1``, ``min_size=2``), ascending."""
+    import ruptures as rpt
+
+    n = len(log_medians)
+    signal = (np.asarray(log_medians, dtype=np.float64) / noise_scale(log_medians)).reshape(-1, 1)
+    ends = rpt.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(signal).predict(pen=PENALTY_PER_LOG_N * math.log(n))
+    return [int(e) for e in ends[:-1]]
+
+
+def _p_value(before: np.ndarray, after: np.ndarray) -> float:
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _change(series: Series, history: History, walked: list[str], points: list, medians: np.ndarray,
+            lo: int, cut: int, hi: int, rule: Threshold, new_within: int) -> ChangePoint:
+    before, after = medians[lo:cut], medians[cut:hi]
+    b, a = float(np.median(before)), float(np.median(after))
+    magnitude = (a / b - 1.0) * 100.0
+    worse = a > b if rule.lower_is_better else a < b
+    beyond = abs(magnitude) > rule.threshold if rule.unit == "percent" else abs(a - b) > rule.threshold
+    p = _p_value(before, after)
+    base, head = points[cut - 1], points[cut]
+    commits = tuple(walked[walked.index(base.commit) + 1: walked.index(head.commit) + 1])
+    gaps = tuple(c.commit for c in history.commits if c.commit in commits and c.run_id is None)
+    nearby = tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])
+    unit = "%" if rule.unit == "percent" else f" {series.unit}"
+    return ChangePoint(series.id, series.name, series.kind, series.metric, series.unit, series.device_name,
+                       base.commit, head.commit, commits, gaps, b, a, len(before), len(after), magnitude, p,
+                       "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})",
+                       beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
+                       (base.run_id, base.attempt), (head.run_id, head.attempt), nearby)
+
+
+def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: int = DEFAULT_NEW_WITHIN,
+          min_points: int = MIN_POINTS) -> TrackReport:
+    """Change points of every tracked series of ``history`` (see the module docstring).
+
+    Points that are not ``ok`` (or have no positive median) are left out of the signal. A change is
+    ``new`` when its head is among the series' last ``new_within`` ``ok`` points.
+
+    Raises:
+        UserError: a series matches no threshold rule.
+    """
+    walked = [c.commit for c in history.commits]
+    found: list[ChangePoint] = []
+    short_of: list[Insufficient] = []
+    tracked = [s for s in history.series if is_tracked(s)]
+    for series in tracked:
+        points = [p for p in series.points if p.status == "ok" and p.median is not None and p.median > 0]
+        if len(points) < min_points:
+            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), min_points))
+            continue
+        medians = np.array([p.median for p in points], dtype=np.float64)
+        cuts = detect(np.log(medians))
+        rule = find_threshold(thresholds, series.kind, series.metric, series.name)
+        bounds = [0, *cuts, len(points)]
+        for i, cut in enumerate(cuts):
+            found.append(_change(series, history, walked, points, medians, bounds[i], cut, bounds[i + 2], rule,
+                                 new_within))
+    return TrackReport(history.ref, history.head, history.store, len(history.commits), len(history.run_commits()),
+                       len(tracked), tuple(found), tuple(short_of))
+
+
+def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON object of the track report (``docs/tracking.md``), with ``schema_version``."""
+    changes = []
+    for cp in report.change_points:
+        body = asdict(cp)
+        body.pop("nearby_commits")
+        body["base_run"] = {"run_id": cp.base_run[0], "attempt": cp.base_run[1]}
+        body["head_run"] = {"run_id": cp.head_run[0], "attempt": cp.head_run[1]}
+        body["confidence"] = cp.confidence
+        changes.append(body)
+    return {"schema_version": REPORT_SCHEMA_VERSION, "ref": report.ref, "head": report.head, "store": report.store,
+            "commits": report.commits, "runs": report.runs, "tracked_series": report.tracked,
+            "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1", "min_size": MIN_SEGMENT,
+                       "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)", "signal": "ln(median) / noise",
+                       "confidence": "1 - two-sided Mann-Whitney U p over per-commit medians",
+                       "alpha": ALPHA, "min_points": MIN_POINTS},
+            "change_points": changes, "insufficient_data": [asdict(i) for i in report.insufficient],
+            "issues": issues or []}
+
+
+def format_table(report: TrackReport) -> str:
+    """The printed summary: one row per change point, then the series with insufficient data."""
+    lines = [f"{len(report.change_points)} change point(s) in {report.tracked - len(report.insufficient)} of "
+             f"{report.tracked} tracked series over {report.runs} run(s) of {report.commits} first-parent "
+             f"commit(s) of {report.ref} ({short(report.head)})"]
+    if report.change_points:
+        rows = [("series", "device", "commits", "change", "p", "new", "verdict")]
+        for cp in report.change_points:
+            gaps = f" ({len(cp.gap_commits)} without run)" if cp.gap_commits else ""
+            verdict = cp.direction + ("" if cp.beyond_threshold else " (below threshold)")
+            rows.append((cp.series_name, cp.device_name, f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
+                         f"{cp.magnitude_pct:+.1f}%", f"{cp.p_value:.3g}", "yes" if cp.new else "no",
+                         verdict + (" → issue" if cp.issue and cp.new else "")))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if report.insufficient:
+        lines.append(f"insufficient data (fewer than {report.insufficient[0].needed} ok points), "
+                     f"{len(report.insufficient)} series:")
+        lines += [f"  {i.series_name}  {i.points} point(s)" for i in report.insufficient]
+    return "\n".join(lines) + "\n"
+
+
+# -- bisect-range ---------------------------------------------------------------------------------
+
+
+def bisect_range(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
+    """``[(sha, subject), ...]``: the first-parent commits after ``a`` up to and including ``b``, oldest
+    first (``git log --first-parent a..b``), the commits ``git bisect`` would choose among.
+
+    Raises:
+        UserError: ``repo`` is not a git repository, ``a`` or ``b`` names no commit, or ``a`` is not an
+            ancestor of ``b``.
+    """
+    if not is_repository(repo):
+        raise UserError(f"--repo {str(repo)!r} is not a git repository (or git is not installed)")
+    shas = []
+    for name, ref in (("A", a), ("B", b)):
+        sha = resolve_commit(repo, ref)
+        if sha is None:
+            raise UserError(f"{name} {ref!r}: git cannot resolve it to a commit in {repo}; give a sha, branch or tag "
+                            "(fetch the history first in a shallow clone)")
+        shas.append(sha)
+    if not is_ancestor(repo, *shas):
+        raise UserError(f"A {a!r} ({short(shas[0])}) is not an ancestor of B {b!r} ({short(shas[1])}); "
+                        "give the older build first")
+    return first_parent_log(repo, *shas)
+
+
+# -- CLI ------------------------------------------------------------------------------------------
+
+
+def _whole(minimum: int):
+    def parse(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum}, got {text!r}")
+        return int(text)
+    return parse
+
+
+def add_track_parsers(subparsers: Any) -> None:
+    """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
+    from benchtrail.github.post import DEFAULT_API_URL, _repo
+    from benchtrail.github.trust import add_trust_arguments
+
+    p = subparsers.add_parser("track", help="change points over the first-parent history; file regressions as issues")
+    p.add_argument("--store", required=True, help="store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]")
+    p.add_argument("--repo", type=Path, default=Path("."), help="git repository whose history is walked (default .)")
+    p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
+    p.add_argument("--max-commits", type=_whole(1), default=100, metavar="N",
+                   help="walk at most N first-parent commits back from --ref (default 100)")
+    p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
+    p.add_argument("--new-within", type=_whole(1), default=DEFAULT_NEW_WITHIN, metavar="N",
+                   help=f"a change is new when its head is among the series' last N points (default {DEFAULT_NEW_WITHIN})")
+    p.add_argument("--report", type=Path, help="write the JSON report here (never overwritten)")
+    p.add_argument("--post", action="store_true", help="open or update one GitHub issue per new regression")
+    p.add_argument("--repo-name", type=_repo, metavar="OWNER/NAME",
+                   help="with --post: the GitHub repository (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--api-url", help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
+    add_trust_arguments(p)
+    p.set_defaults(func=cmd_track)
+
+    p = subparsers.add_parser("bisect-range", help="the first-parent commits after build A up to build B")
+    p.add_argument("a", metavar="A", help="the last good build: a commit, branch or tag")
+    p.add_argument("b", metavar="B", help="the first bad build (a descendant of A)")
+    p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default .)")
+    p.set_defaults(func=cmd_bisect_range)
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    """``benchtrail track``: print the change points, post issues with ``--post``, write ``--report``. Exit 0."""
+    from benchtrail.github.post import DEFAULT_API_URL, NO_TOKEN, _from_env, _repo
+    from benchtrail.github.track_issues import post_issues
+    from benchtrail.history.collect import collect_history
+    from benchtrail.store import open_store
+    from benchtrail.compare.thresholds import load_thresholds
+    from benchtrail.github.trust import trust_from_options
+
+    if args.report:
+        jsonio.check_new(args.report)
+    token = repo_name = None
+    if args.post:
+        repo_name = _from_env(args.repo_name, "--repo-name", "GITHUB_REPOSITORY", _repo)
+        token = os.environ.get("GITHUB_TOKEN", "").strip()
+        if not token:  # never a flag: a token on the command line shows in process lists and logs
+            raise UserError(NO_TOKEN.replace("issue comments", "issues"))
+    thresholds = load_thresholds(args.thresholds)
+    trust = trust_from_options(args.trust, args.store, args.trusted_workflow, repo_name)
+    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits,
+                              trust=trust)
+    for line in history.skipped:
+        print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
+    report = track(history, thresholds, new_within=args.new_within)
+    print(format_table(report), end="")
+    actions = []
+    if args.post:
+        api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+        for action in post_issues(report, repo=repo_name, token=token, base_url=api_url):
+            print(action.message)
+            actions.append(asdict(action))
+    if args.report:
+        print(jsonio.write_json(args.report, report_to_dict(report, actions), exclusive=True))
+    return 0
+
+
+def cmd_bisect_range(args: argparse.Namespace) -> int:
+    """``benchtrail bisect-range A B``: one ``<sha> <subject>`` line per commit, oldest first. Exit 0."""
+    commits = bisect_range(args.repo, args.a, args.b)
+    for sha, subject in commits:
+        print(f"{sha} {subject}".rstrip())
+    print(f"{len(commits)} first-parent commit(s) after {args.a} up to {args.b}", file=sys.stderr)
+    return 0

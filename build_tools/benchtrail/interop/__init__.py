@@ -1,0 +1,1 @@
+"""Results for other tools: conversions and backend comparison."""

@@ -1,0 +1,316 @@
+"""Backend comparison of one run: each compile config's median latency and its speedup over eager.
+
+What the TorchInductor performance dashboard (https://hud.pytorch.org/benchmark/compilers) and the
+burn project's backend-comparison benchmarks (https://github.com/tracel-ai/burn, ``backend-comparison/``)
+show: for each model, task and device, one row per compile config (``eager``, ``inductor``,
+``export``, ``aot-inductor``, ``inductor-max-autotune``, ...) with its median latency and
+``speedup = eager median / config median`` (above 1: faster than eager).
+
+``compare_backends`` is the pure core (results in, rows out); ``render_table`` and ``plot_speedups``
+format the rows; ``benchtrail compare-backends`` (``interop_cli``) reads the files and prints.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchtrail import jsonio
+from benchtrail.errors import UserError
+from benchtrail.markup import mpl_text
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+
+#: Compile configs in the order of the table and of the bars; others follow alphabetically.
+CONFIG_ORDER = ("eager", "inductor", "inductor-max-autotune", "export", "aot-inductor")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Which run a set of results files belongs to."""
+
+    commit: str
+    run_id: str
+    attempt: str
+
+
+@dataclass(frozen=True)
+class BackendRow:
+    """One compile config of one (model, task, device).
+
+    Attributes:
+        model, task, device_name, compile_config: what ran (task is the record's ``task``, or its
+            execution config such as ``inference-bs8`` when one task has several).
+        status, reason: the record's status and reason (reason None when ``ok``).
+        median_us, iqr_us: median and IQR latency in µs per iteration (None without samples).
+        n: number of samples.
+        speedup: eager median / this median (a ratio, above 1 is faster than eager); None when
+            this case or the eager case is missing or not ``ok``, or a median is not above 0.
+        name: the record's name (series name).
+        note: why an ``ok`` case has no speedup (``median is 0: no speedup``, ``eager median is 0:
+            no speedup``, ``no ok eager case``); None otherwise.
+    """
+
+    model: str
+    task: str
+    device_name: str
+    compile_config: str
+    status: str
+    reason: str | None
+    median_us: float | None
+    iqr_us: float | None
+    n: int
+    speedup: float | None
+    name: str
+    note: str | None = None
+
+
+def _no_speedup(median: float | None, eager: BenchmarkRecord | None) -> str | None:
+    """Why an ``ok`` case of ``median`` has no speedup over ``eager`` (None: it has one)."""
+    if median is not None and median <= 0:
+        return f"median is {'0' if median == 0 else 'negative'}: no speedup"
+    if eager is None or eager.status != "ok" or eager.median is None:
+        return "no ok eager case"
+    if eager.median <= 0:
+        return f"eager median is {'0' if eager.median == 0 else 'negative'}: no speedup"
+    return None
+
+
+def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: str = "--results") -> RunInfo:
+    """The one run (commit, run id, attempt) that all results files belong to.
+
+    Args:
+        sources: (argument as given, results files loaded from it) pairs, for messages.
+        flag: the argument the results came from, starting each message (``--results``, ``A 'dir'``).
+
+    Raises:
+        UserError: no results files, or files of more than one run or commit (naming each
+            argument and its runs).
+    """
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for where, files in sources:
+        for f in files:
+            key = (f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))
+            seen.setdefault(key, [])
+            if where not in seen[key]:
+                seen[key].append(where)
+    if not seen:
+        raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
+    if len(seen) > 1:
+        listed = "; ".join(f"run {run}/{attempt} at commit {commit[:12]} from {', '.join(wheres)}"
+                           for (commit, run, attempt), wheres in sorted(seen.items()))
+        raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
+                        f"(one run directory, or files with the same run id, attempt and commit)")
+    (commit, run_id, attempt), = seen
+    return RunInfo(commit, run_id, attempt)
+
+
+def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[ResultsFile], RunInfo]:
+    """Load run directories or results files ``paths`` and check that they hold one run (``check_one_run``).
+
+    Used by ``compare-backends``, ``convert`` and ``compare-builds`` (a run directory given as A or B).
+
+    Returns:
+        (the results files, the run they belong to).
+
+    Raises:
+        UserError: a path has no results or an invalid results file, or the files span runs or
+            commits (the message starts with ``flag``).
+    """
+    from benchtrail.results.io import load_results_paths
+
+    sources = [(str(p), load_results_paths([Path(p)])) for p in paths]
+    run = check_one_run(sources, flag)
+    return [f for _, files in sources for f in files], run
+
+
+def model_name(record: BenchmarkRecord) -> str:
+    """The model of a record: its ``module_name`` (``<model>.<compile config>.<arch>``) less the
+    compile config and architecture. Older names ``<model>-<compile config>.<arch>`` work too."""
+    module, cc = record.module_name, record.compile_config
+    stem = module.rsplit(".", 1)[0] if "." in module else module
+    for sep in (".", "-"):
+        if cc and stem.endswith(sep + cc):
+            return stem[: -len(sep + cc)]
+    return stem
+
+
+def _execution_config(record: BenchmarkRecord, model: str) -> str | None:
+    """``inference-bs1`` from ``<model>.<compile config>.<execution config>.<device>``, else None."""
+    prefix, suffix = f"{model}.{record.compile_config}.", f".{record.device_name}"
+    name = record.name
+    if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
+        return name[len(prefix): -len(suffix)]
+    return None
+
+
+def _config_key(config: str) -> tuple[int, str]:
+    return (CONFIG_ORDER.index(config) if config in CONFIG_ORDER else len(CONFIG_ORDER), config)
+
+
+def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
+    """One row per execution record: its median latency and speedup over eager.
+
+    Records are grouped by (model, task, device); within a group, when one compile config has
+    several records (one task at several batch sizes), the group splits by execution config.
+    Compilation records are left out.
+
+    Args:
+        results: the results files of one run (see ``check_one_run``).
+
+    Returns:
+        Rows sorted by model, task, device and compile config (``CONFIG_ORDER`` first).
+
+    Raises:
+        UserError: no execution records, or one case twice (the same series in two files).
+    """
+    records = [b for f in results for b in f.benchmarks if b.kind == "execution"]
+    if not records:
+        raise UserError("--results: no execution records (kind 'execution') in these results files; "
+                        "compare-backends needs a run's execution results (results/<device>-<shard>.json)")
+    keyed: dict[tuple[str, str, str], list[tuple[BenchmarkRecord, str]]] = {}
+    for b in records:
+        model = model_name(b)
+        task = b.task or _execution_config(b, model) or "-"
+        keyed.setdefault((model, task, b.device_name), []).append((b, model))
+    groups: dict[tuple[str, str, str], dict[str, BenchmarkRecord]] = {}
+    for (model, task, device), members in keyed.items():
+        configs = [b.compile_config for b, _ in members]
+        split = len(set(configs)) != len(configs)
+        for b, _ in members:
+            label = (_execution_config(b, model) or task) if split else task
+            group = groups.setdefault((model, label, device), {})
+            if b.compile_config in group:
+                raise UserError(f"--results: {b.name!r} ({b.compile_config}) is there twice (ids "
+                                f"{group[b.compile_config].id} and {b.id}); give each case's results once")
+            group[b.compile_config] = b
+    rows = []
+    for (model, task, device), by_config in sorted(groups.items()):
+        eager = by_config.get("eager")
+        base = eager.median if eager is not None and eager.status == "ok" and (eager.median or 0) > 0 else None
+        for config in sorted(by_config, key=_config_key):
+            b = by_config[config]
+            ok = b.status == "ok" and b.median is not None and b.median > 0
+            speedup = base / b.median if ok and base is not None else None
+            note = _no_speedup(b.median, eager) if b.status == "ok" and speedup is None else None
+            rows.append(BackendRow(model, task, device, config, b.status, b.reason,
+                                   b.median, b.iqr, b.n, speedup, b.name, note))
+    return rows
+
+
+def format_speedup(row: BackendRow) -> str:
+    """``"4.82×"``; ``"-"`` when there is no speedup (the status says why)."""
+    return "-" if row.speedup is None else f"{row.speedup:.2f}×"
+
+
+def _first_line(reason: str, limit: int = 100) -> str:
+    """A reason's first line, cut to ``limit`` characters (a traceback stays readable in a table)."""
+    line = reason.strip().splitlines()[0] if reason.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
+    """The rows as a text table (rich, no colour), with a title naming the run and commit."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from benchtrail.compare.comment import format_value
+
+    devices = {r.device_name for r in rows}
+    table = Table()
+    for header, justify in (("model", "left"), ("task", "left"), ("device", "left"), ("compile config", "left"),
+                            ("median", "right"), ("IQR", "right"), ("n", "right"), ("speedup", "right"),
+                            ("status", "left")):
+        table.add_column(header, justify=justify, no_wrap=True)
+    previous = None
+    for r in rows:
+        group = (r.model, r.task, r.device_name)
+        if previous is not None and group != previous:
+            table.add_section()
+        previous = group
+        status = r.status if r.reason is None else f"{r.status}: {_first_line(r.reason)}"
+        if r.note:
+            status += f" ({r.note})"
+        cells = (r.model, r.task, r.device_name, r.compile_config, format_value(r.median_us, "us"),
+                 format_value(r.iqr_us, "us"), str(r.n), format_speedup(r), status)
+        table.add_row(*(Text(c) for c in cells))  # Text: a reason's "[...]" is not rich markup
+    if len(devices) > 1:
+        table.caption = Text(f"{len(devices)} devices: {', '.join(sorted(devices))}")  # names are not markup
+    out = io.StringIO()
+    Console(file=out, width=240, color_system=None, highlight=False, emoji=False).print(table)
+    title = (f"Backends of run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
+             f"(speedup = eager median / config median; above 1 is faster than eager)")
+    return "\n".join([title, *(line.rstrip() for line in out.getvalue().splitlines())]) + "\n"
+
+
+def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
+    """Write a grouped bar plot PNG: one group per model·task (·device when several), one bar per
+    compile config, height = speedup over eager (eager is 1.0; no bar where there is no speedup,
+    marked with the case's status instead). Written atomically; never overwrites.
+
+    Raises:
+        UserError: ``path`` exists or cannot be written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    several_devices = len({r.device_name for r in rows}) > 1
+    groups: list[tuple[str, str, str]] = []
+    for r in rows:
+        if (r.model, r.task, r.device_name) not in groups:
+            groups.append((r.model, r.task, r.device_name))
+    configs = sorted({r.compile_config for r in rows}, key=_config_key)
+    by_key = {(r.model, r.task, r.device_name, r.compile_config): r for r in rows}
+    width = 0.8 / max(1, len(configs))
+    fig = Figure(figsize=(min(30.0, max(7.0, 1.5 + 0.35 * len(groups) * len(configs))), 4.5), dpi=100)
+    ax = fig.add_subplot()
+    top = max([r.speedup for r in rows if r.speedup is not None] + [1.0])
+    for i, config in enumerate(configs):
+        xs, heights, missing = [], [], []
+        for g, group in enumerate(groups):
+            x = g - 0.4 + width * (i + 0.5)
+            r = by_key.get((*group, config))
+            if r is None:
+                continue
+            if r.speedup is None:
+                missing.append((x, r.status if r.status != "ok" else (r.note or "no eager").split(":")[0]))
+            else:
+                xs.append(x)
+                heights.append(r.speedup)
+        bars = ax.bar(xs, heights, width, color=f"C{i % 10}")
+        ax.bar_label(bars, labels=[f"{h:.2f}×" for h in heights], fontsize=7, padding=1)
+        for x, text in missing:
+            ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else "")) for m, t, d in groups],
+                       rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    ax.set_ylabel("speedup over eager (×, higher is faster)")
+    ax.set_ylim(0, top * 1.15)
+    device = "" if several_devices else f" · {mpl_text(rows[0].device_name)}" if rows else ""
+    ax.set_title(f"Speedup over eager = eager median latency / config median latency\n"
+                 f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
+    # Proxy handles: a config without any bar (all its cases failed) still gets its own colour.
+    handles = [Patch(color=f"C{i % 10}", label=mpl_text(config)) for i, config in enumerate(configs)]
+    ax.legend(handles=handles, title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return _save_exclusive(fig, Path(path))
+
+
+def _save_exclusive(fig, path: Path) -> Path:
+    """Save ``fig`` as a new PNG ``path``, atomically (``jsonio.write_bytes_atomic``).
+
+    Raises:
+        UserError: ``path`` exists or cannot be written.
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return jsonio.write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
+

@@ -1,0 +1,1 @@
+"""The parent side: launching workers, the compile and run stages, paired A/B, re-check, environment."""

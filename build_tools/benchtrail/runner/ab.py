@@ -1,0 +1,240 @@
+"""Paired A/B runs: base and head run cases interleaved on one machine, each arm in its own workers.
+
+A stored baseline was measured at another time, maybe on another machine of the same type; a
+whole-run shift (a noisy neighbour, a thermal state, a different process layout) looks like a
+regression. A paired run removes that: the base commit is checked out in a ``git worktree``, and for
+each case the two arms' worker processes alternate in a random order, round after round, so slow
+periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
+worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the comparison is inconclusive
+(:mod:`benchtrail.runner.adaptive`), up to a budget per case. Regressions of a paired run are
+``confirmed``.
+
+Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm's checkout (its
+``PYTHONPATH`` and working directory), so the model code, and the project code it imports, are the
+arm's own; the run config (the definition) is the head's. The base's worker must speak the same
+request format (any benchtrail since the worker protocol of ``benchtrail.worker.main``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchtrail import jsonio
+from benchtrail.runner.adaptive import sample_until_settled
+from benchtrail.runner.compile_modules import module_info
+from benchtrail.runner import environment
+from benchtrail.git import add_worktree, remove_worktree, resolve_commit, toplevel
+from benchtrail.errors import UserError
+from benchtrail.worker.build import ARTIFACTS, content_hash
+from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.runner.run_cases import case_record
+from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.names import module_dir as module_dir_of
+from benchtrail.suite.serialization import serialize_and_pack
+from benchtrail.compare.thresholds import Threshold, find_threshold
+from benchtrail.runner.workers import run_in_worker
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of a paired run: ``name`` is ``base`` or ``head``; ``root`` its checkout."""
+
+    name: str
+    commit: str
+    root: Path
+
+    def env(self) -> dict[str, str]:
+        """Environment that makes a worker import this checkout's code first.
+
+        ``PYTHONPATH`` is, in order: the project's folder in this checkout (the project root of
+        our working directory, ``benchtrail.project.import_root``, at the same path relative to
+        the git top level), the checkout's ``build_tools`` and top level (benchtrail's own code and
+        suite), then the inherited ``PYTHONPATH``. It comes before site-packages, so each arm
+        imports its own commit's project code even where the project is pip-installed (editable
+        or not).
+        """
+        top = toplevel(self.root) or self.root
+        paths = []
+        project = self.project_in_repo()
+        if project is not None:
+            paths.append(str(top / project))
+        paths += [str(top / "build_tools"), str(top)]
+        paths += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p))}
+
+    @staticmethod
+    def project_in_repo() -> Path | None:
+        """The project root of our working directory relative to its git top level (``Path(".")``
+        when they are one folder); None outside a project or a git repository."""
+        from benchtrail.project import import_root
+
+        root, top = import_root(), toplevel(Path("."))
+        if root is None or top is None:
+            return None
+        try:
+            return root.resolve().relative_to(Path(top).resolve())
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How long a paired case may run.
+
+    Attributes:
+        min_rounds: rounds always run (default: the run config's ``processes``).
+        max_rounds: rounds at most; each round starts one worker per arm.
+        budget_s: no new round starts after this many seconds of a case.
+        seed: seeds the arm order of every round and the bootstrap.
+        total_budget_s: a re-check of several cases (``benchtrail.runner.recheck.recheck``) starts no new case
+            once this many seconds have passed since it began, and gives each case at most the seconds
+            left as its ``budget_s``; None: unbounded.
+    """
+
+    min_rounds: int | None = None
+    max_rounds: int = 6
+    budget_s: float = 300.0
+    seed: int = 0
+    total_budget_s: float | None = None
+
+
+def resolve_ref(repo: Path, ref: str) -> str:
+    """The full commit sha of ``ref`` in ``repo``.
+
+    Raises:
+        UserError: git does not know the ref (e.g. a shallow clone that lacks it).
+    """
+    commit = resolve_commit(repo, ref)
+    if not commit:
+        raise UserError(f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch it "
+                        f"first: git fetch --depth=1 origin {ref}")
+    return commit
+
+
+@contextlib.contextmanager
+def base_worktree(repo: Path, commit: str) -> Iterator[Path]:
+    """Check ``commit`` out in a temporary ``git worktree``; remove it afterwards.
+
+    Raises:
+        UserError: git cannot add the worktree.
+    """
+    with tempfile.TemporaryDirectory(prefix="benchtrail-ab-") as tmp:
+        path = Path(tmp, "base")
+        if not add_worktree(repo, path, commit):
+            raise UserError(f"git worktree add {path} {commit[:12]} failed in {repo.resolve()}")
+        try:
+            yield path
+        finally:
+            remove_worktree(repo, path)
+
+
+def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict[str, Any]:
+    """Compile export/AOTInductor modules once per arm; return ``{arm name: module dir}`` or a failure."""
+    gen = rc.module_generation_config
+    dirs: dict[str, Any] = {}
+    for arm in arms:
+        if gen.compile_config.mode not in ARTIFACTS:
+            dirs[arm.name] = None
+            continue
+        module_dir = work / arm.name / module_dir_of(gen.name)
+        module_dir.mkdir(parents=True, exist_ok=True)
+        request = {"kind": "compile", "config": serialize_and_pack([gen]), "module_dir": str(module_dir),
+                   "explain": False}
+        response = run_in_worker(request, rc.execution_config.timeout_s * 4, rc.target_device.threads,
+                                 env=arm.env(), cwd=arm.root)
+        if response["status"] != "ok":
+            return {"failed": arm.name, "response": response}
+        # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
+        version = environment.torch_version()
+        jsonio.write_json(module_dir / "module_info.json", module_info(gen, content_hash(gen, version), version))
+        dirs[arm.name] = module_dir
+    return dirs
+
+
+class _ArmFailed(Exception):
+    def __init__(self, arm: str, response: dict[str, Any]) -> None:
+        super().__init__(response.get("reason"))
+        self.arm = arm
+        self.response = response
+
+
+def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
+             work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one case in both arms, interleaved, until settled; return (base, head) worker responses.
+
+    Each response holds all of its arm's samples (µs per iteration), ``process_medians`` and an
+    ``ab`` entry (rounds, arm order per round, outcome). A failing arm ends the case: that arm's
+    response carries the failure, the other arm's is ``skipped``. Never raises for a failing case.
+    """
+    rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
+    dirs = _compile_artifacts(rc, arms, work)
+    if "failed" in dirs:
+        failed = {"status": dirs["response"]["status"], "reason": f"compiling: {dirs['response'].get('reason')}"}
+        skipped = {"status": "skipped", "reason": f"the {dirs['failed']} arm failed to compile"}
+        return (failed, skipped) if dirs["failed"] == "base" else (skipped, failed)
+    last: dict[str, dict[str, Any]] = {}
+    medians: dict[str, list[float]] = {arm.name: [] for arm in arms}
+    orders: list[list[str]] = []
+
+    def draw() -> tuple[list[float], list[float]]:
+        drawn: dict[str, list[float]] = {}
+        order = [arms[i] for i in rng.permutation(2)]
+        orders.append([arm.name for arm in order])
+        for arm in order:
+            request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads,
+                       "module_dir": str(dirs[arm.name]) if dirs[arm.name] else None}
+            response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads,
+                                     env=arm.env(), cwd=arm.root)
+            if response["status"] != "ok":
+                raise _ArmFailed(arm.name, response)
+            last[arm.name] = response
+            drawn[arm.name] = response["samples"]
+            medians[arm.name].append(float(np.median(response["samples"])))
+        return drawn["base"], drawn["head"]
+
+    try:
+        settled = sample_until_settled(
+            draw, threshold_pct=threshold.threshold, lower_is_better=threshold.lower_is_better,
+            min_rounds=policy.min_rounds or rc.execution_config.processes, max_rounds=policy.max_rounds,
+            budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True)
+    except _ArmFailed as exc:
+        other = "head" if exc.arm == "base" else "base"
+        skipped = {"status": "skipped", "reason": f"the {exc.arm} arm failed: {exc.response.get('reason')}"}
+        responses = {exc.arm: exc.response, other: skipped}
+        return responses["base"], responses["head"]
+    info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome,
+            "elapsed_s": round(settled.elapsed_s, 3)}
+    samples = {"base": list(settled.base), "head": list(settled.head)}
+    return tuple(  # type: ignore[return-value]
+        {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info}
+        for name in ("base", "head"))
+
+
+def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],
+              policy: Policy, torch_version: str,
+              report: Callable[[str, str], None] = lambda name, status: None) -> tuple[list[BenchmarkRecord], ...]:
+    """Paired runs of every case, in order; returns (base records, head records), one per case each."""
+    base: list[BenchmarkRecord] = []
+    head: list[BenchmarkRecord] = []
+    with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
+        for rc in run_configs:
+            threshold = find_threshold(thresholds, "execution", "latency", rc.name)
+            b, h = run_pair(rc, arms, threshold, policy, Path(work))
+            base.append(_with_ab(case_record(rc, b, torch_version), b))
+            head.append(_with_ab(case_record(rc, h, torch_version), h))
+            report(rc.name, head[-1].status)
+    return base, head
+
+
+def _with_ab(record: BenchmarkRecord, response: dict[str, Any]) -> BenchmarkRecord:
+    if "ab" not in response:
+        return record
+    return replace(record, details={**record.details, "ab": response["ab"]})

@@ -1,0 +1,105 @@
+"""What a result was measured with: the git commit and the machine's software and hardware."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, or ``platform.processor()`` elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def torch_version() -> str:
+    """torch's version without the local build tag (``2.13.0+cpu`` → ``2.13.0``)."""
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
+def collect_environment(threads: int) -> dict[str, Any]:
+    """Torch and Python versions, the measurement-method version (``benchtrail.worker.timing.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the host; on a
+    GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
+    ``cudnn_version``); and ``doctor``, the runner checks of :func:`benchtrail.runner.doctor.run_checks`
+    (``{checks, failed, warned}``, about a quarter of a second)."""
+    import torch
+
+    from benchtrail.runner.doctor import run_checks
+    from benchtrail.worker.timing import METHOD_VERSION
+
+    env: dict[str, Any] = {
+        "torch_version": torch_version(),
+        "torch_build": torch.__version__,
+        "method_version": METHOD_VERSION,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "threads": threads,
+        "hostname": platform.node(),
+        "cuda_available": torch.cuda.is_available(),
+        # Before gpu_info, whose torch calls would make this process a GPU compute app.
+        "doctor": run_checks(),
+    }
+    if env["cuda_available"]:
+        env.update(gpu_info())
+    return env
+
+
+#: ``nvidia-smi --query-gpu`` fields recorded with GPU results (``nvidia-smi --help-query-gpu``):
+#: the driver and the current and maximum SM and memory clocks in MHz.
+NVIDIA_SMI_FIELDS = ("driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+
+
+def parse_nvidia_smi(text: str) -> dict[str, Any]:
+    """Parse one line of ``nvidia-smi --query-gpu=<NVIDIA_SMI_FIELDS> --format=csv,noheader,nounits``.
+
+    Returns ``{"driver_version": str, "clocks_mhz": {"sm": int, "mem": int, "max_sm": int, "max_mem": int}}``
+    with clocks nvidia-smi could not read (``[N/A]``, ``[Not Supported]``) left out; ``{}`` for no line.
+    """
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return {}
+    values = [v.strip() for v in lines[0].split(",")]
+    fields = dict(zip(NVIDIA_SMI_FIELDS, values))
+    clocks = {name.removeprefix("clocks.").replace(".", "_"): int(v) for name, v in fields.items()
+              if name.startswith("clocks.") and v.isdigit()}
+    out: dict[str, Any] = {"clocks_mhz": clocks}
+    if fields.get("driver_version") and not fields["driver_version"].startswith("["):
+        out["driver_version"] = fields["driver_version"]
+    return out
+
+
+def gpu_info(index: int = 0) -> dict[str, Any]:
+    """The GPU's name, compute capability, memory (bytes), CUDA and cuDNN versions from torch, and
+    the driver and clocks from ``nvidia-smi`` where it is installed and readable."""
+    import subprocess
+
+    import torch
+
+    props = torch.cuda.get_device_properties(index)
+    info: dict[str, Any] = {
+        "gpu_name": props.name,
+        "gpu_compute_capability": f"{props.major}.{props.minor}",
+        "gpu_memory_bytes": int(props.total_memory),
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+    }
+    try:
+        done = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+        smi = parse_nvidia_smi(done.stdout) if done.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired):
+        smi = {}
+    info.update({f"gpu_{k}": v for k, v in smi.items()})
+    return info

@@ -1,0 +1,187 @@
+"""``explain`` and ``dump-cmds``: what a benchmark in a run is, and the one command that reproduces it.
+
+Works on a run directory: a local folder, or (through the store) one fetched from gs://. A
+benchmark id is a run config id (execution series), a module id, or a compilation series id
+``<module id>-<metric>``; a unique prefix of at least 6 characters, or a name, also works.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchtrail.errors import UserError
+from benchtrail.suite.export import load_compilation, load_execution
+from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, RunConfig
+from benchtrail.suite.names import module_dir, slug
+
+MIN_PREFIX = 6
+_RUN_URL = re.compile(r"^(?P<store>.+?)/runs/(?P<run_id>[^/]+)/(?P<attempt>\d+)/?$")
+
+
+def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
+    """A local run directory for ``url``, and a function that fetches one module's directory.
+
+    ``url`` is a folder, or a store URL of a run (``gs://bucket/prefix/runs/<id>/<attempt>/``,
+    as the comment prints it). For a store URL the run's ``run-configs/`` are downloaded now
+    (into the store's staging folder) and a module's files when ``fetch(module name)`` is called.
+
+    Raises:
+        UserError: a store URL that names no run, or a failed download.
+    """
+    if "://" not in url or url.startswith("file://"):
+        from benchtrail.store import open_store
+
+        path = Path(url) if "://" not in url else open_store(url).root
+        return path, lambda name: None
+    match = _RUN_URL.match(url)
+    if not match:
+        raise UserError(f"--run {url!r}: a store URL must end in /runs/<run id>/<attempt>/, "
+                        "e.g. gs://bucket/runs/123/1/")
+    from benchtrail.store import open_store
+
+    store = open_store(match["store"])
+    run_id, attempt = match["run_id"], int(match["attempt"])
+    run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*",))
+
+    def fetch(module_name: str) -> object:
+        try:
+            return store.fetch_run(run_id, attempt, run_dir, patterns=(f"{module_dir(module_name)}/**",))
+        except UserError:
+            return None  # a run without that module's directory (nothing compiled) still explains
+
+    return run_dir, fetch
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an id names: a run config (execution) or a module (compilation), and the metric if any."""
+
+    run_config: RunConfig | None
+    module: ModuleGenerationConfig
+    metric: str | None = None
+
+
+def load_targets(run_dir: Path) -> dict[str, Target]:
+    """Every id in a run directory's exports (run configs, modules and compilation series).
+
+    Raises:
+        UserError: the run directory lacks ``run-configs/``.
+    """
+    execution = run_dir / "run-configs" / "execution.json"
+    compilation = run_dir / "run-configs" / "compilation.json"
+    if not execution.exists() and not compilation.exists():
+        raise UserError(f"{run_dir} is not a run directory: it has no run-configs/execution.json or compilation.json")
+    targets: dict[str, Target] = {}
+    if execution.exists():
+        for shards in load_execution(execution).values():
+            for rcs in shards.values():
+                for rc in rcs:
+                    targets[rc.id] = Target(rc, rc.module_generation_config)
+    if compilation.exists():
+        from benchtrail.runner.compile_modules import METRICS
+
+        gens, _, _ = load_compilation(compilation)
+        for gen in gens:
+            targets.setdefault(gen.id, Target(None, gen))
+            if gen.compile_config.mode is CompileMode.EAGER:
+                continue  # eager modules have no compilation series
+            for metric in METRICS:
+                targets[f"{gen.id}-{metric}"] = Target(None, gen, metric)
+    return targets
+
+
+def _name(target: Target) -> str:
+    if target.run_config:
+        return target.run_config.name
+    return f"{target.module.name}.{target.metric}" if target.metric else target.module.name
+
+
+def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
+    """Find ``query`` as an id, a unique id prefix (>= 6 characters) or a name.
+
+    Raises:
+        UserError: nothing matches (near matches are listed) or a prefix is ambiguous.
+    """
+    if query in targets:
+        return query, targets[query]
+    by_name = {_name(t): (i, t) for i, t in targets.items()}
+    if query in by_name:
+        return by_name[query]
+    if len(query) >= MIN_PREFIX:
+        hits = [i for i in targets if i.startswith(query)]
+        if len(hits) == 1:
+            return hits[0], targets[hits[0]]
+        base = min(hits, key=len) if hits else ""
+        if len(hits) > 1 and all(h == base or h.startswith(base + "-") for h in hits):
+            return base, targets[base]  # a module id prefix also prefixes its series ids
+        if len(hits) > 1:
+            raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(sorted(hits)[:5])}")
+    near = difflib.get_close_matches(query, list(by_name) + list(targets), n=5, cutoff=0.5)
+    hint = f" Near matches: {', '.join(near)}." if near else ""
+    raise UserError(f"no benchmark {query!r} in this run ({len(targets)} ids).{hint} "
+                    "List them all with `benchtrail dump-cmds`.")
+
+
+def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
+    """The one local command that reproduces the benchmark from the run directory's exports."""
+    configs = run_dir / "run-configs"
+    if target.run_config:
+        rc = target.run_config
+        args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
+                rc.target_device.name, "--benchmark-id", benchmark_id, "--modules-dir", str(run_dir),
+                "--output", f"repro-{slug(rc.name)}.json"]
+    else:
+        gen = target.module
+        args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
+                f"repro-{slug(gen.name)}", "--device-name", "local", "--architecture", gen.target_architecture.value,
+                "--module-id", gen.id]
+    return shlex.join(args)
+
+
+def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
+    """A readable description of one benchmark: model, compile config, run flags, device, command."""
+    gen, rc = target.module, target.run_config
+    model, cc = gen.model, gen.compile_config
+    options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
+    kind = "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})"
+    lines = [
+        f"benchmark    {_name(target)}",
+        f"id           {benchmark_id}",
+        f"kind         {kind}",
+        "",
+        f"model        {model.name} (id {model.id})",
+        f"  tags       {', '.join(model.tags)}",
+        f"  source     {model.entry_point}",
+        f"  inputs     {', '.join(model.input_specs)}",
+        f"  reference  {model.reference_entry_point or 'none'}",
+        f"module       {gen.name} (id {gen.id}), target {gen.target_architecture.value}",
+        f"  compile    {cc.name}: mode {cc.mode.value}, dtype {cc.dtype}, flags: {options}",
+        f"  directory  {run_dir / module_dir(gen.name)}",
+    ]
+    if rc:
+        ec, dev = rc.execution_config, rc.target_device
+        lines += [
+            f"run flags    task {ec.task.value}, batch size {ec.batch_size}, {ec.processes} processes × "
+            f"{ec.min_samples} samples, blocks ≥ {ec.min_sample_time_ms:g} ms, warm-up ≥ {ec.warmup_time_ms:g} ms, "
+            f"timeout {ec.timeout_s:g} s",
+            f"device       {dev.name} ({dev.host_environment}, {dev.architecture.value}, {dev.microarchitecture}, "
+            f"{dev.threads} threads)",
+            f"presets      {', '.join(rc.presets)}",
+        ]
+    lines += ["", "reproduce:", f"  {reproduce_command(benchmark_id, target, run_dir)}"]
+    return "\n".join(lines) + "\n"
+
+
+def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:
+    """One ``# name`` line and its reproduce command per run config and module, in name order."""
+    out = []
+    for bid, target in sorted(targets.items(), key=lambda kv: _name(kv[1])):
+        if target.metric:
+            continue
+        out += [f"# {_name(target)}", reproduce_command(bid, target, run_dir)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,161 @@
+"""Re-check the changes a stored baseline suggests in a paired A/B run before calling them confirmed.
+
+A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed``, or ``improved`` (an execution
+series compared with a stored baseline), is run again in :mod:`benchtrail.runner.ab` against the baseline
+commit on this machine. If the paired run gives the same verdict, the row is marked ``confirmed``;
+otherwise the row takes the paired run's verdict (``confirmed`` when that is a change too) and its
+reason says what the stored baseline suggested. A re-check that cannot run (a failing arm) leaves the row
+``unconfirmed`` and says why. Every re-checked row gets an ``ab`` entry with the paired figures.
+
+Suspects are re-checked largest ``|change|`` first. A re-check with a total time budget
+(``Policy.total_budget_s``, ``benchtrail ab --recheck --total-budget-s``) starts no case once the
+budget is spent; the rows it did not reach keep their verdict and mark and get ``recheck: not-reached``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from benchtrail.runner.ab import Arm, Policy, run_pairs
+from benchtrail.compare.verdicts import SCHEMA_VERSION, accepted, compare, count_rows
+from benchtrail.runner.environment import collect_environment
+from benchtrail.results.schema import ResultsFile
+from benchtrail.suite.definitions import RunConfig
+from benchtrail.compare.thresholds import Threshold
+
+
+def suspects(comparison: dict[str, Any], device_name: str | None = None) -> list[dict[str, Any]]:
+    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, or ``improved`` and
+    not re-checked yet (of ``device_name`` only, when given: a runner re-checks its own device's rows)."""
+    return [r for r in comparison["rows"]
+            if r["kind"] == "execution" and device_name in (None, r["device_name"])
+            and ((r["verdict"] == "regressed" and r["mark"] == "unconfirmed")
+                 or (r["verdict"] == "improved" and not r.get("ab")))]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def _summary(row: dict[str, Any], rounds: int | None) -> dict[str, Any]:
+    keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
+            "base_n", "head_n", "outcome")
+    return {**{k: row[k] for k in keys}, "rounds": rounds}
+
+
+def not_reached_reason(total_budget_s: float) -> str:
+    """The reason of a suspect row that a time-bounded re-check did not reach (``total_budget_s`` in seconds)."""
+    return f"not re-checked: the re-check's time budget of {total_budget_s:g} s ran out"
+
+
+def _changed_mark(row: dict[str, Any], verdict: str, accept: Sequence[str]) -> str:
+    """The mark of a row the paired run found to be a change (``verdict``): a regression of a quarantined
+    series is ``quarantined``, one an ``accept`` glob matches ``accepted`` (as
+    :func:`benchtrail.compare.verdicts.mark_regressions`; a suspected improvement may turn out a regression),
+    else ``confirmed``."""
+    if verdict == "regressed":
+        if row.get("quarantined"):
+            return "quarantined"
+        if accepted(row, list(accept)):
+            return "accepted"
+    return "confirmed"
+
+
+def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], base: Arm, head: Arm,
+          device_name: str | None = None, not_reached: dict[str, float] | None = None,
+          accept: Sequence[str] = ()) -> dict[str, Any]:
+    """A copy of ``comparison`` with each suspect row (of ``device_name``, when given) updated from its
+    paired row (by series id). Suspects without a paired row are left unconfirmed, with the reason saying so.
+
+    ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
+    (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and
+    :func:`not_reached_reason`. A row the paired run finds regressed is marked ``quarantined`` when its
+    series is quarantined, ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name
+    or id, else ``confirmed``: only ``confirmed`` regressions gate.
+    """
+    rows = []
+    suspect_ids = {r["id"] for r in suspects(comparison, device_name)}
+    for row in comparison["rows"]:
+        if row["id"] not in suspect_ids:
+            rows.append(row)
+            continue
+        if row["id"] in (not_reached or {}):
+            rows.append({**row, "recheck": "not-reached", "reason": not_reached_reason(not_reached[row["id"]])})
+            continue
+        if row.get("recheck"):  # re-checked now: the mark of an earlier, time-bounded re-check no longer holds
+            row = {**row, "recheck": None}
+        paired = paired_rows.get(row["id"])
+        if paired is None:
+            rows.append({**row, "reason": "no paired A/B re-check: the head suite has no such run config"})
+            continue
+        rounds = (paired["head_details"].get("ab") or {}).get("rounds")
+        ab = {**_summary(paired, rounds), "base_commit": base.commit, "head_commit": head.commit}
+        if paired["verdict"] == row["verdict"]:
+            rows.append({**row, "mark": _changed_mark(row, row["verdict"], accept), "ab": ab})
+        elif paired["verdict"] in ("regressed", "similar", "improved", "noisy"):
+            ci = f"99% CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
+            changed = paired["verdict"] in ("regressed", "improved")
+            mark = _changed_mark(row, paired["verdict"], accept) if changed else None
+            rows.append({**row, "verdict": paired["verdict"], "mark": mark, "ab": ab,
+                         "reason": f"not confirmed: the stored baseline gave {_pct(row['change'])}, a paired A/B "
+                                   f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds)"})
+        else:  # the paired run failed: say so, keep the suspicion
+            rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
+    updated = {**comparison, "rows": rows, "counts": count_rows(rows)}
+    if not_reached:  # rows now carry recheck, which older comparisons lack
+        updated["schema_version"] = max(comparison.get("schema_version", 0), SCHEMA_VERSION)
+    return updated
+
+
+def by_size(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` largest ``|change|`` first (the order a re-check takes them; ties keep their order)."""
+    return sorted(rows, key=lambda r: -abs(r["change"] or 0))
+
+
+def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base: Arm, head: Arm,
+            thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
+            report: Callable[[str, str], None] = lambda name, status: None,
+            keep: Path | None = None, device_name: str | None = None,
+            started: float | None = None, accept: Sequence[str] = ()) -> dict[str, Any]:
+    """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode, largest
+    ``|change|`` first, and :func:`apply` the results (with the ``accept`` globs).
+
+    ``run_configs`` maps run config id to the head suite's run config. With ``keep``, the paired
+    samples are also written there as ``ab-base.json`` and ``ab-head.json`` results files.
+    With ``policy.total_budget_s``, no case starts once that many seconds have passed since
+    ``started`` (a ``time.monotonic()`` reading; default: now), each case's ``budget_s`` is at most
+    the seconds left, and the suspects not reached are marked so (:func:`apply`).
+    """
+    from benchtrail.results.io import write_results
+
+    started = time.monotonic() if started is None else started
+    rcs = tuple(run_configs[r["id"]] for r in by_size(suspects(comparison, device_name)) if r["id"] in run_configs)
+    base_records, head_records = [], []
+    not_reached: dict[str, float] = {}
+    for rc in rcs:
+        case = policy
+        if policy.total_budget_s is not None:
+            left = policy.total_budget_s - (time.monotonic() - started)
+            if left <= 0:
+                not_reached[rc.id] = policy.total_budget_s
+                report(rc.name, "not reached")
+                continue
+            case = replace(policy, budget_s=min(policy.budget_s, left))
+        b, h = run_pairs((rc,), (base, head), thresholds, case, torch_version, report)
+        base_records += b
+        head_records += h
+    if not base_records:
+        return apply(comparison, {}, base, head, device_name, not_reached, accept)
+    env = collect_environment(rcs[0].target_device.threads)
+    run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
+    files = [ResultsFile(arm.commit, False, run, env, tuple(records))
+             for arm, records in ((base, base_records), (head, head_records))]
+    if keep is not None:
+        for name, f in zip(("ab-base.json", "ab-head.json"), files):
+            write_results(keep / name, f)
+    paired = {r.id: asdict(r) for r in compare([files[0]], [files[1]], thresholds)}
+    return apply(comparison, paired, base, head, device_name, not_reached, accept)

@@ -1,0 +1,215 @@
+"""Build a module from its generation config: load the model factory, apply the compile config.
+
+* ``eager``: the model itself; nothing to compile.
+* ``inductor`` / ``inductor-max-autotune``: ``torch.compile`` plus the first call.
+* ``export``: ``torch.export.export``, saved with ``torch.export.save`` as ``exported_program.pt2``.
+* ``aot-inductor``: ``torch._inductor.aoti_compile_and_package`` of the exported program, a
+  ``.pt2`` package the runner loads with ``torch._inductor.aoti_load_package``.
+
+Exported and AOTInductor modules run from their artifact directory alone (``load_artifact``),
+without the model code. Graph counts and graph-break reasons come from ``torch._dynamo.explain``;
+kernel counts from ``torch._inductor.metrics.generated_kernel_count``; FX graph cache hits and
+misses from ``torch._dynamo.utils.counters["inductor"]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchtrail.worker.inputs import SEED, make_inputs
+from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
+
+#: Artifact file of each mode that writes one, inside the module directory.
+ARTIFACTS = {CompileMode.EXPORT: "exported_program.pt2", CompileMode.AOT_INDUCTOR: "aoti_package.pt2"}
+INDUCTOR_MODES = (CompileMode.INDUCTOR, CompileMode.INDUCTOR_MAX_AUTOTUNE)
+
+
+class ModuleError(Exception):
+    """A module cannot be built or loaded; the message says which and why."""
+
+
+def load_entry_point(entry_point: str) -> Callable[[], torch.nn.Module]:
+    """Import ``"package.module:function"`` and return the function.
+
+    Raises:
+        ModuleError: the entry point is malformed or names nothing.
+    """
+    module_name, sep, attr = entry_point.partition(":")
+    if not sep or not module_name or not attr:
+        raise ModuleError(f"entry point {entry_point!r} is not of the form 'package.module:function'")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ModuleError(f"cannot load entry point {entry_point!r}: {exc}") from exc
+
+
+def build_model(entry_point: str, device: str = "cpu") -> torch.nn.Module:
+    """Seed torch, call the factory, return the model in eval mode on ``device``."""
+    torch.manual_seed(SEED)
+    return load_entry_point(entry_point)().eval().to(device)
+
+
+def model_source_digest(model: Model) -> str:
+    """sha256 (hex) of the source files of the model's factory and reference modules."""
+    hasher = hashlib.sha256()
+    for entry in filter(None, (model.entry_point, model.reference_entry_point)):
+        module = importlib.import_module(entry.partition(":")[0])
+        hasher.update(inspect.getsource(module).encode("utf-8"))
+    return hasher.hexdigest()
+
+
+@dataclass
+class CompiledModule:
+    """A callable module and what compiling it cost.
+
+    Attributes:
+        fn: call with the sample inputs.
+        compile_time_ms: wall time from the model object to a module that has run once (0 for eager).
+        stats: kernel_count (Inductor modes), recompiles, fxgraph_cache_hit / _miss.
+    """
+
+    fn: Callable[..., Any]
+    compile_time_ms: float
+    stats: dict[str, int]
+
+
+def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], device: str,
+                   module_dir: Path | None = None) -> CompiledModule:
+    """Build the model and compile it by ``gen.compile_config``; the first call is part of compiling.
+
+    ``module_dir``, when given, receives the artifact of export and AOTInductor modules.
+
+    Raises:
+        ModuleError: the factory cannot be loaded.
+        Exception: whatever torch raises when the model cannot be compiled or exported.
+    """
+    model = build_model(gen.model.entry_point, device)
+    mode = gen.compile_config.mode
+    if mode is CompileMode.EAGER:
+        return CompiledModule(model, 0.0, {})
+    import torch._inductor.metrics as inductor_metrics
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    inductor_metrics.reset()
+    start = time.perf_counter()
+    with torch.no_grad():
+        if mode in INDUCTOR_MODES:
+            fn = torch.compile(model, backend="inductor", fullgraph=gen.model.fullgraph,
+                               mode="max-autotune" if mode is CompileMode.INDUCTOR_MAX_AUTOTUNE else None,
+                               options=dict(gen.compile_config.options) or None)
+        else:
+            program = torch.export.export(model, inputs)
+            fn = _save_and_load(program, mode, module_dir)
+        fn(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        stats = {"kernel_count": int(inductor_metrics.generated_kernel_count),
+                 "fxgraph_cache_hit": int(counters["inductor"]["fxgraph_cache_hit"]),
+                 "fxgraph_cache_miss": int(counters["inductor"]["fxgraph_cache_miss"])}
+        # A second call with other values of the same shapes must not compile again.
+        frames = counters["frames"]["total"]
+        fn(*make_inputs(gen.model.input_specs, device, seed=SEED + 1))
+        stats["recompiles"] = int(counters["frames"]["total"] - frames)
+    return CompiledModule(fn, elapsed_ms, stats)
+
+
+def _save_and_load(program: Any, mode: CompileMode, module_dir: Path | None) -> Callable[..., Any]:
+    """Write the artifact of an export or AOTInductor module and return it loaded back."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if module_dir is None:  # a compile-time sample: the artifact lives as long as this worker process
+        module_dir = Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
+        atexit.register(shutil.rmtree, module_dir, ignore_errors=True)
+    folder = module_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ARTIFACTS[mode]
+    if mode is CompileMode.EXPORT:
+        torch.export.save(program, str(path))
+        return torch.export.load(str(path)).module()
+    package = torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+    return torch._inductor.aoti_load_package(package)
+
+
+def load_artifact(module_dir: Path) -> Callable[..., Any]:
+    """Load an export or AOTInductor module from its directory alone (no model code needed).
+
+    Raises:
+        ModuleError: no ``module_info.json``, a mode without an artifact, a missing artifact, or a
+            file torch cannot load (corrupt or truncated).
+    """
+    info_path = module_dir / "module_info.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        mode = CompileMode(info["compile_config"]["mode"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModuleError(f"{info_path}: cannot read the module's mode ({exc})") from exc
+    if mode not in ARTIFACTS:
+        raise ModuleError(f"{module_dir}: mode {mode.value!r} has no artifact to load; it is built from the model")
+    path = module_dir / ARTIFACTS[mode]
+    if not path.is_file():
+        raise ModuleError(f"{path} is missing: run `benchtrail compile` for this module first")
+    try:
+        if mode is CompileMode.EXPORT:
+            return torch.export.load(str(path)).module()
+        return torch._inductor.aoti_load_package(str(path))
+    except Exception as exc:  # torch raises many types for a bad zip or pickle
+        raise ModuleError(f"{path} cannot be loaded (corrupt or truncated artifact?): "
+                          f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+
+
+def explain_graphs(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], device: str) -> dict[str, Any]:
+    """Dynamo's graph count, graph-break count and break reasons for the model (``torch._dynamo.explain``).
+
+    Returns:
+        ``{"graph_count": int, "graph_breaks": int, "break_reasons": [{"reason", "location", "count"}]}``
+        where ``location`` is ``"<file name>:<line>"`` of the user code that broke the graph.
+        ``explain`` resets Dynamo, so call it after any compiled function is no longer needed.
+    """
+    model = build_model(gen.model.entry_point, device)
+    with torch.no_grad():
+        explanation = torch._dynamo.explain(model)(*inputs)
+    reasons: dict[tuple[str, str], int] = {}
+    for br in explanation.break_reasons:
+        frame = br.user_stack[-1] if br.user_stack else None
+        location = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "unknown"
+        key = (br.reason.splitlines()[0].strip(), location)
+        reasons[key] = reasons.get(key, 0) + 1
+    return {
+        "graph_count": int(explanation.graph_count),
+        "graph_breaks": int(explanation.graph_break_count),
+        "break_reasons": [{"reason": r, "location": loc, "count": n} for (r, loc), n in sorted(reasons.items())],
+    }
+
+
+def content_hash(config: Any, torch_version: str) -> str:
+    """sha256 (hex) over a config's rendered fields (presets excluded), torch version and model source.
+
+    ``config`` is a ``ModuleGenerationConfig`` or a ``RunConfig``. Equal ids with different
+    hashes mean the definition changed under the same id, so results are not comparable.
+    """
+    from benchtrail.suite.serialization import serialize_and_pack
+
+    gen = getattr(config, "module_generation_config", config)
+    bare_gen = dataclasses.replace(gen, presets=())
+    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen)
+    hasher = hashlib.sha256()
+    hasher.update(json.dumps(serialize_and_pack([bare]), sort_keys=True).encode("utf-8"))
+    hasher.update(torch_version.encode("utf-8"))
+    hasher.update(model_source_digest(gen.model).encode("utf-8"))
+    return hasher.hexdigest()

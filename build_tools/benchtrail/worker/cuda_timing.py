@@ -1,0 +1,220 @@
+"""GPU timing: CUDA events for device time, the host clock for end-to-end latency, both recorded.
+
+Without synchronisation a host clock measures only the launch of asynchronous kernels, so every
+sample synchronises the device before it reads a clock. A sample is one event pair around ``k``
+launches of the case (or one replay of a CUDA graph holding ``k`` launches): for cases whose
+iteration takes less than ``MIN_PAIR_US`` (about 50 µs) a single launch per event pair is dominated
+by the events' own resolution (about 0.5 µs, CUDA Runtime API docs, ``cudaEventElapsedTime``) and
+launch overhead, so ``k`` launches are timed together and divided by ``k``. CUDA graphs remove the
+per-launch CPU overhead as well (``torch.cuda.CUDAGraph``; the approach of
+``triton.testing.do_bench_cudagraph``). An optional L2 flush (writing a buffer twice the size of
+the L2 cache before each sample, as ``triton.testing.do_bench`` does) measures cold-cache time.
+
+The planning functions here are pure and run on any machine; :func:`measure_cuda` needs a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchtrail.suite.definitions import ExecutionConfig
+
+#: Event pairs shorter than this get several launches (µs).
+MIN_PAIR_US = 50.0
+#: Warm-up ends when the last ``STEADY_WINDOW`` iteration times lie within ``STEADY_TOLERANCE`` of
+#: their median (or at ``MAX_WARMUP_FACTOR`` times the policy's warm-up time).
+STEADY_WINDOW = 5
+STEADY_TOLERANCE = 0.05
+MAX_WARMUP_FACTOR = 10
+#: The time a benchmark reports on a GPU: device time between CUDA events, or host wall time.
+REPORTED_TIMES = ("gpu", "wall")
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """How a case is timed.
+
+    Attributes:
+        method: ``perf_counter`` (CPU: a block of iterations on the host clock),
+            ``cuda-events`` (``launches`` launches between a pair of CUDA events) or
+            ``cuda-graph`` (one replay of a CUDA graph of ``launches`` launches between events).
+        launches: iterations per sample on the GPU (the CPU block size is calibrated in
+            ``benchtrail.worker.timing``; 1 here).
+        reported: ``gpu`` or ``wall``: which of the two recorded times is the case's samples.
+        flush_l2: whether the L2 cache is flushed before each sample.
+    """
+
+    method: str
+    launches: int
+    reported: str
+    flush_l2: bool
+
+
+def launches_per_sample(per_iteration_us: float, min_pair_us: float = MIN_PAIR_US) -> int:
+    """Launches per event pair so that one pair lasts at least ``min_pair_us`` (at least 1).
+
+    Raises:
+        ValueError: ``per_iteration_us`` is not a positive finite number.
+    """
+    if not (per_iteration_us > 0 and math.isfinite(per_iteration_us)):
+        raise ValueError(f"per-iteration time must be positive and finite, got {per_iteration_us!r} µs")
+    return max(1, math.ceil(min_pair_us / per_iteration_us))
+
+
+def plan_timing(architecture: str, per_iteration_us: float | None, policy: ExecutionConfig) -> TimingPlan:
+    """The timing plan for a case on ``architecture`` (``cpu`` or ``cuda``).
+
+    ``per_iteration_us`` is the warm time of one iteration (GPU: synchronised host time), used to
+    choose the launches per sample; a CUDA graph is used for short cases when the policy allows it.
+
+    Raises:
+        ValueError: ``policy.reported_time`` is not one of ``REPORTED_TIMES``, or a CUDA plan has no
+            valid ``per_iteration_us``.
+    """
+    if policy.reported_time not in REPORTED_TIMES:
+        raise ValueError(f"execution config {policy.name}: reported_time {policy.reported_time!r} is not one of "
+                         f"{', '.join(REPORTED_TIMES)}")
+    if architecture != "cuda":
+        return TimingPlan("perf_counter", 1, "wall", False)
+    launches = launches_per_sample(per_iteration_us)  # type: ignore[arg-type]
+    graph = launches > 1 and policy.cuda_graphs
+    return TimingPlan("cuda-graph" if graph else "cuda-events", launches, policy.reported_time, policy.flush_l2)
+
+
+def is_steady(times: list[float], window: int = STEADY_WINDOW, tolerance: float = STEADY_TOLERANCE) -> bool:
+    """Whether the last ``window`` times all lie within ``tolerance`` (relative) of their median."""
+    if len(times) < window:
+        return False
+    last = sorted(times[-window:])
+    median = last[window // 2]
+    return median > 0 and all(abs(t - median) <= tolerance * median for t in last)
+
+
+def parse_oom_bytes(message: str) -> int | None:
+    """The bytes an out-of-memory error asked for, from PyTorch's ``Tried to allocate 2.00 GiB``.
+
+    Returns None when the message does not say (e.g. a CPU allocator error).
+    """
+    import re
+
+    match = re.search(r"Tried to allocate ([0-9.]+) ?(GiB|MiB|KiB|bytes|B)\b", message)
+    if not match:
+        return None
+    scale = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "bytes": 1, "B": 1}[match.group(2)]
+    return round(float(match.group(1)) * scale)
+
+
+@dataclass(frozen=True)
+class CudaMeasurement:
+    """Samples of one case on a GPU, µs per iteration.
+
+    Attributes:
+        gpu_us: device time per iteration from each CUDA event pair (divided by the launches).
+        wall_us: host wall time per iteration of the same samples, synchronised.
+        plan: how they were taken.
+        warmup_iterations: iterations before the first sample.
+        memory: ``max_memory_allocated_bytes`` and ``max_memory_reserved_bytes`` while the samples
+            were taken (peaks reset after warm-up, graph capture and the L2 flush buffer; the
+            buffer's bytes are subtracted from the allocated peak).
+    """
+
+    gpu_us: tuple[float, ...]
+    wall_us: tuple[float, ...]
+    plan: TimingPlan
+    warmup_iterations: int
+    memory: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def samples_us(self) -> tuple[float, ...]:
+        """The reported samples (``plan.reported``)."""
+        return self.gpu_us if self.plan.reported == "gpu" else self.wall_us
+
+
+def _warm_up(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Callable[[], None]) -> tuple[float, int]:
+    """Run ``fn`` until its synchronised time is steady; return (warm per-iteration µs, iterations)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    budget = policy.warmup_time_ms / 1e3
+    while True:
+        synchronize()
+        t0 = time.perf_counter()
+        fn()
+        synchronize()
+        times.append((time.perf_counter() - t0) * 1e6)
+        elapsed = time.perf_counter() - start
+        if (elapsed >= budget and is_steady(times)) or elapsed >= MAX_WARMUP_FACTOR * budget:
+            break
+    return sorted(times[-STEADY_WINDOW:])[min(len(times), STEADY_WINDOW) // 2], len(times)
+
+
+def _launches(fn: Callable[[], object], launches: int) -> Callable[[], None]:
+    def run() -> None:
+        for _ in range(launches):
+            fn()
+    return run
+
+
+def _capture(fn: Callable[[], object], launches: int) -> Callable[[], object]:  # pragma: no cover - GPU
+    """A CUDA graph of ``launches`` calls of ``fn``; returns its ``replay``. Warm-up runs on a side
+    stream first, as the PyTorch CUDA graphs documentation prescribes."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            fn()
+    return graph.replay
+
+
+def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
+    """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples.
+
+    Each sample: optional L2 flush, synchronise, host clock, start event, ``launches`` launches (or
+    one graph replay), end event, synchronise, host clock. Device time is
+    ``start.elapsed_time(end) / launches``; wall time the host interval over ``launches``.
+    """
+    import torch
+
+    synchronize = torch.cuda.synchronize
+    per_iteration_us, warmup = _warm_up(fn, policy, synchronize)
+    plan = plan_timing("cuda", per_iteration_us, policy)
+    run = _launches(fn, plan.launches)
+    if plan.method == "cuda-graph":
+        try:
+            run = _capture(fn, plan.launches)
+        except Exception:  # not capturable (host sync, CPU tensors): time the launches between events
+            torch.cuda.synchronize()
+            plan = dataclasses.replace(plan, method="cuda-events")
+    flush = None
+    if plan.flush_l2:
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        buffer = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+        flush = buffer.zero_
+    flush_bytes = buffer.numel() if flush else 0
+    torch.cuda.reset_peak_memory_stats()
+    gpu, wall = [], []
+    for _ in range(policy.min_samples):
+        if flush:
+            flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        synchronize()
+        t0 = time.perf_counter()
+        start.record()
+        run()
+        end.record()
+        synchronize()
+        wall.append((time.perf_counter() - t0) * 1e6 / plan.launches)
+        gpu.append(start.elapsed_time(end) * 1e3 / plan.launches)  # elapsed_time is in ms
+    memory = {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated() - flush_bytes,
+              "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}
+    return CudaMeasurement(tuple(gpu), tuple(wall), plan, warmup, memory)

@@ -1,0 +1,241 @@
+"""The worker process: compiles one module or runs one case, then exits.
+
+Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` by ``benchtrail.runner.workers``;
+a fresh process per case keeps caches, allocator state and Dynamo's counters from leaking
+between cases (pyperf and IREE's benchmark driver do the same).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import math
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchtrail.worker import tasks
+from benchtrail.worker.correctness import check_task
+from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
+from benchtrail.worker.inputs import make_inputs
+from benchtrail.worker.timing import measure
+from benchtrail.worker.build import (ARTIFACTS, INDUCTOR_MODES, ModuleError, build_model, compile_module, explain_graphs,
+                                load_artifact)
+from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
+from benchtrail.suite.serialization import unpack_and_deserialize
+
+
+class CaseFailure(Exception):
+    """The case failed in a way we name (status and reason), e.g. NaN output."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _device_for(architecture: Architecture) -> str:
+    if architecture is Architecture.CUDA:
+        if not torch.cuda.is_available():
+            raise CaseFailure(
+                "failed", "CUDA run config on a machine without CUDA; refusing to run it on the CPU"
+            )
+        return "cuda"
+    return "cpu"
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def _check_finite(output: Any) -> None:
+    for t in torch.utils._pytree.tree_leaves(output):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all():
+            raise CaseFailure("failed", "output contains NaN or infinity")
+
+
+def _artifact_bytes(module_dir: Path | None) -> dict[str, int]:
+    """Bytes of each artifact file in the module directory, and of the Inductor cache (generated code)."""
+    sizes = {}
+    if module_dir is not None:
+        sizes.update({p.name: p.stat().st_size for p in module_dir.glob("*.pt2")})
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if cache and Path(cache).is_dir():
+        sizes["inductor_cache"] = sum(p.stat().st_size for p in Path(cache).rglob("*") if p.is_file())
+    return sizes
+
+
+def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool) -> dict[str, Any]:
+    """Compile one module (its artifact into ``module_dir`` when given); return its statistics.
+
+    Returns compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits and
+    misses, artifact sizes in bytes, and with ``explain`` the graph count and graph breaks.
+    """
+    device = _device_for(gen.target_architecture)
+    inputs = make_inputs(gen.model.input_specs, device)
+    compiled = compile_module(gen, inputs, device, module_dir)
+    stats: dict[str, Any] = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
+                             **compiled.stats, "artifacts": _artifact_bytes(module_dir)}
+    if explain:
+        mode = gen.compile_config.mode
+        if mode in INDUCTOR_MODES:
+            stats.update(explain_graphs(gen, inputs, device))
+        else:  # torch.export captures one graph or fails
+            stats.update({"graph_count": 1, "graph_breaks": 0, "break_reasons": []})
+    return stats
+
+
+def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Tensor, ...], device: str,
+                 module_dir: Path | None) -> tuple[Any, str | None]:
+    """``(callable, jacobian mode or None)``: the module, or for the Jacobian task its Jacobian function."""
+    mode = gen.compile_config.mode
+    if mode in ARTIFACTS:
+        if task in (Task.BACKWARD, Task.JACOBIAN) and mode is CompileMode.AOT_INDUCTOR:
+            raise CaseFailure("failed", f"task {task.value!r} needs autograd; AOTInductor modules run inference only")
+        if module_dir is None:
+            raise CaseFailure("failed", f"{gen.name} runs from its artifact: pass the run directory's modules")
+        fn = load_artifact(module_dir)
+        return (tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None))
+    if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see benchtrail.worker.tasks)
+        return tasks.jacobian_fn(build_model(gen.model.entry_point, device), inputs,
+                                 compile_fn=mode in INDUCTOR_MODES)
+    return compile_module(gen, inputs, device).fn, None
+
+
+def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float]) -> dict[str, Any]:
+    """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
+
+    ``phases`` receives the phase times in ms as they finish (so a failed case keeps the phases it
+    completed): ``prep`` (inputs made and moved to the device), ``compile`` (module built, compiled
+    or loaded, and the task's first iteration run), ``check`` (correctness), ``run`` (warm-up,
+    calibration and samples) and ``done`` (teardown, freeing memory).
+
+    Eager and Inductor modules are built from the model factory; export and AOTInductor modules
+    are loaded from ``module_dir``. The task's quantity (value, gradient or Jacobian) is checked
+    against the model's reference implementation, or a compiled module against eager
+    (``benchtrail.worker.correctness.check_task``; status ``mismatch`` beyond the dtype's tolerance).
+    """
+    torch.set_num_threads(threads)
+    gen = rc.module_generation_config
+    task = rc.execution_config.task
+    t0 = time.perf_counter()
+    device = _device_for(rc.target_device.architecture)
+    inputs = tasks.prepare_inputs(task, make_inputs(gen.model.input_specs, device))
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    phases["prep"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    try:
+        fn, jacobian_mode = _task_module(gen, task, inputs, device, module_dir)
+        iteration = tasks.step(task, fn, inputs)
+        with tasks.grad_mode(task):
+            output = iteration()
+        sync()
+    except tasks.TaskError as exc:
+        raise CaseFailure("failed", str(exc)) from exc
+    phases["compile"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    _check_finite(output)
+    correctness = check_task(task, gen, inputs, output, device, jacobian_mode)
+    phases["check"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    timed = _measure(iteration, rc.execution_config, device, task)
+    phases["run"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    del fn, iteration, inputs, output
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    phases["done"] = (time.perf_counter() - t0) * 1e3
+    timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
+    return {**timed, "threads": torch.get_num_threads(), "correctness": correctness, "jacobian_mode": jacobian_mode}
+
+
+def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, Any]:
+    """Time ``iteration``: the host clock on a CPU; CUDA events and the synchronised host clock on a
+    GPU (``benchtrail.worker.cuda_timing``), with peak device memory since a reset."""
+    with tasks.grad_mode(task):
+        if device != "cuda":
+            m = measure(iteration, policy)
+            plan = plan_timing("cpu", None, policy)
+            return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
+                    "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
+        cm = measure_cuda(iteration, policy)
+    return {"samples": list(cm.samples_us), "iterations_per_sample": cm.plan.launches,
+            "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
+            "gpu_samples_us": list(cm.gpu_us), "wall_samples_us": list(cm.wall_us), "memory": dict(cm.memory)}
+
+
+def _out_of_memory(exc: BaseException) -> dict[str, Any]:
+    """The reason and ``oom`` details of an out-of-memory error, after emptying the CUDA cache.
+
+    The worker exits after the case, so the next case starts with a fresh allocator anyway; the
+    cache is emptied so the reported free memory is honest and the process gives memory back at once.
+    """
+    requested = parse_oom_bytes(str(exc))
+    emptied = torch.cuda.is_available()
+    if emptied:
+        torch.cuda.empty_cache()
+    asked = f" (requested {requested} bytes)" if requested is not None else ""
+    return {"reason": f"out of memory{asked}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+            "oom": {"requested_bytes": requested, "cache_emptied": emptied}}
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    """Run a request; return ``{"status": ..., "reason": ..., **payload}``. Never raises.
+
+    A run request's response always holds ``phase_times_ms``, also when the case failed part-way.
+    """
+    phases: dict[str, float] = {}
+    extra = {"phase_times_ms": phases} if request["kind"] == "run" else {}
+    try:
+        if request["kind"] == "compile":
+            (gen,) = unpack_and_deserialize(request["config"], ModuleGenerationConfig)
+            module_dir = Path(request["module_dir"]) if request.get("module_dir") else None
+            payload = compile_job(gen, module_dir, request.get("explain", True))
+        else:
+            (rc,) = unpack_and_deserialize(request["config"], RunConfig)
+            module_dir = Path(request["module_dir"]) if request.get("module_dir") else None
+            payload = run_job(rc, request["threads"], module_dir, phases)
+            c = payload["correctness"]
+            if c and not c["ok"]:
+                return {"status": "mismatch", "reason": f"{c['quantity']} differs from {c['against']}: max abs "
+                        f"error {c['max_abs_err']:.3g}, max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, "
+                        f"rtol {c['rtol']:g})", **payload, **extra}
+        return {"status": "ok", "reason": None, **payload, **extra}
+    except CaseFailure as exc:
+        return {"status": exc.status, "reason": exc.reason, **extra}
+    except ModuleError as exc:
+        return {"status": "failed", "reason": str(exc), **extra}
+    except torch.OutOfMemoryError as exc:
+        return {"status": "oom", **_out_of_memory(exc), **extra}
+    except Exception as exc:  # one failing case must not stop the others: report it
+        tb = traceback.format_exc(limit=-3)
+        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()[:2000], "traceback": tb,
+                **extra}
+
+
+def main(argv: list[str]) -> int:
+    request_path, response_path = argv
+    with open(request_path, encoding="utf-8") as f:
+        request = json.load(f)
+    response = handle(request)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in response.get("samples", [])):
+        response = {"status": "failed", "reason": "a timing sample is not finite"}
+    with open(response_path, "w", encoding="utf-8") as f:
+        json.dump(response, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
