@@ -116,7 +116,7 @@ def serve(path: str) -> None:
     import torch  # noqa: F401
 
     import benchtrail.cli.app  # noqa: F401
-    import benchtrail.stages  # noqa: F401
+    import benchtrail.pipeline.measure  # noqa: F401
 
     server = socket.socket(socket.AF_UNIX)
     server.bind(path)

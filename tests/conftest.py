@@ -12,7 +12,29 @@ for _name in ("GITHUB_ACTIONS", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_W
               "GITHUB_TOKEN", "GITHUB_API_URL", "BENCHTRAIL_TRUSTED_WORKFLOW"):
     os.environ.pop(_name, None)
 
-from tests.github_server import GitHubServer
+from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
+
+# The GCS emulator's fixtures (gcs_emulator, gcs_env, gcs_bucket, fault_proxy) for every test module, by name:
+# importing them into each module left names that pyflakes and ruff report as unused (F401, F811), and
+# started one session emulator per importing module.
+pytest_plugins = ["tests.gcs_fixtures"]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository at ``tmp_path/repo`` on branch ``main`` with three empty commits; its path.
+
+    The same repository as tests/test_baseline.py's fixture (same commands, same identity), shared with the
+    test modules that import its ``git`` and ``commit`` helpers.
+    """
+    from tests.test_baseline import git
+
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(3):
+        git(r, "commit", "-q", "--allow-empty", "-m", f"main {i}")
+    return r
 
 
 @pytest.fixture
@@ -56,7 +78,7 @@ def history_store(tmp_path_factory):
         return {"repo": Path(saved["repo"]), "store": Path(saved["store"]), "commits": saved["commits"],
                 "run_dirs": {k: Path(v) for k, v in saved["run_dirs"].items()}}
     from benchmark_suites.suite import generate
-    from benchtrail.pipeline import run_pipeline
+    from benchtrail.pipeline.job import run_pipeline
 
     root = tmp_path_factory.mktemp("history")
     repo, store = root / "repo", root / "store"

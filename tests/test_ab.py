@@ -13,10 +13,11 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import SCHEMA_VERSION, Row, count_rows
+from benchtrail.compare.document import SCHEMA_VERSION, Row, count_rows
 from benchtrail.runner.recheck import apply, suspects
 from benchtrail.errors import UserError
-from benchtrail.stages import ab_stage, recheck_stage
+from benchtrail.pipeline.measure import ab_stage
+from benchtrail.pipeline.recheck import recheck_stage
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
                                           ModuleGenerationConfig, RunConfig, Suite, Task)
 

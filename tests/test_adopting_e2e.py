@@ -17,15 +17,18 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
-#: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program and the file.
+#: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program (the last two parts
+#: of its path: ``worker/__main__.py`` for ``python -m benchtrail.worker``) and the file.
 IMPORT_LOG = """
 import os as _os
 import sys as _sys
 
 if _os.environ.get("IMPORT_LOG"):
     with open(_os.environ["IMPORT_LOG"], "a", encoding="utf-8") as _log:
-        _log.write(f"{_os.path.basename(_sys.argv[0])}\\t{__file__}\\n")
+        _log.write(f"{'/'.join(_sys.argv[0].split(_os.sep)[-2:])}\\t{__file__}\\n")
 """
+#: The program name a worker process logs.
+WORKER = "worker/__main__.py"
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -97,7 +100,7 @@ def test_the_example_compiles_and_runs_from_a_subfolder_without_being_installed(
     assert stats and all(s["status"] == "ok" for s in stats), stats  # the content hash read each model's source
     imported = {tuple(line.split("\t")) for line in log.read_text().splitlines()}
     assert {file for _, file in imported} == {str(repo / "my_benchmarks" / "suite.py")}
-    assert "worker.py" in {program for program, _ in imported}  # the workers imported it, not only the CLI
+    assert WORKER in {program for program, _ in imported}  # the workers imported it, not only the CLI
 
 
 @pytest.mark.parametrize("installed", [False, True], ids=["not-installed", "installed-editable"])
@@ -140,7 +143,7 @@ def test_each_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, install
     rows = json.loads((here / "ab" / "comparison.json").read_text())["rows"]
     assert rows and all(r["verdict"] != "failed" for r in rows), rows
     workers = {file for program, file in (line.split("\t") for line in log.read_text().splitlines())
-               if program == "worker.py"}
+               if program == WORKER}
     head_file = str(repo / "bench" / "my_benchmarks" / "suite.py")
     (base_file,) = workers - {head_file}
     assert head_file in workers

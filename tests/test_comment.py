@@ -3,9 +3,11 @@ import json
 import numpy as np
 import pytest
 
-from benchtrail.compare.comment import MAX_COMMENT_CHARS, format_value, note_line, render
-from benchtrail.compare.verdicts import SCHEMA_VERSION, compare, comparison_to_dict
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.comment import MAX_COMMENT_CHARS, note_line, render
+from benchtrail.compare.tables import format_value
+from benchtrail.compare.verdicts import compare
+from benchtrail.compare.document import SCHEMA_VERSION, comparison_to_dict
+from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results, spread
 
 rng = np.random.default_rng(1)
@@ -311,7 +313,7 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
     """Assert ``body`` is within both caps and counts what it leaves out truly; return (code points, bytes)."""
     import re
 
-    from benchtrail.compare.comment import CUT_PRIORITY
+    from benchtrail.compare.caps import CUT_PRIORITY
 
     size = (len(body), len(body.encode("utf-8")))
     assert size[0] <= max_chars and size[1] <= max_bytes, size

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import compare, comparison_to_dict
+from benchtrail.compare.verdicts import compare
+from benchtrail.compare.document import comparison_to_dict
 from benchtrail.errors import UserError
 from benchtrail.results.io import write_results
-from benchtrail.compare.thresholds import Threshold, find_threshold, load_thresholds
+from benchtrail.compare.rules import Threshold, find_threshold, load_thresholds
 from tests.records import record, results
 
 RULES = load_thresholds()
@@ -229,7 +230,7 @@ def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shar
 
 def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep_todays_rows(tmp_path):
     from benchtrail.results.schema import ResultsFile
-    from benchtrail.stages import compare_stage
+    from benchtrail.pipeline.report import compare_stage
 
     run_dir, shards = _run_dir_with_export(tmp_path)
     shard0 = results(*_records_of(shards[0]))
@@ -250,7 +251,7 @@ def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep
 
 def test_load_comparison_checks_missing_shards_and_reads_older_versions_without_it(tmp_path):
     from benchtrail import jsonio
-    from benchtrail.compare.verdicts import load_comparison
+    from benchtrail.compare.document import load_comparison
 
     rows = compare([], [results(record("a"))], RULES)
     obj = comparison_to_dict(rows, [], [results(record("a"))], "t.yaml", missing_shards=[])

@@ -8,8 +8,7 @@ from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.records import record, results
-from tests.gcs_fixtures import fault_proxy, gcs_bucket, gcs_emulator, gcs_env  # noqa: F401  (fixtures)
-from tests.test_baseline import commit, git, repo  # noqa: F401  (the fixture)
+from tests.test_baseline import commit, git
 
 
 def _run_dir(tmp_path, name, sha, median):

@@ -11,11 +11,12 @@ from benchmark_suites import configs, devices
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.comment import render
-from benchtrail.compare.verdicts import compare, comparison_to_dict
+from benchtrail.compare.verdicts import compare
+from benchtrail.compare.document import comparison_to_dict
 from benchtrail.suite.export import export_compilation, export_execution
 from benchtrail.results.io import load_results
 from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.rules import load_thresholds
 from tests.records import results
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -367,7 +367,7 @@ def test_error_text_is_plain_markdown_and_mentions_are_escaped(gh, run_ids, tmp_
 ])
 def test_every_selection_error_of_a_pr_gets_a_comment(gh, run_ids, tmp_path, monkeypatch, capsys, payload, env,
                                                       named):
-    from benchtrail.compare.comment import _plain
+    from benchtrail.compare.tables import plain as _plain
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import beta, binomtest
 
 from benchtrail.cli import app as cli
+from benchtrail.jsonio import read_json, write_json
 from benchtrail.detector.evaluate import MODES, EvalConfig, evaluate, format_table, rejudge
 from benchtrail.detector.rules import (RULES, asv_rule, benchtrail_rule, clopper_pearson, github_action_benchmark_rule,
                                        iree_rule)
@@ -16,7 +17,6 @@ from benchtrail.detector.rules import (RULES, asv_rule, benchtrail_rule, clopper
 
 def main(argv):
     return cli.main(["evaluate-detector", *argv])
-from benchtrail.jsonio import read_json, write_json
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8, 100.1, 99.9]
 

@@ -8,7 +8,7 @@ import pytest
 from benchmark_suites.suite import generate
 from benchtrail.cli import main
 from benchtrail.results.io import load_results
-from benchtrail.stages import write_export
+from benchtrail.pipeline.measure import write_export
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = generate()

@@ -8,8 +8,9 @@ import pytest
 
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import comparison_to_dict, compare, count_rows
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.verdicts import compare
+from benchtrail.compare.document import comparison_to_dict, count_rows
+from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results
 
 

@@ -16,9 +16,6 @@ from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
 from tests import gcs_fixtures
 
-# The GCS emulator's fixtures, used by name (see tests/gcs_fixtures.py).
-gcs_emulator, gcs_env, gcs_bucket = gcs_fixtures.gcs_emulator, gcs_fixtures.gcs_env, gcs_fixtures.gcs_bucket
-
 
 def _run(capsys, *args):
     code = main(list(map(str, args)))
@@ -279,7 +276,7 @@ def _store_copy(history_store, dest: Path) -> Path:
     each run's results/*.json."""
     store = Path(history_store["store"])
     shutil.copytree(store / "commits", dest / "commits")
-    for name, run_dir in history_store["run_dirs"].items():
+    for run_dir in history_store["run_dirs"].values():
         target = dest / run_dir.relative_to(store) / "results"
         target.mkdir(parents=True)
         for f in (run_dir / "results").glob("*.json"):
@@ -329,7 +326,7 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
 @pytest.mark.e2e
 @pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "index"])
 def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_the_run(history_store, tmp_path, preset):
-    from benchtrail.stages import dashboard_stage
+    from benchtrail.pipeline.report import dashboard_stage
 
     store = _store_copy(history_store, tmp_path / "store")
     run_dir = tmp_path / "a" / "run"

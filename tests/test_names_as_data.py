@@ -131,7 +131,7 @@ def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
 
 def test_dashboard_page_escapes_names_in_titles_legend_and_hover(tmp_path):
     from benchtrail.history.dashboard import page_html
-    from benchtrail.history.collect import CommitRun, History, Point, Series
+    from benchtrail.history.model import CommitRun, History, Point, Series
 
     commits = ["a" * 40, "b" * 40]
     series = tuple(Series(f"s{i}", name, "execution", "latency", "us", DEVICES[i % 4], ("smoke",), "eager",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.compare import verdicts as compare_module
+from benchtrail.compare import document as compare_module
 from benchtrail.cli import main
 from benchtrail.results import schema as results_schema
 from benchtrail.results.io import load_results, write_results
-from tests.test_baseline import commit, git, repo  # noqa: F401  (the fixture)
+from tests.test_baseline import commit, git
 from tests.test_schemas import errors
 
 OLD = Path(__file__).parent / "data" / "old"

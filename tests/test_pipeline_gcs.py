@@ -6,7 +6,6 @@ import io
 import pytest
 
 from benchtrail.cli import main
-from tests.gcs_fixtures import gcs_bucket, gcs_emulator, gcs_env  # noqa: F401
 
 
 @pytest.mark.e2e

@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchtrail.compare import comment as comment_stage
-from benchtrail.compare.verdicts import compare, comparison_to_dict
+from benchtrail.compare.verdicts import compare
+from benchtrail.compare.document import comparison_to_dict
 from benchtrail.errors import UserError
+from benchtrail.cli.github import add_post_parser, cmd_post
 from benchtrail.github.post import (
     DETAILS_DROPPED_NOTE,
     GITHUB_MAX_COMMENT_CHARS,
@@ -21,15 +23,13 @@ from benchtrail.github.post import (
     RATE_LIMIT_MAX_WAIT_S,
     SECONDARY_RATE_LIMIT_WAIT_S,
     TRUNCATED_NOTE,
-    add_post_parser,
-    cmd_post,
     fit_body,
     is_newer,
     parse_marker,
     post_comment,
 )
 from benchtrail.jsonio import write_json
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.rules import load_thresholds
 from tests.github_server import BOT
 from tests.records import record, results
 

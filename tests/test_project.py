@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import compare, gate, mark_regressions
+from benchtrail.compare.verdicts import compare, mark_regressions
+from benchtrail.compare.document import gate
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
-from benchtrail.compare.quarantine import Entry, load_quarantine, unmatched
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.rules import QuarantineEntry as Entry, load_quarantine, unmatched_quarantine as unmatched
+from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
@@ -144,7 +145,7 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     from benchtrail.suite.export import load_execution
     from benchtrail.results.io import load_results
     from benchtrail.runner.run_cases import Journal, case_record
-    from benchtrail.stages import write_export
+    from benchtrail.pipeline.measure import write_export
     from tests.test_run_stage import _suite
 
     export = write_export(_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),

@@ -14,7 +14,7 @@ from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
 from tests.records import record, results, spread
-from tests.test_baseline import commit, git, repo  # noqa: F401 (repo: a fixture)
+from tests.test_baseline import commit, git
 from tests.test_schemas import errors
 
 

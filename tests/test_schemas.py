@@ -215,8 +215,8 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     from benchtrail.compare.verdicts import compare
     from benchtrail.runner.recheck import apply, suspects
     from benchtrail.results.io import load_results_paths
-    from benchtrail.stages import compare_stage
-    from benchtrail.compare.thresholds import load_thresholds
+    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.compare.rules import load_thresholds
 
     runs, commits = history_store["run_dirs"], history_store["commits"]
     path = compare_stage([Path(runs["c1"])], [Path(runs["c3"])], tmp_path / "comparison.json", None)

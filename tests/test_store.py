@@ -15,7 +15,7 @@ import pytest
 from benchtrail.errors import UserError
 from benchtrail.store import LocalStore, open_store
 from benchtrail.store.base import compile_patterns, select, unsafe_reason
-from tests.gcs_fixtures import FAST_RETRY, fault_proxy, gcs_bucket, gcs_emulator, gcs_env  # noqa: F401
+from tests.gcs_fixtures import FAST_RETRY
 
 RUN = {
     "run-configs/execution.json": b'{"schema_version": 1}\n',

@@ -19,9 +19,8 @@ from google.cloud import storage
 
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
-from tests.gcs_fixtures import gcs_bucket, gcs_emulator, gcs_env  # noqa: F401  (fixtures)
 from tests.records import record, results
-from tests.test_baseline import commit, git, repo  # noqa: F401  (the fixture)
+from tests.test_baseline import commit, git
 
 REPOSITORY = "octo/project"
 WORKFLOW = ".github/workflows/benchmark.yml"

@@ -36,7 +36,7 @@ import yaml
 from google.cloud import storage
 
 from tests.cli_server import CliServer
-from tests.gcs_fixtures import FaultProxy, gcs_emulator  # noqa: F401  (gcs_emulator: the session fixture)
+from tests.gcs_fixtures import FaultProxy
 from tests.github_server import GitHubServer
 from tests.workflow_harness import ROOT, Harness, RunResult, load_workflow, pending_survivors
 

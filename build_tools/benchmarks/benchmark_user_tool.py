@@ -6,7 +6,6 @@ A thin wrapper over ``benchtrail explain ID --run URL``; URL is a run directory 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser

@@ -57,7 +57,7 @@ try:
     from benchtrail.detector.rules import ALERTS, clopper_pearson
     from benchtrail.errors import UserError
     from benchtrail.results.io import load_results
-    from benchtrail.stages import run_stage, write_export
+    from benchtrail.pipeline.measure import run_stage, write_export
     from benchtrail.stats.paired import compare_paired
 
     importlib.import_module("benchtrail.worker.main")  # what every case's worker process imports

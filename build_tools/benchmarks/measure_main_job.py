@@ -44,7 +44,7 @@ def main() -> int:
             counts = json.loads((comment_md.parents[1] / "comparison.json").read_text())["counts"]
             rows.append((label, elapsed, counts))
     print(f"main job, presets {args.presets}, {os.cpu_count()} CPUs")
-    print(f"| run | wall time | regressed | improved | similar | new |")
+    print("| run | wall time | regressed | improved | similar | new |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, elapsed, c in rows:
         print(f"| {label} | {elapsed / 60:.1f} min | {c['regressed']} | {c['improved']} | {c['similar']} | {c['new']} |")

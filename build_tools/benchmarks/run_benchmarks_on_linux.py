@@ -76,10 +76,10 @@ def _compile_artifacts(rcs: tuple, device: str, folder: Path) -> Path | None:
     """
     from benchtrail import jsonio
     from benchtrail.suite.export import compilation_of
-    from benchtrail.worker.build import ARTIFACTS
-    from benchtrail.pipeline import available_architectures, new_run_id
+    from benchtrail.suite.entry_points import ARTIFACTS
+    from benchtrail.pipeline.job import available_architectures, new_run_id
     from benchtrail.project import put_first_on_sys_path
-    from benchtrail.stages import compile_stage
+    from benchtrail.pipeline.measure import compile_stage
 
     gens = tuple(rc.module_generation_config for rc in rcs
                  if rc.module_generation_config.compile_config.mode in ARTIFACTS)
@@ -102,7 +102,7 @@ def _runnable_device(path: Path, shards: dict) -> str:
     Raises:
         UserError: no device, or several, that this machine can run.
     """
-    from benchtrail.pipeline import available_architectures
+    from benchtrail.pipeline.job import available_architectures
 
     here = available_architectures()
     devices = {name: tuple(rc for rcs in by_index.values() for rc in rcs) for name, by_index in shards.items()}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,6 +154,8 @@ def load_project(start: Path = Path(".")) -> Project:
     Raises:
         UserError: the pyproject.toml is not valid TOML, or its table is invalid (:func:`parse_table`).
     """
+    import tomllib  # here, not at the top: ``benchtrail --help`` imports this module and reads no file
+
     path = find_pyproject(start)
     if path is None:
         return Project()
@@ -169,6 +170,10 @@ def load_project(start: Path = Path(".")) -> Project:
 def load_suite(project: Project):
     """Import and call ``project.suite``; return the ``benchtrail.suite.definitions.Suite``.
 
+    Only this call imports the suite's module; it imports torch only if that module does
+    (benchtrail's own ``benchmark_suites.suite`` does not: the model factories it names are imported by
+    the workers that build them).
+
     Names are data: a model, config, device, run config or module name may hold any printable text;
     one with a control character or line break is refused where the suite makes it
     (``benchtrail.suite.names.check_name``). Preset names are typed in the PR trailer and name
@@ -179,7 +184,7 @@ def load_suite(project: Project):
             holds a control character or line break, or a preset name breaks the preset rule (each
             message names the name and the rule).
     """
-    from benchtrail.worker.build import ModuleError, load_entry_point
+    from benchtrail.suite.entry_points import ModuleError, load_entry_point
     from benchtrail.suite.definitions import Suite
     from benchtrail.suite.names import BadName
 

@@ -1,35 +1,18 @@
 """``benchtrail gate`` and ``benchtrail dashboard``: steps of CI's process job after the comparison.
 
-``cli.build_parser`` declares them with ``add_ci_parsers(sub)``. Neither imports torch when it is
+``benchtrail.cli.app``'s registry declares them with ``add_ci_parsers(sub)``. Neither imports torch when it is
 declared; ``gate`` never does (it runs as the gating check, on any machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
+from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, STORE_HELP, accept_globs, add_trust_arguments,
+                                    attempt, max_commits, path_argument)
 from benchtrail.errors import UserError
-from benchtrail.cli.history import STORE_HELP, _max_commits, path_argument
-from benchtrail.github.trust import add_trust_arguments
-
-EXIT_OK, EXIT_REGRESSION = 0, 3
-
-
-def _attempt(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 (GITHUB_RUN_ATTEMPT), got {text!r}")
-    return int(text)
-
-
-def accept_globs(flags: list[str] | None) -> list[str]:
-    """``--accept`` globs followed by those of the comma-separated ``BENCHMARKS_ACCEPT`` (what
-    ``benchtrail configure`` fills from ``benchmarks-accept:`` trailers), stripped, empty ones dropped."""
-    globs = list(flags or []) + os.environ.get("BENCHMARKS_ACCEPT", "").split(",")
-    return [g.strip() for g in globs if g.strip()]
-
 
 def add_ci_parsers(subparsers: Any) -> None:
     """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -38,8 +21,7 @@ def add_ci_parsers(subparsers: Any) -> None:
     p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
                    help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
     p.add_argument("--accept", action="append", metavar="GLOB",
-                   help="accept regressions of series whose name or id matches (repeatable; also the "
-                        "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
+                   help=ACCEPT_HELP)
     p.set_defaults(func=cmd_gate)
 
     p = subparsers.add_parser("dashboard", help="draw the first-parent history of a run's commit, the run "
@@ -48,8 +30,8 @@ def add_ci_parsers(subparsers: Any) -> None:
     p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
                    help="the run directory: its results/*.json are the newest point; dashboard/ is written there")
     p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (GITHUB_RUN_ID in CI)")
-    p.add_argument("--attempt", type=_attempt, required=True, metavar="N", help="the run's attempt (from 1)")
-    p.add_argument("--max-commits", type=_max_commits, default=30, metavar="N",
+    p.add_argument("--attempt", type=attempt, required=True, metavar="N", help="the run's attempt (from 1)")
+    p.add_argument("--max-commits", type=max_commits, default=30, metavar="N",
                    help="draw at most N first-parent commits, this run's included (default 30)")
     add_trust_arguments(p)
     p.set_defaults(func=cmd_dashboard)
@@ -62,7 +44,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         UserError: an unreadable or malformed comparison file.
     """
     from benchtrail.compare import gate
-    from benchtrail.compare.verdicts import load_comparison
+    from benchtrail.compare.document import load_comparison
 
     result = gate.check(load_comparison(args.comparison)["rows"], accept_globs(args.accept))
     for row in result.failing:
@@ -112,7 +94,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
         return EXIT_OK
-    from benchtrail.stages import dashboard_stage
+    from benchtrail.pipeline.report import dashboard_stage
 
     index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir, args.max_commits,
                             trust)

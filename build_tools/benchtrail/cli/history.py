@@ -1,6 +1,6 @@
 """``benchtrail history``, ``benchtrail plot`` and ``benchtrail compare-builds`` (``docs/history.md``).
 
-``cli.build_parser`` declares them with ``add_history_parsers(sub)``. Each prints the path of its main
+``benchtrail.cli.app``'s registry declares them with ``add_history_parsers(sub)``. Each prints the path of its main
 output last: history.json, the dashboard's index.html, the ratio plot.
 """
 
@@ -16,33 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
+from benchtrail.cli.options import EXIT_OK, STORE_HELP, check_output_dir, max_commits, path_argument
 from benchtrail.errors import UserError
-
-STORE_HELP = "store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]"
-
-
-def _max_commits(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of commits from 1, got {text!r}")
-    return int(text)
-
-
-def path_argument(text: str) -> Path:
-    """A path flag's value; an empty one (``--output ''``) is refused rather than read as ``.``."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("empty path; give a file or folder name")
-    return Path(text)
-
-
-def check_output_dir(out_dir: Path) -> None:
-    """Refuse an ``--output-dir`` that exists and is not a folder.
-
-    Raises:
-        UserError: naming the flag and the path.
-    """
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
-
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -50,7 +25,7 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--store", required=True, help=STORE_HELP)
     p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
-    p.add_argument("--max-commits", type=_max_commits, default=100, metavar="N",
+    p.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
                    help="walk at most N first-parent commits back from --ref (default 100)")
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
                    help="history file to write; never overwritten (default history.json)")
@@ -84,7 +59,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
           f"first-parent commits of {args.ref}")
     print(write_history(args.output, history))
-    return 0
+    return EXIT_OK
 
 
 def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
@@ -138,13 +113,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     for p in pngs:
         print(args.output_dir / p)
     print(index)
-    return 0
+    return EXIT_OK
 
 
 def cmd_compare_builds(args: argparse.Namespace) -> int:
     """``benchtrail compare-builds``: print the table, write the ratio plot and print its path. Exit 0."""
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
-    from benchtrail.history.collect import short
+    from benchtrail.history.model import short
     from benchtrail.store import open_store
 
     check_output_dir(args.output_dir)
@@ -154,4 +129,4 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     jsonio.check_new(path)
     print(format_table(comparison))
     print(plot_comparison(comparison, path))
-    return 0
+    return EXIT_OK

@@ -1,6 +1,6 @@
 """``benchtrail compare-backends`` and ``benchtrail convert``: one run's results for other eyes and tools.
 
-``cli.build_parser`` declares both with ``add_interop_parsers(sub)``. Each reads ``--results``
+``benchtrail.cli.app``'s registry declares both with ``add_interop_parsers(sub)``. Each reads ``--results``
 (run directories or results files of ONE run), prints, and prints the path of its main output last:
 the PNG for ``compare-backends``, the converted file for ``convert``. docs/interop.md has the
 formats and examples.
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchtrail.cli.options import EXIT_OK, check_output_dir, path_argument
 from benchtrail.interop.convert import FORMATS, KINDS
-from benchtrail.cli.history import path_argument
 
 RESULTS_HELP = ("a run directory (its results/*.json are read) or results files, all of one run "
                 "(repeatable; several paths after one flag work too)")
@@ -55,7 +55,6 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
         UserError: no results, results of several runs, no execution records, or the PNG exists.
     """
     from benchtrail.interop.backends import compare_backends, load_one_run, plot_speedups, render_table
-    from benchtrail.cli.history import check_output_dir
     from benchtrail.jsonio import check_new
 
     check_output_dir(args.output_dir)
@@ -66,7 +65,7 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
     check_new(png)
     print(render_table(rows, run), end="")
     print(plot_speedups(rows, run, png))
-    return 0
+    return EXIT_OK
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -93,4 +92,4 @@ def cmd_convert(args: argparse.Namespace) -> int:
     path = write_text_atomic(args.output, dumps(conversion.document), exclusive=True)
     print(f"{len(conversion.included)} series written as {args.to}")
     print(path)
-    return 0
+    return EXIT_OK

@@ -27,7 +27,7 @@ from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
 from benchtrail.store.base import check_relative_name
-from benchtrail.github.trust import Trust, TrustAll
+from benchtrail.compare.trust import Trust, TrustAll
 
 MAX_ANCESTORS = 10
 #: What a baseline run is fetched for when its pointer (version 1) does not list its results files.

@@ -9,26 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
+from benchtrail.compare.document import Comparison
+from benchtrail.compare.tables import compilation_table, label, plain, series_table
 from benchtrail.errors import UserError
-from benchtrail.markup import code_span, md_text
 
 #: Version history of comment.json:
 #:   1 — first version.
 #:   2 — notes: the ``benchtrail comment --note`` lines, as given.
 SCHEMA_VERSION = 2
-#: Code points comment.md (and comment.json's ``body``) may hold. GitHub's REST API refuses a longer issue
-#: comment with 422 "Body is too long (maximum is 65536 characters)" (reported in e.g. danger/danger#424,
-#: telia-oss/github-pr-resource#259); 5,536 (about 8%) of the 65,536 is kept as a margin.
-MAX_COMMENT_CHARS = 60_000
-#: UTF-8 bytes comment.md (and comment.json's ``body``) may hold. Bisections of the issue comment endpoints
-#: stored 262,144 bytes and refused 262,145, whether ASCII or 4-byte emoji (dead-claudia/github-limits#13, 2025;
-#: objectstack-ai/objectstack#18826, 2026): GitHub may count bytes, not characters. The same ~8% margin
-#: (22,144 bytes) is kept. This cap binds only on a body of more than MAX_COMMENT_BYTES / MAX_COMMENT_CHARS
-#: bytes a code point: never while that ratio is 4 (a code point is at most 4 UTF-8 bytes), on CJK or emoji
-#: names once MAX_COMMENT_CHARS is raised (``render(..., max_chars=MAX_COMMENT_BYTES)``: the byte reading alone).
-MAX_COMMENT_BYTES = 240_000
 #: Characters of one ``--note`` shown in the comment (comment.json keeps the whole note).
 MAX_NOTE_CHARS = 1_000
 MARKER_PREFIX = "<!-- benchtrail:comment"
@@ -38,97 +29,6 @@ def marker(head: dict[str, Any] | None) -> str:
     """The hidden marker a poster uses to find and edit our earlier comment."""
     run = (head or {}).get("run") or {}
     return f"{MARKER_PREFIX} run={run.get('run_id', 'local')} attempt={run.get('attempt', 1)} -->"
-
-
-def format_value(value: float | None, unit: str) -> str:
-    """``21400.0, "us"`` → ``"21.40 ms"``; counts as integers; None as an em dash."""
-    if value is None:
-        return "—"
-    if unit == "us":
-        if abs(value) >= 1e6:
-            return f"{value / 1e6:.3f} s"
-        if abs(value) >= 1e3:
-            return f"{value / 1e3:.2f} ms"
-        return f"{value:.1f} µs"
-    if unit == "ms":
-        return f"{value / 1e3:.2f} s" if abs(value) >= 1e4 else f"{value:.0f} ms"
-    if unit == "count":
-        return f"{value:.0f}"
-    if unit == "bytes":
-        for scale, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-            if abs(value) >= scale:
-                return f"{value / scale:.2f} {name}"
-        return f"{value:.0f} B"
-    return f"{value:g} {unit}"
-
-
-def format_change(row: dict[str, Any]) -> str:
-    change = row.get("change")
-    if change is None:
-        return "—"
-    if row.get("change_unit") == "%":
-        return f"{change:+.1f}%"
-    if row["unit"] == "count":
-        return f"{change:+g}"
-    return ("+" if change >= 0 else "-") + format_value(abs(change), row["unit"])
-
-
-def _cell(text: str) -> str:
-    """Text shown literally inside a Markdown table cell: one line, Markdown escaped (``markup.md_text``)."""
-    return md_text(text)
-
-
-def _label(row: dict[str, Any], in_table: bool = True) -> str:
-    """A series name as a code span (``markup.code_span``; ``|`` escaped in a table cell)."""
-    return code_span(row["name"], in_table=in_table)
-
-
-def format_ci(row: dict[str, Any]) -> str:
-    """The 99% bootstrap interval of the change, ``+6.1…+9.2%``; an em dash when there is none."""
-    if row.get("ci_low") is None or row.get("ci_high") is None:
-        return "—"
-    return f"{row['ci_low']:+.1f}…{row['ci_high']:+.1f}%"
-
-
-def _table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
-    head = "| benchmark | device | base median | head median | change | 99% CI | q | verdict |"
-    lines = [head if with_verdict else head.rsplit(" verdict |", 1)[0],
-             "|---|---|---:|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
-    for r in rows:
-        q = r.get("q_value", r.get("p_value"))
-        cells = [_label(r), md_text(r["device_name"]), format_value(r["base_median"], r["unit"]),
-                 format_value(r["head_median"], r["unit"]), format_change(r), format_ci(r),
-                 "—" if q is None else f"{q:.2g}"]
-        if with_verdict:
-            mark = f" · {r['mark']}" if r.get("mark") else ""
-            # A quarantined regression says why in its reason; any other quarantined row says so after its mark.
-            why = r.get("quarantined")
-            flag = f" · quarantined: {why}" if why and r.get("mark") != "quarantined" else ""
-            reason = "; ".join(filter(None, (r.get("reason"), why if r.get("mark") == "quarantined" else None)))
-            cells.append(_cell(r["verdict"] + mark + flag + (f" ({reason})" if reason else "")))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def _break_reasons(details: dict[str, Any]) -> set[str]:
-    """``"<reason> at <file>:<line>"`` for each graph break recorded in a row's details."""
-    return {f"{b['reason']} at {b['location']}" if b.get("location") else b["reason"]
-            for b in details.get("break_reasons", [])}
-
-
-def _compilation_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| module | metric | base | head | change | |", "|---|---|---:|---:|---:|---|"]
-    for r in rows:
-        note = _cell(r["verdict"])
-        if r["metric"] == "graph_breaks":
-            new = _break_reasons(r["head_details"]) - _break_reasons(r["base_details"])
-            gone = _break_reasons(r["base_details"]) - _break_reasons(r["head_details"])
-            note += "".join(f"; new graph break: {code_span(s[:160], in_table=True)}" for s in sorted(new))
-            note += "".join(f"; graph break removed: {code_span(s[:160], in_table=True)}" for s in sorted(gone))
-        lines.append(f"| {code_span(r['module_name'], in_table=True)} | {_cell(r['metric'])} | "
-                     f"{format_value(r['base_median'], r['unit'])} | "
-                     f"{format_value(r['head_median'], r['unit'])} | {format_change(r)} | {note} |")
-    return lines
 
 
 def verdict_line(comparison: dict[str, Any]) -> str:
@@ -161,13 +61,13 @@ def _context_line(comparison: dict[str, Any]) -> str:
         runs: dict[tuple[str, str], list[str]] = {}
         for device, b in sorted(per_device.items()):
             runs.setdefault((b["commit"], b["reason"]), []).append(device)
-        text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(_plain, ds))}"
+        text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(plain, ds))}"
                                              for (c, r), ds in runs.items())
     elif base:
         commit = baseline.get("commit") or base["commit"]
         text += f" vs baseline `{commit[:7]}` ({baseline.get('reason', 'given')})"
     elif baseline.get("store_error"):
-        text += f" · no baseline: {_plain(baseline['reason'][:500])}; every series is new"
+        text += f" · no baseline: {plain(baseline['reason'][:500])}; every series is new"
     elif baseline.get("ignored") and str(baseline.get("reason")).startswith("no usable"):  # benchtrail.compare.baseline
         text += " · no usable baseline: its stored results cannot be read (below), so nothing is compared"
     elif baseline.get("ignored"):
@@ -176,7 +76,7 @@ def _context_line(comparison: dict[str, Any]) -> str:
         text += " · no baseline found: every series is new"
     if run.get("presets"):
         text += f" · presets {', '.join(run['presets'])}"
-    text += f" · devices {', '.join(map(_plain, head.get('devices', [])))}, torch {_plain(head.get('torch_version'))}"
+    text += f" · devices {', '.join(map(plain, head.get('devices', [])))}, torch {plain(head.get('torch_version'))}"
     return text
 
 
@@ -186,14 +86,9 @@ def missing_shards_line(comparison: dict[str, Any]) -> str | None:
     missing = comparison.get("missing_shards") or []
     if not missing:
         return None
-    names = ", ".join(f"{_plain(m['device_name'])} shard {m['shard_index']}" for m in missing)
+    names = ", ".join(f"{plain(m['device_name'])} shard {m['shard_index']}" for m in missing)
     return (f"⚠ Shards that did not report: {names}. Their run configs are listed as failed "
             "(the job failed, timed out or was cancelled).")
-
-
-def _plain(text: str) -> str:
-    """Machine-read text (names, reasons) shown as-is: one line, Markdown and mentions escaped (``markup.md_text``)."""
-    return md_text(text)
 
 
 def runner_checks_line(comparison: dict[str, Any]) -> str | None:
@@ -201,8 +96,8 @@ def runner_checks_line(comparison: dict[str, Any]) -> str | None:
     from comparison.json's ``head.runner_checks`` (``benchtrail doctor``, docs/runners.md); None when
     every check passed or none was recorded."""
     devices = (comparison.get("head") or {}).get("runner_checks") or []
-    parts = [f"on {_plain(d['device'])}: " + "; ".join(f"{_plain(c['name'])} is {_plain(c['value'])} "
-                                                       f"(expected {_plain(c['expected'])})" for c in d["failed"])
+    parts = [f"on {plain(d['device'])}: " + "; ".join(f"{plain(c['name'])} is {plain(c['value'])} "
+                                                       f"(expected {plain(c['expected'])})" for c in d["failed"])
              for d in devices if d.get("failed")]
     if not parts:
         return None
@@ -229,7 +124,7 @@ def note_line(note: str) -> str:
     """A ``--note`` as one line of plain text: whitespace collapsed, Markdown and @mentions escaped, at most
     ``MAX_NOTE_CHARS`` characters of it shown (then ``…``)."""
     text = " ".join(str(note).split())
-    return _plain(text[:MAX_NOTE_CHARS]) + ("…" if len(text) > MAX_NOTE_CHARS else "")
+    return plain(text[:MAX_NOTE_CHARS]) + ("…" if len(text) > MAX_NOTE_CHARS else "")
 
 
 _RUN_URL = re.compile(r"^gs://[^/]+/(.+/)?runs/[^/]+/[0-9]+/?$")
@@ -308,7 +203,7 @@ def recheck_line(rows: list[dict[str, Any]]) -> str | None:
     else:
         line += ":"
     if missed:
-        named = ", ".join(_label(r, in_table=False) for r in missed[:NOT_REACHED_NAMED])
+        named = ", ".join(label(r, in_table=False) for r in missed[:NOT_REACHED_NAMED])
         if len(missed) > NOT_REACHED_NAMED:
             named += f" and {len(missed) - NOT_REACHED_NAMED} more"
         line += (f" {len(missed)}{' more' if checked else ''} suspected change{'s' if len(missed) != 1 else ''} "
@@ -328,10 +223,10 @@ def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
     new = comparison["counts"].get("new", 0)
     if not missing and not new:
         return None
-    parts = [f"devices {', '.join(map(_plain, missing))}"] if missing else []
+    parts = [f"devices {', '.join(map(plain, missing))}"] if missing else []
     if new:
         parts.append(f"{new} series")
-    why = "".join(f" {_plain(d)}: {_plain(lacking[d])}." for d in missing if d in lacking)
+    why = "".join(f" {plain(d)}: {plain(lacking[d])}." for d in missing if d in lacking)
     return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared.{why}"
 
 
@@ -341,115 +236,23 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
     ignored = (comparison.get("baseline") or {}).get("ignored") or []
     lines = []
     if ignored:
-        shown = "; ".join(f"`{i['commit'][:7]}`: {_plain(i['reason'][:300])}" for i in ignored[:3])
+        shown = "; ".join(f"`{i['commit'][:7]}`: {plain(i['reason'][:300])}" for i in ignored[:3])
         more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
         lines.append(f"⚠ Ignored {len(ignored)} stored run{'s' if len(ignored) != 1 else ''} that "
                      f"{'are' if len(ignored) != 1 else 'is'} not a trusted baseline: {shown}{more}.")
     reasons = sorted({r["reason"] for r in comparison["rows"] if r["verdict"] == "not-comparable"
                       and (r["reason"] or "").startswith("not compared: the baseline of")})
-    lines += [f"⚠ {_plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
+    lines += [f"⚠ {plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
     return lines
 
 
-class _Block(NamedTuple):
-    """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``."""
-
-    title: str
-    before: list[str]
-    rows: list[str]
-    after: list[str]
-
-
-#: The order in which sections keep their rows when comment.md must be cut: the last one loses rows first.
-CUT_PRIORITY = ("Regressions", "Failed, noisy or not comparable", "Compilation statistics", "Improvements")
-
-
-def _size(lines: Sequence[str]) -> tuple[int, int]:
-    """Code points and UTF-8 bytes of ``"\\n".join(lines) + "\\n"``, the body those lines make."""
-    return (sum(map(len, lines)) + len(lines),
-            sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines))
-
-
-def _fits(size: tuple[int, int], limits: tuple[int, int]) -> bool:
-    """Whether a body of ``size`` (code points, bytes) is within ``limits`` (code points, bytes)."""
-    return size[0] <= limits[0] and size[1] <= limits[1]
-
-
-def left_out_line(left_out: int, total: int) -> str:
-    """The line a cut comment.md ends with: how many of the comparison's rows none of its tables shows, and
-    where every row is."""
-    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the run's "
-            "artifacts for every row.")
-
-
-def _table_cut_line(left_out: int, kept: int) -> str:
-    s = "s" if left_out != 1 else ""
-    return (f"… and {left_out} more row{s} left out here: see full.md." if kept
-            else f"{left_out} row{s} left out here: see full.md.")
-
-
-def _cut(top: list[str], blocks: list[_Block], footer: list[str], total: int,
-         limits: tuple[int, int]) -> list[str]:
-    """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
-
-    The "All N series" table is left out; then, if still needed, the sections' rows from the end of the least
-    important section (``CUT_PRIORITY``) back. A cut table ends with a line counting its rows left out, and
-    the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
-    (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
-
-    Raises:
-        UserError: the marker alone does not fit (a run id of tens of thousands of characters).
-    """
-    reserve = [*top, left_out_line(total, total), "", *footer]
-    for b in blocks:
-        reserve += [*b.before, *b.after, *(["", _table_cut_line(len(b.rows), 1)] if b.rows else [])]
-    used = _size(reserve)
-    room_chars, room_bytes = limits[0] - used[0], limits[1] - used[1]
-    if room_chars < 0 or room_bytes < 0:
-        return _cut_text(top, footer, total, limits)
-    kept = dict.fromkeys((b.title for b in blocks), 0)
-    for b in sorted(blocks, key=lambda b: CUT_PRIORITY.index(b.title)):
-        for line in b.rows:
-            chars, size = _size([line])
-            if chars > room_chars or size > room_bytes:
-                break
-            room_chars, room_bytes, kept[b.title] = room_chars - chars, room_bytes - size, kept[b.title] + 1
-        if kept[b.title] < len(b.rows):
-            break  # the rows of less important sections go before any more of this one's
-    lines = list(top)
-    for b in blocks:
-        k = kept[b.title]
-        lines += b.before if k or not b.rows else b.before[:1]  # no table header over no rows
-        lines += b.rows[:k]
-        if k < len(b.rows):
-            lines += ["", _table_cut_line(len(b.rows) - k, k)]
-        lines += b.after
-    return lines + [left_out_line(total - sum(kept.values()), total), ""] + footer
-
-
-def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, int]) -> list[str]:
-    """The last resort of :func:`_cut`: no sections, as many top lines as fit, then the footer (or its marker)."""
-    tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
-    if not _fits(_size(tail), limits):
-        tail = tail[:-len(footer)] + footer[-1:]
-        if not _fits(_size(tail), limits):
-            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may hold "
-                            f"{limits[0]} characters and {limits[1]} bytes")
-    lines, used = [], _size(tail)
-    for line in top:
-        chars, size = _size([line])
-        if not _fits((used[0] + chars, used[1] + size), limits):
-            break
-        lines.append(line)
-        used = (used[0] + chars, used[1] + size)
-    return lines + tail
-
-
-def render(comparison: dict[str, Any], run_url: str | None = None,
+def render(comparison: Comparison | dict[str, Any], run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
            max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, dict[str, Any]]:
-    """Return ``(comment.md, full.md, comment.json object)`` for a comparison.
+    """Return ``(comment.md, full.md, comment.json object)`` for a comparison (a :class:`Comparison`, or its
+    JSON object). The rows are rendered from the document as written, so a row of an older schema version
+    shows what it has (its p value where it has no q value).
 
     ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
     ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
@@ -459,8 +262,11 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
 
     comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
     bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, the
-    "All N series" table and then rows are left out and counted (:func:`_cut`). full.md holds every row.
+    "All N series" table and then rows are left out and counted (:func:`benchtrail.compare.caps.cut_to_fit`).
+    full.md holds every row.
     """
+    if isinstance(comparison, Comparison):
+        comparison = comparison.to_dict()
     rows = comparison["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
     compilation = [r for r in rows if r["kind"] == "compilation"]
@@ -472,24 +278,24 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
            *trust_lines(comparison), *([checks] if checks else []), *([gaps] if gaps else []),
            *([rechecked] if rechecked else []), ""]
-    blocks: list[_Block] = []
+    blocks: list[Block] = []
     regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
     improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
     problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy", "insufficient-samples")]
     for title, group in (("Regressions", regressions), ("Improvements", improvements),
                          ("Failed, noisy or not comparable", problems)):
         if group:
-            table = _table(group, with_verdict=title != "Improvements")
-            blocks.append(_Block(title, [f"#### {title}", *table[:2]], table[2:], [""]))
+            table = series_table(group, with_verdict=title != "Improvements")
+            blocks.append(Block(title, [f"#### {title}", *table[:2]], table[2:], [""]))
     if compilation:
         changed = [r for r in compilation if r["verdict"] not in ("similar", "new")]
         new = len(compilation) - len(changed) - sum(r["verdict"] == "similar" for r in compilation)
-        table = _compilation_table(changed) if changed else ["No change in compilation statistics."]
+        table = compilation_table(changed) if changed else ["No change in compilation statistics."]
         after = ["", f"{new} compilation series have no baseline yet (see the full table)."] if new else []
-        blocks.append(_Block("Compilation statistics", ["#### Compilation statistics", *table[:2 if changed else 1]],
+        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2 if changed else 1]],
                              table[2:] if changed else [], [*after, ""]))
     sections = [line for b in blocks for line in (*b.before, *b.rows, *b.after)]
-    full_table = _table(execution + compilation, with_verdict=True)
+    full_table = series_table(execution + compilation, with_verdict=True)
     footer = []
     if run_url:
         footer += artifact_lines(run_url, rows, dashboard)
@@ -498,8 +304,8 @@ def render(comparison: dict[str, Any], run_url: str | None = None,
     footer.append(marker(comparison["head"]))
     details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
     lines = top + sections + details + footer
-    if not _fits(_size(lines), (max_chars, max_bytes)):
-        lines = _cut(top, blocks, footer, len(rows), (max_chars, max_bytes))
+    if not fits(body_size(lines), (max_chars, max_bytes)):
+        lines = cut_to_fit(top, blocks, footer, len(rows), (max_chars, max_bytes))
     body = "\n".join(lines) + "\n"
     full = "\n".join(top + sections + ["#### All series", *full_table, ""] + footer) + "\n"
     data = {

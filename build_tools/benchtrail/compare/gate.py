@@ -2,18 +2,19 @@
 
 Only a ``confirmed`` regression fails the gate (DESIGN, "Statuses and verdicts"): a regressed row
 whose paired A/B re-check agreed (or that comes from a paired run), that no ``benchmarks-accept:``
-glob accepts (over the series name or id, as :func:`benchtrail.compare.verdicts.accepted`) and that the
+glob accepts (over the series name or id, as :func:`benchtrail.compare.document.accepted`) and that the
 quarantine file does not list. ``unconfirmed`` regressions, rows a time-bounded re-check did not
 reach among them, never fail it; they are counted in the summary. This module never imports torch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchtrail.compare.comment import format_change, format_ci, format_value
-from benchtrail.compare.verdicts import accepted
+from benchtrail.compare.tables import format_change, format_ci, format_value
+from benchtrail.compare.document import Comparison, Row, accepted
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,14 @@ class GateResult:
     """What the gate found in the rows of a comparison.
 
     Attributes:
-        failing: the confirmed regressions neither accepted nor quarantined (the rows, as in comparison.json).
+        failing: the confirmed regressions neither accepted nor quarantined (typed rows; readable by key too).
         unconfirmed: regressions marked ``unconfirmed`` (not gated), neither accepted nor quarantined.
         not_reached: how many of ``unconfirmed`` a time-bounded re-check did not reach (``recheck: not-reached``).
         accepted: regressions accepted by a ``benchmarks-accept:`` glob (marked so, or matching ``accept`` now).
         quarantined: regressions of quarantined series.
     """
 
-    failing: tuple[dict[str, Any], ...]
+    failing: tuple[Row, ...]
     unconfirmed: int
     not_reached: int
     accepted: int
@@ -39,8 +40,9 @@ class GateResult:
         return not self.failing
 
 
-def check(rows: list[dict[str, Any]], accept: list[str]) -> GateResult:
-    """Gate ``rows`` (comparison.json's) with the ``accept`` globs (over series names and ids).
+def check(rows: Comparison | Sequence[Row | Mapping[str, Any]], accept: Sequence[str]) -> GateResult:
+    """Gate the rows of a comparison (``load_comparison``'s, or comparison.json's row objects: a field an
+    older row lacks reads as its default) with the ``accept`` globs (over series names and ids).
 
     A regressed row counts as quarantined when its mark is ``quarantined`` or it carries a quarantine
     reason (a re-check may confirm a quarantined series' change), as accepted when its mark is
@@ -48,28 +50,27 @@ def check(rows: list[dict[str, Any]], accept: list[str]) -> GateResult:
     ones are counted only.
     """
     failing, unconfirmed, not_reached, n_accepted, n_quarantined = [], 0, 0, 0, 0
-    for row in rows:
-        if row["verdict"] != "regressed":
+    for row in map(Row.of, rows.rows if isinstance(rows, Comparison) else rows):
+        if row.verdict != "regressed":
             continue
-        if row.get("mark") == "quarantined" or row.get("quarantined"):
+        if row.mark == "quarantined" or row.quarantined:
             n_quarantined += 1
-        elif row.get("mark") == "accepted" or accepted(row, accept):
+        elif row.mark == "accepted" or accepted(row, accept):
             n_accepted += 1
-        elif row.get("mark") == "confirmed":
+        elif row.mark == "confirmed":
             failing.append(row)
         else:
             unconfirmed += 1
-            not_reached += row.get("recheck") == "not-reached"
+            not_reached += row.recheck == "not-reached"
     return GateResult(tuple(failing), unconfirmed, not_reached, n_accepted, n_quarantined)
 
 
-def failing_line(row: dict[str, Any]) -> str:
+def failing_line(row: Row) -> str:
     """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``."""
     ci = format_ci(row)
-    return (f"confirmed regression: {row['name']} ({row['device_name']}): {format_change(row)}"
+    return (f"confirmed regression: {row.name} ({row.device_name}): {format_change(row)}"
             + (f" (99% CI {ci})" if ci != "—" else "")
-            + f", median {format_value(row['base_median'], row['unit'])} → "
-              f"{format_value(row['head_median'], row['unit'])}")
+            + f", median {format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}")
 
 
 def summary_line(result: GateResult) -> str:

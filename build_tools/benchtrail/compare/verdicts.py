@@ -26,68 +26,11 @@ from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import compare_samples
 from benchtrail.stats.paired import compare_paired
-from benchtrail.compare.thresholds import Threshold, find_threshold
+from benchtrail.compare.rules import Threshold, find_threshold
+from benchtrail.compare.document import Row, accepted
 
-#: Version history of comparison.json:
-#:   1 — first version.
-#:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
-#:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.runner.recheck``).
-#:   4 — rows gain quarantined: the reason when the series is in the quarantine file.
-#:   5 — rows gain recheck: ``not-reached`` when a time-bounded re-check (``ab --total-budget-s``) did not
-#:       reach the suspect row, else null. Also (same version) the root gains missing_shards: the shards
-#:       of the head run's execution export that wrote no results file (null without an export), and
-#:       baseline may be ``{reason, store, store_error}`` when ``compare --store`` could not read the store.
-#:   6 — a stored baseline gains devices (each head device's own baseline run: commit, reason, run_id,
-#:       attempt), lacking (device → why it has none), ignored (stored runs the trust refused, with the
-#:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
-#:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
-#:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
-SCHEMA_VERSION = 7
-#: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
-#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
-#: when the quarantine file lists the series (``benchtrail.compare.quarantine``). Only the first two gate.
-MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
-VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable",
-            "insufficient-samples")
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
-
-
-@dataclass(frozen=True)
-class Row:
-    """One series in a comparison. ``change`` is percent for percent rules, else in ``unit``."""
-
-    id: str
-    name: str
-    kind: str
-    metric: str
-    unit: str
-    device_name: str
-    module_name: str
-    compile_config: str
-    verdict: str
-    reason: str | None
-    base_median: float | None
-    head_median: float | None
-    base_iqr: float | None
-    head_iqr: float | None
-    base_n: int
-    head_n: int
-    change: float | None
-    change_unit: str | None
-    p_value: float | None
-    threshold: dict[str, Any] | None
-    head_details: dict[str, Any]
-    base_details: dict[str, Any]
-    ci_low: float | None = None
-    ci_high: float | None = None
-    q_value: float | None = None
-    mde: float | None = None
-    outcome: str | None = None
-    mark: str | None = None
-    ab: dict[str, Any] | None = None
-    quarantined: str | None = None
-    recheck: str | None = None
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -110,8 +53,8 @@ def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: st
 @dataclass(frozen=True)
 class Unreported:
     """A run config of the head run's execution export that has no record in the head results: its
-    execution series (``<run config id>``, latency in µs, as ``run_stage.case_record`` names it) and
-    why it has none (e.g. ``no result: shard 1 of device d did not report (…)``)."""
+    execution series (``<run config id>``, latency in µs, as ``benchtrail.runner.run_cases.case_record``
+    names it) and why it has none (e.g. ``no result: shard 1 of device d did not report (…)``)."""
 
     id: str
     name: str
@@ -353,30 +296,13 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
     return rows
 
 
-def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
-    if not files:
-        return None
-    f = files[0]
-    return {"commit": f.commit, "dirty": f.dirty, "run": f.run,
-            "torch_version": f.environment.get("torch_version"), "devices": sorted({b.device_name for f in files
-                                                                                     for b in f.benchmarks})}
-
-
-def accepted(row: Row | dict[str, Any], accept: list[str]) -> bool:
-    """Whether the row's name or id matches one of the ``accept`` globs (``benchmarks-accept:`` trailers)."""
-    import fnmatch
-
-    name, sid = (row["name"], row["id"]) if isinstance(row, dict) else (row.name, row.id)
-    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sid, g) for g in accept)
-
-
 def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False,
                      quarantine: tuple[Any, ...] = ()) -> list[Row]:
     """Mark each regressed row ``quarantined`` when a ``quarantine`` entry
-    (``benchtrail.compare.quarantine.Entry``) matches it, else ``accepted`` when ``accepted(row, accept)``,
+    (``benchtrail.compare.rules.QuarantineEntry``) matches it, else ``accepted`` when ``accepted(row, accept)``,
     else ``confirmed`` when the samples come from a paired A/B run (``paired``), else
     ``unconfirmed``. Every row a quarantine entry matches carries its reason in ``quarantined``."""
-    from benchtrail.compare.quarantine import find
+    from benchtrail.compare.rules import find_quarantined as find
 
     other = "confirmed" if paired else "unconfirmed"
     marked = []
@@ -390,78 +316,3 @@ def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False,
     return marked
 
 
-def count_rows(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """``counts`` of comparison.json: rows per verdict and regressed rows per mark."""
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in MARKS})
-    return counts
-
-
-def gate(rows: list[dict[str, Any]] | list[Row], fail_on: str | None) -> list[str]:
-    """Names of the rows that fail the gate ``fail_on`` (only ``"regressed"``): regressions neither
-    accepted nor quarantined."""
-    if fail_on is None:
-        return []
-    get = (lambda r, k: r[k]) if rows and isinstance(rows[0], dict) else getattr
-    return [get(r, "name") for r in rows
-            if get(r, "verdict") == fail_on and get(r, "mark") not in ("accepted", "quarantined")]
-
-
-def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
-                       thresholds_source: str, baseline: dict[str, Any] | None = None,
-                       missing_shards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
-    checks that failed where the head results were measured (:func:`benchtrail.runner.doctor.failed_by_device`);
-    ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
-    no results file (None: the head has no execution export to check against)."""
-    from benchtrail.runner.doctor import failed_by_device
-
-    plain = [asdict(r) for r in rows]
-    head_side = _side(head)
-    if head_side is not None:
-        head_side["runner_checks"] = failed_by_device(head)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "head": head_side,
-        "base": _side(base),
-        "baseline": baseline,
-        "thresholds_source": thresholds_source,
-        "counts": count_rows(plain),
-        "rows": plain,
-        "missing_shards": missing_shards,
-    }
-
-
-def load_comparison(path) -> dict[str, Any]:
-    """Read and validate ``comparison.json`` (every row checked against ``Row``).
-
-    Raises:
-        UserError: unreadable, an unknown schema version, a missing or malformed field, or a
-            verdict outside ``VERDICTS``; the message names the file and the field.
-    """
-    from benchtrail import jsonio
-    from benchtrail.suite.serialization import from_plain
-
-    obj = jsonio.read_json(path, kind="comparison", supported=SCHEMA_VERSION)
-    for key, kind in (("rows", list), ("counts", dict), ("head", dict)):
-        if not isinstance(obj.get(key), kind):
-            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}")
-    for key in ("base", "baseline"):
-        if obj.get(key) is not None and not isinstance(obj[key], dict):
-            raise UserError(f"comparison {path}: field {key!r} must be an object or null")
-    for i, row in enumerate(obj["rows"]):
-        checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
-        if checked.mark not in (None, *MARKS):
-            raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
-        if checked.verdict not in VERDICTS:
-            raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
-                            f"allowed: {', '.join(VERDICTS)}")
-    if not isinstance(obj["head"].get("commit"), str):
-        raise UserError(f"comparison {path}: head.commit must be a string")
-    missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
-    if missing is not None and not (isinstance(missing, list) and all(
-            isinstance(m, dict) and set(m) == {"device_name", "shard_index"} and isinstance(m["device_name"], str)
-            and isinstance(m["shard_index"], int) and not isinstance(m["shard_index"], bool) for m in missing)):
-        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
-                        "{device_name: <string>, shard_index: <integer>}")
-    return obj

@@ -315,7 +315,8 @@ def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping
         UserError: ``GITHUB_RUN_ID`` holds white space or ``GITHUB_RUN_ATTEMPT`` is not a whole
             number from 1.
     """
-    from benchtrail.compare.comment import _plain, marker
+    from benchtrail.compare.comment import marker
+    from benchtrail.compare.tables import plain as _plain
 
     run_id = env.get("GITHUB_RUN_ID", "").strip() or "local"
     attempt_text = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
@@ -334,7 +335,7 @@ def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping
         hidden]) + "\n"
     head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha")
     from benchtrail.compare.comment import SCHEMA_VERSION
-    from benchtrail.compare.verdicts import count_rows
+    from benchtrail.compare.document import count_rows
 
     return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
             "counts": count_rows([]), "notes": [],

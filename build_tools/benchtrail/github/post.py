@@ -16,7 +16,6 @@ succeeds: a missing comment must not fail a benchmark run.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -24,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from benchtrail.compare import comment as comment_stage
 from benchtrail.errors import UserError
@@ -58,14 +57,10 @@ COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head
 
 _MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX) + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
 _DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.DOTALL | re.IGNORECASE)
-_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 DETAILS_DROPPED_NOTE = ("_Collapsed sections were left out to fit GitHub's comment size limit: "
                         "see full.md in the run's artifacts._\n")
 TRUNCATED_NOTE = ("\n_… truncated to fit GitHub's 65,536-character comment limit: "
                   "the full report is full.md in the run's artifacts._\n\n")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -370,74 +365,3 @@ def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError
                             for e in errors or ())
         return UserError(f"GitHub rejected the comment ({_describe(exc)}{': ' + details if details else ''})")
     return UserError(f"GitHub API error ({_describe(exc)})")
-
-
-# -- CLI ----------------------------------------------------------------------------------------
-
-
-def _sha(text: str) -> str:
-    if not _SHA.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
-    return text.lower()
-
-
-def _repo(text: str) -> str:
-    if not _REPO.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, got {text!r}")
-    return text
-
-
-def _pr_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a PR number (a whole number from 1), got {text!r}")
-    return int(text)
-
-
-def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_post``."""
-    p = subparsers.add_parser("post", help="post comment.json as the PR comment (edits our earlier one)")
-    p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
-    p.add_argument("--repo", type=_repo, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
-    p.add_argument("--pr", type=_pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
-    p.add_argument("--head-sha", type=_sha,
-                   help="head commit the run measured; nothing is posted if the PR moved on "
-                        "(default: $BENCHTRAIL_HEAD_SHA)")
-    p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
-                                     f"{DEFAULT_API_URL})")
-    p.add_argument("--comment-author", help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
-                                            f"or {DEFAULT_COMMENT_AUTHOR})")
-    p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
-    p.set_defaults(func=cmd_post)
-    return p
-
-
-def _from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) -> T:
-    if value is not None:
-        return value
-    text = os.environ.get(env, "").strip()
-    if not text:
-        raise UserError(f"{flag} is missing: pass {flag} or set {env}")
-    try:
-        return parse(text)
-    except argparse.ArgumentTypeError as exc:
-        raise UserError(f"${env}: {exc}") from exc
-
-
-def cmd_post(args: argparse.Namespace) -> int:
-    """``benchtrail post``: exit 0 when posted, skipped or written to the job summary instead."""
-    comment = load_comment(args.comment)
-    repo = _from_env(args.repo, "--repo", "GITHUB_REPOSITORY", _repo)
-    pr_number = _from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", _pr_number)
-    head_sha = _from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA", _sha)
-    token = os.environ.get("GITHUB_TOKEN", "").strip()
-    if not token:  # never a flag: a token on the command line shows in process lists and logs
-        raise UserError(NO_TOKEN)
-    api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
-    author = args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
-    result = post_comment(comment, repo=repo, pr_number=pr_number, run_head_sha=head_sha, token=token,
-                          base_url=api_url, dry_run=args.dry_run, author=author)
-    if result.action == "fallback-summary":
-        prefix = "::warning title=benchtrail post::" if os.environ.get("GITHUB_ACTIONS") == "true" else "warning: "
-        print(prefix + result.message, file=sys.stderr)
-    print(f"{result.action}: {result.message}")
-    return 0

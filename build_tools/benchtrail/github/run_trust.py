@@ -60,7 +60,7 @@ def _utc(value: Any) -> datetime.datetime | None:
 
 
 class GitHubRunTrust:
-    """``benchtrail.github.trust.Trust`` through the GitHub API (see the module docstring).
+    """``benchtrail.compare.trust.Trust`` through the GitHub API (see the module docstring).
 
     Args:
         repo: ``OWNER/NAME``.

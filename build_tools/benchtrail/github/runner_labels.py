@@ -1,8 +1,9 @@
-"""``benchtrail runner-labels``: the ``runs-on`` labels of the project's benchmark runners, for the workflows.
+"""The ``runs-on`` labels of the project's benchmark runners, for the workflows.
 
 A device's runners carry the labels ``[self-hosted, <architecture>, <device name>]`` unless the
 project's ``[tool.benchtrail] runner-labels`` (device name -> labels; ``benchtrail.project``) names
-others. The setup job of ``.github/workflows/benchmark.yml`` prints them here and hands them to
+others. The setup job of ``.github/workflows/benchmark.yml`` prints them with ``benchtrail runner-labels``
+(``benchtrail.cli.github``) and hands them to
 ``build_tools/github_actions/matrix.jq`` (``--argjson labels``), which applies the same default to
 devices the table leaves out, and to the compile and process jobs' ``runs-on`` (docs/adopting.md,
 "The workflow").
@@ -13,12 +14,7 @@ devices the table leaves out, and to the compile and process jobs' ``runs-on`` (
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-from typing import Any
-
-from benchtrail.project import Project, load_project
+from benchtrail.project import Project
 
 
 def default_labels(device_name: str, architecture: str) -> list[str]:
@@ -37,28 +33,3 @@ def project_labels(project: Project) -> dict[str, list[str]]:
 def device_labels(project: Project, device_name: str, architecture: str) -> list[str]:
     """The ``runs-on`` labels of ``device_name``'s runners: the project's, else :func:`default_labels`."""
     return project_labels(project).get(device_name) or default_labels(device_name, architecture)
-
-
-def cmd_runner_labels(args: argparse.Namespace) -> int:
-    """Print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT`` value)."""
-    project = load_project(Path("."))
-    if args.device is None:
-        value: Any = project_labels(project)
-    else:
-        value = device_labels(project, args.device, args.architecture)
-    print(json.dumps(value, separators=(",", ":")))
-    return 0
-
-
-def add_runner_labels_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Declare ``benchtrail runner-labels`` on ``subparsers``; it calls :func:`cmd_runner_labels`."""
-    p = subparsers.add_parser(
-        "runner-labels",
-        help="print the runs-on labels of the project's runners as JSON ([tool.benchtrail] runner-labels; "
-             "default [self-hosted, <architecture>, <device name>])")
-    p.add_argument("--device", metavar="NAME",
-                   help="print only this device's labels (a JSON list) instead of the project's whole table")
-    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
-                   help="with --device: its architecture, the second default label (default cpu)")
-    p.set_defaults(func=cmd_runner_labels)
-    return p

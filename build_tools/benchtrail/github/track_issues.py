@@ -17,7 +17,7 @@ from typing import Any
 
 from benchtrail.errors import UserError
 from benchtrail.github.post import DEFAULT_API_URL, make_client
-from benchtrail.history.collect import short
+from benchtrail.history.model import short
 from benchtrail.markup import code_span, md_text
 from benchtrail.history.track import ChangePoint, TrackReport
 

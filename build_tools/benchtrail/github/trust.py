@@ -10,42 +10,20 @@ commit, with any content. A pointer alone therefore proves nothing; a baseline l
   attempt the pointer names must show a push (or manual run) on a trusted branch, of the pointer's
   commit, by the trusted workflow, and the store must have created the pointer while that attempt ran.
 
-``trust_from_options`` picks one from ``--trust`` and the environment.
+``trust_from_options`` picks one from ``--trust`` (``benchtrail.cli.options.add_trust_arguments``) and
+the environment.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
 
+from benchtrail.compare.trust import Trust, TrustAll
 from benchtrail.errors import UserError
 
 #: ``--trust`` choices. ``auto``: ``github`` in GitHub Actions (``GITHUB_ACTIONS=true``) for a ``gs://``
 #: store, else ``all``.
 TRUST_CHOICES = ("auto", "github", "all")
-
-
-class Trust(Protocol):
-    """Decides whether the run a commit pointer names may be a baseline."""
-
-    #: One line for messages: what this trust accepts.
-    description: str
-
-    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
-        """None when the pointer's run is trusted, else why not (one sentence naming the run).
-
-        ``pointer`` is a dict of ``Store.pointers`` (with the store's ``stored_at``); ``branches`` the
-        branches besides the default branch whose pushes count (a PR's base branch)."""
-        ...
-
-
-class TrustAll:
-    """Every stored run counts: a local store's own runs, or ``--trust all``."""
-
-    description = "every stored run"
-
-    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
-        return None
 
 
 def workflow_path_from_ref(workflow_ref: str | None) -> str | None:
@@ -88,16 +66,3 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
                         "GITHUB_WORKFLOW_REF gives this run's own workflow)")
     return GitHubRunTrust(repo, workflow, env.get("GITHUB_TOKEN", "").strip() or None,
                           env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL)
-
-
-def add_trust_arguments(parser: Any) -> None:
-    """``--trust`` and ``--trusted-workflow`` on an argparse parser."""
-    parser.add_argument("--trust", choices=TRUST_CHOICES, default="auto",
-                        help="which stored runs may be baselines: 'github' verifies each with the GitHub API's "
-                             "record of the workflow run that wrote it (a push or manual run on the default or "
-                             "base branch, of that commit, by the trusted workflow); 'all' trusts every run; "
-                             "'auto' (default): github in GitHub Actions with a gs:// store, else all")
-    parser.add_argument("--trusted-workflow", metavar="PATH", default=None,
-                        help="with --trust github: the workflow file whose runs are trusted, e.g. "
-                             ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else this "
-                             "run's own workflow from GITHUB_WORKFLOW_REF)")

@@ -8,16 +8,17 @@ puts two builds' medians side by side, for a quick look across any two commits o
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from benchtrail.interop.backends import load_one_run
-from benchtrail.compare.comment import format_value
+from benchtrail.compare.tables import format_value
 from benchtrail.git import resolve_commit
 from benchtrail.errors import UserError
-from benchtrail.history.collect import fetch_results, short, usable_runs
+from benchtrail.history.collect import fetch_results, usable_runs
+from benchtrail.history.model import short
 from benchtrail.markup import rich_text
-from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile, SeriesKey
 from benchtrail.store import Store
 
 
@@ -32,14 +33,10 @@ class Build:
 
 
 @dataclass(frozen=True)
-class BuildRow:
-    """One series: both medians (in ``unit``), their ratio B/A, and why a ratio is missing (``note``)."""
+class BuildRow(SeriesKey):
+    """One series (its :class:`benchtrail.results.schema.SeriesKey`): both medians (in ``unit``), their
+    ratio B/A, and why a ratio is missing (``note``)."""
 
-    id: str
-    name: str
-    kind: str
-    device_name: str
-    unit: str
     a_median: float | None
     b_median: float | None
     ratio: float | None
@@ -106,7 +103,7 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> BuildRow:
         ratio = bm / am
         bad = [f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok"]
         note = "; ".join(bad)
-    return BuildRow(rec.id, rec.name, rec.kind, rec.device_name, rec.unit, am, bm, ratio, note)
+    return BuildRow(*astuple(rec.key), am, bm, ratio, note)
 
 
 def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path(".")) -> BuildComparison:

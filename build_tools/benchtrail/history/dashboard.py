@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchtrail import jsonio
 from benchtrail.markup import plotly_text
-from benchtrail.history.collect import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
+from benchtrail.history.model import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
 from benchtrail.history.plots import UNIT_LABELS
 
 INDEX = "index.html"

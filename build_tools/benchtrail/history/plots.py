@@ -18,7 +18,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.history.collect import History, Series, aligned, band, page_groups, short
+from benchtrail.history.model import History, Series, aligned, band, page_groups, short
 from benchtrail.markup import mpl_text
 
 #: Axis labels of the result units.

@@ -216,7 +216,7 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
     from rich.table import Table
     from rich.text import Text
 
-    from benchtrail.compare.comment import format_value
+    from benchtrail.compare.tables import format_value
 
     devices = {r.device_name for r in rows}
     table = Table()

@@ -6,7 +6,7 @@ A results file (``results/<device>-<shard>.json``, or ``results/compilation-<dev
 
 Execution records are series ``<run config id>`` (metric ``latency``, unit µs per iteration);
 compilation records are series ``<module id>-<metric>`` (one sample each). Every metric has a direction
-(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.compare.thresholds``).
+(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.compare.rules``).
 """
 
 from __future__ import annotations
@@ -63,6 +63,39 @@ def metric_direction(metric: str) -> str:
     return METRICS[metric].direction
 
 
+def rule_key(kind: str, metric: str, name: str) -> str:
+    """``"<kind>/<metric>/<name>"``: the text thresholds rules match (``benchtrail.compare.rules``)."""
+    return f"{kind}/{metric}/{name}"
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """What names one benchmark series across runs: the one type every per-series row builds on.
+
+    ``id`` identifies the series (the run config id, or ``<module id>-<metric>``; unique within a
+    run, the same in every run that measures it); ``name`` is its readable name; ``kind``, ``metric``,
+    ``unit`` (one of ``UNITS``) and ``device_name`` (the device spec's name) describe it. A subclass
+    adds its own fields after these, so ``dataclasses.asdict`` stays flat.
+    """
+
+    id: str
+    name: str
+    kind: str
+    metric: str
+    unit: str
+    device_name: str
+
+    @property
+    def rule_key(self) -> str:
+        """``"<kind>/<metric>/<name>"`` (:func:`rule_key`)."""
+        return rule_key(self.kind, self.metric, self.name)
+
+    @property
+    def key(self) -> SeriesKey:
+        """Just the key fields (a ``SeriesKey``, whatever subclass ``self`` is)."""
+        return SeriesKey(self.id, self.name, self.kind, self.metric, self.unit, self.device_name)
+
+
 @dataclass(frozen=True)
 class BenchmarkRecord:
     """One series' result in one run.
@@ -112,6 +145,11 @@ class BenchmarkRecord:
     content_hash: str
     presets: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> SeriesKey:
+        """The record's series (:class:`SeriesKey`)."""
+        return SeriesKey(self.id, self.name, self.kind, self.metric, self.unit, self.device_name)
 
 
 @dataclass(frozen=True)

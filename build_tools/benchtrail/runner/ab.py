@@ -12,7 +12,8 @@ worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added wh
 Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm's checkout (its
 ``PYTHONPATH`` and working directory), so the model code, and the project code it imports, are the
 arm's own; the run config (the definition) is the head's. The base's worker must speak the same
-request format (any benchtrail since the worker protocol of ``benchtrail.worker.main``).
+request format: :mod:`benchtrail.worker.protocol` keeps every earlier protocol version working (its
+compatibility rule), so the head's requests are served by a base from before any protocol change.
 """
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner import environment
 from benchtrail.git import add_worktree, remove_worktree, resolve_commit, toplevel
 from benchtrail.errors import UserError
-from benchtrail.worker.build import ARTIFACTS, content_hash
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.runner.run_cases import case_record
+from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
-from benchtrail.suite.serialization import serialize_and_pack
-from benchtrail.compare.thresholds import Threshold, find_threshold
+from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.runner.workers import run_in_worker
+from benchtrail.worker.protocol import Response, compile_request, run_request
 
 
 @dataclass(frozen=True)
@@ -146,12 +148,10 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict
             continue
         module_dir = work / arm.name / module_dir_of(gen.name)
         module_dir.mkdir(parents=True, exist_ok=True)
-        request = {"kind": "compile", "config": serialize_and_pack([gen]), "module_dir": str(module_dir),
-                   "explain": False}
-        response = run_in_worker(request, rc.execution_config.timeout_s * 4, rc.target_device.threads,
-                                 env=arm.env(), cwd=arm.root)
-        if response["status"] != "ok":
-            return {"failed": arm.name, "response": response}
+        response = run_in_worker(compile_request(gen, module_dir, explain=False), rc.execution_config.timeout_s * 4,
+                                 rc.target_device.threads, env=arm.env(), cwd=arm.root)
+        if not response.ok:
+            return {"failed": arm.name, "response": response.as_dict()}
         # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
         version = environment.torch_version()
         jsonio.write_json(module_dir / "module_info.json", module_info(gen, content_hash(gen, version), version))
@@ -160,10 +160,10 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict
 
 
 class _ArmFailed(Exception):
-    def __init__(self, arm: str, response: dict[str, Any]) -> None:
-        super().__init__(response.get("reason"))
+    def __init__(self, arm: str, response: Response) -> None:
+        super().__init__(response.reason)
         self.arm = arm
-        self.response = response
+        self.response = response.as_dict()
 
 
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
@@ -189,15 +189,13 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         order = [arms[i] for i in rng.permutation(2)]
         orders.append([arm.name for arm in order])
         for arm in order:
-            request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads,
-                       "module_dir": str(dirs[arm.name]) if dirs[arm.name] else None}
-            response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads,
-                                     env=arm.env(), cwd=arm.root)
-            if response["status"] != "ok":
+            response = run_in_worker(run_request(rc, dirs[arm.name]), rc.execution_config.timeout_s,
+                                     rc.target_device.threads, env=arm.env(), cwd=arm.root)
+            if not response.ok:
                 raise _ArmFailed(arm.name, response)
-            last[arm.name] = response
-            drawn[arm.name] = response["samples"]
-            medians[arm.name].append(float(np.median(response["samples"])))
+            last[arm.name] = response.as_dict()
+            drawn[arm.name] = list(response.samples or ())
+            medians[arm.name].append(float(np.median(drawn[arm.name])))
         return drawn["base"], drawn["head"]
 
     try:

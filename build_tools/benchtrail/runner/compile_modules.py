@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.worker.build import ARTIFACTS, INDUCTOR_MODES, content_hash
 from benchtrail.results.schema import BenchmarkRecord, metric_direction
 from benchtrail.results.summary import summarize
+from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
-from benchtrail.suite.serialization import serialize_and_pack
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
 from benchtrail.runner.workers import run_in_worker
+from benchtrail.worker.protocol import compile_request
 
 #: Version history of module_info.json and compile-stats.json:
 #:   1 — first version.
@@ -75,29 +76,29 @@ def _artifact_bytes(stats: dict[str, Any], mode: CompileMode) -> int:
 
 def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int) -> dict[str, Any]:
     """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics."""
-    request = {"kind": "compile", "config": serialize_and_pack([gen]), "module_dir": str(module_dir),
-               "explain": True}
+    request = compile_request(gen, module_dir, explain=True)
+    others = compile_request(gen, None, explain=False)  # samples: no artifact, no graph counts
     with tempfile.TemporaryDirectory(prefix="benchtrail-inductor-cache-") as caches:
         first_cache = Path(caches, "cold-0")
-        stats = run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
+        first = run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
                               env={"TORCHINDUCTOR_CACHE_DIR": str(first_cache)})
-        if stats["status"] != "ok":
+        stats = first.as_dict()
+        if not first.ok:
             return stats
-        stats["cold_ms"], stats["warm_ms"] = [stats["compile_time_ms"]], []
-        others = {"kind": "compile", "config": request["config"], "module_dir": None, "explain": False}
+        stats["cold_ms"], stats["warm_ms"] = [first.compile_time_ms], []
         for i in range(1, cold):
             sample = run_in_worker(others, COMPILE_TIMEOUT_S, COMPILE_THREADS,
                                    env={"TORCHINDUCTOR_CACHE_DIR": str(Path(caches, f"cold-{i}"))})
-            if sample["status"] != "ok":
-                return sample
-            stats["cold_ms"].append(sample["compile_time_ms"])
+            if not sample.ok:
+                return sample.as_dict()
+            stats["cold_ms"].append(sample.compile_time_ms)
         for _ in range(warm):
             sample = run_in_worker(others, COMPILE_TIMEOUT_S, COMPILE_THREADS,
                                    env={"TORCHINDUCTOR_CACHE_DIR": str(first_cache)})
-            if sample["status"] != "ok":
-                return sample
-            stats["warm_ms"].append(sample["compile_time_ms"])
-            stats["warm_fxgraph_cache_hit"] = sample.get("fxgraph_cache_hit", 0)
+            if not sample.ok:
+                return sample.as_dict()
+            stats["warm_ms"].append(sample.compile_time_ms)
+            stats["warm_fxgraph_cache_hit"] = sample.fxgraph_cache_hit or 0
     stats["artifact_bytes"] = _artifact_bytes(stats, gen.compile_config.mode)
     return stats
 

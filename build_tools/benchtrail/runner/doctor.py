@@ -1,4 +1,4 @@
-"""``benchtrail doctor``: is this machine fit to measure on? Runner hygiene checks.
+"""Runner hygiene checks behind ``benchtrail doctor`` (:mod:`benchtrail.cli.doctor`): is this machine fit to measure on?
 
 In the spirit of ``python -m pyperf system show`` (pyperf/_system.py), each check reads the machine's
 state and returns ``{name, status, value, expected, advice}``: ``status`` is ``ok``, ``warn``,
@@ -18,7 +18,6 @@ not apply to them; their parsers are tested on nvidia-smi's text.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import time
@@ -433,23 +432,3 @@ def load_report(path: Path) -> dict[str, Any]:
                             f"allowed: {', '.join(STATUSES)}")
     return {k: v for k, v in obj.items() if k != "schema_version"}
 
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from benchtrail import jsonio
-
-    if args.json:
-        jsonio.check_new(args.json)
-    report = run_checks()
-    print(format_report(report), end="")
-    if args.json:
-        print(jsonio.write_json(args.json, {"schema_version": SCHEMA_VERSION, **report}, exclusive=True))
-    return EXIT_CHECK_FAILED if report["failed"] else 0
-
-
-def add_doctor_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check fails)."""
-    p = subparsers.add_parser("doctor", help="check this machine before measuring: CPU governor, turbo, load, "
-                                             "busy processes, memory pressure, GPU clocks and processes")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the checks as JSON (never overwritten)")
-    p.set_defaults(func=cmd_doctor)
-    return p

@@ -10,38 +10,45 @@ reason says what the stored baseline suggested. A re-check that cannot run (a fa
 Suspects are re-checked largest ``|change|`` first. A re-check with a total time budget
 (``Policy.total_budget_s``, ``benchtrail ab --recheck --total-budget-s``) starts no case once the
 budget is spent; the rows it did not reach keep their verdict and mark and get ``recheck: not-reached``.
+
+It takes a :class:`benchtrail.compare.document.Comparison` (its typed rows pick the suspects) and
+rewrites the document's rows key for key, so a comparison of an older schema version keeps its keys.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, accepted, count_rows
+from benchtrail.compare.verdicts import compare
 from benchtrail.runner.ab import Arm, Policy, run_pairs
-from benchtrail.compare.verdicts import SCHEMA_VERSION, accepted, compare, count_rows
 from benchtrail.runner.environment import collect_environment
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.definitions import RunConfig
-from benchtrail.compare.thresholds import Threshold
+from benchtrail.compare.rules import Threshold
 
 
-def suspects(comparison: dict[str, Any], device_name: str | None = None) -> list[dict[str, Any]]:
+#: A comparison as this module takes and gives it: typed, or (tests, older callers) its JSON object.
+AnyComparison = TypeVar("AnyComparison", Comparison, dict)
+
+
+def suspects(comparison: Comparison | dict[str, Any], device_name: str | None = None) -> list[Row]:
     """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, or ``improved`` and
     not re-checked yet (of ``device_name`` only, when given: a runner re-checks its own device's rows)."""
-    return [r for r in comparison["rows"]
-            if r["kind"] == "execution" and device_name in (None, r["device_name"])
-            and ((r["verdict"] == "regressed" and r["mark"] == "unconfirmed")
-                 or (r["verdict"] == "improved" and not r.get("ab")))]
+    return [r for r in Comparison.of(comparison).rows
+            if r.kind == "execution" and device_name in (None, r.device_name)
+            and ((r.verdict == "regressed" and r.mark == "unconfirmed") or (r.verdict == "improved" and not r.ab))]
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _summary(row: dict[str, Any], rounds: int | None) -> dict[str, Any]:
+def _summary(row: Row | Mapping[str, Any], rounds: int | None) -> dict[str, Any]:
     keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
             "base_n", "head_n", "outcome")
     return {**{k: row[k] for k in keys}, "rounds": rounds}
@@ -65,11 +72,13 @@ def _changed_mark(row: dict[str, Any], verdict: str, accept: Sequence[str]) -> s
     return "confirmed"
 
 
-def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], base: Arm, head: Arm,
+def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str, Any]], base: Arm, head: Arm,
           device_name: str | None = None, not_reached: dict[str, float] | None = None,
-          accept: Sequence[str] = ()) -> dict[str, Any]:
-    """A copy of ``comparison`` with each suspect row (of ``device_name``, when given) updated from its
-    paired row (by series id). Suspects without a paired row are left unconfirmed, with the reason saying so.
+          accept: Sequence[str] = ()) -> AnyComparison:
+    """A copy of ``comparison`` (a :class:`Comparison`, or its JSON object: the same kind is returned) with
+    each suspect row (of ``device_name``, when given) updated from its paired row (by series id). Suspects
+    without a paired row are left unconfirmed, with the reason saying so. Rows are rewritten key for key,
+    so a row of an older schema version keeps the keys it had (plus those the re-check sets).
 
     ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
     (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and
@@ -78,8 +87,9 @@ def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], ba
     or id, else ``confirmed``: only ``confirmed`` regressions gate.
     """
     rows = []
-    suspect_ids = {r["id"] for r in suspects(comparison, device_name)}
-    for row in comparison["rows"]:
+    suspect_ids = {r.id for r in suspects(comparison, device_name)}
+    document = comparison.to_dict() if isinstance(comparison, Comparison) else comparison
+    for row in document["rows"]:
         if row["id"] not in suspect_ids:
             rows.append(row)
             continue
@@ -105,24 +115,28 @@ def apply(comparison: dict[str, Any], paired_rows: dict[str, dict[str, Any]], ba
                                    f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds)"})
         else:  # the paired run failed: say so, keep the suspicion
             rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
-    updated = {**comparison, "rows": rows, "counts": count_rows(rows)}
+    updated = {**document, "rows": rows, "counts": count_rows(rows)}
     if not_reached:  # rows now carry recheck, which older comparisons lack
-        updated["schema_version"] = max(comparison.get("schema_version", 0), SCHEMA_VERSION)
-    return updated
+        updated["schema_version"] = max(document.get("schema_version", 0), SCHEMA_VERSION)
+    return Comparison.of(updated) if isinstance(comparison, Comparison) else updated
 
 
-def by_size(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+_R = TypeVar("_R", Row, dict)
+
+
+def by_size(rows: Sequence[_R]) -> list[_R]:
     """``rows`` largest ``|change|`` first (the order a re-check takes them; ties keep their order)."""
     return sorted(rows, key=lambda r: -abs(r["change"] or 0))
 
 
-def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base: Arm, head: Arm,
-            thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
-            report: Callable[[str, str], None] = lambda name, status: None,
-            keep: Path | None = None, device_name: str | None = None,
-            started: float | None = None, accept: Sequence[str] = ()) -> dict[str, Any]:
+def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
+                     thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
+                     report: Callable[[str, str], None] = lambda name, status: None,
+                     keep: Path | None = None, device_name: str | None = None,
+                     started: float | None = None, accept: Sequence[str] = ()) -> AnyComparison:
     """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode, largest
-    ``|change|`` first, and :func:`apply` the results (with the ``accept`` globs).
+    ``|change|`` first, and :func:`apply` the results (with the ``accept`` globs); returns the updated
+    comparison, of the kind given (``benchtrail.pipeline.recheck`` runs this stage in a base worktree).
 
     ``run_configs`` maps run config id to the head suite's run config. With ``keep``, the paired
     samples are also written there as ``ab-base.json`` and ``ab-head.json`` results files.
@@ -133,7 +147,7 @@ def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base:
     from benchtrail.results.io import write_results
 
     started = time.monotonic() if started is None else started
-    rcs = tuple(run_configs[r["id"]] for r in by_size(suspects(comparison, device_name)) if r["id"] in run_configs)
+    rcs = tuple(run_configs[r.id] for r in by_size(suspects(comparison, device_name)) if r.id in run_configs)
     base_records, head_records = [], []
     not_reached: dict[str, float] = {}
     for rc in rcs:
@@ -157,5 +171,5 @@ def recheck(comparison: dict[str, Any], run_configs: dict[str, RunConfig], base:
     if keep is not None:
         for name, f in zip(("ab-base.json", "ab-head.json"), files):
             write_results(keep / name, f)
-    paired = {r.id: asdict(r) for r in compare([files[0]], [files[1]], thresholds)}
+    paired = {r.id: r for r in compare([files[0]], [files[1]], thresholds)}
     return apply(comparison, paired, base, head, device_name, not_reached, accept)

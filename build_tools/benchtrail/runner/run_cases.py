@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from benchtrail.worker.build import ARTIFACTS, content_hash
+from benchtrail.suite.content_hash import content_hash
+from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.results.schema import BenchmarkRecord, metric_direction
 from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.results.summary import summarize
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import module_dir as module_dir_of
-from benchtrail.suite.serialization import serialize_and_pack
 from benchtrail.runner.workers import run_in_worker
+from benchtrail.worker.protocol import run_request
 
 #: Per-sample lists a GPU worker returns besides ``samples``; pooled over processes like them.
 POOLED_GPU_KEYS = ("gpu_samples_us", "wall_samples_us")
@@ -31,8 +32,7 @@ def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     seen from here, process start-up included, so the phases sum to less. The first process that
     does not finish ok ends the case with its status (never raises).
     """
-    request = {"kind": "run", "config": serialize_and_pack([rc]), "threads": rc.target_device.threads,
-               "module_dir": str(module_dir) if module_dir else None}
+    request = run_request(rc, module_dir)
     samples: list[float] = []
     medians: list[float] = []
     phases: dict[str, float] = {}
@@ -40,18 +40,18 @@ def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     for _ in range(rc.execution_config.processes):
         response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
-        for phase, ms in response.get("phase_times_ms", {}).items():
+        for phase, ms in (response.phase_times_ms or {}).items():
             phases[phase] = phases.get(phase, 0.0) + ms
         timing = {"process_medians": medians, "phase_times_ms": phases,
                   "wall_time_ms": (time.perf_counter() - start) * 1e3}
-        if response["status"] != "ok":
-            return {**response, **timing}
-        samples.extend(response["samples"])
-        medians.append(float(np.median(response["samples"])))
+        if not response.ok:
+            return {**response.as_dict(), **timing}
+        samples.extend(response.samples or ())
+        medians.append(float(np.median(response.samples or ())))
         for key in POOLED_GPU_KEYS:
-            if key in response:
-                pooled.setdefault(key, []).extend(response[key])
-    return {**response, "samples": samples, **pooled, **timing}
+            if getattr(response, key) is not None:
+                pooled.setdefault(key, []).extend(getattr(response, key))
+    return {**response.as_dict(), "samples": samples, **pooled, **timing}
 
 
 def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
 def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
     """Why ``rc`` cannot run from its compiled module, or None when it can (or needs no artifact).
 
-    Only modes that run from an artifact (export, aot-inductor: ``benchtrail.worker.build.ARTIFACTS``) are
+    Only modes that run from an artifact (export, aot-inductor: ``benchtrail.suite.entry_points.ARTIFACTS``) are
     checked, in ``<modules_dir>/modules/<slug(module name)>/`` as the compile stage wrote it: a
     ``compile-stats.json`` whose status is not ok gives ``module <name> failed to compile: <its reason>``;
     a missing module folder or artifact gives ``module <name> was not compiled: no <path> (its compile

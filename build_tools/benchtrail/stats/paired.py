@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import wilcoxon
 
-from benchtrail.stats.inference import (MIN_SAMPLES, Inference, SamplesLike, _as_clusters, _as_series,
-                                        _check_bootstrap_args, _check_values, _two_stage_indices,
-                                        benjamini_hochberg, classify)
+from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _as_clusters, _as_series, _check_bootstrap_args,
+                                         _check_values, _two_stage_indices, benjamini_hochberg)
+from benchtrail.stats.inference import Inference, classify
 
 
 def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower_is_better, level: float = 0.99,

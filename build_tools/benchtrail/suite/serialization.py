@@ -89,7 +89,7 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
             return tp(value)
         except ValueError:
             allowed = ", ".join(m.value for m in tp)
-            raise UserError(f"{where}: {value!r} is not a valid {tp.__name__} (allowed: {allowed})")
+            raise UserError(f"{where}: {value!r} is not a valid {tp.__name__} (allowed: {allowed})") from None
     if dataclasses.is_dataclass(tp):
         return _deserialize_dataclass(value, tp, keyed, cache, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):

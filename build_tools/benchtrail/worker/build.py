@@ -14,10 +14,6 @@ misses from ``torch._dynamo.utils.counters["inductor"]``.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import importlib
-import inspect
 import json
 import time
 from collections.abc import Callable
@@ -28,45 +24,16 @@ from typing import Any
 import torch
 
 from benchtrail.worker.inputs import SEED, make_inputs
-from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
+from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
 
-#: Artifact file of each mode that writes one, inside the module directory.
-ARTIFACTS = {CompileMode.EXPORT: "exported_program.pt2", CompileMode.AOT_INDUCTOR: "aoti_package.pt2"}
-INDUCTOR_MODES = (CompileMode.INDUCTOR, CompileMode.INDUCTOR_MAX_AUTOTUNE)
-
-
-class ModuleError(Exception):
-    """A module cannot be built or loaded; the message says which and why."""
-
-
-def load_entry_point(entry_point: str) -> Callable[[], torch.nn.Module]:
-    """Import ``"package.module:function"`` and return the function.
-
-    Raises:
-        ModuleError: the entry point is malformed or names nothing.
-    """
-    module_name, sep, attr = entry_point.partition(":")
-    if not sep or not module_name or not attr:
-        raise ModuleError(f"entry point {entry_point!r} is not of the form 'package.module:function'")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ModuleError(f"cannot load entry point {entry_point!r}: {exc}") from exc
+__all__ = ["CompiledModule", "build_model", "compile_module", "explain_graphs", "load_artifact"]
 
 
 def build_model(entry_point: str, device: str = "cpu") -> torch.nn.Module:
     """Seed torch, call the factory, return the model in eval mode on ``device``."""
     torch.manual_seed(SEED)
     return load_entry_point(entry_point)().eval().to(device)
-
-
-def model_source_digest(model: Model) -> str:
-    """sha256 (hex) of the source files of the model's factory and reference modules."""
-    hasher = hashlib.sha256()
-    for entry in filter(None, (model.entry_point, model.reference_entry_point)):
-        module = importlib.import_module(entry.partition(":")[0])
-        hasher.update(inspect.getsource(module).encode("utf-8"))
-    return hasher.hexdigest()
 
 
 @dataclass
@@ -195,21 +162,3 @@ def explain_graphs(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
         "graph_breaks": int(explanation.graph_break_count),
         "break_reasons": [{"reason": r, "location": loc, "count": n} for (r, loc), n in sorted(reasons.items())],
     }
-
-
-def content_hash(config: Any, torch_version: str) -> str:
-    """sha256 (hex) over a config's rendered fields (presets excluded), torch version and model source.
-
-    ``config`` is a ``ModuleGenerationConfig`` or a ``RunConfig``. Equal ids with different
-    hashes mean the definition changed under the same id, so results are not comparable.
-    """
-    from benchtrail.suite.serialization import serialize_and_pack
-
-    gen = getattr(config, "module_generation_config", config)
-    bare_gen = dataclasses.replace(gen, presets=())
-    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen)
-    hasher = hashlib.sha256()
-    hasher.update(json.dumps(serialize_and_pack([bare]), sort_keys=True).encode("utf-8"))
-    hasher.update(torch_version.encode("utf-8"))
-    hasher.update(model_source_digest(gen.model).encode("utf-8"))
-    return hasher.hexdigest()

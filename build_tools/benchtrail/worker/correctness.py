@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from benchtrail.worker import tasks
-from benchtrail.worker.build import ModuleError, build_model
+from benchtrail.worker.build import build_model
+from benchtrail.suite.entry_points import ModuleError
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Task
 
 #: dtype -> (rtol, atol).

@@ -2,7 +2,8 @@
 
 Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` by ``benchtrail.runner.workers``;
 a fresh process per case keeps caches, allocator state and Dynamo's counters from leaking
-between cases (pyperf and IREE's benchmark driver do the same).
+between cases (pyperf and IREE's benchmark driver do the same). The request and response files
+are the typed, versioned JSON of :mod:`benchtrail.worker.protocol`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.inputs import make_inputs
 from benchtrail.worker.timing import measure
-from benchtrail.worker.build import (ARTIFACTS, INDUCTOR_MODES, ModuleError, build_model, compile_module, explain_graphs,
-                                load_artifact)
+from benchtrail.worker.build import build_model, compile_module, explain_graphs, load_artifact
+from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Request, Response, RunRequest, read_request,
+                                        refusal)
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
 from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
 from benchtrail.suite.serialization import unpack_and_deserialize
 
@@ -191,49 +194,60 @@ def _out_of_memory(exc: BaseException) -> dict[str, Any]:
             "oom": {"requested_bytes": requested, "cache_emptied": emptied}}
 
 
-def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """Run a request; return ``{"status": ..., "reason": ..., **payload}``. Never raises.
-
-    A run request's response always holds ``phase_times_ms``, also when the case failed part-way.
-    """
-    phases: dict[str, float] = {}
-    extra = {"phase_times_ms": phases} if request["kind"] == "run" else {}
-    try:
-        if request["kind"] == "compile":
-            (gen,) = unpack_and_deserialize(request["config"], ModuleGenerationConfig)
-            module_dir = Path(request["module_dir"]) if request.get("module_dir") else None
-            payload = compile_job(gen, module_dir, request.get("explain", True))
-        else:
-            (rc,) = unpack_and_deserialize(request["config"], RunConfig)
-            module_dir = Path(request["module_dir"]) if request.get("module_dir") else None
-            payload = run_job(rc, request["threads"], module_dir, phases)
-            c = payload["correctness"]
-            if c and not c["ok"]:
-                return {"status": "mismatch", "reason": f"{c['quantity']} differs from {c['against']}: max abs "
+def _serve(request: Request, phases: dict[str, float]) -> Response:
+    """Run a parsed request; raises what the job raises (``handle`` turns it into a response)."""
+    if isinstance(request, CompileRequest):
+        (gen,) = unpack_and_deserialize(request.config, ModuleGenerationConfig)
+        module_dir = Path(request.module_dir) if request.module_dir else None
+        return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain))
+    (rc,) = unpack_and_deserialize(request.config, RunConfig)
+    module_dir = Path(request.module_dir) if request.module_dir else None
+    payload = run_job(rc, request.threads, module_dir, phases)
+    c = payload["correctness"]
+    if c and not c["ok"]:
+        return Response(status="mismatch", reason=f"{c['quantity']} differs from {c['against']}: max abs "
                         f"error {c['max_abs_err']:.3g}, max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, "
-                        f"rtol {c['rtol']:g})", **payload, **extra}
-        return {"status": "ok", "reason": None, **payload, **extra}
+                        f"rtol {c['rtol']:g})", **payload, phase_times_ms=phases)
+    return Response(status="ok", reason=None, **payload, phase_times_ms=phases)
+
+
+def handle(data: Any) -> Response:
+    """Read a request (a JSON object, :func:`benchtrail.worker.protocol.read_request`) and run it. Never raises.
+
+    A request this worker cannot read (e.g. a newer protocol version) is answered ``failed`` with
+    the reason. A run request's response always holds ``phase_times_ms``, also when the case
+    failed part-way.
+    """
+    try:
+        request = read_request(data)
+    except ProtocolError as exc:
+        return refusal(exc)
+    phases: dict[str, float] = {}
+    extra = {"phase_times_ms": phases} if isinstance(request, RunRequest) else {}
+    try:
+        return _serve(request, phases)
     except CaseFailure as exc:
-        return {"status": exc.status, "reason": exc.reason, **extra}
+        return Response(status=exc.status, reason=exc.reason, **extra)
     except ModuleError as exc:
-        return {"status": "failed", "reason": str(exc), **extra}
+        return Response(status="failed", reason=str(exc), **extra)
     except torch.OutOfMemoryError as exc:
-        return {"status": "oom", **_out_of_memory(exc), **extra}
+        return Response(status="oom", **_out_of_memory(exc), **extra)
     except Exception as exc:  # one failing case must not stop the others: report it
         tb = traceback.format_exc(limit=-3)
-        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()[:2000], "traceback": tb,
-                **extra}
+        return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000], traceback=tb,
+                        **extra)
 
 
 def main(argv: list[str]) -> int:
+    """``REQUEST.json RESPONSE.json``: answer the request in the response file; 0 unless the files fail."""
     request_path, response_path = argv
     with open(request_path, encoding="utf-8") as f:
-        request = json.load(f)
-    response = handle(request)
-    if any(isinstance(v, float) and not math.isfinite(v) for v in response.get("samples", [])):
-        response = {"status": "failed", "reason": "a timing sample is not finite"}
+        data = json.load(f)
+    response = handle(data)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in response.samples or ()):
+        response = Response(status="failed", reason="a timing sample is not finite")
     with open(response_path, "w", encoding="utf-8") as f:
-        json.dump(response, f)
+        json.dump(response.to_json(), f)
     return 0
 
 

@@ -1,4 +1,6 @@
-"""The main job: export → compile → run → compare → dashboard → comment into one run directory of a store.
+"""The main job (``benchtrail pipeline``): export → compile → run → compare → re-check → comment and
+dashboard → upload, into one run directory of a store. The dashboard (which reads the results, not the
+comparison) is drawn just before the comment, which links it when there is one.
 
 The commit pointer is written last, so a run that stopped half-way is never chosen as a baseline.
 """
@@ -21,16 +23,17 @@ from benchtrail.git import state as git_state
 from benchtrail.errors import UserError
 from benchtrail.suite.export import load_execution
 from benchtrail.progress import console
-from benchtrail.compare.quarantine import load_quarantine
+from benchtrail.compare.rules import load_quarantine
 from benchtrail.results.io import load_results_paths
-from benchtrail.stages import (compare_stage, comment_stage, compile_stage, dashboard_stage, recheck_with, run_stage,
-                               write_export)
+from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
+from benchtrail.pipeline.recheck import recheck_run
+from benchtrail.pipeline.report import comment_stage, compare_stage, dashboard_stage, report_baselines
 from benchtrail.store import open_store
-from benchtrail.cli.store import pointer_info
+from benchtrail.store.pointer import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
 from benchtrail.suite.names import slug
 from benchtrail.markup import rich_text
-from benchtrail.compare.thresholds import load_thresholds
+from benchtrail.compare.rules import load_thresholds
 from benchtrail.github.trust import trust_from_options
 
 
@@ -59,26 +62,15 @@ def available_architectures() -> set[Architecture]:
     return {Architecture.CPU} | ({Architecture.CUDA} if torch.cuda.is_available() else set())
 
 
-def report_baselines(found) -> None:
-    """Say which baseline run each device got (``benchtrail.compare.baseline.BaselineSet``), which runs were
-    ignored and why, or that there is none."""
-    for b in found.runs:
-        console.print(f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
-                      f"{rich_text(', '.join(b.devices))}")
-    for i in found.ignored:
-        console.print(f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: {rich_text(i.reason)}")
-    for device, why in sorted(found.lacking.items()):
-        console.print(f"no baseline for {rich_text(device)}: {rich_text(why)}; its series are new")
-
-
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
                  thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True,
                  quarantine: Path | None = None) -> PipelineResult:
     """Run the main job; return where its outputs are.
 
-    ``quarantine`` is the quarantine file (``benchtrail.compare.quarantine``). With ``recheck``, regressions
+    ``quarantine`` is the quarantine file (``benchtrail.compare.rules``). With ``recheck``, regressions
     against the stored baseline are run again in paired A/B mode
-    against the baseline commit (``benchtrail.runner.recheck``) when that commit is in ``repo``.
+    against the baseline commit (the re-check stage, ``benchtrail.pipeline.recheck``) when that commit is in
+    ``repo``.
 
     Raises:
         UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
@@ -127,16 +119,14 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     base_results, found = fetch_baselines(store, found)
     report_baselines(found)
     baseline = found.primary
-    confirm = None
+    comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
+                               quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results)
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
             console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
                           "regressions stay unconfirmed")
         else:
-            confirm = recheck_with(repo, suite, thresholds, Policy(), keep=run_dir / "ab")
-    comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
-                               recheck=confirm, quarantine=quarantine, skipped_devices=tuple(skipped),
-                               base_results=base_results)
+            recheck_run(comparison, repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
     comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)

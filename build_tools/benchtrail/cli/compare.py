@@ -1,0 +1,161 @@
+"""``benchtrail compare`` and ``benchtrail comment``: head results against a baseline, then the PR comment.
+
+Neither imports torch, when declared or when run: they run on any machine (CI's process job, a
+laptop with downloaded artifacts). ``compare --store`` finds the baseline in a store
+(:mod:`benchtrail.compare.baseline`); a store that cannot be read only warns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, accept_globs, add_trust_arguments,
+                                    quarantine_parent, thresholds_parent)
+from benchtrail.errors import UserError
+
+
+def add_compare_parsers(subparsers: Any) -> None:
+    """Declare ``compare`` and ``comment`` on ``subparsers`` (from ``add_subparsers``)."""
+    p = subparsers.add_parser("compare", parents=[thresholds_parent(), quarantine_parent()],
+                              help="compare head results with base results")
+    p.add_argument("--base", type=Path, action="append", default=[],
+                   help="baseline results file or run dir (repeatable; none: every series is new)")
+    p.add_argument("--head", type=Path, action="append", required=True,
+                   help="head results file or run dir (repeatable)")
+    p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base; "
+                                   "a store that cannot be read (outage, missing bucket, no credentials) only warns: "
+                                   "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries)")
+    p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
+    p.add_argument("--base-branch", metavar="BRANCH",
+                   help="with --store: the branch the head merges into (a PR's base branch, the pushed branch "
+                        "for a push): baselines come from its merge base with HEAD (default: the default branch)")
+    add_trust_arguments(p)
+    p.add_argument("--output", type=Path, default=Path("comparison.json"))
+    p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
+    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
+    p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser("comment", help="render comparison.json as the PR comment")
+    p.add_argument("--comparison", type=Path, required=True)
+    p.add_argument("--output-dir", type=Path, required=True)
+    p.add_argument("--run-url", metavar="URL",
+                   help="the run's store URL (gs://BUCKET/PREFIX/runs/<id>/<attempt>/) or folder: adds the "
+                        "`gcloud storage cp -r` and `benchtrail explain <id> --run URL` lines")
+    p.add_argument("--dashboard", metavar="PATH",
+                   help="the dashboard's index.html relative to --run-url (e.g. dashboard/index.html), linked "
+                        "(https://storage.cloud.google.com/... for gs://); needs --run-url")
+    p.add_argument("--artifacts-url", metavar="URL",
+                   help="the GitHub Actions run's page, linked as its artifacts for readers without bucket access")
+    p.add_argument("--note", action="append", metavar="TEXT",
+                   help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
+                        "'⚠ the run could not be stored: ...'")
+    p.set_defaults(func=cmd_comment)
+
+
+def _store_failures() -> tuple[type[BaseException], ...]:
+    """What a store that cannot be read raises: ``StoreError`` (the store's own message, naming the
+    bucket), and, should one ever escape the store's handling, google-api-core, google-auth and
+    requests errors (none does against a stopped emulator or one answering 503: each becomes a
+    ``StoreError`` at its deadline)."""
+    from google.api_core.exceptions import GoogleAPIError
+    from google.auth.exceptions import GoogleAuthError
+    from requests import RequestException
+
+    from benchtrail.errors import StoreError
+
+    return StoreError, GoogleAPIError, GoogleAuthError, RequestException
+
+
+def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None]:
+    """``(baseline results or None, comparison.json's baseline or None)`` for ``compare --store``: each
+    head device's nearest trusted baseline run (``benchtrail.compare.baseline``), fetched from the store.
+
+    A store that cannot be read (an outage still failing at the deadline, which
+    ``BENCHTRAIL_STORE_DEADLINE_S`` caps; a missing bucket; no permission or credentials) does not stop
+    the comparison: it warns on stderr and returns ``(None, {reason: "the store could not be read:
+    <message>", store: <URL>, store_error: <message>})``, so every row is new (or failed).
+
+    Raises:
+        UserError: ``--base`` given too, head results of several commits, a malformed store URL, a bad
+            ``BENCHTRAIL_STORE_DEADLINE_S``, a bad ``--trust`` set-up, a ``--base-branch`` that is not a
+            branch, or a ``--base-commit`` the store has no trusted run of.
+    """
+    from benchtrail.compare.baseline import fetch_baselines, find_baselines
+    from benchtrail.results.baseline_key import keys_of_results
+    from benchtrail.pipeline.report import report_baselines
+    from benchtrail.results.io import load_results_paths
+    from benchtrail.store import open_store
+    from benchtrail.github.trust import trust_from_options
+
+    if args.base:
+        raise UserError("--base and --store both name a baseline; pass one")
+    head = load_results_paths(args.head)
+    commits = {f.commit for f in head}
+    if len(commits) != 1:
+        raise UserError(f"--store: the head results come from {len(commits)} commits; compare one commit's run")
+    trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
+    if args.store.startswith("gs://"):
+        from benchtrail.store.gcs_transfer import deadline_cap
+
+        deadline_cap()  # a bad value is the user's error, not a store outage
+    try:
+        store = open_store(args.store)
+        found = find_baselines(store, Path("."), commits.pop(), keys_of_results(head), trust,
+                               base_branch=args.base_branch, explicit=args.base_commit)
+        files, found = fetch_baselines(store, found)
+    except _store_failures() as exc:
+        message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        print(f"benchtrail: warning: the store {args.store} could not be read, so this comparison has no "
+              f"baseline (every row is new or failed): {message}", file=sys.stderr)
+        return None, {"reason": f"the store could not be read: {message}", "store": args.store,
+                      "store_error": message}
+    report_baselines(found)
+    return files, found.to_dict()
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``benchtrail compare``: write comparison.json and print its path; exit 3 with ``--fail-on regressed``
+    when a regression is not accepted, else 0.
+
+    Raises:
+        UserError: unreadable results, thresholds or quarantine, or a bad ``--store`` set-up.
+    """
+    from benchtrail.pipeline.report import compare_stage
+
+    import json
+
+    from benchtrail.compare.document import gate
+
+    accept = accept_globs(args.accept)
+    base, baseline, base_results = list(args.base), None, None
+    if args.store:
+        base_results, baseline = _stored_baseline(args)
+        base_results = base_results or []
+    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=accept,
+                         quarantine=args.quarantine, base_results=base_results)
+    failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
+    print(path)
+    if failing:
+        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}. Accept one with "
+              "a `benchmarks-accept: <series name or glob>` trailer.", file=sys.stderr)
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    """``benchtrail comment``: render the comparison as the PR comment into ``--output-dir``; print the
+    stage's main output path. Exit 0.
+
+    Raises:
+        UserError: bad options or an unreadable comparison.
+    """
+    from benchtrail.compare.comment import check_comment_options
+    from benchtrail.pipeline.report import comment_stage
+
+    notes = tuple(args.note or ())
+    check_comment_options(args.run_url, args.dashboard, args.artifacts_url, notes)
+    print(comment_stage(args.comparison, args.output_dir, args.run_url, args.dashboard, args.artifacts_url, notes))
+    return EXIT_OK

@@ -1,0 +1,126 @@
+"""``benchtrail evaluate-detector``: the command over :mod:`benchtrail.detector.evaluate`.
+
+Declaring it imports neither numpy nor scipy (``benchtrail --help`` declares every command); running it
+imports the evaluation, which needs both, and torch in its workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+#: Samples per round of the detector: ``benchtrail.detector.rules.ROUND_SAMPLES``, which imports scipy
+#: at load time; tests/test_cli_startup.py checks that the two agree.
+ROUND_SAMPLES = 10
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of comparisons >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of comparisons >= 1, got {value}")
+    return value
+
+
+def _samples(text: str) -> int:
+    """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
+        raise argparse.ArgumentTypeError(f"samples per side must be a multiple of the round size {ROUND_SAMPLES} "
+                                         f"(10, 20, 30, ...), got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _deltas(text: str) -> tuple[float, ...]:
+    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), percent of extra work, each in (0, 1000], no repeats."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= 1000:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; "
+                                             "pass comma-separated percentages of extra work such as 1,2,5,10")
+        if value in out:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
+        out.append(value)
+    return tuple(out)
+
+
+def _threshold(text: str) -> float:
+    """argparse type: a percentage in (0, 100)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
+    return value
+
+
+def add_evaluate_detector_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls
+    :func:`cmd_evaluate_detector`."""
+    p = subparsers.add_parser("evaluate-detector",
+                              help="measure the regression detector's false-positive and detection rates "
+                                   "(a benchmark of about 15 minutes)")
+    p.add_argument("--aa", type=_count, default=300, metavar="N", help="A/A comparisons per mode (default 300)")
+    p.add_argument("--ab", type=_count, default=100, metavar="N", help="A/B comparisons per δ per mode (default 100)")
+    p.add_argument("--deltas", type=_deltas, default=(1.0, 2.0, 5.0, 10.0), metavar="P[,P...]",
+                   help="injected extra work, percent of a call (default 1,2,5,10)")
+    p.add_argument("--samples", type=_samples, default=30, metavar="N",
+                   help=f"samples per side, a multiple of the round size {ROUND_SAMPLES} (default 30)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the arm assignment and orders (default 0)")
+    p.add_argument("--output", type=Path, default=Path("detector.json"),
+                   help="JSON file to write; never overwritten (default detector.json)")
+    p.add_argument("--rejudge", type=Path, metavar="DETECTOR_JSON",
+                   help="measure nothing: judge the samples of an earlier output again (with --threshold-pct)")
+    p.add_argument("--threshold-pct", type=_threshold, metavar="PCT",
+                   help="benchtrail's threshold in percent (default: the shipped thresholds table's rule)")
+    p.set_defaults(func=cmd_evaluate_detector)
+    return p
+
+
+def cmd_evaluate_detector(args: argparse.Namespace) -> int:
+    """``benchtrail evaluate-detector``: print the setup, the expected duration and the table; write
+    the JSON. Exit 0.
+
+    Raises:
+        UserError: ``--output`` exists or cannot be written.
+    """
+    from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
+    from benchtrail.jsonio import check_new, write_json
+
+    check_new(args.output)
+    if args.rejudge:
+        from benchtrail.jsonio import read_json
+
+        doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
+        doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+    else:
+        config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples, seed=args.seed,
+                            threshold_pct=args.threshold_pct)
+        doc = evaluate(config, report=print)
+    print(format_table(doc), end="")
+    print(write_json(args.output, doc, exclusive=True))
+    return 0

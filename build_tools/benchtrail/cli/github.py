@@ -1,0 +1,127 @@
+"""``benchtrail configure``, ``benchtrail post`` and ``benchtrail runner-labels``: the GitHub wing's commands.
+
+``configure`` picks presets from a GitHub event (:mod:`benchtrail.github.configure`), ``post`` puts
+comment.json on the PR (:mod:`benchtrail.github.post`), ``runner-labels`` prints the runners' ``runs-on``
+labels (:mod:`benchtrail.github.runner_labels`). None of them imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchtrail.cli.options import EXIT_OK, commit_sha, from_env, pr_number, presets, project, repo_name, suite
+from benchtrail.errors import UserError
+from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR
+
+
+def add_configure_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail configure`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_configure`."""
+    p = subparsers.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
+    p.add_argument("--error-comment", type=Path, metavar="DIR",
+                   help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
+                        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) write "
+                        "DIR/comment.json and DIR/comment.md, a PR comment naming the error for `benchtrail post`, "
+                        "then fail as without it (exit 1)")
+    p.set_defaults(func=cmd_configure)
+    return p
+
+
+def cmd_configure(args: argparse.Namespace) -> int:
+    """``benchtrail configure``: append the selection to ``$GITHUB_OUTPUT`` and the job summary. Exit 0.
+
+    Raises:
+        UserError: an invalid selection, event or project (``benchtrail.github.configure.configure``).
+    """
+    from benchtrail.github.configure import configure
+
+    loaded, settings = suite(), project()
+    meta = dict(loaded.meta_presets)
+    if "default" not in meta and settings.presets:  # what a push to the default branch runs
+        try:
+            meta["default"] = presets(settings.presets)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{settings.pyproject}: [tool.benchtrail] presets: {exc}") from exc
+    configure(os.environ, loaded.presets, meta, args.error_comment)
+    return EXIT_OK
+
+
+def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_post`."""
+    p = subparsers.add_parser("post", help="post comment.json as the PR comment (edits our earlier one)")
+    p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
+    p.add_argument("--repo", type=repo_name, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--pr", type=pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
+    p.add_argument("--head-sha", type=commit_sha,
+                   help="head commit the run measured; nothing is posted if the PR moved on "
+                        "(default: $BENCHTRAIL_HEAD_SHA)")
+    p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
+                                     f"{DEFAULT_API_URL})")
+    p.add_argument("--comment-author", help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
+                                            f"or {DEFAULT_COMMENT_AUTHOR})")
+    p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
+    p.set_defaults(func=cmd_post)
+    return p
+
+
+def cmd_post(args: argparse.Namespace) -> int:
+    """``benchtrail post``: exit 0 when posted, skipped or written to the job summary instead.
+
+    Raises:
+        UserError: a bad comment file, a missing repository, PR, head SHA or token, or what
+            ``benchtrail.github.post.post_comment`` raises.
+    """
+    from benchtrail.github.post import NO_TOKEN, load_comment, post_comment
+
+    comment = load_comment(args.comment)
+    repo = from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name)
+    number = from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number)
+    head_sha = from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA", commit_sha)
+    token = os.environ.get("GITHUB_TOKEN", "").strip()
+    if not token:  # never a flag: a token on the command line shows in process lists and logs
+        raise UserError(NO_TOKEN)
+    api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    author = args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
+    result = post_comment(comment, repo=repo, pr_number=number, run_head_sha=head_sha, token=token,
+                          base_url=api_url, dry_run=args.dry_run, author=author)
+    if result.action == "fallback-summary":
+        prefix = "::warning title=benchtrail post::" if os.environ.get("GITHUB_ACTIONS") == "true" else "warning: "
+        print(prefix + result.message, file=sys.stderr)
+    print(f"{result.action}: {result.message}")
+    return EXIT_OK
+
+
+def add_runner_labels_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail runner-labels`` on ``subparsers``; it calls :func:`cmd_runner_labels`."""
+    p = subparsers.add_parser(
+        "runner-labels",
+        help="print the runs-on labels of the project's runners as JSON ([tool.benchtrail] runner-labels; "
+             "default [self-hosted, <architecture>, <device name>])")
+    p.add_argument("--device", metavar="NAME",
+                   help="print only this device's labels (a JSON list) instead of the project's whole table")
+    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
+                   help="with --device: its architecture, the second default label (default cpu)")
+    p.set_defaults(func=cmd_runner_labels)
+    return p
+
+
+def cmd_runner_labels(args: argparse.Namespace) -> int:
+    """``benchtrail runner-labels``: print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT`` value).
+
+    Raises:
+        UserError: a malformed pyproject.toml.
+    """
+    import json
+
+    from benchtrail.github.runner_labels import device_labels, project_labels
+
+    settings = project()
+    if args.device is None:
+        value: Any = project_labels(settings)
+    else:
+        value = device_labels(settings, args.device, args.architecture)
+    print(json.dumps(value, separators=(",", ":")))
+    return EXIT_OK

@@ -1,0 +1,249 @@
+"""Exit codes and the option types and helpers that several command families share.
+
+Each ``argparse`` type here turns one flag's text into its value or raises
+``argparse.ArgumentTypeError`` (argparse prints ``argument --flag: <message>`` and exits 1, see
+``benchtrail.cli.app.ExitOneArgumentParser``). Importing this module imports no third-party package:
+``benchtrail --help`` declares every command with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from benchtrail.errors import UserError
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
+DEFAULT_STORE = ".benchtrail/store"
+STORE_HELP = "store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]"
+ACCEPT_HELP = ("accept regressions of series whose name or id matches (repeatable; also the "
+               "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
+
+_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+T = TypeVar("T")
+
+
+# -- the project ---------------------------------------------------------------------------------
+
+
+def project():
+    """The working directory's ``[tool.benchtrail]`` settings (``benchtrail.project.Project``).
+
+    Raises:
+        UserError: a malformed pyproject.toml or table.
+    """
+    from benchtrail.project import load_project
+
+    return load_project(Path("."))
+
+
+def suite():
+    """The project's suite (benchtrail's own ``benchmark_suites`` unless ``[tool.benchtrail] suite`` names one).
+
+    Raises:
+        UserError: the suite cannot be loaded (``benchtrail.project.load_suite``).
+    """
+    from benchtrail.project import load_suite
+
+    return load_suite(project())
+
+
+def presets(text: str) -> tuple[str, ...]:
+    """argparse type: ``"x86_64,comp-stats"`` → resolved preset tuple (meta-presets expanded)."""
+    from benchtrail.suite.presets import resolve_presets, split_presets
+
+    try:
+        loaded = suite()
+        return resolve_presets(split_presets(text), loaded.presets, dict(loaded.meta_presets))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+# -- options several commands share (argparse ``parents``) --------------------------------------
+
+
+def filter_parent() -> argparse.ArgumentParser:
+    """``--filter REGEX`` (export, run, pipeline)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--filter", metavar="REGEX", help="only run configs (and modules) whose name or id this "
+                        "regular expression finds, e.g. 'resnet18|gpt2' or 'inductor.*backward'")
+    return parent
+
+
+def presets_parent() -> argparse.ArgumentParser:
+    """``--benchmark-presets`` (export, pipeline); None when left out (``[tool.benchtrail] presets`` fills it)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]",
+                        help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
+                             "default: presets of [tool.benchtrail] in pyproject.toml)")
+    return parent
+
+
+def thresholds_parent() -> argparse.ArgumentParser:
+    """``--thresholds FILE`` (compare, pipeline, ab)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
+                                                       "thresholds, else the shipped table)")
+    return parent
+
+
+def quarantine_parent() -> argparse.ArgumentParser:
+    """``--quarantine FILE`` (compare, pipeline)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--quarantine", type=Path, help="quarantine YAML: flaky series reported but never "
+                        "gating (default: [tool.benchtrail] quarantine, else the shipped, empty list)")
+    return parent
+
+
+# -- numbers -------------------------------------------------------------------------------------
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """argparse type: any integer ``int()`` reads (``"+3"``, ``" 3"``) that is at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def whole_number(minimum: int = 1, expected: str | None = None) -> Callable[[str], int]:
+    """argparse type: digits only (no sign, no space), at least ``minimum``; else
+    ``expected <expected>, got '<text>'`` (``expected`` defaults to ``a whole number from <minimum>``)."""
+    wanted = expected or f"a whole number from {minimum}"
+
+    def parse(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+#: ``--attempt`` of a run (``GITHUB_RUN_ATTEMPT``), from 1.
+attempt = whole_number(1, "a whole number from 1 (GITHUB_RUN_ATTEMPT)")
+#: ``--attempt`` of ``upload`` and ``fetch``, from 1.
+store_attempt = whole_number(1, "an attempt number (a whole number from 1)")
+#: ``--max-commits``: first-parent commits, from 1.
+max_commits = whole_number(1, "a whole number of commits from 1")
+#: ``--pr``: a pull request number, from 1.
+pr_number = whole_number(1, "a PR number (a whole number from 1)")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (a budget)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def deadline_seconds(text: str) -> float:
+    """argparse type: seconds > 0, ``inf`` included (a retry deadline: ``inf`` never gives up)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
+# -- names and paths -----------------------------------------------------------------------------
+
+
+def run_id(text: str) -> str:
+    """argparse type: a run id (``benchtrail.store.base.check_id``'s rule)."""
+    from benchtrail.store.base import check_id
+
+    try:
+        return check_id(text, "run id")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def commit_sha(text: str) -> str:
+    """argparse type: a full 40- or 64-hex-digit commit SHA, lowercased."""
+    if not _SHA.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
+    return text.lower()
+
+
+def repo_name(text: str) -> str:
+    """argparse type: a GitHub repository ``OWNER/NAME``."""
+    if not _REPO.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, got {text!r}")
+    return text
+
+
+def path_argument(text: str) -> Path:
+    """A path flag's value; an empty one (``--output ''``) is refused rather than read as ``.``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file or folder name")
+    return Path(text)
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """Refuse an ``--output-dir`` that exists and is not a folder.
+
+    Raises:
+        UserError: naming the flag and the path.
+    """
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
+
+
+# -- values from flags or the environment --------------------------------------------------------
+
+
+def from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) -> T:
+    """``value`` when the flag was given, else ``parse($env)``.
+
+    Raises:
+        UserError: neither is set, or ``$env`` does not parse (the message names it).
+    """
+    if value is not None:
+        return value
+    text = os.environ.get(env, "").strip()
+    if not text:
+        raise UserError(f"{flag} is missing: pass {flag} or set {env}")
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"${env}: {exc}") from exc
+
+
+def accept_globs(flags: list[str] | None) -> list[str]:
+    """``--accept`` globs followed by those of the comma-separated ``BENCHMARKS_ACCEPT`` (what
+    ``benchtrail configure`` fills from ``benchmarks-accept:`` trailers), stripped, empty ones dropped."""
+    globs = list(flags or []) + os.environ.get("BENCHMARKS_ACCEPT", "").split(",")
+    return [g.strip() for g in globs if g.strip()]
+
+
+def add_trust_arguments(parser: Any) -> None:
+    """``--trust`` and ``--trusted-workflow`` on an argparse parser (``benchtrail.github.trust``)."""
+    from benchtrail.github.trust import TRUST_CHOICES
+
+    parser.add_argument("--trust", choices=TRUST_CHOICES, default="auto",
+                        help="which stored runs may be baselines: 'github' verifies each with the GitHub API's "
+                             "record of the workflow run that wrote it (a push or manual run on the default or "
+                             "base branch, of that commit, by the trusted workflow); 'all' trusts every run; "
+                             "'auto' (default): github in GitHub Actions with a gs:// store, else all")
+    parser.add_argument("--trusted-workflow", metavar="PATH", default=None,
+                        help="with --trust github: the workflow file whose runs are trusted, e.g. "
+                             ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else this "
+                             "run's own workflow from GITHUB_WORKFLOW_REF)")

@@ -1,0 +1,273 @@
+"""The commands that run benchmarks, and those that explain a run: ``export``, ``compile``, ``run``,
+``pipeline``, ``ab``, ``explain`` and ``dump-cmds``.
+
+Declaring them imports no torch; running ``compile``, ``run``, ``pipeline`` and ``ab`` does (their
+stages launch workers and read the environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchtrail.cli.options import (DEFAULT_STORE, EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, accept_globs,
+                                    filter_parent, int_at_least, positive_seconds, presets, presets_parent,
+                                    quarantine_parent, suite, thresholds_parent)
+from benchtrail.errors import UserError
+
+
+def add_stage_parsers(subparsers: Any) -> None:
+    """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
+    p = subparsers.add_parser("export", parents=[presets_parent(), filter_parent()],
+                              help="write the run configs of presets as JSON")
+    p.add_argument("kind", choices=("execution", "compilation"))
+    p.add_argument("--shard-count", type=int_at_least(1), default=1, help="shards per device (default 1)")
+    p.add_argument("--output", type=Path, help="output file, or - for stdout (default: ./<kind>.json)")
+    p.add_argument("--format", choices=("benchtrail", "seed"), default="benchtrail",
+                   help="execution only, with --output -: seed prints {<device>: {host_environment, architecture, "
+                        "run_configs}}, unsharded and without schema_version, the shape IREE's export script printed "
+                        "for the seed's `jq 'flatten | map(.run_configs) | ...'` (default: benchtrail, the export "
+                        "`benchtrail run` reads)")
+    p.set_defaults(func=cmd_export)
+
+    p = subparsers.add_parser("compile", help="compile the modules of a compilation export")
+    p.add_argument("--run-configs", type=Path, required=True, help="compilation export (compilation.json)")
+    p.add_argument("--output-dir", type=Path, required=True, help="run directory to write modules/ into")
+    p.add_argument("--device-name", required=True, help="this runner's device name, recorded with the statistics")
+    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu", help="modules to compile (default cpu)")
+    p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
+    p.set_defaults(func=cmd_compile)
+
+    p = subparsers.add_parser("run", parents=[filter_parent()], help="run one device's shard of an execution export")
+    p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
+    p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices); a CUDA "
+                   "device on a machine where torch sees no GPU is refused before its first case (exit 1)")
+    p.add_argument("--shard-index", type=int_at_least(0), help="shard to run (default: all shards)")
+    p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
+    p.add_argument("--modules-dir", type=Path,
+                   help="run directory holding modules/<name>/ (export and AOTInductor artifacts); a case "
+                        "whose module failed to compile or was not compiled there is recorded failed, "
+                        "not run")
+    p.add_argument("--output", type=Path, required=True, help="results file to write")
+    p.add_argument("--continue", dest="resume", action="store_true",
+                   help="resume a run stage that stopped part-way: keep the cases its journal "
+                        "(<output>.partial.jsonl) holds, run the rest")
+    p.set_defaults(func=cmd_run)
+
+
+def add_pipeline_parsers(subparsers: Any) -> None:
+    """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
+    p = subparsers.add_parser("pipeline", parents=[presets_parent(), filter_parent(), thresholds_parent(),
+                                                   quarantine_parent()], help="the main job, end to end")
+    p.add_argument("--store", help="store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: "
+                                   f"[tool.benchtrail] store, else {DEFAULT_STORE})")
+    p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
+    p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
+                   help="re-check regressions against the baseline commit in paired A/B runs (default on)")
+    p.set_defaults(func=cmd_pipeline)
+
+    p = subparsers.add_parser("ab", parents=[thresholds_parent()],
+                              help="paired A/B: run base and head interleaved on this machine (or re-check a comparison)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]", help="cases to run paired")
+    which.add_argument("--recheck", type=Path, metavar="COMPARISON",
+                       help="re-check the unconfirmed regressions of this comparison.json")
+    p.add_argument("--base-ref", help="base commit or ref, checked out in a git worktree (with --recheck: "
+                                      "default the comparison's base commit)")
+    p.add_argument("--benchmark-id", action="append", help="only this run config id (repeatable)")
+    p.add_argument("--device-name", help="with --recheck: re-check only this device's rows (the runner's own)")
+    p.add_argument("--output-dir", type=Path, required=True, help="folder for results, comparison.json, comment/")
+    p.add_argument("--min-rounds", type=int_at_least(1),
+                   help="rounds always run, one worker per arm each (default: the run config's processes)")
+    p.add_argument("--max-rounds", type=int_at_least(1), default=6, help="rounds at most per case (default 6)")
+    p.add_argument("--budget-s", type=positive_seconds, default=300.0,
+                   help="no new round starts after this many seconds of a case (default 300)")
+    p.add_argument("--total-budget-s", type=positive_seconds, metavar="S",
+                   help="with --recheck: suspects are re-checked largest change first, no case starts once S "
+                        "seconds have passed since the re-check began, and each gets at most the time left as "
+                        "its --budget-s; rows not reached stay unconfirmed (default: no limit)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seeds arm order and bootstrap (default 0)")
+    p.add_argument("--accept", action="append", metavar="GLOB",
+                   help="accept regressions of matching series (with --recheck: those the re-check finds, with "
+                        "the comma-separated BENCHMARKS_ACCEPT too)")
+    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
+    p.set_defaults(func=cmd_ab)
+
+
+def add_explain_parsers(subparsers: Any) -> None:
+    """Declare ``explain`` and ``dump-cmds`` on ``subparsers``."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "
+                                   f"such as gs://bucket/runs/123/1/ (default: the newest run in {DEFAULT_STORE})")
+    p = subparsers.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
+    p.add_argument("benchmark_id", help="run config id, module id, <module id>-<metric>, a 6+ character prefix, or a name")
+    p.set_defaults(func=cmd_explain)
+    p = subparsers.add_parser("dump-cmds", parents=[run], help="print the reproduce command of every benchmark in a run")
+    p.set_defaults(func=cmd_dump_cmds)
+
+
+def _run_info(run_configs: Path) -> dict:
+    """``run`` of a results file written from the export ``run_configs``: a new run id, attempt and
+    the presets the export was made for (CI's runs record them; none for older exports)."""
+    from benchtrail.suite.export import load_presets
+    from benchtrail.pipeline.job import new_run_id
+
+    run_id, attempt = new_run_id()
+    return {"run_id": run_id, "attempt": attempt, "presets": list(load_presets(run_configs))}
+
+
+def _filtered_suite(args: argparse.Namespace):
+    """The project's suite narrowed by ``--filter`` (all of it without one)."""
+    from benchtrail.suite.filters import check_selects, compile_filter, filter_suite
+
+    loaded = suite()
+    if args.filter is None:
+        return loaded
+    loaded = filter_suite(loaded, compile_filter(args.filter))
+    check_selects(loaded, args.benchmark_presets, args.filter)
+    return loaded
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``benchtrail export``: write the export (or print it with ``--output -``). Exit 0, or UserError."""
+    from benchtrail import jsonio
+    from benchtrail.pipeline.measure import export_object
+
+    output = args.output or Path(f"{args.kind}.json")
+    if args.format == "seed" and str(output) != "-":
+        raise UserError("--format seed prints to stdout only (pass --output -): every file benchtrail writes has a "
+                        "root schema_version, which the seed's shape cannot hold")
+    if str(output) != "-":
+        jsonio.check_new(output)  # before the suite is read
+    obj = export_object(_filtered_suite(args), args.kind, args.benchmark_presets, args.shard_count,
+                        seed=args.format == "seed")
+    if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
+        sys.stdout.write(jsonio.dumps(obj))
+        return EXIT_OK
+    print(jsonio.write_text_atomic(output, jsonio.dumps(obj), exclusive=True))
+    return EXIT_OK
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """``benchtrail compile``: print the statistics file's path; exit 2 when a module failed, else 0."""
+    from benchtrail.pipeline.measure import compile_stage
+    from benchtrail.suite.definitions import Architecture
+
+    path, ok = compile_stage(args.run_configs, args.output_dir, args.device_name,
+                             Architecture(args.architecture), _run_info(args.run_configs), args.module_id)
+    if path is None:
+        print(f"benchtrail: no module in {args.run_configs} targets {args.architecture}", file=sys.stderr)
+        return EXIT_OK
+    print(path)
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``benchtrail run``: print the results file's path; exit 2 when a case failed, else 0."""
+    from benchtrail.pipeline.measure import run_stage
+
+    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output,
+                         _run_info(args.run_configs), args.benchmark_id, args.modules_dir, resume=args.resume,
+                         name_filter=args.filter, refuse_without_cuda=True)
+    print(path)
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    """``benchtrail pipeline``: print the comment; exit 2 when a case failed, else 0."""
+    from benchtrail.pipeline.job import run_pipeline
+
+    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
+                          recheck=args.recheck, quarantine=args.quarantine)
+    print(result.comment_md)
+    return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
+
+
+def _policy(args: argparse.Namespace):
+    from benchtrail.runner.ab import Policy
+
+    if args.min_rounds and args.min_rounds > args.max_rounds:
+        raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
+    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s)
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    """``benchtrail ab``: print the comment; exit 3 for a regression not accepted, 2 for a failed case, else 0."""
+    import json
+
+    from benchtrail.compare.document import gate
+    from benchtrail.pipeline.job import available_architectures
+    from benchtrail.pipeline.measure import ab_stage
+    from benchtrail.pipeline.recheck import recheck_stage
+
+    loaded, policy, repo = suite(), _policy(args), Path(".")
+    if args.recheck:
+        if args.benchmark_id:
+            raise UserError("--benchmark-id selects cases of --benchmark-presets; --recheck takes the "
+                            "comparison's unconfirmed regressions")
+        comment, ok = recheck_stage(args.recheck, args.output_dir, repo, loaded, args.thresholds, policy,
+                                    args.base_ref, args.device_name, tuple(accept_globs(args.accept)))
+    else:
+        if args.total_budget_s is not None:
+            raise UserError("--total-budget-s bounds a --recheck of several suspects; with --benchmark-presets "
+                            "every case runs (bound each with --budget-s)")
+        if not args.base_ref:
+            raise UserError("--base-ref is required with --benchmark-presets (the commit to compare against)")
+        if args.device_name:
+            raise UserError("--device-name selects the rows of --recheck; with --benchmark-presets pick cases "
+                            "with --benchmark-id")
+        here = available_architectures()
+        rcs = tuple(rc for rc in loaded.select_run_configs(args.benchmark_presets)
+                    if rc.target_device.architecture in here)
+        if args.benchmark_id:
+            unknown = sorted(set(args.benchmark_id) - {rc.id for rc in rcs})
+            if unknown:
+                raise UserError(f"--benchmark-id {', '.join(unknown)}: not a run config of presets "
+                                f"{', '.join(args.benchmark_presets)} that this machine can run")
+            rcs = tuple(rc for rc in rcs if rc.id in set(args.benchmark_id))
+        if not rcs:
+            raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can run")
+        comment = ab_stage(repo, args.base_ref, rcs, args.output_dir, args.thresholds, policy, args.accept)
+    print(comment)
+    rows = json.loads((args.output_dir / "comparison.json").read_text())["rows"]
+    failing = gate(rows, args.fail_on)
+    if failing:
+        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}", file=sys.stderr)
+        return EXIT_REGRESSION
+    if args.recheck:  # 2 only for a paired run of this re-check that failed, not for rows failed before it
+        return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
+    return EXIT_BENCHMARKS_FAILED if any(r["verdict"] == "failed" for r in rows) else EXIT_OK
+
+
+def _run_dir(args: argparse.Namespace):
+    """(local run directory, fetch) for ``--run``; ``fetch(module name)`` brings one module's files."""
+    from benchtrail.runner.explain import locate_run
+
+    if args.run:
+        return locate_run(args.run)
+    runs = sorted(Path(DEFAULT_STORE, "runs").glob("*/*"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        raise UserError(f"no --run given and no run in {DEFAULT_STORE}; run `benchtrail pipeline` first")
+    return runs[-1], lambda name: None
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``benchtrail explain``: print how one benchmark of a run was set up and how to reproduce it. Exit 0."""
+    from benchtrail.runner.explain import explain, load_targets, resolve
+
+    run_dir, fetch_module = _run_dir(args)
+    benchmark_id, target = resolve(load_targets(run_dir), args.benchmark_id)
+    fetch_module(target.module.name)
+    print(explain(benchmark_id, target, run_dir), end="")
+    return EXIT_OK
+
+
+def cmd_dump_cmds(args: argparse.Namespace) -> int:
+    """``benchtrail dump-cmds``: print the reproduce command of every benchmark of a run. Exit 0."""
+    from benchtrail.runner.explain import dump_commands, load_targets
+
+    run_dir, _ = _run_dir(args)
+    print(dump_commands(load_targets(run_dir), run_dir), end="")
+    return EXIT_OK

@@ -1,0 +1,118 @@
+"""The size caps of comment.md and how a body over them is cut (rows left out and counted).
+
+GitHub refuses an issue comment over its limits; comment.md is kept within ``MAX_COMMENT_CHARS``
+code points and ``MAX_COMMENT_BYTES`` UTF-8 bytes, full.md always holds every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from benchtrail.errors import UserError
+
+#: Code points comment.md (and comment.json's ``body``) may hold. GitHub's REST API refuses a longer issue
+#: comment with 422 "Body is too long (maximum is 65536 characters)" (reported in e.g. danger/danger#424,
+#: telia-oss/github-pr-resource#259); 5,536 (about 8%) of the 65,536 is kept as a margin.
+MAX_COMMENT_CHARS = 60_000
+#: UTF-8 bytes comment.md (and comment.json's ``body``) may hold. Bisections of the issue comment endpoints
+#: stored 262,144 bytes and refused 262,145, whether ASCII or 4-byte emoji (dead-claudia/github-limits#13, 2025;
+#: objectstack-ai/objectstack#18826, 2026): GitHub may count bytes, not characters. The same ~8% margin
+#: (22,144 bytes) is kept. This cap binds only on a body of more than MAX_COMMENT_BYTES / MAX_COMMENT_CHARS
+#: bytes a code point: never while that ratio is 4 (a code point is at most 4 UTF-8 bytes), on CJK or emoji
+#: names once MAX_COMMENT_CHARS is raised (``render(..., max_chars=MAX_COMMENT_BYTES)``: the byte reading alone).
+MAX_COMMENT_BYTES = 240_000
+
+
+class Block(NamedTuple):
+    """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``."""
+
+    title: str
+    before: list[str]
+    rows: list[str]
+    after: list[str]
+
+
+#: The order in which sections keep their rows when comment.md must be cut: the last one loses rows first.
+CUT_PRIORITY = ("Regressions", "Failed, noisy or not comparable", "Compilation statistics", "Improvements")
+
+
+def body_size(lines: Sequence[str]) -> tuple[int, int]:
+    """Code points and UTF-8 bytes of ``"\\n".join(lines) + "\\n"``, the body those lines make."""
+    return (sum(map(len, lines)) + len(lines),
+            sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines))
+
+
+def fits(size: tuple[int, int], limits: tuple[int, int]) -> bool:
+    """Whether a body of ``size`` (code points, bytes) is within ``limits`` (code points, bytes)."""
+    return size[0] <= limits[0] and size[1] <= limits[1]
+
+
+def left_out_line(left_out: int, total: int) -> str:
+    """The line a cut comment.md ends with: how many of the comparison's rows none of its tables shows, and
+    where every row is."""
+    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the run's "
+            "artifacts for every row.")
+
+
+def _table_cut_line(left_out: int, kept: int) -> str:
+    s = "s" if left_out != 1 else ""
+    return (f"… and {left_out} more row{s} left out here: see full.md." if kept
+            else f"{left_out} row{s} left out here: see full.md.")
+
+
+def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: int,
+         limits: tuple[int, int]) -> list[str]:
+    """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
+
+    The "All N series" table is left out; then, if still needed, the sections' rows from the end of the least
+    important section (``CUT_PRIORITY``) back. A cut table ends with a line counting its rows left out, and
+    the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
+    (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
+
+    Raises:
+        UserError: the marker alone does not fit (a run id of tens of thousands of characters).
+    """
+    reserve = [*top, left_out_line(total, total), "", *footer]
+    for b in blocks:
+        reserve += [*b.before, *b.after, *(["", _table_cut_line(len(b.rows), 1)] if b.rows else [])]
+    used = body_size(reserve)
+    room_chars, room_bytes = limits[0] - used[0], limits[1] - used[1]
+    if room_chars < 0 or room_bytes < 0:
+        return _cut_text(top, footer, total, limits)
+    kept = dict.fromkeys((b.title for b in blocks), 0)
+    for b in sorted(blocks, key=lambda b: CUT_PRIORITY.index(b.title)):
+        for line in b.rows:
+            chars, size = body_size([line])
+            if chars > room_chars or size > room_bytes:
+                break
+            room_chars, room_bytes, kept[b.title] = room_chars - chars, room_bytes - size, kept[b.title] + 1
+        if kept[b.title] < len(b.rows):
+            break  # the rows of less important sections go before any more of this one's
+    lines = list(top)
+    for b in blocks:
+        k = kept[b.title]
+        lines += b.before if k or not b.rows else b.before[:1]  # no table header over no rows
+        lines += b.rows[:k]
+        if k < len(b.rows):
+            lines += ["", _table_cut_line(len(b.rows) - k, k)]
+        lines += b.after
+    return lines + [left_out_line(total - sum(kept.values()), total), ""] + footer
+
+
+def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, int]) -> list[str]:
+    """The last resort of :func:`cut_to_fit`: no sections, as many top lines as fit, then the footer (or its marker)."""
+    tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
+    if not fits(body_size(tail), limits):
+        tail = tail[:-len(footer)] + footer[-1:]
+        if not fits(body_size(tail), limits):
+            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may hold "
+                            f"{limits[0]} characters and {limits[1]} bytes")
+    lines, used = [], body_size(tail)
+    for line in top:
+        chars, size = body_size([line])
+        if not fits((used[0] + chars, used[1] + size), limits):
+            break
+        lines.append(line)
+        used = (used[0] + chars, used[1] + size)
+    return lines + tail

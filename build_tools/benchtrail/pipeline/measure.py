@@ -1,0 +1,217 @@
+"""The measuring wing of the pipeline: the export, compile, run and paired A/B stages.
+
+Each stage is a function from input files to output files (what ``benchtrail <stage>`` runs), so
+any of them can be rerun alone from downloaded artifacts; each returns the path of its main output.
+This module imports torch (the run's environment and CUDA checks); the report stages
+(``benchtrail.pipeline.report``) do not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchtrail import jsonio
+from benchtrail.compare.rules import load_thresholds
+from benchtrail.errors import UserError
+from benchtrail.git import state as git_state
+from benchtrail.markup import rich_text
+from benchtrail.pipeline.report import comment_stage, compare_stage
+from benchtrail.progress import console, track
+from benchtrail.results.io import write_documents, write_results
+from benchtrail.results.schema import ResultsFile
+from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
+from benchtrail.runner.compile_modules import compile_modules
+from benchtrail.runner.environment import collect_environment, torch_version
+from benchtrail.runner.run_cases import Journal, run_cases
+from benchtrail.suite.definitions import Architecture, RunConfig, Suite
+from benchtrail.suite.export import (export_compilation, export_execution, load_compilation, load_execution,
+                                     seed_execution)
+from benchtrail.suite.names import slug
+
+
+def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
+                  seed: bool = False) -> dict[str, Any]:
+    """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
+    execution export (``benchtrail.suite.export.seed_execution``: no ``schema_version``, unsharded).
+
+    Raises:
+        UserError: ``seed`` with a compilation export or more than one shard.
+    """
+    if seed:
+        if kind != "execution":
+            raise UserError("--format seed is for execution exports; a compilation export has one shape")
+        if shard_count != 1:
+            raise UserError(f"--format seed writes each device's run configs unsharded; drop --shard-count "
+                            f"{shard_count}")
+        return seed_execution(suite, presets)
+    if kind == "execution":
+        return export_execution(suite, presets, shard_count)
+    return export_compilation(suite, presets)
+
+
+def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:
+    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``."""
+    return jsonio.write_json(output, export_object(suite, kind, presets, shard_count), exclusive=True)
+
+
+def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:
+    """``items`` whose id is in ``ids`` (all when ``ids`` is None).
+
+    Raises:
+        UserError: an id is not in ``source``.
+    """
+    if ids is None:
+        return items
+    missing = sorted(set(ids) - {i.id for i in items})
+    if missing:
+        raise UserError(f"{what} {', '.join(missing)} not in {source}; see `benchtrail dump-cmds`")
+    return tuple(i for i in items if i.id in set(ids))
+
+
+def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
+                  run: dict[str, Any], module_ids: list[str] | None = None,
+                  repo: Path = Path(".")) -> tuple[Path | None, bool]:
+    """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
+
+    Writes ``modules/<slug(module)>/`` for each and ``results/compilation-<slug(device_name)>.json`` with the
+    compilation series, recorded under ``device_name`` (the runner that compiled them) and the
+    commit of ``repo``. Returns (that results file, or None when no module targets ``architecture``;
+    whether all compiled).
+    """
+    gens, dirs, sampling = load_compilation(run_configs)
+    gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
+    output = output_dir / "results" / f"compilation-{slug(device_name)}.json"
+    if not gens:
+        return None, True
+    jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
+    commit, dirty = git_state(repo)
+    with track("compile", len(gens)) as report:
+        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report)
+    results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
+    return write_results(output, results), all(r.status == "ok" for r in records)
+
+
+def check_cuda(device_name: str, rcs: tuple[RunConfig, ...]) -> None:
+    """Refuse, before the first case, the run configs of ``rcs`` that need CUDA when torch sees no GPU.
+
+    Raises:
+        UserError: one message naming each such run config and why none can run here.
+    """
+    cuda = sorted(rc.name for rc in rcs if rc.target_device.architecture is Architecture.CUDA)
+    if not cuda or torch.cuda.is_available():
+        return
+    why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
+           f"torch (CUDA {torch.version.cuda}) sees no GPU here")
+    raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(cuda)} selected run config(s) "
+                    f"can run on this machine: {', '.join(cuda)}. Nothing was run (a CUDA case never runs on the "
+                    "CPU instead); run them on a CUDA runner")
+
+
+def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
+              run: dict[str, Any], benchmark_ids: list[str] | None = None,
+              modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
+              name_filter: str | None = None, refuse_without_cuda: bool = False) -> tuple[Path, bool]:
+    """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
+    only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
+    loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote);
+    a case whose module failed to compile, or has no folder or artifact there, is recorded ``failed``
+    without starting a worker (``benchtrail.runner.run_cases.module_problem``), and the other cases run
+    as usual.
+
+    Writes the results file to ``output`` and one flattened document per benchmark to
+    ``<output's folder>/docs/``, recording the commit of ``repo``. Returns (results path, whether
+    every case is ok). ``name_filter`` (``--filter``) keeps the cases whose name or id it finds.
+
+    Each finished case is appended to the journal ``<output>.partial.jsonl`` as it finishes, and the
+    journal is removed once the results file is written. With ``resume`` (``--continue``) the cases
+    a journal holds (same run config id and content hash) are kept, not run again.
+
+    A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
+    run``) nothing is run or written (:func:`check_cuda`); without it every case is recorded
+    ``failed`` by its worker, none run on the CPU.
+
+    Raises:
+        UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
+            ``refuse_without_cuda`` and the device needs CUDA that this machine lacks.
+    """
+    devices = load_execution(run_configs)
+    if device_name not in devices:
+        raise UserError(f"device {device_name!r} is not in {run_configs}; devices there: "
+                        f"{', '.join(sorted(devices)) or 'none'}")
+    shards = devices[device_name]
+    if shard_index is not None and shard_index not in shards:
+        raise UserError(f"shard {shard_index} of device {device_name!r} is not in {run_configs}; "
+                        f"shards: {sorted(shards)}")
+    chosen = [shard_index] if shard_index is not None else sorted(shards)
+    rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
+    if name_filter is not None:
+        from benchtrail.suite.filters import compile_filter
+
+        pattern = compile_filter(name_filter)
+        rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
+        if not rcs:
+            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in {run_configs}")
+    if refuse_without_cuda:
+        check_cuda(device_name, rcs)
+    jsonio.check_new(output)
+    journal = Journal(output.with_name(output.name + ".partial.jsonl"))
+    finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
+    if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not torch.cuda.is_available():
+        console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: every case "
+                      "will fail; none is run on the CPU instead")
+    threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
+    commit, dirty = git_state(repo)
+    environment = collect_environment(threads)  # before measuring: it holds the runner checks (doctor)
+    if finished:
+        console.print(f"--continue: {len(finished)} of {len(rcs)} cases finished earlier ({journal.path}); "
+                      "running the rest")
+    todo = tuple(rc for rc in rcs if rc.id not in finished)
+    with track(f"run {device_name}", len(todo)) as report:
+        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append)
+    by_id = {**finished, **{r.id: r for r in new}}
+    records = [by_id[rc.id] for rc in rcs]
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
+    results = ResultsFile(commit, dirty, run, environment, tuple(records))
+    path = write_results(output, results)
+    write_documents(output.parent / "docs", results)
+    journal.remove()
+    return path, all(r.status == "ok" for r in records)
+
+
+def arm_of(repo: Path, name: str) -> Arm:
+    """The A/B arm ``name`` that runs the working tree of ``repo`` (at its current commit)."""
+    commit, _ = git_state(repo)
+    return Arm(name, commit, repo.resolve())
+
+
+def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path,
+             thresholds: Path | None, policy: Policy, accept: list[str] | None = None) -> Path:
+    """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``.
+
+    Writes ``results/base.json`` and ``results/head.json`` (the paired samples), ``comparison.json``
+    (regressions ``confirmed``) and ``comment/`` under ``output_dir``; returns comment.md.
+
+    Raises:
+        UserError: an unknown ref, a failing ``git worktree``, outputs that exist already.
+    """
+    outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
+    jsonio.check_new(*outputs, output_dir / "comparison.json")
+    rules = load_thresholds(thresholds)
+    head = arm_of(repo, "head")
+    commit = resolve_ref(repo, base_ref)
+    with base_worktree(repo, commit) as root:
+        base = Arm("base", commit, root)
+        with track("paired A/B", len(run_configs)) as report:
+            records = run_pairs(run_configs, (base, head), rules, policy, torch_version(), report)
+    threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
+    run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
+    for arm, path, recs in zip((base, head), outputs, records):
+        write_results(path, ResultsFile(arm.commit, arm is head and git_state(repo)[1], run,
+                                        collect_environment(threads), tuple(recs)))
+    comparison = compare_stage([outputs[0]], [outputs[1]], output_dir / "comparison.json", thresholds,
+                               {"mode": "paired", "commit": base.commit, "reason": f"--base-ref {base_ref}"},
+                               accept, paired=True)
+    return comment_stage(comparison, output_dir / "comment")

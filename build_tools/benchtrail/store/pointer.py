@@ -1,0 +1,43 @@
+"""The commit pointer's contents for a run directory (``docs/store.md``, ``docs/formats.md``).
+
+``benchtrail pipeline`` and ``benchtrail upload --write-pointer`` write what :func:`pointer_info` returns
+with ``Store.write_pointer``. Torch-free; reads only the run's results files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchtrail.errors import UserError
+
+
+def pointer_info(run_dir: Path) -> dict[str, Any]:
+    """The commit pointer's fields for a run directory, from its ``results/*.json``: commit, dirty,
+    presets, devices, torch version, ``baseline_keys`` (``benchtrail.results.baseline_key``, one per device
+    and key), ``results`` (the results file names, relative to the run directory: all a baseline
+    lookup fetches) and the time. What ``benchtrail pipeline`` and ``upload --write-pointer`` write.
+
+    Raises:
+        UserError: no results files, or files of several commits or torch versions.
+    """
+    import datetime
+
+    from benchtrail.results.baseline_key import keys_of_results
+    from benchtrail.results.io import load_results_paths
+
+    run_dir = Path(run_dir)
+    paths = sorted((run_dir / "results").glob("*.json")) if (run_dir / "results").is_dir() else []
+    files = load_results_paths([run_dir])
+    commits = {f.commit for f in files}
+    versions = {f.environment.get("torch_version") for f in files}
+    if len(commits) != 1 or len(versions) != 1:
+        raise UserError(f"{run_dir}: a pointer needs results of one commit and one torch version; found commits "
+                        f"{sorted(commits)} and torch versions {sorted(map(str, versions))}")
+    presets = sorted({p for f in files for p in f.run.get("presets", [])})
+    keys = sorted(k for ks in keys_of_results(files).values() for k in ks)
+    return {"commit": commits.pop(), "dirty": any(f.dirty for f in files), "presets": presets,
+            "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
+            "torch_version": versions.pop(), "baseline_keys": [k.to_dict() for k in keys],
+            "results": [p.relative_to(run_dir).as_posix() for p in paths],
+            "created": datetime.datetime.now(datetime.UTC).isoformat()}

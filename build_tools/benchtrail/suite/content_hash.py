@@ -1,0 +1,46 @@
+"""The content hash of a module or run config: equal ids with different hashes mean the definition
+changed under the same id. Torch-free at import (the model's source is read with ``inspect``, which
+imports the model module, and so torch, only when a hash is asked for).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import json
+from typing import Any
+
+from benchtrail.suite.definitions import Model
+
+
+def model_source_digest(model: Model) -> str:
+    """sha256 (hex) of the source files of the model's factory and reference modules.
+
+    Raises:
+        ImportError: a module named by the model's entry points cannot be imported.
+    """
+    hasher = hashlib.sha256()
+    for entry in filter(None, (model.entry_point, model.reference_entry_point)):
+        module = importlib.import_module(entry.partition(":")[0])
+        hasher.update(inspect.getsource(module).encode("utf-8"))
+    return hasher.hexdigest()
+
+
+def content_hash(config: Any, torch_version: str) -> str:
+    """sha256 (hex) over a config's rendered fields (presets excluded), torch version and model source.
+
+    ``config`` is a ``ModuleGenerationConfig`` or a ``RunConfig``. Equal ids with different
+    hashes mean the definition changed under the same id, so results are not comparable.
+    """
+    from benchtrail.suite.serialization import serialize_and_pack
+
+    gen = getattr(config, "module_generation_config", config)
+    bare_gen = dataclasses.replace(gen, presets=())
+    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen)
+    hasher = hashlib.sha256()
+    hasher.update(json.dumps(serialize_and_pack([bare]), sort_keys=True).encode("utf-8"))
+    hasher.update(torch_version.encode("utf-8"))
+    hasher.update(model_source_digest(gen.model).encode("utf-8"))
+    return hasher.hexdigest()

@@ -1,0 +1,49 @@
+"""The layout's rules hold: the import contracts (``lint-imports``), the lint rules (``ruff check``) and
+the size of modules.
+
+Both are configured in pyproject.toml (``[tool.importlinter]``, ``[tool.ruff]``) and described in
+docs/architecture.md. They run here, so the README's test command checks them; each runs from the
+repository root with the executable installed next to this interpreter (the ``test`` extra), without a
+cache in the working tree.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _run(tool: str, *args: str) -> subprocess.CompletedProcess:
+    exe = BIN / tool
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: install the test extra (pip install -c constraints.txt -e '.[test]')")
+    return subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_import_contracts_are_kept():
+    """Layers (cli → pipeline → stages and wings → data model → leaves), no cycle, a torch-free core."""
+    proc = _run("lint-imports", "--no-cache", "--no-logo")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_ruff_finds_nothing():
+    proc = _run("ruff", "check", "--no-cache", "--output-format", "concise", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_module_of_the_library_is_over_450_lines():
+    """benchtrail's modules and the suite's stay small enough to read whole (issue 17)."""
+    too_long = {}
+    for top in (ROOT / "build_tools" / "benchtrail", ROOT / "benchmark_suites"):
+        for path in sorted(top.rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > 450:
+                too_long[str(path.relative_to(ROOT))] = lines
+    assert too_long == {}

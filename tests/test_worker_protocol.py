@@ -1,0 +1,161 @@
+"""The worker protocol (benchtrail.worker.protocol): typed requests and responses, versioned, and
+readable across versions: a paired A/B run sends this tree's requests to the base commit's own worker."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmark_suites import devices
+from benchtrail.runner.ab import Policy
+from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
+                                          RunConfig, Task)
+from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Response, RunRequest, compile_request,
+                                        read_request, read_response, run_request)
+
+#: The last commit before the protocol was typed: its worker knows no ``version`` field.
+OLD = "686ed93"
+MODEL = ("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+         "def model():\n    return M()\n")
+EXEC = ExecutionConfig("exec-proto", "inference-bs1", Task.INFERENCE, processes=1, min_samples=5,
+                       min_sample_time_ms=1.0, warmup_time_ms=1, timeout_s=60)
+
+
+def _rc(module: str = "protomod") -> RunConfig:
+    model = Model(f"model-{module}", module, ("test",), f"{module}:model", ("4xf32",))
+    gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
+                                       devices.C2_STANDARD_16.architecture)
+    return RunConfig.build(gen, EXEC, devices.C2_STANDARD_16, presets=("test",))
+
+
+def test_requests_round_trip_and_keep_the_version_1_field_names():
+    rc = _rc()
+    run = run_request(rc, Path("/tmp/m"))
+    assert run.to_json() == {"version": 1, "kind": "run", "config": run.config, "threads": rc.target_device.threads,
+                             "module_dir": "/tmp/m"}
+    comp = compile_request(rc.module_generation_config, None, explain=False)
+    assert comp.to_json() == {"version": 1, "kind": "compile", "config": comp.config, "module_dir": None,
+                              "explain": False}
+    for request in (run, comp):
+        assert read_request(json.loads(json.dumps(request.to_json()))) == request
+
+
+def test_a_request_without_version_reads_as_version_1_and_unknown_keys_are_ignored():
+    config = run_request(_rc()).config
+    run = read_request({"kind": "run", "config": config, "threads": 2, "module_dir": None, "later": "x"})
+    assert run == RunRequest(config, 2, None, version=1)
+    comp = read_request({"kind": "compile", "config": config, "module_dir": "/m"})
+    assert comp == CompileRequest(config, "/m", explain=True, version=1)
+
+
+def test_responses_round_trip_and_drop_fields_the_job_did_not_produce():
+    ok = Response(status="ok", samples=[1.0, 2.5], iterations_per_sample=3, warmup_iterations=1, timing={"clock": "host"},
+                  memory={}, threads=2, correctness=None, jacobian_mode=None, phase_times_ms={"prep": 1.0})
+    wire = json.loads(json.dumps(ok.to_json()))
+    assert wire["version"] == 1 and wire["samples"] == [1.0, 2.5]
+    assert wire["correctness"] is None and wire["jacobian_mode"] is None  # a run's payload always holds them
+    assert "compile_time_ms" not in wire and "traceback" not in wire
+    assert read_response(wire) == ok
+    assert ok.as_dict() == {k: v for k, v in wire.items() if k != "version"}
+    failed = Response(status="timeout", reason="worker did not finish within 60 s")
+    assert failed.as_dict() == {"status": "timeout", "reason": "worker did not finish within 60 s"}
+
+
+def test_a_response_without_version_reads_as_version_1():
+    old = {"status": "ok", "reason": None, "compile_time_ms": 12.5, "peak_rss_bytes": 10, "kernel_count": 2,
+           "fxgraph_cache_hit": 0, "fxgraph_cache_miss": 1, "recompiles": 0, "artifacts": {"inductor_cache": 5},
+           "graph_count": 1, "graph_breaks": 0, "break_reasons": [], "something_older": 1}
+    response = read_response(old)
+    assert response.version == 1 and response.ok and response.kernel_count == 2
+    assert response.as_dict() == {k: v for k, v in old.items() if k != "something_older"}
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"version": 2, "kind": "run", "config": {}, "threads": 1}, "protocol version 2; this benchtrail serves version 1"),
+    ({"version": "1", "kind": "run", "config": {}, "threads": 1}, "protocol version '1'"),
+    ({"kind": "bench", "config": {}}, "kind 'bench' is not one this worker serves"),
+    ({"kind": "run", "config": {}, "threads": "2"}, "field 'threads' is str"),
+    ({"kind": "run", "config": {}}, "needs 'threads'"),
+    ([], "is a JSON list, not an object"),
+])
+def test_an_unreadable_request_is_refused_by_name(data, message):
+    with pytest.raises(ProtocolError, match=message.replace("(", r"\(")):
+        read_request(data)
+
+
+def test_a_response_of_a_future_version_is_refused_by_name():
+    with pytest.raises(ProtocolError, match="response has protocol version 3; this benchtrail serves version 1"):
+        read_response({"version": 3, "status": "ok"})
+    with pytest.raises(ProtocolError, match="field 'samples' is str"):
+        read_response({"status": "ok", "samples": "1,2"})
+
+
+def test_the_worker_answers_failed_to_a_future_version_instead_of_crashing(tmp_path):
+    from benchtrail.worker.main import handle, main
+
+    response = handle({"version": 2, "kind": "run", "config": run_request(_rc()).config, "threads": 1})
+    assert (response.status, response.version) == ("failed", 1)
+    assert "protocol version 2; this benchtrail serves version 1" in response.reason
+    request, answer = tmp_path / "request.json", tmp_path / "response.json"
+    request.write_text(json.dumps({"version": 7, "kind": "compile", "config": {}}))
+    assert main([str(request), str(answer)]) == 0
+    written = json.loads(answer.read_text())
+    assert written["status"] == "failed" and "protocol version 7" in written["reason"]
+
+
+def test_the_protocol_module_imports_no_torch():
+    code = ("import sys, benchtrail.worker.protocol, benchtrail.runner.workers, benchtrail.suite.content_hash, "
+            "benchtrail.suite.entry_points; print('torch' in sys.modules)")
+    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def old_base_repo(tmp_path, monkeypatch):
+    """A repository whose HEAD~1 holds benchtrail as of ``OLD`` (so the base arm's workers import that
+    worker, first on their PYTHONPATH) and whose HEAD holds none (the head arm imports this tree)."""
+    here = Path(__file__).resolve().parent.parent
+    if subprocess.run(["git", "cat-file", "-e", f"{OLD}^{{commit}}"], cwd=here, capture_output=True).returncode:
+        pytest.skip(f"commit {OLD} is not in this clone (shallow?)")
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    archive = subprocess.run(["git", "archive", OLD, "build_tools/benchtrail"], cwd=here, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    assert (root / "build_tools/benchtrail/worker.py").is_file()  # the flat, version-less worker
+    (root / "protomod.py").write_text(MODEL)
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base with the old benchtrail")
+    _git(root, "rm", "-rq", "build_tools")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "head without it")
+    (tmp_path / "thresholds.yaml").write_text(
+        "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 1000, direction: lower-is-better}\n")
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base_repo, tmp_path, monkeypatch):
+    import benchtrail.runner.workers as workers
+    from benchtrail.pipeline.measure import ab_stage
+
+    raw: list[dict] = []
+
+    def recording(data):
+        raw.append(data)
+        return read_response(data)
+
+    monkeypatch.setattr(workers, "read_response", recording)
+    out = tmp_path / "ab"
+    ab_stage(old_base_repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml",
+             Policy(min_rounds=2, max_rounds=2, seed=1))
+    (row,) = json.loads((out / "comparison.json").read_text())["rows"]
+    assert row["verdict"] not in ("failed", "not-comparable"), row["reason"]
+    assert row["base_n"] == row["head_n"] == 10  # 2 rounds × 5 samples per arm
+    # Two answers came from the old worker (no version field), two from this tree's.
+    assert sorted("version" in r for r in raw) == [False, False, True, True]
