@@ -209,7 +209,7 @@ def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypat
     subprocess.run(["git", "init", "-q", str(base_checkout)], check=True)
     monkeypatch.chdir(repo / "bench" / "pkg")
     monkeypatch.setenv("PYTHONPATH", "/inherited")
-    head = Arm("head", "h" * 40, Path(".").resolve())  # as benchtrail.stages builds it: the working directory
+    head = Arm("head", "h" * 40, Path(".").resolve())  # as benchtrail.pipeline.measure builds it: the working directory
     assert head.env()["PYTHONPATH"].split(os.pathsep) == [
         str(repo / "bench"), str(repo / "build_tools"), str(repo), "/inherited"]
     base = Arm("base", "b" * 40, base_checkout)

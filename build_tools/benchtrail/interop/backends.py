@@ -7,7 +7,7 @@ show: for each model, task and device, one row per compile config (``eager``, ``
 ``speedup = eager median / config median`` (above 1: faster than eager).
 
 ``compare_backends`` is the pure core (results in, rows out); ``render_table`` and ``plot_speedups``
-format the rows; ``benchtrail compare-backends`` (``interop_cli``) reads the files and prints.
+format the rows; ``benchtrail compare-backends`` (``benchtrail.cli.interop``) reads the files and prints.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Results as other tools' input: github-action-benchmark JSON and Bencher Metric Format (BMF).
 
 ``convert`` is the pure core (records in, a JSON document out); ``benchtrail convert``
-(``interop_cli``) reads the results files and writes the document. The mapping (docs/interop.md):
+(``benchtrail.cli.interop``) reads the results files and writes the document. The mapping (docs/interop.md):
 
 * Records: the ``ok`` records of one run, execution (latency) and, unless ``kind`` says otherwise,
   compilation metrics (compile time, graph and kernel counts, bytes: all smaller-is-better).

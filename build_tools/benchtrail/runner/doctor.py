@@ -357,29 +357,6 @@ def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> 
     return report
 
 
-def summary(report: dict[str, Any] | None) -> list[dict[str, str]]:
-    """The failed checks of a report (``environment.doctor``) as ``[{name, value, expected}]``; [] for none."""
-    failed = set((report or {}).get("failed") or ())
-    return [{k: c[k] for k in ("name", "value", "expected")} for c in (report or {}).get("checks", ())
-            if c.get("name") in failed]
-
-
-def failed_by_device(files: list) -> list[dict[str, Any]]:
-    """``[{device, failed: [{name, value, expected}]}]`` over results files (``ResultsFile``) whose
-    ``environment.doctor`` has failed checks, one entry per device name (the first value of each check
-    wins when shards disagree); what comparison.json's ``head.runner_checks`` holds."""
-    merged: dict[str, dict[str, dict[str, str]]] = {}
-    for f in files:
-        failed = summary(f.environment.get("doctor"))
-        if not failed:
-            continue
-        device = f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})) \
-            or f.environment.get("hostname") or "?"
-        for item in failed:
-            merged.setdefault(device, {}).setdefault(item["name"], item)
-    return [{"device": d, "failed": list(checks.values())} for d, checks in sorted(merged.items())]
-
-
 def format_report(report: dict[str, Any], width: int = 120) -> str:
     """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict line."""
     import io
