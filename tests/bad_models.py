@@ -1,5 +1,6 @@
 """Tiny model factories for runner and compiler tests, some of which misbehave on purpose."""
 
+import os
 import time
 
 import torch
@@ -169,3 +170,23 @@ class _OutOfMemory(torch.nn.Module):
 
 def out_of_memory():
     return _OutOfMemory()
+
+
+class _CrashesWithGrad(torch.nn.Module):
+    """Ends its process (exit code 3) when called with autograd on: a crash that takes its worker down."""
+
+    def forward(self, x):
+        if torch.is_grad_enabled():
+            os._exit(3)
+        return x + 1
+
+
+def crashes_with_grad():
+    return _CrashesWithGrad()
+
+
+def counted():
+    """``tiny``, and a line with this process's id in the file ``$BENCHTRAIL_TEST_BUILDS`` per model built."""
+    with open(os.environ["BENCHTRAIL_TEST_BUILDS"], "a") as f:
+        f.write(f"{os.getpid()}\n")
+    return _Identity()

@@ -41,6 +41,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     (r"ab/ab-(base|head)\.json", "results.schema.json"),  # the pipeline's paired re-check
     (r"comparison\.json", "comparison.schema.json"),
     (r"comment/comment\.json", "comment.schema.json"),
+    (r"timings\.json", "timings.schema.json"),
 )
 #: A file of a store outside its run directories (path relative to the store) -> its schema.
 STORE_FILES: tuple[tuple[str, str], ...] = (
@@ -48,7 +49,8 @@ STORE_FILES: tuple[tuple[str, str], ...] = (
 )
 #: The other files of a run directory: not JSON, so no schema.
 RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r"dashboard/plotly\.min\.js",
-                r"modules/[^/]+/(exported_program|aoti_package)\.pt2")
+                r"modules/[^/]+/(exported_program|aoti_package)\.pt2",
+                r"modules/inductor-cache/.+")  # Inductor's own cache (compile stage, used by the run stage)
 #: Schemas of outputs that other commands write (validated by the tests below).
 OTHER_OUTPUTS = {"history.schema.json": "benchtrail history", "gab.schema.json": "benchtrail convert --to gab",
                  "bmf.schema.json": "benchtrail convert --to bmf", "doctor.schema.json": "benchtrail doctor --json",

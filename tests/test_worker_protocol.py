@@ -159,3 +159,7 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
     assert row["base_n"] == row["head_n"] == 10  # 2 rounds × 5 samples per arm
     # Two answers came from the old worker (no version field), two from this tree's.
     assert sorted("version" in r for r in raw) == [False, False, True, True]
+    # The old base cannot fork its workers, so both arms spawned theirs (benchtrail.runner.ab.start_method_of).
+    for side in ("base", "head"):
+        (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
+        assert record["details"]["ab"]["start_method"] == "spawn"

@@ -7,9 +7,12 @@ The commit pointer is written last, so a run that stopped half-way is never chos
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +47,35 @@ class PipelineResult:
     run_dir: Path
     comment_md: Path
     all_ok: bool
+
+
+class StageClock:
+    """Wall time of each stage of the main job, in seconds, written to ``timings.json`` in the run
+    directory (``docs/schemas/timings.schema.json``) so its cost can be read per stage
+    (``build_tools/benchmarks/measure_main_job.py``). A stage timed twice (one run stage per shard)
+    adds up."""
+
+    #: Version history of timings.json: 1 — first version.
+    SCHEMA_VERSION = 1
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
+
+    def write(self, path: Path) -> None:
+        from benchtrail import jsonio
+
+        jsonio.write_json(path, {"schema_version": self.SCHEMA_VERSION,
+                                 "stages_s": {k: round(v, 3) for k, v in self.seconds.items()},
+                                 "total_s": round(time.perf_counter() - self.started, 3)})
 
 
 def new_run_id() -> tuple[str, int]:
@@ -90,14 +122,17 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
     console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {', '.join(presets)} · {run_dir}")
 
+    clock = StageClock()
     configs = run_dir / "run-configs"
-    execution = write_export(suite, "execution", presets, configs / "execution.json")
-    compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
+    with clock("export"):
+        execution = write_export(suite, "execution", presets, configs / "execution.json")
+        compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
     all_ok = True
-    for arch in sorted(here, key=lambda a: a.value):
-        all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
+    with clock("compile"):
+        for arch in sorted(here, key=lambda a: a.value):
+            all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
 
     skipped: list[str] = []  # not run here on purpose: compare must not call their shards unreported
     for device, shards in load_execution(execution).items():
@@ -108,28 +143,33 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             skipped.append(device)
             continue
         for index in sorted(shards):
-            _, ok = run_stage(execution, device, index, run_dir / "results" / f"{slug(device)}-{index}.json", run,
-                              modules_dir=run_dir, repo=repo)
+            with clock("run"):
+                _, ok = run_stage(execution, device, index, run_dir / "results" / f"{slug(device)}-{index}.json",
+                                  run, modules_dir=run_dir, repo=repo)
             all_ok &= ok
 
     commit, dirty = git_state(repo)
     trust = trust_from_options("auto", store_url)
-    found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
-                           explicit=base_commit, exclude=(run_id, attempt))
-    base_results, found = fetch_baselines(store, found)
-    report_baselines(found)
-    baseline = found.primary
-    comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
-                               quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results)
+    with clock("compare"):
+        found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
+                               explicit=base_commit, exclude=(run_id, attempt))
+        base_results, found = fetch_baselines(store, found)
+        report_baselines(found)
+        baseline = found.primary
+        comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
+                                   quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results)
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
             console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
                           "regressions stay unconfirmed")
         else:
-            recheck_run(comparison, repo, suite, thresholds, Policy(), keep=run_dir / "ab")
-    dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
-    comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
-                               dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
+            with clock("recheck"):
+                recheck_run(comparison, repo, suite, thresholds, Policy(), keep=run_dir / "ab")
+    with clock("report"):
+        dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
+        comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
+                                   dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
+    clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)
     store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "dirty": dirty, "presets": list(presets)})

@@ -28,7 +28,7 @@ from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.run_cases import Journal, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.suite.export import (export_compilation, export_execution, load_compilation, load_execution,
-                                     seed_execution)
+                                     load_run_tasks, seed_execution)
 from benchtrail.suite.names import slug
 
 
@@ -82,6 +82,7 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     whether all compiled).
     """
     gens, dirs, sampling = load_compilation(run_configs)
+    tasks = load_run_tasks(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
     output = output_dir / "results" / f"compilation-{slug(device_name)}.json"
     if not gens:
@@ -89,7 +90,7 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
     commit, dirty = git_state(repo)
     with track("compile", len(gens)) as report:
-        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report)
+        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report, tasks)
     results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
     return write_results(output, results), all(r.status == "ok" for r in records)
 

@@ -41,7 +41,7 @@ from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.compare.rules import Threshold, find_threshold
-from benchtrail.runner.workers import run_in_worker
+from benchtrail.runner.workers import can_fork, run_in_worker
 from benchtrail.worker.protocol import Response, compile_request, run_request
 
 
@@ -138,7 +138,14 @@ def base_worktree(repo: Path, commit: str) -> Iterator[Path]:
             remove_worktree(repo, path)
 
 
-def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict[str, Any]:
+def start_method_of(arms: tuple[Arm, Arm]) -> str:
+    """How both arms' workers start: ``fork`` when each arm's checkout has a worker server
+    (``benchtrail.runner.workers.can_fork``), else ``spawn`` for both, so neither arm's samples carry a
+    start-up difference the other's lack (a base commit from before the server spawns)."""
+    return "fork" if all(can_fork(arm.env(), arm.root) for arm in arms) else "spawn"
+
+
+def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path, method: str) -> dict[str, Any]:
     """Compile export/AOTInductor modules once per arm; return ``{arm name: module dir}`` or a failure."""
     gen = rc.module_generation_config
     dirs: dict[str, Any] = {}
@@ -149,7 +156,7 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path) -> dict
         module_dir = work / arm.name / module_dir_of(gen.name)
         module_dir.mkdir(parents=True, exist_ok=True)
         response = run_in_worker(compile_request(gen, module_dir, explain=False), rc.execution_config.timeout_s * 4,
-                                 rc.target_device.threads, env=arm.env(), cwd=arm.root)
+                                 rc.target_device.threads, env=arm.env(), cwd=arm.root, method=method)
         if not response.ok:
             return {"failed": arm.name, "response": response.as_dict()}
         # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
@@ -167,15 +174,16 @@ class _ArmFailed(Exception):
 
 
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
-             work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+             work: Path, method: str = "spawn") -> tuple[dict[str, Any], dict[str, Any]]:
     """Run one case in both arms, interleaved, until settled; return (base, head) worker responses.
 
     Each response holds all of its arm's samples (µs per iteration), ``process_medians`` and an
     ``ab`` entry (rounds, arm order per round, outcome). A failing arm ends the case: that arm's
     response carries the failure, the other arm's is ``skipped``. Never raises for a failing case.
+    ``method`` is how both arms' workers start (:func:`start_method_of`).
     """
     rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
-    dirs = _compile_artifacts(rc, arms, work)
+    dirs = _compile_artifacts(rc, arms, work, method)
     if "failed" in dirs:
         failed = {"status": dirs["response"]["status"], "reason": f"compiling: {dirs['response'].get('reason')}"}
         skipped = {"status": "skipped", "reason": f"the {dirs['failed']} arm failed to compile"}
@@ -190,7 +198,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         orders.append([arm.name for arm in order])
         for arm in order:
             response = run_in_worker(run_request(rc, dirs[arm.name]), rc.execution_config.timeout_s,
-                                     rc.target_device.threads, env=arm.env(), cwd=arm.root)
+                                     rc.target_device.threads, env=arm.env(), cwd=arm.root, method=method)
             if not response.ok:
                 raise _ArmFailed(arm.name, response)
             last[arm.name] = response.as_dict()
@@ -209,7 +217,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         responses = {exc.arm: exc.response, other: skipped}
         return responses["base"], responses["head"]
     info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome,
-            "elapsed_s": round(settled.elapsed_s, 3)}
+            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method}
     samples = {"base": list(settled.base), "head": list(settled.head)}
     return tuple(  # type: ignore[return-value]
         {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info}
@@ -222,10 +230,11 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
     """Paired runs of every case, in order; returns (base records, head records), one per case each."""
     base: list[BenchmarkRecord] = []
     head: list[BenchmarkRecord] = []
+    method = start_method_of(arms) if run_configs else "spawn"
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:
             threshold = find_threshold(thresholds, "execution", "latency", rc.name)
-            b, h = run_pair(rc, arms, threshold, policy, Path(work))
+            b, h = run_pair(rc, arms, threshold, policy, Path(work), method)
             base.append(_with_ab(case_record(rc, b, torch_version), b))
             head.append(_with_ab(case_record(rc, h, torch_version), h))
             report(rc.name, head[-1].status)

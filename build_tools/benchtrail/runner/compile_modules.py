@@ -11,6 +11,7 @@ the deterministic counts. The statistics become compilation series ``<module id>
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -74,9 +75,19 @@ def _artifact_bytes(stats: dict[str, Any], mode: CompileMode) -> int:
     return int(artifacts.get("inductor_cache", 0))  # generated code and compiled kernels
 
 
-def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int) -> dict[str, Any]:
-    """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics."""
-    request = compile_request(gen, module_dir, explain=True)
+#: The Inductor cache the compile stage fills for the run stage: ``<run dir>/modules/inductor-cache``.
+INDUCTOR_CACHE = "inductor-cache"
+
+
+def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int,
+                    tasks: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics.
+
+    The first cold sample also compiles the graphs of ``tasks`` (the run configs' tasks:
+    ``benchtrail.worker.main._prime``) after it is measured; its cache is then merged into the run
+    directory's shared cache (``<module_dir>/../inductor-cache``), which the run stage's workers use.
+    """
+    request = compile_request(gen, module_dir, explain=True, tasks=tasks)
     others = compile_request(gen, None, explain=False)  # samples: no artifact, no graph counts
     with tempfile.TemporaryDirectory(prefix="benchtrail-inductor-cache-") as caches:
         first_cache = Path(caches, "cold-0")
@@ -99,12 +110,15 @@ def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, wa
                 return sample.as_dict()
             stats["warm_ms"].append(sample.compile_time_ms)
             stats["warm_fxgraph_cache_hit"] = sample.fxgraph_cache_hit or 0
+        if first_cache.is_dir() and gen.compile_config.mode in INDUCTOR_MODES:
+            # The cache's files are named by their content's hash, so merging modules' caches is safe.
+            shutil.copytree(first_cache, module_dir.parent / INDUCTOR_CACHE, dirs_exist_ok=True)
     stats["artifact_bytes"] = _artifact_bytes(stats, gen.compile_config.mode)
     return stats
 
 
 def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: str, cold: int = 1,
-                warm: int = 0) -> tuple[dict[str, Any], str]:
+                warm: int = 0, tasks: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     """Compile one module into ``module_dir``; return (compile stats, content hash).
 
     A failed compilation leaves ``module_info.json`` and ``compile-stats.json`` (with the status
@@ -116,7 +130,7 @@ def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: st
         stats = {"status": "ok", "reason": "eager: nothing to compile", "cold_ms": [0.0], "warm_ms": [],
                  "graph_count": 0, "graph_breaks": 0, "break_reasons": [], "artifact_bytes": 0}
     else:
-        stats = compile_samples(gen, module_dir, cold, warm)
+        stats = compile_samples(gen, module_dir, cold, warm, tasks)
         if stats["status"] != "ok":
             for name in ARTIFACTS.values():
                 (module_dir / name).unlink(missing_ok=True)
@@ -171,15 +185,19 @@ def compile_modules(
     device_name: str,
     sampling: dict[str, tuple[int, int]] | None = None,
     report: Callable[[str, str], None] = lambda name, status: None,
+    tasks: dict[str, tuple[str, ...]] | None = None,
 ) -> list[BenchmarkRecord]:
     """Compile every module into ``output_dir/<module dir path>``; return the compilation series.
 
-    ``sampling`` maps module ids to (cold, warm) fresh-process compilations (default (1, 0)).
+    ``sampling`` maps module ids to (cold, warm) fresh-process compilations (default (1, 0));
+    ``tasks`` module ids to the tasks whose graphs go into ``output_dir/modules/inductor-cache``
+    (:func:`compile_samples`).
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:
         cold, warm = (sampling or {}).get(gen.id, (1, 0))
-        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm)
+        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm,
+                                    (tasks or {}).get(gen.id, ()))
         records.extend(compile_records(gen, stats, digest, device_name))
         report(gen.name, stats["status"])
     return records

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,62 +18,137 @@ from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.results.summary import summarize
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import module_dir as module_dir_of
-from benchtrail.runner.workers import run_in_worker
 from benchtrail.worker.protocol import run_request
 
 #: Per-sample lists a GPU worker returns besides ``samples``; pooled over processes like them.
 POOLED_GPU_KEYS = ("gpu_samples_us", "wall_samples_us")
 
 
-def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
-    """Run one case in ``processes`` fresh worker processes, one after another, and pool the samples.
+def group_key(rc: RunConfig) -> tuple:
+    """Cases measured in one worker process share this key: one module (built and compiled once per
+    process), one input shape, one device and process count (``benchtrail.worker.main``)."""
+    gen = rc.module_generation_config
+    return (gen.id, tuple(gen.model.input_specs), rc.target_device.name, rc.target_device.threads,
+            rc.execution_config.processes)
 
-    Returns the last worker's response with every process's samples, ``process_medians`` (µs),
-    ``phase_times_ms`` summed over the processes (on a GPU also both times' samples pooled,
-    ``gpu_samples_us`` and ``wall_samples_us``), and ``wall_time_ms``: the case's wall time as
-    seen from here, process start-up included, so the phases sum to less. The first process that
-    does not finish ok ends the case with its status (never raises).
+
+def _order(rcs: list[RunConfig], process: int) -> list[RunConfig]:
+    """The cases of one process in a shuffled order, the same on every run (seeded by the cases' ids
+    and the process index), so no case is always measured first, right after the compile."""
+    rng = random.Random(hashlib.sha256(("|".join(rc.id for rc in rcs) + f"|{process}").encode()).digest())
+    shuffled = list(rcs)
+    rng.shuffle(shuffled)
+    return shuffled
+
+
+def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
+                     env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run cases of one :func:`group_key` in ``processes`` fresh worker processes, and pool the samples.
+
+    Each process builds the module once and measures every case still ok, in a shuffled order
+    (:func:`_order`). Returns, per run config id, the last worker response with every process's samples,
+    ``process_medians`` (µs), ``phase_times_ms`` summed over the processes, ``timed_ms`` and
+    ``warmup_ms`` (time inside timed sample blocks, and warm-up with calibration, summed),
+    ``process_starts``, on a GPU both times' samples pooled (``gpu_samples_us``, ``wall_samples_us``),
+    and ``wall_time_ms``: the case's phases plus its share of each process's time outside any case's
+    phases (start, import, teardown). A case whose process does not answer it ``ok`` ends with that
+    status and is not run in later processes; the cases after it in that process run again in a
+    fresh one (never raises).
     """
-    request = run_request(rc, module_dir)
-    samples: list[float] = []
-    medians: list[float] = []
-    phases: dict[str, float] = {}
-    pooled: dict[str, list[float]] = {}
+    state = {rc.id: {"samples": [], "process_medians": [], "phase_times_ms": {}, "pooled": {}, "timed_ms": 0.0,
+                     "warmup_ms": 0.0, "process_starts": 0, "wall_time_ms": 0.0} for rc in rcs}
+    done: dict[str, dict[str, Any]] = {}
+    for process in range(rcs[0].execution_config.processes):
+        todo = [rc for rc in _order(rcs, process) if rc.id not in done]
+        while todo:  # the cases a crash or timeout of another case kept from running go to a fresh process
+            todo = _one_process(todo, module_dir, env, state, done)
+    out = {}
+    for rc in rcs:
+        case = state[rc.id]
+        timing = {k: case[k] for k in ("process_medians", "phase_times_ms", "timed_ms", "warmup_ms", "process_starts",
+                                       "wall_time_ms")}
+        if rc.id in done:
+            out[rc.id] = {**done[rc.id], **timing}
+        else:
+            out[rc.id] = {**case["last"].as_dict(), "samples": case["samples"], **case["pooled"], **timing}
+    return out
+
+
+def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, str] | None,
+                 state: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]]) -> list[RunConfig]:
+    """Run ``todo`` in one worker process and add each answer to ``state`` (a failure to ``done``);
+    return the cases it did not start (``NOT_RUN``: an earlier case crashed or timed out)."""
+    from benchtrail.runner.workers import NOT_RUN, run_in_workers
+
     start = time.perf_counter()
-    for _ in range(rc.execution_config.processes):
-        response = run_in_worker(request, rc.execution_config.timeout_s, rc.target_device.threads)
+    responses = run_in_workers([run_request(rc, module_dir) for rc in todo],
+                               [rc.execution_config.timeout_s for rc in todo], todo[0].target_device.threads, env=env)
+    wall = (time.perf_counter() - start) * 1e3
+    answered = [(rc, r) for rc, r in zip(todo, responses) if r.status != NOT_RUN]
+    spent = sum(sum((r.phase_times_ms or {}).values()) for _, r in answered)
+    for rc, response in answered:
+        case = state[rc.id]
+        case["process_starts"] += 1
         for phase, ms in (response.phase_times_ms or {}).items():
-            phases[phase] = phases.get(phase, 0.0) + ms
-        timing = {"process_medians": medians, "phase_times_ms": phases,
-                  "wall_time_ms": (time.perf_counter() - start) * 1e3}
+            case["phase_times_ms"][phase] = case["phase_times_ms"].get(phase, 0.0) + ms
+        case["wall_time_ms"] += sum((response.phase_times_ms or {}).values()) + max(wall - spent, 0.0) / len(answered)
+        case["timed_ms"] += response.timed_ms or 0.0
+        case["warmup_ms"] += response.warmup_ms or 0.0
+        case["last"] = response
         if not response.ok:
-            return {**response.as_dict(), **timing}
-        samples.extend(response.samples or ())
-        medians.append(float(np.median(response.samples or ())))
+            done[rc.id] = response.as_dict()
+            continue
+        case["samples"].extend(response.samples or ())
+        case["process_medians"].append(float(np.median(response.samples or ())))
         for key in POOLED_GPU_KEYS:
             if getattr(response, key) is not None:
-                pooled.setdefault(key, []).extend(getattr(response, key))
-    return {**response.as_dict(), "samples": samples, **pooled, **timing}
+                case["pooled"].setdefault(key, []).extend(getattr(response, key))
+    return [rc for rc, r in zip(todo, responses) if r.status == NOT_RUN]
+
+
+def run_case(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
+    """One case alone in ``processes`` fresh worker processes (:func:`run_module_cases` of one case)."""
+    return run_module_cases([rc], module_dir)[rc.id]
+
+
+def _noisy(response: dict[str, Any]) -> float | None:
+    """The IQR/median of an ok response's samples when above ``NOISE_RERUN``, else None."""
+    if response["status"] != "ok" or not response["samples"]:
+        return None
+    first_noise = float(noise([response["samples"]])[0])
+    return first_noise if first_noise > NOISE_RERUN else None
+
+
+def _with_rerun(first: dict[str, Any], rerun: dict[str, Any], first_noise: float) -> dict[str, Any]:
+    """The rerun's response, with the first run's samples, medians and noise under ``rerun``."""
+    return {**rerun, "process_starts": first["process_starts"] + rerun["process_starts"],
+            "rerun": {"reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
+                      "first_noise": first_noise, "first_samples": first["samples"],
+                      "first_process_medians": first["process_medians"],
+                      "first_wall_time_ms": first["wall_time_ms"]}}
+
+
+def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
+                                env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`run_module_cases`, then the cases whose samples' IQR/median exceeds ``NOISE_RERUN`` (10%)
+    once more, together.
+
+    The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
+    would bias the result towards lucky runs); the first run's samples, process medians, noise and
+    wall time are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is
+    ``noisy`` in the comparison and never gated.
+    """
+    first = run_module_cases(rcs, module_dir, env)
+    noisy = {rc.id: n for rc in rcs if (n := _noisy(first[rc.id])) is not None}
+    if not noisy:
+        return first
+    rerun = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
+    return {**first, **{i: _with_rerun(first[i], rerun[i], n) for i, n in noisy.items()}}
 
 
 def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
-    """:func:`run_case`, run once more when its samples' IQR/median exceeds ``NOISE_RERUN`` (10%).
-
-    The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
-    would bias the result towards lucky runs); the first run's samples, process medians and noise
-    are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is ``noisy``
-    in the comparison and never gated.
-    """
-    response = run_case(rc, module_dir)
-    if response["status"] != "ok" or not response["samples"]:
-        return response
-    first_noise = float(noise([response["samples"]])[0])
-    if first_noise <= NOISE_RERUN:
-        return response
-    rerun = run_case(rc, module_dir)
-    return {**rerun, "rerun": {"reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
-                               "first_noise": first_noise, "first_samples": response["samples"],
-                               "first_process_medians": response["process_medians"]}}
+    """:func:`run_module_cases_with_rerun` of one case."""
+    return run_module_cases_with_rerun([rc], module_dir)[rc.id]
 
 
 def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> BenchmarkRecord:
@@ -80,7 +157,8 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
     details = {k: response[k] for k in ("phase_times_ms", "memory", "iterations_per_sample",
                                         "warmup_iterations", "threads", "traceback", "process_medians",
                                         "correctness", "rerun", "wall_time_ms", "jacobian_mode", "timing",
-                                        "gpu_samples_us", "wall_samples_us", "oom") if k in response}
+                                        "gpu_samples_us", "wall_samples_us", "oom", "timed_ms", "warmup_ms",
+                                        "process_starts") if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", direction=metric_direction("latency"),
@@ -133,24 +211,43 @@ def run_cases(
     modules_dir: Path | None = None,
     on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
 ) -> list[BenchmarkRecord]:
-    """Run every case in order (a noisy case once more), fresh workers each; a failing case never stops
-    the others.
+    """Run every case (a noisy case once more), the cases of one module together in each of their fresh
+    worker processes (:func:`run_module_cases`); a failing case never stops the others. Records come
+    back in the order of ``run_configs``.
 
     ``modules_dir`` is the run directory whose ``modules/<slug(name)>/`` hold export and AOTInductor artifacts;
     a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
     recorded ``failed`` with that reason and no worker is started for it. ``on_record`` gets each
     record as soon as its case finishes (``Journal.append``).
     """
-    records = []
+    env = inductor_cache_env(modules_dir)
+    groups: dict[tuple, list[RunConfig]] = {}
     for rc in run_configs:
-        module_dir = modules_dir / module_dir_of(rc.module_generation_config.name) if modules_dir else None
-        problem = module_problem(rc, modules_dir) if modules_dir else None
-        response = {"status": "failed", "reason": problem} if problem else run_case_with_rerun(rc, module_dir)
-        record = case_record(rc, response, torch_version)
-        on_record(record)
-        records.append(record)
-        report(rc.name, record.status)
-    return records
+        groups.setdefault(group_key(rc), []).append(rc)
+    by_id: dict[str, BenchmarkRecord] = {}
+    for group in groups.values():
+        module_dir = modules_dir / module_dir_of(group[0].module_generation_config.name) if modules_dir else None
+        problems = {rc.id: module_problem(rc, modules_dir) for rc in group} if modules_dir else {}
+        ready = [rc for rc in group if not problems.get(rc.id)]
+        responses = run_module_cases_with_rerun(ready, module_dir, env) if ready else {}
+        for rc in group:
+            problem = problems.get(rc.id)
+            response = {"status": "failed", "reason": problem} if problem else responses[rc.id]
+            record = case_record(rc, response, torch_version)
+            on_record(record)
+            by_id[rc.id] = record
+            report(rc.name, record.status)
+    return [by_id[rc.id] for rc in run_configs]
+
+
+def inductor_cache_env(modules_dir: Path | None) -> dict[str, str]:
+    """``TORCHINDUCTOR_CACHE_DIR`` of the run stage's workers: the compile stage's cache
+    (``<modules_dir>/modules/inductor-cache``) when it is there, else nothing (Inductor's default)."""
+    from benchtrail.runner.compile_modules import INDUCTOR_CACHE
+
+    if modules_dir is None or not (modules_dir / "modules" / INDUCTOR_CACHE).is_dir():
+        return {}
+    return {"TORCHINDUCTOR_CACHE_DIR": str((modules_dir / "modules" / INDUCTOR_CACHE).resolve())}
 
 
 class Journal:

@@ -30,7 +30,7 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.suite.definitions import ModuleGenerationConfig, RunConfig, Suite
+from benchtrail.suite.definitions import ModuleGenerationConfig, RunConfig, Suite, Task
 from benchtrail.suite.names import module_dir
 from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
 
@@ -135,8 +135,34 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
         "presets": list(presets),
         "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
         "sampling": {g.id: dict(zip(("cold", "warm"), suite.select_compile_sampling(presets, g))) for g in gens},
+        "tasks": run_tasks(suite.select_run_configs(presets)),
         "generation_configs": serialize_and_pack(gens),
     }
+
+
+def run_tasks(rcs: tuple[RunConfig, ...]) -> dict[str, list[str]]:
+    """The tasks each module's run configs run (module id -> sorted task names): the graphs the compile
+    stage compiles into the Inductor cache that the run stage uses."""
+    tasks: dict[str, set[str]] = {}
+    for rc in rcs:
+        tasks.setdefault(rc.module_generation_config.id, set()).add(rc.execution_config.task.value)
+    return {g: sorted(t) for g, t in sorted(tasks.items())}
+
+
+def load_run_tasks(path: Path) -> dict[str, tuple[str, ...]]:
+    """The ``tasks`` of a compilation export (module id -> task names); empty for an export without them.
+
+    Raises:
+        UserError: the file is unreadable, or ``tasks`` names a task this benchtrail does not know.
+    """
+    obj = jsonio.read_json(path, kind="compilation export", supported=SCHEMA_VERSION)
+    known = {t.value for t in Task}
+    tasks = obj.get("tasks") or {}
+    bad = sorted({t for names in tasks.values() for t in names} - known)
+    if bad:
+        raise UserError(f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
+                        f"allowed: {', '.join(sorted(known))}")
+    return {g: tuple(names) for g, names in tasks.items()}
 
 
 def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:

@@ -1,9 +1,11 @@
-"""The worker process: compiles one module or runs one case, then exits.
+"""The worker process: compiles one module or runs the cases of one module, then exits.
 
-Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` by ``benchtrail.runner.workers``;
-a fresh process per case keeps caches, allocator state and Dynamo's counters from leaking
-between cases (pyperf and IREE's benchmark driver do the same). The request and response files
-are the typed, versioned JSON of :mod:`benchtrail.worker.protocol`.
+Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` by ``benchtrail.runner.workers``,
+or forked by the pre-imported server (:mod:`benchtrail.worker.server`), which may hand one process
+several run requests of one module: the module is built (compiled, loaded) once per process and
+each case measured in turn (:func:`answer`). A fresh process per job keeps caches, allocator state
+and Dynamo's counters from leaking between modules (pyperf and IREE's benchmark driver do the same).
+The request and response files are the typed, versioned JSON of :mod:`benchtrail.worker.protocol`.
 """
 
 from __future__ import annotations
@@ -75,17 +77,22 @@ def _artifact_bytes(module_dir: Path | None) -> dict[str, int]:
     return sizes
 
 
-def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool) -> dict[str, Any]:
+def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool,
+                prime: tuple[str, ...] = ()) -> dict[str, Any]:
     """Compile one module (its artifact into ``module_dir`` when given); return its statistics.
 
     Returns compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits and
-    misses, artifact sizes in bytes, and with ``explain`` the graph count and graph breaks.
+    misses, artifact sizes in bytes, and with ``explain`` the graph count and graph breaks. The
+    statistics are taken before the ``prime`` tasks' graphs are compiled (:func:`_prime`), so they
+    are those of the module alone.
     """
     device = _device_for(gen.target_architecture)
     inputs = make_inputs(gen.model.input_specs, device)
     compiled = compile_module(gen, inputs, device, module_dir)
     stats: dict[str, Any] = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
                              **compiled.stats, "artifacts": _artifact_bytes(module_dir)}
+    if prime and gen.compile_config.mode in INDUCTOR_MODES:
+        stats["prime_ms"] = _prime(gen, prime, device, compiled.fn)
     if explain:
         mode = gen.compile_config.mode
         if mode in INDUCTOR_MODES:
@@ -93,6 +100,27 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
         else:  # torch.export captures one graph or fails
             stats.update({"graph_count": 1, "graph_breaks": 0, "break_reasons": []})
     return stats
+
+
+def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn: Any) -> float:
+    """Run the first iteration of each task named in ``names`` as a run-stage worker does
+    (:func:`_task_module`, :func:`benchtrail.worker.tasks.step`), reusing ``fn``, the module just
+    compiled, so every graph those cases compile lands in the Inductor cache; returns the ms it took.
+    A task that fails here is left to fail in the run stage, which reports it."""
+    start = time.perf_counter()
+    _BUILT.clear()
+    _BUILT[(gen.id, device)] = fn
+    for name in names:
+        try:
+            task = Task(name)
+            inputs = tasks.prepare_inputs(task, make_inputs(gen.model.input_specs, device))
+            task_fn, _ = _task_module(gen, task, inputs, device, None)
+            with tasks.grad_mode(task):
+                tasks.step(task, task_fn, inputs)()
+        except Exception:  # noqa: BLE001 - the run stage runs the same code and reports why
+            continue
+    _BUILT.clear()
+    return (time.perf_counter() - start) * 1e3
 
 
 def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Tensor, ...], device: str,
@@ -104,12 +132,25 @@ def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Te
             raise CaseFailure("failed", f"task {task.value!r} needs autograd; AOTInductor modules run inference only")
         if module_dir is None:
             raise CaseFailure("failed", f"{gen.name} runs from its artifact: pass the run directory's modules")
-        fn = load_artifact(module_dir)
+        key = (str(module_dir), device)
+        if key not in _BUILT:
+            _BUILT.clear()
+            _BUILT[key] = load_artifact(module_dir)
+        fn = _BUILT[key]
         return (tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None))
     if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see benchtrail.worker.tasks)
         return tasks.jacobian_fn(build_model(gen.model.entry_point, device), inputs,
                                  compile_fn=mode in INDUCTOR_MODES)
-    return compile_module(gen, inputs, device).fn, None
+    key = (gen.id, device)
+    if key not in _BUILT:  # several cases of one module in one process: build and compile it once
+        _BUILT.clear()
+        _BUILT[key] = compile_module(gen, inputs, device).fn
+    return _BUILT[key], None
+
+
+#: The module this process built last, by (module id, device): the cases of one module that a
+#: forked worker runs in turn (``benchtrail.worker.server``) share it, as one graph cache.
+_BUILT: dict[tuple[str, str], Any] = {}
 
 
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float]) -> dict[str, Any]:
@@ -153,6 +194,9 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     t0 = time.perf_counter()
     timed = _measure(iteration, rc.execution_config, device, task)
     phases["run"] = (time.perf_counter() - t0) * 1e3
+    # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
+    timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
+    timed["warmup_ms"] = max(phases["run"] - timed["timed_ms"], 0.0)
 
     t0 = time.perf_counter()
     del fn, iteration, inputs, output
@@ -199,7 +243,7 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
     if isinstance(request, CompileRequest):
         (gen,) = unpack_and_deserialize(request.config, ModuleGenerationConfig)
         module_dir = Path(request.module_dir) if request.module_dir else None
-        return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain))
+        return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain, request.tasks))
     (rc,) = unpack_and_deserialize(request.config, RunConfig)
     module_dir = Path(request.module_dir) if request.module_dir else None
     payload = run_job(rc, request.threads, module_dir, phases)
@@ -238,16 +282,23 @@ def handle(data: Any) -> Response:
                         **extra)
 
 
-def main(argv: list[str]) -> int:
-    """``REQUEST.json RESPONSE.json``: answer the request in the response file; 0 unless the files fail."""
-    request_path, response_path = argv
+def answer(request_path: str, response_path: str) -> None:
+    """Read the request file, run it, and write the response file (whole: a temp file renamed)."""
     with open(request_path, encoding="utf-8") as f:
         data = json.load(f)
     response = handle(data)
     if any(isinstance(v, float) and not math.isfinite(v) for v in response.samples or ()):
         response = Response(status="failed", reason="a timing sample is not finite")
-    with open(response_path, "w", encoding="utf-8") as f:
+    partial = response_path + ".partial"
+    with open(partial, "w", encoding="utf-8") as f:
         json.dump(response.to_json(), f)
+    os.replace(partial, response_path)
+
+
+def main(argv: list[str]) -> int:
+    """``REQUEST.json RESPONSE.json``: answer the request in the response file; 0 unless the files fail."""
+    request_path, response_path = argv
+    answer(request_path, response_path)
     return 0
 
 

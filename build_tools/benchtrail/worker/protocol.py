@@ -9,7 +9,7 @@ module that does, so the parent side stays torch-free.
 Requests (``kind`` names the job)::
 
     {"version": 1, "kind": "compile", "config": <packed ModuleGenerationConfig>,
-     "module_dir": str | null, "explain": bool}
+     "module_dir": str | null, "explain": bool, "tasks": [str] (optional)}
     {"version": 1, "kind": "run", "config": <packed RunConfig>, "threads": int, "module_dir": str | null}
 
 Responses: ``{"version": 1, "status": str, "reason": str | null, ...}`` plus the fields of
@@ -92,18 +92,24 @@ class CompileRequest:
         config: ``serialize_and_pack([gen])`` of one ``ModuleGenerationConfig`` (JSON object).
         module_dir: the module's directory, or None for a compile-time sample that keeps no artifact.
         explain: also count graphs and graph breaks (``torch._dynamo.explain``).
+        tasks: after measuring, run the first iteration of each of these tasks (``inference``,
+            ``forward``, ``backward``, ``jacobian``) as the run stage will, so their graphs land in the
+            Inductor cache. Added within version 1, optional (written only when not empty): a worker
+            from before it ignores the key and primes nothing.
     """
 
     config: dict[str, Any]
     module_dir: str | None = None
     explain: bool = True
+    tasks: tuple[str, ...] = ()
     version: int = PROTOCOL_VERSION
     kind: ClassVar[str] = "compile"
 
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON object (version-1 field names and shapes)."""
-        return {"version": self.version, "kind": self.kind, "config": self.config, "module_dir": self.module_dir,
-                "explain": self.explain}
+        out = {"version": self.version, "kind": self.kind, "config": self.config, "module_dir": self.module_dir,
+               "explain": self.explain}
+        return {**out, "tasks": list(self.tasks)} if self.tasks else out
 
 
 @dataclass(frozen=True)
@@ -131,11 +137,13 @@ class RunRequest:
 Request = CompileRequest | RunRequest
 
 
-def compile_request(gen: Any, module_dir: Any = None, explain: bool = True) -> CompileRequest:
-    """The request that compiles ``gen`` (a ``ModuleGenerationConfig``); ``module_dir`` a path or None."""
+def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
+                    tasks: tuple[str, ...] = ()) -> CompileRequest:
+    """The request that compiles ``gen`` (a ``ModuleGenerationConfig``); ``module_dir`` a path or None;
+    ``tasks`` the task names whose graphs to compile into the Inductor cache afterwards."""
     from benchtrail.suite.serialization import serialize_and_pack
 
-    return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain)
+    return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain, tuple(tasks))
 
 
 def run_request(rc: Any, module_dir: Any = None) -> RunRequest:
@@ -160,7 +168,11 @@ def read_request(data: Any) -> Request:
     module_dir = _check(data.get("module_dir"), str, "module_dir", "request")
     if kind == "compile":
         explain = data.get("explain", True)
-        return CompileRequest(config, module_dir or None, bool(_check(explain, bool, "explain", "request")), version)
+        tasks = _check(data.get("tasks"), list, "tasks", "request") or []
+        if not all(isinstance(t, str) for t in tasks):
+            raise ProtocolError(f"worker request: field 'tasks' is {tasks!r:.80}, not a list of task names")
+        return CompileRequest(config, module_dir or None, bool(_check(explain, bool, "explain", "request")),
+                              tuple(tasks), version)
     if kind == "run":
         threads = _check(data.get("threads"), int, "threads", "request")
         if threads is None:
@@ -180,6 +192,7 @@ _TYPES: dict[str, Any] = {
     "correctness": dict, "jacobian_mode": str, "compile_time_ms": (int, float), "peak_rss_bytes": int,
     "kernel_count": int, "recompiles": int, "fxgraph_cache_hit": int, "fxgraph_cache_miss": int,
     "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
+    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float),
 }
 
 
@@ -205,6 +218,10 @@ class Response:
         compile_time_ms, peak_rss_bytes, kernel_count, recompiles, fxgraph_cache_hit,
         fxgraph_cache_miss, artifacts (bytes per file), graph_count, graph_breaks, break_reasons:
             a compile job's statistics (graph counts only when explained).
+        timed_ms: a run's time inside its timed sample blocks, ms; ``warmup_ms`` the rest of its
+            ``run`` phase (warm-up and block calibration). Added within version 1 (optional: a
+            worker from before them leaves them out).
+        prime_ms: a compile job's time compiling its ``tasks``' graphs into the cache (optional, as above).
         version: the protocol version of the writer (1 when the JSON has none).
     """
 
@@ -233,6 +250,9 @@ class Response:
     graph_count: int | None = None
     graph_breaks: int | None = None
     break_reasons: tuple[dict[str, Any], ...] | None = None
+    timed_ms: float | None = None
+    warmup_ms: float | None = None
+    prime_ms: float | None = None
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:

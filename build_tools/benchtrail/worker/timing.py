@@ -18,7 +18,11 @@ from benchtrail.suite.definitions import ExecutionConfig
 #: record it (``environment.method_version``; files without it are version 1) and it is part of the
 #: baseline key (``benchtrail.results.baseline_key``): bump it when a change makes new samples incomparable
 #: with old ones, so no run is compared with a baseline measured the old way.
-METHOD_VERSION = 1
+#:   1 — one spawned process per case and process index.
+#:   2 — workers forked from a pre-imported server (``benchtrail.worker.server``); the cases of one
+#:       module share each process, in a shuffled order, from the compile stage's Inductor cache;
+#:       cold compile samples no longer include importing Dynamo and Inductor (issue 18).
+METHOD_VERSION = 2
 
 
 @dataclass(frozen=True)

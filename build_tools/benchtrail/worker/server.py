@@ -1,0 +1,114 @@
+"""A pre-imported parent for worker processes: ``python -m benchtrail.worker --serve``.
+
+Starting ``python -m benchtrail.worker`` costs an ``import torch`` (with Dynamo and Inductor, 3–6 s on
+a 2-core runner) before the first sample. This server imports them once and forks one child per job,
+so a fresh worker process costs a fork (tens of milliseconds; the same idea as ``multiprocessing``'s
+forkserver with ``set_forkserver_preload``, and Android's zygote). Each child is still a new process
+that runs its job and exits, so caches, allocator state and Dynamo's counters do not leak between
+jobs; it differs from a spawned worker in sharing the server's address-space layout and string hash
+seed (docs/statistics.md, "Worker processes", says what that does to the spread between processes).
+Nothing CUDA is initialised here: CUDA cannot be used in a forked child of a process that did.
+
+The runner (``benchtrail.runner.workers``) talks to the server in JSON lines; stdout is the
+protocol channel and nothing else writes to it (the server's own ``print``s go to stderr)::
+
+    server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...]}
+    runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
+                             "env": {name: value} (the whole environment), "threads": int}
+    server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
+
+A job's child starts its own session (the runner kills the whole group on a timeout), sends its
+output to ``log``, sets ``env`` and ``torch.set_num_threads(threads)``, and answers each request in
+turn in one process (:func:`benchtrail.worker.main.answer`, which builds each module once). End of
+input stops the server. A checkout from before this module answers ``--serve`` with an error exit
+and no greeting; the runner then spawns ``python -m benchtrail.worker`` per job as before.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import traceback
+from typing import Any, TextIO
+
+#: Version of the server's JSON-lines protocol (the requests inside keep their own version).
+SERVER_VERSION = 1
+
+
+def _preload() -> None:
+    """Import what every job needs; none of it starts a thread that a fork would lose, or CUDA."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+    import torch.export  # noqa: F401
+
+    import benchtrail.worker.main  # noqa: F401
+
+
+def _child(job: dict[str, Any], channel: int) -> int:
+    """Run one job in a forked child; the exit code (0 unless the response files could not be written)."""
+    os.close(channel)
+    os.setsid()
+    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    if job.get("env") is not None:  # the job's whole environment, not the server's
+        os.environ.clear()
+        os.environ.update(job["env"])
+    import torch
+
+    from benchtrail.worker.main import answer
+
+    threads = job.get("threads")
+    if threads:
+        torch.set_num_threads(int(threads))
+    for request_path, response_path in job["jobs"]:
+        answer(request_path, response_path)
+    return 0
+
+
+def serve(stdin: TextIO, channel: int) -> int:
+    """Greet on ``channel`` (a file descriptor), then fork a child for each job read from ``stdin``."""
+    from benchtrail.worker.protocol import SERVED_VERSIONS
+
+    def say(message: dict[str, Any]) -> None:
+        os.write(channel, (json.dumps(message) + "\n").encode())
+
+    _preload()
+    # Move every object the imports made out of the collector's reach, so a child's gc.collect()
+    # does not touch (and copy) the whole inherited heap (CPython's gc.freeze docs: "before a POSIX
+    # fork() call, to make the GC copy-on-write friendly").
+    gc.freeze()
+    say({"server": SERVER_VERSION, "pid": os.getpid(), "served_versions": list(SERVED_VERSIONS)})
+    for line in stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _child(job, channel)
+            except BaseException:  # noqa: B036 - the child must never return into the server's loop
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        say({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        say({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+    return 0
+
+
+def main() -> int:
+    """Entry point of ``--serve``: stdout becomes the channel; anything printed goes to stderr."""
+    channel = os.dup(1)
+    os.dup2(2, 1)
+    return serve(sys.stdin, channel)

@@ -1,0 +1,106 @@
+"""Workers forked from the pre-imported server (benchtrail.worker.server, benchtrail.runner.workers): each
+job still gets a fresh process, the cases of one module share one, a crash or a timeout costs only the
+case that caused it, and a checkout without the server falls back to spawned workers."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark_suites import devices
+from benchtrail.runner import workers
+from benchtrail.runner.run_cases import _order, run_module_cases
+from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
+                                          RunConfig, Task)
+from benchtrail.worker.protocol import run_request
+
+EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
+
+
+def _group(entry: str, tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), processes=2, timeout_s=60.0):
+    """Run configs of one module (``tests.bad_models:<entry>``), one per task."""
+    model = Model(f"model-{entry}", entry, ("test",), f"tests.bad_models:{entry}", ("8xf32",))
+    gen = ModuleGenerationConfig.build(model, EAGER, devices.C2_STANDARD_16.architecture)
+    return [RunConfig.build(gen, ExecutionConfig(f"exec-{t.value}", f"{t.value}-bs1", t, processes=processes,
+                                                 min_samples=5, warmup_time_ms=5, timeout_s=timeout_s),
+                            devices.C2_STANDARD_16, presets=("test",)) for t in tasks]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_module_once(tmp_path, method, monkeypatch):
+    monkeypatch.setenv("BENCHTRAIL_WORKER_START", method)
+    builds = tmp_path / "builds.txt"
+    rcs = _group("counted")
+    out = run_module_cases(rcs, env={"BENCHTRAIL_TEST_BUILDS": str(builds)})
+    pids = builds.read_text().split()
+    for rc in rcs:
+        response = out[rc.id]
+        assert response["status"] == "ok", response.get("reason")
+        assert len(response["samples"]) == 10 and len(response["process_medians"]) == 2
+        assert response["process_starts"] == 2
+        assert response["timed_ms"] > 0 and response["warmup_ms"] > 0
+        assert sum(response["phase_times_ms"].values()) <= response["wall_time_ms"]
+    if method == "fork":  # one build per process: 2 processes for the module's 3 cases
+        assert len(pids) == 2 and len(set(pids)) == 2
+    else:  # one spawned process per case and process index (as before the server)
+        assert len(pids) == 6 and len(set(pids)) == 6
+    assert str(os.getpid()) not in pids
+
+
+def test_a_crash_fails_its_own_case_and_the_cases_after_it_run_in_a_fresh_process():
+    rcs = _group("crashes_with_grad", tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), processes=2)
+    # The seeded order puts a crashing case (autograd on) before the inference case in some process.
+    assert any([rc.execution_config.task for rc in _order(rcs, p)][0] is not Task.INFERENCE for p in range(2))
+    out = run_module_cases(rcs)
+    by_task = {rc.execution_config.task: out[rc.id] for rc in rcs}
+    for task in (Task.FORWARD, Task.BACKWARD):
+        assert by_task[task]["status"] == "failed"
+        assert "exited with code 3" in by_task[task]["reason"]
+    inference = by_task[Task.INFERENCE]
+    assert inference["status"] == "ok" and len(inference["samples"]) == 10 and inference["process_starts"] == 2
+
+
+def test_the_order_of_a_process_is_a_seeded_shuffle():
+    rcs = _group("tiny", tasks=tuple(Task)[:3], processes=6)
+    orders = [[rc.id for rc in _order(rcs, p)] for p in range(6)]
+    assert orders == [[rc.id for rc in _order(rcs, p)] for p in range(6)]  # the same on every run
+    assert all(sorted(o) == sorted(rc.id for rc in rcs) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1  # not one fixed order
+
+
+def test_a_hung_case_is_killed_and_the_server_serves_the_next_job():
+    (hung,) = _group("hangs", tasks=(Task.INFERENCE,), processes=1, timeout_s=3)
+    (fine,) = _group("tiny", tasks=(Task.INFERENCE,), processes=1)
+    first = workers.run_in_worker(run_request(hung), 3, 1, method="fork")
+    assert first.status == "timeout" and "3 s" in first.reason
+    assert workers.run_in_worker(run_request(fine), 60, 1, method="fork").ok
+
+
+def test_a_checkout_whose_worker_has_no_server_spawns(tmp_path):
+    """A worker package from before the server answers ``--serve`` with an error exit; jobs then spawn."""
+    old = tmp_path / "old" / "benchtrail" / "worker"
+    old.mkdir(parents=True)
+    (old.parent / "__init__.py").write_text("")
+    (old / "__init__.py").write_text("")
+    (old / "__main__.py").write_text("import sys\nrequest, response = sys.argv[1:]\n")  # the old argv rule
+    env = {"PYTHONPATH": str(tmp_path / "old")}
+    assert not workers.can_fork(env, tmp_path)
+    assert workers.can_fork()
+
+
+def test_the_start_method_is_checked():
+    code = "import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.workers import start_method\nstart_method()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1 and "BENCHTRAIL_WORKER_START='vfork'; allowed: fork, spawn" in out.stderr
+
+
+def test_the_server_initialises_no_cuda_and_forks_with_one_python_thread():
+    """A forked child inherits only the forking thread; CUDA cannot be used after a fork of a process that
+    initialised it. The server imports torch, Dynamo and Inductor and must do neither."""
+    code = ("import threading, torch\nfrom benchtrail.worker.server import _preload\n_preload()\n"
+            "print(torch.cuda.is_initialized(), threading.active_count())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["False", "1"]
