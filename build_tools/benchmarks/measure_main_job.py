@@ -22,13 +22,11 @@ pipeline process), then reads the run directory and prints a Markdown table per 
   wall / compile samples. 1.0 would be a stage that does nothing but measure.
 
 Execution records come from ``results/<device>-<shard>.json`` (run stage) and ``ab/*.json``
-(recheck stage: the paired A/B run). A noise rerun keeps only the rerun's timed and warm-up
-times; the first attempt's wall time (``rerun.first_wall_time_ms``) is printed below the table.
+(recheck stage: the paired A/B run). A noise rerun's first attempt counts in the timed, warm-up
+and in-run compile columns (``rerun.first_timed_ms`` etc.); its wall time is printed below the table.
 A field an older run lacks prints ``n/a``.
 
-Usage:
-    python build_tools/benchmarks/measure_main_job.py [--presets x86_64,comp-stats] [--runs N]
-        [--keep DIR]
+Usage: python build_tools/benchmarks/measure_main_job.py [--presets x86_64,comp-stats] [--runs N] [--keep DIR]
 
 ``--runs 2`` runs the pipeline twice into the same store (each with its own empty Inductor
 cache); the second run compares with the first on the same commit, an A/A comparison, so every
@@ -89,9 +87,11 @@ def execution_costs(recs: list[dict[str, Any]]) -> dict[str, Any]:
     details = [r.get("details") or {} for r in recs]
     if not recs:
         return {}
-    return {"timed": total([d.get("timed_ms") for d in details]),
-            "warmup": total([d.get("warmup_ms") for d in details]),
-            "compile_in_run": total([(d.get("phase_times_ms") or {}).get("compile") for d in details]),
+    firsts = [d.get("rerun") or {} for d in details]  # a noise rerun's first attempt counts too
+    return {"timed": total([d.get("timed_ms") for d in details] + [f.get("first_timed_ms") for f in firsts]),
+            "warmup": total([d.get("warmup_ms") for d in details] + [f.get("first_warmup_ms") for f in firsts]),
+            "compile_in_run": total([(d.get("phase_times_ms") or {}).get("compile") for d in details]
+                                    + [(f.get("first_phase_times_ms") or {}).get("compile") for f in firsts]),
             "starts": total([d.get("process_starts") for d in details]),
             "reruns": sum("rerun" in d for d in details),
             "rerun_first_wall": total([(d.get("rerun") or {}).get("first_wall_time_ms") for d in details])}
@@ -175,27 +175,23 @@ def execution_settings(run_dir: Path) -> str:
     return f"{found} — from run-configs/execution.json (execution_config of each run config)"
 
 
-def environment(run_dir: Path) -> dict[str, Any]:
-    for path in sorted((run_dir / "results").glob("*.json")):
-        env = (read_json(path) or {}).get("environment")
-        if env:
-            return env
-    return {}
+def torch_version(run_dir: Path) -> str:
+    """The torch version the run's results files record (``environment.torch_version``)."""
+    files = (run_dir / "results").glob("*.json")
+    versions = {((read_json(p) or {}).get("environment") or {}).get("torch_version") for p in files}
+    return ", ".join(sorted(v for v in versions if v)) or "n/a"
 
 
-def git_commit() -> str:
+def git(*args: str) -> str:
+    """Output of a read-only git command in the current directory, or ``n/a``."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "n/a"
 
 
 def run_pipeline(presets: str, store: Path, cache: Path) -> tuple[list[str], float, int, Path]:
-    """Run the pipeline with ``cache`` as its Inductor cache; return the command, its wall time (s), exit
-    code and run directory."""
+    """Run the pipeline with Inductor cache ``cache``; return the command, its wall time (s), exit code, run dir."""
     cmd = [sys.executable, "-m", "benchtrail.cli.app", "pipeline", "--benchmark-presets", presets,
            "--store", str(store)]
     start = time.monotonic()
@@ -209,8 +205,7 @@ def run_pipeline(presets: str, store: Path, cache: Path) -> tuple[list[str], flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presets", default="x86_64,comp-stats", help="presets to run (default: %(default)s)")
     parser.add_argument("--runs", type=int, default=1,
                         help="pipelines to run into one store; each after the first is an A/A against the first")
@@ -220,10 +215,11 @@ def main() -> int:
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
         parser.error(f"--keep {args.keep}: not empty (the store must be fresh)")
     started = dt.datetime.now(dt.timezone.utc)
+    commit = git("rev-parse", "HEAD") + (" (uncommitted changes)" if git("status", "--porcelain", "-uno") else "")
     with tempfile.TemporaryDirectory(prefix="benchtrail-measure-") as tmp:
         store = args.keep.resolve() if args.keep else Path(tmp, "store")
         out = [f"# Cost of the main job — presets `{args.presets}`", "",
-               f"- date (UTC): {started:%Y-%m-%d %H:%M}; CPUs: {os.cpu_count()}; git commit: {git_commit()}",
+               f"- date (UTC): {started:%Y-%m-%d %H:%M}; CPUs: {os.cpu_count()}; git commit: {commit}",
                f"- command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`"]
         for i in range(1, args.runs + 1):
             cache = Path(tmp, f"inductor-cache-{i}")
@@ -237,7 +233,7 @@ def main() -> int:
                     f"TORCHINDUCTOR_CACHE_DIR={cache}; {elapsed:.1f} s as seen from here, exit code {rc}"
                     + (" (a case failed)" if rc else ""),
                     f"- run directory: {run_dir if args.keep else run_dir.relative_to(store)}",
-                    f"- torch {environment(run_dir).get('torch_version', 'n/a')}",
+                    f"- torch {torch_version(run_dir)}",
                     f"- execution settings: {execution_settings(run_dir)}",
                     "- verdicts (comparison.json counts): "
                     + (", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "n/a"), ""]
@@ -245,8 +241,8 @@ def main() -> int:
             first_wall = costs["total"].get("rerun_first_wall")
             if first_wall:
                 out += ["", f"Noise reruns: their first attempts took {first_wall / 1e3:.1f} s of wall time "
-                            "(rerun.first_wall_time_ms), counted in the run stage's wall but not in its timed, "
-                            "warm-up or in-run compile times (only the rerun's are kept)."]
+                            "(rerun.first_wall_time_ms); their timed, warm-up and in-run compile times are in the "
+                            "columns above."]
     print("\n".join(out))
     return 0
 

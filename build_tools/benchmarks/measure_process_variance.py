@@ -3,9 +3,10 @@
 
 For each case (a run config of the suite) this runs ``--processes`` K worker processes per start
 method, ``fork`` (a child of the pre-imported worker server, :mod:`benchtrail.worker.server`) and
-``spawn`` (a fresh ``python -m benchtrail.worker``), interleaved A B A B ... so that a drift of the
-machine (other work starting or stopping, heating) hits both methods alike; ``--seed`` picks the
-order of the cases and which method starts each case. Every process runs the case once through
+``spawn`` (a fresh ``python -m benchtrail.worker``), and with ``--methods fork,spawn,fork-new`` also
+``fork-new`` (a child of a server started for that one process: see :data:`METHODS`), interleaved
+A B A B ... so that a drift of the machine (other work starting or stopping, heating) hits every
+method alike; ``--seed`` picks the order of the cases and which method starts each case. Every process runs the case once through
 ``benchtrail.runner.workers.run_in_worker`` and answers ``samples`` in µs per iteration.
 
 Forked children share the server's address-space layout (ASLR is drawn once, at the server's
@@ -36,15 +37,16 @@ Per case and method it prints (Markdown):
 
 Then per method a pooled row: geometric means over cases of the CVs, the arithmetic mean of the
 variance ratios (a ratio may be 0) and the mean wall seconds. Then per case a test of whether the
-process medians' variance differs between fork and spawn: Levene's test with the median as centre
-(Brown–Forsythe; ``scipy.stats.levene``) and the two-sided F test of the variance ratio (which
+process medians' variance differs between each method and the first (fork): Levene's test with
+the median as centre (Brown–Forsythe; ``scipy.stats.levene``) and the two-sided F test of the variance ratio (which
 assumes normal medians; Levene does not). With K = 6 per arm either test has little power: a
 p-value above 0.05 says only that no large difference showed.
 
-The server's start (import torch once) is timed separately, from a discarded warm-up job per
-method before the measured ones.
+The server's start (import torch once) is timed separately, from a discarded warm-up job of fork
+and of spawn before the measured ones.
 
 Usage: python build_tools/benchmarks/measure_process_variance.py [--cases A,B] [--processes 10] [--seed 0]
+       [--methods fork,spawn[,fork-new]]
 """
 
 from __future__ import annotations
@@ -60,12 +62,16 @@ import time
 import numpy as np
 from scipy import stats
 
-from benchtrail.runner.workers import run_in_worker
+from benchtrail.runner.workers import close_servers, run_in_worker
 from benchtrail.worker.protocol import run_request
 
 DEFAULT_CASES = ("vrelu3.eager.inference-bs1", "mlp.eager.inference-bs1", "layer-norm.eager.inference-bs1",
                  "matmul-1024.eager.inference-bs1")
-METHODS = ("fork", "spawn")
+#: ``fork-new``: forked from a server started for that one process (close_servers() first), so each
+#: process draws its own layout and hash seed as a spawned one does but runs in a forked child: the
+#: spread between servers, which a run of the fork default carries between runs and between the arms
+#: of a paired A/B run (each arm has its own server). Its wall seconds include the server's start.
+METHODS = ("fork", "spawn", "fork-new")
 
 
 def find_cases(names: list[str]) -> list:
@@ -94,8 +100,13 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
     Raises:
         SystemExit: the worker did not answer ``ok``.
     """
+    if method == "fork-new":
+        close_servers()
     start = time.monotonic()
-    response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads, method=method)
+    response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
+                             method="spawn" if method == "spawn" else "fork")
+    if method == "fork-new":
+        close_servers()
     wall = time.monotonic() - start
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
@@ -149,50 +160,61 @@ def main() -> int:
                         help="comma list of run config names (the device suffix may be left off)")
     parser.add_argument("--processes", type=int, default=10, help="worker processes per case and method (>= 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the case order and which method starts")
+    parser.add_argument("--methods", default="fork,spawn",
+                        help=f"comma list of {', '.join(METHODS)}; the others are tested against the first")
     args = parser.parse_args()
     if args.processes < 3:
         parser.error("--processes must be at least 3")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if len(methods) < 2 or len(set(methods)) != len(methods) or not set(methods) <= set(METHODS):
+        parser.error(f"--methods: two or more distinct ones of {', '.join(METHODS)}")
     cases = find_cases([c.strip() for c in args.cases.split(",") if c.strip()])
     rng = random.Random(args.seed)
     rng.shuffle(cases)
 
-    print(f"# {len(cases)} cases x {args.processes} processes x {len(METHODS)} methods; seed {args.seed}; "
+    print(f"# {len(cases)} cases x {args.processes} processes x {len(methods)} methods; seed {args.seed}; "
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at start", file=sys.stderr)
     warm = {}
-    for method in METHODS:  # start the server, warm the page cache; not counted
+    for method in ("fork", "spawn"):  # start the server, warm the page cache; not counted
         _, warm[method] = run_once(cases[0], method)
-    runs: dict[tuple[str, str], list] = {(rc.name, m): [] for rc in cases for m in METHODS}
+    runs: dict[tuple[str, str], list] = {(rc.name, m): [] for rc in cases for m in methods}
     started = time.monotonic()
     for rc in cases:
-        order = list(METHODS) if rng.random() < 0.5 else list(reversed(METHODS))
+        if len(methods) == 2:
+            order = list(methods) if rng.random() < 0.5 else list(reversed(methods))
+        else:
+            order = rng.sample(methods, len(methods))
         for i in range(args.processes):
             for method in order:
                 runs[rc.name, method].append(run_once(rc, method))
-            print(f"# {rc.name}: {i + 1}/{args.processes} pairs", file=sys.stderr)
+            print(f"# {rc.name}: {i + 1}/{args.processes} rounds", file=sys.stderr)
     elapsed = time.monotonic() - started
 
     rows = {key: summarize(value) for key, value in runs.items()}
     print("| case | method | K | median µs | between CV | within CV | var ratio | wall s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for rc in cases:
-        for method in METHODS:
+        for method in methods:
             r = rows[rc.name, method]
             print(f"| {rc.name} | {method} | {r['k']} | {r['median']:.1f} | {r['between_cv']:.2%} | "
                   f"{r['within_cv']:.2%} | {r['ratio']:.3f} | {r['wall']:.2f} |")
-    for method in METHODS:
+    for method in methods:
         mine = [rows[rc.name, method] for rc in cases]
         print(f"| **pooled** ({len(cases)} cases) | {method} | {sum(r['k'] for r in mine)} | - | "
               f"{geomean([r['between_cv'] for r in mine]):.2%} | {geomean([r['within_cv'] for r in mine]):.2%} | "
               f"{statistics.fmean(r['ratio'] for r in mine):.3f} | "
               f"{statistics.fmean(w for rc in cases for _, w in runs[rc.name, method]):.2f} |")
     print()
-    print("| case | var(spawn medians) / var(fork medians) | Levene (median) p | F test p |")
-    print("|---|---:|---:|---:|")
+    first = methods[0]
+    print(f"| case | method | var(its medians) / var({first} medians) | Levene (median) p | F test p |")
+    print("|---|---|---:|---:|---:|")
     for rc in cases:
-        fork, spawn = rows[rc.name, "fork"]["medians"], rows[rc.name, "spawn"]["medians"]
-        levene = stats.levene(spawn, fork, center="median").pvalue
-        print(f"| {rc.name} | {statistics.variance(spawn) / statistics.variance(fork):.2f} | {levene:.3f} | "
-              f"{f_test(spawn, fork):.3f} |")
+        base = rows[rc.name, first]["medians"]
+        for method in methods[1:]:
+            other = rows[rc.name, method]["medians"]
+            levene = stats.levene(other, base, center="median").pvalue
+            print(f"| {rc.name} | {method} | {statistics.variance(other) / statistics.variance(base):.2f} | "
+                  f"{levene:.3f} | {f_test(other, base):.3f} |")
     print()
     print(f"Warm-up (discarded): first fork {warm['fork']:.1f} s (includes the server's start), "
           f"first spawn {warm['spawn']:.1f} s; measured processes took {elapsed:.0f} s; "

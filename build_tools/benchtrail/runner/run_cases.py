@@ -125,7 +125,8 @@ def _with_rerun(first: dict[str, Any], rerun: dict[str, Any], first_noise: float
             "rerun": {"reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
                       "first_noise": first_noise, "first_samples": first["samples"],
                       "first_process_medians": first["process_medians"],
-                      "first_wall_time_ms": first["wall_time_ms"]}}
+                      "first_wall_time_ms": first["wall_time_ms"], "first_timed_ms": first["timed_ms"],
+                      "first_warmup_ms": first["warmup_ms"], "first_phase_times_ms": first["phase_times_ms"]}}
 
 
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
@@ -134,8 +135,8 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
     once more, together.
 
     The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
-    would bias the result towards lucky runs); the first run's samples, process medians, noise and
-    wall time are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is
+    would bias the result towards lucky runs); the first run's samples, process medians, noise,
+    wall time, timed and warm-up time and phases are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is
     ``noisy`` in the comparison and never gated.
     """
     first = run_module_cases(rcs, module_dir, env)
