@@ -28,10 +28,14 @@ def _model(entry: str, name: str | None = None, model_id: str | None = None, ful
                  f"tests.bad_models:{entry}", ("2x8xf32",), fullgraph=fullgraph)
 
 
-def _suite(models, compile_configs=COMPILED, sampling=(1, 1)) -> Suite:
+def _suite(models, compile_configs=COMPILED, sampling=(1, 1), backward: bool = False) -> Suite:
+    """Modules of ``models`` × ``compile_configs``, each with an inference case; with ``backward``, Inductor
+    modules also with a backward case (whose graphs the compile stage puts in modules/inductor-cache)."""
     gens = tuple(ModuleGenerationConfig.build(m, c, Architecture.CPU, presets=("test",))
                  for m in models for c in compile_configs)
     rcs = tuple(RunConfig.build(g, configs.INFERENCE_BS1, devices.C2_STANDARD_16, presets=("test",)) for g in gens)
+    rcs += tuple(RunConfig.build(g, configs.BACKWARD_BS1, devices.C2_STANDARD_16, presets=("test",)) for g in gens
+                 if backward and g.compile_config is configs.INDUCTOR)
     return Suite(rcs, gens, ("test",), (), (("test", *sampling),))
 
 
@@ -47,7 +51,7 @@ def _compile(tmp_path: Path, suite: Suite, name: str = "run", expected_exit: int
 
 @pytest.fixture(scope="module")
 def linear_run(tmp_path_factory):
-    return _compile(tmp_path_factory.mktemp("compile"), _suite([_model("linear")]))
+    return _compile(tmp_path_factory.mktemp("compile"), _suite([_model("linear")], backward=True))
 
 
 def test_every_compile_config_records_counts_kernels_and_bytes(linear_run):
@@ -87,16 +91,32 @@ for name in ("linear.export.cpu", "linear.aot-inductor.cpu"):
     assert proc.stdout.split("\n")[:2] == ["linear.export.cpu (2, 4) True", "linear.aot-inductor.cpu (2, 4) True"]
 
 
-def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_path):
+def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_path, monkeypatch):
     run_dir, _ = linear_run
-    suite = _suite([_model("linear")])
+    suite = _suite([_model("linear")], backward=True)
     execution = jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
     out = tmp_path / "results.json"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))  # only the run's cache is warm
     assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
                  "--modules-dir", str(run_dir), "--output", str(out)]) == 0
-    for b in load_results(out).benchmarks:
+    by_name = {b.name: b for b in load_results(out).benchmarks}
+    assert len(by_name) == 4
+    for b in by_name.values():
         assert b.status == "ok" and b.details["correctness"]["ok"] is True, b.name
         assert b.details["correctness"]["max_abs_err"] < 1e-5
+    # The compile stage compiled the inference and backward graphs into modules/inductor-cache; the run
+    # stage's workers, in all three processes, load them from there and compile none. (Both cases share each
+    # process, and the module is built, its inference graph loaded, by whichever case a process runs first.)
+    cases = [by_name[f"linear.inductor.{task}-bs1.c2-standard-16"].details for task in ("inference", "backward")]
+    assert [d["fxgraph_cache_miss"] for d in cases] == [0, 0], cases
+    assert sum(d["fxgraph_cache_hit"] for d in cases) >= 3 * 2, cases  # at least the 2 graphs in each process
+    assert not (tmp_path / "empty-cache").exists()
+    # Without that cache the first process compiles the graphs (misses) into the cache Inductor is given.
+    out = tmp_path / "no-cache.json"
+    assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
+                 "--filter", "inductor.backward", "--output", str(out)]) == 0
+    (record,) = load_results(out).benchmarks
+    assert record.details["fxgraph_cache_miss"] >= 1 and (tmp_path / "empty-cache").is_dir()
 
 
 def test_corrupt_artifact_is_a_clear_failure(linear_run, tmp_path):

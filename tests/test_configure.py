@@ -96,7 +96,7 @@ def test_unknown_preset_fails_naming_it_listing_valid_ones_and_suggesting(gh, ca
     assert code == 1 and output == ""
     err = capsys.readouterr().err
     assert "PR description: unknown benchmark preset 'comp-stat'" in err
-    assert "valid presets: comp-stats, comp-stats-large, cuda, cuda-smoke, smoke, x86_64, all, default" in err
+    assert "valid presets: comp-stats, comp-stats-large, cuda, cuda-smoke, smoke, x86_64, x86_64-large, all, default" in err
     assert "Did you mean 'comp-stats'?" in err
 
 
@@ -344,7 +344,8 @@ def test_bad_trailer_writes_a_comment_and_the_outputs_then_fails(gh, run_ids, tm
     lines = comment["body"].splitlines()
     assert lines[0] == "### benchtrail: no benchmarks ran — the benchmark selection in the PR description is invalid"
     assert lines[2] == ("PR description: unknown benchmark preset 'comp-stat'; valid presets: comp-stats, "
-                        "comp-stats-large, cuda, cuda-smoke, smoke, x86\\_64, all, default. Did you mean 'comp-stats'?")
+                        "comp-stats-large, cuda, cuda-smoke, smoke, x86\\_64, x86\\_64-large, all, default. Did you mean "
+                        "'comp-stats'?")
     assert "edit the `benchmarks:` line at the bottom of the PR description" in lines[4]
     assert "docs/trailers.md" in lines[4] and lines[-1] == marker
     assert (out / "comment.md").read_text() == comment["body"]

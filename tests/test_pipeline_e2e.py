@@ -1,9 +1,10 @@
-"""The main job end to end on the smoke preset: two runs, the second compared with the first."""
+"""The main job end to end on the smoke preset: two runs, the second compared with the first.
 
-import contextlib
-import io
+The runs are those of the session's ``history_store`` (tests/conftest.py): its runs at commits c1 and c2,
+c2's first parent (one real pipeline per run, shared with the history, dashboard and schema tests).
+"""
+
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,17 +13,8 @@ from benchtrail.results.io import load_results_paths
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    store = tmp_path_factory.mktemp("store")
-    outputs = []
-    for _ in range(2):
-        stdout = io.StringIO()
-        with contextlib.redirect_stdout(stdout):
-            assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(store)]) == 0
-        comment_md = Path(stdout.getvalue().strip().splitlines()[-1])  # the last line printed
-        assert comment_md.name == "comment.md" and comment_md.is_file()
-        outputs.append(comment_md.parents[1])
-    return store, outputs
+def two_runs(history_store):
+    return history_store["store"], (history_store["run_dirs"]["c1"], history_store["run_dirs"]["c2"])
 
 
 @pytest.mark.e2e
@@ -55,8 +47,8 @@ def test_comment_has_a_row_per_benchmark_and_the_run_directory_is_complete(two_r
     assert stats["status"] == "ok" and stats["graph_count"] == 1 and stats["compile_time_ms"] > 0
     assert stats["kernel_count"] > 0 and stats["artifact_bytes"] > 0  # a suite model's real Inductor module
     pointers = sorted((store / "commits").glob("*/*.json"))
-    assert len(pointers) == 2
-    assert json.loads(pointers[0].read_text())["devices"] == ["c2-standard-16"]
+    assert len(pointers) == 4  # one per run of the history: c1, c2, s1, c3
+    assert all(json.loads(p.read_text())["devices"] == ["c2-standard-16"] for p in pointers)
 
 
 @pytest.mark.e2e

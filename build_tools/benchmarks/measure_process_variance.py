@@ -6,8 +6,9 @@ method, ``fork`` (a child of the pre-imported worker server, :mod:`benchtrail.wo
 ``spawn`` (a fresh ``python -m benchtrail.worker``), and with ``--methods fork,spawn,fork-new`` also
 ``fork-new`` (a child of a server started for that one process: see :data:`METHODS`), interleaved
 A B A B ... so that a drift of the machine (other work starting or stopping, heating) hits every
-method alike; ``--seed`` picks the order of the cases and which method starts each case. Every process runs the case once through
-``benchtrail.runner.workers.run_in_worker`` and answers ``samples`` in µs per iteration.
+method alike; ``--seed`` picks the order of the cases and which method starts each case. Every
+process runs the case once through ``benchtrail.runner.workers.run_in_worker`` and answers
+``samples`` in µs per iteration; ``--save`` keeps them (JSON) for another analysis.
 
 Forked children share the server's address-space layout (ASLR is drawn once, at the server's
 ``exec``), its Python hash seed (``PYTHONHASHSEED``, drawn at interpreter start) and its imported,
@@ -37,10 +38,11 @@ Per case and method it prints (Markdown):
 
 Then per method a pooled row: geometric means over cases of the CVs, the arithmetic mean of the
 variance ratios (a ratio may be 0) and the mean wall seconds. Then per case a test of whether the
-process medians' variance differs between each method and the first (fork): Levene's test with
-the median as centre (Brown–Forsythe; ``scipy.stats.levene``) and the two-sided F test of the variance ratio (which
-assumes normal medians; Levene does not). With K = 6 per arm either test has little power: a
-p-value above 0.05 says only that no large difference showed.
+process medians' variance differs between each method and the first (fork), on ln(process median)
+so that a difference of level between the methods does not pass for one of spread: Levene's test
+with the median as centre (Brown–Forsythe; ``scipy.stats.levene``) and the two-sided F test of the
+variance ratio (which assumes normal ln medians; Levene does not). With K = 6 per method either
+test has little power: a p-value above 0.05 says only that no large difference showed.
 
 The server's start (import torch once) is timed separately, from a discarded warm-up job of fork
 and of spawn before the measured ones.
@@ -52,22 +54,27 @@ Usage: python build_tools/benchmarks/measure_process_variance.py [--cases A,B] [
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from benchtrail.runner.workers import close_servers, run_in_worker
+from benchtrail.runner import workers
+from benchtrail.runner.workers import run_in_worker
 from benchtrail.worker.protocol import run_request
 
 DEFAULT_CASES = ("vrelu3.eager.inference-bs1", "mlp.eager.inference-bs1", "layer-norm.eager.inference-bs1",
                  "matmul-1024.eager.inference-bs1")
-#: ``fork-new``: forked from a server started for that one process (close_servers() first), so each
+#: ``fork-new``: forked from a server started for that one process (its own working directory, so
+#: its own server; closed afterwards, the ``fork`` method's server stays up), so each
 #: process draws its own layout and hash seed as a spawned one does but runs in a forked child: the
 #: spread between servers, which a run of the fork default carries between runs and between the arms
 #: of a paired A/B run (each arm has its own server). Its wall seconds include the server's start.
@@ -100,14 +107,17 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
     Raises:
         SystemExit: the worker did not answer ``ok``.
     """
-    if method == "fork-new":
-        close_servers()
-    start = time.monotonic()
-    response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
-                             method="spawn" if method == "spawn" else "fork")
-    if method == "fork-new":
-        close_servers()
-    wall = time.monotonic() - start
+    with tempfile.TemporaryDirectory(prefix="measure-fork-new-") as tmp:
+        cwd = Path(tmp) if method == "fork-new" else None
+        start = time.monotonic()
+        response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
+                                 cwd=cwd, method="spawn" if method == "spawn" else "fork")
+        wall = time.monotonic() - start
+        if cwd is not None:  # servers are keyed by (PYTHONPATH, cwd): close this one-off
+            for key in [k for k in workers._SERVERS if k[1] == str(cwd.resolve())]:
+                server = workers._SERVERS.pop(key)
+                if server is not None:
+                    server.close()
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
     return tuple(response.samples), wall
@@ -160,6 +170,7 @@ def main() -> int:
                         help="comma list of run config names (the device suffix may be left off)")
     parser.add_argument("--processes", type=int, default=10, help="worker processes per case and method (>= 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the case order and which method starts")
+    parser.add_argument("--save", type=Path, help="also write every process's samples and wall seconds (JSON)")
     parser.add_argument("--methods", default="fork,spawn",
                         help=f"comma list of {', '.join(METHODS)}; the others are tested against the first")
     args = parser.parse_args()
@@ -189,6 +200,9 @@ def main() -> int:
                 runs[rc.name, method].append(run_once(rc, method))
             print(f"# {rc.name}: {i + 1}/{args.processes} rounds", file=sys.stderr)
     elapsed = time.monotonic() - started
+    if args.save:
+        args.save.write_text(json.dumps([{"case": c, "method": m, "samples_us": list(s), "wall_s": w}
+                                         for (c, m), value in runs.items() for s, w in value]))
 
     rows = {key: summarize(value) for key, value in runs.items()}
     print("| case | method | K | median µs | between CV | within CV | var ratio | wall s |")
@@ -206,12 +220,12 @@ def main() -> int:
               f"{statistics.fmean(w for rc in cases for _, w in runs[rc.name, method]):.2f} |")
     print()
     first = methods[0]
-    print(f"| case | method | var(its medians) / var({first} medians) | Levene (median) p | F test p |")
+    print(f"| case | method | var(ln medians) / var({first} ln medians) | Levene (median) p | F test p |")
     print("|---|---|---:|---:|---:|")
     for rc in cases:
-        base = rows[rc.name, first]["medians"]
+        base = [math.log(m) for m in rows[rc.name, first]["medians"]]
         for method in methods[1:]:
-            other = rows[rc.name, method]["medians"]
+            other = [math.log(m) for m in rows[rc.name, method]["medians"]]
             levene = stats.levene(other, base, center="median").pvalue
             print(f"| {rc.name} | {method} | {statistics.variance(other) / statistics.variance(base):.2f} | "
                   f"{levene:.3f} | {f_test(other, base):.3f} |")

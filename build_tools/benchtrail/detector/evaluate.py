@@ -265,6 +265,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
              "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
+             "start_method": info["start_method"],
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
              "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
              "estimate_s": cal["estimate_s"], "estimate_collect_s": cal["estimate_collect_s"],

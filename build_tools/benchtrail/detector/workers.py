@@ -74,7 +74,7 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> Non
 
 
 class Worker:
-    """One arm's long-lived worker process (``spawn`` context) and its end of the Pipe."""
+    """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe."""
 
     def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None) -> None:
         self.index = index
@@ -114,16 +114,35 @@ class Worker:
         self._conn.close()
 
 
+def _context(method: str) -> Any:
+    """The ``multiprocessing`` context of ``method``: ``fork`` starts workers from a pre-imported parent
+    (the standard library's forkserver with torch preloaded: the same launch as the run stage's workers,
+    ``benchtrail.worker.server``), ``spawn`` a fresh interpreter each (the launch before issue 18)."""
+    if method == "spawn":
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "benchtrail.worker.timing"])
+    return ctx
+
+
 @contextlib.contextmanager
-def workers(matrix_size: int, seed: int, cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
-    """Two workers with identical matrices, started together; ``(workers, info of worker 0)``."""
-    ctx = multiprocessing.get_context("spawn")
+def workers(matrix_size: int, seed: int, cpu: int | None,
+            method: str | None = None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
+    """Two workers with identical matrices, started together; ``(workers, info of worker 0)``.
+
+    ``method`` is ``fork`` or ``spawn`` (default: ``benchtrail.runner.workers.start_method``, i.e.
+    ``BENCHTRAIL_WORKER_START``); the info records it as ``start_method``.
+    """
+    from benchtrail.runner.workers import start_method
+
+    method = method or start_method()
+    ctx = _context(method)
     workers: list[Worker] = []
     try:
         for i in range(2):
             workers.append(Worker(ctx, i, matrix_size, seed, cpu))
         infos = [w.reply() for w in workers]
-        yield (workers[0], workers[1]), infos[0]
+        yield (workers[0], workers[1]), {**infos[0], "start_method": method}
     finally:
         for w in workers:
             w.close()

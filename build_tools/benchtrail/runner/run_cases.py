@@ -49,14 +49,15 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     (:func:`_order`). Returns, per run config id, the last worker response with every process's samples,
     ``process_medians`` (µs), ``phase_times_ms`` summed over the processes, ``timed_ms`` and
     ``warmup_ms`` (time inside timed sample blocks, and warm-up with calibration, summed),
-    ``process_starts``, on a GPU both times' samples pooled (``gpu_samples_us``, ``wall_samples_us``),
+    ``process_starts``, ``fxgraph_cache_hit`` and ``_miss`` summed (Inductor graphs loaded from the
+    cache, and compiled: workers from before issue 18 do not report them), on a GPU both times' samples pooled (``gpu_samples_us``, ``wall_samples_us``),
     and ``wall_time_ms``: the case's phases plus its share of each process's time outside any case's
     phases (start, import, teardown). A case whose process does not answer it ``ok`` ends with that
     status and is not run in later processes; the cases after it in that process run again in a
     fresh one (never raises).
     """
     state = {rc.id: {"samples": [], "process_medians": [], "phase_times_ms": {}, "pooled": {}, "timed_ms": 0.0,
-                     "warmup_ms": 0.0, "process_starts": 0, "wall_time_ms": 0.0} for rc in rcs}
+                     "warmup_ms": 0.0, "process_starts": 0, "wall_time_ms": 0.0, "cache": {}} for rc in rcs}
     done: dict[str, dict[str, Any]] = {}
     for process in range(rcs[0].execution_config.processes):
         todo = [rc for rc in _order(rcs, process) if rc.id not in done]
@@ -65,8 +66,8 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     out = {}
     for rc in rcs:
         case = state[rc.id]
-        timing = {k: case[k] for k in ("process_medians", "phase_times_ms", "timed_ms", "warmup_ms", "process_starts",
-                                       "wall_time_ms")}
+        timing = {**{k: case[k] for k in ("process_medians", "phase_times_ms", "timed_ms", "warmup_ms",
+                                          "process_starts", "wall_time_ms")}, **case["cache"]}
         if rc.id in done:
             out[rc.id] = {**done[rc.id], **timing}
         else:
@@ -94,6 +95,9 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
         case["wall_time_ms"] += sum((response.phase_times_ms or {}).values()) + max(wall - spent, 0.0) / len(answered)
         case["timed_ms"] += response.timed_ms or 0.0
         case["warmup_ms"] += response.warmup_ms or 0.0
+        for key in ("fxgraph_cache_hit", "fxgraph_cache_miss"):  # graphs loaded from and compiled into the cache
+            if getattr(response, key) is not None:
+                case["cache"][key] = case["cache"].get(key, 0) + getattr(response, key)
         case["last"] = response
         if not response.ok:
             done[rc.id] = response.as_dict()
@@ -121,7 +125,9 @@ def _noisy(response: dict[str, Any]) -> float | None:
 
 def _with_rerun(first: dict[str, Any], rerun: dict[str, Any], first_noise: float) -> dict[str, Any]:
     """The rerun's response, with the first run's samples, medians and noise under ``rerun``."""
-    return {**rerun, "process_starts": first["process_starts"] + rerun["process_starts"],
+    counts = {k: first.get(k, 0) + rerun.get(k, 0) for k in ("process_starts", "fxgraph_cache_hit", "fxgraph_cache_miss")
+              if k in first or k in rerun}  # both attempts' processes
+    return {**rerun, **counts,
             "rerun": {"reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
                       "first_noise": first_noise, "first_samples": first["samples"],
                       "first_process_medians": first["process_medians"],
@@ -159,7 +165,8 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
                                         "warmup_iterations", "threads", "traceback", "process_medians",
                                         "correctness", "rerun", "wall_time_ms", "jacobian_mode", "timing",
                                         "gpu_samples_us", "wall_samples_us", "oom", "timed_ms", "warmup_ms",
-                                        "process_starts") if k in response}
+                                        "process_starts", "fxgraph_cache_hit", "fxgraph_cache_miss")
+               if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(
         id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", direction=metric_direction("latency"),

@@ -105,8 +105,8 @@ class WorkerServer:
         return json.loads(line)
 
     def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
-            timeouts: Sequence[float]) -> tuple[int | None, str]:
-        """Fork one child that answers each (request, response) file pair in turn.
+            timeouts: Sequence[float], cwd: Path | None = None) -> tuple[int | None, str]:
+        """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
 
         ``timeouts[i]`` is the seconds request ``i`` may take from the moment the one before it was
         answered (its response file appeared); past it the child's process group is killed.
@@ -116,7 +116,8 @@ class WorkerServer:
             ServerUnavailable: the server itself died.
         """
         self.starts += 1
-        job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads}
+        job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
+               "cwd": str(Path(cwd or ".").resolve())}
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
@@ -168,21 +169,30 @@ def _kill_group(pid: int) -> None:
 
 _SERVERS: dict[tuple[str, str], WorkerServer | None] = {}
 _LOCK = threading.Lock()
+#: Servers kept running at most (each holds an imported torch, ~350 MB): the least recently used one
+#: is stopped first. A paired run needs two; a test session makes one per checkout it uses.
+MAX_SERVERS = 3
 
 
 def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None) -> WorkerServer | None:
-    """The server of the checkout that ``env``'s ``PYTHONPATH`` and ``cwd`` import, started on first
-    use; None where workers are spawned (``method`` or else ``BENCHTRAIL_WORKER_START`` is ``spawn``, or
-    the checkout's worker predates the server: remembered, so it is tried once)."""
+    """The server of the checkout that ``env``'s ``PYTHONPATH`` imports, started on first use (in ``cwd``;
+    each job then runs in its own working directory); None where workers are spawned (``method`` or
+    else ``BENCHTRAIL_WORKER_START`` is ``spawn``, or the checkout's worker predates the server:
+    remembered, so it is tried once). A server imports ``benchtrail`` from ``PYTHONPATH`` or
+    site-packages, not from a working directory (it lives in ``build_tools/``)."""
     if (method or start_method()) == "spawn":
         return None
-    key = (env.get("PYTHONPATH", ""), str(Path(cwd or ".").resolve()))
+    key = (env.get("PYTHONPATH", ""), sys.executable)
     with _LOCK:
         if key not in _SERVERS:
+            running = [k for k, s in _SERVERS.items() if s is not None]
+            for old in running[:max(len(running) - MAX_SERVERS + 1, 0)]:
+                _SERVERS.pop(old).close()
             try:
                 _SERVERS[key] = WorkerServer(env, cwd)
             except ServerUnavailable:
                 _SERVERS[key] = None
+        _SERVERS[key] = _SERVERS.pop(key)  # most recently used last
         return _SERVERS[key]
 
 
@@ -280,7 +290,7 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
         server = server_for(_server_environment(full, env), cwd, method)
         if server is not None:
             try:
-                code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts)
+                code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd)
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
                 with _LOCK:

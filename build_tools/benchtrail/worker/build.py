@@ -27,7 +27,7 @@ from benchtrail.worker.inputs import SEED, make_inputs
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
 
-__all__ = ["CompiledModule", "build_model", "compile_module", "explain_graphs", "load_artifact"]
+__all__ = ["CompiledModule", "build_model", "cache_counts", "compile_module", "explain_graphs", "load_artifact"]
 
 
 def build_model(entry_point: str, device: str = "cpu") -> torch.nn.Module:
@@ -69,8 +69,8 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
-    counters.clear()
     inductor_metrics.reset()
+    hits, misses = cache_counts()
     start = time.perf_counter()
     with torch.no_grad():
         if mode in INDUCTOR_MODES:
@@ -84,14 +84,22 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
         if device == "cuda":
             torch.cuda.synchronize()
         elapsed_ms = (time.perf_counter() - start) * 1e3
+        after = cache_counts()
         stats = {"kernel_count": int(inductor_metrics.generated_kernel_count),
-                 "fxgraph_cache_hit": int(counters["inductor"]["fxgraph_cache_hit"]),
-                 "fxgraph_cache_miss": int(counters["inductor"]["fxgraph_cache_miss"])}
+                 "fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
         # A second call with other values of the same shapes must not compile again.
         frames = counters["frames"]["total"]
         fn(*make_inputs(gen.model.input_specs, device, seed=SEED + 1))
         stats["recompiles"] = int(counters["frames"]["total"] - frames)
     return CompiledModule(fn, elapsed_ms, stats)
+
+
+def cache_counts() -> tuple[int, int]:
+    """Inductor's FX graph cache (hits, misses) so far in this process
+    (``torch._dynamo.utils.counters["inductor"]``); callers take differences."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["fxgraph_cache_hit"]), int(counters["inductor"]["fxgraph_cache_miss"])
 
 
 def _save_and_load(program: Any, mode: CompileMode, module_dir: Path | None) -> Callable[..., Any]:

@@ -29,7 +29,7 @@ from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.inputs import make_inputs
 from benchtrail.worker.timing import measure
-from benchtrail.worker.build import build_model, compile_module, explain_graphs, load_artifact
+from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
 from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Request, Response, RunRequest, read_request,
                                         refusal)
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
@@ -156,6 +156,9 @@ _BUILT: dict[tuple[str, str], Any] = {}
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float]) -> dict[str, Any]:
     """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
 
+    The response also holds ``fxgraph_cache_hit`` and ``_miss``: Inductor FX graph cache lookups of
+    the compile phase (misses are graphs compiled here, not loaded from the cache).
+
     ``phases`` receives the phase times in ms as they finish (so a failed case keeps the phases it
     completed): ``prep`` (inputs made and moved to the device), ``compile`` (module built, compiled
     or loaded, and the task's first iteration run), ``check`` (correctness), ``run`` (warm-up,
@@ -176,6 +179,7 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     phases["prep"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
+    hits, misses = cache_counts()
     try:
         fn, jacobian_mode = _task_module(gen, task, inputs, device, module_dir)
         iteration = tasks.step(task, fn, inputs)
@@ -185,6 +189,8 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     except tasks.TaskError as exc:
         raise CaseFailure("failed", str(exc)) from exc
     phases["compile"] = (time.perf_counter() - t0) * 1e3
+    after = cache_counts()
+    cache = {"fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
 
     t0 = time.perf_counter()
     _check_finite(output)
@@ -205,7 +211,8 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
         torch.cuda.empty_cache()
     phases["done"] = (time.perf_counter() - t0) * 1e3
     timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
-    return {**timed, "threads": torch.get_num_threads(), "correctness": correctness, "jacobian_mode": jacobian_mode}
+    return {**timed, **cache, "threads": torch.get_num_threads(), "correctness": correctness,
+            "jacobian_mode": jacobian_mode}
 
 
 def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, Any]:

@@ -14,11 +14,13 @@ protocol channel and nothing else writes to it (the server's own ``print``s go t
 
     server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...]}
     runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
-                             "env": {name: value} (the whole environment), "threads": int}
+                             "env": {name: value} (the whole environment), "threads": int,
+                             "cwd": path (the working directory; optional)}
     server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
-output to ``log``, sets ``env`` and ``torch.set_num_threads(threads)``, and answers each request in
+output to ``log``, sets ``env``, its working directory (also first on ``sys.path``, so one server
+serves every working directory of a checkout) and ``torch.set_num_threads(threads)``, and answers each request in
 turn in one process (:func:`benchtrail.worker.main.answer`, which builds each module once). End of
 input stops the server. A checkout from before this module answers ``--serve`` with an error exit
 and no greeting; the runner then spawns ``python -m benchtrail.worker`` per job as before.
@@ -35,6 +37,8 @@ from typing import Any, TextIO
 
 #: Version of the server's JSON-lines protocol (the requests inside keep their own version).
 SERVER_VERSION = 1
+#: The server's working directory, which ``python -m`` put first on ``sys.path``; a child takes its job's.
+_START_DIR = os.getcwd()
 
 
 def _preload() -> None:
@@ -59,6 +63,10 @@ def _child(job: dict[str, Any], channel: int) -> int:
     if job.get("env") is not None:  # the job's whole environment, not the server's
         os.environ.clear()
         os.environ.update(job["env"])
+    if job.get("cwd"):  # the job's working directory, first on sys.path as for `python -m` started there
+        if sys.path and sys.path[0] == _START_DIR:
+            sys.path[0] = job["cwd"]
+        os.chdir(job["cwd"])
     import torch
 
     from benchtrail.worker.main import answer
