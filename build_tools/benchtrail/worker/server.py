@@ -50,6 +50,16 @@ def _preload() -> None:
 
     import benchtrail.worker.main  # noqa: F401
 
+    # Inductor probes the C++ compiler and the CPU's vector ISA once per process (g++ runs, a test
+    # build; about 2 s): do it here once. It caches its answer in the process (functools), so every
+    # child inherits it; a machine without a compiler fails later, in the job that needs one.
+    try:
+        from torch._inductor import cpu_vec_isa
+
+        cpu_vec_isa.pick_vec_isa()
+    except Exception:  # noqa: BLE001
+        pass
+
 
 def _child(job: dict[str, Any], channel: int) -> int:
     """Run one job in a forked child; the exit code (0 unless the response files could not be written)."""
