@@ -28,24 +28,24 @@ def _group(entry: str, tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), proc
                             devices.C2_STANDARD_16, presets=("test",)) for t in tasks]
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_module_once(tmp_path, method, monkeypatch):
+@pytest.mark.parametrize("method, processes, builds", [("fork", 2, 2), ("spawn", 1, 3)])
+def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_module_once(
+        tmp_path, method, processes, builds, monkeypatch):
+    """Forked: one process per process index builds the module once for its 3 cases. Spawned (as before
+    the server): one process per case and process index."""
     monkeypatch.setenv("BENCHTRAIL_WORKER_START", method)
-    builds = tmp_path / "builds.txt"
-    rcs = _group("counted")
-    out = run_module_cases(rcs, env={"BENCHTRAIL_TEST_BUILDS": str(builds)})
-    pids = builds.read_text().split()
+    log = tmp_path / "builds.txt"
+    rcs = _group("counted", processes=processes)
+    out = run_module_cases(rcs, env={"BENCHTRAIL_TEST_BUILDS": str(log)})
+    pids = log.read_text().split()
     for rc in rcs:
         response = out[rc.id]
         assert response["status"] == "ok", response.get("reason")
-        assert len(response["samples"]) == 10 and len(response["process_medians"]) == 2
-        assert response["process_starts"] == 2
+        assert len(response["samples"]) == 5 * processes and len(response["process_medians"]) == processes
+        assert response["process_starts"] == processes
         assert response["timed_ms"] > 0 and response["warmup_ms"] > 0
         assert sum(response["phase_times_ms"].values()) <= response["wall_time_ms"]
-    if method == "fork":  # one build per process: 2 processes for the module's 3 cases
-        assert len(pids) == 2 and len(set(pids)) == 2
-    else:  # one spawned process per case and process index (as before the server)
-        assert len(pids) == 6 and len(set(pids)) == 6
+    assert len(pids) == builds and len(set(pids)) == builds
     assert str(os.getpid()) not in pids
 
 
