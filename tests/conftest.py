@@ -66,17 +66,40 @@ def history_store(tmp_path_factory):
 
     Returns ``{"repo": Path, "store": Path, "commits": {name: sha}, "run_dirs": {name: Path}}``.
 
-    Building it takes about four minutes. For development only, ``BENCHTRAIL_TEST_HISTORY_STORE``
-    may name a JSON file of this dict (paths as strings) written from an earlier build, to reuse it.
+    Building it takes about a minute. Under pytest-xdist the test processes share one build: the first
+    to need it builds it under a file lock and writes its description (this dict, paths as strings) next
+    to the processes' temporary folders, and the others wait for the lock and read it (pytest-xdist's
+    documented pattern for a session fixture made once). For development only,
+    ``BENCHTRAIL_TEST_HISTORY_STORE`` may name such a JSON file from an earlier build, to reuse it.
     """
     import json
     import os
     from pathlib import Path
 
-    if os.environ.get("BENCHTRAIL_TEST_HISTORY_STORE"):
-        saved = json.loads(Path(os.environ["BENCHTRAIL_TEST_HISTORY_STORE"]).read_text())
+    from filelock import FileLock
+
+    def load(path):
+        saved = json.loads(Path(path).read_text())
         return {"repo": Path(saved["repo"]), "store": Path(saved["store"]), "commits": saved["commits"],
                 "run_dirs": {k: Path(v) for k, v in saved["run_dirs"].items()}}
+
+    if os.environ.get("BENCHTRAIL_TEST_HISTORY_STORE"):
+        return load(os.environ["BENCHTRAIL_TEST_HISTORY_STORE"])
+    shared = tmp_path_factory.getbasetemp().parent / "history_store.json"  # the xdist processes' common folder
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return _build_history_store(tmp_path_factory)
+    with FileLock(str(shared) + ".lock"):
+        if shared.is_file():
+            return load(shared)
+        built = _build_history_store(tmp_path_factory)
+        shared.write_text(json.dumps({k: (str(v) if isinstance(v, Path) else
+                                          {n: str(p) for n, p in v.items()} if k == "run_dirs" else v)
+                                      for k, v in built.items()}))
+        return built
+
+
+def _build_history_store(tmp_path_factory):
+    """The runs of :func:`history_store`."""
     from benchmark_suites.suite import generate
     from benchtrail.pipeline.job import run_pipeline
 

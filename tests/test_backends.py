@@ -171,7 +171,3 @@ def test_an_output_dir_that_is_a_file_is_named(tmp_path, capsys):
     code, out, err = _run(capsys, "--results", str(FIXED_RUN), "--output-dir", str(afile))
     assert code == 1 and out == ""
     assert f"--output-dir {afile} is a file" in err
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")

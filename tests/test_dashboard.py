@@ -343,7 +343,3 @@ def test_dashboard_command_refuses_a_run_dir_without_results_or_of_two_commits(t
     code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", run_dir, "--run-id", "r", "--attempt", 1)
     assert code == 1
     assert f"--run-dir {run_dir}: its results files come from 2 commits (aaaaaaaaaaaa, bbbbbbbbbbbb)" in err
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")

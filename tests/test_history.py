@@ -445,7 +445,3 @@ def test_an_output_dir_that_is_a_file_and_an_empty_output_are_named(history_stor
     with pytest.raises(SystemExit) as exited:
         main(["history", "--store", str(history_store["store"]), "--repo", str(history_store["repo"]), "--output", ""])
     assert exited.value.code == 1 and "argument --output: empty path" in capsys.readouterr().err
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")

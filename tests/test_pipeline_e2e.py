@@ -57,7 +57,3 @@ def test_unwritable_store_fails_before_anything_runs(tmp_path, capsys):
     blocker.write_text("x")
     assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(blocker / "store")]) == 1
     assert "cannot be written" in capsys.readouterr().err
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")

@@ -404,7 +404,3 @@ def test_check_jsonschema_validates_by_hand_as_formats_md_says(history_store, tm
     done = subprocess.run([*_check_jsonschema(), "--schemafile", str(SCHEMAS / "comparison.schema.json"),
                            str(tmp_path / "comparison.json")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "bogus" in done.stdout, done.stdout + done.stderr
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")

@@ -400,7 +400,3 @@ def test_bisect_range_refuses_unknown_refs_and_reversed_builds(merge_repo, capsy
     (tmp_path / "plain").mkdir()
     with pytest.raises(UserError, match=r"is not a git repository"):
         bisect_range(tmp_path / "plain", "a", "b")
-
-
-# These tests read the session's real pipeline runs: one test process makes them (pyproject.toml, addopts).
-pytestmark = pytest.mark.xdist_group("history_store")
