@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 from benchtrail.project import import_root
@@ -105,8 +106,9 @@ class WorkerServer:
         return json.loads(line)
 
     def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
-            timeouts: Sequence[float], cwd: Path | None = None) -> tuple[int | None, str]:
+            timeouts: Sequence[float], cwd: Path | None = None, inductor: bool = True) -> tuple[int | None, str]:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
+        ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once).
 
         ``timeouts[i]`` is the seconds request ``i`` may take from the moment the one before it was
         answered (its response file appeared); past it the child's process group is killed.
@@ -117,7 +119,7 @@ class WorkerServer:
         """
         self.starts += 1
         job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
-               "cwd": str(Path(cwd or ".").resolve())}
+               "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor}
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
@@ -236,6 +238,25 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
     return proc.returncode, "" if proc.returncode == 0 else f"worker exited with code {proc.returncode}: " + " / ".join(tail)
 
 
+#: Compile modes that run Inductor's C++ toolchain (``benchtrail.suite.definitions.CompileMode`` values).
+_INDUCTOR_MODES = frozenset({"inductor", "inductor-max-autotune", "aot-inductor"})
+
+
+def _uses_inductor(request: Request) -> bool:
+    """Whether the request's module compiles with Inductor: a ``mode`` of its packed config (the compile
+    config's) is an Inductor mode. A Jacobian of an Inductor module, a backward graph: all the same mode."""
+    stack: list[Any] = [request.config]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("mode") in _INDUCTOR_MODES:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def _read(response: Path, code: int | None, why: str) -> Response:
     if code is None:
         return Response(status="timeout", reason=why)
@@ -290,7 +311,8 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
         server = server_for(_server_environment(full, env), cwd, method)
         if server is not None:
             try:
-                code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd)
+                code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd,
+                                       any(map(_uses_inductor, requests)))
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
                 with _LOCK:

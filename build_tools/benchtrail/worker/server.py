@@ -15,7 +15,8 @@ protocol channel and nothing else writes to it (the server's own ``print``s go t
     server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...]}
     runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
                              "env": {name: value} (the whole environment), "threads": int,
-                             "cwd": path (the working directory; optional)}
+                             "cwd": path (the working directory; optional),
+                             "inductor": bool (a job compiles with Inductor; optional)}
     server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
@@ -50,9 +51,19 @@ def _preload() -> None:
 
     import benchtrail.worker.main  # noqa: F401
 
-    # Inductor probes the C++ compiler and the CPU's vector ISA once per process (g++ runs, a test
-    # build; about 2 s): do it here once. It caches its answer in the process (functools), so every
-    # child inherits it; a machine without a compiler fails later, in the job that needs one.
+
+_probed = False
+
+
+def _probe_inductor() -> None:
+    """Inductor probes the C++ compiler and the CPU's vector ISA once per process (g++ runs, a test
+    build; about 2 s): do it here, once, before the first job that compiles with Inductor. It caches
+    its answer in the process (functools), so every later child inherits it; a machine without a
+    compiler fails later, in the job that needs one."""
+    global _probed
+    if _probed:
+        return
+    _probed = True
     try:
         from torch._inductor import cpu_vec_isa
 
@@ -106,6 +117,8 @@ def serve(stdin: TextIO, channel: int) -> int:
         if not line.strip():
             continue
         job = json.loads(line)
+        if job.get("inductor"):
+            _probe_inductor()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
