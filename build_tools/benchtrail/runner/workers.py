@@ -23,6 +23,8 @@ from typing import Any
 from pathlib import Path
 
 from benchtrail.project import import_root
+from benchtrail.suite.definitions import CompileMode
+from benchtrail.suite.entry_points import INDUCTOR_MODES
 from benchtrail.worker.protocol import ProtocolError, Request, Response, read_response
 
 #: How workers start: ``fork`` (from the pre-imported server; the default) or ``spawn`` (a new
@@ -83,7 +85,6 @@ class WorkerServer:
             self.close()
             raise ServerUnavailable(f"the worker did not start a server ({self._log_tail()})")
         self.served_versions = tuple(hello.get("served_versions", (1,)))
-        self.starts = 0
 
     def _log_tail(self) -> str:
         try:
@@ -117,7 +118,6 @@ class WorkerServer:
         Raises:
             ServerUnavailable: the server itself died.
         """
-        self.starts += 1
         job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
                "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor}
         try:
@@ -238,8 +238,8 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
     return proc.returncode, "" if proc.returncode == 0 else f"worker exited with code {proc.returncode}: " + " / ".join(tail)
 
 
-#: Compile modes that run Inductor's C++ toolchain (``benchtrail.suite.definitions.CompileMode`` values).
-_INDUCTOR_MODES = frozenset({"inductor", "inductor-max-autotune", "aot-inductor"})
+#: Compile modes that run Inductor's C++ toolchain, by value.
+_INDUCTOR_MODES = frozenset(m.value for m in INDUCTOR_MODES + (CompileMode.AOT_INDUCTOR,))
 
 
 def _uses_inductor(request: Request) -> bool:
