@@ -44,6 +44,9 @@ def summarize(run_dir: Path) -> dict:
     execution = [r for r in rows if r["kind"] == "execution"]
     return {
         "rows": len(rows),
+        # stored-baseline suspects: what the comparison flagged before the paired re-check looked at it
+        "suspects": sum(r.get("ab") is not None or r.get("recheck") == "not-reached"
+                        or r["verdict"] in ("regressed", "improved") for r in execution),
         "alerts": [r["name"] for r in rows if r["verdict"] == "regressed" and r["mark"] != "accepted"],
         "confirmed": sum(r["mark"] == "confirmed" for r in rows),
         "cleared": sum(r.get("ab") is not None and r["verdict"] != "regressed" for r in rows),
@@ -63,20 +66,20 @@ def main() -> int:
         parser.error(f"--runs must be at least 2, got {args.runs}")
     with tempfile.TemporaryDirectory(prefix="benchtrail-aa-") as tmp:
         store = args.store or Path(tmp, "store")
-        print("| run | wall (min) | rows | alerts | confirmed | cleared by re-check | improved | noisy | UNKNOWN |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| run | wall (min) | rows | stored-baseline suspects | alerts | confirmed | cleared by re-check | improved | noisy | UNKNOWN |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         alerting = 0
         for k in range(1, args.runs + 1):
             wall, run_dir = run_pipeline(args.presets, store)
             if k == 1:
-                print(f"| 1 (baseline) | {wall / 60:.1f} | | | | | | | |", flush=True)
+                print(f"| 1 (baseline) | {wall / 60:.1f} | | | | | | | | |", flush=True)
                 continue
             s = summarize(run_dir)
             alerting += bool(s["alerts"])
-            print(f"| {k} | {wall / 60:.1f} | {s['rows']} | {len(s['alerts'])} | {s['confirmed']} | {s['cleared']} | "
+            print(f"| {k} | {wall / 60:.1f} | {s['rows']} | {s['suspects']} | {len(s['alerts'])} | {s['confirmed']} | {s['cleared']} | "
                   f"{s['improved']} | {s['noisy']} | {s['unknown']} |", flush=True)
             for name in s["alerts"]:
-                print(f"|   | alert: `{name}` | | | | | | | |", flush=True)
+                print(f"|   | alert: `{name}` | | | | | | | | |", flush=True)
         n = args.runs - 1
         ci = binomtest(alerting, n).proportion_ci(confidence_level=0.95, method="exact")
         print(f"\nA/A runs of {args.presets} that raise an alert: {alerting} of {n} "
