@@ -3,6 +3,7 @@
 Example (every key is optional; docs/adopting.md)::
 
     [tool.benchtrail]
+    benchmarks = ["my_benchmarks.bench"]       # modules of @benchtrail.benchmark functions, or:
     suite = "my_benchmarks.suite:generate"     # module:function returning a benchtrail Suite
     presets = "x86_64,comp-stats"              # default --benchmark-presets
     store = "gs://my-bucket/benchmarks"        # default --store
@@ -25,10 +26,11 @@ from typing import Any
 from benchtrail.errors import UserError
 
 #: The keys ``[tool.benchtrail]`` may hold.
-KEYS = ("suite", "presets", "store", "thresholds", "quarantine", "runner-labels")
+KEYS = ("benchmarks", "suite", "presets", "store", "thresholds", "quarantine", "runner-labels")
 #: benchtrail's own suite, used when no project names one.
 DEFAULT_SUITE = "benchmark_suites.suite:generate"
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Project:
         pyproject: the file they came from (None: no file, all defaults).
         suite: ``module:function`` that returns the ``Suite``; the module is imported with the
             pyproject.toml's folder first on ``sys.path``.
+        benchmarks: modules of ``@benchtrail.benchmark`` functions (``benchtrail.suite.functions``);
+            when given, their suite is the project's (``suite`` may not be given too).
         presets: default preset list (``"x86_64,comp-stats"``), or None.
         store: default store URL or folder, or None.
         thresholds, quarantine: absolute paths of the data files, or None.
@@ -47,6 +51,7 @@ class Project:
 
     pyproject: Path | None = None
     suite: str = DEFAULT_SUITE
+    benchmarks: tuple[str, ...] = ()
     presets: str | None = None
     store: str | None = None
     thresholds: Path | None = None
@@ -128,6 +133,16 @@ def parse_table(path: Path, table: Any) -> Project:
         if not _ENTRY_POINT.match(suite):
             raise UserError(f"{path}: [tool.benchtrail] suite = {suite!r} is not 'package.module:function'")
         values["suite"] = suite
+    if "benchmarks" in table:
+        modules = table["benchmarks"]
+        modules = [modules] if isinstance(modules, str) else modules
+        if "suite" in table:
+            raise UserError(f"{path}: [tool.benchtrail] has both benchmarks and suite; give one")
+        if not (isinstance(modules, list) and modules and all(
+                isinstance(m, str) and _MODULE.match(m) for m in modules)):
+            raise UserError(f"{path}: [tool.benchtrail] benchmarks = {table['benchmarks']!r} must be a list of "
+                            "module names, e.g. [\"mypkg.benchmarks\"]")
+        values["benchmarks"] = tuple(modules)
     if "presets" in table:
         presets = table["presets"]
         if isinstance(presets, list) and presets and all(isinstance(p, str) for p in presets):
@@ -191,6 +206,16 @@ def load_suite(project: Project):
     where = f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject else project.suite
     if project.root and str(project.root) not in sys.path:
         sys.path.insert(0, str(project.root))
+    if project.benchmarks:
+        from benchtrail.suite import functions
+
+        where = f"{project.pyproject}: [tool.benchtrail] benchmarks = {list(project.benchmarks)!r}"
+        try:
+            suite = functions.suite_of(functions.discover(project.benchmarks))
+        except (UserError, BadName) as exc:
+            raise UserError(f"{where}: {exc}") from exc
+        _check_preset_names(suite, where)
+        return suite
     try:
         suite = load_entry_point(project.suite)()
     except (ModuleError, BadName) as exc:

@@ -157,7 +157,9 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
         f"model        {model.name} (id {model.id})",
         f"  tags       {', '.join(model.tags)}",
         f"  source     {model.entry_point}",
-        f"  inputs     {', '.join(model.input_specs)}",
+        f"  inputs     {', '.join(model.input_specs)}" if model.input_specs else
+        f"  inputs     the input factory of {model.entry_point}, parameters "
+        f"{', '.join(f'{k}={v!r}' for k, v in model.params) or 'none'}",
         f"  reference  {model.reference_entry_point or 'none'}",
         f"module       {gen.name} (id {gen.id}), target {gen.target_architecture.value}",
         f"  compile    {cc.name}: mode {cc.mode.value}, dtype {cc.dtype}, flags: {options}",

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from benchtrail.suite.ids import hash_composite_id
 from benchtrail.suite import names as _names
@@ -24,6 +25,9 @@ from benchtrail.suite.names import check_name
 SAFE_NAME = _names.SAFE_NAME
 #: One input: dimensions then dtype, e.g. ``1x3x224x224xf32`` or ``65536xf32``.
 INPUT_SPEC = re.compile(r"^(?:[1-9][0-9]*x)+(f32|f16|bf16|f64|i64|i32)$")
+#: Field metadata: ``serialization`` leaves the field out while it holds its default (a field added
+#: later that older readers, which refuse unknown fields, never see in the objects they already knew).
+OMIT_IF_DEFAULT = {"omit_if_default": True}
 
 
 class Architecture(str, enum.Enum):
@@ -66,6 +70,10 @@ class Model:
         reference_entry_point: optional ``module:function`` of a reference implementation with
             the same signature, for correctness checks.
         fullgraph: the model must compile to one graph; a graph break fails its Inductor modules.
+        params: a function benchmark's parameters (``benchtrail.suite.functions``), ``(name, value)``
+            pairs passed to its input factory; ``entry_point`` then names the ``@benchmark`` object and
+            ``input_specs`` is empty. Not written to an export when empty (:data:`OMIT_IF_DEFAULT`), so
+            older workers read the exports of class-API suites as before.
     """
 
     id: str
@@ -75,6 +83,7 @@ class Model:
     input_specs: tuple[str, ...]
     reference_entry_point: str | None = None
     fullgraph: bool = False
+    params: tuple[tuple[str, Any], ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
 
     def __post_init__(self) -> None:
         check_name(self.name, "Model")

@@ -3,7 +3,9 @@
 As in IREE's ``serialization.py``: every nested dataclass that has an ``id`` is written once into
 ``keyed_obj_map`` under that id and referenced by the id elsewhere, so an export that holds
 hundreds of run configs holds each model and device once. Tuples become lists, enums their values.
-Deserialization is driven by the dataclasses' type hints and rejects unknown or missing keys.
+Deserialization is driven by the dataclasses' type hints and rejects unknown or missing keys. A field
+whose metadata says ``omit_if_default`` (``definitions.OMIT_IF_DEFAULT``) is not written while it holds
+its default, so exports of objects that do not use it stay readable by older code.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def unpack_and_deserialize(data: Any, root_type: type, *, where: str = "export")
 
 def _serialize(obj: Any, keyed: dict[str, Any]) -> Any:
     if dataclasses.is_dataclass(obj):
-        fields = {f.name: _serialize(getattr(obj, f.name), keyed) for f in dataclasses.fields(obj)}
+        fields = {f.name: _serialize(getattr(obj, f.name), keyed) for f in dataclasses.fields(obj)
+                  if not (f.metadata.get("omit_if_default") and getattr(obj, f.name) == f.default)}
         if "id" not in fields:
             return fields
         previous = keyed.setdefault(obj.id, fields)

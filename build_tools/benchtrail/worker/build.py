@@ -23,17 +23,31 @@ from typing import Any
 
 import torch
 
-from benchtrail.worker.inputs import SEED, make_inputs
-from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
+from benchtrail.worker.inputs import SEED, model_inputs
+from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
 
 __all__ = ["CompiledModule", "build_model", "cache_counts", "compile_module", "explain_graphs", "load_artifact"]
 
 
-def build_model(entry_point: str, device: str = "cpu") -> torch.nn.Module:
-    """Seed torch, call the factory, return the model in eval mode on ``device``."""
+def build_model(model: Model, device: str = "cpu", reference: bool = False) -> torch.nn.Module:
+    """Seed torch, call the model's factory (``reference``: its reference implementation's), return the
+    model in eval mode on ``device``. A function benchmark (``benchtrail.suite.functions``) becomes a
+    module of its input tensors (``benchtrail.worker.functions.build``).
+
+    Raises:
+        ModuleError: the factory cannot be loaded, raised, or there is no reference to build.
+    """
+    from benchtrail.worker import functions
+
+    bench = functions.benchmark_of(model)
+    if bench is not None:
+        return functions.build(bench, model, device, SEED, reference)
+    entry = model.reference_entry_point if reference else model.entry_point
+    if entry is None:
+        raise ModuleError(f"{model.name} has no reference implementation")
     torch.manual_seed(SEED)
-    return load_entry_point(entry_point)().eval().to(device)
+    return load_entry_point(entry)().eval().to(device)
 
 
 @dataclass
@@ -61,7 +75,7 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
         ModuleError: the factory cannot be loaded.
         Exception: whatever torch raises when the model cannot be compiled or exported.
     """
-    model = build_model(gen.model.entry_point, device)
+    model = build_model(gen.model, device)
     mode = gen.compile_config.mode
     if mode is CompileMode.EAGER:
         return CompiledModule(model, 0.0, {})
@@ -89,7 +103,7 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
                  "fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
         # A second call with other values of the same shapes must not compile again.
         frames = counters["frames"]["total"]
-        fn(*make_inputs(gen.model.input_specs, device, seed=SEED + 1))
+        fn(*model_inputs(gen.model, device, seed=SEED + 1))
         stats["recompiles"] = int(counters["frames"]["total"] - frames)
     return CompiledModule(fn, elapsed_ms, stats)
 
@@ -156,7 +170,7 @@ def explain_graphs(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
         where ``location`` is ``"<file name>:<line>"`` of the user code that broke the graph.
         ``explain`` resets Dynamo, so call it after any compiled function is no longer needed.
     """
-    model = build_model(gen.model.entry_point, device)
+    model = build_model(gen.model, device)
     with torch.no_grad():
         explanation = torch._dynamo.explain(model)(*inputs)
     reasons: dict[tuple[str, str], int] = {}

@@ -68,14 +68,11 @@ def expected_model(gen: ModuleGenerationConfig, device: str) -> tuple[str, torch
     config including eager); else the eager model for compiled modules (``"eager"``); else None
     (an eager module without a reference, or model code that is not importable here).
     """
-    entry = gen.model.reference_entry_point
-    against = "reference"
-    if entry is None:
-        if gen.compile_config.mode is CompileMode.EAGER:
-            return None
-        entry, against = gen.model.entry_point, "eager"
+    reference = gen.model.reference_entry_point is not None
+    if not reference and gen.compile_config.mode is CompileMode.EAGER:
+        return None
     try:
-        return against, build_model(entry, device)
+        return ("reference" if reference else "eager"), build_model(gen.model, device, reference=reference)
     except ModuleError:
         return None
 
@@ -100,7 +97,7 @@ def check_task(task: Task, gen: ModuleGenerationConfig, inputs: tuple[torch.Tens
     with tasks.grad_mode(task):
         if task is Task.JACOBIAN:
             transform = torch.func.jacfwd if jacobian_mode == "jacfwd" else torch.func.jacrev
-            expected = transform(model, argnums=tuple(range(len(inputs))))(*inputs)
+            expected = transform(model, argnums=tasks.differentiable_argnums(inputs))(*inputs)
         else:
             expected = tasks.step(task, model, inputs)()
     return {**compare_outputs(actual, expected), "quantity": tasks.QUANTITY[task], "against": against}

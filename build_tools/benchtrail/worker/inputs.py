@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from benchtrail.suite.definitions import INPUT_SPEC
+from benchtrail.suite.definitions import INPUT_SPEC, Model
 
 #: Seed for every input and every model's random init (``torch.manual_seed``).
 SEED = 20261129
@@ -43,3 +43,19 @@ def make_inputs(specs: tuple[str, ...], device: str = "cpu", seed: int = SEED) -
             t = torch.randint(0, 1000, shape, generator=generator, dtype=dtype)
         tensors.append(t.to(device))
     return tuple(tensors)
+
+
+def model_inputs(model: Model, device: str = "cpu", seed: int = SEED) -> tuple[torch.Tensor, ...]:
+    """The inputs of ``model``: its input factory's tensors for a function benchmark
+    (``benchtrail.worker.functions.inputs``), else :func:`make_inputs` of its input specs.
+
+    Raises:
+        ValueError: a malformed input spec.
+        benchtrail.suite.entry_points.ModuleError: a function benchmark's input factory raised.
+    """
+    if model.params or not model.input_specs:
+        from benchtrail.worker import functions
+
+        if model.params or functions.benchmark_of(model) is not None:
+            return functions.inputs(model, device, seed)
+    return make_inputs(model.input_specs, device, seed)

@@ -27,7 +27,7 @@ import torch
 from benchtrail.worker import tasks
 from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
-from benchtrail.worker.inputs import make_inputs
+from benchtrail.worker.inputs import model_inputs
 from benchtrail.worker.timing import measure
 from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
 from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Request, Response, RunRequest, read_request,
@@ -87,7 +87,7 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
     are those of the module alone.
     """
     device = _device_for(gen.target_architecture)
-    inputs = make_inputs(gen.model.input_specs, device)
+    inputs = model_inputs(gen.model, device)
     compiled = compile_module(gen, inputs, device, module_dir)
     stats: dict[str, Any] = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
                              **compiled.stats, "artifacts": _artifact_bytes(module_dir)}
@@ -113,7 +113,7 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
     for name in names:
         try:
             task = Task(name)
-            inputs = tasks.prepare_inputs(task, make_inputs(gen.model.input_specs, device))
+            inputs = tasks.prepare_inputs(task, model_inputs(gen.model, device))
             task_fn, _ = _task_module(gen, task, inputs, device, None)
             with tasks.grad_mode(task):
                 tasks.step(task, task_fn, inputs)()
@@ -139,7 +139,7 @@ def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Te
         fn = _BUILT[key]
         return (tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None))
     if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see benchtrail.worker.tasks)
-        return tasks.jacobian_fn(build_model(gen.model.entry_point, device), inputs,
+        return tasks.jacobian_fn(build_model(gen.model, device), inputs,
                                  compile_fn=mode in INDUCTOR_MODES)
     key = (gen.id, device)
     if key not in _BUILT:  # several cases of one module in one process: build and compile it once
@@ -174,7 +174,7 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     task = rc.execution_config.task
     t0 = time.perf_counter()
     device = _device_for(rc.target_device.architecture)
-    inputs = tasks.prepare_inputs(task, make_inputs(gen.model.input_specs, device))
+    inputs = tasks.prepare_inputs(task, model_inputs(gen.model, device))
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     phases["prep"] = (time.perf_counter() - t0) * 1e3
 

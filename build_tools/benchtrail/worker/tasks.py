@@ -80,20 +80,31 @@ def gradient(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> tuple[
     return tuple(grads)
 
 
+def differentiable_argnums(inputs: tuple[torch.Tensor, ...]) -> tuple[int, ...]:
+    """Positions of the floating-point inputs: what the Jacobian task differentiates (an index tensor
+    or a boolean mask has no derivative)."""
+    return tuple(i for i, t in enumerate(inputs) if t.is_floating_point())
+
+
 def jacobian_fn(model: Callable[..., Any], inputs: tuple[torch.Tensor, ...], compile_fn: bool) -> tuple[Callable[..., Any], str]:
-    """``(jacobian function, mode)`` for ``model`` over every input; compiled when ``compile_fn``.
+    """``(jacobian function, mode)`` for ``model`` over every floating-point input
+    (:func:`differentiable_argnums`); compiled when ``compile_fn``.
 
     Raises:
-        TaskError: the inputs have more than ``JACOBIAN_MAX_INPUT_ELEMENTS`` elements together.
+        TaskError: no floating-point input, or those inputs have more than ``JACOBIAN_MAX_INPUT_ELEMENTS``
+            elements together.
     """
-    n = sum(t.numel() for t in inputs)
+    argnums = differentiable_argnums(inputs)
+    if not argnums:
+        raise TaskError("jacobian: no floating-point input to differentiate")
+    n = sum(inputs[i].numel() for i in argnums)
     if n > JACOBIAN_MAX_INPUT_ELEMENTS:
         raise TaskError(f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
                         f"{JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)")
     with torch.no_grad():
-        mode = jacobian_mode(inputs, model(*inputs))
+        mode = jacobian_mode(tuple(inputs[i] for i in argnums), model(*inputs))
     transform = torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev
-    jac = transform(model, argnums=tuple(range(len(inputs))))
+    jac = transform(model, argnums=argnums)
     return (torch.compile(jac, backend="inductor") if compile_fn else jac), mode
 
 

@@ -1,0 +1,105 @@
+"""A function benchmark (``benchtrail.suite.functions``) as the worker runs it: an ``nn.Module`` whose
+inputs are the tensors of its input factory's arguments.
+
+The input factory's ``Args`` (positional and keyword arguments) is flattened with
+``torch.utils._pytree.tree_flatten``; its tensor leaves, in order, are the module's inputs (moved to
+the device) and every other leaf is bound as a constant. ``forward(*tensors)`` puts the tensors back
+into the leaves, unflattens, and calls the function (or the module the factory made). So compile
+(Inductor, export, AOTInductor), the tasks (backward and Jacobian differentiate the floating-point
+tensors) and the correctness checks see a module of positional tensors, as for a class-API model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from benchtrail.suite.definitions import Model
+from benchtrail.suite.entry_points import ModuleError, load_entry_point
+from benchtrail.suite.functions import Args, FunctionBenchmark
+
+__all__ = ["BoundFunction", "benchmark_of", "build", "inputs"]
+
+
+def benchmark_of(model: Model) -> FunctionBenchmark | None:
+    """The ``@benchmark`` object ``model.entry_point`` names, or None for a class-API model factory.
+
+    Raises:
+        ModuleError: the entry point cannot be loaded.
+    """
+    obj = load_entry_point(model.entry_point)
+    return obj if isinstance(obj, FunctionBenchmark) else None
+
+
+def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[Any], Any]:
+    """The leaves and spec of the input factory's arguments for ``model``'s parameters (torch seeded)."""
+    torch.manual_seed(seed)
+    try:
+        call = Args.of(bench.inputs(**dict(model.params)))
+    except Exception as exc:
+        raise ModuleError(f"{model.name}: the input factory {bench.inputs.__qualname__} raised "
+                          f"{type(exc).__name__}: {exc}") from exc
+    return pytree.tree_flatten((call.args, call.kwargs))
+
+
+def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
+    """The tensors of the input factory's arguments, in flattening order, on ``device``.
+
+    Raises:
+        ModuleError: the entry point is not a function benchmark, or its input factory raised.
+    """
+    bench = benchmark_of(model)
+    if bench is None:
+        raise ModuleError(f"{model.entry_point} is not a @benchmark function")
+    leaves, _ = _flat_args(bench, model, seed)
+    return tuple(leaf.to(device) for leaf in leaves if isinstance(leaf, torch.Tensor))
+
+
+class BoundFunction(torch.nn.Module):
+    """``fn`` with its non-tensor arguments bound: ``forward(*tensors)`` calls ``fn(*args, **kwargs)``.
+
+    ``fn`` is a function or an ``nn.Module`` (registered as the submodule ``module``, so its
+    parameters are the module's: the backward task differentiates them too).
+    """
+
+    def __init__(self, fn: Any, leaves: list[Any], spec: Any) -> None:
+        super().__init__()
+        if isinstance(fn, torch.nn.Module):
+            self.module = fn
+        else:
+            self.fn = fn
+        self._leaves = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+        self._positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+        self._spec = spec
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        leaves = list(self._leaves)
+        for position, tensor in zip(self._positions, tensors):
+            leaves[position] = tensor
+        args, kwargs = pytree.tree_unflatten(leaves, self._spec)
+        fn = self.module if hasattr(self, "module") else self.fn
+        return fn(*args, **kwargs)
+
+
+def build(bench: FunctionBenchmark, model: Model, device: str, seed: int, reference: bool = False) -> torch.nn.Module:
+    """The module of ``model`` (one parameter combination of ``bench``), or of its reference, in eval
+    mode on ``device``; torch is seeded before the factory is called.
+
+    Raises:
+        ModuleError: no reference when one is asked for, or the factory raised.
+    """
+    target = bench.reference if reference else bench.fn
+    if target is None:
+        raise ModuleError(f"{model.name} has no reference implementation")
+    leaves, spec = _flat_args(bench, model, seed)
+    if bench.module:
+        torch.manual_seed(seed)
+        try:
+            target = target(**dict(model.params))
+        except Exception as exc:
+            raise ModuleError(f"{model.name}: the module factory raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(target, torch.nn.Module):
+            raise ModuleError(f"{model.name}: the module factory returned {type(target).__name__}, not an nn.Module")
+    return BoundFunction(target, leaves, spec).eval().to(device)

@@ -1,0 +1,122 @@
+"""Benchmarks as functions (benchtrail.suite.functions): the suite they make, and their value, gradient
+and Jacobian checked against the reference in real worker processes."""
+
+import dataclasses
+
+import pytest
+
+from benchtrail.errors import UserError
+from benchtrail.runner.run_cases import run_case
+from benchtrail.suite import functions
+from benchtrail.suite.definitions import RunConfig, Task
+from benchtrail.suite.export import export_execution
+from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
+from benchtrail.worker import tasks
+
+MODULE = "tests.function_benchmarks"
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return functions.suite_of(functions.discover([MODULE]))
+
+
+def _cheap(rc: RunConfig) -> RunConfig:
+    execution = dataclasses.replace(rc.execution_config, processes=1, min_samples=3, warmup_time_ms=10,
+                                    min_sample_time_ms=0.2, timeout_s=300)
+    return RunConfig.build(rc.module_generation_config, execution, rc.target_device)
+
+
+def _case(suite, name: str) -> RunConfig:
+    (rc,) = [rc for rc in suite.run_configs if rc.name == name]
+    return _cheap(rc)
+
+
+def test_names_ids_and_the_grid_come_from_the_function_and_its_parameters(suite):
+    names = sorted(rc.name for rc in suite.run_configs)
+    assert len(names) == 4 * 3 + 2 * 2 * 3  # four vrelu3 variants x 3 tasks; gather_masked: 2 sizes x 2 compiles x 3
+    assert "tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.backward.cpu" in names
+    assert "tests.function_benchmarks.vrelu3[n=16].eager.jacobian.cpu" in names
+    model = next(rc.module_generation_config.model for rc in suite.run_configs
+                 if rc.name.startswith("tests.function_benchmarks.gather_masked[n=8"))
+    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked", {"n": 8, "dtype": "float32"})
+    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked", {"dtype": "float32", "n": 8})
+    assert model.params == (("n", 8), ("dtype", "float32")) and model.input_specs == ()
+    assert model.entry_point == "tests.function_benchmarks:gather_masked"
+    assert model.reference_entry_point == "tests.function_benchmarks:gather_masked_reference"
+    assert suite.presets == ("default",)
+    # the same suite again (a second discovery) has the same ids: nothing depends on order or time
+    again = functions.suite_of(reversed(functions.discover([MODULE])))
+    assert sorted(rc.id for rc in again.run_configs) == sorted(rc.id for rc in suite.run_configs)
+
+
+def test_the_export_round_trips_and_omits_params_for_class_api_models(suite):
+    packed = serialize_and_pack(suite.run_configs)
+    assert unpack_and_deserialize(packed, RunConfig) == suite.run_configs
+    from benchmark_suites.suite import generate
+
+    own = serialize_and_pack(generate().run_configs[:3])
+    assert all("params" not in obj for obj in own["keyed_obj_map"].values())  # older workers read these
+    assert export_execution(suite, ("default",))  # the export stage takes the suite as it is
+
+
+def test_a_rename_keeps_the_id_only_when_said():
+    def f(x):
+        return x
+
+    f.__module__, f.__qualname__ = "pkg.new", "f"
+    renamed = functions.benchmark(f, inputs=lambda: (1,), renamed_from="pkg.old.f")
+    plain = functions.benchmark(f, inputs=lambda: (1,))
+    ids = [functions.suite_of([(e, b)]).run_configs[0].module_generation_config.model.id
+           for e, b in (("pkg.new:f", renamed), ("pkg.new:f", plain))]
+    assert ids[0] == functions.model_id("pkg.old.f", {}) and ids[1] == functions.model_id("pkg.new.f", {})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tasks": ["inference", "hessian"]}, "tasks=['inference', 'hessian']: unknown 'hessian'; allowed: inference, "
+                                          "forward, backward, jacobian"),
+    ({"compile": []}, "compile=[]: empty; allowed: eager, inductor"),
+    ({"params": {"n": [object]}}, "params['n'] value <class 'object'> (type) is refused"),
+    ({"params": {"n": []}}, "params['n'] is empty"),
+    ({"processes": 0}, "processes=0; allowed: a number above 0"),
+    ({"presets": ["a b"]}, "presets=['a b']: refused 'a b'"),
+])
+def test_bad_arguments_name_the_benchmark_the_argument_and_what_is_allowed(kwargs, message):
+    with pytest.raises(UserError) as exc:
+        functions.benchmark(lambda x: x, inputs=lambda: (), **kwargs)
+    assert "@benchmark of tests.test_function_benchmarks." in str(exc.value) and message in str(exc.value)
+
+
+def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
+    with pytest.raises(UserError, match="no @benchmark function found in tests.bad_models; decorate"):
+        functions.discover(["tests.bad_models"])
+    with pytest.raises(UserError, match="'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
+        functions.discover(["tests.no_such_module"])
+
+
+def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
+    quantities = set()
+    for task in ("inference", "backward", "jacobian"):
+        for name in (f"tests.function_benchmarks.vrelu3[n=16].eager.{task}.cpu",
+                     f"tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.{task}.cpu"):
+            response = run_case(_case(suite, name))
+            assert response["status"] == "ok", (name, response.get("reason"))
+            c = response["correctness"]
+            assert c["ok"] and c["against"] == "reference" and c["max_abs_err"] <= c["atol"], name
+            quantities.add((name.split("[")[0], c["quantity"]))
+    assert quantities == {(f"tests.function_benchmarks.{f}", q) for f in ("vrelu3", "gather_masked")
+                          for q in ("value", "gradient", "jacobian")}
+
+
+@pytest.mark.parametrize("function, wrong", [("vrelu3_wrong_value", Task.INFERENCE),
+                                             ("vrelu3_wrong_gradient", Task.BACKWARD),
+                                             ("vrelu3_wrong_jacobian", Task.JACOBIAN)])
+def test_a_wrong_function_is_caught_by_the_check_of_the_quantity_it_gets_wrong(suite, function, wrong):
+    for task in (Task.INFERENCE, Task.BACKWARD, Task.JACOBIAN):
+        response = run_case(_case(suite, f"tests.function_benchmarks.{function}[n=16].eager.{task.value}.cpu"))
+        c = response["correctness"]
+        assert c["quantity"] == tasks.QUANTITY[task] and c["against"] == "reference"
+        if task is wrong:
+            assert response["status"] == "mismatch" and not c["ok"], (function, task)
+        else:
+            assert response["status"] == "ok" and c["ok"], (function, task, c)
