@@ -74,12 +74,21 @@ def data_dependent():
 
 
 class _Jittery(torch.nn.Module):
-    """Each call sleeps 0.2 ms or 3 ms at random: IQR/median of its samples is far above 10%."""
+    """Each call busy-waits 0.1 ms or 3 ms, drawn from a seeded generator: a sample is a block of a few
+    calls (about 1.5 ms), so IQR/median of the samples is far above 10%. A busy-wait, not ``time.sleep``:
+    on a loaded machine a sleeping thread wakes late, by as much as the longer wait, which erased the
+    contrast (the test that uses this model failed once under pytest-xdist)."""
 
-    def forward(self, x):
+    def __init__(self):
+        super().__init__()
         import random
 
-        time.sleep(random.choice((0.0002, 0.003)))
+        self._random = random.Random(0)
+
+    def forward(self, x):
+        end = time.perf_counter() + self._random.choice((0.0001, 0.003))
+        while time.perf_counter() < end:
+            pass
         return x + 1
 
 
