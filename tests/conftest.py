@@ -9,7 +9,7 @@ import pytest
 # The suite runs the same in GitHub Actions (ci.yml) as anywhere else: benchtrail reads these to tell a
 # CI run (run ids, `--trust auto`, the trusted workflow), so tests that want them set them themselves.
 for _name in ("GITHUB_ACTIONS", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_WORKFLOW_REF", "GITHUB_REPOSITORY",
-              "GITHUB_TOKEN", "GITHUB_API_URL", "BENCHTRAIL_TRUSTED_WORKFLOW"):
+              "GITHUB_TOKEN", "GITHUB_API_URL", "BENCHTRAIL_TRUSTED_WORKFLOW", "BENCHTRAIL_STORE"):
     os.environ.pop(_name, None)
 
 from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)

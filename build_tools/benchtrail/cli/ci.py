@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, STORE_HELP, accept_globs, add_trust_arguments,
-                                    attempt, max_commits, path_argument)
+                                    attempt, max_commits, path_argument, require_store)
 from benchtrail.errors import UserError
 
 def add_ci_parsers(subparsers: Any) -> None:
@@ -26,7 +26,7 @@ def add_ci_parsers(subparsers: Any) -> None:
 
     p = subparsers.add_parser("dashboard", help="draw the first-parent history of a run's commit, the run "
                                                 "newest, into <run dir>/dashboard/")
-    p.add_argument("--store", required=True, help=STORE_HELP + " holding the earlier runs (only read)")
+    p.add_argument("--store", help=STORE_HELP + "; holds the earlier runs (only read)")
     p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
                    help="the run directory: its results/*.json are the newest point; dashboard/ is written there")
     p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (GITHUB_RUN_ID in CI)")
@@ -89,8 +89,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         if resolve_commit(here, commits[0]) is None:
             raise UserError(f"the run's commit {commits[0][:12]} is not in the git repository at {here} (a shallow "
                             "clone without it, or another repository)")
-        store = open_store(args.store, read_only=True)
-        trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
+        url = require_store(args.store, "benchtrail dashboard")
+        store = open_store(url, read_only=True)
+        trust = trust_from_options(args.trust, url, args.trusted_workflow)
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
         return EXIT_OK

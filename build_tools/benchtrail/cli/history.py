@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import EXIT_OK, STORE_HELP, check_output_dir, max_commits, path_argument
+from benchtrail.cli.options import (EXIT_OK, STORE_HELP, check_output_dir, max_commits, path_argument, require_store,
+                                    resolve_store)
 from benchtrail.errors import UserError
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
     p = subparsers.add_parser("history", help="collect every series over the first-parent commits of a ref")
-    p.add_argument("--store", required=True, help=STORE_HELP)
+    p.add_argument("--store", help=STORE_HELP)
     p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
     p.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
@@ -41,7 +42,7 @@ def add_history_parsers(subparsers: Any) -> None:
     p = subparsers.add_parser("compare-builds", help="ratio of medians B/A of every benchmark of two builds")
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
     p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
-    p.add_argument("--store", help=STORE_HELP + " (needed when A or B is a commit)")
+    p.add_argument("--store", help=STORE_HELP + "; read when A or B is a commit")
     p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository that resolves A and B (default .)")
     p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
     p.set_defaults(func=cmd_compare_builds)
@@ -53,7 +54,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from benchtrail.store import open_store
 
     jsonio.check_new(args.output)
-    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits)
+    store = require_store(args.store, "benchtrail history")
+    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
@@ -123,7 +125,9 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     from benchtrail.store import open_store
 
     check_output_dir(args.output_dir)
-    store = open_store(args.store, read_only=True) if args.store else None
+    choice = resolve_store(args.store)  # the default folder only when it exists: a run directory needs no store
+    use = choice.url is not None and not (choice.is_default and not Path(choice.url).is_dir())
+    store = open_store(choice.url, read_only=True) if use else None
     comparison = compare_builds(args.a, args.b, store, args.repo)
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)

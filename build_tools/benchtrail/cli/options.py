@@ -12,6 +12,7 @@ import argparse
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +20,11 @@ from benchtrail.errors import UserError
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
 DEFAULT_STORE = ".benchtrail/store"
-STORE_HELP = "store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]"
+#: The environment variable that names the store when ``--store`` is left out; set but empty: no store
+#: (what the reusable workflow sets when neither its ``store`` input nor the repository variable is).
+STORE_ENV = "BENCHTRAIL_STORE"
+STORE_HELP = ("store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: $BENCHTRAIL_STORE, else "
+              f"[tool.benchtrail] store, else {DEFAULT_STORE})")
 ACCEPT_HELP = ("accept regressions of series whose name or id matches (repeatable; also the "
                "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
 
@@ -65,7 +70,86 @@ def presets(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+# -- the store ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """The store a command uses and where that came from.
+
+    Attributes:
+        url: what ``benchtrail.store.open_store`` takes (a folder, ``file://`` or ``gs://`` URL), or
+            None: no store.
+        source: ``--store``, ``BENCHTRAIL_STORE``, ``<pyproject.toml>: [tool.benchtrail] store`` or
+            ``default`` (``DEFAULT_STORE``), for messages.
+    """
+
+    url: str | None
+    source: str
+
+    @property
+    def is_default(self) -> bool:
+        """Nobody named a store: ``DEFAULT_STORE`` in the working directory."""
+        return self.source == "default"
+
+
+def resolve_store(flag: str | None) -> StoreChoice:
+    """The store of every command that takes one (the one rule; docs/store.md, "Which store"):
+
+    1. ``--store`` when given (an empty value: no store);
+    2. else ``$BENCHTRAIL_STORE`` when the variable is set; set but empty (or blank): no store, as
+       the reusable workflow sets it when no store is configured;
+    3. else ``[tool.benchtrail] store`` of the project's pyproject.toml (a relative folder is
+       relative to that file's folder, as its other paths are);
+    4. else ``DEFAULT_STORE`` (``.benchtrail/store`` in the working directory).
+
+    Commands that cannot work without a store call :func:`require_store`.
+
+    Raises:
+        UserError: a malformed pyproject.toml (read only when steps 1 and 2 name nothing).
+    """
+    if flag is not None:
+        return StoreChoice(flag.strip() or None, "--store")
+    if STORE_ENV in os.environ:
+        return StoreChoice(os.environ[STORE_ENV].strip() or None, STORE_ENV)
+    settings = project()
+    if settings.store:
+        url = settings.store
+        if "://" not in url and settings.root is not None and not Path(url).is_absolute():
+            url = os.path.normpath(settings.root / url)
+        return StoreChoice(url, f"{settings.pyproject}: [tool.benchtrail] store")
+    return StoreChoice(DEFAULT_STORE, "default")
+
+
+def require_store(flag: str | None, needs: str) -> str:
+    """:func:`resolve_store`'s store, for a command that cannot work without one (``needs`` says who
+    asks, e.g. ``benchtrail history``).
+
+    Raises:
+        UserError: the rule resolves to no store (an empty ``--store`` or ``BENCHTRAIL_STORE``), naming
+            which and how to give one; or a malformed pyproject.toml.
+    """
+    choice = resolve_store(flag)
+    if choice.url is None:
+        given = "--store is empty" if choice.source == "--store" else f"{STORE_ENV} is set but empty"
+        raise UserError(f"{needs} needs a store, and {given}, which means no store; pass --store "
+                        f"(a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]), or set {STORE_ENV} to one"
+                        + ("" if choice.source == "--store" else f" or unset it to use [tool.benchtrail] store, "
+                                                                 f"else {DEFAULT_STORE}"))
+    return choice.url
+
+
 # -- options several commands share (argparse ``parents``) --------------------------------------
+
+
+def add_any_origin_argument(parser: Any) -> None:
+    """``--baseline-any-origin`` (compare, pipeline): lift the origin part of the baseline key only
+    (``benchtrail.results.baseline_key``: a run in CI, ``GITHUB_ACTIONS=true``, or outside it)."""
+    parser.add_argument("--baseline-any-origin", action="store_true",
+                        help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
+                             "default a run is compared only with runs of its own origin, CI or local, since the "
+                             "same device name may name another machine); the rest of the baseline key (device, "
+                             "GPU model, torch version, method version) still applies")
 
 
 def filter_parent() -> argparse.ArgumentParser:

@@ -11,14 +11,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import EXIT_OK, deadline_seconds, run_id, store_attempt
+from benchtrail.cli.options import DEFAULT_STORE, EXIT_OK, deadline_seconds, require_store, run_id, store_attempt
 
 #: Help of ``--store`` (upload and fetch name the remote kind first).
-RUN_STORE_HELP = "store: gs://BUCKET[/PREFIX], file://PATH or a folder"
+RUN_STORE_HELP = ("store: gs://BUCKET[/PREFIX], file://PATH or a folder (default: $BENCHTRAIL_STORE, else "
+                  f"[tool.benchtrail] store, else {DEFAULT_STORE})")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", required=True, help=RUN_STORE_HELP)
+    p.add_argument("--store", help=RUN_STORE_HELP)
     p.add_argument("--run-id", type=run_id, required=True, help="run id (GITHUB_RUN_ID in Actions)")
     p.add_argument("--attempt", type=store_attempt, required=True, help="attempt number (GITHUB_RUN_ATTEMPT in Actions)")
     p.add_argument("--pattern", action="append", dest="patterns", metavar="GLOB",
@@ -55,7 +56,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
     from benchtrail.store import ALL_FILES, open_store
     from benchtrail.store.pointer import pointer_info
 
-    store = open_store(args.store)
+    store = open_store(require_store(args.store, "benchtrail upload"))
     patterns = tuple(args.patterns or ALL_FILES)
     info = pointer_info(args.run_dir) if args.write_pointer else None  # bad results fail before the upload
     count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline, patterns=patterns)
@@ -71,7 +72,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
     from benchtrail.store import ALL_FILES, open_store
 
-    store = open_store(args.store)
+    store = open_store(require_store(args.store, "benchtrail fetch"))
     patterns = tuple(args.patterns or ALL_FILES)
     print(store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline))
     return EXIT_OK

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import STORE_HELP, add_trust_arguments, from_env, repo_name, whole_number
+from benchtrail.cli.options import STORE_HELP, add_trust_arguments, from_env, repo_name, require_store, whole_number
 from benchtrail.errors import UserError
 from benchtrail.github.post import DEFAULT_API_URL, NO_TOKEN
 from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_table, report_to_dict, track
@@ -23,7 +23,7 @@ from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_ta
 def add_track_parsers(subparsers: Any) -> None:
     """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
     p = subparsers.add_parser("track", help="change points over the first-parent history; file regressions as issues")
-    p.add_argument("--store", required=True, help=STORE_HELP)
+    p.add_argument("--store", help=STORE_HELP)
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
     p.add_argument("--max-commits", type=whole_number(1), default=100, metavar="N",
@@ -54,6 +54,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.github.trust import trust_from_options
 
+    store = require_store(args.store, "benchtrail track")
     if args.report:
         jsonio.check_new(args.report)
     token = repository = None
@@ -63,8 +64,8 @@ def cmd_track(args: argparse.Namespace) -> int:
         if not token:  # never a flag: a token on the command line shows in process lists and logs
             raise UserError(NO_TOKEN.replace("issue comments", "issues"))
     thresholds = load_thresholds(args.thresholds)
-    trust = trust_from_options(args.trust, args.store, args.trusted_workflow, repository)
-    history = collect_history(open_store(args.store, read_only=True), args.repo, args.ref, args.max_commits,
+    trust = trust_from_options(args.trust, store, args.trusted_workflow, repository)
+    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits,
                               trust=trust)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)

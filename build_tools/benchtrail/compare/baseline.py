@@ -30,6 +30,9 @@ from benchtrail.store.base import check_relative_name
 from benchtrail.compare.trust import Trust, TrustAll
 
 MAX_ANCESTORS = 10
+#: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
+ORIGIN_HINT = ("a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take it "
+               "(the same device name may name another machine)")
 #: What a baseline run is fetched for when its pointer (version 1) does not list its results files.
 RESULTS_PATTERNS = ("results/*.json",)
 
@@ -144,20 +147,24 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
     return [(sha, reason if i == 0 else f"{reason}~{i}") for i, sha in enumerate(shas)]
 
 
-def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]]) -> list[str]:
+def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]], any_origin: bool = False) -> list[str]:
     """The wanted devices whose keys the pointer's run matches: every head key matches one of the run's
     keys for the device and every one of the run's keys matches a head key (a run that measured part of
-    a device's shards on another GPU model serves no head of that device)."""
+    a device's shards on another GPU model serves no head of that device). ``any_origin``: CI and local
+    runs match each other (``--baseline-any-origin``)."""
     keys = keys_of_pointer(pointer)
-    return sorted(d for d, head_keys in wanted.items() if d in keys and difference(keys[d], head_keys) is None)
+    return sorted(d for d, head_keys in wanted.items()
+                  if d in keys and difference(keys[d], head_keys, any_origin=any_origin) is None)
 
 
 def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
                    trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
-                   exclude: tuple[str, int] | None = None) -> BaselineSet:
+                   exclude: tuple[str, int] | None = None, any_origin: bool = False) -> BaselineSet:
     """The baseline runs of a head run whose devices have the keys ``head_keys`` (module docstring).
     ``run_dir`` of each is the store's local run folder (not fetched yet). ``trust`` defaults to
-    ``TrustAll``; ``exclude`` is the head run itself.
+    ``TrustAll``; ``exclude`` is the head run itself. ``any_origin`` (``--baseline-any-origin``) lets
+    a run outside CI serve a CI head and the reverse; without it a device whose only matching runs are
+    of the other origin is ``lacking`` with a reason that says so and names the flag.
 
     Raises:
         UserError: ``explicit`` is given but the store holds no usable run of it for any head device;
@@ -173,6 +180,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     runs: list[Baseline] = []
     ignored: dict[tuple[str, int], Ignored] = {}
     seen: set[str] = set()
+    other_origin: set[str] = set()  # devices a run of the other origin would have served
     for sha, reason in candidates:
         if not wanted or sha in seen:
             continue
@@ -182,7 +190,9 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
         for p in reversed(pointers):  # newest first
             run = (str(p.get("run_id")), p.get("attempt"))
-            serves = _serves(p, wanted)
+            serves = _serves(p, wanted, any_origin)
+            if not any_origin and run != exclude:
+                other_origin.update(set(_serves(p, wanted, True)) - set(serves))
             if not serves or run == exclude or run in ignored:
                 continue
             why = trust.check(p, branches)  # the store's reader checked the pointer's fields
@@ -198,11 +208,12 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     if explicit and not runs:
         raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
                         f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices {sorted(head_keys)} "
-                        "with their baseline keys (device, GPU model, torch version, method version)"
+                        "with their baseline keys (device, GPU model, torch version, method version, origin)"
                         + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
     depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
     lacking = {d: f"no {'trusted ' if ignored else ''}run of {depth} has its baseline key "
-                  f"({', '.join(k.describe() for k in sorted(keys, key=str))})" for d, keys in wanted.items()}
+                  f"({', '.join(k.describe() for k in sorted(keys, key=str))})"
+                  + (f"; {ORIGIN_HINT}" if d in other_origin else "") for d, keys in wanted.items()}
     runs.sort(key=lambda b: -len(b.devices))
     return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
 

@@ -96,13 +96,14 @@ def available_architectures() -> set[Architecture]:
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
                  thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True,
-                 quarantine: Path | None = None) -> PipelineResult:
+                 quarantine: Path | None = None, any_origin: bool = False) -> PipelineResult:
     """Run the main job; return where its outputs are.
 
     ``quarantine`` is the quarantine file (``benchtrail.compare.rules``). With ``recheck``, regressions
     against the stored baseline are run again in paired A/B mode
     against the baseline commit (the re-check stage, ``benchtrail.pipeline.recheck``) when that commit is in
-    ``repo``.
+    ``repo``. ``any_origin`` (``--baseline-any-origin``): a stored run made in CI may be the baseline of
+    this run outside CI, and the reverse (``benchtrail.results.baseline_key``).
 
     Raises:
         UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
@@ -152,12 +153,13 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     trust = trust_from_options("auto", store_url)
     with clock("compare"):
         found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
-                               explicit=base_commit, exclude=(run_id, attempt))
+                               explicit=base_commit, exclude=(run_id, attempt), any_origin=any_origin)
         base_results, found = fetch_baselines(store, found)
         report_baselines(found)
         baseline = found.primary
         comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
-                                   quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results)
+                                   quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results,
+                                   any_origin=any_origin)
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
             console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "

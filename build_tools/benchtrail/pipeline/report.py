@@ -82,13 +82,14 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
     return tuple(lacking.values()), missing
 
 
-def key_mismatches(base: list[ResultsFile], head: list[ResultsFile]) -> dict[str, str]:
+def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin: bool = False) -> dict[str, str]:
     """``{device: what differs}`` for the devices of both sides whose baseline keys differ
-    (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version)."""
+    (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version, origin
+    unless ``any_origin``)."""
     from benchtrail.results.baseline_key import difference, keys_of_results
 
     base_keys, head_keys = keys_of_results(base), keys_of_results(head)
-    found = {d: difference(base_keys[d], head_keys[d]) for d in head_keys if d in base_keys}
+    found = {d: difference(base_keys[d], head_keys[d], any_origin=any_origin) for d in head_keys if d in base_keys}
     return {d: why for d, why in found.items() if why}
 
 
@@ -116,13 +117,14 @@ def in_selection(base: list[ResultsFile], head: list[ResultsFile]) -> list[Resul
 def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: Path | None,
                   baseline: dict[str, Any] | None = None, accept: list[str] | None = None, paired: bool = False,
                   quarantine: Path | None = None, skipped_devices: tuple[str, ...] = (),
-                  base_results: list[ResultsFile] | None = None) -> Path:
+                  base_results: list[ResultsFile] | None = None, any_origin: bool = False) -> Path:
     """Compare head results with base results (files or run directories); write ``comparison.json``.
 
     ``base_results`` are baseline records already loaded (``benchtrail.compare.baseline.fetch_baselines``:
     each device's own baseline run, so they may come from several commits), used with ``base``.
     Devices whose baseline key differs from the head's (``benchtrail.results.baseline_key``) are not compared
-    (their rows are ``not-comparable``, saying what differs), and baseline series outside the head
+    (their rows are ``not-comparable``, saying what differs; ``any_origin``, ``--baseline-any-origin``:
+    a CI run and a local one may be compared), and baseline series outside the head
     run's presets are left out (a ``comp-stats`` run does not call every ``x86_64`` series removed).
     Devices whose stored baseline run exists but cannot be read (``baseline.lacking`` says
     ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``; ``benchtrail.compare.baseline``)
@@ -143,7 +145,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     base_files = (load_results_paths(base) if base else []) + list(base_results or [])
     head_files = load_results_paths(head)
     base_files = in_selection(base_files, head_files)
-    mismatched = key_mismatches(base_files, head_files)
+    mismatched = key_mismatches(base_files, head_files, any_origin)
     for device, why in sorted(mismatched.items()):
         console.print(f"[yellow]{rich_text(device)} is not compared[/]: its baseline was measured differently "
                       f"({rich_text(why)})")

@@ -2,8 +2,18 @@
 
 A run is a candidate baseline for a series of device ``d`` when its results for ``d`` have the same
 key as the head's: device name, GPU model (``environment.gpu_name`` where the machine has a GPU,
-else none), torch version (without the local build tag) and measurement-method version
-(``benchtrail.worker.timing.METHOD_VERSION``; results without ``environment.method_version`` are version 1).
+else none), torch version (without the local build tag), measurement-method version
+(``benchtrail.worker.timing.METHOD_VERSION``; results without ``environment.method_version`` are version 1)
+and origin: made in CI or not (``environment.ci``, true when ``GITHUB_ACTIONS=true``), since a
+laptop's run carries the CI device name of its suite but measured another machine. The origin part
+alone is lifted by ``--baseline-any-origin`` (``any_origin=True`` here).
+
+Results and commit pointers written before the origin was recorded lack ``ci``; their origin is read
+from the run id they hold, which benchtrail always made itself (``benchtrail.pipeline.job.new_run_id``):
+all digits (``GITHUB_RUN_ID``) is CI, ``local-...`` is not, anything else (hand-made ids, paired
+A/B results without a run id) is unknown, and an unknown origin matches either. So an older CI run
+keeps serving CI heads, an older local run keeps serving local heads, and neither serves the other.
+
 This module is the one definition (docs/formats.md, "Baseline key"): the baseline lookup matches
 commit pointers with it, and ``compare`` refuses to compare results whose keys differ.
 """
@@ -11,7 +21,7 @@ commit pointers with it, and ``compare`` refuses to compare results whose keys d
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from benchtrail.results.schema import ResultsFile
@@ -20,7 +30,23 @@ from benchtrail.results.schema import ResultsFile
 UNKNOWN_GPU = "(not recorded)"
 
 
-@dataclass(frozen=True, order=True)
+def origin_of_run_id(run_id: Any) -> bool | None:
+    """The origin an older run's id tells, for results and pointers without ``ci``: True (CI) for an
+    all-digit id (``GITHUB_RUN_ID``), False for ``local-...`` (``new_run_id`` outside Actions), else None."""
+    if isinstance(run_id, str) and run_id.isascii():
+        if run_id.isdigit():
+            return True
+        if run_id.startswith("local-"):
+            return False
+    return None
+
+
+def origin_name(ci: bool | None) -> str:
+    """``CI``, ``local`` or ``unknown``: how messages name an origin."""
+    return "unknown" if ci is None else "CI" if ci else "local"
+
+
+@dataclass(frozen=True)
 class BaselineKey:
     """What must match between a series' head and its baseline.
 
@@ -30,20 +56,46 @@ class BaselineKey:
             or None on a machine without a GPU; ``UNKNOWN_GPU`` for version-1 pointers.
         torch_version: torch's version without the local build tag, e.g. ``2.13.0``.
         method_version: ``benchtrail.worker.timing.METHOD_VERSION`` of the code that measured.
+        ci: the origin: True for a run in CI (``GITHUB_ACTIONS=true``), False outside it, None when
+            unknown (older results with a run id that tells nothing; matches either origin).
     """
 
     device: str
     gpu: str | None
     torch_version: str
     method_version: int
+    ci: bool | None = None
+
+    def __lt__(self, other: BaselineKey) -> bool:
+        """Sorted by device, GPU, torch, method version, then origin (None sorts as no GPU and unknown
+        origin do, so keys with and without them sort instead of raising TypeError)."""
+        return self._order() < other._order()
+
+    def _order(self) -> tuple[str, str, str, int, str]:
+        method = self.method_version if isinstance(self.method_version, int) else 0
+        return self.device, self.gpu or "", str(self.torch_version), method, origin_name(self.ci)
 
     def to_dict(self) -> dict[str, Any]:
+        """The pointer's ``baseline_keys`` entry, ``ci`` always (null: unknown; a pointer written before
+        the origin was recorded lacks the field, :func:`keys_of_pointer`)."""
         return asdict(self)
 
     def describe(self) -> str:
-        """``device d, GPU g, torch t, method version m`` (``no GPU`` without one)."""
+        """``device d, GPU g, torch t, method version m, run in CI`` (``no GPU`` without one; ``outside CI``
+        for a local run; nothing on the origin when it is unknown)."""
         gpu = f"GPU {self.gpu}" if self.gpu else "no GPU"
-        return f"device {self.device}, {gpu}, torch {self.torch_version}, method version {self.method_version}"
+        origin = "" if self.ci is None else ", run in CI" if self.ci else ", run outside CI"
+        return f"device {self.device}, {gpu}, torch {self.torch_version}, method version {self.method_version}{origin}"
+
+
+def ci_of(results: ResultsFile) -> bool | None:
+    """The origin of ``results``: ``environment.ci`` when recorded (a bool), else what its
+    ``run.run_id`` tells (:func:`origin_of_run_id`)."""
+    ci = results.environment.get("ci")
+    if isinstance(ci, bool):
+        return ci
+    run = results.run if isinstance(results.run, dict) else {}
+    return origin_of_run_id(run.get("run_id"))
 
 
 def key_of(results: ResultsFile, device: str) -> BaselineKey:
@@ -51,7 +103,7 @@ def key_of(results: ResultsFile, device: str) -> BaselineKey:
     env = results.environment
     method = env.get("method_version", 1)
     return BaselineKey(device, env.get("gpu_name") or None, str(env.get("torch_version")),
-                       method if isinstance(method, int) else 1)
+                       method if isinstance(method, int) else 1, ci_of(results))
 
 
 def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]:
@@ -64,38 +116,52 @@ def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]
 
 
 def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
-    """The keys of each device of a commit pointer. Version 2 records them (``baseline_keys``); a
-    version-1 pointer gives ``devices`` × its torch version, method version 1 and ``UNKNOWN_GPU``
-    (it serves only devices whose head has no GPU: see :func:`matches`)."""
+    """The keys of each device of a commit pointer. Version 2 records them (``baseline_keys``; ``ci``
+    true, false or null for unknown; an entry without the field, written before the origin was
+    recorded, or with another value takes the origin the pointer's ``run_id`` tells, :func:`origin_of_run_id`);
+    a version-1 pointer gives ``devices`` × its torch version, method version 1, ``UNKNOWN_GPU`` and the
+    origin its run id tells (it serves only devices whose head has no GPU: see :func:`matches`)."""
     recorded = pointer.get("baseline_keys")
+    told = origin_of_run_id(pointer.get("run_id"))
     keys: dict[str, set[BaselineKey]] = {}
     if isinstance(recorded, list):
-        names = [f.name for f in fields(BaselineKey)]
         for k in recorded:
             if isinstance(k, dict) and isinstance(k.get("device"), str):
-                keys.setdefault(k["device"], set()).add(BaselineKey(*(k.get(n) for n in names)))
+                ci = k["ci"] if k.get("ci", "") is None or isinstance(k.get("ci"), bool) else told
+                keys.setdefault(k["device"], set()).add(
+                    BaselineKey(k["device"], k.get("gpu"), k.get("torch_version"), k.get("method_version"), ci))
         return keys
-    return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1)}
+    return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1, told)}
             for d in pointer.get("devices", []) if isinstance(d, str)}
 
 
-def matches(base: BaselineKey, head: BaselineKey) -> bool:
+def same_origin(base: BaselineKey, head: BaselineKey) -> bool:
+    """Whether the origins agree: equal, or either unknown."""
+    return base.ci is None or head.ci is None or base.ci == head.ci
+
+
+def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -> bool:
     """Whether a run with key ``base`` may be the baseline of a series with key ``head``. A key with
-    ``UNKNOWN_GPU`` (an old pointer) matches only a head without a GPU."""
+    ``UNKNOWN_GPU`` (an old pointer) matches only a head without a GPU; an unknown origin matches
+    either; ``any_origin`` (``--baseline-any-origin``) ignores the origin."""
+    if not (any_origin or same_origin(base, head)):
+        return False
     if base.gpu == UNKNOWN_GPU:
         return head.gpu is None and (base.device, base.torch_version, base.method_version) == (
             head.device, head.torch_version, head.method_version)
-    return base == head
+    return (base.device, base.gpu, base.torch_version, base.method_version) == (
+        head.device, head.gpu, head.torch_version, head.method_version)
 
 
-def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey]) -> str | None:
+def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *, any_origin: bool = False) -> str | None:
     """Why results measured under the ``base`` keys cannot be compared with ones under the ``head``
     keys (one device), naming each field that differs, e.g. ``GPU NVIDIA A100-SXM4-80GB (baseline) vs
-    NVIDIA H100 80GB HBM3 (this run)``; None when every head key matches a base key and every base key
-    matches a head key (a device measured partly on another GPU model is not comparable)."""
+    NVIDIA H100 80GB HBM3 (this run)`` or ``origin local (baseline) vs CI (this run)``; None when every
+    head key matches a base key and every base key matches a head key (a device measured partly on
+    another GPU model is not comparable). ``any_origin``: the origin is not compared."""
     base, head = sorted(set(base), key=str), sorted(set(head), key=str)
-    if base and head and all(any(matches(b, h) for b in base) for h in head) and \
-            all(any(matches(b, h) for h in head) for b in base):
+    if base and head and all(any(matches(b, h, any_origin=any_origin) for b in base) for h in head) and \
+            all(any(matches(b, h, any_origin=any_origin) for h in head) for b in base):
         return None
     parts = []
     for name, label in (("gpu", "GPU"), ("torch_version", "torch"), ("method_version", "method version")):
@@ -103,4 +169,8 @@ def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey]) -> str 
         h_values = sorted({str(getattr(k, name) or "none") for k in head})
         if b_values != h_values:
             parts.append(f"{label} {', '.join(b_values)} (baseline) vs {', '.join(h_values)} (this run)")
+    b_ci, h_ci = {k.ci for k in base} - {None}, {k.ci for k in head} - {None}
+    if not any_origin and b_ci and h_ci and b_ci != h_ci:
+        parts.append(f"origin {', '.join(sorted(map(origin_name, b_ci)))} (baseline) vs "
+                     f"{', '.join(sorted(map(origin_name, h_ci)))} (this run)")
     return "; ".join(parts) or "the baseline key differs"

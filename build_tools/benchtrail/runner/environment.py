@@ -19,6 +19,21 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def in_ci(environ: dict[str, str] | None = None) -> bool:
+    """Whether this process runs in CI: ``GITHUB_ACTIONS`` is ``true`` (GitHub Actions sets it in every
+    step). Recorded as ``environment.ci``, the origin part of the baseline key
+    (``benchtrail.results.baseline_key``)."""
+    return (os.environ if environ is None else environ).get("GITHUB_ACTIONS") == "true"
+
+
+def machine_of(env: dict[str, Any]) -> dict[str, Any]:
+    """``{cpu_model, cpu_count, gpu_model}`` of an environment :func:`collect_environment` gathered: the
+    machine a run measured, recorded beside the suite's device name (which names the runner type and
+    stays in the series key). ``cpu_count`` is logical cores (``os.cpu_count()``, None when unknown);
+    ``gpu_model`` is ``gpu_name`` where torch sees a GPU, else None."""
+    return {"cpu_model": env.get("cpu_model"), "cpu_count": env.get("cpu_count"), "gpu_model": env.get("gpu_name")}
+
+
 def torch_version() -> str:
     """torch's version without the local build tag (``2.13.0+cpu`` → ``2.13.0``)."""
     import torch
@@ -29,8 +44,9 @@ def torch_version() -> str:
 def collect_environment(threads: int) -> dict[str, Any]:
     """Torch and Python versions, the measurement-method version (``benchtrail.worker.timing.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the host; on a
     GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
-    ``cudnn_version``); and ``doctor``, the runner checks of :func:`benchtrail.runner.doctor.run_checks`
-    (``{checks, failed, warned}``, about a quarter of a second)."""
+    ``cudnn_version``); ``doctor``, the runner checks of :func:`benchtrail.runner.doctor.run_checks`
+    (``{checks, failed, warned}``, about a quarter of a second); ``machine`` (:func:`machine_of`) and
+    ``ci`` (:func:`in_ci`)."""
     import torch
 
     from benchtrail.runner.doctor import run_checks
@@ -53,6 +69,8 @@ def collect_environment(threads: int) -> dict[str, Any]:
     }
     if env["cuda_available"]:
         env.update(gpu_info())
+    env["machine"] = machine_of(env)
+    env["ci"] = in_ci()
     return env
 
 
