@@ -1,0 +1,180 @@
+"""The comparison in the terminal: what ``benchtrail compare``, ``pipeline`` and ``ab`` print before the
+path of their main output (or, with ``--json``, instead of both: the comparison.json object itself).
+
+:func:`render_table` is a pure function of (comparison, width, colour): a title naming the head and base
+commits, a rich table of the regressions (largest change first), then of the improvements (largest
+first), then one line counting the other rows by verdict. Every line fits ``width`` columns: a long
+benchmark name is cut with an ellipsis, a row never wraps. :func:`stdout_style` says which width and
+colour standard output takes (rich's detection: a terminal, ``FORCE_COLOR``, ``NO_COLOR``, ``TERM=dumb``).
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from benchtrail.compare.document import VERDICTS, Comparison, Row
+from benchtrail.compare.tables import format_change, format_value
+
+#: The widest table printed, in columns (terminal cells).
+MAX_WIDTH = 80
+#: Style of a row (and of its count) per verdict; the others are unstyled.
+_STYLES = {"regressed": "red", "improved": "green", "failed": "red", "noisy": "yellow",
+           "not-comparable": "yellow", "insufficient-samples": "yellow"}
+#: Marks shown in place of ``regressed``: they decide whether the row gates (``confirmed`` shows as the verdict).
+_SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
+
+
+def _verdict_cell(row: Row) -> str:
+    return row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
+
+
+def _interval(row: Row) -> str:
+    """The change's interval in percent, ``[+5.1%, +9.4%]``; an em dash without one."""
+    if row.ci_low is None or row.ci_high is None:
+        return "—"
+    return f"[{row.ci_low:+.1f}%, {row.ci_high:+.1f}%]"
+
+
+def _medians(row: Row) -> str:
+    return f"{format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}"
+
+
+def _largest_first(rows: list[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r.change is None, -abs(r.change or 0.0), r.name))
+
+
+def _title(comparison: Comparison) -> str:
+    head = (comparison.head or {}).get("commit") or "?"
+    base = (comparison.base or {}).get("commit") or (comparison.baseline or {}).get("commit")
+    devices = sorted({r.device_name for r in comparison.rows})
+    where = f" · {', '.join(devices)}" if devices else ""
+    return f"benchtrail: head {head[:10]} vs " + (f"base {base[:10]}" if base else "no baseline") + where
+
+
+def _shown_name(row: Row, single_device: bool) -> str:
+    """The series name, without its ``.<device>`` suffix when the title names the one device."""
+    suffix = f".{row.device_name}"
+    if single_device and row.name.endswith(suffix) and len(row.name) > len(suffix):
+        return row.name[: -len(suffix)]
+    return row.name
+
+
+def _rest_line(comparison: Comparison, after_table: bool) -> Any:
+    """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
+    from rich.text import Text
+
+    counts = {v: sum(r.verdict == v for r in comparison.rows) for v in VERDICTS}
+    parts = [(f"{counts[v]} {v}", _STYLES.get(v, "")) for v in VERDICTS
+             if v not in ("regressed", "improved") and counts[v]]
+    if not parts:
+        return Text("no other series" if comparison.rows else "no series compared")
+    line = Text("and " if after_table else "")
+    for i, (text, style) in enumerate(parts):
+        line.append(", " if i else "")
+        line.append(text, style=style)
+    return line
+
+
+_HEADERS = ("benchmark", "verdict", "change", "interval", "base → head")
+#: Columns left out, in this order, while the names would get fewer cells than this (a narrow terminal).
+_MIN_NAME = 16
+_OPTIONAL = (3, 4)
+
+
+def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[int, ...]:
+    """Indexes into ``_HEADERS`` of the columns shown: all of them, less the interval and then the medians
+    while the benchmark names would get fewer than ``_MIN_NAME`` cells of ``width``."""
+    from rich.cells import cell_len
+
+    def cells_left(columns: tuple[int, ...]) -> int:
+        used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
+        return width - used - 2 * (len(columns) - 1)  # two spaces between columns
+
+    columns = tuple(range(len(_HEADERS)))
+    for drop in _OPTIONAL:
+        if not cells or cells_left(columns) >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
+            break
+        columns = tuple(i for i in columns if i != drop)
+    return columns
+
+
+def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH, colour: bool = False) -> str:
+    """The comparison as terminal text: a title line (head and base commits, the devices), a table of
+    regressions then improvements with columns benchmark, verdict, change, interval (percent) and
+    ``base → head`` medians (engineering units: µs, ms, s, KiB…), then a line counting the other rows by
+    verdict. Names are shown literally (never rich markup) and cut with ``…`` to fit; no line is wider
+    than ``width`` columns (a long title or count line is broken at a space, a table row never). Where
+    names would get fewer than 16 columns (``width`` under 80) the interval column is left out, then
+    the medians.
+    ``colour``: ANSI colour and bold (regressions red, improvements green); else plain text.
+    Trailing spaces are removed from every line; the text ends with a newline.
+
+    Raises:
+        ValueError: ``width`` is less than 40.
+    """
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    if width < 40:
+        raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
+    comparison = Comparison.of(comparison)
+    single_device = len({r.device_name for r in comparison.rows}) == 1
+    shown = (_largest_first([r for r in comparison.rows if r.verdict == "regressed"])
+             + _largest_first([r for r in comparison.rows if r.verdict == "improved"]))
+    cells = [(_shown_name(r, single_device), _verdict_cell(r), format_change(r), _interval(r), _medians(r))
+             for r in shown]
+    columns = _fitting_columns(cells, width)
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
+                      no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False,
+                      soft_wrap=False)
+    console.print(Text(_title(comparison), style="bold"))
+    if shown:
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+        table.add_column(_HEADERS[0])  # the only column that may shrink: its cells are cut, never wrapped
+        for i in columns[1:]:
+            table.add_column(_HEADERS[i], no_wrap=True, justify="left" if i == 1 else "right")
+        for row, texts in zip(shown, cells):
+            style = "dim" if row.mark in ("accepted", "quarantined") else _STYLES.get(row.verdict, "")
+            table.add_row(Text(texts[0], no_wrap=True, overflow="ellipsis"),
+                          *(Text(texts[i], style=style if i in (1, 2) else "") for i in columns[1:]))
+        console.print(table)
+    else:
+        console.print(Text("no regressions or improvements"))
+    console.print(_rest_line(comparison, bool(shown)))
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
+
+
+def stdout_style(file: TextIO | None = None) -> tuple[int, bool]:
+    """``(width, colour)`` for printing to ``file`` (default standard output): the terminal's width capped
+    at :data:`MAX_WIDTH` (80 when it is not a terminal) and whether to colour, as rich decides it: a
+    terminal (or ``FORCE_COLOR`` set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and
+    ``TERM`` not ``dumb``."""
+    from rich.console import Console
+
+    console = Console(file=file or sys.stdout)
+    colour = (console.is_terminal and not console.is_dumb_terminal and not console.no_color
+              and console.color_system is not None)
+    return max(40, min(MAX_WIDTH, console.width)), colour
+
+
+def print_comparison(path: Path, as_json: bool, file: TextIO | None = None) -> None:
+    """Print the comparison at ``path`` to ``file`` (default standard output): with ``as_json`` the file's
+    text (the comparison.json object, as written), else :func:`render_table` in :func:`stdout_style`.
+
+    Raises:
+        UserError: without ``as_json``, ``path`` is not a readable comparison.json (``document.load_comparison``).
+        OSError: with ``as_json``, ``path`` cannot be read.
+    """
+    from benchtrail.compare.document import load_comparison
+
+    file = file or sys.stdout
+    if as_json:  # the file as written: one JSON document, nothing else
+        file.write(Path(path).read_text(encoding="utf-8"))
+        return
+    file.write(render_table(load_comparison(path), *stdout_style(file)))

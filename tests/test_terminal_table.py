@@ -1,0 +1,145 @@
+"""The comparison as ``compare``, ``pipeline`` and ``ab`` print it in the terminal (``benchtrail.compare.terminal``)."""
+
+import json
+
+import pytest
+
+from benchtrail.cli import main
+from benchtrail.compare.document import VERDICTS, Comparison, Row, count_rows
+from benchtrail.compare.terminal import render_table
+from benchtrail.results.io import write_results
+from tests.records import record, results, spread
+
+DEVICE = "c2-standard-16"
+
+
+def _row(name: str, verdict: str, base: float | None, head: float | None, change: float | None = None,
+         ci: tuple[float, float] | None = None, *, unit: str = "us", change_unit: str | None = "%",
+         mark: str | None = None, kind: str = "execution", metric: str = "latency") -> Row:
+    return Row(id=name.split(".")[0], name=f"{name}.{DEVICE}", kind=kind, metric=metric, unit=unit, device_name=DEVICE,
+               module_name=f"{name.split('.')[0]}.cpu", compile_config="inductor", verdict=verdict,
+               reason="boom" if verdict == "failed" else None, base_median=base, head_median=head,
+               base_iqr=None, head_iqr=None, base_n=0 if base is None else 10, head_n=0 if head is None else 10,
+               change=change, change_unit=change_unit if change is not None else None, p_value=None,
+               threshold=None, head_details={}, base_details={}, ci_low=ci[0] if ci else None,
+               ci_high=ci[1] if ci else None, mark=mark)
+
+
+ROWS = (
+    _row("bert.eager.inference-bs8", "improved", 1_250_000.0, 1_100_000.0, -12.0, (-13.2, -10.9)),
+    _row("resnet50.inductor.inference-bs1", "similar", 812.3, 815.0, 0.3, (-0.4, +1.0)),
+    _row("a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64", "regressed",
+         812.3, 832.6, 2.5, (1.1, 4.0), mark="unconfirmed"),
+    _row("vit.inductor.inference-bs1", "noisy", 5_000.0, 5_400.0, 8.0, (-3.0, 19.0)),
+    _row("resnet50.inductor.train-bs32", "regressed", 21_400.0, 22_962.2, 7.3, (5.1, 9.4), mark="confirmed"),
+    _row("unet.eager.inference-bs1", "failed", 300.0, None),
+    _row("llama.eager.inference-bs1", "new", None, 42.0),
+    _row("bert.inductor.cpu.graph_breaks", "improved", 3.0, 1.0, -2.0, unit="count", change_unit="count",
+         kind="compilation", metric="graph_breaks"),
+)
+COMPARISON = Comparison.of({
+    "schema_version": 7, "head": {"commit": "3f2a9c1e" * 5, "dirty": False}, "base": {"commit": "8e1d0b2a" * 5},
+    "baseline": None, "thresholds_source": "default", "counts": count_rows(ROWS), "rows": ROWS,
+    "missing_shards": None})
+
+EXPECTED = """\
+benchtrail: head 3f2a9c1e3f vs base 8e1d0b2a8e · c2-standard-16
+benchmark             verdict      change          interval          base → head
+resnet50.inductor.t…  regressed     +7.3%    [+5.1%, +9.4%]  21.40 ms → 22.96 ms
+a-model-whose-name-…  unconfirmed   +2.5%    [+1.1%, +4.0%]  812.3 µs → 832.6 µs
+bert.eager.inferenc…  improved     -12.0%  [-13.2%, -10.9%]    1.250 s → 1.100 s
+bert.inductor.cpu.g…  improved         -2                 —                3 → 1
+and 1 similar, 1 new, 1 failed, 1 noisy
+"""
+
+
+def test_the_table_lists_regressions_then_improvements_then_counts_the_rest_in_80_columns():
+    text = render_table(COMPARISON, width=80, colour=False)
+    assert text == EXPECTED
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "\x1b" not in text
+    assert [line.split()[1] for line in lines[2:-1]] == ["regressed", "unconfirmed", "improved", "improved"]
+    wide = render_table(COMPARISON, width=200).splitlines()  # nothing cut: the largest change first in each part
+    assert [line.split()[0] for line in wide[2:-1]] == [
+        "resnet50.inductor.train-bs32", "a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64",
+        "bert.eager.inference-bs8", "bert.inductor.cpu.graph_breaks"]
+
+
+@pytest.mark.parametrize(("width", "headers"), [
+    (50, ["benchmark", "verdict", "change"]), (60, ["benchmark", "verdict", "change", "base", "→", "head"]),
+    (120, ["benchmark", "verdict", "change", "interval", "base", "→", "head"])])
+def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_interval_then_the_medians(width, headers):
+    lines = render_table(COMPARISON, width=width).splitlines()
+    assert all(len(line) <= width for line in lines)
+    header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
+    assert lines[header].split() == headers
+    assert len(lines) - header == 1 + 4 + 1  # the header, 4 rows (none wrapped), the count line
+
+
+def test_colour_when_asked_for_and_names_are_never_markup():
+    coloured = render_table(COMPARISON, width=80, colour=True)
+    assert "\x1b[31m" in coloured and "\x1b[32m" in coloured  # regressions red, improvements green
+    odd = Comparison.of({**COMPARISON.document, "rows": [
+        _row("[bold]x[/bold].eager.inference-bs1", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))]})
+    assert "[bold]x[/bold].eager.inference-bs1  regressed" in render_table(odd, width=120)
+
+
+def test_an_empty_comparison_says_so():
+    empty = Comparison.of({**COMPARISON.document, "rows": [], "base": None})
+    assert render_table(empty) == "benchtrail: head 3f2a9c1e3f vs no baseline\nno regressions or improvements\n" \
+                                  "no series compared\n"
+    similar = Comparison.of({**COMPARISON.document, "rows": [ROWS[1]]})
+    assert render_table(similar).splitlines()[1:] == ["no regressions or improvements", "1 similar"]
+
+
+def _compare_files(tmp_path):
+    base = write_results(tmp_path / "base.json", results(record("slow", spread(100.0)), record("same", spread(50.0))))
+    head = write_results(tmp_path / "head.json", results(record("slow", spread(130.0)), record("same", spread(50.0)),
+                                                         commit="b" * 40))
+    return ["compare", "--base", str(base), "--head", str(head)]
+
+
+def test_compare_prints_the_table_then_the_path_and_no_colour_under_no_color(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # as if stdout were a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = tmp_path / "c1.json"
+    assert main([*_compare_files(tmp_path), "--output", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == str(out)  # the path last, as scripts read it
+    assert lines[0] == f"benchtrail: head {'b' * 10} vs base {'a' * 10} · {DEVICE}"
+    assert lines[2].split()[:3] == ["slow.inference-bs1", "unconfirmed", "+30.0%"]  # no paired re-check yet
+    assert lines[-2] == "and 1 similar"
+    assert all(len(line) <= 80 and "\x1b" not in line for line in lines)
+    monkeypatch.delenv("NO_COLOR")
+    (tmp_path / "again").mkdir()
+    assert main([*_compare_files(tmp_path / "again"), "--output", str(tmp_path / "c2.json")]) == 0
+    assert "\x1b[31m" in capsys.readouterr().out
+
+
+def test_compare_json_prints_the_comparison_alone(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main([*_compare_files(tmp_path), "--output", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    assert printed == json.loads(out.read_text(encoding="utf-8"))
+    assert sorted(r["verdict"] for r in printed["rows"]) == ["regressed", "similar"]
+    assert captured.err.strip().splitlines()[-1] == f"benchtrail: wrote {out}"
+
+
+@pytest.mark.parametrize("command", [["pipeline", "--benchmark-presets", "smoke"],
+                                     ["ab", "--recheck", "c.json", "--output-dir", "o"]])
+def test_pipeline_and_ab_take_json(command):
+    from benchtrail.cli.app import build_parser
+
+    assert build_parser(command[0]).parse_args([*command, "--json"]).json is True
+    assert build_parser(command[0]).parse_args(command).json is False
+
+
+def test_every_verdict_has_a_place():
+    """Each verdict is either in the table (regressed, improved) or counted on the last line."""
+    rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0) for i, v in enumerate(VERDICTS))
+    text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
+    last = text.splitlines()[-1]
+    assert all(f"1 {v}" in last for v in VERDICTS if v not in ("regressed", "improved"))
