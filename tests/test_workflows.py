@@ -35,7 +35,7 @@ WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml", "trac
 WORKFLOW_RUN_FILES = ("post_benchmark_comment.yml", "track_regressions.yml")
 MATRIX_JQ = "build_tools/github_actions/matrix.jq"
 # The adopting repository of docs/adopting.md: its pyproject.toml and its two workflow files.
-EXAMPLE = ROOT / "docs" / "examples" / "adopting"
+EXAMPLE = ROOT / "docs" / "examples" / "adopting-classes"
 EXAMPLE_WORKFLOWS = EXAMPLE / ".github" / "workflows"
 EXAMPLE_FILES = ("benchmarks.yml", "post_benchmark_comment.yml")
 # Runners GitHub hosts; every other `runs-on` is treated as self-hosted.
@@ -843,44 +843,6 @@ def test_a_called_run_installs_benchtrail_from_the_workflows_own_commit(name, jo
         assert _value(checkout_dir, context) == (".benchtrail-src" if called else ".")
 
 
-def _fake_python(bin_dir: Path, log: Path) -> None:
-    """A ``python`` whose ``-m venv DIR`` makes ``DIR/bin/pip`` append its arguments to ``log``."""
-    bin_dir.mkdir()
-    (bin_dir / "pip-template").write_text(f'#!/bin/bash\necho "$*" >> {log}\n')
-    (bin_dir / "python").write_text(f'#!/bin/bash\n[ "$1 $2" = "-m venv" ] || exit 9\nmkdir -p "$3/bin"\n'
-                                    f'cp {bin_dir / "pip-template"} "$3/bin/pip" && chmod +x "$3/bin/pip"\n')
-    (bin_dir / "python").chmod(0o755)
-
-
-@pytest.mark.parametrize("called", [False, True])
-def test_the_install_step_installs_benchtrail_then_the_projects_packages(tmp_path, called):
-    """Run benchmark.yml's install script with a stand-in python: what pip is asked to install."""
-    workspace, log = tmp_path / "ws", tmp_path / "pip.log"
-    project = workspace / "bench"
-    project.mkdir(parents=True)
-    source = workspace / (".benchtrail-src" if called else ".")
-    source.mkdir(exist_ok=True)
-    for part in ("constraints.txt", "build_tools"):  # benchtrail's source (own repository: the workspace)
-        (source / part).symlink_to(ROOT / part)
-    _fake_python(tmp_path / "bin", log)
-    step = _install_steps("benchmark.yml")["setup"][-1]
-    github_env = tmp_path / "github_env"
-    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "GITHUB_WORKSPACE": str(workspace),
-           "GITHUB_ENV": str(github_env), "BENCHTRAIL_CHECKOUT": ".benchtrail-src" if called else ".",
-           "PIP_INSTALL": "-e . -r requirements.txt"}
-    proc = _run_step(step, env, cwd=project)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    src = f"{workspace}/{env['BENCHTRAIL_CHECKOUT']}"
-    assert github_env.read_text() == f"BENCHTRAIL_SRC={src}\n"
-    # The venv lies in the project's folder (the job's working directory), where `.venv/bin/benchtrail` runs.
-    assert (project / ".venv/bin/pip").is_file()
-    assert log.read_text().splitlines() == [f"install -c {src}/constraints.txt -e {src}",
-                                            f"install -c {src}/constraints.txt -e . -r requirements.txt"]
-    # Without benchtrail's source there, the step fails and says why.
-    proc = _run_step(step, {**env, "BENCHTRAIL_CHECKOUT": "missing"}, cwd=project)
-    assert proc.returncode == 1 and "::error title=benchtrail::no benchtrail source" in proc.stdout
-
-
 def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
     workflow = _load("benchmark.yml")
     folders = {job_id: job.get("defaults", {}).get("run", {}).get("working-directory")
@@ -896,7 +858,7 @@ def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
 
 @pytest.mark.parametrize("project_labels", [None, ["self-hosted", "bench-laptop"]])
 def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, project_labels):
-    """The setup job's label, export and matrix steps, run in a copy of docs/examples/adopting."""
+    """The setup job's label, export and matrix steps, run in a copy of docs/examples/adopting-classes."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
     repo = tmp_path / "repo"
