@@ -1,4 +1,4 @@
-"""The adoption example (docs/examples/adopting) used as its users use it: a git repository that is
+"""The adoption example (docs/examples/adopting-classes) used as its users use it: a git repository that is
 not pip-installed, ``benchtrail`` run as a command from a subfolder of the project. The project's
 packages must import in the CLI process and in every worker (compile, run, both arms of ``ab``).
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 #: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program (the last two parts
 #: of its path: ``worker/__main__.py`` for ``python -m benchtrail.worker``) and the file.
 IMPORT_LOG = """

@@ -201,7 +201,7 @@ def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, 
     from pathlib import Path
 
     repo = tmp_path / "adopter"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting", repo)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes", repo)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     monkeypatch.chdir(repo)  # its suite has no 'default' meta-preset; [tool.benchtrail] presets = "smoke"
     code, output, _ = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})

@@ -16,7 +16,7 @@ from benchtrail.compare.rules import QuarantineEntry as Entry, load_quarantine, 
 from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results, spread
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from benchtrail.cli import main
 from tests.conftest import _git
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 SLOW_AT = 5  # the 6th commit makes the model's work 10x (REPEAT 20 -> 200)
 COMMITS = 9  # track needs 8 ok points (MIN_POINTS); 5 before the step and 4 after it
 SERIES = "chain.eager.inference-quick.laptop"

@@ -2,7 +2,7 @@
 the current head's PR comment.
 
 One story, shared by the tests (each asserts its own chapter): the docs' adoption example
-(``docs/examples/adopting``: its pyproject.toml and both caller workflows, not pip-installed) with
+(``docs/examples/adopting-classes``: its pyproject.toml and both caller workflows, not pip-installed) with
 a three-case suite (``tests/data/harness_project``) calls benchtrail's reusable workflows. A push
 to main stores the baseline in the GCS emulator. Then PR #1, trailer ``benchmarks: smoke``:
 
@@ -21,6 +21,7 @@ server, which holds one bot comment for the PR throughout.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -29,7 +30,9 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -42,7 +45,7 @@ from tests.workflow_harness import ROOT, Harness, RunResult, load_workflow, pend
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLE = ROOT / "docs" / "examples" / "adopting"
+EXAMPLE = ROOT / "docs" / "examples" / "adopting-classes"
 OVERLAY = ROOT / "tests" / "data" / "harness_project"
 REPOSITORY = "octo/my-project"
 PR_NUMBER = 1
@@ -63,10 +66,12 @@ def _git(repo: Path, *args: str) -> str:
 class Story:
     """The runs of the module docstring, each made once, on demand, in order."""
 
-    def __init__(self, tmp: Path, github: GitHubServer, emulator_url: str, venv: Path) -> None:
+    def __init__(self, tmp: Path, github: GitHubServer, emulator_url: str, venv: Path, example: Path = EXAMPLE,
+                 overlay: Path | None = OVERLAY) -> None:
         self.repo = tmp / "my-project"
-        shutil.copytree(EXAMPLE, self.repo)
-        shutil.copytree(OVERLAY, self.repo, dirs_exist_ok=True)
+        shutil.copytree(example, self.repo)
+        if overlay is not None:
+            shutil.copytree(overlay, self.repo, dirs_exist_ok=True)
         _git(self.repo, "init", "-q", "-b", "main")
         _git(self.repo, "config", "user.email", "dev@example.com")
         _git(self.repo, "config", "user.name", "dev")
@@ -224,11 +229,18 @@ class Story:
 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory, gcs_emulator):
-    tmp = tmp_path_factory.mktemp("harness")
+    with running_story(tmp_path_factory.mktemp("harness"), gcs_emulator.url) as story:
+        yield story
+
+
+@contextlib.contextmanager
+def running_story(tmp: Path, emulator_url: str, **project: Any) -> Iterator[Story]:
+    """A :class:`Story` with its GitHub server, CLI stand-in and store proxy, stopped on exit;
+    ``project``: :class:`Story`'s ``example`` and ``overlay``."""
     github = GitHubServer().start()
     cli = CliServer(tmp)
     cli.install(tmp / "venv")
-    story = Story(tmp, github, gcs_emulator.url, tmp / "venv")
+    story = Story(tmp, github, emulator_url, tmp / "venv", **project)
     try:
         yield story
     finally:

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from benchtrail.cli.options import DEFAULT_STORE, EXIT_USER_ERROR, presets, project
+from benchtrail.cli.options import EXIT_USER_ERROR, presets, project
 from benchtrail.errors import UserError
 
 #: The command registry, in ``benchtrail --help`` order: ``(module, function, ((command, summary), ...))``.
@@ -21,6 +21,8 @@ from benchtrail.errors import UserError
 #: ``benchtrail <command>`` imports one row's module, and ``benchtrail --help`` none (it lists the
 #: summaries); ``build_parser()`` imports them all. tests/test_cli_startup.py checks the summaries.
 COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("benchtrail.cli.init", "add_init_parser", (
+        ("init", "write [tool.benchtrail], an example benchmarks module and the caller workflows"),)),
     ("benchtrail.cli.github", "add_configure_parser", (
         ("configure", "select presets from a GitHub event (PR trailer, labels, push, dispatch)"),)),
     ("benchtrail.cli.run", "add_stage_parsers", (
@@ -71,7 +73,8 @@ COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
 
 
 def _apply_project_defaults(args: argparse.Namespace) -> None:
-    """Fill presets, store and thresholds the command line left out from ``[tool.benchtrail]``."""
+    """Fill presets, thresholds and quarantine the command line left out from ``[tool.benchtrail]`` (the
+    store: each command through ``benchtrail.cli.options.resolve_store``)."""
     if getattr(args, "benchmark_presets", False) is None and args.command in ("export", "pipeline"):
         settings = project()
         if settings.presets is None:
@@ -84,8 +87,6 @@ def _apply_project_defaults(args: argparse.Namespace) -> None:
         args.thresholds = project().thresholds
     if getattr(args, "quarantine", False) is None:
         args.quarantine = project().quarantine
-    if args.command == "pipeline" and args.store is None:
-        args.store = project().store or DEFAULT_STORE
 
 
 class ExitOneArgumentParser(argparse.ArgumentParser):
@@ -145,6 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except UserError as exc:
         print(f"benchtrail: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        # torch is the `torch` extra (pyproject.toml): the torch-free commands run without it.
+        print(f"benchtrail: error: `benchtrail {command}` needs torch, which is not installed here: install the "
+              "project's torch, or benchtrail's torch extra (pip install \"benchtrail[torch] @ ...\"; docs/adopting.md, "
+              "\"Install\")", file=sys.stderr)
         return EXIT_USER_ERROR
 
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, accept_globs, add_trust_arguments,
-                                    quarantine_parent, thresholds_parent)
+from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, accept_globs, add_any_origin_argument,
+                                    add_trust_arguments, quarantine_parent, resolve_store, thresholds_parent)
 from benchtrail.errors import UserError
 
 
@@ -27,7 +27,10 @@ def add_compare_parsers(subparsers: Any) -> None:
                    help="head results file or run dir (repeatable)")
     p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base; "
                                    "a store that cannot be read (outage, missing bucket, no credentials) only warns: "
-                                   "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries)")
+                                   "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries). "
+                                   "Without --base and --store: $BENCHTRAIL_STORE (empty: no store), else "
+                                   "[tool.benchtrail] store, else .benchtrail/store when it exists")
+    add_any_origin_argument(p)
     p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
     p.add_argument("--base-branch", metavar="BRANCH",
                    help="with --store: the branch the head merges into (a PR's base branch, the pushed branch "
@@ -36,6 +39,7 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
+    add_json_argument(p)
     p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser("comment", help="render comparison.json as the PR comment")
@@ -53,6 +57,30 @@ def add_compare_parsers(subparsers: Any) -> None:
                    help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
                         "'⚠ the run could not be stored: ...'")
     p.set_defaults(func=cmd_comment)
+
+
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--json`` (``compare``, ``pipeline``, ``ab``): the comparison on stdout instead of the table."""
+    parser.add_argument("--json", action="store_true",
+                        help="print comparison.json to stdout instead of the table and the output path "
+                             "(the path goes to stderr)")
+
+
+def show_result(comparison: Path, main_output: Path, as_json: bool) -> None:
+    """Print the comparison's terminal table, then ``main_output`` as the last line (scripts read it);
+    with ``as_json`` the comparison.json object alone on stdout and ``main_output`` on stderr.
+    ``NO_COLOR`` and a non-terminal stdout print no colour (``benchtrail.compare.terminal``).
+
+    Raises:
+        UserError: ``comparison`` is not a readable comparison.json.
+    """
+    from benchtrail.compare.terminal import print_comparison
+
+    print_comparison(comparison, as_json)
+    if as_json:
+        print(f"benchtrail: wrote {main_output}", file=sys.stderr)
+    else:
+        print(main_output)
 
 
 def _store_failures() -> tuple[type[BaseException], ...]:
@@ -79,7 +107,7 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     <message>", store: <URL>, store_error: <message>})``, so every row is new (or failed).
 
     Raises:
-        UserError: ``--base`` given too, head results of several commits, a malformed store URL, a bad
+        UserError: head results of several commits, a malformed store URL, a bad
             ``BENCHTRAIL_STORE_DEADLINE_S``, a bad ``--trust`` set-up, a ``--base-branch`` that is not a
             branch, or a ``--base-commit`` the store has no trusted run of.
     """
@@ -90,8 +118,6 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     from benchtrail.store import open_store
     from benchtrail.github.trust import trust_from_options
 
-    if args.base:
-        raise UserError("--base and --store both name a baseline; pass one")
     head = load_results_paths(args.head)
     commits = {f.commit for f in head}
     if len(commits) != 1:
@@ -104,7 +130,8 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     try:
         store = open_store(args.store)
         found = find_baselines(store, Path("."), commits.pop(), keys_of_results(head), trust,
-                               base_branch=args.base_branch, explicit=args.base_commit)
+                               base_branch=args.base_branch, explicit=args.base_commit,
+                               any_origin=args.baseline_any_origin)
         files, found = fetch_baselines(store, found)
     except _store_failures() as exc:
         message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
@@ -116,12 +143,27 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     return files, found.to_dict()
 
 
+def _compare_store(flag: str | None) -> str | None:
+    """The store ``compare`` looks for a baseline in when no ``--base`` is given: ``resolve_store``'s (None:
+    no store, every row new), except that the default ``.benchtrail/store`` counts only when it exists."""
+    choice = resolve_store(flag)
+    if choice.is_default and not Path(choice.url).is_dir():
+        return None
+    return choice.url
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``benchtrail compare``: write comparison.json and print its path; exit 3 with ``--fail-on regressed``
+    """``benchtrail compare``: write comparison.json, print its table then its path (``--json``: the
+    comparison itself); exit 3 with ``--fail-on regressed``
     when a regression is not accepted, else 0.
 
+    Without ``--base``, the baseline is looked for in the store of ``resolve_store`` (``--store``, else
+    ``$BENCHTRAIL_STORE``, empty meaning none, else ``[tool.benchtrail] store``, else ``.benchtrail/store``
+    when it exists); with no store every row is new.
+
     Raises:
-        UserError: unreadable results, thresholds or quarantine, or a bad ``--store`` set-up.
+        UserError: unreadable results, thresholds or quarantine, ``--base`` and ``--store`` both given, or a
+            bad store set-up.
     """
     from benchtrail.pipeline.report import compare_stage
 
@@ -131,13 +173,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     accept = accept_globs(args.accept)
     base, baseline, base_results = list(args.base), None, None
+    if args.base and args.store:
+        raise UserError("--base and --store both name a baseline; pass one")
+    args.store = None if args.base else _compare_store(args.store)
     if args.store:
         base_results, baseline = _stored_baseline(args)
         base_results = base_results or []
     path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=accept,
-                         quarantine=args.quarantine, base_results=base_results)
+                         quarantine=args.quarantine, base_results=base_results, any_origin=args.baseline_any_origin)
     failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
-    print(path)
+    show_result(path, path, args.json)
     if failing:
         print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}. Accept one with "
               "a `benchmarks-accept: <series name or glob>` trailer.", file=sys.stderr)

@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (DEFAULT_STORE, EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, accept_globs,
-                                    filter_parent, int_at_least, positive_seconds, presets, presets_parent,
-                                    quarantine_parent, suite, thresholds_parent)
+from benchtrail.cli.compare import add_json_argument, show_result
+from benchtrail.cli.options import (EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, STORE_HELP, accept_globs,
+                                    add_any_origin_argument, filter_parent, int_at_least, positive_seconds, presets,
+                                    presets_parent, quarantine_parent, require_store, resolve_store, suite,
+                                    thresholds_parent)
 from benchtrail.errors import UserError
 
 
@@ -61,11 +63,12 @@ def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
     p = subparsers.add_parser("pipeline", parents=[presets_parent(), filter_parent(), thresholds_parent(),
                                                    quarantine_parent()], help="the main job, end to end")
-    p.add_argument("--store", help="store: folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: "
-                                   f"[tool.benchtrail] store, else {DEFAULT_STORE})")
+    p.add_argument("--store", help=STORE_HELP)
+    add_any_origin_argument(p)
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
+    add_json_argument(p)
     p.set_defaults(func=cmd_pipeline)
 
     p = subparsers.add_parser("ab", parents=[thresholds_parent()],
@@ -93,6 +96,7 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                    help="accept regressions of matching series (with --recheck: those the re-check finds, with "
                         "the comma-separated BENCHMARKS_ACCEPT too)")
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
+    add_json_argument(p)
     p.set_defaults(func=cmd_ab)
 
 
@@ -100,7 +104,12 @@ def add_explain_parsers(subparsers: Any) -> None:
     """Declare ``explain`` and ``dump-cmds`` on ``subparsers``."""
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "
-                                   f"such as gs://bucket/runs/123/1/ (default: the newest run in {DEFAULT_STORE})")
+                                   "such as gs://bucket/runs/123/1/ (default: the newest run of the local store: "
+                                   "--store, else $BENCHTRAIL_STORE, else [tool.benchtrail] store, else "
+                                   ".benchtrail/store)")
+    run.add_argument("--store", help="with no --run: the store whose newest run is explained (a folder or "
+                                     "file:///ABS/PATH; default: $BENCHTRAIL_STORE, else [tool.benchtrail] store, "
+                                     "else .benchtrail/store)")
     p = subparsers.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
     p.add_argument("benchmark_id", help="run config id, module id, <module id>-<metric>, a 6+ character prefix, or a name")
     p.set_defaults(func=cmd_explain)
@@ -176,12 +185,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    """``benchtrail pipeline``: print the comment; exit 2 when a case failed, else 0."""
-    from benchtrail.pipeline.job import run_pipeline
+    """``benchtrail pipeline``: print the comparison's table, then the comment's path (``--json``: the
+    comparison itself); exit 2 when a case failed, else 0.
 
-    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, args.store, args.base_commit, args.thresholds,
-                          recheck=args.recheck, quarantine=args.quarantine)
-    print(result.comment_md)
+    Raises:
+        UserError: the store resolves to none (``BENCHTRAIL_STORE`` set but empty; ``require_store``), and
+            whatever ``run_pipeline`` raises.
+    """
+    store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
+    from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
+
+    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit, args.thresholds,
+                          recheck=args.recheck, quarantine=args.quarantine, any_origin=args.baseline_any_origin)
+    show_result(result.run_dir / "comparison.json", result.comment_md, args.json)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
 
 
@@ -194,7 +210,8 @@ def _policy(args: argparse.Namespace):
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    """``benchtrail ab``: print the comment; exit 3 for a regression not accepted, 2 for a failed case, else 0."""
+    """``benchtrail ab``: print the comparison's table, then the comment's path (``--json``: the comparison
+    itself); exit 3 for a regression not accepted, 2 for a failed case, else 0."""
     import json
 
     from benchtrail.compare.document import gate
@@ -230,7 +247,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         if not rcs:
             raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can run")
         comment = ab_stage(repo, args.base_ref, rcs, args.output_dir, args.thresholds, policy, args.accept)
-    print(comment)
+    show_result(args.output_dir / "comparison.json", comment, args.json)
     rows = json.loads((args.output_dir / "comparison.json").read_text())["rows"]
     failing = gate(rows, args.fail_on)
     if failing:
@@ -246,10 +263,22 @@ def _run_dir(args: argparse.Namespace):
     from benchtrail.runner.explain import locate_run
 
     if args.run:
+        if args.store is not None:
+            raise UserError("--run names the run already; --store picks the newest run of a store when --run is "
+                            "left out: pass one")
         return locate_run(args.run)
-    runs = sorted(Path(DEFAULT_STORE, "runs").glob("*/*"), key=lambda p: p.stat().st_mtime)
+    store = require_store(args.store, f"benchtrail {args.command} without --run")
+    source = resolve_store(args.store).source
+    if "://" in store and not store.startswith("file://"):
+        raise UserError(f"the store {store} (from {source}) is not a folder, and only a local store's newest run is "
+                        "found without --run; pass --run STORE/runs/<id>/<attempt>/ (the comment prints it)")
+    from benchtrail.store import open_store
+
+    root = open_store(store, read_only=True).root
+    runs = sorted(root.glob("runs/*/*"), key=lambda p: p.stat().st_mtime)
     if not runs:
-        raise UserError(f"no --run given and no run in {DEFAULT_STORE}; run `benchtrail pipeline` first")
+        raise UserError(f"no --run given and no run in the store {store} (from {source}); run `benchtrail "
+                        "pipeline` first, or pass --run")
     return runs[-1], lambda name: None
 
 

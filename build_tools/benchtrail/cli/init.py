@@ -1,0 +1,145 @@
+"""``benchtrail init``: the files a project needs to adopt benchtrail, written once.
+
+* ``pyproject.toml``: a ``[tool.benchtrail]`` table (created, or appended to a file without one);
+* the benchmarks module (``--benchmarks``, default ``benchmarks``: ``benchmarks.py``) with one example
+  benchmark, unless the module already exists (it is then used as it is);
+* ``.github/workflows/benchmarks.yml`` and ``post_benchmark_comment.yml``: the caller workflows, with
+  the permissions the reusable workflow asks for (docs/adopting.md, "Permissions"), pinned to the
+  benchtrail commit this copy was installed from when pip recorded one (``direct_url.json``, PEP 610),
+  else to a placeholder that the command and the file say to replace.
+
+Nothing is overwritten: an existing file is kept and reported. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from importlib import metadata, resources
+from pathlib import Path
+
+from benchtrail import jsonio
+from benchtrail.errors import UserError
+
+#: The placeholders of a caller workflow's ``uses:`` when no installed commit is known.
+PLACEHOLDER_REPOSITORY = "OWNER/benchtrail"
+PLACEHOLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def add_init_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="write [tool.benchtrail], an example benchmarks module and the caller workflows")
+    p.add_argument("--benchmarks", default="benchmarks", metavar="MODULE",
+                   help="module of the project's @benchmark functions (default: benchmarks, i.e. benchmarks.py); "
+                        "an example is written when it does not exist")
+    p.add_argument("--directory", type=Path, default=Path("."), help="the project's folder (default: here)")
+    p.set_defaults(func=cmd_init)
+
+
+def installed_pin() -> tuple[str, str] | None:
+    """``(owner/name, commit)`` of the GitHub repository this benchtrail was pip-installed from
+    (``pip install "benchtrail @ git+https://github.com/OWNER/NAME@SHA"``), read from the distribution's
+    ``direct_url.json`` (PEP 610); None for any other install (editable, wheel, another host)."""
+    try:
+        return pin_of_direct_url(metadata.distribution("benchtrail").read_text("direct_url.json"))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
+    """``(owner/name, commit)`` of a ``direct_url.json`` text (PEP 610) that records a git install from
+    github.com at a full commit SHA; None for anything else (no file, not JSON, another host, a branch)."""
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    match = re.match(r"^(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$", str(data.get("url", "")))
+    commit = (data.get("vcs_info") or {}).get("commit_id")
+    if not match or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    return match.group(1), commit
+
+
+def workflow(template: str, pin: tuple[str, str] | None) -> str:
+    """A caller workflow from its template, pinned to ``pin`` or to the placeholders."""
+    text = resources.files("benchtrail").joinpath("data", "init", template).read_text(encoding="utf-8")
+    repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
+    if pin:
+        comment = f"# Pinned to the benchtrail commit `benchtrail init` was installed from ({repository}@{commit}).\n"
+        note = ""
+    else:
+        comment = ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and OWNER is\n"
+                   "# benchtrail's owner): replace both with a real commit of benchtrail's repository.\n")
+        note = " # placeholder: a real benchtrail commit"
+    return (text.replace("{pin_comment}", comment).replace("{repository}", repository)
+            .replace("{commit}", commit).replace("{pin_note}", note))
+
+
+def table(module: str) -> str:
+    """The starter ``[tool.benchtrail]`` table."""
+    return ("\n# benchtrail's settings (docs/adopting.md). `benchtrail pipeline` runs the presets below and\n"
+            "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise).\n"
+            "[tool.benchtrail]\n"
+            f"benchmarks = [\"{module}\"]\n"
+            "presets = \"default\"\n"
+            "runner-labels = { \"cpu\" = [\"self-hosted\", \"cpu\"] }\n")
+
+
+def _module_exists(root: Path, module: str) -> bool:
+    base = root.joinpath(*module.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    import tomllib
+
+    root: Path = args.directory
+    if not root.is_dir():
+        raise UserError(f"--directory {root}: no such folder")
+    if not _MODULE.match(args.benchmarks):
+        raise UserError(f"--benchmarks {args.benchmarks!r} is not a module name (e.g. benchmarks or mypkg.bench)")
+    written: list[str] = []
+    kept: list[str] = []
+
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
+    try:
+        existing = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{pyproject}: cannot read it as TOML ({exc}); nothing was written") from exc
+    if "benchtrail" in existing.get("tool", {}):
+        kept.append(f"{pyproject} (it already has [tool.benchtrail])")
+    else:
+        start = text.rstrip("\n") + "\n" if text else ""
+        jsonio.write_text_atomic(pyproject, start + (table(args.benchmarks) if text else table(args.benchmarks).lstrip("\n")))
+        written.append(str(pyproject))
+
+    module_file = root.joinpath(*args.benchmarks.split(".")).with_suffix(".py")
+    if _module_exists(root, args.benchmarks):
+        kept.append(f"{module_file} (the benchmarks module exists)")
+    else:
+        example = resources.files("benchtrail").joinpath("data", "init", "example_benchmarks.py.template")
+        jsonio.write_text_atomic(module_file, example.read_text(encoding="utf-8"))
+        written.append(str(module_file))
+
+    pin = installed_pin()
+    for name in ("benchmarks.yml", "post_benchmark_comment.yml"):
+        path = root / ".github" / "workflows" / name
+        if path.exists():
+            kept.append(f"{path} (exists)")
+            continue
+        jsonio.write_text_atomic(path, workflow(f"{name}.template", pin))
+        written.append(str(path))
+
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept  {path}")
+    if pin is None:
+        print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says {PLACEHOLDER_REPOSITORY}@"
+              f"{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
+    print("next: benchtrail pipeline   (runs the benchmarks and writes the comment into .benchtrail/store)")
+    return 0

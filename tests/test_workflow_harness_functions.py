@@ -1,0 +1,48 @@
+"""The function-API adoption example (docs/examples/adopting: benchmarks as functions, the caller
+workflows that ``benchtrail init`` writes) through benchtrail's reusable workflows, as
+tests/test_workflow_harness.py runs the class-API example: a push to main stores the baseline, a PR
+run compares with it and the poster puts one comment on the PR."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from benchtrail.cli import main
+from tests.test_workflow_harness import running_story
+from tests.workflow_harness import ROOT
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = ROOT / "docs" / "examples" / "adopting"
+FAST = "processes=1, min_samples=5, warmup_time_ms=10, "
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory, gcs_emulator):
+    tmp = tmp_path_factory.mktemp("harness-functions")
+    project = tmp / "project"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".benchtrail"))
+    bench = project / "my_benchmarks" / "bench.py"
+    bench.write_text(bench.read_text().replace("params=", FAST + "params="))
+    assert main(["init", "--directory", str(project), "--benchmarks", "my_benchmarks.bench"]) == 0
+    with running_story(tmp, gcs_emulator.url, example=project, overlay=None) as story:
+        yield story
+
+
+def test_the_function_example_runs_through_workflow_call_and_gets_its_comment(story):
+    base = story.baseline
+    assert base.job("execute").result == "success" and base.job("process").result == "success", base.describe()
+    head = story.push_head("a PR of the function-API project")
+    body = "Adopt benchtrail.\n\nbenchmarks: default\n"
+    run = story.benchmark("pull_request", story.pr_payload("synchronize", head, body=body), head, "refs/pull/1/merge")
+    poster = story.post(run)
+    assert run.conclusion == "success", run.describe()
+    assert poster.conclusion == "success", poster.describe()
+    (comment,) = story.bot_comments()
+    body = comment["body"]
+    assert head[:7] in body and story.main[:7] in body
+    for name in ("my_benchmarks.bench.chain[batch=32].eager.inference.cpu",
+                 "my_benchmarks.bench.softplus[n=256].eager.backward.cpu"):
+        assert name in body, body
