@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchtrail import jsonio
+from benchtrail.compare.compiler_summary import execution_config as _execution_config
+from benchtrail.compare.compiler_summary import model_name
 from benchtrail.errors import UserError
 from benchtrail.markup import mpl_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -123,26 +125,6 @@ def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[R
     sources = [(str(p), load_results_paths([Path(p)])) for p in paths]
     run = check_one_run(sources, flag)
     return [f for _, files in sources for f in files], run
-
-
-def model_name(record: BenchmarkRecord) -> str:
-    """The model of a record: its ``module_name`` (``<model>.<compile config>.<arch>``) less the
-    compile config and architecture. Older names ``<model>-<compile config>.<arch>`` work too."""
-    module, cc = record.module_name, record.compile_config
-    stem = module.rsplit(".", 1)[0] if "." in module else module
-    for sep in (".", "-"):
-        if cc and stem.endswith(sep + cc):
-            return stem[: -len(sep + cc)]
-    return stem
-
-
-def _execution_config(record: BenchmarkRecord, model: str) -> str | None:
-    """``inference-bs1`` from ``<model>.<compile config>.<execution config>.<device>``, else None."""
-    prefix, suffix = f"{model}.{record.compile_config}.", f".{record.device_name}"
-    name = record.name
-    if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
-        return name[len(prefix): -len(suffix)]
-    return None
 
 
 def _config_key(config: str) -> tuple[int, str]:

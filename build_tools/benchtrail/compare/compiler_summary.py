@@ -1,0 +1,353 @@
+"""The compiler summary: per compile config and device, the numbers PyTorch's TorchInductor performance
+dashboard shows (https://hud.pytorch.org/benchmark/compilers), head against base.
+
+For each (compile config, device) of the head results, eager left out (it is the reference, 1.00×):
+
+* **pass rate**: execution cases with status ``ok`` / all execution cases of that config and device;
+* **geometric-mean speedup** over eager, with a t interval on the log speedups (``LEVEL``, 95%); a case's
+  speedup is eager median / compiled median of the same model, execution config and device;
+* **median cold and warm compile time** (ms): the median over the config's compiled modules of each
+  module's median ``compile_time_cold_ms`` (``compile_time_ms`` in older files) and ``compile_time_warm_ms``;
+* **peak-memory compression ratio**: eager peak / compiled peak of the CUDA caching allocator over the timed
+  samples only (``details["memory"]["max_memory_allocated_bytes"]``, ``benchtrail.worker.cuda_timing``),
+  the arithmetic mean over cases, as the dashboard takes it; None (shown "—") where no case records that
+  peak, as on a CPU, whose only figure (``peak_rss_bytes``) covers the whole worker process, compilation
+  included;
+
+each with its change against the base results' own summary (pass rate in percentage points, the rest in
+percent). docs/statistics.md ("Compiler summary") gives the definitions and their sources.
+:func:`compiler_summary` is the pure core; :func:`render_markdown` the comment's table; :func:`rows_to_json` and
+:func:`rows_from_json` store the rows in a JSON file and read them back. Torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from benchtrail.compare.tables import format_value
+from benchtrail.errors import UserError
+from benchtrail.markup import md_text
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+
+#: The reference compile config: speedups and compression ratios are over it.
+EAGER = "eager"
+#: Level of the geometric-mean speedup's interval.
+LEVEL = 0.95
+#: ``details["memory"]`` key of an execution record: the CUDA allocator's peak while the timed samples ran
+#: (peaks reset after warm-up; ``benchtrail.worker.cuda_timing``). CPU records have no such figure.
+CUDA_PEAK = "max_memory_allocated_bytes"
+#: Compilation metrics of a module's cold compile time, first found wins (``compile_time_ms``: older files).
+COLD_METRICS = ("compile_time_cold_ms", "compile_time_ms")
+WARM_METRIC = "compile_time_warm_ms"
+#: The ``Summary`` figures a row gives a change for (``CompilerSummaryRow.change``).
+FIGURES = ("pass_rate", "geomean_speedup", "cold_ms", "warm_ms", "compression_ratio")
+
+
+def model_name(record: BenchmarkRecord) -> str:
+    """The model of a record: its ``module_name`` (``<model>.<compile config>.<arch>``) less the
+    compile config and architecture. Older names ``<model>-<compile config>.<arch>`` work too."""
+    module, cc = record.module_name, record.compile_config
+    stem = module.rsplit(".", 1)[0] if "." in module else module
+    for sep in (".", "-"):
+        if cc and stem.endswith(sep + cc):
+            return stem[: -len(sep + cc)]
+    return stem
+
+
+def execution_config(record: BenchmarkRecord, model: str) -> str | None:
+    """``inference-bs1`` from ``<model>.<compile config>.<execution config>.<device>``, else None."""
+    prefix, suffix = f"{model}.{record.compile_config}.", f".{record.device_name}"
+    name = record.name
+    if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
+        return name[len(prefix): -len(suffix)]
+    return None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One side's (head's or base's) figures for one compile config on one device.
+
+    Attributes:
+        cases, ok: execution cases of the config and device, and those with status ``ok``.
+        paired: cases with a speedup (ok, median above 0, and an ok eager case of the same model,
+            execution config and device with a median above 0).
+        geomean_speedup: geometric mean of the ``paired`` speedups (eager median / compiled median;
+            unitless, above 1 is faster than eager); None when ``paired`` is 0.
+        speedup_low, speedup_high: its ``LEVEL`` interval (t interval on the log speedups, exponentiated);
+            None when ``paired`` is below 2.
+        modules: compiled modules with an ok cold compile time.
+        cold_ms, warm_ms: median over modules of each module's median cold / warm compile time, in ms;
+            None without such records.
+        memory_pairs: paired cases where both sides record a CUDA allocator peak above 0.
+        compression_ratio: mean over ``memory_pairs`` of eager peak / compiled peak (unitless, above 1:
+            the compiled case needs less memory); None when ``memory_pairs`` is 0 (a CPU).
+    """
+
+    cases: int
+    ok: int
+    paired: int
+    geomean_speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    modules: int
+    cold_ms: float | None
+    warm_ms: float | None
+    memory_pairs: int
+    compression_ratio: float | None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """``ok / cases`` (0 to 1); None without cases."""
+        return self.ok / self.cases if self.cases else None
+
+
+def _pct(head: float | None, base: float | None) -> float | None:
+    """``head / base - 1`` in percent; None when either is missing or base is not above 0."""
+    return None if head is None or base is None or base <= 0 else (head / base - 1) * 100
+
+
+@dataclass(frozen=True)
+class CompilerSummaryRow:
+    """One compile config on one device: the head's summary, the base's (None without one) and the changes.
+
+    ``change(figure)`` gives each figure's change against base.
+    """
+
+    compile_config: str
+    device_name: str
+    head: Summary
+    base: Summary | None = None
+
+    def change(self, figure: str) -> float | None:
+        """The change of ``figure`` (one of ``FIGURES``) against base: ``pass_rate`` in percentage points
+        (head − base), the others in percent (``(head / base − 1) × 100``); None when either side lacks it.
+
+        Raises:
+            ValueError: ``figure`` is not one of ``FIGURES``.
+        """
+        if figure not in FIGURES:
+            raise ValueError(f"figure must be one of {', '.join(FIGURES)}; got {figure!r}")
+        head, base = getattr(self.head, figure), getattr(self.base, figure) if self.base else None
+        if figure == "pass_rate":
+            return None if head is None or base is None else (head - base) * 100
+        return _pct(head, base)
+
+
+def geomean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float | None, float | None]:
+    """Geometric mean of ``values`` and its ``level`` interval: the Student t interval of the mean of
+    ``log(values)`` (n − 1 degrees of freedom, ``scipy.stats.t``), exponentiated.
+
+    Returns:
+        (geometric mean, low, high); low and high are None for fewer than 2 values.
+
+    Raises:
+        ValueError: no values, a value not above 0 or not finite, or ``level`` outside (0, 1).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise ValueError(f"values must be finite and above 0, got {list(values)!r}")
+    logs = [math.log(v) for v in values]
+    mean = math.fsum(logs) / len(logs)
+    if len(logs) < 2:
+        return math.exp(mean), None, None
+    from scipy.stats import t
+
+    half = float(t.ppf((1 + level) / 2, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _case_key(record: BenchmarkRecord) -> tuple[str, str, str]:
+    """What pairs a compiled case with its eager case: (model, execution config or task, device)."""
+    model = model_name(record)
+    return model, execution_config(record, model) or record.task or "-", record.device_name
+
+
+def _memory_peak(record: BenchmarkRecord) -> float | None:
+    peak = (record.details.get("memory") or {}).get(CUDA_PEAK)
+    return float(peak) if isinstance(peak, (int, float)) and peak > 0 else None
+
+
+def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[tuple[str, str, str], BenchmarkRecord]]:
+    """Execution records by (compile config, device), then by case key.
+
+    Raises:
+        UserError: one case twice (the same model, execution config, device and compile config).
+    """
+    out: dict[tuple[str, str], dict[tuple[str, str, str], BenchmarkRecord]] = {}
+    for b in (b for f in files for b in f.benchmarks if b.kind == "execution"):
+        cases = out.setdefault((b.compile_config, b.device_name), {})
+        key = _case_key(b)
+        if key in cases:
+            raise UserError(f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} and "
+                            f"{b.id}); give each case's results once")
+        cases[key] = b
+    return out
+
+
+def _compile_times(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """Each module's median cold and warm compile time (ms), by (compile config, device) then ``cold``/``warm``."""
+    per_module: dict[tuple[str, str, str], dict[str, float]] = {}
+    for b in (b for f in files for b in f.benchmarks if b.kind == "compilation"):
+        if b.status != "ok" or b.median is None or b.metric not in (*COLD_METRICS, WARM_METRIC):
+            continue
+        per_module.setdefault((b.compile_config, b.device_name, b.module_name), {})[b.metric] = b.median
+    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for (config, device, _), metrics in sorted(per_module.items()):
+        times = out.setdefault((config, device), {"cold": [], "warm": []})
+        cold = next((metrics[m] for m in COLD_METRICS if m in metrics), None)
+        if cold is not None:
+            times["cold"].append(cold)
+        if WARM_METRIC in metrics:
+            times["warm"].append(metrics[WARM_METRIC])
+    return out
+
+
+def _summary(cases: dict[tuple[str, str, str], BenchmarkRecord], eager: dict[tuple[str, str, str], BenchmarkRecord],
+             times: dict[str, list[float]], level: float) -> Summary:
+    speedups, ratios = [], []
+    for key, b in cases.items():
+        e = eager.get(key)
+        if b.status != "ok" or e is None or e.status != "ok" or not (b.median or 0) > 0 or not (e.median or 0) > 0:
+            continue
+        speedups.append(e.median / b.median)
+        peaks = _memory_peak(e), _memory_peak(b)
+        if None not in peaks:
+            ratios.append(peaks[0] / peaks[1])
+    gm, low, high = geomean_interval(speedups, level) if speedups else (None, None, None)
+    cold, warm = times.get("cold", []), times.get("warm", [])
+    return Summary(
+        cases=len(cases), ok=sum(b.status == "ok" for b in cases.values()), paired=len(speedups),
+        geomean_speedup=gm, speedup_low=low, speedup_high=high, modules=len(cold),
+        cold_ms=statistics.median(cold) if cold else None, warm_ms=statistics.median(warm) if warm else None,
+        memory_pairs=len(ratios), compression_ratio=math.fsum(ratios) / len(ratios) if ratios else None)
+
+
+def _summaries(files: Sequence[ResultsFile], level: float) -> dict[tuple[str, str], Summary]:
+    executions, times = _executions(files), _compile_times(files)
+    out = {}
+    for config, device in sorted(set(executions) | set(times)):
+        if config != EAGER:
+            out[config, device] = _summary(executions.get((config, device), {}),
+                                           executions.get((EAGER, device), {}), times.get((config, device), {}),
+                                           level)
+    return out
+
+
+def compiler_summary(head: Sequence[ResultsFile], base: Sequence[ResultsFile] | None = None, *,
+                     level: float = LEVEL) -> list[CompilerSummaryRow]:
+    """The compiler summary of ``head`` results (execution and compilation records), each row with the
+    ``base`` results' summary of the same compile config and device (None where base has none).
+
+    Args:
+        head, base: results files of one run each (any devices; base may be None or empty).
+        level: the speedup interval's level, in (0, 1).
+
+    Returns:
+        One row per (compile config, device) of head other than eager, sorted by device then compile config.
+
+    Raises:
+        UserError: a results side holds one case twice.
+        ValueError: ``level`` outside (0, 1).
+    """
+    heads, bases = _summaries(head, level), _summaries(base or (), level)
+    return [CompilerSummaryRow(config, device, summary, bases.get((config, device)))
+            for (config, device), summary in sorted(heads.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+
+
+def rows_to_json(rows: Sequence[CompilerSummaryRow]) -> list[dict[str, Any]]:
+    """The rows as JSON values (``dataclasses.asdict``), read back by :func:`rows_from_json`."""
+    return [asdict(r) for r in rows]
+
+
+#: The ``Summary`` fields that are counts (the others are numbers or None).
+_COUNTS = ("cases", "ok", "paired", "modules", "memory_pairs")
+
+
+def _summary_from_json(value: Any, where: str) -> Summary:
+    if not isinstance(value, dict) or set(value) != {f.name for f in fields(Summary)}:
+        raise UserError(f"{where} is {value!r}; expected an object with exactly the fields "
+                        f"{', '.join(f.name for f in fields(Summary))}")
+    for name, v in value.items():
+        count = name in _COUNTS
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not (number and isinstance(v, int) and v >= 0 if count else v is None or number):
+            raise UserError(f"{where}.{name} is {v!r}; expected "
+                            f"{'an integer >= 0' if count else 'a finite number or null'}")
+    return Summary(**value)
+
+
+def rows_from_json(data: Any, where: str = "compiler_summary") -> list[CompilerSummaryRow]:
+    """Rows from :func:`rows_to_json`'s output (as stored in a JSON file).
+
+    Args:
+        data: the JSON value: a list of row objects.
+        where: the file and field it came from, starting each message (``comparison.json: compiler_summary``).
+
+    Raises:
+        UserError: ``data`` is not a list of row objects with the fields of :class:`CompilerSummaryRow`
+            and :class:`Summary` (naming the row, field and value).
+    """
+    if not isinstance(data, list):
+        raise UserError(f"{where} is {data!r}; expected a list of rows")
+    rows = []
+    for i, row in enumerate(data):
+        at = f"{where}[{i}]"
+        if not isinstance(row, dict) or set(row) != {"compile_config", "device_name", "head", "base"}:
+            raise UserError(f"{at} is {row!r}; expected an object with compile_config, device_name, head, base")
+        for name in ("compile_config", "device_name"):
+            if not isinstance(row[name], str) or not row[name]:
+                raise UserError(f"{at}.{name} is {row[name]!r}; expected a non-empty string")
+        base = None if row["base"] is None else _summary_from_json(row["base"], f"{at}.base")
+        rows.append(CompilerSummaryRow(row["compile_config"], row["device_name"],
+                                       _summary_from_json(row["head"], f"{at}.head"), base))
+    return rows
+
+
+def _change(value: float | None, unit: str) -> str:
+    """`` (+25 pp)`` or `` (-11.1%)``; ``""`` for None. Rounded first, so a tiny negative shows as ``+0``."""
+    if value is None:
+        return ""
+    digits = 0 if unit == "pp" else 1
+    value = round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
+    return f" ({value:+.0f} pp)" if unit == "pp" else f" ({value:+.1f}%)"
+
+
+def _speedup_cell(s: Summary) -> str:
+    if s.geomean_speedup is None:
+        return "—"
+    interval = "" if s.speedup_low is None else f" [{s.speedup_low:.2f}…{s.speedup_high:.2f}]"
+    return f"{s.geomean_speedup:.2f}×{interval}"
+
+
+def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
+    """The rows as a compact Markdown table (one row per compile config × device; a device column only when
+    the rows span more than one device) with a one-line legend; each figure is followed by its change
+    against base in parentheses where base has it. Returns ``""`` for no rows.
+    """
+    if not rows:
+        return ""
+    devices = len({r.device_name for r in rows}) > 1
+    header = ["compile config", *(["device"] if devices else []), "pass rate", f"speedup [{LEVEL:.0%} CI]",
+              "cold compile", "warm compile", "memory ratio"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * (1 + devices) + "---:|" * 5]
+    for r in rows:
+        h = r.head
+        rate = "—" if h.pass_rate is None else f"{h.pass_rate:.0%} ({h.ok}/{h.cases})"
+        memory = "—" if h.compression_ratio is None else f"{h.compression_ratio:.2f}×"
+        cells = [md_text(r.compile_config), *([md_text(r.device_name)] if devices else []),
+                 rate + _change(r.change("pass_rate"), "pp"),
+                 _speedup_cell(h) + _change(r.change("geomean_speedup"), "%"),
+                 format_value(h.cold_ms, "ms") + _change(r.change("cold_ms"), "%"),
+                 format_value(h.warm_ms, "ms") + _change(r.change("warm_ms"), "%"),
+                 memory + _change(r.change("compression_ratio"), "%")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Speedup: eager median / compiled median per case, geometric mean over cases. Compile: median "
+                 "over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on "
+                 "CPU). In parentheses: change against base (pass rate in percentage points).")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,144 @@
+"""The compiler summary (``benchtrail.compare.compiler_summary``) of fixed results fixtures: literal numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from benchtrail.compare.compiler_summary import (compiler_summary, geomean_interval, render_markdown, rows_from_json,
+                                                 rows_to_json)
+from benchtrail.errors import UserError
+from tests.records import record, results, spread
+
+CPU, GPU = "c2-standard-16", "g2-standard-8"
+MiB = 2**20
+
+
+def case(model: str, config: str, median: float | None, device: str = CPU, *, status: str = "ok",
+         peak_mib: float | None = None):
+    """An execution record of ``model`` under ``config`` on ``device`` with samples around ``median`` µs."""
+    memory = {"peak_rss_bytes": 3000 * MiB}
+    if peak_mib is not None:
+        memory["max_memory_allocated_bytes"] = int(peak_mib * MiB)
+    r = record(f"{model}-{config}-{device}", spread(median) if median is not None else (), status=status,
+               memory=memory)
+    return dataclasses.replace(r, name=f"{model}.{config}.inference-bs1.{device}", device_name=device,
+                               module_name=f"{model}.{config}.x86_64", compile_config=config)
+
+
+def compiled(model: str, config: str, metric: str, samples, device: str = CPU, status: str = "ok"):
+    """A compilation record ``<module>-<metric>`` (ms)."""
+    r = record(f"{model}-{config}-{metric}", samples, status=status, kind="compilation", metric=metric, unit="ms")
+    return dataclasses.replace(r, name=f"{model}.{config}.x86_64.{metric}", device_name=device, task=None,
+                               module_name=f"{model}.{config}.x86_64", compile_config=config)
+
+
+def head_fixture():
+    return [results(
+        # CPU: speedups 2, 4 and 1; m4 fails to compile. Pass rate 3/4.
+        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0), case("m4", "eager", 400.0),
+        case("m1", "inductor", 50.0), case("m2", "inductor", 50.0), case("m3", "inductor", 300.0),
+        case("m4", "inductor", None, status="failed"),
+        compiled("m1", "inductor", "compile_time_cold_ms", (1000.0, 1200.0, 1100.0)),
+        compiled("m2", "inductor", "compile_time_cold_ms", (3000.0,)),
+        compiled("m3", "inductor", "compile_time_cold_ms", (2000.0,)),
+        compiled("m4", "inductor", "compile_time_cold_ms", (), status="failed"),
+        compiled("m1", "inductor", "compile_time_warm_ms", (100.0, 120.0)),
+        compiled("m2", "inductor", "compile_time_warm_ms", (300.0,)),
+        compiled("m1", "inductor", "graph_breaks", (0.0,)),
+    ), results(
+        # GPU: speedups 2 and 2; allocator peaks 1000/800 and 600/600 MiB: ratios 1.25 and 1.0.
+        case("m1", "eager", 10.0, GPU, peak_mib=1000), case("m2", "eager", 20.0, GPU, peak_mib=600),
+        case("m1", "inductor", 5.0, GPU, peak_mib=800), case("m2", "inductor", 10.0, GPU, peak_mib=600),
+    )]
+
+
+def base_fixture():
+    return [results(
+        # CPU: speedups 2, 2, 1, 1, all ok; cold compile times 1000, 2000, 2500, 4000 ms; no warm samples.
+        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0), case("m4", "eager", 400.0),
+        case("m1", "inductor", 50.0), case("m2", "inductor", 100.0), case("m3", "inductor", 300.0),
+        case("m4", "inductor", 400.0),
+        *(compiled(m, "inductor", "compile_time_cold_ms", (t,))
+          for m, t in (("m1", 1000.0), ("m2", 2000.0), ("m3", 2500.0), ("m4", 4000.0))),
+    ), results(
+        case("m1", "eager", 10.0, GPU, peak_mib=1000), case("m2", "eager", 20.0, GPU, peak_mib=600),
+        case("m1", "inductor", 5.0, GPU, peak_mib=1000), case("m2", "inductor", 10.0, GPU, peak_mib=600),
+    )]
+
+
+def test_head_summary_literal_numbers():
+    cpu, gpu = compiler_summary(head_fixture())
+    assert (cpu.compile_config, cpu.device_name, gpu.device_name) == ("inductor", CPU, GPU)
+    h = cpu.head
+    assert (h.cases, h.ok, h.pass_rate, h.paired) == (4, 3, 0.75, 3)
+    # geomean(2, 4, 1) = 2; logs ln2·(1, 2, 0): sd ln2, t(0.975, 2) = 4.302653 → 2·exp(∓4.302653·ln2/√3)
+    assert h.geomean_speedup == pytest.approx(2.0, rel=1e-12)
+    assert (h.speedup_low, h.speedup_high) == (pytest.approx(0.357462, abs=5e-7), pytest.approx(11.189997, abs=5e-7))
+    # Cold: module medians 1100, 3000, 2000 (m4 failed) → 2000; warm: 110, 300 → 205.
+    assert (h.modules, h.cold_ms, h.warm_ms) == (3, 2000.0, 205.0)
+    assert (h.memory_pairs, h.compression_ratio) == (0, None)  # CPU: peak RSS only, no ratio
+    g = gpu.head
+    assert (g.pass_rate, g.geomean_speedup, g.speedup_low, g.speedup_high) == (1.0, pytest.approx(2.0),
+                                                                               pytest.approx(2.0), pytest.approx(2.0))
+    assert (g.memory_pairs, g.compression_ratio) == (2, pytest.approx(1.125, rel=1e-12))
+    assert (g.modules, g.cold_ms, g.warm_ms) == (0, None, None)
+    assert cpu.base is None and cpu.change("pass_rate") is None and cpu.change("geomean_speedup") is None
+
+
+def test_changes_against_base():
+    cpu, gpu = compiler_summary(head_fixture(), base_fixture())
+    assert (cpu.base.pass_rate, cpu.base.geomean_speedup, cpu.base.cold_ms) == (1.0, pytest.approx(2**0.5), 2250.0)
+    assert cpu.change("pass_rate") == pytest.approx(-25.0)
+    assert cpu.change("geomean_speedup") == pytest.approx(41.4214, abs=5e-5)  # 2 / √2 − 1
+    assert cpu.change("cold_ms") == pytest.approx(-11.1111, abs=5e-5)  # 2000 / 2250 − 1
+    assert cpu.change("warm_ms") is None and cpu.change("compression_ratio") is None  # base: no warm; CPU: no ratio
+    assert gpu.base.compression_ratio == pytest.approx(1.0)
+    assert gpu.change("compression_ratio") == pytest.approx(12.5)
+    assert (gpu.change("pass_rate"), gpu.change("geomean_speedup")) == (pytest.approx(0.0), pytest.approx(0.0, abs=1e-9))
+
+
+def test_render_markdown_exact():
+    assert render_markdown([]) == ""
+    gpu_only = [f for f in head_fixture() if f.benchmarks[0].device_name == GPU]
+    base = [f for f in base_fixture() if f.benchmarks[0].device_name == GPU]
+    assert render_markdown(compiler_summary(gpu_only, base)) == (
+        "| compile config | pass rate | speedup [95% CI] | cold compile | warm compile | memory ratio |\n"
+        "|---|---:|---:|---:|---:|---:|\n"
+        "| inductor | 100% (2/2) (+0 pp) | 2.00× [2.00…2.00] (+0.0%) | — | — | 1.12× (+12.5%) |\n"
+        "\n"
+        "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: median over "
+        "modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on CPU). In "
+        "parentheses: change against base (pass rate in percentage points).\n")
+    table = render_markdown(compiler_summary(head_fixture())).splitlines()
+    assert table[0].startswith("| compile config | device | pass rate |")
+    assert table[2] == ("| inductor | c2-standard-16 | 75% (3/4) | 2.00× [0.36…11.19] | 2000 ms | 205 ms | — |")
+
+
+def test_edge_cases():
+    # A compile config whose every case failed: no speedup; a case twice is refused by name.
+    failed = results(case("m1", "eager", 100.0), case("m1", "inductor", None, status="failed"))
+    (row,) = compiler_summary([failed])
+    assert (row.head.pass_rate, row.head.paired, row.head.geomean_speedup, row.head.speedup_low) == (0.0, 0, None, None)
+    with pytest.raises(UserError, match=r"'m1\.eager\.inference-bs1\.c2-standard-16' \(eager\) is there twice"):
+        compiler_summary([failed, failed])
+    # One pair: a geometric mean without an interval; older files' compile_time_ms counts as cold.
+    one = results(case("m1", "eager", 100.0), case("m1", "inductor", 25.0),
+                  compiled("m1", "inductor", "compile_time_ms", (1500.0,)))
+    (row,) = compiler_summary([one])
+    assert (row.head.geomean_speedup, row.head.speedup_low, row.head.cold_ms) == (pytest.approx(4.0), None, 1500.0)
+    with pytest.raises(ValueError, match="above 0"):
+        geomean_interval([1.0, 0.0])
+
+
+def test_json_round_trip_and_bad_input():
+    rows = compiler_summary(head_fixture(), base_fixture())
+    data = json.loads(json.dumps(rows_to_json(rows)))
+    assert rows_from_json(data) == rows
+    data[1]["head"]["ok"] = -1
+    with pytest.raises(UserError, match=r"comparison.json: compiler_summary\[1\].head.ok is -1; expected an integer"):
+        rows_from_json(data, "comparison.json: compiler_summary")
+    with pytest.raises(ValueError, match="figure must be one of"):
+        rows[0].change("median")
