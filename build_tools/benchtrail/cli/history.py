@@ -37,6 +37,10 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--output-dir", type=path_argument, required=True, help="new (or empty) folder for the PNGs and the dashboard")
     p.add_argument("--self-contained", action="store_true",
                    help="inline plotly.js into every page (about 4.9 MB each) instead of one plotly.min.js beside them")
+    p.add_argument("--repo", type=path_argument, default=Path("."),
+                   help="git repository that gives each commit's date and subject in index.html (default .)")
+    p.add_argument("--baseline", metavar="REF",
+                   help="commit or ref (in --repo) to mark with a dashed line on every PNG, e.g. origin/main")
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser("compare-builds", help="ratio of medians B/A of every benchmark of two builds")
@@ -45,6 +49,8 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--store", help=STORE_HELP + "; read when A or B is a commit")
     p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository that resolves A and B (default .)")
     p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
+    p.add_argument("--allow-same-run", action="store_true",
+                   help="compare a run with itself (refused by default: every row would be 'similar')")
     p.set_defaults(func=cmd_compare_builds)
 
 
@@ -99,17 +105,24 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit 0."""
+    from benchtrail.git import resolve_commit
     from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.collect import load_history
     from benchtrail.history.plots import plot_history_png
 
     history = load_history(args.history)
+    baseline = None
+    if args.baseline is not None:
+        baseline = resolve_commit(args.repo, args.baseline)
+        if baseline is None:
+            raise UserError(f"--baseline {args.baseline!r}: git cannot resolve it to a commit in --repo "
+                            f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository")
     pngs: list[Path] = []
 
     def build(folder: Path) -> Path:
-        pngs.extend(p.relative_to(folder) for p in plot_history_png(history, folder))
+        pngs.extend(p.relative_to(folder) for p in plot_history_png(history, folder, baseline=baseline))
         return write_dashboard(history, folder, images=[folder / p for p in pngs],
-                               self_contained=args.self_contained)
+                               self_contained=args.self_contained, repo=args.repo)
 
     index = publish_folder(args.output_dir, build)
     for p in pngs:
@@ -128,7 +141,7 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     choice = resolve_store(args.store)  # the default folder only when it exists: a run directory needs no store
     use = choice.url is not None and not (choice.is_default and not Path(choice.url).is_dir())
     store = open_store(choice.url, read_only=True) if use else None
-    comparison = compare_builds(args.a, args.b, store, args.repo)
+    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run)
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)
     print(format_table(comparison))

@@ -1,8 +1,11 @@
-"""``compare-builds``: the ratio of medians B/A of every series between two builds.
+"""``compare-builds``: the ratio of medians B/A of every series between two builds, with the verdict
+and interval ``benchtrail compare`` gives it.
 
 A build is a run directory, or a commit/ref whose newest stored run is fetched from the store (the
-rule of ``benchtrail.history.collect.usable_runs``). Unlike ``benchtrail compare`` this judges nothing: it
-puts two builds' medians side by side, for a quick look across any two commits of the history.
+rule of ``benchtrail.history.collect.usable_runs``). Each row's verdict, change and 99% interval come from
+``benchtrail.compare.verdicts.compare`` with the shipped thresholds (A as the base, B as the head), so
+any two commits of the history are judged as a pull request would be. A run is never compared with
+itself unless asked (``allow_same_run``): its rows would all say "similar" and prove nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from benchtrail.interop.backends import load_one_run
-from benchtrail.compare.tables import format_value
+from benchtrail.compare.document import Row
+from benchtrail.compare.tables import format_change, format_ci, format_value
 from benchtrail.git import resolve_commit
 from benchtrail.errors import UserError
 from benchtrail.history.collect import fetch_results, usable_runs
@@ -24,23 +28,35 @@ from benchtrail.store import Store
 
 @dataclass(frozen=True)
 class Build:
-    """One side: what the user gave (``label``), the commit of its results, and where they came from."""
+    """One side: what the user gave (``label``), the commit of its results, where they came from, and
+    which run they are (``run``: run id and attempt, as its results files record them)."""
 
     label: str
     commit: str
     source: str
     records: dict[str, BenchmarkRecord]
+    files: tuple[ResultsFile, ...] = ()
+    run: tuple[str, str] = ("?", "?")
 
 
 @dataclass(frozen=True)
 class BuildRow(SeriesKey):
     """One series (its :class:`benchtrail.results.schema.SeriesKey`): both medians (in ``unit``), their
-    ratio B/A, and why a ratio is missing (``note``)."""
+    ratio B/A, why a ratio is missing (``note``), and ``benchtrail compare``'s judgement of B against A:
+    ``verdict`` (``regressed``, ``similar``, ``noisy``…, None for a series of one side only), ``change``
+    (percent, or in ``unit`` for an absolute rule: ``change_unit``) and its 99% interval ``ci_low`` …
+    ``ci_high`` (percent; None without one) and the verdict's ``reason``."""
 
     a_median: float | None
     b_median: float | None
     ratio: float | None
     note: str
+    verdict: str | None = None
+    change: float | None = None
+    change_unit: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,12 @@ def _records(files: list[ResultsFile]) -> dict[str, BenchmarkRecord]:
     return out
 
 
+def _run_of(files: list[ResultsFile]) -> tuple[str, str]:
+    """(run id, attempt) that the results files record (their first file's; one run's files agree)."""
+    run = files[0].run if files else {}
+    return str(run.get("run_id", "?")), str(run.get("attempt", "?"))
+
+
 def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Build:
     """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``.
 
@@ -71,7 +93,7 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Bu
     """
     if Path(value).is_dir():
         files, run = load_one_run([Path(value)], f"{which} {value!r}")
-        return Build(value, run.commit, str(Path(value)), _records(files))
+        return Build(value, run.commit, str(Path(value)), _records(files), tuple(files), _run_of(files))
     sha = resolve_commit(repo, value)
     if sha is None:
         raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can resolve in "
@@ -83,10 +105,11 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Bu
         raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no run of it; "
                         "allowed: a commit with a stored run (see `benchtrail history`) or a run directory")
     run_id, attempt = pointers[0]["run_id"], pointers[0]["attempt"]
-    return Build(value, sha, store.run_url(run_id, attempt), _records(fetch_results(store, run_id, attempt)))
+    files = fetch_results(store, run_id, attempt)
+    return Build(value, sha, store.run_url(run_id, attempt), _records(files), tuple(files), _run_of(files))
 
 
-def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> BuildRow:
+def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | None) -> BuildRow:
     rec = b or a
     assert rec is not None
     am, bm = (a.median if a else None), (b.median if b else None)
@@ -103,25 +126,57 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> BuildRow:
         ratio = bm / am
         bad = [f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok"]
         note = "; ".join(bad)
-    return BuildRow(*astuple(rec.key), am, bm, ratio, note)
+    verdict = None
+    if judged is not None and a is not None and b is not None:
+        verdict = judged.verdict
+    return BuildRow(*astuple(rec.key), am, bm, ratio, note, verdict,
+                    *((judged.change, judged.change_unit, judged.ci_low, judged.ci_high, judged.reason)
+                      if verdict else (None,) * 5))
 
 
-def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path(".")) -> BuildComparison:
+def _judged(a: Build, b: Build) -> dict[str, Row]:
+    """``benchtrail compare``'s rows of B (head) against A (base), by series id: the shipped thresholds."""
+    from benchtrail.compare.rules import load_thresholds
+    from benchtrail.compare.verdicts import compare
+
+    return {r.id: r for r in compare(list(a.files), list(b.files), load_thresholds())}
+
+
+def same_run(a: Build, b: Build) -> bool:
+    """Whether both builds are one stored run (the same commit, run id and attempt)."""
+    return (a.commit, a.run) == (b.commit, b.run) and "?" not in a.run
+
+
+def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), *,
+                   allow_same_run: bool = False) -> BuildComparison:
     """Compare build ``b`` with build ``a`` (each a run directory, or a commit/ref with a run in ``store``).
 
     Returns one row per series of either build: medians in the series' unit (``us`` = µs per
-    iteration, ``ms``, ``count``, ``bytes``) and ``ratio`` = B median / A median (None, with a
-    ``note``, when one side lacks the series or a median, or A's median is 0).
+    iteration, ``ms``, ``count``, ``bytes``), ``ratio`` = B median / A median (None, with a
+    ``note``, when one side lacks the series or a median, or A's median is 0), and the verdict,
+    change and interval of :class:`BuildRow`.
 
     Raises:
-        UserError: as :func:`resolve_build`.
+        UserError: as :func:`resolve_build`; A and B are the same run (:func:`same_run`) and not
+            ``allow_same_run``; a series no threshold rule matches (``compare.rules.find_threshold``).
     """
     build_a = resolve_build(a, "A", store, repo)
     build_b = resolve_build(b, "B", store, repo)
+    if same_run(build_a, build_b) and not allow_same_run:
+        raise UserError(f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at commit "
+                        f"{build_a.commit[:12]}): every row would be 'similar' and prove nothing; give two "
+                        "different runs, or pass --allow-same-run to compare a run with itself (a check of "
+                        "the statistics)")
+    judged = _judged(build_a, build_b)
     ids = set(build_a.records) | set(build_b.records)
-    rows = [_row(build_a.records.get(i), build_b.records.get(i)) for i in ids]
+    rows = [_row(build_a.records.get(i), build_b.records.get(i), judged.get(i)) for i in ids]
     rows.sort(key=lambda r: (r.kind != "execution", r.name, r.id))
     return BuildComparison(build_a, build_b, tuple(rows))
+
+
+def _as_mapping(row: BuildRow) -> dict[str, object]:
+    return {"change": row.change, "change_unit": row.change_unit, "unit": row.unit, "ci_low": row.ci_low,
+            "ci_high": row.ci_high}
 
 
 def format_table(comparison: BuildComparison) -> str:
@@ -133,11 +188,14 @@ def format_table(comparison: BuildComparison) -> str:
     table = Table(title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
                   title_justify="left")
     for header, justify in (("benchmark", "left"), ("device", "left"), ("A median", "right"),
-                            ("B median", "right"), ("B/A", "right"), ("note", "left")):
+                            ("B median", "right"), ("B/A", "right"), ("change", "right"), ("99% CI", "right"),
+                            ("verdict", "left"), ("note", "left")):
         table.add_column(header, justify=justify, overflow="fold")
     for r in comparison.rows:
-        table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit), format_value(r.b_median, r.unit),
-                      f"{r.ratio:.4f}" if r.ratio is not None else "—", rich_text(r.note))
+        table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit),
+                      format_value(r.b_median, r.unit), f"{r.ratio:.4f}" if r.ratio is not None else "—",
+                      format_change(_as_mapping(r)), format_ci(_as_mapping(r)), rich_text(r.verdict or "—"),
+                      rich_text("; ".join(filter(None, (r.note, r.reason)))))
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None, highlight=False).print(table)
     return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())

@@ -5,7 +5,8 @@ median with its IQR band; hover shows IQR, n, status and the run). Each series' 
 the series' readable name, so the legend lists them; names are data (``markup.plotly_text``: escaped,
 never markup or a hover-template reference). plotly.js is written once beside the pages as
 ``plotly.min.js`` (or inlined into every page with ``self_contained``): nothing is loaded from the
-network.
+network. ``index.html`` lists the commits newest first with their date and subject (``git log`` in the
+repository, :func:`commit_log`), consecutive commits without a run collapsed into one line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 
 from benchtrail import jsonio
 from benchtrail.markup import plotly_text
-from benchtrail.history.model import COMPILATION_PAGE, NO_PRESET_PAGE, History, Series, aligned, band, page_groups, short
+from benchtrail.git import git
+from benchtrail.history.model import (COMPILATION_PAGE, NO_PRESET_PAGE, CommitRun, History, Series, aligned, band,
+                                      page_groups, short)
 from benchtrail.history.plots import UNIT_LABELS
 
 INDEX = "index.html"
@@ -105,18 +108,65 @@ def page_html(history: History, page: str, series: Sequence[Series], *, self_con
     return _document(title, body)
 
 
-def index_html(history: History, pages: dict[str, list[Series]], images: Sequence[str] = ()) -> str:
-    """The HTML of ``index.html``: links to the pages and PNGs, and the commits with their runs."""
+def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]]:
+    """``{sha: (committer date YYYY-MM-DD, subject)}`` of the history's commits, from ``git log
+    --first-parent`` of its head in ``repo``; ``{}`` when ``repo`` is None or git cannot tell (not a
+    repository, the head unknown there). Commits beyond a shallow clone's depth are left out."""
+    if repo is None:
+        return {}
+    out = git(Path(repo), "log", "--first-parent", f"--max-count={len(history.commits)}",
+              "--format=%H%x1f%cs%x1f%s", history.head) or ""
+    found = {}
+    for line in out.splitlines():
+        parts = line.split("\x1f")
+        if len(parts) == 3:
+            found[parts[0]] = (parts[1], parts[2])
+    return found
+
+
+def _commit_row(c: CommitRun, log: dict[str, tuple[str, str]]) -> str:
+    date, subject = log.get(c.commit, ("—", ""))
+    run = html.escape(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
+    return (f"<tr><td><code>{short(c.commit)}</code></td><td>{html.escape(date)}</td>"
+            f"<td>{html.escape(subject)}</td><td>{run}</td></tr>\n")
+
+
+def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
+    """The commits table's rows, newest first: a row per commit (short sha, date, subject, run); a run of
+    two or more commits without a run is one row, ``12 commits without runs (<oldest> … <newest>)``."""
+    rows: list[str] = []
+    gap: list[CommitRun] = []
+
+    def flush() -> None:
+        if len(gap) > 1:
+            rows.append(f"<tr class=\"gap\"><td colspan=\"4\">{len(gap)} commits without runs "
+                        f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)</td></tr>\n")
+        elif gap:
+            rows.append(_commit_row(gap[0], log))
+        gap.clear()
+
+    for c in reversed(history.commits):
+        if c.run_id is None:
+            gap.append(c)
+            continue
+        flush()
+        rows.append(_commit_row(c, log))
+    flush()
+    return "".join(rows)
+
+
+def index_html(history: History, pages: dict[str, list[Series]], images: Sequence[str] = (),
+               log: dict[str, tuple[str, str]] | None = None) -> str:
+    """The HTML of ``index.html``: links to the pages and PNGs, and the commits (newest first) with their
+    date and subject (``log``, from :func:`commit_log`) and runs; commits without runs collapsed."""
     links = "".join(f"<li><a href=\"{html.escape(p)}.html\">{html.escape(_page_title(p))}</a> "
                     f"({len(s)} series)</li>\n" for p, s in pages.items())
     pngs = "".join(f"<li><a href=\"{html.escape(i)}\">{html.escape(i)}</a></li>\n" for i in images)
-    rows = "".join(f"<tr><td><code>{short(c.commit)}</code></td><td>"
-                   + (html.escape(f"{c.run_id}/{c.attempt}") if c.run_id else "no run") + "</td></tr>\n"
-                   for c in reversed(history.commits))
     body = (f"<h1>benchtrail history</h1>\n{_context(history)}\n<h2>Pages</h2>\n"
             + (f"<ul>\n{links}</ul>\n" if links else "<p>No series in this history.</p>\n")
             + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "")
-            + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>run</th></tr>\n" + rows + "</table>\n")
+            + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th><th>run</th>"
+            "</tr>\n" + commit_rows(history, log or {}) + "</table>\n")
     if history.skipped:
         body += "<h2>Runs not used</h2>\n<ul>\n" + "".join(f"<li>{html.escape(s)}</li>\n" for s in history.skipped)
         body += "</ul>\n"
@@ -124,13 +174,15 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
 
 
 def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] = (),
-                    self_contained: bool = False) -> Path:
+                    self_contained: bool = False, repo: Path | None = Path(".")) -> Path:
     """Write the offline dashboard into ``out_dir``: ``index.html``, ``<page>.html`` per page of
     ``page_groups(history)`` and, unless ``self_contained``, ``plotly.min.js`` (about 4.9 MB) once.
 
     Args:
         images: PNGs (e.g. from ``plots.plot_history_png``) that ``index.html`` links, relative to ``out_dir``.
         self_contained: inline plotly.js into every page instead (each page then works alone).
+        repo: the git repository whose ``git log`` gives each commit's date and subject (default: the
+            current folder); None, or a folder where git cannot tell, leaves them out.
 
     Returns:
         The path of ``index.html``.
@@ -153,4 +205,5 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
         jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(history, page, series,
                                                                      self_contained=self_contained), exclusive=True)
     relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i) for i in images]
-    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative), exclusive=True)
+    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative, commit_log(repo, history)),
+                                    exclusive=True)

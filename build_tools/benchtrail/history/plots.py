@@ -1,108 +1,341 @@
-"""PNG plots with matplotlib (Agg, through ``matplotlib.figure.Figure``: no pyplot, no global backend).
+"""Plots with matplotlib (Agg, through ``matplotlib.figure.Figure``: no pyplot, no global backend).
 
-``plot_history_png`` draws one PNG per page of ``history.page_groups`` (a preset's execution series,
-or the compilation series): one subplot per series, x = short commits in first-parent order, y = the
-median with its IQR band. ``plot_ratios_png`` draws the per-benchmark ratios of ``compare-builds``.
-Names and titles are data: ``$`` is escaped (``markup.mpl_text``), so no label becomes mathtext.
+Every function that draws returns its ``Figure`` objects; :func:`save_figures` writes them as PNGs.
+
+- :func:`history_figures`: per page of ``history.page_groups`` (a preset's execution series, or the
+  compilation series) one or more figures of at most ``MAX_PANELS`` panels. A panel is one model and
+  one kind of metric, i.e. one unit (:func:`panels`: its times, its counts…), one line per series of it
+  (metric, compile config, task, device), x = short
+  commits in first-parent order, y = the median with its IQR band. The baseline commit is a dashed black
+  line; ``track``'s change points a shaded span (red: regression, green: improvement); regressed series
+  a red ring on their newest point. A history with one run is drawn as bars (median, IQR whiskers).
+- :func:`ratios_figure`: the per-benchmark ratios of ``compare-builds``.
+- :func:`distribution_figures`: base and head samples of each benchmark side by side (a strip plot).
+
+Every value axis is in a unit chosen from the data (:func:`axis_unit`: µs, ms or s; B, KiB, MiB or GiB),
+named in the axis label; counts get integer ticks. Names and titles are data: ``$`` is escaped
+(``markup.mpl_text``), so no label becomes mathtext.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
+from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, StrMethodFormatter
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.history.model import History, Series, aligned, band, page_groups, short
 from benchtrail.markup import mpl_text
+from benchtrail.results.schema import METRICS, UNITS
 
-#: Axis labels of the result units.
+#: Axis labels of the result units (the plotly pages' y axes).
 UNIT_LABELS = {"us": "µs per iteration", "ms": "ms", "count": "count", "bytes": "bytes"}
 DPI = 100
 COLUMNS = 3
+#: Most panels in one figure (one PNG); a page with more gets several PNGs.
+MAX_PANELS = 12
+#: What each metric's axis says before its unit.
+QUANTITIES = {"latency": "time per iteration", "compile_time_cold_ms": "cold compile time",
+              "compile_time_warm_ms": "warm compile time", "compile_time_ms": "compile time",
+              "artifact_bytes": "generated artifacts", "peak_rss_bytes": "peak RSS"}
+_PALETTE = [f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive", "cyan")]
 
 
-def _save(fig: Figure, path: Path) -> Path:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
-    return jsonio.write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
+@dataclass(frozen=True)
+class AxisUnit:
+    """The unit an axis shows: ``label`` (``ms``, ``MiB``, ``count``) and ``scale``, the size of one of
+    it in the data's own unit (values are divided by it: 1000 for ``ms`` of data in µs)."""
+
+    label: str
+    scale: float
 
 
-def _draw_series(ax, series: Series, commits: list[str]) -> None:
-    points = aligned(series, commits)
-    x = list(range(len(commits)))
+_TIME_IN_US = (("s", 1e6), ("ms", 1e3), ("µs", 1.0))
+_BYTES = (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10), ("B", 1.0))
+
+
+def axis_unit(unit: str, values: Iterable[float | None]) -> AxisUnit:
+    """The unit to show ``values`` (in the series unit ``unit``: ``us``, ``ms``, ``bytes``, ``count``…)
+    in: the largest time unit (µs, ms, s) or binary byte unit (B … GiB) that the largest |value| reaches;
+    counts and other units as they are."""
+    top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+    if unit in ("us", "ms"):
+        per = 1e3 if unit == "ms" else 1.0  # µs in one unit of the data
+        label, us = next(((n, s) for n, s in _TIME_IN_US if top * per >= s), _TIME_IN_US[-1])
+        return AxisUnit(label, us / per)
+    if unit == "bytes":
+        label, size = next(((n, s) for n, s in _BYTES if top >= s), _BYTES[-1])
+        return AxisUnit(label, size)
+    return AxisUnit({"per_s": "per s", "ratio": "×"}.get(unit, unit), 1.0)
+
+
+def _tick(value: float, _pos: Any = None) -> str:
+    text = f"{value:.4g}"
+    return f"{value:,.0f}" if "e" in text else text
+
+
+def set_value_axis(axis: Any, unit: str, au: AxisUnit, quantity: str) -> None:
+    """Label ``axis`` (``ax.yaxis``/``ax.xaxis``) ``"<quantity> (<unit>)"`` and set its ticks: integers
+    for counts (``MaxNLocator(integer=True)``), SI prefixes for rates (``EngFormatter``), else plain numbers
+    in ``au`` (the data must already be divided by ``au.scale``)."""
+    axis.set_label_text(mpl_text(quantity) if quantity == au.label else f"{mpl_text(quantity)} ({au.label})",
+                        fontsize=7)
+    if unit == "count":
+        axis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    elif unit == "per_s":
+        axis.set_major_formatter(EngFormatter())
+    else:
+        axis.set_major_formatter(FuncFormatter(_tick))
+
+
+def _quantity(metric: str) -> str:
+    return QUANTITIES.get(metric, metric.replace("_", " "))
+
+
+#: A panel's title and axis quantity when it holds several metrics of one unit.
+GROUPS = {"ms": "compile times", "count": "counts", "bytes": "sizes", "us": "times"}
+_GROUP_QUANTITIES = {"ms": "time", "count": "count", "bytes": "size", "us": "time"}
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One model's series of one unit (one metric kind: times, counts, bytes…): one subplot."""
+
+    model: str
+    unit: str
+    series: tuple[Series, ...]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The panel's metrics, in ``METRICS`` order."""
+        order = list(METRICS)
+        return tuple(sorted({s.metric for s in self.series}, key=lambda m: (order.index(m) if m in order
+                                                                             else len(order), m)))
+
+    @property
+    def title(self) -> str:
+        (one, *more) = self.metrics
+        return f"{self.model} · {GROUPS.get(self.unit, self.unit) if more else one}"
+
+    @property
+    def quantity(self) -> str:
+        """What the value axis says before its unit."""
+        return _quantity(self.metrics[0]) if len(self.metrics) == 1 else _GROUP_QUANTITIES.get(self.unit, self.unit)
+
+    def label(self, series: Series) -> str:
+        """A line's (or bar's) label: what tells the series apart within the panel."""
+        variant = variant_of(series, self.model)
+        return f"{series.metric} · {variant}" if len(self.metrics) > 1 else variant
+
+
+def model_of(series: Series) -> str:
+    """The model of a series: its name up to ``.<compile config>.`` (``mlp.eager.inference-bs1.dev``
+    → ``mlp``), else the name's first dotted part."""
+    cut = series.name.find(f".{series.compile_config}.") if series.compile_config else -1
+    return series.name[:cut] if cut > 0 else series.name.split(".", 1)[0]
+
+
+def variant_of(series: Series, model: str) -> str:
+    """What tells a model's series apart: the name less ``<model>.`` and, for compilation, ``.<metric>``."""
+    name = series.name[len(model) + 1:] if series.name.startswith(model + ".") else series.name
+    suffix = f".{series.metric}"
+    return (name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name) or series.name
+
+
+def panels(series: Sequence[Series]) -> list[Panel]:
+    """``series`` grouped by (model, unit): models sorted, then units in ``results.schema.UNITS`` order;
+    within a panel by metric (``METRICS`` order), then name."""
+    groups: dict[tuple[str, str], list[Series]] = {}
+    for s in series:
+        groups.setdefault((model_of(s), s.unit), []).append(s)
+    units, order = list(UNITS), list(METRICS)
+    keys = sorted(groups, key=lambda k: (k[0], units.index(k[1]) if k[1] in units else len(units), k[1]))
+    return [Panel(*k, tuple(sorted(groups[k], key=lambda s: (order.index(s.metric) if s.metric in order
+                                                             else len(order), s.metric, s.name))))
+            for k in keys]
+
+
+def _values(panel: Panel) -> list[float | None]:
+    return [v for s in panel.series for p in s.points for v in (p.median, p.p75)]
+
+
+def _draw_lines(ax: Any, panel: Panel, commits: list[str], baseline: str | None,
+                change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> None:
+    au = axis_unit(panel.unit, _values(panel))
     nan = math.nan
-    median = [p.median if p and p.median is not None else nan for p in points]
-    bands = [band(p) if p else (None, None) for p in points]
-    low = [lo if lo is not None else nan for lo, _ in bands]
-    high = [hi if hi is not None else nan for _, hi in bands]
-    ax.fill_between(x, low, high, alpha=0.3, color="tab:blue", linewidth=0, label="IQR")
-    ax.vlines(x, low, high, color="tab:blue", alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
-    ax.plot(x, median, marker="o", markersize=3, color="tab:blue", label="median")
-    failed = [i for i, p in enumerate(points) if p and p.status != "ok"]
-    for i in failed:
-        ax.axvline(i, color="tab:red", alpha=0.4, linestyle=":")
-    ax.set_title(mpl_text(series.name), fontsize=8)
-    ax.set_ylabel(UNIT_LABELS.get(series.unit, series.unit), fontsize=7)
+    x = list(range(len(commits)))
+    where = {c: i for i, c in enumerate(commits)}
+    for i, s in enumerate(panel.series):
+        color = _PALETTE[i % len(_PALETTE)]
+        points = aligned(s, commits)
+        median = [p.median / au.scale if p and p.median is not None else nan for p in points]
+        bands = [band(p) if p else (None, None) for p in points]
+        low = [lo / au.scale if lo is not None else nan for lo, _ in bands]
+        high = [hi / au.scale if hi is not None else nan for _, hi in bands]
+        ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
+        ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
+        ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s)))
+        for k, p in enumerate(points):
+            if p and p.status != "ok":
+                ax.axvline(k, color="tab:red", alpha=0.4, linestyle=":")
+        for cp in change_points.get(s.id, ()):
+            if cp.base_commit in where and cp.head_commit in where:
+                shade = "tab:red" if cp.direction == "regression" else "tab:green"
+                ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15, linewidth=0)
+                ax.axvline(where[cp.head_commit], color=shade, linestyle="--", linewidth=1)
+        last = next((k for k in reversed(range(len(points))) if points[k] and points[k].median is not None), None)
+        if s.id in regressions and last is not None:
+            ax.plot([last], [median[last]], marker="o", markersize=10, markerfacecolor="none",
+                    markeredgecolor="tab:red", markeredgewidth=2, linestyle="none", label="regression")
+    if baseline is not None and baseline in where:
+        ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}")
     step = max(1, math.ceil(len(commits) / 12))
     ax.set_xticks(x[::step], [short(c) for c in commits[::step]], rotation=45, ha="right", fontsize=6,
                   family="monospace")
-    ax.tick_params(axis="y", labelsize=6)
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
-    ax.grid(alpha=0.3)
+    ax.set_xlabel("commit (first parent, oldest first)", fontsize=7)
+    set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
+    if len(panel.series) > 1 or any(s.id in regressions for s in panel.series) or baseline in where:
+        ax.legend(fontsize=6)
 
 
-def plot_page_png(series: Sequence[Series], commits: list[str], title: str, path: Path) -> Path:
-    """Draw ``series`` (one subplot each, ``COLUMNS`` per row) over ``commits`` into a new PNG ``path``.
+def _draw_bars(ax: Any, panel: Panel, commit: str) -> None:
+    """The one run of a history: a bar per series (median), whiskers p25–p75, "no sample" where none."""
+    au = axis_unit(panel.unit, _values(panel))
+    points = [aligned(s, [commit])[0] for s in panel.series]
+    heights, below, above = [], [], []
+    for p in points:
+        lo, hi = band(p) if p else (None, None)
+        m = p.median if p and p.median is not None else None
+        heights.append(m / au.scale if m is not None else 0.0)
+        below.append((m - lo) / au.scale if m is not None and lo is not None else 0.0)
+        above.append((hi - m) / au.scale if m is not None and hi is not None else 0.0)
+    x = list(range(len(points)))
+    colors = [_PALETTE[i % len(_PALETTE)] for i in x]
+    ax.bar(x, heights, yerr=[below, above], color=colors, alpha=0.8, capsize=3)
+    for i, p in enumerate(points):
+        if p is None or p.median is None:
+            ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
+                        color="tab:red")
+    ax.set_xticks(x, [mpl_text(panel.label(s)) for s in panel.series], rotation=30, ha="right",
+                  fontsize=6)
+    pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
+    ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
+    ax.set_xlabel(f"the one run, at commit {short(commit)}", fontsize=7)
+    set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
+
+
+def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, *, baseline: str | None = None,
+                change_points: Mapping[str, Sequence[Any]] | None = None,
+                regressions: Collection[str] = ()) -> Figure:
+    """One figure: a subplot per panel (``COLUMNS`` per row): lines over ``commits``, or bars when
+    ``commits`` holds one commit. ``change_points`` maps a series id to its ``track`` change points
+    (:class:`benchtrail.history.track.ChangePoint`); ``regressions`` are series ids to ring in red.
 
     Raises:
-        UserError: ``path`` exists or cannot be written; ``series`` is empty.
+        UserError: no panels, or more than ``MAX_PANELS``.
     """
-    if not series:
-        raise UserError(f"{path}: no series to plot")
-    cols = min(COLUMNS, len(series))
-    rows = math.ceil(len(series) / cols)
-    fig = Figure(figsize=(5 * cols, 2.8 * rows + 0.6), layout="constrained")
+    if not page_panels or len(page_panels) > MAX_PANELS:
+        raise UserError(f"{title}: {len(page_panels)} panels to plot; allowed: 1 to {MAX_PANELS} in one figure")
+    cols = min(COLUMNS, len(page_panels))
+    rows = math.ceil(len(page_panels) / cols)
+    fig = Figure(figsize=(5 * cols, 3.2 * rows + 0.6), layout="constrained")
     fig.suptitle(mpl_text(title), fontsize=10)
     axes = fig.subplots(rows, cols, squeeze=False)
-    for ax, s in zip(axes.flat, series):
-        _draw_series(ax, s, commits)
-    for ax in list(axes.flat)[len(series):]:
+    for ax, panel in zip(axes.flat, page_panels):
+        if len(commits) == 1:
+            _draw_bars(ax, panel, commits[0])
+        else:
+            _draw_lines(ax, panel, commits, baseline, change_points or {}, regressions)
+        ax.set_title(mpl_text(panel.title), fontsize=8)
+        ax.tick_params(axis="y", labelsize=6)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(page_panels):]:
         ax.set_visible(False)
-    return _save(fig, path)
+    return fig
 
 
-def plot_history_png(history: History, out_dir: Path) -> list[Path]:
-    """Write ``<page>.png`` into ``out_dir`` for every page of ``page_groups(history)``.
+def default_change_points(history: History) -> dict[str, list[Any]]:
+    """``track``'s change points of ``history`` by series id, with the shipped thresholds; empty when no
+    series has enough points or a series matches no rule (the plots never fail on tracking)."""
+    from benchtrail.history.track import MIN_POINTS, track
 
-    Returns the PNG paths (empty when the history has no series).
+    if not any(len(s.points) >= MIN_POINTS for s in history.series):
+        return {}
+    from benchtrail.compare.rules import load_thresholds
+
+    try:
+        report = track(history, load_thresholds())
+    except UserError:
+        return {}
+    found: dict[str, list[Any]] = {}
+    for cp in report.change_points:
+        found.setdefault(cp.series_id, []).append(cp)
+    return found
+
+
+def history_figures(history: History, *, baseline: str | None = None,
+                    change_points: Mapping[str, Sequence[Any]] | None = None,
+                    regressions: Collection[str] = ()) -> dict[str, Figure]:
+    """``{png file name: Figure}`` for every page of ``page_groups(history)``: ``<page>.png``, and when
+    the page has more than ``MAX_PANELS`` panels ``<page>~2.png``, ``<page>~3.png``… (``~`` is in no
+    preset name, so no page's file can collide). ``change_points`` None: ``default_change_points``.
+
+    Raises:
+        UserError: a preset that cannot name a page (``page_groups``).
+    """
+    commits = history.run_commits()
+    cps = default_change_points(history) if change_points is None else change_points
+    head = f"{history.ref} ({short(history.head)})"
+    what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
+    out: dict[str, Figure] = {}
+    for page, series in page_groups(history).items():
+        groups = panels(series)
+        parts = [groups[i:i + MAX_PANELS] for i in range(0, len(groups), MAX_PANELS)]
+        for k, part in enumerate(parts, 1):
+            of = f" · part {k} of {len(parts)}" if len(parts) > 1 else ""
+            out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = page_figure(
+                part, commits, f"{page} · {what} · {head}{of}", baseline=baseline, change_points=cps,
+                regressions=regressions)
+    return out
+
+
+def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
+    """Write each figure as a new PNG ``out_dir/<name>`` (``DPI``); the paths, in order.
 
     Raises:
         UserError: one of the PNGs exists already (checked before any is written) or cannot be written.
     """
-    pages = page_groups(history)
-    paths = {page: Path(out_dir) / f"{page}.png" for page in pages}
-    jsonio.check_new(*paths.values())
-    commits = history.run_commits()
-    head = f"{history.ref} ({short(history.head)})"
-    return [plot_page_png(series, commits, f"{page} · median and IQR by commit (first parent) · {head}", paths[page])
-            for page, series in pages.items()]
+    paths = [Path(out_dir) / name for name in figures]
+    jsonio.check_new(*paths)
+    for path, fig in zip(paths, figures.values()):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=DPI)
+        jsonio.write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
+    return paths
 
 
-def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, path: Path, *,
-                    log: bool = True) -> Path:
-    """A horizontal bar per benchmark of its ratio (B/A), a line at 1.0, into a new PNG ``path``.
-
-    ``ratios`` must be positive with ``log`` (the default scale). An empty ``names`` draws a note.
+def plot_history_png(history: History, out_dir: Path, **marks: Any) -> list[Path]:
+    """Write the PNGs of :func:`history_figures` (``marks``: its ``baseline``, ``change_points``,
+    ``regressions``) into ``out_dir``; their paths (empty when the history has no series).
 
     Raises:
-        UserError: ``path`` exists or cannot be written.
+        UserError: as :func:`history_figures` and :func:`save_figures`.
     """
+    return save_figures(history_figures(history, **marks), out_dir)
+
+
+def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, log: bool = True) -> Figure:
+    """A horizontal bar per benchmark of its ratio (B/A), a line at 1.0. ``ratios`` must be positive with
+    ``log`` (the default scale). An empty ``names`` draws a note."""
     fig = Figure(figsize=(9, 1.2 + 0.3 * max(len(names), 1)), layout="constrained")
     ax = fig.subplots()
     if names:
@@ -132,4 +365,74 @@ def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, p
     ax.set_xlabel("ratio of medians B/A (above 1: B is larger)" + (", log scale" if log else ""), fontsize=8)
     ax.set_title(mpl_text(title), fontsize=9)
     ax.grid(axis="x", alpha=0.3)
-    return _save(fig, path)
+    return fig
+
+
+def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, path: Path, *,
+                    log: bool = True) -> Path:
+    """:func:`ratios_figure` into a new PNG ``path``.
+
+    Raises:
+        UserError: ``path`` exists or cannot be written.
+    """
+    path = Path(path)
+    (written,) = save_figures({path.name: ratios_figure(names, ratios, title, log=log)}, path.parent)
+    return written
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One benchmark's samples on each side (in ``unit``; empty when a side has none)."""
+
+    name: str
+    unit: str
+    metric: str
+    base: tuple[float, ...]
+    head: tuple[float, ...]
+
+
+def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | None = None) -> list[Samples]:
+    """:class:`Samples` of the series (of ``ids``, or all) that both sides' results files
+    (``ResultsFile`` lists) hold with samples, in head order."""
+    by_id = {r.id: r for f in base for r in f.benchmarks}
+    out = []
+    for f in head:
+        for h in f.benchmarks:
+            b = by_id.get(h.id)
+            if b is not None and b.samples and h.samples and (ids is None or h.id in ids):
+                out.append(Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples)))
+    return out
+
+
+def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples") -> list[Figure]:
+    """Strip plots of base and head samples, one panel per benchmark (at most ``MAX_PANELS`` a figure):
+    every sample a dot (spread sideways by a fixed jitter), each side's median a black bar, the value axis
+    in :func:`axis_unit`. ``[]`` for no sets."""
+    import numpy as np
+
+    figures = []
+    rng = np.random.default_rng(0)
+    for start in range(0, len(sets), MAX_PANELS):
+        part = sets[start:start + MAX_PANELS]
+        cols = min(COLUMNS, len(part))
+        rows = math.ceil(len(part) / cols)
+        fig = Figure(figsize=(4.5 * cols, 3.2 * rows + 0.6), layout="constrained")
+        fig.suptitle(mpl_text(title), fontsize=10)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for ax, s in zip(axes.flat, part):
+            au = axis_unit(s.unit, (*s.base, *s.head))
+            for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))):
+                scaled = np.asarray(values, dtype=float) / au.scale
+                ax.scatter(x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color, label=side)
+                if len(scaled):
+                    ax.hlines(float(np.median(scaled)), x - 0.25, x + 0.25, color="black", linewidth=2)
+            ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)
+            ax.set_xlim(-0.6, 1.6)
+            ax.set_title(mpl_text(s.name), fontsize=8)
+            set_value_axis(ax.yaxis, s.unit, au, _quantity(s.metric))
+            ax.tick_params(axis="y", labelsize=6)
+            ax.grid(axis="y", alpha=0.3)
+        for ax in list(axes.flat)[len(part):]:
+            ax.set_visible(False)
+        figures.append(fig)
+    return figures
