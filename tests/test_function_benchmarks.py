@@ -80,11 +80,13 @@ def test_a_rename_keeps_the_id_only_when_said():
     ({"params": {"n": []}}, "params['n'] is empty"),
     ({"processes": 0}, "processes=0; allowed: a number above 0"),
     ({"presets": ["a b"]}, "presets=['a b']: refused 'a b'"),
+    ({"params": {"size": [1]}}, "() cannot take the parameters ['size'] as keyword arguments"),
 ])
 def test_bad_arguments_name_the_benchmark_the_argument_and_what_is_allowed(kwargs, message):
     with pytest.raises(UserError) as exc:
         functions.benchmark(lambda x: x, inputs=lambda: (), **kwargs)
     assert "@benchmark of tests.test_function_benchmarks." in str(exc.value) and message in str(exc.value)
+    assert f"({__file__}:" in str(exc.value)  # the file and line of the decorated function
 
 
 def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
@@ -120,3 +122,22 @@ def test_a_wrong_function_is_caught_by_the_check_of_the_quantity_it_gets_wrong(s
             assert response["status"] == "mismatch" and not c["ok"], (function, task)
         else:
             assert response["status"] == "ok" and c["ok"], (function, task, c)
+
+
+def test_a_refused_decorator_is_reported_as_itself_by_the_cli(tmp_path, monkeypatch, capsys):
+    """Not as a presets problem, nor as a module that cannot be imported: the function, its file and
+    line, the argument and what is allowed."""
+    from benchtrail.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["refused_bench"]\npresets = "default"\n')
+    (tmp_path / "refused_bench.py").write_text(
+        "from benchtrail import benchmark\n\n\n@benchmark(inputs=lambda: (1,), tasks=['inferance'])\n"
+        "def relu(x):\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["export", "execution", "--output", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"benchtrail: error: {tmp_path / 'pyproject.toml'}: [tool.benchtrail] benchmarks = "
+                          f"['refused_bench']: @benchmark of refused_bench.relu ({tmp_path / 'refused_bench.py'}:4): "
+                          "tasks=['inferance']: unknown 'inferance'; allowed: inference, forward, backward, jacobian")
+    assert "presets:" not in err and "cannot be imported" not in err

@@ -22,6 +22,8 @@ def test_init_writes_the_table_an_example_and_the_workflows_then_keeps_them(tmp_
     for name in ("pyproject.toml", "benchmarks.py", ".github/workflows/benchmarks.yml",
                  ".github/workflows/post_benchmark_comment.yml"):
         assert f"wrote {tmp_path / name}\n" in out
+    assert f"wrote {tmp_path / '.gitignore'} (.benchtrail/ ignored)" in out
+    assert (tmp_path / ".gitignore").read_text() == "# benchtrail's local store (benchtrail init)\n.benchtrail/\n"
     assert "note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says OWNER/benchtrail@0123456" in out
     import tomllib
 
@@ -29,7 +31,7 @@ def test_init_writes_the_table_an_example_and_the_workflows_then_keeps_them(tmp_
     assert table == {"benchmarks": ["benchmarks"], "presets": "default", "runner-labels": {"cpu": ["self-hosted", "cpu"]}}
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert main(["init", "--directory", str(tmp_path)]) == 0  # again: nothing is overwritten
-    assert capsys.readouterr().out.count("kept  ") == 4
+    assert capsys.readouterr().out.count("kept  ") == 5
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from benchtrail.cli.options import EXIT_USER_ERROR, presets, project
+from benchtrail.cli.options import EXIT_USER_ERROR, presets, project, suite
 from benchtrail.errors import UserError
 
 #: The command registry, in ``benchtrail --help`` order: ``(module, function, ((command, summary), ...))``.
@@ -79,6 +79,7 @@ def _apply_project_defaults(args: argparse.Namespace) -> None:
         settings = project()
         if settings.presets is None:
             raise UserError("pass --benchmark-presets, or set presets in [tool.benchtrail] of pyproject.toml")
+        suite()  # a suite that cannot load says so itself, not as a problem of the presets
         try:
             args.benchmark_presets = presets(settings.presets)
         except argparse.ArgumentTypeError as exc:

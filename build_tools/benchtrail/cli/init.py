@@ -3,6 +3,7 @@
 * ``pyproject.toml``: a ``[tool.benchtrail]`` table (created, or appended to a file without one);
 * the benchmarks module (``--benchmarks``, default ``benchmarks``: ``benchmarks.py``) with one example
   benchmark, unless the module already exists (it is then used as it is);
+* ``.gitignore``: the local store ``.benchtrail/`` (appended unless it is there);
 * ``.github/workflows/benchmarks.yml`` and ``post_benchmark_comment.yml``: the caller workflows, with
   the permissions the reusable workflow asks for (docs/adopting.md, "Permissions"), pinned to the
   benchtrail commit this copy was installed from when pip recorded one (``direct_url.json``, PEP 610),
@@ -25,6 +26,8 @@ from benchtrail.errors import UserError
 #: The placeholders of a caller workflow's ``uses:`` when no installed commit is known.
 PLACEHOLDER_REPOSITORY = "OWNER/benchtrail"
 PLACEHOLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+#: The local store's folder, ignored by git (``.gitignore``).
+STORE_IGNORE = ".benchtrail/"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -124,6 +127,15 @@ def cmd_init(args: argparse.Namespace) -> int:
         example = resources.files("benchtrail").joinpath("data", "init", "example_benchmarks.py.template")
         jsonio.write_text_atomic(module_file, example.read_text(encoding="utf-8"))
         written.append(str(module_file))
+
+    gitignore = root / ".gitignore"
+    ignored = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    if STORE_IGNORE in ignored.splitlines():
+        kept.append(f"{gitignore} (it ignores {STORE_IGNORE})")
+    else:
+        jsonio.write_text_atomic(gitignore, ignored + ("" if not ignored or ignored.endswith("\n") else "\n")
+                                 + f"# benchtrail's local store (benchtrail init)\n{STORE_IGNORE}\n")
+        written.append(f"{gitignore} ({STORE_IGNORE} ignored)")
 
     pin = installed_pin()
     for name in ("benchmarks.yml", "post_benchmark_comment.yml"):

@@ -157,7 +157,9 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
             value and what is allowed.
     """
     def wrap(f: Callable[..., Any]) -> FunctionBenchmark:
-        where = f"@benchmark of {f.__module__}.{f.__qualname__}"
+        code = getattr(f, "__code__", None)
+        at = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+        where = f"@benchmark of {f.__module__}.{f.__qualname__}{at}"
         bench = FunctionBenchmark(
             f, inputs, _params(params or {}, where), reference,
             _names(tasks, [t.value for t in Task], "tasks", where),
@@ -166,6 +168,9 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
             _presets(presets, where), _positive(processes, "processes", where),
             _positive(min_samples, "min_samples", where), _nonnegative(warmup_time_ms, "warmup_time_ms", where),
             _positive(timeout_s, "timeout_s", where), renamed_from, module, fullgraph)
+        _check_signature(bench.inputs, [n for n, _ in bench.params], "inputs", where)
+        if module:
+            _check_signature(f, [n for n, _ in bench.params], "the module factory", where)
         return bench
 
     return wrap if fn is None else wrap(fn)
@@ -216,6 +221,23 @@ def _params(params: Mapping[str, Sequence[Any]], where: str) -> tuple[tuple[str,
     return tuple(out)
 
 
+def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where: str) -> None:
+    """Refuse a factory that cannot be called with the parameters as keyword arguments (found now, at
+    import, not in a worker after the run started)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C function: nothing to check
+        return
+    try:
+        signature.bind(**dict.fromkeys(names))
+    except TypeError as exc:
+        raise UserError(f"{where}: {what} {getattr(fn, '__qualname__', fn)!r}{signature} cannot take the "
+                        f"parameters {names} as keyword arguments ({exc}); each params name must be an argument "
+                        "of the input factory (and, for module_benchmark, of the module factory)") from None
+
+
 def _positive(value: Any, what: str, where: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise UserError(f"{where}: {what}={value!r}; allowed: a number above 0")
@@ -252,6 +274,8 @@ def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
     for name in modules:
         try:
             module = importlib.import_module(name)
+        except UserError:  # a refused @benchmark: its message names the function, its file and line
+            raise
         except Exception as exc:  # the adopter's code: report whatever it raised
             raise UserError(f"benchmarks module {name!r} cannot be imported: {type(exc).__name__}: {exc}") from exc
         for attr, value in vars(module).items():

@@ -96,7 +96,9 @@ def jacobian_fn(model: Callable[..., Any], inputs: tuple[torch.Tensor, ...], com
     """
     argnums = differentiable_argnums(inputs)
     if not argnums:
-        raise TaskError("jacobian: no floating-point input to differentiate")
+        raise TaskError(f"jacobian: no floating-point input to differentiate (inputs: "
+                        f"{', '.join(f'{t.dtype} {tuple(t.shape)}' for t in inputs) or 'none'}); the Jacobian is "
+                        "taken with respect to the floating-point tensor inputs: drop the jacobian task or pass one")
     n = sum(inputs[i].numel() for i in argnums)
     if n > JACOBIAN_MAX_INPUT_ELEMENTS:
         raise TaskError(f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
