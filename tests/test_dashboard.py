@@ -253,6 +253,10 @@ def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newe
     assert commits["s1"][:7] not in page  # first parents only
     smoke = (index.parent / "smoke.html").read_text()
     assert '"9001/2"' in smoke or "9001" in smoke
+    # The pipeline's own dashboard (made with the test's working directory elsewhere) names the commits'
+    # subjects from the repository it was given.
+    piped = (history_store["run_dirs"]["c2"] / "dashboard" / "index.html").read_text()
+    assert "<td>c1</td>" in piped and "<td>c2</td>" in piped
 
     # --max-commits 1: this run alone; a dashboard that exists already is never overwritten
     again = tmp_path / "again"

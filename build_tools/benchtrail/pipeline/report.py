@@ -225,4 +225,21 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")  # the message may hold [brackets]
         return None
     out = run_dir / "dashboard"
-    return write_dashboard(history, out, images=plot_history_png(history, out))
+    return write_dashboard(history, out, images=plot_history_png(history, out, **_marks(run_dir)), repo=repo)
+
+
+def _marks(run_dir: Path) -> dict[str, Any]:
+    """What the plots mark from the run's ``comparison.json``, when there is one: the baseline commit and
+    the ids of the confirmed regressions (``benchtrail.history.plots.history_figures``)."""
+    from benchtrail.compare.document import load_comparison
+
+    path = run_dir / "comparison.json"
+    if not path.is_file():
+        return {}
+    try:
+        comparison = load_comparison(path)
+    except UserError:
+        return {}
+    base = comparison.document.get("base") or {}
+    return {"baseline": base.get("commit"),
+            "regressions": {r.id for r in comparison.rows if r.verdict == "regressed" and r.mark == "confirmed"}}
