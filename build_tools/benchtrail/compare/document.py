@@ -29,6 +29,8 @@ from benchtrail.results.schema import ResultsFile
 #:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
 #:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
 #:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
+#:       Also (same version, optional) a regressed row of a paired re-check may have profile: the operators
+#:       whose self time changed most, base and head, and the paths of both traces (``benchtrail.compare.why``).
 SCHEMA_VERSION = 7
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
@@ -73,6 +75,7 @@ class Row:
     ab: dict[str, Any] | None = None
     quarantined: str | None = None
     recheck: str | None = None
+    profile: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The field ``key`` (a comparison.json row key), for code that reads rows by key.
@@ -206,7 +209,8 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
     checks that failed where the head results were measured (:func:`failed_by_device`);
     ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
     no results file (None: the head has no execution export to check against)."""
-    plain = [asdict(r) for r in rows]
+    # profile is set by the re-check only, on the rows it profiled: absent elsewhere, not null
+    plain = [{k: v for k, v in asdict(r).items() if k != "profile" or v is not None} for r in rows]
     head_side = _side(head)
     if head_side is not None:
         head_side["runner_checks"] = failed_by_device(head)

@@ -36,13 +36,15 @@ def baseline_commit(comparison: Comparison | dict, device_name: str | None = Non
 
 def recheck_comparison(comparison: Comparison, repo: Path, suite: Suite, thresholds: Path | None, policy: Policy,
                        keep: Path | None = None, base_ref: str | None = None, device_name: str | None = None,
-                       accept: Sequence[str] = ()) -> Comparison:
+                       accept: Sequence[str] = (), run_dir: Path | None = None) -> Comparison:
     """``comparison`` with its suspected changes (of ``device_name`` only, when given) re-checked in paired
     A/B runs against ``base_ref`` (default: :func:`baseline_commit`), on this machine, largest change
     first; ``comparison`` itself when it has no suspect. ``policy.total_budget_s`` (seconds) counts from
     the start of the re-check, the base worktree's checkout included; a regression found now that an
     ``accept`` glob matches is marked ``accepted`` (``benchtrail.runner.recheck.recheck_suspects``).
-    With ``keep``, the paired samples are written there (``ab-base.json``, ``ab-head.json``).
+    With ``keep``, the paired samples are written there (``ab-base.json``, ``ab-head.json``). With ``run_dir``
+    (and ``policy.profiling``), the first suspected regressions are profiled too: rows found regressed get
+    ``profile`` and their traces are written to ``run_dir/profiles/<slug(name)>/{base,head}.trace.json``.
 
     Raises:
         UserError: no base commit to re-check against, an unknown ref or a failing ``git worktree``;
@@ -63,19 +65,20 @@ def recheck_comparison(comparison: Comparison, repo: Path, suite: Suite, thresho
         base = Arm("base", commit, root)
         with track("re-check in paired A/B", len(found)) as report:
             return recheck_suspects(comparison, by_id, base, head, rules, policy, torch_version(), report, keep,
-                                    device_name, started, accept)
+                                    device_name, started, accept, run_dir)
 
 
 def recheck_run(comparison: Path, repo: Path, suite: Suite, thresholds: Path | None, policy: Policy,
                 keep: Path | None = None) -> Path:
     """The pipeline's re-check stage: re-check the suspects of the run's ``comparison.json``
-    (:func:`recheck_comparison`) and write it again in place when any was re-checked; return its path.
+    (:func:`recheck_comparison`, profiling into the run directory, the comparison's folder) and write it again
+    in place when any was re-checked; return its path.
 
     Raises:
         UserError: a bad comparison file, and as :func:`recheck_comparison`.
     """
     before = load_comparison(comparison)
-    after = recheck_comparison(before, repo, suite, thresholds, policy, keep)
+    after = recheck_comparison(before, repo, suite, thresholds, policy, keep, run_dir=comparison.parent)
     if after is not before:
         jsonio.write_json(comparison, after.to_dict())
     return comparison
@@ -87,7 +90,8 @@ def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, 
     """``benchtrail ab --recheck``: re-check the suspected regressions of ``comparison`` (of ``device_name``
     only, when given; with the ``accept`` globs: :func:`recheck_comparison`); write the updated
     ``comparison.json``, the paired samples (``results/ab-base.json``, ``results/ab-head.json``, when a case
-    ran) and ``comment/`` under ``output_dir``.
+    ran), the profiles of suspected regressions (``profiles/``: :func:`recheck_comparison`) and ``comment/``
+    under ``output_dir``.
 
     Returns (comment.md, whether both arms of every paired case run now were ok: False when an arm
     of a re-check failed; True when there was nothing to re-check). Rows that were ``failed`` in
@@ -100,7 +104,7 @@ def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, 
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "comparison.json")
     updated = recheck_comparison(obj, repo, suite, thresholds, policy, output_dir / "results", base_ref, device_name,
-                                 accept)
+                                 accept, output_dir)
     path = jsonio.write_json(output_dir / "comparison.json", updated.to_dict(), exclusive=True)
     paired = [p for p in (output_dir / "results" / f"ab-{side}.json" for side in ("base", "head")) if p.exists()]
     ok = all(b.status == "ok" for f in load_results_paths(paired) for b in f.benchmarks)

@@ -14,6 +14,11 @@ Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm'
 arm's own; the run config (the definition) is the head's. The base's worker must speak the same
 request format: :mod:`benchtrail.worker.protocol` keeps every earlier protocol version working (its
 compatibility rule), so the head's requests are served by a base from before any protocol change.
+
+A case run with a ``profile_dir`` is also profiled: in its first round each arm's worker runs more
+iterations under ``torch.profiler`` after its timed samples (never during them, nor during the other
+arm's) and writes its Chrome trace to ``<profile_dir>/<arm>.trace.json``; a base worker from before
+profiling ignores the request and answers no profile.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.runner.workers import can_fork, run_in_worker
-from benchtrail.worker.protocol import Response, compile_request, run_request
+from benchtrail.worker.protocol import Response, compile_request, profile_spec, run_request
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,19 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class Profiling:
+    """How much a re-check profiles (``benchtrail.runner.recheck``): the paired runs of at most ``cases``
+    suspected regressions, largest change first, while less than ``total_s`` seconds have gone into
+    profiling; each arm profiles at most ``iterations`` iterations, fewer when they would take more than
+    ``arm_budget_ms`` ms at the arm's median sample time."""
+
+    cases: int = 2
+    total_s: float = 20.0
+    iterations: int = 20
+    arm_budget_ms: float = 2000.0
+
+
+@dataclass(frozen=True)
 class Policy:
     """How long a paired case may run.
 
@@ -99,6 +117,7 @@ class Policy:
         total_budget_s: a re-check of several cases (``benchtrail.runner.recheck.recheck``) starts no new case
             once this many seconds have passed since it began, and gives each case at most the seconds
             left as its ``budget_s``; None: unbounded.
+        profiling: how a re-check profiles its suspected regressions (:class:`Profiling`); None: it does not.
     """
 
     min_rounds: int | None = None
@@ -106,6 +125,7 @@ class Policy:
     budget_s: float = 300.0
     seed: int = 0
     total_budget_s: float | None = None
+    profiling: Profiling | None = Profiling()
 
 
 def resolve_ref(repo: Path, ref: str) -> str:
@@ -174,13 +194,18 @@ class _ArmFailed(Exception):
 
 
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
-             work: Path, method: str = "spawn") -> tuple[dict[str, Any], dict[str, Any]]:
+             work: Path, method: str = "spawn", profile_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run one case in both arms, interleaved, until settled; return (base, head) worker responses.
 
     Each response holds all of its arm's samples (µs per iteration), ``process_medians`` and an
     ``ab`` entry (rounds, arm order per round, outcome). A failing arm ends the case: that arm's
     response carries the failure, the other arm's is ``skipped``. Never raises for a failing case.
     ``method`` is how both arms' workers start (:func:`start_method_of`).
+
+    With ``profile_dir``, each arm's first-round worker also profiles the case after its samples
+    (``policy.profiling``, default :class:`Profiling`), its trace at ``<profile_dir>/<arm name>.trace.json``,
+    and each response has ``profile``: the worker's (``benchtrail.worker.protocol.Response.profile``), or
+    None when the arm's worker predates profiling.
     """
     rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
     dirs = _compile_artifacts(rc, arms, work, method)
@@ -191,17 +216,24 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     last: dict[str, dict[str, Any]] = {}
     medians: dict[str, list[float]] = {arm.name: [] for arm in arms}
     orders: list[list[str]] = []
+    profiles: dict[str, dict[str, Any] | None] = {}
+    plan = policy.profiling or Profiling()
 
     def draw() -> tuple[list[float], list[float]]:
         drawn: dict[str, list[float]] = {}
         order = [arms[i] for i in rng.permutation(2)]
         orders.append([arm.name for arm in order])
         for arm in order:
-            response = run_in_worker(run_request(rc, dirs[arm.name]), rc.execution_config.timeout_s,
+            spec = None
+            if profile_dir is not None and len(orders) == 1:
+                spec = profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations, plan.arm_budget_ms)
+            response = run_in_worker(run_request(rc, dirs[arm.name], spec), rc.execution_config.timeout_s,
                                      rc.target_device.threads, env=arm.env(), cwd=arm.root, method=method)
             if not response.ok:
                 raise _ArmFailed(arm.name, response)
-            last[arm.name] = response.as_dict()
+            if spec is not None:
+                profiles[arm.name] = response.profile
+            last[arm.name] = {k: v for k, v in response.as_dict().items() if k != "profile"}
             drawn[arm.name] = list(response.samples or ())
             medians[arm.name].append(float(np.median(drawn[arm.name])))
         return drawn["base"], drawn["head"]
@@ -220,21 +252,31 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
             "elapsed_s": round(settled.elapsed_s, 3), "start_method": method}
     samples = {"base": list(settled.base), "head": list(settled.head)}
     return tuple(  # type: ignore[return-value]
-        {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info}
+        {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info,
+         **({"profile": profiles.get(name)} if profile_dir is not None else {})}
         for name in ("base", "head"))
 
 
 def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],
               policy: Policy, torch_version: str,
-              report: Callable[[str, str], None] = lambda name, status: None) -> tuple[list[BenchmarkRecord], ...]:
-    """Paired runs of every case, in order; returns (base records, head records), one per case each."""
+              report: Callable[[str, str], None] = lambda name, status: None,
+              profile_dirs: dict[str, Path] | None = None,
+              profiles: dict[str, dict[str, Any]] | None = None) -> tuple[list[BenchmarkRecord], ...]:
+    """Paired runs of every case, in order; returns (base records, head records), one per case each.
+
+    A case whose run config id is in ``profile_dirs`` is profiled (:func:`run_pair`, traces in that folder);
+    ``profiles``, when given, receives ``{rc id: {"base": profile or None, "head": profile or None}}`` of
+    each profiled case whose arms both ran (a None profile: that arm's worker predates profiling).
+    """
     base: list[BenchmarkRecord] = []
     head: list[BenchmarkRecord] = []
     method = start_method_of(arms) if run_configs else "spawn"
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:
             threshold = find_threshold(thresholds, "execution", "latency", rc.name)
-            b, h = run_pair(rc, arms, threshold, policy, Path(work), method)
+            b, h = run_pair(rc, arms, threshold, policy, Path(work), method, (profile_dirs or {}).get(rc.id))
+            if profiles is not None and "profile" in b and "profile" in h:
+                profiles[rc.id] = {"base": b.pop("profile"), "head": h.pop("profile")}
             base.append(_with_ab(case_record(rc, b, torch_version), b))
             head.append(_with_ab(case_record(rc, h, torch_version), h))
             report(rc.name, head[-1].status)

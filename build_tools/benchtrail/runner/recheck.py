@@ -11,24 +11,34 @@ Suspects are re-checked largest ``|change|`` first. A re-check with a total time
 (``Policy.total_budget_s``, ``benchtrail ab --recheck --total-budget-s``) starts no case once the
 budget is spent; the rows it did not reach keep their verdict and mark and get ``recheck: not-reached``.
 
+Profiling (``Policy.profiling``): the paired runs of the first suspected regressions (at most
+``Profiling.cases``, while less than ``Profiling.total_s`` seconds went into profiling) also profile
+both arms after their samples (:func:`benchtrail.runner.ab.run_pair`). A row the paired run finds
+regressed gets ``profile`` (:func:`benchtrail.compare.why.profile_diff`) and its two Chrome traces are
+kept in the run directory as ``profiles/<slug(name)>/{base,head}.trace.json``.
+
 It takes a :class:`benchtrail.compare.document.Comparison` (its typed rows pick the suspects) and
 rewrites the document's rows key for key, so a comparison of an older schema version keeps its keys.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchtrail import jsonio
 from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, accepted, count_rows
 from benchtrail.compare.verdicts import compare
+from benchtrail.compare.why import profile_diff
 from benchtrail.runner.ab import Arm, Policy, run_pairs
 from benchtrail.runner.environment import collect_environment
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.names import slug
 from benchtrail.compare.rules import Threshold
 
 
@@ -133,7 +143,8 @@ def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig
                      thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
                      report: Callable[[str, str], None] = lambda name, status: None,
                      keep: Path | None = None, device_name: str | None = None,
-                     started: float | None = None, accept: Sequence[str] = ()) -> AnyComparison:
+                     started: float | None = None, accept: Sequence[str] = (),
+                     run_dir: Path | None = None) -> AnyComparison:
     """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode, largest
     ``|change|`` first, and :func:`apply` the results (with the ``accept`` globs); returns the updated
     comparison, of the kind given (``benchtrail.pipeline.recheck`` runs this stage in a base worktree).
@@ -143,13 +154,30 @@ def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig
     With ``policy.total_budget_s``, no case starts once that many seconds have passed since
     ``started`` (a ``time.monotonic()`` reading; default: now), each case's ``budget_s`` is at most
     the seconds left, and the suspects not reached are marked so (:func:`apply`).
+
+    With ``run_dir`` and ``policy.profiling``, suspected regressions are profiled too (the module's
+    docstring): the rows found regressed get ``profile`` and their traces go to ``run_dir/profiles/``.
     """
+    with tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp:
+        return _recheck(comparison, run_configs, base, head, thresholds, policy, torch_version, report, keep,
+                        device_name, started, accept, run_dir, Path(tmp))
+
+
+def _recheck(comparison: AnyComparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
+             thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
+             report: Callable[[str, str], None], keep: Path | None, device_name: str | None,
+             started: float | None, accept: Sequence[str], run_dir: Path | None, traces: Path) -> AnyComparison:
+    """:func:`recheck_suspects`, the traces written under ``traces`` (a temporary folder) first."""
     from benchtrail.results.io import write_results
 
     started = time.monotonic() if started is None else started
-    rcs = tuple(run_configs[r.id] for r in by_size(suspects(comparison, device_name)) if r.id in run_configs)
+    rows = by_size(suspects(comparison, device_name))
+    rcs = tuple(run_configs[r.id] for r in rows if r.id in run_configs)
+    regressed = {r.id for r in rows if r.verdict == "regressed"}
     base_records, head_records = [], []
     not_reached: dict[str, float] = {}
+    profiles: dict[str, dict[str, Any]] = {}
+    plan = policy.profiling if run_dir is not None else None
     for rc in rcs:
         case = policy
         if policy.total_budget_s is not None:
@@ -159,7 +187,10 @@ def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig
                 report(rc.name, "not reached")
                 continue
             case = replace(policy, budget_s=min(policy.budget_s, left))
-        b, h = run_pairs((rc,), (base, head), thresholds, case, torch_version, report)
+        spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for arms in profiles.values() for p in arms.values())
+        profile = (plan is not None and rc.id in regressed and len(profiles) < plan.cases and spent_s < plan.total_s)
+        b, h = run_pairs((rc,), (base, head), thresholds, case, torch_version, report,
+                         {rc.id: traces / rc.id} if profile else None, profiles)
         base_records += b
         head_records += h
     if not base_records:
@@ -172,4 +203,33 @@ def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig
         for name, f in zip(("ab-base.json", "ab-head.json"), files):
             write_results(keep / name, f)
     paired = {r.id: r for r in compare([files[0]], [files[1]], thresholds)}
-    return apply(comparison, paired, base, head, device_name, not_reached, accept)
+    updated = apply(comparison, paired, base, head, device_name, not_reached, accept)
+    if not profiles or run_dir is None:
+        return updated
+    return _with_profiles(updated, profiles, {rc.id: rc.name for rc in rcs}, traces, run_dir)
+
+
+def _with_profiles(comparison: AnyComparison, profiles: Mapping[str, Mapping[str, Any]], names: Mapping[str, str],
+                   traces: Path, run_dir: Path) -> AnyComparison:
+    """``comparison`` with a ``profile`` on each row the paired run found regressed and that was profiled
+    (:func:`benchtrail.compare.why.profile_diff`), its traces copied from ``traces/<rc id>/`` into
+    ``run_dir/profiles/<slug(name)>/`` (atomic writes)."""
+    document = comparison.to_dict() if isinstance(comparison, Comparison) else comparison
+    rows = []
+    for row in document["rows"]:
+        arms = profiles.get(row["id"])
+        if arms is None or row["verdict"] != "regressed" or row.get("mark") == "unconfirmed":
+            rows.append(row)
+            continue
+        kept: dict[str, str | None] = {}
+        for arm in ("base", "head"):
+            source = traces / row["id"] / f"{arm}.trace.json"
+            kept[arm] = None
+            if arms.get(arm) and "error" not in arms[arm] and source.is_file():
+                relative = f"profiles/{slug(names.get(row['id'], row['name']))}/{arm}.trace.json"
+                jsonio.write_bytes_atomic(run_dir / relative, source.read_bytes())
+                kept[arm] = relative
+        diff = profile_diff(arms.get("base"), arms.get("head"), kept)
+        rows.append({**row, "profile": diff} if diff else row)
+    updated = {**document, "rows": rows}
+    return Comparison.of(updated) if isinstance(comparison, Comparison) else updated

@@ -153,8 +153,12 @@ def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Te
 _BUILT: dict[tuple[str, str], Any] = {}
 
 
-def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float]) -> dict[str, Any]:
+def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
+            profile: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
+
+    With ``profile`` (a run request's ``profile``), after the timed samples and outside every phase, more
+    iterations run under ``torch.profiler`` (:func:`_profile`); the response's ``profile`` holds the result.
 
     The response also holds ``fxgraph_cache_hit`` and ``_miss``: Inductor FX graph cache lookups of
     the compile phase (misses are graphs compiled here, not loaded from the cache).
@@ -203,6 +207,9 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
     timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
     timed["warmup_ms"] = max(phases["run"] - timed["timed_ms"], 0.0)
+    if profile:  # after the samples, never during them; its time is in no phase
+        timed["profile"] = _profile(iteration, task, device, profile, float(sorted(timed["samples"])[
+            len(timed["samples"]) // 2]))
 
     t0 = time.perf_counter()
     del fn, iteration, inputs, output
@@ -213,6 +220,45 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
     return {**timed, **cache, "threads": torch.get_num_threads(), "correctness": correctness,
             "jacobian_mode": jacobian_mode}
+
+
+#: Operators a profile answers at most, largest self CPU time first.
+PROFILE_OPERATORS = 50
+
+
+def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any], sample_us: float) -> dict[str, Any]:
+    """Run ``iteration`` ``spec["iterations"]`` times (fewer when ``spec["budget_ms"]`` ms would not fit them at
+    ``sample_us`` µs each; at least one) under ``torch.profiler.profile`` (CPU activity; CUDA too on a GPU),
+    write its Chrome trace to ``spec["trace"]`` and return ``{iterations, trace, wall_ms, operators}``: each
+    operator's ``name``, ``self_cpu_us`` (µs summed over the iterations), ``count`` (calls) and on a GPU
+    ``self_device_us``, at most :data:`PROFILE_OPERATORS`, largest self CPU time first. Never raises: a
+    failure is ``{"error": reason}``, and the samples stand."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    start = time.perf_counter()
+    try:
+        n = spec["iterations"]
+        if spec.get("budget_ms") and sample_us > 0:
+            n = max(1, min(n, int(spec["budget_ms"] * 1e3 / sample_us)))
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        with tasks.grad_mode(task), profiler(activities=activities) as prof:
+            for _ in range(n):
+                iteration()
+            sync()
+        Path(spec["trace"]).parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(spec["trace"])
+        ops = []
+        for event in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]:
+            op = {"name": event.key, "self_cpu_us": float(event.self_cpu_time_total), "count": int(event.count)}
+            if device == "cuda":
+                op["self_device_us"] = float(event.self_device_time_total)
+            ops.append(op)
+        return {"iterations": n, "trace": spec["trace"], "wall_ms": (time.perf_counter() - start) * 1e3,
+                "operators": ops}
+    except Exception as exc:  # noqa: BLE001 - the profile is extra: the case's samples stand without it
+        return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
 
 
 def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, Any]:
@@ -253,7 +299,7 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
         return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain, request.tasks))
     (rc,) = unpack_and_deserialize(request.config, RunConfig)
     module_dir = Path(request.module_dir) if request.module_dir else None
-    payload = run_job(rc, request.threads, module_dir, phases)
+    payload = run_job(rc, request.threads, module_dir, phases, request.profile)
     c = payload["correctness"]
     if c and not c["ok"]:
         return Response(status="mismatch", reason=f"{c['quantity']} differs from {c['against']}: max abs "

@@ -10,7 +10,8 @@ Requests (``kind`` names the job)::
 
     {"version": 1, "kind": "compile", "config": <packed ModuleGenerationConfig>,
      "module_dir": str | null, "explain": bool, "tasks": [str] (optional)}
-    {"version": 1, "kind": "run", "config": <packed RunConfig>, "threads": int, "module_dir": str | null}
+    {"version": 1, "kind": "run", "config": <packed RunConfig>, "threads": int, "module_dir": str | null,
+     "profile": {"iterations": int, "trace": str, "budget_ms": float (optional)} (optional)}
 
 Responses: ``{"version": 1, "status": str, "reason": str | null, ...}`` plus the fields of
 :class:`Response` that the job produced (a field the job did not produce is left out, not null).
@@ -120,18 +121,25 @@ class RunRequest:
         config: ``serialize_and_pack([rc])`` of one ``RunConfig`` (JSON object).
         threads: ``torch.set_num_threads`` of the worker.
         module_dir: the compiled module's directory (export and AOTInductor cases run from its artifact).
+        profile: after the timed samples, profile more iterations with ``torch.profiler`` (:func:`profile_spec`:
+            ``iterations`` at most, within ``budget_ms`` when given; the Chrome trace written to ``trace``, an
+            absolute path) and answer the operators' self times (``Response.profile``). Added within
+            version 1, optional (written only when set): a worker from before it ignores the key, profiles
+            nothing and its response has no ``profile``.
     """
 
     config: dict[str, Any]
     threads: int
     module_dir: str | None = None
     version: int = PROTOCOL_VERSION
+    profile: dict[str, Any] | None = None
     kind: ClassVar[str] = "run"
 
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON object (version-1 field names and shapes)."""
-        return {"version": self.version, "kind": self.kind, "config": self.config, "threads": self.threads,
-                "module_dir": self.module_dir}
+        out = {"version": self.version, "kind": self.kind, "config": self.config, "threads": self.threads,
+               "module_dir": self.module_dir}
+        return {**out, "profile": self.profile} if self.profile else out
 
 
 Request = CompileRequest | RunRequest
@@ -146,11 +154,45 @@ def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
     return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain, tuple(tasks))
 
 
-def run_request(rc: Any, module_dir: Any = None) -> RunRequest:
-    """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or None."""
+def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None) -> RunRequest:
+    """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or None;
+    ``profile`` a :func:`profile_spec` or None (no profiling)."""
     from benchtrail.suite.serialization import serialize_and_pack
 
-    return RunRequest(serialize_and_pack([rc]), rc.target_device.threads, str(module_dir) if module_dir else None)
+    return RunRequest(serialize_and_pack([rc]), rc.target_device.threads, str(module_dir) if module_dir else None,
+                      profile=profile)
+
+
+def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = None) -> dict[str, Any]:
+    """The ``profile`` of a run request: profile at most ``iterations`` iterations (fewer when the timed
+    samples say ``budget_ms`` ms would not fit them) and write the Chrome trace to ``trace`` (made absolute).
+
+    Raises:
+        ProtocolError: ``iterations`` < 1 or ``budget_ms`` <= 0.
+    """
+    from pathlib import Path
+
+    return _profile_of({"iterations": iterations, "trace": str(Path(trace).absolute()),
+                        **({"budget_ms": budget_ms} if budget_ms is not None else {})})
+
+
+def _profile_of(value: Any) -> dict[str, Any] | None:
+    """The checked ``profile`` of a run request (None when absent).
+
+    Raises:
+        ProtocolError: not an object, ``iterations`` not an integer >= 1, ``trace`` not a non-empty string,
+            ``budget_ms`` not a number > 0.
+    """
+    spec = _check(value, dict, "profile", "request")
+    if spec is None:
+        return None
+    iterations = _check(spec.get("iterations"), int, "profile.iterations", "request")
+    trace = _check(spec.get("trace"), str, "profile.trace", "request")
+    budget = _check(spec.get("budget_ms"), (int, float), "profile.budget_ms", "request")
+    if iterations is None or iterations < 1 or not trace or (budget is not None and not budget > 0):
+        raise ProtocolError(f"worker request: field 'profile' is {spec!r:.200}; allowed: {{iterations: <integer >= 1>, "
+                            f"trace: <path>, budget_ms: <number > 0> (optional)}}")
+    return {"iterations": iterations, "trace": trace, **({"budget_ms": budget} if budget is not None else {})}
 
 
 def read_request(data: Any) -> Request:
@@ -177,7 +219,7 @@ def read_request(data: Any) -> Request:
         threads = _check(data.get("threads"), int, "threads", "request")
         if threads is None:
             raise ProtocolError("worker request: a run request needs 'threads'")
-        return RunRequest(config, threads, module_dir or None, version)
+        return RunRequest(config, threads, module_dir or None, version, _profile_of(data.get("profile")))
     raise ProtocolError(f"worker request: kind {kind!r} is not one this worker serves ('compile', 'run')")
 
 
@@ -192,7 +234,7 @@ _TYPES: dict[str, Any] = {
     "correctness": dict, "jacobian_mode": str, "compile_time_ms": (int, float), "peak_rss_bytes": int,
     "kernel_count": int, "recompiles": int, "fxgraph_cache_hit": int, "fxgraph_cache_miss": int,
     "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
-    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float),
+    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict,
 }
 
 
@@ -222,6 +264,11 @@ class Response:
             ``run`` phase (warm-up and block calibration). Added within version 1 (optional: a
             worker from before them leaves them out).
         prime_ms: a compile job's time compiling its ``tasks``' graphs into the cache (optional, as above).
+        profile: a run's profile when the request asked for one (``RunRequest.profile``): ``{"iterations": int,
+            "trace": path, "wall_ms": float, "operators": [{"name": str, "self_cpu_us": float, "count": int,
+            "self_device_us": float (on a GPU)}]}``, self times in µs summed over the profiled iterations,
+            largest self CPU time first (at most 50 operators); or ``{"error": str}`` when profiling failed
+            (the samples stand). Added within version 1, optional: a worker from before it leaves it out.
         version: the protocol version of the writer (1 when the JSON has none).
     """
 
@@ -253,6 +300,7 @@ class Response:
     timed_ms: float | None = None
     warmup_ms: float | None = None
     prime_ms: float | None = None
+    profile: dict[str, Any] | None = None
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:

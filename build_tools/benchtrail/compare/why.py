@@ -1,0 +1,153 @@
+"""Why a benchmark got slower: the operators whose self time changed most between base and head.
+
+The paired re-check (``benchtrail.runner.recheck``) profiles both arms of a confirmed regression with
+``torch.profiler`` after their timed samples; each worker answers its operators' self times
+(``benchtrail.worker.protocol.Response.profile``). :func:`profile_diff` turns the two answers into a
+row's ``profile`` (``comparison.json``, docs/formats.md), and :func:`render_why` into the lines a
+reader sees in the comment and in ``benchtrail explain``. Torch-free.
+
+A row's ``profile``::
+
+    {"operators": [{"name": str, "base_us": float | null, "head_us": float, "change_us": float | null}],
+     "iterations": {"base": int | null, "head": int},
+     "traces": {"base": path | null, "head": path},   # relative to the run directory
+     "note": str | null, "clock": "cpu" | "device"}
+
+Times are µs of self CPU time (``self_cpu_time_total``) per iteration, or on a GPU (``clock``
+``device``) of self device time (``self_device_time_total``: kernels and the operators that launched them). With both arms profiled the
+operators are the :data:`TOP` whose self time changed most (head − base, largest ``|change|`` first);
+with the head's alone (a base worker from before profiling) they are the head's largest, with
+``base_us`` and ``change_us`` null and a ``note`` saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchtrail.markup import code_span
+
+#: Operators a row's profile keeps.
+TOP = 5
+#: The note of a profile whose base arm answered none.
+HEAD_ONLY = "head-only profile: the base commit's worker predates profiling"
+
+
+#: What a profile's times measure, by its ``clock``: self CPU time, or (a GPU run) self device time.
+CLOCKS = {"cpu": ("self_cpu_us", "self CPU time"), "device": ("self_device_us", "self CUDA time")}
+
+
+def _clock(profile: Mapping[str, Any]) -> str:
+    """``device`` when a worker's profile has device times (a GPU run) and any is above 0, else ``cpu``."""
+    ops = profile.get("operators") or ()
+    return "device" if any((op.get("self_device_us") or 0) > 0 for op in ops) else "cpu"
+
+
+def _per_iteration(profile: Mapping[str, Any], clock: str) -> dict[str, float]:
+    """``{operator name: self µs per iteration}`` of one worker's profile, on ``clock`` (a key of :data:`CLOCKS`)."""
+    n = max(int(profile.get("iterations") or 1), 1)
+    key = CLOCKS[clock][0]
+    out: dict[str, float] = {}
+    for op in profile.get("operators") or ():
+        out[op["name"]] = out.get(op["name"], 0.0) + float(op.get(key) or 0.0) / n
+    return out
+
+
+def profile_diff(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None, traces: Mapping[str, str | None],
+                 top: int = TOP) -> dict[str, Any] | None:
+    """A row's ``profile`` from the two arms' worker profiles (``Response.profile``; None: that arm's worker
+    predates profiling); ``traces`` the trace paths by arm (``base``, ``head``; None for none). None when the
+    head has no usable profile. A profile that failed (``{"error": ...}``) counts as none, and the note says why.
+
+    An operator one side lacks (under the worker's cut of its largest operators) counts 0 µs there. The
+    times are self CPU time, or self device time (``clock: "device"``) when the head's profile has device times
+    (a GPU run: the kernels and the operators that launched them).
+    """
+    if not head or "error" in head:
+        return None
+    clock = _clock(head)
+    head_us = _per_iteration(head, clock)
+    note = None
+    if not base or "error" in base:
+        note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
+        ops = [{"name": k, "base_us": None, "head_us": round(v, 3), "change_us": None}
+               for k, v in sorted(head_us.items(), key=lambda kv: -kv[1])[:top]]
+        return {"operators": ops, "iterations": {"base": None, "head": head.get("iterations")},
+                "traces": {"base": None, "head": traces.get("head")}, "note": note, "clock": clock}
+    base_us = _per_iteration(base, clock)
+    names = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us.get(k, 0.0) - base_us.get(k, 0.0)))
+    ops = [{"name": k, "base_us": round(base_us.get(k, 0.0), 3), "head_us": round(head_us.get(k, 0.0), 3),
+            "change_us": round(head_us.get(k, 0.0) - base_us.get(k, 0.0), 3)} for k in names[:top]]
+    return {"operators": ops, "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
+            "traces": {"base": traces.get("base"), "head": traces.get("head")}, "note": note, "clock": clock}
+
+
+def _time(us: float) -> str:
+    """``us`` microseconds in µs, ms or s with three significant figures (``1.20 ms``, ``36.5 µs``, ``0 µs``)."""
+    if us == 0:
+        return "0 µs"
+    value, unit = next(((us / scale, name) for scale, name in ((1e6, "s"), (1e3, "ms"))
+                        if abs(us) >= scale), (us, "µs"))
+    digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
+    return f"{value:.{digits}f} {unit}"
+
+
+def _signed(us: float) -> str:
+    return ("+" if us >= 0 else "−") + _time(abs(us))
+
+
+def why_lines(row: Mapping[str, Any], run_dir: Any = None) -> list[str]:
+    """The lines of :func:`render_why` as plain text (``benchtrail explain``): one per operator, most changed
+    first, then the note and the traces (under ``run_dir``, a path, when given; else relative to the run
+    directory); [] for a row without a profile."""
+    profile = row.get("profile")
+    if not profile or not profile.get("operators"):
+        return []
+    lines = []
+    for op in profile["operators"]:
+        if op.get("base_us") is None:
+            lines.append(f"{op['name']} self time {_time(op['head_us'])} per iteration (head)")
+        else:
+            lines.append(f"{op['name']} self time {_time(op['base_us'])} → {_time(op['head_us'])} "
+                         f"({_signed(op['change_us'])}) per iteration")
+    if profile.get("note"):
+        lines.append(profile["note"])
+    traces = profile.get("traces") or {}
+    shown = [f"{arm} {Path(run_dir, traces[arm]) if run_dir is not None else traces[arm]}"
+             for arm in ("base", "head") if traces.get(arm)]
+    if shown:
+        lines.append("traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): " + ", ".join(shown))
+    return lines
+
+
+def render_why(row: Mapping[str, Any], link: Any = None) -> str:
+    """The "Why" details block of a regressed row, Markdown: ``Why (torch.profiler, self CPU time): aten::mm self
+    time 1.20 ms → 3.65 ms (+2.45 ms) per iteration; ...`` with the most changed operator first, then the note
+    and the two traces. ``link`` maps a trace path (relative to the run directory) to a URL or path to show
+    (default: the path itself, in a code span). "" for a row without a profile (a ``Row`` without the field too)."""
+    profile = row.get("profile")
+    if not profile or not profile.get("operators"):
+        return ""
+    ops = []
+    for op in profile["operators"]:
+        name = code_span(op["name"])
+        if op.get("base_us") is None:
+            ops.append(f"- {name} {_time(op['head_us'])} per iteration (head)")
+        else:
+            ops.append(f"- {name} self time {_time(op['base_us'])} → {_time(op['head_us'])} "
+                       f"({_signed(op['change_us'])}) per iteration")
+    what = CLOCKS[profile.get("clock") or "cpu"][1]
+    out = [f"**Why** (torch.profiler, {what} per iteration, largest change first):", *ops]
+    if profile.get("note"):
+        out.append(f"\n_{profile['note']}_")
+    traces = profile.get("traces") or {}
+    shown = []
+    for arm in ("base", "head"):
+        path = traces.get(arm)
+        if path:
+            target = link(path) if link else None
+            shown.append(f"[{arm}]({target})" if target else f"{arm} {code_span(path)}")
+    if shown:
+        out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
+    return "\n".join(out) + "\n"
