@@ -70,10 +70,9 @@ def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
     bad = type(bad)(**{**bad.__dict__, "reason": "boom | pipe\nsecond line"})
     rows = compare([], [results(bad)], load_thresholds())
     body, _, _ = render(comparison_to_dict(rows, [], [results(bad)], "t"))
-    lines = [x for x in body.splitlines() if x.startswith("| `a.")]
-    assert len(lines) == 2  # the "Failed" section and the full table
-    for line in lines:
-        assert line.count(" | ") == 7 and "boom \\| pipe second line" in line
+    (line,) = [x for x in body.splitlines() if x.startswith("| `a.")]  # its row, in the folded "Failed" section
+    assert line.count(" | ") == 3 and line.endswith(" | failed [1] |")
+    assert "- [1] head failed: boom \\| pipe second line" in body.splitlines()  # the reason, once, below the table
 
 
 def test_configure_rejects_an_event_file_that_is_not_an_object(tmp_path, monkeypatch, capsys):

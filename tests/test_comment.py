@@ -38,20 +38,20 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
     lines = body.splitlines()
     assert lines[0] == "### benchtrail: 2 regressions, 0 improvements, 1 similar · 1 new graph break"
     assert lines[1].startswith("`ccccccc` vs baseline `bbbbbbb` (merge base)")
-    assert "#### Regressions" in body and "`slow.inference-bs1.c2-standard-16`" in body
+    assert "#### Confirmed regressions and improvements" in body and "| `slow.inference-bs1` |" in body
     assert "new graph break: `Data-dependent branching`" in body
-    assert "<details><summary>All 3 series</summary>" in body
+    assert "<details><summary>Similar: 1 series</summary>" in body
     assert body.rstrip().endswith("<!-- benchtrail:comment run=r1 attempt=1 -->")
     assert data["marker"] in body and data["counts"]["regressed"] == 2
-    assert "#### All series" in full
+    assert full == body and "| `same.inference-bs1` |" in full
 
 
 def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
-    many = [record(f"case{i:05d}", spread(10.0, 10)) for i in range(600)]
+    many = [record(f"case{i:05d}", spread(10.0, 10)) for i in range(1500)]
     body, full, _ = render(_comparison(many, many))
     assert len(body) <= MAX_COMMENT_CHARS
     assert "see full.md" in body
-    assert full.count("| `case") == 600
+    assert full.count("| `case") == 1500
 
 
 def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
@@ -59,7 +59,7 @@ def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
     head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     body, _, _ = render(_comparison(base, head), "gs://bucket/pre/runs/123/1/")
     assert "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`" in body
-    assert "Reproduce: `benchtrail explain slow --run gs://bucket/pre/runs/123/1/`" in body
+    assert "Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run gs://bucket/pre/runs/123/1/`" in body
 
 
 def test_partial_baseline_says_what_it_lacks():
@@ -99,9 +99,10 @@ def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
     mismatch = type(mismatch)(**{**mismatch.__dict__, "reason": reason})
     body, _, data = render(_comparison([record("grad", spread(80.0, 10))], [mismatch]))
     assert data["counts"]["failed"] == 1
-    section = body.split("Failed, noisy or not comparable")[1]
-    row = next(line for line in section.splitlines() if "`grad.inference-bs1.c2-standard-16`" in line)
-    assert f"head mismatch: {reason}" in row
+    section = body.split("Failed or not comparable")[1]
+    row = next(line for line in section.splitlines() if "`grad.inference-bs1`" in line)
+    assert row.endswith("| failed [1] |")
+    assert f"- [1] head mismatch: {reason}" in section.splitlines()  # the reason, said once under the table
 
 
 def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
@@ -149,7 +150,7 @@ def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_not
     for line in ("Dashboard (history by commit): "
                  "https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html",
                  "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`",
-                 "Reproduce: `benchtrail explain slow --run gs://bucket/pre/runs/123/1/`",
+                 "Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run gs://bucket/pre/runs/123/1/`",
                  "Actions artifacts of this run: https://github.com/o/r/actions/runs/123#artifacts"):
         assert line in lines
     assert lines[-1] == "<!-- benchtrail:comment run=r1 attempt=1 -->"
@@ -182,7 +183,7 @@ def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, cap
     lines = (out / "comment.md").read_text().splitlines()
     assert "Artifacts: `ls /store/runs/r/1`" in lines
     assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in lines
-    assert "Reproduce: `benchtrail explain a --run /store/runs/r/1`" in lines
+    assert "Reproduce: `benchtrail explain a.inference-bs1.c2-standard-16 --run /store/runs/r/1`" in lines
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -234,11 +235,11 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
         assert rows[sid]["reason"] == "not re-checked: the re-check's time budget of 600 s ran out"
     assert checked["schema_version"] == SCHEMA_VERSION
     body, _, _ = render(checked)
-    named = ", ".join(f"`r{i}.inference-bs1.c2-standard-16`" for i in range(5))  # in the comparison's row order
+    named = ", ".join(f"`r{i}.inference-bs1`" for i in range(5))  # in the comparison's row order, one device: no suffix
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
             f"0 not confirmed. 7 more suspected changes not re-checked: the re-check's time budget ran out first "
             f"({named} and 2 more); they stay unconfirmed.") in body.splitlines()
-    assert "not re-checked: the re-check's time budget of 600 s ran out" in body  # each row's reason
+    assert body.count("not re-checked: the re-check's time budget of 600 s ran out") == 1  # the rows' reason, once
 
 
 def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_at_the_top():
@@ -277,11 +278,10 @@ def test_the_comment_names_each_devices_baseline_what_is_lacking_and_the_ignored
 # -- comment.md fits GitHub's limits: code points and UTF-8 bytes (issue 16) ------------------------------------
 
 _TEMPLATE_PATTERN = ("reg", "bad", "m-gb", "imp", "imp", "imp", "same", "same", "same", "same")
-_SECTIONS = {"Regressions": lambda r: r["kind"] == "execution" and r["verdict"] == "regressed",
-             "Improvements": lambda r: r["kind"] == "execution" and r["verdict"] == "improved",
-             "Failed, noisy or not comparable": lambda r: r["kind"] == "execution"
-             and r["verdict"] in ("failed", "noisy", "not-comparable"),
-             "Compilation statistics": lambda r: r["kind"] == "compilation" and r["verdict"] not in ("similar", "new")}
+_SECTIONS = {"Confirmed changes": lambda r: r["kind"] == "execution" and r["verdict"] in ("regressed", "improved"),
+             "Compilation statistics": lambda r: r["kind"] == "compilation" and r["verdict"] not in ("similar", "new"),
+             "Failed or not comparable": lambda r: r["kind"] == "execution" and r["verdict"] in ("failed", "not-comparable"),
+             "Similar": lambda r: r["verdict"] == "similar"}
 _NAMES = {"ascii": lambda i: f"torchbench.case{i:05d}.inference-bs1",
           "emoji": lambda i: "🚀😀🌈🔥" * 10 + f"-{i:05d}",  # 40 code points of 4 UTF-8 bytes each
           "cjk": lambda i: "模型基准测试" * 7 + f"-{i:05d}"}  # 42 code points of 3 UTF-8 bytes each
@@ -318,18 +318,22 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
     size = (len(body), len(body.encode("utf-8")))
     assert size[0] <= max_chars and size[1] <= max_bytes, size
     rows = comparison["rows"]
+    headings = {"Confirmed regressions and improvements": "Confirmed changes", "Compilation statistics":
+                "Compilation statistics"}
     shown, cut, title = {}, {}, None
     for line in body.splitlines():
-        if line.startswith("#### "):
-            title = line[5:]
+        if line.startswith("#### ") or line.startswith("<details><summary>"):
+            title = headings.get(line[5:]) or re.fullmatch(r"<details><summary>(.*): \d+ series</summary>", line)[1]
             shown[title], cut[title] = 0, 0
         elif line.startswith("| `"):
             shown[title] += 1
         elif m := re.fullmatch(r"(?:… and )?(\d+) (?:more )?rows? left out here: see full\.md\.", line):
             cut[title] = int(m[1])
-    assert "<details>" not in body and shown  # the "All N series" table went first; the sections stay
+    assert cut.get("Similar") and shown.get("Confirmed changes")  # the folded similar rows went first
     for section, in_section in _SECTIONS.items():
         group = [r for r in rows if in_section(r)]
+        if section == "Confirmed changes":  # regressions first, then improvements
+            group.sort(key=lambda r: r["verdict"] != "regressed")
         assert shown.get(section, 0) + cut.get(section, 0) == len(group), section
         for r in group[:shown.get(section, 0)]:  # the rows shown are each table's first rows
             assert f"| `{r['name'] if r['kind'] == 'execution' else r['module_name']}` |" in body
@@ -338,9 +342,8 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
     left_out = [line for line in body.splitlines() if "rows left out to fit GitHub's comment size limit" in line]
     assert left_out == [f"{len(rows) - sum(shown.values())} of {len(rows)} rows left out to fit GitHub's comment "
                         "size limit: see full.md in the run's artifacts for every row."]
-    table = full.split("#### All series\n", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
-    by_kind = [r["name"] for kind in ("execution", "compilation") for r in rows if r["kind"] == kind]
-    assert [line.split("`")[1] for line in table] == by_kind  # full.md keeps every row
+    table = [line for line in full.splitlines() if line.startswith("| `")]
+    assert sorted(line.split("`")[1] for line in table) == sorted(r["name"] for r in rows)  # full.md keeps every row
     assert body.rstrip("\n").splitlines()[-1] == "<!-- benchtrail:comment run=r1 attempt=1 -->"
     return size
 
@@ -363,7 +366,7 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
     assert data["body"] == body and len((out / "comment.md").read_bytes()) == len(body.encode("utf-8"))
     chars, size = _check_cut_comment(body, full, comparison, MAX_COMMENT_CHARS, MAX_COMMENT_BYTES)
     assert chars > MAX_COMMENT_CHARS - 400 and size < MAX_COMMENT_BYTES  # one more row would not fit
-    assert "#### Regressions" in body and "… and " in body
+    assert "#### Confirmed regressions and improvements" in body and "… and " in body
     assert fit_body(data["body"], data["marker"]) == body  # the poster sends it as it is
 
 
@@ -393,7 +396,7 @@ def test_ascii_rows_stop_at_the_code_point_cap_far_below_the_byte_cap():
 def test_a_body_that_fits_is_not_cut_and_says_nothing_is_left_out():
     comparison = _many_rows(200, _NAMES["emoji"])
     body, full, _ = render(comparison)
-    assert "<details><summary>All 200 series</summary>" in body and "left out" not in body
+    assert "<details><summary>Similar: 80 series</summary>" in body and "left out" not in body
     assert len(body) <= MAX_COMMENT_CHARS
 
 

@@ -142,3 +142,18 @@ def test_json_round_trip_and_bad_input():
         rows_from_json(data, "comparison.json: compiler_summary")
     with pytest.raises(ValueError, match="figure must be one of"):
         rows[0].change("median")
+
+
+def test_the_comment_shows_the_summary_after_the_confirmed_changes():
+    from benchtrail.compare.comment import render
+    from benchtrail.compare.document import build_comparison
+
+    head, base = head_fixture(), base_fixture()
+    document = build_comparison([], base, head, "thresholds.yaml").to_dict()
+    document["compiler_summary"] = rows_to_json(compiler_summary(head, base))
+    body, _, _ = render(document)
+    lines = body.splitlines()
+    at = lines.index("#### Compiler summary")
+    assert lines.index("#### Confirmed regressions and improvements") < at
+    assert lines[at + 1:at + 5] == render_markdown(compiler_summary(head, base)).splitlines()[:4]
+    assert "#### Compiler summary" not in render(build_comparison([], base, head, "t").to_dict())[0]

@@ -6,6 +6,7 @@ The files under tests/data/old/ were written by the commits that introduced each
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -135,7 +136,10 @@ def test_an_unusable_stored_baseline_gives_rows_with_the_reason_and_a_comparison
     assert main(["comment", "--comparison", str(tmp_path / "comparison.json"), "--output-dir", str(tmp_path / "c")]) == 0
     body = (tmp_path / "c" / "comment.md").read_text(encoding="utf-8")
     assert " · no usable baseline: its stored results cannot be read (below), so nothing is compared" in body
-    assert f"not-comparable ({why.split(':')[0]}: " in body and "its results cannot be used: " in body
+    # the reason is said once, in the legend the rows refer to by number
+    assert re.search(r"not-comparable \[(\d+)\]", body) and "its results cannot be used: " in body
+    number = re.search(r"not-comparable \[(\d+)\]", body).group(1)
+    assert f"- [{number}] {why.split(':')[0]}: " in body
     assert main(["gate", "--comparison", str(tmp_path / "comparison.json")]) == 0
     # The same file passed directly is the user's error: exit 1, naming the file, and no comparison.
     capsys.readouterr()
@@ -225,7 +229,8 @@ def test_comment_and_gate_read_a_real_comparison_of_every_earlier_version(versio
     assert main(["comment", "--comparison", str(path), "--output-dir", str(tmp_path / "c")]) == 0
     full = (tmp_path / "c" / "full.md").read_text(encoding="utf-8")
     comment = json.loads((tmp_path / "c" / "comment.json").read_text(encoding="utf-8"))
-    assert all(name in full for i, name in NAMES.items() if i in expected)
+    # one device: the comment names each series without its device suffix (the context line names it)
+    assert all(f"`{name.removesuffix('.' + DEVICE)}`" in full for i, name in NAMES.items() if i in expected)
     assert shown in full.replace("\\", "")
     assert {k: comment["counts"][k] for k in ("regressed", "similar", "new", "failed", "removed")} == {
         "regressed": int(verdict == "regressed"), "similar": int(version != 5), "new": 3 if version == 5 else 1,

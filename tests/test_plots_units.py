@@ -183,3 +183,22 @@ def test_distribution_figures_show_base_and_head_samples_per_benchmark():
     assert [t.get_text() for t in mlp.get_xticklabels()] == ["base (n=20)", "head (n=20)"]
     many = distribution_figures([Samples(f"b{i}", "us", "latency", (1.0, 2.0), (2.0, 3.0)) for i in range(13)])
     assert [len(_axes(f)) for f in many] == [MAX_PANELS, 1]
+
+
+def test_the_pipeline_draws_each_changed_series_samples_base_against_head(tmp_path):
+    """pipeline.report.distribution_stage: one strip plot per regressed, improved or noisy series, none for
+    a similar one; a second call never overwrites them."""
+    from benchtrail.pipeline.report import compare_stage, distribution_stage
+    from benchtrail.results.io import write_results
+    from tests.records import record, results, spread
+
+    base = results(record("slow"), record("same"), record("fast"), commit="b" * 40)
+    head = results(record("slow", spread(130.0)), record("same"), record("fast", spread(70.0)))
+    head_path = write_results(tmp_path / "head" / "results" / "c2-standard-16-0.json", head)
+    comparison = compare_stage([], [head_path], tmp_path / "comparison.json", None, base_results=[base])
+    written = distribution_stage(comparison, [base], [head_path], tmp_path / "distributions")
+    assert sorted(p.name for p in written) == ["fast.inference-bs1.c2-standard-16.png",
+                                               "slow.inference-bs1.c2-standard-16.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    assert distribution_stage(comparison, [base], [head_path], tmp_path / "distributions") == []  # kept, said
+    assert distribution_stage(comparison, [], [head_path], tmp_path / "none") == []  # no baseline: nothing to draw

@@ -164,7 +164,7 @@ def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_foot
     assert len(fitted) <= limit and "<details>" not in fitted and DETAILS_DROPPED_NOTE in fitted
     assert fitted.startswith(body[: body.index("<details>")])
     assert fitted.endswith("Artifacts: `gcloud storage cp -r gs://bucket/runs/r1/1/ .`\n"
-                           f"Reproduce: `benchtrail explain {rows[0].id} --run gs://bucket/runs/r1/1/`\n"
+                           f"Reproduce: `benchtrail explain {rows[0].name} --run gs://bucket/runs/r1/1/`\n"
                            + data["marker"] + "\n")
 
 

@@ -5,6 +5,7 @@ on small hand-made results files. Samples are fixed lists: nothing here depends 
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 
@@ -59,7 +60,8 @@ def test_every_execution_edge_case_gets_a_verdict_and_its_reason(tmp_path, capsy
     assert errors("comparison.schema.json", comparison) == []
     body, _, _ = render(comparison)
     assert "4 not comparable" in body.splitlines()[0] and "4 insufficient samples" in body.splitlines()[0]
-    assert "insufficient-samples (head has 4 samples; at least 5 on each side are needed)" in body
+    (ref,) = re.findall(r"^- (\[\d+\]) head has 4 samples; at least 5 on each side are needed$", body, re.M)
+    assert f"| insufficient-samples {ref} |" in body  # the row refers to its reason, said once below its table
 
 
 def test_insufficient_samples_never_gate(tmp_path, capsys):

@@ -42,6 +42,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     (r"comparison\.json", "comparison.schema.json"),
     (r"comment/comment\.json", "comment.schema.json"),
     (r"timings\.json", "timings.schema.json"),
+    (r"profiles/[^/]+/(base|head)\.trace\.json", "profile-trace.schema.json"),  # the re-check's profiles
 )
 #: A file of a store outside its run directories (path relative to the store) -> its schema.
 STORE_FILES: tuple[tuple[str, str], ...] = (
@@ -49,6 +50,7 @@ STORE_FILES: tuple[tuple[str, str], ...] = (
 )
 #: The other files of a run directory: not JSON, so no schema.
 RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r"dashboard/plotly\.min\.js",
+                r"distributions/[^/]+\.png",  # pipeline.report.distribution_stage
                 r"modules/[^/]+/(exported_program|aoti_package)\.pt2",
                 r"modules/inductor-cache/.+")  # Inductor's own cache (compile stage, used by the run stage)
 #: Schemas of outputs that other commands write (validated by the tests below).

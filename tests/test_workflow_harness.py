@@ -250,10 +250,21 @@ def running_story(tmp: Path, emulator_url: str, **project: Any) -> Iterator[Stor
 
 
 def _row(comment: str, name: str) -> str:
-    """The first table row of ``comment`` that names the series ``name``."""
-    rows = [line for line in comment.splitlines() if line.startswith("|") and f"`{name}`" in line]
-    assert rows, f"no row for {name} in:\n{comment}"
+    """The first table row of ``comment`` that names the series ``name`` (shown without its ``.laptop``
+    suffix: the runs have one device, which the comment names once)."""
+    shown = name.removesuffix(".laptop")
+    rows = [line for line in comment.splitlines() if line.startswith("|") and f"`{shown}`" in line]
+    assert rows, f"no row for {shown} in:\n{comment}"
     return rows[0]
+
+
+def _reasons(comment: str, row: str) -> str:
+    """The reasons a table row refers to (``[n]`` in its verdict cell), from the comment's legends
+    (``- [n] text``, each reason said once)."""
+    refs = re.findall(r"\[\d+\]", row.rsplit("|", 2)[-2])
+    legend = {line.split(" ", 2)[1]: line.split(" ", 2)[2] for line in comment.splitlines()
+              if re.match(r"- \[\d+\] ", line)}
+    return "; ".join(legend[r] for r in refs)
 
 
 # -- the adoption example -------------------------------------------------------------------------
@@ -311,7 +322,7 @@ def test_a_failed_case_is_a_row_of_the_current_heads_comment(story):
     assert re.search(r"\b(created|updated)\b", poster.job("post/post").step("Post the comment").log), poster.describe()
     comment = story.comments["failures"]
     assert story.heads[0][:7] in comment
-    assert "failed" in _row(comment, MIX_EAGER) and "Mix is broken by this PR" in _row(comment, MIX_EAGER)
+    assert "failed" in _row(comment, MIX_EAGER) and "Mix is broken by this PR" in _reasons(comment, _row(comment, MIX_EAGER))
 
 
 def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
@@ -319,7 +330,7 @@ def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
     assert run.job("compile").result == "success", run.describe()
     comment = story.comments["failures"]
     export = _row(comment, MIX_EXPORT)
-    assert "failed" in export and "failed to compile" in export
+    assert "failed" in export and "failed to compile" in _reasons(comment, export)
     assert "regressed" in _row(comment, CHAIN)
 
 
@@ -348,8 +359,11 @@ def test_a_shard_whose_runner_died_is_named_and_its_cases_are_failed_rows(story)
     comment = story.comments["outage"]
     assert "Shards that did not report: laptop shard 1." in comment, comment
     assert "Job execute did not report in full (failure)" in comment
-    shard_1 = [line for line in comment.splitlines() if "shard 1 of device laptop did not report" in line]
-    assert shard_1 and all("| failed (" in line for line in shard_1), comment
+    notes = [line.split(" ", 2)[1] for line in comment.splitlines()
+             if line.startswith("- [") and "shard 1 of device laptop did not report" in line]
+    assert len(notes) == 1, comment  # the reason, said once
+    shard_1 = [line for line in comment.splitlines() if line.startswith("| `") and notes[0] in line]
+    assert shard_1 and all(re.search(r"\| failed [^|]*\|$", line) for line in shard_1), comment
 
 
 def test_a_recheck_failure_leaves_regressions_unconfirmed_and_ungated(story):

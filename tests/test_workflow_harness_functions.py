@@ -1,7 +1,7 @@
 """The function-API adoption example (docs/examples/adopting: benchmarks as functions, the caller
 workflows that ``benchtrail init`` writes) through benchtrail's reusable workflows, as
-tests/test_workflow_harness.py runs the class-API example: a push to main stores the baseline, a PR
-run compares with it and the poster puts one comment on the PR."""
+tests/test_workflow_harness.py runs the class-API example (whose story also covers baselines and
+failures): a PR run of the project and the poster's one comment on the PR."""
 
 from __future__ import annotations
 
@@ -32,9 +32,7 @@ def story(tmp_path_factory, gcs_emulator):
 
 
 def test_the_function_example_runs_through_workflow_call_and_gets_its_comment(story):
-    base = story.baseline
-    assert base.job("execute").result == "success" and base.job("process").result == "success", base.describe()
-    head = story.push_head("a PR of the function-API project")
+    head = story.push_head("a PR of the function-API project")  # no baseline run: its rows are new (kept short)
     body = "Adopt benchtrail.\n\nbenchmarks: default\n"
     run = story.benchmark("pull_request", story.pr_payload("synchronize", head, body=body), head, "refs/pull/1/merge")
     poster = story.post(run)
@@ -42,7 +40,7 @@ def test_the_function_example_runs_through_workflow_call_and_gets_its_comment(st
     assert poster.conclusion == "success", poster.describe()
     (comment,) = story.bot_comments()
     body = comment["body"]
-    assert head[:7] in body and story.main[:7] in body
-    for name in ("my_benchmarks.bench.chain[batch=32].eager.inference.cpu",
-                 "my_benchmarks.bench.softplus[n=256].eager.backward.cpu"):
+    assert head[:7] in body
+    for name in ("my_benchmarks.bench.chain[batch=32].eager.inference",  # one device: no .cpu suffix
+                 "my_benchmarks.bench.softplus[n=256].eager.backward"):
         assert name in body, body

@@ -111,7 +111,9 @@ def add_explain_parsers(subparsers: Any) -> None:
                                      "file:///ABS/PATH; default: $BENCHTRAIL_STORE, else [tool.benchtrail] store, "
                                      "else .benchtrail/store)")
     p = subparsers.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
-    p.add_argument("benchmark_id", help="run config id, module id, <module id>-<metric>, a 6+ character prefix, or a name")
+    p.add_argument("benchmark_id", help="the benchmark's exact name (as the PR comment's reproduce line gives it), "
+                                        "or its id: run config id, module id, <module id>-<metric>, or a 6+ "
+                                        "character id prefix")
     p.set_defaults(func=cmd_explain)
     p = subparsers.add_parser("dump-cmds", parents=[run], help="print the reproduce command of every benchmark in a run")
     p.set_defaults(func=cmd_dump_cmds)

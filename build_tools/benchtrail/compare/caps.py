@@ -34,7 +34,8 @@ class Block(NamedTuple):
 
 
 #: The order in which sections keep their rows when comment.md must be cut: the last one loses rows first.
-CUT_PRIORITY = ("Regressions", "Failed, noisy or not comparable", "Compilation statistics", "Improvements")
+CUT_PRIORITY = ("Confirmed changes", "Compilation statistics", "Unconfirmed changes", "Failed or not comparable",
+                "Noisy or too few samples", "Accepted or quarantined", "New or removed", "Similar")
 
 
 def body_size(lines: Sequence[str]) -> tuple[int, int]:
@@ -65,8 +66,8 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
          limits: tuple[int, int]) -> list[str]:
     """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
 
-    The "All N series" table is left out; then, if still needed, the sections' rows from the end of the least
-    important section (``CUT_PRIORITY``) back. A cut table ends with a line counting its rows left out, and
+    The sections' rows are left out from the end of the least important section (``CUT_PRIORITY``: the
+    folded ``Similar`` first) back. A cut table ends with a line counting its rows left out, and
     the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
     (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
 

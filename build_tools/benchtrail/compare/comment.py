@@ -3,17 +3,22 @@
 Rendering is separate from posting (IREE's ``post_benchmark_comment.py`` split): this module only
 returns strings. ``comment.md`` fits a GitHub comment (``MAX_COMMENT_CHARS`` code points and
 ``MAX_COMMENT_BYTES`` UTF-8 bytes, rows cut and counted when needed); ``full.md`` always holds every row.
+The series tables' cells (names, estimates, reasons as numbered notes) are ``benchtrail.compare.tables``'.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
+from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import Comparison
-from benchtrail.compare.tables import compilation_table, label, plain, series_table
+from benchtrail.compare.tables import Notes, compilation_table, display_name, estimate, plain, series_table
+from benchtrail.compare.why import render_why
+from benchtrail.markup import code_span
 from benchtrail.errors import UserError
 
 #: Version history of comment.json:
@@ -91,13 +96,35 @@ def missing_shards_line(comparison: dict[str, Any]) -> str | None:
             "(the job failed, timed out or was cancelled).")
 
 
+_PID = re.compile(r"\s*\(pid \d+(?:, ([^)]*))?\)")
+_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)\s*(%?)")
+
+
+def check_figure(check: dict[str, str]) -> str:
+    """One failed ``benchtrail doctor`` check as the comment says it: the check and its figure against the
+    limit (``load average 3.20 > 1.5``, ``memory pressure 12.00% > 10%``, ``available memory 8% < 10%``)
+    when ``expected`` is ``at most X``/``at least X``, else ``cpu governor is powersave (expected
+    performance)``; process ids are left out (``python (pid 7) 99%`` → ``python 99%``). Escaped Markdown."""
+    name, expected = check["name"], check["expected"]
+    value = _PID.sub(lambda m: f" ({m[1]})" if m[1] else "", check["value"]).strip()
+    limit = re.match(r"(at most|at least|none above) (-?\d+(?:\.\d+)?\s*%?)", expected)
+    if limit:
+        unit = "%" if limit[2].endswith("%") else ""
+        figures = [f"{n}{u}" for n, u in _NUMBER.findall(value) if u == unit]
+        op = "<" if limit[1] == "at least" else ">"
+        if figures and limit[1] != "none above":
+            return plain(f"{name} {figures[0]} {op} {limit[2].replace(' ', '')}")
+        return plain(f"{name}: {value} ({op} {limit[2].replace(' ', '')})")
+    return plain(f"{name} is {value} (expected {expected})")
+
+
 def runner_checks_line(comparison: dict[str, Any]) -> str | None:
-    """``⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); …``
-    from comparison.json's ``head.runner_checks`` (``benchtrail doctor``, docs/runners.md); None when
-    every check passed or none was recorded."""
+    """``⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); load
+    average 3.20 > 1; …`` from comparison.json's ``head.runner_checks`` (``benchtrail doctor``,
+    docs/runners.md; each check as :func:`check_figure` says it); None when every check passed or none
+    was recorded."""
     devices = (comparison.get("head") or {}).get("runner_checks") or []
-    parts = [f"on {plain(d['device'])}: " + "; ".join(f"{plain(c['name'])} is {plain(c['value'])} "
-                                                       f"(expected {plain(c['expected'])})" for c in d["failed"])
+    parts = [f"on {plain(d['device'])}: " + "; ".join(map(check_figure, d["failed"]))
              for d in devices if d.get("failed")]
     if not parts:
         return None
@@ -168,7 +195,8 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
 
 
 def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | None = None) -> list[str]:
-    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)."""
+    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)
+    by its name, shell-quoted, in a code span that holds any backticks of the name."""
     fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
     ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", -(r.get("change") or 0)))
     link = dashboard_link(run_url, dashboard) if dashboard else ""
@@ -176,7 +204,8 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
     lines = [f"Dashboard (history by commit): {shown}"] if dashboard else []
     lines.append(f"Artifacts: `{fetch}`")
     if ranked:
-        lines.append(f"Reproduce: `benchtrail explain {ranked[0]['id']} --run {run_url}`")
+        command = f"benchtrail explain {shlex.quote(ranked[0]['name'])} --run {run_url}"
+        lines.append(f"Reproduce: {code_span(command)}")
     return lines
 
 
@@ -184,10 +213,11 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
 NOT_REACHED_NAMED = 5
 
 
-def recheck_line(rows: list[dict[str, Any]]) -> str | None:
+def recheck_line(rows: list[dict[str, Any]], one_device: bool = False) -> str | None:
     """What the paired A/B re-check decided, when it ran: confirmed and cleared suspected changes, and
     the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
-    ``NOT_REACHED_NAMED`` named). None when no row was re-checked."""
+    ``NOT_REACHED_NAMED`` named, without their device suffix when ``one_device``). None when no row was
+    re-checked."""
     missed = [r for r in rows if r.get("recheck") == "not-reached"]
     checked = [r for r in rows if r.get("ab") and r.get("recheck") != "not-reached"]
     if not checked and not missed:
@@ -203,7 +233,7 @@ def recheck_line(rows: list[dict[str, Any]]) -> str | None:
     else:
         line += ":"
     if missed:
-        named = ", ".join(label(r, in_table=False) for r in missed[:NOT_REACHED_NAMED])
+        named = ", ".join(code_span(display_name(r, one_device)) for r in missed[:NOT_REACHED_NAMED])
         if len(missed) > NOT_REACHED_NAMED:
             named += f" and {len(missed) - NOT_REACHED_NAMED} more"
         line += (f" {len(missed)}{' more' if checked else ''} suspected change{'s' if len(missed) != 1 else ''} "
@@ -246,6 +276,85 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: The folded sections of comment.md, in order, and the rows each holds (those no table above shows).
+FOLDED: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    ("Unconfirmed changes", lambda r: r["verdict"] in ("regressed", "improved") and r.get("mark") in (None, "unconfirmed")),
+    ("Failed or not comparable", lambda r: r["verdict"] in ("failed", "not-comparable")),
+    ("Noisy or too few samples", lambda r: r["verdict"] in ("noisy", "insufficient-samples")),
+    ("Accepted or quarantined", lambda r: r["verdict"] in ("regressed", "improved")),
+    ("New or removed", lambda r: r["verdict"] in ("new", "removed")),
+    ("Similar", lambda r: True),
+)
+
+
+def confirmed(row: dict[str, Any]) -> bool:
+    """Whether an execution row goes into the table of confirmed changes: ``regressed`` or ``improved`` and
+    marked ``confirmed`` (by a paired run), or not marked and never re-checked (an improvement of a run
+    without a re-check, a comparison built without marks); never a row a bounded re-check did not reach."""
+    if row["verdict"] not in ("regressed", "improved") or row.get("recheck") == "not-reached":
+        return False
+    return row.get("mark") == "confirmed" or (row.get("mark") is None and not row.get("ab"))
+
+
+def sections(rows: list[dict[str, Any]], one_device: bool) -> list[Block]:
+    """The sections of comment.md, each row in exactly one: confirmed regressions and improvements (a short
+    table, shown), changed compilation statistics (shown), then the rest folded in ``<details>`` by kind
+    (``FOLDED``). Each table is followed by the legend of the reasons it refers to first (each reason is
+    said once in the comment, rows refer to it by number)."""
+    notes = Notes()
+    execution = [r for r in rows if r["kind"] == "execution"]
+    changes = [r for r in execution if confirmed(r)]
+    changes.sort(key=lambda r: (r["verdict"] != "regressed", -abs(estimate(r).change or 0)))
+
+    def legend() -> list[str]:
+        said = notes.legend()
+        return [*said, ""] if said else []
+
+    title = "#### Confirmed regressions and improvements"
+    if changes:
+        table = series_table(changes, notes, one_device)
+        blocks = [Block("Confirmed changes", [title, *table[:2]], table[2:], ["", *legend()])]
+    else:
+        blocks = [Block("Confirmed changes", [title, "No confirmed regression or improvement.", ""], [], [])]
+    compilation = [r for r in rows if r["kind"] == "compilation"]
+    changed = [r for r in compilation if r["verdict"] not in ("similar", "new", "removed")]
+    if changed:
+        table = compilation_table(changed)
+        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2]], table[2:], [""]))
+    shown = {id(r) for r in changes + changed}
+    left = [r for r in rows if id(r) not in shown]
+    for name, belongs in FOLDED:
+        group = [r for r in left if belongs(r)]
+        if not group:
+            continue
+        left = [r for r in left if not belongs(r)]
+        table = series_table(group, notes, one_device)
+        summary = f"<details><summary>{name}: {len(group)} series</summary>"
+        blocks.append(Block(name, [summary, "", *table[:2]], table[2:], ["", *legend(), "</details>", ""]))
+    return blocks
+
+
+def why_blocks(rows: list[dict[str, Any]], run_url: str | None) -> list[Block]:
+    """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
+    folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory."""
+    regressed = [r for r in rows if r["verdict"] == "regressed" and r.get("mark") == "confirmed" and r.get("profile")]
+    if not regressed:
+        return []
+    link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
+    lines = [f"<details><summary>Why it got slower (torch.profiler): {len(regressed)} series</summary>", ""]
+    for row in regressed:
+        lines += [code_span(display_name(row, True)), "", render_why(row, link), ""]
+    return [Block("Why", lines, [], ["</details>", ""])]
+
+
+def compiler_summary_blocks(comparison: dict[str, Any]) -> list[Block]:
+    """The compiler summary of ``comparison.json`` (``benchtrail.compare.compiler_summary``), when it has one."""
+    data = comparison.get("compiler_summary")
+    table = render_markdown(rows_from_json(data, "comparison.json: compiler_summary")) if data else ""
+    return [Block("Compiler summary", ["#### Compiler summary", *table.rstrip("\n").splitlines()], [], [""])] \
+        if table else []
+
+
 def render(comparison: Comparison | dict[str, Any], run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
@@ -261,53 +370,39 @@ def render(comparison: Comparison | dict[str, Any], run_url: str | None = None,
     (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
 
     comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
-    bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, the
-    "All N series" table and then rows are left out and counted (:func:`benchtrail.compare.caps.cut_to_fit`).
-    full.md holds every row.
+    bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, rows
+    are left out from the folded ``Similar`` section up and counted (:func:`benchtrail.compare.caps.cut_to_fit`).
+    full.md is the whole body, every row.
+
+    The body (:func:`sections`): the headline of counts (:func:`verdict_line`), the context and warning lines,
+    a short table of confirmed regressions and improvements, the changed compilation statistics, and the
+    other rows folded in ``<details>`` by kind; names without the device suffix when the execution rows have
+    one device; each reason said once, in a legend under the first table that refers to it.
     """
     if isinstance(comparison, Comparison):
         comparison = comparison.to_dict()
     rows = comparison["rows"]
-    execution = [r for r in rows if r["kind"] == "execution"]
-    compilation = [r for r in rows if r["kind"] == "compilation"]
-    by = lambda verdict: [r for r in execution if r["verdict"] == verdict]  # noqa: E731
+    one_device = len({r["device_name"] for r in rows if r["kind"] == "execution"}) <= 1
     gaps = _baseline_gaps(comparison)
-    rechecked = recheck_line(rows)
+    rechecked = recheck_line(rows, one_device)
     checks = runner_checks_line(comparison)
     missing = missing_shards_line(comparison)
     top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
            *trust_lines(comparison), *([checks] if checks else []), *([gaps] if gaps else []),
            *([rechecked] if rechecked else []), ""]
-    blocks: list[Block] = []
-    regressions = sorted(by("regressed"), key=lambda r: -(r["change"] or 0))
-    improvements = sorted(by("improved"), key=lambda r: r["change"] or 0)
-    problems = [r for r in execution if r["verdict"] in ("failed", "not-comparable", "noisy", "insufficient-samples")]
-    for title, group in (("Regressions", regressions), ("Improvements", improvements),
-                         ("Failed, noisy or not comparable", problems)):
-        if group:
-            table = series_table(group, with_verdict=title != "Improvements")
-            blocks.append(Block(title, [f"#### {title}", *table[:2]], table[2:], [""]))
-    if compilation:
-        changed = [r for r in compilation if r["verdict"] not in ("similar", "new")]
-        new = len(compilation) - len(changed) - sum(r["verdict"] == "similar" for r in compilation)
-        table = compilation_table(changed) if changed else ["No change in compilation statistics."]
-        after = ["", f"{new} compilation series have no baseline yet (see the full table)."] if new else []
-        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2 if changed else 1]],
-                             table[2:] if changed else [], [*after, ""]))
-    sections = [line for b in blocks for line in (*b.before, *b.rows, *b.after)]
-    full_table = series_table(execution + compilation, with_verdict=True)
+    blocks = sections(rows, one_device)
+    blocks[1:1] = [*why_blocks(rows, run_url), *compiler_summary_blocks(comparison)]
     footer = []
     if run_url:
         footer += artifact_lines(run_url, rows, dashboard)
     if artifacts_url:
         footer.append(actions_artifacts_line(artifacts_url))
     footer.append(marker(comparison["head"]))
-    details = [f"<details><summary>All {len(rows)} series</summary>", "", *full_table, "", "</details>", ""]
-    lines = top + sections + details + footer
-    if not fits(body_size(lines), (max_chars, max_bytes)):
-        lines = cut_to_fit(top, blocks, footer, len(rows), (max_chars, max_bytes))
+    whole = top + [line for b in blocks for line in (*b.before, *b.rows, *b.after)] + footer
+    lines = whole if fits(body_size(whole), (max_chars, max_bytes)) else \
+        cut_to_fit(top, blocks, footer, len(rows), (max_chars, max_bytes))
     body = "\n".join(lines) + "\n"
-    full = "\n".join(top + sections + ["#### All series", *full_table, ""] + footer) + "\n"
+    full = "\n".join(whole) + "\n"
     data = {
         "schema_version": SCHEMA_VERSION,
         "marker": marker(comparison["head"]),

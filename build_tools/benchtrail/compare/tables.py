@@ -7,8 +7,8 @@ formatters), read by key. This module never imports torch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchtrail.markup import code_span, md_text
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 def plain(text: str) -> str:
     """Machine-read text (names, reasons) shown as-is: one line, Markdown and mentions escaped (``markup.md_text``)."""
     return md_text(text)
-
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -61,11 +60,6 @@ def cell(text: str) -> str:
     return md_text(text)
 
 
-def label(row: dict[str, Any], in_table: bool = True) -> str:
-    """A series name as a code span (``markup.code_span``; ``|`` escaped in a table cell)."""
-    return code_span(row["name"], in_table=in_table)
-
-
 def format_ci(row: Row | Mapping[str, Any]) -> str:
     """The 99% bootstrap interval of the change, ``+6.1…+9.2%``; an em dash when there is none."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
@@ -73,24 +67,129 @@ def format_ci(row: Row | Mapping[str, Any]) -> str:
     return f"{row['ci_low']:+.1f}…{row['ci_high']:+.1f}%"
 
 
-def series_table(rows: list[dict[str, Any]], with_verdict: bool) -> list[str]:
-    """The Markdown table of execution ``rows`` (comparison.json's row objects: a row of an older version
-    shows what it has, e.g. its p value where it has no q value), with a verdict column when ``with_verdict``."""
-    head = "| benchmark | device | base median | head median | change | 99% CI | q | verdict |"
-    lines = [head if with_verdict else head.rsplit(" verdict |", 1)[0],
-             "|---|---|---:|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
+class Notes:
+    """Reasons said once: each distinct text gets a number (``[1]``, ``[2]``, … in comment order); a table row
+    refers to it and the table's legend (:meth:`legend`) states the texts first referred to since the last legend."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.paired = False  # a table showed a paired estimate: the legend says what it is, once
+        self._said = 0
+        self._paired_said = False
+
+    def ref(self, text: str) -> str:
+        """``[n]``, the number of ``text`` (a new number for a text not seen before)."""
+        return f"[{self.numbers.setdefault(text, len(self.numbers) + 1)}]"
+
+    def legend(self) -> list[str]:
+        """``- [n] text`` lines (Markdown list items, text escaped) of the texts numbered since the last call,
+        and ``PAIRED_NOTE`` the first time after a paired estimate was shown."""
+        fresh = [(n, t) for t, n in self.numbers.items() if n > self._said]
+        self._said = len(self.numbers)
+        lines = [f"- [{n}] {md_text(t)}" for n, t in fresh]
+        if self.paired and not self._paired_said:
+            self._paired_said = True
+            lines.append(f"- {PAIRED_NOTE}")
+        return lines
+
+
+def display_name(row: Mapping[str, Any], one_device: bool) -> str:
+    """A row's name as the comment shows it: without its ``.<device>`` suffix when the comparison has
+    ``one_device`` (the context line names it), else the whole name."""
+    name, device = row["name"], row.get("device_name") or ""
+    if one_device and device and name.endswith("." + device) and len(name) > len(device) + 1:
+        return name[:-len(device) - 1]
+    return name
+
+
+def paired_rounds(row: Mapping[str, Any]) -> int | None:
+    """Rounds of the paired A/B run a row's own samples come from (``base_details.ab`` and
+    ``head_details.ab`` with equal rounds and equal sample counts: a row of ``benchtrail ab``), else None."""
+    head_ab = (row.get("head_details") or {}).get("ab") or {}
+    base_ab = (row.get("base_details") or {}).get("ab") or {}
+    rounds = head_ab.get("rounds")
+    same_n = row.get("base_n") == row.get("head_n")
+    return rounds if rounds and base_ab.get("rounds") == rounds and same_n else None
+
+
+class Estimate(NamedTuple):
+    """The one estimate a row shows: base and head (in the row's unit), the change and its 99% interval
+    (percent when ``change_unit`` is ``"%"``), and whether it comes from paired samples."""
+
+    base: float | None
+    head: float | None
+    change: float | None
+    change_unit: str | None
+    ci_low: float | None
+    ci_high: float | None
+    paired: bool
+
+
+#: Verdicts of a paired run whose figures a re-checked row shows (a failed paired run has none).
+_PAIRED_VERDICTS = ("regressed", "improved", "similar", "noisy")
+
+
+def estimate(row: Mapping[str, Any]) -> Estimate:
+    """What a row shows. A row whose verdict comes from paired samples shows the paired estimate: the
+    median of the per-pair ratios head/base (``change``, percent, with its interval), with ``base`` the
+    median of the paired base samples and ``head`` = base × that ratio, so base → head agrees with the
+    change. Such a row is one re-checked in a paired A/B run (its ``ab`` entry, when that run gave a
+    verdict) or one of a paired run itself (:func:`paired_rounds`). Any other row shows its medians and
+    the change between them (``change``, ``ci_low``, ``ci_high`` as comparison.json has them)."""
+    ab = row.get("ab") or {}
+    if ab.get("verdict") in _PAIRED_VERDICTS and ab.get("change") is not None and ab.get("base_median"):
+        base = ab["base_median"]
+        return Estimate(base, base * (1 + ab["change"] / 100), ab["change"], "%", ab.get("ci_low"),
+                        ab.get("ci_high"), True)
+    if paired_rounds(row) and row.get("change_unit") == "%" and row.get("change") is not None \
+            and row.get("base_median"):
+        base = row["base_median"]
+        return Estimate(base, base * (1 + row["change"] / 100), row["change"], "%", row.get("ci_low"),
+                        row.get("ci_high"), True)
+    return Estimate(row.get("base_median"), row.get("head_median"), row.get("change"), row.get("change_unit"),
+                    row.get("ci_low"), row.get("ci_high"), False)
+
+
+#: The legend line of a table with a paired row (said once a comment).
+PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/base of a paired A/B run on this "
+               "runner, with its 99% interval; base is the median of the paired base samples and head is base × "
+               "that ratio. Other rows: the change between the medians, with its 99% bootstrap interval.")
+
+
+def change_cell(row: Mapping[str, Any], est: Estimate | None = None) -> str:
+    """``+30.0% (+28.1…+31.9%)`` (``, paired`` for a paired estimate); a change in the row's unit for an
+    absolute rule; an em dash for none."""
+    est = est or estimate(row)
+    text = format_change({"change": est.change, "change_unit": est.change_unit, "unit": row["unit"]})
+    if est.change is not None and est.ci_low is not None and est.ci_high is not None:
+        text += f" ({est.ci_low:+.1f}…{est.ci_high:+.1f}%)"
+    return text + (", paired" if est.paired else "")
+
+
+#: The columns of every series table of the comment.
+SERIES_HEADER = ["| benchmark | base → head | change (99% CI) | verdict |", "|---|---:|---:|---|"]
+
+
+def series_table(rows: Sequence[Mapping[str, Any]], notes: Notes, one_device: bool) -> list[str]:
+    """The Markdown table of ``rows`` (comparison.json's row objects: a row of an older version shows what
+    it has): one row a series, its reasons (and a quarantine's) as ``[n]`` references to ``notes``. A name
+    drops its ``.<device>`` suffix when ``one_device``; with several devices a name that does not end in its
+    device is followed by ``· <device>``."""
+    lines = list(SERIES_HEADER)
     for r in rows:
-        q = r.get("q_value", r.get("p_value"))
-        cells = [label(r), md_text(r["device_name"]), format_value(r["base_median"], r["unit"]),
-                 format_value(r["head_median"], r["unit"]), format_change(r), format_ci(r),
-                 "—" if q is None else f"{q:.2g}"]
-        if with_verdict:
-            mark = f" · {r['mark']}" if r.get("mark") else ""
-            # A quarantined regression says why in its reason; any other quarantined row says so after its mark.
-            why = r.get("quarantined")
-            flag = f" · quarantined: {why}" if why and r.get("mark") != "quarantined" else ""
-            reason = "; ".join(filter(None, (r.get("reason"), why if r.get("mark") == "quarantined" else None)))
-            cells.append(cell(r["verdict"] + mark + flag + (f" ({reason})" if reason else "")))
+        est = estimate(r)
+        notes.paired |= est.paired
+        values = f"{format_value(est.base, r['unit'])} → {format_value(est.head, r['unit'])}"
+        verdict = r["verdict"] + (f" · {r['mark']}" if r.get("mark") else "")
+        if r.get("quarantined") and r.get("mark") != "quarantined":
+            verdict += " · quarantined"
+        refs = "".join(notes.ref(t) for t in (r.get("reason"), r.get("quarantined")) if t)
+        name = code_span(display_name(r, one_device), in_table=True)
+        device = r.get("device_name") or ""
+        if not one_device and r["kind"] == "execution" and device and not r["name"].endswith("." + device):
+            name += f" · {cell(device)}"  # several devices, and a name that does not say which
+        cells = [name, values, change_cell(r, est),
+                 cell(verdict) + (f" {refs}" if refs else "")]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -30,7 +30,8 @@ from benchtrail.compare.rules import load_quarantine
 from benchtrail.results.io import load_results_paths
 from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
 from benchtrail.pipeline.recheck import recheck_run
-from benchtrail.pipeline.report import comment_stage, compare_stage, dashboard_stage, report_baselines
+from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
+                                       report_baselines)
 from benchtrail.store import open_store
 from benchtrail.store.pointer import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
@@ -168,6 +169,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             with clock("recheck"):
                 recheck_run(comparison, repo, suite, thresholds, Policy(), keep=run_dir / "ab")
     with clock("report"):
+        distribution_stage(run_dir / "comparison.json", base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
         comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                    dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)

@@ -12,6 +12,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.compare.baseline import BaselineSet
 from benchtrail.compare.comment import render
+from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
 from benchtrail.compare.document import Comparison, build_comparison, load_comparison
 from benchtrail.compare.rules import default_thresholds_path, load_quarantine, load_thresholds, unmatched_quarantine
 from benchtrail.compare.verdicts import Unreported, compare, mark_regressions
@@ -164,7 +165,11 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
                       "comparison")
     source = str(thresholds or default_thresholds_path())
     comparison = build_comparison(rows, base_files, head_files, source, baseline, missing_shards)
-    return jsonio.write_json(output, comparison.to_dict(), exclusive=True)
+    document = comparison.to_dict()
+    summary = compiler_summary(head_files, base_files or None)
+    if summary:  # runs with compiled cases beside eager ones: the comment's compiler summary
+        document["compiler_summary"] = rows_to_json(summary)
+    return jsonio.write_json(output, document, exclusive=True)
 
 
 def _unusable_baselines(rows: list, baseline: dict[str, Any] | None) -> list:
@@ -243,3 +248,31 @@ def _marks(run_dir: Path) -> dict[str, Any]:
     base = comparison.document.get("base") or {}
     return {"baseline": base.get("commit"),
             "regressions": {r.id for r in comparison.rows if r.verdict == "regressed" and r.mark == "confirmed"}}
+
+
+#: At most this many benchmarks of a run get a distribution plot (regressed, improved, then noisy rows).
+MAX_DISTRIBUTIONS = 12
+
+
+def distribution_stage(comparison: Path, base_results: list[ResultsFile], head: list[Path], out_dir: Path) -> list[Path]:
+    """Strip plots of each changed or noisy execution series' base and head samples, as pytest-benchmark's
+    histograms show them (``benchtrail.history.plots.distribution_figures``): ``out_dir/<slug(name)>.png``,
+    one per series, regressed rows first, then improved, then noisy, at most :data:`MAX_DISTRIBUTIONS`;
+    ``benchtrail explain`` names the file. Returns the paths written; [] with a message when none could be
+    written (a plot never fails the run)."""
+    from benchtrail.history.plots import distribution_figures, samples_of, save_figures
+    from benchtrail.suite.names import slug
+
+    order = {"regressed": 0, "improved": 1, "noisy": 2}
+    rows = sorted((r for r in load_comparison(comparison).rows if r.kind == "execution" and r.verdict in order),
+                  key=lambda r: order[r.verdict])[:MAX_DISTRIBUTIONS]
+    if not rows or not base_results:
+        return []
+    sets = {s.name: s for s in samples_of(base_results, load_results_paths(head), ids={r.id for r in rows})}
+    figures = {f"{slug(r.name)}.png": distribution_figures([sets[r.name]], f"{r.verdict}: base vs head samples")[0]
+               for r in rows if r.name in sets}
+    try:
+        return save_figures(figures, out_dir)
+    except UserError as exc:
+        console.print(f"[yellow]no distribution plots[/]: {rich_text(str(exc))}")
+        return []

@@ -1,8 +1,9 @@
 """``explain`` and ``dump-cmds``: what a benchmark in a run is, and the one command that reproduces it.
 
 Works on a run directory: a local folder, or (through the store) one fetched from gs://. A
-benchmark id is a run config id (execution series), a module id, or a compilation series id
-``<module id>-<metric>``; a unique prefix of at least 6 characters, or a name, also works.
+benchmark is named by its id (a run config id for an execution series, a module id, or a compilation
+series id ``<module id>-<metric>``), a unique id prefix of at least 6 characters, or its exact name
+(``<run config name>``, ``<module name>``, ``<module name>.<metric>``: what the PR comment shows).
 """
 
 from __future__ import annotations
@@ -102,16 +103,21 @@ def _name(target: Target) -> str:
 
 
 def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
-    """Find ``query`` as an id, a unique id prefix (>= 6 characters) or a name.
+    """Find ``query`` as an id, a benchmark's exact name (as the comment's reproduce line gives it), or a
+    unique id prefix (>= ``MIN_PREFIX`` characters).
 
     Raises:
-        UserError: nothing matches (near matches are listed) or a prefix is ambiguous.
+        UserError: nothing matches (near matches are listed), a name that several benchmarks of the run
+            share (their ids are listed: pass one), or an ambiguous id prefix (the ids it matches are listed).
     """
     if query in targets:
         return query, targets[query]
-    by_name = {_name(t): (i, t) for i, t in targets.items()}
-    if query in by_name:
-        return by_name[query]
+    named = sorted(i for i, t in targets.items() if _name(t) == query)
+    if len(named) == 1:
+        return named[0], targets[named[0]]
+    if named:
+        raise UserError(f"benchmark name {query!r} is ambiguous: {len(named)} benchmarks of this run have it "
+                        f"(ids {', '.join(named[:10])}{' …' if len(named) > 10 else ''}); pass one id")
     if len(query) >= MIN_PREFIX:
         hits = [i for i in targets if i.startswith(query)]
         if len(hits) == 1:
@@ -121,7 +127,8 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
             return base, targets[base]  # a module id prefix also prefixes its series ids
         if len(hits) > 1:
             raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(sorted(hits)[:5])}")
-    near = difflib.get_close_matches(query, list(by_name) + list(targets), n=5, cutoff=0.5)
+    near = difflib.get_close_matches(query, sorted({_name(t) for t in targets.values()}) + list(targets), n=5,
+                                     cutoff=0.5)
     hint = f" Near matches: {', '.join(near)}." if near else ""
     raise UserError(f"no benchmark {query!r} in this run ({len(targets)} ids).{hint} "
                     "List them all with `benchtrail dump-cmds`.")
@@ -175,8 +182,29 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
             f"{dev.threads} threads)",
             f"presets      {', '.join(rc.presets)}",
         ]
+    plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
+    if plot.is_file():  # pipeline.report.distribution_stage: a changed or noisy series
+        lines += ["", f"samples      base vs head strip plot: {plot}"]
+    lines += _why(benchmark_id, run_dir)
     lines += ["", "reproduce:", f"  {reproduce_command(benchmark_id, target, run_dir)}"]
     return "\n".join(lines) + "\n"
+
+
+def _why(benchmark_id: str, run_dir: Path) -> list[str]:
+    """The profile diff of the benchmark's row in the run's comparison.json, when its paired re-check
+    profiled it (``benchtrail.compare.why.why_lines``), as the comment shows it."""
+    from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.why import why_lines
+    from benchtrail.errors import UserError
+
+    path = run_dir / "comparison.json"
+    try:
+        rows = load_comparison(path).document["rows"] if path.is_file() else []
+    except UserError:
+        return []
+    row = next((r for r in rows if r.get("id") == benchmark_id), None)
+    said = why_lines(row, run_dir) if row else []
+    return ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:
