@@ -143,3 +143,18 @@ def test_every_verdict_has_a_place():
     text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
     last = text.splitlines()[-1]
     assert all(f"1 {v}" in last for v in VERDICTS if v not in ("regressed", "improved"))
+
+
+def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
+    """A regression the paired re-check confirmed: its stored-baseline figures (-14.4%, 1.00 ms -> 856 µs)
+    give way to the paired estimate, with base -> head from the same pairs (compare.tables.estimate)."""
+    import dataclasses
+
+    row = dataclasses.replace(_row("resnet18.eager.inference-bs1", "regressed", 1000.0, 856.0, -14.4, (-16.0, -12.0),
+                                   mark="confirmed"),
+                              ab={"verdict": "regressed", "change": 6.8, "ci_low": 2.9, "ci_high": 16.7,
+                                  "base_median": 900.0, "rounds": 3})
+    comparison = Comparison.of({**COMPARISON.document, "rows": [row], "counts": count_rows([row])})
+    (line,) = [line for line in render_table(comparison).splitlines() if line.startswith("resnet18")]
+    assert line.split() == ["resnet18.eager.inferen…", "regressed", "+6.8%", "[+2.9%,", "+16.7%]", "900.0", "µs", "→",
+                            "961.2", "µs"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchtrail.compare.document import VERDICTS, Comparison, Row
-from benchtrail.compare.tables import format_change, format_value
+from benchtrail.compare.tables import estimate, format_change, format_value
 
 #: The widest table printed, in columns (terminal cells).
 MAX_WIDTH = 80
@@ -32,19 +32,27 @@ def _verdict_cell(row: Row) -> str:
     return row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
 
 
+def _change(row: Row) -> str:
+    """The change the comment shows (``tables.estimate``: the paired estimate for a paired verdict)."""
+    e = estimate(row)
+    return format_change({"change": e.change, "change_unit": e.change_unit, "unit": row.unit})
+
+
 def _interval(row: Row) -> str:
     """The change's interval in percent, ``[+5.1%, +9.4%]``; an em dash without one."""
-    if row.ci_low is None or row.ci_high is None:
+    e = estimate(row)
+    if e.ci_low is None or e.ci_high is None:
         return "—"
-    return f"[{row.ci_low:+.1f}%, {row.ci_high:+.1f}%]"
+    return f"[{e.ci_low:+.1f}%, {e.ci_high:+.1f}%]"
 
 
 def _medians(row: Row) -> str:
-    return f"{format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}"
+    e = estimate(row)
+    return f"{format_value(e.base, row.unit)} → {format_value(e.head, row.unit)}"
 
 
 def _largest_first(rows: list[Row]) -> list[Row]:
-    return sorted(rows, key=lambda r: (r.change is None, -abs(r.change or 0.0), r.name))
+    return sorted(rows, key=lambda r: (estimate(r).change is None, -abs(estimate(r).change or 0.0), r.name))
 
 
 def _title(comparison: Comparison) -> str:
@@ -126,7 +134,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     single_device = len({r.device_name for r in comparison.rows}) == 1
     shown = (_largest_first([r for r in comparison.rows if r.verdict == "regressed"])
              + _largest_first([r for r in comparison.rows if r.verdict == "improved"]))
-    cells = [(_shown_name(r, single_device), _verdict_cell(r), format_change(r), _interval(r), _medians(r))
+    cells = [(_shown_name(r, single_device), _verdict_cell(r), _change(r), _interval(r), _medians(r))
              for r in shown]
     columns = _fitting_columns(cells, width)
     out = io.StringIO()
