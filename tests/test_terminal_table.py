@@ -50,6 +50,8 @@ a-model-whose-name-…  unconfirmed   +2.5%    [+1.1%, +4.0%]  812.3 µs → 832
 bert.eager.inferenc…  improved     -12.0%  [-13.2%, -10.9%]    1.250 s → 1.100 s
 bert.inductor.cpu.g…  improved         -2                 —                3 → 1
 and 1 similar, 1 new, 1 failed, 1 noisy
+failed: unet.eager.inference-bs1: boom
+noisy (1): too noisy to judge
 """
 
 
@@ -59,9 +61,9 @@ def test_the_table_lists_regressions_then_improvements_then_counts_the_rest_in_8
     lines = text.splitlines()
     assert all(len(line) <= 80 for line in lines)
     assert "\x1b" not in text
-    assert [line.split()[1] for line in lines[2:-1]] == ["regressed", "unconfirmed", "improved", "improved"]
+    assert [line.split()[1] for line in lines[2:-3]] == ["regressed", "unconfirmed", "improved", "improved"]
     wide = render_table(COMPARISON, width=200).splitlines()  # nothing cut: the largest change first in each part
-    assert [line.split()[0] for line in wide[2:-1]] == [
+    assert [line.split()[0] for line in wide[2:-3]] == [
         "resnet50.inductor.train-bs32", "a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64",
         "bert.eager.inference-bs8", "bert.inductor.cpu.graph_breaks"]
 
@@ -74,7 +76,7 @@ def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_interval_then
     assert all(len(line) <= width for line in lines)
     header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
     assert lines[header].split() == headers
-    assert len(lines) - header == 1 + 4 + 1  # the header, 4 rows (none wrapped), the count line
+    assert len(lines) - header == 1 + 4 + 1 + 2  # the header, 4 rows (none wrapped), the count line, failed, noisy
 
 
 def test_colour_when_asked_for_and_names_are_never_markup():
@@ -138,11 +140,13 @@ def test_pipeline_and_ab_take_json(command):
 
 
 def test_every_verdict_has_a_place():
-    """Each verdict is either in the table (regressed, improved) or counted on the last line."""
+    """Each verdict is either in the table (regressed, improved) or counted on the count line; failed and
+    noisy rows are also said under it, with their reasons."""
     rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0) for i, v in enumerate(VERDICTS))
     text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
-    last = text.splitlines()[-1]
-    assert all(f"1 {v}" in last for v in VERDICTS if v not in ("regressed", "improved"))
+    count, failed, noisy = text.splitlines()[-3:]
+    assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved"))
+    assert failed.startswith("failed: m") and failed.endswith(": boom") and noisy == "noisy (1): too noisy to judge"
 
 
 def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
@@ -158,3 +162,11 @@ def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
     (line,) = [line for line in render_table(comparison).splitlines() if line.startswith("resnet18")]
     assert line.split() == ["resnet18.eager.inferen…", "regressed", "+6.8%", "[+2.9%,", "+16.7%]", "900.0", "µs", "→",
                             "961.2", "µs"]
+
+
+def test_runner_checks_that_failed_are_said_under_the_table():
+    head = {**COMPARISON.document["head"],
+            "runner_checks": [{"device": DEVICE, "failed": [{"name": "load", "value": "3.2", "expected": "< 1"}]}]}
+    text = render_table(Comparison.of({**COMPARISON.document, "head": head}), width=200)
+    (line,) = [line for line in text.splitlines() if line.startswith("warning: ")]
+    assert line.startswith(f"warning: runner checks failed on {DEVICE}: load") and "3.2" in line and "\\" not in line

@@ -155,7 +155,38 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     else:
         console.print(Text("no regressions or improvements"))
     console.print(_rest_line(comparison, bool(shown)))
+    for line in attention_lines(comparison, single_device):
+        console.print(Text(line, no_wrap=True, overflow="ellipsis"))
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
+
+
+#: Failed rows named one per line under the table; the rest are counted.
+MAX_FAILED_LINES = 3
+
+
+def attention_lines(comparison: Comparison, single_device: bool) -> list[str]:
+    """What the count line cannot say and a reader must know: the runner checks that failed where the head
+    was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
+    count), and the commonest reason of the noisy rows. Plain text; each line is cut to the width."""
+    from collections import Counter
+
+    from benchtrail.compare.comment import runner_checks_line
+
+    lines = []
+    checks = runner_checks_line(comparison.document)
+    if checks:
+        lines.append(checks.replace("\\", "").replace("⚠ ", "warning: ").split(". These results")[0])
+    failed = [r for r in comparison.rows if r.verdict == "failed"]
+    for r in failed[:MAX_FAILED_LINES]:
+        reason = (r.reason or "no reason recorded").splitlines()[0]
+        lines.append(f"failed: {_shown_name(r, single_device)}: {reason}")
+    if len(failed) > MAX_FAILED_LINES:
+        lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
+    noisy = [r for r in comparison.rows if r.verdict == "noisy"]
+    if noisy:
+        reason, _ = Counter(r.reason or "too noisy to judge" for r in noisy).most_common(1)[0]
+        lines.append(f"noisy ({len(noisy)}): {reason.splitlines()[0]}")
+    return lines
 
 
 def stdout_style(file: TextIO | None = None) -> tuple[int, bool]:
