@@ -97,6 +97,13 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
     assert setup["threshold_pct"] == 2.0 and setup["threshold_match"] == "execution/*"
     assert len(setup["worker_cpus"]) == 1  # both workers pinned to one CPU
     assert {"us_per_call", "seed", "torch", "cpu_count", "elapsed_s", "sample_ms"} <= set(setup)
+    # The machine the figures belong to (issue 21): CPU model, date, each worker's calibration noise.
+    from datetime import datetime
+
+    from benchtrail.runner.environment import cpu_model
+
+    assert setup["cpu_model"] == cpu_model() and datetime.fromisoformat(setup["date"]).tzinfo is not None
+    assert len(setup["noise_by_worker"]) == 2 and all(n >= 0 for n in setup["noise_by_worker"])
     assert len(doc["comparisons"]) == 12
     for c in doc["comparisons"]:
         assert len(c["base_us"]) == len(c["head_us"]) == 30 and set(c["verdicts"]) == set(RULES)
@@ -111,6 +118,8 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
     assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
     table = format_table(doc)
+    assert table.startswith(f"Measured on {setup['cpu_model'] or 'an unrecorded CPU'} ({setup['cpu_count']} CPUs), "
+                            f"{setup['date']}; calibration noise")
     paired = rows["benchtrail", "paired", 50.0]
     assert f"| benchtrail (threshold 2%) | paired | 50 | {paired['alerts']} / 3 | {paired['rate_pct']:.1f} |" in table
     # Judged again from the same samples at a 90% threshold, a paired 50% slowdown is no longer an

@@ -18,6 +18,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +28,8 @@ from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pear
 from benchtrail.detector.workers import Worker
 from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
+from benchtrail.runner.environment import cpu_model
+from benchtrail.stats.inference import noise as relative_iqr
 
 #: Version history of the evaluate-detector output file:
 #:   1 — first version.
@@ -147,7 +150,9 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
     if total > config.budget_s:
         report(f"warning: even at {iterations} iterations per sample this takes about {total / 60:.1f} min, "
                f"over the {config.budget_s / 60:.1f} min budget; pass fewer comparisons (--aa, --ab)")
-    return {"us_per_call": us_per_call, "us_per_call_by_worker": per_worker, "iterations_per_sample": iterations,
+    noise_by_worker = [float(n) for n in relative_iqr(calls)]  # IQR/median of each worker's one-call samples
+    return {"us_per_call": us_per_call, "us_per_call_by_worker": per_worker, "noise_by_worker": noise_by_worker,
+            "iterations_per_sample": iterations,
             "sample_ms": iterations * us_per_call / 1e3, "estimate_s": total, "estimate_collect_s": est["collect_s"],
             "estimate_analysis_s": analysis_s, "wall_per_sample_s": est["wall_per_sample_s"]}
 
@@ -266,6 +271,8 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
              "start_method": info["start_method"],
+             "noise_by_worker": cal["noise_by_worker"], "cpu_model": cpu_model(),
+             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
              "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
              "estimate_s": cal["estimate_s"], "estimate_collect_s": cal["estimate_collect_s"],
@@ -299,7 +306,12 @@ def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
 def format_table(doc: dict[str, Any]) -> str:
     """The rows of an :func:`evaluate` document as a markdown table, plus one line of setup."""
     s = doc["setup"]
-    lines = [f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
+    noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
+    machine = (f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
+               f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, per "
+               f"worker): {noise_pct or 'not recorded'}.")
+    lines = [machine, "",
+             f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
              f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "
              f"{s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
