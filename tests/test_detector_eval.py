@@ -117,6 +117,11 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
     assert all(r > 1.05 for r in paired_slower) and 1.2 < np.median(head_slower) < 2.0, head_slower
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
     assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
+    from benchtrail.detector.load import Load
+
+    loaded = format_table({**doc, "setup": {**setup, "background_load": Load().to_dict()}})
+    assert loaded.splitlines()[0].endswith("; with a background load (--noise: 50% duty over a 256 MiB buffer).")
+    assert setup["background_load"] is None
     table = format_table(doc)
     assert table.startswith(f"Measured on {setup['cpu_model'] or 'an unrecorded CPU'} ({setup['cpu_count']} CPUs), "
                             f"{setup['date']}; calibration noise")
@@ -174,3 +179,25 @@ def test_an_existing_output_is_refused_before_any_work(tmp_path, capsys):
     assert main(["--output", str(out)]) == 1
     assert "already exists; benchtrail never overwrites it" in capsys.readouterr().err
     assert out.read_text() == "precious"
+
+
+def test_the_background_load_takes_cpu_time_while_its_block_runs_and_stops_after():
+    """``--noise``: one spawned process, busy half of each 10 ms, gone when the block ends."""
+    import os
+    import time
+
+    from benchtrail.detector.load import Load, background_load
+
+    def cpu_s(pid: int) -> float:  # utime + stime of /proc/<pid>/stat, in seconds
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    with background_load(Load(duty=0.5, buffer_mib=8)) as pid:
+        time.sleep(1.5)  # the child imports numpy first (spawned), then loads
+        used = cpu_s(pid)
+    assert used > 0.2, used  # about 0.5 s of 1.5 s, less its start; a generous bound
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    with background_load(None) as nothing:
+        assert nothing is None
+    with pytest.raises(ValueError, match="duty must be in"):
+        Load(duty=0)

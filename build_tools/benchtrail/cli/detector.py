@@ -97,6 +97,9 @@ def add_evaluate_detector_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="measure nothing: judge the samples of an earlier output again (with --threshold-pct)")
     p.add_argument("--threshold-pct", type=_threshold, metavar="PCT",
                    help="benchtrail's threshold in percent (default: the shipped thresholds table's rule)")
+    p.add_argument("--noise", action="store_true",
+                   help="run a bounded background load beside the measurement (one process, 50%% busy, streaming "
+                        "over 256 MiB): the figures of a busy runner")
     p.set_defaults(func=cmd_evaluate_detector)
     return p
 
@@ -118,8 +121,10 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
         doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
         doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
     else:
+        from benchtrail.detector.load import Load
+
         config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples, seed=args.seed,
-                            threshold_pct=args.threshold_pct)
+                            threshold_pct=args.threshold_pct, noise=Load() if args.noise else None)
         doc = evaluate(config, report=print)
     print(format_table(doc), end="")
     print(write_json(args.output, doc, exclusive=True))

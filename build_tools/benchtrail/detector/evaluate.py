@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
+from benchtrail.detector.load import Load, background_load
 from benchtrail.detector.workers import Worker
 from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
@@ -66,6 +67,8 @@ class EvalConfig:
     calibration_samples: int = 250
     budget_s: float = 15 * 60
     threshold_pct: float | None = None
+    #: A background load beside the measurement (``--noise``; ``benchtrail.detector.load``), or None.
+    noise: Load | None = None
     #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
     cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
 
@@ -245,7 +248,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
         threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
     rng = np.random.default_rng(config.seed)
     plans = {mode: _plan(config, rng) for mode in MODES}
-    with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info):
+    with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info), background_load(config.noise):
         cal = _calibrate(workers, config, report, start)
         report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
                f"{cal['us_per_call']:.1f} µs per call (workers: "
@@ -272,6 +275,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
              "start_method": info["start_method"],
              "noise_by_worker": cal["noise_by_worker"], "cpu_model": cpu_model(),
+             "background_load": config.noise.to_dict() if config.noise else None,
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
              "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
@@ -307,9 +311,12 @@ def format_table(doc: dict[str, Any]) -> str:
     """The rows of an :func:`evaluate` document as a markdown table, plus one line of setup."""
     s = doc["setup"]
     noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
+    load = s.get("background_load")
     machine = (f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
                f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, per "
-               f"worker): {noise_pct or 'not recorded'}.")
+               f"worker): {noise_pct or 'not recorded'}"
+               + (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
+                  f"{load['buffer_mib']} MiB buffer)." if load else "."))
     lines = [machine, "",
              f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "

@@ -1,0 +1,73 @@
+"""A bounded background load beside the detector's measurement (``evaluate-detector --noise``): what a
+busy shared runner does to the figures.
+
+One process, not pinned (the scheduler places it, as another job's process would be), alternates
+busy periods and sleeps (``duty`` of each ``period_s`` busy) and, while busy, streams over a buffer of
+``buffer_mib`` MiB (numpy ``add`` into itself: every pass reads and writes the whole buffer), so it
+takes both CPU time and memory bandwidth from the workers. Bounded: one process, a fixed duty cycle
+and buffer; stopped (then killed after 5 s) when the ``background_load`` block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Load:
+    """The background load: ``duty`` (0..1] of every ``period_s`` seconds busy over ``buffer_mib`` MiB."""
+
+    duty: float = 0.5
+    period_s: float = 0.01
+    buffer_mib: int = 256
+
+    def __post_init__(self) -> None:
+        if not (0 < self.duty <= 1 and self.period_s > 0 and self.buffer_mib >= 1):
+            raise ValueError(f"duty must be in (0, 1], period_s > 0 and buffer_mib >= 1: {self}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _run(load: Load, stop: Any) -> None:  # the child process
+    import numpy as np
+
+    buffer = np.ones(load.buffer_mib * 2**20 // 8)
+    busy = load.duty * load.period_s
+    while not stop.is_set():
+        end = time.perf_counter() + busy
+        while time.perf_counter() < end:
+            np.add(buffer, 1.0, out=buffer)
+        if load.duty < 1:
+            time.sleep(load.period_s - busy)
+
+
+@contextlib.contextmanager
+def background_load(load: Load | None) -> Iterator[int | None]:
+    """Run ``load`` in a spawned process for the block; yields its pid (None and nothing run for None).
+
+    Raises:
+        RuntimeError: the process died before the block ended (its exit code in the message).
+    """
+    if load is None:
+        yield None
+        return
+    context = multiprocessing.get_context("spawn")  # never a fork of a process that holds torch
+    stop = context.Event()
+    process = context.Process(target=_run, args=(load, stop), name="benchtrail-background-load", daemon=True)
+    process.start()
+    try:
+        yield process.pid
+        if not process.is_alive():
+            raise RuntimeError(f"the background load process exited early (exit code {process.exitcode})")
+    finally:
+        stop.set()
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
