@@ -28,3 +28,21 @@ def record(id: str = "rc1", samples=tuple(spread(100.0)), *, status: str = "ok",
 def results(*records: BenchmarkRecord, commit: str = "a" * 40) -> ResultsFile:
     return ResultsFile(commit=commit, dirty=False, run={"run_id": "r1", "attempt": 1, "presets": ["x86_64"]},
                        environment={"torch_version": "2.13.0"}, benchmarks=tuple(records))
+
+
+def two_commit_repo(root, module: str, base: str, head: str):
+    """A git repository at ``root`` (created) whose HEAD~1 holds ``module`` (a file name, e.g. ``slowmod.py``)
+    with the text ``base`` and HEAD with ``head``: the two arms of a paired A/B run. Returns ``root``."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=root, check=True,
+                       capture_output=True)
+
+    root.mkdir()
+    git("init", "-q")
+    for text, message in ((base, "base"), (head, "head")):
+        (root / module).write_text(text)
+        git("add", module)
+        git("commit", "-qm", message)
+    return root

@@ -16,6 +16,7 @@ from benchtrail.cli import main
 from benchtrail.compare.document import SCHEMA_VERSION, Row, count_rows
 from benchtrail.runner.recheck import apply, suspects
 from benchtrail.errors import UserError
+from tests.records import two_commit_repo
 from benchtrail.pipeline.measure import ab_stage
 from benchtrail.pipeline.recheck import recheck_stage
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
@@ -40,13 +41,7 @@ def _git(repo, *args):
 def repo(tmp_path, monkeypatch):
     """A repository whose HEAD~1 has the fast model and HEAD the slow one, importable here as the
     head suite's models are (the content hash reads the model's source)."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q")
-    for text, message in ((FAST, "fast"), (SLOW, "slow")):
-        (root / "slowmod.py").write_text(text)
-        _git(root, "add", "slowmod.py")
-        _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", message)
+    root = two_commit_repo(tmp_path / "repo", "slowmod.py", FAST, SLOW)
     (tmp_path / "thresholds.yaml").write_text(LOOSE)
     monkeypatch.syspath_prepend(str(root))
     return root

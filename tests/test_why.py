@@ -21,6 +21,7 @@ from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionC
                                           RunConfig, Suite, Task)
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
+from tests.records import two_commit_repo
 from tests.test_schemas import assert_valid, registry
 
 #: No sleep in the model: a sleeping thread wakes late on a loaded machine, by a varying amount, which made
@@ -61,13 +62,7 @@ def _suspect(rc: RunConfig, base_commit: str) -> dict:
 
 
 def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_both_traces(tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q")
-    for text, message in ((BASE, "one matmul"), (HEAD, "three matmuls")):
-        (root / "opmod.py").write_text(text)
-        _git(root, "add", "opmod.py")
-        _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", message)
+    root = two_commit_repo(tmp_path / "repo", "opmod.py", BASE, HEAD)  # one matmul, then three
     (tmp_path / "thresholds.yaml").write_text(RULE)
     monkeypatch.syspath_prepend(str(root))
     rc = _rc()

@@ -245,11 +245,7 @@ def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, *,
     """
     if not page_panels or len(page_panels) > MAX_PANELS:
         raise UserError(f"{title}: {len(page_panels)} panels to plot; allowed: 1 to {MAX_PANELS} in one figure")
-    cols = min(COLUMNS, len(page_panels))
-    rows = math.ceil(len(page_panels) / cols)
-    fig = Figure(figsize=(5 * cols, 3.2 * rows + 0.6), layout="constrained")
-    fig.suptitle(mpl_text(title), fontsize=10)
-    axes = fig.subplots(rows, cols, squeeze=False)
+    fig, axes = _grid(len(page_panels), title, panel_width=5.0)
     for ax, panel in zip(axes.flat, page_panels):
         if len(commits) == 1:
             _draw_bars(ax, panel, commits[0])
@@ -306,6 +302,16 @@ def history_figures(history: History, *, baseline: str | None = None,
                 part, commits, f"{page} · {what} · {head}{of}", baseline=baseline, change_points=cps,
                 regressions=regressions)
     return out
+
+
+def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, Any]:
+    """A titled Figure of ``panels`` axes, ``COLUMNS`` to a row (fewer when there are fewer panels), each
+    ``panel_width`` × 3.2 inches; returns ``(figure, 2-D array of axes)`` (extra axes are the caller's to hide)."""
+    cols = min(COLUMNS, panels)
+    rows = math.ceil(panels / cols)
+    fig = Figure(figsize=(panel_width * cols, 3.2 * rows + 0.6), layout="constrained")
+    fig.suptitle(mpl_text(title), fontsize=10)
+    return fig, fig.subplots(rows, cols, squeeze=False)
 
 
 def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
@@ -414,11 +420,7 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
     rng = np.random.default_rng(0)
     for start in range(0, len(sets), MAX_PANELS):
         part = sets[start:start + MAX_PANELS]
-        cols = min(COLUMNS, len(part))
-        rows = math.ceil(len(part) / cols)
-        fig = Figure(figsize=(4.5 * cols, 3.2 * rows + 0.6), layout="constrained")
-        fig.suptitle(mpl_text(title), fontsize=10)
-        axes = fig.subplots(rows, cols, squeeze=False)
+        fig, axes = _grid(len(part), title, panel_width=4.5)
         for ax, s in zip(axes.flat, part):
             au = axis_unit(s.unit, (*s.base, *s.head))
             for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))):
