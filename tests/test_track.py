@@ -92,6 +92,35 @@ def test_one_slow_run_is_not_a_change():
     assert detect(np.log(np.array(medians))) == []
 
 
+@pytest.mark.parametrize("burst", [(2, 4), (8, 10)])
+def test_a_two_run_burst_of_load_is_no_change_and_does_not_hide_a_step(burst):
+    # 12 points, +10% from commit 5, and two runs twice as slow elsewhere (a busy shared runner).
+    medians = step(12, 5, 1.10)
+    for i in range(*burst):
+        medians[i] *= 2.0
+    h = history(series("mlp", medians, run_commits(12)), n=12)
+    (cp,) = track(h, THRESHOLDS).change_points
+    assert (cp.base_commit, cp.head_commit, cp.issue) == (sha(4), sha(5), True)
+    assert (cp.n_before, cp.n_after) == ((3, 7) if burst[0] < 5 else (5, 5))  # the burst's runs are left out
+    assert abs(cp.magnitude_pct - 10.0) < 1.0
+    # PELT alone cuts the burst out as change points: before the step (no point can sit alone between
+    # the burst and the step) it misses the step; after it, the step is judged on 5 runs against 3.
+    alone = [(c.head_commit, c.n_before, c.n_after, c.issue) for c in track(h, THRESHOLDS, merge_weak=False).change_points]
+    assert alone == ([(sha(2), 2, 2, False), (sha(4), 2, 8, False)] if burst[0] < 5 else
+                     [(sha(5), 5, 3, True), (sha(8), 3, 2, False), (sha(10), 2, 2, False)])
+
+
+def test_a_weak_change_point_is_merged_so_the_step_beside_it_is_judged_on_all_its_runs():
+    # A small bump of two runs before a +50% step, as in a staircase: PELT cuts at 3 and at 5; the cut
+    # at 3 (3 runs against 2, p >= 0.2) is weak, and the step at 5 alone gets 5 runs against 4.
+    medians = [m * (1.5 if i >= 5 else 1.2 if i >= 3 else 1.0) for i, m in enumerate(step(9, 0, 1.0))]
+    h = history(series("mlp", medians, run_commits(9)), n=9)
+    (cp,) = track(h, THRESHOLDS).change_points
+    assert (cp.head_commit, cp.n_before, cp.n_after, cp.issue) == (sha(5), 5, 4, True)
+    assert cp.p_value == pytest.approx(2 / math.comb(9, 4))
+    assert [c.issue for c in track(h, THRESHOLDS, merge_weak=False).change_points] == [False, False]
+
+
 def test_half_percent_step_is_reported_but_below_the_threshold_so_no_issue():
     # Medians this steady (noise 0.02%) make even a 0.5% step stand out: the threshold is what stops it.
     medians = [100.0 * (1.005 if i >= 6 else 1.0) * (1 + 0.0002 * ((i * 7) % 3 - 1)) for i in range(12)]

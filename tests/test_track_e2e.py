@@ -56,7 +56,9 @@ def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_p
     assert main([*args, "--report", str(tmp_path / "first.json")]) == 0
     report = json.loads((tmp_path / "first.json").read_text())
     # Run-to-run noise on a shared machine may show as other change points; only the slowdown files an issue.
-    (change,) = [c for c in report["change_points"] if c["issue"]]
+    issued = [c for c in report["change_points"] if c["issue"]]
+    assert len(issued) == 1, json.dumps(report, indent=1)[:6000]
+    (change,) = issued
     assert change["series_name"] == SERIES and change["direction"] == "regression"
     found = (commits.index(change["base_commit"]), commits.index(change["head_commit"]))
     # A 10x step: the CI machine's load made whole runs 2-3x slower (runs of 4 s to 11 s), and with

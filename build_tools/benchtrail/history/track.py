@@ -11,6 +11,11 @@ Each change point gets the commit range ``base..head`` (the last commit with a p
 first after), its magnitude (ratio of the medians of the segments' per-commit medians, after/before)
 and a confidence: 1 − p of a two-sided Mann–Whitney U test on the per-commit medians of the two
 segments (runs are the unit of replication; samples within one run share its machine state).
+Two steps keep run-to-run load on a shared runner from hiding a real step: the points of
+excursions (two or three runs out and back, :func:`excursion_mask`) are left out and PELT runs again,
+then change points whose p is above ``ALPHA`` are removed one at a time, the weakest first, and the
+others' segments and p-values recomputed (:func:`significant_cuts`, after Hunter's bottom-up merge),
+so a weak cut never shortens the segments a real step is judged on.
 ``benchtrail.github.track_issues`` files the regressions as GitHub issues.
 """
 
@@ -37,12 +42,15 @@ MIN_POINTS = 8
 #: ruptures' ``min_size``: a segment holds at least 2 points, so one slow run is never a segment.
 MIN_SEGMENT = 2
 #: Penalty per change, ``PENALTY_PER_LOG_N * ln(n)`` in units of noise (l1 cost; BIC-like). With 2%
-#: run-to-run noise (normal or Student-t 3, 500 series each, ``docs/tracking.md``) it found a change in
-#: 1.2–4.6% of series without one (an issue in 0.2–1.4%) and filed a +10% step at its exact commit in
-#: 95–99% of series of 12 or 30 points.
+#: run-to-run noise (normal or Student-t 3, 500 series each; ``docs/tracking.md``,
+#: ``build_tools/benchmarks/measure_track.py``) track found a change in 0.2–2.8% of series without one
+#: (an issue in 0–2.8%) and filed a +10% step at its exact commit in 76–98% of series of 12 or 30 points.
 PENALTY_PER_LOG_N = 2.0
 #: Smallest run-to-run noise assumed (0.1%, in log units): keeps exact synthetic data finite.
 NOISE_FLOOR = 1e-3
+#: Longest excursion (:func:`excursion_mask`), in points: a segment this short that goes out and
+#: comes back is load on the runner (or a change already undone), not a change.
+EXCURSION_MAX = 3
 #: A regression files an issue only when the Mann–Whitney p of its segments is at most this.
 ALPHA = 0.05
 #: A change point is new when its head is among the series' last this many points.
@@ -147,6 +155,47 @@ def _p_value(before: np.ndarray, after: np.ndarray) -> float:
     return 1.0 if math.isnan(p) else p
 
 
+def _segment_p_values(medians: np.ndarray, cuts: list[int]) -> list[float]:
+    bounds = [0, *cuts, len(medians)]
+    return [_p_value(medians[bounds[i]:cut], medians[cut:bounds[i + 2]]) for i, cut in enumerate(cuts)]
+
+
+def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
+    """The points of excursions: segments (between two of ``cuts``) of at most ``EXCURSION_MAX``
+    points whose median lies above both neighbouring segments' medians or below both, i.e. the
+    series went out and came back. Two or three slow runs in a row are what a burst of load on a
+    shared runner looks like; a regression fixed within three commits needs no issue either.
+
+    Returns a bool array of the shape of ``medians`` (float64 (n,)): True for an excursion's points.
+    """
+    bounds = [0, *cuts, len(medians)]
+    levels = [float(np.median(medians[a:b])) for a, b in zip(bounds, bounds[1:])]
+    mask = np.zeros(len(medians), dtype=bool)
+    for i in range(1, len(levels) - 1):
+        out = levels[i] > max(levels[i - 1], levels[i + 1]) or levels[i] < min(levels[i - 1], levels[i + 1])
+        if out and bounds[i + 1] - bounds[i] <= EXCURSION_MAX:
+            mask[bounds[i]:bounds[i + 1]] = True
+    return mask
+
+
+def significant_cuts(medians: np.ndarray, cuts: list[int], alpha: float = ALPHA) -> list[int]:
+    """``cuts`` less the weak ones: while the largest Mann–Whitney p of a cut's two segments (bounded
+    by its neighbouring cuts) is above ``alpha``, that cut is removed and the rest re-tested.
+
+    This is the bottom-up merge of Hunter (Fleming et al., "Hunter: Using Change Point Detection to
+    Hunt for Performance Regressions", ICPE 2023; apache-otava ``analysis.merge``), with the
+    Mann–Whitney U test in place of Hunter's t-test. ``medians``: float64 (n,), in any unit.
+    """
+    kept = list(cuts)
+    while kept:
+        p_values = _segment_p_values(medians, kept)
+        weakest = int(np.argmax(p_values))
+        if p_values[weakest] <= alpha:
+            break
+        del kept[weakest]
+    return kept
+
+
 def _change(series: Series, history: History, walked: list[str], points: list, medians: np.ndarray,
             lo: int, cut: int, hi: int, rule: Threshold, new_within: int) -> ChangePoint:
     before, after = medians[lo:cut], medians[cut:hi]
@@ -168,8 +217,13 @@ def _change(series: Series, history: History, walked: list[str], points: list, m
 
 
 def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: int = DEFAULT_NEW_WITHIN,
-          min_points: int = MIN_POINTS) -> TrackReport:
+          min_points: int = MIN_POINTS, merge_weak: bool = True) -> TrackReport:
     """Change points of every tracked series of ``history`` (see the module docstring).
+
+    Unless ``merge_weak`` is False, the points of excursions (:func:`excursion_mask`) are left out
+    and PELT runs again on the rest, then weak change points are merged (:func:`significant_cuts`).
+    ``merge_weak=False`` keeps every PELT change point as found (the behaviour before both steps;
+    ``build_tools/benchmarks/measure_track.py`` compares the two).
 
     Points that are not ``ok`` (or have no positive median) are left out of the signal. A change is
     ``new`` when its head is among the series' last ``new_within`` ``ok`` points.
@@ -188,6 +242,13 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
             continue
         medians = np.array([p.median for p in points], dtype=np.float64)
         cuts = detect(np.log(medians))
+        if merge_weak:
+            kept = ~excursion_mask(medians, cuts)
+            if not kept.all():  # detect again without the excursions' points
+                points = [p for p, k in zip(points, kept) if k]
+                medians = medians[kept]
+                cuts = detect(np.log(medians))
+            cuts = significant_cuts(medians, cuts)
         rule = find_threshold(thresholds, series.kind, series.metric, series.name)
         bounds = [0, *cuts, len(points)]
         for i, cut in enumerate(cuts):
