@@ -72,10 +72,10 @@ def test_benchtrail_rule_stops_after_one_round_on_a_large_change_and_uses_prefix
         benchtrail_rule(base[:25], base[:25], threshold_pct=5.0)
 
 
-def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
+def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
     lines: list[str] = []
     doc = evaluate(EvalConfig(aa=3, ab=3, deltas_pct=(50.0,), matrix_size=128, sample_time_ms=2.0, warmup_s=0.2,
-                              calibration_samples=50), report=lines.append)
+                              calibration_samples=50, max_samples=40), report=lines.append)
     assert any("expected duration" in line for line in lines)
     rows = {(r["rule"], r["mode"], r["delta_pct"]): r for r in doc["rows"]}
     assert len(rows) == len(RULES) * len(MODES) * 2
@@ -85,7 +85,7 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
         assert ours["rate_pct"] == pytest.approx(100 * ours["alerts"] / 3)
         low, high = clopper_pearson(ours["alerts"], 3)  # whatever the count, its interval is the exact one
         assert (ours["ci_low_pct"], ours["ci_high_pct"]) == (pytest.approx(100 * low), pytest.approx(100 * high))
-        assert 10 <= ours["mean_samples_per_side"] <= 30
+        assert 10 <= ours["mean_samples_per_side"] <= (30 if mode == "stored-baseline" else 40)
         assert rows["benchtrail", mode, 0.0]["n"] == 3 and rows["benchtrail", mode, 0.0]["counts"] == "either direction"
     # How often the detector alerts is not asserted: on this project's shared 2-core VMs one
     # stored-baseline comparison of 30 samples saw the 50% spin as +10% and another as +100%, and a
@@ -104,19 +104,30 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
 
     assert setup["cpu_model"] == cpu_model() and datetime.fromisoformat(setup["date"]).tzinfo is not None
     assert len(setup["noise_by_worker"]) == 2 and all(n >= 0 for n in setup["noise_by_worker"])
-    assert len(doc["comparisons"]) == 12
+    assert len(doc["comparisons"]) == 18 and setup["modes"] == list(MODES) and setup["max_samples_per_side"] == 40
     for c in doc["comparisons"]:
-        assert len(c["base_us"]) == len(c["head_us"]) == 30 and set(c["verdicts"]) == set(RULES)
-        assert c["samples_per_side"]["asv"] == 30
+        assert set(c["verdicts"]) == set(RULES) and c["samples_per_side"]["asv"] == 30  # the peers see 30
+        if c["mode"] == "stored-baseline":
+            assert len(c["base_us"]) == len(c["head_us"]) == 30 and not c["sequential"] and c["round_wall_s"] is None
+            continue
+        # Sequential: at least the peers' 30 per side, rounds of 10 until benchtrail decides, at most 40.
+        rounds = len(c["round_wall_s"])
+        assert c["sequential"] and 3 <= rounds <= 4 and len(c["base_us"]) == len(c["head_us"]) == 10 * rounds
+        assert c["samples_per_side"]["benchtrail"] == 10 * c["benchtrail_rounds"] and c["benchtrail_rounds"] <= rounds
+        assert (c["benchtrail_rounds"] == rounds or rounds == 3) and all(w > 0 for w in c["round_wall_s"])
+        assert (c["slots"] is None) == (c["mode"] == "duet")
+    duet = rows["benchtrail", "duet", 50.0]
+    assert duet["mean_seconds_per_comparison"] > 0 and rows["asv", "duet", 50.0]["mean_seconds_per_comparison"] is None
+    assert setup["duet_cpus"] == sorted(setup["duet_cpus"]) and len(set(setup["duet_cpus"])) == 2
     head_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"] if c["delta_pct"]]
     paired_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"]
-                     if c["delta_pct"] and c["mode"] == "paired"]
+                     if c["delta_pct"] and c["mode"] in ("paired", "duet")]
     # The spin adds about 50%: every paired comparison sees the head slower, and the median over all is
     # close to it. A single stored-baseline comparison of 30 samples wanders from -1% to +100% on a
     # loaded shared VM (measured: 0.99, with base and head minutes apart), so it has no bound of its own.
     assert all(r > 1.05 for r in paired_slower) and 1.2 < np.median(head_slower) < 2.0, head_slower
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
-    assert read_json(path, kind="detector evaluation", supported=1)["rows"] == json.loads(json.dumps(doc["rows"]))
+    assert read_json(path, kind="detector evaluation", supported=2)["rows"] == json.loads(json.dumps(doc["rows"]))
     from benchtrail.detector.load import Load
 
     loaded = format_table({**doc, "setup": {**setup, "background_load": Load().to_dict()}})
@@ -132,7 +143,7 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
     # adds alerts; the peers' verdicts do not depend on benchtrail's threshold.
     again = rejudge(json.loads(json.dumps(doc)), 90.0)
     ours = {(r["mode"], r["delta_pct"]): r["alerts"] for r in again["rows"] if r["rule"] == "benchtrail"}
-    assert ours[("paired", 50.0)] == 0
+    assert ours[("paired", 50.0)] == ours[("duet", 50.0)] == 0
     assert ours[("stored-baseline", 50.0)] <= rows["benchtrail", "stored-baseline", 50.0]["alerts"]
     assert [r for r in again["rows"] if r["rule"] != "benchtrail"] == [r for r in doc["rows"] if r["rule"] != "benchtrail"]
     assert again["setup"]["threshold_pct"] == 90.0
@@ -141,12 +152,14 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_both_modes(tmp_path):
 
 def test_command_runs_end_to_end_prints_the_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "detector.json"
-    assert main(["--aa", "1", "--ab", "1", "--deltas", "50", "--samples", "10", "--output", str(out)]) == 0
+    assert main(["--aa", "1", "--ab", "1", "--deltas", "50", "--samples", "10", "--max-samples", "20",
+                 "--modes", "paired,duet", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "expected duration" in printed and "| rule | mode | δ (%) | alerts / n |" in printed
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == 1 and doc["setup"]["matrix_size"] == 384
+    assert doc["schema_version"] == 2 and doc["setup"]["matrix_size"] == 384 and doc["setup"]["modes"] == ["paired", "duet"]
     assert doc["setup"]["samples_per_side"] == 10 and len(doc["comparisons"]) == 4
+    assert {c["mode"] for c in doc["comparisons"]} == {"paired", "duet"}
     assert {r["n"] for r in doc["rows"]} == {1}
     again = tmp_path / "again.json"
     assert main(["--rejudge", str(out), "--threshold-pct", "90", "--output", str(again)]) == 0
@@ -165,6 +178,9 @@ def test_command_runs_end_to_end_prints_the_table_and_writes_json(tmp_path, caps
     (["--ab", "many"], "argument --ab: expected a whole number of comparisons >= 1, got 'many'"),
     (["--seed", "-3"], "argument --seed: expected a whole number >= 0, got '-3'"),
     (["--threshold-pct", "0"], "argument --threshold-pct: expected a percentage in (0, 100), got '0'"),
+    (["--modes", "paired,fast"], "argument --modes: 'paired,fast': expected distinct modes out of stored-baseline, "
+                                 "paired, duet, comma-separated"),
+    (["--max-samples", "15"], "argument --max-samples: samples per side must be a multiple of the round size 10"),
 ])
 def test_bad_options_exit_1_naming_the_option_value_and_what_is_allowed(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -261,7 +261,7 @@ def test_evaluate_detector_output_validates(tmp_path):
     from benchtrail.jsonio import write_json
 
     doc = evaluate(EvalConfig(aa=1, ab=1, deltas_pct=(50.0,), matrix_size=64, sample_time_ms=1.0, warmup_s=0.1,
-                              calibration_samples=20))
+                              calibration_samples=20, max_samples=30))
     assert_valid("detector.schema.json", write_json(tmp_path / "detector.json", doc, exclusive=True))
     again = rejudge(json.loads((tmp_path / "detector.json").read_text()), 90.0)
     assert_valid("detector.schema.json", write_json(tmp_path / "again.json", again, exclusive=True))

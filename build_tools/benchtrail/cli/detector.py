@@ -67,6 +67,19 @@ def _deltas(text: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+#: ``benchtrail.detector.evaluate.MODES`` (declaring the command imports no numpy).
+MODES = ("stored-baseline", "paired", "duet")
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
+    out = tuple(part.strip() for part in text.split(","))
+    bad = [m for m in out if m not in MODES]
+    if bad or not out or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct modes out of {', '.join(MODES)}, comma-separated")
+    return out
+
+
 def _threshold(text: str) -> float:
     """argparse type: a percentage in (0, 100)."""
     try:
@@ -90,6 +103,11 @@ def add_evaluate_detector_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="injected extra work, percent of a call (default 1,2,5,10)")
     p.add_argument("--samples", type=_samples, default=30, metavar="N",
                    help=f"samples per side, a multiple of the round size {ROUND_SAMPLES} (default 30)")
+    p.add_argument("--max-samples", type=_samples, default=120, metavar="N",
+                   help="most samples per side of the sequential modes (paired, duet), a multiple of "
+                        f"{ROUND_SAMPLES} and at least --samples (default 120)")
+    p.add_argument("--modes", type=_modes, default=MODES, metavar="M[,M...]",
+                   help="modes to run: stored-baseline, paired, duet (default all three; duet needs 2 CPUs)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the arm assignment and orders (default 0)")
     p.add_argument("--output", type=Path, default=Path("detector.json"),
                    help="JSON file to write; never overwritten (default detector.json)")
@@ -109,9 +127,11 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     the JSON. Exit 0.
 
     Raises:
-        UserError: ``--output`` exists or cannot be written.
+        UserError: ``--output`` exists or cannot be written; ``--max-samples`` below ``--samples``; duet
+            mode on a machine that lets this process use fewer than 2 CPUs.
     """
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
+    from benchtrail.errors import UserError
     from benchtrail.jsonio import check_new, write_json
 
     check_new(args.output)
@@ -123,8 +143,11 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     else:
         from benchtrail.detector.load import Load
 
+        if args.max_samples < args.samples:
+            raise UserError(f"--max-samples {args.max_samples} is fewer than --samples {args.samples}")
         config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples, seed=args.seed,
-                            threshold_pct=args.threshold_pct, noise=Load() if args.noise else None)
+                            threshold_pct=args.threshold_pct, noise=Load() if args.noise else None,
+                            modes=args.modes, max_samples=args.max_samples)
         doc = evaluate(config, report=print)
     print(format_table(doc), end="")
     print(write_json(args.output, doc, exclusive=True))

@@ -6,9 +6,13 @@ one CPU thread, about 1 ms per call at the default size) is timed by the real ha
 worker processes, one per arm. Head gets injected extra work: a busy-spin of ``δ ×`` the calibrated
 per-call time inside every timed call. A/A comparisons (δ = 0) give the false-positive rate, A/B
 comparisons the detection rate, each with a Clopper–Pearson interval, for benchtrail's detector
-(:func:`benchtrail.runner.adaptive.sample_until_settled`) in stored-baseline and paired mode and for the
-rules of IREE, github-action-benchmark and asv on the same samples. docs/detector.md explains the
-method.
+(:func:`benchtrail.runner.adaptive.sample_until_settled`) and for the rules of IREE,
+github-action-benchmark and asv on the same samples, in three modes: stored-baseline (a fixed
+``samples`` per side, minutes apart), paired (base and head samples back to back on one CPU) and duet
+(both at once, each worker on its own CPU; :func:`benchtrail.detector.workers.duet`). Paired and duet
+are sequential: rounds are drawn while benchtrail's comparison, with the error spent over the rounds
+(:mod:`benchtrail.stats.sequential`), is undecided, up to ``max_samples`` per side; the peers see the
+first ``samples``. docs/detector.md explains the method.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from benchtrail.detector.collect import Sampling, collect_sequential, collect_stored, pin_all, plan_of
 from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
 from benchtrail.detector.load import Load, background_load
 from benchtrail.detector.workers import Worker
@@ -34,12 +39,22 @@ from benchtrail.stats.inference import noise as relative_iqr
 
 #: Version history of the evaluate-detector output file:
 #:   1 — first version.
-SCHEMA_VERSION = 1
+#:   2 — duet mode; paired and duet sequential (setup ``modes``, ``max_samples_per_side``,
+#:       ``duet_cpus``; comparisons ``sequential``, ``round_wall_s``, ``benchtrail_rounds``, ``mde_pct``;
+#:       rows ``mean_seconds_per_comparison``, ``mean_mde_pct``). Version 1 files stay readable.
+SCHEMA_VERSION = 2
 #: Series name whose threshold rule the detector uses (it falls to the ``execution/*`` rule).
 SERIES_NAME = "detector-matmul.eager.inference"
 #: 384 x 384 fp32 ``torch.mm`` on one thread: about 1.1 ms per call on the 2-core development VM.
 DEFAULT_MATRIX_SIZE = 384
-MODES = ("stored-baseline", "paired")
+MODES = ("stored-baseline", "paired", "duet")
+#: Modes whose samples come in pairs and whose rounds are drawn sequentially.
+SEQUENTIAL_MODES = ("paired", "duet")
+
+
+def _last_two_cpus() -> tuple[int, int] | None:
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[-2], cpus[-1]) if len(cpus) >= 2 else None
 
 
 # -- the evaluation -----------------------------------------------------------------------------
@@ -71,6 +86,12 @@ class EvalConfig:
     noise: Load | None = None
     #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
     cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
+    #: Modes to run, in this order (a subset of ``MODES``).
+    modes: tuple[str, ...] = MODES
+    #: Most samples per side of a sequential mode (paired, duet): a multiple of ROUND_SAMPLES, >= samples.
+    max_samples: int = 120
+    #: The duet's two CPUs, one per worker, swapped every round. Default: the last two this process may use.
+    duet_cpus: tuple[int, int] | None = field(default_factory=_last_two_cpus)
 
     def __post_init__(self) -> None:
         if self.aa < 1 or self.ab < 1 or self.matrix_size < 1 or self.calibration_samples < 2:
@@ -81,27 +102,14 @@ class EvalConfig:
             raise ValueError(f"deltas_pct must be non-empty, each in (0, 1000], got {self.deltas_pct}")
         if not (self.sample_time_ms > 0 and self.warmup_s >= 0 and self.budget_s > 0):
             raise ValueError(f"sample_time_ms and budget_s must be > 0 and warmup_s >= 0: {self}")
-
-
-@dataclass
-class _Plan:
-    """Comparisons of one mode, by index: δ (percent), base worker (0 or 1), samples (µs per call) and
-    slot order; ``order`` is the permutation of indices in which they are collected."""
-
-    deltas: np.ndarray
-    base_worker: np.ndarray
-    order: np.ndarray
-    base: list[list[float]] = field(default_factory=list)
-    head: list[list[float]] = field(default_factory=list)
-    #: paired mode: the side of each sample in the order taken, e.g. "bhhb..."; stored mode: None.
-    slots: list[str | None] = field(default_factory=list)
-
-
-def _plan(config: EvalConfig, rng: np.random.Generator) -> _Plan:
-    deltas = np.array([0.0] * config.aa + [d for d in config.deltas_pct for _ in range(config.ab)])
-    n = deltas.size
-    return _Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)], [[] for _ in range(n)],
-                 [None] * n)
+        if self.max_samples < self.samples or self.max_samples % ROUND_SAMPLES:
+            raise ValueError(f"max_samples must be a multiple of {ROUND_SAMPLES} and >= samples ({self.samples}), "
+                             f"got {self.max_samples}")
+        if not self.modes or len(set(self.modes)) != len(self.modes) or not set(self.modes) <= set(MODES):
+            raise ValueError(f"modes must be distinct names of {MODES}, got {self.modes}")
+        if "duet" in self.modes and (self.duet_cpus is None or len(set(self.duet_cpus)) != 2):
+            raise UserError("duet mode needs two CPUs, one per worker; this process may use "
+                            f"{len(os.sched_getaffinity(0))} (leave duet out of the modes)")
 
 
 def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None],
@@ -127,8 +135,10 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
         for _ in range(probe):
             workers[1].samples(1, iterations, 0.0, warm_calls=1)
         wall["paired"] = (time.perf_counter() - t) / probe
-        out = {mode: 2 * config.samples * n_comp * wall[mode] + config.samples * iterations * spin_us / 1e6
-               for mode in MODES}
+        wall["duet"] = wall["stored-baseline"]  # two samples at once: one sample's time (and the barrier)
+        # Sequential modes draw at least `samples` per side, more while undecided (at most max_samples).
+        out = {mode: (1 if mode == "duet" else 2) * config.samples * n_comp * wall[mode]
+               + config.samples * iterations * spin_us / 1e6 for mode in config.modes}
         return {"wall_per_sample_s": wall, "collect_s": out}
 
     est = estimate(iterations)
@@ -160,56 +170,18 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
             "estimate_analysis_s": analysis_s, "wall_per_sample_s": est["wall_per_sample_s"]}
 
 
-def _progress(description: str, total: int):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from benchtrail.progress import console
-
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TimeRemainingColumn(), console=console)
-    return progress, progress.add_task(description, total=total)
-
-
-def _collect_stored(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float) -> None:
-    """Every base set first (an earlier run's baseline), then every head set."""
-    progress, task = _progress("stored-baseline", 2 * plan.order.size)
-    with progress:
-        for i in plan.order:
-            plan.base[i] = workers[plan.base_worker[i]].samples(samples, iterations, 0.0)
-            progress.advance(task)
-        for i in plan.order:
-            spin_s = plan.deltas[i] / 100 * us_per_call / 1e6
-            plan.head[i] = workers[1 - plan.base_worker[i]].samples(samples, iterations, spin_s)
-            progress.advance(task)
-
-
-def _collect_paired(workers: Sequence[Worker], plan: _Plan, samples: int, iterations: int, us_per_call: float,
-                    rng: np.random.Generator) -> None:
-    """Per comparison, ``samples`` pairs: a base and a head sample back to back, in a random order
-    per pair, so that pair j's two samples share the machine's state (``stats.paired``).
-
-    Each sample follows one untimed call in the same worker: switching workers leaves the caches
-    to the other process, and the first call after a switch was measured about 2.5% slower.
-    """
-    progress, task = _progress("paired", plan.order.size)
-    with progress:
-        for i in plan.order:
-            spin = (0.0, plan.deltas[i] / 100 * us_per_call / 1e6)
-            arms = (workers[plan.base_worker[i]], workers[1 - plan.base_worker[i]])
-            sides, taken = (plan.base[i], plan.head[i]), []
-            for _ in range(samples):  # one pair: base and head back to back, in a random order
-                for side in rng.permutation(2):
-                    sides[side].extend(arms[side].samples(1, iterations, spin[side], warm_calls=1))
-                    taken.append("bh"[side])
-            plan.slots[i] = "".join(taken)
-            progress.advance(task)
+def _seconds(record: dict[str, Any]) -> float | None:
+    """Wall seconds of the rounds benchtrail's comparison used (sequential modes), else None."""
+    walls, used = record.get("round_wall_s"), record.get("benchtrail_rounds")
+    return float(sum(walls[:used])) if walls and used else None
 
 
 def _rows(records: list[dict[str, Any]], config: EvalConfig) -> list[dict[str, Any]]:
     rows = []
+    modes = [m for m in MODES if any(r["mode"] == m for r in records)]
     for delta in (0.0, *config.deltas_pct):
         for rule in RULES:
-            for mode in MODES:
+            for mode in modes:
                 group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
                 hits = ALERTS if delta == 0 else ("regressed",)
                 k = sum(r["verdicts"][rule] in hits for r in group)
@@ -219,9 +191,18 @@ def _rows(records: list[dict[str, Any]], config: EvalConfig) -> list[dict[str, A
                              "counts": "either direction" if delta == 0 else "regressed",
                              "rate_pct": 100 * k / len(group), "ci_low_pct": 100 * low, "ci_high_pct": 100 * high,
                              "mean_samples_per_side": float(np.mean(used)),
+                             "mean_seconds_per_comparison": _mean([_seconds(r) for r in group])
+                             if rule == "benchtrail" else None,
+                             "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if rule == "benchtrail" else None,
                              "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
                              "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if rule == "benchtrail" else None})
     return rows
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """Mean of the finite values, None when there are none."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return float(np.mean(finite)) if finite else None
 
 
 def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
@@ -247,7 +228,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     if config.threshold_pct is not None:
         threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
     rng = np.random.default_rng(config.seed)
-    plans = {mode: _plan(config, rng) for mode in MODES}
+    plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
     with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info), background_load(config.noise):
         cal = _calibrate(workers, config, report, start)
         report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
@@ -256,22 +237,31 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
         report(f"benchtrail threshold {threshold.threshold:g}% (rule {threshold.match!r}); expected duration "
                f"about {cal['estimate_s'] / 60:.1f} min ({(time.perf_counter() - start):.0f} s of setup done)")
-        _collect_stored(workers, plans["stored-baseline"], config.samples, cal["iterations_per_sample"],
-                        cal["us_per_call"])
-        _collect_paired(workers, plans["paired"], config.samples, cal["iterations_per_sample"], cal["us_per_call"], rng)
+        for mode in config.modes:
+            if mode == "stored-baseline":
+                pin_all(workers, config.cpu)
+                collect_stored(workers, plans[mode], config.samples, cal["iterations_per_sample"], cal["us_per_call"])
+            else:
+                sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus)
+                collect_sequential(mode, workers, plans[mode], sampling, cal["iterations_per_sample"],
+                                    cal["us_per_call"], threshold.threshold, rng)
     records = []
-    for mode, plan in plans.items():
+    for mode in config.modes:
+        plan = plans[mode]
         for i in range(plan.deltas.size):
             records.append({"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
                             "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
+                            "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
                             "base_us": [round(x, 4) for x in plan.base[i]],
                             "head_us": [round(x, 4) for x in plan.head[i]]})
-    records = judge_records(records, threshold.threshold)
+    records = judge_records(records, threshold.threshold, config.samples, config.max_samples // ROUND_SAMPLES)
     setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"], "worker_cpus": info["cpus"],
              "iterations_per_sample": cal["iterations_per_sample"], "sample_ms": cal["sample_ms"],
              "us_per_call": cal["us_per_call"], "us_per_call_by_worker": cal["us_per_call_by_worker"],
              "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
              "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
+             "modes": list(config.modes), "max_samples_per_side": config.max_samples,
+             "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
              "start_method": info["start_method"],
              "noise_by_worker": cal["noise_by_worker"], "cpu_model": cpu_model(),
@@ -285,26 +275,43 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config), "comparisons": records}
 
 
-def judge_records(records: list[dict[str, Any]], threshold_pct: float) -> list[dict[str, Any]]:
+def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samples: int | None = None,
+                  planned_rounds: int | None = None) -> list[dict[str, Any]]:
     """Each comparison record (``base_us``, ``head_us``: samples in µs per call) with every rule's
-    verdict, benchtrail's outcome and the samples per side each rule used, at ``threshold_pct``."""
+    verdict, benchtrail's outcome, the samples per side each rule used, and (sequential records)
+    the rounds and minimum detectable effect benchtrail's comparison reached, at ``threshold_pct``.
+
+    The peers see the first ``peer_samples`` per side (default all); a ``sequential`` record is judged
+    by benchtrail with the error spent over ``planned_rounds`` rounds, as it was collected.
+    """
     judged = []
     for r in records:
-        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] == "paired")
-        judged.append({**r, "verdicts": verdicts, "outcome": ours.outcome,
-                       "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else len(r["base_us"])
+        sequential = bool(r.get("sequential"))
+        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] != "stored-baseline",
+                               sequential=sequential, peer_samples=peer_samples,
+                               planned_rounds=planned_rounds if sequential else None)
+        peers = min(len(r["base_us"]), peer_samples or len(r["base_us"]))
+        extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
+                 "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
+        judged.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
+                       "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else peers
                                             for rule in RULES}})
     return judged
 
 
 def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
     """An :func:`evaluate` document judged again, from its stored samples, at another threshold
-    (what the table would show if the thresholds rule said ``threshold_pct``)."""
-    records = judge_records(doc["comparisons"], threshold_pct)
-    config = EvalConfig(aa=doc["setup"]["aa"], ab=doc["setup"]["ab"], deltas_pct=tuple(doc["setup"]["deltas_pct"]),
-                        samples=doc["setup"]["samples_per_side"], seed=doc["setup"]["seed"])
-    setup = {**doc["setup"], "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
-    return {**doc, "setup": setup, "rows": _rows(records, config), "comparisons": records}
+    (what the table would show if the thresholds rule said ``threshold_pct``). A sequential
+    comparison that would now want more rounds than were collected stops at the last one."""
+    s = doc["setup"]
+    max_samples = s.get("max_samples_per_side", s["samples_per_side"])
+    records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"], max_samples // ROUND_SAMPLES)
+    config = EvalConfig(aa=s["aa"], ab=s["ab"], deltas_pct=tuple(s["deltas_pct"]), samples=s["samples_per_side"],
+                        seed=s["seed"], max_samples=max_samples, modes=tuple(s.get("modes", MODES[:2])),
+                        duet_cpus=tuple(s["duet_cpus"]) if s.get("duet_cpus") else (0, 1))
+    setup = {**s, "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
+    return {**doc, "schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config),
+            "comparisons": records}
 
 
 def format_table(doc: dict[str, Any]) -> str:
@@ -322,12 +329,18 @@ def format_table(doc: dict[str, Any]) -> str:
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
              f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "
              f"{s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
-             "'regressed'; noisy or UNKNOWN is no alert.", "",
-             "| rule | mode | δ (%) | alerts / n | rate (%) | 95% CP interval (%) | mean samples per side |",
-             "|---|---|---:|---:|---:|---|---:|"]
+             "'regressed'; noisy or UNKNOWN is no alert."
+             + (f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
+                f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
+                "rounds' wall time." if "max_samples_per_side" in s else ""), "",
+             "| rule | mode | δ (%) | alerts / n | rate (%) | 95% CP interval (%) | mean samples per side "
+             "| mean s per comparison | mean MDE (%) |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in doc["rows"]:
         delta = "0 (A/A)" if r["delta_pct"] == 0 else f"{r['delta_pct']:g}"
+        seconds, mde = r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct")
         lines.append(f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
                      f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | {r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
-                     f"{r['mean_samples_per_side']:.1f} |")
+                     f"{r['mean_samples_per_side']:.1f} | {'—' if seconds is None else f'{seconds:.2f}'} | "
+                     f"{'—' if mde is None else f'{mde:.2f}'} |")
     return "\n".join(lines) + "\n"

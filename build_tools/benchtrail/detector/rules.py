@@ -91,15 +91,20 @@ def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1, 
 
 class OurVerdict(NamedTuple):
     """benchtrail's detector on one comparison: ``verdict`` (regressed, improved, similar, noisy),
-    ``outcome`` (DIFFERENT, SAME, UNKNOWN) and the samples per side it used."""
+    ``outcome`` (DIFFERENT, SAME, UNKNOWN), the samples per side it used, the minimum detectable
+    effect it reached (percent: half its last interval's width; NaN without an interval) and that
+    interval's confidence level."""
 
     verdict: str
     outcome: str
     samples_per_side: int
+    mde_pct: float = float("nan")
+    level: float = 0.99
 
 
 def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                    round_samples: int = ROUND_SAMPLES, paired: bool = False) -> OurVerdict:
+                    round_samples: int = ROUND_SAMPLES, paired: bool = False, sequential: bool = False,
+                    planned_rounds: int | None = None) -> OurVerdict:
     """benchtrail's detector: :func:`benchtrail.runner.adaptive.sample_until_settled` fed prefixes.
 
     Round k hands the detector samples ``[k·round_samples, (k+1)·round_samples)`` of each side, so it
@@ -112,6 +117,8 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
         threshold_pct: percent, from the shipped thresholds table.
         paired: the samples were taken interleaved, sample j of base next to sample j of head in
             each round: compare pair ratios (:mod:`benchtrail.stats.paired`).
+        sequential: spend the error over the rounds (``sample_until_settled(sequential=True)``).
+        planned_rounds: the rounds the spending plans for, at least the rounds given (default: those).
 
     Raises:
         ValueError: sides of different length or not a multiple of ``round_samples``.
@@ -129,15 +136,21 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
         return base[at:at + round_samples].tolist(), head[at:at + round_samples].tolist()
 
     settled = sample_until_settled(draw, threshold_pct=threshold_pct, lower_is_better=True, paired=paired,
-                                   max_rounds=base.size // round_samples)
-    return OurVerdict(settled.verdict, settled.outcome, len(settled.base))
+                                   max_rounds=base.size // round_samples, sequential=sequential,
+                                   planned_rounds=planned_rounds)
+    return OurVerdict(settled.verdict, settled.outcome, len(settled.base), float(settled.inference.mde_pct[0]),
+                      settled.level)
 
 
-def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-          paired: bool = False) -> tuple[dict[str, str], OurVerdict]:
+def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, paired: bool = False,
+          sequential: bool = False, peer_samples: int | None = None,
+          planned_rounds: int | None = None) -> tuple[dict[str, str], OurVerdict]:
     """Every rule of :data:`RULES` on one comparison: ``({rule: verdict}, benchtrail's OurVerdict)``.
-    The peers see all samples; benchtrail's detector the prefixes it asks for."""
-    ours = benchtrail_rule(base, head, threshold_pct, paired=paired)
+    The peers see the first ``peer_samples`` samples of each side (default all); benchtrail's detector
+    the prefixes it asks for."""
+    ours = benchtrail_rule(base, head, threshold_pct, paired=paired, sequential=sequential,
+                           planned_rounds=planned_rounds)
+    base, head = base[:peer_samples], head[:peer_samples]
     return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0), "iree-10": iree_rule(base, head, 10.0),
             "github-action-benchmark": github_action_benchmark_rule(base, head), "asv": asv_rule(base, head)}, ours
 

@@ -4,6 +4,11 @@ Each worker builds the workload (``torch.mm`` of two seeded fp32 square matrices
 pins itself to one CPU when asked, and answers commands with samples from the real harness
 (:func:`benchtrail.worker.timing.take_samples`), adding a busy-spin inside every timed call for the
 injected extra work.
+
+Duet measurement (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud",
+ICPE 2020): both workers take samples *at the same time*, each pinned to its own CPU, and meet at a
+shared ``multiprocessing.Barrier`` before every sample, so sample j of one worker and sample j of
+the other start together and share the machine's state (a noisy neighbour, a frequency change).
 """
 
 from __future__ import annotations
@@ -30,9 +35,26 @@ def _workload(mm: Callable[..., Any], a: Any, b: Any, out: Any, spin_s: float) -
     return call
 
 
-def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> None:
-    """Worker process: serve ``("warmup", s)`` and ``("samples", count, iterations, spin_s, warm_calls)``
-    until None. With ``cpu``, the process is pinned to that CPU (``os.sched_setaffinity``)."""
+#: Seconds a worker waits at the duet barrier for the other before it gives up (the other failed).
+BARRIER_TIMEOUT_S = 60.0
+
+
+def _duet_samples(fn: Callable[[], None], barrier: Any, count: int, iterations: int) -> list[float]:
+    """``count`` samples (µs per call), each started when both duet workers reach ``barrier``."""
+    from benchtrail.worker.timing import take_samples
+
+    out = []
+    for _ in range(count):
+        barrier.wait(BARRIER_TIMEOUT_S)
+        out.extend(take_samples(fn, iterations, 1))
+    return out
+
+
+def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrier: Any = None) -> None:
+    """Worker process: serve ``("warmup", s)``, ``("pin", cpu)``, ``("samples", count, iterations, spin_s,
+    warm_calls)`` and ``("duet", count, iterations, spin_s, warm_calls)`` (samples started together with
+    the other worker's, at ``barrier``) until None. With ``cpu``, the process is pinned to that CPU
+    (``os.sched_setaffinity``)."""
     try:
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
@@ -57,7 +79,16 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> Non
         if msg is None:
             return
         try:
-            if msg[0] == "warmup":
+            if msg[0] == "pin":
+                os.sched_setaffinity(0, {msg[1]})
+                conn.send(("ok", msg[1]))
+            elif msg[0] == "duet":
+                _, count, iterations, spin_s, warm_calls = msg
+                fn = _workload(torch.mm, a, b, out, spin_s)
+                for _ in range(warm_calls):
+                    fn()
+                conn.send(("ok", _duet_samples(fn, barrier, count, iterations)))
+            elif msg[0] == "warmup":
                 fn, end, n = _workload(torch.mm, a, b, out, 0.0), time.perf_counter() + msg[1], 0
                 while n < 2 or time.perf_counter() < end:
                     fn()
@@ -76,10 +107,10 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None) -> Non
 class Worker:
     """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe."""
 
-    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None) -> None:
+    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None, barrier: Any = None) -> None:
         self.index = index
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu), daemon=True,
+        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu, barrier), daemon=True,
                                  name=f"benchtrail-detector-worker-{index}")
         self._proc.start()
         child.close()
@@ -95,9 +126,17 @@ class Worker:
             raise RuntimeError(f"detector worker {self.index} failed:\n{value}")
         return value
 
-    def request(self, *msg: Any) -> Any:
+    def post(self, *msg: Any) -> None:
+        """Send a request without waiting for its answer (:meth:`reply` reads it)."""
         self._conn.send(msg)
+
+    def request(self, *msg: Any) -> Any:
+        self.post(*msg)
         return self.reply()
+
+    def pin(self, cpu: int) -> None:
+        """Pin the worker process to ``cpu``."""
+        self.request("pin", cpu)
 
     def samples(self, count: int, iterations: int, spin_s: float, warm_calls: int = 0) -> list[float]:
         """``count`` samples, µs per call, each a block of ``iterations`` calls, after ``warm_calls``
@@ -128,7 +167,8 @@ def _context(method: str) -> Any:
 @contextlib.contextmanager
 def workers(matrix_size: int, seed: int, cpu: int | None,
             method: str | None = None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
-    """Two workers with identical matrices, started together; ``(workers, info of worker 0)``.
+    """Two workers with identical matrices and one duet barrier, started together; ``(workers, info
+    of worker 0)``.
 
     ``method`` is ``fork`` or ``spawn`` (default: ``benchtrail.runner.workers.start_method``, i.e.
     ``BENCHTRAIL_WORKER_START``); the info records it as ``start_method``.
@@ -139,10 +179,24 @@ def workers(matrix_size: int, seed: int, cpu: int | None,
     ctx = _context(method)
     workers: list[Worker] = []
     try:
+        barrier = ctx.Barrier(2)
         for i in range(2):
-            workers.append(Worker(ctx, i, matrix_size, seed, cpu))
+            workers.append(Worker(ctx, i, matrix_size, seed, cpu, barrier))
         infos = [w.reply() for w in workers]
         yield (workers[0], workers[1]), {**infos[0], "start_method": method}
     finally:
         for w in workers:
             w.close()
+
+
+def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterations: int,
+         spins: tuple[float, float], warm_calls: int = 1) -> tuple[list[float], list[float]]:
+    """``count`` duet pairs: arm k pinned to ``cpus[k]`` with ``spins[k]`` seconds of extra work per
+    call, both taking samples at once, sample j of each started together. Returns each arm's samples
+    (µs per call). Raises RuntimeError as :meth:`Worker.reply`."""
+    for arm, cpu in zip(arms, cpus):
+        arm.pin(cpu)
+    for arm, spin in zip(arms, spins):
+        arm.post("duet", count, iterations, spin, warm_calls)
+    first, second = (arm.reply() for arm in arms)
+    return list(first), list(second)
