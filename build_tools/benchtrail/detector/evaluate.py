@@ -235,8 +235,13 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                f"{cal['us_per_call']:.1f} µs per call (workers: "
                + ", ".join(f"{x:.1f}" for x in cal["us_per_call_by_worker"])
                + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
+        sequential = sum(cal["estimate_collect_s"].get(m, 0.0) for m in SEQUENTIAL_MODES)
+        most = cal["estimate_s"] + sequential * (config.max_samples / config.samples - 1)
         report(f"benchtrail threshold {threshold.threshold:g}% (rule {threshold.match!r}); expected duration "
-               f"about {cal['estimate_s'] / 60:.1f} min ({(time.perf_counter() - start):.0f} s of setup done)")
+               f"about {cal['estimate_s'] / 60:.1f} min"
+               + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} samples "
+                  "per side" if sequential else "")
+               + f" ({(time.perf_counter() - start):.0f} s of setup done)")
         for mode in config.modes:
             if mode == "stored-baseline":
                 pin_all(workers, config.cpu)
