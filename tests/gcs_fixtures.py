@@ -149,6 +149,8 @@ class FaultProxy:
                     listing = json.loads(payload)
                     listing["items"] = [*(listing.get("items") or []), fault.item]
                     payload = json.dumps(listing).encode()
+                # Recorded before the answer is sent: a client that has its answer finds it in the log.
+                proxy._record(self.command, self.path, status)
                 self.send_response(status)
                 for name, value in headers:
                     if name.lower() not in _HOP_BY_HOP:
@@ -156,19 +158,18 @@ class FaultProxy:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-                proxy._record(self.command, self.path, status)
                 return None
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
             def _answer(self, path: str, status: int, obj: dict) -> None:
                 payload = json.dumps(obj).encode()
+                proxy._record(self.command, self.path, status)  # before the answer, as in _handle
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-                proxy._record(self.command, self.path, status)
 
             def _upstream(self) -> http.client.HTTPConnection:
                 parts = urlsplit(proxy.upstream)

@@ -217,3 +217,23 @@ def test_the_background_load_takes_cpu_time_while_its_block_runs_and_stops_after
         assert nothing is None
     with pytest.raises(ValueError, match="duty must be in"):
         Load(duty=0)
+
+
+def test_on_one_cpu_duet_is_left_out_by_default_and_refused_when_asked(tmp_path):
+    """A process allowed one CPU (``taskset -c 0``) runs stored-baseline and paired only; ``--modes duet``
+    exits 1 naming the CPUs, before any work and without writing the output."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset (util-linux) is not installed")
+    code = "from benchtrail.detector.evaluate import default_modes; print(','.join(default_modes()))"
+    one = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert one.stdout.strip() == "stored-baseline,paired"
+    out = tmp_path / "d.json"
+    refused = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "benchtrail.cli.app", "evaluate-detector",
+                              "--modes", "duet", "--output", str(out)], capture_output=True, text=True)
+    assert refused.returncode == 1, refused.stderr
+    assert "duet mode needs two CPUs, one per worker; this process may use 1" in refused.stderr
+    assert not out.exists()

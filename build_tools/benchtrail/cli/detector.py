@@ -106,8 +106,9 @@ def add_evaluate_detector_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-samples", type=_samples, default=120, metavar="N",
                    help="most samples per side of the sequential modes (paired, duet), a multiple of "
                         f"{ROUND_SAMPLES} and at least --samples (default 120)")
-    p.add_argument("--modes", type=_modes, default=MODES, metavar="M[,M...]",
-                   help="modes to run: stored-baseline, paired, duet (default all three; duet needs 2 CPUs)")
+    p.add_argument("--modes", type=_modes, metavar="M[,M...]",
+                   help="modes to run: stored-baseline, paired, duet (default all three, duet only where this "
+                        "process may use 2 CPUs)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the arm assignment and orders (default 0)")
     p.add_argument("--output", type=Path, default=Path("detector.json"),
                    help="JSON file to write; never overwritten (default detector.json)")
@@ -147,7 +148,7 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
             raise UserError(f"--max-samples {args.max_samples} is fewer than --samples {args.samples}")
         config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples, seed=args.seed,
                             threshold_pct=args.threshold_pct, noise=Load() if args.noise else None,
-                            modes=args.modes, max_samples=args.max_samples)
+                            max_samples=args.max_samples, **({"modes": args.modes} if args.modes else {}))
         doc = evaluate(config, report=print)
     print(format_table(doc), end="")
     print(write_json(args.output, doc, exclusive=True))

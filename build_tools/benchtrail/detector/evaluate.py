@@ -57,6 +57,11 @@ def _last_two_cpus() -> tuple[int, int] | None:
     return (cpus[-2], cpus[-1]) if len(cpus) >= 2 else None
 
 
+def default_modes() -> tuple[str, ...]:
+    """Every mode this process can run: duet only where it may use two CPUs."""
+    return MODES if _last_two_cpus() else tuple(m for m in MODES if m != "duet")
+
+
 # -- the evaluation -----------------------------------------------------------------------------
 
 
@@ -86,8 +91,8 @@ class EvalConfig:
     noise: Load | None = None
     #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
     cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
-    #: Modes to run, in this order (a subset of ``MODES``).
-    modes: tuple[str, ...] = MODES
+    #: Modes to run, in this order (a subset of ``MODES``). Default: :func:`default_modes`.
+    modes: tuple[str, ...] = field(default_factory=default_modes)
     #: Most samples per side of a sequential mode (paired, duet): a multiple of ROUND_SAMPLES, >= samples.
     max_samples: int = 120
     #: The duet's two CPUs, one per worker, swapped every round. Default: the last two this process may use.
