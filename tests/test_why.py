@@ -70,11 +70,17 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     monkeypatch.syspath_prepend(str(root))
     rc = _rc()
     (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(root, "rev-parse", "HEAD~1"))))
-    out = tmp_path / "checked"
-    recheck_stage(tmp_path / "comparison.json", out, root, Suite((rc,), (rc.module_generation_config,), ("test",), ()),
-                  tmp_path / "thresholds.yaml", Policy(min_rounds=2, max_rounds=4, profiling=Profiling(iterations=20)))
-
-    (row,) = json.loads((out / "comparison.json").read_text())["rows"]
+    # The paired run's noise guard may say `noisy` (IQR/median of the pair ratios above 25%) when the rest of the
+    # test suite loads both cores, as it did in 2 of 3 fresh-clone runs on a slow 2-vCPU VM; a user's answer is
+    # to re-run the re-check, and so does this test, at most 3 times. Any verdict but `noisy` ends it.
+    for attempt in range(3):
+        out = tmp_path / f"checked-{attempt}"
+        recheck_stage(tmp_path / "comparison.json", out, root,
+                      Suite((rc,), (rc.module_generation_config,), ("test",), ()), tmp_path / "thresholds.yaml",
+                      Policy(min_rounds=2, max_rounds=4, profiling=Profiling(iterations=20)))
+        (row,) = json.loads((out / "comparison.json").read_text())["rows"]
+        if row["verdict"] != "noisy":
+            break
     assert (row["verdict"], row["mark"]) == ("regressed", "confirmed"), row["reason"]
     profile = row["profile"]
     first = profile["operators"][0]
