@@ -237,3 +237,23 @@ def test_on_one_cpu_duet_is_left_out_by_default_and_refused_when_asked(tmp_path)
     assert refused.returncode == 1, refused.stderr
     assert "duet mode needs two CPUs, one per worker; this process may use 1" in refused.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"schema_version": 2}, "KeyError: 'setup'"),
+    ({"schema_version": 2, "setup": {"threshold_pct": 2.0, "samples_per_side": 10, "aa": 1, "ab": 1,
+                                     "deltas_pct": [50.0], "seed": 0}, "comparisons": [{"x": 1}]}, "KeyError"),
+])
+def test_rejudging_a_malformed_output_exits_1_naming_the_file(doc, message, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["--rejudge", str(bad), "--output", str(tmp_path / "out.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: not an evaluate-detector output that can be judged again" in err and message in err
+    assert "Traceback" not in err and not (tmp_path / "out.json").exists()
+
+
+def test_rejudge_refuses_measurement_options(tmp_path, capsys):
+    assert main(["--rejudge", str(tmp_path / "any.json"), "--modes", "paired", "--noise",
+                 "--output", str(tmp_path / "out.json")]) == 1
+    assert "--rejudge measures nothing; --modes and --noise would not apply" in capsys.readouterr().err

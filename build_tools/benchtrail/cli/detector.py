@@ -128,7 +128,8 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     the JSON. Exit 0.
 
     Raises:
-        UserError: ``--output`` exists or cannot be written; ``--max-samples`` below ``--samples``; duet
+        UserError: ``--output`` exists or cannot be written; ``--rejudge`` of a file that lacks a field or
+            has one of the wrong shape, or with ``--modes`` or ``--noise``; ``--max-samples`` below ``--samples``; duet
             mode on a machine that lets this process use fewer than 2 CPUs.
     """
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
@@ -139,8 +140,16 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     if args.rejudge:
         from benchtrail.jsonio import read_json
 
+        measuring = [flag for flag, given in (("--modes", args.modes), ("--noise", args.noise)) if given]
+        if measuring:
+            raise UserError(f"--rejudge measures nothing; {' and '.join(measuring)} would not apply: leave "
+                            f"{'them' if len(measuring) > 1 else 'it'} out, or drop --rejudge to measure")
         doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
-        doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+        try:
+            doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong shape
+            raise UserError(f"{args.rejudge}: not an evaluate-detector output that can be judged again "
+                            f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}") from None
     else:
         from benchtrail.detector.load import Load
 
