@@ -181,10 +181,10 @@ def _seconds(record: dict[str, Any]) -> float | None:
     return float(sum(walls[:used])) if walls and used else None
 
 
-def _rows(records: list[dict[str, Any]], config: EvalConfig) -> list[dict[str, Any]]:
+def _rows(records: list[dict[str, Any]], deltas_pct: Sequence[float]) -> list[dict[str, Any]]:
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
-    for delta in (0.0, *config.deltas_pct):
+    for delta in (0.0, *deltas_pct):
         for rule in RULES:
             for mode in modes:
                 group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
@@ -282,7 +282,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "estimate_s": cal["estimate_s"], "estimate_collect_s": cal["estimate_collect_s"],
              "estimate_analysis_s": cal["estimate_analysis_s"], "wall_per_sample_s": cal["wall_per_sample_s"],
              "elapsed_s": time.perf_counter() - start}
-    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config), "comparisons": records}
+    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config.deltas_pct), "comparisons": records}
 
 
 def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samples: int | None = None,
@@ -316,11 +316,8 @@ def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
     s = doc["setup"]
     max_samples = s.get("max_samples_per_side", s["samples_per_side"])
     records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"], max_samples // ROUND_SAMPLES)
-    config = EvalConfig(aa=s["aa"], ab=s["ab"], deltas_pct=tuple(s["deltas_pct"]), samples=s["samples_per_side"],
-                        seed=s["seed"], max_samples=max_samples, modes=tuple(s.get("modes", MODES[:2])),
-                        duet_cpus=tuple(s["duet_cpus"]) if s.get("duet_cpus") else (0, 1))
     setup = {**s, "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
-    return {**doc, "schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config),
+    return {**doc, "schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, s["deltas_pct"]),
             "comparisons": records}
 
 
