@@ -85,15 +85,21 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     profile = row["profile"]
     first = profile["operators"][0]
     assert first["name"] == "aten::mm", profile
-    assert first["head_us"] >= 2.5 * first["base_us"] > 0, first
+    # 3x the work; the bound is generous because base and head are profiled at different moments of a machine
+    # the rest of the suite loads (2.44x was seen once). The call counts below are exact.
+    assert first["head_us"] >= 1.5 * first["base_us"] > 0, first
     assert first["change_us"] == pytest.approx(first["head_us"] - first["base_us"], abs=0.01)
     assert profile["note"] is None and profile["iterations"]["base"] >= 1 and profile["iterations"]["head"] >= 1
     folder = f"profiles/{slug(rc.name)}"
     assert profile["traces"] == {"base": f"{folder}/base.trace.json", "head": f"{folder}/head.trace.json"}
+    mm_calls = {}
     for arm in ("base", "head"):
         trace = json.loads((out / profile["traces"][arm]).read_text())
-        assert any(e.get("name") == "aten::mm" and e.get("ph") == "X" for e in trace["traceEvents"])
+        mm_calls[arm] = sum(e.get("name") == "aten::mm" and e.get("ph") == "X" for e in trace["traceEvents"])
         assert_valid("profile-trace.schema.json", out / profile["traces"][arm])
+    # The trace holds every profiled call: one matmul per iteration in the base, three in the head.
+    its = profile["iterations"]
+    assert mm_calls == {"base": its["base"], "head": 3 * its["head"]}, (mm_calls, its)
     row_schema = jsonschema.Draft202012Validator({"$ref": "comparison.schema.json#/$defs/row"}, registry=registry())
     assert not list(row_schema.iter_errors(row))
     assert load_comparison(out / "comparison.json").rows[0].profile == profile  # the comment stage reads it back
