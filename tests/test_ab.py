@@ -19,6 +19,7 @@ from benchtrail.errors import UserError
 from tests.records import two_commit_repo
 from benchtrail.pipeline.measure import ab_stage
 from benchtrail.pipeline.recheck import recheck_stage
+from benchtrail.stats.sequential import look_alphas
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
                                           ModuleGenerationConfig, RunConfig, Suite, Task)
 
@@ -29,7 +30,9 @@ from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionC
 FAST = ("import time\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
         "        time.sleep(0.010)\n        return x + 1\n\n\ndef model():\n    return M()\n")
 SLOW = FAST.replace("time.sleep(0.010)", "time.sleep(0.040)")
-EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, min_samples=8,
+#: 10 samples: a first look of one round can then decide under sequential sampling (``Policy.sequential``): with
+#: ``--max-rounds 2`` it has alpha 0.0062, and the smallest Wilcoxon p of 8 pairs is 2/2^8 = 0.0078, of 10 pairs 0.002.
+EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, min_samples=10,
                        min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
 #: A loose rule, so that only the 30 ms sleep counts on a loaded 2-core machine.
 LOOSE = "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 50, direction: lower-is-better}\n"
@@ -63,10 +66,11 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     comparison = json.loads((out / "comparison.json").read_text())
     (row,) = comparison["rows"]
     assert (row["verdict"], row["mark"], row["outcome"]) == ("regressed", "confirmed", "DIFFERENT")
-    assert row["base_n"] == row["head_n"] == 16  # 2 rounds × 1 worker × 8 samples per arm
+    assert row["base_n"] == row["head_n"] == 20  # 2 rounds × 1 worker × 10 samples per arm
     assert row["head_median"] - row["base_median"] > 29000  # µs: the 30 ms more sleep that only the head has
     ab = row["head_details"]["ab"]
     assert ab["rounds"] == 2 and all(sorted(order) == ["base", "head"] for order in ab["orders"])
+    assert ab["level"] == pytest.approx(0.99)  # min_rounds = max_rounds: one look, which spends all of alpha
     assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
     assert comparison["head"]["commit"] == _git(repo, "rev-parse", "HEAD")
     assert "1 regression (1 confirmed)" in comment.read_text()
@@ -157,10 +161,10 @@ def test_an_export_case_is_compiled_once_per_arm_and_loaded_from_its_artifact(re
     ab_stage(repo, "HEAD~1", (export_rc,), out, tmp_path / "thresholds.yaml", Policy(min_rounds=1, max_rounds=1))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     # Both arms compiled their own .pt2 and ran from it (without module_info.json it failed to load).
-    assert row["verdict"] != "failed" and row["base_n"] == row["head_n"] == 8, row["reason"]
+    assert row["verdict"] != "failed" and row["base_n"] == row["head_n"] == 10, row["reason"]
 
 
-EXEC_BS2 = ExecutionConfig("exec-ab-bs2", "inference-bs2", Task.INFERENCE, batch_size=2, processes=1, min_samples=8,
+EXEC_BS2 = ExecutionConfig("exec-ab-bs2", "inference-bs2", Task.INFERENCE, batch_size=2, processes=1, min_samples=10,
                            min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
 
 
@@ -222,6 +226,9 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
     reached, missed = rows[big["id"]], rows[small["id"]]
     assert (reached["verdict"], reached["mark"], reached.get("recheck")) == ("regressed", "confirmed", None)
     assert reached["ab"]["rounds"] == 1 and reached["ab"]["head_median"] - reached["ab"]["base_median"] > 29000
+    # Sequential sampling (--min-rounds 1 --max-rounds 2: two looks): the run stopped at its first look, whose
+    # share of the 1% false-alarm rate is 0.0062; the row's paired figures are at that level.
+    assert reached["ab"]["level"] == pytest.approx(1 - look_alphas(2, 0.01)[0], abs=1e-12)
     assert (missed["verdict"], missed["mark"], missed["recheck"], missed["ab"]) == ("improved", None, "not-reached",
                                                                                   None)
     assert missed["reason"] == "not re-checked: the re-check's time budget of 1 s ran out"

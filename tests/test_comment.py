@@ -13,6 +13,14 @@ from tests.records import record, results, spread
 rng = np.random.default_rng(1)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rng():
+    """Each test draws from ``rng`` seeded afresh: its samples do not depend on which tests ran before it in its
+    process (pytest-xdist's work stealing changes that from run to run)."""
+    global rng
+    rng = np.random.default_rng(1)
+
+
 def _comparison(base, head):
     rows = compare([results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], load_thresholds())
     return comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)],

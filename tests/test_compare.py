@@ -17,6 +17,14 @@ RULES = load_thresholds()
 rng = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rng():
+    """Each test draws from ``rng`` seeded afresh: its samples do not depend on which tests ran before it in its
+    process (pytest-xdist's work stealing changes that from run to run)."""
+    global rng
+    rng = np.random.default_rng(0)
+
+
 def noisy(median, n=30, spread=0.01):
     return median * (1 + spread * rng.standard_normal(n))
 

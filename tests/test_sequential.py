@@ -2,6 +2,7 @@
 on synthetic samples with known answers."""
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -61,3 +62,39 @@ def test_a_sequential_loop_uses_each_looks_level_and_says_which():
                                 max_rounds=6)
     assert flat.level == pytest.approx(1 - look_alphas(5, 0.01)[flat.rounds - 2])
     assert sample_until_settled(_aa_draw(2), threshold_pct=2, paired=True, max_rounds=6).level == pytest.approx(0.99)
+
+
+# -- the compare stage judges a paired run at its last look's level -------------------------------------------
+
+
+def _paired_records(level=None):
+    """8 pairs, head 20% slower in every pair: Wilcoxon's two-sided p is exactly 2/2^8 = 0.0078."""
+    from tests.records import record
+
+    base = 1000.0 * (1 + 0.01 * np.sin(np.arange(8)))
+    head = base * 1.2 * (1 + 0.005 * np.cos(np.arange(8)))
+    ab = {"rounds": 1, "orders": [["base", "head"]], "outcome": "DIFFERENT", "elapsed_s": 1.0}
+    ab = {**ab, "level": level} if level is not None else ab
+    return record("a", base, ab=ab), record("a", head, ab=ab)
+
+
+def test_a_paired_run_is_judged_at_its_last_looks_level_and_one_without_a_level_at_99_percent():
+    from benchtrail.compare.rules import load_thresholds
+    from benchtrail.compare.tables import change_cell
+    from benchtrail.compare.verdicts import compare
+    from tests.records import results
+
+    def row(level):
+        base, head = _paired_records(level)
+        (r,) = compare([results(base)], [results(head)], load_thresholds())
+        return r
+
+    old = row(None)  # a run from before sequential sampling: 99%, and p = 0.0078 < 0.01
+    assert (old.verdict, old.outcome) == ("regressed", "DIFFERENT") and old.q_value == pytest.approx(2 / 2**8)
+    figures = ("verdict", "outcome", "change", "ci_low", "ci_high", "q_value", "mde")
+    assert [getattr(row(0.99), k) for k in figures] == [getattr(old, k) for k in figures]
+    # The first of two looks has alpha 0.0062 (look_alphas(2, 0.01)[0]): p = 0.0078 cannot reach it.
+    first = row(1 - float(look_alphas(2, 0.01)[0]))
+    assert first.verdict != "regressed" and first.outcome == "UNKNOWN"
+    assert first.ci_low <= old.ci_low and first.ci_high >= old.ci_high  # a higher level: an interval as wide
+    assert change_cell(asdict(first)).endswith(", paired at 99.38%") and change_cell(asdict(old)).endswith(", paired")

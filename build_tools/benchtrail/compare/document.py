@@ -30,7 +30,9 @@ from benchtrail.results.schema import ResultsFile
 #:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
 #:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
 #:       Also (same version, optional) a regressed row of a paired re-check may have profile: the operators
-#:       whose self time changed most, base and head, and the paths of both traces (``benchtrail.compare.why``).
+#:       whose self time changed most, base and head, and the paths of both traces (``benchtrail.compare.why``);
+#:       and (same version, optional) a row's ab may have level: the confidence level of the paired run's
+#:       interval (its last look under sequential sampling; 0.99 when absent).
 SCHEMA_VERSION = 7
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchtrail.compare.tables import format_change, format_ci, format_value
+from benchtrail.compare.tables import format_change, format_ci, format_value, level_text
 from benchtrail.compare.document import Comparison, Row, accepted
 
 
@@ -68,8 +68,10 @@ def check(rows: Comparison | Sequence[Row | Mapping[str, Any]], accept: Sequence
 def failing_line(row: Row) -> str:
     """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``."""
     ci = format_ci(row)
+    # The row's own interval: 99%, or the last look's level when the row is of a paired run (``benchtrail ab``).
+    level = ((row.head_details or {}).get("ab") or {}).get("level")
     return (f"confirmed regression: {row.name} ({row.device_name}): {format_change(row)}"
-            + (f" (99% CI {ci})" if ci != "—" else "")
+            + (f" ({level_text(level)} CI {ci})" if ci != "—" else "")
             + f", median {format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}")
 
 

@@ -112,9 +112,24 @@ def paired_rounds(row: Mapping[str, Any]) -> int | None:
     return rounds if rounds and base_ab.get("rounds") == rounds and same_n else None
 
 
+def level_text(level: float | None) -> str:
+    """``99%``, ``99.64%``: a confidence level (a fraction; None: 0.99, the level before sequential sampling)
+    in percent, to the digits that tell it from 99%."""
+    return f"{100 * (0.99 if level is None else level):.4g}%"
+
+
+def paired_level(row: Mapping[str, Any]) -> float | None:
+    """The confidence level of a row's paired interval when it is not 99%: the last look of a sequential paired
+    run (``ab.level`` of a re-checked row, ``head_details.ab.level`` of a row of ``benchtrail ab``), else None."""
+    ab = row.get("ab") or {}
+    level = ab.get("level") if ab else ((row.get("head_details") or {}).get("ab") or {}).get("level")
+    return level if isinstance(level, (int, float)) and round(level, 6) != 0.99 else None
+
+
 class Estimate(NamedTuple):
-    """The one estimate a row shows: base and head (in the row's unit), the change and its 99% interval
-    (percent when ``change_unit`` is ``"%"``), and whether it comes from paired samples."""
+    """The one estimate a row shows: base and head (in the row's unit), the change and its interval (99%, or
+    ``level`` for a paired estimate at another level; percent when ``change_unit`` is ``"%"``), and whether it
+    comes from paired samples."""
 
     base: float | None
     head: float | None
@@ -123,6 +138,7 @@ class Estimate(NamedTuple):
     ci_low: float | None
     ci_high: float | None
     paired: bool
+    level: float | None = None
 
 
 #: Verdicts of a paired run whose figures a re-checked row shows (a failed paired run has none).
@@ -140,30 +156,32 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
     if ab.get("verdict") in _PAIRED_VERDICTS and ab.get("change") is not None and ab.get("base_median"):
         base = ab["base_median"]
         return Estimate(base, base * (1 + ab["change"] / 100), ab["change"], "%", ab.get("ci_low"),
-                        ab.get("ci_high"), True)
+                        ab.get("ci_high"), True, paired_level(row))
     if paired_rounds(row) and row.get("change_unit") == "%" and row.get("change") is not None \
             and row.get("base_median"):
         base = row["base_median"]
         return Estimate(base, base * (1 + row["change"] / 100), row["change"], "%", row.get("ci_low"),
-                        row.get("ci_high"), True)
+                        row.get("ci_high"), True, paired_level(row))
     return Estimate(row.get("base_median"), row.get("head_median"), row.get("change"), row.get("change_unit"),
                     row.get("ci_low"), row.get("ci_high"), False)
 
 
 #: The legend line of a table with a paired row (said once a comment).
 PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/base of a paired A/B run on this "
-               "runner, with its 99% interval; base is the median of the paired base samples and head is base × "
-               "that ratio. Other rows: the change between the medians, with its 99% bootstrap interval.")
+               "runner, with its interval (99%, or the level shown: the run looked after each round and each look "
+               "spends part of the 1% false-alarm rate); base is the median of the paired base samples and head is "
+               "base × that ratio. Other rows: the change between the medians, with its 99% bootstrap interval.")
 
 
 def change_cell(row: Mapping[str, Any], est: Estimate | None = None) -> str:
-    """``+30.0% (+28.1…+31.9%)`` (``, paired`` for a paired estimate); a change in the row's unit for an
-    absolute rule; an em dash for none."""
+    """``+30.0% (+28.1…+31.9%)`` (``, paired`` for a paired estimate; ``, paired at 99.64%`` when its interval's
+    level is not 99%); a change in the row's unit for an absolute rule; an em dash for none."""
     est = est or estimate(row)
     text = format_change({"change": est.change, "change_unit": est.change_unit, "unit": row["unit"]})
     if est.change is not None and est.ci_low is not None and est.ci_high is not None:
         text += f" ({est.ci_low:+.1f}…{est.ci_high:+.1f}%)"
-    return text + (", paired" if est.paired else "")
+    level = f" at {level_text(est.level)}" if est.paired and est.level is not None else ""
+    return text + (f", paired{level}" if est.paired else "")
 
 
 #: The columns of every series table of the comment.

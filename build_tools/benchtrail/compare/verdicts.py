@@ -184,13 +184,32 @@ def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
     return rounds if len(base.samples) == len(head.samples) and len(head.samples) % rounds == 0 else None
 
 
+def paired_level(head: BenchmarkRecord) -> float:
+    """The confidence level of a paired A/B run's last look (``details.ab.level``: under sequential sampling,
+    ``benchtrail.runner.ab.Policy.sequential``, each look spends part of ``ALPHA``); ``1 - ALPHA`` for a run
+    that predates it or has no valid level."""
+    level = (head.details.get("ab") or {}).get("level")
+    return float(level) if isinstance(level, (int, float)) and 0.0 < level < 1.0 else 1.0 - ALPHA
+
+
 def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
-    """Rows for series of a paired A/B run: pair ratios, clustered by round (``stats.paired``)."""
-    result = compare_paired([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
-                            threshold_pct=np.array([t.threshold for _, _, t in pairs]),
-                            lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
-                            clusters=np.array([paired_rounds(b, h) for b, h, _ in pairs], dtype=np.int64))
-    return _rows_of(pairs, result)
+    """Rows for series of a paired A/B run: pair ratios, clustered by round (``stats.paired``), each series
+    at its run's level (:func:`paired_level`: interval at that level, q < 1 - level), so the verdict is the
+    one the run stopped on; Benjamini–Hochberg runs over the series of one level together."""
+    levels = [paired_level(h) for _, h, _ in pairs]
+    rows: dict[int, Row] = {}
+    for level in sorted(set(levels)):
+        index = [i for i, x in enumerate(levels) if x == level]
+        group = [pairs[i] for i in index]
+        alpha = 1.0 - level
+        # A percentile interval at ``level`` needs resamples in each tail of alpha/2: at least 10 each.
+        result = compare_paired([b.samples for b, _, _ in group], [h.samples for _, h, _ in group],
+                                threshold_pct=np.array([t.threshold for _, _, t in group]),
+                                lower_is_better=np.array([t.lower_is_better for _, _, t in group]), alpha=alpha,
+                                level=level, resamples=max(2000, math.ceil(20.0 / alpha)),
+                                clusters=np.array([paired_rounds(b, h) for b, h, _ in group], dtype=np.int64))
+        rows.update(zip(index, _rows_of(group, result)))
+    return [rows[i] for i in range(len(pairs))]
 
 
 def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:

@@ -118,6 +118,11 @@ class Policy:
             once this many seconds have passed since it began, and gives each case at most the seconds
             left as its ``budget_s``; None: unbounded.
         profiling: how a re-check profiles its suspected regressions (:class:`Profiling`); None: it does not.
+        sequential: each look after ``min_rounds`` (up to ``max_rounds``) uses its share of the 1% false-alarm
+            rate (:mod:`benchtrail.stats.sequential`, Lan–DeMets alpha spending of the Pocock type), so
+            stopping at whichever look first decides keeps that rate; the responses' ``ab`` records the last
+            look's ``level``, which :mod:`benchtrail.compare.verdicts` uses. False: every look at 99%, as
+            before issue 21 (looking up to ``max_rounds - min_rounds + 1`` times then raises the rate).
     """
 
     min_rounds: int | None = None
@@ -126,6 +131,7 @@ class Policy:
     seed: int = 0
     total_budget_s: float | None = None
     profiling: Profiling | None = Profiling()
+    sequential: bool = True
 
 
 def resolve_ref(repo: Path, ref: str) -> str:
@@ -198,8 +204,9 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     """Run one case in both arms, interleaved, until settled; return (base, head) worker responses.
 
     Each response holds all of its arm's samples (µs per iteration), ``process_medians`` and an
-    ``ab`` entry (rounds, arm order per round, outcome). A failing arm ends the case: that arm's
-    response carries the failure, the other arm's is ``skipped``. Never raises for a failing case.
+    ``ab`` entry (rounds, arm order per round, outcome, the last look's confidence ``level``). A failing
+    arm ends the case: that arm's response carries the failure, the other arm's is ``skipped``. Never
+    raises for a failing case.
     ``method`` is how both arms' workers start (:func:`start_method_of`).
 
     With ``profile_dir``, each arm's first-round worker also profiles the case after its samples
@@ -242,14 +249,15 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         settled = sample_until_settled(
             draw, threshold_pct=threshold.threshold, lower_is_better=threshold.lower_is_better,
             min_rounds=policy.min_rounds or rc.execution_config.processes, max_rounds=policy.max_rounds,
-            budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True)
+            budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True,
+            sequential=policy.sequential)
     except _ArmFailed as exc:
         other = "head" if exc.arm == "base" else "base"
         skipped = {"status": "skipped", "reason": f"the {exc.arm} arm failed: {exc.response.get('reason')}"}
         responses = {exc.arm: exc.response, other: skipped}
         return responses["base"], responses["head"]
     info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome,
-            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method}
+            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level}
     samples = {"base": list(settled.base), "head": list(settled.head)}
     return tuple(  # type: ignore[return-value]
         {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info,

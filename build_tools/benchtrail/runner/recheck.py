@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from benchtrail import jsonio
 from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, accepted, count_rows
+from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.why import profile_diff
 from benchtrail.runner.ab import Arm, Policy, run_pairs
@@ -58,10 +59,10 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _summary(row: Row | Mapping[str, Any], rounds: int | None) -> dict[str, Any]:
+def _summary(row: Row | Mapping[str, Any], rounds: int | None, level: float | None) -> dict[str, Any]:
     keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
             "base_n", "head_n", "outcome")
-    return {**{k: row[k] for k in keys}, "rounds": rounds}
+    return {**{k: row[k] for k in keys}, "rounds": rounds, **({"level": level} if level is not None else {})}
 
 
 def not_reached_reason(total_budget_s: float) -> str:
@@ -112,12 +113,13 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
         if paired is None:
             rows.append({**row, "reason": "no paired A/B re-check: the head suite has no such run config"})
             continue
-        rounds = (paired["head_details"].get("ab") or {}).get("rounds")
-        ab = {**_summary(paired, rounds), "base_commit": base.commit, "head_commit": head.commit}
+        run = paired["head_details"].get("ab") or {}
+        rounds, level = run.get("rounds"), run.get("level")
+        ab = {**_summary(paired, rounds, level), "base_commit": base.commit, "head_commit": head.commit}
         if paired["verdict"] == row["verdict"]:
             rows.append({**row, "mark": _changed_mark(row, row["verdict"], accept), "ab": ab})
         elif paired["verdict"] in ("regressed", "similar", "improved", "noisy"):
-            ci = f"99% CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
+            ci = f"{level_text(level)} CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
             changed = paired["verdict"] in ("regressed", "improved")
             mark = _changed_mark(row, paired["verdict"], accept) if changed else None
             rows.append({**row, "verdict": paired["verdict"], "mark": mark, "ab": ab,
