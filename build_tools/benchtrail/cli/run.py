@@ -144,7 +144,7 @@ def _filtered_suite(args: argparse.Namespace):
 def cmd_export(args: argparse.Namespace) -> int:
     """``benchtrail export``: write the export (or print it with ``--output -``). Exit 0, or UserError."""
     from benchtrail import jsonio
-    from benchtrail.pipeline.measure import export_object
+    from benchtrail.suite.export import export_object
 
     output = args.output or Path(f"{args.kind}.json")
     if args.format == "seed" and str(output) != "-":

@@ -27,29 +27,9 @@ from benchtrail.runner.compile_modules import compile_modules
 from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.run_cases import Journal, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
-from benchtrail.suite.export import (export_compilation, export_execution, load_compilation, load_execution,
-                                     load_run_tasks, seed_execution)
+from benchtrail.suite.export import (export_object, load_compilation, load_execution,
+                                     load_run_tasks)
 from benchtrail.suite.names import slug
-
-
-def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
-                  seed: bool = False) -> dict[str, Any]:
-    """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
-    execution export (``benchtrail.suite.export.seed_execution``: no ``schema_version``, unsharded).
-
-    Raises:
-        UserError: ``seed`` with a compilation export or more than one shard.
-    """
-    if seed:
-        if kind != "execution":
-            raise UserError("--format seed is for execution exports; a compilation export has one shape")
-        if shard_count != 1:
-            raise UserError(f"--format seed writes each device's run configs unsharded; drop --shard-count "
-                            f"{shard_count}")
-        return seed_execution(suite, presets)
-    if kind == "execution":
-        return export_execution(suite, presets, shard_count)
-    return export_compilation(suite, presets)
 
 
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:

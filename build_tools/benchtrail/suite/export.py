@@ -239,3 +239,23 @@ def load_compilation(
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
     return gens, dirs, sampling
+
+
+def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
+                  seed: bool = False) -> dict[str, Any]:
+    """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
+    execution export (``benchtrail.suite.export.seed_execution``: no ``schema_version``, unsharded).
+
+    Raises:
+        UserError: ``seed`` with a compilation export or more than one shard.
+    """
+    if seed:
+        if kind != "execution":
+            raise UserError("--format seed is for execution exports; a compilation export has one shape")
+        if shard_count != 1:
+            raise UserError(f"--format seed writes each device's run configs unsharded; drop --shard-count "
+                            f"{shard_count}")
+        return seed_execution(suite, presets)
+    if kind == "execution":
+        return export_execution(suite, presets, shard_count)
+    return export_compilation(suite, presets)
