@@ -104,7 +104,9 @@ def test_a_429_storm_fails_clearly_within_the_deadline(fault_proxy, gcs_bucket, 
     with pytest.raises(UserError) as caught:
         store.upload_run(write_tree(tmp_path / "run", RUN), "123", 1, deadline_s=deadline)
     elapsed = time.monotonic() - start
-    assert deadline - 0.5 < elapsed < deadline + 1.0
+    # Ended by the 2 s deadline, not by the retry's own (120 s): the last request may start just before it and,
+    # with the rest of the suite loading both cores, end over a second later (1.15 s once).
+    assert deadline - 0.5 < elapsed < deadline + 3.0
     message = str(caught.value)
     assert message.startswith(f"upload of {len(RUN)} of {len(RUN)} file(s) from ")
     assert f"to bucket {gcs_bucket!r} failed: gs://{gcs_bucket}/ci/runs/123/1/" in message
