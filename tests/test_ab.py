@@ -6,7 +6,7 @@ that arm's version of it: the base commit sleeps 10 ms and adds 1 to a tensor, t
 
 import json
 import subprocess
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -20,6 +20,7 @@ from tests.records import two_commit_repo
 from benchtrail.pipeline.measure import ab_stage
 from benchtrail.pipeline.recheck import recheck_stage
 from benchtrail.stats.sequential import look_alphas
+from benchtrail.runner.duet import duet_cpus
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
                                           ModuleGenerationConfig, RunConfig, Suite, Task)
 
@@ -52,17 +53,19 @@ def repo(tmp_path, monkeypatch):
     return root
 
 
-def _rc() -> RunConfig:
+def _rc(device=devices.C2_STANDARD_16) -> RunConfig:
     model = Model("model-slowmod", "slowmod", ("test",), "slowmod:model", ("8xf32",))
     gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
-                                       devices.C2_STANDARD_16.architecture)
-    return RunConfig.build(gen, EXEC, devices.C2_STANDARD_16, presets=("test",))
+                                       device.architecture)
+    return RunConfig.build(gen, EXEC, device, presets=("test",))
 
 
 def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
+    # In duet (issue 21): a 1-thread case, so each arm gets one CPU of this 2-CPU machine. The other tests run
+    # paired mode, which ``--duet auto`` chooses on fewer than 4 CPUs.
     out = tmp_path / "ab"
-    comment = ab_stage(repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml",
-                       Policy(min_rounds=2, max_rounds=2, seed=3))
+    comment = ab_stage(repo, "HEAD~1", (_rc(replace(devices.C2_STANDARD_16, threads=1)),), out,
+                       tmp_path / "thresholds.yaml", Policy(min_rounds=2, max_rounds=2, seed=3, duet="on"))
     comparison = json.loads((out / "comparison.json").read_text())
     (row,) = comparison["rows"]
     assert (row["verdict"], row["mark"], row["outcome"]) == ("regressed", "confirmed", "DIFFERENT")
@@ -71,6 +74,9 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     ab = row["head_details"]["ab"]
     assert ab["rounds"] == 2 and all(sorted(order) == ["base", "head"] for order in ab["orders"])
     assert ab["level"] == pytest.approx(0.99)  # min_rounds = max_rounds: one look, which spends all of alpha
+    # Both arms at once, each on its own CPU, swapping CPUs between the rounds.
+    first, second = duet_cpus(1)
+    assert ab["mode"] == "duet" and ab["cpus"] == [[list(first), list(second)], [list(second), list(first)]], ab
     assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
     assert comparison["head"]["commit"] == _git(repo, "rev-parse", "HEAD")
     assert "1 regression (1 confirmed)" in comment.read_text()

@@ -2,6 +2,7 @@
 readable across versions: a paired A/B run sends this tree's requests to the base commit's own worker."""
 
 import json
+from dataclasses import replace
 import subprocess
 from pathlib import Path
 
@@ -22,11 +23,11 @@ EXEC = ExecutionConfig("exec-proto", "inference-bs1", Task.INFERENCE, processes=
                        min_sample_time_ms=1.0, warmup_time_ms=1, timeout_s=60)
 
 
-def _rc(module: str = "protomod") -> RunConfig:
+def _rc(module: str = "protomod", device=devices.C2_STANDARD_16) -> RunConfig:
     model = Model(f"model-{module}", module, ("test",), f"{module}:model", ("4xf32",))
     gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
-                                       devices.C2_STANDARD_16.architecture)
-    return RunConfig.build(gen, EXEC, devices.C2_STANDARD_16, presets=("test",))
+                                       device.architecture)
+    return RunConfig.build(gen, EXEC, device, presets=("test",))
 
 
 def test_requests_round_trip_and_keep_the_version_1_field_names():
@@ -152,8 +153,9 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
 
     monkeypatch.setattr(workers, "read_response", recording)
     out = tmp_path / "ab"
-    ab_stage(old_base_repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml",
-             Policy(min_rounds=2, max_rounds=2, seed=1))
+    # Duet asked for, for a 1-thread case that this 2-CPU machine could run so: the old base's worker cannot.
+    ab_stage(old_base_repo, "HEAD~1", (_rc(device=replace(devices.C2_STANDARD_16, threads=1)),), out,
+             tmp_path / "thresholds.yaml", Policy(min_rounds=2, max_rounds=2, seed=1, duet="on"))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     assert row["verdict"] not in ("failed", "not-comparable"), row["reason"]
     assert row["base_n"] == row["head_n"] == 10  # 2 rounds × 5 samples per arm
@@ -163,3 +165,4 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
     for side in ("base", "head"):
         (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
         assert record["details"]["ab"]["start_method"] == "spawn"
+        assert record["details"]["ab"]["mode"] == "paired" and "cpus" not in record["details"]["ab"]

@@ -92,6 +92,10 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                         "seconds have passed since the re-check began, and each gets at most the time left as "
                         "its --budget-s; rows not reached stay unconfirmed (default: no limit)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seeds arm order and bootstrap (default 0)")
+    p.add_argument("--duet", choices=("auto", "on", "off"), default="auto",
+                   help="run both arms at once, each pinned to its own CPUs, samples started together and the "
+                        "CPUs swapped every round, for CPU cases whose arms' workers both can and where the CPUs "
+                        "hold both arms' threads; auto: only on 4 CPUs or more (default auto)")
     p.add_argument("--accept", action="append", metavar="GLOB",
                    help="accept regressions of matching series (with --recheck: those the re-check finds, with "
                         "the comma-separated BENCHMARKS_ACCEPT too)")
@@ -208,7 +212,8 @@ def _policy(args: argparse.Namespace):
 
     if args.min_rounds and args.min_rounds > args.max_rounds:
         raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
-    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s)
+    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s,
+                  duet=args.duet)
 
 
 def cmd_ab(args: argparse.Namespace) -> int:

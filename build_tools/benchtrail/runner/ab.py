@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,12 +43,13 @@ from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.runner.run_cases import case_record
 from benchtrail.suite.content_hash import content_hash
-from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.compare.rules import Threshold, find_threshold
-from benchtrail.runner.workers import can_fork, run_in_worker
-from benchtrail.worker.protocol import Response, compile_request, profile_spec, run_request
+from benchtrail.runner.duet import applies, barrier, duet_cpus
+from benchtrail.runner.workers import can_fork, features_of, run_in_worker
+from benchtrail.suite.definitions import Architecture, RunConfig
+from benchtrail.worker.protocol import Response, compile_request, duet_spec, profile_spec, run_request
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ class Policy:
             stopping at whichever look first decides keeps that rate; the responses' ``ab`` records the last
             look's ``level``, which :mod:`benchtrail.compare.verdicts` uses. False: every look at 99%, as
             before issue 21 (looking up to ``max_rounds - min_rounds + 1`` times then raises the rate).
+        duet: ``auto``, ``on`` or ``off``: run both arms' workers at once, each pinned to its own CPUs, every
+            sample started together, CPUs swapped every round (``benchtrail.runner.duet``), where that applies
+            (``benchtrail.runner.duet.applies``: ``auto`` only on 4 CPUs or more); else one arm after the other.
+            The responses' ``ab`` records which (``mode``) and, for duet, each round's CPUs.
     """
 
     min_rounds: int | None = None
@@ -132,6 +138,7 @@ class Policy:
     total_budget_s: float | None = None
     profiling: Profiling | None = Profiling()
     sequential: bool = True
+    duet: str = "auto"
 
 
 def resolve_ref(repo: Path, ref: str) -> str:
@@ -225,22 +232,40 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     orders: list[list[str]] = []
     profiles: dict[str, dict[str, Any] | None] = {}
     plan = policy.profiling or Profiling()
+    threads = rc.target_device.threads
+    pins = duet_cpus(threads) if applies(
+        policy.duet, threads, rc.target_device.architecture is Architecture.CPU,
+        method == "fork" and all("duet" in features_of(arm.env(), arm.root) for arm in arms)) else None
+    cpus: list[list[list[int]]] = []  # per duet round: [base CPUs, head CPUs]
+
+    def one(arm: Arm, duet: dict[str, Any] | None) -> tuple[Response, bool]:
+        spec = None
+        if profile_dir is not None and len(orders) == 1:
+            spec = profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations, plan.arm_budget_ms)
+        return run_in_worker(run_request(rc, dirs[arm.name], spec, duet), rc.execution_config.timeout_s, threads,
+                             env=arm.env(), cwd=arm.root, method=method), spec is not None
 
     def draw() -> tuple[list[float], list[float]]:
         drawn: dict[str, list[float]] = {}
         order = [arms[i] for i in rng.permutation(2)]
         orders.append([arm.name for arm in order])
+        if pins is None:
+            answers = {arm.name: one(arm, None) for arm in order}
+        else:  # both at once; the arms swap CPUs every round
+            swap = len(orders) % 2 == 0
+            cpus.append([list(pins[swap]), list(pins[not swap])])
+            answers = _at_once(order, lambda arm, path: one(arm, duet_spec(path, cpus[-1][arm.name == "head"])))
         for arm in order:
-            spec = None
-            if profile_dir is not None and len(orders) == 1:
-                spec = profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations, plan.arm_budget_ms)
-            response = run_in_worker(run_request(rc, dirs[arm.name], spec), rc.execution_config.timeout_s,
-                                     rc.target_device.threads, env=arm.env(), cwd=arm.root, method=method)
+            response, profiled = answers[arm.name]
             if not response.ok:
                 raise _ArmFailed(arm.name, response)
-            if spec is not None:
+            if pins is not None and (response.duet or {}).get("synced") != len(response.samples or ()):
+                raise _ArmFailed(arm.name, replace(response, status="failed", reason=(
+                    f"duet: the worker started {(response.duet or {}).get('synced', 0)} of its "
+                    f"{len(response.samples or ())} samples at the barrier")))
+            if profiled:
                 profiles[arm.name] = response.profile
-            last[arm.name] = {k: v for k, v in response.as_dict().items() if k != "profile"}
+            last[arm.name] = {k: v for k, v in response.as_dict().items() if k not in ("profile", "duet")}
             drawn[arm.name] = list(response.samples or ())
             medians[arm.name].append(float(np.median(drawn[arm.name])))
         return drawn["base"], drawn["head"]
@@ -257,12 +282,37 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         responses = {exc.arm: exc.response, other: skipped}
         return responses["base"], responses["head"]
     info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome,
-            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level}
+            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level,
+            "mode": "paired" if pins is None else "duet", **({"cpus": cpus} if pins is not None else {})}
     samples = {"base": list(settled.base), "head": list(settled.head)}
     return tuple(  # type: ignore[return-value]
         {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info,
          **({"profile": profiles.get(name)} if profile_dir is not None else {})}
         for name in ("base", "head"))
+
+
+def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]:
+    """``job(arm, barrier path)`` for both arms at once, each in a thread, with one duet barrier
+    (``benchtrail.runner.duet.barrier``); ``{arm name: its result}``. An exception of a job is raised here."""
+    results: dict[str, Any] = {}
+    errors: list[BaseException] = []
+    with barrier() as b:
+        def run(arm: Arm) -> None:
+            try:
+                results[arm.name] = job(arm, b.path)
+            except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+                errors.append(exc)
+            finally:
+                b.leave()  # the other arm's worker no longer waits for this one
+
+        workers = [threading.Thread(target=run, args=(arm,), name=f"benchtrail-duet-{arm.name}") for arm in order]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],

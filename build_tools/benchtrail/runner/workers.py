@@ -85,6 +85,7 @@ class WorkerServer:
             self.close()
             raise ServerUnavailable(f"the worker did not start a server ({self._log_tail()})")
         self.served_versions = tuple(hello.get("served_versions", (1,)))
+        self.features = tuple(hello.get("features", ()))  # benchtrail.worker.protocol.FEATURES; none before them
 
     def _log_tail(self) -> str:
         try:
@@ -207,6 +208,13 @@ def _server_environment(full: dict[str, str], env: dict[str, str] | None) -> dic
 def can_fork(env: dict[str, str] | None = None, cwd: Path | None = None) -> bool:
     """Whether workers of this checkout (``env``, ``cwd`` as for :func:`run_in_worker`) start by fork."""
     return server_for(_server_environment(_environment(1, env), env), cwd) is not None
+
+
+def features_of(env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[str, ...]:
+    """What this checkout's workers do beyond their protocol versions (``benchtrail.worker.protocol.FEATURES``,
+    as its server greets); none where workers are spawned or the server predates the features."""
+    server = server_for(_server_environment(_environment(1, env), env), cwd)
+    return server.features if server is not None else ()
 
 
 @atexit.register

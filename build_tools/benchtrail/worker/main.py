@@ -27,6 +27,7 @@ import torch
 from benchtrail.worker import tasks
 from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
+from benchtrail.worker.duet import Duet, DuetError
 from benchtrail.worker.inputs import model_inputs
 from benchtrail.worker.timing import measure
 from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
@@ -154,7 +155,7 @@ _BUILT: dict[tuple[str, str], Any] = {}
 
 
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
-            profile: dict[str, Any] | None = None) -> dict[str, Any]:
+            profile: dict[str, Any] | None = None, duet: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
 
     With ``profile`` (a run request's ``profile``), after the timed samples and outside every phase, more
@@ -172,7 +173,20 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     are loaded from ``module_dir``. The task's quantity (value, gradient or Jacobian) is checked
     against the model's reference implementation, or a compiled module against eager
     (``benchtrail.worker.correctness.check_task``; status ``mismatch`` beyond the dtype's tolerance).
+
+    With ``duet`` (a run request's ``duet``, on a CPU) the process is pinned to its CPUs first and every timed
+    sample starts at the barrier (:class:`benchtrail.worker.duet.Duet`); the response's ``duet`` says so.
     """
+    pair = Duet(duet) if duet and rc.target_device.architecture is Architecture.CPU else None
+    try:
+        payload = _run_job(rc, threads, module_dir, phases, profile, pair)
+    finally:
+        done = pair.close() if pair is not None else None
+    return {**payload, "duet": done} if done is not None else payload
+
+
+def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
+             profile: dict[str, Any] | None, pair: Duet | None) -> dict[str, Any]:
     torch.set_num_threads(threads)
     gen = rc.module_generation_config
     task = rc.execution_config.task
@@ -202,7 +216,7 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     phases["check"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
-    timed = _measure(iteration, rc.execution_config, device, task)
+    timed = _measure(iteration, rc.execution_config, device, task, pair.wait if pair is not None else None)
     phases["run"] = (time.perf_counter() - t0) * 1e3
     # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
     timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
@@ -261,12 +275,14 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any], samp
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
 
 
-def _measure(iteration: Any, policy: Any, device: str, task: Task) -> dict[str, Any]:
-    """Time ``iteration``: the host clock on a CPU; CUDA events and the synchronised host clock on a
-    GPU (``benchtrail.worker.cuda_timing``), with peak device memory since a reset."""
+def _measure(iteration: Any, policy: Any, device: str, task: Task,
+             before_sample: Any = None) -> dict[str, Any]:
+    """Time ``iteration``: the host clock on a CPU (``before_sample`` called before each sample); CUDA events
+    and the synchronised host clock on a GPU (``benchtrail.worker.cuda_timing``), with peak device memory since
+    a reset."""
     with tasks.grad_mode(task):
         if device != "cuda":
-            m = measure(iteration, policy)
+            m = measure(iteration, policy, before_sample=before_sample)
             plan = plan_timing("cpu", None, policy)
             return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
                     "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
@@ -299,7 +315,7 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
         return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain, request.tasks))
     (rc,) = unpack_and_deserialize(request.config, RunConfig)
     module_dir = Path(request.module_dir) if request.module_dir else None
-    payload = run_job(rc, request.threads, module_dir, phases, request.profile)
+    payload = run_job(rc, request.threads, module_dir, phases, request.profile, request.duet)
     c = payload["correctness"]
     if c and not c["ok"]:
         return Response(status="mismatch", reason=f"{c['quantity']} differs from {c['against']}: max abs "
@@ -325,6 +341,8 @@ def handle(data: Any) -> Response:
         return _serve(request, phases)
     except CaseFailure as exc:
         return Response(status=exc.status, reason=exc.reason, **extra)
+    except DuetError as exc:  # the other arm's worker failed, or the runner went away
+        return Response(status="failed", reason=str(exc), **extra)
     except ModuleError as exc:
         return Response(status="failed", reason=str(exc), **extra)
     except torch.OutOfMemoryError as exc:

@@ -11,7 +11,8 @@ Requests (``kind`` names the job)::
     {"version": 1, "kind": "compile", "config": <packed ModuleGenerationConfig>,
      "module_dir": str | null, "explain": bool, "tasks": [str] (optional)}
     {"version": 1, "kind": "run", "config": <packed RunConfig>, "threads": int, "module_dir": str | null,
-     "profile": {"iterations": int, "trace": str, "budget_ms": float (optional)} (optional)}
+     "profile": {"iterations": int, "trace": str, "budget_ms": float (optional)} (optional),
+     "duet": {"socket": str, "cpus": [int]} (optional)}
 
 Responses: ``{"version": 1, "status": str, "reason": str | null, ...}`` plus the fields of
 :class:`Response` that the job produced (a field the job did not produce is left out, not null).
@@ -48,6 +49,10 @@ from typing import Any, ClassVar
 PROTOCOL_VERSION = 1
 #: The versions this code reads and serves.
 SERVED_VERSIONS = (1,)
+#: What this worker does beyond its versions' fields, for a parent to ask before it sends an optional field an
+#: older worker would ignore (the server greets with them: ``benchtrail.worker.server``). ``duet``: a run
+#: request's ``duet`` is honoured (issue 21).
+FEATURES = ("duet",)
 
 
 class ProtocolError(ValueError):
@@ -126,6 +131,11 @@ class RunRequest:
             absolute path) and answer the operators' self times (``Response.profile``). Added within
             version 1, optional (written only when set): a worker from before it ignores the key, profiles
             nothing and its response has no ``profile``.
+        duet: duet measurement (:func:`duet_spec`): the worker pins itself to ``cpus`` (CPU ids) for the whole job
+            and, before each timed sample, meets the other arm's worker at the barrier served on the Unix socket
+            ``socket`` (``benchtrail.runner.duet``), so sample j of both starts together. Added within version 1,
+            optional: a worker from before it would ignore it, so a parent sends it only to a worker whose
+            server lists ``duet`` in its features (:data:`FEATURES`); the response's ``duet`` says it was done.
     """
 
     config: dict[str, Any]
@@ -133,13 +143,15 @@ class RunRequest:
     module_dir: str | None = None
     version: int = PROTOCOL_VERSION
     profile: dict[str, Any] | None = None
+    duet: dict[str, Any] | None = None
     kind: ClassVar[str] = "run"
 
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON object (version-1 field names and shapes)."""
         out = {"version": self.version, "kind": self.kind, "config": self.config, "threads": self.threads,
                "module_dir": self.module_dir}
-        return {**out, "profile": self.profile} if self.profile else out
+        return {**out, **({"profile": self.profile} if self.profile else {}),
+                **({"duet": self.duet} if self.duet else {})}
 
 
 Request = CompileRequest | RunRequest
@@ -154,13 +166,14 @@ def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
     return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain, tuple(tasks))
 
 
-def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None) -> RunRequest:
+def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None,
+                duet: dict[str, Any] | None = None) -> RunRequest:
     """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or None;
-    ``profile`` a :func:`profile_spec` or None (no profiling)."""
+    ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None."""
     from benchtrail.suite.serialization import serialize_and_pack
 
     return RunRequest(serialize_and_pack([rc]), rc.target_device.threads, str(module_dir) if module_dir else None,
-                      profile=profile)
+                      profile=profile, duet=duet)
 
 
 def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = None) -> dict[str, Any]:
@@ -174,6 +187,28 @@ def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = Non
 
     return _profile_of({"iterations": iterations, "trace": str(Path(trace).absolute()),
                         **({"budget_ms": budget_ms} if budget_ms is not None else {})})
+
+
+def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
+    """The ``duet`` of a run request: the barrier's Unix socket path and the CPU ids to pin to.
+
+    Raises:
+        ProtocolError: an empty path, or ``cpus`` not a non-empty list of distinct integers >= 0.
+    """
+    return _duet_of({"socket": str(socket), "cpus": list(cpus)})  # type: ignore[return-value]
+
+
+def _duet_of(value: Any) -> dict[str, Any] | None:
+    """The checked ``duet`` of a run request (None when absent); raises ProtocolError as :func:`duet_spec`."""
+    spec = _check(value, dict, "duet", "request")
+    if spec is None:
+        return None
+    socket, cpus = spec.get("socket"), spec.get("cpus")
+    if not (isinstance(socket, str) and socket and isinstance(cpus, list) and cpus
+            and all(type(c) is int and c >= 0 for c in cpus) and len(set(cpus)) == len(cpus)):
+        raise ProtocolError(f"worker request: field 'duet' is {spec!r:.200}; allowed: {{socket: <path>, cpus: "
+                            f"<non-empty list of distinct CPU ids>}}")
+    return {"socket": socket, "cpus": cpus}
 
 
 def _profile_of(value: Any) -> dict[str, Any] | None:
@@ -219,7 +254,8 @@ def read_request(data: Any) -> Request:
         threads = _check(data.get("threads"), int, "threads", "request")
         if threads is None:
             raise ProtocolError("worker request: a run request needs 'threads'")
-        return RunRequest(config, threads, module_dir or None, version, _profile_of(data.get("profile")))
+        return RunRequest(config, threads, module_dir or None, version, _profile_of(data.get("profile")),
+                          _duet_of(data.get("duet")))
     raise ProtocolError(f"worker request: kind {kind!r} is not one this worker serves ('compile', 'run')")
 
 
@@ -234,7 +270,7 @@ _TYPES: dict[str, Any] = {
     "correctness": dict, "jacobian_mode": str, "compile_time_ms": (int, float), "peak_rss_bytes": int,
     "kernel_count": int, "recompiles": int, "fxgraph_cache_hit": int, "fxgraph_cache_miss": int,
     "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
-    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict,
+    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict, "duet": dict,
 }
 
 
@@ -269,6 +305,8 @@ class Response:
             "self_device_us": float (on a GPU)}]}``, self times in µs summed over the profiled iterations,
             largest self CPU time first (at most 50 operators); or ``{"error": str}`` when profiling failed
             (the samples stand). Added within version 1, optional: a worker from before it leaves it out.
+        duet: a run of a duet request (``RunRequest.duet``): ``{"cpus": [int], "synced": int}``, the CPUs it was
+            pinned to and the samples it started at the barrier. Added within version 1, optional.
         version: the protocol version of the writer (1 when the JSON has none).
     """
 
@@ -301,6 +339,7 @@ class Response:
     warmup_ms: float | None = None
     prime_ms: float | None = None
     profile: dict[str, Any] | None = None
+    duet: dict[str, Any] | None = None
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:

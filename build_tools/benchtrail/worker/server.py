@@ -12,7 +12,8 @@ Nothing CUDA is initialised here: CUDA cannot be used in a forked child of a pro
 The runner (``benchtrail.runner.workers``) talks to the server in JSON lines; stdout is the
 protocol channel and nothing else writes to it (the server's own ``print``s go to stderr)::
 
-    server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...]}
+    server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...],
+                             "features": ["duet", ...] (what its worker does beyond its versions; optional)}
     runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
                              "env": {name: value} (the whole environment), "threads": int,
                              "cwd": path (the working directory; optional),
@@ -102,7 +103,7 @@ def _child(job: dict[str, Any], channel: int) -> int:
 
 def serve(stdin: TextIO, channel: int) -> int:
     """Greet on ``channel`` (a file descriptor), then fork a child for each job read from ``stdin``."""
-    from benchtrail.worker.protocol import SERVED_VERSIONS
+    from benchtrail.worker.protocol import FEATURES, SERVED_VERSIONS
 
     def say(message: dict[str, Any]) -> None:
         os.write(channel, (json.dumps(message) + "\n").encode())
@@ -112,7 +113,8 @@ def serve(stdin: TextIO, channel: int) -> int:
     # does not touch (and copy) the whole inherited heap (CPython's gc.freeze docs: "before a POSIX
     # fork() call, to make the GC copy-on-write friendly").
     gc.freeze()
-    say({"server": SERVER_VERSION, "pid": os.getpid(), "served_versions": list(SERVED_VERSIONS)})
+    say({"server": SERVER_VERSION, "pid": os.getpid(), "served_versions": list(SERVED_VERSIONS),
+         "features": list(FEATURES)})
     for line in stdin:
         if not line.strip():
             continue

@@ -54,8 +54,10 @@ def measure(
     fn: Callable[[], object],
     policy: ExecutionConfig,
     synchronize: Callable[[], None] = lambda: None,
+    before_sample: Callable[[], None] | None = None,
 ) -> Measurement:
-    """Warm ``fn`` up, pick the block size, and take ``policy.min_samples`` samples."""
+    """Warm ``fn`` up, pick the block size, and take ``policy.min_samples`` samples (``before_sample``, when
+    given, is called before each, outside its timing: a duet worker's barrier)."""
     warmup_s = policy.warmup_time_ms / 1e3
     warmup_iterations = 0
     start = time.perf_counter()
@@ -76,15 +78,21 @@ def measure(
         i += 1
         iterations = (1, 2, 5)[i % 3] * 10 ** (i // 3)
 
-    return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize), iterations,
+    return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize, before_sample), iterations,
                        warmup_iterations)
 
 
 def take_samples(fn: Callable[[], object], iterations: int, count: int,
-                 synchronize: Callable[[], None] = lambda: None) -> tuple[float, ...]:
+                 synchronize: Callable[[], None] = lambda: None,
+                 before_sample: Callable[[], None] | None = None) -> tuple[float, ...]:
     """``count`` samples of ``fn`` with a fixed block of ``iterations`` calls each, in µs per call.
 
     No warm-up and no calibration: callers that fix the sample duration (``evaluate-detector``)
     or add samples to a calibrated case call this directly.
     """
-    return tuple(_block(fn, iterations, synchronize) / iterations * 1e6 for _ in range(count))
+    samples = []
+    for _ in range(count):
+        if before_sample is not None:
+            before_sample()
+        samples.append(_block(fn, iterations, synchronize) / iterations * 1e6)
+    return tuple(samples)

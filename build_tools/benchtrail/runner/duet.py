@@ -1,0 +1,127 @@
+"""The runner's side of duet measurement in a paired A/B run (``benchtrail.runner.ab``, issue 21).
+
+Duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020)
+runs base and head at the same time, each pinned to its own CPUs, with a synchronised start of every sample,
+so a pair shares the machine's state (a noisy neighbour, a frequency change); the arms swap CPUs between
+rounds, so a difference between the CPUs cancels. Here the runner chooses the CPUs (:func:`duet_cpus`) and
+serves the barrier (:class:`Barrier`) on a Unix socket; each worker meets it before each timed sample
+(``benchtrail.worker.duet``).
+
+Where it applies (:func:`applies`): a CPU case whose two arms' workers both serve ``duet``, on a runner with
+CPUs enough for both arms' threads. ``auto`` also asks for at least :data:`AUTO_MIN_CPUS` CPUs: on a 2-vCPU VM
+``evaluate-detector`` measured duet worse than paired-sequential (docs/detector.md: the two vCPUs differ by
+about 14% while both are busy, and duet's pair ratios spread 1.4x as much).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+#: ``Policy.duet`` values: ``auto`` (where it applies and the runner has AUTO_MIN_CPUS CPUs), ``on`` (wherever
+#: it applies), ``off``.
+DUET_MODES = ("auto", "on", "off")
+#: The fewest CPUs on which ``auto`` uses duet.
+AUTO_MIN_CPUS = 4
+
+
+def duet_cpus(threads: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Two disjoint sets of ``threads`` CPU ids each from this process's allowed CPUs (lowest ids first);
+    None when there are fewer than ``2 * threads``."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2 * threads:
+        return None
+    return tuple(allowed[:threads]), tuple(allowed[threads:2 * threads])
+
+
+def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
+    """Whether a case runs in duet: ``mode`` (:data:`DUET_MODES`) allows it, the case runs on the CPU,
+    both arms' workers serve ``duet`` and the runner has CPUs for both arms' ``threads`` (``auto``: and at
+    least :data:`AUTO_MIN_CPUS`).
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`DUET_MODES`.
+    """
+    if mode not in DUET_MODES:
+        raise ValueError(f"duet mode {mode!r}; allowed: {', '.join(DUET_MODES)}")
+    if mode == "off" or not on_cpu or not both_serve or duet_cpus(threads) is None:
+        return False
+    return mode == "on" or len(os.sched_getaffinity(0)) >= AUTO_MIN_CPUS
+
+
+class Barrier:
+    """A barrier for two duet workers on a Unix socket (:attr:`path`), served by a thread.
+
+    Each worker connects once and, before each sample, sends one byte; when every worker still running has
+    sent one, each gets one byte back. A worker that is done (its connection closed) or never came
+    (:meth:`leave`, called by the runner when an arm's job ended) no longer holds the other back.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = str(folder / "duet.sock")
+        self._listener = socket.socket(socket.AF_UNIX)
+        self._listener.bind(self.path)
+        self._listener.listen(2)
+        self._expected = 2
+        self._lock = threading.Lock()
+        self._stop = False
+        self.released = 0  # times both (or the one left) were let go
+        self._thread = threading.Thread(target=self._serve, name="benchtrail-duet-barrier", daemon=True)
+        self._thread.start()
+
+    def leave(self) -> None:
+        """An arm's job ended: wait for one worker fewer."""
+        with self._lock:
+            self._expected -= 1
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=5)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        conns: list[socket.socket] = []
+        waiting: set[socket.socket] = set()
+        while not self._stop:
+            ready, _, _ = select.select([self._listener, *conns], [], [], 0.05)
+            for s in ready:
+                if s is self._listener:
+                    conns.append(self._listener.accept()[0])
+                    continue
+                try:
+                    data = s.recv(1)
+                except OSError:
+                    data = b""
+                if data:
+                    waiting.add(s)
+                else:
+                    conns.remove(s)
+                    waiting.discard(s)
+                    s.close()
+            with self._lock:
+                expected = self._expected
+            if waiting and len(waiting) >= min(expected, 2):
+                for s in waiting:
+                    with contextlib.suppress(OSError):
+                        s.sendall(b"g")
+                waiting.clear()
+                self.released += 1
+        for s in conns:
+            s.close()
+
+
+@contextlib.contextmanager
+def barrier() -> Iterator[Barrier]:
+    """A :class:`Barrier` in a new temporary folder, closed and removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder:
+        b = Barrier(Path(folder))
+        try:
+            yield b
+        finally:
+            b.close()

@@ -1,0 +1,62 @@
+"""The worker's side of duet measurement (``RunRequest.duet``; the runner's side is ``benchtrail.runner.duet``).
+
+Duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020)
+runs the two versions at the same time, each on its own CPUs, so that sample j of both shares the machine's
+state. The worker pins itself to its CPUs for the whole job (warm-up included) and, before each timed sample,
+sends one byte to the runner's barrier and waits for one back: the barrier answers both workers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+#: Seconds a worker waits at the barrier for the other arm before the case fails (the other arm failed).
+BARRIER_TIMEOUT_S = 120.0
+
+
+class DuetError(RuntimeError):
+    """The barrier could not be reached, or it went away mid-run."""
+
+
+class Duet:
+    """A worker's pinning and barrier for one job: :meth:`wait` before each timed sample.
+
+    Raises:
+        DuetError: from the constructor, when the CPUs cannot be pinned or the socket cannot be reached.
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.cpus = list(spec["cpus"])
+        self.synced = 0
+        try:
+            os.sched_setaffinity(0, set(self.cpus))
+        except (OSError, ValueError) as exc:
+            raise DuetError(f"duet: cannot pin to CPUs {self.cpus}: {exc}") from exc
+        self._sock = socket.socket(socket.AF_UNIX)
+        self._sock.settimeout(BARRIER_TIMEOUT_S)
+        try:
+            self._sock.connect(spec["socket"])
+        except OSError as exc:
+            self._sock.close()
+            raise DuetError(f"duet: cannot reach the barrier at {spec['socket']}: {exc}") from exc
+
+    def wait(self) -> None:
+        """Meet the other arm's worker: returns when the barrier lets both start their next sample.
+
+        Raises:
+            DuetError: the barrier closed or did not answer within :data:`BARRIER_TIMEOUT_S`.
+        """
+        try:
+            self._sock.sendall(b"r")
+            if self._sock.recv(1) != b"g":
+                raise DuetError("duet: the barrier closed")
+        except OSError as exc:
+            raise DuetError(f"duet: the barrier did not answer: {exc}") from exc
+        self.synced += 1
+
+    def close(self) -> dict[str, Any]:
+        """Leave the barrier; the response's ``duet``: ``{"cpus": [...], "synced": n}``."""
+        self._sock.close()
+        return {"cpus": self.cpus, "synced": self.synced}
