@@ -194,8 +194,11 @@ def paired_level(head: BenchmarkRecord) -> float:
 
 def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
     """Rows for series of a paired A/B run: pair ratios, clustered by round (``stats.paired``), each series
-    at its run's level (:func:`paired_level`: interval at that level, q < 1 - level), so the verdict is the
-    one the run stopped on; Benjamini–Hochberg runs over the series of one level together."""
+    at the level of the look its run stopped at (:func:`paired_level`: interval at that level, q < 1 - level).
+    Benjamini–Hochberg runs over the series of one level together, so a series alone at its level is judged on
+    its own p, as its run's loop judged it; several at one level are corrected together (q >= p), and the
+    bootstrap's seed here is 0 whatever ``Policy.seed`` the run used: a row may then be less decided than the
+    look that stopped its run."""
     levels = [paired_level(h) for _, h, _ in pairs]
     rows: dict[int, Row] = {}
     for level in sorted(set(levels)):

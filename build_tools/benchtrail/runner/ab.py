@@ -3,8 +3,8 @@
 A stored baseline was measured at another time, maybe on another machine of the same type; a
 whole-run shift (a noisy neighbour, a thermal state, a different process layout) looks like a
 regression. A paired run removes that: the base commit is checked out in a ``git worktree``, and for
-each case the two arms' worker processes alternate in a random order, round after round, so slow
-periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
+each case the two arms' worker processes alternate in a random order (or run at once, in duet mode, below),
+round after round, so slow periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
 worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the comparison is inconclusive
 (:mod:`benchtrail.runner.adaptive`), up to a budget per case. Regressions of a paired run are
 ``confirmed``.
@@ -16,9 +16,14 @@ request format: :mod:`benchtrail.worker.protocol` keeps every earlier protocol v
 compatibility rule), so the head's requests are served by a base from before any protocol change.
 
 A case run with a ``profile_dir`` is also profiled: in its first round each arm's worker runs more
-iterations under ``torch.profiler`` after its timed samples (never during them, nor during the other
-arm's) and writes its Chrome trace to ``<profile_dir>/<arm>.trace.json``; a base worker from before
-profiling ignores the request and answers no profile.
+iterations under ``torch.profiler`` after its timed samples (never during them; in paired mode nor during
+the other arm's, while in duet mode the other arm may still be sampling on its own CPUs) and writes its
+Chrome trace to ``<profile_dir>/<arm>.trace.json``; a base worker from before profiling ignores the request
+and answers no profile.
+
+In duet mode (``Policy.duet``, :mod:`benchtrail.runner.duet`) a round runs both arms' workers at once, each
+pinned to its own CPUs, every sample of both started together at a barrier; pairs are then formed and
+compared as above, and the arms swap CPUs every round.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.workers import can_fork, features_of, run_in_worker
+from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, run_in_worker
 from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.worker.protocol import Response, compile_request, duet_spec, profile_spec, run_request
 
@@ -305,11 +310,16 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
             finally:
                 b.leave()  # the other arm's worker no longer waits for this one
 
-        workers = [threading.Thread(target=run, args=(arm,), name=f"benchtrail-duet-{arm.name}") for arm in order]
+        workers = [threading.Thread(target=run, args=(arm,), name=f"benchtrail-duet-{arm.name}", daemon=True)
+                   for arm in order]
         for w in workers:
             w.start()
-        for w in workers:
-            w.join()
+        try:
+            for w in workers:
+                w.join()
+        except BaseException:  # Ctrl-C or SIGTERM reach this thread only: the workers' threads cannot kill them
+            kill_live_workers()
+            raise
     if errors:
         raise errors[0]
     return results

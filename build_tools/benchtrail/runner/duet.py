@@ -31,10 +31,15 @@ DUET_MODES = ("auto", "on", "off")
 AUTO_MIN_CPUS = 4
 
 
+def _allowed() -> list[int]:
+    """This process's allowed CPU ids; none where the OS cannot pin (no ``os.sched_getaffinity``: macOS)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
 def duet_cpus(threads: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Two disjoint sets of ``threads`` CPU ids each from this process's allowed CPUs (lowest ids first);
-    None when there are fewer than ``2 * threads``."""
-    allowed = sorted(os.sched_getaffinity(0))
+    None when there are fewer than ``2 * threads``, or the OS cannot pin."""
+    allowed = _allowed()
     if len(allowed) < 2 * threads:
         return None
     return tuple(allowed[:threads]), tuple(allowed[threads:2 * threads])
@@ -52,15 +57,15 @@ def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
         raise ValueError(f"duet mode {mode!r}; allowed: {', '.join(DUET_MODES)}")
     if mode == "off" or not on_cpu or not both_serve or duet_cpus(threads) is None:
         return False
-    return mode == "on" or len(os.sched_getaffinity(0)) >= AUTO_MIN_CPUS
+    return mode == "on" or len(_allowed()) >= AUTO_MIN_CPUS
 
 
 class Barrier:
     """A barrier for two duet workers on a Unix socket (:attr:`path`), served by a thread.
 
-    Each worker connects once and, before each sample, sends one byte; when every worker still running has
-    sent one, each gets one byte back. A worker that is done (its connection closed) or never came
-    (:meth:`leave`, called by the runner when an arm's job ended) no longer holds the other back.
+    Each worker connects once and, before each sample, sends one byte; when both have sent one (or the one
+    left, after :meth:`leave`), each gets one byte back. The runner calls :meth:`leave` when an arm's job
+    ended (done, failed, killed, or never connected): from then on the other worker is released alone.
     """
 
     def __init__(self, folder: Path) -> None:

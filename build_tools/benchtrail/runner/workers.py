@@ -130,6 +130,8 @@ class WorkerServer:
         if not started:
             raise ServerUnavailable(f"the worker server did not fork a worker ({self._log_tail()})")
         pid = started["pid"]
+        with _LOCK:
+            _LIVE.add(pid)
         done, since = 0, time.monotonic()
         try:
             while True:
@@ -149,6 +151,9 @@ class WorkerServer:
         except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
             _kill_group(pid)
             raise
+        finally:
+            with _LOCK:
+                _LIVE.discard(pid)
 
     def close(self) -> None:
         """Stop the server (end of its input, then a kill if it lingers)."""
@@ -170,8 +175,20 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def kill_live_workers() -> None:
+    """Kill every forked worker a server is running for this process now (each its whole process group): what
+    a thread that runs a worker cannot do itself when Ctrl-C or SIGTERM reaches only the main thread (a duet
+    round runs its two arms' workers from two threads: ``benchtrail.runner.ab``)."""
+    with _LOCK:
+        live = list(_LIVE)
+    for pid in live:
+        _kill_group(pid)
+
+
 _SERVERS: dict[tuple[str, str], WorkerServer | None] = {}
 _LOCK = threading.Lock()
+#: Process ids (and groups) of the forked workers running now (:func:`kill_live_workers`).
+_LIVE: set[int] = set()
 #: Servers kept running at most (each holds an imported torch, ~350 MB): the least recently used one
 #: is stopped first. A paired run needs two; a test session makes one per checkout it uses.
 MAX_SERVERS = 3

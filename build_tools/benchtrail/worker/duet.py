@@ -18,6 +18,14 @@ from typing import Any
 CONNECT_TIMEOUT_S = 30.0
 
 
+def _threads() -> list[int]:
+    """Thread ids of this process (Linux's ``/proc/self/task``), this thread's (0) where it is absent."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
 class DuetError(RuntimeError):
     """The barrier could not be reached, or it went away mid-run."""
 
@@ -32,9 +40,10 @@ class Duet:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.cpus = list(spec["cpus"])
         self.synced = 0
-        try:
-            os.sched_setaffinity(0, set(self.cpus))
-        except (OSError, ValueError) as exc:
+        try:  # every thread the process has now (torch may have started its pool); later ones inherit it
+            for tid in _threads():
+                os.sched_setaffinity(tid, set(self.cpus))
+        except (OSError, ValueError, AttributeError) as exc:
             raise DuetError(f"duet: cannot pin to CPUs {self.cpus}: {exc}") from exc
         self._sock = socket.socket(socket.AF_UNIX)
         self._sock.settimeout(CONNECT_TIMEOUT_S)
