@@ -99,8 +99,10 @@ def test_the_start_method_is_checked():
 def test_the_server_initialises_no_cuda_and_forks_with_one_python_thread():
     """A forked child inherits only the forking thread; CUDA cannot be used after a fork of a process that
     initialised it. The server imports torch, Dynamo and Inductor and must do neither."""
-    code = ("import threading, torch\nfrom benchtrail.worker.server import _preload\n_preload()\n"
-            "print(torch.cuda.is_initialized(), threading.active_count())")
+    code = ("import sys, threading, torch\nfrom benchtrail.worker.server import _preload, _preload_compilers\n"
+            "_preload()\nprint('torch._dynamo' in sys.modules)\n_preload_compilers()\n"
+            "print(torch.cuda.is_initialized(), threading.active_count(), 'torch._inductor.compile_fx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
-    assert out.stdout.split() == ["False", "1"]
+    # Dynamo and Inductor only for a job whose module is compiled (a server of eager jobs skips 4 s of imports).
+    assert out.stdout.split() == ["False", "False", "1", "True"]

@@ -108,9 +108,12 @@ class WorkerServer:
         return json.loads(line)
 
     def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
-            timeouts: Sequence[float], cwd: Path | None = None, inductor: bool = True) -> tuple[int | None, str]:
+            timeouts: Sequence[float], cwd: Path | None = None, inductor: bool = True,
+            compiles: bool = True) -> tuple[int | None, str]:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
-        ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once).
+        ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once);
+        ``compiles``: the job's module is compiled (any mode but eager), so the server imports Dynamo and
+        Inductor first (once).
 
         ``timeouts[i]`` is the seconds request ``i`` may take from the moment the one before it was
         answered (its response file appeared); past it the child's process group is killed.
@@ -120,7 +123,7 @@ class WorkerServer:
             ServerUnavailable: the server itself died.
         """
         job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
-               "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor}
+               "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor, "compiles": compiles}
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
@@ -267,19 +270,28 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
 _INDUCTOR_MODES = frozenset(m.value for m in INDUCTOR_MODES + (CompileMode.AOT_INDUCTOR,))
 
 
-def _uses_inductor(request: Request) -> bool:
-    """Whether the request's module compiles with Inductor: a ``mode`` of its packed config (the compile
-    config's) is an Inductor mode. A Jacobian of an Inductor module, a backward graph: all the same mode."""
+#: Compile modes that compile (Dynamo, export, Inductor), by value: all but eager.
+_COMPILING_MODES = frozenset(m.value for m in CompileMode if m is not CompileMode.EAGER)
+
+
+def _uses_mode(request: Request, modes: frozenset[str]) -> bool:
+    """Whether the request's module is compiled in one of ``modes``: a ``mode`` of its packed config (the
+    compile config's). A Jacobian of an Inductor module, a backward graph: all the same mode."""
     stack: list[Any] = [request.config]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if item.get("mode") in _INDUCTOR_MODES:
+            if item.get("mode") in modes:
                 return True
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def _uses_inductor(request: Request) -> bool:
+    """Whether the request's module compiles with Inductor (:func:`_uses_mode`)."""
+    return _uses_mode(request, _INDUCTOR_MODES)
 
 
 def _read(response: Path, code: int | None, why: str) -> Response:
@@ -337,7 +349,8 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
         if server is not None:
             try:
                 code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd,
-                                       any(map(_uses_inductor, requests)))
+                                       any(map(_uses_inductor, requests)),
+                                       any(_uses_mode(r, _COMPILING_MODES) for r in requests))
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
                 with _LOCK:

@@ -1,8 +1,9 @@
 """A pre-imported parent for worker processes: ``python -m benchtrail.worker --serve``.
 
 Starting ``python -m benchtrail.worker`` costs an ``import torch`` (with Dynamo and Inductor, 3–6 s on
-a 2-core runner) before the first sample. This server imports them once and forks one child per job,
-so a fresh worker process costs a fork (tens of milliseconds; the same idea as ``multiprocessing``'s
+a 2-core runner) before the first sample. This server imports them once (Dynamo and Inductor before
+the first job whose module is compiled: a server of eager jobs never pays for them) and forks one child
+per job, so a fresh worker process costs a fork (tens of milliseconds; the same idea as ``multiprocessing``'s
 forkserver with ``set_forkserver_preload``, and Android's zygote). Each child is still a new process
 that runs its job and exits, so caches, allocator state and Dynamo's counters do not leak between
 jobs; it differs from a spawned worker in sharing the server's address-space layout and string hash
@@ -17,7 +18,9 @@ protocol channel and nothing else writes to it (the server's own ``print``s go t
     runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
                              "env": {name: value} (the whole environment), "threads": int,
                              "cwd": path (the working directory; optional),
-                             "inductor": bool (a job compiles with Inductor; optional)}
+                             "inductor": bool (a job compiles with Inductor; optional),
+                             "compiles": bool (a job's module is compiled, any mode but eager; optional,
+                             default true: Dynamo and Inductor are imported before forking it)}
     server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
@@ -46,11 +49,26 @@ _START_DIR = os.getcwd()
 def _preload() -> None:
     """Import what every job needs; none of it starts a thread that a fork would lose, or CUDA."""
     import torch  # noqa: F401
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
     import torch.export  # noqa: F401
 
     import benchtrail.worker.main  # noqa: F401
+
+
+_compilers = False
+
+
+def _preload_compilers() -> None:
+    """Import Dynamo and Inductor (about 4 s on a 2-vCPU runner), once, before the first job whose module is
+    compiled (any compile mode but eager): a server whose jobs are all eager never pays for them, and a compiled
+    module's compile time never includes importing them (``benchtrail.worker.timing.METHOD_VERSION`` 2)."""
+    global _compilers
+    if _compilers:
+        return
+    _compilers = True
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+
+    gc.freeze()  # as after _preload: the new modules' objects out of the children's collector
 
 
 _probed = False
@@ -119,6 +137,8 @@ def serve(stdin: TextIO, channel: int) -> int:
         if not line.strip():
             continue
         job = json.loads(line)
+        if job.get("compiles", True):  # a runner from before the key: as before, everything imported
+            _preload_compilers()
         if job.get("inductor"):
             _probe_inductor()
         sys.stdout.flush()
