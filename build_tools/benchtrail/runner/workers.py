@@ -23,7 +23,7 @@ from typing import Any
 from pathlib import Path
 
 from benchtrail.project import import_root
-from benchtrail.suite.definitions import CompileMode
+from benchtrail.suite.definitions import CompileMode, Task
 from benchtrail.suite.entry_points import INDUCTOR_MODES
 from benchtrail.worker.protocol import ProtocolError, Request, Response, read_response
 
@@ -272,16 +272,19 @@ _INDUCTOR_MODES = frozenset(m.value for m in INDUCTOR_MODES + (CompileMode.AOT_I
 
 #: Compile modes that compile (Dynamo, export, Inductor), by value: all but eager.
 _COMPILING_MODES = frozenset(m.value for m in CompileMode if m is not CompileMode.EAGER)
+#: Tasks whose worker imports Dynamo even for an eager module (``torch.func``'s Jacobians do).
+_DYNAMO_TASKS = frozenset({Task.JACOBIAN.value})
 
 
-def _uses_mode(request: Request, modes: frozenset[str]) -> bool:
-    """Whether the request's module is compiled in one of ``modes``: a ``mode`` of its packed config (the
-    compile config's). A Jacobian of an Inductor module, a backward graph: all the same mode."""
+def _uses_mode(request: Request, modes: frozenset[str], tasks: frozenset[str] = frozenset()) -> bool:
+    """Whether the request's module is compiled in one of ``modes`` (a ``mode`` of its packed config, the
+    compile config's: a Jacobian of an Inductor module, a backward graph, all the same mode), or its case's
+    ``task`` is one of ``tasks``."""
     stack: list[Any] = [request.config]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if item.get("mode") in modes:
+            if item.get("mode") in modes or item.get("task") in tasks:
                 return True
             stack.extend(item.values())
         elif isinstance(item, list):
@@ -350,7 +353,7 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
             try:
                 code, why = server.run(pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd,
                                        any(map(_uses_inductor, requests)),
-                                       any(_uses_mode(r, _COMPILING_MODES) for r in requests))
+                                       any(_uses_mode(r, _COMPILING_MODES, _DYNAMO_TASKS) for r in requests))
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
                 with _LOCK:

@@ -19,8 +19,9 @@ protocol channel and nothing else writes to it (the server's own ``print``s go t
                              "env": {name: value} (the whole environment), "threads": int,
                              "cwd": path (the working directory; optional),
                              "inductor": bool (a job compiles with Inductor; optional),
-                             "compiles": bool (a job's module is compiled, any mode but eager; optional,
-                             default true: Dynamo and Inductor are imported before forking it)}
+                             "compiles": bool (a job's module is compiled, any mode but eager, or its
+                             task imports Dynamo, the Jacobian; optional, default true: Dynamo and
+                             Inductor are imported before forking it)}
     server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
