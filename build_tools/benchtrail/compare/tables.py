@@ -118,7 +118,7 @@ def level_text(level: float | None) -> str:
     return f"{100 * (0.99 if level is None else level):.4g}%"
 
 
-def paired_level(row: Mapping[str, Any]) -> float | None:
+def shown_level(row: Mapping[str, Any]) -> float | None:
     """The confidence level of a row's paired interval when it is not 99%: the last look of a sequential paired
     run (``ab.level`` of a re-checked row, ``head_details.ab.level`` of a row of ``benchtrail ab``), else None."""
     ab = row.get("ab") or {}
@@ -156,12 +156,12 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
     if ab.get("verdict") in _PAIRED_VERDICTS and ab.get("change") is not None and ab.get("base_median"):
         base = ab["base_median"]
         return Estimate(base, base * (1 + ab["change"] / 100), ab["change"], "%", ab.get("ci_low"),
-                        ab.get("ci_high"), True, paired_level(row))
+                        ab.get("ci_high"), True, shown_level(row))
     if paired_rounds(row) and row.get("change_unit") == "%" and row.get("change") is not None \
             and row.get("base_median"):
         base = row["base_median"]
         return Estimate(base, base * (1 + row["change"] / 100), row["change"], "%", row.get("ci_low"),
-                        row.get("ci_high"), True, paired_level(row))
+                        row.get("ci_high"), True, shown_level(row))
     return Estimate(row.get("base_median"), row.get("head_median"), row.get("change"), row.get("change_unit"),
                     row.get("ci_low"), row.get("ci_high"), False)
 
