@@ -138,16 +138,17 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
                             f"{setup['date']}; calibration noise")
     paired = rows["benchtrail", "paired", 50.0]
     assert f"| benchtrail (threshold 2%) | paired | 50 | {paired['alerts']} / 3 | {paired['rate_pct']:.1f} |" in table
-    # Judged again from the same samples at a 90% threshold, a paired 50% slowdown is no longer an
-    # alert (a stored-baseline comparison that wandered to +100% may still be one), and no threshold
-    # adds alerts; the peers' verdicts do not depend on benchtrail's threshold.
-    again = rejudge(json.loads(json.dumps(doc)), 90.0)
+    # Judged again from the same samples at a 400% threshold, a paired 50% slowdown is no longer an
+    # alert, and no threshold adds alerts; the peers' verdicts do not depend on benchtrail's threshold.
+    # (At 90%, one paired comparison under the full suite's load once measured the spin as more than
+    # 1.9x and stayed an alert: the bound must lie beyond anything load can make of a 50% spin.)
+    again = rejudge(json.loads(json.dumps(doc)), 400.0)
     ours = {(r["mode"], r["delta_pct"]): r["alerts"] for r in again["rows"] if r["rule"] == "benchtrail"}
     assert ours[("paired", 50.0)] == ours[("duet", 50.0)] == 0
     assert ours[("stored-baseline", 50.0)] <= rows["benchtrail", "stored-baseline", 50.0]["alerts"]
     assert [r for r in again["rows"] if r["rule"] != "benchtrail"] == [r for r in doc["rows"] if r["rule"] != "benchtrail"]
-    assert again["setup"]["threshold_pct"] == 90.0
-    assert "| benchtrail (threshold 90%) | paired | 50 | 0 / 3 |" in format_table(again)
+    assert again["setup"]["threshold_pct"] == 400.0
+    assert "| benchtrail (threshold 400%) | paired | 50 | 0 / 3 |" in format_table(again)
 
 
 def test_command_runs_end_to_end_prints_the_table_and_writes_json(tmp_path, capsys):
