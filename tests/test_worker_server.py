@@ -106,3 +106,14 @@ def test_the_server_initialises_no_cuda_and_forks_with_one_python_thread():
                          cwd=Path(__file__).resolve().parents[1])
     # Dynamo and Inductor only for a job whose module is compiled (a server of eager jobs skips 4 s of imports).
     assert out.stdout.split() == ["False", "False", "1", "True"]
+
+
+def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypatch):
+    """Its log has no name in the temporary folder (nothing to leave behind when the runner is killed), and the error
+    still quotes the log's last lines (here Python's own fatal error, with PYTHONHOME pointing nowhere)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(workers.ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
+        workers.WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
+    assert list(tmp_path.iterdir()) == []

@@ -75,22 +75,26 @@ class WorkerServer:
     """
 
     def __init__(self, env: dict[str, str], cwd: Path | None) -> None:
-        self.log = tempfile.NamedTemporaryFile(prefix="benchtrail-server-", suffix=".log", delete=False)
+        # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no cleanup).
+        self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
         self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=cwd,
                                      start_new_session=True)
         self._buffer = b""
         hello = self._read(time.monotonic() + SERVER_START_TIMEOUT_S)
         if not hello or "server" not in hello:
+            tail = self._log_tail()
             self.close()
-            raise ServerUnavailable(f"the worker did not start a server ({self._log_tail()})")
+            raise ServerUnavailable(f"the worker did not start a server ({tail})")
         self.served_versions = tuple(hello.get("served_versions", (1,)))
         self.features = tuple(hello.get("features", ()))  # benchtrail.worker.protocol.FEATURES; none before them
 
     def _log_tail(self) -> str:
         try:
-            return " / ".join(Path(self.log.name).read_text(errors="replace").strip().splitlines()[-3:])
-        except OSError:
+            fd = self.log.fileno()  # pread: the server shares the file offset, which a seek would move
+            text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+            return " / ".join(text.strip().splitlines()[-3:])
+        except (OSError, ValueError):
             return "no log"
 
     def _read(self, deadline: float) -> dict | None:
@@ -168,7 +172,6 @@ class WorkerServer:
             self.proc.wait()
         self.proc.stdout.close()
         self.log.close()
-        Path(self.log.name).unlink(missing_ok=True)
 
 
 def _kill_group(pid: int) -> None:
