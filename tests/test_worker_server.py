@@ -109,8 +109,8 @@ def test_the_server_initialises_no_cuda_and_forks_with_one_python_thread():
 
 
 def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypatch):
-    """Its log has no name in the temporary folder (nothing to leave behind when the runner is killed), and the error
-    still quotes the log's last lines (here Python's own fatal error, with PYTHONHOME pointing nowhere)."""
+    """The error quotes the log's last lines (here Python's own fatal error, with PYTHONHOME pointing nowhere), read
+    before the server is closed, and no file is left in the temporary folder."""
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

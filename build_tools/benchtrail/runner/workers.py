@@ -94,7 +94,7 @@ class WorkerServer:
             fd = self.log.fileno()  # pread: the server shares the file offset, which a seek would move
             text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
             return " / ".join(text.strip().splitlines()[-3:])
-        except (OSError, ValueError):
+        except OSError:
             return "no log"
 
     def _read(self, deadline: float) -> dict | None:
