@@ -6,7 +6,7 @@ One story, shared by the tests (each asserts its own chapter): the docs' adoptio
 a three-case suite (``tests/data/harness_project``) calls benchtrail's reusable workflows. A push
 to main stores the baseline in the GCS emulator. Then PR #1, trailer ``benchmarks: smoke``:
 
-1. head h1 makes ``Chain`` 4x slower (it waits 4 ms instead of 1 ms) and breaks ``Mix`` (its
+1. head h1 makes ``Chain`` 4x slower (it waits 40 ms instead of 10 ms) and breaks ``Mix`` (its
    eager case fails, its export module fails to compile): the comment lists both failures and the
    regression, which the paired re-check confirms, so the gate fails;
 2. head h2 meets a store outage (the emulator behind a proxy answering 503) and the runner of
@@ -158,7 +158,7 @@ class Story:
 
         def slow_and_broken(repo: Path) -> None:
             layers = repo / "my_project" / "layers.py"
-            text = layers.read_text().replace("DELAY_S = 0.001\n", "DELAY_S = 0.004\n")
+            text = layers.read_text().replace("DELAY_S = 0.010\n", "DELAY_S = 0.040\n")
             text = text.replace("        return torch.sigmoid(self.gate(x)) * self.value(x)",
                                 "        raise RuntimeError('Mix is broken by this PR')")
             layers.write_text(text)

@@ -6,8 +6,10 @@ import torch
 
 #: Seconds ``Chain`` waits per call: a stand-in for work whose time does not vary between worker
 #: processes (a bare tensor op on a shared 2-core VM can differ by 50% from one process to the next),
-#: so the paired re-check of a slowdown is decided, not noisy.
-DELAY_S = 0.001
+#: so the paired re-check of a slowdown is decided, not noisy. 10 ms, not 1: a sleep here wakes up to
+#: 3.5 ms late now and then, which made 1 ms samples' IQR/median pass the 25% noise guard in about 7% of
+#: 20-sample series on a quiet 2-vCPU VM (0.8% at most at 10 ms; 15 series of 20 samples each).
+DELAY_S = 0.010
 
 
 class Chain(torch.nn.Module):
