@@ -52,7 +52,7 @@ def test_compare_builds_shows_the_change_its_interval_and_the_verdict_of_each_ro
     for row in rows:
         cells = shown[row.name]
         assert row.verdict in VERDICTS and cells[7] == row.verdict
-        if row.kind == "execution":  # 30 samples a side: the bootstrap interval of the ratio of medians
+        if row.kind == "execution":  # 20 samples a side: the bootstrap interval of the ratio of medians
             assert row.change == pytest.approx((row.b_median / row.a_median - 1) * 100)
             assert cells[5] == f"{row.change:+.1f}%" and cells[6] == f"{row.ci_low:+.1f}…{row.ci_high:+.1f}%"
             assert row.ci_low < row.ci_high

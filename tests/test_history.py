@@ -69,7 +69,8 @@ def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_o
             assert point["median"] == want.median and point["iqr"] == want.iqr, (series["name"], name)
             assert (point["min"], point["max"], point["n"], point["status"]) == (want.min, want.max, want.n, want.status)
     latency = data["series"][next(i for i, r in stored["c3"].items() if r.name == "mlp.eager.inference-bs1.c2-standard-16")]
-    assert latency["unit"] == "us" and all(p["n"] == 30 and p["p25"] <= p["median"] <= p["p75"]
+    # 20 samples: the history store's cases run in 2 processes of 10 samples (tests/conftest.py).
+    assert latency["unit"] == "us" and all(p["n"] == 20 and p["p25"] <= p["median"] <= p["p75"]
                                            for p in latency["points"])
 
 
