@@ -4,6 +4,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from benchtrail.compare.comment import render
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.document import comparison_to_dict
 from benchtrail.suite.export import export_compilation, export_execution
+from benchtrail.worker.build import compile_module
+from benchtrail.worker.inputs import model_inputs
 from benchtrail.results.io import load_results
 from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
 from benchtrail.compare.rules import load_thresholds
@@ -189,3 +192,14 @@ def test_counts_are_identical_across_three_runs(tmp_path, linear_run):
     counts = [{k: b.median for k, b in run.items() if k[1] in ("graph_count", "graph_breaks", "kernel_count",
                                                                "recompiles")} for run in runs]
     assert counts[0] == counts[1] == counts[2] and len(counts[0]) == 9
+
+
+def test_a_compile_time_sample_leaves_no_artifact_folder(tmp_path, monkeypatch):
+    # A sample without a module folder (the cold samples after the first, and warm ones) writes its artifact
+    # to a temporary folder; a forked worker ends by os._exit, so the folder must go before compile_module returns.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gen = ModuleGenerationConfig.build(_model("linear"), configs.EXPORT, Architecture.CPU, ("test",))
+    inputs = model_inputs(gen.model, "cpu")
+    compiled = compile_module(gen, inputs, "cpu")
+    assert tuple(compiled.fn(*inputs).shape) == (2, 4) and compiled.stats["recompiles"] == 0
+    assert not list(tmp_path.glob("benchtrail-module-*")), list(tmp_path.iterdir())

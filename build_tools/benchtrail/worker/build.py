@@ -15,6 +15,8 @@ misses from ``torch._dynamo.utils.counters["inductor"]``.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,7 +71,8 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
                    module_dir: Path | None = None) -> CompiledModule:
     """Build the model and compile it by ``gen.compile_config``; the first call is part of compiling.
 
-    ``module_dir``, when given, receives the artifact of export and AOTInductor modules.
+    ``module_dir``, when given, receives the artifact of export and AOTInductor modules; without it (a
+    compile-time sample) the artifact goes to a temporary folder that is removed before this returns.
 
     Raises:
         ModuleError: the factory cannot be loaded.
@@ -86,25 +89,32 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
     inductor_metrics.reset()
     hits, misses = cache_counts()
     start = time.perf_counter()
-    with torch.no_grad():
-        if mode in INDUCTOR_MODES:
-            fn = torch.compile(model, backend="inductor", fullgraph=gen.model.fullgraph,
-                               mode="max-autotune" if mode is CompileMode.INDUCTOR_MAX_AUTOTUNE else None,
-                               options=dict(gen.compile_config.options) or None)
-        else:
-            program = torch.export.export(model, inputs)
-            fn = _save_and_load(program, mode, module_dir)
-        fn(*inputs)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        elapsed_ms = (time.perf_counter() - start) * 1e3
-        after = cache_counts()
-        stats = {"kernel_count": int(inductor_metrics.generated_kernel_count),
-                 "fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
-        # A second call with other values of the same shapes must not compile again.
-        frames = counters["frames"]["total"]
-        fn(*model_inputs(gen.model, device, seed=SEED + 1))
-        stats["recompiles"] = int(counters["frames"]["total"] - frames)
+    scratch = None  # the artifact folder of a compile-time sample (no module_dir), removed before returning
+    try:
+        with torch.no_grad():
+            if mode in INDUCTOR_MODES:
+                fn = torch.compile(model, backend="inductor", fullgraph=gen.model.fullgraph,
+                                   mode="max-autotune" if mode is CompileMode.INDUCTOR_MAX_AUTOTUNE else None,
+                                   options=dict(gen.compile_config.options) or None)
+            else:
+                program = torch.export.export(model, inputs)
+                if module_dir is None:
+                    module_dir = scratch = Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
+                fn = _save_and_load(program, mode, module_dir)
+            fn(*inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            elapsed_ms = (time.perf_counter() - start) * 1e3
+            after = cache_counts()
+            stats = {"kernel_count": int(inductor_metrics.generated_kernel_count),
+                     "fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
+            # A second call with other values of the same shapes must not compile again.
+            frames = counters["frames"]["total"]
+            fn(*model_inputs(gen.model, device, seed=SEED + 1))
+            stats["recompiles"] = int(counters["frames"]["total"] - frames)
+    finally:  # not atexit: a forked worker ends by os._exit, which runs no atexit handler
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     return CompiledModule(fn, elapsed_ms, stats)
 
 
@@ -121,15 +131,8 @@ def cache_counts() -> tuple[int, int]:
     return int(counters["inductor"]["fxgraph_cache_hit"]), int(counters["inductor"]["fxgraph_cache_miss"])
 
 
-def _save_and_load(program: Any, mode: CompileMode, module_dir: Path | None) -> Callable[..., Any]:
-    """Write the artifact of an export or AOTInductor module and return it loaded back."""
-    import atexit
-    import shutil
-    import tempfile
-
-    if module_dir is None:  # a compile-time sample: the artifact lives as long as this worker process
-        module_dir = Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
-        atexit.register(shutil.rmtree, module_dir, ignore_errors=True)
+def _save_and_load(program: Any, mode: CompileMode, module_dir: Path) -> Callable[..., Any]:
+    """Write the artifact of an export or AOTInductor module into ``module_dir`` and return it loaded back."""
     folder = module_dir
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ARTIFACTS[mode]
