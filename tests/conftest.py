@@ -104,7 +104,7 @@ def _build_history_store(tmp_path_factory):
     how precisely they measure (issue 19: the suite's time)."""
     import dataclasses
 
-    from benchmark_suites.suite import generate
+    from benchmark_suites.suite import SMOKE, generate
     from benchtrail.pipeline.job import run_pipeline
     from benchtrail.suite.definitions import RunConfig
 
@@ -113,7 +113,7 @@ def _build_history_store(tmp_path_factory):
         return RunConfig.build(rc.module_generation_config, execution, rc.target_device, rc.presets)
 
     suite = generate()
-    suite = dataclasses.replace(suite, run_configs=tuple(light(rc) if "smoke" in rc.presets else rc
+    suite = dataclasses.replace(suite, run_configs=tuple(light(rc) if SMOKE in rc.presets else rc
                                                          for rc in suite.run_configs))
 
     root = tmp_path_factory.mktemp("history")
@@ -127,7 +127,7 @@ def _build_history_store(tmp_path_factory):
         _git(repo, "add", f"{name}.txt")
         _git(repo, "commit", "-q", "-m", name)
         commits[name] = _git(repo, "rev-parse", "HEAD")
-        run_dirs[name] = run_pipeline(suite, ("smoke",), str(store), repo=repo, recheck=False).run_dir
+        run_dirs[name] = run_pipeline(suite, (SMOKE,), str(store), repo=repo, recheck=False).run_dir
 
     commit_and_run("c1")
     commit_and_run("c2")
@@ -136,5 +136,5 @@ def _build_history_store(tmp_path_factory):
     _git(repo, "checkout", "-q", "main")
     _git(repo, "merge", "-q", "--no-ff", "-m", "c3", "side")
     commits["c3"] = _git(repo, "rev-parse", "HEAD")
-    run_dirs["c3"] = run_pipeline(suite, ("smoke",), str(store), repo=repo, recheck=False).run_dir
+    run_dirs["c3"] = run_pipeline(suite, (SMOKE,), str(store), repo=repo, recheck=False).run_dir
     return {"repo": repo, "store": store, "commits": commits, "run_dirs": run_dirs}

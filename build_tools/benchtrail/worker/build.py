@@ -133,9 +133,8 @@ def cache_counts() -> tuple[int, int]:
 
 def _save_and_load(program: Any, mode: CompileMode, module_dir: Path) -> Callable[..., Any]:
     """Write the artifact of an export or AOTInductor module into ``module_dir`` and return it loaded back."""
-    folder = module_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ARTIFACTS[mode]
+    module_dir.mkdir(parents=True, exist_ok=True)
+    path = module_dir / ARTIFACTS[mode]
     if mode is CompileMode.EXPORT:
         torch.export.save(program, str(path))
         return torch.export.load(str(path)).module()
