@@ -9,6 +9,15 @@ code becomes the client's. Each command runs in a fresh fork of the same pristin
 state passes from one command to the next. When the client goes away before the command ends (a
 step killed by its timeout) the command gets SIGTERM, which benchtrail turns into an unwinding exit
 that kills its worker processes.
+
+Each command's worker server (``python -m benchtrail.worker --serve``, which would import torch, Dynamo and
+Inductor again: 5–7 s of CPU per command here) is forked from this server too: a command's ``sys.executable``
+is a second client (:data:`PYTHON`, written beside the first) that hands exactly that command line to the
+server and execs the real interpreter for any other. The forked server child takes the command's streams,
+environment, working directory and the ``sys.path`` that ``python -m`` started there with that
+``PYTHONPATH`` would have, then runs :func:`benchtrail.worker.server.main`, as ``python -m`` would. Where
+that ``sys.path`` would import another ``benchtrail`` (a base checkout's own worker), the child execs the
+real interpreter instead, so such a server is the checkout's own.
 """
 
 from __future__ import annotations
@@ -28,10 +37,10 @@ from pathlib import Path
 #: The client, written as ``bin/benchtrail`` with the interpreter and socket path filled in.
 CLIENT = '''#!{python} -I
 import array, json, os, socket, struct, sys
-s = socket.socket(socket.AF_UNIX)
+{prologue}s = socket.socket(socket.AF_UNIX)
 s.connect({socket!r})
 message = json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
-                      "bin": os.path.dirname(os.path.abspath(sys.argv[0]))}}).encode()
+                      "bin": os.path.dirname(os.path.abspath(sys.argv[0])), "kind": {kind!r}}}).encode()
 socket.send_fds(s, [struct.pack("!I", len(message)) + message], [0, 1, 2])
 data = b""
 while len(data) < 4:
@@ -41,6 +50,12 @@ while len(data) < 4:
     data += chunk
 sys.exit(struct.unpack("!i", data)[0])
 '''
+#: The interpreter a command sees as ``sys.executable`` (``bin/.benchtrail-python``): the worker server's
+#: command line goes to the server, any other is the real interpreter's.
+PYTHON_PROLOGUE = '''if sys.argv[1:] != ["-m", "benchtrail.worker", "--serve"]:
+    os.execv({python!r}, [{python!r}, *sys.argv[1:]])
+'''
+PYTHON = ".benchtrail-python"
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes:
@@ -67,9 +82,13 @@ def _child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if request.get("kind") == "worker-server":
+            code = _worker_server(request)
+            return
+        sys.executable = os.path.join(request["bin"], PYTHON)  # its worker server comes here too
         sys.path[0] = request["bin"]  # as for the console script: its own folder first
         sys.argv = [os.path.join(request["bin"], "benchtrail"), *request["argv"]]
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         from benchtrail.cli import main
 
         code = main(request["argv"])
@@ -86,6 +105,32 @@ def _child(request: dict, fds: list[int]) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+#: ``sys.path`` of ``python -I`` (the standard library and site-packages, with their ``.pth`` files): what a
+#: worker server's path holds after its working directory and ``PYTHONPATH`` (set by :func:`serve`).
+_SITE_PATH: list[str] = []
+
+
+def _worker_server(request: dict) -> int:
+    """In the forked child, with the command's streams, environment and working directory: become
+    ``python -m benchtrail.worker --serve`` started there, or exec it where its ``sys.path`` holds
+    another ``benchtrail``."""
+    import benchtrail
+
+    entries = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [request["cwd"], *entries]
+    ours = Path(benchtrail.__file__).resolve().parent
+    if any((Path(p) / "benchtrail" / "__init__.py").is_file() and (Path(p) / "benchtrail").resolve() != ours
+           for p in path):
+        os.execv(sys.executable, [sys.executable, "-m", "benchtrail.worker", "--serve"])
+    sys.path[:] = [*path, *(p for p in _SITE_PATH if p not in path)]
+    sys.argv = [str(ours / "worker" / "__main__.py"), "--serve"]
+    for name in ("benchtrail.worker.server", "benchtrail.worker.__main__"):  # read the working directory at import
+        sys.modules.pop(name, None)
+    from benchtrail.worker.server import main
+
+    return main()
 
 
 def _watch(conn: socket.socket, pid: int) -> None:
@@ -114,9 +159,17 @@ def serve(path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401  (the dashboard's import cost, paid once)
     import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401  (what a worker server imports before its first compiled job)
+    import torch._inductor.compile_fx  # noqa: F401
+    from torch._inductor import cpu_vec_isa
 
     import benchtrail.cli.app  # noqa: F401
     import benchtrail.pipeline.measure  # noqa: F401
+    import benchtrail.worker.main  # noqa: F401
+
+    cpu_vec_isa.pick_vec_isa()  # the C++ probe a worker server runs once (cached in the process)
+    _SITE_PATH[:] = json.loads(subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                                              capture_output=True, text=True, check=True).stdout)
 
     server = socket.socket(socket.AF_UNIX)
     server.bind(path)
@@ -158,8 +211,12 @@ class CliServer:
         """Make ``venv/bin/benchtrail`` a client of this server."""
         (venv / "bin").mkdir(parents=True, exist_ok=True)
         client = venv / "bin" / "benchtrail"
-        client.write_text(CLIENT.format(python=sys.executable, socket=self.socket))
+        client.write_text(CLIENT.format(python=sys.executable, socket=self.socket, prologue="", kind="cli"))
         client.chmod(0o755)
+        python = venv / "bin" / PYTHON
+        python.write_text(CLIENT.format(python=sys.executable, socket=self.socket, kind="worker-server",
+                                        prologue=PYTHON_PROLOGUE.format(python=sys.executable)))
+        python.chmod(0o755)
 
     def stop(self) -> None:
         self.process.kill()
