@@ -106,14 +106,16 @@ def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tm
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
-def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path):
+def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path, monkeypatch):
     from benchtrail.pipeline.measure import run_stage
 
+    # No worker is started for a case that cannot run: none would answer.
+    monkeypatch.setattr("benchtrail.runner.workers.run_in_workers", lambda *a, **k: pytest.fail("a worker started"))
     suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)  # as gpu_check's cuda-smoke stage runs it
     path, ok = run_stage(_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",
                          {"run_id": "t", "attempt": 1, "presets": []})
     (b,) = load_results(path).benchmarks
-    assert not ok and b.status == "failed" and "refusing to run it on the CPU" in b.reason
+    assert not ok and b.status == "failed" and "refusing to run it on the CPU" in b.reason and b.samples == ()
 
 
 def test_unknown_device_is_a_user_error(tmp_path, capsys):

@@ -14,7 +14,7 @@ from benchtrail.runner import workers
 from benchtrail.runner.run_cases import _order, run_module_cases
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
                                           RunConfig, Task)
-from benchtrail.worker.protocol import run_request
+from benchtrail.worker.protocol import NO_CUDA_REASON, run_request
 
 EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
 
@@ -117,3 +117,13 @@ def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypa
     with pytest.raises(workers.ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
         workers.WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_cuda_request_that_reaches_a_worker_without_cuda_fails_there_never_runs_on_the_cpu():
+    # The run stage records such cases without a worker (tests/test_run_stage.py); the worker keeps the guard.
+    (case,) = _group("tiny", tasks=(Task.INFERENCE,), processes=1)
+    gen = ModuleGenerationConfig.build(case.module_generation_config.model, EAGER, devices.A2_HIGHGPU_1G.architecture)
+    cuda = RunConfig.build(gen, case.execution_config, devices.A2_HIGHGPU_1G, presets=("test",))
+    response = workers.run_in_worker(run_request(cuda), 60, 1, method="fork")
+    assert response.status == "failed" and response.reason == NO_CUDA_REASON and not response.samples

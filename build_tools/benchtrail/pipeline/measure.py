@@ -112,7 +112,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 
     A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
     run``) nothing is run or written (:func:`check_cuda`); without it every case is recorded
-    ``failed`` by its worker, none run on the CPU.
+    ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
 
     Raises:
         UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
@@ -140,9 +140,10 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
-    if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not torch.cuda.is_available():
+    cuda = torch.cuda.is_available()
+    if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not cuda:
         console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: every case "
-                      "will fail; none is run on the CPU instead")
+                      "is recorded failed without starting a worker; none is run on the CPU instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
     environment = collect_environment(threads)  # before measuring: it holds the runner checks (doctor)
@@ -151,7 +152,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                       "running the rest")
     todo = tuple(rc for rc in rcs if rc.id not in finished)
     with track(f"run {device_name}", len(todo)) as report:
-        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append)
+        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda)
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))

@@ -16,9 +16,9 @@ from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.results.schema import BenchmarkRecord, metric_direction
 from benchtrail.stats.inference import NOISE_RERUN, noise
 from benchtrail.results.summary import summarize
-from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.suite.names import module_dir as module_dir_of
-from benchtrail.worker.protocol import run_request
+from benchtrail.worker.protocol import NO_CUDA_REASON, run_request
 
 #: Per-sample lists a GPU worker returns besides ``samples``; pooled over processes like them.
 POOLED_GPU_KEYS = ("gpu_samples_us", "wall_samples_us")
@@ -218,6 +218,7 @@ def run_cases(
     report: Callable[[str, str], None] = lambda name, status: None,
     modules_dir: Path | None = None,
     on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
+    cuda: bool = True,
 ) -> list[BenchmarkRecord]:
     """Run every case (a noisy case once more), the cases of one module together in each of their fresh
     worker processes (:func:`run_module_cases`); a failing case never stops the others. Records come
@@ -225,8 +226,10 @@ def run_cases(
 
     ``modules_dir`` is the run directory whose ``modules/<slug(name)>/`` hold export and AOTInductor artifacts;
     a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
-    recorded ``failed`` with that reason and no worker is started for it. ``on_record`` gets each
-    record as soon as its case finishes (``Journal.append``).
+    recorded ``failed`` with that reason and no worker is started for it; so is each CUDA case when ``cuda``
+    is false (torch sees no GPU here: reason ``benchtrail.worker.protocol.NO_CUDA_REASON``, the one its worker
+    would give after importing torch, Dynamo and Inductor). ``on_record`` gets each record as soon as its case
+    finishes (``Journal.append``).
     """
     env = inductor_cache_env(modules_dir)
     groups: dict[tuple, list[RunConfig]] = {}
@@ -236,6 +239,8 @@ def run_cases(
     for group in groups.values():
         module_dir = modules_dir / module_dir_of(group[0].module_generation_config.name) if modules_dir else None
         problems = {rc.id: module_problem(rc, modules_dir) for rc in group} if modules_dir else {}
+        if not cuda:
+            problems |= {rc.id: NO_CUDA_REASON for rc in group if rc.target_device.architecture is Architecture.CUDA}
         ready = [rc for rc in group if not problems.get(rc.id)]
         responses = run_module_cases_with_rerun(ready, module_dir, env) if ready else {}
         for rc in group:

@@ -31,8 +31,8 @@ from benchtrail.worker.duet import Duet, DuetError
 from benchtrail.worker.inputs import model_inputs
 from benchtrail.worker.timing import measure
 from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
-from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Request, Response, RunRequest, read_request,
-                                        refusal)
+from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response, RunRequest,
+                                        read_request, refusal)
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
 from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
 from benchtrail.suite.serialization import unpack_and_deserialize
@@ -50,9 +50,7 @@ class CaseFailure(Exception):
 def _device_for(architecture: Architecture) -> str:
     if architecture is Architecture.CUDA:
         if not torch.cuda.is_available():
-            raise CaseFailure(
-                "failed", "CUDA run config on a machine without CUDA; refusing to run it on the CPU"
-            )
+            raise CaseFailure("failed", NO_CUDA_REASON)
         return "cuda"
     return "cpu"
 

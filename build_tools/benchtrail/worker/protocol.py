@@ -53,6 +53,9 @@ SERVED_VERSIONS = (1,)
 #: older worker would ignore (the server greets with them: ``benchtrail.worker.server``). ``duet``: a run
 #: request's ``duet`` is honoured (issue 21).
 FEATURES = ("duet",)
+#: The reason of a CUDA case's ``failed`` record on a machine where torch sees no GPU: the worker's, and the run
+#: stage's, which records such cases without starting a worker (``benchtrail.runner.run_cases.run_cases``).
+NO_CUDA_REASON = "CUDA run config on a machine without CUDA; refusing to run it on the CPU"
 
 
 class ProtocolError(ValueError):
