@@ -11,7 +11,9 @@ without the bottom-up merge of weak change points (``merge_weak``). Columns:
 * ``+5% step`` / ``+10% step``: the share of series with a step at the middle commit where track
   files an issue at exactly that commit;
 * ``+10% step, 2-run burst``: the same +10% step, with a two-run ×2 burst of load (both runs twice as
-  slow) at a random place at least 2 commits from the step: what a shared CI runner does to a history.
+  slow) at a random place at least 2 commits from the step: what a shared CI runner does to a history;
+* ``x2 step, its first 2 runs x1.5 more``: a doubling whose first two runs a burst of load slows by half
+  again (an overshoot: the series steps up and does not come back down to where it was).
 
 Usage: ``python build_tools/benchmarks/measure_track.py [--series 500] [--seed 0]`` (about a minute).
 """
@@ -61,7 +63,7 @@ def _outcome(medians: np.ndarray, at: int | None, merge: bool) -> tuple[bool, bo
 def measure(n: int, dist: str, series: int, seed: int) -> dict[str, tuple[float, float]]:
     """Shares (merged, PELT alone) for each column, over ``series`` series of ``n`` points."""
     rng = np.random.default_rng(seed)
-    counts = {key: np.zeros(2) for key in ("any", "issue", "step5", "step10", "burst")}
+    counts = {key: np.zeros(2) for key in ("any", "issue", "step5", "step10", "burst", "overshoot")}
     at = n // 2
     for _ in range(series):
         flat = 100.0 * _noise(rng, n, dist)
@@ -72,6 +74,8 @@ def measure(n: int, dist: str, series: int, seed: int) -> dict[str, tuple[float,
         where = [i for i in range(n - 1) if i + 1 < at - 1 or i > at + 1]
         b = int(rng.choice(where))
         burst[b:b + 2] *= 2.0
+        overshoot = 100.0 * (1 + ramp) * _noise(rng, n, dist)
+        overshoot[at:at + 2] *= 1.5
         for k, merge in enumerate((True, False)):
             any_cp, issue, _ = _outcome(flat, None, merge)
             counts["any"][k] += any_cp
@@ -79,6 +83,7 @@ def measure(n: int, dist: str, series: int, seed: int) -> dict[str, tuple[float,
             counts["step5"][k] += _outcome(step5, at, merge)[2]
             counts["step10"][k] += _outcome(step10, at, merge)[2]
             counts["burst"][k] += _outcome(burst, at, merge)[2]
+            counts["overshoot"][k] += _outcome(overshoot, at, merge)[2]
     return {key: (float(v[0]) / series, float(v[1]) / series) for key, v in counts.items()}
 
 
@@ -91,13 +96,15 @@ def main() -> None:
     print(f"{args.series} series per line, {NOISE:.0%} run-to-run noise, seed {args.seed}; "
           "each cell: with the bottom-up merge (PELT alone)\n")
     print("| series | no change: any change point | no change: an issue | +5% step: issue at its exact commit "
-          "| +10% step: issue at its exact commit | +10% step, 2-run ×2 burst: issue at its exact commit |")
-    print("|---|---|---|---|---|---|")
+          "| +10% step: issue at its exact commit | +10% step, 2-run ×2 burst: issue at its exact commit "
+          "| ×2 step, its first 2 runs ×1.5 more: issue at its exact commit |")
+    print("|---|---|---|---|---|---|---|")
     for dist in ("normal", "Student-t 3"):
         for n in (12, 30):
             shares = measure(n, dist, args.series, args.seed)
             cells = " | ".join(f"{a:.1%} ({b:.1%})" for a, b in (shares[k] for k in
-                                                                  ("any", "issue", "step5", "step10", "burst")))
+                                                                  ("any", "issue", "step5", "step10", "burst",
+                                                                   "overshoot")))
             print(f"| {n} points, {dist} | {cells} |", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
