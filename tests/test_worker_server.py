@@ -127,3 +127,77 @@ def test_a_cuda_request_that_reaches_a_worker_without_cuda_fails_there_never_run
     cuda = RunConfig.build(gen, case.execution_config, devices.A2_HIGHGPU_1G, presets=("test",))
     response = workers.run_in_worker(run_request(cuda), 60, 1, method="fork")
     assert response.status == "failed" and response.reason == NO_CUDA_REASON and not response.samples
+
+
+def _checkout(root: Path, value: int) -> dict[str, str]:
+    """A checkout of a project that imports the installed benchtrail: ``arm.py``'s model records which checkout
+    it was imported from (``$BENCHTRAIL_TEST_BUILDS``); its ``PYTHONPATH`` names the checkout alone."""
+    root.mkdir(parents=True)
+    (root / "arm.py").write_text(
+        "import os\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        f"        return x + {value}\n\n\ndef model():\n    with open(os.environ['BENCHTRAIL_TEST_BUILDS'], 'a') as f:\n"
+        "        f.write(__file__ + '\\n')\n    return M()\n")
+    return {"PYTHONPATH": str(root)}
+
+
+def _arm_request(log: Path):
+    model = Model("model-arm", "arm", ("test",), "arm:model", ("8xf32",))
+    gen = ModuleGenerationConfig.build(model, EAGER, devices.C2_STANDARD_16.architecture)
+    rc = RunConfig.build(gen, ExecutionConfig("exec-arm", "inference-bs1", Task.INFERENCE, processes=1, min_samples=3,
+                                              warmup_time_ms=5, timeout_s=60), devices.C2_STANDARD_16, presets=("test",))
+    return run_request(rc)
+
+
+def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_worker_on_its_own_path(tmp_path):
+    # The two arms of a paired run of an adopting project: each worker imports its own checkout's module.
+    from benchtrail.runner import servers
+
+    log = tmp_path / "imports.txt"
+    a, b = _checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)
+    for env in (a, b):
+        response = workers.run_in_worker(_arm_request(log), 60, 1, env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
+                                         method="fork")
+        assert response.ok, response.reason
+    assert log.read_text().split() == [str(tmp_path / "a" / "arm.py"), str(tmp_path / "b" / "arm.py")]
+    shared = [servers.server_for(workers._server_environment(workers._environment(1, env), env), None) for env in (a, b)]
+    assert shared[0] is shared[1] and "pythonpath" in shared[0].features and not shared[0].busy
+
+
+def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets_a_server_of_its_own(tmp_path):
+    # An entry holding an `fnmatch` folder (the server imported the standard library's fnmatch): a worker forked
+    # from the shared server could not import that entry's version, so the server refuses and one is started for it.
+    from benchtrail.runner import servers
+    from benchtrail.worker.server import refusal
+
+    log = tmp_path / "imports.txt"
+    env = _checkout(tmp_path / "c", 3)
+    (tmp_path / "c" / "fnmatch").mkdir()
+    assert workers.run_in_worker(_arm_request(log), 60, 1, env=_checkout(tmp_path / "a", 1) | {
+        "BENCHTRAIL_TEST_BUILDS": str(log)}, method="fork").ok  # a shared server is running
+    response = workers.run_in_worker(_arm_request(log), 60, 1, env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
+                                     method="fork")
+    assert response.ok, response.reason
+    assert log.read_text().split()[-1] == str(tmp_path / "c" / "arm.py")
+    key = (workers._server_environment(workers._environment(1, env), env)["PYTHONPATH"], sys.executable)
+    (own,) = [s for s in servers._SERVERS if s.key == key]
+    assert key in servers._REFUSED and not own.shareable and "pythonpath" in own.features
+    assert "fnmatch" in refusal([str(tmp_path / "c")]) and refusal(None) is None
+
+
+def test_a_leased_server_is_never_handed_to_a_second_caller_until_released(tmp_path):
+    # A duet runs both arms' jobs at once: sharing one server, the first arm's worker would wait at the barrier
+    # for a worker the busy server never forks.
+    from benchtrail.runner import servers
+
+    a, b = (workers._server_environment(workers._environment(1, env), env)
+            for env in (_checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)))
+    first = servers.server_for(a, None, lease=True)
+    servers.release(first)
+    assert servers.server_for(b, None, lease=True) is first  # shared: b has no server of its own
+    second = servers.server_for(a, None, lease=True)  # a's own server is leased to b's job: another one
+    assert second is not first and first.busy and second.busy
+    servers.release(first)
+    servers.release(second)
+    third = servers.server_for(b, None, lease=True)
+    servers.release(third)
+    assert third in (first, second)  # no third one

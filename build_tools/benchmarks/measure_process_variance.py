@@ -113,11 +113,8 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
         response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
                                  cwd=cwd, method="spawn" if method == "spawn" else "fork")
         wall = time.monotonic() - start
-        if cwd is not None:  # servers are keyed by (PYTHONPATH, cwd): close this one-off
-            for key in [k for k in workers._SERVERS if k[1] == str(cwd.resolve())]:
-                server = workers._SERVERS.pop(key)
-                if server is not None:
-                    server.close()
+        if method == "fork-new":  # a server for this process alone: stop it (the next one starts anew)
+            workers.close_servers()
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
     return tuple(response.samples), wall

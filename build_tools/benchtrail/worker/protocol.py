@@ -51,8 +51,9 @@ PROTOCOL_VERSION = 1
 SERVED_VERSIONS = (1,)
 #: What this worker does beyond its versions' fields, for a parent to ask before it sends an optional field an
 #: older worker would ignore (the server greets with them: ``benchtrail.worker.server``). ``duet``: a run
-#: request's ``duet`` is honoured (issue 21).
-FEATURES = ("duet",)
+#: request's ``duet`` is honoured (issue 21). ``pythonpath``: the server forks jobs of other checkouts, each
+#: child on its job's ``PYTHONPATH``, and refuses those it cannot (``benchtrail.worker.server``).
+FEATURES = ("duet", "pythonpath")
 #: The reason of a CUDA case's ``failed`` record on a machine where torch sees no GPU: the worker's, and the run
 #: stage's, which records such cases without starting a worker (``benchtrail.runner.run_cases.run_cases``).
 NO_CUDA_REASON = "CUDA run config on a machine without CUDA; refusing to run it on the CPU"

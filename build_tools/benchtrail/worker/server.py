@@ -18,11 +18,22 @@ protocol channel and nothing else writes to it (the server's own ``print``s go t
     runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
                              "env": {name: value} (the whole environment), "threads": int,
                              "cwd": path (the working directory; optional),
+                             "pythonpath": [entry, ...] (the job's PYTHONPATH, to put on the child's
+                             sys.path; optional: absent, the child keeps the server's),
                              "inductor": bool (a job compiles with Inductor; optional),
                              "compiles": bool (a job's module is compiled, any mode but eager, or its
                              task imports Dynamo, the Jacobian; optional, default true: Dynamo and
                              Inductor are imported before forking it)}
     server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
+                            or, for a job it cannot take:   {"refused": reason} (nothing forked)
+
+One server serves the jobs of several checkouts (``features`` lists ``pythonpath``): a job whose
+``pythonpath`` differs from the server's own ``PYTHONPATH`` gets a child whose ``sys.path`` is the job's
+working directory, the job's entries, then the server's path less its own entries (stdlib, site-packages):
+the path ``python -m`` would start with there. What the server imported before the fork cannot be
+imported again from the job's entries, so a job whose entries (or the server's own) provide a top-level
+module the server has imported (``benchtrail`` of another checkout, a second ``torch``) is refused; the
+runner then starts a server for that ``PYTHONPATH`` alone (``benchtrail.runner.workers``).
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
 output to ``log``, sets ``env``, its working directory (also first on ``sys.path``, so one server
@@ -45,6 +56,38 @@ from typing import Any, TextIO
 SERVER_VERSION = 1
 #: The server's working directory, which ``python -m`` put first on ``sys.path``; a child takes its job's.
 _START_DIR = os.getcwd()
+#: The server's own ``PYTHONPATH`` entries, and the rest of its ``sys.path`` after them (stdlib, site-packages).
+_OWN_ENTRIES = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+_BASE_PATH = [p for p in sys.path[1:] if p not in _OWN_ENTRIES and os.path.abspath(p) not in _OWN_ENTRIES]
+
+
+def top_level_names(entries: list[str]) -> set[str]:
+    """The top-level module names that the ``sys.path`` entries (folders) provide: packages and namespace
+    folders, ``.py`` files and extension modules; unreadable entries provide none."""
+    names = set()
+    for entry in entries:
+        try:
+            items = os.listdir(entry)
+        except OSError:
+            continue
+        for item in items:
+            stem, _, suffix = item.partition(".")
+            if stem.isidentifier() and (not suffix and os.path.isdir(os.path.join(entry, item))
+                                        or suffix == "py" or suffix.endswith(("so", "pyd"))):
+                names.add(stem)
+    return names
+
+
+def refusal(entries: list[str] | None) -> str | None:
+    """Why a job with ``PYTHONPATH`` ``entries`` cannot be forked from this server (module docstring), or None."""
+    if entries is None or entries == _OWN_ENTRIES:
+        return None
+    imported = {name.partition(".")[0] for name in list(sys.modules)}
+    clash = sorted(top_level_names([*entries, *_OWN_ENTRIES]) & imported)
+    if clash:
+        return (f"its PYTHONPATH or the server's provides modules the server has imported ({', '.join(clash[:5])}); "
+                "it needs a server of its own")
+    return None
 
 
 def _preload() -> None:
@@ -104,6 +147,8 @@ def _child(job: dict[str, Any], channel: int) -> int:
     if job.get("env") is not None:  # the job's whole environment, not the server's
         os.environ.clear()
         os.environ.update(job["env"])
+    if job.get("pythonpath") is not None and job["pythonpath"] != _OWN_ENTRIES:  # another checkout's (refusal)
+        sys.path[:] = [job.get("cwd") or _START_DIR, *job["pythonpath"], *_BASE_PATH]
     if job.get("cwd"):  # the job's working directory, first on sys.path as for `python -m` started there
         if sys.path and sys.path[0] == _START_DIR:
             sys.path[0] = job["cwd"]
@@ -138,6 +183,10 @@ def serve(stdin: TextIO, channel: int) -> int:
         if not line.strip():
             continue
         job = json.loads(line)
+        why = refusal(job.get("pythonpath"))
+        if why:
+            say({"refused": why})
+            continue
         if job.get("compiles", True):  # a runner from before the key: as before, everything imported
             _preload_compilers()
         if job.get("inductor"):

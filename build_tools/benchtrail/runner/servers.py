@@ -1,0 +1,295 @@
+"""The worker servers of this process: start one per checkout (or share one between checkouts), lease it for
+a job, stop them all at exit (``python -m benchtrail.worker --serve``: :mod:`benchtrail.worker.server`).
+
+:mod:`benchtrail.runner.workers` forks each job's worker from one of them, or spawns it where none can start.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+#: How workers start: ``fork`` (from the pre-imported server; the default) or ``spawn`` (a new
+#: interpreter per job, as before the server existed). Read from ``BENCHTRAIL_WORKER_START``.
+START_METHODS = ("fork", "spawn")
+#: Seconds a server may take to import torch and greet before we fall back to spawning.
+SERVER_START_TIMEOUT_S = 300.0
+
+
+def start_method() -> str:
+    """``BENCHTRAIL_WORKER_START`` (default ``fork``).
+
+    Raises:
+        ValueError: any other value, naming the allowed ones.
+    """
+    method = os.environ.get("BENCHTRAIL_WORKER_START", "fork")
+    if method not in START_METHODS:
+        raise ValueError(f"BENCHTRAIL_WORKER_START={method!r}; allowed: {', '.join(START_METHODS)}")
+    return method
+
+
+class ServerUnavailable(Exception):
+    """The checkout's worker cannot serve (it predates the server, or failed to start)."""
+
+
+class Refused(Exception):
+    """A server shared between checkouts would not fork a job of this one (``benchtrail.worker.server.refusal``)."""
+
+
+class WorkerServer:
+    """A running ``python -m benchtrail.worker --serve`` for one environment and working directory.
+
+    Raises:
+        ServerUnavailable: from the constructor, when the server does not greet in time.
+    """
+
+    def __init__(self, env: dict[str, str], cwd: Path | None) -> None:
+        # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no cleanup).
+        self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=cwd,
+                                     start_new_session=True)
+        self._buffer = b""
+        hello = self._read(time.monotonic() + SERVER_START_TIMEOUT_S)
+        if not hello or "server" not in hello:
+            tail = self._log_tail()
+            self.close()
+            raise ServerUnavailable(f"the worker did not start a server ({tail})")
+        self.served_versions = tuple(hello.get("served_versions", (1,)))
+        self.features = tuple(hello.get("features", ()))  # benchtrail.worker.protocol.FEATURES; none before them
+        self.busy = False  # running a job for a caller that leased it (server_for)
+        self.key = (env.get("PYTHONPATH", ""), sys.executable)  # what it was started for, and whether checkouts
+        self.shareable = False  # of other keys may use it (both set by server_for)
+
+    def _log_tail(self) -> str:
+        try:
+            fd = self.log.fileno()  # pread: the server shares the file offset, which a seek would move
+            text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+            return " / ".join(text.strip().splitlines()[-3:])
+        except OSError:
+            return "no log"
+
+    def _read(self, deadline: float) -> dict | None:
+        """The next JSON line from the server; None at end of output or after ``deadline``."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
+            timeouts: Sequence[float], cwd: Path | None = None, inductor: bool = True,
+            compiles: bool = True) -> tuple[int | None, str]:
+        """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
+        ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once);
+        ``compiles``: the job's module is compiled (any mode but eager), so the server imports Dynamo and
+        Inductor first (once).
+
+        ``timeouts[i]`` is the seconds request ``i`` may take from the moment the one before it was
+        answered (its response file appeared); past it the child's process group is killed.
+        Returns (exit code, or None when killed; a reason when it did not exit 0).
+
+        Raises:
+            ServerUnavailable: the server itself died.
+            Refused: the job's ``PYTHONPATH`` (in ``env``) is not the server's and the server cannot fork it.
+        """
+        job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
+               "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor, "compiles": compiles}
+        if "pythonpath" in self.features:
+            job["pythonpath"] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise ServerUnavailable(f"the worker server stopped: {exc}") from exc
+        started = self._read(time.monotonic() + 60)
+        if not started:
+            raise ServerUnavailable(f"the worker server did not fork a worker ({self._log_tail()})")
+        if "refused" in started:
+            raise Refused(started["refused"])
+        pid = started["pid"]
+        with _LOCK:
+            _LIVE.add(pid)
+        done, since = 0, time.monotonic()
+        try:
+            while True:
+                finished = self._read(min(since + timeouts[min(done, len(timeouts) - 1)], time.monotonic() + 1.0))
+                if finished is not None:
+                    code = finished["returncode"]
+                    return code, "" if code == 0 else f"worker exited with code {code}"
+                if self.proc.poll() is not None:
+                    raise ServerUnavailable("the worker server stopped")
+                answered = sum(1 for _, response in pairs if response.exists())
+                if answered > done:
+                    done, since = answered, time.monotonic()
+                elif time.monotonic() > since + timeouts[min(done, len(timeouts) - 1)]:
+                    _kill_group(pid)
+                    self._read(time.monotonic() + 30)
+                    return None, f"worker did not finish within {timeouts[min(done, len(timeouts) - 1)]:g} s"
+        except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
+            _kill_group(pid)
+            raise
+        finally:
+            with _LOCK:
+                _LIVE.discard(pid)
+
+    def close(self) -> None:
+        """Stop the server (end of its input, then a kill if it lingers)."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            _kill_group(self.proc.pid)
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_live_workers() -> None:
+    """Kill every forked worker a server is running for this process now (each its whole process group): what
+    a thread that runs a worker cannot do itself when Ctrl-C or SIGTERM reaches only the main thread (a duet
+    round runs its two arms' workers from two threads: ``benchtrail.runner.ab``)."""
+    with _LOCK:
+        live = list(_LIVE)
+    for pid in live:
+        _kill_group(pid)
+
+
+#: The running servers, least recently used first.
+_SERVERS: list[WorkerServer] = []
+#: Keys (``PYTHONPATH``, interpreter) of checkouts whose worker has no server (it predates it): tried once.
+_NO_SERVER: set[tuple[str, str]] = set()
+#: Keys whose jobs a shared server refused: they get servers of their own.
+_REFUSED: set[tuple[str, str]] = set()
+_LOCK = threading.Lock()
+#: Process ids (and groups) of the forked workers running now (:func:`kill_live_workers`).
+_LIVE: set[int] = set()
+#: Servers kept running at most (each holds an imported torch, ~350 MB): the least recently used one
+#: is stopped first. A paired run needs two; a test session makes one per checkout it uses.
+MAX_SERVERS = 3
+
+
+def _imports_own_benchtrail_or_torch(pythonpath: str) -> bool:
+    """Whether an entry of ``pythonpath`` holds a ``benchtrail`` or ``torch`` package (a checkout's own worker)."""
+    return any(Path(p, name).exists() for p in pythonpath.split(os.pathsep) if p for name in ("benchtrail", "torch"))
+
+
+def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
+               lease: bool = False) -> WorkerServer | None:
+    """A server for the checkout that ``env``'s ``PYTHONPATH`` imports; None where workers are spawned
+    (``method`` or else ``BENCHTRAIL_WORKER_START`` is ``spawn``, or the checkout's worker predates the
+    server: remembered, so it is tried once). A server imports ``benchtrail`` from ``PYTHONPATH`` or
+    site-packages, not from a working directory (it lives in ``build_tools/``).
+
+    The server started for that ``PYTHONPATH`` when there is one; else, when no entry holds its own
+    ``benchtrail`` or ``torch`` (and no server refused it), any server started for such a checkout that serves
+    others (``pythonpath`` in its features, ``benchtrail.worker.server``: the arms of a paired run of a project
+    that imports an installed benchtrail share one, which also gives both arms' processes one address-space
+    layout, docs/statistics.md); else a new one, started in ``cwd`` (in ``sys.prefix`` when shareable: it may
+    outlive ``cwd``; each job runs in its own working directory). ``lease``: the caller runs a job on it and
+    calls :func:`release` after; a leased server is never handed out again meanwhile (a duet's two arms run
+    at once: the second gets another server), nor stopped to make room."""
+    if (method or start_method()) == "spawn":
+        return None
+    key = (env.get("PYTHONPATH", ""), sys.executable)
+    with _LOCK:
+        if key in _NO_SERVER:
+            return None
+        shareable = key not in _REFUSED and not _imports_own_benchtrail_or_torch(key[0])
+
+        def usable(s: WorkerServer) -> bool:
+            return not (lease and s.busy) and (s.key == key or shareable and s.shareable and "pythonpath" in s.features)
+
+        server = (next((s for s in reversed(_SERVERS) if s.key == key and usable(s)), None)
+                  or next((s for s in reversed(_SERVERS) if usable(s)), None))
+        if server is None:
+            idle = [s for s in _SERVERS if not s.busy]
+            for old in idle[:max(len(_SERVERS) - MAX_SERVERS + 1, 0)]:
+                _SERVERS.remove(old)
+                old.close()
+            try:
+                # A server other checkouts may share outlives this one's folder (a paired run's base worktree):
+                # it starts in a folder that stays, holding no modules (its jobs run in their own).
+                server = WorkerServer(env, Path(sys.prefix) if shareable else cwd)
+            except ServerUnavailable:
+                _NO_SERVER.add(key)
+                return None
+            server.key, server.shareable = key, shareable
+        else:
+            _SERVERS.remove(server)
+        _SERVERS.append(server)  # most recently used last
+        if lease:
+            server.busy = True
+        return server
+
+
+def release(server: WorkerServer) -> None:
+    """End the lease of :func:`server_for`."""
+    with _LOCK:
+        server.busy = False
+
+
+@atexit.register
+def close_servers() -> None:
+    """Stop every server (at exit, and in tests)."""
+    with _LOCK:
+        for server in _SERVERS:
+            server.close()
+        _SERVERS.clear()
+        _NO_SERVER.clear()
+        _REFUSED.clear()
+
+
+def run_leased(server: WorkerServer, server_env: dict[str, str], cwd: Path | None, method: str | None,
+            run: Callable[[WorkerServer], tuple[int | None, str]]) -> tuple[int | None, str]:
+    """``run(server)`` on the leased ``server``, released after; a job it refuses runs on a server of its own
+    ``PYTHONPATH``, started for it. A server that died is dropped and stopped.
+
+    Raises:
+        ServerUnavailable: the server died.
+    """
+    current: WorkerServer | None = server
+    try:
+        try:
+            return run(server)
+        except Refused:
+            with _LOCK:
+                _REFUSED.add((server_env.get("PYTHONPATH", ""), sys.executable))
+            release(server)
+            current = server_for(server_env, cwd, method, lease=True)
+            if current is None:
+                raise ServerUnavailable("the checkout's worker could not start a server of its own") from None
+            return run(current)
+    except ServerUnavailable:
+        if current is not None:
+            with _LOCK:
+                if current in _SERVERS:
+                    _SERVERS.remove(current)
+            current.close()
+        raise
+    finally:
+        if current is not None:
+            release(current)
