@@ -164,14 +164,19 @@ def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_wo
 
 
 def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets_a_server_of_its_own(tmp_path):
-    # An entry holding an `fnmatch` folder (the server imported the standard library's fnmatch): a worker forked
-    # from the shared server could not import that entry's version, so the server refuses and one is started for it.
+    # An entry holding its own `fnmatch.py` (a working copy of the standard library's, which the server imported): a
+    # worker forked from the shared server could not import that entry's version, so the server refuses the job and
+    # one is started for that PYTHONPATH, which imports the entry's copy as a fresh interpreter would.
+    import fnmatch
+    import shutil
+
     from benchtrail.runner import servers
     from benchtrail.worker.server import refusal
 
     log = tmp_path / "imports.txt"
     env = _checkout(tmp_path / "c", 3)
-    (tmp_path / "c" / "fnmatch").mkdir()
+    shutil.copy(fnmatch.__file__, tmp_path / "c" / "fnmatch.py")
+    (tmp_path / "c" / "logging").mkdir()  # a folder of data, no package: it shadows nothing
     assert workers.run_in_worker(_arm_request(log), 60, 1, env=_checkout(tmp_path / "a", 1) | {
         "BENCHTRAIL_TEST_BUILDS": str(log)}, method="fork").ok  # a shared server is running
     response = workers.run_in_worker(_arm_request(log), 60, 1, env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
@@ -181,7 +186,10 @@ def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets
     key = (workers._server_environment(workers._environment(1, env), env)["PYTHONPATH"], sys.executable)
     (own,) = [s for s in servers._SERVERS if s.key == key]
     assert key in servers._REFUSED and not own.shareable and "pythonpath" in own.features
-    assert "fnmatch" in refusal([str(tmp_path / "c")]) and refusal(None) is None
+    assert "(fnmatch)" in refusal([str(tmp_path / "c")]) and refusal(None) is None
+    (tmp_path / "c" / "fnmatch.py").unlink()
+    assert refusal([str(tmp_path / "c")]) is None  # `logging/` without __init__.py
+    assert not servers._shareable(f"{tmp_path / 'a'}{os.pathsep}lib")  # a relative entry: the server's own folder
 
 
 def test_a_leased_server_is_never_handed_to_a_second_caller_until_released(tmp_path):

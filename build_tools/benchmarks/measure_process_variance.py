@@ -108,13 +108,16 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
         SystemExit: the worker did not answer ``ok``.
     """
     with tempfile.TemporaryDirectory(prefix="measure-fork-new-") as tmp:
-        cwd = Path(tmp) if method == "fork-new" else None
+        # fork-new: a PYTHONPATH of its own, with a relative entry (the server's own folder, `tmp`), is never
+        # shared (benchtrail.runner.servers): it gets a server of its own, stopped after
+        env = ({"PYTHONPATH": os.pathsep.join(filter(None, (workers.worker_pythonpath(), ".")))}
+               if method == "fork-new" else None)
         start = time.monotonic()
         response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
-                                 cwd=cwd, method="spawn" if method == "spawn" else "fork")
+                                 env=env, cwd=Path(tmp) if env else None, method="spawn" if method == "spawn" else "fork")
         wall = time.monotonic() - start
-        if method == "fork-new":  # a server for this process alone: stop it (the next one starts anew)
-            workers.close_servers()
+        if env is not None:
+            workers.close_servers(env["PYTHONPATH"])
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
     return tuple(response.samples), wall

@@ -56,9 +56,13 @@ class WorkerServer:
     def __init__(self, env: dict[str, str], cwd: Path | None) -> None:
         # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no cleanup).
         self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
-        self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=cwd,
-                                     start_new_session=True)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=cwd,
+                                         start_new_session=True)
+        except OSError as exc:  # e.g. a working directory that is gone
+            self.log.close()
+            raise ServerUnavailable(f"the worker server could not start: {exc}") from exc
         self._buffer = b""
         hello = self._read(time.monotonic() + SERVER_START_TIMEOUT_S)
         if not hello or "server" not in hello:
@@ -192,9 +196,13 @@ _LIVE: set[int] = set()
 MAX_SERVERS = 3
 
 
-def _imports_own_benchtrail_or_torch(pythonpath: str) -> bool:
-    """Whether an entry of ``pythonpath`` holds a ``benchtrail`` or ``torch`` package (a checkout's own worker)."""
-    return any(Path(p, name).exists() for p in pythonpath.split(os.pathsep) if p for name in ("benchtrail", "torch"))
+def _shareable(pythonpath: str) -> bool:
+    """Whether checkouts with ``pythonpath`` may fork from a server started for another: every entry is an absolute
+    folder path (a relative or empty one means the working directory a server starts in; a file, a zip, is not
+    looked into), and none holds a ``benchtrail`` or ``torch`` of its own (a checkout's own worker)."""
+    entries = pythonpath.split(os.pathsep) if pythonpath else []
+    return all(os.path.isabs(p) and not os.path.isfile(p) and not any(Path(p, n).exists() for n in ("benchtrail", "torch"))
+               for p in entries)
 
 
 def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
@@ -218,7 +226,7 @@ def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
     with _LOCK:
         if key in _NO_SERVER:
             return None
-        shareable = key not in _REFUSED and not _imports_own_benchtrail_or_torch(key[0])
+        shareable = key not in _REFUSED and _shareable(key[0])
 
         def usable(s: WorkerServer) -> bool:
             return not (lease and s.busy) and (s.key == key or shareable and s.shareable and "pythonpath" in s.features)
@@ -253,14 +261,16 @@ def release(server: WorkerServer) -> None:
 
 
 @atexit.register
-def close_servers() -> None:
-    """Stop every server (at exit, and in tests)."""
+def close_servers(pythonpath: str | None = None) -> None:
+    """Stop every server (at exit, and in tests), and forget which checkouts had none or were refused; with
+    ``pythonpath``, only the idle servers started for that ``PYTHONPATH``."""
     with _LOCK:
-        for server in _SERVERS:
+        for server in [s for s in _SERVERS if pythonpath is None or (s.key[0] == pythonpath and not s.busy)]:
+            _SERVERS.remove(server)
             server.close()
-        _SERVERS.clear()
-        _NO_SERVER.clear()
-        _REFUSED.clear()
+        if pythonpath is None:
+            _NO_SERVER.clear()
+            _REFUSED.clear()
 
 
 def run_leased(server: WorkerServer, server_env: dict[str, str], cwd: Path | None, method: str | None,

@@ -58,32 +58,40 @@ SERVER_VERSION = 1
 _START_DIR = os.getcwd()
 #: The server's own ``PYTHONPATH`` entries, and the rest of its ``sys.path`` after them (stdlib, site-packages).
 _OWN_ENTRIES = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-_BASE_PATH = [p for p in sys.path[1:] if p not in _OWN_ENTRIES and os.path.abspath(p) not in _OWN_ENTRIES]
+_OWN_NORMALIZED = {os.path.normpath(os.path.abspath(p)) for p in _OWN_ENTRIES}
+_BASE_PATH = [p for p in sys.path[1:] if os.path.normpath(os.path.abspath(p)) not in _OWN_NORMALIZED]
+#: Names no ``sys.path`` entry can shadow: built into the interpreter, or the running ``__main__``.
+_UNSHADOWED = frozenset(sys.builtin_module_names) | {"__main__"}
 
 
 def top_level_names(entries: list[str]) -> set[str]:
-    """The top-level module names that the ``sys.path`` entries (folders) provide: packages and namespace
-    folders, ``.py`` files and extension modules; unreadable entries provide none."""
+    """The top-level module names that the ``sys.path`` entries (folders) provide: regular packages (a folder
+    with ``__init__.py``; a namespace folder never shadows a module), ``.py`` and ``.pyc`` files and extension
+    modules; an entry that is a file (a zip) provides ``*``, as any name; unreadable entries provide none."""
     names = set()
     for entry in entries:
+        if os.path.isfile(entry):
+            names.add("*")
+            continue
         try:
             items = os.listdir(entry)
         except OSError:
             continue
         for item in items:
             stem, _, suffix = item.partition(".")
-            if stem.isidentifier() and (not suffix and os.path.isdir(os.path.join(entry, item))
-                                        or suffix == "py" or suffix.endswith(("so", "pyd"))):
+            if stem.isidentifier() and (not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py"))
+                                        or suffix in ("py", "pyc") or suffix.endswith(("so", "pyd"))):
                 names.add(stem)
-    return names
+    return names - _UNSHADOWED
 
 
-def refusal(entries: list[str] | None) -> str | None:
-    """Why a job with ``PYTHONPATH`` ``entries`` cannot be forked from this server (module docstring), or None."""
+def refusal(entries: list[str] | None, cwd: str | None = None) -> str | None:
+    """Why a job with ``PYTHONPATH`` ``entries`` (and working directory ``cwd``, first on its ``sys.path``)
+    cannot be forked from this server (module docstring), or None."""
     if entries is None or entries == _OWN_ENTRIES:
         return None
-    imported = {name.partition(".")[0] for name in list(sys.modules)}
-    clash = sorted(top_level_names([*entries, *_OWN_ENTRIES]) & imported)
+    imported = {name.partition(".")[0] for name in list(sys.modules)} | {"*"}
+    clash = sorted(top_level_names([*([cwd] if cwd else []), *entries, *_OWN_ENTRIES]) & imported)
     if clash:
         return (f"its PYTHONPATH or the server's provides modules the server has imported ({', '.join(clash[:5])}); "
                 "it needs a server of its own")
@@ -183,14 +191,14 @@ def serve(stdin: TextIO, channel: int) -> int:
         if not line.strip():
             continue
         job = json.loads(line)
-        why = refusal(job.get("pythonpath"))
-        if why:
-            say({"refused": why})
-            continue
         if job.get("compiles", True):  # a runner from before the key: as before, everything imported
             _preload_compilers()
         if job.get("inductor"):
             _probe_inductor()
+        why = refusal(job.get("pythonpath"), job.get("cwd"))  # after the imports above: they are the child's too
+        if why:
+            say({"refused": why})
+            continue
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
