@@ -72,8 +72,8 @@ class WorkerServer:
         self.served_versions = tuple(hello.get("served_versions", (1,)))
         self.features = tuple(hello.get("features", ()))  # benchtrail.worker.protocol.FEATURES; none before them
         self.busy = False  # running a job for a caller that leased it (server_for)
-        self.key = (env.get("PYTHONPATH", ""), sys.executable)  # what it was started for, and whether checkouts
-        self.shareable = False  # of other keys may use it (both set by server_for)
+        self.key = (env.get("PYTHONPATH", ""), sys.executable)  # the checkout it was started for
+        self.shareable = False  # whether other checkouts may use it (set by server_for)
 
     def _log_tail(self) -> str:
         try:
@@ -245,7 +245,7 @@ def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
             except ServerUnavailable:
                 _NO_SERVER.add(key)
                 return None
-            server.key, server.shareable = key, shareable
+            server.shareable = shareable
         else:
             _SERVERS.remove(server)
         _SERVERS.append(server)  # most recently used last
