@@ -20,8 +20,9 @@ from typing import Any
 from pathlib import Path
 
 from benchtrail.project import import_root
-from benchtrail.runner.servers import (MAX_SERVERS, SERVER_START_TIMEOUT_S, START_METHODS, ServerUnavailable,  # noqa: F401
-                                       WorkerServer, run_leased, close_servers, kill_live_workers, server_for,
+# WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
+from benchtrail.runner.servers import (ServerUnavailable, WorkerServer, close_servers, kill_live_workers,  # noqa: F401
+                                       run_leased, server_for,
                                        start_method)
 from benchtrail.suite.definitions import CompileMode, Task
 from benchtrail.suite.entry_points import INDUCTOR_MODES

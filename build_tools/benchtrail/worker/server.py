@@ -33,7 +33,7 @@ working directory, the job's entries, then the server's path less its own entrie
 the path ``python -m`` would start with there. What the server imported before the fork cannot be
 imported again from the job's entries, so a job whose entries (or the server's own) provide a top-level
 module the server has imported (``benchtrail`` of another checkout, a second ``torch``) is refused; the
-runner then starts a server for that ``PYTHONPATH`` alone (``benchtrail.runner.workers``).
+runner then starts a server for that ``PYTHONPATH`` alone (``benchtrail.runner.servers``).
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
 output to ``log``, sets ``env``, its working directory (also first on ``sys.path``, so one server
