@@ -137,7 +137,8 @@ def test_seed_compatible_runner_script(tmp_path):
     assert load_results(out).benchmarks[0].status == "ok"
 
 
-def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path):
+def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", "1")  # the default; tests/conftest.py sets 0
     out = tmp_path / "r.json"
     assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
                  "--device-name", "c2-standard-16", "--output", str(out)]) == 0
@@ -146,6 +147,21 @@ def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path):
     assert rerun["first_noise"] > 0.10 and rerun["reason"].endswith("above 10%")
     assert len(rerun["first_samples"]) == 20 and len(rerun["first_process_medians"]) == 2
     assert len(b.samples) == 20 and b.samples != tuple(rerun["first_samples"])  # the rerun's samples are kept
+
+
+@pytest.mark.parametrize("value", ["0", "yes"])
+def test_noise_rerun_off_keeps_the_first_samples_and_a_bad_value_is_refused(tmp_path, monkeypatch, capsys, value):
+    monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", value)
+    out = tmp_path / "r.json"
+    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
+                 "--device-name", "c2-standard-16", "--output", str(out)])
+    if value == "0":
+        (b,) = load_results(out).benchmarks
+        assert code == 0 and b.status == "ok" and "rerun" not in b.details and len(b.samples) == 20
+        assert len(b.details["process_medians"]) == 2 and b.details["process_starts"] == 2  # one attempt
+    else:
+        assert code == 1 and not out.exists() and not list(tmp_path.glob("r.json*"))
+        assert "BENCHTRAIL_NOISE_RERUN='yes': allowed: 1" in capsys.readouterr().err
 
 
 def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_cases(tmp_path):

@@ -25,7 +25,7 @@ from benchtrail.results.schema import ResultsFile
 from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
 from benchtrail.runner.compile_modules import compile_modules
 from benchtrail.runner.environment import collect_environment, torch_version
-from benchtrail.runner.run_cases import Journal, run_cases
+from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.suite.export import (export_object, load_compilation, load_execution,
                                      load_run_tasks)
@@ -113,10 +113,13 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
     run``) nothing is run or written (:func:`check_cuda`); without it every case is recorded
     ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
+    A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``
+    (``benchtrail.runner.run_cases.noise_rerun_enabled``).
 
     Raises:
         UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
-            ``refuse_without_cuda`` and the device needs CUDA that this machine lacks.
+            ``refuse_without_cuda`` and the device needs CUDA that this machine lacks; a bad
+            ``BENCHTRAIL_NOISE_RERUN``.
     """
     devices = load_execution(run_configs)
     if device_name not in devices:
@@ -137,6 +140,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
             raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in {run_configs}")
     if refuse_without_cuda:
         check_cuda(device_name, rcs)
+    rerun = noise_rerun_enabled()  # a bad BENCHTRAIL_NOISE_RERUN stops the stage before it writes anything
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
@@ -152,7 +156,8 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                       "running the rest")
     todo = tuple(rc for rc in rcs if rc.id not in finished)
     with track(f"run {device_name}", len(todo)) as report:
-        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda)
+        new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda,
+                        rerun=rerun)
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))

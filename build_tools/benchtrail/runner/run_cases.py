@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from benchtrail.errors import UserError
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.results.schema import BenchmarkRecord, metric_direction
@@ -135,10 +137,30 @@ def _with_rerun(first: dict[str, Any], rerun: dict[str, Any], first_noise: float
                       "first_warmup_ms": first["warmup_ms"], "first_phase_times_ms": first["phase_times_ms"]}}
 
 
+#: Environment variable that turns the noise rerun off (``0``) or on (``1``, the default; unset or empty too).
+NOISE_RERUN_ENV = "BENCHTRAIL_NOISE_RERUN"
+
+
+def noise_rerun_enabled() -> bool:
+    """Whether the run stage reruns a noisy case: ``BENCHTRAIL_NOISE_RERUN`` is ``1``, unset or empty.
+
+    ``0`` saves the rerun's run time (it doubles a noisy case's) where that matters more than a second draw:
+    a budget-bound CI job, or this project's tests, which check what runs record, not how precisely they measure.
+
+    Raises:
+        UserError: any other value, naming the variable, the value and the allowed ones.
+    """
+    value = os.environ.get(NOISE_RERUN_ENV, "")
+    if value not in ("", "0", "1"):
+        raise UserError(f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
+                        f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), or unset")
+    return value != "0"
+
+
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
-                                env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """:func:`run_module_cases`, then the cases whose samples' IQR/median exceeds ``NOISE_RERUN`` (10%)
-    once more, together.
+                                env: dict[str, str] | None = None, rerun: bool = True) -> dict[str, dict[str, Any]]:
+    """:func:`run_module_cases`, then (with ``rerun``) the cases whose samples' IQR/median exceeds
+    ``NOISE_RERUN`` (10%) once more, together.
 
     The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
     would bias the result towards lucky runs); the first run's samples, process medians, noise,
@@ -146,11 +168,11 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
     ``noisy`` in the comparison and never gated.
     """
     first = run_module_cases(rcs, module_dir, env)
-    noisy = {rc.id: n for rc in rcs if (n := _noisy(first[rc.id])) is not None}
+    noisy = {rc.id: n for rc in rcs if (n := _noisy(first[rc.id])) is not None} if rerun else {}
     if not noisy:
         return first
-    rerun = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
-    return {**first, **{i: _with_rerun(first[i], rerun[i], n) for i, n in noisy.items()}}
+    second = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
+    return {**first, **{i: _with_rerun(first[i], second[i], n) for i, n in noisy.items()}}
 
 
 def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
@@ -219,10 +241,11 @@ def run_cases(
     modules_dir: Path | None = None,
     on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
     cuda: bool = True,
+    rerun: bool = True,
 ) -> list[BenchmarkRecord]:
-    """Run every case (a noisy case once more), the cases of one module together in each of their fresh
-    worker processes (:func:`run_module_cases`); a failing case never stops the others. Records come
-    back in the order of ``run_configs``.
+    """Run every case (with ``rerun``, a noisy case once more: :func:`run_module_cases_with_rerun`), the cases
+    of one module together in each of their fresh worker processes (:func:`run_module_cases`); a failing
+    case never stops the others. Records come back in the order of ``run_configs``.
 
     ``modules_dir`` is the run directory whose ``modules/<slug(name)>/`` hold export and AOTInductor artifacts;
     a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
@@ -242,7 +265,7 @@ def run_cases(
         if not cuda:
             problems |= {rc.id: NO_CUDA_REASON for rc in group if rc.target_device.architecture is Architecture.CUDA}
         ready = [rc for rc in group if not problems.get(rc.id)]
-        responses = run_module_cases_with_rerun(ready, module_dir, env) if ready else {}
+        responses = run_module_cases_with_rerun(ready, module_dir, env, rerun) if ready else {}
         for rc in group:
             problem = problems.get(rc.id)
             response = {"status": "failed", "reason": problem} if problem else responses[rc.id]
