@@ -403,3 +403,28 @@ def test_the_dashboard_index_in_headless_chromium_shows_commit_subjects_and_date
         f"{shas[0][:7]} 2026-11-01 Add the mlp model run-a/1",
     ]
     assert "gap one" not in dom
+
+
+def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_its_own_axes():
+    """The page's figure is written unvalidated (plotly.io.to_html(validate=False)); here plotly validates it,
+    and each series' median trace sits on the subplot whose title is its name, with its unit on the y axis."""
+    import plotly.graph_objects as go
+
+    from benchtrail.history.dashboard import _figure
+    from benchtrail.history.model import Point, Series
+
+    commits = ["a" * 40, "b" * 40]
+    units = ("us", "bytes", "count")  # 3 series in 2 columns: the grid's fourth cell stays empty
+    series = [Series(f"id-{k}", f"s{k}.eager", "execution", "latency", unit, "laptop", ("p",), "eager", None,
+                     tuple(Point(c, "r", 1, 10.0 + k, 1.0, 9.0, 12.0, 5, "ok", 9.5, 10.5) for c in commits))
+              for k, unit in enumerate(units)]
+    figure = go.Figure(_figure(series, commits))  # raises on a property plotly does not know
+    layout = figure.layout
+    assert [a.text for a in layout.annotations] == ["s0.eager", "s1.eager", "s2.eager"]
+    medians = [t for t in figure.data if t.mode == "lines+markers"]
+    assert [t.name for t in medians] == ["s0.eager", "s1.eager", "s2.eager"]
+    assert [(t.xaxis, t.yaxis) for t in medians] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
+    assert [layout[f"yaxis{n}"].title.text for n in ("", "2", "3")] == ["µs per iteration", "bytes", "count"]
+    assert list(layout.xaxis3.categoryarray) == ["a" * 7, "b" * 7] and layout.xaxis3.type == "category"
+    assert [t.y for t in medians] == [(10.0, 10.0), (11.0, 11.0), (12.0, 12.0)]
+    assert layout.template.layout.plot_bgcolor == "white"  # plotly_white, expanded as the dict carries it
