@@ -26,6 +26,14 @@ def test_pipeline_checks_thresholds_and_base_commit_before_running(tmp_path, cap
     assert time.monotonic() - start < 20 and not (store / "runs").exists()
 
 
+def test_pipeline_checks_the_noise_rerun_setting_before_creating_a_run(tmp_path, capsys, monkeypatch):
+    store = tmp_path / "store"
+    monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", "off")
+    assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(store)]) == 1
+    assert "BENCHTRAIL_NOISE_RERUN='off': allowed: 1" in capsys.readouterr().err
+    assert not (store / "runs").exists() and not (store / "commits").exists()
+
+
 def test_run_refuses_an_existing_output_before_running(tmp_path, capsys):
     out = tmp_path / "r.json"
     out.write_text("precious")

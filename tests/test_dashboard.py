@@ -424,6 +424,14 @@ def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_
     medians = [t for t in figure.data if t.mode == "lines+markers"]
     assert [t.name for t in medians] == ["s0.eager", "s1.eager", "s2.eager"]
     assert [(t.xaxis, t.yaxis) for t in medians] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
+    bands = [t for t in figure.data if t.mode == "lines"]  # p75 then p25 (filled to it) per series
+    assert [(t.xaxis, t.yaxis, t.fill) for t in bands] == [(a, b, f) for a, b in (("x", "y"), ("x2", "y2"), ("x3", "y3"))
+                                                           for f in (None, "tonexty")]
+    assert [t.y for t in bands[:2]] == [(10.5, 10.5), (9.5, 9.5)]
+    # Each title sits over its own axes: the annotation's x is the middle of that axes' domain.
+    for a, n in zip(layout.annotations, ("", "2", "3")):
+        domain = layout[f"xaxis{n}"].domain
+        assert a.x == pytest.approx((domain[0] + domain[1]) / 2) and a.font.size == 11
     assert [layout[f"yaxis{n}"].title.text for n in ("", "2", "3")] == ["µs per iteration", "bytes", "count"]
     assert list(layout.xaxis3.categoryarray) == ["a" * 7, "b" * 7] and layout.xaxis3.type == "category"
     assert [t.y for t in medians] == [(10.0, 10.0), (11.0, 11.0), (12.0, 12.0)]

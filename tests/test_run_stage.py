@@ -147,6 +147,7 @@ def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path, monkeypatch):
     assert rerun["first_noise"] > 0.10 and rerun["reason"].endswith("above 10%")
     assert len(rerun["first_samples"]) == 20 and len(rerun["first_process_medians"]) == 2
     assert len(b.samples) == 20 and b.samples != tuple(rerun["first_samples"])  # the rerun's samples are kept
+    assert load_results(out).run["noise_rerun"] is True
 
 
 @pytest.mark.parametrize("value", ["0", "yes"])
@@ -159,6 +160,7 @@ def test_noise_rerun_off_keeps_the_first_samples_and_a_bad_value_is_refused(tmp_
         (b,) = load_results(out).benchmarks
         assert code == 0 and b.status == "ok" and "rerun" not in b.details and len(b.samples) == 20
         assert len(b.details["process_medians"]) == 2 and b.details["process_starts"] == 2  # one attempt
+        assert load_results(out).run["noise_rerun"] is False
     else:
         assert code == 1 and not out.exists() and not list(tmp_path.glob("r.json*"))
         assert "BENCHTRAIL_NOISE_RERUN='yes': allowed: 1" in capsys.readouterr().err

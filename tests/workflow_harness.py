@@ -467,9 +467,10 @@ class _Run:
     def process_env(self, workspace: Path, temp: Path, step_env: dict[str, str],
                     files: dict[str, Path], runner_env: dict[str, str] | None = None) -> dict[str, str]:
         g = self.github
-        # BENCHTRAIL_NOISE_RERUN as a self-hosted runner's .env file would set it (tests/conftest.py sets 0)
-        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "TZ", "BENCHTRAIL_NOISE_RERUN")
-               if k in os.environ}
+        # BENCHTRAIL_NOISE_RERUN and AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL as a self-hosted runner's .env file
+        # would set them (tests/conftest.py sets both)
+        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "TZ", "BENCHTRAIL_NOISE_RERUN",
+                                          "AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL") if k in os.environ}
         env.update({
             "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace), "RUNNER_TEMP": str(temp),
             "GITHUB_EVENT_NAME": g["event_name"], "GITHUB_EVENT_PATH": str(self.event_path),

@@ -19,6 +19,10 @@ from benchtrail.cli.options import (EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRES
                                     thresholds_parent)
 from benchtrail.errors import UserError
 
+#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in --help.
+NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once more; BENCHTRAIL_NOISE_RERUN=0 turns "
+                    "that off (1, unset or empty: on), recorded as run.noise_rerun in the results (docs/statistics.md).")
+
 
 def add_stage_parsers(subparsers: Any) -> None:
     """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -42,7 +46,8 @@ def add_stage_parsers(subparsers: Any) -> None:
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
     p.set_defaults(func=cmd_compile)
 
-    p = subparsers.add_parser("run", parents=[filter_parent()], help="run one device's shard of an execution export")
+    p = subparsers.add_parser("run", parents=[filter_parent()], help="run one device's shard of an execution export",
+                              epilog=NOISE_RERUN_HELP)
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices); a CUDA "
                    "device on a machine where torch sees no GPU is refused before its first case (exit 1)")
@@ -62,7 +67,8 @@ def add_stage_parsers(subparsers: Any) -> None:
 def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
     p = subparsers.add_parser("pipeline", parents=[presets_parent(), filter_parent(), thresholds_parent(),
-                                                   quarantine_parent()], help="the main job, end to end")
+                                                   quarantine_parent()], help="the main job, end to end",
+                              epilog=NOISE_RERUN_HELP)
     p.add_argument("--store", help=STORE_HELP)
     add_any_origin_argument(p)
     p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")

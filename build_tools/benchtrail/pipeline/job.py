@@ -30,6 +30,7 @@ from benchtrail.compare.rules import load_quarantine
 from benchtrail.results.io import load_results_paths
 from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
 from benchtrail.pipeline.recheck import recheck_run
+from benchtrail.runner.run_cases import noise_rerun_enabled
 from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
                                        report_baselines)
 from benchtrail.store import open_store
@@ -107,11 +108,13 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     this run outside CI, and the reverse (``benchtrail.results.baseline_key``).
 
     Raises:
-        UserError: bad presets, an unwritable store, or a ``base_commit`` with no stored run.
+        UserError: bad presets, an unwritable store, a ``base_commit`` with no stored run, or a bad
+            ``BENCHTRAIL_NOISE_RERUN`` (``benchtrail.runner.run_cases.noise_rerun_enabled``).
     """
     # Bad input fails now, not after the benchmarks have run.
     load_thresholds(thresholds)
     load_quarantine(quarantine)
+    noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "

@@ -160,7 +160,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                         rerun=rerun)
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
-    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards))
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards), noise_rerun=rerun)
     results = ResultsFile(commit, dirty, run, environment, tuple(records))
     path = write_results(output, results)
     write_documents(output.parent / "docs", results)

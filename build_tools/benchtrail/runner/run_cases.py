@@ -151,10 +151,10 @@ def noise_rerun_enabled() -> bool:
         UserError: any other value, naming the variable, the value and the allowed ones.
     """
     value = os.environ.get(NOISE_RERUN_ENV, "")
-    if value not in ("", "0", "1"):
+    if value.strip() not in ("", "0", "1"):
         raise UserError(f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
-                        f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), or unset")
-    return value != "0"
+                        f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), unset or empty (as 1)")
+    return value.strip() != "0"
 
 
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
@@ -173,11 +173,6 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
         return first
     second = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
     return {**first, **{i: _with_rerun(first[i], second[i], n) for i, n in noisy.items()}}
-
-
-def run_case_with_rerun(rc: RunConfig, module_dir: Path | None = None) -> dict[str, Any]:
-    """:func:`run_module_cases_with_rerun` of one case."""
-    return run_module_cases_with_rerun([rc], module_dir)[rc.id]
 
 
 def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> BenchmarkRecord:
