@@ -19,7 +19,8 @@ from benchtrail.cli.options import (EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRES
                                     thresholds_parent)
 from benchtrail.errors import UserError
 
-#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in --help.
+#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in --help; 10% is
+#: ``benchtrail.stats.inference.NOISE_RERUN``, written out here so that the CLI's start imports no numpy or scipy.
 NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once more; BENCHTRAIL_NOISE_RERUN=0 turns "
                     "that off (1, unset or empty: on), recorded as run.noise_rerun in the results (docs/statistics.md).")
 

@@ -54,6 +54,7 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
     building them as validated ``graph_objects`` took 7.0 s for 200 series here, 0.7-0.9 s now (docs/history.md).
     """
     from plotly.colors import qualitative
+    from plotly.io import templates
     from plotly.subplots import make_subplots
 
     cols = min(COLUMNS, len(series))
@@ -88,8 +89,6 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
                               "%{customdata[2]}<br>run %{customdata[3]}<extra></extra>"), **refs})
         layout[f"yaxis{axis}"].update(title={"text": unit, "font": {"size": 10}})
         layout[f"xaxis{axis}"].update(type="category", categoryorder="array", categoryarray=x)
-    from plotly.io import templates
-
     layout.update(height=ROW_HEIGHT * rows + 120, showlegend=True, template=templates["plotly_white"].to_plotly_json(),
                   margin={"t": 60}, legend={"font": {"size": 10}})
     for annotation in layout.get("annotations", []):

@@ -151,10 +151,11 @@ def noise_rerun_enabled() -> bool:
         UserError: any other value, naming the variable, the value and the allowed ones.
     """
     value = os.environ.get(NOISE_RERUN_ENV, "")
-    if value.strip() not in ("", "0", "1"):
+    setting = value.strip()
+    if setting not in ("", "0", "1"):
         raise UserError(f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
                         f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), unset or empty (as 1)")
-    return value.strip() != "0"
+    return setting != "0"
 
 
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
@@ -168,7 +169,9 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
     ``noisy`` in the comparison and never gated.
     """
     first = run_module_cases(rcs, module_dir, env)
-    noisy = {rc.id: n for rc in rcs if (n := _noisy(first[rc.id])) is not None} if rerun else {}
+    if not rerun:
+        return first
+    noisy = {rc.id: n for rc in rcs if (n := _noisy(first[rc.id])) is not None}
     if not noisy:
         return first
     second = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
