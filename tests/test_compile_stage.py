@@ -118,6 +118,8 @@ def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_pa
     execution = jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
     out = tmp_path / "results.json"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))  # only the run's cache is warm
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the AOTInductor loader unpacks its package
     assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
                  "--modules-dir", str(run_dir), "--output", str(out)]) == 0
     by_name = {b.name: b for b in load_results(out).benchmarks}
@@ -132,6 +134,9 @@ def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_pa
     assert [d["fxgraph_cache_miss"] for d in cases] == [0, 0], cases
     assert sum(d["fxgraph_cache_hit"] for d in cases) >= 2 * 2, cases  # at least the 2 graphs in each process
     assert not (tmp_path / "empty-cache").exists()
+    # Each forked worker that loaded the AOTInductor package removed the folder its loader unpacked it into
+    # (the loader's destructor does; a forked worker ends by os._exit, so it releases the module first).
+    assert not list((tmp_path / "tmp").glob("aotinductor_*"))
     # Without that cache the first process compiles the graphs (misses) into the cache Inductor is given.
     out = tmp_path / "no-cache.json"
     assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",

@@ -152,6 +152,14 @@ def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Te
 _BUILT: dict[tuple[str, str], Any] = {}
 
 
+def release_modules() -> None:
+    """Drop the module this process built or loaded, and collect it, before a forked worker ends by
+    ``os._exit`` (which runs no destructor): an AOTInductor package's loader (``AOTIModelPackageLoader``,
+    C++) removes the ``/tmp/aotinductor_*`` folder it extracted the package into only in its destructor."""
+    _BUILT.clear()
+    gc.collect()
+
+
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
             profile: dict[str, Any] | None = None, duet: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.

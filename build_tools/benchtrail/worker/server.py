@@ -163,13 +163,14 @@ def _child(job: dict[str, Any], channel: int) -> int:
         os.chdir(job["cwd"])
     import torch
 
-    from benchtrail.worker.main import answer
+    from benchtrail.worker.main import answer, release_modules
 
     threads = job.get("threads")
     if threads:
         torch.set_num_threads(int(threads))
     for request_path, response_path in job["jobs"]:
         answer(request_path, response_path)
+    release_modules()
     return 0
 
 
