@@ -130,6 +130,25 @@ def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
     assert path.stat().st_size > 1000
 
 
+def test_a_long_name_is_shortened_in_the_middle_and_leaves_the_axes_their_room():
+    import warnings
+
+    from benchtrail.history.plots import ratios_figure
+    from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS
+
+    assert mpl_text("a" * 30 + "$" + "b" * 40, 11) == "aaaaa…bbbbb"
+    assert mpl_text("$" + "x" * 20 + "$", 9) == "\\$xxx…xxx\\$" and mpl_text("short", 5) == "short"
+    names = ["n" * 150 + "-inference-bs1", "resnet18.inductor.inference-bs1.c2-standard-16"]
+    fig = ratios_figure(names, [1.5, 0.8], "t" * 200)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["n" * 30 + "…" + "n" * 15 + "-inference-bs1", names[1]]
+    assert len(fig.axes[0].get_title()) == MPL_TITLE_CHARS and len(labels[0]) == MPL_LABEL_CHARS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied because axes sizes collapsed to zero"
+        fig.canvas.draw()
+    assert fig.axes[0].get_position().width > 0.4  # the bars keep most of the 9-inch figure's width
+
+
 def test_dashboard_page_escapes_names_in_titles_legend_and_hover(tmp_path):
     from benchtrail.history.dashboard import page_html
     from benchtrail.history.model import CommitRun, History, Point, Series

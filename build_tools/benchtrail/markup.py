@@ -72,10 +72,24 @@ def plotly_text(text: object) -> str:
     return html_text(text).replace("$", "&#36;")
 
 
-def mpl_text(text: object) -> str:
+#: Most characters of a series label (tick, legend) and of a title in our matplotlib figures: a longer name
+#: keeps its start and end around "…" (:func:`mpl_text`), so that one long name cannot squeeze a panel to
+#: nothing (a 5-inch panel at 100 DPI holds about 75 characters of an 8-point title). The full names are in
+#: the comment, the reports and the dashboard.
+MPL_LABEL_CHARS = 60
+MPL_TITLE_CHARS = 70
+
+
+def mpl_text(text: object, limit: int | None = None) -> str:
     """``text`` for a matplotlib label: every ``$`` escaped as ``\\$``, so no mathtext is parsed and
-    the text shows as given (backslashes included)."""
-    return str(text).replace("$", r"\$")
+    the text shows as given (backslashes included). With ``limit``, a text of more than ``limit``
+    characters keeps its start and its end around ``…`` (``limit`` characters in all, before escaping):
+    a label wider than its figure would squeeze the axes to nothing (constrained layout gives up)."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        tail = (limit - 1) // 2
+        text = text[:limit - 1 - tail] + "…" + text[len(text) - tail:]
+    return text.replace("$", r"\$")
 
 
 def rich_text(text: object) -> str:

@@ -32,7 +32,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocat
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.history.model import History, Series, aligned, band, page_groups, short
-from benchtrail.markup import mpl_text
+from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_text
 from benchtrail.results.schema import METRICS, UNITS
 
 #: Axis labels of the result units (the plotly pages' y axes).
@@ -182,7 +182,7 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], baseline: str | None,
         high = [hi / au.scale if hi is not None else nan for _, hi in bands]
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
-        ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s)))
+        ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
         for k, p in enumerate(points):
             if p and p.status != "ok":
                 ax.axvline(k, color="tab:red", alpha=0.4, linestyle=":")
@@ -225,7 +225,7 @@ def _draw_bars(ax: Any, panel: Panel, commit: str) -> None:
         if p is None or p.median is None:
             ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
                         color="tab:red")
-    ax.set_xticks(x, [mpl_text(panel.label(s)) for s in panel.series], rotation=30, ha="right",
+    ax.set_xticks(x, [mpl_text(panel.label(s), MPL_LABEL_CHARS) for s in panel.series], rotation=30, ha="right",
                   fontsize=6)
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
@@ -251,7 +251,7 @@ def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, *,
             _draw_bars(ax, panel, commits[0])
         else:
             _draw_lines(ax, panel, commits, baseline, change_points or {}, regressions)
-        ax.set_title(mpl_text(panel.title), fontsize=8)
+        ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)
         ax.tick_params(axis="y", labelsize=6)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(page_panels):]:
@@ -310,7 +310,7 @@ def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, Any]:
     cols = min(COLUMNS, panels)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(panel_width * cols, 3.2 * rows + 0.6), layout="constrained")
-    fig.suptitle(mpl_text(title), fontsize=10)
+    fig.suptitle(mpl_text(title, MPL_TITLE_CHARS), fontsize=10)
     return fig, fig.subplots(rows, cols, squeeze=False)
 
 
@@ -349,7 +349,7 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
         colors = ["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios]
         base = 1.0 if log else 0.0
         ax.barh(y, [r - base for r in ratios], left=base, color=colors, alpha=0.8)
-        ax.set_yticks(y, [mpl_text(n) for n in names], fontsize=7)
+        ax.set_yticks(y, [mpl_text(n, MPL_LABEL_CHARS) for n in names], fontsize=7)
         ax.invert_yaxis()
         if log:
             ax.set_xscale("log")
@@ -369,7 +369,7 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
         ax.set_yticks([])
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("ratio of medians B/A (above 1: B is larger)" + (", log scale" if log else ""), fontsize=8)
-    ax.set_title(mpl_text(title), fontsize=9)
+    ax.set_title(mpl_text(title, MPL_TITLE_CHARS), fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -430,7 +430,7 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
                     ax.hlines(float(np.median(scaled)), x - 0.25, x + 0.25, color="black", linewidth=2)
             ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)
             ax.set_xlim(-0.6, 1.6)
-            ax.set_title(mpl_text(s.name), fontsize=8)
+            ax.set_title(mpl_text(s.name, MPL_TITLE_CHARS), fontsize=8)
             set_value_axis(ax.yaxis, s.unit, au, _quantity(s.metric))
             ax.tick_params(axis="y", labelsize=6)
             ax.grid(axis="y", alpha=0.3)

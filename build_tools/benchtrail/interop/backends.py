@@ -21,7 +21,7 @@ from benchtrail import jsonio
 from benchtrail.compare.compiler_summary import execution_config as _execution_config
 from benchtrail.compare.compiler_summary import model_name
 from benchtrail.errors import UserError
-from benchtrail.markup import mpl_text
+from benchtrail.markup import MPL_LABEL_CHARS, mpl_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 
 #: Compile configs in the order of the table and of the bars; others follow alphabetically.
@@ -271,7 +271,8 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else "")) for m, t, d in groups],
+    ax.set_xticklabels([mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else ""), MPL_LABEL_CHARS)
+                        for m, t, d in groups],
                        rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
     ax.set_ylabel("speedup over eager (×, higher is faster)")
     ax.set_ylim(0, top * 1.15)
@@ -279,7 +280,7 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
     ax.set_title(f"Speedup over eager = eager median latency / config median latency\n"
                  f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
     # Proxy handles: a config without any bar (all its cases failed) still gets its own colour.
-    handles = [Patch(color=f"C{i % 10}", label=mpl_text(config)) for i, config in enumerate(configs)]
+    handles = [Patch(color=f"C{i % 10}", label=mpl_text(config, MPL_LABEL_CHARS)) for i, config in enumerate(configs)]
     ax.legend(handles=handles, title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
