@@ -1,5 +1,5 @@
 """``benchtrail init``: the files it writes, what it keeps, and that its caller workflows are the
-documented example's (tests/test_workflows.py checks those against the reusable workflows)."""
+documented example's (tests/test_workflow_call.py checks those against the reusable workflows)."""
 
 import json
 import subprocess
