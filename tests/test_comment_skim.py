@@ -210,5 +210,15 @@ def test_explain_takes_the_exact_name_the_reproduce_line_gives_and_refuses_a_sha
     with pytest.raises(UserError, match=rf"benchmark name '{re.escape(rc.name)}' is ambiguous: 2 benchmarks of this "
                                         rf"run have it \(ids {', '.join(sorted([rc.id, 'copy-of-' + rc.id]))}\); pass one id"):
         resolve(shared, rc.name)
+    # The name as the comment's tables show it for a run of one device: without ".<device>".
+    assert resolve(targets, rc.name.rsplit(".", 1)[0]) == (rc.id, targets[rc.id])
     with pytest.raises(UserError, match="no benchmark"):
-        resolve(targets, rc.name.rsplit(".", 1)[0])  # a name's prefix is not a name
+        resolve(targets, rc.name.rsplit(".", 2)[0])  # any other prefix of a name is not a name
+    everywhere = {r.id: Target(r, r.module_generation_config) for r in generate().run_configs}
+    cpu, cuda = (next(r for r in everywhere.values() if r.run_config.name == f"matmul-1024.eager.inference-bs1.{d}")
+                 for d in ("c2-standard-16", "a2-highgpu-1g"))
+    with pytest.raises(UserError, match=re.escape(
+            "benchmark 'matmul-1024.eager.inference-bs1' ran on 2 devices of this run: pass the name with its device "
+            "(matmul-1024.eager.inference-bs1.a2-highgpu-1g, matmul-1024.eager.inference-bs1.c2-standard-16)")):
+        resolve(everywhere, "matmul-1024.eager.inference-bs1")
+    assert resolve(everywhere, cpu.run_config.name)[1] is cpu and resolve(everywhere, cuda.run_config.name)[1] is cuda

@@ -103,8 +103,9 @@ def _name(target: Target) -> str:
 
 
 def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
-    """Find ``query`` as an id, a benchmark's exact name (as the comment's reproduce line gives it), or a
-    unique id prefix (>= ``MIN_PREFIX`` characters).
+    """Find ``query`` as an id, a benchmark's exact name (as the comment's reproduce line gives it), its name
+    without the ``.<device>`` suffix (as the comment's tables show it when a run has one device), or a unique
+    id prefix (>= ``MIN_PREFIX`` characters).
 
     Raises:
         UserError: nothing matches (near matches are listed), a name that several benchmarks of the run
@@ -113,6 +114,13 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
     if query in targets:
         return query, targets[query]
     named = sorted(i for i, t in targets.items() if _name(t) == query)
+    if not named:  # the name as the comment's tables show it: without the device
+        named = sorted(i for i, t in targets.items()
+                       if t.run_config and _name(t) == f"{query}.{t.run_config.target_device.name}")
+        if len(named) > 1:
+            names = sorted(_name(targets[i]) for i in named)
+            raise UserError(f"benchmark {query!r} ran on {len(named)} devices of this run: pass the name with its "
+                            f"device ({', '.join(names[:10])}{' …' if len(names) > 10 else ''})")
     if len(named) == 1:
         return named[0], targets[named[0]]
     if named:
