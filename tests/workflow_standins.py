@@ -4,7 +4,7 @@
 ``repository: */benchtrail``), ``actions/setup-python`` does nothing (the test's interpreter), the
 artifact actions keep artifacts in folders of the run, and the step named ``Install benchtrail``
 links ``.venv`` to the harness's environment. Each function takes the harness's run
-(``workflow_harness._Run``).
+(``workflow_runner._Run``).
 
 ``google-github-actions/auth`` behaves as the real action (v3, ``src/main.ts``) up to the point
 where it would call Google: exactly one of ``workload_identity_provider`` and ``credentials_json``;
