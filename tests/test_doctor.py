@@ -258,3 +258,22 @@ def test_the_comment_line_escapes_process_names_and_is_absent_when_all_passed():
     assert "busy processes is \\`evil\\` \\@someone \\<b\\> 99% (expected none)" in line and "pid" not in line
     assert runner_checks_line({"head": {"runner_checks": []}}) is None
     assert runner_checks_line({"head": {"commit": "a" * 40}}) is None  # comparison.json from before doctor
+
+
+def test_a_compilation_file_without_series_counts_under_its_hosts_device_not_its_hostname():
+    """An eager-only run's compilation file names no device; its checks are those of the runner whose run
+    file (same host) names one, so the comment says the device once (not also the host name)."""
+    from benchtrail.compare.document import failed_by_device
+    from benchtrail.results.schema import ResultsFile
+
+    def report(load):
+        return {"checks": [{"name": "load average", "value": load, "expected": "at most 1"}],
+                "failed": ["load average"]}
+
+    def file(host, load, run=None):
+        return ResultsFile("a" * 40, False, run or {}, {"hostname": host, "doctor": report(load)}, ())
+
+    files = [file("vm", "2.03"), file("vm", "1.50", {"device_name": "cpu"}), file("laptop", "3.00")]
+    assert failed_by_device(files) == [
+        {"device": "cpu", "failed": [{"name": "load average", "value": "2.03", "expected": "at most 1"}]},
+        {"device": "laptop", "failed": [{"name": "load average", "value": "3.00", "expected": "at most 1"}]}]

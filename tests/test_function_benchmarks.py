@@ -141,3 +141,53 @@ def test_a_refused_decorator_is_reported_as_itself_by_the_cli(tmp_path, monkeypa
                           f"['refused_bench']: @benchmark of refused_bench.relu ({tmp_path / 'refused_bench.py'}:4): "
                           "tasks=['inferance']: unknown 'inferance'; allowed: inference, forward, backward, jacobian")
     assert "presets:" not in err and "cannot be imported" not in err
+
+
+BENCHES = '''import torch
+from benchtrail import benchmark
+
+SCALE = 2.0  # a module constant{extra}
+
+
+def _inputs(n):
+    return (torch.ones(n),)
+
+
+@benchmark(inputs=_inputs, params={{"n": [4]}})
+def double(x):
+    return x * SCALE
+
+
+@benchmark(inputs=lambda: (torch.ones(3),))
+def square(x):
+    return {square}
+'''
+
+
+def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_path, monkeypatch):
+    """A function benchmark's hash covers its function, input factory and reference, not the whole benchmarks
+    module: a new benchmark or an edit elsewhere in the file leaves the others comparable."""
+    import importlib
+    import sys
+
+    from benchtrail.suite.content_hash import content_hash
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = tmp_path / "edited_benches.py"
+
+    def hashes(extra: str = "", square: str = "x * x") -> dict[str, str]:
+        source.write_text(BENCHES.format(extra=extra, square=square))
+        sys.modules.pop("edited_benches", None)
+        importlib.invalidate_caches()
+        suite = functions.suite_of(functions.discover(["edited_benches"]))
+        return {rc.name: content_hash(rc, "2.13.0") for rc in suite.run_configs}
+
+    before = hashes()
+    double, square = "edited_benches.double[n=4].eager.inference.cpu", "edited_benches.square.eager.inference.cpu"
+    assert sorted(before) == [double, square]
+    after_new = hashes(extra="\n\n\n@benchmark(inputs=lambda: (torch.ones(2),))\ndef added(x):\n    return -x\n")
+    assert len(after_new) == 3 and {k: after_new[k] for k in before} == before  # a benchmark added to the file
+    assert hashes(extra="  # a comment edited") == before  # an edit outside every benchmark
+    edited = hashes(square="x * x * 1.0")
+    assert edited[double] == before[double] and edited[square] != before[square]  # the edited benchmark only
+    sys.modules.pop("edited_benches", None)

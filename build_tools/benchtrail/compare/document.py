@@ -284,14 +284,20 @@ def failed_checks(report: dict[str, Any] | None) -> list[dict[str, str]]:
 def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
     """``[{device, failed: [{name, value, expected}]}]`` over results files whose ``environment.doctor`` has
     failed checks, one entry per device name (the first value of each check wins when shards disagree);
-    what comparison.json's ``head.runner_checks`` holds."""
+    what comparison.json's ``head.runner_checks`` holds. A file that names no device (a compilation file with
+    no series: an eager-only run) counts under the device of another file of its host, else under the
+    host's name."""
+    def device_of(f: ResultsFile) -> str:
+        return f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks}))
+
+    host_device = {f.environment.get("hostname"): device_of(f) for f in reversed(files) if device_of(f)}
     merged: dict[str, dict[str, dict[str, str]]] = {}
     for f in files:
         failed = failed_checks(f.environment.get("doctor"))
         if not failed:
             continue
-        device = f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})) \
-            or f.environment.get("hostname") or "?"
+        host = f.environment.get("hostname")
+        device = device_of(f) or host_device.get(host) or host or "?"
         for item in failed:
             merged.setdefault(device, {}).setdefault(item["name"], item)
     return [{"device": d, "failed": list(checks.values())} for d, checks in sorted(merged.items())]

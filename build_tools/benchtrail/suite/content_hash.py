@@ -16,16 +16,34 @@ from benchtrail.suite.definitions import Model
 
 
 def model_source_digest(model: Model) -> str:
-    """sha256 (hex) of the source files of the model's factory and reference modules.
+    """sha256 (hex) of the model's definition source: for a function benchmark (``@benchmark``, whose entry
+    point names the benchmark object) the source of its function, input factory and reference, so that an
+    edit elsewhere in the benchmarks module leaves the other benchmarks comparable; for a class-API model
+    the source files of its factory and reference modules.
 
     Raises:
         ImportError: a module named by the model's entry points cannot be imported.
+        OSError: a function benchmark's source cannot be read (``inspect.getsource``).
     """
     hasher = hashlib.sha256()
+    module_name, _, attr = model.entry_point.partition(":")
+    module = importlib.import_module(module_name)
+    bench = getattr(module, attr, None)
+    if _is_function_benchmark(bench):
+        for part in (bench.fn, bench.inputs, bench.reference):
+            if part is not None:
+                hasher.update(inspect.getsource(part).encode("utf-8"))
+        return hasher.hexdigest()
     for entry in filter(None, (model.entry_point, model.reference_entry_point)):
         module = importlib.import_module(entry.partition(":")[0])
         hasher.update(inspect.getsource(module).encode("utf-8"))
     return hasher.hexdigest()
+
+
+def _is_function_benchmark(obj: Any) -> bool:
+    from benchtrail.suite.functions import FunctionBenchmark
+
+    return isinstance(obj, FunctionBenchmark)
 
 
 def content_hash(config: Any, torch_version: str) -> str:
