@@ -286,3 +286,15 @@ def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_a
     assert (row["verdict"], row["mark"]) == ("regressed", mark)
     assert row["reason"].startswith("not confirmed: the stored baseline gave -50.0%, a paired A/B run on this "
                                     "machine +300.0%")
+
+
+def test_a_paired_run_too_noisy_to_decide_says_why_in_the_rows_reason():
+    rc = _rc()
+    comparison = _suspect(rc, "b" * 40, "regressed")
+    noisy = "IQR/median above 25% on a side: too noisy to gate; rerun on a quieter machine"
+    paired = {rc.id: {**comparison["rows"][0], "verdict": "noisy", "change": 117.4, "ci_low": 68.7,
+                      "ci_high": 268.9, "reason": noisy, "head_details": {"ab": {"rounds": 3, "level": 0.9964}}}}
+    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    assert (row["verdict"], row["mark"]) == ("noisy", None)
+    assert row["reason"] == (f"not confirmed: the stored baseline gave {comparison['rows'][0]['change']:+.1f}%, a "
+                             f"paired A/B run on this machine +117.4% (99.64% CI +68.7% to +268.9%, 3 rounds): {noisy}")

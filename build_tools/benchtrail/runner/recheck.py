@@ -122,9 +122,10 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
             ci = f"{level_text(level)} CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
             changed = paired["verdict"] in ("regressed", "improved")
             mark = _changed_mark(row, paired["verdict"], accept) if changed else None
+            why = f": {paired['reason']}" if paired["verdict"] == "noisy" and paired.get("reason") else ""
             rows.append({**row, "verdict": paired["verdict"], "mark": mark, "ab": ab,
                          "reason": f"not confirmed: the stored baseline gave {_pct(row['change'])}, a paired A/B "
-                                   f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds)"})
+                                   f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds){why}"})
         else:  # the paired run failed: say so, keep the suspicion
             rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
     updated = {**document, "rows": rows, "counts": count_rows(rows)}
