@@ -153,5 +153,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     if pin is None:
         print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says {PLACEHOLDER_REPOSITORY}@"
               f"{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
-    print("next: benchtrail pipeline   (runs the benchmarks and writes the comment into .benchtrail/store)")
+    print("next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
+          ".benchtrail/store; each run is recorded under its commit)")
     return 0

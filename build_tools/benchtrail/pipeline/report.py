@@ -217,10 +217,15 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
     git repository, or the commit is not in it): the dashboard never fails the run. ``trust``
     (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs are drawn.
     """
+    from benchtrail.git import UNKNOWN_COMMIT
     from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.collect import collect_history
     from benchtrail.history.plots import plot_history_png
 
+    if commit == UNKNOWN_COMMIT:
+        console.print("[yellow]no dashboard[/]: this run has no commit (the repository has none yet, or this is "
+                      "not a git checkout): commit, and the next run draws its history")
+        return None
     try:
         history = collect_history(store, repo, commit, max_commits,
                                   pending=(run_id, attempt, load_results_paths([run_dir])), trust=trust)
