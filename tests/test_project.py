@@ -53,7 +53,11 @@ def _pyproject(repo: Path, table: str) -> Path:
     ('suite = "my_benchmarks.suite:generate"\ncolour = "red"\n',
      "unknown key(s) 'colour' in [tool.benchtrail]; allowed keys: " + ", ".join(KEYS)),
     ('suite = "my_benchmarks.suite"\n', "suite = 'my_benchmarks.suite' is not 'package.module:function'"),
-    ('presets = 3\n', "presets must be a non-empty string, got 3"),
+    ('presets = 3\n', "presets must be a preset name, a comma-separated string of them or a non-empty list of "
+                     "names (strings), got 3"),
+    ('presets = ["default", 3]\n', "presets must be a preset name, a comma-separated string of them or a non-empty "
+                                   "list of names (strings), got ['default', 3]"),
+    ('presets = []\n', "non-empty list of names (strings), got []"),
     ('thresholds = "missing.yaml"\n', "thresholds = 'missing.yaml': no such file"),
     ('runner-labels = { laptop = [] }\n', "runner-labels must map device names to non-empty lists"),
     ('suite = \n', "cannot read it as TOML"),

@@ -145,9 +145,11 @@ def parse_table(path: Path, table: Any) -> Project:
         values["benchmarks"] = tuple(modules)
     if "presets" in table:
         presets = table["presets"]
-        if isinstance(presets, list) and presets and all(isinstance(p, str) for p in presets):
-            presets = ",".join(presets)
-        values["presets"] = _string(path, "presets", presets)
+        names = presets if isinstance(presets, list) else [presets]
+        if not names or not all(isinstance(p, str) and p.strip() for p in names):
+            raise UserError(f"{path}: [tool.benchtrail] presets must be a preset name, a comma-separated string "
+                            f"of them or a non-empty list of names (strings), got {presets!r}")
+        values["presets"] = ",".join(p.strip() for p in names)
     if "store" in table:
         values["store"] = _string(path, "store", table["store"])
     for key in ("thresholds", "quarantine"):
