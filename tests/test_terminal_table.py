@@ -170,3 +170,23 @@ def test_runner_checks_that_failed_are_said_under_the_table():
     text = render_table(Comparison.of({**COMPARISON.document, "head": head}), width=200)
     (line,) = [line for line in text.splitlines() if line.startswith("warning: ")]
     assert line.startswith(f"warning: runner checks failed on {DEVICE}: load") and "3.2" in line and "\\" not in line
+
+
+def test_names_too_long_for_80_columns_lose_the_module_path_they_all_share_first():
+    """Function benchmarks' names start with their module (``tinyproj.benchmarks.``): that goes, as ``…``,
+    so the function and its parameters stay in view; a dot inside the parameters is no boundary."""
+    names = ["tinyproj.benchmarks.gelu[n=256].eager.inference", "tinyproj.benchmarks.gelu[n=64].eager.inference",
+             "tinyproj.benchmarks.scale[f=0.5].eager.inference", "tinyproj.benchmarks.scale[f=0.25].eager.inference"]
+    rows = [_row(names[0], "regressed", 117.5, 307.7, 161.9, (150.0, 170.0)),
+            _row(names[1], "improved", 50.0, 40.0, -20.0, (-22.0, -18.0)),
+            _row(names[2], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0)),
+            _row(names[3], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0))]
+    table = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}))
+    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["…gelu[n=256].eager…",
+                                                                    "…gelu[n=64].eager.…"]
+    wide = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=120)
+    assert [line.split()[0] for line in wide.splitlines()[2:4]] == names[:2]  # room enough: whole names
+    scaled = [_row(n, "regressed", 1.0, 2.0, 100.0, (90.0, 110.0)) for n in names[2:]]
+    table = render_table(Comparison.of({**COMPARISON.document, "rows": scaled, "counts": count_rows(scaled)}))
+    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["…scale[f=0.25].eager.in…",
+                                                                    "…scale[f=0.5].eager.inf…"]

@@ -3,8 +3,9 @@ path of their main output (or, with ``--json``, instead of both: the comparison.
 
 :func:`render_table` is a pure function of (comparison, width, colour): a title naming the head and base
 commits, a rich table of the regressions (largest change first), then of the improvements (largest
-first), then one line counting the other rows by verdict. Every line fits ``width`` columns: a long
-benchmark name is cut with an ellipsis, a row never wraps. :func:`stdout_style` says which width and
+first), then one line counting the other rows by verdict. Every line fits ``width`` columns: names too
+long for their column first lose the module path all rows share (``mypkg.benchmarks.``, shown as ``…``),
+then their end to an ellipsis; a row never wraps. :func:`stdout_style` says which width and
 colour standard output takes (rich's detection: a terminal, ``FORCE_COLOR``, ``NO_COLOR``, ``TERM=dumb``).
 This module never imports torch.
 """
@@ -12,6 +13,7 @@ This module never imports torch.
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,6 +73,19 @@ def _shown_name(row: Row, single_device: bool) -> str:
     return row.name
 
 
+def _common_module(names: list[str]) -> str:
+    """The leading dotted components (``"mypkg.benchmarks."``) all of ``names`` share, ``""`` for fewer than two
+    names; never a whole name's last component (its task)."""
+    if len(names) < 2:
+        return ""
+    depth, cut = 0, 0
+    for i, char in enumerate(os.path.commonprefix(names)):  # a dot inside [parameters] is no boundary
+        depth += (char == "[") - (char == "]")
+        if char == "." and depth == 0:
+            cut = i + 1
+    return names[0][:cut]
+
+
 def _rest_line(comparison: Comparison, after_table: bool) -> Any:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
     from rich.text import Text
@@ -93,18 +108,22 @@ _MIN_NAME = 16
 _OPTIONAL = (3, 4)
 
 
+def _cells_left(cells: list[tuple[str, ...]], columns: tuple[int, ...], width: int) -> int:
+    """Terminal cells of ``width`` left for the benchmark names beside the other ``columns``."""
+    from rich.cells import cell_len
+
+    used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
+    return width - used - 2 * (len(columns) - 1)  # two spaces between columns
+
+
 def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[int, ...]:
     """Indexes into ``_HEADERS`` of the columns shown: all of them, less the interval and then the medians
     while the benchmark names would get fewer than ``_MIN_NAME`` cells of ``width``."""
     from rich.cells import cell_len
 
-    def cells_left(columns: tuple[int, ...]) -> int:
-        used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
-        return width - used - 2 * (len(columns) - 1)  # two spaces between columns
-
     columns = tuple(range(len(_HEADERS)))
     for drop in _OPTIONAL:
-        if not cells or cells_left(columns) >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
+        if not cells or _cells_left(cells, columns, width) >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
             break
         columns = tuple(i for i in columns if i != drop)
     return columns
@@ -124,6 +143,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     Raises:
         ValueError: ``width`` is less than 40.
     """
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -137,6 +157,12 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     cells = [(_shown_name(r, single_device), _verdict_cell(r), _change(r), _interval(r), _medians(r))
              for r in shown]
     columns = _fitting_columns(cells, width)
+    if cells:  # names too long for their column: the module path every row shares goes first (a function
+        # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), as "…"
+        room = _cells_left(cells, columns, width)
+        common = _common_module([_shown_name(r, single_device) for r in comparison.rows])
+        if common and any(cell_len(c[0]) > room for c in cells):
+            cells = [("…" + c[0][len(common):], *c[1:]) for c in cells]
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
                       no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False,
