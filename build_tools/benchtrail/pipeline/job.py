@@ -125,7 +125,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     run_id, attempt = new_run_id()
     run_dir = store.create_run_dir(run_id, attempt)
     run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
-    console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {', '.join(presets)} · {run_dir}")
+    console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {rich_text(', '.join(presets))} · "
+                  f"{rich_text(run_dir)}", soft_wrap=True)  # one line: the terminal wraps a long path, not rich
 
     clock = StageClock()
     configs = run_dir / "run-configs"
