@@ -143,7 +143,9 @@ def test_a_refused_decorator_is_reported_as_itself_by_the_cli(tmp_path, monkeypa
     assert "presets:" not in err and "cannot be imported" not in err
 
 
-BENCHES = '''import torch
+BENCHES = '''import functools
+
+import torch
 from benchtrail import benchmark
 
 SCALE = 2.0  # a module constant{extra}
@@ -161,6 +163,11 @@ def double(x):
 @benchmark(inputs=lambda: (torch.ones(3),))
 def square(x):
     return {square}
+
+
+@benchmark(inputs=functools.partial(_inputs, 5))
+def negate(x):
+    return -x
 '''
 
 
@@ -168,6 +175,8 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
     """A function benchmark's hash covers its function, input factory and reference, not the whole benchmarks
     module: a new benchmark or an edit elsewhere in the file leaves the others comparable."""
     import importlib
+    import json
+    import subprocess
     import sys
 
     from benchtrail.suite.content_hash import content_hash
@@ -184,10 +193,21 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
 
     before = hashes()
     double, square = "edited_benches.double[n=4].eager.inference.cpu", "edited_benches.square.eager.inference.cpu"
-    assert sorted(before) == [double, square]
+    negate = "edited_benches.negate.eager.inference.cpu"
+    assert sorted(before) == [double, negate, square]
     after_new = hashes(extra="\n\n\n@benchmark(inputs=lambda: (torch.ones(2),))\ndef added(x):\n    return -x\n")
-    assert len(after_new) == 3 and {k: after_new[k] for k in before} == before  # a benchmark added to the file
-    assert hashes(extra="  # a comment edited") == before  # an edit outside every benchmark
+    # A functools.partial input factory has no source of its own: its benchmark hashes the whole file.
+    assert len(after_new) == 4 and (after_new[double], after_new[square]) == (before[double], before[square])
+    assert after_new[negate] != before[negate]
+    commented = hashes(extra="  # a comment edited")  # an edit outside every benchmark
+    assert commented[double] == before[double] and commented[square] == before[square]
     edited = hashes(square="x * x * 1.0")
-    assert edited[double] == before[double] and edited[square] != before[square]  # the edited benchmark only
+    assert edited[double] == before[double] and edited[square] != before[square]  # the edited benchmark
+    # The same in another process (no memory address or other per-process text in what is hashed).
+    script = ("import edited_benches, json; from benchtrail.suite import functions;"
+              "from benchtrail.suite.content_hash import content_hash;"
+              "s = functions.suite_of(functions.discover(['edited_benches']));"
+              "print(json.dumps({rc.name: content_hash(rc, '2.13.0') for rc in s.run_configs}))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == edited
     sys.modules.pop("edited_benches", None)

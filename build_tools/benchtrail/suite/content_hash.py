@@ -23,7 +23,6 @@ def model_source_digest(model: Model) -> str:
 
     Raises:
         ImportError: a module named by the model's entry points cannot be imported.
-        OSError: a function benchmark's source cannot be read (``inspect.getsource``).
     """
     hasher = hashlib.sha256()
     module_name, _, attr = model.entry_point.partition(":")
@@ -32,12 +31,29 @@ def model_source_digest(model: Model) -> str:
     if _is_function_benchmark(bench):
         for part in (bench.fn, bench.inputs, bench.reference):
             if part is not None:
-                hasher.update(inspect.getsource(part).encode("utf-8"))
+                hasher.update(_source(part, module).encode("utf-8"))
         return hasher.hexdigest()
     for entry in filter(None, (model.entry_point, model.reference_entry_point)):
         module = importlib.import_module(entry.partition(":")[0])
         hasher.update(inspect.getsource(module).encode("utf-8"))
     return hasher.hexdigest()
+
+
+def _source(obj: Any, module: Any) -> str:
+    """The source of a plain function or class (``inspect.getsource``); for anything else (a
+    ``functools.partial``, a callable object, a builtin), or a source that cannot be read, the source of
+    ``module`` (the benchmarks module, where it is written), else the names of both: never a repr, which
+    may hold a memory address that differs between processes."""
+    if inspect.isfunction(obj) or inspect.isclass(obj):
+        try:
+            return inspect.getsource(obj)
+        except (OSError, TypeError):
+            pass
+    try:
+        return inspect.getsource(module)
+    except (OSError, TypeError):
+        name = getattr(obj, "__qualname__", type(obj).__qualname__)
+        return f"{module.__name__}:{getattr(obj, '__module__', '')}.{name}"
 
 
 def _is_function_benchmark(obj: Any) -> bool:
