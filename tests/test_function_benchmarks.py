@@ -155,9 +155,9 @@ def _inputs(n):
     return (torch.ones(n),)
 
 
-@benchmark(inputs=_inputs, params={{"n": [4]}})
+@benchmark(inputs=_inputs, params={{"n": [4{more_n}]}}, reference=torch.relu)
 def double(x):
-    return x * SCALE
+    return x * SCALE{body_comment}
 
 
 @benchmark(inputs=lambda: (torch.ones(3),))
@@ -184,8 +184,8 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
     monkeypatch.syspath_prepend(str(tmp_path))
     source = tmp_path / "edited_benches.py"
 
-    def hashes(extra: str = "", square: str = "x * x") -> dict[str, str]:
-        source.write_text(BENCHES.format(extra=extra, square=square))
+    def hashes(extra: str = "", square: str = "x * x", more_n: str = "", body_comment: str = "") -> dict[str, str]:
+        source.write_text(BENCHES.format(extra=extra, square=square, more_n=more_n, body_comment=body_comment))
         sys.modules.pop("edited_benches", None)
         importlib.invalidate_caches()
         suite = functions.suite_of(functions.discover(["edited_benches"]))
@@ -201,6 +201,10 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
     assert after_new[negate] != before[negate]
     commented = hashes(extra="  # a comment edited")  # an edit outside every benchmark
     assert commented[double] == before[double] and commented[square] == before[square]
+    # The decorator's arguments are the config's (a new parameter value is a new case, not a changed one), and
+    # a comment or layout inside the function is no change; a builtin reference counts by its name.
+    more = hashes(more_n=", 8", body_comment="  # a comment")
+    assert more[double] == before[double] and len(more) == 4
     edited = hashes(square="x * x * 1.0")
     assert edited[double] == before[double] and edited[square] != before[square]  # the edited benchmark
     # The same in another process (no memory address or other per-process text in what is hashed).
@@ -211,3 +215,29 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == edited
     sys.modules.pop("edited_benches", None)
+
+
+def _double(x):
+    return 2 * x
+
+
+def _triple(x):
+    return 3 * x
+
+
+def _wrap(f):  # a decorator without functools.wraps: every wrapper has the same source
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+def test_a_wrapped_function_counts_by_what_it_wraps():
+    import functools
+    import sys
+
+    from benchtrail.suite.content_hash import _source
+
+    module = sys.modules[__name__]
+    assert _source(_wrap(_double), module) != _source(_wrap(_triple), module)
+    assert "2 * x" in _source(_wrap(_double), module) and "3 * x" in _source(functools.wraps(_triple)(_wrap(_triple)),
+                                                                            module)

@@ -5,11 +5,13 @@ imports the model module, and so torch, only when a hash is asked for).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import importlib
 import inspect
 import json
+import textwrap
 from typing import Any
 
 from benchtrail.suite.definitions import Model
@@ -39,21 +41,59 @@ def model_source_digest(model: Model) -> str:
     return hasher.hexdigest()
 
 
-def _source(obj: Any, module: Any) -> str:
-    """The source of a plain function or class (``inspect.getsource``); for anything else (a
-    ``functools.partial``, a callable object, a builtin), or a source that cannot be read, the source of
-    ``module`` (the benchmarks module, where it is written), else the names of both: never a repr, which
-    may hold a memory address that differs between processes."""
+def _source(obj: Any, module: Any, depth: int = 0) -> str:
+    """What a benchmark's function, input factory or reference is, as text that is the same in every process:
+
+    - a plain function or class: its source without decorators (the ``@benchmark(...)`` line holds presets,
+      parameter values and compile configs, which the config's own fields cover), as ``ast.unparse`` writes
+      it (comments and layout do not count; another Python version may write it otherwise), then the same
+      for what it wraps (``__wrapped__``) and for the
+      functions its closure holds (a decorator without ``functools.wraps``); a lambda, which ``ast`` cannot
+      parse alone, its source lines as they are;
+    - a builtin (``torch.relu``): its module and qualified name;
+    - anything else (a ``functools.partial``, a callable object), or a source that cannot be read: the source
+      of ``module`` (the benchmarks module, where it is written), else the names of both.
+
+    Never a repr, which may hold a memory address that differs between processes.
+    """
+    if inspect.isbuiltin(obj):
+        return f"{getattr(obj, '__module__', None)}.{obj.__qualname__}"
     if inspect.isfunction(obj) or inspect.isclass(obj):
         try:
-            return inspect.getsource(obj)
+            text = _without_decorators(inspect.getsource(obj))
         except (OSError, TypeError):
-            pass
+            text = None
+        if text is not None:
+            inner = [getattr(obj, "__wrapped__", None),
+                     *(c.cell_contents for c in getattr(obj, "__closure__", None) or () if _filled(c))]
+            return text + "".join(_source(f, module, depth + 1) for f in inner
+                                  if depth < 3 and (inspect.isfunction(f) or inspect.isclass(f)))
     try:
         return inspect.getsource(module)
     except (OSError, TypeError):
         name = getattr(obj, "__qualname__", type(obj).__qualname__)
         return f"{module.__name__}:{getattr(obj, '__module__', '')}.{name}"
+
+
+def _without_decorators(source: str) -> str:
+    """``source`` of one definition without its decorators, as ``ast.unparse`` writes it; a fragment that
+    does not parse alone (a lambda inside a call) as it is."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return source
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = []
+    return ast.unparse(tree)
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
 
 
 def _is_function_benchmark(obj: Any) -> bool:
