@@ -277,3 +277,8 @@ def test_a_compilation_file_without_series_counts_under_its_hosts_device_not_its
     assert failed_by_device(files) == [
         {"device": "cpu", "failed": [{"name": "load average", "value": "2.03", "expected": "at most 1"}]},
         {"device": "laptop", "failed": [{"name": "load average", "value": "3.00", "expected": "at most 1"}]}]
+    # A host that ran two devices: under both; a file without a host name borrows no other file's device.
+    files = [file("gpu-box", "2.00"), file("gpu-box", "1.0", {"device_name": "cuda"}),
+             file("gpu-box", "1.0", {"device_name": "cpu"}), file(None, "4.00")]
+    assert [(e["device"], e["failed"][0]["value"]) for e in failed_by_device(files)] == [
+        ("?", "4.00"), ("cpu", "1.0"), ("cpu, cuda", "2.00"), ("cuda", "1.0")]

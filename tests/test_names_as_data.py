@@ -340,3 +340,13 @@ def test_a_results_file_with_a_control_character_in_a_name_is_refused_at_load(tm
 
 def test_dollar_signs_in_names_never_become_github_math():
     assert md_text("$x$ $$y$$") == r"\$x\$ \$\$y\$\$"
+
+
+def test_long_names_that_differ_in_their_parameters_keep_apart_in_plot_labels():
+    from benchtrail.history.plots import ratios_figure
+
+    names = [f"tinyproj.benchmarks.attention[seq={seq},heads=8,dtype=float16].inductor.inference.c2-standard-16"
+             for seq in (64, 128)]
+    labels = [t.get_text() for t in ratios_figure(names, [1.2, 0.9], "t").axes[0].get_yticklabels()]
+    assert labels == ["…attention[seq=64,heads=8,dtyp…ctor.inference.c2-standard-16",
+                      "…attention[seq=128,heads=8,dty…ctor.inference.c2-standard-16"]

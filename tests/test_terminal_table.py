@@ -190,3 +190,16 @@ def test_names_too_long_for_80_columns_lose_the_module_path_they_all_share_first
     table = render_table(Comparison.of({**COMPARISON.document, "rows": scaled, "counts": count_rows(scaled)}))
     assert [line.split()[0] for line in table.splitlines()[2:4]] == ["…scale[f=0.25].eager.in…",
                                                                     "…scale[f=0.5].eager.inf…"]
+
+
+@pytest.mark.parametrize("names, shared", [
+    (["tinyproj.benchmarks.attention_block.eager.inference", "tinyproj.benchmarks.attention_block.inductor.inference"],
+     "tinyproj.benchmarks."),  # the function stays: three components are kept
+    (["a-long-model-name-1024x1024.eager.inference-bs1", "a-long-model-name-1024x1024.inductor.inference-bs1"], ""),
+    (["p.m.f[s=0.5].eager.x", "p.m.f[s=0.25].eager.x"], "p.m."),  # a dot inside [parameters] is no boundary
+    (["tinyproj.benchmarks.gelu[n=256].eager.inference"], ""),  # one name: nothing is shared
+])
+def test_the_shared_module_path_leaves_every_name_its_function_compile_config_and_task(names, shared):
+    from benchtrail.markup import shared_module
+
+    assert shared_module(names) == shared

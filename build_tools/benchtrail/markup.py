@@ -14,6 +14,9 @@ helpers, so the text shows literally and never becomes markup:
 - :func:`mpl_text`: matplotlib labels, where ``$`` starts mathtext;
 - :func:`rich_text`: rich console markup.
 
+Where names must be short (a terminal column, a plot label), :func:`shared_module` finds the module path
+that all of them share, and :func:`mpl_label` and the terminal table show it as ``…``.
+
 All take any object (``str()`` of it), return ``str`` and never raise. A Markdown line or table row
 is one line: :func:`md_text` makes each run of whitespace one space (as HTML shows it), and
 :func:`code_span` each run of line breaks one space (other spaces kept).
@@ -22,7 +25,9 @@ is one line: :func:`md_text` makes each run of whitespace one space (as HTML sho
 from __future__ import annotations
 
 import html
+import os
 import re
+from collections.abc import Sequence
 
 #: ASCII punctuation that Markdown (GFM) or GitHub gives a meaning inline: escapes, code, emphasis,
 #: links and images, raw HTML and entities, table cells, headings, strikethrough, @mentions, and
@@ -90,6 +95,39 @@ def mpl_text(text: object, limit: int | None = None) -> str:
         tail = (limit - 1) // 2
         text = text[:limit - 1 - tail] + "…" + text[len(text) - tail:]
     return text.replace("$", r"\$")
+
+
+def mpl_label(name: str, common: str, limit: int) -> str:
+    """``name`` for a matplotlib label of at most ``limit`` characters: a longer one first loses the module
+    path ``common`` that the figure's names share (:func:`shared_module`), shown as ``…``, then its middle
+    (:func:`mpl_text`), so that names differing in their parameters stay apart as long as they can."""
+    if common and len(name) > limit and name.startswith(common):
+        name = "…" + name[len(common):]
+    return mpl_text(name, limit)
+
+
+def shared_module(names: Sequence[str], keep: int = 3) -> str:
+    """The leading dotted components all of ``names`` share (``"mypkg.benchmarks."``), such that every name keeps
+    at least ``keep`` components after it (a function benchmark's name is ``module.function[params]``, then
+    its compile config and task: ``keep=3`` leaves those); ``""`` for fewer than two names. A dot inside
+    ``[parameters]`` is no boundary. Shown as ``…`` where a column or label is too narrow for whole names."""
+    if len(names) < 2:
+        return ""
+
+    def boundaries(text: str) -> list[int]:  # the index after each dot outside [...]
+        depth, out = 0, []
+        for i, char in enumerate(text):
+            depth += (char == "[") - (char == "]")
+            if char == "." and depth == 0:
+                out.append(i + 1)
+        return out
+
+    common = os.path.commonprefix(list(names))
+    cut = 0
+    for end in boundaries(common):
+        if all(len(boundaries(name[end:])) + 1 >= keep for name in names):
+            cut = end
+    return names[0][:cut]
 
 
 def rich_text(text: object) -> str:

@@ -285,12 +285,16 @@ def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
     """``[{device, failed: [{name, value, expected}]}]`` over results files whose ``environment.doctor`` has
     failed checks, one entry per device name (the first value of each check wins when shards disagree);
     what comparison.json's ``head.runner_checks`` holds. A file that names no device (a compilation file with
-    no series: an eager-only run) counts under the device of another file of its host, else under the
+    no series: an eager-only run) counts under the devices of the other files of its host, else under the
     host's name."""
     def device_of(f: ResultsFile) -> str:
         return f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks}))
 
-    host_device = {f.environment.get("hostname"): device_of(f) for f in reversed(files) if device_of(f)}
+    host_devices: dict[str, set[str]] = {}
+    for f in files:
+        if device_of(f) and f.environment.get("hostname"):
+            host_devices.setdefault(f.environment["hostname"], set()).add(device_of(f))
+    host_device = {host: ", ".join(sorted(devices)) for host, devices in host_devices.items()}
     merged: dict[str, dict[str, dict[str, str]]] = {}
     for f in files:
         failed = failed_checks(f.environment.get("doctor"))

@@ -13,13 +13,13 @@ This module never imports torch.
 from __future__ import annotations
 
 import io
-import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from benchtrail.compare.document import VERDICTS, Comparison, Row
 from benchtrail.compare.tables import estimate, format_change, format_value
+from benchtrail.markup import shared_module
 
 #: The widest table printed, in columns (terminal cells).
 MAX_WIDTH = 80
@@ -71,19 +71,6 @@ def _shown_name(row: Row, single_device: bool) -> str:
     if single_device and row.name.endswith(suffix) and len(row.name) > len(suffix):
         return row.name[: -len(suffix)]
     return row.name
-
-
-def _common_module(names: list[str]) -> str:
-    """The leading dotted components (``"mypkg.benchmarks."``) all of ``names`` share, ``""`` for fewer than two
-    names; never a whole name's last component (its task)."""
-    if len(names) < 2:
-        return ""
-    depth, cut = 0, 0
-    for i, char in enumerate(os.path.commonprefix(names)):  # a dot inside [parameters] is no boundary
-        depth += (char == "[") - (char == "]")
-        if char == "." and depth == 0:
-            cut = i + 1
-    return names[0][:cut]
 
 
 def _rest_line(comparison: Comparison, after_table: bool) -> Any:
@@ -160,7 +147,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     if cells:  # names too long for their column: the module path every row shares goes first (a function
         # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), as "…"
         room = _cells_left(cells, columns, width)
-        common = _common_module([_shown_name(r, single_device) for r in comparison.rows])
+        common = shared_module([_shown_name(r, single_device) for r in comparison.rows])
         if common and any(cell_len(c[0]) > room for c in cells):
             cells = [("…" + c[0][len(common):], *c[1:]) for c in cells]
     out = io.StringIO()

@@ -32,7 +32,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocat
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.history.model import History, Series, aligned, band, page_groups, short
-from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_text
+from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 from benchtrail.results.schema import METRICS, UNITS
 
 #: Axis labels of the result units (the plotly pages' y axes).
@@ -349,7 +349,8 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
         colors = ["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios]
         base = 1.0 if log else 0.0
         ax.barh(y, [r - base for r in ratios], left=base, color=colors, alpha=0.8)
-        ax.set_yticks(y, [mpl_text(n, MPL_LABEL_CHARS) for n in names], fontsize=7)
+        common = shared_module(names)
+        ax.set_yticks(y, [mpl_label(n, common, MPL_LABEL_CHARS) for n in names], fontsize=7)
         ax.invert_yaxis()
         if log:
             ax.set_xscale("log")
@@ -418,6 +419,7 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
 
     figures = []
     rng = np.random.default_rng(0)
+    common = shared_module([s.name for s in sets])
     for start in range(0, len(sets), MAX_PANELS):
         part = sets[start:start + MAX_PANELS]
         fig, axes = _grid(len(part), title, panel_width=4.5)
@@ -430,7 +432,7 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
                     ax.hlines(float(np.median(scaled)), x - 0.25, x + 0.25, color="black", linewidth=2)
             ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)
             ax.set_xlim(-0.6, 1.6)
-            ax.set_title(mpl_text(s.name, MPL_TITLE_CHARS), fontsize=8)
+            ax.set_title(mpl_label(s.name, common, MPL_TITLE_CHARS), fontsize=8)
             set_value_axis(ax.yaxis, s.unit, au, _quantity(s.metric))
             ax.tick_params(axis="y", labelsize=6)
             ax.grid(axis="y", alpha=0.3)
