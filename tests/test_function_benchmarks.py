@@ -241,3 +241,23 @@ def test_a_wrapped_function_counts_by_what_it_wraps():
     assert _source(_wrap(_double), module) != _source(_wrap(_triple), module)
     assert "2 * x" in _source(_wrap(_double), module) and "3 * x" in _source(functools.wraps(_triple)(_wrap(_triple)),
                                                                             module)
+
+
+def _yielding_inputs():
+    yield 1.0
+
+
+@functions.benchmark(inputs=_yielding_inputs)
+def yields_inputs(x):
+    return x
+
+
+def test_an_input_factory_that_returns_an_iterator_is_refused_naming_it():
+    from benchtrail.suite.entry_points import ModuleError
+    from benchtrail.worker.functions import inputs
+
+    suite = functions.suite_of([(f"{__name__}:yields_inputs", yields_inputs)])
+    model = suite.run_configs[0].module_generation_config.model
+    with pytest.raises(ModuleError, match=r"yields_inputs: the input factory _yielding_inputs returned generator, an "
+                                          r"iterator; return Args\(\*args, \*\*kwargs\), a tuple of the arguments"):
+        inputs(model, "cpu", 0)

@@ -11,6 +11,7 @@ tensors) and the correctness checks see a module of positional tensors, as for a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -37,11 +38,19 @@ def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[
     """The leaves and spec of the input factory's arguments for ``model``'s parameters (torch seeded)."""
     torch.manual_seed(seed)
     try:
-        call = Args.of(bench.inputs(**dict(model.params)))
+        made = bench.inputs(**dict(model.params))
     except Exception as exc:
-        raise ModuleError(f"{model.name}: the input factory {bench.inputs.__qualname__} raised "
+        raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} raised "
                           f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(made, Iterator):  # a generator (`yield`, a generator expression) is no argument anyone means
+        raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} returned {type(made).__name__}, "
+                          "an iterator; return Args(*args, **kwargs), a tuple of the arguments, or the one argument")
+    call = Args.of(made)
     return pytree.tree_flatten((call.args, call.kwargs))
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
 def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
