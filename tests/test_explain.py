@@ -46,7 +46,8 @@ def test_the_printed_command_reproduces_the_case(run_dir, capsys, tmp_path, monk
     assert args[:2] == ["benchtrail", "run"]
     monkeypatch.chdir(tmp_path)
     assert main(args[1:]) == 0
-    (record,) = load_results(tmp_path / f"repro-{rc.name}.json").benchmarks
+    (record,) = load_results(tmp_path / "repro" / f"{rc.name}.json").benchmarks
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repro", "run"]  # the run directory and repro/ only
     assert (record.id, record.status, record.n) == (rc.id, "ok", 30)
 
 

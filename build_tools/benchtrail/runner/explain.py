@@ -143,17 +143,18 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
 
 
 def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
-    """The one local command that reproduces the benchmark from the run directory's exports."""
+    """The one local command that reproduces the benchmark from the run directory's exports; what it writes
+    goes under ``repro/`` of the working directory (a results file and its bench documents, or a module)."""
     configs = run_dir / "run-configs"
     if target.run_config:
         rc = target.run_config
         args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
                 rc.target_device.name, "--benchmark-id", benchmark_id, "--modules-dir", str(run_dir),
-                "--output", f"repro-{slug(rc.name)}.json"]
+                "--output", f"repro/{slug(rc.name)}.json"]  # its bench documents go to repro/docs/
     else:
         gen = target.module
         args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
-                f"repro-{slug(gen.name)}", "--device-name", "local", "--architecture", gen.target_architecture.value,
+                f"repro/{slug(gen.name)}", "--device-name", "local", "--architecture", gen.target_architecture.value,
                 "--module-id", gen.id]
     return shlex.join(args)
 
