@@ -172,24 +172,30 @@ def test_runner_checks_that_failed_are_said_under_the_table():
     assert line.startswith(f"warning: runner checks failed on {DEVICE}: load") and "3.2" in line and "\\" not in line
 
 
-def test_names_too_long_for_80_columns_lose_the_module_path_they_all_share_first():
-    """Function benchmarks' names start with their module (``tinyproj.benchmarks.``): that goes, as ``…``,
-    so the function and its parameters stay in view; a dot inside the parameters is no boundary."""
+def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_the_title():
+    """Function benchmarks' names start with their module (``tinyproj.benchmarks.``) and, here, all end with
+    ``.eager.inference``: both go, said once in a ``names:`` line, so the function and its parameters stay in
+    view; a dot inside the parameters is no boundary; with room enough the names are whole."""
     names = ["tinyproj.benchmarks.gelu[n=256].eager.inference", "tinyproj.benchmarks.gelu[n=64].eager.inference",
              "tinyproj.benchmarks.scale[f=0.5].eager.inference", "tinyproj.benchmarks.scale[f=0.25].eager.inference"]
     rows = [_row(names[0], "regressed", 117.5, 307.7, 161.9, (150.0, 170.0)),
             _row(names[1], "improved", 50.0, 40.0, -20.0, (-22.0, -18.0)),
             _row(names[2], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0)),
             _row(names[3], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0))]
-    table = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}))
-    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["…gelu[n=256].eager…",
-                                                                    "…gelu[n=64].eager.…"]
+    lines = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.eager.inference"
+    assert [line.split()[0] for line in lines[3:5]] == ["gelu[n=256]", "gelu[n=64]"]
     wide = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=120)
     assert [line.split()[0] for line in wide.splitlines()[2:4]] == names[:2]  # room enough: whole names
     scaled = [_row(n, "regressed", 1.0, 2.0, 100.0, (90.0, 110.0)) for n in names[2:]]
-    table = render_table(Comparison.of({**COMPARISON.document, "rows": scaled, "counts": count_rows(scaled)}))
-    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["…scale[f=0.25].eager.in…",
-                                                                    "…scale[f=0.5].eager.inf…"]
+    lines = render_table(Comparison.of({**COMPARISON.document, "rows": scaled,
+                                        "counts": count_rows(scaled)})).splitlines()
+    assert [line.split()[0] for line in lines[3:5]] == ["scale[f=0.25]", "scale[f=0.5]"]
+    two = [_row(f"tinyproj.benchmarks.attention_block.{c}.inference", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))
+           for c in ("eager", "inductor")]  # the function stays in every name
+    lines = render_table(Comparison.of({**COMPARISON.document, "rows": two, "counts": count_rows(two)})).splitlines()
+    assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.inference"
+    assert [line.split()[0] for line in lines[3:5]] == ["attention_block.eager", "attention_block.inductor"]
 
 
 @pytest.mark.parametrize("names, shared", [
@@ -203,3 +209,12 @@ def test_the_shared_module_path_leaves_every_name_its_function_compile_config_an
     from benchtrail.markup import shared_module
 
     assert shared_module(names) == shared
+
+
+def test_the_shared_tail_leaves_every_name_one_component():
+    from benchtrail.markup import shared_tail
+
+    assert shared_tail(["gelu[n=256].eager.inference", "gelu[n=64].eager.inference"]) == ".eager.inference"
+    assert shared_tail(["f[s=a.b]", "g[s=a.b]"]) == ""  # a dot inside [parameters] is no boundary
+    assert shared_tail(["eager.inference", "inference"]) == ""  # "inference" would keep nothing
+    assert shared_tail(["f.eager.inference"]) == "" and shared_tail(["f.inference", "g.backward"]) == ""

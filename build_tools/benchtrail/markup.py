@@ -15,7 +15,8 @@ helpers, so the text shows literally and never becomes markup:
 - :func:`rich_text`: rich console markup.
 
 Where names must be short (a terminal column, a plot label), :func:`shared_module` finds the module path
-that all of them share, and :func:`mpl_label` and the terminal table show it as ``…``.
+that all of them share (:func:`mpl_label` shows it as ``…``) and :func:`shared_tail` their shared end
+(compile config and task); the terminal table leaves both out and says so in one line.
 
 All take any object (``str()`` of it), return ``str`` and never raise. A Markdown line or table row
 is one line: :func:`md_text` makes each run of whitespace one space (as HTML shows it), and
@@ -128,6 +129,30 @@ def shared_module(names: Sequence[str], keep: int = 3) -> str:
         if all(len(boundaries(name[end:])) + 1 >= keep for name in names):
             cut = end
     return names[0][:cut]
+
+
+def shared_tail(names: Sequence[str], keep: int = 1) -> str:
+    """The trailing dotted components all of ``names`` share (``".eager.inference"``, dot included), such that
+    every name keeps at least ``keep`` components before it; ``""`` for fewer than two names. A dot inside
+    ``[parameters]`` is no boundary."""
+    if len(names) < 2:
+        return ""
+    parts = [_components(name) for name in names]
+    k = 0
+    while all(len(p) - k - 1 >= keep for p in parts) and len({tuple(p[len(p) - k - 1:]) for p in parts}) == 1:
+        k += 1
+    return "." + ".".join(parts[0][len(parts[0]) - k:]) if k else ""
+
+
+def _components(name: str) -> list[str]:
+    """``name`` split at its dots outside ``[...]``."""
+    depth, out, start = 0, [], 0
+    for i, char in enumerate(name):
+        depth += (char == "[") - (char == "]")
+        if char == "." and depth == 0:
+            out.append(name[start:i])
+            start = i + 1
+    return [*out, name[start:]]
 
 
 def rich_text(text: object) -> str:

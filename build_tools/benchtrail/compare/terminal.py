@@ -4,8 +4,9 @@ path of their main output (or, with ``--json``, instead of both: the comparison.
 :func:`render_table` is a pure function of (comparison, width, colour): a title naming the head and base
 commits, a rich table of the regressions (largest change first), then of the improvements (largest
 first), then one line counting the other rows by verdict. Every line fits ``width`` columns: names too
-long for their column first lose the module path all rows share (``mypkg.benchmarks.``, shown as ``…``),
-then their end to an ellipsis; a row never wraps. :func:`stdout_style` says which width and
+long for their column first lose the module path all rows share (``mypkg.benchmarks.``), then the end all
+share (``.eager.inference``), said in a ``names:`` line under the title, then their end to an ellipsis; a
+row never wraps. :func:`stdout_style` says which width and
 colour standard output takes (rich's detection: a terminal, ``FORCE_COLOR``, ``NO_COLOR``, ``TERM=dumb``).
 This module never imports torch.
 """
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 
 from benchtrail.compare.document import VERDICTS, Comparison, Row
 from benchtrail.compare.tables import estimate, format_change, format_value
-from benchtrail.markup import shared_module
+from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
 MAX_WIDTH = 80
@@ -144,17 +145,27 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     cells = [(_shown_name(r, single_device), _verdict_cell(r), _change(r), _interval(r), _medians(r))
              for r in shown]
     columns = _fitting_columns(cells, width)
-    if cells:  # names too long for their column: the module path every row shares goes first (a function
-        # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), as "…"
+    shared = ""
+    if cells:  # names too long for their column lose what every row's name shares: first the module path (a
+        # function benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end
+        # (compile config and task), said once in a line under the title
         room = _cells_left(cells, columns, width)
-        common = shared_module([_shown_name(r, single_device) for r in comparison.rows])
-        if common and any(cell_len(c[0]) > room for c in cells):
-            cells = [("…" + c[0][len(common):], *c[1:]) for c in cells]
+        names = [_shown_name(r, single_device) for r in comparison.rows]
+        head = tail = ""
+        if any(cell_len(c[0]) > room for c in cells):
+            head = shared_module(names)
+            cells = [(c[0][len(head):], *c[1:]) for c in cells]
+        if any(cell_len(c[0]) > room for c in cells):
+            tail = shared_tail([n[len(head):] for n in names])
+            cells = [(c[0][:len(c[0]) - len(tail)], *c[1:]) for c in cells]
+        shared = f"names: {head}<benchmark>{tail}" if head or tail else ""
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
                       no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False,
                       soft_wrap=False)
     console.print(Text(_title(comparison), style="bold"))
+    if shared:
+        console.print(Text(shared, overflow="fold"))
     if shown:
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         table.add_column(_HEADERS[0])  # the only column that may shrink: its cells are cut, never wrapped
