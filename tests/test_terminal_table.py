@@ -51,7 +51,7 @@ bert.eager.inferenc…  improved     -12.0%  [-13.2%, -10.9%]    1.250 s → 1.1
 bert.inductor.cpu.g…  improved         -2                 —                3 → 1
 and 1 similar, 1 new, 1 failed, 1 noisy
 failed: unet.eager.inference-bs1: boom
-noisy (1): too noisy to judge
+noisy (1): vit.inductor.inference-bs1 +8.0%: too noisy to judge
 """
 
 
@@ -146,7 +146,8 @@ def test_every_verdict_has_a_place():
     text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
     count, failed, noisy = text.splitlines()[-3:]
     assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved"))
-    assert failed.startswith("failed: m") and failed.endswith(": boom") and noisy == "noisy (1): too noisy to judge"
+    assert failed.startswith("failed: m") and failed.endswith(": boom")
+    assert noisy == f"noisy (1): m{VERDICTS.index('noisy')}.eager.inference-bs1 +0.0%: too noisy to judge"
 
 
 def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
@@ -218,3 +219,14 @@ def test_the_shared_tail_leaves_every_name_one_component():
     assert shared_tail(["f[s=a.b]", "g[s=a.b]"]) == ""  # a dot inside [parameters] is no boundary
     assert shared_tail(["eager.inference", "inference"]) == ""  # "inference" would keep nothing
     assert shared_tail(["f.eager.inference"]) == "" and shared_tail(["f.inference", "g.backward"]) == ""
+
+
+def test_the_noisy_line_names_the_largest_noisy_changes_first_and_is_cut_not_wrapped():
+    rows = [_row(f"m{i}.eager.inference-bs1", "noisy", 100.0, 100.0 + c, c, (c - 50.0, c + 50.0))
+            for i, c in enumerate((3.0, 185.6, -40.0, 10.0))]
+    comparison = Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})
+    assert render_table(comparison, width=200).splitlines()[-1] == (
+        "noisy (4): m1.eager.inference-bs1 +185.6%, m2.eager.inference-bs1 -40.0%, m3.eager.inference-bs1 +10.0% "
+        "and 1 more: too noisy to judge")
+    narrow = render_table(comparison, width=60).splitlines()
+    assert narrow[-1] == "noisy (4): m1.eager.inference-bs1 +185.6%, m2.eager.inferen…" and len(narrow[-1]) == 60

@@ -180,7 +180,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
         console.print(Text("no regressions or improvements"))
     console.print(_rest_line(comparison, bool(shown)))
     for line in attention_lines(comparison, single_device):
-        console.print(Text(line, no_wrap=True, overflow="ellipsis"))
+        console.print(Text(line), no_wrap=True, overflow="ellipsis")  # rich wraps a Text's own no_wrap
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
 
@@ -191,7 +191,8 @@ MAX_FAILED_LINES = 3
 def attention_lines(comparison: Comparison, single_device: bool) -> list[str]:
     """What the count line cannot say and a reader must know: the runner checks that failed where the head
     was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
-    count), and the commonest reason of the noisy rows. Plain text; each line is cut to the width."""
+    count), and the noisy rows' largest changes (at most three, by name) with their commonest reason. Plain
+    text; each line is cut to the width."""
     from collections import Counter
 
     from benchtrail.compare.comment import runner_checks_line
@@ -207,9 +208,11 @@ def attention_lines(comparison: Comparison, single_device: bool) -> list[str]:
     if len(failed) > MAX_FAILED_LINES:
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
     noisy = [r for r in comparison.rows if r.verdict == "noisy"]
-    if noisy:
+    if noisy:  # the largest changes by name first: a large change can be noisy too, and must not hide
         reason, _ = Counter(r.reason or "too noisy to judge" for r in noisy).most_common(1)[0]
-        lines.append(f"noisy ({len(noisy)}): {reason.splitlines()[0]}")
+        largest = ", ".join(f"{_shown_name(r, single_device)} {_change(r)}" for r in _largest_first(noisy)[:3])
+        more = f" and {len(noisy) - 3} more" if len(noisy) > 3 else ""
+        lines.append(f"noisy ({len(noisy)}): {largest}{more}: {reason.splitlines()[0]}")
     return lines
 
 
