@@ -83,3 +83,16 @@ def test_seed_compatible_user_tool(run_dir):
                            "--gcs_url", str(run_dir), "--benchmark_id", rc.id], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"benchmark    {rc.name}" in proc.stdout
+
+
+def test_a_function_benchmark_is_explained_by_its_factory_and_parameters_without_a_batch_size(tmp_path, capsys):
+    from benchtrail.suite import functions
+
+    suite = functions.suite_of(functions.discover(["tests.function_benchmarks"]))
+    write_export(suite, "execution", suite.presets, tmp_path / "run" / "run-configs" / "execution.json")
+    rc = next(rc for rc in suite.run_configs if rc.target_device.name == "cpu")
+    assert main(["explain", rc.name, "--run", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert f"  inputs     the input factory of {rc.module_generation_config.model.entry_point}, parameters " in out
+    assert f"run flags    task {rc.execution_config.task.value}, {rc.execution_config.processes} processes × " in out
+    assert "batch size" not in out and "(linux-x86_64, cpu, x86_64, 1 thread)" in out

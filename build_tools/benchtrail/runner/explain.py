@@ -184,11 +184,13 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     if rc:
         ec, dev = rc.execution_config, rc.target_device
         lines += [
-            f"run flags    task {ec.task.value}, batch size {ec.batch_size}, {ec.processes} processes × "
+            f"run flags    task {ec.task.value}, "
+            + (f"batch size {ec.batch_size}, " if model.input_specs else "")  # a function benchmark has none
+            + f"{ec.processes} processes × "
             f"{ec.min_samples} samples, blocks ≥ {ec.min_sample_time_ms:g} ms, warm-up ≥ {ec.warmup_time_ms:g} ms, "
             f"timeout {ec.timeout_s:g} s",
             f"device       {dev.name} ({dev.host_environment}, {dev.architecture.value}, {dev.microarchitecture}, "
-            f"{dev.threads} threads)",
+            f"{dev.threads} thread{'s' if dev.threads != 1 else ''})",
             f"presets      {', '.join(rc.presets)}",
         ]
     plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
