@@ -211,8 +211,8 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
                         "with their baseline keys (device, GPU model, torch version, method version, origin)"
                         + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
     depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
-    lacking = {d: f"no {'trusted ' if ignored else ''}run of {depth} has its baseline key "
-                  f"({', '.join(k.describe() for k in sorted(keys, key=str))})"
+    lacking = {d: f"no {'trusted ' if ignored else ''}stored run with this device's baseline key "
+                  f"({', '.join(k.describe() for k in sorted(keys, key=str))}) at {depth}"
                   + (f"; {ORIGIN_HINT}" if d in other_origin else "") for d, keys in wanted.items()}
     runs.sort(key=lambda b: -len(b.devices))
     return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
