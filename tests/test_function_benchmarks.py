@@ -259,5 +259,5 @@ def test_an_input_factory_that_returns_an_iterator_is_refused_naming_it():
     suite = functions.suite_of([(f"{__name__}:yields_inputs", yields_inputs)])
     model = suite.run_configs[0].module_generation_config.model
     with pytest.raises(ModuleError, match=r"yields_inputs: the input factory _yielding_inputs returned generator, an "
-                                          r"iterator; return Args\(\*args, \*\*kwargs\), a tuple of the arguments"):
+                                          r"iterator; return Args\(\*args, \*\*kwargs\) or a tuple of the arguments"):
         inputs(model, "cpu", 0)

@@ -210,6 +210,8 @@ def test_the_title_names_the_head_commit_once_when_the_ref_is_its_sha():
     series = [_series("mlp.eager.inference-bs1.c2-standard-16", "latency", "us", [100.0, 110.0, 120.0])]
     by_branch = _history(series, COMMITS[:3])
     by_sha = dataclasses.replace(by_branch, ref=by_branch.head)  # the pipeline draws the history of its commit
-    titles = [history_figures(h, change_points={})["smoke.png"].get_suptitle() for h in (by_branch, by_sha)]
+    hex_branch = dataclasses.replace(by_branch, ref=by_branch.head[:4])  # a branch named like "cafe"
+    titles = [history_figures(h, change_points={})["smoke.png"].get_suptitle() for h in (by_branch, by_sha, hex_branch)]
     assert titles == [f"smoke · median and IQR by commit (first parent) · main ({COMMITS[2][:7]})",
-                      f"smoke · median and IQR by commit (first parent) · {COMMITS[2][:7]}"]
+                      f"smoke · median and IQR by commit (first parent) · {COMMITS[2][:7]}",
+                      f"smoke · median and IQR by commit (first parent) · {COMMITS[2][:4]} ({COMMITS[2][:7]})"]

@@ -1,5 +1,6 @@
 """The comparison as ``compare``, ``pipeline`` and ``ab`` print it in the terminal (``benchtrail.compare.terminal``)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -230,3 +231,16 @@ def test_the_noisy_line_names_the_largest_noisy_changes_first_and_is_cut_not_wra
         "and 1 more: too noisy to judge")
     narrow = render_table(comparison, width=60).splitlines()
     assert narrow[-1] == "noisy (4): m1.eager.inference-bs1 +185.6%, m2.eager.inferen…" and len(narrow[-1]) == 60
+
+
+def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_noisy_line_uses_the_short_names():
+    rows = [dataclasses.replace(_row(f"mypkg.benchmarks.attention[seq={seq}].eager.inference", verdict, 1.0, 2.0,
+                                     change, (change - 5.0, change + 5.0)),
+                                name=f"mypkg.benchmarks.attention[seq={seq}].eager.inference.{device}",
+                                device_name=device)
+            for seq, verdict, change in ((64, "regressed", 100.0), (128, "noisy", 200.0))
+            for device in ("c2-standard-16", "g2-standard-8")]
+    lines = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    assert lines[1] == "names: mypkg.benchmarks.<benchmark>.eager.inference.<device>"
+    assert [line.split()[0] for line in lines[3:5]] == ["attention[seq=64].c2-st…", "attention[seq=64].g2-st…"]
+    assert lines[-1].startswith("noisy (2): attention[seq=128].c2-standard-16 +200.0%, attention[seq=128].g2-st")

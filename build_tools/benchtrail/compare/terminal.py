@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from benchtrail.compare.document import VERDICTS, Comparison, Row
@@ -142,30 +143,38 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     single_device = len({r.device_name for r in comparison.rows}) == 1
     shown = (_largest_first([r for r in comparison.rows if r.verdict == "regressed"])
              + _largest_first([r for r in comparison.rows if r.verdict == "improved"]))
-    cells = [(_shown_name(r, single_device), _verdict_cell(r), _change(r), _interval(r), _medians(r))
-             for r in shown]
+    # Names too long for their column lose what every row's name shares: first the module path (a function
+    # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
+    # and task), in front of the device when rows are on several; said once in a line under the title.
+    head = tail = ""
+
+    def split(r: Row) -> tuple[str, str]:  # (the name without its device suffix, that suffix)
+        suffix = f".{r.device_name}"
+        if not single_device and r.name.endswith(suffix) and len(r.name) > len(suffix):
+            return r.name[:-len(suffix)], suffix
+        return _shown_name(r, single_device), ""
+
+    def name(r: Row) -> str:
+        base, device = split(r)
+        return base[len(head):len(base) - len(tail)] + device
+
+    cells = [(name(r), _verdict_cell(r), _change(r), _interval(r), _medians(r)) for r in shown]
     columns = _fitting_columns(cells, width)
-    shared = ""
-    if cells:  # names too long for their column lose what every row's name shares: first the module path (a
-        # function benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end
-        # (compile config and task), said once in a line under the title
-        room = _cells_left(cells, columns, width)
-        names = [_shown_name(r, single_device) for r in comparison.rows]
-        head = tail = ""
-        if any(cell_len(c[0]) > room for c in cells):
-            head = shared_module(names)
-            cells = [(c[0][len(head):], *c[1:]) for c in cells]
-        if any(cell_len(c[0]) > room for c in cells):
-            tail = shared_tail([n[len(head):] for n in names])
-            cells = [(c[0][:len(c[0]) - len(tail)], *c[1:]) for c in cells]
-        shared = f"names: {head}<benchmark>{tail}" if head or tail else ""
+    room = _cells_left(cells, columns, width) if cells else width
+    bases = [split(r)[0] for r in comparison.rows]
+    if any(cell_len(name(r)) > room for r in shown):
+        head = shared_module(bases)
+    if any(cell_len(name(r)) > room for r in shown):
+        tail = shared_tail([b[len(head):] for b in bases])
+    cells = [(name(r), *c[1:]) for r, c in zip(shown, cells)]
+    shared = (f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}" if head or tail else "")
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
                       no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False,
                       soft_wrap=False)
     console.print(Text(_title(comparison), style="bold"))
     if shared:
-        console.print(Text(shared, overflow="fold"))
+        console.print(Text(shared), no_wrap=True, overflow="ellipsis")
     if shown:
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         table.add_column(_HEADERS[0])  # the only column that may shrink: its cells are cut, never wrapped
@@ -179,7 +188,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     else:
         console.print(Text("no regressions or improvements"))
     console.print(_rest_line(comparison, bool(shown)))
-    for line in attention_lines(comparison, single_device):
+    for line in attention_lines(comparison, single_device, name):
         console.print(Text(line), no_wrap=True, overflow="ellipsis")  # rich wraps a Text's own no_wrap
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
@@ -188,15 +197,17 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
 MAX_FAILED_LINES = 3
 
 
-def attention_lines(comparison: Comparison, single_device: bool) -> list[str]:
+def attention_lines(comparison: Comparison, single_device: bool, name: Callable[[Row], str] | None = None) -> list[str]:
     """What the count line cannot say and a reader must know: the runner checks that failed where the head
     was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
     count), and the noisy rows' largest changes (at most three, by name) with their commonest reason. Plain
-    text; each line is cut to the width."""
+    text; each line is cut to the width. ``name``: a row's name as the table shows it (default: without the
+    device suffix when there is one device)."""
     from collections import Counter
 
     from benchtrail.compare.comment import runner_checks_line
 
+    name = name or (lambda r: _shown_name(r, single_device))
     lines = []
     checks = runner_checks_line(comparison.document)
     if checks:
@@ -204,13 +215,13 @@ def attention_lines(comparison: Comparison, single_device: bool) -> list[str]:
     failed = [r for r in comparison.rows if r.verdict == "failed"]
     for r in failed[:MAX_FAILED_LINES]:
         reason = (r.reason or "no reason recorded").splitlines()[0]
-        lines.append(f"failed: {_shown_name(r, single_device)}: {reason}")
+        lines.append(f"failed: {name(r)}: {reason}")
     if len(failed) > MAX_FAILED_LINES:
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
     noisy = [r for r in comparison.rows if r.verdict == "noisy"]
     if noisy:  # the largest changes by name first: a large change can be noisy too, and must not hide
         reason, _ = Counter(r.reason or "too noisy to judge" for r in noisy).most_common(1)[0]
-        largest = ", ".join(f"{_shown_name(r, single_device)} {_change(r)}" for r in _largest_first(noisy)[:3])
+        largest = ", ".join(f"{name(r)} {_change(r)}" for r in _largest_first(noisy)[:3])
         more = f" and {len(noisy) - 3} more" if len(noisy) > 3 else ""
         lines.append(f"noisy ({len(noisy)}): {largest}{more}: {reason.splitlines()[0]}")
     return lines

@@ -290,7 +290,8 @@ def history_figures(history: History, *, baseline: str | None = None,
     """
     commits = history.run_commits()
     cps = default_change_points(history) if change_points is None else change_points
-    head = short(history.head) if history.head.startswith(history.ref) else f"{history.ref} ({short(history.head)})"
+    sha = len(history.ref) >= 7 and history.head.startswith(history.ref)  # not a branch named "cafe"
+    head = short(history.head) if sha else f"{history.ref} ({short(history.head)})"
     what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
     out: dict[str, Figure] = {}
     for page, series in page_groups(history).items():

@@ -165,6 +165,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
     kind = "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})"
+    function = not model.input_specs and "function" in model.tags  # benchtrail.suite.functions tags its models
     lines = [
         f"benchmark    {_name(target)}",
         f"id           {benchmark_id}",
@@ -173,7 +174,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
         f"model        {model.name} (id {model.id})",
         f"  tags       {', '.join(model.tags)}",
         f"  source     {model.entry_point}",
-        f"  inputs     {', '.join(model.input_specs)}" if model.input_specs else
+        f"  inputs     {', '.join(model.input_specs) or 'none'}" if not function else
         f"  inputs     the input factory of {model.entry_point}, parameters "
         f"{', '.join(f'{k}={v!r}' for k, v in model.params) or 'none'}",
         f"  reference  {model.reference_entry_point or 'none'}",
@@ -185,8 +186,8 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
         ec, dev = rc.execution_config, rc.target_device
         lines += [
             f"run flags    task {ec.task.value}, "
-            + (f"batch size {ec.batch_size}, " if model.input_specs else "")  # a function benchmark has none
-            + f"{ec.processes} processes × "
+            + (f"batch size {ec.batch_size}, " if not function else "")  # a function benchmark has none
+            + f"{ec.processes} process{'es' if ec.processes != 1 else ''} × "
             f"{ec.min_samples} samples, blocks ≥ {ec.min_sample_time_ms:g} ms, warm-up ≥ {ec.warmup_time_ms:g} ms, "
             f"timeout {ec.timeout_s:g} s",
             f"device       {dev.name} ({dev.host_environment}, {dev.architecture.value}, {dev.microarchitecture}, "

@@ -44,7 +44,8 @@ def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[
                           f"{type(exc).__name__}: {exc}") from exc
     if isinstance(made, Iterator):  # a generator (`yield`, a generator expression) is no argument anyone means
         raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} returned {type(made).__name__}, "
-                          "an iterator; return Args(*args, **kwargs), a tuple of the arguments, or the one argument")
+                          "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
+                          "passes an iterator as the one argument)")
     call = Args.of(made)
     return pytree.tree_flatten((call.args, call.kwargs))
 
