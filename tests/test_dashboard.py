@@ -436,20 +436,3 @@ def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_
     assert list(layout.xaxis3.categoryarray) == ["a" * 7, "b" * 7] and layout.xaxis3.type == "category"
     assert [t.y for t in medians] == [(10.0, 10.0), (11.0, 11.0), (12.0, 12.0)]
     assert layout.template.layout.plot_bgcolor == "white"  # plotly_white, expanded as the dict carries it
-
-
-def test_the_pipelines_dashboard_of_a_run_without_a_commit_says_to_commit(tmp_path, capsys):
-    """A repository without a commit yet (or no checkout): the run is recorded under git's null sha, and its
-    dashboard says why there is none, not that a --ref the user never gave cannot be resolved."""
-    from benchtrail.git import UNKNOWN_COMMIT
-    from benchtrail.pipeline.report import dashboard_stage
-    from benchtrail.store import open_store
-
-    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
-    (tmp_path / "run").mkdir()
-    assert dashboard_stage(open_store(str(tmp_path / "store")), tmp_path / "repo", UNKNOWN_COMMIT, "local-1", 1,
-                           tmp_path / "run") is None
-    err = " ".join(capsys.readouterr().err.split())
-    assert "no dashboard: this run has no commit (the repository has none yet, or this is not a git checkout): " \
-           "commit, and the next run draws its history" in err and "--ref" not in err
-    assert list((tmp_path / "run").iterdir()) == []

@@ -98,3 +98,20 @@ def test_a_known_install_pins_both_workflows_to_its_commit():
         text = workflow(f"{name}.template", ("octo/benchtrail", SHA))
         assert f"uses: octo/benchtrail/.github/workflows/{called}@{SHA}\n" in text
         assert "placeholder" not in text.lower() and "{" + "commit}" not in text
+
+
+def test_the_pipelines_dashboard_of_a_run_without_a_commit_says_to_commit(tmp_path, capsys):
+    """A repository without a commit yet (or no checkout): the run is recorded under git's null sha, and its
+    dashboard says why there is none, not that a --ref the user never gave cannot be resolved."""
+    from benchtrail.git import UNKNOWN_COMMIT
+    from benchtrail.pipeline.report import dashboard_stage
+    from benchtrail.store import open_store
+
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    (tmp_path / "run").mkdir()
+    assert dashboard_stage(open_store(str(tmp_path / "store")), tmp_path / "repo", UNKNOWN_COMMIT, "local-1", 1,
+                           tmp_path / "run") is None
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no dashboard: this run has no commit (the repository has none yet, or this is not a git checkout): " \
+           "commit, and the next run draws its history" in err and "--ref" not in err
+    assert list((tmp_path / "run").iterdir()) == []
