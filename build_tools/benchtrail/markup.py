@@ -26,7 +26,6 @@ is one line: :func:`md_text` makes each run of whitespace one space (as HTML sho
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections.abc import Sequence
 
@@ -108,27 +107,17 @@ def mpl_label(name: str, common: str, limit: int) -> str:
 
 
 def shared_module(names: Sequence[str], keep: int = 3) -> str:
-    """The leading dotted components all of ``names`` share (``"mypkg.benchmarks."``), such that every name keeps
-    at least ``keep`` components after it (a function benchmark's name is ``module.function[params]``, then
-    its compile config and task: ``keep=3`` leaves those); ``""`` for fewer than two names. A dot inside
-    ``[parameters]`` is no boundary. Shown as ``…`` where a column or label is too narrow for whole names."""
+    """The leading dotted components all of ``names`` share (``"mypkg.benchmarks."``, dot included), such that
+    every name keeps at least ``keep`` components after it (a function benchmark's name is
+    ``module.function[params]``, then its compile config and task: ``keep=3`` leaves those); ``""`` for fewer
+    than two names. A dot inside ``[parameters]`` is no boundary."""
     if len(names) < 2:
         return ""
-
-    def boundaries(text: str) -> list[int]:  # the index after each dot outside [...]
-        depth, out = 0, []
-        for i, char in enumerate(text):
-            depth += (char == "[") - (char == "]")
-            if char == "." and depth == 0:
-                out.append(i + 1)
-        return out
-
-    common = os.path.commonprefix(list(names))
-    cut = 0
-    for end in boundaries(common):
-        if all(len(boundaries(name[end:])) + 1 >= keep for name in names):
-            cut = end
-    return names[0][:cut]
+    parts = [_components(name) for name in names]
+    k = 0
+    while all(len(p) - k - 1 >= keep for p in parts) and len({p[k] for p in parts}) == 1:
+        k += 1
+    return ".".join(parts[0][:k]) + "." if k else ""
 
 
 def shared_tail(names: Sequence[str], keep: int = 1) -> str:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import io
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from benchtrail.compare.document import VERDICTS, Comparison, Row
@@ -67,12 +67,18 @@ def _title(comparison: Comparison) -> str:
     return f"benchtrail: head {head[:10]} vs " + (f"base {base[:10]}" if base else "no baseline") + where
 
 
+def _split_device(row: Row) -> tuple[str, str]:
+    """``(the series name without its ".<device>" suffix, that suffix)``; ``(name, "")`` for a name without it."""
+    suffix = f".{row.device_name}"
+    if row.name.endswith(suffix) and len(row.name) > len(suffix):
+        return row.name[: -len(suffix)], suffix
+    return row.name, ""
+
+
 def _shown_name(row: Row, single_device: bool) -> str:
     """The series name, without its ``.<device>`` suffix when the title names the one device."""
-    suffix = f".{row.device_name}"
-    if single_device and row.name.endswith(suffix) and len(row.name) > len(suffix):
-        return row.name[: -len(suffix)]
-    return row.name
+    base, device = _split_device(row)
+    return base if single_device else base + device
 
 
 def _rest_line(comparison: Comparison, after_table: bool) -> Any:
@@ -148,20 +154,14 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     # and task), in front of the device when rows are on several; said once in a line under the title.
     head = tail = ""
 
-    def split(r: Row) -> tuple[str, str]:  # (the name without its device suffix, that suffix)
-        suffix = f".{r.device_name}"
-        if not single_device and r.name.endswith(suffix) and len(r.name) > len(suffix):
-            return r.name[:-len(suffix)], suffix
-        return _shown_name(r, single_device), ""
-
     def name(r: Row) -> str:
-        base, device = split(r)
-        return base[len(head):len(base) - len(tail)] + device
+        base, device = _split_device(r)
+        return base[len(head):len(base) - len(tail)] + ("" if single_device else device)
 
     cells = [(name(r), _verdict_cell(r), _change(r), _interval(r), _medians(r)) for r in shown]
     columns = _fitting_columns(cells, width)
     room = _cells_left(cells, columns, width) if cells else width
-    bases = [split(r)[0] for r in comparison.rows]
+    bases = [_split_device(r)[0] for r in comparison.rows]
     if any(cell_len(name(r)) > room for r in shown):
         head = shared_module(bases)
     if any(cell_len(name(r)) > room for r in shown):

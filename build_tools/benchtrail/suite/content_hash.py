@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from benchtrail.suite.definitions import Model
+from benchtrail.suite.functions import FunctionBenchmark
 
 
 def model_source_digest(model: Model) -> str:
@@ -30,7 +31,7 @@ def model_source_digest(model: Model) -> str:
     module_name, _, attr = model.entry_point.partition(":")
     module = importlib.import_module(module_name)
     bench = getattr(module, attr, None)
-    if _is_function_benchmark(bench):
+    if isinstance(bench, FunctionBenchmark):
         for part in (bench.fn, bench.inputs, bench.reference):
             if part is not None:
                 hasher.update(_source(part, module).encode("utf-8"))
@@ -47,9 +48,8 @@ def _source(obj: Any, module: Any, depth: int = 0) -> str:
     - a plain function or class: its source without decorators (the ``@benchmark(...)`` line holds presets,
       parameter values and compile configs, which the config's own fields cover), as ``ast.unparse`` writes
       it (comments and layout do not count; another Python version may write it otherwise), then the same
-      for what it wraps (``__wrapped__``) and for the
-      functions its closure holds (a decorator without ``functools.wraps``); a lambda, which ``ast`` cannot
-      parse alone, its source lines as they are;
+      for what it wraps (``__wrapped__``) and for the functions its closure holds (a decorator without
+      ``functools.wraps``); a lambda, which ``ast`` cannot parse alone, its source lines as they are;
     - a builtin (``torch.relu``): its module and qualified name;
     - anything else (a ``functools.partial``, a callable object), or a source that cannot be read: the source
       of ``module`` (the benchmarks module, where it is written), else the names of both.
@@ -94,12 +94,6 @@ def _filled(cell: Any) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _is_function_benchmark(obj: Any) -> bool:
-    from benchtrail.suite.functions import FunctionBenchmark
-
-    return isinstance(obj, FunctionBenchmark)
 
 
 def content_hash(config: Any, torch_version: str) -> str:
