@@ -35,6 +35,11 @@ _ROUTES = (
     ("POST", re.compile(_REPO + r"/issues"), "create_issue"),
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
     ("PATCH", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "edit_issue"),
+    ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})"), "get_commit"),
+    ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})/pulls"), "list_commit_pulls"),
+    ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})/statuses"), "list_statuses"),
+    ("GET", re.compile(_REPO + r"/statuses/(?P<sha>[0-9a-f]{40})"), "list_statuses"),  # PyGithub's path
+    ("POST", re.compile(_REPO + r"/statuses/(?P<sha>[0-9a-f]{40})"), "create_status"),
     ("GET", re.compile(_REPO + r"/actions/runs"), "list_workflow_runs"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)"), "get_workflow_run"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"), "get_workflow_run"),
@@ -201,6 +206,37 @@ class _Handler(BaseHTTPRequestHandler):
         issue["updated_at"] = "2026-01-02T00:00:00Z"
         issue["closed_at"] = issue["updated_at"] if issue["state"] == "closed" else None
         return 200, {}, gh._issue_json(full_name, int(number))
+
+    def get_commit(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
+        return 200, {}, {"sha": sha, "url": f"{self.github.url}/repos/{full_name}/commits/{sha}"}
+
+    def list_commit_pulls(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
+        """"List pull requests associated with a commit": the open PRs whose head it is."""
+        gh = self.github
+        numbers = sorted(n for (f, n), p in gh.pulls.items() if f == full_name and p["head_sha"] == sha)
+        headers, page = _paginate(gh, req, numbers)
+        return 200, headers, [gh._pull_json(full_name, n) for n in page]
+
+    def list_statuses(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
+        """"List commit statuses for a reference": newest first."""
+        gh = self.github
+        headers, page = _paginate(gh, req, list(reversed(gh.statuses.get((full_name, sha), []))))
+        return 200, headers, page
+
+    def create_status(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
+        """"Create a commit status": ``state`` one of GitHub's four, a ``description`` of at most 140
+        characters (else 422), ``context`` (default ``default``)."""
+        gh, payload = self.github, req.json if isinstance(req.json, dict) else {}
+        if payload.get("state") not in ("error", "failure", "pending", "success") or \
+                len(payload.get("description") or "") > 140:
+            return 422, {}, {"message": "Validation Failed", "documentation_url": DOCS, "status": "422"}
+        gh._next_id += 1
+        status = {"id": gh._next_id, "state": payload["state"], "description": payload.get("description"),
+                  "target_url": payload.get("target_url"), "context": payload.get("context") or "default",
+                  "creator": gh._user_json(user), "url": f"{gh.url}/repos/{full_name}/statuses/{sha}",
+                  "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}
+        gh.statuses.setdefault((full_name, sha), []).append(status)
+        return 201, {}, status
 
     def list_workflow_runs(self, full_name: str, req: Request, user: dict[str, Any]):
         """"List workflow runs for a repository": each run's latest attempt, newest run first, filtered

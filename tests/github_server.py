@@ -17,6 +17,12 @@ Routes (all JSON):
     POST  /repos/{owner}/{repo}/issues                   {"title": ..., "body": ..., "labels": [...]}
     GET   /repos/{owner}/{repo}/issues/{n}
     PATCH /repos/{owner}/{repo}/issues/{n}               {"title", "body", "state", "labels"}: any of them
+    GET   /repos/{owner}/{repo}/commits/{sha}             only its sha (what PyGithub's lazy ``Commit`` needs)
+    GET   /repos/{owner}/{repo}/commits/{sha}/pulls       the open PRs whose head is ``sha``
+    GET   /repos/{owner}/{repo}/commits/{sha}/statuses    newest first, ?per_page &page (also at
+                                                         /statuses/{sha}, GitHub's older path that PyGithub uses)
+    POST  /repos/{owner}/{repo}/statuses/{sha}            {"state", "description" (<= 140), "target_url",
+                                                         "context"}; the token's user is the creator
     GET   /repos/{owner}/{repo}/actions/runs              ?head_sha &event &branch &per_page &page
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}    the run's latest attempt
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}
@@ -78,6 +84,8 @@ class GitHubServer:
     label_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     #: (full name, run id, attempt) -> the attempt's fields (``add_workflow_run``).
     workflow_runs: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    #: (full name, sha) -> its commit statuses, oldest first.
+    statuses: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
     gates: list[Gate] = field(default_factory=list)
@@ -207,6 +215,12 @@ class GitHubServer:
         return gate
 
     # -- queries for tests ---------------------------------------------------------------------
+
+    def status(self, full_name: str, sha: str, context: str) -> tuple[str, str] | None:
+        """``(state, description)`` of the newest status of ``context`` on ``sha``, or None."""
+        with self.lock:
+            found = [s for s in self.statuses.get((full_name, sha), []) if s["context"] == context]
+        return (found[-1]["state"], found[-1]["description"]) if found else None
 
     def issue_comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
         with self.lock:

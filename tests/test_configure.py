@@ -241,7 +241,9 @@ def test_edit_of_title_and_body_compares_both_previous_texts(gh):
 
 
 @pytest.mark.parametrize("before, after, runs", [
-    ("Text.\n\nbenchmarks: x86_64", "Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", True),  # accept added
+    # accept added: the gate status gates the last comparison again; accept removed: measure again
+    ("Text.\n\nbenchmarks: x86_64", "Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", False),
+    ("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", "Text.\n\nbenchmarks: x86_64", True),
     ("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a.*, b.*",
      "New.\n\nbenchmarks: x86_64\nbenchmarks-accept: b.*, a.*", False),
     ("Text.\n\nbenchmarks: x86_64,comp-stat", "Text.\n\nbenchmarks: x86_64,comp-stats", True),  # was invalid

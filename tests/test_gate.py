@@ -104,24 +104,3 @@ def test_gate_never_imports_torch(tmp_path):
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
     assert "benchtrail.compare.gate" in imported and not [m for m in imported if m.split(".")[0] == "torch"]
     assert json.loads(path.read_text())["rows"]  # the file is read as it is
-
-
-def test_the_workflows_gate_jq_fails_the_same_rows_as_benchtrail_gate():
-    """The gate job reads the report with jq alone (it installs nothing): same rule, same rows."""
-    import jq
-
-    from benchtrail.compare.gate import check
-    from tests.workflow_harness import ROOT
-
-    program = jq.compile((ROOT / "build_tools" / "github_actions" / "gate.jq").read_text())
-    comparisons = [
-        _comparison({"slow": "confirmed", "maybe": "unconfirmed"}),
-        _comparison({"a": "accepted", "q": "quarantined", "c": "confirmed"},
-                    q={"quarantined": "flaky on c2"}, c={"quarantined": "flaky on c2"}),
-        _comparison({"a": "unconfirmed", "b": "unconfirmed"}, b={"recheck": "not-reached"}),
-        _comparison({"x": "confirmed", "y": "confirmed"}),
-    ]
-    for comparison in comparisons:
-        by_jq = [row["id"] for row in program.input_value(json.loads(json.dumps(comparison))).first()]
-        assert by_jq == [row["id"] for row in check(comparison["rows"], []).failing]
-    assert [len(program.input_value(json.loads(json.dumps(c))).first()) for c in comparisons] == [1, 0, 0, 2]

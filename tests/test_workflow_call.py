@@ -93,7 +93,7 @@ def _install_steps(name: str) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("name, job_ids", [
     ("benchmark.yml", ["compile", "compile-cuda", "execute", "process", "setup"]),
-    ("post_benchmark_comment.yml", ["post"]),
+    ("post_benchmark_comment.yml", ["gate", "post"]),
 ])
 def test_a_called_run_installs_benchtrail_from_the_workflows_own_commit(name, job_ids):
     steps = _install_steps(name)
@@ -125,7 +125,7 @@ def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
     folders = {job_id: job.get("defaults", {}).get("run", {}).get("working-directory")
                for job_id, job in workflow["jobs"].items()}
     assert folders == {"setup": PROJECT_FOLDER, "compile": PROJECT_FOLDER, "compile-cuda": PROJECT_FOLDER,
-                       "execute": PROJECT_FOLDER, "process": PROJECT_FOLDER, "gate": None, "summary": None}
+                       "execute": PROJECT_FOLDER, "process": PROJECT_FOLDER, "summary": None}
     # The run directory is absolute: `run:` steps (in the project's folder) and the artifact actions
     # (in the workspace) mean the same folder.
     assert workflow["env"]["RUN_DIR"] == "${{ github.workspace }}/benchtrail-run"
@@ -245,8 +245,10 @@ def test_example_caller_triggers_like_benchtrails_own_workflow_and_the_poster_fo
         "${{ inputs.benchmark-presets || '' }}")
     poster = _load_example("post_benchmark_comment.yml")
     assert _triggers(poster) == {"workflow_run": {"workflows": [_load_example("benchmarks.yml")["name"]],
-                                                  "types": ["completed"]}}
-    assert poster["jobs"]["post"]["if"] == _load("post_benchmark_comment.yml")["jobs"]["post"]["if"]
+                                                  "types": ["requested", "completed"]}}
+    # The caller runs for every PR event; the called jobs pick theirs (post: completed; gate: both).
+    own_post = _load("post_benchmark_comment.yml")["jobs"]["post"]["if"]
+    assert own_post == poster["jobs"]["post"]["if"] + " && github.event.action == 'completed'"
 
 
 def test_adopting_md_shows_the_example_files_as_they_are():

@@ -8,15 +8,20 @@ to main stores the baseline in the GCS emulator. Then PR #1, trailer ``benchmark
 
 1. head h1 makes ``Chain`` 4x slower (it waits 40 ms instead of 10 ms) and breaks ``Mix`` (its
    eager case fails, its export module fails to compile): the comment lists both failures and the
-   regression, which the paired re-check confirms, so the gate fails;
+   regression, which the paired re-check confirms, so the gate fails; a title-only edit and an
+   unrelated label leave it failing; a ``benchmarks-accept:`` edit turns it green unmeasured;
 2. head h2 meets a store outage (the emulator behind a proxy answering 503) and the runner of
    execute shard 1 dies (its job times out): the comment says both, and lists that shard's case;
 3. head h3's re-check hits its step timeout: the regression stays unconfirmed and the gate passes;
 4. an edit puts an unknown preset in the trailer: the comment names it and the valid ones;
-5. an edit of the title alone selects nothing.
+5. an edit of the title alone selects nothing;
+6. head h4 makes ``Chain`` fast again and drops the trailer: nothing selected, the gate passes;
+   adding the trailer back makes it pending until its run's comparison passes it;
+7. a re-run of h4 whose process job dies fails the gate: no comparison.
 
 Each benchmark run is followed by the poster (``workflow_run``), run against the local GitHub REST
-server, which holds one bot comment for the PR throughout.
+server, which holds one bot comment for the PR throughout and the ``benchtrail/gate`` status of
+each head. A fork's PR #2 waits for a maintainer's label.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ SHARD_DIES = "execute-1/Run benchmarks"  # shard 1's job stops at its timeout-mi
 WIF_PROVIDER = "projects/123456789/locations/global/workloadIdentityPools/github/providers/my-project"
 PRESUBMIT_SA = "benchtrail-presubmit@my-gcp-project.iam.gserviceaccount.com"
 POSTSUBMIT_SA = "benchtrail-postsubmit@my-gcp-project.iam.gserviceaccount.com"
+GATE = "benchtrail/gate"
+REF = f"refs/pull/{PR_NUMBER}/merge"
 CHAIN, MIX_EAGER, MIX_EXPORT = ("chain.eager.inference-quick.laptop", "mix.eager.inference-quick.laptop",
                                 "mix.export.inference-quick.laptop")
 
@@ -102,21 +109,38 @@ class Story:
     # -- events -----------------------------------------------------------------------------------
 
     def pr_payload(self, action: str, head: str, body: str = BODY, title: str = "Faster layers",
+                   labels: tuple[str, ...] = (), number: int = PR_NUMBER, head_repo: str = REPOSITORY,
                    **extra) -> dict:
+        """The event, and the PR as GitHub then holds it (its title, body and labels: what the poster reads)."""
+        with self.github.lock:
+            pull = self.github.pulls.get((REPOSITORY, number))
+            if pull is not None:
+                pull.update(title=title, body=body, labels=list(labels))
         repo = {"full_name": REPOSITORY}
-        return {"action": action, "number": PR_NUMBER, **extra,
-                "pull_request": {"number": PR_NUMBER, "title": title, "body": body, "labels": [],
-                                 "head": {"sha": head, "ref": "faster", "repo": repo},
+        return {"action": action, "number": number, **extra,
+                "pull_request": {"number": number, "title": title, "body": body,
+                                 "labels": [{"name": n} for n in labels],
+                                 "head": {"sha": head, "ref": "faster", "repo": {"full_name": head_repo}},
                                  "base": {"sha": self.main, "ref": "main", "repo": repo}},
                 "repository": {**repo, "default_branch": "main"}}
 
     def benchmark(self, event: str, payload: dict, sha: str, ref: str, **kwargs) -> RunResult:
         return self.harness.run("benchmarks.yml", event, payload, sha, ref, **kwargs)
 
-    def post(self, run: RunResult) -> RunResult:
-        """The caller's poster workflow for the completed ``run`` (the default branch's file)."""
+    def post(self, run: RunResult, action: str = "completed") -> RunResult:
+        """The caller's poster workflow for ``run`` requested or completed (the default branch's file)."""
         return self.harness.run("post_benchmark_comment.yml", "workflow_run",
-                                self.harness.workflow_run_payload(run, "benchmarks"), self.main, "refs/heads/main")
+                                self.harness.workflow_run_payload(run, "benchmarks", action=action), self.main,
+                                "refs/heads/main")
+
+    def gate(self, head: str) -> tuple[str, str] | None:
+        """``(state, description)`` of the head's ``benchtrail/gate`` status."""
+        return self.github.status(REPOSITORY, head, GATE)
+
+    def edit(self, head: str, **kwargs) -> tuple[RunResult, RunResult]:
+        """A PR event on ``head`` (``pr_payload``'s arguments) that starts the benchmark run and its poster."""
+        run = self.benchmark("pull_request", self.pr_payload(head=head, **kwargs), head, REF)
+        return run, self.post(run)
 
     def push_head(self, message: str, edit=None) -> str:
         if not self.heads:
@@ -130,7 +154,7 @@ class Story:
         if PR_NUMBER not in {n for _, n in self.github.pulls}:
             self.github.add_pull(REPOSITORY, PR_NUMBER, head, title="Faster layers", body=BODY)
         with self.github.lock:
-            self.github.pulls[(REPOSITORY, PR_NUMBER)]["head_sha"] = head
+            self.github.pulls[(REPOSITORY, PR_NUMBER)].update(head_sha=head, body=BODY, labels=[])
         return head
 
     def pr_run(self, head: str, **kwargs) -> tuple[RunResult, RunResult]:
@@ -167,8 +191,24 @@ class Story:
         return self.snapshot("failures", *self.pr_run(head))
 
     @functools.cached_property
-    def outage(self) -> tuple[RunResult, RunResult]:
+    def edits_on_h1(self) -> dict[str, tuple[str, str] | None]:
+        """h1's gate after its comparison, then after a title-only edit, an unrelated label and a
+        ``benchmarks-accept:`` edit (its run measures nothing: the poster gates h1's comparison again)."""
         self.failures
+        head = self.heads[0]
+        states = {"compared": self.gate(head)}
+        self.edit(head, action="edited", title="Faster layers (v2)", changes={"title": {"from": "Faster layers"}})
+        states["title"] = self.gate(head)
+        self.edit(head, action="labeled", labels=("documentation",), label={"name": "documentation"})
+        states["label"] = self.gate(head)
+        accept = BODY + "benchmarks-accept: chain.*\n"
+        states["accept_run"] = self.edit(head, action="edited", body=accept, changes={"body": {"from": BODY}})
+        states["accepted"] = self.gate(head)
+        return states
+
+    @functools.cached_property
+    def outage(self) -> tuple[RunResult, RunResult]:
+        self.edits_on_h1
         head = self.push_head("h2: the store is down")
         self.proxy.add("status", status=503, path_prefix="/", methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
         try:
@@ -219,6 +259,36 @@ class Story:
                                   changes={"title": {"from": "Faster layers"}})
         run = self.benchmark("pull_request", payload, head, f"refs/pull/{PR_NUMBER}/merge")
         return self.snapshot("title_edit", run, self.post(run))
+
+    @functools.cached_property
+    def fixed(self) -> dict[str, Any]:
+        """h4 makes Chain fast again with the trailer dropped, then the trailer comes back."""
+        self.title_edit
+        bare = "Speeds things up, we hope.\n"
+
+        def fast_again(repo: Path) -> None:
+            layers = repo / "my_project" / "layers.py"
+            layers.write_text(layers.read_text().replace("DELAY_S = 0.040\n", "DELAY_S = 0.010\n"))
+
+        head = self.push_head("h4: Chain is fast again", fast_again)
+        chapter: dict[str, Any] = {"bare": self.edit(head, action="synchronize", body=bare)}
+        chapter["bare_gate"] = self.gate(head)
+        payload = self.pr_payload("edited", head, body=BODY, changes={"body": {"from": bare}})
+        queued = self.harness.queue("benchmarks.yml", "pull_request", payload, head)
+        self.post(queued, action="requested")
+        chapter["requested_gate"] = self.gate(head)
+        run = self.benchmark("pull_request", payload, head, REF, run_id=queued.run_id)
+        chapter["run"] = self.snapshot("fixed", run, self.post(run))
+        chapter["gate"] = self.gate(head)
+        return chapter
+
+    @functools.cached_property
+    def process_dies(self) -> tuple[RunResult, RunResult]:
+        """A re-run (attempt 2) of h4's run whose process job's runner dies while comparing."""
+        run = self.fixed["run"][0]
+        rerun = self.benchmark("pull_request", run.payload, run.sha, REF, run_id=run.run_id, attempt=2,
+                               step_timeouts=("process/Compare with the stored baseline",))
+        return rerun, self.post(rerun)
 
     def snapshot(self, name: str, run: RunResult, poster: RunResult) -> tuple[RunResult, RunResult]:
         comments = self.bot_comments()
@@ -282,8 +352,7 @@ def test_the_adoption_example_runs_through_workflow_call_without_pip_install(sto
     jobs = {job_id: job.result for job_id, job in run.jobs.items()}
     assert jobs == {"benchmark": "success", "benchmark/setup": "success", "benchmark/compile": "success",
                     "benchmark/compile-cuda": "skipped", "benchmark/execute": "success",
-                    "benchmark/process": "success", "benchmark/gate": "success",
-                    "benchmark/summary": "success"}, run.describe()
+                    "benchmark/process": "success", "benchmark/summary": "success"}, run.describe()
     installs = [s for job in run.jobs.values() for s in job.steps if s.name == "Install benchtrail"]
     assert installs and all(s.outputs["pip-install"] == "" for s in installs)
     caller = load_workflow(story.repo / ".github" / "workflows" / "benchmarks.yml")
@@ -334,12 +403,28 @@ def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
     assert "regressed" in _row(comment, CHAIN)
 
 
-def test_a_confirmed_regression_fails_the_gate_while_the_comment_is_posted(story):
+def test_a_confirmed_regression_fails_the_gate_status_which_no_edit_or_label_clears(story):
     run, poster = story.failures
-    assert run.job("process").result == "success" and run.job("gate").result == "failure", run.describe()
-    assert poster.conclusion == "success", poster.describe()
+    assert run.job("process").result == "success" and poster.conclusion == "success", poster.describe()
     assert re.search(r"regressed · confirmed", _row(story.comments["failures"], CHAIN))
-    assert "1 confirmed regression" in run.job("gate").summary
+    states = story.edits_on_h1
+    failed = ("failure", f"1 confirmed regression: {CHAIN} (failure, run {run.run_id}/1)")
+    assert states["compared"] == failed
+    # A title-only edit measures nothing; a label other than safe-to-benchmark starts no job at all.
+    assert states["title"] == failed and states["label"] == failed
+    target = story.github.statuses[(REPOSITORY, story.heads[0])][-1]["target_url"]
+    assert target.startswith(f"https://github.com/{REPOSITORY}/pull/{PR_NUMBER}#issuecomment-"), target
+
+
+def test_a_benchmarks_accept_edit_passes_the_gate_without_measuring_again(story):
+    run, _ = story.failures
+    accept_run, poster = story.edits_on_h1["accept_run"]
+    assert accept_run.job("setup").outputs["has-benchmarks"] == "false", accept_run.describe()
+    assert accept_run.job("compile").result == "skipped"
+    gate = poster.job("post/gate")
+    assert gate.step("Find a comparison to gate again").outputs["regate-run"] == f"{run.run_id}/1", gate.log
+    assert story.edits_on_h1["accepted"] == (
+        "success", f"no confirmed regression; 1 accepted (success, run {run.run_id}/1)")
 
 
 def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
@@ -349,7 +434,7 @@ def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
     comment = story.comments["outage"]
     assert story.heads[1][:7] in comment and story.heads[0][:7] not in comment
     assert "could not be stored" in comment and "store could not be read" in comment, comment
-    assert run.job("gate").result == "success"
+    assert story.gate(story.heads[1]) == ("success", f"no confirmed regression (success, run {run.run_id}/1)")
 
 
 def test_a_shard_whose_runner_died_is_named_and_its_cases_are_failed_rows(story):
@@ -373,7 +458,8 @@ def test_a_recheck_failure_leaves_regressions_unconfirmed_and_ungated(story):
     comment = story.comments["recheck_timeout"]
     assert story.heads[2][:7] in comment and "re-check did not finish" in comment, comment
     assert "regressed · unconfirmed" in _row(comment, CHAIN)
-    assert run.job("gate").result == "success", run.describe()
+    assert story.gate(story.heads[2]) == (
+        "success", f"no confirmed regression; 1 unconfirmed, not gated (success, run {run.run_id}/1)")
 
 
 def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(story, tmp_path):
@@ -413,9 +499,24 @@ def test_a_title_only_edit_selects_nothing(story):
     run, poster = story.title_edit
     setup = run.job("setup")
     assert setup.result == "success" and setup.outputs["has-benchmarks"] == "false", run.describe()
-    assert {run.job(j).result for j in ("compile", "execute", "process", "gate")} == {"skipped"}
+    assert {run.job(j).result for j in ("compile", "execute", "process")} == {"skipped"}
     assert not (run.artifacts / "comment").exists()
     assert story.comments["title_edit"] == story.comments["bad_trailer"]
+    # Neither the bad trailer nor the title edit compared: h3 keeps its comparison's status.
+    h3_run, _ = story.recheck_timeout
+    assert story.gate(story.heads[2])[1].endswith(f"(success, run {h3_run.run_id}/1)")
+
+
+def test_a_fork_pr_without_the_label_waits_for_a_maintainer(story):
+    story.baseline
+    head = _git(story.repo, "commit-tree", f"{story.main}^{{tree}}", "-p", story.main, "-m", "from a fork")
+    _git(story.repo, "update-ref", "refs/heads/fork-pr", head)
+    story.github.add_pull(REPOSITORY, 2, head, title="Fork PR", body=BODY)
+    run, poster = story.edit(head, action="opened", number=2, head_repo="someone/my-project")
+    setup = run.job("setup")
+    assert setup.outputs["has-benchmarks"] == "false" and run.job("compile").result == "skipped", run.describe()
+    assert "waiting for a maintainer to add the `safe-to-benchmark` label" in setup.summary
+    assert story.gate(head) == ("pending", "waiting for a maintainer to add the safe-to-benchmark label (a fork's PR)")
 
 
 def test_a_late_poster_for_an_older_head_leaves_the_current_heads_comment(story):
@@ -471,3 +572,25 @@ def test_a_pr_run_authenticates_as_presubmit_and_checks_the_baselines_run_record
     assert listed and {c.status for c in listed} == {200}, story.github.calls("GET")
     compare = run.job("process").step("Compare with the stored baseline")
     assert f"run {baseline.run_id}/{baseline.attempt}" in compare.log, compare.log
+
+
+# -- after the late poster: h4, the last head ------------------------------------------------------
+
+
+def test_adding_a_trailer_makes_the_gate_pending_until_its_runs_comparison(story):
+    chapter = story.fixed
+    bare_run, _ = chapter["bare"]
+    assert bare_run.job("setup").outputs["has-benchmarks"] == "false"
+    assert chapter["bare_gate"] == ("success", "no benchmarks selected")  # h4 never selected benchmarks
+    run, _ = chapter["run"]
+    assert chapter["requested_gate"] == ("pending", f"run {run.run_id}/1 running")
+    assert chapter["gate"] == ("success", f"no confirmed regression (success, run {run.run_id}/1)")
+    assert "similar" in _row(story.comments["fixed"], CHAIN)
+
+
+def test_a_process_job_that_fails_fails_the_gate_with_the_reason(story):
+    rerun, poster = story.process_dies
+    assert rerun.job("process").result == "failure" and poster.conclusion == "success", poster.describe()
+    assert story.gate(story.heads[3]) == (
+        "failure", f"no comparison: the benchmark run ended 'failure' before comparing (failure, run "
+                   f"{rerun.run_id}/2)")

@@ -27,7 +27,8 @@ INSTALL = '"$src/build_tools/github_actions/install.sh"'
 #: The torch mode of each job's install step (install.sh's argument).
 MODES = {("benchmark.yml", "setup"): "cpu", ("benchmark.yml", "compile"): "project",
          ("benchmark.yml", "compile-cuda"): "project", ("benchmark.yml", "execute"): "project",
-         ("benchmark.yml", "process"): "project", ("post_benchmark_comment.yml", "post"): "none"}
+         ("benchmark.yml", "process"): "project", ("post_benchmark_comment.yml", "post"): "none",
+         ("post_benchmark_comment.yml", "gate"): "none"}
 
 # The stand-in venv's pip: one log line per call; a `-c FILE` other than constraints.txt is logged as
 # `-c [its lines]`. `torch==V` records V as installed (`V+cpu` from the CPU index); the project's packages

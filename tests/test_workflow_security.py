@@ -15,6 +15,7 @@ import yaml
 from tests.actions_expressions import condition, interpolate
 from tests.workflow_checks import (
     KEY_STEP,
+    ROOT,
     WIF_STEP,
     WORKFLOW_FILES,
     WORKFLOWS,
@@ -99,12 +100,34 @@ def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker
         for scope, access in job["permissions"].items()
         if access != "read" and scope != "id-token"
     )
-    assert writes == [("post_benchmark_comment.yml", "post", "pull-requests"),
+    assert writes == [("post_benchmark_comment.yml", "gate", "statuses"),
+                      ("post_benchmark_comment.yml", "post", "pull-requests"),
                       ("track_regressions.yml", "track", "issues")]
     assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {
         "actions": "read", "contents": "read", "id-token": "write", "issues": "write"}
     assert _load("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "write"}
+
+
+def test_only_the_poster_workflow_may_write_statuses():
+    """The required `benchtrail/gate` status: only the poster (default-branch code, no PR code run) sets it,
+    in benchtrail's workflows, the adoption example's callers and `benchtrail init`'s templates."""
+    files = [*WORKFLOWS.glob("*.yml"), *(ROOT / "docs" / "examples").rglob(".github/workflows/*.yml"),
+             *(ROOT / "build_tools" / "benchtrail" / "data" / "init").glob("*.yml.template")]
+    granted = set()
+    for path in files:
+        text = path.read_text()
+        for field, value in (("{pin_comment}", ""), ("{pin_note}", ""), ("{repository}", "o/b"), ("{commit}", "0")):
+            text = text.replace(field, value)
+        for job_id, job in yaml.safe_load(text)["jobs"].items():
+            if (job.get("permissions") or {}).get("statuses") == "write":
+                granted.add((path.relative_to(ROOT).as_posix(), job_id))
+            assert (job.get("permissions") or {}).get("statuses") in (None, "write"), (path, job_id)
+    assert granted == {(".github/workflows/post_benchmark_comment.yml", "gate"),
+                       ("docs/examples/adopting-classes/.github/workflows/post_benchmark_comment.yml", "post"),
+                       ("build_tools/benchtrail/data/init/post_benchmark_comment.yml.template", "post")}
+    assert _load("post_benchmark_comment.yml")["jobs"]["gate"]["permissions"] == {
+        "actions": "read", "contents": "read", "pull-requests": "read", "statuses": "write"}
 
 
 def test_benchmark_jobs_read_contents_at_most():
@@ -117,7 +140,6 @@ def test_benchmark_jobs_read_contents_at_most():
         # Trusted baselines: compare and dashboard read the workflow runs that stored them; the
         # store's keyless credentials (Workload Identity Federation) need the job's OIDC token.
         "process": {"actions": "read", "contents": "read", "id-token": "write"},
-        "gate": {"contents": "read"},
         "summary": {},
     }
 
@@ -189,7 +211,7 @@ def test_every_checkout_drops_its_credentials():
 
 def test_the_poster_runs_default_branch_code_on_untrusted_data():
     job = _load("post_benchmark_comment.yml")["jobs"]["post"]
-    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    assert job["if"] == "github.event.workflow_run.event == 'pull_request' && github.event.action == 'completed'"
     steps = job["steps"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
@@ -214,7 +236,8 @@ def test_the_comment_artifact_holds_comment_json_and_pr_json():
     by_name = {step.get("name"): step for step in process["steps"]}
     prepare = by_name["Prepare the comment artifact"]
     assert prepare["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}",
-                              "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"}
+                              "HEAD_SHA": "${{ github.event.pull_request.head.sha }}",
+                              "RECHECK_OUTCOME": "${{ steps.recheck.outcome }}"}
     assert "comment-artifact/comment.json" in prepare["run"] and "comment-artifact/pr.json" in prepare["run"]
     upload = by_name["Upload the comment artifact"]
     assert upload["with"]["name"] == "comment" and upload["with"]["path"] == "comment-artifact/"

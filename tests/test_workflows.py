@@ -78,7 +78,7 @@ def test_benchmark_triggers():
 def test_the_poster_runs_after_the_benchmark_workflow_completes():
     on = _triggers(_load("post_benchmark_comment.yml"))
     # workflow_call: another repository's short workflow_run file calls it (docs/adopting.md).
-    assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]},
+    assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["requested", "completed"]},
                   "workflow_call": {"inputs": {"python-version": {
                       "description": "Python for benchtrail", "required": False, "default": "3.11",
                       "type": "string"}}}}

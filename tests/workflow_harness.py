@@ -121,7 +121,9 @@ class Harness:
         # GitHub passes no secrets (and no OIDC token) to a pull_request run from a fork.
         fork = event_name == "pull_request" and ((pull.get("head") or {}).get("repo") or {}).get(
             "full_name", self.repository) != self.repository
-        if self.github_server is not None:
+        if self.github_server is not None and (self.repository, run_id, attempt) in self.github_server.workflow_runs:
+            self.github_server.update_workflow_run(self.repository, run_id, attempt, status="in_progress")  # queued
+        elif self.github_server is not None:
             head_branch = pull.get("head", {}).get("ref", "") if event_name == "pull_request" else github["ref_name"]
             self.github_server.add_workflow_run(
                 self.repository, run_id, attempt, event=event_name, head_branch=head_branch, head_sha=sha,
@@ -148,19 +150,34 @@ class Harness:
         out.write_text(text)
         return out
 
-    def workflow_run_payload(self, run: RunResult, workflow_name: str, default_branch: str = "main") -> dict[str, Any]:
-        """The ``workflow_run`` event GitHub sends when ``run`` completes."""
+    def queue(self, workflow: str, event_name: str, payload: dict[str, Any], sha: str) -> RunResult:
+        """A run of ``workflow`` that GitHub has requested but not started: registered ``queued`` with the
+        GitHub stand-in; ``run(..., run_id=<its run_id>)`` starts it."""
+        self.next_run_id += 1
+        queued = RunResult(workflow, event_name, payload, sha, self.next_run_id, 1, self.work / "queued")
+        pull = payload.get("pull_request") or {}
+        self.github_server.add_workflow_run(
+            self.repository, queued.run_id, 1, event=event_name, head_branch=pull.get("head", {}).get("ref", ""),
+            head_sha=sha, path=f".github/workflows/{workflow}", status="queued", conclusion=None)
+        return queued
+
+    def workflow_run_payload(self, run: RunResult, workflow_name: str, default_branch: str = "main",
+                             action: str = "completed") -> dict[str, Any]:
+        """The ``workflow_run`` event GitHub sends when ``run`` is requested or completes (``action``).
+        As on GitHub, a fork's PR is not in ``pull_requests``."""
         pr = run.payload.get("pull_request") or {}
+        head_repository = ((pr.get("head") or {}).get("repo") or {}).get("full_name", self.repository)
         return {
-            "action": "completed",
+            "action": action,
             "workflow_run": {
                 "id": run.run_id, "name": workflow_name, "event": run.event_name, "head_sha": run.sha,
                 "path": f".github/workflows/{Path(run.workflow).name}",
                 "head_branch": (pr.get("head") or {}).get("ref", "main"), "run_attempt": run.attempt,
-                "conclusion": run.conclusion, "status": "completed",
-                "head_repository": {"full_name": ((pr.get("head") or {}).get("repo") or {}).get(
-                    "full_name", self.repository)},
-                "pull_requests": [{"number": pr["number"]}] if pr else [],
+                "conclusion": run.conclusion if action == "completed" else None,
+                "status": "completed" if action == "completed" else "queued",
+                "html_url": f"https://github.com/{self.repository}/actions/runs/{run.run_id}",
+                "head_repository": {"full_name": head_repository},
+                "pull_requests": [{"number": pr["number"]}] if pr and head_repository == self.repository else [],
             },
             "repository": {"full_name": self.repository, "default_branch": default_branch},
         }

@@ -40,6 +40,9 @@ COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         ("dump-cmds", "print the reproduce command of every benchmark in a run"))),
     ("benchtrail.cli.github", "add_post_parser", (
         ("post", "post comment.json as the PR comment (edits our earlier one)"),)),
+    ("benchtrail.cli.github", "add_gate_status_parser", (
+        ("gate-status", "set the benchtrail/gate commit status of a benchmark run's head (the poster "
+                        "workflow)"),)),
     ("benchtrail.cli.track", "add_track_parsers", (
         ("track", "change points over the first-parent history; file regressions as issues"),
         ("bisect-range", "the first-parent commits after build A up to build B"))),

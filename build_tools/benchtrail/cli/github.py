@@ -1,7 +1,8 @@
-"""``benchtrail configure``, ``benchtrail post`` and ``benchtrail runner-labels``: the GitHub wing's commands.
+"""``benchtrail configure``, ``post``, ``gate-status`` and ``runner-labels``: the GitHub wing's commands.
 
 ``configure`` picks presets from a GitHub event (:mod:`benchtrail.github.configure`), ``post`` puts
-comment.json on the PR (:mod:`benchtrail.github.post`), ``runner-labels`` prints the runners' ``runs-on``
+comment.json on the PR (:mod:`benchtrail.github.post`), ``gate-status`` sets the ``benchtrail/gate``
+commit status (:mod:`benchtrail.github.gate_status`), ``runner-labels`` prints the runners' ``runs-on``
 labels (:mod:`benchtrail.github.runner_labels`). None of them imports torch.
 """
 
@@ -124,4 +125,86 @@ def cmd_runner_labels(args: argparse.Namespace) -> int:
     else:
         value = device_labels(settings, args.device, args.architecture)
     print(json.dumps(value, separators=(",", ":")))
+    return EXIT_OK
+
+
+def add_gate_status_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Declare ``benchtrail gate-status`` on ``subparsers``; it calls :func:`cmd_gate_status`."""
+    p = subparsers.add_parser("gate-status", help="set the benchtrail/gate commit status of a benchmark run's "
+                                                  "head (the poster workflow)")
+    p.add_argument("--report", type=Path, metavar="DIR",
+                   help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
+    p.add_argument("--regate-report", type=Path, metavar="DIR",
+                   help="the `comment` artifact of the run `--plan` named (--regate-run): its comparison is gated "
+                        "again with the PR's current benchmarks-accept items")
+    p.add_argument("--regate-run", type=run_key, metavar="ID/ATTEMPT", help="the run --plan named")
+    p.add_argument("--plan", action="store_true",
+                   help="set nothing: append regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
+                        "when there is none) to $GITHUB_OUTPUT (stdout when unset): the run whose artifact "
+                        "--regate-report needs")
+    p.add_argument("--event", type=Path, metavar="FILE",
+                   help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)")
+    p.add_argument("--api-url", help=f"GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
+    p.add_argument("--comment-author", help="login whose statuses and comments are ours (default: "
+                                            f"$BENCHTRAIL_COMMENT_AUTHOR or {DEFAULT_COMMENT_AUTHOR})")
+    p.set_defaults(func=cmd_gate_status)
+    return p
+
+
+def run_key(text: str) -> tuple[int, int]:
+    """``ID/ATTEMPT`` (whole numbers from 1) as a tuple; argparse ``type=``."""
+    parts = text.split("/")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def cmd_gate_status(args: argparse.Namespace) -> int:
+    """``benchtrail gate-status``: print the status set (or, with ``--plan``, the run to re-gate). Exit 0.
+
+    Raises:
+        UserError: no token or event, an event that is not a PR's workflow_run, or a GitHub error.
+    """
+    import github
+    import requests
+
+    from benchtrail.github import gate_status
+    from benchtrail.github.configure import read_event
+    from benchtrail.github.post import NO_TOKEN, make_client
+
+    env = dict(os.environ)
+    if args.event is not None:
+        env["GITHUB_EVENT_PATH"] = str(args.event)
+    _, payload = read_event({**env, "GITHUB_EVENT_NAME": "workflow_run"})
+    head = gate_status.head_from_event(payload)
+    token = env.get("GITHUB_TOKEN", "").strip()
+    if not token:
+        raise UserError(NO_TOKEN.replace("write issue comments", "write commit statuses"))
+    api_url = args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL
+    author = args.comment_author or env.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
+    completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
+    try:
+        repo = make_client(token, api_url).get_repo(head.repo)
+        if args.plan:
+            run = gate_status.regate_run(repo, head, author)
+            line = f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run else "regate-run-id=\nregate-run=\n"
+            if env.get("GITHUB_OUTPUT"):
+                with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as f:
+                    f.write(line)
+            print(line, end="")
+            return EXIT_OK
+        report = args.report if args.report is not None and args.report.is_dir() else None
+        regate = None
+        if args.regate_report is not None and args.regate_report.is_dir():
+            if args.regate_run is None:
+                raise UserError("--regate-report needs --regate-run ID/ATTEMPT (the run `--plan` named)")
+            regate = (args.regate_report, args.regate_run)
+        state, description = gate_status.update_status(repo, head, completed=completed or None, report=report,
+                                                       regate=regate, author=author)
+    except github.GithubException as exc:
+        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: HTTP {exc.status} "
+                        f"{exc.data}") from exc
+    except requests.exceptions.RequestException as exc:
+        raise UserError(f"cannot reach the GitHub API at {api_url} ({exc}); check --api-url") from exc
+    print(f"{gate_status.CONTEXT}: {state}: {description}")
     return EXIT_OK

@@ -37,6 +37,11 @@ SAFE_ACCEPT = re.compile(r"^[A-Za-z0-9._*?\[\]-]+$")
 DEFAULT_META_PRESET = "default"
 PR_EVENTS = ("pull_request", "pull_request_target")
 EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
+EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates the "
+                     "head's last comparison with them again, without measuring")
+SAFE_LABEL = "safe-to-benchmark"
+FORK_WAITING = (f"this PR comes from a fork: waiting for a maintainer to add the `{SAFE_LABEL}` label "
+                "(the `benchtrail/gate` status is pending until then)")
 #: The selection-error comment's verdict (its heading after ``benchtrail: ``).
 SELECTION_ERROR_VERDICT = "no benchmarks ran — the benchmark selection in the PR description is invalid"
 #: Characters of the error shown in the selection-error comment (stderr gets all of it).
@@ -113,14 +118,18 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
             pr.update(fetch_current_pr(env, int(pr["number"])))
         title, body, labels = _pr_texts(env, pr)
         requested, trailer_found = pr_requests(title, body, labels)
-        accept = _accept(title, body)
+        accept = accept_items(title, body)
         presets = _resolve_pr(requested, known, meta)
         notes = () if trailer_found else ("no `benchmarks:` trailer in the last paragraph of the PR description",)
         # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
         # changed since), with what the edit replaced taken from ``changes``.
-        if payload.get("action") == "edited" and _edit_kept_selection(payload.get("changes"), _pr_texts(env, event_pr),
-                                                                      presets, accept, known, meta):
-            return Selection(presets, tuple(requested), EDIT_KEPT_SELECTION, notes, accept)
+        kept = payload.get("action") == "edited" and _edit_kept_selection(
+            payload.get("changes"), _pr_texts(env, event_pr), presets, accept, known, meta)
+        if kept:
+            return Selection(presets, tuple(requested), kept, notes, accept)
+        head_repo = ((event_pr.get("head") or {}).get("repo") or {}).get("full_name")
+        if presets and head_repo != (payload.get("repository") or {}).get("full_name") and SAFE_LABEL not in labels:
+            return Selection(presets, tuple(requested), FORK_WAITING, notes, accept)
         return Selection(presets, tuple(requested), None, notes, accept)
     if event_name == "push":
         default_branch = (payload.get("repository") or {}).get("default_branch")
@@ -137,7 +146,12 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
     return Selection((), (), f"event {event_name!r} does not run benchmarks")
 
 
-def _accept(title: str | None, body: str | None) -> tuple[str, ...]:
+def accept_items(title: str | None, body: str | None) -> tuple[str, ...]:
+    """``benchmarks-accept`` globs of a PR description.
+
+    Raises:
+        SelectionError: an item with characters other than letters, digits and ``. _ - * ? [ ]``.
+    """
     accept = tuple(accepted_regressions(title, body))
     for item in accept:
         if not SAFE_ACCEPT.match(item):
@@ -163,9 +177,11 @@ def _pr_texts(env: Mapping[str, str], pr: Mapping[str, Any]) -> tuple[str | None
 
 def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list[str]],
                          presets: tuple[str, ...], accept: tuple[str, ...], known: tuple[str, ...],
-                         meta: Mapping[str, tuple[str, ...]]) -> bool:
-    """Whether an ``edited`` event leaves the selection as it was: the same presets and
-    ``benchmarks-accept`` items (as sets) as the title and body before the edit
+                         meta: Mapping[str, tuple[str, ...]]) -> str | None:
+    """Why an ``edited`` event measures nothing, or None: it leaves the selection as it was
+    (:data:`EDIT_KEPT_SELECTION`), or only adds ``benchmarks-accept`` items (:data:`EDIT_ADDED_ACCEPT`:
+    the poster re-gates; removing one measures again, as an accepted regression was never re-checked).
+    Compared as sets with the title and body before the edit
     (``changes.<title|body>.from``, else the event's own ``(title, body, labels)``, which are the
     current ones unless a re-run re-read the PR) with the event's labels. An edit that
     changes anything else (``changes.base``: a new base branch, so a new baseline) keeps nothing;
@@ -179,7 +195,7 @@ def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list
     if not isinstance(changes, Mapping):
         raise TypeError(f"changes must be an object, got {type(changes).__name__}")
     if not set(changes) <= {"title", "body"}:
-        return False
+        return None
 
     def before(key: str, now: str | None) -> str | None:
         entry = changes.get(key)
@@ -193,10 +209,12 @@ def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list
     old_title, old_body = before("title", title), before("body", body)
     try:
         presets_before = _resolve_pr(pr_requests(old_title, old_body, labels)[0], known, meta)
-        accept_before = _accept(old_title, old_body)
+        accept_before = accept_items(old_title, old_body)
     except SelectionError:
-        return False
-    return set(presets_before) == set(presets) and set(accept_before) == set(accept)
+        return None
+    if set(presets_before) != set(presets) or not set(accept_before) <= set(accept):
+        return None
+    return EDIT_KEPT_SELECTION if set(accept_before) == set(accept) else EDIT_ADDED_ACCEPT
 
 
 def fetch_current_pr(env: Mapping[str, str], number: int) -> dict[str, Any]:
