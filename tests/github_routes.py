@@ -36,7 +36,7 @@ _ROUTES = (
     ("GET", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "get_issue"),
     ("PATCH", re.compile(_REPO + r"/issues/(?P<number>\d+)"), "edit_issue"),
     ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})"), "get_commit"),
-    ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})/pulls"), "list_commit_pulls"),
+    ("GET", re.compile(_REPO + r"/pulls"), "list_pulls"),
     ("GET", re.compile(_REPO + r"/commits/(?P<sha>[0-9a-f]{40})/statuses"), "list_statuses"),
     ("GET", re.compile(_REPO + r"/statuses/(?P<sha>[0-9a-f]{40})"), "list_statuses"),  # PyGithub's path
     ("POST", re.compile(_REPO + r"/statuses/(?P<sha>[0-9a-f]{40})"), "create_status"),
@@ -210,10 +210,11 @@ class _Handler(BaseHTTPRequestHandler):
     def get_commit(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
         return 200, {}, {"sha": sha, "url": f"{self.github.url}/repos/{full_name}/commits/{sha}"}
 
-    def list_commit_pulls(self, full_name: str, req: Request, user: dict[str, Any], sha: str):
-        """"List pull requests associated with a commit": the open PRs whose head it is."""
+    def list_pulls(self, full_name: str, req: Request, user: dict[str, Any]):
+        """"List pull requests": all are open; ``head`` (``owner:branch``) filters by the head's label."""
         gh = self.github
-        numbers = sorted(n for (f, n), p in gh.pulls.items() if f == full_name and p["head_sha"] == sha)
+        numbers = sorted(n for (f, n), p in gh.pulls.items() if f == full_name and req.query.get(
+            "head", [p["head_label"]])[0] == p["head_label"])
         headers, page = _paginate(gh, req, numbers)
         return 200, headers, [gh._pull_json(full_name, n) for n in page]
 

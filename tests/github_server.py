@@ -18,7 +18,7 @@ Routes (all JSON):
     GET   /repos/{owner}/{repo}/issues/{n}
     PATCH /repos/{owner}/{repo}/issues/{n}               {"title", "body", "state", "labels"}: any of them
     GET   /repos/{owner}/{repo}/commits/{sha}             only its sha (what PyGithub's lazy ``Commit`` needs)
-    GET   /repos/{owner}/{repo}/commits/{sha}/pulls       the open PRs whose head is ``sha``
+    GET   /repos/{owner}/{repo}/pulls                     ?head (``owner:branch``) &per_page &page; all are open
     GET   /repos/{owner}/{repo}/commits/{sha}/statuses    newest first, ?per_page &page (also at
                                                          /statuses/{sha}, GitHub's older path that PyGithub uses)
     POST  /repos/{owner}/{repo}/statuses/{sha}            {"state", "description" (<= 140), "target_url",
@@ -124,13 +124,18 @@ class GitHubServer:
     # -- state set-up --------------------------------------------------------------------------
 
     def add_pull(self, full_name: str, number: int, head_sha: str, title: str | None = None,
-                 body: str | None = None, labels: tuple[str, ...] = ()) -> None:
-        """Create the repository (if new) and pull request ``number`` whose head is ``head_sha``."""
+                 body: str | None = None, labels: tuple[str, ...] = (), head_repo: str | None = None,
+                 head_ref: str | None = None) -> None:
+        """Create the repository (if new) and pull request ``number`` whose head is ``head_sha``, on branch
+        ``head_ref`` (default ``feature-<number>``) of ``head_repo`` (default: a branch of ``full_name``)."""
         owner, name = full_name.split("/")
+        head_repo, head_ref = head_repo or full_name, head_ref or f"feature-{number}"
         with self.lock:
             self.repos.setdefault(full_name, {"id": len(self.repos) + 1, "name": name, "owner": owner})
             self.pulls[(full_name, number)] = {"head_sha": head_sha, "issue_comments": [], "body": body,
-                                               "title": title or f"PR {number}", "labels": list(labels)}
+                                               "title": title or f"PR {number}", "labels": list(labels),
+                                               "head_repo": head_repo, "head_ref": head_ref,
+                                               "head_label": f"{head_repo.split('/')[0]}:{head_ref}"}
 
     def add_repo(self, full_name: str, default_branch: str | None = None) -> None:
         """Create the repository ``OWNER/NAME`` (if new); ``default_branch`` sets its default branch (``main``)."""
@@ -351,8 +356,9 @@ class GitHubServer:
                 "review_comments_url": f"{api}/pulls/{number}/comments",
                 "comments": len(pull["issue_comments"]),
                 "user": self._user_json({"login": "contributor", "id": 2, "type": "User"}),
-                "head": {"sha": pull["head_sha"], "ref": f"feature-{number}", "label": f"contributor:feature-{number}",
-                         "repo": self._repo_json(full_name)},
+                "head": {"sha": pull["head_sha"], "ref": pull["head_ref"], "label": pull["head_label"],
+                         "repo": {**self._repo_json(full_name), "full_name": pull["head_repo"],
+                                  "fork": pull["head_repo"] != full_name}},
                 "base": {"sha": "0" * 40, "ref": "main", "label": "owner:main", "repo": self._repo_json(full_name)}}
 
     def _comment_json(self, cid: int) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import threading
 
 from benchtrail import jsonio
 from benchtrail.github.gate_status import (CONTEXT, MAX_DESCRIPTION, NO_SELECTION, WAITING, Decision, Head,
-                                           desired_status, run_decision, update_status)
+                                           desired_status, parse_status, run_decision, update_status)
 from benchtrail.github.post import make_client
 from tests.github_server import GitHubServer
 from tests.test_gate import _comparison
@@ -21,19 +21,28 @@ def test_a_decision_survives_its_description_also_when_a_pending_status_carries_
     failed = Decision("failure", "2 confirmed regressions: " + ", ".join(f"series_{i}" for i in range(40)), (123, 2))
     text = failed.description()
     assert len(text) == MAX_DESCRIPTION and text.endswith("… (failure, run 123/2)")
-    assert Decision.parse(text) == Decision("failure", text.removesuffix(" (failure, run 123/2)"), (123, 2))
-    carried = failed.description("run 130/1 running; before it: ")
-    assert len(carried) == MAX_DESCRIPTION and Decision.parse(carried).run == (123, 2)
-    assert Decision.parse("run 130/1 running") is None and Decision.parse(NO_SELECTION) is None
+    assert parse_status(text) == ([], Decision("failure", text.removesuffix(" (failure, run 123/2)"), (123, 2)))
+    carried = failed.description("run 129/1 measured nothing; run 130/1 running; last result: ")
+    notes, decision = parse_status(carried)
+    assert len(carried) == MAX_DESCRIPTION and decision.run == (123, 2)
+    assert notes == [("measured nothing", (129, 1)), ("running", (130, 1))]
+    assert parse_status("run 130/1 running; no result yet") == ([("running", (130, 1))], None)
+    assert parse_status(NO_SELECTION) == ([], None)
+    # A series name (untrusted) cannot add a tag or a line: the real tag is the last one.
+    forged = Decision("failure", "1 confirmed regression: x (success, run 999/1)\n", (5, 1)).description()
+    assert parse_status(forged)[1].run == (5, 1) and "\n" not in forged
 
 
 def test_the_newest_runs_decision_counts_and_newer_runs_in_progress_make_it_pending():
     old_fail, new_pass = Decision("failure", "1 confirmed regression: a", (10, 1)), Decision("success", "ok", (11, 1))
     assert desired_status([old_fail, new_pass], [], True, False) == ("success", "ok (success, run 11/1)")
     assert desired_status([new_pass, old_fail], [(11, 2)], True, False) == (  # a re-run of run 11
-        "pending", "run 11/2 running; before it: ok (success, run 11/1)")
+        "pending", "run 11/2 running; last result: ok (success, run 11/1)")
     assert desired_status([old_fail], [(12, 1)], True, False) == (
-        "pending", "run 12/1 running; before it: 1 confirmed regression: a (failure, run 10/1)")
+        "pending", "run 12/1 running; last result: 1 confirmed regression: a (failure, run 10/1)")
+    # Ordered by start: run 9 re-run (9/2) after run 11 decided is the newest.
+    started = {(10, 1): 1.0, (11, 1): 2.0, (9, 2): 3.0}
+    assert desired_status([new_pass], [(9, 2)], True, False, order=lambda r: started[r])[0] == "pending"
     # A run of a PR that selects nothing (a title edit) does not hide the result; nor does one older than it.
     assert desired_status([old_fail], [(12, 1)], False, False) == ("failure", old_fail.description())
     assert desired_status([old_fail], [(9, 1)], True, False) == ("failure", old_fail.description())
@@ -86,5 +95,52 @@ def test_racing_posters_end_on_the_newest_runs_decision(tmp_path):
         assert history == [("success", "(success, run 11/1)"), ("failure", "(failure, run 10/1)"),
                            ("success", "(success, run 11/1)")]
         assert gh.status(REPO, HEAD, CONTEXT)[0] == "success"
+    finally:
+        gh.stop()
+
+
+def _update(repo, run, **kwargs):
+    return update_status(repo, _head(run), author="github-actions[bot]",
+                         **{"completed": "success", "report": None, "regate": None, **kwargs})
+
+
+def test_a_run_whose_poster_never_ran_fails_the_head_and_a_late_request_changes_nothing():
+    """Run 21's requested poster made the head pending; run 21 completed but no poster recorded its result.
+    The poster of run 22 (a title edit, nothing measured) must not pass the head on run 20's result."""
+    gh = GitHubServer().start()
+    try:
+        gh.add_pull(REPO, 1, HEAD, body=BODY)
+        repo = make_client("ghs_test", gh.url).get_repo(REPO)
+        path = ".github/workflows/benchmarks.yml"
+        for run_id in (20, 21, 22):
+            gh.add_workflow_run(REPO, run_id, 1, event="pull_request", head_branch="faster", head_sha=HEAD, path=path,
+                                status="queued", conclusion=None, run_started_at=f"2026-12-01T10:{run_id}:00Z")
+        gh.statuses[(REPO, HEAD)] = []
+        gh.update_workflow_run(REPO, 20, 1, status="completed", conclusion="success")
+        assert _update(repo, (20, 1), completed=None)[0] == "pending"  # 20 requested (late: 21 is queued too)
+        gh.statuses[(REPO, HEAD)].clear()
+        repo.get_commit(HEAD).create_status("success", description="ok (success, run 20/1)", context=CONTEXT)
+        assert _update(repo, (21, 1), completed=None) == (
+            "pending", "run 21/1 running; run 22/1 running; last result: ok (success, run 20/1)")
+        gh.update_workflow_run(REPO, 21, 1, status="completed", conclusion="success")  # its poster is lost
+        gh.update_workflow_run(REPO, 22, 1, status="completed", conclusion="success")
+        assert _update(repo, (22, 1)) == (
+            "failure", "run 22/1 measured nothing; last result: no result recorded: the run's poster did not "
+                       "finish; re-run it (failure, run 21/1)")
+        # Run 21's poster, late: it measured nothing, and says so; run 20's result stands again.
+        assert _update(repo, (21, 1)) == ("success", "run 21/1 measured nothing; last result: ok (success, run 20/1)")
+        assert _update(repo, (22, 1)) == ("success", "run 22/1 measured nothing; last result: ok (success, run 20/1)")
+    finally:
+        gh.stop()
+
+
+def test_a_forks_head_without_its_pr_never_passes():
+    gh = GitHubServer().start()
+    try:
+        gh.add_repo(REPO)
+        repo = make_client("ghs_test", gh.url).get_repo(REPO)
+        fork = Head(REPO, HEAD, (30, 1), ".github/workflows/benchmarks.yml", True, None, None, "someone:faster")
+        assert update_status(repo, fork, completed="success", report=None, regate=None,
+                             author="github-actions[bot]") == ("pending", WAITING)
     finally:
         gh.stop()

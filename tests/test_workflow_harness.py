@@ -511,7 +511,8 @@ def test_a_fork_pr_without_the_label_waits_for_a_maintainer(story):
     story.baseline
     head = _git(story.repo, "commit-tree", f"{story.main}^{{tree}}", "-p", story.main, "-m", "from a fork")
     _git(story.repo, "update-ref", "refs/heads/fork-pr", head)
-    story.github.add_pull(REPOSITORY, 2, head, title="Fork PR", body=BODY)
+    story.github.add_pull(REPOSITORY, 2, head, title="Fork PR", body=BODY, head_repo="someone/my-project",
+                          head_ref="faster")
     run, poster = story.edit(head, action="opened", number=2, head_repo="someone/my-project")
     setup = run.job("setup")
     assert setup.outputs["has-benchmarks"] == "false" and run.job("compile").result == "skipped", run.describe()
@@ -583,7 +584,7 @@ def test_adding_a_trailer_makes_the_gate_pending_until_its_runs_comparison(story
     assert bare_run.job("setup").outputs["has-benchmarks"] == "false"
     assert chapter["bare_gate"] == ("success", "no benchmarks selected")  # h4 never selected benchmarks
     run, _ = chapter["run"]
-    assert chapter["requested_gate"] == ("pending", f"run {run.run_id}/1 running")
+    assert chapter["requested_gate"] == ("pending", f"run {run.run_id}/1 running; no result yet")
     assert chapter["gate"] == ("success", f"no confirmed regression (success, run {run.run_id}/1)")
     assert "similar" in _row(story.comments["fixed"], CHAIN)
 

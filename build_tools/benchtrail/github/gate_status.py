@@ -23,7 +23,7 @@ and must name the head it gates.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +37,26 @@ CONTEXT = "benchtrail/gate"
 MAX_DESCRIPTION = 140
 NO_SELECTION = "no benchmarks selected"
 WAITING = f"waiting for a maintainer to add the {SAFE_LABEL} label (a fork's PR)"
+LOST = "no result recorded: the run's poster did not finish; re-run it"
 INVALID_SELECTION = "no comparison: the benchmark selection is invalid; see the PR comment"
 #: Run conclusions that leave a run without a comparison undecided: it selected nothing (every job
-#: skipped is ``skipped``).
-NOTHING_FAILED = ("success", "skipped", "neutral")
+#: skipped is ``skipped``; a fork's run waiting for approval is ``action_required``).
+NOTHING_FAILED = ("success", "skipped", "neutral", "action_required")
 #: How often a poster reads and writes before it leaves the status to the poster it raced with.
 MAX_ROUNDS = 4
 
 _TAG = re.compile(r" \((?P<state>success|failure), run (?P<run>\d+)/(?P<attempt>\d+)\)$")
-_CARRIED = re.compile(r"^run \d+/\d+ running; before it: ")
+#: Notes in front of a status: ``run 12/1 running; `` (pending for it), ``run 11/1 measured nothing; ``
+#: (its poster finished without a decision).
+_NOTE = re.compile(r"run (?P<run>\d+)/(?P<attempt>\d+) (?P<what>running|measured nothing); ")
+LAST = "last result: "
 
 Run = tuple[int, int]  # (run id, attempt)
+
+
+def _plain(text: str) -> str:
+    """One line of printable characters (series names come from the PR's untrusted comparison.json)."""
+    return "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
 
 
 @dataclass(frozen=True)
@@ -61,18 +70,21 @@ class Decision:
     def description(self, prefix: str = "") -> str:
         """``<prefix><text> (<state>, run <id>/<attempt>)``, the text cut to fit GitHub's 140 characters."""
         tag = f" ({self.state}, run {self.run[0]}/{self.run[1]})"
-        room = MAX_DESCRIPTION - len(tag) - len(prefix)
-        text = self.text if len(self.text) <= room else self.text[:room - 1] + "…"
-        return prefix + text + tag
+        text, room = _plain(self.text), MAX_DESCRIPTION - len(tag) - len(prefix)
+        return prefix + (text if len(text) <= room else text[:room - 1] + "…") + tag
 
-    @classmethod
-    def parse(cls, description: str) -> Decision | None:
-        """The decision a status of ours names (its own, or the one a pending status carries), or None."""
-        m = _TAG.search(description or "")
-        if m is None:
-            return None
-        text = _CARRIED.sub("", description[:m.start()])
-        return cls(m["state"], text, (int(m["run"]), int(m["attempt"])))
+
+def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | None]:
+    """The notes (``running`` / ``measured nothing``, with their runs) and the decision a status of ours
+    names (its own, or the last result a note carries), or None."""
+    notes, pos = [], 0
+    while m := _NOTE.match(description or "", pos):
+        notes.append((m["what"], (int(m["run"]), int(m["attempt"]))))
+        pos = m.end()
+    body = (description or "")[pos:].removeprefix(LAST)
+    m = _TAG.search(body)
+    decision = Decision(m["state"], body[:m.start()], (int(m["run"]), int(m["attempt"]))) if m else None
+    return notes, decision
 
 
 def comparison_decision(comparison: Any, accept: Sequence[str], run: Run) -> Decision:
@@ -88,19 +100,19 @@ def comparison_decision(comparison: Any, accept: Sequence[str], run: Run) -> Dec
 
 
 def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run) -> Decision:
-    """Gate ``report/comparison.json``: untrusted, so validated (``load_comparison``) and of the commit
-    ``head_sha``, else a failure that says why."""
+    """Gate ``report/comparison.json``. It is untrusted: validated (``load_comparison``) and of the commit
+    ``head_sha``, else (whatever fails reading it) a failure that says why."""
     from benchtrail.compare.document import load_comparison
 
     try:
         comparison = load_comparison(report / "comparison.json")
-    except UserError as exc:
+        commit = comparison.head.get("commit") or ""
+        if commit.lower() != head_sha.lower():
+            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's head "
+                            f"{head_sha[:12]}")
+        return comparison_decision(comparison, accept, run)
+    except Exception as exc:  # noqa: BLE001 - untrusted input: any failure to read it fails the gate
         return Decision("failure", f"no comparison: {exc}", run)
-    commit = comparison.head.get("commit") or ""
-    if commit.lower() != head_sha.lower():
-        return Decision("failure", f"no comparison: {report / 'comparison.json'}: head.commit is {commit[:12]!r}, "
-                                   f"not the run's head {head_sha[:12]}", run)
-    return comparison_decision(comparison, accept, run)
 
 
 def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, accept: Sequence[str],
@@ -128,21 +140,28 @@ def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, 
     return None
 
 
-def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool,
-                   waiting: bool) -> tuple[str, str]:
-    """``(state, description)`` of the head: the newest run's decision (ties: the first in
+def _by_run(run: Run) -> Any:
+    return run
+
+
+def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool, waiting: bool,
+                   nothing: Run | None = None, order: Callable[[Run], Any] = _by_run) -> tuple[str, str]:
+    """``(state, description)`` of the head: the newest run's decision (by ``order``; ties: the first in
     ``decisions``), ``pending`` while a newer run of a PR that selects benchmarks is in progress or a
-    fork waits for its label, else ``success``: nothing selected."""
-    best = max(decisions, key=lambda d: d.run, default=None)
-    newer = [r for r in running if best is None or r > best.run]
+    fork waits for its label, else ``success``: nothing selected. A pending status names the (at most 3
+    newest) runs in progress; ``nothing``: a run whose poster found no decision, noted in front so that no
+    later poster takes its result for lost."""
+    best = max(decisions, key=lambda d: order(d.run), default=None)
+    newer = [r for r in running if best is None or order(r) > order(best.run)]
+    notes = f"run {nothing[0]}/{nothing[1]} measured nothing; " if nothing else ""
     if waiting and best is None:
-        return "pending", WAITING
+        return "pending", notes + WAITING
     if newer and selects:
-        prefix = "run {}/{} running".format(*max(newer))
-        return "pending", prefix if best is None else best.description(prefix + "; before it: ")
+        notes += "".join("run {}/{} running; ".format(*run) for run in sorted(newer, key=order)[-3:])
+        return "pending", notes + "no result yet" if best is None else best.description(notes + LAST)
     if best is not None:
-        return best.state, best.description()
-    return "success", NO_SELECTION
+        return best.state, best.description(notes + LAST if notes else "")
+    return "success", notes + NO_SELECTION
 
 
 # -- GitHub ---------------------------------------------------------------------------------------
@@ -159,6 +178,7 @@ class Head:
     fork: bool
     pr_number: int | None
     html_url: str | None
+    head_label: str = ""  # <head repository owner>:<head branch>, to find a fork's PR
 
 
 def head_from_event(payload: dict[str, Any]) -> Head:
@@ -170,9 +190,10 @@ def head_from_event(payload: dict[str, Any]) -> Head:
     try:
         wr, repo = payload["workflow_run"], payload["repository"]["full_name"]
         pulls = wr.get("pull_requests") or []
+        head_repo = (wr.get("head_repository") or {}).get("full_name", repo)
         return Head(repo, wr["head_sha"], (int(wr["id"]), int(wr.get("run_attempt") or 1)), wr["path"],
-                    (wr.get("head_repository") or {}).get("full_name", repo) != repo,
-                    int(pulls[0]["number"]) if pulls else None, wr.get("html_url"))
+                    head_repo != repo, int(pulls[0]["number"]) if pulls else None, wr.get("html_url"),
+                    f"{head_repo.split('/')[0]}:{wr.get('head_branch') or ''}")
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"not a workflow_run event payload ({type(exc).__name__}: {exc})") from exc
 
@@ -187,17 +208,19 @@ class PullState:
     comment_url: str | None
 
 
-def read_pull(repo: Any, head: Head, author: str) -> PullState | None:
-    """The PR of ``head`` (the event's, else an open PR whose head is the commit), or None when none is."""
+def read_pull(repo: Any, head: Head, author: str) -> PullState:
+    """What the PR of ``head`` asks for: the event's PR, else (a fork's: GitHub leaves it out of the event)
+    the open PR from ``head.head_label`` whose head is the commit. A fork's head without one is taken
+    to select benchmarks and wait for its label, so it never passes unmeasured."""
     from benchtrail.compare.comment import MARKER_PREFIX
 
     if head.pr_number is not None:
         pull = repo.get_pull(head.pr_number)
     else:
-        pull = next((p for p in repo.get_commit(head.sha).get_pulls()
-                     if p.state == "open" and p.head.sha.lower() == head.sha.lower()), None)
+        pull = next((p for p in repo.get_pulls(state="open", head=head.head_label)
+                     if p.head.sha.lower() == head.sha.lower()), None)
         if pull is None:
-            return None
+            return PullState(head.fork, (), False, None)
     labels = [label.name for label in pull.labels]
     try:
         accept = accept_items(pull.title, pull.body)
@@ -208,20 +231,58 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState | None:
     return PullState(bool(pr_requests(pull.title, pull.body, labels)[0]), accept, SAFE_LABEL in labels, url)
 
 
-def _ours(commit: Any, author: str) -> list[Any]:
-    """Our statuses of the commit, newest first."""
-    return [s for s in commit.get_statuses() if s.context == CONTEXT and s.creator.login == author]
+@dataclass
+class _History:
+    """The head's statuses of ours (newest first), parsed."""
+
+    statuses: list[Any]
+    decisions: list[Decision]
+    announced: set[Run]  # runs a pending status named
+    settled: set[Run]  # runs with a decision or a ``measured nothing`` note
+
+    @classmethod
+    def read(cls, commit: Any, author: str) -> _History:
+        statuses = [s for s in commit.get_statuses() if s.context == CONTEXT and s.creator.login == author]
+        decisions, announced, nothing = [], set(), set()
+        for status in statuses:
+            notes, decision = parse_status(status.description)
+            announced |= {run for what, run in notes if what == "running"}
+            nothing |= {run for what, run in notes if what == "measured nothing"}
+            decisions += [decision] if decision is not None else []
+        history = cls(statuses, decisions, announced, nothing | {d.run for d in decisions})
+        for run in nothing:  # a run's own poster outranks a later poster that took its result for lost
+            history.decisions = history.without_lost(run)
+        return history
+
+    def without_lost(self, run: Run) -> list[Decision]:
+        """The decisions, less those that took ``run``'s result for lost: its poster says it measured nothing."""
+        return [d for d in self.decisions if not (d.text == LOST and d.run == run)]
+
+
+def _runs(repo: Any, head: Head) -> dict[Run, Any]:
+    """The PR runs of the head's benchmark workflow (each run's latest attempt), by (id, attempt)."""
+    return {(r.id, r.run_attempt): r for r in repo.get_workflow_runs(head_sha=head.sha, event="pull_request")
+            if r.path == head.workflow_path}
+
+
+def _order(runs: dict[Run, Any]) -> Callable[[Run], Any]:
+    """Runs in the order they started: a re-run of an older run is newer than the runs before it. An
+    earlier attempt counts from its run's creation; a run GitHub does not list, from the epoch."""
+    def seconds(when: Any) -> float:
+        return when.timestamp() if when is not None else 0.0
+
+    started = {run: seconds(r.run_started_at or r.created_at) for run, r in runs.items()}
+    created = {run[0]: seconds(r.created_at) for run, r in runs.items()}
+    return lambda run: (started.get(run, created.get(run[0], 0.0)), run)
 
 
 def regate_run(repo: Any, head: Head, author: str) -> Run | None:
-    """The run whose comparison the head's status was decided from, when it failed and the PR now
-    accepts regressions: the poster downloads its artifact to re-gate it (``update_status``'s ``regate``)."""
+    """The run whose comparison failed the head, when the PR now accepts regressions: the poster
+    downloads its artifact to gate it again (``update_status``'s ``regate``)."""
     pull = read_pull(repo, head, author)
-    decisions = [d for d in map(Decision.parse, (s.description for s in _ours(repo.get_commit(head.sha), author)))
-                 if d is not None]
-    best = max(decisions, key=lambda d: d.run, default=None)
-    if pull is None or not pull.accept or best is None or best.state != "failure" \
-            or best.text.startswith("no comparison"):
+    order = _order(_runs(repo, head))
+    best = max(_History.read(repo.get_commit(head.sha), author).decisions, key=lambda d: order(d.run), default=None)
+    if not pull.accept or best is None or best.state != "failure" or best.text.startswith("no "):
         return None
     return best.run
 
@@ -232,30 +293,31 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
 
     ``completed``: the run's conclusion (a ``completed`` event; None for ``requested``); ``report``:
     its ``comment`` artifact; ``regate``: the ``comment`` artifact of :func:`regate_run`'s run, and that run.
+    A run that a pending status named and that completed without a result recorded (its poster failed
+    or never ran) fails the head: a lost result must not pass.
     """
     pull = read_pull(repo, head, author)
-    if pull is None:
-        pull = PullState(False, (), False, None)
     commit = repo.get_commit(head.sha)
     target = pull.comment_url or head.html_url
     want: tuple[str, str] = ("", "")
     for _ in range(MAX_ROUNDS):
-        statuses = _ours(commit, author)
-        decided = [d for d in map(Decision.parse, (s.description for s in statuses)) if d is not None]
-        own = []
-        if regate is not None:
-            own.append(report_decision(regate[0], head.sha, pull.accept, regate[1]))
+        history, runs = _History.read(commit, author), _runs(repo, head)
+        order = _order(runs)
+        own = [report_decision(regate[0], head.sha, pull.accept, regate[1])] if regate is not None else []
         if completed is not None:
-            mine = run_decision(report, head.sha, completed, head.run, pull.accept, bool(decided))
+            mine = run_decision(report, head.sha, completed, head.run, pull.accept, bool(history.decisions))
             own += [mine] if mine is not None else []
-        running = [(r.id, r.run_attempt) for r in repo.get_workflow_runs(head_sha=head.sha)
-                   if r.path == head.workflow_path and r.status != "completed"
-                   and (r.id, r.run_attempt) != head.run]
-        if completed is None:
+        running = [run for run, r in runs.items() if r.status != "completed" and run != head.run]
+        if completed is None and (head.run not in runs or runs[head.run].status != "completed"):
             running.append(head.run)
-        want = desired_status([*sorted(own, key=lambda d: d.run, reverse=True), *decided], running,
-                              pull.selects, head.fork and not pull.labelled and pull.selects)
-        if statuses and (statuses[0].state, statuses[0].description) == want:
+        lost = [Decision("failure", LOST, run)
+                for run in history.announced - history.settled
+                if run in runs and runs[run].status == "completed" and run != head.run]
+        nothing = head.run if completed is not None and not own and head.run in history.announced else None
+        decided = history.without_lost(head.run) if nothing else history.decisions
+        want = desired_status([*sorted(own, key=lambda d: order(d.run), reverse=True), *lost, *decided],
+                              running, pull.selects, head.fork and not pull.labelled and pull.selects, nothing, order)
+        if history.statuses and (history.statuses[0].state, history.statuses[0].description) == want:
             return want
         commit.create_status(state=want[0], description=want[1], context=CONTEXT,
                              **({"target_url": target} if target else {}))
