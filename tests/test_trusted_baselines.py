@@ -149,6 +149,21 @@ def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, 
     assert json.dumps(history_runs).count('"502"') == 0
 
 
+def test_history_and_compare_builds_read_the_same_trusted_runs(forged_store, tmp_path, monkeypatch, github_server,
+                                                                capsys):
+    """One lookup (``benchtrail.compare.trust.StoredRuns``) for every command that picks a stored run by commit."""
+    _ci_env(monkeypatch, github_server, "refs/heads/main")
+    out = tmp_path / "history.json"
+    assert main(["history", "--store", forged_store["store"], "--ref", "main", "--output", str(out)]) == 0
+    (point,) = [p for s in json.loads(out.read_text())["series"].values() for p in s["points"]]
+    assert (point["run_id"], point["attempt"]) == ("501", 1)
+    assert f"run not used: {forged_store['main'][:7]}: not a trusted run: run 502/1" in capsys.readouterr().err
+    assert main(["compare-builds", "main", str(forged_store["head"]), "--store", forged_store["store"],
+                 "--output-dir", str(tmp_path / "builds")]) == 0
+    table = capsys.readouterr().out
+    assert "│ 100.0 µs │ 150.0 µs │" in table  # A is the push run (100 µs), not a forged one (150 µs)
+
+
 def _gpu_results(path, gpu: str, commit_sha: str, median: float, method_version: int | None = None):
     env = {"torch_version": "2.13.0", "cuda_available": True, "gpu_name": gpu}
     if method_version is not None:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import (EXIT_OK, STORE_HELP, check_output_dir, max_commits, path_argument, require_store,
-                                    resolve_store)
+from benchtrail.cli.options import (EXIT_OK, STORE_HELP, add_trust_arguments, check_output_dir, max_commits,
+                                    path_argument, require_store, resolve_store)
 from benchtrail.errors import UserError
 
 def add_history_parsers(subparsers: Any) -> None:
@@ -30,6 +30,7 @@ def add_history_parsers(subparsers: Any) -> None:
                    help="walk at most N first-parent commits back from --ref (default 100)")
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
                    help="history file to write; never overwritten (default history.json)")
+    add_trust_arguments(p)
     p.set_defaults(func=cmd_history)
 
     p = subparsers.add_parser("plot", help="PNG plots and an offline HTML dashboard of a history file")
@@ -51,17 +52,20 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
     p.add_argument("--allow-same-run", action="store_true",
                    help="compare a run with itself (refused by default: every row would be 'similar')")
+    add_trust_arguments(p)
     p.set_defaults(func=cmd_compare_builds)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     """``benchtrail history``: collect, print a summary, write the history file and print its path. Exit 0."""
+    from benchtrail.github.trust import trust_from_options
     from benchtrail.history.collect import collect_history, write_history
     from benchtrail.store import open_store
 
     jsonio.check_new(args.output)
     store = require_store(args.store, "benchtrail history")
-    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits)
+    trust = trust_from_options(args.trust, store, args.trusted_workflow)
+    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits, trust=trust)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
@@ -133,6 +137,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_compare_builds(args: argparse.Namespace) -> int:
     """``benchtrail compare-builds``: print the table, write the ratio plot and print its path. Exit 0."""
+    from benchtrail.github.trust import trust_from_options
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
     from benchtrail.history.model import short
     from benchtrail.store import open_store
@@ -141,7 +146,8 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     choice = resolve_store(args.store)  # the default folder only when it exists: a run directory needs no store
     use = choice.url is not None and not (choice.is_default and not Path(choice.url).is_dir())
     store = open_store(choice.url, read_only=True) if use else None
-    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run)
+    trust = trust_from_options(args.trust, choice.url, args.trusted_workflow) if use else None
+    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run, trust=trust)
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)
     print(format_table(comparison))

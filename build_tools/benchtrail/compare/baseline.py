@@ -27,7 +27,7 @@ from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
 from benchtrail.store.base import check_relative_name
-from benchtrail.compare.trust import Trust, TrustAll
+from benchtrail.compare.trust import StoredRuns, Trust, TrustAll
 
 MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
@@ -185,20 +185,23 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
         if not wanted or sha in seen:
             continue
         seen.add(sha)
-        pointers = store.pointers(sha)
-        for message in getattr(pointers, "unreadable", ()):
-            ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
-        for p in reversed(pointers):  # newest first
+
+        def candidate(p: dict[str, Any]) -> bool:
             run = (str(p.get("run_id")), p.get("attempt"))
             serves = _serves(p, wanted, any_origin)
             if not any_origin and run != exclude:
                 other_origin.update(set(_serves(p, wanted, True)) - set(serves))
-            if not serves or run == exclude or run in ignored:
-                continue
-            why = trust.check(p, branches)  # the store's reader checked the pointer's fields
+            return bool(serves) and run != exclude and run not in ignored
+
+        stored = StoredRuns(store, sha, trust, branches, candidate)  # the store's reader checked the fields
+        for message in stored.unreadable:
+            ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
+        for p, why in stored:  # newest first
+            run = (str(p.get("run_id")), p.get("attempt"))
             if why:
                 ignored[run] = Ignored(sha, run[0], run[1], why)
                 continue
+            serves = _serves(p, wanted, any_origin)
             listed = p.get("results")
             results = tuple(listed) if isinstance(listed, list) and listed else ()
             runs.append(Baseline(sha, reason, run[0], int(run[1]), store.run_dir(run[0], int(run[1])),

@@ -1,11 +1,12 @@
 """What a baseline lookup asks about each stored run: may it be a baseline? (docs/store.md, "Trusted baselines").
 
-The lookup (:mod:`benchtrail.compare.baseline`) only needs this protocol; the GitHub-backed
-implementation and ``--trust`` live in :mod:`benchtrail.github.trust`.
+Every lookup of stored runs by commit goes through :class:`StoredRuns`, which only needs this protocol;
+the GitHub-backed implementation and ``--trust`` live in :mod:`benchtrail.github.trust`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 
@@ -30,3 +31,24 @@ class TrustAll:
 
     def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
         return None
+
+
+class StoredRuns:
+    """The one lookup of stored runs by commit (compare, dashboard, track, history, compare-builds).
+
+    Iterating gives ``(pointer, None)`` for a trusted run and ``(pointer, why not)`` for a refused one,
+    newest first, for the pointers of ``commit`` that ``wanted`` keeps when they are reached (asked
+    before ``trust``, which may cost a GitHub request; it may depend on what the caller took already).
+    ``unreadable`` holds the messages of pointers the store could not read.
+    """
+
+    def __init__(self, store: Any, commit: str, trust: Trust | None, branches: tuple[str, ...] = (),
+                 wanted: Callable[[dict[str, Any]], bool] = lambda p: True) -> None:
+        self._pointers = store.pointers(commit)
+        self.unreadable: tuple[str, ...] = tuple(getattr(self._pointers, "unreadable", ()))
+        self._trust, self._branches, self._wanted = trust, branches, wanted
+
+    def __iter__(self) -> Iterator[tuple[dict[str, Any], str | None]]:
+        for p in reversed(self._pointers):
+            if self._wanted(p):
+                yield p, (self._trust.check(p, self._branches) if self._trust is not None else None)

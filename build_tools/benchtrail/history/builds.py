@@ -17,6 +17,7 @@ from pathlib import Path
 from benchtrail.interop.backends import load_one_run
 from benchtrail.compare.document import Row
 from benchtrail.compare.tables import format_change, format_ci, format_value
+from benchtrail.compare.trust import Trust
 from benchtrail.git import resolve_commit
 from benchtrail.errors import UserError
 from benchtrail.history.collect import fetch_results, usable_runs
@@ -82,8 +83,9 @@ def _run_of(files: list[ResultsFile]) -> tuple[str, str]:
     return str(run.get("run_id", "?")), str(run.get("attempt", "?"))
 
 
-def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Build:
-    """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``.
+def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust: Trust | None = None) -> Build:
+    """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``
+    whose newest run in ``store`` that ``trust`` (``benchtrail.compare.trust.Trust``; None: every run) trusts.
 
     Raises:
         UserError: ``value`` is neither a folder nor a commit git can resolve; a folder holding no
@@ -100,10 +102,13 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path) -> Bu
                         f"--repo {str(repo)!r}; give a run directory, a sha, a branch or a tag")
     if store is None:
         raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run (or give a run directory)")
-    pointers = usable_runs(store, sha)
+    problems: list[str] = []
+    pointers = usable_runs(store, sha, problems=problems, trust=trust)
     if not pointers:
-        raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no run of it; "
-                        "allowed: a commit with a stored run (see `benchtrail history`) or a run directory")
+        raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no "
+                        f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run (see "
+                        "`benchtrail history`) or a run directory" + (f"; not used: {'; '.join(problems)}"
+                                                                       if problems else ""))
     run_id, attempt = pointers[0]["run_id"], pointers[0]["attempt"]
     files = fetch_results(store, run_id, attempt)
     return Build(value, sha, store.run_url(run_id, attempt), _records(files), tuple(files), _run_of(files))
@@ -148,7 +153,7 @@ def same_run(a: Build, b: Build) -> bool:
 
 
 def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), *,
-                   allow_same_run: bool = False) -> BuildComparison:
+                   allow_same_run: bool = False, trust: Trust | None = None) -> BuildComparison:
     """Compare build ``b`` with build ``a`` (each a run directory, or a commit/ref with a run in ``store``).
 
     Returns one row per series of either build: medians in the series' unit (``us`` = µs per
@@ -160,8 +165,8 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
         UserError: as :func:`resolve_build`; A and B are the same run (:func:`same_run`) and not
             ``allow_same_run``; a series no threshold rule matches (``compare.rules.find_threshold``).
     """
-    build_a = resolve_build(a, "A", store, repo)
-    build_b = resolve_build(b, "B", store, repo)
+    build_a = resolve_build(a, "A", store, repo, trust)
+    build_b = resolve_build(b, "B", store, repo, trust)
     if same_run(build_a, build_b) and not allow_same_run:
         raise UserError(f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at commit "
                         f"{build_a.commit[:12]}): every row would be 'similar' and prove nothing; give two "

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from benchtrail import jsonio
+from benchtrail.compare.trust import StoredRuns
 from benchtrail.git import first_parents, is_repository, resolve_commit
 from benchtrail.errors import UserError
 from benchtrail.history.model import CommitRun, History, Point, Series, check_history, check_preset_page, short
@@ -58,26 +59,24 @@ def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
     schema; ``store.pointers`` skips those and tells in its list's ``unreadable``), names no run, or
     is not trusted (with the trust's reason).
     """
-    found = []
-    pointers = store.pointers(commit)
-    if problems is not None:
-        problems.extend(getattr(pointers, "unreadable", ()))
-    for p in reversed(pointers):
+    problems = [] if problems is None else problems
+
+    def wanted(p: dict[str, Any]) -> bool:
         if not isinstance(p.get("run_id"), str) or not isinstance(p.get("attempt"), int):
-            if problems is not None:
-                problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
-                                f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
-            continue
-        if devices is not None and not devices & set(p.get("devices", [])):
-            continue
-        if torch_version is not None and p.get("torch_version") != torch_version:
-            continue
-        why = trust.check(p) if trust is not None else None
+            problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
+                            f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
+            return False
+        return ((devices is None or bool(devices & set(p.get("devices", []))))
+                and (torch_version is None or p.get("torch_version") == torch_version))
+
+    stored = StoredRuns(store, commit, trust, wanted=wanted)
+    problems.extend(stored.unreadable)
+    found = []
+    for p, why in stored:
         if why:
-            if problems is not None:
-                problems.append(f"not a trusted run: {why}")
-            continue
-        found.append(p)
+            problems.append(f"not a trusted run: {why}")
+        else:
+            found.append(p)
     return found
 
 
