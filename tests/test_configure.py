@@ -129,12 +129,22 @@ def test_edit_that_changes_the_selection_runs(gh):
     assert output == "benchmark-presets=cuda,x86_64\nhas-benchmarks=true\nbenchmarks-accept=\n"
 
 
-def test_push_to_default_branch_selects_default_and_other_pushes_nothing(gh):
+def test_push_to_default_or_release_branch_selects_default_and_other_pushes_nothing(gh, monkeypatch):
     repo = {"repository": {"default_branch": "main"}}
-    _, output, _ = gh("push", {"ref": "refs/heads/main", **repo})
-    assert output == "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\nbenchmarks-accept=\n"
-    _, output, _ = gh("push", {"ref": "refs/heads/topic", **repo})
+    postsubmit = "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\nbenchmarks-accept=\npostsubmit=true\n"
+    for ref in ("refs/heads/main", "refs/heads/release-1.2"):
+        assert gh("push", {"ref": ref, **repo})[1].endswith(postsubmit)
+    _, output, summary = gh("push", {"ref": "refs/heads/topic", **repo})
     assert output.endswith("has-benchmarks=false\nbenchmarks-accept=\n")
+    assert "neither the default branch nor a release branch (BENCHTRAIL_RELEASE_BRANCHES: release-*)" in summary
+    monkeypatch.setenv("BENCHTRAIL_RELEASE_BRANCHES", "stable/*, v[0-9]*")
+    assert gh("push", {"ref": "refs/heads/stable/2", **repo})[1].endswith(postsubmit)
+    assert gh("push", {"ref": "refs/heads/release-1.2", **repo})[1].endswith("has-benchmarks=false\nbenchmarks-accept=\n")
+    # A manual run is postsubmit on those branches only (its ref is GITHUB_REF).
+    monkeypatch.setenv("GITHUB_REF", "refs/heads/v2")
+    assert gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("postsubmit=true\n")
+    monkeypatch.setenv("GITHUB_REF", "refs/heads/topic")
+    assert gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("accept=\n")
 
 
 def test_workflow_dispatch_takes_presets_from_its_input(gh):
@@ -205,10 +215,11 @@ def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, 
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     monkeypatch.chdir(repo)  # its suite has no 'default' meta-preset; [tool.benchtrail] presets = "smoke"
     code, output, _ = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
-    assert code == 0 and output == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
+    assert code == 0 and output == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\npostsubmit=true\n"
     (repo / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "my_benchmarks.suite:generate"\n')
     code, output, summary = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
-    assert code == 0 and output.endswith("benchmark-presets=\nhas-benchmarks=false\nbenchmarks-accept=\n")  # appended
+    assert code == 0 and output.endswith(  # appended
+        "benchmark-presets=\nhas-benchmarks=false\nbenchmarks-accept=\npostsubmit=true\n")
     assert "no 'default' meta-preset and [tool.benchtrail] sets no presets" in summary
 
 

@@ -110,7 +110,7 @@ class Story:
 
     def pr_payload(self, action: str, head: str, body: str = BODY, title: str = "Faster layers",
                    labels: tuple[str, ...] = (), number: int = PR_NUMBER, head_repo: str = REPOSITORY,
-                   **extra) -> dict:
+                   base: tuple[str, str] | None = None, **extra) -> dict:
         """The event, and the PR as GitHub then holds it (its title, body and labels: what the poster reads)."""
         with self.github.lock:
             pull = self.github.pulls.get((REPOSITORY, number))
@@ -121,7 +121,8 @@ class Story:
                 "pull_request": {"number": number, "title": title, "body": body,
                                  "labels": [{"name": n} for n in labels],
                                  "head": {"sha": head, "ref": "faster", "repo": {"full_name": head_repo}},
-                                 "base": {"sha": self.main, "ref": "main", "repo": repo}},
+                                 "base": {"sha": (base or (self.main, "main"))[0], "ref": (base or (self.main, "main"))[1],
+                                          "repo": repo}},
                 "repository": {**repo, "default_branch": "main"}}
 
     def benchmark(self, event: str, payload: dict, sha: str, ref: str, **kwargs) -> RunResult:
@@ -289,6 +290,22 @@ class Story:
         rerun = self.benchmark("pull_request", run.payload, run.sha, REF, run_id=run.run_id, attempt=2,
                                step_timeouts=("process/Compare with the stored baseline",))
         return rerun, self.post(rerun)
+
+    @functools.cached_property
+    def release(self) -> tuple[RunResult, RunResult]:
+        """A push to ``release-1.2`` (a commit after main's), then PR #3 into it: the push run and the PR's."""
+        self.baseline
+        cut = _git(self.repo, "commit-tree", f"{self.main}^{{tree}}", "-p", self.main, "-m", "release 1.2")
+        _git(self.repo, "update-ref", "refs/heads/release-1.2", cut)
+        push = self.benchmark("push", {"ref": "refs/heads/release-1.2", "after": cut,
+                                       "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+                              cut, "refs/heads/release-1.2")
+        head = _git(self.repo, "commit-tree", f"{cut}^{{tree}}", "-p", cut, "-m", "a fix for 1.2")
+        _git(self.repo, "update-ref", "refs/heads/fix-1.2", head)
+        self.github.add_pull(REPOSITORY, 3, head, body=BODY, head_ref="fix-1.2")
+        run = self.benchmark("pull_request", self.pr_payload("opened", head, number=3, base=(cut, "release-1.2")),
+                             head, "refs/pull/3/merge")
+        return push, run
 
     def snapshot(self, name: str, run: RunResult, poster: RunResult) -> tuple[RunResult, RunResult]:
         comments = self.bot_comments()
@@ -595,3 +612,15 @@ def test_a_process_job_that_fails_fails_the_gate_with_the_reason(story):
     assert story.gate(story.heads[3]) == (
         "failure", f"no comparison: the benchmark run ended 'failure' before comparing (failure, run "
                    f"{rerun.run_id}/2)")
+
+
+def test_a_push_to_a_release_branch_stores_the_baseline_of_prs_into_it(story):
+    push, run = story.release
+    assert push.job("setup").outputs["postsubmit"] == "true" and push.conclusion == "success", push.describe()
+    (auth,) = push.auth
+    assert auth["service_account"] == POSTSUBMIT_SA
+    assert push.job("process").step("Store the run").outcome == "success"
+    comparison = json.loads((run.artifacts / "benchmark-report" / "comparison.json").read_text())
+    baseline = comparison["baseline"]
+    assert (baseline["run_id"], baseline["commit"]) == (str(push.run_id), push.sha), baseline
+    assert run.job("setup").outputs.get("postsubmit", "") == "" and run.auth[0]["service_account"] == PRESUBMIT_SA

@@ -196,6 +196,7 @@ def test_configure_reads_the_pr_from_the_event_file_only():
     assert configure["run"].strip() == '.venv/bin/benchtrail configure --error-comment "$RUNNER_TEMP/selection-error"'
     # The token (read-only: the setup job holds contents and pull-requests read) re-reads the PR on a re-run.
     assert configure["env"] == {"BENCHMARK_PRESETS_INPUT": "${{ inputs.benchmark-presets }}",
+                                "BENCHTRAIL_RELEASE_BRANCHES": "${{ vars.BENCHTRAIL_RELEASE_BRANCHES }}",
                                 "GITHUB_TOKEN": "${{ github.token }}"}
 
 
@@ -278,8 +279,13 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
                 provider: str = "projects/1/locations/global/workloadIdentityPools/github/providers/repo",
                 key: str = "") -> tuple[str, str | None, str | None]:
     """(BENCHTRAIL_STORE_AUTH, the service account, the credentials_json) of a store job for one event,
-    through the harness's expression evaluator. GitHub passes a fork's PR run no secrets."""
+    through the harness's expression evaluator. GitHub passes a fork's PR run no secrets; setup's
+    ``postsubmit`` output is what ``benchtrail configure`` decides for the event."""
+    from benchtrail.github.configure import postsubmit_branch
+
     job = _load(name)["jobs"][job_id]
+    postsubmit = event in ("push", "workflow_dispatch") and postsubmit_branch(
+        {"ref": ref, "repository": {"default_branch": "main"}}, {})
     repo = "octo/project"
     pull = {"head": {"repo": {"full_name": "fork/project" if fork else repo}}} if event == "pull_request" else None
     context = {"github": {"event_name": event, "ref": ref, "repository": repo,
@@ -288,7 +294,8 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
                         "BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "post@proj.iam.gserviceaccount.com",
                         "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre@proj.iam.gserviceaccount.com",
                         "BENCHTRAIL_TRACKER_SERVICE_ACCOUNT": "tracker@proj.iam.gserviceaccount.com"},
-               "secrets": {} if fork or not key else {"BENCHTRAIL_STORE_CREDENTIALS": key}, "inputs": {}}
+               "secrets": {} if fork or not key else {"BENCHTRAIL_STORE_CREDENTIALS": key}, "inputs": {},
+               "needs": {"setup": {"outputs": {"postsubmit": "true" if postsubmit else ""}}}}
     mode = interpolate(job["env"]["BENCHTRAIL_STORE_AUTH"], context)
     context["env"] = {"BENCHTRAIL_STORE": "gs://bucket/prefix", "BENCHTRAIL_STORE_AUTH": mode}
     steps = {step.get("name"): step for step in job["steps"]}
@@ -309,8 +316,9 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
     assert steps[WIF_STEP]["with"]["workload_identity_provider"] == "${{ vars.BENCHTRAIL_WIF_PROVIDER }}"
     assert steps[KEY_STEP]["with"] == {"credentials_json": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
     post, pre = "post@proj.iam.gserviceaccount.com", "pre@proj.iam.gserviceaccount.com"
-    # Federation: the postsubmit account for pushes and manual runs of the default branch only.
+    # Federation: the postsubmit account for pushes and manual runs of the default and release branches only.
     assert _store_auth("benchmark.yml", "process") == ("federation", post, None)
+    assert _store_auth("benchmark.yml", "process", ref="refs/heads/release-1.2") == ("federation", post, None)
     assert _store_auth("benchmark.yml", "process", "workflow_dispatch") == ("federation", post, None)
     assert _store_auth("benchmark.yml", "process", "workflow_dispatch", "refs/heads/topic") == ("federation", pre, None)
     assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge") == ("federation", pre, None)

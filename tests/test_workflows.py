@@ -71,7 +71,7 @@ def test_benchmark_triggers():
     on = _triggers(workflow)
     assert workflow["name"] == "benchmark"  # post_benchmark_comment.yml names it
     assert on["pull_request"] == {"types": ["opened", "synchronize", "reopened", "edited", "labeled"]}
-    assert on["push"] == {"branches": ["main"]}
+    assert on["push"] == {"branches": ["main", "release-*"]}
     assert set(on["workflow_dispatch"]["inputs"]) == {"benchmark-presets"}
 
 
@@ -210,6 +210,7 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
         "has-benchmarks": "${{ steps.configure.outputs.has-benchmarks }}",
         "benchmarks-accept": "${{ steps.configure.outputs.benchmarks-accept }}",
         "selection-error": "${{ steps.configure.outputs.selection-error }}",
+        "postsubmit": "${{ steps.configure.outputs.postsubmit }}",
         "cpu-runner": "${{ steps.runners.outputs.cpu-runner }}",
         "cuda-runner": "${{ steps.runners.outputs.cuda-runner }}",
         **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs

@@ -11,7 +11,8 @@ Sources, by event:
   nothing. An edit that moves the PR to another base branch (``changes.base``) always runs.
   A selection the PR's author got wrong raises :class:`SelectionError`; with
   ``--error-comment DIR`` it also becomes a PR comment (:func:`selection_error_comment`).
-* ``push`` to the repository's default branch: the ``default`` meta-preset.
+* ``push`` to the repository's default branch or a release branch (``BENCHTRAIL_RELEASE_BRANCHES``,
+  comma-separated globs, default ``release-*``): the ``default`` meta-preset.
 * ``workflow_dispatch``: the ``benchmark-presets`` input (or ``BENCHMARK_PRESETS_INPUT``).
 
 The body is read from the event file, never from the command line: one environment variable
@@ -40,6 +41,8 @@ EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
 EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates the "
                      "head's last comparison with them again, without measuring")
 SAFE_LABEL = "safe-to-benchmark"
+RELEASE_BRANCHES_ENV = "BENCHTRAIL_RELEASE_BRANCHES"
+DEFAULT_RELEASE_BRANCHES = "release-*"
 FORK_WAITING = (f"this PR comes from a fork: waiting for a maintainer to add the `{SAFE_LABEL}` label "
                 "(the `benchtrail/gate` status is pending until then)")
 #: The selection-error comment's verdict (its heading after ``benchtrail: ``).
@@ -132,18 +135,37 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
             return Selection(presets, tuple(requested), FORK_WAITING, notes, accept)
         return Selection(presets, tuple(requested), None, notes, accept)
     if event_name == "push":
-        default_branch = (payload.get("repository") or {}).get("default_branch")
-        if default_branch and payload.get("ref") == f"refs/heads/{default_branch}":
+        if postsubmit_branch(payload, env):
             if DEFAULT_META_PRESET not in meta:
                 return Selection((), (), "push to the default branch, but the suite has no 'default' meta-preset "
                                          "and [tool.benchtrail] sets no presets: nothing to run")
             return Selection(tuple(meta[DEFAULT_META_PRESET]), ((DEFAULT_META_PRESET, "default"),))
-        return Selection((), (), f"push to {payload.get('ref')}, not to the default branch")
+        return Selection((), (), f"push to {payload.get('ref')}, neither the default branch nor a release branch "
+                                 f"({RELEASE_BRANCHES_ENV}: {', '.join(release_branches(env))})")
     if event_name == "workflow_dispatch":
         text = env.get("BENCHMARK_PRESETS_INPUT", (payload.get("inputs") or {}).get("benchmark-presets", ""))
         requested = [(p, "input") for p in split_presets(text or "")]
         return Selection(_resolve(requested, known, meta, "workflow_dispatch input"), tuple(requested))
     return Selection((), (), f"event {event_name!r} does not run benchmarks")
+
+
+def release_branches(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The release-branch globs: ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
+    return tuple(g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",")
+                 if g.strip())
+
+
+def postsubmit_branch(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Whether the event's ref (``ref`` of a push, ``GITHUB_REF`` of a manual run) is the default branch or a
+    release branch: what a postsubmit run, the only kind that may write baselines, measures."""
+    import fnmatch
+
+    ref = payload.get("ref") or env.get("GITHUB_REF") or ""
+    default_branch = (payload.get("repository") or {}).get("default_branch")
+    if not isinstance(ref, str) or not ref.startswith("refs/heads/"):
+        return False
+    branch = ref.removeprefix("refs/heads/")
+    return branch == default_branch or any(fnmatch.fnmatchcase(branch, g) for g in release_branches(env))
 
 
 def accept_items(title: str | None, body: str | None) -> tuple[str, ...]:
@@ -289,11 +311,12 @@ def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     return name, payload
 
 
-def outputs(selection: Selection) -> str:
-    """``$GITHUB_OUTPUT`` lines."""
+def outputs(selection: Selection, postsubmit: bool = False) -> str:
+    """``$GITHUB_OUTPUT`` lines; ``postsubmit=true`` for a push or manual run of the default or a release
+    branch (the only runs that store baselines), else no line (an unset output reads as empty)."""
     return (f"benchmark-presets={','.join(selection.presets)}\n"
             f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
-            f"benchmarks-accept={','.join(selection.accept)}\n")
+            f"benchmarks-accept={','.join(selection.accept)}\n" + ("postsubmit=true\n" if postsubmit else ""))
 
 
 def summary(selection: Selection) -> str:
@@ -412,7 +435,8 @@ def configure(env: Mapping[str, str], known: tuple[str, ...], meta: Mapping[str,
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
                         f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
-    _emit(env, outputs(selection) + ("selection-error=false\n" if error_comment is not None else ""),
+    postsubmit = event_name in ("push", "workflow_dispatch") and postsubmit_branch(payload, env)
+    _emit(env, outputs(selection, postsubmit) + ("selection-error=false\n" if error_comment is not None else ""),
           summary(selection))
     return selection
 
