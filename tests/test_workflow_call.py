@@ -44,7 +44,7 @@ CALL_INPUTS = {"benchmark-presets": ("string", ""), "python-version": ("string",
                "working-directory": ("string", "."), "pip-install": ("string", ""), "store": ("string", ""),
                "cpu-device": ("string", "c2-standard-16"), "cuda-device": ("string", "a2-highgpu-1g"),
                "shard-count": ("number", 2)}
-CALL_SECRETS = {"BENCHTRAIL_STORE_CREDENTIALS"}
+CALL_SECRETS = {"BENCHTRAIL_STORE_CREDENTIALS", "BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS"}
 # A run called from another repository: `job.workflow_*` names this file's repository and commit.
 CALLED = "job.workflow_repository != '' && job.workflow_repository != github.repository"
 PROJECT_FOLDER = "${{ inputs.working-directory || '.' }}"

@@ -624,3 +624,7 @@ def test_a_push_to_a_release_branch_stores_the_baseline_of_prs_into_it(story):
     baseline = comparison["baseline"]
     assert (baseline["run_id"], baseline["commit"]) == (str(push.run_id), push.sha), baseline
     assert run.job("setup").outputs.get("postsubmit", "") == "" and run.auth[0]["service_account"] == PRESUBMIT_SA
+    # The push stores under the store's root, where baselines are read; the PR under presubmit/.
+    prefix = story.harness.vars["BENCHTRAIL_STORE"]
+    urls = [r.job("process").step("Store the run").outputs["run-url"] for r in (push, run)]
+    assert urls == [f"{prefix}/runs/{push.run_id}/1/", f"{prefix}/presubmit/runs/{run.run_id}/1/"], urls

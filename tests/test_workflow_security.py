@@ -130,6 +130,37 @@ def test_only_the_poster_workflow_may_write_statuses():
         "actions": "read", "contents": "read", "pull-requests": "read", "statuses": "write"}
 
 
+def test_a_pull_requests_jobs_hold_only_the_presubmit_identity():
+    """Every value that names the postsubmit identity (service account, key, environment, store root) gives a
+    ``pull_request`` run the presubmit one, even one whose setup claims ``postsubmit``; and no job a pull
+    request reaches may write contents."""
+    post = {"BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "POST-SA", "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre-sa",
+            "BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS": "POST-KEY", "BENCHTRAIL_STORE_CREDENTIALS": "pre-key"}
+    context = {"github": {"event_name": "pull_request", "ref": "refs/heads/main", "repository": "octo/project",
+                          "event": {"pull_request": {"head": {"repo": {"full_name": "octo/project"}}},
+                                    "repository": {"default_branch": "main"}}},
+               "needs": {"setup": {"outputs": {"postsubmit": "true"}}}, "vars": post, "secrets": post,
+               "inputs": {}, "env": {}}
+    checked = 0
+    for name in ("benchmark.yml", "post_benchmark_comment.yml", "ci.yml"):
+        for job_id, job in _load(name)["jobs"].items():
+            assert (job.get("permissions") or {}).get("contents") != "write", (name, job_id)
+            for text in _strings(job):
+                if "postsubmit" in text.lower() and "${{" in text:
+                    value = str(interpolate(text, context))
+                    assert "POST-" not in value and "benchtrail-postsubmit" not in value, (name, job_id, text, value)
+                    checked += 1
+    assert checked >= 4  # the service account, the key, the environment and the store root
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
 def test_benchmark_jobs_read_contents_at_most():
     jobs = _load("benchmark.yml")["jobs"]
     assert {job_id: job["permissions"] for job_id, job in jobs.items()} == {
@@ -277,10 +308,11 @@ AUTH_ACTION = "google-github-actions/auth@"
 
 def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/heads/main", fork: bool = False,
                 provider: str = "projects/1/locations/global/workloadIdentityPools/github/providers/repo",
-                key: str = "") -> tuple[str, str | None, str | None]:
+                key: str = "", post_key: str = "") -> tuple[str, str | None, str | None]:
     """(BENCHTRAIL_STORE_AUTH, the service account, the credentials_json) of a store job for one event,
     through the harness's expression evaluator. GitHub passes a fork's PR run no secrets; setup's
-    ``postsubmit`` output is what ``benchtrail configure`` decides for the event."""
+    ``postsubmit`` output is what ``benchtrail configure`` decides for the event; ``post_key`` is the
+    postsubmit environment's secret, visible only to a job in that environment (a postsubmit run)."""
     from benchtrail.github.configure import postsubmit_branch
 
     job = _load(name)["jobs"][job_id]
@@ -294,7 +326,9 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
                         "BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "post@proj.iam.gserviceaccount.com",
                         "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre@proj.iam.gserviceaccount.com",
                         "BENCHTRAIL_TRACKER_SERVICE_ACCOUNT": "tracker@proj.iam.gserviceaccount.com"},
-               "secrets": {} if fork or not key else {"BENCHTRAIL_STORE_CREDENTIALS": key}, "inputs": {},
+               "secrets": {} if fork or not key else {"BENCHTRAIL_STORE_CREDENTIALS": key,
+                                                      **({"BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS": post_key}
+                                                         if post_key and postsubmit else {})}, "inputs": {},
                "needs": {"setup": {"outputs": {"postsubmit": "true" if postsubmit else ""}}}}
     mode = interpolate(job["env"]["BENCHTRAIL_STORE_AUTH"], context)
     context["env"] = {"BENCHTRAIL_STORE": "gs://bucket/prefix", "BENCHTRAIL_STORE_AUTH": mode}
@@ -314,7 +348,7 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
         assert steps[step_name]["uses"].startswith(AUTH_ACTION), step_name
     assert set(steps[WIF_STEP]["with"]) == {"workload_identity_provider", "service_account"}
     assert steps[WIF_STEP]["with"]["workload_identity_provider"] == "${{ vars.BENCHTRAIL_WIF_PROVIDER }}"
-    assert steps[KEY_STEP]["with"] == {"credentials_json": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
+    assert set(steps[KEY_STEP]["with"]) == {"credentials_json"}
     post, pre = "post@proj.iam.gserviceaccount.com", "pre@proj.iam.gserviceaccount.com"
     # Federation: the postsubmit account for pushes and manual runs of the default and release branches only.
     assert _store_auth("benchmark.yml", "process") == ("federation", post, None)
@@ -330,6 +364,10 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
     assert _store_auth("benchmark.yml", "process", provider="", key=key) == ("key", None, key)
     assert _store_auth("benchmark.yml", "process", provider="", key="") == ("runner", None, None)
     assert _store_auth("benchmark.yml", "process", key=key)[0] == "federation"
+    # Two keys: the postsubmit one for postsubmit runs only (it lives in the `benchtrail-postsubmit` environment).
+    assert _store_auth("benchmark.yml", "process", provider="", key=key, post_key="POST") == ("key", None, "POST")
+    assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge", provider="", key=key,
+                       post_key="POST") == ("key", None, key)
     # The auth steps follow every checkout (a checkout would remove the credentials file) and
     # precede every step that reads or writes the store; the hand-written key file is gone.
     names = list(steps)

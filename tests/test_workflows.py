@@ -383,7 +383,8 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     job = _load("benchmark.yml")["jobs"]["process"]
     steps = {step.get("name"): step for step in job["steps"]}
     env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
-           "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release"}
+           "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release",
+           "BENCHTRAIL_RUN_STORE": "gs://bucket/prefix/presubmit"}
     # The caller's input `store`, else the repository variable; an outage costs at most the deadline.
     assert {k: v for k, v in job["env"].items() if k != "BENCHTRAIL_STORE_AUTH"} == {
         "BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
@@ -408,8 +409,9 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     # A PR goes on without the store; a push that cannot store its run fails (and is never a trusted baseline).
     assert upload["continue-on-error"] == "${{ github.event_name == 'pull_request' }}"
     args = _benchtrail_args(upload["run"], env)
+    # ... into BENCHTRAIL_RUN_STORE: a PR's run under presubmit/ (test_workflow_security.py checks the choice).
     assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (
-        "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix", "42", 2, True)
+        "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix/presubmit", "42", 2, True)
     # The comment is rendered after the store step, so it can say where the run is (or that storing
     # failed), then stored into the same run; tests/test_workflow_harness.py runs these steps.
     names = [step.get("name") for step in job["steps"]]
