@@ -43,9 +43,13 @@ def test_the_newest_runs_decision_counts_and_newer_runs_in_progress_make_it_pend
     # Ordered by start: run 9 re-run (9/2) after run 11 decided is the newest.
     started = {(10, 1): 1.0, (11, 1): 2.0, (9, 2): 3.0}
     assert desired_status([new_pass], [(9, 2)], True, False, order=lambda r: started[r])[0] == "pending"
-    # A run of a PR that selects nothing (a title edit) does not hide the result; nor does one older than it.
-    assert desired_status([old_fail], [(12, 1)], False, False) == ("failure", old_fail.description())
+    # A head with a result is pending while a newer run is in progress, also when the trailer was just
+    # removed (a run that measures may be among them); a run older than the result changes nothing.
+    assert desired_status([old_fail], [(12, 1)], False, False)[0] == "pending"
     assert desired_status([old_fail], [(9, 1)], True, False) == ("failure", old_fail.description())
+    # Without a result, runs of a PR that selects nothing pass it, unless a pending status named them.
+    assert desired_status([], [(12, 1)], False, False) == ("success", NO_SELECTION)
+    assert desired_status([], [(12, 1)], False, False, announced=frozenset({(12, 1)}))[0] == "pending"
     assert desired_status([], [], False, False) == ("success", NO_SELECTION)
     assert desired_status([], [(12, 1)], True, True) == ("pending", WAITING)
 
@@ -121,12 +125,12 @@ def test_a_run_whose_poster_never_ran_fails_the_head_and_a_late_request_changes_
         gh.statuses[(REPO, HEAD)].clear()
         repo.get_commit(HEAD).create_status("success", description="ok (success, run 20/1)", context=CONTEXT)
         assert _update(repo, (21, 1), completed=None) == (
-            "pending", "run 21/1 running; run 22/1 running; last result: ok (success, run 20/1)")
+            "pending", "run 22/1 running; run 21/1 running; last result: ok (success, run 20/1)")
         gh.update_workflow_run(REPO, 21, 1, status="completed", conclusion="success")  # its poster is lost
         gh.update_workflow_run(REPO, 22, 1, status="completed", conclusion="success")
         assert _update(repo, (22, 1)) == (
-            "failure", "run 22/1 measured nothing; last result: no result recorded: the run's poster did not "
-                       "finish; re-run it (failure, run 21/1)")
+            "failure", "run 22/1 measured nothing; last result: no result recorded; re-run its poster "
+                       "(failure, run 21/1)")
         # Run 21's poster, late: it measured nothing, and says so; run 20's result stands again.
         assert _update(repo, (21, 1)) == ("success", "run 21/1 measured nothing; last result: ok (success, run 20/1)")
         assert _update(repo, (22, 1)) == ("success", "run 22/1 measured nothing; last result: ok (success, run 20/1)")
@@ -142,5 +146,34 @@ def test_a_forks_head_without_its_pr_never_passes():
         fork = Head(REPO, HEAD, (30, 1), ".github/workflows/benchmarks.yml", True, None, None, "someone:faster")
         assert update_status(repo, fork, completed="success", report=None, regate=None,
                              author="github-actions[bot]") == ("pending", WAITING)
+    finally:
+        gh.stop()
+
+
+def test_real_run_ids_fit_github_and_a_status_someone_else_set_is_replaced():
+    """Four 11-digit runs in progress after a failure, one whose poster found nothing: the description keeps
+    the failure and fits 140 characters (the stand-in refuses more); another account's `success` is
+    replaced, not taken for ours."""
+    gh = GitHubServer().start()
+    try:
+        gh.add_pull(REPO, 1, HEAD, body=BODY)
+        gh.tokens["ghp_other"] = {"login": "mallory", "id": 7, "type": "User"}
+        repo = make_client("ghs_test", gh.url).get_repo(REPO)
+        base = 21_000_000_000
+        for n in range(6):
+            gh.add_workflow_run(REPO, base + n, 1, event="pull_request", head_branch="faster", head_sha=HEAD,
+                                path=".github/workflows/benchmarks.yml", status="in_progress" if n > 1 else "completed",
+                                conclusion=None if n > 1 else "success", run_started_at=f"2026-12-01T10:0{n}:00Z")
+        failed = Decision("failure", "1 confirmed regression: " + "x" * 120, (base, 1))
+        repo.get_commit(HEAD).create_status("failure", description=failed.description(), context=CONTEXT)
+        repo.get_commit(HEAD).create_status("pending", context=CONTEXT,
+                                            description=failed.description(f"run {base + 1}/1 running; last result: "))
+        make_client("ghp_other", gh.url).get_repo(REPO).get_commit(HEAD).create_status(
+            "success", description="looks fine to me", context=CONTEXT)
+        state, description = _update(repo, (base + 1, 1))
+        assert state == "pending" and len(description) <= MAX_DESCRIPTION, description
+        assert description.startswith(f"run {base + 1}/1 measured nothing; run {base + 5}/1 running; ")
+        assert description.endswith(f"(failure, run {base}/1)")
+        assert gh.status(REPO, HEAD, CONTEXT) == (state, description)
     finally:
         gh.stop()

@@ -183,6 +183,8 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
     api_url = args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL
     author = args.comment_author or env.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
     completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
+    if completed == "action_required":  # a fork's run waiting for a maintainer's approval: not over
+        completed = None
     try:
         repo = make_client(token, api_url).get_repo(head.repo)
         if args.plan:

@@ -37,11 +37,13 @@ CONTEXT = "benchtrail/gate"
 MAX_DESCRIPTION = 140
 NO_SELECTION = "no benchmarks selected"
 WAITING = f"waiting for a maintainer to add the {SAFE_LABEL} label (a fork's PR)"
-LOST = "no result recorded: the run's poster did not finish; re-run it"
+LOST = "no result recorded; re-run its poster"
+#: Room (characters) for the notes in front of a description; the newest running runs are named first.
+NOTES_ROOM = 64
 INVALID_SELECTION = "no comparison: the benchmark selection is invalid; see the PR comment"
 #: Run conclusions that leave a run without a comparison undecided: it selected nothing (every job
-#: skipped is ``skipped``; a fork's run waiting for approval is ``action_required``).
-NOTHING_FAILED = ("success", "skipped", "neutral", "action_required")
+#: skipped is ``skipped``). A fork's run waiting for approval (``action_required``) is in progress.
+NOTHING_FAILED = ("success", "skipped", "neutral")
 #: How often a poster reads and writes before it leaves the status to the poster it raced with.
 MAX_ROUNDS = 4
 
@@ -145,19 +147,24 @@ def _by_run(run: Run) -> Any:
 
 
 def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool, waiting: bool,
-                   nothing: Run | None = None, order: Callable[[Run], Any] = _by_run) -> tuple[str, str]:
+                   nothing: Run | None = None, order: Callable[[Run], Any] = _by_run,
+                   announced: frozenset[Run] = frozenset()) -> tuple[str, str]:
     """``(state, description)`` of the head: the newest run's decision (by ``order``; ties: the first in
-    ``decisions``), ``pending`` while a newer run of a PR that selects benchmarks is in progress or a
-    fork waits for its label, else ``success``: nothing selected. A pending status names the (at most 3
-    newest) runs in progress; ``nothing``: a run whose poster found no decision, noted in front so that no
-    later poster takes its result for lost."""
+    ``decisions``), ``pending`` while a newer run is in progress (of a PR that selects benchmarks now, of
+    a head with a result, or named ``announced`` by an earlier pending status) or a fork waits for its
+    label, else ``success``: nothing selected. A pending status names the newest runs in progress that
+    fit; ``nothing``: a run whose poster found no decision, noted first so that no later poster takes
+    its result for lost."""
     best = max(decisions, key=lambda d: order(d.run), default=None)
-    newer = [r for r in running if best is None or order(r) > order(best.run)]
+    newer = sorted((r for r in running if best is None or order(r) > order(best.run)), key=order, reverse=True)
     notes = f"run {nothing[0]}/{nothing[1]} measured nothing; " if nothing else ""
     if waiting and best is None:
         return "pending", notes + WAITING
-    if newer and selects:
-        notes += "".join("run {}/{} running; ".format(*run) for run in sorted(newer, key=order)[-3:])
+    if newer and (selects or best is not None or set(newer) & announced):
+        for run in newer:
+            note = "run {}/{} running; ".format(*run)
+            if len(notes) + len(note) <= NOTES_ROOM or not notes:
+                notes += note
         return "pending", notes + "no result yet" if best is None else best.description(notes + LAST)
     if best is not None:
         return best.state, best.description(notes + LAST if notes else "")
@@ -233,30 +240,34 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
 
 @dataclass
 class _History:
-    """The head's statuses of ours (newest first), parsed."""
+    """The head's statuses of ours (newest first), parsed; ``latest``: the newest of the context by
+    anyone, what GitHub shows."""
 
     statuses: list[Any]
     decisions: list[Decision]
     announced: set[Run]  # runs a pending status named
     settled: set[Run]  # runs with a decision or a ``measured nothing`` note
+    latest: tuple[str, str] | None = None
 
     @classmethod
     def read(cls, commit: Any, author: str) -> _History:
-        statuses = [s for s in commit.get_statuses() if s.context == CONTEXT and s.creator.login == author]
+        every = [s for s in commit.get_statuses() if s.context == CONTEXT]
+        statuses = [s for s in every if s.creator.login == author]
         decisions, announced, nothing = [], set(), set()
         for status in statuses:
             notes, decision = parse_status(status.description)
             announced |= {run for what, run in notes if what == "running"}
             nothing |= {run for what, run in notes if what == "measured nothing"}
             decisions += [decision] if decision is not None else []
-        history = cls(statuses, decisions, announced, nothing | {d.run for d in decisions})
+        history = cls(statuses, decisions, announced, nothing | {d.run for d in decisions},
+                      (every[0].state, every[0].description) if every else None)
         for run in nothing:  # a run's own poster outranks a later poster that took its result for lost
             history.decisions = history.without_lost(run)
         return history
 
     def without_lost(self, run: Run) -> list[Decision]:
         """The decisions, less those that took ``run``'s result for lost: its poster says it measured nothing."""
-        return [d for d in self.decisions if not (d.text == LOST and d.run == run)]
+        return [d for d in self.decisions if not (d.text.startswith(LOST[:18]) and d.run == run)]
 
 
 def _runs(repo: Any, head: Head) -> dict[Run, Any]:
@@ -276,6 +287,11 @@ def _order(runs: dict[Run, Any]) -> Callable[[Run], Any]:
     return lambda run: (started.get(run, created.get(run[0], 0.0)), run)
 
 
+def _in_progress(run: Any) -> bool:
+    """Not completed, or waiting for a maintainer to approve a fork's run."""
+    return run.status != "completed" or run.conclusion == "action_required"
+
+
 def regate_run(repo: Any, head: Head, author: str) -> Run | None:
     """The run whose comparison failed the head, when the PR now accepts regressions: the poster
     downloads its artifact to gate it again (``update_status``'s ``regate``)."""
@@ -293,8 +309,9 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
 
     ``completed``: the run's conclusion (a ``completed`` event; None for ``requested``); ``report``:
     its ``comment`` artifact; ``regate``: the ``comment`` artifact of :func:`regate_run`'s run, and that run.
-    A run that a pending status named and that completed without a result recorded (its poster failed
-    or never ran) fails the head: a lost result must not pass.
+    A completed run newer than the head's result that a pending status named, or that failed, and has no
+    result recorded (its poster failed or never ran) fails the head: a lost result must not pass. A run
+    that waits for a maintainer's approval (``action_required``) counts as in progress.
     """
     pull = read_pull(repo, head, author)
     commit = repo.get_commit(head.sha)
@@ -304,20 +321,27 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
         history, runs = _History.read(commit, author), _runs(repo, head)
         order = _order(runs)
         own = [report_decision(regate[0], head.sha, pull.accept, regate[1])] if regate is not None else []
+        mine = None
         if completed is not None:
             mine = run_decision(report, head.sha, completed, head.run, pull.accept, bool(history.decisions))
             own += [mine] if mine is not None else []
-        running = [run for run, r in runs.items() if r.status != "completed" and run != head.run]
-        if completed is None and (head.run not in runs or runs[head.run].status != "completed"):
+        running = [run for run, r in runs.items() if _in_progress(r) and run != head.run]
+        if completed is None and (head.run not in runs or _in_progress(runs[head.run])):
             running.append(head.run)
-        lost = [Decision("failure", LOST, run)
-                for run in history.announced - history.settled
-                if run in runs and runs[run].status == "completed" and run != head.run]
-        nothing = head.run if completed is not None and not own and head.run in history.announced else None
-        decided = history.without_lost(head.run) if nothing else history.decisions
-        want = desired_status([*sorted(own, key=lambda d: order(d.run), reverse=True), *lost, *decided],
-                              running, pull.selects, head.fork and not pull.labelled and pull.selects, nothing, order)
-        if history.statuses and (history.statuses[0].state, history.statuses[0].description) == want:
+        # Recorded where a later poster would otherwise take this run's result for lost (see ``lost``).
+        nothing = (head.run if completed is not None and mine is None
+                   and (head.run in history.announced or completed not in NOTHING_FAILED) else None)
+        decided = [*sorted(own, key=lambda d: order(d.run), reverse=True),
+                   *(history.without_lost(head.run) if nothing else history.decisions)]
+        best = max(decided, key=lambda d: order(d.run), default=None)
+        lost = [Decision("failure", LOST, run) for run, r in runs.items()
+                if not _in_progress(r) and run != head.run and run not in history.settled
+                and (run in history.announced or r.conclusion not in NOTHING_FAILED)
+                and (best is None or order(run) > order(best.run))]
+        want = desired_status([*decided[:len(own)], *lost, *decided[len(own):]], running, pull.selects,
+                              head.fork and not pull.labelled and pull.selects, nothing, order,
+                              frozenset(history.announced))
+        if history.latest == want:
             return want
         commit.create_status(state=want[0], description=want[1], context=CONTEXT,
                              **({"target_url": target} if target else {}))
