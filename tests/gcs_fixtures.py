@@ -10,7 +10,9 @@ unchanged, except that it
   response is lost), or half-way through the body (half the body reaches the emulator);
 * adds an item to an object listing (a name the emulator itself would refuse to store, such as one
   with a ``..`` segment: what a hostile or foreign bucket could hold);
-* enforces ``ifGenerationMatch=0`` on uploads (412 when the object exists), which the emulator ignores.
+* enforces ``ifGenerationMatch=0`` on uploads (412 when the object exists), which the emulator ignores;
+* calls a test's function with a matching request's body before forwarding it (``"before"``: e.g. a
+  forger who creates an object just before a client's upload of it).
 
 Every request is logged as ``(method, path with query, outcome)``, the outcome being the status sent
 or ``"dropped"``.
@@ -24,6 +26,7 @@ import json
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, urlsplit
@@ -47,13 +50,15 @@ class Fault:
 
     ``kind``: ``"status"`` (answer ``status``), ``"drop"`` (close without answering), ``"drop-response"``
     (forward, then close without relaying the answer), ``"drop-mid-body"`` (forward half the body,
-    then close both connections) or ``"list-item"`` (add ``item`` to the ``items`` of a JSON listing).
-    ``times``: how many requests it hits (None: all).
+    then close both connections), ``"list-item"`` (add ``item`` to the ``items`` of a JSON listing) or
+    ``"before"`` (call ``callback(body)``, then go on as without a fault). ``times``: how many requests it
+    hits (None: all).
     """
 
     kind: str
     status: int = 503
     item: dict | None = None
+    callback: Callable[[bytes], None] | None = None
     times: int | None = None
     path_prefix: str = "/upload/"
     methods: tuple[str, ...] = ("POST", "PUT")
@@ -130,6 +135,8 @@ class FaultProxy:
                 if fault and fault.kind == "drop-mid-body":
                     return self._drop_mid_body()
                 body = self._body()
+                if fault and fault.kind == "before":
+                    fault.callback(body)
                 if fault and fault.kind == "status":
                     return self._answer(path, fault.status, {"error": {"code": fault.status,
                                                                        "message": f"injected {fault.status}"}})

@@ -43,6 +43,7 @@ _ROUTES = (
     ("GET", re.compile(_REPO + r"/actions/runs"), "list_workflow_runs"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)"), "get_workflow_run"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"), "get_workflow_run"),
+    ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/jobs"), "list_jobs"),
 )
 
 
@@ -263,6 +264,16 @@ class _Handler(BaseHTTPRequestHandler):
             return _not_found(f"{DOCS}/actions/workflow-runs#get-a-workflow-run"
                               + ("-attempt" if attempt is not None else ""))
         return 200, {}, gh._workflow_run_json(full_name, int(run_id), wanted)
+
+    def list_jobs(self, full_name: str, req: Request, user: dict[str, Any], run_id: str):
+        """"List jobs for a workflow run": ``filter=latest`` (default) the latest attempt's, ``all`` every attempt's."""
+        gh = self.github
+        jobs = gh.workflow_jobs.get((full_name, int(run_id)), [])
+        if req.query.get("filter", ["latest"])[0] != "all":
+            latest = max((j["run_attempt"] for j in jobs), default=0)
+            jobs = [j for j in jobs if j["run_attempt"] == latest]
+        headers, page = _paginate(gh, req, jobs)
+        return 200, headers, {"total_count": len(jobs), "jobs": page}
 
     def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
         data = b"" if status == 204 else json.dumps(payload).encode()

@@ -26,6 +26,8 @@ Routes (all JSON):
     GET   /repos/{owner}/{repo}/actions/runs              ?head_sha &event &branch &per_page &page
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}    the run's latest attempt
     GET   /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt}
+    GET   /repos/{owner}/{repo}/actions/runs/{run_id}/jobs ?filter (latest, the default, or all) &per_page &page:
+                                                         the jobs of the run's latest attempt, or of all attempts
 
 Issues and pull requests share one number sequence per repository, as on GitHub. A repository's
 ``default_branch`` is ``main`` unless ``add_repo(..., default_branch=...)`` says otherwise. Workflow
@@ -84,6 +86,8 @@ class GitHubServer:
     label_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     #: (full name, run id, attempt) -> the attempt's fields (``add_workflow_run``).
     workflow_runs: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    #: (full name, run id) -> the jobs of its attempts (``add_job``), in the order they ended.
+    workflow_jobs: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     #: (full name, sha) -> its commit statuses, oldest first.
     statuses: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
@@ -187,6 +191,16 @@ class GitHubServer:
                 raise KeyError(f"no run {run_id} attempt {attempt} of {full_name}")
             for key, value in fields.items():
                 run[key] = _timestamp(value) if key.endswith("_at") else value
+
+    def add_job(self, full_name: str, run_id: int, attempt: int, name: str, conclusion: str,
+                started_at: datetime | str | None = None, completed_at: datetime | str | None = None) -> None:
+        """A completed job of attempt ``attempt`` of run ``run_id``, as "List jobs for a workflow run" shows it."""
+        with self.lock:
+            self._next_id += 1
+            self.workflow_jobs.setdefault((full_name, run_id), []).append({
+                "id": self._next_id, "run_id": run_id, "run_attempt": attempt, "name": name, "status": "completed",
+                "conclusion": conclusion, "started_at": _timestamp(started_at), "completed_at": _timestamp(completed_at),
+                "url": f"{self.url}/repos/{full_name}/actions/jobs/{self._next_id}", "head_sha": "", "steps": []})
 
     def add_issue(self, full_name: str, title: str, body: str | None = None, labels: tuple[str, ...] = (),
                   state: str = "open", user: dict[str, Any] | None = None) -> int:

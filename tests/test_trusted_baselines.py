@@ -62,6 +62,8 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):  # noq
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", main_sha, 100.0)), "--store", store,
                  "--run-id", "501", "--attempt", "1", "--write-pointer"]) == 0
     github_server.update_workflow_run(REPOSITORY, 501, 1, status="completed", conclusion="success", updated_at=_now())
+    github_server.add_job(REPOSITORY, 501, 1, "benchmark / process (compare, re-check, comment)", "success",
+                          _now(-60), _now())
 
     git(repo, "checkout", "-q", "-b", "evil")
     evil_sha = commit(repo, "pr 1: slows everything down by half")

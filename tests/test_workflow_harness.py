@@ -219,9 +219,10 @@ class Story:
             self.proxy.clear()
         return self.snapshot("outage", run, self.post(run))
 
-    def forge_pointer(self, run: RunResult) -> str:
+    def forge_pointer(self, run: RunResult, commit: str | None = None, run_id: int | None = None) -> str:
         """What h1's process job could do with the store identity it holds: create a pointer object for
-        main's commit naming its own stored run (main's pointer copied, the newest ``created``)."""
+        main's commit (or ``commit``) naming its own stored run (or ``run_id``; main's pointer copied, the
+        newest ``created``)."""
         import json
 
         from google.auth.credentials import AnonymousCredentials
@@ -230,9 +231,11 @@ class Story:
                                 client_options={"api_endpoint": self.emulator_url})
         bucket, prefix = self.harness.vars["BENCHTRAIL_STORE"].removeprefix("gs://").split("/", 1)
         (genuine,) = [json.loads(b.download_as_bytes())
-                      for b in client.list_blobs(bucket, prefix=f"{prefix}/commits/{self.main}/")]
-        forged = {**genuine, "run_id": str(run.run_id), "attempt": run.attempt, "created": "2099-01-01T00:00:00+00:00"}
-        name = f"{prefix}/commits/{self.main}/{run.run_id}-{run.attempt}.json"
+                      for b in client.list_blobs(bucket, prefix=f"{prefix}/commits/{self.main}/{self.baseline.run_id}-")]
+        commit, run_id = commit or self.main, run_id or run.run_id
+        forged = {**genuine, "commit": commit, "run_id": str(run_id), "attempt": run.attempt,
+                  "created": "2099-01-01T00:00:00+00:00"}
+        name = f"{prefix}/commits/{commit}/{run_id}-{run.attempt}.json"
         client.bucket(bucket).blob(name).upload_from_string(json.dumps(forged), if_generation_match=0)
         return name
 
@@ -306,6 +309,43 @@ class Story:
         run = self.benchmark("pull_request", self.pr_payload("opened", head, number=3, base=(cut, "release-1.2")),
                              head, "refs/pull/3/merge")
         return push, run
+
+    @functools.cached_property
+    def forgeries(self) -> dict[str, Any]:
+        """The two forgeries of the presubmit identity, then PR #4 into main:
+
+        1. a manual run on main that selects nothing lends its name to a pointer for main's commit,
+           created right after the run (inside its time on GitHub's record);
+        2. main moves on to main2; while main2's push run stores its run, the forger creates that run's
+           own pointer just before the run writes it: the run's create-only write fails (it reports
+           the clash and fails) and the forged pointer stays."""
+        self.baseline
+        dispatch = self.benchmark("workflow_dispatch", {"ref": "refs/heads/main", "inputs": {"benchmark-presets": ""},
+                                                        "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+                                  self.main, "refs/heads/main", inputs={"benchmark-presets": ""})
+        self.forge_pointer(dispatch)
+        main2 = _git(self.repo, "commit-tree", f"{self.main}^{{tree}}", "-p", self.main, "-m", "main moves on")
+        _git(self.repo, "update-ref", "refs/heads/main", main2)
+        clash_run = self.harness.next_run_id + 1
+        name = f"commits/{main2}/{clash_run}-1.json"
+
+        def forge_first(body: bytes) -> None:
+            if name.encode() in body:
+                self.forge_pointer(dispatch, commit=main2, run_id=clash_run)
+
+        self.proxy.add("before", callback=forge_first)
+        try:
+            clash = self.benchmark("push", {"ref": "refs/heads/main", "after": main2,
+                                            "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+                                   main2, "refs/heads/main")
+        finally:
+            self.proxy.clear()
+        head = _git(self.repo, "commit-tree", f"{main2}^{{tree}}", "-p", main2, "-m", "pr 4")
+        _git(self.repo, "update-ref", "refs/heads/pr-4", head)
+        self.github.add_pull(REPOSITORY, 4, head, body=BODY, head_ref="pr-4")
+        run = self.benchmark("pull_request", self.pr_payload("opened", head, number=4, base=(main2, "main")),
+                             head, "refs/pull/4/merge")
+        return {"dispatch": dispatch, "clash": clash, "run": run, "main2": main2}
 
     def snapshot(self, name: str, run: RunResult, poster: RunResult) -> tuple[RunResult, RunResult]:
         comments = self.bot_comments()
@@ -628,3 +668,33 @@ def test_a_push_to_a_release_branch_stores_the_baseline_of_prs_into_it(story):
     prefix = story.harness.vars["BENCHTRAIL_STORE"]
     urls = [r.job("process").step("Store the run").outputs["run-url"] for r in (push, run)]
     assert urls == [f"{prefix}/runs/{push.run_id}/1/", f"{prefix}/presubmit/runs/{run.run_id}/1/"], urls
+
+
+def test_pointers_forged_in_a_manual_run_or_during_a_push_runs_store_step_are_ignored(story, tmp_path):
+    chapter = story.forgeries
+    dispatch, clash, run, main2 = chapter["dispatch"], chapter["clash"], chapter["run"], chapter["main2"]
+    assert dispatch.job("setup").outputs["has-benchmarks"] == "false" and dispatch.conclusion == "success"
+    stored = clash.job("process").step("Store the run")
+    assert stored.outcome == "failure" and clash.conclusion == "failure", clash.describe()
+    assert "never overwritten" in stored.log, stored.log  # the push run reports the clash
+    comparison = json.loads((run.artifacts / "benchmark-report" / "comparison.json").read_text())
+    baseline = comparison["baseline"]
+    assert (baseline["run_id"], baseline["commit"]) == (str(story.baseline.run_id), story.main), baseline
+    reasons = {i["run_id"]: i["reason"] for i in baseline["ignored"]}
+    assert reasons[str(dispatch.run_id)] == (f"run {dispatch.run_id}/1: its job 'benchmark / process (compare, "
+                                             "re-check, comment)' ended skipped, not success: it stored no run")
+    assert reasons[str(clash.run_id)] == f"run {clash.run_id}/1 ended with conclusion failure, not success"
+    index = (run.artifacts / "benchmark-report" / "dashboard" / "index.html").read_text()
+    not_used = index.split("<h2>Runs not used</h2>", 1)[1]
+    assert f"run {dispatch.run_id}/1: its job" in not_used and f"run {clash.run_id}/1 ended with" in not_used
+    assert f"<td>{story.baseline.run_id}/1</td>" in index and f"<td>{dispatch.run_id}/1</td>" not in index
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
+           "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
+           "GITHUB_TOKEN": "ghs_test", "BENCHTRAIL_TRUSTED_WORKFLOW": ".github/workflows/benchmarks.yml"}
+    for command in (["history", "--output", str(tmp_path / "history.json")], ["track"]):
+        done = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", *command, "--store",
+                               story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", main2],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert f"not a trusted run: run {dispatch.run_id}/1: its job" in done.stderr, (command, done.stderr)
+        assert f"not a trusted run: run {clash.run_id}/1 ended with conclusion failure" in done.stderr, command

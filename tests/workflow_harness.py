@@ -19,7 +19,9 @@ and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` exist only in a job whose effective permi
 ``pull_request`` from a fork; such a run also gets no secrets. With ``github_server`` (the GitHub
 REST stand-in, ``tests/github_server.py``) each run registers itself there as a workflow run
 attempt: ``in_progress`` when it starts, ``completed`` with its conclusion when it ends, with its
-event, head branch (the PR's head ref, else the branch of ``ref``), head SHA and workflow path.
+event, head branch (the PR's head ref, else the branch of ``ref``), head SHA and workflow path, and
+each of its jobs when it ends (skipped ones too), named as GitHub's jobs API names them
+(``<caller job> / <name>``), with its conclusion and times.
 
 Stand-ins, each named here and nothing else: ``actions/checkout`` (a git fetch from the test's
 repository, or benchtrail's own source for ``repository: */benchtrail``), ``actions/setup-python``

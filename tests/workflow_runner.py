@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,7 @@ class _Run:
             context = self.context(inputs, secrets, job_context,
                                    needs={n: {"result": results[n].result, "outputs": results[n].outputs}
                                           for n in needs})
+            started = datetime.now(timezone.utc)
             if not condition(job.get("if", "success()"), context, status):
                 results[job_id] = JobResult("skipped")
             elif "uses" in job:
@@ -109,6 +111,12 @@ class _Run:
             else:
                 results[job_id] = self.job(wf, job, prefix + job_id, context, inputs, secrets, job_context,
                                            oidc=self.oidc(job, top, allowed))
+            if self.h.github_server is not None and "uses" not in job:
+                shown = str(job.get("name") or job_id)  # as GitHub's jobs API names it: "<caller job> / <name>"
+                self.h.github_server.add_job(
+                    self.h.repository, self.result.run_id, self.result.attempt,
+                    " / ".join([*prefix.split("/")[:-1], shown if "${{" not in shown else job_id]),
+                    results[job_id].result, started, datetime.now(timezone.utc))
             self.result.jobs[prefix + job_id] = results[job_id]
         return "failure" if any(r.result == "failure" for r in results.values()) else "success"
 
@@ -229,7 +237,7 @@ class _Run:
                 start = time.monotonic()
                 result = self.step(step, name, key, context, env, defaults, workspace, temp, out)
                 result.seconds = time.monotonic() - start
-            if result.outcome == "failure" and not step.get("continue-on-error"):
+            if result.outcome == "failure" and not _continues(step, context):
                 failed = True
             out.steps.append(result)
             if step.get("id"):
@@ -263,7 +271,7 @@ class _Run:
         for k, v in _read_pairs(files["GITHUB_ENV"]).items():
             env[k] = v
         job.summary += files["GITHUB_STEP_SUMMARY"].read_text()
-        if result.outcome == "failure" and step.get("continue-on-error"):
+        if result.outcome == "failure" and _continues(step, context):
             result.conclusion = "success"
         return result
 
@@ -317,6 +325,12 @@ class _Run:
         outcome = "success" if proc.returncode == 0 else "failure"
         return StepResult(name, outcome, outcome, log=log + ("" if proc.returncode == 0
                                                              else f"\n##[error]exit code {proc.returncode}"))
+
+
+def _continues(step: dict[str, Any], context: dict[str, Any]) -> bool:
+    """A step's ``continue-on-error``, its expression evaluated (``${{ github.event_name == 'pull_request' }}``)."""
+    value = interpolate(step.get("continue-on-error", False), context)
+    return value is True or str(value).lower() == "true"
 
 
 def _read_pairs(path: Path) -> dict[str, str]:

@@ -54,7 +54,7 @@ def add_fetch_parser(subparsers: Any) -> argparse.ArgumentParser:
 def cmd_upload(args: argparse.Namespace) -> int:
     """``benchtrail upload``: prints the count, then the run's store URL. Exit 0, or UserError."""
     from benchtrail.store import ALL_FILES, open_store
-    from benchtrail.store.pointer import pointer_info
+    from benchtrail.store.pointer import check_own_pointer, pointer_info
 
     store = open_store(require_store(args.store, "benchtrail upload"))
     patterns = tuple(args.patterns or ALL_FILES)
@@ -63,9 +63,12 @@ def cmd_upload(args: argparse.Namespace) -> int:
     print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}")
     if info is not None:
         commit = info.pop("commit")
-        print(f"pointer {store.write_pointer(commit, args.run_id, args.attempt, info)}")
+        url = store.write_pointer(commit, args.run_id, args.attempt, info)
+        print(f"pointer {url}")
+        check_own_pointer(store, commit, args.run_id, args.attempt, info, url)
     print(store.run_url(args.run_id, args.attempt))
     return EXIT_OK
+
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:

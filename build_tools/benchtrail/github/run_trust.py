@@ -16,7 +16,11 @@ a pointer naming a made-up run or attempt costs no further request), and the rec
   untrusted; and
 * the store created the pointer (``stored_at``, the GCS object's ``timeCreated``) between the
   attempt's ``run_started_at`` and ``updated_at``, give or take ``SLACK_S``: a pointer planted before
-  an attempt ran, or after it ended, is refused.
+  an attempt ran, or after it ended, is refused; and
+* that attempt's job named ``… process (compare, re-check, comment)`` (``PROCESS_JOB``, the one job
+  that stores a run; GitHub's jobs API, ``GET …/actions/runs/{run_id}/jobs?filter=all``) concluded
+  ``success``, and the pointer was created while that job ran: a run that stored nothing (a manual run
+  that selected nothing, whose process job was skipped) cannot lend its name to a pointer.
 
 The store's reader (``store.local.pointer_problem``) has already checked that the pointer is named
 ``<run_id>-<attempt>.json`` and stored under its own commit, so one run has one pointer.
@@ -33,8 +37,10 @@ from typing import Any
 
 #: Events whose runs may be baselines.
 TRUSTED_EVENTS = ("push", "workflow_dispatch")
-#: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run times, in seconds.
+#: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run and job times, in seconds.
 SLACK_S = 60.0
+#: The end of the name of the job that stores a run (``benchmark.yml``; a caller's run prefixes its own job).
+PROCESS_JOB = "process (compare, re-check, comment)"
 
 
 def _client(token: str | None, base_url: str) -> Any:
@@ -77,6 +83,7 @@ class GitHubRunTrust:
         self._repo: Any = None
         self._attempts: dict[tuple[int, int], Any] = {}
         self._listed: dict[str, dict[int, Any]] = {}
+        self._job_lists: dict[int, list[Any]] = {}
 
     def _default_branch(self) -> str:
         if self._repo is None:
@@ -149,4 +156,24 @@ class GitHubRunTrust:
         if stored is None or started is None or updated is None or not started - slack <= stored <= updated + slack:
             return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time that attempt ran "
                     f"({started} to {updated})")
+        try:
+            jobs = [j for j in self._jobs(record, int(run_id)) if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)]
+        except (github.GithubException, OSError) as exc:
+            status_code = getattr(exc, "status", None)
+            return f"{name}: its jobs could not be listed with the GitHub API ({status_code or type(exc).__name__}: {exc})"
+        if not jobs:
+            return f"{name} has no job '{PROCESS_JOB}', the one that stores a run"
+        job = jobs[-1]
+        if job.conclusion != "success":
+            return f"{name}: its job '{job.name}' ended {job.conclusion}, not success: it stored no run"
+        began, ended = _utc(job.started_at), _utc(job.completed_at)
+        if began is None or ended is None or not began - slack <= stored <= ended + slack:
+            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its job "
+                    f"'{job.name}' ran ({began} to {ended})")
         return None
+
+    def _jobs(self, record: Any, run_id: int) -> list[Any]:
+        """Every attempt's jobs of run ``run_id``: one listing per run."""
+        if run_id not in self._job_lists:
+            self._job_lists[run_id] = list(record.jobs("all"))
+        return self._job_lists[run_id]

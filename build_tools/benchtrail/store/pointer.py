@@ -6,6 +6,7 @@ with ``Store.write_pointer``. Torch-free; reads only the run's results files.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,21 @@ def pointer_info(run_dir: Path) -> dict[str, Any]:
             "torch_version": versions.pop(), "baseline_keys": [k.to_dict() for k in keys],
             "results": [p.relative_to(run_dir).as_posix() for p in paths],
             "created": datetime.datetime.now(datetime.UTC).isoformat()}
+
+
+def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: dict[str, Any], url: Any) -> None:
+    """Read the pointer under this run's name back: it must be the one this run wrote (a store that lets a
+    create race, or ignores preconditions as an emulator does, would keep another writer's).
+
+    Raises:
+        UserError: it is missing or holds other content; the run must not become a baseline.
+    """
+    from benchtrail.store.local import pointer_document
+
+    wrote = json.loads(json.dumps(pointer_document(commit, run_id, attempt, info)))
+    found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
+             if (str(p.get("run_id")), p.get("attempt")) == (str(run_id), attempt)]
+    if found != [wrote]:
+        raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: another writer created or "
+                        "changed it under this run's name (a clash; this run must not be a baseline: check who "
+                        "holds the store's write identity)")
