@@ -1,17 +1,20 @@
 """The required gate: the commit status ``benchtrail/gate`` on a PR's head, set by the poster workflow.
 
 A status, unlike a job, cannot be skipped into passing: an event that measures nothing (a title
-edit, a label) leaves it as it is. Its value is a function of three things the poster reads:
+edit, a label) leaves it as it is. The poster computes it from what it reads (docs/workflows.md,
+"The gate"):
 
 * **decisions**: each benchmark run of the head that compared (``success``/``failure`` from
-  :func:`benchtrail.compare.gate.check`) or that selected benchmarks and ended without a comparison
-  (``failure``). Each status we write names its decision's run (``(failure, run 123/1)``), so the
-  status history of the head is the record; the decision of the newest run counts.
-* **runs in progress** of the benchmark workflow for the head, newer than that decision: while the
-  PR selects benchmarks they make it ``pending`` (the pending status carries the decision before
-  them, so nothing is lost when they end without measuring);
-* **the PR**: its ``benchmarks:`` selection, its ``benchmarks-accept:`` items (a comparison is gated
-  with the current ones) and, for a fork, the ``safe-to-benchmark`` label.
+  :func:`benchtrail.compare.gate.check`, with the PR's current ``benchmarks-accept:`` items) or that
+  selected benchmarks and ended without a comparison (``failure``). Each status we write ends with its
+  decision's run, ``(failure, run 123/1)``, so the head's status history is the record; the newest
+  run's decision counts (by when its attempt started);
+* **notes** in front: ``run N/A running; `` (pending for it) and ``run N/A measured nothing; `` (its
+  poster found nothing to decide). A completed run newer than the last decision that a note named or
+  that failed, with neither a decision nor that note, lost its result: it fails the head;
+* **runs in progress** (GitHub's list of the head's runs): newer than the last decision, they make
+  the head ``pending`` while the PR selects benchmarks, the head has a result, or a note named them;
+* **the PR**: its selection, its accept items and, for a fork, the ``safe-to-benchmark`` label.
 
 Without any decision a head is ``success`` ("no benchmarks selected"), ``pending`` while it waits
 for a maintainer's label, or ``failure`` when its only run had an invalid selection. Every write is
@@ -243,7 +246,6 @@ class _History:
     """The head's statuses of ours (newest first), parsed; ``latest``: the newest of the context by
     anyone, what GitHub shows."""
 
-    statuses: list[Any]
     decisions: list[Decision]
     announced: set[Run]  # runs a pending status named
     settled: set[Run]  # runs with a decision or a ``measured nothing`` note
@@ -259,7 +261,7 @@ class _History:
             announced |= {run for what, run in notes if what == "running"}
             nothing |= {run for what, run in notes if what == "measured nothing"}
             decisions += [decision] if decision is not None else []
-        history = cls(statuses, decisions, announced, nothing | {d.run for d in decisions},
+        history = cls(decisions, announced, nothing | {d.run for d in decisions},
                       (every[0].state, every[0].description) if every else None)
         for run in nothing:  # a run's own poster outranks a later poster that took its result for lost
             history.decisions = history.without_lost(run)
