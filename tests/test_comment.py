@@ -321,7 +321,9 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
     """Assert ``body`` is within both caps and counts what it leaves out truly; return (code points, bytes)."""
     import re
 
-    from benchtrail.compare.caps import CUT_PRIORITY
+    from benchtrail.compare.comment import FOLDED
+
+    order = ("Confirmed changes", "Compilation statistics", *(name for name, _ in FOLDED))  # the blocks' priorities
 
     size = (len(body), len(body.encode("utf-8")))
     assert size[0] <= max_chars and size[1] <= max_bytes, size
@@ -345,8 +347,8 @@ def _check_cut_comment(body, full, comparison, max_chars, max_bytes):
         assert shown.get(section, 0) + cut.get(section, 0) == len(group), section
         for r in group[:shown.get(section, 0)]:  # the rows shown are each table's first rows
             assert f"| `{r['name'] if r['kind'] == 'execution' else r['module_name']}` |" in body
-    partial = [s for s in CUT_PRIORITY if cut.get(s)]  # once a section is cut, the ones after it show no rows
-    assert all(shown.get(s, 0) == 0 for s in CUT_PRIORITY[CUT_PRIORITY.index(partial[0]) + 1:])
+    partial = [s for s in order if cut.get(s)]  # once a section is cut, the ones after it show no rows
+    assert all(shown.get(s, 0) == 0 for s in order[order.index(partial[0]) + 1:])
     left_out = [line for line in body.splitlines() if "rows left out to fit GitHub's comment size limit" in line]
     assert left_out == [f"{len(rows) - sum(shown.values())} of {len(rows)} rows left out to fit GitHub's comment "
                         "size limit: see full.md in the run's artifacts for every row."]
@@ -424,3 +426,24 @@ def test_notes_too_long_for_the_comment_are_cut_but_the_count_and_marker_stay():
     shown = [n for n in notes if note_line(n) in body.splitlines()]
     assert shown == notes[:len(shown)] and 40 < len(shown) < 80
     assert all(note_line(n) in full for n in notes) and full.count("| `") >= 50
+
+
+def test_a_cut_comment_with_every_section_fits_its_cap():
+    """Each section says its cut priority where it is made, so none is missing: a comparison with confirmed
+    regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
+    from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
+    from tests.test_compiler_summary import base_fixture, head_fixture
+    from tests.test_why import _worker_profile
+    from benchtrail.compare.why import profile_diff
+
+    comparison = _many_rows(1200, _NAMES["ascii"])
+    comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))
+    diff = profile_diff(_worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0}),
+                        {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
+    for row in comparison["rows"]:
+        if row["verdict"] == "regressed" and row["kind"] == "execution":
+            row.update(mark="confirmed", profile=diff)
+    body, full, _ = render(comparison, "gs://bucket/runs/123/1/")
+    assert "#### Compiler summary" in body and "Why it got slower (torch.profiler)" in body
+    assert len(body) <= MAX_COMMENT_CHARS and "rows left out to fit GitHub's comment size limit" in body
+    assert "#### Compiler summary" in full

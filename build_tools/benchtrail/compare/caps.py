@@ -25,17 +25,15 @@ MAX_COMMENT_BYTES = 240_000
 
 
 class Block(NamedTuple):
-    """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``."""
+    """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``;
+    ``priority``, said where the section is made: when comment.md must be cut, sections keep their rows
+    in this order (0 first), and the last loses rows first."""
 
     title: str
     before: list[str]
     rows: list[str]
     after: list[str]
-
-
-#: The order in which sections keep their rows when comment.md must be cut: the last one loses rows first.
-CUT_PRIORITY = ("Confirmed changes", "Compilation statistics", "Unconfirmed changes", "Failed or not comparable",
-                "Noisy or too few samples", "Accepted or quarantined", "New or removed", "Similar")
+    priority: int
 
 
 def body_size(lines: Sequence[str]) -> tuple[int, int]:
@@ -66,8 +64,8 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
          limits: tuple[int, int]) -> list[str]:
     """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
 
-    The sections' rows are left out from the end of the least important section (``CUT_PRIORITY``: the
-    folded ``Similar`` first) back. A cut table ends with a line counting its rows left out, and
+    The sections' rows are left out from the end of the least important section (the highest
+    ``Block.priority``: the folded ``Similar`` first) back. A cut table ends with a line counting its rows left out, and
     the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
     (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
 
@@ -82,7 +80,7 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
     if room_chars < 0 or room_bytes < 0:
         return _cut_text(top, footer, total, limits)
     kept = dict.fromkeys((b.title for b in blocks), 0)
-    for b in sorted(blocks, key=lambda b: CUT_PRIORITY.index(b.title)):
+    for b in sorted(blocks, key=lambda b: b.priority):
         for line in b.rows:
             chars, size = body_size([line])
             if chars > room_chars or size > room_bytes:

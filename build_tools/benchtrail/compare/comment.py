@@ -277,6 +277,8 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
 
 
 #: The folded sections of comment.md, in order, and the rows each holds (those no table above shows).
+#: The cut priority (``Block.priority``) of the first folded section; the others follow in ``FOLDED``'s order.
+FOLDED_PRIORITY = 4
 FOLDED: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     ("Unconfirmed changes", lambda r: r["verdict"] in ("regressed", "improved") and r.get("mark") in (None, "unconfirmed")),
     ("Failed or not comparable", lambda r: r["verdict"] in ("failed", "not-comparable")),
@@ -313,24 +315,24 @@ def sections(rows: list[dict[str, Any]], one_device: bool) -> list[Block]:
     title = "#### Confirmed regressions and improvements"
     if changes:
         table = series_table(changes, notes, one_device)
-        blocks = [Block("Confirmed changes", [title, *table[:2]], table[2:], ["", *legend()])]
+        blocks = [Block("Confirmed changes", [title, *table[:2]], table[2:], ["", *legend()], 0)]
     else:
-        blocks = [Block("Confirmed changes", [title, "No confirmed regression or improvement.", ""], [], [])]
+        blocks = [Block("Confirmed changes", [title, "No confirmed regression or improvement.", ""], [], [], 0)]
     compilation = [r for r in rows if r["kind"] == "compilation"]
     changed = [r for r in compilation if r["verdict"] not in ("similar", "new", "removed")]
     if changed:
         table = compilation_table(changed)
-        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2]], table[2:], [""]))
+        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2]], table[2:], [""], 1))
     shown = {id(r) for r in changes + changed}
     left = [r for r in rows if id(r) not in shown]
-    for name, belongs in FOLDED:
+    for priority, (name, belongs) in enumerate(FOLDED, start=FOLDED_PRIORITY):
         group = [r for r in left if belongs(r)]
         if not group:
             continue
         left = [r for r in left if not belongs(r)]
         table = series_table(group, notes, one_device)
         summary = f"<details><summary>{name}: {len(group)} series</summary>"
-        blocks.append(Block(name, [summary, "", *table[:2]], table[2:], ["", *legend(), "</details>", ""]))
+        blocks.append(Block(name, [summary, "", *table[:2]], table[2:], ["", *legend(), "</details>", ""], priority))
     return blocks
 
 
@@ -344,14 +346,14 @@ def why_blocks(rows: list[dict[str, Any]], run_url: str | None) -> list[Block]:
     lines = [f"<details><summary>Why it got slower (torch.profiler): {len(regressed)} series</summary>", ""]
     for row in regressed:
         lines += [code_span(display_name(row, True)), "", render_why(row, link), ""]
-    return [Block("Why", lines, [], ["</details>", ""])]
+    return [Block("Why", lines, [], ["</details>", ""], 2)]
 
 
 def compiler_summary_blocks(comparison: dict[str, Any]) -> list[Block]:
     """The compiler summary of ``comparison.json`` (``benchtrail.compare.compiler_summary``), when it has one."""
     data = comparison.get("compiler_summary")
     table = render_markdown(rows_from_json(data, "comparison.json: compiler_summary")) if data else ""
-    return [Block("Compiler summary", ["#### Compiler summary", *table.rstrip("\n").splitlines()], [], [""])] \
+    return [Block("Compiler summary", ["#### Compiler summary", *table.rstrip("\n").splitlines()], [], [""], 3)] \
         if table else []
 
 
