@@ -298,3 +298,35 @@ def test_a_paired_run_too_noisy_to_decide_says_why_in_the_rows_reason():
     assert (row["verdict"], row["mark"]) == ("noisy", None)
     assert row["reason"] == (f"not confirmed: the stored baseline gave {comparison['rows'][0]['change']:+.1f}%, a "
                              f"paired A/B run on this machine +117.4% (99.64% CI +68.7% to +268.9%, 3 rounds): {noisy}")
+
+
+def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_one():
+    """Known answers, no timing: samples with 40% IQR/median on both sides. Stored: +50% is `regressed`
+    (a suspect) and +10% `noisy` but beyond its 5% rule, a suspect too. Paired: the same +50% decides, so
+    the re-check confirms it and it gates; the noisy row's paired +50% is a confirmed regression too."""
+    import numpy as np
+
+    from benchtrail.compare.gate import check
+    from benchtrail.compare.document import comparison_to_dict
+    from benchtrail.compare.rules import load_thresholds
+    from benchtrail.compare.verdicts import compare, mark_regressions
+    from tests.records import record, results
+
+    wild = list(np.linspace(60.0, 140.0, 31))
+    base = [record("big", wild), record("small", wild)]
+    head = [record("big", [x * 1.5 for x in wild]), record("small", [x * 1.1 for x in wild])]
+    files = [results(*base, commit="b" * 40)], [results(*head, commit="h" * 40)]
+    comparison = comparison_to_dict(mark_regressions(compare(*files, load_thresholds()), []), *files, "t.yaml")
+    verdicts = {r["id"]: (r["verdict"], r["mark"]) for r in comparison["rows"]}
+    assert verdicts == {"big": ("regressed", "unconfirmed"), "small": ("noisy", None)}
+    assert {r.id for r in suspects(comparison)} == {"big", "small"}
+    paired = {r.id: r for r in compare([results(record("big", wild), record("small", wild), commit="b" * 40)],
+                                       [results(record("big", [x * 1.5 for x in wild]),
+                                                record("small", [x * 1.5 for x in wild]), commit="h" * 40)],
+                                       load_thresholds())}
+    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
+    rows = {r["id"]: r for r in checked["rows"]}
+    assert (rows["big"]["verdict"], rows["big"]["mark"]) == ("regressed", "confirmed")
+    assert (rows["small"]["verdict"], rows["small"]["mark"]) == ("regressed", "confirmed")
+    assert rows["small"]["reason"].startswith("decided by a paired A/B run: the stored baseline gave +10.0% (noisy)")
+    assert sorted(r.id for r in check(checked["rows"], []).failing) == ["big", "small"]

@@ -169,14 +169,18 @@ def test_a_a_pair_is_similar_and_same_and_a_wide_one_is_unknown():
     assert rough.reason[0] == "interval crosses the threshold; IQR/median above 10%: rerun with more samples"
 
 
-def test_series_with_40_percent_iqr_is_noisy_and_never_gated():
+def test_noise_never_hides_an_interval_that_decides():
+    """40% IQR/median on both sides: +50% has its whole interval beyond 5% with q < 0.01 and is regressed;
+    +10% has an interval that crosses 5% and stays noisy (a label of an undecided row)."""
     wild = np.linspace(60.0, 140.0, 31)  # q25 = 80, median = 100, q75 = 120
     assert noise([wild])[0] == pytest.approx(0.40, rel=1e-12)
-    r = compare_samples([wild], [wild * 1.5], threshold_pct=5, lower_is_better=True)
+    r = compare_samples([wild, wild], [wild * 1.5, wild * 1.1], threshold_pct=5, lower_is_better=True)
     assert r.noise_base[0] == pytest.approx(0.4) and r.noise_head[0] == pytest.approx(0.4)
-    assert (r.verdict[0], r.outcome[0]) == ("noisy", "UNKNOWN")
-    assert r.p[0] < 0.01  # significant, and still not gated
-    assert r.reason[0].startswith(f"IQR/median above {NOISE_LIMIT:.0%} on a side")
+    assert r.low[0] > 1.05 and r.q[0] < 0.01
+    assert (r.verdict[0], r.outcome[0], r.reason[0]) == ("regressed", "DIFFERENT", "")
+    assert r.low[1] < 1.05 < r.high[1]
+    assert (r.verdict[1], r.outcome[1]) == ("noisy", "UNKNOWN")
+    assert r.reason[1].startswith(f"IQR/median above {NOISE_LIMIT:.0%} on a side")
 
 
 def test_noise_is_iqr_over_median_as_in_summary():
@@ -195,7 +199,8 @@ def test_classify_precedence_row_by_row():
         ((0.97, 1.04, 0.50, 0.01, 0.01), ("similar", "SAME")),
         ((1.01, 1.04, 1e-6, 0.01, 0.01), ("similar", "SAME")),  # real but below threshold
         ((1.02, 1.08, 1e-6, 0.01, 0.01), ("similar", "UNKNOWN")),  # crosses the threshold
-        ((1.10, 1.20, 1e-6, 0.30, 0.01), ("noisy", "UNKNOWN")),
+        ((1.10, 1.20, 1e-6, 0.30, 0.01), ("regressed", "DIFFERENT")),  # noisy, but the interval decides
+        ((1.02, 1.20, 1e-6, 0.30, 0.01), ("noisy", "UNKNOWN")),  # noisy and undecided
         ((np.nan, np.nan, np.nan, 0.0, 0.0), ("similar", "UNKNOWN")),
         ((1.05, 1.05, 1e-6, 0.0, 0.0), ("similar", "SAME")),  # bounds are inclusive for SAME
     ]
@@ -203,7 +208,7 @@ def test_classify_precedence_row_by_row():
     verdict, outcome, reason = classify((low + high) / 2, low, high, q, nb, nh, 5.0, True)
     assert list(zip(verdict, outcome)) == [r[1] for r in rows]
     assert reason[2] == "interval beyond the threshold but q >= alpha: more samples would settle it"
-    assert reason[7] == f"fewer than {MIN_SAMPLES} samples on a side: no interval"
+    assert reason[8] == f"fewer than {MIN_SAMPLES} samples on a side: no interval"
     # Per-series thresholds and directions.
     per = classify(np.ones(2) * 1.15, np.ones(2) * 1.1, np.ones(2) * 1.2, np.full(2, 1e-6), np.zeros(2),
                    np.zeros(2), np.array([5.0, 25.0]), np.array([True, False]))

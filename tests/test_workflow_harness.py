@@ -663,6 +663,9 @@ def test_a_push_to_a_release_branch_stores_the_baseline_of_prs_into_it(story):
     comparison = json.loads((run.artifacts / "benchmark-report" / "comparison.json").read_text())
     baseline = comparison["baseline"]
     assert (baseline["run_id"], baseline["commit"]) == (str(push.run_id), push.sha), baseline
+    assert str(push.run_id) not in {i["run_id"] for i in baseline["ignored"]}
+    index = (run.artifacts / "benchmark-report" / "dashboard" / "index.html").read_text()
+    assert f"<td>{push.run_id}/1</td>" in index and f"run {push.run_id}/1" not in index  # the dashboard trusts it
     assert run.job("setup").outputs.get("postsubmit", "") == "" and run.auth[0]["service_account"] == PRESUBMIT_SA
     # The push stores under the store's root, where baselines are read; the PR under presubmit/.
     prefix = story.harness.vars["BENCHTRAIL_STORE"]

@@ -388,7 +388,8 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     # The caller's input `store`, else the repository variable; an outage costs at most the deadline.
     assert {k: v for k, v in job["env"].items() if k != "BENCHTRAIL_STORE_AUTH"} == {
         "BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
-        "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}"}
+        "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}",
+        "BENCHTRAIL_RELEASE_BRANCHES": "${{ vars.BENCHTRAIL_RELEASE_BRANCHES }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
     stored = steps["Compare with the stored baseline"]
     assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "env.BENCHTRAIL_STORE == ''"

@@ -7,8 +7,9 @@ a pointer naming a made-up run or attempt costs no further request), and the rec
 ``WorkflowRun.get_attempt``) must show:
 
 * ``event`` ``push`` or ``workflow_dispatch`` (``TRUSTED_EVENTS``): never a pull request;
-* ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a branch the
-  caller names (a PR's base branch);
+* ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a release branch
+  (``release_branches``: ``BENCHTRAIL_RELEASE_BRANCHES``), the only branches whose runs store
+  baselines; a PR's base branch counts only as one of those;
 * ``head_sha`` the pointer's commit, ``path`` the trusted workflow file;
 * ``status`` ``completed`` with conclusion ``success``: a push run fails when it cannot store its
   run or its pointer (the workflow's store step), so a pointer or results file planted under the
@@ -33,6 +34,7 @@ permission, an outage) is not trusted either; the reason says so.
 from __future__ import annotations
 
 import datetime
+import fnmatch
 from typing import Any
 
 #: Events whose runs may be baselines.
@@ -75,10 +77,13 @@ class GitHubRunTrust:
         base_url: the REST API root (``GITHUB_API_URL``).
     """
 
-    def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str) -> None:
+    def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str,
+                 release_branches: tuple[str, ...] = ("release-*",)) -> None:
         self.repo_name, self.workflow_path, self.base_url = repo, workflow_path, base_url
-        self.description = (f"runs of {workflow_path} made by a push or manual run on the default or base branch "
-                            f"of {repo}, as the GitHub API at {base_url} records them")
+        self.release_branches = release_branches
+        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch or a "
+                            f"release branch ({', '.join(release_branches)}) of {repo}, as the GitHub API at "
+                            f"{base_url} records them")
         self._gh = _client(token, base_url)
         self._repo: Any = None
         self._attempts: dict[tuple[int, int], Any] = {}
@@ -138,11 +143,11 @@ class GitHubRunTrust:
         except (github.GithubException, OSError) as exc:
             status_code = getattr(exc, "status", None)
             return f"{name} could not be verified with the GitHub API ({status_code or type(exc).__name__}: {exc})"
-        trusted_branches = (default, *branches)
         if event not in TRUSTED_EVENTS:
             return f"{name} was made by a {event} event, not a push or manual run"
-        if branch not in trusted_branches:
-            return f"{name} ran on branch {branch!r}, not on {' or '.join(map(repr, dict.fromkeys(trusted_branches)))}"
+        if branch != default and not any(fnmatch.fnmatchcase(branch or "", g) for g in self.release_branches):
+            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a release branch "
+                    f"({', '.join(self.release_branches)}): its runs store no baselines")
         if sha != commit:
             return f"{name} measured commit {str(sha)[:12]}, not {commit[:12]} as its pointer claims"
         if path != self.workflow_path:

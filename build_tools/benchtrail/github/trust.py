@@ -64,5 +64,7 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
         raise UserError("--trust github needs the workflow whose push runs are trusted: pass --trusted-workflow "
                         ".github/workflows/<file>.yml or set BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, "
                         "GITHUB_WORKFLOW_REF gives this run's own workflow)")
+    from benchtrail.github.configure import release_branches
+
     return GitHubRunTrust(repo, workflow, env.get("GITHUB_TOKEN", "").strip() or None,
-                          env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL)
+                          env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL, release_branches(env))

@@ -48,11 +48,19 @@ AnyComparison = TypeVar("AnyComparison", Comparison, dict)
 
 
 def suspects(comparison: Comparison | dict[str, Any], device_name: str | None = None) -> list[Row]:
-    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, or ``improved`` and
-    not re-checked yet (of ``device_name`` only, when given: a runner re-checks its own device's rows)."""
+    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``noisy``
+    with a change beyond their threshold (noise must not hide one), and not re-checked yet (of
+    ``device_name`` only, when given: a runner re-checks its own device's rows)."""
     return [r for r in Comparison.of(comparison).rows
             if r.kind == "execution" and device_name in (None, r.device_name)
-            and ((r.verdict == "regressed" and r.mark == "unconfirmed") or (r.verdict == "improved" and not r.ab))]
+            and ((r.verdict == "regressed" and r.mark == "unconfirmed")
+                 or (r.verdict in ("improved", "noisy") and not r.ab and (r.verdict == "improved" or _beyond(r))))]
+
+
+def _beyond(row: Row) -> bool:
+    """Whether the row's change (percent) is larger than its percent threshold."""
+    rule = row.threshold or {}
+    return row.change is not None and rule.get("unit") == "percent" and abs(row.change) > rule.get("threshold", 0)
 
 
 def _pct(x: float | None) -> str:
@@ -123,9 +131,11 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
             changed = paired["verdict"] in ("regressed", "improved")
             mark = _changed_mark(row, paired["verdict"], accept) if changed else None
             why = f": {paired['reason']}" if paired["verdict"] == "noisy" and paired.get("reason") else ""
+            stored = f"the stored baseline gave {_pct(row['change'])}" + (" (noisy)" if row["verdict"] == "noisy" else "")
+            said = "decided by a paired A/B run" if changed and row["verdict"] == "noisy" else "not confirmed"
             rows.append({**row, "verdict": paired["verdict"], "mark": mark, "ab": ab,
-                         "reason": f"not confirmed: the stored baseline gave {_pct(row['change'])}, a paired A/B "
-                                   f"run on this machine {_pct(paired['change'])} ({ci}, {rounds} rounds){why}"})
+                         "reason": f"{said}: {stored}, a paired A/B run on this machine {_pct(paired['change'])} "
+                                   f"({ci}, {rounds} rounds){why}"})
         else:  # the paired run failed: say so, keep the suspicion
             rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
     updated = {**document, "rows": rows, "counts": count_rows(rows)}

@@ -23,7 +23,8 @@ __all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Infer
            "minimum_detectable_effect", "noise"]
 
 #: Noise is IQR / median of one side's samples. Above NOISE_RERUN a rerun with more samples is
-#: advised; above NOISE_LIMIT the row is ``noisy`` and never gated.
+#: advised; above NOISE_LIMIT a row that its interval does not decide is ``noisy`` (a label, never a
+#: verdict that hides an interval wholly beyond the threshold).
 NOISE_RERUN = 0.10
 NOISE_LIMIT = 0.25
 
@@ -42,10 +43,11 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
 
     In order of precedence, with ``t = threshold_pct / 100``:
 
-    * ``noisy`` / UNKNOWN: either side's noise > ``NOISE_LIMIT`` (never gated);
-    * ``similar`` / UNKNOWN: no interval (a side has fewer than ``MIN_SAMPLES`` samples);
     * ``regressed`` / DIFFERENT: the whole interval lies beyond ``1 + t`` (lower is better; below
-      ``1 - t`` when higher is better) and ``q < alpha``; ``improved`` / DIFFERENT symmetric;
+      ``1 - t`` when higher is better) and ``q < alpha``, however noisy the samples (noise widens the
+      interval; it never hides one that decides); ``improved`` / DIFFERENT symmetric;
+    * ``noisy`` / UNKNOWN: either side's noise > ``NOISE_LIMIT``;
+    * ``similar`` / UNKNOWN: no interval (a side has fewer than ``MIN_SAMPLES`` samples);
     * ``similar`` / SAME: the interval lies within ``[1 - t, 1 + t]``;
     * ``similar`` / UNKNOWN otherwise: the interval crosses a threshold, or is beyond it with
       ``q >= alpha``; more samples would settle it. (Outcome names as in Chromium Pinpoint's
@@ -84,18 +86,19 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
     no_interval = ~noisy & (np.isnan(low) | np.isnan(high))
     above, below = low > 1.0 + t, high < 1.0 - t
     significant = q < alpha
-    worse = np.where(lib, above, below) & significant & ~noisy
-    better = np.where(lib, below, above) & significant & ~noisy
+    worse = np.where(lib, above, below) & significant
+    better = np.where(lib, below, above) & significant
+    noisy &= ~(worse | better)
     within = (low >= 1.0 - t) & (high <= 1.0 + t) & ~noisy
     beyond = (above | below) & ~worse & ~better & ~noisy
-    verdict = np.select([noisy, worse, better], ["noisy", "regressed", "improved"], "similar")
+    verdict = np.select([worse, better, noisy], ["regressed", "improved", "noisy"], "similar")
     outcome = np.select([worse | better, within], ["DIFFERENT", "SAME"], "UNKNOWN")
     rerun = worst_noise > NOISE_RERUN
     reason = np.select(
-        [noisy, no_interval, worse | better, within, beyond & rerun, beyond, rerun],
-        [f"IQR/median above {NOISE_LIMIT:.0%} on a side: too noisy to gate; rerun on a quieter machine",
+        [worse | better, noisy, no_interval, within, beyond & rerun, beyond, rerun],
+        ["",
+         f"IQR/median above {NOISE_LIMIT:.0%} on a side: too noisy to gate; rerun on a quieter machine",
          f"fewer than {MIN_SAMPLES} samples on a side: no interval",
-         "",
          "interval within the threshold",
          f"interval beyond the threshold but q >= alpha; IQR/median above {NOISE_RERUN:.0%}: rerun with more samples",
          "interval beyond the threshold but q >= alpha: more samples would settle it",
