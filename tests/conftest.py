@@ -148,3 +148,13 @@ def _build_history_store(tmp_path_factory):
     commits["c3"] = _git(repo, "rev-parse", "HEAD")
     run_dirs["c3"] = run_pipeline(suite, (SMOKE,), str(store), repo=repo, recheck=False).run_dir
     return {"repo": repo, "store": store, "commits": commits, "run_dirs": run_dirs}
+
+
+@pytest.fixture(scope="session")
+def story(tmp_path_factory, gcs_emulator):
+    """The workflow harness's story (tests/harness_story.py), one per test process, shared by the
+    tests/test_workflow_harness*.py modules; its chapters run once, on demand, in order."""
+    from tests.harness_story import running_story
+
+    with running_story(tmp_path_factory.mktemp("harness"), gcs_emulator.url) as story:
+        yield story

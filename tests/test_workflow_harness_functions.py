@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from benchtrail.cli import main
-from tests.test_workflow_harness import running_story
+from tests.harness_story import running_story
 from tests.workflow_harness import ROOT
 
 pytestmark = pytest.mark.e2e
