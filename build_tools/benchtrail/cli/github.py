@@ -139,8 +139,8 @@ def add_gate_status_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "again with the PR's current benchmarks-accept items")
     p.add_argument("--regate-run", type=run_key, metavar="ID/ATTEMPT", help="the run --plan named")
     p.add_argument("--plan", action="store_true",
-                   help="set nothing: append regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
-                        "when there is none) to $GITHUB_OUTPUT (stdout when unset): the run whose artifact "
+                   help="set nothing: print regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
+                        "when there is none), also appended to $GITHUB_OUTPUT when set: the run whose artifact "
                         "--regate-report needs")
     p.add_argument("--event", type=Path, metavar="FILE",
                    help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)")
