@@ -33,6 +33,7 @@ EXAMPLE_FILES = ("benchmarks.yml", "post_benchmark_comment.yml")
 # A caller's `uses:` of one of benchtrail's reusable workflows, pinned by a full commit SHA.
 CALLER_USES = re.compile(
     r"[\w.-]+/benchtrail/\.github/workflows/(benchmark|post_benchmark_comment)\.yml@([0-9a-f]{40})")
+AUTH_ACTION = "google-github-actions/auth@"
 WIF_STEP = "Authenticate to the store (Workload Identity Federation)"
 KEY_STEP = "Authenticate to the store (service-account key)"
 # An Actions `if:` condition, token by token (the subset these workflows use).

@@ -70,7 +70,6 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 def cmd_fetch(args: argparse.Namespace) -> int:
     """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
     from benchtrail.store import ALL_FILES, open_store
