@@ -85,8 +85,8 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
 
 def _suspect(rc: RunConfig, base_commit: str, verdict: str = "regressed") -> dict:
     row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", device_name="c2-standard-16",
-              module_name="slowmod", compile_config="eager", verdict=verdict, reason=None, base_median=10.0,
-              head_median=20.0, base_iqr=0.1, head_iqr=0.1, base_n=30, head_n=30,
+              module_name="slowmod", compile_config="eager", verdict=verdict, reason=None, base_median=None,
+              head_median=None, base_iqr=None, head_iqr=None, base_n=30, head_n=30,
               change=100.0 if verdict == "regressed" else -50.0, change_unit="%",
               p_value=1e-6, threshold=None, head_details={}, base_details={}, ci_low=90.0, ci_high=110.0,
               q_value=1e-6, mde=1.0, outcome="DIFFERENT", mark="unconfirmed" if verdict == "regressed" else None)
@@ -113,8 +113,10 @@ def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_pat
     assert row["ab"]["base_commit"] == _git(repo, "rev-parse", base_ref) and row["ab"]["base_n"] >= 8
     assert checked["counts"]["confirmed"] == (mark == "confirmed") and checked["counts"]["regressed"] == (mark == "confirmed")
     if claimed != verdict:
+        how = "cleared" if verdict == "similar" else f"found {verdict}"
         change = "+100.0%" if claimed == "regressed" else "-50.0%"
-        assert row["reason"].startswith(f"not confirmed: the stored baseline gave {change}, a paired A/B run")
+        assert row["reason"].startswith(f"{how} by a paired A/B run on this machine: ")
+        assert row["stored"]["change"] == float(change[:-1]) and row["change"] == row["ab"]["change"]
     assert sorted(p.name for p in (out / "results").iterdir()) == ["ab-base.json", "ab-head.json"]
 
 
@@ -242,7 +244,7 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
     assert [b["id"] for b in head["benchmarks"]] == [big["id"]]  # the second case never started
     comment = (tmp_path / "checked" / "comment" / "comment.md").read_text()
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
-            "0 not confirmed. 1 more suspected change not re-checked: the re-check's time budget ran out first "
+            "0 cleared. 1 more suspected change not re-checked: the re-check's time budget ran out first "
             f"(`{small['name'].removesuffix('.c2-standard-16')}`); it stays unconfirmed.") in comment
 
 
@@ -280,30 +282,49 @@ def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_a
     comparison = _suspect(rc, "b" * 40, "improved")
     comparison["rows"][0]["quarantined"] = quarantined
     paired = {rc.id: {**comparison["rows"][0], "verdict": "regressed", "change": 300.0, "ci_low": 290.0,
-                      "ci_high": 310.0, "head_details": {"ab": {"rounds": 2}}}}
-    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None),
-                   accept=accept)["rows"]
+                      "ci_high": 310.0, "base_median": 10.0, "head_median": 40.0, "head_details": {"ab": {"rounds": 2}}}}
+    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None), accept=accept)
+    (row,) = checked["rows"]
     assert (row["verdict"], row["mark"]) == ("regressed", mark)
-    assert row["reason"].startswith("not confirmed: the stored baseline gave -50.0%, a paired A/B run on this "
-                                    "machine +300.0%")
+    assert row["reason"].startswith("found regressed by a paired A/B run on this machine: +300.0% (99% CI +290.0% "
+                                    "to +310.0%) after 2 rounds; the stored baseline gave -50.0%")
+    # The paired figures everywhere: comparison.json, the comment, the terminal and the gate's line.
+    assert (row["change"], row["ci_low"], row["ci_high"], row["stored"]["change"]) == (300.0, 290.0, 310.0, -50.0)
+    if mark != "confirmed":
+        return
+    from benchtrail.compare.comment import render
+    from benchtrail.compare.document import Comparison
+    from benchtrail.compare.gate import check, failing_line
+    from benchtrail.compare.terminal import render_table
+
+    typed = Comparison.of(checked)
+    assert "| +300.0% (+290.0…+310.0%), paired | regressed · confirmed" in render(checked)[0]
+    assert "regressed  +300.0%  [+290.0%, +310.0%]  10.0 µs → 40.0 µs" in render_table(typed, width=200)
+    assert failing_line(check(typed, []).failing[0]).endswith(": +300.0% (99% CI +290.0…+310.0%), median "
+                                                              "10.0 µs → 40.0 µs")
+    assert "-50.0%" not in render_table(typed, width=200)
 
 
-def test_a_paired_run_too_noisy_to_decide_says_why_in_the_rows_reason():
+def test_a_paired_run_that_spends_its_budget_undecided_leaves_the_row_inconclusive_and_says_so():
     rc = _rc()
     comparison = _suspect(rc, "b" * 40, "regressed")
-    noisy = "IQR/median above 25% on a side: too noisy to gate; rerun on a quieter machine"
-    paired = {rc.id: {**comparison["rows"][0], "verdict": "noisy", "change": 117.4, "ci_low": 68.7,
-                      "ci_high": 268.9, "reason": noisy, "head_details": {"ab": {"rounds": 3, "level": 0.9964}}}}
+    paired = {rc.id: {**comparison["rows"][0], "verdict": "inconclusive", "change": 117.4, "ci_low": -8.7,
+                      "ci_high": 268.9, "mde": 90.0, "noisy": True, "reason": "interval crosses the threshold",
+                      "head_details": {"ab": {"rounds": 31, "level": 0.9964, "stop": "budget"}}}}
     (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
-    assert (row["verdict"], row["mark"]) == ("noisy", None)
-    assert row["reason"] == (f"not confirmed: the stored baseline gave {comparison['rows'][0]['change']:+.1f}%, a "
-                             f"paired A/B run on this machine +117.4% (99.64% CI +68.7% to +268.9%, 3 rounds): {noisy}")
+    assert (row["verdict"], row["mark"], row["noisy"], row["mde"], row["ab"]["stop"]) == (
+        "inconclusive", None, True, 90.0, "budget")
+    stored = comparison["rows"][0]
+    assert row["reason"] == ("not decided by a paired A/B run on this machine: +117.4% (99.64% CI -8.7% to +268.9%) "
+                             f"after 31 rounds (its time budget spent); the stored baseline gave {stored['change']:+.1f}%"
+                             " (99% CI +90.0% to +110.0%); interval crosses the threshold")
 
 
 def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_one():
     """Known answers, no timing: samples with 40% IQR/median on both sides. Stored: +50% is `regressed`
-    (a suspect) and +10% `noisy` but beyond its 5% rule, a suspect too. Paired: the same +50% decides, so
-    the re-check confirms it and it gates; the noisy row's paired +50% is a confirmed regression too."""
+    (a suspect), +15% `inconclusive` and noisy but beyond its 5% rule with p < 0.1 (a suspect too), +10% with
+    p = 0.15 `inconclusive` and not screened in. Paired: the same +50% decides however noisy, so the re-check
+    confirms both suspects and they gate."""
     import numpy as np
 
     from benchtrail.compare.gate import check
@@ -313,20 +334,48 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
     from tests.records import record, results
 
     wild = list(np.linspace(60.0, 140.0, 31))
-    base = [record("big", wild), record("small", wild)]
-    head = [record("big", [x * 1.5 for x in wild]), record("small", [x * 1.1 for x in wild])]
+    factors = {"big": 1.5, "small": 1.15, "tiny": 1.1}
+    base = [record(k, wild) for k in factors]
+    head = [record(k, [x * f for x in wild]) for k, f in factors.items()]
     files = [results(*base, commit="b" * 40)], [results(*head, commit="h" * 40)]
     comparison = comparison_to_dict(mark_regressions(compare(*files, load_thresholds()), []), *files, "t.yaml")
-    verdicts = {r["id"]: (r["verdict"], r["mark"]) for r in comparison["rows"]}
-    assert verdicts == {"big": ("regressed", "unconfirmed"), "small": ("noisy", None)}
+    verdicts = {r["id"]: (r["verdict"], r["mark"], r["noisy"]) for r in comparison["rows"]}
+    assert verdicts == {"big": ("regressed", "unconfirmed", True), "small": ("inconclusive", None, True),
+                        "tiny": ("inconclusive", None, True)}
     assert {r.id for r in suspects(comparison)} == {"big", "small"}
-    paired = {r.id: r for r in compare([results(record("big", wild), record("small", wild), commit="b" * 40)],
-                                       [results(record("big", [x * 1.5 for x in wild]),
-                                                record("small", [x * 1.5 for x in wild]), commit="h" * 40)],
-                                       load_thresholds())}
+    paired = {r.id: r for r in compare([results(*(record(k, wild) for k in factors), commit="b" * 40)],
+                                       [results(*(record(k, [x * 1.5 for x in wild]) for k in factors),
+                                                commit="h" * 40)], load_thresholds())}
     checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
     rows = {r["id"]: r for r in checked["rows"]}
-    assert (rows["big"]["verdict"], rows["big"]["mark"]) == ("regressed", "confirmed")
+    assert (rows["big"]["verdict"], rows["big"]["mark"], rows["big"]["noisy"]) == ("regressed", "confirmed", True)
     assert (rows["small"]["verdict"], rows["small"]["mark"]) == ("regressed", "confirmed")
-    assert rows["small"]["reason"].startswith("decided by a paired A/B run: the stored baseline gave +10.0% (noisy)")
+    assert rows["small"]["reason"].startswith("found regressed by a paired A/B run on this machine: +50.0% (99% CI")
+    assert rows["small"]["reason"].endswith(f"the stored baseline gave +15.0% (99% CI {rows['small']['stored']['ci_low']:+.1f}% "
+                                            f"to {rows['small']['stored']['ci_high']:+.1f}%) (noisy)")
+    assert rows["tiny"] == {r["id"]: r for r in comparison["rows"]}["tiny"]
     assert sorted(r.id for r in check(checked["rows"], []).failing) == ["big", "small"]
+
+
+def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
+    """The 3x head arm of issue 38: stored head 500 µs, a paired head arm at 1,450 µs (base 461 µs in both).
+    The pair's +214% would confirm a regression; the guard keeps the stored verdict and says why."""
+    from benchtrail.compare.gate import check
+
+    rc = _rc()
+    comparison = _suspect(rc, "b" * 40, "regressed")
+    stored = comparison["rows"][0]
+    stored.update(base_median=461.0, head_median=500.0, base_iqr=9.2, head_iqr=10.0, change=8.5)
+    paired = {rc.id: {**stored, "verdict": "regressed", "change": 214.5, "ci_low": 200.0, "ci_high": 230.0,
+                      "base_median": 461.0, "head_median": 1450.0, "base_iqr": 9.0, "head_iqr": 29.0,
+                      "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
+    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    assert (row["verdict"], row["mark"], row["change"]) == ("regressed", "unconfirmed", 8.5)
+    assert row["ab"]["guard"] == {"arm": "head", "paired_median": 1450.0, "stored_median": 500.0,
+                                  "allowed_factor": 1.5}
+    assert row["reason"].startswith("paired A/B run not used: its head arm's median 1450 us is 2.9x the stored head "
+                                    "run's 500 us, more than its noise allows")
+    assert check([row], []).failing == ()  # not confirmed by an arm that measured something else
+    near = {rc.id: {**paired[rc.id], "head_median": 560.0}}  # 12% from its stored run: used
+    (row,) = apply(comparison, near, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    assert (row["mark"], row["change"], "guard" in row["ab"]) == ("confirmed", 214.5, False)

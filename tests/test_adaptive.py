@@ -50,10 +50,51 @@ def test_budget_stops_before_a_new_round():
     assert s.rounds == 2 and s.outcome == "UNKNOWN"
 
 
-def test_a_noisy_series_stops_early():
-    draw, _ = _draws(100.0, 100.0, 0.5)
-    s = sample_until_settled(lambda: tuple(np.abs(x).tolist() for x in draw()), threshold_pct=5, max_rounds=5)
-    assert (s.verdict, s.rounds) == ("noisy", 1)
+def test_noise_does_not_stop_the_rounds_only_a_decision_does():
+    """50% noise on both sides of a +100% change: the first round is not decided and rounds are added until
+    the interval decides (before issue 38 a noisy verdict stopped the loop after one round)."""
+    draw, calls = _draws(100.0, 200.0, 0.5, n=4, seed=3)
+    s = sample_until_settled(lambda: tuple(np.abs(x).tolist() for x in draw()), threshold_pct=5, max_rounds=20)
+    assert (s.verdict, s.outcome, s.stop) == ("regressed", "DIFFERENT", "decided")
+    assert bool(s.inference.noisy[0]) and 1 < s.rounds < 20 and len(calls) == s.rounds
+
+
+def _budgeted(draw, budget_s=100.0, round_s=10.0, **kwargs):
+    """A budgeted sequential run whose rounds each take ``round_s`` seconds of a fake clock."""
+    ticks = itertools.count(0.0, round_s)
+    return sample_until_settled(draw, threshold_pct=5, max_rounds=None, budget_s=budget_s, sequential=True,
+                                clock=lambda: next(ticks), **kwargs)
+
+
+def test_a_budgeted_run_without_a_cap_runs_until_its_budget_and_the_last_look_spends_what_is_left():
+    """A 4% change with 5% noise against a 5% threshold never decides: rounds go on past the old cap of 6
+    until the budget (10 rounds of 10 s), and the last look's level is 1 minus the alpha not yet spent."""
+    from benchtrail.stats.sequential import budget_alpha
+
+    draw, calls = _draws(100.0, 104.0, 0.05)
+    s = _budgeted(draw)
+    assert (s.outcome, s.verdict, s.stop, s.rounds, len(calls)) == ("UNKNOWN", "inconclusive", "budget", 10, 10)
+    # Round k ends at 10k s (information time k/10). Round 1 is the first look; a later look spends at least
+    # a tenth of alpha: Pocock-type spending gives 0.159, 0.295, 0.416, 0.523 of alpha by rounds 1 to 4, then
+    # looks at rounds 6 and 8 (0.709, 0.865); rounds 5, 7 and 9 would spend less than a tenth and are not
+    # looks; round 10 ends the budget and its look spends the rest.
+    spent = float(budget_alpha(0.8, 0.01))
+    assert s.level == pytest.approx(1.0 - (0.01 - spent), abs=1e-12)
+
+
+def test_a_budgeted_run_stops_at_the_first_look_that_decides_same_however_little_it_may_spend():
+    """The first look comes at min_rounds (here round 1, at 1% of a 1000 s budget), spending alpha(0.01)."""
+    draw, calls = _draws(100.0, 100.0, 0.002)
+    s = _budgeted(draw, budget_s=1000.0)
+    assert (s.outcome, s.verdict, s.stop, len(calls)) == ("SAME", "similar", "decided", 1)
+    assert s.level == pytest.approx(1.0 - float(np.log1p((np.e - 1) * 0.01)) * 0.01, abs=1e-12)
+
+
+def test_without_a_round_cap_the_run_must_be_sequential_within_a_finite_budget():
+    draw, _ = _draws(100.0, 100.0, 0.002)
+    for kwargs in ({"sequential": False, "budget_s": 10.0}, {"sequential": True}):
+        with pytest.raises(ValueError, match="without max_rounds, sampling must be sequential within a finite"):
+            sample_until_settled(draw, threshold_pct=5, max_rounds=None, **kwargs)
 
 
 @pytest.mark.parametrize("kwargs, message", [

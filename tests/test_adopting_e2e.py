@@ -41,7 +41,7 @@ def _project(folder: Path) -> Path:
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns(".benchtrail", "__pycache__"))
     suite = folder / "my_benchmarks" / "suite.py"
     text = re.sub(r"\bprocesses=\d+", "processes=1", suite.read_text())
-    suite.write_text(re.sub(r"\bmin_samples=\d+", "min_samples=3", text) + IMPORT_LOG)
+    suite.write_text(re.sub(r"\bmin_samples=\d+", "min_samples=5", text) + IMPORT_LOG)
     return folder
 
 
@@ -95,7 +95,7 @@ def test_the_example_compiles_and_runs_from_a_subfolder_without_being_installed(
 
     records = json.loads((here / results).read_text())["benchmarks"]
     assert records and all((r["status"], r["reason"]) == ("ok", None) for r in records), records
-    assert all(len(r["samples"]) == 3 for r in records)  # 1 process x 3 samples, from the copy's ExecutionConfig
+    assert all(len(r["samples"]) == 5 for r in records)  # 1 process x 5 samples, from the copy's ExecutionConfig
     stats = [json.loads(p.read_text()) for p in sorted((here / "run" / "modules").glob("*/compile-stats.json"))]
     assert stats and all(s["status"] == "ok" for s in stats), stats  # the content hash read each model's source
     imported = {tuple(line.split("\t")) for line in log.read_text().splitlines()}

@@ -95,9 +95,11 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
     body, _, _ = render(checked)
     assert body.splitlines()[0].startswith("### benchtrail: 2 regressions (1 unconfirmed, 1 confirmed), 0 improvements, 1 similar")
     assert ("Paired A/B re-check of 3 suspected changes against the baseline commit on this runner: "
-            "1 confirmed, 1 not confirmed, 1 could not be re-checked.") in body
-    assert f"not confirmed: the stored baseline gave {comparison['rows'][1]['change']:+.1f}%" in body
-    assert "a paired A/B run on this machine +0.4% (99% CI -1.0% to +1.5%, 4 rounds)" in body
+            "1 confirmed, 1 cleared, 1 could not be re-checked.") in body
+    stored = comparison["rows"][1]
+    assert ("cleared by a paired A/B run on this machine: +0.4% (99% CI -1.0% to +1.5%) after 4 rounds; "
+            f"the stored baseline gave {stored['change']:+.1f}% (99% CI {stored['ci_low']:+.1f}% to "
+            f"{stored['ci_high']:+.1f}%)") in body
 
 
 def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
@@ -245,7 +247,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
     body, _, _ = render(checked)
     named = ", ".join(f"`r{i}.inference-bs1`" for i in range(5))  # in the comparison's row order, one device: no suffix
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
-            f"0 not confirmed. 7 more suspected changes not re-checked: the re-check's time budget ran out first "
+            f"0 cleared. 7 more suspected changes not re-checked: the re-check's time budget ran out first "
             f"({named} and 2 more); they stay unconfirmed.") in body.splitlines()
     assert body.count("not re-checked: the re-check's time budget of 600 s ran out") == 1  # the rows' reason, once
 

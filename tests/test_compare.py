@@ -42,22 +42,26 @@ def test_clear_slowdown_is_regressed_and_speedup_improved():
     assert by_id["slow"].p_value < 1e-6
 
 
-def test_change_within_threshold_is_similar():
-    assert verdicts([record("a", noisy(100))], [record("a", noisy(102))])["a"][0] == "similar"
+def test_change_within_threshold_is_similar_and_one_its_interval_crosses_is_inconclusive():
+    assert verdicts([record("a", noisy(100, spread=0.002))], [record("a", noisy(100.5, spread=0.002))])["a"] == (
+        "similar", "interval within the threshold")
+    assert verdicts([record("a", noisy(100))], [record("a", noisy(102))])["a"] == (
+        "inconclusive", "interval crosses the threshold: more samples would settle it")
 
 
-def test_median_change_beyond_threshold_with_an_interval_reaching_below_it_is_similar():
+def test_median_change_beyond_threshold_with_an_interval_reaching_below_it_is_inconclusive():
     base = record("a", [100, 110, 90, 105, 95, 100, 108, 92])
     head = record("a", [106, 116, 95, 111, 101, 106, 114, 98])
     rows = compare([results(base)], [results(head)], RULES)
-    assert rows[0].change == pytest.approx(6.0) and rows[0].verdict == "similar"
+    assert rows[0].change == pytest.approx(6.0) and rows[0].verdict == "inconclusive"
     assert rows[0].ci_low < 5.0 < rows[0].ci_high
 
 
-def test_spread_above_a_quarter_of_the_median_is_noisy_and_not_gated():
+def test_spread_above_a_quarter_of_the_median_is_labelled_noisy_and_its_interval_decides():
     base = record("a", [100, 140, 60, 120, 80, 100])
     head = record("a", [130, 180, 80, 160, 100, 130])
-    assert verdicts([base], [head])["a"][0] == "noisy"
+    (row,) = compare([results(base)], [results(head)], RULES)
+    assert (row.verdict, row.noisy) == ("inconclusive", True) and row.ci_low < 2.0 < row.ci_high
 
 
 def test_clear_regression_row_carries_its_interval_q_value_and_outcome():
@@ -133,7 +137,7 @@ def test_comparison_counts_every_verdict():
     rows = compare([results(record("a", noisy(100)))], [results(record("a", noisy(130)), record("b"))], RULES)
     obj = comparison_to_dict(rows, [results(record("a"))], [results(record("a"))], "t.yaml")
     assert obj["counts"]["regressed"] == 1 and obj["counts"]["new"] == 1 and obj["counts"]["similar"] == 0
-    assert obj["schema_version"] == 7 and obj["counts"]["insufficient-samples"] == 0
+    assert obj["schema_version"] == 8 and obj["counts"]["insufficient-samples"] == 0
 
 
 def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(tmp_path, capsys):

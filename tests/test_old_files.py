@@ -280,3 +280,30 @@ def test_the_old_files_are_the_versions_they_claim():
         obj = json.loads((OLD / name).read_text(encoding="utf-8"))
         assert obj["schema_version"] == 1 and all("direction" not in b for b in obj["benchmarks"])
         assert load_results(OLD / name).benchmarks[0].direction == "lower-is-better"  # the upgrade fills it in
+
+
+def test_a_version_7_comparison_with_a_noisy_row_is_read_shown_as_inconclusive_and_rechecked(tmp_path, capsys):
+    """4f888d2 wrote verdict ``noisy`` (comparison version 7): comment, terminal and gate read it, its noisy row
+    beside the inconclusive ones; the re-check takes it as a suspect and writes version 8 without ``noisy``."""
+    from benchtrail.compare.terminal import render_table
+    from benchtrail.runner.ab import Arm
+    from benchtrail.runner.recheck import apply, suspects
+
+    path = OLD / "comparison-v7.json"
+    old = compare_module.load_comparison(path)
+    assert old.schema_version == 7 and [r.verdict for r in old.rows] == ["noisy", "regressed"]
+    assert main(["comment", "--comparison", str(path), "--output-dir", str(tmp_path / "c")]) == 0
+    body = (tmp_path / "c" / "comment.md").read_text(encoding="utf-8")
+    assert body.splitlines()[0] == "### benchtrail: 1 regression (1 unconfirmed), 0 improvements, 1 noisy"
+    assert "<details><summary>Inconclusive: 1 series</summary>" in body and "| noisy [" in body
+    assert render_table(old, width=200).splitlines()[-1].startswith("inconclusive (1): rc-noisy.inference-bs1 +15.0%")
+    assert main(["gate", "--comparison", str(path)]) == 0
+    assert [r.id for r in suspects(old)] == ["rc-noisy", "rc-reg"]  # the noisy +15% (p = 0.04) is screened in
+    paired = {"rc-reg": {**old.document["rows"][1], "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
+    checked = apply(old.document, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
+    assert checked["schema_version"] == compare_module.SCHEMA_VERSION
+    assert [(r["verdict"], r.get("noisy")) for r in checked["rows"]] == [("inconclusive", True), ("regressed", None)]
+    assert checked["counts"]["inconclusive"] == 1 and "noisy" not in checked["counts"]
+    (tmp_path / "checked.json").write_text(json.dumps(checked), encoding="utf-8")
+    assert [r.verdict for r in compare_module.load_comparison(tmp_path / "checked.json").rows] == [
+        "inconclusive", "regressed"]

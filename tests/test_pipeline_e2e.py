@@ -27,7 +27,7 @@ def test_second_run_compares_each_row_with_the_value_the_first_stored(two_runs):
     assert {r["id"] for r in rows} == set(stored)
     for row in rows:
         assert row["base_median"] == stored[row["id"]], row["name"]
-        assert row["verdict"] in ("similar", "regressed", "improved", "noisy")  # compared, not new
+        assert row["verdict"] in ("similar", "regressed", "improved", "inconclusive")  # compared, not new
 
 
 @pytest.mark.e2e

@@ -327,7 +327,7 @@ BROKEN = {  # (file pattern, schema, how it is broken, what the error names)
     "comparison: a regression without a mark": (
         COMPARISON, "comparison.schema.json",
         lambda d: d["rows"][0].update(verdict="regressed", mark=None), "$.rows[0].mark"),
-    "comparison: a verdict missing from counts": (COMPARISON, "comparison.schema.json", _delete("counts", "noisy"),
+    "comparison: a verdict missing from counts": (COMPARISON, "comparison.schema.json", _delete("counts", "inconclusive"),
                                                   "$.counts"),
     "comparison: version 2": (COMPARISON, "comparison.schema.json", _set(("schema_version",), 2), "$.schema_version"),
     "comment: no schema_version": (r"runs/[^/]+/1/comment/comment\.json", "comment.schema.json",

@@ -43,7 +43,7 @@ BOX = DeviceSpec("device-box", "box", "linux-x86_64", Architecture.CPU, "x86_64"
 GPU_BOX = DeviceSpec("device-gpu-box", "gpu-box", "linux-x86_64", Architecture.CUDA, "sm_80", threads=1)
 EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
 EXPORT = CompileConfig("compile-export", "export", CompileMode.EXPORT)
-QUICK = ExecutionConfig("execution-quick", "inference-quick", Task.INFERENCE, processes=1, min_samples=3,
+QUICK = ExecutionConfig("execution-quick", "inference-quick", Task.INFERENCE, processes=1, min_samples=7,
                         min_sample_time_ms=10, warmup_time_ms=5, timeout_s=60)
 
 
@@ -102,7 +102,7 @@ def test_the_seeds_export_and_run_commands_work_verbatim(tmp_path):
     assert set(merged) == {"root_obj", "keyed_obj_map"} and len(merged["root_obj"]) == 3  # both devices' cases
     results = json.loads((project / "results.json").read_text())
     assert [(b["name"], b["status"], b["n"]) for b in results["benchmarks"]] == [  # the x86_64 run config, run
-        ("scale.export.inference-quick.box", "ok", 3)]                           # from the artifact compiled first
+        ("scale.export.inference-quick.box", "ok", 7)]                           # from the artifact compiled first
     assert "compile [1/1] ok      scale.export.cpu" in done.stderr
     assert results["run"]["device_name"] == "box"
     assert done.stdout.strip().splitlines()[-1] == "results.json"  # the main output, printed last

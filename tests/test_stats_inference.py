@@ -153,13 +153,13 @@ def test_direction_decides_regressed_or_improved():
     assert compare_samples(fast, base, threshold_pct=5, lower_is_better=False).verdict[0] == "improved"
 
 
-def test_a_a_pair_is_similar_and_same_and_a_wide_one_is_unknown():
+def test_a_a_pair_is_similar_and_same_and_a_wide_one_is_inconclusive():
     quiet = compare_samples([noisy(100, seed=1)], [noisy(100, seed=2)], threshold_pct=5, lower_is_better=True)
     assert (quiet.verdict[0], quiet.outcome[0]) == ("similar", "SAME")
     assert quiet.reason[0] == "interval within the threshold"
     wide = compare_samples([noisy(100, 10, 0.05, seed=1)], [noisy(100, 10, 0.05, seed=11)],
                            threshold_pct=2, lower_is_better=True)
-    assert (wide.verdict[0], wide.outcome[0]) == ("similar", "UNKNOWN")
+    assert (wide.verdict[0], wide.outcome[0]) == ("inconclusive", "UNKNOWN")
     assert wide.low[0] < 0.98 and wide.high[0] > 1.02
     assert wide.reason[0] == "interval crosses the threshold: more samples would settle it"
     # Noise between NOISE_RERUN (10%) and NOISE_LIMIT (25%) is gated but the reason advises a rerun.
@@ -171,7 +171,7 @@ def test_a_a_pair_is_similar_and_same_and_a_wide_one_is_unknown():
 
 def test_noise_never_hides_an_interval_that_decides():
     """40% IQR/median on both sides: +50% has its whole interval beyond 5% with q < 0.01 and is regressed;
-    +10% has an interval that crosses 5% and stays noisy (a label of an undecided row)."""
+    +10% has an interval that crosses 5% and is inconclusive. Both carry the noisy label."""
     wild = np.linspace(60.0, 140.0, 31)  # q25 = 80, median = 100, q75 = 120
     assert noise([wild])[0] == pytest.approx(0.40, rel=1e-12)
     r = compare_samples([wild, wild], [wild * 1.5, wild * 1.1], threshold_pct=5, lower_is_better=True)
@@ -179,8 +179,10 @@ def test_noise_never_hides_an_interval_that_decides():
     assert r.low[0] > 1.05 and r.q[0] < 0.01
     assert (r.verdict[0], r.outcome[0], r.reason[0]) == ("regressed", "DIFFERENT", "")
     assert r.low[1] < 1.05 < r.high[1]
-    assert (r.verdict[1], r.outcome[1]) == ("noisy", "UNKNOWN")
-    assert r.reason[1].startswith(f"IQR/median above {NOISE_LIMIT:.0%} on a side")
+    assert (r.verdict[1], r.outcome[1]) == ("inconclusive", "UNKNOWN")
+    assert r.reason[1] == f"interval crosses the threshold; IQR/median above {NOISE_LIMIT:.0%} on a side (noisy): " \
+                          "rerun on a quieter machine"
+    assert r.noisy.tolist() == [True, True]
 
 
 def test_noise_is_iqr_over_median_as_in_summary():
@@ -192,21 +194,22 @@ def test_noise_is_iqr_over_median_as_in_summary():
 
 def test_classify_precedence_row_by_row():
     # threshold 5%, lower is better, alpha 0.01
-    rows = [  # (low, high, q, noise_base, noise_head) -> (verdict, outcome)
-        ((1.10, 1.20, 1e-6, 0.01, 0.01), ("regressed", "DIFFERENT")),
-        ((0.80, 0.90, 1e-6, 0.01, 0.01), ("improved", "DIFFERENT")),
-        ((1.10, 1.20, 0.02, 0.01, 0.01), ("similar", "UNKNOWN")),  # beyond, q too large
-        ((0.97, 1.04, 0.50, 0.01, 0.01), ("similar", "SAME")),
-        ((1.01, 1.04, 1e-6, 0.01, 0.01), ("similar", "SAME")),  # real but below threshold
-        ((1.02, 1.08, 1e-6, 0.01, 0.01), ("similar", "UNKNOWN")),  # crosses the threshold
-        ((1.10, 1.20, 1e-6, 0.30, 0.01), ("regressed", "DIFFERENT")),  # noisy, but the interval decides
-        ((1.02, 1.20, 1e-6, 0.30, 0.01), ("noisy", "UNKNOWN")),  # noisy and undecided
-        ((np.nan, np.nan, np.nan, 0.0, 0.0), ("similar", "UNKNOWN")),
-        ((1.05, 1.05, 1e-6, 0.0, 0.0), ("similar", "SAME")),  # bounds are inclusive for SAME
+    rows = [  # (low, high, q, noise_base, noise_head) -> (verdict, outcome, noisy)
+        ((1.10, 1.20, 1e-6, 0.01, 0.01), ("regressed", "DIFFERENT", False)),
+        ((0.80, 0.90, 1e-6, 0.01, 0.01), ("improved", "DIFFERENT", False)),
+        ((1.10, 1.20, 0.02, 0.01, 0.01), ("inconclusive", "UNKNOWN", False)),  # beyond, q too large
+        ((0.97, 1.04, 0.50, 0.01, 0.01), ("similar", "SAME", False)),
+        ((1.01, 1.04, 1e-6, 0.01, 0.01), ("similar", "SAME", False)),  # real but below threshold
+        ((1.02, 1.08, 1e-6, 0.01, 0.01), ("inconclusive", "UNKNOWN", False)),  # crosses the threshold
+        ((1.10, 1.20, 1e-6, 0.30, 0.01), ("regressed", "DIFFERENT", True)),  # noisy, but the interval decides
+        ((1.02, 1.20, 1e-6, 0.30, 0.01), ("inconclusive", "UNKNOWN", True)),  # noisy and undecided
+        ((np.nan, np.nan, np.nan, 0.0, 0.0), ("insufficient-samples", "UNKNOWN", False)),
+        ((1.05, 1.05, 1e-6, 0.0, 0.0), ("similar", "SAME", False)),  # bounds are inclusive for SAME
+        ((0.99, 1.01, 1e-6, 0.30, 0.30), ("similar", "SAME", True)),  # noisy, yet the interval is within
     ]
     low, high, q, nb, nh = (np.array(c) for c in zip(*(r[0] for r in rows)))
-    verdict, outcome, reason = classify((low + high) / 2, low, high, q, nb, nh, 5.0, True)
-    assert list(zip(verdict, outcome)) == [r[1] for r in rows]
+    verdict, outcome, reason, noisy_ = classify((low + high) / 2, low, high, q, nb, nh, 5.0, True)
+    assert list(zip(verdict, outcome, noisy_.tolist())) == [r[1] for r in rows]
     assert reason[2] == "interval beyond the threshold but q >= alpha: more samples would settle it"
     assert reason[8] == f"fewer than {MIN_SAMPLES} samples on a side: no interval"
     # Per-series thresholds and directions.
@@ -242,7 +245,7 @@ def test_one_sample_per_side_gives_ratio_but_no_interval_no_test_and_unknown():
                         threshold_pct=5, lower_is_better=True)
     assert r.ratio[0] == 1.3
     assert np.isnan([r.low[0], r.high[0], r.p[0], r.q[0], r.mde_pct[0]]).all()
-    assert (r.verdict[0], r.outcome[0]) == ("similar", "UNKNOWN")
+    assert (r.verdict[0], r.outcome[0]) == ("insufficient-samples", "UNKNOWN")
     assert r.reason[0] == "fewer than 2 samples on a side: no interval"
     assert r.q[1] == r.p[1]  # the NaN row does not count towards the family
     assert r.outcome[1] == "SAME"

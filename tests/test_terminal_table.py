@@ -16,14 +16,15 @@ DEVICE = "c2-standard-16"
 
 def _row(name: str, verdict: str, base: float | None, head: float | None, change: float | None = None,
          ci: tuple[float, float] | None = None, *, unit: str = "us", change_unit: str | None = "%",
-         mark: str | None = None, kind: str = "execution", metric: str = "latency") -> Row:
+         mark: str | None = None, kind: str = "execution", metric: str = "latency", mde: float | None = None,
+         noisy: bool | None = None) -> Row:
     return Row(id=name.split(".")[0], name=f"{name}.{DEVICE}", kind=kind, metric=metric, unit=unit, device_name=DEVICE,
                module_name=f"{name.split('.')[0]}.cpu", compile_config="inductor", verdict=verdict,
                reason="boom" if verdict == "failed" else None, base_median=base, head_median=head,
                base_iqr=None, head_iqr=None, base_n=0 if base is None else 10, head_n=0 if head is None else 10,
                change=change, change_unit=change_unit if change is not None else None, p_value=None,
                threshold=None, head_details={}, base_details={}, ci_low=ci[0] if ci else None,
-               ci_high=ci[1] if ci else None, mark=mark)
+               ci_high=ci[1] if ci else None, mark=mark, mde=mde, noisy=noisy)
 
 
 ROWS = (
@@ -31,7 +32,7 @@ ROWS = (
     _row("resnet50.inductor.inference-bs1", "similar", 812.3, 815.0, 0.3, (-0.4, +1.0)),
     _row("a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64", "regressed",
          812.3, 832.6, 2.5, (1.1, 4.0), mark="unconfirmed"),
-    _row("vit.inductor.inference-bs1", "noisy", 5_000.0, 5_400.0, 8.0, (-3.0, 19.0)),
+    _row("vit.inductor.inference-bs1", "inconclusive", 5_000.0, 5_400.0, 8.0, (-3.0, 19.0), mde=11.0, noisy=True),
     _row("resnet50.inductor.train-bs32", "regressed", 21_400.0, 22_962.2, 7.3, (5.1, 9.4), mark="confirmed"),
     _row("unet.eager.inference-bs1", "failed", 300.0, None),
     _row("llama.eager.inference-bs1", "new", None, 42.0),
@@ -39,7 +40,7 @@ ROWS = (
          kind="compilation", metric="graph_breaks"),
 )
 COMPARISON = Comparison.of({
-    "schema_version": 7, "head": {"commit": "3f2a9c1e" * 5, "dirty": False}, "base": {"commit": "8e1d0b2a" * 5},
+    "schema_version": 8, "head": {"commit": "3f2a9c1e" * 5, "dirty": False}, "base": {"commit": "8e1d0b2a" * 5},
     "baseline": None, "thresholds_source": "default", "counts": count_rows(ROWS), "rows": ROWS,
     "missing_shards": None})
 
@@ -50,9 +51,9 @@ resnet50.inductor.t…  regressed     +7.3%    [+5.1%, +9.4%]  21.40 ms → 22.9
 a-model-whose-name-…  unconfirmed   +2.5%    [+1.1%, +4.0%]  812.3 µs → 832.6 µs
 bert.eager.inferenc…  improved     -12.0%  [-13.2%, -10.9%]    1.250 s → 1.100 s
 bert.inductor.cpu.g…  improved         -2                 —                3 → 1
-and 1 similar, 1 new, 1 failed, 1 noisy
+and 1 inconclusive, 1 similar, 1 new, 1 failed
 failed: unet.eager.inference-bs1: boom
-noisy (1): vit.inductor.inference-bs1 +8.0%: too noisy to judge
+inconclusive (1): vit.inductor.inference-bs1 +8.0% · noisy · could detect ≥ 11%…
 """
 
 
@@ -77,7 +78,8 @@ def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_interval_then
     assert all(len(line) <= width for line in lines)
     header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
     assert lines[header].split() == headers
-    assert len(lines) - header == 1 + 4 + 1 + 2  # the header, 4 rows (none wrapped), the count line, failed, noisy
+    assert len(lines) - header == 1 + 4 + 1 + 2  # the header, 4 rows (none wrapped), the count line, failed,
+    # inconclusive
 
 
 def test_colour_when_asked_for_and_names_are_never_markup():
@@ -142,13 +144,19 @@ def test_pipeline_and_ab_take_json(command):
 
 def test_every_verdict_has_a_place():
     """Each verdict is either in the table (regressed, improved) or counted on the count line; failed and
-    noisy rows are also said under it, with their reasons."""
-    rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0) for i, v in enumerate(VERDICTS))
+    inconclusive rows are also said under it, failed with their reasons, inconclusive with the effect each
+    could have detected. A row of an older version (verdict noisy) is counted as it was."""
+    rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0, mde=4.0) for i, v in enumerate(VERDICTS))
     text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
-    count, failed, noisy = text.splitlines()[-3:]
+    count, failed, undecided = text.splitlines()[-3:]
     assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved"))
     assert failed.startswith("failed: m") and failed.endswith(": boom")
-    assert noisy == f"noisy (1): m{VERDICTS.index('noisy')}.eager.inference-bs1 +0.0%: too noisy to judge"
+    assert undecided == (f"inconclusive (1): m{VERDICTS.index('inconclusive')}.eager.inference-bs1 +0.0% · could "
+                         "detect ≥ 4.0%: more samples or a quieter machine would settle them")
+    old = (_row("m0.eager.inference-bs1", "noisy", 1.0, 1.0, 0.0),)
+    assert render_table(Comparison.of({**COMPARISON.document, "schema_version": 7, "rows": old}),
+                        width=200).splitlines()[-2:] == [
+        "1 noisy", "inconclusive (1): m0.eager.inference-bs1 +0.0%: more samples or a quieter machine would settle them"]
 
 
 def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
@@ -222,25 +230,25 @@ def test_the_shared_tail_leaves_every_name_one_component():
     assert shared_tail(["f.eager.inference"]) == "" and shared_tail(["f.inference", "g.backward"]) == ""
 
 
-def test_the_noisy_line_names_the_largest_noisy_changes_first_and_is_cut_not_wrapped():
-    rows = [_row(f"m{i}.eager.inference-bs1", "noisy", 100.0, 100.0 + c, c, (c - 50.0, c + 50.0))
+def test_the_inconclusive_line_names_the_largest_changes_first_and_is_cut_not_wrapped():
+    rows = [_row(f"m{i}.eager.inference-bs1", "inconclusive", 100.0, 100.0 + c, c, (c - 50.0, c + 50.0))
             for i, c in enumerate((3.0, 185.6, -40.0, 10.0))]
     comparison = Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})
     assert render_table(comparison, width=200).splitlines()[-1] == (
-        "noisy (4): m1.eager.inference-bs1 +185.6%, m2.eager.inference-bs1 -40.0%, m3.eager.inference-bs1 +10.0% "
-        "and 1 more: too noisy to judge")
+        "inconclusive (4): m1.eager.inference-bs1 +185.6%, m2.eager.inference-bs1 -40.0%, m3.eager.inference-bs1 "
+        "+10.0% and 1 more: more samples or a quieter machine would settle them")
     narrow = render_table(comparison, width=60).splitlines()
-    assert narrow[-1] == "noisy (4): m1.eager.inference-bs1 +185.6%, m2.eager.inferen…" and len(narrow[-1]) == 60
+    assert narrow[-1] == "inconclusive (4): m1.eager.inference-bs1 +185.6%, m2.eager.…" and len(narrow[-1]) == 60
 
 
-def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_noisy_line_uses_the_short_names():
+def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_inconclusive_line_uses_short_names():
     rows = [dataclasses.replace(_row(f"mypkg.benchmarks.attention[seq={seq}].eager.inference", verdict, 1.0, 2.0,
                                      change, (change - 5.0, change + 5.0)),
                                 name=f"mypkg.benchmarks.attention[seq={seq}].eager.inference.{device}",
                                 device_name=device)
-            for seq, verdict, change in ((64, "regressed", 100.0), (128, "noisy", 200.0))
+            for seq, verdict, change in ((64, "regressed", 100.0), (128, "inconclusive", 200.0))
             for device in ("c2-standard-16", "g2-standard-8")]
     lines = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
     assert lines[1] == "names: mypkg.benchmarks.<benchmark>.eager.inference.<device>"
     assert [line.split()[0] for line in lines[3:5]] == ["attention[seq=64].c2-st…", "attention[seq=64].g2-st…"]
-    assert lines[-1].startswith("noisy (2): attention[seq=128].c2-standard-16 +200.0%, attention[seq=128].g2-st")
+    assert lines[-1] == "inconclusive (2): attention[seq=128].c2-standard-16 +200.0%, attention[seq=128]…"

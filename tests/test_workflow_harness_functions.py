@@ -16,7 +16,7 @@ from tests.workflow_harness import ROOT
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = ROOT / "docs" / "examples" / "adopting"
-FAST = "processes=1, min_samples=5, warmup_time_ms=10, "
+FAST = "processes=1, min_samples=7, warmup_time_ms=10, "
 
 
 @pytest.fixture(scope="module")

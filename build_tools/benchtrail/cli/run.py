@@ -91,9 +91,12 @@ def add_pipeline_parsers(subparsers: Any) -> None:
     p.add_argument("--output-dir", type=Path, required=True, help="folder for results, comparison.json, comment/")
     p.add_argument("--min-rounds", type=int_at_least(1),
                    help="rounds always run, one worker per arm each (default: the run config's processes)")
-    p.add_argument("--max-rounds", type=int_at_least(1), default=6, help="rounds at most per case (default 6)")
+    p.add_argument("--max-rounds", type=int_at_least(1),
+                   help="rounds at most per case (default: none; a case runs until its interval decides, "
+                        "within --budget-s)")
     p.add_argument("--budget-s", type=positive_seconds, default=300.0,
-                   help="no new round starts after this many seconds of a case (default 300)")
+                   help="no new round starts after this many seconds of a case; the sequential looks spend "
+                        "the 1%% false-alarm rate over it (default 300)")
     p.add_argument("--total-budget-s", type=positive_seconds, metavar="S",
                    help="with --recheck: suspects are re-checked largest change first, no case starts once S "
                         "seconds have passed since the re-check began, and each gets at most the time left as "
@@ -155,6 +158,7 @@ def _filtered_suite(args: argparse.Namespace):
 def cmd_export(args: argparse.Namespace) -> int:
     """``benchtrail export``: write the export (or print it with ``--output -``). Exit 0, or UserError."""
     from benchtrail import jsonio
+    from benchtrail.stats.power import check_sample_sizes
     from benchtrail.suite.export import export_object
 
     output = args.output or Path(f"{args.kind}.json")
@@ -163,8 +167,10 @@ def cmd_export(args: argparse.Namespace) -> int:
                         "root schema_version, which the seed's shape cannot hold")
     if str(output) != "-":
         jsonio.check_new(output)  # before the suite is read
-    obj = export_object(_filtered_suite(args), args.kind, args.benchmark_presets, args.shard_count,
-                        seed=args.format == "seed")
+    loaded = _filtered_suite(args)
+    if args.kind == "execution":  # as pipeline.measure.write_export
+        check_sample_sizes(loaded.select_run_configs(args.benchmark_presets))
+    obj = export_object(loaded, args.kind, args.benchmark_presets, args.shard_count, seed=args.format == "seed")
     if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
         sys.stdout.write(jsonio.dumps(obj))
         return EXIT_OK
@@ -217,7 +223,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 def _policy(args: argparse.Namespace):
     from benchtrail.runner.ab import Policy
 
-    if args.min_rounds and args.min_rounds > args.max_rounds:
+    if args.min_rounds and args.max_rounds and args.min_rounds > args.max_rounds:
         raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
     return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s,
                   duet=args.duet)

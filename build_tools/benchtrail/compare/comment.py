@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
-from benchtrail.compare.document import Comparison
-from benchtrail.compare.tables import Notes, compilation_table, display_name, estimate, plain, series_table
+from benchtrail.compare.document import INCONCLUSIVE, Comparison
+from benchtrail.compare.tables import (PAIRED_VERDICTS, Notes, compilation_table, display_name, estimate, plain,
+                                      series_table)
 from benchtrail.compare.why import render_why
 from benchtrail.markup import code_span
 from benchtrail.errors import UserError
@@ -37,10 +39,11 @@ def marker(head: dict[str, Any] | None) -> str:
 
 
 def verdict_line(comparison: dict[str, Any]) -> str:
-    """One line: counts of regressions, improvements, similar, and new graph breaks."""
+    """One line: counts of regressions, improvements, inconclusive, similar…, and new graph breaks."""
     c = comparison["counts"]
     parts = []
-    for key, word in (("regressed", "regression"), ("improved", "improvement"), ("similar", "similar"),
+    for key, word in (("regressed", "regression"), ("improved", "improvement"), ("inconclusive", "inconclusive"),
+                      ("similar", "similar"),
                       ("failed", "failed"), ("not-comparable", "not comparable"), ("new", "new"),
                       ("removed", "removed"), ("noisy", "noisy"), ("insufficient-samples", "insufficient samples")):
         n = c.get(key, 0)
@@ -195,10 +198,12 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
 
 
 def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | None = None) -> list[str]:
-    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (or the first)
-    by its name, shell-quoted, in a code span that holds any backticks of the name."""
+    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (the largest
+    confirmed regression, else the largest regression, or the first row) by its name, shell-quoted, in a code
+    span that holds any backticks of the name."""
     fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
-    ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", -(r.get("change") or 0)))
+    ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", r.get("mark") != "confirmed",
+                                         -(r.get("change") or 0)))
     link = dashboard_link(run_url, dashboard) if dashboard else ""
     shown = link if link.startswith("https://") else f"`{link}`"  # a local path in code: nothing links or mangles it
     lines = [f"Dashboard (history by commit): {shown}"] if dashboard else []
@@ -213,9 +218,20 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
 NOT_REACHED_NAMED = 5
 
 
+def _recheck_outcome(row: dict[str, Any]) -> str:
+    """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (the paired run was not used) of a re-checked row."""
+    ab = row["ab"]
+    if ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS:
+        return "kept"
+    if row["verdict"] in ("regressed", "improved"):
+        return "confirmed"
+    return "inconclusive" if row["verdict"] in INCONCLUSIVE else "cleared"
+
+
 def recheck_line(rows: list[dict[str, Any]], one_device: bool = False) -> str | None:
-    """What the paired A/B re-check decided, when it ran: confirmed and cleared suspected changes, and
-    the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
+    """What the paired A/B re-check decided, when it ran: suspected changes confirmed, cleared, left
+    inconclusive (its budget ran out first) and not re-checked (a failed arm, an arm far from its stored run),
+    and the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
     ``NOT_REACHED_NAMED`` named, without their device suffix when ``one_device``). None when no row was
     re-checked."""
     missed = [r for r in rows if r.get("recheck") == "not-reached"]
@@ -224,12 +240,12 @@ def recheck_line(rows: list[dict[str, Any]], one_device: bool = False) -> str | 
         return None
     line = "Paired A/B re-check"
     if checked:
-        confirmed = sum(r["mark"] == "confirmed" for r in checked)
-        cleared = sum(r["verdict"] not in ("regressed", "improved") for r in checked)
-        kept = len(checked) - confirmed - cleared
+        counts = Counter(_recheck_outcome(r) for r in checked)
         line += (f" of {len(checked)} suspected change{'s' if len(checked) != 1 else ''} against the baseline "
-                 f"commit on this runner: {confirmed} confirmed, {cleared} not confirmed")
-        line += f", {kept} could not be re-checked." if kept else "."
+                 f"commit on this runner: {counts['confirmed']} confirmed, {counts['cleared']} cleared")
+        if counts["inconclusive"]:
+            line += f", {counts['inconclusive']} inconclusive within the time budget"
+        line += f", {counts['kept']} could not be re-checked." if counts["kept"] else "."
     else:
         line += ":"
     if missed:
@@ -281,8 +297,9 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
 FOLDED_PRIORITY = 4
 FOLDED: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     ("Unconfirmed changes", lambda r: r["verdict"] in ("regressed", "improved") and r.get("mark") in (None, "unconfirmed")),
+    ("Inconclusive", lambda r: r["verdict"] in INCONCLUSIVE),
     ("Failed or not comparable", lambda r: r["verdict"] in ("failed", "not-comparable")),
-    ("Noisy or too few samples", lambda r: r["verdict"] in ("noisy", "insufficient-samples")),
+    ("Too few samples", lambda r: r["verdict"] == "insufficient-samples"),
     ("Accepted or quarantined", lambda r: r["verdict"] in ("regressed", "improved")),
     ("New or removed", lambda r: r["verdict"] in ("new", "removed")),
     ("Similar", lambda r: True),

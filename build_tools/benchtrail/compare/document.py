@@ -33,13 +33,20 @@ from benchtrail.results.schema import ResultsFile
 #:       whose self time changed most, base and head, and the paths of both traces (``benchtrail.compare.why``);
 #:       and (same version, optional) a row's ab may have level: the confidence level of the paired run's
 #:       interval (its last look under sequential sampling; 0.99 when absent).
-SCHEMA_VERSION = 7
+#:   8 — verdict ``inconclusive`` (an interval that crosses the threshold, or lies beyond it with q >= alpha),
+#:       ``similar`` only when the interval lies within it; ``noisy`` is no longer a verdict but a row's label
+#:       ``noisy`` (bool). A re-checked row shows the paired figures that decided it (change, ci_low, ci_high,
+#:       q_value, p_value, mde, outcome) and keeps the stored ones in ``stored``; its ``ab`` may have ``guard``
+#:       (a paired arm far from its own stored run: not used) and ``stop`` (why the paired run stopped).
+SCHEMA_VERSION = 8
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
 #: when the quarantine file lists the series (``benchtrail.compare.rules``). Only the first two gate.
 MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
-VERDICTS = ("regressed", "improved", "similar", "new", "removed", "failed", "noisy", "not-comparable",
+VERDICTS = ("regressed", "improved", "inconclusive", "similar", "new", "removed", "failed", "not-comparable",
             "insufficient-samples")
+#: Verdicts of rows whose interval decided nothing: ``noisy`` is one of versions 1 to 7 (read, never written).
+INCONCLUSIVE = ("inconclusive", "noisy")
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ class Row:
     quarantined: str | None = None
     recheck: str | None = None
     profile: dict[str, Any] | None = None
+    noisy: bool | None = None
+    stored: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The field ``key`` (a comparison.json row key), for code that reads rows by key.
@@ -104,6 +113,8 @@ class Row:
 
 
 _ROW_FIELDS = frozenset(f.name for f in fields(Row))
+#: Row keys only the re-check writes, absent (not null) elsewhere.
+_RECHECK_ONLY = ("profile", "stored")
 
 
 @dataclass(frozen=True)
@@ -192,6 +203,8 @@ def count_rows(rows: Sequence[Row | Mapping[str, Any]]) -> dict[str, int]:
         KeyError: a row object without ``verdict`` or ``mark``.
     """
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    if any(r["verdict"] == "noisy" for r in rows):  # rows of versions 1 to 7, kept as they were
+        counts["noisy"] = sum(r["verdict"] == "noisy" for r in rows)
     counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in MARKS})
     return counts
 
@@ -211,8 +224,8 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
     checks that failed where the head results were measured (:func:`failed_by_device`);
     ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
     no results file (None: the head has no execution export to check against)."""
-    # profile is set by the re-check only, on the rows it profiled: absent elsewhere, not null
-    plain = [{k: v for k, v in asdict(r).items() if k != "profile" or v is not None} for r in rows]
+    # profile and stored are set by the re-check only, on the rows it profiled or decided: absent elsewhere
+    plain = [{k: v for k, v in asdict(r).items() if k not in _RECHECK_ONLY or v is not None} for r in rows]
     head_side = _side(head)
     if head_side is not None:
         head_side["runner_checks"] = failed_by_device(head)
@@ -259,9 +272,10 @@ def load_comparison(path: str | Path) -> Comparison:
         rows.append(checked)
         if checked.mark not in (None, *MARKS):
             raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
-        if checked.verdict not in VERDICTS:
+        allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
+        if checked.verdict not in allowed:
             raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
-                            f"allowed: {', '.join(VERDICTS)}")
+                            f"allowed: {', '.join(allowed)}")
     if not isinstance(obj["head"].get("commit"), str):
         raise UserError(f"comparison {path}: head.commit must be a string")
     missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)

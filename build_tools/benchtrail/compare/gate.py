@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchtrail.compare.tables import format_change, format_ci, format_value, level_text
+from benchtrail.compare.tables import estimate, format_change, format_value, level_text
 from benchtrail.compare.document import Comparison, Row, accepted
 
 
@@ -66,13 +66,14 @@ def check(rows: Comparison | Sequence[Row | Mapping[str, Any]], accept: Sequence
 
 
 def failing_line(row: Row) -> str:
-    """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``."""
-    ci = format_ci(row)
-    # The row's own interval: 99%, or the last look's level when the row is of a paired run (``benchtrail ab``).
-    level = ((row.head_details or {}).get("ab") or {}).get("level")
-    return (f"confirmed regression: {row.name} ({row.device_name}): {format_change(row)}"
-            + (f" ({level_text(level)} CI {ci})" if ci != "—" else "")
-            + f", median {format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}")
+    """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the
+    figures the comment shows (``tables.estimate``: a paired run's, at its last look's level, when one decided)."""
+    est = estimate(row)
+    change = format_change({"change": est.change, "change_unit": est.change_unit, "unit": row.unit})
+    ci = (f" ({level_text(est.level)} CI {est.ci_low:+.1f}…{est.ci_high:+.1f}%)"
+          if est.ci_low is not None and est.ci_high is not None else "")
+    return (f"confirmed regression: {row.name} ({row.device_name}): {change}{ci}"
+            f", median {format_value(est.base, row.unit)} → {format_value(est.head, row.unit)}")
 
 
 def summary_line(result: GateResult) -> str:

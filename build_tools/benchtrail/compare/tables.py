@@ -141,8 +141,9 @@ class Estimate(NamedTuple):
     level: float | None = None
 
 
-#: Verdicts of a paired run whose figures a re-checked row shows (a failed paired run has none).
-_PAIRED_VERDICTS = ("regressed", "improved", "similar", "noisy")
+#: Verdicts of a paired run whose figures a re-checked row shows (a failed paired run has none; ``noisy``: a
+#: paired run of comparison versions 1 to 7).
+PAIRED_VERDICTS = ("regressed", "improved", "similar", "inconclusive", "noisy")
 
 
 def estimate(row: Mapping[str, Any]) -> Estimate:
@@ -150,10 +151,11 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
     median of the per-pair ratios head/base (``change``, percent, with its interval), with ``base`` the
     median of the paired base samples and ``head`` = base × that ratio, so base → head agrees with the
     change. Such a row is one re-checked in a paired A/B run (its ``ab`` entry, when that run gave a
-    verdict) or one of a paired run itself (:func:`paired_rounds`). Any other row shows its medians and
+    verdict and was used: no ``guard``) or one of a paired run itself (:func:`paired_rounds`). Any other row shows its medians and
     the change between them (``change``, ``ci_low``, ``ci_high`` as comparison.json has them)."""
     ab = row.get("ab") or {}
-    if ab.get("verdict") in _PAIRED_VERDICTS and ab.get("change") is not None and ab.get("base_median"):
+    if ab.get("verdict") in PAIRED_VERDICTS and not ab.get("guard") and ab.get("change") is not None \
+            and ab.get("base_median"):
         base = ab["base_median"]
         return Estimate(base, base * (1 + ab["change"] / 100), ab["change"], "%", ab.get("ci_low"),
                         ab.get("ci_high"), True, shown_level(row))
@@ -184,6 +186,15 @@ def change_cell(row: Mapping[str, Any], est: Estimate | None = None) -> str:
     return text + (f", paired{level}" if est.paired else "")
 
 
+def verdict_note(row: Row | Mapping[str, Any]) -> str:
+    """What the verdict cell adds: `` · noisy`` for the label (a side's IQR/median above 25%), and for an
+    ``inconclusive`` row the effect it could have detected, `` · could detect ≥ 13%`` (its ``mde``)."""
+    note = " · noisy" if row.get("noisy") and row["verdict"] != "noisy" else ""
+    if row["verdict"] == "inconclusive" and row.get("mde") is not None:
+        note += f" · could detect ≥ {row['mde']:.{0 if row['mde'] >= 10 else 1}f}%"
+    return note
+
+
 #: The columns of every series table of the comment.
 SERIES_HEADER = ["| benchmark | base → head | change (99% CI) | verdict |", "|---|---:|---:|---|"]
 
@@ -198,7 +209,7 @@ def series_table(rows: Sequence[Mapping[str, Any]], notes: Notes, one_device: bo
         est = estimate(r)
         notes.paired |= est.paired
         values = f"{format_value(est.base, r['unit'])} → {format_value(est.head, r['unit'])}"
-        verdict = r["verdict"] + (f" · {r['mark']}" if r.get("mark") else "")
+        verdict = r["verdict"] + (f" · {r['mark']}" if r.get("mark") else "") + verdict_note(r)
         if r.get("quarantined") and r.get("mark") != "quarantined":
             verdict += " · quarantined"
         refs = "".join(notes.ref(t) for t in (r.get("reason"), r.get("quarantined")) if t)

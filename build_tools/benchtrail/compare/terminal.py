@@ -19,14 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchtrail.compare.document import VERDICTS, Comparison, Row
-from benchtrail.compare.tables import estimate, format_change, format_value
+from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
+from benchtrail.compare.tables import estimate, format_change, format_value, verdict_note
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
 MAX_WIDTH = 80
 #: Style of a row (and of its count) per verdict; the others are unstyled.
-_STYLES = {"regressed": "red", "improved": "green", "failed": "red", "noisy": "yellow",
+_STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusive": "yellow",
            "not-comparable": "yellow", "insufficient-samples": "yellow"}
 #: Marks shown in place of ``regressed``: they decide whether the row gates (``confirmed`` shows as the verdict).
 _SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
@@ -85,8 +85,9 @@ def _rest_line(comparison: Comparison, after_table: bool) -> Any:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
     from rich.text import Text
 
-    counts = {v: sum(r.verdict == v for r in comparison.rows) for v in VERDICTS}
-    parts = [(f"{counts[v]} {v}", _STYLES.get(v, "")) for v in VERDICTS
+    verdicts = (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
+    counts = {v: sum(r.verdict == v for r in comparison.rows) for v in verdicts}
+    parts = [(f"{counts[v]} {v}", _STYLES.get(v, "")) for v in verdicts
              if v not in ("regressed", "improved") and counts[v]]
     if not parts:
         return Text("no other series" if comparison.rows else "no series compared")
@@ -200,11 +201,10 @@ MAX_FAILED_LINES = 3
 def attention_lines(comparison: Comparison, single_device: bool, name: Callable[[Row], str] | None = None) -> list[str]:
     """What the count line cannot say and a reader must know: the runner checks that failed where the head
     was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
-    count), and the noisy rows' largest changes (at most three, by name) with their commonest reason. Plain
+    count), and the inconclusive rows' largest changes (at most three, by name) with the effect each could
+    have detected. Plain
     text; each line is cut to the width. ``name``: a row's name as the table shows it (default: without the
     device suffix when there is one device)."""
-    from collections import Counter
-
     from benchtrail.compare.comment import runner_checks_line
 
     name = name or (lambda r: _shown_name(r, single_device))
@@ -218,12 +218,13 @@ def attention_lines(comparison: Comparison, single_device: bool, name: Callable[
         lines.append(f"failed: {name(r)}: {reason}")
     if len(failed) > MAX_FAILED_LINES:
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
-    noisy = [r for r in comparison.rows if r.verdict == "noisy"]
-    if noisy:  # the largest changes by name first: a large change can be noisy too, and must not hide
-        reason, _ = Counter(r.reason or "too noisy to judge" for r in noisy).most_common(1)[0]
-        largest = ", ".join(f"{name(r)} {_change(r)}" for r in _largest_first(noisy)[:3])
-        more = f" and {len(noisy) - 3} more" if len(noisy) > 3 else ""
-        lines.append(f"noisy ({len(noisy)}): {largest}{more}: {reason.splitlines()[0]}")
+    undecided = [r for r in comparison.rows if r.verdict in INCONCLUSIVE]
+    if undecided:  # the largest changes by name first: an undecided large change must not hide
+        shown = ", ".join(f"{name(r)} {_change(r)}{verdict_note(r)}"
+                          for r in _largest_first(undecided)[:3])
+        more = f" and {len(undecided) - 3} more" if len(undecided) > 3 else ""
+        lines.append(f"inconclusive ({len(undecided)}): {shown}{more}: more samples or a quieter machine would "
+                     "settle them")
     return lines
 
 

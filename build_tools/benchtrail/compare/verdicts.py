@@ -7,9 +7,9 @@ Each such row says why. Compilation series keep the median rule below. Other ser
 percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go through
 ``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile bootstrap
 interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U
-test, Benjamini–Hochberg over all of them, the noise guard (IQR/median above 25% is ``noisy``) and
-the minimum detectable effect; a row is ``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``
-(docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples,
+test, Benjamini–Hochberg over all of them, the noise label (IQR/median above 25%: ``noisy``) and
+the minimum detectable effect; a row is ``regressed`` only when its whole interval lies beyond the threshold and q < ``ALPHA``,
+``similar`` only when it lies within it, else ``inconclusive`` (docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples,
 such as one-sample compile times, are judged on the change of the median against the threshold.
 Which way is worse is the series' direction (its record's, its metric's: ``results.schema.METRICS``).
 """
@@ -25,6 +25,7 @@ import numpy as np
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import compare_samples
+from benchtrail.stats.power import samples_needed, smallest_p
 from benchtrail.stats.paired import compare_paired
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.compare.document import Row, accepted
@@ -215,6 +216,17 @@ def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]
     return [rows[i] for i in range(len(pairs))]
 
 
+def _underpowered(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> dict[int, Row]:
+    """Rows (by index into ``pairs``, compared together) whose sample counts can never reach ``ALPHA``:
+    ``insufficient-samples``, naming the samples a side needed."""
+    m = len(pairs)
+    return {i: _row(h, b, "insufficient-samples",
+                    f"{len(b.samples)} and {len(h.samples)} samples can never show a change among {m} series "
+                    f"compared (smallest p × {m} is not below {ALPHA:g}): {samples_needed(m, ALPHA)} a side are needed",
+                    t, _change(b, h, t))
+            for i, (b, h, t) in enumerate(pairs) if smallest_p(len(b.samples), len(h.samples)) * m >= ALPHA}
+
+
 def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
     """Rows for percent-rule series with enough samples, all compared in one vectorized pass (series
     of a paired A/B run in a pass of their own)."""
@@ -226,6 +238,11 @@ def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> l
     if any(paired):
         rows = dict(zip([i for i, x in enumerate(paired) if x], _infer_paired([p for p, x in zip(pairs, paired) if x])))
         rows.update(zip([i for i, x in enumerate(paired) if not x], _infer([p for p, x in zip(pairs, paired) if not x])))
+        return [rows[i] for i in range(len(pairs))]
+    short = _underpowered(pairs)
+    if short:
+        index = [i for i in range(len(pairs)) if i not in short]
+        rows = {**short, **dict(zip(index, _infer([pairs[i] for i in index])))}
         return [rows[i] for i in range(len(pairs))]
     result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
                              threshold_pct=np.array([t.threshold for _, _, t in pairs]),
@@ -243,7 +260,7 @@ def _rows_of(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]], re
         rows.append(_row(h, b, str(result.verdict[k]), str(result.reason[k]) or None, t, pct(result.ratio[k]),
                          finite(result.p[k]), ci_low=pct(result.low[k]), ci_high=pct(result.high[k]),
                          q_value=finite(result.q[k]), mde=finite(result.mde_pct[k]),
-                         outcome=str(result.outcome[k])))
+                         outcome=str(result.outcome[k]), noisy=bool(result.noisy[k])))
     return rows
 
 

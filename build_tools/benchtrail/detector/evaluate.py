@@ -336,7 +336,7 @@ def format_table(doc: dict[str, Any]) -> str:
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
              f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "
              f"{s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
-             "'regressed'; noisy or UNKNOWN is no alert."
+             "'regressed'; inconclusive or UNKNOWN is no alert."
              + (f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
                 f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
                 "rounds' wall time." if "max_samples_per_side" in s else ""), "",

@@ -1,7 +1,7 @@
 """The rules ``benchtrail evaluate-detector`` compares: benchtrail's detector and its peers' rules.
 
 Each rule takes one comparison (base and head samples, µs per call, lower is better) and returns a
-verdict: ``regressed``, ``improved``, ``similar`` (and ``noisy`` for benchtrail). Peers see every
+verdict: ``regressed``, ``improved``, ``similar`` (and ``inconclusive`` for benchtrail). Peers see every
 sample; benchtrail's adaptive detector sees the prefixes it asks for, round by round.
 """
 
@@ -16,7 +16,7 @@ from scipy.stats import binomtest, mannwhitneyu
 #: Samples per side that one round of the adaptive detector adds.
 ROUND_SAMPLES = 10
 #: Rule key → label, in table order. Verdicts are ``regressed``, ``improved``, ``similar`` (and
-#: ``noisy`` for benchtrail); an A/A alert is regressed or improved, a detection is regressed.
+#: ``inconclusive`` for benchtrail); an A/A alert is regressed or improved, a detection is regressed.
 RULES = {
     "benchtrail": "benchtrail (threshold {threshold:g}%)",
     "iree-5": "IREE (mean change > 5%)",
@@ -90,7 +90,7 @@ def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1, 
 
 
 class OurVerdict(NamedTuple):
-    """benchtrail's detector on one comparison: ``verdict`` (regressed, improved, similar, noisy),
+    """benchtrail's detector on one comparison: ``verdict`` (regressed, improved, similar, inconclusive),
     ``outcome`` (DIFFERENT, SAME, UNKNOWN), the samples per side it used, the minimum detectable
     effect it reached (percent: half its last interval's width; NaN without an interval) and that
     interval's confidence level."""
@@ -108,7 +108,7 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
     """benchtrail's detector: :func:`benchtrail.runner.adaptive.sample_until_settled` fed prefixes.
 
     Round k hands the detector samples ``[k·round_samples, (k+1)·round_samples)`` of each side, so it
-    stops as soon as the comparison settles (DIFFERENT or SAME, or ``noisy``) and uses at most
+    stops as soon as the comparison settles (DIFFERENT or SAME) and uses at most
     ``len(base)`` samples per side (``max_rounds = len(base) / round_samples``). Lower is better.
 
     Args:

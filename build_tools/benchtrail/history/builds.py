@@ -44,7 +44,7 @@ class Build:
 class BuildRow(SeriesKey):
     """One series (its :class:`benchtrail.results.schema.SeriesKey`): both medians (in ``unit``), their
     ratio B/A, why a ratio is missing (``note``), and ``benchtrail compare``'s judgement of B against A:
-    ``verdict`` (``regressed``, ``similar``, ``noisy``…, None for a series of one side only), ``change``
+    ``verdict`` (``regressed``, ``similar``, ``inconclusive``…, None for a series of one side only), ``change``
     (percent, or in ``unit`` for an absolute rule: ``change_unit``) and its 99% interval ``ci_low`` …
     ``ci_high`` (percent; None without one) and the verdict's ``reason``."""
 

@@ -28,6 +28,7 @@ from benchtrail.suite.export import load_execution
 from benchtrail.progress import console
 from benchtrail.compare.rules import load_quarantine
 from benchtrail.results.io import load_results_paths
+from benchtrail.stats.power import check_sample_sizes
 from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
 from benchtrail.pipeline.recheck import recheck_run
 from benchtrail.runner.run_cases import noise_rerun_enabled
@@ -108,13 +109,15 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     this run outside CI, and the reverse (``benchtrail.results.baseline_key``).
 
     Raises:
-        UserError: bad presets, an unwritable store, a ``base_commit`` with no stored run, or a bad
+        UserError: bad presets, run configs with too few samples to show a change
+            (``benchtrail.stats.power.check_sample_sizes``), an unwritable store, a ``base_commit`` with no stored run, or a bad
             ``BENCHTRAIL_NOISE_RERUN`` (``benchtrail.runner.run_cases.noise_rerun_enabled``).
     """
     # Bad input fails now, not after the benchmarks have run.
     load_thresholds(thresholds)
     load_quarantine(quarantine)
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
+    check_sample_sizes(suite.select_run_configs(presets))  # again by the export, which must not fail
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "

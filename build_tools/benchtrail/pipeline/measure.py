@@ -15,6 +15,7 @@ import torch
 
 from benchtrail import jsonio
 from benchtrail.compare.rules import load_thresholds
+from benchtrail.stats.power import check_sample_sizes
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
@@ -33,7 +34,14 @@ from benchtrail.suite.names import slug
 
 
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:
-    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``."""
+    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``.
+
+    Raises:
+        UserError: as ``suite.export.export_object``; an execution export whose run configs take too few samples
+            to ever show a change (``stats.power.check_sample_sizes``).
+    """
+    if kind == "execution":
+        check_sample_sizes(suite.select_run_configs(presets))
     return jsonio.write_json(output, export_object(suite, kind, presets, shard_count), exclusive=True)
 
 

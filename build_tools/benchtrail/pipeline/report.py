@@ -255,20 +255,20 @@ def _marks(run_dir: Path) -> dict[str, Any]:
             "regressions": {r.id for r in comparison.rows if r.verdict == "regressed" and r.mark == "confirmed"}}
 
 
-#: At most this many benchmarks of a run get a distribution plot (regressed, improved, then noisy rows).
+#: At most this many benchmarks of a run get a distribution plot (regressed, improved, then inconclusive rows).
 MAX_DISTRIBUTIONS = 12
 
 
 def distribution_stage(comparison: Path, base_results: list[ResultsFile], head: list[Path], out_dir: Path) -> list[Path]:
-    """Strip plots of each changed or noisy execution series' base and head samples, as pytest-benchmark's
+    """Strip plots of each changed or inconclusive execution series' base and head samples, as pytest-benchmark's
     histograms show them (``benchtrail.history.plots.distribution_figures``): ``out_dir/<slug(name)>.png``,
-    one per series, regressed rows first, then improved, then noisy, at most :data:`MAX_DISTRIBUTIONS`;
+    one per series, regressed rows first, then improved, then inconclusive, at most :data:`MAX_DISTRIBUTIONS`;
     ``benchtrail explain`` names the file. Returns the paths written; [] with a message when none could be
     written (a plot never fails the run)."""
     from benchtrail.history.plots import distribution_figures, samples_of, save_figures
     from benchtrail.suite.names import slug
 
-    order = {"regressed": 0, "improved": 1, "noisy": 2}
+    order = {"regressed": 0, "improved": 1, "inconclusive": 2, "noisy": 2}  # noisy: comparison versions 1 to 7
     rows = sorted((r for r in load_comparison(comparison).rows if r.kind == "execution" and r.verdict in order),
                   key=lambda r: order[r.verdict])[:MAX_DISTRIBUTIONS]
     if not rows or not base_results:

@@ -6,7 +6,7 @@ regression. A paired run removes that: the base commit is checked out in a ``git
 each case the two arms' worker processes alternate in a random order (or run at once, in duet mode, below),
 round after round, so slow periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
 worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the comparison is inconclusive
-(:mod:`benchtrail.runner.adaptive`), up to a budget per case. Regressions of a paired run are
+(:mod:`benchtrail.runner.adaptive`), within a time budget per case. Regressions of a paired run are
 ``confirmed``.
 
 Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm's checkout (its
@@ -118,18 +118,21 @@ class Policy:
 
     Attributes:
         min_rounds: rounds always run (default: the run config's ``processes``).
-        max_rounds: rounds at most; each round starts one worker per arm.
-        budget_s: no new round starts after this many seconds of a case.
+        max_rounds: rounds at most; each round starts one worker per arm. None (the default): no cap, the
+            case runs until it decides (DIFFERENT or SAME) or ``budget_s`` is spent.
+        budget_s: no new round starts after this many seconds of a case; with ``sequential`` and no
+            ``max_rounds``, the looks spend the false-alarm rate over this budget.
         seed: seeds the arm order of every round and the bootstrap.
         total_budget_s: a re-check of several cases (``benchtrail.runner.recheck.recheck``) starts no new case
             once this many seconds have passed since it began, and gives each case at most the seconds
             left as its ``budget_s``; None: unbounded.
         profiling: how a re-check profiles its suspected regressions (:class:`Profiling`); None: it does not.
-        sequential: each look after ``min_rounds`` (up to ``max_rounds``) uses its share of the 1% false-alarm
-            rate (:mod:`benchtrail.stats.sequential`, Lan–DeMets alpha spending of the Pocock type), so
-            stopping at whichever look first decides keeps that rate; the responses' ``ab`` records the last
-            look's ``level``, which :mod:`benchtrail.compare.verdicts` uses. False: every look at 99%, as
-            before issue 21 (looking up to ``max_rounds - min_rounds + 1`` times then raises the rate).
+        sequential: each look uses its share of the 1% false-alarm rate (:mod:`benchtrail.stats.sequential`,
+            Lan–DeMets alpha spending of the Pocock type: over the time budget, or over the rounds up to
+            ``max_rounds`` when that is set), so stopping at whichever look first decides keeps that rate; the
+            responses' ``ab`` records the last look's ``level``, which :mod:`benchtrail.compare.verdicts` uses,
+            and ``stop`` (``decided``, ``budget`` or ``max-rounds``). False: every look at 99%, as before
+            issue 21 (it needs ``max_rounds``; looking up to ``max_rounds - min_rounds + 1`` times raises the rate).
         duet: ``auto``, ``on`` or ``off``: run both arms' workers at once, each pinned to its own CPUs, every
             sample started together, CPUs swapped every round (``benchtrail.runner.duet``), where that applies
             (``benchtrail.runner.duet.applies``: ``auto`` only on 4 CPUs or more); else one arm after the other.
@@ -137,7 +140,7 @@ class Policy:
     """
 
     min_rounds: int | None = None
-    max_rounds: int = 6
+    max_rounds: int | None = None
     budget_s: float = 300.0
     seed: int = 0
     total_budget_s: float | None = None
@@ -286,7 +289,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         skipped = {"status": "skipped", "reason": f"the {exc.arm} arm failed: {exc.response.get('reason')}"}
         responses = {exc.arm: exc.response, other: skipped}
         return responses["base"], responses["head"]
-    info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome,
+    info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome, "stop": settled.stop,
             "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level,
             "mode": "paired" if pins is None else "duet", **({"cpus": cpus} if pins is not None else {})}
     samples = {"base": list(settled.base), "head": list(settled.head)}

@@ -8,9 +8,10 @@ then the whole comparison is made again on everything drawn so far.
 Looking again after each round raises the chance of a false alarm (optional stopping). Without
 ``sequential`` every look uses the same level: the rounds are few (``max_rounds``), a row must have
 its whole interval beyond the threshold *and* q < alpha, and ``benchtrail evaluate-detector``
-measures the resulting false-positive rate. With ``sequential``, look k uses only its share of
+measures the resulting false-positive rate. With ``sequential``, each look uses only its share of
 ``alpha`` (:mod:`benchtrail.stats.sequential`, Lan–DeMets alpha spending of the Pocock type), so the
-chance of a false alarm at any look stays below ``alpha``; many more rounds can then be allowed.
+chance of a false alarm at any look stays below ``alpha``; then the rounds need no cap but a time budget
+(the paired re-check's: it runs until it knows, or the budget is spent).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from benchtrail.stats.inference import Inference, compare_samples
 from benchtrail.stats.paired import compare_paired
-from benchtrail.stats.sequential import look_alphas
+from benchtrail.stats.sequential import budget_alpha, look_alphas
 
 #: One round: ``(base samples, head samples)`` drawn in that round, any unit (the same on both sides).
 Draw = Callable[[], tuple[list[float], list[float]]]
@@ -32,7 +33,7 @@ Draw = Callable[[], tuple[list[float], list[float]]]
 
 @dataclass(frozen=True)
 class Settled:
-    """Samples drawn over all rounds and the comparison of the last round (one series).
+    """Samples drawn over all rounds and the comparison of the last look (one series).
 
     Attributes:
         base, head: every sample drawn, in draw order.
@@ -41,6 +42,8 @@ class Settled:
         elapsed_s: wall time of the whole loop, seconds.
         level: the confidence level of the last comparison's interval (``1 - alpha`` without
             ``sequential``; that look's share with it).
+        stop: why the loop stopped: ``decided`` (DIFFERENT or SAME), ``budget`` (the time budget was
+            spent) or ``max-rounds``.
     """
 
     base: tuple[float, ...]
@@ -49,6 +52,7 @@ class Settled:
     rounds: int
     elapsed_s: float
     level: float = 0.99
+    stop: str = "decided"
 
     @property
     def outcome(self) -> str:
@@ -57,12 +61,19 @@ class Settled:
 
     @property
     def verdict(self) -> str:
-        """``regressed``, ``improved``, ``similar`` or ``noisy``."""
+        """``regressed``, ``improved``, ``similar``, ``inconclusive`` or ``insufficient-samples``."""
         return str(self.inference.verdict[0])
 
 
+#: A look of a budgeted sequential run after its first spends at least this share of ``alpha`` (the last look
+#: excepted), so a run looks at most 1 / MIN_LOOK_SHARE + 2 times and no look's interval is needlessly wide.
+MIN_LOOK_SHARE = 0.1
+#: Bootstrap resamples of one look at most (a look at a very small level otherwise asks for 20 / level).
+MAX_RESAMPLES = 50_000
+
+
 def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
-                         min_rounds: int = 1, max_rounds: int = 3, budget_s: float = float("inf"),
+                         min_rounds: int = 1, max_rounds: int | None = 3, budget_s: float = float("inf"),
                          alpha: float = 0.01, seed: int = 0, paired: bool = False, cluster_rounds: bool = False,
                          sequential: bool = False, planned_rounds: int | None = None,
                          clock: Callable[[], float] = time.perf_counter) -> Settled:
@@ -74,35 +85,44 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
     (:func:`compare_samples`). ``cluster_rounds`` treats each round as a cluster (fresh worker
     processes per round) for the two-stage bootstrap.
 
-    Stops after ``max_rounds`` rounds, or before a new round once ``budget_s`` seconds have passed
-    (the round in progress is never cut short), whichever comes first; at least ``min_rounds``
-    rounds are always drawn. A ``noisy`` verdict also stops the loop: more samples of a machine that
-    noisy do not help.
+    Stops after ``max_rounds`` rounds (None: no cap), or before a new round once ``budget_s`` seconds have
+    passed (the round in progress is never cut short), whichever comes first; at least ``min_rounds``
+    rounds are always drawn. Noise does not stop it: only an interval that decides (DIFFERENT, SAME).
 
-    Without ``sequential`` every comparison uses level ``1 - alpha`` and q < ``alpha``. With it, the
-    looks that may stop the loop (rounds ``min_rounds`` to ``max_rounds``) share ``alpha`` as
-    :func:`benchtrail.stats.sequential.look_alphas` spends it; look j uses level ``1 - alpha_j`` and
-    q < ``alpha_j`` (rounds before ``min_rounds`` use the first look's). ``planned_rounds`` (default
-    ``max_rounds``) is the most rounds the spending plans for: a replay of stored rounds that has
-    fewer than planned passes the planned count, so each look keeps its level.
+    Without ``sequential`` every comparison uses level ``1 - alpha`` and q < ``alpha``. With it, the looks
+    that may stop the loop share ``alpha`` (:mod:`benchtrail.stats.sequential`, Pocock-type spending), so
+    the chance of a false alarm at any look stays below ``alpha``:
+
+    * with ``max_rounds``, over rounds: rounds ``min_rounds`` to ``planned_rounds`` (default ``max_rounds``)
+      are the looks, as :func:`benchtrail.stats.sequential.look_alphas` spends it; ``planned_rounds`` lets a
+      replay of fewer stored rounds keep each look's level;
+    * with ``max_rounds=None``, over the time budget (a finite ``budget_s``): the information time of a look
+      is the fraction of ``budget_s`` spent (:func:`benchtrail.stats.sequential.budget_alpha`); round
+      ``min_rounds`` is the first look, a later round is a look when it may spend at least ``MIN_LOOK_SHARE``
+      of ``alpha``, and the round after which the budget is spent is the last look and spends what is left.
 
     Raises:
-        ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, or samples that
-            :func:`compare_samples` rejects (non-finite or <= 0).
+        ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, ``max_rounds=None`` without
+            ``sequential`` or with an infinite ``budget_s``, or samples that :func:`compare_samples` rejects (non-finite or <= 0).
     """
-    if not 1 <= min_rounds <= max_rounds:
+    if min_rounds < 1 or (max_rounds is not None and min_rounds > max_rounds):
         raise ValueError(f"need 1 <= min_rounds <= max_rounds, got {min_rounds} and {max_rounds}")
-    planned = max_rounds if planned_rounds is None else planned_rounds
-    if planned < max_rounds:
-        raise ValueError(f"planned_rounds {planned} is fewer than max_rounds {max_rounds}")
     if not budget_s > 0:
         raise ValueError(f"budget_s must be > 0 seconds, got {budget_s!r}")
+    if max_rounds is None and not (sequential and math.isfinite(budget_s)):
+        raise ValueError("without max_rounds, sampling must be sequential within a finite budget_s")
+    looks = None
+    if sequential and max_rounds is not None:
+        planned = max_rounds if planned_rounds is None else planned_rounds
+        if planned < max_rounds:
+            raise ValueError(f"planned_rounds {planned} is fewer than max_rounds {max_rounds}")
+        looks = look_alphas(planned - min_rounds + 1, alpha)
     start = clock()
-    looks = look_alphas(planned - min_rounds + 1, alpha) if sequential else None
     base: list[float] = []
     head: list[float] = []
     rounds = 0
     sizes: set[tuple[int, int]] = set()
+    spent = 0.0  # budgeted sequential: the error spent by the looks so far
     while True:
         b, h = draw()
         base.extend(b)
@@ -111,19 +131,38 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
         rounds += 1
         if paired and len(b) != len(h):
             raise ValueError(f"round {rounds} drew {len(b)} base and {len(h)} head samples; paired rounds draw pairs")
-        # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
-        clusters = [rounds] if cluster_rounds and len(sizes) == 1 else None
-        a = alpha if looks is None else float(looks[max(rounds - min_rounds, 0)])
-        # A percentile interval at level 1 - a needs resamples in each tail of a/2: at least 10 each.
-        resamples = max(2000, math.ceil(20.0 / a))
-        if paired:
-            result = compare_paired([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
-                                    lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
-                                    resamples=resamples, clusters=clusters)
+        if rounds < min_rounds:
+            continue
+        elapsed = clock() - start
+        last = elapsed >= budget_s or (max_rounds is not None and rounds >= max_rounds)
+        if looks is not None:
+            a = float(looks[rounds - min_rounds])
+        elif sequential:
+            share = float(budget_alpha(min(elapsed / budget_s, 1.0), alpha)) - spent
+            if not last and spent and share < MIN_LOOK_SHARE * alpha:
+                continue  # too little to spend yet: not a look (the first look, at min_rounds, always is)
+            a = share if not last else alpha - spent
+            spent += a
         else:
-            result = compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
-                                     lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
-                                     resamples=resamples, base_clusters=clusters, head_clusters=clusters)
-        settled = str(result.outcome[0]) != "UNKNOWN" or str(result.verdict[0]) == "noisy"
-        if rounds >= min_rounds and (settled or rounds >= max_rounds or clock() - start >= budget_s):
-            return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a)
+            a = alpha
+        result = _compare(base, head, rounds, sizes, a, threshold_pct, lower_is_better, seed, paired, cluster_rounds)
+        decided = str(result.outcome[0]) != "UNKNOWN"
+        if decided or last:
+            stop = "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds"
+            return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a, stop)
+
+
+def _compare(base: list[float], head: list[float], rounds: int, sizes: set[tuple[int, int]], a: float,
+             threshold_pct: float, lower_is_better: bool, seed: int, paired: bool, cluster_rounds: bool) -> Inference:
+    """One look: everything drawn compared at level ``1 - a`` and q < ``a``."""
+    # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
+    clusters = [rounds] if cluster_rounds and len(sizes) == 1 else None
+    # A percentile interval at level 1 - a needs resamples in each tail of a/2: at least 10 each.
+    resamples = min(MAX_RESAMPLES, max(2000, math.ceil(20.0 / a)))
+    if paired:
+        return compare_paired([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
+                              lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
+                              resamples=resamples, clusters=clusters)
+    return compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
+                           lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
+                           resamples=resamples, base_clusters=clusters, head_clusters=clusters)

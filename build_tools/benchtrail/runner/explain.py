@@ -195,7 +195,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
             f"presets      {', '.join(rc.presets)}",
         ]
     plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
-    if plot.is_file():  # pipeline.report.distribution_stage: a changed or noisy series
+    if plot.is_file():  # pipeline.report.distribution_stage: a changed or inconclusive series
         lines += ["", f"samples      base vs head strip plot: {plot}"]
     lines += _why(benchmark_id, run_dir)
     lines += ["", "reproduce:", f"  {reproduce_command(benchmark_id, target, run_dir)}"]

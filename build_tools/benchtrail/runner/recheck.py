@@ -1,11 +1,13 @@
 """Re-check the changes a stored baseline suggests in a paired A/B run before calling them confirmed.
 
-A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed``, or ``improved`` (an execution
+A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive``
+with a change beyond its threshold that passes the screen (:data:`SCREEN_P`), noisy or not (an execution
 series compared with a stored baseline), is run again in :mod:`benchtrail.runner.ab` against the baseline
-commit on this machine. If the paired run gives the same verdict, the row is marked ``confirmed``;
-otherwise the row takes the paired run's verdict (``confirmed`` when that is a change too) and its
-reason says what the stored baseline suggested. A re-check that cannot run (a failing arm) leaves the row
-``unconfirmed`` and says why. Every re-checked row gets an ``ab`` entry with the paired figures.
+commit on this machine. The paired run decides the row: its verdict (``confirmed`` for a change,
+``similar`` when cleared, ``inconclusive`` when its budget ran out first), its figures (the stored ones
+kept in ``stored``) and a reason naming both. A re-check that cannot run (a failing arm) or whose arm
+measured something else (:func:`guard`) leaves the row as it was and says why. Every re-checked row gets
+an ``ab`` entry with the paired figures.
 
 Suspects are re-checked largest ``|change|`` first. A re-check with a total time budget
 (``Policy.total_budget_s``, ``benchtrail ab --recheck --total-budget-s``) starts no case once the
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchtrail import jsonio
-from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, accepted, count_rows
+from benchtrail.compare.document import INCONCLUSIVE, SCHEMA_VERSION, Comparison, Row, accepted, count_rows
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.why import profile_diff
@@ -47,30 +49,67 @@ from benchtrail.compare.rules import Threshold
 AnyComparison = TypeVar("AnyComparison", Comparison, dict)
 
 
+#: Screening level of a row the stored comparison left ``inconclusive``: it is re-checked when its point
+#: estimate lies beyond its percent threshold and its Mann–Whitney p is below this. With no change at all,
+#: at most this share of rows passes, however noisy the machine: the A/A cost of the re-check is bounded.
+SCREEN_P = 0.1
+#: A paired arm whose median is further than this factor (or 3 × the noise, when larger) from the stored run
+#: of its own commit measured something else (issue 38): its pair is reported, not used.
+GUARD_FACTOR = 1.5
+
+
 def suspects(comparison: Comparison | dict[str, Any], device_name: str | None = None) -> list[Row]:
-    """Rows to re-check: execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``noisy``
-    with a change beyond their threshold (noise must not hide one), and not re-checked yet (of
-    ``device_name`` only, when given: a runner re-checks its own device's rows)."""
+    """Rows to re-check (of ``device_name`` only, when given: a runner re-checks its own device's rows):
+    execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive`` with a
+    change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet."""
     return [r for r in Comparison.of(comparison).rows
             if r.kind == "execution" and device_name in (None, r.device_name)
             and ((r.verdict == "regressed" and r.mark == "unconfirmed")
-                 or (r.verdict in ("improved", "noisy") and not r.ab and (r.verdict == "improved" or _beyond(r))))]
+                 or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r)))))]
 
 
-def _beyond(row: Row) -> bool:
-    """Whether the row's change (percent) is larger than its percent threshold."""
+def _screened(row: Row) -> bool:
+    """Whether an inconclusive row's change (percent) is beyond its percent threshold with p < SCREEN_P."""
     rule = row.threshold or {}
-    return row.change is not None and rule.get("unit") == "percent" and abs(row.change) > rule.get("threshold", 0)
+    return (row.change is not None and rule.get("unit") == "percent" and abs(row.change) > rule.get("threshold", 0)
+            and row.p_value is not None and row.p_value < SCREEN_P)
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _summary(row: Row | Mapping[str, Any], rounds: int | None, level: float | None) -> dict[str, Any]:
+def _ci(row: Row | Mapping[str, Any], level: float | None = None) -> str:
+    if row["ci_low"] is None or row["ci_high"] is None:
+        return _pct(row["change"])
+    return f"{_pct(row['change'])} ({level_text(level)} CI {_pct(row['ci_low'])} to {_pct(row['ci_high'])})"
+
+
+#: The figures of a row that the paired run replaces when it decides the row; the stored ones go to ``stored``.
+DECIDING = ("change", "ci_low", "ci_high", "q_value", "p_value", "mde", "outcome", "noisy")
+
+
+def _summary(row: Row | Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
-            "base_n", "head_n", "outcome")
-    return {**{k: row[k] for k in keys}, "rounds": rounds, **({"level": level} if level is not None else {})}
+            "base_n", "head_n", "outcome", "mde", "noisy")
+    level = run.get("level")
+    return {**{k: row.get(k) for k in keys}, "rounds": run.get("rounds"),
+            **({"level": level} if level is not None else {}), **({"stop": run["stop"]} if "stop" in run else {})}
+
+
+def guard(row: Mapping[str, Any], paired: Row | Mapping[str, Any]) -> dict[str, Any] | None:
+    """``{arm, paired_median, stored_median}`` of the first paired arm whose median departs from the stored
+    run of its own commit (the row's ``base_median`` or ``head_median``) by more than :data:`GUARD_FACTOR`,
+    or 3 × the noise (IQR/median) of either, when that is larger; None when both arms agree with their runs."""
+    for arm in ("base", "head"):
+        stored, now = row.get(f"{arm}_median"), paired.get(f"{arm}_median")
+        if not stored or not now or stored <= 0 or now <= 0:
+            continue
+        noise = max((row.get(f"{arm}_iqr") or 0) / stored, (paired.get(f"{arm}_iqr") or 0) / now)
+        allowed = max(GUARD_FACTOR, 1.0 + 3.0 * noise)
+        if max(now / stored, stored / now) > allowed:
+            return {"arm": arm, "paired_median": now, "stored_median": stored, "allowed_factor": round(allowed, 3)}
+    return None
 
 
 def not_reached_reason(total_budget_s: float) -> str:
@@ -91,6 +130,29 @@ def _changed_mark(row: dict[str, Any], verdict: str, accept: Sequence[str]) -> s
     return "confirmed"
 
 
+_STOPS = {"decided": "decided", "budget": "its time budget spent", "max-rounds": "its rounds spent"}
+
+
+def _decided(row: dict[str, Any], paired: Row | Mapping[str, Any], ab: dict[str, Any],
+             accept: Sequence[str]) -> dict[str, Any]:
+    """``row`` decided by its paired run: the paired verdict, figures (:data:`DECIDING`) and a reason saying
+    how it was decided and what the stored baseline gave (kept in ``stored``)."""
+    verdict = paired["verdict"]
+    changed = verdict in ("regressed", "improved")
+    how = {"regressed": "confirmed", "improved": "confirmed", "similar": "cleared"}.get(verdict, "not decided")
+    if changed and verdict != row["verdict"]:
+        how = f"found {verdict}"
+    rounds, stop = ab.get("rounds"), _STOPS.get(ab.get("stop"), ab.get("stop"))
+    stored = {k: row.get(k) for k in ("verdict", *DECIDING)}
+    noisy = " (noisy)" if row.get("noisy") or row["verdict"] == "noisy" else ""
+    reason = (f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after {rounds} "
+              f"rounds{f' ({stop})' if stop else ''}; the stored baseline gave {_ci(row)}{noisy}")
+    if verdict not in ("regressed", "improved", "similar") and paired.get("reason"):
+        reason += f"; {paired['reason']}"
+    return {**row, **{k: paired.get(k) for k in DECIDING}, "verdict": verdict, "stored": stored, "ab": ab,
+            "mark": _changed_mark(row, verdict, accept) if changed else None, "reason": reason}
+
+
 def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str, Any]], base: Arm, head: Arm,
           device_name: str | None = None, not_reached: dict[str, float] | None = None,
           accept: Sequence[str] = ()) -> AnyComparison:
@@ -99,11 +161,15 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
     without a paired row are left unconfirmed, with the reason saying so. Rows are rewritten key for key,
     so a row of an older schema version keeps the keys it had (plus those the re-check sets).
 
+    A paired run that gave a verdict decides the row (:func:`_decided`): its verdict and figures, the stored
+    ones kept in ``stored``; a regression is marked ``quarantined`` when its series is quarantined,
+    ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name or id, else ``confirmed``:
+    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is
+    reported in ``ab.guard`` and the reason, and the pair is not used: the row keeps its suspicion.
+
     ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
     (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and
-    :func:`not_reached_reason`. A row the paired run finds regressed is marked ``quarantined`` when its
-    series is quarantined, ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name
-    or id, else ``confirmed``: only ``confirmed`` regressions gate.
+    :func:`not_reached_reason`.
     """
     rows = []
     suspect_ids = {r.id for r in suspects(comparison, device_name)}
@@ -121,26 +187,25 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
         if paired is None:
             rows.append({**row, "reason": "no paired A/B re-check: the head suite has no such run config"})
             continue
-        run = paired["head_details"].get("ab") or {}
-        rounds, level = run.get("rounds"), run.get("level")
-        ab = {**_summary(paired, rounds, level), "base_commit": base.commit, "head_commit": head.commit}
-        if paired["verdict"] == row["verdict"]:
-            rows.append({**row, "mark": _changed_mark(row, row["verdict"], accept), "ab": ab})
-        elif paired["verdict"] in ("regressed", "similar", "improved", "noisy"):
-            ci = f"{level_text(level)} CI {_pct(paired['ci_low'])} to {_pct(paired['ci_high'])}"
-            changed = paired["verdict"] in ("regressed", "improved")
-            mark = _changed_mark(row, paired["verdict"], accept) if changed else None
-            why = f": {paired['reason']}" if paired["verdict"] == "noisy" and paired.get("reason") else ""
-            stored = f"the stored baseline gave {_pct(row['change'])}" + (" (noisy)" if row["verdict"] == "noisy" else "")
-            said = "decided by a paired A/B run" if changed and row["verdict"] == "noisy" else "not confirmed"
-            rows.append({**row, "verdict": paired["verdict"], "mark": mark, "ab": ab,
-                         "reason": f"{said}: {stored}, a paired A/B run on this machine {_pct(paired['change'])} "
-                                   f"({ci}, {rounds} rounds){why}"})
-        else:  # the paired run failed: say so, keep the suspicion
+        ab = {**_summary(paired, paired["head_details"].get("ab") or {}),
+              "base_commit": base.commit, "head_commit": head.commit}
+        if paired["verdict"] not in ("regressed", "similar", "improved", "inconclusive"):
+            # the paired run failed or measured too little: say so, keep the suspicion
             rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
+            continue
+        far = guard(row, paired)
+        if far is not None:
+            rows.append({**row, "ab": {**ab, "guard": far}, "reason": (
+                f"paired A/B run not used: its {far['arm']} arm's median {far['paired_median']:.4g} {row['unit']} "
+                f"is {max(far['paired_median'], far['stored_median']) / min(far['paired_median'], far['stored_median']):.1f}x "
+                f"the stored {far['arm']} run's {far['stored_median']:.4g} {row['unit']}, more than its noise allows "
+                f"(the arm measured something else); the stored baseline gave {_ci(row)}")})
+            continue
+        rows.append(_decided(row, paired, ab, accept))
+    if not_reached or any(r.get("stored") for r in rows):  # keys older comparisons lack: now of this version
+        rows = [{**r, "verdict": "inconclusive", "noisy": True} if r["verdict"] == "noisy" else r for r in rows]
+        document = {**document, "schema_version": max(document.get("schema_version", 0), SCHEMA_VERSION)}
     updated = {**document, "rows": rows, "counts": count_rows(rows)}
-    if not_reached:  # rows now carry recheck, which older comparisons lack
-        updated["schema_version"] = max(document.get("schema_version", 0), SCHEMA_VERSION)
     return Comparison.of(updated) if isinstance(comparison, Comparison) else updated
 
 

@@ -38,9 +38,22 @@ def worker_pythonpath(start: Path = Path(".")) -> str:
     return os.pathsep.join(paths)
 
 
+#: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read when a process starts, so a base
+#: arm's worker from before this change gets them too). glibc's defaults adjust the mmap threshold to the size of
+#: the largest mmapped chunk freed so far, so a process's allocation history decides whether an MB-sized tensor
+#: is served from the heap or mmapped and page-faulted afresh on every call (2 MiB: 513 faults, 5x the time);
+#: every worker forked from one server replays one history, so a whole paired arm measured 3x slow (issue 38).
+#: Fixed thresholds (setting one turns the adjustment off) serve everything under 32 MiB from the heap and
+#: keep up to 256 MiB of freed heap. A value of the user's own is kept, ours after it.
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
+
+
 def _environment(threads: int, env: dict[str, str] | None) -> dict[str, str]:
-    """The worker's environment: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``, then ``env``."""
-    full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(), **(env or {})}
+    """The worker's environment: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``, ``GLIBC_TUNABLES``
+    (:data:`MALLOC_TUNABLES`), then ``env``."""
+    tunables = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES) if t)
+    full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(),
+            "GLIBC_TUNABLES": tunables, **(env or {})}
     if not full["PYTHONPATH"]:
         del full["PYTHONPATH"]  # an empty entry would put the worker's working directory on sys.path twice
     return full

@@ -324,7 +324,7 @@ def noise(samples: SamplesLike) -> np.ndarray:
     """IQR / median per series (IQR as in stats.summary: numpy's linear interpolation), unitless.
 
     The relative-spread guard of asv and pyperf: above :data:`benchtrail.stats.inference.NOISE_LIMIT` a row
-    is ``noisy``. One sample gives 0.
+    is labelled ``noisy``. One sample gives 0.
 
     Returns:
         float64 array of shape (series,).

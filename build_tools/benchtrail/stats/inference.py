@@ -23,35 +23,37 @@ __all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Infer
            "minimum_detectable_effect", "noise"]
 
 #: Noise is IQR / median of one side's samples. Above NOISE_RERUN a rerun with more samples is
-#: advised; above NOISE_LIMIT a row that its interval does not decide is ``noisy`` (a label, never a
-#: verdict that hides an interval wholly beyond the threshold).
+#: advised; above NOISE_LIMIT a row is labelled ``noisy`` (a label beside its verdict: the interval,
+#: which noise widens, still decides the verdict).
 NOISE_RERUN = 0.10
 NOISE_LIMIT = 0.25
 
 
 class Classification(NamedTuple):
-    """Per-series string arrays of shape (series,)."""
+    """Per-series arrays of shape (series,): strings, and ``noisy`` bool."""
 
-    verdict: np.ndarray  # "regressed" | "improved" | "similar" | "noisy"
+    verdict: np.ndarray  # "regressed" | "improved" | "similar" | "inconclusive" | "insufficient-samples"
     outcome: np.ndarray  # "DIFFERENT" | "SAME" | "UNKNOWN"
     reason: np.ndarray  # one short sentence; "" for DIFFERENT rows
+    noisy: np.ndarray  # either side's IQR/median above NOISE_LIMIT
 
 
 def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_is_better,
              alpha: float = 0.01) -> Classification:
-    """Verdict and outcome per series from the interval, the q-value and the noise.
+    """Verdict and outcome per series from the interval and the q-value; the noise only labels.
 
-    In order of precedence, with ``t = threshold_pct / 100``:
+    With ``t = threshold_pct / 100``:
 
     * ``regressed`` / DIFFERENT: the whole interval lies beyond ``1 + t`` (lower is better; below
-      ``1 - t`` when higher is better) and ``q < alpha``, however noisy the samples (noise widens the
-      interval; it never hides one that decides); ``improved`` / DIFFERENT symmetric;
-    * ``noisy`` / UNKNOWN: either side's noise > ``NOISE_LIMIT``;
-    * ``similar`` / UNKNOWN: no interval (a side has fewer than ``MIN_SAMPLES`` samples);
+      ``1 - t`` when higher is better) and ``q < alpha``; ``improved`` / DIFFERENT symmetric;
+    * ``insufficient-samples`` / UNKNOWN: no interval (a side has fewer than ``MIN_SAMPLES`` samples);
     * ``similar`` / SAME: the interval lies within ``[1 - t, 1 + t]``;
-    * ``similar`` / UNKNOWN otherwise: the interval crosses a threshold, or is beyond it with
+    * ``inconclusive`` / UNKNOWN otherwise: the interval crosses a threshold, or lies beyond it with
       ``q >= alpha``; more samples would settle it. (Outcome names as in Chromium Pinpoint's
       compare; the rule is ours.)
+
+    ``noisy`` (either side's noise > ``NOISE_LIMIT``) is a label beside any verdict: noise widens the
+    interval, it never hides one that decides.
 
     Args:
         ratio, low, high: from :func:`bootstrap_ratio_ci`, shape (series,).
@@ -83,28 +85,31 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
     low, high, q = arrays["low"], arrays["high"], arrays["q"]
     worst_noise = np.maximum(arrays["noise_base"], arrays["noise_head"])
     noisy = worst_noise > NOISE_LIMIT
-    no_interval = ~noisy & (np.isnan(low) | np.isnan(high))
+    no_interval = np.isnan(low) | np.isnan(high)
     above, below = low > 1.0 + t, high < 1.0 - t
     significant = q < alpha
     worse = np.where(lib, above, below) & significant
     better = np.where(lib, below, above) & significant
-    noisy &= ~(worse | better)
-    within = (low >= 1.0 - t) & (high <= 1.0 + t) & ~noisy
-    beyond = (above | below) & ~worse & ~better & ~noisy
-    verdict = np.select([worse, better, noisy], ["regressed", "improved", "noisy"], "similar")
+    within = (low >= 1.0 - t) & (high <= 1.0 + t)
+    beyond = (above | below) & ~worse & ~better
+    verdict = np.select([worse, better, no_interval, within],
+                        ["regressed", "improved", "insufficient-samples", "similar"], "inconclusive")
     outcome = np.select([worse | better, within], ["DIFFERENT", "SAME"], "UNKNOWN")
     rerun = worst_noise > NOISE_RERUN
+    quieter = f"IQR/median above {NOISE_LIMIT:.0%} on a side (noisy): rerun on a quieter machine"
+    more = f"IQR/median above {NOISE_RERUN:.0%}: rerun with more samples"
     reason = np.select(
-        [worse | better, noisy, no_interval, within, beyond & rerun, beyond, rerun],
+        [worse | better, no_interval, within, beyond & noisy, beyond & rerun, beyond, noisy, rerun],
         ["",
-         f"IQR/median above {NOISE_LIMIT:.0%} on a side: too noisy to gate; rerun on a quieter machine",
          f"fewer than {MIN_SAMPLES} samples on a side: no interval",
          "interval within the threshold",
-         f"interval beyond the threshold but q >= alpha; IQR/median above {NOISE_RERUN:.0%}: rerun with more samples",
+         f"interval beyond the threshold but q >= alpha; {quieter}",
+         f"interval beyond the threshold but q >= alpha; {more}",
          "interval beyond the threshold but q >= alpha: more samples would settle it",
-         f"interval crosses the threshold; IQR/median above {NOISE_RERUN:.0%}: rerun with more samples"],
+         f"interval crosses the threshold; {quieter}",
+         f"interval crosses the threshold; {more}"],
         "interval crosses the threshold: more samples would settle it")
-    return Classification(verdict, outcome, reason)
+    return Classification(verdict, outcome, reason, noisy)
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Inference:
     verdict: np.ndarray
     outcome: np.ndarray
     reason: np.ndarray
+    noisy: np.ndarray
 
 
 def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower_is_better, level: float = 0.99,
@@ -141,9 +147,10 @@ def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lowe
     p = _mann_whitney(n, groups)
     q = benjamini_hochberg(p)
     nb, nh = (_noise(n, [(g.index, getattr(g, side)) for g in groups]) for side in ("base", "head"))
-    verdict, outcome, reason = classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha)
+    classes = classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha)
     mde = _mde(n, groups, level)
     for g in groups:
         if max(g.k_base, g.k_head) > 1:
             mde[g.index] = 50.0 * (high[g.index] - low[g.index])
-    return Inference(ratio, low, high, p, q, nb, nh, mde, verdict, outcome, reason)
+    return Inference(ratio, low, high, p, q, nb, nh, mde, *classes)
+

@@ -68,5 +68,5 @@ def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower
         low[i], high[i] = np.exp(np.percentile(medians, pct))
         p[i] = 1.0 if not d.any() else wilcoxon(d).pvalue
     q = benjamini_hochberg(p)
-    verdict, outcome, reason = classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha)
-    return Inference(ratio, low, high, p, q, spread, spread.copy(), 50.0 * (high - low), verdict, outcome, reason)
+    classes = classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha)
+    return Inference(ratio, low, high, p, q, spread, spread.copy(), 50.0 * (high - low), *classes)

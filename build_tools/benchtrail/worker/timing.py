@@ -22,7 +22,9 @@ from benchtrail.suite.definitions import ExecutionConfig
 #:   2 — workers forked from a pre-imported server (``benchtrail.worker.server``); the cases of one
 #:       module share each process, in a shuffled order, from the compile stage's Inductor cache;
 #:       cold compile samples no longer include importing Dynamo and Inductor (issue 18).
-METHOD_VERSION = 2
+#:   3 — workers run with fixed glibc malloc thresholds (``benchtrail.runner.workers.MALLOC_TUNABLES``): no
+#:       allocation history can put a process in a page-faulting mode (issue 38).
+METHOD_VERSION = 3
 
 
 @dataclass(frozen=True)
