@@ -109,3 +109,12 @@ def test_bad_arguments(kwargs, message):
 def test_bad_samples_raise():
     with pytest.raises(ValueError, match="head series 0: sample 1 is -1.0"):
         sample_until_settled(lambda: ([1.0, 2.0], [1.0, -1.0]), threshold_pct=5)
+
+
+def test_same_spends_no_alpha_and_is_judged_at_99_percent_at_every_look():
+    """2% noise, no change, a 5% rule: the first look's interval at its spent level (about 99.997%) crosses the
+    threshold but the 99% one lies within it: SAME at that look, reported at 99% (stopping for SAME cannot raise
+    the false-alarm rate)."""
+    draw, calls = _draws(100.0, 100.0, 0.02, n=10, seed=0)
+    s = _budgeted(draw, budget_s=1000.0, round_s=2.0, min_rounds=1)
+    assert (s.outcome, s.verdict, s.stop, len(calls), s.level) == ("SAME", "similar", "decided", 1, 0.99)

@@ -74,16 +74,19 @@ def test_a_selection_whose_samples_can_never_reach_alpha_is_refused_naming_what_
 
 
 def test_compare_marks_rows_that_cannot_reach_alpha_insufficient_naming_the_samples_needed():
-    """Two +30% changes with 5 samples a side (interval +27.7…+32%): alone among 2 series their smallest p
-    (0.0079) times 2 is above 0.01, so they can never be regressed: insufficient-samples, not similar."""
-    base = [record(k, spread(100.0, 5, 0.01)) for k in ("a", "b")]
-    head = [record(k, spread(130.0, 5, 0.01)) for k in ("a", "b")]
-    rows = _comparison(base, head)["rows"]
-    assert [(r["verdict"], r["reason"]) for r in rows] == [(
-        "insufficient-samples", "5 and 5 samples can never show a change among 2 series compared (smallest p × 2 "
-        "is not below 0.01): 6 a side are needed")] * 2
-    assert rows[0]["change"] == pytest.approx(30.0)
-    (alone,) = _comparison(base[:1], head[:1])["rows"]
+    """A +30% change with 5 samples a side (interval +27…+33%) beside an unchanged series: its smallest p (0.0079)
+    times 2 is above 0.01, so alone it could never be regressed: insufficient-samples naming the 6 a side needed,
+    not similar. Two such changes together reach q = p and are regressed; one series alone too."""
+    steady = [record(k, spread(100.0, 5, 0.001)) for k in ("a", "b")]
+    rows = _comparison(steady, [record("a", spread(130.0, 5, 0.01)), record("b", spread(100.0, 5, 0.001))])["rows"]
+    assert [(r["verdict"], r["reason"]) for r in rows] == [
+        ("insufficient-samples", "5 and 5 samples cannot show a lone change among 2 series compared (smallest p × 2 "
+                                 "is not below 0.01): 6 a side are needed"),
+        ("similar", "interval within the threshold")]
+    assert rows[0]["change"] == pytest.approx(30.0) and rows[0]["ci_low"] > 2.0
+    both = _comparison(steady, [record(k, spread(130.0, 5, 0.01)) for k in ("a", "b")])["rows"]
+    assert [r["verdict"] for r in both] == ["regressed", "regressed"]  # q = p = 0.0079 for each
+    (alone,) = _comparison(steady[:1], [record("a", spread(130.0, 5, 0.01))])["rows"]
     assert alone["verdict"] == "regressed"  # one series: 0.0079 < 0.01
 
 

@@ -307,3 +307,31 @@ def test_a_version_7_comparison_with_a_noisy_row_is_read_shown_as_inconclusive_a
     (tmp_path / "checked.json").write_text(json.dumps(checked), encoding="utf-8")
     assert [r.verdict for r in compare_module.load_comparison(tmp_path / "checked.json").rows] == [
         "inconclusive", "regressed"]
+
+
+@pytest.mark.parametrize("version", [3, 4, 6, 7])
+def test_a_recheck_of_an_earlier_comparison_writes_a_document_its_schema_and_reader_accept(version, tmp_path):
+    """Re-checking a real comparison of each version from 3 on (version 5's has no compared row): a paired row
+    that decides brings the document to this version (every field of every row, counts, missing_shards); one
+    that decides nothing (a failed arm) keeps its version and counts as that version did (noisy before 8). Both
+    validate and read back. The regression of versions 3 and 4 (confirmed, quarantined) is made a suspect."""
+    from benchtrail.runner.ab import Arm
+    from benchtrail.runner.recheck import apply, suspects
+
+    obj = json.loads((OLD / f"comparison-v{version}.json").read_text(encoding="utf-8"))
+    reg = next(r for r in obj["rows"] if r["id"] == "rc-reg")
+    reg.update(mark="unconfirmed", **({"quarantined": None} if version == 4 else {}))
+    row = next(r for r in obj["rows"] if r["id"] == suspects(obj)[0].id)
+    arms = Arm("base", "b" * 40, None), Arm("head", "c" * 40, None)
+    decided = {row["id"]: {**row, "verdict": "similar", "change": 0.1, "ci_low": -0.5, "ci_high": 0.7, "q_value": 0.5,
+                           "p_value": 0.5, "mde": 1.0, "outcome": "SAME", "noisy": False,
+                           "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
+    failed = {row["id"]: {**row, "verdict": "failed", "reason": "head failed: boom", "head_details": {}}}
+    for paired, expected in ((decided, compare_module.SCHEMA_VERSION), (failed, version)):
+        checked = apply(obj, paired, *arms)
+        assert checked["schema_version"] == expected
+        assert errors("comparison.schema.json", checked) == []
+        path = tmp_path / f"checked-{expected}.json"
+        path.write_text(json.dumps(checked), encoding="utf-8")
+        rows = {r.id: r for r in compare_module.load_comparison(path).rows}
+        assert rows[row["id"]].verdict == ("similar" if paired is decided else row["verdict"])

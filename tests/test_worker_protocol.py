@@ -116,20 +116,18 @@ def _git(repo, *args):
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def old_base_repo(tmp_path, monkeypatch):
-    """A repository whose HEAD~1 holds benchtrail as of ``OLD`` (so the base arm's workers import that
+def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
+    """A repository whose HEAD~1 holds benchtrail as of ``commit`` (so the base arm's workers import that
     worker, first on their PYTHONPATH) and whose HEAD holds none (the head arm imports this tree)."""
     here = Path(__file__).resolve().parent.parent
-    if subprocess.run(["git", "cat-file", "-e", f"{OLD}^{{commit}}"], cwd=here, capture_output=True).returncode:
-        pytest.skip(f"commit {OLD} is not in this clone (shallow?)")
+    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=here, capture_output=True).returncode:
+        pytest.skip(f"commit {commit} is not in this clone (shallow?)")
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")
-    archive = subprocess.run(["git", "archive", OLD, "build_tools/benchtrail"], cwd=here, check=True,
+    archive = subprocess.run(["git", "archive", commit, "build_tools/benchtrail"], cwd=here, check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
-    assert (root / "build_tools/benchtrail/worker.py").is_file()  # the flat, version-less worker
     (root / "protomod.py").write_text(MODEL)
     _git(root, "add", ".")
     _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base with the old benchtrail")
@@ -139,6 +137,34 @@ def old_base_repo(tmp_path, monkeypatch):
         "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 1000, direction: lower-is-better}\n")
     monkeypatch.syspath_prepend(str(root))
     return root
+
+
+@pytest.fixture
+def old_base_repo(tmp_path, monkeypatch):
+    """:func:`_repo_with_base_benchtrail` of ``OLD``: the flat, version-less worker."""
+    root = _repo_with_base_benchtrail(tmp_path, monkeypatch, OLD)
+    assert _git(root, "show", "HEAD~1:build_tools/benchtrail/worker.py")  # the flat, version-less worker
+    return root
+
+
+#: The last commit before issue 38 (its worker and server measure with glibc's adaptive malloc thresholds).
+BEFORE_38 = "4f888d2f05b970d72bd9e6f1ede94438ee9facd0"
+
+
+def test_a_budgeted_paired_run_against_a_base_from_before_issue_38(tmp_path, monkeypatch):
+    """The default policy since issue 38 (no round cap: rounds until the interval decides, within the case's
+    time budget) against a base arm whose worker server is 4f888d2's: both arms fork, every round answers."""
+    from benchtrail.pipeline.measure import ab_stage
+
+    repo = _repo_with_base_benchtrail(tmp_path, monkeypatch, BEFORE_38)
+    out = tmp_path / "ab"
+    ab_stage(repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml", Policy(min_rounds=2, budget_s=30, seed=1))
+    (row,) = json.loads((out / "comparison.json").read_text())["rows"]
+    assert row["verdict"] == "similar", row["reason"]  # x * 2 in both arms, within the 1000% rule: SAME
+    for side in ("base", "head"):
+        (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
+        ab = record["details"]["ab"]
+        assert (record["status"], ab["start_method"], ab["stop"], ab["rounds"]) == ("ok", "fork", "decided", 2)
 
 
 def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base_repo, tmp_path, monkeypatch):

@@ -60,7 +60,8 @@ def test_adding_a_trailer_makes_the_gate_pending_until_its_runs_comparison(story
     run, _ = chapter["run"]
     assert chapter["requested_gate"] == ("pending", f"run {run.run_id}/1 running; no result yet")
     assert chapter["gate"] == ("success", f"no confirmed regression (success, run {run.run_id}/1)")
-    assert "similar" in row_of(story.comments["fixed"], CHAIN)
+    verdict = row_of(story.comments["fixed"], CHAIN).split(" | ")[-1]
+    assert verdict.startswith(("similar", "inconclusive")), verdict  # fast again: no regression, in any case
 
 
 def test_a_process_job_that_fails_fails_the_gate_with_the_reason(story):

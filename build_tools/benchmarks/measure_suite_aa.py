@@ -39,7 +39,8 @@ def run_pipeline(presets: str, store: Path) -> tuple[float, Path]:
 
 
 def summarize(run_dir: Path) -> dict:
-    """Counts of one run's comparison: rows, alerts (the gate's regressions), cleared, improved, noisy, unknown."""
+    """Counts of one run's comparison: rows, alerts (the gate's regressions), cleared, improved, inconclusive
+    (``noisy`` in comparisons before version 8), unknown."""
     rows = json.loads((run_dir / "comparison.json").read_text())["rows"]
     execution = [r for r in rows if r["kind"] == "execution"]
     return {
@@ -49,9 +50,9 @@ def summarize(run_dir: Path) -> dict:
                         or r["verdict"] in ("regressed", "improved") for r in execution),
         "alerts": [r["name"] for r in rows if r["verdict"] == "regressed" and r["mark"] != "accepted"],
         "confirmed": sum(r["mark"] == "confirmed" for r in rows),
-        "cleared": sum(r.get("ab") is not None and r["verdict"] != "regressed" for r in rows),
+        "cleared": sum(r.get("ab") is not None and r["verdict"] == "similar" for r in rows),
         "improved": sum(r["verdict"] == "improved" for r in rows),
-        "noisy": sum(r["verdict"] == "noisy" for r in execution),
+        "inconclusive": sum(r["verdict"] in ("inconclusive", "noisy") for r in execution),
         "unknown": sum(r.get("outcome") == "UNKNOWN" for r in execution),
     }
 
@@ -66,7 +67,7 @@ def main() -> int:
         parser.error(f"--runs must be at least 2, got {args.runs}")
     with tempfile.TemporaryDirectory(prefix="benchtrail-aa-") as tmp:
         store = args.store or Path(tmp, "store")
-        print("| run | wall (min) | rows | stored-baseline suspects | alerts | confirmed | cleared by re-check | improved | noisy | UNKNOWN |")
+        print("| run | wall (min) | rows | stored-baseline suspects | alerts | confirmed | cleared by re-check | improved | inconclusive | UNKNOWN |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         alerting = 0
         for k in range(1, args.runs + 1):
@@ -77,7 +78,7 @@ def main() -> int:
             s = summarize(run_dir)
             alerting += bool(s["alerts"])
             print(f"| {k} | {wall / 60:.1f} | {s['rows']} | {s['suspects']} | {len(s['alerts'])} | {s['confirmed']} | {s['cleared']} | "
-                  f"{s['improved']} | {s['noisy']} | {s['unknown']} |", flush=True)
+                  f"{s['improved']} | {s['inconclusive']} | {s['unknown']} |", flush=True)
             for name in s["alerts"]:
                 print(f"|   | alert: `{name}` | | | | | | | | |", flush=True)
         n = args.runs - 1

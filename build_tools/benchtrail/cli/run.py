@@ -94,9 +94,9 @@ def add_pipeline_parsers(subparsers: Any) -> None:
     p.add_argument("--max-rounds", type=int_at_least(1),
                    help="rounds at most per case (default: none; a case runs until its interval decides, "
                         "within --budget-s)")
-    p.add_argument("--budget-s", type=positive_seconds, default=300.0,
+    p.add_argument("--budget-s", type=positive_seconds, default=60.0,
                    help="no new round starts after this many seconds of a case; the sequential looks spend "
-                        "the 1%% false-alarm rate over it (default 300)")
+                        "the 1%% false-alarm rate over it (default 60)")
     p.add_argument("--total-budget-s", type=positive_seconds, metavar="S",
                    help="with --recheck: suspects are re-checked largest change first, no case starts once S "
                         "seconds have passed since the re-check began, and each gets at most the time left as "

@@ -196,17 +196,40 @@ def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
                                                                                      for b in f.benchmarks})}
 
 
-def count_rows(rows: Sequence[Row | Mapping[str, Any]]) -> dict[str, int]:
-    """``counts`` of comparison.json: rows per verdict and regressed rows per mark.
+def count_rows(rows: Sequence[Row | Mapping[str, Any]], version: int = SCHEMA_VERSION) -> dict[str, int]:
+    """``counts`` of comparison.json of ``version``: rows per verdict (``noisy`` before version 8, ``inconclusive``
+    from it) and regressed rows per mark (``quarantined`` from version 4).
 
     Raises:
         KeyError: a row object without ``verdict`` or ``mark``.
     """
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    if any(r["verdict"] == "noisy" for r in rows):  # rows of versions 1 to 7, kept as they were
-        counts["noisy"] = sum(r["verdict"] == "noisy" for r in rows)
-    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in MARKS})
+    verdicts = VERDICTS if version >= 8 else tuple(v if v != "inconclusive" else "noisy" for v in VERDICTS)
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in verdicts}
+    marks = MARKS if version >= 4 else MARKS[:3]  # quarantined from version 4
+    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in marks})
     return counts
+
+
+def upgraded(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (comparison.json's object, any version) as of ``SCHEMA_VERSION``, for a stage that adds this
+    version's keys to it (the re-check): each row with every field, those an older row lacks at their defaults
+    (a regressed row without a mark ``unconfirmed``); a ``noisy`` verdict ``inconclusive`` with the label, a
+    ``similar`` one whose interval did not decide (UNKNOWN) ``inconclusive``; ``missing_shards`` null when
+    absent; ``counts`` again. A document of this version is returned as it is."""
+    if document.get("schema_version") == SCHEMA_VERSION:
+        return document
+    rows = []
+    for row in document["rows"]:
+        plain = {k: v for k, v in asdict(Row.of(row)).items() if k not in _RECHECK_ONLY or v is not None}
+        if plain["verdict"] == "noisy":
+            plain.update(verdict="inconclusive", noisy=True)
+        elif plain["verdict"] == "similar" and plain["outcome"] == "UNKNOWN" and plain["ci_low"] is not None:
+            plain["verdict"] = "inconclusive"
+        if plain["verdict"] == "regressed" and plain["mark"] is None:
+            plain["mark"] = "unconfirmed"
+        rows.append(plain)
+    return {**document, "schema_version": SCHEMA_VERSION, "missing_shards": document.get("missing_shards"),
+            "rows": rows, "counts": count_rows(rows)}
 
 
 def gate(rows: Sequence[Row | Mapping[str, Any]], fail_on: str | None) -> list[str]:

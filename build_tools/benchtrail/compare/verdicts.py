@@ -26,6 +26,7 @@ from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import compare_samples
 from benchtrail.stats.power import samples_needed, smallest_p
+from benchtrail.stats.sequential import resamples_for
 from benchtrail.stats.paired import compare_paired
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.compare.document import Row, accepted
@@ -206,25 +207,24 @@ def _infer_paired(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]
         index = [i for i, x in enumerate(levels) if x == level]
         group = [pairs[i] for i in index]
         alpha = 1.0 - level
-        # A percentile interval at ``level`` needs resamples in each tail of alpha/2: at least 10 each.
         result = compare_paired([b.samples for b, _, _ in group], [h.samples for _, h, _ in group],
                                 threshold_pct=np.array([t.threshold for _, _, t in group]),
                                 lower_is_better=np.array([t.lower_is_better for _, _, t in group]), alpha=alpha,
-                                level=level, resamples=max(2000, math.ceil(20.0 / alpha)),
+                                level=level, resamples=resamples_for(alpha),
                                 clusters=np.array([paired_rounds(b, h) for b, h, _ in group], dtype=np.int64))
         rows.update(zip(index, _rows_of(group, result)))
     return [rows[i] for i in range(len(pairs))]
 
 
-def _underpowered(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> dict[int, Row]:
-    """Rows (by index into ``pairs``, compared together) whose sample counts can never reach ``ALPHA``:
-    ``insufficient-samples``, naming the samples a side needed."""
-    m = len(pairs)
-    return {i: _row(h, b, "insufficient-samples",
-                    f"{len(b.samples)} and {len(h.samples)} samples can never show a change among {m} series "
-                    f"compared (smallest p × {m} is not below {ALPHA:g}): {samples_needed(m, ALPHA)} a side are needed",
-                    t, _change(b, h, t))
-            for i, (b, h, t) in enumerate(pairs) if smallest_p(len(b.samples), len(h.samples)) * m >= ALPHA}
+def _underpowered(rows: list[Row]) -> list[Row]:
+    """``rows`` (compared together) with each ``inconclusive`` one whose sample counts could not show a lone
+    change among them (the smallest Mann–Whitney p × the rows is not below ``ALPHA``:
+    ``stats.power.smallest_p``) made ``insufficient-samples``, naming the samples a side it needed."""
+    m = len(rows)
+    return [replace(r, verdict="insufficient-samples", reason=(
+        f"{r.base_n} and {r.head_n} samples cannot show a lone change among {m} series compared (smallest p × {m} "
+        f"is not below {ALPHA:g}): {samples_needed(m, ALPHA)} a side are needed"))
+        if r.verdict == "inconclusive" and smallest_p(r.base_n, r.head_n) * m >= ALPHA else r for r in rows]
 
 
 def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> list[Row]:
@@ -239,17 +239,12 @@ def _infer(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]) -> l
         rows = dict(zip([i for i, x in enumerate(paired) if x], _infer_paired([p for p, x in zip(pairs, paired) if x])))
         rows.update(zip([i for i, x in enumerate(paired) if not x], _infer([p for p, x in zip(pairs, paired) if not x])))
         return [rows[i] for i in range(len(pairs))]
-    short = _underpowered(pairs)
-    if short:
-        index = [i for i in range(len(pairs)) if i not in short]
-        rows = {**short, **dict(zip(index, _infer([pairs[i] for i in index])))}
-        return [rows[i] for i in range(len(pairs))]
     result = compare_samples([b.samples for b, _, _ in pairs], [h.samples for _, h, _ in pairs],
                              threshold_pct=np.array([t.threshold for _, _, t in pairs]),
                              lower_is_better=np.array([t.lower_is_better for _, _, t in pairs]), alpha=ALPHA,
                              base_clusters=np.array([processes(b) for b, _, _ in pairs], dtype=np.int64),
                              head_clusters=np.array([processes(h) for _, h, _ in pairs], dtype=np.int64))
-    return _rows_of(pairs, result)
+    return _underpowered(_rows_of(pairs, result))
 
 
 def _rows_of(pairs: list[tuple[BenchmarkRecord, BenchmarkRecord, Threshold]], result) -> list[Row]:

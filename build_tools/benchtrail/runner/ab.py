@@ -141,7 +141,7 @@ class Policy:
 
     min_rounds: int | None = None
     max_rounds: int | None = None
-    budget_s: float = 300.0
+    budget_s: float = 60.0
     seed: int = 0
     total_budget_s: float | None = None
     profiling: Profiling | None = Profiling()

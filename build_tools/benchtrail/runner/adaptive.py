@@ -25,7 +25,7 @@ import numpy as np
 
 from benchtrail.stats.inference import Inference, compare_samples
 from benchtrail.stats.paired import compare_paired
-from benchtrail.stats.sequential import budget_alpha, look_alphas
+from benchtrail.stats.sequential import budget_alpha, look_alphas, resamples_for
 
 #: One round: ``(base samples, head samples)`` drawn in that round, any unit (the same on both sides).
 Draw = Callable[[], tuple[list[float], list[float]]]
@@ -68,8 +68,6 @@ class Settled:
 #: A look of a budgeted sequential run after its first spends at least this share of ``alpha`` (the last look
 #: excepted), so a run looks at most 1 / MIN_LOOK_SHARE + 2 times and no look's interval is needlessly wide.
 MIN_LOOK_SHARE = 0.1
-#: Bootstrap resamples of one look at most (a look at a very small level otherwise asks for 20 / level).
-MAX_RESAMPLES = 50_000
 
 
 def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
@@ -91,7 +89,8 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
 
     Without ``sequential`` every comparison uses level ``1 - alpha`` and q < ``alpha``. With it, the looks
     that may stop the loop share ``alpha`` (:mod:`benchtrail.stats.sequential`, Pocock-type spending), so
-    the chance of a false alarm at any look stays below ``alpha``:
+    the chance of a false alarm at any look stays below ``alpha``; SAME (the interval within the threshold)
+    spends none and is judged at every look at ``1 - alpha`` (the returned level then):
 
     * with ``max_rounds``, over rounds: rounds ``min_rounds`` to ``planned_rounds`` (default ``max_rounds``)
       are the looks, as :func:`benchtrail.stats.sequential.look_alphas` spends it; ``planned_rounds`` lets a
@@ -99,7 +98,8 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
     * with ``max_rounds=None``, over the time budget (a finite ``budget_s``): the information time of a look
       is the fraction of ``budget_s`` spent (:func:`benchtrail.stats.sequential.budget_alpha`); round
       ``min_rounds`` is the first look, a later round is a look when it may spend at least ``MIN_LOOK_SHARE``
-      of ``alpha``, and the round after which the budget is spent is the last look and spends what is left.
+      of ``alpha``, and the round after which the budget is spent is the last look and spends what is left
+      (no earlier look leaves it less than ``MIN_LOOK_SHARE`` of ``alpha``).
 
     Raises:
         ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, ``max_rounds=None`` without
@@ -139,13 +139,19 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
             a = float(looks[rounds - min_rounds])
         elif sequential:
             share = float(budget_alpha(min(elapsed / budget_s, 1.0), alpha)) - spent
-            if not last and spent and share < MIN_LOOK_SHARE * alpha:
-                continue  # too little to spend yet: not a look (the first look, at min_rounds, always is)
+            left = alpha - spent - share  # for the looks after this one: the last needs a share too
+            if not last and ((spent and share < MIN_LOOK_SHARE * alpha) or left < MIN_LOOK_SHARE * alpha):
+                continue  # not a look (the first, at min_rounds, is one unless it would leave the last too little)
             a = share if not last else alpha - spent
             spent += a
         else:
             a = alpha
         result = _compare(base, head, rounds, sizes, a, threshold_pct, lower_is_better, seed, paired, cluster_rounds)
+        if a < alpha and str(result.outcome[0]) == "UNKNOWN":  # SAME spends no alpha: judged at 1 - alpha
+            same = _compare(base, head, rounds, sizes, alpha, threshold_pct, lower_is_better, seed, paired,
+                            cluster_rounds)
+            if str(same.outcome[0]) == "SAME":
+                return Settled(tuple(base), tuple(head), same, rounds, clock() - start, 1.0 - alpha, "decided")
         decided = str(result.outcome[0]) != "UNKNOWN"
         if decided or last:
             stop = "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds"
@@ -157,8 +163,7 @@ def _compare(base: list[float], head: list[float], rounds: int, sizes: set[tuple
     """One look: everything drawn compared at level ``1 - a`` and q < ``a``."""
     # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
     clusters = [rounds] if cluster_rounds and len(sizes) == 1 else None
-    # A percentile interval at level 1 - a needs resamples in each tail of a/2: at least 10 each.
-    resamples = min(MAX_RESAMPLES, max(2000, math.ceil(20.0 / a)))
+    resamples = resamples_for(a)
     if paired:
         return compare_paired([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
                               lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchtrail import jsonio
-from benchtrail.compare.document import INCONCLUSIVE, SCHEMA_VERSION, Comparison, Row, accepted, count_rows
+from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, accepted, count_rows, upgraded
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.why import profile_diff
@@ -50,8 +50,9 @@ AnyComparison = TypeVar("AnyComparison", Comparison, dict)
 
 
 #: Screening level of a row the stored comparison left ``inconclusive``: it is re-checked when its point
-#: estimate lies beyond its percent threshold and its Mann–Whitney p is below this. With no change at all,
-#: at most this share of rows passes, however noisy the machine: the A/A cost of the re-check is bounded.
+#: estimate lies beyond its percent threshold and its Mann–Whitney p is below this. With independent samples
+#: and no change, at most this share of rows would pass; a drift between two stored runs makes p small for
+#: many rows, so what bounds the re-check's A/A cost is its time budget (``Policy.total_budget_s``).
 SCREEN_P = 0.1
 #: A paired arm whose median is further than this factor (or 3 × the noise, when larger) from the stored run
 #: of its own commit measured something else (issue 38): its pair is reported, not used.
@@ -202,10 +203,9 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
                 f"(the arm measured something else); the stored baseline gave {_ci(row)}")})
             continue
         rows.append(_decided(row, paired, ab, accept))
+    updated = {**document, "rows": rows, "counts": count_rows(rows, document.get("schema_version", 1))}
     if not_reached or any(r.get("stored") for r in rows):  # keys older comparisons lack: now of this version
-        rows = [{**r, "verdict": "inconclusive", "noisy": True} if r["verdict"] == "noisy" else r for r in rows]
-        document = {**document, "schema_version": max(document.get("schema_version", 0), SCHEMA_VERSION)}
-    updated = {**document, "rows": rows, "counts": count_rows(rows)}
+        updated = upgraded(updated)
     return Comparison.of(updated) if isinstance(comparison, Comparison) else updated
 
 

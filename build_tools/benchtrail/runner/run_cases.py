@@ -165,8 +165,8 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
 
     The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
     would bias the result towards lucky runs); the first run's samples, process medians, noise,
-    wall time, timed and warm-up time and phases are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the rerun is
-    ``noisy`` in the comparison and never gated.
+    wall time, timed and warm-up time and phases are kept under ``rerun``. A row still noisier than ``NOISE_LIMIT`` after the
+    rerun is labelled ``noisy`` in the comparison (its interval still decides its verdict).
     """
     first = run_module_cases(rcs, module_dir, env)
     if not rerun:

@@ -44,7 +44,7 @@ def worker_pythonpath(start: Path = Path(".")) -> str:
 #: is served from the heap or mmapped and page-faulted afresh on every call (2 MiB: 513 faults, 5x the time);
 #: every worker forked from one server replays one history, so a whole paired arm measured 3x slow (issue 38).
 #: Fixed thresholds (setting one turns the adjustment off) serve everything under 32 MiB from the heap and
-#: keep up to 256 MiB of freed heap. A value of the user's own is kept, ours after it.
+#: keep up to 256 MiB of freed heap. The user's own tunables are kept, ours after them (the last value wins).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
 
 

@@ -66,3 +66,14 @@ def budget_alpha(t: float | np.ndarray, alpha: float) -> np.ndarray:
     rest of ``alpha``. Same arguments, result and errors as :func:`pocock_spending`.
     """
     return pocock_spending(t, alpha)
+
+
+#: Bootstrap resamples of one look at most: a look at a very small level would otherwise ask for 20 / level.
+MAX_RESAMPLES = 50_000
+
+
+def resamples_for(a: float) -> int:
+    """Bootstrap resamples for a percentile interval at level ``1 - a``: at least 10 in each tail of ``a / 2``
+    (``20 / a``), at least 2000, at most :data:`MAX_RESAMPLES` (a sequential look's level is never below
+    ``1 - alpha / 1000`` in practice: ``benchtrail.runner.adaptive``)."""
+    return min(MAX_RESAMPLES, max(2000, math.ceil(20.0 / a)))
