@@ -114,6 +114,33 @@ def test_commit_pointers_are_create_only_and_listed_in_the_order_the_store_creat
     assert store.pointers("0" * 40) == []
 
 
+def test_a_copied_local_store_orders_a_commits_runs_as_before(tmp_path):
+    """Issue 39: ``cp -r`` (or a checkout, an archive) gives every file a new time; a local store orders a
+    commit's runs by the UTC time written into each pointer when it was created (run id, then attempt, break a
+    tie), not by the file's time, so the newest run, the baseline, stays the same. A pointer without a valid
+    ``created`` (older ones) falls back to its file's time."""
+    import shutil
+
+    from benchtrail.store import open_store
+
+    sha = "ab" * 20
+    store = open_store(str(tmp_path / "store"))
+    for run_id, created in (("9", "2026-12-01T10:00:00+00:00"), ("10", "2026-12-02T10:00:00+00:00"),
+                            ("11", "2026-12-02T10:00:00+00:00"), ("12", "2026-12-03T09:00:00+01:00")):
+        store.write_pointer(sha, run_id, 1, {"created": created, "devices": ["c2-standard-16"]})
+    store.write_pointer(sha, "old", 1, {"created": "not a time", "devices": ["c2-standard-16"]})
+    folder = tmp_path / "store" / "commits" / sha
+    os.utime(folder / "old-1.json", (1_700_000_000, 1_700_000_000))  # 2023: older than every created time
+    order = ["old", "9", "10", "11", "12"]
+    assert [p["run_id"] for p in store.pointers(sha)] == order
+    shutil.copytree(tmp_path / "store", tmp_path / "copy", copy_function=shutil.copy)  # new file times ...
+    for i, name in enumerate(["12-1.json", "11-1.json", "10-1.json", "9-1.json"]):  # ... in reverse order
+        os.utime(tmp_path / "copy" / "commits" / sha / name, (2_000_000_000 - i, 2_000_000_000 - i))
+    copied = [p["run_id"] for p in open_store(str(tmp_path / "copy")).pointers(sha)]
+    assert copied == order[1:] + ["old"]  # "old" has only its file's time, which the copy made the newest
+    assert store.pointers(sha)[-1]["stored_at"] == "2026-12-03T08:00:00.000000Z"  # in UTC
+
+
 def test_unsafe_local_file_names_are_refused_before_anything_is_stored(store, tmp_path):
     local = write_tree(tmp_path / "local-run", {"results/ok.json": b"{}", "results/a[1].json": b"{}"})
     with pytest.raises(UserError, match=r"'results/a\[1\].json' is refused because it contains a gcloud "

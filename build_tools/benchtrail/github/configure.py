@@ -103,6 +103,16 @@ def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple
     return list(seen.items()), from_trailer is not None
 
 
+def no_trailer_note(body: str) -> str:
+    """The note of a PR description without a ``benchmarks:`` trailer; it names lone CR line ends (some API
+    clients send them), which git, and so benchtrail, does not take for line ends: the text is one long line."""
+    note = "no `benchmarks:` trailer in the last paragraph of the PR description"
+    if "\r" in body.replace("\r\n", ""):
+        note += (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is one "
+                 "long line; send LF or CRLF line ends)")
+    return note
+
+
 def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], known: tuple[str, ...],
            meta: Mapping[str, tuple[str, ...]]) -> Selection:
     """Decide the presets for one event.
@@ -123,7 +133,7 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
         requested, trailer_found = pr_requests(title, body, labels)
         accept = accept_items(title, body)
         presets = _resolve_pr(requested, known, meta)
-        notes = () if trailer_found else ("no `benchmarks:` trailer in the last paragraph of the PR description",)
+        notes = () if trailer_found else (no_trailer_note(body),)
         # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
         # changed since), with what the edit replaced taken from ``changes``.
         kept = payload.get("action") == "edited" and _edit_kept_selection(

@@ -97,10 +97,12 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
 
 
 def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = None,
-                       unreadable: Iterable[str] = ()) -> Pointers:
-    """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at``: when the store
-    created the pointer (a GCS object's ``timeCreated``, a local file's modification time; never a time
-    the pointer's writer chose), set on each returned dict. Files that cannot be parsed, are bigger
+                       unreadable: Iterable[str] = (), own_time: bool = False) -> Pointers:
+    """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at`` (then run id and
+    attempt): when the store created the pointer (a GCS object's ``timeCreated``, never a time the pointer's
+    writer chose), set on each returned dict. With ``own_time`` (a local store, which is its own writer and
+    whose files a copy re-times) ``stored_at`` is the pointer's ``created``, the given time only for a pointer
+    without a valid one. Files that cannot be parsed, are bigger
     than ``MAX_POINTER_BYTES`` or fail :func:`pointer_problem` (with ``commit``, the folder's commit) are
     skipped; the returned list's ``unreadable`` says why, after the given ``unreadable`` messages
     (callers that care, such as ``benchtrail history`` and ``track``, report them)."""
@@ -120,11 +122,22 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = N
         if why:
             problems.append(f"commit pointer {p}: {why}")
             continue
-        pointer["stored_at"] = stored_at  # the store's own record, whatever the document says
+        pointer["stored_at"] = (own_time and _created(pointer)) or stored_at  # the store's own record
         found.append(pointer)
-    pointers = Pointers(sorted(found, key=lambda d: d["stored_at"]))
+    pointers = Pointers(sorted(found, key=lambda d: (d["stored_at"], d["run_id"], d["attempt"])))
     pointers.unreadable = tuple(problems)
     return pointers
+
+
+def _created(pointer: dict[str, Any]) -> str | None:
+    """A pointer's ``created`` (ISO 8601 with its offset) in ``stored_time``'s form, or None without a valid one."""
+    import datetime
+
+    try:
+        when = datetime.datetime.fromisoformat(pointer.get("created"))
+    except (TypeError, ValueError):
+        return None
+    return stored_time(when) if when.tzinfo is not None else None
 
 
 def pointer_document(commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> dict[str, Any]:
@@ -227,11 +240,13 @@ class LocalStore:
         return jsonio.write_json(path, pointer, exclusive=True)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit``, oldest first by ``stored_at`` (the file's modification time).
-        Unreadable ones are skipped (a ``Pointers`` list: its ``unreadable`` says why)."""
+        """The pointers of ``commit``, oldest first by ``stored_at``: the time written into each when it was
+        created (UTC; run id, then attempt, break ties), so a copied store (new file times) orders its runs as
+        before; a pointer without one, by its file's modification time. Unreadable ones are skipped (a
+        ``Pointers`` list: its ``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
         paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit)
+        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit, own_time=True)
 
 
 def open_local_store(url: str, path: str) -> LocalStore:
