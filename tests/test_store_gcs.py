@@ -219,14 +219,23 @@ def test_upload_and_fetch_commands_print_their_output_last(gcs_bucket, tmp_path,
     args = parser.parse_args(["upload", "--run-dir", str(local), "--store", store_url, "--run-id", "55",
                               "--attempt", "2", "--deadline", "30"])
     assert args.func(args) == 0
-    assert capsys.readouterr().out.splitlines() == [f"{len(RUN)} file(s) of {local} stored in run 55/2",
-                                                    f"{store_url}/runs/55/2/"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"{len(RUN)} file(s) of {local} stored in run 55/2, which holds {len(RUN)}", f"{store_url}/runs/55/2/"]
     args = parser.parse_args(["fetch", "--store", store_url, "--run-id", "55", "--attempt", "2", "--pattern",
                               "results/**", "--pattern", "comparison.json", "--dest", str(tmp_path / "f")])
     assert args.func(args) == 0
     assert capsys.readouterr().out.splitlines()[-1] == str(tmp_path / "f")
     assert sorted(read_tree(tmp_path / "f")) == ["comparison.json", "results/c2-standard-16-0.json",
                                                  "results/docs/bench_resnet18_20261129T000000Z_0123abcd.json"]
+    # Issue 39: a job that adds one file prints its own count and the run's total (docs/store.md).
+    shard = write_tree(tmp_path / "shard", {"results/c2-standard-16-1.json": b"{}"})
+    for store in (store_url, str(tmp_path / "local-store")):
+        for run_dir in ((local, shard) if store != store_url else (shard,)):
+            args = parser.parse_args(["upload", "--run-dir", str(run_dir), "--store", store, "--run-id", "55",
+                                      "--attempt", "2"])
+            assert args.func(args) == 0
+        assert capsys.readouterr().out.splitlines()[-2] == (
+            f"1 file(s) of {shard} stored in run 55/2, which holds {len(RUN) + 1}")
     with pytest.raises(SystemExit):
         parser.parse_args(["fetch", "--store", store_url, "--run-id", "../x", "--attempt", "1", "--dest", "d"])
 

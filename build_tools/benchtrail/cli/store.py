@@ -52,7 +52,8 @@ def add_fetch_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    """``benchtrail upload``: prints the count, then the run's store URL. Exit 0, or UserError."""
+    """``benchtrail upload``: prints the count and the run's total, then the run's store URL. Exit 0, or
+    UserError."""
     from benchtrail.store import ALL_FILES, open_store
     from benchtrail.store.pointer import check_own_pointer, pointer_info
 
@@ -60,7 +61,8 @@ def cmd_upload(args: argparse.Namespace) -> int:
     patterns = tuple(args.patterns or ALL_FILES)
     info = pointer_info(args.run_dir) if args.write_pointer else None  # bad results fail before the upload
     count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline, patterns=patterns)
-    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}")
+    total = len(store.run_files(args.run_id, args.attempt, deadline_s=args.deadline))
+    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds {total}")
     if info is not None:
         commit = info.pop("commit")
         url = store.write_pointer(commit, args.run_id, args.attempt, info)

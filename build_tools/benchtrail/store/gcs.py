@@ -131,6 +131,17 @@ class GcsStore:
         self.io.upload(Path(local_dir), names, prefix, deadline_s, hint="upload the run under a new attempt")
         return len(names)
 
+    def run_files(self, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
+        """The names of the run's objects, relative to its prefix, sorted (folder placeholders left out); [] for
+        no such run.
+
+        Raises:
+            UserError: the listing still failing when ``deadline_s`` ran out.
+        """
+        prefix = self._run_prefix(run_id, attempt)
+        listed = self.io.list(prefix, self.io.deadline(deadline_s))
+        return sorted(b.name[len(prefix):] for b in listed if b.name[len(prefix):] and not b.name.endswith("/"))
+
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None, patterns: Sequence[str] = ALL_FILES,
                   *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
         """Download the run's objects matching ``patterns`` into ``dest`` (default: ``run_dir``).

@@ -207,6 +207,12 @@ class LocalStore:
                 raise UserError(f"cannot copy {local_dir} into {target}: {exc.strerror or exc}") from exc
         return len(names)
 
+    def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
+        """The names of the run's files, relative to its directory, sorted; [] for no such run (``deadline_s``
+        is ignored, as in :meth:`fetch_run`)."""
+        target = self.run_dir(run_id, attempt)
+        return sorted(local_files(target)) if target.is_dir() else []
+
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
         """Return a local folder holding the run's files that match ``patterns``.
