@@ -171,6 +171,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.kind == "execution":  # as pipeline.measure.write_export
         check_sample_sizes(loaded.select_run_configs(args.benchmark_presets))
     obj = export_object(loaded, args.kind, args.benchmark_presets, args.shard_count, seed=args.format == "seed")
+    if args.kind == "execution" and args.filter is not None and args.format != "seed":
+        obj["filter"] = args.filter  # as pipeline.measure.write_export: compare leaves other series out
     if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
         sys.stdout.write(jsonio.dumps(obj))
         return EXIT_OK
@@ -215,7 +217,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit, args.thresholds,
-                          recheck=args.recheck, quarantine=args.quarantine, any_origin=args.baseline_any_origin)
+                          recheck=args.recheck, quarantine=args.quarantine, any_origin=args.baseline_any_origin,
+                          name_filter=args.filter)
     show_result(result.run_dir / "comparison.json", result.comment_md, args.json)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
 

@@ -108,8 +108,10 @@ def available_architectures() -> set[Architecture]:
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
                  thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True,
-                 quarantine: Path | None = None, any_origin: bool = False) -> PipelineResult:
-    """Run the main job; return where its outputs are.
+                 quarantine: Path | None = None, any_origin: bool = False,
+                 name_filter: str | None = None) -> PipelineResult:
+    """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed ``suite``
+    (recorded in the execution export, so the comparison leaves the baseline's other series out).
 
     ``quarantine`` is the quarantine file (``benchtrail.compare.rules``). With ``recheck``, regressions
     against the stored baseline are run again in paired A/B mode
@@ -143,7 +145,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     clock = StageClock()
     configs = run_dir / "run-configs"
     with clock("export"):
-        execution = write_export(suite, "execution", presets, configs / "execution.json")
+        execution = write_export(suite, "execution", presets, configs / "execution.json", name_filter=name_filter)
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}

@@ -33,16 +33,22 @@ from benchtrail.suite.export import (export_object, load_compilation, load_execu
 from benchtrail.suite.names import slug
 
 
-def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1) -> Path:
-    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``.
+def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1,
+                 name_filter: str | None = None) -> Path:
+    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``; an execution export of a
+    ``suite`` narrowed by ``--filter`` records it (``name_filter``: the compare stage leaves the baseline's other
+    series out).
 
     Raises:
         UserError: as ``suite.export.export_object``; an execution export whose run configs take too few samples
             to ever show a change (``stats.power.check_sample_sizes``).
     """
+    obj = export_object(suite, kind, presets, shard_count)
     if kind == "execution":
         check_sample_sizes(suite.select_run_configs(presets))
-    return jsonio.write_json(output, export_object(suite, kind, presets, shard_count), exclusive=True)
+        if name_filter is not None:
+            obj["filter"] = name_filter
+    return jsonio.write_json(output, obj, exclusive=True)
 
 
 def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:

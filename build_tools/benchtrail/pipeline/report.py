@@ -6,6 +6,7 @@ Each stage reads and writes files of a run directory (``comparison.json``, ``com
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,22 +95,48 @@ def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin:
     return {d: why for d, why in found.items() if why}
 
 
-def in_selection(base: list[ResultsFile], head: list[ResultsFile]) -> list[ResultsFile]:
-    """``base`` without the records that the head lacks and that lie outside the head run's presets
-    (``run.presets`` of the head files; a record's own ``presets``, else its run's): a series the head
-    did not select is not ``removed``, and a series the head has is always compared, whatever its
-    presets are called now. Unchanged when the head files name no presets (plain results files)."""
+def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
+    """The ``--filter`` the head run directories' execution exports were made with (their ``filter``), compiled;
+    None when none was (or no head has an export).
+
+    Raises:
+        UserError: an export that cannot be read, or a filter that is not a regular expression.
+    """
+    from benchtrail.suite.filters import compile_filter
+
+    for path in map(Path, head):
+        export = path / "run-configs" / "execution.json"
+        if export.is_file():
+            text = jsonio.read_json(export, kind="execution export", supported=1).get("filter")
+            if isinstance(text, str):
+                return compile_filter(text)
+    return None
+
+
+def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.Pattern[str] | None = None
+                 ) -> list[ResultsFile]:
+    """``base`` without the records that the head lacks and that lie outside the head run's selection: its
+    presets (``run.presets`` of the head files; a record's own ``presets``, else its run's) and, when the head
+    was run with ``--filter`` (``pattern``, :func:`exported_filter`), the filter (a record's name, id or
+    module name it finds, as ``suite.filters.filter_suite`` selects). A series the head did not select is not
+    ``removed``, and a series the head has is always compared, whatever its presets are called now.
+    Unchanged when the head files name no presets (plain results files)."""
     import dataclasses
 
     wanted = {p for f in head for p in f.run.get("presets") or ()}
     if not wanted:
         return base
     in_head = {b.id for f in head for b in f.benchmarks}
+
+    def chosen(b, run_presets: set[str]) -> bool:
+        if pattern is not None and not any(pattern.search(t) for t in (b.name, b.id, b.module_name)):
+            return False
+        return not (set(b.presets) or run_presets) or bool((set(b.presets) or run_presets) & wanted)
+
     kept = []
     for f in base:
         run_presets = set(f.run.get("presets") or ())
-        records = tuple(b for b in f.benchmarks if b.id in in_head or not (set(b.presets) or run_presets) or
-                        (set(b.presets) or run_presets) & wanted)
+        records = tuple(b for b in f.benchmarks if b.id in in_head or chosen(b, run_presets))
         if records:
             kept.append(dataclasses.replace(f, benchmarks=records))
     return kept
@@ -125,8 +152,9 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     each device's own baseline run, so they may come from several commits), used with ``base``.
     Devices whose baseline key differs from the head's (``benchtrail.results.baseline_key``) are not compared
     (their rows are ``not-comparable``, saying what differs; ``any_origin``, ``--baseline-any-origin``:
-    a CI run and a local one may be compared), and baseline series outside the head
-    run's presets are left out (a ``comp-stats`` run does not call every ``x86_64`` series removed).
+    a CI run and a local one may be compared), and baseline series the head did not select are left out
+    (:func:`in_selection`: outside its presets, so a ``comp-stats`` run does not call every ``x86_64`` series
+    removed, or outside its ``--filter``).
     Devices whose stored baseline run exists but cannot be read (``baseline.lacking`` says
     ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``; ``benchtrail.compare.baseline``)
     get ``not-comparable`` rows with that reason instead of ``new`` ones.
@@ -145,7 +173,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, thresholds: 
     entries = load_quarantine(quarantine)
     base_files = (load_results_paths(base) if base else []) + list(base_results or [])
     head_files = load_results_paths(head)
-    base_files = in_selection(base_files, head_files)
+    base_files = in_selection(base_files, head_files, exported_filter(head))
     mismatched = key_mismatches(base_files, head_files, any_origin)
     for device, why in sorted(mismatched.items()):
         console.print(f"[yellow]{rich_text(device)} is not compared[/]: its baseline was measured differently "
