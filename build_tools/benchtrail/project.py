@@ -217,6 +217,7 @@ def load_suite(project: Project):
         except (UserError, BadName) as exc:
             raise UserError(f"{where}: {exc}") from exc
         _check_preset_names(suite, where)
+        _check_unique_names(suite, where)
         return suite
     try:
         suite = load_entry_point(project.suite)()
@@ -227,7 +228,27 @@ def load_suite(project: Project):
     if not isinstance(suite, Suite):
         raise UserError(f"{where}: returned {type(suite).__name__}, not a benchtrail Suite")
     _check_preset_names(suite, where)
+    _check_unique_names(suite, where)
     return suite
+
+
+def _check_unique_names(suite, where: str) -> None:
+    """Refuse two run configs, or two modules, of different ids under one name (results, module folders and
+    the comment name them), naming both and what makes each (issue 39: ``1`` and ``"1"``)."""
+    for kind, items in (("run configs", suite.run_configs), ("modules", suite.generation_configs)):
+        seen: dict[str, Any] = {}
+        for item in items:
+            other = seen.setdefault(item.name, item)
+            if other.id != item.id:
+                made = " and ".join(_made_by(x) for x in (other, item))
+                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must be unique "
+                                "like ids: give the models, configs or parameter values names of their own")
+
+
+def _made_by(item) -> str:
+    """What makes a run config or module: its model's entry point, with the parameters of a function benchmark."""
+    model = getattr(item, "model", None) or item.module_generation_config.model
+    return model.entry_point + (f" with {dict(model.params)!r}" if model.params else "")
 
 
 def _check_preset_names(suite, where: str) -> None:

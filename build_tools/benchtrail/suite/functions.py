@@ -250,9 +250,18 @@ def _nonnegative(value: Any, what: str, where: str) -> Any:
     return value
 
 
-def params_label(params: Mapping[str, Any]) -> str:
-    """``"[seq=64,dtype=f32]"`` (``""`` without parameters): the parameters as a model name shows them."""
-    return f"[{','.join(f'{k}={v}' for k, v in params.items())}]" if params else ""
+def params_label(params: Mapping[str, Any], literal: Iterable[str] = ()) -> str:
+    """``"[seq=64,dtype=f32]"`` (``""`` without parameters): the parameters as a model name shows them; those named
+    in ``literal`` with ``repr`` (``[n='1']``, ``[n=1]``): a parameter whose values' text coincides
+    (:func:`coinciding`)."""
+    literal = set(literal)
+    return f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]" if params else ""
+
+
+def coinciding(params: Sequence[tuple[str, Sequence[Any]]]) -> frozenset[str]:
+    """The parameters of a grid two of whose values read the same as text (``1`` and ``"1"``, ``None`` and
+    ``"None"``): their names show the values with ``repr``, so each combination keeps a name of its own."""
+    return frozenset(name for name, values in params if len({str(v) for v in values}) < len(values))
 
 
 def model_id(qualified_name: str, params: Mapping[str, Any]) -> str:
@@ -301,9 +310,10 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
     for entry, bench in benchmarks:
         reference = (f"{bench.reference.__module__}:{bench.reference.__qualname__}"
                      if bench.reference is not None else None)
+        literal = coinciding(bench.params)
         for params in bench.grid():
             model = Model(model_id(bench.renamed_from or bench.qualified_name, params),
-                          bench.qualified_name + params_label(params), ("function",), entry, (),
+                          bench.qualified_name + params_label(params, literal), ("function",), entry, (),
                           reference_entry_point=reference, fullgraph=bench.fullgraph,
                           params=tuple(params.items()))
             if owner.setdefault(model.id, model.name) != model.name:
