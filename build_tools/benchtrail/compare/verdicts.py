@@ -33,6 +33,9 @@ from benchtrail.compare.document import Row, accepted
 
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
+#: The reason of a row whose two sides' definitions were hashed by different schemes
+#: (``benchtrail.suite.content_hash.HASH_SCHEME``): compared, their definitions unchecked.
+HASH_SCHEME_NOTE = "definition not checked: hash scheme changed"
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -298,6 +301,13 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
     base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
                   if b.device_name not in mismatched}
     head_by_id = _index(head, "head")
+    schemes = [{b.id: f.environment.get("hash_scheme", 1) for f in files for b in f.benchmarks} for files in (base, head)]
+    unchecked: set[str] = set()  # definitions hashed by two schemes: compared, not checked
+    for sid, b in list(base_by_id.items()):
+        h = head_by_id.get(sid)
+        if h is not None and b.content_hash != h.content_hash and schemes[0].get(sid) != schemes[1].get(sid):
+            base_by_id[sid] = replace(b, content_hash=h.content_hash)
+            unchecked.add(sid)
     lacking = {u.id: u for u in unreported if u.id not in head_by_id}
     rows: list[Row | None] = []
     batch: list[tuple[int, tuple[BenchmarkRecord, BenchmarkRecord, Threshold]]] = []
@@ -323,6 +333,8 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
             rows.append(compare_series(b, h, t))
     for (position, _), row in zip(batch, _infer([pair for _, pair in batch])):
         rows[position] = row
+    rows = [replace(r, reason="; ".join(filter(None, (r.reason, HASH_SCHEME_NOTE)))) if r and r.id in unchecked
+            else r for r in rows]
     rows.extend(_unreported_row(u, base_by_id.get(sid)) for sid, u in lacking.items())
     for sid, b in base_by_id.items():
         if sid not in head_by_id and sid not in lacking:

@@ -104,13 +104,11 @@ def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple
 
 
 def no_trailer_note(body: str) -> str:
-    """The note of a PR description without a ``benchmarks:`` trailer; it names lone CR line ends (some API
-    clients send them), which git, and so benchtrail, does not take for line ends: the text is one long line."""
-    note = "no `benchmarks:` trailer in the last paragraph of the PR description"
-    if "\r" in body.replace("\r\n", ""):
-        note += (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is one "
-                 "long line; send LF or CRLF line ends)")
-    return note
+    """The note of a PR description without a ``benchmarks:`` trailer, naming lone CR line ends (some API clients
+    send them), which git does not read as line ends: the text is then one long line."""
+    cr = (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is one "
+          "long line; send LF or CRLF line ends)") if "\r" in body.replace("\r\n", "") else ""
+    return "no `benchmarks:` trailer in the last paragraph of the PR description" + cr
 
 
 def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], known: tuple[str, ...],

@@ -50,12 +50,14 @@ def collect_environment(threads: int) -> dict[str, Any]:
     import torch
 
     from benchtrail.runner.doctor import run_checks
+    from benchtrail.suite.content_hash import HASH_SCHEME
     from benchtrail.worker.timing import METHOD_VERSION
 
     env: dict[str, Any] = {
         "torch_version": torch_version(),
         "torch_build": torch.__version__,
         "method_version": METHOD_VERSION,
+        "hash_scheme": HASH_SCHEME,
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "cpu_model": cpu_model(),

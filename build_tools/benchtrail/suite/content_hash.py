@@ -17,6 +17,13 @@ from typing import Any
 from benchtrail.suite.definitions import Model
 from benchtrail.suite.functions import FunctionBenchmark
 
+#: Version of the hash's scheme, recorded in results files (``environment.hash_scheme``; absent: 1).
+#:   2 — a function benchmark's hash leaves out its own name (its model's name and entry point, the names made
+#:       from them, the name in its ``def`` line), which ``renamed_from`` may change under one id (issue 39).
+HASH_SCHEME = 2
+#: The name and entry point a function benchmark's config is hashed under (scheme 2).
+_ANONYMOUS = ("benchmark", "benchmark:benchmark")
+
 
 def model_source_digest(model: Model) -> str:
     """sha256 (hex) of the model's definition source: for a function benchmark (``@benchmark``, whose entry
@@ -34,7 +41,7 @@ def model_source_digest(model: Model) -> str:
     if isinstance(bench, FunctionBenchmark):
         for part in (bench.fn, bench.inputs, bench.reference):
             if part is not None:
-                hasher.update(_source(part, module).encode("utf-8"))
+                hasher.update(_source(part, module, anonymous=part is bench.fn).encode("utf-8"))
         return hasher.hexdigest()
     for entry in filter(None, (model.entry_point, model.reference_entry_point)):
         module = importlib.import_module(entry.partition(":")[0])
@@ -42,11 +49,12 @@ def model_source_digest(model: Model) -> str:
     return hasher.hexdigest()
 
 
-def _source(obj: Any, module: Any, depth: int = 0) -> str:
+def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> str:
     """What a benchmark's function, input factory or reference is, as text that is the same in every process:
 
     - a plain function or class: its source without decorators (the ``@benchmark(...)`` line holds presets,
-      parameter values and compile configs, which the config's own fields cover), as ``ast.unparse`` writes
+      parameter values and compile configs, which the config's own fields cover; with ``anonymous``, the
+      benchmark's own function, without its name either), as ``ast.unparse`` writes
       it (comments and layout do not count; another Python version may write it otherwise), then the same
       for what it wraps (``__wrapped__``) and for the functions its closure holds (a decorator without
       ``functools.wraps``); a lambda, which ``ast`` cannot parse alone, its source lines as they are;
@@ -60,7 +68,8 @@ def _source(obj: Any, module: Any, depth: int = 0) -> str:
         return f"{getattr(obj, '__module__', None)}.{obj.__qualname__}"
     if inspect.isfunction(obj) or inspect.isclass(obj):
         try:
-            text = _without_decorators(inspect.getsource(obj))
+            source = inspect.getsource(obj)
+            text = _lambdas(source) if obj.__name__ == "<lambda>" else _without_decorators(source, anonymous)
         except (OSError, TypeError):
             text = None
         if text is not None:
@@ -75,9 +84,9 @@ def _source(obj: Any, module: Any, depth: int = 0) -> str:
         return f"{module.__name__}:{getattr(obj, '__module__', '')}.{name}"
 
 
-def _without_decorators(source: str) -> str:
-    """``source`` of one definition without its decorators, as ``ast.unparse`` writes it; a fragment that
-    does not parse alone (a lambda inside a call) as it is."""
+def _without_decorators(source: str, anonymous: bool = False) -> str:
+    """``source`` of one definition without its decorators (and, ``anonymous``, its name), as ``ast.unparse``
+    writes it; a fragment that does not parse alone as it is."""
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
@@ -85,7 +94,29 @@ def _without_decorators(source: str) -> str:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.decorator_list = []
+            if anonymous:
+                node.name = _ANONYMOUS[0]
     return ast.unparse(tree)
+
+
+def _lambdas(source: str) -> str:
+    """A lambda's text, from the source ``inspect`` gives it: for a lambda in a decorator (``@benchmark(inputs=lambda
+    n: ..., params=...)``, which ``inspect`` gives with the function it decorates) the decorators' lambdas, as
+    ``ast.unparse`` writes them (the decorator's other arguments, presets and ``renamed_from`` among them, are the
+    config's fields, and the function is hashed as itself); else every lambda of the source; a fragment that does
+    not parse, as it is."""
+    text = textwrap.dedent(source)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        try:
+            tree = ast.parse(text.strip().removeprefix("@"), mode="eval")
+        except SyntaxError:
+            return source
+    decorated = [n for n in getattr(tree, "body", ()) if getattr(n, "decorator_list", None)]
+    roots = [d for n in decorated for d in n.decorator_list] or [tree]
+    found = [ast.unparse(node) for root in roots for node in ast.walk(root) if isinstance(node, ast.Lambda)]
+    return "\n".join(found) if found else source
 
 
 def _filled(cell: Any) -> bool:
@@ -97,7 +128,8 @@ def _filled(cell: Any) -> bool:
 
 
 def content_hash(config: Any, torch_version: str) -> str:
-    """sha256 (hex) over a config's rendered fields (presets excluded), torch version and model source.
+    """sha256 (hex) over a config's rendered fields (presets excluded; a function benchmark's own name too:
+    ``HASH_SCHEME``), torch version and model source.
 
     ``config`` is a ``ModuleGenerationConfig`` or a ``RunConfig``. Equal ids with different
     hashes mean the definition changed under the same id, so results are not comparable.
@@ -106,7 +138,13 @@ def content_hash(config: Any, torch_version: str) -> str:
 
     gen = getattr(config, "module_generation_config", config)
     bare_gen = dataclasses.replace(gen, presets=())
-    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen)
+    names: dict[str, str] = {}
+    if "function" in gen.model.tags:  # scheme 2: not its own name (HASH_SCHEME)
+        model = dataclasses.replace(gen.model, name=_ANONYMOUS[0], entry_point=_ANONYMOUS[1])
+        bare_gen = dataclasses.replace(bare_gen, name=_ANONYMOUS[0], model=model)
+        names = {"name": _ANONYMOUS[0]}
+    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen,
+                                                              **names)
     hasher = hashlib.sha256()
     hasher.update(json.dumps(serialize_and_pack([bare]), sort_keys=True).encode("utf-8"))
     hasher.update(torch_version.encode("utf-8"))
