@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchtrail.compare.compiler_summary import (compiler_summary, geomean_interval, render_markdown, rows_from_json,
-                                                 rows_to_json)
+from benchtrail.compare.compiler_summary import (MIN_INTERVAL_CASES, compiler_summary, geomean_interval,
+                                                 render_markdown, rows_from_json, rows_to_json)
 from benchtrail.errors import UserError
 from tests.records import record, results, spread
 
@@ -74,15 +74,18 @@ def test_head_summary_literal_numbers():
     assert (cpu.compile_config, cpu.device_name, gpu.device_name) == ("inductor", CPU, GPU)
     h = cpu.head
     assert (h.cases, h.ok, h.pass_rate, h.paired) == (4, 3, 0.75, 3)
-    # geomean(2, 4, 1) = 2; logs ln2·(1, 2, 0): sd ln2, t(0.975, 2) = 4.302653 → 2·exp(∓4.302653·ln2/√3)
+    # geomean(2, 4, 1) = 2; 3 cases, fewer than MIN_INTERVAL_CASES: no interval
     assert h.geomean_speedup == pytest.approx(2.0, rel=1e-12)
-    assert (h.speedup_low, h.speedup_high) == (pytest.approx(0.357462, abs=5e-7), pytest.approx(11.189997, abs=5e-7))
+    assert (h.speedup_low, h.speedup_high) == (None, None)
+    # the interval the t formula gives them: logs ln2·(1, 2, 0): sd ln2, t(0.975, 2) = 4.302653
+    assert geomean_interval([2.0, 4.0, 1.0]) == (pytest.approx(2.0), pytest.approx(0.357462, abs=5e-7),
+                                                 pytest.approx(11.189997, abs=5e-7))
     # Cold: module medians 1100, 3000, 2000 (m4 failed) → 2000; warm: 110, 300 → 205.
     assert (h.modules, h.cold_ms, h.warm_ms) == (3, 2000.0, 205.0)
     assert (h.memory_pairs, h.compression_ratio) == (0, None)  # CPU: peak RSS only, no ratio
     g = gpu.head
-    assert (g.pass_rate, g.geomean_speedup, g.speedup_low, g.speedup_high) == (1.0, pytest.approx(2.0),
-                                                                               pytest.approx(2.0), pytest.approx(2.0))
+    assert (g.pass_rate, g.geomean_speedup, g.speedup_low, g.speedup_high) == (1.0, pytest.approx(2.0), None,
+                                                                               None)
     assert (g.memory_pairs, g.compression_ratio) == (2, pytest.approx(1.125, rel=1e-12))
     assert (g.modules, g.cold_ms, g.warm_ms) == (0, None, None)
     assert cpu.base is None and cpu.change("pass_rate") is None and cpu.change("geomean_speedup") is None
@@ -107,14 +110,57 @@ def test_render_markdown_exact():
     assert render_markdown(compiler_summary(gpu_only, base)) == (
         "| compile config | pass rate | speedup [95% CI] | cold compile | warm compile | memory ratio |\n"
         "|---|---:|---:|---:|---:|---:|\n"
-        "| inductor | 100% (2/2) (+0 pp) | 2.00× [2.00…2.00] (+0.0%) | — | — | 1.12× (+12.5%) |\n"
+        "| inductor | 100% (2/2) (+0 pp) | 2.00× [2 cases] (+0.0%) | — | — | 1.12× (+12.5%) |\n"
         "\n"
         "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: median over "
         "modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on CPU). In "
-        "parentheses: change against base (pass rate in percentage points).\n")
+        "parentheses: change against base (pass rate in percentage points). [n cases]: fewer than 5 cases "
+        "with a speedup, too few for a 95% interval.\n")
     table = render_markdown(compiler_summary(head_fixture())).splitlines()
     assert table[0].startswith("| compile config | device | pass rate |")
-    assert table[2] == ("| inductor | c2-standard-16 | 75% (3/4) | 2.00× [0.36…11.19] | 2000 ms | 205 ms | — |")
+    assert table[2] == ("| inductor | c2-standard-16 | 75% (3/4) | 2.00× [3 cases] | 2000 ms | 205 ms | — |")
+
+
+def _speedups(*speedups: float):
+    """Results of one CPU case per speedup: eager 100 µs, inductor 100 / speedup µs."""
+    return results(*(c for i, s in enumerate(speedups)
+                     for c in (case(f"m{i}", "eager", 100.0), case(f"m{i}", "inductor", 100.0 / s))))
+
+
+def test_the_interval_needs_five_cases_and_fewer_show_their_count():
+    assert MIN_INTERVAL_CASES == 5
+    # 5 cases, speedups 1, 2, 4, 2, 1: geomean 2^0.8; logs ln2·(0, 1, 2, 1, 0), sd ln2·√0.7,
+    # t(0.975, 4) = 2.776445
+    (five,) = compiler_summary([_speedups(1, 2, 4, 2, 1)])
+    assert (five.head.paired, five.head.geomean_speedup) == (5, pytest.approx(1.741101, abs=5e-7))
+    assert (five.head.speedup_low, five.head.speedup_high) == (pytest.approx(0.847420, abs=5e-7),
+                                                               pytest.approx(3.577249, abs=5e-7))
+    # 4 cases: a geometric mean and its count, no interval; in the table, in the JSON rows and back
+    (four,) = rows = compiler_summary([_speedups(1, 2, 4, 2)])
+    assert (four.head.paired, four.head.geomean_speedup, four.head.speedup_low, four.head.speedup_high) == (
+        4, pytest.approx(2.0), None, None)
+    data = json.loads(json.dumps(rows_to_json(rows)))
+    head = data[0]["head"]
+    assert (head["paired"], head["speedup_low"], head["speedup_high"]) == (4, None, None)
+    assert rows_from_json(data) == rows
+    assert render_markdown(rows).splitlines()[2] == "| inductor | 100% (4/4) | 2.00× [4 cases] | — | — | — |"
+    one = render_markdown(compiler_summary([_speedups(3)]))
+    assert one.splitlines()[2].split(" | ")[2] == "3.00× [1 case]"
+    assert "[0.85…3.58]" in render_markdown(compiler_summary([_speedups(1, 2, 4, 2, 1)]))
+    assert "fewer than" not in render_markdown(compiler_summary([_speedups(1, 2, 4, 2, 1)]))
+
+
+def test_an_older_comparison_json_with_a_two_case_interval_reads_without_it():
+    # a row as the compare stage wrote it before MIN_INTERVAL_CASES (issue 39: 2 cases gave [0.28…2.94])
+    old = {"cases": 2, "ok": 2, "paired": 2, "geomean_speedup": 0.91, "speedup_low": 0.28,
+           "speedup_high": 2.94, "modules": 2, "cold_ms": 1500.0, "warm_ms": None, "memory_pairs": 0, "compression_ratio": None}
+    five = {**old, "cases": 5, "ok": 5, "paired": 5}
+    (row,) = rows_from_json([{"compile_config": "inductor", "device_name": CPU, "head": old, "base": five}])
+    assert (row.head.paired, row.head.geomean_speedup, row.head.speedup_low, row.head.speedup_high) == (
+        2, 0.91, None, None)
+    assert (row.base.speedup_low, row.base.speedup_high) == (0.28, 2.94)  # 5 cases: kept
+    assert render_markdown([row]).splitlines()[2] == (
+        "| inductor | 100% (2/2) (+0 pp) | 0.91× [2 cases] (+0.0%) | 1500 ms (+0.0%) | — | — |")
 
 
 def test_edge_cases():

@@ -4,8 +4,9 @@ dashboard shows (https://hud.pytorch.org/benchmark/compilers), head against base
 For each (compile config, device) of the head results, eager left out (it is the reference, 1.00×):
 
 * **pass rate**: execution cases with status ``ok`` / all execution cases of that config and device;
-* **geometric-mean speedup** over eager, with a t interval on the log speedups (``LEVEL``, 95%); a case's
-  speedup is eager median / compiled median of the same model, execution config and device;
+* **geometric-mean speedup** over eager, with a t interval on the log speedups (``LEVEL``, 95%) from
+  ``MIN_INTERVAL_CASES`` cases on (fewer: the number of cases instead); a case's speedup is eager median /
+  compiled median of the same model, execution config and device;
 * **median cold and warm compile time** (ms): the median over the config's compiled modules of each
   module's median ``compile_time_cold_ms`` (``compile_time_ms`` in older files) and ``compile_time_warm_ms``;
 * **peak-memory compression ratio**: eager peak / compiled peak of the CUDA caching allocator over the timed
@@ -37,6 +38,11 @@ from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 EAGER = "eager"
 #: Level of the geometric-mean speedup's interval.
 LEVEL = 0.95
+#: Fewest cases with a speedup that get an interval; with fewer the summary gives the count instead. The t
+#: interval's half-width is t(0.975, n − 1) · s / √n, and below 5 cases both factors blow up: t is 12.71,
+#: 4.30, 3.18 at 2, 3, 4 cases (2.78 at 5, 2.26 at 10) and s rests on 1 to 3 degrees of freedom, so
+#: two cases of speedups near 1 gave [0.28…2.94] (issue 39): an interval too wide to mean anything.
+MIN_INTERVAL_CASES = 5
 #: ``details["memory"]`` key of an execution record: the CUDA allocator's peak while the timed samples ran
 #: (peaks reset after warm-up; ``benchtrail.worker.cuda_timing``). CPU records have no such figure.
 CUDA_PEAK = "max_memory_allocated_bytes"
@@ -78,7 +84,7 @@ class Summary:
         geomean_speedup: geometric mean of the ``paired`` speedups (eager median / compiled median;
             unitless, above 1 is faster than eager); None when ``paired`` is 0.
         speedup_low, speedup_high: its ``LEVEL`` interval (t interval on the log speedups, exponentiated);
-            None when ``paired`` is below 2.
+            None when ``paired`` is below ``MIN_INTERVAL_CASES``.
         modules: compiled modules with an ok cold compile time.
         cold_ms, warm_ms: median over modules of each module's median cold / warm compile time, in ms;
             None without such records.
@@ -219,6 +225,8 @@ def _summary(cases: dict[tuple[str, str, str], BenchmarkRecord], eager: dict[tup
         if None not in peaks:
             ratios.append(peaks[0] / peaks[1])
     gm, low, high = geomean_interval(speedups, level) if speedups else (None, None, None)
+    if len(speedups) < MIN_INTERVAL_CASES:
+        low = high = None
     cold, warm = times.get("cold", []), times.get("warm", [])
     return Summary(
         cases=len(cases), ok=sum(b.status == "ok" for b in cases.values()), paired=len(speedups),
@@ -278,6 +286,8 @@ def _summary_from_json(value: Any, where: str) -> Summary:
         if not (number and isinstance(v, int) and v >= 0 if count else v is None or number):
             raise UserError(f"{where}.{name} is {v!r}; expected "
                             f"{'an integer >= 0' if count else 'a finite number or null'}")
+    if value["paired"] < MIN_INTERVAL_CASES:  # files written before MIN_INTERVAL_CASES: interval dropped
+        value = {**value, "speedup_low": None, "speedup_high": None}
     return Summary(**value)
 
 
@@ -287,6 +297,9 @@ def rows_from_json(data: Any, where: str = "compiler_summary") -> list[CompilerS
     Args:
         data: the JSON value: a list of row objects.
         where: the file and field it came from, starting each message (``comparison.json: compiler_summary``).
+
+    A summary of fewer than ``MIN_INTERVAL_CASES`` cases reads without an interval, also from a file
+    written before that rule (which gave one from 2 cases on).
 
     Raises:
         UserError: ``data`` is not a list of row objects with the fields of :class:`CompilerSummaryRow`
@@ -317,17 +330,25 @@ def _change(value: float | None, unit: str) -> str:
     return f" ({value:+.0f} pp)" if unit == "pp" else f" ({value:+.1f}%)"
 
 
+def _few_cases(s: Summary) -> bool:
+    """A speedup from fewer than ``MIN_INTERVAL_CASES`` cases: shown with its count, without an interval."""
+    return s.geomean_speedup is not None and s.paired < MIN_INTERVAL_CASES
+
+
 def _speedup_cell(s: Summary) -> str:
     if s.geomean_speedup is None:
         return "—"
+    if _few_cases(s):
+        return f"{s.geomean_speedup:.2f}× [{s.paired} case{'s' if s.paired != 1 else ''}]"
     interval = "" if s.speedup_low is None else f" [{s.speedup_low:.2f}…{s.speedup_high:.2f}]"
     return f"{s.geomean_speedup:.2f}×{interval}"
 
 
 def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
     """The rows as a compact Markdown table (one row per compile config × device; a device column only when
-    the rows span more than one device) with a one-line legend; each figure is followed by its change
-    against base in parentheses where base has it. Returns ``""`` for no rows.
+    the rows span more than one device) with a legend; each figure is followed by its change against base
+    in parentheses where base has it. A speedup from fewer than ``MIN_INTERVAL_CASES`` cases shows its
+    number of cases in the brackets, and the legend says why. Returns ``""`` for no rows.
     """
     if not rows:
         return ""
@@ -350,4 +371,7 @@ def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
     lines.append("Speedup: eager median / compiled median per case, geometric mean over cases. Compile: median "
                  "over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on "
                  "CPU). In parentheses: change against base (pass rate in percentage points).")
+    if any(_few_cases(r.head) for r in rows):
+        lines[-1] += (f" [n cases]: fewer than {MIN_INTERVAL_CASES} cases with a speedup, too few for a "
+                      f"{LEVEL:.0%} interval.")
     return "\n".join(lines) + "\n"

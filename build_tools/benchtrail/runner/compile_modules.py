@@ -167,6 +167,8 @@ def compile_records(gen: ModuleGenerationConfig, stats: dict[str, Any], digest: 
             details = {k: stats.get(k) for k in ("fxgraph_cache_hit", "fxgraph_cache_miss")}
         elif metric == "artifact_bytes" and ok:
             details = {"artifacts": stats.get("artifacts", {})}
+        elif metric == "kernel_count" and stats.get("kernel_count_reason"):
+            details = {"kernel_count_reason": stats["kernel_count_reason"]}  # why it is 0
         records.append(BenchmarkRecord(
             id=f"{gen.id}-{metric}", name=f"{gen.name}.{metric}", kind="compilation", metric=metric, unit=unit,
             direction=metric_direction(metric), device_name=device_name, module_name=gen.name,

@@ -8,8 +8,9 @@
 
 Exported and AOTInductor modules run from their artifact directory alone (``load_artifact``),
 without the model code. Graph counts and graph-break reasons come from ``torch._dynamo.explain``;
-kernel counts from ``torch._inductor.metrics.generated_kernel_count``; FX graph cache hits and
-misses from ``torch._dynamo.utils.counters["inductor"]``.
+kernel counts from ``torch._inductor.metrics.generated_kernel_count`` (the kernels Inductor generates; a
+call of a library kernel such as ``aten.mm`` is an extern call, not counted: :func:`no_kernels_reason`);
+FX graph cache hits and misses from ``torch._dynamo.utils.counters["inductor"]``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from benchtrail.worker.inputs import SEED, model_inputs
 from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
 
-__all__ = ["CompiledModule", "build_model", "cache_counts", "compile_module", "explain_graphs", "load_artifact"]
+__all__ = ["CompiledModule", "build_model", "cache_counts", "compile_module", "explain_graphs",
+           "load_artifact", "no_kernels_reason"]
 
 
 def build_model(model: Model, device: str = "cpu", reference: bool = False) -> torch.nn.Module:
@@ -59,12 +61,13 @@ class CompiledModule:
     Attributes:
         fn: call with the sample inputs.
         compile_time_ms: wall time from the model object to a module that has run once (0 for eager).
-        stats: kernel_count (Inductor modes), recompiles, fxgraph_cache_hit / _miss.
+        stats: kernel_count (Inductor modes), with ``kernel_count_reason`` when it is 0
+            (:func:`no_kernels_reason`), recompiles, fxgraph_cache_hit / _miss.
     """
 
     fn: Callable[..., Any]
     compile_time_ms: float
-    stats: dict[str, int]
+    stats: dict[str, Any]
 
 
 def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], device: str,
@@ -88,6 +91,7 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
     torch._dynamo.reset()
     inductor_metrics.reset()
     hits, misses = cache_counts()
+    externs, graphs = counters["inductor"]["extern_calls"], counters["stats"]["unique_graphs"]
     start = time.perf_counter()
     scratch = None  # the artifact folder of a compile-time sample (no module_dir), removed before returning
     try:
@@ -106,8 +110,13 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
                 torch.cuda.synchronize()
             elapsed_ms = (time.perf_counter() - start) * 1e3
             after = cache_counts()
-            stats = {"kernel_count": int(inductor_metrics.generated_kernel_count),
-                     "fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
+            stats: dict[str, Any] = {"kernel_count": int(inductor_metrics.generated_kernel_count),
+                                     "fxgraph_cache_hit": after[0] - hits,
+                                     "fxgraph_cache_miss": after[1] - misses}
+            if stats["kernel_count"] == 0:
+                stats["kernel_count_reason"] = no_kernels_reason(
+                    int(counters["inductor"]["extern_calls"] - externs),
+                    int(counters["stats"]["unique_graphs"] - graphs) if mode in INDUCTOR_MODES else None)
             # A second call with other values of the same shapes must not compile again.
             frames = counters["frames"]["total"]
             fn(*model_inputs(gen.model, device, seed=SEED + 1))
@@ -116,6 +125,21 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return CompiledModule(fn, elapsed_ms, stats)
+
+
+def no_kernels_reason(extern_calls: int, graphs: int | None) -> str:
+    """Why Inductor generated no kernel for a module, from what compiling it counted: ``extern_calls``
+    (``counters["inductor"]["extern_calls"]``: calls of library kernels, e.g. ``aten.mm``, which Inductor
+    emits instead of a kernel of its own; a graph from the FX graph cache replays them with the kernel
+    count) and ``graphs`` (Dynamo's ``counters["stats"]["unique_graphs"]``; None for export and
+    AOTInductor, one graph)."""
+    if graphs == 0:
+        return ("Dynamo captured no graph, so Inductor compiled nothing: the code ran eagerly "
+                "(graph_count and break_reasons say why)")
+    if extern_calls:
+        return (f"Inductor generated no kernel: the graph's {extern_calls} operation(s) are extern calls of "
+                "library kernels (such as aten.mm), which it calls instead")
+    return "Inductor generated no kernel: the graph computes nothing (it returns its inputs or views of them)"
 
 
 def cache_counts() -> tuple[int, int]:

@@ -272,7 +272,8 @@ _TYPES: dict[str, Any] = {
     "samples": (list, tuple), "iterations_per_sample": int, "warmup_iterations": int, "timing": dict,
     "memory": dict, "gpu_samples_us": (list, tuple), "wall_samples_us": (list, tuple), "threads": int,
     "correctness": dict, "jacobian_mode": str, "compile_time_ms": (int, float), "peak_rss_bytes": int,
-    "kernel_count": int, "recompiles": int, "fxgraph_cache_hit": int, "fxgraph_cache_miss": int,
+    "kernel_count": int, "kernel_count_reason": str, "recompiles": int, "fxgraph_cache_hit": int,
+    "fxgraph_cache_miss": int,
     "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
     "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict, "duet": dict,
 }
@@ -300,6 +301,8 @@ class Response:
         compile_time_ms, peak_rss_bytes, kernel_count, recompiles, fxgraph_cache_hit,
         fxgraph_cache_miss, artifacts (bytes per file), graph_count, graph_breaks, break_reasons:
             a compile job's statistics (graph counts only when explained).
+        kernel_count_reason: why ``kernel_count`` is 0 (``benchtrail.worker.build.no_kernels_reason``);
+            absent otherwise. Added within version 1, optional: a worker from before it leaves it out.
         timed_ms: a run's time inside its timed sample blocks, ms; ``warmup_ms`` the rest of its
             ``run`` phase (warm-up and block calibration). Added within version 1 (optional: a
             worker from before them leaves them out).
@@ -332,6 +335,7 @@ class Response:
     compile_time_ms: float | None = None
     peak_rss_bytes: int | None = None
     kernel_count: int | None = None
+    kernel_count_reason: str | None = None
     recompiles: int | None = None
     fxgraph_cache_hit: int | None = None
     fxgraph_cache_miss: int | None = None
