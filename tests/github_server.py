@@ -68,17 +68,20 @@ from tests.github_faults import FAILURES, Gate, Request, _Failure
 from tests.github_routes import _Handler
 
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+#: A GitHub App's bot, as an installation token (``APP_TOKEN``) comments: ``<app slug>[bot]``.
+APP_BOT = {"login": "benchtrail-demo-app[bot]", "id": 149000001, "type": "Bot"}
+APP_TOKEN = "ghs_app_installation"
 
 
 @dataclass
 class GitHubServer:
     """GitHub's REST API for one or more repositories, served on 127.0.0.1 at a random port.
 
-    ``tokens`` maps accepted tokens to the user a request acts as; a request without a known
-    token gets 401, as on GitHub.
+    ``tokens`` maps accepted tokens to the user a request acts as (``ghs_test``: GitHub Actions'
+    bot, ``APP_TOKEN``: a GitHub App's); a request without a known token gets 401, as on GitHub.
     """
 
-    tokens: dict[str, dict[str, Any]] = field(default_factory=lambda: {"ghs_test": BOT})
+    tokens: dict[str, dict[str, Any]] = field(default_factory=lambda: {"ghs_test": BOT, APP_TOKEN: APP_BOT})
     repos: dict[str, dict[str, Any]] = field(default_factory=dict)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)

@@ -25,7 +25,7 @@ from benchtrail.github.post import (
 )
 from benchtrail.jsonio import write_json
 from benchtrail.compare.rules import load_thresholds
-from tests.github_server import BOT
+from tests.github_server import APP_BOT, APP_TOKEN, BOT
 from tests.records import record, results
 
 REPO = "pytorch-labs/benchtrail-demo"
@@ -257,3 +257,77 @@ def test_missing_setting_names_flag_and_env_var(comment_file, monkeypatch, unset
     with pytest.raises(UserError) as info:
         cmd_post(_cli_args(["--comment", str(comment_file)]))
     assert str(info.value) == named
+
+
+# -- a GitHub App's token: the poster learns its login from the comment it creates ----------------
+
+
+def post_as_app(server, comment: dict, **kwargs):
+    kwargs.setdefault("run_head_sha", HEAD)
+    return post_comment(comment, repo=REPO, pr_number=PR, token=APP_TOKEN, base_url=server.url, **kwargs)
+
+
+def test_app_token_without_comment_author_warns_naming_the_flag_and_its_login(gh):
+    result = post_as_app(gh, make_comment())
+    assert result.action == "created"
+    [created] = gh.issue_comments(REPO, PR)
+    assert created["user"]["login"] == APP_BOT["login"] and result.comment_id == created["id"]
+    assert result.warnings == (
+        "this token comments as 'benchtrail-demo-app[bot]', not as 'github-actions[bot]' (--comment-author): "
+        "set --comment-author benchtrail-demo-app[bot] (or "
+        "BENCHTRAIL_COMMENT_AUTHOR=benchtrail-demo-app[bot], which `benchtrail gate-status` reads too); "
+        "without it each run creates a comment before it finds its earlier one by that login, edits that "
+        "and deletes the new one",)
+
+
+def test_app_token_without_comment_author_still_ends_with_one_comment_edited_in_place(gh):
+    """Every run creates (it cannot find its earlier comment by the wrong login), then finds it by
+    the login of the comment it created, moves its body there and deletes the new one."""
+    pasted = gh.add_comment(REPO, PR, make_comment(run_id="999999999999")["body"])  # anyone's, not ours
+    first = post_as_app(gh, make_comment(run_id="101"))
+    results = [post_as_app(gh, make_comment(run_id=run)) for run in ("102", "103")]
+    assert first.action == "created"
+    assert [(r.action, r.comment_id) for r in results] == [("deduplicated", first.comment_id)] * 2
+    assert results[0].message == (
+        f"found our earlier comment {first.comment_id} on PR #{PR} by 'benchtrail-demo-app[bot]', the login "
+        f"of the comment {first.comment_id + 1} just created; moved this run's body there and deleted "
+        f"{first.comment_id + 1}")
+    assert all(r.warnings and "--comment-author benchtrail-demo-app[bot]" in r.warnings[0] for r in results)
+    assert [(c["id"], c["user"]["login"], c["body"]) for c in gh.issue_comments(REPO, PR)] == [
+        (pasted, "octocat", make_comment(run_id="999999999999")["body"]),
+        (first.comment_id, APP_BOT["login"], make_comment(run_id="103")["body"])]
+
+
+def test_app_token_with_its_comment_author_edits_in_place_without_a_warning(gh):
+    first = post_as_app(gh, make_comment(run_id="101"), author=APP_BOT["login"])
+    second = post_as_app(gh, make_comment(run_id="102"), author=APP_BOT["login"])
+    assert (first.action, first.warnings) == ("created", ())
+    assert (second.action, second.comment_id, second.warnings) == ("updated", first.comment_id, ())
+    assert len(gh.calls("POST", COMMENTS)) == 1 and gh.calls("DELETE") == []
+    assert [c["body"] for c in gh.issue_comments(REPO, PR)] == [make_comment(run_id="102")["body"]]
+
+
+def test_app_token_that_finds_a_newer_runs_comment_late_keeps_that_body(gh):
+    newer = gh.add_comment(REPO, PR, make_comment(run_id="200")["body"], user=APP_BOT)
+    result = post_as_app(gh, make_comment(run_id="101"))
+    assert (result.action, result.comment_id) == ("deduplicated", newer)
+    assert "kept it and deleted" in result.message
+    assert [c["body"] for c in gh.issue_comments(REPO, PR)] == [make_comment(run_id="200")["body"]]
+
+
+def test_cli_prints_the_login_mismatch_as_a_github_actions_warning(gh, comment_file, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_TOKEN", APP_TOKEN)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("BENCHTRAIL_COMMENT_AUTHOR", raising=False)
+    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+                      "--api-url", gh.url])
+    assert cmd_post(args) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("created: created comment")
+    assert err.startswith("::warning title=benchtrail post::"
+                          "this token comments as 'benchtrail-demo-app[bot]'")
+    assert "set --comment-author benchtrail-demo-app[bot]" in err
+    monkeypatch.setenv("BENCHTRAIL_COMMENT_AUTHOR", APP_BOT["login"])
+    assert cmd_post(args) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("updated: updated comment") and err == ""

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
+from pathlib import Path
 
 import pytest
+import yaml
 
-from benchtrail.github.post import MAX_RETRIES, RATE_LIMIT_MAX_WAIT_S, SECONDARY_RATE_LIMIT_WAIT_S
+from benchtrail.cli.github import cmd_post
+from benchtrail.errors import UserError
+from benchtrail.jsonio import write_json
+from benchtrail.github.post import (
+    MAX_RETRIES,
+    RATE_LIMIT_MAX_WAIT_S,
+    RETRY_BUDGET_S,
+    SECONDARY_RATE_LIMIT_WAIT_S,
+    post_comment,
+)
 from tests.github_server import BOT
-from tests.test_post import COMMENTS, HEAD, PR, REPO, make_comment, post
+from tests.test_post import COMMENTS, HEAD, PR, REPO, TOKEN, _cli_args, make_comment, post
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -25,6 +39,15 @@ SECONDARY = "You have exceeded a secondary rate limit"
 
 def test_the_documented_bounds():
     assert (RATE_LIMIT_MAX_WAIT_S, SECONDARY_RATE_LIMIT_WAIT_S, MAX_RETRIES) == (90.0, 60.0, 2)
+    assert RETRY_BUDGET_S == 300.0
+
+
+def test_the_retry_budget_is_at_most_a_third_of_the_post_jobs_timeout():
+    """The rest of the job's time is for checkout, install, download and the requests themselves."""
+    path = ROOT / ".github/workflows/post_benchmark_comment.yml"
+    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert workflow["jobs"]["post"]["timeout-minutes"] == 15
+    assert 3 * RETRY_BUDGET_S <= 60 * workflow["jobs"]["post"]["timeout-minutes"]
 
 
 @pytest.mark.parametrize("kind, headers, times, waits", [
@@ -232,3 +255,86 @@ def test_failed_delete_of_a_duplicate_still_reports_our_comment(gh):
     assert results[1].message == (f"created comment 1002 on PR #{PR}; could not check it for duplicates from a "
                                   "racing poster (HTTP 403: Resource not accessible by integration)")
     assert [c["id"] for c in gh.issue_comments(REPO, PR)] == [1001, 1002]
+
+
+# -- one retry budget for the whole post: waits and time in requests, on a clock the test drives ---
+
+PULL = f"/repos/{REPO}/pulls/{PR}"
+RATE_LIMITED_ONCE_EACH = (("GET", PULL), ("GET", COMMENTS), ("POST", COMMENTS))
+
+
+@pytest.mark.parametrize("budget, action, waits", [
+    (180, "created", [60.0, 60.0, 60.0]),  # exactly the budget is still waited
+    (150, "fallback-summary", [60.0, 60.0]),  # each wait is within the cap; together they are not
+], ids=["three-waits-within", "third-wait-past-the-budget"])
+def test_one_retry_budget_is_shared_by_all_requests_of_a_post(gh, tmp_path, budget, action, waits):
+    for method, path in RATE_LIMITED_ONCE_EACH:
+        gh.fail(method, path, "secondary-rate-limit", headers={"Retry-After": "60"})
+    summary = tmp_path / "summary.md"
+    slept: list[float] = []
+    result = post(gh, make_comment(), summary_path=summary, sleep=slept.append, clock=lambda: sum(slept),
+                  retry_budget_s=budget)
+    assert result.action == action and slept == waits
+    statuses = [r.status for r in gh.requests if (r.method, r.path) in RATE_LIMITED_ONCE_EACH]
+    assert statuses == ([403, 200, 403, 200, 403, 201, 200]  # the last 200: the re-list after creating
+                        if action == "created" else [403, 200, 403, 200, 403])
+    if action == "fallback-summary":
+        reason = (f"HTTP 403: {SECONDARY}.*; retrying needs a wait of 60 s, but only 30 s of the 150 s retry "
+                  r"budget are left \(--retry-budget, at most the job's timeout\)")
+        assert re.search(reason, result.message) and re.search(reason, summary.read_text(encoding="utf-8"))
+        assert gh.issue_comments(REPO, PR) == []
+
+
+def test_time_spent_in_requests_counts_against_the_retry_budget(gh, tmp_path):
+    gh.fail("GET", COMMENTS, "unavailable", headers={"Retry-After": None})  # a 5xx GET: retried after 0 s
+    slept: list[float] = []
+    result = post(gh, make_comment(), summary_path=tmp_path / "summary.md", sleep=slept.append,
+                  clock=lambda: 100.0 * len(gh.requests), retry_budget_s=250)  # each request takes 100 s
+    assert result.action == "fallback-summary" and slept == []
+    assert result.message.startswith("could not post the PR comment (HTTP 503: Service Unavailable; "
+                                     "the 250 s retry budget is spent (--retry-budget, at most the job's "
+                                     "timeout)); ")
+    assert [r.path for r in gh.requests] == [f"/repos/{REPO}", PULL, COMMENTS]  # never retried
+
+
+def test_connection_retries_count_against_the_retry_budget():
+    slept: list[float] = []
+    with pytest.raises(UserError, match=r"cannot reach the GitHub API at http://127\.0\.0\.1:9 .*--api-url"):
+        post_comment(make_comment(), repo=REPO, pr_number=PR, run_head_sha=HEAD, token=TOKEN,
+                     base_url="http://127.0.0.1:9", sleep=slept.append,
+                     clock=itertools.count(0, 100).__next__, retry_budget_s=50)
+    assert slept == []  # without the budget: 0 s, then 1 s before the third try
+
+
+def test_cli_retry_budget_flag_sends_the_comment_to_the_job_summary(gh, tmp_path, monkeypatch, capsys):
+    comment_file = write_json(tmp_path / "comment" / "comment.json", make_comment())
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    gh.fail("POST", COMMENTS, "secondary-rate-limit", headers={"Retry-After": "60"})
+    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+                      "--api-url", gh.url, "--retry-budget", "30"])
+    assert cmd_post(args) == 0  # nothing slept: the wait is past the budget
+    out, err = capsys.readouterr()
+    assert out.startswith("fallback-summary: ") and "warning: could not post" in err
+    assert re.search(r"retrying needs a wait of 60 s, but only \d+ s of the 30 s retry budget are left "
+                     r"\(--retry-budget", summary.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "soon"])
+def test_cli_retry_budget_must_be_a_positive_number_of_seconds(value, capsys):
+    with pytest.raises(SystemExit):
+        _cli_args(["--comment", "c.json", "--retry-budget", value])
+    assert "argument --retry-budget: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, status", [("secondary-rate-limit", 403), ("secondary-rate-limit-429", 429)])
+def test_spent_budget_keeps_githubs_message_when_no_retry_after_names_the_wait(gh, tmp_path, kind, status):
+    gh.fail("POST", COMMENTS, kind, headers={"Retry-After": None})  # GitHub's "at least a minute": 60 s
+    slept: list[float] = []
+    result = post(gh, make_comment(), summary_path=tmp_path / "summary.md", sleep=slept.append,
+                  clock=lambda: sum(slept), retry_budget_s=30)
+    assert result.action == "fallback-summary" and slept == []
+    assert re.search(f"HTTP {status}: {SECONDARY}.*; retrying needs a wait of 60 s, but only 30 s of the 30 s "
+                     "retry budget are left", result.message), result.message

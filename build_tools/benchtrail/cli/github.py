@@ -14,9 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import EXIT_OK, commit_sha, from_env, pr_number, presets, project, repo_name, suite
+from benchtrail.cli.options import (
+    EXIT_OK,
+    commit_sha,
+    from_env,
+    positive_seconds,
+    pr_number,
+    presets,
+    project,
+    repo_name,
+    suite,
+)
 from benchtrail.errors import UserError
-from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR
+from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETRY_BUDGET_S
 
 
 def add_configure_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -62,7 +72,12 @@ def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
                                      f"{DEFAULT_API_URL})")
     p.add_argument("--comment-author", help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
-                                            f"or {DEFAULT_COMMENT_AUTHOR})")
+                                            f"or {DEFAULT_COMMENT_AUTHOR}); a token that comments as another "
+                                            "login (a GitHub App's) warns and names it")
+    p.add_argument("--retry-budget", type=positive_seconds, default=RETRY_BUDGET_S, metavar="SECONDS",
+                   help="seconds that all retries after rate limits and server errors may take together, at "
+                        "most the job's timeout; once spent the comment goes to the job summary "
+                        f"(default {RETRY_BUDGET_S:g})")
     p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
     p.set_defaults(func=cmd_post)
     return p
@@ -87,10 +102,12 @@ def cmd_post(args: argparse.Namespace) -> int:
     api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     author = args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
     result = post_comment(comment, repo=repo, pr_number=number, run_head_sha=head_sha, token=token,
-                          base_url=api_url, dry_run=args.dry_run, author=author)
-    if result.action == "fallback-summary":
-        prefix = "::warning title=benchtrail post::" if os.environ.get("GITHUB_ACTIONS") == "true" else "warning: "
-        print(prefix + result.message, file=sys.stderr)
+                          base_url=api_url, dry_run=args.dry_run, author=author,
+                          retry_budget_s=args.retry_budget)
+    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    prefix = "::warning title=benchtrail post::" if in_actions else "warning: "
+    for warning in result.warnings + ((result.message,) if result.action == "fallback-summary" else ()):
+        print(prefix + warning, file=sys.stderr)
     print(f"{result.action}: {result.message}")
     return EXIT_OK
 

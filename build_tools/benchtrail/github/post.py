@@ -8,10 +8,15 @@ Posters that race for one PR end with one comment: after creating ours, we list 
 again, keep the oldest of ours and delete our own if it is younger (``_deduplicate``).
 
 Rate limits are the client's to retry (``make_client``, ``BoundedGithubRetry``): waits follow
-GitHub's ``Retry-After`` and rate-limit headers up to ``RATE_LIMIT_MAX_WAIT_S``. When the token may
-not write (a fork PR's read-only ``GITHUB_TOKEN`` gets 403), GitHub asks for a longer wait, or the
-rate limit outlasts the retries, the body goes to the job summary instead and the step still
-succeeds: a missing comment must not fail a benchmark run.
+GitHub's ``Retry-After`` and rate-limit headers up to ``RATE_LIMIT_MAX_WAIT_S`` each, and all retries
+of a post share ``RETRY_BUDGET_S``. When the token may not write (a fork PR's read-only
+``GITHUB_TOKEN`` gets 403), GitHub asks for a longer wait, the budget is spent, or the rate limit
+outlasts the retries, the body goes to the job summary instead and the step still succeeds: a
+missing comment must not fail a benchmark run.
+
+Our comments are those with the marker by ``author``; a token that comments as another login (a
+GitHub App's ``<slug>[bot]``) learns its login from the comment it creates, finds its earlier one
+by it and warns (``PostResult.warnings``).
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchtrail.compare import comment as comment_stage
 from benchtrail.errors import UserError
 from benchtrail.jsonio import read_json
+
+if TYPE_CHECKING:
+    from benchtrail.github.retry import RetryBudget
 
 #: GitHub rejects issue comments longer than this many characters.
 GITHUB_MAX_COMMENT_CHARS = 65_536
@@ -51,6 +59,11 @@ RATE_LIMIT_MAX_WAIT_S = 90.0
 SECONDARY_RATE_LIMIT_WAIT_S = 60.0
 #: How many times one request is repeated after rate-limit or 5xx answers before giving up.
 MAX_RETRIES = 2
+#: Seconds that all retries of one post may take together (waits and requests, from the first
+#: request); a retry that would end later is not started and the body goes to the job summary.
+#: A third of the post job's ``timeout-minutes: 15``: the rest is for checkout, install and the
+#: requests themselves. ``benchtrail post --retry-budget`` sets it.
+RETRY_BUDGET_S = 300.0
 NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
 COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "notes",
                           "body"})
@@ -66,11 +79,13 @@ TRUNCATED_NOTE = ("\n_… truncated to fit GitHub's 65,536-character comment lim
 @dataclass(frozen=True)
 class PostResult:
     """What ``post_comment`` did: ``action`` is one of ``ACTIONS``; ``comment_id`` is the comment
-    created or updated (dry-run: that would be updated; skipped-stale-run: the newer one), else None."""
+    created or updated (dry-run: that would be updated; skipped-stale-run: the newer one), else None;
+    ``warnings`` are for the job log (the login we comment as is not ``--comment-author``)."""
 
     action: str
     comment_id: int | None
     message: str
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -168,7 +183,7 @@ def load_comment(path: Path) -> dict[str, Any]:
 
 def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                 secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S, retries: int = MAX_RETRIES,
-                sleep: Callable[[float], None] = time.sleep):
+                sleep: Callable[[float], None] = time.sleep, budget: RetryBudget | None = None):
     """A ``github.Github`` whose requests retry rate limits and 5xx answers as GitHub asks, within bounds.
 
     Retries go through PyGithub's own ``GithubRetry`` (``benchtrail.github.retry.BoundedGithubRetry``):
@@ -176,8 +191,9 @@ def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX
     the primary limit's reset, or ``secondary_wait_s`` seconds), 5xx answers (``Retry-After``, else
     0 s then 1 s; a POST never, it may have been carried out) and connection errors. A wait over
     ``max_wait_s`` seconds is not taken: the request raises ``github.RateLimitExceededExceedsMaxWait``
-    (its ``wait`` in seconds). ``sleep`` does the waiting. Throttling between requests is off: a
-    post makes at most three writes.
+    (its ``wait`` in seconds). ``budget`` (a ``RetryBudget``, None: none) is shared by all
+    requests: a retry that would end past it raises ``RetryBudgetSpent``. ``sleep`` does the waiting.
+    Throttling between requests is off: a post makes at most three writes.
     """
     import github
 
@@ -186,7 +202,8 @@ def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX
     retry = BoundedGithubRetry(total=retries, connect=retries, read=retries, status=retries, other=0,
                                backoff_factor=0.5, status_forcelist=[429, 500, 502, 503, 504],
                                allowed_methods=frozenset({"GET", "PATCH", "DELETE", "POST"}), raise_on_status=False,
-                               secondary_rate_wait=secondary_wait_s, max_rate_limit_wait=max_wait_s, sleep=sleep)
+                               secondary_rate_wait=secondary_wait_s, max_rate_limit_wait=max_wait_s,
+                               sleep=sleep, budget=budget)
     return github.Github(auth=github.Auth.Token(token), base_url=base_url.rstrip("/"), per_page=100,
                          timeout=30, retry=retry, seconds_between_requests=None, seconds_between_writes=None)
 
@@ -217,6 +234,14 @@ def _describe(exc: Any) -> str:
 
 def _reason(exc: Any, max_wait_s: float) -> str:
     """Why posting failed, for the job summary: the answer, and for rate limits what was waited."""
+    from benchtrail.github.retry import RetryBudgetSpent
+
+    if isinstance(exc, RetryBudgetSpent):
+        flag = "(--retry-budget, at most the job's timeout)"
+        if exc.left <= 0:
+            return f"{_describe(exc)}; the {exc.budget:g} s retry budget is spent {flag}"
+        return (f"{_describe(exc)}; retrying needs a wait of {exc.wait:.0f} s, but only {exc.left:.0f} s "
+                f"of the {exc.budget:g} s retry budget are left {flag}")
     wait = getattr(exc, "wait", None)
     if wait is not None:
         return (f"{_describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the {max_wait_s:g} s "
@@ -255,7 +280,9 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
                  base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
                  author: str | None = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                  secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
-                 sleep: Callable[[float], None] = time.sleep) -> PostResult:
+                 retry_budget_s: float = RETRY_BUDGET_S,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> PostResult:
     """Create or edit our comment on PR ``pr_number`` of ``repo`` (``OWNER/NAME``).
 
     Nothing is posted when the PR's head is no longer ``run_head_sha`` (``skipped-head-changed``)
@@ -263,13 +290,16 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     Otherwise the earliest of our comments (by ``author``; None accepts any author, which lets
     anyone who can comment suppress ours) is edited, or a new one is created; when another poster
     created one meanwhile, the oldest is kept and ours deleted (``deduplicated``, see
-    ``_deduplicate``). The body is cut to GitHub's 65,536 characters (``fit_body``).
+    ``_deduplicate``). When the created comment's login is not ``author``, that login finds our
+    earlier comments after the create (so the earliest is kept) and ``warnings`` names the flag.
+    The body is cut to GitHub's 65,536 characters (``fit_body``).
 
     Rate limits are waited out by the client (``make_client``: ``Retry-After``, else
-    ``secondary_wait_s`` seconds; ``sleep`` waits), each wait at most ``max_wait_s`` seconds. A
-    403, a longer wait, a rate limit that outlasts the retries, or a 5xx writes the body to the job
-    summary (``fallback-summary``, the message says why). ``dry_run`` reads and decides but writes
-    nothing.
+    ``secondary_wait_s`` seconds; ``sleep`` waits), each wait at most ``max_wait_s`` seconds, all
+    retries within ``retry_budget_s`` seconds on ``clock`` from the first request. A 403, a longer
+    wait, a spent budget, a rate limit that outlasts the retries, or a 5xx writes the body to the
+    job summary (``fallback-summary``, the message says why). ``dry_run`` reads and decides but
+    writes nothing.
 
     Raises:
         UserError: no token, the PR or repository not found (404), the token rejected (401), the
@@ -278,6 +308,8 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     import github
     import requests
 
+    from benchtrail.github.retry import RetryBudget, RetryBudgetSpent
+
     if not token:
         raise UserError(NO_TOKEN)
     marker = comment["marker"]
@@ -285,7 +317,8 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     if ours_run is None:
         raise UserError(f"not a benchtrail marker: {marker!r}")
     body = fit_body(comment["body"], marker)
-    gh = make_client(token, base_url, max_wait_s=max_wait_s, secondary_wait_s=secondary_wait_s, sleep=sleep)
+    gh = make_client(token, base_url, max_wait_s=max_wait_s, secondary_wait_s=secondary_wait_s, sleep=sleep,
+                     budget=RetryBudget(retry_budget_s, clock))
     try:
         pull = gh.get_repo(repo).get_pull(pr_number)
         head = pull.head.sha
@@ -309,16 +342,24 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
             return PostResult("updated", target.id, f"updated comment {target.id} on PR #{pr_number}")
         created = pull.create_issue_comment(body)
     except github.GithubException as exc:
-        if exc.status in (403, 429) or exc.status >= 500:
+        if isinstance(exc, RetryBudgetSpent) or exc.status in (403, 429) or exc.status >= 500:
             return _fallback(body, _reason(exc, max_wait_s), summary_path, dry_run)
         raise _user_error(exc, repo, pr_number, base_url) from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
-    return _deduplicate(pull, created, body, ours_run, author, pr_number)
+    login = created.user.login
+    if author is None or login == author:
+        return _deduplicate(pull, created, body, ours_run, author, pr_number)
+    warning = (f"this token comments as {login!r}, not as {author!r} (--comment-author): set "
+               f"--comment-author {login} (or BENCHTRAIL_COMMENT_AUTHOR={login}, which `benchtrail "
+               "gate-status` reads too); without it each run creates a comment before it finds its earlier "
+               "one by that login, edits that and deletes the new one")
+    return replace(_deduplicate(pull, created, body, ours_run, login, pr_number, found_late=True),
+                   warnings=(warning,))
 
 
 def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], author: str | None,
-                 pr_number: int) -> PostResult:
+                 pr_number: int, found_late: bool = False) -> PostResult:
     """After creating comment ``created``: list the PR's comments again and keep the oldest of ours.
 
     Posters race when each lists the comments before the other creates one; both then create.
@@ -328,6 +369,7 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], 
     younger one's poster listed after the older one was created and would have deleted its own.
     The kept comment gets our body when its marker is from an older run; a newer run's is kept.
     A failure here leaves our comment posted (``created``, the message says what failed).
+    ``found_late``: ``author`` is the login of ``created``, which found none of ours before.
     """
     import github
     import requests
@@ -348,6 +390,11 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], 
     except (github.GithubException, requests.exceptions.RequestException) as exc:
         return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}; could not "
                           f"check it for duplicates from a racing poster ({_describe(exc)})")
+    if found_late:
+        moved = "moved this run's body there" if took_body else "kept it"
+        return PostResult("deduplicated", first.id,
+                          f"found our earlier comment {first.id} on PR #{pr_number} by {author!r}, the login "
+                          f"of the comment {created.id} just created; {moved} and deleted {created.id}")
     kept = "kept it with this run's body" if took_body else "kept it"
     return PostResult("deduplicated", first.id, f"another poster created comment {first.id} on PR #{pr_number} "
                                                 f"first; {kept} and deleted our duplicate {created.id}")

@@ -13,6 +13,8 @@ either of the last two is longer than ``max_rate_limit_wait``. This subclass add
 * a POST is repeated only after a rate-limit answer (GitHub did not act on the request) or a
   failed connection, never after a 5xx or a broken read, which may come after GitHub created the
   comment or issue;
+* one ``RetryBudget`` shared by every request of a client: a retry whose wait would end past it is
+  not started (``RetryBudgetSpent``, or urllib3's ``MaxRetryError`` after a connection error);
 * the sleep function is a parameter, so tests can record the waits (seconds) instead of sleeping.
 """
 
@@ -25,12 +27,35 @@ from datetime import datetime, timezone
 from typing import Any
 
 from github import GithubRetry
-from github.GithubException import RateLimitExceededExceedsMaxWait
+from github.GithubException import GithubException, RateLimitExceededExceedsMaxWait
 from urllib3 import Retry
-from urllib3.exceptions import InvalidHeader, ProtocolError, ReadTimeoutError
+from urllib3.exceptions import InvalidHeader, MaxRetryError, ProtocolError, ReadTimeoutError
 
 #: The statuses GitHub answers a rate limit with.
 RATE_LIMIT_STATUSES = frozenset({403, 429})
+
+
+class RetryBudget:
+    """``seconds`` that all retries may take together, counted on ``clock`` (seconds) from creation:
+    the waits and the requests' own time alike."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.deadline = clock() + seconds
+
+    def left(self) -> float:
+        """Seconds left; negative once spent."""
+        return self.deadline - self.clock()
+
+
+class RetryBudgetSpent(GithubException):
+    """The answer (``status``, ``data``, ``headers``) asks for a retry after ``wait`` seconds, but only
+    ``left`` seconds (negative: none) of the ``budget`` seconds are left."""
+
+    def __init__(self, status: int, data: Any, headers: dict[str, str], *, wait: float, left: float,
+                 budget: float) -> None:
+        super().__init__(status, data, headers)
+        self.wait, self.left, self.budget = wait, left, budget
 
 
 class BoundedGithubRetry(GithubRetry):
@@ -39,15 +64,17 @@ class BoundedGithubRetry(GithubRetry):
     Every wait is in seconds; ``max_rate_limit_wait`` None means no cap (as in ``GithubRetry``).
     ``increment`` raises ``github.RateLimitExceededExceedsMaxWait`` (a ``GithubException`` with
     the answer's status, body and headers, and ``wait``: the seconds GitHub asked for) when a
-    wait would exceed the cap.
+    wait would exceed the cap, and ``RetryBudgetSpent`` when it would end past ``budget``.
     """
 
-    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, **kwargs: Any) -> None:
-        self.sleep_fn = sleep
+    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, budget: RetryBudget | None = None,
+                 **kwargs: Any) -> None:
+        self.sleep_fn, self.budget = sleep, budget
         super().__init__(**kwargs)
 
     def new(self, **kw: Any) -> BoundedGithubRetry:
         kw.setdefault("sleep", self.sleep_fn)
+        kw.setdefault("budget", self.budget)
         return super().new(**kw)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
@@ -57,6 +84,24 @@ class BoundedGithubRetry(GithubRetry):
 
     def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
                   error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> GithubRetry:
+        retry = self._increment(method, url, response, error, _pool, _stacktrace)
+        if self.budget is None:
+            return retry
+        retry_after = self._retry_after(response) if response is not None else None
+        if not (self.respect_retry_after_header and retry_after):
+            retry_after = None  # as ``sleep``: no or a zero Retry-After waits the backoff
+        wait = retry_after or retry.get_backoff_time()
+        left = self.budget.left()
+        if wait <= left:
+            return retry
+        if response is None:
+            raise MaxRetryError(_pool, url, error)  # as when the retries are used up
+        raise RetryBudgetSpent(response.status, self._data(response, url), dict(response.headers), wait=wait,
+                               left=left, budget=self.budget.seconds)
+
+    def _increment(self, method: str | None, url: str | None, response: Any, error: Exception | None,
+                   _pool: Any, _stacktrace: Any) -> GithubRetry:
+        """The next retry, as GitHub asks, within the cap (``increment`` without the budget)."""
         if error is not None and (method or "").upper() == "POST" and isinstance(error, (ReadTimeoutError,
                                                                                         ProtocolError)):
             raise error  # the request reached GitHub, which may have acted on it
@@ -117,11 +162,23 @@ class BoundedGithubRetry(GithubRetry):
             return max(0.0, int(reset) - datetime.now(timezone.utc).timestamp()) + 1
         return None
 
+    @staticmethod
+    def get_content(resp: Any, url: str) -> bytes:  # type: ignore[override]
+        """``GithubRetry.get_content``, read once: ``GithubRetry`` reads a 403's body, and the errors
+        raised after it still carry GitHub's message."""
+        body = getattr(resp, "_benchtrail_body", None)
+        if body is None:
+            body = resp._benchtrail_body = GithubRetry.get_content(resp, url)
+        return body
+
+    def _data(self, response: Any, url: str | None) -> Any:
+        try:
+            return json.loads(self.get_content(response, url or ""))
+        except (ValueError, OSError):
+            return None
+
     def _check_cap(self, wait: float, response: Any, url: str | None) -> None:
         if self.max_rate_limit_wait is None or wait <= self.max_rate_limit_wait:
             return
-        try:
-            data = json.loads(self.get_content(response, url or ""))
-        except (ValueError, OSError):
-            data = None
-        raise RateLimitExceededExceedsMaxWait(response.status, data, dict(response.headers), wait=wait)
+        raise RateLimitExceededExceedsMaxWait(response.status, self._data(response, url),
+                                              dict(response.headers), wait=wait)
