@@ -54,12 +54,16 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     ``process_starts``, ``fxgraph_cache_hit`` and ``_miss`` summed (Inductor graphs loaded from the
     cache, and compiled: workers from before issue 18 do not report them), on a GPU both times' samples pooled (``gpu_samples_us``, ``wall_samples_us``),
     and ``wall_time_ms``: the case's phases plus its share of each process's time outside any case's
-    phases (start, import, teardown). A case whose process does not answer it ``ok`` ends with that
-    status and is not run in later processes; the cases after it in that process run again in a
-    fresh one (never raises).
+    phases (start, import, teardown). A case whose code raises in a process (status ``failed``) still runs in
+    the later ones, and ends ``failed`` with the good processes' samples and the reason ``1 of 3 processes
+    raised: <the first reason>`` (its samples are never compared: the row is ``failed``), or the first reason
+    when every process raised; a case that times
+    out or crashes its process ends with that status and is not run in later processes. The cases after it in
+    that process run again in a fresh one (never raises).
     """
     state = {rc.id: {"samples": [], "process_medians": [], "phase_times_ms": {}, "pooled": {}, "timed_ms": 0.0,
-                     "warmup_ms": 0.0, "process_starts": 0, "wall_time_ms": 0.0, "cache": {}} for rc in rcs}
+                     "warmup_ms": 0.0, "process_starts": 0, "wall_time_ms": 0.0, "cache": {}, "raised": []}
+             for rc in rcs}
     done: dict[str, dict[str, Any]] = {}
     for process in range(rcs[0].execution_config.processes):
         todo = [rc for rc in _order(rcs, process) if rc.id not in done]
@@ -72,6 +76,10 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
                                           "process_starts", "wall_time_ms")}, **case["cache"]}
         if rc.id in done:
             out[rc.id] = {**done[rc.id], **timing}
+        elif case["raised"]:  # every process raised: its reason; some did: how many, and the good samples
+            first, k, ok = case["raised"][0], len(case["raised"]), len(case["process_medians"])
+            out[rc.id] = {**first, "samples": case["samples"], **case["pooled"], **timing,
+                          **({"reason": f"{k} of {k + ok} processes raised: {first.get('reason')}"} if ok else {})}
         else:
             out[rc.id] = {**case["last"].as_dict(), "samples": case["samples"], **case["pooled"], **timing}
     return out
@@ -101,6 +109,9 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
             if getattr(response, key) is not None:
                 case["cache"][key] = case["cache"].get(key, 0) + getattr(response, key)
         case["last"] = response
+        if response.status == "failed":  # the case's code raised: the other processes still run it
+            case["raised"].append(response.as_dict())
+            continue
         if not response.ok:
             done[rc.id] = response.as_dict()
             continue
