@@ -133,9 +133,11 @@ def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
     assert prepare["working-directory"] == "."  # comment-artifact/ is uploaded from the workspace
 
 
-@pytest.mark.parametrize("project_labels", [None, ["self-hosted", "bench-laptop"]])
-def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, project_labels):
-    """The setup job's label, export and matrix steps, run in a copy of docs/examples/adopting-classes."""
+def _setup_steps_in_the_example(tmp_path: Path, shard_count: int, project_labels: list[str] | None = None
+                                ) -> dict[str, str]:
+    """Run the setup job's label, export and matrix steps (the jq CLI, as on the runner) in a copy of
+    docs/examples/adopting-classes (`smoke`: one case, on device `laptop`), its runner-labels table
+    replaced by ``project_labels`` when given; the steps' outputs. The run directory: ``tmp_path / "run"``."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
     repo = tmp_path / "repo"
@@ -143,28 +145,63 @@ def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, pro
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     pyproject = repo / "pyproject.toml"
     assert 'runner-labels = { "laptop" = ["self-hosted", "cpu", "laptop"] }' in pyproject.read_text()
-    expected = ["self-hosted", "cpu", "laptop"]  # the example's table (the same as the default)
-    if project_labels is not None:  # a table unlike the default: the project's labels, not the rule, reach runs-on
+    if project_labels is not None:
         text = pyproject.read_text().replace('["self-hosted", "cpu", "laptop"]', json.dumps(project_labels))
         pyproject.write_text(text)
-        expected = project_labels
     steps = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["setup"]["steps"]}
     output = tmp_path / "github_output"
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
-           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": "1", "BENCHTRAIL_SRC": str(ROOT),
+           "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": str(shard_count), "BENCHTRAIL_SRC": str(ROOT),
            "CPU_DEVICE": "laptop", "CUDA_DEVICE": "a2-highgpu-1g", "PRESETS": "smoke", "GITHUB_OUTPUT": str(output)}
     proc = _run_step(steps["Read the runner labels"], env, cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    labels = dict(line.split("=", 1) for line in output.read_text().splitlines())["labels"]
+    for name in ("Export run configs", "Compute the job matrix"):
+        proc = _run_step(steps[name], {**env, "LABELS": labels}, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+    return dict(line.split("=", 1) for line in output.read_text().splitlines())
+
+
+@pytest.mark.parametrize("project_labels", [None, ["self-hosted", "bench-laptop"]])
+def test_setup_steps_in_an_adopting_project_take_its_runner_labels(tmp_path, project_labels):
+    """The setup job's label, export and matrix steps, run in a copy of docs/examples/adopting-classes."""
+    # Without project_labels: the example's table (the same as the default); with them, a table unlike the
+    # default: the project's labels, not the rule, reach runs-on.
+    expected = project_labels or ["self-hosted", "cpu", "laptop"]
+    outputs = _setup_steps_in_the_example(tmp_path, 1, project_labels)
     assert json.loads(outputs["labels"]) == {"laptop": expected}
     assert json.loads(outputs["cpu-runner"]) == expected  # compile and process run there
     assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]  # not in the table
-    for name in ("Export run configs", "Compute the job matrix"):
-        proc = _run_step(steps[name], {**env, "LABELS": outputs["labels"]}, cwd=repo)
-        assert proc.returncode == 0, proc.stderr
-    matrix = json.loads(dict(line.split("=", 1) for line in output.read_text().splitlines())["matrix"])
-    assert matrix == [{"device_name": "laptop", "host_environment": "linux-x86_64", "architecture": "cpu",
-                       "shard": {"index": 0, "count": 1}, "runs_on": expected}]
+    assert json.loads(outputs["matrix"]) == [{"device_name": "laptop", "host_environment": "linux-x86_64",
+                                              "architecture": "cpu", "shard": {"index": 0, "count": 1},
+                                              "runs_on": expected}]
+
+
+def test_a_suite_with_fewer_cases_than_shards_takes_no_runner_for_an_empty_shard(tmp_path):
+    """The example's one case with shard-count 3: one execute leg, not three (shards 1 and 2 are empty and
+    would each hold a self-hosted runner for nothing), and the comparison of that leg's results calls no
+    shard unreported: the comment has no "Shards that did not report" line (issue 39)."""
+    from benchtrail.compare.comment import missing_shards_line
+    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.results.io import write_results
+    from benchtrail.suite.export import load_execution
+    from tests.records import record, results
+
+    outputs = _setup_steps_in_the_example(tmp_path, 3)
+    assert json.loads(outputs["matrix"]) == [{"device_name": "laptop", "host_environment": "linux-x86_64",
+                                              "architecture": "cpu", "shard": {"index": 0, "count": 3},
+                                              "runs_on": ["self-hosted", "cpu", "laptop"]}]
+    assert outputs["has-execution"] == "true"
+    run_dir = tmp_path / "run"
+    shards = load_execution(run_dir / "run-configs" / "execution.json")["laptop"]
+    assert [len(shards[i]) for i in sorted(shards)] == [1, 0, 0]  # the export keeps the shards asked for
+    # The one leg's results (its run-execution artifact); the process job compares the merged run directory.
+    leg = results(*(record(rc.id, name=rc.name) for rc in shards[0]))
+    write_results(run_dir / "results" / "laptop-0.json", leg)
+    comparison = json.loads(compare_stage([], [run_dir], tmp_path / "comparison.json", None).read_text())
+    assert comparison["missing_shards"] == []
+    assert [(r["name"], r["verdict"]) for r in comparison["rows"]] == [(shards[0][0].name, "new")]
+    assert missing_shards_line(comparison) is None
 
 
 def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():

@@ -1,6 +1,8 @@
 """The workflows' install step (build_tools/github_actions/install.sh): the adopting project's environment
 first and without benchtrail's constraints, then benchtrail keeping the project's torch; the CPU build of
-that torch in the setup job; no torch in the poster and the tracker (issue 19).
+that torch in every job on a CPU runner (setup, compile, process, a CPU device's execute leg: issue 39), the
+project's own build on a GPU runner; no torch in the poster and the tracker (issue 19). ci.yml's CPU runner
+takes torch from PyTorch's CPU index too.
 
 The step runs for real with a stand-in ``python`` whose ``-m venv`` makes a ``pip`` that records its
 arguments and a ``python`` that reports the torch version "installed" so far; the stand-in pip answers
@@ -20,14 +22,17 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.actions_expressions import interpolate
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL = '"$src/build_tools/github_actions/install.sh"'
-#: The torch mode of each job's install step (install.sh's argument).
-MODES = {("benchmark.yml", "setup"): "cpu", ("benchmark.yml", "compile"): "project",
-         ("benchmark.yml", "compile-cuda"): "project", ("benchmark.yml", "execute"): "project",
-         ("benchmark.yml", "process"): "project", ("post_benchmark_comment.yml", "post"): "none",
+#: The torch mode of each job's install step (install.sh's argument); an execute leg's comes from its device's
+#: architecture (TORCH_BUILD, test_an_execute_leg_installs_the_torch_build_of_its_devices_architecture).
+MODES = {("benchmark.yml", "setup"): "cpu", ("benchmark.yml", "compile"): "cpu",
+         ("benchmark.yml", "compile-cuda"): "project", ("benchmark.yml", "execute"): '"$TORCH_BUILD"',
+         ("benchmark.yml", "process"): "cpu", ("post_benchmark_comment.yml", "post"): "none",
          ("post_benchmark_comment.yml", "gate"): "none"}
 
 # The stand-in venv's pip: one log line per call; a `-c FILE` other than constraints.txt is logged as
@@ -84,11 +89,18 @@ def _fake_python(bin_dir: Path) -> None:
     (bin_dir / "python").chmod(0o755)
 
 
+def _torch_build(architecture: str) -> str:
+    """The execute job's TORCH_BUILD for a matrix leg of a device of ``architecture``, as Actions sets it."""
+    return interpolate(_install_step("benchmark.yml", "execute")["env"]["TORCH_BUILD"],
+                       {"matrix": {"architecture": architecture}})
+
+
 def _install(tmp_path: Path, name: str, job_id: str, called: bool, pip_install: str = "",
-             **fake: str) -> tuple[subprocess.CompletedProcess, list[str], str]:
+             architecture: str | None = None, **fake: str
+             ) -> tuple[subprocess.CompletedProcess, list[str], str]:
     """Run the job's install step in a workspace whose project folder is ``bench/``: the process, pip's
     calls (the dry run's report path as ``REPORT``) and benchtrail's source folder as install.sh names it
-    (no trailing ``/.``)."""
+    (no trailing ``/.``). ``architecture``: the execute job's matrix leg (its device's architecture)."""
     if shutil.which("jq") is None:
         pytest.skip("the jq CLI is not installed (apt-get install jq)")
     workspace, log = tmp_path / "ws", tmp_path / "pip.log"
@@ -104,6 +116,8 @@ def _install(tmp_path: Path, name: str, job_id: str, called: bool, pip_install: 
            "GITHUB_ENV": str(tmp_path / "github_env"), "BENCHTRAIL_CHECKOUT": checkout, "PIP_INSTALL": pip_install,
            "PIP_LOG": str(log), "RESOLVED_TORCH": "", "PROJECT_TORCH": "", "NO_CPU_BUILD": "", "CONFLICT": "",
            "TMPDIR": str(tmp_path), **fake}
+    if architecture is not None:
+        env["TORCH_BUILD"] = _torch_build(architecture)
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _install_step(name, job_id)["run"]],
                           cwd=project, env=env, capture_output=True, text=True, timeout=60)
     calls = [" ".join("REPORT" if i and parts[i - 1] == "--report" else p for i, p in enumerate(parts))
@@ -112,8 +126,9 @@ def _install(tmp_path: Path, name: str, job_id: str, called: bool, pip_install: 
 
 
 def test_each_job_installs_the_torch_it_needs():
-    """setup: the CPU build (it imports the suite, runs no model); the model jobs: the project's own; the
-    poster: none. The tracker (benchtrail's own repository only) installs benchtrail without its torch extra."""
+    """The jobs on CPU runners (setup, compile, process): the CPU build; compile-cuda: the project's own;
+    execute: its leg's (below); the poster: none. The tracker (benchtrail's own repository only) installs
+    benchtrail without its torch extra."""
     for (name, job_id), mode in MODES.items():
         run = _install_step(name, job_id)["run"]
         assert run.strip().splitlines()[-1].strip() == f"{INSTALL} {mode}", (name, job_id)
@@ -138,15 +153,44 @@ def test_torch_is_a_range_in_an_extra_and_pinned_only_in_constraints_txt():
     assert "pip install -c constraints.txt -e '.[test]' && .venv/bin/python -m pytest" in readme
 
 
-@pytest.mark.parametrize("job_id", ["setup", "compile", "process"])
-def test_benchtrails_own_repository_installs_with_its_constraints(tmp_path, job_id):
-    proc, calls, src = _install(tmp_path, "benchmark.yml", job_id, called=False, RESOLVED_TORCH="2.13.0")
+@pytest.mark.parametrize("job_id, architecture, cpu_runner", [
+    ("setup", None, True), ("compile", None, True), ("process", None, True), ("execute", "cpu", True),
+    ("execute", "cuda", False), ("compile-cuda", None, False),
+])
+def test_benchtrails_own_repository_installs_with_its_constraints_and_the_cpu_build_on_cpu_runners(
+        tmp_path, job_id, architecture, cpu_runner):
+    """A job on a CPU runner installs torch 2.13.0 from PyTorch's CPU index before anything else (PyPI's
+    default Linux build is the CUDA one); a job on a GPU runner, constraints.txt's torch as pip finds it."""
+    proc, calls, src = _install(tmp_path, "benchmark.yml", job_id, called=False, architecture=architecture,
+                                RESOLVED_TORCH="2.13.0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "github_env").read_text() == f"BENCHTRAIL_SRC={tmp_path}/ws/.\n"
     pins = f"-c {src}/constraints.txt"
     cpu = [f"install --quiet --dry-run --report REPORT {pins} -e {src}[torch]",
            f"install --no-deps --index-url {CPU_INDEX} {pins} torch==2.13.0"]
-    assert calls == (cpu if job_id == "setup" else []) + [f"install {pins} -e {src}[torch]"]
+    assert calls == (cpu if cpu_runner else []) + [f"install {pins} -e {src}[torch]"]
+
+
+def test_an_execute_leg_installs_the_torch_build_of_its_devices_architecture(tmp_path):
+    """TORCH_BUILD from the leg's matrix.architecture: `cpu` for a CPU device, the project's own build on a
+    GPU. Called from another repository, a CPU leg installs the CPU build of the project's torch version."""
+    step = _install_step("benchmark.yml", "execute")
+    assert step["env"]["TORCH_BUILD"] == "${{ matrix.architecture == 'cpu' && 'cpu' || 'project' }}"
+    assert (_torch_build("cpu"), _torch_build("cuda")) == ("cpu", "project")
+    proc, calls, src = _install(tmp_path, "benchmark.yml", "execute", True, "-r requirements.txt", "cpu",
+                                RESOLVED_TORCH="2.14.1", PROJECT_TORCH="2.14.1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls[1:] == [f"install --no-deps --index-url {CPU_INDEX} torch==2.14.1",
+                         "install -r requirements.txt", f"install -c [torch==2.14.1+cpu] -e {src}[torch]"]
+
+
+def test_ci_takes_torch_from_pytorchs_cpu_index():
+    """ci.yml's runner has no GPU: .ci/run's `pip install -c constraints.txt` also sees PyTorch's CPU index,
+    whose 2.13.0+cpu sorts above PyPI's 2.13.0 (the CUDA build), so pip takes the CPU build."""
+    (job,) = _load("ci.yml")["jobs"].values()
+    (step,) = [s for s in job["steps"] if s.get("run") == "bash .ci/run"]
+    assert step["env"] == {"PIP_EXTRA_INDEX_URL": CPU_INDEX}
+    assert job["runs-on"] == "ubuntu-latest"
 
 
 def test_the_poster_installs_no_torch(tmp_path):
@@ -161,7 +205,7 @@ def test_a_called_run_installs_the_projects_environment_first_then_benchtrail_ke
     one constraint that keeps the torch they brought (a nightly CUDA build here)."""
     nightly = "2.15.0.dev20261201+cu128"
     proc, calls, src = _install(tmp_path, "benchmark.yml", "execute", True, "-e . -r requirements.txt",
-                                PROJECT_TORCH=nightly)
+                                "cuda", PROJECT_TORCH=nightly)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls == ["install -e . -r requirements.txt", f"install -c [torch=={nightly}] -e {src}[torch]"]
     assert not [c for c in calls if "constraints.txt" in c]

@@ -4,13 +4,14 @@
 #
 #   install.sh project|cpu|none
 #
-#   project  the project's own torch: the jobs that compile or run models (compile, compile-cuda,
-#            execute, process). Without one in the project's environment, benchtrail's range
+#   project  the project's own torch build: the jobs on GPU runners (compile-cuda, execute on a CUDA
+#            device). Without one in the project's environment, benchtrail's range
 #            (pyproject.toml, the `torch` extra) picks the newest torch from the package index.
 #   cpu      the CPU build of that same torch version (download.pytorch.org/whl/cpu, for torch alone,
-#            without its dependencies, which come from the package index as usual): the setup job,
-#            which imports the suite to export run configs but runs no model. A version the CPU index
-#            does not have (a nightly, a local build) warns and installs the project's own build.
+#            without its dependencies, which come from the package index as usual): the jobs on CPU
+#            runners, where PyPI's default Linux build (CUDA) only adds gigabytes: setup (it imports
+#            the suite but runs no model), compile, process, and execute on a CPU device. A version the
+#            CPU index does not have (a nightly, a local build) warns and installs the project's own build.
 #   none     no torch at all: the poster (`benchtrail post` imports none).
 #
 # Environment: BENCHTRAIL_CHECKOUT ("." in benchtrail's own repository), PIP_INSTALL (the input

@@ -45,7 +45,8 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
     and the head results lack: ``(run configs with no record, shards that did not report)``.
 
     A shard reported when ``<dir>/results/<slug(device)>-<index>.json`` exists or a head results file says it
-    ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard). The
+    ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard); a shard
+    without run configs has nothing to report (CI's job matrix gives it no job). The
     run configs of a shard that did not report get the reason ``no result: shard <i> of device <d>
     did not report (its job failed, timed out or was cancelled)``; those missing from a shard that
     reported (run with ``--filter`` or ``--benchmark-id``) say so. ``skipped_devices`` (devices the
@@ -72,7 +73,7 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
                 reported = ((results_dir / f"{slug(device)}-{index}.json").is_file() or (device, index) in ran
                             or (device, None) in ran)
                 shard = {"device_name": device, "shard_index": index}
-                if not reported and shard not in missing:
+                if not reported and rcs and shard not in missing:  # an empty shard has no job (matrix.jq)
                     missing.append(shard)
                 why = ("reported without it (it was run with --filter or --benchmark-id)" if reported else
                        "did not report (its job failed, timed out or was cancelled)")
