@@ -359,7 +359,8 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
 
 def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
     """The 3x head arm of issue 38: stored head 500 µs, a paired head arm at 1,450 µs (base 461 µs in both).
-    The pair's +214% would confirm a regression; the guard keeps the stored verdict and says why."""
+    The pair's +214% would confirm a regression; the guard keeps the stored verdict and says why. A pair with such
+    an arm may clear a row, never confirm one."""
     from benchtrail.compare.gate import check
 
     rc = _rc()
@@ -376,6 +377,10 @@ def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
     assert row["reason"].startswith("paired A/B run not used: its head arm's median 1450 us is 2.9x the stored head "
                                     "run's 500 us, more than its noise allows")
     assert check([row], []).failing == ()  # not confirmed by an arm that measured something else
+    # A pair that clears the row with such an arm is used: the stored run may be the one that was off.
+    cleared = {rc.id: {**paired[rc.id], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.8}}
+    (row,) = apply(comparison, cleared, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    assert (row["verdict"], row["mark"], row["ab"]["guard"]["arm"]) == ("similar", None, "head")
     near = {rc.id: {**paired[rc.id], "head_median": 560.0}}  # 12% from its stored run: used
     (row,) = apply(comparison, near, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
     assert (row["mark"], row["change"], "guard" in row["ab"]) == ("confirmed", 214.5, False)

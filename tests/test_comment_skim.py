@@ -128,15 +128,17 @@ def test_no_hex_ids_and_each_reason_said_once(rendered):
     assert re.findall(r"[0-9a-f]{16,}", body) == []
     reasons = {r["reason"] for r in comparison["rows"] if r["reason"]}
     assert len(reasons) < sum(bool(r["reason"]) for r in comparison["rows"])  # some rows share a reason ...
-    for reason in reasons:
-        assert body.count(md_text(reason)) == 1, reason  # ... said once, in a legend
+    for reason in reasons:  # ... said once, in a legend
+        assert sum(line.split("] ", 1)[-1] == md_text(reason) for line in body.splitlines()
+                   if re.match(r"- \[\d+\] ", line)) == 1, reason
     noisy = {r["id"]: r for r in comparison["rows"] if r["noisy"]}
-    refs = dict(re.findall(r"\| `(jumpy\d)\.inference-bs1` \|.*\| inconclusive · noisy · could detect ≥ \d+% (\[\d+\]) \|",
+    refs = dict(re.findall(r"\| `(jumpy\d)\.inference-bs1` \|.*\| inconclusive · noisy · could detect ≥ \d+% \(threshold \d+%\) (\[\d+\]) \|",
                            body))
     assert f"- {refs['jumpy1']} {md_text(noisy['jumpy1']['reason'])}" in body.splitlines()
     # jumpy2's +10% is beyond its 5% threshold with p < 0.1: a suspect of the re-check, noisy or not (none ran
     # for it here).
-    assert noisy["jumpy2"]["reason"] == "no paired A/B re-check: the head suite has no such run config"
+    assert noisy["jumpy2"]["reason"] == ("no paired A/B re-check: the head suite has no such run config; "
+                                         + noisy["jumpy1"]["reason"])  # and why it was inconclusive
 
 
 def test_the_paired_change_agrees_with_the_medians_shown(rendered):

@@ -34,10 +34,10 @@ def test_a_two_percent_change_on_a_two_percent_rule_is_inconclusive_with_its_mde
     body = render(_comparison(base, head))[0]
     assert body.splitlines()[0] == "### benchtrail: 0 regressions, 0 improvements, 1 inconclusive"
     assert "<details><summary>Inconclusive: 1 series</summary>" in body
-    assert f"| inconclusive · could detect ≥ {row['mde']:.1f}% [1] |" in body
+    assert f"| inconclusive · could detect ≥ {row['mde']:.1f}% (threshold 2%) [1] |" in body
     assert 1.0 < row["mde"] < 2.0  # it could tell a 2% change from none, not from the 2% rule
-    table = render_table(_comparison(base, head), width=120).splitlines()
-    assert table[-1] == f"inconclusive (1): edge.inference-bs1 +2.0% · could detect ≥ {row['mde']:.1f}%: more " \
+    table = render_table(_comparison(base, head), width=200).splitlines()
+    assert table[-1] == f"inconclusive (1): edge.inference-bs1 +2.0% · could detect ≥ {row['mde']:.1f}% (threshold 2%): more " \
                         "samples or a quieter machine would settle them"
 
 

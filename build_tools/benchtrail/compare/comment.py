@@ -220,8 +220,8 @@ NOT_REACHED_NAMED = 5
 
 def _recheck_outcome(row: dict[str, Any]) -> str:
     """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (the paired run was not used) of a re-checked row."""
-    ab = row["ab"]
-    if ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS:
+    ab = row["ab"]  # decided: it has the stored figures (version 8), or a paired verdict used (before)
+    if row.get("stored") is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
         return "kept"
     if row["verdict"] in ("regressed", "improved"):
         return "confirmed"

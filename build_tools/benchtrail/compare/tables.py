@@ -188,10 +188,14 @@ def change_cell(row: Mapping[str, Any], est: Estimate | None = None) -> str:
 
 def verdict_note(row: Row | Mapping[str, Any]) -> str:
     """What the verdict cell adds: `` · noisy`` for the label (a side's IQR/median above 25%), and for an
-    ``inconclusive`` row the effect it could have detected, `` · could detect ≥ 13%`` (its ``mde``)."""
+    ``inconclusive`` row the effect it could have detected and its rule, `` · could detect ≥ 13% (threshold 5%)``
+    (its ``mde``)."""
     note = " · noisy" if row.get("noisy") and row["verdict"] != "noisy" else ""
     if row["verdict"] == "inconclusive" and row.get("mde") is not None:
         note += f" · could detect ≥ {row['mde']:.{0 if row['mde'] >= 10 else 1}f}%"
+        rule = row.get("threshold") or {}
+        if rule.get("unit") == "percent":  # what it could not be told from: the row's rule
+            note += f" (threshold {rule['threshold']:g}%)"
     return note
 
 

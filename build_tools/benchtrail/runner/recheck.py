@@ -113,6 +113,11 @@ def guard(row: Mapping[str, Any], paired: Row | Mapping[str, Any]) -> dict[str, 
     return None
 
 
+def _also(reason: str, before: str | None) -> str:
+    """``reason``, then the row's reason ``before`` it (why the stored comparison left it so), when it had one."""
+    return f"{reason}; {before}" if before and not before.startswith(reason) else reason
+
+
 def not_reached_reason(total_budget_s: float) -> str:
     """The reason of a suspect row that a time-bounded re-check did not reach (``total_budget_s`` in seconds)."""
     return f"not re-checked: the re-check's time budget of {total_budget_s:g} s ran out"
@@ -165,8 +170,9 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
     A paired run that gave a verdict decides the row (:func:`_decided`): its verdict and figures, the stored
     ones kept in ``stored``; a regression is marked ``quarantined`` when its series is quarantined,
     ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name or id, else ``confirmed``:
-    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is
-    reported in ``ab.guard`` and the reason, and the pair is not used: the row keeps its suspicion.
+    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is reported in
+    ``ab.guard``; a pair that found a change with such an arm is not used (the row keeps its suspicion and the
+    reason says why), one that cleared the row or left it inconclusive is (the stored run may be the one off).
 
     ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
     (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and
@@ -180,13 +186,15 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
             rows.append(row)
             continue
         if row["id"] in (not_reached or {}):
-            rows.append({**row, "recheck": "not-reached", "reason": not_reached_reason(not_reached[row["id"]])})
+            rows.append({**row, "recheck": "not-reached",
+                         "reason": _also(not_reached_reason(not_reached[row["id"]]), row.get("reason"))})
             continue
         if row.get("recheck"):  # re-checked now: the mark of an earlier, time-bounded re-check no longer holds
             row = {**row, "recheck": None}
         paired = paired_rows.get(row["id"])
         if paired is None:
-            rows.append({**row, "reason": "no paired A/B re-check: the head suite has no such run config"})
+            rows.append({**row, "reason": _also("no paired A/B re-check: the head suite has no such run config",
+                                                row.get("reason"))})
             continue
         ab = {**_summary(paired, paired["head_details"].get("ab") or {}),
               "base_commit": base.commit, "head_commit": head.commit}
@@ -195,14 +203,14 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
             rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
             continue
         far = guard(row, paired)
-        if far is not None:
+        if far is not None and paired["verdict"] in ("regressed", "improved"):  # never confirmed by such an arm
             rows.append({**row, "ab": {**ab, "guard": far}, "reason": (
                 f"paired A/B run not used: its {far['arm']} arm's median {far['paired_median']:.4g} {row['unit']} "
                 f"is {max(far['paired_median'], far['stored_median']) / min(far['paired_median'], far['stored_median']):.1f}x "
                 f"the stored {far['arm']} run's {far['stored_median']:.4g} {row['unit']}, more than its noise allows "
                 f"(the arm measured something else); the stored baseline gave {_ci(row)}")})
             continue
-        rows.append(_decided(row, paired, ab, accept))
+        rows.append(_decided(row, paired, {**ab, **({"guard": far} if far else {})}, accept))
     updated = {**document, "rows": rows, "counts": count_rows(rows, document.get("schema_version", 1))}
     if not_reached or any(r.get("stored") for r in rows):  # keys older comparisons lack: now of this version
         updated = upgraded(updated)
