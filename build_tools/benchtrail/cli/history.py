@@ -65,9 +65,15 @@ def cmd_history(args: argparse.Namespace) -> int:
     jsonio.check_new(args.output)
     store = require_store(args.store, "benchtrail history")
     trust = trust_from_options(args.trust, store, args.trusted_workflow)
-    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits, trust=trust)
+    opened = open_store(store, read_only=True)
+    history = collect_history(opened, args.repo, args.ref, args.max_commits, trust=trust)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
+    incomplete = opened.incomplete_runs()
+    if incomplete:
+        shown = ", ".join(f"{r}/{a}" for r, a in incomplete[:10]) + (" …" if len(incomplete) > 10 else "")
+        print(f"benchtrail: {len(incomplete)} incomplete run(s) without a commit pointer (interrupted or failed "
+              f"before they were stored in full; never read): {shown}", file=sys.stderr)
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
           f"first-parent commits of {args.ref}")
     print(write_history(args.output, history))

@@ -8,6 +8,7 @@ directory for ``fetch``.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,5 +79,25 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
     store = open_store(require_store(args.store, "benchtrail fetch"))
     patterns = tuple(args.patterns or ALL_FILES)
-    print(store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline))
+    dest = store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline)
+    if not _has_pointer(store, dest, args.run_id, args.attempt):
+        print(f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no commit pointer names it (its "
+              "writer was interrupted or failed before it stored it in full); it is never read as a baseline",
+              file=sys.stderr)
+    print(dest)
     return EXIT_OK
+
+
+def _has_pointer(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
+    """Whether a commit pointer names the run, for the commits of its fetched results files (True when none was
+    fetched or they cannot be read: nothing to tell the commit by)."""
+    from benchtrail.errors import UserError
+    from benchtrail.results.io import load_results_paths
+
+    results = sorted((Path(run_dir) / "results").glob("*.json"))
+    try:
+        commits = {f.commit for f in load_results_paths(results)} if results else set()
+    except UserError:  # results it cannot read: nothing to tell the commit by (compare says what is wrong)
+        return True
+    return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)
+                              for c in commits for p in store.pointers(c))

@@ -196,6 +196,8 @@ class Store(Protocol):
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]: ...
 
+    def incomplete_runs(self) -> list[tuple[str, int]]: ...
+
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path: ...
 
@@ -212,3 +214,12 @@ def stored_time(when: Any) -> str:
     if not isinstance(when, datetime.datetime):
         when = datetime.datetime.fromtimestamp(float(when), datetime.UTC)
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def pointerless(runs: Iterable[tuple[str, int]], pointer_names: Iterable[str]) -> list[tuple[str, int]]:
+    """The ``(run id, attempt)`` of ``runs`` that no pointer file name (``<run id>-<attempt>.json``, any commit)
+    names, sorted: runs a writer started and never finished storing (a killed or interrupted pipeline, a job
+    that failed before its pointer). Stores are create-only: such runs stay, listed as incomplete, never read as
+    a baseline (a baseline is found through pointers only)."""
+    named = set(pointer_names)
+    return sorted({(r, a) for r, a in runs if f"{r}-{a}.json" not in named})

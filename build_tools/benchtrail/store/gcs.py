@@ -24,7 +24,7 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 from benchtrail import jsonio
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
-                                   local_files, select, stored_time, unsafe_reason)
+                                   local_files, pointerless, select, stored_time, unsafe_reason)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files
 
@@ -130,6 +130,22 @@ class GcsStore:
             raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
         self.io.upload(Path(local_dir), names, prefix, deadline_s, hint="upload the run under a new attempt")
         return len(names)
+
+    def incomplete_runs(self) -> list[tuple[str, int]]:
+        """The runs with objects and no commit pointer (``benchtrail.store.base.pointerless``), sorted. Lists every
+        object name under ``runs/`` and ``commits/``: one listing of the whole store.
+
+        Raises:
+            StoreError: the listing still failing at its deadline.
+        """
+        deadline = self.io.deadline(DEFAULT_DEADLINE_S)
+        runs_prefix, commits_prefix = self._key("runs") + "/", self._key("commits") + "/"
+        runs = set()
+        for blob in self.io.list(runs_prefix, deadline):
+            parts = blob.name[len(runs_prefix):].split("/")
+            if len(parts) > 2 and parts[1].isdigit():
+                runs.add((parts[0], int(parts[1])))
+        return pointerless(runs, (b.name.rsplit("/", 1)[-1] for b in self.io.list(commits_prefix, deadline)))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
         """The names of the run's objects, relative to its prefix, sorted (folder placeholders left out); [] for

@@ -14,7 +14,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, local_files,
-                                   select, stored_time, unsafe_reason)
+                                   pointerless, select, stored_time, unsafe_reason)
 
 
 def place_file(src: Path, dst: Path) -> bool | None:
@@ -206,6 +206,11 @@ class LocalStore:
             except OSError as exc:
                 raise UserError(f"cannot copy {local_dir} into {target}: {exc.strerror or exc}") from exc
         return len(names)
+
+    def incomplete_runs(self) -> list[tuple[str, int]]:
+        """The runs with a folder and no commit pointer (``benchtrail.store.base.pointerless``), sorted."""
+        runs = [(d.parent.name, int(d.name)) for d in self.root.glob("runs/*/*") if d.is_dir() and d.name.isdigit()]
+        return pointerless(runs, (p.name for p in self.root.glob("commits/*/*.json")))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
         """The names of the run's files, relative to its directory, sorted; [] for no such run (``deadline_s``
