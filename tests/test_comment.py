@@ -78,15 +78,12 @@ def test_partial_baseline_says_what_it_lacks():
 
 
 def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
-    from benchtrail.runner.recheck import apply
     from benchtrail.runner.ab import Arm
-
+    from benchtrail.runner.recheck import apply
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     head = [record(f"r{i}", 130 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     comparison = _comparison(base, head)
-    for row in comparison["rows"]:
-        row["mark"] = "unconfirmed"
-    ids = [r["id"] for r in comparison["rows"]]
+    ids = [r.update(mark="unconfirmed") or r["id"] for r in comparison["rows"]]
     paired = {ids[0]: {**comparison["rows"][0], "head_details": {"ab": {"rounds": 3}}},
               ids[1]: {**comparison["rows"][1], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.5,
                        "head_details": {"ab": {"rounds": 4}}},
