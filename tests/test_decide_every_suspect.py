@@ -65,6 +65,9 @@ def _rc(samples: int, processes: int = 1, name: str = "mlp"):
 def test_a_selection_whose_samples_can_never_reach_alpha_is_refused_naming_what_is_needed():
     check_sample_sizes(tuple(_rc(8, name=f"m{i}-") for i in range(20)))  # 8 a side: enough for 20 series
     check_sample_sizes((_rc(5),))  # 5 a side for one series: p = 0.0079
+    with pytest.raises(UserError) as alone:  # one run config: nothing to select fewer of
+        check_sample_sizes((_rc(4),))
+    assert str(alone.value).endswith("at least 5 samples a side are needed; raise min_samples or processes")
     with pytest.raises(UserError) as err:
         check_sample_sizes(tuple(_rc(7, name=f"m{i}-") for i in range(19)) + (_rc(3, processes=2),))
     assert str(err.value).startswith("20 of the 20 run configs selected take too few samples to ever show a "

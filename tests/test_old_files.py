@@ -258,7 +258,8 @@ REFUSED = {  # what is wrong -> (the file from an earlier version, how it is edi
     "a version as text": (2, lambda o: o.update(schema_version="2"), "missing or non-integer 'schema_version' (got '2')"),
     "a v1 row without its verdict": (1, lambda o: o["rows"][0].pop("verdict"), "rows[0]"),
     "a v5 row with an unknown verdict": (5, lambda o: o["rows"][1].update(verdict="slower"),
-                                         "rows[1] has verdict 'slower'; allowed: regressed"),
+                                         "rows[1] ('rc-same.inference-bs1.c2-standard-16') has verdict 'slower'; "
+                                         "allowed: regressed"),
 }
 
 

@@ -83,7 +83,8 @@ def add_pipeline_parsers(subparsers: Any) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]", help="cases to run paired")
     which.add_argument("--recheck", type=Path, metavar="COMPARISON",
-                       help="re-check the unconfirmed regressions of this comparison.json")
+                       help="re-check the suspects of this comparison.json: unconfirmed regressions, improvements, "
+                            "and inconclusive rows beyond their threshold")
     p.add_argument("--base-ref", help="base commit or ref, checked out in a git worktree (with --recheck: "
                                       "default the comparison's base commit)")
     p.add_argument("--benchmark-id", action="append", help="only this run config id (repeatable)")

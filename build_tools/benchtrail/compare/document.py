@@ -297,7 +297,7 @@ def load_comparison(path: str | Path) -> Comparison:
             raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
         allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
         if checked.verdict not in allowed:
-            raise UserError(f"comparison {path}: rows[{i}] has verdict {checked.verdict!r}; "
+            raise UserError(f"comparison {path}: rows[{i}] ({checked.name!r}) has verdict {checked.verdict!r}; "
                             f"allowed: {', '.join(allowed)}")
     if not isinstance(obj["head"].get("commit"), str):
         raise UserError(f"comparison {path}: head.commit must be a string")

@@ -67,4 +67,4 @@ def check_sample_sizes(run_configs: tuple[RunConfig, ...], alpha: float = 0.01) 
                     f"{names} (processes={ec.processes} × min_samples={ec.min_samples} = "
                     f"{ec.processes * ec.min_samples} a side). With {m} series compared, the smallest possible "
                     f"Mann–Whitney p times {m} must be below {alpha:g}: at least {samples_needed(m, alpha)} samples "
-                    "a side are needed; raise min_samples or processes, or select fewer run configs")
+                    "a side are needed; raise min_samples or processes" + (", or select fewer run configs" if m > 1 else ""))
