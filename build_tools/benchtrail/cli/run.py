@@ -159,8 +159,7 @@ def _filtered_suite(args: argparse.Namespace):
 def cmd_export(args: argparse.Namespace) -> int:
     """``benchtrail export``: write the export (or print it with ``--output -``). Exit 0, or UserError."""
     from benchtrail import jsonio
-    from benchtrail.stats.power import check_sample_sizes
-    from benchtrail.suite.export import export_object
+    from benchtrail.pipeline.export import checked_export
 
     output = args.output or Path(f"{args.kind}.json")
     if args.format == "seed" and str(output) != "-":
@@ -168,12 +167,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                         "root schema_version, which the seed's shape cannot hold")
     if str(output) != "-":
         jsonio.check_new(output)  # before the suite is read
-    loaded = _filtered_suite(args)
-    if args.kind == "execution":  # as pipeline.measure.write_export
-        check_sample_sizes(loaded.select_run_configs(args.benchmark_presets))
-    obj = export_object(loaded, args.kind, args.benchmark_presets, args.shard_count, seed=args.format == "seed")
-    if args.kind == "execution" and args.filter is not None and args.format != "seed":
-        obj["filter"] = args.filter  # as pipeline.measure.write_export: compare leaves other series out
+    obj = checked_export(_filtered_suite(args), args.kind, args.benchmark_presets, args.shard_count,
+                         seed=args.format == "seed", name_filter=args.filter)
     if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
         sys.stdout.write(jsonio.dumps(obj))
         return EXIT_OK

@@ -76,28 +76,14 @@ def cmd_upload(args: argparse.Namespace) -> int:
 def cmd_fetch(args: argparse.Namespace) -> int:
     """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
     from benchtrail.store import ALL_FILES, open_store
+    from benchtrail.store.pointer import names_run
 
     store = open_store(require_store(args.store, "benchtrail fetch"))
     patterns = tuple(args.patterns or ALL_FILES)
     dest = store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline)
-    if not _has_pointer(store, dest, args.run_id, args.attempt):
+    if not names_run(store, dest, args.run_id, args.attempt):
         print(f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no commit pointer names it (its "
               "writer was interrupted or failed before it stored it in full); it is never read as a baseline",
               file=sys.stderr)
     print(dest)
     return EXIT_OK
-
-
-def _has_pointer(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
-    """Whether a commit pointer names the run, for the commits of its fetched results files (True when none was
-    fetched or they cannot be read: nothing to tell the commit by)."""
-    from benchtrail.errors import UserError
-    from benchtrail.results.io import load_results_paths
-
-    results = sorted((Path(run_dir) / "results").glob("*.json"))
-    try:
-        commits = {f.commit for f in load_results_paths(results)} if results else set()
-    except UserError:  # results it cannot read: nothing to tell the commit by (compare says what is wrong)
-        return True
-    return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)
-                              for c in commits for p in store.pointers(c))

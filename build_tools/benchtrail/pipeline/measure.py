@@ -15,7 +15,6 @@ import torch
 
 from benchtrail import jsonio
 from benchtrail.compare.rules import load_thresholds
-from benchtrail.stats.power import check_sample_sizes
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
@@ -28,27 +27,18 @@ from benchtrail.runner.compile_modules import compile_modules
 from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
-from benchtrail.suite.export import (export_object, load_compilation, load_execution,
+from benchtrail.pipeline.export import checked_export
+from benchtrail.suite.export import (load_compilation, load_execution,
                                      load_run_tasks)
 from benchtrail.suite.names import slug
 
 
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1,
                  name_filter: str | None = None) -> Path:
-    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``; an execution export of a
-    ``suite`` narrowed by ``--filter`` records it (``name_filter``: the compare stage leaves the baseline's other
-    series out).
-
-    Raises:
-        UserError: as ``suite.export.export_object``; an execution export whose run configs take too few samples
-            to ever show a change (``stats.power.check_sample_sizes``).
-    """
-    obj = export_object(suite, kind, presets, shard_count)
-    if kind == "execution":
-        check_sample_sizes(suite.select_run_configs(presets))
-        if name_filter is not None:
-            obj["filter"] = name_filter
-    return jsonio.write_json(output, obj, exclusive=True)
+    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``
+    (:func:`benchtrail.pipeline.export.checked_export`, which raises ``UserError``)."""
+    return jsonio.write_json(output, checked_export(suite, kind, presets, shard_count, name_filter=name_filter),
+                             exclusive=True)
 
 
 def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:

@@ -23,6 +23,7 @@ from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
+from benchtrail.suite.export import SCHEMA_VERSION as EXPORT_VERSION
 from benchtrail.suite.export import load_execution
 from benchtrail.suite.names import slug
 
@@ -108,7 +109,7 @@ def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
     for path in map(Path, head):
         export = path / "run-configs" / "execution.json"
         if export.is_file():
-            text = jsonio.read_json(export, kind="execution export", supported=1).get("filter")
+            text = jsonio.read_json(export, kind="execution export", supported=EXPORT_VERSION).get("filter")
             if isinstance(text, str):
                 return compile_filter(text)
     return None

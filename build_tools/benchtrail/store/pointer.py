@@ -60,3 +60,18 @@ def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: 
         raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: another writer created or "
                         "changed it under this run's name (a clash; this run must not be a baseline: check who "
                         "holds the store's write identity)")
+
+
+def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
+    """Whether a commit pointer of ``store`` names run ``run_id``/``attempt``, for the commits of the results files
+    in ``run_dir`` (its local copy); True when it has none or they cannot be read: nothing to tell the commit by.
+    A run no pointer names is incomplete (``Store.incomplete_runs``)."""
+    from benchtrail.results.io import load_results_paths
+
+    results = sorted((Path(run_dir) / "results").glob("*.json"))
+    try:
+        commits = {f.commit for f in load_results_paths(results)} if results else set()
+    except UserError:  # results it cannot read: nothing to tell the commit by (compare says what is wrong)
+        return True
+    return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)
+                              for c in commits for p in store.pointers(c))
