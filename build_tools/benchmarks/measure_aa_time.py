@@ -28,7 +28,8 @@ CLI = "import sys; from benchtrail.cli import main; sys.exit(main())"
 
 
 def pipeline(checkout: Path, presets: str, store: Path) -> tuple[float, float, str]:
-    """One main job with ``checkout``'s code; (wall s, re-check s, execution verdicts as ``2 similar, …``)."""
+    """One main job with ``checkout``'s code; (wall s, re-check s, execution verdicts with their marks as
+    ``2 similar, 1 regressed (unconfirmed)``)."""
     env = {**os.environ, "PYTHONPATH": f"{checkout / 'build_tools'}{os.pathsep}{checkout}"}
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", CLI, "pipeline", "--benchmark-presets", presets, "--store",
@@ -39,7 +40,8 @@ def pipeline(checkout: Path, presets: str, store: Path) -> tuple[float, float, s
     run_dir = (checkout / proc.stdout.strip().splitlines()[-1]).parents[1]
     stages = json.loads((run_dir / "timings.json").read_text())["stages_s"]
     rows = json.loads((run_dir / "comparison.json").read_text())["rows"]
-    verdicts = Counter(r["verdict"] for r in rows if r["kind"] == "execution")
+    verdicts = Counter(r["verdict"] + (f" ({r['mark']})" if r.get("mark") else "") for r in rows
+                       if r["kind"] == "execution")
     return wall, stages.get("recheck", 0.0), ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
 
 
