@@ -74,6 +74,8 @@ class Model:
             pairs passed to its input factory; ``entry_point`` then names the ``@benchmark`` object and
             ``input_specs`` is empty. Not written to an export when empty (:data:`OMIT_IF_DEFAULT`), so
             older workers read the exports of class-API suites as before.
+        mutates_inputs: the model changes its input tensors in place: each timed iteration gets fresh
+            copies (one iteration per sample); undeclared, a change is refused. Not written when False.
     """
 
     id: str
@@ -84,6 +86,7 @@ class Model:
     reference_entry_point: str | None = None
     fullgraph: bool = False
     params: tuple[tuple[str, Any], ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+    mutates_inputs: bool = field(default=False, metadata=OMIT_IF_DEFAULT)
 
     def __post_init__(self) -> None:
         check_name(self.name, "Model")

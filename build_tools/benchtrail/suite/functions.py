@@ -40,6 +40,7 @@ import hashlib
 import importlib
 import itertools
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -110,6 +111,7 @@ class FunctionBenchmark:
         renamed_from: the qualified name the benchmark had before a rename; its id (and history) is kept.
         module: ``fn`` is an ``nn.Module`` factory.
         fullgraph: a graph break fails its Inductor modules.
+        mutates_inputs: ``fn`` changes its input tensors in place (``Model.mutates_inputs``).
     """
 
     fn: Callable[..., Any]
@@ -127,6 +129,7 @@ class FunctionBenchmark:
     renamed_from: str | None = None
     module: bool = False
     fullgraph: bool = False
+    mutates_inputs: bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -147,7 +150,7 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
               compile: Iterable[str] = ("eager",), devices: Iterable[str] = ("cpu",),
               presets: Iterable[str] = (DEFAULT_PRESET,), processes: int = 3, min_samples: int = 10,
               warmup_time_ms: float = 300.0, timeout_s: float = 600.0, renamed_from: str | None = None,
-              module: bool = False, fullgraph: bool = False) -> Any:
+              module: bool = False, fullgraph: bool = False, mutates_inputs: bool = False) -> Any:
     """Decorate a benchmark function (``@benchmark(inputs=...)``); see :class:`FunctionBenchmark` for
     the arguments. ``tasks``: ``inference``, ``forward``, ``backward``, ``jacobian``.
 
@@ -167,10 +170,12 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
             _names(devices, list(DEVICES), "devices", where),
             _presets(presets, where), _positive(processes, "processes", where),
             _positive(min_samples, "min_samples", where), _nonnegative(warmup_time_ms, "warmup_time_ms", where),
-            _positive(timeout_s, "timeout_s", where), renamed_from, module, fullgraph)
+            _positive(timeout_s, "timeout_s", where), renamed_from, module, fullgraph, bool(mutates_inputs))
         _check_signature(bench.inputs, [n for n, _ in bench.params], "inputs", where)
         if module:
             _check_signature(f, [n for n, _ in bench.params], "the module factory", where)
+            if reference is not None:
+                _check_signature(reference, [n for n, _ in bench.params], "the reference factory", where)
         return bench
 
     return wrap if fn is None else wrap(fn)
@@ -302,7 +307,8 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
     modules are in the same presets, so those presets also record compilation statistics.
 
     Raises:
-        UserError: two benchmarks make the same model id (a ``renamed_from`` equal to another's name).
+        UserError: two benchmarks make the same model id (a ``renamed_from`` equal to another's name), or
+            a function benchmark's reference cannot take the arguments its input factory gives.
     """
     run_configs: list[RunConfig] = []
     modules: dict[str, ModuleGenerationConfig] = {}
@@ -315,10 +321,12 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
             model = Model(model_id(bench.renamed_from or bench.qualified_name, params),
                           bench.qualified_name + params_label(params, literal), ("function",), entry, (),
                           reference_entry_point=reference, fullgraph=bench.fullgraph,
-                          params=tuple(params.items()))
+                          params=tuple(params.items()), mutates_inputs=bench.mutates_inputs)
             if owner.setdefault(model.id, model.name) != model.name:
                 raise UserError(f"benchmarks {owner[model.id]!r} and {model.name!r} have the same id "
                                 "(renamed_from names another benchmark)")
+            if bench.reference is not None and not bench.module:
+                _check_reference(bench, params, model.name)
             for device_name, compile_name in itertools.product(bench.devices, bench.compile):
                 device = DEVICES[device_name]
                 gen = ModuleGenerationConfig.build(model, COMPILE_CONFIGS[compile_name], device.architecture,
@@ -329,6 +337,32 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
                                                        presets=bench.presets))
     presets = tuple(dict.fromkeys(p for rc in run_configs for p in rc.presets))
     return Suite(tuple(run_configs), tuple(modules.values()), presets, ())
+
+
+def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str) -> None:
+    """Refuse a reference that cannot take the arguments the input factory gives for ``params``: the
+    factory runs under the meta device (no tensor data; a factory that fails there is not checked, the
+    worker reports its errors)."""
+    import contextlib
+    import inspect
+
+    torch = sys.modules.get("torch")  # loaded by the benchmarks module; this torch-free module imports none
+    try:
+        signature = inspect.signature(bench.reference)
+        with torch.device("meta") if torch is not None else contextlib.nullcontext():
+            args = Args.of(bench.inputs(**params))
+    except Exception:  # a builtin reference, or a factory that needs real data: nothing to check
+        return
+    try:
+        signature.bind(*args.args, **args.kwargs)
+    except TypeError as exc:
+        given = f"{len(args.args)} positional"
+        if args.kwargs:
+            given += f", keywords {', '.join(args.kwargs)}"
+        ref = f"{bench.reference.__module__}.{bench.reference.__qualname__}"
+        raise UserError(f"benchmark {name}: reference {ref}{signature} cannot take the arguments of the "
+                        f"input factory ({given}): {exc}; allowed: the reference takes the benchmark's "
+                        "arguments") from None
 
 
 def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
