@@ -149,14 +149,18 @@ def old_base_repo(tmp_path, monkeypatch):
 
 #: The last commit before issue 38 (its worker and server measure with glibc's adaptive malloc thresholds).
 BEFORE_38 = "4f888d2f05b970d72bd9e6f1ede94438ee9facd0"
+#: The last commit before issue 40 (its worker answers no floor_us nor threads_set).
+BEFORE_40 = "9f44ab0235b16ee35ffe48005f146b5502b4a28b"
 
 
-def test_a_budgeted_paired_run_against_a_base_from_before_issue_38(tmp_path, monkeypatch):
+@pytest.mark.parametrize("base", [BEFORE_38, BEFORE_40])
+def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_path, monkeypatch, base):
     """The default policy since issue 38 (no round cap: rounds until the interval decides, within the case's
-    time budget) against a base arm whose worker server is 4f888d2's: both arms fork, every round answers."""
+    time budget) against a base arm whose worker server is an older commit's: both arms fork, every round
+    answers; the head's records carry the floor and the thread count it set, the base's do not."""
     from benchtrail.pipeline.measure import ab_stage
 
-    repo = _repo_with_base_benchtrail(tmp_path, monkeypatch, BEFORE_38)
+    repo = _repo_with_base_benchtrail(tmp_path, monkeypatch, base)
     out = tmp_path / "ab"
     ab_stage(repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml", Policy(min_rounds=2, budget_s=30, seed=1))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
@@ -165,6 +169,9 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38(tmp_path, mon
         (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
         ab = record["details"]["ab"]
         assert (record["status"], ab["start_method"], ab["stop"], ab["rounds"]) == ("ok", "fork", "decided", 2)
+        details = record["details"]
+        assert ("floor_us" in details, details.get("threads_set")) == (
+            (True, details["threads"]) if side == "head" else (False, None))
 
 
 def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base_repo, tmp_path, monkeypatch):

@@ -36,6 +36,8 @@ MIN_SAMPLES_FOR_TEST = 5
 #: The reason of a row whose two sides' definitions were hashed by different schemes
 #: (``benchtrail.suite.content_hash.HASH_SCHEME``): compared, their definitions unchecked.
 HASH_SCHEME_NOTE = "definition not checked: hash scheme changed"
+#: A row whose median is below this many times its harness floor says so (``_floor_note``).
+FLOOR_FACTOR = 10
 
 
 def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
@@ -138,6 +140,12 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
                     "definition changed (content hash differs: flags, torch version or model source)",
                     threshold, change if threshold.unit == "absolute" else None)
     if head.kind == "execution":
+        b, h = base.details.get("threads"), head.details.get("threads")
+        if isinstance(b, int) and isinstance(h, int) and b != h:
+            sets = [side for side, r in (("baseline", base), ("head", head)) if _threads_note(r)]
+            return _row(head, base, "not-comparable", f"thread counts differ: the baseline ran at {b} "
+                        f"thread{'s' if b != 1 else ''}, the head at {h}"
+                        + (f" (the {' and '.join(sets)}'s code changes it)" if sets else ""))
         problem = _sample_problem(base, head)
         if problem is not None:
             return _row(head, base, *problem, threshold, _change(base, head, threshold))
@@ -335,11 +343,38 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
         rows[position] = row
     rows = [replace(r, reason="; ".join(filter(None, (r.reason, HASH_SCHEME_NOTE)))) if r and r.id in unchecked
             else r for r in rows]
+    rows = [_with_caveats(r, head_by_id[r.id]) if r and r.id in head_by_id else r for r in rows]
     rows.extend(_unreported_row(u, base_by_id.get(sid)) for sid, u in lacking.items())
     for sid, b in base_by_id.items():
         if sid not in head_by_id and sid not in lacking:
             rows.append(_row(None, b, "removed", "in the baseline but not in this run"))
     return rows
+
+
+def _threads_note(head: BenchmarkRecord) -> str | None:
+    """Why a case ran at another thread count than the runner set (``details.threads_set``), or None."""
+    ran, set_ = head.details.get("threads"), head.details.get("threads_set")
+    if isinstance(ran, int) and isinstance(set_, int) and ran != set_:
+        return f"the benchmark's code changes torch's thread count: set {set_} before each sample, ran at {ran}"
+    return None
+
+
+def _floor_note(head: BenchmarkRecord) -> str | None:
+    """That a case's median is within ``FLOOR_FACTOR`` × the harness's per-call floor (``details.floor_us``)."""
+    floor, median = head.details.get("floor_us"), head.median
+    if isinstance(floor, (int, float)) and floor > 0 and median is not None and median < FLOOR_FACTOR * floor:
+        return (f"near the harness floor: median {median:.3g} µs, floor {floor:.2g} µs per call; a change this "
+                "small may be the harness's (docs/statistics.md)")
+    return None
+
+
+def _with_caveats(row: Row, head: BenchmarkRecord) -> Row:
+    """``row`` with the head's floor and thread notes added to its reason (not to failed or removed rows)."""
+    said = (row.reason or "").startswith("thread counts differ")
+    notes = [n for n in (_floor_note(head), None if said else _threads_note(head)) if n]
+    if not notes or row.verdict in ("failed", "removed") or head.kind != "execution":
+        return row
+    return replace(row, reason="; ".join(filter(None, (row.reason, *notes))))
 
 
 def mark_regressions(rows: list[Row], accept: list[str], paired: bool = False,

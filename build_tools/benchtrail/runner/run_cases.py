@@ -196,7 +196,8 @@ def case_record(rc: RunConfig, response: dict[str, Any], torch_version: str) -> 
                                         "warmup_iterations", "threads", "traceback", "process_medians",
                                         "correctness", "rerun", "wall_time_ms", "jacobian_mode", "timing",
                                         "gpu_samples_us", "wall_samples_us", "oom", "timed_ms", "warmup_ms",
-                                        "process_starts", "fxgraph_cache_hit", "fxgraph_cache_miss")
+                                        "process_starts", "fxgraph_cache_hit", "fxgraph_cache_miss", "floor_us",
+                                        "threads_set")
                if k in response}
     gen = rc.module_generation_config
     return BenchmarkRecord(

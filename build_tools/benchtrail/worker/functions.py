@@ -11,6 +11,8 @@ tensors) and the correctness checks see a module of positional tensors, as for a
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +23,7 @@ from benchtrail.suite.definitions import Model
 from benchtrail.suite.entry_points import ModuleError, load_entry_point
 from benchtrail.suite.functions import Args, FunctionBenchmark
 
-__all__ = ["BoundFunction", "benchmark_of", "build", "inputs"]
+__all__ = ["BoundFunction", "benchmark_of", "build", "input_names", "inputs"]
 
 
 def benchmark_of(model: Model) -> FunctionBenchmark | None:
@@ -36,6 +38,11 @@ def benchmark_of(model: Model) -> FunctionBenchmark | None:
 
 def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[Any], Any]:
     """The leaves and spec of the input factory's arguments for ``model``'s parameters (torch seeded)."""
+    call = _call(bench, model, seed)
+    return pytree.tree_flatten((call.args, call.kwargs))
+
+
+def _call(bench: FunctionBenchmark, model: Model, seed: int) -> Args:
     torch.manual_seed(seed)
     try:
         made = bench.inputs(**dict(model.params))
@@ -46,8 +53,7 @@ def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[
         raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} returned {type(made).__name__}, "
                           "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
                           "passes an iterator as the one argument)")
-    call = Args.of(made)
-    return pytree.tree_flatten((call.args, call.kwargs))
+    return Args.of(made)
 
 
 def _name(fn: Any) -> str:
@@ -67,6 +73,27 @@ def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
     return tuple(leaf.to(device) for leaf in leaves if isinstance(leaf, torch.Tensor))
 
 
+def input_names(model: Model, seed: int) -> list[str]:
+    """How a user names each tensor :func:`inputs` returns, in order: ``x`` (the function's parameter),
+    ``argument 2``, ``keyword mask``, with the path inside a container (``xs[1]``)."""
+    bench = benchmark_of(model)
+    assert bench is not None
+    call = _call(bench, model, seed)
+    try:
+        params = [] if bench.module else list(inspect.signature(bench.fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path, leaf in pytree.tree_flatten_with_path((call.args, call.kwargs))[0]:
+        if isinstance(leaf, torch.Tensor):
+            head, rest = path[1], pytree.keystr(path[2:])
+            if path[0].idx == 1:
+                names.append(f"keyword {head.key}{rest}")
+            else:
+                names.append((params[head.idx] if head.idx < len(params) else f"argument {head.idx}") + rest)
+    return names
+
+
 class BoundFunction(torch.nn.Module):
     """``fn`` with its non-tensor arguments bound: ``forward(*tensors)`` calls ``fn(*args, **kwargs)``.
 
@@ -84,13 +111,23 @@ class BoundFunction(torch.nn.Module):
         self._positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
         self._spec = spec
 
-    def forward(self, *tensors: torch.Tensor) -> Any:
+    def _arguments(self, tensors: tuple[torch.Tensor, ...]) -> tuple[Any, Any]:
         leaves = list(self._leaves)
         for position, tensor in zip(self._positions, tensors):
             leaves[position] = tensor
-        args, kwargs = pytree.tree_unflatten(leaves, self._spec)
+        return pytree.tree_unflatten(leaves, self._spec)
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        args, kwargs = self._arguments(tensors)
         fn = self.module if hasattr(self, "module") else self.fn
         return fn(*args, **kwargs)
+
+    def call(self, *tensors: torch.Tensor, target: Any = None) -> functools.partial:
+        """``fn`` (or ``target``) with its arguments bound once: calling it runs the user's call alone,
+        without this module's call and unflattening (the harness floor, docs/statistics.md)."""
+        args, kwargs = self._arguments(tensors)
+        fn = target or (self.module if hasattr(self, "module") else self.fn)
+        return functools.partial(fn, *args, **kwargs)
 
 
 def build(bench: FunctionBenchmark, model: Model, device: str, seed: int, reference: bool = False) -> torch.nn.Module:

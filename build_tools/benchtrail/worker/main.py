@@ -11,6 +11,7 @@ The request and response files are the typed, versioned JSON of :mod:`benchtrail
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import math
@@ -28,8 +29,9 @@ from benchtrail.worker import tasks
 from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.duet import Duet, DuetError
-from benchtrail.worker.inputs import model_inputs
-from benchtrail.worker.timing import measure
+from benchtrail.worker.functions import BoundFunction
+from benchtrail.worker.inputs import SEED, model_inputs
+from benchtrail.worker.timing import floor_us, measure, measure_fresh
 from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
 from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response, RunRequest,
                                         read_request, refusal)
@@ -198,35 +200,58 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
     task = rc.execution_config.task
     t0 = time.perf_counter()
     device = _device_for(rc.target_device.architecture)
-    inputs = tasks.prepare_inputs(task, model_inputs(gen.model, device))
+    pristine = model_inputs(gen.model, device)  # never given to the user's code: copies of them are
+
+    def fresh() -> tuple[torch.Tensor, ...]:
+        return tasks.prepare_inputs(task, tuple(t.clone() for t in pristine))
+
+    inputs = fresh()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     phases["prep"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
     hits, misses = cache_counts()
+    versions = [t._version for t in inputs]
     try:
         fn, jacobian_mode = _task_module(gen, task, inputs, device, module_dir)
-        iteration = tasks.step(task, fn, inputs)
+        iteration = _iteration(task, fn, inputs)
         with tasks.grad_mode(task):
             output = iteration()
         sync()
     except tasks.TaskError as exc:
         raise CaseFailure("failed", str(exc)) from exc
+    _check_unchanged(gen, inputs, versions, device)
     phases["compile"] = (time.perf_counter() - t0) * 1e3
     after = cache_counts()
     cache = {"fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
 
     t0 = time.perf_counter()
     _check_finite(output)
-    correctness = check_task(task, gen, inputs, output, device, jacobian_mode)
+    correctness = check_task(task, gen, fresh(), output, device, jacobian_mode)
     phases["check"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
-    timed = _measure(iteration, rc.execution_config, device, task, pair.wait if pair is not None else None)
+    found = [threads]  # the thread count the user's code left, when it changed it
+
+    def before_sample() -> None:
+        if torch.get_num_threads() != threads:
+            found[0] = torch.get_num_threads()
+            torch.set_num_threads(threads)
+        if pair is not None:
+            pair.wait()
+
+    make = (lambda f=fn: _iteration(task, f, fresh())) if gen.model.mutates_inputs else None
+    timed = _measure(iteration, rc.execution_config, device, task, before_sample, make)
     phases["run"] = (time.perf_counter() - t0) * 1e3
+    if torch.get_num_threads() != threads:
+        found[0] = torch.get_num_threads()
     # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
     timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
     timed["warmup_ms"] = max(phases["run"] - timed["timed_ms"], 0.0)
+    if device != "cuda":
+        noop = fn.call(*inputs, target=_noop) if isinstance(iteration, functools.partial) else (
+            lambda args=inputs: _noop(*args))
+        timed["floor_us"] = floor_us(noop, timed["iterations_per_sample"])
     if profile:  # after the samples, never during them; its time is in no phase
         timed["profile"] = _profile(iteration, task, device, profile, float(sorted(timed["samples"])[
             len(timed["samples"]) // 2]))
@@ -238,8 +263,40 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
         torch.cuda.empty_cache()
     phases["done"] = (time.perf_counter() - t0) * 1e3
     timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
-    return {**timed, **cache, "threads": torch.get_num_threads(), "correctness": correctness,
+    return {**timed, **cache, "threads": found[0], "threads_set": threads, "correctness": correctness,
             "jacobian_mode": jacobian_mode}
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    """What the harness floor calls instead of the user's code."""
+
+
+def _iteration(task: Task, fn: Any, inputs: tuple[torch.Tensor, ...]) -> Any:
+    """One timed call. An eager function benchmark's value is the user's function on pre-bound arguments
+    (:meth:`BoundFunction.call`: no module call, no unflattening); everything else ``tasks.step``."""
+    if isinstance(fn, BoundFunction) and task in (Task.INFERENCE, Task.FORWARD):
+        return fn.call(*inputs)
+    return tasks.step(task, fn, inputs)
+
+
+def _check_unchanged(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], versions: list[int],
+                     device: str) -> None:
+    """Refuse a first call that changed an input in place (its version counter moved) unless the model
+    declares ``mutates_inputs``: every later iteration would be timed on changed data."""
+    changed = [i for i, (t, v) in enumerate(zip(inputs, versions)) if t._version != v]
+    if not changed or gen.model.mutates_inputs:
+        return
+    i = changed[0]
+    t = inputs[i]
+    if gen.model.params or not gen.model.input_specs:
+        from benchtrail.worker.functions import input_names
+
+        name, declare = input_names(gen.model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
+    else:
+        name, declare = f"input {i} ({gen.model.input_specs[i]})", "Model(..., mutates_inputs=True)"
+    raise CaseFailure("failed", f"{gen.model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
+                      f"{tuple(t.shape)}) in place, so every later iteration would run on changed data; declare "
+                      f"{declare} to time one call per sample on fresh inputs, or change a copy")
 
 
 #: Operators a profile answers at most, largest self CPU time first.
@@ -281,14 +338,16 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any], samp
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
 
 
-def _measure(iteration: Any, policy: Any, device: str, task: Task,
-             before_sample: Any = None) -> dict[str, Any]:
+def _measure(iteration: Any, policy: Any, device: str, task: Task, before_sample: Any = None,
+             make: Any = None) -> dict[str, Any]:
     """Time ``iteration``: the host clock on a CPU (``before_sample`` called before each sample); CUDA events
     and the synchronised host clock on a GPU (``benchtrail.worker.cuda_timing``), with peak device memory since
-    a reset."""
+    a reset. With ``make`` (a model that changes its inputs) one call of ``make()`` per sample, host clock."""
     with tasks.grad_mode(task):
-        if device != "cuda":
-            m = measure(iteration, policy, before_sample=before_sample)
+        if device != "cuda" or make is not None:
+            sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+            m = (measure_fresh(make, policy, sync, before_sample) if make is not None
+                 else measure(iteration, policy, before_sample=before_sample))
             plan = plan_timing("cpu", None, policy)
             return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
                     "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
@@ -324,9 +383,10 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
     payload = run_job(rc, request.threads, module_dir, phases, request.profile, request.duet)
     c = payload["correctness"]
     if c and not c["ok"]:
-        return Response(status="mismatch", reason=f"{c['quantity']} differs from {c['against']}: max abs "
-                        f"error {c['max_abs_err']:.3g}, max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, "
-                        f"rtol {c['rtol']:g})", **payload, phase_times_ms=phases)
+        why = (f"{c['quantity']} not checked: {c['error']}" if c.get("error") else
+               f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, max rel error "
+               f"{c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})")
+        return Response(status="mismatch", reason=why, **payload, phase_times_ms=phases)
     return Response(status="ok", reason=None, **payload, phase_times_ms=phases)
 
 

@@ -276,6 +276,7 @@ _TYPES: dict[str, Any] = {
     "fxgraph_cache_miss": int,
     "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
     "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict, "duet": dict,
+    "floor_us": (int, float), "threads_set": int,
 }
 
 
@@ -314,6 +315,10 @@ class Response:
             (the samples stand). Added within version 1, optional: a worker from before it leaves it out.
         duet: a run of a duet request (``RunRequest.duet``): ``{"cpus": [int], "synced": int}``, the CPUs it was
             pinned to and the samples it started at the barrier. Added within version 1, optional.
+        floor_us: a CPU run's harness floor, µs per call: a no-op called as the case's call is, in its block
+            size (``benchtrail.worker.timing.floor_us``). ``threads_set``: the thread count set before each
+            sample; ``threads`` then is the count the case's code left (it differs when the code changes it).
+            Both added within version 1, optional (issue 40).
         version: the protocol version of the writer (1 when the JSON has none).
     """
 
@@ -348,6 +353,8 @@ class Response:
     prime_ms: float | None = None
     profile: dict[str, Any] | None = None
     duet: dict[str, Any] | None = None
+    floor_us: float | None = None
+    threads_set: int | None = None
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:

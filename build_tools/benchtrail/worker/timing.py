@@ -24,7 +24,10 @@ from benchtrail.suite.definitions import ExecutionConfig
 #:       cold compile samples no longer include importing Dynamo and Inductor (issue 18).
 #:   3 — workers run with fixed glibc malloc thresholds (``benchtrail.runner.workers.MALLOC_TUNABLES``): no
 #:       allocation history can put a process in a page-faulting mode (issue 38).
-METHOD_VERSION = 3
+#:   4 — eager function benchmarks' value tasks time the user's call on pre-bound arguments, without the
+#:       module wrapper (a floor of ~5 µs to ~0.1 µs); torch's thread count is set before each sample; a
+#:       model that declares ``mutates_inputs`` is timed one call per sample on fresh inputs (issue 40).
+METHOD_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,32 @@ def measure(
 
     return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize, before_sample), iterations,
                        warmup_iterations)
+
+
+def measure_fresh(make: Callable[[], Callable[[], object]], policy: ExecutionConfig,
+                  synchronize: Callable[[], None] = lambda: None,
+                  before_sample: Callable[[], None] | None = None) -> Measurement:
+    """Time one call per sample, each call ``make()`` made outside the timed region (on fresh inputs: a
+    model that changes its inputs, as pytest-benchmark's ``pedantic(setup=...)`` and asv's ``number = 1``);
+    warm-up as :func:`measure`'s, no block calibration."""
+    warmup_s, warmup_iterations, start = policy.warmup_time_ms / 1e3, 0, time.perf_counter()
+    while warmup_iterations < 2 or time.perf_counter() - start < warmup_s:
+        _block(make(), 1, synchronize)
+        warmup_iterations += 1
+    samples = []
+    for _ in range(policy.min_samples):
+        fn = make()
+        if before_sample is not None:
+            before_sample()
+        samples.append(_block(fn, 1, synchronize) * 1e6)
+    return Measurement(tuple(samples), 1, warmup_iterations)
+
+
+def floor_us(fn: Callable[[], object], iterations: int, count: int = 5) -> float:
+    """The harness's per-call time in µs: the median of ``count`` samples of ``fn`` (a call of a no-op made
+    as the case's call is) in blocks of ``iterations``, the case's block size."""
+    samples = sorted(take_samples(fn, iterations, count))
+    return samples[len(samples) // 2]
 
 
 def take_samples(fn: Callable[[], object], iterations: int, count: int,
