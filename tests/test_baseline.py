@@ -110,7 +110,9 @@ def test_an_a100_run_is_not_the_baseline_of_an_h100_run(repo, tmp_path):
     assert found.runs == () and found.to_dict() is None
     assert found.lacking == {GPU: "no stored run with this device's baseline key (device a2-highgpu-1g, GPU NVIDIA "
                                   "H100 80GB HBM3, torch 2.13.0, method version 1) at the merge base, its 10 "
-                                  "first-parent ancestors or HEAD"}
+                                  f"first-parent ancestors or HEAD; stored runs of {head[:12]} measure it under "
+                                  "another key: GPU NVIDIA A100-SXM4-80GB (baseline) vs NVIDIA H100 80GB HBM3 "
+                                  "(this run)"}
 
 
 def test_a_release_branch_pr_uses_the_merge_base_with_its_own_base_branch(repo, tmp_path):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtrail.results.baseline_key import BaselineKey, difference, keys_of_pointer
+from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer
 from benchtrail.git import first_parents, merge_base, resolve_commit as _resolve, symbolic_ref
 from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import ResultsFile
@@ -181,16 +181,20 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     ignored: dict[tuple[str, int], Ignored] = {}
     seen: set[str] = set()
     other_origin: set[str] = set()  # devices a run of the other origin would have served
+    other_key: dict[str, tuple[str, str]] = {}  # device -> (commit, difference) of a run under another key
     for sha, reason in candidates:
         if not wanted or sha in seen:
             continue
         seen.add(sha)
 
-        def candidate(p: dict[str, Any]) -> bool:
+        def candidate(p: dict[str, Any], sha: str = sha) -> bool:
             run = (str(p.get("run_id")), p.get("attempt"))
-            serves = _serves(p, wanted, any_origin)
+            serves, close = _serves(p, wanted, any_origin), set(_serves(p, wanted, True))
             if not any_origin and run != exclude:
-                other_origin.update(set(_serves(p, wanted, True)) - set(serves))
+                other_origin.update(close - set(serves))
+            keys = keys_of_pointer(p) if run != exclude else {}
+            for d in (wanted.keys() & keys.keys()) - close:  # measured under another key
+                other_key.setdefault(d, (sha, str(difference(keys[d], wanted[d], any_origin=any_origin))))
             return bool(serves) and run != exclude and run not in ignored
 
         stored = StoredRuns(store, sha, trust, branches, candidate)  # the store's reader checked the fields
@@ -214,9 +218,12 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
                         "with their baseline keys (device, GPU model, torch version, method version, origin)"
                         + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
     depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
+    hints = {d: f"; stored runs of {c[:12]} {OTHER_KEY}: {why}"
+             for d, (c, why) in other_key.items()}
     lacking = {d: f"no {'trusted ' if ignored else ''}stored run with this device's baseline key "
                   f"({', '.join(k.describe() for k in sorted(keys, key=str))}) at {depth}"
-                  + (f"; {ORIGIN_HINT}" if d in other_origin else "") for d, keys in wanted.items()}
+                  + (f"; {ORIGIN_HINT}" if d in other_origin else hints.get(d, ""))
+               for d, keys in wanted.items()}
     runs.sort(key=lambda b: -len(b.devices))
     return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
 

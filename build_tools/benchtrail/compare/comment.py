@@ -21,6 +21,7 @@ from benchtrail.compare.tables import (PAIRED_VERDICTS, Notes, compilation_table
                                       series_table)
 from benchtrail.compare.why import render_why
 from benchtrail.markup import code_span
+from benchtrail.results.baseline_key import OTHER_KEY
 from benchtrail.errors import UserError
 
 #: Version history of comment.json:
@@ -81,7 +82,9 @@ def _context_line(comparison: dict[str, Any]) -> str:
     elif baseline.get("ignored"):
         text += " · no trusted baseline: every series is new"
     else:
-        text += " · no baseline found: every series is new"
+        other = sorted((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w)
+        why = f" ({plain(other[0][0])}: {plain(other[0][1].split('; ')[-1][:300])})" if other else ""
+        text += f" · no baseline found: every series is new{why}"
     if run.get("presets"):
         text += f" · presets {', '.join(run['presets'])}"
     text += f" · devices {', '.join(map(plain, head.get('devices', [])))}, torch {plain(head.get('torch_version'))}"

@@ -26,6 +26,8 @@ from typing import Any
 
 from benchtrail.results.schema import ResultsFile
 
+#: How a device's ``lacking`` reason names stored runs measured under another key (the comment quotes it).
+OTHER_KEY = "measure it under another key"
 #: What a version-1 commit pointer (written before GPU models were recorded) says of a device's GPU.
 UNKNOWN_GPU = "(not recorded)"
 
