@@ -51,3 +51,49 @@ def sets_two_threads(x):
 @benchmark(inputs=n_values, params={"n": [4]}, min_samples=5)
 def identity(x):
     return x
+
+
+@benchmark(**_SORT)
+def sort_via_data(x):
+    x.data.copy_(torch.sort(x).values)  # .data has a version counter of its own: the values show the change
+    return x
+
+
+_CALLS = [0]
+
+
+@benchmark(inputs=n_values, params={"n": [16]}, min_samples=5)
+def changes_on_a_later_call(x):
+    _CALLS[0] += 1
+    if _CALLS[0] == 3:
+        x.mul_(2)
+    return x * 1
+
+
+@benchmark(inputs=n_values, params={"n": [16]}, reference=add_one_reference, mutates_inputs=True, min_samples=5,
+           compile=["inductor"])
+def add_one_compiled(x):
+    return x.add_(1)
+
+
+@benchmark(inputs=n_values, params={"n": [16]}, tasks=["forward"], mutates_inputs=True, min_samples=5)
+def add_one_forward(x):
+    return x.add_(1)
+
+
+def three(x):
+    return 3.0
+
+
+@benchmark(inputs=n_values, params={"n": [16]}, reference=three, min_samples=5)
+def total(x):
+    return x.sum()
+
+
+def first_half(x):
+    return x[:8]
+
+
+@benchmark(inputs=n_values, params={"n": [16]}, reference=first_half, min_samples=5)
+def whole(x):
+    return x * 1

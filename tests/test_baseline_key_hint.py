@@ -83,19 +83,21 @@ def test_an_origin_only_difference_keeps_the_origin_hint_alone(world):
     assert HINT not in found.lacking["cpu"]
 
 
-def test_a_comment_without_any_baseline_says_the_stored_runs_use_another_key():
+def test_a_comment_without_any_baseline_says_the_stored_runs_use_another_key(world):
     from benchtrail.compare.comment import render
     from benchtrail.compare.document import comparison_to_dict
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
     from tests.records import record, results, spread
+    from tests.test_schemas import errors
 
-    head = [results(record("a", spread(100.0, 20)), commit="c" * 40)]
-    why = ("no stored run with this device's baseline key (device cpu, no GPU, torch 2.13.0, method version 4) at "
-           "the merge base, its 10 first-parent ancestors or HEAD; stored runs of 1a2b3c4d5e6f measure it under "
-           "another key: method version 3 (baseline) vs 4 (this run)")
-    comparison = comparison_to_dict(compare([], head, load_thresholds()), [], head, "thresholds.yaml",
-                                    {"reason": "no baseline", "lacking": {"cpu": why}, "ignored": []})
+    repo, base, head, store = world
+    _store_run(store, base, "local-old", _key(3))
+    baseline = find_baselines(store, repo, head, {"cpu": {_key(4)}}).to_dict()
+    assert baseline["reason"] == "no stored run under this run's baseline key" and baseline["ignored"] == []
+    files = [results(record("a", spread(100.0, 20)), commit=head)]
+    comparison = comparison_to_dict(compare([], files, load_thresholds()), [], files, "thresholds.yaml", baseline)
+    assert errors("comparison.schema.json", comparison) == []
     line = render(comparison)[0].splitlines()[1]
-    assert " · no baseline found: every series is new (cpu: stored runs of 1a2b3c4d5e6f measure it under another " \
-           "key: method version 3 (baseline) vs 4 (this run))" in line
+    assert f" · no baseline found: every series is new (cpu: stored runs of {base[:12]} {HINT}: method version " \
+           "3 (baseline) vs 4 (this run))" in line

@@ -95,3 +95,17 @@ def test_a_module_benchmark_reference_factory_must_take_the_parameters():
     assert "@benchmark of pkg.bench.model" in str(exc.value)
     message = "the reference factory 'ref'() cannot take the parameters ['n'] as keyword arguments"
     assert message in str(exc.value)
+
+
+def test_a_partial_or_callable_object_reference_is_accepted_and_checked():
+    import functools
+
+    def ref(x, offset, scale):
+        return (x + offset) * scale
+
+    ref.__module__ = "pkg.bench"
+    suite = functions.suite_of([("pkg.bench:f", _bench(functools.partial(ref, scale=1.0)))])
+    assert suite.run_configs[0].module_generation_config.model.reference_entry_point == "pkg.bench:partial"
+    refused = r"reference functools.partial\(offset, \*, scale=2.0\) cannot take.*multiple"
+    with pytest.raises(UserError, match=refused):
+        functions.suite_of([("pkg.bench:f", _bench(functools.partial(ref, 1, scale=2.0)))])

@@ -89,12 +89,13 @@ class BaselineSet:
         """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
         run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
         trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
-        not be used, else ``no trusted baseline run: ...``), else None."""
+        not be used, else ``no trusted baseline run: ...``) or a run under another key was found, else None."""
         extra = {"lacking": dict(sorted(self.lacking.items())),
                  "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
         if not self.runs:
-            if not self.ignored:
-                return None
+            if not self.ignored:  # runs under another key (e.g. an older measurement method) say why: lacking
+                other = any(OTHER_KEY in why for why in self.lacking.values())
+                return {"reason": "no stored run under this run's baseline key", **extra} if other else None
             unusable = any(i.reason.startswith(UNUSABLE) for i in self.ignored)
             return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} stored "
                               "run(s) ignored", **extra}

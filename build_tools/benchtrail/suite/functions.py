@@ -314,8 +314,9 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
     modules: dict[str, ModuleGenerationConfig] = {}
     owner: dict[str, str] = {}
     for entry, bench in benchmarks:
-        reference = (f"{bench.reference.__module__}:{bench.reference.__qualname__}"
-                     if bench.reference is not None else None)
+        ref = bench.reference
+        reference = None if ref is None else (f"{ref.__module__}:{ref.__qualname__}" if hasattr(ref, "__qualname__")
+                                              else f"{entry.partition(':')[0]}:{type(ref).__qualname__}")
         literal = coinciding(bench.params)
         for params in bench.grid():
             model = Model(model_id(bench.renamed_from or bench.qualified_name, params),
@@ -359,7 +360,7 @@ def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str
         given = f"{len(args.args)} positional"
         if args.kwargs:
             given += f", keywords {', '.join(args.kwargs)}"
-        ref = f"{bench.reference.__module__}.{bench.reference.__qualname__}"
+        ref = f"{getattr(bench.reference, '__module__', '?')}.{_name(bench.reference)}"
         raise UserError(f"benchmark {name}: reference {ref}{signature} cannot take the arguments of the "
                         f"input factory ({given}): {exc}; allowed: the reference takes the benchmark's "
                         "arguments") from None
@@ -375,3 +376,8 @@ def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
     return ExecutionConfig(f"execution-{task.value}-{digest}", task.value, task, processes=bench.processes,
                            min_samples=bench.min_samples, warmup_time_ms=float(bench.warmup_time_ms),
                            timeout_s=float(bench.timeout_s))
+
+
+def _name(fn: Any) -> str:
+    """A callable's qualified name; a ``functools.partial``'s or a callable object's is its type's."""
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__

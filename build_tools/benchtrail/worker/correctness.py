@@ -47,29 +47,33 @@ def _tolerances(dtypes: Iterable[torch.dtype]) -> tuple[float, float]:
     return max(r for r, _ in tolerances), max(a for _, a in tolerances)
 
 
-def compare_outputs(actual: Any, expected: Any) -> dict[str, Any]:
+def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> dict[str, Any]:
     """Compare two outputs (tensors or pytrees of tensors) leaf by leaf.
 
     Returns:
         ``{"ok": bool, "max_abs_err": float, "max_rel_err": float, "rtol": float, "atol": float}``
         where the errors are the largest over all floating-point leaves and the tolerances are
         those of the least precise dtype seen. The relative error's denominator is
-        ``max(|expected|, atol)``. Leaves of different shapes are a mismatch.
+        ``max(|expected|, atol)``. Leaves of different counts, shapes or (non-tensor) values are a mismatch
+        whose ``error`` says which, naming ``expected`` by ``against``; Python numbers compare as tensors.
     """
     leaves_a = torch.utils._pytree.tree_leaves(actual)
     leaves_e = torch.utils._pytree.tree_leaves(expected)
-    result = {"ok": len(leaves_a) == len(leaves_e), "max_abs_err": 0.0, "max_rel_err": 0.0,
-              "rtol": 0.0, "atol": 0.0}
-    for a, e in zip(leaves_a, leaves_e):
-        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
+    result: dict[str, Any] = {"ok": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "rtol": 0.0, "atol": 0.0}
+    problems = [] if len(leaves_a) == len(leaves_e) else [f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
+    for i, (a, e) in enumerate(zip(leaves_a, leaves_e)):
+        a, e = _tensor(a, e), _tensor(e, a)
+        if isinstance(a, torch.Tensor) != isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor):
+            if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor) or a != e:
+                problems.append(f"value {i} is {_shown(a)}, the {against}'s {_shown(e)}")
             continue
         if a.shape != e.shape:
-            result["ok"] = False
+            problems.append(f"value {i} has shape {tuple(a.shape)}, the {against}'s {tuple(e.shape)}")
             continue
-        if not e.is_floating_point():
+        if not (a.is_floating_point() or e.is_floating_point()):
             result["ok"] &= bool(torch.equal(a, e))
             continue
-        rtol, atol = TOLERANCES.get(e.dtype, TOLERANCES[torch.float32])
+        rtol, atol = TOLERANCES.get(e.dtype if e.is_floating_point() else a.dtype, TOLERANCES[torch.float32])
         a64, e64 = a.detach().double().cpu(), e.detach().double().cpu()
         diff = (a64 - e64).abs()
         rel = diff / e64.abs().clamp_min(atol)
@@ -77,7 +81,22 @@ def compare_outputs(actual: Any, expected: Any) -> dict[str, Any]:
         result["max_rel_err"] = max(result["max_rel_err"], float(rel.max()) if rel.numel() else 0.0)
         result["rtol"], result["atol"] = max(result["rtol"], rtol), max(result["atol"], atol)
         result["ok"] &= bool((diff <= atol + rtol * e64.abs()).all())
+    if problems:
+        result.update(ok=False, error="; ".join(problems))
     return result
+
+
+def _shown(x: Any) -> str:
+    return f"a tensor {tuple(x.shape)}" if isinstance(x, torch.Tensor) else f"{x!r:.60}"
+
+
+def _tensor(x: Any, other: Any) -> Any:
+    """A Python number as a 0-d tensor of ``other``'s floating-point dtype (float64 beside a number or an
+    integer tensor), so ``3.0`` and ``tensor(3.)`` compare by value; else ``x``."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return x
+    floating = isinstance(other, torch.Tensor) and other.is_floating_point()
+    return torch.tensor(float(x), dtype=other.dtype if floating else torch.float64)
 
 
 def expected_model(gen: ModuleGenerationConfig, device: str) -> tuple[str, torch.nn.Module] | None:
@@ -147,4 +166,4 @@ def check_task(task: Task, gen: ModuleGenerationConfig, inputs: tuple[torch.Tens
         rtol, atol = _tolerances(leaf.dtype for leaf in leaves if isinstance(leaf, torch.Tensor))
         return {"ok": False, "quantity": quantity, "against": "reference", "max_abs_err": None,
                 "max_rel_err": None, "atol": atol, "rtol": rtol, "error": message}
-    return {**compare_outputs(actual, expected), "quantity": quantity, "against": against}
+    return {**compare_outputs(actual, expected, against), "quantity": quantity, "against": against}

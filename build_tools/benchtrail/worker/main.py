@@ -10,6 +10,7 @@ The request and response files are the typed, versioned JSON of :mod:`benchtrail
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import gc
@@ -30,7 +31,8 @@ from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.duet import Duet, DuetError
 from benchtrail.worker.functions import BoundFunction
-from benchtrail.worker.inputs import SEED, model_inputs
+from benchtrail.worker.inputs import model_inputs
+from benchtrail.worker.mutation import changed_inputs
 from benchtrail.worker.timing import floor_us, measure, measure_fresh
 from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
 from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response, RunRequest,
@@ -202,8 +204,8 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
     device = _device_for(rc.target_device.architecture)
     pristine = model_inputs(gen.model, device)  # never given to the user's code: copies of them are
 
-    def fresh() -> tuple[torch.Tensor, ...]:
-        return tasks.prepare_inputs(task, tuple(t.clone() for t in pristine))
+    def fresh() -> tuple[torch.Tensor, ...]:  # deepcopy keeps inputs that share storage sharing it
+        return tasks.prepare_inputs(task, copy.deepcopy(pristine))
 
     inputs = fresh()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -213,14 +215,21 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
     hits, misses = cache_counts()
     versions = [t._version for t in inputs]
     try:
-        fn, jacobian_mode = _task_module(gen, task, inputs, device, module_dir)
+        fn, jacobian_mode = _task_module(gen, task, fresh(), device, module_dir)  # compiling calls it once
         iteration = _iteration(task, fn, inputs)
         with tasks.grad_mode(task):
             output = iteration()
         sync()
     except tasks.TaskError as exc:
         raise CaseFailure("failed", str(exc)) from exc
-    _check_unchanged(gen, inputs, versions, device)
+    except RuntimeError as exc:
+        if "leaf Variable that requires grad is being used in an in-place operation" not in str(exc):
+            raise
+        raise CaseFailure("failed", f"{gen.model.name} changes an input in place, which autograd refuses for an "
+                          f"input that requires grad (the {task.value} task differentiates its floating-point "
+                          "inputs): time it with the inference task, or change a copy") from exc
+    if problem := changed_inputs(gen.model, inputs, pristine, versions, "on its first call"):
+        raise CaseFailure("failed", problem)
     phases["compile"] = (time.perf_counter() - t0) * 1e3
     after = cache_counts()
     cache = {"fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
@@ -245,6 +254,8 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
     phases["run"] = (time.perf_counter() - t0) * 1e3
     if torch.get_num_threads() != threads:
         found[0] = torch.get_num_threads()
+    if make is None and (problem := changed_inputs(gen.model, inputs, pristine, versions, "during the samples")):
+        raise CaseFailure("failed", problem)  # a later call changed them: the samples timed changed data
     # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
     timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
     timed["warmup_ms"] = max(phases["run"] - timed["timed_ms"], 0.0)
@@ -278,25 +289,6 @@ def _iteration(task: Task, fn: Any, inputs: tuple[torch.Tensor, ...]) -> Any:
         return fn.call(*inputs)
     return tasks.step(task, fn, inputs)
 
-
-def _check_unchanged(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], versions: list[int],
-                     device: str) -> None:
-    """Refuse a first call that changed an input in place (its version counter moved) unless the model
-    declares ``mutates_inputs``: every later iteration would be timed on changed data."""
-    changed = [i for i, (t, v) in enumerate(zip(inputs, versions)) if t._version != v]
-    if not changed or gen.model.mutates_inputs:
-        return
-    i = changed[0]
-    t = inputs[i]
-    if gen.model.params or not gen.model.input_specs:
-        from benchtrail.worker.functions import input_names
-
-        name, declare = input_names(gen.model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
-    else:
-        name, declare = f"input {i} ({gen.model.input_specs[i]})", "Model(..., mutates_inputs=True)"
-    raise CaseFailure("failed", f"{gen.model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
-                      f"{tuple(t.shape)}) in place, so every later iteration would run on changed data; declare "
-                      f"{declare} to time one call per sample on fresh inputs, or change a copy")
 
 
 #: Operators a profile answers at most, largest self CPU time first.
@@ -383,7 +375,8 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
     payload = run_job(rc, request.threads, module_dir, phases, request.profile, request.duet)
     c = payload["correctness"]
     if c and not c["ok"]:
-        why = (f"{c['quantity']} not checked: {c['error']}" if c.get("error") else
+        why = (f"{c['quantity']} {'not checked' if c['max_abs_err'] is None else 'differs from ' + c['against']}: "
+               f"{c['error']}" if c.get("error") else
                f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, max rel error "
                f"{c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})")
         return Response(status="mismatch", reason=why, **payload, phase_times_ms=phases)
