@@ -107,7 +107,7 @@ def test_an_a100_run_is_not_the_baseline_of_an_h100_run(repo, tmp_path):
     head = git(repo, "rev-parse", "HEAD")
     pointer(store, head, "a100", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
     found = find_baselines(store, repo, head, wants(key(GPU, "NVIDIA H100 80GB HBM3")))
-    assert found.runs == () and found.to_dict() is None
+    assert found.runs == () and found.to_dict()["reason"] == "no stored run under this run's baseline key"
     assert found.lacking == {GPU: "no stored run with this device's baseline key (device a2-highgpu-1g, GPU NVIDIA "
                                   "H100 80GB HBM3, torch 2.13.0, method version 1) at the merge base, its 10 "
                                   f"first-parent ancestors or HEAD; stored runs of {head[:12]} measure it under "
