@@ -222,10 +222,12 @@ def pytest_run(repo: Path, out: Path) -> tuple[float, dict[str, float]]:
 def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[dict]:
     """Base, then every head in a rotated order, each with both tools; one record per (tool, head, function)."""
     _git(repo, "checkout", "-q", "main")
-    bt_base_s, _ = benchtrail_run(repo, store)
+    bt_base_s, base_rows = benchtrail_run(repo, store)
     pb_base_s, pb_base = pytest_run(repo, WORK / "base.json")
     order = list(heads)[index % len(heads):] + list(heads)[:index % len(heads)]
-    records = []
+    records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False, "verdict": row["verdict"],
+                "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s, "base_seconds": None}
+               for name, row in base_rows.items() if index > 0]  # A/A against the previous trial's base run
     for head in order:
         _git(repo, "checkout", "-q", head)
         bt_s, rows = benchtrail_run(repo, store)
@@ -254,14 +256,15 @@ def interval(k: int, n: int) -> str:
 
 def report(records: list[dict], condition: str) -> None:
     """The table of one condition."""
-    print(f"\n{condition}: caught = confirmed regressed; false alarms = confirmed regressed untouched rows")
+    print(f"\n{condition}: caught = confirmed regressed; false alarms = untouched rows confirmed regressed or improved")
     print(f"{'tool':<17} {'caught 10%':>17} {'3%: caught|inconcl.':>20} {'false rows':>17} {'false runs':>16} "
           f"{'A/A similar':>12} {'A/A inconcl.':>12} {'s/run':>6}")
     for tool in ("benchtrail", "pytest-benchmark"):
-        mine = [r for r in records if r["tool"] == tool]
-        alarm = [r["verdict"] == "regressed" and r["mark"] == "confirmed" for r in mine]
-        caught10 = [a for r, a in zip(mine, alarm) if r["slowed"] and r["head"] == "slow10"]
-        seen3 = [a or r["verdict"] == "inconclusive" for r, a in zip(mine, alarm) if r["slowed"] and r["head"] == "slow3"]
+        mine = [r for r in records if r["tool"] == tool and r["head"] != "base"]
+        alarm = [r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in mine]
+        caught = [a and r["verdict"] == "regressed" for r, a in zip(mine, alarm)]
+        caught10 = [c for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow10"]
+        seen3 = [c or r["verdict"] == "inconclusive" for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow3"]
         untouched = [(r, a) for r, a in zip(mine, alarm) if not r["slowed"]]
         runs: dict[tuple, bool] = {}
         for r, a in untouched:
@@ -273,6 +276,13 @@ def report(records: list[dict], condition: str) -> None:
               f"{interval(sum(runs.values()), len(runs)):>16} "
               f"{sum(r['verdict'] == 'similar' for r in aa) / max(len(aa), 1) * 100:>11.0f}% "
               f"{sum(r['verdict'] == 'inconclusive' for r in aa) / max(len(aa), 1) * 100:>11.0f}% {seconds:>6.1f}")
+    rerun = [r for r in records if r["head"] == "base"]
+    if not rerun:
+        return
+    false = sum(r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in rerun)
+    print(f"benchtrail's base runs against the previous trial's (A/A, not in the table): {interval(false, len(rerun))} "
+          f"false confirmed; {sum(r['verdict'] == 'similar' for r in rerun)} similar, "
+          f"{sum(r['verdict'] == 'inconclusive' for r in rerun)} inconclusive")
 
 
 def main() -> int:
