@@ -120,7 +120,7 @@ def _git(repo: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def calibrate() -> dict[str, int]:
+def calibrate(repo: Path) -> dict[str, int]:
     """The slowed rounds of each changed function: the first whose Timer ratio lies within the tolerance."""
     import importlib
 
@@ -128,7 +128,7 @@ def calibrate() -> dict[str, int]:
     from torch.utils.benchmark import Timer
 
     torch.set_num_threads(1)
-    sys.path.insert(0, str(WORK / "repo"))
+    sys.path.insert(0, str(repo))
     detlib, inputs = importlib.import_module("detlib"), importlib.import_module("inputs")
     args = {"mix": inputs.square(), "scan": (inputs.vector(),), "steady": (inputs.vector(),)}
     slowed = {}
@@ -223,7 +223,7 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
     """Base, then every head in a rotated order, each with both tools; one record per (tool, head, function)."""
     _git(repo, "checkout", "-q", "main")
     bt_base_s, base_rows = benchtrail_run(repo, store)
-    pb_base_s, pb_base = pytest_run(repo, WORK / "base.json")
+    pb_base_s, pb_base = pytest_run(repo, store.parent / "base.json")
     order = list(heads)[index % len(heads):] + list(heads)[:index % len(heads)]
     records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False, "verdict": row["verdict"],
                 "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s, "base_seconds": None}
@@ -231,7 +231,7 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
     for head in order:
         _git(repo, "checkout", "-q", head)
         bt_s, rows = benchtrail_run(repo, store)
-        pb_s, pb = pytest_run(repo, WORK / "head.json")
+        pb_s, pb = pytest_run(repo, store.parent / "head.json")
         for name in FUNCTIONS:
             row = rows[name]
             records.append({"tool": "benchtrail", "head": head, "function": name, "slowed": heads[head] == name,
@@ -286,7 +286,6 @@ def report(records: list[dict], condition: str) -> None:
 
 
 def main() -> int:
-    global WORK
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20, help="trials per condition (default 20)")
     parser.add_argument("--conditions", default="quiet,noise", help="quiet, noise or both (default quiet,noise)")
@@ -304,10 +303,10 @@ def main() -> int:
     from benchtrail.detector.load import Load, background_load
 
     with tempfile.TemporaryDirectory(prefix="benchtrail-detection-") as tmp:
-        WORK = Path(tmp)
-        repo = WORK / "repo"
+        work = Path(tmp)
+        repo = work / "repo"
         make_project(repo)
-        heads = make_heads(repo, calibrate())
+        heads = make_heads(repo, calibrate(repo))
         everything = []
         for condition in conditions:
             load = Load() if condition == "noise" else None
@@ -315,7 +314,7 @@ def main() -> int:
             start = time.monotonic()
             with background_load(load) if load else contextlib.nullcontext():
                 for index in range(args.trials):
-                    for r in trial(repo, WORK / f"store-{condition}", heads, index):
+                    for r in trial(repo, work / f"store-{condition}", heads, index):
                         records.append({**r, "trial": index, "condition": condition})
                     print(f"  {condition} trial {index + 1}/{args.trials}: {time.monotonic() - start:.0f} s",
                           file=sys.stderr)
@@ -326,8 +325,6 @@ def main() -> int:
             args.out.write_text("".join(json.dumps(r) + "\n" for r in everything))
     return 0
 
-
-WORK = Path()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -83,7 +83,8 @@ def _context_line(comparison: dict[str, Any]) -> str:
         text += " · no trusted baseline: every series is new"
     else:
         other = sorted((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w)
-        why = f" ({plain(other[0][0])}: {plain(other[0][1].split('; ')[-1][:300])})" if other else ""
+        hint = "stored runs of " + other[0][1].partition("; stored runs of ")[2] if other else ""
+        why = f" ({plain(other[0][0])}: {plain(hint[:300])})" if other else ""
         text += f" · no baseline found: every series is new{why}"
     if run.get("presets"):
         text += f" · presets {', '.join(run['presets'])}"

@@ -360,7 +360,7 @@ def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str
         given = f"{len(args.args)} positional"
         if args.kwargs:
             given += f", keywords {', '.join(args.kwargs)}"
-        ref = f"{getattr(bench.reference, '__module__', '?')}.{_name(bench.reference)}"
+        ref = f"{getattr(bench.reference, '__module__', '?')}.{callable_name(bench.reference)}"
         raise UserError(f"benchmark {name}: reference {ref}{signature} cannot take the arguments of the "
                         f"input factory ({given}): {exc}; allowed: the reference takes the benchmark's "
                         "arguments") from None
@@ -378,6 +378,6 @@ def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
                            timeout_s=float(bench.timeout_s))
 
 
-def _name(fn: Any) -> str:
+def callable_name(fn: Any) -> str:
     """A callable's qualified name; a ``functools.partial``'s or a callable object's is its type's."""
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__

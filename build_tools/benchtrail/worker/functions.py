@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 
 from benchtrail.suite.definitions import Model
 from benchtrail.suite.entry_points import ModuleError, load_entry_point
-from benchtrail.suite.functions import Args, FunctionBenchmark
+from benchtrail.suite.functions import Args, FunctionBenchmark, callable_name
 
 __all__ = ["BoundFunction", "benchmark_of", "build", "input_names", "inputs"]
 
@@ -47,17 +47,13 @@ def _call(bench: FunctionBenchmark, model: Model, seed: int) -> Args:
     try:
         made = bench.inputs(**dict(model.params))
     except Exception as exc:
-        raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} raised "
+        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} raised "
                           f"{type(exc).__name__}: {exc}") from exc
     if isinstance(made, Iterator):  # a generator (`yield`, a generator expression) is no argument anyone means
-        raise ModuleError(f"{model.name}: the input factory {_name(bench.inputs)} returned {type(made).__name__}, "
+        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} returned {type(made).__name__}, "
                           "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
                           "passes an iterator as the one argument)")
     return Args.of(made)
-
-
-def _name(fn: Any) -> str:
-    return getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
 def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:

@@ -290,7 +290,6 @@ def _iteration(task: Task, fn: Any, inputs: tuple[torch.Tensor, ...]) -> Any:
     return tasks.step(task, fn, inputs)
 
 
-
 #: Operators a profile answers at most, largest self CPU time first.
 PROFILE_OPERATORS = 50
 
