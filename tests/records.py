@@ -46,3 +46,14 @@ def two_commit_repo(root, module: str, base: str, head: str):
         git("add", module)
         git("commit", "-qm", message)
     return root
+
+
+def apply_recheck(comparison, paired, *args, **kwargs) -> dict:
+    """``benchtrail.runner.recheck.apply`` over comparison.json objects: ``comparison`` (an object, or a
+    Comparison) and the paired rows (Row or row objects) in, the updated comparison.json object out."""
+    from benchtrail.compare.document import Comparison, Row
+    from benchtrail.runner.recheck import apply
+
+    typed = {k: v if isinstance(v, Row) else Row.of(v) for k, v in paired.items()}
+    given = comparison if isinstance(comparison, Comparison) else Comparison.of(comparison)
+    return apply(given, typed, *args, **kwargs).document

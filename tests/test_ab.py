@@ -13,10 +13,11 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.cli import main
-from benchtrail.compare.document import SCHEMA_VERSION, Row, count_rows
-from benchtrail.runner.recheck import apply, suspects
+from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, count_rows
+from benchtrail.runner.recheck import suspects
 from benchtrail.errors import UserError
-from tests.records import two_commit_repo
+from tests.records import apply_recheck, two_commit_repo
+from benchtrail.compare.rules import Rules
 from benchtrail.pipeline.measure import ab_stage
 from benchtrail.pipeline.recheck import recheck_stage
 from benchtrail.stats.sequential import look_alphas
@@ -65,7 +66,8 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     # paired mode, which ``--duet auto`` chooses on fewer than 4 CPUs.
     out = tmp_path / "ab"
     comment = ab_stage(repo, "HEAD~1", (_rc(replace(devices.C2_STANDARD_16, threads=1)),), out,
-                       tmp_path / "thresholds.yaml", Policy(min_rounds=2, max_rounds=2, seed=3, duet="on"))
+                       Rules.load(tmp_path / "thresholds.yaml"),
+                       Policy(min_rounds=2, max_rounds=2, seed=3, duet="on"))
     comparison = json.loads((out / "comparison.json").read_text())
     (row,) = comparison["rows"]
     assert (row["verdict"], row["mark"], row["outcome"]) == ("regressed", "confirmed", "DIFFERENT")
@@ -91,7 +93,7 @@ def _suspect(rc: RunConfig, base_commit: str, verdict: str = "regressed") -> dic
               p_value=1e-6, threshold=None, head_details={}, base_details={}, ci_low=90.0, ci_high=110.0,
               q_value=1e-6, mde=1.0, outcome="DIFFERENT", mark="unconfirmed" if verdict == "regressed" else None)
     return {"schema_version": 3, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
-            "thresholds_source": "x", "counts": count_rows([asdict(row)]), "rows": [asdict(row)]}
+            "thresholds_source": "x", "counts": count_rows([row]), "rows": [asdict(row)]}
 
 
 @pytest.mark.parametrize("base_ref, claimed, verdict, mark", [
@@ -105,7 +107,7 @@ def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_pat
     (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(repo, "rev-parse", base_ref), claimed)))
     suite = Suite((rc,), (rc.module_generation_config,), ("test",), ())
     out = tmp_path / "checked"
-    recheck_stage(tmp_path / "comparison.json", out, repo, suite, tmp_path / "thresholds.yaml",
+    recheck_stage(tmp_path / "comparison.json", out, repo, suite, Rules.load(tmp_path / "thresholds.yaml"),
                   Policy(min_rounds=1, max_rounds=2))
     checked = json.loads((out / "comparison.json").read_text())
     (row,) = checked["rows"]
@@ -125,10 +127,10 @@ def test_apply_leaves_a_row_unconfirmed_without_a_paired_row_and_keeps_other_row
     comparison = _suspect(rc, "b" * 40)
     similar = {**comparison["rows"][0], "id": "other", "verdict": "similar", "mark": None}
     comparison["rows"].append(similar)
-    updated = apply(comparison, {}, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
+    updated = apply_recheck(comparison, {}, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
     assert updated["rows"][0]["mark"] == "unconfirmed" and "no paired A/B re-check" in updated["rows"][0]["reason"]
     assert updated["rows"][1] == similar
-    assert [r["id"] for r in suspects(updated)] == [rc.id]
+    assert [r.id for r in suspects(Comparison.of(updated))] == [rc.id]
 
 
 def test_unknown_base_ref_is_a_user_error(repo):
@@ -166,7 +168,8 @@ def test_an_export_case_is_compiled_once_per_arm_and_loaded_from_its_artifact(re
                                        devices.C2_STANDARD_16.architecture)
     export_rc = RunConfig.build(gen, EXEC, devices.C2_STANDARD_16, presets=("test",))
     out = tmp_path / "ab"
-    ab_stage(repo, "HEAD~1", (export_rc,), out, tmp_path / "thresholds.yaml", Policy(min_rounds=1, max_rounds=1))
+    ab_stage(repo, "HEAD~1", (export_rc,), out, Rules.load(tmp_path / "thresholds.yaml"),
+             Policy(min_rounds=1, max_rounds=1))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     # Both arms compiled their own .pt2 and ran from it (without module_info.json it failed to load).
     assert row["verdict"] != "failed" and row["base_n"] == row["head_n"] == 10, row["reason"]
@@ -191,7 +194,7 @@ def two_case_suite() -> Suite:
 def _comparison_of(rows: list[dict], base_commit: str, extra: list[dict] = ()) -> dict:
     rows = rows + list(extra)
     return {"schema_version": 4, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
-            "thresholds_source": "x", "counts": count_rows(rows), "rows": rows}
+            "thresholds_source": "x", "counts": count_rows(list(map(Row.of, rows))), "rows": rows}
 
 
 def _ab_cli(repo, tmp_path, monkeypatch, capsys, comparison: dict, *flags) -> tuple[int, str, str]:
@@ -283,7 +286,7 @@ def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_a
     comparison["rows"][0]["quarantined"] = quarantined
     paired = {rc.id: {**comparison["rows"][0], "verdict": "regressed", "change": 300.0, "ci_low": 290.0,
                       "ci_high": 310.0, "base_median": 10.0, "head_median": 40.0, "head_details": {"ab": {"rounds": 2}}}}
-    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None), accept=accept)
+    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None), accept=accept)
     (row,) = checked["rows"]
     assert (row["verdict"], row["mark"]) == ("regressed", mark)
     assert row["reason"].startswith("found regressed by a paired A/B run on this machine: +300.0% (99% CI +290.0% "
@@ -298,9 +301,9 @@ def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_a
     from benchtrail.compare.terminal import render_table
 
     typed = Comparison.of(checked)
-    assert "| +300.0% (+290.0…+310.0%), paired | regressed · confirmed" in render(checked)[0]
+    assert "| +300.0% (+290.0…+310.0%), paired | regressed · confirmed" in render(typed)[0]
     assert "regressed  +300.0%  [+290.0%, +310.0%]  10.0 µs → 40.0 µs" in render_table(typed, width=200)
-    assert failing_line(check(typed, []).failing[0]).endswith(": +300.0% (99% CI +290.0…+310.0%), median "
+    assert failing_line(check(typed.rows, []).failing[0]).endswith(": +300.0% (99% CI +290.0…+310.0%), median "
                                                               "10.0 µs → 40.0 µs")
     assert "-50.0%" not in render_table(typed, width=200)
 
@@ -311,7 +314,7 @@ def test_a_paired_run_that_spends_its_budget_undecided_leaves_the_row_inconclusi
     paired = {rc.id: {**comparison["rows"][0], "verdict": "inconclusive", "change": 117.4, "ci_low": -8.7,
                       "ci_high": 268.9, "mde": 90.0, "noisy": True, "reason": "interval crosses the threshold",
                       "head_details": {"ab": {"rounds": 31, "level": 0.9964, "stop": "budget"}}}}
-    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["noisy"], row["mde"], row["ab"]["stop"]) == (
         "inconclusive", None, True, 90.0, "budget")
     stored = comparison["rows"][0]
@@ -338,15 +341,16 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
     base = [record(k, wild) for k in factors]
     head = [record(k, [x * f for x in wild]) for k, f in factors.items()]
     files = [results(*base, commit="b" * 40)], [results(*head, commit="h" * 40)]
-    comparison = comparison_to_dict(mark_regressions(compare(*files, load_thresholds()), []), *files, "t.yaml")
+    rows = mark_regressions(compare(*files, load_thresholds()), Rules())
+    comparison = comparison_to_dict(rows, *files, "t.yaml")
     verdicts = {r["id"]: (r["verdict"], r["mark"], r["noisy"]) for r in comparison["rows"]}
     assert verdicts == {"big": ("regressed", "unconfirmed", True), "small": ("inconclusive", None, True),
                         "tiny": ("inconclusive", None, True)}
-    assert {r.id for r in suspects(comparison)} == {"big", "small"}
+    assert {r.id for r in suspects(Comparison.of(comparison))} == {"big", "small"}
     paired = {r.id: r for r in compare([results(*(record(k, wild) for k in factors), commit="b" * 40)],
                                        [results(*(record(k, [x * 1.5 for x in wild]) for k in factors),
                                                 commit="h" * 40)], load_thresholds())}
-    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
+    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
     rows = {r["id"]: r for r in checked["rows"]}
     assert (rows["big"]["verdict"], rows["big"]["mark"], rows["big"]["noisy"]) == ("regressed", "confirmed", True)
     assert (rows["small"]["verdict"], rows["small"]["mark"]) == ("regressed", "confirmed")
@@ -354,7 +358,7 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
     assert rows["small"]["reason"].endswith(f"the stored baseline gave +15.0% (99% CI {rows['small']['stored']['ci_low']:+.1f}% "
                                             f"to {rows['small']['stored']['ci_high']:+.1f}%) (noisy)")
     assert rows["tiny"] == {r["id"]: r for r in comparison["rows"]}["tiny"]
-    assert sorted(r.id for r in check(checked["rows"], []).failing) == ["big", "small"]
+    assert sorted(r.id for r in check(Comparison.of(checked).rows, []).failing) == ["big", "small"]
 
 
 def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
@@ -370,17 +374,17 @@ def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
     paired = {rc.id: {**stored, "verdict": "regressed", "change": 214.5, "ci_low": 200.0, "ci_high": 230.0,
                       "base_median": 461.0, "head_median": 1450.0, "base_iqr": 9.0, "head_iqr": 29.0,
                       "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
-    (row,) = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["change"]) == ("regressed", "unconfirmed", 8.5)
     assert row["ab"]["guard"] == {"arm": "head", "paired_median": 1450.0, "stored_median": 500.0,
                                   "allowed_factor": 1.5}
     assert row["reason"].startswith("paired A/B run not used: its head arm's median 1450 us is 2.9x the stored head "
                                     "run's 500 us, more than its noise allows")
-    assert check([row], []).failing == ()  # not confirmed by an arm that measured something else
+    assert check([Row.of(row)], []).failing == ()  # not confirmed by an arm that measured something else
     # A pair that clears the row with such an arm is used: the stored run may be the one that was off.
     cleared = {rc.id: {**paired[rc.id], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.8}}
-    (row,) = apply(comparison, cleared, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, cleared, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["ab"]["guard"]["arm"]) == ("similar", None, "head")
     near = {rc.id: {**paired[rc.id], "head_median": 560.0}}  # 12% from its stored run: used
-    (row,) = apply(comparison, near, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, near, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
     assert (row["mark"], row["change"], "guard" in row["ab"]) == ("confirmed", 214.5, False)

@@ -3,6 +3,7 @@
 import json
 import time
 
+from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from tests.records import record, results
@@ -77,7 +78,7 @@ def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
     bad = record("a", [], status="failed")
     bad = type(bad)(**{**bad.__dict__, "reason": "boom | pipe\nsecond line"})
     rows = compare([], [results(bad)], load_thresholds())
-    body, _, _ = render(comparison_to_dict(rows, [], [results(bad)], "t"))
+    body, _, _ = render(Comparison.of(comparison_to_dict(rows, [], [results(bad)], "t")))
     (line,) = [x for x in body.splitlines() if x.startswith("| `a.")]  # its row, in the folded "Failed" section
     assert line.count(" | ") == 3 and line.endswith(" | failed [1] |")
     assert "- [1] head failed: boom \\| pipe second line" in body.splitlines()  # the reason, once, below the table

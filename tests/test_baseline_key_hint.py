@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.compare.baseline import ORIGIN_HINT, find_baselines
 from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.store import open_store
@@ -98,6 +99,6 @@ def test_a_comment_without_any_baseline_says_the_stored_runs_use_another_key(wor
     files = [results(record("a", spread(100.0, 20)), commit=head)]
     comparison = comparison_to_dict(compare([], files, load_thresholds()), [], files, "thresholds.yaml", baseline)
     assert errors("comparison.schema.json", comparison) == []
-    line = render(comparison)[0].splitlines()[1]
+    line = render(Comparison.of(comparison))[0].splitlines()[1]
     assert f" · no baseline found: every series is new (cpu: stored runs of {base[:12]} {HINT}: method version " \
            "3 (baseline) vs 4 (this run))" in line

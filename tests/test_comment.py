@@ -1,14 +1,16 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.compare.comment import MAX_COMMENT_CHARS, note_line, render
 from benchtrail.compare.tables import format_value
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.document import SCHEMA_VERSION, comparison_to_dict
 from benchtrail.compare.rules import load_thresholds
-from tests.records import record, results, spread
+from tests.records import apply_recheck, record, results, spread
 
 rng = np.random.default_rng(1)
 
@@ -42,7 +44,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
             record("m-graph_breaks", [1.0], kind="compilation", metric="graph_breaks", unit="count",
                    name="sqrl.inductor.cpu.graph_breaks",
                    break_reasons=[{"reason": "Data-dependent branching", "count": 1}])]
-    body, full, data = render(_comparison(base, head))
+    body, full, data = render(Comparison.of(_comparison(base, head)))
     lines = body.splitlines()
     assert lines[0] == "### benchtrail: 2 regressions, 0 improvements, 1 similar · 1 new graph break"
     assert lines[1].startswith("`ccccccc` vs baseline `bbbbbbb` (merge base)")
@@ -56,7 +58,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
 
 def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
     many = [record(f"case{i:05d}", spread(10.0, 10)) for i in range(1500)]
-    body, full, _ = render(_comparison(many, many))
+    body, full, _ = render(Comparison.of(_comparison(many, many)))
     assert len(body) <= MAX_COMMENT_CHARS
     assert "see full.md" in body
     assert full.count("| `case") == 1500
@@ -65,7 +67,7 @@ def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
 def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
     base = [record("slow", [100.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
-    body, _, _ = render(_comparison(base, head), "gs://bucket/pre/runs/123/1/")
+    body, _, _ = render(Comparison.of(_comparison(base, head)), "gs://bucket/pre/runs/123/1/")
     assert "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`" in body
     assert "Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run gs://bucket/pre/runs/123/1/`" in body
 
@@ -73,13 +75,12 @@ def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
 def test_partial_baseline_says_what_it_lacks():
     base = [record("a", spread(10.0, 10))]
     head = [record("a", spread(10.0, 10)), record("b", spread(10.0, 10))]
-    body, _, _ = render(_comparison(base, head))
+    body, _, _ = render(Comparison.of(_comparison(base, head)))
     assert body.splitlines()[2] == "The baseline lacks 1 series: those rows are new, not compared."
 
 
 def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
     from benchtrail.runner.ab import Arm
-    from benchtrail.runner.recheck import apply
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     head = [record(f"r{i}", 130 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     comparison = _comparison(base, head)
@@ -88,8 +89,8 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
               ids[1]: {**comparison["rows"][1], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.5,
                        "head_details": {"ab": {"rounds": 4}}},
               ids[2]: {**comparison["rows"][2], "verdict": "failed", "reason": "head failed: boom", "head_details": {}}}
-    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
-    body, _, _ = render(checked)
+    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
+    body, _, _ = render(Comparison.of(checked))
     assert body.splitlines()[0].startswith("### benchtrail: 2 regressions (1 unconfirmed, 1 confirmed), 0 improvements, 1 similar")
     assert ("Paired A/B re-check of 3 suspected changes against the baseline commit on this runner: "
             "1 confirmed, 1 cleared, 1 could not be re-checked.") in body
@@ -104,7 +105,7 @@ def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
               "rtol 0.00013)")
     mismatch = record("grad", spread(80.0, 10), status="mismatch")
     mismatch = type(mismatch)(**{**mismatch.__dict__, "reason": reason})
-    body, _, data = render(_comparison([record("grad", spread(80.0, 10))], [mismatch]))
+    body, _, data = render(Comparison.of(_comparison([record("grad", spread(80.0, 10))], [mismatch])))
     assert data["counts"]["failed"] == 1
     section = body.split("Failed or not comparable")[1]
     row = next(line for line in section.splitlines() if "`grad.inference-bs1`" in line)
@@ -113,12 +114,12 @@ def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
 
 
 def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
-    body, _, _ = render(_comparison([record("a")], [record("a")]), "gs://bucket/pre/runs/123/1/", "dashboard/index.html")
+    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "gs://bucket/pre/runs/123/1/", "dashboard/index.html")
     assert ("Dashboard (history by commit): https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html"
             in body.splitlines())
-    body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1", "dashboard/index.html")
+    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "/store/runs/r/1", "dashboard/index.html")
     assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in body.splitlines()
-    body, _, _ = render(_comparison([record("a")], [record("a")]), "/store/runs/r/1")
+    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "/store/runs/r/1")
     assert "Dashboard" not in body
 
 
@@ -221,19 +222,19 @@ def test_comment_cli_refuses_bad_links_and_notes_naming_the_flag_and_writes_noth
 
 def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach():
     from benchtrail.runner.ab import Arm
-    from benchtrail.runner.recheck import apply, by_size
+    from benchtrail.runner.recheck import by_size
 
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
     head = [record(f"r{i}", (130 + i) * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
     comparison = _comparison(base, head)
     for row in comparison["rows"]:
         row["mark"] = "unconfirmed"
-    ordered = by_size(comparison["rows"])
-    assert [r["id"] for r in ordered] == [f"r{i}" for i in range(7, -1, -1)]  # largest change first
+    ordered = by_size(Comparison.of(comparison).rows)
+    assert [r.id for r in ordered] == [f"r{i}" for i in range(7, -1, -1)]  # largest change first
     first = ordered[0]
-    paired = {first["id"]: {**first, "head_details": {"ab": {"rounds": 2}}}}
-    missed = {r["id"]: 600.0 for r in ordered[1:]}
-    checked = apply(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None),
+    paired = {first.id: replace(first, head_details={"ab": {"rounds": 2}})}
+    missed = {r.id: 600.0 for r in ordered[1:]}
+    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None),
                     not_reached=missed)
     rows = {r["id"]: r for r in checked["rows"]}
     assert rows["r7"]["mark"] == "confirmed" and rows["r7"].get("recheck") is None
@@ -241,7 +242,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
         assert (rows[sid]["mark"], rows[sid]["recheck"], rows[sid]["ab"]) == ("unconfirmed", "not-reached", None)
         assert rows[sid]["reason"] == "not re-checked: the re-check's time budget of 600 s ran out"
     assert checked["schema_version"] == SCHEMA_VERSION
-    body, _, _ = render(checked)
+    body, _, _ = render(Comparison.of(checked))
     named = ", ".join(f"`r{i}.inference-bs1`" for i in range(5))  # in the comparison's row order, one device: no suffix
     assert ("Paired A/B re-check of 1 suspected change against the baseline commit on this runner: 1 confirmed, "
             f"0 cleared. 7 more suspected changes not re-checked: the re-check's time budget ran out first "
@@ -255,7 +256,7 @@ def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_
                                     [results(*head, commit="c" * 40)], "thresholds.yaml",
                                     {"reason": "the store could not be read: 503 on gs://b/o", "store_error": "503"})
     comparison["missing_shards"] = [{"device_name": "laptop", "shard_index": 1}]
-    lines = render(comparison)[0].splitlines()
+    lines = render(Comparison.of(comparison))[0].splitlines()
     assert "no baseline: the store could not be read: 503 on gs://b/o; every series is new" in lines[1]
     assert lines[2] == ("⚠ Shards that did not report: laptop shard 1. Their run configs are listed as failed "
                         "(the job failed, timed out or was cancelled).")
@@ -273,7 +274,7 @@ def test_the_comment_names_each_devices_baseline_what_is_lacking_and_the_ignored
                      "reason": "run 9/1 was made by a pull_request event, not a push or manual run"}],
         "trust": "runs of .github/workflows/benchmark.yml"}
     comparison["base"]["devices"] = ["c2-standard-16", "a2-highgpu-1g"]
-    lines = render(comparison)[0].splitlines()
+    lines = render(Comparison.of(comparison))[0].splitlines()
     assert lines[1].startswith("`ccccccc` vs baselines `ddddddd` (merge base~2) for a2-highgpu-1g, `bbbbbbb` "
                                "(merge base) for c2-standard-16 · presets x86_64")
     assert ("⚠ Ignored 1 stored run that is not a trusted baseline: `bbbbbbb`: run 9/1 was made by a "
@@ -386,7 +387,7 @@ def test_the_byte_cap_binds_on_multibyte_names_when_the_code_point_cap_is_lifted
     from benchtrail.compare.comment import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES[names])
-    body, full, data = render(comparison, "gs://bucket/runs/123/1/", max_chars=MAX_COMMENT_BYTES)
+    body, full, data = render(Comparison.of(comparison), "gs://bucket/runs/123/1/", max_chars=MAX_COMMENT_BYTES)
     assert data["body"] == body
     chars, size = _check_cut_comment(body, full, comparison, MAX_COMMENT_BYTES, MAX_COMMENT_BYTES)
     assert size > MAX_COMMENT_BYTES - 1_000  # the byte cap is what stopped it ...
@@ -397,14 +398,14 @@ def test_ascii_rows_stop_at_the_code_point_cap_far_below_the_byte_cap():
     from benchtrail.compare.comment import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES["ascii"])
-    body, full, _ = render(comparison, max_bytes=MAX_COMMENT_BYTES)
+    body, full, _ = render(Comparison.of(comparison), max_bytes=MAX_COMMENT_BYTES)
     chars, size = _check_cut_comment(body, full, comparison, MAX_COMMENT_CHARS, MAX_COMMENT_BYTES)
     assert chars > MAX_COMMENT_CHARS - 400 and size < MAX_COMMENT_CHARS * 1.1
 
 
 def test_a_body_that_fits_is_not_cut_and_says_nothing_is_left_out():
     comparison = _many_rows(200, _NAMES["emoji"])
-    body, full, _ = render(comparison)
+    body, full, _ = render(Comparison.of(comparison))
     assert "<details><summary>Similar: 80 series</summary>" in body and "left out" not in body
     assert len(body) <= MAX_COMMENT_CHARS
 
@@ -416,7 +417,7 @@ def test_notes_too_long_for_the_comment_are_cut_but_the_count_and_marker_stay():
 
     comparison = _many_rows(50, _NAMES["emoji"])
     notes = [f"{i:02d} " + "🔥" * 990 for i in range(80)]
-    body, full, data = render(comparison, "gs://bucket/runs/123/1/", notes=notes)
+    body, full, data = render(Comparison.of(comparison), "gs://bucket/runs/123/1/", notes=notes)
     assert len(body) <= MAX_COMMENT_CHARS and len(body.encode("utf-8")) <= MAX_COMMENT_BYTES
     assert "50 of 50 rows left out to fit GitHub's comment size limit" in body
     assert "Lines above were cut as well." in body and "#### " not in body
@@ -442,7 +443,7 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":
             row.update(mark="confirmed", profile=diff)
-    body, full, _ = render(comparison, "gs://bucket/runs/123/1/")
+    body, full, _ = render(Comparison.of(comparison), "gs://bucket/runs/123/1/")
     assert "#### Compiler summary" in body and "Why it got slower (torch.profiler)" in body
     assert len(body) <= MAX_COMMENT_CHARS and "rows left out to fit GitHub's comment size limit" in body
     assert "#### Compiler summary" in full

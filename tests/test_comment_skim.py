@@ -9,14 +9,14 @@ import shlex
 import pytest
 
 from benchtrail.compare.comment import check_figure, render, runner_checks_line
-from benchtrail.compare.document import comparison_to_dict
-from benchtrail.compare.rules import load_thresholds
+from benchtrail.compare.document import Comparison, Row, comparison_to_dict
+from benchtrail.compare.rules import Rules, load_thresholds
 from benchtrail.compare.tables import estimate
 from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.markup import md_text
 from benchtrail.runner.ab import Arm
-from benchtrail.runner.recheck import apply
-from tests.records import record, results, spread
+
+from tests.records import apply_recheck, record, results, spread
 
 BASE, HEAD = "b" * 40, "c" * 40
 DEVICE = "c2-standard-16"
@@ -56,7 +56,7 @@ def _fixture():
             record("bad2", status="failed"), record("same", spread(50.0, 20)), record("fresh", spread(20.0, 20)),
             _paired("paired", ab_base, ab_head)[1]]
     files = [results(*base, commit=BASE)], [results(*head, commit=HEAD)]
-    rows = mark_regressions(compare(*files, load_thresholds()), [])
+    rows = mark_regressions(compare(*files, load_thresholds()), Rules())
     comparison = comparison_to_dict(rows, *files, "thresholds.yaml", {"reason": "merge base"})
     comparison["head"]["runner_checks"] = [{"device": DEVICE, "failed": [
         {"name": "load average", "value": "3.20 over 1 min on 2 CPUs", "expected": "at most 1, half the CPUs"},
@@ -67,7 +67,7 @@ def _fixture():
     paired_rows = compare([results(_paired("slow", pb, ph)[0], commit=BASE)],
                           [results(_paired("slow", pb, ph)[1], commit=HEAD)], load_thresholds())
     not_reached = {r["id"]: 600.0 for r in comparison["rows"] if r["id"] == "suspect"}
-    checked = apply(comparison, {r.id: r for r in paired_rows}, Arm("base", BASE, None), Arm("head", HEAD, None),
+    checked = apply_recheck(comparison, {r.id: r for r in paired_rows}, Arm("base", BASE, None), Arm("head", HEAD, None),
                     not_reached=not_reached)
     return checked
 
@@ -75,7 +75,7 @@ def _fixture():
 @pytest.fixture(scope="module")
 def rendered():
     comparison = _fixture()
-    body, full, data = render(comparison, "gs://bucket/pre/runs/123/1/")
+    body, full, data = render(Comparison.of(comparison), "gs://bucket/pre/runs/123/1/")
     return comparison, body, full, data
 
 
@@ -155,7 +155,7 @@ def test_the_paired_change_agrees_with_the_medians_shown(rendered):
         assert (shown > 0) == (point > 0) and low - 0.1 <= shown <= high + 0.1, (name, shown, change)
     slow = next(r for r in comparison["rows"] if r["id"] == "slow")
     assert slow["stored"]["change"] == pytest.approx(30.0, abs=0.5)  # the stored baseline's figure is kept ...
-    assert slow["change"] == estimate(slow).change == pytest.approx(12.0, abs=1.0)  # ... the paired one shown
+    assert slow["change"] == estimate(Row.of(slow)).change == pytest.approx(12.0, abs=1.0)  # ... the paired one shown
     assert "+30.0%" not in table["`slow.inference-bs1`"][2]
     # the paired run's own side medians disagree with its paired change (two spells of the machine) ...
     paired = next(r for r in comparison["rows"] if r["id"] == "paired")
@@ -178,7 +178,7 @@ def test_reproduce_line_names_the_benchmark_and_runner_warning_has_figures_not_p
 def test_the_reproduce_line_survives_backticks_and_quotes_in_names(rendered, name):
     comparison = rendered[0]
     row = dict(comparison["rows"][0], name=name)
-    body, _, _ = render({**comparison, "rows": [row]}, "/store/runs/r/1")
+    body, _, _ = render(Comparison.of({**comparison, "rows": [row]}), "/store/runs/r/1")
     (line,) = [x for x in body.splitlines() if x.startswith("Reproduce: ")]
     span = line.removeprefix("Reproduce: ")
     fence = re.match(r"`+", span)[0]
@@ -200,7 +200,7 @@ def test_check_figures():
                          "expected": "performance"}) == "cpu governor is powersave (expected performance)"
     assert check_figure({"name": "gpu processes", "value": "python (pid 12, 900 MiB)",
                          "expected": "none"}) == "gpu processes is python (900 MiB) (expected none)"
-    assert runner_checks_line({"head": {"runner_checks": []}}) is None
+    assert runner_checks_line(Comparison({"head": {"runner_checks": []}}, ())) is None
 
 
 def test_explain_takes_the_exact_name_the_reproduce_line_gives_and_refuses_a_shared_one():

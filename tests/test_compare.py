@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.document import comparison_to_dict
@@ -165,7 +166,7 @@ def test_fail_on_regressed_exits_3_unless_a_trailer_accepts_it(tmp_path, capsys,
     assert main([*args, "--output", str(tmp_path / "c2.json")]) == 0
     comparison = json.loads((tmp_path / "c2.json").read_text())
     assert comparison["counts"]["accepted"] == 1
-    body, _, _ = render(comparison)
+    body, _, _ = render(Comparison.of(comparison))
     assert body.startswith("### benchtrail: 1 regression (1 accepted), 0 improvements, 1 similar")
     assert "| regressed · accepted |" in body
 
@@ -267,9 +268,9 @@ def test_load_comparison_checks_missing_shards_and_reads_older_versions_without_
 
     rows = compare([], [results(record("a"))], RULES)
     obj = comparison_to_dict(rows, [], [results(record("a"))], "t.yaml", missing_shards=[])
-    assert load_comparison(jsonio.write_json(tmp_path / "ok.json", obj))["missing_shards"] == []
+    assert load_comparison(jsonio.write_json(tmp_path / "ok.json", obj)).missing_shards == []
     older = {k: v for k, v in obj.items() if k != "missing_shards"} | {"schema_version": 4}
-    assert "missing_shards" not in load_comparison(jsonio.write_json(tmp_path / "v4.json", older))
+    assert "missing_shards" not in load_comparison(jsonio.write_json(tmp_path / "v4.json", older)).document
     bad = jsonio.write_json(tmp_path / "bad.json", {**obj, "missing_shards": [{"device_name": "d", "shard_index": "1"}]})
     with pytest.raises(UserError, match=re.escape(f"comparison {bad}: field 'missing_shards' is [{{'device_name': "
                                                   "'d', 'shard_index': '1'}]; allowed: null or a list of")):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmark_suites import configs, devices
+from benchtrail.compare.document import Comparison
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.comment import render
@@ -173,7 +174,7 @@ def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_pat
     assert after[("inductor", "graph_breaks")].median == 0
     base, head = results(*before.values()), results(*after.values())
     comparison = comparison_to_dict(compare([base], [head], load_thresholds()), [base], [head], "t")
-    body, _, _ = render(comparison)
+    body, _, _ = render(Comparison.of(comparison))
     assert "graph break removed: `" in body and f"at bad_models.py:{line}`" in body
 
 

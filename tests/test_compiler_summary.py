@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.compare.compiler_summary import (MIN_INTERVAL_CASES, compiler_summary, geomean_interval,
                                                  render_markdown, rows_from_json, rows_to_json)
 from benchtrail.errors import UserError
@@ -192,14 +193,14 @@ def test_json_round_trip_and_bad_input():
 
 def test_the_comment_shows_the_summary_after_the_confirmed_changes():
     from benchtrail.compare.comment import render
-    from benchtrail.compare.document import build_comparison
+    from benchtrail.compare.document import comparison_to_dict
 
     head, base = head_fixture(), base_fixture()
-    document = build_comparison([], base, head, "thresholds.yaml").to_dict()
+    document = comparison_to_dict([], base, head, "thresholds.yaml")
     document["compiler_summary"] = rows_to_json(compiler_summary(head, base))
-    body, _, _ = render(document)
+    body, _, _ = render(Comparison.of(document))
     lines = body.splitlines()
     at = lines.index("#### Compiler summary")
     assert lines.index("#### Confirmed regressions and improvements") < at
     assert lines[at + 1:at + 5] == render_markdown(compiler_summary(head, base)).splitlines()[:4]
-    assert "#### Compiler summary" not in render(build_comparison([], base, head, "t").to_dict())[0]
+    assert "#### Compiler summary" not in render(Comparison.of(comparison_to_dict([], base, head, "t")))[0]

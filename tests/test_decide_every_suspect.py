@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from benchtrail.compare.comment import render
-from benchtrail.compare.document import comparison_to_dict
-from benchtrail.compare.rules import Threshold
+from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.rules import Rules, Threshold
 from benchtrail.compare.terminal import render_table
 from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.errors import UserError
@@ -21,7 +21,7 @@ RULE = (Threshold("execution/latency/*", "percent", 2.0),)
 
 def _comparison(base, head, rules=RULE):
     files = [results(*base, commit="b" * 40)], [results(*head, commit="h" * 40)]
-    return comparison_to_dict(mark_regressions(compare(*files, rules), []), *files, "t.yaml")
+    return comparison_to_dict(mark_regressions(compare(*files, rules), Rules()), *files, "t.yaml")
 
 
 def test_a_two_percent_change_on_a_two_percent_rule_is_inconclusive_with_its_mde_shown():
@@ -31,12 +31,12 @@ def test_a_two_percent_change_on_a_two_percent_rule_is_inconclusive_with_its_mde
     assert (row["verdict"], row["outcome"], row["noisy"]) == ("inconclusive", "UNKNOWN", False)
     assert row["ci_low"] < 2.0 < row["ci_high"] and row["change"] == pytest.approx(2.0)
     assert row["reason"] == "interval crosses the threshold: more samples would settle it"
-    body = render(_comparison(base, head))[0]
+    body = render(Comparison.of(_comparison(base, head)))[0]
     assert body.splitlines()[0] == "### benchtrail: 0 regressions, 0 improvements, 1 inconclusive"
     assert "<details><summary>Inconclusive: 1 series</summary>" in body
     assert f"| inconclusive · could detect ≥ {row['mde']:.1f}% (threshold 2%) [1] |" in body
     assert 1.0 < row["mde"] < 2.0  # it could tell a 2% change from none, not from the 2% rule
-    table = render_table(_comparison(base, head), width=200).splitlines()
+    table = render_table(Comparison.of(_comparison(base, head)), width=200).splitlines()
     assert table[-1] == f"inconclusive (1): edge.inference-bs1 +2.0% · could detect ≥ {row['mde']:.1f}% (threshold 2%): more " \
                         "samples or a quieter machine would settle them"
 

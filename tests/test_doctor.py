@@ -16,6 +16,7 @@ import pytest
 
 from benchtrail.runner import doctor
 from benchtrail.cli import main
+from benchtrail.compare.document import Comparison
 from benchtrail.compare.comment import runner_checks_line
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results
@@ -254,10 +255,10 @@ def test_an_injected_failing_check_reaches_the_results_file_and_the_comment(tmp_
 def test_the_comment_line_escapes_process_names_and_is_absent_when_all_passed():
     comparison = {"head": {"runner_checks": [{"device": "c2-standard-16", "failed": [
         {"name": "busy processes", "value": "`evil` @someone <b> (pid 7) 99%", "expected": "none"}]}]}}
-    line = runner_checks_line(comparison)
+    line = runner_checks_line(Comparison(comparison, ()))
     assert "busy processes is \\`evil\\` \\@someone \\<b\\> 99% (expected none)" in line and "pid" not in line
-    assert runner_checks_line({"head": {"runner_checks": []}}) is None
-    assert runner_checks_line({"head": {"commit": "a" * 40}}) is None  # comparison.json from before doctor
+    assert runner_checks_line(Comparison({"head": {"runner_checks": []}}, ())) is None
+    assert runner_checks_line(Comparison({"head": {"commit": "a" * 40}}, ())) is None  # from before doctor
 
 
 def test_a_compilation_file_without_series_counts_under_its_hosts_device_not_its_hostname():

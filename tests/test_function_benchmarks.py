@@ -102,8 +102,8 @@ def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
         for name in (f"tests.function_benchmarks.vrelu3[n=16].eager.{task}.cpu",
                      f"tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.{task}.cpu"):
             response = run_case(_case(suite, name))
-            assert response["status"] == "ok", (name, response.get("reason"))
-            c = response["correctness"]
+            assert response.status == "ok", (name, response.reason)
+            c = response.answer.correctness
             assert c["ok"] and c["against"] == "reference" and c["max_abs_err"] <= c["atol"], name
             quantities.add((name.split("[")[0], c["quantity"]))
     assert quantities == {(f"tests.function_benchmarks.{f}", q) for f in ("vrelu3", "gather_masked")
@@ -116,12 +116,12 @@ def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
 def test_a_wrong_function_is_caught_by_the_check_of_the_quantity_it_gets_wrong(suite, function, wrong):
     for task in (Task.INFERENCE, Task.BACKWARD, Task.JACOBIAN):
         response = run_case(_case(suite, f"tests.function_benchmarks.{function}[n=16].eager.{task.value}.cpu"))
-        c = response["correctness"]
+        c = response.answer.correctness
         assert c["quantity"] == tasks.QUANTITY[task] and c["against"] == "reference"
         if task is wrong:
-            assert response["status"] == "mismatch" and not c["ok"], (function, task)
+            assert response.status == "mismatch" and not c["ok"], (function, task)
         else:
-            assert response["status"] == "ok" and c["ok"], (function, task, c)
+            assert response.status == "ok" and c["ok"], (function, task, c)
 
 
 def test_a_refused_decorator_is_reported_as_itself_by_the_cli(tmp_path, monkeypatch, capsys):

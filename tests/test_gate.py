@@ -9,7 +9,7 @@ import pytest
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.verdicts import compare
-from benchtrail.compare.document import comparison_to_dict, count_rows
+from benchtrail.compare.document import Comparison, comparison_to_dict, count_rows
 from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results
 
@@ -25,7 +25,7 @@ def _comparison(marks: dict[str, str | None], **extra: dict) -> dict:
         if row["id"] in marks:
             assert row["verdict"] == "regressed", row
             row.update(mark=marks[row["id"]], **extra.get(row["id"], {}))
-    obj["counts"] = count_rows(obj["rows"])
+    obj["counts"] = count_rows(Comparison.of(obj).rows)
     return obj
 
 

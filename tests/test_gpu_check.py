@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from benchmark_suites import suite as suite_module
-from benchtrail.runner.run_cases import case_record
+from benchtrail.runner.run_cases import CaseResult, case_record
+from benchtrail.worker.protocol import Response
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "build_tools" / "benchmarks" / "gpu_check.py"
@@ -193,11 +194,12 @@ def test_cuda_smoke_sampling_is_reduced_only_for_the_preset():
 
 def test_smoke_table_reads_the_gpu_fields_that_case_record_writes():
     rc = suite_module.generate().select_run_configs(("cuda-smoke",))[0]
-    response = {"status": "ok", "reason": None, "samples": [10.0, 11.0, 12.0, 13.0],
-                "timing": {"method": "cuda-graph", "launches": 5, "reported": "gpu", "flush_l2": False},
-                "gpu_samples_us": [10.0, 11.0, 12.0, 13.0], "wall_samples_us": [20.0, 22.0, 24.0, 26.0],
-                "memory": {"max_memory_allocated_bytes": 3 * 2**20, "max_memory_reserved_bytes": 20 * 2**20}}
-    record = case_record(rc, response, torch.__version__)
+    response = Response(status="ok", samples=[10.0, 11.0, 12.0, 13.0],
+                        timing={"method": "cuda-graph", "launches": 5, "reported": "gpu", "flush_l2": False},
+                        gpu_samples_us=[10.0, 11.0, 12.0, 13.0], wall_samples_us=[20.0, 22.0, 24.0, 26.0],
+                        memory={"max_memory_allocated_bytes": 3 * 2**20,
+                                "max_memory_reserved_bytes": 20 * 2**20})
+    record = case_record(rc, CaseResult.of(response), torch.__version__)
     (row,) = gpu_check.smoke_rows([record])
     assert row["median_us"] == 11.5 and row["n"] == 4
     assert (row["method"], row["launches"], row["reported"]) == ("cuda-graph", 5, "gpu")

@@ -28,8 +28,8 @@ def test_a_matrix_product_records_zero_kernels_and_its_extern_call_in_the_compil
     # the kernel_count series
     gen = gens["matmul"]
     stats, digest = compile_one(gen, tmp_path / "module", "2.x")
-    assert stats["status"] == "ok", stats.get("reason")
-    assert (stats["kernel_count"], stats["kernel_count_reason"]) == (0, EXTERN)
+    assert stats.answer.ok, stats.answer.reason
+    assert (stats.answer.kernel_count, stats.answer.kernel_count_reason) == (0, EXTERN)
     assert json.loads((tmp_path / "module/compile-stats.json").read_text())["kernel_count_reason"] == EXTERN
     records = compile_records(gen, stats, digest, "c2-standard-16")
     (record,) = [r for r in records if r.metric == "kernel_count"]

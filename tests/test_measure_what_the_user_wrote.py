@@ -40,8 +40,8 @@ def _row(cases, name, base_details=None):
 
 def test_an_undeclared_in_place_change_is_refused_naming_the_input(cases):
     _, r = cases["sort_in_place"]
-    assert r["status"] == "failed" and "samples" not in r or not r["samples"]
-    assert r["reason"] == (
+    assert r.status == "failed" and not r.samples
+    assert r.reason == (
         "tests.inplace_benchmarks.sort_in_place[n=10000] changed its input x (float32 (10000,)) in place on its "
         "first call, so later iterations would run on changed data; declare @benchmark(..., mutates_inputs=True) "
         "to time one call per sample on fresh inputs, or change a copy")
@@ -49,27 +49,27 @@ def test_an_undeclared_in_place_change_is_refused_naming_the_input(cases):
 
 def test_a_change_through_data_or_on_a_later_call_is_refused_too(cases):
     _, r = cases["sort_via_data"]
-    assert r["status"] == "failed"
-    assert "changed its input x (float32 (10000,)) in place on its first call" in r["reason"]
+    assert r.status == "failed"
+    assert "changed its input x (float32 (10000,)) in place on its first call" in r.reason
     _, r = cases["changes_on_a_later_call"]
-    assert r["status"] == "failed"
-    assert "changed its input x (float32 (16,)) in place during the samples" in r["reason"]
+    assert r.status == "failed"
+    assert "changed its input x (float32 (16,)) in place during the samples" in r.reason
 
 
 def test_a_declared_in_place_sort_is_timed_one_call_per_sample_on_fresh_inputs(cases):
     _, r = cases["sort_in_place_declared"]  # raises when a call gets an input an earlier call sorted
-    assert r["status"] == "ok", r["reason"]
-    assert r["iterations_per_sample"] == 1 and len(r["samples"]) == 5 and r["warmup_iterations"] >= 2
+    assert r.status == "ok", r.reason
+    assert r.answer.iterations_per_sample == 1 and len(r.samples) == 5 and r.answer.warmup_iterations >= 2
 
 
 def test_an_in_place_add_passes_its_check_against_a_reference_run_on_pristine_inputs(cases):
     _, r = cases["add_one_in_place"]
-    c = r["correctness"]
-    assert r["status"] == "ok" and c["ok"] and c["against"] == "reference" and c["max_abs_err"] == 0.0
+    c = r.answer.correctness
+    assert r.status == "ok" and c["ok"] and c["against"] == "reference" and c["max_abs_err"] == 0.0
     _, r = cases["add_one_compiled"]  # compiling calls it once: on a copy, not on the inputs the check uses
-    assert r["status"] == "ok" and r["correctness"]["ok"], r["reason"]
+    assert r.status == "ok" and r.answer.correctness["ok"], r.reason
     _, r = cases["add_one_forward"]
-    assert (r["status"], r["reason"]) == ("failed", (
+    assert (r.status, r.reason) == ("failed", (
         "tests.inplace_benchmarks.add_one_forward[n=16] changes an input in place, which autograd refuses for an "
         "input that requires grad (the forward task differentiates its floating-point inputs): time it with the "
         "inference task, or change a copy"))
@@ -77,15 +77,15 @@ def test_an_in_place_add_passes_its_check_against_a_reference_run_on_pristine_in
 
 def test_a_reference_of_another_shape_or_value_is_a_mismatch_saying_so(cases):
     _, r = cases["whole"]
-    assert (r["status"], r["reason"]) == (
+    assert (r.status, r.reason) == (
         "mismatch", "value differs from reference: value 0 has shape (16,), the reference's (8,)")
     _, r = cases["total"]  # a tensor against a Python float: compared by value
-    assert r["status"] == "mismatch" and r["reason"].startswith("value differs from reference: max abs error")
+    assert r.status == "mismatch" and r.reason.startswith("value differs from reference: max abs error")
 
 
 def test_a_case_that_changes_the_thread_count_is_flagged_and_not_compared_with_another_count(cases):
     _, r = cases["sets_two_threads"]
-    assert (r["threads_set"], r["threads"]) == (1, 2)
+    assert (r.answer.threads_set, r.answer.threads) == (1, 2)
     flagged = _row(cases, "sets_two_threads")
     note = "the benchmark's code changes torch's thread count: set 1 before each sample, ran at 2"
     assert note in flagged.reason
@@ -94,17 +94,17 @@ def test_a_case_that_changes_the_thread_count_is_flagged_and_not_compared_with_a
         "not-comparable", "thread counts differ: the baseline ran at 1 thread, the head at 2 (the head's code "
                           "changes it)")
     _, plain = cases["identity"]
-    assert (plain["threads_set"], plain["threads"]) == (1, 1)
+    assert (plain.answer.threads_set, plain.answer.threads) == (1, 1)
 
 
 def test_the_harness_floor_is_measured_and_a_row_near_it_says_so(cases):
     _, r = cases["identity"]
-    median = sorted(r["samples"])[len(r["samples"]) // 2]
+    median = sorted(r.samples)[len(r.samples) // 2]
     # The user's call alone: about 0.1 µs on a 2-vCPU VM; through the module wrapper it was about 5 µs.
-    assert median < 2.0 and 0 < r["floor_us"] < 1.0, (median, r["floor_us"])
+    assert median < 2.0 and 0 < r.answer.floor_us < 1.0, (median, r.answer.floor_us)
     assert "near the harness floor: median" in _row(cases, "identity").reason
     _, sort = cases["sort_copy"]
-    assert sort["floor_us"] < 1.0 and "harness floor" not in (_row(cases, "sort_copy").reason or "")
+    assert sort.answer.floor_us < 1.0 and "harness floor" not in (_row(cases, "sort_copy").reason or "")
 
 
 def test_a_reference_that_raises_is_a_failed_check_naming_the_exception():
@@ -113,5 +113,5 @@ def test_a_reference_that_raises_is_a_failed_check_naming_the_exception():
     execution = dataclasses.replace(rc.execution_config, processes=1, min_samples=3, warmup_time_ms=10,
                                     min_sample_time_ms=0.2, timeout_s=300)
     r = run_case(RunConfig.build(rc.module_generation_config, execution, rc.target_device))
-    assert (r["status"], r["reason"]) == ("mismatch", "value not checked: the reference raised ValueError: boom")
-    assert r["correctness"]["error"] == "the reference raised ValueError: boom"
+    assert (r.status, r.reason) == ("mismatch", "value not checked: the reference raised ValueError: boom")
+    assert r.answer.correctness["error"] == "the reference raised ValueError: boom"

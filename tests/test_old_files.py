@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.compare import document as compare_module
 from benchtrail.cli import main
 from benchtrail.results import schema as results_schema
@@ -222,10 +223,10 @@ def test_comment_and_gate_read_a_real_comparison_of_every_earlier_version(versio
     obj = json.loads(path.read_text(encoding="utf-8"))
     assert obj["schema_version"] == version and version < compare_module.SCHEMA_VERSION
     (verdict, mark), gate_exit, summary, shown = COMPARISONS[version]
-    rows = {r["id"]: r for r in compare_module.load_comparison(path)["rows"]}
-    assert (rows["rc-reg"]["verdict"], rows["rc-reg"].get("mark")) == (verdict, mark)
+    rows = {r.id: r for r in compare_module.load_comparison(path).rows}
+    assert (rows["rc-reg"].verdict, rows["rc-reg"].mark) == (verdict, mark)
     expected = dict(ROWS) if version != 5 else {"rc-reg": "new", "rc-same": "new", "rc-new": "new", "rc-fail": "failed"}
-    assert {i: r["verdict"] for i, r in rows.items()} == expected
+    assert {i: r.verdict for i, r in rows.items()} == expected
     assert main(["comment", "--comparison", str(path), "--output-dir", str(tmp_path / "c")]) == 0
     full = (tmp_path / "c" / "full.md").read_text(encoding="utf-8")
     comment = json.loads((tmp_path / "c" / "comment.json").read_text(encoding="utf-8"))
@@ -288,7 +289,8 @@ def test_a_version_7_comparison_with_a_noisy_row_is_read_shown_as_inconclusive_a
     beside the inconclusive ones; the re-check takes it as a suspect and writes version 8 without ``noisy``."""
     from benchtrail.compare.terminal import render_table
     from benchtrail.runner.ab import Arm
-    from benchtrail.runner.recheck import apply, suspects
+    from benchtrail.runner.recheck import suspects
+    from tests.records import apply_recheck
 
     path = OLD / "comparison-v7.json"
     old = compare_module.load_comparison(path)
@@ -301,7 +303,7 @@ def test_a_version_7_comparison_with_a_noisy_row_is_read_shown_as_inconclusive_a
     assert main(["gate", "--comparison", str(path)]) == 0
     assert [r.id for r in suspects(old)] == ["rc-noisy", "rc-reg"]  # the noisy +15% (p = 0.04) is screened in
     paired = {"rc-reg": {**old.document["rows"][1], "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
-    checked = apply(old.document, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
+    checked = apply_recheck(old.document, paired, Arm("base", "b" * 40, None), Arm("head", "c" * 40, None))
     assert checked["schema_version"] == compare_module.SCHEMA_VERSION
     assert [(r["verdict"], r.get("noisy")) for r in checked["rows"]] == [("inconclusive", True), ("regressed", None)]
     assert checked["counts"]["inconclusive"] == 1 and "noisy" not in checked["counts"]
@@ -317,19 +319,20 @@ def test_a_recheck_of_an_earlier_comparison_writes_a_document_its_schema_and_rea
     that decides nothing (a failed arm) keeps its version and counts as that version did (noisy before 8). Both
     validate and read back. The regression of versions 3 and 4 (confirmed, quarantined) is made a suspect."""
     from benchtrail.runner.ab import Arm
-    from benchtrail.runner.recheck import apply, suspects
+    from benchtrail.runner.recheck import suspects
+    from tests.records import apply_recheck
 
     obj = json.loads((OLD / f"comparison-v{version}.json").read_text(encoding="utf-8"))
     reg = next(r for r in obj["rows"] if r["id"] == "rc-reg")
     reg.update(mark="unconfirmed", **({"quarantined": None} if version == 4 else {}))
-    row = next(r for r in obj["rows"] if r["id"] == suspects(obj)[0].id)
+    row = next(r for r in obj["rows"] if r["id"] == suspects(Comparison.of(obj))[0].id)
     arms = Arm("base", "b" * 40, None), Arm("head", "c" * 40, None)
     decided = {row["id"]: {**row, "verdict": "similar", "change": 0.1, "ci_low": -0.5, "ci_high": 0.7, "q_value": 0.5,
                            "p_value": 0.5, "mde": 1.0, "outcome": "SAME", "noisy": False,
                            "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
     failed = {row["id"]: {**row, "verdict": "failed", "reason": "head failed: boom", "head_details": {}}}
     for paired, expected in ((decided, compare_module.SCHEMA_VERSION), (failed, version)):
-        checked = apply(obj, paired, *arms)
+        checked = apply_recheck(obj, paired, *arms)
         assert checked["schema_version"] == expected
         assert errors("comparison.schema.json", checked) == []
         path = tmp_path / f"checked-{expected}.json"

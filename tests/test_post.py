@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchtrail.compare.document import Comparison
 from benchtrail.compare import comment as comment_stage
 from benchtrail.compare.verdicts import compare
 from benchtrail.compare.document import comparison_to_dict
@@ -152,7 +153,7 @@ def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_foot
                                             load_thresholds()),
                                     [results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
                                     "thresholds.yaml", {"reason": "merge base"})
-    body, _, data = comment_stage.render(comparison, run_url="gs://bucket/runs/r1/1/")
+    body, _, data = comment_stage.render(Comparison.of(comparison), run_url="gs://bucket/runs/r1/1/")
     assert fit_body(body, data["marker"]) == body
     limit = body.index("<details>") + 1_000
     fitted = fit_body(body, data["marker"], limit=limit)

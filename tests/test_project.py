@@ -9,10 +9,11 @@ import pytest
 
 from benchtrail.cli import main
 from benchtrail.compare.verdicts import compare, mark_regressions
-from benchtrail.compare.document import gate
+from benchtrail.compare.gate import check
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
-from benchtrail.compare.rules import QuarantineEntry as Entry, load_quarantine, unmatched_quarantine as unmatched
+from benchtrail.compare.rules import QuarantineEntry as Entry, Rules, load_quarantine
+from benchtrail.compare.rules import unmatched_quarantine as unmatched
 from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results, spread
 
@@ -91,11 +92,11 @@ def test_quarantined_regressions_are_reported_but_never_gate(tmp_path):
     head = [record("flaky", spread(150.0)), record("real", spread(150.0))]
     rows = compare([results(*base)], [results(*head, commit="c" * 40)], load_thresholds())
     entries = (Entry("flaky.*", "flaky on shared runners, #12"), Entry("gone.*", "old"))
-    marked = {r.id: r for r in mark_regressions(rows, [], quarantine=entries)}
+    marked = {r.id: r for r in mark_regressions(rows, Rules(quarantine=entries))}
     assert (marked["flaky"].verdict, marked["flaky"].mark) == ("regressed", "quarantined")
     assert marked["flaky"].quarantined == "flaky on shared runners, #12"
     assert (marked["real"].mark, marked["real"].quarantined) == ("unconfirmed", None)
-    assert gate(list(marked.values()), "regressed") == [marked["real"].name]
+    assert [r.name for r in check(list(marked.values()), rule="any").failing] == [marked["real"].name]
     assert unmatched(entries, [(r.name, r.id) for r in rows]) == [Entry("gone.*", "old")]
 
 
@@ -148,7 +149,7 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     from benchtrail.runner.environment import torch_version
     from benchtrail.suite.export import load_execution
     from benchtrail.results.io import load_results
-    from benchtrail.runner.run_cases import Journal, case_record
+    from benchtrail.runner.run_cases import CaseResult, Journal, case_record
     from benchtrail.pipeline.measure import write_export
     from tests.test_run_stage import _suite
 
@@ -158,7 +159,7 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     out = tmp_path / "r.json"
     # A run that stopped after its first case, and died while writing the next line of its journal.
     journal = Journal(out.with_name("r.json.partial.jsonl"))
-    journal.append(case_record(first, {"status": "failed", "reason": "from the journal"}, torch_version()))
+    journal.append(case_record(first, CaseResult("failed", "from the journal"), torch_version()))
     with open(journal.path, "a") as f:
         f.write('{"id": "torn')
     args = ["run", "--run-configs", str(export), "--device-name", "c2-standard-16", "--output", str(out)]

@@ -9,8 +9,10 @@ import re
 
 import pytest
 
+from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
 from benchtrail.compare.comment import render
+from benchtrail.compare.document import Row
 from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
@@ -58,7 +60,7 @@ def test_every_execution_edge_case_gets_a_verdict_and_its_reason(tmp_path, capsy
     assert rows["four-head"]["change"] == pytest.approx(100.0)  # shown, never judged
     assert rows["zero-head"]["ci_low"] is None and rows["zero-head"]["p_value"] is None
     assert errors("comparison.schema.json", comparison) == []
-    body, _, _ = render(comparison)
+    body, _, _ = render(Comparison.of(comparison))
     assert "4 not comparable" in body.splitlines()[0] and "4 insufficient samples" in body.splitlines()[0]
     (ref,) = re.findall(r"^- (\[\d+\]) head has 4 samples; at least 5 on each side are needed$", body, re.M)
     assert f"| insufficient-samples {ref} |" in body  # the row refers to its reason, said once below its table
@@ -73,7 +75,7 @@ def test_insufficient_samples_never_gate(tmp_path, capsys):
                  "--fail-on", "regressed"]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert {r["verdict"] for r in rows} == {"insufficient-samples"} and {r["mark"] for r in rows} == {None}
-    confirmed = [{**r, "mark": "confirmed"} for r in rows]  # even a re-check's mark does not make them gate
+    confirmed = [Row.of({**r, "mark": "confirmed"}) for r in rows]  # even a re-check's mark does not make them gate
     assert check(confirmed, []).passed and check(confirmed, []).unconfirmed == 0
     assert main(["gate", "--comparison", str(out)]) == 0
 

@@ -23,6 +23,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
+from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,7 +218,8 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     hand (a paired run needs workers and a worktree)."""
     from benchtrail.runner.ab import Arm
     from benchtrail.compare.verdicts import compare
-    from benchtrail.runner.recheck import apply, suspects
+    from benchtrail.runner.recheck import suspects
+    from tests.records import apply_recheck
     from benchtrail.results.io import load_results_paths
     from benchtrail.pipeline.report import compare_stage
     from benchtrail.compare.rules import load_thresholds
@@ -228,12 +230,12 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     rows = [r for r in comparison["rows"] if r["kind"] == "execution"]
     rows[0].update(verdict="regressed", mark="unconfirmed")
     rows[1].update(verdict="improved", mark=None)
-    suspected = len(suspects(comparison))
+    suspected = len(suspects(Comparison.of(comparison)))
     assert suspected >= 2
     paired = {r.id: asdict(r) for r in compare(load_results_paths([runs["c2"]]), load_results_paths([runs["c3"]]),
                                                load_thresholds())}
     base, head = Arm("base", commits["c2"], Path(runs["c2"])), Arm("head", commits["c3"], Path(runs["c3"]))
-    updated = apply(comparison, paired, base, head)
+    updated = apply_recheck(comparison, paired, base, head)
     assert sum(r["ab"] is not None for r in updated["rows"]) == suspected
     assert not errors("comparison.schema.json", updated)
 

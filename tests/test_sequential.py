@@ -2,7 +2,6 @@
 on synthetic samples with known answers."""
 
 import math
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -97,4 +96,4 @@ def test_a_paired_run_is_judged_at_its_last_looks_level_and_one_without_a_level_
     first = row(1 - float(look_alphas(2, 0.01)[0]))
     assert first.verdict != "regressed" and first.outcome == "UNKNOWN"
     assert first.ci_low <= old.ci_low and first.ci_high >= old.ci_high  # a higher level: an interval as wide
-    assert change_cell(asdict(first)).endswith(", paired at 99.38%") and change_cell(asdict(old)).endswith(", paired")
+    assert change_cell(first).endswith(", paired at 99.38%") and change_cell(old).endswith(", paired")

@@ -26,8 +26,8 @@ def test_reference_backed_functions_pass_value_gradient_and_jacobian_checks():
     quantities = {}
     for rc in cases:
         response = run_case(_cheap(rc))
-        assert response["status"] == "ok", (rc.name, response.get("reason"))
-        c = response["correctness"]
+        assert response.status == "ok", (rc.name, response.reason)
+        c = response.answer.correctness
         assert c["ok"] and c["against"] == "reference", rc.name
         assert c["quantity"] == tasks.QUANTITY[rc.execution_config.task]
         assert c["max_abs_err"] <= c["atol"], rc.name
@@ -54,15 +54,15 @@ def _bad_case(entry: str, task: Task) -> RunConfig:
 def test_a_wrong_implementation_is_caught_by_the_check_of_the_quantity_it_gets_wrong(entry, wrong):
     for task in (Task.INFERENCE, Task.BACKWARD, Task.JACOBIAN):
         response = run_case(_bad_case(entry, task))
-        c = response["correctness"]
+        c = response.answer.correctness
         assert c["quantity"] == tasks.QUANTITY[task]
         if task is wrong:
-            assert response["status"] == "mismatch" and not c["ok"], (entry, task)
-            assert response["reason"].startswith(f"{c['quantity']} differs from reference: max abs error")
+            assert response.status == "mismatch" and not c["ok"], (entry, task)
+            assert response.reason.startswith(f"{c['quantity']} differs from reference: max abs error")
             assert c["max_abs_err"] > c["atol"]
-            assert response["samples"]  # a mismatch is still timed
+            assert response.samples  # a mismatch is still timed
         else:
-            assert response["status"] == "ok" and c["ok"], (entry, task, response.get("reason"))
+            assert response.status == "ok" and c["ok"], (entry, task, response.reason)
 
 
 def test_jacobian_mode_follows_the_shape_of_the_jacobian():
@@ -75,11 +75,11 @@ def test_jacobian_mode_follows_the_shape_of_the_jacobian():
 def test_jacobian_of_a_large_input_fails_the_case_with_the_limit():
     gen = next(g for g in generate().generation_configs if g.name == "vrelu3.eager.cpu")  # 65536 elements
     response = run_case(_cheap(RunConfig.build(gen, configs.JACOBIAN, devices.C2_STANDARD_16)))
-    assert response["status"] == "failed"
-    assert response["reason"] == (f"jacobian: the inputs have 65536 elements; the Jacobian task takes at most "
+    assert response.status == "failed"
+    assert response.reason == (f"jacobian: the inputs have 65536 elements; the Jacobian task takes at most "
                                   f"{tasks.JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)")
-    assert set(response["phase_times_ms"]) == {"prep"}  # it failed while compiling; prep was recorded
-    assert response["wall_time_ms"] >= response["phase_times_ms"]["prep"]
+    assert set(response.phase_times_ms) == {"prep"}  # it failed while compiling; prep was recorded
+    assert response.wall_time_ms >= response.phase_times_ms["prep"]
 
 
 def test_backward_gradient_includes_parameters():

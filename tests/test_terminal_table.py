@@ -14,6 +14,10 @@ from tests.records import record, results, spread
 DEVICE = "c2-standard-16"
 
 
+def _comparison(document: dict) -> Comparison:
+    return Comparison(document, tuple(document["rows"]))
+
+
 def _row(name: str, verdict: str, base: float | None, head: float | None, change: float | None = None,
          ci: tuple[float, float] | None = None, *, unit: str = "us", change_unit: str | None = "%",
          mark: str | None = None, kind: str = "execution", metric: str = "latency", mde: float | None = None,
@@ -39,7 +43,7 @@ ROWS = (
     _row("bert.inductor.cpu.graph_breaks", "improved", 3.0, 1.0, -2.0, unit="count", change_unit="count",
          kind="compilation", metric="graph_breaks"),
 )
-COMPARISON = Comparison.of({
+COMPARISON = _comparison({
     "schema_version": 8, "head": {"commit": "3f2a9c1e" * 5, "dirty": False}, "base": {"commit": "8e1d0b2a" * 5},
     "baseline": None, "thresholds_source": "default", "counts": count_rows(ROWS), "rows": ROWS,
     "missing_shards": None})
@@ -85,16 +89,16 @@ def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_interval_then
 def test_colour_when_asked_for_and_names_are_never_markup():
     coloured = render_table(COMPARISON, width=80, colour=True)
     assert "\x1b[31m" in coloured and "\x1b[32m" in coloured  # regressions red, improvements green
-    odd = Comparison.of({**COMPARISON.document, "rows": [
+    odd = _comparison({**COMPARISON.document, "rows": [
         _row("[bold]x[/bold].eager.inference-bs1", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))]})
     assert "[bold]x[/bold].eager.inference-bs1  regressed" in render_table(odd, width=120)
 
 
 def test_an_empty_comparison_says_so():
-    empty = Comparison.of({**COMPARISON.document, "rows": [], "base": None})
+    empty = _comparison({**COMPARISON.document, "rows": [], "base": None})
     assert render_table(empty) == "benchtrail: head 3f2a9c1e3f vs no baseline\nno regressions or improvements\n" \
                                   "no series compared\n"
-    similar = Comparison.of({**COMPARISON.document, "rows": [ROWS[1]]})
+    similar = _comparison({**COMPARISON.document, "rows": [ROWS[1]]})
     assert render_table(similar).splitlines()[1:] == ["no regressions or improvements", "1 similar"]
 
 
@@ -147,14 +151,14 @@ def test_every_verdict_has_a_place():
     inconclusive rows are also said under it, failed with their reasons, inconclusive with the effect each
     could have detected. A row of an older version (verdict noisy) is counted as it was."""
     rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0, mde=4.0) for i, v in enumerate(VERDICTS))
-    text = render_table(Comparison.of({**COMPARISON.document, "rows": rows}), width=200)
+    text = render_table(_comparison({**COMPARISON.document, "rows": rows}), width=200)
     count, failed, undecided = text.splitlines()[-3:]
     assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved"))
     assert failed.startswith("failed: m") and failed.endswith(": boom")
     assert undecided == (f"inconclusive (1): m{VERDICTS.index('inconclusive')}.eager.inference-bs1 +0.0% · could "
                          "detect ≥ 4.0%: more samples or a quieter machine would settle them")
     old = (_row("m0.eager.inference-bs1", "noisy", 1.0, 1.0, 0.0),)
-    assert render_table(Comparison.of({**COMPARISON.document, "schema_version": 7, "rows": old}),
+    assert render_table(_comparison({**COMPARISON.document, "schema_version": 7, "rows": old}),
                         width=200).splitlines()[-2:] == [
         "1 noisy", "inconclusive (1): m0.eager.inference-bs1 +0.0%: more samples or a quieter machine would settle them"]
 
@@ -168,7 +172,7 @@ def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
                                    mark="confirmed"),
                               ab={"verdict": "regressed", "change": 6.8, "ci_low": 2.9, "ci_high": 16.7,
                                   "base_median": 900.0, "rounds": 3})
-    comparison = Comparison.of({**COMPARISON.document, "rows": [row], "counts": count_rows([row])})
+    comparison = _comparison({**COMPARISON.document, "rows": [row], "counts": count_rows([row])})
     (line,) = [line for line in render_table(comparison).splitlines() if line.startswith("resnet18")]
     assert line.split() == ["resnet18.eager.inferen…", "regressed", "+6.8%", "[+2.9%,", "+16.7%]", "900.0", "µs", "→",
                             "961.2", "µs"]
@@ -177,7 +181,7 @@ def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
 def test_runner_checks_that_failed_are_said_under_the_table():
     head = {**COMPARISON.document["head"],
             "runner_checks": [{"device": DEVICE, "failed": [{"name": "load", "value": "3.2", "expected": "< 1"}]}]}
-    text = render_table(Comparison.of({**COMPARISON.document, "head": head}), width=200)
+    text = render_table(_comparison({**COMPARISON.document, "head": head}), width=200)
     (line,) = [line for line in text.splitlines() if line.startswith("warning: ")]
     assert line.startswith(f"warning: runner checks failed on {DEVICE}: load") and "3.2" in line and "\\" not in line
 
@@ -192,18 +196,18 @@ def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_
             _row(names[1], "improved", 50.0, 40.0, -20.0, (-22.0, -18.0)),
             _row(names[2], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0)),
             _row(names[3], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0))]
-    lines = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
     assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.eager.inference"
     assert [line.split()[0] for line in lines[3:5]] == ["gelu[n=256]", "gelu[n=64]"]
-    wide = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=120)
+    wide = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=120)
     assert [line.split()[0] for line in wide.splitlines()[2:4]] == names[:2]  # room enough: whole names
     scaled = [_row(n, "regressed", 1.0, 2.0, 100.0, (90.0, 110.0)) for n in names[2:]]
-    lines = render_table(Comparison.of({**COMPARISON.document, "rows": scaled,
+    lines = render_table(_comparison({**COMPARISON.document, "rows": scaled,
                                         "counts": count_rows(scaled)})).splitlines()
     assert [line.split()[0] for line in lines[3:5]] == ["scale[f=0.25]", "scale[f=0.5]"]
     two = [_row(f"tinyproj.benchmarks.attention_block.{c}.inference", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))
            for c in ("eager", "inductor")]  # the function stays in every name
-    lines = render_table(Comparison.of({**COMPARISON.document, "rows": two, "counts": count_rows(two)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": two, "counts": count_rows(two)})).splitlines()
     assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.inference"
     assert [line.split()[0] for line in lines[3:5]] == ["attention_block.eager", "attention_block.inductor"]
 
@@ -233,7 +237,7 @@ def test_the_shared_tail_leaves_every_name_one_component():
 def test_the_inconclusive_line_names_the_largest_changes_first_and_is_cut_not_wrapped():
     rows = [_row(f"m{i}.eager.inference-bs1", "inconclusive", 100.0, 100.0 + c, c, (c - 50.0, c + 50.0))
             for i, c in enumerate((3.0, 185.6, -40.0, 10.0))]
-    comparison = Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})
+    comparison = _comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})
     assert render_table(comparison, width=200).splitlines()[-1] == (
         "inconclusive (4): m1.eager.inference-bs1 +185.6%, m2.eager.inference-bs1 -40.0%, m3.eager.inference-bs1 "
         "+10.0% and 1 more: more samples or a quieter machine would settle them")
@@ -248,7 +252,7 @@ def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_incon
                                 device_name=device)
             for seq, verdict, change in ((64, "regressed", 100.0), (128, "inconclusive", 200.0))
             for device in ("c2-standard-16", "g2-standard-8")]
-    lines = render_table(Comparison.of({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
     assert lines[1] == "names: mypkg.benchmarks.<benchmark>.eager.inference.<device>"
     assert [line.split()[0] for line in lines[3:5]] == ["attention[seq=64].c2-st…", "attention[seq=64].g2-st…"]
     assert lines[-1] == "inconclusive (2): attention[seq=128].c2-standard-16 +200.0%, attention[seq=128]…"

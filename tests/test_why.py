@@ -15,6 +15,7 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.compare.document import Row, count_rows, load_comparison
 from benchtrail.compare.why import HEAD_ONLY, profile_diff, render_why, why_lines
+from benchtrail.compare.rules import Rules
 from benchtrail.pipeline.recheck import recheck_stage
 from benchtrail.runner.ab import Policy, Profiling
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
@@ -62,9 +63,8 @@ def _suspect(rc: RunConfig, base_commit: str) -> dict:
     # The stored medians are made up, not measured here: their noise (IQR 50%) lets the re-check's guard
     # (benchtrail.runner.recheck.guard, 1 + 3 x noise) accept arms this machine measures up to 2.5x off them;
     # with an IQR of 1 µs a slow spell (one matmul at 1.55 ms, 2026-12-05) made the guard refuse the pair.
-    rows = [asdict(row)]
     return {"schema_version": 7, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
-            "thresholds_source": "x", "counts": count_rows(rows), "rows": rows}
+            "thresholds_source": "x", "counts": count_rows([row]), "rows": [asdict(row)]}
 
 
 def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_both_traces(tmp_path, monkeypatch):
@@ -82,7 +82,8 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     for attempt in range(6):
         out = tmp_path / f"checked-{attempt}"
         recheck_stage(tmp_path / "comparison.json", out, root,
-                      Suite((rc,), (rc.module_generation_config,), ("test",), ()), tmp_path / "thresholds.yaml",
+                      Suite((rc,), (rc.module_generation_config,), ("test",), ()),
+                      Rules.load(tmp_path / "thresholds.yaml"),
                       Policy(min_rounds=2, max_rounds=4, profiling=Profiling(iterations=20)))
         (row,) = json.loads((out / "comparison.json").read_text())["rows"]
         if row["verdict"] != "noisy":
@@ -109,7 +110,7 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     row_schema = jsonschema.Draft202012Validator({"$ref": "comparison.schema.json#/$defs/row"}, registry=registry())
     assert not list(row_schema.iter_errors(row))
     assert load_comparison(out / "comparison.json").rows[0].profile == profile  # the comment stage reads it back
-    why = render_why(row).splitlines()
+    why = render_why(row["profile"]).splitlines()
     assert why[1].startswith("- `aten::mm` self time ") and " → " in why[1] and "(+" in why[1]
     assert why[-1].startswith("Traces (Chrome trace JSON") and f"`{folder}/head.trace.json`" in why[-1]
     # The comment's folded "why" section names the slowed operator first, with both times.
@@ -136,10 +137,10 @@ def test_profile_diff_is_per_iteration_largest_change_first():
         "iterations": {"base": 10, "head": 20},
         "traces": {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, "note": None,
         "clock": "cpu"}
-    lines = why_lines({"profile": diff})
+    lines = why_lines(diff)
     assert lines[0] == "aten::mm self time 1.20 ms → 3.65 ms (+2.45 ms) per iteration"
     assert lines[2] == "aten::add self time 5.00 µs → 0 µs (−5.00 µs) per iteration"
-    assert render_why({"profile": diff}, link=lambda p: "https://x/" + p).endswith(
+    assert render_why(diff, link=lambda p: "https://x/" + p).endswith(
         "[base](https://x/profiles/x/base.trace.json), [head](https://x/profiles/x/head.trace.json)\n")
 
 
@@ -152,7 +153,7 @@ def test_a_gpu_profile_ranks_by_device_time():
     diff = profile_diff(base, head, {"base": "b", "head": "h"})
     assert diff["clock"] == "device"
     assert diff["operators"][0] == {"name": "sgemm_kernel", "base_us": 100.0, "head_us": 400.0, "change_us": 300.0}
-    assert render_why({"profile": diff}).startswith("**Why** (torch.profiler, self CUDA time per iteration")
+    assert render_why(diff).startswith("**Why** (torch.profiler, self CUDA time per iteration")
 
 
 def test_a_base_worker_without_profiling_gives_a_head_only_profile_with_the_note():
@@ -160,12 +161,11 @@ def test_a_base_worker_without_profiling_gives_a_head_only_profile_with_the_note
     diff = profile_diff(None, head, {"base": None, "head": "profiles/x/head.trace.json"})
     assert diff["note"] == HEAD_ONLY == "head-only profile: the base commit's worker predates profiling"
     assert diff["operators"][0] == {"name": "aten::mm", "base_us": None, "head_us": 100.0, "change_us": None}
-    text = render_why({"profile": diff})
+    text = render_why(diff)
     assert "`aten::mm` 100 µs per iteration (head)" in text and HEAD_ONLY in text and "base `" not in text
     failed = profile_diff({"error": "RuntimeError: boom"}, head, {"base": None, "head": "h"})
     assert failed["note"] == "head-only profile: profiling the base failed (RuntimeError: boom)"
-    assert profile_diff(head, {"error": "x"}, {}) is None and render_why({"profile": None}) == ""
-    assert render_why({"name": "no profile"}) == ""
+    assert profile_diff(head, {"error": "x"}, {}) is None and render_why(None) == ""
 
 
 def test_a_run_request_carries_profile_only_when_asked_and_a_bad_one_is_refused_by_name():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmark_suites import devices
+from benchtrail.compare.rules import Rules
 from benchtrail.runner.ab import Policy
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
                                           RunConfig, Task)
@@ -58,9 +59,9 @@ def test_responses_round_trip_and_drop_fields_the_job_did_not_produce():
     assert wire["correctness"] is None and wire["jacobian_mode"] is None  # a run's payload always holds them
     assert "compile_time_ms" not in wire and "traceback" not in wire
     assert read_response(wire) == ok
-    assert ok.as_dict() == {k: v for k, v in wire.items() if k != "version"}
     failed = Response(status="timeout", reason="worker did not finish within 60 s")
-    assert failed.as_dict() == {"status": "timeout", "reason": "worker did not finish within 60 s"}
+    assert failed.to_json() == {"version": 1, "status": "timeout",
+                                "reason": "worker did not finish within 60 s"}
 
 
 def test_a_response_without_version_reads_as_version_1():
@@ -69,7 +70,7 @@ def test_a_response_without_version_reads_as_version_1():
            "graph_count": 1, "graph_breaks": 0, "break_reasons": [], "something_older": 1}
     response = read_response(old)
     assert response.version == 1 and response.ok and response.kernel_count == 2
-    assert response.as_dict() == {k: v for k, v in old.items() if k != "something_older"}
+    assert response.to_json() == {"version": 1, **{k: v for k, v in old.items() if k != "something_older"}}
 
 
 @pytest.mark.parametrize("data, message", [
@@ -162,7 +163,8 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_pa
 
     repo = _repo_with_base_benchtrail(tmp_path, monkeypatch, base)
     out = tmp_path / "ab"
-    ab_stage(repo, "HEAD~1", (_rc(),), out, tmp_path / "thresholds.yaml", Policy(min_rounds=2, budget_s=30, seed=1))
+    ab_stage(repo, "HEAD~1", (_rc(),), out, Rules.load(tmp_path / "thresholds.yaml"),
+             Policy(min_rounds=2, budget_s=30, seed=1))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     assert row["verdict"] == "similar", row["reason"]  # x * 2 in both arms, within the 1000% rule: SAME
     for side in ("base", "head"):
@@ -188,7 +190,7 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
     out = tmp_path / "ab"
     # Duet asked for, for a 1-thread case that this 2-CPU machine could run so: the old base's worker cannot.
     ab_stage(old_base_repo, "HEAD~1", (_rc(device=replace(devices.C2_STANDARD_16, threads=1)),), out,
-             tmp_path / "thresholds.yaml", Policy(min_rounds=2, max_rounds=2, seed=1, duet="on"))
+             Rules.load(tmp_path / "thresholds.yaml"), Policy(min_rounds=2, max_rounds=2, seed=1, duet="on"))
     (row,) = json.loads((out / "comparison.json").read_text())["rows"]
     assert row["verdict"] not in ("failed", "not-comparable"), row["reason"]
     assert row["base_n"] == row["head_n"] == 10  # 2 rounds × 5 samples per arm

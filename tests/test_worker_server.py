@@ -40,11 +40,11 @@ def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_modul
     pids = log.read_text().split()
     for rc in rcs:
         response = out[rc.id]
-        assert response["status"] == "ok", response.get("reason")
-        assert len(response["samples"]) == 5 * processes and len(response["process_medians"]) == processes
-        assert response["process_starts"] == processes
-        assert response["timed_ms"] > 0 and response["warmup_ms"] > 0
-        assert sum(response["phase_times_ms"].values()) <= response["wall_time_ms"]
+        assert response.status == "ok", response.reason
+        assert len(response.samples) == 5 * processes and len(response.process_medians) == processes
+        assert response.process_starts == processes
+        assert response.timed_ms > 0 and response.warmup_ms > 0
+        assert sum(response.phase_times_ms.values()) <= response.wall_time_ms
     assert len(pids) == builds and len(set(pids)) == builds
     assert str(os.getpid()) not in pids
 
@@ -56,10 +56,10 @@ def test_a_crash_fails_its_own_case_and_the_cases_after_it_run_in_a_fresh_proces
     out = run_module_cases(rcs)
     by_task = {rc.execution_config.task: out[rc.id] for rc in rcs}
     for task in (Task.FORWARD, Task.BACKWARD):
-        assert by_task[task]["status"] == "failed"
-        assert "exited with code 3" in by_task[task]["reason"]
+        assert by_task[task].status == "failed"
+        assert "exited with code 3" in by_task[task].reason
     inference = by_task[Task.INFERENCE]
-    assert inference["status"] == "ok" and len(inference["samples"]) == 10 and inference["process_starts"] == 2
+    assert inference.status == "ok" and len(inference.samples) == 10 and inference.process_starts == 2
 
 
 def test_the_order_of_a_process_is_a_seeded_shuffle():

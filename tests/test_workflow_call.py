@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from benchmark_suites.suite import generate
+from benchtrail.compare.document import Comparison
 from benchtrail.suite.export import export_execution
 from tests.workflow_checks import (
     CALLER_USES,
@@ -201,7 +202,7 @@ def test_a_suite_with_fewer_cases_than_shards_takes_no_runner_for_an_empty_shard
     comparison = json.loads(compare_stage([], [run_dir], tmp_path / "comparison.json", None).read_text())
     assert comparison["missing_shards"] == []
     assert [(r["name"], r["verdict"]) for r in comparison["rows"]] == [(shards[0][0].name, "new")]
-    assert missing_shards_line(comparison) is None
+    assert missing_shards_line(Comparison.of(comparison)) is None
 
 
 def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():

@@ -1,10 +1,17 @@
-"""The one user-error class (and its store subclass). ``cli.main`` is its catch site (exit code 1);
-``compare --store`` also catches ``StoreError`` to compare without a baseline."""
+"""The one user-error class (and its store subclass), and the exit codes (README "Exit codes").
+
+``cli.main`` is ``UserError``'s catch site (exit code 1); ``compare --store`` also catches ``StoreError`` to
+compare without a baseline."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+#: 0 ok; 1 user or input error; 2 some benchmarks (or module compilations) failed; 3 a regression that no
+#: ``benchmarks-accept:`` trailer accepts (``compare``/``ab --fail-on regressed``; ``gate``: a confirmed one);
+#: 4 a runner check failed (only ``doctor``; warnings exit 0).
+EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 
 
 class UserError(Exception):

@@ -84,7 +84,7 @@ def first_parent_log(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
     """``[(sha, subject), ...]`` of the first-parent commits after ``a`` up to and including ``b``,
     oldest first (``git log --first-parent --reverse a..b``)."""
     out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %s", f"{a}..{b}") or ""
-    return [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in out.splitlines()]
+    return [line.partition(" ")[::2] for line in out.splitlines()]  # (sha, subject or "")
 
 
 def add_worktree(repo: Path, path: Path, commit: str) -> bool:

@@ -6,6 +6,7 @@ same directory then ``os.replace``, so a reader never sees half a file.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -34,12 +35,6 @@ def _nan_to_none(obj: Any) -> Any:
     return obj
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temp file and ``os.replace`` (with ``exclusive``, a
     create-only link). The file gets mode 0666 less the umask, as ``open()`` would give it.
@@ -57,29 +52,36 @@ def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> P
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
+        mask = os.umask(0)  # read the umask (and put it back)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp creates 0600
         if exclusive:
             # os.link fails if the target exists: a create-only rename.
             os.link(tmp, path)
             os.unlink(tmp)
         else:
             os.replace(tmp, path)
-    except FileExistsError as exc:
-        os.unlink(tmp)
-        raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
-    except OSError as exc:
-        os.unlink(tmp)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, FileExistsError):
+            raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
     return path
 
 
 def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path:
     """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8."""
-    return write_bytes_atomic(path, text.encode("utf-8"), exclusive=exclusive)
+    return write_bytes_atomic(path, text.encode(), exclusive=exclusive)
+
+
+def write_png(path: Path, figure: Any, **savefig: Any) -> Path:
+    """Save a matplotlib ``figure`` (``savefig`` arguments) as a new PNG ``path`` (``exclusive``)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", **savefig)
+    return write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
 
 
 def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> Path:

@@ -35,19 +35,11 @@ from collections.abc import Sequence
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~@&!$])")
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
-def _no_breaks(text: object) -> str:
-    return re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", str(text))
-
-
 def md_text(text: object) -> str:
     """``text`` as literal Markdown text on one line: every Markdown-special ASCII character is
     backslash-escaped (``a|b`` → ``a\\|b``, ``*x*`` → ``\\*x\\*``, ``<b>`` → ``\\<b\\>``), so it is
     also safe inside a table cell."""
-    return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def code_span(text: object, *, in_table: bool = False) -> str:
@@ -55,11 +47,10 @@ def code_span(text: object, *, in_table: bool = False) -> str:
     more than its longest backtick run, padded by a space when it starts or ends with a backtick or a
     space (CommonMark strips one space each side). ``in_table``: ``|`` is escaped as ``\\|`` (GFM splits
     table cells before code spans; the cell's ``\\|`` shows as ``|``). An empty text gives ``""``."""
-    text = _no_breaks(text)
+    text = re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", str(text))
     if not text:
         return ""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     span = f"{fence}{pad}{text}{pad}{fence}"
     return span.replace("|", "\\|") if in_table else span
@@ -111,26 +102,25 @@ def shared_module(names: Sequence[str], keep: int = 3) -> str:
     every name keeps at least ``keep`` components after it (a function benchmark's name is
     ``module.function[params]``, then its compile config and task: ``keep=3`` leaves those); ``""`` for fewer
     than two names. A dot inside ``[parameters]`` is no boundary."""
-    if len(names) < 2:
-        return ""
-    parts = [_components(name) for name in names]
-    k = 0
-    while all(len(p) - k - 1 >= keep for p in parts) and len({p[k] for p in parts}) == 1:
-        k += 1
-    return ".".join(parts[0][:k]) + "." if k else ""
+    shared = _shared([_components(name) for name in names], keep)
+    return ".".join(shared) + "." if shared else ""
 
 
 def shared_tail(names: Sequence[str], keep: int = 1) -> str:
     """The trailing dotted components all of ``names`` share (``".eager.inference"``, dot included), such that
     every name keeps at least ``keep`` components before it; ``""`` for fewer than two names. A dot inside
     ``[parameters]`` is no boundary."""
-    if len(names) < 2:
-        return ""
-    parts = [_components(name) for name in names]
+    shared = _shared([_components(name)[::-1] for name in names], keep)
+    return "." + ".".join(reversed(shared)) if shared else ""
+
+
+def _shared(parts: list[list[str]], keep: int) -> list[str]:
+    """The leading items all of ``parts`` (the components of each name) share, leaving each at least ``keep``
+    others; none for fewer than two names."""
     k = 0
-    while all(len(p) - k - 1 >= keep for p in parts) and len({tuple(p[len(p) - k - 1:]) for p in parts}) == 1:
+    while len(parts) > 1 and all(len(p) - k - 1 >= keep for p in parts) and len({p[k] for p in parts}) == 1:
         k += 1
-    return "." + ".".join(parts[0][len(parts[0]) - k:]) if k else ""
+    return parts[0][:k] if k else []
 
 
 def _components(name: str) -> list[str]:

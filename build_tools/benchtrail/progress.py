@@ -34,9 +34,8 @@ def track(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
 
         yield log
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.fields[current]}"))
-    with Progress(*columns, console=console) as progress:
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[current]}"), console=console) as progress:
         task = progress.add_task(description, total=total, current="")
 
         def report(name: str, status: str) -> None:

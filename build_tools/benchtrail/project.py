@@ -92,12 +92,8 @@ def put_first_on_sys_path(start: Path = Path(".")) -> Path | None:
     """Put :func:`import_root` first on ``sys.path`` of this process (moved there if it is already
     further down); return it, or None (nothing changed) outside any project."""
     root = import_root(start)
-    if root is not None:
-        entry = str(root)
-        if sys.path[:1] != [entry]:
-            while entry in sys.path:
-                sys.path.remove(entry)
-            sys.path.insert(0, entry)
+    if root is not None and sys.path[:1] != [str(root)]:
+        sys.path[:] = [str(root), *(p for p in sys.path if p != str(root))]
     return root
 
 
@@ -105,13 +101,6 @@ def _string(path: Path, key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{path}: [tool.benchtrail] {key} must be a non-empty string, got {value!r}")
     return value.strip()
-
-
-def _data_file(path: Path, key: str, value: Any) -> Path:
-    file = (path.parent / _string(path, key, value)).resolve()
-    if not file.is_file():
-        raise UserError(f"{path}: [tool.benchtrail] {key} = {value!r}: no such file {file}")
-    return file
 
 
 def parse_table(path: Path, table: Any) -> Project:
@@ -154,7 +143,9 @@ def parse_table(path: Path, table: Any) -> Project:
         values["store"] = _string(path, "store", table["store"])
     for key in ("thresholds", "quarantine"):
         if key in table:
-            values[key] = _data_file(path, key, table[key])
+            file = values[key] = (path.parent / _string(path, key, table[key])).resolve()
+            if not file.is_file():
+                raise UserError(f"{path}: [tool.benchtrail] {key} = {table[key]!r}: no such file {file}")
     if "runner-labels" in table:
         labels = table["runner-labels"]
         if not isinstance(labels, dict) or not all(
@@ -214,19 +205,17 @@ def load_suite(project: Project):
         where = f"{project.pyproject}: [tool.benchtrail] benchmarks = {list(project.benchmarks)!r}"
         try:
             suite = functions.suite_of(functions.discover(project.benchmarks))
-        except (UserError, BadName) as exc:
+        except UserError as exc:  # BadName too
             raise UserError(f"{where}: {exc}") from exc
-        _check_preset_names(suite, where)
-        _check_unique_names(suite, where)
-        return suite
-    try:
-        suite = load_entry_point(project.suite)()
-    except (ModuleError, BadName) as exc:
-        raise UserError(f"{where}: {exc}") from exc
-    except Exception as exc:  # the adopter's code: report it, whatever it raised
-        raise UserError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(suite, Suite):
-        raise UserError(f"{where}: returned {type(suite).__name__}, not a benchtrail Suite")
+    else:
+        try:
+            suite = load_entry_point(project.suite)()
+        except (ModuleError, BadName) as exc:
+            raise UserError(f"{where}: {exc}") from exc
+        except Exception as exc:  # the adopter's code: report it, whatever it raised
+            raise UserError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(suite, Suite):
+            raise UserError(f"{where}: returned {type(suite).__name__}, not a benchtrail Suite")
     _check_preset_names(suite, where)
     _check_unique_names(suite, where)
     return suite

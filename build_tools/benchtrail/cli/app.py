@@ -1,9 +1,6 @@
 """``benchtrail``: one console script, one subcommand per stage.
 
-Exit codes (documented in README): 0 ok; 1 user or input error; 2 some benchmarks (or module
-compilations) failed; 3 a regression was found that no ``benchmarks-accept:`` trailer accepts
-(``compare --fail-on regressed``, ``ab --fail-on regressed``; ``gate``: a confirmed one); 4 a runner
-check failed (only ``doctor``). ``UserError`` is caught only here.
+Exit codes: ``benchtrail.errors`` (README "Exit codes"). ``UserError`` is caught only here.
 """
 
 from __future__ import annotations
@@ -11,9 +8,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
-from benchtrail.cli.options import EXIT_USER_ERROR, presets, project, suite
-from benchtrail.errors import UserError
+from benchtrail.cli.options import project, project_presets, suite
+from benchtrail.errors import EXIT_USER_ERROR, UserError
 
 #: The command registry, in ``benchtrail --help`` order: ``(module, function, ((command, summary), ...))``.
 #: ``function(subparsers)`` of ``module`` declares the row's commands (each ``help=`` its summary, each
@@ -58,8 +56,8 @@ COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         ("plot", "PNG plots and an offline HTML dashboard of a history file"),
         ("compare-builds", "ratio of medians B/A of every benchmark of two builds"))),
     ("benchtrail.cli.interop", "add_interop_parsers", (
-        ("compare-backends", "one run: median latency and speedup over eager of each compile config, as a table "
-                             "and a grouped bar plot PNG"),
+        ("compare-backends", "one run: median latency and speedup over eager of each compile config, as a "
+                             "table and a grouped bar plot PNG"),
         ("convert", "write one run's results as github-action-benchmark (gab) or Bencher Metric Format (bmf) "
                     "JSON"))),
     ("benchtrail.cli.doctor", "add_doctor_parser", (
@@ -69,10 +67,12 @@ COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         ("runner-labels", "print the runs-on labels of the project's runners as JSON ([tool.benchtrail] "
                           "runner-labels; default [self-hosted, <architecture>, <device name>])"),)),
     ("benchtrail.cli.ci", "add_ci_parsers", (
-        ("gate", "the CI gating check: exit 3 when a confirmed regression of a comparison is neither accepted "
-                 "nor quarantined"),
-        ("dashboard", "draw the first-parent history of a run's commit, the run newest, into <run dir>/dashboard/"))),
+        ("gate", "the CI gating check: exit 3 when a confirmed regression of a "
+                 "comparison is neither accepted nor quarantined"),
+        ("dashboard",
+         "draw the first-parent history of a run's commit, the run newest, into <run dir>/dashboard/"))),
 )
+SUMMARIES = {name: summary for _, _, commands in COMMANDS for name, summary in commands}
 
 
 def _apply_project_defaults(args: argparse.Namespace) -> None:
@@ -83,14 +83,17 @@ def _apply_project_defaults(args: argparse.Namespace) -> None:
         if settings.presets is None:
             raise UserError("pass --benchmark-presets, or set presets in [tool.benchtrail] of pyproject.toml")
         suite()  # a suite that cannot load says so itself, not as a problem of the presets
-        try:
-            args.benchmark_presets = presets(settings.presets)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"{settings.pyproject}: [tool.benchtrail] presets: {exc}") from exc
-    if getattr(args, "thresholds", False) is None:
-        args.thresholds = project().thresholds
-    if getattr(args, "quarantine", False) is None:
-        args.quarantine = project().quarantine
+        args.benchmark_presets = project_presets(settings)
+    for name in ("thresholds", "quarantine"):
+        if getattr(args, name, False) is None:
+            setattr(args, name, getattr(project(), name))
+
+
+class _Commands(argparse._SubParsersAction):
+    """Subcommands: each one's ``help`` is its summary in :data:`COMMANDS`."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return super().add_parser(name, help=SUMMARIES[name], **kwargs)
 
 
 class ExitOneArgumentParser(argparse.ArgumentParser):
@@ -111,13 +114,16 @@ def build_parser(command: str | None = None, *, summaries_only: bool = False) ->
     """
     from benchtrail import __version__
 
-    parser = ExitOneArgumentParser(prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage.")
+    parser = ExitOneArgumentParser(prog="benchtrail",
+                                   description="Continuous benchmarking for PyTorch: "
+                                               "one subcommand per stage.")
     parser.add_argument("--version", action="version", version=f"benchtrail {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser)
+    parser.register("action", "parsers", _Commands)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=ExitOneArgumentParser)
     if summaries_only:
-        for _, _, commands in COMMANDS:
-            for name, summary in commands:
-                sub.add_parser(name, help=summary)
+        for name in SUMMARIES:
+            sub.add_parser(name)
         return parser
     rows = [row for row in COMMANDS if command in dict(row[2])] or COMMANDS
     for module, function, _ in rows:
@@ -143,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     # first on PYTHONPATH (benchtrail.runner.workers.run_in_worker).
     put_first_on_sys_path()
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = argv[0] if argv and argv[0] in {name for _, _, commands in COMMANDS for name, _ in commands} else None
+    command = argv[0] if argv and argv[0] in SUMMARIES else None
     args = build_parser(command, summaries_only=command is None).parse_args(argv)
     try:
         _apply_project_defaults(args)
@@ -155,9 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         if exc.name != "torch":
             raise
         # torch is the `torch` extra (pyproject.toml): the torch-free commands run without it.
-        print(f"benchtrail: error: `benchtrail {command}` needs torch, which is not installed here: install the "
-              "project's torch, or benchtrail's torch extra (pip install \"benchtrail[torch] @ ...\"; docs/adopting.md, "
-              "\"Install\")", file=sys.stderr)
+        print(f"benchtrail: error: `benchtrail {command}` needs torch, which is not "
+              "installed here: install the project's torch, or benchtrail's torch extra (pip install "
+              "\"benchtrail[torch] @ ...\"; docs/adopting.md, \"Install\")", file=sys.stderr)
         return EXIT_USER_ERROR
 
 

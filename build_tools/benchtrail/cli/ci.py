@@ -10,25 +10,24 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, STORE_HELP, accept_globs, add_trust_arguments,
-                                    attempt, max_commits, path_argument, require_store)
-from benchtrail.errors import UserError
+from benchtrail.cli.options import (ACCEPT_HELP, STORE_HELP, accept_globs, add_trust_arguments, attempt,
+                                    max_commits, open_trusted, path_argument, require_store)
+from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
 
 def add_ci_parsers(subparsers: Any) -> None:
     """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("gate", help="the CI gating check: exit 3 when a confirmed regression of a "
-                                           "comparison is neither accepted nor quarantined")
+    p = subparsers.add_parser("gate")
     p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
                    help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
     p.add_argument("--accept", action="append", metavar="GLOB",
                    help=ACCEPT_HELP)
     p.set_defaults(func=cmd_gate)
 
-    p = subparsers.add_parser("dashboard", help="draw the first-parent history of a run's commit, the run "
-                                                "newest, into <run dir>/dashboard/")
+    p = subparsers.add_parser("dashboard")
     p.add_argument("--store", help=STORE_HELP + "; holds the earlier runs (only read)")
     p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
-                   help="the run directory: its results/*.json are the newest point; dashboard/ is written there")
+                   help="the run directory: its results/*.json are the newest point; "
+                        "dashboard/ is written there")
     p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (GITHUB_RUN_ID in CI)")
     p.add_argument("--attempt", type=attempt, required=True, metavar="N", help="the run's attempt (from 1)")
     p.add_argument("--max-commits", type=max_commits, default=30, metavar="N",
@@ -46,7 +45,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from benchtrail.compare import gate
     from benchtrail.compare.document import load_comparison
 
-    result = gate.check(load_comparison(args.comparison)["rows"], accept_globs(args.accept))
+    result = gate.check(load_comparison(args.comparison).rows, accept_globs(args.accept))
     for row in result.failing:
         print(gate.failing_line(row))
     print(gate.summary_line(result))
@@ -68,9 +67,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from benchtrail.git import is_repository, resolve_commit
     from benchtrail.progress import console
     from benchtrail.results.io import load_results_paths
-    from benchtrail.store import open_store
     from benchtrail.store.base import check_id
-    from benchtrail.github.trust import trust_from_options
 
     check_id(args.run_id, "--run-id")
     out = args.run_dir / "dashboard"
@@ -87,18 +84,17 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             raise UserError(f"{here} is not a git repository; run `benchtrail dashboard` in the repository's "
                             "working tree")
         if resolve_commit(here, commits[0]) is None:
-            raise UserError(f"the run's commit {commits[0][:12]} is not in the git repository at {here} (a shallow "
+            raise UserError(f"the run's commit {commits[0][:12]} is not in the git "
+                            f"repository at {here} (a shallow "
                             "clone without it, or another repository)")
-        url = require_store(args.store, "benchtrail dashboard")
-        store = open_store(url, read_only=True)
-        trust = trust_from_options(args.trust, url, args.trusted_workflow)
+        store, trust = open_trusted(args, require_store(args.store, "benchtrail dashboard"))
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
         return EXIT_OK
     from benchtrail.pipeline.report import dashboard_stage
 
-    index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir, args.max_commits,
-                            trust)
+    index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir,
+                            args.max_commits, trust)
     if index is not None:
         print(index)
     return EXIT_OK

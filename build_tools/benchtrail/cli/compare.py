@@ -12,29 +12,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (ACCEPT_HELP, EXIT_OK, EXIT_REGRESSION, accept_globs, add_any_origin_argument,
-                                    add_trust_arguments, quarantine_parent, resolve_store, thresholds_parent)
-from benchtrail.errors import UserError
+from benchtrail.cli.options import (ACCEPT_HELP, accept_globs, add_any_origin_argument, add_trust_arguments,
+                                    QUARANTINE_PARENT, THRESHOLDS_PARENT, optional_store)
+from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
 
 
 def add_compare_parsers(subparsers: Any) -> None:
     """Declare ``compare`` and ``comment`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("compare", parents=[thresholds_parent(), quarantine_parent()],
-                              help="compare head results with base results")
+    p = subparsers.add_parser("compare", parents=[THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--base", type=Path, action="append", default=[],
                    help="baseline results file or run dir (repeatable; none: every series is new)")
     p.add_argument("--head", type=Path, action="append", required=True,
                    help="head results file or run dir (repeatable)")
-    p.add_argument("--store", help="find the baseline run in this store (README's Baseline rule) instead of --base; "
-                                   "a store that cannot be read (outage, missing bucket, no credentials) only warns: "
-                                   "the comparison has no baseline (BENCHTRAIL_STORE_DEADLINE_S caps GCS retries). "
-                                   "Without --base and --store: $BENCHTRAIL_STORE (empty: no store), else "
-                                   "[tool.benchtrail] store, else .benchtrail/store when it exists")
+    p.add_argument("--store", help="find the baseline run in this store (README's Baseline "
+                                   "rule) instead of --base; a store that cannot be read (outage, missing "
+                                   "bucket, no credentials) only warns: the comparison has no baseline "
+                                   "(BENCHTRAIL_STORE_DEADLINE_S caps GCS retries). Without --base and "
+                                   "--store: $BENCHTRAIL_STORE (empty: no store), else [tool.benchtrail] "
+                                   "store, else .benchtrail/store when it exists")
     add_any_origin_argument(p)
     p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
     p.add_argument("--base-branch", metavar="BRANCH",
-                   help="with --store: the branch the head merges into (a PR's base branch, the pushed branch "
-                        "for a push): baselines come from its merge base with HEAD (default: the default branch)")
+                   help="with --store: the branch the head merges into (a PR's base "
+                        "branch, the pushed branch for a push): baselines come from its merge base with HEAD "
+                        "(default: the default branch)")
     add_trust_arguments(p)
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
@@ -42,17 +43,19 @@ def add_compare_parsers(subparsers: Any) -> None:
     add_json_argument(p)
     p.set_defaults(func=cmd_compare)
 
-    p = subparsers.add_parser("comment", help="render comparison.json as the PR comment")
+    p = subparsers.add_parser("comment")
     p.add_argument("--comparison", type=Path, required=True)
     p.add_argument("--output-dir", type=Path, required=True)
     p.add_argument("--run-url", metavar="URL",
                    help="the run's store URL (gs://BUCKET/PREFIX/runs/<id>/<attempt>/) or folder: adds the "
                         "`gcloud storage cp -r` and `benchtrail explain <id> --run URL` lines")
     p.add_argument("--dashboard", metavar="PATH",
-                   help="the dashboard's index.html relative to --run-url (e.g. dashboard/index.html), linked "
-                        "(https://storage.cloud.google.com/... for gs://); needs --run-url")
+                   help="the dashboard's index.html relative to --run-url (e.g. "
+                        "dashboard/index.html), linked (https://storage.cloud.google.com/... "
+                        "for gs://); needs --run-url")
     p.add_argument("--artifacts-url", metavar="URL",
-                   help="the GitHub Actions run's page, linked as its artifacts for readers without bucket access")
+                   help="the GitHub Actions run's page, linked as its artifacts for "
+                        "readers without bucket access")
     p.add_argument("--note", action="append", metavar="TEXT",
                    help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
                         "'⚠ the run could not be stored: ...'")
@@ -60,7 +63,8 @@ def add_compare_parsers(subparsers: Any) -> None:
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
-    """Declare ``--json`` (``compare``, ``pipeline``, ``ab``): the comparison on stdout instead of the table."""
+    """Declare ``--json`` (``compare``, ``pipeline``, ``ab``): the comparison on stdout instead of the
+    table."""
     parser.add_argument("--json", action="store_true",
                         help="print comparison.json to stdout instead of the table and the output path "
                              "(the path goes to stderr)")
@@ -81,6 +85,19 @@ def show_result(comparison: Path, main_output: Path, as_json: bool) -> None:
         print(f"benchtrail: wrote {main_output}", file=sys.stderr)
     else:
         print(main_output)
+
+
+def not_accepted(comparison: Path, hint: str = "") -> bool:
+    """``--fail-on regressed``: print the regressions of ``comparison`` that are not accepted (``hint`` ends
+    the line) on stderr; whether there are any."""
+    from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.gate import check
+
+    failing = [r.name for r in check(load_comparison(comparison).rows, rule="any").failing]
+    if failing:
+        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}{hint}",
+              file=sys.stderr)
+    return bool(failing)
 
 
 def _store_failures() -> tuple[type[BaseException], ...]:
@@ -121,12 +138,9 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     head = load_results_paths(args.head)
     commits = {f.commit for f in head}
     if len(commits) != 1:
-        raise UserError(f"--store: the head results come from {len(commits)} commits; compare one commit's run")
+        raise UserError(f"--store: the head results come from {len(commits)} "
+                        f"commits; compare one commit's run")
     trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
-    if args.store.startswith("gs://"):
-        from benchtrail.store.gcs_transfer import deadline_cap
-
-        deadline_cap()  # a bad value is the user's error, not a store outage
     try:
         store = open_store(args.store)
         found = find_baselines(store, Path("."), commits.pop(), keys_of_results(head), trust,
@@ -143,15 +157,6 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     return files, found.to_dict()
 
 
-def _compare_store(flag: str | None) -> str | None:
-    """The store ``compare`` looks for a baseline in when no ``--base`` is given: ``resolve_store``'s (None:
-    no store, every row new), except that the default ``.benchtrail/store`` counts only when it exists."""
-    choice = resolve_store(flag)
-    if choice.is_default and not Path(choice.url).is_dir():
-        return None
-    return choice.url
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     """``benchtrail compare``: write comparison.json, print its table then its path (``--json``: the
     comparison itself); exit 3 with ``--fail-on regressed``
@@ -165,27 +170,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         UserError: unreadable results, thresholds or quarantine, ``--base`` and ``--store`` both given, or a
             bad store set-up.
     """
+    from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.report import compare_stage
 
-    import json
-
-    from benchtrail.compare.document import gate
-
-    accept = accept_globs(args.accept)
-    base, baseline, base_results = list(args.base), None, None
+    baseline = base_results = None
     if args.base and args.store:
         raise UserError("--base and --store both name a baseline; pass one")
-    args.store = None if args.base else _compare_store(args.store)
+    args.store = None if args.base else optional_store(args.store)
     if args.store:
         base_results, baseline = _stored_baseline(args)
         base_results = base_results or []
-    path = compare_stage(base, args.head, args.output, args.thresholds, baseline, accept=accept,
-                         quarantine=args.quarantine, base_results=base_results, any_origin=args.baseline_any_origin)
-    failing = gate(json.loads(path.read_text())["rows"], args.fail_on)
+    rules = Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine)
+    path = compare_stage(args.base, args.head, args.output, rules, baseline, base_results=base_results,
+                         any_origin=args.baseline_any_origin)
     show_result(path, path, args.json)
-    if failing:
-        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}. Accept one with "
-              "a `benchmarks-accept: <series name or glob>` trailer.", file=sys.stderr)
+    if args.fail_on and not_accepted(path, ". Accept one with a `benchmarks-accept: "
+                                           "<series name or glob>` trailer."):
         return EXIT_REGRESSION
     return EXIT_OK
 
@@ -202,5 +202,6 @@ def cmd_comment(args: argparse.Namespace) -> int:
 
     notes = tuple(args.note or ())
     check_comment_options(args.run_url, args.dashboard, args.artifacts_url, notes)
-    print(comment_stage(args.comparison, args.output_dir, args.run_url, args.dashboard, args.artifacts_url, notes))
+    print(comment_stage(args.comparison, args.output_dir, args.run_url, args.dashboard, args.artifacts_url,
+                        notes))
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""``benchtrail doctor``: the command (argparse and exit code) over :mod:`benchtrail.runner.doctor`'s checks."""
+"""``benchtrail doctor``: the command (argparse and exit code) over :mod:`benchtrail.runner.doctor`'s
+checks."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.runner.doctor import EXIT_CHECK_FAILED, SCHEMA_VERSION, format_report, run_checks
+from benchtrail.errors import EXIT_CHECK_FAILED, EXIT_OK
+from benchtrail.runner.doctor import SCHEMA_VERSION, format_report, run_checks
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Print the checks, write ``--json`` (never overwritten); exit ``EXIT_CHECK_FAILED`` (4) when one failed, else 0.
+    """Print the checks, write ``--json`` (never overwritten); exit ``EXIT_CHECK_FAILED`` (4) when one failed,
+    else 0.
 
     Raises:
         UserError: ``--json`` names an existing file.
@@ -22,13 +25,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(format_report(report), end="")
     if args.json:
         print(jsonio.write_json(args.json, {"schema_version": SCHEMA_VERSION, **report}, exclusive=True))
-    return EXIT_CHECK_FAILED if report["failed"] else 0
+    return EXIT_CHECK_FAILED if report["failed"] else EXIT_OK
 
 
-def add_doctor_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check fails)."""
-    p = subparsers.add_parser("doctor", help="check this machine before measuring: CPU governor, turbo, load, "
-                                             "busy processes, memory pressure, GPU clocks and processes")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the checks as JSON (never overwritten)")
+def add_doctor_parser(subparsers: Any) -> None:
+    """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check
+    fails)."""
+    p = subparsers.add_parser("doctor")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="also write the checks as JSON (never overwritten)")
     p.set_defaults(func=cmd_doctor)
-    return p

@@ -14,31 +14,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (
-    EXIT_OK,
-    commit_sha,
-    from_env,
-    positive_seconds,
-    pr_number,
-    presets,
-    project,
-    repo_name,
-    suite,
-)
-from benchtrail.errors import UserError
+from benchtrail.cli.options import (commit_sha, from_env, github_token, or_env, positive_seconds, pr_number,
+                                    project, project_presets, repo_name, run_key, suite)
+from benchtrail.errors import EXIT_OK, UserError
 from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETRY_BUDGET_S
 
 
-def add_configure_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Declare ``benchtrail configure`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_configure`."""
-    p = subparsers.add_parser("configure", help="select presets from a GitHub event (PR trailer, labels, push, dispatch)")
+def add_configure_parser(subparsers: Any) -> None:
+    """Declare ``benchtrail configure`` on ``subparsers`` (from ``add_subparsers``); it calls
+    :func:`cmd_configure`."""
+    p = subparsers.add_parser("configure")
     p.add_argument("--error-comment", type=Path, metavar="DIR",
                    help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
-                        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) write "
-                        "DIR/comment.json and DIR/comment.md, a PR comment naming the error for `benchtrail post`, "
-                        "then fail as without it (exit 1)")
+                        "invalid (an unknown preset, a bad benchmarks-accept item, "
+                        "malformed PR_LABELS) write DIR/comment.json and DIR/comment.md, a PR comment naming "
+                        "the error for `benchtrail post`, then fail as without it (exit 1)")
     p.set_defaults(func=cmd_configure)
-    return p
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
@@ -52,17 +43,22 @@ def cmd_configure(args: argparse.Namespace) -> int:
     loaded, settings = suite(), project()
     meta = dict(loaded.meta_presets)
     if "default" not in meta and settings.presets:  # what a push to the default branch runs
-        try:
-            meta["default"] = presets(settings.presets)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"{settings.pyproject}: [tool.benchtrail] presets: {exc}") from exc
+        meta["default"] = project_presets(settings)
     configure(os.environ, loaded.presets, meta, args.error_comment)
     return EXIT_OK
 
 
-def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
+def _api_url(args: argparse.Namespace) -> str:
+    return or_env(args.api_url, "GITHUB_API_URL", DEFAULT_API_URL)
+
+
+def _author(args: argparse.Namespace) -> str:
+    return or_env(args.comment_author, "BENCHTRAIL_COMMENT_AUTHOR", DEFAULT_COMMENT_AUTHOR)
+
+
+def add_post_parser(subparsers: Any) -> None:
     """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_post`."""
-    p = subparsers.add_parser("post", help="post comment.json as the PR comment (edits our earlier one)")
+    p = subparsers.add_parser("post")
     p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
     p.add_argument("--repo", type=repo_name, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
     p.add_argument("--pr", type=pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
@@ -71,16 +67,16 @@ def add_post_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "(default: $BENCHTRAIL_HEAD_SHA)")
     p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
                                      f"{DEFAULT_API_URL})")
-    p.add_argument("--comment-author", help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
-                                            f"or {DEFAULT_COMMENT_AUTHOR}); a token that comments as another "
-                                            "login (a GitHub App's) warns and names it")
+    p.add_argument("--comment-author",
+                   help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
+                        f"or {DEFAULT_COMMENT_AUTHOR}); a token that comments as another "
+                        "login (a GitHub App's) warns and names it")
     p.add_argument("--retry-budget", type=positive_seconds, default=RETRY_BUDGET_S, metavar="SECONDS",
                    help="seconds that all retries after rate limits and server errors may take together, at "
                         "most the job's timeout; once spent the comment goes to the job summary "
                         f"(default {RETRY_BUDGET_S:g})")
     p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
     p.set_defaults(func=cmd_post)
-    return p
 
 
 def cmd_post(args: argparse.Namespace) -> int:
@@ -90,20 +86,15 @@ def cmd_post(args: argparse.Namespace) -> int:
         UserError: a bad comment file, a missing repository, PR, head SHA or token, or what
             ``benchtrail.github.post.post_comment`` raises.
     """
-    from benchtrail.github.post import NO_TOKEN, load_comment, post_comment
+    from benchtrail.github.post import load_comment, post_comment
 
-    comment = load_comment(args.comment)
-    repo = from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name)
-    number = from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number)
-    head_sha = from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA", commit_sha)
-    token = os.environ.get("GITHUB_TOKEN", "").strip()
-    if not token:  # never a flag: a token on the command line shows in process lists and logs
-        raise UserError(NO_TOKEN)
-    api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
-    author = args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
-    result = post_comment(comment, repo=repo, pr_number=number, run_head_sha=head_sha, token=token,
-                          base_url=api_url, dry_run=args.dry_run, author=author,
-                          retry_budget_s=args.retry_budget)
+    result = post_comment(load_comment(args.comment),
+                          repo=from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name),
+                          pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
+                          run_head_sha=from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA",
+                                                commit_sha),
+                          token=github_token(), base_url=_api_url(args), dry_run=args.dry_run,
+                          author=_author(args), retry_budget_s=args.retry_budget)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     prefix = "::warning title=benchtrail post::" if in_actions else "warning: "
     for warning in result.warnings + ((result.message,) if result.action == "fallback-summary" else ()):
@@ -112,22 +103,19 @@ def cmd_post(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_runner_labels_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_runner_labels_parser(subparsers: Any) -> None:
     """Declare ``benchtrail runner-labels`` on ``subparsers``; it calls :func:`cmd_runner_labels`."""
-    p = subparsers.add_parser(
-        "runner-labels",
-        help="print the runs-on labels of the project's runners as JSON ([tool.benchtrail] runner-labels; "
-             "default [self-hosted, <architecture>, <device name>])")
+    p = subparsers.add_parser("runner-labels")
     p.add_argument("--device", metavar="NAME",
                    help="print only this device's labels (a JSON list) instead of the project's whole table")
     p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
                    help="with --device: its architecture, the second default label (default cpu)")
     p.set_defaults(func=cmd_runner_labels)
-    return p
 
 
 def cmd_runner_labels(args: argparse.Namespace) -> int:
-    """``benchtrail runner-labels``: print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT`` value).
+    """``benchtrail runner-labels``: print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT``
+    value).
 
     Raises:
         UserError: a malformed pyproject.toml.
@@ -137,43 +125,32 @@ def cmd_runner_labels(args: argparse.Namespace) -> int:
     from benchtrail.github.runner_labels import device_labels, project_labels
 
     settings = project()
-    if args.device is None:
-        value: Any = project_labels(settings)
-    else:
-        value = device_labels(settings, args.device, args.architecture)
+    value = project_labels(settings) if args.device is None else device_labels(settings, args.device,
+                                                                               args.architecture)
     print(json.dumps(value, separators=(",", ":")))
     return EXIT_OK
 
 
-def add_gate_status_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_gate_status_parser(subparsers: Any) -> None:
     """Declare ``benchtrail gate-status`` on ``subparsers``; it calls :func:`cmd_gate_status`."""
-    p = subparsers.add_parser("gate-status", help="set the benchtrail/gate commit status of a benchmark run's "
-                                                  "head (the poster workflow)")
+    p = subparsers.add_parser("gate-status")
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
     p.add_argument("--regate-report", type=Path, metavar="DIR",
-                   help="the `comment` artifact of the run `--plan` named (--regate-run): its comparison is gated "
-                        "again with the PR's current benchmarks-accept items")
+                   help="the `comment` artifact of the run `--plan` named "
+                        "(--regate-run): its comparison is gated again with the PR's "
+                        "current benchmarks-accept items")
     p.add_argument("--regate-run", type=run_key, metavar="ID/ATTEMPT", help="the run --plan named")
     p.add_argument("--plan", action="store_true",
                    help="set nothing: print regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
-                        "when there is none), also appended to $GITHUB_OUTPUT when set: the run whose artifact "
-                        "--regate-report needs")
+                        "when there is none), also appended to $GITHUB_OUTPUT when "
+                        "set: the run whose artifact --regate-report needs")
     p.add_argument("--event", type=Path, metavar="FILE",
                    help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)")
     p.add_argument("--api-url", help=f"GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
     p.add_argument("--comment-author", help="login whose statuses and comments are ours (default: "
                                             f"$BENCHTRAIL_COMMENT_AUTHOR or {DEFAULT_COMMENT_AUTHOR})")
     p.set_defaults(func=cmd_gate_status)
-    return p
-
-
-def run_key(text: str) -> tuple[int, int]:
-    """``ID/ATTEMPT`` (whole numbers from 1) as a tuple; argparse ``type=``."""
-    parts = text.split("/")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise argparse.ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
-    return int(parts[0]), int(parts[1])
 
 
 def cmd_gate_status(args: argparse.Namespace) -> int:
@@ -187,18 +164,14 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
 
     from benchtrail.github import gate_status
     from benchtrail.github.configure import read_event
-    from benchtrail.github.post import NO_TOKEN, make_client
+    from benchtrail.github.post import make_client
 
     env = dict(os.environ)
     if args.event is not None:
         env["GITHUB_EVENT_PATH"] = str(args.event)
     _, payload = read_event({**env, "GITHUB_EVENT_NAME": "workflow_run"})
     head = gate_status.head_from_event(payload)
-    token = env.get("GITHUB_TOKEN", "").strip()
-    if not token:
-        raise UserError(NO_TOKEN.replace("write issue comments", "write commit statuses"))
-    api_url = args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL
-    author = args.comment_author or env.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
+    token, api_url, author = github_token("commit statuses"), _api_url(args), _author(args)
     completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
     if completed == "action_required":  # a fork's run waiting for a maintainer's approval: not over
         completed = None
@@ -206,7 +179,8 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         repo = make_client(token, api_url).get_repo(head.repo)
         if args.plan:
             run = gate_status.regate_run(repo, head, author)
-            line = f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run else "regate-run-id=\nregate-run=\n"
+            line = (f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run
+                    else "regate-run-id=\nregate-run=\n")
             if env.get("GITHUB_OUTPUT"):
                 with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as f:
                     f.write(line)
@@ -221,8 +195,8 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         state, description = gate_status.update_status(repo, head, completed=completed or None, report=report,
                                                        regate=regate, author=author)
     except github.GithubException as exc:
-        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: HTTP {exc.status} "
-                        f"{exc.data}") from exc
+        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on "
+                        f"{head.sha[:12]}: HTTP {exc.status} {exc.data}") from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {api_url} ({exc}); check --api-url") from exc
     print(f"{gate_status.CONTEXT}: {state}: {description}")

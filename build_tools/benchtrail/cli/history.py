@@ -1,7 +1,7 @@
 """``benchtrail history``, ``benchtrail plot`` and ``benchtrail compare-builds`` (``docs/history.md``).
 
-``benchtrail.cli.app``'s registry declares them with ``add_history_parsers(sub)``. Each prints the path of its main
-output last: history.json, the dashboard's index.html, the ratio plot.
+``benchtrail.cli.app``'s registry declares them with ``add_history_parsers(sub)``. Each prints the path of its
+main output last: history.json, the dashboard's index.html, the ratio plot.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import (EXIT_OK, STORE_HELP, add_trust_arguments, check_output_dir, max_commits,
-                                    path_argument, require_store, resolve_store)
-from benchtrail.errors import UserError
+from benchtrail.cli.options import (STORE_HELP, add_trust_arguments, check_output_dir, max_commits,
+                                    open_trusted, optional_store, path_argument, require_store)
+from benchtrail.errors import EXIT_OK, UserError
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("history", help="collect every series over the first-parent commits of a ref")
+    p = subparsers.add_parser("history")
     p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository whose history is walked (default .)")
+    p.add_argument("--repo", type=path_argument, default=Path("."),
+                   help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
     p.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
                    help="walk at most N first-parent commits back from --ref (default 100)")
@@ -33,47 +34,58 @@ def add_history_parsers(subparsers: Any) -> None:
     add_trust_arguments(p)
     p.set_defaults(func=cmd_history)
 
-    p = subparsers.add_parser("plot", help="PNG plots and an offline HTML dashboard of a history file")
-    p.add_argument("--history", type=path_argument, required=True, help="history file written by `benchtrail history`")
-    p.add_argument("--output-dir", type=path_argument, required=True, help="new (or empty) folder for the PNGs and the dashboard")
+    p = subparsers.add_parser("plot")
+    p.add_argument("--history", type=path_argument, required=True,
+                   help="history file written by `benchtrail history`")
+    p.add_argument("--output-dir", type=path_argument, required=True,
+                   help="new (or empty) folder for the PNGs and the dashboard")
     p.add_argument("--self-contained", action="store_true",
-                   help="inline plotly.js into every page (about 4.9 MB each) instead of one plotly.min.js beside them")
+                   help="inline plotly.js into every page (about 4.9 MB each) instead of one "
+                        "plotly.min.js beside them")
     p.add_argument("--repo", type=path_argument, default=Path("."),
                    help="git repository that gives each commit's date and subject in index.html (default .)")
     p.add_argument("--baseline", metavar="REF",
                    help="commit or ref (in --repo) to mark with a dashed line on every PNG, e.g. origin/main")
     p.set_defaults(func=cmd_plot)
 
-    p = subparsers.add_parser("compare-builds", help="ratio of medians B/A of every benchmark of two builds")
+    p = subparsers.add_parser("compare-builds")
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
     p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
     p.add_argument("--store", help=STORE_HELP + "; read when A or B is a commit")
-    p.add_argument("--repo", type=path_argument, default=Path("."), help="git repository that resolves A and B (default .)")
-    p.add_argument("--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)")
+    p.add_argument("--repo", type=path_argument, default=Path("."),
+                   help="git repository that resolves A and B (default .)")
+    p.add_argument("--output-dir", type=path_argument, default=Path("."),
+                   help="folder for the ratio plot (default .)")
     p.add_argument("--allow-same-run", action="store_true",
                    help="compare a run with itself (refused by default: every row would be 'similar')")
     add_trust_arguments(p)
     p.set_defaults(func=cmd_compare_builds)
 
 
-def cmd_history(args: argparse.Namespace) -> int:
-    """``benchtrail history``: collect, print a summary, write the history file and print its path. Exit 0."""
-    from benchtrail.github.trust import trust_from_options
-    from benchtrail.history.collect import collect_history, write_history
-    from benchtrail.store import open_store
+def collect(args: argparse.Namespace, store: str, repository: str | None = None) -> tuple[Any, Any]:
+    """``(opened store, history)`` for ``history`` and ``track``: the first-parent history of ``--ref``
+    from the runs of ``store`` that ``--trust`` trusts, with a warning on stderr for each run not used."""
+    from benchtrail.history.collect import collect_history
 
-    jsonio.check_new(args.output)
-    store = require_store(args.store, "benchtrail history")
-    trust = trust_from_options(args.trust, store, args.trusted_workflow)
-    opened = open_store(store, read_only=True)
+    opened, trust = open_trusted(args, store, repository)
     history = collect_history(opened, args.repo, args.ref, args.max_commits, trust=trust)
     for line in history.skipped:
         print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
+    return opened, history
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``benchtrail history``: collect, print a summary, write the history file and print its path. Exit 0."""
+    from benchtrail.history.collect import write_history
+
+    jsonio.check_new(args.output)
+    opened, history = collect(args, require_store(args.store, "benchtrail history"))
     incomplete = opened.incomplete_runs()
     if incomplete:
         shown = ", ".join(f"{r}/{a}" for r, a in incomplete[:10]) + (" …" if len(incomplete) > 10 else "")
-        print(f"benchtrail: {len(incomplete)} incomplete run(s) without a commit pointer (interrupted or failed "
-              f"before they were stored in full; never read): {shown}", file=sys.stderr)
+        print(f"benchtrail: {len(incomplete)} incomplete run(s) without a commit "
+              f"pointer (interrupted or failed before they were stored in full; never read): {shown}",
+              file=sys.stderr)
     print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
           f"first-parent commits of {args.ref}")
     print(write_history(args.output, history))
@@ -81,7 +93,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
-    """Run ``build(folder)`` in a temporary sibling of ``out_dir``, then rename it to ``out_dir``: all or nothing.
+    """Run ``build(folder)`` in a temporary sibling of ``out_dir``, then rename it to ``out_dir``: all or
+    nothing.
 
     Returns ``build``'s path, moved under ``out_dir``.
 
@@ -92,8 +105,8 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
     out_dir = Path(out_dir)
     check_output_dir(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; benchtrail never overwrites "
-                        "(choose a new folder)")
+        raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; "
+                        "benchtrail never overwrites (choose a new folder)")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
@@ -114,7 +127,8 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit 0."""
+    """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit
+    0."""
     from benchtrail.git import resolve_commit
     from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.collect import load_history
@@ -143,17 +157,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_compare_builds(args: argparse.Namespace) -> int:
     """``benchtrail compare-builds``: print the table, write the ratio plot and print its path. Exit 0."""
-    from benchtrail.github.trust import trust_from_options
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
     from benchtrail.history.model import short
-    from benchtrail.store import open_store
 
     check_output_dir(args.output_dir)
-    choice = resolve_store(args.store)  # the default folder only when it exists: a run directory needs no store
-    use = choice.url is not None and not (choice.is_default and not Path(choice.url).is_dir())
-    store = open_store(choice.url, read_only=True) if use else None
-    trust = trust_from_options(args.trust, choice.url, args.trusted_workflow) if use else None
-    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run, trust=trust)
+    url = optional_store(args.store)  # a run directory needs no store
+    store, trust = open_trusted(args, url) if url else (None, None)
+    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run,
+                                trust=trust)
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)
     print(format_table(comparison))

@@ -32,10 +32,10 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 def add_init_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("init", help="write [tool.benchtrail], an example benchmarks module and the caller workflows")
+    p = sub.add_parser("init")
     p.add_argument("--benchmarks", default="benchmarks", metavar="MODULE",
-                   help="module of the project's @benchmark functions (default: benchmarks, i.e. benchmarks.py); "
-                        "an example is written when it does not exist")
+                   help="module of the project's @benchmark functions (default: "
+                        "benchmarks, i.e. benchmarks.py); an example is written when it does not exist")
     p.add_argument("--directory", type=Path, default=Path("."), help="the project's folder (default: here)")
     p.set_defaults(func=cmd_init)
 
@@ -59,7 +59,8 @@ def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
         return None
     if not isinstance(data, dict):
         return None
-    match = re.match(r"^(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$", str(data.get("url", "")))
+    match = re.match(r"^(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$",
+                     str(data.get("url", "")))
     commit = (data.get("vcs_info") or {}).get("commit_id")
     if not match or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
         return None
@@ -71,11 +72,13 @@ def workflow(template: str, pin: tuple[str, str] | None) -> str:
     text = resources.files("benchtrail").joinpath("data", "init", template).read_text(encoding="utf-8")
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
     if pin:
-        comment = f"# Pinned to the benchtrail commit `benchtrail init` was installed from ({repository}@{commit}).\n"
+        comment = (f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
+                   f"({repository}@{commit}).\n")
         note = ""
     else:
-        comment = ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and OWNER is\n"
-                   "# benchtrail's owner): replace both with a real commit of benchtrail's repository.\n")
+        comment = ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a "
+                   "PLACEHOLDER (and OWNER is\n# benchtrail's owner): replace both with a real commit of "
+                   "benchtrail's repository.\n")
         note = " # placeholder: a real benchtrail commit"
     return (text.replace("{pin_comment}", comment).replace("{repository}", repository)
             .replace("{commit}", commit).replace("{pin_note}", note))
@@ -91,11 +94,6 @@ def table(module: str) -> str:
             "runner-labels = { \"cpu\" = [\"self-hosted\", \"cpu\"] }\n")
 
 
-def _module_exists(root: Path, module: str) -> bool:
-    base = root.joinpath(*module.split("."))
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
-
-
 def cmd_init(args: argparse.Namespace) -> int:
     import tomllib
 
@@ -103,9 +101,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UserError(f"--directory {root}: no such folder")
     if not _MODULE.match(args.benchmarks):
-        raise UserError(f"--benchmarks {args.benchmarks!r} is not a module name (e.g. benchmarks or mypkg.bench)")
-    written: list[str] = []
-    kept: list[str] = []
+        raise UserError(f"--benchmarks {args.benchmarks!r} is not a module name (e.g. "
+                        f"benchmarks or mypkg.bench)")
+    written, kept = [], []
+
+    def place(path: Path, kept_because: str | None, text: str, note: str = "") -> None:
+        """Write ``text`` to ``path``, unless ``kept_because`` says why the file is kept."""
+        if kept_because:
+            kept.append(f"{path} ({kept_because})")
+        else:
+            jsonio.write_text_atomic(path, text)
+            written.append(f"{path}{note}")
 
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
@@ -113,46 +119,34 @@ def cmd_init(args: argparse.Namespace) -> int:
         existing = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{pyproject}: cannot read it as TOML ({exc}); nothing was written") from exc
-    if "benchtrail" in existing.get("tool", {}):
-        kept.append(f"{pyproject} (it already has [tool.benchtrail])")
-    else:
-        start = text.rstrip("\n") + "\n" if text else ""
-        jsonio.write_text_atomic(pyproject, start + (table(args.benchmarks) if text else table(args.benchmarks).lstrip("\n")))
-        written.append(str(pyproject))
+    starter = table(args.benchmarks)
+    place(pyproject, "benchtrail" in existing.get("tool", {}) and "it already has [tool.benchtrail]",
+          text.rstrip("\n") + "\n" + starter if text else starter.lstrip("\n"))
 
-    module_file = root.joinpath(*args.benchmarks.split(".")).with_suffix(".py")
-    if _module_exists(root, args.benchmarks):
-        kept.append(f"{module_file} (the benchmarks module exists)")
-    else:
-        example = resources.files("benchtrail").joinpath("data", "init", "example_benchmarks.py.template")
-        jsonio.write_text_atomic(module_file, example.read_text(encoding="utf-8"))
-        written.append(str(module_file))
+    base = root.joinpath(*args.benchmarks.split("."))
+    module_file = base.with_suffix(".py")
+    example = resources.files("benchtrail").joinpath("data", "init", "example_benchmarks.py.template")
+    exists = module_file.is_file() or (base / "__init__.py").is_file()
+    place(module_file, exists and "the benchmarks module exists", example.read_text(encoding="utf-8"))
 
     gitignore = root / ".gitignore"
     ignored = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
-    if STORE_IGNORE in ignored.splitlines():
-        kept.append(f"{gitignore} (it ignores {STORE_IGNORE})")
-    else:
-        jsonio.write_text_atomic(gitignore, ignored + ("" if not ignored or ignored.endswith("\n") else "\n")
-                                 + f"# benchtrail's local store (benchtrail init)\n{STORE_IGNORE}\n")
-        written.append(f"{gitignore} ({STORE_IGNORE} ignored)")
+    place(gitignore, STORE_IGNORE in ignored.splitlines() and f"it ignores {STORE_IGNORE}",
+          ignored + ("" if not ignored or ignored.endswith("\n") else "\n")
+          + f"# benchtrail's local store (benchtrail init)\n{STORE_IGNORE}\n", f" ({STORE_IGNORE} ignored)")
 
     pin = installed_pin()
     for name in ("benchmarks.yml", "post_benchmark_comment.yml"):
         path = root / ".github" / "workflows" / name
-        if path.exists():
-            kept.append(f"{path} (exists)")
-            continue
-        jsonio.write_text_atomic(path, workflow(f"{name}.template", pin))
-        written.append(str(path))
+        place(path, path.exists() and "exists", workflow(f"{name}.template", pin))
 
     for path in written:
         print(f"wrote {path}")
     for path in kept:
         print(f"kept  {path}")
     if pin is None:
-        print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says {PLACEHOLDER_REPOSITORY}@"
-              f"{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
+        print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says "
+              f"{PLACEHOLDER_REPOSITORY}@{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
     print("next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
           ".benchtrail/store; each run is recorded under its commit)")
     return 0

@@ -14,37 +14,37 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import EXIT_OK, check_output_dir, path_argument
+from benchtrail.cli.options import check_output_dir, path_argument
+from benchtrail.errors import EXIT_OK
 from benchtrail.interop.convert import FORMATS, KINDS
 
-RESULTS_HELP = ("a run directory (its results/*.json are read) or results files, all of one run "
-                "(repeatable; several paths after one flag work too)")
+#: ``--results`` of both commands.
+RESULTS = {"type": path_argument, "nargs": "+", "action": "extend", "required": True,
+           "metavar": "RUN_DIR|RESULTS_FILE",
+           "help": "a run directory (its results/*.json are read) or results files, "
+                   "all of one run (repeatable; several paths after one flag work too)"}
 
 
 def add_interop_parsers(subparsers: Any) -> None:
     """Declare ``compare-backends`` and ``convert`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("compare-backends",
-                              help="one run: median latency and speedup over eager of each compile config, "
-                                   "as a table and a grouped bar plot PNG")
-    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
-                   metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
+    p = subparsers.add_parser("compare-backends")
+    p.add_argument("--results", **RESULTS)
     p.add_argument("--output-dir", type=path_argument, default=Path("."),
                    help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
                         "an existing PNG is never overwritten")
     p.set_defaults(func=cmd_compare_backends)
 
-    p = subparsers.add_parser("convert",
-                              help="write one run's results as github-action-benchmark (gab) or Bencher "
-                                   "Metric Format (bmf) JSON")
+    p = subparsers.add_parser("convert")
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
-                        f"'customSmallerIsBetter', bmf = Bencher Metric Format for `bencher run --adapter json`")
-    p.add_argument("--results", type=path_argument, nargs="+", action="extend", required=True,
-                   metavar="RUN_DIR|RESULTS_FILE", help=RESULTS_HELP)
+                        f"'customSmallerIsBetter', bmf = Bencher Metric Format for "
+                        f"`bencher run --adapter json`")
+    p.add_argument("--results", **RESULTS)
     p.add_argument("--kind", default="all", metavar="KIND",
                    help=f"which records: one of {', '.join(KINDS)} (default all: execution latency and "
                         f"compilation metrics)")
-    p.add_argument("--output", type=path_argument, required=True, help="JSON file to write; never overwritten")
+    p.add_argument("--output", type=path_argument, required=True,
+                   help="JSON file to write; never overwritten")
     p.set_defaults(func=cmd_convert)
 
 

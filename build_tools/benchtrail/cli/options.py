@@ -1,4 +1,4 @@
-"""Exit codes and the option types and helpers that several command families share.
+"""The option types (every argparse validator of the CLI) and the helpers that several command families share.
 
 Each ``argparse`` type here turns one flag's text into its value or raises
 ``argparse.ArgumentTypeError`` (argparse prints ``argument --flag: <message>`` and exits 1, see
@@ -9,6 +9,7 @@ Each ``argparse`` type here turns one flag's text into its value or raises
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from collections.abc import Callable
@@ -18,7 +19,6 @@ from typing import Any, TypeVar
 
 from benchtrail.errors import UserError
 
-EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION = 0, 1, 2, 3
 DEFAULT_STORE = ".benchtrail/store"
 #: The environment variable that names the store when ``--store`` is left out; set but empty: no store
 #: (what the reusable workflow sets when neither its ``store`` input nor the repository variable is).
@@ -49,7 +49,8 @@ def project():
 
 
 def suite():
-    """The project's suite (benchtrail's own ``benchmark_suites`` unless ``[tool.benchtrail] suite`` names one).
+    """The project's suite (benchtrail's own ``benchmark_suites`` unless ``[tool.benchtrail] suite`` names
+    one).
 
     Raises:
         UserError: the suite cannot be loaded (``benchtrail.project.load_suite``).
@@ -68,6 +69,18 @@ def presets(text: str) -> tuple[str, ...]:
         return resolve_presets(split_presets(text), loaded.presets, dict(loaded.meta_presets))
     except UserError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def project_presets(settings: Any) -> tuple[str, ...]:
+    """:func:`presets` of ``[tool.benchtrail] presets`` (``settings``: a ``benchtrail.project.Project``).
+
+    Raises:
+        UserError: an unknown preset, naming pyproject.toml and the table.
+    """
+    try:
+        return presets(settings.presets)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"{settings.pyproject}: [tool.benchtrail] presets: {exc}") from exc
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -121,6 +134,13 @@ def resolve_store(flag: str | None) -> StoreChoice:
     return StoreChoice(DEFAULT_STORE, "default")
 
 
+def optional_store(flag: str | None) -> str | None:
+    """:func:`resolve_store`'s store for a command that works without one (``compare``, ``compare-builds``):
+    None for no store, and the default ``.benchtrail/store`` only when it exists."""
+    choice = resolve_store(flag)
+    return None if choice.is_default and not Path(choice.url).is_dir() else choice.url
+
+
 def require_store(flag: str | None, needs: str) -> str:
     """:func:`resolve_store`'s store, for a command that cannot work without one (``needs`` says who
     asks, e.g. ``benchtrail history``).
@@ -134,8 +154,8 @@ def require_store(flag: str | None, needs: str) -> str:
         given = "--store is empty" if choice.source == "--store" else f"{STORE_ENV} is set but empty"
         raise UserError(f"{needs} needs a store, and {given}, which means no store; pass --store "
                         f"(a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]), or set {STORE_ENV} to one"
-                        + ("" if choice.source == "--store" else f" or unset it to use [tool.benchtrail] store, "
-                                                                 f"else {DEFAULT_STORE}"))
+                        + ("" if choice.source == "--store"
+                           else f" or unset it to use [tool.benchtrail] store, else {DEFAULT_STORE}"))
     return choice.url
 
 
@@ -147,69 +167,52 @@ def add_any_origin_argument(parser: Any) -> None:
     (``benchtrail.results.baseline_key``: a run in CI, ``GITHUB_ACTIONS=true``, or outside it)."""
     parser.add_argument("--baseline-any-origin", action="store_true",
                         help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
-                             "default a run is compared only with runs of its own origin, CI or local, since the "
-                             "same device name may name another machine); the rest of the baseline key (device, "
-                             "GPU model, torch version, method version) still applies")
+                             "default a run is compared only with runs of its own "
+                             "origin, CI or local, since the same device name may name another machine); the "
+                             "rest of the baseline key (device, GPU model, torch version, "
+                             "method version) still applies")
 
 
-def filter_parent() -> argparse.ArgumentParser:
-    """``--filter REGEX`` (export, run, pipeline)."""
+def _parent(*flags: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A parser holding one option, for argparse's ``parents``."""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--filter", metavar="REGEX", help="only run configs (and modules) whose name or id this "
-                        "regular expression finds, e.g. 'resnet18|gpt2' or 'inductor.*backward'")
+    parent.add_argument(*flags, **kwargs)
     return parent
 
 
-def presets_parent() -> argparse.ArgumentParser:
-    """``--benchmark-presets`` (export, pipeline); None when left out (``[tool.benchtrail] presets`` fills it)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]",
-                        help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
-                             "default: presets of [tool.benchtrail] in pyproject.toml)")
-    return parent
-
-
-def thresholds_parent() -> argparse.ArgumentParser:
-    """``--thresholds FILE`` (compare, pipeline, ab)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
-                                                       "thresholds, else the shipped table)")
-    return parent
-
-
-def quarantine_parent() -> argparse.ArgumentParser:
-    """``--quarantine FILE`` (compare, pipeline)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--quarantine", type=Path, help="quarantine YAML: flaky series reported but never "
-                        "gating (default: [tool.benchtrail] quarantine, else the shipped, empty list)")
-    return parent
+#: ``--filter REGEX`` (export, run, pipeline).
+FILTER_PARENT = _parent("--filter", metavar="REGEX",
+                        help="only run configs (and modules) whose name or id this regular expression finds, "
+                             "e.g. 'resnet18|gpt2' or 'inductor.*backward'")
+#: ``--benchmark-presets`` (export, pipeline); None when left out (``[tool.benchtrail] presets`` fills it).
+PRESETS_PARENT = _parent("--benchmark-presets", type=presets, metavar="P[,P...]",
+                         help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
+                              "default: presets of [tool.benchtrail] in pyproject.toml)")
+#: ``--thresholds FILE`` (compare, pipeline, ab).
+THRESHOLDS_PARENT = _parent("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
+                                                            "thresholds, else the shipped table)")
+#: ``--quarantine FILE`` (compare, pipeline).
+QUARANTINE_PARENT = _parent("--quarantine", type=Path,
+                            help="quarantine YAML: flaky series reported but never gating (default: "
+                                 "[tool.benchtrail] quarantine, else the shipped, empty list)")
 
 
 # -- numbers -------------------------------------------------------------------------------------
 
 
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    """argparse type: any integer ``int()`` reads (``"+3"``, ``" 3"``) that is at least ``minimum``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def whole_number(minimum: int = 1, expected: str | None = None) -> Callable[[str], int]:
-    """argparse type: digits only (no sign, no space), at least ``minimum``; else
-    ``expected <expected>, got '<text>'`` (``expected`` defaults to ``a whole number from <minimum>``)."""
+def whole_number(minimum: int = 1, expected: str | None = None, *, show_number: bool = False
+                 ) -> Callable[[str], int]:
+    """argparse type: digits only (no sign, no space), at least ``minimum``; else ``expected <expected>, got
+    '<text>'`` (``expected`` defaults to ``a whole number from <minimum>``; ``show_number``: a number below
+    ``minimum`` is shown unquoted)."""
     wanted = expected or f"a whole number from {minimum}"
 
     def parse(text: str) -> int:
-        if not text.isdigit() or int(text) < minimum:
+        if not text.isdigit():
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        if int(text) < minimum:
+            shown = int(text) if show_number else repr(text)
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {shown}")
         return int(text)
 
     return parse
@@ -223,6 +226,75 @@ store_attempt = whole_number(1, "an attempt number (a whole number from 1)")
 max_commits = whole_number(1, "a whole number of commits from 1")
 #: ``--pr``: a pull request number, from 1.
 pr_number = whole_number(1, "a PR number (a whole number from 1)")
+#: ``--aa`` and ``--ab`` of ``evaluate-detector``: comparisons, from 1.
+comparisons = whole_number(1, "a whole number of comparisons >= 1", show_number=True)
+
+
+def run_key(text: str) -> tuple[int, int]:
+    """argparse type: ``ID/ATTEMPT`` (whole numbers from 1) as a tuple."""
+    parts = text.split("/")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+#: Samples per round of the detector: ``benchtrail.detector.rules.ROUND_SAMPLES``, which imports scipy
+#: at load time; tests/test_cli_startup.py checks that the two agree.
+ROUND_SAMPLES = 10
+#: ``benchtrail.detector.evaluate.MODES`` (declaring the command imports no numpy).
+MODES = ("stored-baseline", "paired", "duet")
+
+
+def samples_per_side(text: str) -> int:
+    """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
+    value = int(text) if text.isdigit() else -1
+    if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
+        raise argparse.ArgumentTypeError(f"samples per side must be a multiple of the round size "
+                                         f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    """``float(text)``, or NaN (which no range holds) for text that is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def percentage(text: str) -> float:
+    """argparse type: a percentage in (0, 100)."""
+    value = _number(text)
+    if not 0 < value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
+    return value
+
+
+def percent_deltas(text: str) -> tuple[float, ...]:
+    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), percent of extra work, each in (0, 1000],
+    no repeats."""
+    out: list[float] = []
+    for part in text.split(","):
+        value = _number(part)
+        if not 0 < value <= 1000:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a "
+                                             "percentage in (0, 1000]; pass comma-separated percentages of "
+                                             "extra work such as 1,2,5,10")
+        if value in out:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} appears twice in "
+                                             f"{text!r}; list each percentage "
+                                             "once")
+        out.append(value)
+    return tuple(out)
+
+
+def detector_modes(text: str) -> tuple[str, ...]:
+    """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
+    out = tuple(part.strip() for part in text.split(","))
+    if not set(out) <= set(MODES) or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct modes out of {', '.join(MODES)}, "
+                                         "comma-separated")
+    return out
 
 
 def positive_seconds(text: str) -> float:
@@ -231,7 +303,7 @@ def positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
+    if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
     return value
 
@@ -311,6 +383,25 @@ def from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) ->
         raise UserError(f"${env}: {exc}") from exc
 
 
+def or_env(value: str | None, env: str, default: str) -> str:
+    """``value`` when the flag was given, else ``$env`` when set and not empty, else ``default``."""
+    return value or os.environ.get(env) or default
+
+
+def github_token(writes: str = "issue comments") -> str:
+    """``$GITHUB_TOKEN``: never a flag, as a token on the command line shows in process lists and logs.
+
+    Raises:
+        UserError: it is unset or blank, naming what the token must be allowed to write.
+    """
+    from benchtrail.github.post import NO_TOKEN
+
+    token = os.environ.get("GITHUB_TOKEN", "").strip()
+    if not token:
+        raise UserError(NO_TOKEN.replace("issue comments", writes))
+    return token
+
+
 def accept_globs(flags: list[str] | None) -> list[str]:
     """``--accept`` globs followed by those of the comma-separated ``BENCHMARKS_ACCEPT`` (what
     ``benchtrail configure`` fills from ``benchmarks-accept:`` trailers), stripped, empty ones dropped."""
@@ -318,16 +409,28 @@ def accept_globs(flags: list[str] | None) -> list[str]:
     return [g.strip() for g in globs if g.strip()]
 
 
+def open_trusted(args: argparse.Namespace, url: str, repository: str | None = None) -> tuple[Any, Any]:
+    """The store at ``url``, opened read-only, and the ``Trust`` that ``--trust`` and ``--trusted-workflow``
+    give for it (``benchtrail.github.trust.trust_from_options``)."""
+    from benchtrail.github.trust import trust_from_options
+    from benchtrail.store import open_store
+
+    trust = trust_from_options(args.trust, url, args.trusted_workflow, repository)
+    return open_store(url, read_only=True), trust
+
+
 def add_trust_arguments(parser: Any) -> None:
     """``--trust`` and ``--trusted-workflow`` on an argparse parser (``benchtrail.github.trust``)."""
     from benchtrail.github.trust import TRUST_CHOICES
 
     parser.add_argument("--trust", choices=TRUST_CHOICES, default="auto",
-                        help="which stored runs may be baselines: 'github' verifies each with the GitHub API's "
-                             "record of the workflow run that wrote it (a push or manual run on the default or "
-                             "base branch, of that commit, by the trusted workflow); 'all' trusts every run; "
-                             "'auto' (default): github in GitHub Actions with a gs:// store, else all")
+                        help="which stored runs may be baselines: 'github' verifies "
+                             "each with the GitHub API's record of the workflow run that wrote it (a push or "
+                             "manual run on the default or base branch, of that commit, by the trusted "
+                             "workflow); 'all' trusts every run; 'auto' (default): github in GitHub Actions "
+                             "with a gs:// store, else all")
     parser.add_argument("--trusted-workflow", metavar="PATH", default=None,
                         help="with --trust github: the workflow file whose runs are trusted, e.g. "
-                             ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else this "
-                             "run's own workflow from GITHUB_WORKFLOW_REF)")
+                             ".github/workflows/benchmark.yml (default: "
+                             "BENCHTRAIL_TRUSTED_WORKFLOW, else this run's own workflow "
+                             "from GITHUB_WORKFLOW_REF)")

@@ -12,47 +12,50 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.compare import add_json_argument, show_result
-from benchtrail.cli.options import (EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, STORE_HELP, accept_globs,
-                                    add_any_origin_argument, filter_parent, int_at_least, positive_seconds, presets,
-                                    presets_parent, quarantine_parent, require_store, resolve_store, suite,
-                                    thresholds_parent)
-from benchtrail.errors import UserError
+from benchtrail.cli.compare import add_json_argument, not_accepted, show_result
+from benchtrail.cli.options import (FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
+                                    THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
+                                    positive_seconds, presets, require_store, resolve_store, suite,
+                                    whole_number)
+from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, UserError
 
-#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in --help; 10% is
-#: ``benchtrail.stats.inference.NOISE_RERUN``, written out here so that the CLI's start imports no numpy or scipy.
-NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once more; BENCHTRAIL_NOISE_RERUN=0 turns "
-                    "that off (1, unset or empty: on), recorded as run.noise_rerun in the results (docs/statistics.md).")
+#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in
+#: --help; 10% is ``benchtrail.stats.inference.NOISE_RERUN``, written out here so that the CLI's start
+#: imports no numpy or scipy.
+NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once more; "
+                    "BENCHTRAIL_NOISE_RERUN=0 turns that off (1, unset or empty: on), recorded as "
+                    "run.noise_rerun in the results (docs/statistics.md).")
 
 
 def add_stage_parsers(subparsers: Any) -> None:
     """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("export", parents=[presets_parent(), filter_parent()],
-                              help="write the run configs of presets as JSON")
+    p = subparsers.add_parser("export", parents=[PRESETS_PARENT, FILTER_PARENT])
     p.add_argument("kind", choices=("execution", "compilation"))
-    p.add_argument("--shard-count", type=int_at_least(1), default=1, help="shards per device (default 1)")
+    p.add_argument("--shard-count", type=whole_number(1), default=1, help="shards per device (default 1)")
     p.add_argument("--output", type=Path, help="output file, or - for stdout (default: ./<kind>.json)")
     p.add_argument("--format", choices=("benchtrail", "seed"), default="benchtrail",
-                   help="execution only, with --output -: seed prints {<device>: {host_environment, architecture, "
-                        "run_configs}}, unsharded and without schema_version, the shape IREE's export script printed "
-                        "for the seed's `jq 'flatten | map(.run_configs) | ...'` (default: benchtrail, the export "
-                        "`benchtrail run` reads)")
+                   help="execution only, with --output -: seed prints {<device>: {host_environment, "
+                        "architecture, run_configs}}, unsharded and without schema_version, the shape IREE's "
+                        "export script printed for the seed's `jq 'flatten | map(.run_configs) | ...'` "
+                        "(default: benchtrail, the export `benchtrail run` reads)")
     p.set_defaults(func=cmd_export)
 
-    p = subparsers.add_parser("compile", help="compile the modules of a compilation export")
+    p = subparsers.add_parser("compile")
     p.add_argument("--run-configs", type=Path, required=True, help="compilation export (compilation.json)")
     p.add_argument("--output-dir", type=Path, required=True, help="run directory to write modules/ into")
-    p.add_argument("--device-name", required=True, help="this runner's device name, recorded with the statistics")
-    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu", help="modules to compile (default cpu)")
+    p.add_argument("--device-name", required=True,
+                   help="this runner's device name, recorded with the statistics")
+    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
+                   help="modules to compile (default cpu)")
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
     p.set_defaults(func=cmd_compile)
 
-    p = subparsers.add_parser("run", parents=[filter_parent()], help="run one device's shard of an execution export",
-                              epilog=NOISE_RERUN_HELP)
+    p = subparsers.add_parser("run", parents=[FILTER_PARENT], epilog=NOISE_RERUN_HELP)
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
-    p.add_argument("--device-name", required=True, help="device to run (a key of the export's devices); a CUDA "
-                   "device on a machine where torch sees no GPU is refused before its first case (exit 1)")
-    p.add_argument("--shard-index", type=int_at_least(0), help="shard to run (default: all shards)")
+    p.add_argument("--device-name", required=True,
+                   help="device to run (a key of the export's devices); a CUDA device on a machine where "
+                        "torch sees no GPU is refused before its first case (exit 1)")
+    p.add_argument("--shard-index", type=whole_number(0), help="shard to run (default: all shards)")
     p.add_argument("--benchmark-id", action="append", help="run only this run config id (repeatable)")
     p.add_argument("--modules-dir", type=Path,
                    help="run directory holding modules/<name>/ (export and AOTInductor artifacts); a case "
@@ -67,32 +70,33 @@ def add_stage_parsers(subparsers: Any) -> None:
 
 def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
-    p = subparsers.add_parser("pipeline", parents=[presets_parent(), filter_parent(), thresholds_parent(),
-                                                   quarantine_parent()], help="the main job, end to end",
-                              epilog=NOISE_RERUN_HELP)
+    p = subparsers.add_parser("pipeline", parents=[PRESETS_PARENT, FILTER_PARENT, THRESHOLDS_PARENT,
+                                                   QUARANTINE_PARENT], epilog=NOISE_RERUN_HELP)
     p.add_argument("--store", help=STORE_HELP)
     add_any_origin_argument(p)
-    p.add_argument("--base-commit", help="baseline commit (default: the merge-base rule in README's Baseline section)")
+    p.add_argument("--base-commit",
+                   help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
     add_json_argument(p)
     p.set_defaults(func=cmd_pipeline)
 
-    p = subparsers.add_parser("ab", parents=[thresholds_parent()],
-                              help="paired A/B: run base and head interleaved on this machine (or re-check a comparison)")
+    p = subparsers.add_parser("ab", parents=[THRESHOLDS_PARENT])
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]", help="cases to run paired")
     which.add_argument("--recheck", type=Path, metavar="COMPARISON",
-                       help="re-check the suspects of this comparison.json: unconfirmed regressions, improvements, "
-                            "and inconclusive rows beyond their threshold")
+                       help="re-check the suspects of this comparison.json: unconfirmed "
+                            "regressions, improvements, and inconclusive rows beyond their threshold")
     p.add_argument("--base-ref", help="base commit or ref, checked out in a git worktree (with --recheck: "
                                       "default the comparison's base commit)")
     p.add_argument("--benchmark-id", action="append", help="only this run config id (repeatable)")
-    p.add_argument("--device-name", help="with --recheck: re-check only this device's rows (the runner's own)")
-    p.add_argument("--output-dir", type=Path, required=True, help="folder for results, comparison.json, comment/")
-    p.add_argument("--min-rounds", type=int_at_least(1),
+    p.add_argument("--device-name",
+                   help="with --recheck: re-check only this device's rows (the runner's own)")
+    p.add_argument("--output-dir", type=Path, required=True,
+                   help="folder for results, comparison.json, comment/")
+    p.add_argument("--min-rounds", type=whole_number(1),
                    help="rounds always run, one worker per arm each (default: the run config's processes)")
-    p.add_argument("--max-rounds", type=int_at_least(1),
+    p.add_argument("--max-rounds", type=whole_number(1),
                    help="rounds at most per case (default: none; a case runs until its interval decides, "
                         "within --budget-s)")
     p.add_argument("--budget-s", type=positive_seconds, default=60.0,
@@ -100,16 +104,19 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                         "the 1%% false-alarm rate over it (default 60)")
     p.add_argument("--total-budget-s", type=positive_seconds, metavar="S",
                    help="with --recheck: suspects are re-checked largest change first, no case starts once S "
-                        "seconds have passed since the re-check began, and each gets at most the time left as "
-                        "its --budget-s; rows not reached stay unconfirmed (default: no limit)")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seeds arm order and bootstrap (default 0)")
+                        "seconds have passed since the re-check began, and each gets "
+                        "at most the time left as its --budget-s; rows not reached stay "
+                        "unconfirmed (default: no limit)")
+    p.add_argument("--seed", type=whole_number(0), default=0,
+                   help="seeds arm order and bootstrap (default 0)")
     p.add_argument("--duet", choices=("auto", "on", "off"), default="auto",
-                   help="run both arms at once, each pinned to its own CPUs, samples started together and the "
-                        "CPUs swapped every round, for CPU cases whose arms' workers both can and where the CPUs "
-                        "hold both arms' threads; auto: only on 4 CPUs or more (default auto)")
+                   help="run both arms at once, each pinned to its own CPUs, samples "
+                        "started together and the CPUs swapped every round, for CPU cases whose arms' "
+                        "workers both can and where the CPUs hold both arms' threads; auto: only on 4 "
+                        "CPUs or more (default auto)")
     p.add_argument("--accept", action="append", metavar="GLOB",
-                   help="accept regressions of matching series (with --recheck: those the re-check finds, with "
-                        "the comma-separated BENCHMARKS_ACCEPT too)")
+                   help="accept regressions of matching series (with --recheck: those "
+                        "the re-check finds, with the comma-separated BENCHMARKS_ACCEPT too)")
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
     add_json_argument(p)
     p.set_defaults(func=cmd_ab)
@@ -119,18 +126,18 @@ def add_explain_parsers(subparsers: Any) -> None:
     """Declare ``explain`` and ``dump-cmds`` on ``subparsers``."""
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "
-                                   "such as gs://bucket/runs/123/1/ (default: the newest run of the local store: "
-                                   "--store, else $BENCHTRAIL_STORE, else [tool.benchtrail] store, else "
-                                   ".benchtrail/store)")
+                                   "such as gs://bucket/runs/123/1/ (default: the "
+                                   "newest run of the local store: --store, else $BENCHTRAIL_STORE, else "
+                                   "[tool.benchtrail] store, else .benchtrail/store)")
     run.add_argument("--store", help="with no --run: the store whose newest run is explained (a folder or "
-                                     "file:///ABS/PATH; default: $BENCHTRAIL_STORE, else [tool.benchtrail] store, "
-                                     "else .benchtrail/store)")
-    p = subparsers.add_parser("explain", parents=[run], help="describe one benchmark of a run and how to reproduce it")
-    p.add_argument("benchmark_id", help="the benchmark's exact name (as the PR comment's reproduce line gives it), "
-                                        "or its id: run config id, module id, <module id>-<metric>, or a 6+ "
-                                        "character id prefix")
+                                     "file:///ABS/PATH; default: $BENCHTRAIL_STORE, else "
+                                     "[tool.benchtrail] store, else .benchtrail/store)")
+    p = subparsers.add_parser("explain", parents=[run])
+    p.add_argument("benchmark_id",
+                   help="the benchmark's exact name (as the PR comment's reproduce line gives it), or its "
+                        "id: run config id, module id, <module id>-<metric>, or a 6+ character id prefix")
     p.set_defaults(func=cmd_explain)
-    p = subparsers.add_parser("dump-cmds", parents=[run], help="print the reproduce command of every benchmark in a run")
+    p = subparsers.add_parser("dump-cmds", parents=[run])
     p.set_defaults(func=cmd_dump_cmds)
 
 
@@ -162,17 +169,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     from benchtrail.pipeline.export import checked_export
 
     output = args.output or Path(f"{args.kind}.json")
-    if args.format == "seed" and str(output) != "-":
-        raise UserError("--format seed prints to stdout only (pass --output -): every file benchtrail writes has a "
-                        "root schema_version, which the seed's shape cannot hold")
-    if str(output) != "-":
+    to_file, seed = str(output) != "-", args.format == "seed"
+    if seed and to_file:
+        raise UserError("--format seed prints to stdout only (pass --output -): every file benchtrail writes "
+                        "has a root schema_version, which the seed's shape cannot hold")
+    if to_file:
         jsonio.check_new(output)  # before the suite is read
-    obj = checked_export(_filtered_suite(args), args.kind, args.benchmark_presets, args.shard_count,
-                         seed=args.format == "seed", name_filter=args.filter)
-    if str(output) == "-":  # the JSON alone, for a pipe (progress and messages go to stderr)
-        sys.stdout.write(jsonio.dumps(obj))
-        return EXIT_OK
-    print(jsonio.write_text_atomic(output, jsonio.dumps(obj), exclusive=True))
+    text = jsonio.dumps(checked_export(_filtered_suite(args), args.kind, args.benchmark_presets,
+                                       args.shard_count, seed=seed, name_filter=args.filter))
+    if to_file:
+        print(jsonio.write_text_atomic(output, text, exclusive=True))
+    else:  # the JSON alone, for a pipe (progress and messages go to stderr)
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -210,50 +218,47 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             whatever ``run_pipeline`` raises.
     """
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
+    from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
-    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit, args.thresholds,
-                          recheck=args.recheck, quarantine=args.quarantine, any_origin=args.baseline_any_origin,
-                          name_filter=args.filter)
+    result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
+                          Rules.load(args.thresholds, quarantine=args.quarantine), recheck=args.recheck,
+                          any_origin=args.baseline_any_origin, name_filter=args.filter)
     show_result(result.run_dir / "comparison.json", result.comment_md, args.json)
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
-
-
-def _policy(args: argparse.Namespace):
-    from benchtrail.runner.ab import Policy
-
-    if args.min_rounds and args.max_rounds and args.min_rounds > args.max_rounds:
-        raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
-    return Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s,
-                  duet=args.duet)
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
     """``benchtrail ab``: print the comparison's table, then the comment's path (``--json``: the comparison
     itself); exit 3 for a regression not accepted, 2 for a failed case, else 0."""
-    import json
-
-    from benchtrail.compare.document import gate
+    from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import available_architectures
     from benchtrail.pipeline.measure import ab_stage
     from benchtrail.pipeline.recheck import recheck_stage
+    from benchtrail.runner.ab import Policy
 
-    loaded, policy, repo = suite(), _policy(args), Path(".")
+    loaded, repo = suite(), Path(".")
+    if args.min_rounds and args.max_rounds and args.min_rounds > args.max_rounds:
+        raise UserError(f"--min-rounds {args.min_rounds} is more than --max-rounds {args.max_rounds}")
+    policy = Policy(args.min_rounds, args.max_rounds, args.budget_s, args.seed, args.total_budget_s,
+                    duet=args.duet)
     if args.recheck:
         if args.benchmark_id:
             raise UserError("--benchmark-id selects cases of --benchmark-presets; --recheck takes the "
                             "comparison's unconfirmed regressions")
-        comment, ok = recheck_stage(args.recheck, args.output_dir, repo, loaded, args.thresholds, policy,
-                                    args.base_ref, args.device_name, tuple(accept_globs(args.accept)))
+        comment, ok = recheck_stage(args.recheck, args.output_dir, repo, loaded,
+                                    Rules.load(args.thresholds, accept_globs(args.accept)), policy,
+                                    args.base_ref, args.device_name)
     else:
         if args.total_budget_s is not None:
-            raise UserError("--total-budget-s bounds a --recheck of several suspects; with --benchmark-presets "
-                            "every case runs (bound each with --budget-s)")
+            raise UserError("--total-budget-s bounds a --recheck of several suspects; "
+                            "with --benchmark-presets every case runs (bound each with --budget-s)")
         if not args.base_ref:
             raise UserError("--base-ref is required with --benchmark-presets (the commit to compare against)")
         if args.device_name:
-            raise UserError("--device-name selects the rows of --recheck; with --benchmark-presets pick cases "
-                            "with --benchmark-id")
+            raise UserError("--device-name selects the rows of --recheck; with "
+                            "--benchmark-presets pick cases with --benchmark-id")
         here = available_architectures()
         rcs = tuple(rc for rc in loaded.select_run_configs(args.benchmark_presets)
                     if rc.target_device.architecture in here)
@@ -264,17 +269,18 @@ def cmd_ab(args: argparse.Namespace) -> int:
                                 f"{', '.join(args.benchmark_presets)} that this machine can run")
             rcs = tuple(rc for rc in rcs if rc.id in set(args.benchmark_id))
         if not rcs:
-            raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can run")
-        comment = ab_stage(repo, args.base_ref, rcs, args.output_dir, args.thresholds, policy, args.accept)
-    show_result(args.output_dir / "comparison.json", comment, args.json)
-    rows = json.loads((args.output_dir / "comparison.json").read_text())["rows"]
-    failing = gate(rows, args.fail_on)
-    if failing:
-        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}", file=sys.stderr)
+            raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can "
+                            "run")
+        comment = ab_stage(repo, args.base_ref, rcs, args.output_dir,
+                           Rules.load(args.thresholds, args.accept), policy)
+    path = args.output_dir / "comparison.json"
+    show_result(path, comment, args.json)
+    if args.fail_on and not_accepted(path):
         return EXIT_REGRESSION
     if args.recheck:  # 2 only for a paired run of this re-check that failed, not for rows failed before it
         return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
-    return EXIT_BENCHMARKS_FAILED if any(r["verdict"] == "failed" for r in rows) else EXIT_OK
+    failed = any(r.verdict == "failed" for r in load_comparison(path).rows)
+    return EXIT_BENCHMARKS_FAILED if failed else EXIT_OK
 
 
 def _run_dir(args: argparse.Namespace):
@@ -283,16 +289,17 @@ def _run_dir(args: argparse.Namespace):
 
     if args.run:
         if args.store is not None:
-            raise UserError("--run names the run already; --store picks the newest run of a store when --run is "
-                            "left out: pass one")
+            raise UserError("--run names the run already; --store picks the newest run "
+                            "of a store when --run is left out: pass one")
         return locate_run(args.run)
     store = require_store(args.store, f"benchtrail {args.command} without --run")
     source = resolve_store(args.store).source
-    if "://" in store and not store.startswith("file://"):
-        raise UserError(f"the store {store} (from {source}) is not a folder, and only a local store's newest run is "
-                        "found without --run; pass --run STORE/runs/<id>/<attempt>/ (the comment prints it)")
-    from benchtrail.store import open_store
+    from benchtrail.store import is_local, open_store
 
+    if not is_local(store):
+        raise UserError(f"the store {store} (from {source}) is not a folder, and only a "
+                        "local store's newest run is found without --run; pass --run "
+                        "STORE/runs/<id>/<attempt>/ (the comment prints it)")
     root = open_store(store, read_only=True).root
     runs = sorted(root.glob("runs/*/*"), key=lambda p: p.stat().st_mtime)
     if not runs:

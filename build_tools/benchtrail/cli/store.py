@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import DEFAULT_STORE, EXIT_OK, deadline_seconds, require_store, run_id, store_attempt
+from benchtrail.cli.options import DEFAULT_STORE, deadline_seconds, require_store, run_id, store_attempt
+from benchtrail.errors import EXIT_OK
 
 #: Help of ``--store`` (upload and fetch name the remote kind first).
 RUN_STORE_HELP = ("store: gs://BUCKET[/PREFIX], file://PATH or a folder (default: $BENCHTRAIL_STORE, else "
@@ -22,48 +23,56 @@ RUN_STORE_HELP = ("store: gs://BUCKET[/PREFIX], file://PATH or a folder (default
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help=RUN_STORE_HELP)
     p.add_argument("--run-id", type=run_id, required=True, help="run id (GITHUB_RUN_ID in Actions)")
-    p.add_argument("--attempt", type=store_attempt, required=True, help="attempt number (GITHUB_RUN_ATTEMPT in Actions)")
+    p.add_argument("--attempt", type=store_attempt, required=True,
+                   help="attempt number (GITHUB_RUN_ATTEMPT in Actions)")
     p.add_argument("--pattern", action="append", dest="patterns", metavar="GLOB",
-                   help="only files matching GLOB, relative to the run directory (repeatable; '*' stays in one "
-                        "folder, '**' spans folders; e.g. 'results/*.json', 'modules/<name>/**'; default: all)")
+                   help="only files matching GLOB, relative to the run directory "
+                        "(repeatable; '*' stays in one folder, '**' spans folders; e.g. 'results/*.json', "
+                        "'modules/<name>/**'; default: all)")
     p.add_argument("--deadline", type=deadline_seconds, default=600.0, metavar="SECONDS",
                    help="give up retrying transient GCS errors after this long (default 600; "
                         "BENCHTRAIL_STORE_DEADLINE_S, when set, caps it)")
 
 
-def add_upload_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_upload_parser(subparsers: Any) -> None:
     """Declare ``benchtrail upload`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_upload``."""
-    p = subparsers.add_parser("upload", help="upload a run directory into a store (create-only, never overwrites)")
-    p.add_argument("--run-dir", type=Path, required=True, help="local folder whose files become the run's files")
+    p = subparsers.add_parser("upload")
+    p.add_argument("--run-dir", type=Path, required=True,
+                   help="local folder whose files become the run's files")
     _run_arguments(p)
     p.add_argument("--write-pointer", action="store_true",
                    help="after the upload, write the commit pointer that makes this run a baseline candidate "
                         "(commit, devices and torch version from the run's results files)")
     p.set_defaults(func=cmd_upload)
-    return p
 
 
-def add_fetch_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_fetch_parser(subparsers: Any) -> None:
     """Declare ``benchtrail fetch`` on ``subparsers``; it calls ``cmd_fetch``."""
-    p = subparsers.add_parser("fetch", help="download a run's files (or some of them) from a store")
+    p = subparsers.add_parser("fetch")
     _run_arguments(p)
     p.add_argument("--dest", type=Path, required=True, help="local folder that receives the run's files")
     p.set_defaults(func=cmd_fetch)
-    return p
+
+
+def _opened(args: argparse.Namespace, command: str) -> tuple[Any, tuple[str, ...]]:
+    """The store of ``upload`` or ``fetch``, opened, and the ``--pattern`` globs (default: every file)."""
+    from benchtrail.store import ALL_FILES, open_store
+
+    return open_store(require_store(args.store, f"benchtrail {command}")), tuple(args.patterns or ALL_FILES)
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
     """``benchtrail upload``: prints the count and the run's total, then the run's store URL. Exit 0, or
     UserError."""
-    from benchtrail.store import ALL_FILES, open_store
     from benchtrail.store.pointer import check_own_pointer, pointer_info
 
-    store = open_store(require_store(args.store, "benchtrail upload"))
-    patterns = tuple(args.patterns or ALL_FILES)
+    store, patterns = _opened(args, "upload")
     info = pointer_info(args.run_dir) if args.write_pointer else None  # bad results fail before the upload
-    count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline, patterns=patterns)
+    count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline,
+                             patterns=patterns)
     total = len(store.run_files(args.run_id, args.attempt, deadline_s=args.deadline))
-    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds {total}")
+    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds "
+          f"{total}")
     if info is not None:
         commit = info.pop("commit")
         url = store.write_pointer(commit, args.run_id, args.attempt, info)
@@ -75,15 +84,14 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
-    from benchtrail.store import ALL_FILES, open_store
     from benchtrail.store.pointer import names_run
 
-    store = open_store(require_store(args.store, "benchtrail fetch"))
-    patterns = tuple(args.patterns or ALL_FILES)
+    store, patterns = _opened(args, "fetch")
     dest = store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline)
     if not names_run(store, dest, args.run_id, args.attempt):
-        print(f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no commit pointer names it (its "
-              "writer was interrupted or failed before it stored it in full); it is never read as a baseline",
+        print(f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no "
+              "commit pointer names it (its writer was interrupted or failed before it stored it in full); "
+              "it is never read as a baseline",
               file=sys.stderr)
     print(dest)
     return EXIT_OK

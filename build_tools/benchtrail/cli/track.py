@@ -7,39 +7,41 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import STORE_HELP, add_trust_arguments, from_env, repo_name, require_store, whole_number
-from benchtrail.errors import UserError
-from benchtrail.github.post import DEFAULT_API_URL, NO_TOKEN
+from benchtrail.cli.options import (STORE_HELP, add_trust_arguments, from_env, github_token, or_env,
+                                    repo_name, require_store, whole_number)
+from benchtrail.github.post import DEFAULT_API_URL
 from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_table, report_to_dict, track
 
 
 def add_track_parsers(subparsers: Any) -> None:
     """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
-    p = subparsers.add_parser("track", help="change points over the first-parent history; file regressions as issues")
+    p = subparsers.add_parser("track")
     p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--repo", type=Path, default=Path("."), help="git repository whose history is walked (default .)")
+    p.add_argument("--repo", type=Path, default=Path("."),
+                   help="git repository whose history is walked (default .)")
     p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
     p.add_argument("--max-commits", type=whole_number(1), default=100, metavar="N",
                    help="walk at most N first-parent commits back from --ref (default 100)")
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
     p.add_argument("--new-within", type=whole_number(1), default=DEFAULT_NEW_WITHIN, metavar="N",
-                   help=f"a change is new when its head is among the series' last N points (default {DEFAULT_NEW_WITHIN})")
+                   help=f"a change is new when its head is among the series' last N points "
+                        f"(default {DEFAULT_NEW_WITHIN})")
     p.add_argument("--report", type=Path, help="write the JSON report here (never overwritten)")
     p.add_argument("--post", action="store_true", help="open or update one GitHub issue per new regression")
     p.add_argument("--repo-name", type=repo_name, metavar="OWNER/NAME",
                    help="with --post: the GitHub repository (default: $GITHUB_REPOSITORY)")
-    p.add_argument("--api-url", help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
+    p.add_argument("--api-url",
+                   help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
     add_trust_arguments(p)
     p.set_defaults(func=cmd_track)
 
-    p = subparsers.add_parser("bisect-range", help="the first-parent commits after build A up to build B")
+    p = subparsers.add_parser("bisect-range")
     p.add_argument("a", metavar="A", help="the last good build: a commit, branch or tag")
     p.add_argument("b", metavar="B", help="the first bad build (a descendant of A)")
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default .)")
@@ -47,12 +49,11 @@ def add_track_parsers(subparsers: Any) -> None:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    """``benchtrail track``: print the change points, post issues with ``--post``, write ``--report``. Exit 0."""
-    from benchtrail.github.track_issues import post_issues
-    from benchtrail.history.collect import collect_history
-    from benchtrail.store import open_store
+    """``benchtrail track``: print the change points, post issues with ``--post``, write ``--report``. Exit
+    0."""
+    from benchtrail.cli.history import collect
     from benchtrail.compare.rules import load_thresholds
-    from benchtrail.github.trust import trust_from_options
+    from benchtrail.github.track_issues import post_issues
 
     store = require_store(args.store, "benchtrail track")
     if args.report:
@@ -60,21 +61,15 @@ def cmd_track(args: argparse.Namespace) -> int:
     token = repository = None
     if args.post:
         repository = from_env(args.repo_name, "--repo-name", "GITHUB_REPOSITORY", repo_name)
-        token = os.environ.get("GITHUB_TOKEN", "").strip()
-        if not token:  # never a flag: a token on the command line shows in process lists and logs
-            raise UserError(NO_TOKEN.replace("issue comments", "issues"))
+        token = github_token("issues")
     thresholds = load_thresholds(args.thresholds)
-    trust = trust_from_options(args.trust, store, args.trusted_workflow, repository)
-    history = collect_history(open_store(store, read_only=True), args.repo, args.ref, args.max_commits,
-                              trust=trust)
-    for line in history.skipped:
-        print(f"benchtrail: warning: run not used: {line}", file=sys.stderr)
+    _, history = collect(args, store, repository)
     report = track(history, thresholds, new_within=args.new_within)
     print(format_table(report), end="")
     actions = []
     if args.post:
-        api_url = args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
-        for action in post_issues(report, repo=repository, token=token, base_url=api_url):
+        for action in post_issues(report, repo=repository, token=token,
+                                  base_url=or_env(args.api_url, "GITHUB_API_URL", DEFAULT_API_URL)):
             print(action.message)
             actions.append(asdict(action))
     if args.report:

@@ -24,15 +24,14 @@ from typing import Any
 from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer
 from benchtrail.git import first_parents, merge_base, resolve_commit as _resolve, symbolic_ref
 from benchtrail.errors import StoreError, UserError
-from benchtrail.results.schema import ResultsFile
+from benchtrail.results.schema import SCHEMA_VERSION, ResultsFile
 from benchtrail.store import Store
-from benchtrail.store.base import check_relative_name
 from benchtrail.compare.trust import StoredRuns, Trust, TrustAll
 
 MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
-ORIGIN_HINT = ("a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take it "
-               "(the same device name may name another machine)")
+ORIGIN_HINT = ("a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take "
+               "it (the same device name may name another machine)")
 #: What a baseline run is fetched for when its pointer (version 1) does not list its results files.
 RESULTS_PATTERNS = ("results/*.json",)
 
@@ -47,12 +46,12 @@ class Baseline:
     run_id: str
     attempt: int
     run_dir: Path
-    devices: tuple[str, ...] = ()
-    results: tuple[str, ...] = ()
+    devices: tuple[str, ...]
+    results: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"commit": self.commit, "reason": self.reason, "run_id": self.run_id, "attempt": self.attempt,
-                "run_dir": str(self.run_dir)}
+        """comparison.json's ``baseline.devices`` entry of this run: commit, reason, run_id, attempt."""
+        return {k: getattr(self, k) for k in ("commit", "reason", "run_id", "attempt")}
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,8 @@ class BaselineSet:
         """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
         run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
         trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
-        not be used, else ``no trusted baseline run: ...``) or a run under another key was found, else None."""
+        not be used, else ``no trusted baseline run: ...``) or a run under another key was found, else
+        None."""
         extra = {"lacking": dict(sorted(self.lacking.items())),
                  "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
         if not self.runs:
@@ -97,10 +97,11 @@ class BaselineSet:
                 other = any(OTHER_KEY in why for why in self.lacking.values())
                 return {"reason": "no stored run under this run's baseline key", **extra} if other else None
             unusable = any(i.reason.startswith(UNUSABLE) for i in self.ignored)
-            return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} stored "
-                              "run(s) ignored", **extra}
-        devices = {d: {k: v for k, v in b.to_dict().items() if k != "run_dir"} for b in self.runs for d in b.devices}
-        return {**self.primary.to_dict(), "devices": dict(sorted(devices.items())), **extra}
+            return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} "
+                              "stored run(s) ignored", **extra}
+        devices = {d: b.to_dict() for b in self.runs for d in b.devices}
+        return {**self.primary.to_dict(), "run_dir": str(self.primary.run_dir),
+                "devices": dict(sorted(devices.items())), **extra}
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
@@ -110,17 +111,13 @@ def resolve_commit(repo: Path, ref: str) -> str:
 
 def default_branch(repo: Path) -> str | None:
     """``origin/HEAD``'s target, else the first of origin/main, main, origin/master, master that exists."""
-    ref = symbolic_ref(repo, "refs/remotes/origin/HEAD")
-    if ref:
-        return ref
-    for name in ("origin/main", "main", "origin/master", "master"):
-        if _resolve(repo, name):
-            return name
-    return None
+    return symbolic_ref(repo, "refs/remotes/origin/HEAD") or next(
+        (name for name in ("origin/main", "main", "origin/master", "master") if _resolve(repo, name)), None)
 
 
 def branch_ref(repo: Path, branch: str) -> str:
-    """The ref of branch ``branch`` in ``repo``: ``origin/<branch>`` when it exists (a CI checkout), else ``branch``.
+    """The ref of branch ``branch`` in ``repo``: ``origin/<branch>`` when it exists (a CI checkout), else
+    ``branch``.
 
     Raises:
         UserError: neither exists.
@@ -145,10 +142,10 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
     if base is None:
         base, reason = head, "HEAD (no default branch)"
     shas = first_parents(repo, base, MAX_ANCESTORS + 1) or [base]
-    return [(sha, reason if i == 0 else f"{reason}~{i}") for i, sha in enumerate(shas)]
+    return [(sha, f"{reason}~{i}" if i else reason) for i, sha in enumerate(shas)]
 
 
-def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]], any_origin: bool = False) -> list[str]:
+def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]], any_origin: bool) -> list[str]:
     """The wanted devices whose keys the pointer's run matches: every head key matches one of the run's
     keys for the device and every one of the run's keys matches a head key (a run that measured part of
     a device's shards on another GPU model serves no head of that device). ``any_origin``: CI and local
@@ -177,53 +174,54 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
         candidates = [(resolve_commit(repo, explicit), "given by --base-commit")]
     else:
         candidates = candidate_commits(repo, head, base_branch) + [(head, "earlier run of this commit")]
-    wanted = {d: set(k) for d, k in head_keys.items()}
-    runs: list[Baseline] = []
+    wanted = dict(head_keys)
+    runs = []
     ignored: dict[tuple[str, int], Ignored] = {}
-    seen: set[str] = set()
-    other_origin: set[str] = set()  # devices a run of the other origin would have served
-    other_key: dict[str, tuple[str, str]] = {}  # device -> (commit, difference) of a run under another key
+    seen = set()
+    other_origin = set()  # devices a run of the other origin would have served
+    other_key: dict[str, str] = {}  # device -> what its lacking reason adds about a run under another key
     for sha, reason in candidates:
         if not wanted or sha in seen:
             continue
         seen.add(sha)
 
         def candidate(p: dict[str, Any], sha: str = sha) -> bool:
-            run = (str(p.get("run_id")), p.get("attempt"))
-            serves, close = _serves(p, wanted, any_origin), set(_serves(p, wanted, True))
-            if not any_origin and run != exclude:
-                other_origin.update(close - set(serves))
-            keys = keys_of_pointer(p) if run != exclude else {}
-            for d in (wanted.keys() & keys.keys()) - close:  # measured under another key
-                other_key.setdefault(d, (sha, str(difference(keys[d], wanted[d], any_origin=any_origin))))
-            return bool(serves) and run != exclude and run not in ignored
+            run = p["run_id"], p["attempt"]
+            if run == exclude:
+                return False
+            keys, serves = keys_of_pointer(p), _serves(p, wanted, any_origin)
+            for d in (wanted.keys() & keys.keys()) - set(serves):
+                if difference(keys[d], wanted[d], any_origin=True) is None:
+                    other_origin.add(d)
+                else:  # measured under another key
+                    other_key.setdefault(d, f"; stored runs of {sha[:12]} {OTHER_KEY}: "
+                                            f"{difference(keys[d], wanted[d], any_origin=any_origin)}")
+            return bool(serves) and run not in ignored
 
         stored = StoredRuns(store, sha, trust, branches, candidate)  # the store's reader checked the fields
         for message in stored.unreadable:
-            ignored.setdefault(("", len(ignored)), Ignored(sha, "", 0, message))
+            ignored["", len(ignored)] = Ignored(sha, "", 0, message)
         for p, why in stored:  # newest first
-            run = (str(p.get("run_id")), p.get("attempt"))
+            run_id, attempt = run = p["run_id"], p["attempt"]
             if why:
-                ignored[run] = Ignored(sha, run[0], run[1], why)
+                ignored[run] = Ignored(sha, run_id, attempt, why)
                 continue
             serves = _serves(p, wanted, any_origin)
-            listed = p.get("results")
-            results = tuple(listed) if isinstance(listed, list) and listed else ()
-            runs.append(Baseline(sha, reason, run[0], int(run[1]), store.run_dir(run[0], int(run[1])),
-                                 tuple(serves), results))
+            runs.append(Baseline(sha, reason, run_id, attempt, store.run_dir(run_id, attempt), tuple(serves),
+                                 tuple(p.get("results", ()))))
             for d in serves:
                 del wanted[d]
     if explicit and not runs:
         raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
-                        f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices {sorted(head_keys)} "
-                        "with their baseline keys (device, GPU model, torch version, method version, origin)"
+                        f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices "
+                        f"{sorted(head_keys)} with their baseline keys (device, GPU model, torch version, "
+                        "method version, origin)"
                         + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
-    depth = "the given commit" if explicit else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
-    hints = {d: f"; stored runs of {c[:12]} {OTHER_KEY}: {why}"
-             for d, (c, why) in other_key.items()}
+    depth = ("the given commit" if explicit else
+             f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD")
     lacking = {d: f"no {'trusted ' if ignored else ''}stored run with this device's baseline key "
                   f"({', '.join(k.describe() for k in sorted(keys, key=str))}) at {depth}"
-                  + (f"; {ORIGIN_HINT}" if d in other_origin else hints.get(d, ""))
+                  + (f"; {ORIGIN_HINT}" if d in other_origin else other_key.get(d, ""))
                for d, keys in wanted.items()}
     runs.sort(key=lambda b: -len(b.devices))
     return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
@@ -244,23 +242,21 @@ def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile]
     Raises:
         StoreError: the store cannot be read (the caller decides: ``compare --store`` warns and goes on).
     """
-    files: list[ResultsFile] = []
+    files = []
     fetched, lacking, ignored = [], dict(found.lacking), list(found.ignored)
     seen: dict[str, str] = {}  # series id -> the run holding it, over every run
     for b in found.runs:
         run = f"{b.run_id}/{b.attempt}"
-        try:
-            for name in b.results:
-                check_relative_name(name, f"commit pointer of run {run}: results")
+        try:  # the store's reader checked the names of b.results
             folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
             loaded, problem = _load_run(folder, b, seen)
-        except UserError as exc:  # a bad pointer, or a run the store holds no files of
-            if isinstance(exc, StoreError):
-                raise
+        except StoreError:
+            raise
+        except UserError as exc:  # a run the store holds no files of
             loaded, problem = [], f"{UNREADABLE}: run {run}: {exc}"
-        if problem is not None:
+        if problem:
             ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"{UNUSABLE}: {problem}"))
-            lacking.update({d: problem for d in b.devices})
+            lacking.update(dict.fromkeys(b.devices, problem))
             continue
         files.extend(loaded)
         seen.update({r.id: run for f in loaded for r in f.benchmarks})
@@ -292,21 +288,19 @@ def results_problem(path: Path, where: str) -> str | None:
     ``baseline incompatible: schema N (...)`` for a ``schema_version`` newer than this benchtrail reads,
     ``baseline unreadable: ...`` for a file that cannot be read, is not UTF-8, not JSON (truncated?) or
     too deeply nested. Other problems (no ``schema_version``, a bad field) are the loader's to name."""
-    from benchtrail.results.schema import SCHEMA_VERSION
-
     try:
-        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+        obj = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         return f"{UNREADABLE}: {where} cannot be read: {exc.strerror or exc}"
     except UnicodeDecodeError as exc:
         return f"{UNREADABLE}: {where} is not UTF-8 text (byte {exc.start})"
     except json.JSONDecodeError as exc:
-        return (f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "
-                f"{exc.lineno} column {exc.colno}")
+        return (f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): "
+                f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}")
     except (ValueError, RecursionError) as exc:
         return f"{UNREADABLE}: {where} is not JSON benchtrail can read ({type(exc).__name__})"
     version = obj.get("schema_version") if isinstance(obj, dict) else None
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+    if type(version) is int and version > SCHEMA_VERSION:  # not a bool
         return (f"{INCOMPATIBLE}: schema {version} ({where}; this benchtrail reads results schemas "
                 f"1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)")
     return None
@@ -326,26 +320,27 @@ def _load_run(folder: Path, b: Baseline, seen: dict[str, str]) -> tuple[list[Res
         paths = sorted(inner.glob("*.json"))
         if not paths:
             return [], f"{UNREADABLE}: run {run} has no results files (results/*.json)"
-    kept: list[ResultsFile] = []
-    holder: dict[str, str] = {}
+    kept = []
+    holder = {}  # series id -> the results file holding it
     for path in paths:
         name = path.relative_to(folder).as_posix()
         problem = results_problem(path, f"run {run}: results file {name}")
-        if problem is not None:
+        if problem:
             return [], problem
         try:
-            f = load_results(path, bad_values="keep")  # bad samples: not-comparable rows (benchtrail.compare.verdicts)
+            f = load_results(path, keep_bad=True)  # bad samples: not-comparable rows (compare.verdicts)
         except UserError as exc:
             return [], f"{UNREADABLE}: run {run}: {exc}"
         records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
         gpu = f.environment.get("gpu_name")
         if records and gpu is not None and not isinstance(gpu, str):
-            return [], (f"{UNREADABLE}: run {run}: results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; "
-                        "allowed: a string or null")
+            return [], (f"{UNREADABLE}: run {run}: results file {name}: field environment.gpu_name is "
+                        f"{repr(gpu)[:100]}; allowed: a string or null")
         for r in records:
             other = holder.get(r.id) or seen.get(r.id)
             if other:
-                where = f"results files {other} and {name}" if r.id in holder else f"run {other} and run {run}"
+                where = (f"results files {other} and {name}" if r.id in holder else
+                         f"run {other} and run {run}")
                 return [], f"{UNREADABLE}: run {run}: series {r.name!r} ({r.id}) is in {where}"
             holder[r.id] = name
         if records:

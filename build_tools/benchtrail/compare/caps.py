@@ -47,6 +47,12 @@ def fits(size: tuple[int, int], limits: tuple[int, int]) -> bool:
     return size[0] <= limits[0] and size[1] <= limits[1]
 
 
+def _grown(size: tuple[int, int], line: str) -> tuple[int, int]:
+    """``size`` (code points, bytes) of a body with ``line`` added."""
+    chars, n = body_size([line])
+    return size[0] + chars, size[1] + n
+
+
 def left_out_line(left_out: int, total: int) -> str:
     """The line a cut comment.md ends with: how many of the comparison's rows none of its tables shows, and
     where every row is."""
@@ -76,16 +82,14 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
     for b in blocks:
         reserve += [*b.before, *b.after, *(["", _table_cut_line(len(b.rows), 1)] if b.rows else [])]
     used = body_size(reserve)
-    room_chars, room_bytes = limits[0] - used[0], limits[1] - used[1]
-    if room_chars < 0 or room_bytes < 0:
+    if not fits(used, limits):
         return _cut_text(top, footer, total, limits)
     kept = dict.fromkeys((b.title for b in blocks), 0)
     for b in sorted(blocks, key=lambda b: b.priority):
         for line in b.rows:
-            chars, size = body_size([line])
-            if chars > room_chars or size > room_bytes:
+            if not fits(_grown(used, line), limits):
                 break
-            room_chars, room_bytes, kept[b.title] = room_chars - chars, room_bytes - size, kept[b.title] + 1
+            used, kept[b.title] = _grown(used, line), kept[b.title] + 1
         if kept[b.title] < len(b.rows):
             break  # the rows of less important sections go before any more of this one's
     lines = list(top)
@@ -109,9 +113,8 @@ def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, 
                             f"{limits[0]} characters and {limits[1]} bytes")
     lines, used = [], body_size(tail)
     for line in top:
-        chars, size = body_size([line])
-        if not fits((used[0] + chars, used[1] + size), limits):
+        if not fits(_grown(used, line), limits):
             break
         lines.append(line)
-        used = (used[0] + chars, used[1] + size)
+        used = _grown(used, line)
     return lines + tail

@@ -16,13 +16,14 @@ from typing import Any
 
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
-from benchtrail.compare.document import INCONCLUSIVE, Comparison
-from benchtrail.compare.tables import (PAIRED_VERDICTS, Notes, compilation_table, display_name, estimate, plain,
-                                      series_table)
+from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row
+from benchtrail.compare.tables import (PAIRED_VERDICTS, Notes, compilation_table, counted, display_name,
+                                      estimate, plain, series_table)
 from benchtrail.compare.why import render_why
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
 from benchtrail.errors import UserError
+from benchtrail.store import browser_link, fetch_command, remote, split_run_url
 
 #: Version history of comment.json:
 #:   1 — first version.
@@ -33,37 +34,33 @@ MAX_NOTE_CHARS = 1_000
 MARKER_PREFIX = "<!-- benchtrail:comment"
 
 
-def marker(head: dict[str, Any] | None) -> str:
+def marker(head: dict[str, Any]) -> str:
     """The hidden marker a poster uses to find and edit our earlier comment."""
-    run = (head or {}).get("run") or {}
+    run = head.get("run") or {}
     return f"{MARKER_PREFIX} run={run.get('run_id', 'local')} attempt={run.get('attempt', 1)} -->"
 
 
-def verdict_line(comparison: dict[str, Any]) -> str:
+def verdict_line(comparison: Comparison) -> str:
     """One line: counts of regressions, improvements, inconclusive, similar…, and new graph breaks."""
-    c = comparison["counts"]
-    parts = []
-    for key, word in (("regressed", "regression"), ("improved", "improvement"), ("inconclusive", "inconclusive"),
-                      ("similar", "similar"),
-                      ("failed", "failed"), ("not-comparable", "not comparable"), ("new", "new"),
-                      ("removed", "removed"), ("noisy", "noisy"), ("insufficient-samples", "insufficient samples")):
-        n = c.get(key, 0)
-        if n or key in ("regressed", "improved"):
-            plural = "s" if n != 1 and word in ("regression", "improvement") else ""
-            marks = [f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
-                     if key == "regressed" and c.get(m)]
-            parts.append(f"{n} {word}{plural}" + (f" ({', '.join(marks)})" if marks else ""))
-    breaks = sum(max(0, (r["head_median"] or 0) - (r["base_median"] or 0)) for r in comparison["rows"]
-                 if r["metric"] == "graph_breaks" and r["base_median"] is not None)
+    c = comparison.counts
+    parts = [counted(c.get("regressed", 0), "regression"), counted(c.get("improved", 0), "improvement")]
+    marks = ", ".join(f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
+                      if c.get(m))
+    if marks:
+        parts[0] += f" ({marks})"
+    parts += [f"{c[k]} {k.replace('-', ' ')}" for k in ("inconclusive", "similar", "failed", "not-comparable",
+                                                        "new", "removed", "noisy", "insufficient-samples")
+              if c.get(k)]
+    breaks = sum(max(0, (r.head_median or 0) - r.base_median) for r in comparison.rows
+                 if r.metric == "graph_breaks" and r.base_median is not None)
     line = "### benchtrail: " + ", ".join(parts)
     if breaks:
         line += f" · {breaks:.0f} new graph break{'s' if breaks != 1 else ''}"
     return line
 
 
-def _context_line(comparison: dict[str, Any]) -> str:
-    head, base, baseline = comparison["head"] or {}, comparison["base"], comparison.get("baseline") or {}
-    run = head.get("run", {})
+def _context_line(comparison: Comparison) -> str:
+    head, baseline = comparison.head, comparison.baseline
     text = f"`{head.get('commit', '?')[:7]}`{' (dirty)' if head.get('dirty') else ''}"
     per_device = baseline.get("devices") or {}
     if len({b["commit"] for b in per_device.values()}) > 1:
@@ -72,33 +69,35 @@ def _context_line(comparison: dict[str, Any]) -> str:
             runs.setdefault((b["commit"], b["reason"]), []).append(device)
         text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(plain, ds))}"
                                              for (c, r), ds in runs.items())
-    elif base:
-        commit = baseline.get("commit") or base["commit"]
+    elif comparison.base:
+        commit = baseline.get("commit") or comparison.base["commit"]
         text += f" vs baseline `{commit[:7]}` ({baseline.get('reason', 'given')})"
     elif baseline.get("store_error"):
         text += f" · no baseline: {plain(baseline['reason'][:500])}; every series is new"
-    elif baseline.get("ignored") and str(baseline.get("reason")).startswith("no usable"):  # benchtrail.compare.baseline
-        text += " · no usable baseline: its stored results cannot be read (below), so nothing is compared"
     elif baseline.get("ignored"):
-        text += " · no trusted baseline: every series is new"
+        text += (" · no usable baseline: its stored results cannot be read (below), so nothing is compared"
+                 if str(baseline.get("reason")).startswith("no usable")  # benchtrail.compare.baseline
+                 else " · no trusted baseline: every series is new")
     else:
-        other = sorted((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w)
-        hint = "stored runs of " + other[0][1].partition("; stored runs of ")[2] if other else ""
-        why = f" ({plain(other[0][0])}: {plain(hint[:300])})" if other else ""
+        other = min(((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w),
+                    default=None)
+        hint = "stored runs of " + other[1].partition("; stored runs of ")[2] if other else ""
+        why = f" ({plain(other[0])}: {plain(hint[:300])})" if other else ""
         text += f" · no baseline found: every series is new{why}"
-    if run.get("presets"):
-        text += f" · presets {', '.join(run['presets'])}"
+    presets = head.get("run", {}).get("presets")
+    if presets:
+        text += f" · presets {', '.join(presets)}"
     text += f" · devices {', '.join(map(plain, head.get('devices', [])))}, torch {plain(head.get('torch_version'))}"
     return text
 
 
-def missing_shards_line(comparison: dict[str, Any]) -> str | None:
+def missing_shards_line(comparison: Comparison) -> str | None:
     """``⚠ Shards that did not report: laptop shard 1, …`` from comparison.json's ``missing_shards``
     (version 5); None when every shard reported or the head has no export."""
-    missing = comparison.get("missing_shards") or []
-    if not missing:
+    if not comparison.missing_shards:
         return None
-    names = ", ".join(f"{plain(m['device_name'])} shard {m['shard_index']}" for m in missing)
+    names = ", ".join(f"{plain(m['device_name'])} shard {m['shard_index']}"
+                      for m in comparison.missing_shards)
     return (f"⚠ Shards that did not report: {names}. Their run configs are listed as failed "
             "(the job failed, timed out or was cancelled).")
 
@@ -116,42 +115,26 @@ def check_figure(check: dict[str, str]) -> str:
     value = _PID.sub(lambda m: f" ({m[1]})" if m[1] else "", check["value"]).strip()
     limit = re.match(r"(at most|at least|none above) (-?\d+(?:\.\d+)?\s*%?)", expected)
     if limit:
-        unit = "%" if limit[2].endswith("%") else ""
-        figures = [f"{n}{u}" for n, u in _NUMBER.findall(value) if u == unit]
-        op = "<" if limit[1] == "at least" else ">"
+        bound, op = limit[2].replace(" ", ""), "<" if limit[1] == "at least" else ">"
+        figures = [n + u for n, u in _NUMBER.findall(value) if u == ("%" if bound.endswith("%") else "")]
         if figures and limit[1] != "none above":
-            return plain(f"{name} {figures[0]} {op} {limit[2].replace(' ', '')}")
-        return plain(f"{name}: {value} ({op} {limit[2].replace(' ', '')})")
+            return plain(f"{name} {figures[0]} {op} {bound}")
+        return plain(f"{name}: {value} ({op} {bound})")
     return plain(f"{name} is {value} (expected {expected})")
 
 
-def runner_checks_line(comparison: dict[str, Any]) -> str | None:
+def runner_checks_line(comparison: Comparison) -> str | None:
     """``⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); load
     average 3.20 > 1; …`` from comparison.json's ``head.runner_checks`` (``benchtrail doctor``,
     docs/runners.md; each check as :func:`check_figure` says it); None when every check passed or none
     was recorded."""
-    devices = (comparison.get("head") or {}).get("runner_checks") or []
+    devices = comparison.head.get("runner_checks") or []
     parts = [f"on {plain(d['device'])}: " + "; ".join(map(check_figure, d["failed"]))
              for d in devices if d.get("failed")]
     if not parts:
         return None
     return ("⚠ runner checks failed " + " · ".join(parts)
             + ". These results may be disturbed: see `benchtrail doctor` in docs/runners.md.")
-
-
-def dashboard_link(run_url: str, dashboard: str) -> str:
-    """Where a browser opens the run's dashboard: ``https://storage.cloud.google.com/BUCKET/PATH`` for a
-    gs:// run (Cloud Storage's authenticated browser download), else the file's path."""
-    url = run_url.rstrip("/") + "/" + dashboard
-    if url.startswith("gs://"):
-        return "https://storage.cloud.google.com/" + url.removeprefix("gs://")
-    return url
-
-
-def actions_artifacts_line(artifacts_url: str) -> str:
-    """``Actions artifacts of this run: https://github.com/O/R/actions/runs/123#artifacts``: where readers
-    without bucket access download the run (its page's artifacts section, unless the URL names a fragment)."""
-    return f"Actions artifacts of this run: {artifacts_url if '#' in artifacts_url else artifacts_url + '#artifacts'}"
 
 
 def note_line(note: str) -> str:
@@ -161,7 +144,6 @@ def note_line(note: str) -> str:
     return plain(text[:MAX_NOTE_CHARS]) + ("…" if len(text) > MAX_NOTE_CHARS else "")
 
 
-_RUN_URL = re.compile(r"^gs://[^/]+/(.+/)?runs/[^/]+/[0-9]+/?$")
 _LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
 
 
@@ -177,19 +159,18 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
             (or ``http://``) URL without spaces or quotes; an empty ``--note``.
     """
     if run_url is not None:
-        if not run_url.strip() or _LINK_UNSAFE.search(run_url):
+        if not run_url or _LINK_UNSAFE.search(run_url):  # spaces: _LINK_UNSAFE
             raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a folder "
                             "path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
-        if "://" in run_url and not _RUN_URL.match(run_url):
+        if "://" in run_url and not (remote(run_url) and split_run_url(run_url)):
             raise UserError(f"--run-url {run_url!r}: a store URL must be gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
                             "(e.g. gs://bucket/runs/123/1/); for a local run give its folder path")
     if dashboard is not None:
         if run_url is None:
             raise UserError(f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
                             "(the run's gs:// URL or folder)")
-        parts = dashboard.split("/")
-        if (not dashboard.strip() or _LINK_UNSAFE.search(dashboard) or dashboard.startswith("/")
-                or any(p in ("", ".", "..") for p in parts) or "://" in dashboard):
+        # an empty part: empty, a leading '/', '//' or '://'; spaces: _LINK_UNSAFE
+        if _LINK_UNSAFE.search(dashboard) or any(p in ("", ".", "..") for p in dashboard.split("/")):
             raise UserError(f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
                             "dashboard/index.html (no '..', no leading '/', no spaces or quotes)")
     if artifacts_url is not None:
@@ -201,19 +182,19 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
             raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
 
 
-def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | None = None) -> list[str]:
+def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None = None) -> list[str]:
     """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (the largest
     confirmed regression, else the largest regression, or the first row) by its name, shell-quoted, in a code
     span that holds any backticks of the name."""
-    fetch = f"gcloud storage cp -r {run_url} ." if run_url.startswith("gs://") else f"ls {run_url}"
-    ranked = sorted(rows, key=lambda r: (r["verdict"] != "regressed", r.get("mark") != "confirmed",
-                                         -(r.get("change") or 0)))
-    link = dashboard_link(run_url, dashboard) if dashboard else ""
-    shown = link if link.startswith("https://") else f"`{link}`"  # a local path in code: nothing links or mangles it
-    lines = [f"Dashboard (history by commit): {shown}"] if dashboard else []
-    lines.append(f"Artifacts: `{fetch}`")
-    if ranked:
-        command = f"benchtrail explain {shlex.quote(ranked[0]['name'])} --run {run_url}"
+    lines = []
+    if dashboard:
+        link = browser_link(f"{run_url.rstrip('/')}/{dashboard}")
+        # a local path in code: nothing links or mangles it
+        lines.append(f"Dashboard (history by commit): {link if link.startswith('https://') else f'`{link}`'}")
+    lines.append(f"Artifacts: `{fetch_command(run_url)}`")
+    if rows:
+        worst = min(rows, key=lambda r: (r.verdict != "regressed", r.mark != "confirmed", -(r.change or 0)))
+        command = f"benchtrail explain {shlex.quote(worst.name)} --run {run_url}"
         lines.append(f"Reproduce: {code_span(command)}")
     return lines
 
@@ -222,30 +203,30 @@ def artifact_lines(run_url: str, rows: list[dict[str, Any]], dashboard: str | No
 NOT_REACHED_NAMED = 5
 
 
-def _recheck_outcome(row: dict[str, Any]) -> str:
+def _recheck_outcome(row: Row) -> str:
     """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (the paired run was not used) of a re-checked row."""
-    ab = row["ab"]  # decided: it has the stored figures (version 8), or a paired verdict used (before)
-    if row.get("stored") is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
+    ab = row.ab  # decided: it has the stored figures (version 8), or a paired verdict used (before)
+    if row.stored is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
         return "kept"
-    if row["verdict"] in ("regressed", "improved"):
+    if row.verdict in ("regressed", "improved"):
         return "confirmed"
-    return "inconclusive" if row["verdict"] in INCONCLUSIVE else "cleared"
+    return "inconclusive" if row.verdict in INCONCLUSIVE else "cleared"
 
 
-def recheck_line(rows: list[dict[str, Any]], one_device: bool = False) -> str | None:
+def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
     """What the paired A/B re-check decided, when it ran: suspected changes confirmed, cleared, left
     inconclusive (its budget ran out first) and not re-checked (a failed arm, an arm far from its stored run),
     and the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
     ``NOT_REACHED_NAMED`` named, without their device suffix when ``one_device``). None when no row was
     re-checked."""
-    missed = [r for r in rows if r.get("recheck") == "not-reached"]
-    checked = [r for r in rows if r.get("ab") and r.get("recheck") != "not-reached"]
+    missed = [r for r in rows if r.recheck == "not-reached"]
+    checked = [r for r in rows if r.ab and r.recheck != "not-reached"]
     if not checked and not missed:
         return None
     line = "Paired A/B re-check"
     if checked:
         counts = Counter(_recheck_outcome(r) for r in checked)
-        line += (f" of {len(checked)} suspected change{'s' if len(checked) != 1 else ''} against the baseline "
+        line += (f" of {counted(len(checked), 'suspected change')} against the baseline "
                  f"commit on this runner: {counts['confirmed']} confirmed, {counts['cleared']} cleared")
         if counts["inconclusive"]:
             line += f", {counts['inconclusive']} inconclusive within the time budget"
@@ -262,15 +243,14 @@ def recheck_line(rows: list[dict[str, Any]], one_device: bool = False) -> str | 
     return line
 
 
-def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
+def _baseline_gaps(comparison: Comparison) -> str | None:
     """What a partial baseline lacks: head devices it has no results for (and why, from
     ``baseline.lacking``, comparison version 6), and the count of new series."""
-    head, base, baseline = comparison.get("head") or {}, comparison.get("base"), comparison.get("baseline") or {}
-    if not base:
+    if not comparison.base:
         return None
-    lacking = baseline.get("lacking") or {}
-    missing = sorted(set(head.get("devices", [])) - set(base.get("devices", [])))
-    new = comparison["counts"].get("new", 0)
+    lacking = comparison.baseline.get("lacking") or {}
+    missing = sorted(set(comparison.head.get("devices", [])) - set(comparison.base.get("devices", [])))
+    new = comparison.counts.get("new", 0)
     if not missing and not new:
         return None
     parts = [f"devices {', '.join(map(plain, missing))}"] if missing else []
@@ -280,18 +260,18 @@ def _baseline_gaps(comparison: dict[str, Any]) -> str | None:
     return f"The baseline lacks {' and '.join(parts)}: those rows are new, not compared.{why}"
 
 
-def trust_lines(comparison: dict[str, Any]) -> list[str]:
+def trust_lines(comparison: Comparison) -> list[str]:
     """``⚠`` lines for stored runs the trust refused (``baseline.ignored``, three shown) and for devices
     not compared because their baseline was measured differently (``not-comparable`` rows saying so)."""
-    ignored = (comparison.get("baseline") or {}).get("ignored") or []
+    ignored = comparison.baseline.get("ignored") or []
     lines = []
     if ignored:
         shown = "; ".join(f"`{i['commit'][:7]}`: {plain(i['reason'][:300])}" for i in ignored[:3])
         more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
-        lines.append(f"⚠ Ignored {len(ignored)} stored run{'s' if len(ignored) != 1 else ''} that "
+        lines.append(f"⚠ Ignored {counted(len(ignored), 'stored run')} that "
                      f"{'are' if len(ignored) != 1 else 'is'} not a trusted baseline: {shown}{more}.")
-    reasons = sorted({r["reason"] for r in comparison["rows"] if r["verdict"] == "not-comparable"
-                      and (r["reason"] or "").startswith("not compared: the baseline of")})
+    reasons = sorted({r.reason for r in comparison.rows if r.verdict == "not-comparable"
+                      and (r.reason or "").startswith("not compared: the baseline of")})
     lines += [f"⚠ {plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
     return lines
 
@@ -299,48 +279,41 @@ def trust_lines(comparison: dict[str, Any]) -> list[str]:
 #: The folded sections of comment.md, in order, and the rows each holds (those no table above shows).
 #: The cut priority (``Block.priority``) of the first folded section; the others follow in ``FOLDED``'s order.
 FOLDED_PRIORITY = 4
-FOLDED: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
-    ("Unconfirmed changes", lambda r: r["verdict"] in ("regressed", "improved") and r.get("mark") in (None, "unconfirmed")),
-    ("Inconclusive", lambda r: r["verdict"] in INCONCLUSIVE),
-    ("Failed or not comparable", lambda r: r["verdict"] in ("failed", "not-comparable")),
-    ("Too few samples", lambda r: r["verdict"] == "insufficient-samples"),
-    ("Accepted or quarantined", lambda r: r["verdict"] in ("regressed", "improved")),
-    ("New or removed", lambda r: r["verdict"] in ("new", "removed")),
+FOLDED: tuple[tuple[str, Callable[[Row], bool]], ...] = (
+    ("Unconfirmed changes",
+     lambda r: r.verdict in ("regressed", "improved") and r.mark in (None, "unconfirmed")),
+    ("Inconclusive", lambda r: r.verdict in INCONCLUSIVE),
+    ("Failed or not comparable", lambda r: r.verdict in ("failed", "not-comparable")),
+    ("Too few samples", lambda r: r.verdict == "insufficient-samples"),
+    ("Accepted or quarantined", lambda r: r.verdict in ("regressed", "improved")),
+    ("New or removed", lambda r: r.verdict in ("new", "removed")),
     ("Similar", lambda r: True),
 )
 
 
-def confirmed(row: dict[str, Any]) -> bool:
+def confirmed(row: Row) -> bool:
     """Whether an execution row goes into the table of confirmed changes: ``regressed`` or ``improved`` and
     marked ``confirmed`` (by a paired run), or not marked and never re-checked (an improvement of a run
     without a re-check, a comparison built without marks); never a row a bounded re-check did not reach."""
-    if row["verdict"] not in ("regressed", "improved") or row.get("recheck") == "not-reached":
+    if row.verdict not in ("regressed", "improved") or row.recheck == "not-reached":
         return False
-    return row.get("mark") == "confirmed" or (row.get("mark") is None and not row.get("ab"))
+    return row.mark == "confirmed" or (row.mark is None and not row.ab)
 
 
-def sections(rows: list[dict[str, Any]], one_device: bool) -> list[Block]:
+def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
     """The sections of comment.md, each row in exactly one: confirmed regressions and improvements (a short
     table, shown), changed compilation statistics (shown), then the rest folded in ``<details>`` by kind
     (``FOLDED``). Each table is followed by the legend of the reasons it refers to first (each reason is
     said once in the comment, rows refer to it by number)."""
     notes = Notes()
-    execution = [r for r in rows if r["kind"] == "execution"]
-    changes = [r for r in execution if confirmed(r)]
-    changes.sort(key=lambda r: (r["verdict"] != "regressed", -abs(estimate(r).change or 0)))
+    changes = sorted((r for r in rows if r.kind == "execution" and confirmed(r)),
+                     key=lambda r: (r.verdict != "regressed", -abs(estimate(r).change or 0)))
 
-    def legend() -> list[str]:
-        said = notes.legend()
-        return [*said, ""] if said else []
-
-    title = "#### Confirmed regressions and improvements"
-    if changes:
-        table = series_table(changes, notes, one_device)
-        blocks = [Block("Confirmed changes", [title, *table[:2]], table[2:], ["", *legend()], 0)]
-    else:
-        blocks = [Block("Confirmed changes", [title, "No confirmed regression or improvement.", ""], [], [], 0)]
-    compilation = [r for r in rows if r["kind"] == "compilation"]
-    changed = [r for r in compilation if r["verdict"] not in ("similar", "new", "removed")]
+    table = (series_table(changes, notes, one_device) if changes
+             else ["No confirmed regression or improvement.", ""])
+    blocks = [Block("Confirmed changes", ["#### Confirmed regressions and improvements", *table[:2]],
+                    table[2:], ["", *notes.legend()] if changes else [], 0)]
+    changed = [r for r in rows if r.kind == "compilation" and r.verdict not in ("similar", "new", "removed")]
     if changed:
         table = compilation_table(changed)
         blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2]], table[2:], [""], 1))
@@ -348,43 +321,42 @@ def sections(rows: list[dict[str, Any]], one_device: bool) -> list[Block]:
     left = [r for r in rows if id(r) not in shown]
     for priority, (name, belongs) in enumerate(FOLDED, start=FOLDED_PRIORITY):
         group = [r for r in left if belongs(r)]
-        if not group:
-            continue
         left = [r for r in left if not belongs(r)]
-        table = series_table(group, notes, one_device)
-        summary = f"<details><summary>{name}: {len(group)} series</summary>"
-        blocks.append(Block(name, [summary, "", *table[:2]], table[2:], ["", *legend(), "</details>", ""], priority))
+        if group:
+            table = series_table(group, notes, one_device)
+            summary = f"<details><summary>{name}: {len(group)} series</summary>"
+            blocks.append(Block(name, [summary, "", *table[:2]], table[2:],
+                                ["", *notes.legend(), "</details>", ""], priority))
     return blocks
 
 
-def why_blocks(rows: list[dict[str, Any]], run_url: str | None) -> list[Block]:
+def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
     folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory."""
-    regressed = [r for r in rows if r["verdict"] == "regressed" and r.get("mark") == "confirmed" and r.get("profile")]
+    regressed = [r for r in rows if r.verdict == "regressed" and r.mark == "confirmed" and r.profile]
     if not regressed:
         return []
     link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
     lines = [f"<details><summary>Why it got slower (torch.profiler): {len(regressed)} series</summary>", ""]
     for row in regressed:
-        lines += [code_span(display_name(row, True)), "", render_why(row, link), ""]
+        lines += [code_span(display_name(row, True)), "", render_why(row.profile, link), ""]
     return [Block("Why", lines, [], ["</details>", ""], 2)]
 
 
-def compiler_summary_blocks(comparison: dict[str, Any]) -> list[Block]:
+def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
     """The compiler summary of ``comparison.json`` (``benchtrail.compare.compiler_summary``), when it has one."""
-    data = comparison.get("compiler_summary")
+    data = comparison.document.get("compiler_summary")
     table = render_markdown(rows_from_json(data, "comparison.json: compiler_summary")) if data else ""
-    return [Block("Compiler summary", ["#### Compiler summary", *table.rstrip("\n").splitlines()], [], [""], 3)] \
+    return [Block("Compiler summary", ["#### Compiler summary", *table.splitlines()], [], [""], 3)] \
         if table else []
 
 
-def render(comparison: Comparison | dict[str, Any], run_url: str | None = None,
+def render(comparison: Comparison, run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
            max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, dict[str, Any]]:
-    """Return ``(comment.md, full.md, comment.json object)`` for a comparison (a :class:`Comparison`, or its
-    JSON object). The rows are rendered from the document as written, so a row of an older schema version
-    shows what it has (its p value where it has no q value).
+    """Return ``(comment.md, full.md, comment.json object)`` for a comparison. A row of an older schema
+    version shows what it has (its p value where it has no q value).
 
     ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
     ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
@@ -402,38 +374,25 @@ def render(comparison: Comparison | dict[str, Any], run_url: str | None = None,
     other rows folded in ``<details>`` by kind; names without the device suffix when the execution rows have
     one device; each reason said once, in a legend under the first table that refers to it.
     """
-    if isinstance(comparison, Comparison):
-        comparison = comparison.to_dict()
-    rows = comparison["rows"]
-    one_device = len({r["device_name"] for r in rows if r["kind"] == "execution"}) <= 1
-    gaps = _baseline_gaps(comparison)
-    rechecked = recheck_line(rows, one_device)
-    checks = runner_checks_line(comparison)
-    missing = missing_shards_line(comparison)
-    top = [verdict_line(comparison), _context_line(comparison), *map(note_line, notes), *([missing] if missing else []),
-           *trust_lines(comparison), *([checks] if checks else []), *([gaps] if gaps else []),
-           *([rechecked] if rechecked else []), ""]
+    rows = comparison.rows
+    one_device = len({r.device_name for r in rows if r.kind == "execution"}) <= 1
+    headline, hidden = verdict_line(comparison), marker(comparison.head)
+    top = [line for line in (headline, _context_line(comparison), *map(note_line, notes),
+                             missing_shards_line(comparison), *trust_lines(comparison),
+                             runner_checks_line(comparison), _baseline_gaps(comparison),
+                             recheck_line(rows, one_device)) if line is not None] + [""]
     blocks = sections(rows, one_device)
     blocks[1:1] = [*why_blocks(rows, run_url), *compiler_summary_blocks(comparison)]
-    footer = []
-    if run_url:
-        footer += artifact_lines(run_url, rows, dashboard)
-    if artifacts_url:
-        footer.append(actions_artifacts_line(artifacts_url))
-    footer.append(marker(comparison["head"]))
+    footer = artifact_lines(run_url, rows, dashboard) if run_url else []
+    if artifacts_url:  # where readers without bucket access download the run: its page's artifacts section
+        fragment = "" if "#" in artifacts_url else "#artifacts"
+        footer.append(f"Actions artifacts of this run: {artifacts_url}{fragment}")
+    footer.append(hidden)
     whole = top + [line for b in blocks for line in (*b.before, *b.rows, *b.after)] + footer
-    lines = whole if fits(body_size(whole), (max_chars, max_bytes)) else \
-        cut_to_fit(top, blocks, footer, len(rows), (max_chars, max_bytes))
+    limits = (max_chars, max_bytes)
+    lines = whole if fits(body_size(whole), limits) else cut_to_fit(top, blocks, footer, len(rows), limits)
     body = "\n".join(lines) + "\n"
-    full = "\n".join(whole) + "\n"
-    data = {
-        "schema_version": SCHEMA_VERSION,
-        "marker": marker(comparison["head"]),
-        "verdict": verdict_line(comparison),
-        "counts": comparison["counts"],
-        "head_commit": (comparison["head"] or {}).get("commit"),
-        "base_commit": (comparison["base"] or {}).get("commit"),
-        "notes": list(notes),
-        "body": body,
-    }
-    return body, full, data
+    return body, "\n".join(whole) + "\n", {
+        "schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": headline, "counts": comparison.counts,
+        "head_commit": comparison.head.get("commit"), "base_commit": comparison.base.get("commit"),
+        "notes": list(notes), "body": body}

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from benchtrail.compare.tables import format_value
+from benchtrail.compare.tables import counted, format_value
 from benchtrail.errors import UserError
 from benchtrail.markup import md_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -57,7 +57,7 @@ def model_name(record: BenchmarkRecord) -> str:
     """The model of a record: its ``module_name`` (``<model>.<compile config>.<arch>``) less the
     compile config and architecture. Older names ``<model>-<compile config>.<arch>`` work too."""
     module, cc = record.module_name, record.compile_config
-    stem = module.rsplit(".", 1)[0] if "." in module else module
+    stem = module.rsplit(".", 1)[0]
     for sep in (".", "-"):
         if cc and stem.endswith(sep + cc):
             return stem[: -len(sep + cc)]
@@ -111,11 +111,6 @@ class Summary:
         return self.ok / self.cases if self.cases else None
 
 
-def _pct(head: float | None, base: float | None) -> float | None:
-    """``head / base - 1`` in percent; None when either is missing or base is not above 0."""
-    return None if head is None or base is None or base <= 0 else (head / base - 1) * 100
-
-
 @dataclass(frozen=True)
 class CompilerSummaryRow:
     """One compile config on one device: the head's summary, the base's (None without one) and the changes.
@@ -138,23 +133,23 @@ class CompilerSummaryRow:
         if figure not in FIGURES:
             raise ValueError(f"figure must be one of {', '.join(FIGURES)}; got {figure!r}")
         head, base = getattr(self.head, figure), getattr(self.base, figure) if self.base else None
+        if head is None or base is None:
+            return None
         if figure == "pass_rate":
-            return None if head is None or base is None else (head - base) * 100
-        return _pct(head, base)
+            return (head - base) * 100
+        return (head / base - 1) * 100 if base > 0 else None
 
 
-def geomean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float | None, float | None]:
-    """Geometric mean of ``values`` and its ``level`` interval: the Student t interval of the mean of
+def geomean_interval(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """Geometric mean of ``values`` and its ``LEVEL`` interval: the Student t interval of the mean of
     ``log(values)`` (n − 1 degrees of freedom, ``scipy.stats.t``), exponentiated.
 
     Returns:
         (geometric mean, low, high); low and high are None for fewer than 2 values.
 
     Raises:
-        ValueError: no values, a value not above 0 or not finite, or ``level`` outside (0, 1).
+        ValueError: no values, or a value not above 0 or not finite.
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
     if not values or any(not (math.isfinite(v) and v > 0) for v in values):
         raise ValueError(f"values must be finite and above 0, got {list(values)!r}")
     logs = [math.log(v) for v in values]
@@ -163,7 +158,7 @@ def geomean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[flo
         return math.exp(mean), None, None
     from scipy.stats import t
 
-    half = float(t.ppf((1 + level) / 2, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    half = float(t.ppf((1 + LEVEL) / 2, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
@@ -178,13 +173,17 @@ def _memory_peak(record: BenchmarkRecord) -> float | None:
     return float(peak) if isinstance(peak, (int, float)) and peak > 0 else None
 
 
-def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[tuple[str, str, str], BenchmarkRecord]]:
+#: Execution records by case key (:func:`_case_key`).
+_Cases = dict[tuple[str, str, str], BenchmarkRecord]
+
+
+def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], _Cases]:
     """Execution records by (compile config, device), then by case key.
 
     Raises:
         UserError: one case twice (the same model, execution config, device and compile config).
     """
-    out: dict[tuple[str, str], dict[tuple[str, str, str], BenchmarkRecord]] = {}
+    out: dict[tuple[str, str], _Cases] = {}
     for b in (b for f in files for b in f.benchmarks if b.kind == "execution"):
         cases = out.setdefault((b.compile_config, b.device_name), {})
         key = _case_key(b)
@@ -198,33 +197,29 @@ def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[tupl
 def _compile_times(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[str, list[float]]]:
     """Each module's median cold and warm compile time (ms), by (compile config, device) then ``cold``/``warm``."""
     per_module: dict[tuple[str, str, str], dict[str, float]] = {}
-    for b in (b for f in files for b in f.benchmarks if b.kind == "compilation"):
-        if b.status != "ok" or b.median is None or b.metric not in (*COLD_METRICS, WARM_METRIC):
-            continue
-        per_module.setdefault((b.compile_config, b.device_name, b.module_name), {})[b.metric] = b.median
+    for b in (b for f in files for b in f.benchmarks):
+        if b.kind == "compilation" and b.status == "ok" and b.median is not None \
+                and b.metric in (*COLD_METRICS, WARM_METRIC):
+            per_module.setdefault((b.compile_config, b.device_name, b.module_name), {})[b.metric] = b.median
     out: dict[tuple[str, str], dict[str, list[float]]] = {}
     for (config, device, _), metrics in sorted(per_module.items()):
         times = out.setdefault((config, device), {"cold": [], "warm": []})
-        cold = next((metrics[m] for m in COLD_METRICS if m in metrics), None)
-        if cold is not None:
-            times["cold"].append(cold)
-        if WARM_METRIC in metrics:
-            times["warm"].append(metrics[WARM_METRIC])
+        for kind, names in (("cold", COLD_METRICS), ("warm", (WARM_METRIC,))):
+            times[kind] += [metrics[m] for m in names if m in metrics][:1]  # the first found
     return out
 
 
-def _summary(cases: dict[tuple[str, str, str], BenchmarkRecord], eager: dict[tuple[str, str, str], BenchmarkRecord],
-             times: dict[str, list[float]], level: float) -> Summary:
+def _summary(cases: _Cases, eager: _Cases, times: dict[str, list[float]]) -> Summary:
     speedups, ratios = [], []
     for key, b in cases.items():
         e = eager.get(key)
-        if b.status != "ok" or e is None or e.status != "ok" or not (b.median or 0) > 0 or not (e.median or 0) > 0:
+        if e is None or any(x.status != "ok" or not (x.median or 0) > 0 for x in (b, e)):
             continue
         speedups.append(e.median / b.median)
         peaks = _memory_peak(e), _memory_peak(b)
         if None not in peaks:
             ratios.append(peaks[0] / peaks[1])
-    gm, low, high = geomean_interval(speedups, level) if speedups else (None, None, None)
+    gm, low, high = geomean_interval(speedups) if speedups else (None, None, None)
     if len(speedups) < MIN_INTERVAL_CASES:
         low = high = None
     cold, warm = times.get("cold", []), times.get("warm", [])
@@ -235,34 +230,28 @@ def _summary(cases: dict[tuple[str, str, str], BenchmarkRecord], eager: dict[tup
         memory_pairs=len(ratios), compression_ratio=math.fsum(ratios) / len(ratios) if ratios else None)
 
 
-def _summaries(files: Sequence[ResultsFile], level: float) -> dict[tuple[str, str], Summary]:
-    executions, times = _executions(files), _compile_times(files)
-    out = {}
-    for config, device in sorted(set(executions) | set(times)):
-        if config != EAGER:
-            out[config, device] = _summary(executions.get((config, device), {}),
-                                           executions.get((EAGER, device), {}), times.get((config, device), {}),
-                                           level)
-    return out
+def _summaries(files: Sequence[ResultsFile]) -> dict[tuple[str, str], Summary]:
+    cases, times = _executions(files), _compile_times(files)
+    return {(config, device): _summary(cases.get((config, device), {}), cases.get((EAGER, device), {}),
+                                       times.get((config, device), {}))
+            for config, device in set(cases) | set(times) if config != EAGER}
 
 
-def compiler_summary(head: Sequence[ResultsFile], base: Sequence[ResultsFile] | None = None, *,
-                     level: float = LEVEL) -> list[CompilerSummaryRow]:
+def compiler_summary(head: Sequence[ResultsFile],
+                     base: Sequence[ResultsFile] | None = None) -> list[CompilerSummaryRow]:
     """The compiler summary of ``head`` results (execution and compilation records), each row with the
     ``base`` results' summary of the same compile config and device (None where base has none).
 
     Args:
         head, base: results files of one run each (any devices; base may be None or empty).
-        level: the speedup interval's level, in (0, 1).
 
     Returns:
         One row per (compile config, device) of head other than eager, sorted by device then compile config.
 
     Raises:
         UserError: a results side holds one case twice.
-        ValueError: ``level`` outside (0, 1).
     """
-    heads, bases = _summaries(head, level), _summaries(base or (), level)
+    heads, bases = _summaries(head), _summaries(base or ())
     return [CompilerSummaryRow(config, device, summary, bases.get((config, device)))
             for (config, device), summary in sorted(heads.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
@@ -277,9 +266,10 @@ _COUNTS = ("cases", "ok", "paired", "modules", "memory_pairs")
 
 
 def _summary_from_json(value: Any, where: str) -> Summary:
-    if not isinstance(value, dict) or set(value) != {f.name for f in fields(Summary)}:
+    names = [f.name for f in fields(Summary)]
+    if not isinstance(value, dict) or set(value) != set(names):
         raise UserError(f"{where} is {value!r}; expected an object with exactly the fields "
-                        f"{', '.join(f.name for f in fields(Summary))}")
+                        f"{', '.join(names)}")
     for name, v in value.items():
         count = name in _COUNTS
         number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -325,9 +315,8 @@ def _change(value: float | None, unit: str) -> str:
     """`` (+25 pp)`` or `` (-11.1%)``; ``""`` for None. Rounded first, so a tiny negative shows as ``+0``."""
     if value is None:
         return ""
-    digits = 0 if unit == "pp" else 1
-    value = round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
-    return f" ({value:+.0f} pp)" if unit == "pp" else f" ({value:+.1f}%)"
+    # -0.0 + 0.0 is 0.0
+    return f" ({round(value) + 0.0:+.0f} pp)" if unit == "pp" else f" ({round(value, 1) + 0.0:+.1f}%)"
 
 
 def _few_cases(s: Summary) -> bool:
@@ -339,7 +328,7 @@ def _speedup_cell(s: Summary) -> str:
     if s.geomean_speedup is None:
         return "—"
     if _few_cases(s):
-        return f"{s.geomean_speedup:.2f}× [{s.paired} case{'s' if s.paired != 1 else ''}]"
+        return f"{s.geomean_speedup:.2f}× [{counted(s.paired, 'case')}]"
     interval = "" if s.speedup_low is None else f" [{s.speedup_low:.2f}…{s.speedup_high:.2f}]"
     return f"{s.geomean_speedup:.2f}×{interval}"
 
@@ -360,17 +349,14 @@ def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
         h = r.head
         rate = "—" if h.pass_rate is None else f"{h.pass_rate:.0%} ({h.ok}/{h.cases})"
         memory = "—" if h.compression_ratio is None else f"{h.compression_ratio:.2f}×"
+        shown = (rate, _speedup_cell(h), format_value(h.cold_ms, "ms"), format_value(h.warm_ms, "ms"), memory)
         cells = [md_text(r.compile_config), *([md_text(r.device_name)] if devices else []),
-                 rate + _change(r.change("pass_rate"), "pp"),
-                 _speedup_cell(h) + _change(r.change("geomean_speedup"), "%"),
-                 format_value(h.cold_ms, "ms") + _change(r.change("cold_ms"), "%"),
-                 format_value(h.warm_ms, "ms") + _change(r.change("warm_ms"), "%"),
-                 memory + _change(r.change("compression_ratio"), "%")]
+                 *(text + _change(r.change(f), "pp" if f == "pass_rate" else "%")
+                   for f, text in zip(FIGURES, shown))]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Speedup: eager median / compiled median per case, geometric mean over cases. Compile: median "
-                 "over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on "
-                 "CPU). In parentheses: change against base (pass rate in percentage points).")
+    lines += ["", "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: "
+                  "median over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed "
+                  "samples (— on CPU). In parentheses: change against base (pass rate in percentage points)."]
     if any(_few_cases(r.head) for r in rows):
         lines[-1] += (f" [n cases]: fewer than {MIN_INTERVAL_CASES} cases with a speedup, too few for a "
                       f"{LEVEL:.0%} interval.")

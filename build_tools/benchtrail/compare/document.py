@@ -1,14 +1,16 @@
 """The comparison document (``comparison.json``): its rows, its versions, building it and reading it back.
 
-:func:`benchtrail.compare.verdicts.compare` gives each series a :class:`Row`; :func:`build_comparison`
+:func:`benchtrail.compare.verdicts.compare` gives each series a :class:`Row`; :func:`comparison_to_dict`
 makes the document of those rows, :func:`load_comparison` reads one (every schema version) as a
-:class:`Comparison`, and :func:`gate` and :func:`count_rows` read its rows. This module never imports torch.
+:class:`Comparison`, and :func:`count_rows` counts its rows (``benchtrail.compare.gate`` gates them).
+This module never imports torch.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,33 +90,20 @@ class Row:
     noisy: bool | None = None
     stored: dict[str, Any] | None = None
 
-    def __getitem__(self, key: str) -> Any:
-        """The field ``key`` (a comparison.json row key), for code that reads rows by key.
-
-        Raises:
-            KeyError: ``key`` is not a field of a row.
-        """
-        if key not in _ROW_FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The field ``key``, or ``default`` when a row has no such field."""
-        return getattr(self, key) if key in _ROW_FIELDS else default
-
     @classmethod
-    def of(cls, row: Row | Mapping[str, Any]) -> Row:
-        """``row`` itself, or the row of a comparison.json row object built in memory (fields it lacks, as rows
-        of older versions do, take their defaults; keys that are not fields are ignored; nothing is checked:
+    def of(cls, row: Mapping[str, Any]) -> Row:
+        """The row of a comparison.json row object built in memory (fields it lacks, as rows of older
+        versions do, take their defaults; keys that are not fields are ignored; nothing is checked:
         :func:`load_comparison` checks a file's rows)."""
-        if isinstance(row, Row):
-            return row
         return cls(**{k: row[k] for k in _ROW_FIELDS if k in row})
+
+    def plain(self) -> dict[str, Any]:
+        """The comparison.json row object: every field, but ``profile`` and ``stored`` only when set (the
+        re-check sets them on the rows it profiled or decided; they are absent elsewhere)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("profile", "stored") or v is not None}
 
 
 _ROW_FIELDS = frozenset(f.name for f in fields(Row))
-#: Row keys only the re-check writes, absent (not null) elsewhere.
-_RECHECK_ONLY = ("profile", "stored")
 
 
 @dataclass(frozen=True)
@@ -123,20 +112,17 @@ class Comparison:
 
     ``document`` is that object, kept as it is so that a stage that rewrites the file (the re-check) writes
     every key it had, rows of older schema versions included; ``rows`` are its rows as :class:`Row`
-    (fields an older row lacks take their defaults). The document's keys can also be read by key
-    (``comparison["missing_shards"]``, ``"missing_shards" in comparison``), as older callers do.
+    (fields an older row lacks take their defaults).
     """
 
     document: dict[str, Any]
     rows: tuple[Row, ...]
 
     @classmethod
-    def of(cls, comparison: Comparison | dict[str, Any]) -> Comparison:
-        """``comparison`` itself, or the Comparison of a comparison.json object built in memory (its rows
-        taken as they are: :func:`load_comparison` checks a file)."""
-        if isinstance(comparison, Comparison):
-            return comparison
-        return cls(comparison, tuple(Row.of(r) for r in comparison["rows"]))
+    def of(cls, document: dict[str, Any]) -> Comparison:
+        """The Comparison of a comparison.json object built in memory (its rows taken as they are:
+        :func:`load_comparison` checks a file)."""
+        return cls(document, tuple(map(Row.of, document["rows"])))
 
     @property
     def schema_version(self) -> int:
@@ -144,17 +130,19 @@ class Comparison:
 
     @property
     def head(self) -> dict[str, Any]:
-        """The head side: ``commit``, ``dirty``, ``run``, ``torch_version``, ``devices``, ``runner_checks``."""
-        return self.document["head"]
+        """The head side: ``commit``, ``dirty``, ``run``, ``torch_version``, ``devices``, ``runner_checks``
+        ({} without head results)."""
+        return self.document["head"] or {}
 
     @property
-    def base(self) -> dict[str, Any] | None:
-        return self.document.get("base")
+    def base(self) -> dict[str, Any]:
+        """The base side, as ``head`` ({} without base results)."""
+        return self.document.get("base") or {}
 
     @property
-    def baseline(self) -> dict[str, Any] | None:
-        """The stored baseline the head was compared with (``benchtrail.compare.baseline``), or None."""
-        return self.document.get("baseline")
+    def baseline(self) -> dict[str, Any]:
+        """The stored baseline the head was compared with (``benchtrail.compare.baseline``), or {}."""
+        return self.document.get("baseline") or {}
 
     @property
     def counts(self) -> dict[str, int]:
@@ -165,48 +153,30 @@ class Comparison:
         """``[{device_name, shard_index}]`` that wrote no results (None: no export to check, or before version 5)."""
         return self.document.get("missing_shards")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object to write (the document itself, key for key)."""
-        return self.document
 
-    def __getitem__(self, key: str) -> Any:
-        return self.document[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.document
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.document.get(key, default)
-
-
-def accepted(row: Row | Mapping[str, Any], accept: Sequence[str]) -> bool:
+def accepted(row: Row, accept: Sequence[str]) -> bool:
     """Whether the row's name or id matches one of the ``accept`` globs (``benchmarks-accept:`` trailers)."""
     import fnmatch
 
-    name, sid = row["name"], row["id"]
-    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sid, g) for g in accept)
+    return any(fnmatch.fnmatchcase(row.name, g) or fnmatch.fnmatchcase(row.id, g) for g in accept)
 
 
-def _side(files: list[ResultsFile]) -> dict[str, Any] | None:
+def _side(files: list[ResultsFile], **extra: Any) -> dict[str, Any] | None:
     if not files:
         return None
     f = files[0]
     return {"commit": f.commit, "dirty": f.dirty, "run": f.run,
-            "torch_version": f.environment.get("torch_version"), "devices": sorted({b.device_name for f in files
-                                                                                     for b in f.benchmarks})}
+            "torch_version": f.environment.get("torch_version"),
+            "devices": sorted({b.device_name for f in files for b in f.benchmarks}), **extra}
 
 
-def count_rows(rows: Sequence[Row | Mapping[str, Any]], version: int = SCHEMA_VERSION) -> dict[str, int]:
+def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, int]:
     """``counts`` of comparison.json of ``version``: rows per verdict (``noisy`` before version 8, ``inconclusive``
-    from it) and regressed rows per mark (``quarantined`` from version 4).
-
-    Raises:
-        KeyError: a row object without ``verdict`` or ``mark``.
-    """
+    from it) and regressed rows per mark (``quarantined`` from version 4)."""
     verdicts = VERDICTS if version >= 8 else tuple(v if v != "inconclusive" else "noisy" for v in VERDICTS)
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in verdicts}
+    counts = {v: sum(r.verdict == v for r in rows) for v in verdicts}
     marks = MARKS if version >= 4 else MARKS[:3]  # quarantined from version 4
-    counts.update({m: sum(r["mark"] == m for r in rows if r["verdict"] == "regressed") for m in marks})
+    counts.update({m: sum(r.mark == m for r in rows if r.verdict == "regressed") for m in marks})
     return counts
 
 
@@ -219,25 +189,16 @@ def upgraded(document: dict[str, Any]) -> dict[str, Any]:
     if document.get("schema_version") == SCHEMA_VERSION:
         return document
     rows = []
-    for row in document["rows"]:
-        plain = {k: v for k, v in asdict(Row.of(row)).items() if k not in _RECHECK_ONLY or v is not None}
-        if plain["verdict"] == "noisy":
-            plain.update(verdict="inconclusive", noisy=True)
-        elif plain["verdict"] == "similar" and plain["outcome"] == "UNKNOWN" and plain["ci_low"] is not None:
-            plain["verdict"] = "inconclusive"
-        if plain["verdict"] == "regressed" and plain["mark"] is None:
-            plain["mark"] = "unconfirmed"
-        rows.append(plain)
+    for row in map(Row.of, document["rows"]):
+        if row.verdict == "noisy":
+            row = replace(row, verdict="inconclusive", noisy=True)
+        elif row.verdict == "similar" and row.outcome == "UNKNOWN" and row.ci_low is not None:
+            row = replace(row, verdict="inconclusive")
+        if row.verdict == "regressed" and row.mark is None:
+            row = replace(row, mark="unconfirmed")
+        rows.append(row)
     return {**document, "schema_version": SCHEMA_VERSION, "missing_shards": document.get("missing_shards"),
-            "rows": rows, "counts": count_rows(rows)}
-
-
-def gate(rows: Sequence[Row | Mapping[str, Any]], fail_on: str | None) -> list[str]:
-    """Names of the rows (typed, or comparison.json's row objects) that fail the gate ``fail_on`` (only
-    ``"regressed"``): regressions neither accepted nor quarantined."""
-    if fail_on is None:
-        return []
-    return [r["name"] for r in rows if r["verdict"] == fail_on and r["mark"] not in ("accepted", "quarantined")]
+            "rows": [r.plain() for r in rows], "counts": count_rows(rows)}
 
 
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
@@ -247,28 +208,16 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
     checks that failed where the head results were measured (:func:`failed_by_device`);
     ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
     no results file (None: the head has no execution export to check against)."""
-    # profile and stored are set by the re-check only, on the rows it profiled or decided: absent elsewhere
-    plain = [{k: v for k, v in asdict(r).items() if k not in _RECHECK_ONLY or v is not None} for r in rows]
-    head_side = _side(head)
-    if head_side is not None:
-        head_side["runner_checks"] = failed_by_device(head)
     return {
         "schema_version": SCHEMA_VERSION,
-        "head": head_side,
+        "head": _side(head, runner_checks=failed_by_device(head)),
         "base": _side(base),
         "baseline": baseline,
         "thresholds_source": thresholds_source,
-        "counts": count_rows(plain),
-        "rows": plain,
+        "counts": count_rows(rows),
+        "rows": [r.plain() for r in rows],
         "missing_shards": missing_shards,
     }
-
-
-def build_comparison(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile], thresholds_source: str,
-                     baseline: dict[str, Any] | None = None,
-                     missing_shards: list[dict[str, Any]] | None = None) -> Comparison:
-    """The :class:`Comparison` of ``rows`` (its document: :func:`comparison_to_dict`)."""
-    return Comparison(comparison_to_dict(rows, base, head, thresholds_source, baseline, missing_shards), tuple(rows))
 
 
 def load_comparison(path: str | Path) -> Comparison:
@@ -290,12 +239,12 @@ def load_comparison(path: str | Path) -> Comparison:
         if obj.get(key) is not None and not isinstance(obj[key], dict):
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
     rows = []
+    allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
     for i, row in enumerate(obj["rows"]):
         checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
         rows.append(checked)
         if checked.mark not in (None, *MARKS):
             raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
-        allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
         if checked.verdict not in allowed:
             raise UserError(f"comparison {path}: rows[{i}] ({checked.name!r}) has verdict {checked.verdict!r}; "
                             f"allowed: {', '.join(allowed)}")
@@ -304,18 +253,10 @@ def load_comparison(path: str | Path) -> Comparison:
     missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
     if missing is not None and not (isinstance(missing, list) and all(
             isinstance(m, dict) and set(m) == {"device_name", "shard_index"} and isinstance(m["device_name"], str)
-            and isinstance(m["shard_index"], int) and not isinstance(m["shard_index"], bool) for m in missing)):
+            and type(m["shard_index"]) is int for m in missing)):  # JSON: an int, not a bool
         raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
                         "{device_name: <string>, shard_index: <integer>}")
     return Comparison(obj, tuple(rows))
-
-
-def failed_checks(report: dict[str, Any] | None) -> list[dict[str, str]]:
-    """The failed checks of a ``benchtrail doctor`` report (a results file's ``environment.doctor``) as
-    ``[{name, value, expected}]``; [] for none."""
-    failed = set((report or {}).get("failed") or ())
-    return [{k: c[k] for k in ("name", "value", "expected")} for c in (report or {}).get("checks", ())
-            if c.get("name") in failed]
 
 
 def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
@@ -327,18 +268,15 @@ def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
     def device_of(f: ResultsFile) -> str:
         return f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks}))
 
-    host_devices: dict[str, set[str]] = {}
+    host_devices: defaultdict[str, set[str]] = defaultdict(set)
     for f in files:
         if device_of(f) and f.environment.get("hostname"):
-            host_devices.setdefault(f.environment["hostname"], set()).add(device_of(f))
-    host_device = {host: ", ".join(sorted(devices)) for host, devices in host_devices.items()}
-    merged: dict[str, dict[str, dict[str, str]]] = {}
+            host_devices[f.environment["hostname"]].add(device_of(f))
+    merged: defaultdict[str, dict[str, dict[str, str]]] = defaultdict(dict)
     for f in files:
-        failed = failed_checks(f.environment.get("doctor"))
-        if not failed:
-            continue
-        host = f.environment.get("hostname")
-        device = device_of(f) or host_device.get(host) or host or "?"
-        for item in failed:
-            merged.setdefault(device, {}).setdefault(item["name"], item)
+        host, doctor = f.environment.get("hostname"), f.environment.get("doctor") or {}
+        device = device_of(f) or ", ".join(sorted(host_devices.get(host, ()))) or host or "?"
+        for c in doctor.get("checks", ()):
+            if c.get("name") in (doctor.get("failed") or ()):
+                merged[device].setdefault(c["name"], {k: c[k] for k in ("name", "value", "expected")})
     return [{"device": d, "failed": list(checks.values())} for d, checks in sorted(merged.items())]

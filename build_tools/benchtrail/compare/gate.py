@@ -1,20 +1,24 @@
-"""The CI gating check over ``comparison.json`` (``benchtrail gate``).
+"""The gate over the rows of ``comparison.json``: which regressions fail a run (``benchtrail gate``,
+``compare``/``ab --fail-on regressed``, the commit status).
 
-Only a ``confirmed`` regression fails the gate (DESIGN, "Statuses and verdicts"): a regressed row
-whose paired A/B re-check agreed (or that comes from a paired run), that no ``benchmarks-accept:``
-glob accepts (over the series name or id, as :func:`benchtrail.compare.document.accepted`) and that the
-quarantine file does not list. ``unconfirmed`` regressions, rows a time-bounded re-check did not
-reach among them, never fail it; they are counted in the summary. This module never imports torch.
+Two rules (:func:`check`'s ``rule``), on the same rows: ``confirmed`` (CI's gating check and the commit
+status; DESIGN, "Statuses and verdicts") fails only a ``confirmed`` regression, one whose paired A/B
+re-check agreed (or that comes from a paired run); ``any`` (``compare``/``ab --fail-on regressed``, a
+local run without a re-check) fails every regression. Under both, a regression that a
+``benchmarks-accept:`` glob accepts (over the series name or id, as
+:func:`benchtrail.compare.document.accepted`) or that the quarantine file lists never fails.
+``unconfirmed`` regressions, rows a time-bounded re-check did not reach among them, are counted in the
+summary. This module never imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
-from benchtrail.compare.tables import estimate, format_change, format_value, level_text
-from benchtrail.compare.document import Comparison, Row, accepted
+from benchtrail.compare.document import Row, accepted
+from benchtrail.compare.tables import counted, estimate, format_change, format_ci, format_value, level_text
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,8 @@ class GateResult:
     """What the gate found in the rows of a comparison.
 
     Attributes:
-        failing: the confirmed regressions neither accepted nor quarantined (typed rows; readable by key too).
-        unconfirmed: regressions marked ``unconfirmed`` (not gated), neither accepted nor quarantined.
+        failing: the regressions the rule fails, neither accepted nor quarantined.
+        unconfirmed: regressions marked ``unconfirmed`` that the rule does not fail (``confirmed`` rule).
         not_reached: how many of ``unconfirmed`` a time-bounded re-check did not reach (``recheck: not-reached``).
         accepted: regressions accepted by a ``benchmarks-accept:`` glob (marked so, or matching ``accept`` now).
         quarantined: regressions of quarantined series.
@@ -40,24 +44,24 @@ class GateResult:
         return not self.failing
 
 
-def check(rows: Comparison | Sequence[Row | Mapping[str, Any]], accept: Sequence[str]) -> GateResult:
-    """Gate the rows of a comparison (``load_comparison``'s, or comparison.json's row objects: a field an
-    older row lacks reads as its default) with the ``accept`` globs (over series names and ids).
+def check(rows: Sequence[Row], accept: Sequence[str] = (),
+          rule: Literal["confirmed", "any"] = "confirmed") -> GateResult:
+    """Gate ``rows`` with the ``accept`` globs (over series names and ids) under ``rule``.
 
     A regressed row counts as quarantined when its mark is ``quarantined`` or it carries a quarantine
     reason (a re-check may confirm a quarantined series' change), as accepted when its mark is
-    ``accepted`` or a glob matches it now; of the rest, ``confirmed`` ones fail and ``unconfirmed``
-    ones are counted only.
+    ``accepted`` or a glob matches it now. Of the rest, ``rule="confirmed"`` fails the ``confirmed`` ones
+    and counts the others as unconfirmed; ``rule="any"`` fails every one.
     """
     failing, unconfirmed, not_reached, n_accepted, n_quarantined = [], 0, 0, 0, 0
-    for row in map(Row.of, rows.rows if isinstance(rows, Comparison) else rows):
+    for row in rows:
         if row.verdict != "regressed":
             continue
         if row.mark == "quarantined" or row.quarantined:
             n_quarantined += 1
         elif row.mark == "accepted" or accepted(row, accept):
             n_accepted += 1
-        elif row.mark == "confirmed":
+        elif rule == "any" or row.mark == "confirmed":
             failing.append(row)
         else:
             unconfirmed += 1
@@ -69,20 +73,17 @@ def failing_line(row: Row) -> str:
     """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the
     figures the comment shows (``tables.estimate``: a paired run's, at its last look's level, when one decided)."""
     est = estimate(row)
-    change = format_change({"change": est.change, "change_unit": est.change_unit, "unit": row.unit})
-    ci = (f" ({level_text(est.level)} CI {est.ci_low:+.1f}…{est.ci_high:+.1f}%)"
-          if est.ci_low is not None and est.ci_high is not None else "")
-    return (f"confirmed regression: {row.name} ({row.device_name}): {change}{ci}"
+    ci = f" ({level_text(est.level)} CI {format_ci(est)})" if None not in (est.ci_low, est.ci_high) else ""
+    return (f"confirmed regression: {row.name} ({row.device_name}): {format_change(est, row.unit)}{ci}"
             f", median {format_value(est.base, row.unit)} → {format_value(est.head, row.unit)}")
 
 
 def summary_line(result: GateResult) -> str:
     """One line: whether the gate failed, and how many regressions were not gated and why."""
-    n = len(result.failing)
-    head = (f"benchtrail gate: failed: {n} confirmed regression{'s' if n != 1 else ''} not accepted (accept one "
-            "with a `benchmarks-accept: <series name or glob>` trailer)" if n
+    head = (f"benchtrail gate: failed: {counted(len(result.failing), 'confirmed regression')} not accepted "
+            "(accept one with a `benchmarks-accept: <series name or glob>` trailer)" if result.failing
             else "benchtrail gate: passed: no confirmed regression that is not accepted")
     reached = (f", {result.not_reached} of them not reached by the time-bounded re-check"
                if result.not_reached else "")
-    return (f"{head}; {result.unconfirmed} unconfirmed regression{'s' if result.unconfirmed != 1 else ''} "
-            f"not gated{reached}; {result.accepted} accepted, {result.quarantined} quarantined")
+    return (f"{head}; {counted(result.unconfirmed, 'unconfirmed regression')} not gated{reached}; "
+            f"{result.accepted} accepted, {result.quarantined} quarantined")

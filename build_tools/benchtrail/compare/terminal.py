@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import io
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
-from benchtrail.compare.tables import estimate, format_change, format_value, verdict_note
+from benchtrail.compare.tables import display_name, estimate, format_change, format_value, verdict_note
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
@@ -32,70 +33,42 @@ _STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusi
 _SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
 
 
-def _verdict_cell(row: Row) -> str:
-    return row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
-
-
-def _change(row: Row) -> str:
-    """The change the comment shows (``tables.estimate``: the paired estimate for a paired verdict)."""
+def _cells(row: Row) -> tuple[str, str, str, str]:
+    """The verdict (or the mark that decides whether it gates), change, interval in percent
+    (``[+5.1%, +9.4%]``, an em dash without one) and ``base → head`` cells of a row
+    (``tables.estimate``)."""
     e = estimate(row)
-    return format_change({"change": e.change, "change_unit": e.change_unit, "unit": row.unit})
+    interval = "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.1f}%, {e.ci_high:+.1f}%]"
+    medians = f"{format_value(e.base, row.unit)} → {format_value(e.head, row.unit)}"
+    verdict = row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
+    return verdict, format_change(e, row.unit), interval, medians
 
 
-def _interval(row: Row) -> str:
-    """The change's interval in percent, ``[+5.1%, +9.4%]``; an em dash without one."""
-    e = estimate(row)
-    if e.ci_low is None or e.ci_high is None:
-        return "—"
-    return f"[{e.ci_low:+.1f}%, {e.ci_high:+.1f}%]"
-
-
-def _medians(row: Row) -> str:
-    e = estimate(row)
-    return f"{format_value(e.base, row.unit)} → {format_value(e.head, row.unit)}"
-
-
-def _largest_first(rows: list[Row]) -> list[Row]:
-    return sorted(rows, key=lambda r: (estimate(r).change is None, -abs(estimate(r).change or 0.0), r.name))
+def _largest_first(row: Row) -> tuple[bool, float, str]:
+    """The sort key of rows, largest change (``tables.estimate``) first, then by name."""
+    change = estimate(row).change
+    return change is None, -abs(change or 0.0), row.name
 
 
 def _title(comparison: Comparison) -> str:
-    head = (comparison.head or {}).get("commit") or "?"
-    base = (comparison.base or {}).get("commit") or (comparison.baseline or {}).get("commit")
+    head = comparison.head.get("commit") or "?"
+    base = comparison.base.get("commit") or comparison.baseline.get("commit")
     devices = sorted({r.device_name for r in comparison.rows})
     where = f" · {', '.join(devices)}" if devices else ""
     return f"benchtrail: head {head[:10]} vs " + (f"base {base[:10]}" if base else "no baseline") + where
-
-
-def _split_device(row: Row) -> tuple[str, str]:
-    """``(the series name without its ".<device>" suffix, that suffix)``; ``(name, "")`` for a name without it."""
-    suffix = f".{row.device_name}"
-    if row.name.endswith(suffix) and len(row.name) > len(suffix):
-        return row.name[: -len(suffix)], suffix
-    return row.name, ""
-
-
-def _shown_name(row: Row, single_device: bool) -> str:
-    """The series name, without its ``.<device>`` suffix when the title names the one device."""
-    base, device = _split_device(row)
-    return base if single_device else base + device
 
 
 def _rest_line(comparison: Comparison, after_table: bool) -> Any:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
     from rich.text import Text
 
-    verdicts = (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
-    counts = {v: sum(r.verdict == v for r in comparison.rows) for v in verdicts}
-    parts = [(f"{counts[v]} {v}", _STYLES.get(v, "")) for v in verdicts
+    counts = Counter(r.verdict for r in comparison.rows)
+    parts = [Text(f"{counts[v]} {v}", style=_STYLES.get(v, ""))
+             for v in (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
              if v not in ("regressed", "improved") and counts[v]]
     if not parts:
         return Text("no other series" if comparison.rows else "no series compared")
-    line = Text("and " if after_table else "")
-    for i, (text, style) in enumerate(parts):
-        line.append(", " if i else "")
-        line.append(text, style=style)
-    return line
+    return Text("and " if after_table else "").append_text(Text(", ").join(parts))
 
 
 _HEADERS = ("benchmark", "verdict", "change", "interval", "base → head")
@@ -125,7 +98,7 @@ def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[int, ...
     return columns
 
 
-def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH, colour: bool = False) -> str:
+def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False) -> str:
     """The comparison as terminal text: a title line (head and base commits, the devices), a table of
     regressions then improvements with columns benchmark, verdict, change, interval (percent) and
     ``base → head`` medians (engineering units: µs, ms, s, KiB…), then a line counting the other rows by
@@ -146,36 +119,34 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
 
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
-    comparison = Comparison.of(comparison)
     single_device = len({r.device_name for r in comparison.rows}) == 1
-    shown = (_largest_first([r for r in comparison.rows if r.verdict == "regressed"])
-             + _largest_first([r for r in comparison.rows if r.verdict == "improved"]))
+    shown = sorted((r for r in comparison.rows if r.verdict in ("regressed", "improved")),
+                   key=lambda r: (r.verdict != "regressed", _largest_first(r)))
     # Names too long for their column lose what every row's name shares: first the module path (a function
     # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
     # and task), in front of the device when rows are on several; said once in a line under the title.
     head = tail = ""
 
     def name(r: Row) -> str:
-        base, device = _split_device(r)
-        return base[len(head):len(base) - len(tail)] + ("" if single_device else device)
+        base = display_name(r, True)  # without the ".<device>" suffix
+        return base[len(head):len(base) - len(tail)] + ("" if single_device else r.name[len(base):])
 
-    cells = [(name(r), _verdict_cell(r), _change(r), _interval(r), _medians(r)) for r in shown]
+    cells = [(name(r), *_cells(r)) for r in shown]
     columns = _fitting_columns(cells, width)
-    room = _cells_left(cells, columns, width) if cells else width
-    bases = [_split_device(r)[0] for r in comparison.rows]
+    room = _cells_left(cells, columns, width)
+    bases = [display_name(r, True) for r in comparison.rows]
     if any(cell_len(name(r)) > room for r in shown):
         head = shared_module(bases)
     if any(cell_len(name(r)) > room for r in shown):
         tail = shared_tail([b[len(head):] for b in bases])
     cells = [(name(r), *c[1:]) for r, c in zip(shown, cells)]
-    shared = (f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}" if head or tail else "")
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
-                      no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False,
-                      soft_wrap=False)
+                      no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False)
     console.print(Text(_title(comparison), style="bold"))
-    if shared:
-        console.print(Text(shared), no_wrap=True, overflow="ellipsis")
+    if head or tail:
+        console.print(Text(f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}"),
+                      no_wrap=True, overflow="ellipsis")
     if shown:
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         table.add_column(_HEADERS[0])  # the only column that may shrink: its cells are cut, never wrapped
@@ -189,7 +160,7 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
     else:
         console.print(Text("no regressions or improvements"))
     console.print(_rest_line(comparison, bool(shown)))
-    for line in attention_lines(comparison, single_device, name):
+    for line in attention_lines(comparison, name):
         console.print(Text(line), no_wrap=True, overflow="ellipsis")  # rich wraps a Text's own no_wrap
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
@@ -198,18 +169,16 @@ def render_table(comparison: Comparison | dict[str, Any], width: int = MAX_WIDTH
 MAX_FAILED_LINES = 3
 
 
-def attention_lines(comparison: Comparison, single_device: bool, name: Callable[[Row], str] | None = None) -> list[str]:
+def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[str]:
     """What the count line cannot say and a reader must know: the runner checks that failed where the head
     was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
     count), and the inconclusive rows' largest changes (at most three, by name) with the effect each could
     have detected. Plain
-    text; each line is cut to the width. ``name``: a row's name as the table shows it (default: without the
-    device suffix when there is one device)."""
+    text; each line is cut to the width. ``name``: a row's name as the table shows it."""
     from benchtrail.compare.comment import runner_checks_line
 
-    name = name or (lambda r: _shown_name(r, single_device))
     lines = []
-    checks = runner_checks_line(comparison.document)
+    checks = runner_checks_line(comparison)
     if checks:
         lines.append(checks.replace("\\", "").replace("⚠ ", "warning: ").split(". These results")[0])
     failed = [r for r in comparison.rows if r.verdict == "failed"]
@@ -220,8 +189,8 @@ def attention_lines(comparison: Comparison, single_device: bool, name: Callable[
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
     undecided = [r for r in comparison.rows if r.verdict in INCONCLUSIVE]
     if undecided:  # the largest changes by name first: an undecided large change must not hide
-        shown = ", ".join(f"{name(r)} {_change(r)}{verdict_note(r)}"
-                          for r in _largest_first(undecided)[:3])
+        shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit)}{verdict_note(r)}"
+                          for r in sorted(undecided, key=_largest_first)[:3])
         more = f" and {len(undecided) - 3} more" if len(undecided) > 3 else ""
         lines.append(f"inconclusive ({len(undecided)}): {shown}{more}: more samples or a quieter machine would "
                      "settle them")

@@ -1,4 +1,5 @@
-"""What a baseline lookup asks about each stored run: may it be a baseline? (docs/store.md, "Trusted baselines").
+"""What a baseline lookup asks about each stored run: may it be a baseline? (docs/store.md, "Trusted
+baselines").
 
 Every lookup of stored runs by commit goes through :class:`StoredRuns`, which only needs this protocol;
 the GitHub-backed implementation and ``--trust`` live in :mod:`benchtrail.github.trust`.
@@ -46,9 +47,9 @@ class StoredRuns:
                  wanted: Callable[[dict[str, Any]], bool] = lambda p: True) -> None:
         self._pointers = store.pointers(commit)
         self.unreadable: tuple[str, ...] = tuple(getattr(self._pointers, "unreadable", ()))
-        self._trust, self._branches, self._wanted = trust, branches, wanted
+        self._trust, self._branches, self._wanted = trust or TrustAll(), branches, wanted
 
     def __iter__(self) -> Iterator[tuple[dict[str, Any], str | None]]:
         for p in reversed(self._pointers):
             if self._wanted(p):
-                yield p, (self._trust.check(p, self._branches) if self._trust is not None else None)
+                yield p, self._trust.check(p, self._branches)

@@ -22,6 +22,7 @@ with the head's alone (a base worker from before profiling) they are the head's 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,19 +39,12 @@ HEAD_ONLY = "head-only profile: the base commit's worker predates profiling"
 CLOCKS = {"cpu": ("self_cpu_us", "self CPU time"), "device": ("self_device_us", "self CUDA time")}
 
 
-def _clock(profile: Mapping[str, Any]) -> str:
-    """``device`` when a worker's profile has device times (a GPU run) and any is above 0, else ``cpu``."""
-    ops = profile.get("operators") or ()
-    return "device" if any((op.get("self_device_us") or 0) > 0 for op in ops) else "cpu"
-
-
 def _per_iteration(profile: Mapping[str, Any], clock: str) -> dict[str, float]:
     """``{operator name: self µs per iteration}`` of one worker's profile, on ``clock`` (a key of :data:`CLOCKS`)."""
     n = max(int(profile.get("iterations") or 1), 1)
-    key = CLOCKS[clock][0]
-    out: dict[str, float] = {}
+    out: defaultdict[str, float] = defaultdict(float)  # an operator it lacks: 0 µs
     for op in profile.get("operators") or ():
-        out[op["name"]] = out.get(op["name"], 0.0) + float(op.get(key) or 0.0) / n
+        out[op["name"]] += float(op.get(CLOCKS[clock][0]) or 0.0) / n
     return out
 
 
@@ -66,19 +60,20 @@ def profile_diff(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None,
     """
     if not head or "error" in head:
         return None
-    clock = _clock(head)
+    on_device = any((op.get("self_device_us") or 0) > 0 for op in head.get("operators") or ())  # a GPU run
+    clock = "device" if on_device else "cpu"
     head_us = _per_iteration(head, clock)
-    note = None
     if not base or "error" in base:
         note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
         ops = [{"name": k, "base_us": None, "head_us": round(v, 3), "change_us": None}
                for k, v in sorted(head_us.items(), key=lambda kv: -kv[1])[:top]]
-        return {"operators": ops, "iterations": {"base": None, "head": head.get("iterations")},
-                "traces": {"base": None, "head": traces.get("head")}, "note": note, "clock": clock}
-    base_us = _per_iteration(base, clock)
-    names = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us.get(k, 0.0) - base_us.get(k, 0.0)))
-    ops = [{"name": k, "base_us": round(base_us.get(k, 0.0), 3), "head_us": round(head_us.get(k, 0.0), 3),
-            "change_us": round(head_us.get(k, 0.0) - base_us.get(k, 0.0), 3)} for k in names[:top]]
+        base, traces = {}, {"head": traces.get("head")}  # no base side
+    else:
+        note, base_us = None, _per_iteration(base, clock)
+        change = {k: head_us[k] - base_us[k] for k in set(base_us) | set(head_us)}
+        ops = [{"name": k, "base_us": round(base_us[k], 3), "head_us": round(head_us[k], 3),
+                "change_us": round(change[k], 3)}
+               for k in sorted(change, key=lambda k: -abs(change[k]))[:top]]
     return {"operators": ops, "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
             "traces": {"base": traces.get("base"), "head": traces.get("head")}, "note": note, "clock": clock}
 
@@ -93,24 +88,22 @@ def _time(us: float) -> str:
     return f"{value:.{digits}f} {unit}"
 
 
-def _signed(us: float) -> str:
-    return ("+" if us >= 0 else "−") + _time(abs(us))
+def _times(op: Mapping[str, Any], head_only: str) -> str:
+    """An operator's ``self time 1.20 ms → 3.65 ms (+2.45 ms) per iteration``, or ``head_only`` then its head
+    time (a head-only profile)."""
+    if op.get("base_us") is None:
+        return f"{head_only}{_time(op['head_us'])} per iteration (head)"
+    change = ("+" if op["change_us"] >= 0 else "−") + _time(abs(op["change_us"]))
+    return f"self time {_time(op['base_us'])} → {_time(op['head_us'])} ({change}) per iteration"
 
 
-def why_lines(row: Mapping[str, Any], run_dir: Any = None) -> list[str]:
+def why_lines(profile: Mapping[str, Any] | None, run_dir: Any = None) -> list[str]:
     """The lines of :func:`render_why` as plain text (``benchtrail explain``): one per operator, most changed
     first, then the note and the traces (under ``run_dir``, a path, when given; else relative to the run
-    directory); [] for a row without a profile."""
-    profile = row.get("profile")
+    directory); [] without a profile (a row's ``profile``)."""
     if not profile or not profile.get("operators"):
         return []
-    lines = []
-    for op in profile["operators"]:
-        if op.get("base_us") is None:
-            lines.append(f"{op['name']} self time {_time(op['head_us'])} per iteration (head)")
-        else:
-            lines.append(f"{op['name']} self time {_time(op['base_us'])} → {_time(op['head_us'])} "
-                         f"({_signed(op['change_us'])}) per iteration")
+    lines = [f"{op['name']} {_times(op, 'self time ')}" for op in profile["operators"]]
     if profile.get("note"):
         lines.append(profile["note"])
     traces = profile.get("traces") or {}
@@ -121,33 +114,21 @@ def why_lines(row: Mapping[str, Any], run_dir: Any = None) -> list[str]:
     return lines
 
 
-def render_why(row: Mapping[str, Any], link: Any = None) -> str:
-    """The "Why" details block of a regressed row, Markdown: ``Why (torch.profiler, self CPU time): aten::mm self
+def render_why(profile: Mapping[str, Any] | None, link: Any = None) -> str:
+    """The "Why" block of a regressed row's ``profile``, Markdown: ``Why (torch.profiler, self CPU time): aten::mm self
     time 1.20 ms → 3.65 ms (+2.45 ms) per iteration; ...`` with the most changed operator first, then the note
     and the two traces. ``link`` maps a trace path (relative to the run directory) to a URL or path to show
-    (default: the path itself, in a code span). "" for a row without a profile (a ``Row`` without the field too)."""
-    profile = row.get("profile")
+    (default: the path itself, in a code span). "" without a profile."""
     if not profile or not profile.get("operators"):
         return ""
-    ops = []
-    for op in profile["operators"]:
-        name = code_span(op["name"])
-        if op.get("base_us") is None:
-            ops.append(f"- {name} {_time(op['head_us'])} per iteration (head)")
-        else:
-            ops.append(f"- {name} self time {_time(op['base_us'])} → {_time(op['head_us'])} "
-                       f"({_signed(op['change_us'])}) per iteration")
     what = CLOCKS[profile.get("clock") or "cpu"][1]
-    out = [f"**Why** (torch.profiler, {what} per iteration, largest change first):", *ops]
+    out = [f"**Why** (torch.profiler, {what} per iteration, largest change first):",
+           *(f"- {code_span(op['name'])} {_times(op, '')}" for op in profile["operators"])]
     if profile.get("note"):
         out.append(f"\n_{profile['note']}_")
     traces = profile.get("traces") or {}
-    shown = []
-    for arm in ("base", "head"):
-        path = traces.get(arm)
-        if path:
-            target = link(path) if link else None
-            shown.append(f"[{arm}]({target})" if target else f"{arm} {code_span(path)}")
+    shown = [f"[{arm}]({link(traces[arm])})" if link else f"{arm} {code_span(traces[arm])}"
+             for arm in ("base", "head") if traces.get(arm)]
     if shown:
         out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
     return "\n".join(out) + "\n"

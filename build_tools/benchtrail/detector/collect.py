@@ -1,15 +1,15 @@
-"""Collection of ``benchtrail evaluate-detector``'s samples, mode by mode (:mod:`benchtrail.detector.evaluate`).
+"""Collection of ``benchtrail evaluate-detector``'s samples, mode by mode
+(:mod:`benchtrail.detector.evaluate`).
 
 A :class:`Plan` holds one mode's comparisons (δ, base worker, collection order) and receives their
-samples; :func:`collect_stored` and :func:`collect_sequential` fill it from the two workers of
-:mod:`benchtrail.detector.workers`.
+samples; :func:`collect` fills it from the two workers of :mod:`benchtrail.detector.workers`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,14 +19,18 @@ from benchtrail.detector.workers import Worker
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a sequential mode samples: ``samples`` per side at least (what the peers see),
-    ``max_samples`` at most; ``cpu`` the one CPU of paired mode (None: not pinned), ``duet_cpus`` the
-    duet's two."""
+    """How the modes sample: ``samples`` per side (a sequential mode's least: what the peers see),
+    ``max_samples`` a sequential mode's most, each sample ``iterations`` calls of about ``us_per_call`` µs;
+    ``cpu`` the one CPU of the stored and paired modes (None: not pinned), ``duet_cpus`` the duet's two;
+    ``threshold_pct`` benchtrail's threshold."""
 
     samples: int
     max_samples: int
     cpu: int | None
     duet_cpus: tuple[int, int] | None
+    iterations: int
+    us_per_call: float
+    threshold_pct: float
 
 
 @dataclass
@@ -37,58 +41,46 @@ class Plan:
     deltas: np.ndarray
     base_worker: np.ndarray
     order: np.ndarray
-    base: list[list[float]] = field(default_factory=list)
-    head: list[list[float]] = field(default_factory=list)
+    base: list[list[float]]
+    head: list[list[float]]
     #: paired mode: the side of each sample in the order taken, e.g. "bhhb..."; stored and duet: None.
-    slots: list[str | None] = field(default_factory=list)
-    #: sequential modes: wall seconds of each round drawn; rounds benchtrail's comparison used.
-    walls: list[list[float] | None] = field(default_factory=list)
-    used_rounds: list[int | None] = field(default_factory=list)
+    slots: list[str | None]
+    #: sequential modes: wall seconds of each round drawn.
+    walls: list[list[float] | None]
+
+    def spin_s(self, i: int, us_per_call: float) -> float:
+        """Seconds of extra work per head call of comparison ``i``: its δ of ``us_per_call``."""
+        return self.deltas[i] / 100 * us_per_call / 1e6
 
 
 def plan_of(aa: int, ab: int, deltas_pct: Sequence[float], rng: np.random.Generator) -> Plan:
-    """``aa`` A/A comparisons and ``ab`` per δ of ``deltas_pct``, base workers and order drawn from ``rng``."""
+    """``aa`` A/A comparisons and ``ab`` per δ of ``deltas_pct``, base workers and order drawn from
+    ``rng``."""
     deltas = np.array([0.0] * aa + [d for d in deltas_pct for _ in range(ab)])
     n = deltas.size
-    return Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)], [[] for _ in range(n)],
-                 [None] * n, [None] * n, [None] * n)
+    return Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)],
+                [[] for _ in range(n)], [None] * n, [None] * n)
 
 
 def _progress(description: str, total: int):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     from benchtrail.progress import console
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TimeRemainingColumn(), console=console)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=console)
     return progress, progress.add_task(description, total=total)
 
 
-def collect_stored(workers: Sequence[Worker], plan: Plan, samples: int, iterations: int, us_per_call: float) -> None:
-    """Every base set first (an earlier run's baseline), then every head set."""
-    progress, task = _progress("stored-baseline", 2 * plan.order.size)
-    with progress:
-        for i in plan.order:
-            plan.base[i] = workers[plan.base_worker[i]].samples(samples, iterations, 0.0)
-            progress.advance(task)
-        for i in plan.order:
-            spin_s = plan.deltas[i] / 100 * us_per_call / 1e6
-            plan.head[i] = workers[1 - plan.base_worker[i]].samples(samples, iterations, spin_s)
-            progress.advance(task)
+def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
+            rng: np.random.Generator) -> None:
+    """Fill ``plan`` with ``mode``'s samples.
 
-
-def pin_all(workers: Sequence[Worker], cpu: int | None) -> None:
-    """Pin both workers back to the shared CPU (a duet moved them)."""
-    if cpu is not None:
-        for w in workers:
-            w.pin(cpu)
-
-
-def collect_sequential(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling, iterations: int,
-                        us_per_call: float, threshold_pct: float, rng: np.random.Generator) -> None:
-    """Per comparison, rounds of ``ROUND_SAMPLES`` pairs while benchtrail's sequential comparison is
-    undecided (``sample_until_settled(paired=True, sequential=True)``, up to ``max_samples`` per side),
-    and at least ``samples`` per side for the peers.
+    *stored-baseline*: every base set first (an earlier run's baseline), then every head set. The
+    sequential modes, per comparison: rounds of ``ROUND_SAMPLES`` pairs while benchtrail's sequential
+    comparison is undecided (``sample_until_settled(paired=True, sequential=True)``, up to
+    ``max_samples`` per side), and at least ``samples`` per side for the peers.
 
     *paired*: a pair is a base and a head sample back to back on the one shared CPU, in a random order
     per pair, each after one untimed call in its worker (switching workers leaves the caches to the
@@ -96,22 +88,33 @@ def collect_sequential(mode: str, workers: Sequence[Worker], plan: Plan, config:
     :func:`benchtrail.detector.workers.duet`, both workers at once on their own CPUs, which they swap
     every round so that a difference between the CPUs cancels.
     """
-    pin_all(workers, None if mode == "duet" else config.cpu)
-    progress, task = _progress(mode, plan.order.size)
+    if mode != "duet" and config.cpu is not None:  # back on the shared CPU (a duet moved them)
+        for w in workers:
+            w.pin(config.cpu)
+    progress, task = _progress(mode, (2 if mode == "stored-baseline" else 1) * plan.order.size)
     with progress:
+        if mode == "stored-baseline":
+            for i in plan.order:
+                plan.base[i] = workers[plan.base_worker[i]].samples(config.samples, config.iterations, 0.0)
+                progress.advance(task)
+            for i in plan.order:
+                spin_s = plan.spin_s(i, config.us_per_call)
+                head = workers[1 - plan.base_worker[i]]
+                plan.head[i] = head.samples(config.samples, config.iterations, spin_s)
+                progress.advance(task)
+            return
         for i in plan.order:
-            _sequential_comparison(mode, workers, plan, int(i), config, iterations, us_per_call, threshold_pct, rng)
+            _sequential_comparison(mode, workers, plan, int(i), config, rng)
             progress.advance(task)
 
 
 def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: int, config: Sampling,
-                           iterations: int, us_per_call: float, threshold_pct: float,
                            rng: np.random.Generator) -> None:
-    """Comparison ``i`` of a sequential mode (:func:`collect_sequential`), into ``plan``."""
+    """Comparison ``i`` of a sequential mode (:func:`collect`), into ``plan``."""
     from benchtrail.detector.workers import duet
     from benchtrail.runner.adaptive import sample_until_settled
 
-    spin = (0.0, plan.deltas[i] / 100 * us_per_call / 1e6)
+    spin = (0.0, plan.spin_s(i, config.us_per_call))
     bw = int(plan.base_worker[i])
     arms = (workers[bw], workers[1 - bw])
     walls: list[float] = []
@@ -121,12 +124,13 @@ def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: 
         t = time.perf_counter()
         if mode == "duet":
             cpus, r = config.duet_cpus, len(walls)
-            sides = duet(arms, (cpus[(r + bw) % 2], cpus[(r + bw + 1) % 2]), ROUND_SAMPLES, iterations, spin)
+            cpu_pair = (cpus[(r + bw) % 2], cpus[(r + bw + 1) % 2])
+            sides = duet(arms, cpu_pair, ROUND_SAMPLES, config.iterations, spin)
         else:
             sides = ([], [])
             for _ in range(ROUND_SAMPLES):  # one pair: base and head back to back, in a random order
                 for side in rng.permutation(2):
-                    sides[side].extend(arms[side].samples(1, iterations, spin[side], warm_calls=1))
+                    sides[side].extend(arms[side].samples(1, config.iterations, spin[side], warm_calls=1))
                     taken.append("bh"[side])
         walls.append(time.perf_counter() - t)
         # Rounded as stored, so that judging the stored samples again decides exactly as here.
@@ -135,9 +139,8 @@ def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: 
         plan.head[i].extend(h)
         return b, h
 
-    settled = sample_until_settled(draw, threshold_pct=threshold_pct, lower_is_better=True, paired=True,
-                                   sequential=True, max_rounds=config.max_samples // ROUND_SAMPLES)
+    sample_until_settled(draw, threshold_pct=config.threshold_pct, lower_is_better=True, paired=True,
+                         sequential=True, max_rounds=config.max_samples // ROUND_SAMPLES)
     while len(walls) < config.samples // ROUND_SAMPLES:  # the peers' rules see `samples` per side
         draw()
-    plan.walls[i], plan.used_rounds[i] = walls, settled.rounds
-    plan.slots[i] = "".join(taken) if mode == "paired" else None
+    plan.walls[i], plan.slots[i] = walls, "".join(taken) if mode == "paired" else None

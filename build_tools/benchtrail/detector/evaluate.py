@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import time
+from itertools import product
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from benchtrail.detector.collect import Sampling, collect_sequential, collect_stored, pin_all, plan_of
+from benchtrail.detector.collect import Sampling, collect, plan_of
 from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
 from benchtrail.detector.load import Load, background_load
 from benchtrail.detector.workers import Worker
@@ -99,20 +100,13 @@ class EvalConfig:
     duet_cpus: tuple[int, int] | None = field(default_factory=_last_two_cpus)
 
     def __post_init__(self) -> None:
-        if self.aa < 1 or self.ab < 1 or self.matrix_size < 1 or self.calibration_samples < 2:
-            raise ValueError(f"aa, ab, matrix_size must be >= 1 and calibration_samples >= 2: {self}")
-        if self.samples < ROUND_SAMPLES or self.samples % ROUND_SAMPLES:
-            raise ValueError(f"samples must be a multiple of {ROUND_SAMPLES}, got {self.samples}")
-        if not self.deltas_pct or not all(0 < d <= 1000 for d in self.deltas_pct):
-            raise ValueError(f"deltas_pct must be non-empty, each in (0, 1000], got {self.deltas_pct}")
+        """Checks what the command's options do not (``benchtrail.cli.options`` checks the counts, samples,
+        deltas and modes)."""
+        if self.matrix_size < 1 or self.calibration_samples < 2:
+            raise ValueError(f"matrix_size must be >= 1 and calibration_samples >= 2: {self}")
         if not (self.sample_time_ms > 0 and self.warmup_s >= 0 and self.budget_s > 0):
             raise ValueError(f"sample_time_ms and budget_s must be > 0 and warmup_s >= 0: {self}")
-        if self.max_samples < self.samples or self.max_samples % ROUND_SAMPLES:
-            raise ValueError(f"max_samples must be a multiple of {ROUND_SAMPLES} and >= samples ({self.samples}), "
-                             f"got {self.max_samples}")
-        if not self.modes or len(set(self.modes)) != len(self.modes) or not set(self.modes) <= set(MODES):
-            raise ValueError(f"modes must be distinct names of {MODES}, got {self.modes}")
-        if "duet" in self.modes and (self.duet_cpus is None or len(set(self.duet_cpus)) != 2):
+        if "duet" in self.modes and len(set(self.duet_cpus or ())) != 2:
             raise UserError("duet mode needs two CPUs, one per worker; this process may use "
                             f"{len(os.sched_getaffinity(0))} (leave duet out of the modes)")
 
@@ -124,29 +118,27 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
     for w in workers:
         w.request("warmup", config.warmup_s)
     calls = [w.samples(config.calibration_samples, 1, 0.0) for w in workers]
-    per_worker = [float(np.median(c)) for c in calls]
     us_per_call = float(np.median(calls))  # all one-call samples of both workers
     iterations = max(2, round(config.sample_time_ms * 1e3 / us_per_call))
     n_comp = config.aa + config.ab * len(config.deltas_pct)
     spin_us = config.ab * sum(config.deltas_pct) / 100 * us_per_call  # extra µs per call, summed over A/B
     probe = 20
 
-    def estimate(iterations: int) -> dict[str, float]:
-        wall = {}
+    def estimate(iterations: int) -> tuple[dict[str, float], dict[str, float]]:
+        """Wall seconds per sample and of collecting, by mode."""
         t = time.perf_counter()
         workers[0].samples(probe, iterations, 0.0)
-        wall["stored-baseline"] = (time.perf_counter() - t) / probe
+        one = (time.perf_counter() - t) / probe
         t = time.perf_counter()
         for _ in range(probe):
             workers[1].samples(1, iterations, 0.0, warm_calls=1)
-        wall["paired"] = (time.perf_counter() - t) / probe
-        wall["duet"] = wall["stored-baseline"]  # two samples at once: one sample's time (and the barrier)
+        # duet: two samples at once take one sample's time (and the barrier)
+        wall = {"stored-baseline": one, "paired": (time.perf_counter() - t) / probe, "duet": one}
         # Sequential modes draw at least `samples` per side, more while undecided (at most max_samples).
-        out = {mode: (1 if mode == "duet" else 2) * config.samples * n_comp * wall[mode]
-               + config.samples * iterations * spin_us / 1e6 for mode in config.modes}
-        return {"wall_per_sample_s": wall, "collect_s": out}
+        return wall, {mode: (1 if mode == "duet" else 2) * config.samples * n_comp * wall[mode]
+                      + config.samples * iterations * spin_us / 1e6 for mode in config.modes}
 
-    est = estimate(iterations)
+    wall, collect_s = estimate(iterations)
     # Analysis: time every rule on one synthetic comparison at the threshold (the detector then uses
     # all its rounds, the slow case).
     noise = np.random.default_rng(0).normal(0.0, 0.02, (2, config.samples))
@@ -154,25 +146,25 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
     judge((us_per_call * np.exp(noise[0])).tolist(), (1.05 * us_per_call * np.exp(noise[1])).tolist(), 5.0)
     analysis_s = 2 * n_comp * (time.perf_counter() - t)
     setup_s = time.perf_counter() - started
-    total = setup_s + sum(est["collect_s"].values()) + analysis_s
+    total = setup_s + sum(collect_s.values()) + analysis_s
     if total > config.budget_s and iterations > 2:
         # Overhead per sample stays; the block shrinks. Solve for the iterations that fit.
-        overhead = max(sum(est["wall_per_sample_s"].values()) / 2 - iterations * us_per_call / 1e6, 0.0)
+        overhead = max(sum(wall.values()) / 2 - iterations * us_per_call / 1e6, 0.0)
         per_sample_s = (config.budget_s - setup_s - analysis_s) / (4 * config.samples * n_comp) - overhead
         fitted = max(2, min(iterations - 1, math.floor(per_sample_s / (us_per_call / 1e6))))
         report(f"{iterations} iterations per sample would take about {total / 60:.1f} min; "
                f"shortening the sample to {fitted} iterations to fit {config.budget_s / 60:.1f} min")
         iterations = fitted
-        est = estimate(iterations)
-        total = setup_s + sum(est["collect_s"].values()) + analysis_s
+        wall, collect_s = estimate(iterations)
+        total = setup_s + sum(collect_s.values()) + analysis_s
     if total > config.budget_s:
         report(f"warning: even at {iterations} iterations per sample this takes about {total / 60:.1f} min, "
                f"over the {config.budget_s / 60:.1f} min budget; pass fewer comparisons (--aa, --ab)")
-    noise_by_worker = [float(n) for n in relative_iqr(calls)]  # IQR/median of each worker's one-call samples
-    return {"us_per_call": us_per_call, "us_per_call_by_worker": per_worker, "noise_by_worker": noise_by_worker,
-            "iterations_per_sample": iterations,
-            "sample_ms": iterations * us_per_call / 1e3, "estimate_s": total, "estimate_collect_s": est["collect_s"],
-            "estimate_analysis_s": analysis_s, "wall_per_sample_s": est["wall_per_sample_s"]}
+    return {"us_per_call": us_per_call, "us_per_call_by_worker": [float(np.median(c)) for c in calls],
+            "noise_by_worker": [float(n) for n in relative_iqr(calls)],  # IQR/median of one-call samples
+            "iterations_per_sample": iterations, "sample_ms": iterations * us_per_call / 1e3,
+            "estimate_s": total, "estimate_collect_s": collect_s, "estimate_analysis_s": analysis_s,
+            "wall_per_sample_s": wall}
 
 
 def _seconds(record: dict[str, Any]) -> float | None:
@@ -184,23 +176,19 @@ def _seconds(record: dict[str, Any]) -> float | None:
 def _rows(records: list[dict[str, Any]], deltas_pct: Sequence[float]) -> list[dict[str, Any]]:
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
-    for delta in (0.0, *deltas_pct):
-        for rule in RULES:
-            for mode in modes:
-                group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
-                hits = ALERTS if delta == 0 else ("regressed",)
-                k = sum(r["verdicts"][rule] in hits for r in group)
-                low, high = clopper_pearson(k, len(group))
-                used = [r["samples_per_side"][rule] for r in group]
-                rows.append({"rule": rule, "mode": mode, "delta_pct": delta, "alerts": k, "n": len(group),
-                             "counts": "either direction" if delta == 0 else "regressed",
-                             "rate_pct": 100 * k / len(group), "ci_low_pct": 100 * low, "ci_high_pct": 100 * high,
-                             "mean_samples_per_side": float(np.mean(used)),
-                             "mean_seconds_per_comparison": _mean([_seconds(r) for r in group])
-                             if rule == "benchtrail" else None,
-                             "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if rule == "benchtrail" else None,
-                             "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
-                             "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if rule == "benchtrail" else None})
+    for delta, rule, mode in product((0.0, *deltas_pct), RULES, modes):
+        group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
+        k = sum(r["verdicts"][rule] in (ALERTS if delta == 0 else ("regressed",)) for r in group)
+        low, high = clopper_pearson(k, len(group))
+        ours = rule == "benchtrail"  # the figures only benchtrail's comparison has
+        rows.append({"rule": rule, "mode": mode, "delta_pct": delta, "alerts": k, "n": len(group),
+                     "counts": "either direction" if delta == 0 else "regressed",
+                     "rate_pct": 100 * k / len(group), "ci_low_pct": 100 * low, "ci_high_pct": 100 * high,
+                     "mean_samples_per_side": float(np.mean([r["samples_per_side"][rule] for r in group])),
+                     "mean_seconds_per_comparison": _mean([_seconds(r) for r in group]) if ours else None,
+                     "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if ours else None,
+                     "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
+                     "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if ours else None})
     return rows
 
 
@@ -247,42 +235,33 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} samples "
                   "per side" if sequential else "")
                + f" ({(time.perf_counter() - start):.0f} s of setup done)")
+        sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus,
+                            cal["iterations_per_sample"], cal["us_per_call"], threshold.threshold)
         for mode in config.modes:
-            if mode == "stored-baseline":
-                pin_all(workers, config.cpu)
-                collect_stored(workers, plans[mode], config.samples, cal["iterations_per_sample"], cal["us_per_call"])
-            else:
-                sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus)
-                collect_sequential(mode, workers, plans[mode], sampling, cal["iterations_per_sample"],
-                                    cal["us_per_call"], threshold.threshold, rng)
+            collect(mode, workers, plans[mode], sampling, rng)
     records = []
     for mode in config.modes:
         plan = plans[mode]
-        for i in range(plan.deltas.size):
-            records.append({"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
-                            "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
-                            "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
-                            "base_us": [round(x, 4) for x in plan.base[i]],
-                            "head_us": [round(x, 4) for x in plan.head[i]]})
+        records += [{"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
+                     "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
+                     "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
+                     "base_us": [round(x, 4) for x in plan.base[i]], "head_us": [round(x, 4) for x in plan.head[i]]}
+                    for i in range(plan.deltas.size)]
     records = judge_records(records, threshold.threshold, config.samples, config.max_samples // ROUND_SAMPLES)
-    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"], "worker_cpus": info["cpus"],
-             "iterations_per_sample": cal["iterations_per_sample"], "sample_ms": cal["sample_ms"],
-             "us_per_call": cal["us_per_call"], "us_per_call_by_worker": cal["us_per_call_by_worker"],
+    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
+             "worker_cpus": info["cpus"], **cal,
              "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
              "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
              "modes": list(config.modes), "max_samples_per_side": config.max_samples,
              "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
-             "start_method": info["start_method"],
-             "noise_by_worker": cal["noise_by_worker"], "cpu_model": cpu_model(),
+             "start_method": info["start_method"], "cpu_model": cpu_model(),
              "background_load": config.noise.to_dict() if config.noise else None,
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-             "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-             "estimate_s": cal["estimate_s"], "estimate_collect_s": cal["estimate_collect_s"],
-             "estimate_analysis_s": cal["estimate_analysis_s"], "wall_per_sample_s": cal["wall_per_sample_s"],
-             "elapsed_s": time.perf_counter() - start}
-    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config.deltas_pct), "comparisons": records}
+             "cpus_usable": len(os.sched_getaffinity(0)), "elapsed_s": time.perf_counter() - start}
+    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config.deltas_pct),
+            "comparisons": records}
 
 
 def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samples: int | None = None,
@@ -300,7 +279,7 @@ def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samp
         verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] != "stored-baseline",
                                sequential=sequential, peer_samples=peer_samples,
                                planned_rounds=planned_rounds if sequential else None)
-        peers = min(len(r["base_us"]), peer_samples or len(r["base_us"]))
+        peers = min(len(r["base_us"]), peer_samples or math.inf)
         extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
                  "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
         judged.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
@@ -314,8 +293,8 @@ def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
     (what the table would show if the thresholds rule said ``threshold_pct``). A sequential
     comparison that would now want more rounds than were collected stops at the last one."""
     s = doc["setup"]
-    max_samples = s.get("max_samples_per_side", s["samples_per_side"])
-    records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"], max_samples // ROUND_SAMPLES)
+    records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"],
+                            s.get("max_samples_per_side", s["samples_per_side"]) // ROUND_SAMPLES)
     setup = {**s, "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
     return {**doc, "schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, s["deltas_pct"]),
             "comparisons": records}
@@ -345,9 +324,9 @@ def format_table(doc: dict[str, Any]) -> str:
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in doc["rows"]:
         delta = "0 (A/A)" if r["delta_pct"] == 0 else f"{r['delta_pct']:g}"
-        seconds, mde = r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct")
+        means = " | ".join("—" if v is None else f"{v:.2f}"
+                           for v in (r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct")))
         lines.append(f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
                      f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | {r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
-                     f"{r['mean_samples_per_side']:.1f} | {'—' if seconds is None else f'{seconds:.2f}'} | "
-                     f"{'—' if mde is None else f'{mde:.2f}'} |")
+                     f"{r['mean_samples_per_side']:.1f} | {means} |")
     return "\n".join(lines) + "\n"

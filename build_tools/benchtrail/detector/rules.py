@@ -50,7 +50,8 @@ def iree_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float
     return "regressed" if ratio > 1.0 else "improved"
 
 
-def github_action_benchmark_rule(base: Sequence[float], head: Sequence[float], alert_ratio: float = 2.0) -> str:
+def github_action_benchmark_rule(base: Sequence[float], head: Sequence[float],
+                                 alert_ratio: float = 2.0) -> str:
     """github-action-benchmark's rule: alert when the value got worse by more than ``alert_ratio``.
 
     From benchmark-action/github-action-benchmark ``src/write/findAlerts.ts``: ``ratio = current /
@@ -69,7 +70,8 @@ def github_action_benchmark_rule(base: Sequence[float], head: Sequence[float], a
     return "regressed" if float(np.mean(head) / np.mean(base)) > alert_ratio else "similar"
 
 
-def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1, p_threshold: float = 0.002) -> str:
+def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1,
+             p_threshold: float = 0.002) -> str:
     """asv's rule: the median changed by more than ``factor`` and a Mann–Whitney U test says so.
 
     From airspeed-velocity/asv ``asv/commands/compare.py`` (``--factor`` default 1.1: worse when
@@ -103,17 +105,17 @@ class OurVerdict(NamedTuple):
 
 
 def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                    round_samples: int = ROUND_SAMPLES, paired: bool = False, sequential: bool = False,
+                    paired: bool = False, sequential: bool = False,
                     planned_rounds: int | None = None) -> OurVerdict:
     """benchtrail's detector: :func:`benchtrail.runner.adaptive.sample_until_settled` fed prefixes.
 
-    Round k hands the detector samples ``[k·round_samples, (k+1)·round_samples)`` of each side, so it
+    Round k hands the detector samples ``[k·ROUND_SAMPLES, (k+1)·ROUND_SAMPLES)`` of each side, so it
     stops as soon as the comparison settles (DIFFERENT or SAME) and uses at most
-    ``len(base)`` samples per side (``max_rounds = len(base) / round_samples``). Lower is better.
+    ``len(base)`` samples per side (``max_rounds = len(base) / ROUND_SAMPLES``). Lower is better.
 
     Args:
         base, head: 1-D samples in time order, µs per call; both of the same length, a multiple of
-            ``round_samples``.
+            ``ROUND_SAMPLES``.
         threshold_pct: percent, from the shipped thresholds table.
         paired: the samples were taken interleaved, sample j of base next to sample j of head in
             each round: compare pair ratios (:mod:`benchtrail.stats.paired`).
@@ -121,25 +123,20 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
         planned_rounds: the rounds the spending plans for, at least the rounds given (default: those).
 
     Raises:
-        ValueError: sides of different length or not a multiple of ``round_samples``.
+        ValueError: sides of different length or not a multiple of ``ROUND_SAMPLES``.
     """
     from benchtrail.runner.adaptive import sample_until_settled
 
     base, head = np.asarray(base, dtype=np.float64), np.asarray(head, dtype=np.float64)
-    if base.shape != head.shape or base.ndim != 1 or base.size == 0 or base.size % round_samples:
-        raise ValueError(f"need two 1-D sides of one length, a multiple of {round_samples}; "
+    if base.shape != head.shape or base.ndim != 1 or base.size == 0 or base.size % ROUND_SAMPLES:
+        raise ValueError(f"need two 1-D sides of one length, a multiple of {ROUND_SAMPLES}; "
                          f"got shapes {base.shape} and {head.shape}")
-    rounds = iter(range(base.size // round_samples))
-
-    def draw() -> tuple[list[float], list[float]]:
-        at = next(rounds) * round_samples
-        return base[at:at + round_samples].tolist(), head[at:at + round_samples].tolist()
-
-    settled = sample_until_settled(draw, threshold_pct=threshold_pct, lower_is_better=True, paired=paired,
-                                   max_rounds=base.size // round_samples, sequential=sequential,
-                                   planned_rounds=planned_rounds)
-    return OurVerdict(settled.verdict, settled.outcome, len(settled.base), float(settled.inference.mde_pct[0]),
-                      settled.level)
+    rounds = zip(base.reshape(-1, ROUND_SAMPLES).tolist(), head.reshape(-1, ROUND_SAMPLES).tolist())
+    settled = sample_until_settled(lambda: next(rounds), threshold_pct=threshold_pct, lower_is_better=True,
+                                   paired=paired, max_rounds=base.size // ROUND_SAMPLES,
+                                   sequential=sequential, planned_rounds=planned_rounds)
+    return OurVerdict(settled.verdict, settled.outcome, len(settled.base),
+                      float(settled.inference.mde_pct[0]), settled.level)
 
 
 def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, paired: bool = False,
@@ -151,8 +148,10 @@ def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, pa
     ours = benchtrail_rule(base, head, threshold_pct, paired=paired, sequential=sequential,
                            planned_rounds=planned_rounds)
     base, head = base[:peer_samples], head[:peer_samples]
-    return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0), "iree-10": iree_rule(base, head, 10.0),
-            "github-action-benchmark": github_action_benchmark_rule(base, head), "asv": asv_rule(base, head)}, ours
+    return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0),
+            "iree-10": iree_rule(base, head, 10.0),
+            "github-action-benchmark": github_action_benchmark_rule(base, head),
+            "asv": asv_rule(base, head)}, ours
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

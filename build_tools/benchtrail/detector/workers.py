@@ -21,33 +21,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-
-def _workload(mm: Callable[..., Any], a: Any, b: Any, out: Any, spin_s: float) -> Callable[[], None]:
-    """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds (0 for base and A/A)."""
-    clock = time.perf_counter
-
-    def call() -> None:
-        mm(a, b, out=out)
-        end = clock() + spin_s
-        while clock() < end:
-            pass
-
-    return call
-
-
 #: Seconds a worker waits at the duet barrier for the other before it gives up (the other failed).
 BARRIER_TIMEOUT_S = 60.0
-
-
-def _duet_samples(fn: Callable[[], None], barrier: Any, count: int, iterations: int) -> list[float]:
-    """``count`` samples (µs per call), each started when both duet workers reach ``barrier``."""
-    from benchtrail.worker.timing import take_samples
-
-    out = []
-    for _ in range(count):
-        barrier.wait(BARRIER_TIMEOUT_S)
-        out.extend(take_samples(fn, iterations, 1))
-    return out
 
 
 def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrier: Any = None) -> None:
@@ -71,6 +46,16 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         return
+
+    def workload(spin_s: float) -> Callable[[], None]:
+        """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds (0 for base and A/A)."""
+        def call() -> None:
+            torch.mm(a, b, out=out)
+            end = time.perf_counter() + spin_s
+            while time.perf_counter() < end:
+                pass
+        return call
+
     while True:
         try:
             msg = conn.recv()
@@ -81,25 +66,20 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
         try:
             if msg[0] == "pin":
                 os.sched_setaffinity(0, {msg[1]})
-                conn.send(("ok", msg[1]))
-            elif msg[0] == "duet":
-                _, count, iterations, spin_s, warm_calls = msg
-                fn = _workload(torch.mm, a, b, out, spin_s)
-                for _ in range(warm_calls):
-                    fn()
-                conn.send(("ok", _duet_samples(fn, barrier, count, iterations)))
+                value = msg[1]
             elif msg[0] == "warmup":
-                fn, end, n = _workload(torch.mm, a, b, out, 0.0), time.perf_counter() + msg[1], 0
-                while n < 2 or time.perf_counter() < end:
+                fn, end, value = workload(0.0), time.perf_counter() + msg[1], 0
+                while value < 2 or time.perf_counter() < end:
                     fn()
-                    n += 1
-                conn.send(("ok", n))
-            else:
-                _, count, iterations, spin_s, warm_calls = msg
-                fn = _workload(torch.mm, a, b, out, spin_s)
+                    value += 1
+            else:  # samples, or duet: each sample started when both workers reach ``barrier``
+                kind, count, iterations, spin_s, warm_calls = msg
+                fn = workload(spin_s)
                 for _ in range(warm_calls):  # untimed: refill the caches the other arm's worker used
                     fn()
-                conn.send(("ok", take_samples(fn, iterations, count)))
+                meet = (lambda: barrier.wait(BARRIER_TIMEOUT_S)) if kind == "duet" else None
+                value = take_samples(fn, iterations, count, before_sample=meet)
+            conn.send(("ok", value))
         except Exception:
             conn.send(("error", traceback.format_exc()))
 
@@ -107,11 +87,12 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
 class Worker:
     """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe."""
 
-    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None, barrier: Any = None) -> None:
+    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None,
+                 barrier: Any) -> None:
         self.index = index
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu, barrier), daemon=True,
-                                 name=f"benchtrail-detector-worker-{index}")
+        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu, barrier),
+                                 daemon=True, name=f"benchtrail-detector-worker-{index}")
         self._proc.start()
         child.close()
 
@@ -121,7 +102,8 @@ class Worker:
             status, value = self._conn.recv()
         except EOFError:
             self._proc.join(5)
-            raise RuntimeError(f"detector worker {self.index} exited with code {self._proc.exitcode}") from None
+            raise RuntimeError(f"detector worker {self.index} exited with code "
+                               f"{self._proc.exitcode}") from None
         if status != "ok":
             raise RuntimeError(f"detector worker {self.index} failed:\n{value}")
         return value
@@ -165,25 +147,23 @@ def _context(method: str) -> Any:
 
 
 @contextlib.contextmanager
-def workers(matrix_size: int, seed: int, cpu: int | None,
-            method: str | None = None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
+def workers(matrix_size: int, seed: int,
+            cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
     """Two workers with identical matrices and one duet barrier, started together; ``(workers, info
-    of worker 0)``.
-
-    ``method`` is ``fork`` or ``spawn`` (default: ``benchtrail.runner.workers.start_method``, i.e.
-    ``BENCHTRAIL_WORKER_START``); the info records it as ``start_method``.
+    of worker 0)``, the info with the ``start_method`` (``benchtrail.runner.workers.start_method``:
+    ``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``).
     """
     from benchtrail.runner.workers import start_method
 
-    method = method or start_method()
+    method = start_method()
     ctx = _context(method)
     workers: list[Worker] = []
     try:
         barrier = ctx.Barrier(2)
         for i in range(2):
             workers.append(Worker(ctx, i, matrix_size, seed, cpu, barrier))
-        infos = [w.reply() for w in workers]
-        yield (workers[0], workers[1]), {**infos[0], "start_method": method}
+        info = [w.reply() for w in workers][0]
+        yield (workers[0], workers[1]), {**info, "start_method": method}
     finally:
         for w in workers:
             w.close()

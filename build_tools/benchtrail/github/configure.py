@@ -21,11 +21,12 @@ holds at most 128 KiB on Linux, and a PR body may be larger.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ LABEL_PREFIX = "benchmarks:"
 SAFE_ACCEPT = re.compile(r"^[A-Za-z0-9._*?\[\]-]+$")
 DEFAULT_META_PRESET = "default"
 PR_EVENTS = ("pull_request", "pull_request_target")
+#: Events whose runs of the default or a release branch store baselines (postsubmit runs).
+POSTSUBMIT_EVENTS = ("push", "workflow_dispatch")
 EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
 EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates the "
                      "head's last comparison with them again, without measuring")
@@ -50,6 +53,20 @@ SELECTION_ERROR_VERDICT = "no benchmarks ran — the benchmark selection in the 
 #: Characters of the error shown in the selection-error comment (stderr gets all of it).
 MAX_ERROR_CHARS = 4_000
 _SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+#: Where a PR's requests come from, as an error names it.
+PR_SOURCES = {"trailer": "PR description", "label": f"PR labels ({LABEL_PREFIX}<preset>)"}
+
+Env = Mapping[str, str]  # environment variables
+Json = Mapping[str, Any]  # a JSON object: the event payload or a part of it
+Meta = Mapping[str, tuple[str, ...]]  # meta-preset -> its presets
+PrTexts = tuple[str | None, str | None, list[str]]  # a PR's title, body and label names
+
+
+def _dig(obj: Json, *keys: str) -> Any:
+    """``obj[key1][key2]…``; None where a level is missing, null or empty."""
+    for key in keys:
+        obj = (obj or {}).get(key)
+    return obj
 
 
 class SelectionError(UserError):
@@ -62,10 +79,10 @@ class SelectionError(UserError):
 class Selection:
     """What to benchmark: resolved presets and, per requested name, where it came from."""
 
-    presets: tuple[str, ...]
+    presets: tuple[str, ...] = ()
     sources: tuple[tuple[str, str], ...] = ()  # (requested name, "trailer" | "label" | "default" | "input")
     skipped_reason: str | None = None
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
     accept: tuple[str, ...] = ()  # series names or globs from benchmarks-accept: trailers
 
     @property
@@ -73,46 +90,40 @@ class Selection:
         return bool(self.presets) and self.skipped_reason is None
 
 
-def _resolve(requested: list[tuple[str, str]], known: tuple[str, ...], meta: Mapping[str, tuple[str, ...]],
-             where: str) -> tuple[str, ...]:
-    try:
-        return resolve_presets([name for name, _ in requested], known, meta) if requested else ()
-    except UserError as exc:
-        raise SelectionError(f"{where}: {exc}") from None
-
-
-def _resolve_pr(requested: list[tuple[str, str]], known: tuple[str, ...],
-                meta: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """:func:`_resolve` of a PR's requests; an unknown preset is named with where it came from
-    (the PR description's trailer, or a label)."""
-    _resolve([r for r in requested if r[1] == "trailer"], known, meta, "PR description")
-    _resolve([r for r in requested if r[1] == "label"], known, meta, f"PR labels ({LABEL_PREFIX}<preset>)")
-    return _resolve(requested, known, meta, "PR description")
+def _resolve(requested: list[tuple[str, str]], known: tuple[str, ...], meta: Meta,
+             where: dict[str, str]) -> tuple[str, ...]:
+    """The presets of ``requested`` (first seen first), resolved per source so that an unknown one is
+    named with where it came from (``where``: source → place)."""
+    resolved: dict[str, None] = {}
+    for source, place in where.items():
+        try:
+            names = [name for name, s in requested if s == source]
+            resolved.update(dict.fromkeys(resolve_presets(names, known, meta) if names else ()))
+        except UserError as exc:
+            raise SelectionError(f"{place}: {exc}") from None
+    return tuple(resolved)
 
 
 def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
     """``([(preset, source)], trailer_found)`` from a PR's trailers and ``benchmarks:<preset>`` labels."""
     from_trailer = benchmark_presets(title, body)
-    requested = [(p, "trailer") for p in from_trailer or []]
+    requested = dict.fromkeys(from_trailer or [], "trailer")
     for label in labels:
         if label.lower().startswith(LABEL_PREFIX):
-            requested += [(p, "label") for p in split_presets(label[len(LABEL_PREFIX):])]
-    seen: dict[str, str] = {}
-    for name, source in requested:
-        seen.setdefault(name, source)
-    return list(seen.items()), from_trailer is not None
+            for preset in split_presets(label[len(LABEL_PREFIX):]):
+                requested.setdefault(preset, "label")
+    return list(requested.items()), from_trailer is not None
 
 
 def no_trailer_note(body: str) -> str:
-    """The note of a PR description without a ``benchmarks:`` trailer, naming lone CR line ends (some API clients
-    send them), which git does not read as line ends: the text is then one long line."""
-    cr = (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is one "
-          "long line; send LF or CRLF line ends)") if "\r" in body.replace("\r\n", "") else ""
+    """The note of a PR description without a ``benchmarks:`` trailer, naming lone CR line ends (some
+    API clients send them), which git does not read as line ends: the text is then one long line."""
+    cr = (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is "
+          "one long line; send LF or CRLF line ends)") if "\r" in body.replace("\r\n", "") else ""
     return "no `benchmarks:` trailer in the last paragraph of the PR description" + cr
 
 
-def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], known: tuple[str, ...],
-           meta: Mapping[str, tuple[str, ...]]) -> Selection:
+def select(event_name: str, payload: Json, env: Env, known: tuple[str, ...], meta: Meta) -> Selection:
     """Decide the presets for one event.
 
     Raises:
@@ -124,56 +135,57 @@ def select(event_name: str, payload: Mapping[str, Any], env: Mapping[str, str], 
     """
     if event_name in PR_EVENTS:
         event_pr = payload.get("pull_request") or {}
-        pr = dict(event_pr)
+        pr = event_pr
         if int(env.get("GITHUB_RUN_ATTEMPT", "1") or 1) > 1 and env.get("GITHUB_TOKEN") and pr.get("number"):
-            pr.update(fetch_current_pr(env, int(pr["number"])))
+            pr = {**pr, **fetch_current_pr(env, int(pr["number"]))}
         title, body, labels = _pr_texts(env, pr)
         requested, trailer_found = pr_requests(title, body, labels)
         accept = accept_items(title, body)
-        presets = _resolve_pr(requested, known, meta)
+        presets = _resolve(requested, known, meta, PR_SOURCES)
         notes = () if trailer_found else (no_trailer_note(body),)
         # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
         # changed since), with what the edit replaced taken from ``changes``.
-        kept = payload.get("action") == "edited" and _edit_kept_selection(
+        skipped = payload.get("action") == "edited" and _edit_kept_selection(
             payload.get("changes"), _pr_texts(env, event_pr), presets, accept, known, meta)
-        if kept:
-            return Selection(presets, tuple(requested), kept, notes, accept)
-        head_repo = ((event_pr.get("head") or {}).get("repo") or {}).get("full_name")
-        if presets and head_repo != (payload.get("repository") or {}).get("full_name") and SAFE_LABEL not in labels:
-            return Selection(presets, tuple(requested), FORK_WAITING, notes, accept)
-        return Selection(presets, tuple(requested), None, notes, accept)
+        if not skipped:
+            fork = _dig(event_pr, "head", "repo", "full_name") != _dig(payload, "repository", "full_name")
+            skipped = FORK_WAITING if presets and fork and SAFE_LABEL not in labels else None
+        return Selection(presets, tuple(requested), skipped, notes, accept)
     if event_name == "push":
         if postsubmit_branch(payload, env):
             if DEFAULT_META_PRESET not in meta:
-                return Selection((), (), "push to the default branch, but the suite has no 'default' meta-preset "
-                                         "and [tool.benchtrail] sets no presets: nothing to run")
+                return Selection(skipped_reason="push to the default branch, but the suite has no "
+                                                "'default' meta-preset and [tool.benchtrail] sets no "
+                                                "presets: nothing to run")
             return Selection(tuple(meta[DEFAULT_META_PRESET]), ((DEFAULT_META_PRESET, "default"),))
-        return Selection((), (), f"push to {payload.get('ref')}, neither the default branch nor a release branch "
-                                 f"({RELEASE_BRANCHES_ENV}: {', '.join(release_branches(env))})")
+        globs = ", ".join(release_branches(env))
+        return Selection(skipped_reason=f"push to {payload.get('ref')}, neither the default branch nor a "
+                                        f"release branch ({RELEASE_BRANCHES_ENV}: {globs})")
     if event_name == "workflow_dispatch":
-        text = env.get("BENCHMARK_PRESETS_INPUT", (payload.get("inputs") or {}).get("benchmark-presets", ""))
+        text = env.get("BENCHMARK_PRESETS_INPUT", _dig(payload, "inputs", "benchmark-presets"))
         requested = [(p, "input") for p in split_presets(text or "")]
-        return Selection(_resolve(requested, known, meta, "workflow_dispatch input"), tuple(requested))
-    return Selection((), (), f"event {event_name!r} does not run benchmarks")
+        presets = _resolve(requested, known, meta, {"input": "workflow_dispatch input"})
+        return Selection(presets, tuple(requested))
+    return Selection(skipped_reason=f"event {event_name!r} does not run benchmarks")
 
 
-def release_branches(env: Mapping[str, str]) -> tuple[str, ...]:
+def release_branches(env: Env) -> tuple[str, ...]:
     """The release-branch globs: ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
     return tuple(g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",")
                  if g.strip())
 
 
-def postsubmit_branch(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+def postsubmit_branch(payload: Json, env: Env) -> bool:
     """Whether the event's ref (``ref`` of a push, ``GITHUB_REF`` of a manual run) is the default branch or a
     release branch: what a postsubmit run, the only kind that may write baselines, measures."""
-    import fnmatch
-
     ref = payload.get("ref") or env.get("GITHUB_REF") or ""
-    default_branch = (payload.get("repository") or {}).get("default_branch")
-    if not isinstance(ref, str) or not ref.startswith("refs/heads/"):
-        return False
-    branch = ref.removeprefix("refs/heads/")
-    return branch == default_branch or any(fnmatch.fnmatchcase(branch, g) for g in release_branches(env))
+    return isinstance(ref, str) and ref.startswith("refs/heads/") and stores_baselines(
+        ref.removeprefix("refs/heads/"), _dig(payload, "repository", "default_branch"), release_branches(env))
+
+
+def stores_baselines(branch: str | None, default: str | None, release_globs: tuple[str, ...]) -> bool:
+    """Whether runs of ``branch`` store baselines: it is the ``default`` branch or a release branch."""
+    return branch == default or any(fnmatch.fnmatchcase(branch or "", g) for g in release_globs)
 
 
 def accept_items(title: str | None, body: str | None) -> tuple[str, ...]:
@@ -185,37 +197,41 @@ def accept_items(title: str | None, body: str | None) -> tuple[str, ...]:
     accept = tuple(accepted_regressions(title, body))
     for item in accept:
         if not SAFE_ACCEPT.match(item):
-            raise SelectionError(f"benchmarks-accept item {item!r}: use series names or globs of letters, digits "
-                                 "and . _ - * ? [ ]")
+            raise SelectionError(f"benchmarks-accept item {item!r}: use series names or globs of letters, "
+                                 "digits and . _ - * ? [ ]")
     return accept
 
 
-def _pr_texts(env: Mapping[str, str], pr: Mapping[str, Any]) -> tuple[str | None, str | None, list[str]]:
+def _pr_texts(env: Env, pr: Json) -> PrTexts:
     """``(title, body, label names)`` of a PR object, ``PR_TITLE``, ``PR_BODY`` and ``PR_LABELS`` first.
 
     Raises:
         UserError: the title or body is neither text nor null.
         SelectionError: ``PR_LABELS`` is not a JSON list of names.
     """
-    title = env.get("PR_TITLE", pr.get("title"))
-    body = env.get("PR_BODY", pr.get("body"))
-    for field_name, value in (("title", title), ("body", body)):
+    texts = {key: env.get(f"PR_{key.upper()}", pr.get(key)) for key in ("title", "body")}
+    for key, value in texts.items():
         if value is not None and not isinstance(value, str):
-            raise UserError(f"the PR {field_name} in the event payload must be text or null, got {value!r:.60}")
-    return title, body, _labels(env, pr)
+            raise UserError(f"the PR {key} in the event payload must be text or null, got {value!r:.60}")
+    if "PR_LABELS" not in env:
+        return *texts.values(), [label.get("name", "") for label in pr.get("labels") or []]
+    try:
+        labels = json.loads(env["PR_LABELS"])
+    except json.JSONDecodeError:
+        labels = None
+    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}")
+    return *texts.values(), labels
 
 
-def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list[str]],
-                         presets: tuple[str, ...], accept: tuple[str, ...], known: tuple[str, ...],
-                         meta: Mapping[str, tuple[str, ...]]) -> str | None:
+def _edit_kept_selection(changes: Any, event: PrTexts, presets: tuple[str, ...], accept: tuple[str, ...],
+                         known: tuple[str, ...], meta: Meta) -> str | None:
     """Why an ``edited`` event measures nothing, or None: it leaves the selection as it was
     (:data:`EDIT_KEPT_SELECTION`), or only adds ``benchmarks-accept`` items (:data:`EDIT_ADDED_ACCEPT`:
     the poster re-gates; removing one measures again, as an accepted regression was never re-checked).
-    Compared as sets with the title and body before the edit
-    (``changes.<title|body>.from``, else the event's own ``(title, body, labels)``, which are the
-    current ones unless a re-run re-read the PR) with the event's labels. An edit that
-    changes anything else (``changes.base``: a new base branch, so a new baseline) keeps nothing;
-    an invalid selection before the edit differs from any valid one.
+    Compared as sets with the title and body before the edit (``changes.<title|body>.from``, else the
+    ``event``'s own) and the event's labels. An edit of anything else (``changes.base``: a new
+    baseline) keeps nothing; an invalid selection before the edit differs from any valid one.
 
     Raises:
         TypeError, AttributeError: ``changes`` is not shaped like GitHub's (reported by
@@ -233,12 +249,12 @@ def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list
             return now
         if not isinstance(entry, Mapping) or not isinstance(entry.get("from"), (str, type(None))):
             raise TypeError(f"changes.{key} must be an object with a text or null 'from', got {entry!r:.60}")
-        return entry["from"] if "from" in entry else now
+        return entry.get("from", now)
 
     title, body, labels = event
     old_title, old_body = before("title", title), before("body", body)
     try:
-        presets_before = _resolve_pr(pr_requests(old_title, old_body, labels)[0], known, meta)
+        presets_before = _resolve(pr_requests(old_title, old_body, labels)[0], known, meta, PR_SOURCES)
         accept_before = accept_items(old_title, old_body)
     except SelectionError:
         return None
@@ -247,7 +263,7 @@ def _edit_kept_selection(changes: Any, event: tuple[str | None, str | None, list
     return EDIT_KEPT_SELECTION if set(accept_before) == set(accept) else EDIT_ADDED_ACCEPT
 
 
-def fetch_current_pr(env: Mapping[str, str], number: int) -> dict[str, Any]:
+def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
     """The PR's current title, body and labels through PyGithub (a re-run sees an edited trailer).
 
     Uses ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and ``GITHUB_API_URL`` (default api.github.com).
@@ -260,43 +276,32 @@ def fetch_current_pr(env: Mapping[str, str], number: int) -> dict[str, Any]:
     import github
     import requests
 
-    from benchtrail.github.post import make_client
+    from benchtrail.github.post import DEFAULT_API_URL, make_client
 
     repo = env.get("GITHUB_REPOSITORY", "")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
         raise UserError(f"GITHUB_REPOSITORY={repo!r}: a re-run re-reads the PR and needs OWNER/NAME")
-    api_url = env.get("GITHUB_API_URL") or "https://api.github.com"
-    client = make_client(env["GITHUB_TOKEN"], api_url)
+    api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
     where = (f"cannot re-read PR {repo}#{number} for this re-run (attempt {env.get('GITHUB_RUN_ATTEMPT')}) "
              f"from {api_url}")
     try:
-        pull = client.get_repo(repo).get_pull(number)
-        return {"title": pull.title, "body": pull.body, "labels": [{"name": label.name} for label in pull.labels]}
+        pull = make_client(env["GITHUB_TOKEN"], api_url).get_repo(repo).get_pull(number)
+        return {"title": pull.title, "body": pull.body,
+                "labels": [{"name": label.name} for label in pull.labels]}
     except github.GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         hint = {401: "GITHUB_TOKEN was rejected",
                 403: "GITHUB_TOKEN may not read it: give the job `pull-requests: read`",
-                404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the repository"}.get(
-            exc.status, "GitHub failed to answer; re-run the job later" if exc.status >= 500 else "")
+                404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the "
+                     "repository"}.get(exc.status, "GitHub failed to answer; re-run the job later"
+                                       if exc.status >= 500 else "")
         raise UserError(f"{where}: HTTP {exc.status}{': ' + str(message) if message else ''}"
                         f"{f' ({hint})' if hint else ''}") from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"{where}: {type(exc).__name__} ({exc}); check GITHUB_API_URL") from exc
 
 
-def _labels(env: Mapping[str, str], pr: Mapping[str, Any]) -> list[str]:
-    if "PR_LABELS" in env:
-        try:
-            labels = json.loads(env["PR_LABELS"])
-        except json.JSONDecodeError as exc:
-            raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}") from exc
-        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-            raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}")
-        return labels
-    return [label.get("name", "") for label in pr.get("labels") or []]
-
-
-def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+def read_event(env: Env) -> tuple[str, dict[str, Any]]:
     """``(GITHUB_EVENT_NAME, payload)``; a missing ``GITHUB_EVENT_PATH`` gives an empty payload.
 
     Raises:
@@ -307,7 +312,7 @@ def read_event(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
         raise UserError("GITHUB_EVENT_NAME is not set; set it (e.g. pull_request) and GITHUB_EVENT_PATH")
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
-        if name in ("pull_request", "pull_request_target", "push"):
+        if name in (*PR_EVENTS, "push"):
             raise UserError(f"GITHUB_EVENT_PATH is not set; a {name} event needs its payload file")
         return name, {}
     try:
@@ -328,17 +333,19 @@ def outputs(selection: Selection, postsubmit: bool = False) -> str:
 
 
 def summary(selection: Selection) -> str:
-    """The job-summary section: what was selected and from where (names and globs as code spans, ``markup``)."""
+    """The job-summary section: what was selected and from where (names and globs as code spans,
+    ``markup``)."""
     from benchtrail.markup import code_span
 
     lines = ["### benchtrail: benchmark selection", ""]
     if selection.sources:
-        lines += ["| requested | from |", "|---|---|"] + [f"| {code_span(n, in_table=True)} | {s} |"
-                                                         for n, s in selection.sources]
-        lines += ["", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
+        lines += ["| requested | from |", "|---|---|",
+                  *(f"| {code_span(n, in_table=True)} | {s} |" for n, s in selection.sources),
+                  "", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
     lines += [f"- {note}" for note in selection.notes]
     if selection.accept:
-        lines.append(f"Accepted regressions (`benchmarks-accept:`): {', '.join(map(code_span, selection.accept))}")
+        globs = ", ".join(map(code_span, selection.accept))
+        lines.append(f"Accepted regressions (`benchmarks-accept:`): {globs}")
     if selection.skipped_reason:
         lines.append(f"No benchmarks run: {selection.skipped_reason}.")
     elif not selection.presets:
@@ -346,15 +353,7 @@ def summary(selection: Selection) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _append(path: str | None, text: str) -> bool:
-    if not path:
-        return False
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(text)
-    return True
-
-
-def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping[str, Any]) -> dict[str, Any]:
+def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, Any]:
     """comment.json (``benchtrail.github.post.load_comment``'s format) for a PR whose selection is
     invalid: a heading, ``error`` as plain text (Markdown escaped, at most ``MAX_ERROR_CHARS``
     characters), how to fix it, and the marker of this run (``GITHUB_RUN_ID``, ``GITHUB_RUN_ATTEMPT``;
@@ -364,56 +363,48 @@ def selection_error_comment(error: str, env: Mapping[str, str], payload: Mapping
         UserError: ``GITHUB_RUN_ID`` holds white space or ``GITHUB_RUN_ATTEMPT`` is not a whole
             number from 1.
     """
-    from benchtrail.compare.comment import marker
-    from benchtrail.compare.tables import plain as _plain
+    from benchtrail.compare.comment import SCHEMA_VERSION, marker
+    from benchtrail.compare.document import count_rows
+    from benchtrail.compare.tables import plain
 
     run_id = env.get("GITHUB_RUN_ID", "").strip() or "local"
-    attempt_text = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
+    attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
     if any(c.isspace() for c in run_id):
         raise UserError(f"GITHUB_RUN_ID={run_id!r}: expected a run id without white space")
-    if not attempt_text.isdigit() or int(attempt_text) < 1:
-        raise UserError(f"GITHUB_RUN_ATTEMPT={attempt_text!r}: expected a whole number from 1")
-    hidden = marker({"run": {"run_id": run_id, "attempt": int(attempt_text)}})
+    if not attempt.isdigit() or int(attempt) < 1:
+        raise UserError(f"GITHUB_RUN_ATTEMPT={attempt!r}: expected a whole number from 1")
+    hidden = marker({"run": {"run_id": run_id, "attempt": int(attempt)}})
     text = " ".join(error.split())
-    shown = _plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else "")
+    shown = plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else "")
     body = "\n".join([
         f"### benchtrail: {SELECTION_ERROR_VERDICT}", "", shown, "",
-        "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its `benchmarks-accept:` "
-        "line, or the `benchmarks:<preset>` label); saving the description runs the selection again. "
+        "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its "
+        "`benchmarks-accept:` line, or the `benchmarks:<preset>` label); saving the description runs the "
+        "selection again. "
         "Grammar: docs/trailers.md in benchtrail.",
         hidden]) + "\n"
-    head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha")
-    from benchtrail.compare.comment import SCHEMA_VERSION
-    from benchtrail.compare.document import count_rows
-
+    head = _dig(payload, "pull_request", "head", "sha")
     return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
             "counts": count_rows([]), "notes": [],
             "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
             "base_commit": None, "body": body}
 
 
-def _write_error_comment(directory: Path, comment: dict[str, Any]) -> None:
-    from benchtrail import jsonio
-
-    jsonio.check_new(directory / "comment.json", directory / "comment.md")
-    jsonio.write_json(directory / "comment.json", comment, exclusive=True)
-    jsonio.write_text_atomic(directory / "comment.md", comment["body"], exclusive=True)
-
-
-def _emit(env: Mapping[str, str], output_lines: str, summary_text: str) -> None:
+def _emit(env: Env, output_lines: str, summary_text: str) -> None:
     """Append to ``$GITHUB_OUTPUT`` (stdout when unset) and ``$GITHUB_STEP_SUMMARY`` (stderr when unset)."""
-    try:
-        wrote = _append(env.get("GITHUB_OUTPUT"), output_lines)
-    except OSError as exc:
-        raise UserError(f"cannot append to GITHUB_OUTPUT={env.get('GITHUB_OUTPUT')}: {exc.strerror}") from exc
-    if not wrote:
-        print(output_lines, end="")
-    if not _append(env.get("GITHUB_STEP_SUMMARY"), summary_text):
-        print(summary_text, end="", file=sys.stderr)
+    for var, text, unset in (("GITHUB_OUTPUT", output_lines, sys.stdout),
+                             ("GITHUB_STEP_SUMMARY", summary_text, sys.stderr)):
+        if not env.get(var):
+            unset.write(text)
+            continue
+        try:
+            with open(env[var], "a", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise UserError(f"cannot append to {var}={env[var]}: {exc.strerror}") from exc
 
 
-def configure(env: Mapping[str, str], known: tuple[str, ...], meta: Mapping[str, tuple[str, ...]],
-              error_comment: Path | None = None) -> Selection:
+def configure(env: Env, known: tuple[str, ...], meta: Meta, error_comment: Path | None = None) -> Selection:
     """Read the event, select presets, append outputs to ``$GITHUB_OUTPUT`` (stdout when unset) and
     the summary to ``$GITHUB_STEP_SUMMARY`` (stderr when unset).
 
@@ -433,18 +424,24 @@ def configure(env: Mapping[str, str], known: tuple[str, ...], meta: Mapping[str,
         selection = select(event_name, payload, env, known, meta)
     except SelectionError as exc:
         if error_comment is not None and event_name in PR_EVENTS:
+            from benchtrail import jsonio
+
             comment = selection_error_comment(str(exc), env, payload)
+            json_path, md_path = error_comment / "comment.json", error_comment / "comment.md"
             try:
-                _write_error_comment(error_comment, comment)
+                jsonio.check_new(json_path, md_path)
+                jsonio.write_json(json_path, comment, exclusive=True)
+                jsonio.write_text_atomic(md_path, comment["body"], exclusive=True)
             except UserError as write_error:
-                raise UserError(f"{exc} (and the selection-error comment was not written: {write_error})") from exc
+                raise UserError(f"{exc} (and the selection-error comment was not written: "
+                                f"{write_error})") from exc
             _emit(env, "has-benchmarks=false\nselection-error=true\n", comment["body"])
         raise
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
                         f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
-    postsubmit = event_name in ("push", "workflow_dispatch") and postsubmit_branch(payload, env)
-    _emit(env, outputs(selection, postsubmit) + ("selection-error=false\n" if error_comment is not None else ""),
-          summary(selection))
+    postsubmit = event_name in POSTSUBMIT_EVENTS and postsubmit_branch(payload, env)
+    flag = "selection-error=false\n" if error_comment is not None else ""
+    _emit(env, outputs(selection, postsubmit) + flag, summary(selection))
     return selection
 

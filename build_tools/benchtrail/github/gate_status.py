@@ -33,7 +33,8 @@ from typing import Any
 
 from benchtrail.compare import gate
 from benchtrail.errors import UserError
-from benchtrail.github.configure import SAFE_LABEL, SELECTION_ERROR_VERDICT, SelectionError, accept_items, pr_requests
+from benchtrail.github.configure import (SAFE_LABEL, SELECTION_ERROR_VERDICT, SelectionError, accept_items,
+                                         pr_requests)
 
 CONTEXT = "benchtrail/gate"
 #: GitHub keeps at most this many characters of a status description.
@@ -57,11 +58,8 @@ _NOTE = re.compile(r"run (?P<run>\d+)/(?P<attempt>\d+) (?P<what>running|measured
 LAST = "last result: "
 
 Run = tuple[int, int]  # (run id, attempt)
-
-
-def _plain(text: str) -> str:
-    """One line of printable characters (series names come from the PR's untrusted comparison.json)."""
-    return "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
+Order = Callable[[Run], Any]  # a run's sort key: later runs sort higher
+Status = tuple[str, str]  # (state, description) of a commit status
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,9 @@ class Decision:
     def description(self, prefix: str = "") -> str:
         """``<prefix><text> (<state>, run <id>/<attempt>)``, the text cut to fit GitHub's 140 characters."""
         tag = f" ({self.state}, run {self.run[0]}/{self.run[1]})"
-        text, room = _plain(self.text), MAX_DESCRIPTION - len(tag) - len(prefix)
+        # One line of printable characters: series names come from the PR's untrusted comparison.json.
+        text = "".join(c if c.isprintable() else "?" for c in " ".join(self.text.split()))
+        room = MAX_DESCRIPTION - len(tag) - len(prefix)
         return prefix + (text if len(text) <= room else text[:room - 1] + "…") + tag
 
 
@@ -94,7 +94,7 @@ def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | No
 
 def comparison_decision(comparison: Any, accept: Sequence[str], run: Run) -> Decision:
     """Gate a comparison (``load_comparison``'s) with the ``accept`` globs."""
-    result = gate.check(comparison, accept)
+    result = gate.check(comparison.rows, accept)
     n = len(result.failing)
     if n:
         names = ", ".join(dict.fromkeys(row.name for row in result.failing))
@@ -113,8 +113,8 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
         comparison = load_comparison(report / "comparison.json")
         commit = comparison.head.get("commit") or ""
         if commit.lower() != head_sha.lower():
-            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's head "
-                            f"{head_sha[:12]}")
+            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's "
+                            f"head {head_sha[:12]}")
         return comparison_decision(comparison, accept, run)
     except Exception as exc:  # noqa: BLE001 - untrusted input: any failure to read it fails the gate
         return Decision("failure", f"no comparison: {exc}", run)
@@ -135,37 +135,40 @@ def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, 
         from benchtrail.github.post import load_comment
 
         try:
-            verdict = load_comment(report / "comment.json").get("verdict")
+            selection_error = load_comment(report / "comment.json").get("verdict") == SELECTION_ERROR_VERDICT
         except UserError:
-            verdict = None
-        if verdict == SELECTION_ERROR_VERDICT:
+            selection_error = False
+        if selection_error:
             return None if decided_before else Decision("failure", INVALID_SELECTION, run)
     if conclusion not in NOTHING_FAILED:
-        return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before comparing", run)
+        return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before comparing",
+                        run)
     return None
 
 
-def _by_run(run: Run) -> Any:
-    return run
+def _newest(decisions: Sequence[Decision], order: Order) -> Decision | None:
+    """The decision of the newest run (by ``order``; ties: the first in ``decisions``), or None."""
+    return max(decisions, key=lambda d: order(d.run), default=None)
 
 
 def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool, waiting: bool,
-                   nothing: Run | None = None, order: Callable[[Run], Any] = _by_run,
-                   announced: frozenset[Run] = frozenset()) -> tuple[str, str]:
+                   nothing: Run | None = None, order: Order = lambda run: run,
+                   announced: frozenset[Run] = frozenset()) -> Status:
     """``(state, description)`` of the head: the newest run's decision (by ``order``; ties: the first in
     ``decisions``), ``pending`` while a newer run is in progress (of a PR that selects benchmarks now, of
     a head with a result, or named ``announced`` by an earlier pending status) or a fork waits for its
     label, else ``success``: nothing selected. A pending status names the newest runs in progress that
     fit; ``nothing``: a run whose poster found no decision, noted first so that no later poster takes
     its result for lost."""
-    best = max(decisions, key=lambda d: order(d.run), default=None)
-    newer = sorted((r for r in running if best is None or order(r) > order(best.run)), key=order, reverse=True)
+    best = _newest(decisions, order)
+    newer = sorted((r for r in running if best is None or order(r) > order(best.run)), key=order,
+                   reverse=True)
     notes = f"run {nothing[0]}/{nothing[1]} measured nothing; " if nothing else ""
     if waiting and best is None:
         return "pending", notes + WAITING
     if newer and (selects or best is not None or set(newer) & announced):
         for run in newer:
-            note = "run {}/{} running; ".format(*run)
+            note = f"run {run[0]}/{run[1]} running; "
             if len(notes) + len(note) <= NOTES_ROOM or not notes:
                 notes += note
         return "pending", notes + "no result yet" if best is None else best.description(notes + LAST)
@@ -222,7 +225,7 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
     """What the PR of ``head`` asks for: the event's PR, else (a fork's: GitHub leaves it out of the event)
     the open PR from ``head.head_label`` whose head is the commit. A fork's head without one is taken
     to select benchmarks and wait for its label, so it never passes unmeasured."""
-    from benchtrail.compare.comment import MARKER_PREFIX
+    from benchtrail.github.post import find_ours
 
     if head.pr_number is not None:
         pull = repo.get_pull(head.pr_number)
@@ -236,8 +239,7 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
         accept = accept_items(pull.title, pull.body)
     except SelectionError:
         accept = ()
-    url = next((c.html_url for c in pull.get_issue_comments()
-                if c.user.login == author and MARKER_PREFIX in (c.body or "")), None)
+    url = next((c.html_url for c, _ in find_ours(pull.get_issue_comments(), author)), None)
     return PullState(bool(pr_requests(pull.title, pull.body, labels)[0]), accept, SAFE_LABEL in labels, url)
 
 
@@ -249,27 +251,25 @@ class _History:
     decisions: list[Decision]
     announced: set[Run]  # runs a pending status named
     settled: set[Run]  # runs with a decision or a ``measured nothing`` note
-    latest: tuple[str, str] | None = None
+    latest: Status | None
 
     @classmethod
     def read(cls, commit: Any, author: str) -> _History:
         every = [s for s in commit.get_statuses() if s.context == CONTEXT]
-        statuses = [s for s in every if s.creator.login == author]
-        decisions, announced, nothing = [], set(), set()
-        for status in statuses:
-            notes, decision = parse_status(status.description)
-            announced |= {run for what, run in notes if what == "running"}
-            nothing |= {run for what, run in notes if what == "measured nothing"}
-            decisions += [decision] if decision is not None else []
-        history = cls(decisions, announced, nothing | {d.run for d in decisions},
-                      (every[0].state, every[0].description) if every else None)
-        for run in nothing:  # a run's own poster outranks a later poster that took its result for lost
-            history.decisions = history.without_lost(run)
-        return history
+        parsed = [parse_status(s.description) for s in every if s.creator.login == author]
+        notes = {note for found, _ in parsed for note in found}
+        nothing = {run for what, run in notes if what == "measured nothing"}
+        decisions = [d for _, d in parsed if d is not None]
+        # A run's own poster outranks a later poster that took its result for lost.
+        latest = (every[0].state, every[0].description) if every else None
+        return cls(_without_lost(decisions, nothing), {run for what, run in notes if what == "running"},
+                   nothing | {d.run for d in decisions}, latest)
 
-    def without_lost(self, run: Run) -> list[Decision]:
-        """The decisions, less those that took ``run``'s result for lost: its poster says it measured nothing."""
-        return [d for d in self.decisions if not (d.text.startswith(LOST[:18]) and d.run == run)]
+
+def _without_lost(decisions: list[Decision], runs: set[Run | None]) -> list[Decision]:
+    """``decisions`` less those that took the result of one of ``runs`` for lost: its poster says it
+    measured nothing."""
+    return [d for d in decisions if not (d.text.startswith(LOST[:18]) and d.run in runs)]
 
 
 def _runs(repo: Any, head: Head) -> dict[Run, Any]:
@@ -278,7 +278,7 @@ def _runs(repo: Any, head: Head) -> dict[Run, Any]:
             if r.path == head.workflow_path}
 
 
-def _order(runs: dict[Run, Any]) -> Callable[[Run], Any]:
+def _order(runs: dict[Run, Any]) -> Order:
     """Runs in the order they started: a re-run of an older run is newer than the runs before it. An
     earlier attempt counts from its run's creation; a run GitHub does not list, from the epoch."""
     def seconds(when: Any) -> float:
@@ -297,16 +297,13 @@ def _in_progress(run: Any) -> bool:
 def regate_run(repo: Any, head: Head, author: str) -> Run | None:
     """The run whose comparison failed the head, when the PR now accepts regressions: the poster
     downloads its artifact to gate it again (``update_status``'s ``regate``)."""
-    pull = read_pull(repo, head, author)
-    order = _order(_runs(repo, head))
-    best = max(_History.read(repo.get_commit(head.sha), author).decisions, key=lambda d: order(d.run), default=None)
-    if not pull.accept or best is None or best.state != "failure" or best.text.startswith("no "):
-        return None
-    return best.run
+    best = _newest(_History.read(repo.get_commit(head.sha), author).decisions, _order(_runs(repo, head)))
+    failed = best is not None and best.state == "failure" and not best.text.startswith("no ")
+    return best.run if failed and read_pull(repo, head, author).accept else None
 
 
 def update_status(repo: Any, head: Head, *, completed: str | None, report: Path | None,
-                  regate: tuple[Path, Run] | None, author: str) -> tuple[str, str]:
+                  regate: tuple[Path, Run] | None, author: str) -> Status:
     """Set ``benchtrail/gate`` on the head and return what it is.
 
     ``completed``: the run's conclusion (a ``completed`` event; None for ``requested``); ``report``:
@@ -318,29 +315,27 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
     pull = read_pull(repo, head, author)
     commit = repo.get_commit(head.sha)
     target = pull.comment_url or head.html_url
-    want: tuple[str, str] = ("", "")
+    regated = report_decision(regate[0], head.sha, pull.accept, regate[1]) if regate is not None else None
+    want: Status = ("", "")
     for _ in range(MAX_ROUNDS):
         history, runs = _History.read(commit, author), _runs(repo, head)
         order = _order(runs)
-        own = [report_decision(regate[0], head.sha, pull.accept, regate[1])] if regate is not None else []
-        mine = None
-        if completed is not None:
-            mine = run_decision(report, head.sha, completed, head.run, pull.accept, bool(history.decisions))
-            own += [mine] if mine is not None else []
+        mine = None if completed is None else run_decision(report, head.sha, completed, head.run, pull.accept,
+                                                           bool(history.decisions))
+        own = [d for d in (regated, mine) if d is not None]
         running = [run for run, r in runs.items() if _in_progress(r) and run != head.run]
         if completed is None and (head.run not in runs or _in_progress(runs[head.run])):
             running.append(head.run)
         # Recorded where a later poster would otherwise take this run's result for lost (see ``lost``).
         nothing = (head.run if completed is not None and mine is None
                    and (head.run in history.announced or completed not in NOTHING_FAILED) else None)
-        decided = [*sorted(own, key=lambda d: order(d.run), reverse=True),
-                   *(history.without_lost(head.run) if nothing else history.decisions)]
-        best = max(decided, key=lambda d: order(d.run), default=None)
+        earlier = _without_lost(history.decisions, {nothing})
+        best = _newest([*own, *earlier], order)
         lost = [Decision("failure", LOST, run) for run, r in runs.items()
                 if not _in_progress(r) and run != head.run and run not in history.settled
                 and (run in history.announced or r.conclusion not in NOTHING_FAILED)
                 and (best is None or order(run) > order(best.run))]
-        want = desired_status([*decided[:len(own)], *lost, *decided[len(own):]], running, pull.selects,
+        want = desired_status([*own, *lost, *earlier], running, pull.selects,
                               head.fork and not pull.labelled and pull.selects, nothing, order,
                               frozenset(history.announced))
         if history.latest == want:

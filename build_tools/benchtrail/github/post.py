@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,15 +65,19 @@ MAX_RETRIES = 2
 #: requests themselves. ``benchtrail post --retry-budget`` sets it.
 RETRY_BUDGET_S = 300.0
 NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
-COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit", "notes",
-                          "body"})
+COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit",
+                          "notes", "body"})
 
-_MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX) + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
+_MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX)
+                     + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
 _DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.DOTALL | re.IGNORECASE)
 DETAILS_DROPPED_NOTE = ("_Collapsed sections were left out to fit GitHub's comment size limit: "
                         "see full.md in the run's artifacts._\n")
 TRUNCATED_NOTE = ("\n_… truncated to fit GitHub's 65,536-character comment limit: "
                   "the full report is full.md in the run's artifacts._\n\n")
+
+
+MarkerRun = tuple[str, int]  # (run id, attempt) of a comment's marker
 
 
 @dataclass(frozen=True)
@@ -87,15 +91,11 @@ class PostResult:
     message: str
     warnings: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.action not in ACTIONS:
-            raise ValueError(f"unknown post action {self.action!r}; known: {ACTIONS}")
-
 
 # -- the marker and the body --------------------------------------------------------------------
 
 
-def parse_marker(text: str) -> tuple[str, int] | None:
+def parse_marker(text: str) -> MarkerRun | None:
     """``(run_id, attempt)`` of the last benchtrail marker in ``text``; None when there is none or
     its attempt is not a whole number."""
     found = None
@@ -106,7 +106,7 @@ def parse_marker(text: str) -> tuple[str, int] | None:
     return found["run"], int(found["attempt"])
 
 
-def is_newer(run: tuple[str, int], than: tuple[str, int]) -> bool:
+def is_newer(run: MarkerRun, than: MarkerRun) -> bool:
     """Whether marker ``run`` comes from a later run than ``than``.
 
     Run ids compare as integers when both are (GitHub run ids), as strings when neither is (local
@@ -114,13 +114,10 @@ def is_newer(run: tuple[str, int], than: tuple[str, int]) -> bool:
     neither is newer. Attempts break ties within one run id.
     """
     (run_id, attempt), (other_id, other_attempt) = run, than
-    if run_id.isdigit() and other_id.isdigit():
-        a, b = int(run_id), int(other_id)
-    elif not run_id.isdigit() and not other_id.isdigit():
-        a, b = run_id, other_id  # type: ignore[assignment]
-    else:
+    if run_id.isdigit() != other_id.isdigit():
         return False
-    return a > b or (a == b and attempt > other_attempt)
+    key = int if run_id.isdigit() else str
+    return (key(run_id), attempt) > (key(other_id), other_attempt)
 
 
 def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> str:
@@ -174,7 +171,8 @@ def load_comment(path: Path) -> dict[str, Any]:
         raise UserError(f"comment file {path}: 'body' must be a non-empty string")
     if not isinstance(data.get("marker"), str) or _MARKER.fullmatch(data["marker"]) is None:
         raise UserError(f"comment file {path}: 'marker' must look like "
-                        f"'{comment_stage.MARKER_PREFIX} run=<id> attempt=<n> -->', got {data.get('marker')!r}")
+                        f"'{comment_stage.MARKER_PREFIX} run=<id> attempt=<n> -->', "
+                        f"got {data.get('marker')!r}")
     return data
 
 
@@ -182,12 +180,12 @@ def load_comment(path: Path) -> dict[str, Any]:
 
 
 def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
-                secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S, retries: int = MAX_RETRIES,
+                secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
                 sleep: Callable[[float], None] = time.sleep, budget: RetryBudget | None = None):
     """A ``github.Github`` whose requests retry rate limits and 5xx answers as GitHub asks, within bounds.
 
     Retries go through PyGithub's own ``GithubRetry`` (``benchtrail.github.retry.BoundedGithubRetry``):
-    at most ``retries`` per request, after rate-limit answers (403/429: waiting ``Retry-After``,
+    at most ``MAX_RETRIES`` per request, after rate-limit answers (403/429: waiting ``Retry-After``,
     the primary limit's reset, or ``secondary_wait_s`` seconds), 5xx answers (``Retry-After``, else
     0 s then 1 s; a POST never, it may have been carried out) and connection errors. A wait over
     ``max_wait_s`` seconds is not taken: the request raises ``github.RateLimitExceededExceedsMaxWait``
@@ -199,20 +197,14 @@ def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX
 
     from benchtrail.github.retry import BoundedGithubRetry
 
-    retry = BoundedGithubRetry(total=retries, connect=retries, read=retries, status=retries, other=0,
-                               backoff_factor=0.5, status_forcelist=[429, 500, 502, 503, 504],
-                               allowed_methods=frozenset({"GET", "PATCH", "DELETE", "POST"}), raise_on_status=False,
+    # ``total`` bounds each kind of retry: connection, read and status alike.
+    retry = BoundedGithubRetry(total=MAX_RETRIES, other=0, backoff_factor=0.5,
+                               status_forcelist=[429, 500, 502, 503, 504], raise_on_status=False,
+                               allowed_methods=frozenset({"GET", "PATCH", "DELETE", "POST"}),
                                secondary_rate_wait=secondary_wait_s, max_rate_limit_wait=max_wait_s,
                                sleep=sleep, budget=budget)
     return github.Github(auth=github.Auth.Token(token), base_url=base_url.rstrip("/"), per_page=100,
                          timeout=30, retry=retry, seconds_between_requests=None, seconds_between_writes=None)
-
-
-def _retry_after_s(exc: Any) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds form only), else None."""
-    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
-    value = str(headers.get("retry-after", "")).strip()
-    return float(value) if value.isdigit() else None
 
 
 def _message(exc: Any) -> str:
@@ -221,11 +213,10 @@ def _message(exc: Any) -> str:
 
 
 def is_rate_limited(exc: Any) -> bool:
-    """403/429 with GitHub's secondary-rate-limit message or a ``Retry-After`` header, or a 429."""
-    status = getattr(exc, "status", None)
-    if status == 429:
-        return True
-    return status == 403 and ("rate limit" in _message(exc).lower() or _retry_after_s(exc) is not None)
+    """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (in seconds)."""
+    limited = "rate limit" in _message(exc).lower() or any(
+        k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items())
+    return exc.status == 429 or exc.status == 403 and limited
 
 
 def _describe(exc: Any) -> str:
@@ -255,7 +246,7 @@ def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) 
     """Write the body to the job summary (``summary_path``, ``$GITHUB_STEP_SUMMARY``, else stderr)."""
     if summary_path is None and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
-    where = str(summary_path) if summary_path else "stderr"
+    where = summary_path or "stderr"
     if dry_run:
         return PostResult("dry-run", None, f"dry run: would write the comment to {where} ({reason})")
     text = f"> [!WARNING]\n> benchtrail could not post the PR comment ({reason}); here it is.\n\n{body}\n"
@@ -267,16 +258,17 @@ def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) 
                 f.write(text)
         except OSError as exc:
             raise UserError(f"cannot write the job summary {summary_path}: {exc.strerror or exc}") from exc
-    return PostResult("fallback-summary", None, f"could not post the PR comment ({reason}); wrote it to {where}")
+    return PostResult("fallback-summary", None,
+                      f"could not post the PR comment ({reason}); wrote it to {where}")
 
 
-def _find_ours(comments: list[Any], author: str | None) -> list[tuple[Any, tuple[str, int] | None]]:
+def find_ours(comments: Iterable[Any], author: str | None) -> list[tuple[Any, MarkerRun | None]]:
     """Our earlier comments (marker prefix in the body, by ``author`` unless None), oldest first."""
     return [(c, parse_marker(c.body or "")) for c in comments
             if comment_stage.MARKER_PREFIX in (c.body or "") and (author is None or c.user.login == author)]
 
 
-def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str | None,
+def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str,
                  base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
                  author: str | None = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                  secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
@@ -302,7 +294,7 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     writes nothing.
 
     Raises:
-        UserError: no token, the PR or repository not found (404), the token rejected (401), the
+        UserError: the PR or repository not found (404), the token rejected (401), the
             comment rejected (422), or the API URL unreachable.
     """
     import github
@@ -310,8 +302,6 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
 
     from benchtrail.github.retry import RetryBudget, RetryBudgetSpent
 
-    if not token:
-        raise UserError(NO_TOKEN)
     marker = comment["marker"]
     ours_run = parse_marker(marker)
     if ours_run is None:
@@ -324,9 +314,9 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
         head = pull.head.sha
         if head.lower() != run_head_sha.lower():
             return PostResult("skipped-head-changed", None,
-                              f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which this run "
-                              "measured; not posting")
-        ours = _find_ours(list(pull.get_issue_comments()), author)
+                              f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which this "
+                              "run measured; not posting")
+        ours = find_ours(pull.get_issue_comments(), author)
         for existing, run in ours:
             if run is not None and is_newer(run, ours_run):
                 return PostResult("skipped-stale-run", existing.id,
@@ -358,8 +348,8 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
                    warnings=(warning,))
 
 
-def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], author: str | None,
-                 pr_number: int, found_late: bool = False) -> PostResult:
+def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author: str | None, pr_number: int,
+                 found_late: bool = False) -> PostResult:
     """After creating comment ``created``: list the PR's comments again and keep the oldest of ours.
 
     Posters race when each lists the comments before the other creates one; both then create.
@@ -374,11 +364,12 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], 
     import github
     import requests
 
+    done = f"created comment {created.id} on PR #{pr_number}"
     try:
-        ours = [c for c, _ in _find_ours(list(pull.get_issue_comments()), author)]
+        ours = [c for c, _ in find_ours(pull.get_issue_comments(), author)]
         first = min([*ours, created], key=lambda c: c.id)
         if first.id == created.id:
-            return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}")
+            return PostResult("created", created.id, done)
         run = parse_marker(first.body or "")
         took_body = run is None or is_newer(ours_run, run)
         if took_body:
@@ -388,24 +379,25 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: tuple[str, int], 
         except github.UnknownObjectException:
             pass  # already gone (a retried DELETE whose first try went through)
     except (github.GithubException, requests.exceptions.RequestException) as exc:
-        return PostResult("created", created.id, f"created comment {created.id} on PR #{pr_number}; could not "
-                          f"check it for duplicates from a racing poster ({_describe(exc)})")
+        return PostResult("created", created.id, f"{done}; could not check it for duplicates from a racing "
+                                                 f"poster ({_describe(exc)})")
     if found_late:
         moved = "moved this run's body there" if took_body else "kept it"
         return PostResult("deduplicated", first.id,
                           f"found our earlier comment {first.id} on PR #{pr_number} by {author!r}, the login "
                           f"of the comment {created.id} just created; {moved} and deleted {created.id}")
     kept = "kept it with this run's body" if took_body else "kept it"
-    return PostResult("deduplicated", first.id, f"another poster created comment {first.id} on PR #{pr_number} "
-                                                f"first; {kept} and deleted our duplicate {created.id}")
+    return PostResult("deduplicated", first.id, f"another poster created comment {first.id} on PR "
+                                                f"#{pr_number} first; {kept} and deleted our duplicate "
+                                                f"{created.id}")
 
 
 def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError:
     if exc.status == 401:
         return UserError(f"GitHub rejected the token ({_describe(exc)}); check GITHUB_TOKEN")
     if exc.status == 404:
-        return UserError(f"PR #{pr_number} of {repo} not found at {base_url} ({_describe(exc)}); check --repo, "
-                         "--pr, --api-url and that the token can read the repository")
+        return UserError(f"PR #{pr_number} of {repo} not found at {base_url} ({_describe(exc)}); check "
+                         "--repo, --pr, --api-url and that the token can read the repository")
     if exc.status == 422:
         errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
         details = "; ".join(str(e.get("message") or e.get("code")) if isinstance(e, dict) else str(e)

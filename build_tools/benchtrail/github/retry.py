@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any
 
 from github import GithubRetry
@@ -73,9 +72,7 @@ class BoundedGithubRetry(GithubRetry):
         super().__init__(**kwargs)
 
     def new(self, **kw: Any) -> BoundedGithubRetry:
-        kw.setdefault("sleep", self.sleep_fn)
-        kw.setdefault("budget", self.budget)
-        return super().new(**kw)
+        return super().new(**{"sleep": self.sleep_fn, "budget": self.budget, **kw})
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method.upper() == "POST" and status_code not in RATE_LIMIT_STATUSES:
@@ -87,79 +84,65 @@ class BoundedGithubRetry(GithubRetry):
         retry = self._increment(method, url, response, error, _pool, _stacktrace)
         if self.budget is None:
             return retry
-        retry_after = self._retry_after(response) if response is not None else None
-        if not (self.respect_retry_after_header and retry_after):
-            retry_after = None  # as ``sleep``: no or a zero Retry-After waits the backoff
-        wait = retry_after or retry.get_backoff_time()
-        left = self.budget.left()
+        wait, left = retry._wait(response), self.budget.left()
         if wait <= left:
             return retry
         if response is None:
             raise MaxRetryError(_pool, url, error)  # as when the retries are used up
-        raise RetryBudgetSpent(response.status, self._data(response, url), dict(response.headers), wait=wait,
-                               left=left, budget=self.budget.seconds)
+        raise RetryBudgetSpent(*self._answer(response, url), wait=wait, left=left, budget=self.budget.seconds)
 
-    def _increment(self, method: str | None, url: str | None, response: Any, error: Exception | None,
-                   _pool: Any, _stacktrace: Any) -> GithubRetry:
+    def _increment(self, *args: Any) -> GithubRetry:
         """The next retry, as GitHub asks, within the cap (``increment`` without the budget)."""
-        if error is not None and (method or "").upper() == "POST" and isinstance(error, (ReadTimeoutError,
-                                                                                        ProtocolError)):
+        method, url, response, error = args[:4]
+        if (method or "").upper() == "POST" and isinstance(error, (ReadTimeoutError, ProtocolError)):
             raise error  # the request reached GitHub, which may have acted on it
         if response is None:
-            return super().increment(method, url, response, error, _pool, _stacktrace)
-        wait = self._asked_wait(response)
-        if wait is not None:
-            self._check_cap(wait, response, url)
+            return super().increment(*args)
         retry_after = self._retry_after(response)
+        wait = self._reset_wait(response) if retry_after is None else retry_after
+        self._check_cap(wait, response, url)
         if response.status == 403 and retry_after is None:
             # Raises MaxRetryError when the retries are used up, before GithubRetry reads the body:
             # the answer then reaches PyGithub with its message.
-            Retry.increment(self, method, url, response, error, _pool, _stacktrace)
+            Retry.increment(self, *args)
+        retry = super().increment(*args)  # MaxRetryError when the retries are used up
         if response.status != 429 or retry_after is not None:
-            return super().increment(method, url, response, error, _pool, _stacktrace)
+            return retry
         # A 429 without Retry-After: GithubRetry inspects 403s only, so wait as it would for one.
-        retry = super().increment(method, url, response, error, _pool, _stacktrace)  # MaxRetryError when used up
         backoff = max(wait if wait is not None else self.secondary_rate_wait, retry.get_backoff_time())
         self._check_cap(backoff, response, url)
         retry.get_backoff_time = lambda: backoff  # type: ignore[method-assign]  # as GithubRetry does
         return retry
 
-    def sleep_for_retry(self, response: Any) -> bool:
-        retry_after = self._retry_after(response)
-        if retry_after:
-            self.sleep_fn(retry_after)
-            return True
-        return False
-
     def sleep(self, response: Any = None) -> None:
-        if self.respect_retry_after_header and response is not None and self.sleep_for_retry(response):
-            return
-        backoff = self.get_backoff_time()
-        if backoff > 0:
-            self.sleep_fn(backoff)
+        wait = self._wait(response)
+        if wait > 0:
+            self.sleep_fn(wait)
+
+    def _wait(self, response: Any) -> float:
+        """Seconds ``sleep`` waits: a non-zero ``Retry-After`` when respected, else the backoff."""
+        respected = self.respect_retry_after_header and response is not None
+        return (self._retry_after(response) if respected else None) or self.get_backoff_time()
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _retry_after(self, response: Any) -> float | None:
-        """Seconds of the ``Retry-After`` header (delta-seconds or HTTP date); None when absent or unreadable."""
+        """Seconds of the ``Retry-After`` header (delta-seconds or HTTP date); None when absent or
+        unreadable."""
         value = response.headers.get("Retry-After")
-        if value is None:
-            return None
         try:
-            return float(self.parse_retry_after(value))
+            return None if value is None else float(self.parse_retry_after(value))
         except InvalidHeader:
             return None
 
-    def _asked_wait(self, response: Any) -> float | None:
-        """The wait GitHub asks for: ``Retry-After``, else (403/429 with ``X-RateLimit-Remaining: 0``)
+    @staticmethod
+    def _reset_wait(response: Any) -> float | None:
+        """The wait GitHub asks for without ``Retry-After``: (403/429 with ``X-RateLimit-Remaining: 0``)
         until ``X-RateLimit-Reset`` plus 1 s, as ``GithubRetry`` computes it; else None."""
-        retry_after = self._retry_after(response)
-        if retry_after is not None:
-            return retry_after
         reset = str(response.headers.get("X-RateLimit-Reset", ""))
         if response.status in RATE_LIMIT_STATUSES and response.headers.get("X-RateLimit-Remaining") == "0" \
                 and reset.isdigit():
-            return max(0.0, int(reset) - datetime.now(timezone.utc).timestamp()) + 1
+            return max(0.0, int(reset) - time.time()) + 1
         return None
 
     @staticmethod
@@ -171,14 +154,13 @@ class BoundedGithubRetry(GithubRetry):
             body = resp._benchtrail_body = GithubRetry.get_content(resp, url)
         return body
 
-    def _data(self, response: Any, url: str | None) -> Any:
+    def _answer(self, response: Any, url: str | None) -> tuple[int, Any, dict[str, str]]:
         try:
-            return json.loads(self.get_content(response, url or ""))
+            data = json.loads(self.get_content(response, url or ""))
         except (ValueError, OSError):
-            return None
+            data = None
+        return response.status, data, dict(response.headers)
 
-    def _check_cap(self, wait: float, response: Any, url: str | None) -> None:
-        if self.max_rate_limit_wait is None or wait <= self.max_rate_limit_wait:
-            return
-        raise RateLimitExceededExceedsMaxWait(response.status, self._data(response, url),
-                                              dict(response.headers), wait=wait)
+    def _check_cap(self, wait: float | None, response: Any, url: str | None) -> None:
+        if wait is not None and self.max_rate_limit_wait is not None and wait > self.max_rate_limit_wait:
+            raise RateLimitExceededExceedsMaxWait(*self._answer(response, url), wait=wait)

@@ -6,7 +6,7 @@ a pointer naming a made-up run or attempt costs no further request), and the rec
 (the listing's latest attempt, or ``GET …/actions/runs/{run_id}/attempts/{attempt}``, PyGithub
 ``WorkflowRun.get_attempt``) must show:
 
-* ``event`` ``push`` or ``workflow_dispatch`` (``TRUSTED_EVENTS``): never a pull request;
+* ``event`` ``push`` or ``workflow_dispatch`` (``POSTSUBMIT_EVENTS``): never a pull request;
 * ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a release branch
   (``release_branches``: ``BENCHTRAIL_RELEASE_BRANCHES``), the only branches whose runs store
   baselines; a PR's base branch counts only as one of those;
@@ -34,11 +34,11 @@ permission, an outage) is not trusted either; the reason says so.
 from __future__ import annotations
 
 import datetime
-import fnmatch
+import functools
 from typing import Any
 
-#: Events whose runs may be baselines.
-TRUSTED_EVENTS = ("push", "workflow_dispatch")
+from benchtrail.github.configure import POSTSUBMIT_EVENTS, stores_baselines
+
 #: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run and job times, in seconds.
 SLACK_S = 60.0
 #: The end of the name of the job that stores a run (``benchmark.yml``; a caller's run prefixes its own job).
@@ -53,18 +53,22 @@ def _client(token: str | None, base_url: str) -> Any:
 
     if token:
         return make_client(token, base_url)
-    retry = Retry(total=2, connect=2, read=2, status=2, other=0, backoff_factor=0.5,
+    retry = Retry(total=2, other=0, backoff_factor=0.5,
                   status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
                   respect_retry_after_header=False, raise_on_status=False)
-    return github.Github(base_url=base_url.rstrip("/"), timeout=30, retry=retry, seconds_between_requests=None)
+    return github.Github(base_url=base_url.rstrip("/"), timeout=30, retry=retry,
+                         seconds_between_requests=None)
+
+
+def _failure(exc: Exception) -> str:
+    """An API failure in a reason: its HTTP status (or exception type) and message."""
+    return f"{getattr(exc, 'status', None) or type(exc).__name__}: {exc}"
 
 
 def _utc(value: Any) -> datetime.datetime | None:
-    if value is None:
-        return None
     if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+        value = datetime.datetime.fromisoformat(value)
+    return value if value is None or value.tzinfo else value.replace(tzinfo=datetime.UTC)
 
 
 class GitHubRunTrust:
@@ -79,36 +83,27 @@ class GitHubRunTrust:
 
     def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str,
                  release_branches: tuple[str, ...] = ("release-*",)) -> None:
-        self.repo_name, self.workflow_path, self.base_url = repo, workflow_path, base_url
-        self.release_branches = release_branches
-        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch or a "
-                            f"release branch ({', '.join(release_branches)}) of {repo}, as the GitHub API at "
-                            f"{base_url} records them")
+        self.repo_name, self.workflow_path, self.release_branches = repo, workflow_path, release_branches
+        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch or "
+                            f"a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub API "
+                            f"at {base_url} records them")
         self._gh = _client(token, base_url)
-        self._repo: Any = None
         self._attempts: dict[tuple[int, int], Any] = {}
         self._listed: dict[str, dict[int, Any]] = {}
-        self._job_lists: dict[int, list[Any]] = {}
+        self._job_lists: dict[str, list[Any]] = {}
 
-    def _default_branch(self) -> str:
-        if self._repo is None:
-            self._repo = self._gh.get_repo(self.repo_name)
-        return self._repo.default_branch
-
-    def _runs_of(self, commit: str) -> dict[int, Any]:
-        """The workflow runs GitHub lists for ``commit`` (their latest attempts), by id: one listing
-        per commit, however many pointers name runs of it."""
-        if commit not in self._listed:
-            self._default_branch()  # fetches the repository once
-            self._listed[commit] = {r.id: r for r in self._repo.get_workflow_runs(head_sha=commit)}
-        return self._listed[commit]
+    @functools.cached_property
+    def _repo(self) -> Any:
+        return self._gh.get_repo(self.repo_name)
 
     def _attempt(self, run_id: int, attempt: int, commit: str) -> Any:
         """The record of ``attempt`` of run ``run_id``, or None when GitHub lists no such run of ``commit``
-        or no such attempt (no request beyond the commit's listing: a pointer naming a made-up run
-        costs no API quota)."""
+        or no such attempt (no request beyond the commit's listing, one per commit: a pointer naming a
+        made-up run costs no API quota)."""
         if (run_id, attempt) not in self._attempts:
-            latest = self._runs_of(commit).get(run_id)
+            if commit not in self._listed:
+                self._listed[commit] = {r.id: r for r in self._repo.get_workflow_runs(head_sha=commit)}
+            latest = self._listed[commit].get(run_id)
             if latest is None or attempt > latest.run_attempt:
                 return None
             record = latest if attempt == latest.run_attempt else latest.get_attempt(attempt)
@@ -120,34 +115,33 @@ class GitHubRunTrust:
         """None when the pointer's run is trusted, else why not, naming the run."""
         import github
 
-        run_id, attempt, commit = str(pointer.get("run_id")), pointer.get("attempt"), str(pointer.get("commit"))
+        run_id, attempt = str(pointer.get("run_id")), pointer.get("attempt")
+        commit = str(pointer.get("commit"))
         name = f"run {run_id}/{attempt}"
         if not run_id.isdigit() or not isinstance(attempt, int):
             return f"{name} is not a GitHub Actions run, so GitHub cannot vouch for it"
         try:
-            default = self._default_branch()
+            default = self._repo.default_branch
         except (github.GithubException, OSError) as exc:
-            status_code = getattr(exc, "status", None)
             return (f"{name} could not be verified: GitHub did not answer for repository {self.repo_name} "
-                    f"({status_code or type(exc).__name__}: {exc})")
+                    f"({_failure(exc)})")
         try:
             record = self._attempt(int(run_id), attempt, commit)
             if record is None:
-                return (f"{name}: GitHub lists no such run attempt of commit {commit[:12]} in {self.repo_name} "
-                        "(a pointer may only name a run of its own commit)")
+                return (f"{name}: GitHub lists no such run attempt of commit {commit[:12]} in "
+                        f"{self.repo_name} (a pointer may only name a run of its own commit)")
             event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
             status, conclusion = record.status, record.conclusion
             started, updated = _utc(record.run_started_at), _utc(record.updated_at)
         except github.UnknownObjectException:
             return f"{name}: GitHub has no such workflow run attempt in {self.repo_name}"
         except (github.GithubException, OSError) as exc:
-            status_code = getattr(exc, "status", None)
-            return f"{name} could not be verified with the GitHub API ({status_code or type(exc).__name__}: {exc})"
-        if event not in TRUSTED_EVENTS:
+            return f"{name} could not be verified with the GitHub API ({_failure(exc)})"
+        if event not in POSTSUBMIT_EVENTS:
             return f"{name} was made by a {event} event, not a push or manual run"
-        if branch != default and not any(fnmatch.fnmatchcase(branch or "", g) for g in self.release_branches):
-            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a release branch "
-                    f"({', '.join(self.release_branches)}): its runs store no baselines")
+        if not stores_baselines(branch, default, self.release_branches):
+            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a release "
+                    f"branch ({', '.join(self.release_branches)}): its runs store no baselines")
         if sha != commit:
             return f"{name} measured commit {str(sha)[:12]}, not {commit[:12]} as its pointer claims"
         if path != self.workflow_path:
@@ -156,29 +150,23 @@ class GitHubRunTrust:
             return f"{name} has not completed yet (status {status})"
         if conclusion != "success":
             return f"{name} ended with conclusion {conclusion}, not success"
-        stored = _utc(pointer.get("stored_at"))
-        slack = datetime.timedelta(seconds=SLACK_S)
-        if stored is None or started is None or updated is None or not started - slack <= stored <= updated + slack:
-            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time that attempt ran "
-                    f"({started} to {updated})")
+        stored, slack = _utc(pointer.get("stored_at")), datetime.timedelta(seconds=SLACK_S)
+        if None in (stored, started, updated) or not started - slack <= stored <= updated + slack:
+            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time that "
+                    f"attempt ran ({started} to {updated})")
         try:
-            jobs = [j for j in self._jobs(record, int(run_id)) if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)]
+            if run_id not in self._job_lists:  # every attempt's jobs: one listing per run
+                self._job_lists[run_id] = list(record.jobs("all"))
         except (github.GithubException, OSError) as exc:
-            status_code = getattr(exc, "status", None)
-            return f"{name}: its jobs could not be listed with the GitHub API ({status_code or type(exc).__name__}: {exc})"
-        if not jobs:
+            return f"{name}: its jobs could not be listed with the GitHub API ({_failure(exc)})"
+        job = next((j for j in reversed(self._job_lists[run_id])
+                    if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)), None)
+        if job is None:
             return f"{name} has no job '{PROCESS_JOB}', the one that stores a run"
-        job = jobs[-1]
         if job.conclusion != "success":
             return f"{name}: its job '{job.name}' ended {job.conclusion}, not success: it stored no run"
         began, ended = _utc(job.started_at), _utc(job.completed_at)
-        if began is None or ended is None or not began - slack <= stored <= ended + slack:
+        if None in (began, ended) or not began - slack <= stored <= ended + slack:
             return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its job "
                     f"'{job.name}' ran ({began} to {ended})")
         return None
-
-    def _jobs(self, record: Any, run_id: int) -> list[Any]:
-        """Every attempt's jobs of run ``run_id``: one listing per run."""
-        if run_id not in self._job_lists:
-            self._job_lists[run_id] = list(record.jobs("all"))
-        return self._job_lists[run_id]

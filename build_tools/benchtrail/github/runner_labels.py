@@ -8,8 +8,8 @@ others. The setup job of ``.github/workflows/benchmark.yml`` prints them with ``
 devices the table leaves out, and to the compile and process jobs' ``runs-on`` (docs/adopting.md,
 "The workflow").
 
-    benchtrail runner-labels                                       # {"laptop": ["self-hosted", "cpu", "laptop"]}
-    benchtrail runner-labels --device laptop --architecture cpu    # ["self-hosted", "cpu", "laptop"]
+    benchtrail runner-labels          # {"laptop": ["self-hosted", "cpu", "laptop"]}
+    benchtrail runner-labels --device laptop --architecture cpu   # ["self-hosted", "cpu", "laptop"]
 """
 
 from __future__ import annotations

@@ -20,11 +20,13 @@ from benchtrail.github.post import DEFAULT_API_URL, make_client
 from benchtrail.history.model import short
 from benchtrail.markup import code_span, md_text
 from benchtrail.history.track import ChangePoint, TrackReport
+from benchtrail.store import fetch_command, remote, run_url
 
 LABEL = "benchtrail-regression"
 MARKER_PREFIX = "<!-- benchtrail:track"
 ACTIONS = ("created", "updated", "unchanged", "closed", "not-new")
-_MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) commit=(?P<commit>[0-9a-f]{7,64}) -->")
+_MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) "
+                                                r"commit=(?P<commit>[0-9a-f]{7,64}) -->")
 
 
 @dataclass(frozen=True)
@@ -46,22 +48,17 @@ def marker(series_id: str, commit: str) -> str:
 
 def parse_marker(text: str) -> tuple[str, str] | None:
     """``(series id, commit)`` of the last track marker in ``text``; None when there is none."""
-    found = None
-    for m in _MARKER.finditer(text or ""):
-        found = m
-    return (found["series"], found["commit"]) if found else None
+    found = list(_MARKER.finditer(text or ""))
+    return found[-1].group("series", "commit") if found else None
 
 
 def _value(x: float, unit: str) -> str:
     return f"{x:,.4g} {unit}" if abs(x) < 1e4 else f"{x:,.0f} {unit}"
 
 
-def issue_title(cp: ChangePoint) -> str:
-    return f"Regression: {cp.series_name} {cp.magnitude_pct:+.1f}% at {short(cp.head_commit)}"
-
-
 def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
-    """The issue's Markdown: what changed where, how sure we are, how to find the commit and fetch the runs."""
+    """The issue's Markdown: what changed where, how sure we are, how to find the commit and fetch the
+    runs."""
     base, head = short(cp.base_commit), short(cp.head_commit)
     gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
     compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
@@ -75,25 +72,25 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
         f"| median | {_value(cp.before_median, cp.unit)} → {_value(cp.after_median, cp.unit)} "
         f"({cp.n_before} → {cp.n_after} commits with a run) |",
         f"| change | **{cp.magnitude_pct:+.1f}%** (threshold: {cp.threshold}) |",
-        f"| confidence | {100 * cp.confidence:.1f}% (1 − p, two-sided Mann–Whitney U over per-commit medians; "
-        f"p = {cp.p_value:.2g}) |", "",
+        f"| confidence | {100 * cp.confidence:.1f}% (1 − p, two-sided Mann–Whitney U "
+        f"over per-commit medians; p = {cp.p_value:.2g}) |", "",
         "Commits to test (first parents after the last good build, up to the first bad one), and the two "
         "builds side by side:", "",
         "```sh", f"benchtrail bisect-range {cp.base_commit} {cp.head_commit}",
         f"benchtrail compare-builds {cp.base_commit} {cp.head_commit} --store {report.store}", "```", "",
     ]
     runs = ((cp.base_run, "before"), (cp.head_run, "after"))
-    if report.store.startswith("gs://"):
+    if remote(report.store):
         lines += ["Runs before and after the change:", "", "```sh", "mkdir -p before after"]
-        lines += [f"gcloud storage cp -r {report.store.rstrip('/')}/runs/{run_id}/{attempt}/ {where}/"
-                  for (run_id, attempt), where in runs]
+        lines += [fetch_command(run_url(report.store, *run), f"{where}/") for run, where in runs]
         lines += ["```", ""]
     else:
         lines += [f"Runs: {where} `runs/{run_id}/{attempt}/`" for (run_id, attempt), where in runs]
         lines += [f"in the store `{report.store}`.", ""]
     lines += [f"Found by `benchtrail track` (ruptures PELT, l1 cost) over {report.runs} runs of "
-              f"{report.commits} first-parent commits up to `{short(report.head)}`. Close this issue to accept "
-              "the change; benchtrail never reopens it.", marker(cp.series_id, cp.head_commit), ""]
+              f"{report.commits} first-parent commits up to `{short(report.head)}`. "
+              "Close this issue to accept the change; benchtrail never reopens it.",
+              marker(cp.series_id, cp.head_commit), ""]
     return "\n".join(lines)
 
 
@@ -111,7 +108,8 @@ def _user_error(exc: Any, repo: str, base_url: str) -> UserError:
         return UserError(f"the token may not write issues of {repo} ({_describe(exc)}); the job needs "
                          "`permissions: issues: write`")
     if status in (404, 410):
-        return UserError(f"{repo} or its issues not found at {base_url} ({_describe(exc)}); check --repo-name, "
+        return UserError(f"{repo} or its issues not found at {base_url} "
+                         f"({_describe(exc)}); check --repo-name, "
                          "--api-url and that issues are enabled")
     return UserError(f"GitHub API error on {repo} ({_describe(exc)})")
 
@@ -128,7 +126,8 @@ def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) ->
 
 def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = DEFAULT_API_URL,
                 label: str = LABEL) -> list[IssueAction]:
-    """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module docstring.
+    """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module
+    docstring.
 
     Regressions with an open issue get it updated (title and body) whatever their threshold or p-value;
     without one, an issue is created only when ``cp.issue`` and ``cp.new``. Improvements are never posted.
@@ -141,22 +140,22 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
     import github
     import requests
 
-    gh = make_client(token, base_url)
-
-    regressions = [cp for cp in report.change_points if cp.direction == "regression"]
     actions: list[IssueAction] = []
     try:
-        repository = gh.get_repo(repo)
+        repository = make_client(token, base_url).get_repo(repo)
         ours: dict[tuple[str, str], Any] = {}
-        for issue in list(repository.get_issues(state="all", labels=[label])):
+        for issue in repository.get_issues(state="all", labels=[label]):
             found = parse_marker(issue.body or "")
             if issue.pull_request is None and found is not None:
                 ours.setdefault(found, issue)  # newest first: a duplicate made by hand is ignored
         used: set[int] = set()
-        for cp in regressions:
+        for cp in report.change_points:
+            if cp.direction != "regression":
+                continue
             issue = _match(cp, ours, used)
-            title, body = issue_title(cp), issue_body(cp, report, repository.html_url)
             where = f"{cp.series_name} at {short(cp.head_commit)}"
+            title = f"Regression: {cp.series_name} {cp.magnitude_pct:+.1f}% at {short(cp.head_commit)}"
+            body = issue_body(cp, report, repository.html_url)
             if issue is not None:
                 used.add(issue.number)
                 if issue.state == "closed":
@@ -166,14 +165,15 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
                 else:
                     issue.edit(title=title, body=body)
                     action, text = "updated", f"updated issue #{issue.number} ({where})"
-                actions.append(IssueAction(cp.series_id, cp.head_commit, action, issue.number, issue.html_url, text))
             elif cp.issue and cp.new:
-                created = repository.create_issue(title=title, body=body, labels=[label])
-                actions.append(IssueAction(cp.series_id, cp.head_commit, "created", created.number, created.html_url,
-                                           f"created issue #{created.number} ({where})"))
+                issue = repository.create_issue(title=title, body=body, labels=[label])
+                action, text = "created", f"created issue #{issue.number} ({where})"
             elif cp.issue:
-                actions.append(IssueAction(cp.series_id, cp.head_commit, "not-new", None, None,
-                                           f"{where} is older than --new-within and has no issue; not filed"))
+                action, text = "not-new", f"{where} is older than --new-within and has no issue; not filed"
+            else:
+                continue
+            number, url = (issue.number, issue.html_url) if issue is not None else (None, None)
+            actions.append(IssueAction(cp.series_id, cp.head_commit, action, number, url, text))
     except github.GithubException as exc:
         raise _user_error(exc, repo, base_url) from exc
     except requests.exceptions.RequestException as exc:

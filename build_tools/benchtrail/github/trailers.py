@@ -39,10 +39,13 @@ GIT_SPACE = " \t\n\r"
 #: The trailer keys benchtrail reads (matched case-insensitively).
 BENCHMARKS_KEY = "benchmarks"
 ACCEPT_KEY = "benchmarks-accept"
+#: git's key: ASCII letters, digits and ``-``, then spaces or tabs (not first), then the ``:``.
+_SEPARATOR = re.compile(r"(?:[A-Za-z0-9-]+[ \t]*)?:")
 
 
 def _lines(text: str) -> list[str]:
-    """Split on ``\\n`` only (not on ``\\r`` or other line breaks), keeping each line's ``\\n`` as git does."""
+    """Split on ``\\n`` only (not on ``\\r`` or other line breaks), keeping each line's ``\\n`` as git
+    does."""
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
@@ -60,17 +63,8 @@ def find_separator(line: str) -> int:
 
     0 means the line starts with ``:`` (an empty key, which is not a trailer).
     """
-    whitespace_found = False
-    for i, c in enumerate(line):
-        if c == ":":
-            return i
-        if not whitespace_found and (c.isascii() and c.isalnum() or c == "-"):
-            continue
-        if i != 0 and c in " \t":
-            whitespace_found = True
-            continue
-        break
-    return -1
+    m = _SEPARATOR.match(line)
+    return m.end() - 1 if m else -1
 
 
 def _end_of_message(lines: list[str]) -> int:
@@ -78,34 +72,20 @@ def _end_of_message(lines: list[str]) -> int:
     cutoff = lines.index(SCISSORS) if SCISSORS in lines else len(lines)
     # boc: first line of the trailing run of comments; 0 means none, as in git (so a comment on
     # the very first line never starts the run)
-    boc = 0
-    in_conflicts = False
-    for i in range(cutoff):
-        line = lines[i]
-        if line.startswith(COMMENT) or line == "\n":
-            if not boc:
-                boc = i
-        elif line == "Conflicts:\n":
-            in_conflicts = True
-            if not boc:
-                boc = i
-        elif in_conflicts and line.startswith("\t"):
-            pass
-        elif boc:
-            boc = 0
-            in_conflicts = False
-    return boc if boc else cutoff
+    boc, in_conflicts = 0, False
+    for i, line in enumerate(lines[:cutoff]):
+        if line.startswith(COMMENT) or line in ("\n", "Conflicts:\n"):
+            boc = boc or i
+            in_conflicts = in_conflicts or line == "Conflicts:\n"
+        elif boc and not (in_conflicts and line.startswith("\t")):  # a tab line continues a Conflicts: block
+            boc, in_conflicts = 0, False
+    return boc or cutoff
 
 
 def _trailer_block_start(lines: list[str]) -> int:
     """Index of the first line of the trailer block, or ``len(lines)`` when there is none."""
-    end_of_title = len(lines)
-    for i, line in enumerate(lines):
-        if line.startswith(COMMENT):
-            continue
-        if _is_blank(line):
-            end_of_title = i
-            break
+    end_of_title = next((i for i, line in enumerate(lines)
+                         if not line.startswith(COMMENT) and _is_blank(line)), len(lines))
     only_spaces = True
     recognized_prefix = False
     trailer_lines = non_trailer_lines = possible_continuation = 0
@@ -121,22 +101,17 @@ def _trailer_block_start(lines: list[str]) -> int:
             non_trailer_lines += possible_continuation
             if recognized_prefix and trailer_lines * 3 >= non_trailer_lines:
                 return i + 1
-            if trailer_lines and not non_trailer_lines:
-                return i + 1
-            return len(lines)
+            return i + 1 if trailer_lines and not non_trailer_lines else len(lines)
         only_spaces = False
-        if line.startswith(GIT_GENERATED_PREFIXES):
-            trailer_lines += 1
-            possible_continuation = 0
-            recognized_prefix = True
-        elif find_separator(line) >= 1 and not _starts_with_space(line):
-            trailer_lines += 1
-            possible_continuation = 0
-        elif _starts_with_space(line):
+        if _starts_with_space(line):  # (a git-generated prefix never starts with whitespace)
             possible_continuation += 1
+            continue
+        if line.startswith(GIT_GENERATED_PREFIXES) or find_separator(line) >= 1:
+            trailer_lines += 1
+            recognized_prefix = recognized_prefix or line.startswith(GIT_GENERATED_PREFIXES)
         else:
             non_trailer_lines += 1 + possible_continuation
-            possible_continuation = 0
+        possible_continuation = 0
     return len(lines)
 
 
@@ -154,19 +129,15 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
     lines = _lines(message.split("\0", 1)[0])
     lines = lines[: _end_of_message(lines)]
     strings: list[str] = []
-    last: int | None = None  # index in strings of the trailer an indented line continues
+    continued = False  # whether an indented line continues the trailer strings[-1]
     for line in lines[_trailer_block_start(lines):]:
-        if last is not None and _starts_with_space(line):
-            strings[last] += line
-            continue
-        strings.append(line)
-        last = len(strings) - 1 if find_separator(line) >= 1 else None  # a comment line ends the trailer
-    trailers = []
-    for s in strings:
-        pos = find_separator(s)
-        if pos >= 1 and not s.startswith(COMMENT):
-            trailers.append((s[:pos].strip(GIT_SPACE), _unfold(s[pos + 1:])))
-    return trailers
+        if continued and _starts_with_space(line):
+            strings[-1] += line
+        else:
+            strings.append(line)
+            continued = find_separator(line) >= 1  # a comment line ends the trailer
+    return [(s[:pos].strip(GIT_SPACE), _unfold(s[pos + 1:])) for s in strings
+            if not s.startswith(COMMENT) and (pos := find_separator(s)) >= 1]
 
 
 def format_trailers(pairs: list[tuple[str, str]]) -> str:

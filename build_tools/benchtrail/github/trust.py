@@ -20,14 +20,16 @@ import os
 
 from benchtrail.compare.trust import Trust, TrustAll
 from benchtrail.errors import UserError
+from benchtrail.store import remote
 
-#: ``--trust`` choices. ``auto``: ``github`` in GitHub Actions (``GITHUB_ACTIONS=true``) for a ``gs://``
-#: store, else ``all``.
+#: ``--trust`` choices. ``auto``: ``github`` in GitHub Actions (``GITHUB_ACTIONS=true``) for a remote
+#: (``gs://``) store, else ``all``.
 TRUST_CHOICES = ("auto", "github", "all")
 
 
 def workflow_path_from_ref(workflow_ref: str | None) -> str | None:
-    """``.github/workflows/x.yml`` from ``GITHUB_WORKFLOW_REF`` (``owner/repo/.github/workflows/x.yml@refs/…``)."""
+    """``.github/workflows/x.yml`` from ``GITHUB_WORKFLOW_REF``
+    (``owner/repo/.github/workflows/x.yml@refs/…``)."""
     if not workflow_ref or "/.github/" not in workflow_ref:
         return None
     return ".github/" + workflow_ref.split("/.github/", 1)[1].split("@", 1)[0]
@@ -42,14 +44,14 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
     ``trusted_workflow``, else ``BENCHTRAIL_TRUSTED_WORKFLOW``, else the path in ``GITHUB_WORKFLOW_REF``
     (this run's own workflow file).
 
+    ``mode`` is one of ``TRUST_CHOICES`` (argparse's ``choices`` checked it).
+
     Raises:
-        UserError: an unknown mode, or ``github`` without a repository or a trusted workflow.
+        UserError: ``github`` without a repository or a trusted workflow.
     """
     env = os.environ if env is None else env
-    if mode not in TRUST_CHOICES:
-        raise UserError(f"--trust {mode!r} is not one of {', '.join(TRUST_CHOICES)}")
     if mode == "auto":
-        mode = "github" if env.get("GITHUB_ACTIONS") == "true" and store_url.startswith("gs://") else "all"
+        mode = "github" if env.get("GITHUB_ACTIONS") == "true" and remote(store_url) else "all"
     if mode == "all":
         return TrustAll()
     from benchtrail.github.post import DEFAULT_API_URL
@@ -61,9 +63,10 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
     if not repo:
         raise UserError("--trust github needs the repository: set GITHUB_REPOSITORY (OWNER/NAME)")
     if not workflow:
-        raise UserError("--trust github needs the workflow whose push runs are trusted: pass --trusted-workflow "
-                        ".github/workflows/<file>.yml or set BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, "
-                        "GITHUB_WORKFLOW_REF gives this run's own workflow)")
+        raise UserError("--trust github needs the workflow whose push runs are "
+                        "trusted: pass --trusted-workflow .github/workflows/<file>.yml or set "
+                        "BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, GITHUB_WORKFLOW_REF "
+                        "gives this run's own workflow)")
     from benchtrail.github.configure import release_branches
 
     return GitHubRunTrust(repo, workflow, env.get("GITHUB_TOKEN", "").strip() or None,

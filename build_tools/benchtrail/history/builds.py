@@ -10,6 +10,7 @@ itself unless asked (``allow_same_run``): its rows would all say "similar" and p
 
 from __future__ import annotations
 
+import functools
 import io
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -35,9 +36,22 @@ class Build:
     label: str
     commit: str
     source: str
-    records: dict[str, BenchmarkRecord]
     files: tuple[ResultsFile, ...] = ()
-    run: tuple[str, str] = ("?", "?")
+
+    @functools.cached_property
+    def records(self) -> dict[str, BenchmarkRecord]:
+        """Each series' record by id (the first file's, where two hold it)."""
+        out: dict[str, BenchmarkRecord] = {}
+        for f in self.files:
+            for r in f.benchmarks:
+                out.setdefault(r.id, r)
+        return out
+
+    @property
+    def run(self) -> tuple[str, str]:
+        """(run id, attempt) that the results files record (their first file's; one run's files agree)."""
+        run = self.files[0].run if self.files else {}
+        return str(run.get("run_id", "?")), str(run.get("attempt", "?"))
 
 
 @dataclass(frozen=True)
@@ -69,20 +83,6 @@ class BuildComparison:
     rows: tuple[BuildRow, ...]
 
 
-def _records(files: list[ResultsFile]) -> dict[str, BenchmarkRecord]:
-    out: dict[str, BenchmarkRecord] = {}
-    for f in files:
-        for r in f.benchmarks:
-            out.setdefault(r.id, r)
-    return out
-
-
-def _run_of(files: list[ResultsFile]) -> tuple[str, str]:
-    """(run id, attempt) that the results files record (their first file's; one run's files agree)."""
-    run = files[0].run if files else {}
-    return str(run.get("run_id", "?")), str(run.get("attempt", "?"))
-
-
 def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust: Trust | None = None) -> Build:
     """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``
     whose newest run in ``store`` that ``trust`` (``benchtrail.compare.trust.Trust``; None: every run) trusts.
@@ -95,7 +95,7 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust
     """
     if Path(value).is_dir():
         files, run = load_one_run([Path(value)], f"{which} {value!r}")
-        return Build(value, run.commit, str(Path(value)), _records(files), tuple(files), _run_of(files))
+        return Build(value, run.commit, str(Path(value)), tuple(files))
     sha = resolve_commit(repo, value)
     if sha is None:
         raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can resolve in "
@@ -110,14 +110,13 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust
                         "`benchtrail history`) or a run directory" + (f"; not used: {'; '.join(problems)}"
                                                                        if problems else ""))
     run_id, attempt = pointers[0]["run_id"], pointers[0]["attempt"]
-    files = fetch_results(store, run_id, attempt)
-    return Build(value, sha, store.run_url(run_id, attempt), _records(files), tuple(files), _run_of(files))
+    return Build(value, sha, store.run_url(run_id, attempt), tuple(fetch_results(store, run_id, attempt)))
 
 
 def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | None) -> BuildRow:
     rec = b or a
     assert rec is not None
-    am, bm = (a.median if a else None), (b.median if b else None)
+    am, bm = a and a.median, b and b.median  # None for a missing side
     ratio, note = None, ""
     if a is None:
         note = "only in B (A lacks this series)"
@@ -129,22 +128,12 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | Non
         note = "both medians are 0" if bm == 0 else "A median is 0"
     else:
         ratio = bm / am
-        bad = [f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok"]
-        note = "; ".join(bad)
-    verdict = None
+        note = "; ".join(f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok")
+    figures = ()
     if judged is not None and a is not None and b is not None:
-        verdict = judged.verdict
-    return BuildRow(*astuple(rec.key), am, bm, ratio, note, verdict,
-                    *((judged.change, judged.change_unit, judged.ci_low, judged.ci_high, judged.reason)
-                      if verdict else (None,) * 5))
-
-
-def _judged(a: Build, b: Build) -> dict[str, Row]:
-    """``benchtrail compare``'s rows of B (head) against A (base), by series id: the shipped thresholds."""
-    from benchtrail.compare.rules import load_thresholds
-    from benchtrail.compare.verdicts import compare
-
-    return {r.id: r for r in compare(list(a.files), list(b.files), load_thresholds())}
+        figures = (judged.verdict, judged.change, judged.change_unit, judged.ci_low, judged.ci_high,
+                   judged.reason)
+    return BuildRow(*astuple(rec.key), am, bm, ratio, note, *figures)
 
 
 def same_run(a: Build, b: Build) -> bool:
@@ -165,6 +154,9 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
         UserError: as :func:`resolve_build`; A and B are the same run (:func:`same_run`) and not
             ``allow_same_run``; a series no threshold rule matches (``compare.rules.find_threshold``).
     """
+    from benchtrail.compare.rules import load_thresholds
+    from benchtrail.compare.verdicts import compare
+
     build_a = resolve_build(a, "A", store, repo, trust)
     build_b = resolve_build(b, "B", store, repo, trust)
     if same_run(build_a, build_b) and not allow_same_run:
@@ -172,16 +164,12 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
                         f"{build_a.commit[:12]}): every row would be 'similar' and prove nothing; give two "
                         "different runs, or pass --allow-same-run to compare a run with itself (a check of "
                         "the statistics)")
-    judged = _judged(build_a, build_b)
-    ids = set(build_a.records) | set(build_b.records)
-    rows = [_row(build_a.records.get(i), build_b.records.get(i), judged.get(i)) for i in ids]
+    # benchtrail compare's rows of B (head) against A (base), by series id: the shipped thresholds
+    judged = {r.id: r for r in compare(list(build_a.files), list(build_b.files), load_thresholds())}
+    rows = [_row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
+            for i in set(build_a.records) | set(build_b.records)]
     rows.sort(key=lambda r: (r.kind != "execution", r.name, r.id))
     return BuildComparison(build_a, build_b, tuple(rows))
-
-
-def _as_mapping(row: BuildRow) -> dict[str, object]:
-    return {"change": row.change, "change_unit": row.change_unit, "unit": row.unit, "ci_low": row.ci_low,
-            "ci_high": row.ci_high}
 
 
 def format_table(comparison: BuildComparison) -> str:
@@ -192,14 +180,13 @@ def format_table(comparison: BuildComparison) -> str:
     a, b = comparison.a, comparison.b
     table = Table(title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
                   title_justify="left")
-    for header, justify in (("benchmark", "left"), ("device", "left"), ("A median", "right"),
-                            ("B median", "right"), ("B/A", "right"), ("change", "right"), ("99% CI", "right"),
-                            ("verdict", "left"), ("note", "left")):
-        table.add_column(header, justify=justify, overflow="fold")
+    left = ("benchmark", "device", "verdict", "note")
+    for header in (*left[:2], "A median", "B median", "B/A", "change", "99% CI", *left[2:]):
+        table.add_column(header, justify="left" if header in left else "right", overflow="fold")
     for r in comparison.rows:
         table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit),
                       format_value(r.b_median, r.unit), f"{r.ratio:.4f}" if r.ratio is not None else "—",
-                      format_change(_as_mapping(r)), format_ci(_as_mapping(r)), rich_text(r.verdict or "—"),
+                      format_change(r, r.unit), format_ci(r), rich_text(r.verdict or "—"),
                       rich_text("; ".join(filter(None, (r.note, r.reason)))))
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None, highlight=False).print(table)

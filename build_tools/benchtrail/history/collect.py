@@ -43,8 +43,7 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
     if head is None:
         raise UserError(f"--ref {ref!r}: git cannot resolve it to a commit in {repo}; "
                         "give a branch, tag, sha or an expression like HEAD~3")
-    listed = " ".join(first_parents(repo, head, max_commits)) or head
-    return head, list(reversed(listed.split()))
+    return head, list(reversed(first_parents(repo, head, max_commits) or [head]))
 
 
 def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
@@ -89,20 +88,10 @@ def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | N
     """
     from benchtrail.store.base import check_relative_name
 
-    if listed:
-        for name in listed:
-            check_relative_name(name, f"commit pointer of run {run_id}/{attempt}: results")
-        run_dir = store.fetch_run(run_id, attempt, patterns=tuple(listed))
-        return load_results_paths([run_dir / name for name in listed])
-    run_dir = store.fetch_run(run_id, attempt, patterns=("results/*.json",))
-    return load_results_paths([run_dir])
-
-
-def _percentiles(samples: tuple[float, ...]) -> tuple[float | None, float | None]:
-    if not samples:
-        return None, None
-    p25, p75 = np.percentile(np.asarray(samples, dtype=np.float64), [25, 75])
-    return float(p25), float(p75)
+    for name in listed or ():
+        check_relative_name(name, f"commit pointer of run {run_id}/{attempt}: results")
+    run_dir = store.fetch_run(run_id, attempt, patterns=tuple(listed) if listed else ("results/*.json",))
+    return load_results_paths([run_dir / name for name in listed] if listed else [run_dir])
 
 
 def _presets(record: BenchmarkRecord, results: ResultsFile) -> set[str]:
@@ -129,17 +118,20 @@ def _check_presets(files: list[ResultsFile], where: str) -> None:
 
 def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile) -> Point:
     """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``)."""
-    p25, p75 = _percentiles(tuple(record.samples))
+    p25 = p75 = None
+    if record.samples:
+        p25, p75 = map(float, np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75]))
     torch = results.environment.get("torch_version")
     return Point(commit, run_id, attempt, record.median, record.iqr, record.min, record.max, record.n,
                  record.status, p25, p75, torch if isinstance(torch, str) else None)
 
 
-def _series(records: list[tuple[BenchmarkRecord, set[str]]], points: list[Point]) -> Series:
-    newest = records[-1][0]
-    presets = tuple(sorted(set().union(*(p for _, p in records))))
+def _series(measured: list[tuple[BenchmarkRecord, set[str], Point]]) -> Series:
+    """A series from its (record, presets, point) at each commit, oldest first."""
+    newest = measured[-1][0]
+    presets = tuple(sorted(set().union(*(p for _, p, _ in measured))))
     return Series(**dataclasses.asdict(newest.key), presets=presets, compile_config=newest.compile_config,
-                  task=newest.task, points=tuple(points))
+                  task=newest.task, points=tuple(point for _, _, point in measured))
 
 
 def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: int = 100, *,
@@ -165,8 +157,7 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     """
     head, commits = first_parent_commits(repo, ref, max_commits)
     walked: list[CommitRun] = []
-    records: dict[str, list[tuple[BenchmarkRecord, set[str]]]] = {}
-    points: dict[str, list[Point]] = {}
+    measured: dict[str, list[tuple[BenchmarkRecord, set[str], Point]]] = {}
     skipped: list[str] = []
     for commit in commits:
         used = CommitRun(commit)
@@ -174,9 +165,10 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         stored = [(p["run_id"], p["attempt"], p.get("results") if isinstance(p.get("results"), list) else None)
                   for p in usable_runs(store, commit, devices, torch_version, problems, trust)]
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
-        for run_id, attempt, listed in ([(*pending[:2], None)] if pending and commit == head else stored):
+        mine = pending if pending and commit == head else None
+        for run_id, attempt, listed in ([(*mine[:2], None)] if mine else stored):
             try:
-                files = pending[2] if pending and commit == head else fetch_results(store, run_id, attempt, listed)
+                files = mine[2] if mine else fetch_results(store, run_id, attempt, listed)
                 _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")
@@ -184,10 +176,11 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
             used = CommitRun(commit, run_id, attempt)
             for results in files:
                 for record in results.benchmarks:
-                    if any(p.commit == commit for p in points.get(record.id, ())):
+                    entries = measured.setdefault(record.id, [])
+                    if entries and entries[-1][2].commit == commit:
                         continue  # the same series twice in one run: keep the first file's
-                    records.setdefault(record.id, []).append((record, _presets(record, results)))
-                    points.setdefault(record.id, []).append(point_of(commit, run_id, attempt, record, results))
+                    entries.append((record, _presets(record, results),
+                                    point_of(commit, run_id, attempt, record, results)))
             break
         walked.append(used)
     if not any(c.run_id for c in walked):
@@ -195,22 +188,15 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent commit(s) "
                         f"of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` at one of "
                         f"them, or pass the store and --repo that hold their runs{not_used}")
-    kind_order = {"execution": 0, "compilation": 1}
-    series = sorted((_series(records[i], points[i]) for i in records),
-                    key=lambda s: (kind_order.get(s.kind, 2), s.name, s.id))
+    series = sorted(map(_series, measured.values()), key=lambda s: (s.kind != "execution", s.name, s.id))
     return History(ref, head, store.url, tuple(walked), tuple(series), tuple(skipped))
 
 
 def history_to_dict(history: History) -> dict[str, Any]:
     """The JSON object of ``history.json``: series keyed by id, with ``schema_version``."""
-    series = {}
-    for s in history.series:
-        body = dataclasses.asdict(s)
-        body.pop("id")
-        series[s.id] = body
-    return {"schema_version": HISTORY_SCHEMA_VERSION, "ref": history.ref, "head": history.head,
-            "store": history.store, "commits": [dataclasses.asdict(c) for c in history.commits],
-            "series": series, "skipped": list(history.skipped)}
+    series = {s.id: {k: v for k, v in dataclasses.asdict(s).items() if k != "id"} for s in history.series}
+    return {"schema_version": HISTORY_SCHEMA_VERSION,
+            **dataclasses.asdict(dataclasses.replace(history, series=())), "series": series}
 
 
 def write_history(path: Path, history: History) -> Path:
@@ -241,7 +227,7 @@ def load_history(path: Path) -> History:
         if not isinstance(body, dict) or "id" in body:
             raise UserError(f"{where}: series {sid!r} must be an object without an 'id' field (the key is the id)")
         series.append(from_plain({**body, "id": sid}, Series, where=f"{where}: series {sid!r}"))
-    plain = {**obj, "series": []}
-    history = dataclasses.replace(from_plain(plain, History, where=where), series=tuple(series))
+    history = dataclasses.replace(from_plain({**obj, "series": []}, History, where=where),
+                                  series=tuple(series))
     check_history(history, where)
     return history

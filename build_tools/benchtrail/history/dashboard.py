@@ -12,6 +12,7 @@ repository, :func:`commit_log`), consecutive commits without a run collapsed int
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,14 +36,8 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
 
 
 def _page_title(page: str) -> str:
-    if page == COMPILATION_PAGE:
-        return "compilation statistics"
-    return "execution series of no preset" if page == NO_PRESET_PAGE else f"preset {page}"
-
-
-def _rgba(color: str, alpha: float) -> str:
-    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"
+    return {COMPILATION_PAGE: "compilation statistics", NO_PRESET_PAGE: "execution series of no preset"}.get(
+        page, f"preset {page}")
 
 
 def _figure(series: Sequence[Series], commits: list[str]) -> dict:
@@ -59,9 +54,9 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
 
     cols = min(COLUMNS, len(series))
     rows = math.ceil(len(series) / cols)
-    grid = make_subplots(rows=rows, cols=cols, subplot_titles=[plotly_text(s.name) for s in series],
-                         vertical_spacing=min(0.12, 0.45 / rows), horizontal_spacing=0.08).to_dict()
-    layout = grid["layout"]
+    layout = make_subplots(rows=rows, cols=cols, subplot_titles=[plotly_text(s.name) for s in series],
+                           vertical_spacing=min(0.12, 0.45 / rows),
+                           horizontal_spacing=0.08).to_dict()["layout"]
     x = [short(c) for c in commits]
     palette = qualitative.Plotly
     traces: list[dict] = []
@@ -69,13 +64,14 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
         axis = "" if i == 0 else str(i + 1)  # make_subplots numbers axes row by row: x, x2, x3, ...
         refs = {"xaxis": f"x{axis}", "yaxis": f"y{axis}"}
         color = palette[i % len(palette)]
+        fill = "rgba({},{},{},0.25)".format(*(int(color[k:k + 2], 16) for k in (1, 3, 5)))  # "#rrggbb" at 1/4
         points = aligned(s, commits)
-        bands = [band(p) if p else (None, None) for p in points]
+        bands = [band(p) for p in points]
         unit = UNIT_LABELS.get(s.unit, s.unit)
         for k, values in enumerate(([hi for _, hi in bands], [lo for lo, _ in bands])):
             traces.append({"type": "scatter", "x": x, "y": values, "mode": "lines",
                            "line": {"width": 0, "color": color}, **({"fill": "tonexty"} if k else {}),
-                           "fillcolor": _rgba(color, 0.25), "legendgroup": s.id, "showlegend": False,
+                           "fillcolor": fill, "legendgroup": s.id, "showlegend": False,
                            "hoverinfo": "skip", **refs})
         custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit] if p else [None] * 5 for p in points]
         traces.append({
@@ -102,9 +98,9 @@ def _document(title: str, body: str) -> str:
 
 
 def _context(history: History) -> str:
-    runs = len(history.run_commits())
     return (f"<p><code>{html.escape(history.ref)}</code> at <code>{short(history.head)}</code> · "
-            f"{runs} of {len(history.commits)} first-parent commits have a run · store "
+            f"{len(history.run_commits())} of {len(history.commits)} first-parent commits have a run · "
+            "store "
             f"<code>{html.escape(history.store)}</code></p>")
 
 
@@ -129,12 +125,8 @@ def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]
         return {}
     out = git(Path(repo), "log", "--first-parent", f"--max-count={len(history.commits)}",
               "--format=%H%x1f%cs%x1f%s", history.head) or ""
-    found = {}
-    for line in out.splitlines():
-        parts = line.split("\x1f")
-        if len(parts) == 3:
-            found[parts[0]] = (parts[1], parts[2])
-    return found
+    lines = (line.split("\x1f") for line in out.splitlines())
+    return {sha: (date, subject) for sha, date, subject in (p for p in lines if len(p) == 3)}
 
 
 def _commit_row(c: CommitRun, log: dict[str, tuple[str, str]]) -> str:
@@ -148,23 +140,13 @@ def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
     """The commits table's rows, newest first: a row per commit (short sha, date, subject, run); a run of
     two or more commits without a run is one row, ``12 commits without runs (<oldest> … <newest>)``."""
     rows: list[str] = []
-    gap: list[CommitRun] = []
-
-    def flush() -> None:
-        if len(gap) > 1:
+    for has_run, group in itertools.groupby(reversed(history.commits), key=lambda c: c.run_id is not None):
+        gap = list(group)
+        if has_run or len(gap) == 1:
+            rows += [_commit_row(c, log) for c in gap]
+        else:
             rows.append(f"<tr class=\"gap\"><td colspan=\"4\">{len(gap)} commits without runs "
                         f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)</td></tr>\n")
-        elif gap:
-            rows.append(_commit_row(gap[0], log))
-        gap.clear()
-
-    for c in reversed(history.commits):
-        if c.run_id is None:
-            gap.append(c)
-            continue
-        flush()
-        rows.append(_commit_row(c, log))
-    flush()
     return "".join(rows)
 
 
@@ -208,12 +190,10 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
 
     out_dir = Path(out_dir)
     pages = page_groups(history)
-    targets = [out_dir / f"{p}.html" for p in pages] + [out_dir / INDEX]
-    if not self_contained and pages:
-        targets.append(out_dir / PLOTLY_JS)
-    jsonio.check_new(*targets)
-    if not self_contained and pages:
-        jsonio.write_text_atomic(out_dir / PLOTLY_JS, get_plotlyjs(), exclusive=True)
+    script = [] if self_contained or not pages else [out_dir / PLOTLY_JS]
+    jsonio.check_new(*(out_dir / f"{p}.html" for p in pages), out_dir / INDEX, *script)
+    for path in script:
+        jsonio.write_text_atomic(path, get_plotlyjs(), exclusive=True)
     for page, series in pages.items():
         jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(history, page, series,
                                                                      self_contained=self_contained), exclusive=True)

@@ -94,8 +94,8 @@ class History:
         return [c.commit for c in self.commits if c.run_id is not None]
 
 
-def check_preset_page(preset: str, where: str) -> str:
-    """Return ``preset`` when it can name a dashboard page (``<preset>.png``, ``<preset>.html``).
+def check_preset_page(preset: str, where: str) -> None:
+    """Refuse a ``preset`` that cannot name a dashboard page (``<preset>.png``, ``<preset>.html``).
 
     Raises:
         UserError: naming ``where`` (the file or series it came from) and the preset: a name that is
@@ -107,7 +107,6 @@ def check_preset_page(preset: str, where: str) -> str:
     if preset.lower() in RESERVED_PAGES:
         raise UserError(f"{where}: preset {preset!r} has the name of a page the dashboard writes itself "
                         f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the preset")
-    return preset
 
 
 def short(commit: str) -> str:
@@ -180,28 +179,21 @@ def page_groups(history: History) -> dict[str, list[Series]]:
     compilation series. Pages without series are left out. Page names become file names.
 
     Raises:
-        UserError: a preset that cannot name a page (:func:`check_preset_page`), or two presets that
-            differ only in case (one file on a case-insensitive file system).
+        UserError: two presets that differ only in case (one file on a case-insensitive file system).
     """
     execution = [s for s in history.series if s.kind != "compilation"]
     by_lower: dict[str, str] = {}
-    for s in execution:
+    for s in execution:  # presets that can name a page: collect_history and check_history checked them
         for preset in s.presets:
-            check_preset_page(preset, f"series {s.id!r} ({s.name})")
             if by_lower.setdefault(preset.lower(), preset) != preset:
                 raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and {preset!r} "
                                 "differ only in case; their pages would be one file on a case-insensitive file "
                                 "system; allowed: preset names that differ in more than case")
-    pages: dict[str, list[Series]] = {}
-    for preset in sorted({p for s in execution for p in s.presets}):
-        pages[preset] = [s for s in execution if preset in s.presets]
-    untagged = [s for s in execution if not s.presets]
-    if untagged:
-        pages[NO_PRESET_PAGE] = untagged
-    compilation = [s for s in history.series if s.kind == "compilation"]
-    if compilation:
-        pages[COMPILATION_PAGE] = compilation
-    return pages
+    pages = {preset: [s for s in execution if preset in s.presets]
+             for preset in sorted({p for s in execution for p in s.presets})}
+    pages[NO_PRESET_PAGE] = [s for s in execution if not s.presets]
+    pages[COMPILATION_PAGE] = [s for s in history.series if s.kind == "compilation"]
+    return {page: series for page, series in pages.items() if series}
 
 
 def aligned(series: Series, commits: Iterable[str]) -> list[Point | None]:
@@ -210,8 +202,10 @@ def aligned(series: Series, commits: Iterable[str]) -> list[Point | None]:
     return [by_commit.get(c) for c in commits]
 
 
-def band(point: Point) -> tuple[float | None, float | None]:
+def band(point: Point | None) -> tuple[float | None, float | None]:
     """The IQR band ``(low, high)`` of a point: p25..p75, else median ± IQR/2, else (None, None)."""
+    if point is None:
+        return None, None
     if point.p25 is not None and point.p75 is not None:
         return point.p25, point.p75
     if point.median is not None and point.iqr is not None:

@@ -19,7 +19,6 @@ named in the axis label; counts get integer ticks. Names and titles are data: ``
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,13 +65,10 @@ def axis_unit(unit: str, values: Iterable[float | None]) -> AxisUnit:
     in: the largest time unit (µs, ms, s) or binary byte unit (B … GiB) that the largest |value| reaches;
     counts and other units as they are."""
     top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
-    if unit in ("us", "ms"):
-        per = 1e3 if unit == "ms" else 1.0  # µs in one unit of the data
-        label, us = next(((n, s) for n, s in _TIME_IN_US if top * per >= s), _TIME_IN_US[-1])
-        return AxisUnit(label, us / per)
-    if unit == "bytes":
-        label, size = next(((n, s) for n, s in _BYTES if top >= s), _BYTES[-1])
-        return AxisUnit(label, size)
+    if unit in ("us", "ms", "bytes"):
+        steps, per = (_BYTES, 1.0) if unit == "bytes" else (_TIME_IN_US, 1e3 if unit == "ms" else 1.0)
+        label, size = next(((n, s) for n, s in steps if top * per >= s), steps[-1])  # per: µs in one ms
+        return AxisUnit(label, size / per)
     return AxisUnit({"per_s": "per s", "ratio": "×"}.get(unit, unit), 1.0)
 
 
@@ -87,6 +83,7 @@ def set_value_axis(axis: Any, unit: str, au: AxisUnit, quantity: str) -> None:
     in ``au`` (the data must already be divided by ``au.scale``)."""
     axis.set_label_text(mpl_text(quantity) if quantity == au.label else f"{mpl_text(quantity)} ({au.label})",
                         fontsize=7)
+    axis.set_tick_params(labelsize=6)
     if unit == "count":
         axis.set_major_locator(MaxNLocator(integer=True))
         axis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
@@ -100,9 +97,14 @@ def _quantity(metric: str) -> str:
     return QUANTITIES.get(metric, metric.replace("_", " "))
 
 
-#: A panel's title and axis quantity when it holds several metrics of one unit.
-GROUPS = {"ms": "compile times", "count": "counts", "bytes": "sizes", "us": "times"}
-_GROUP_QUANTITIES = {"ms": "time", "count": "count", "bytes": "size", "us": "time"}
+def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
+    """Sort key: ``name``'s place in ``order`` (names not in it last), then the name."""
+    return (order.index(name) if name in order else len(order), name)
+
+
+#: A panel's (title, axis quantity) when it holds several metrics of one unit.
+GROUPS = {"ms": ("compile times", "time"), "count": ("counts", "count"), "bytes": ("sizes", "size"),
+          "us": ("times", "time")}
 
 
 @dataclass(frozen=True)
@@ -115,20 +117,19 @@ class Panel:
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        """The panel's metrics, in ``METRICS`` order."""
-        order = list(METRICS)
-        return tuple(sorted({s.metric for s in self.series}, key=lambda m: (order.index(m) if m in order
-                                                                             else len(order), m)))
+        """The panel's metrics, in the order of its series (:func:`panels`: ``METRICS`` order)."""
+        return tuple(dict.fromkeys(s.metric for s in self.series))
 
     @property
     def title(self) -> str:
         (one, *more) = self.metrics
-        return f"{self.model} · {GROUPS.get(self.unit, self.unit) if more else one}"
+        return f"{self.model} · {GROUPS.get(self.unit, [self.unit])[0] if more else one}"
 
     @property
     def quantity(self) -> str:
         """What the value axis says before its unit."""
-        return _quantity(self.metrics[0]) if len(self.metrics) == 1 else _GROUP_QUANTITIES.get(self.unit, self.unit)
+        (one, *more) = self.metrics
+        return GROUPS.get(self.unit, [self.unit])[-1] if more else _quantity(one)
 
     def label(self, series: Series) -> str:
         """A line's (or bar's) label: what tells the series apart within the panel."""
@@ -156,30 +157,23 @@ def panels(series: Sequence[Series]) -> list[Panel]:
     groups: dict[tuple[str, str], list[Series]] = {}
     for s in series:
         groups.setdefault((model_of(s), s.unit), []).append(s)
-    units, order = list(UNITS), list(METRICS)
-    keys = sorted(groups, key=lambda k: (k[0], units.index(k[1]) if k[1] in units else len(units), k[1]))
-    return [Panel(*k, tuple(sorted(groups[k], key=lambda s: (order.index(s.metric) if s.metric in order
-                                                             else len(order), s.metric, s.name))))
-            for k in keys]
+    return [Panel(*k, tuple(sorted(groups[k], key=lambda s: (*_rank(list(METRICS), s.metric), s.name))))
+            for k in sorted(groups, key=lambda k: (k[0], *_rank(UNITS, k[1])))]
 
 
-def _values(panel: Panel) -> list[float | None]:
-    return [v for s in panel.series for p in s.points for v in (p.median, p.p75)]
-
-
-def _draw_lines(ax: Any, panel: Panel, commits: list[str], baseline: str | None,
+def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baseline: str | None,
                 change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> None:
-    au = axis_unit(panel.unit, _values(panel))
-    nan = math.nan
+    def scaled(values: Iterable[float | None]) -> list[float]:
+        return [v / au.scale if v is not None else math.nan for v in values]
+
     x = list(range(len(commits)))
     where = {c: i for i, c in enumerate(commits)}
     for i, s in enumerate(panel.series):
         color = _PALETTE[i % len(_PALETTE)]
         points = aligned(s, commits)
-        median = [p.median / au.scale if p and p.median is not None else nan for p in points]
-        bands = [band(p) if p else (None, None) for p in points]
-        low = [lo / au.scale if lo is not None else nan for lo, _ in bands]
-        high = [hi / au.scale if hi is not None else nan for _, hi in bands]
+        median = scaled(p and p.median for p in points)
+        bands = [band(p) for p in points]
+        low, high = scaled(lo for lo, _ in bands), scaled(hi for _, hi in bands)
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
         ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
@@ -191,36 +185,34 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], baseline: str | None,
                 shade = "tab:red" if cp.direction == "regression" else "tab:green"
                 ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15, linewidth=0)
                 ax.axvline(where[cp.head_commit], color=shade, linestyle="--", linewidth=1)
-        last = next((k for k in reversed(range(len(points))) if points[k] and points[k].median is not None), None)
+        last = max((k for k, p in enumerate(points) if p and p.median is not None), default=None)
         if s.id in regressions and last is not None:
             ax.plot([last], [median[last]], marker="o", markersize=10, markerfacecolor="none",
                     markeredgecolor="tab:red", markeredgewidth=2, linestyle="none", label="regression")
-    if baseline is not None and baseline in where:
+    if baseline in where:
         ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}")
     step = max(1, math.ceil(len(commits) / 12))
     ax.set_xticks(x[::step], [short(c) for c in commits[::step]], rotation=45, ha="right", fontsize=6,
                   family="monospace")
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
     ax.set_xlabel("commit (first parent, oldest first)", fontsize=7)
-    set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
     if len(panel.series) > 1 or any(s.id in regressions for s in panel.series) or baseline in where:
         ax.legend(fontsize=6)
 
 
-def _draw_bars(ax: Any, panel: Panel, commit: str) -> None:
+def _draw_bars(ax: Any, panel: Panel, commit: str, au: AxisUnit) -> None:
     """The one run of a history: a bar per series (median), whiskers p25–p75, "no sample" where none."""
-    au = axis_unit(panel.unit, _values(panel))
     points = [aligned(s, [commit])[0] for s in panel.series]
     heights, below, above = [], [], []
     for p in points:
-        lo, hi = band(p) if p else (None, None)
-        m = p.median if p and p.median is not None else None
+        lo, hi = band(p)
+        m = p and p.median  # None without a point
         heights.append(m / au.scale if m is not None else 0.0)
         below.append((m - lo) / au.scale if m is not None and lo is not None else 0.0)
         above.append((hi - m) / au.scale if m is not None and hi is not None else 0.0)
     x = list(range(len(points)))
-    colors = [_PALETTE[i % len(_PALETTE)] for i in x]
-    ax.bar(x, heights, yerr=[below, above], color=colors, alpha=0.8, capsize=3)
+    ax.bar(x, heights, yerr=[below, above], color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8,
+           capsize=3)
     for i, p in enumerate(points):
         if p is None or p.median is None:
             ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
@@ -230,32 +222,25 @@ def _draw_bars(ax: Any, panel: Panel, commit: str) -> None:
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
     ax.set_xlabel(f"the one run, at commit {short(commit)}", fontsize=7)
-    set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
 
 
-def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, *, baseline: str | None = None,
-                change_points: Mapping[str, Sequence[Any]] | None = None,
-                regressions: Collection[str] = ()) -> Figure:
+def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, baseline: str | None,
+                change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> Figure:
     """One figure: a subplot per panel (``COLUMNS`` per row): lines over ``commits``, or bars when
     ``commits`` holds one commit. ``change_points`` maps a series id to its ``track`` change points
     (:class:`benchtrail.history.track.ChangePoint`); ``regressions`` are series ids to ring in red.
-
-    Raises:
-        UserError: no panels, or more than ``MAX_PANELS``.
+    ``page_panels``: 1 to ``MAX_PANELS`` (:func:`history_figures` splits a page).
     """
-    if not page_panels or len(page_panels) > MAX_PANELS:
-        raise UserError(f"{title}: {len(page_panels)} panels to plot; allowed: 1 to {MAX_PANELS} in one figure")
     fig, axes = _grid(len(page_panels), title, panel_width=5.0)
-    for ax, panel in zip(axes.flat, page_panels):
+    for ax, panel in zip(axes, page_panels):
+        au = axis_unit(panel.unit, [v for s in panel.series for p in s.points for v in (p.median, p.p75)])
         if len(commits) == 1:
-            _draw_bars(ax, panel, commits[0])
+            _draw_bars(ax, panel, commits[0], au)
         else:
-            _draw_lines(ax, panel, commits, baseline, change_points or {}, regressions)
+            _draw_lines(ax, panel, commits, au, baseline, change_points, regressions)
+        set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
         ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)
-        ax.tick_params(axis="y", labelsize=6)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(page_panels):]:
-        ax.set_visible(False)
     return fig
 
 
@@ -286,12 +271,13 @@ def history_figures(history: History, *, baseline: str | None = None,
     preset name, so no page's file can collide). ``change_points`` None: ``default_change_points``.
 
     Raises:
-        UserError: a preset that cannot name a page (``page_groups``).
+        UserError: two presets that differ only in case (``page_groups``).
     """
     commits = history.run_commits()
     cps = default_change_points(history) if change_points is None else change_points
-    sha = len(history.ref) >= 7 and history.head.startswith(history.ref)  # not a branch named "cafe"
-    head = short(history.head) if sha else f"{history.ref} ({short(history.head)})"
+    # the ref is the head's sha, not a branch named "cafe"
+    head = short(history.head) if len(history.ref) >= 7 and history.head.startswith(history.ref) else (
+        f"{history.ref} ({short(history.head)})")
     what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
     out: dict[str, Figure] = {}
     for page, series in page_groups(history).items():
@@ -300,19 +286,21 @@ def history_figures(history: History, *, baseline: str | None = None,
         for k, part in enumerate(parts, 1):
             of = f" · part {k} of {len(parts)}" if len(parts) > 1 else ""
             out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = page_figure(
-                part, commits, f"{page} · {what} · {head}{of}", baseline=baseline, change_points=cps,
-                regressions=regressions)
+                part, commits, f"{page} · {what} · {head}{of}", baseline, cps, regressions)
     return out
 
 
-def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, Any]:
+def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
     """A titled Figure of ``panels`` axes, ``COLUMNS`` to a row (fewer when there are fewer panels), each
-    ``panel_width`` × 3.2 inches; returns ``(figure, 2-D array of axes)`` (extra axes are the caller's to hide)."""
+    ``panel_width`` × 3.2 inches; returns ``(figure, the first panels axes)`` (the rest hidden)."""
     cols = min(COLUMNS, panels)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(panel_width * cols, 3.2 * rows + 0.6), layout="constrained")
     fig.suptitle(mpl_text(title, MPL_TITLE_CHARS), fontsize=10)
-    return fig, fig.subplots(rows, cols, squeeze=False)
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    return fig, axes[:panels]
 
 
 def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
@@ -324,9 +312,7 @@ def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
     paths = [Path(out_dir) / name for name in figures]
     jsonio.check_new(*paths)
     for path, fig in zip(paths, figures.values()):
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=DPI)
-        jsonio.write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
+        jsonio.write_png(path, fig, dpi=DPI)
     return paths
 
 
@@ -347,9 +333,9 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
     ax = fig.subplots()
     if names:
         y = list(range(len(names)))
-        colors = ["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios]
         base = 1.0 if log else 0.0
-        ax.barh(y, [r - base for r in ratios], left=base, color=colors, alpha=0.8)
+        ax.barh(y, [r - base for r in ratios], left=base, alpha=0.8,
+                color=["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios])
         common = shared_module(names)
         ax.set_yticks(y, [mpl_label(n, common, MPL_LABEL_CHARS) for n in names], fontsize=7)
         ax.invert_yaxis()
@@ -383,9 +369,7 @@ def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, p
     Raises:
         UserError: ``path`` exists or cannot be written.
     """
-    path = Path(path)
-    (written,) = save_figures({path.name: ratios_figure(names, ratios, title, log=log)}, path.parent)
-    return written
+    return save_figures({Path(path).name: ratios_figure(names, ratios, title, log=log)}, Path(path).parent)[0]
 
 
 @dataclass(frozen=True)
@@ -403,13 +387,10 @@ def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | 
     """:class:`Samples` of the series (of ``ids``, or all) that both sides' results files
     (``ResultsFile`` lists) hold with samples, in head order."""
     by_id = {r.id: r for f in base for r in f.benchmarks}
-    out = []
-    for f in head:
-        for h in f.benchmarks:
-            b = by_id.get(h.id)
-            if b is not None and b.samples and h.samples and (ids is None or h.id in ids):
-                out.append(Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples)))
-    return out
+    return [Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples))
+            for f in head for h in f.benchmarks
+            if (b := by_id.get(h.id)) is not None and b.samples and h.samples
+            and (ids is None or h.id in ids)]
 
 
 def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples") -> list[Figure]:
@@ -424,7 +405,7 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
     for start in range(0, len(sets), MAX_PANELS):
         part = sets[start:start + MAX_PANELS]
         fig, axes = _grid(len(part), title, panel_width=4.5)
-        for ax, s in zip(axes.flat, part):
+        for ax, s in zip(axes, part):
             au = axis_unit(s.unit, (*s.base, *s.head))
             for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))):
                 scaled = np.asarray(values, dtype=float) / au.scale
@@ -435,9 +416,6 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
             ax.set_xlim(-0.6, 1.6)
             ax.set_title(mpl_label(s.name, common, MPL_TITLE_CHARS), fontsize=8)
             set_value_axis(ax.yaxis, s.unit, au, _quantity(s.metric))
-            ax.tick_params(axis="y", labelsize=6)
             ax.grid(axis="y", alpha=0.3)
-        for ax in list(axes.flat)[len(part):]:
-            ax.set_visible(False)
         figures.append(fig)
     return figures

@@ -142,9 +142,9 @@ def detect(log_medians: np.ndarray) -> list[int]:
     """Indices where a new segment starts (ruptures PELT, ``l1``, ``min_size=2``), ascending."""
     import ruptures as rpt
 
-    n = len(log_medians)
     signal = (np.asarray(log_medians, dtype=np.float64) / noise_scale(log_medians)).reshape(-1, 1)
-    ends = rpt.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(signal).predict(pen=PENALTY_PER_LOG_N * math.log(n))
+    ends = rpt.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(signal).predict(
+        pen=PENALTY_PER_LOG_N * math.log(len(log_medians)))
     return [int(e) for e in ends[:-1]]
 
 
@@ -153,11 +153,6 @@ def _p_value(before: np.ndarray, after: np.ndarray) -> float:
 
     p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p) else p
-
-
-def _segment_p_values(medians: np.ndarray, cuts: list[int]) -> list[float]:
-    bounds = [0, *cuts, len(medians)]
-    return [_p_value(medians[bounds[i]:cut], medians[cut:bounds[i + 2]]) for i, cut in enumerate(cuts)]
 
 
 def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
@@ -193,7 +188,9 @@ def significant_cuts(medians: np.ndarray, cuts: list[int], alpha: float = ALPHA)
     """
     kept = list(cuts)
     while kept:
-        p_values = _segment_p_values(medians, kept)
+        bounds = [0, *kept, len(medians)]
+        p_values = [_p_value(medians[bounds[i]:cut], medians[cut:bounds[i + 2]])
+                    for i, cut in enumerate(kept)]
         weakest = int(np.argmax(p_values))
         if p_values[weakest] <= alpha:
             break
@@ -256,23 +253,20 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
             cuts = significant_cuts(medians, cuts)
         rule = find_threshold(thresholds, series.kind, series.metric, series.name)
         bounds = [0, *cuts, len(points)]
-        for i, cut in enumerate(cuts):
-            found.append(_change(series, history, walked, points, medians, bounds[i], cut, bounds[i + 2], rule,
-                                 new_within))
+        found += [_change(series, history, walked, points, medians, bounds[i], cut, bounds[i + 2], rule,
+                          new_within) for i, cut in enumerate(cuts)]
     return TrackReport(history.ref, history.head, history.store, len(history.commits), len(history.run_commits()),
                        len(tracked), tuple(found), tuple(short_of))
 
 
 def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON object of the track report (``docs/tracking.md``), with ``schema_version``."""
-    changes = []
-    for cp in report.change_points:
-        body = asdict(cp)
-        body.pop("nearby_commits")
-        body["base_run"] = {"run_id": cp.base_run[0], "attempt": cp.base_run[1]}
-        body["head_run"] = {"run_id": cp.head_run[0], "attempt": cp.head_run[1]}
-        body["confidence"] = cp.confidence
-        changes.append(body)
+    run = ("run_id", "attempt")
+    changes = [{**asdict(cp), "base_run": dict(zip(run, cp.base_run)),
+                "head_run": dict(zip(run, cp.head_run)), "confidence": cp.confidence}
+               for cp in report.change_points]
+    for body in changes:
+        del body["nearby_commits"]
     return {"schema_version": REPORT_SCHEMA_VERSION, "ref": report.ref, "head": report.head, "store": report.store,
             "commits": report.commits, "runs": report.runs, "tracked_series": report.tracked,
             "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1", "min_size": MIN_SEGMENT,
@@ -296,7 +290,7 @@ def format_table(report: TrackReport) -> str:
             rows.append((cp.series_name, cp.device_name, f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
                          f"{cp.magnitude_pct:+.1f}%", f"{cp.p_value:.3g}", "yes" if cp.new else "no",
                          verdict + (" → issue" if cp.issue and cp.new else "")))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        widths = [max(map(len, column)) for column in zip(*rows)]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if report.insufficient:
         lines.append(f"insufficient data (fewer than {report.insufficient[0].needed} ok points), "

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.compare.compiler_summary import execution_config as _execution_config
-from benchtrail.compare.compiler_summary import model_name
+from benchtrail.compare.compiler_summary import execution_config, model_name
 from benchtrail.errors import UserError
 from benchtrail.markup import MPL_LABEL_CHARS, mpl_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -90,13 +89,11 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
         UserError: no results files, or files of more than one run or commit (naming each
             argument and its runs).
     """
-    seen: dict[tuple[str, str, str], list[str]] = {}
+    seen: dict[tuple[str, str, str], dict[str, None]] = {}
     for where, files in sources:
         for f in files:
-            key = (f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))
-            seen.setdefault(key, [])
-            if where not in seen[key]:
-                seen[key].append(where)
+            run = (f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))
+            seen.setdefault(run, {})[where] = None
     if not seen:
         raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
     if len(seen) > 1:
@@ -104,8 +101,8 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
                            for (commit, run, attempt), wheres in sorted(seen.items()))
         raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
                         f"(one run directory, or files with the same run id, attempt and commit)")
-    (commit, run_id, attempt), = seen
-    return RunInfo(commit, run_id, attempt)
+    (run,) = seen
+    return RunInfo(*run)
 
 
 def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[ResultsFile], RunInfo]:
@@ -123,8 +120,7 @@ def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[R
     from benchtrail.results.io import load_results_paths
 
     sources = [(str(p), load_results_paths([Path(p)])) for p in paths]
-    run = check_one_run(sources, flag)
-    return [f for _, files in sources for f in files], run
+    return [f for _, files in sources for f in files], check_one_run(sources, flag)
 
 
 def _config_key(config: str) -> tuple[int, str]:
@@ -151,17 +147,16 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
     if not records:
         raise UserError("--results: no execution records (kind 'execution') in these results files; "
                         "compare-backends needs a run's execution results (results/<device>-<shard>.json)")
-    keyed: dict[tuple[str, str, str], list[tuple[BenchmarkRecord, str]]] = {}
+    keyed: dict[tuple[str, str, str], list[BenchmarkRecord]] = {}
     for b in records:
         model = model_name(b)
-        task = b.task or _execution_config(b, model) or "-"
-        keyed.setdefault((model, task, b.device_name), []).append((b, model))
+        keyed.setdefault((model, b.task or execution_config(b, model) or "-", b.device_name), []).append(b)
     groups: dict[tuple[str, str, str], dict[str, BenchmarkRecord]] = {}
     for (model, task, device), members in keyed.items():
-        configs = [b.compile_config for b, _ in members]
+        configs = [b.compile_config for b in members]
         split = len(set(configs)) != len(configs)
-        for b, _ in members:
-            label = (_execution_config(b, model) or task) if split else task
+        for b in members:
+            label = (execution_config(b, model) or task) if split else task
             group = groups.setdefault((model, label, device), {})
             if b.compile_config in group:
                 raise UserError(f"--results: {b.name!r} ({b.compile_config}) is there twice (ids "
@@ -170,26 +165,13 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
     rows = []
     for (model, task, device), by_config in sorted(groups.items()):
         eager = by_config.get("eager")
-        base = eager.median if eager is not None and eager.status == "ok" and (eager.median or 0) > 0 else None
         for config in sorted(by_config, key=_config_key):
             b = by_config[config]
-            ok = b.status == "ok" and b.median is not None and b.median > 0
-            speedup = base / b.median if ok and base is not None else None
-            note = _no_speedup(b.median, eager) if b.status == "ok" and speedup is None else None
+            note = _no_speedup(b.median, eager) if b.status == "ok" else None
+            speedup = eager.median / b.median if b.status == "ok" and b.median and note is None else None
             rows.append(BackendRow(model, task, device, config, b.status, b.reason,
                                    b.median, b.iqr, b.n, speedup, b.name, note))
     return rows
-
-
-def format_speedup(row: BackendRow) -> str:
-    """``"4.82×"``; ``"-"`` when there is no speedup (the status says why)."""
-    return "-" if row.speedup is None else f"{row.speedup:.2f}×"
-
-
-def _first_line(reason: str, limit: int = 100) -> str:
-    """A reason's first line, cut to ``limit`` characters (a traceback stays readable in a table)."""
-    line = reason.strip().splitlines()[0] if reason.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
@@ -202,22 +184,25 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
 
     devices = {r.device_name for r in rows}
     table = Table()
-    for header, justify in (("model", "left"), ("task", "left"), ("device", "left"), ("compile config", "left"),
-                            ("median", "right"), ("IQR", "right"), ("n", "right"), ("speedup", "right"),
-                            ("status", "left")):
-        table.add_column(header, justify=justify, no_wrap=True)
+    for header in ("model", "task", "device", "compile config", "median", "IQR", "n", "speedup", "status"):
+        table.add_column(header, justify="right" if header in ("median", "IQR", "n", "speedup") else "left",
+                         no_wrap=True)
     previous = None
     for r in rows:
         group = (r.model, r.task, r.device_name)
         if previous is not None and group != previous:
             table.add_section()
         previous = group
-        status = r.status if r.reason is None else f"{r.status}: {_first_line(r.reason)}"
+        status = r.status
+        if r.reason is not None:  # its first line, cut to 100 characters (a traceback stays readable)
+            line = (r.reason.strip().splitlines() or [""])[0]
+            status += ": " + (line if len(line) <= 100 else line[:99] + "…")
         if r.note:
             status += f" ({r.note})"
         cells = (r.model, r.task, r.device_name, r.compile_config, format_value(r.median_us, "us"),
-                 format_value(r.iqr_us, "us"), str(r.n), format_speedup(r), status)
-        table.add_row(*(Text(c) for c in cells))  # Text: a reason's "[...]" is not rich markup
+                 format_value(r.iqr_us, "us"), str(r.n), "-" if r.speedup is None else f"{r.speedup:.2f}×",
+                 status)
+        table.add_row(*map(Text, cells))  # Text: a reason's "[...]" is not rich markup
     if len(devices) > 1:
         table.caption = Text(f"{len(devices)} devices: {', '.join(sorted(devices))}")  # names are not markup
     out = io.StringIO()
@@ -235,17 +220,11 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
     Raises:
         UserError: ``path`` exists or cannot be written.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     several_devices = len({r.device_name for r in rows}) > 1
-    groups: list[tuple[str, str, str]] = []
-    for r in rows:
-        if (r.model, r.task, r.device_name) not in groups:
-            groups.append((r.model, r.task, r.device_name))
+    groups = list(dict.fromkeys((r.model, r.task, r.device_name) for r in rows))
     configs = sorted({r.compile_config for r in rows}, key=_config_key)
     by_key = {(r.model, r.task, r.device_name, r.compile_config): r for r in rows}
     width = 0.8 / max(1, len(configs))
@@ -270,30 +249,20 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
             ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else ""), MPL_LABEL_CHARS)
-                        for m, t, d in groups],
-                       rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    labels = [mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else ""), MPL_LABEL_CHARS)
+              for m, t, d in groups]
+    ax.set_xticks(range(len(groups)), labels, rotation=20 if len(groups) > 4 else 0,
+                  ha="right" if len(groups) > 4 else "center")
     ax.set_ylabel("speedup over eager (×, higher is faster)")
     ax.set_ylim(0, top * 1.15)
     device = "" if several_devices else f" · {mpl_text(rows[0].device_name)}" if rows else ""
     ax.set_title(f"Speedup over eager = eager median latency / config median latency\n"
                  f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
     # Proxy handles: a config without any bar (all its cases failed) still gets its own colour.
-    handles = [Patch(color=f"C{i % 10}", label=mpl_text(config, MPL_LABEL_CHARS)) for i, config in enumerate(configs)]
-    ax.legend(handles=handles, title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
+    ax.legend(handles=[Patch(color=f"C{i % 10}", label=mpl_text(config, MPL_LABEL_CHARS))
+                       for i, config in enumerate(configs)],
+              title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    return _save_exclusive(fig, Path(path))
-
-
-def _save_exclusive(fig, path: Path) -> Path:
-    """Save ``fig`` as a new PNG ``path``, atomically (``jsonio.write_bytes_atomic``).
-
-    Raises:
-        UserError: ``path`` exists or cannot be written.
-    """
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return jsonio.write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
+    return jsonio.write_png(Path(path), fig)
 

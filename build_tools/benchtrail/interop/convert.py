@@ -61,8 +61,8 @@ class Conversion:
     left_out: tuple[BenchmarkRecord, ...]
 
 
-def check_format(fmt: str) -> str:
-    """Return ``fmt`` when it is one of ``FORMATS``.
+def check_format(fmt: str) -> None:
+    """Refuse a ``fmt`` that is not one of ``FORMATS``.
 
     Raises:
         UserError: naming the value and the allowed ones.
@@ -71,18 +71,16 @@ def check_format(fmt: str) -> str:
         raise UserError(f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
                         f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
                         f"{suggest(fmt, FORMATS)}")
-    return fmt
 
 
-def check_kind(kind: str) -> str:
-    """Return ``kind`` when it is one of ``KINDS``.
+def check_kind(kind: str) -> None:
+    """Refuse a ``kind`` that is not one of ``KINDS``.
 
     Raises:
         UserError: naming the value and the allowed ones.
     """
     if kind not in KINDS:
         raise UserError(f"--kind {kind!r} is not known; allowed: {', '.join(KINDS)}{suggest(kind, KINDS)}")
-    return kind
 
 
 def _quartiles(record: BenchmarkRecord) -> tuple[float, float] | None:

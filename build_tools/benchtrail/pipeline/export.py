@@ -9,12 +9,12 @@ from benchtrail.suite.definitions import Suite
 from benchtrail.suite.export import export_object
 
 
-def checked_export(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1, seed: bool = False,
-                   name_filter: str | None = None) -> dict[str, Any]:
-    """``suite.export.export_object``, refusing an execution selection whose run configs take too few samples to
-    ever show a change (``stats.power.check_sample_sizes``); an execution export of a ``suite`` narrowed by
-    ``--filter`` records it as ``filter`` (``name_filter``: compare leaves the baseline's other series out; the
-    seed shape has no room for it).
+def checked_export(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
+                   seed: bool = False, name_filter: str | None = None) -> dict[str, Any]:
+    """``suite.export.export_object``, refusing an execution selection whose run configs take too few
+    samples to ever show a change (``stats.power.check_sample_sizes``); an execution export of a ``suite``
+    narrowed by ``--filter`` records it as ``filter`` (``name_filter``: compare leaves the baseline's other
+    series out; the seed shape has no room for it).
 
     Raises:
         UserError: as ``export_object`` and ``check_sample_sizes``.

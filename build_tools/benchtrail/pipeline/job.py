@@ -12,35 +12,34 @@ import datetime
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from benchtrail import git, jsonio
 from benchtrail.compare.baseline import fetch_baselines, find_baselines, resolve_commit
-from benchtrail.results.baseline_key import keys_of_results
-from benchtrail.runner.ab import Policy
-from benchtrail import git
-from benchtrail.git import state as git_state
+from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
-from benchtrail.suite.export import load_execution
-from benchtrail.progress import console
-from benchtrail.compare.rules import load_quarantine
-from benchtrail.results.io import load_results_paths
-from benchtrail.stats.power import check_sample_sizes
+from benchtrail.github.trust import trust_from_options
+from benchtrail.markup import rich_text
 from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
 from benchtrail.pipeline.recheck import recheck_run
-from benchtrail.runner.run_cases import noise_rerun_enabled
 from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
                                        report_baselines)
+from benchtrail.progress import console
+from benchtrail.results.baseline_key import keys_of_results
+from benchtrail.results.io import load_results_paths
+from benchtrail.runner.ab import Policy
+from benchtrail.runner.run_cases import noise_rerun_enabled
+from benchtrail.stats.power import check_sample_sizes
 from benchtrail.store import open_store
 from benchtrail.store.pointer import pointer_info
 from benchtrail.suite.definitions import Architecture, Suite
+from benchtrail.suite.export import load_execution
 from benchtrail.suite.names import slug
-from benchtrail.markup import rich_text
-from benchtrail.compare.rules import load_thresholds
-from benchtrail.github.trust import trust_from_options
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class StageClock:
     SCHEMA_VERSION = 1
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
+        self.seconds: Counter[str] = Counter()
         self.started = time.perf_counter()
 
     @contextlib.contextmanager
@@ -71,27 +70,26 @@ class StageClock:
         try:
             yield
         finally:
-            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
+            self.seconds[stage] += time.perf_counter() - start
 
     def write(self, path: Path) -> None:
-        from benchtrail import jsonio
-
         jsonio.write_json(path, {"schema_version": self.SCHEMA_VERSION,
                                  "stages_s": {k: round(v, 3) for k, v in self.seconds.items()},
                                  "total_s": round(time.perf_counter() - self.started, 3)})
 
 
-#: The main job's re-check: each suspect's paired run until its interval decides, at most 10 s, all of them at
-#: most 20 s (CI's ``ab --recheck`` takes 60 s a case, 1800 s in all: benchmark.yml). On this project's 2-vCPU VM
-#: a sub-millisecond case draws about 13 rounds (130 pairs) in 10 s, enough to decide a 5% change against a 2%
-#: rule; telling a 2% rule from no change takes about a minute there (87 rounds), so an A/A row may end
-#: ``inconclusive`` with the interval it reached. The smoke A/A time stays within twice the re-check's before
-#: issue 38 (docs/statistics.md, "Re-check").
+#: The main job's re-check: each suspect's paired run until its interval decides, at most 10 s, all of them
+#: at most 20 s (CI's ``ab --recheck`` takes 60 s a case, 1800 s in all: benchmark.yml). On this project's
+#: 2-vCPU VM a sub-millisecond case draws about 13 rounds (130 pairs) in 10 s, enough to decide a 5% change
+#: against a 2% rule; telling a 2% rule from no change takes about a minute there (87 rounds), so an A/A row
+#: may end ``inconclusive`` with the interval it reached. The smoke A/A time stays within twice the
+#: re-check's before issue 38 (docs/statistics.md, "Re-check").
 RECHECK = Policy(budget_s=10.0, total_budget_s=20.0)
 
 
 def new_run_id() -> tuple[str, int]:
-    """``(GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT)`` in Actions, else ``(local-<UTC yyyymmddThhmmssZ>-<uuid8>, 1)``."""
+    """``(GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT)`` in Actions, else ``(local-<yyyymmddThhmmssZ>-<uuid8>, 1)``
+    (UTC)."""
     if os.environ.get("GITHUB_RUN_ID"):
         attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
         if not attempt.isdigit() or int(attempt) < 1:
@@ -107,13 +105,12 @@ def available_architectures() -> set[Architecture]:
 
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
-                 thresholds: Path | None = None, repo: Path = Path("."), recheck: bool = True,
-                 quarantine: Path | None = None, any_origin: bool = False,
-                 name_filter: str | None = None) -> PipelineResult:
-    """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed ``suite``
-    (recorded in the execution export, so the comparison leaves the baseline's other series out).
+                 rules: Rules | None = None, repo: Path = Path("."), recheck: bool = True,
+                 any_origin: bool = False, name_filter: str | None = None) -> PipelineResult:
+    """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed
+    ``suite`` (recorded in the execution export, so the comparison leaves the baseline's other series out).
 
-    ``quarantine`` is the quarantine file (``benchtrail.compare.rules``). With ``recheck``, regressions
+    ``rules``: what the comparison is judged by (default: the shipped ones). With ``recheck``, regressions
     against the stored baseline are run again in paired A/B mode
     against the baseline commit (the re-check stage, ``benchtrail.pipeline.recheck``) when that commit is in
     ``repo``. ``any_origin`` (``--baseline-any-origin``): a stored run made in CI may be the baseline of
@@ -121,12 +118,11 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change
-            (``benchtrail.stats.power.check_sample_sizes``), an unwritable store, a ``base_commit`` with no stored run, or a bad
-            ``BENCHTRAIL_NOISE_RERUN`` (``benchtrail.runner.run_cases.noise_rerun_enabled``).
+            (``benchtrail.stats.power.check_sample_sizes``), an unwritable store, a ``base_commit`` with no
+            stored run, or a bad ``BENCHTRAIL_NOISE_RERUN`` (``runner.run_cases.noise_rerun_enabled``).
     """
     # Bad input fails now, not after the benchmarks have run.
-    load_thresholds(thresholds)
-    load_quarantine(quarantine)
+    rules = rules or Rules.load()
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     check_sample_sizes(suite.select_run_configs(presets))  # again by the export, which must not fail
     here = available_architectures()
@@ -140,12 +136,13 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     run_dir = store.create_run_dir(run_id, attempt)
     run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
     console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {rich_text(', '.join(presets))} · "
-                  f"{rich_text(run_dir)}", soft_wrap=True)  # one line: the terminal wraps a long path, not rich
+                  f"{rich_text(run_dir)}", soft_wrap=True)  # one line: the terminal wraps a long path
 
     clock = StageClock()
     configs = run_dir / "run-configs"
     with clock("export"):
-        execution = write_export(suite, "execution", presets, configs / "execution.json", name_filter=name_filter)
+        execution = write_export(suite, "execution", presets, configs / "execution.json",
+                                 name_filter=name_filter)
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
@@ -154,7 +151,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         for arch in sorted(here, key=lambda a: a.value):
             all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
 
-    skipped: list[str] = []  # not run here on purpose: compare must not call their shards unreported
+    skipped = []  # devices not run here on purpose: compare must not call their shards unreported
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
         if arch not in here:
@@ -164,11 +161,10 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             continue
         for index in sorted(shards):
             with clock("run"):
-                _, ok = run_stage(execution, device, index, run_dir / "results" / f"{slug(device)}-{index}.json",
-                                  run, modules_dir=run_dir, repo=repo)
-            all_ok &= ok
+                output = run_dir / "results" / f"{slug(device)}-{index}.json"
+                all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
 
-    commit, dirty = git_state(repo)
+    commit, dirty = git.state(repo)
     trust = trust_from_options("auto", store_url)
     with clock("compare"):
         found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
@@ -176,8 +172,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         base_results, found = fetch_baselines(store, found)
         report_baselines(found)
         baseline = found.primary
-        comparison = compare_stage([], [run_dir], run_dir / "comparison.json", thresholds, found.to_dict(),
-                                   quarantine=quarantine, skipped_devices=tuple(skipped), base_results=base_results,
+        comparison = compare_stage([], [run_dir], run_dir / "comparison.json", rules, found.to_dict(),
+                                   skipped_devices=tuple(skipped), base_results=base_results,
                                    any_origin=any_origin)
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
@@ -185,14 +181,15 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                           "regressions stay unconfirmed")
         else:
             with clock("recheck"):
-                recheck_run(comparison, repo, suite, thresholds, RECHECK, keep=run_dir / "ab")
+                recheck_run(comparison, repo, suite, rules, RECHECK, keep=run_dir / "ab")
     with clock("report"):
-        distribution_stage(run_dir / "comparison.json", base_results, [run_dir], run_dir / "distributions")
+        distribution_stage(comparison, base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
         comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
                                    dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
     clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)
-    store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "dirty": dirty, "presets": list(presets)})
+    store.write_pointer(info.pop("commit"), run_id, attempt,
+                        {**info, "dirty": dirty, "presets": list(presets)})
     return PipelineResult(run_dir, comment_md, all_ok)

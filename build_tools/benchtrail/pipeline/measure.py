@@ -8,13 +8,15 @@ This module imports torch (the run's environment and CUDA checks); the report st
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from benchtrail import jsonio
-from benchtrail.compare.rules import load_thresholds
+from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
@@ -28,16 +30,16 @@ from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.pipeline.export import checked_export
-from benchtrail.suite.export import (load_compilation, load_execution,
-                                     load_run_tasks)
+from benchtrail.suite.export import load_compilation, load_execution, load_run_tasks
+from benchtrail.suite.filters import compile_filter
 from benchtrail.suite.names import slug
 
 
-def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path, shard_count: int = 1,
+def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path,
                  name_filter: str | None = None) -> Path:
-    """Write the ``execution`` or ``compilation`` export for ``presets`` to ``output``
+    """Write the ``execution`` or ``compilation`` export for ``presets`` (one shard a device) to ``output``
     (:func:`benchtrail.pipeline.export.checked_export`, which raises ``UserError``)."""
-    return jsonio.write_json(output, checked_export(suite, kind, presets, shard_count, name_filter=name_filter),
+    return jsonio.write_json(output, checked_export(suite, kind, presets, name_filter=name_filter),
                              exclusive=True)
 
 
@@ -67,15 +69,17 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     """
     gens, dirs, sampling = load_compilation(run_configs)
     tasks = load_run_tasks(run_configs)
-    gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs) if g.target_architecture is architecture)
+    gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs)
+                 if g.target_architecture is architecture)
     output = output_dir / "results" / f"compilation-{slug(device_name)}.json"
     if not gens:
         return None, True
     jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
     commit, dirty = git_state(repo)
     with track("compile", len(gens)) as report:
-        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report, tasks)
-    results = ResultsFile(commit, dirty, run, collect_environment(threads=torch.get_num_threads()), tuple(records))
+        records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report,
+                                  tasks)
+    results = ResultsFile(commit, dirty, run, collect_environment(torch.get_num_threads()), tuple(records))
     return write_results(output, results), all(r.status == "ok" for r in records)
 
 
@@ -90,9 +94,9 @@ def check_cuda(device_name: str, rcs: tuple[RunConfig, ...]) -> None:
         return
     why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
            f"torch (CUDA {torch.version.cuda}) sees no GPU here")
-    raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(cuda)} selected run config(s) "
-                    f"can run on this machine: {', '.join(cuda)}. Nothing was run (a CUDA case never runs on the "
-                    "CPU instead); run them on a CUDA runner")
+    raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(cuda)} selected run "
+                    f"config(s) can run on this machine: {', '.join(cuda)}. Nothing was run (a CUDA case "
+                    "never runs on the CPU instead); run them on a CUDA runner")
 
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
@@ -136,12 +140,11 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     chosen = [shard_index] if shard_index is not None else sorted(shards)
     rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
     if name_filter is not None:
-        from benchtrail.suite.filters import compile_filter
-
         pattern = compile_filter(name_filter)
         rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
         if not rcs:
-            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in {run_configs}")
+            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in "
+                            f"{run_configs}")
     if refuse_without_cuda:
         check_cuda(device_name, rcs)
     rerun = noise_rerun_enabled()  # a bad BENCHTRAIL_NOISE_RERUN stops the stage before it writes anything
@@ -150,8 +153,9 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
     cuda = torch.cuda.is_available()
     if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not cuda:
-        console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: every case "
-                      "is recorded failed without starting a worker; none is run on the CPU instead")
+        console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: "
+                      "every case is recorded failed without starting a worker; none is run on the CPU "
+                      "instead")
     threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
     environment = collect_environment(threads)  # before measuring: it holds the runner checks (doctor)
@@ -164,7 +168,8 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                         rerun=rerun)
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
-    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards), noise_rerun=rerun)
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards),
+               noise_rerun=rerun)
     results = ResultsFile(commit, dirty, run, environment, tuple(records))
     path = write_results(output, results)
     write_documents(output.parent / "docs", results)
@@ -172,15 +177,24 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     return path, all(r.status == "ok" for r in records)
 
 
-def arm_of(repo: Path, name: str) -> Arm:
-    """The A/B arm ``name`` that runs the working tree of ``repo`` (at its current commit)."""
-    commit, _ = git_state(repo)
-    return Arm(name, commit, repo.resolve())
+@contextlib.contextmanager
+def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
+    """The two arms of a paired A/B run (``benchtrail.runner.ab``): ``base_ref``'s commit checked out in a
+    temporary ``git worktree`` (removed afterwards), and the working tree of ``repo`` at its current commit.
+
+    Raises:
+        UserError: an unknown ref or a failing ``git worktree``.
+    """
+    head = Arm("head", git_state(repo)[0], repo.resolve())
+    commit = resolve_ref(repo, base_ref)
+    with base_worktree(repo, commit) as root:
+        yield Arm("base", commit, root), head
 
 
-def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path,
-             thresholds: Path | None, policy: Policy, accept: list[str] | None = None) -> Path:
-    """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``.
+def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path, rules: Rules,
+             policy: Policy) -> Path:
+    """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``, judged by
+    ``rules``.
 
     Writes ``results/base.json`` and ``results/head.json`` (the paired samples), ``comparison.json``
     (regressions ``confirmed``) and ``comment/`` under ``output_dir``; returns comment.md.
@@ -190,19 +204,15 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     """
     outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
     jsonio.check_new(*outputs, output_dir / "comparison.json")
-    rules = load_thresholds(thresholds)
-    head = arm_of(repo, "head")
-    commit = resolve_ref(repo, base_ref)
-    with base_worktree(repo, commit) as root:
-        base = Arm("base", commit, root)
-        with track("paired A/B", len(run_configs)) as report:
-            records = run_pairs(run_configs, (base, head), rules, policy, torch_version(), report)
+    with paired_arms(repo, base_ref) as arms, track("paired A/B", len(run_configs)) as report:
+        records = run_pairs(run_configs, arms, rules.thresholds, policy, torch_version(), report)
+    base, head = arms
     threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
     run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
-    for arm, path, recs in zip((base, head), outputs, records):
+    for arm, path, recs in zip(arms, outputs, records):
         write_results(path, ResultsFile(arm.commit, arm is head and git_state(repo)[1], run,
                                         collect_environment(threads), tuple(recs)))
-    comparison = compare_stage([outputs[0]], [outputs[1]], output_dir / "comparison.json", thresholds,
+    comparison = compare_stage([outputs[0]], [outputs[1]], output_dir / "comparison.json", rules,
                                {"mode": "paired", "commit": base.commit, "reason": f"--base-ref {base_ref}"},
-                               accept, paired=True)
+                               paired=True)
     return comment_stage(comparison, output_dir / "comment")

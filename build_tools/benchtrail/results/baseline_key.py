@@ -74,8 +74,7 @@ class BaselineKey:
         return self._order() < other._order()
 
     def _order(self) -> tuple[str, str, str, int, str]:
-        method = self.method_version if isinstance(self.method_version, int) else 0
-        return self.device, self.gpu or "", str(self.torch_version), method, origin_name(self.ci)
+        return self.device, self.gpu or "", self.torch_version, self.method_version, origin_name(self.ci)
 
     def to_dict(self) -> dict[str, Any]:
         """The pointer's ``baseline_keys`` entry, ``ci`` always (null: unknown; a pointer written before
@@ -87,91 +86,74 @@ class BaselineKey:
         for a local run; nothing on the origin when it is unknown)."""
         gpu = f"GPU {self.gpu}" if self.gpu else "no GPU"
         origin = "" if self.ci is None else ", run in CI" if self.ci else ", run outside CI"
-        return f"device {self.device}, {gpu}, torch {self.torch_version}, method version {self.method_version}{origin}"
-
-
-def ci_of(results: ResultsFile) -> bool | None:
-    """The origin of ``results``: ``environment.ci`` when recorded (a bool), else what its
-    ``run.run_id`` tells (:func:`origin_of_run_id`)."""
-    ci = results.environment.get("ci")
-    if isinstance(ci, bool):
-        return ci
-    run = results.run if isinstance(results.run, dict) else {}
-    return origin_of_run_id(run.get("run_id"))
-
-
-def key_of(results: ResultsFile, device: str) -> BaselineKey:
-    """The key of ``device``'s records in ``results``."""
-    env = results.environment
-    method = env.get("method_version", 1)
-    return BaselineKey(device, env.get("gpu_name") or None, str(env.get("torch_version")),
-                       method if isinstance(method, int) else 1, ci_of(results))
+        return (f"device {self.device}, {gpu}, torch {self.torch_version}, method version "
+                f"{self.method_version}{origin}")
 
 
 def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]:
-    """Every device of ``files`` and the keys its records were measured under (usually one)."""
+    """Every device of ``files`` and the keys its records were measured under (usually one). A file's
+    origin is its ``environment.ci`` when recorded (a bool), else what its ``run.run_id`` tells
+    (:func:`origin_of_run_id`)."""
     keys: dict[str, set[BaselineKey]] = {}
     for f in files:
+        env = f.environment
+        method, ci = env.get("method_version", 1), env.get("ci")
         for device in {b.device_name for b in f.benchmarks}:
-            keys.setdefault(device, set()).add(key_of(f, device))
+            keys.setdefault(device, set()).add(BaselineKey(
+                device, env.get("gpu_name") or None, str(env.get("torch_version")),
+                method if isinstance(method, int) else 1,
+                ci if isinstance(ci, bool) else origin_of_run_id(f.run.get("run_id"))))
     return keys
 
 
 def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
     """The keys of each device of a commit pointer. Version 2 records them (``baseline_keys``; ``ci``
     true, false or null for unknown; an entry without the field, written before the origin was
-    recorded, or with another value takes the origin the pointer's ``run_id`` tells, :func:`origin_of_run_id`);
+    recorded, or with another value takes the origin the pointer's ``run_id`` tells,
+    :func:`origin_of_run_id`);
     a version-1 pointer gives ``devices`` × its torch version, method version 1, ``UNKNOWN_GPU`` and the
     origin its run id tells (it serves only devices whose head has no GPU: see :func:`matches`)."""
     recorded = pointer.get("baseline_keys")
     told = origin_of_run_id(pointer.get("run_id"))
     keys: dict[str, set[BaselineKey]] = {}
-    if isinstance(recorded, list):
+    if isinstance(recorded, list):  # the store's reader checked the fields
         for k in recorded:
-            if isinstance(k, dict) and isinstance(k.get("device"), str):
-                ci = k["ci"] if k.get("ci", "") is None or isinstance(k.get("ci"), bool) else told
-                keys.setdefault(k["device"], set()).add(
-                    BaselineKey(k["device"], k.get("gpu"), k.get("torch_version"), k.get("method_version"), ci))
+            ci = k["ci"] if k.get("ci", "") is None or isinstance(k.get("ci"), bool) else told
+            keys.setdefault(k["device"], set()).add(
+                BaselineKey(k["device"], k.get("gpu"), k["torch_version"], k["method_version"], ci))
         return keys
     return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1, told)}
-            for d in pointer.get("devices", []) if isinstance(d, str)}
-
-
-def same_origin(base: BaselineKey, head: BaselineKey) -> bool:
-    """Whether the origins agree: equal, or either unknown."""
-    return base.ci is None or head.ci is None or base.ci == head.ci
+            for d in pointer.get("devices", [])}
 
 
 def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -> bool:
     """Whether a run with key ``base`` may be the baseline of a series with key ``head``. A key with
     ``UNKNOWN_GPU`` (an old pointer) matches only a head without a GPU; an unknown origin matches
     either; ``any_origin`` (``--baseline-any-origin``) ignores the origin."""
-    if not (any_origin or same_origin(base, head)):
-        return False
-    if base.gpu == UNKNOWN_GPU:
-        return head.gpu is None and (base.device, base.torch_version, base.method_version) == (
-            head.device, head.torch_version, head.method_version)
-    return (base.device, base.gpu, base.torch_version, base.method_version) == (
-        head.device, head.gpu, head.torch_version, head.method_version)
+    same_gpu = head.gpu is None if base.gpu == UNKNOWN_GPU else base.gpu == head.gpu
+    same_origin = any_origin or None in (base.ci, head.ci) or base.ci == head.ci  # equal, or either unknown
+    return same_gpu and same_origin and (base.device, base.torch_version, base.method_version) == (
+        head.device, head.torch_version, head.method_version)
 
 
-def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *, any_origin: bool = False) -> str | None:
+def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *,
+               any_origin: bool = False) -> str | None:
     """Why results measured under the ``base`` keys cannot be compared with ones under the ``head``
     keys (one device), naming each field that differs, e.g. ``GPU NVIDIA A100-SXM4-80GB (baseline) vs
     NVIDIA H100 80GB HBM3 (this run)`` or ``origin local (baseline) vs CI (this run)``; None when every
     head key matches a base key and every base key matches a head key (a device measured partly on
     another GPU model is not comparable). ``any_origin``: the origin is not compared."""
-    base, head = sorted(set(base), key=str), sorted(set(head), key=str)
+    base, head = set(base), set(head)
     if base and head and all(any(matches(b, h, any_origin=any_origin) for b in base) for h in head) and \
             all(any(matches(b, h, any_origin=any_origin) for h in head) for b in base):
         return None
     parts = []
     for name, label in (("gpu", "GPU"), ("torch_version", "torch"), ("method_version", "method version")):
-        b_values = sorted({str(getattr(k, name) or "none") for k in base})
-        h_values = sorted({str(getattr(k, name) or "none") for k in head})
+        b_values, h_values = (sorted({str(getattr(k, name) or "none") for k in keys})
+                              for keys in (base, head))
         if b_values != h_values:
             parts.append(f"{label} {', '.join(b_values)} (baseline) vs {', '.join(h_values)} (this run)")
-    b_ci, h_ci = {k.ci for k in base} - {None}, {k.ci for k in head} - {None}
+    b_ci, h_ci = ({k.ci for k in keys} - {None} for keys in (base, head))
     if not any_origin and b_ci and h_ci and b_ci != h_ci:
         parts.append(f"origin {', '.join(sorted(map(origin_name, b_ci)))} (baseline) vs "
                      f"{', '.join(sorted(map(origin_name, h_ci)))} (this run)")

@@ -12,8 +12,8 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS, BenchmarkRecord,
-                                      ResultsFile)
+from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS,
+                                      BenchmarkRecord, ResultsFile)
 from benchtrail.results.summary import summarize
 from benchtrail.suite.names import NAME_RULE, SAFE_NAME, name_problem, slug
 from benchtrail.suite.serialization import from_plain
@@ -38,16 +38,16 @@ def write_results(path: Path, results: ResultsFile) -> Path:
     return jsonio.write_json(path, results_to_dict(results), exclusive=True)
 
 
-def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
+def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
     """Load and validate a results file (schema version 1 or 2).
 
     A version 1 file has no ``direction`` on its records: each gets its metric's (``METRICS``).
 
     Args:
-        bad_values: what to do with a sample that is not a finite number (``NaN``/``Infinity`` tokens,
+        keep_bad: what to do with a sample that is not a finite number (``NaN``/``Infinity`` tokens,
             which Python's json reads, or null, which benchtrail writes for them) and with a summary
-            (median, min, max) that disagrees with the samples: ``"refuse"`` (files the user passes) or
-            ``"keep"`` (a stored baseline: null becomes NaN, the record is kept as it is, and
+            (median, min, max) that disagrees with the samples: refuse them (files the user passes) or, with
+            ``keep_bad``, keep them (a stored baseline: null becomes NaN, the record is kept as it is, and
             ``benchtrail.compare.verdicts`` gives its row ``not-comparable`` with the reason).
 
     Raises:
@@ -57,26 +57,24 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
             is not its metric's, a preset name that is not safe as a file name (in ``run.presets`` or a
             record's ``presets``; ``PRESET_NAME_RULE``), a name or id with a control character or line
             break (``benchtrail.suite.names.NAME_RULE``), or two benchmarks with one id; with
-            ``bad_values="refuse"`` also a bad sample or summary. Each message names the file, the
+            ``keep_bad`` false also a bad sample or summary. Each message names the file, the
             benchmark, the field and what is allowed.
     """
-    if bad_values not in ("refuse", "keep"):
-        raise ValueError(f"bad_values must be 'refuse' or 'keep', got {bad_values!r}")
     try:
         obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
     except UserError as exc:
         if _foreign(path):
-            raise UserError(f"{path} is not a benchtrail results file (no schema_version); give the results/*.json "
-                            "of a benchtrail run, or its run directory") from exc
+            raise UserError(f"{path} is not a benchtrail results file (no schema_version); give the "
+                            "results/*.json of a benchtrail run, or its run directory") from exc
         raise
     version = obj.pop("schema_version")
     if isinstance(obj.get("benchmarks"), list):
-        obj["benchmarks"] = [_upgrade_record(path, version, b, bad_values) for b in obj["benchmarks"]]
+        obj["benchmarks"] = [_upgrade_record(path, version, b, keep_bad) for b in obj["benchmarks"]]
     results = from_plain(obj, ResultsFile, where=f"results file {path}")
     run_presets = results.run.get("presets", [])
-    if not isinstance(run_presets, list) or any(unsafe_preset_name(p) for p in run_presets):
-        raise UserError(f"results file {path}: field run.presets is {run_presets!r}; allowed: a list of preset "
-                        f"names of {PRESET_NAME_RULE}")
+    if not isinstance(run_presets, list) or any(map(unsafe_preset_name, run_presets)):
+        raise UserError(f"results file {path}: field run.presets is {run_presets!r}; allowed: a list of "
+                        f"preset names of {PRESET_NAME_RULE}")
     seen: dict[str, BenchmarkRecord] = {}
     for b in results.benchmarks:
         if b.status not in STATUSES:
@@ -85,17 +83,17 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
         if b.kind not in KINDS:
             raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
                             f"allowed: {', '.join(KINDS)}")
-        _check_record(path, b, bad_values == "refuse")
+        _check_record(path, b, not keep_bad)
         for field in ("id", "name", "device_name", "module_name", "compile_config"):
             value = getattr(b, field)
             problem = name_problem(value) if value else None  # empty: a record of a tool that has none
             if problem:
-                raise UserError(f"results file {path}: benchmark {b.name!r} field {field} is {value!r}: {problem}; "
-                                f"allowed: {NAME_RULE}")
-        bad = [p for p in b.presets if unsafe_preset_name(p)]
+                raise UserError(f"results file {path}: benchmark {b.name!r} field {field} is {value!r}: "
+                                f"{problem}; allowed: {NAME_RULE}")
+        bad = list(filter(unsafe_preset_name, b.presets))
         if bad:
-            raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; allowed: "
-                            f"preset names of {PRESET_NAME_RULE}")
+            raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; "
+                            f"allowed: preset names of {PRESET_NAME_RULE}")
         if b.id in seen:
             raise UserError(f"results file {path}: two benchmarks have id {b.id} "
                             f"({seen[b.id].name!r} and {b.name!r}); ids must be unique")
@@ -103,9 +101,9 @@ def load_results(path: Path, *, bad_values: str = "refuse") -> ResultsFile:
     return results
 
 
-def _upgrade_record(path: Path, version: int, b: Any, bad_values: str) -> Any:
+def _upgrade_record(path: Path, version: int, b: Any, keep_bad: bool) -> Any:
     """One record's plain JSON, upgraded to this schema version: the metric's direction filled in
-    (version 1), nulls in ``samples`` read as NaN (``bad_values="keep"``) or refused naming the sample."""
+    (version 1), nulls in ``samples`` read as NaN (``keep_bad``) or refused naming the sample."""
     if not isinstance(b, dict):
         return b
     where = f"results file {path}: benchmark {b.get('name')!r}"
@@ -117,15 +115,16 @@ def _upgrade_record(path: Path, version: int, b: Any, bad_values: str) -> Any:
         b = {**b, "direction": METRICS[metric].direction}
     samples = b.get("samples")
     if isinstance(samples, list) and None in samples:
-        if bad_values == "refuse":
-            raise UserError(f"{where}: field samples[{samples.index(None)}] is null (a NaN or infinity written as "
-                            "null); allowed: finite numbers")
+        if not keep_bad:
+            raise UserError(f"{where}: field samples[{samples.index(None)}] is null (a NaN or infinity "
+                            "written as null); allowed: finite numbers")
         b = {**b, "samples": [math.nan if x is None else x for x in samples]}
     return b
 
 
 def _foreign(path: Path) -> bool:
-    """True when ``path`` holds JSON that is not a benchtrail file at all: not an object, or no ``schema_version``."""
+    """True when ``path`` holds JSON that is not a benchtrail file at all: not an object, or no
+    ``schema_version``."""
     try:
         obj = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -133,7 +132,7 @@ def _foreign(path: Path) -> bool:
     return not isinstance(obj, dict) or "schema_version" not in obj
 
 
-def _check_record(path: Path, b: BenchmarkRecord, values: bool = True) -> None:
+def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
     """A record's fields agree with each other: unit, kind and direction known and the metric's, and
     (``values``) every sample finite and the summary matching the samples.
 
@@ -148,51 +147,49 @@ def _check_record(path: Path, b: BenchmarkRecord, values: bool = True) -> None:
     metric = METRICS[b.metric]
     if (b.kind, b.unit) != (metric.kind, metric.unit):
         raise UserError(f"{where} has kind {b.kind!r} and unit {b.unit!r}, but metric {b.metric!r} is "
-                        f"{metric.kind} in {metric.unit!r} (docs/formats.md, 'Metrics'); allowed: its metric's")
+                        f"{metric.kind} in {metric.unit!r} (docs/formats.md, 'Metrics'); allowed: its "
+                        "metric's")
     if b.direction not in DIRECTIONS:
         raise UserError(f"{where} has direction {b.direction!r}; allowed: {', '.join(DIRECTIONS)}")
-    if b.direction != METRICS[b.metric].direction:
+    if b.direction != metric.direction:
         raise UserError(f"{where} has direction {b.direction!r}, but metric {b.metric!r} is "
-                        f"{METRICS[b.metric].direction} (docs/formats.md, 'Metrics'); allowed: its metric's direction")
+                        f"{metric.direction} (docs/formats.md, 'Metrics'); allowed: its metric's direction")
     if isinstance(b.n, bool) or b.n != len(b.samples):
         raise UserError(f"{where}: n is {b.n!r} but there are {len(b.samples)} samples")
     if not values:
         return
-    bad = [i for i, x in enumerate(b.samples) if not math.isfinite(x)]
-    if bad:
-        raise UserError(f"{where}: field samples[{bad[0]}] is {b.samples[bad[0]]!r}; allowed: finite numbers "
-                        "(JSON has no NaN or Infinity)")
+    for i, x in enumerate(b.samples):
+        if not math.isfinite(x):
+            raise UserError(f"{where}: field samples[{i}] is {x!r}; allowed: finite numbers (JSON has no "
+                            "NaN or Infinity)")
     if b.status == "ok" and not b.samples:
         raise UserError(f"{where}: status ok needs at least one sample")
     expected = summarize(b.samples)
     for key in ("median", "min", "max"):
         got, want = getattr(b, key), expected[key]
-        if (got is None) != (want is None) or (want is not None and not math.isclose(got, want, rel_tol=1e-9)):
+        if (got is None) != (want is None) or (want is not None
+                                               and not math.isclose(got, want, rel_tol=1e-9)):
             raise UserError(f"{where}: {key} is {got!r} but the samples give {want!r}")
 
 
-def load_results_paths(paths: list[Path], *, bad_values: str = "refuse") -> list[ResultsFile]:
-    """Load results from files and from directories (every ``*.json`` directly in them, or in ``results/``);
-    ``bad_values`` as :func:`load_results`."""
-    files: list[Path] = []
+def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
+    """Load results from files and from directories (every ``*.json`` directly in them, or in
+    ``results/``)."""
+    files = []
     for p in map(Path, paths):
-        if p.is_dir():
-            folder = p / "results" if (p / "results").is_dir() else p
-            found = sorted(folder.glob("*.json"))
-            if not found:
-                raise UserError(f"no results files (*.json) in {folder}")
-            files.extend(found)
-        else:
-            files.append(p)
-    return [load_results(f, bad_values=bad_values) for f in files]
+        folder = p / "results" if (p / "results").is_dir() else p
+        found = sorted(folder.glob("*.json")) if p.is_dir() else [p]
+        if not found:
+            raise UserError(f"no results files (*.json) in {folder}")
+        files.extend(found)
+    return list(map(load_results, files))
 
 
-def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            _flatten(f"{prefix}.{k}" if prefix else k, v, out)
-    else:
-        out[prefix] = obj
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    return {k: v for key, value in obj.items()
+            for k, v in _flatten(value, f"{prefix}.{key}" if prefix else key).items()}
 
 
 def write_documents(folder: Path, results: ResultsFile, now: datetime.datetime | None = None) -> list[Path]:
@@ -202,12 +199,9 @@ def write_documents(folder: Path, results: ResultsFile, now: datetime.datetime |
     lists (samples) stay lists. Such documents load into a search index or a table as they are.
     """
     stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
-    paths = []
-    for b in results.benchmarks:
-        doc: dict[str, Any] = {}
-        _flatten("", {"commit": results.commit, "dirty": results.dirty, "run": results.run,
-                      "environment": results.environment, **dataclasses.asdict(b)}, doc)
-        doc["schema_version"] = SCHEMA_VERSION
-        path = folder / f"bench_{slug(b.name)}_{stamp}_{uuid.uuid4().hex[:8]}.json"
-        paths.append(jsonio.write_json(path, doc, exclusive=True))
-    return paths
+    shared = {"commit": results.commit, "dirty": results.dirty, "run": results.run,
+              "environment": results.environment}
+    return [jsonio.write_json(folder / f"bench_{slug(b.name)}_{stamp}_{uuid.uuid4().hex[:8]}.json",
+                              {**_flatten({**shared, **dataclasses.asdict(b)}),
+                               "schema_version": SCHEMA_VERSION}, exclusive=True)
+            for b in results.benchmarks]

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from benchtrail.suite.definitions import CompileMode
+from benchtrail.suite.entry_points import INDUCTOR_MODES
+
 #: Version history of the results file:
 #:   1 — first version.
 #:   2 — each record gains ``direction`` (``DIRECTIONS``); version 1 files are read with the direction of
@@ -28,44 +31,35 @@ DIRECTIONS = ("lower-is-better", "higher-is-better")
 
 
 class Metric(NamedTuple):
-    """What a metric measures: its kind, unit and which way is better."""
+    """What a metric measures: its kind, unit and which way is better; for a compilation metric, the compile
+    modes whose modules the compile stage records it for (none: only files of earlier versions hold it)."""
 
     kind: str
     unit: str
     direction: str
+    modes: tuple[CompileMode, ...] = ()
 
 
+_COMPILED = tuple(m for m in CompileMode if m is not CompileMode.EAGER)
+_KERNELS = (*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR)  # the modes whose kernels Inductor generates
 #: Every metric benchtrail knows, with its kind, unit and direction (docs/formats.md, "Metrics"). A
 #: metric not listed here has no known direction: a results file holding it is refused, and a thresholds
-#: rule never supplies one (a series is never judged lower-is-better by default).
+#: rule never supplies one (a series is never judged lower-is-better by default). The compile stage records
+#: its compilation series in this order (``benchtrail.runner.compile_modules.compile_records``).
 METRICS: dict[str, Metric] = {
     "latency": Metric("execution", "us", "lower-is-better"),
     "throughput": Metric("execution", "per_s", "higher-is-better"),
     "speedup": Metric("execution", "ratio", "higher-is-better"),
-    "compile_time_cold_ms": Metric("compilation", "ms", "lower-is-better"),
-    "compile_time_warm_ms": Metric("compilation", "ms", "lower-is-better"),
+    "compile_time_cold_ms": Metric("compilation", "ms", "lower-is-better", _COMPILED),
+    "compile_time_warm_ms": Metric("compilation", "ms", "lower-is-better", _COMPILED),
     "compile_time_ms": Metric("compilation", "ms", "lower-is-better"),
-    "graph_count": Metric("compilation", "count", "lower-is-better"),
-    "graph_breaks": Metric("compilation", "count", "lower-is-better"),
-    "recompiles": Metric("compilation", "count", "lower-is-better"),
-    "kernel_count": Metric("compilation", "count", "lower-is-better"),
-    "artifact_bytes": Metric("compilation", "bytes", "lower-is-better"),
-    "peak_rss_bytes": Metric("compilation", "bytes", "lower-is-better"),
+    "graph_count": Metric("compilation", "count", "lower-is-better", _COMPILED),
+    "graph_breaks": Metric("compilation", "count", "lower-is-better", _COMPILED),
+    "recompiles": Metric("compilation", "count", "lower-is-better", INDUCTOR_MODES),
+    "kernel_count": Metric("compilation", "count", "lower-is-better", _KERNELS),
+    "artifact_bytes": Metric("compilation", "bytes", "lower-is-better", _COMPILED),
+    "peak_rss_bytes": Metric("compilation", "bytes", "lower-is-better", _COMPILED),
 }
-
-
-def metric_direction(metric: str) -> str:
-    """The direction of ``metric`` (``METRICS``): ``lower-is-better`` or ``higher-is-better``.
-
-    Raises:
-        KeyError: ``metric`` is not in ``METRICS`` (its direction is unknown; never assumed).
-    """
-    return METRICS[metric].direction
-
-
-def rule_key(kind: str, metric: str, name: str) -> str:
-    """``"<kind>/<metric>/<name>"``: the text thresholds rules match (``benchtrail.compare.rules``)."""
-    return f"{kind}/{metric}/{name}"
 
 
 @dataclass(frozen=True)
@@ -86,11 +80,6 @@ class SeriesKey:
     device_name: str
 
     @property
-    def rule_key(self) -> str:
-        """``"<kind>/<metric>/<name>"`` (:func:`rule_key`)."""
-        return rule_key(self.kind, self.metric, self.name)
-
-    @property
     def key(self) -> SeriesKey:
         """Just the key fields (a ``SeriesKey``, whatever subclass ``self`` is)."""
         return SeriesKey(self.id, self.name, self.kind, self.metric, self.unit, self.device_name)
@@ -106,7 +95,8 @@ class BenchmarkRecord:
         kind: ``execution`` or ``compilation``.
         metric: ``latency`` for execution; ``compile_time_ms``, ``graph_count``, ``graph_breaks``
             for compilation.
-        unit: one of ``UNITS``: ``us`` (µs per iteration), ``ms``, ``count``, ``bytes``, ``per_s``, ``ratio``.
+        unit: one of ``UNITS``: ``us`` (µs per iteration), ``ms``, ``count``, ``bytes``, ``per_s``,
+            ``ratio``.
         direction: ``lower-is-better`` or ``higher-is-better``; the metric's own (``METRICS``).
         device_name: the device spec's name (runner machine type).
         module_name, compile_config, task: what ran, for tables.
@@ -146,10 +136,17 @@ class BenchmarkRecord:
     presets: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def key(self) -> SeriesKey:
-        """The record's series (:class:`SeriesKey`)."""
-        return SeriesKey(self.id, self.name, self.kind, self.metric, self.unit, self.device_name)
+    key = SeriesKey.key  # the record's series (:class:`SeriesKey`)
+
+    @classmethod
+    def of(cls, metric: str, samples: tuple[float, ...], **fields: Any) -> BenchmarkRecord:
+        """A record of a ``metric`` series: kind, unit and direction from ``METRICS``, the summary from
+        ``samples``."""
+        from benchtrail.results.summary import summarize
+
+        kind, unit, direction, _ = METRICS[metric]
+        return cls(metric=metric, kind=kind, unit=unit, direction=direction, samples=samples,
+                   **summarize(samples), **fields)
 
 
 @dataclass(frozen=True)

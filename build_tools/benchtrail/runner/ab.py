@@ -4,10 +4,10 @@ A stored baseline was measured at another time, maybe on another machine of the 
 whole-run shift (a noisy neighbour, a thermal state, a different process layout) looks like a
 regression. A paired run removes that: the base commit is checked out in a ``git worktree``, and for
 each case the two arms' worker processes alternate in a random order (or run at once, in duet mode, below),
-round after round, so slow periods hit both arms alike; sample j of a round's base worker is paired with sample j of its head
-worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the comparison is inconclusive
-(:mod:`benchtrail.runner.adaptive`), within a time budget per case. Regressions of a paired run are
-``confirmed``.
+round after round, so slow periods hit both arms alike; sample j of a round's base worker is paired with
+sample j of its head worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the
+comparison is inconclusive (:mod:`benchtrail.runner.adaptive`), within a time budget per case. Regressions of
+a paired run are ``confirmed``.
 
 Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm's checkout (its
 ``PYTHONPATH`` and working directory), so the model code, and the project code it imports, are the
@@ -29,7 +29,6 @@ compared as above, and the arms swap CPUs every round.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -46,13 +45,13 @@ from benchtrail.runner import environment
 from benchtrail.git import add_worktree, remove_worktree, resolve_commit, toplevel
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
-from benchtrail.runner.run_cases import case_record
+from benchtrail.runner.run_cases import CaseResult, case_record
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, run_in_worker
+from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
 from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.worker.protocol import Response, compile_request, duet_spec, profile_spec, run_request
 
@@ -75,28 +74,14 @@ class Arm:
         imports its own commit's project code even where the project is pip-installed (editable
         or not).
         """
-        top = toplevel(self.root) or self.root
-        paths = []
-        project = self.project_in_repo()
-        if project is not None:
-            paths.append(str(top / project))
-        paths += [str(top / "build_tools"), str(top)]
-        paths += os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p))}
-
-    @staticmethod
-    def project_in_repo() -> Path | None:
-        """The project root of our working directory relative to its git top level (``Path(".")``
-        when they are one folder); None outside a project or a git repository."""
         from benchtrail.project import import_root
 
-        root, top = import_root(), toplevel(Path("."))
-        if root is None or top is None:
-            return None
-        try:
-            return root.resolve().relative_to(Path(top).resolve())
+        top, root, ours = toplevel(self.root) or self.root, import_root(), toplevel(Path("."))
+        try:  # none outside a project or a git repository
+            first = str(top / root.resolve().relative_to(Path(ours).resolve())) if root and ours else ""
         except ValueError:
-            return None
+            first = ""
+        return {"PYTHONPATH": pythonpath(first, str(top / "build_tools"), str(top))}
 
 
 @dataclass(frozen=True)
@@ -130,12 +115,14 @@ class Policy:
         sequential: each look uses its share of the 1% false-alarm rate (:mod:`benchtrail.stats.sequential`,
             Lan–DeMets alpha spending of the Pocock type: over the time budget, or over the rounds up to
             ``max_rounds`` when that is set), so stopping at whichever look first decides keeps that rate; the
-            responses' ``ab`` records the last look's ``level``, which :mod:`benchtrail.compare.verdicts` uses,
-            and ``stop`` (``decided``, ``budget`` or ``max-rounds``). False: every look at 99%, as before
-            issue 21 (it needs ``max_rounds``; looking up to ``max_rounds - min_rounds + 1`` times raises the rate).
+            responses' ``ab`` records the last look's ``level``, which :mod:`benchtrail.compare.verdicts`
+            uses, and ``stop`` (``decided``, ``budget`` or ``max-rounds``). False: every look at 99%, as
+            before issue 21 (it needs ``max_rounds``; looking up to ``max_rounds - min_rounds + 1`` times
+            raises the rate).
         duet: ``auto``, ``on`` or ``off``: run both arms' workers at once, each pinned to its own CPUs, every
             sample started together, CPUs swapped every round (``benchtrail.runner.duet``), where that applies
-            (``benchtrail.runner.duet.applies``: ``auto`` only on 4 CPUs or more); else one arm after the other.
+            (``benchtrail.runner.duet.applies``: ``auto`` only on 4 CPUs or more); else one arm after the
+            other.
             The responses' ``ab`` records which (``mode``) and, for duet, each round's CPUs.
     """
 
@@ -155,11 +142,10 @@ def resolve_ref(repo: Path, ref: str) -> str:
     Raises:
         UserError: git does not know the ref (e.g. a shallow clone that lacks it).
     """
-    commit = resolve_commit(repo, ref)
-    if not commit:
-        raise UserError(f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch it "
-                        f"first: git fetch --depth=1 origin {ref}")
-    return commit
+    if commit := resolve_commit(repo, ref):
+        return commit
+    raise UserError(f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch "
+                    f"it first: git fetch --depth=1 origin {ref}")
 
 
 @contextlib.contextmanager
@@ -186,117 +172,114 @@ def start_method_of(arms: tuple[Arm, Arm]) -> str:
     return "fork" if all(can_fork(arm.env(), arm.root) for arm in arms) else "spawn"
 
 
-def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path, method: str) -> dict[str, Any]:
-    """Compile export/AOTInductor modules once per arm; return ``{arm name: module dir}`` or a failure."""
+class _ArmFailed(Exception):
+    """An arm's worker failed: args (the arm's name, its result, why); the other arm's result is skipped
+    ``the <arm> arm <why>``."""
+
+
+def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
+                       method: str) -> dict[str, Path | None]:
+    """Compile export/AOTInductor modules once per arm; return ``{arm name: module dir}``.
+
+    Raises:
+        _ArmFailed: an arm's module failed to compile.
+    """
     gen = rc.module_generation_config
-    dirs: dict[str, Any] = {}
+    dirs: dict[str, Path | None] = {arm.name: None for arm in arms}
+    if gen.compile_config.mode not in ARTIFACTS:
+        return dirs
+    version = environment.torch_version()
     for arm in arms:
-        if gen.compile_config.mode not in ARTIFACTS:
-            dirs[arm.name] = None
-            continue
         module_dir = work / arm.name / module_dir_of(gen.name)
         module_dir.mkdir(parents=True, exist_ok=True)
-        response = run_in_worker(compile_request(gen, module_dir, explain=False), rc.execution_config.timeout_s * 4,
-                                 rc.target_device.threads, env=arm.env(), cwd=arm.root, method=method)
+        response = run_in_worker(compile_request(gen, module_dir, explain=False),
+                                 rc.execution_config.timeout_s * 4, rc.target_device.threads, arm.env(),
+                                 arm.root, method)
         if not response.ok:
-            return {"failed": arm.name, "response": response.as_dict()}
+            raise _ArmFailed(arm.name, CaseResult(response.status, f"compiling: {response.reason}"),
+                             "failed to compile")
         # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
-        version = environment.torch_version()
-        jsonio.write_json(module_dir / "module_info.json", module_info(gen, content_hash(gen, version), version))
+        jsonio.write_json(module_dir / "module_info.json",
+                          module_info(gen, content_hash(gen, version), version))
         dirs[arm.name] = module_dir
     return dirs
 
 
-class _ArmFailed(Exception):
-    def __init__(self, arm: str, response: Response) -> None:
-        super().__init__(response.reason)
-        self.arm = arm
-        self.response = response.as_dict()
-
-
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
-             work: Path, method: str = "spawn", profile_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run one case in both arms, interleaved, until settled; return (base, head) worker responses.
+             work: Path, method: str = "spawn",
+             profile_dir: Path | None = None) -> tuple[CaseResult, CaseResult]:
+    """Run one case in both arms, interleaved, until settled; return the (base, head) results.
 
-    Each response holds all of its arm's samples (µs per iteration), ``process_medians`` and an
-    ``ab`` entry (rounds, arm order per round, outcome, the last look's confidence ``level``). A failing
-    arm ends the case: that arm's response carries the failure, the other arm's is ``skipped``. Never
+    Each result holds all of its arm's samples (µs per iteration), ``process_medians``, the last round's
+    answer and ``ab`` (rounds, arm order per round, outcome, the last look's confidence ``level``). A failing
+    arm ends the case: that arm's result carries the failure, the other arm's is ``skipped``. Never
     raises for a failing case.
     ``method`` is how both arms' workers start (:func:`start_method_of`).
 
     With ``profile_dir``, each arm's first-round worker also profiles the case after its samples
     (``policy.profiling``, default :class:`Profiling`), its trace at ``<profile_dir>/<arm name>.trace.json``,
-    and each response has ``profile``: the worker's (``benchtrail.worker.protocol.Response.profile``), or
+    and each result has ``profile``: the worker's (``benchtrail.worker.protocol.Response.profile``), or
     None when the arm's worker predates profiling.
     """
     rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
-    dirs = _compile_artifacts(rc, arms, work, method)
-    if "failed" in dirs:
-        failed = {"status": dirs["response"]["status"], "reason": f"compiling: {dirs['response'].get('reason')}"}
-        skipped = {"status": "skipped", "reason": f"the {dirs['failed']} arm failed to compile"}
-        return (failed, skipped) if dirs["failed"] == "base" else (skipped, failed)
-    last: dict[str, dict[str, Any]] = {}
-    medians: dict[str, list[float]] = {arm.name: [] for arm in arms}
+    results = {arm.name: CaseResult("ok", process_medians=[]) for arm in arms}
     orders: list[list[str]] = []
-    profiles: dict[str, dict[str, Any] | None] = {}
     plan = policy.profiling or Profiling()
+    specs = {arm.name: profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations,
+                                    plan.arm_budget_ms)
+             for arm in arms} if profile_dir is not None else {}  # cleared after the first round
     threads = rc.target_device.threads
     pins = duet_cpus(threads) if applies(
         policy.duet, threads, rc.target_device.architecture is Architecture.CPU,
         method == "fork" and all("duet" in features_of(arm.env(), arm.root) for arm in arms)) else None
     cpus: list[list[list[int]]] = []  # per duet round: [base CPUs, head CPUs]
 
-    def one(arm: Arm, duet: dict[str, Any] | None) -> tuple[Response, bool]:
-        spec = None
-        if profile_dir is not None and len(orders) == 1:
-            spec = profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations, plan.arm_budget_ms)
-        return run_in_worker(run_request(rc, dirs[arm.name], spec, duet), rc.execution_config.timeout_s, threads,
-                             env=arm.env(), cwd=arm.root, method=method), spec is not None
+    def one(arm: Arm, barrier_path: str | None = None) -> Response:
+        duet = duet_spec(barrier_path, cpus[-1][arm.name == "head"]) if barrier_path else None
+        return run_in_worker(run_request(rc, dirs[arm.name], specs.get(arm.name), duet),
+                             rc.execution_config.timeout_s, threads, arm.env(), arm.root, method)
 
     def draw() -> tuple[list[float], list[float]]:
-        drawn: dict[str, list[float]] = {}
         order = [arms[i] for i in rng.permutation(2)]
         orders.append([arm.name for arm in order])
         if pins is None:
-            answers = {arm.name: one(arm, None) for arm in order}
+            answers = {arm.name: one(arm) for arm in order}
         else:  # both at once; the arms swap CPUs every round
             swap = len(orders) % 2 == 0
             cpus.append([list(pins[swap]), list(pins[not swap])])
-            answers = _at_once(order, lambda arm, path: one(arm, duet_spec(path, cpus[-1][arm.name == "head"])))
+            answers = _at_once(order, one)
         for arm in order:
-            response, profiled = answers[arm.name]
+            response, result = answers[arm.name], results[arm.name]
+            synced = (response.duet or {}).get("synced")
+            if response.ok and pins is not None and synced != len(response.samples or ()):
+                response = replace(response, status="failed", reason=(
+                    f"duet: the worker started {synced or 0} of its "
+                    f"{len(response.samples or ())} samples at the barrier"))
             if not response.ok:
-                raise _ArmFailed(arm.name, response)
-            if pins is not None and (response.duet or {}).get("synced") != len(response.samples or ()):
-                raise _ArmFailed(arm.name, replace(response, status="failed", reason=(
-                    f"duet: the worker started {(response.duet or {}).get('synced', 0)} of its "
-                    f"{len(response.samples or ())} samples at the barrier")))
-            if profiled:
-                profiles[arm.name] = response.profile
-            last[arm.name] = {k: v for k, v in response.as_dict().items() if k not in ("profile", "duet")}
-            drawn[arm.name] = list(response.samples or ())
-            medians[arm.name].append(float(np.median(drawn[arm.name])))
-        return drawn["base"], drawn["head"]
+                raise _ArmFailed(arm.name, CaseResult.of(response), f"failed: {response.reason}")
+            if arm.name in specs:
+                result.profile = response.profile
+            result.take(response)
+        specs.clear()  # only the first round's workers profile
+        return list(answers["base"].samples or ()), list(answers["head"].samples or ())
 
     try:
+        dirs = _compile_artifacts(rc, arms, work, method)
         settled = sample_until_settled(
             draw, threshold_pct=threshold.threshold, lower_is_better=threshold.lower_is_better,
             min_rounds=policy.min_rounds or rc.execution_config.processes, max_rounds=policy.max_rounds,
             budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True,
             sequential=policy.sequential)
     except _ArmFailed as exc:
-        other = "head" if exc.arm == "base" else "base"
-        skipped = {"status": "skipped", "reason": f"the {exc.arm} arm failed: {exc.response.get('reason')}"}
-        responses = {exc.arm: exc.response, other: skipped}
-        return responses["base"], responses["head"]
+        arm, failed, why = exc.args
+        skipped = CaseResult("skipped", f"the {arm} arm {why}")
+        return (failed, skipped) if arm == "base" else (skipped, failed)
     info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome, "stop": settled.stop,
             "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level,
             "mode": "paired" if pins is None else "duet", **({"cpus": cpus} if pins is not None else {})}
-    samples = {"base": list(settled.base), "head": list(settled.head)}
-    return tuple(  # type: ignore[return-value]
-        {**last[name], "samples": samples[name], "process_medians": medians[name], "ab": info,
-         **({"profile": profiles.get(name)} if profile_dir is not None else {})}
-        for name in ("base", "head"))
+    for result in results.values():
+        result.ab = info
+    return results["base"], results["head"]
 
 
 def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]:
@@ -320,7 +303,7 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
         try:
             for w in workers:
                 w.join()
-        except BaseException:  # Ctrl-C or SIGTERM reach this thread only: the workers' threads cannot kill them
+        except BaseException:  # Ctrl-C or SIGTERM reach only this thread: the threads cannot kill them
             kill_live_workers()
             raise
     if errors:
@@ -339,22 +322,16 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
     ``profiles``, when given, receives ``{rc id: {"base": profile or None, "head": profile or None}}`` of
     each profiled case whose arms both ran (a None profile: that arm's worker predates profiling).
     """
-    base: list[BenchmarkRecord] = []
-    head: list[BenchmarkRecord] = []
+    records: tuple[list[BenchmarkRecord], ...] = ([], [])
     method = start_method_of(arms) if run_configs else "spawn"
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:
             threshold = find_threshold(thresholds, "execution", "latency", rc.name)
-            b, h = run_pair(rc, arms, threshold, policy, Path(work), method, (profile_dirs or {}).get(rc.id))
-            if profiles is not None and "profile" in b and "profile" in h:
-                profiles[rc.id] = {"base": b.pop("profile"), "head": h.pop("profile")}
-            base.append(_with_ab(case_record(rc, b, torch_version), b))
-            head.append(_with_ab(case_record(rc, h, torch_version), h))
-            report(rc.name, head[-1].status)
-    return base, head
-
-
-def _with_ab(record: BenchmarkRecord, response: dict[str, Any]) -> BenchmarkRecord:
-    if "ab" not in response:
-        return record
-    return replace(record, details={**record.details, "ab": response["ab"]})
+            profile_dir = (profile_dirs or {}).get(rc.id)
+            b, h = run_pair(rc, arms, threshold, policy, Path(work), method, profile_dir)
+            if profiles is not None and profile_dir is not None and b.ok and h.ok:  # both arms ran
+                profiles[rc.id] = {"base": b.profile, "head": h.profile}
+            for arm_records, result in zip(records, (b, h)):
+                arm_records.append(case_record(rc, result, torch_version))
+            report(rc.name, h.status)
+    return records

@@ -20,6 +20,8 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -72,8 +74,9 @@ MIN_LOOK_SHARE = 0.1
 
 def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
                          min_rounds: int = 1, max_rounds: int | None = 3, budget_s: float = float("inf"),
-                         alpha: float = 0.01, seed: int = 0, paired: bool = False, cluster_rounds: bool = False,
-                         sequential: bool = False, planned_rounds: int | None = None,
+                         alpha: float = 0.01, seed: int = 0, paired: bool = False,
+                         cluster_rounds: bool = False, sequential: bool = False,
+                         planned_rounds: int | None = None,
                          clock: Callable[[], float] = time.perf_counter) -> Settled:
     """Call ``draw`` until the comparison of everything drawn is DIFFERENT or SAME.
 
@@ -103,7 +106,8 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
 
     Raises:
         ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, ``max_rounds=None`` without
-            ``sequential`` or with an infinite ``budget_s``, or samples that :func:`compare_samples` rejects (non-finite or <= 0).
+            ``sequential`` or with an infinite ``budget_s``, or samples that :func:`compare_samples` rejects
+            (non-finite or <= 0).
     """
     if min_rounds < 1 or (max_rounds is not None and min_rounds > max_rounds):
         raise ValueError(f"need 1 <= min_rounds <= max_rounds, got {min_rounds} and {max_rounds}")
@@ -130,7 +134,8 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
         sizes.add((len(b), len(h)))
         rounds += 1
         if paired and len(b) != len(h):
-            raise ValueError(f"round {rounds} drew {len(b)} base and {len(h)} head samples; paired rounds draw pairs")
+            raise ValueError(f"round {rounds} drew {len(b)} base and {len(h)} head samples; "
+                             "paired rounds draw pairs")
         if rounds < min_rounds:
             continue
         elapsed = clock() - start
@@ -141,33 +146,31 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
             share = float(budget_alpha(min(elapsed / budget_s, 1.0), alpha)) - spent
             left = alpha - spent - share  # for the looks after this one: the last needs a share too
             if not last and ((spent and share < MIN_LOOK_SHARE * alpha) or left < MIN_LOOK_SHARE * alpha):
-                continue  # not a look (the first, at min_rounds, is one unless it would leave the last too little)
+                continue  # not a look (the first, at min_rounds, is one unless it leaves the last too little)
             a = share if not last else alpha - spent
             spent += a
         else:
             a = alpha
-        result = _compare(base, head, rounds, sizes, a, threshold_pct, lower_is_better, seed, paired, cluster_rounds)
+        # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
+        look = partial(_compare, base, head, [rounds] if cluster_rounds and len(sizes) == 1 else None,
+                       threshold_pct=threshold_pct, lower_is_better=lower_is_better, seed=seed, paired=paired)
+        result = look(a)
         if a < alpha and str(result.outcome[0]) == "UNKNOWN":  # SAME spends no alpha: judged at 1 - alpha
-            same = _compare(base, head, rounds, sizes, alpha, threshold_pct, lower_is_better, seed, paired,
-                            cluster_rounds)
+            same = look(alpha)
             if str(same.outcome[0]) == "SAME":
-                return Settled(tuple(base), tuple(head), same, rounds, clock() - start, 1.0 - alpha, "decided")
+                result, a = same, alpha
         decided = str(result.outcome[0]) != "UNKNOWN"
         if decided or last:
             stop = "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds"
             return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a, stop)
 
 
-def _compare(base: list[float], head: list[float], rounds: int, sizes: set[tuple[int, int]], a: float,
-             threshold_pct: float, lower_is_better: bool, seed: int, paired: bool, cluster_rounds: bool) -> Inference:
-    """One look: everything drawn compared at level ``1 - a`` and q < ``a``."""
-    # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
-    clusters = [rounds] if cluster_rounds and len(sizes) == 1 else None
-    resamples = resamples_for(a)
+def _compare(base: list[float], head: list[float], clusters: list[int] | None, a: float, *, paired: bool,
+             **options: Any) -> Inference:
+    """One look: everything drawn compared at level ``1 - a`` and q < ``a`` (``options``: the threshold, its
+    direction and the seed)."""
+    options.update(alpha=a, level=1.0 - a, resamples=resamples_for(a))
     if paired:
-        return compare_paired([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
-                              lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
-                              resamples=resamples, clusters=clusters)
-    return compare_samples([np.asarray(base)], [np.asarray(head)], threshold_pct=threshold_pct,
-                           lower_is_better=lower_is_better, alpha=a, level=1.0 - a, seed=seed,
-                           resamples=resamples, base_clusters=clusters, head_clusters=clusters)
+        return compare_paired([np.asarray(base)], [np.asarray(head)], clusters=clusters, **options)
+    return compare_samples([np.asarray(base)], [np.asarray(head)], base_clusters=clusters,
+                           head_clusters=clusters, **options)

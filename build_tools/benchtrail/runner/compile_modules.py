@@ -14,35 +14,22 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.results.schema import BenchmarkRecord, metric_direction
-from benchtrail.results.summary import summarize
+from benchtrail.results.schema import METRICS, BenchmarkRecord
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
 from benchtrail.runner.workers import run_in_worker
-from benchtrail.worker.protocol import compile_request
+from benchtrail.worker.protocol import Response, compile_request
 
 #: Version history of module_info.json and compile-stats.json:
 #:   1 — first version.
 #:   2 — cold and warm compile-time samples, kernel count, recompiles, artifact bytes.
 MODULE_SCHEMA_VERSION = 2
-
-#: Compilation series: metric -> (unit, the modes that have it).
-_ALL = tuple(CompileMode)
-METRICS: dict[str, tuple[str, tuple[CompileMode, ...]]] = {
-    "compile_time_cold_ms": ("ms", _ALL),
-    "compile_time_warm_ms": ("ms", _ALL),
-    "graph_count": ("count", _ALL),
-    "graph_breaks": ("count", _ALL),
-    "recompiles": ("count", INDUCTOR_MODES),
-    "kernel_count": ("count", INDUCTOR_MODES + (CompileMode.AOT_INDUCTOR,)),
-    "artifact_bytes": ("bytes", _ALL),
-    "peak_rss_bytes": ("bytes", _ALL),
-}
 
 #: Threads for compiling; compile time on a 2-core runner is what we measure.
 COMPILE_THREADS = 2
@@ -51,131 +38,138 @@ COMPILE_TIMEOUT_S = 1200.0
 
 def module_info(gen: ModuleGenerationConfig, digest: str, torch_version: str) -> dict[str, Any]:
     """The ``module_info.json`` object: model, compile config and flags, input specs, content hash."""
+    model, config = gen.model, gen.compile_config
     return {
         "schema_version": MODULE_SCHEMA_VERSION,
         "id": gen.id,
         "name": gen.name,
-        "model": {"name": gen.model.name, "tags": list(gen.model.tags), "entry_point": gen.model.entry_point,
-                  "input_specs": list(gen.model.input_specs),
-                  "reference_entry_point": gen.model.reference_entry_point, "fullgraph": gen.model.fullgraph},
-        "compile_config": {"name": gen.compile_config.name, "mode": gen.compile_config.mode.value,
-                           "options": [list(o) for o in gen.compile_config.options],
-                           "dtype": gen.compile_config.dtype},
+        "model": {k: getattr(model, k) for k in ("name", "tags", "entry_point", "input_specs",
+                                                 "reference_entry_point", "fullgraph")},
+        "compile_config": {"name": config.name, "mode": config.mode.value, "options": config.options,
+                           "dtype": config.dtype},
         "target_architecture": gen.target_architecture.value,
-        "artifact": ARTIFACTS.get(gen.compile_config.mode),
+        "artifact": ARTIFACTS.get(config.mode),
         "content_hash": digest,
         "torch_version": torch_version,
     }
-
-
-def _artifact_bytes(stats: dict[str, Any], mode: CompileMode) -> int:
-    artifacts = stats.get("artifacts", {})
-    if mode in ARTIFACTS:
-        return int(artifacts.get(ARTIFACTS[mode], 0))
-    return int(artifacts.get("inductor_cache", 0))  # generated code and compiled kernels
 
 
 #: The Inductor cache the compile stage fills for the run stage: ``<run dir>/modules/inductor-cache``.
 INDUCTOR_CACHE = "inductor-cache"
 
 
+@dataclass(frozen=True)
+class ModuleStats:
+    """One module's compilation statistics (``compile-stats.json``).
+
+    ``answer`` is the worker's answer to the first cold sample (status, counts, artifact sizes, break
+    reasons), or to the sample that failed (then nothing else is set); ``cold_ms`` and ``warm_ms`` every
+    sample's compile time; ``warm_fxgraph_cache_hit`` the last warm sample's cache hits; ``artifact_bytes``
+    the artifact's size (the Inductor cache's where the mode has no artifact).
+    """
+
+    answer: Response
+    cold_ms: tuple[float, ...] | None = None
+    warm_ms: tuple[float, ...] | None = None
+    warm_fxgraph_cache_hit: int | None = None
+    artifact_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``compile-stats.json`` less its ``schema_version``: the answer's fields, then those set here."""
+        answer = {k: v for k, v in self.answer.to_json().items() if k != "version"}
+        return answer | {k: v for k, v in vars(self).items() if k != "answer" and v is not None}
+
+
 def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int,
-                    tasks: tuple[str, ...] = ()) -> dict[str, Any]:
+                    tasks: tuple[str, ...] = ()) -> ModuleStats:
     """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics.
 
     The first cold sample also compiles the graphs of ``tasks`` (the run configs' tasks:
     ``benchtrail.worker.main._prime``) after it is measured; its cache is then merged into the run
     directory's shared cache (``<module_dir>/../inductor-cache``), which the run stage's workers use.
     """
-    request = compile_request(gen, module_dir, explain=True, tasks=tasks)
-    others = compile_request(gen, None, explain=False)  # samples: no artifact, no graph counts
+    def sample(request: Any, cache: Path) -> Response:
+        return run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
+                             env={"TORCHINDUCTOR_CACHE_DIR": str(cache)})
+
+    others = compile_request(gen, explain=False)  # samples: no artifact, no graph counts
     with tempfile.TemporaryDirectory(prefix="benchtrail-inductor-cache-") as caches:
         first_cache = Path(caches, "cold-0")
-        first = run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
-                              env={"TORCHINDUCTOR_CACHE_DIR": str(first_cache)})
-        stats = first.as_dict()
+        first = sample(compile_request(gen, module_dir, tasks=tasks), first_cache)
         if not first.ok:
-            return stats
-        stats["cold_ms"], stats["warm_ms"] = [first.compile_time_ms], []
-        for i in range(1, cold):
-            sample = run_in_worker(others, COMPILE_TIMEOUT_S, COMPILE_THREADS,
-                                   env={"TORCHINDUCTOR_CACHE_DIR": str(Path(caches, f"cold-{i}"))})
-            if not sample.ok:
-                return sample.as_dict()
-            stats["cold_ms"].append(sample.compile_time_ms)
-        for _ in range(warm):
-            sample = run_in_worker(others, COMPILE_TIMEOUT_S, COMPILE_THREADS,
-                                   env={"TORCHINDUCTOR_CACHE_DIR": str(first_cache)})
-            if not sample.ok:
-                return sample.as_dict()
-            stats["warm_ms"].append(sample.compile_time_ms)
-            stats["warm_fxgraph_cache_hit"] = sample.fxgraph_cache_hit or 0
+            return ModuleStats(first)
+        cold_ms, warm_ms = [first.compile_time_ms], []
+        for i in range(1, cold + warm):  # the other cold samples, each from an empty cache, then warm ones
+            answer = sample(others, first_cache if i >= cold else Path(caches, f"cold-{i}"))
+            if not answer.ok:
+                return ModuleStats(answer)
+            (warm_ms if i >= cold else cold_ms).append(answer.compile_time_ms)
         if first_cache.is_dir() and gen.compile_config.mode in INDUCTOR_MODES:
             # The cache's files are named by their content's hash, so merging modules' caches is safe.
             shutil.copytree(first_cache, module_dir.parent / INDUCTOR_CACHE, dirs_exist_ok=True)
-    stats["artifact_bytes"] = _artifact_bytes(stats, gen.compile_config.mode)
-    return stats
+    artifact = ARTIFACTS.get(gen.compile_config.mode, "inductor_cache")  # else generated code and kernels
+    return ModuleStats(first, tuple(cold_ms), tuple(warm_ms), (answer.fxgraph_cache_hit or 0) if warm
+                       else None, int((first.artifacts or {}).get(artifact, 0)))
 
 
 def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: str, cold: int = 1,
-                warm: int = 0, tasks: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+                warm: int = 0, tasks: tuple[str, ...] = ()) -> tuple[ModuleStats, str]:
     """Compile one module into ``module_dir``; return (compile stats, content hash).
 
     A failed compilation leaves ``module_info.json`` and ``compile-stats.json`` (with the status
     and reason) and no artifact.
     """
     digest = content_hash(gen, torch_version)
-    jsonio.write_json(module_dir / "module_info.json", module_info(gen, digest, torch_version), exclusive=True)
+    jsonio.write_json(module_dir / "module_info.json", module_info(gen, digest, torch_version),
+                      exclusive=True)
     if gen.compile_config.mode is CompileMode.EAGER:
-        stats = {"status": "ok", "reason": "eager: nothing to compile", "cold_ms": [0.0], "warm_ms": [],
-                 "graph_count": 0, "graph_breaks": 0, "break_reasons": [], "artifact_bytes": 0}
+        stats = ModuleStats(Response("ok", "eager: nothing to compile", graph_count=0, graph_breaks=0,
+                                     break_reasons=()), (0.0,), (), artifact_bytes=0)
     else:
         stats = compile_samples(gen, module_dir, cold, warm, tasks)
-        if stats["status"] != "ok":
+        if not stats.answer.ok:
             for name in ARTIFACTS.values():
                 (module_dir / name).unlink(missing_ok=True)
     jsonio.write_json(module_dir / "compile-stats.json",
-                      {"schema_version": MODULE_SCHEMA_VERSION, **stats}, exclusive=True)
+                      {"schema_version": MODULE_SCHEMA_VERSION, **stats.to_json()}, exclusive=True)
     return stats, digest
 
 
-def compile_records(gen: ModuleGenerationConfig, stats: dict[str, Any], digest: str,
+def _samples(stats: ModuleStats, metric: str) -> tuple[float, ...]:
+    """A compilation metric's samples: every cold or warm compile time, else its one value (the worker's count
+    or size, or the artifact's bytes); none when the compilation failed."""
+    if not stats.answer.ok:
+        return ()
+    if metric in ("compile_time_cold_ms", "compile_time_warm_ms"):
+        return stats.cold_ms if metric == "compile_time_cold_ms" else stats.warm_ms
+    return (float(stats.artifact_bytes if metric == "artifact_bytes" else getattr(stats.answer, metric)),)
+
+
+def compile_records(gen: ModuleGenerationConfig, stats: ModuleStats, digest: str,
                     device_name: str) -> list[BenchmarkRecord]:
-    """The compilation series of one compiled module (none for eager)."""
-    mode = gen.compile_config.mode
-    if mode is CompileMode.EAGER:
-        return []
-    ok = stats["status"] == "ok"
+    """The compilation series of one module, one per metric its mode has (``METRICS``; none for eager)."""
+    answer = stats.answer
     records = []
-    for metric, (unit, modes) in METRICS.items():
-        if mode not in modes:
+    for metric, about in METRICS.items():
+        if gen.compile_config.mode not in about.modes:
             continue
-        if not ok:
-            samples: tuple[float, ...] = ()
-        elif metric == "compile_time_cold_ms":
-            samples = tuple(stats["cold_ms"])
-        elif metric == "compile_time_warm_ms":
-            samples = tuple(stats["warm_ms"])
-        else:
-            samples = (float(stats[metric]),)
-        if ok and not samples:
+        samples = _samples(stats, metric)
+        if answer.ok and not samples:
             continue  # no warm samples asked for
         details: dict[str, Any] = {}
         if metric == "graph_breaks":
-            details = {"break_reasons": stats.get("break_reasons", [])}
-        elif metric == "compile_time_cold_ms" and ok:
-            details = {k: stats.get(k) for k in ("fxgraph_cache_hit", "fxgraph_cache_miss")}
-        elif metric == "artifact_bytes" and ok:
-            details = {"artifacts": stats.get("artifacts", {})}
-        elif metric == "kernel_count" and stats.get("kernel_count_reason"):
-            details = {"kernel_count_reason": stats["kernel_count_reason"]}  # why it is 0
-        records.append(BenchmarkRecord(
-            id=f"{gen.id}-{metric}", name=f"{gen.name}.{metric}", kind="compilation", metric=metric, unit=unit,
-            direction=metric_direction(metric), device_name=device_name, module_name=gen.name,
-            compile_config=gen.compile_config.name, task=None,
-            status=stats["status"], reason=stats.get("reason"), samples=samples, **summarize(samples),
-            content_hash=digest, presets=gen.presets, details=details,
-        ))
+            details = {"break_reasons": list(answer.break_reasons or ())}
+        elif metric == "compile_time_cold_ms" and answer.ok:
+            details = {"fxgraph_cache_hit": answer.fxgraph_cache_hit,
+                       "fxgraph_cache_miss": answer.fxgraph_cache_miss}
+        elif metric == "artifact_bytes" and answer.ok:
+            details = {"artifacts": answer.artifacts or {}}
+        elif metric == "kernel_count" and answer.kernel_count_reason:
+            details = {"kernel_count_reason": answer.kernel_count_reason}  # why it is 0
+        records.append(BenchmarkRecord.of(
+            metric, samples, id=f"{gen.id}-{metric}", name=f"{gen.name}.{metric}", device_name=device_name,
+            module_name=gen.name, compile_config=gen.compile_config.name, task=None, status=answer.status,
+            reason=answer.reason, content_hash=digest, presets=gen.presets, details=details))
     return records
 
 
@@ -201,6 +195,6 @@ def compile_modules(
         stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm,
                                     (tasks or {}).get(gen.id, ()))
         records.extend(compile_records(gen, stats, digest, device_name))
-        report(gen.name, stats["status"])
+        report(gen.name, stats.answer.status)
     return records
 

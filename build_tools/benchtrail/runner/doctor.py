@@ -1,4 +1,5 @@
-"""Runner hygiene checks behind ``benchtrail doctor`` (:mod:`benchtrail.cli.doctor`): is this machine fit to measure on?
+"""Runner hygiene checks behind ``benchtrail doctor`` (:mod:`benchtrail.cli.doctor`): is this machine fit to
+measure on?
 
 In the spirit of ``python -m pyperf system show`` (pyperf/_system.py), each check reads the machine's
 state and returns ``{name, status, value, expected, advice}``: ``status`` is ``ok``, ``warn``,
@@ -21,14 +22,15 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from benchtrail.store.base import shown
 
 #: Version history of the ``benchtrail doctor --json`` file:
 #:   1 — first version.
 SCHEMA_VERSION = 1
-#: ``benchtrail doctor`` exits 4 when a check fails (README "Exit codes"); warnings exit 0.
-EXIT_CHECK_FAILED = 4
 ROOT_ENV = "BENCHTRAIL_DOCTOR_ROOT"
 STATUSES = ("ok", "warn", "fail", "unknown")
 CHECK_NAMES = ("cpu governor", "turbo boost", "load average", "busy processes", "memory pressure",
@@ -71,11 +73,6 @@ def check(name: str, status: str, value: str, expected: str, advice: str = "") -
     return {"name": name, "status": status, "value": value, "expected": expected, "advice": advice}
 
 
-def default_root() -> Path:
-    """``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``."""
-    return Path(os.environ.get(ROOT_ENV) or "/")
-
-
 def _read(root: Path, rel: str) -> str:
     """The stripped text of ``root/rel``; raises OSError when it cannot be read."""
     return (root / rel).read_text().strip()
@@ -85,7 +82,8 @@ def _unreadable(name: str, expected: str, why: str) -> dict[str, Any]:
     return check(name, "unknown", why, expected)
 
 
-def _graded(name: str, value: str, expected: str, advice: str, *, fail: bool, warn: bool) -> dict[str, Any]:
+def _graded(name: str, value: str, expected: str, advice: str, *, fail: bool = False,
+            warn: bool = False) -> dict[str, Any]:
     """``fail`` when ``fail``, else ``warn`` when ``warn`` (both with ``advice``), else ``ok``."""
     status = "fail" if fail else "warn" if warn else "ok"
     return check(name, status, value, expected, "" if status == "ok" else advice)
@@ -95,30 +93,29 @@ def _graded(name: str, value: str, expected: str, advice: str, *, fail: bool, wa
 
 
 def check_governor(root: Path) -> dict[str, Any]:
-    """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq (VMs)."""
+    """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq
+    (VMs)."""
     name, expected = "cpu governor", EXPECTED_GOVERNOR
     paths = sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
     if not paths:
         return _unreadable(name, expected, "no cpufreq in /sys (a VM: the hypervisor sets the frequency)")
-    counts: dict[str, int] = {}
-    for p in paths:
-        try:
-            governor = p.read_text().strip() or "empty"
-        except OSError as exc:
-            return _unreadable(name, expected, f"cannot read {p.relative_to(root)}: {exc.strerror}")
-        counts[governor] = counts.get(governor, 0) + 1
-    value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g, n in sorted(counts.items()))
-    if set(counts) == {EXPECTED_GOVERNOR}:
-        return check(name, "ok", value, expected)
-    return check(name, "fail", value, expected,
-                 f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}")
+    try:
+        counts = Counter(p.read_text().strip() or "empty" for p in paths)
+    except OSError as exc:
+        return _unreadable(name, expected,
+                           f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
+    value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g,
+                      n in sorted(counts.items()))
+    return _graded(name, value, expected, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
+                   fail=set(counts) != {EXPECTED_GOVERNOR})
 
 
 def check_turbo(root: Path) -> dict[str, Any]:
     """Turbo boost disabled (pyperf ``TurboBoostIntelPstate``): ``intel_pstate/no_turbo`` 1, or
     ``cpufreq/boost`` 0 (acpi-cpufreq, amd-pstate); warn when enabled, unknown when neither exists."""
     name, expected = "turbo boost", "disabled"
-    controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"), ("sys/devices/system/cpu/cpufreq/boost", "0"))
+    controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
+                ("sys/devices/system/cpu/cpufreq/boost", "0"))
     for rel, off in controls:
         try:
             text = _read(root, rel)
@@ -126,11 +123,10 @@ def check_turbo(root: Path) -> dict[str, Any]:
             continue
         except OSError as exc:
             return _unreadable(name, expected, f"cannot read {rel}: {exc.strerror}")
-        if text == off:
-            return check(name, "ok", f"disabled ({rel.rsplit('/', 1)[1]}={text})", expected)
-        return check(name, "warn", f"enabled ({rel.rsplit('/', 1)[1]}={text})", expected,
-                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how "
-                     f"many cores are busy; {TUNE}")
+        value = f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})"
+        advice = (f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
+                  f"cores are busy; {TUNE}")
+        return _graded(name, value, expected, advice, warn=text != off)
     return _unreadable(name, expected, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
@@ -144,15 +140,18 @@ def check_load(root: Path) -> dict[str, Any]:
         load = float(_read(root, "proc/loadavg").split()[0])
     except (OSError, ValueError, IndexError) as exc:
         if root != Path("/") or not hasattr(os, "getloadavg"):
-            return _unreadable(name, expected, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
+            return _unreadable(name, expected,
+                               f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
         load = os.getloadavg()[0]
     value = f"{load:.2f} over 1 min on {cpus} CPUs"
-    advice = "wait for, or stop, the other work here (see busy processes); a runner should run one job at a time"
+    advice = ("wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
+              "time")
     return _graded(name, value, expected, advice, fail=load > fail_at, warn=load > warn_at)
 
 
 def process_snapshot(root: Path) -> dict[int, tuple[str, int, int, int]]:
-    """``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` from ``root/proc/<pid>/stat`` (proc(5))."""
+    """``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` from ``root/proc/<pid>/stat``
+    (proc(5))."""
     snapshot = {}
     for entry in (root / "proc").glob("[0-9]*"):
         try:
@@ -183,18 +182,15 @@ def own_tree(snapshot: dict[int, tuple[str, int, int, int]], pid: int | None = N
     return tree
 
 
-def busy_processes(before: dict, after: dict, seconds: float, exclude: set[int]) -> list[tuple[float, int, str]]:
+def busy_processes(before: dict, after: dict, seconds: float,
+                   exclude: set[int]) -> list[tuple[float, int, str]]:
     """``[(percent of one CPU, pid, name)]`` of the processes in both snapshots (same start time) and not
     in ``exclude``, busiest first."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    out = []
-    for pid, (name, _, start, ticks) in after.items():
-        if pid in exclude or pid not in before or before[pid][2] != start:
-            continue
-        percent = 100.0 * (ticks - before[pid][3]) / tick / seconds
-        if percent > 0:
-            out.append((percent, pid, name))
-    return sorted(out, reverse=True)
+    out = [(100.0 * (ticks - before[pid][3]) / tick / seconds, pid, name)
+           for pid, (name, _, start, ticks) in after.items()
+           if pid not in exclude and pid in before and before[pid][2] == start]
+    return sorted((o for o in out if o[0] > 0), reverse=True)
 
 
 def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
@@ -212,9 +208,7 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> dict[str,
     busy = [o for o in others if o[0] > BUSY_PROCESS_PERCENT]
     if not busy:
         return check(name, "ok", "none", expected)
-    value = ", ".join(f"{n} (pid {p}) {c:.0f}%" for c, p, n in busy[:BUSY_PROCESSES_SHOWN])
-    if len(busy) > BUSY_PROCESSES_SHOWN:
-        value += f" and {len(busy) - BUSY_PROCESSES_SHOWN} more"
+    value = shown([f"{n} (pid {p}) {c:.0f}%" for c, p, n in busy], BUSY_PROCESSES_SHOWN)
     total = sum(c for c, _, _ in others)
     status = "fail" if total >= BUSY_TOTAL_FAIL_PERCENT else "warn"
     return check(name, status, value, expected,
@@ -256,7 +250,8 @@ def check_memory_available(root: Path) -> dict[str, Any]:
     share = available / total if total else 0.0
     value = f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})"
     advice = "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory"
-    return _graded(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
+    return _graded(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL,
+                   warn=share < MEM_AVAILABLE_WARN)
 
 
 # -- GPU ---------------------------------------------------------------------------------------------
@@ -269,16 +264,17 @@ def _nvidia_smi(*args: str) -> tuple[str | None, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"nvidia-smi: {exc}"
     if done.returncode != 0:
-        return None, f"nvidia-smi exited {done.returncode}: {' '.join((done.stdout + done.stderr).split())[:200]}"
+        said = " ".join((done.stdout + done.stderr).split())[:200]
+        return None, f"nvidia-smi exited {done.returncode}: {said}"
     return done.stdout, ""
 
 
 def parse_gpu_clocks(text: str) -> dict[str, Any]:
-    """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active --format=csv,noheader,nounits``
-    (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons decide (``GPU_SLOWDOWN_*``):
-    an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
+    """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active
+    --format=csv,noheader,nounits`` (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons
+    decide (``GPU_SLOWDOWN_*``): an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
     name, expected = "gpu clocks", GPU_CLOCKS_EXPECTED
-    parts, status, reasons_seen = [], "ok", []
+    parts, reasons_seen = [], []
     for i, line in enumerate(x for x in text.strip().splitlines() if x.strip()):
         values = [v.strip() for v in line.split(",")]
         if len(values) != len(GPU_CLOCK_FIELDS) + 1:
@@ -288,18 +284,16 @@ def parse_gpu_clocks(text: str) -> dict[str, Any]:
             mask = int(active, 16)
         except ValueError:
             mask = 0
-        for bits, level in ((GPU_SLOWDOWN_FAIL, "fail"), (GPU_SLOWDOWN_WARN, "warn")):
-            hit = [label for bit, label in bits.items() if mask & bit]
-            if hit:
-                reasons_seen += hit
-                status = "fail" if "fail" in (status, level) else level
+        reasons_seen += [label for bit,
+                         label in {**GPU_SLOWDOWN_FAIL, **GPU_SLOWDOWN_WARN}.items() if mask & bit]
         parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
     if not parts:
         return _unreadable(name, expected, "nvidia-smi listed no GPU")
     value = "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else "")
-    advice = "" if status == "ok" else ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
-                                        "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
-    return check(name, status, value, expected, advice)
+    advice = ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
+              "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
+    return _graded(name, value, expected, advice, warn=bool(reasons_seen),
+                   fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
 
 
 def parse_gpu_processes(text: str, exclude: set[int]) -> dict[str, Any]:
@@ -326,9 +320,11 @@ def gpu_checks(root: Path) -> list[dict[str, Any]]:
         return [_unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why),
                 _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why)]
     query = ",".join(GPU_CLOCK_FIELDS)
-    out, why = _nvidia_smi(f"--query-gpu={query},clocks_event_reasons.active", "--format=csv,noheader,nounits")
+    out, why = _nvidia_smi(f"--query-gpu={query},clocks_event_reasons.active",
+                           "--format=csv,noheader,nounits")
     if out is None:  # drivers before R535 name the field clocks_throttle_reasons
-        out, why = _nvidia_smi(f"--query-gpu={query},clocks_throttle_reasons.active", "--format=csv,noheader,nounits")
+        out, why = _nvidia_smi(f"--query-gpu={query},clocks_throttle_reasons.active",
+                               "--format=csv,noheader,nounits")
     clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why)
     out, why = _nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
     processes = (parse_gpu_processes(out, own_tree(process_snapshot(root))) if out is not None
@@ -340,17 +336,18 @@ def gpu_checks(root: Path) -> list[dict[str, Any]]:
 
 
 def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
-    """Run every check on the machine under ``root`` (default :func:`default_root`).
+    """Run every check on the machine under ``root`` (default ``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``).
 
     Returns ``{"checks": [check, ...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``,
     plus ``"root"`` when it is not ``/``. Takes about ``sample_s`` seconds (the busy-process sample),
     plus nvidia-smi's time on a GPU machine. Never raises for an unreadable machine state: such a
     check is ``unknown``.
     """
-    root = Path(root) if root is not None else default_root()
+    root = Path(root or os.environ.get(ROOT_ENV) or "/")
     checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root, sample_s),
               check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
-    report: dict[str, Any] = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
+    report: dict[str, Any] = {"checks": checks,
+                              "failed": [c["name"] for c in checks if c["status"] == "fail"],
                               "warned": [c["name"] for c in checks if c["status"] == "warn"]}
     if root != Path("/"):
         report["root"] = str(root)
@@ -358,7 +355,8 @@ def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> 
 
 
 def format_report(report: dict[str, Any], width: int = 120) -> str:
-    """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict line."""
+    """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict
+    line."""
     import io
 
     from rich.console import Console
@@ -368,20 +366,17 @@ def format_report(report: dict[str, Any], width: int = 120) -> str:
     table = Table(title="benchtrail doctor: runner checks", title_justify="left")
     for column in ("check", "status", "value", "expected"):
         table.add_column(column, overflow="fold")
-    style = {"ok": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
-    for c in report["checks"]:
-        table.add_row(c["name"], Text(c["status"], style=style[c["status"]]), Text(c["value"]), Text(c["expected"]))
+    for c in report["checks"]:  # the values as plain text, never read as rich markup
+        table.add_row(c["name"], c["status"], Text(c["value"]), Text(c["expected"]))
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)
     advice = [f"- {c['name']}: {c['advice']}" for c in report["checks"]
               if c["advice"] and c["status"] in ("warn", "fail")]
     if advice:
         console.print("Advice:", *advice, sep="\n", markup=False)
-    if report["failed"]:
-        verdict = f"{len(report['failed'])} check(s) failed: {', '.join(report['failed'])}"
-    else:
-        verdict = "no check failed" + (f" ({len(report['warned'])} warning(s))" if report["warned"] else "")
-    console.print(verdict, markup=False)
+    failed, warned = report["failed"], report["warned"]
+    console.print(f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else
+                  "no check failed" + (f" ({len(warned)} warning(s))" if warned else ""), markup=False)
     return console.file.getvalue()
 
 

@@ -112,7 +112,7 @@ class Barrier:
             with self._lock:
                 expected = self._expected
             if waiting and len(waiting) >= min(expected, 2):
-                self.released += 1  # before the workers can see the release (a reader after they finished sees it)
+                self.released += 1  # before the workers see it (a reader after they finished sees it)
                 for s in waiting:
                     with contextlib.suppress(OSError):
                         s.sendall(b"g")

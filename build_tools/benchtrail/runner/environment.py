@@ -31,7 +31,8 @@ def machine_of(env: dict[str, Any]) -> dict[str, Any]:
     machine a run measured, recorded beside the suite's device name (which names the runner type and
     stays in the series key). ``cpu_count`` is logical cores (``os.cpu_count()``, None when unknown);
     ``gpu_model`` is ``gpu_name`` where torch sees a GPU, else None."""
-    return {"cpu_model": env.get("cpu_model"), "cpu_count": env.get("cpu_count"), "gpu_model": env.get("gpu_name")}
+    return {"cpu_model": env.get("cpu_model"), "cpu_count": env.get("cpu_count"),
+            "gpu_model": env.get("gpu_name")}
 
 
 def torch_version() -> str:
@@ -42,8 +43,9 @@ def torch_version() -> str:
 
 
 def collect_environment(threads: int) -> dict[str, Any]:
-    """Torch and Python versions, the measurement-method version (``benchtrail.worker.timing.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the host; on a
-    GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
+    """Torch and Python versions, the measurement-method version
+    (``benchtrail.worker.protocol.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the
+    host; on a GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
     ``cudnn_version``); ``doctor``, the runner checks of :func:`benchtrail.runner.doctor.run_checks`
     (``{checks, failed, warned}``, about a quarter of a second); ``machine`` (:func:`machine_of`) and
     ``ci`` (:func:`in_ci`)."""
@@ -51,7 +53,7 @@ def collect_environment(threads: int) -> dict[str, Any]:
 
     from benchtrail.runner.doctor import run_checks
     from benchtrail.suite.content_hash import HASH_SCHEME
-    from benchtrail.worker.timing import METHOD_VERSION
+    from benchtrail.worker.protocol import METHOD_VERSION
 
     env: dict[str, Any] = {
         "torch_version": torch_version(),
@@ -71,9 +73,7 @@ def collect_environment(threads: int) -> dict[str, Any]:
     }
     if env["cuda_available"]:
         env.update(gpu_info())
-    env["machine"] = machine_of(env)
-    env["ci"] = in_ci()
-    return env
+    return env | {"machine": machine_of(env), "ci": in_ci()}
 
 
 #: ``nvidia-smi --query-gpu`` fields recorded with GPU results (``nvidia-smi --help-query-gpu``):
@@ -90,13 +90,12 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return {}
-    values = [v.strip() for v in lines[0].split(",")]
-    fields = dict(zip(NVIDIA_SMI_FIELDS, values))
-    clocks = {name.removeprefix("clocks.").replace(".", "_"): int(v) for name, v in fields.items()
-              if name.startswith("clocks.") and v.isdigit()}
-    out: dict[str, Any] = {"clocks_mhz": clocks}
-    if fields.get("driver_version") and not fields["driver_version"].startswith("["):
-        out["driver_version"] = fields["driver_version"]
+    fields = dict(zip(NVIDIA_SMI_FIELDS, (v.strip() for v in lines[0].split(","))))
+    driver = fields.pop("driver_version", "")
+    out: dict[str, Any] = {"clocks_mhz": {name.removeprefix("clocks.").replace(".", "_"): int(v)
+                                          for name, v in fields.items() if v.isdigit()}}
+    if driver and not driver.startswith("["):
+        out["driver_version"] = driver
     return out
 
 
@@ -118,8 +117,7 @@ def gpu_info(index: int = 0) -> dict[str, Any]:
     try:
         done = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
                                "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
-        smi = parse_nvidia_smi(done.stdout) if done.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired):
-        smi = {}
-    info.update({f"gpu_{k}": v for k, v in smi.items()})
-    return info
+        return info
+    smi = parse_nvidia_smi(done.stdout) if done.returncode == 0 else {}
+    return info | {f"gpu_{k}": v for k, v in smi.items()}

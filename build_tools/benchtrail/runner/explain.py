@@ -9,7 +9,6 @@ series id ``<module id>-<metric>``), a unique id prefix of at least 6 characters
 from __future__ import annotations
 
 import difflib
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Ru
 from benchtrail.suite.names import module_dir, slug
 
 MIN_PREFIX = 6
-_RUN_URL = re.compile(r"^(?P<store>.+?)/runs/(?P<run_id>[^/]+)/(?P<attempt>\d+)/?$")
 
 
 def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
@@ -34,19 +32,16 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
     Raises:
         UserError: a store URL that names no run, or a failed download.
     """
-    if "://" not in url or url.startswith("file://"):
-        from benchtrail.store import open_store
+    from benchtrail.store import is_local, open_store, split_run_url
 
-        path = Path(url) if "://" not in url else open_store(url).root
-        return path, lambda name: None
-    match = _RUN_URL.match(url)
-    if not match:
+    if is_local(url):
+        return (Path(url) if "://" not in url else open_store(url).root), lambda name: None
+    parts = split_run_url(url)
+    if not parts:
         raise UserError(f"--run {url!r}: a store URL must end in /runs/<run id>/<attempt>/, "
                         "e.g. gs://bucket/runs/123/1/")
-    from benchtrail.store import open_store
-
-    store = open_store(match["store"])
-    run_id, attempt = match["run_id"], int(match["attempt"])
+    store_url, run_id, attempt = parts
+    store = open_store(store_url)
     run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*",))
 
     def fetch(module_name: str) -> object:
@@ -76,23 +71,19 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
     execution = run_dir / "run-configs" / "execution.json"
     compilation = run_dir / "run-configs" / "compilation.json"
     if not execution.exists() and not compilation.exists():
-        raise UserError(f"{run_dir} is not a run directory: it has no run-configs/execution.json or compilation.json")
-    targets: dict[str, Target] = {}
-    if execution.exists():
-        for shards in load_execution(execution).values():
-            for rcs in shards.values():
-                for rc in rcs:
-                    targets[rc.id] = Target(rc, rc.module_generation_config)
+        raise UserError(f"{run_dir} is not a run directory: it has no "
+                        f"run-configs/execution.json or compilation.json")
+    targets = {rc.id: Target(rc, rc.module_generation_config) for shards in load_execution(execution).values()
+               for rcs in shards.values() for rc in rcs} if execution.exists() else {}
     if compilation.exists():
-        from benchtrail.runner.compile_modules import METRICS
+        from benchtrail.results.schema import METRICS
 
         gens, _, _ = load_compilation(compilation)
         for gen in gens:
             targets.setdefault(gen.id, Target(None, gen))
-            if gen.compile_config.mode is CompileMode.EAGER:
-                continue  # eager modules have no compilation series
-            for metric in METRICS:
-                targets[f"{gen.id}-{metric}"] = Target(None, gen, metric)
+            if gen.compile_config.mode is not CompileMode.EAGER:  # eager modules have no compilation series
+                targets.update({f"{gen.id}-{m}": Target(None, gen, m)  # the compile stage's metrics
+                                for m, about in METRICS.items() if about.modes})
     return targets
 
 
@@ -100,6 +91,10 @@ def _name(target: Target) -> str:
     if target.run_config:
         return target.run_config.name
     return f"{target.module.name}.{target.metric}" if target.metric else target.module.name
+
+
+def _first(items: list[str], n: int = 10) -> str:
+    return ", ".join(items[:n]) + (" …" if len(items) > n else "")
 
 
 def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
@@ -118,23 +113,21 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
         named = sorted(i for i, t in targets.items()
                        if t.run_config and _name(t) == f"{query}.{t.run_config.target_device.name}")
         if len(named) > 1:
-            names = sorted(_name(targets[i]) for i in named)
-            raise UserError(f"benchmark {query!r} ran on {len(named)} devices of this run: pass the name with its "
-                            f"device ({', '.join(names[:10])}{' …' if len(names) > 10 else ''})")
+            raise UserError(f"benchmark {query!r} ran on {len(named)} devices of this "
+                            f"run: pass the name with its device "
+                            f"({_first(sorted(_name(targets[i]) for i in named))})")
     if len(named) == 1:
         return named[0], targets[named[0]]
     if named:
         raise UserError(f"benchmark name {query!r} is ambiguous: {len(named)} benchmarks of this run have it "
-                        f"(ids {', '.join(named[:10])}{' …' if len(named) > 10 else ''}); pass one id")
+                        f"(ids {_first(named)}); pass one id")
     if len(query) >= MIN_PREFIX:
-        hits = [i for i in targets if i.startswith(query)]
-        if len(hits) == 1:
-            return hits[0], targets[hits[0]]
-        base = min(hits, key=len) if hits else ""
-        if len(hits) > 1 and all(h == base or h.startswith(base + "-") for h in hits):
-            return base, targets[base]  # a module id prefix also prefixes its series ids
-        if len(hits) > 1:
-            raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(sorted(hits)[:5])}")
+        hits = sorted(i for i in targets if i.startswith(query))
+        base = min(hits, key=len, default="")
+        if hits and all(h == base or h.startswith(base + "-") for h in hits):
+            return base, targets[base]  # one id, or a module id and the series ids it prefixes
+        if hits:
+            raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(hits[:5])}")
     near = difflib.get_close_matches(query, sorted({_name(t) for t in targets.values()}) + list(targets), n=5,
                                      cutoff=0.5)
     hint = f" Near matches: {', '.join(near)}." if near else ""
@@ -154,8 +147,8 @@ def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
     else:
         gen = target.module
         args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
-                f"repro/{slug(gen.name)}", "--device-name", "local", "--architecture", gen.target_architecture.value,
-                "--module-id", gen.id]
+                f"repro/{slug(gen.name)}", "--device-name", "local", "--architecture",
+                gen.target_architecture.value, "--module-id", gen.id]
     return shlex.join(args)
 
 
@@ -165,7 +158,8 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
     kind = "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})"
-    function = not model.input_specs and "function" in model.tags  # benchtrail.suite.functions tags its models
+    # benchtrail.suite.functions tags its models
+    function = not model.input_specs and "function" in model.tags
     lines = [
         f"benchmark    {_name(target)}",
         f"id           {benchmark_id}",
@@ -188,10 +182,10 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
             f"run flags    task {ec.task.value}, "
             + (f"batch size {ec.batch_size}, " if not function else "")  # a function benchmark has none
             + f"{ec.processes} process{'es' if ec.processes != 1 else ''} × "
-            f"{ec.min_samples} samples, blocks ≥ {ec.min_sample_time_ms:g} ms, warm-up ≥ {ec.warmup_time_ms:g} ms, "
-            f"timeout {ec.timeout_s:g} s",
-            f"device       {dev.name} ({dev.host_environment}, {dev.architecture.value}, {dev.microarchitecture}, "
-            f"{dev.threads} thread{'s' if dev.threads != 1 else ''})",
+            f"{ec.min_samples} samples, blocks ≥ {ec.min_sample_time_ms:g} ms, warm-up ≥ "
+            f"{ec.warmup_time_ms:g} ms, timeout {ec.timeout_s:g} s",
+            f"device       {dev.name} ({dev.host_environment}, {dev.architecture.value}, "
+            f"{dev.microarchitecture}, {dev.threads} thread{'s' if dev.threads != 1 else ''})",
             f"presets      {', '.join(rc.presets)}",
         ]
     plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
@@ -207,23 +201,19 @@ def _why(benchmark_id: str, run_dir: Path) -> list[str]:
     profiled it (``benchtrail.compare.why.why_lines``), as the comment shows it."""
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.why import why_lines
-    from benchtrail.errors import UserError
 
     path = run_dir / "comparison.json"
     try:
-        rows = load_comparison(path).document["rows"] if path.is_file() else []
+        rows = load_comparison(path).rows if path.is_file() else ()
     except UserError:
         return []
-    row = next((r for r in rows if r.get("id") == benchmark_id), None)
-    said = why_lines(row, run_dir) if row else []
+    row = next((r for r in rows if r.id == benchmark_id), None)
+    said = why_lines(row.profile, run_dir) if row else []
     return ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:
     """One ``# name`` line and its reproduce command per run config and module, in name order."""
-    out = []
-    for bid, target in sorted(targets.items(), key=lambda kv: _name(kv[1])):
-        if target.metric:
-            continue
-        out += [f"# {_name(target)}", reproduce_command(bid, target, run_dir)]
-    return "\n".join(out) + "\n"
+    return "\n".join(f"# {_name(target)}\n{reproduce_command(bid, target, run_dir)}"
+                     for bid, target in sorted(targets.items(),
+                                               key=lambda kv: _name(kv[1])) if not target.metric) + "\n"

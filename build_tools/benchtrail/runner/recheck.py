@@ -30,23 +30,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, accepted, count_rows, upgraded
+from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
 from benchtrail.compare.tables import level_text
-from benchtrail.compare.verdicts import compare
+from benchtrail.compare.verdicts import compare, regression_mark
 from benchtrail.compare.why import profile_diff
 from benchtrail.runner.ab import Arm, Policy, run_pairs
 from benchtrail.runner.environment import collect_environment
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import slug
-from benchtrail.compare.rules import Threshold
-
-
-#: A comparison as this module takes and gives it: typed, or (tests, older callers) its JSON object.
-AnyComparison = TypeVar("AnyComparison", Comparison, dict)
+from benchtrail.compare.rules import Rules
 
 
 #: Screening level of a row the stored comparison left ``inconclusive``: it is re-checked when its point
@@ -59,11 +55,11 @@ SCREEN_P = 0.1
 GUARD_FACTOR = 1.5
 
 
-def suspects(comparison: Comparison | dict[str, Any], device_name: str | None = None) -> list[Row]:
+def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row]:
     """Rows to re-check (of ``device_name`` only, when given: a runner re-checks its own device's rows):
     execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive`` with a
     change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet."""
-    return [r for r in Comparison.of(comparison).rows
+    return [r for r in comparison.rows
             if r.kind == "execution" and device_name in (None, r.device_name)
             and ((r.verdict == "regressed" and r.mark == "unconfirmed")
                  or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r)))))]
@@ -72,7 +68,7 @@ def suspects(comparison: Comparison | dict[str, Any], device_name: str | None = 
 def _screened(row: Row) -> bool:
     """Whether an inconclusive row's change (percent) is beyond its percent threshold with p < SCREEN_P."""
     rule = row.threshold or {}
-    return (row.change is not None and rule.get("unit") == "percent" and abs(row.change) > rule.get("threshold", 0)
+    return (rule.get("unit") == "percent" and abs(row.change or 0) > rule.get("threshold", 0)
             and row.p_value is not None and row.p_value < SCREEN_P)
 
 
@@ -80,33 +76,32 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _ci(row: Row | Mapping[str, Any], level: float | None = None) -> str:
-    if row["ci_low"] is None or row["ci_high"] is None:
-        return _pct(row["change"])
-    return f"{_pct(row['change'])} ({level_text(level)} CI {_pct(row['ci_low'])} to {_pct(row['ci_high'])})"
+def _ci(row: Row, level: float | None = None) -> str:
+    if row.ci_low is None or row.ci_high is None:
+        return _pct(row.change)
+    return f"{_pct(row.change)} ({level_text(level)} CI {_pct(row.ci_low)} to {_pct(row.ci_high)})"
 
 
 #: The figures of a row that the paired run replaces when it decides the row; the stored ones go to ``stored``.
 DECIDING = ("change", "ci_low", "ci_high", "q_value", "p_value", "mde", "outcome", "noisy")
 
 
-def _summary(row: Row | Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+def _summary(row: Row, run: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
             "base_n", "head_n", "outcome", "mde", "noisy")
-    level = run.get("level")
-    return {**{k: row.get(k) for k in keys}, "rounds": run.get("rounds"),
-            **({"level": level} if level is not None else {}), **({"stop": run["stop"]} if "stop" in run else {})}
+    return {**{k: getattr(row, k) for k in keys}, "rounds": run.get("rounds"),
+            **{k: run[k] for k in ("level", "stop") if run.get(k) is not None}}
 
 
-def guard(row: Mapping[str, Any], paired: Row | Mapping[str, Any]) -> dict[str, Any] | None:
+def guard(row: Row, paired: Row) -> dict[str, Any] | None:
     """``{arm, paired_median, stored_median}`` of the first paired arm whose median departs from the stored
     run of its own commit (the row's ``base_median`` or ``head_median``) by more than :data:`GUARD_FACTOR`,
     or 3 × the noise (IQR/median) of either, when that is larger; None when both arms agree with their runs."""
     for arm in ("base", "head"):
-        stored, now = row.get(f"{arm}_median"), paired.get(f"{arm}_median")
-        if not stored or not now or stored <= 0 or now <= 0:
+        stored, now = getattr(row, f"{arm}_median"), getattr(paired, f"{arm}_median")
+        if min(stored or 0, now or 0) <= 0:
             continue
-        noise = max((row.get(f"{arm}_iqr") or 0) / stored, (paired.get(f"{arm}_iqr") or 0) / now)
+        noise = max((getattr(row, f"{arm}_iqr") or 0) / stored, (getattr(paired, f"{arm}_iqr") or 0) / now)
         allowed = max(GUARD_FACTOR, 1.0 + 3.0 * noise)
         if max(now / stored, stored / now) > allowed:
             return {"arm": arm, "paired_median": now, "stored_median": stored, "allowed_factor": round(allowed, 3)}
@@ -118,54 +113,40 @@ def _also(reason: str, before: str | None) -> str:
     return f"{reason}; {before}" if before and not before.startswith(reason) else reason
 
 
-def not_reached_reason(total_budget_s: float) -> str:
-    """The reason of a suspect row that a time-bounded re-check did not reach (``total_budget_s`` in seconds)."""
-    return f"not re-checked: the re-check's time budget of {total_budget_s:g} s ran out"
-
-
-def _changed_mark(row: dict[str, Any], verdict: str, accept: Sequence[str]) -> str:
-    """The mark of a row the paired run found to be a change (``verdict``): a regression of a quarantined
-    series is ``quarantined``, one an ``accept`` glob matches ``accepted`` (as
-    :func:`benchtrail.compare.verdicts.mark_regressions`; a suspected improvement may turn out a regression),
-    else ``confirmed``."""
-    if verdict == "regressed":
-        if row.get("quarantined"):
-            return "quarantined"
-        if accepted(row, list(accept)):
-            return "accepted"
-    return "confirmed"
-
-
 _STOPS = {"decided": "decided", "budget": "its time budget spent", "max-rounds": "its rounds spent"}
 
 
-def _decided(row: dict[str, Any], paired: Row | Mapping[str, Any], ab: dict[str, Any],
+def _decided(row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any],
              accept: Sequence[str]) -> dict[str, Any]:
-    """``row`` decided by its paired run: the paired verdict, figures (:data:`DECIDING`) and a reason saying
-    how it was decided and what the stored baseline gave (kept in ``stored``)."""
-    verdict = paired["verdict"]
+    """``row`` (its JSON object ``plain``) decided by its paired run: the paired verdict, figures
+    (:data:`DECIDING`) and a reason saying how it was decided and what the stored baseline gave (kept in
+    ``stored``)."""
+    verdict = paired.verdict
     changed = verdict in ("regressed", "improved")
-    how = {"regressed": "confirmed", "improved": "confirmed", "similar": "cleared"}.get(verdict, "not decided")
-    if changed and verdict != row["verdict"]:
-        how = f"found {verdict}"
-    rounds, stop = ab.get("rounds"), _STOPS.get(ab.get("stop"), ab.get("stop"))
-    stored = {k: row.get(k) for k in ("verdict", *DECIDING)}
-    noisy = " (noisy)" if row.get("noisy") or row["verdict"] == "noisy" else ""
-    reason = (f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after {rounds} "
-              f"rounds{f' ({stop})' if stop else ''}; the stored baseline gave {_ci(row)}{noisy}")
-    if verdict not in ("regressed", "improved", "similar") and paired.get("reason"):
-        reason += f"; {paired['reason']}"
-    return {**row, **{k: paired.get(k) for k in DECIDING}, "verdict": verdict, "stored": stored, "ab": ab,
-            "mark": _changed_mark(row, verdict, accept) if changed else None, "reason": reason}
+    if changed:
+        how = "confirmed" if verdict == row.verdict else f"found {verdict}"
+    else:
+        how = "cleared" if verdict == "similar" else "not decided"
+    stop = _STOPS.get(ab.get("stop"), ab.get("stop"))
+    noisy = " (noisy)" if row.noisy or row.verdict == "noisy" else ""
+    reason = (f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after "
+              f"{ab.get('rounds')} rounds{f' ({stop})' if stop else ''}; the stored baseline gave "
+              f"{_ci(row)}{noisy}")
+    if how == "not decided" and paired.reason:
+        reason += f"; {paired.reason}"
+    return {**plain, **{k: getattr(paired, k) for k in DECIDING}, "verdict": verdict,
+            "stored": {k: getattr(row, k) for k in ("verdict", *DECIDING)}, "ab": ab,
+            "mark": (regression_mark(row, accept) if verdict == "regressed"
+                     else "confirmed" if changed else None), "reason": reason}
 
 
-def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str, Any]], base: Arm, head: Arm,
+def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, head: Arm,
           device_name: str | None = None, not_reached: dict[str, float] | None = None,
-          accept: Sequence[str] = ()) -> AnyComparison:
-    """A copy of ``comparison`` (a :class:`Comparison`, or its JSON object: the same kind is returned) with
-    each suspect row (of ``device_name``, when given) updated from its paired row (by series id). Suspects
-    without a paired row are left unconfirmed, with the reason saying so. Rows are rewritten key for key,
-    so a row of an older schema version keeps the keys it had (plus those the re-check sets).
+          accept: Sequence[str] = ()) -> Comparison:
+    """A copy of ``comparison`` with each suspect row (of ``device_name``, when given) updated from its paired
+    row (by series id). Suspects without a paired row are left unconfirmed, with the reason saying so. Rows
+    are rewritten key for key, so a row of an older schema version keeps the keys it had (plus those the
+    re-check sets).
 
     A paired run that gave a verdict decides the row (:func:`_decided`): its verdict and figures, the stored
     ones kept in ``stored``; a regression is marked ``quarantined`` when its series is quarantined,
@@ -175,65 +156,62 @@ def apply(comparison: AnyComparison, paired_rows: Mapping[str, Row | Mapping[str
     reason says why), one that cleared the row or left it inconclusive is (the stored run may be the one off).
 
     ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
-    (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and
-    :func:`not_reached_reason`.
+    (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and a reason
+    naming it.
     """
-    rows = []
     suspect_ids = {r.id for r in suspects(comparison, device_name)}
-    document = comparison.to_dict() if isinstance(comparison, Comparison) else comparison
-    for row in document["rows"]:
-        if row["id"] not in suspect_ids:
-            rows.append(row)
-            continue
-        if row["id"] in (not_reached or {}):
-            rows.append({**row, "recheck": "not-reached",
-                         "reason": _also(not_reached_reason(not_reached[row["id"]]), row.get("reason"))})
-            continue
-        if row.get("recheck"):  # re-checked now: the mark of an earlier, time-bounded re-check no longer holds
-            row = {**row, "recheck": None}
-        paired = paired_rows.get(row["id"])
-        if paired is None:
-            rows.append({**row, "reason": _also("no paired A/B re-check: the head suite has no such run config",
-                                                row.get("reason"))})
-            continue
-        ab = {**_summary(paired, paired["head_details"].get("ab") or {}),
-              "base_commit": base.commit, "head_commit": head.commit}
-        if paired["verdict"] not in ("regressed", "similar", "improved", "inconclusive"):
-            # the paired run failed or measured too little: say so, keep the suspicion
-            rows.append({**row, "ab": ab, "reason": f"paired A/B re-check {paired['verdict']}: {paired['reason']}"})
-            continue
-        far = guard(row, paired)
-        if far is not None and paired["verdict"] in ("regressed", "improved"):  # never confirmed by such an arm
-            rows.append({**row, "ab": {**ab, "guard": far}, "reason": (
-                f"paired A/B run not used: its {far['arm']} arm's median {far['paired_median']:.4g} {row['unit']} "
-                f"is {max(far['paired_median'], far['stored_median']) / min(far['paired_median'], far['stored_median']):.1f}x "
-                f"the stored {far['arm']} run's {far['stored_median']:.4g} {row['unit']}, more than its noise allows "
-                f"(the arm measured something else); the stored baseline gave {_ci(row)}")})
-            continue
-        rows.append(_decided(row, paired, {**ab, **({"guard": far} if far else {})}, accept))
-    updated = {**document, "rows": rows, "counts": count_rows(rows, document.get("schema_version", 1))}
+    commits = {"base_commit": base.commit, "head_commit": head.commit}
+    rows = [_rechecked(row, plain, paired_rows.get(row.id), commits, (not_reached or {}).get(row.id), accept)
+            if row.id in suspect_ids else plain
+            for row, plain in zip(comparison.rows, comparison.document["rows"])]
+    version = comparison.document.get("schema_version", 1)
+    updated = {**comparison.document, "rows": rows, "counts": count_rows([Row.of(r) for r in rows], version)}
     if not_reached or any(r.get("stored") for r in rows):  # keys older comparisons lack: now of this version
         updated = upgraded(updated)
-    return Comparison.of(updated) if isinstance(comparison, Comparison) else updated
+    return Comparison.of(updated)
 
 
-_R = TypeVar("_R", Row, dict)
+def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dict[str, str],
+               not_reached_s: float | None, accept: Sequence[str]) -> dict[str, Any]:
+    """The JSON object of the suspect ``row`` (``plain``) after its re-check (:func:`apply`)."""
+    if not_reached_s is not None:
+        reason = f"not re-checked: the re-check's time budget of {not_reached_s:g} s ran out"
+        return {**plain, "recheck": "not-reached", "reason": _also(reason, row.reason)}
+    if row.recheck:  # re-checked now: the mark of an earlier, time-bounded re-check no longer holds
+        plain = {**plain, "recheck": None}
+    if paired is None:
+        return {**plain, "reason": _also("no paired A/B re-check: the head suite has no such run config",
+                                         row.reason)}
+    ab = {**_summary(paired, paired.head_details.get("ab") or {}), **commits}
+    if paired.verdict not in ("regressed", "similar", "improved", "inconclusive"):
+        # the paired run failed or measured too little: say so, keep the suspicion
+        return {**plain, "ab": ab, "reason": f"paired A/B re-check {paired.verdict}: {paired.reason}"}
+    far = guard(row, paired)
+    if far:
+        ab["guard"] = far
+    if far and paired.verdict in ("regressed", "improved"):  # never confirmed by such an arm
+        now, stored = far["paired_median"], far["stored_median"]
+        return {**plain, "ab": ab, "reason": (
+            f"paired A/B run not used: its {far['arm']} arm's median {now:.4g} {row.unit} is "
+            f"{max(now, stored) / min(now, stored):.1f}x the stored {far['arm']} run's {stored:.4g} "
+            f"{row.unit}, more than its noise allows (the arm measured something else); the stored "
+            f"baseline gave {_ci(row)}")}
+    return _decided(row, plain, paired, ab, accept)
 
 
-def by_size(rows: Sequence[_R]) -> list[_R]:
+def by_size(rows: Sequence[Row]) -> list[Row]:
     """``rows`` largest ``|change|`` first (the order a re-check takes them; ties keep their order)."""
-    return sorted(rows, key=lambda r: -abs(r["change"] or 0))
+    return sorted(rows, key=lambda r: -abs(r.change or 0))
 
 
-def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
-                     thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
+def recheck_suspects(comparison: Comparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
+                     rules: Rules, policy: Policy, torch_version: str,
                      report: Callable[[str, str], None] = lambda name, status: None,
                      keep: Path | None = None, device_name: str | None = None,
-                     started: float | None = None, accept: Sequence[str] = (),
-                     run_dir: Path | None = None) -> AnyComparison:
+                     started: float | None = None, run_dir: Path | None = None) -> Comparison:
     """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode, largest
-    ``|change|`` first, and :func:`apply` the results (with the ``accept`` globs); returns the updated
-    comparison, of the kind given (``benchtrail.pipeline.recheck`` runs this stage in a base worktree).
+    ``|change|`` first, judged by ``rules``, and :func:`apply` the results (with ``rules.accept``); returns
+    the updated comparison (``benchtrail.pipeline.recheck`` runs this stage in a base worktree).
 
     ``run_configs`` maps run config id to the head suite's run config. With ``keep``, the paired
     samples are also written there as ``ab-base.json`` and ``ab-head.json`` results files.
@@ -244,16 +222,6 @@ def recheck_suspects(comparison: AnyComparison, run_configs: dict[str, RunConfig
     With ``run_dir`` and ``policy.profiling``, suspected regressions are profiled too (the module's
     docstring): the rows found regressed get ``profile`` and their traces go to ``run_dir/profiles/``.
     """
-    with tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp:
-        return _recheck(comparison, run_configs, base, head, thresholds, policy, torch_version, report, keep,
-                        device_name, started, accept, run_dir, Path(tmp))
-
-
-def _recheck(comparison: AnyComparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
-             thresholds: tuple[Threshold, ...], policy: Policy, torch_version: str,
-             report: Callable[[str, str], None], keep: Path | None, device_name: str | None,
-             started: float | None, accept: Sequence[str], run_dir: Path | None, traces: Path) -> AnyComparison:
-    """:func:`recheck_suspects`, the traces written under ``traces`` (a temporary folder) first."""
     from benchtrail.results.io import write_results
 
     started = time.monotonic() if started is None else started
@@ -264,58 +232,56 @@ def _recheck(comparison: AnyComparison, run_configs: dict[str, RunConfig], base:
     not_reached: dict[str, float] = {}
     profiles: dict[str, dict[str, Any]] = {}
     plan = policy.profiling if run_dir is not None else None
-    for rc in rcs:
-        case = policy
-        if policy.total_budget_s is not None:
-            left = policy.total_budget_s - (time.monotonic() - started)
-            if left <= 0:
-                not_reached[rc.id] = policy.total_budget_s
-                report(rc.name, "not reached")
-                continue
-            case = replace(policy, budget_s=min(policy.budget_s, left))
-        spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for arms in profiles.values() for p in arms.values())
-        profile = (plan is not None and rc.id in regressed and len(profiles) < plan.cases and spent_s < plan.total_s)
-        b, h = run_pairs((rc,), (base, head), thresholds, case, torch_version, report,
-                         {rc.id: traces / rc.id} if profile else None, profiles)
-        base_records += b
-        head_records += h
-    if not base_records:
-        return apply(comparison, {}, base, head, device_name, not_reached, accept)
-    env = collect_environment(rcs[0].target_device.threads)
-    run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
-    files = [ResultsFile(arm.commit, False, run, env, tuple(records))
-             for arm, records in ((base, base_records), (head, head_records))]
-    if keep is not None:
-        for name, f in zip(("ab-base.json", "ab-head.json"), files):
-            write_results(keep / name, f)
-    paired = {r.id: r for r in compare([files[0]], [files[1]], thresholds)}
-    updated = apply(comparison, paired, base, head, device_name, not_reached, accept)
-    if not profiles or run_dir is None:
-        return updated
-    return _with_profiles(updated, profiles, {rc.id: rc.name for rc in rcs}, traces, run_dir)
+    with tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp:
+        traces = Path(tmp)  # the profiled cases' traces, until _with_profiles keeps those of regressed rows
+        for rc in rcs:
+            case = policy
+            if policy.total_budget_s is not None:
+                left = policy.total_budget_s - (time.monotonic() - started)
+                if left <= 0:
+                    not_reached[rc.id] = policy.total_budget_s
+                    report(rc.name, "not reached")
+                    continue
+                case = replace(policy, budget_s=min(policy.budget_s, left))
+            spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for arms in profiles.values()
+                          for p in arms.values())
+            profile = (plan is not None and rc.id in regressed and len(profiles) < plan.cases
+                       and spent_s < plan.total_s)
+            b, h = run_pairs((rc,), (base, head), rules.thresholds, case, torch_version, report,
+                             {rc.id: traces / rc.id} if profile else None, profiles)
+            base_records += b
+            head_records += h
+        paired: dict[str, Row] = {}
+        if base_records:
+            env = collect_environment(rcs[0].target_device.threads)
+            run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
+            files = [ResultsFile(arm.commit, False, run, env, tuple(records))
+                     for arm, records in ((base, base_records), (head, head_records))]
+            if keep is not None:
+                for name, f in zip(("ab-base.json", "ab-head.json"), files):
+                    write_results(keep / name, f)
+            paired = {r.id: r for r in compare([files[0]], [files[1]], rules.thresholds)}
+        updated = apply(comparison, paired, base, head, device_name, not_reached, rules.accept)
+        return _with_profiles(updated, profiles, traces, run_dir) if profiles else updated
 
 
-def _with_profiles(comparison: AnyComparison, profiles: Mapping[str, Mapping[str, Any]], names: Mapping[str, str],
-                   traces: Path, run_dir: Path) -> AnyComparison:
+def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path,
+                   run_dir: Path) -> Comparison:
     """``comparison`` with a ``profile`` on each row the paired run found regressed and that was profiled
     (:func:`benchtrail.compare.why.profile_diff`), its traces copied from ``traces/<rc id>/`` into
     ``run_dir/profiles/<slug(name)>/`` (atomic writes)."""
-    document = comparison.to_dict() if isinstance(comparison, Comparison) else comparison
     rows = []
-    for row in document["rows"]:
-        arms = profiles.get(row["id"])
-        if arms is None or row["verdict"] != "regressed" or row.get("mark") == "unconfirmed":
-            rows.append(row)
+    for row, plain in zip(comparison.rows, comparison.document["rows"]):
+        arms = profiles.get(row.id)
+        if arms is None or row.verdict != "regressed" or row.mark == "unconfirmed":
+            rows.append(plain)
             continue
-        kept: dict[str, str | None] = {}
-        for arm in ("base", "head"):
-            source = traces / row["id"] / f"{arm}.trace.json"
-            kept[arm] = None
+        kept: dict[str, str | None] = dict.fromkeys(("base", "head"))
+        for arm in kept:
+            source = traces / row.id / f"{arm}.trace.json"
             if arms.get(arm) and "error" not in arms[arm] and source.is_file():
-                relative = f"profiles/{slug(names.get(row['id'], row['name']))}/{arm}.trace.json"
-                jsonio.write_bytes_atomic(run_dir / relative, source.read_bytes())
-                kept[arm] = relative
+                kept[arm] = f"profiles/{slug(row.name)}/{arm}.trace.json"
+                jsonio.write_bytes_atomic(run_dir / kept[arm], source.read_bytes())
         diff = profile_diff(arms.get("base"), arms.get("head"), kept)
-        rows.append({**row, "profile": diff} if diff else row)
-    updated = {**document, "rows": rows}
-    return Comparison.of(updated) if isinstance(comparison, Comparison) else updated
+        rows.append({**plain, "profile": diff} if diff else plain)
+    return Comparison.of({**comparison.document, "rows": rows})

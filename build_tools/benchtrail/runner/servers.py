@@ -7,6 +7,7 @@ a job, stop them all at exit (``python -m benchtrail.worker --serve``: :mod:`ben
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -43,7 +44,8 @@ class ServerUnavailable(Exception):
 
 
 class Refused(Exception):
-    """A server shared between checkouts would not fork a job of this one (``benchtrail.worker.server.refusal``)."""
+    """A server shared between checkouts would not fork a job of this one
+    (``benchtrail.worker.server.refusal``)."""
 
 
 class WorkerServer:
@@ -53,33 +55,32 @@ class WorkerServer:
         ServerUnavailable: from the constructor, when the server does not greet in time.
     """
 
-    def __init__(self, env: dict[str, str], cwd: Path | None) -> None:
-        # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no cleanup).
+    def __init__(self, env: dict[str, str], cwd: Path | None, shareable: bool = False) -> None:
+        # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no
+        # cleanup).
         self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=cwd,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                         env=env, cwd=cwd, start_new_session=True)
         except OSError as exc:  # e.g. a working directory that is gone
             self.log.close()
             raise ServerUnavailable(f"the worker server could not start: {exc}") from exc
         self._buffer = b""
         hello = self._read(time.monotonic() + SERVER_START_TIMEOUT_S)
         if not hello or "server" not in hello:
-            tail = self._log_tail()
+            why = self._log_tail()
             self.close()
-            raise ServerUnavailable(f"the worker did not start a server ({tail})")
-        self.served_versions = tuple(hello.get("served_versions", (1,)))
-        self.features = tuple(hello.get("features", ()))  # benchtrail.worker.protocol.FEATURES; none before them
+            raise ServerUnavailable(f"the worker did not start a server ({why})")
+        self.features = tuple(hello.get("features", ()))  # worker.protocol.FEATURES; none before them
         self.busy = False  # running a job for a caller that leased it (server_for)
-        self.key = (env.get("PYTHONPATH", ""), sys.executable)  # the checkout it was started for
-        self.shareable = False  # whether other checkouts may use it (set by server_for)
+        self.key = _key(env)  # the checkout it was started for
+        self.shareable = shareable  # whether other checkouts may use it (server_for)
 
     def _log_tail(self) -> str:
         try:
             fd = self.log.fileno()  # pread: the server shares the file offset, which a seek would move
-            text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
-            return " / ".join(text.strip().splitlines()[-3:])
+            return tail(os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace"), 3)
         except OSError:
             return "no log"
 
@@ -98,8 +99,8 @@ class WorkerServer:
         return json.loads(line)
 
     def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
-            timeouts: Sequence[float], cwd: Path | None = None, inductor: bool = True,
-            compiles: bool = True) -> tuple[int | None, str]:
+            timeouts: Sequence[float], cwd: Path | None, inductor: bool,
+            compiles: bool) -> tuple[int | None, str]:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
         ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once);
         ``compiles``: the job's module is compiled (any mode but eager), so the server imports Dynamo and
@@ -133,21 +134,21 @@ class WorkerServer:
         done, since = 0, time.monotonic()
         try:
             while True:
-                finished = self._read(min(since + timeouts[min(done, len(timeouts) - 1)], time.monotonic() + 1.0))
-                if finished is not None:
+                timeout = timeouts[min(done, len(timeouts) - 1)]
+                if (finished := self._read(min(since + timeout, time.monotonic() + 1.0))) is not None:
                     code = finished["returncode"]
                     return code, "" if code == 0 else f"worker exited with code {code}"
                 if self.proc.poll() is not None:
                     raise ServerUnavailable("the worker server stopped")
-                answered = sum(1 for _, response in pairs if response.exists())
+                answered = sum(response.exists() for _, response in pairs)
                 if answered > done:
                     done, since = answered, time.monotonic()
-                elif time.monotonic() > since + timeouts[min(done, len(timeouts) - 1)]:
-                    _kill_group(pid)
+                elif time.monotonic() > since + timeout:
+                    kill_group(pid)
                     self._read(time.monotonic() + 30)
-                    return None, f"worker did not finish within {timeouts[min(done, len(timeouts) - 1)]:g} s"
+                    return None, f"worker did not finish within {timeout:g} s"
         except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
-            _kill_group(pid)
+            kill_group(pid)
             raise
         finally:
             with _LOCK:
@@ -159,17 +160,20 @@ class WorkerServer:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            _kill_group(self.proc.pid)
+            kill_group(self.proc.pid)
             self.proc.wait()
         self.proc.stdout.close()
         self.log.close()
 
 
-def _kill_group(pid: int) -> None:
-    try:
+def tail(text: str, lines: int = 5) -> str:
+    """The last ``lines`` lines of a worker's output or log, on one line."""
+    return " / ".join(text.strip().splitlines()[-lines:])
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def kill_live_workers() -> None:
@@ -179,7 +183,7 @@ def kill_live_workers() -> None:
     with _LOCK:
         live = list(_LIVE)
     for pid in live:
-        _kill_group(pid)
+        kill_group(pid)
 
 
 #: The running servers, least recently used first.
@@ -196,13 +200,19 @@ _LIVE: set[int] = set()
 MAX_SERVERS = 3
 
 
+def _key(env: dict[str, str]) -> tuple[str, str]:
+    """What names a checkout's server: its ``PYTHONPATH`` and the interpreter."""
+    return env.get("PYTHONPATH", ""), sys.executable
+
+
 def _shareable(pythonpath: str) -> bool:
-    """Whether checkouts with ``pythonpath`` may fork from a server started for another: every entry is an absolute
-    folder path (a relative or empty one means the working directory a server starts in; a file, a zip, is not
-    looked into), and none holds a ``benchtrail`` or ``torch`` of its own (a checkout's own worker)."""
+    """Whether checkouts with ``pythonpath`` may fork from a server started for another: every entry is an
+    absolute folder path (a relative or empty one means the working directory a server starts in; a file, a
+    zip, is not looked into), and none holds a ``benchtrail`` or ``torch`` of its own (a checkout's own
+    worker)."""
     entries = pythonpath.split(os.pathsep) if pythonpath else []
-    return all(os.path.isabs(p) and not os.path.isfile(p) and not any(Path(p, n).exists() for n in ("benchtrail", "torch"))
-               for p in entries)
+    return all(os.path.isabs(p) and not os.path.isfile(p)
+               and not any(Path(p, n).exists() for n in ("benchtrail", "torch")) for p in entries)
 
 
 def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
@@ -214,38 +224,35 @@ def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
 
     The server started for that ``PYTHONPATH`` when there is one; else, when no entry holds its own
     ``benchtrail`` or ``torch`` (and no server refused it), any server started for such a checkout that serves
-    others (``pythonpath`` in its features, ``benchtrail.worker.server``: the arms of a paired run of a project
-    that imports an installed benchtrail share one, which also gives both arms' processes one address-space
-    layout, docs/statistics.md); else a new one, started in ``cwd`` (in ``sys.prefix`` when shareable: it may
-    outlive ``cwd``; each job runs in its own working directory). ``lease``: the caller runs a job on it and
-    calls :func:`release` after; a leased server is never handed out again meanwhile (a duet's two arms run
-    at once: the second gets another server), nor stopped to make room."""
+    others (``pythonpath`` in its features, ``benchtrail.worker.server``: the arms of a paired run of a
+    project that imports an installed benchtrail share one, which also gives both arms' processes one
+    address-space layout, docs/statistics.md); else a new one, started in ``cwd`` (in ``sys.prefix`` when
+    shareable: it may outlive ``cwd``; each job runs in its own working directory). ``lease``: the caller runs
+    a job on it and calls :func:`release` after; a leased server is never handed out again meanwhile (a duet's
+    two arms run at once: the second gets another server), nor stopped to make room."""
     if (method or start_method()) == "spawn":
         return None
-    key = (env.get("PYTHONPATH", ""), sys.executable)
+    key = _key(env)
     with _LOCK:
         if key in _NO_SERVER:
             return None
         shareable = key not in _REFUSED and _shareable(key[0])
-
-        def usable(s: WorkerServer) -> bool:
-            return not (lease and s.busy) and (s.key == key or shareable and s.shareable and "pythonpath" in s.features)
-
-        server = (next((s for s in reversed(_SERVERS) if s.key == key and usable(s)), None)
-                  or next((s for s in reversed(_SERVERS) if usable(s)), None))
+        usable = [s for s in reversed(_SERVERS) if not (lease and s.busy)
+                  and (s.key == key or shareable and s.shareable and "pythonpath" in s.features)]
+        # The checkout's own server first, then a shared one; the most recently used first.
+        server = min(usable, key=lambda s: s.key != key, default=None)
         if server is None:
             idle = [s for s in _SERVERS if not s.busy]
             for old in idle[:max(len(_SERVERS) - MAX_SERVERS + 1, 0)]:
                 _SERVERS.remove(old)
                 old.close()
             try:
-                # A server other checkouts may share outlives this one's folder (a paired run's base worktree):
-                # it starts in a folder that stays, holding no modules (its jobs run in their own).
-                server = WorkerServer(env, Path(sys.prefix) if shareable else cwd)
+                # A server other checkouts may share outlives this one's folder (a paired run's base
+                # worktree): it starts in a folder that stays, holding no modules (its jobs run in their own).
+                server = WorkerServer(env, Path(sys.prefix) if shareable else cwd, shareable)
             except ServerUnavailable:
                 _NO_SERVER.add(key)
                 return None
-            server.shareable = shareable
         else:
             _SERVERS.remove(server)
         _SERVERS.append(server)  # most recently used last
@@ -276,30 +283,25 @@ def close_servers(pythonpath: str | None = None) -> None:
 def run_leased(server: WorkerServer, server_env: dict[str, str], cwd: Path | None, method: str | None,
             run: Callable[[WorkerServer], tuple[int | None, str]]) -> tuple[int | None, str]:
     """``run(server)`` on the leased ``server``, released after; a job it refuses runs on a server of its own
-    ``PYTHONPATH``, started for it. A server that died is dropped and stopped.
+    ``PYTHONPATH``, started for it (which never refuses it). A server that died is dropped and stopped.
 
     Raises:
         ServerUnavailable: the server died.
     """
-    current: WorkerServer | None = server
     try:
-        try:
-            return run(server)
-        except Refused:
-            with _LOCK:
-                _REFUSED.add((server_env.get("PYTHONPATH", ""), sys.executable))
-            release(server)
-            current = server_for(server_env, cwd, method, lease=True)
-            if current is None:
-                raise ServerUnavailable("the checkout's worker could not start a server of its own") from None
-            return run(current)
+        return run(server)
+    except Refused:
+        with _LOCK:
+            _REFUSED.add(_key(server_env))
     except ServerUnavailable:
-        if current is not None:
-            with _LOCK:
-                if current in _SERVERS:
-                    _SERVERS.remove(current)
-            current.close()
+        with _LOCK:
+            if server in _SERVERS:
+                _SERVERS.remove(server)
+        server.close()
         raise
     finally:
-        if current is not None:
-            release(current)
+        release(server)
+    own = server_for(server_env, cwd, method, lease=True)
+    if own is None:
+        raise ServerUnavailable("the checkout's worker could not start a server of its own")
+    return run_leased(own, server_env, cwd, method, run)

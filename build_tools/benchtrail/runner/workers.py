@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,37 +20,42 @@ from pathlib import Path
 
 from benchtrail.project import import_root
 # WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
-from benchtrail.runner.servers import (ServerUnavailable, WorkerServer, close_servers, kill_live_workers,  # noqa: F401
-                                       run_leased, server_for,
-                                       start_method)
+from benchtrail.runner.servers import (  # noqa: F401
+    ServerUnavailable, WorkerServer, close_servers, kill_group, kill_live_workers, run_leased, server_for,
+    start_method, tail)
 from benchtrail.suite.definitions import CompileMode, Task
 from benchtrail.suite.entry_points import INDUCTOR_MODES
 from benchtrail.worker.protocol import ProtocolError, Request, Response, read_response
 
 
+def pythonpath(*first: str) -> str:
+    """A ``PYTHONPATH``: ``first``, then the inherited ``PYTHONPATH``, each path once, empty ones left out."""
+    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return os.pathsep.join(dict.fromkeys(p for p in (*first, *inherited) if p))
+
+
 def worker_pythonpath(start: Path = Path(".")) -> str:
     """``PYTHONPATH`` of a worker: the project root of ``start`` (``benchtrail.project.import_root``)
-    first, then the inherited ``PYTHONPATH`` (without repeating the root); empty when both are."""
+    first, then the inherited ``PYTHONPATH``; empty when both are."""
     root = import_root(start)
-    paths = [str(root)] if root else []
-    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in paths]
-    return os.pathsep.join(paths)
+    return pythonpath(str(root) if root else "")
 
 
-#: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read when a process starts, so a base
-#: arm's worker from before this change gets them too). glibc's defaults adjust the mmap threshold to the size of
-#: the largest mmapped chunk freed so far, so a process's allocation history decides whether an MB-sized tensor
-#: is served from the heap or mmapped and page-faulted afresh on every call (2 MiB: 513 faults, 5x the time);
-#: every worker forked from one server replays one history, so a whole paired arm measured 3x slow (issue 38).
-#: Fixed thresholds (setting one turns the adjustment off) serve everything under 32 MiB from the heap and
-#: keep up to 256 MiB of freed heap. The user's own tunables are kept, ours after them (the last value wins).
+#: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read when a process starts, so a
+#: base arm's worker from before this change gets them too). glibc's defaults adjust the mmap threshold to the
+#: size of the largest mmapped chunk freed so far, so a process's allocation history decides whether an
+#: MB-sized tensor is served from the heap or mmapped and page-faulted afresh on every call (2 MiB: 513
+#: faults, 5x the time); every worker forked from one server replays one history, so a whole paired arm
+#: measured 3x slow (issue 38). Fixed thresholds (setting one turns the adjustment off) serve everything under
+#: 32 MiB from the heap and keep up to 256 MiB of freed heap. The user's own tunables are kept, ours after
+#: them (the last value wins).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
 
 
 def _environment(threads: int, env: dict[str, str] | None) -> dict[str, str]:
     """The worker's environment: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``, ``GLIBC_TUNABLES``
     (:data:`MALLOC_TUNABLES`), then ``env``."""
-    tunables = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES) if t)
+    tunables = ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES)))
     full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(),
             "GLIBC_TUNABLES": tunables, **(env or {})}
     if not full["PYTHONPATH"]:
@@ -65,19 +69,25 @@ def _server_environment(full: dict[str, str], env: dict[str, str] | None) -> dic
     return {k: v for k, v in full.items() if k == "PYTHONPATH" or k not in (env or {})}
 
 
+def _server(env: dict[str, str] | None, cwd: Path | None) -> WorkerServer | None:
+    """The server that workers of this checkout (``env``, ``cwd`` as for :func:`run_in_worker`) fork from."""
+    return server_for(_server_environment(_environment(1, env), env), cwd)
+
+
 def can_fork(env: dict[str, str] | None = None, cwd: Path | None = None) -> bool:
-    """Whether workers of this checkout (``env``, ``cwd`` as for :func:`run_in_worker`) start by fork."""
-    return server_for(_server_environment(_environment(1, env), env), cwd) is not None
+    """Whether workers of this checkout start by fork."""
+    return _server(env, cwd) is not None
 
 
-def features_of(env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[str, ...]:
-    """What this checkout's workers do beyond their protocol versions (``benchtrail.worker.protocol.FEATURES``,
-    as its server greets); none where workers are spawned or the server predates the features."""
-    server = server_for(_server_environment(_environment(1, env), env), cwd)
-    return server.features if server is not None else ()
+def features_of(env: dict[str, str] | None, cwd: Path | None) -> tuple[str, ...]:
+    """What this checkout's workers do beyond their protocol versions
+    (``benchtrail.worker.protocol.FEATURES``, as its server greets); none where workers are spawned or the
+    server predates the features."""
+    return server.features if (server := _server(env, cwd)) else ()
 
 
-def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str], cwd: Path | None) -> tuple[int | None, str]:
+def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
+           cwd: Path | None) -> tuple[int | None, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchtrail.worker", str(request), str(response)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
@@ -85,15 +95,16 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)
         proc.communicate()
         return None, f"worker did not finish within {timeout_s:g} s"
     except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)
         proc.wait()
         raise
-    tail = output.decode("utf-8", "replace").strip().splitlines()[-5:]
-    return proc.returncode, "" if proc.returncode == 0 else f"worker exited with code {proc.returncode}: " + " / ".join(tail)
+    code = proc.returncode
+    why = "" if code == 0 else f"worker exited with code {code}: " + tail(output.decode("utf-8", "replace"))
+    return code, why
 
 
 #: Compile modes that run Inductor's C++ toolchain, by value.
@@ -106,36 +117,26 @@ _COMPILING_MODES = frozenset(m.value for m in CompileMode if m is not CompileMod
 _DYNAMO_TASKS = frozenset({Task.JACOBIAN.value})
 
 
-def _uses_mode(request: Request, modes: frozenset[str], tasks: frozenset[str] = frozenset()) -> bool:
-    """Whether the request's module is compiled in one of ``modes`` (a ``mode`` of its packed config, the
-    compile config's: a Jacobian of an Inductor module, a backward graph, all the same mode), or its case's
-    ``task`` is one of ``tasks``."""
-    stack: list[Any] = [request.config]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item.get("mode") in modes or item.get("task") in tasks:
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+def _uses_mode(config: Any, modes: frozenset[str], tasks: frozenset[str] = frozenset()) -> bool:
+    """Whether a request's module (of a list of requests: any) is compiled in one of ``modes`` (a ``mode`` of
+    its packed ``config``, the compile config's: a Jacobian of an Inductor module, a backward graph, all the
+    same mode), or its case's ``task`` is one of ``tasks``."""
+    if isinstance(config, dict):
+        if config.get("mode") in modes or config.get("task") in tasks:
+            return True
+        config = list(config.values())
+    return isinstance(config, list) and any(_uses_mode(item, modes, tasks) for item in config)
 
 
-def _uses_inductor(request: Request) -> bool:
-    """Whether the request's module compiles with Inductor (:func:`_uses_mode`)."""
-    return _uses_mode(request, _INDUCTOR_MODES)
-
-
-def _read(response: Path, code: int | None, why: str) -> Response:
+def _read(response: Path, code: int | None = 0, why: str = "") -> Response:
     if code is None:
-        return Response(status="timeout", reason=why)
+        return Response("timeout", why)
     if not response.exists():
-        return Response(status="failed", reason=why or "the worker wrote no response")
+        return Response("failed", why or "the worker wrote no response")
     try:
         return read_response(json.loads(response.read_text(encoding="utf-8")))
     except (ProtocolError, ValueError) as exc:  # ValueError: not JSON
-        return Response(status="failed", reason=f"the worker's response cannot be read: {exc}")
+        return Response("failed", f"the worker's response cannot be read: {exc}")
 
 
 #: Status of a request that a forked worker never started because an earlier one in the same process
@@ -146,17 +147,10 @@ NOT_RUN = "not-run"
 def _answers(pairs: list[tuple[Path, Path]], code: int | None, why: str) -> list[Response]:
     """The responses of one forked process: each answered request's; the first unanswered one takes
     the process's fate (``timeout``, or ``failed`` with ``why``); those after it are :data:`NOT_RUN`."""
-    out: list[Response] = []
-    culprit = None
-    for i, (_, response) in enumerate(pairs):
-        if response.exists():
-            out.append(_read(response, 0, ""))
-        elif culprit is None:
-            culprit = i
-            out.append(_read(response, code, why or "the worker wrote no response"))
-        else:
-            out.append(Response(status=NOT_RUN, reason=f"not run: request {culprit} of its worker process ended it"))
-    return out
+    culprit = next((i for i, (_, response) in enumerate(pairs) if not response.exists()), len(pairs))
+    return [_read(response) if i < culprit else _read(response, code, why) if i == culprit
+            else Response(NOT_RUN, f"not run: request {culprit} of its worker process ended it")
+            for i, (_, response) in enumerate(pairs)]
 
 
 def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threads: int,
@@ -166,42 +160,41 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
 
     Forked from the checkout's server when it has one (:func:`server_for`); otherwise each request
     gets its own spawned ``python -m benchtrail.worker``. ``timeouts[i]`` bounds request ``i``.
-    A crash, a timeout or a response this side cannot read (e.g. a newer protocol version) becomes a
-    response with status ``failed`` or ``timeout`` and a reason; when a forked process ends that way,
-    the requests after the one it was answering are :data:`NOT_RUN`. This function does not raise for them. See :func:`run_in_worker` for
-    ``threads``, ``env`` and ``cwd``; ``method`` (``fork`` or ``spawn``) overrides :func:`start_method`.
+    A crash, a timeout or a response this side cannot read (e.g. a newer protocol version) becomes a response
+    with status ``failed`` or ``timeout`` and a reason; when a forked process ends that way, the requests
+    after the one it was answering are :data:`NOT_RUN`. This function does not raise for them. See
+    :func:`run_in_worker` for ``threads``, ``env`` and ``cwd``; ``method`` (``fork`` or ``spawn``) overrides
+    :func:`start_method`.
     """
     if not requests:
         return []
     full = _environment(threads, env)
     with tempfile.TemporaryDirectory(prefix="benchtrail-worker-") as tmp:
-        pairs = [(Path(tmp, f"request-{i}.json"), Path(tmp, f"response-{i}.json")) for i in range(len(requests))]
+        pairs = [(Path(tmp, f"request-{i}.json"), Path(tmp, f"response-{i}.json"))
+                 for i in range(len(requests))]
         for request, (path, _) in zip(requests, pairs):
             path.write_text(json.dumps(request.to_json()), encoding="utf-8")
-        server_env = _server_environment(full, env)
+        server_env, log = _server_environment(full, env), Path(tmp, "worker.log")
         server = server_for(server_env, cwd, method, lease=True)
         if server is not None:
+            configs = [r.config for r in requests]
+            compiles = _uses_mode(configs, _COMPILING_MODES, _DYNAMO_TASKS)
+            inductor = _uses_mode(configs, _INDUCTOR_MODES)
             try:
-                compiles = any(_uses_mode(r, _COMPILING_MODES, _DYNAMO_TASKS) for r in requests)
                 code, why = run_leased(server, server_env, cwd, method, lambda s: s.run(
-                    pairs, Path(tmp, "worker.log"), full, threads, timeouts, cwd, any(map(_uses_inductor, requests)),
-                    compiles))
+                    pairs, log, full, threads, timeouts, cwd, inductor, compiles))
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
-            if code not in (0, None):
-                log = Path(tmp, "worker.log")
-                tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
-                why = why + (": " + " / ".join(tail) if tail else "")
+            if code not in (0, None) and log.exists() and (last := tail(log.read_text(errors="replace"))):
+                why += ": " + last
             return _answers(pairs, code, why)
-        responses = []
-        for (request, response), timeout in zip(pairs, timeouts):
-            code, why = _spawn(request, response, timeout, full, cwd)
-            responses.append(_read(response, code, why))
-        return responses
+        return [_read(response, *_spawn(request, response, timeout, full, cwd))
+                for (request, response), timeout in zip(pairs, timeouts)]
 
 
 def run_in_worker(request: Request, timeout_s: float, threads: int,
-                  env: dict[str, str] | None = None, cwd: Path | None = None, method: str | None = None) -> Response:
+                  env: dict[str, str] | None = None, cwd: Path | None = None,
+                  method: str | None = None) -> Response:
     """Run ``request`` in a fresh worker process and return its response
     (:mod:`benchtrail.worker.protocol`; the worker may be an older commit's, see its compatibility rule).
 

@@ -88,9 +88,7 @@ def _check_values(series: list[np.ndarray], label: str) -> None:
 
 def _stack(series: list[np.ndarray], index: np.ndarray) -> np.ndarray:
     """Rows ``index`` of ``series`` (all of one length) as a (g, n) matrix, each row sorted ascending."""
-    m = np.stack([series[i] for i in index])
-    m.sort(axis=1)
-    return m
+    return np.sort(np.stack([series[i] for i in index]), axis=1)
 
 
 def _groups_of(lengths: np.ndarray) -> list[np.ndarray]:
@@ -123,9 +121,9 @@ def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clus
     _check_values(b, "base series")
     _check_values(h, "head series")
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
-    lengths = np.array([[x.size, y.size, i, j] for x, y, i, j in zip(b, h, kb, kh)], dtype=np.int64).reshape(-1, 4)
     groups = []
-    for index in _groups_of(lengths):
+    for index in _groups_of(np.array([[x.size, y.size, i, j] for x, y, i, j in zip(b, h, kb, kh)],
+                                     dtype=np.int64).reshape(-1, 4)):
         k_base, k_head = int(kb[index[0]]), int(kh[index[0]])
         raw = (np.stack([b[i] for i in index]), np.stack([h[i] for i in index])) if max(k_base, k_head) > 1 else (None, None)
         groups.append(_Group(index, _stack(b, index), _stack(h, index), k_base, k_head, *raw))
@@ -144,10 +142,14 @@ def _check_level(level: float) -> None:
 
 def _check_bootstrap_args(level: float, resamples: int, seed: int) -> None:
     _check_level(level)
-    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
-        raise ValueError(f"resamples must be an int >= 1, got {resamples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    for name, value, least in (("resamples", resamples, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+
+
+def _tails(level: float) -> list[float]:
+    """The percentiles that bound a two-sided interval at ``level``."""
+    return [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
 
 
 def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int) -> np.ndarray:
@@ -163,20 +165,19 @@ def _bootstrap_clustered(g: _Group, level: float, resamples: int, seed: int) -> 
     nb, nh = g.base.shape[1], g.head.shape[1]
     rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
     ib, ih = _two_stage_indices(rng, nb, g.k_base, resamples), _two_stage_indices(rng, nh, g.k_head, resamples)
-    pct = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
     low, high = np.empty(len(g.index)), np.empty(len(g.index))
     block = max(1, _BLOCK_ROWS // 32)  # (rows, resamples, n) gathers: keep them to tens of MB
     for start in range(0, len(g.index), block):
         rows = slice(start, start + block)
         mb = np.median(g.base_raw[rows][:, ib], axis=2)
         mh = np.median(g.head_raw[rows][:, ih], axis=2)
-        low[rows], high[rows] = np.percentile(mh / mb, pct, axis=1)
+        low[rows], high[rows] = np.percentile(mh / mb, _tails(level), axis=1)
     return low, high
 
 
 def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed: int):
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
-    pct = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
+    pct = _tails(level)
     for g in groups:
         ratio[g.index] = _medians(g.head) / _medians(g.base)
         nb, nh = g.base.shape[1], g.head.shape[1]
@@ -187,15 +188,14 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
             continue
         rng = np.random.default_rng([seed, nb, nh])
         # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
-        # mean of the samples at its two middle indices.
-        mid_b = np.sort(rng.integers(0, nb, size=(resamples, nb)), axis=1)[:, [(nb - 1) // 2, nb // 2]]
-        mid_h = np.sort(rng.integers(0, nh, size=(resamples, nh)), axis=1)[:, [(nh - 1) // 2, nh // 2]]
+        # mean of the samples at its two middle indices (base drawn first).
+        mid_b, mid_h = (np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)[:, [(m - 1) // 2, m // 2]]
+                        for m in (nb, nh))
         for start in range(0, len(g.index), _BLOCK_ROWS):
             rows = slice(start, start + _BLOCK_ROWS)
-            mb = 0.5 * (g.base[rows][:, mid_b[:, 0]] + g.base[rows][:, mid_b[:, 1]])
-            mh = 0.5 * (g.head[rows][:, mid_h[:, 0]] + g.head[rows][:, mid_h[:, 1]])
-            lo_hi = np.percentile(mh / mb, pct, axis=1)
-            low[g.index[rows]], high[g.index[rows]] = lo_hi[0], lo_hi[1]
+            mb = 0.5 * g.base[rows][:, mid_b].sum(axis=2)
+            mh = 0.5 * g.head[rows][:, mid_h].sum(axis=2)
+            low[g.index[rows]], high[g.index[rows]] = np.percentile(mh / mb, pct, axis=1)
     return ratio, low, high
 
 
@@ -334,22 +334,20 @@ def noise(samples: SamplesLike) -> np.ndarray:
     """
     series = _as_series(samples, "series")
     _check_values(series, "series")
-    lengths = np.array([x.size for x in series], dtype=np.int64).reshape(-1, 1)
-    return _noise(len(series), [(index, _stack(series, index)) for index in _groups_of(lengths)])
+    groups = _groups_of(np.array([x.size for x in series], dtype=np.int64).reshape(-1, 1))
+    return _noise(len(series), [(index, _stack(series, index)) for index in groups])
 
 
 def _mde(n: int, groups: list[_Group], level: float) -> np.ndarray:
     z = float(ndtri(0.5 + level / 2.0))
     out = np.full(n, np.nan)
     for g in groups:
-        sides = (g.base, g.head)
-        if min(s.shape[1] for s in sides) < MIN_SAMPLES:
+        if min(g.base.shape[1], g.head.shape[1]) < MIN_SAMPLES:
             continue
         var = 0.0
-        for s in sides:
+        for s in (g.base, g.head):
             q25, q50, q75 = np.percentile(s, [25, 50, 75], axis=1)
-            sigma = (q75 - q25) / _IQR_PER_SIGMA
-            var = var + (math.pi / 2.0) * (sigma / q50) ** 2 / s.shape[1]
+            var = var + (math.pi / 2.0) * ((q75 - q25) / _IQR_PER_SIGMA / q50) ** 2 / s.shape[1]
         out[g.index] = 100.0 * z * np.sqrt(var)
     return out
 

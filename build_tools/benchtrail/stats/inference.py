@@ -67,11 +67,10 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
         ValueError: arrays of different shapes, a negative or non-finite threshold, alpha out of range.
     """
     ratio = np.asarray(ratio, dtype=np.float64)
-    arrays = {"low": low, "high": high, "q": q, "noise_base": noise_base, "noise_head": noise_head}
-    for name, value in arrays.items():
-        arrays[name] = np.asarray(value, dtype=np.float64)
-        if arrays[name].shape != ratio.shape:
-            raise ValueError(f"{name} has shape {arrays[name].shape}, ratio has {ratio.shape}; "
+    arrays = [np.asarray(value, dtype=np.float64) for value in (low, high, q, noise_base, noise_head)]
+    for name, value in zip(("low", "high", "q", "noise_base", "noise_head"), arrays):
+        if value.shape != ratio.shape:
+            raise ValueError(f"{name} has shape {value.shape}, ratio has {ratio.shape}; "
                              "pass one value per series")
     if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
@@ -82,8 +81,8 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
         raise ValueError(f"threshold_pct and lower_is_better must be scalars or of shape {ratio.shape}") from None
     if not (np.isfinite(t) & (t >= 0)).all():
         raise ValueError(f"threshold_pct must be finite and >= 0, got {np.asarray(threshold_pct)!r}")
-    low, high, q = arrays["low"], arrays["high"], arrays["q"]
-    worst_noise = np.maximum(arrays["noise_base"], arrays["noise_head"])
+    low, high, q, noise_base, noise_head = arrays
+    worst_noise = np.maximum(noise_base, noise_head)
     noisy = worst_noise > NOISE_LIMIT
     no_interval = np.isnan(low) | np.isnan(high)
     above, below = low > 1.0 + t, high < 1.0 - t

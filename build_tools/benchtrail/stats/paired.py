@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import wilcoxon
 
 from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _as_clusters, _as_series, _check_bootstrap_args,
-                                         _check_values, _two_stage_indices, benjamini_hochberg)
+                                         _check_values, _tails, _two_stage_indices, benjamini_hochberg)
 from benchtrail.stats.inference import Inference, classify
 
 
@@ -52,21 +52,18 @@ def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower
         if x.size != y.size:
             raise ValueError(f"series {i}: {x.size} base and {y.size} head samples; paired samples come in pairs")
     k = _as_clusters(clusters, b, "pair")
-    n = len(b)
-    ratio, low, high, p, spread = (np.full(n, np.nan) for _ in range(5))
-    pct = [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
+    ratio, low, high, p, spread = (np.full(len(b), np.nan) for _ in range(5))
     for i, (x, y) in enumerate(zip(b, h)):
         d = np.log(y) - np.log(x)
         ratio[i] = np.exp(np.median(d))
-        r = np.exp(d)
-        q25, q50, q75 = np.percentile(r, [25, 50, 75])
+        q25, q50, q75 = np.percentile(np.exp(d), [25, 50, 75])
         spread[i] = (q75 - q25) / q50
         if d.size < MIN_SAMPLES:
             continue
         rng = np.random.default_rng([seed, d.size, int(k[i])])
         medians = np.median(d[_two_stage_indices(rng, d.size, int(k[i]), resamples)], axis=1)
-        low[i], high[i] = np.exp(np.percentile(medians, pct))
+        low[i], high[i] = np.exp(np.percentile(medians, _tails(level)))
         p[i] = 1.0 if not d.any() else wilcoxon(d).pvalue
     q = benjamini_hochberg(p)
-    classes = classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha)
-    return Inference(ratio, low, high, p, q, spread, spread.copy(), 50.0 * (high - low), *classes)
+    return Inference(ratio, low, high, p, q, spread, spread.copy(), 50.0 * (high - low),
+                     *classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha))

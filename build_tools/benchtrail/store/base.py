@@ -21,8 +21,8 @@ from benchtrail.errors import UserError
 
 #: Version history of commit pointers:
 #:   1 — first version.
-#:   2 — gains baseline_keys (one per device: ``benchtrail.results.baseline_key.BaselineKey``) and results (the
-#:       run's results file names, the only ones a baseline lookup fetches).
+#:   2 — gains baseline_keys (one per device: ``benchtrail.results.baseline_key.BaselineKey``) and
+#:       results (the run's results file names, the only ones a baseline lookup fetches).
 POINTER_SCHEMA_VERSION = 2
 
 #: Every file of a run; the default of ``fetch_run`` and ``upload_run``.
@@ -34,13 +34,18 @@ WILDCARDS = frozenset("[]*?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def is_safe_id(value: Any) -> bool:
+    """Whether ``value`` is a safe run id or commit: letters, digits, ``.``, ``_`` and ``-``, no ``..``."""
+    return isinstance(value, str) and bool(_SAFE_ID.match(value)) and ".." not in value
+
+
 def check_id(value: str, what: str) -> str:
     """Return ``value`` if it is a safe run id or commit: letters, digits, ``.``, ``_``, ``-``.
 
     Raises:
         UserError: anything else (a ``..``, a slash, a wildcard, an empty string), quoting the value.
     """
-    if not isinstance(value, str) or not _SAFE_ID.match(value) or ".." in value:
+    if not is_safe_id(value):
         raise UserError(f"{what} {value!r} is not path-safe: use letters, digits, '.', '_' and '-' only")
     return value
 
@@ -54,6 +59,11 @@ def check_attempt(attempt: int) -> int:
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise UserError(f"attempt {attempt!r} is not a whole number from 1")
     return attempt
+
+
+def run_path(run_id: str, attempt: int) -> str:
+    """``runs/<run_id>/<attempt>``, both checked (``check_id``, ``check_attempt``)."""
+    return f"runs/{check_id(run_id, 'run id')}/{check_attempt(attempt)}"
 
 
 def unsafe_reason(name: str) -> str | None:
@@ -141,21 +151,32 @@ def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:
         if not pattern or pattern.startswith("/") or ".." in pattern.split("/") or "\\" in pattern:
             raise UserError(f"pattern {pattern!r} must be relative to the run directory, without '..' "
                             "(e.g. 'results/*.json', 'modules/<name>/**')")
-        parts, regex = pattern.split("/"), ""
-        for k, part in enumerate(parts):
-            last = k == len(parts) - 1
-            if part == "**":
-                regex += ".+" if last else "(?:[^/]+/)*"
-            else:
-                regex += _segment_regex(part) + ("" if last else "/")
-        alternatives.append(f"(?:{regex})")
+        *folders, last = pattern.split("/")
+        regex = "".join("(?:[^/]+/)*" if part == "**" else _segment_regex(part) + "/" for part in folders)
+        alternatives.append(f"(?:{regex}{'.+' if last == '**' else _segment_regex(last)})")
     return re.compile("^(?:" + "|".join(alternatives) + ")$")
 
 
 def select(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
     """The names matched by ``patterns`` (see ``compile_patterns``), sorted."""
-    regex = compile_patterns(patterns)
-    return sorted(n for n in names if regex.match(n))
+    return sorted(filter(compile_patterns(patterns).match, names))
+
+
+def shown(names: Sequence[str], limit: int = 5) -> str:
+    """``a, b, c and 4 more``."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def upload_names(local_dir: Path, patterns: Sequence[str]) -> list[str]:
+    """The files of ``local_dir`` that an upload of ``patterns`` stores (``local_files``, ``select``).
+
+    Raises:
+        UserError: an unsafe file name, or no file matching.
+    """
+    names = select(local_files(local_dir), patterns)
+    if not names:
+        raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
+    return names
 
 
 def local_files(folder: Path) -> list[str]:
@@ -167,12 +188,8 @@ def local_files(folder: Path) -> list[str]:
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"run directory {folder} does not exist or is not a folder")
-    names = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            name = path.relative_to(folder).as_posix()
-            names.append(check_relative_name(name, str(path)))
-    return names
+    return [check_relative_name(path.relative_to(folder).as_posix(), str(path))
+            for path in sorted(folder.rglob("*")) if path.is_file()]
 
 
 class Store(Protocol):
@@ -207,8 +224,8 @@ class Store(Protocol):
 
 
 def stored_time(when: Any) -> str:
-    """``when`` (an aware ``datetime``, or a POSIX timestamp in seconds) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC),
-    the form of a pointer's ``stored_at``: strings of this form sort in time order."""
+    """``when`` (an aware ``datetime``, or a POSIX timestamp in seconds) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``
+    (UTC), the form of a pointer's ``stored_at``: strings of this form sort in time order."""
     import datetime
 
     if not isinstance(when, datetime.datetime):
@@ -217,9 +234,9 @@ def stored_time(when: Any) -> str:
 
 
 def pointerless(runs: Iterable[tuple[str, int]], pointer_names: Iterable[str]) -> list[tuple[str, int]]:
-    """The ``(run id, attempt)`` of ``runs`` that no pointer file name (``<run id>-<attempt>.json``, any commit)
-    names, sorted: runs a writer started and never finished storing (a killed or interrupted pipeline, a job
-    that failed before its pointer). Stores are create-only: such runs stay, listed as incomplete, never read as
-    a baseline (a baseline is found through pointers only)."""
+    """The ``(run id, attempt)`` of ``runs`` that no pointer file name (``<run id>-<attempt>.json``, any
+    commit) names, sorted: runs a writer started and never finished storing (a killed or interrupted
+    pipeline, a job that failed before its pointer). Stores are create-only: such runs stay, listed as
+    incomplete, never read as a baseline (a baseline is found through pointers only)."""
     named = set(pointer_names)
     return sorted({(r, a) for r, a in runs if f"{r}-{a}.json" not in named})

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,18 +74,17 @@ def start_emulator(host: str = "127.0.0.1", port: int | None = None, timeout_s: 
     log = Path(tempfile.mkstemp(prefix="gcs-emulator-", suffix=".log")[1])
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, "start", "--host", host, "--port", str(port), "--in-memory", "-q"],
+            [sys.executable, "-c", _LAUNCH, "start", "--host", host, "--port", str(port),
+             "--in-memory", "-q"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://{host}:{port}"
     emulator = Emulator(url, process, log)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             with urllib.request.urlopen(f"{url}/storage/v1/b?project=probe", timeout=2):
                 return emulator
-        except (urllib.error.URLError, OSError):
+        except OSError:  # urllib.error.URLError included: not answering yet
             time.sleep(0.05)
     text = log.read_text(errors="replace")[-4000:]
     emulator.stop()

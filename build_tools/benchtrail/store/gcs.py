@@ -23,9 +23,9 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail import jsonio
 from benchtrail.errors import StoreError, UserError
-from benchtrail.store.base import (ALL_FILES, check_attempt, check_id, check_relative_name, compile_patterns,
-                                   local_files, pointerless, select, stored_time, unsafe_reason)
-from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, shown
+from benchtrail.store.base import (ALL_FILES, check_id, check_relative_name, compile_patterns, pointerless,
+                                   run_path, shown, stored_time, unsafe_reason, upload_names)
+from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, deadline_cap
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files
 
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
@@ -53,18 +53,14 @@ class GcsStore:
     staging: Path
 
     @property
-    def bucket_name(self) -> str:
-        return self.io.bucket_name
-
-    @property
     def url(self) -> str:
-        return f"gs://{self.bucket_name}/{self.prefix}".rstrip("/")
+        return self.io.object_url(self.prefix).rstrip("/")
 
     def _key(self, *parts: str) -> str:
         return "/".join(p for p in (self.prefix, *parts) if p)
 
     def _run_prefix(self, run_id: str, attempt: int) -> str:
-        return self._key("runs", check_id(run_id, "run id"), str(check_attempt(attempt))) + "/"
+        return self._key(run_path(run_id, attempt)) + "/"
 
     def run_url(self, run_id: str, attempt: int) -> str:
         """``gs://<bucket>/<prefix>/runs/<run_id>/<attempt>/``, for ``gcloud storage cp -r <url> .``."""
@@ -72,17 +68,7 @@ class GcsStore:
 
     def run_dir(self, run_id: str, attempt: int) -> Path:
         """The local staging folder of a run: written before ``upload_run``, filled by ``fetch_run``."""
-        return self.staging / "runs" / check_id(run_id, "run id") / str(check_attempt(attempt))
-
-    def check_access(self) -> None:
-        """List at most one object under the prefix: the bucket exists and we may list it.
-
-        Raises:
-            StoreError: a missing bucket, no permission or no credentials, or still failing when the
-                listing deadline (``LIST_DEADLINE_S``, capped by ``$BENCHTRAIL_STORE_DEADLINE_S``) ran
-                out, naming the bucket.
-        """
-        self.io.list(self._key() + "/" if self.prefix else "", self.io.deadline(LIST_DEADLINE_S), max_results=1)
+        return self.staging / run_path(run_id, attempt)
 
     def create_run_dir(self, run_id: str, attempt: int) -> Path:
         """Check that the run's prefix holds no object, then create its empty local staging folder.
@@ -108,8 +94,8 @@ class GcsStore:
                             "BENCHTRAIL_STAGING to another folder")
         return path
 
-    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S,
-                   patterns: Sequence[str] = ALL_FILES) -> int:
+    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *,
+                   deadline_s: float = DEFAULT_DEADLINE_S, patterns: Sequence[str] = ALL_FILES) -> int:
         """Upload the files under ``local_dir`` matching ``patterns`` into the run's prefix, create-only.
 
         An object that already exists with the same bytes (crc32c and size) counts as uploaded; one
@@ -125,41 +111,36 @@ class GcsStore:
                 ``deadline_s`` ran out, naming the bucket and the objects.
         """
         prefix = self._run_prefix(run_id, attempt)
-        names = select(local_files(local_dir), patterns)
-        if not names:
-            raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
+        names = upload_names(local_dir, patterns)
         self.io.upload(Path(local_dir), names, prefix, deadline_s, hint="upload the run under a new attempt")
         return len(names)
 
     def incomplete_runs(self) -> list[tuple[str, int]]:
-        """The runs with objects and no commit pointer (``benchtrail.store.base.pointerless``), sorted. Lists every
-        object name under ``runs/`` and ``commits/``: one listing of the whole store.
+        """The runs with objects and no commit pointer (``benchtrail.store.base.pointerless``), sorted. Lists
+        every object name under ``runs/`` and ``commits/``: one listing of the whole store.
 
         Raises:
             StoreError: the listing still failing at its deadline.
         """
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         runs_prefix, commits_prefix = self._key("runs") + "/", self._key("commits") + "/"
-        runs = set()
-        for blob in self.io.list(runs_prefix, deadline):
-            parts = blob.name[len(runs_prefix):].split("/")
-            if len(parts) > 2 and parts[1].isdigit():
-                runs.add((parts[0], int(parts[1])))
+        runs = {(parts[0], int(parts[1])) for blob in self.io.list(runs_prefix, deadline)
+                if len(parts := blob.name[len(runs_prefix):].split("/")) > 2 and parts[1].isdigit()}
         return pointerless(runs, (b.name.rsplit("/", 1)[-1] for b in self.io.list(commits_prefix, deadline)))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
-        """The names of the run's objects, relative to its prefix, sorted (folder placeholders left out); [] for
-        no such run.
+        """The names of the run's objects, relative to its prefix, sorted (folder placeholders left out); []
+        for no such run.
 
         Raises:
             UserError: the listing still failing when ``deadline_s`` ran out.
         """
         prefix = self._run_prefix(run_id, attempt)
-        listed = self.io.list(prefix, self.io.deadline(deadline_s))
-        return sorted(b.name[len(prefix):] for b in listed if b.name[len(prefix):] and not b.name.endswith("/"))
+        return sorted(b.name[len(prefix):] for b in self.io.list(prefix, self.io.deadline(deadline_s))
+                      if not b.name.endswith("/"))  # a folder placeholder, or the prefix itself
 
-    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None, patterns: Sequence[str] = ALL_FILES,
-                  *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
+    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
+                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
         """Download the run's objects matching ``patterns`` into ``dest`` (default: ``run_dir``).
 
         Objects land at ``dest/<name relative to the run prefix>``. Every name under the run's prefix
@@ -210,7 +191,8 @@ class GcsStore:
         prefix = self._key("commits", commit) + "/"
         with tempfile.TemporaryDirectory(prefix="benchtrail-pointer-") as folder:
             jsonio.write_json(Path(folder) / name, document)
-            self.io.upload(Path(folder), [name], prefix, DEFAULT_DEADLINE_S, hint="each run writes its pointer once")
+            self.io.upload(Path(folder), [name], prefix, DEFAULT_DEADLINE_S,
+                           hint="each run writes its pointer once")
         return self.io.object_url(prefix + name)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
@@ -226,14 +208,14 @@ class GcsStore:
             name = blob.name[len(prefix):]
             if name.endswith(".json") and "/" not in name and unsafe_reason(name) is None:
                 if (blob.size or 0) > MAX_POINTER_BYTES:
-                    too_big.append(f"commit pointer {self.io.object_url(blob.name)} is {blob.size} bytes, more than "
-                                   f"{MAX_POINTER_BYTES}; not read")
+                    too_big.append(f"commit pointer {self.io.object_url(blob.name)} is "
+                                   f"{blob.size} bytes, more than {MAX_POINTER_BYTES}; not read")
                 else:
                     chosen.append((name, blob))
         folder = self.staging / "commits" / commit
         self.io.download(chosen, folder, deadline, cache=True)
-        return read_pointer_files(((folder / name, stored_time(blob.time_created)) for name, blob in chosen), commit,
-                                  too_big)
+        return read_pointer_files(((folder / name, stored_time(blob.time_created)) for name, blob in chosen),
+                                  commit, too_big)
 
 
 def make_client() -> Any:
@@ -249,7 +231,8 @@ def make_client() -> Any:
     project = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
     try:
         if os.environ.get("STORAGE_EMULATOR_HOST"):
-            return storage.Client(project=project or "benchtrail-emulator", credentials=AnonymousCredentials())
+            return storage.Client(project=project or "benchtrail-emulator",
+                                  credentials=AnonymousCredentials())
         return storage.Client(project=project)
     except auth_exceptions.DefaultCredentialsError as exc:
         raise StoreError("no Google Cloud credentials: run `gcloud auth application-default login`, or set "
@@ -275,6 +258,7 @@ def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None
             ``StoreError`` (a UserError): no credentials, a missing bucket, no permission, or a
             listing still failing at its deadline (an outage), each naming the bucket.
     """
+    deadline_cap()  # a bad value is the user's error, raised before an outage (``compare`` only warns of one)
     match = _GS_URL.match(url)
     if not match:
         raise UserError(f"store URL {url!r} is not gs://BUCKET[/PREFIX]")
@@ -286,7 +270,9 @@ def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None
         check_relative_name(prefix, f"store URL {url!r}")
     if staging is None:
         staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / bucket / prefix
-    io = BucketIO(client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY, max_workers)
-    store = GcsStore(io, prefix, Path(staging))
-    store.check_access()
-    return store
+    io = BucketIO(client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY,
+                  max_workers)
+    # List at most one object under the prefix: the bucket exists and we may list it (a StoreError names the
+    # bucket: missing, no permission or credentials, or still failing at LIST_DEADLINE_S).
+    io.list(prefix + "/" if prefix else "", io.deadline(LIST_DEADLINE_S), max_results=1)
+    return GcsStore(io, prefix, Path(staging))

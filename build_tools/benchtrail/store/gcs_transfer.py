@@ -11,8 +11,8 @@ with jitter) until one deadline shared by the whole transfer runs out (``SharedD
 from __future__ import annotations
 
 import base64
+import math
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +29,7 @@ from google.cloud.storage.exceptions import InvalidResponse
 from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail.errors import StoreError, UserError
+from benchtrail.store.base import shown
 
 #: Seconds a whole transfer may spend retrying transient errors (``--deadline``).
 DEFAULT_DEADLINE_S = 600.0
@@ -53,17 +54,17 @@ def deadline_cap() -> float | None:
     try:
         value = float(text)
     except ValueError:
-        value = float("nan")
-    if not (value > 0 and value != float("inf")):
-        raise UserError(f"{DEADLINE_ENV}={os.environ[DEADLINE_ENV]!r} is not allowed: give the seconds that every GCS "
-                        "store operation may spend retrying, a number above 0 (e.g. 30), or leave it unset")
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise UserError(f"{DEADLINE_ENV}={os.environ[DEADLINE_ENV]!r} is not allowed: give "
+                        "the seconds that every GCS store operation may spend retrying, a number above 0 "
+                        "(e.g. 30), or leave it unset")
     return value
 
 
 def request_timeout_s() -> float:
     """Seconds to wait for one HTTP response: ``REQUEST_TIMEOUT_S``, or less under ``deadline_cap()``."""
-    cap = deadline_cap()
-    return REQUEST_TIMEOUT_S if cap is None else min(REQUEST_TIMEOUT_S, cap)
+    return min(REQUEST_TIMEOUT_S, deadline_cap() or math.inf)
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,9 @@ class SharedDeadline:
     seconds: float
     deadline_at: float
 
-    @classmethod
-    def starting_now(cls, policy: Retry, seconds: float) -> SharedDeadline:
-        return cls(policy, seconds, time.monotonic() + seconds)
-
     def __call__(self, func: Callable[..., Any], on_error: Callable[[Exception], Any] | None = None):
-        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func, on_error=on_error)
+        left = max(0.0, self.deadline_at - time.monotonic())
+        return self.policy.with_timeout(left)(func, on_error=on_error)
 
 
 def file_crc32c(path: Path) -> str:
@@ -97,11 +95,6 @@ def file_crc32c(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             checksum.update(block)
     return base64.b64encode(checksum.digest()).decode("ascii")
-
-
-def shown(names: Sequence[str], limit: int = 5) -> str:
-    """``a, b, c and 4 more``."""
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -123,8 +116,8 @@ class BucketIO:
         Raises:
             UserError: a bad ``BENCHTRAIL_STORE_DEADLINE_S`` (:func:`deadline_cap`).
         """
-        cap = deadline_cap()
-        return SharedDeadline.starting_now(self.retry, seconds if cap is None else min(seconds, cap))
+        seconds = min(seconds, deadline_cap() or math.inf)
+        return SharedDeadline(self.retry, seconds, time.monotonic() + seconds)
 
     def explain(self, exc: BaseException, deadline: SharedDeadline, not_found: str) -> str:
         """One line saying what went wrong; ``not_found`` is what a 404 means in this context."""
@@ -136,13 +129,15 @@ class BucketIO:
             return prefix + not_found
         if isinstance(cause, (api_exceptions.Forbidden, api_exceptions.Unauthorized)):
             return (prefix + f"no permission ({cause.code} {cause.message}); the store needs "
-                    f"roles/storage.objectViewer and roles/storage.objectCreator on bucket {self.bucket_name!r}")
+                    f"roles/storage.objectViewer and roles/storage.objectCreator on "
+                    f"bucket {self.bucket_name!r}")
         if isinstance(cause, api_exceptions.GoogleAPICallError):
             return prefix + f"{cause.code} {cause.message}"
         if isinstance(cause, InvalidResponse):  # raised by media uploads and downloads
             response = cause.response
             text = getattr(response, "text", "") or ""
-            return prefix + f"{response.status_code} {getattr(response, 'reason', '') or ''} {text[:200]}".rstrip()
+            reason = getattr(response, "reason", "") or ""
+            return prefix + f"{response.status_code} {reason} {text[:200]}".rstrip()
         if isinstance(cause, auth_exceptions.GoogleAuthError):
             return prefix + f"credentials failed: {cause}"
         return prefix + f"{type(cause).__name__}: {cause}"
@@ -184,8 +179,7 @@ class BucketIO:
             upload_kwargs={"if_generation_match": 0, "checksum": "crc32c", "retry": deadline,
                            "timeout": request_timeout_s()},
             worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
-        conflicts: list[str] = []
-        failures: list[str] = []
+        conflicts, failures = [], []
         for name, blob, crc, result in zip(names, blobs, crcs, results):
             where = self.object_url(blob.name)
             if isinstance(result, api_exceptions.PreconditionFailed):
@@ -205,12 +199,13 @@ class BucketIO:
                              f"{self.bucket_name!r} failed: " + "; ".join(failures[:5])
                              + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""))
         if conflicts:
-            raise UserError(f"{len(conflicts)} object(s) already exist with other content: {shown(conflicts)}; "
-                            f"never overwritten ({hint})")
+            raise UserError(f"{len(conflicts)} object(s) already exist with other "
+                            f"content: {shown(conflicts)}; never overwritten ({hint})")
 
     def download(self, chosen: Sequence[tuple[str, Any]], dest: Path, deadline: SharedDeadline, *,
                  cache: bool = False) -> None:
-        """Download each ``(name, blob)`` to ``dest/<name>``: temp files, crc32c-checked, then linked in place.
+        """Download each ``(name, blob)`` to ``dest/<name>``: temp files, crc32c-checked, then linked in
+        place.
 
         A local file with the blob's bytes is kept (not downloaded again); one with other bytes is an
         error, unless ``dest`` is a ``cache`` of ours (then it is replaced). Names must be safe already.
@@ -230,43 +225,40 @@ class BucketIO:
             final.unlink(missing_ok=True)
             todo.append((name, blob))
         if differs:
-            raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content ({shown(differs)}); "
+            raise UserError(f"{len(differs)} file(s) already exist in {dest} with other "
+                            f"content ({shown(differs)}); "
                             "remove them or fetch into another folder")
         if not todo:
             return
         try:
             dest.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(dir=dest, prefix=".fetch-"))
+            with tempfile.TemporaryDirectory(dir=dest, prefix=".fetch-", ignore_cleanup_errors=True) as tmp:
+                parts = [Path(tmp) / str(i) for i in range(len(todo))]
+                results = transfer_manager.download_many(
+                    [(blob, str(part)) for (_, blob), part in zip(todo, parts)],
+                    download_kwargs={"checksum": "crc32c", "retry": deadline, "timeout": request_timeout_s()},
+                    worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
+                failures = []
+                for (_, blob), part, result in zip(todo, parts, results):
+                    where = self.object_url(blob.name)
+                    if isinstance(result, Exception):
+                        failures.append(f"{where}: {self.explain(result, deadline, 'it no longer exists')}")
+                    elif blob.crc32c and file_crc32c(part) != blob.crc32c:
+                        failures.append(f"{where}: downloaded bytes do not match its crc32c {blob.crc32c}")
+                if failures:
+                    raise StoreError(f"download of {len(failures)} of {len(todo)} object(s) from bucket "
+                                     f"{self.bucket_name!r} failed: " + "; ".join(failures[:5]))
+                for (name, blob), part in zip(todo, parts):
+                    final = dest / name
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        os.link(part, final)  # create-only, like every write of benchtrail
+                    except FileExistsError:
+                        if file_crc32c(final) != blob.crc32c:
+                            differs.append(name)
+                if differs:
+                    raise UserError(f"{len(differs)} file(s) appeared in {dest} during the "
+                                    f"fetch with other content ({shown(differs)}); remove them or "
+                                    f"fetch into another folder")
         except OSError as exc:
             raise UserError(f"cannot write into {dest}: {exc.strerror or exc}") from exc
-        try:
-            parts = [tmp / str(i) for i in range(len(todo))]
-            results = transfer_manager.download_many(
-                [(blob, str(part)) for (_, blob), part in zip(todo, parts)],
-                download_kwargs={"checksum": "crc32c", "retry": deadline, "timeout": request_timeout_s()},
-                worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
-            failures = []
-            for (_, blob), part, result in zip(todo, parts, results):
-                where = self.object_url(blob.name)
-                if isinstance(result, Exception):
-                    failures.append(f"{where}: {self.explain(result, deadline, 'it no longer exists')}")
-                elif blob.crc32c and file_crc32c(part) != blob.crc32c:
-                    failures.append(f"{where}: downloaded bytes do not match its crc32c {blob.crc32c}")
-            if failures:
-                raise StoreError(f"download of {len(failures)} of {len(todo)} object(s) from bucket "
-                                 f"{self.bucket_name!r} failed: " + "; ".join(failures[:5]))
-            for (name, blob), part in zip(todo, parts):
-                final = dest / name
-                final.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(part, final)  # create-only, like every write of benchtrail
-                except FileExistsError:
-                    if file_crc32c(final) != blob.crc32c:
-                        differs.append(name)
-            if differs:
-                raise UserError(f"{len(differs)} file(s) appeared in {dest} during the fetch with other content "
-                                f"({shown(differs)}); remove them or fetch into another folder")
-        except OSError as exc:
-            raise UserError(f"cannot write into {dest}: {exc.strerror or exc}") from exc
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -6,15 +6,16 @@ import filecmp
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, local_files,
-                                   pointerless, select, stored_time, unsafe_reason)
+from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, is_safe_id,
+                                   local_files, pointerless, run_path, select, shown, stored_time,
+                                   unsafe_reason, upload_names)
 
 
 def place_file(src: Path, dst: Path) -> bool | None:
@@ -40,12 +41,15 @@ def place_file(src: Path, dst: Path) -> bool | None:
 def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) -> None:
     """``place_file`` for each name; then one UserError listing the names whose ``dest`` copy differs.
 
-    ``conflict`` ends that message: what the user should do.
+    ``conflict`` ends that message: what the user should do. A failed copy is a UserError too.
     """
-    differs = [n for n in names if place_file(src_dir / n, dest / n) is None]
+    try:
+        differs = [n for n in names if place_file(src_dir / n, dest / n) is None]
+    except OSError as exc:
+        raise UserError(f"cannot copy {src_dir} into {dest}: {exc.strerror or exc}") from exc
     if differs:
-        shown = ", ".join(differs[:5]) + (f" and {len(differs) - 5} more" if len(differs) > 5 else "")
-        raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content ({shown}); {conflict}")
+        raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content "
+                        f"({shown(differs)}); {conflict}")
 
 
 class Pointers(list):
@@ -66,32 +70,30 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
     ``baseline_keys`` and ``results`` (safe names under ``results/``). A pointer is data anyone with
     create rights may have written: nothing in it is used before this check."""
     run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
-    try:
-        check_id(run_id, "run id")
-        safe = len(run_id) <= 64
-    except UserError:
-        safe = False
-    if not safe:
+    if not (is_safe_id(run_id) and len(run_id) <= 64):
         return f"run_id {str(run_id)[:80]!r} is not a run id (letters, digits, '.', '_', '-', at most 64)"
     if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= 10_000:
         return f"attempt {str(attempt)[:80]!r} is not a whole number from 1"
     if name != f"{run_id}-{attempt}.json":
         return f"its name {name!r} is not {run_id}-{attempt}.json, the name its run writes"
     if commit is not None and pointer.get("commit") != commit:
-        return f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under ({commit})"
-    devices, keys, results = pointer.get("devices", []), pointer.get("baseline_keys", []), pointer.get("results", [])
-    if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+        return (f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under "
+                f"({commit})")
+
+    def list_of(field: str, valid: Callable[[Any], bool]) -> bool:
+        return isinstance(pointer.get(field, []), list) and all(map(valid, pointer.get(field, [])))
+
+    if not list_of("devices", lambda d: isinstance(d, str)):
         return "devices is not a list of names"
     if not isinstance(pointer.get("torch_version", ""), str):
         return "torch_version is not a string"
-    if not isinstance(keys, list) or not all(
-            isinstance(k, dict) and isinstance(k.get("device"), str) and isinstance(k.get("torch_version"), str)
-            and (k.get("gpu") is None or isinstance(k.get("gpu"), str))
-            and isinstance(k.get("method_version"), int) and not isinstance(k.get("method_version"), bool)
-            for k in keys):
+    if not list_of("baseline_keys", lambda k: isinstance(k, dict) and isinstance(k.get("device"), str)
+                   and isinstance(k.get("torch_version"), str)
+                   and isinstance(k.get("gpu", ""), (str, type(None)))
+                   and type(k.get("method_version")) is int):  # JSON: an int, not a bool
         return "baseline_keys is not a list of {device, gpu, torch_version, method_version}"
-    if not isinstance(results, list) or not all(
-            isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None for r in results):
+    if not list_of("results",
+                   lambda r: isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None):
         return "results is not a list of safe names under results/"
     return None
 
@@ -110,27 +112,28 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = N
     for p, stored_at in paths:
         try:
             if p.stat().st_size > MAX_POINTER_BYTES:
-                raise UserError(f"commit pointer {p} is {p.stat().st_size} bytes, more than {MAX_POINTER_BYTES}")
+                raise UserError(f"commit pointer {p} is {p.stat().st_size} bytes, "
+                                f"more than {MAX_POINTER_BYTES}")
             pointer = jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION)
+            why = pointer_problem(pointer, p.name, commit)
+            if why:
+                raise UserError(f"commit pointer {p}: {why}")
         except UserError as exc:
             problems.append(str(exc))
-            continue
-        except (OSError, ValueError, RecursionError) as exc:  # undecodable bytes, absurd numbers, deep nesting
+        except (OSError, ValueError,
+                RecursionError) as exc:  # undecodable bytes, absurd numbers, deep nesting
             problems.append(f"commit pointer {p} cannot be read: {type(exc).__name__}: {str(exc)[:200]}")
-            continue
-        why = pointer_problem(pointer, p.name, commit)
-        if why:
-            problems.append(f"commit pointer {p}: {why}")
-            continue
-        pointer["stored_at"] = (own_time and _created(pointer)) or stored_at  # the store's own record
-        found.append(pointer)
+        else:
+            pointer["stored_at"] = (own_time and _created(pointer)) or stored_at  # the store's own record
+            found.append(pointer)
     pointers = Pointers(sorted(found, key=lambda d: (d["stored_at"], d["run_id"], d["attempt"])))
     pointers.unreadable = tuple(problems)
     return pointers
 
 
 def _created(pointer: dict[str, Any]) -> str | None:
-    """A pointer's ``created`` (ISO 8601 with its offset) in ``stored_time``'s form, or None without a valid one."""
+    """A pointer's ``created`` (ISO 8601 with its offset) in ``stored_time``'s form, or None without a valid
+    one."""
     import datetime
 
     try:
@@ -158,7 +161,7 @@ class LocalStore:
 
     def run_dir(self, run_id: str, attempt: int) -> Path:
         """``<root>/runs/<run_id>/<attempt>``: the run directory itself (it may not exist yet)."""
-        return self.root / "runs" / check_id(run_id, "run id") / str(check_attempt(attempt))
+        return self.root / run_path(run_id, attempt)
 
     def run_url(self, run_id: str, attempt: int) -> str:
         """The absolute path of the run directory, as shown in comments (``ls <path>``)."""
@@ -175,7 +178,8 @@ class LocalStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.mkdir()
         except FileExistsError as exc:
-            raise UserError(f"run directory {path} exists; runs are never overwritten (use a new attempt)") from exc
+            raise UserError(f"run directory {path} exists; runs are never overwritten (use a new "
+                            "attempt)") from exc
         except OSError as exc:
             raise UserError(f"cannot create run directory {path}: {exc.strerror or exc}") from exc
         return path
@@ -196,27 +200,23 @@ class LocalStore:
                 (files in a run directory are never overwritten).
         """
         target = self.run_dir(run_id, attempt)
-        names = select(local_files(local_dir), patterns)
-        if not names:
-            raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
+        names = upload_names(local_dir, patterns)
         if Path(local_dir).resolve() != target.resolve():
-            try:
-                place_files(Path(local_dir), names, target,
-                            "files in a run directory are never overwritten (use a new attempt)")
-            except OSError as exc:
-                raise UserError(f"cannot copy {local_dir} into {target}: {exc.strerror or exc}") from exc
+            place_files(Path(local_dir), names, target,
+                        "files in a run directory are never overwritten (use a new attempt)")
         return len(names)
 
     def incomplete_runs(self) -> list[tuple[str, int]]:
         """The runs with a folder and no commit pointer (``benchtrail.store.base.pointerless``), sorted."""
-        runs = [(d.parent.name, int(d.name)) for d in self.root.glob("runs/*/*") if d.is_dir() and d.name.isdigit()]
+        runs = [(d.parent.name, int(d.name)) for d in self.root.glob("runs/*/*")
+                if d.is_dir() and d.name.isdigit()]
         return pointerless(runs, (p.name for p in self.root.glob("commits/*/*.json")))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
         """The names of the run's files, relative to its directory, sorted; [] for no such run (``deadline_s``
         is ignored, as in :meth:`fetch_run`)."""
         target = self.run_dir(run_id, attempt)
-        return sorted(local_files(target)) if target.is_dir() else []
+        return local_files(target) if target.is_dir() else []
 
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
@@ -238,10 +238,7 @@ class LocalStore:
             raise UserError(f"no file of run {source} matches {', '.join(patterns)}")
         if dest is None or Path(dest).resolve() == source.resolve():
             return source
-        try:
-            place_files(source, names, Path(dest), "remove them or fetch into another folder")
-        except OSError as exc:
-            raise UserError(f"cannot copy {source} into {dest}: {exc.strerror or exc}") from exc
+        place_files(source, names, Path(dest), "remove them or fetch into another folder")
         return Path(dest)
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path:
@@ -260,32 +257,28 @@ class LocalStore:
         return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit, own_time=True)
 
 
-def open_local_store(url: str, path: str) -> LocalStore:
-    """Open the folder ``path`` (from store URL ``url``) and check that it can be written.
+def open_local_store(url: str, path: str, read_only: bool = False) -> LocalStore:
+    """Open the folder ``path`` (from store URL ``url``) and check that it can be written; ``read_only``:
+    check that it exists, and create or write nothing.
 
     Raises:
-        UserError: the folder cannot be created or written.
+        UserError: the folder cannot be created or written; ``read_only``: it does not exist ("no such store")
+            or is not a folder.
     """
     root = Path(path)
+    if read_only:
+        if not root.exists():
+            raise UserError(f"no such store: {root} does not exist (store {url!r}); give the folder, "
+                            "file:///ABS/PATH or gs://BUCKET[/PREFIX] that `benchtrail "
+                            "pipeline` or `benchtrail upload` wrote to")
+        if not root.is_dir():
+            raise UserError(f"store {url!r}: {root} is not a folder; a store is a folder "
+                            f"holding runs/ and commits/")
+        return LocalStore(root)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".write-check-"):
             pass
     except OSError as exc:
         raise UserError(f"store {url!r} cannot be written: {exc.strerror or exc}") from exc
-    return LocalStore(root)
-
-
-def open_local_store_read_only(url: str, path: str) -> LocalStore:
-    """Open the existing folder ``path`` (from store URL ``url``) for reading: nothing is created or written.
-
-    Raises:
-        UserError: the folder does not exist ("no such store") or is not a folder.
-    """
-    root = Path(path)
-    if not root.exists():
-        raise UserError(f"no such store: {root} does not exist (store {url!r}); give the folder, file:///ABS/PATH "
-                        "or gs://BUCKET[/PREFIX] that `benchtrail pipeline` or `benchtrail upload` wrote to")
-    if not root.is_dir():
-        raise UserError(f"store {url!r}: {root} is not a folder; a store is a folder holding runs/ and commits/")
     return LocalStore(root)

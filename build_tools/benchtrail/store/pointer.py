@@ -28,23 +28,25 @@ def pointer_info(run_dir: Path) -> dict[str, Any]:
     from benchtrail.results.io import load_results_paths
 
     run_dir = Path(run_dir)
-    paths = sorted((run_dir / "results").glob("*.json")) if (run_dir / "results").is_dir() else []
+    paths = sorted((run_dir / "results").glob("*.json"))
     files = load_results_paths([run_dir])
     commits = {f.commit for f in files}
     versions = {f.environment.get("torch_version") for f in files}
     if len(commits) != 1 or len(versions) != 1:
-        raise UserError(f"{run_dir}: a pointer needs results of one commit and one torch version; found commits "
-                        f"{sorted(commits)} and torch versions {sorted(map(str, versions))}")
-    presets = sorted({p for f in files for p in f.run.get("presets", [])})
+        raise UserError(f"{run_dir}: a pointer needs results of one commit and one "
+                        f"torch version; found commits {sorted(commits)} and torch versions "
+                        f"{sorted(map(str, versions))}")
     keys = sorted(k for ks in keys_of_results(files).values() for k in ks)
-    return {"commit": commits.pop(), "dirty": any(f.dirty for f in files), "presets": presets,
+    return {"commit": commits.pop(), "dirty": any(f.dirty for f in files),
+            "presets": sorted({p for f in files for p in f.run.get("presets", [])}),
             "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
             "torch_version": versions.pop(), "baseline_keys": [k.to_dict() for k in keys],
             "results": [p.relative_to(run_dir).as_posix() for p in paths],
             "created": datetime.datetime.now(datetime.UTC).isoformat()}
 
 
-def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: dict[str, Any], url: Any) -> None:
+def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: dict[str, Any],
+                      url: Any) -> None:
     """Read the pointer under this run's name back: it must be the one this run wrote (a store that lets a
     create race, or ignores preconditions as an emulator does, would keep another writer's).
 
@@ -57,15 +59,15 @@ def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: 
     found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
              if (str(p.get("run_id")), p.get("attempt")) == (str(run_id), attempt)]
     if found != [wrote]:
-        raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: another writer created or "
-                        "changed it under this run's name (a clash; this run must not be a baseline: check who "
-                        "holds the store's write identity)")
+        raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: "
+                        "another writer created or changed it under this run's name (a clash; this run must "
+                        "not be a baseline: check who holds the store's write identity)")
 
 
 def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
-    """Whether a commit pointer of ``store`` names run ``run_id``/``attempt``, for the commits of the results files
-    in ``run_dir`` (its local copy); True when it has none or they cannot be read: nothing to tell the commit by.
-    A run no pointer names is incomplete (``Store.incomplete_runs``)."""
+    """Whether a commit pointer of ``store`` names run ``run_id``/``attempt``, for the commits of the results
+    files in ``run_dir`` (its local copy); True when it has none or they cannot be read: nothing to tell
+    the commit by. A run no pointer names is incomplete (``Store.incomplete_runs``)."""
     from benchtrail.results.io import load_results_paths
 
     results = sorted((Path(run_dir) / "results").glob("*.json"))

@@ -34,19 +34,16 @@ def model_source_digest(model: Model) -> str:
     Raises:
         ImportError: a module named by the model's entry points cannot be imported.
     """
-    hasher = hashlib.sha256()
     module_name, _, attr = model.entry_point.partition(":")
     module = importlib.import_module(module_name)
     bench = getattr(module, attr, None)
     if isinstance(bench, FunctionBenchmark):
-        for part in (bench.fn, bench.inputs, bench.reference):
-            if part is not None:
-                hasher.update(_source(part, module, anonymous=part is bench.fn).encode("utf-8"))
-        return hasher.hexdigest()
-    for entry in filter(None, (model.entry_point, model.reference_entry_point)):
-        module = importlib.import_module(entry.partition(":")[0])
-        hasher.update(inspect.getsource(module).encode("utf-8"))
-    return hasher.hexdigest()
+        texts = [_source(part, module, anonymous=part is bench.fn)
+                 for part in (bench.fn, bench.inputs, bench.reference) if part is not None]
+    else:
+        texts = [inspect.getsource(importlib.import_module(entry.partition(":")[0]))
+                 for entry in filter(None, (model.entry_point, model.reference_entry_point))]
+    return hashlib.sha256("".join(texts).encode()).hexdigest()
 
 
 def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> str:
@@ -137,16 +134,10 @@ def content_hash(config: Any, torch_version: str) -> str:
     from benchtrail.suite.serialization import serialize_and_pack
 
     gen = getattr(config, "module_generation_config", config)
-    bare_gen = dataclasses.replace(gen, presets=())
-    names: dict[str, str] = {}
-    if "function" in gen.model.tags:  # scheme 2: not its own name (HASH_SCHEME)
-        model = dataclasses.replace(gen.model, name=_ANONYMOUS[0], entry_point=_ANONYMOUS[1])
-        bare_gen = dataclasses.replace(bare_gen, name=_ANONYMOUS[0], model=model)
-        names = {"name": _ANONYMOUS[0]}
+    names = {"name": _ANONYMOUS[0]} if "function" in gen.model.tags else {}  # scheme 2: not its own name
+    model = dataclasses.replace(gen.model, entry_point=_ANONYMOUS[1], **names) if names else gen.model
+    bare_gen = dataclasses.replace(gen, presets=(), model=model, **names)
     bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen,
                                                               **names)
-    hasher = hashlib.sha256()
-    hasher.update(json.dumps(serialize_and_pack([bare]), sort_keys=True).encode("utf-8"))
-    hasher.update(torch_version.encode("utf-8"))
-    hasher.update(model_source_digest(gen.model).encode("utf-8"))
-    return hasher.hexdigest()
+    rendered = json.dumps(serialize_and_pack([bare]), sort_keys=True)
+    return hashlib.sha256((rendered + torch_version + model_source_digest(gen.model)).encode()).hexdigest()

@@ -56,8 +56,17 @@ class Task(str, enum.Enum):
     JACOBIAN = "jacobian"  # torch.func jacrev/jacfwd
 
 
+class _Named:
+    """A definition whose ``name`` is checked when it is made (:func:`benchtrail.suite.names.check_name`)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        check_name(self.name, type(self).__name__)
+
+
 @dataclass(frozen=True)
-class Model:
+class Model(_Named):
     """A PyTorch network or function built in code.
 
     Attributes:
@@ -88,15 +97,12 @@ class Model:
     params: tuple[tuple[str, Any], ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
     mutates_inputs: bool = field(default=False, metadata=OMIT_IF_DEFAULT)
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "Model")
-
     def __str__(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
-class DeviceSpec:
+class DeviceSpec(_Named):
     """A runner the benchmarks run on.
 
     Attributes:
@@ -114,15 +120,12 @@ class DeviceSpec:
     microarchitecture: str
     threads: int
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "DeviceSpec")
-
     def __str__(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
-class CompileConfig:
+class CompileConfig(_Named):
     """How to turn a model into a module: a mode, its options and the dtype of weights and inputs."""
 
     id: str
@@ -131,12 +134,9 @@ class CompileConfig:
     options: tuple[tuple[str, str], ...] = ()
     dtype: str = "f32"
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "CompileConfig")
-
 
 @dataclass(frozen=True)
-class ExecutionConfig:
+class ExecutionConfig(_Named):
     """How to run a module: the task, the batch size and the sampling policy.
 
     Attributes:
@@ -168,12 +168,9 @@ class ExecutionConfig:
     flush_l2: bool = False
     cuda_graphs: bool = True
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "ExecutionConfig")
-
 
 @dataclass(frozen=True)
-class ModuleGenerationConfig:
+class ModuleGenerationConfig(_Named):
     """One module: a model compiled by one compile config for one target architecture."""
 
     id: str
@@ -183,9 +180,6 @@ class ModuleGenerationConfig:
     target_architecture: Architecture
     presets: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "ModuleGenerationConfig")
-
     @classmethod
     def build(
         cls,
@@ -194,15 +188,13 @@ class ModuleGenerationConfig:
         target_architecture: Architecture,
         presets: tuple[str, ...] = (),
     ) -> "ModuleGenerationConfig":
-        composite = hash_composite_id(
-            [model.id, compile_config.id, f"arch-{target_architecture.value}"]
-        )
-        name = f"{model.name}.{compile_config.name}.{target_architecture.value}"
-        return cls(composite, name, model, compile_config, target_architecture, tuple(presets))
+        return cls(hash_composite_id([model.id, compile_config.id, f"arch-{target_architecture.value}"]),
+                   f"{model.name}.{compile_config.name}.{target_architecture.value}", model, compile_config,
+                   target_architecture, tuple(presets))
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(_Named):
     """One benchmark case: a module, an execution config and the device it runs on."""
 
     id: str
@@ -212,9 +204,6 @@ class RunConfig:
     target_device: DeviceSpec
     presets: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        check_name(self.name, "RunConfig")
-
     @classmethod
     def build(
         cls,
@@ -223,20 +212,13 @@ class RunConfig:
         target_device: DeviceSpec,
         presets: tuple[str, ...] = (),
     ) -> "RunConfig":
-        if module_generation_config.target_architecture != target_device.architecture:
-            raise ValueError(
-                f"module {module_generation_config.name} targets "
-                f"{module_generation_config.target_architecture.value}, device "
-                f"{target_device.name} is {target_device.architecture.value}"
-            )
-        composite = hash_composite_id(
-            [module_generation_config.id, execution_config.id, target_device.id]
-        )
         gen = module_generation_config
-        name = (
-            f"{gen.model.name}.{gen.compile_config.name}.{execution_config.name}.{target_device.name}"
-        )
-        return cls(composite, name, gen, execution_config, target_device, tuple(presets))
+        if gen.target_architecture != target_device.architecture:
+            raise ValueError(f"module {gen.name} targets {gen.target_architecture.value}, device "
+                             f"{target_device.name} is {target_device.architecture.value}")
+        return cls(hash_composite_id([gen.id, execution_config.id, target_device.id]),
+                   f"{gen.model.name}.{gen.compile_config.name}.{execution_config.name}.{target_device.name}",
+                   gen, execution_config, target_device, tuple(presets))
 
 
 @dataclass(frozen=True)

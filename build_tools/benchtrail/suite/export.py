@@ -25,6 +25,7 @@ printed, never written as a file (every file benchtrail writes has a root ``sche
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +52,14 @@ def shard(run_configs: tuple[RunConfig, ...], count: int) -> list[tuple[RunConfi
     return [tuple(ordered[i::count]) for i in range(count)]
 
 
-def _by_device(run_configs: tuple[RunConfig, ...]) -> dict[str, list[RunConfig]]:
+def _by_device(run_configs: tuple[RunConfig, ...]) -> list[tuple[str, list[RunConfig], dict[str, str]]]:
+    """``(device name, its run configs, {host_environment, architecture})`` per device, by name."""
     by_device: dict[str, list[RunConfig]] = {}
     for rc in run_configs:
         by_device.setdefault(rc.target_device.name, []).append(rc)
-    return by_device
+    return [(name, rcs, {"host_environment": rcs[0].target_device.host_environment,
+                         "architecture": rcs[0].target_device.architecture.value})
+            for name, rcs in sorted(by_device.items())]
 
 
 def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 1) -> dict[str, Any]:
@@ -66,32 +70,19 @@ def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 
 
 def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> dict[str, Any]:
     """The execution export of ``run_configs``: grouped by device, then by shard."""
-    by_device = _by_device(run_configs)
     devices = {}
-    for name, rcs in sorted(by_device.items()):
-        shards = shard(tuple(rcs), shard_count)
-        devices[name] = {
-            "host_environment": rcs[0].target_device.host_environment,
-            "architecture": rcs[0].target_device.architecture.value,
-            "shards": [
-                {"index": i, "count": shard_count, "run_configs": serialize_and_pack(s)}
-                for i, s in enumerate(shards)
-            ],
-        }
+    for name, rcs, device in _by_device(run_configs):
+        shards = enumerate(shard(tuple(rcs), shard_count))
+        devices[name] = {**device, "shards": [
+            {"index": i, "count": shard_count, "run_configs": serialize_and_pack(s)} for i, s in shards]}
     return {"schema_version": SCHEMA_VERSION, "devices": devices}
 
 
 def seed_execution(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
     """The seed-shaped execution export for ``presets`` (module docstring): each device's run
     configs, unsharded, keyed by device name."""
-    return {
-        name: {
-            "host_environment": rcs[0].target_device.host_environment,
-            "architecture": rcs[0].target_device.architecture.value,
-            "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name)),
-        }
-        for name, rcs in sorted(_by_device(suite.select_run_configs(presets)).items())
-    }
+    return {name: {**device, "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name))}
+            for name, rcs, device in _by_device(suite.select_run_configs(presets))}
 
 
 def _read_run_configs(path: Path) -> Any:
@@ -130,23 +121,21 @@ def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
 def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
     """The compilation export for ``presets``: every module they need, and its directory."""
     gens = suite.select_generation_configs(presets)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "presets": list(presets),
-        "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
-        "sampling": {g.id: dict(zip(("cold", "warm"), suite.select_compile_sampling(presets, g))) for g in gens},
-        "tasks": run_tasks(suite.select_run_configs(presets)),
-        "generation_configs": serialize_and_pack(gens),
-    }
-
-
-def run_tasks(rcs: tuple[RunConfig, ...]) -> dict[str, list[str]]:
-    """The tasks each module's run configs run (module id -> sorted task names): the graphs the compile
-    stage compiles into the Inductor cache that the run stage uses."""
+    # tasks: each module's graphs that the compile stage compiles into the Inductor cache the run stage uses
     tasks: dict[str, set[str]] = {}
-    for rc in rcs:
+    for rc in suite.select_run_configs(presets):
         tasks.setdefault(rc.module_generation_config.id, set()).add(rc.execution_config.task.value)
-    return {g: sorted(t) for g, t in sorted(tasks.items())}
+    return {**_compilation(gens, {g.id: suite.select_compile_sampling(presets, g) for g in gens}),
+            "presets": list(presets),
+            "tasks": {g: sorted(t) for g, t in sorted(tasks.items())}}
+
+
+def _compilation(gens: Sequence[ModuleGenerationConfig], sampling: dict[str, tuple[int, int]],
+                 ) -> dict[str, Any]:
+    """A compilation export of ``gens`` with each module's ``(cold, warm)`` samples."""
+    return {"schema_version": SCHEMA_VERSION, "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
+            "sampling": {g.id: dict(zip(("cold", "warm"), sampling[g.id])) for g in gens},
+            "generation_configs": serialize_and_pack(gens)}
 
 
 def load_run_tasks(path: Path) -> dict[str, tuple[str, ...]]:
@@ -155,9 +144,8 @@ def load_run_tasks(path: Path) -> dict[str, tuple[str, ...]]:
     Raises:
         UserError: the file is unreadable, or ``tasks`` names a task this benchtrail does not know.
     """
-    obj = jsonio.read_json(path, kind="compilation export", supported=SCHEMA_VERSION)
     known = {t.value for t in Task}
-    tasks = obj.get("tasks") or {}
+    tasks = jsonio.read_json(path, kind="compilation export", supported=SCHEMA_VERSION).get("tasks") or {}
     bad = sorted({t for names in tasks.values() for t in names} - known)
     if bad:
         raise UserError(f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
@@ -168,13 +156,8 @@ def load_run_tasks(path: Path) -> dict[str, tuple[str, ...]]:
 def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
     """A compilation export of ``gens`` (each module once, in name order), compiled once each (cold 1,
     warm 0): for the artifacts a run needs, not for compilation statistics."""
-    unique = tuple(sorted({g.id: g for g in gens}.values(), key=lambda g: g.name))
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "module_dir_paths": {g.id: module_dir(g.name) for g in unique},
-        "sampling": {g.id: {"cold": 1, "warm": 0} for g in unique},
-        "generation_configs": serialize_and_pack(unique),
-    }
+    unique = sorted({g.id: g for g in gens}.values(), key=lambda g: g.name)
+    return _compilation(unique, {g.id: (1, 0) for g in unique})
 
 
 def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
@@ -183,18 +166,15 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     Raises:
         UserError: the file is unreadable, of an unknown version, or malformed.
     """
-    obj = jsonio.read_json(path, kind="execution export", supported=SCHEMA_VERSION)
-    devices = obj.get("devices")
+    devices = jsonio.read_json(path, kind="execution export", supported=SCHEMA_VERSION).get("devices")
     if not isinstance(devices, dict):
         raise UserError(f"execution export {path}: lacks a 'devices' object")
     out: dict[str, dict[int, tuple[RunConfig, ...]]] = {}
     for name, device in devices.items():
         try:
-            shards = device["shards"]
-            out[name] = {
-                s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=f"{path}: {name}")
-                for s in shards
-            }
+            where = f"{path}: {name}"
+            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=where)
+                         for s in device["shards"]}
         except (KeyError, TypeError) as exc:
             raise UserError(f"execution export {path}: device {name!r} is malformed ({exc!r})") from exc
     return out

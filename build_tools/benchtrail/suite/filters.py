@@ -26,9 +26,9 @@ def filter_suite(suite: Suite, pattern: re.Pattern[str]) -> Suite:
     need, and the modules whose own name or id it finds (compilation statistics)."""
     run_configs = tuple(rc for rc in suite.run_configs if pattern.search(rc.name) or pattern.search(rc.id))
     needed = {rc.module_generation_config.id for rc in run_configs}
-    generation_configs = tuple(g for g in suite.generation_configs
-                               if g.id in needed or pattern.search(g.name) or pattern.search(g.id))
-    return dataclasses.replace(suite, run_configs=run_configs, generation_configs=generation_configs)
+    return dataclasses.replace(suite, run_configs=run_configs, generation_configs=tuple(
+        g for g in suite.generation_configs
+        if g.id in needed or pattern.search(g.name) or pattern.search(g.id)))
 
 
 def check_selects(suite: Suite, presets: tuple[str, ...], text: str) -> None:

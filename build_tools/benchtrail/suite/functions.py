@@ -41,7 +41,7 @@ import importlib
 import itertools
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from benchtrail.errors import UserError
@@ -168,14 +168,16 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
             _names(tasks, [t.value for t in Task], "tasks", where),
             _names(compile, list(COMPILE_CONFIGS), "compile", where),
             _names(devices, list(DEVICES), "devices", where),
-            _presets(presets, where), _positive(processes, "processes", where),
-            _positive(min_samples, "min_samples", where), _nonnegative(warmup_time_ms, "warmup_time_ms", where),
+            _names(presets, None, "presets", where), _positive(processes, "processes", where),
+            _positive(min_samples, "min_samples", where),
+            _positive(warmup_time_ms, "warmup_time_ms", where, least=0),
             _positive(timeout_s, "timeout_s", where), renamed_from, module, fullgraph, bool(mutates_inputs))
-        _check_signature(bench.inputs, [n for n, _ in bench.params], "inputs", where)
+        names = [n for n, _ in bench.params]
+        _check_signature(bench.inputs, names, "inputs", where)
         if module:
-            _check_signature(f, [n for n, _ in bench.params], "the module factory", where)
+            _check_signature(f, names, "the module factory", where)
             if reference is not None:
-                _check_signature(reference, [n for n, _ in bench.params], "the reference factory", where)
+                _check_signature(reference, names, "the reference factory", where)
         return bench
 
     return wrap if fn is None else wrap(fn)
@@ -187,23 +189,20 @@ def module_benchmark(fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any
     return benchmark(fn, module=True, **kwargs)
 
 
-def _names(values: Iterable[str], allowed: list[str], what: str, where: str) -> tuple[str, ...]:
-    values = (values,) if isinstance(values, str) else tuple(values)
-    bad = [v for v in values if v not in allowed]
-    if bad or not values:
-        raise UserError(f"{where}: {what}={list(values)!r}: {'unknown ' + repr(bad[0]) if bad else 'empty'}; "
-                        f"allowed: {', '.join(allowed)}")
-    return tuple(dict.fromkeys(values))
-
-
-def _presets(values: Iterable[str], where: str) -> tuple[str, ...]:
+def _names(values: Iterable[str], allowed: list[str] | None, what: str, where: str) -> tuple[str, ...]:
+    """``values`` without repeats, each one of ``allowed`` (None: a path-safe preset name)."""
     from benchtrail.suite.names import SAFE_NAME
 
     values = (values,) if isinstance(values, str) else tuple(values)
-    bad = [p for p in values if not isinstance(p, str) or not SAFE_NAME.match(p)]
+    if allowed is None:
+        bad = [p for p in values if not isinstance(p, str) or not SAFE_NAME.match(p)]
+        word, rule = "refused", "letters, digits, '.', '_' and '-', starting with a letter or digit"
+    else:
+        bad = [v for v in values if v not in allowed]
+        word, rule = "unknown", ", ".join(allowed)
     if bad or not values:
-        raise UserError(f"{where}: presets={list(values)!r}: {'refused ' + repr(bad[0]) if bad else 'empty'}; "
-                        "allowed: letters, digits, '.', '_' and '-', starting with a letter or digit")
+        problem = f"{word} {bad[0]!r}" if bad else "empty"
+        raise UserError(f"{where}: {what}={list(values)!r}: {problem}; allowed: {rule}")
     return tuple(dict.fromkeys(values))
 
 
@@ -243,23 +242,19 @@ def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where:
                         "of the input factory (and, for module_benchmark, of the module factory)") from None
 
 
-def _positive(value: Any, what: str, where: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise UserError(f"{where}: {what}={value!r}; allowed: a number above 0")
+def _positive(value: Any, what: str, where: str, least: float | None = None) -> Any:
+    """``value``, a number above 0 (with ``least``: from ``least``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            value > 0 if least is None else value >= least):
+        allowed = "above 0" if least is None else f"from {least}"
+        raise UserError(f"{where}: {what}={value!r}; allowed: a number {allowed}")
     return value
 
 
-def _nonnegative(value: Any, what: str, where: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise UserError(f"{where}: {what}={value!r}; allowed: a number from 0")
-    return value
-
-
-def params_label(params: Mapping[str, Any], literal: Iterable[str] = ()) -> str:
+def params_label(params: Mapping[str, Any], literal: Collection[str] = ()) -> str:
     """``"[seq=64,dtype=f32]"`` (``""`` without parameters): the parameters as a model name shows them; those named
     in ``literal`` with ``repr`` (``[n='1']``, ``[n=1]``): a parameter whose values' text coincides
     (:func:`coinciding`)."""
-    literal = set(literal)
     return f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]" if params else ""
 
 
@@ -273,7 +268,7 @@ def model_id(qualified_name: str, params: Mapping[str, Any]) -> str:
     """The model id of one parameter combination: SHA-256 (hex) of the qualified name and the
     parameters as canonical JSON (sorted keys), so the order of the grid does not change it."""
     canonical = json.dumps({"benchmark": qualified_name, "params": dict(params)}, sort_keys=True)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
@@ -372,7 +367,7 @@ def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
     policy = (bench.processes, bench.min_samples, bench.warmup_time_ms, bench.timeout_s)
     if policy == (3, 10, 300.0, 600.0):
         return ExecutionConfig(f"execution-{task.value}", task.value, task)
-    digest = hashlib.sha256(json.dumps([task.value, *policy]).encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps([task.value, *policy]).encode()).hexdigest()[:16]
     return ExecutionConfig(f"execution-{task.value}-{digest}", task.value, task, processes=bench.processes,
                            min_samples=bench.min_samples, warmup_time_ms=float(bench.warmup_time_ms),
                            timeout_s=float(bench.timeout_s))

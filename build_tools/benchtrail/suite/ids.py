@@ -21,9 +21,5 @@ def hash_composite_id(keys: Sequence[str]) -> str:
 
     Example: ``hash_composite_id(["a", "b"]) != hash_composite_id(["b", "a"])``.
     """
-    hasher = hashlib.sha256()
-    for index, key in enumerate(keys):
-        if key == TRANSPARENT_ID:
-            continue
-        hasher.update(f"{index}-{key}:".encode("utf-8"))
-    return hasher.hexdigest()
+    text = "".join(f"{index}-{key}:" for index, key in enumerate(keys) if key != TRANSPARENT_ID)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -26,8 +26,7 @@ def serialize_and_pack(objs: typing.Sequence[Any]) -> dict[str, Any]:
         ValueError: two different objects share one id.
     """
     keyed: dict[str, Any] = {}
-    root = [_serialize(obj, keyed) for obj in objs]
-    return {"root_obj": root, "keyed_obj_map": keyed}
+    return {"root_obj": [_serialize(obj, keyed) for obj in objs], "keyed_obj_map": keyed}
 
 
 def unpack_and_deserialize(data: Any, root_type: type, *, where: str = "export") -> tuple[Any, ...]:
@@ -67,13 +66,12 @@ def _serialize(obj: Any, keyed: dict[str, Any]) -> Any:
 def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, Any], where: str) -> Any:
     if tp is Any:
         return value
-    origin = typing.get_origin(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is dict:
         if not isinstance(value, dict):
             raise UserError(f"{where}: expected an object, got {value!r}")
         return value
     if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
@@ -81,7 +79,6 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
     if origin is tuple:
         if not isinstance(value, list):
             raise UserError(f"{where}: expected a list for {tp}, got {value!r}")
-        args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_deserialize(v, args[0], keyed, cache, f"{where}[{i}]") for i, v in enumerate(value))
         if len(args) != len(value):
@@ -91,8 +88,8 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
         try:
             return tp(value)
         except ValueError:
-            allowed = ", ".join(m.value for m in tp)
-            raise UserError(f"{where}: {value!r} is not a valid {tp.__name__} (allowed: {allowed})") from None
+            raise UserError(f"{where}: {value!r} is not a valid {tp.__name__} "
+                            f"(allowed: {', '.join(m.value for m in tp)})") from None
     if dataclasses.is_dataclass(tp):
         return _deserialize_dataclass(value, tp, keyed, cache, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):

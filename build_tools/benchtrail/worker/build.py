@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +28,11 @@ from typing import Any
 
 import torch
 
-from benchtrail.worker.inputs import SEED, model_inputs
+from benchtrail.worker.inputs import SEED, Tensors, model_inputs
 from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
 
-__all__ = ["CompiledModule", "build_model", "cache_counts", "compile_module", "explain_graphs",
-           "load_artifact", "no_kernels_reason"]
-
-
-def build_model(model: Model, device: str = "cpu", reference: bool = False) -> torch.nn.Module:
+def build_model(model: Model, device: str, reference: bool = False) -> torch.nn.Module:
     """Seed torch, call the model's factory (``reference``: its reference implementation's), return the
     model in eval mode on ``device``. A function benchmark (``benchtrail.suite.functions``) becomes a
     module of its input tensors (``benchtrail.worker.functions.build``).
@@ -45,13 +43,15 @@ def build_model(model: Model, device: str = "cpu", reference: bool = False) -> t
     from benchtrail.worker import functions
 
     bench = functions.benchmark_of(model)
-    if bench is not None:
-        return functions.build(bench, model, device, SEED, reference)
-    entry = model.reference_entry_point if reference else model.entry_point
-    if entry is None:
+    if bench is None:
+        target = model.reference_entry_point if reference else model.entry_point
+    else:
+        target = bench.reference if reference else bench.fn
+    if target is None:
         raise ModuleError(f"{model.name} has no reference implementation")
     torch.manual_seed(SEED)
-    return load_entry_point(entry)().eval().to(device)
+    module = load_entry_point(target)() if bench is None else functions.build(bench, model, target, SEED)
+    return module.eval().to(device)
 
 
 @dataclass
@@ -70,7 +70,7 @@ class CompiledModule:
     stats: dict[str, Any]
 
 
-def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], device: str,
+def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
                    module_dir: Path | None = None) -> CompiledModule:
     """Build the model and compile it by ``gen.compile_config``; the first call is part of compiling.
 
@@ -90,7 +90,7 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
 
     torch._dynamo.reset()
     inductor_metrics.reset()
-    hits, misses = cache_counts()
+    before = cache_counts()
     externs, graphs = counters["inductor"]["extern_calls"], counters["stats"]["unique_graphs"]
     start = time.perf_counter()
     scratch = None  # the artifact folder of a compile-time sample (no module_dir), removed before returning
@@ -104,16 +104,19 @@ def compile_module(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
                 program = torch.export.export(model, inputs)
                 if module_dir is None:
                     module_dir = scratch = Path(tempfile.mkdtemp(prefix="benchtrail-module-"))
-                fn = _save_and_load(program, mode, module_dir)
+                module_dir.mkdir(parents=True, exist_ok=True)
+                path = module_dir / ARTIFACTS[mode]
+                if mode is CompileMode.EXPORT:
+                    torch.export.save(program, str(path))
+                else:
+                    torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+                fn = _load(mode, path)
             fn(*inputs)
             if device == "cuda":
                 torch.cuda.synchronize()
             elapsed_ms = (time.perf_counter() - start) * 1e3
-            after = cache_counts()
-            stats: dict[str, Any] = {"kernel_count": int(inductor_metrics.generated_kernel_count),
-                                     "fxgraph_cache_hit": after[0] - hits,
-                                     "fxgraph_cache_miss": after[1] - misses}
-            if stats["kernel_count"] == 0:
+            stats = {"kernel_count": int(inductor_metrics.generated_kernel_count), **cache_since(before)}
+            if not stats["kernel_count"]:
                 stats["kernel_count_reason"] = no_kernels_reason(
                     int(counters["inductor"]["extern_calls"] - externs),
                     int(counters["stats"]["unique_graphs"] - graphs) if mode in INDUCTOR_MODES else None)
@@ -142,28 +145,30 @@ def no_kernels_reason(extern_calls: int, graphs: int | None) -> str:
     return "Inductor generated no kernel: the graph computes nothing (it returns its inputs or views of them)"
 
 
-def cache_counts() -> tuple[int, int]:
-    """Inductor's FX graph cache (hits, misses) so far in this process
-    (``torch._dynamo.utils.counters["inductor"]``); callers take differences. (0, 0) while Dynamo is not
-    imported: nothing was compiled, and an eager case's worker never imports it (3 s on a 2-vCPU runner)."""
-    import sys
+#: Inductor's FX graph cache counters (``torch._dynamo.utils.counters["inductor"]``), as responses name them.
+_CACHE = ("fxgraph_cache_hit", "fxgraph_cache_miss")
 
+
+def cache_counts() -> dict[str, int]:
+    """Inductor's FX graph cache hits and misses so far in this process; callers take differences
+    (:func:`cache_since`). Zeros while Dynamo is not imported: nothing was compiled, and an eager case's
+    worker never imports it (3 s on a 2-vCPU runner)."""
     if "torch._dynamo.utils" not in sys.modules:
-        return 0, 0
+        return dict.fromkeys(_CACHE, 0)
     from torch._dynamo.utils import counters
 
-    return int(counters["inductor"]["fxgraph_cache_hit"]), int(counters["inductor"]["fxgraph_cache_miss"])
+    return {name: int(counters["inductor"][name]) for name in _CACHE}
 
 
-def _save_and_load(program: Any, mode: CompileMode, module_dir: Path) -> Callable[..., Any]:
-    """Write the artifact of an export or AOTInductor module into ``module_dir`` and return it loaded back."""
-    module_dir.mkdir(parents=True, exist_ok=True)
-    path = module_dir / ARTIFACTS[mode]
+def cache_since(before: dict[str, int]) -> dict[str, int]:
+    """``fxgraph_cache_hit`` and ``fxgraph_cache_miss``: lookups since ``before`` (a :func:`cache_counts`)."""
+    return {name: n - before[name] for name, n in cache_counts().items()}
+
+
+def _load(mode: CompileMode, path: Path) -> Callable[..., Any]:
     if mode is CompileMode.EXPORT:
-        torch.export.save(program, str(path))
         return torch.export.load(str(path)).module()
-    package = torch._inductor.aoti_compile_and_package(program, package_path=str(path))
-    return torch._inductor.aoti_load_package(package)
+    return torch._inductor.aoti_load_package(str(path))
 
 
 def load_artifact(module_dir: Path) -> Callable[..., Any]:
@@ -180,20 +185,19 @@ def load_artifact(module_dir: Path) -> Callable[..., Any]:
     except (OSError, ValueError, KeyError) as exc:
         raise ModuleError(f"{info_path}: cannot read the module's mode ({exc})") from exc
     if mode not in ARTIFACTS:
-        raise ModuleError(f"{module_dir}: mode {mode.value!r} has no artifact to load; it is built from the model")
+        raise ModuleError(f"{module_dir}: mode {mode.value!r} has no artifact to load; "
+                          "it is built from the model")
     path = module_dir / ARTIFACTS[mode]
     if not path.is_file():
         raise ModuleError(f"{path} is missing: run `benchtrail compile` for this module first")
     try:
-        if mode is CompileMode.EXPORT:
-            return torch.export.load(str(path)).module()
-        return torch._inductor.aoti_load_package(str(path))
+        return _load(mode, path)
     except Exception as exc:  # torch raises many types for a bad zip or pickle
         raise ModuleError(f"{path} cannot be loaded (corrupt or truncated artifact?): "
                           f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
-def explain_graphs(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], device: str) -> dict[str, Any]:
+def explain_graphs(gen: ModuleGenerationConfig, inputs: Tensors, device: str) -> dict[str, Any]:
     """Dynamo's graph count, graph-break count and break reasons for the model (``torch._dynamo.explain``).
 
     Returns:
@@ -204,14 +208,14 @@ def explain_graphs(gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...]
     model = build_model(gen.model, device)
     with torch.no_grad():
         explanation = torch._dynamo.explain(model)(*inputs)
-    reasons: dict[tuple[str, str], int] = {}
+    reasons = Counter()
     for br in explanation.break_reasons:
         frame = br.user_stack[-1] if br.user_stack else None
         location = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "unknown"
-        key = (br.reason.splitlines()[0].strip(), location)
-        reasons[key] = reasons.get(key, 0) + 1
+        reasons[(br.reason.splitlines()[0].strip(), location)] += 1
     return {
         "graph_count": int(explanation.graph_count),
         "graph_breaks": int(explanation.graph_break_count),
-        "break_reasons": [{"reason": r, "location": loc, "count": n} for (r, loc), n in sorted(reasons.items())],
+        "break_reasons": [{"reason": r, "location": loc, "count": n}
+                          for (r, loc), n in sorted(reasons.items())],
     }

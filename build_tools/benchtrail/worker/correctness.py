@@ -18,13 +18,14 @@ result then holds the exception in ``error`` and no errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from benchtrail.worker import tasks
 from benchtrail.worker.build import build_model
+from benchtrail.worker.inputs import Tensors
 from benchtrail.suite.entry_points import ModuleError
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Task
 
@@ -39,12 +40,9 @@ TOLERANCES = {
 _ERROR_CHARS = 300
 
 
-def _tolerances(dtypes: Iterable[torch.dtype]) -> tuple[float, float]:
-    """``(rtol, atol)``: the largest of each over the floating-point ``dtypes``; fp32's when there is none."""
-    tolerances = [TOLERANCES.get(d, TOLERANCES[torch.float32]) for d in dtypes if d.is_floating_point]
-    if not tolerances:
-        return TOLERANCES[torch.float32]
-    return max(r for r, _ in tolerances), max(a for _, a in tolerances)
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """``(rtol, atol)`` of a floating-point ``dtype`` (fp32's for one without its own)."""
+    return TOLERANCES.get(dtype, TOLERANCES[torch.float32])
 
 
 def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> dict[str, Any]:
@@ -57,32 +55,32 @@ def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> d
         ``max(|expected|, atol)``. Leaves of different counts, shapes or (non-tensor) values are a mismatch
         whose ``error`` says which, naming ``expected`` by ``against``; Python numbers compare as tensors.
     """
-    leaves_a = torch.utils._pytree.tree_leaves(actual)
-    leaves_e = torch.utils._pytree.tree_leaves(expected)
-    result: dict[str, Any] = {"ok": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "rtol": 0.0, "atol": 0.0}
-    problems = [] if len(leaves_a) == len(leaves_e) else [f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
+    leaves_a, leaves_e = tree_leaves(actual), tree_leaves(expected)
+    ok, max_abs, max_rel, max_rtol, max_atol = True, 0.0, 0.0, 0.0, 0.0
+    problems = [] if len(leaves_a) == len(leaves_e) else [
+        f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
     for i, (a, e) in enumerate(zip(leaves_a, leaves_e)):
         a, e = _tensor(a, e), _tensor(e, a)
-        if isinstance(a, torch.Tensor) != isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
             if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor) or a != e:
                 problems.append(f"value {i} is {_shown(a)}, the {against}'s {_shown(e)}")
-            continue
-        if a.shape != e.shape:
+        elif a.shape != e.shape:
             problems.append(f"value {i} has shape {tuple(a.shape)}, the {against}'s {tuple(e.shape)}")
-            continue
-        if not (a.is_floating_point() or e.is_floating_point()):
-            result["ok"] &= bool(torch.equal(a, e))
-            continue
-        rtol, atol = TOLERANCES.get(e.dtype if e.is_floating_point() else a.dtype, TOLERANCES[torch.float32])
-        a64, e64 = a.detach().double().cpu(), e.detach().double().cpu()
-        diff = (a64 - e64).abs()
-        rel = diff / e64.abs().clamp_min(atol)
-        result["max_abs_err"] = max(result["max_abs_err"], float(diff.max()) if diff.numel() else 0.0)
-        result["max_rel_err"] = max(result["max_rel_err"], float(rel.max()) if rel.numel() else 0.0)
-        result["rtol"], result["atol"] = max(result["rtol"], rtol), max(result["atol"], atol)
-        result["ok"] &= bool((diff <= atol + rtol * e64.abs()).all())
+        elif not (a.is_floating_point() or e.is_floating_point()):
+            ok &= bool(torch.equal(a, e))
+        else:
+            rtol, atol = _tolerance(e.dtype if e.is_floating_point() else a.dtype)
+            a64, e64 = a.detach().double().cpu(), e.detach().double().cpu()
+            diff = (a64 - e64).abs()
+            if diff.numel():
+                max_abs = max(max_abs, float(diff.max()))
+                max_rel = max(max_rel, float((diff / e64.abs().clamp_min(atol)).max()))
+            max_rtol, max_atol = max(max_rtol, rtol), max(max_atol, atol)
+            ok &= bool((diff <= atol + rtol * e64.abs()).all())
+    result = {"ok": ok and not problems, "max_abs_err": max_abs, "max_rel_err": max_rel, "rtol": max_rtol,
+              "atol": max_atol}
     if problems:
-        result.update(ok=False, error="; ".join(problems))
+        result["error"] = "; ".join(problems)
     return result
 
 
@@ -99,40 +97,11 @@ def _tensor(x: Any, other: Any) -> Any:
     return torch.tensor(float(x), dtype=other.dtype if floating else torch.float64)
 
 
-def expected_model(gen: ModuleGenerationConfig, device: str) -> tuple[str, torch.nn.Module] | None:
-    """``(against, model)``: what a module's results are checked against.
-
-    The model's reference implementation when it has one (``"reference"``, for every compile
-    config including eager); else the eager model for compiled modules (``"eager"``); else None
-    (an eager module without a reference, or model code that is not importable here).
-
-    Raises:
-        Exception: whatever building the reference raises (:func:`check_task` reports it).
-    """
-    if gen.model.reference_entry_point is not None:
-        return "reference", build_model(gen.model, device, reference=True)
-    if gen.compile_config.mode is CompileMode.EAGER:
-        return None
-    try:
-        return "eager", build_model(gen.model, device)
-    except ModuleError:
-        return None
-
-
-def _expected(task: Task, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
-              jacobian_mode: str | None) -> Any:
-    """The task's quantity computed from ``model`` in eager mode."""
-    with tasks.grad_mode(task):
-        if task is Task.JACOBIAN:
-            transform = torch.func.jacfwd if jacobian_mode == "jacfwd" else torch.func.jacrev
-            return transform(model, argnums=tasks.differentiable_argnums(inputs))(*inputs)
-        return tasks.step(task, model, inputs)()
-
-
-def check_task(task: Task, gen: ModuleGenerationConfig, inputs: tuple[torch.Tensor, ...], actual: Any,
+def check_task(task: Task, gen: ModuleGenerationConfig, inputs: Tensors, actual: Any,
                device: str, jacobian_mode: str | None = None) -> dict[str, Any] | None:
     """Compare ``actual``, the task's quantity from the module, with the same quantity computed in
-    eager mode from :func:`expected_model`.
+    eager mode: from the model's reference implementation when it has one (``against`` ``"reference"``,
+    for every compile config including eager), else for a compiled module from the eager model (``"eager"``).
 
     The quantity is the value (inference, forward), the gradient (backward: inputs, then
     parameters, as ``tasks.gradient`` returns them) or the Jacobian (computed with the same
@@ -141,29 +110,37 @@ def check_task(task: Task, gen: ModuleGenerationConfig, inputs: tuple[torch.Tens
     A reference that raises, while it is built or computes the quantity, is a failed check:
     ``ok`` False, ``error`` ``"the reference raised TypeError: ..."``, both errors None, and the
     tolerances of ``actual``'s dtypes. Running out of memory is not the reference's failure: it
-    propagates.
+    propagates; nor are the eager model's failures, which are the module's.
 
     Returns:
         :func:`compare_outputs`'s dict plus ``quantity`` and ``against`` (and ``error`` when the
-        reference raised); None when there is nothing to compare with.
+        reference raised); None when there is nothing to compare with (an eager module without a
+        reference, or model code that is not importable here).
     """
-    quantity = tasks.QUANTITY[task]
+    quantity, reference = tasks.QUANTITY[task], gen.model.reference_entry_point is not None
+    against = "reference" if reference else "eager"
+    if not reference and gen.compile_config.mode is CompileMode.EAGER:
+        return None
     try:
-        found = expected_model(gen, device)
-        if found is None:
-            return None
-        against, model = found
-        expected = _expected(task, model, inputs, jacobian_mode)
-    except torch.OutOfMemoryError:
-        raise
+        model = build_model(gen.model, device, reference=reference)
+        with tasks.grad_mode(task):
+            if task is Task.JACOBIAN:  # torch.func.jacrev or jacfwd, as the module's
+                transform = getattr(torch.func, jacobian_mode or "jacrev")
+                expected = transform(model, argnums=tasks.differentiable_argnums(inputs))(*inputs)
+            else:
+                expected = tasks.step(task, model, inputs)()
     except Exception as exc:
-        if gen.model.reference_entry_point is None:  # the eager model: its failures are the module's
+        if isinstance(exc, ModuleError) and not reference:
+            return None  # the model code is not importable here
+        if isinstance(exc, torch.OutOfMemoryError) or not reference:
             raise
         message = f"the reference raised {type(exc).__name__}: {exc}".strip()
         if len(message) > _ERROR_CHARS:
             message = message[:_ERROR_CHARS - 3] + "..."
-        leaves = torch.utils._pytree.tree_leaves(actual)
-        rtol, atol = _tolerances(leaf.dtype for leaf in leaves if isinstance(leaf, torch.Tensor))
-        return {"ok": False, "quantity": quantity, "against": "reference", "max_abs_err": None,
+        # The largest of each tolerance over the floating-point outputs; fp32's when there is none.
+        tolerances = [_tolerance(leaf.dtype) for leaf in tree_leaves(actual)
+                      if isinstance(leaf, torch.Tensor) and leaf.is_floating_point()]
+        rtol, atol = map(max, zip(*tolerances)) if tolerances else _tolerance(torch.float32)
+        return {"ok": False, "quantity": quantity, "against": against, "max_abs_err": None,
                 "max_rel_err": None, "atol": atol, "rtol": rtol, "error": message}
     return {**compare_outputs(actual, expected, against), "quantity": quantity, "against": against}

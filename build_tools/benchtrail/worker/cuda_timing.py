@@ -54,15 +54,15 @@ class TimingPlan:
     flush_l2: bool
 
 
-def launches_per_sample(per_iteration_us: float, min_pair_us: float = MIN_PAIR_US) -> int:
-    """Launches per event pair so that one pair lasts at least ``min_pair_us`` (at least 1).
+def launches_per_sample(per_iteration_us: float) -> int:
+    """Launches per event pair so that one pair lasts at least ``MIN_PAIR_US`` (at least 1).
 
     Raises:
         ValueError: ``per_iteration_us`` is not a positive finite number.
     """
     if not (per_iteration_us > 0 and math.isfinite(per_iteration_us)):
         raise ValueError(f"per-iteration time must be positive and finite, got {per_iteration_us!r} µs")
-    return max(1, math.ceil(min_pair_us / per_iteration_us))
+    return max(1, math.ceil(MIN_PAIR_US / per_iteration_us))
 
 
 def plan_timing(architecture: str, per_iteration_us: float | None, policy: ExecutionConfig) -> TimingPlan:
@@ -76,22 +76,23 @@ def plan_timing(architecture: str, per_iteration_us: float | None, policy: Execu
             valid ``per_iteration_us``.
     """
     if policy.reported_time not in REPORTED_TIMES:
-        raise ValueError(f"execution config {policy.name}: reported_time {policy.reported_time!r} is not one of "
-                         f"{', '.join(REPORTED_TIMES)}")
+        raise ValueError(f"execution config {policy.name}: reported_time {policy.reported_time!r} is not "
+                         f"one of {', '.join(REPORTED_TIMES)}")
     if architecture != "cuda":
         return TimingPlan("perf_counter", 1, "wall", False)
     launches = launches_per_sample(per_iteration_us)  # type: ignore[arg-type]
     graph = launches > 1 and policy.cuda_graphs
-    return TimingPlan("cuda-graph" if graph else "cuda-events", launches, policy.reported_time, policy.flush_l2)
+    return TimingPlan("cuda-graph" if graph else "cuda-events", launches, policy.reported_time,
+                      policy.flush_l2)
 
 
-def is_steady(times: list[float], window: int = STEADY_WINDOW, tolerance: float = STEADY_TOLERANCE) -> bool:
-    """Whether the last ``window`` times all lie within ``tolerance`` (relative) of their median."""
-    if len(times) < window:
+def is_steady(times: list[float]) -> bool:
+    """Whether the last ``STEADY_WINDOW`` times lie within ``STEADY_TOLERANCE`` (relative) of their median."""
+    if len(times) < STEADY_WINDOW:
         return False
-    last = sorted(times[-window:])
-    median = last[window // 2]
-    return median > 0 and all(abs(t - median) <= tolerance * median for t in last)
+    last = sorted(times[-STEADY_WINDOW:])
+    median = last[STEADY_WINDOW // 2]
+    return median > 0 and all(abs(t - median) <= STEADY_TOLERANCE * median for t in last)
 
 
 def parse_oom_bytes(message: str) -> int | None:
@@ -126,7 +127,7 @@ class CudaMeasurement:
     wall_us: tuple[float, ...]
     plan: TimingPlan
     warmup_iterations: int
-    memory: dict[str, int] = dataclasses.field(default_factory=dict)
+    memory: dict[str, int]
 
     @property
     def samples_us(self) -> tuple[float, ...]:
@@ -134,9 +135,10 @@ class CudaMeasurement:
         return self.gpu_us if self.plan.reported == "gpu" else self.wall_us
 
 
-def _warm_up(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Callable[[], None]) -> tuple[float, int]:
+def _warm_up(fn: Callable[[], object], policy: ExecutionConfig,
+             synchronize: Callable[[], None]) -> tuple[float, int]:
     """Run ``fn`` until its synchronised time is steady; return (warm per-iteration µs, iterations)."""
-    times: list[float] = []
+    times = []
     start = time.perf_counter()
     budget = policy.warmup_time_ms / 1e3
     while True:
@@ -149,13 +151,6 @@ def _warm_up(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Cal
         if (elapsed >= budget and is_steady(times)) or elapsed >= MAX_WARMUP_FACTOR * budget:
             break
     return sorted(times[-STEADY_WINDOW:])[min(len(times), STEADY_WINDOW) // 2], len(times)
-
-
-def _launches(fn: Callable[[], object], launches: int) -> Callable[[], None]:
-    def run() -> None:
-        for _ in range(launches):
-            fn()
-    return run
 
 
 def _capture(fn: Callable[[], object], launches: int) -> Callable[[], object]:  # pragma: no cover - GPU
@@ -176,7 +171,8 @@ def _capture(fn: Callable[[], object], launches: int) -> Callable[[], object]:  
     return graph.replay
 
 
-def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
+def measure_cuda(fn: Callable[[], object],
+                 policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
     """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples.
 
     Each sample: optional L2 flush, synchronise, host clock, start event, ``launches`` launches (or
@@ -188,10 +184,15 @@ def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasu
     synchronize = torch.cuda.synchronize
     per_iteration_us, warmup = _warm_up(fn, policy, synchronize)
     plan = plan_timing("cuda", per_iteration_us, policy)
-    run = _launches(fn, plan.launches)
+    launches = plan.launches
+
+    def run() -> None:  # the launches between events, when no CUDA graph replays them
+        for _ in range(launches):
+            fn()
+
     if plan.method == "cuda-graph":
         try:
-            run = _capture(fn, plan.launches)
+            run = _capture(fn, launches)
         except Exception:  # not capturable (host sync, CPU tensors): time the launches between events
             torch.cuda.synchronize()
             plan = dataclasses.replace(plan, method="cuda-events")
@@ -213,8 +214,8 @@ def measure_cuda(fn: Callable[[], object], policy: ExecutionConfig) -> CudaMeasu
         run()
         end.record()
         synchronize()
-        wall.append((time.perf_counter() - t0) * 1e6 / plan.launches)
-        gpu.append(start.elapsed_time(end) * 1e3 / plan.launches)  # elapsed_time is in ms
+        wall.append((time.perf_counter() - t0) * 1e6 / launches)
+        gpu.append(start.elapsed_time(end) * 1e3 / launches)  # elapsed_time is in ms
     memory = {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated() - flush_bytes,
               "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}
     return CudaMeasurement(tuple(gpu), tuple(wall), plan, warmup, memory)

@@ -1,4 +1,4 @@
-"""The worker's side of duet measurement (``RunRequest.duet``; the runner's side is ``benchtrail.runner.duet``).
+"""The worker's side of duet measurement (``RunRequest.duet``; the runner's: ``benchtrail.runner.duet``).
 
 Duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020)
 runs the two versions at the same time, each on its own CPUs, so that sample j of both shares the machine's
@@ -18,14 +18,6 @@ from typing import Any
 CONNECT_TIMEOUT_S = 30.0
 
 
-def _threads() -> list[int]:
-    """Thread ids of this process (Linux's ``/proc/self/task``), this thread's (0) where it is absent."""
-    try:
-        return [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        return [0]
-
-
 class DuetError(RuntimeError):
     """The barrier could not be reached, or it went away mid-run."""
 
@@ -38,21 +30,25 @@ class Duet:
     """
 
     def __init__(self, spec: dict[str, Any]) -> None:
-        self.cpus = list(spec["cpus"])
+        self.cpus = spec["cpus"]  # a list of CPU ids (the protocol checked it)
         self.synced = 0
+        try:  # Linux's thread ids of this process, this thread's (0) where /proc is absent
+            threads = [int(t) for t in os.listdir("/proc/self/task")]
+        except OSError:
+            threads = [0]
         try:  # every thread the process has now (torch may have started its pool); later ones inherit it
-            for tid in _threads():
+            for tid in threads:
                 os.sched_setaffinity(tid, set(self.cpus))
         except (OSError, ValueError, AttributeError) as exc:
             raise DuetError(f"duet: cannot pin to CPUs {self.cpus}: {exc}") from exc
-        self._sock = socket.socket(socket.AF_UNIX)
-        self._sock.settimeout(CONNECT_TIMEOUT_S)
+        sock = self._sock = socket.socket(socket.AF_UNIX)
+        sock.settimeout(CONNECT_TIMEOUT_S)
         try:
-            self._sock.connect(spec["socket"])
+            sock.connect(spec["socket"])
         except OSError as exc:
-            self._sock.close()
+            sock.close()
             raise DuetError(f"duet: cannot reach the barrier at {spec['socket']}: {exc}") from exc
-        self._sock.settimeout(None)
+        sock.settimeout(None)
 
     def wait(self) -> None:
         """Meet the other arm's worker: returns when the barrier lets both start their next sample.

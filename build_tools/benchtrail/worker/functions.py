@@ -23,9 +23,6 @@ from benchtrail.suite.definitions import Model
 from benchtrail.suite.entry_points import ModuleError, load_entry_point
 from benchtrail.suite.functions import Args, FunctionBenchmark, callable_name
 
-__all__ = ["BoundFunction", "benchmark_of", "build", "input_names", "inputs"]
-
-
 def benchmark_of(model: Model) -> FunctionBenchmark | None:
     """The ``@benchmark`` object ``model.entry_point`` names, or None for a class-API model factory.
 
@@ -36,24 +33,21 @@ def benchmark_of(model: Model) -> FunctionBenchmark | None:
     return obj if isinstance(obj, FunctionBenchmark) else None
 
 
-def _flat_args(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[list[Any], Any]:
-    """The leaves and spec of the input factory's arguments for ``model``'s parameters (torch seeded)."""
-    call = _call(bench, model, seed)
-    return pytree.tree_flatten((call.args, call.kwargs))
-
-
-def _call(bench: FunctionBenchmark, model: Model, seed: int) -> Args:
+def _arguments(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args, kwargs)`` of the input factory for ``model``'s parameters (torch seeded first)."""
     torch.manual_seed(seed)
     try:
         made = bench.inputs(**dict(model.params))
     except Exception as exc:
         raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} raised "
                           f"{type(exc).__name__}: {exc}") from exc
-    if isinstance(made, Iterator):  # a generator (`yield`, a generator expression) is no argument anyone means
-        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} returned {type(made).__name__}, "
+    if isinstance(made, Iterator):  # a generator (`yield`, a generator expression): no argument anyone means
+        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} returned "
+                          f"{type(made).__name__}, "
                           "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
                           "passes an iterator as the one argument)")
-    return Args.of(made)
+    call = Args.of(made)
+    return call.args, call.kwargs
 
 
 def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
@@ -65,8 +59,8 @@ def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
     bench = benchmark_of(model)
     if bench is None:
         raise ModuleError(f"{model.entry_point} is not a @benchmark function")
-    leaves, _ = _flat_args(bench, model, seed)
-    return tuple(leaf.to(device) for leaf in leaves if isinstance(leaf, torch.Tensor))
+    return tuple(leaf.to(device) for leaf in pytree.tree_leaves(_arguments(bench, model, seed))
+                 if isinstance(leaf, torch.Tensor))
 
 
 def input_names(model: Model, seed: int) -> list[str]:
@@ -74,19 +68,17 @@ def input_names(model: Model, seed: int) -> list[str]:
     ``argument 2``, ``keyword mask``, with the path inside a container (``xs[1]``)."""
     bench = benchmark_of(model)
     assert bench is not None
-    call = _call(bench, model, seed)
+    arguments = _arguments(bench, model, seed)
     try:
         params = [] if bench.module else list(inspect.signature(bench.fn).parameters)
     except (TypeError, ValueError):
         params = []
     names = []
-    for path, leaf in pytree.tree_flatten_with_path((call.args, call.kwargs))[0]:
+    for path, leaf in pytree.tree_flatten_with_path(arguments)[0]:
         if isinstance(leaf, torch.Tensor):
             head, rest = path[1], pytree.keystr(path[2:])
-            if path[0].idx == 1:
-                names.append(f"keyword {head.key}{rest}")
-            else:
-                names.append((params[head.idx] if head.idx < len(params) else f"argument {head.idx}") + rest)
+            names.append(f"keyword {head.key}{rest}" if path[0].idx == 1
+                         else (params[head.idx] if head.idx < len(params) else f"argument {head.idx}") + rest)
     return names
 
 
@@ -126,17 +118,14 @@ class BoundFunction(torch.nn.Module):
         return functools.partial(fn, *args, **kwargs)
 
 
-def build(bench: FunctionBenchmark, model: Model, device: str, seed: int, reference: bool = False) -> torch.nn.Module:
-    """The module of ``model`` (one parameter combination of ``bench``), or of its reference, in eval
-    mode on ``device``; torch is seeded before the factory is called.
+def build(bench: FunctionBenchmark, model: Model, target: Any, seed: int) -> BoundFunction:
+    """The module of ``model`` (one parameter combination of ``bench``) calling ``target``, its function or
+    reference; torch is seeded before each factory is called.
 
     Raises:
-        ModuleError: no reference when one is asked for, or the factory raised.
+        ModuleError: a factory raised.
     """
-    target = bench.reference if reference else bench.fn
-    if target is None:
-        raise ModuleError(f"{model.name} has no reference implementation")
-    leaves, spec = _flat_args(bench, model, seed)
+    leaves, spec = pytree.tree_flatten(_arguments(bench, model, seed))
     if bench.module:
         torch.manual_seed(seed)
         try:
@@ -144,5 +133,6 @@ def build(bench: FunctionBenchmark, model: Model, device: str, seed: int, refere
         except Exception as exc:
             raise ModuleError(f"{model.name}: the module factory raised {type(exc).__name__}: {exc}") from exc
         if not isinstance(target, torch.nn.Module):
-            raise ModuleError(f"{model.name}: the module factory returned {type(target).__name__}, not an nn.Module")
-    return BoundFunction(target, leaves, spec).eval().to(device)
+            raise ModuleError(f"{model.name}: the module factory returned {type(target).__name__}, "
+                              "not an nn.Module")
+    return BoundFunction(target, leaves, spec)

@@ -8,6 +8,8 @@ from benchtrail.suite.definitions import INPUT_SPEC, Model
 
 #: Seed for every input and every model's random init (``torch.manual_seed``).
 SEED = 20261129
+#: A case's inputs: positional tensors.
+Tensors = tuple[torch.Tensor, ...]
 
 _DTYPES = {
     "f32": torch.float32,
@@ -26,26 +28,22 @@ def parse_input_spec(spec: str) -> tuple[tuple[int, ...], torch.dtype]:
         ValueError: the spec does not match ``definitions.INPUT_SPEC``.
     """
     if not INPUT_SPEC.match(spec):
-        raise ValueError(f"input spec {spec!r} is not of the form 1x3x224x224xf32 (dtypes: {', '.join(_DTYPES)})")
+        raise ValueError(f"input spec {spec!r} is not of the form 1x3x224x224xf32 "
+                         f"(dtypes: {', '.join(_DTYPES)})")
     *dims, dtype = spec.split("x")
-    return tuple(int(d) for d in dims), _DTYPES[dtype]
+    return tuple(map(int, dims)), _DTYPES[dtype]
 
 
-def make_inputs(specs: tuple[str, ...], device: str = "cpu", seed: int = SEED) -> tuple[torch.Tensor, ...]:
+def make_inputs(specs: tuple[str, ...], device: str, seed: int) -> Tensors:
     """Standard-normal float tensors (or integers in [0, 1000)) for ``specs``, reproducible from ``seed``."""
     generator = torch.Generator().manual_seed(seed)
-    tensors = []
-    for spec in specs:
-        shape, dtype = parse_input_spec(spec)
-        if dtype.is_floating_point:
-            t = torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
-        else:
-            t = torch.randint(0, 1000, shape, generator=generator, dtype=dtype)
-        tensors.append(t.to(device))
-    return tuple(tensors)
+    return tuple((torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+                  if dtype.is_floating_point
+                  else torch.randint(0, 1000, shape, generator=generator, dtype=dtype)).to(device)
+                 for shape, dtype in map(parse_input_spec, specs))
 
 
-def model_inputs(model: Model, device: str = "cpu", seed: int = SEED) -> tuple[torch.Tensor, ...]:
+def model_inputs(model: Model, device: str, seed: int = SEED) -> Tensors:
     """The inputs of ``model``: its input factory's tensors for a function benchmark
     (``benchtrail.worker.functions.inputs``), else :func:`make_inputs` of its input specs.
 

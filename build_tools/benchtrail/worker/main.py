@@ -18,9 +18,11 @@ import json
 import math
 import os
 import resource
+import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,57 +33,40 @@ from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.duet import Duet, DuetError
 from benchtrail.worker.functions import BoundFunction
-from benchtrail.worker.inputs import model_inputs
+from benchtrail.worker.inputs import Tensors, model_inputs
 from benchtrail.worker.mutation import changed_inputs
 from benchtrail.worker.timing import floor_us, measure, measure_fresh
-from benchtrail.worker.build import build_model, cache_counts, compile_module, explain_graphs, load_artifact
-from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response, RunRequest,
-                                        read_request, refusal)
+from benchtrail.worker.build import (build_model, cache_counts, cache_since, compile_module, explain_graphs,
+                                     load_artifact)
+from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response,
+                                        RunRequest, read_request, refusal)
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
 from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
 from benchtrail.suite.serialization import unpack_and_deserialize
 
 
 class CaseFailure(Exception):
-    """The case failed in a way we name (status and reason), e.g. NaN output."""
-
-    def __init__(self, status: str, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
+    """The case failed in a way we name (the reason), e.g. NaN output."""
 
 
 def _device_for(architecture: Architecture) -> str:
     if architecture is Architecture.CUDA:
         if not torch.cuda.is_available():
-            raise CaseFailure("failed", NO_CUDA_REASON)
+            raise CaseFailure(NO_CUDA_REASON)
         return "cuda"
     return "cpu"
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1e3
 
 
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
-def _check_finite(output: Any) -> None:
-    for t in torch.utils._pytree.tree_leaves(output):
-        if isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all():
-            raise CaseFailure("failed", "output contains NaN or infinity")
-
-
-def _artifact_bytes(module_dir: Path | None) -> dict[str, int]:
-    """Bytes of each artifact file in the module directory, and of the Inductor cache (generated code)."""
-    sizes = {}
-    if module_dir is not None:
-        sizes.update({p.name: p.stat().st_size for p in module_dir.glob("*.pt2")})
-    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if cache and Path(cache).is_dir():
-        sizes["inductor_cache"] = sum(p.stat().st_size for p in Path(cache).rglob("*") if p.is_file())
-    return sizes
-
-
 def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool,
-                prime: tuple[str, ...] = ()) -> dict[str, Any]:
+                prime: tuple[str, ...]) -> dict[str, Any]:
     """Compile one module (its artifact into ``module_dir`` when given); return its statistics.
 
     Returns compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits and
@@ -90,18 +75,21 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
     are those of the module alone.
     """
     device = _device_for(gen.target_architecture)
+    inductor = gen.compile_config.mode in INDUCTOR_MODES
     inputs = model_inputs(gen.model, device)
     compiled = compile_module(gen, inputs, device, module_dir)
-    stats: dict[str, Any] = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
-                             **compiled.stats, "artifacts": _artifact_bytes(module_dir)}
-    if prime and gen.compile_config.mode in INDUCTOR_MODES:
+    # Bytes of each artifact file in the module directory, and of the Inductor cache (generated code).
+    artifacts = {p.name: p.stat().st_size for p in module_dir.glob("*.pt2")} if module_dir else {}
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if cache and Path(cache).is_dir():
+        artifacts["inductor_cache"] = sum(p.stat().st_size for p in Path(cache).rglob("*") if p.is_file())
+    stats = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
+             **compiled.stats, "artifacts": artifacts}
+    if prime and inductor:
         stats["prime_ms"] = _prime(gen, prime, device, compiled.fn)
-    if explain:
-        mode = gen.compile_config.mode
-        if mode in INDUCTOR_MODES:
-            stats.update(explain_graphs(gen, inputs, device))
-        else:  # torch.export captures one graph or fails
-            stats.update({"graph_count": 1, "graph_breaks": 0, "break_reasons": []})
+    if explain:  # torch.export captures one graph or fails
+        stats.update(explain_graphs(gen, inputs, device) if inductor
+                     else {"graph_count": 1, "graph_breaks": 0, "break_reasons": []})
     return stats
 
 
@@ -123,32 +111,32 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
         except Exception:  # noqa: BLE001 - the run stage runs the same code and reports why
             continue
     _BUILT.clear()
-    return (time.perf_counter() - start) * 1e3
+    return _ms(start)
 
 
-def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: tuple[torch.Tensor, ...], device: str,
+def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device: str,
                  module_dir: Path | None) -> tuple[Any, str | None]:
     """``(callable, jacobian mode or None)``: the module, or for the Jacobian task its Jacobian function."""
     mode = gen.compile_config.mode
     if mode in ARTIFACTS:
         if task in (Task.BACKWARD, Task.JACOBIAN) and mode is CompileMode.AOT_INDUCTOR:
-            raise CaseFailure("failed", f"task {task.value!r} needs autograd; AOTInductor modules run inference only")
+            raise CaseFailure(f"task {task.value!r} needs autograd; AOTInductor modules run inference only")
         if module_dir is None:
-            raise CaseFailure("failed", f"{gen.name} runs from its artifact: pass the run directory's modules")
-        key = (str(module_dir), device)
-        if key not in _BUILT:
-            _BUILT.clear()
-            _BUILT[key] = load_artifact(module_dir)
-        fn = _BUILT[key]
-        return (tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None))
-    if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see benchtrail.worker.tasks)
+            raise CaseFailure(f"{gen.name} runs from its artifact: pass the run directory's modules")
+        fn = _built((str(module_dir), device), lambda: load_artifact(module_dir))
+        return tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None)
+    if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see worker.tasks)
         return tasks.jacobian_fn(build_model(gen.model, device), inputs,
                                  compile_fn=mode in INDUCTOR_MODES)
-    key = (gen.id, device)
-    if key not in _BUILT:  # several cases of one module in one process: build and compile it once
+    return _built((gen.id, device), lambda: compile_module(gen, inputs, device).fn), None
+
+
+def _built(key: tuple[str, str], build: Callable[[], Any]) -> Any:
+    """The module of ``key``, built (compiled or loaded) once: the cases of one module share it."""
+    if key not in _BUILT:
         _BUILT.clear()
-        _BUILT[key] = compile_module(gen, inputs, device).fn
-    return _BUILT[key], None
+        _BUILT[key] = build()
+    return _BUILT[key]
 
 
 #: The module this process built last, by (module id, device): the cases of one module that a
@@ -165,7 +153,7 @@ def release_modules() -> None:
 
 
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
-            profile: dict[str, Any] | None = None, duet: dict[str, Any] | None = None) -> dict[str, Any]:
+            profile: dict[str, Any] | None, pair: Duet | None) -> dict[str, Any]:
     """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
 
     With ``profile`` (a run request's ``profile``), after the timed samples and outside every phase, more
@@ -184,35 +172,23 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     against the model's reference implementation, or a compiled module against eager
     (``benchtrail.worker.correctness.check_task``; status ``mismatch`` beyond the dtype's tolerance).
 
-    With ``duet`` (a run request's ``duet``, on a CPU) the process is pinned to its CPUs first and every timed
-    sample starts at the barrier (:class:`benchtrail.worker.duet.Duet`); the response's ``duet`` says so.
+    With ``pair`` (a duet, :class:`benchtrail.worker.duet.Duet`) every timed sample starts at its barrier.
     """
-    pair = Duet(duet) if duet and rc.target_device.architecture is Architecture.CPU else None
-    try:
-        payload = _run_job(rc, threads, module_dir, phases, profile, pair)
-    finally:
-        done = pair.close() if pair is not None else None
-    return {**payload, "duet": done} if done is not None else payload
-
-
-def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
-             profile: dict[str, Any] | None, pair: Duet | None) -> dict[str, Any]:
     torch.set_num_threads(threads)
-    gen = rc.module_generation_config
-    task = rc.execution_config.task
+    gen, task = rc.module_generation_config, rc.execution_config.task
     t0 = time.perf_counter()
     device = _device_for(rc.target_device.architecture)
     pristine = model_inputs(gen.model, device)  # never given to the user's code: copies of them are
 
-    def fresh() -> tuple[torch.Tensor, ...]:  # deepcopy keeps inputs that share storage sharing it
+    def fresh() -> Tensors:  # deepcopy keeps inputs that share storage sharing it
         return tasks.prepare_inputs(task, copy.deepcopy(pristine))
 
     inputs = fresh()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    phases["prep"] = (time.perf_counter() - t0) * 1e3
+    phases["prep"] = _ms(t0)
 
     t0 = time.perf_counter()
-    hits, misses = cache_counts()
+    before = cache_counts()
     versions = [t._version for t in inputs]
     try:
         fn, jacobian_mode = _task_module(gen, task, fresh(), device, module_dir)  # compiling calls it once
@@ -220,61 +196,74 @@ def _run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[
         with tasks.grad_mode(task):
             output = iteration()
         sync()
-    except tasks.TaskError as exc:
-        raise CaseFailure("failed", str(exc)) from exc
     except RuntimeError as exc:
         if "leaf Variable that requires grad is being used in an in-place operation" not in str(exc):
             raise
-        raise CaseFailure("failed", f"{gen.model.name} changes an input in place, which autograd refuses for an "
-                          f"input that requires grad (the {task.value} task differentiates its floating-point "
-                          "inputs): time it with the inference task, or change a copy") from exc
+        raise CaseFailure(f"{gen.model.name} changes an input in place, which autograd refuses for an "
+                          f"input that requires grad (the {task.value} task differentiates its "
+                          "floating-point inputs): time it with the inference task, or change a copy"
+                          ) from exc
     if problem := changed_inputs(gen.model, inputs, pristine, versions, "on its first call"):
-        raise CaseFailure("failed", problem)
-    phases["compile"] = (time.perf_counter() - t0) * 1e3
-    after = cache_counts()
-    cache = {"fxgraph_cache_hit": after[0] - hits, "fxgraph_cache_miss": after[1] - misses}
+        raise CaseFailure(problem)
+    phases["compile"] = _ms(t0)
+    cache = cache_since(before)
 
     t0 = time.perf_counter()
-    _check_finite(output)
+    if any(isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all()
+           for t in torch.utils._pytree.tree_leaves(output)):
+        raise CaseFailure("output contains NaN or infinity")
     correctness = check_task(task, gen, fresh(), output, device, jacobian_mode)
-    phases["check"] = (time.perf_counter() - t0) * 1e3
+    phases["check"] = _ms(t0)
 
     t0 = time.perf_counter()
-    found = [threads]  # the thread count the user's code left, when it changed it
+    found = threads  # the thread count the user's code left, when it changed it
 
     def before_sample() -> None:
-        if torch.get_num_threads() != threads:
-            found[0] = torch.get_num_threads()
+        nonlocal found
+        if (now := torch.get_num_threads()) != threads:
+            found = now
             torch.set_num_threads(threads)
         if pair is not None:
             pair.wait()
 
-    make = (lambda f=fn: _iteration(task, f, fresh())) if gen.model.mutates_inputs else None
-    timed = _measure(iteration, rc.execution_config, device, task, before_sample, make)
-    phases["run"] = (time.perf_counter() - t0) * 1e3
-    if torch.get_num_threads() != threads:
-        found[0] = torch.get_num_threads()
-    if make is None and (problem := changed_inputs(gen.model, inputs, pristine, versions, "during the samples")):
-        raise CaseFailure("failed", problem)  # a later call changed them: the samples timed changed data
+    # CUDA events and the synchronised host clock on a GPU (peak device memory since a reset), else the host
+    # clock; a model that changes its inputs is timed one call per sample, each on fresh inputs (host clock).
+    policy, mutates = rc.execution_config, gen.model.mutates_inputs
+    with tasks.grad_mode(task):
+        if device == "cuda" and not mutates:
+            cm = measure_cuda(iteration, policy)
+            timed = {"samples": cm.samples_us, "iterations_per_sample": cm.plan.launches,
+                     "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
+                     "gpu_samples_us": cm.gpu_us, "wall_samples_us": cm.wall_us, "memory": cm.memory}
+        else:
+            m = (measure_fresh(lambda f=fn: _iteration(task, f, fresh()), policy, sync, before_sample)
+                 if mutates else measure(iteration, policy, sync, before_sample))
+            timed = {**dataclasses.asdict(m), "timing": dataclasses.asdict(plan_timing("cpu", None, policy)),
+                     "memory": {}}
+    phases["run"] = _ms(t0)
+    if (now := torch.get_num_threads()) != threads:
+        found = now
+    if problem := changed_inputs(gen.model, inputs, pristine, versions, "during the samples"):
+        raise CaseFailure(problem)  # a later call changed them: the samples timed changed data
     # Time inside the timed sample blocks, and the rest of the run phase (warm-up and calibration).
-    timed["timed_ms"] = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
-    timed["warmup_ms"] = max(phases["run"] - timed["timed_ms"], 0.0)
+    timed_ms = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
+    timed.update(timed_ms=timed_ms, warmup_ms=max(phases["run"] - timed_ms, 0.0))
     if device != "cuda":
         noop = fn.call(*inputs, target=_noop) if isinstance(iteration, functools.partial) else (
             lambda args=inputs: _noop(*args))
         timed["floor_us"] = floor_us(noop, timed["iterations_per_sample"])
     if profile:  # after the samples, never during them; its time is in no phase
-        timed["profile"] = _profile(iteration, task, device, profile, float(sorted(timed["samples"])[
-            len(timed["samples"]) // 2]))
+        timed["profile"] = _profile(iteration, task, device, profile,
+                                    float(statistics.median_high(timed["samples"])))
 
     t0 = time.perf_counter()
     del fn, iteration, inputs, output
     gc.collect()
     if device == "cuda":
         torch.cuda.empty_cache()
-    phases["done"] = (time.perf_counter() - t0) * 1e3
+    phases["done"] = _ms(t0)
     timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
-    return {**timed, **cache, "threads": found[0], "threads_set": threads, "correctness": correctness,
+    return {**timed, **cache, "threads": found, "threads_set": threads, "correctness": correctness,
             "jacobian_mode": jacobian_mode}
 
 
@@ -282,7 +271,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
     """What the harness floor calls instead of the user's code."""
 
 
-def _iteration(task: Task, fn: Any, inputs: tuple[torch.Tensor, ...]) -> Any:
+def _iteration(task: Task, fn: Any, inputs: Tensors) -> Any:
     """One timed call. An eager function benchmark's value is the user's function on pre-bound arguments
     (:meth:`BoundFunction.call`: no module call, no unflattening); everything else ``tasks.step``."""
     if isinstance(fn, BoundFunction) and task in (Task.INFERENCE, Task.FORWARD):
@@ -294,9 +283,10 @@ def _iteration(task: Task, fn: Any, inputs: tuple[torch.Tensor, ...]) -> Any:
 PROFILE_OPERATORS = 50
 
 
-def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any], sample_us: float) -> dict[str, Any]:
-    """Run ``iteration`` ``spec["iterations"]`` times (fewer when ``spec["budget_ms"]`` ms would not fit them at
-    ``sample_us`` µs each; at least one) under ``torch.profiler.profile`` (CPU activity; CUDA too on a GPU),
+def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
+             sample_us: float) -> dict[str, Any]:
+    """Run ``iteration`` ``spec["iterations"]`` times (fewer when ``spec["budget_ms"]`` ms would not fit
+    them at ``sample_us`` µs each; at least one) under ``torch.profiler.profile`` (CPU; CUDA too on a GPU),
     write its Chrome trace to ``spec["trace"]`` and return ``{iterations, trace, wall_ms, operators}``: each
     operator's ``name``, ``self_cpu_us`` (µs summed over the iterations), ``count`` (calls) and on a GPU
     ``self_device_us``, at most :data:`PROFILE_OPERATORS`, largest self CPU time first. Never raises: a
@@ -306,46 +296,24 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any], samp
 
     start = time.perf_counter()
     try:
-        n = spec["iterations"]
-        if spec.get("budget_ms") and sample_us > 0:
-            n = max(1, min(n, int(spec["budget_ms"] * 1e3 / sample_us)))
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        n, budget = spec["iterations"], spec.get("budget_ms")
+        if budget and sample_us > 0:
+            n = max(1, min(n, int(budget * 1e3 / sample_us)))
+        gpu = device == "cuda"
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         with tasks.grad_mode(task), profiler(activities=activities) as prof:
             for _ in range(n):
                 iteration()
-            sync()
+            if gpu:
+                torch.cuda.synchronize()
         Path(spec["trace"]).parent.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(spec["trace"])
-        ops = []
-        for event in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]:
-            op = {"name": event.key, "self_cpu_us": float(event.self_cpu_time_total), "count": int(event.count)}
-            if device == "cuda":
-                op["self_device_us"] = float(event.self_device_time_total)
-            ops.append(op)
-        return {"iterations": n, "trace": spec["trace"], "wall_ms": (time.perf_counter() - start) * 1e3,
-                "operators": ops}
+        ops = [{"name": e.key, "self_cpu_us": float(e.self_cpu_time_total), "count": int(e.count),
+                **({"self_device_us": float(e.self_device_time_total)} if gpu else {})}
+               for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]]
+        return {"iterations": n, "trace": spec["trace"], "wall_ms": _ms(start), "operators": ops}
     except Exception as exc:  # noqa: BLE001 - the profile is extra: the case's samples stand without it
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
-
-
-def _measure(iteration: Any, policy: Any, device: str, task: Task, before_sample: Any = None,
-             make: Any = None) -> dict[str, Any]:
-    """Time ``iteration``: the host clock on a CPU (``before_sample`` called before each sample); CUDA events
-    and the synchronised host clock on a GPU (``benchtrail.worker.cuda_timing``), with peak device memory since
-    a reset. With ``make`` (a model that changes its inputs) one call of ``make()`` per sample, host clock."""
-    with tasks.grad_mode(task):
-        if device != "cuda" or make is not None:
-            sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-            m = (measure_fresh(make, policy, sync, before_sample) if make is not None
-                 else measure(iteration, policy, before_sample=before_sample))
-            plan = plan_timing("cpu", None, policy)
-            return {"samples": list(m.samples_us), "iterations_per_sample": m.iterations_per_sample,
-                    "warmup_iterations": m.warmup_iterations, "timing": dataclasses.asdict(plan), "memory": {}}
-        cm = measure_cuda(iteration, policy)
-    return {"samples": list(cm.samples_us), "iterations_per_sample": cm.plan.launches,
-            "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
-            "gpu_samples_us": list(cm.gpu_us), "wall_samples_us": list(cm.wall_us), "memory": dict(cm.memory)}
 
 
 def _out_of_memory(exc: BaseException) -> dict[str, Any]:
@@ -354,36 +322,41 @@ def _out_of_memory(exc: BaseException) -> dict[str, Any]:
     The worker exits after the case, so the next case starts with a fresh allocator anyway; the
     cache is emptied so the reported free memory is honest and the process gives memory back at once.
     """
-    requested = parse_oom_bytes(str(exc))
-    emptied = torch.cuda.is_available()
-    if emptied:
+    message = str(exc)
+    requested = parse_oom_bytes(message)
+    if emptied := torch.cuda.is_available():
         torch.cuda.empty_cache()
     asked = f" (requested {requested} bytes)" if requested is not None else ""
-    return {"reason": f"out of memory{asked}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+    return {"reason": f"out of memory{asked}: {message.splitlines()[0] if message else type(exc).__name__}",
             "oom": {"requested_bytes": requested, "cache_emptied": emptied}}
 
 
 def _serve(request: Request, phases: dict[str, float]) -> Response:
     """Run a parsed request; raises what the job raises (``handle`` turns it into a response)."""
+    module_dir = Path(request.module_dir) if request.module_dir else None
     if isinstance(request, CompileRequest):
         (gen,) = unpack_and_deserialize(request.config, ModuleGenerationConfig)
-        module_dir = Path(request.module_dir) if request.module_dir else None
-        return Response(status="ok", reason=None, **compile_job(gen, module_dir, request.explain, request.tasks))
+        return Response(status="ok", **compile_job(gen, module_dir, request.explain, request.tasks))
     (rc,) = unpack_and_deserialize(request.config, RunConfig)
-    module_dir = Path(request.module_dir) if request.module_dir else None
-    payload = run_job(rc, request.threads, module_dir, phases, request.profile, request.duet)
-    c = payload["correctness"]
+    # A duet on a CPU: the process is pinned to its CPUs first; the response's ``duet`` says so.
+    pair = Duet(request.duet) if request.duet and rc.target_device.architecture is Architecture.CPU else None
+    try:
+        payload = run_job(rc, request.threads, module_dir, phases, request.profile, pair)
+    finally:
+        done = pair.close() if pair is not None else None
+    c, why = payload["correctness"], None
     if c and not c["ok"]:
-        why = (f"{c['quantity']} {'not checked' if c['max_abs_err'] is None else 'differs from ' + c['against']}: "
+        why = (f"{c['quantity']} "
+               f"{'not checked' if c['max_abs_err'] is None else 'differs from ' + c['against']}: "
                f"{c['error']}" if c.get("error") else
-               f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, max rel error "
-               f"{c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})")
-        return Response(status="mismatch", reason=why, **payload, phase_times_ms=phases)
-    return Response(status="ok", reason=None, **payload, phase_times_ms=phases)
+               f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, max rel "
+               f"error {c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})")
+    return Response(status="mismatch" if why else "ok", reason=why, **payload, duet=done,
+                    phase_times_ms=phases)
 
 
 def handle(data: Any) -> Response:
-    """Read a request (a JSON object, :func:`benchtrail.worker.protocol.read_request`) and run it. Never raises.
+    """Read a request (a JSON object, :func:`benchtrail.worker.protocol.read_request`), run it; never raises.
 
     A request this worker cannot read (e.g. a newer protocol version) is answered ``failed`` with
     the reason. A run request's response always holds ``phase_times_ms``, also when the case
@@ -393,41 +366,33 @@ def handle(data: Any) -> Response:
         request = read_request(data)
     except ProtocolError as exc:
         return refusal(exc)
-    phases: dict[str, float] = {}
+    phases = {}
     extra = {"phase_times_ms": phases} if isinstance(request, RunRequest) else {}
     try:
         return _serve(request, phases)
-    except CaseFailure as exc:
-        return Response(status=exc.status, reason=exc.reason, **extra)
-    except DuetError as exc:  # the other arm's worker failed, or the runner went away
-        return Response(status="failed", reason=str(exc), **extra)
-    except ModuleError as exc:
+    # DuetError: the other arm failed or the runner left.
+    except (CaseFailure, tasks.TaskError, DuetError, ModuleError) as exc:
         return Response(status="failed", reason=str(exc), **extra)
     except torch.OutOfMemoryError as exc:
         return Response(status="oom", **_out_of_memory(exc), **extra)
     except Exception as exc:  # one failing case must not stop the others: report it
-        tb = traceback.format_exc(limit=-3)
-        return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000], traceback=tb,
-                        **extra)
+        return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
+                        traceback=traceback.format_exc(limit=-3), **extra)
 
 
 def answer(request_path: str, response_path: str) -> None:
     """Read the request file, run it, and write the response file (whole: a temp file renamed)."""
-    with open(request_path, encoding="utf-8") as f:
-        data = json.load(f)
-    response = handle(data)
-    if any(isinstance(v, float) and not math.isfinite(v) for v in response.samples or ()):
+    response = handle(json.loads(Path(request_path).read_text(encoding="utf-8")))
+    if not all(map(math.isfinite, response.samples or ())):
         response = Response(status="failed", reason="a timing sample is not finite")
-    partial = response_path + ".partial"
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump(response.to_json(), f)
-    os.replace(partial, response_path)
+    partial = Path(response_path + ".partial")
+    partial.write_text(json.dumps(response.to_json()), encoding="utf-8")
+    partial.replace(response_path)
 
 
 def main(argv: list[str]) -> int:
     """``REQUEST.json RESPONSE.json``: answer the request in the response file; 0 unless the files fail."""
-    request_path, response_path = argv
-    answer(request_path, response_path)
+    answer(*argv)
     return 0
 
 

@@ -6,10 +6,10 @@ import torch
 
 from benchtrail.suite.definitions import Model
 from benchtrail.worker.functions import input_names
-from benchtrail.worker.inputs import SEED
+from benchtrail.worker.inputs import SEED, Tensors
 
 
-def changed_inputs(model: Model, inputs: tuple[torch.Tensor, ...], pristine: tuple[torch.Tensor, ...],
+def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
                    versions: list[int], when: str) -> str | None:
     """Why a case that changed an input ``when`` is refused, or None: its version counter moved from
     ``versions``, or its values differ from the pristine copy's (a change through ``.data``); a model that
@@ -17,11 +17,11 @@ def changed_inputs(model: Model, inputs: tuple[torch.Tensor, ...], pristine: tup
     back before the check) are not seen."""
     if model.mutates_inputs:
         return None
-    changed = [i for i, (t, p, v) in enumerate(zip(inputs, pristine, versions))
-               if t._version != v or not _same(t.detach(), p)]
-    if not changed:
+    i = next((i for i, (t, p, v) in enumerate(zip(inputs, pristine, versions))
+              if t._version != v or not _same(t.detach(), p)), None)
+    if i is None:
         return None
-    i, t = changed[0], inputs[changed[0]]
+    t = inputs[i]
     if model.params or not model.input_specs:
         name, declare = input_names(model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
     else:

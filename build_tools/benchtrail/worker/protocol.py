@@ -42,6 +42,7 @@ version working, in both directions:
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -54,8 +55,24 @@ SERVED_VERSIONS = (1,)
 #: request's ``duet`` is honoured (issue 21). ``pythonpath``: the server forks jobs of other checkouts, each
 #: child on its job's ``PYTHONPATH``, and refuses those it cannot (``benchtrail.worker.server``).
 FEATURES = ("duet", "pythonpath")
-#: The reason of a CUDA case's ``failed`` record on a machine where torch sees no GPU: the worker's, and the run
-#: stage's, which records such cases without starting a worker (``benchtrail.runner.run_cases.run_cases``).
+#: The measurement-method version, owned here so the parent side reads it without the worker's timing code
+#: (``benchtrail.worker.timing`` measures by it). Results record it (``environment.method_version``; files
+#: without it are version 1) and it is part of the baseline key (``benchtrail.results.baseline_key``): bump it
+#: when a change makes new samples incomparable with old ones, so no run is compared with a baseline measured
+#: the old way.
+#:   1 — one spawned process per case and process index.
+#:   2 — workers forked from a pre-imported server (``benchtrail.worker.server``); the cases of one
+#:       module share each process, in a shuffled order, from the compile stage's Inductor cache;
+#:       cold compile samples no longer include importing Dynamo and Inductor (issue 18).
+#:   3 — workers run with fixed glibc malloc thresholds (``benchtrail.runner.workers.MALLOC_TUNABLES``): no
+#:       allocation history can put a process in a page-faulting mode (issue 38).
+#:   4 — eager function benchmarks' value tasks time the user's call on pre-bound arguments, without the
+#:       module wrapper (a floor of ~5 µs to ~0.1 µs); torch's thread count is set before each sample; a
+#:       model that declares ``mutates_inputs`` is timed one call per sample on fresh inputs (issue 40).
+METHOD_VERSION = 4
+#: The reason of a CUDA case's ``failed`` record on a machine where torch sees no GPU: the worker's, and the
+#: run stage's, which records such cases without starting a worker
+#: (``benchtrail.runner.run_cases.run_cases``).
 NO_CUDA_REASON = "CUDA run config on a machine without CUDA; refusing to run it on the CPU"
 
 
@@ -81,7 +98,7 @@ def _version(data: Any, what: str) -> int:
     return version
 
 
-def _check(value: Any, types: type | tuple[type, ...], field: str, what: str) -> Any:
+def _check(value: Any, types: type | tuple[type, ...], field: str, what: str = "request") -> Any:
     """``value`` when it is None or one of ``types`` (a bool is not taken for a number).
 
     Raises:
@@ -94,8 +111,20 @@ def _check(value: Any, types: type | tuple[type, ...], field: str, what: str) ->
                         + " or ".join(t.__name__ for t in types))
 
 
+#: Request fields added within version 1, written only when set: a worker from before them ignores them.
+_OPTIONAL = ("tasks", "profile", "duet")
+
+
+class _Request:
+    def to_json(self) -> dict[str, Any]:
+        """The request as a JSON object (version-1 field names and shapes)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "version"}
+        return {"version": self.version, "kind": self.kind} | {  # type: ignore[attr-defined]
+            k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if v or k not in _OPTIONAL}
+
+
 @dataclass(frozen=True)
-class CompileRequest:
+class CompileRequest(_Request):
     """Compile one module; with ``module_dir`` write its artifact (export, AOTInductor) there.
 
     Attributes:
@@ -115,31 +144,26 @@ class CompileRequest:
     version: int = PROTOCOL_VERSION
     kind: ClassVar[str] = "compile"
 
-    def to_json(self) -> dict[str, Any]:
-        """The request as a JSON object (version-1 field names and shapes)."""
-        out = {"version": self.version, "kind": self.kind, "config": self.config, "module_dir": self.module_dir,
-               "explain": self.explain}
-        return {**out, "tasks": list(self.tasks)} if self.tasks else out
-
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(_Request):
     """Run one case: samples in µs per iteration, with ``threads`` torch threads.
 
     Attributes:
         config: ``serialize_and_pack([rc])`` of one ``RunConfig`` (JSON object).
         threads: ``torch.set_num_threads`` of the worker.
         module_dir: the compiled module's directory (export and AOTInductor cases run from its artifact).
-        profile: after the timed samples, profile more iterations with ``torch.profiler`` (:func:`profile_spec`:
-            ``iterations`` at most, within ``budget_ms`` when given; the Chrome trace written to ``trace``, an
-            absolute path) and answer the operators' self times (``Response.profile``). Added within
-            version 1, optional (written only when set): a worker from before it ignores the key, profiles
-            nothing and its response has no ``profile``.
-        duet: duet measurement (:func:`duet_spec`): the worker pins itself to ``cpus`` (CPU ids) for the whole job
-            and, before each timed sample, meets the other arm's worker at the barrier served on the Unix socket
-            ``socket`` (``benchtrail.runner.duet``), so sample j of both starts together. Added within version 1,
-            optional: a worker from before it would ignore it, so a parent sends it only to a worker whose
-            server lists ``duet`` in its features (:data:`FEATURES`); the response's ``duet`` says it was done.
+        profile: after the timed samples, profile more iterations with ``torch.profiler``
+            (:func:`profile_spec`: ``iterations`` at most, within ``budget_ms`` when given; the Chrome trace
+            written to ``trace``, an absolute path) and answer the operators' self times
+            (``Response.profile``). Added within version 1, optional (written only when set): a worker from
+            before it ignores the key, profiles nothing and its response has no ``profile``.
+        duet: duet measurement (:func:`duet_spec`): the worker pins itself to ``cpus`` (CPU ids) for the whole
+            job and, before each timed sample, meets the other arm's worker at the barrier served on the Unix
+            socket ``socket`` (``benchtrail.runner.duet``), so sample j of both starts together. Added within
+            version 1, optional: a worker from before it would ignore it, so a parent sends it only to a
+            worker whose server lists ``duet`` in its features (:data:`FEATURES`); the response's ``duet``
+            says it was done.
     """
 
     config: dict[str, Any]
@@ -149,13 +173,6 @@ class RunRequest:
     profile: dict[str, Any] | None = None
     duet: dict[str, Any] | None = None
     kind: ClassVar[str] = "run"
-
-    def to_json(self) -> dict[str, Any]:
-        """The request as a JSON object (version-1 field names and shapes)."""
-        out = {"version": self.version, "kind": self.kind, "config": self.config, "threads": self.threads,
-               "module_dir": self.module_dir}
-        return {**out, **({"profile": self.profile} if self.profile else {}),
-                **({"duet": self.duet} if self.duet else {})}
 
 
 Request = CompileRequest | RunRequest
@@ -167,17 +184,18 @@ def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
     ``tasks`` the task names whose graphs to compile into the Inductor cache afterwards."""
     from benchtrail.suite.serialization import serialize_and_pack
 
-    return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain, tuple(tasks))
+    return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain,
+                          tuple(tasks))
 
 
 def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None,
                 duet: dict[str, Any] | None = None) -> RunRequest:
-    """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or None;
-    ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None."""
+    """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or
+    None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None."""
     from benchtrail.suite.serialization import serialize_and_pack
 
-    return RunRequest(serialize_and_pack([rc]), rc.target_device.threads, str(module_dir) if module_dir else None,
-                      profile=profile, duet=duet)
+    return RunRequest(serialize_and_pack([rc]), rc.target_device.threads,
+                      str(module_dir) if module_dir else None, profile=profile, duet=duet)
 
 
 def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = None) -> dict[str, Any]:
@@ -204,14 +222,14 @@ def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
 
 def _duet_of(value: Any) -> dict[str, Any] | None:
     """The checked ``duet`` of a run request (None when absent); raises ProtocolError as :func:`duet_spec`."""
-    spec = _check(value, dict, "duet", "request")
+    spec = _check(value, dict, "duet")
     if spec is None:
         return None
     socket, cpus = spec.get("socket"), spec.get("cpus")
     if not (isinstance(socket, str) and socket and isinstance(cpus, list) and cpus
             and all(type(c) is int and c >= 0 for c in cpus) and len(set(cpus)) == len(cpus)):
-        raise ProtocolError(f"worker request: field 'duet' is {spec!r:.200}; allowed: {{socket: <path>, cpus: "
-                            f"<non-empty list of distinct CPU ids>}}")
+        raise ProtocolError(f"worker request: field 'duet' is {spec!r:.200}; allowed: {{socket: <path>, "
+                            f"cpus: <non-empty list of distinct CPU ids>}}")
     return {"socket": socket, "cpus": cpus}
 
 
@@ -222,16 +240,16 @@ def _profile_of(value: Any) -> dict[str, Any] | None:
         ProtocolError: not an object, ``iterations`` not an integer >= 1, ``trace`` not a non-empty string,
             ``budget_ms`` not a number > 0.
     """
-    spec = _check(value, dict, "profile", "request")
+    spec = _check(value, dict, "profile")
     if spec is None:
         return None
-    iterations = _check(spec.get("iterations"), int, "profile.iterations", "request")
-    trace = _check(spec.get("trace"), str, "profile.trace", "request")
-    budget = _check(spec.get("budget_ms"), (int, float), "profile.budget_ms", "request")
+    checked = {k: _check(spec.get(k), types, f"profile.{k}")
+               for k, types in (("iterations", int), ("trace", str), ("budget_ms", (int, float)))}
+    iterations, trace, budget = checked.values()
     if iterations is None or iterations < 1 or not trace or (budget is not None and not budget > 0):
-        raise ProtocolError(f"worker request: field 'profile' is {spec!r:.200}; allowed: {{iterations: <integer >= 1>, "
-                            f"trace: <path>, budget_ms: <number > 0> (optional)}}")
-    return {"iterations": iterations, "trace": trace, **({"budget_ms": budget} if budget is not None else {})}
+        raise ProtocolError(f"worker request: field 'profile' is {spec!r:.200}; allowed: {{iterations: "
+                            f"<integer >= 1>, trace: <path>, budget_ms: <number > 0> (optional)}}")
+    return {k: v for k, v in checked.items() if v is not None}
 
 
 def read_request(data: Any) -> Request:
@@ -246,16 +264,15 @@ def read_request(data: Any) -> Request:
     config = data.get("config")
     if not isinstance(config, dict):
         raise ProtocolError(f"worker request: field 'config' is {type(config).__name__}, not an object")
-    module_dir = _check(data.get("module_dir"), str, "module_dir", "request")
+    module_dir = _check(data.get("module_dir"), str, "module_dir")
     if kind == "compile":
-        explain = data.get("explain", True)
-        tasks = _check(data.get("tasks"), list, "tasks", "request") or []
+        tasks = _check(data.get("tasks"), list, "tasks") or []
         if not all(isinstance(t, str) for t in tasks):
             raise ProtocolError(f"worker request: field 'tasks' is {tasks!r:.80}, not a list of task names")
-        return CompileRequest(config, module_dir or None, bool(_check(explain, bool, "explain", "request")),
+        return CompileRequest(config, module_dir or None, bool(_check(data.get("explain", True), bool, "explain")),
                               tuple(tasks), version)
     if kind == "run":
-        threads = _check(data.get("threads"), int, "threads", "request")
+        threads = _check(data.get("threads"), int, "threads")
         if threads is None:
             raise ProtocolError("worker request: a run request needs 'threads'")
         return RunRequest(config, threads, module_dir or None, version, _profile_of(data.get("profile")),
@@ -266,18 +283,10 @@ def read_request(data: Any) -> Request:
 #: Response fields that are lists of numbers or objects (tuples here, lists in JSON).
 _SEQUENCES = ("samples", "gpu_samples_us", "wall_samples_us", "break_reasons")
 #: Run fields written whenever the run's samples are, also when null (version 1 always wrote them).
-_WITH_SAMPLES = ("correctness", "jacobian_mode")
-_TYPES: dict[str, Any] = {
-    "status": str, "reason": str, "traceback": str, "oom": dict, "phase_times_ms": dict,
-    "samples": (list, tuple), "iterations_per_sample": int, "warmup_iterations": int, "timing": dict,
-    "memory": dict, "gpu_samples_us": (list, tuple), "wall_samples_us": (list, tuple), "threads": int,
-    "correctness": dict, "jacobian_mode": str, "compile_time_ms": (int, float), "peak_rss_bytes": int,
-    "kernel_count": int, "kernel_count_reason": str, "recompiles": int, "fxgraph_cache_hit": int,
-    "fxgraph_cache_miss": int,
-    "artifacts": dict, "graph_count": int, "graph_breaks": int, "break_reasons": (list, tuple),
-    "timed_ms": (int, float), "warmup_ms": (int, float), "prime_ms": (int, float), "profile": dict, "duet": dict,
-    "floor_us": (int, float), "threads_set": int,
-}
+WITH_SAMPLES = ("correctness", "jacobian_mode")
+#: The JSON types a response field's annotation allows, by the annotation's first name.
+_JSON_TYPES: dict[str, Any] = {"str": str, "int": int, "float": (int, float), "dict": dict,
+                               "tuple": (list, tuple)}
 
 
 @dataclass(frozen=True)
@@ -308,13 +317,14 @@ class Response:
             ``run`` phase (warm-up and block calibration). Added within version 1 (optional: a
             worker from before them leaves them out).
         prime_ms: a compile job's time compiling its ``tasks``' graphs into the cache (optional, as above).
-        profile: a run's profile when the request asked for one (``RunRequest.profile``): ``{"iterations": int,
-            "trace": path, "wall_ms": float, "operators": [{"name": str, "self_cpu_us": float, "count": int,
-            "self_device_us": float (on a GPU)}]}``, self times in µs summed over the profiled iterations,
-            largest self CPU time first (at most 50 operators); or ``{"error": str}`` when profiling failed
-            (the samples stand). Added within version 1, optional: a worker from before it leaves it out.
-        duet: a run of a duet request (``RunRequest.duet``): ``{"cpus": [int], "synced": int}``, the CPUs it was
-            pinned to and the samples it started at the barrier. Added within version 1, optional.
+        profile: a run's profile when the request asked for one (``RunRequest.profile``): ``{"iterations":
+            int, "trace": path, "wall_ms": float, "operators": [{"name": str, "self_cpu_us": float, "count":
+            int, "self_device_us": float (on a GPU)}]}``, self times in µs summed over the profiled
+            iterations, largest self CPU time first (at most 50 operators); or ``{"error": str}`` when
+            profiling failed (the samples stand). Added within version 1, optional: a worker from before it
+            leaves it out.
+        duet: a run of a duet request (``RunRequest.duet``): ``{"cpus": [int], "synced": int}``, the CPUs it
+            was pinned to and the samples it started at the barrier. Added within version 1, optional.
         floor_us: a CPU run's harness floor, µs per call: a no-op called as the case's call is, in its block
             size (``benchtrail.worker.timing.floor_us``). ``threads_set``: the thread count set before each
             sample; ``threads`` then is the count the case's code left (it differs when the code changes it).
@@ -367,23 +377,19 @@ class Response:
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def as_dict(self) -> dict[str, Any]:
-        """The response as the runner's stages use it: ``status`` and ``reason``, then every field the
-        job produced (lists for sequences), without ``version``; the shape ``compile-stats.json`` and
-        the run records are built from."""
-        out: dict[str, Any] = {"status": self.status, "reason": self.reason}
-        for f in dataclasses.fields(self):
+    def to_json(self) -> dict[str, Any]:
+        """The response as a JSON object: ``version``, ``status`` and ``reason``, then every field the job
+        produced (lists for sequences)."""
+        out: dict[str, Any] = {"version": self.version, "status": self.status, "reason": self.reason}
+        for f in dataclasses.fields(self)[2:-1]:  # after status and reason, before version
             value = getattr(self, f.name)
-            if f.name in ("status", "reason", "version"):
-                continue
-            if value is None and not (f.name in _WITH_SAMPLES and self.samples is not None):
-                continue
-            out[f.name] = list(value) if f.name in _SEQUENCES else value
+            if value is not None or (f.name in WITH_SAMPLES and self.samples is not None):
+                out[f.name] = list(value) if f.name in _SEQUENCES else value
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        """The response as a JSON object: :meth:`as_dict` with ``version``."""
-        return {"version": self.version, **self.as_dict()}
+
+#: Each response field (but ``version``) and the JSON types it takes.
+_TYPES = {f.name: _JSON_TYPES[re.match(r"\w+", f.type)[0]] for f in dataclasses.fields(Response)[:-1]}
 
 
 def read_response(data: Any) -> Response:

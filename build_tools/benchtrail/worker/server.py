@@ -37,14 +37,15 @@ runner then starts a server for that ``PYTHONPATH`` alone (``benchtrail.runner.s
 
 A job's child starts its own session (the runner kills the whole group on a timeout), sends its
 output to ``log``, sets ``env``, its working directory (also first on ``sys.path``, so one server
-serves every working directory of a checkout) and ``torch.set_num_threads(threads)``, and answers each request in
-turn in one process (:func:`benchtrail.worker.main.answer`, which builds each module once). End of
+serves every working directory of a checkout) and ``torch.set_num_threads(threads)``, and answers each
+request in turn in one process (:func:`benchtrail.worker.main.answer`, which builds each module once). End of
 input stops the server. A checkout from before this module answers ``--serve`` with an error exit
 and no greeting; the runner then spawns ``python -m benchtrail.worker`` per job as before.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -56,10 +57,10 @@ from typing import Any, TextIO
 SERVER_VERSION = 1
 #: The server's working directory, which ``python -m`` put first on ``sys.path``; a child takes its job's.
 _START_DIR = os.getcwd()
-#: The server's own ``PYTHONPATH`` entries, and the rest of its ``sys.path`` after them (stdlib, site-packages).
+#: The server's own ``PYTHONPATH`` entries, and the rest of its ``sys.path`` (stdlib, site-packages).
 _OWN_ENTRIES = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-_OWN_NORMALIZED = {os.path.normpath(os.path.abspath(p)) for p in _OWN_ENTRIES}
-_BASE_PATH = [p for p in sys.path[1:] if os.path.normpath(os.path.abspath(p)) not in _OWN_NORMALIZED]
+_OWN_ABSOLUTE = {os.path.abspath(p) for p in _OWN_ENTRIES}  # abspath normalises too
+_BASE_PATH = [p for p in sys.path[1:] if os.path.abspath(p) not in _OWN_ABSOLUTE]
 #: Names no ``sys.path`` entry can shadow: built into the interpreter, or the running ``__main__``.
 _UNSHADOWED = frozenset(sys.builtin_module_names) | {"__main__"}
 
@@ -79,8 +80,9 @@ def top_level_names(entries: list[str]) -> set[str]:
             continue
         for item in items:
             stem, _, suffix = item.partition(".")
-            if stem.isidentifier() and (not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py"))
-                                        or suffix in ("py", "pyc") or suffix.endswith(("so", "pyd"))):
+            if stem.isidentifier() and (
+                    not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py"))
+                    or suffix in ("py", "pyc") or suffix.endswith(("so", "pyd"))):
                 names.add(stem)
     return names - _UNSHADOWED
 
@@ -88,14 +90,12 @@ def top_level_names(entries: list[str]) -> set[str]:
 def refusal(entries: list[str] | None, cwd: str | None = None) -> str | None:
     """Why a job with ``PYTHONPATH`` ``entries`` (and working directory ``cwd``, first on its ``sys.path``)
     cannot be forked from this server (module docstring), or None."""
-    if entries is None or entries == _OWN_ENTRIES:
+    if entries in (None, _OWN_ENTRIES):
         return None
     imported = {name.partition(".")[0] for name in list(sys.modules)} | {"*"}
     clash = sorted(top_level_names([*([cwd] if cwd else []), *entries, *_OWN_ENTRIES]) & imported)
-    if clash:
-        return (f"its PYTHONPATH or the server's provides modules the server has imported ({', '.join(clash[:5])}); "
-                "it needs a server of its own")
-    return None
+    return (f"its PYTHONPATH or the server's provides modules the server has imported "
+            f"({', '.join(clash[:5])}); it needs a server of its own") if clash else None
 
 
 def _preload() -> None:
@@ -106,35 +106,23 @@ def _preload() -> None:
     import benchtrail.worker.main  # noqa: F401
 
 
-_compilers = False
-
-
+@functools.cache
 def _preload_compilers() -> None:
     """Import Dynamo and Inductor (about 4 s on a 2-vCPU runner), once, before the first job whose module is
-    compiled (any compile mode but eager): a server whose jobs are all eager never pays for them, and a compiled
-    module's compile time never includes importing them (``benchtrail.worker.timing.METHOD_VERSION`` 2)."""
-    global _compilers
-    if _compilers:
-        return
-    _compilers = True
+    compiled (any compile mode but eager): a server whose jobs are all eager never pays for them, and a
+    compiled module's compile time never includes importing them (``METHOD_VERSION`` 2)."""
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
 
     gc.freeze()  # as after _preload: the new modules' objects out of the children's collector
 
 
-_probed = False
-
-
+@functools.cache
 def _probe_inductor() -> None:
     """Inductor probes the C++ compiler and the CPU's vector ISA once per process (g++ runs, a test
     build; about 2 s): do it here, once, before the first job that compiles with Inductor. It caches
     its answer in the process (functools), so every later child inherits it; a machine without a
     compiler fails later, in the job that needs one."""
-    global _probed
-    if _probed:
-        return
-    _probed = True
     try:
         from torch._inductor import cpu_vec_isa
 
@@ -150,26 +138,25 @@ def _child(job: dict[str, Any], channel: int) -> int:
     log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     if job.get("env") is not None:  # the job's whole environment, not the server's
         os.environ.clear()
         os.environ.update(job["env"])
-    if job.get("pythonpath") is not None and job["pythonpath"] != _OWN_ENTRIES:  # another checkout's (refusal)
-        sys.path[:] = [job.get("cwd") or _START_DIR, *job["pythonpath"], *_BASE_PATH]
-    if job.get("cwd"):  # the job's working directory, first on sys.path as for `python -m` started there
+    cwd = job.get("cwd")
+    if job.get("pythonpath") not in (None, _OWN_ENTRIES):  # another checkout's (refusal)
+        sys.path[:] = [cwd or _START_DIR, *job["pythonpath"], *_BASE_PATH]
+    if cwd:  # the job's working directory, first on sys.path as for `python -m` started there
         if sys.path and sys.path[0] == _START_DIR:
-            sys.path[0] = job["cwd"]
-        os.chdir(job["cwd"])
+            sys.path[0] = cwd
+        os.chdir(cwd)
     import torch
 
     from benchtrail.worker.main import answer, release_modules
 
-    threads = job.get("threads")
-    if threads:
+    if threads := job.get("threads"):
         torch.set_num_threads(int(threads))
-    for request_path, response_path in job["jobs"]:
-        answer(request_path, response_path)
+    for paths in job["jobs"]:  # [request path, response path]
+        answer(*paths)
     release_modules()
     return 0
 
@@ -196,8 +183,8 @@ def serve(stdin: TextIO, channel: int) -> int:
             _preload_compilers()
         if job.get("inductor"):
             _probe_inductor()
-        why = refusal(job.get("pythonpath"), job.get("cwd"))  # after the imports above: they are the child's too
-        if why:
+        # After the imports above: they are the child's too.
+        if why := refusal(job.get("pythonpath"), job.get("cwd")):
             say({"refused": why})
             continue
         sys.stdout.flush()

@@ -25,13 +25,15 @@ from typing import Any
 import torch
 
 from benchtrail.suite.definitions import Task
+from benchtrail.worker.inputs import Tensors
 
 #: Inputs with more elements than this are refused by the Jacobian task (the Jacobian of an
 #: n-element function has n² entries: 16 Mi float32 elements = 64 MiB at this limit).
 JACOBIAN_MAX_INPUT_ELEMENTS = 4096
 
 #: The quantity each task computes, which the correctness check compares.
-QUANTITY = {Task.INFERENCE: "value", Task.FORWARD: "value", Task.BACKWARD: "gradient", Task.JACOBIAN: "jacobian"}
+QUANTITY = {Task.INFERENCE: "value", Task.FORWARD: "value", Task.BACKWARD: "gradient",
+            Task.JACOBIAN: "jacobian"}
 
 
 class TaskError(ValueError):
@@ -43,14 +45,14 @@ def grad_mode(task: Task) -> contextlib.AbstractContextManager:
     return torch.no_grad() if task is Task.INFERENCE else torch.enable_grad()
 
 
-def prepare_inputs(task: Task, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+def prepare_inputs(task: Task, inputs: Tensors) -> Tensors:
     """Inputs for ``task``: floating-point inputs require grad for every task but inference."""
     if task is Task.INFERENCE:
         return inputs
     return tuple(t.detach().requires_grad_(True) if t.is_floating_point() else t for t in inputs)
 
 
-def jacobian_mode(inputs: tuple[torch.Tensor, ...], output: Any) -> str:
+def jacobian_mode(inputs: Tensors, output: Any) -> str:
     """``"jacfwd"`` when the output has more elements than all inputs together, else ``"jacrev"``."""
     out_numel = sum(t.numel() for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor))
     return "jacfwd" if out_numel > sum(t.numel() for t in inputs) else "jacrev"
@@ -58,12 +60,10 @@ def jacobian_mode(inputs: tuple[torch.Tensor, ...], output: Any) -> str:
 
 def _parameters(fn: Callable[..., Any]) -> list[torch.Tensor]:
     module = getattr(fn, "_orig_mod", fn)  # torch.compile's wrapper keeps the module here
-    if isinstance(module, torch.nn.Module):
-        return [p for p in module.parameters() if p.requires_grad]
-    return []
+    return [p for p in module.parameters() if p.requires_grad] if isinstance(module, torch.nn.Module) else []
 
 
-def gradient(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+def gradient(fn: Callable[..., Any], inputs: Tensors) -> Tensors:
     """Gradient of the sum of ``fn``'s floating-point outputs w.r.t. the inputs that require grad,
     then the module's parameters, in that order (zeros for ones the output does not depend on).
 
@@ -75,18 +75,18 @@ def gradient(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> tuple[
     wrt = [t for t in inputs if t.requires_grad] + _parameters(fn)
     if not outputs or not wrt:
         raise TaskError("backward: the output does not depend on any input or parameter that requires grad")
-    grads = torch.autograd.grad(outputs, wrt, [torch.ones_like(t) for t in outputs], allow_unused=True,
-                                materialize_grads=True)
-    return tuple(grads)
+    return tuple(torch.autograd.grad(outputs, wrt, [torch.ones_like(t) for t in outputs], allow_unused=True,
+                                     materialize_grads=True))
 
 
-def differentiable_argnums(inputs: tuple[torch.Tensor, ...]) -> tuple[int, ...]:
+def differentiable_argnums(inputs: Tensors) -> tuple[int, ...]:
     """Positions of the floating-point inputs: what the Jacobian task differentiates (an index tensor
     or a boolean mask has no derivative)."""
     return tuple(i for i, t in enumerate(inputs) if t.is_floating_point())
 
 
-def jacobian_fn(model: Callable[..., Any], inputs: tuple[torch.Tensor, ...], compile_fn: bool) -> tuple[Callable[..., Any], str]:
+def jacobian_fn(model: Callable[..., Any], inputs: Tensors,
+                compile_fn: bool) -> tuple[Callable[..., Any], str]:
     """``(jacobian function, mode)`` for ``model`` over every floating-point input
     (:func:`differentiable_argnums`); compiled when ``compile_fn``.
 
@@ -96,21 +96,21 @@ def jacobian_fn(model: Callable[..., Any], inputs: tuple[torch.Tensor, ...], com
     """
     argnums = differentiable_argnums(inputs)
     if not argnums:
-        raise TaskError(f"jacobian: no floating-point input to differentiate (inputs: "
-                        f"{', '.join(f'{t.dtype} {tuple(t.shape)}' for t in inputs) or 'none'}); the Jacobian is "
-                        "taken with respect to the floating-point tensor inputs: drop the jacobian task or pass one")
+        raise TaskError("jacobian: no floating-point input to differentiate (inputs: "
+                        f"{', '.join(f'{t.dtype} {tuple(t.shape)}' for t in inputs) or 'none'}); the "
+                        "Jacobian is taken with respect to the floating-point tensor inputs: drop the "
+                        "jacobian task or pass one")
     n = sum(inputs[i].numel() for i in argnums)
     if n > JACOBIAN_MAX_INPUT_ELEMENTS:
         raise TaskError(f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
                         f"{JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)")
     with torch.no_grad():
         mode = jacobian_mode(tuple(inputs[i] for i in argnums), model(*inputs))
-    transform = torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev
-    jac = transform(model, argnums=argnums)
+    jac = getattr(torch.func, mode)(model, argnums=argnums)  # torch.func.jacrev or jacfwd
     return (torch.compile(jac, backend="inductor") if compile_fn else jac), mode
 
 
-def step(task: Task, fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> Callable[[], Any]:
+def step(task: Task, fn: Callable[..., Any], inputs: Tensors) -> Callable[[], Any]:
     """One iteration of ``task``: a zero-argument callable returning the task's quantity.
 
     For the Jacobian task ``fn`` is already the Jacobian function (:func:`jacobian_fn`).

@@ -1,0 +1,129 @@
+"""What a comparison covers, judged before and after the verdicts (``benchtrail.compare.verdicts``): the
+baseline series within the head run's selection, the devices whose baselines were measured differently or
+cannot be used, and the run configs the head run's execution export expected but got no result for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchtrail import jsonio
+from benchtrail.compare.baseline import unusable
+from benchtrail.compare.document import Row
+from benchtrail.compare.verdicts import Unreported
+from benchtrail.results.baseline_key import difference, keys_of_results
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.suite.export import SCHEMA_VERSION as EXPORT_VERSION, load_execution
+from benchtrail.suite.filters import compile_filter
+from benchtrail.suite.names import slug
+
+
+def _exports(head: list[Path]) -> list[Path]:
+    """The execution exports (``<dir>/run-configs/execution.json``) of the head run directories."""
+    return [e for e in (Path(p) / "run-configs" / "execution.json" for p in head) if e.is_file()]
+
+
+def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...]
+               ) -> tuple[tuple[Unreported, ...], list[dict[str, Any]] | None]:
+    """What the head run directories' execution exports expect and the head results lack:
+    ``(run configs with no record, shards that did not report)``.
+
+    A shard reported when ``<dir>/results/<slug(device)>-<index>.json`` exists or a head results file says it
+    ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard); a shard
+    without run configs has nothing to report (CI's job matrix gives it no job). The run configs of a shard
+    that did not report say so in their reason; those missing from a shard that reported (run with
+    ``--filter`` or ``--benchmark-id``) say that. ``skipped_devices`` (skipped on purpose) are left out.
+    Returns ``((), None)`` when no head is a directory with an execution export.
+
+    Raises:
+        UserError: an execution export that cannot be read (``load_execution``).
+    """
+    exports = _exports(head)
+    if not exports:
+        return (), None
+    ran = {(f.run.get("device_name"), f.run.get("shard_index")) for f in head_files}
+    recorded = {b.id for f in head_files for b in f.benchmarks}
+    lacking: dict[str, Unreported] = {}
+    missing: list[dict[str, Any]] = []
+    for export in exports:
+        results_dir = export.parent.parent / "results"
+        for device, shards in sorted(load_execution(export).items()):
+            if device in skipped_devices:
+                continue
+            for index, rcs in sorted(shards.items()):
+                reported = ((results_dir / f"{slug(device)}-{index}.json").is_file() or (device, index) in ran
+                            or (device, None) in ran)
+                shard = {"device_name": device, "shard_index": index}
+                if not reported and rcs and shard not in missing:  # an empty shard has no job (matrix.jq)
+                    missing.append(shard)
+                why = ("reported without it (it was run with --filter or --benchmark-id)" if reported else
+                       "did not report (its job failed, timed out or was cancelled)")
+                for rc in rcs:
+                    if rc.id not in recorded and rc.id not in lacking:
+                        gen = rc.module_generation_config
+                        lacking[rc.id] = Unreported(rc.id, rc.name, device, gen.name, gen.compile_config.name,
+                                                    f"no result: shard {index} of device {device} {why}")
+    return tuple(lacking.values()), missing
+
+
+def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin: bool) -> dict[str, str]:
+    """``{device: what differs}`` for the devices of both sides whose baseline keys differ
+    (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version, origin
+    unless ``any_origin``)."""
+    base_keys, head_keys = keys_of_results(base), keys_of_results(head)
+    found = {d: difference(base_keys[d], head_keys[d], any_origin=any_origin)
+             for d in head_keys if d in base_keys}
+    return {d: why for d, why in found.items() if why}
+
+
+def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
+    """The ``--filter`` the head run directories' execution exports were made with (their ``filter``),
+    compiled; None when none was (or no head has an export).
+
+    Raises:
+        UserError: an export that cannot be read, or a filter that is not a regular expression.
+    """
+    for export in _exports(head):
+        text = jsonio.read_json(export, kind="execution export", supported=EXPORT_VERSION).get("filter")
+        if isinstance(text, str):
+            return compile_filter(text)
+    return None
+
+
+def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.Pattern[str] | None
+                 ) -> list[ResultsFile]:
+    """``base`` without the records that the head lacks and that lie outside the head run's selection: its
+    presets (``run.presets`` of the head files; a record's own ``presets``, else its run's) and, when the head
+    was run with ``--filter`` (``pattern``, :func:`exported_filter`), the filter (a record's name, id or
+    module name it finds, as ``suite.filters.filter_suite`` selects). A series the head did not select is not
+    ``removed``, and a series the head has is always compared, whatever its presets are called now.
+    Unchanged when the head files name no presets (plain results files)."""
+    wanted = {p for f in head for p in f.run.get("presets") or ()}
+    if not wanted:
+        return base
+    in_head = {b.id for f in head for b in f.benchmarks}
+
+    def chosen(b: BenchmarkRecord, run_presets: set[str]) -> bool:
+        presets = set(b.presets) or run_presets
+        return ((pattern is None or any(map(pattern.search, (b.name, b.id, b.module_name))))
+                and (not presets or bool(presets & wanted)))
+
+    kept = []
+    for f in base:
+        run_presets = set(f.run.get("presets") or ())
+        records = tuple(b for b in f.benchmarks if b.id in in_head or chosen(b, run_presets))
+        if records:
+            kept.append(replace(f, benchmarks=records))
+    return kept
+
+
+def unusable_baselines(rows: list[Row], baseline: dict[str, Any] | None) -> tuple[list[Row], dict[str, str]]:
+    """``rows`` with each ``new`` row of a device whose baseline run cannot be used
+    (``benchtrail.compare.baseline.unusable``) made ``not-comparable`` with the reason, and those
+    ``{device: reason}``."""
+    why = unusable(baseline)
+    return [replace(r, verdict="not-comparable", reason=why[r.device_name])
+            if r.verdict == "new" and r.device_name in why else r for r in rows], why
