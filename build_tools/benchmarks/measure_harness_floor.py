@@ -79,13 +79,14 @@ def main() -> int:
             execution = dataclasses.replace(rc.execution_config, processes=args.processes,
                                             min_samples=args.samples)
             response = run_case(RunConfig.build(rc.module_generation_config, execution, rc.target_device))
-            if response["status"] != "ok":
-                sys.exit(f"{rc.name}: {response['status']}: {response.get('reason')}")
-            ours = statistics.median(response["samples"])
+            if not response.ok:
+                sys.exit(f"{rc.name}: {response.status}: {response.reason}")
+            ours = statistics.median(response.samples)
             fn = getattr(module, name).fn
             timer = Timer("fn(x)", globals={"fn": fn, "x": x}, num_threads=1).blocked_autorange(min_run_time=1)
             theirs = timer.median * 1e6
-            print(f"{name:<12} {ours:>11.3f} {theirs:>9.3f} {ours - theirs:>9.3f} {response['floor_us']:>7.3f}")
+            floor = response.answer.floor_us
+            print(f"{name:<12} {ours:>11.3f} {theirs:>9.3f} {ours - theirs:>9.3f} {floor:>7.3f}")
     return 0
 
 
