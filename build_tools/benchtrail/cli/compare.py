@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from benchtrail.cli.options import (ACCEPT_HELP, accept_globs, add_any_origin_argument, add_trust_arguments,
                                     QUARANTINE_PARENT, THRESHOLDS_PARENT, optional_store)
 from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
+
+if TYPE_CHECKING:
+    from benchtrail.compare.document import Row
 
 
 def add_compare_parsers(subparsers: Any) -> None:
@@ -87,13 +91,12 @@ def show_result(comparison: Path, main_output: Path, as_json: bool) -> None:
         print(main_output)
 
 
-def not_accepted(comparison: Path, hint: str = "") -> bool:
-    """``--fail-on regressed``: print the regressions of ``comparison`` that are not accepted (``hint`` ends
+def not_accepted(rows: Sequence[Row], hint: str = "") -> bool:
+    """``--fail-on regressed``: print the regressions among ``rows`` that are not accepted (``hint`` ends
     the line) on stderr; whether there are any."""
-    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.gate import check
 
-    failing = [r.name for r in check(load_comparison(comparison).rows, rule="any").failing]
+    failing = [r.name for r in check(rows, rule="any").failing]
     if failing:
         print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}{hint}",
               file=sys.stderr)
@@ -170,6 +173,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         UserError: unreadable results, thresholds or quarantine, ``--base`` and ``--store`` both given, or a
             bad store set-up.
     """
+    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.report import compare_stage
 
@@ -184,8 +188,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     path = compare_stage(args.base, args.head, args.output, rules, baseline, base_results=base_results,
                          any_origin=args.baseline_any_origin)
     show_result(path, path, args.json)
-    if args.fail_on and not_accepted(path, ". Accept one with a `benchmarks-accept: "
-                                           "<series name or glob>` trailer."):
+    if args.fail_on and not_accepted(load_comparison(path).rows, ". Accept one with a `benchmarks-accept: "
+                                                              "<series name or glob>` trailer."):
         return EXIT_REGRESSION
     return EXIT_OK
 

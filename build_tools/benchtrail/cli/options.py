@@ -394,11 +394,9 @@ def github_token(writes: str = "issue comments") -> str:
     Raises:
         UserError: it is unset or blank, naming what the token must be allowed to write.
     """
-    from benchtrail.github.post import NO_TOKEN
-
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
-        raise UserError(NO_TOKEN.replace("issue comments", writes))
+        raise UserError(f"no GitHub token: set GITHUB_TOKEN to a token that may write {writes}")
     return token
 
 

@@ -275,11 +275,12 @@ def cmd_ab(args: argparse.Namespace) -> int:
                            Rules.load(args.thresholds, args.accept), policy)
     path = args.output_dir / "comparison.json"
     show_result(path, comment, args.json)
-    if args.fail_on and not_accepted(path):
+    rows = load_comparison(path).rows
+    if args.fail_on and not_accepted(rows):
         return EXIT_REGRESSION
     if args.recheck:  # 2 only for a paired run of this re-check that failed, not for rows failed before it
         return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
-    failed = any(r.verdict == "failed" for r in load_comparison(path).rows)
+    failed = any(r.verdict == "failed" for r in rows)
     return EXIT_BENCHMARKS_FAILED if failed else EXIT_OK
 
 

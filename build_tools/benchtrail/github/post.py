@@ -64,7 +64,6 @@ MAX_RETRIES = 2
 #: A third of the post job's ``timeout-minutes: 15``: the rest is for checkout, install and the
 #: requests themselves. ``benchtrail post --retry-budget`` sets it.
 RETRY_BUDGET_S = 300.0
-NO_TOKEN = "no GitHub token: set GITHUB_TOKEN to a token that may write issue comments"
 COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit",
                           "notes", "body"})
 

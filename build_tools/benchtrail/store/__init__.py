@@ -12,16 +12,16 @@ its line in ``REMOTES``; the ``gs://`` one imports google-cloud-storage only whe
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from benchtrail.errors import UserError
-from benchtrail.store.base import ALL_FILES, POINTER_SCHEMA_VERSION, Store
+from benchtrail.store.base import ALL_FILES, POINTER_SCHEMA_VERSION, Store, run_path
 from benchtrail.store.local import LocalStore, open_local_store
 
 __all__ = ["ALL_FILES", "POINTER_SCHEMA_VERSION", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
@@ -30,17 +30,23 @@ __all__ = ["ALL_FILES", "POINTER_SCHEMA_VERSION", "REMOTES", "LocalStore", "Remo
 
 @dataclass(frozen=True)
 class Remote:
-    """A remote backend: ``opener`` (``module:function``, imported only when such a store is opened),
+    """A remote backend: ``opener`` (opens one from its URL, importing the backend's module only then),
     ``browser`` (what replaces ``<scheme>://`` in a link a browser opens) and ``copy`` (the shell command
     that copies a run's URL to a folder)."""
 
-    opener: str
+    opener: Callable[..., Store]
     browser: str
     copy: str
 
 
+def _open_gcs(url: str, **options: Any) -> Store:
+    from benchtrail.store.gcs import open_gcs_store  # google-cloud-storage, only for a gs:// store
+
+    return open_gcs_store(url, **options)
+
+
 #: The remote backends by URL scheme.
-REMOTES = {"gs": Remote("benchtrail.store.gcs:open_gcs_store", "https://storage.cloud.google.com/",
+REMOTES = {"gs": Remote(_open_gcs, "https://storage.cloud.google.com/",
                         "gcloud storage cp -r")}
 _RUN_URL = re.compile(r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?)/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$")
 
@@ -58,7 +64,7 @@ def is_local(url: str) -> bool:
 
 def run_url(store_url: str, run_id: str, attempt: int) -> str:
     """``<store URL>/runs/<run id>/<attempt>/``."""
-    return f"{store_url.rstrip('/')}/runs/{run_id}/{attempt}/"
+    return f"{store_url.rstrip('/')}/{run_path(run_id, attempt)}/"
 
 
 def split_run_url(url: str) -> tuple[str, str, int] | None:
@@ -101,8 +107,7 @@ def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Stor
         raise UserError("store URL is empty; give a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]")
     parsed = urlparse(url)
     if parsed.scheme in REMOTES:
-        module, function = REMOTES[parsed.scheme].opener.split(":")
-        return getattr(importlib.import_module(module), function)(url, **gcs_options)
+        return REMOTES[parsed.scheme].opener(url, **gcs_options)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise UserError(f"store URL {url!r}: a file URL needs an absolute path, file:///ABS/PATH "
