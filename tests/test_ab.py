@@ -18,8 +18,7 @@ from benchtrail.runner.recheck import suspects
 from benchtrail.errors import UserError
 from tests.records import apply_recheck, two_commit_repo
 from benchtrail.compare.rules import Rules
-from benchtrail.pipeline.measure import ab_stage
-from benchtrail.pipeline.recheck import recheck_stage
+from benchtrail.pipeline.measure import ab_stage, recheck_stage
 from benchtrail.stats.sequential import look_alphas
 from benchtrail.runner.duet import duet_cpus
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchtrail.runner.workers import MALLOC_TUNABLES, _environment
+from benchtrail.runner.workers import MALLOC_TUNABLES, _environments
 
 #: Minor page faults per call of a loop that allocates, fills and frees 2 MiB (512 pages of 4 KiB).
 FAULTS = """
@@ -38,6 +38,6 @@ def test_the_page_faulting_mode_is_gone_in_a_workers_environment(monkeypatch):
     import os
 
     assert _faults_per_call(dict(os.environ)) >= 400  # every call faults its 2 MiB in again
-    env = _environment(1, None)
+    env, _ = _environments(1, None)
     assert env["GLIBC_TUNABLES"] == f"glibc.malloc.mmap_threshold=131072:{MALLOC_TUNABLES}"  # the user's kept
     assert _faults_per_call(env) < 5  # ours come later and win: the array stays in the heap

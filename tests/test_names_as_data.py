@@ -121,12 +121,13 @@ MPL_NAMES = [*HOSTILE, "$x$", "a$b", "\\$", "$\\frac{$"]
 def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
     from matplotlib.text import Text
 
-    from benchtrail.history.plots import plot_ratios_png
+    from benchtrail.history.plots import ratios_figure, save_figures
 
     for name in MPL_NAMES:  # matplotlib's own reading of the label: the name itself, no mathtext
         assert Text()._preprocess_math(mpl_text(name)) == (name, False), name
     # Unescaped, "$\\notacommand$" and "$\\frac{$" fail mathtext's parser when the figure is drawn.
-    path = plot_ratios_png(MPL_NAMES, [1.5] * len(MPL_NAMES), " ".join(MPL_NAMES[:3]), tmp_path / "r.png")
+    figure = ratios_figure(MPL_NAMES, [1.5] * len(MPL_NAMES), " ".join(MPL_NAMES[:3]))
+    (path,) = save_figures({"r.png": figure}, tmp_path)
     assert path.stat().st_size > 1000
 
 

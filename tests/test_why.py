@@ -16,7 +16,7 @@ from benchmark_suites import devices
 from benchtrail.compare.document import Row, count_rows, load_comparison
 from benchtrail.compare.why import HEAD_ONLY, profile_diff, render_why, why_lines
 from benchtrail.compare.rules import Rules
-from benchtrail.pipeline.recheck import recheck_stage
+from benchtrail.pipeline.measure import recheck_stage
 from benchtrail.runner.ab import Policy, Profiling
 from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
                                           RunConfig, Suite, Task)

@@ -159,7 +159,7 @@ def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_wo
                                          method="fork")
         assert response.ok, response.reason
     assert log.read_text().split() == [str(tmp_path / "a" / "arm.py"), str(tmp_path / "b" / "arm.py")]
-    shared = [servers.server_for(workers._server_environment(workers._environment(1, env), env), None) for env in (a, b)]
+    shared = [servers.server_for(workers._environments(1, env)[1], None) for env in (a, b)]
     assert shared[0] is shared[1] and "pythonpath" in shared[0].features and not shared[0].busy
 
 
@@ -183,7 +183,7 @@ def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets
                                      method="fork")
     assert response.ok, response.reason
     assert log.read_text().split()[-1] == str(tmp_path / "c" / "arm.py")
-    key = (workers._server_environment(workers._environment(1, env), env)["PYTHONPATH"], sys.executable)
+    key = (workers._environments(1, env)[1]["PYTHONPATH"], sys.executable)
     (own,) = [s for s in servers._SERVERS if s.key == key]
     assert key in servers._REFUSED and not own.shareable and "pythonpath" in own.features
     assert "(fnmatch)" in refusal([str(tmp_path / "c")]) and refusal(None) is None
@@ -197,7 +197,7 @@ def test_a_leased_server_is_never_handed_to_a_second_caller_until_released(tmp_p
     # for a worker the busy server never forks.
     from benchtrail.runner import servers
 
-    a, b = (workers._server_environment(workers._environment(1, env), env)
+    a, b = (workers._environments(1, env)[1]
             for env in (_checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)))
     first = servers.server_for(a, None, lease=True)
     servers.release(first)

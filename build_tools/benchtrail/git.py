@@ -42,7 +42,7 @@ def toplevel(path: Path) -> Path | None:
     return Path(top) if top else None
 
 
-def state(cwd: Path = Path(".")) -> tuple[str, bool]:
+def state(cwd: Path) -> tuple[str, bool]:
     """``(commit sha, dirty)`` of the checkout at ``cwd``.
 
     Dirty means tracked files differ from HEAD (untracked files are ignored). Outside a git

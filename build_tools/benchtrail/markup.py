@@ -26,6 +26,7 @@ is one line: :func:`md_text` makes each run of whitespace one space (as HTML sho
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Sequence
 
@@ -97,30 +98,30 @@ def mpl_label(name: str, common: str, limit: int) -> str:
     return mpl_text(name, limit)
 
 
-def shared_module(names: Sequence[str], keep: int = 3) -> str:
+def shared_module(names: Sequence[str]) -> str:
     """The leading dotted components all of ``names`` share (``"mypkg.benchmarks."``, dot included), such that
-    every name keeps at least ``keep`` components after it (a function benchmark's name is
-    ``module.function[params]``, then its compile config and task: ``keep=3`` leaves those); ``""`` for fewer
+    every name keeps at least 3 components after it (a function benchmark's name is
+    ``module.function[params]``, then its compile config and task: 3 leaves those); ``""`` for fewer
     than two names. A dot inside ``[parameters]`` is no boundary."""
-    shared = _shared([_components(name) for name in names], keep)
+    shared = _shared([_components(name) for name in names], 3)
     return ".".join(shared) + "." if shared else ""
 
 
-def shared_tail(names: Sequence[str], keep: int = 1) -> str:
+def shared_tail(names: Sequence[str]) -> str:
     """The trailing dotted components all of ``names`` share (``".eager.inference"``, dot included), such that
-    every name keeps at least ``keep`` components before it; ``""`` for fewer than two names. A dot inside
+    every name keeps at least one component before it; ``""`` for fewer than two names. A dot inside
     ``[parameters]`` is no boundary."""
-    shared = _shared([_components(name)[::-1] for name in names], keep)
+    shared = _shared([_components(name)[::-1] for name in names], 1)
     return "." + ".".join(reversed(shared)) if shared else ""
 
 
 def _shared(parts: list[list[str]], keep: int) -> list[str]:
     """The leading items all of ``parts`` (the components of each name) share, leaving each at least ``keep``
     others; none for fewer than two names."""
-    k = 0
-    while len(parts) > 1 and all(len(p) - k - 1 >= keep for p in parts) and len({p[k] for p in parts}) == 1:
-        k += 1
-    return parts[0][:k] if k else []
+    if len(parts) < 2:
+        return []
+    # commonprefix compares item by item, so it takes lists as well as strings
+    return os.path.commonprefix(parts)[:max(0, min(map(len, parts)) - keep)]
 
 
 def _components(name: str) -> list[str]:

@@ -88,10 +88,10 @@ def import_root(start: Path = Path(".")) -> Path | None:
     return path.parent if path else None
 
 
-def put_first_on_sys_path(start: Path = Path(".")) -> Path | None:
+def put_first_on_sys_path() -> Path | None:
     """Put :func:`import_root` first on ``sys.path`` of this process (moved there if it is already
     further down); return it, or None (nothing changed) outside any project."""
-    root = import_root(start)
+    root = import_root()
     if root is not None and sys.path[:1] != [str(root)]:
         sys.path[:] = [str(root), *(p for p in sys.path if p != str(root))]
     return root

@@ -19,15 +19,14 @@ def add_ci_parsers(subparsers: Any) -> None:
     p = subparsers.add_parser("gate")
     p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
                    help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
-    p.add_argument("--accept", action="append", metavar="GLOB",
-                   help=ACCEPT_HELP)
+    p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
     p.set_defaults(func=cmd_gate)
 
     p = subparsers.add_parser("dashboard")
     p.add_argument("--store", help=STORE_HELP + "; holds the earlier runs (only read)")
     p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
-                   help="the run directory: its results/*.json are the newest point; "
-                        "dashboard/ is written there")
+                   help="the run directory: its results/*.json are the newest point; dashboard/ is written "
+                        "there")
     p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (GITHUB_RUN_ID in CI)")
     p.add_argument("--attempt", type=attempt, required=True, metavar="N", help="the run's attempt (from 1)")
     p.add_argument("--max-commits", type=max_commits, default=30, metavar="N",
@@ -84,9 +83,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             raise UserError(f"{here} is not a git repository; run `benchtrail dashboard` in the repository's "
                             "working tree")
         if resolve_commit(here, commits[0]) is None:
-            raise UserError(f"the run's commit {commits[0][:12]} is not in the git "
-                            f"repository at {here} (a shallow "
-                            "clone without it, or another repository)")
+            raise UserError(f"the run's commit {commits[0][:12]} is not in the git repository at {here} (a "
+                            "shallow clone without it, or another repository)")
         store, trust = open_trusted(args, require_store(args.store, "benchtrail dashboard"))
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")

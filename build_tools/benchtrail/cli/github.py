@@ -26,9 +26,9 @@ def add_configure_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("configure")
     p.add_argument("--error-comment", type=Path, metavar="DIR",
                    help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
-                        "invalid (an unknown preset, a bad benchmarks-accept item, "
-                        "malformed PR_LABELS) write DIR/comment.json and DIR/comment.md, a PR comment naming "
-                        "the error for `benchtrail post`, then fail as without it (exit 1)")
+                        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) "
+                        "write DIR/comment.json and DIR/comment.md, a PR comment naming the error for "
+                        "`benchtrail post`, then fail as without it (exit 1)")
     p.set_defaults(func=cmd_configure)
 
 
@@ -137,14 +137,13 @@ def add_gate_status_parser(subparsers: Any) -> None:
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
     p.add_argument("--regate-report", type=Path, metavar="DIR",
-                   help="the `comment` artifact of the run `--plan` named "
-                        "(--regate-run): its comparison is gated again with the PR's "
-                        "current benchmarks-accept items")
+                   help="the `comment` artifact of the run `--plan` named (--regate-run): its comparison is "
+                        "gated again with the PR's current benchmarks-accept items")
     p.add_argument("--regate-run", type=run_key, metavar="ID/ATTEMPT", help="the run --plan named")
     p.add_argument("--plan", action="store_true",
                    help="set nothing: print regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
-                        "when there is none), also appended to $GITHUB_OUTPUT when "
-                        "set: the run whose artifact --regate-report needs")
+                        "when there is none), also appended to $GITHUB_OUTPUT when set: the run whose "
+                        "artifact --regate-report needs")
     p.add_argument("--event", type=Path, metavar="FILE",
                    help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)")
     p.add_argument("--api-url", help=f"GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
@@ -166,10 +165,10 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
     from benchtrail.github.configure import read_event
     from benchtrail.github.post import make_client
 
-    env = dict(os.environ)
+    env = {**os.environ, "GITHUB_EVENT_NAME": "workflow_run"}
     if args.event is not None:
         env["GITHUB_EVENT_PATH"] = str(args.event)
-    _, payload = read_event({**env, "GITHUB_EVENT_NAME": "workflow_run"})
+    _, payload = read_event(env)
     head = gate_status.head_from_event(payload)
     token, api_url, author = github_token("commit statuses"), _api_url(args), _author(args)
     completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
@@ -195,8 +194,8 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         state, description = gate_status.update_status(repo, head, completed=completed or None, report=report,
                                                        regate=regate, author=author)
     except github.GithubException as exc:
-        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on "
-                        f"{head.sha[:12]}: HTTP {exc.status} {exc.data}") from exc
+        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: "
+                        f"HTTP {exc.status} {exc.data}") from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {api_url} ({exc}); check --api-url") from exc
     print(f"{gate_status.CONTEXT}: {state}: {description}")

@@ -7,11 +7,12 @@ main output last: history.json, the dashboard's index.html, the ratio plot.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,7 @@ from benchtrail.errors import EXIT_OK, UserError
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
     p = subparsers.add_parser("history")
-    p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--repo", type=path_argument, default=Path("."),
-                   help="git repository whose history is walked (default .)")
-    p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
-    p.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
-                   help="walk at most N first-parent commits back from --ref (default 100)")
+    add_walk_arguments(p)
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
                    help="history file to write; never overwritten (default history.json)")
     add_trust_arguments(p)
@@ -62,6 +58,17 @@ def add_history_parsers(subparsers: Any) -> None:
     p.set_defaults(func=cmd_compare_builds)
 
 
+def add_walk_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--store``, ``--repo``, ``--ref`` and ``--max-commits`` of ``history`` and ``track``: what
+    :func:`collect` walks."""
+    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--repo", type=path_argument, default=Path("."),
+                        help="git repository whose history is walked (default .)")
+    parser.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
+    parser.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
+                        help="walk at most N first-parent commits back from --ref (default 100)")
+
+
 def collect(args: argparse.Namespace, store: str, repository: str | None = None) -> tuple[Any, Any]:
     """``(opened store, history)`` for ``history`` and ``track``: the first-parent history of ``--ref``
     from the runs of ``store`` that ``--trust`` trusts, with a warning on stderr for each run not used."""
@@ -92,17 +99,14 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
-    """Run ``build(folder)`` in a temporary sibling of ``out_dir``, then rename it to ``out_dir``: all or
-    nothing.
-
-    Returns ``build``'s path, moved under ``out_dir``.
+@contextlib.contextmanager
+def publish_folder(out_dir: Path) -> Iterator[Path]:
+    """Give a temporary sibling of ``out_dir`` to fill, then rename it to ``out_dir``: all or nothing.
 
     Raises:
-        UserError: ``out_dir`` exists and is not an empty folder; whatever ``build`` raises (the
+        UserError: ``out_dir`` exists and is not an empty folder; whatever the ``with`` block raises (the
             temporary folder is removed).
     """
-    out_dir = Path(out_dir)
     check_output_dir(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; "
@@ -113,7 +117,7 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
     except OSError as exc:
         raise UserError(f"cannot create --output-dir {out_dir}: {exc.strerror or exc}") from exc
     try:
-        result = build(tmp)
+        yield tmp
         os.chmod(tmp, 0o755)
         if out_dir.exists():
             out_dir.rmdir()
@@ -123,7 +127,6 @@ def publish_folder(out_dir: Path, build: Callable[[Path], Path]) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
-    return out_dir / result.relative_to(tmp)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -141,17 +144,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
         if baseline is None:
             raise UserError(f"--baseline {args.baseline!r}: git cannot resolve it to a commit in --repo "
                             f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository")
-    pngs: list[Path] = []
-
-    def build(folder: Path) -> Path:
-        pngs.extend(p.relative_to(folder) for p in plot_history_png(history, folder, baseline=baseline))
-        return write_dashboard(history, folder, images=[folder / p for p in pngs],
-                               self_contained=args.self_contained, repo=args.repo)
-
-    index = publish_folder(args.output_dir, build)
-    for p in pngs:
-        print(args.output_dir / p)
-    print(index)
+    with publish_folder(args.output_dir) as folder:
+        pngs = plot_history_png(history, folder, baseline=baseline)
+        index = write_dashboard(history, folder, images=pngs, self_contained=args.self_contained,
+                                repo=args.repo)
+    for path in (*pngs, index):
+        print(args.output_dir / path.relative_to(folder))
     return EXIT_OK
 
 

@@ -71,15 +71,11 @@ def workflow(template: str, pin: tuple[str, str] | None) -> str:
     """A caller workflow from its template, pinned to ``pin`` or to the placeholders."""
     text = resources.files("benchtrail").joinpath("data", "init", template).read_text(encoding="utf-8")
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
-    if pin:
-        comment = (f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
-                   f"({repository}@{commit}).\n")
-        note = ""
-    else:
-        comment = ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a "
-                   "PLACEHOLDER (and OWNER is\n# benchtrail's owner): replace both with a real commit of "
-                   "benchtrail's repository.\n")
-        note = " # placeholder: a real benchtrail commit"
+    comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
+                      f"({repository}@{commit}).\n", "") if pin else
+                     ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and "
+                      "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
+                      "repository.\n", " # placeholder: a real benchtrail commit"))
     return (text.replace("{pin_comment}", comment).replace("{repository}", repository)
             .replace("{commit}", commit).replace("{pin_note}", note))
 
@@ -108,10 +104,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     def place(path: Path, kept_because: str | None, text: str, note: str = "") -> None:
         """Write ``text`` to ``path``, unless ``kept_because`` says why the file is kept."""
         if kept_because:
-            kept.append(f"{path} ({kept_because})")
+            kept.append(f"kept  {path} ({kept_because})")
         else:
             jsonio.write_text_atomic(path, text)
-            written.append(f"{path}{note}")
+            written.append(f"wrote {path}{note}")
 
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
@@ -140,10 +136,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         path = root / ".github" / "workflows" / name
         place(path, path.exists() and "exists", workflow(f"{name}.template", pin))
 
-    for path in written:
-        print(f"wrote {path}")
-    for path in kept:
-        print(f"kept  {path}")
+    print(*written, *kept, sep="\n")
     if pin is None:
         print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says "
               f"{PLACEHOLDER_REPOSITORY}@{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")

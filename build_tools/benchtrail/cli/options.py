@@ -200,7 +200,7 @@ QUARANTINE_PARENT = _parent("--quarantine", type=Path,
 # -- numbers -------------------------------------------------------------------------------------
 
 
-def whole_number(minimum: int = 1, expected: str | None = None, *, show_number: bool = False
+def whole_number(minimum: int, expected: str | None = None, *, show_number: bool = False
                  ) -> Callable[[str], int]:
     """argparse type: digits only (no sign, no space), at least ``minimum``; else ``expected <expected>, got
     '<text>'`` (``expected`` defaults to ``a whole number from <minimum>``; ``show_number``: a number below

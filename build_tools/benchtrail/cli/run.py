@@ -234,8 +234,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import available_architectures
-    from benchtrail.pipeline.measure import ab_stage
-    from benchtrail.pipeline.recheck import recheck_stage
+    from benchtrail.pipeline.measure import ab_stage, recheck_stage
     from benchtrail.runner.ab import Policy
 
     loaded, repo = suite(), Path(".")
@@ -278,10 +277,9 @@ def cmd_ab(args: argparse.Namespace) -> int:
     rows = load_comparison(path).rows
     if args.fail_on and not_accepted(rows):
         return EXIT_REGRESSION
-    if args.recheck:  # 2 only for a paired run of this re-check that failed, not for rows failed before it
-        return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
-    failed = any(r.verdict == "failed" for r in rows)
-    return EXIT_BENCHMARKS_FAILED if failed else EXIT_OK
+    if not args.recheck:  # a re-check exits 2 only for a paired run of its own that failed
+        ok = not any(r.verdict == "failed" for r in rows)
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
 def _run_dir(args: argparse.Namespace):

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import (STORE_HELP, add_trust_arguments, from_env, github_token, or_env,
-                                    repo_name, require_store, whole_number)
+from benchtrail.cli.history import add_walk_arguments, collect
+from benchtrail.cli.options import (add_trust_arguments, from_env, github_token, or_env, repo_name,
+                                    require_store, whole_number)
 from benchtrail.github.post import DEFAULT_API_URL
 from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_table, report_to_dict, track
 
@@ -22,12 +23,7 @@ from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_ta
 def add_track_parsers(subparsers: Any) -> None:
     """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
     p = subparsers.add_parser("track")
-    p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--repo", type=Path, default=Path("."),
-                   help="git repository whose history is walked (default .)")
-    p.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
-    p.add_argument("--max-commits", type=whole_number(1), default=100, metavar="N",
-                   help="walk at most N first-parent commits back from --ref (default 100)")
+    add_walk_arguments(p)
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
     p.add_argument("--new-within", type=whole_number(1), default=DEFAULT_NEW_WITHIN, metavar="N",
                    help=f"a change is new when its head is among the series' last N points "
@@ -51,7 +47,6 @@ def add_track_parsers(subparsers: Any) -> None:
 def cmd_track(args: argparse.Namespace) -> int:
     """``benchtrail track``: print the change points, post issues with ``--post``, write ``--report``. Exit
     0."""
-    from benchtrail.cli.history import collect
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.github.track_issues import post_issues
 

@@ -15,9 +15,8 @@ with the reason.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +90,7 @@ class BaselineSet:
         not be used, else ``no trusted baseline run: ...``) or a run under another key was found, else
         None."""
         extra = {"lacking": dict(sorted(self.lacking.items())),
-                 "ignored": [dataclasses.asdict(i) for i in self.ignored], "trust": self.trust}
+                 "ignored": [asdict(i) for i in self.ignored], "trust": self.trust}
         if not self.runs:
             if not self.ignored:  # runs under another key (e.g. an older measurement method) say why: lacking
                 other = any(OTHER_KEY in why for why in self.lacking.values())
@@ -109,50 +108,29 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return _resolve(repo, ref) or ref
 
 
-def default_branch(repo: Path) -> str | None:
-    """``origin/HEAD``'s target, else the first of origin/main, main, origin/master, master that exists."""
-    return symbolic_ref(repo, "refs/remotes/origin/HEAD") or next(
-        (name for name in ("origin/main", "main", "origin/master", "master") if _resolve(repo, name)), None)
-
-
-def branch_ref(repo: Path, branch: str) -> str:
-    """The ref of branch ``branch`` in ``repo``: ``origin/<branch>`` when it exists (a CI checkout), else
-    ``branch``.
-
-    Raises:
-        UserError: neither exists.
-    """
-    for ref in (f"origin/{branch}", branch):
-        if _resolve(repo, ref):
-            return ref
-    raise UserError(f"--base-branch {branch!r}: neither origin/{branch} nor {branch} is a branch of {repo}; "
-                    "fetch it (actions/checkout with fetch-depth: 0 fetches every branch)")
-
-
 def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
-    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (default: the default
-    branch), then its first-parent ancestors, ``MAX_ANCESTORS`` at most.
+    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (``origin/<base_branch>`` when it
+    exists, as in a CI checkout, else ``base_branch``; default: the default branch, ``origin/HEAD``'s target,
+    else the first of origin/main, main, origin/master, master that exists), then its first-parent
+    ancestors, ``MAX_ANCESTORS`` at most.
 
     Raises:
         UserError: ``base_branch`` is given but is not a branch of ``repo``.
     """
-    branch = branch_ref(repo, base_branch) if base_branch else default_branch(repo)
+    refs = ((f"origin/{base_branch}", base_branch) if base_branch else
+            ("origin/main", "main", "origin/master", "master"))
+    branch = (None if base_branch else symbolic_ref(repo, "refs/remotes/origin/HEAD")) or next(
+        (ref for ref in refs if _resolve(repo, ref)), None)
+    if base_branch and branch is None:
+        raise UserError(f"--base-branch {base_branch!r}: neither origin/{base_branch} nor {base_branch} is a "
+                        f"branch of {repo}; fetch it (actions/checkout with fetch-depth: 0 fetches every "
+                        "branch)")
     base = merge_base(repo, head, branch) if branch else None
     reason = "merge base"
     if base is None:
         base, reason = head, "HEAD (no default branch)"
     shas = first_parents(repo, base, MAX_ANCESTORS + 1) or [base]
     return [(sha, f"{reason}~{i}" if i else reason) for i, sha in enumerate(shas)]
-
-
-def _serves(pointer: dict[str, Any], wanted: dict[str, set[BaselineKey]], any_origin: bool) -> list[str]:
-    """The wanted devices whose keys the pointer's run matches: every head key matches one of the run's
-    keys for the device and every one of the run's keys matches a head key (a run that measured part of
-    a device's shards on another GPU model serves no head of that device). ``any_origin``: CI and local
-    runs match each other (``--baseline-any-origin``)."""
-    keys = keys_of_pointer(pointer)
-    return sorted(d for d, head_keys in wanted.items()
-                  if d in keys and difference(keys[d], head_keys, any_origin=any_origin) is None)
 
 
 def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
@@ -180,25 +158,31 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     seen = set()
     other_origin = set()  # devices a run of the other origin would have served
     other_key: dict[str, str] = {}  # device -> what its lacking reason adds about a run under another key
+    serves: dict[tuple[str, int], list[str]] = {}  # run -> the wanted devices it serves (candidate)
     for sha, reason in candidates:
         if not wanted or sha in seen:
             continue
         seen.add(sha)
 
         def candidate(p: dict[str, Any], sha: str = sha) -> bool:
+            """Whether the pointer's run serves a wanted device: every head key matches one of the run's keys
+            for the device and every one of the run's keys matches a head key (a run that measured part of a
+            device's shards on another GPU model serves no head of that device)."""
             run = p["run_id"], p["attempt"]
             if run == exclude:
                 return False
-            keys, serves = keys_of_pointer(p), _serves(p, wanted, any_origin)
-            for d in (wanted.keys() & keys.keys()) - set(serves):
+            keys = keys_of_pointer(p)
+            differs = {d: difference(keys[d], wanted[d], any_origin=any_origin)
+                       for d in wanted.keys() & keys.keys()}
+            serves[run] = sorted(d for d, what in differs.items() if what is None)
+            for d in differs.keys() - set(serves[run]):
                 if difference(keys[d], wanted[d], any_origin=True) is None:
                     other_origin.add(d)
                 else:  # measured under another key
-                    other_key.setdefault(d, f"; stored runs of {sha[:12]} {OTHER_KEY}: "
-                                            f"{difference(keys[d], wanted[d], any_origin=any_origin)}")
-            return bool(serves) and run not in ignored
+                    other_key.setdefault(d, f"; stored runs of {sha[:12]} {OTHER_KEY}: {differs[d]}")
+            return bool(serves[run]) and run not in ignored
 
-        stored = StoredRuns(store, sha, trust, branches, candidate)  # the store's reader checked the fields
+        stored = StoredRuns(store, sha, trust, candidate, branches)  # the store's reader checked the fields
         for message in stored.unreadable:
             ignored["", len(ignored)] = Ignored(sha, "", 0, message)
         for p, why in stored:  # newest first
@@ -206,10 +190,9 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             if why:
                 ignored[run] = Ignored(sha, run_id, attempt, why)
                 continue
-            serves = _serves(p, wanted, any_origin)
-            runs.append(Baseline(sha, reason, run_id, attempt, store.run_dir(run_id, attempt), tuple(serves),
-                                 tuple(p.get("results", ()))))
-            for d in serves:
+            runs.append(Baseline(sha, reason, run_id, attempt, store.run_dir(run_id, attempt),
+                                 tuple(serves[run]), tuple(p.get("results", ()))))
+            for d in serves[run]:
                 del wanted[d]
     if explicit and not runs:
         raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
@@ -249,19 +232,18 @@ def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile]
         run = f"{b.run_id}/{b.attempt}"
         try:  # the store's reader checked the names of b.results
             folder = store.fetch_run(b.run_id, b.attempt, patterns=b.results or RESULTS_PATTERNS)
-            loaded, problem = _load_run(folder, b, seen)
+            loaded = _load_run(folder, b, run, seen)
         except StoreError:
             raise
-        except UserError as exc:  # a run the store holds no files of
-            loaded, problem = [], f"{UNREADABLE}: run {run}: {exc}"
-        if problem:
+        except UserError as exc:  # a run the store holds no files of, or results that cannot be used
+            problem = str(exc) if isinstance(exc, _Unusable) else f"{UNREADABLE}: run {run}: {exc}"
             ignored.append(Ignored(b.commit, b.run_id, b.attempt, f"{UNUSABLE}: {problem}"))
             lacking.update(dict.fromkeys(b.devices, problem))
             continue
         files.extend(loaded)
         seen.update({r.id: run for f in loaded for r in f.benchmarks})
-        fetched.append(dataclasses.replace(b, run_dir=folder))
-    return files, dataclasses.replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))
+        fetched.append(replace(b, run_dir=folder))
+    return files, replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))
 
 
 #: How the ``lacking`` reason of a device starts when its baseline run exists but cannot be used:
@@ -306,43 +288,47 @@ def results_problem(path: Path, where: str) -> str | None:
     return None
 
 
-def _load_run(folder: Path, b: Baseline, seen: dict[str, str]) -> tuple[list[ResultsFile], str | None]:
-    """The records of the devices ``b`` serves from its fetched run ``folder``, or ``([], why)`` when its
-    results cannot be used (:func:`results_problem`, the loader's ``UserError``, a series in two of its
-    files or already in another baseline run of ``seen``: series id -> run)."""
+class _Unusable(UserError):
+    """Results of a baseline run that cannot be used, the message saying so whole (a plain ``UserError`` of
+    :func:`_load_run` says what of run ``<run>`` is unreadable)."""
+
+
+def _load_run(folder: Path, b: Baseline, run: str, seen: dict[str, str]) -> list[ResultsFile]:
+    """The records of the devices ``b`` (``run``) serves from its fetched run ``folder``.
+
+    Raises:
+        UserError: its results cannot be used (:func:`results_problem`, the loader's ``UserError``, a series
+            in two of its files or already in another baseline run of ``seen``: series id -> run).
+    """
     from benchtrail.results.io import load_results
 
-    run = f"{b.run_id}/{b.attempt}"
     if b.results:
         paths = [folder / name for name in b.results]
     else:
         inner = folder / "results" if (folder / "results").is_dir() else folder
         paths = sorted(inner.glob("*.json"))
         if not paths:
-            return [], f"{UNREADABLE}: run {run} has no results files (results/*.json)"
+            raise _Unusable(f"{UNREADABLE}: run {run} has no results files (results/*.json)")
     kept = []
     holder = {}  # series id -> the results file holding it
     for path in paths:
         name = path.relative_to(folder).as_posix()
         problem = results_problem(path, f"run {run}: results file {name}")
         if problem:
-            return [], problem
-        try:
-            f = load_results(path, keep_bad=True)  # bad samples: not-comparable rows (compare.verdicts)
-        except UserError as exc:
-            return [], f"{UNREADABLE}: run {run}: {exc}"
+            raise _Unusable(problem)
+        f = load_results(path, keep_bad=True)  # bad samples: not-comparable rows (compare.verdicts)
         records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
         gpu = f.environment.get("gpu_name")
         if records and gpu is not None and not isinstance(gpu, str):
-            return [], (f"{UNREADABLE}: run {run}: results file {name}: field environment.gpu_name is "
-                        f"{repr(gpu)[:100]}; allowed: a string or null")
+            raise UserError(f"results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; allowed: "
+                            "a string or null")
         for r in records:
             other = holder.get(r.id) or seen.get(r.id)
             if other:
                 where = (f"results files {other} and {name}" if r.id in holder else
                          f"run {other} and run {run}")
-                return [], f"{UNREADABLE}: run {run}: series {r.name!r} ({r.id}) is in {where}"
+                raise UserError(f"series {r.name!r} ({r.id}) is in {where}")
             holder[r.id] = name
         if records:
-            kept.append(dataclasses.replace(f, benchmarks=records))
-    return kept, None
+            kept.append(replace(f, benchmarks=records))
+    return kept

@@ -24,33 +24,43 @@ MAX_COMMENT_CHARS = 60_000
 MAX_COMMENT_BYTES = 240_000
 
 
+#: A body's size, or the limits on it: (code points, UTF-8 bytes).
+Size = tuple[int, int]
+
+
 class Block(NamedTuple):
     """One section of comment.md: ``before`` (its title and table header), its table's row lines, ``after``;
     ``priority``, said where the section is made: when comment.md must be cut, sections keep their rows
     in this order (0 first), and the last loses rows first."""
 
-    title: str
     before: list[str]
     rows: list[str]
     after: list[str]
     priority: int
 
 
-def body_size(lines: Sequence[str]) -> tuple[int, int]:
+def body_size(lines: Sequence[str]) -> Size:
     """Code points and UTF-8 bytes of ``"\\n".join(lines) + "\\n"``, the body those lines make."""
     return (sum(map(len, lines)) + len(lines),
             sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines))
 
 
-def fits(size: tuple[int, int], limits: tuple[int, int]) -> bool:
-    """Whether a body of ``size`` (code points, bytes) is within ``limits`` (code points, bytes)."""
+def fits(size: Size, limits: Size) -> bool:
+    """Whether a body of ``size`` is within ``limits``."""
     return size[0] <= limits[0] and size[1] <= limits[1]
 
 
-def _grown(size: tuple[int, int], line: str) -> tuple[int, int]:
-    """``size`` (code points, bytes) of a body with ``line`` added."""
-    chars, n = body_size([line])
-    return size[0] + chars, size[1] + n
+def _fitting(lines: Sequence[str], used: Size, limits: Size) -> tuple[int, Size]:
+    """How many of ``lines``, from the first, a body of ``used`` size takes within ``limits``, and its size
+    with them."""
+    n = 0
+    for line in lines:
+        chars, n_bytes = body_size([line])
+        grown = used[0] + chars, used[1] + n_bytes
+        if not fits(grown, limits):
+            break
+        used, n = grown, n + 1
+    return n, used
 
 
 def left_out_line(left_out: int, total: int) -> str:
@@ -66,8 +76,7 @@ def _table_cut_line(left_out: int, kept: int) -> str:
             else f"{left_out} row{s} left out here: see full.md.")
 
 
-def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: int,
-         limits: tuple[int, int]) -> list[str]:
+def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: int, limits: Size) -> list[str]:
     """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
 
     The sections' rows are left out from the end of the least important section (the highest
@@ -84,17 +93,14 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
     used = body_size(reserve)
     if not fits(used, limits):
         return _cut_text(top, footer, total, limits)
-    kept = dict.fromkeys((b.title for b in blocks), 0)
+    kept = dict.fromkeys(map(id, blocks), 0)  # rows kept, by block
     for b in sorted(blocks, key=lambda b: b.priority):
-        for line in b.rows:
-            if not fits(_grown(used, line), limits):
-                break
-            used, kept[b.title] = _grown(used, line), kept[b.title] + 1
-        if kept[b.title] < len(b.rows):
+        kept[id(b)], used = _fitting(b.rows, used, limits)
+        if kept[id(b)] < len(b.rows):
             break  # the rows of less important sections go before any more of this one's
     lines = list(top)
     for b in blocks:
-        k = kept[b.title]
+        k = kept[id(b)]
         lines += b.before if k or not b.rows else b.before[:1]  # no table header over no rows
         lines += b.rows[:k]
         if k < len(b.rows):
@@ -103,7 +109,7 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
     return lines + [left_out_line(total - sum(kept.values()), total), ""] + footer
 
 
-def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, int]) -> list[str]:
+def _cut_text(top: list[str], footer: list[str], total: int, limits: Size) -> list[str]:
     """The last resort of :func:`cut_to_fit`: no sections, as many top lines as fit, then the footer (or its marker)."""
     tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
     if not fits(body_size(tail), limits):
@@ -111,10 +117,4 @@ def _cut_text(top: list[str], footer: list[str], total: int, limits: tuple[int, 
         if not fits(body_size(tail), limits):
             raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may hold "
                             f"{limits[0]} characters and {limits[1]} bytes")
-    lines, used = [], body_size(tail)
-    for line in top:
-        if not fits(_grown(used, line), limits):
-            break
-        lines.append(line)
-        used = _grown(used, line)
-    return lines + tail
+    return top[:_fitting(top, body_size(tail), limits)[0]] + tail

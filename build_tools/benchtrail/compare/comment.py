@@ -17,8 +17,8 @@ from typing import Any
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row
-from benchtrail.compare.tables import (PAIRED_VERDICTS, Notes, compilation_table, counted, display_name,
-                                      estimate, plain, series_table)
+from benchtrail.compare.tables import (CHANGES, PAIRED_VERDICTS, Notes, and_more, compilation_table, counted,
+                                      display_name, estimate, plain, series_table)
 from benchtrail.compare.why import render_why
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
@@ -79,11 +79,12 @@ def _context_line(comparison: Comparison) -> str:
                  if str(baseline.get("reason")).startswith("no usable")  # benchtrail.compare.baseline
                  else " · no trusted baseline: every series is new")
     else:
+        text += " · no baseline found: every series is new"
         other = min(((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w),
                     default=None)
-        hint = "stored runs of " + other[1].partition("; stored runs of ")[2] if other else ""
-        why = f" ({plain(other[0])}: {plain(hint[:300])})" if other else ""
-        text += f" · no baseline found: every series is new{why}"
+        if other:
+            hint = "stored runs of " + other[1].partition("; stored runs of ")[2]
+            text += f" ({plain(other[0])}: {plain(hint[:300])})"
     presets = head.get("run", {}).get("presets")
     if presets:
         text += f" · presets {', '.join(presets)}"
@@ -148,7 +149,7 @@ _LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
 
 
 def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_url: str | None,
-                          notes: Sequence[str] = ()) -> None:
+                          notes: Sequence[str]) -> None:
     """Check what ``benchtrail comment`` puts into the comment's links and notes.
 
     Raises:
@@ -182,7 +183,7 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
             raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
 
 
-def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None = None) -> list[str]:
+def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
     """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (the largest
     confirmed regression, else the largest regression, or the first row) by its name, shell-quoted, in a code
     span that holds any backticks of the name."""
@@ -208,7 +209,7 @@ def _recheck_outcome(row: Row) -> str:
     ab = row.ab  # decided: it has the stored figures (version 8), or a paired verdict used (before)
     if row.stored is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
         return "kept"
-    if row.verdict in ("regressed", "improved"):
+    if row.verdict in CHANGES:
         return "confirmed"
     return "inconclusive" if row.verdict in INCONCLUSIVE else "cleared"
 
@@ -235,10 +236,9 @@ def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
         line += ":"
     if missed:
         named = ", ".join(code_span(display_name(r, one_device)) for r in missed[:NOT_REACHED_NAMED])
-        if len(missed) > NOT_REACHED_NAMED:
-            named += f" and {len(missed) - NOT_REACHED_NAMED} more"
-        line += (f" {len(missed)}{' more' if checked else ''} suspected change{'s' if len(missed) != 1 else ''} "
-                 f"not re-checked: the re-check's time budget ran out first ({named}); "
+        named += and_more(len(missed), NOT_REACHED_NAMED)
+        line += (f" {counted(len(missed), ('more ' if checked else '') + 'suspected change')} not re-checked:"
+                 f" the re-check's time budget ran out first ({named}); "
                  f"{'they stay' if len(missed) != 1 else 'it stays'} unconfirmed.")
     return line
 
@@ -264,12 +264,9 @@ def trust_lines(comparison: Comparison) -> list[str]:
     """``⚠`` lines for stored runs the trust refused (``baseline.ignored``, three shown) and for devices
     not compared because their baseline was measured differently (``not-comparable`` rows saying so)."""
     ignored = comparison.baseline.get("ignored") or []
-    lines = []
-    if ignored:
-        shown = "; ".join(f"`{i['commit'][:7]}`: {plain(i['reason'][:300])}" for i in ignored[:3])
-        more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
-        lines.append(f"⚠ Ignored {counted(len(ignored), 'stored run')} that "
-                     f"{'are' if len(ignored) != 1 else 'is'} not a trusted baseline: {shown}{more}.")
+    shown = "; ".join(f"`{i['commit'][:7]}`: {plain(i['reason'][:300])}" for i in ignored[:3])
+    lines = [f"⚠ Ignored {counted(len(ignored), 'stored run')} that {'are' if len(ignored) != 1 else 'is'} "
+             f"not a trusted baseline: {shown}{and_more(len(ignored), 3)}."] if ignored else []
     reasons = sorted({r.reason for r in comparison.rows if r.verdict == "not-comparable"
                       and (r.reason or "").startswith("not compared: the baseline of")})
     lines += [f"⚠ {plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
@@ -281,11 +278,11 @@ def trust_lines(comparison: Comparison) -> list[str]:
 FOLDED_PRIORITY = 4
 FOLDED: tuple[tuple[str, Callable[[Row], bool]], ...] = (
     ("Unconfirmed changes",
-     lambda r: r.verdict in ("regressed", "improved") and r.mark in (None, "unconfirmed")),
+     lambda r: r.verdict in CHANGES and r.mark in (None, "unconfirmed")),
     ("Inconclusive", lambda r: r.verdict in INCONCLUSIVE),
     ("Failed or not comparable", lambda r: r.verdict in ("failed", "not-comparable")),
     ("Too few samples", lambda r: r.verdict == "insufficient-samples"),
-    ("Accepted or quarantined", lambda r: r.verdict in ("regressed", "improved")),
+    ("Accepted or quarantined", lambda r: r.verdict in CHANGES),
     ("New or removed", lambda r: r.verdict in ("new", "removed")),
     ("Similar", lambda r: True),
 )
@@ -295,7 +292,7 @@ def confirmed(row: Row) -> bool:
     """Whether an execution row goes into the table of confirmed changes: ``regressed`` or ``improved`` and
     marked ``confirmed`` (by a paired run), or not marked and never re-checked (an improvement of a run
     without a re-check, a comparison built without marks); never a row a bounded re-check did not reach."""
-    if row.verdict not in ("regressed", "improved") or row.recheck == "not-reached":
+    if row.verdict not in CHANGES or row.recheck == "not-reached":
         return False
     return row.mark == "confirmed" or (row.mark is None and not row.ab)
 
@@ -311,12 +308,12 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
     table = (series_table(changes, notes, one_device) if changes
              else ["No confirmed regression or improvement.", ""])
-    blocks = [Block("Confirmed changes", ["#### Confirmed regressions and improvements", *table[:2]],
+    blocks = [Block(["#### Confirmed regressions and improvements", *table[:2]],
                     table[2:], ["", *notes.legend()] if changes else [], 0)]
     changed = [r for r in rows if r.kind == "compilation" and r.verdict not in ("similar", "new", "removed")]
     if changed:
         table = compilation_table(changed)
-        blocks.append(Block("Compilation statistics", ["#### Compilation statistics", *table[:2]], table[2:], [""], 1))
+        blocks.append(Block(["#### Compilation statistics", *table[:2]], table[2:], [""], 1))
     shown = {id(r) for r in changes + changed}
     left = [r for r in rows if id(r) not in shown]
     for priority, (name, belongs) in enumerate(FOLDED, start=FOLDED_PRIORITY):
@@ -325,7 +322,7 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
         if group:
             table = series_table(group, notes, one_device)
             summary = f"<details><summary>{name}: {len(group)} series</summary>"
-            blocks.append(Block(name, [summary, "", *table[:2]], table[2:],
+            blocks.append(Block([summary, "", *table[:2]], table[2:],
                                 ["", *notes.legend(), "</details>", ""], priority))
     return blocks
 
@@ -340,15 +337,16 @@ def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     lines = [f"<details><summary>Why it got slower (torch.profiler): {len(regressed)} series</summary>", ""]
     for row in regressed:
         lines += [code_span(display_name(row, True)), "", render_why(row.profile, link), ""]
-    return [Block("Why", lines, [], ["</details>", ""], 2)]
+    return [Block(lines, [], ["</details>", ""], 2)]
 
 
 def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
     """The compiler summary of ``comparison.json`` (``benchtrail.compare.compiler_summary``), when it has one."""
     data = comparison.document.get("compiler_summary")
-    table = render_markdown(rows_from_json(data, "comparison.json: compiler_summary")) if data else ""
-    return [Block("Compiler summary", ["#### Compiler summary", *table.splitlines()], [], [""], 3)] \
-        if table else []
+    if not data:
+        return []
+    table = render_markdown(rows_from_json(data, "comparison.json: compiler_summary"))
+    return [Block(["#### Compiler summary", *table.splitlines()], [], [""], 3)]
 
 
 def render(comparison: Comparison, run_url: str | None = None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -153,7 +154,7 @@ def geomean_interval(values: Sequence[float]) -> tuple[float, float | None, floa
     if not values or any(not (math.isfinite(v) and v > 0) for v in values):
         raise ValueError(f"values must be finite and above 0, got {list(values)!r}")
     logs = [math.log(v) for v in values]
-    mean = math.fsum(logs) / len(logs)
+    mean = statistics.fmean(logs)
     if len(logs) < 2:
         return math.exp(mean), None, None
     from scipy.stats import t
@@ -173,19 +174,21 @@ def _memory_peak(record: BenchmarkRecord) -> float | None:
     return float(peak) if isinstance(peak, (int, float)) and peak > 0 else None
 
 
+#: What the summary has a row of: (compile config, device).
+_Key = tuple[str, str]
 #: Execution records by case key (:func:`_case_key`).
 _Cases = dict[tuple[str, str, str], BenchmarkRecord]
 
 
-def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], _Cases]:
+def _executions(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Cases]:
     """Execution records by (compile config, device), then by case key.
 
     Raises:
         UserError: one case twice (the same model, execution config, device and compile config).
     """
-    out: dict[tuple[str, str], _Cases] = {}
+    out: defaultdict[_Key, _Cases] = defaultdict(dict)
     for b in (b for f in files for b in f.benchmarks if b.kind == "execution"):
-        cases = out.setdefault((b.compile_config, b.device_name), {})
+        cases = out[b.compile_config, b.device_name]
         key = _case_key(b)
         if key in cases:
             raise UserError(f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} and "
@@ -194,22 +197,30 @@ def _executions(files: Iterable[ResultsFile]) -> dict[tuple[str, str], _Cases]:
     return out
 
 
-def _compile_times(files: Iterable[ResultsFile]) -> dict[tuple[str, str], dict[str, list[float]]]:
-    """Each module's median cold and warm compile time (ms), by (compile config, device) then ``cold``/``warm``."""
+#: Each module's median cold and warm compile times (ms) of one compile config and device.
+_Times = tuple[list[float], list[float]]
+
+
+def _compile_times(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Times]:
+    """Each module's median cold and warm compile time, by (compile config, device)."""
     per_module: dict[tuple[str, str, str], dict[str, float]] = {}
     for b in (b for f in files for b in f.benchmarks):
         if b.kind == "compilation" and b.status == "ok" and b.median is not None \
                 and b.metric in (*COLD_METRICS, WARM_METRIC):
             per_module.setdefault((b.compile_config, b.device_name, b.module_name), {})[b.metric] = b.median
-    out: dict[tuple[str, str], dict[str, list[float]]] = {}
-    for (config, device, _), metrics in sorted(per_module.items()):
-        times = out.setdefault((config, device), {"cold": [], "warm": []})
-        for kind, names in (("cold", COLD_METRICS), ("warm", (WARM_METRIC,))):
-            times[kind] += [metrics[m] for m in names if m in metrics][:1]  # the first found
+    out: defaultdict[_Key, _Times] = defaultdict(lambda: ([], []))
+    for (config, device, _), metrics in per_module.items():
+        cold, warm = out[config, device]
+        cold.extend([metrics[m] for m in COLD_METRICS if m in metrics][:1])  # the first found
+        warm.extend([metrics[WARM_METRIC]] if WARM_METRIC in metrics else [])
     return out
 
 
-def _summary(cases: _Cases, eager: _Cases, times: dict[str, list[float]]) -> Summary:
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _summary(cases: _Cases, eager: _Cases, times: _Times) -> Summary:
     speedups, ratios = [], []
     for key, b in cases.items():
         e = eager.get(key)
@@ -222,18 +233,16 @@ def _summary(cases: _Cases, eager: _Cases, times: dict[str, list[float]]) -> Sum
     gm, low, high = geomean_interval(speedups) if speedups else (None, None, None)
     if len(speedups) < MIN_INTERVAL_CASES:
         low = high = None
-    cold, warm = times.get("cold", []), times.get("warm", [])
     return Summary(
         cases=len(cases), ok=sum(b.status == "ok" for b in cases.values()), paired=len(speedups),
-        geomean_speedup=gm, speedup_low=low, speedup_high=high, modules=len(cold),
-        cold_ms=statistics.median(cold) if cold else None, warm_ms=statistics.median(warm) if warm else None,
-        memory_pairs=len(ratios), compression_ratio=math.fsum(ratios) / len(ratios) if ratios else None)
+        geomean_speedup=gm, speedup_low=low, speedup_high=high, modules=len(times[0]),
+        cold_ms=_median(times[0]), warm_ms=_median(times[1]),
+        memory_pairs=len(ratios), compression_ratio=statistics.fmean(ratios) if ratios else None)
 
 
-def _summaries(files: Sequence[ResultsFile]) -> dict[tuple[str, str], Summary]:
+def _summaries(files: Sequence[ResultsFile]) -> dict[_Key, Summary]:
     cases, times = _executions(files), _compile_times(files)
-    return {(config, device): _summary(cases.get((config, device), {}), cases.get((EAGER, device), {}),
-                                       times.get((config, device), {}))
+    return {(config, device): _summary(cases[config, device], cases[EAGER, device], times[config, device])
             for config, device in set(cases) | set(times) if config != EAGER}
 
 
@@ -252,8 +261,8 @@ def compiler_summary(head: Sequence[ResultsFile],
         UserError: a results side holds one case twice.
     """
     heads, bases = _summaries(head), _summaries(base or ())
-    return [CompilerSummaryRow(config, device, summary, bases.get((config, device)))
-            for (config, device), summary in sorted(heads.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+    return [CompilerSummaryRow(*key, heads[key], bases.get(key))
+            for key in sorted(heads, key=lambda key: key[::-1])]  # by device, then compile config
 
 
 def rows_to_json(rows: Sequence[CompilerSummaryRow]) -> list[dict[str, Any]]:
@@ -311,12 +320,15 @@ def rows_from_json(data: Any, where: str = "compiler_summary") -> list[CompilerS
     return rows
 
 
-def _change(value: float | None, unit: str) -> str:
-    """`` (+25 pp)`` or `` (-11.1%)``; ``""`` for None. Rounded first, so a tiny negative shows as ``+0``."""
+def _change(row: CompilerSummaryRow, figure: str) -> str:
+    """`` (+25 pp)`` (the pass rate) or `` (-11.1%)``: the row's change of ``figure``; ``""`` for none.
+    Rounded first, so a tiny negative shows as ``+0``."""
+    value = row.change(figure)
     if value is None:
         return ""
     # -0.0 + 0.0 is 0.0
-    return f" ({round(value) + 0.0:+.0f} pp)" if unit == "pp" else f" ({round(value, 1) + 0.0:+.1f}%)"
+    return (f" ({round(value) + 0.0:+.0f} pp)" if figure == "pass_rate"
+            else f" ({round(value, 1) + 0.0:+.1f}%)")
 
 
 def _few_cases(s: Summary) -> bool:
@@ -351,8 +363,7 @@ def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
         memory = "—" if h.compression_ratio is None else f"{h.compression_ratio:.2f}×"
         shown = (rate, _speedup_cell(h), format_value(h.cold_ms, "ms"), format_value(h.warm_ms, "ms"), memory)
         cells = [md_text(r.compile_config), *([md_text(r.device_name)] if devices else []),
-                 *(text + _change(r.change(f), "pp" if f == "pass_rate" else "%")
-                   for f, text in zip(FIGURES, shown))]
+                 *(text + _change(r, f) for f, text in zip(FIGURES, shown))]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: "
                   "median over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed "

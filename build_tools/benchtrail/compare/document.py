@@ -238,15 +238,15 @@ def load_comparison(path: str | Path) -> Comparison:
     for key in ("base", "baseline"):
         if obj.get(key) is not None and not isinstance(obj[key], dict):
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
-    rows = []
+    rows = tuple(from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
+                 for i, row in enumerate(obj["rows"]))
     allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
-    for i, row in enumerate(obj["rows"]):
-        checked = from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
-        rows.append(checked)
-        if checked.mark not in (None, *MARKS):
-            raise UserError(f"comparison {path}: rows[{i}] has mark {checked.mark!r}; allowed: {', '.join(MARKS)}")
-        if checked.verdict not in allowed:
-            raise UserError(f"comparison {path}: rows[{i}] ({checked.name!r}) has verdict {checked.verdict!r}; "
+    for i, row in enumerate(rows):
+        if row.mark not in (None, *MARKS):
+            raise UserError(f"comparison {path}: rows[{i}] has mark {row.mark!r}; allowed: "
+                            f"{', '.join(MARKS)}")
+        if row.verdict not in allowed:
+            raise UserError(f"comparison {path}: rows[{i}] ({row.name!r}) has verdict {row.verdict!r}; "
                             f"allowed: {', '.join(allowed)}")
     if not isinstance(obj["head"].get("commit"), str):
         raise UserError(f"comparison {path}: head.commit must be a string")
@@ -256,7 +256,7 @@ def load_comparison(path: str | Path) -> Comparison:
             and type(m["shard_index"]) is int for m in missing)):  # JSON: an int, not a bool
         raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
                         "{device_name: <string>, shard_index: <integer>}")
-    return Comparison(obj, tuple(rows))
+    return Comparison(obj, rows)
 
 
 def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
@@ -265,17 +265,15 @@ def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
     what comparison.json's ``head.runner_checks`` holds. A file that names no device (a compilation file with
     no series: an eager-only run) counts under the devices of the other files of its host, else under the
     host's name."""
-    def device_of(f: ResultsFile) -> str:
-        return f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks}))
-
+    named = [(f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})),
+              f.environment.get("hostname"), f.environment.get("doctor") or {}) for f in files]
     host_devices: defaultdict[str, set[str]] = defaultdict(set)
-    for f in files:
-        if device_of(f) and f.environment.get("hostname"):
-            host_devices[f.environment["hostname"]].add(device_of(f))
+    for device, host, _ in named:
+        if device and host:
+            host_devices[host].add(device)
     merged: defaultdict[str, dict[str, dict[str, str]]] = defaultdict(dict)
-    for f in files:
-        host, doctor = f.environment.get("hostname"), f.environment.get("doctor") or {}
-        device = device_of(f) or ", ".join(sorted(host_devices.get(host, ()))) or host or "?"
+    for device, host, doctor in named:
+        device = device or ", ".join(sorted(host_devices.get(host, ()))) or host or "?"
         for c in doctor.get("checks", ()):
             if c.get("name") in (doctor.get("failed") or ()):
                 merged[device].setdefault(c["name"], {k: c[k] for k in ("name", "value", "expected")})

@@ -43,9 +43,9 @@ _THRESHOLD_KEYS = _THRESHOLD_REQUIRED | {"direction"}
 _QUARANTINE_KEYS = ("match", "reason")
 
 
-def shipped_file(name: str) -> Path:
-    """The path of ``benchtrail/data/<name>`` (``thresholds.yaml``, ``quarantine.yaml``)."""
-    return Path(str(resources.files("benchtrail") / "data" / name))
+def rules_file(path: Path | None, key: str) -> Path:
+    """``path``, else the shipped ``benchtrail/data/<key>.yaml`` (``key``: ``thresholds``, ``quarantine``)."""
+    return Path(path or str(resources.files("benchtrail") / "data" / f"{key}.yaml"))
 
 
 def load_rule_list(path: Path | None, key: str, *, allow_empty: bool) -> tuple[Path, list[Any]]:
@@ -59,7 +59,7 @@ def load_rule_list(path: Path | None, key: str, *, allow_empty: bool) -> tuple[P
             mapping or another ``schema_version``, an unknown top-level key (with ``allow_empty``),
             or ``key`` not a list (or empty, without ``allow_empty``); the message names the file.
     """
-    path = Path(path) if path else shipped_file(f"{key}.yaml")
+    path = rules_file(path, key)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -140,21 +140,15 @@ def find_threshold(thresholds: tuple[Threshold, ...], kind: str, metric: str, na
     """The first rule matching ``"<kind>/<metric>/<name>"``, with the series' direction filled in.
 
     Args:
-        direction: the series' direction as its record holds it; None: its metric's (``METRICS``).
+        direction: the series' direction as its record holds it; None: its metric's (``METRICS``; the
+            results loader refuses a metric without one and a direction that is not its metric's).
 
     Raises:
-        UserError: no rule matches (the table should end with a catch-all); the series' metric has no
-            known direction (not in ``METRICS`` and none given); the rule's direction contradicts the
-            series' (names the rule's index, the series and the metric's direction).
+        UserError: no rule matches (the table should end with a catch-all); the rule's direction
+            contradicts the series' (names the rule's index, the series and the metric's direction).
     """
     key = f"{kind}/{metric}/{name}"
-    if direction is None:
-        if metric not in METRICS:
-            raise UserError(f"series {key!r}: metric {metric!r} has no known direction; known metrics: "
-                            f"{', '.join(METRICS)} (docs/formats.md, 'Metrics')")
-        direction = METRICS[metric].direction
-    if direction not in DIRECTIONS:
-        raise UserError(f"series {key!r} has direction {direction!r}; allowed: {', '.join(DIRECTIONS)}")
+    direction = direction or METRICS[metric].direction
     for i, t in enumerate(thresholds):
         if fnmatch.fnmatchcase(key, t.match):
             if t.direction not in (None, direction):
@@ -229,7 +223,7 @@ class Rules:
             UserError: a bad thresholds or quarantine file (:func:`load_thresholds`, :func:`load_quarantine`).
         """
         return cls(load_thresholds(thresholds), tuple(accept or ()), load_quarantine(quarantine),
-                   str(thresholds or shipped_file("thresholds.yaml")))
+                   str(rules_file(thresholds, "thresholds")))
 
     def quarantined(self, name: str, series_id: str) -> QuarantineEntry | None:
         """The first quarantine entry matching the series (by name or id), or None."""

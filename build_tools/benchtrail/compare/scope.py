@@ -73,10 +73,9 @@ def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin:
     """``{device: what differs}`` for the devices of both sides whose baseline keys differ
     (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version, origin
     unless ``any_origin``)."""
-    base_keys, head_keys = keys_of_results(base), keys_of_results(head)
-    found = {d: difference(base_keys[d], head_keys[d], any_origin=any_origin)
-             for d in head_keys if d in base_keys}
-    return {d: why for d, why in found.items() if why}
+    base_keys = keys_of_results(base)
+    return {d: why for d, keys in keys_of_results(head).items()
+            if d in base_keys and (why := difference(base_keys[d], keys, any_origin=any_origin))}
 
 
 def exported_filter(head: list[Path]) -> re.Pattern[str] | None:

@@ -75,6 +75,11 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
+def and_more(total: int, shown: int) -> str:
+    """`` and 2 more`` when ``total`` items are more than the ``shown``; else ``""``."""
+    return f" and {total - shown} more" if total > shown else ""
+
+
 class Notes:
     """Reasons said once: each distinct text gets a number (``[1]``, ``[2]``, … in comment order); a table row
     refers to it and the table's legend (:meth:`legend`) states the texts first referred to since the last legend."""
@@ -103,10 +108,8 @@ class Notes:
 def display_name(row: Row, one_device: bool) -> str:
     """A row's name as the comment shows it: without its ``.<device>`` suffix when the comparison has
     ``one_device`` (the context line names it), else the whole name."""
-    name, device = row.name, row.device_name
-    if one_device and device and name.endswith("." + device) and len(name) > len(device) + 1:
-        return name[:-len(device) - 1]
-    return name
+    short = row.name.removesuffix("." + row.device_name) if one_device and row.device_name else row.name
+    return short or row.name  # a name that is the suffix alone stays whole
 
 
 def level_text(level: float | None) -> str:
@@ -130,6 +133,8 @@ class Estimate(NamedTuple):
     level: float | None = None
 
 
+#: Verdicts of a change found: the rows a table of changes shows.
+CHANGES = ("regressed", "improved")
 #: Verdicts of a paired run whose figures a re-checked row shows (a failed paired run has none; ``noisy``: a
 #: paired run of comparison versions 1 to 7).
 PAIRED_VERDICTS = ("regressed", "improved", "similar", "inconclusive", "noisy")

@@ -18,10 +18,16 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
 
-from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
-from benchtrail.compare.tables import display_name, estimate, format_change, format_value, verdict_note
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from benchtrail.compare.comment import runner_checks_line
+from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row, load_comparison
+from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_value,
+                                      verdict_note)
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
@@ -58,14 +64,12 @@ def _title(comparison: Comparison) -> str:
     return f"benchtrail: head {head[:10]} vs " + (f"base {base[:10]}" if base else "no baseline") + where
 
 
-def _rest_line(comparison: Comparison, after_table: bool) -> Any:
+def _rest_line(comparison: Comparison, after_table: bool) -> Text:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
-    from rich.text import Text
-
     counts = Counter(r.verdict for r in comparison.rows)
     parts = [Text(f"{counts[v]} {v}", style=_STYLES.get(v, ""))
              for v in (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
-             if v not in ("regressed", "improved") and counts[v]]
+             if v not in CHANGES and counts[v]]
     if not parts:
         return Text("no other series" if comparison.rows else "no series compared")
     return Text("and " if after_table else "").append_text(Text(", ").join(parts))
@@ -77,25 +81,18 @@ _MIN_NAME = 16
 _OPTIONAL = (3, 4)
 
 
-def _cells_left(cells: list[tuple[str, ...]], columns: tuple[int, ...], width: int) -> int:
-    """Terminal cells of ``width`` left for the benchmark names beside the other ``columns``."""
-    from rich.cells import cell_len
-
-    used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
-    return width - used - 2 * (len(columns) - 1)  # two spaces between columns
-
-
-def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[int, ...]:
-    """Indexes into ``_HEADERS`` of the columns shown: all of them, less the interval and then the medians
-    while the benchmark names would get fewer than ``_MIN_NAME`` cells of ``width``."""
-    from rich.cells import cell_len
-
+def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[int, ...], int]:
+    """Indexes into ``_HEADERS`` of the columns shown, and the terminal cells of ``width`` left for the
+    benchmark names beside the others: all columns, less the interval and then the medians while the names
+    would get fewer than ``_MIN_NAME`` cells."""
     columns = tuple(range(len(_HEADERS)))
-    for drop in _OPTIONAL:
-        if not cells or _cells_left(cells, columns, width) >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
+    for drop in (*_OPTIONAL, None):
+        used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
+        room = width - used - 2 * (len(columns) - 1)  # two spaces between columns
+        if drop is None or not cells or room >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
             break
         columns = tuple(i for i in columns if i != drop)
-    return columns
+    return columns, room
 
 
 def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False) -> str:
@@ -112,15 +109,10 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     Raises:
         ValueError: ``width`` is less than 40.
     """
-    from rich.cells import cell_len
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
     single_device = len({r.device_name for r in comparison.rows}) == 1
-    shown = sorted((r for r in comparison.rows if r.verdict in ("regressed", "improved")),
+    shown = sorted((r for r in comparison.rows if r.verdict in CHANGES),
                    key=lambda r: (r.verdict != "regressed", _largest_first(r)))
     # Names too long for their column lose what every row's name shares: first the module path (a function
     # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
@@ -132,14 +124,12 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
         return base[len(head):len(base) - len(tail)] + ("" if single_device else r.name[len(base):])
 
     cells = [(name(r), *_cells(r)) for r in shown]
-    columns = _fitting_columns(cells, width)
-    room = _cells_left(cells, columns, width)
+    columns, room = _fitting_columns(cells, width)
     bases = [display_name(r, True) for r in comparison.rows]
     if any(cell_len(name(r)) > room for r in shown):
         head = shared_module(bases)
     if any(cell_len(name(r)) > room for r in shown):
         tail = shared_tail([b[len(head):] for b in bases])
-    cells = [(name(r), *c[1:]) for r, c in zip(shown, cells)]
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
                       no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False)
@@ -154,7 +144,7 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
             table.add_column(_HEADERS[i], no_wrap=True, justify="left" if i == 1 else "right")
         for row, texts in zip(shown, cells):
             style = "dim" if row.mark in ("accepted", "quarantined") else _STYLES.get(row.verdict, "")
-            table.add_row(Text(texts[0], no_wrap=True, overflow="ellipsis"),
+            table.add_row(Text(name(row), no_wrap=True, overflow="ellipsis"),  # as shortened
                           *(Text(texts[i], style=style if i in (1, 2) else "") for i in columns[1:]))
         console.print(table)
     else:
@@ -175,8 +165,6 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
     count), and the inconclusive rows' largest changes (at most three, by name) with the effect each could
     have detected. Plain
     text; each line is cut to the width. ``name``: a row's name as the table shows it."""
-    from benchtrail.compare.comment import runner_checks_line
-
     lines = []
     checks = runner_checks_line(comparison)
     if checks:
@@ -191,37 +179,30 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
     if undecided:  # the largest changes by name first: an undecided large change must not hide
         shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit)}{verdict_note(r)}"
                           for r in sorted(undecided, key=_largest_first)[:3])
-        more = f" and {len(undecided) - 3} more" if len(undecided) > 3 else ""
-        lines.append(f"inconclusive ({len(undecided)}): {shown}{more}: more samples or a quieter machine would "
+        shown += and_more(len(undecided), 3)
+        lines.append(f"inconclusive ({len(undecided)}): {shown}: more samples or a quieter machine would "
                      "settle them")
     return lines
 
 
-def stdout_style(file: TextIO | None = None) -> tuple[int, bool]:
-    """``(width, colour)`` for printing to ``file`` (default standard output): the terminal's width capped
-    at :data:`MAX_WIDTH` (80 when it is not a terminal) and whether to colour, as rich decides it: a
-    terminal (or ``FORCE_COLOR`` set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and
-    ``TERM`` not ``dumb``."""
-    from rich.console import Console
-
-    console = Console(file=file or sys.stdout)
+def stdout_style() -> tuple[int, bool]:
+    """``(width, colour)`` for printing to standard output: the terminal's width capped at :data:`MAX_WIDTH`
+    (80 when it is not a terminal) and whether to colour, as rich decides it: a terminal (or ``FORCE_COLOR``
+    set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and ``TERM`` not ``dumb``."""
+    console = Console()
     colour = (console.is_terminal and not console.is_dumb_terminal and not console.no_color
               and console.color_system is not None)
     return max(40, min(MAX_WIDTH, console.width)), colour
 
 
-def print_comparison(path: Path, as_json: bool, file: TextIO | None = None) -> None:
-    """Print the comparison at ``path`` to ``file`` (default standard output): with ``as_json`` the file's
-    text (the comparison.json object, as written), else :func:`render_table` in :func:`stdout_style`.
+def print_comparison(path: Path, as_json: bool) -> None:
+    """Print the comparison at ``path`` to standard output: with ``as_json`` the file's text (the
+    comparison.json object, as written), else :func:`render_table` in :func:`stdout_style`.
 
     Raises:
         UserError: without ``as_json``, ``path`` is not a readable comparison.json (``document.load_comparison``).
         OSError: with ``as_json``, ``path`` cannot be read.
     """
-    from benchtrail.compare.document import load_comparison
-
-    file = file or sys.stdout
-    if as_json:  # the file as written: one JSON document, nothing else
-        file.write(Path(path).read_text(encoding="utf-8"))
-        return
-    file.write(render_table(load_comparison(path), *stdout_style(file)))
+    # as_json: the file as written, one JSON document and nothing else
+    sys.stdout.write(path.read_text(encoding="utf-8") if as_json
+                     else render_table(load_comparison(path), *stdout_style()))

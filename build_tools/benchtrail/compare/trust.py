@@ -43,8 +43,8 @@ class StoredRuns:
     ``unreadable`` holds the messages of pointers the store could not read.
     """
 
-    def __init__(self, store: Any, commit: str, trust: Trust | None, branches: tuple[str, ...] = (),
-                 wanted: Callable[[dict[str, Any]], bool] = lambda p: True) -> None:
+    def __init__(self, store: Any, commit: str, trust: Trust | None, wanted: Callable[[dict[str, Any]], bool],
+                 branches: tuple[str, ...] = ()) -> None:
         self._pointers = store.pointers(commit)
         self.unreadable: tuple[str, ...] = tuple(getattr(self._pointers, "unreadable", ()))
         self._trust, self._branches, self._wanted = trust or TrustAll(), branches, wanted

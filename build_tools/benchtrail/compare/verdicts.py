@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass, replace
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import compare_samples
@@ -83,16 +81,13 @@ def _finite_positive(x: float | None) -> bool:
     return x is not None and 0 < x < math.inf  # not NaN
 
 
-def _sides(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[tuple[str, BenchmarkRecord], ...]:
-    return ("baseline", base), ("head", head)
-
-
 def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, str] | None:
     """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
     ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
     ``insufficient-samples`` for fewer than ``MIN_SAMPLES_FOR_TEST`` samples or all-equal samples on a
     side."""
-    for side, r in _sides(base, head):
+    sides = ("baseline", base), ("head", head)
+    for side, r in sides:
         for i, x in enumerate(r.samples):
             if not _finite_positive(x):
                 what = "not a finite number" if not math.isfinite(x) else "0 or negative"
@@ -100,12 +95,12 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, 
                                           "finite and > 0")
         if r.samples and not _finite_positive(r.median):
             return "not-comparable", f"{side} median is {r.median!r}; it must be finite and > 0"
-    for side, r in _sides(base, head):
+    for side, r in sides:
         n = len(r.samples)
         if n < MIN_SAMPLES_FOR_TEST:
             return "insufficient-samples", (f"{side} has {n} sample{'s' if n != 1 else ''}; at least "
                                             f"{MIN_SAMPLES_FOR_TEST} on each side are needed")
-    for side, r in _sides(base, head):
+    for side, r in sides:
         if min(r.samples) == max(r.samples):
             return "insufficient-samples", (f"all {len(r.samples)} {side} samples are equal "
                                             f"({r.samples[0]!r}): no spread to judge a change by (a timer's "
@@ -128,39 +123,37 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
     def no(reason: str) -> Row:
         return _row(head, base, "not-comparable", reason)
 
+    sides = ("baseline", base), ("head", head)
     if head.status != "ok":
         return _row(head, base, "failed", f"head {head.status}: {head.reason}")
     if base.status != "ok":
         return no(f"baseline {base.status}: {base.reason}")
-    if base.metric != head.metric or base.direction != head.direction:
+    if base.metric != head.metric:  # the loader checked that a record's unit and direction are its metric's
         return no(f"metrics differ: baseline {base.metric} ({base.direction}), head {head.metric} "
                   f"({head.direction})")
-    if base.unit != head.unit:
-        return no(f"units differ: baseline {base.unit}, head {head.unit}")
     if base.content_hash != head.content_hash:
         # Shown for information (a fixed graph break is news), never gated.
-        change = None if base.median is None or head.median is None else head.median - base.median
         return _row(head, base, "not-comparable",
                     "definition changed (content hash differs: flags, torch version or model source)",
-                    threshold, change if threshold.unit == "absolute" else None)
+                    threshold, _change(base, head, threshold) if threshold.unit == "absolute" else None)
     if head.kind == "execution":
         b, h = base.details.get("threads"), head.details.get("threads")
         if isinstance(b, int) and isinstance(h, int) and b != h:
-            sets = [side for side, r in _sides(base, head) if _threads_note(r)]
+            sets = [side for side, r in sides if _threads_note(r)]
             return no(f"thread counts differ: the baseline ran at {b} thread{'s' if b != 1 else ''}, the "
                       f"head at {h}" + (f" (the {' and '.join(sets)}'s code changes it)" if sets else ""))
         problem = _sample_problem(base, head)
         if problem:
             return _row(head, base, *problem, threshold, _change(base, head, threshold))
-    for side, r in _sides(base, head):
+    for side, r in sides:
         if not all(map(math.isfinite, r.samples)):
             return no(f"{side} has a sample that is not a finite number")
-    for side, r in _sides(base, head):
+    for side, r in sides:
         for i, x in enumerate(r.samples):
             if x < 0:  # compile times, counts and bytes are never below 0
                 return no(f"{side} sample {i} is {x!r} (negative); {r.metric} samples must be finite and "
                           ">= 0")
-    for side, r in _sides(base, head):
+    for side, r in sides:
         if r.median is None or not math.isfinite(r.median):
             return no(f"{side} median is missing or NaN")
     if threshold.unit == "percent" and base.median <= 0:
@@ -225,11 +218,11 @@ def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
 
 
 def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+    return float(x) if math.isfinite(x) else None
 
 
 def _pct(ratio: float) -> float | None:
-    return (float(ratio) - 1.0) * 100.0 if np.isfinite(ratio) else None
+    return (float(ratio) - 1.0) * 100.0 if math.isfinite(ratio) else None
 
 
 def _rows_of(pairs: list[Pair], result) -> list[Row]:

@@ -31,15 +31,19 @@ from benchtrail.markup import code_span
 
 #: Operators a row's profile keeps.
 TOP = 5
+#: The two arms of a paired run, base first.
+ARMS = ("base", "head")
 #: The note of a profile whose base arm answered none.
 HEAD_ONLY = "head-only profile: the base commit's worker predates profiling"
 
 
+#: A profile (JSON): a worker's answer (``Response.profile``) or a row's ``profile``.
+Profile = Mapping[str, Any]
 #: What a profile's times measure, by its ``clock``: self CPU time, or (a GPU run) self device time.
 CLOCKS = {"cpu": ("self_cpu_us", "self CPU time"), "device": ("self_device_us", "self CUDA time")}
 
 
-def _per_iteration(profile: Mapping[str, Any], clock: str) -> dict[str, float]:
+def _per_iteration(profile: Profile, clock: str) -> dict[str, float]:
     """``{operator name: self µs per iteration}`` of one worker's profile, on ``clock`` (a key of :data:`CLOCKS`)."""
     n = max(int(profile.get("iterations") or 1), 1)
     out: defaultdict[str, float] = defaultdict(float)  # an operator it lacks: 0 µs
@@ -48,7 +52,7 @@ def _per_iteration(profile: Mapping[str, Any], clock: str) -> dict[str, float]:
     return out
 
 
-def profile_diff(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None, traces: Mapping[str, str | None],
+def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str, str | None],
                  top: int = TOP) -> dict[str, Any] | None:
     """A row's ``profile`` from the two arms' worker profiles (``Response.profile``; None: that arm's worker
     predates profiling); ``traces`` the trace paths by arm (``base``, ``head``; None for none). None when the
@@ -63,19 +67,19 @@ def profile_diff(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None,
     on_device = any((op.get("self_device_us") or 0) > 0 for op in head.get("operators") or ())  # a GPU run
     clock = "device" if on_device else "cpu"
     head_us = _per_iteration(head, clock)
-    if not base or "error" in base:
+    base_us = None if not base or "error" in base else _per_iteration(base, clock)
+    if base_us is None:
         note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
-        ops = [{"name": k, "base_us": None, "head_us": round(v, 3), "change_us": None}
-               for k, v in sorted(head_us.items(), key=lambda kv: -kv[1])[:top]]
         base, traces = {}, {"head": traces.get("head")}  # no base side
+        order = sorted(head_us, key=lambda k: -head_us[k])
     else:
-        note, base_us = None, _per_iteration(base, clock)
-        change = {k: head_us[k] - base_us[k] for k in set(base_us) | set(head_us)}
-        ops = [{"name": k, "base_us": round(base_us[k], 3), "head_us": round(head_us[k], 3),
-                "change_us": round(change[k], 3)}
-               for k in sorted(change, key=lambda k: -abs(change[k]))[:top]]
+        note = None
+        order = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us[k] - base_us[k]))
+    ops = [{"name": k, "base_us": None if base_us is None else round(base_us[k], 3),
+            "head_us": round(head_us[k], 3),
+            "change_us": None if base_us is None else round(head_us[k] - base_us[k], 3)} for k in order[:top]]
     return {"operators": ops, "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
-            "traces": {"base": traces.get("base"), "head": traces.get("head")}, "note": note, "clock": clock}
+            "traces": {arm: traces.get(arm) for arm in ARMS}, "note": note, "clock": clock}
 
 
 def _time(us: float) -> str:
@@ -97,7 +101,7 @@ def _times(op: Mapping[str, Any], head_only: str) -> str:
     return f"self time {_time(op['base_us'])} → {_time(op['head_us'])} ({change}) per iteration"
 
 
-def why_lines(profile: Mapping[str, Any] | None, run_dir: Any = None) -> list[str]:
+def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
     """The lines of :func:`render_why` as plain text (``benchtrail explain``): one per operator, most changed
     first, then the note and the traces (under ``run_dir``, a path, when given; else relative to the run
     directory); [] without a profile (a row's ``profile``)."""
@@ -108,13 +112,13 @@ def why_lines(profile: Mapping[str, Any] | None, run_dir: Any = None) -> list[st
         lines.append(profile["note"])
     traces = profile.get("traces") or {}
     shown = [f"{arm} {Path(run_dir, traces[arm]) if run_dir is not None else traces[arm]}"
-             for arm in ("base", "head") if traces.get(arm)]
+             for arm in ARMS if traces.get(arm)]
     if shown:
         lines.append("traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): " + ", ".join(shown))
     return lines
 
 
-def render_why(profile: Mapping[str, Any] | None, link: Any = None) -> str:
+def render_why(profile: Profile | None, link: Any = None) -> str:
     """The "Why" block of a regressed row's ``profile``, Markdown: ``Why (torch.profiler, self CPU time): aten::mm self
     time 1.20 ms → 3.65 ms (+2.45 ms) per iteration; ...`` with the most changed operator first, then the note
     and the two traces. ``link`` maps a trace path (relative to the run directory) to a URL or path to show
@@ -128,7 +132,7 @@ def render_why(profile: Mapping[str, Any] | None, link: Any = None) -> str:
         out.append(f"\n_{profile['note']}_")
     traces = profile.get("traces") or {}
     shown = [f"[{arm}]({link(traces[arm])})" if link else f"{arm} {code_span(traces[arm])}"
-             for arm in ("base", "head") if traces.get(arm)]
+             for arm in ARMS if traces.get(arm)]
     if shown:
         out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
     return "\n".join(out) + "\n"

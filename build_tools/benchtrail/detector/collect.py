@@ -90,18 +90,16 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
     """
     if mode != "duet" and config.cpu is not None:  # back on the shared CPU (a duet moved them)
         for w in workers:
-            w.pin(config.cpu)
+            w.request("pin", config.cpu)
     progress, task = _progress(mode, (2 if mode == "stored-baseline" else 1) * plan.order.size)
     with progress:
-        if mode == "stored-baseline":
-            for i in plan.order:
-                plan.base[i] = workers[plan.base_worker[i]].samples(config.samples, config.iterations, 0.0)
-                progress.advance(task)
-            for i in plan.order:
-                spin_s = plan.spin_s(i, config.us_per_call)
-                head = workers[1 - plan.base_worker[i]]
-                plan.head[i] = head.samples(config.samples, config.iterations, spin_s)
-                progress.advance(task)
+        if mode == "stored-baseline":  # every base set, then every head set (side 1: the other worker)
+            for side, sets in enumerate((plan.base, plan.head)):
+                for i in plan.order:
+                    spin_s = plan.spin_s(i, config.us_per_call) if side else 0.0
+                    worker = workers[plan.base_worker[i] ^ side]
+                    sets[i] = worker.samples(config.samples, config.iterations, spin_s)
+                    progress.advance(task)
             return
         for i in plan.order:
             _sequential_comparison(mode, workers, plan, int(i), config, rng)

@@ -173,10 +173,11 @@ def _seconds(record: dict[str, Any]) -> float | None:
     return float(sum(walls[:used])) if walls and used else None
 
 
-def _rows(records: list[dict[str, Any]], deltas_pct: Sequence[float]) -> list[dict[str, Any]]:
+def _document(setup: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The output document of judged ``records``: ``setup``, the rows they make, and the records."""
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
-    for delta, rule, mode in product((0.0, *deltas_pct), RULES, modes):
+    for delta, rule, mode in product((0.0, *setup["deltas_pct"]), RULES, modes):
         group = [r for r in records if r["mode"] == mode and r["delta_pct"] == delta]
         k = sum(r["verdicts"][rule] in (ALERTS if delta == 0 else ("regressed",)) for r in group)
         low, high = clopper_pearson(k, len(group))
@@ -189,7 +190,7 @@ def _rows(records: list[dict[str, Any]], deltas_pct: Sequence[float]) -> list[di
                      "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if ours else None,
                      "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
                      "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if ours else None})
-    return rows
+    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": rows, "comparisons": records}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -260,8 +261,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
              "cpus_usable": len(os.sched_getaffinity(0)), "elapsed_s": time.perf_counter() - start}
-    return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, config.deltas_pct),
-            "comparisons": records}
+    return _document(setup, records)
 
 
 def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samples: int | None = None,
@@ -296,8 +296,7 @@ def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
     records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"],
                             s.get("max_samples_per_side", s["samples_per_side"]) // ROUND_SAMPLES)
     setup = {**s, "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
-    return {**doc, "schema_version": SCHEMA_VERSION, "setup": setup, "rows": _rows(records, s["deltas_pct"]),
-            "comparisons": records}
+    return {**doc, **_document(setup, records)}
 
 
 def format_table(doc: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
             os.sched_setaffinity(0, {cpu})
         import torch
 
-        from benchtrail.worker.timing import take_samples
+        from benchtrail.worker.timing import take_samples, warm_up
 
         torch.set_num_threads(1)
         gen = torch.Generator().manual_seed(seed)
@@ -67,11 +67,8 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
             if msg[0] == "pin":
                 os.sched_setaffinity(0, {msg[1]})
                 value = msg[1]
-            elif msg[0] == "warmup":
-                fn, end, value = workload(0.0), time.perf_counter() + msg[1], 0
-                while value < 2 or time.perf_counter() < end:
-                    fn()
-                    value += 1
+            elif msg[0] == "warmup":  # value: the calls made
+                value = warm_up(lambda: workload(0.0), msg[1])
             else:  # samples, or duet: each sample started when both workers reach ``barrier``
                 kind, count, iterations, spin_s, warm_calls = msg
                 fn = workload(spin_s)
@@ -115,10 +112,6 @@ class Worker:
     def request(self, *msg: Any) -> Any:
         self.post(*msg)
         return self.reply()
-
-    def pin(self, cpu: int) -> None:
-        """Pin the worker process to ``cpu``."""
-        self.request("pin", cpu)
 
     def samples(self, count: int, iterations: int, spin_s: float, warm_calls: int = 0) -> list[float]:
         """``count`` samples, µs per call, each a block of ``iterations`` calls, after ``warm_calls``
@@ -175,7 +168,7 @@ def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterati
     call, both taking samples at once, sample j of each started together. Returns each arm's samples
     (µs per call). Raises RuntimeError as :meth:`Worker.reply`."""
     for arm, cpu in zip(arms, cpus):
-        arm.pin(cpu)
+        arm.request("pin", cpu)
     for arm, spin in zip(arms, spins):
         arm.post("duet", count, iterations, spin, warm_calls)
     first, second = (arm.reply() for arm in arms)

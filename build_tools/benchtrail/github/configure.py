@@ -58,7 +58,8 @@ PR_SOURCES = {"trailer": "PR description", "label": f"PR labels ({LABEL_PREFIX}<
 
 Env = Mapping[str, str]  # environment variables
 Json = Mapping[str, Any]  # a JSON object: the event payload or a part of it
-Meta = Mapping[str, tuple[str, ...]]  # meta-preset -> its presets
+Names = tuple[str, ...]  # preset names, or series or branch globs
+Meta = Mapping[str, Names]  # meta-preset -> its presets
 PrTexts = tuple[str | None, str | None, list[str]]  # a PR's title, body and label names
 
 
@@ -79,19 +80,18 @@ class SelectionError(UserError):
 class Selection:
     """What to benchmark: resolved presets and, per requested name, where it came from."""
 
-    presets: tuple[str, ...] = ()
+    presets: Names = ()
     sources: tuple[tuple[str, str], ...] = ()  # (requested name, "trailer" | "label" | "default" | "input")
     skipped_reason: str | None = None
     notes: tuple[str, ...] = ()
-    accept: tuple[str, ...] = ()  # series names or globs from benchmarks-accept: trailers
+    accept: Names = ()  # series names or globs from benchmarks-accept: trailers
 
     @property
     def has_benchmarks(self) -> bool:
         return bool(self.presets) and self.skipped_reason is None
 
 
-def _resolve(requested: list[tuple[str, str]], known: tuple[str, ...], meta: Meta,
-             where: dict[str, str]) -> tuple[str, ...]:
+def _resolve(requested: list[tuple[str, str]], known: Names, meta: Meta, where: dict[str, str]) -> Names:
     """The presets of ``requested`` (first seen first), resolved per source so that an unknown one is
     named with where it came from (``where``: source → place)."""
     resolved: dict[str, None] = {}
@@ -123,7 +123,7 @@ def no_trailer_note(body: str) -> str:
     return "no `benchmarks:` trailer in the last paragraph of the PR description" + cr
 
 
-def select(event_name: str, payload: Json, env: Env, known: tuple[str, ...], meta: Meta) -> Selection:
+def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -> Selection:
     """Decide the presets for one event.
 
     Raises:
@@ -169,7 +169,7 @@ def select(event_name: str, payload: Json, env: Env, known: tuple[str, ...], met
     return Selection(skipped_reason=f"event {event_name!r} does not run benchmarks")
 
 
-def release_branches(env: Env) -> tuple[str, ...]:
+def release_branches(env: Env) -> Names:
     """The release-branch globs: ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
     return tuple(g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",")
                  if g.strip())
@@ -183,12 +183,12 @@ def postsubmit_branch(payload: Json, env: Env) -> bool:
         ref.removeprefix("refs/heads/"), _dig(payload, "repository", "default_branch"), release_branches(env))
 
 
-def stores_baselines(branch: str | None, default: str | None, release_globs: tuple[str, ...]) -> bool:
+def stores_baselines(branch: str | None, default: str | None, release_globs: Names) -> bool:
     """Whether runs of ``branch`` store baselines: it is the ``default`` branch or a release branch."""
     return branch == default or any(fnmatch.fnmatchcase(branch or "", g) for g in release_globs)
 
 
-def accept_items(title: str | None, body: str | None) -> tuple[str, ...]:
+def accept_items(title: str | None, body: str | None) -> Names:
     """``benchmarks-accept`` globs of a PR description.
 
     Raises:
@@ -224,8 +224,8 @@ def _pr_texts(env: Env, pr: Json) -> PrTexts:
     return *texts.values(), labels
 
 
-def _edit_kept_selection(changes: Any, event: PrTexts, presets: tuple[str, ...], accept: tuple[str, ...],
-                         known: tuple[str, ...], meta: Meta) -> str | None:
+def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: Names, known: Names,
+                         meta: Meta) -> str | None:
     """Why an ``edited`` event measures nothing, or None: it leaves the selection as it was
     (:data:`EDIT_KEPT_SELECTION`), or only adds ``benchmarks-accept`` items (:data:`EDIT_ADDED_ACCEPT`:
     the poster re-gates; removing one measures again, as an accepted regression was never re-checked).
@@ -380,8 +380,7 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
         f"### benchtrail: {SELECTION_ERROR_VERDICT}", "", shown, "",
         "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its "
         "`benchmarks-accept:` line, or the `benchmarks:<preset>` label); saving the description runs the "
-        "selection again. "
-        "Grammar: docs/trailers.md in benchtrail.",
+        "selection again. Grammar: docs/trailers.md in benchtrail.",
         hidden]) + "\n"
     head = _dig(payload, "pull_request", "head", "sha")
     return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
@@ -404,7 +403,7 @@ def _emit(env: Env, output_lines: str, summary_text: str) -> None:
             raise UserError(f"cannot append to {var}={env[var]}: {exc.strerror}") from exc
 
 
-def configure(env: Env, known: tuple[str, ...], meta: Meta, error_comment: Path | None = None) -> Selection:
+def configure(env: Env, known: Names, meta: Meta, error_comment: Path | None = None) -> Selection:
     """Read the event, select presets, append outputs to ``$GITHUB_OUTPUT`` (stdout when unset) and
     the summary to ``$GITHUB_STEP_SUMMARY`` (stderr when unset).
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from benchtrail.compare import gate
 from benchtrail.errors import UserError
-from benchtrail.github.configure import (SAFE_LABEL, SELECTION_ERROR_VERDICT, SelectionError, accept_items,
-                                         pr_requests)
+from benchtrail.github.configure import (SAFE_LABEL, SELECTION_ERROR_VERDICT, Names, SelectionError,
+                                         accept_items, pr_requests)
 
 CONTEXT = "benchtrail/gate"
 #: GitHub keeps at most this many characters of a status description.
@@ -92,21 +92,9 @@ def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | No
     return notes, decision
 
 
-def comparison_decision(comparison: Any, accept: Sequence[str], run: Run) -> Decision:
-    """Gate a comparison (``load_comparison``'s) with the ``accept`` globs."""
-    result = gate.check(comparison.rows, accept)
-    n = len(result.failing)
-    if n:
-        names = ", ".join(dict.fromkeys(row.name for row in result.failing))
-        return Decision("failure", f"{n} confirmed regression{'s' if n != 1 else ''}: {names}", run)
-    notes = [f"{result.accepted} accepted"] if result.accepted else []
-    notes += [f"{result.unconfirmed} unconfirmed, not gated"] if result.unconfirmed else []
-    return Decision("success", "; ".join(["no confirmed regression", *notes]), run)
-
-
 def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run) -> Decision:
-    """Gate ``report/comparison.json``. It is untrusted: validated (``load_comparison``) and of the commit
-    ``head_sha``, else (whatever fails reading it) a failure that says why."""
+    """Gate ``report/comparison.json`` with ``accept``. It is untrusted: validated (``load_comparison``)
+    and of the commit ``head_sha``, else (whatever fails reading it) a failure that says why."""
     from benchtrail.compare.document import load_comparison
 
     try:
@@ -115,9 +103,16 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
         if commit.lower() != head_sha.lower():
             raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's "
                             f"head {head_sha[:12]}")
-        return comparison_decision(comparison, accept, run)
+        result = gate.check(comparison.rows, accept)
     except Exception as exc:  # noqa: BLE001 - untrusted input: any failure to read it fails the gate
         return Decision("failure", f"no comparison: {exc}", run)
+    n = len(result.failing)
+    if n:
+        names = ", ".join(dict.fromkeys(row.name for row in result.failing))
+        return Decision("failure", f"{n} confirmed regression{'s' if n != 1 else ''}: {names}", run)
+    notes = [f"{result.accepted} accepted"] if result.accepted else []
+    notes += [f"{result.unconfirmed} unconfirmed, not gated"] if result.unconfirmed else []
+    return Decision("success", "; ".join(["no confirmed regression", *notes]), run)
 
 
 def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, accept: Sequence[str],
@@ -135,11 +130,10 @@ def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, 
         from benchtrail.github.post import load_comment
 
         try:
-            selection_error = load_comment(report / "comment.json").get("verdict") == SELECTION_ERROR_VERDICT
+            if load_comment(report / "comment.json").get("verdict") == SELECTION_ERROR_VERDICT:
+                return None if decided_before else Decision("failure", INVALID_SELECTION, run)
         except UserError:
-            selection_error = False
-        if selection_error:
-            return None if decided_before else Decision("failure", INVALID_SELECTION, run)
+            pass  # an unreadable comment.json is no selection error
     if conclusion not in NOTHING_FAILED:
         return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before comparing",
                         run)
@@ -216,7 +210,7 @@ class PullState:
     """What the PR asks for now: presets selected, ``benchmarks-accept`` globs, the fork's label."""
 
     selects: bool
-    accept: tuple[str, ...]
+    accept: Names
     labelled: bool
     comment_url: str | None
 

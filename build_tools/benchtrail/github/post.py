@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from benchtrail.errors import UserError
 from benchtrail.jsonio import read_json
 
 if TYPE_CHECKING:
-    from benchtrail.github.retry import RetryBudget
+    from benchtrail.github.retry import Clock, RetryBudget, Sleep
 
 #: GitHub rejects issue comments longer than this many characters.
 GITHUB_MAX_COMMENT_CHARS = 65_536
@@ -169,9 +169,8 @@ def load_comment(path: Path) -> dict[str, Any]:
     if not isinstance(data.get("body"), str) or not data["body"].strip():
         raise UserError(f"comment file {path}: 'body' must be a non-empty string")
     if not isinstance(data.get("marker"), str) or _MARKER.fullmatch(data["marker"]) is None:
-        raise UserError(f"comment file {path}: 'marker' must look like "
-                        f"'{comment_stage.MARKER_PREFIX} run=<id> attempt=<n> -->', "
-                        f"got {data.get('marker')!r}")
+        raise UserError(f"comment file {path}: 'marker' must look like '{comment_stage.MARKER_PREFIX} "
+                        f"run=<id> attempt=<n> -->', got {data.get('marker')!r}")
     return data
 
 
@@ -180,7 +179,7 @@ def load_comment(path: Path) -> dict[str, Any]:
 
 def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                 secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
-                sleep: Callable[[float], None] = time.sleep, budget: RetryBudget | None = None):
+                sleep: Sleep = time.sleep, budget: RetryBudget | None = None):
     """A ``github.Github`` whose requests retry rate limits and 5xx answers as GitHub asks, within bounds.
 
     Retries go through PyGithub's own ``GithubRetry`` (``benchtrail.github.retry.BoundedGithubRetry``):
@@ -218,7 +217,8 @@ def is_rate_limited(exc: Any) -> bool:
     return exc.status == 429 or exc.status == 403 and limited
 
 
-def _describe(exc: Any) -> str:
+def describe(exc: Any) -> str:
+    """A GitHub API error for a message: ``HTTP <status>: <GitHub's message>``."""
     return f"HTTP {getattr(exc, 'status', '?')}: {_message(exc) or exc}"
 
 
@@ -229,16 +229,16 @@ def _reason(exc: Any, max_wait_s: float) -> str:
     if isinstance(exc, RetryBudgetSpent):
         flag = "(--retry-budget, at most the job's timeout)"
         if exc.left <= 0:
-            return f"{_describe(exc)}; the {exc.budget:g} s retry budget is spent {flag}"
-        return (f"{_describe(exc)}; retrying needs a wait of {exc.wait:.0f} s, but only {exc.left:.0f} s "
+            return f"{describe(exc)}; the {exc.budget:g} s retry budget is spent {flag}"
+        return (f"{describe(exc)}; retrying needs a wait of {exc.wait:.0f} s, but only {exc.left:.0f} s "
                 f"of the {exc.budget:g} s retry budget are left {flag}")
     wait = getattr(exc, "wait", None)
     if wait is not None:
-        return (f"{_describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the {max_wait_s:g} s "
+        return (f"{describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the {max_wait_s:g} s "
                 "benchtrail waits at most")
     if is_rate_limited(exc):
-        return f"{_describe(exc)}; still rate limited after {MAX_RETRIES} retries"
-    return _describe(exc)
+        return f"{describe(exc)}; still rate limited after {MAX_RETRIES} retries"
+    return describe(exc)
 
 
 def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) -> PostResult:
@@ -261,26 +261,24 @@ def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) 
                       f"could not post the PR comment ({reason}); wrote it to {where}")
 
 
-def find_ours(comments: Iterable[Any], author: str | None) -> list[tuple[Any, MarkerRun | None]]:
-    """Our earlier comments (marker prefix in the body, by ``author`` unless None), oldest first."""
+def find_ours(comments: Iterable[Any], author: str) -> list[tuple[Any, MarkerRun | None]]:
+    """Our earlier comments (marker prefix in the body, by ``author``), oldest first."""
     return [(c, parse_marker(c.body or "")) for c in comments
-            if comment_stage.MARKER_PREFIX in (c.body or "") and (author is None or c.user.login == author)]
+            if comment_stage.MARKER_PREFIX in (c.body or "") and c.user.login == author]
 
 
 def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str,
                  base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
-                 author: str | None = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
+                 author: str = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                  secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
-                 retry_budget_s: float = RETRY_BUDGET_S,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> PostResult:
+                 retry_budget_s: float = RETRY_BUDGET_S, sleep: Sleep = time.sleep,
+                 clock: Clock = time.monotonic) -> PostResult:
     """Create or edit our comment on PR ``pr_number`` of ``repo`` (``OWNER/NAME``).
 
     Nothing is posted when the PR's head is no longer ``run_head_sha`` (``skipped-head-changed``)
     or when one of our comments carries a marker from a newer run (``skipped-stale-run``).
-    Otherwise the earliest of our comments (by ``author``; None accepts any author, which lets
-    anyone who can comment suppress ours) is edited, or a new one is created; when another poster
-    created one meanwhile, the oldest is kept and ours deleted (``deduplicated``, see
+    Otherwise the earliest of our comments (by ``author``) is edited, or a new one is created; when
+    another poster created one meanwhile, the oldest is kept and ours deleted (``deduplicated``, see
     ``_deduplicate``). When the created comment's login is not ``author``, that login finds our
     earlier comments after the create (so the earliest is kept) and ``warnings`` names the flag.
     The body is cut to GitHub's 65,536 characters (``fit_body``).
@@ -337,17 +335,17 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
     login = created.user.login
-    if author is None or login == author:
-        return _deduplicate(pull, created, body, ours_run, author, pr_number)
+    result = _deduplicate(pull, created, body, ours_run, login, pr_number, found_late=login != author)
+    if login == author:
+        return result
     warning = (f"this token comments as {login!r}, not as {author!r} (--comment-author): set "
                f"--comment-author {login} (or BENCHTRAIL_COMMENT_AUTHOR={login}, which `benchtrail "
                "gate-status` reads too); without it each run creates a comment before it finds its earlier "
                "one by that login, edits that and deletes the new one")
-    return replace(_deduplicate(pull, created, body, ours_run, login, pr_number, found_late=True),
-                   warnings=(warning,))
+    return replace(result, warnings=(warning,))
 
 
-def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author: str | None, pr_number: int,
+def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author: str, pr_number: int,
                  found_late: bool = False) -> PostResult:
     """After creating comment ``created``: list the PR's comments again and keep the oldest of ours.
 
@@ -365,11 +363,10 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author
 
     done = f"created comment {created.id} on PR #{pr_number}"
     try:
-        ours = [c for c, _ in find_ours(pull.get_issue_comments(), author)]
-        first = min([*ours, created], key=lambda c: c.id)
+        ours = find_ours(pull.get_issue_comments(), author)
+        first, run = min([*ours, (created, None)], key=lambda pair: pair[0].id)
         if first.id == created.id:
             return PostResult("created", created.id, done)
-        run = parse_marker(first.body or "")
         took_body = run is None or is_newer(ours_run, run)
         if took_body:
             first.edit(body)
@@ -379,7 +376,7 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author
             pass  # already gone (a retried DELETE whose first try went through)
     except (github.GithubException, requests.exceptions.RequestException) as exc:
         return PostResult("created", created.id, f"{done}; could not check it for duplicates from a racing "
-                                                 f"poster ({_describe(exc)})")
+                                                 f"poster ({describe(exc)})")
     if found_late:
         moved = "moved this run's body there" if took_body else "kept it"
         return PostResult("deduplicated", first.id,
@@ -393,13 +390,13 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author
 
 def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError:
     if exc.status == 401:
-        return UserError(f"GitHub rejected the token ({_describe(exc)}); check GITHUB_TOKEN")
+        return UserError(f"GitHub rejected the token ({describe(exc)}); check GITHUB_TOKEN")
     if exc.status == 404:
-        return UserError(f"PR #{pr_number} of {repo} not found at {base_url} ({_describe(exc)}); check "
+        return UserError(f"PR #{pr_number} of {repo} not found at {base_url} ({describe(exc)}); check "
                          "--repo, --pr, --api-url and that the token can read the repository")
     if exc.status == 422:
         errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
         details = "; ".join(str(e.get("message") or e.get("code")) if isinstance(e, dict) else str(e)
                             for e in errors or ())
-        return UserError(f"GitHub rejected the comment ({_describe(exc)}{': ' + details if details else ''})")
-    return UserError(f"GitHub API error ({_describe(exc)})")
+        return UserError(f"GitHub rejected the comment ({describe(exc)}{': ' + details if details else ''})")
+    return UserError(f"GitHub API error ({describe(exc)})")

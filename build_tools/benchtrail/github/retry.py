@@ -32,13 +32,15 @@ from urllib3.exceptions import InvalidHeader, MaxRetryError, ProtocolError, Read
 
 #: The statuses GitHub answers a rate limit with.
 RATE_LIMIT_STATUSES = frozenset({403, 429})
+Sleep = Callable[[float], None]  # waits this many seconds
+Clock = Callable[[], float]  # the time, in seconds
 
 
 class RetryBudget:
     """``seconds`` that all retries may take together, counted on ``clock`` (seconds) from creation:
     the waits and the requests' own time alike."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float, clock: Clock = time.monotonic) -> None:
         self.seconds, self.clock = seconds, clock
         self.deadline = clock() + seconds
 
@@ -66,7 +68,7 @@ class BoundedGithubRetry(GithubRetry):
     wait would exceed the cap, and ``RetryBudgetSpent`` when it would end past ``budget``.
     """
 
-    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, budget: RetryBudget | None = None,
+    def __init__(self, *, sleep: Sleep = time.sleep, budget: RetryBudget | None = None,
                  **kwargs: Any) -> None:
         self.sleep_fn, self.budget = sleep, budget
         super().__init__(**kwargs)

@@ -37,7 +37,7 @@ import datetime
 import functools
 from typing import Any
 
-from benchtrail.github.configure import POSTSUBMIT_EVENTS, stores_baselines
+from benchtrail.github.configure import POSTSUBMIT_EVENTS, Names, stores_baselines
 
 #: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run and job times, in seconds.
 SLACK_S = 60.0
@@ -82,7 +82,7 @@ class GitHubRunTrust:
     """
 
     def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str,
-                 release_branches: tuple[str, ...] = ("release-*",)) -> None:
+                 release_branches: Names) -> None:
         self.repo_name, self.workflow_path, self.release_branches = repo, workflow_path, release_branches
         self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch or "
                             f"a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub API "
@@ -111,7 +111,7 @@ class GitHubRunTrust:
             self._attempts[(run_id, attempt)] = record
         return self._attempts[(run_id, attempt)]
 
-    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
+    def check(self, pointer: dict[str, Any], branches: Names = ()) -> str | None:
         """None when the pointer's run is trusted, else why not, naming the run."""
         import github
 

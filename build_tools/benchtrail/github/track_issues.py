@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtrail.errors import UserError
-from benchtrail.github.post import DEFAULT_API_URL, make_client
+from benchtrail.github.post import describe, make_client
 from benchtrail.history.model import short
 from benchtrail.markup import code_span, md_text
 from benchtrail.history.track import ChangePoint, TrackReport
@@ -94,24 +94,17 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
     return "\n".join(lines)
 
 
-def _describe(exc: Any) -> str:
-    data = getattr(exc, "data", None)
-    message = data.get("message", "") if isinstance(data, dict) else str(data or "")
-    return f"HTTP {getattr(exc, 'status', '?')}: {message or exc}"
-
-
 def _user_error(exc: Any, repo: str, base_url: str) -> UserError:
     status = getattr(exc, "status", None)
     if status == 401:
-        return UserError(f"GitHub rejected the token ({_describe(exc)}); check GITHUB_TOKEN")
+        return UserError(f"GitHub rejected the token ({describe(exc)}); check GITHUB_TOKEN")
     if status == 403:
-        return UserError(f"the token may not write issues of {repo} ({_describe(exc)}); the job needs "
+        return UserError(f"the token may not write issues of {repo} ({describe(exc)}); the job needs "
                          "`permissions: issues: write`")
     if status in (404, 410):
-        return UserError(f"{repo} or its issues not found at {base_url} "
-                         f"({_describe(exc)}); check --repo-name, "
-                         "--api-url and that issues are enabled")
-    return UserError(f"GitHub API error on {repo} ({_describe(exc)})")
+        return UserError(f"{repo} or its issues not found at {base_url} ({describe(exc)}); check "
+                         "--repo-name, --api-url and that issues are enabled")
+    return UserError(f"GitHub API error on {repo} ({describe(exc)})")
 
 
 def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) -> Any | None:
@@ -124,8 +117,7 @@ def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) ->
     return None
 
 
-def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = DEFAULT_API_URL,
-                label: str = LABEL) -> list[IssueAction]:
+def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str) -> list[IssueAction]:
     """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module
     docstring.
 
@@ -144,7 +136,7 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
     try:
         repository = make_client(token, base_url).get_repo(repo)
         ours: dict[tuple[str, str], Any] = {}
-        for issue in repository.get_issues(state="all", labels=[label]):
+        for issue in repository.get_issues(state="all", labels=[LABEL]):
             found = parse_marker(issue.body or "")
             if issue.pull_request is None and found is not None:
                 ours.setdefault(found, issue)  # newest first: a duplicate made by hand is ignored
@@ -166,7 +158,7 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str = D
                     issue.edit(title=title, body=body)
                     action, text = "updated", f"updated issue #{issue.number} ({where})"
             elif cp.issue and cp.new:
-                issue = repository.create_issue(title=title, body=body, labels=[label])
+                issue = repository.create_issue(title=title, body=body, labels=[LABEL])
                 action, text = "created", f"created issue #{issue.number} ({where})"
             elif cp.issue:
                 action, text = "not-new", f"{where} is older than --new-within and has no issue; not filed"

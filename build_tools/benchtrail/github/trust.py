@@ -36,11 +36,11 @@ def workflow_path_from_ref(workflow_ref: str | None) -> str | None:
 
 
 def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None = None,
-                       repo_name: str | None = None, env: dict[str, str] | None = None) -> Trust:
+                       repo_name: str | None = None) -> Trust:
     """The ``Trust`` for ``--trust mode`` with a store at ``store_url``.
 
     ``github`` reads ``GITHUB_REPOSITORY`` (or ``repo_name``), ``GITHUB_API_URL`` and ``GITHUB_TOKEN``
-    (optional for a public repository) from ``env`` (default ``os.environ``); the trusted workflow is
+    (optional for a public repository) from the environment; the trusted workflow is
     ``trusted_workflow``, else ``BENCHTRAIL_TRUSTED_WORKFLOW``, else the path in ``GITHUB_WORKFLOW_REF``
     (this run's own workflow file).
 
@@ -49,7 +49,7 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
     Raises:
         UserError: ``github`` without a repository or a trusted workflow.
     """
-    env = os.environ if env is None else env
+    env = os.environ
     if mode == "auto":
         mode = "github" if env.get("GITHUB_ACTIONS") == "true" and remote(store_url) else "all"
     if mode == "all":
@@ -63,10 +63,9 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
     if not repo:
         raise UserError("--trust github needs the repository: set GITHUB_REPOSITORY (OWNER/NAME)")
     if not workflow:
-        raise UserError("--trust github needs the workflow whose push runs are "
-                        "trusted: pass --trusted-workflow .github/workflows/<file>.yml or set "
-                        "BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, GITHUB_WORKFLOW_REF "
-                        "gives this run's own workflow)")
+        raise UserError("--trust github needs the workflow whose push runs are trusted: pass "
+                        "--trusted-workflow .github/workflows/<file>.yml or set BENCHTRAIL_TRUSTED_WORKFLOW "
+                        "(in Actions, GITHUB_WORKFLOW_REF gives this run's own workflow)")
     from benchtrail.github.configure import release_branches
 
     return GitHubRunTrust(repo, workflow, env.get("GITHUB_TOKEN", "").strip() or None,

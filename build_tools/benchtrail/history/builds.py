@@ -103,7 +103,7 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust
     if store is None:
         raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run (or give a run directory)")
     problems: list[str] = []
-    pointers = usable_runs(store, sha, problems=problems, trust=trust)
+    pointers = usable_runs(store, sha, problems, trust)
     if not pointers:
         raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no "
                         f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run (see "
@@ -199,9 +199,10 @@ def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
     Raises:
         UserError: ``path`` exists or cannot be written.
     """
-    from benchtrail.history.plots import plot_ratios_png
+    from benchtrail.history.plots import ratios_figure, save_figures
 
     rows = [r for r in comparison.rows if r.ratio is not None]
     title = f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} ({short(comparison.a.commit)})"
-    return plot_ratios_png([r.name for r in rows], [r.ratio for r in rows], title, path,
+    figure = ratios_figure([r.name for r in rows], [r.ratio for r in rows], title,
                            log=all(r.ratio > 0 for r in rows))
+    return save_figures({path.name: figure}, path.parent)[0]

@@ -46,27 +46,20 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
     return head, list(reversed(first_parents(repo, head, max_commits) or [head]))
 
 
-def usable_runs(store: Store, commit: str, devices: set[str] | None = None,
-               torch_version: str | None = None, problems: list[str] | None = None,
-               trust: Any = None) -> list[dict[str, Any]]:
-    """The commit pointers of ``commit`` that qualify, newest first (pointers are written last, so
-    each names a complete run). ``devices``/``torch_version``, when given, keep only runs that hold
-    one of those devices / were measured with that torch version; ``trust`` (``benchtrail.compare.trust.Trust``,
-    default: every run) keeps only the runs it trusts.
+def usable_runs(store: Store, commit: str, problems: list[str], trust: Any = None) -> list[dict[str, Any]]:
+    """The commit pointers of ``commit`` that ``trust`` (``benchtrail.compare.trust.Trust``, default: every
+    run) trusts, newest first (pointers are written last, so each names a complete run).
 
-    ``problems``, when given, receives one message per pointer that cannot be read (corrupt, newer
+    ``problems`` receives one message per pointer that cannot be read (corrupt, newer
     schema; ``store.pointers`` skips those and tells in its list's ``unreadable``), names no run, or
     is not trusted (with the trust's reason).
     """
-    problems = [] if problems is None else problems
-
     def wanted(p: dict[str, Any]) -> bool:
-        if not isinstance(p.get("run_id"), str) or not isinstance(p.get("attempt"), int):
-            problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
-                            f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
-            return False
-        return ((devices is None or bool(devices & set(p.get("devices", []))))
-                and (torch_version is None or p.get("torch_version") == torch_version))
+        if isinstance(p.get("run_id"), str) and isinstance(p.get("attempt"), int):
+            return True
+        problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
+                        f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
+        return False
 
     stored = StoredRuns(store, commit, trust, wanted=wanted)
     problems.extend(stored.unreadable)
@@ -135,7 +128,6 @@ def _series(measured: list[tuple[BenchmarkRecord, set[str], Point]]) -> Series:
 
 
 def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: int = 100, *,
-                    devices: set[str] | None = None, torch_version: str | None = None,
                     pending: tuple[str, int, list[ResultsFile]] | None = None, trust: Any = None) -> History:
     """Collect every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
 
@@ -163,7 +155,7 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         used = CommitRun(commit)
         problems: list[str] = []
         stored = [(p["run_id"], p["attempt"], p.get("results") if isinstance(p.get("results"), list) else None)
-                  for p in usable_runs(store, commit, devices, torch_version, problems, trust)]
+                  for p in usable_runs(store, commit, problems, trust)]
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
         mine = pending if pending and commit == head else None
         for run_id, attempt, listed in ([(*mine[:2], None)] if mine else stored):

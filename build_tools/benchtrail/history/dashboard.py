@@ -48,7 +48,7 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
     axis settings are added as plain dicts, which ``to_html(..., validate=False)`` writes as they are:
     building them as validated ``graph_objects`` took 7.0 s for 200 series here, 0.7-0.9 s now (docs/history.md).
     """
-    from plotly.colors import qualitative
+    from plotly.colors import hex_to_rgb, qualitative
     from plotly.io import templates
     from plotly.subplots import make_subplots
 
@@ -64,7 +64,7 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
         axis = "" if i == 0 else str(i + 1)  # make_subplots numbers axes row by row: x, x2, x3, ...
         refs = {"xaxis": f"x{axis}", "yaxis": f"y{axis}"}
         color = palette[i % len(palette)]
-        fill = "rgba({},{},{},0.25)".format(*(int(color[k:k + 2], 16) for k in (1, 3, 5)))  # "#rrggbb" at 1/4
+        fill = "rgba({},{},{},0.25)".format(*hex_to_rgb(color))  # the line's colour at 1/4
         points = aligned(s, commits)
         bands = [band(p) for p in points]
         unit = UNIT_LABELS.get(s.unit, s.unit)

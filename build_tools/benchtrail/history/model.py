@@ -189,8 +189,7 @@ def page_groups(history: History) -> dict[str, list[Series]]:
                 raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and {preset!r} "
                                 "differ only in case; their pages would be one file on a case-insensitive file "
                                 "system; allowed: preset names that differ in more than case")
-    pages = {preset: [s for s in execution if preset in s.presets]
-             for preset in sorted({p for s in execution for p in s.presets})}
+    pages = {preset: [s for s in execution if preset in s.presets] for preset in sorted(by_lower.values())}
     pages[NO_PRESET_PAGE] = [s for s in execution if not s.presets]
     pages[COMPILATION_PAGE] = [s for s in history.series if s.kind == "compilation"]
     return {page: series for page, series in pages.items() if series}

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, StrMethodFormatter
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.history.model import History, Series, aligned, band, page_groups, short
+from benchtrail.history.model import History, Point, Series, aligned, band, page_groups, short
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 from benchtrail.results.schema import METRICS, UNITS
 
@@ -161,19 +162,20 @@ def panels(series: Sequence[Series]) -> list[Panel]:
             for k in sorted(groups, key=lambda k: (k[0], *_rank(UNITS, k[1])))]
 
 
+def _levels(points: Sequence[Point | None], au: AxisUnit) -> Any:
+    """``(median, low, high)`` of ``points`` (low and high: :func:`band`) divided by ``au.scale``: three
+    arrays, NaN where a point or value is missing."""
+    return np.array([(p and p.median, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / au.scale
+
+
 def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baseline: str | None,
                 change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> None:
-    def scaled(values: Iterable[float | None]) -> list[float]:
-        return [v / au.scale if v is not None else math.nan for v in values]
-
     x = list(range(len(commits)))
     where = {c: i for i, c in enumerate(commits)}
     for i, s in enumerate(panel.series):
         color = _PALETTE[i % len(_PALETTE)]
         points = aligned(s, commits)
-        median = scaled(p and p.median for p in points)
-        bands = [band(p) for p in points]
-        low, high = scaled(lo for lo, _ in bands), scaled(hi for _, hi in bands)
+        median, low, high = _levels(points, au)
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
         ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
@@ -185,9 +187,9 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baselin
                 shade = "tab:red" if cp.direction == "regression" else "tab:green"
                 ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15, linewidth=0)
                 ax.axvline(where[cp.head_commit], color=shade, linestyle="--", linewidth=1)
-        last = max((k for k, p in enumerate(points) if p and p.median is not None), default=None)
-        if s.id in regressions and last is not None:
-            ax.plot([last], [median[last]], marker="o", markersize=10, markerfacecolor="none",
+        last = np.flatnonzero(~np.isnan(median))[-1:]  # the newest point with a median, if any
+        if s.id in regressions and last.size:
+            ax.plot(last, median[last], marker="o", markersize=10, markerfacecolor="none",
                     markeredgecolor="tab:red", markeredgewidth=2, linestyle="none", label="regression")
     if baseline in where:
         ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}")
@@ -203,16 +205,10 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baselin
 def _draw_bars(ax: Any, panel: Panel, commit: str, au: AxisUnit) -> None:
     """The one run of a history: a bar per series (median), whiskers p25–p75, "no sample" where none."""
     points = [aligned(s, [commit])[0] for s in panel.series]
-    heights, below, above = [], [], []
-    for p in points:
-        lo, hi = band(p)
-        m = p and p.median  # None without a point
-        heights.append(m / au.scale if m is not None else 0.0)
-        below.append((m - lo) / au.scale if m is not None and lo is not None else 0.0)
-        above.append((hi - m) / au.scale if m is not None and hi is not None else 0.0)
+    median, low, high = _levels(points, au)
     x = list(range(len(points)))
-    ax.bar(x, heights, yerr=[below, above], color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8,
-           capsize=3)
+    ax.bar(x, np.nan_to_num(median), yerr=np.nan_to_num([median - low, high - median]),
+           color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8, capsize=3)
     for i, p in enumerate(points):
         if p is None or p.median is None:
             ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
@@ -222,26 +218,6 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, au: AxisUnit) -> None:
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
     ax.set_xlabel(f"the one run, at commit {short(commit)}", fontsize=7)
-
-
-def page_figure(page_panels: Sequence[Panel], commits: list[str], title: str, baseline: str | None,
-                change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> Figure:
-    """One figure: a subplot per panel (``COLUMNS`` per row): lines over ``commits``, or bars when
-    ``commits`` holds one commit. ``change_points`` maps a series id to its ``track`` change points
-    (:class:`benchtrail.history.track.ChangePoint`); ``regressions`` are series ids to ring in red.
-    ``page_panels``: 1 to ``MAX_PANELS`` (:func:`history_figures` splits a page).
-    """
-    fig, axes = _grid(len(page_panels), title, panel_width=5.0)
-    for ax, panel in zip(axes, page_panels):
-        au = axis_unit(panel.unit, [v for s in panel.series for p in s.points for v in (p.median, p.p75)])
-        if len(commits) == 1:
-            _draw_bars(ax, panel, commits[0], au)
-        else:
-            _draw_lines(ax, panel, commits, au, baseline, change_points, regressions)
-        set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
-        ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)
-        ax.grid(alpha=0.3)
-    return fig
 
 
 def default_change_points(history: History) -> dict[str, list[Any]]:
@@ -268,7 +244,10 @@ def history_figures(history: History, *, baseline: str | None = None,
                     regressions: Collection[str] = ()) -> dict[str, Figure]:
     """``{png file name: Figure}`` for every page of ``page_groups(history)``: ``<page>.png``, and when
     the page has more than ``MAX_PANELS`` panels ``<page>~2.png``, ``<page>~3.png``… (``~`` is in no
-    preset name, so no page's file can collide). ``change_points`` None: ``default_change_points``.
+    preset name, so no page's file can collide). A figure has a subplot per panel (``COLUMNS`` per row):
+    lines over the run commits, or bars when there is one. ``change_points`` maps a series id to its
+    ``track`` change points (:class:`benchtrail.history.track.ChangePoint`; None:
+    ``default_change_points``); ``regressions`` are series ids to ring in red.
 
     Raises:
         UserError: two presets that differ only in case (``page_groups``).
@@ -285,8 +264,18 @@ def history_figures(history: History, *, baseline: str | None = None,
         parts = [groups[i:i + MAX_PANELS] for i in range(0, len(groups), MAX_PANELS)]
         for k, part in enumerate(parts, 1):
             of = f" · part {k} of {len(parts)}" if len(parts) > 1 else ""
-            out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = page_figure(
-                part, commits, f"{page} · {what} · {head}{of}", baseline, cps, regressions)
+            fig, axes = _grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
+            out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = fig
+            for ax, panel in zip(axes, part):
+                au = axis_unit(panel.unit,
+                               [v for s in panel.series for p in s.points for v in (p.median, p.p75)])
+                if len(commits) == 1:
+                    _draw_bars(ax, panel, commits[0], au)
+                else:
+                    _draw_lines(ax, panel, commits, au, baseline, cps, regressions)
+                set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
+                ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)
+                ax.grid(alpha=0.3)
     return out
 
 
@@ -362,16 +351,6 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
     return fig
 
 
-def plot_ratios_png(names: Sequence[str], ratios: Sequence[float], title: str, path: Path, *,
-                    log: bool = True) -> Path:
-    """:func:`ratios_figure` into a new PNG ``path``.
-
-    Raises:
-        UserError: ``path`` exists or cannot be written.
-    """
-    return save_figures({Path(path).name: ratios_figure(names, ratios, title, log=log)}, Path(path).parent)[0]
-
-
 @dataclass(frozen=True)
 class Samples:
     """One benchmark's samples on each side (in ``unit``; empty when a side has none)."""
@@ -397,8 +376,6 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
     """Strip plots of base and head samples, one panel per benchmark (at most ``MAX_PANELS`` a figure):
     every sample a dot (spread sideways by a fixed jitter), each side's median a black bar, the value axis
     in :func:`axis_unit`. ``[]`` for no sets."""
-    import numpy as np
-
     figures = []
     rng = np.random.default_rng(0)
     common = shared_module([s.name for s in sets])

@@ -178,9 +178,9 @@ def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
     return mask
 
 
-def significant_cuts(medians: np.ndarray, cuts: list[int], alpha: float = ALPHA) -> list[int]:
+def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     """``cuts`` less the weak ones: while the largest Mann–Whitney p of a cut's two segments (bounded
-    by its neighbouring cuts) is above ``alpha``, that cut is removed and the rest re-tested.
+    by its neighbouring cuts) is above ``ALPHA``, that cut is removed and the rest re-tested.
 
     This is the bottom-up merge of Hunter (Fleming et al., "Hunter: Using Change Point Detection to
     Hunt for Performance Regressions", ICPE 2023; apache-otava ``analysis.merge``), with the
@@ -192,7 +192,7 @@ def significant_cuts(medians: np.ndarray, cuts: list[int], alpha: float = ALPHA)
         p_values = [_p_value(medians[bounds[i]:cut], medians[cut:bounds[i + 2]])
                     for i, cut in enumerate(kept)]
         weakest = int(np.argmax(p_values))
-        if p_values[weakest] <= alpha:
+        if p_values[weakest] <= ALPHA:
             break
         del kept[weakest]
     return kept
@@ -219,7 +219,7 @@ def _change(series: Series, history: History, walked: list[str], points: list, m
 
 
 def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: int = DEFAULT_NEW_WITHIN,
-          min_points: int = MIN_POINTS, merge_weak: bool = True) -> TrackReport:
+          merge_weak: bool = True) -> TrackReport:
     """Change points of every tracked series of ``history`` (see the module docstring).
 
     Unless ``merge_weak`` is False, the points of excursions (:func:`excursion_mask`) are left out
@@ -239,8 +239,8 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
     tracked = [s for s in history.series if is_tracked(s)]
     for series in tracked:
         points = [p for p in series.points if p.status == "ok" and p.median is not None and p.median > 0]
-        if len(points) < min_points:
-            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), min_points))
+        if len(points) < MIN_POINTS:
+            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), MIN_POINTS))
             continue
         medians = np.array([p.median for p in points], dtype=np.float64)
         cuts = detect(np.log(medians))

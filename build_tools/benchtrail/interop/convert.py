@@ -142,19 +142,17 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
 
     Args:
         results: results files of one run (``backends.check_one_run``).
-        fmt: ``gab`` or ``bmf`` (see the module docstring for the mapping and units).
-        kind: ``all``, ``execution`` or ``compilation``: which records to convert.
+        fmt: ``gab`` or ``bmf`` (:func:`check_format`; the module docstring has the mapping and units).
+        kind: ``all``, ``execution`` or ``compilation`` (:func:`check_kind`): which records to convert.
 
     Returns:
         The document (``gab``: a list sorted by name; ``bmf``: an object, sorted when dumped).
 
     Raises:
-        UserError: unknown ``fmt`` or ``kind``; no ``ok`` record of ``kind`` (the message names
+        UserError: no ``ok`` record of ``kind`` (the message names
             those left out); two records with one output name; an execution record not in a
             time unit (``bmf``).
     """
-    check_format(fmt)
-    check_kind(kind)
     pairs = [(b, f) for f in results for b in f.benchmarks if kind in ("all", b.kind)]
     included = [(b, f) for b, f in pairs if b.status == "ok" and b.median is not None]
     left_out = tuple(b for b, _ in pairs if not (b.status == "ok" and b.median is not None))

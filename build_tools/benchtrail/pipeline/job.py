@@ -25,8 +25,7 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.github.trust import trust_from_options
 from benchtrail.markup import rich_text
-from benchtrail.pipeline.measure import compile_stage, run_stage, write_export
-from benchtrail.pipeline.recheck import recheck_run
+from benchtrail.pipeline.measure import compile_stage, recheck_run, run_stage, write_export
 from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
                                        report_baselines)
 from benchtrail.progress import console
@@ -111,10 +110,10 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     ``suite`` (recorded in the execution export, so the comparison leaves the baseline's other series out).
 
     ``rules``: what the comparison is judged by (default: the shipped ones). With ``recheck``, regressions
-    against the stored baseline are run again in paired A/B mode
-    against the baseline commit (the re-check stage, ``benchtrail.pipeline.recheck``) when that commit is in
-    ``repo``. ``any_origin`` (``--baseline-any-origin``): a stored run made in CI may be the baseline of
-    this run outside CI, and the reverse (``benchtrail.results.baseline_key``).
+    against the stored baseline are run again in paired A/B mode against the baseline commit (the re-check
+    stage, ``benchtrail.pipeline.measure.recheck_run``) when that commit is in ``repo``. ``any_origin``
+    (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
+    reverse (``benchtrail.results.baseline_key``).
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change
@@ -164,7 +163,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                 output = run_dir / "results" / f"{slug(device)}-{index}.json"
                 all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
 
-    commit, dirty = git.state(repo)
+    commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)
     with clock("compare"):
         found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
@@ -181,7 +180,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                           "regressions stay unconfirmed")
         else:
             with clock("recheck"):
-                recheck_run(comparison, repo, suite, rules, RECHECK, keep=run_dir / "ab")
+                recheck_run(comparison, repo, suite, rules, RECHECK)
     with clock("report"):
         distribution_stage(comparison, base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
@@ -190,6 +189,5 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)
-    store.write_pointer(info.pop("commit"), run_id, attempt,
-                        {**info, "dirty": dirty, "presets": list(presets)})
+    store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "presets": list(presets)})
     return PipelineResult(run_dir, comment_md, all_ok)

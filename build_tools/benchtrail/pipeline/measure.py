@@ -1,4 +1,4 @@
-"""The measuring wing of the pipeline: the export, compile, run and paired A/B stages.
+"""The measuring wing of the pipeline: the export, compile, run and paired A/B stages, and the re-check.
 
 Each stage is a function from input files to output files (what ``benchtrail <stage>`` runs), so
 any of them can be rerun alone from downloaded artifacts; each returns the path of its main output.
@@ -8,25 +8,25 @@ This module imports torch (the run's environment and CUDA checks); the report st
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from benchtrail import jsonio
+from benchtrail.compare.document import load_comparison
 from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
 from benchtrail.pipeline.report import comment_stage, compare_stage
 from benchtrail.progress import console, track
-from benchtrail.results.io import write_documents, write_results
+from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
-from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref, run_pairs
+from benchtrail.runner.ab import Policy, paired_arms, run_pairs, write_paired
 from benchtrail.runner.compile_modules import compile_modules
 from benchtrail.runner.environment import collect_environment, torch_version
+from benchtrail.runner.recheck import recheck
 from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.pipeline.export import checked_export
@@ -177,20 +177,6 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     return path, all(r.status == "ok" for r in records)
 
 
-@contextlib.contextmanager
-def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
-    """The two arms of a paired A/B run (``benchtrail.runner.ab``): ``base_ref``'s commit checked out in a
-    temporary ``git worktree`` (removed afterwards), and the working tree of ``repo`` at its current commit.
-
-    Raises:
-        UserError: an unknown ref or a failing ``git worktree``.
-    """
-    head = Arm("head", git_state(repo)[0], repo.resolve())
-    commit = resolve_ref(repo, base_ref)
-    with base_worktree(repo, commit) as root:
-        yield Arm("base", commit, root), head
-
-
 def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path, rules: Rules,
              policy: Policy) -> Path:
     """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``, judged by
@@ -206,13 +192,50 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     jsonio.check_new(*outputs, output_dir / "comparison.json")
     with paired_arms(repo, base_ref) as arms, track("paired A/B", len(run_configs)) as report:
         records = run_pairs(run_configs, arms, rules.thresholds, policy, torch_version(), report)
-    base, head = arms
     threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
-    run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
-    for arm, path, recs in zip(arms, outputs, records):
-        write_results(path, ResultsFile(arm.commit, arm is head and git_state(repo)[1], run,
-                                        collect_environment(threads), tuple(recs)))
-    comparison = compare_stage([outputs[0]], [outputs[1]], output_dir / "comparison.json", rules,
-                               {"mode": "paired", "commit": base.commit, "reason": f"--base-ref {base_ref}"},
+    write_paired(outputs, arms, records, threads, git_state(repo)[1])
+    baseline = {"mode": "paired", "commit": arms[0].commit, "reason": f"--base-ref {base_ref}"}
+    comparison = compare_stage(outputs[:1], outputs[1:], output_dir / "comparison.json", rules, baseline,
                                paired=True)
     return comment_stage(comparison, output_dir / "comment")
+
+
+def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy) -> Path:
+    """The pipeline's re-check stage: re-check the suspects of the run's ``comparison.json``
+    (``benchtrail.runner.recheck.recheck``, the paired samples in ``ab/`` and profiles in the run directory,
+    the comparison's folder) and write it again in place when any was re-checked; return its path.
+
+    Raises:
+        UserError: a bad comparison file, and as ``recheck``.
+    """
+    before = load_comparison(comparison)
+    after = recheck(before, repo, suite, rules, policy, comparison.parent / "ab", comparison.parent)
+    if after is not before:
+        jsonio.write_json(comparison, after.document)
+    return comparison
+
+
+def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy,
+                  base_ref: str | None = None, device_name: str | None = None) -> tuple[Path, bool]:
+    """``benchtrail ab --recheck``: re-check the suspected regressions of ``comparison`` (of ``device_name``
+    only, when given; by ``rules``: ``benchtrail.runner.recheck.recheck``); write the updated
+    ``comparison.json``, the paired samples (``results/ab-base.json``, ``results/ab-head.json``, when a case
+    ran), the profiles of suspected regressions (``profiles/``) and ``comment/`` under ``output_dir``.
+
+    Returns (comment.md, whether both arms of every paired case run now were ok: False when an arm
+    of a re-check failed; True when there was nothing to re-check). Rows that were ``failed`` in
+    ``comparison`` itself do not count.
+
+    Raises:
+        UserError: a bad comparison file, outputs that exist already, no base commit to re-check
+            against, an unknown ref or a failing ``git worktree``.
+    """
+    obj = load_comparison(comparison)
+    jsonio.check_new(output_dir / "comparison.json")
+    updated = recheck(obj, repo, suite, rules, policy, output_dir / "results", output_dir, base_ref,
+                      device_name)
+    path = jsonio.write_json(output_dir / "comparison.json", updated.document, exclusive=True)
+    paired = [p for p in (output_dir / "results" / f"ab-{side}.json" for side in ("base", "head"))
+              if p.exists()]
+    ok = all(b.status == "ok" for f in load_results_paths(paired) for b in f.benchmarks)
+    return comment_stage(path, output_dir / "comment"), ok

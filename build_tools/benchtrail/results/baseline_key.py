@@ -71,10 +71,9 @@ class BaselineKey:
     def __lt__(self, other: BaselineKey) -> bool:
         """Sorted by device, GPU, torch, method version, then origin (None sorts as no GPU and unknown
         origin do, so keys with and without them sort instead of raising TypeError)."""
-        return self._order() < other._order()
-
-    def _order(self) -> tuple[str, str, str, int, str]:
-        return self.device, self.gpu or "", self.torch_version, self.method_version, origin_name(self.ci)
+        mine, theirs = ((k.device, k.gpu or "", k.torch_version, k.method_version, origin_name(k.ci))
+                        for k in (self, other))
+        return mine < theirs
 
     def to_dict(self) -> dict[str, Any]:
         """The pointer's ``baseline_keys`` entry, ``ci`` always (null: unknown; a pointer written before

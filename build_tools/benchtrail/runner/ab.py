@@ -42,9 +42,10 @@ from benchtrail import jsonio
 from benchtrail.runner.adaptive import sample_until_settled
 from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner import environment
-from benchtrail.git import add_worktree, remove_worktree, resolve_commit, toplevel
+from benchtrail.git import add_worktree, remove_worktree, resolve_commit, state, toplevel
 from benchtrail.errors import UserError
-from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.results.io import write_results
+from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.runner.run_cases import CaseResult, case_record
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.entry_points import ARTIFACTS
@@ -165,6 +166,33 @@ def base_worktree(repo: Path, commit: str) -> Iterator[Path]:
             remove_worktree(repo, path)
 
 
+@contextlib.contextmanager
+def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
+    """The two arms of a paired A/B run: ``base_ref``'s commit checked out in a temporary ``git worktree``
+    (:func:`base_worktree`), and the working tree of ``repo`` at its current commit.
+
+    Raises:
+        UserError: an unknown ref or a failing ``git worktree``.
+    """
+    head = Arm("head", state(repo)[0], repo.resolve())
+    commit = resolve_ref(repo, base_ref)
+    with base_worktree(repo, commit) as root:
+        yield Arm("base", commit, root), head
+
+
+def write_paired(paths: list[Path], arms: tuple[Arm, Arm], records: tuple[list[BenchmarkRecord], ...],
+                 threads: int, head_dirty: bool = False) -> list[ResultsFile]:
+    """Write the (base, head) results files of a paired run's ``records`` (:func:`run_pairs`) to ``paths``;
+    return them."""
+    run = {"mode": "paired", "base_commit": arms[0].commit, "head_commit": arms[1].commit}
+    env = environment.collect_environment(threads)
+    files = [ResultsFile(arm.commit, arm.name == "head" and head_dirty, run, env, tuple(recs))
+             for arm, recs in zip(arms, records)]
+    for path, results in zip(paths, files):
+        write_results(path, results)
+    return files
+
+
 def start_method_of(arms: tuple[Arm, Arm]) -> str:
     """How both arms' workers start: ``fork`` when each arm's checkout has a worker server
     (``benchtrail.runner.workers.can_fork``), else ``spawn`` for both, so neither arm's samples carry a
@@ -276,7 +304,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
         return (failed, skipped) if arm == "base" else (skipped, failed)
     info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome, "stop": settled.stop,
             "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level,
-            "mode": "paired" if pins is None else "duet", **({"cpus": cpus} if pins is not None else {})}
+            **({"mode": "paired"} if pins is None else {"mode": "duet", "cpus": cpus})}
     for result in results.values():
         result.ab = info
     return results["base"], results["head"]

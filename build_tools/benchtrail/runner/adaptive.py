@@ -170,7 +170,7 @@ def _compare(base: list[float], head: list[float], clusters: list[int] | None, a
     """One look: everything drawn compared at level ``1 - a`` and q < ``a`` (``options``: the threshold, its
     direction and the seed)."""
     options.update(alpha=a, level=1.0 - a, resamples=resamples_for(a))
+    samples = [np.asarray(base)], [np.asarray(head)]
     if paired:
-        return compare_paired([np.asarray(base)], [np.asarray(head)], clusters=clusters, **options)
-    return compare_samples([np.asarray(base)], [np.asarray(head)], base_clusters=clusters,
-                           head_clusters=clusters, **options)
+        return compare_paired(*samples, clusters=clusters, **options)
+    return compare_samples(*samples, base_clusters=clusters, head_clusters=clusters, **options)

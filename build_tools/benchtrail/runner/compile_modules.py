@@ -81,7 +81,7 @@ class ModuleStats:
 
 
 def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int,
-                    tasks: tuple[str, ...] = ()) -> ModuleStats:
+                    tasks: tuple[str, ...]) -> ModuleStats:
     """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics.
 
     The first cold sample also compiles the graphs of ``tasks`` (the run configs' tasks:
@@ -181,9 +181,9 @@ def compile_modules(
     output_dir: Path,
     torch_version: str,
     device_name: str,
-    sampling: dict[str, tuple[int, int]] | None = None,
-    report: Callable[[str, str], None] = lambda name, status: None,
-    tasks: dict[str, tuple[str, ...]] | None = None,
+    sampling: dict[str, tuple[int, int]],
+    report: Callable[[str, str], None],
+    tasks: dict[str, tuple[str, ...]],
 ) -> list[BenchmarkRecord]:
     """Compile every module into ``output_dir/<module dir path>``; return the compilation series.
 
@@ -193,9 +193,9 @@ def compile_modules(
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:
-        cold, warm = (sampling or {}).get(gen.id, (1, 0))
+        cold, warm = sampling.get(gen.id, (1, 0))
         stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm,
-                                    (tasks or {}).get(gen.id, ()))
+                                    tasks.get(gen.id, ()))
         records.extend(compile_records(gen, stats, digest, device_name))
         report(gen.name, stats.answer.status)
     return records

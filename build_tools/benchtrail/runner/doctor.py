@@ -67,10 +67,25 @@ GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem"
 GPU_CLOCKS_EXPECTED, GPU_PROCESSES_EXPECTED = "no slowdown (thermal, power brake, power cap)", "none but ours"
 TUNE = "`python -m pyperf system tune` (as root) applies this and the other pyperf tunings"
 
+#: One check's result: ``{name, status, value, expected, advice}`` (see the module docstring).
+Check = dict[str, Any]
+#: ``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` (:func:`process_snapshot`).
+Snapshot = dict[int, tuple[str, int, int, int]]
+#: What :func:`run_checks` returns: a ``benchtrail doctor --json`` file less its ``schema_version``.
+Report = dict[str, Any]
 
-def check(name: str, status: str, value: str, expected: str, advice: str = "") -> dict[str, Any]:
-    """One check's result (see the module docstring)."""
-    return {"name": name, "status": status, "value": value, "expected": expected, "advice": advice}
+
+def check(name: str, value: str, expected: str, advice: str = "", *, fail: bool = False,
+          warn: bool = False) -> Check:
+    """One check's result (see the module docstring): ``fail`` when ``fail``, else ``warn`` when ``warn``
+    (both with ``advice``), else ``ok``."""
+    status = "fail" if fail else "warn" if warn else "ok"
+    return {"name": name, "status": status, "value": value, "expected": expected,
+            "advice": "" if status == "ok" else advice}
+
+
+def _unreadable(name: str, expected: str, why: str) -> Check:
+    return check(name, why, expected) | {"status": "unknown"}
 
 
 def _read(root: Path, rel: str) -> str:
@@ -78,21 +93,10 @@ def _read(root: Path, rel: str) -> str:
     return (root / rel).read_text().strip()
 
 
-def _unreadable(name: str, expected: str, why: str) -> dict[str, Any]:
-    return check(name, "unknown", why, expected)
-
-
-def _graded(name: str, value: str, expected: str, advice: str, *, fail: bool = False,
-            warn: bool = False) -> dict[str, Any]:
-    """``fail`` when ``fail``, else ``warn`` when ``warn`` (both with ``advice``), else ``ok``."""
-    status = "fail" if fail else "warn" if warn else "ok"
-    return check(name, status, value, expected, "" if status == "ok" else advice)
-
-
 # -- CPU ---------------------------------------------------------------------------------------------
 
 
-def check_governor(root: Path) -> dict[str, Any]:
+def check_governor(root: Path) -> Check:
     """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq
     (VMs)."""
     name, expected = "cpu governor", EXPECTED_GOVERNOR
@@ -106,11 +110,11 @@ def check_governor(root: Path) -> dict[str, Any]:
                            f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
     value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g,
                       n in sorted(counts.items()))
-    return _graded(name, value, expected, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
-                   fail=set(counts) != {EXPECTED_GOVERNOR})
+    return check(name, value, expected, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
+                 fail=set(counts) != {EXPECTED_GOVERNOR})
 
 
-def check_turbo(root: Path) -> dict[str, Any]:
+def check_turbo(root: Path) -> Check:
     """Turbo boost disabled (pyperf ``TurboBoostIntelPstate``): ``intel_pstate/no_turbo`` 1, or
     ``cpufreq/boost`` 0 (acpi-cpufreq, amd-pstate); warn when enabled, unknown when neither exists."""
     name, expected = "turbo boost", "disabled"
@@ -126,11 +130,11 @@ def check_turbo(root: Path) -> dict[str, Any]:
         value = f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})"
         advice = (f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
                   f"cores are busy; {TUNE}")
-        return _graded(name, value, expected, advice, warn=text != off)
+        return check(name, value, expected, advice, warn=text != off)
     return _unreadable(name, expected, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
-def check_load(root: Path) -> dict[str, Any]:
+def check_load(root: Path) -> Check:
     """1-minute load average of ``/proc/loadavg`` (``os.getloadavg()`` when the root is ``/`` and the
     file is unreadable) against ``os.cpu_count()``: see ``LOAD_*_PER_CPU``."""
     cpus = os.cpu_count() or 1
@@ -146,34 +150,31 @@ def check_load(root: Path) -> dict[str, Any]:
     value = f"{load:.2f} over 1 min on {cpus} CPUs"
     advice = ("wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
               "time")
-    return _graded(name, value, expected, advice, fail=load > fail_at, warn=load > warn_at)
+    return check(name, value, expected, advice, fail=load > fail_at, warn=load > warn_at)
 
 
-def process_snapshot(root: Path) -> dict[int, tuple[str, int, int, int]]:
+def process_snapshot(root: Path) -> Snapshot:
     """``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` from ``root/proc/<pid>/stat``
     (proc(5))."""
     snapshot = {}
     for entry in (root / "proc").glob("[0-9]*"):
         try:
             text = (entry / "stat").read_text()
-        except OSError:
-            continue  # the process ended, or is not ours to read
-        left, right = text.find("("), text.rfind(")")
-        fields = text[right + 2:].split()
-        try:
+            left, right = text.find("("), text.rfind(")")
+            fields = text[right + 2:].split()
             snapshot[int(entry.name)] = (text[left + 1:right], int(fields[1]), int(fields[19]),
                                          int(fields[11]) + int(fields[12]))
-        except (ValueError, IndexError):
-            continue
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended, is not ours to read, or its stat is malformed
     return snapshot
 
 
-def own_tree(snapshot: dict[int, tuple[str, int, int, int]], pid: int | None = None) -> set[int]:
-    """``pid`` (default: this process) and its descendants in ``snapshot``."""
+def own_tree(snapshot: Snapshot) -> set[int]:
+    """This process and its descendants in ``snapshot``."""
     children: dict[int, list[int]] = {}
     for p, (_, ppid, _, _) in snapshot.items():
         children.setdefault(ppid, []).append(p)
-    tree, todo = set(), [os.getpid() if pid is None else pid]
+    tree, todo = set(), [os.getpid()]
     while todo:
         p = todo.pop()
         if p not in tree:
@@ -182,7 +183,7 @@ def own_tree(snapshot: dict[int, tuple[str, int, int, int]], pid: int | None = N
     return tree
 
 
-def busy_processes(before: dict, after: dict, seconds: float,
+def busy_processes(before: Snapshot, after: Snapshot, seconds: float,
                    exclude: set[int]) -> list[tuple[float, int, str]]:
     """``[(percent of one CPU, pid, name)]`` of the processes in both snapshots (same start time) and not
     in ``exclude``, busiest first."""
@@ -193,7 +194,7 @@ def busy_processes(before: dict, after: dict, seconds: float,
     return sorted((o for o in out if o[0] > 0), reverse=True)
 
 
-def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
+def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
     """Other processes' CPU use over ``sample_s`` seconds, excluding this process and its descendants
     (the runner's workers): see ``BUSY_*``. The value lists the busiest few."""
     name = "busy processes"
@@ -203,22 +204,18 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> dict[str,
         return _unreadable(name, expected, "no readable proc/<pid>/stat")
     time.sleep(sample_s)
     after = process_snapshot(root)
-    elapsed = time.monotonic() - start
-    others = busy_processes(before, after, elapsed, own_tree(after) | own_tree(before))
-    busy = [o for o in others if o[0] > BUSY_PROCESS_PERCENT]
-    if not busy:
-        return check(name, "ok", "none", expected)
-    value = shown([f"{n} (pid {p}) {c:.0f}%" for c, p, n in busy], BUSY_PROCESSES_SHOWN)
+    others = busy_processes(before, after, time.monotonic() - start, own_tree(after) | own_tree(before))
+    busy = [f"{n} (pid {p}) {c:.0f}%" for c, p, n in others if c > BUSY_PROCESS_PERCENT]
     total = sum(c for c, _, _ in others)
-    status = "fail" if total >= BUSY_TOTAL_FAIL_PERCENT else "warn"
-    return check(name, status, value, expected,
-                 "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)")
+    return check(name, shown(busy, BUSY_PROCESSES_SHOWN) or "none", expected,
+                 "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)",
+                 warn=bool(busy), fail=bool(busy) and total >= BUSY_TOTAL_FAIL_PERCENT)
 
 
 # -- memory ------------------------------------------------------------------------------------------
 
 
-def check_memory_pressure(root: Path) -> dict[str, Any]:
+def check_memory_pressure(root: Path) -> Check:
     """PSI ``some avg10`` of ``/proc/pressure/memory``: see ``MEMORY_PSI_*``; unknown without PSI."""
     name = "memory pressure"
     expected = f"at most {MEMORY_PSI_WARN_PERCENT:g}%"
@@ -232,11 +229,11 @@ def check_memory_pressure(root: Path) -> dict[str, Any]:
         return _unreadable(name, expected, "proc/pressure/memory has no 'some avg10=' field")
     value = f"PSI some avg10 {avg10:.2f}%"
     advice = "free memory: stop other work, or use a runner with more memory (see memory available)"
-    return _graded(name, value, expected, advice,
-                   fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
+    return check(name, value, expected, advice,
+                 fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
 
 
-def check_memory_available(root: Path) -> dict[str, Any]:
+def check_memory_available(root: Path) -> Check:
     """MemAvailable / MemTotal of ``/proc/meminfo``: see ``MEM_AVAILABLE_*``."""
     name = "memory available"
     expected = f"at least {MEM_AVAILABLE_WARN:.0%} of memory"
@@ -250,14 +247,14 @@ def check_memory_available(root: Path) -> dict[str, Any]:
     share = available / total if total else 0.0
     value = f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})"
     advice = "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory"
-    return _graded(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL,
-                   warn=share < MEM_AVAILABLE_WARN)
+    return check(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL,
+                 warn=share < MEM_AVAILABLE_WARN)
 
 
 # -- GPU ---------------------------------------------------------------------------------------------
 
 
-def _nvidia_smi(*args: str) -> tuple[str | None, str]:
+def nvidia_smi(*args: str) -> tuple[str | None, str]:
     """``(stdout, "")`` of ``nvidia-smi ARGS``, or ``(None, why)`` when it is absent or fails."""
     try:
         done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20)
@@ -269,7 +266,7 @@ def _nvidia_smi(*args: str) -> tuple[str | None, str]:
     return done.stdout, ""
 
 
-def parse_gpu_clocks(text: str) -> dict[str, Any]:
+def parse_gpu_clocks(text: str) -> Check:
     """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active
     --format=csv,noheader,nounits`` (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons
     decide (``GPU_SLOWDOWN_*``): an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
@@ -292,11 +289,11 @@ def parse_gpu_clocks(text: str) -> dict[str, Any]:
     value = "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else "")
     advice = ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
               "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
-    return _graded(name, value, expected, advice, warn=bool(reasons_seen),
-                   fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
+    return check(name, value, expected, advice, warn=bool(reasons_seen),
+                 fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
 
 
-def parse_gpu_processes(text: str, exclude: set[int]) -> dict[str, Any]:
+def parse_gpu_processes(text: str, exclude: set[int]) -> Check:
     """Judge ``nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader``:
     any compute process outside ``exclude`` (our process tree) fails."""
     name, expected = "gpu processes", GPU_PROCESSES_EXPECTED
@@ -305,13 +302,11 @@ def parse_gpu_processes(text: str, exclude: set[int]) -> dict[str, Any]:
         fields = [v.strip() for v in line.split(",")]
         if len(fields) >= 3 and fields[0].isdigit() and int(fields[0]) not in exclude:
             others.append(f"{os.path.basename(fields[1])} (pid {fields[0]}, {fields[2]})")
-    if not others:
-        return check(name, "ok", "none", expected)
-    return check(name, "fail", ", ".join(others[:BUSY_PROCESSES_SHOWN]), expected,
-                 "stop them: they share the GPU's SMs, memory bandwidth and clocks")
+    return check(name, ", ".join(others[:BUSY_PROCESSES_SHOWN]) or "none", expected,
+                 "stop them: they share the GPU's SMs, memory bandwidth and clocks", fail=bool(others))
 
 
-def gpu_checks(root: Path) -> list[dict[str, Any]]:
+def gpu_checks(root: Path) -> list[Check]:
     """"gpu clocks" and "gpu processes" from nvidia-smi when torch sees a CUDA GPU, else both unknown."""
     import torch
 
@@ -319,14 +314,13 @@ def gpu_checks(root: Path) -> list[dict[str, Any]]:
         why = "no CUDA GPU (torch.cuda.is_available() is False)"
         return [_unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why),
                 _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why)]
-    query = ",".join(GPU_CLOCK_FIELDS)
-    out, why = _nvidia_smi(f"--query-gpu={query},clocks_event_reasons.active",
-                           "--format=csv,noheader,nounits")
-    if out is None:  # drivers before R535 name the field clocks_throttle_reasons
-        out, why = _nvidia_smi(f"--query-gpu={query},clocks_throttle_reasons.active",
-                               "--format=csv,noheader,nounits")
+    for reasons in ("clocks_event_reasons", "clocks_throttle_reasons"):  # the latter: drivers before R535
+        out, why = nvidia_smi(f"--query-gpu={','.join(GPU_CLOCK_FIELDS)},{reasons}.active",
+                              "--format=csv,noheader,nounits")
+        if out is not None:
+            break
     clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why)
-    out, why = _nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
+    out, why = nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
     processes = (parse_gpu_processes(out, own_tree(process_snapshot(root))) if out is not None
                  else _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why))
     return [clocks, processes]
@@ -335,7 +329,7 @@ def gpu_checks(root: Path) -> list[dict[str, Any]]:
 # -- report ------------------------------------------------------------------------------------------
 
 
-def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> dict[str, Any]:
+def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> Report:
     """Run every check on the machine under ``root`` (default ``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``).
 
     Returns ``{"checks": [check, ...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``,
@@ -346,15 +340,14 @@ def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> 
     root = Path(root or os.environ.get(ROOT_ENV) or "/")
     checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root, sample_s),
               check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
-    report: dict[str, Any] = {"checks": checks,
-                              "failed": [c["name"] for c in checks if c["status"] == "fail"],
-                              "warned": [c["name"] for c in checks if c["status"] == "warn"]}
+    report: Report = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
+                      "warned": [c["name"] for c in checks if c["status"] == "warn"]}
     if root != Path("/"):
         report["root"] = str(root)
     return report
 
 
-def format_report(report: dict[str, Any], width: int = 120) -> str:
+def format_report(report: Report, width: int = 120) -> str:
     """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict
     line."""
     import io
@@ -370,8 +363,7 @@ def format_report(report: dict[str, Any], width: int = 120) -> str:
         table.add_row(c["name"], c["status"], Text(c["value"]), Text(c["expected"]))
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)
-    advice = [f"- {c['name']}: {c['advice']}" for c in report["checks"]
-              if c["advice"] and c["status"] in ("warn", "fail")]
+    advice = [f"- {c['name']}: {c['advice']}" for c in report["checks"] if c["advice"]]
     if advice:
         console.print("Advice:", *advice, sep="\n", markup=False)
     failed, warned = report["failed"], report["warned"]
@@ -380,7 +372,7 @@ def format_report(report: dict[str, Any], width: int = 120) -> str:
     return console.file.getvalue()
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> Report:
     """Read a ``benchtrail doctor --json`` file back (without its ``schema_version``).
 
     Raises:
@@ -402,5 +394,6 @@ def load_report(path: Path) -> dict[str, Any]:
         if c["status"] not in STATUSES:
             raise UserError(f"doctor report {path}: checks[{i}] has status {c['status']!r}; "
                             f"allowed: {', '.join(STATUSES)}")
-    return {k: v for k, v in obj.items() if k != "schema_version"}
+    del obj["schema_version"]  # read_json checked it
+    return obj
 

@@ -124,9 +124,6 @@ class Barrier:
 @contextlib.contextmanager
 def barrier() -> Iterator[Barrier]:
     """A :class:`Barrier` in a new temporary folder, closed and removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder:
-        b = Barrier(Path(folder))
-        try:
-            yield b
-        finally:
-            b.close()
+    with (tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder,
+          contextlib.closing(Barrier(Path(folder))) as b):
+        yield b

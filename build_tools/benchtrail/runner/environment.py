@@ -102,9 +102,9 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
 def gpu_info(index: int = 0) -> dict[str, Any]:
     """The GPU's name, compute capability, memory (bytes), CUDA and cuDNN versions from torch, and
     the driver and clocks from ``nvidia-smi`` where it is installed and readable."""
-    import subprocess
-
     import torch
+
+    from benchtrail.runner.doctor import nvidia_smi
 
     props = torch.cuda.get_device_properties(index)
     info: dict[str, Any] = {
@@ -114,10 +114,6 @@ def gpu_info(index: int = 0) -> dict[str, Any]:
         "cuda_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
     }
-    try:
-        done = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return info
-    smi = parse_nvidia_smi(done.stdout) if done.returncode == 0 else {}
-    return info | {f"gpu_{k}": v for k, v in smi.items()}
+    out, _ = nvidia_smi(f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
+                        "--format=csv,noheader,nounits")
+    return info | {f"gpu_{k}": v for k, v in parse_nvidia_smi(out or "").items()}

@@ -121,13 +121,11 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
     if named:
         raise UserError(f"benchmark name {query!r} is ambiguous: {len(named)} benchmarks of this run have it "
                         f"(ids {_first(named)}); pass one id")
-    if len(query) >= MIN_PREFIX:
-        hits = sorted(i for i in targets if i.startswith(query))
-        base = min(hits, key=len, default="")
-        if hits and all(h == base or h.startswith(base + "-") for h in hits):
+    if len(query) >= MIN_PREFIX and (hits := sorted(i for i in targets if i.startswith(query))):
+        base = min(hits, key=len)
+        if all(h == base or h.startswith(base + "-") for h in hits):
             return base, targets[base]  # one id, or a module id and the series ids it prefixes
-        if hits:
-            raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(hits[:5])}")
+        raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(hits[:5])}")
     near = difflib.get_close_matches(query, sorted({_name(t) for t in targets.values()}) + list(targets), n=5,
                                      cutoff=0.5)
     hint = f" Near matches: {', '.join(near)}." if near else ""

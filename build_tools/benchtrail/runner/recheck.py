@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,10 +37,11 @@ from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_row
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare, regression_mark
 from benchtrail.compare.why import profile_diff
-from benchtrail.runner.ab import Arm, Policy, run_pairs
-from benchtrail.runner.environment import collect_environment
-from benchtrail.results.schema import ResultsFile
-from benchtrail.suite.definitions import RunConfig
+from benchtrail.errors import UserError
+from benchtrail.progress import track
+from benchtrail.runner.ab import Arm, Policy, paired_arms, run_pairs, write_paired
+from benchtrail.runner.environment import torch_version
+from benchtrail.suite.definitions import Suite
 from benchtrail.suite.names import slug
 from benchtrail.compare.rules import Rules
 
@@ -82,7 +83,8 @@ def _ci(row: Row, level: float | None = None) -> str:
     return f"{_pct(row.change)} ({level_text(level)} CI {_pct(row.ci_low)} to {_pct(row.ci_high)})"
 
 
-#: The figures of a row that the paired run replaces when it decides the row; the stored ones go to ``stored``.
+#: The figures of a row that the paired run replaces when it decides the row; the stored ones go to
+#: ``stored``.
 DECIDING = ("change", "ci_low", "ci_high", "q_value", "p_value", "mde", "outcome", "noisy")
 
 
@@ -96,7 +98,8 @@ def _summary(row: Row, run: Mapping[str, Any]) -> dict[str, Any]:
 def guard(row: Row, paired: Row) -> dict[str, Any] | None:
     """``{arm, paired_median, stored_median}`` of the first paired arm whose median departs from the stored
     run of its own commit (the row's ``base_median`` or ``head_median``) by more than :data:`GUARD_FACTOR`,
-    or 3 × the noise (IQR/median) of either, when that is larger; None when both arms agree with their runs."""
+    or 3 × the noise (IQR/median) of either, when that is larger; None when both arms agree with their
+    runs."""
     for arm in ("base", "head"):
         stored, now = getattr(row, f"{arm}_median"), getattr(paired, f"{arm}_median")
         if min(stored or 0, now or 0) <= 0:
@@ -104,12 +107,14 @@ def guard(row: Row, paired: Row) -> dict[str, Any] | None:
         noise = max((getattr(row, f"{arm}_iqr") or 0) / stored, (getattr(paired, f"{arm}_iqr") or 0) / now)
         allowed = max(GUARD_FACTOR, 1.0 + 3.0 * noise)
         if max(now / stored, stored / now) > allowed:
-            return {"arm": arm, "paired_median": now, "stored_median": stored, "allowed_factor": round(allowed, 3)}
+            return {"arm": arm, "paired_median": now, "stored_median": stored,
+                    "allowed_factor": round(allowed, 3)}
     return None
 
 
 def _also(reason: str, before: str | None) -> str:
-    """``reason``, then the row's reason ``before`` it (why the stored comparison left it so), when it had one."""
+    """``reason``, then the row's reason ``before`` it (why the stored comparison left it so), when it had
+    one."""
     return f"{reason}; {before}" if before and not before.startswith(reason) else reason
 
 
@@ -151,9 +156,10 @@ def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, hea
     A paired run that gave a verdict decides the row (:func:`_decided`): its verdict and figures, the stored
     ones kept in ``stored``; a regression is marked ``quarantined`` when its series is quarantined,
     ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name or id, else ``confirmed``:
-    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is reported in
-    ``ab.guard``; a pair that found a change with such an arm is not used (the row keeps its suspicion and the
-    reason says why), one that cleared the row or left it inconclusive is (the stored run may be the one off).
+    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is reported
+    in ``ab.guard``; a pair that found a change with such an arm is not used (the row keeps its suspicion and
+    the reason says why), one that cleared the row or left it inconclusive is (the stored run may be the one
+    off).
 
     ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
     (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and a reason
@@ -204,35 +210,49 @@ def by_size(rows: Sequence[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: -abs(r.change or 0))
 
 
-def recheck_suspects(comparison: Comparison, run_configs: dict[str, RunConfig], base: Arm, head: Arm,
-                     rules: Rules, policy: Policy, torch_version: str,
-                     report: Callable[[str, str], None] = lambda name, status: None,
-                     keep: Path | None = None, device_name: str | None = None,
-                     started: float | None = None, run_dir: Path | None = None) -> Comparison:
-    """Run every suspect row's run config (of ``device_name``, when given) in paired A/B mode, largest
-    ``|change|`` first, judged by ``rules``, and :func:`apply` the results (with ``rules.accept``); returns
-    the updated comparison (``benchtrail.pipeline.recheck`` runs this stage in a base worktree).
+def baseline_commit(comparison: Comparison, device_name: str | None = None) -> str | None:
+    """The commit a re-check runs against: ``device_name``'s own baseline (``baseline.devices``, comparison
+    version 6) when it has one, else the baseline's (or the base results') commit; None without one."""
+    baseline = comparison.baseline or {}
+    own = (baseline.get("devices") or {}).get(device_name)
+    return (own or {}).get("commit") or baseline.get("commit") or (comparison.base or {}).get("commit")
 
-    ``run_configs`` maps run config id to the head suite's run config. With ``keep``, the paired
-    samples are also written there as ``ab-base.json`` and ``ab-head.json`` results files.
-    With ``policy.total_budget_s``, no case starts once that many seconds have passed since
-    ``started`` (a ``time.monotonic()`` reading; default: now), each case's ``budget_s`` is at most
-    the seconds left, and the suspects not reached are marked so (:func:`apply`).
 
-    With ``run_dir`` and ``policy.profiling``, suspected regressions are profiled too (the module's
-    docstring): the rows found regressed get ``profile`` and their traces go to ``run_dir/profiles/``.
+def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, policy: Policy, keep: Path,
+            run_dir: Path, base_ref: str | None = None, device_name: str | None = None) -> Comparison:
+    """``comparison`` with its suspects (of ``device_name`` only, when given) re-checked in paired A/B runs
+    of the head suite's run configs against ``base_ref`` (default: :func:`baseline_commit`) in a base
+    worktree (``benchtrail.runner.ab.paired_arms``), on this machine, largest ``|change|`` first, judged by
+    ``rules``, the results applied (:func:`apply`, with ``rules.accept``); ``comparison`` itself when it
+    has no suspect.
+
+    The paired samples are written to ``keep`` as ``ab-base.json`` and ``ab-head.json`` results files.
+    With ``policy.total_budget_s``, no case starts once that many seconds have passed since the re-check
+    began (the worktree's checkout included), each case's ``budget_s`` is at most the seconds left, and the
+    suspects not reached are marked so (:func:`apply`).
+
+    With ``policy.profiling``, suspected regressions are profiled too (the module's docstring): the rows
+    found regressed get ``profile`` and their traces go to ``run_dir/profiles/<slug(name)>/``.
+
+    Raises:
+        UserError: no base commit to re-check against, an unknown ref or a failing ``git worktree``.
     """
-    from benchtrail.results.io import write_results
-
-    started = time.monotonic() if started is None else started
+    started = time.monotonic()
     rows = by_size(suspects(comparison, device_name))
+    if not rows:
+        return comparison
+    ref = base_ref or baseline_commit(comparison, device_name)
+    if not ref:
+        raise UserError("the comparison has no base commit to re-check against; pass --base-ref")
+    run_configs = {rc.id: rc for rc in suite.run_configs}
     rcs = tuple(run_configs[r.id] for r in rows if r.id in run_configs)
     regressed = {r.id for r in rows if r.verdict == "regressed"}
     base_records, head_records = [], []
     not_reached: dict[str, float] = {}
     profiles: dict[str, dict[str, Any]] = {}
-    plan = policy.profiling if run_dir is not None else None
-    with tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp:
+    plan = policy.profiling
+    with (paired_arms(repo, ref) as arms, track("re-check in paired A/B", len(rows)) as report,
+          tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp):
         traces = Path(tmp)  # the profiled cases' traces, until _with_profiles keeps those of regressed rows
         for rc in rcs:
             case = policy
@@ -243,25 +263,20 @@ def recheck_suspects(comparison: Comparison, run_configs: dict[str, RunConfig], 
                     report(rc.name, "not reached")
                     continue
                 case = replace(policy, budget_s=min(policy.budget_s, left))
-            spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for arms in profiles.values()
-                          for p in arms.values())
+            spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for pair in profiles.values()
+                          for p in pair.values())
             profile = (plan is not None and rc.id in regressed and len(profiles) < plan.cases
                        and spent_s < plan.total_s)
-            b, h = run_pairs((rc,), (base, head), rules.thresholds, case, torch_version, report,
+            b, h = run_pairs((rc,), arms, rules.thresholds, case, torch_version(), report,
                              {rc.id: traces / rc.id} if profile else None, profiles)
             base_records += b
             head_records += h
         paired: dict[str, Row] = {}
         if base_records:
-            env = collect_environment(rcs[0].target_device.threads)
-            run = {"mode": "paired", "base_commit": base.commit, "head_commit": head.commit}
-            files = [ResultsFile(arm.commit, False, run, env, tuple(records))
-                     for arm, records in ((base, base_records), (head, head_records))]
-            if keep is not None:
-                for name, f in zip(("ab-base.json", "ab-head.json"), files):
-                    write_results(keep / name, f)
-            paired = {r.id: r for r in compare([files[0]], [files[1]], rules.thresholds)}
-        updated = apply(comparison, paired, base, head, device_name, not_reached, rules.accept)
+            files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms,
+                                 (base_records, head_records), rcs[0].target_device.threads)
+            paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)}
+        updated = apply(comparison, paired, *arms, device_name, not_reached, rules.accept)
         return _with_profiles(updated, profiles, traces, run_dir) if profiles else updated
 
 

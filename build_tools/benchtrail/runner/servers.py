@@ -25,6 +25,10 @@ from pathlib import Path
 START_METHODS = ("fork", "spawn")
 #: Seconds a server may take to import torch and greet before we fall back to spawning.
 SERVER_START_TIMEOUT_S = 300.0
+#: Environment variables: a process's, or those a job adds.
+Env = dict[str, str]
+#: How a worker process ended: (exit code, or None when killed; a reason when it did not exit 0).
+Outcome = tuple[int | None, str]
 
 
 def start_method() -> str:
@@ -55,7 +59,7 @@ class WorkerServer:
         ServerUnavailable: from the constructor, when the server does not greet in time.
     """
 
-    def __init__(self, env: dict[str, str], cwd: Path | None, shareable: bool = False) -> None:
+    def __init__(self, env: Env, cwd: Path | None, shareable: bool = False) -> None:
         # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no
         # cleanup).
         self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
@@ -67,7 +71,7 @@ class WorkerServer:
             self.log.close()
             raise ServerUnavailable(f"the worker server could not start: {exc}") from exc
         self._buffer = b""
-        hello = self._read(time.monotonic() + SERVER_START_TIMEOUT_S)
+        hello = self._read(SERVER_START_TIMEOUT_S)
         if not hello or "server" not in hello:
             why = self._log_tail()
             self.close()
@@ -84,9 +88,9 @@ class WorkerServer:
         except OSError:
             return "no log"
 
-    def _read(self, deadline: float) -> dict | None:
-        """The next JSON line from the server; None at end of output or after ``deadline``."""
-        fd = self.proc.stdout.fileno()
+    def _read(self, timeout: float) -> dict | None:
+        """The next JSON line from the server; None at end of output or after ``timeout`` seconds."""
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -98,9 +102,9 @@ class WorkerServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def run(self, pairs: list[tuple[Path, Path]], log: Path, env: dict[str, str], threads: int,
+    def run(self, pairs: list[tuple[Path, Path]], log: Path, env: Env, threads: int,
             timeouts: Sequence[float], cwd: Path | None, inductor: bool,
-            compiles: bool) -> tuple[int | None, str]:
+            compiles: bool) -> Outcome:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
         ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once);
         ``compiles``: the job's module is compiled (any mode but eager), so the server imports Dynamo and
@@ -123,7 +127,7 @@ class WorkerServer:
             self.proc.stdin.flush()
         except OSError as exc:
             raise ServerUnavailable(f"the worker server stopped: {exc}") from exc
-        started = self._read(time.monotonic() + 60)
+        started = self._read(60)
         if not started:
             raise ServerUnavailable(f"the worker server did not fork a worker ({self._log_tail()})")
         if "refused" in started:
@@ -135,7 +139,7 @@ class WorkerServer:
         try:
             while True:
                 timeout = timeouts[min(done, len(timeouts) - 1)]
-                if (finished := self._read(min(since + timeout, time.monotonic() + 1.0))) is not None:
+                if (finished := self._read(min(since + timeout - time.monotonic(), 1.0))) is not None:
                     code = finished["returncode"]
                     return code, "" if code == 0 else f"worker exited with code {code}"
                 if self.proc.poll() is not None:
@@ -145,7 +149,7 @@ class WorkerServer:
                     done, since = answered, time.monotonic()
                 elif time.monotonic() > since + timeout:
                     kill_group(pid)
-                    self._read(time.monotonic() + 30)
+                    self._read(30)
                     return None, f"worker did not finish within {timeout:g} s"
         except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
             kill_group(pid)
@@ -200,7 +204,7 @@ _LIVE: set[int] = set()
 MAX_SERVERS = 3
 
 
-def _key(env: dict[str, str]) -> tuple[str, str]:
+def _key(env: Env) -> tuple[str, str]:
     """What names a checkout's server: its ``PYTHONPATH`` and the interpreter."""
     return env.get("PYTHONPATH", ""), sys.executable
 
@@ -215,7 +219,7 @@ def _shareable(pythonpath: str) -> bool:
                and not any(Path(p, n).exists() for n in ("benchtrail", "torch")) for p in entries)
 
 
-def server_for(env: dict[str, str], cwd: Path | None, method: str | None = None,
+def server_for(env: Env, cwd: Path | None, method: str | None = None,
                lease: bool = False) -> WorkerServer | None:
     """A server for the checkout that ``env``'s ``PYTHONPATH`` imports; None where workers are spawned
     (``method`` or else ``BENCHTRAIL_WORKER_START`` is ``spawn``, or the checkout's worker predates the
@@ -280,8 +284,8 @@ def close_servers(pythonpath: str | None = None) -> None:
             _REFUSED.clear()
 
 
-def run_leased(server: WorkerServer, server_env: dict[str, str], cwd: Path | None, method: str | None,
-            run: Callable[[WorkerServer], tuple[int | None, str]]) -> tuple[int | None, str]:
+def run_leased(server: WorkerServer, server_env: Env, cwd: Path | None, method: str | None,
+            run: Callable[[WorkerServer], Outcome]) -> Outcome:
     """``run(server)`` on the leased ``server``, released after; a job it refuses runs on a server of its own
     ``PYTHONPATH``, started for it (which never refuses it). A server that died is dropped and stopped.
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from benchtrail.project import import_root
 # WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
 from benchtrail.runner.servers import (  # noqa: F401
-    ServerUnavailable, WorkerServer, close_servers, kill_group, kill_live_workers, run_leased, server_for,
-    start_method, tail)
+    Env, Outcome, ServerUnavailable, WorkerServer, close_servers, kill_group, kill_live_workers, run_leased,
+    server_for, start_method, tail)
 from benchtrail.suite.definitions import CompileMode, Task
 from benchtrail.suite.entry_points import INDUCTOR_MODES
 from benchtrail.worker.protocol import ProtocolError, Request, Response, read_response
@@ -34,10 +34,10 @@ def pythonpath(*first: str) -> str:
     return os.pathsep.join(dict.fromkeys(p for p in (*first, *inherited) if p))
 
 
-def worker_pythonpath(start: Path = Path(".")) -> str:
-    """``PYTHONPATH`` of a worker: the project root of ``start`` (``benchtrail.project.import_root``)
-    first, then the inherited ``PYTHONPATH``; empty when both are."""
-    root = import_root(start)
+def worker_pythonpath() -> str:
+    """``PYTHONPATH`` of a worker: the project root of our working directory
+    (``benchtrail.project.import_root``) first, then the inherited ``PYTHONPATH``; empty when both are."""
+    root = import_root()
     return pythonpath(str(root) if root else "")
 
 
@@ -52,42 +52,37 @@ def worker_pythonpath(start: Path = Path(".")) -> str:
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
 
 
-def _environment(threads: int, env: dict[str, str] | None) -> dict[str, str]:
+def _environments(threads: int, env: Env | None) -> tuple[Env, Env]:
     """The worker's environment: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``, ``GLIBC_TUNABLES``
-    (:data:`MALLOC_TUNABLES`), then ``env``."""
+    (:data:`MALLOC_TUNABLES`), then ``env``; and its server's: the same less what ``env`` adds but its
+    ``PYTHONPATH`` (each child then takes its job's whole environment)."""
     tunables = ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES)))
     full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(),
             "GLIBC_TUNABLES": tunables, **(env or {})}
     if not full["PYTHONPATH"]:
         del full["PYTHONPATH"]  # an empty entry would put the worker's working directory on sys.path twice
-    return full
+    return full, {k: v for k, v in full.items() if k == "PYTHONPATH" or k not in (env or {})}
 
 
-def _server_environment(full: dict[str, str], env: dict[str, str] | None) -> dict[str, str]:
-    """A server's own environment: a job's, less what the job adds (``env``) but its ``PYTHONPATH``;
-    each child then takes its job's whole environment."""
-    return {k: v for k, v in full.items() if k == "PYTHONPATH" or k not in (env or {})}
-
-
-def _server(env: dict[str, str] | None, cwd: Path | None) -> WorkerServer | None:
+def _server(env: Env | None, cwd: Path | None) -> WorkerServer | None:
     """The server that workers of this checkout (``env``, ``cwd`` as for :func:`run_in_worker`) fork from."""
-    return server_for(_server_environment(_environment(1, env), env), cwd)
+    return server_for(_environments(1, env)[1], cwd)
 
 
-def can_fork(env: dict[str, str] | None = None, cwd: Path | None = None) -> bool:
+def can_fork(env: Env | None = None, cwd: Path | None = None) -> bool:
     """Whether workers of this checkout start by fork."""
     return _server(env, cwd) is not None
 
 
-def features_of(env: dict[str, str] | None, cwd: Path | None) -> tuple[str, ...]:
+def features_of(env: Env | None, cwd: Path | None) -> tuple[str, ...]:
     """What this checkout's workers do beyond their protocol versions
     (``benchtrail.worker.protocol.FEATURES``, as its server greets); none where workers are spawned or the
     server predates the features."""
     return server.features if (server := _server(env, cwd)) else ()
 
 
-def _spawn(request: Path, response: Path, timeout_s: float, env: dict[str, str],
-           cwd: Path | None) -> tuple[int | None, str]:
+def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
+           cwd: Path | None) -> Outcome:
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchtrail.worker", str(request), str(response)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
@@ -154,7 +149,7 @@ def _answers(pairs: list[tuple[Path, Path]], code: int | None, why: str) -> list
 
 
 def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threads: int,
-                   env: dict[str, str] | None = None, cwd: Path | None = None,
+                   env: Env | None = None, cwd: Path | None = None,
                    method: str | None = None) -> list[Response]:
     """Answer ``requests`` in one fresh worker process, in order, and return their responses.
 
@@ -168,14 +163,13 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
     """
     if not requests:
         return []
-    full = _environment(threads, env)
+    full, server_env = _environments(threads, env)
     with tempfile.TemporaryDirectory(prefix="benchtrail-worker-") as tmp:
         pairs = [(Path(tmp, f"request-{i}.json"), Path(tmp, f"response-{i}.json"))
                  for i in range(len(requests))]
         for request, (path, _) in zip(requests, pairs):
             path.write_text(json.dumps(request.to_json()), encoding="utf-8")
-        server_env, log = _server_environment(full, env), Path(tmp, "worker.log")
-        server = server_for(server_env, cwd, method, lease=True)
+        log, server = Path(tmp, "worker.log"), server_for(server_env, cwd, method, lease=True)
         if server is not None:
             configs = [r.config for r in requests]
             compiles = _uses_mode(configs, _COMPILING_MODES, _DYNAMO_TASKS)
@@ -193,7 +187,7 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
 
 
 def run_in_worker(request: Request, timeout_s: float, threads: int,
-                  env: dict[str, str] | None = None, cwd: Path | None = None,
+                  env: Env | None = None, cwd: Path | None = None,
                   method: str | None = None) -> Response:
     """Run ``request`` in a fresh worker process and return its response
     (:mod:`benchtrail.worker.protocol`; the worker may be an older commit's, see its compatibility rule).

@@ -44,16 +44,16 @@ SamplesLike = Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
 @dataclass(frozen=True)
 class _Group:
     """Series sharing (n_base, n_head, k_base, k_head): ``index`` (g,) into the input, ``base`` (g, n_base)
-    and ``head`` (g, n_head) with each row sorted ascending; ``k_base``/``k_head`` clusters per side and,
-    when either is > 1, ``base_raw``/``head_raw`` the rows in input order (cluster after cluster)."""
+    and ``head`` (g, n_head) with each row sorted ascending; ``k_base``/``k_head`` clusters per side;
+    ``base_raw``/``head_raw`` the rows in input order (cluster after cluster)."""
 
     index: np.ndarray
     base: np.ndarray
     head: np.ndarray
-    k_base: int = 1
-    k_head: int = 1
-    base_raw: np.ndarray | None = None
-    head_raw: np.ndarray | None = None
+    k_base: int
+    k_head: int
+    base_raw: np.ndarray
+    head_raw: np.ndarray
 
 
 def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
@@ -68,7 +68,17 @@ def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
         if x.size == 0:
             raise ValueError(f"{label} {i}: no samples; drop the series or measure it")
         out.append(x)
+    _check_values(out, label)
     return out
+
+
+def _sides(base: SamplesLike, head: SamplesLike) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Both sides' series, checked (:func:`_as_series`), one base per head series."""
+    b, h = _as_series(base, "base series"), _as_series(head, "head series")
+    if len(b) != len(h):
+        raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
+                         "sample array per series, in the same order")
+    return b, h
 
 
 def _check_values(series: list[np.ndarray], label: str) -> None:
@@ -91,11 +101,12 @@ def _stack(series: list[np.ndarray], index: np.ndarray) -> np.ndarray:
     return np.sort(np.stack([series[i] for i in index]), axis=1)
 
 
-def _groups_of(lengths: np.ndarray) -> list[np.ndarray]:
-    """Series indices grouped by equal rows of ``lengths`` (series, k), groups in ascending key order."""
-    if len(lengths) == 0:
+def _groups_of(keys: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """Series indices grouped by equal ``keys`` (a tuple of ints per series), in ascending key order."""
+    if not keys:
         return []
-    _, inverse, counts = np.unique(lengths, axis=0, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(np.array(keys, dtype=np.int64), axis=0, return_inverse=True,
+                                   return_counts=True)
     order = np.argsort(inverse.ravel(), kind="stable")
     return np.split(order, np.cumsum(counts)[:-1])
 
@@ -114,19 +125,13 @@ def _as_clusters(clusters, series: list[np.ndarray], label: str) -> np.ndarray:
 
 
 def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clusters=None) -> tuple[int, list[_Group]]:
-    b, h = _as_series(base, "base series"), _as_series(head, "head series")
-    if len(b) != len(h):
-        raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
-                         "sample array per series, in the same order")
-    _check_values(b, "base series")
-    _check_values(h, "head series")
+    b, h = _sides(base, head)
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
     groups = []
-    for index in _groups_of(np.array([[x.size, y.size, i, j] for x, y, i, j in zip(b, h, kb, kh)],
-                                     dtype=np.int64).reshape(-1, 4)):
-        k_base, k_head = int(kb[index[0]]), int(kh[index[0]])
-        raw = (np.stack([b[i] for i in index]), np.stack([h[i] for i in index])) if max(k_base, k_head) > 1 else (None, None)
-        groups.append(_Group(index, _stack(b, index), _stack(h, index), k_base, k_head, *raw))
+    for index in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)]):
+        base_raw, head_raw = (np.stack([x[i] for i in index]) for x in (b, h))
+        groups.append(_Group(index, np.sort(base_raw, axis=1), np.sort(head_raw, axis=1), int(kb[index[0]]),
+                             int(kh[index[0]]), base_raw, head_raw))
     return len(b), groups
 
 
@@ -135,13 +140,14 @@ def _medians(sorted_rows: np.ndarray) -> np.ndarray:
     return 0.5 * (sorted_rows[:, (n - 1) // 2] + sorted_rows[:, n // 2])
 
 
-def _check_level(level: float) -> None:
-    if not (isinstance(level, (int, float)) and 0.0 < level < 1.0):
-        raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+def _check_fraction(name: str, value: float) -> None:
+    """ValueError unless ``value``, the argument ``name``, is a number strictly between 0 and 1."""
+    if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+        raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
 
 
 def _check_bootstrap_args(level: float, resamples: int, seed: int) -> None:
-    _check_level(level)
+    _check_fraction("level", level)
     for name, value, least in (("resamples", resamples, 1), ("seed", seed, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
@@ -160,21 +166,6 @@ def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int)
     return (chosen * m + rng.integers(0, m, size=(resamples, k, m))).reshape(resamples, n)
 
 
-def _bootstrap_clustered(g: _Group, level: float, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ends for a group with clusters (two-stage bootstrap; see :func:`bootstrap_ratio_ci`)."""
-    nb, nh = g.base.shape[1], g.head.shape[1]
-    rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
-    ib, ih = _two_stage_indices(rng, nb, g.k_base, resamples), _two_stage_indices(rng, nh, g.k_head, resamples)
-    low, high = np.empty(len(g.index)), np.empty(len(g.index))
-    block = max(1, _BLOCK_ROWS // 32)  # (rows, resamples, n) gathers: keep them to tens of MB
-    for start in range(0, len(g.index), block):
-        rows = slice(start, start + block)
-        mb = np.median(g.base_raw[rows][:, ib], axis=2)
-        mh = np.median(g.head_raw[rows][:, ih], axis=2)
-        low[rows], high[rows] = np.percentile(mh / mb, _tails(level), axis=1)
-    return low, high
-
-
 def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed: int):
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
     pct = _tails(level)
@@ -183,18 +174,24 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
         nb, nh = g.base.shape[1], g.head.shape[1]
         if min(nb, nh) < MIN_SAMPLES:
             continue
-        if max(g.k_base, g.k_head) > 1:
-            low[g.index], high[g.index] = _bootstrap_clustered(g, level, resamples, seed)
-            continue
-        rng = np.random.default_rng([seed, nb, nh])
-        # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
-        # mean of the samples at its two middle indices (base drawn first).
-        mid_b, mid_h = (np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)[:, [(m - 1) // 2, m // 2]]
-                        for m in (nb, nh))
-        for start in range(0, len(g.index), _BLOCK_ROWS):
-            rows = slice(start, start + _BLOCK_ROWS)
-            mb = 0.5 * g.base[rows][:, mid_b].sum(axis=2)
-            mh = 0.5 * g.head[rows][:, mid_h].sum(axis=2)
+        clustered = max(g.k_base, g.k_head) > 1
+        if clustered:  # two-stage, on the rows in input order (see :func:`bootstrap_ratio_ci`)
+            rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
+            sides = ((g.base_raw, _two_stage_indices(rng, nb, g.k_base, resamples)),
+                     (g.head_raw, _two_stage_indices(rng, nh, g.k_head, resamples)))
+            block = max(1, _BLOCK_ROWS // 32)  # (rows, resamples, n) gathers: keep them to tens of MB
+        else:
+            rng = np.random.default_rng([seed, nb, nh])
+            # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
+            # mean of the samples at its two middle indices (base drawn first).
+            mid_b, mid_h = (np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)
+                            [:, [(m - 1) // 2, m // 2]] for m in (nb, nh))
+            sides = (g.base, mid_b), (g.head, mid_h)
+            block = _BLOCK_ROWS
+        for start in range(0, len(g.index), block):
+            rows = slice(start, start + block)
+            mb, mh = (np.median(x[rows][:, i], axis=2) if clustered else 0.5 * x[rows][:, i].sum(axis=2)
+                      for x, i in sides)
             low[g.index[rows]], high[g.index[rows]] = np.percentile(mh / mb, pct, axis=1)
     return ratio, low, high
 
@@ -333,8 +330,7 @@ def noise(samples: SamplesLike) -> np.ndarray:
         ValueError: a series is empty or has a non-finite or <= 0 sample (message names its index).
     """
     series = _as_series(samples, "series")
-    _check_values(series, "series")
-    groups = _groups_of(np.array([x.size for x in series], dtype=np.int64).reshape(-1, 1))
+    groups = _groups_of([(x.size,) for x in series])
     return _noise(len(series), [(index, _stack(series, index)) for index in groups])
 
 
@@ -373,5 +369,5 @@ def minimum_detectable_effect(base: SamplesLike, head: SamplesLike, level: float
     Raises:
         ValueError: see the module docstring; also a level outside (0, 1).
     """
-    _check_level(level)
+    _check_fraction("level", level)
     return _mde(*_prepare(base, head), level)

@@ -14,9 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _bootstrap, _check_bootstrap_args, _mann_whitney,
-                                         _mde, _noise, _prepare, benjamini_hochberg, bootstrap_ratio_ci,
-                                         mann_whitney_p, minimum_detectable_effect, noise)
+from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _bootstrap, _check_bootstrap_args,
+                                         _check_fraction, _mann_whitney, _mde, _noise, _prepare,
+                                         benjamini_hochberg, bootstrap_ratio_ci, mann_whitney_p,
+                                         minimum_detectable_effect, noise)
 
 __all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Inference", "SamplesLike",
            "benjamini_hochberg", "bootstrap_ratio_ci", "classify", "compare_samples", "mann_whitney_p",
@@ -72,8 +73,7 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
         if value.shape != ratio.shape:
             raise ValueError(f"{name} has shape {value.shape}, ratio has {ratio.shape}; "
                              "pass one value per series")
-    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
+    _check_fraction("alpha", alpha)
     try:
         t = np.broadcast_to(np.asarray(threshold_pct, dtype=np.float64), ratio.shape) / 100.0
         lib = np.broadcast_to(np.asarray(lower_is_better, dtype=bool), ratio.shape)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import wilcoxon
 
-from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _as_clusters, _as_series, _check_bootstrap_args,
-                                         _check_values, _tails, _two_stage_indices, benjamini_hochberg)
+from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _as_clusters, _check_bootstrap_args,
+                                         _sides, _tails, _two_stage_indices, benjamini_hochberg)
 from benchtrail.stats.inference import Inference, classify
 
 
@@ -43,17 +43,13 @@ def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower
         ValueError: sides of different lengths, bad samples or clusters (as ``compare_samples``).
     """
     _check_bootstrap_args(level, resamples, seed)
-    b, h = _as_series(base, "base series"), _as_series(head, "head series")
-    if len(b) != len(h):
-        raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one of each per series")
-    _check_values(b, "base series")
-    _check_values(h, "head series")
-    for i, (x, y) in enumerate(zip(b, h)):
-        if x.size != y.size:
-            raise ValueError(f"series {i}: {x.size} base and {y.size} head samples; paired samples come in pairs")
+    b, h = _sides(base, head)
     k = _as_clusters(clusters, b, "pair")
     ratio, low, high, p, spread = (np.full(len(b), np.nan) for _ in range(5))
     for i, (x, y) in enumerate(zip(b, h)):
+        if x.size != y.size:
+            raise ValueError(f"series {i}: {x.size} base and {y.size} head samples; paired samples come "
+                             "in pairs")
         d = np.log(y) - np.log(x)
         ratio[i] = np.exp(np.median(d))
         q25, q50, q75 = np.percentile(np.exp(d), [25, 50, 75])

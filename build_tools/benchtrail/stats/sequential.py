@@ -57,15 +57,13 @@ def look_alphas(max_looks: int, alpha: float) -> np.ndarray:
     return np.diff(pocock_spending(np.arange(max_looks + 1) / max_looks, alpha))
 
 
-def budget_alpha(t: float | np.ndarray, alpha: float) -> np.ndarray:
-    """The error a budgeted run may have spent by the fraction ``t`` of its time budget: Pocock-type spending
-    over *calendar* time (Lan & DeMets, "Group sequential procedures: calendar versus information time",
-    *Statistics in Medicine* 8(10), 1989). The spending-function approach needs neither the number nor
-    the timing of the looks in advance, only that they do not depend on the data: a look at ``t_k``
-    spends ``budget_alpha(t_k) − budget_alpha(t_{k−1})``, and the look that ends the budget spends the
-    rest of ``alpha``. Same arguments, result and errors as :func:`pocock_spending`.
-    """
-    return pocock_spending(t, alpha)
+#: The error a budgeted run may have spent by the fraction ``t`` of its time budget: Pocock-type spending
+#: over *calendar* time (Lan & DeMets, "Group sequential procedures: calendar versus information time",
+#: *Statistics in Medicine* 8(10), 1989). The spending-function approach needs neither the number nor
+#: the timing of the looks in advance, only that they do not depend on the data: a look at ``t_k``
+#: spends ``budget_alpha(t_k) − budget_alpha(t_{k−1})``, and the look that ends the budget spends the
+#: rest of ``alpha``. The same function as :func:`pocock_spending`, named for its use.
+budget_alpha = pocock_spending
 
 
 #: Bootstrap resamples of one look at most: a look at a very small level would otherwise ask for 20 / level.

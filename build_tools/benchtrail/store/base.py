@@ -103,33 +103,24 @@ def check_relative_name(name: str, where: str) -> str:
     return name
 
 
+#: One part of a glob segment: a character class (``[abc]``, ``[!abc]``; a ``]`` first is in it, so ``[]`` and
+#: ``[!]`` are unclosed), else one character (an unclosed ``[`` included).
+_GLOB_PART = re.compile(r"\[!?+\]?+[^]]*\]|.", re.DOTALL)
+
+
 def _segment_regex(segment: str) -> str:
-    out, i = [], 0
-    while i < len(segment):
-        c = segment[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            j += segment[j:j + 1] == "!"
-            j += segment[j:j + 1] == "]"
-            end = segment.find("]", j)
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                body = segment[i + 1:end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^/" + body[1:]
-                elif body.startswith("^"):
-                    body = "\\" + body
-                out.append(f"[{body}]")
-                i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+    def part(match: re.Match[str]) -> str:
+        text = match[0]
+        if text in ("*", "?"):
+            return "[^/]*" if text == "*" else "[^/]"
+        if len(text) == 1:
+            return re.escape(text)
+        body = text[1:-1].replace("\\", "\\\\")  # a class; [!...] never matches "/"
+        if body.startswith("!"):
+            return f"[^/{body[1:]}]"
+        return f"[\\{body}]" if body.startswith("^") else f"[{body}]"
+
+    return _GLOB_PART.sub(part, segment)
 
 
 def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:

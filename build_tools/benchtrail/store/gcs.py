@@ -56,11 +56,12 @@ class GcsStore:
     def url(self) -> str:
         return self.io.object_url(self.prefix).rstrip("/")
 
-    def _key(self, *parts: str) -> str:
-        return "/".join(p for p in (self.prefix, *parts) if p)
+    def _folder(self, *parts: str) -> str:
+        """``<prefix>/<parts>/``: the start of the object names in that folder."""
+        return "/".join(p for p in (self.prefix, *parts) if p) + "/"
 
     def _run_prefix(self, run_id: str, attempt: int) -> str:
-        return self._key(run_path(run_id, attempt)) + "/"
+        return self._folder(run_path(run_id, attempt))
 
     def run_url(self, run_id: str, attempt: int) -> str:
         """``gs://<bucket>/<prefix>/runs/<run_id>/<attempt>/``, for ``gcloud storage cp -r <url> .``."""
@@ -123,7 +124,7 @@ class GcsStore:
             StoreError: the listing still failing at its deadline.
         """
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
-        runs_prefix, commits_prefix = self._key("runs") + "/", self._key("commits") + "/"
+        runs_prefix, commits_prefix = self._folder("runs"), self._folder("commits")
         runs = {(parts[0], int(parts[1])) for blob in self.io.list(runs_prefix, deadline)
                 if len(parts := blob.name[len(runs_prefix):].split("/")) > 2 and parts[1].isdigit()}
         return pointerless(runs, (b.name.rsplit("/", 1)[-1] for b in self.io.list(commits_prefix, deadline)))
@@ -188,7 +189,7 @@ class GcsStore:
         """
         document = pointer_document(commit, run_id, attempt, info)
         name = f"{run_id}-{attempt}.json"
-        prefix = self._key("commits", commit) + "/"
+        prefix = self._folder("commits", commit)
         with tempfile.TemporaryDirectory(prefix="benchtrail-pointer-") as folder:
             jsonio.write_json(Path(folder) / name, document)
             self.io.upload(Path(folder), [name], prefix, DEFAULT_DEADLINE_S,
@@ -201,7 +202,7 @@ class GcsStore:
 
         They are downloaded into ``staging/commits/<sha>/``, a cache (pointers never change once written).
         """
-        prefix = self._key("commits", check_id(commit, "commit")) + "/"
+        prefix = self._folder("commits", check_id(commit, "commit"))
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         chosen, too_big = [], []
         for blob in self.io.list(prefix, deadline):

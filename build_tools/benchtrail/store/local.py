@@ -63,7 +63,7 @@ class Pointers(list):
 MAX_POINTER_BYTES = 64 * 1024
 
 
-def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> str | None:
+def pointer_problem(pointer: dict[str, Any], name: str, commit: str) -> str | None:
     """Why a parsed pointer cannot name a run, or None: its run id (``check_id``, at most 64 characters)
     and attempt (a whole number from 1), its object name (``<run_id>-<attempt>.json``), its ``commit``
     (the commit folder it is stored under) and the types of ``devices``, ``torch_version``,
@@ -76,7 +76,7 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
         return f"attempt {str(attempt)[:80]!r} is not a whole number from 1"
     if name != f"{run_id}-{attempt}.json":
         return f"its name {name!r} is not {run_id}-{attempt}.json, the name its run writes"
-    if commit is not None and pointer.get("commit") != commit:
+    if pointer.get("commit") != commit:
         return (f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under "
                 f"({commit})")
 
@@ -98,7 +98,7 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str | None) -> s
     return None
 
 
-def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str | None = None,
+def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
                        unreadable: Iterable[str] = (), own_time: bool = False) -> Pointers:
     """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at`` (then run id and
     attempt): when the store created the pointer (a GCS object's ``timeCreated``, never a time the pointer's
@@ -257,7 +257,7 @@ class LocalStore:
         return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit, own_time=True)
 
 
-def open_local_store(url: str, path: str, read_only: bool = False) -> LocalStore:
+def open_local_store(url: str, path: str, read_only: bool) -> LocalStore:
     """Open the folder ``path`` (from store URL ``url``) and check that it can be written; ``read_only``:
     check that it exists, and create or write nothing.
 

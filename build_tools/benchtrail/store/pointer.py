@@ -6,11 +6,15 @@ with ``Store.write_pointer``. Torch-free; reads only the run's results files.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
 
 from benchtrail.errors import UserError
+from benchtrail.results.baseline_key import keys_of_results
+from benchtrail.results.io import load_results_paths
+from benchtrail.store.local import pointer_document
 
 
 def pointer_info(run_dir: Path) -> dict[str, Any]:
@@ -22,11 +26,6 @@ def pointer_info(run_dir: Path) -> dict[str, Any]:
     Raises:
         UserError: no results files, or files of several commits or torch versions.
     """
-    import datetime
-
-    from benchtrail.results.baseline_key import keys_of_results
-    from benchtrail.results.io import load_results_paths
-
     run_dir = Path(run_dir)
     paths = sorted((run_dir / "results").glob("*.json"))
     files = load_results_paths([run_dir])
@@ -53,8 +52,6 @@ def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: 
     Raises:
         UserError: it is missing or holds other content; the run must not become a baseline.
     """
-    from benchtrail.store.local import pointer_document
-
     wrote = json.loads(json.dumps(pointer_document(commit, run_id, attempt, info)))
     found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
              if (str(p.get("run_id")), p.get("attempt")) == (str(run_id), attempt)]
@@ -68,11 +65,9 @@ def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
     """Whether a commit pointer of ``store`` names run ``run_id``/``attempt``, for the commits of the results
     files in ``run_dir`` (its local copy); True when it has none or they cannot be read: nothing to tell
     the commit by. A run no pointer names is incomplete (``Store.incomplete_runs``)."""
-    from benchtrail.results.io import load_results_paths
-
     results = sorted((Path(run_dir) / "results").glob("*.json"))
     try:
-        commits = {f.commit for f in load_results_paths(results)} if results else set()
+        commits = {f.commit for f in load_results_paths(results)}
     except UserError:  # results it cannot read: nothing to tell the commit by (compare says what is wrong)
         return True
     return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)

@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtrail.suite.ids import hash_composite_id
-from benchtrail.suite import names as _names
-from benchtrail.suite.names import check_name
+# SAFE_NAME: path-safe names, benchtrail's own suite and preset names (re-exported from names).
+from benchtrail.suite.names import SAFE_NAME, check_name  # noqa: F401
 
-#: Path-safe names (``benchtrail.suite.names.SAFE_NAME``): benchtrail's own suite and preset names.
-SAFE_NAME = _names.SAFE_NAME
 #: One input: dimensions then dtype, e.g. ``1x3x224x224xf32`` or ``65536xf32``.
 INPUT_SPEC = re.compile(r"^(?:[1-9][0-9]*x)+(f32|f16|bf16|f64|i64|i32)$")
 #: Field metadata: ``serialization`` leaves the field out while it holds its default (a field added

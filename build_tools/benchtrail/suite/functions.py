@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import itertools
 import json
 import sys
@@ -68,6 +69,11 @@ DEVICES = {d.name: d for d in (
 DEFAULT_PRESET = "default"
 #: Parameter values: what JSON (the run-config export) keeps as it is.
 _PARAM_TYPES = (str, int, float, bool, type(None))
+#: The name options of a benchmark and the names each allows (None: a path-safe preset name).
+_NAMED = {"tasks": [t.value for t in Task], "compile": list(COMPILE_CONFIGS), "devices": list(DEVICES),
+          "presets": None}
+#: The sampling options and the least value each allows (None: above 0).
+_SAMPLING = {"processes": None, "min_samples": None, "warmup_time_ms": 0, "timeout_s": None}
 
 
 class Args:
@@ -145,14 +151,9 @@ class FunctionBenchmark:
         return [dict(zip(names, values)) for values in itertools.product(*(v for _, v in self.params))]
 
 
-def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any], params: Mapping[str, Sequence[Any]] | None = None,
-              reference: Callable[..., Any] | None = None, tasks: Iterable[str] = ("inference",),
-              compile: Iterable[str] = ("eager",), devices: Iterable[str] = ("cpu",),
-              presets: Iterable[str] = (DEFAULT_PRESET,), processes: int = 3, min_samples: int = 10,
-              warmup_time_ms: float = 300.0, timeout_s: float = 600.0, renamed_from: str | None = None,
-              module: bool = False, fullgraph: bool = False, mutates_inputs: bool = False) -> Any:
-    """Decorate a benchmark function (``@benchmark(inputs=...)``); see :class:`FunctionBenchmark` for
-    the arguments. ``tasks``: ``inference``, ``forward``, ``backward``, ``jacobian``.
+def benchmark(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorate a benchmark function (``@benchmark(inputs=...)``); ``options``: the fields of
+    :class:`FunctionBenchmark` after ``fn``. ``tasks``: ``inference``, ``forward``, ``backward``, ``jacobian``.
 
     Raises:
         UserError: an unknown task, compile config or device, an empty or non-JSON parameter value,
@@ -163,21 +164,19 @@ def benchmark(fn: Callable[..., Any] | None = None, *, inputs: Callable[..., Any
         code = getattr(f, "__code__", None)
         at = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
         where = f"@benchmark of {f.__module__}.{f.__qualname__}{at}"
-        bench = FunctionBenchmark(
-            f, inputs, _params(params or {}, where), reference,
-            _names(tasks, [t.value for t in Task], "tasks", where),
-            _names(compile, list(COMPILE_CONFIGS), "compile", where),
-            _names(devices, list(DEVICES), "devices", where),
-            _names(presets, None, "presets", where), _positive(processes, "processes", where),
-            _positive(min_samples, "min_samples", where),
-            _positive(warmup_time_ms, "warmup_time_ms", where, least=0),
-            _positive(timeout_s, "timeout_s", where), renamed_from, module, fullgraph, bool(mutates_inputs))
+        given = FunctionBenchmark(f, **options)
+        bench = dataclasses.replace(
+            given, params=_params(given.params or {}, where),
+            **{name: _names(getattr(given, name), allowed, name, where) for name, allowed in _NAMED.items()},
+            **{name: _positive(getattr(given, name), name, where, least)
+               for name, least in _SAMPLING.items()},
+            mutates_inputs=bool(given.mutates_inputs))
         names = [n for n, _ in bench.params]
         _check_signature(bench.inputs, names, "inputs", where)
-        if module:
+        if bench.module:
             _check_signature(f, names, "the module factory", where)
-            if reference is not None:
-                _check_signature(reference, names, "the reference factory", where)
+            if bench.reference is not None:
+                _check_signature(bench.reference, names, "the reference factory", where)
         return bench
 
     return wrap if fn is None else wrap(fn)
@@ -228,8 +227,6 @@ def _params(params: Mapping[str, Sequence[Any]], where: str) -> tuple[tuple[str,
 def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where: str) -> None:
     """Refuse a factory that cannot be called with the parameters as keyword arguments (found now, at
     import, not in a worker after the run started)."""
-    import inspect
-
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or C function: nothing to check
@@ -340,7 +337,6 @@ def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str
     factory runs under the meta device (no tensor data; a factory that fails there is not checked, the
     worker reports its errors)."""
     import contextlib
-    import inspect
 
     torch = sys.modules.get("torch")  # loaded by the benchmarks module; this torch-free module imports none
     try:

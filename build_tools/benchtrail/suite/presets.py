@@ -29,9 +29,12 @@ def resolve_presets(
     """
     known = list(known)
     names = list(names)
+    # The presets, then the meta-presets that are not also preset names (a function-API suite's preset
+    # ``default`` is the name of the meta-preset a push runs), each sorted.
+    valid = sorted(known) + sorted(m for m in meta if m not in known)
     if not names:
         raise UserError(
-            f"no benchmark preset given; choose from: {', '.join(_valid(known, meta))}"
+            f"no benchmark preset given; choose from: {', '.join(valid)}"
         )
     resolved: dict[str, None] = {}
     for name in names:
@@ -40,15 +43,8 @@ def resolve_presets(
         elif name in known:
             resolved[name] = None
         else:
-            valid = _valid(known, meta)
             raise UserError(
                 f"unknown benchmark preset {name!r}; valid presets: {', '.join(valid)}."
                 + suggest(name, valid)
             )
     return tuple(resolved)
-
-
-def _valid(known: list[str], meta: Mapping[str, Iterable[str]]) -> list[str]:
-    """The presets, then the meta-presets that are not also preset names (a function-API suite's
-    preset ``default`` is the name of the meta-preset a push runs), each sorted."""
-    return sorted(known) + sorted(m for m in meta if m not in known)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchtrail.suite.definitions import ExecutionConfig
+from benchtrail.worker.timing import block
 
 #: Event pairs shorter than this get several launches (µs).
 MIN_PAIR_US = 50.0
@@ -142,11 +143,7 @@ def _warm_up(fn: Callable[[], object], policy: ExecutionConfig,
     start = time.perf_counter()
     budget = policy.warmup_time_ms / 1e3
     while True:
-        synchronize()
-        t0 = time.perf_counter()
-        fn()
-        synchronize()
-        times.append((time.perf_counter() - t0) * 1e6)
+        times.append(block(fn, 1, synchronize) * 1e6)
         elapsed = time.perf_counter() - start
         if (elapsed >= budget and is_steady(times)) or elapsed >= MAX_WARMUP_FACTOR * budget:
             break
@@ -207,7 +204,7 @@ def measure_cuda(fn: Callable[[], object],
     for _ in range(policy.min_samples):
         if flush:
             flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         synchronize()
         t0 = time.perf_counter()
         start.record()

@@ -46,6 +46,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from benchtrail.suite.serialization import serialize_and_pack
+
 #: The version this code writes.
 PROTOCOL_VERSION = 1
 #: The versions this code reads and serves.
@@ -182,8 +184,6 @@ def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
                     tasks: tuple[str, ...] = ()) -> CompileRequest:
     """The request that compiles ``gen`` (a ``ModuleGenerationConfig``); ``module_dir`` a path or None;
     ``tasks`` the task names whose graphs to compile into the Inductor cache afterwards."""
-    from benchtrail.suite.serialization import serialize_and_pack
-
     return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain,
                           tuple(tasks))
 
@@ -192,8 +192,6 @@ def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None 
                 duet: dict[str, Any] | None = None) -> RunRequest:
     """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or
     None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None."""
-    from benchtrail.suite.serialization import serialize_and_pack
-
     return RunRequest(serialize_and_pack([rc]), rc.target_device.threads,
                       str(module_dir) if module_dir else None, profile=profile, duet=duet)
 
@@ -264,18 +262,18 @@ def read_request(data: Any) -> Request:
     config = data.get("config")
     if not isinstance(config, dict):
         raise ProtocolError(f"worker request: field 'config' is {type(config).__name__}, not an object")
-    module_dir = _check(data.get("module_dir"), str, "module_dir")
+    module_dir = _check(data.get("module_dir"), str, "module_dir") or None
     if kind == "compile":
         tasks = _check(data.get("tasks"), list, "tasks") or []
         if not all(isinstance(t, str) for t in tasks):
             raise ProtocolError(f"worker request: field 'tasks' is {tasks!r:.80}, not a list of task names")
-        return CompileRequest(config, module_dir or None, bool(_check(data.get("explain", True), bool, "explain")),
+        return CompileRequest(config, module_dir, bool(_check(data.get("explain", True), bool, "explain")),
                               tuple(tasks), version)
     if kind == "run":
         threads = _check(data.get("threads"), int, "threads")
         if threads is None:
             raise ProtocolError("worker request: a run request needs 'threads'")
-        return RunRequest(config, threads, module_dir or None, version, _profile_of(data.get("profile")),
+        return RunRequest(config, threads, module_dir, version, _profile_of(data.get("profile")),
                           _duet_of(data.get("duet")))
     raise ProtocolError(f"worker request: kind {kind!r} is not one this worker serves ('compile', 'run')")
 

@@ -34,7 +34,7 @@ class Measurement:
     warmup_iterations: int
 
 
-def _block(fn: Callable[[], object], iterations: int, synchronize: Callable[[], None]) -> float:
+def block(fn: Callable[[], object], iterations: int, synchronize: Callable[[], None]) -> float:
     """Run ``fn`` ``iterations`` times; return elapsed seconds."""
     synchronize()
     start = time.perf_counter()
@@ -44,12 +44,12 @@ def _block(fn: Callable[[], object], iterations: int, synchronize: Callable[[], 
     return time.perf_counter() - start
 
 
-def _warm_up(make: Callable[[], Callable[[], object]], policy: ExecutionConfig,
-             synchronize: Callable[[], None]) -> int:
-    """Call ``make()``'s function at least twice and for ``policy.warmup_time_ms``; the calls made."""
-    warmup_s, calls, start = policy.warmup_time_ms / 1e3, 0, time.perf_counter()
+def warm_up(make: Callable[[], Callable[[], object]], warmup_s: float,
+            synchronize: Callable[[], None] = lambda: None) -> int:
+    """Call ``make()``'s function at least twice and for ``warmup_s`` seconds; the calls made."""
+    calls, start = 0, time.perf_counter()
     while calls < 2 or time.perf_counter() - start < warmup_s:
-        _block(make(), 1, synchronize)
+        block(make(), 1, synchronize)
         calls += 1
     return calls
 
@@ -58,14 +58,14 @@ def measure(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Call
             before_sample: Callable[[], None]) -> Measurement:
     """Warm ``fn`` up, pick the block size, and take ``policy.min_samples`` samples (``before_sample`` is
     called before each, outside its timing: a duet worker's barrier)."""
-    warmup_iterations = _warm_up(lambda: fn, policy, synchronize)
+    warmup_iterations = warm_up(lambda: fn, policy.warmup_time_ms / 1e3, synchronize)
     # Block sizes 1, 2, 5, 10, 20, 50, ... until one block lasts long enough (timeit.autorange),
     # with a 1.5x margin so that blocks stay above the minimum when the machine speeds up later.
     target_s = 1.5 * policy.min_sample_time_ms / 1e3
     for i in itertools.count():
         iterations = (1, 2, 5)[i % 3] * 10 ** (i // 3)
         warmup_iterations += iterations
-        if _block(fn, iterations, synchronize) >= target_s:
+        if block(fn, iterations, synchronize) >= target_s:
             break
     return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize, before_sample),
                        iterations, warmup_iterations)
@@ -76,12 +76,12 @@ def measure_fresh(make: Callable[[], Callable[[], object]], policy: ExecutionCon
     """Time one call per sample, each call ``make()`` made outside the timed region (on fresh inputs: a
     model that changes its inputs, as pytest-benchmark's ``pedantic(setup=...)`` and asv's ``number = 1``);
     warm-up as :func:`measure`'s, no block calibration."""
-    warmup_iterations = _warm_up(make, policy, synchronize)
+    warmup_iterations = warm_up(make, policy.warmup_time_ms / 1e3, synchronize)
     samples = []
     for _ in range(policy.min_samples):
         fn = make()
         before_sample()
-        samples.append(_block(fn, 1, synchronize) * 1e6)
+        samples.append(block(fn, 1, synchronize) * 1e6)
     return Measurement(tuple(samples), 1, warmup_iterations)
 
 
@@ -103,5 +103,5 @@ def take_samples(fn: Callable[[], object], iterations: int, count: int,
     for _ in range(count):
         if before_sample is not None:
             before_sample()
-        samples.append(_block(fn, iterations, synchronize) / iterations * 1e6)
+        samples.append(block(fn, iterations, synchronize) / iterations * 1e6)
     return tuple(samples)
