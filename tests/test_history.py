@@ -48,7 +48,7 @@ def _git(repo, *args):
 def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_out(history_store, tmp_path, capsys):
     commits = history_store["commits"]
     data = _history(capsys, history_store, tmp_path, "--ref", "main")
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["head"] == commits["c3"]
     assert [c["commit"] for c in data["commits"]] == [commits["c1"], commits["c2"], commits["c3"]]
     stored = {name: _stored(history_store["run_dirs"][name]) for name in ("c1", "c2", "c3")}
@@ -67,6 +67,7 @@ def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_o
             run_dir, want = history_store["run_dirs"][name], stored[name][sid]
             assert (point["run_id"], point["attempt"]) == (run_dir.parent.name, int(run_dir.name))
             assert point["median"] == want.median and point["iqr"] == want.iqr, (series["name"], name)
+            assert [(r["run_id"], r["median"]) for r in point["runs"]] == [(point["run_id"], want.median)]
             assert (point["min"], point["max"], point["n"], point["status"]) == (want.min, want.max, want.n, want.status)
     latency = data["series"][next(i for i, r in stored["c3"].items() if r.name == "mlp.eager.inference-bs1.c2-standard-16")]
     # 20 samples: the history store's cases run in 2 processes of 10 samples (tests/conftest.py).

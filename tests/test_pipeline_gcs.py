@@ -27,5 +27,6 @@ def test_pipeline_to_gcs_then_explain_from_the_comment_url(gcs_bucket, tmp_path,
     assert main(explain_args[1:]) == 0
     out = capsys.readouterr().out
     for field in ("benchmark    ", "model        ", "  tags       ", "  source     ", "  inputs     ",
-                  "  compile    ", "run flags    ", "device       c2-standard-16", "reproduce:"):
+                  "  compile    ", "run flags    ", "device       c2-standard-16", "compared     latency: ",
+                  "reproduce:"):  # compared: the row of the run's comparison.json, fetched from the store
         assert field in out, field

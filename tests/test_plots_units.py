@@ -176,7 +176,7 @@ def test_distribution_figures_show_base_and_head_samples_per_benchmark():
     (fig,) = distribution_figures(sets)
     mlp, tiny = _axes(fig)
     assert mlp.get_title() == "mlp.eager.inference-bs1.dev" and mlp.get_ylabel() == "time per iteration (ms)"
-    assert tiny.get_ylabel() == "time per iteration (µs)"
+    assert tiny.get_ylabel() == "time per iteration (ms)"  # one unit per figure
     base_dots, head_dots = mlp.collections[0], mlp.collections[2]  # scatter, median bar, scatter, median bar
     assert len(base_dots.get_offsets()) == 20 and len(head_dots.get_offsets()) == 20
     assert sorted(round(y, 6) for _, y in base_dots.get_offsets()) == sorted(round(v / 1e3, 6) for v in spread(2160.0, n=20))

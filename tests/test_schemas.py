@@ -54,6 +54,8 @@ RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r
                 r"distributions/[^/]+\.png",  # pipeline.report.distribution_stage
                 r"modules/[^/]+/(exported_program|aoti_package)\.pt2",
                 r"modules/inductor-cache/.+")  # Inductor's own cache (compile stage, used by the run stage)
+#: The other files of a store outside its run directories: the dashboards' one plotly.js (Store.write_asset).
+STORE_NON_JSON = (r"assets/plotly-[0-9.]+\.min\.js",)
 #: Schemas of outputs that other commands write (validated by the tests below).
 OTHER_OUTPUTS = {"history.schema.json": "benchtrail history", "gab.schema.json": "benchtrail convert --to gab",
                  "bmf.schema.json": "benchtrail convert --to bmf", "doctor.schema.json": "benchtrail doctor --json",
@@ -151,7 +153,8 @@ def test_every_json_file_of_real_smoke_runs_has_a_schema_and_validates(history_s
         rel = path.relative_to(store).as_posix()
         if path.suffix != ".json":
             run = _RUN_DIR.fullmatch(rel)
-            if not (run and any(re.fullmatch(p, run["rel"]) for p in RUN_NON_JSON)):
+            patterns, name = (RUN_NON_JSON, run["rel"]) if run else (STORE_NON_JSON, rel)
+            if not any(re.fullmatch(p, name) for p in patterns):
                 unmatched.append(rel)  # a new kind of file: JSON with another suffix (.jsonl), YAML, ...
             continue
         schema = schema_of(rel)

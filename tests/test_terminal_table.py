@@ -25,7 +25,8 @@ def _row(name: str, verdict: str, base: float | None, head: float | None, change
     return Row(id=name.split(".")[0], name=f"{name}.{DEVICE}", kind=kind, metric=metric, unit=unit, device_name=DEVICE,
                module_name=f"{name.split('.')[0]}.cpu", compile_config="inductor", verdict=verdict,
                reason="boom" if verdict == "failed" else None, base_median=base, head_median=head,
-               base_iqr=None, head_iqr=None, base_n=0 if base is None else 10, head_n=0 if head is None else 10,
+               base_iqr=base and base / 40, head_iqr=head and head / 5, base_n=0 if base is None else 10,
+               head_n=0 if head is None else 10,
                change=change, change_unit=change_unit if change is not None else None, p_value=None,
                threshold=None, head_details={}, base_details={}, ci_low=ci[0] if ci else None,
                ci_high=ci[1] if ci else None, mark=mark, mde=mde, noisy=noisy)
@@ -50,39 +51,45 @@ COMPARISON = _comparison({
 
 EXPECTED = """\
 benchtrail: head 3f2a9c1e3f vs base 8e1d0b2a8e · c2-standard-16
-benchmark             verdict      change          interval          base → head
-resnet50.inductor.t…  regressed     +7.3%    [+5.1%, +9.4%]  21.40 ms → 22.96 ms
-a-model-whose-name-…  unconfirmed   +2.5%    [+1.1%, +4.0%]  812.3 µs → 832.6 µs
-bert.eager.inferenc…  improved     -12.0%  [-13.2%, -10.9%]    1.250 s → 1.100 s
-bert.inductor.cpu.g…  improved         -2                 —                3 → 1
-and 1 inconclusive, 1 similar, 1 new, 1 failed
+benchmark                    verdict      change      interval      base   IQR      head  IQR      n
+resnet50.inductor.train-bs…  regressed     +7.3%    +5.1…+9.4%  21.40 ms  2.5%  22.96 ms  20%  10/10
+a-model-whose-name-is-far-…  unconfirmed   +2.5%    +1.1…+4.0%  812.3 µs  2.5%  832.6 µs  20%  10/10
+bert.eager.inference-bs8     improved     -12.0%  -13.2…-10.9%   1.250 s  2.5%   1.100 s  20%  10/10
+bert.inductor.cpu.graph_br…  improved         -2             —         3  2.5%         1  20%  10/10
+llama.eager.inference-bs1    new               —             —         —     —   42.0 µs  20%   —/10
+and 1 inconclusive, 1 similar, 1 failed
 failed: unet.eager.inference-bs1: boom
-inconclusive (1): vit.inductor.inference-bs1 +8.0% · noisy · could detect ≥ 11%…
+inconclusive (1): vit.inductor.inference-bs1 +8.0% · noisy · could detect ≥ 11%: more samples or a …
 """
 
 
-def test_the_table_lists_regressions_then_improvements_then_counts_the_rest_in_80_columns():
-    text = render_table(COMPARISON, width=80, colour=False)
+def test_the_table_lists_regressions_improvements_and_new_rows_with_their_numbers_in_100_columns():
+    text = render_table(COMPARISON, colour=False)
     assert text == EXPECTED
     lines = text.splitlines()
-    assert all(len(line) <= 80 for line in lines)
+    assert all(len(line) <= 100 for line in lines)
     assert "\x1b" not in text
-    assert [line.split()[1] for line in lines[2:-3]] == ["regressed", "unconfirmed", "improved", "improved"]
+    assert [line.split()[1] for line in lines[2:-3]] == ["regressed", "unconfirmed", "improved", "improved", "new"]
     wide = render_table(COMPARISON, width=200).splitlines()  # nothing cut: the largest change first in each part
     assert [line.split()[0] for line in wide[2:-3]] == [
         "resnet50.inductor.train-bs32", "a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64",
-        "bert.eager.inference-bs8", "bert.inductor.cpu.graph_breaks"]
+        "bert.eager.inference-bs8", "bert.inductor.cpu.graph_breaks", "llama.eager.inference-bs1"]
+    every = render_table(COMPARISON, all_rows=True).splitlines()  # all_rows: then the others, no count line
+    assert [line.split()[1] for line in every[2:-2]] == [
+        "regressed", "unconfirmed", "improved", "improved", "new", "inconclusive", "similar", "failed"]
+    assert every[-2].startswith("failed: ")
 
 
 @pytest.mark.parametrize(("width", "headers"), [
-    (50, ["benchmark", "verdict", "change"]), (60, ["benchmark", "verdict", "change", "base", "→", "head"]),
-    (120, ["benchmark", "verdict", "change", "interval", "base", "→", "head"])])
-def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_interval_then_the_medians(width, headers):
+    (50, ["benchmark", "verdict", "change"]), (60, ["benchmark", "verdict", "change", "base", "head"]),
+    (80, ["benchmark", "verdict", "change", "interval", "base", "head", "n"]),
+    (120, ["benchmark", "verdict", "change", "interval", "base", "IQR", "head", "IQR", "n"])])
+def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_iqrs_counts_interval_then_medians(width, headers):
     lines = render_table(COMPARISON, width=width).splitlines()
     assert all(len(line) <= width for line in lines)
     header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
     assert lines[header].split() == headers
-    assert len(lines) - header == 1 + 4 + 1 + 2  # the header, 4 rows (none wrapped), the count line, failed,
+    assert len(lines) - header == 1 + 5 + 1 + 2  # the header, 5 rows (none wrapped), the count line, failed,
     # inconclusive
 
 
@@ -153,7 +160,7 @@ def test_every_verdict_has_a_place():
     rows = tuple(_row(f"m{i}.eager.inference-bs1", v, 1.0, 1.0, 0.0, mde=4.0) for i, v in enumerate(VERDICTS))
     text = render_table(_comparison({**COMPARISON.document, "rows": rows}), width=200)
     count, failed, undecided = text.splitlines()[-3:]
-    assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved"))
+    assert all(f"1 {v}" in count for v in VERDICTS if v not in ("regressed", "improved", "new"))
     assert failed.startswith("failed: m") and failed.endswith(": boom")
     assert undecided == (f"inconclusive (1): m{VERDICTS.index('inconclusive')}.eager.inference-bs1 +0.0% · could "
                          "detect ≥ 4.0%: more samples or a quieter machine would settle them")
@@ -174,8 +181,8 @@ def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
                                   "base_median": 900.0, "rounds": 3})
     comparison = _comparison({**COMPARISON.document, "rows": [row], "counts": count_rows([row])})
     (line,) = [line for line in render_table(comparison).splitlines() if line.startswith("resnet18")]
-    assert line.split() == ["resnet18.eager.inferen…", "regressed", "+6.8%", "[+2.9%,", "+16.7%]", "900.0", "µs", "→",
-                            "961.2", "µs"]
+    assert line.split() == ["resnet18.eager.inference-bs1", "regressed", "+6.8%", "+2.9…+16.7%", "900.0", "µs", "—",
+                            "961.2", "µs", "—", "10/10"]  # the paired run's medians, not the stored IQRs
 
 
 def test_runner_checks_that_failed_are_said_under_the_table():
@@ -196,20 +203,22 @@ def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_
             _row(names[1], "improved", 50.0, 40.0, -20.0, (-22.0, -18.0)),
             _row(names[2], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0)),
             _row(names[3], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0))]
-    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}),
+                         width=80).splitlines()
     assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.eager.inference"
     assert [line.split()[0] for line in lines[3:5]] == ["gelu[n=256]", "gelu[n=64]"]
-    wide = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=120)
+    wide = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=160)
     assert [line.split()[0] for line in wide.splitlines()[2:4]] == names[:2]  # room enough: whole names
     scaled = [_row(n, "regressed", 1.0, 2.0, 100.0, (90.0, 110.0)) for n in names[2:]]
     lines = render_table(_comparison({**COMPARISON.document, "rows": scaled,
-                                        "counts": count_rows(scaled)})).splitlines()
+                                        "counts": count_rows(scaled)}), width=80).splitlines()
     assert [line.split()[0] for line in lines[3:5]] == ["scale[f=0.25]", "scale[f=0.5]"]
     two = [_row(f"tinyproj.benchmarks.attention_block.{c}.inference", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))
            for c in ("eager", "inductor")]  # the function stays in every name
-    lines = render_table(_comparison({**COMPARISON.document, "rows": two, "counts": count_rows(two)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": two, "counts": count_rows(two)}),
+                         width=80).splitlines()
     assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.inference"
-    assert [line.split()[0] for line in lines[3:5]] == ["attention_block.eager", "attention_block.inductor"]
+    assert [line.split()[0] for line in lines[3:5]] == ["attention_block.eager", "attention_block.induc…"]
 
 
 @pytest.mark.parametrize("names, shared", [
@@ -252,7 +261,8 @@ def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_incon
                                 device_name=device)
             for seq, verdict, change in ((64, "regressed", 100.0), (128, "inconclusive", 200.0))
             for device in ("c2-standard-16", "g2-standard-8")]
-    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)})).splitlines()
+    lines = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}),
+                         width=80).splitlines()
     assert lines[1] == "names: mypkg.benchmarks.<benchmark>.eager.inference.<device>"
-    assert [line.split()[0] for line in lines[3:5]] == ["attention[seq=64].c2-st…", "attention[seq=64].g2-st…"]
+    assert [line.split()[0] for line in lines[3:5]] == ["attention[seq=64].c2-…", "attention[seq=64].g2-…"]
     assert lines[-1] == "inconclusive (2): attention[seq=128].c2-standard-16 +200.0%, attention[seq=128]…"

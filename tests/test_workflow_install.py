@@ -56,7 +56,7 @@ if [ -n "$report" ]; then
   exit 0
 fi
 if [[ " $* " == *" --index-url "* ]] && [ -n "$NO_CPU_BUILD" ]; then exit 1; fi
-if [[ " $* " == *"[torch]"* ]] && [ -n "$CONFLICT" ]; then exit 1; fi
+if [[ " $* " == *"[torch,ci]"* ]] && [ -n "$CONFLICT" ]; then exit 1; fi
 for a in "$@"; do
   case $a in
     torch==*) v=${a#torch==}; [[ " $* " == *" --index-url "* ]] && v=$v+cpu; echo "$v" > "$venv/torch-version" ;;
@@ -127,8 +127,8 @@ def _install(tmp_path: Path, name: str, job_id: str, called: bool, pip_install: 
 
 def test_each_job_installs_the_torch_it_needs():
     """The jobs on CPU runners (setup, compile, process): the CPU build; compile-cuda: the project's own;
-    execute: its leg's (below); the poster: none. The tracker (benchtrail's own repository only) installs
-    benchtrail without its torch extra."""
+    execute: its leg's (below); the poster: none. Each installs the `ci` extra; the tracker (benchtrail's own
+    repository only) installs benchtrail with it and without its torch extra."""
     for (name, job_id), mode in MODES.items():
         run = _install_step(name, job_id)["run"]
         assert run.strip().splitlines()[-1].strip() == f"{INSTALL} {mode}", (name, job_id)
@@ -138,7 +138,7 @@ def test_each_job_installs_the_torch_it_needs():
                          if any(s.get("name") == "Install benchtrail" for s in job.get("steps", []))}
     assert jobs_with_install == set(MODES)
     tracker = _install_step("track_regressions.yml", "track")["run"]
-    assert tracker.strip() == "python -m venv .venv && .venv/bin/pip install -c constraints.txt -e ."
+    assert tracker.strip() == "python -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[ci]'"
 
 
 def test_torch_is_a_range_in_an_extra_and_pinned_only_in_constraints_txt():
@@ -166,9 +166,9 @@ def test_benchtrails_own_repository_installs_with_its_constraints_and_the_cpu_bu
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "github_env").read_text() == f"BENCHTRAIL_SRC={tmp_path}/ws/.\n"
     pins = f"-c {src}/constraints.txt"
-    cpu = [f"install --quiet --dry-run --report REPORT {pins} -e {src}[torch]",
+    cpu = [f"install --quiet --dry-run --report REPORT {pins} -e {src}[torch,ci]",
            f"install --no-deps --index-url {CPU_INDEX} {pins} torch==2.13.0"]
-    assert calls == (cpu if cpu_runner else []) + [f"install {pins} -e {src}[torch]"]
+    assert calls == (cpu if cpu_runner else []) + [f"install {pins} -e {src}[torch,ci]"]
 
 
 def test_an_execute_leg_installs_the_torch_build_of_its_devices_architecture(tmp_path):
@@ -181,7 +181,7 @@ def test_an_execute_leg_installs_the_torch_build_of_its_devices_architecture(tmp
                                 RESOLVED_TORCH="2.14.1", PROJECT_TORCH="2.14.1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls[1:] == [f"install --no-deps --index-url {CPU_INDEX} torch==2.14.1",
-                         "install -r requirements.txt", f"install -c [torch==2.14.1+cpu] -e {src}[torch]"]
+                         "install -r requirements.txt", f"install -c [torch==2.14.1+cpu] -e {src}[torch,ci]"]
 
 
 def test_ci_takes_torch_from_pytorchs_cpu_index():
@@ -197,7 +197,7 @@ def test_the_poster_installs_no_torch(tmp_path):
     for called in (False, True):
         proc, calls, src = _install(tmp_path / str(called), "post_benchmark_comment.yml", "post", called)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert calls == [f"install -c {src}/constraints.txt -e {src}"]
+        assert calls == [f"install -c {src}/constraints.txt -e {src}[ci]"]
 
 
 def test_a_called_run_installs_the_projects_environment_first_then_benchtrail_keeping_its_torch(tmp_path):
@@ -207,29 +207,29 @@ def test_a_called_run_installs_the_projects_environment_first_then_benchtrail_ke
     proc, calls, src = _install(tmp_path, "benchmark.yml", "execute", True, "-e . -r requirements.txt",
                                 "cuda", PROJECT_TORCH=nightly)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == ["install -e . -r requirements.txt", f"install -c [torch=={nightly}] -e {src}[torch]"]
+    assert calls == ["install -e . -r requirements.txt", f"install -c [torch=={nightly}] -e {src}[torch,ci]"]
     assert not [c for c in calls if "constraints.txt" in c]
     # The project brings no torch: benchtrail's range picks one.
     proc, calls, src = _install(tmp_path / "none", "benchmark.yml", "compile-cuda", True, "-r requirements.txt")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == ["install -r requirements.txt", f"install -e {src}[torch]"]
+    assert calls == ["install -r requirements.txt", f"install -e {src}[torch,ci]"]
 
 
 def test_a_called_setup_installs_the_cpu_build_of_the_torch_the_project_resolves_to(tmp_path):
     proc, calls, src = _install(tmp_path, "benchmark.yml", "setup", True, "-e . -r requirements.txt",
                                 RESOLVED_TORCH="2.14.1", PROJECT_TORCH="2.14.1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == [f"install --quiet --dry-run --report REPORT -e . -r requirements.txt -e {src}[torch]",
+    assert calls == [f"install --quiet --dry-run --report REPORT -e . -r requirements.txt -e {src}[torch,ci]",
                      f"install --no-deps --index-url {CPU_INDEX} torch==2.14.1",
                      "install -e . -r requirements.txt",
-                     f"install -c [torch==2.14.1+cpu] -e {src}[torch]"]
+                     f"install -c [torch==2.14.1+cpu] -e {src}[torch,ci]"]
     # A version the CPU index lacks (a local build): a warning, and the project's own build.
     proc, calls, src = _install(tmp_path / "local", "benchmark.yml", "setup", True, "-r requirements.txt",
                                 RESOLVED_TORCH="2.15.0a0+git1234", PROJECT_TORCH="2.15.0a0+git1234", NO_CPU_BUILD="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "::warning title=benchtrail install::no CPU build of torch 2.15.0a0" in proc.stdout
     assert calls[1:] == [f"install --no-deps --index-url {CPU_INDEX} torch==2.15.0a0", "install -r requirements.txt",
-                         f"install -c [torch==2.15.0a0+git1234] -e {src}[torch]"]
+                         f"install -c [torch==2.15.0a0+git1234] -e {src}[torch,ci]"]
 
 
 def test_a_project_torch_outside_benchtrails_range_fails_the_step_naming_it(tmp_path):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The workflows' "Install benchtrail" step (benchmark.yml, post_benchmark_comment.yml): makes .venv in the
-# job's working directory and installs the project's environment, then benchtrail, into it.
+# job's working directory and installs the project's environment, then benchtrail with its `ci` extra (the
+# store, GitHub, the dashboard and change points: pyproject.toml), into it.
 #
 #   install.sh project|cpu|none
 #
@@ -31,8 +32,8 @@ esac
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cpu_index=https://download.pytorch.org/whl/cpu
 read -ra project <<< "${PIP_INSTALL:-}"
-benchtrail=(-e "$src[torch]")
-[ "$mode" = none ] && benchtrail=(-e "$src")
+benchtrail=(-e "$src[torch,ci]")
+[ "$mode" = none ] && benchtrail=(-e "$src[ci]")
 pins=()
 if [ "${BENCHTRAIL_CHECKOUT:-.}" = . ] || [ "$mode" = none ]; then
   pins=(-c "$src/constraints.txt")

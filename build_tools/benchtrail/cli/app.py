@@ -73,6 +73,9 @@ COMMANDS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
          "draw the first-parent history of a run's commit, the run newest, into <run dir>/dashboard/"))),
 )
 SUMMARIES = {name: summary for _, _, commands in COMMANDS for name, summary in commands}
+#: The extra (pyproject.toml) of each top-level module that the base install lacks: a command that imports a
+#: missing one names its extra; the commands that need none run without them.
+EXTRAS = {"torch": "torch", "google": "gcs", "github": "github", "plotly": "dashboard", "ruptures": "track"}
 
 
 def _apply_project_defaults(args: argparse.Namespace) -> None:
@@ -158,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchtrail: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except ModuleNotFoundError as exc:
-        if exc.name != "torch":
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
             raise
-        # torch is the `torch` extra (pyproject.toml): the torch-free commands run without it.
-        print(f"benchtrail: error: `benchtrail {command}` needs torch, which is not "
-              "installed here: install the project's torch, or benchtrail's torch extra (pip install "
-              "\"benchtrail[torch] @ ...\"; docs/adopting.md, \"Install\")", file=sys.stderr)
+        need = (f"the {extra} extra" if extra != "torch" else "torch, which is not installed here: install "
+                "the project's torch, or benchtrail's torch extra")
+        print(f"benchtrail: error: `benchtrail {command}` needs {need} (pip install "
+              f"\"benchtrail[{extra}] @ ...\"; docs/adopting.md, \"Install\")", file=sys.stderr)
         return EXIT_USER_ERROR
 
 

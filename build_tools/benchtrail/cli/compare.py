@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchtrail.cli.options import (ACCEPT_HELP, accept_globs, add_any_origin_argument, add_trust_arguments,
                                     QUARANTINE_PARENT, THRESHOLDS_PARENT, optional_store)
@@ -44,7 +44,7 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
-    add_json_argument(p)
+    add_print_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser("comment")
@@ -66,40 +66,42 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.set_defaults(func=cmd_comment)
 
 
-def add_json_argument(parser: argparse.ArgumentParser) -> None:
-    """Declare ``--json`` (``compare``, ``pipeline``, ``ab``): the comparison on stdout instead of the
-    table."""
+def add_print_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``): what they print of the
+    comparison."""
     parser.add_argument("--json", action="store_true",
                         help="print comparison.json to stdout instead of the table and the output path "
                              "(the path goes to stderr)")
+    parser.add_argument("--all", action="store_true",
+                        help="list every row in the table, not only the regressed, improved and new ones")
 
 
-def show_result(comparison: Path, main_output: Path, as_json: bool) -> None:
-    """Print the comparison's terminal table, then ``main_output`` as the last line (scripts read it);
-    with ``as_json`` the comparison.json object alone on stdout and ``main_output`` on stderr.
-    ``NO_COLOR`` and a non-terminal stdout print no colour (``benchtrail.compare.terminal``).
+def show_result(comparison: Path, main_output: Path, as_json: bool, all_rows: bool = False) -> None:
+    """Print the comparison's terminal table (of ``all_rows``), then ``main_output`` as the last line
+    (scripts read it); with ``as_json`` the comparison.json object alone on stdout and ``main_output`` on
+    stderr. ``NO_COLOR`` and a non-terminal stdout print no colour (``benchtrail.compare.terminal``).
 
     Raises:
         UserError: ``comparison`` is not a readable comparison.json.
     """
     from benchtrail.compare.terminal import print_comparison
 
-    print_comparison(comparison, as_json)
+    print_comparison(comparison, as_json, all_rows)
     if as_json:
         print(f"benchtrail: wrote {main_output}", file=sys.stderr)
     else:
         print(main_output)
 
 
-def not_accepted(rows: Sequence[Row], hint: str = "") -> bool:
-    """``--fail-on regressed``: print the regressions among ``rows`` that are not accepted (``hint`` ends
-    the line) on stderr; whether there are any."""
+def not_accepted(rows: Sequence[Row], hint: str = "", rule: Literal["confirmed", "any"] = "any") -> bool:
+    """``--fail-on regressed``: print the regressions among ``rows`` that ``rule`` fails and that are not
+    accepted (``hint`` ends the line) on stderr (``compare.gate.check``); whether there are any."""
     from benchtrail.compare.gate import check
 
-    failing = [r.name for r in check(rows, rule="any").failing]
+    failing = [r.name for r in check(rows, rule=rule).failing]
     if failing:
-        print(f"benchtrail: {len(failing)} regression(s) not accepted: {', '.join(failing[:10])}{hint}",
-              file=sys.stderr)
+        print(f"benchtrail: {len(failing)} {'confirmed ' * (rule == 'confirmed')}regression(s) not accepted: "
+              f"{', '.join(failing[:10])}{hint}", file=sys.stderr)
     return bool(failing)
 
 
@@ -107,13 +109,15 @@ def _store_failures() -> tuple[type[BaseException], ...]:
     """What a store that cannot be read raises: ``StoreError`` (the store's own message, naming the
     bucket), and, should one ever escape the store's handling, google-api-core, google-auth and
     requests errors (none does against a stopped emulator or one answering 503: each becomes a
-    ``StoreError`` at its deadline)."""
-    from google.api_core.exceptions import GoogleAPIError
-    from google.auth.exceptions import GoogleAuthError
-    from requests import RequestException
-
+    ``StoreError`` at its deadline). Without the gcs extra, ``StoreError`` alone (no gs:// store)."""
     from benchtrail.errors import StoreError
 
+    try:
+        from google.api_core.exceptions import GoogleAPIError
+        from google.auth.exceptions import GoogleAuthError
+        from requests import RequestException
+    except ModuleNotFoundError:
+        return (StoreError,)
     return StoreError, GoogleAPIError, GoogleAuthError, RequestException
 
 
@@ -186,7 +190,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rules = Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine)
     path = compare_stage(args.base, args.head, args.output, rules, baseline, base_results=base_results,
                          any_origin=args.baseline_any_origin)
-    show_result(path, path, args.json)
+    show_result(path, path, args.json, args.all)
     if args.fail_on and not_accepted(load_comparison(path).rows, ". Accept one with a `benchmarks-accept: "
                                                               "<series name or glob>` trailer."):
         return EXIT_REGRESSION

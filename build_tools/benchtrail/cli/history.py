@@ -42,6 +42,9 @@ def add_history_parsers(subparsers: Any) -> None:
                    help="git repository that gives each commit's date and subject in index.html (default .)")
     p.add_argument("--baseline", metavar="REF",
                    help="commit or ref (in --repo) to mark with a dashed line on every PNG, e.g. origin/main")
+    p.add_argument("--y-axis", choices=("auto", "zero", "ratio"), default="auto",
+                   help="the PNGs' value axis: auto (fits the data), zero (starts at 0) or ratio (each "
+                        "series over its value at --baseline, else at its oldest point); default auto")
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser("compare-builds")
@@ -145,7 +148,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise UserError(f"--baseline {args.baseline!r}: git cannot resolve it to a commit in --repo "
                             f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository")
     with publish_folder(args.output_dir) as folder:
-        pngs = plot_history_png(history, folder, baseline=baseline)
+        pngs = plot_history_png(history, folder, baseline=baseline, y_axis=args.y_axis)
         index = write_dashboard(history, folder, images=pngs, self_contained=args.self_contained,
                                 repo=args.repo)
     for path in (*pngs, index):

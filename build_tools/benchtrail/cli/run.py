@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.compare import add_json_argument, not_accepted, show_result
-from benchtrail.cli.options import (FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
+from benchtrail.cli.compare import add_print_arguments, not_accepted, show_result
+from benchtrail.cli.options import (ACCEPT_HELP, FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
                                     THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
                                     positive_seconds, presets, require_store, resolve_store, suite,
                                     whole_number)
@@ -78,7 +78,11 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                    help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
-    add_json_argument(p)
+    p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
+    p.add_argument("--fail-on", choices=("regressed",),
+                   help="exit 3 when a regression is not accepted: a confirmed one when the re-check ran "
+                        "(as CI's gate), else any")
+    add_print_arguments(p)
     p.set_defaults(func=cmd_pipeline)
 
     p = subparsers.add_parser("ab", parents=[THRESHOLDS_PARENT])
@@ -118,7 +122,7 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                    help="accept regressions of matching series (with --recheck: those "
                         "the re-check finds, with the comma-separated BENCHMARKS_ACCEPT too)")
     p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
-    add_json_argument(p)
+    add_print_arguments(p)
     p.set_defaults(func=cmd_ab)
 
 
@@ -211,20 +215,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     """``benchtrail pipeline``: print the comparison's table, then the comment's path (``--json``: the
-    comparison itself); exit 2 when a case failed, else 0.
+    comparison itself); exit 3 with ``--fail-on regressed`` when a regression is not accepted (under
+    ``compare.gate``'s ``confirmed`` rule when the re-check ran, as CI's gate, else ``any``), 2 when a case
+    failed, else 0.
 
     Raises:
         UserError: the store resolves to none (``BENCHTRAIL_STORE`` set but empty; ``require_store``), and
             whatever ``run_pipeline`` raises.
     """
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
+    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
-                          Rules.load(args.thresholds, quarantine=args.quarantine), recheck=args.recheck,
-                          any_origin=args.baseline_any_origin, name_filter=args.filter)
-    show_result(result.run_dir / "comparison.json", result.comment_md, args.json)
+                          Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
+                          recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter)
+    comparison = result.run_dir / "comparison.json"
+    show_result(comparison, result.comment_md, args.json, args.all)
+    if args.fail_on and not_accepted(load_comparison(comparison).rows,
+                                     rule="confirmed" if result.rechecked else "any"):
+        return EXIT_REGRESSION
     return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
 
 
@@ -273,7 +284,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         comment = ab_stage(repo, args.base_ref, rcs, args.output_dir,
                            Rules.load(args.thresholds, args.accept), policy)
     path = args.output_dir / "comparison.json"
-    show_result(path, comment, args.json)
+    show_result(path, comment, args.json, args.all)
     rows = load_comparison(path).rows
     if args.fail_on and not_accepted(rows):
         return EXIT_REGRESSION

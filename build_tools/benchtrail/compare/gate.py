@@ -4,7 +4,8 @@
 Two rules (:func:`check`'s ``rule``), on the same rows: ``confirmed`` (CI's gating check and the commit
 status; DESIGN, "Statuses and verdicts") fails only a ``confirmed`` regression, one whose paired A/B
 re-check agreed (or that comes from a paired run); ``any`` (``compare``/``ab --fail-on regressed``, a
-local run without a re-check) fails every regression. Under both, a regression that a
+local run without a re-check) fails every regression. ``pipeline --fail-on regressed`` takes the first when
+its re-check ran, else the second. Under both, a regression that a
 ``benchmarks-accept:`` glob accepts (over the series name or id, as
 :func:`benchtrail.compare.document.accepted`) or that the quarantine file lists never fails.
 ``unconfirmed`` regressions, rows a time-bounded re-check did not reach among them, are counted in the
@@ -69,13 +70,18 @@ def check(rows: Sequence[Row], accept: Sequence[str] = (),
     return GateResult(tuple(failing), unconfirmed, not_reached, n_accepted, n_quarantined)
 
 
-def failing_line(row: Row) -> str:
-    """``confirmed regression: <name> (<device>): +7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the
-    figures the comment shows (``tables.estimate``: a paired run's, at its last look's level, when one decided)."""
+def figures(row: Row) -> str:
+    """``+7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the figures the comment shows
+    (``tables.estimate``: a paired run's, at its last look's level, when one decided)."""
     est = estimate(row)
     ci = f" ({level_text(est.level)} CI {format_ci(est)})" if None not in (est.ci_low, est.ci_high) else ""
-    return (f"confirmed regression: {row.name} ({row.device_name}): {format_change(est, row.unit)}{ci}"
-            f", median {format_value(est.base, row.unit)} → {format_value(est.head, row.unit)}")
+    return (f"{format_change(est, row.unit)}{ci}, median {format_value(est.base, row.unit)} → "
+            f"{format_value(est.head, row.unit)}")
+
+
+def failing_line(row: Row) -> str:
+    """``confirmed regression: <name> (<device>): <figures>`` (:func:`figures`)."""
+    return f"confirmed regression: {row.name} ({row.device_name}): {figures(row)}"
 
 
 def summary_line(result: GateResult) -> str:

@@ -1,9 +1,10 @@
 """The comparison in the terminal: what ``benchtrail compare``, ``pipeline`` and ``ab`` print before the
 path of their main output (or, with ``--json``, instead of both: the comparison.json object itself).
 
-:func:`render_table` is a pure function of (comparison, width, colour): a title naming the head and base
-commits, a rich table of the regressions (largest change first), then of the improvements (largest
-first), then one line counting the other rows by verdict. Every line fits ``width`` columns: names too
+:func:`render_table` is a pure function of (comparison, width, colour, all_rows): a title naming the head
+and base commits, a rich table of the regressions (largest change first), then of the improvements
+(largest first), then of the new rows (every row with ``all_rows``), each with its medians, IQRs and
+sample counts, then one line counting the other rows by verdict. Every line fits ``width`` columns: names too
 long for their column first lose the module path all rows share (``mypkg.benchmarks.``), then the end all
 share (``.eager.inference``), said in a ``names:`` line under the title, then their end to an ellipsis; a
 row never wraps. :func:`stdout_style` says which width and
@@ -26,12 +27,12 @@ from rich.text import Text
 
 from benchtrail.compare.comment import runner_checks_line
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row, load_comparison
-from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_value,
-                                      verdict_note)
+from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_ci,
+                                      format_value, verdict_note)
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
-MAX_WIDTH = 80
+MAX_WIDTH = 100
 #: Style of a row (and of its count) per verdict; the others are unstyled.
 _STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusive": "yellow",
            "not-comparable": "yellow", "insufficient-samples": "yellow"}
@@ -39,15 +40,26 @@ _STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusi
 _SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
 
 
-def _cells(row: Row) -> tuple[str, str, str, str]:
+def _cells(row: Row) -> tuple[str, ...]:
     """The verdict (or the mark that decides whether it gates), change, interval in percent
-    (``[+5.1%, +9.4%]``, an em dash without one) and ``base → head`` cells of a row
-    (``tables.estimate``)."""
+    (``+5.1…+9.4%``, an em dash without one), base median, its IQR (:func:`_spread`), head median, its IQR
+    and ``base/head`` sample counts of a row (``tables.estimate``: a paired estimate's medians, with its
+    pairs' counts and no IQR)."""
     e = estimate(row)
-    interval = "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.1f}%, {e.ci_high:+.1f}%]"
-    medians = f"{format_value(e.base, row.unit)} → {format_value(e.head, row.unit)}"
     verdict = row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
-    return verdict, format_change(e, row.unit), interval, medians
+    paired = (row.ab or {}) if e.paired else {}
+    counts = "/".join(str(paired.get(f"{side}_n", getattr(row, f"{side}_n")) or "—")
+                      for side in ("base", "head"))
+    return (verdict, format_change(e, row.unit), format_ci(e), format_value(e.base, row.unit),
+            _spread(None if paired else row.base_iqr, row.base_median), format_value(e.head, row.unit),
+            _spread(None if paired else row.head_iqr, row.head_median), counts)
+
+
+def _spread(iqr: float | None, median: float | None) -> str:
+    """IQR/median in percent, ``2.4%``, ``31%`` (the noise that labels a row noisy above 25%); an em dash
+    without both or with a zero median."""
+    pct = 100 * iqr / median if iqr is not None and median else None
+    return "—" if pct is None else f"{pct:.{1 if pct < 10 else 0}f}%"
 
 
 def _largest_first(row: Row) -> tuple[bool, float, str]:
@@ -69,21 +81,24 @@ def _rest_line(comparison: Comparison, after_table: bool) -> Text:
     counts = Counter(r.verdict for r in comparison.rows)
     parts = [Text(f"{counts[v]} {v}", style=_STYLES.get(v, ""))
              for v in (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
-             if v not in CHANGES and counts[v]]
+             if v not in SHOWN and counts[v]]
     if not parts:
-        return Text("no other series" if comparison.rows else "no series compared")
+        return Text("no series compared")
     return Text("and " if after_table else "").append_text(Text(", ").join(parts))
 
 
-_HEADERS = ("benchmark", "verdict", "change", "interval", "base → head")
-#: Columns left out, in this order, while the names would get fewer cells than this (a narrow terminal).
+#: The verdicts of the rows the table shows without ``all_rows``, in this order.
+SHOWN = (*CHANGES, "new")
+_HEADERS = ("benchmark", "verdict", "change", "interval", "base", "IQR", "head", "IQR", "n")
+#: Columns left out, in this order, while the names would get fewer cells than this (a narrow terminal):
+#: the IQRs, the sample counts, the interval, the medians.
 _MIN_NAME = 16
-_OPTIONAL = (3, 4)
+_OPTIONAL = ((5, 7), (8,), (3,), (4, 6))
 
 
 def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[int, ...], int]:
     """Indexes into ``_HEADERS`` of the columns shown, and the terminal cells of ``width`` left for the
-    benchmark names beside the others: all columns, less the interval and then the medians while the names
+    benchmark names beside the others: all columns, less those of ``_OPTIONAL`` in turn while the names
     would get fewer than ``_MIN_NAME`` cells."""
     columns = tuple(range(len(_HEADERS)))
     for drop in (*_OPTIONAL, None):
@@ -91,18 +106,20 @@ def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[in
         room = width - used - 2 * (len(columns) - 1)  # two spaces between columns
         if drop is None or not cells or room >= min(_MIN_NAME, max(cell_len(row[0]) for row in cells)):
             break
-        columns = tuple(i for i in columns if i != drop)
+        columns = tuple(i for i in columns if i not in drop)
     return columns, room
 
 
-def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False) -> str:
+def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False,
+                 all_rows: bool = False) -> str:
     """The comparison as terminal text: a title line (head and base commits, the devices), a table of
-    regressions then improvements with columns benchmark, verdict, change, interval (percent) and
-    ``base → head`` medians (engineering units: µs, ms, s, KiB…), then a line counting the other rows by
-    verdict. Names are shown literally (never rich markup) and cut with ``…`` to fit; no line is wider
-    than ``width`` columns (a long title or count line is broken at a space, a table row never). Where
-    names would get fewer than 16 columns (``width`` under 80) the interval column is left out, then
-    the medians.
+    regressions, improvements then new rows (``all_rows``: then every other row, in ``VERDICTS`` order) with
+    columns benchmark, verdict, change, interval (percent), base median and IQR, head median and IQR
+    (medians in engineering units as the comment's: µs, ms, s, KiB…; IQRs in percent of their medians) and
+    ``base/head`` sample counts, then a line counting the other rows by verdict. Names are shown literally
+    (never rich markup) and cut with ``…`` to fit; no line is wider than ``width`` columns (a long title or
+    count line is broken at a space, a table row never). Where names would get fewer than 16 columns the
+    IQRs are left out, then the counts, the interval and the medians.
     ``colour``: ANSI colour and bold (regressions red, improvements green); else plain text.
     Trailing spaces are removed from every line; the text ends with a newline.
 
@@ -112,8 +129,9 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
     single_device = len({r.device_name for r in comparison.rows}) == 1
-    shown = sorted((r for r in comparison.rows if r.verdict in CHANGES),
-                   key=lambda r: (r.verdict != "regressed", _largest_first(r)))
+    order = (*SHOWN, *VERDICTS, "noisy")
+    shown = sorted((r for r in comparison.rows if all_rows or r.verdict in SHOWN),
+                   key=lambda r: (order.index(r.verdict), _largest_first(r)))
     # Names too long for their column lose what every row's name shares: first the module path (a function
     # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
     # and task), in front of the device when rows are on several; said once in a line under the title.
@@ -149,7 +167,8 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
         console.print(table)
     else:
         console.print(Text("no regressions or improvements"))
-    console.print(_rest_line(comparison, bool(shown)))
+    if len(shown) < len(comparison.rows) or not shown:
+        console.print(_rest_line(comparison, bool(shown)))
     for line in attention_lines(comparison, name):
         console.print(Text(line), no_wrap=True, overflow="ellipsis")  # rich wraps a Text's own no_wrap
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
@@ -187,17 +206,18 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
 
 def stdout_style() -> tuple[int, bool]:
     """``(width, colour)`` for printing to standard output: the terminal's width capped at :data:`MAX_WIDTH`
-    (80 when it is not a terminal) and whether to colour, as rich decides it: a terminal (or ``FORCE_COLOR``
-    set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and ``TERM`` not ``dumb``."""
+    (that width when it is not a terminal) and whether to colour, as rich decides it: a terminal (or
+    ``FORCE_COLOR`` set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and ``TERM`` not
+    ``dumb``."""
     console = Console()
     colour = (console.is_terminal and not console.is_dumb_terminal and not console.no_color
               and console.color_system is not None)
-    return max(40, min(MAX_WIDTH, console.width)), colour
+    return max(40, min(MAX_WIDTH, console.width if console.is_terminal else MAX_WIDTH)), colour
 
 
-def print_comparison(path: Path, as_json: bool) -> None:
+def print_comparison(path: Path, as_json: bool, all_rows: bool = False) -> None:
     """Print the comparison at ``path`` to standard output: with ``as_json`` the file's text (the
-    comparison.json object, as written), else :func:`render_table` in :func:`stdout_style`.
+    comparison.json object, as written), else :func:`render_table` (of ``all_rows``) in :func:`stdout_style`.
 
     Raises:
         UserError: without ``as_json``, ``path`` is not a readable comparison.json (``document.load_comparison``).
@@ -205,4 +225,4 @@ def print_comparison(path: Path, as_json: bool) -> None:
     """
     # as_json: the file as written, one JSON document and nothing else
     sys.stdout.write(path.read_text(encoding="utf-8") if as_json
-                     else render_table(load_comparison(path), *stdout_style()))
+                     else render_table(load_comparison(path), *stdout_style(), all_rows=all_rows))

@@ -1,10 +1,10 @@
 """Build-over-build history: every series of every stored run along a branch's first-parent commits.
 
-``collect_history`` walks ``git rev-list --first-parent REF`` (oldest first), takes each commit's
-newest stored run (its commit pointers, as ``benchtrail.compare.baseline`` reads them) and turns the run's
-``results/*.json`` into one point per series (the types: :mod:`benchtrail.history.model`). A commit
-with no stored run is a gap. ``write_history`` and ``load_history`` move a ``History`` to and from
-``history.json`` (``docs/history.md``).
+``collect_history`` walks ``git rev-list --first-parent REF`` (oldest first), reads each commit's stored
+runs (its commit pointers, as ``benchtrail.compare.baseline`` reads them) and turns their
+``results/*.json`` into one point per series of the newest run, holding every run's median (the types:
+:mod:`benchtrail.history.model`). A commit with no stored run is a gap. ``write_history`` and
+``load_history`` move a ``History`` to and from ``history.json`` (``docs/history.md``).
 """
 
 from __future__ import annotations
@@ -16,18 +16,22 @@ from typing import Any
 import numpy as np
 
 from benchtrail import jsonio
+from benchtrail.compare.document import load_comparison
 from benchtrail.compare.trust import StoredRuns
 from benchtrail.git import first_parents, is_repository, resolve_commit
 from benchtrail.errors import UserError
-from benchtrail.history.model import CommitRun, History, Point, Series, check_history, check_preset_page, short
+from benchtrail.history.model import (CommitRun, History, Point, RunValue, Series, check_history,
+                                      check_preset_page, short)
 from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.stats.inference import NOISE_LIMIT
 from benchtrail.store import Store
 from benchtrail.suite.serialization import from_plain
 
 #: Version history of history.json:
 #:   1 — first version.
-HISTORY_SCHEMA_VERSION = 1
+#:   2 — points gain runs: every run of the commit that holds the series (median, noisy, mark).
+HISTORY_SCHEMA_VERSION = 2
 
 
 
@@ -72,9 +76,11 @@ def usable_runs(store: Store, commit: str, problems: list[str], trust: Any = Non
     return found
 
 
-def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | None = None) -> list[ResultsFile]:
+def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | None = None,
+                  also: tuple[str, ...] = ()) -> list[ResultsFile]:
     """Fetch a stored run's results files (``listed``, the names its pointer lists, else
-    ``results/*.json``; a local store reads them in place) and load them.
+    ``results/*.json``) and the files of the patterns ``also`` into ``store.run_dir`` (a local store reads
+    them in place); load the results.
 
     Raises:
         UserError: the run or its results files are missing or invalid, or a listed name is unsafe.
@@ -83,7 +89,7 @@ def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | N
 
     for name in listed or ():
         check_relative_name(name, f"commit pointer of run {run_id}/{attempt}: results")
-    run_dir = store.fetch_run(run_id, attempt, patterns=tuple(listed) if listed else ("results/*.json",))
+    run_dir = store.fetch_run(run_id, attempt, patterns=(*(listed or ("results/*.json",)), *also))
     return load_results_paths([run_dir / name for name in listed] if listed else [run_dir])
 
 
@@ -109,14 +115,27 @@ def _check_presets(files: list[ResultsFile], where: str) -> None:
                 check_preset_page(preset, f"{where}: series {record.name!r}")
 
 
-def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile) -> Point:
-    """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``)."""
+def run_marks(run_dir: Path) -> dict[str, str]:
+    """``{series id: mark}`` of the regressed rows of ``run_dir/comparison.json``; {} without one readable."""
+    try:
+        rows = load_comparison(run_dir / "comparison.json").rows
+    except UserError:
+        return {}
+    return {r.id: r.mark for r in rows if r.verdict == "regressed" and r.mark}
+
+
+def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile,
+             marks: dict[str, str] | None = None) -> Point:
+    """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``; ``marks``: its
+    :func:`run_marks`), with that one run in ``runs``."""
     p25 = p75 = None
     if record.samples:
         p25, p75 = map(float, np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75]))
     torch = results.environment.get("torch_version")
+    noisy = bool(record.median and record.iqr and record.iqr / record.median > NOISE_LIMIT)
+    run = RunValue(run_id, attempt, record.median, noisy, (marks or {}).get(record.id))
     return Point(commit, run_id, attempt, record.median, record.iqr, record.min, record.max, record.n,
-                 record.status, p25, p75, torch if isinstance(torch, str) else None)
+                 record.status, p25, p75, torch if isinstance(torch, str) else None, (run,))
 
 
 def _series(measured: list[tuple[BenchmarkRecord, set[str], Point]]) -> Series:
@@ -131,10 +150,12 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
                     pending: tuple[str, int, list[ResultsFile]] | None = None, trust: Any = None) -> History:
     """Collect every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
 
-    Per commit the newest qualifying run is used (see :func:`usable_runs`); when its results cannot be
-    fetched or loaded, the next older one is tried and the reason lands in ``History.skipped``.
-    ``pending`` is ``(run_id, attempt, results)`` of a run of ``ref``'s commit that has no pointer
-    yet (the pipeline draws its dashboard before it stores the run); it is that commit's run.
+    Per commit every qualifying run is read (see :func:`usable_runs`; one whose results cannot be fetched
+    or loaded lands in ``History.skipped`` with the reason); the newest is the commit's run, and each
+    series it holds gets a point with the median of every run that holds it (``Point.runs``: noisy or not,
+    the mark from the run's ``comparison.json``). ``pending`` is ``(run_id, attempt, results)`` of a run of
+    ``ref``'s commit that has no pointer yet (the pipeline draws its dashboard before it stores the run; its
+    marks are read from ``store.run_dir``): that commit's newest run.
     ``trust`` (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs count; each
     run it refuses lands in ``History.skipped`` with the reason.
 
@@ -154,27 +175,33 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     for commit in commits:
         used = CommitRun(commit)
         problems: list[str] = []
+        mine = [(*pending[:2], None)] if pending and commit == head else []
         stored = [(p["run_id"], p["attempt"], p.get("results") if isinstance(p.get("results"), list) else None)
                   for p in usable_runs(store, commit, problems, trust)]
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
-        mine = pending if pending and commit == head else None
-        for run_id, attempt, listed in ([(*mine[:2], None)] if mine else stored):
+        at_commit: dict[str, list[tuple[BenchmarkRecord, set[str], Point]]] = {}
+        for run_id, attempt, listed in mine + [r for r in stored if not mine or r[:2] != mine[0][:2]]:
             try:
-                files = mine[2] if mine else fetch_results(store, run_id, attempt, listed)
+                files = pending[2] if mine and (run_id, attempt) == mine[0][:2] else (
+                    fetch_results(store, run_id, attempt, listed, ("comparison.json",)))
                 _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")
                 continue
-            used = CommitRun(commit, run_id, attempt)
+            used = used if used.run_id else CommitRun(commit, run_id, attempt)
+            marks = run_marks(store.run_dir(run_id, attempt))
             for results in files:
                 for record in results.benchmarks:
-                    entries = measured.setdefault(record.id, [])
-                    if entries and entries[-1][2].commit == commit:
+                    entries = at_commit.setdefault(record.id, [])
+                    if entries and entries[-1][2].run_id == run_id and entries[-1][2].attempt == attempt:
                         continue  # the same series twice in one run: keep the first file's
                     entries.append((record, _presets(record, results),
-                                    point_of(commit, run_id, attempt, record, results)))
-            break
+                                    point_of(commit, run_id, attempt, record, results, marks)))
         walked.append(used)
+        for sid, ((record, presets, point), *older) in at_commit.items():
+            if point.run_id == used.run_id and point.attempt == used.attempt:  # the series of the newest run
+                runs = (*point.runs, *(p.runs[0] for _, _, p in older))
+                measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=runs)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
         raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent commit(s) "

@@ -1,12 +1,14 @@
 """The offline HTML dashboard of a history: ``index.html`` and one plotly page per ``history.page_groups`` page.
 
 Every page is a grid of subplots, one per series (x = short commits in first-parent order, y = the
-median with its IQR band; hover shows IQR, n, status and the run). Each series' trace is named with
+median of the commit's runs with its band, each run's median a dot, noisy ones open, unconfirmed regressions
+crosses; hover shows IQR, n, status, the run and how many runs). Each series' trace is named with
 the series' readable name, so the legend lists them; names are data (``markup.plotly_text``: escaped,
 never markup or a hover-template reference). plotly.js is written once beside the pages as
-``plotly.min.js`` (or inlined into every page with ``self_contained``): nothing is loaded from the
-network. ``index.html`` lists the commits newest first with their date and subject (``git log`` in the
-repository, :func:`commit_log`), consecutive commits without a run collapsed into one line.
+``plotly.min.js``, inlined into every page (``self_contained``), or loaded from a given relative URL (a
+store's one copy, :func:`plotly_asset`): nothing is loaded from the network. ``index.html`` lists the
+commits newest first with their date and subject (``git log`` in the repository, :func:`commit_log`),
+consecutive commits without a run collapsed into one line.
 """
 
 from __future__ import annotations
@@ -73,14 +75,22 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
                            "line": {"width": 0, "color": color}, **({"fill": "tonexty"} if k else {}),
                            "fillcolor": fill, "legendgroup": s.id, "showlegend": False,
                            "hoverinfo": "skip", **refs})
-        custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit] if p else [None] * 5 for p in points]
+        custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit, len(p.runs) or 1] if p
+                  else [None] * 6 for p in points]
+        runs = [(short(p.commit), r) for p in s.points for r in p.runs if r.median is not None]
+        traces.append({"type": "scatter", "x": [c for c, _ in runs], "y": [r.median for _, r in runs],
+                       "mode": "markers", "legendgroup": s.id, "showlegend": False, "hoverinfo": "y", **refs,
+                       "marker": {"size": 5, "color": color, "symbol": [  # noisy open, unconfirmed a cross
+                           "x" if r.mark == "unconfirmed" else "circle-open" if r.noisy else "circle"
+                           for _, r in runs]}})
         traces.append({
-            "type": "scatter", "x": x, "y": [p.median if p else None for p in points], "mode": "lines+markers",
+            "type": "scatter", "x": x, "y": [p.value if p else None for p in points], "mode": "lines+markers",
             "name": plotly_text(s.name), "legendgroup": s.id, "line": {"color": color}, "marker": {"size": 6},
             "customdata": custom,
             # The name goes in as data (%{text}), never into the template, where "%{" would be a reference.
             "text": [plotly_text(s.name)] * len(x),
-            "hovertemplate": (f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median %{{y:.4g}} "
+            "hovertemplate": (f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median of "
+                              f"%{{customdata[5]}} run(s) %{{y:.4g}} "
                               f"{plotly_text(unit)}<br>IQR %{{customdata[0]:.3g}}<br>n %{{customdata[1]}} · "
                               "%{customdata[2]}<br>run %{customdata[3]}<extra></extra>"), **refs})
         layout[f"yaxis{axis}"].update(title={"text": unit, "font": {"size": 10}})
@@ -104,11 +114,21 @@ def _context(history: History) -> str:
             f"<code>{html.escape(history.store)}</code></p>")
 
 
-def page_html(history: History, page: str, series: Sequence[Series], *, self_contained: bool = False) -> str:
-    """The HTML of one dashboard page (a preset's execution series, or the compilation series)."""
+def plotly_asset() -> tuple[str, bytes]:
+    """``("plotly-<plotly.js version>.min.js", its bytes)``: the one copy a store keeps for its runs."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    return f"plotly-{get_plotlyjs_version()}.min.js", get_plotlyjs().encode()
+
+
+def page_html(history: History, page: str, series: Sequence[Series], *, self_contained: bool = False,
+              plotly_js: str | None = None) -> str:
+    """The HTML of one dashboard page (a preset's execution series, or the compilation series); ``plotly_js``
+    as in :func:`write_dashboard`."""
     from plotly.io import to_html
 
-    div = to_html(_figure(series, history.run_commits()), include_plotlyjs=True if self_contained else "directory",
+    include = True if self_contained else plotly_js or "directory"  # a path ending in .js: <script src=...>
+    div = to_html(_figure(series, history.run_commits()), include_plotlyjs=include,
                   full_html=False, div_id=f"benchtrail-{page}", config={"displaylogo": False}, validate=False)
     title = f"benchtrail history · {_page_title(page)}"
     body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html.escape(title)}</h1>\n{_context(history)}\n"
@@ -169,13 +189,16 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
 
 
 def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] = (),
-                    self_contained: bool = False, repo: Path | None = Path(".")) -> Path:
+                    self_contained: bool = False, repo: Path | None = Path("."),
+                    plotly_js: str | None = None) -> Path:
     """Write the offline dashboard into ``out_dir``: ``index.html``, ``<page>.html`` per page of
-    ``page_groups(history)`` and, unless ``self_contained``, ``plotly.min.js`` (about 4.9 MB) once.
+    ``page_groups(history)`` and, unless ``self_contained`` or ``plotly_js``, ``plotly.min.js`` (about 4.9 MB)
+    once.
 
     Args:
         images: PNGs (e.g. from ``plots.plot_history_png``) that ``index.html`` links, relative to ``out_dir``.
         self_contained: inline plotly.js into every page instead (each page then works alone).
+        plotly_js: the pages load plotly.js from this URL instead (relative to ``out_dir``, ending in .js).
         repo: the git repository whose ``git log`` gives each commit's date and subject (default: the
             current folder); None, or a folder where git cannot tell, leaves them out.
 
@@ -190,13 +213,13 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
 
     out_dir = Path(out_dir)
     pages = page_groups(history)
-    script = [] if self_contained or not pages else [out_dir / PLOTLY_JS]
+    script = [] if self_contained or plotly_js or not pages else [out_dir / PLOTLY_JS]
     jsonio.check_new(*(out_dir / f"{p}.html" for p in pages), out_dir / INDEX, *script)
     for path in script:
         jsonio.write_text_atomic(path, get_plotlyjs(), exclusive=True)
     for page, series in pages.items():
-        jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(history, page, series,
-                                                                     self_contained=self_contained), exclusive=True)
+        jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(
+            history, page, series, self_contained=self_contained, plotly_js=plotly_js), exclusive=True)
     relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i) for i in images]
     return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative, commit_log(repo, history)),
                                     exclusive=True)

@@ -10,6 +10,7 @@ Also what every reader of a history shares: :func:`check_history` (the values a 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,8 +27,23 @@ RESERVED_PAGES = (COMPILATION_PAGE, "index", NO_PRESET_PAGE)
 
 
 @dataclass(frozen=True)
+class RunValue:
+    """One run's median of a series at a commit (:attr:`Point.runs`). ``noisy``: its IQR/median is above
+    ``benchtrail.stats.inference.NOISE_LIMIT``; ``mark``: the mark of its comparison row when that row is
+    ``regressed`` (``unconfirmed``, ``confirmed``…), else None."""
+
+    run_id: str
+    attempt: int
+    median: float | None
+    noisy: bool = False
+    mark: str | None = None
+
+
+@dataclass(frozen=True)
 class Point:
-    """One series at one commit, from that commit's newest stored run.
+    """One series at one commit: the fields of that commit's newest stored run, and ``runs``, every run of
+    the commit that holds the series (newest first, this point's run first; empty in history files of
+    schema 1, which kept one run per commit). :attr:`value` is the commit's value.
 
     Values are in the series' unit (``us`` = µs per iteration, ``ms``, ``count``, ``bytes``);
     ``median``, ``iqr``, ``min``, ``max``, ``p25`` and ``p75`` are None when the case produced no
@@ -47,6 +63,13 @@ class Point:
     p25: float | None = None
     p75: float | None = None
     torch_version: str | None = None
+    runs: tuple[RunValue, ...] = ()
+
+    @property
+    def value(self) -> float | None:
+        """The median of the runs' medians (``median`` without ``runs``); None when none has one."""
+        medians = [r.median for r in self.runs or (self,) if r.median is not None]
+        return statistics.median(medians) if medians else None
 
 
 @dataclass(frozen=True)
@@ -54,7 +77,7 @@ class Series(SeriesKey):
     """One series (execution ``<run config id>``, compilation ``<module id>-<metric>``) over commits.
 
     ``presets`` are the presets of the runs that measured it (``docs/history.md``); ``points`` are
-    in first-parent order, oldest first, one per commit that has a stored run holding the series.
+    in first-parent order, oldest first, one per commit whose newest run holds the series.
     Its key (``id`` … ``device_name``, :class:`benchtrail.results.schema.SeriesKey`) and the other
     descriptive fields come from the newest point's record.
     """
@@ -67,7 +90,7 @@ class Series(SeriesKey):
 
 @dataclass(frozen=True)
 class CommitRun:
-    """A first-parent commit and the stored run used for it (``run_id`` None: no usable run, a gap)."""
+    """A first-parent commit and its newest usable stored run (``run_id`` None: no usable run, a gap)."""
 
     commit: str
     run_id: str | None = None
@@ -121,7 +144,8 @@ def check_history(history: History, where: str = "history") -> None:
     each series has a known ``kind`` and presets that can name a page (:func:`check_preset_page`);
     each point is at a commit of ``commits`` with that commit's run, at most one per commit, in the
     order of ``commits`` (first parent, oldest first), with a known ``status``, ``n`` ≥ 0 and finite
-    numbers (or null) for ``median``, ``iqr``, ``min``, ``max``, ``p25`` and ``p75``.
+    numbers (or null) for ``median``, ``iqr``, ``min``, ``max``, ``p25``, ``p75`` and each run's median, its
+    own run first in ``runs``.
 
     Raises:
         UserError: naming ``where``, the series and point, the field, the value and what is allowed.
@@ -167,8 +191,11 @@ def check_history(history: History, where: str = "history") -> None:
                 raise UserError(f"{pat}: field 'status' is {p.status!r}; allowed: {', '.join(STATUSES)}")
             if isinstance(p.n, bool) or p.n < 0:
                 raise UserError(f"{pat}: field 'n' is {p.n!r}; allowed: a whole number from 0")
-            for name in ("median", "iqr", "min", "max", "p25", "p75"):
-                value = getattr(p, name)
+            if p.runs and (p.runs[0].run_id, p.runs[0].attempt) != (p.run_id, p.attempt):
+                raise UserError(f"{pat}: runs[0] is run {p.runs[0].run_id}/{p.runs[0].attempt}; allowed: the "
+                                f"point's own run {p.run_id}/{p.attempt} first")
+            values = [(name, getattr(p, name)) for name in ("median", "iqr", "min", "max", "p25", "p75")]
+            for name, value in values + [(f"runs[{k}].median", r.median) for k, r in enumerate(p.runs)]:
                 if value is not None and not math.isfinite(value):
                     raise UserError(f"{pat}: field {name!r} is {value!r}; allowed: a finite number or null")
 
@@ -202,9 +229,14 @@ def aligned(series: Series, commits: Iterable[str]) -> list[Point | None]:
 
 
 def band(point: Point | None) -> tuple[float | None, float | None]:
-    """The IQR band ``(low, high)`` of a point: p25..p75, else median ± IQR/2, else (None, None)."""
+    """The band ``(low, high)`` of a point: of several runs, the quartiles of their medians; else the IQR
+    band p25..p75, else median ± IQR/2, else (None, None)."""
     if point is None:
         return None, None
+    medians = [r.median for r in point.runs if r.median is not None]
+    if len(medians) > 1:
+        low, _, high = statistics.quantiles(medians, n=4, method="inclusive")
+        return low, high
     if point.p25 is not None and point.p75 is not None:
         return point.p25, point.p75
     if point.median is not None and point.iqr is not None:

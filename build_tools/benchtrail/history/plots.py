@@ -5,10 +5,12 @@ Every function that draws returns its ``Figure`` objects; :func:`save_figures` w
 - :func:`history_figures`: per page of ``history.page_groups`` (a preset's execution series, or the
   compilation series) one or more figures of at most ``MAX_PANELS`` panels. A panel is one model and
   one kind of metric, i.e. one unit (:func:`panels`: its times, its counts…), one line per series of it
-  (metric, compile config, task, device), x = short
-  commits in first-parent order, y = the median with its IQR band. The baseline commit is a dashed black
-  line; ``track``'s change points a shaded span (red: regression, green: improvement); regressed series
-  a red ring on their newest point. A history with one run is drawn as bars (median, IQR whiskers).
+  (metric, compile config, task, device), x = short commits in first-parent order (``×3``: three runs),
+  y = the median of the commit's runs with its band (``model.band``), each run's median a dot (noisy runs
+  hollow orange, unconfirmed regressions red crosses); ``y_axis`` ``zero`` starts the axis at 0, ``ratio``
+  divides each series by its value at the baseline (else its oldest point). The baseline commit is a dashed
+  black line; ``track``'s change points a shaded span (red: regression, green: improvement); regressed
+  series a red ring on their newest point. A history of one commit is drawn as bars (whiskers: its band).
 - :func:`ratios_figure`: the per-benchmark ratios of ``compare-builds``.
 - :func:`distribution_figures`: base and head samples of each benchmark side by side (a strip plot).
 
@@ -32,6 +34,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocat
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.history.model import History, Point, Series, aligned, band, page_groups, short
+from benchtrail.stats.inference import NOISE_LIMIT
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 from benchtrail.results.schema import METRICS, UNITS
 
@@ -46,6 +49,10 @@ QUANTITIES = {"latency": "time per iteration", "compile_time_cold_ms": "cold com
               "compile_time_warm_ms": "warm compile time", "compile_time_ms": "compile time",
               "artifact_bytes": "generated artifacts", "peak_rss_bytes": "peak RSS"}
 _PALETTE = [f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive", "cyan")]
+#: How a run's median is drawn by style (:func:`_draw_runs`), flagged ones with their legend entry.
+RUN_STYLES = {"noisy": {"marker": "o", "s": 18, "facecolors": "none", "edgecolors": "tab:orange",
+                        "label": f"noisy run (IQR/median > {NOISE_LIMIT:.0%})"},
+              "unconfirmed": {"marker": "x", "s": 24, "color": "tab:red", "label": "unconfirmed regression"}}
 
 
 @dataclass(frozen=True)
@@ -162,23 +169,42 @@ def panels(series: Sequence[Series]) -> list[Panel]:
             for k in sorted(groups, key=lambda k: (k[0], *_rank(UNITS, k[1])))]
 
 
-def _levels(points: Sequence[Point | None], au: AxisUnit) -> Any:
-    """``(median, low, high)`` of ``points`` (low and high: :func:`band`) divided by ``au.scale``: three
-    arrays, NaN where a point or value is missing."""
-    return np.array([(p and p.median, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / au.scale
+def _levels(points: Sequence[Point | None], scale: Any) -> Any:
+    """``(value, low, high)`` of ``points`` (``Point.value``; low and high: :func:`band`) over ``scale`` (a
+    number, or one per point): three arrays, NaN where a point or value is missing."""
+    return np.array([(p and p.value, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / scale
 
 
-def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baseline: str | None,
+def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scale: float, color: str) -> bool:
+    """Each run's median of ``points`` (at ``xs``) over ``scale``: a small dot in ``color``, a noisy run or
+    an unconfirmed regression in its ``RUN_STYLES`` (its legend entry once an axes); whether any was."""
+    dots: dict[str, list[tuple[int, float]]] = {}
+    for x, p in zip(xs, points):
+        for r in (p.runs if p else ()):
+            if r.median is not None:
+                style = "unconfirmed" if r.mark == "unconfirmed" else "noisy" if r.noisy else ""
+                dots.setdefault(style, []).append((x, r.median / scale))
+    shown = ax.get_legend_handles_labels()[1]
+    for style, xy in dots.items():
+        look = RUN_STYLES.get(style, {"s": 9, "color": color, "alpha": 0.5, "linewidths": 0, "label": "_"})
+        ax.scatter(*zip(*xy), zorder=3, **{**look, "label": "_" if look["label"] in shown else look["label"]})
+    return bool(dots.keys() - {""})
+
+
+def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[float], baseline: str | None,
                 change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> None:
     x = list(range(len(commits)))
     where = {c: i for i, c in enumerate(commits)}
+    runs, flagged = [1] * len(commits), False
     for i, s in enumerate(panel.series):
         color = _PALETTE[i % len(_PALETTE)]
         points = aligned(s, commits)
-        median, low, high = _levels(points, au)
+        runs = [max(n, len(p.runs) if p else 0) for n, p in zip(runs, points)]
+        median, low, high = _levels(points, scales[i])
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
         ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
+        flagged |= _draw_runs(ax, x, points, scales[i], color)
         for k, p in enumerate(points):
             if p and p.status != "ok":
                 ax.axvline(k, color="tab:red", alpha=0.4, linestyle=":")
@@ -194,21 +220,24 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], au: AxisUnit, baselin
     if baseline in where:
         ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}")
     step = max(1, math.ceil(len(commits) / 12))
-    ax.set_xticks(x[::step], [short(c) for c in commits[::step]], rotation=45, ha="right", fontsize=6,
-                  family="monospace")
+    ax.set_xticks(x[::step], [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
+                  rotation=45, ha="right", fontsize=6, family="monospace")
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
-    ax.set_xlabel("commit (first parent, oldest first)", fontsize=7)
-    if len(panel.series) > 1 or any(s.id in regressions for s in panel.series) or baseline in where:
+    ax.set_xlabel("commit (first parent, oldest first; ×n: n runs)", fontsize=7)
+    if len(panel.series) > 1 or flagged or baseline in where or any(
+            s.id in regressions for s in panel.series):
         ax.legend(fontsize=6)
 
 
-def _draw_bars(ax: Any, panel: Panel, commit: str, au: AxisUnit) -> None:
-    """The one run of a history: a bar per series (median), whiskers p25–p75, "no sample" where none."""
+def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> None:
+    """The one commit of a history: a bar per series (the median of its runs), whiskers (:func:`band`), a dot
+    per run, "no sample" where none."""
     points = [aligned(s, [commit])[0] for s in panel.series]
-    median, low, high = _levels(points, au)
+    median, low, high = _levels(points, np.asarray(scales))
     x = list(range(len(points)))
     ax.bar(x, np.nan_to_num(median), yerr=np.nan_to_num([median - low, high - median]),
            color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8, capsize=3)
+    flagged = [_draw_runs(ax, [i], [p], k, "black") for i, (p, k) in enumerate(zip(points, scales))]
     for i, p in enumerate(points):
         if p is None or p.median is None:
             ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
@@ -217,7 +246,9 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, au: AxisUnit) -> None:
                   fontsize=6)
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
-    ax.set_xlabel(f"the one run, at commit {short(commit)}", fontsize=7)
+    ax.set_xlabel(f"the one commit, {short(commit)} (dots: its runs)", fontsize=7)
+    if any(flagged):
+        ax.legend(fontsize=6)
 
 
 def default_change_points(history: History) -> dict[str, list[Any]]:
@@ -241,13 +272,13 @@ def default_change_points(history: History) -> dict[str, list[Any]]:
 
 def history_figures(history: History, *, baseline: str | None = None,
                     change_points: Mapping[str, Sequence[Any]] | None = None,
-                    regressions: Collection[str] = ()) -> dict[str, Figure]:
+                    regressions: Collection[str] = (), y_axis: str = "auto") -> dict[str, Figure]:
     """``{png file name: Figure}`` for every page of ``page_groups(history)``: ``<page>.png``, and when
     the page has more than ``MAX_PANELS`` panels ``<page>~2.png``, ``<page>~3.png``… (``~`` is in no
     preset name, so no page's file can collide). A figure has a subplot per panel (``COLUMNS`` per row):
     lines over the run commits, or bars when there is one. ``change_points`` maps a series id to its
     ``track`` change points (:class:`benchtrail.history.track.ChangePoint`; None:
-    ``default_change_points``); ``regressions`` are series ids to ring in red.
+    ``default_change_points``); ``regressions``: series ids to ring in red; ``y_axis``: auto, zero, ratio.
 
     Raises:
         UserError: two presets that differ only in case (``page_groups``).
@@ -267,16 +298,28 @@ def history_figures(history: History, *, baseline: str | None = None,
             fig, axes = _grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
             out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = fig
             for ax, panel in zip(axes, part):
-                au = axis_unit(panel.unit,
-                               [v for s in panel.series for p in s.points for v in (p.median, p.p75)])
+                au = AxisUnit("×", 1.0) if y_axis == "ratio" else axis_unit(
+                    panel.unit, [v for s in panel.series for p in s.points for v in (p.value, band(p)[1])])
+                scales = [au.scale * (_ratio_base(s, baseline) if y_axis == "ratio" else 1.0)
+                          for s in panel.series]
                 if len(commits) == 1:
-                    _draw_bars(ax, panel, commits[0], au)
+                    _draw_bars(ax, panel, commits[0], scales)
                 else:
-                    _draw_lines(ax, panel, commits, au, baseline, cps, regressions)
-                set_value_axis(ax.yaxis, panel.unit, au, panel.quantity)
+                    _draw_lines(ax, panel, commits, scales, baseline, cps, regressions)
+                base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
+                axis = ("ratio", f"ratio to {base}") if y_axis == "ratio" else (panel.unit, panel.quantity)
+                set_value_axis(ax.yaxis, axis[0], au, axis[1])
+                if y_axis == "ratio":
+                    ax.axhline(1.0, color="black", linewidth=0.8)
+                ax.set_ylim(bottom=0 if y_axis == "zero" else None, auto=None)
                 ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)
                 ax.grid(alpha=0.3)
     return out
+
+
+def _ratio_base(series: Series, baseline: str | None) -> float:
+    """What ``y_axis="ratio"`` divides ``series`` by: its value at ``baseline``, else at its oldest point."""
+    return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value), 1.0)
 
 
 def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
@@ -307,7 +350,7 @@ def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
 
 def plot_history_png(history: History, out_dir: Path, **marks: Any) -> list[Path]:
     """Write the PNGs of :func:`history_figures` (``marks``: its ``baseline``, ``change_points``,
-    ``regressions``) into ``out_dir``; their paths (empty when the history has no series).
+    ``regressions``, ``y_axis``) into ``out_dir``; their paths (empty when the history has no series).
 
     Raises:
         UserError: as :func:`history_figures` and :func:`save_figures`.
@@ -372,18 +415,27 @@ def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | 
             and (ids is None or h.id in ids)]
 
 
-def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples") -> list[Figure]:
+def sample_units(sets: Sequence[Samples]) -> dict[str, AxisUnit]:
+    """``{series unit: AxisUnit}``: one :func:`axis_unit` for all ``sets`` of each unit."""
+    return {u: axis_unit(u, [v for s in sets if s.unit == u for v in (*s.base, *s.head)])
+            for u in {s.unit for s in sets}}
+
+
+def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples",
+                         units: Mapping[str, AxisUnit] | None = None) -> list[Figure]:
     """Strip plots of base and head samples, one panel per benchmark (at most ``MAX_PANELS`` a figure):
     every sample a dot (spread sideways by a fixed jitter), each side's median a black bar, the value axis
-    in :func:`axis_unit`. ``[]`` for no sets."""
+    in ``units`` (default: :func:`sample_units` of the figure's sets, one unit per figure). ``[]`` for no
+    sets."""
     figures = []
     rng = np.random.default_rng(0)
     common = shared_module([s.name for s in sets])
     for start in range(0, len(sets), MAX_PANELS):
         part = sets[start:start + MAX_PANELS]
         fig, axes = _grid(len(part), title, panel_width=4.5)
+        shared = units or sample_units(part)
         for ax, s in zip(axes, part):
-            au = axis_unit(s.unit, (*s.base, *s.head))
+            au = shared[s.unit]
             for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))):
                 scaled = np.asarray(values, dtype=float) / au.scale
                 ax.scatter(x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color, label=side)

@@ -2,10 +2,11 @@
 
 ``track(history, thresholds)`` looks at every execution latency and compilation time series of a
 ``benchtrail.history.collect.History``. Per series, the signal is the natural log of the per-commit medians
-(``ok`` points only, oldest first) divided by a robust estimate of their run-to-run noise, so the
-penalty is in units of noise whatever the series' scale. Change points come from ruptures' PELT
-(Killick, Fearnhead & Eckley 2012) with the ``l1`` cost (least absolute deviation: a change in the
-median, robust to one slow run), ``min_size=2`` and penalty ``PENALTY_PER_LOG_N * ln(n)``.
+(``Point.value``: the median of the commit's runs' medians; ``ok`` points only, oldest first) divided by a
+robust estimate of their run-to-run noise, so the penalty is in units of noise whatever the series' scale.
+Change points come from ruptures' PELT (Killick, Fearnhead & Eckley 2012) with the ``l1`` cost (least
+absolute deviation: a change in the median, robust to one slow run), ``min_size=2`` and penalty
+``PENALTY_PER_LOG_N * ln(n)``.
 
 Each change point gets the commit range ``base..head`` (the last commit with a point before it, the
 first after), its magnitude (ratio of the medians of the segments' per-commit medians, after/before)
@@ -238,11 +239,11 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
     short_of: list[Insufficient] = []
     tracked = [s for s in history.series if is_tracked(s)]
     for series in tracked:
-        points = [p for p in series.points if p.status == "ok" and p.median is not None and p.median > 0]
+        points = [p for p in series.points if p.status == "ok" and p.value is not None and p.value > 0]
         if len(points) < MIN_POINTS:
             short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), MIN_POINTS))
             continue
-        medians = np.array([p.median for p in points], dtype=np.float64)
+        medians = np.array([p.value for p in points], dtype=np.float64)
         cuts = detect(np.log(medians))
         if merge_weak:
             kept = ~excursion_mask(medians, cuts)

@@ -16,6 +16,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.compiler_summary import execution_config, model_name
@@ -213,13 +214,19 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
 
 
 def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
-    """Write a grouped bar plot PNG: one group per model·task (·device when several), one bar per
-    compile config, height = speedup over eager (eager is 1.0; no bar where there is no speedup,
-    marked with the case's status instead). Written atomically; never overwrites.
+    """Write :func:`speedups_figure` as a PNG, atomically; never overwrites.
 
     Raises:
         UserError: ``path`` exists or cannot be written.
     """
+    return jsonio.write_png(Path(path), speedups_figure(rows, run))
+
+
+def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:
+    """A grouped bar plot (a matplotlib ``Figure``, constrained layout): one group per model·task (·device
+    when several), one bar per compile config, height = speedup over eager (eager is 1.0; no bar where there
+    is no speedup, marked with the case's status instead). A group's label is its parts on lines when the
+    widest fits the group's width, else one line at 45°."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
@@ -228,7 +235,8 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
     configs = sorted({r.compile_config for r in rows}, key=_config_key)
     by_key = {(r.model, r.task, r.device_name, r.compile_config): r for r in rows}
     width = 0.8 / max(1, len(configs))
-    fig = Figure(figsize=(min(30.0, max(7.0, 1.5 + 0.35 * len(groups) * len(configs))), 4.5), dpi=100)
+    fig = Figure(figsize=(min(30.0, max(7.0, 1.5 + 0.35 * len(groups) * len(configs))), 4.5), dpi=100,
+                 layout="constrained")
     ax = fig.add_subplot()
     top = max([r.speedup for r in rows if r.speedup is not None] + [1.0])
     for i, config in enumerate(configs):
@@ -249,10 +257,14 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
             ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
-    labels = [mpl_text(f"{m}·{t}" + (f"·{d}" if several_devices else ""), MPL_LABEL_CHARS)
-              for m, t, d in groups]
-    ax.set_xticks(range(len(groups)), labels, rotation=20 if len(groups) > 4 else 0,
-                  ha="right" if len(groups) > 4 else "center")
+    parts = [[mpl_text(p, MPL_LABEL_CHARS) for p in (m, t, *([d] if several_devices else []))]
+             for m, t, d in groups]
+    widest = max((len(p) for group in parts for p in group), default=0)
+    fits = widest * 0.07 < (fig.get_figwidth() - 2.5) / max(1, len(groups))  # 0.07 in: a character at 8 pt
+    if not fits:  # room for the 45° labels below the axes: 0.07 in a character × sin 45°
+        fig.set_figheight(4.5 + 0.05 * max(len("·".join(p)) for p in parts))
+    ax.set_xticks(range(len(groups)), ["\n".join(p) if fits else "·".join(p) for p in parts], fontsize=8,
+                  rotation=0 if fits else 45, ha="center" if fits else "right", rotation_mode="anchor")
     ax.set_ylabel("speedup over eager (×, higher is faster)")
     ax.set_ylim(0, top * 1.15)
     device = "" if several_devices else f" · {mpl_text(rows[0].device_name)}" if rows else ""
@@ -263,6 +275,5 @@ def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
                        for i, config in enumerate(configs)],
               title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    return jsonio.write_png(Path(path), fig)
+    return fig
 

@@ -43,11 +43,12 @@ from benchtrail.suite.names import slug
 
 @dataclass(frozen=True)
 class PipelineResult:
-    """Where the main job wrote its outputs, and whether every case was ok."""
+    """Where the main job wrote its outputs, whether every case was ok and whether the re-check stage ran."""
 
     run_dir: Path
     comment_md: Path
     all_ok: bool
+    rechecked: bool
 
 
 class StageClock:
@@ -145,7 +146,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
-    all_ok = True
+    all_ok, rechecked = True, False
     with clock("compile"):
         for arch in sorted(here, key=lambda a: a.value):
             all_ok &= compile_stage(compilation, run_dir, device_of[arch], arch, run, repo=repo)[1]
@@ -181,6 +182,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         else:
             with clock("recheck"):
                 recheck_run(comparison, repo, suite, rules, RECHECK)
+            rechecked = True
     with clock("report"):
         distribution_stage(comparison, base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
@@ -190,4 +192,4 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)
     store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "presets": list(presets)})
-    return PipelineResult(run_dir, comment_md, all_ok)
+    return PipelineResult(run_dir, comment_md, all_ok, rechecked)

@@ -24,6 +24,7 @@ from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import ResultsFile
 from benchtrail.store import Store
+from benchtrail.store.base import ASSETS_FROM_RUN
 from benchtrail.suite.names import slug
 
 
@@ -115,11 +116,12 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
                     max_commits: int = 30, trust: Any = None) -> Path | None:
     """Draw the first-parent history of ``commit`` from ``store``, this run (not stored yet) as its
     newest point, into ``<run_dir>/dashboard/``: a PNG and an HTML page per preset, one for
-    compilation statistics, and ``index.html`` (``benchtrail.history.dashboard``).
+    compilation statistics, and ``index.html`` (``benchtrail.history.dashboard``); the pages load the
+    store's one plotly.js when ``run_dir`` is the store's run directory (:func:`_store_plotly`).
 
     Returns index.html, or None with a message when there is no history to draw (``repo`` is not a
-    git repository, or the commit is not in it): the dashboard never fails the run. ``trust``
-    (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs are drawn.
+    git repository, or the commit is not in it) or no plotly (the PNGs alone): it never fails the run.
+    ``trust`` (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs are drawn.
     """
     from benchtrail.git import UNKNOWN_COMMIT
     from benchtrail.history.dashboard import write_dashboard
@@ -137,7 +139,32 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
         console.print(f"[yellow]no dashboard[/]: {rich_text(exc)}")  # the message may hold [brackets]
         return None
     out = run_dir / "dashboard"
-    return write_dashboard(history, out, images=plot_history_png(history, out, **_marks(run_dir)), repo=repo)
+    images = plot_history_png(history, out, **_marks(run_dir))
+    try:
+        return write_dashboard(history, out, images=images, repo=repo,
+                               plotly_js=_store_plotly(store, run_id, attempt, run_dir))
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "plotly":
+            raise
+        console.print('[yellow]no HTML dashboard[/] (PNGs only): pip install "benchtrail\\[dashboard] @ ..."')
+        return None
+
+
+def _store_plotly(store: Store, run_id: str, attempt: int, run_dir: Path) -> str | None:
+    """The store's one plotly.js (``Store.write_asset``, written once), as a URL relative to the pages, when
+    ``run_dir`` is the store's own run directory (``pipeline``); else None: ``plotly.min.js`` goes beside the
+    pages, as in any folder (``benchtrail dashboard --run-dir``, or when the store's copy cannot be written)."""
+    from benchtrail.history.dashboard import plotly_asset
+
+    if Path(run_dir).resolve() != store.run_dir(run_id, attempt).resolve():
+        return None
+    name, data = plotly_asset()
+    try:
+        store.write_asset(name, data)
+    except UserError as exc:
+        console.print(f"[yellow]plotly.js goes beside the dashboard[/]: {rich_text(exc)}")
+        return None
+    return f"../{ASSETS_FROM_RUN}/{name}"  # from <run dir>/dashboard/
 
 
 def _marks(run_dir: Path) -> dict[str, Any]:
@@ -158,25 +185,41 @@ MAX_DISTRIBUTIONS = 12
 
 def distribution_stage(comparison: Path, base_results: list[ResultsFile], head: list[Path],
                        out_dir: Path) -> list[Path]:
-    """Strip plots of each changed or inconclusive execution series' base and head samples, as
-    pytest-benchmark's histograms show them (``benchtrail.history.plots.distribution_figures``):
-    ``out_dir/<slug(name)>.png``, one per series, regressed rows first, then improved, then inconclusive,
-    at most :data:`MAX_DISTRIBUTIONS`; ``benchtrail explain`` names the file. Returns the paths written; []
-    with a message when none could be written (a plot never fails the run)."""
-    from benchtrail.history.plots import distribution_figures, samples_of, save_figures
+    """Write :func:`strip_figures` as ``out_dir/<slug(name)>.png``; ``benchtrail explain`` names the file.
+    Returns the paths written; [] with a message when none could be written (a plot never fails the run)."""
+    from benchtrail.history.plots import save_figures
+
+    try:
+        return save_figures(strip_figures(comparison, base_results, head), out_dir)
+    except UserError as exc:
+        console.print(f"[yellow]no distribution plots[/]: {rich_text(exc)}")
+        return []
+
+
+def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[Path]) -> dict[str, Any]:
+    """``{<slug(name)>.png: Figure}``: strip plots of each changed or inconclusive execution series' base and
+    head samples, as pytest-benchmark's histograms show them (``history.plots.distribution_figures``),
+    regressed rows first, then improved, then inconclusive, at most :data:`MAX_DISTRIBUTIONS`; {} without a
+    base. Each shows the samples that decided its row (of a row a paired A/B re-check decided: the paired
+    samples, ``ab/ab-{base,head}.json`` beside ``comparison``), the verdict and change in its title, all in
+    one unit."""
+    from benchtrail.compare.tables import change_cell, estimate
+    from benchtrail.history.plots import distribution_figures, sample_units, samples_of
 
     order = {"regressed": 0, "improved": 1, "inconclusive": 2, "noisy": 2}  # noisy: comparison versions 1-7
     rows = sorted((r for r in load_comparison(comparison).rows
                    if r.kind == "execution" and r.verdict in order), key=lambda r: order[r.verdict])
     rows = rows[:MAX_DISTRIBUTIONS]
     if not rows or not base_results:
-        return []
+        return {}
     sets = {s.name: s for s in samples_of(base_results, load_results_paths(head), ids={r.id for r in rows})}
-    figures = {f"{slug(r.name)}.png":
-               distribution_figures([sets[r.name]], f"{r.verdict}: base vs head samples")[0]
-               for r in rows if r.name in sets}
-    try:
-        return save_figures(figures, out_dir)
-    except UserError as exc:
-        console.print(f"[yellow]no distribution plots[/]: {rich_text(exc)}")
-        return []
+    ab = [comparison.parent / "ab" / f"ab-{side}.json" for side in ("base", "head")]
+    ids = {r.id for r in rows if r.ab and estimate(r).paired}
+    decided = samples_of(*map(load_results_paths, ([p] for p in ab)), ids=ids) if ids and all(
+        p.is_file() for p in ab) else []
+    sets |= {s.name: s for s in decided}
+    paired = {s.name for s in decided}
+    units = sample_units(list(sets.values()))
+    return {f"{slug(r.name)}.png": distribution_figures(
+        [sets[r.name]], f"{r.verdict} {change_cell(r)} · {'paired A/B' if r.name in paired else 'stored'} samples",
+        units)[0] for r in rows if r.name in sets}

@@ -26,8 +26,8 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
     """A local run directory for ``url``, and a function that fetches one module's directory.
 
     ``url`` is a folder, or a store URL of a run (``gs://bucket/prefix/runs/<id>/<attempt>/``,
-    as the comment prints it). For a store URL the run's ``run-configs/`` are downloaded now
-    (into the store's staging folder) and a module's files when ``fetch(module name)`` is called.
+    as the comment prints it). For a store URL the run's ``run-configs/`` and comparison.json are downloaded
+    now (into the store's staging folder) and a module's files when ``fetch(module name)`` is called.
 
     Raises:
         UserError: a store URL that names no run, or a failed download.
@@ -42,7 +42,7 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
                         "e.g. gs://bucket/runs/123/1/")
     store_url, run_id, attempt = parts
     store = open_store(store_url)
-    run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*",))
+    run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*", "comparison.json"))
 
     def fetch(module_name: str) -> object:
         try:
@@ -151,7 +151,8 @@ def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
 
 
 def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
-    """A readable description of one benchmark: model, compile config, run flags, device, command."""
+    """A readable description of one benchmark: model, compile config, run flags, device, its figures in
+    the run's comparison, command."""
     gen, rc = target.module, target.run_config
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
@@ -189,25 +190,34 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
     if plot.is_file():  # pipeline.report.distribution_stage: a changed or inconclusive series
         lines += ["", f"samples      base vs head strip plot: {plot}"]
-    lines += _why(benchmark_id, run_dir)
+    lines += _compared(benchmark_id, target, run_dir)
     lines += ["", "reproduce:", f"  {reproduce_command(benchmark_id, target, run_dir)}"]
     return "\n".join(lines) + "\n"
 
 
-def _why(benchmark_id: str, run_dir: Path) -> list[str]:
-    """The profile diff of the benchmark's row in the run's comparison.json, when its paired re-check
-    profiled it (``benchtrail.compare.why.why_lines``), as the comment shows it."""
+def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
+    """The benchmark's rows in the run's comparison.json (a module's: one a compilation series): verdict,
+    change, interval and base → head medians as the comment shows them (``compare.gate.figures``) and the
+    row's reason; then the profile diff when its paired re-check profiled it (``compare.why.why_lines``).
+    One line when the run has no comparison, an unreadable one or no row of the benchmark."""
     from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.gate import figures
     from benchtrail.compare.why import why_lines
 
     path = run_dir / "comparison.json"
     try:
-        rows = load_comparison(path).rows if path.is_file() else ()
-    except UserError:
-        return []
-    row = next((r for r in rows if r.id == benchmark_id), None)
-    said = why_lines(row.profile, run_dir) if row else []
-    return ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
+        rows = load_comparison(path).rows if path.is_file() else None
+    except UserError as exc:
+        return ["", f"compared     unreadable: {exc}"]
+    if rows is None:
+        return ["", "compared     no: this run has no comparison.json"]
+    module = target.run_config is None and target.metric is None
+    mine = [r for r in rows if r.id == benchmark_id or module and r.id.startswith(f"{benchmark_id}-")]
+    lines = [""] + [f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"
+                    + (f"; {r.reason}" if r.reason else "") for r in mine]
+    said = [line for r in mine for line in why_lines(r.profile, run_dir)]
+    return (lines if mine else ["", "compared     no row of this benchmark in comparison.json"]) + (
+        ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else [])
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:

@@ -4,6 +4,7 @@ A store holds run directories and commit pointers (``docs/store.md``)::
 
     <root>/runs/<run_id>/<attempt>/<relative name>   files of one run, never overwritten
     <root>/commits/<sha>/<run_id>-<attempt>.json     pointer: which presets/devices that run holds
+    <root>/assets/<name>                             shared by runs (one plotly.js), never overwritten
 
 Names are checked before any I/O: a run id, a commit and each path segment of a relative name are
 readable and safe both as local paths and in ``gcloud storage`` URLs (no ``[]*?`` wildcards, no
@@ -59,6 +60,18 @@ def check_attempt(attempt: int) -> int:
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise UserError(f"attempt {attempt!r} is not a whole number from 1")
     return attempt
+
+
+#: The folder of files that runs share (``<root>/assets/<name>``), and the way to it from a run directory.
+ASSETS = "assets"
+ASSETS_FROM_RUN = f"../../../{ASSETS}"
+
+
+def asset_path(name: str) -> str:
+    """``assets/<name>``, ``name`` being one safe path segment (``check_relative_name``, no ``/``)."""
+    if "/" in check_relative_name(name, "asset"):
+        raise UserError(f"asset name {name!r} has a '/': assets are files directly under {ASSETS}/")
+    return f"{ASSETS}/{name}"
 
 
 def run_path(run_id: str, attempt: int) -> str:
@@ -188,6 +201,8 @@ class Store(Protocol):
 
     ``run_dir`` is always a local folder: the run directory itself for a local store, a staging folder
     for GCS (where a run is written before ``upload_run`` and where ``fetch_run`` puts files by default).
+    ``write_asset`` stores ``assets/<name>`` for the runs to share, create-only: one that exists is kept as
+    it is (its name carries its version).
     """
 
     @property
@@ -212,6 +227,8 @@ class Store(Protocol):
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path | str: ...
 
     def pointers(self, commit: str) -> list[dict[str, Any]]: ...
+
+    def write_asset(self, name: str, data: bytes) -> Path | str: ...
 
 
 def stored_time(when: Any) -> str:

@@ -23,10 +23,11 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail import jsonio
 from benchtrail.errors import StoreError, UserError
-from benchtrail.store.base import (ALL_FILES, check_id, check_relative_name, compile_patterns, pointerless,
-                                   run_path, shown, stored_time, unsafe_reason, upload_names)
+from benchtrail.store.base import (ALL_FILES, ASSETS, asset_path, check_id, check_relative_name,
+                                   compile_patterns, pointerless, run_path, shown, stored_time, unsafe_reason,
+                                   upload_names)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, deadline_cap
-from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files
+from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
 DEFAULT_STAGING = Path(".benchtrail") / "staging"
@@ -217,6 +218,20 @@ class GcsStore:
         self.io.download(chosen, folder, deadline, cache=True)
         return read_pointer_files(((folder / name, stored_time(blob.time_created)) for name, blob in chosen),
                                   commit, too_big)
+
+    def write_asset(self, name: str, data: bytes) -> str:
+        """Create ``<prefix>/assets/<name>`` unless an object has that name (kept as it is: one listing, no
+        upload), and a copy in ``staging/assets/``, where pages staged under ``run_dir`` find it.
+
+        Raises:
+            UserError: the upload failed, or another writer created the object with other bytes meanwhile.
+        """
+        local = write_new(self.staging / asset_path(name), data)
+        prefix = self._folder(ASSETS)
+        listed = self.io.list(prefix + name, self.io.deadline(LIST_DEADLINE_S), max_results=1)
+        if not any(b.name == prefix + name for b in listed):
+            self.io.upload(local.parent, [name], prefix, DEFAULT_DEADLINE_S, hint="assets are never replaced")
+        return self.io.object_url(prefix + name)
 
 
 def make_client() -> Any:

@@ -13,8 +13,8 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, check_attempt, check_id, is_safe_id,
-                                   local_files, pointerless, run_path, select, shown, stored_time,
+from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, asset_path, check_attempt, check_id,
+                                   is_safe_id, local_files, pointerless, run_path, select, shown, stored_time,
                                    unsafe_reason, upload_names)
 
 
@@ -255,6 +255,20 @@ class LocalStore:
         folder = self.root / "commits" / check_id(commit, "commit")
         paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
         return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit, own_time=True)
+
+    def write_asset(self, name: str, data: bytes) -> Path:
+        """``<root>/assets/<name>``, written create-only unless it exists (then kept as it is)."""
+        return write_new(self.root / asset_path(name), data)
+
+
+def write_new(path: Path, data: bytes) -> Path:
+    """``path``, written atomically with ``data`` unless it exists (another writer's copy is kept)."""
+    try:
+        return jsonio.write_bytes_atomic(path, data, exclusive=True) if not path.exists() else path
+    except UserError:
+        if path.exists():  # another writer won the race
+            return path
+        raise
 
 
 def open_local_store(url: str, path: str, read_only: bool) -> LocalStore:
