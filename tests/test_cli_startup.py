@@ -55,7 +55,8 @@ def test_the_registry_summaries_are_what_each_family_declares():
     from benchtrail.cli.app import COMMANDS, build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    assert [(c.dest, c.help) for c in sub._choices_actions] == [pair for _, _, pairs in COMMANDS for pair in pairs]
+    assert [(c.dest, c.help) for c in sub._choices_actions] == [
+        pair for _, _, pairs in COMMANDS for pair in pairs.items()]
 
 
 def test_compare_comment_gate_and_configure_do_not_import_torch(tmp_path):

@@ -36,7 +36,7 @@ def _project(folder: Path, store: str) -> Path:
 def test_store_resolution_order_flag_then_environment_then_pyproject_then_default(tmp_path, monkeypatch):
     monkeypatch.delenv(STORE_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
-    assert resolve_store(None) == StoreChoice(DEFAULT_STORE, "default") and resolve_store(None).is_default
+    assert resolve_store(None) == StoreChoice(DEFAULT_STORE, "default")
     project = _project(tmp_path / "proj", "stores/main")
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")  # the pyproject is found upwards; its relative folder is its own

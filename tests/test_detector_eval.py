@@ -128,9 +128,11 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
     assert all(r > 1.05 for r in paired_slower) and 1.2 < np.median(head_slower) < 2.0, head_slower
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
     assert read_json(path, kind="detector evaluation", supported=2)["rows"] == json.loads(json.dumps(doc["rows"]))
+    from dataclasses import asdict
+
     from benchtrail.detector.load import Load
 
-    loaded = format_table({**doc, "setup": {**setup, "background_load": Load().to_dict()}})
+    loaded = format_table({**doc, "setup": {**setup, "background_load": asdict(Load())}})
     assert loaded.splitlines()[0].endswith("; with a background load (--noise: 50% duty over a 256 MiB buffer).")
     assert setup["background_load"] is None
     table = format_table(doc)

@@ -30,7 +30,7 @@ def test_execution_export_round_trips_to_equal_dataclasses(tmp_path):
 def test_compilation_export_round_trips_and_names_module_dirs(tmp_path):
     out = tmp_path / "compilation.json"
     assert main(["export", "compilation", "--benchmark-presets", "comp-stats", "--output", str(out)]) == 0
-    gens, dirs, sampling = load_compilation(out)
+    gens, dirs, sampling, _ = load_compilation(out)
     assert gens == SUITE.select_generation_configs(("comp-stats",))
     assert {g.compile_config.name for g in gens} == {"inductor", "export", "aot-inductor"}
     assert set(sampling.values()) == {(1, 2)}

@@ -94,14 +94,14 @@ def test_a_response_of_a_future_version_is_refused_by_name():
 
 
 def test_the_worker_answers_failed_to_a_future_version_instead_of_crashing(tmp_path):
-    from benchtrail.worker.main import handle, main
+    from benchtrail.worker.main import answer as answer_files, handle
 
     response = handle({"version": 2, "kind": "run", "config": run_request(_rc()).config, "threads": 1})
     assert (response.status, response.version) == ("failed", 1)
     assert "protocol version 2; this benchtrail serves version 1" in response.reason
     request, answer = tmp_path / "request.json", tmp_path / "response.json"
     request.write_text(json.dumps({"version": 7, "kind": "compile", "config": {}}))
-    assert main([str(request), str(answer)]) == 0
+    answer_files(str(request), str(answer))
     written = json.loads(answer.read_text())
     assert written["status"] == "failed" and "protocol version 7" in written["reason"]
 

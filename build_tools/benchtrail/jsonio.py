@@ -56,19 +56,16 @@ def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> P
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)  # mkstemp creates 0600
         if exclusive:
-            # os.link fails if the target exists: a create-only rename.
-            os.link(tmp, path)
-            os.unlink(tmp)
+            os.link(tmp, path)  # fails if the target exists: a create-only rename
         else:
             os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
+    except FileExistsError as exc:
+        raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if os.path.exists(tmp):  # the temp file of a failed write, or the linked one's old name
             os.unlink(tmp)
-        if isinstance(exc, FileExistsError):
-            raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
-        if isinstance(exc, OSError):
-            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
-        raise
     return path
 
 
@@ -91,13 +88,14 @@ def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> P
     return write_text_atomic(path, dumps(obj), exclusive=exclusive)
 
 
-def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
+def read_json(path: Path, *, kind: str, supported: int, foreign: str | None = None) -> dict[str, Any]:
     """Read a JSON object written by benchtrail and check its ``schema_version``.
 
     Args:
         path: file to read.
         kind: what the file is ("results file", "execution export"), for messages.
         supported: the newest schema version this benchtrail reads.
+        foreign: the message after ``path`` for JSON of another tool (no object, no ``schema_version``).
 
     Raises:
         UserError: the file is missing, not UTF-8, not valid JSON (for example truncated), not an
@@ -105,22 +103,23 @@ def read_json(path: Path, *, kind: str, supported: int) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read {kind} {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise UserError(f"{kind} {path} is not UTF-8 text (byte {exc.start}); benchtrail writes UTF-8 JSON") from exc
-    try:
-        obj = json.loads(text)
+        raise UserError(f"{kind} {path} is not UTF-8 text (byte {exc.start}); benchtrail writes UTF-8 "
+                        "JSON") from exc
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{kind} {path} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "
             f"{exc.lineno} column {exc.colno}"
         ) from exc
+    if foreign and not (isinstance(obj, dict) and "schema_version" in obj):
+        raise UserError(f"{path} {foreign}")
     if not isinstance(obj, dict):
         raise UserError(f"{kind} {path}: expected a JSON object at the root, got {type(obj).__name__}")
     version = obj.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
+    if type(version) is not int:  # a bool is no version
         raise UserError(f"{kind} {path}: missing or non-integer 'schema_version' (got {version!r})")
     if version < 1:
         raise UserError(f"{kind} {path}: schema_version {version} is not valid; versions start at 1")

@@ -74,8 +74,8 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def import_root(start: Path = Path(".")) -> Path | None:
-    """The folder that makes the project's own packages importable: ``load_project(start).root``,
+def import_root() -> Path | None:
+    """The folder that makes the project's own packages importable: ``load_project().root``,
     the folder of the nearest ``pyproject.toml``, found without parsing the file (a malformed one
     is reported by the command that reads it). None outside any project.
 
@@ -84,7 +84,7 @@ def import_root(start: Path = Path(".")) -> Path | None:
     model factories it names import whether or not the project is pip-installed and from whatever
     folder benchtrail runs in.
     """
-    path = find_pyproject(start)
+    path = find_pyproject(Path("."))
     return path.parent if path else None
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from benchtrail.cli.options import (ACCEPT_HELP, accept_globs, add_any_origin_argument, add_trust_arguments,
                                     QUARANTINE_PARENT, THRESHOLDS_PARENT, optional_store)
-from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
+from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, UserError
 
 if TYPE_CHECKING:
     from benchtrail.compare.document import Row
@@ -42,9 +42,7 @@ def add_compare_parsers(subparsers: Any) -> None:
                         "(default: the default branch)")
     add_trust_arguments(p)
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
-    p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
-    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
-    add_print_arguments(p)
+    add_result_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser("comment")
@@ -66,9 +64,12 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.set_defaults(func=cmd_comment)
 
 
-def add_print_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``): what they print of the
-    comparison."""
+def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACCEPT_HELP,
+                         fail_on_help: str = "exit 3 when a regression is not accepted") -> None:
+    """Declare ``--accept``, ``--fail-on``, ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``):
+    what gates the comparison and what they print of it."""
+    parser.add_argument("--accept", action="append", metavar="GLOB", help=accept_help)
+    parser.add_argument("--fail-on", choices=("regressed",), help=fail_on_help)
     parser.add_argument("--json", action="store_true",
                         help="print comparison.json to stdout instead of the table and the output path "
                              "(the path goes to stderr)")
@@ -76,33 +77,39 @@ def add_print_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list every row in the table, not only the regressed, improved and new ones")
 
 
-def show_result(comparison: Path, main_output: Path, as_json: bool, all_rows: bool = False) -> None:
-    """Print the comparison's terminal table (of ``all_rows``), then ``main_output`` as the last line
-    (scripts read it); with ``as_json`` the comparison.json object alone on stdout and ``main_output`` on
-    stderr. ``NO_COLOR`` and a non-terminal stdout print no colour (``benchtrail.compare.terminal``).
+def show_result(comparison: Path, main_output: Path, args: argparse.Namespace) -> tuple[Row, ...]:
+    """Print the comparison's terminal table (``--all``: every row), then ``main_output`` as the last line
+    (scripts read it); with ``--json`` the comparison.json text alone on stdout and ``main_output`` on
+    stderr; return its rows. ``NO_COLOR`` and a non-terminal stdout print no colour (``compare.terminal``).
 
     Raises:
         UserError: ``comparison`` is not a readable comparison.json.
     """
-    from benchtrail.compare.terminal import print_comparison
+    from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.terminal import render_table, stdout_style
 
-    print_comparison(comparison, as_json, all_rows)
-    if as_json:
+    loaded = load_comparison(comparison)
+    if args.json:  # the file as written, one JSON document and nothing else
+        sys.stdout.write(comparison.read_text(encoding="utf-8"))
         print(f"benchtrail: wrote {main_output}", file=sys.stderr)
     else:
+        sys.stdout.write(render_table(loaded, *stdout_style(), all_rows=args.all))
         print(main_output)
+    return loaded.rows
 
 
-def not_accepted(rows: Sequence[Row], hint: str = "", rule: Literal["confirmed", "any"] = "any") -> bool:
-    """``--fail-on regressed``: print the regressions among ``rows`` that ``rule`` fails and that are not
-    accepted (``hint`` ends the line) on stderr (``compare.gate.check``); whether there are any."""
+def exit_code(args: argparse.Namespace, rows: Sequence[Row], ok: bool = True, hint: str = "",
+              rule: Literal["confirmed", "any"] = "any") -> int:
+    """The exit: 3 with ``--fail-on regressed`` when ``rule`` fails a regression of ``rows`` not accepted
+    (``compare.gate.check``; named on stderr, ``hint`` ending the line), else 0 when ``ok``, else 2."""
     from benchtrail.compare.gate import check
 
-    failing = [r.name for r in check(rows, rule=rule).failing]
+    failing = [r.name for r in check(rows, rule=rule).failing] if args.fail_on else []
     if failing:
         print(f"benchtrail: {len(failing)} {'confirmed ' * (rule == 'confirmed')}regression(s) not accepted: "
               f"{', '.join(failing[:10])}{hint}", file=sys.stderr)
-    return bool(failing)
+        return EXIT_REGRESSION
+    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
 def _store_failures() -> tuple[type[BaseException], ...]:
@@ -177,7 +184,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         UserError: unreadable results, thresholds or quarantine, ``--base`` and ``--store`` both given, or a
             bad store set-up.
     """
-    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.report import compare_stage
 
@@ -190,11 +196,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rules = Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine)
     path = compare_stage(args.base, args.head, args.output, rules, baseline, base_results=base_results,
                          any_origin=args.baseline_any_origin)
-    show_result(path, path, args.json, args.all)
-    if args.fail_on and not_accepted(load_comparison(path).rows, ". Accept one with a `benchmarks-accept: "
-                                                              "<series name or glob>` trailer."):
-        return EXIT_REGRESSION
-    return EXIT_OK
+    return exit_code(args, show_result(path, path, args),
+                     hint=". Accept one with a `benchmarks-accept: <series name or glob>` trailer.")
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
@@ -207,8 +210,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
     from benchtrail.compare.comment import check_comment_options
     from benchtrail.pipeline.report import comment_stage
 
-    notes = tuple(args.note or ())
-    check_comment_options(args.run_url, args.dashboard, args.artifacts_url, notes)
-    print(comment_stage(args.comparison, args.output_dir, args.run_url, args.dashboard, args.artifacts_url,
-                        notes))
+    options = (args.run_url, args.dashboard, args.artifacts_url, tuple(args.note or ()))
+    check_comment_options(*options)
+    print(comment_stage(args.comparison, args.output_dir, *options))
     return EXIT_OK

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (commit_sha, from_env, github_token, or_env, positive_seconds, pr_number,
+from benchtrail.cli.options import (api_url, commit_sha, from_env, github_token, positive_seconds, pr_number,
                                     project, project_presets, repo_name, run_key, suite)
 from benchtrail.errors import EXIT_OK, UserError
 from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETRY_BUDGET_S
@@ -48,12 +48,8 @@ def cmd_configure(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _api_url(args: argparse.Namespace) -> str:
-    return or_env(args.api_url, "GITHUB_API_URL", DEFAULT_API_URL)
-
-
 def _author(args: argparse.Namespace) -> str:
-    return or_env(args.comment_author, "BENCHTRAIL_COMMENT_AUTHOR", DEFAULT_COMMENT_AUTHOR)
+    return args.comment_author or os.environ.get("BENCHTRAIL_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR
 
 
 def add_post_parser(subparsers: Any) -> None:
@@ -93,7 +89,7 @@ def cmd_post(args: argparse.Namespace) -> int:
                           pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
                           run_head_sha=from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA",
                                                 commit_sha),
-                          token=github_token(), base_url=_api_url(args), dry_run=args.dry_run,
+                          token=github_token(), base_url=api_url(args.api_url), dry_run=args.dry_run,
                           author=_author(args), retry_budget_s=args.retry_budget)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     prefix = "::warning title=benchtrail post::" if in_actions else "warning: "
@@ -170,12 +166,12 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         env["GITHUB_EVENT_PATH"] = str(args.event)
     _, payload = read_event(env)
     head = gate_status.head_from_event(payload)
-    token, api_url, author = github_token("commit statuses"), _api_url(args), _author(args)
+    token, base_url, author = github_token("commit statuses"), api_url(args.api_url), _author(args)
     completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
     if completed == "action_required":  # a fork's run waiting for a maintainer's approval: not over
         completed = None
     try:
-        repo = make_client(token, api_url).get_repo(head.repo)
+        repo = make_client(token, base_url).get_repo(head.repo)
         if args.plan:
             run = gate_status.regate_run(repo, head, author)
             line = (f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run
@@ -197,6 +193,6 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: "
                         f"HTTP {exc.status} {exc.data}") from exc
     except requests.exceptions.RequestException as exc:
-        raise UserError(f"cannot reach the GitHub API at {api_url} ({exc}); check --api-url") from exc
+        raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
     print(f"{gate_status.CONTEXT}: {state}: {description}")
     return EXIT_OK

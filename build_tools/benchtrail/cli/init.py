@@ -67,9 +67,14 @@ def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
     return match.group(1), commit
 
 
+def _template(name: str) -> str:
+    """The text of the shipped template ``benchtrail/data/init/<name>``."""
+    return resources.files("benchtrail").joinpath("data", "init", name).read_text(encoding="utf-8")
+
+
 def workflow(template: str, pin: tuple[str, str] | None) -> str:
     """A caller workflow from its template, pinned to ``pin`` or to the placeholders."""
-    text = resources.files("benchtrail").joinpath("data", "init", template).read_text(encoding="utf-8")
+    text = _template(template)
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
     comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
                       f"({repository}@{commit}).\n", "") if pin else
@@ -121,9 +126,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     base = root.joinpath(*args.benchmarks.split("."))
     module_file = base.with_suffix(".py")
-    example = resources.files("benchtrail").joinpath("data", "init", "example_benchmarks.py.template")
     exists = module_file.is_file() or (base / "__init__.py").is_file()
-    place(module_file, exists and "the benchmarks module exists", example.read_text(encoding="utf-8"))
+    place(module_file, exists and "the benchmarks module exists", _template("example_benchmarks.py.template"))
 
     gitignore = root / ".gitignore"
     ignored = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""

@@ -54,8 +54,8 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
     Raises:
         UserError: no results, results of several runs, no execution records, or the PNG exists.
     """
-    from benchtrail.interop.backends import compare_backends, load_one_run, plot_speedups, render_table
-    from benchtrail.jsonio import check_new
+    from benchtrail.interop.backends import compare_backends, load_one_run, render_table, speedups_figure
+    from benchtrail.jsonio import check_new, write_png
 
     check_output_dir(args.output_dir)
     results, run = load_one_run(args.results)
@@ -64,7 +64,7 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
     png = args.output_dir / f"{stem}.png"
     check_new(png)
     print(render_table(rows, run), end="")
-    print(plot_speedups(rows, run, png))
+    print(write_png(png, speedups_figure(rows, run)))
     return EXIT_OK
 
 
@@ -77,11 +77,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
             ok to convert, or ``--output`` exists.
     """
     from benchtrail.interop.backends import load_one_run
-    from benchtrail.interop.convert import check_format, check_kind, convert, dumps
+    from benchtrail.interop.convert import check_options, convert, dumps
     from benchtrail.jsonio import check_new, write_text_atomic
 
-    check_format(args.to)
-    check_kind(args.kind)
+    check_options(args.to, args.kind)
     check_new(args.output)
     results, _ = load_one_run(args.results)
     conversion = convert(results, args.to, args.kind)

@@ -12,6 +12,7 @@ import argparse
 import math
 import os
 import re
+from argparse import ArgumentTypeError
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ def presets(text: str) -> tuple[str, ...]:
         loaded = suite()
         return resolve_presets(split_presets(text), loaded.presets, dict(loaded.meta_presets))
     except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+        raise ArgumentTypeError(str(exc)) from exc
 
 
 def project_presets(settings: Any) -> tuple[str, ...]:
@@ -79,7 +80,7 @@ def project_presets(settings: Any) -> tuple[str, ...]:
     """
     try:
         return presets(settings.presets)
-    except argparse.ArgumentTypeError as exc:
+    except ArgumentTypeError as exc:
         raise UserError(f"{settings.pyproject}: [tool.benchtrail] presets: {exc}") from exc
 
 
@@ -99,11 +100,6 @@ class StoreChoice:
 
     url: str | None
     source: str
-
-    @property
-    def is_default(self) -> bool:
-        """Nobody named a store: ``DEFAULT_STORE`` in the working directory."""
-        return self.source == "default"
 
 
 def resolve_store(flag: str | None) -> StoreChoice:
@@ -138,7 +134,7 @@ def optional_store(flag: str | None) -> str | None:
     """:func:`resolve_store`'s store for a command that works without one (``compare``, ``compare-builds``):
     None for no store, and the default ``.benchtrail/store`` only when it exists."""
     choice = resolve_store(flag)
-    return None if choice.is_default and not Path(choice.url).is_dir() else choice.url
+    return None if choice.source == "default" and not Path(choice.url).is_dir() else choice.url
 
 
 def require_store(flag: str | None, needs: str) -> str:
@@ -209,10 +205,10 @@ def whole_number(minimum: int, expected: str | None = None, *, show_number: bool
 
     def parse(text: str) -> int:
         if not text.isdigit():
-            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+            raise ArgumentTypeError(f"expected {wanted}, got {text!r}")
         if int(text) < minimum:
             shown = int(text) if show_number else repr(text)
-            raise argparse.ArgumentTypeError(f"expected {wanted}, got {shown}")
+            raise ArgumentTypeError(f"expected {wanted}, got {shown}")
         return int(text)
 
     return parse
@@ -234,7 +230,7 @@ def run_key(text: str) -> tuple[int, int]:
     """argparse type: ``ID/ATTEMPT`` (whole numbers from 1) as a tuple."""
     parts = text.split("/")
     if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise argparse.ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
+        raise ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
     return int(parts[0]), int(parts[1])
 
 
@@ -249,8 +245,8 @@ def samples_per_side(text: str) -> int:
     """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
     value = int(text) if text.isdigit() else -1
     if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
-        raise argparse.ArgumentTypeError(f"samples per side must be a multiple of the round size "
-                                         f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}")
+        raise ArgumentTypeError(f"samples per side must be a multiple of the round size "
+                                f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}")
     return value
 
 
@@ -266,7 +262,7 @@ def percentage(text: str) -> float:
     """argparse type: a percentage in (0, 100)."""
     value = _number(text)
     if not 0 < value < 100:
-        raise argparse.ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
+        raise ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
     return value
 
 
@@ -277,13 +273,13 @@ def percent_deltas(text: str) -> tuple[float, ...]:
     for part in text.split(","):
         value = _number(part)
         if not 0 < value <= 1000:
-            raise argparse.ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a "
-                                             "percentage in (0, 1000]; pass comma-separated percentages of "
-                                             "extra work such as 1,2,5,10")
+            raise ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a "
+                                    "percentage in (0, 1000]; pass comma-separated percentages of "
+                                    "extra work such as 1,2,5,10")
         if value in out:
-            raise argparse.ArgumentTypeError(f"{part.strip()!r} appears twice in "
-                                             f"{text!r}; list each percentage "
-                                             "once")
+            raise ArgumentTypeError(f"{part.strip()!r} appears twice in "
+                                    f"{text!r}; list each percentage "
+                                    "once")
         out.append(value)
     return tuple(out)
 
@@ -292,8 +288,8 @@ def detector_modes(text: str) -> tuple[str, ...]:
     """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
     out = tuple(part.strip() for part in text.split(","))
     if not set(out) <= set(MODES) or len(set(out)) != len(out):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct modes out of {', '.join(MODES)}, "
-                                         "comma-separated")
+        raise ArgumentTypeError(f"{text!r}: expected distinct modes out of {', '.join(MODES)}, "
+                                "comma-separated")
     return out
 
 
@@ -302,9 +298,9 @@ def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        raise ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+        raise ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
     return value
 
 
@@ -313,9 +309,9 @@ def deadline_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+        raise ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+        raise ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
     return value
 
 
@@ -329,27 +325,27 @@ def run_id(text: str) -> str:
     try:
         return check_id(text, "run id")
     except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise ArgumentTypeError(str(exc)) from None
 
 
 def commit_sha(text: str) -> str:
     """argparse type: a full 40- or 64-hex-digit commit SHA, lowercased."""
     if not _SHA.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
+        raise ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
     return text.lower()
 
 
 def repo_name(text: str) -> str:
     """argparse type: a GitHub repository ``OWNER/NAME``."""
     if not _REPO.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, got {text!r}")
+        raise ArgumentTypeError(f"expected OWNER/NAME, got {text!r}")
     return text
 
 
 def path_argument(text: str) -> Path:
     """A path flag's value; an empty one (``--output ''``) is refused rather than read as ``.``."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("empty path; give a file or folder name")
+        raise ArgumentTypeError("empty path; give a file or folder name")
     return Path(text)
 
 
@@ -359,7 +355,7 @@ def check_output_dir(out_dir: Path) -> None:
     Raises:
         UserError: naming the flag and the path.
     """
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+    if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
 
 
@@ -379,13 +375,15 @@ def from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) ->
         raise UserError(f"{flag} is missing: pass {flag} or set {env}")
     try:
         return parse(text)
-    except argparse.ArgumentTypeError as exc:
+    except ArgumentTypeError as exc:
         raise UserError(f"${env}: {exc}") from exc
 
 
-def or_env(value: str | None, env: str, default: str) -> str:
-    """``value`` when the flag was given, else ``$env`` when set and not empty, else ``default``."""
-    return value or os.environ.get(env) or default
+def api_url(flag: str | None) -> str:
+    """``--api-url`` when given, else ``$GITHUB_API_URL`` when set and not empty, else GitHub's."""
+    from benchtrail.github.post import DEFAULT_API_URL
+
+    return flag or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
 
 
 def github_token(writes: str = "issue comments") -> str:

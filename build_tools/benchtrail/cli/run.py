@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.compare import add_print_arguments, not_accepted, show_result
-from benchtrail.cli.options import (ACCEPT_HELP, FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
+from benchtrail.cli.compare import add_result_arguments, exit_code, show_result
+from benchtrail.cli.options import (FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
                                     THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
                                     positive_seconds, presets, require_store, resolve_store, suite,
                                     whole_number)
-from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, UserError
+from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, UserError
 
 #: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in
 #: --help; 10% is ``benchtrail.stats.inference.NOISE_RERUN``, written out here so that the CLI's start
@@ -78,11 +78,8 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                    help="baseline commit (default: the merge-base rule in README's Baseline section)")
     p.add_argument("--recheck", action=argparse.BooleanOptionalAction, default=True,
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
-    p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
-    p.add_argument("--fail-on", choices=("regressed",),
-                   help="exit 3 when a regression is not accepted: a confirmed one when the re-check ran "
-                        "(as CI's gate), else any")
-    add_print_arguments(p)
+    add_result_arguments(p, fail_on_help="exit 3 when a regression is not accepted: a confirmed one when "
+                                         "the re-check ran (as CI's gate), else any")
     p.set_defaults(func=cmd_pipeline)
 
     p = subparsers.add_parser("ab", parents=[THRESHOLDS_PARENT])
@@ -118,11 +115,8 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                         "started together and the CPUs swapped every round, for CPU cases whose arms' "
                         "workers both can and where the CPUs hold both arms' threads; auto: only on 4 "
                         "CPUs or more (default auto)")
-    p.add_argument("--accept", action="append", metavar="GLOB",
-                   help="accept regressions of matching series (with --recheck: those "
-                        "the re-check finds, with the comma-separated BENCHMARKS_ACCEPT too)")
-    p.add_argument("--fail-on", choices=("regressed",), help="exit 3 when a regression is not accepted")
-    add_print_arguments(p)
+    add_result_arguments(p, accept_help="accept regressions of matching series (with --recheck: those "
+                                        "the re-check finds, with the comma-separated BENCHMARKS_ACCEPT too)")
     p.set_defaults(func=cmd_ab)
 
 
@@ -224,25 +218,19 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             whatever ``run_pipeline`` raises.
     """
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
-    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
                           Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
                           recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter)
-    comparison = result.run_dir / "comparison.json"
-    show_result(comparison, result.comment_md, args.json, args.all)
-    if args.fail_on and not_accepted(load_comparison(comparison).rows,
-                                     rule="confirmed" if result.rechecked else "any"):
-        return EXIT_REGRESSION
-    return EXIT_OK if result.all_ok else EXIT_BENCHMARKS_FAILED
+    return exit_code(args, show_result(result.run_dir / "comparison.json", result.comment_md, args),
+                     result.all_ok, rule="confirmed" if result.rechecked else "any")
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
     """``benchtrail ab``: print the comparison's table, then the comment's path (``--json``: the comparison
     itself); exit 3 for a regression not accepted, 2 for a failed case, else 0."""
-    from benchtrail.compare.document import load_comparison
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import available_architectures
     from benchtrail.pipeline.measure import ab_stage, recheck_stage
@@ -283,14 +271,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
                             "run")
         comment = ab_stage(repo, args.base_ref, rcs, args.output_dir,
                            Rules.load(args.thresholds, args.accept), policy)
-    path = args.output_dir / "comparison.json"
-    show_result(path, comment, args.json, args.all)
-    rows = load_comparison(path).rows
-    if args.fail_on and not_accepted(rows):
-        return EXIT_REGRESSION
+    rows = show_result(args.output_dir / "comparison.json", comment, args)
     if not args.recheck:  # a re-check exits 2 only for a paired run of its own that failed
         ok = not any(r.verdict == "failed" for r in rows)
-    return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
+    return exit_code(args, rows, ok)
 
 
 def _run_dir(args: argparse.Namespace):

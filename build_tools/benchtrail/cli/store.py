@@ -68,17 +68,17 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
     store, patterns = _opened(args, "upload")
     info = pointer_info(args.run_dir) if args.write_pointer else None  # bad results fail before the upload
-    count = store.upload_run(args.run_dir, args.run_id, args.attempt, deadline_s=args.deadline,
-                             patterns=patterns)
-    total = len(store.run_files(args.run_id, args.attempt, deadline_s=args.deadline))
+    run = args.run_id, args.attempt
+    count = store.upload_run(args.run_dir, *run, deadline_s=args.deadline, patterns=patterns)
+    total = len(store.run_files(*run, deadline_s=args.deadline))
     print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds "
           f"{total}")
     if info is not None:
         commit = info.pop("commit")
-        url = store.write_pointer(commit, args.run_id, args.attempt, info)
+        url = store.write_pointer(commit, *run, info)
         print(f"pointer {url}")
-        check_own_pointer(store, commit, args.run_id, args.attempt, info, url)
-    print(store.run_url(args.run_id, args.attempt))
+        check_own_pointer(store, commit, *run, info, url)
+    print(store.run_url(*run))
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.cli.history import add_walk_arguments, collect
-from benchtrail.cli.options import (add_trust_arguments, from_env, github_token, or_env, repo_name,
+from benchtrail.cli.options import (add_trust_arguments, api_url, from_env, github_token, repo_name,
                                     require_store, whole_number)
 from benchtrail.github.post import DEFAULT_API_URL
 from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_table, report_to_dict, track
@@ -64,7 +64,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     actions = []
     if args.post:
         for action in post_issues(report, repo=repository, token=token,
-                                  base_url=or_env(args.api_url, "GITHUB_API_URL", DEFAULT_API_URL)):
+                                  base_url=api_url(args.api_url)):
             print(action.message)
             actions.append(asdict(action))
     if args.report:

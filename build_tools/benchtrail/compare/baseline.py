@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer
-from benchtrail.git import first_parents, merge_base, resolve_commit as _resolve, symbolic_ref
+from benchtrail.git import first_parents, merge_base, resolve_commit, symbolic_ref
 from benchtrail.errors import StoreError, UserError
 from benchtrail.results.schema import SCHEMA_VERSION, ResultsFile
 from benchtrail.store import Store
-from benchtrail.compare.trust import StoredRuns, Trust, TrustAll
+from benchtrail.compare.document import Json
+from benchtrail.compare.trust import Pointer, StoredRuns, Trust, TrustAll
 
 MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
@@ -48,7 +48,7 @@ class Baseline:
     devices: tuple[str, ...]
     results: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Json:
         """comparison.json's ``baseline.devices`` entry of this run: commit, reason, run_id, attempt."""
         return {k: getattr(self, k) for k in ("commit", "reason", "run_id", "attempt")}
 
@@ -83,7 +83,7 @@ class BaselineSet:
     def primary(self) -> Baseline | None:
         return self.runs[0] if self.runs else None
 
-    def to_dict(self) -> dict[str, Any] | None:
+    def to_dict(self) -> Json | None:
         """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
         run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
         trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
@@ -103,11 +103,6 @@ class BaselineSet:
                 "devices": dict(sorted(devices.items())), **extra}
 
 
-def resolve_commit(repo: Path, ref: str) -> str:
-    """The full sha of ``ref`` in ``repo``, or ``ref`` itself when git cannot resolve it."""
-    return _resolve(repo, ref) or ref
-
-
 def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
     """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (``origin/<base_branch>`` when it
     exists, as in a CI checkout, else ``base_branch``; default: the default branch, ``origin/HEAD``'s target,
@@ -120,7 +115,7 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
     refs = ((f"origin/{base_branch}", base_branch) if base_branch else
             ("origin/main", "main", "origin/master", "master"))
     branch = (None if base_branch else symbolic_ref(repo, "refs/remotes/origin/HEAD")) or next(
-        (ref for ref in refs if _resolve(repo, ref)), None)
+        (ref for ref in refs if resolve_commit(repo, ref)), None)
     if base_branch and branch is None:
         raise UserError(f"--base-branch {base_branch!r}: neither origin/{base_branch} nor {base_branch} is a "
                         f"branch of {repo}; fetch it (actions/checkout with fetch-depth: 0 fetches every "
@@ -149,7 +144,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     trust = trust or TrustAll()
     branches = (base_branch,) if base_branch else ()
     if explicit:
-        candidates = [(resolve_commit(repo, explicit), "given by --base-commit")]
+        candidates = [(resolve_commit(repo, explicit) or explicit, "given by --base-commit")]
     else:
         candidates = candidate_commits(repo, head, base_branch) + [(head, "earlier run of this commit")]
     wanted = dict(head_keys)
@@ -164,7 +159,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             continue
         seen.add(sha)
 
-        def candidate(p: dict[str, Any], sha: str = sha) -> bool:
+        def candidate(p: Pointer, sha: str = sha) -> bool:
             """Whether the pointer's run serves a wanted device: every head key matches one of the run's keys
             for the device and every one of the run's keys matches a head key (a run that measured part of a
             device's shards on another GPU model serves no head of that device)."""
@@ -254,7 +249,7 @@ UNREADABLE = "baseline unreadable"
 UNUSABLE = "its results cannot be used"
 
 
-def unusable(baseline: dict[str, Any] | None) -> dict[str, str]:
+def unusable(baseline: Json | None) -> dict[str, str]:
     """``{device: reason}`` of comparison.json's ``baseline.lacking`` for the devices whose baseline run
     exists but cannot be used (reasons starting ``INCOMPATIBLE`` or ``UNREADABLE``)."""
     lacking = (baseline or {}).get("lacking")

@@ -12,11 +12,10 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
-from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row
+from benchtrail.compare.document import INCONCLUSIVE, Comparison, Json, Row
 from benchtrail.compare.tables import (CHANGES, PAIRED_VERDICTS, Notes, and_more, compilation_table, counted,
                                       display_name, estimate, plain, series_table)
 from benchtrail.compare.why import render_why
@@ -34,7 +33,7 @@ MAX_NOTE_CHARS = 1_000
 MARKER_PREFIX = "<!-- benchtrail:comment"
 
 
-def marker(head: dict[str, Any]) -> str:
+def marker(head: Json) -> str:
     """The hidden marker a poster uses to find and edit our earlier comment."""
     run = head.get("run") or {}
     return f"{MARKER_PREFIX} run={run.get('run_id', 'local')} attempt={run.get('attempt', 1)} -->"
@@ -352,7 +351,7 @@ def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
 def render(comparison: Comparison, run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
-           max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, dict[str, Any]]:
+           max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, Json]:
     """Return ``(comment.md, full.md, comment.json object)`` for a comparison. A row of an older schema
     version shows what it has (its p value where it has no q value).
 

@@ -49,6 +49,8 @@ VERDICTS = ("regressed", "improved", "inconclusive", "similar", "new", "removed"
             "insufficient-samples")
 #: Verdicts of rows whose interval decided nothing: ``noisy`` is one of versions 1 to 7 (read, never written).
 INCONCLUSIVE = ("inconclusive", "noisy")
+#: A JSON object: comparison.json or a part of it.
+Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -74,21 +76,21 @@ class Row:
     change: float | None
     change_unit: str | None
     p_value: float | None
-    threshold: dict[str, Any] | None
-    head_details: dict[str, Any]
-    base_details: dict[str, Any]
+    threshold: Json | None
+    head_details: Json
+    base_details: Json
     ci_low: float | None = None
     ci_high: float | None = None
     q_value: float | None = None
     mde: float | None = None
     outcome: str | None = None
     mark: str | None = None
-    ab: dict[str, Any] | None = None
+    ab: Json | None = None
     quarantined: str | None = None
     recheck: str | None = None
-    profile: dict[str, Any] | None = None
+    profile: Json | None = None
     noisy: bool | None = None
-    stored: dict[str, Any] | None = None
+    stored: Json | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Row:
@@ -97,7 +99,7 @@ class Row:
         :func:`load_comparison` checks a file's rows)."""
         return cls(**{k: row[k] for k in _ROW_FIELDS if k in row})
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> Json:
         """The comparison.json row object: every field, but ``profile`` and ``stored`` only when set (the
         re-check sets them on the rows it profiled or decided; they are absent elsewhere)."""
         return {k: v for k, v in asdict(self).items() if k not in ("profile", "stored") or v is not None}
@@ -115,11 +117,11 @@ class Comparison:
     (fields an older row lacks take their defaults).
     """
 
-    document: dict[str, Any]
+    document: Json
     rows: tuple[Row, ...]
 
     @classmethod
-    def of(cls, document: dict[str, Any]) -> Comparison:
+    def of(cls, document: Json) -> Comparison:
         """The Comparison of a comparison.json object built in memory (its rows taken as they are:
         :func:`load_comparison` checks a file)."""
         return cls(document, tuple(map(Row.of, document["rows"])))
@@ -129,18 +131,18 @@ class Comparison:
         return self.document["schema_version"]
 
     @property
-    def head(self) -> dict[str, Any]:
+    def head(self) -> Json:
         """The head side: ``commit``, ``dirty``, ``run``, ``torch_version``, ``devices``, ``runner_checks``
         ({} without head results)."""
         return self.document["head"] or {}
 
     @property
-    def base(self) -> dict[str, Any]:
+    def base(self) -> Json:
         """The base side, as ``head`` ({} without base results)."""
         return self.document.get("base") or {}
 
     @property
-    def baseline(self) -> dict[str, Any]:
+    def baseline(self) -> Json:
         """The stored baseline the head was compared with (``benchtrail.compare.baseline``), or {}."""
         return self.document.get("baseline") or {}
 
@@ -149,7 +151,7 @@ class Comparison:
         return self.document["counts"]
 
     @property
-    def missing_shards(self) -> list[dict[str, Any]] | None:
+    def missing_shards(self) -> list[Json] | None:
         """``[{device_name, shard_index}]`` that wrote no results (None: no export to check, or before version 5)."""
         return self.document.get("missing_shards")
 
@@ -161,7 +163,7 @@ def accepted(row: Row, accept: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(row.name, g) or fnmatch.fnmatchcase(row.id, g) for g in accept)
 
 
-def _side(files: list[ResultsFile], **extra: Any) -> dict[str, Any] | None:
+def _side(files: list[ResultsFile], **extra: Any) -> Json | None:
     if not files:
         return None
     f = files[0]
@@ -180,7 +182,7 @@ def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, 
     return counts
 
 
-def upgraded(document: dict[str, Any]) -> dict[str, Any]:
+def upgraded(document: Json) -> Json:
     """``document`` (comparison.json's object, any version) as of ``SCHEMA_VERSION``, for a stage that adds this
     version's keys to it (the re-check): each row with every field, those an older row lacks at their defaults
     (a regressed row without a mark ``unconfirmed``); a ``noisy`` verdict ``inconclusive`` with the label, a
@@ -202,8 +204,8 @@ def upgraded(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
-                       thresholds_source: str, baseline: dict[str, Any] | None = None,
-                       missing_shards: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                       thresholds_source: str, baseline: Json | None = None,
+                       missing_shards: list[Json] | None = None) -> Json:
     """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
     checks that failed where the head results were measured (:func:`failed_by_device`);
     ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
@@ -259,7 +261,7 @@ def load_comparison(path: str | Path) -> Comparison:
     return Comparison(obj, rows)
 
 
-def failed_by_device(files: list[ResultsFile]) -> list[dict[str, Any]]:
+def failed_by_device(files: list[ResultsFile]) -> list[Json]:
     """``[{device, failed: [{name, value, expected}]}]`` over results files whose ``environment.doctor`` has
     failed checks, one entry per device name (the first value of each check wins when shards disagree);
     what comparison.json's ``head.runner_checks`` holds. A file that names no device (a compilation file with

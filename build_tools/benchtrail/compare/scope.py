@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.baseline import unusable
-from benchtrail.compare.document import Row
+from benchtrail.compare.document import Json, Row
 from benchtrail.compare.verdicts import Unreported
 from benchtrail.results.baseline_key import difference, keys_of_results
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -27,7 +26,7 @@ def _exports(head: list[Path]) -> list[Path]:
 
 
 def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...]
-               ) -> tuple[tuple[Unreported, ...], list[dict[str, Any]] | None]:
+               ) -> tuple[tuple[Unreported, ...], list[Json] | None]:
     """What the head run directories' execution exports expect and the head results lack:
     ``(run configs with no record, shards that did not report)``.
 
@@ -47,7 +46,7 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
     ran = {(f.run.get("device_name"), f.run.get("shard_index")) for f in head_files}
     recorded = {b.id for f in head_files for b in f.benchmarks}
     lacking: dict[str, Unreported] = {}
-    missing: list[dict[str, Any]] = []
+    missing: list[Json] = []
     for export in exports:
         results_dir = export.parent.parent / "results"
         for device, shards in sorted(load_execution(export).items()):
@@ -119,7 +118,7 @@ def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.P
     return kept
 
 
-def unusable_baselines(rows: list[Row], baseline: dict[str, Any] | None) -> tuple[list[Row], dict[str, str]]:
+def unusable_baselines(rows: list[Row], baseline: Json | None) -> tuple[list[Row], dict[str, str]]:
     """``rows`` with each ``new`` row of a device whose baseline run cannot be used
     (``benchtrail.compare.baseline.unusable``) made ``not-comparable`` with the reason, and those
     ``{device: reason}``."""

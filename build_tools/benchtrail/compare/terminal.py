@@ -15,10 +15,8 @@ This module never imports torch.
 from __future__ import annotations
 
 import io
-import sys
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -26,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchtrail.compare.comment import runner_checks_line
-from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row, load_comparison
+from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
 from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_ci,
                                       format_value, verdict_note)
 from benchtrail.markup import shared_module, shared_tail
@@ -80,8 +78,7 @@ def _rest_line(comparison: Comparison, after_table: bool) -> Text:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
     counts = Counter(r.verdict for r in comparison.rows)
     parts = [Text(f"{counts[v]} {v}", style=_STYLES.get(v, ""))
-             for v in (*VERDICTS, "noisy")  # noisy: rows of comparison versions 1 to 7
-             if v not in SHOWN and counts[v]]
+             for v in _ORDER if v not in SHOWN and counts[v]]
     if not parts:
         return Text("no series compared")
     return Text("and " if after_table else "").append_text(Text(", ").join(parts))
@@ -89,6 +86,8 @@ def _rest_line(comparison: Comparison, after_table: bool) -> Text:
 
 #: The verdicts of the rows the table shows without ``all_rows``, in this order.
 SHOWN = (*CHANGES, "new")
+#: The order of the table's rows and of the count line (noisy: rows of comparison versions 1 to 7).
+_ORDER = (*SHOWN, *VERDICTS, "noisy")
 _HEADERS = ("benchmark", "verdict", "change", "interval", "base", "IQR", "head", "IQR", "n")
 #: Columns left out, in this order, while the names would get fewer cells than this (a narrow terminal):
 #: the IQRs, the sample counts, the interval, the medians.
@@ -129,9 +128,8 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
     single_device = len({r.device_name for r in comparison.rows}) == 1
-    order = (*SHOWN, *VERDICTS, "noisy")
     shown = sorted((r for r in comparison.rows if all_rows or r.verdict in SHOWN),
-                   key=lambda r: (order.index(r.verdict), _largest_first(r)))
+                   key=lambda r: (_ORDER.index(r.verdict), _largest_first(r)))
     # Names too long for their column lose what every row's name shares: first the module path (a function
     # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
     # and task), in front of the device when rows are on several; said once in a line under the title.
@@ -214,15 +212,3 @@ def stdout_style() -> tuple[int, bool]:
               and console.color_system is not None)
     return max(40, min(MAX_WIDTH, console.width if console.is_terminal else MAX_WIDTH)), colour
 
-
-def print_comparison(path: Path, as_json: bool, all_rows: bool = False) -> None:
-    """Print the comparison at ``path`` to standard output: with ``as_json`` the file's text (the
-    comparison.json object, as written), else :func:`render_table` (of ``all_rows``) in :func:`stdout_style`.
-
-    Raises:
-        UserError: without ``as_json``, ``path`` is not a readable comparison.json (``document.load_comparison``).
-        OSError: with ``as_json``, ``path`` cannot be read.
-    """
-    # as_json: the file as written, one JSON document and nothing else
-    sys.stdout.write(path.read_text(encoding="utf-8") if as_json
-                     else render_table(load_comparison(path), *stdout_style(), all_rows=all_rows))

@@ -11,13 +11,17 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 
+#: A commit pointer, as ``Store.pointers`` lists it.
+Pointer = dict[str, Any]
+
+
 class Trust(Protocol):
     """Decides whether the run a commit pointer names may be a baseline."""
 
     #: One line for messages: what this trust accepts.
     description: str
 
-    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
+    def check(self, pointer: Pointer, branches: tuple[str, ...] = ()) -> str | None:
         """None when the pointer's run is trusted, else why not (one sentence naming the run).
 
         ``pointer`` is a dict of ``Store.pointers`` (with the store's ``stored_at``); ``branches`` the
@@ -30,7 +34,7 @@ class TrustAll:
 
     description = "every stored run"
 
-    def check(self, pointer: dict[str, Any], branches: tuple[str, ...] = ()) -> str | None:
+    def check(self, pointer: Pointer, branches: tuple[str, ...] = ()) -> str | None:
         return None
 
 
@@ -43,13 +47,13 @@ class StoredRuns:
     ``unreadable`` holds the messages of pointers the store could not read.
     """
 
-    def __init__(self, store: Any, commit: str, trust: Trust | None, wanted: Callable[[dict[str, Any]], bool],
+    def __init__(self, store: Any, commit: str, trust: Trust | None, wanted: Callable[[Pointer], bool],
                  branches: tuple[str, ...] = ()) -> None:
         self._pointers = store.pointers(commit)
         self.unreadable: tuple[str, ...] = tuple(getattr(self._pointers, "unreadable", ()))
         self._trust, self._branches, self._wanted = trust or TrustAll(), branches, wanted
 
-    def __iter__(self) -> Iterator[tuple[dict[str, Any], str | None]]:
+    def __iter__(self) -> Iterator[tuple[Pointer, str | None]]:
         for p in reversed(self._pointers):
             if self._wanted(p):
                 yield p, self._trust.check(p, self._branches)

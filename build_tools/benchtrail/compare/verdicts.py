@@ -111,7 +111,7 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, 
 def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> float | None:
     """The change of the median (percent or absolute, per the rule), None when a median is unusable."""
     b, h = base.median, head.median
-    if b is None or h is None or not math.isfinite(b) or not math.isfinite(h):
+    if _finite(b) is None or _finite(h) is None:
         return None
     if threshold.unit == "percent":
         return (h / b - 1.0) * 100.0 if b > 0 else None
@@ -154,7 +154,7 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
                 return no(f"{side} sample {i} is {x!r} (negative); {r.metric} samples must be finite and "
                           ">= 0")
     for side, r in sides:
-        if r.median is None or not math.isfinite(r.median):
+        if _finite(r.median) is None:
             return no(f"{side} median is missing or NaN")
     if threshold.unit == "percent" and base.median <= 0:
         return no("baseline median is 0 or negative; a percent change is undefined")
@@ -217,8 +217,8 @@ def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
                                           clusters=list(map(paired_rounds, bases, heads))))
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def _pct(ratio: float) -> float | None:

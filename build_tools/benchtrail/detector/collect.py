@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchtrail.detector.rules import ROUND_SAMPLES
-from benchtrail.detector.workers import Worker
+from benchtrail.detector.workers import Worker, duet
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class Sampling:
 
 @dataclass
 class Plan:
-    """Comparisons of one mode, by index: δ (percent), base worker (0 or 1), samples (µs per call) and
-    slot order; ``order`` is the permutation of indices in which they are collected."""
+    """Comparisons of one mode, by index: δ (percent), base worker (0 or 1), samples (µs per call, rounded
+    as stored) and slot order; ``order`` is the permutation of indices in which they are collected."""
 
     deltas: np.ndarray
     base_worker: np.ndarray
@@ -62,17 +62,6 @@ def plan_of(aa: int, ab: int, deltas_pct: Sequence[float], rng: np.random.Genera
                 [[] for _ in range(n)], [None] * n, [None] * n)
 
 
-def _progress(description: str, total: int):
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
-    from benchtrail.progress import console
-
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TimeRemainingColumn(), console=console)
-    return progress, progress.add_task(description, total=total)
-
-
 def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
             rng: np.random.Generator) -> None:
     """Fill ``plan`` with ``mode``'s samples.
@@ -88,17 +77,24 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
     :func:`benchtrail.detector.workers.duet`, both workers at once on their own CPUs, which they swap
     every round so that a difference between the CPUs cancels.
     """
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from benchtrail.progress import console
+
     if mode != "duet" and config.cpu is not None:  # back on the shared CPU (a duet moved them)
         for w in workers:
             w.request("pin", config.cpu)
-    progress, task = _progress(mode, (2 if mode == "stored-baseline" else 1) * plan.order.size)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+    task = progress.add_task(mode, total=(2 if mode == "stored-baseline" else 1) * plan.order.size)
     with progress:
         if mode == "stored-baseline":  # every base set, then every head set (side 1: the other worker)
             for side, sets in enumerate((plan.base, plan.head)):
                 for i in plan.order:
                     spin_s = plan.spin_s(i, config.us_per_call) if side else 0.0
                     worker = workers[plan.base_worker[i] ^ side]
-                    sets[i] = worker.samples(config.samples, config.iterations, spin_s)
+                    sets[i] = [round(x, 4) for x in worker.samples(config.samples, config.iterations, spin_s)]
                     progress.advance(task)
             return
         for i in plan.order:
@@ -109,7 +105,6 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
 def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: int, config: Sampling,
                            rng: np.random.Generator) -> None:
     """Comparison ``i`` of a sequential mode (:func:`collect`), into ``plan``."""
-    from benchtrail.detector.workers import duet
     from benchtrail.runner.adaptive import sample_until_settled
 
     spin = (0.0, plan.spin_s(i, config.us_per_call))
@@ -121,9 +116,8 @@ def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: 
     def draw() -> tuple[list[float], list[float]]:
         t = time.perf_counter()
         if mode == "duet":
-            cpus, r = config.duet_cpus, len(walls)
-            cpu_pair = (cpus[(r + bw) % 2], cpus[(r + bw + 1) % 2])
-            sides = duet(arms, cpu_pair, ROUND_SAMPLES, config.iterations, spin)
+            cpus = config.duet_cpus if (len(walls) + bw) % 2 == 0 else config.duet_cpus[::-1]
+            sides = duet(arms, cpus, ROUND_SAMPLES, config.iterations, spin)
         else:
             sides = ([], [])
             for _ in range(ROUND_SAMPLES):  # one pair: base and head back to back, in a random order

@@ -24,7 +24,7 @@ import time
 from itertools import product
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,7 @@ import numpy as np
 from benchtrail.detector.collect import Sampling, collect, plan_of
 from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
 from benchtrail.detector.load import Load, background_load
-from benchtrail.detector.workers import Worker
-from benchtrail.detector.workers import workers as workers_of
+from benchtrail.detector.workers import Worker, workers as workers_of
 from benchtrail.errors import UserError
 from benchtrail.runner.environment import cpu_model
 from benchtrail.stats.inference import noise as relative_iqr
@@ -173,8 +172,30 @@ def _seconds(record: dict[str, Any]) -> float | None:
     return float(sum(walls[:used])) if walls and used else None
 
 
-def _document(setup: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The output document of judged ``records``: ``setup``, the rows they make, and the records."""
+def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
+    """The output document of ``comparisons`` (``base_us``, ``head_us``: samples in µs per call) judged at
+    ``setup``'s threshold: ``setup``, the rows they make, and the records, each with every rule's verdict,
+    benchtrail's outcome, the samples per side each rule used, and (sequential records) the rounds and
+    minimum detectable effect benchtrail's comparison reached.
+
+    The peers see the first ``samples_per_side`` per side; a ``sequential`` record is judged by benchtrail
+    with the error spent over the rounds of ``max_samples_per_side`` (version 1: ``samples_per_side``), as
+    it was collected.
+    """
+    peer_samples = setup["samples_per_side"]
+    planned_rounds = setup.get("max_samples_per_side", peer_samples) // ROUND_SAMPLES
+    records = []
+    for r in comparisons:
+        sequential = bool(r.get("sequential"))
+        verdicts, ours = judge(r["base_us"], r["head_us"], setup["threshold_pct"], peer_samples,
+                               paired=r["mode"] != "stored-baseline", sequential=sequential,
+                               planned_rounds=planned_rounds)
+        peers = min(len(r["base_us"]), peer_samples)
+        extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
+                 "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
+        records.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
+                        "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else peers
+                                             for rule in RULES}})
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
     for delta, rule, mode in product((0.0, *setup["deltas_pct"]), RULES, modes):
@@ -246,9 +267,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
         records += [{"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
                      "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
                      "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
-                     "base_us": [round(x, 4) for x in plan.base[i]], "head_us": [round(x, 4) for x in plan.head[i]]}
-                    for i in range(plan.deltas.size)]
-    records = judge_records(records, threshold.threshold, config.samples, config.max_samples // ROUND_SAMPLES)
+                     "base_us": plan.base[i], "head_us": plan.head[i]} for i in range(plan.deltas.size)]
     setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
              "worker_cpus": info["cpus"], **cal,
              "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
@@ -257,46 +276,21 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
              "start_method": info["start_method"], "cpu_model": cpu_model(),
-             "background_load": config.noise.to_dict() if config.noise else None,
+             "background_load": asdict(config.noise) if config.noise else None,
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-             "cpus_usable": len(os.sched_getaffinity(0)), "elapsed_s": time.perf_counter() - start}
-    return _document(setup, records)
-
-
-def judge_records(records: list[dict[str, Any]], threshold_pct: float, peer_samples: int | None = None,
-                  planned_rounds: int | None = None) -> list[dict[str, Any]]:
-    """Each comparison record (``base_us``, ``head_us``: samples in µs per call) with every rule's
-    verdict, benchtrail's outcome, the samples per side each rule used, and (sequential records)
-    the rounds and minimum detectable effect benchtrail's comparison reached, at ``threshold_pct``.
-
-    The peers see the first ``peer_samples`` per side (default all); a ``sequential`` record is judged
-    by benchtrail with the error spent over ``planned_rounds`` rounds, as it was collected.
-    """
-    judged = []
-    for r in records:
-        sequential = bool(r.get("sequential"))
-        verdicts, ours = judge(r["base_us"], r["head_us"], threshold_pct, paired=r["mode"] != "stored-baseline",
-                               sequential=sequential, peer_samples=peer_samples,
-                               planned_rounds=planned_rounds if sequential else None)
-        peers = min(len(r["base_us"]), peer_samples or math.inf)
-        extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
-                 "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
-        judged.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
-                       "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else peers
-                                            for rule in RULES}})
-    return judged
+             "cpus_usable": len(os.sched_getaffinity(0))}
+    doc = _document(setup, records)
+    setup["elapsed_s"] = time.perf_counter() - start  # judging included
+    return doc
 
 
 def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
     """An :func:`evaluate` document judged again, from its stored samples, at another threshold
     (what the table would show if the thresholds rule said ``threshold_pct``). A sequential
     comparison that would now want more rounds than were collected stops at the last one."""
-    s = doc["setup"]
-    records = judge_records(doc["comparisons"], threshold_pct, s["samples_per_side"],
-                            s.get("max_samples_per_side", s["samples_per_side"]) // ROUND_SAMPLES)
-    setup = {**s, "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
-    return {**doc, **_document(setup, records)}
+    setup = {**doc["setup"], "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
+    return {**doc, **_document(setup, doc["comparisons"])}
 
 
 def format_table(doc: dict[str, Any]) -> str:
@@ -304,12 +298,11 @@ def format_table(doc: dict[str, Any]) -> str:
     s = doc["setup"]
     noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
     load = s.get("background_load")
-    machine = (f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
-               f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, per "
-               f"worker): {noise_pct or 'not recorded'}"
-               + (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
-                  f"{load['buffer_mib']} MiB buffer)." if load else "."))
-    lines = [machine, "",
+    lines = [f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
+             f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, "
+             f"per worker): {noise_pct or 'not recorded'}"
+             + (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
+                f"{load['buffer_mib']} MiB buffer)." if load else "."), "",
              f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
              f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "

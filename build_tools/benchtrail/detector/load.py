@@ -14,7 +14,7 @@ import contextlib
 import multiprocessing
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -29,9 +29,6 @@ class Load:
     def __post_init__(self) -> None:
         if not (0 < self.duty <= 1 and self.period_s > 0 and self.buffer_mib >= 1):
             raise ValueError(f"duty must be in (0, 1], period_s > 0 and buffer_mib >= 1: {self}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _run(load: Load, stop: Any) -> None:  # the child process

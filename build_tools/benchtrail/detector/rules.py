@@ -8,7 +8,7 @@ sample; benchtrail's adaptive detector sees the prefixes it asks for, round by r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.stats import binomtest, mannwhitneyu
@@ -93,15 +93,13 @@ def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1,
 
 class OurVerdict(NamedTuple):
     """benchtrail's detector on one comparison: ``verdict`` (regressed, improved, similar, inconclusive),
-    ``outcome`` (DIFFERENT, SAME, UNKNOWN), the samples per side it used, the minimum detectable
-    effect it reached (percent: half its last interval's width; NaN without an interval) and that
-    interval's confidence level."""
+    ``outcome`` (DIFFERENT, SAME, UNKNOWN), the samples per side it used and the minimum detectable
+    effect it reached (percent: half its last interval's width; NaN without an interval)."""
 
     verdict: str
     outcome: str
     samples_per_side: int
     mde_pct: float = float("nan")
-    level: float = 0.99
 
 
 def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
@@ -127,26 +125,24 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
     """
     from benchtrail.runner.adaptive import sample_until_settled
 
-    base, head = np.asarray(base, dtype=np.float64), np.asarray(head, dtype=np.float64)
+    base, head = (np.asarray(x, dtype=np.float64) for x in (base, head))
     if base.shape != head.shape or base.ndim != 1 or base.size == 0 or base.size % ROUND_SAMPLES:
         raise ValueError(f"need two 1-D sides of one length, a multiple of {ROUND_SAMPLES}; "
                          f"got shapes {base.shape} and {head.shape}")
-    rounds = zip(base.reshape(-1, ROUND_SAMPLES).tolist(), head.reshape(-1, ROUND_SAMPLES).tolist())
+    rounds = zip(*(x.reshape(-1, ROUND_SAMPLES).tolist() for x in (base, head)))
     settled = sample_until_settled(lambda: next(rounds), threshold_pct=threshold_pct, lower_is_better=True,
                                    paired=paired, max_rounds=base.size // ROUND_SAMPLES,
                                    sequential=sequential, planned_rounds=planned_rounds)
     return OurVerdict(settled.verdict, settled.outcome, len(settled.base),
-                      float(settled.inference.mde_pct[0]), settled.level)
+                      float(settled.inference.mde_pct[0]))
 
 
-def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, paired: bool = False,
-          sequential: bool = False, peer_samples: int | None = None,
-          planned_rounds: int | None = None) -> tuple[dict[str, str], OurVerdict]:
+def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, peer_samples: int | None = None,
+          **detector: Any) -> tuple[dict[str, str], OurVerdict]:
     """Every rule of :data:`RULES` on one comparison: ``({rule: verdict}, benchtrail's OurVerdict)``.
     The peers see the first ``peer_samples`` samples of each side (default all); benchtrail's detector
-    the prefixes it asks for."""
-    ours = benchtrail_rule(base, head, threshold_pct, paired=paired, sequential=sequential,
-                           planned_rounds=planned_rounds)
+    (:func:`benchtrail_rule`, with the options ``detector``) the prefixes it asks for."""
+    ours = benchtrail_rule(base, head, threshold_pct, **detector)
     base, head = base[:peer_samples], head[:peer_samples]
     return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0),
             "iree-10": iree_rule(base, head, 10.0),
@@ -154,12 +150,12 @@ def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, pa
             "asv": asv_rule(base, head)}, ours
 
 
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper–Pearson) interval of a binomial proportion, as fractions in [0, 1]:
-    ``scipy.stats.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")``.
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """Exact (Clopper–Pearson) 95% interval of a binomial proportion, as fractions in [0, 1]:
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")``.
 
     Raises:
         ValueError: ``n < 1`` or ``k`` outside ``[0, n]`` (from scipy).
     """
-    ci = binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)

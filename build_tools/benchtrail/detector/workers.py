@@ -25,7 +25,7 @@ from typing import Any
 BARRIER_TIMEOUT_S = 60.0
 
 
-def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrier: Any = None) -> None:
+def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrier: Any) -> None:
     """Worker process: serve ``("warmup", s)``, ``("pin", cpu)``, ``("samples", count, iterations, spin_s,
     warm_calls)`` and ``("duet", count, iterations, spin_s, warm_calls)`` (samples started together with
     the other worker's, at ``barrier``) until None. With ``cpu``, the process is pinned to that CPU
@@ -56,39 +56,34 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
                 pass
         return call
 
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:  # the parent is gone
-            return
-        if msg is None:
-            return
-        try:
-            if msg[0] == "pin":
-                os.sched_setaffinity(0, {msg[1]})
-                value = msg[1]
-            elif msg[0] == "warmup":  # value: the calls made
-                value = warm_up(lambda: workload(0.0), msg[1])
-            else:  # samples, or duet: each sample started when both workers reach ``barrier``
-                kind, count, iterations, spin_s, warm_calls = msg
-                fn = workload(spin_s)
-                for _ in range(warm_calls):  # untimed: refill the caches the other arm's worker used
-                    fn()
-                meet = (lambda: barrier.wait(BARRIER_TIMEOUT_S)) if kind == "duet" else None
-                value = take_samples(fn, iterations, count, before_sample=meet)
-            conn.send(("ok", value))
-        except Exception:
-            conn.send(("error", traceback.format_exc()))
+    with contextlib.suppress(EOFError):  # EOFError: the parent is gone
+        for msg in iter(conn.recv, None):
+            try:
+                if msg[0] == "pin":
+                    os.sched_setaffinity(0, {msg[1]})
+                    value = msg[1]
+                elif msg[0] == "warmup":  # value: the calls made
+                    value = warm_up(lambda: workload(0.0), msg[1])
+                else:  # samples, or duet: each sample started when both workers reach ``barrier``
+                    kind, count, iterations, spin_s, warm_calls = msg
+                    fn = workload(spin_s)
+                    for _ in range(warm_calls):  # untimed: refill the caches the other arm's worker used
+                        fn()
+                    meet = (lambda: barrier.wait(BARRIER_TIMEOUT_S)) if kind == "duet" else None
+                    value = take_samples(fn, iterations, count, before_sample=meet)
+                conn.send(("ok", value))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
 
 
 class Worker:
-    """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe."""
+    """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe;
+    ``args`` are :func:`_worker_main`'s after the connection."""
 
-    def __init__(self, ctx: Any, index: int, matrix_size: int, seed: int, cpu: int | None,
-                 barrier: Any) -> None:
+    def __init__(self, ctx: Any, index: int, *args: Any) -> None:
         self.index = index
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, matrix_size, seed, cpu, barrier),
+        self._proc = ctx.Process(target=_worker_main, args=(child, *args),
                                  daemon=True, name=f"benchtrail-detector-worker-{index}")
         self._proc.start()
         child.close()
@@ -128,17 +123,6 @@ class Worker:
         self._conn.close()
 
 
-def _context(method: str) -> Any:
-    """The ``multiprocessing`` context of ``method``: ``fork`` starts workers from a pre-imported parent
-    (the standard library's forkserver with torch preloaded: the same launch as the run stage's workers,
-    ``benchtrail.worker.server``), ``spawn`` a fresh interpreter each (the launch before issue 18)."""
-    if method == "spawn":
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "benchtrail.worker.timing"])
-    return ctx
-
-
 @contextlib.contextmanager
 def workers(matrix_size: int, seed: int,
             cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
@@ -149,7 +133,12 @@ def workers(matrix_size: int, seed: int,
     from benchtrail.runner.workers import start_method
 
     method = start_method()
-    ctx = _context(method)
+    # ``fork`` starts workers from a pre-imported parent (the standard library's forkserver with torch
+    # preloaded: the same launch as the run stage's workers, ``benchtrail.worker.server``), ``spawn`` a
+    # fresh interpreter each (the launch before issue 18).
+    ctx = multiprocessing.get_context("spawn" if method == "spawn" else "forkserver")
+    if method != "spawn":
+        ctx.set_forkserver_preload(["torch", "benchtrail.worker.timing"])
     workers: list[Worker] = []
     try:
         barrier = ctx.Barrier(2)
@@ -163,13 +152,13 @@ def workers(matrix_size: int, seed: int,
 
 
 def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterations: int,
-         spins: tuple[float, float], warm_calls: int = 1) -> tuple[list[float], list[float]]:
+         spins: tuple[float, float]) -> tuple[list[float], list[float]]:
     """``count`` duet pairs: arm k pinned to ``cpus[k]`` with ``spins[k]`` seconds of extra work per
-    call, both taking samples at once, sample j of each started together. Returns each arm's samples
-    (µs per call). Raises RuntimeError as :meth:`Worker.reply`."""
+    call, both taking samples at once (after one untimed call), sample j of each started together.
+    Returns each arm's samples (µs per call). Raises RuntimeError as :meth:`Worker.reply`."""
     for arm, cpu in zip(arms, cpus):
         arm.request("pin", cpu)
     for arm, spin in zip(arms, spins):
-        arm.post("duet", count, iterations, spin, warm_calls)
+        arm.post("duet", count, iterations, spin, 1)
     first, second = (arm.reply() for arm in arms)
     return list(first), list(second)

@@ -134,8 +134,7 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
             or body in the payload is not text.
     """
     if event_name in PR_EVENTS:
-        event_pr = payload.get("pull_request") or {}
-        pr = event_pr
+        pr = event_pr = payload.get("pull_request") or {}
         if int(env.get("GITHUB_RUN_ATTEMPT", "1") or 1) > 1 and env.get("GITHUB_TOKEN") and pr.get("number"):
             pr = {**pr, **fetch_current_pr(env, int(pr["number"]))}
         title, body, labels = _pr_texts(env, pr)
@@ -276,7 +275,7 @@ def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
     import github
     import requests
 
-    from benchtrail.github.post import DEFAULT_API_URL, make_client
+    from benchtrail.github.post import DEFAULT_API_URL, describe, make_client
 
     repo = env.get("GITHUB_REPOSITORY", "")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
@@ -289,14 +288,12 @@ def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
         return {"title": pull.title, "body": pull.body,
                 "labels": [{"name": label.name} for label in pull.labels]}
     except github.GithubException as exc:
-        message = exc.data.get("message") if isinstance(exc.data, dict) else None
         hint = {401: "GITHUB_TOKEN was rejected",
                 403: "GITHUB_TOKEN may not read it: give the job `pull-requests: read`",
                 404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the "
                      "repository"}.get(exc.status, "GitHub failed to answer; re-run the job later"
                                        if exc.status >= 500 else "")
-        raise UserError(f"{where}: HTTP {exc.status}{': ' + str(message) if message else ''}"
-                        f"{f' ({hint})' if hint else ''}") from exc
+        raise UserError(f"{where}: {describe(exc)}{f' ({hint})' if hint else ''}") from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"{where}: {type(exc).__name__} ({exc}); check GITHUB_API_URL") from exc
 

@@ -43,8 +43,6 @@ DEFAULT_API_URL = "https://api.github.com"
 #: The login that GitHub Actions' ``GITHUB_TOKEN`` comments as. Only its comments count as ours, so a
 #: marker pasted by anyone else can neither suppress nor capture the benchmark comment.
 DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
-ACTIONS = ("created", "updated", "deduplicated", "skipped-stale-run", "skipped-head-changed", "dry-run",
-           "fallback-summary")
 #: The longest single wait (seconds) that a rate-limit answer may ask for and still be waited out;
 #: a longer ``Retry-After`` (or primary-limit reset) sends the body to the job summary at once.
 #: GitHub's guidance ("Rate limits for the REST API", "Exceeding the rate limit",
@@ -81,10 +79,11 @@ MarkerRun = tuple[str, int]  # (run id, attempt) of a comment's marker
 
 @dataclass(frozen=True)
 class PostResult:
-    """What ``post_comment`` did: ``action`` is one of ``ACTIONS``; ``comment_id`` is the comment
+    """What ``post_comment`` did: ``action`` (below); ``comment_id`` is the comment
     created or updated (dry-run: that would be updated; skipped-stale-run: the newer one), else None;
     ``warnings`` are for the job log (the login we comment as is not ``--comment-author``)."""
 
+    # created, updated, deduplicated, skipped-stale-run, skipped-head-changed, dry-run or fallback-summary
     action: str
     comment_id: int | None
     message: str
@@ -139,7 +138,8 @@ def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> s
         footer = ""
     head = text[: len(text) - len(footer)]
     tail = (footer or "\n") + marker + "\n"
-    if len(head) + len(tail) <= limit:
+    room = limit - len(tail)  # for the head
+    if len(head) <= room:
         return head + tail
     sections = list(_DETAILS.finditer(head))
     if sections:
@@ -147,9 +147,9 @@ def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> s
         for m in reversed(sections):  # later sections go first; earlier offsets stay valid
             kept = kept[: m.start()] + kept[m.end():]
             head = kept[:note_at] + DETAILS_DROPPED_NOTE + kept[note_at:]
-            if len(head) + len(tail) <= limit:
+            if len(head) <= room:
                 return head + tail
-    room = limit - len(tail) - len(TRUNCATED_NOTE)
+    room -= len(TRUNCATED_NOTE)
     if room <= 0:
         raise UserError(f"the comment footer alone is {len(tail)} characters; GitHub allows {limit}")
     cut = head.rfind("\n", 0, room)

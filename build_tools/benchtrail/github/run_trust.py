@@ -115,6 +115,7 @@ class GitHubRunTrust:
         """None when the pointer's run is trusted, else why not, naming the run."""
         import github
 
+        api_errors = (github.GithubException, OSError)
         run_id, attempt = str(pointer.get("run_id")), pointer.get("attempt")
         commit = str(pointer.get("commit"))
         name = f"run {run_id}/{attempt}"
@@ -122,7 +123,7 @@ class GitHubRunTrust:
             return f"{name} is not a GitHub Actions run, so GitHub cannot vouch for it"
         try:
             default = self._repo.default_branch
-        except (github.GithubException, OSError) as exc:
+        except api_errors as exc:
             return (f"{name} could not be verified: GitHub did not answer for repository {self.repo_name} "
                     f"({_failure(exc)})")
         try:
@@ -135,7 +136,7 @@ class GitHubRunTrust:
             started, updated = _utc(record.run_started_at), _utc(record.updated_at)
         except github.UnknownObjectException:
             return f"{name}: GitHub has no such workflow run attempt in {self.repo_name}"
-        except (github.GithubException, OSError) as exc:
+        except api_errors as exc:
             return f"{name} could not be verified with the GitHub API ({_failure(exc)})"
         if event not in POSTSUBMIT_EVENTS:
             return f"{name} was made by a {event} event, not a push or manual run"
@@ -157,7 +158,7 @@ class GitHubRunTrust:
         try:
             if run_id not in self._job_lists:  # every attempt's jobs: one listing per run
                 self._job_lists[run_id] = list(record.jobs("all"))
-        except (github.GithubException, OSError) as exc:
+        except api_errors as exc:
             return f"{name}: its jobs could not be listed with the GitHub API ({_failure(exc)})"
         job = next((j for j in reversed(self._job_lists[run_id])
                     if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)), None)

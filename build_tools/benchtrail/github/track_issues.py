@@ -24,19 +24,18 @@ from benchtrail.store import fetch_command, remote, run_url
 
 LABEL = "benchtrail-regression"
 MARKER_PREFIX = "<!-- benchtrail:track"
-ACTIONS = ("created", "updated", "unchanged", "closed", "not-new")
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) "
                                                 r"commit=(?P<commit>[0-9a-f]{7,64}) -->")
 
 
 @dataclass(frozen=True)
 class IssueAction:
-    """What ``post_issues`` did for one regression: ``action`` is one of ``ACTIONS``; ``number``/``url``
+    """What ``post_issues`` did for one regression: ``action`` (below); ``number``/``url``
     name the issue (None for ``not-new``: a regression older than ``--new-within`` without an issue)."""
 
     series_id: str
     head_commit: str
-    action: str
+    action: str  # created, updated, unchanged, closed or not-new
     number: int | None
     url: str | None
     message: str

@@ -117,18 +117,18 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | Non
     rec = b or a
     assert rec is not None
     am, bm = a and a.median, b and b.median  # None for a missing side
-    ratio, note = None, ""
+    ratio, note, sides = None, "", (("A", a), ("B", b))
     if a is None:
         note = "only in B (A lacks this series)"
     elif b is None:
         note = "only in A (B lacks this series)"
     elif am is None or bm is None:
-        note = "; ".join(f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.median is None)
+        note = "; ".join(f"{side} {r.status}" for side, r in sides if r.median is None)
     elif am == 0:
         note = "both medians are 0" if bm == 0 else "A median is 0"
     else:
         ratio = bm / am
-        note = "; ".join(f"{side} {r.status}" for side, r in (("A", a), ("B", b)) if r.status != "ok")
+        note = "; ".join(f"{side} {r.status}" for side, r in sides if r.status != "ok")
     figures = ()
     if judged is not None and a is not None and b is not None:
         figures = (judged.verdict, judged.change, judged.change_unit, judged.ci_low, judged.ci_high,

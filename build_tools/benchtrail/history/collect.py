@@ -125,7 +125,7 @@ def run_marks(run_dir: Path) -> dict[str, str]:
 
 
 def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile,
-             marks: dict[str, str] | None = None) -> Point:
+             marks: dict[str, str]) -> Point:
     """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``; ``marks``: its
     :func:`run_marks`), with that one run in ``runs``."""
     p25 = p75 = None
@@ -133,7 +133,7 @@ def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, re
         p25, p75 = map(float, np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75]))
     torch = results.environment.get("torch_version")
     noisy = bool(record.median and record.iqr and record.iqr / record.median > NOISE_LIMIT)
-    run = RunValue(run_id, attempt, record.median, noisy, (marks or {}).get(record.id))
+    run = RunValue(run_id, attempt, record.median, noisy, marks.get(record.id))
     return Point(commit, run_id, attempt, record.median, record.iqr, record.min, record.max, record.n,
                  record.status, p25, p75, torch if isinstance(torch, str) else None, (run,))
 
@@ -175,33 +175,30 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     for commit in commits:
         used = CommitRun(commit)
         problems: list[str] = []
-        mine = [(*pending[:2], None)] if pending and commit == head else []
-        stored = [(p["run_id"], p["attempt"], p.get("results") if isinstance(p.get("results"), list) else None)
-                  for p in usable_runs(store, commit, problems, trust)]
+        mine = {pending[:2]: pending[2]} if pending and commit == head else {}
+        listed = {(p["run_id"], p["attempt"]): p["results"] if isinstance(p.get("results"), list) else None
+                  for p in usable_runs(store, commit, problems, trust)}
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
-        at_commit: dict[str, list[tuple[BenchmarkRecord, set[str], Point]]] = {}
-        for run_id, attempt, listed in mine + [r for r in stored if not mine or r[:2] != mine[0][:2]]:
+        runs: list[dict[str, tuple[BenchmarkRecord, set[str], Point]]] = []  # per run read, newest first
+        for run_id, attempt in {**mine, **listed}:
             try:
-                files = pending[2] if mine and (run_id, attempt) == mine[0][:2] else (
-                    fetch_results(store, run_id, attempt, listed, ("comparison.json",)))
+                files = mine[run_id, attempt] if (run_id, attempt) in mine else (
+                    fetch_results(store, run_id, attempt, listed[run_id, attempt], ("comparison.json",)))
                 _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")
                 continue
             used = used if used.run_id else CommitRun(commit, run_id, attempt)
             marks = run_marks(store.run_dir(run_id, attempt))
+            runs.append({})
             for results in files:
-                for record in results.benchmarks:
-                    entries = at_commit.setdefault(record.id, [])
-                    if entries and entries[-1][2].run_id == run_id and entries[-1][2].attempt == attempt:
-                        continue  # the same series twice in one run: keep the first file's
-                    entries.append((record, _presets(record, results),
-                                    point_of(commit, run_id, attempt, record, results, marks)))
+                for record in results.benchmarks:  # the same series twice in one run: keep the first file's
+                    point = point_of(commit, run_id, attempt, record, results, marks)
+                    runs[-1].setdefault(record.id, (record, _presets(record, results), point))
         walked.append(used)
-        for sid, ((record, presets, point), *older) in at_commit.items():
-            if point.run_id == used.run_id and point.attempt == used.attempt:  # the series of the newest run
-                runs = (*point.runs, *(p.runs[0] for _, _, p in older))
-                measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=runs)))
+        for sid, (record, presets, point) in (runs[0] if runs else {}).items():  # the newest run's series
+            values = tuple(run[sid][2].runs[0] for run in runs if sid in run)
+            measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=values)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
         raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent commit(s) "

@@ -13,14 +13,13 @@ consecutive commits without a run collapsed into one line.
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.markup import plotly_text
+from benchtrail.markup import html_text, plotly_text
 from benchtrail.git import git
 from benchtrail.history.model import (COMPILATION_PAGE, NO_PRESET_PAGE, CommitRun, History, Series, aligned, band,
                                       page_groups, short)
@@ -64,35 +63,33 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
     traces: list[dict] = []
     for i, s in enumerate(series):
         axis = "" if i == 0 else str(i + 1)  # make_subplots numbers axes row by row: x, x2, x3, ...
-        refs = {"xaxis": f"x{axis}", "yaxis": f"y{axis}"}
+        common = {"type": "scatter", "legendgroup": s.id, "xaxis": f"x{axis}", "yaxis": f"y{axis}"}
         color = palette[i % len(palette)]
         fill = "rgba({},{},{},0.25)".format(*hex_to_rgb(color))  # the line's colour at 1/4
         points = aligned(s, commits)
         bands = [band(p) for p in points]
-        unit = UNIT_LABELS.get(s.unit, s.unit)
+        unit, name = UNIT_LABELS.get(s.unit, s.unit), plotly_text(s.name)
         for k, values in enumerate(([hi for _, hi in bands], [lo for lo, _ in bands])):
-            traces.append({"type": "scatter", "x": x, "y": values, "mode": "lines",
+            traces.append({**common, "x": x, "y": values, "mode": "lines",
                            "line": {"width": 0, "color": color}, **({"fill": "tonexty"} if k else {}),
-                           "fillcolor": fill, "legendgroup": s.id, "showlegend": False,
-                           "hoverinfo": "skip", **refs})
+                           "fillcolor": fill, "showlegend": False, "hoverinfo": "skip"})
         custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit, len(p.runs) or 1] if p
                   else [None] * 6 for p in points]
         runs = [(short(p.commit), r) for p in s.points for r in p.runs if r.median is not None]
-        traces.append({"type": "scatter", "x": [c for c, _ in runs], "y": [r.median for _, r in runs],
-                       "mode": "markers", "legendgroup": s.id, "showlegend": False, "hoverinfo": "y", **refs,
+        traces.append({**common, "x": [c for c, _ in runs], "y": [r.median for _, r in runs],
+                       "mode": "markers", "showlegend": False, "hoverinfo": "y",
                        "marker": {"size": 5, "color": color, "symbol": [  # noisy open, unconfirmed a cross
                            "x" if r.mark == "unconfirmed" else "circle-open" if r.noisy else "circle"
                            for _, r in runs]}})
         traces.append({
-            "type": "scatter", "x": x, "y": [p.value if p else None for p in points], "mode": "lines+markers",
-            "name": plotly_text(s.name), "legendgroup": s.id, "line": {"color": color}, "marker": {"size": 6},
-            "customdata": custom,
+            **common, "x": x, "y": [p.value if p else None for p in points], "mode": "lines+markers",
+            "name": name, "line": {"color": color}, "marker": {"size": 6}, "customdata": custom,
             # The name goes in as data (%{text}), never into the template, where "%{" would be a reference.
-            "text": [plotly_text(s.name)] * len(x),
+            "text": [name] * len(x),
             "hovertemplate": (f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median of "
                               f"%{{customdata[5]}} run(s) %{{y:.4g}} "
                               f"{plotly_text(unit)}<br>IQR %{{customdata[0]:.3g}}<br>n %{{customdata[1]}} · "
-                              "%{customdata[2]}<br>run %{customdata[3]}<extra></extra>"), **refs})
+                              "%{customdata[2]}<br>run %{customdata[3]}<extra></extra>")})
         layout[f"yaxis{axis}"].update(title={"text": unit, "font": {"size": 10}})
         layout[f"xaxis{axis}"].update(type="category", categoryorder="array", categoryarray=x)
     layout.update(height=ROW_HEIGHT * rows + 120, showlegend=True, template=templates["plotly_white"].to_plotly_json(),
@@ -103,15 +100,14 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
 
 
 def _document(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{html.escape(title)}</title>\n"
+    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{html_text(title)}</title>\n"
             f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
 def _context(history: History) -> str:
-    return (f"<p><code>{html.escape(history.ref)}</code> at <code>{short(history.head)}</code> · "
+    return (f"<p><code>{html_text(history.ref)}</code> at <code>{short(history.head)}</code> · "
             f"{len(history.run_commits())} of {len(history.commits)} first-parent commits have a run · "
-            "store "
-            f"<code>{html.escape(history.store)}</code></p>")
+            f"store <code>{html_text(history.store)}</code></p>")
 
 
 def plotly_asset() -> tuple[str, bytes]:
@@ -131,7 +127,7 @@ def page_html(history: History, page: str, series: Sequence[Series], *, self_con
     div = to_html(_figure(series, history.run_commits()), include_plotlyjs=include,
                   full_html=False, div_id=f"benchtrail-{page}", config={"displaylogo": False}, validate=False)
     title = f"benchtrail history · {_page_title(page)}"
-    body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html.escape(title)}</h1>\n{_context(history)}\n"
+    body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html_text(title)}</h1>\n{_context(history)}\n"
             f"<p>{len(series)} series; median with its IQR band (p25–p75) per commit; a missing point is a commit "
             "without a run or without the series.</p>\n" + div)
     return _document(title, body)
@@ -151,9 +147,9 @@ def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]
 
 def _commit_row(c: CommitRun, log: dict[str, tuple[str, str]]) -> str:
     date, subject = log.get(c.commit, ("—", ""))
-    run = html.escape(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
-    return (f"<tr><td><code>{short(c.commit)}</code></td><td>{html.escape(date)}</td>"
-            f"<td>{html.escape(subject)}</td><td>{run}</td></tr>\n")
+    run = html_text(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
+    return (f"<tr><td><code>{short(c.commit)}</code></td><td>{html_text(date)}</td>"
+            f"<td>{html_text(subject)}</td><td>{run}</td></tr>\n")
 
 
 def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
@@ -174,16 +170,16 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
                log: dict[str, tuple[str, str]] | None = None) -> str:
     """The HTML of ``index.html``: links to the pages and PNGs, and the commits (newest first) with their
     date and subject (``log``, from :func:`commit_log`) and runs; commits without runs collapsed."""
-    links = "".join(f"<li><a href=\"{html.escape(p)}.html\">{html.escape(_page_title(p))}</a> "
+    links = "".join(f"<li><a href=\"{html_text(p)}.html\">{html_text(_page_title(p))}</a> "
                     f"({len(s)} series)</li>\n" for p, s in pages.items())
-    pngs = "".join(f"<li><a href=\"{html.escape(i)}\">{html.escape(i)}</a></li>\n" for i in images)
+    pngs = "".join(f"<li><a href=\"{html_text(i)}\">{html_text(i)}</a></li>\n" for i in images)
     body = (f"<h1>benchtrail history</h1>\n{_context(history)}\n<h2>Pages</h2>\n"
             + (f"<ul>\n{links}</ul>\n" if links else "<p>No series in this history.</p>\n")
             + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "")
             + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th><th>run</th>"
             "</tr>\n" + commit_rows(history, log or {}) + "</table>\n")
     if history.skipped:
-        body += "<h2>Runs not used</h2>\n<ul>\n" + "".join(f"<li>{html.escape(s)}</li>\n" for s in history.skipped)
+        body += "<h2>Runs not used</h2>\n<ul>\n" + "".join(f"<li>{html_text(s)}</li>\n" for s in history.skipped)
         body += "</ul>\n"
     return _document("benchtrail history", body)
 

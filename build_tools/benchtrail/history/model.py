@@ -164,7 +164,6 @@ def check_history(history: History, where: str = "history") -> None:
                 c.attempt is not None and (isinstance(c.attempt, bool) or c.attempt < 1)):
             raise UserError(f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with an "
                             "attempt number from 1, or both null (no run)")
-    runs = {c.commit: (c.run_id, c.attempt) for c in history.commits}
     for s in history.series:
         at = f"{where}: series {s.id!r} ({s.name})"
         if s.kind not in KINDS:
@@ -176,8 +175,9 @@ def check_history(history: History, where: str = "history") -> None:
             pat = f"{at}: points[{j}]"
             if p.commit not in order:
                 raise UserError(f"{pat}: commit {p.commit!r} is not in 'commits'; allowed: a commit listed there")
-            if runs[p.commit] != (p.run_id, p.attempt):
-                used = "no run" if runs[p.commit][0] is None else "run {}/{}".format(*runs[p.commit])
+            listed = history.commits[order[p.commit]]
+            if (listed.run_id, listed.attempt) != (p.run_id, p.attempt):
+                used = "no run" if listed.run_id is None else f"run {listed.run_id}/{listed.attempt}"
                 raise UserError(f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' gives "
                                 f"{used} for it; allowed: the run 'commits' lists")
             if p.commit in seen:

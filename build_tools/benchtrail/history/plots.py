@@ -3,14 +3,14 @@
 Every function that draws returns its ``Figure`` objects; :func:`save_figures` writes them as PNGs.
 
 - :func:`history_figures`: per page of ``history.page_groups`` (a preset's execution series, or the
-  compilation series) one or more figures of at most ``MAX_PANELS`` panels. A panel is one model and
-  one kind of metric, i.e. one unit (:func:`panels`: its times, its counts…), one line per series of it
-  (metric, compile config, task, device), x = short commits in first-parent order (``×3``: three runs),
-  y = the median of the commit's runs with its band (``model.band``), each run's median a dot (noisy runs
-  hollow orange, unconfirmed regressions red crosses); ``y_axis`` ``zero`` starts the axis at 0, ``ratio``
-  divides each series by its value at the baseline (else its oldest point). The baseline commit is a dashed
-  black line; ``track``'s change points a shaded span (red: regression, green: improvement); regressed
-  series a red ring on their newest point. A history of one commit is drawn as bars (whiskers: its band).
+  compilation series) one or more figures of at most ``MAX_PANELS`` panels. A panel is one model and one kind
+  of metric, i.e. one unit (:func:`panels`: its times, its counts…), one line per series of it (metric,
+  compile config, task, device), x = short commits in first-parent order (``×3``: three runs), y = the median
+  of the commit's runs with its band (``model.band``), each run's median a dot (noisy runs hollow orange,
+  unconfirmed regressions red crosses); ``y_axis`` ``zero`` starts the axis at 0, ``ratio`` divides each
+  series by its value at the baseline (else its oldest point). The baseline commit is a dashed black line;
+  ``track``'s change points a shaded span (red: regression, green: improvement); regressed series a red ring
+  on their newest point. A history of one commit is drawn as bars (whiskers: its band).
 - :func:`ratios_figure`: the per-benchmark ratios of ``compare-builds``.
 - :func:`distribution_figures`: base and head samples of each benchmark side by side (a strip plot).
 
@@ -175,11 +175,12 @@ def _levels(points: Sequence[Point | None], scale: Any) -> Any:
     return np.array([(p and p.value, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / scale
 
 
-def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scale: float, color: str) -> bool:
-    """Each run's median of ``points`` (at ``xs``) over ``scale``: a small dot in ``color``, a noisy run or
-    an unconfirmed regression in its ``RUN_STYLES`` (its legend entry once an axes); whether any was."""
+def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scales: Sequence[float],
+               color: str) -> bool:
+    """Each run's median of ``points`` (at ``xs``) over its ``scales``: a small dot in ``color``, a noisy run
+    or an unconfirmed regression in its ``RUN_STYLES`` (its legend entry once an axes); whether any was."""
     dots: dict[str, list[tuple[int, float]]] = {}
-    for x, p in zip(xs, points):
+    for x, p, scale in zip(xs, points, scales):
         for r in (p.runs if p else ()):
             if r.median is not None:
                 style = "unconfirmed" if r.mark == "unconfirmed" else "noisy" if r.noisy else ""
@@ -204,7 +205,7 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
         ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
-        flagged |= _draw_runs(ax, x, points, scales[i], color)
+        flagged |= _draw_runs(ax, x, points, [scales[i]] * len(x), color)
         for k, p in enumerate(points):
             if p and p.status != "ok":
                 ax.axvline(k, color="tab:red", alpha=0.4, linestyle=":")
@@ -230,14 +231,13 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
 
 
 def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> None:
-    """The one commit of a history: a bar per series (the median of its runs), whiskers (:func:`band`), a dot
-    per run, "no sample" where none."""
+    """One commit: a bar per series (the median of its runs), whiskers (:func:`band`), a dot per run."""
     points = [aligned(s, [commit])[0] for s in panel.series]
     median, low, high = _levels(points, np.asarray(scales))
     x = list(range(len(points)))
     ax.bar(x, np.nan_to_num(median), yerr=np.nan_to_num([median - low, high - median]),
            color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8, capsize=3)
-    flagged = [_draw_runs(ax, [i], [p], k, "black") for i, (p, k) in enumerate(zip(points, scales))]
+    flagged = _draw_runs(ax, x, points, scales, "black")
     for i, p in enumerate(points):
         if p is None or p.median is None:
             ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
@@ -247,7 +247,7 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> N
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
     ax.set_xlabel(f"the one commit, {short(commit)} (dots: its runs)", fontsize=7)
-    if any(flagged):
+    if flagged:
         ax.legend(fontsize=6)
 
 
@@ -289,6 +289,8 @@ def history_figures(history: History, *, baseline: str | None = None,
     head = short(history.head) if len(history.ref) >= 7 and history.head.startswith(history.ref) else (
         f"{history.ref} ({short(history.head)})")
     what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
+    base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
+    ratio = ("ratio", f"ratio to {base}") if y_axis == "ratio" else None  # the value axis' unit and quantity
     out: dict[str, Figure] = {}
     for page, series in page_groups(history).items():
         groups = panels(series)
@@ -298,18 +300,16 @@ def history_figures(history: History, *, baseline: str | None = None,
             fig, axes = _grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
             out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = fig
             for ax, panel in zip(axes, part):
-                au = AxisUnit("×", 1.0) if y_axis == "ratio" else axis_unit(
-                    panel.unit, [v for s in panel.series for p in s.points for v in (p.value, band(p)[1])])
-                scales = [au.scale * (_ratio_base(s, baseline) if y_axis == "ratio" else 1.0)
-                          for s in panel.series]
+                unit, quantity = ratio or (panel.unit, panel.quantity)
+                au = axis_unit(unit, [v for s in panel.series for p in s.points
+                                      for v in (p.value, band(p)[1])])
+                scales = [_ratio_base(s, baseline) if ratio else au.scale for s in panel.series]
                 if len(commits) == 1:
                     _draw_bars(ax, panel, commits[0], scales)
                 else:
                     _draw_lines(ax, panel, commits, scales, baseline, cps, regressions)
-                base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
-                axis = ("ratio", f"ratio to {base}") if y_axis == "ratio" else (panel.unit, panel.quantity)
-                set_value_axis(ax.yaxis, axis[0], au, axis[1])
-                if y_axis == "ratio":
+                set_value_axis(ax.yaxis, unit, au, quantity)
+                if ratio:
                     ax.axhline(1.0, color="black", linewidth=0.8)
                 ax.set_ylim(bottom=0 if y_axis == "zero" else None, auto=None)
                 ax.set_title(mpl_text(panel.title, MPL_TITLE_CHARS), fontsize=8)

@@ -23,7 +23,7 @@ so a weak cut never shortens the segments a real step is judged on.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -212,9 +212,9 @@ def _change(series: Series, history: History, walked: list[str], points: list, m
     gaps = tuple(c.commit for c in history.commits if c.commit in commits and c.run_id is None)
     nearby = tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])
     unit = "%" if rule.unit == "percent" else f" {series.unit}"
-    return ChangePoint(series.id, series.name, series.kind, series.metric, series.unit, series.device_name,
-                       base.commit, head.commit, commits, gaps, b, a, len(before), len(after), magnitude, p,
-                       "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})",
+    return ChangePoint(*astuple(series.key), base.commit, head.commit, commits, gaps, b, a, len(before),
+                       len(after), magnitude, p, "regression" if worse else "improvement",
+                       f"{rule.threshold:g}{unit} ({rule.match})",
                        beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
                        (base.run_id, base.attempt), (head.run_id, head.attempt), nearby)
 

@@ -6,7 +6,7 @@ show: for each model, task and device, one row per compile config (``eager``, ``
 ``export``, ``aot-inductor``, ``inductor-max-autotune``, ...) with its median latency and
 ``speedup = eager median / config median`` (above 1: faster than eager).
 
-``compare_backends`` is the pure core (results in, rows out); ``render_table`` and ``plot_speedups``
+``compare_backends`` is the pure core (results in, rows out); ``render_table`` and ``speedups_figure``
 format the rows; ``benchtrail compare-backends`` (``benchtrail.cli.interop``) reads the files and prints.
 """
 
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtrail import jsonio
 from benchtrail.compare.compiler_summary import execution_config, model_name
 from benchtrail.errors import UserError
 from benchtrail.markup import MPL_LABEL_CHARS, mpl_text
@@ -211,15 +210,6 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
     title = (f"Backends of run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
              f"(speedup = eager median / config median; above 1 is faster than eager)")
     return "\n".join([title, *(line.rstrip() for line in out.getvalue().splitlines())]) + "\n"
-
-
-def plot_speedups(rows: Sequence[BackendRow], run: RunInfo, path: Path) -> Path:
-    """Write :func:`speedups_figure` as a PNG, atomically; never overwrites.
-
-    Raises:
-        UserError: ``path`` exists or cannot be written.
-    """
-    return jsonio.write_png(Path(path), speedups_figure(rows, run))
 
 
 def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:

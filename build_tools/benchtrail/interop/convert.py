@@ -61,8 +61,8 @@ class Conversion:
     left_out: tuple[BenchmarkRecord, ...]
 
 
-def check_format(fmt: str) -> None:
-    """Refuse a ``fmt`` that is not one of ``FORMATS``.
+def check_options(fmt: str, kind: str) -> None:
+    """Refuse a ``fmt`` that is not one of ``FORMATS``, then a ``kind`` that is not one of ``KINDS``.
 
     Raises:
         UserError: naming the value and the allowed ones.
@@ -71,14 +71,6 @@ def check_format(fmt: str) -> None:
         raise UserError(f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
                         f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
                         f"{suggest(fmt, FORMATS)}")
-
-
-def check_kind(kind: str) -> None:
-    """Refuse a ``kind`` that is not one of ``KINDS``.
-
-    Raises:
-        UserError: naming the value and the allowed ones.
-    """
     if kind not in KINDS:
         raise UserError(f"--kind {kind!r} is not known; allowed: {', '.join(KINDS)}{suggest(kind, KINDS)}")
 
@@ -142,8 +134,8 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
 
     Args:
         results: results files of one run (``backends.check_one_run``).
-        fmt: ``gab`` or ``bmf`` (:func:`check_format`; the module docstring has the mapping and units).
-        kind: ``all``, ``execution`` or ``compilation`` (:func:`check_kind`): which records to convert.
+        fmt: ``gab`` or ``bmf`` (:func:`check_options`; the module docstring has the mapping and units).
+        kind: ``all``, ``execution`` or ``compilation`` (:func:`check_options`): which records to convert.
 
     Returns:
         The document (``gab``: a list sorted by name; ``bmf``: an object, sorted when dumped).
@@ -153,9 +145,15 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
             those left out); two records with one output name; an execution record not in a
             time unit (``bmf``).
     """
-    pairs = [(b, f) for f in results for b in f.benchmarks if kind in ("all", b.kind)]
-    included = [(b, f) for b, f in pairs if b.status == "ok" and b.median is not None]
-    left_out = tuple(b for b, _ in pairs if not (b.status == "ok" and b.median is not None))
+    included, left_out = [], []
+    for f in results:
+        for b in f.benchmarks:
+            if kind not in ("all", b.kind):
+                continue
+            if b.status == "ok" and b.median is not None:
+                included.append((b, f))
+            else:
+                left_out.append(b)
     if not included:
         names = ", ".join(f"{b.name} ({b.status})" for b in left_out) or "none"
         raise UserError(f"--results: no ok {'' if kind == 'all' else kind + ' '}records to convert "
@@ -174,7 +172,7 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
         for b, _ in included:
             benchmark, measure, factor = _bmf_key(b)
             document.setdefault(benchmark, {})[measure] = _bmf_metric(b, factor)
-    return Conversion(document, tuple(b for b, _ in included), left_out)
+    return Conversion(document, tuple(b for b, _ in included), tuple(left_out))
 
 
 def dumps(document: Any) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from benchtrail import git, jsonio
-from benchtrail.compare.baseline import fetch_baselines, find_baselines, resolve_commit
+from benchtrail.compare.baseline import fetch_baselines, find_baselines
 from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.github.trust import trust_from_options
@@ -130,7 +130,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
                         f"(it has {', '.join(sorted(a.value for a in here))})")
     store = open_store(store_url)
-    if base_commit and not store.pointers(resolve_commit(repo, base_commit)):
+    if base_commit and not store.pointers(git.resolve_commit(repo, base_commit) or base_commit):
         raise UserError(f"--base-commit {base_commit}: the store {store.url} holds no run of that commit")
     run_id, attempt = new_run_id()
     run_dir = store.create_run_dir(run_id, attempt)

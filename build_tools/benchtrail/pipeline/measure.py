@@ -30,7 +30,7 @@ from benchtrail.runner.recheck import recheck
 from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.pipeline.export import checked_export
-from benchtrail.suite.export import load_compilation, load_execution, load_run_tasks
+from benchtrail.suite.export import load_compilation, load_execution
 from benchtrail.suite.filters import compile_filter
 from benchtrail.suite.names import slug
 
@@ -51,10 +51,11 @@ def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple
     """
     if ids is None:
         return items
-    missing = sorted(set(ids) - {i.id for i in items})
+    wanted = set(ids)
+    missing = sorted(wanted - {i.id for i in items})
     if missing:
         raise UserError(f"{what} {', '.join(missing)} not in {source}; see `benchtrail dump-cmds`")
-    return tuple(i for i in items if i.id in set(ids))
+    return tuple(i for i in items if i.id in wanted)
 
 
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
@@ -67,8 +68,7 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     commit of ``repo``. Returns (that results file, or None when no module targets ``architecture``;
     whether all compiled).
     """
-    gens, dirs, sampling = load_compilation(run_configs)
-    tasks = load_run_tasks(run_configs)
+    gens, dirs, sampling, tasks = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs)
                  if g.target_architecture is architecture)
     output = output_dir / "results" / f"compilation-{slug(device_name)}.json"
@@ -83,20 +83,14 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     return write_results(output, results), all(r.status == "ok" for r in records)
 
 
-def check_cuda(device_name: str, rcs: tuple[RunConfig, ...]) -> None:
-    """Refuse, before the first case, the run configs of ``rcs`` that need CUDA when torch sees no GPU.
-
-    Raises:
-        UserError: one message naming each such run config and why none can run here.
-    """
-    cuda = sorted(rc.name for rc in rcs if rc.target_device.architecture is Architecture.CUDA)
-    if not cuda or torch.cuda.is_available():
-        return
+def no_cuda_error(device_name: str, names: list[str]) -> UserError:
+    """The refusal, before the first case, of run configs ``names`` that need CUDA when torch sees no GPU:
+    one message naming each and why none can run here."""
     why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
            f"torch (CUDA {torch.version.cuda}) sees no GPU here")
-    raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(cuda)} selected run "
-                    f"config(s) can run on this machine: {', '.join(cuda)}. Nothing was run (a CUDA case "
-                    "never runs on the CPU instead); run them on a CUDA runner")
+    return UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(names)} selected run "
+                     f"config(s) can run on this machine: {', '.join(names)}. Nothing was run (a CUDA case "
+                     "never runs on the CPU instead); run them on a CUDA runner")
 
 
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
@@ -119,7 +113,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     a journal holds (same run config id and content hash) are kept, not run again.
 
     A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
-    run``) nothing is run or written (:func:`check_cuda`); without it every case is recorded
+    run``) nothing is run or written (:func:`no_cuda_error`); without it every case is recorded
     ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
     A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``
     (``benchtrail.runner.run_cases.noise_rerun_enabled``).
@@ -145,14 +139,16 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
         if not rcs:
             raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in "
                             f"{run_configs}")
-    if refuse_without_cuda:
-        check_cuda(device_name, rcs)
+    cuda = torch.cuda.is_available()
+    no_gpu = [] if cuda else sorted(rc.name for rc in rcs  # the CUDA cases, when torch sees no GPU
+                                    if rc.target_device.architecture is Architecture.CUDA)
+    if refuse_without_cuda and no_gpu:
+        raise no_cuda_error(device_name, no_gpu)
     rerun = noise_rerun_enabled()  # a bad BENCHTRAIL_NOISE_RERUN stops the stage before it writes anything
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
     finished = journal.load(rcs, torch_version()) if resume else journal.refuse_stale()
-    cuda = torch.cuda.is_available()
-    if any(rc.target_device.architecture is Architecture.CUDA for rc in rcs) and not cuda:
+    if no_gpu:
         console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: "
                       "every case is recorded failed without starting a worker; none is run on the CPU "
                       "instead")
@@ -200,10 +196,10 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     return comment_stage(comparison, output_dir / "comment")
 
 
-def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy) -> Path:
+def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy) -> None:
     """The pipeline's re-check stage: re-check the suspects of the run's ``comparison.json``
     (``benchtrail.runner.recheck.recheck``, the paired samples in ``ab/`` and profiles in the run directory,
-    the comparison's folder) and write it again in place when any was re-checked; return its path.
+    the comparison's folder) and write it again in place when any was re-checked.
 
     Raises:
         UserError: a bad comparison file, and as ``recheck``.
@@ -212,7 +208,6 @@ def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy
     after = recheck(before, repo, suite, rules, policy, comparison.parent / "ab", comparison.parent)
     if after is not before:
         jsonio.write_json(comparison, after.document)
-    return comparison
 
 
 def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy,

@@ -152,11 +152,12 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
 
 def _store_plotly(store: Store, run_id: str, attempt: int, run_dir: Path) -> str | None:
     """The store's one plotly.js (``Store.write_asset``, written once), as a URL relative to the pages, when
-    ``run_dir`` is the store's own run directory (``pipeline``); else None: ``plotly.min.js`` goes beside the
-    pages, as in any folder (``benchtrail dashboard --run-dir``, or when the store's copy cannot be written)."""
+    ``run_dir`` is the store's own run directory (``pipeline``); else None: ``plotly.min.js`` goes beside
+    the pages, as in any folder (``benchtrail dashboard --run-dir``, or when the store's copy cannot be
+    written)."""
     from benchtrail.history.dashboard import plotly_asset
 
-    if Path(run_dir).resolve() != store.run_dir(run_id, attempt).resolve():
+    if run_dir.resolve() != store.run_dir(run_id, attempt).resolve():
         return None
     name, data = plotly_asset()
     try:
@@ -208,18 +209,19 @@ def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[
 
     order = {"regressed": 0, "improved": 1, "inconclusive": 2, "noisy": 2}  # noisy: comparison versions 1-7
     rows = sorted((r for r in load_comparison(comparison).rows
-                   if r.kind == "execution" and r.verdict in order), key=lambda r: order[r.verdict])
-    rows = rows[:MAX_DISTRIBUTIONS]
+                   if r.kind == "execution" and r.verdict in order),
+                  key=lambda r: order[r.verdict])[:MAX_DISTRIBUTIONS]
     if not rows or not base_results:
         return {}
     sets = {s.name: s for s in samples_of(base_results, load_results_paths(head), ids={r.id for r in rows})}
     ab = [comparison.parent / "ab" / f"ab-{side}.json" for side in ("base", "head")]
     ids = {r.id for r in rows if r.ab and estimate(r).paired}
-    decided = samples_of(*map(load_results_paths, ([p] for p in ab)), ids=ids) if ids and all(
+    decided = samples_of(*(load_results_paths([p]) for p in ab), ids=ids) if ids and all(
         p.is_file() for p in ab) else []
     sets |= {s.name: s for s in decided}
     paired = {s.name for s in decided}
     units = sample_units(list(sets.values()))
     return {f"{slug(r.name)}.png": distribution_figures(
-        [sets[r.name]], f"{r.verdict} {change_cell(r)} · {'paired A/B' if r.name in paired else 'stored'} samples",
+        [sets[r.name]],
+        f"{r.verdict} {change_cell(r)} · {'paired A/B' if r.name in paired else 'stored'} samples",
         units)[0] for r in rows if r.name in sets}

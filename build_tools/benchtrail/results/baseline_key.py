@@ -117,7 +117,7 @@ def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
     keys: dict[str, set[BaselineKey]] = {}
     if isinstance(recorded, list):  # the store's reader checked the fields
         for k in recorded:
-            ci = k["ci"] if k.get("ci", "") is None or isinstance(k.get("ci"), bool) else told
+            ci = k["ci"] if isinstance(k.get("ci", ""), (bool, type(None))) else told
             keys.setdefault(k["device"], set()).add(
                 BaselineKey(k["device"], k.get("gpu"), k["torch_version"], k["method_version"], ci))
         return keys

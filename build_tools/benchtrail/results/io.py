@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import math
 import uuid
 from pathlib import Path
@@ -60,13 +59,9 @@ def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
             ``keep_bad`` false also a bad sample or summary. Each message names the file, the
             benchmark, the field and what is allowed.
     """
-    try:
-        obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION)
-    except UserError as exc:
-        if _foreign(path):
-            raise UserError(f"{path} is not a benchtrail results file (no schema_version); give the "
-                            "results/*.json of a benchtrail run, or its run directory") from exc
-        raise
+    obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION,
+                           foreign="is not a benchtrail results file (no schema_version); give the "
+                           "results/*.json of a benchtrail run, or its run directory")
     version = obj.pop("schema_version")
     if isinstance(obj.get("benchmarks"), list):
         obj["benchmarks"] = [_upgrade_record(path, version, b, keep_bad) for b in obj["benchmarks"]]
@@ -77,12 +72,6 @@ def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
                         f"preset names of {PRESET_NAME_RULE}")
     seen: dict[str, BenchmarkRecord] = {}
     for b in results.benchmarks:
-        if b.status not in STATUSES:
-            raise UserError(f"results file {path}: benchmark {b.name!r} has status {b.status!r}; "
-                            f"allowed: {', '.join(STATUSES)}")
-        if b.kind not in KINDS:
-            raise UserError(f"results file {path}: benchmark {b.name!r} has kind {b.kind!r}; "
-                            f"allowed: {', '.join(KINDS)}")
         _check_record(path, b, not keep_bad)
         for field in ("id", "name", "device_name", "module_name", "compile_config"):
             value = getattr(b, field)
@@ -122,35 +111,24 @@ def _upgrade_record(path: Path, version: int, b: Any, keep_bad: bool) -> Any:
     return b
 
 
-def _foreign(path: Path) -> bool:
-    """True when ``path`` holds JSON that is not a benchtrail file at all: not an object, or no
-    ``schema_version``."""
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return not isinstance(obj, dict) or "schema_version" not in obj
-
-
 def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
-    """A record's fields agree with each other: unit, kind and direction known and the metric's, and
-    (``values``) every sample finite and the summary matching the samples.
+    """A record's fields agree with each other: status, unit, kind and direction known, the last three the
+    metric's, and (``values``) every sample finite and the summary matching the samples.
 
     Raises:
         UserError: naming the file, the benchmark, the field and what is allowed.
     """
     where = f"results file {path}: benchmark {b.name!r}"
+    for field, allowed in (("status", STATUSES), ("kind", KINDS), ("unit", UNITS), ("direction", DIRECTIONS)):
+        if getattr(b, field) not in allowed:
+            raise UserError(f"{where} has {field} {getattr(b, field)!r}; allowed: {', '.join(allowed)}")
     if not b.id:
         raise UserError(f"{where} has an empty id")
-    if b.unit not in UNITS:
-        raise UserError(f"{where} has unit {b.unit!r}; allowed: {', '.join(UNITS)}")
     metric = METRICS[b.metric]
     if (b.kind, b.unit) != (metric.kind, metric.unit):
         raise UserError(f"{where} has kind {b.kind!r} and unit {b.unit!r}, but metric {b.metric!r} is "
                         f"{metric.kind} in {metric.unit!r} (docs/formats.md, 'Metrics'); allowed: its "
                         "metric's")
-    if b.direction not in DIRECTIONS:
-        raise UserError(f"{where} has direction {b.direction!r}; allowed: {', '.join(DIRECTIONS)}")
     if b.direction != metric.direction:
         raise UserError(f"{where} has direction {b.direction!r}, but metric {b.metric!r} is "
                         f"{metric.direction} (docs/formats.md, 'Metrics'); allowed: its metric's direction")
@@ -192,13 +170,13 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
             for k, v in _flatten(value, f"{prefix}.{key}" if prefix else key).items()}
 
 
-def write_documents(folder: Path, results: ResultsFile, now: datetime.datetime | None = None) -> list[Path]:
+def write_documents(folder: Path, results: ResultsFile) -> list[Path]:
     """Write one flattened document per benchmark: ``bench_<name>_<UTC yyyymmddThhmmssZ>_<uuid8>.json``.
 
     Nested objects become dotted keys (``environment.torch_version``, ``details.phase_times_ms.run``);
     lists (samples) stay lists. Such documents load into a search index or a table as they are.
     """
-    stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     shared = {"commit": results.commit, "dirty": results.dirty, "run": results.run,
               "environment": results.environment}
     return [jsonio.write_json(folder / f"bench_{slug(b.name)}_{stamp}_{uuid.uuid4().hex[:8]}.json",

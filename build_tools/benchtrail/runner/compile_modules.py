@@ -98,19 +98,19 @@ def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, wa
         first = sample(compile_request(gen, module_dir, tasks=tasks), first_cache)
         if not first.ok:
             return ModuleStats(first)
-        cold_ms, warm_ms, warm_hits = [first.compile_time_ms], [], None
+        times, warm_hits = [first.compile_time_ms], None  # cold samples, then warm ones
         for i in range(1, cold + warm):  # the other cold samples, each from an empty cache, then warm ones
             answer = sample(others, first_cache if i >= cold else Path(caches, f"cold-{i}"))
             if not answer.ok:
                 return ModuleStats(answer)
-            (warm_ms if i >= cold else cold_ms).append(answer.compile_time_ms)
+            times.append(answer.compile_time_ms)
             if i >= cold:  # the FX graph cache hits of the last warm sample
                 warm_hits = answer.fxgraph_cache_hit or 0
         if first_cache.is_dir() and gen.compile_config.mode in INDUCTOR_MODES:
             # The cache's files are named by their content's hash, so merging modules' caches is safe.
             shutil.copytree(first_cache, module_dir.parent / INDUCTOR_CACHE, dirs_exist_ok=True)
     artifact = ARTIFACTS.get(gen.compile_config.mode, "inductor_cache")  # else generated code and kernels
-    return ModuleStats(first, tuple(cold_ms), tuple(warm_ms), warm_hits,
+    return ModuleStats(first, tuple(times[:cold]), tuple(times[cold:]), warm_hits,
                        int((first.artifacts or {}).get(artifact, 0)))
 
 

@@ -33,8 +33,6 @@ from benchtrail.store.base import shown
 SCHEMA_VERSION = 1
 ROOT_ENV = "BENCHTRAIL_DOCTOR_ROOT"
 STATUSES = ("ok", "warn", "fail", "unknown")
-CHECK_NAMES = ("cpu governor", "turbo boost", "load average", "busy processes", "memory pressure",
-               "memory available", "gpu clocks", "gpu processes")
 
 #: The governor pyperf's ``system tune`` sets and ``system show`` expects (pyperf/_system.py,
 #: ``CPUGovernorIntelPstate.BENCHMARK_GOVERNOR``); another governor moves the frequency with load.
@@ -44,6 +42,7 @@ EXPECTED_GOVERNOR = "performance"
 #: Checklist"): runnable tasks wait for a CPU, ours among them: fail. Above half the CPUs: warn.
 #: Our own recent workers (2–4 threads each) count too.
 LOAD_WARN_PER_CPU, LOAD_FAIL_PER_CPU = 0.5, 1.0
+CPUS = os.cpu_count() or 1  # the CPUs the load average is judged against
 #: Busy processes: CPU time over a short sample of /proc/<pid>/stat (psutil is not pinned in
 #: constraints.txt). Another process above 20% of one CPU warns; others together using a whole CPU
 #: fail. Our choice (pyperf has no such check; it isolates CPUs instead, ``isolcpus``).
@@ -64,7 +63,6 @@ GPU_SLOWDOWN_FAIL = {0x8: "hw slowdown", 0x20: "sw thermal slowdown", 0x40: "hw 
                      0x80: "hw power brake"}
 GPU_SLOWDOWN_WARN = {0x4: "sw power cap"}
 GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem")
-GPU_CLOCKS_EXPECTED, GPU_PROCESSES_EXPECTED = "no slowdown (thermal, power brake, power cap)", "none but ours"
 TUNE = "`python -m pyperf system tune` (as root) applies this and the other pyperf tunings"
 
 #: One check's result: ``{name, status, value, expected, advice}`` (see the module docstring).
@@ -74,18 +72,30 @@ Snapshot = dict[int, tuple[str, int, int, int]]
 #: What :func:`run_checks` returns: a ``benchtrail doctor --json`` file less its ``schema_version``.
 Report = dict[str, Any]
 
+#: Each check's ``expected``, in the order :func:`run_checks` runs them.
+EXPECTED = {
+    "cpu governor": EXPECTED_GOVERNOR,
+    "turbo boost": "disabled",
+    "load average": f"at most {LOAD_WARN_PER_CPU * CPUS:g}, half the CPUs",
+    "busy processes": f"none above {BUSY_PROCESS_PERCENT:g}% of a CPU",
+    "memory pressure": f"at most {MEMORY_PSI_WARN_PERCENT:g}%",
+    "memory available": f"at least {MEM_AVAILABLE_WARN:.0%} of memory",
+    "gpu clocks": "no slowdown (thermal, power brake, power cap)",
+    "gpu processes": "none but ours",
+}
+CHECK_NAMES = tuple(EXPECTED)
 
-def check(name: str, value: str, expected: str, advice: str = "", *, fail: bool = False,
-          warn: bool = False) -> Check:
-    """One check's result (see the module docstring): ``fail`` when ``fail``, else ``warn`` when ``warn``
-    (both with ``advice``), else ``ok``."""
+
+def check(name: str, value: str, advice: str = "", *, fail: bool = False, warn: bool = False) -> Check:
+    """One check's result (see the module docstring; ``expected`` from :data:`EXPECTED`): ``fail`` when
+    ``fail``, else ``warn`` when ``warn`` (both with ``advice``), else ``ok``."""
     status = "fail" if fail else "warn" if warn else "ok"
-    return {"name": name, "status": status, "value": value, "expected": expected,
+    return {"name": name, "status": status, "value": value, "expected": EXPECTED[name],
             "advice": "" if status == "ok" else advice}
 
 
-def _unreadable(name: str, expected: str, why: str) -> Check:
-    return check(name, why, expected) | {"status": "unknown"}
+def _unreadable(name: str, why: str) -> Check:
+    return check(name, why) | {"status": "unknown"}
 
 
 def _read(root: Path, rel: str) -> str:
@@ -99,25 +109,24 @@ def _read(root: Path, rel: str) -> str:
 def check_governor(root: Path) -> Check:
     """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq
     (VMs)."""
-    name, expected = "cpu governor", EXPECTED_GOVERNOR
+    name = "cpu governor"
     paths = sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
     if not paths:
-        return _unreadable(name, expected, "no cpufreq in /sys (a VM: the hypervisor sets the frequency)")
+        return _unreadable(name, "no cpufreq in /sys (a VM: the hypervisor sets the frequency)")
     try:
         counts = Counter(p.read_text().strip() or "empty" for p in paths)
     except OSError as exc:
-        return _unreadable(name, expected,
-                           f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
+        return _unreadable(name, f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
     value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g,
                       n in sorted(counts.items()))
-    return check(name, value, expected, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
+    return check(name, value, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
                  fail=set(counts) != {EXPECTED_GOVERNOR})
 
 
 def check_turbo(root: Path) -> Check:
     """Turbo boost disabled (pyperf ``TurboBoostIntelPstate``): ``intel_pstate/no_turbo`` 1, or
     ``cpufreq/boost`` 0 (acpi-cpufreq, amd-pstate); warn when enabled, unknown when neither exists."""
-    name, expected = "turbo boost", "disabled"
+    name = "turbo boost"
     controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
                 ("sys/devices/system/cpu/cpufreq/boost", "0"))
     for rel, off in controls:
@@ -126,31 +135,29 @@ def check_turbo(root: Path) -> Check:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            return _unreadable(name, expected, f"cannot read {rel}: {exc.strerror}")
+            return _unreadable(name, f"cannot read {rel}: {exc.strerror}")
         value = f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})"
         advice = (f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
                   f"cores are busy; {TUNE}")
-        return check(name, value, expected, advice, warn=text != off)
-    return _unreadable(name, expected, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
+        return check(name, value, advice, warn=text != off)
+    return _unreadable(name, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
 def check_load(root: Path) -> Check:
     """1-minute load average of ``/proc/loadavg`` (``os.getloadavg()`` when the root is ``/`` and the
     file is unreadable) against ``os.cpu_count()``: see ``LOAD_*_PER_CPU``."""
-    cpus = os.cpu_count() or 1
-    warn_at, fail_at = LOAD_WARN_PER_CPU * cpus, LOAD_FAIL_PER_CPU * cpus
-    name, expected = "load average", f"at most {warn_at:g}, half the CPUs"
+    name = "load average"
     try:
         load = float(_read(root, "proc/loadavg").split()[0])
     except (OSError, ValueError, IndexError) as exc:
         if root != Path("/") or not hasattr(os, "getloadavg"):
-            return _unreadable(name, expected,
-                               f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
+            return _unreadable(name, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
         load = os.getloadavg()[0]
-    value = f"{load:.2f} over 1 min on {cpus} CPUs"
+    value = f"{load:.2f} over 1 min on {CPUS} CPUs"
     advice = ("wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
               "time")
-    return check(name, value, expected, advice, fail=load > fail_at, warn=load > warn_at)
+    return check(name, value, advice, fail=load > LOAD_FAIL_PER_CPU * CPUS,
+                 warn=load > LOAD_WARN_PER_CPU * CPUS)
 
 
 def process_snapshot(root: Path) -> Snapshot:
@@ -171,15 +178,9 @@ def process_snapshot(root: Path) -> Snapshot:
 
 def own_tree(snapshot: Snapshot) -> set[int]:
     """This process and its descendants in ``snapshot``."""
-    children: dict[int, list[int]] = {}
-    for p, (_, ppid, _, _) in snapshot.items():
-        children.setdefault(ppid, []).append(p)
-    tree, todo = set(), [os.getpid()]
-    while todo:
-        p = todo.pop()
-        if p not in tree:
-            tree.add(p)
-            todo.extend(children.get(p, ()))
+    tree = {os.getpid()}
+    while children := {p for p, (_, ppid, _, _) in snapshot.items() if ppid in tree} - tree:
+        tree |= children
     return tree
 
 
@@ -198,16 +199,15 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
     """Other processes' CPU use over ``sample_s`` seconds, excluding this process and its descendants
     (the runner's workers): see ``BUSY_*``. The value lists the busiest few."""
     name = "busy processes"
-    expected = f"none above {BUSY_PROCESS_PERCENT:g}% of a CPU"
     start, before = time.monotonic(), process_snapshot(root)
     if not before:
-        return _unreadable(name, expected, "no readable proc/<pid>/stat")
+        return _unreadable(name, "no readable proc/<pid>/stat")
     time.sleep(sample_s)
     after = process_snapshot(root)
     others = busy_processes(before, after, time.monotonic() - start, own_tree(after) | own_tree(before))
     busy = [f"{n} (pid {p}) {c:.0f}%" for c, p, n in others if c > BUSY_PROCESS_PERCENT]
     total = sum(c for c, _, _ in others)
-    return check(name, shown(busy, BUSY_PROCESSES_SHOWN) or "none", expected,
+    return check(name, shown(busy, BUSY_PROCESSES_SHOWN) or "none",
                  "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)",
                  warn=bool(busy), fail=bool(busy) and total >= BUSY_TOTAL_FAIL_PERCENT)
 
@@ -218,37 +218,34 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
 def check_memory_pressure(root: Path) -> Check:
     """PSI ``some avg10`` of ``/proc/pressure/memory``: see ``MEMORY_PSI_*``; unknown without PSI."""
     name = "memory pressure"
-    expected = f"at most {MEMORY_PSI_WARN_PERCENT:g}%"
     try:
         line = next(x for x in _read(root, "proc/pressure/memory").splitlines() if x.startswith("some "))
         avg10 = float(dict(kv.split("=", 1) for kv in line.split()[1:])["avg10"])
     except OSError as exc:
-        return _unreadable(name, expected, f"cannot read proc/pressure/memory ({exc.strerror}: a kernel "
-                                           "before 4.20 or booted with psi=0)")
+        return _unreadable(name, f"cannot read proc/pressure/memory ({exc.strerror}: a kernel "
+                                 "before 4.20 or booted with psi=0)")
     except (StopIteration, KeyError, ValueError):
-        return _unreadable(name, expected, "proc/pressure/memory has no 'some avg10=' field")
+        return _unreadable(name, "proc/pressure/memory has no 'some avg10=' field")
     value = f"PSI some avg10 {avg10:.2f}%"
     advice = "free memory: stop other work, or use a runner with more memory (see memory available)"
-    return check(name, value, expected, advice,
-                 fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
+    return check(name, value, advice, fail=avg10 > MEMORY_PSI_FAIL_PERCENT,
+                 warn=avg10 > MEMORY_PSI_WARN_PERCENT)
 
 
 def check_memory_available(root: Path) -> Check:
     """MemAvailable / MemTotal of ``/proc/meminfo``: see ``MEM_AVAILABLE_*``."""
     name = "memory available"
-    expected = f"at least {MEM_AVAILABLE_WARN:.0%} of memory"
     try:
         fields = dict(line.split(":", 1) for line in _read(root, "proc/meminfo").splitlines() if ":" in line)
         total, available = (int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "MemAvailable"))
     except OSError as exc:
-        return _unreadable(name, expected, f"cannot read proc/meminfo: {exc.strerror}")
+        return _unreadable(name, f"cannot read proc/meminfo: {exc.strerror}")
     except (KeyError, ValueError, IndexError):
-        return _unreadable(name, expected, "proc/meminfo lacks MemTotal or MemAvailable")
+        return _unreadable(name, "proc/meminfo lacks MemTotal or MemAvailable")
     share = available / total if total else 0.0
     value = f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})"
     advice = "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory"
-    return check(name, value, expected, advice, fail=share < MEM_AVAILABLE_FAIL,
-                 warn=share < MEM_AVAILABLE_WARN)
+    return check(name, value, advice, fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
 
 
 # -- GPU ---------------------------------------------------------------------------------------------
@@ -270,12 +267,12 @@ def parse_gpu_clocks(text: str) -> Check:
     """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active
     --format=csv,noheader,nounits`` (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons
     decide (``GPU_SLOWDOWN_*``): an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
-    name, expected = "gpu clocks", GPU_CLOCKS_EXPECTED
+    name = "gpu clocks"
     parts, reasons_seen = [], []
     for i, line in enumerate(x for x in text.strip().splitlines() if x.strip()):
         values = [v.strip() for v in line.split(",")]
         if len(values) != len(GPU_CLOCK_FIELDS) + 1:
-            return _unreadable(name, expected, f"unexpected nvidia-smi line {line!r}")
+            return _unreadable(name, f"unexpected nvidia-smi line {line!r}")
         sm, max_sm, mem, max_mem, active = values
         try:
             mask = int(active, 16)
@@ -285,24 +282,23 @@ def parse_gpu_clocks(text: str) -> Check:
                          label in {**GPU_SLOWDOWN_FAIL, **GPU_SLOWDOWN_WARN}.items() if mask & bit]
         parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
     if not parts:
-        return _unreadable(name, expected, "nvidia-smi listed no GPU")
+        return _unreadable(name, "nvidia-smi listed no GPU")
     value = "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else "")
     advice = ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
               "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
-    return check(name, value, expected, advice, warn=bool(reasons_seen),
+    return check(name, value, advice, warn=bool(reasons_seen),
                  fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
 
 
 def parse_gpu_processes(text: str, exclude: set[int]) -> Check:
     """Judge ``nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader``:
     any compute process outside ``exclude`` (our process tree) fails."""
-    name, expected = "gpu processes", GPU_PROCESSES_EXPECTED
     others = []
     for line in text.strip().splitlines():
         fields = [v.strip() for v in line.split(",")]
         if len(fields) >= 3 and fields[0].isdigit() and int(fields[0]) not in exclude:
             others.append(f"{os.path.basename(fields[1])} (pid {fields[0]}, {fields[2]})")
-    return check(name, ", ".join(others[:BUSY_PROCESSES_SHOWN]) or "none", expected,
+    return check("gpu processes", ", ".join(others[:BUSY_PROCESSES_SHOWN]) or "none",
                  "stop them: they share the GPU's SMs, memory bandwidth and clocks", fail=bool(others))
 
 
@@ -312,17 +308,16 @@ def gpu_checks(root: Path) -> list[Check]:
 
     if not torch.cuda.is_available():
         why = "no CUDA GPU (torch.cuda.is_available() is False)"
-        return [_unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why),
-                _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why)]
+        return [_unreadable("gpu clocks", why), _unreadable("gpu processes", why)]
     for reasons in ("clocks_event_reasons", "clocks_throttle_reasons"):  # the latter: drivers before R535
         out, why = nvidia_smi(f"--query-gpu={','.join(GPU_CLOCK_FIELDS)},{reasons}.active",
                               "--format=csv,noheader,nounits")
         if out is not None:
             break
-    clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", GPU_CLOCKS_EXPECTED, why)
+    clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", why)
     out, why = nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
     processes = (parse_gpu_processes(out, own_tree(process_snapshot(root))) if out is not None
-                 else _unreadable("gpu processes", GPU_PROCESSES_EXPECTED, why))
+                 else _unreadable("gpu processes", why))
     return [clocks, processes]
 
 

@@ -87,10 +87,10 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
     Returns ``{"driver_version": str, "clocks_mhz": {"sm": int, "mem": int, "max_sm": int, "max_mem": int}}``
     with clocks nvidia-smi could not read (``[N/A]``, ``[Not Supported]``) left out; ``{}`` for no line.
     """
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    if not lines:
+    line = text.strip().partition("\n")[0]
+    if not line:
         return {}
-    fields = dict(zip(NVIDIA_SMI_FIELDS, (v.strip() for v in lines[0].split(","))))
+    fields = dict(zip(NVIDIA_SMI_FIELDS, (v.strip() for v in line.split(","))))
     driver = fields.pop("driver_version", "")
     out: dict[str, Any] = {"clocks_mhz": {name.removeprefix("clocks.").replace(".", "_"): int(v)
                                           for name, v in fields.items() if v.isdigit()}}

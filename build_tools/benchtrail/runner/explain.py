@@ -78,7 +78,7 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
     if compilation.exists():
         from benchtrail.results.schema import METRICS
 
-        gens, _, _ = load_compilation(compilation)
+        gens, *_ = load_compilation(compilation)
         for gen in gens:
             targets.setdefault(gen.id, Target(None, gen))
             if gen.compile_config.mode is not CompileMode.EAGER:  # eager modules have no compilation series
@@ -205,19 +205,20 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     from benchtrail.compare.why import why_lines
 
     path = run_dir / "comparison.json"
+    if not path.is_file():
+        return ["", "compared     no: this run has no comparison.json"]
     try:
-        rows = load_comparison(path).rows if path.is_file() else None
+        rows = load_comparison(path).rows
     except UserError as exc:
         return ["", f"compared     unreadable: {exc}"]
-    if rows is None:
-        return ["", "compared     no: this run has no comparison.json"]
     module = target.run_config is None and target.metric is None
     mine = [r for r in rows if r.id == benchmark_id or module and r.id.startswith(f"{benchmark_id}-")]
+    if not mine:
+        return ["", "compared     no row of this benchmark in comparison.json"]
     lines = [""] + [f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"
                     + (f"; {r.reason}" if r.reason else "") for r in mine]
     said = [line for r in mine for line in why_lines(r.profile, run_dir)]
-    return (lines if mine else ["", "compared     no row of this benchmark in comparison.json"]) + (
-        ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else [])
+    return lines + (["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else [])
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:

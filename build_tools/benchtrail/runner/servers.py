@@ -284,28 +284,27 @@ def close_servers(pythonpath: str | None = None) -> None:
             _REFUSED.clear()
 
 
-def run_leased(server: WorkerServer, server_env: Env, cwd: Path | None, method: str | None,
-            run: Callable[[WorkerServer], Outcome]) -> Outcome:
+def run_leased(server: WorkerServer | None, server_env: Env, cwd: Path | None, method: str | None,
+               run: Callable[[WorkerServer], Outcome]) -> Outcome:
     """``run(server)`` on the leased ``server``, released after; a job it refuses runs on a server of its own
     ``PYTHONPATH``, started for it (which never refuses it). A server that died is dropped and stopped.
 
     Raises:
         ServerUnavailable: the server died.
     """
-    try:
-        return run(server)
-    except Refused:
-        with _LOCK:
-            _REFUSED.add(_key(server_env))
-    except ServerUnavailable:
-        with _LOCK:
-            if server in _SERVERS:
-                _SERVERS.remove(server)
-        server.close()
-        raise
-    finally:
-        release(server)
-    own = server_for(server_env, cwd, method, lease=True)
-    if own is None:
-        raise ServerUnavailable("the checkout's worker could not start a server of its own")
-    return run_leased(own, server_env, cwd, method, run)
+    while server is not None:
+        try:
+            return run(server)
+        except Refused:
+            with _LOCK:
+                _REFUSED.add(_key(server_env))
+        except ServerUnavailable:
+            with _LOCK:
+                if server in _SERVERS:
+                    _SERVERS.remove(server)
+            server.close()
+            raise
+        finally:
+            release(server)
+        server = server_for(server_env, cwd, method, lease=True)
+    raise ServerUnavailable("the checkout's worker could not start a server of its own")

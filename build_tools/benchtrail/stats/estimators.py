@@ -44,16 +44,14 @@ SamplesLike = Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
 @dataclass(frozen=True)
 class _Group:
     """Series sharing (n_base, n_head, k_base, k_head): ``index`` (g,) into the input, ``base`` (g, n_base)
-    and ``head`` (g, n_head) with each row sorted ascending; ``k_base``/``k_head`` clusters per side;
-    ``base_raw``/``head_raw`` the rows in input order (cluster after cluster)."""
+    and ``head`` (g, n_head) the rows in input order (cluster after cluster); ``k_base``/``k_head``
+    clusters per side."""
 
     index: np.ndarray
     base: np.ndarray
     head: np.ndarray
     k_base: int
     k_head: int
-    base_raw: np.ndarray
-    head_raw: np.ndarray
 
 
 def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
@@ -91,14 +89,9 @@ def _check_values(series: list[np.ndarray], label: str) -> None:
         at = int(np.argmax(bad))
         ends = np.cumsum([x.size for x in series])
         i = int(np.searchsorted(ends, at, side="right"))
-        value, col = flat[at], at - (int(ends[i - 1]) if i else 0)
+        value, col = flat[at], at - int(ends[i]) + series[i].size
         rule = "must be finite" if not np.isfinite(value) else "must be > 0 (a ratio of medians needs positive values)"
         raise ValueError(f"{label} {i}: sample {col} is {float(value)!r}; samples {rule}")
-
-
-def _stack(series: list[np.ndarray], index: np.ndarray) -> np.ndarray:
-    """Rows ``index`` of ``series`` (all of one length) as a (g, n) matrix, each row sorted ascending."""
-    return np.sort(np.stack([series[i] for i in index]), axis=1)
 
 
 def _groups_of(keys: list[tuple[int, ...]]) -> list[np.ndarray]:
@@ -129,9 +122,8 @@ def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clus
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
     groups = []
     for index in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)]):
-        base_raw, head_raw = (np.stack([x[i] for i in index]) for x in (b, h))
-        groups.append(_Group(index, np.sort(base_raw, axis=1), np.sort(head_raw, axis=1), int(kb[index[0]]),
-                             int(kh[index[0]]), base_raw, head_raw))
+        rows = (np.stack([x[i] for i in index]) for x in (b, h))
+        groups.append(_Group(index, *rows, int(kb[index[0]]), int(kh[index[0]])))
     return len(b), groups
 
 
@@ -170,23 +162,24 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
     pct = _tails(level)
     for g in groups:
-        ratio[g.index] = _medians(g.head) / _medians(g.base)
-        nb, nh = g.base.shape[1], g.head.shape[1]
+        base, head = (np.sort(x, axis=1) for x in (g.base, g.head))
+        ratio[g.index] = _medians(head) / _medians(base)
+        nb, nh = base.shape[1], head.shape[1]
         if min(nb, nh) < MIN_SAMPLES:
             continue
         clustered = max(g.k_base, g.k_head) > 1
         if clustered:  # two-stage, on the rows in input order (see :func:`bootstrap_ratio_ci`)
             rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
-            sides = ((g.base_raw, _two_stage_indices(rng, nb, g.k_base, resamples)),
-                     (g.head_raw, _two_stage_indices(rng, nh, g.k_head, resamples)))
-            block = max(1, _BLOCK_ROWS // 32)  # (rows, resamples, n) gathers: keep them to tens of MB
+            sides = ((g.base, _two_stage_indices(rng, nb, g.k_base, resamples)),
+                     (g.head, _two_stage_indices(rng, nh, g.k_head, resamples)))
+            block = _BLOCK_ROWS // 32  # (rows, resamples, n) gathers: keep them to tens of MB
         else:
             rng = np.random.default_rng([seed, nb, nh])
             # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
             # mean of the samples at its two middle indices (base drawn first).
             mid_b, mid_h = (np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)
                             [:, [(m - 1) // 2, m // 2]] for m in (nb, nh))
-            sides = (g.base, mid_b), (g.head, mid_h)
+            sides = (base, mid_b), (head, mid_h)
             block = _BLOCK_ROWS
         for start in range(0, len(g.index), block):
             rows = slice(start, start + block)
@@ -239,8 +232,7 @@ def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0
         ValueError: see the module docstring; also a level, resamples or seed out of range.
     """
     _check_bootstrap_args(level, resamples, seed)
-    n, groups = _prepare(base, head, base_clusters, head_clusters)
-    return _bootstrap(n, groups, level, int(resamples), int(seed))
+    return _bootstrap(*_prepare(base, head, base_clusters, head_clusters), level, int(resamples), int(seed))
 
 
 def _mann_whitney(n: int, groups: list[_Group]) -> np.ndarray:
@@ -309,7 +301,7 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
 
 
 def _noise(n: int, groups: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """IQR / median per series from (index, sorted rows) groups."""
+    """IQR / median per series from (index, rows) groups."""
     out = np.empty(n)
     for index, rows in groups:
         q25, q50, q75 = np.percentile(rows, [25, 50, 75], axis=1)
@@ -331,7 +323,7 @@ def noise(samples: SamplesLike) -> np.ndarray:
     """
     series = _as_series(samples, "series")
     groups = _groups_of([(x.size,) for x in series])
-    return _noise(len(series), [(index, _stack(series, index)) for index in groups])
+    return _noise(len(series), [(index, np.stack([series[i] for i in index])) for index in groups])
 
 
 def _mde(n: int, groups: list[_Group], level: float) -> np.ndarray:

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from benchtrail.errors import UserError
-from benchtrail.store.base import ALL_FILES, POINTER_SCHEMA_VERSION, Store, run_path
+from benchtrail.store.base import ALL_FILES, Store, run_path
 from benchtrail.store.local import LocalStore, open_local_store
 
-__all__ = ["ALL_FILES", "POINTER_SCHEMA_VERSION", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
+__all__ = ["ALL_FILES", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
            "fetch_command", "is_local", "open_store", "remote", "run_url", "split_run_url"]
 
 
-@dataclass(frozen=True)
-class Remote:
+class Remote(NamedTuple):
     """A remote backend: ``opener`` (opens one from its URL, importing the backend's module only then),
     ``browser`` (what replaces ``<scheme>://`` in a link a browser opens) and ``copy`` (the shell command
     that copies a run's URL to a folder)."""

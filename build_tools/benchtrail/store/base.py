@@ -57,7 +57,7 @@ def check_attempt(attempt: int) -> int:
     Raises:
         UserError: otherwise (GitHub's ``GITHUB_RUN_ATTEMPT`` starts at 1).
     """
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+    if type(attempt) is not int or attempt < 1:  # a bool is no attempt
         raise UserError(f"attempt {attempt!r} is not a whole number from 1")
     return attempt
 

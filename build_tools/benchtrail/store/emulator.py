@@ -29,10 +29,14 @@ _LAUNCH = (
 )
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the OS picks it)."""
+#: The emulator listens on the loopback interface only.
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port of ``HOST`` that was free a moment ago (the OS picks it)."""
     with socket.socket() as s:
-        s.bind((host, 0))
+        s.bind((HOST, 0))
         return s.getsockname()[1]
 
 
@@ -62,22 +66,22 @@ class Emulator:
         self.stop()
 
 
-def start_emulator(host: str = "127.0.0.1", port: int | None = None, timeout_s: float = 30.0) -> Emulator:
-    """Start ``gcp-storage-emulator start --in-memory`` on ``host:port`` (a free port by default).
+def start_emulator(timeout_s: float = 30.0) -> Emulator:
+    """Start ``gcp-storage-emulator start --in-memory`` on a free port of ``HOST``.
 
     Returns once it answers HTTP.
 
     Raises:
         RuntimeError: it exited or did not answer within ``timeout_s``; the message holds its log.
     """
-    port = port or free_port(host)
+    port = free_port()
     log = Path(tempfile.mkstemp(prefix="gcs-emulator-", suffix=".log")[1])
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, "start", "--host", host, "--port", str(port),
+            [sys.executable, "-c", _LAUNCH, "start", "--host", HOST, "--port", str(port),
              "--in-memory", "-q"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://{host}:{port}"
+    url = f"http://{HOST}:{port}"
     emulator = Emulator(url, process, log)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and process.poll() is None:

@@ -26,7 +26,6 @@ from google.api_core.retry import Retry
 from google.auth import exceptions as auth_exceptions
 from google.cloud.storage import transfer_manager
 from google.cloud.storage.exceptions import InvalidResponse
-from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import shown
@@ -42,15 +41,15 @@ REQUEST_TIMEOUT_S = 60.0
 DEADLINE_ENV = "BENCHTRAIL_STORE_DEADLINE_S"
 
 
-def deadline_cap() -> float | None:
-    """``$BENCHTRAIL_STORE_DEADLINE_S`` in seconds, or None when it is unset or empty (no cap).
+def deadline_cap() -> float:
+    """``$BENCHTRAIL_STORE_DEADLINE_S`` in seconds, or infinity when it is unset or empty (no cap).
 
     Raises:
         UserError: it is not a finite number of seconds above 0, naming the variable and the value.
     """
     text = os.environ.get(DEADLINE_ENV, "").strip()
     if not text:
-        return None
+        return math.inf
     try:
         value = float(text)
     except ValueError:
@@ -64,7 +63,7 @@ def deadline_cap() -> float | None:
 
 def request_timeout_s() -> float:
     """Seconds to wait for one HTTP response: ``REQUEST_TIMEOUT_S``, or less under ``deadline_cap()``."""
-    return min(REQUEST_TIMEOUT_S, deadline_cap() or math.inf)
+    return min(REQUEST_TIMEOUT_S, deadline_cap())
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,8 @@ class BucketIO:
 
     client: Any = field(repr=False, compare=False)
     bucket_name: str
-    retry: Retry = DEFAULT_RETRY
-    max_workers: int = DEFAULT_MAX_WORKERS
+    retry: Retry
+    max_workers: int
 
     def object_url(self, name: str) -> str:
         return f"gs://{self.bucket_name}/{name}"
@@ -116,17 +115,19 @@ class BucketIO:
         Raises:
             UserError: a bad ``BENCHTRAIL_STORE_DEADLINE_S`` (:func:`deadline_cap`).
         """
-        seconds = min(seconds, deadline_cap() or math.inf)
+        seconds = min(seconds, deadline_cap())
         return SharedDeadline(self.retry, seconds, time.monotonic() + seconds)
 
-    def explain(self, exc: BaseException, deadline: SharedDeadline, not_found: str) -> str:
-        """One line saying what went wrong; ``not_found`` is what a 404 means in this context."""
+    def explain(self, exc: BaseException, deadline: SharedDeadline, not_found: str = "") -> str:
+        """One line saying what went wrong; ``not_found`` is what a 404 means in this context (default: a
+        missing bucket)."""
         cause, prefix = exc, ""
         if isinstance(exc, api_exceptions.RetryError):
             cause = exc.cause or exc
             prefix = f"still failing when the {deadline.seconds:g} s retry deadline ran out; last error: "
         if isinstance(cause, api_exceptions.NotFound):
-            return prefix + not_found
+            return prefix + (not_found or f"bucket {self.bucket_name!r} does not exist; create it or fix the "
+                             "store URL")
         if isinstance(cause, (api_exceptions.Forbidden, api_exceptions.Unauthorized)):
             return (prefix + f"no permission ({cause.code} {cause.message}); the store needs "
                     f"roles/storage.objectViewer and roles/storage.objectCreator on "
@@ -142,9 +143,6 @@ class BucketIO:
             return prefix + f"credentials failed: {cause}"
         return prefix + f"{type(cause).__name__}: {cause}"
 
-    def missing_bucket(self) -> str:
-        return f"bucket {self.bucket_name!r} does not exist; create it or fix the store URL"
-
     def list(self, prefix: str, deadline: SharedDeadline, max_results: int | None = None) -> list[Any]:
         """The blobs whose names start with ``prefix``, in name order.
 
@@ -157,7 +155,7 @@ class BucketIO:
         except (api_exceptions.GoogleAPICallError, api_exceptions.RetryError, auth_exceptions.GoogleAuthError,
                 OSError) as exc:
             raise StoreError(f"cannot list {self.object_url(prefix)}: "
-                             f"{self.explain(exc, deadline, self.missing_bucket())}") from exc
+                             f"{self.explain(exc, deadline)}") from exc
 
     def upload(self, src_dir: Path, names: Sequence[str], prefix: str, deadline_s: float, hint: str) -> None:
         """Upload ``src_dir/<name>`` to ``<prefix><name>`` for each name, create-only, crc32c-checked.
@@ -191,7 +189,7 @@ class BucketIO:
                 if blob.crc32c != crc or blob.size != (src_dir / name).stat().st_size:
                     conflicts.append(where)
             elif isinstance(result, Exception):
-                failures.append(f"{where}: {self.explain(result, deadline, self.missing_bucket())}")
+                failures.append(f"{where}: {self.explain(result, deadline)}")
             elif blob.crc32c != crc:
                 failures.append(f"{where}: stored crc32c {blob.crc32c} differs from the local file's {crc}")
         if failures:

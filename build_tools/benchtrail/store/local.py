@@ -18,12 +18,11 @@ from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, asset_path
                                    unsafe_reason, upload_names)
 
 
-def place_file(src: Path, dst: Path) -> bool | None:
+def place_file(src: Path, dst: Path) -> bool:
     """Copy ``src`` to ``dst`` create-only (temp file, then ``os.link``, which fails if ``dst`` exists).
 
     Returns:
-        True when copied; False when ``dst`` already held the same bytes; None when ``dst`` exists with
-        other bytes (left as it is).
+        Whether ``dst`` now holds the bytes of ``src``: False when it exists with other bytes (left as it is).
     """
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
@@ -33,7 +32,7 @@ def place_file(src: Path, dst: Path) -> bool | None:
         os.link(tmp, dst)
         return True
     except FileExistsError:
-        return False if filecmp.cmp(src, dst, shallow=False) else None
+        return filecmp.cmp(src, dst, shallow=False)
     finally:
         os.unlink(tmp)
 
@@ -44,7 +43,7 @@ def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) 
     ``conflict`` ends that message: what the user should do. A failed copy is a UserError too.
     """
     try:
-        differs = [n for n in names if place_file(src_dir / n, dest / n) is None]
+        differs = [n for n in names if not place_file(src_dir / n, dest / n)]
     except OSError as exc:
         raise UserError(f"cannot copy {src_dir} into {dest}: {exc.strerror or exc}") from exc
     if differs:
@@ -72,7 +71,7 @@ def pointer_problem(pointer: dict[str, Any], name: str, commit: str) -> str | No
     run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
     if not (is_safe_id(run_id) and len(run_id) <= 64):
         return f"run_id {str(run_id)[:80]!r} is not a run id (letters, digits, '.', '_', '-', at most 64)"
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= 10_000:
+    if type(attempt) is not int or not 1 <= attempt <= 10_000:
         return f"attempt {str(attempt)[:80]!r} is not a whole number from 1"
     if name != f"{run_id}-{attempt}.json":
         return f"its name {name!r} is not {run_id}-{attempt}.json, the name its run writes"
@@ -264,9 +263,9 @@ class LocalStore:
 def write_new(path: Path, data: bytes) -> Path:
     """``path``, written atomically with ``data`` unless it exists (another writer's copy is kept)."""
     try:
-        return jsonio.write_bytes_atomic(path, data, exclusive=True) if not path.exists() else path
+        return jsonio.write_bytes_atomic(path, data, exclusive=True)
     except UserError:
-        if path.exists():  # another writer won the race
+        if path.exists():  # written before, or by another writer meanwhile
             return path
         raise
 
@@ -288,11 +287,11 @@ def open_local_store(url: str, path: str, read_only: bool) -> LocalStore:
         if not root.is_dir():
             raise UserError(f"store {url!r}: {root} is not a folder; a store is a folder "
                             f"holding runs/ and commits/")
-        return LocalStore(root)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".write-check-"):
-            pass
-    except OSError as exc:
-        raise UserError(f"store {url!r} cannot be written: {exc.strerror or exc}") from exc
+    else:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=root, prefix=".write-check-"):
+                pass
+        except OSError as exc:
+            raise UserError(f"store {url!r} cannot be written: {exc.strerror or exc}") from exc
     return LocalStore(root)

@@ -15,7 +15,7 @@ import textwrap
 from typing import Any
 
 from benchtrail.suite.definitions import Model
-from benchtrail.suite.functions import FunctionBenchmark
+from benchtrail.suite.functions import FunctionBenchmark, callable_name
 
 #: Version of the hash's scheme, recorded in results files (``environment.hash_scheme``; absent: 1).
 #:   2 — a function benchmark's hash leaves out its own name (its model's name and entry point, the names made
@@ -77,8 +77,7 @@ def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> s
     try:
         return inspect.getsource(module)
     except (OSError, TypeError):
-        name = getattr(obj, "__qualname__", type(obj).__qualname__)
-        return f"{module.__name__}:{getattr(obj, '__module__', '')}.{name}"
+        return f"{module.__name__}:{getattr(obj, '__module__', '')}.{callable_name(obj)}"
 
 
 def _without_decorators(source: str, anonymous: bool = False) -> str:

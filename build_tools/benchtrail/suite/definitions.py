@@ -205,12 +205,11 @@ class RunConfig(_Named):
     @classmethod
     def build(
         cls,
-        module_generation_config: ModuleGenerationConfig,
+        gen: ModuleGenerationConfig,
         execution_config: ExecutionConfig,
         target_device: DeviceSpec,
         presets: tuple[str, ...] = (),
     ) -> "RunConfig":
-        gen = module_generation_config
         if gen.target_architecture != target_device.architecture:
             raise ValueError(f"module {gen.name} targets {gen.target_architecture.value}, device "
                              f"{target_device.name} is {target_device.architecture.value}")

@@ -138,21 +138,6 @@ def _compilation(gens: Sequence[ModuleGenerationConfig], sampling: dict[str, tup
             "generation_configs": serialize_and_pack(gens)}
 
 
-def load_run_tasks(path: Path) -> dict[str, tuple[str, ...]]:
-    """The ``tasks`` of a compilation export (module id -> task names); empty for an export without them.
-
-    Raises:
-        UserError: the file is unreadable, or ``tasks`` names a task this benchtrail does not know.
-    """
-    known = {t.value for t in Task}
-    tasks = jsonio.read_json(path, kind="compilation export", supported=SCHEMA_VERSION).get("tasks") or {}
-    bad = sorted({t for names in tasks.values() for t in names} - known)
-    if bad:
-        raise UserError(f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
-                        f"allowed: {', '.join(sorted(known))}")
-    return {g: tuple(names) for g, names in tasks.items()}
-
-
 def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
     """A compilation export of ``gens`` (each module once, in name order), compiled once each (cold 1,
     warm 0): for the artifacts a run needs, not for compilation statistics."""
@@ -194,13 +179,13 @@ def load_presets(path: Path) -> tuple[str, ...]:
     return tuple(presets)
 
 
-def load_compilation(
-    path: Path,
-) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str], dict[str, tuple[int, int]]]:
-    """Read a compilation export: (generation configs, module dir path and (cold, warm) samples by module id).
+def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str],
+                                          dict[str, tuple[int, int]], dict[str, tuple[str, ...]]]:
+    """Read a compilation export: (generation configs, then by module id its dir path, (cold, warm) samples
+    and ``tasks``' names, empty for an export without them).
 
     Raises:
-        UserError: the file is unreadable, of an unknown version, or malformed.
+        UserError: the file is unreadable, of an unknown version, or malformed (``tasks`` too).
     """
     obj = jsonio.read_json(path, kind="compilation export", supported=SCHEMA_VERSION)
     try:
@@ -218,7 +203,13 @@ def load_compilation(
     bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d or d.startswith("/")]
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
-    return gens, dirs, sampling
+    known = {t.value for t in Task}
+    tasks = obj.get("tasks") or {}
+    bad = sorted({t for names in tasks.values() for t in names} - known)
+    if bad:
+        raise UserError(f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
+                        f"allowed: {', '.join(sorted(known))}")
+    return gens, dirs, sampling, {g: tuple(names) for g, names in tasks.items()}
 
 
 def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,

@@ -46,8 +46,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from benchtrail.errors import UserError
-from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, DeviceSpec, ExecutionConfig,
-                                          Model, ModuleGenerationConfig, RunConfig, Suite, Task)
+from benchtrail.suite.definitions import (SAFE_NAME, Architecture, CompileConfig, CompileMode, DeviceSpec,
+                                          ExecutionConfig, Model, ModuleGenerationConfig, RunConfig, Suite,
+                                          Task)
 
 __all__ = ["Args", "FunctionBenchmark", "benchmark", "module_benchmark", "discover", "suite_of",
            "COMPILE_CONFIGS", "DEVICES", "DEFAULT_PRESET"]
@@ -147,8 +148,8 @@ class FunctionBenchmark:
 
     def grid(self) -> list[dict[str, Any]]:
         """Every parameter combination, in the grid's order (``[{}]`` without parameters)."""
-        names = [n for n, _ in self.params]
-        return [dict(zip(names, values)) for values in itertools.product(*(v for _, v in self.params))]
+        grid = dict(self.params)
+        return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
 def benchmark(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -190,8 +191,6 @@ def module_benchmark(fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any
 
 def _names(values: Iterable[str], allowed: list[str] | None, what: str, where: str) -> tuple[str, ...]:
     """``values`` without repeats, each one of ``allowed`` (None: a path-safe preset name)."""
-    from benchtrail.suite.names import SAFE_NAME
-
     values = (values,) if isinstance(values, str) else tuple(values)
     if allowed is None:
         bad = [p for p in values if not isinstance(p, str) or not SAFE_NAME.match(p)]
@@ -318,7 +317,7 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
             if owner.setdefault(model.id, model.name) != model.name:
                 raise UserError(f"benchmarks {owner[model.id]!r} and {model.name!r} have the same id "
                                 "(renamed_from names another benchmark)")
-            if bench.reference is not None and not bench.module:
+            if ref is not None and not bench.module:
                 _check_reference(bench, params, model.name)
             for device_name, compile_name in itertools.product(bench.devices, bench.compile):
                 device = DEVICES[device_name]

@@ -9,6 +9,6 @@ if __name__ == "__main__":
         from benchtrail.worker.server import main as serve
 
         raise SystemExit(serve())
-    from benchtrail.worker.main import main
+    from benchtrail.worker.main import answer
 
-    raise SystemExit(main(sys.argv[1:]))
+    answer(*sys.argv[1:])  # REQUEST.json RESPONSE.json; exits 0 unless the files fail

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchtrail.suite.definitions import ExecutionConfig
-from benchtrail.worker.timing import block
+from benchtrail.worker.timing import Hook, Step, block
 
 #: Event pairs shorter than this get several launches (µs).
 MIN_PAIR_US = 50.0
@@ -91,8 +91,8 @@ def is_steady(times: list[float]) -> bool:
     """Whether the last ``STEADY_WINDOW`` times lie within ``STEADY_TOLERANCE`` (relative) of their median."""
     if len(times) < STEADY_WINDOW:
         return False
-    last = sorted(times[-STEADY_WINDOW:])
-    median = last[STEADY_WINDOW // 2]
+    last = times[-STEADY_WINDOW:]
+    median = statistics.median_high(last)
     return median > 0 and all(abs(t - median) <= STEADY_TOLERANCE * median for t in last)
 
 
@@ -115,29 +115,29 @@ class CudaMeasurement:
     """Samples of one case on a GPU, µs per iteration.
 
     Attributes:
-        gpu_us: device time per iteration from each CUDA event pair (divided by the launches).
-        wall_us: host wall time per iteration of the same samples, synchronised.
-        plan: how they were taken.
+        gpu_samples_us: device time per iteration from each CUDA event pair (divided by the launches).
+        wall_samples_us: host wall time per iteration of the same samples, synchronised.
+        timing: how they were taken.
         warmup_iterations: iterations before the first sample.
         memory: ``max_memory_allocated_bytes`` and ``max_memory_reserved_bytes`` while the samples
             were taken (peaks reset after warm-up, graph capture and the L2 flush buffer; the
             buffer's bytes are subtracted from the allocated peak).
     """
 
-    gpu_us: tuple[float, ...]
-    wall_us: tuple[float, ...]
-    plan: TimingPlan
+    gpu_samples_us: tuple[float, ...]
+    wall_samples_us: tuple[float, ...]
+    timing: TimingPlan
     warmup_iterations: int
     memory: dict[str, int]
 
     @property
-    def samples_us(self) -> tuple[float, ...]:
-        """The reported samples (``plan.reported``)."""
-        return self.gpu_us if self.plan.reported == "gpu" else self.wall_us
+    def samples(self) -> tuple[float, ...]:
+        """The reported samples (``timing.reported``)."""
+        return self.gpu_samples_us if self.timing.reported == "gpu" else self.wall_samples_us
 
 
-def _warm_up(fn: Callable[[], object], policy: ExecutionConfig,
-             synchronize: Callable[[], None]) -> tuple[float, int]:
+def _warm_up(fn: Step, policy: ExecutionConfig,
+             synchronize: Hook) -> tuple[float, int]:
     """Run ``fn`` until its synchronised time is steady; return (warm per-iteration µs, iterations)."""
     times = []
     start = time.perf_counter()
@@ -147,10 +147,10 @@ def _warm_up(fn: Callable[[], object], policy: ExecutionConfig,
         elapsed = time.perf_counter() - start
         if (elapsed >= budget and is_steady(times)) or elapsed >= MAX_WARMUP_FACTOR * budget:
             break
-    return sorted(times[-STEADY_WINDOW:])[min(len(times), STEADY_WINDOW) // 2], len(times)
+    return statistics.median_high(times[-STEADY_WINDOW:]), len(times)
 
 
-def _capture(fn: Callable[[], object], launches: int) -> Callable[[], object]:  # pragma: no cover - GPU
+def _capture(fn: Step, launches: int) -> Step:  # pragma: no cover - GPU
     """A CUDA graph of ``launches`` calls of ``fn``; returns its ``replay``. Warm-up runs on a side
     stream first, as the PyTorch CUDA graphs documentation prescribes."""
     import torch
@@ -168,7 +168,7 @@ def _capture(fn: Callable[[], object], launches: int) -> Callable[[], object]:  
     return graph.replay
 
 
-def measure_cuda(fn: Callable[[], object],
+def measure_cuda(fn: Step,
                  policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
     """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples.
 
@@ -193,17 +193,16 @@ def measure_cuda(fn: Callable[[], object],
         except Exception:  # not capturable (host sync, CPU tensors): time the launches between events
             torch.cuda.synchronize()
             plan = dataclasses.replace(plan, method="cuda-events")
-    flush = None
+    flush_bytes = 0  # the L2 flush buffer's, when the plan flushes
     if plan.flush_l2:
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-        buffer = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
-        flush = buffer.zero_
-    flush_bytes = buffer.numel() if flush else 0
+        flush_bytes = max(2 * l2, 1 << 20)
+        buffer = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
     torch.cuda.reset_peak_memory_stats()
     gpu, wall = [], []
     for _ in range(policy.min_samples):
-        if flush:
-            flush()
+        if flush_bytes:
+            buffer.zero_()
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         synchronize()
         t0 = time.perf_counter()

@@ -19,7 +19,6 @@ import math
 import os
 import resource
 import statistics
-import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -232,9 +231,8 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     with tasks.grad_mode(task):
         if device == "cuda" and not mutates:
             cm = measure_cuda(iteration, policy)
-            timed = {"samples": cm.samples_us, "iterations_per_sample": cm.plan.launches,
-                     "warmup_iterations": cm.warmup_iterations, "timing": dataclasses.asdict(cm.plan),
-                     "gpu_samples_us": cm.gpu_us, "wall_samples_us": cm.wall_us, "memory": cm.memory}
+            timed = {**dataclasses.asdict(cm), "samples": cm.samples,
+                     "iterations_per_sample": cm.timing.launches}
         else:
             m = (measure_fresh(lambda f=fn: _iteration(task, f, fresh()), policy, sync, before_sample)
                  if mutates else measure(iteration, policy, sync, before_sample))
@@ -291,8 +289,7 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
     operator's ``name``, ``self_cpu_us`` (µs summed over the iterations), ``count`` (calls) and on a GPU
     ``self_device_us``, at most :data:`PROFILE_OPERATORS`, largest self CPU time first. Never raises: a
     failure is ``{"error": reason}``, and the samples stand."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as profiler
+    from torch.profiler import ProfilerActivity, profile as profiler
 
     start = time.perf_counter()
     try:
@@ -388,13 +385,3 @@ def answer(request_path: str, response_path: str) -> None:
     partial = Path(response_path + ".partial")
     partial.write_text(json.dumps(response.to_json()), encoding="utf-8")
     partial.replace(response_path)
-
-
-def main(argv: list[str]) -> int:
-    """``REQUEST.json RESPONSE.json``: answer the request in the response file; 0 unless the files fail."""
-    answer(*argv)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

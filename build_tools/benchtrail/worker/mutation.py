@@ -17,18 +17,17 @@ def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
     back before the check) are not seen."""
     if model.mutates_inputs:
         return None
-    i = next((i for i, (t, p, v) in enumerate(zip(inputs, pristine, versions))
-              if t._version != v or not _same(t.detach(), p)), None)
-    if i is None:
-        return None
-    t = inputs[i]
-    if model.params or not model.input_specs:
-        name, declare = input_names(model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
-    else:
-        name, declare = str(i), "Model(..., mutates_inputs=True)"
-    return (f"{model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
-            f"{tuple(t.shape)}) in place {when}, so later iterations would run on changed data; declare "
-            f"{declare} to time one call per sample on fresh inputs, or change a copy")
+    for i, (t, p, v) in enumerate(zip(inputs, pristine, versions)):
+        if t._version == v and _same(t.detach(), p):
+            continue
+        if model.params or not model.input_specs:
+            name, declare = input_names(model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
+        else:
+            name, declare = str(i), "Model(..., mutates_inputs=True)"
+        return (f"{model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
+                f"{tuple(t.shape)}) in place {when}, so later iterations would run on changed data; declare "
+                f"{declare} to time one call per sample on fresh inputs, or change a copy")
+    return None
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

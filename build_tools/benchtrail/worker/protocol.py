@@ -93,7 +93,7 @@ def _version(data: Any, what: str) -> int:
         raise ProtocolError(f"worker {what} is a JSON {type(data).__name__}, not an object")
     version = data.get("version", 1)
     if type(version) is not int or version not in SERVED_VERSIONS:
-        served = ", ".join(str(v) for v in SERVED_VERSIONS)
+        served = ", ".join(map(str, SERVED_VERSIONS))
         raise ProtocolError(f"worker {what} has protocol version {version!r}; this benchtrail serves version "
                             f"{served} (a newer benchtrail wrote it: run both sides from one checkout, or "
                             f"upgrade this one)")
@@ -120,8 +120,8 @@ _OPTIONAL = ("tasks", "profile", "duet")
 class _Request:
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON object (version-1 field names and shapes)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "version"}
-        return {"version": self.version, "kind": self.kind} | {  # type: ignore[attr-defined]
+        fields = dataclasses.asdict(self)
+        return {"version": fields.pop("version"), "kind": self.kind} | {  # type: ignore[attr-defined]
             k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if v or k not in _OPTIONAL}
 
 
@@ -206,7 +206,7 @@ def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = Non
     from pathlib import Path
 
     return _profile_of({"iterations": iterations, "trace": str(Path(trace).absolute()),
-                        **({"budget_ms": budget_ms} if budget_ms is not None else {})})
+                        "budget_ms": budget_ms})
 
 
 def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:

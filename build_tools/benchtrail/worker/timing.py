@@ -18,6 +18,11 @@ from benchtrail.suite.definitions import ExecutionConfig
 # The version of this measurement method; the protocol owns it (and its history) so the parent side reads it.
 from benchtrail.worker.protocol import METHOD_VERSION  # noqa: F401
 
+#: What the loop times: a zero-argument call (``benchtrail.worker.tasks.step``; a no-op for the harness floor).
+Step = Callable[[], object]
+#: A zero-argument hook outside the timed calls: ``synchronize`` (drains a device's queue), ``before_sample``.
+Hook = Callable[[], None]
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -34,7 +39,7 @@ class Measurement:
     warmup_iterations: int
 
 
-def block(fn: Callable[[], object], iterations: int, synchronize: Callable[[], None]) -> float:
+def block(fn: Step, iterations: int, synchronize: Hook) -> float:
     """Run ``fn`` ``iterations`` times; return elapsed seconds."""
     synchronize()
     start = time.perf_counter()
@@ -44,8 +49,8 @@ def block(fn: Callable[[], object], iterations: int, synchronize: Callable[[], N
     return time.perf_counter() - start
 
 
-def warm_up(make: Callable[[], Callable[[], object]], warmup_s: float,
-            synchronize: Callable[[], None] = lambda: None) -> int:
+def warm_up(make: Callable[[], Step], warmup_s: float,
+            synchronize: Hook = lambda: None) -> int:
     """Call ``make()``'s function at least twice and for ``warmup_s`` seconds; the calls made."""
     calls, start = 0, time.perf_counter()
     while calls < 2 or time.perf_counter() - start < warmup_s:
@@ -54,8 +59,8 @@ def warm_up(make: Callable[[], Callable[[], object]], warmup_s: float,
     return calls
 
 
-def measure(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Callable[[], None],
-            before_sample: Callable[[], None]) -> Measurement:
+def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook,
+            before_sample: Hook) -> Measurement:
     """Warm ``fn`` up, pick the block size, and take ``policy.min_samples`` samples (``before_sample`` is
     called before each, outside its timing: a duet worker's barrier)."""
     warmup_iterations = warm_up(lambda: fn, policy.warmup_time_ms / 1e3, synchronize)
@@ -71,8 +76,8 @@ def measure(fn: Callable[[], object], policy: ExecutionConfig, synchronize: Call
                        iterations, warmup_iterations)
 
 
-def measure_fresh(make: Callable[[], Callable[[], object]], policy: ExecutionConfig,
-                  synchronize: Callable[[], None], before_sample: Callable[[], None]) -> Measurement:
+def measure_fresh(make: Callable[[], Step], policy: ExecutionConfig,
+                  synchronize: Hook, before_sample: Hook) -> Measurement:
     """Time one call per sample, each call ``make()`` made outside the timed region (on fresh inputs: a
     model that changes its inputs, as pytest-benchmark's ``pedantic(setup=...)`` and asv's ``number = 1``);
     warm-up as :func:`measure`'s, no block calibration."""
@@ -85,15 +90,15 @@ def measure_fresh(make: Callable[[], Callable[[], object]], policy: ExecutionCon
     return Measurement(tuple(samples), 1, warmup_iterations)
 
 
-def floor_us(fn: Callable[[], object], iterations: int) -> float:
+def floor_us(fn: Step, iterations: int) -> float:
     """The harness's per-call time in µs: the median of 5 samples of ``fn`` (a call of a no-op made
     as the case's call is) in blocks of ``iterations``, the case's block size."""
     return statistics.median_high(take_samples(fn, iterations, 5))
 
 
-def take_samples(fn: Callable[[], object], iterations: int, count: int,
-                 synchronize: Callable[[], None] = lambda: None,
-                 before_sample: Callable[[], None] | None = None) -> tuple[float, ...]:
+def take_samples(fn: Step, iterations: int, count: int,
+                 synchronize: Hook = lambda: None,
+                 before_sample: Hook | None = None) -> tuple[float, ...]:
     """``count`` samples of ``fn`` with a fixed block of ``iterations`` calls each, in µs per call.
 
     No warm-up and no calibration: callers that fix the sample duration (``evaluate-detector``)
