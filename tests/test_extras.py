@@ -41,21 +41,31 @@ def test_every_command_is_declared_without_the_extras(tmp_path):
 
 
 def test_each_extras_command_without_it_names_the_install_in_one_line(tmp_path):
-    history = tmp_path / "history.json"
-    history.write_text(json.dumps({"schema_version": 1, "ref": "HEAD", "head": "a", "store": "s",
-                                   "commits": [{"commit": "a"}], "series": {}}))
     repo, store, _ = build_store(tmp_path, step(10, 5, 1.2))
-    commands = {"gcs": ("google", "upload", "--run-dir", tmp_path, "--run-id", "x", "--attempt", 1,
-                        "--store", "gs://bucket/x"),
-                "github": ("github", "gate-status"),
-                "dashboard": ("plotly", "plot", "--history", history, "--output-dir", tmp_path / "plots"),
-                "track": ("ruptures", "track", "--store", store, "--repo", repo)}
-    for extra, (module, command, *args) in commands.items():
+    commands = {("gcs", "google-cloud-storage"): ("google", "upload", "--run-dir", tmp_path, "--run-id", "x",
+                                                  "--attempt", 1, "--store", "gs://bucket/x"),
+                ("github", "PyGithub"): ("github", "gate-status"),
+                ("track", "ruptures"): ("ruptures", "track", "--store", store, "--repo", repo)}
+    for (extra, package), (module, command, *args) in commands.items():
         done = _without([module], command, *args, cwd=tmp_path)
         assert (done.returncode, done.stdout, done.stderr) == (1, "", (
-            f"benchtrail: error: `benchtrail {command}` needs the {extra} extra (pip install "
-            f"\"benchtrail[{extra}] @ ...\"; docs/adopting.md, \"Install\")\n")), extra
-    assert not (tmp_path / "plots").exists()
+            f"benchtrail: error: `benchtrail {command}` needs the {extra} extra: pip install {package} "
+            f"(or \"benchtrail[{extra}]\"; docs/adopting.md, \"Install\")\n")), extra
+
+
+def test_plot_without_plotly_and_ruptures_draws_the_pngs_without_change_points(tmp_path):
+    repo, store, _ = build_store(tmp_path, step(10, 5, 1.2))  # 15 points: enough for change points
+    history = tmp_path / "history.json"
+    assert _without([], "history", "--store", store, "--repo", repo, "--output", history,
+                    cwd=tmp_path).returncode == 0
+    done = _without(["plotly", "ruptures"], "plot", "--history", history, "--output-dir", tmp_path / "plots",
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ('no HTML dashboard (PNGs only): needs the dashboard extra: pip install plotly '
+                           '(or "benchtrail[dashboard]"; docs/adopting.md, "Install")\n')
+    pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert pngs and all(p.endswith(".png") for p in pngs) and done.stdout.split() == [
+        str(tmp_path / "plots" / p) for p in pngs]
 
 
 def test_the_dashboard_stage_without_plotly_draws_the_pngs_and_says_which_extra_draws_the_html(tmp_path):
@@ -65,5 +75,5 @@ def test_the_dashboard_stage_without_plotly_draws_the_pngs_and_says_which_extra_
     done = _without(["plotly"], "dashboard", "--store", tmp_path / "store", "--run-dir", run_dir,
                     "--run-id", "local-1", "--attempt", 1, cwd=tmp_path / "repo")
     assert done.returncode == 0, done.stderr
-    assert 'no HTML dashboard (PNGs only): pip install "benchtrail[dashboard] @ ..."' in done.stderr
+    assert 'no HTML dashboard (PNGs only): needs the dashboard extra: pip install plotly' in done.stderr
     assert sorted(p.name for p in (run_dir / "dashboard").iterdir()) == ["x86_64.png"]

@@ -126,9 +126,9 @@ def test_strip_plots_show_the_paired_samples_that_decided_in_one_unit_with_verdi
     figures = strip_figures(comparison, [base], [head_path])
     titles = {name: fig.get_suptitle() for name, fig in figures.items()}
     assert titles["mlp.inference-bs1.c2-standard-16.png"].startswith("regressed +23.8% (")
-    assert titles["mlp.inference-bs1.c2-standard-16.png"].endswith(", paired · paired A/B samples")
+    assert titles["mlp.inference-bs1.c2-standard-16.png"].endswith(", paired\npaired A/B samples")
     assert titles["big.inference-bs1.c2-standard-16.png"].startswith("regressed +30.0% (")
-    assert titles["big.inference-bs1.c2-standard-16.png"].endswith(" · stored samples")
+    assert titles["big.inference-bs1.c2-standard-16.png"].endswith("\nstored samples")
     (mlp,) = figures["mlp.inference-bs1.c2-standard-16.png"].axes
     (big,) = figures["big.inference-bs1.c2-standard-16.png"].axes
     assert mlp.get_ylabel() == big.get_ylabel() == "time per iteration (ms)"  # one unit for all of them

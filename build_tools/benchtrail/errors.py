@@ -14,6 +14,20 @@ from collections.abc import Iterable
 EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 
 
+#: The extra (pyproject.toml) and the package that pip installs for each top-level module the base lacks.
+EXTRAS = {"google": ("gcs", "google-cloud-storage"), "github": ("github", "PyGithub"),
+          "plotly": ("dashboard", "plotly"), "ruptures": ("track", "ruptures")}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str:
+    """What to install for the module ``exc`` misses, to end a one-line message; re-raises ``exc`` for a
+    module that no extra installs."""
+    extra, package = EXTRAS.get((exc.name or "").partition(".")[0]) or (None, None)
+    if extra is None:
+        raise exc
+    return f'the {extra} extra: pip install {package} (or "benchtrail[{extra}]"; docs/adopting.md, "Install")'
+
+
 class UserError(Exception):
     """Bad input from the user: a flag, a file or a value. The message says what to do."""
 

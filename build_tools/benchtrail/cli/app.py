@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from benchtrail.cli.options import project, project_presets, suite
-from benchtrail.errors import EXIT_USER_ERROR, UserError
+from benchtrail.errors import EXIT_USER_ERROR, UserError, missing_extra
 
 #: The command registry, in ``benchtrail --help`` order: ``(module, function, {command: summary, ...})``.
 #: ``function(subparsers)`` of ``module`` declares the row's commands (each ``help=`` its summary, each
@@ -73,9 +73,6 @@ COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
             "draw the first-parent history of a run's commit, the run newest, into <run dir>/dashboard/"}),
 )
 SUMMARIES = {name: summary for _, _, commands in COMMANDS for name, summary in commands.items()}
-#: The extra (pyproject.toml) of each top-level module that the base install lacks: a command that imports a
-#: missing one names its extra; the commands that need none run without them.
-EXTRAS = {"torch": "torch", "google": "gcs", "github": "github", "plotly": "dashboard", "ruptures": "track"}
 
 
 def _apply_project_defaults(args: argparse.Namespace) -> None:
@@ -161,13 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchtrail: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except ModuleNotFoundError as exc:
-        extra = EXTRAS.get((exc.name or "").partition(".")[0])
-        if extra is None:
-            raise
-        need = (f"the {extra} extra" if extra != "torch" else "torch, which is not installed here: install "
-                "the project's torch, or benchtrail's torch extra")
-        print(f"benchtrail: error: `benchtrail {command}` needs {need} (pip install "
-              f"\"benchtrail[{extra}] @ ...\"; docs/adopting.md, \"Install\")", file=sys.stderr)
+        # torch is the `torch` extra, a project's own build; the other extras: errors.EXTRAS.
+        need = ("torch, which is not installed here: install the project's torch, or benchtrail's torch extra "
+                '(pip install "benchtrail[torch] @ ..."; docs/adopting.md, "Install")' if exc.name == "torch"
+                else missing_extra(exc))
+        print(f"benchtrail: error: `benchtrail {command}` needs {need}", file=sys.stderr)
         return EXIT_USER_ERROR
 
 

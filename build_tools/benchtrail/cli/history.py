@@ -19,7 +19,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.cli.options import (STORE_HELP, add_trust_arguments, check_output_dir, max_commits,
                                     open_trusted, optional_store, path_argument, require_store)
-from benchtrail.errors import EXIT_OK, UserError
+from benchtrail.errors import EXIT_OK, UserError, missing_extra
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -149,9 +149,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
                             f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository")
     with publish_folder(args.output_dir) as folder:
         pngs = plot_history_png(history, folder, baseline=baseline, y_axis=args.y_axis)
-        index = write_dashboard(history, folder, images=pngs, self_contained=args.self_contained,
-                                repo=args.repo)
-    for path in (*pngs, index):
+        try:
+            pngs.append(write_dashboard(history, folder, images=pngs, self_contained=args.self_contained,
+                                        repo=args.repo))
+        except ModuleNotFoundError as exc:
+            print(f"no HTML dashboard (PNGs only): needs {missing_extra(exc)}", file=sys.stderr)
+    for path in pngs:
         print(args.output_dir / path.relative_to(folder))
     return EXIT_OK
 

@@ -18,7 +18,7 @@ from benchtrail.compare.rules import Rules, unmatched_quarantine
 from benchtrail.compare.scope import (exported_filter, in_selection, key_mismatches, unreported,
                                       unusable_baselines)
 from benchtrail.compare.verdicts import compare, mark_regressions
-from benchtrail.errors import UserError
+from benchtrail.errors import UserError, missing_extra
 from benchtrail.markup import rich_text
 from benchtrail.progress import console
 from benchtrail.results.io import load_results_paths
@@ -144,9 +144,8 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
         return write_dashboard(history, out, images=images, repo=repo,
                                plotly_js=_store_plotly(store, run_id, attempt, run_dir))
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] != "plotly":
-            raise
-        console.print('[yellow]no HTML dashboard[/] (PNGs only): pip install "benchtrail\\[dashboard] @ ..."')
+        console.print(f"[yellow]no HTML dashboard[/] (PNGs only): needs {rich_text(missing_extra(exc))}",
+                      soft_wrap=True)
         return None
 
 
@@ -223,5 +222,5 @@ def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[
     units = sample_units(list(sets.values()))
     return {f"{slug(r.name)}.png": distribution_figures(
         [sets[r.name]],
-        f"{r.verdict} {change_cell(r)} · {'paired A/B' if r.name in paired else 'stored'} samples",
+        f"{r.verdict} {change_cell(r)}\n{'paired A/B' if r.name in paired else 'stored'} samples",
         units)[0] for r in rows if r.name in sets}
