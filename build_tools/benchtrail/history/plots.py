@@ -14,9 +14,8 @@ Every function that draws returns its ``Figure`` objects; :func:`save_figures` w
 - :func:`ratios_figure`: the per-benchmark ratios of ``compare-builds``.
 - :func:`distribution_figures`: base and head samples of each benchmark side by side (a strip plot).
 
-Every value axis is in a unit chosen from the data (:func:`axis_unit`: µs, ms or s; B, KiB, MiB or GiB),
-named in the axis label; counts get integer ticks. Names and titles are data: ``$`` is escaped
-(``markup.mpl_text``), so no label becomes mathtext.
+Every value axis is in a unit chosen from the data (:func:`axis_unit`: µs, ms, s; B … GiB), named in its
+label; counts get integer ticks. Names and titles are data: ``$`` is escaped (``markup.mpl_text``).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, StrMethodFormatter
 
 from benchtrail import jsonio
-from benchtrail.errors import UserError
+from benchtrail.errors import UserError, missing_extra
 from benchtrail.history.model import History, Point, Series, aligned, band, page_groups, short
 from benchtrail.stats.inference import NOISE_LIMIT
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
@@ -252,8 +251,7 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> N
 
 
 def default_change_points(history: History) -> dict[str, list[Any]]:
-    """``track``'s change points of ``history`` by series id, with the shipped thresholds; empty when no
-    series has enough points or a series matches no rule (the plots never fail on tracking)."""
+    """``track``'s change points by series id (shipped thresholds); {} where tracking cannot run."""
     from benchtrail.history.track import MIN_POINTS, track
 
     if not any(len(s.points) >= MIN_POINTS for s in history.series):
@@ -262,7 +260,10 @@ def default_change_points(history: History) -> dict[str, list[Any]]:
 
     try:
         report = track(history, load_thresholds())
-    except (UserError, ModuleNotFoundError):  # no rule for a series; ruptures missing (the track extra)
+    except UserError:
+        return {}
+    except ModuleNotFoundError as exc:
+        missing_extra(exc)  # re-raises unless an extra's package (ruptures: the track extra) is missing
         return {}
     found: dict[str, list[Any]] = {}
     for cp in report.change_points:
@@ -424,9 +425,8 @@ def sample_units(sets: Sequence[Samples]) -> dict[str, AxisUnit]:
 def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples",
                          units: Mapping[str, AxisUnit] | None = None) -> list[Figure]:
     """Strip plots of base and head samples, one panel per benchmark (at most ``MAX_PANELS`` a figure):
-    every sample a dot (spread sideways by a fixed jitter), each side's median a black bar, the value axis
-    in ``units`` (default: :func:`sample_units` of the figure's sets, one unit per figure). ``[]`` for no
-    sets."""
+    every sample a dot (fixed sideways jitter), each side's median a black bar, the value axis in ``units``
+    (default: :func:`sample_units` of the figure's sets, one unit per figure); ``[]`` for no sets."""
     figures = []
     rng = np.random.default_rng(0)
     common = shared_module([s.name for s in sets])
