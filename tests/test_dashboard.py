@@ -274,63 +274,6 @@ def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newe
     assert code == 1 and f"--run-dir {again} holds dashboard/ already" in err
 
 
-# -- one plotly.js per store: the pipeline's pages load it by a relative path -------------------------------------
-
-
-def _plotly_src(page: str) -> str:
-    (src,) = re.findall(r'<script charset="utf-8" src="([^"]+)"></script>', page)
-    return src
-
-
-@pytest.mark.e2e
-def test_a_local_stores_runs_share_one_plotly_js_that_their_pages_load(history_store):
-    from benchtrail.history.dashboard import plotly_asset
-
-    name, data = plotly_asset()
-    store, asset = history_store["store"], history_store["store"] / "assets" / name
-    assert name == "plotly-3.7.0.min.js" and list((store / "assets").iterdir()) == [asset]
-    assert asset.read_bytes() == data and not list(store.glob("runs/**/plotly.min.js"))
-    pages = [p for p in store.glob("runs/*/*/dashboard/*.html") if p.name != "index.html"]
-    assert sorted(p.parent.parent for p in pages) == sorted(2 * list(history_store["run_dirs"].values()))
-    for page in pages:
-        assert (page.parent / _plotly_src(page.read_text())).resolve() == asset.resolve()
-    dom = _rendered(history_store["run_dirs"]["c3"] / "dashboard" / "smoke.html")
-    assert 'class="main-svg"' in dom  # plotly.js, loaded from the store's copy, drew
-
-
-@pytest.mark.e2e
-def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages_load(history_store, gcs_bucket,
-                                                                                       tmp_path):
-    import posixpath
-
-    from google.cloud import storage
-
-    from benchtrail.history.dashboard import plotly_asset
-    from benchtrail.pipeline.report import dashboard_stage
-    from benchtrail.store import open_store
-
-    store, (name, data) = open_store(f"gs://{gcs_bucket}/ci"), plotly_asset()
-    bucket = storage.Client(project="test").bucket(gcs_bucket)
-    generations = []
-    for run_id in ("r1", "r2"):
-        run_dir = store.create_run_dir(run_id, 1)
-        shutil.copytree(history_store["run_dirs"]["c3"] / "results", run_dir / "results")
-        assert dashboard_stage(store, history_store["repo"], history_store["commits"]["c3"], run_id, 1, run_dir)
-        store.upload_run(run_dir, run_id, 1)
-        generations.append(bucket.get_blob(f"ci/assets/{name}").generation)
-    assert generations[0] == generations[1]  # created once (the emulator would overwrite: it ignores preconditions)
-    assert bucket.get_blob(f"ci/assets/{name}").download_as_bytes() == data
-    names = [b.name for b in bucket.list_blobs()]
-    assert [n for n in names if "plotly" in n] == [f"ci/assets/{name}"]
-    pages = [n for n in names if n.endswith(("smoke.html", "compilation.html"))]
-    assert len(pages) == 4
-    for page in pages:  # resolved against the page's object name, as a browser resolves it under one URL
-        src = _plotly_src(bucket.blob(page).download_as_text())
-        assert posixpath.normpath(posixpath.join(posixpath.dirname(page), src)) == f"ci/assets/{name}"
-        staged = tmp_path / "staging" / gcs_bucket / page  # the staging folder mirrors the layout, asset included
-        assert (staged.parent / src).resolve().read_bytes() == data
-
-
 def _git_repo(root: Path) -> str:
     """A git repository at ``root`` with one commit (its message: the folder's name); returns its sha."""
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
