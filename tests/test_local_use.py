@@ -80,7 +80,8 @@ def test_explain_prints_each_rows_medians_change_interval_and_verdict(history_st
         assert main(["explain", row.id, "--run", str(run_dir)]) == 0
         ci = f" (99% CI {row.ci_low:+.1f}…{row.ci_high:+.1f}%)" if row.ci_low is not None else ""
         medians = f"{format_value(row.base_median, row.unit)} → {format_value(row.head_median, row.unit)}"
-        said = f"{row.verdict}, {format_change(row, row.unit)}{ci}, median {medians}"
+        verdict = f"{row.verdict} · {row.mark}" if row.mark else row.verdict
+        said = f"{verdict}, {format_change(row, row.unit)}{ci}, median {medians}"
         assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("compared")] == [
             f"compared     {row.metric}: {said}" + (f"; {row.reason}" if row.reason else "")]
     module = rows[-1]["id"].rsplit("-", 1)[0]  # a module: a line for each of its compilation series
