@@ -50,6 +50,7 @@ METRICS: dict[str, Metric] = {
     "latency": Metric("execution", "us", "lower-is-better"),
     "throughput": Metric("execution", "per_s", "higher-is-better"),
     "speedup": Metric("execution", "ratio", "higher-is-better"),
+    "instructions": Metric("execution", "count", "lower-is-better"),  # per call, under callgrind (issue 44)
     "compile_time_cold_ms": Metric("compilation", "ms", "lower-is-better", _COMPILED),
     "compile_time_warm_ms": Metric("compilation", "ms", "lower-is-better", _COMPILED),
     "compile_time_ms": Metric("compilation", "ms", "lower-is-better"),

@@ -94,7 +94,7 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
 
 def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn: Any) -> float:
     """Run the first iteration of each task named in ``names`` as a run-stage worker does
-    (:func:`_task_module`, :func:`benchtrail.worker.tasks.step`), reusing ``fn``, the module just
+    (:func:`task_module`, :func:`benchtrail.worker.tasks.step`), reusing ``fn``, the module just
     compiled, so every graph those cases compile lands in the Inductor cache; returns the ms it took.
     A task that fails here is left to fail in the run stage, which reports it."""
     start = time.perf_counter()
@@ -104,7 +104,7 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
         try:
             task = Task(name)
             inputs = tasks.prepare_inputs(task, model_inputs(gen.model, device))
-            task_fn, _ = _task_module(gen, task, inputs, device, None)
+            task_fn, _ = task_module(gen, task, inputs, device, None)
             with tasks.grad_mode(task):
                 tasks.step(task, task_fn, inputs)()
         except Exception:  # noqa: BLE001 - the run stage runs the same code and reports why
@@ -113,7 +113,7 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
     return _ms(start)
 
 
-def _task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device: str,
+def task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device: str,
                  module_dir: Path | None) -> tuple[Any, str | None]:
     """``(callable, jacobian mode or None)``: the module, or for the Jacobian task its Jacobian function."""
     mode = gen.compile_config.mode
@@ -190,8 +190,8 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     before = cache_counts()
     versions = [t._version for t in inputs]
     try:
-        fn, jacobian_mode = _task_module(gen, task, fresh(), device, module_dir)  # compiling calls it once
-        iteration = _iteration(task, fn, inputs)
+        fn, jacobian_mode = task_module(gen, task, fresh(), device, module_dir)  # compiling calls it once
+        iteration = iteration_of(task, fn, inputs)
         with tasks.grad_mode(task):
             output = iteration()
         sync()
@@ -234,7 +234,7 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
             timed = {**dataclasses.asdict(cm), "samples": cm.samples,
                      "iterations_per_sample": cm.timing.launches}
         else:
-            m = (measure_fresh(lambda f=fn: _iteration(task, f, fresh()), policy, sync, before_sample)
+            m = (measure_fresh(lambda f=fn: iteration_of(task, f, fresh()), policy, sync, before_sample)
                  if mutates else measure(iteration, policy, sync, before_sample))
             timed = {**dataclasses.asdict(m), "timing": dataclasses.asdict(plan_timing("cpu", None, policy)),
                      "memory": {}}
@@ -269,7 +269,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
     """What the harness floor calls instead of the user's code."""
 
 
-def _iteration(task: Task, fn: Any, inputs: Tensors) -> Any:
+def iteration_of(task: Task, fn: Any, inputs: Tensors) -> Any:
     """One timed call. An eager function benchmark's value is the user's function on pre-bound arguments
     (:meth:`BoundFunction.call`: no module call, no unflattening); everything else ``tasks.step``."""
     if isinstance(fn, BoundFunction) and task in (Task.INFERENCE, Task.FORWARD):

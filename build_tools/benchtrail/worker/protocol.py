@@ -180,6 +180,15 @@ class RunRequest(_Request):
 Request = CompileRequest | RunRequest
 
 
+def count_requests(requests: list[RunRequest], repeats: int, callgrind_dir: Any) -> dict[str, Any]:
+    """The request file of a counting process (``python -m benchtrail.worker.counting REQUESTS.json
+    JOURNAL.jsonl`` under callgrind, ``benchtrail.runner.count_cases``): its run requests, the ``repeats``
+    counted of each and the folder its callgrind files go to. The process appends ``{"start": i}`` to the
+    journal before case i, then ``{"case": i, **response}``."""
+    return {"version": PROTOCOL_VERSION, "repeats": repeats, "callgrind_dir": str(callgrind_dir),
+            "requests": [r.to_json() for r in requests]}
+
+
 def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
                     tasks: tuple[str, ...] = ()) -> CompileRequest:
     """The request that compiles ``gen`` (a ``ModuleGenerationConfig``); ``module_dir`` a path or None;
@@ -279,7 +288,7 @@ def read_request(data: Any) -> Request:
 
 
 #: Response fields that are lists of numbers or objects (tuples here, lists in JSON).
-_SEQUENCES = ("samples", "gpu_samples_us", "wall_samples_us", "break_reasons")
+_SEQUENCES = ("samples", "gpu_samples_us", "wall_samples_us", "break_reasons", "instructions")
 #: Run fields written whenever the run's samples are, also when null (version 1 always wrote them).
 WITH_SAMPLES = ("correctness", "jacobian_mode")
 #: The JSON types a response field's annotation allows, by the annotation's first name.
@@ -327,6 +336,9 @@ class Response:
             size (``benchtrail.worker.timing.floor_us``). ``threads_set``: the thread count set before each
             sample; ``threads`` then is the count the case's code left (it differs when the code changes it).
             Both added within version 1, optional (issue 40).
+        instructions: a counting run's instructions per call, one per repeat (``benchtrail.worker.counting``);
+            ``overhead`` the instructions of an empty counted block (subtracted); ``cpu_capability`` the ISA
+            torch dispatched on under valgrind; ``callgrind`` the last repeat's callgrind file. Optional.
         version: the protocol version of the writer (1 when the JSON has none).
     """
 
@@ -363,6 +375,10 @@ class Response:
     duet: dict[str, Any] | None = None
     floor_us: float | None = None
     threads_set: int | None = None
+    instructions: tuple[float, ...] | None = None
+    overhead: int | None = None
+    cpu_capability: str | None = None
+    callgrind: str | None = None
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:

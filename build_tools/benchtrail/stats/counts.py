@@ -1,0 +1,50 @@
+"""Verdicts of counted series (instructions per call under callgrind): near-deterministic samples, judged on
+the change of the median widened by the measured spread, not by a test (docs/statistics.md, "Instruction
+counts")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: A pair whose repeats spread more than this (percent, the two sides' relative ranges added) is labelled
+#: ``noisy``: half the default instruction threshold, beyond the A/A spread measured (docs/statistics.md).
+NOISY_SPREAD_PCT = 0.25
+#: Repeats a side needs to have a spread at all.
+MIN_REPEATS = 3
+
+
+@dataclass(frozen=True)
+class CountJudgement:
+    """``verdict`` (regressed, improved, similar, inconclusive) of a counted pair; ``change_pct`` the change of
+    the median, ``low_pct``/``high_pct`` it widened by ``spread_pct`` (each side's range over its median,
+    in percent, added); ``noisy`` when the spread exceeds :data:`NOISY_SPREAD_PCT`."""
+
+    verdict: str
+    change_pct: float
+    low_pct: float
+    high_pct: float
+    spread_pct: float
+    noisy: bool
+
+
+def spread_pct(samples: Sequence[float]) -> float:
+    """(max − min) / median of ``samples``, in percent."""
+    x = np.asarray(samples, dtype=float)
+    return float((x.max() - x.min()) / np.median(x) * 100.0)
+
+
+def judge_counts(base: Sequence[float], head: Sequence[float], threshold_pct: float,
+                 lower_is_better: bool = True) -> CountJudgement:
+    """``regressed``/``improved`` when the change, widened by the spread, lies wholly beyond
+    ``threshold_pct`` the worse/better way; ``similar`` when it lies wholly within ±``threshold_pct``;
+    ``inconclusive`` otherwise. Each side needs :data:`MIN_REPEATS` positive samples (the caller checks)."""
+    change = (float(np.median(head)) / float(np.median(base)) - 1.0) * 100.0
+    spread = spread_pct(base) + spread_pct(head)
+    low, high = change - spread, change + spread
+    worse_low, worse_high = (low, high) if lower_is_better else (-high, -low)
+    verdict = ("regressed" if worse_low > threshold_pct else "improved" if worse_high < -threshold_pct
+               else "similar" if -threshold_pct <= low and high <= threshold_pct else "inconclusive")
+    return CountJudgement(verdict, change, low, high, spread, spread > NOISY_SPREAD_PCT)

@@ -1,0 +1,157 @@
+"""The counting worker: instructions per call of each CPU case, counted by callgrind (issue 44).
+
+``benchtrail.runner.count_cases`` starts one per shard, under
+``valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no`` (its ``VALGRIND_ARGS``), as
+``python -m benchtrail.worker.counting REQUESTS.json JOURNAL.jsonl``, and it serves the shard's cases in turn
+(no fork server under valgrind). Python and torch start uninstrumented (about 15 s here, 50 s instrumented).
+Each case, as ``torch.utils.benchmark.Timer.collect_callgrind`` counts a statement:
+
+1. built and called once uninstrumented (Dynamo, Inductor's cache and model init run at near-native speed);
+2. instrumentation on (``vgdb``), one warm-up block of ``n`` calls uncounted, an empty block counted (the
+   overhead: the toggles themselves), then ``repeats`` blocks of ``n`` calls, collection toggled on around
+   the calls only (``torch._C._valgrind_toggle``) and each block dumped to its own callgrind file;
+3. instrumentation off. A repeat is (block − overhead) / ``n`` instructions per call; ``n`` makes a block
+   about ``BLOCK_INSTRUCTIONS`` (at most ``MAX_CALLS``), so per-call allocator effects average out.
+
+One torch thread (valgrind runs threads one at a time, and OpenMP's spin-waits would count waiting, not
+work); the cyclic GC collected before and off inside each block; ``PYTHONHASHSEED=0`` (the runner's). A
+model that changes its inputs is counted one call per block, on fresh inputs made outside it.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import math
+import os
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.serialization import unpack_and_deserialize
+from benchtrail.worker import tasks
+from benchtrail.worker.inputs import model_inputs
+from benchtrail.worker.main import CaseFailure, iteration_of, release_modules, task_module
+from benchtrail.worker.protocol import Response, read_request
+
+#: Instructions a counted block aims at; a block of a bigger call is one call.
+BLOCK_INSTRUCTIONS = 10_000_000
+MAX_CALLS = 1000
+
+
+def instrumentation(state: str) -> None:
+    """Switch callgrind's instrumentation ``on`` or ``off`` through ``vgdb``, spinning meanwhile so that
+    valgrind polls for the command (no ptrace needed)."""
+    proc = subprocess.Popen(["vgdb", f"--pid={os.getpid()}", "instrumentation", state],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while proc.poll() is None:
+        pass
+    if proc.returncode:
+        raise CaseFailure(f"vgdb could not switch callgrind's instrumentation {state}: "
+                          f"{proc.stderr.read().decode(errors='replace').strip()[-300:]}")
+
+
+class Dumps:
+    """The callgrind files of this process, one per counted block: ``<folder>/callgrind.out.<pid>.<k>``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.k = folder, 0
+
+    def count(self, calls: Callable[[], Any]) -> tuple[int, Path]:
+        """Instructions of ``calls()`` (collection on around it only) and the file they were dumped to."""
+        gc.collect()
+        gc.disable()
+        try:
+            torch._C._valgrind_toggle()
+            calls()
+            torch._C._valgrind_toggle_and_dump_stats()
+        finally:
+            gc.enable()
+        self.k += 1
+        path = self.folder / f"callgrind.out.{os.getpid()}.{self.k}"
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("summary:"):
+                    return int(line.split()[1]), path
+        raise CaseFailure(f"callgrind file {path} has no summary line")
+
+
+def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps) -> dict[str, Any]:
+    """Count one case (module docstring); the response's fields."""
+    torch.set_num_threads(1)
+    gen, task = rc.module_generation_config, rc.execution_config.task
+    pristine = model_inputs(gen.model, "cpu")
+
+    def fresh() -> Any:
+        return tasks.prepare_inputs(task, copy.deepcopy(pristine))
+
+    inputs = fresh()
+    fn, _ = task_module(gen, task, fresh(), "cpu", module_dir)
+    mutates = gen.model.mutates_inputs
+
+    def block(n: int) -> Callable[[], None]:
+        step = iteration_of(task, fn, fresh() if mutates else inputs)  # fresh inputs: made outside the block
+
+        def calls() -> None:
+            for _ in range(n):
+                step()
+        return calls
+
+    with tasks.grad_mode(task):
+        block(1)()  # the first call (compiling, loading), uninstrumented
+        instrumentation("on")
+        try:
+            first, _ = dumps.count(block(1))
+            n = 1 if mutates else max(1, min(MAX_CALLS, round(BLOCK_INSTRUCTIONS / max(first, 1))))
+            block(n)()  # warm-up, uncounted
+            overhead, _ = dumps.count(lambda: None)
+            counts, kept = [], None
+            for _ in range(repeats):
+                total, kept = dumps.count(block(n))
+                counts.append((total - overhead) / n)
+        finally:
+            instrumentation("off")
+    for k in range(dumps.k - repeats - 1, dumps.k):  # this case's files but the last: first, overhead, repeats
+        (dumps.folder / f"callgrind.out.{os.getpid()}.{k}").unlink()
+    return {"instructions": tuple(counts), "iterations_per_sample": n, "warmup_iterations": 1 + n,
+            "overhead": overhead, "threads": 1, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "callgrind": str(kept)}
+
+
+def serve(requests_path: str, journal_path: str) -> None:
+    """Count every case of the request file (``benchtrail.worker.protocol.count_requests``), appending to the
+    journal ``{"start": i}`` before case i and ``{"case": i, **response}`` after it; one failing case never
+    stops the others."""
+    spec = json.loads(Path(requests_path).read_text(encoding="utf-8"))
+    dumps = Dumps(Path(spec["callgrind_dir"]))
+    with open(journal_path, "a", encoding="utf-8") as journal:
+        def say(line: dict[str, Any]) -> None:
+            journal.write(json.dumps(line) + "\n")
+            journal.flush()
+
+        for i, data in enumerate(spec["requests"]):
+            say({"start": i})
+            try:
+                request = read_request(data)
+                (rc,) = unpack_and_deserialize(request.config, RunConfig)
+                module_dir = Path(request.module_dir) if request.module_dir else None
+                response = Response(status="ok", **count_job(rc, module_dir, spec["repeats"], dumps))
+                if not all(map(math.isfinite, response.instructions)):
+                    response = Response(status="failed", reason="an instruction count is not finite")
+            except Exception as exc:  # noqa: BLE001 - one failing case must not stop the others
+                response = Response(
+                    status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
+                    traceback=traceback.format_exc(limit=-3))
+            release_modules()
+            say({"case": i, **response.to_json()})
+
+
+if __name__ == "__main__":
+    serve(*sys.argv[1:])
