@@ -256,7 +256,7 @@ def test_a_metric_without_a_known_direction_is_refused(tmp_path, capsys, version
     assert main(["compare", "--base", str(good), "--head", str(bad), "--output", str(tmp_path / "c.json")]) == 1
     err = capsys.readouterr().err
     assert f"results file {bad}: benchmark 'b.inference-bs1.c2-standard-16' has metric 'energy_j', which has no " \
-           "known direction; allowed: latency, throughput, speedup, compile_time_cold_ms" in err
+           "known direction; allowed: latency, throughput, speedup, instructions, compile_time_cold_ms" in err
 
 
 @pytest.mark.parametrize("direction, message", [

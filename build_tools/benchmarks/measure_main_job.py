@@ -16,7 +16,8 @@ pipeline process), then reads the run directory and prints a Markdown table per 
   warm compile samples (one process each);
 - noise reruns: execution records whose ``details`` have ``rerun``;
 - stored: bytes the stage leaves in the run directory (export: run-configs/, compile: modules/ with
-  modules/inductor-cache in brackets, run: results/, compare: comparison.json, recheck: ab/,
+  modules/inductor-cache in brackets, run: results/, count (``--metrics latency,instructions``: the counting
+  pass under callgrind) results/callgrind/, compare: comparison.json, recheck: ab/,
   report: comment/ and dashboard/, total: the whole run directory);
 - overhead ratio: run stage = wall / (timed + warm-up + in-run compile); compile stage =
   wall / compile samples. 1.0 would be a stage that does nothing but measure.
@@ -48,9 +49,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-STAGES = ("export", "compile", "run", "compare", "recheck", "report")
-STORED = {"export": ["run-configs"], "compile": ["modules"], "run": ["results"], "compare": ["comparison.json"],
-          "recheck": ["ab"], "report": ["comment", "dashboard"]}
+STAGES = ("export", "compile", "run", "count", "compare", "recheck", "report")
+STORED = {"export": ["run-configs"], "compile": ["modules"], "run": ["results"], "count": ["results/callgrind"],
+          "compare": ["comparison.json"], "recheck": ["ab"], "report": ["comment", "dashboard"]}
 COMPILE_SERIES = ("compile_time_cold_ms", "compile_time_warm_ms")
 
 
@@ -143,7 +144,7 @@ def table(costs: dict[str, dict[str, Any]]) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for stage in (*STAGES, "total"):
         c = costs[stage]
-        fmt = (lambda _: "") if stage in ("export", "compare", "report") else None  # nothing measured there
+        fmt = (lambda _: "") if stage in ("export", "count", "compare", "report") else None  # nothing timed there
         wall = "n/a" if c.get("wall_s") is None else f"{c['wall_s']:.1f}"
         stored = fmt_bytes(c.get("bytes"))
         if stage == "compile":
@@ -190,10 +191,10 @@ def git(*args: str) -> str:
         return "n/a"
 
 
-def run_pipeline(presets: str, store: Path, cache: Path) -> tuple[list[str], float, int, Path]:
+def run_pipeline(presets: str, store: Path, cache: Path, metrics: str) -> tuple[list[str], float, int, Path]:
     """Run the pipeline with Inductor cache ``cache``; return the command, its wall time (s), exit code, run dir."""
     cmd = [sys.executable, "-m", "benchtrail.cli.app", "pipeline", "--benchmark-presets", presets,
-           "--store", str(store)]
+           "--store", str(store), "--metrics", metrics]
     start = time.monotonic()
     proc = subprocess.run(cmd, env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)), stdout=subprocess.PIPE,
                           text=True)
@@ -207,6 +208,8 @@ def run_pipeline(presets: str, store: Path, cache: Path) -> tuple[list[str], flo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presets", default="x86_64,comp-stats", help="presets to run (default: %(default)s)")
+    parser.add_argument("--metrics", default="latency",
+                        help="the pipeline's --metrics (latency,instructions adds the count stage; default latency)")
     parser.add_argument("--runs", type=int, default=1,
                         help="pipelines to run into one store; each after the first is an A/A against the first")
     parser.add_argument("--keep", type=Path, metavar="DIR",
@@ -224,7 +227,7 @@ def main() -> int:
         for i in range(1, args.runs + 1):
             cache = Path(tmp, f"inductor-cache-{i}")
             cache.mkdir()
-            cmd, elapsed, rc, run_dir = run_pipeline(args.presets, store, cache)
+            cmd, elapsed, rc, run_dir = run_pipeline(args.presets, store, cache, args.metrics)
             costs = run_dir_costs(run_dir)
             counts = (read_json(run_dir / "comparison.json") or {}).get("counts")
             title = "first run" if i == 1 else "A/A against the first run"

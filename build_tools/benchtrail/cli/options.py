@@ -184,6 +184,24 @@ FILTER_PARENT = _parent("--filter", metavar="REGEX",
 PRESETS_PARENT = _parent("--benchmark-presets", type=presets, metavar="P[,P...]",
                          help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
                               "default: presets of [tool.benchtrail] in pyproject.toml)")
+#: What ``--metrics`` takes: wall time always; instruction counts under callgrind (issue 44).
+METRIC_NAMES = ("latency", "instructions")
+
+
+def metric_names(text: str) -> tuple[str, ...]:
+    """argparse type: ``"latency,instructions"`` → ("latency", "instructions"): names of
+    :data:`METRIC_NAMES`, latency always among them."""
+    out = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
+    if not set(out) <= set(METRIC_NAMES):
+        raise ArgumentTypeError(f"{text!r}: expected metrics out of {', '.join(METRIC_NAMES)}, comma-separated")
+    return ("latency", *(m for m in out if m != "latency"))
+
+
+#: ``--metrics`` (run, pipeline).
+METRICS_PARENT = _parent("--metrics", type=metric_names, default=("latency",), metavar="M[,M...]",
+                         help="what to measure: latency (wall time, always) and instructions (instructions "
+                              "per call under valgrind's callgrind, CPU cases; needs valgrind); a device the "
+                              "suite marks count_instructions is counted anyway (default: latency)")
 #: ``--thresholds FILE`` (compare, pipeline, ab).
 THRESHOLDS_PARENT = _parent("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
                                                             "thresholds, else the shipped table)")

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.cli.compare import add_result_arguments, exit_code, show_result
-from benchtrail.cli.options import (FILTER_PARENT, PRESETS_PARENT, QUARANTINE_PARENT, STORE_HELP,
-                                    THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
+from benchtrail.cli.options import (FILTER_PARENT, METRICS_PARENT, PRESETS_PARENT, QUARANTINE_PARENT,
+                                    STORE_HELP, THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
                                     positive_seconds, presets, require_store, resolve_store, suite,
                                     whole_number)
 from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, UserError
@@ -50,7 +50,7 @@ def add_stage_parsers(subparsers: Any) -> None:
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
     p.set_defaults(func=cmd_compile)
 
-    p = subparsers.add_parser("run", parents=[FILTER_PARENT], epilog=NOISE_RERUN_HELP)
+    p = subparsers.add_parser("run", parents=[FILTER_PARENT, METRICS_PARENT], epilog=NOISE_RERUN_HELP)
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True,
                    help="device to run (a key of the export's devices); a CUDA device on a machine where "
@@ -70,8 +70,8 @@ def add_stage_parsers(subparsers: Any) -> None:
 
 def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
-    p = subparsers.add_parser("pipeline", parents=[PRESETS_PARENT, FILTER_PARENT, THRESHOLDS_PARENT,
-                                                   QUARANTINE_PARENT], epilog=NOISE_RERUN_HELP)
+    p = subparsers.add_parser("pipeline", parents=[PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT,
+                                                   THRESHOLDS_PARENT, QUARANTINE_PARENT], epilog=NOISE_RERUN_HELP)
     p.add_argument("--store", help=STORE_HELP)
     add_any_origin_argument(p)
     p.add_argument("--base-commit",
@@ -197,13 +197,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``benchtrail run``: print the results file's path; exit 2 when a case failed, else 0."""
-    from benchtrail.pipeline.measure import run_stage
+    """``benchtrail run``: print the results files' paths (with instructions, the counted one too); exit 2 when
+    a case failed, else 0."""
+    from benchtrail.pipeline.measure import count_stage, counting, run_stage
 
-    path, ok = run_stage(args.run_configs, args.device_name, args.shard_index, args.output,
-                         _run_info(args.run_configs), args.benchmark_id, args.modules_dir, resume=args.resume,
-                         name_filter=args.filter, refuse_without_cuda=True)
+    cases = (args.run_configs, args.device_name, args.shard_index)
+    chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
+    count = args.device_name in counting(args.run_configs, args.metrics)  # no valgrind: refused before any case
+    path, ok = run_stage(*cases, args.output, _run_info(args.run_configs), **chosen, resume=args.resume,
+                         refuse_without_cuda=True)
     print(path)
+    if count:
+        path, counted = count_stage(*cases, args.output, _run_info(args.run_configs), **chosen)
+        print(path)
+        ok &= counted
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
 
@@ -223,7 +230,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
                           Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
-                          recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter)
+                          recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter,
+                          metrics=args.metrics)
     return exit_code(args, show_result(result.run_dir / "comparison.json", result.comment_md, args),
                      result.all_ok, rule="confirmed" if result.rechecked else "any")
 

@@ -17,8 +17,8 @@ from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block,
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Json, Row
 from benchtrail.compare.tables import (CHANGES, PAIRED_VERDICTS, Notes, and_more, compilation_table, counted,
-                                      display_name, estimate, plain, series_table)
-from benchtrail.compare.why import render_why
+                                      display_name, estimate, instruction_rows, plain, series_table)
+from benchtrail.compare.why import render_functions, render_why
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
 from benchtrail.errors import UserError
@@ -300,12 +300,13 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
     """The sections of comment.md, each row in exactly one: confirmed regressions and improvements (a short
     table, shown), changed compilation statistics (shown), then the rest folded in ``<details>`` by kind
     (``FOLDED``). Each table is followed by the legend of the reasons it refers to first (each reason is
-    said once in the comment, rows refer to it by number)."""
-    notes = Notes()
+    said once in the comment, rows refer to it by number). A latency row shows its run config's instruction
+    change too (``tables.instructions_suffix``)."""
+    notes, instructions = Notes(), instruction_rows(rows)
     changes = sorted((r for r in rows if r.kind == "execution" and confirmed(r)),
                      key=lambda r: (r.verdict != "regressed", -abs(estimate(r).change or 0)))
 
-    table = (series_table(changes, notes, one_device) if changes
+    table = (series_table(changes, notes, one_device, instructions) if changes
              else ["No confirmed regression or improvement.", ""])
     blocks = [Block(["#### Confirmed regressions and improvements", *table[:2]],
                     table[2:], ["", *notes.legend()] if changes else [], 0)]
@@ -319,7 +320,7 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
         group = [r for r in left if belongs(r)]
         left = [r for r in left if not belongs(r)]
         if group:
-            table = series_table(group, notes, one_device)
+            table = series_table(group, notes, one_device, instructions)
             summary = f"<details><summary>{name}: {len(group)} series</summary>"
             blocks.append(Block([summary, "", *table[:2]], table[2:],
                                 ["", *notes.legend(), "</details>", ""], priority))
@@ -328,15 +329,20 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
-    folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory."""
-    regressed = [r for r in rows if r.verdict == "regressed" and r.mark == "confirmed" and r.profile]
-    if not regressed:
-        return []
+    folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory. Then,
+    folded apart, each confirmed instruction regression's per-function diff (``why.render_functions``)."""
     link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
-    lines = [f"<details><summary>Why it got slower (torch.profiler): {len(regressed)} series</summary>", ""]
-    for row in regressed:
-        lines += [code_span(display_name(row, True)), "", render_why(row.profile, link), ""]
-    return [Block(lines, [], ["</details>", ""], 2)]
+    blocks = []
+    for tool, field, render in (("torch.profiler", "profile", lambda f: render_why(f, link)),
+                                ("callgrind", "functions", render_functions)):
+        regressed = [r for r in rows
+                     if r.verdict == "regressed" and r.mark == "confirmed" and getattr(r, field)]
+        if regressed:
+            lines = [f"<details><summary>Why it got slower ({tool}): {len(regressed)} series</summary>", ""]
+            for row in regressed:
+                lines += [code_span(display_name(row, True)), "", render(getattr(row, field)), ""]
+            blocks.append(Block(lines, [], ["</details>", ""], 2))
+    return blocks
 
 
 def compiler_summary_blocks(comparison: Comparison) -> list[Block]:

@@ -40,6 +40,8 @@ from benchtrail.results.schema import ResultsFile
 #:       ``noisy`` (bool). A re-checked row shows the paired figures that decided it (change, ci_low, ci_high,
 #:       q_value, p_value, mde, outcome) and keeps the stored ones in ``stored``; its ``ab`` may have ``guard``
 #:       (a paired arm far from its own stored run: not used) and ``stop`` (why the paired run stopped).
+#:       Also (same version, optional) a confirmed regression of ``instructions`` may have functions: the
+#:       functions whose inclusive instructions per call changed most (``benchtrail.compare.callgrind``).
 SCHEMA_VERSION = 8
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
@@ -91,6 +93,7 @@ class Row:
     profile: Json | None = None
     noisy: bool | None = None
     stored: Json | None = None
+    functions: Json | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Row:
@@ -100,12 +103,14 @@ class Row:
         return cls(**{k: row[k] for k in _ROW_FIELDS if k in row})
 
     def plain(self) -> Json:
-        """The comparison.json row object: every field, but ``profile`` and ``stored`` only when set (the
-        re-check sets them on the rows it profiled or decided; they are absent elsewhere)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("profile", "stored") or v is not None}
+        """The comparison.json row object: every field, but ``profile``, ``stored`` and ``functions`` only
+        when set (on the rows profiled, decided by a re-check, or diffed by function; absent elsewhere)."""
+        return {k: v for k, v in asdict(self).items() if k not in _OPTIONAL or v is not None}
 
 
 _ROW_FIELDS = frozenset(f.name for f in fields(Row))
+#: Row fields comparison.json holds only when set.
+_OPTIONAL = ("profile", "stored", "functions")
 
 
 @dataclass(frozen=True)

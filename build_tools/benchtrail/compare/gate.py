@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from benchtrail.compare.document import Row, accepted
-from benchtrail.compare.tables import counted, estimate, format_change, format_ci, format_value, level_text
+from benchtrail.compare.tables import counted, estimate, format_change, format_ci, level_text, row_value
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,13 @@ def check(rows: Sequence[Row], accept: Sequence[str] = (),
 
 def figures(row: Row) -> str:
     """``+7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the figures the comment shows
-    (``tables.estimate``: a paired run's, at its last look's level, when one decided)."""
+    (``tables.estimate``: a paired run's, at its last look's level, when one decided); an instructions row's
+    interval is its change widened by the repeats' spread (``stats.counts``)."""
     est = estimate(row)
-    ci = f" ({level_text(est.level)} CI {format_ci(est)})" if None not in (est.ci_low, est.ci_high) else ""
-    return (f"{format_change(est, row.unit)}{ci}, median {format_value(est.base, row.unit)} → "
-            f"{format_value(est.head, row.unit)}")
+    what = "spread-widened" if row.metric == "instructions" else f"{level_text(est.level)} CI"
+    ci = f" ({what} {format_ci(est)})" if None not in (est.ci_low, est.ci_high) else ""
+    return (f"{format_change(est, row.unit)}{ci}, median {row_value(row, est.base)} → "
+            f"{row_value(row, est.head)}")
 
 
 def failing_line(row: Row) -> str:

@@ -6,7 +6,7 @@ Rows are :class:`benchtrail.compare.document.Row`. This module never imports tor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from benchtrail.markup import code_span, md_text
@@ -39,6 +39,27 @@ def format_value(value: float | None, unit: str) -> str:
                 return f"{value / scale:.2f} {name}"
         return f"{value:.0f} B"
     return f"{value:g} {unit}"
+
+
+def format_count(value: float) -> str:
+    """``6401263.0`` → ``6.40M``, ``12345`` → ``12.3k``, ``850.4`` → ``850``, ``0.25`` → ``0.25``: three
+    significant figures, k, M or G above a thousand."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale * 0.9995:
+            x = value / scale
+            return f"{x:.{2 if abs(x) < 9.995 else 1 if abs(x) < 99.95 else 0}f}{suffix}"
+    return f"{value:.0f}" if abs(value) >= 99.5 else f"{value:.3g}"
+
+
+def format_instructions(value: float | None) -> str:
+    """``6401263.0`` → ``6.40M instr/call`` (:func:`format_count`); None as an em dash."""
+    return "—" if value is None else f"{format_count(value)} instr/call"
+
+
+def row_value(row: Row, value: float | None) -> str:
+    """A base or head figure of ``row``: instructions per call as :func:`format_instructions`, any other
+    metric as :func:`format_value` in the row's unit."""
+    return format_instructions(value) if row.metric == "instructions" else format_value(value, row.unit)
 
 
 class Figures(Protocol):
@@ -87,8 +108,9 @@ class Notes:
     def __init__(self) -> None:
         self.numbers: dict[str, int] = {}
         self.paired = False  # a table showed a paired estimate: the legend says what it is, once
+        self.counted = False  # a table showed an instructions row: likewise
         self._said = 0
-        self._paired_said = False
+        self._paired_said = self._counted_said = False
 
     def ref(self, text: str) -> str:
         """``[n]``, the number of ``text`` (a new number for a text not seen before)."""
@@ -96,20 +118,32 @@ class Notes:
 
     def legend(self) -> list[str]:
         """``- [n] text`` lines (Markdown list items, text escaped) of the texts numbered since the last call,
-        and ``PAIRED_NOTE`` the first time after a paired estimate was shown, then a blank line; [] for none."""
+        ``PAIRED_NOTE`` the first time after a paired estimate was shown, and ``COUNTED_NOTE`` after an
+        instructions row, then a blank line; [] for none."""
         lines = [f"- [{n}] {md_text(t)}" for t, n in self.numbers.items() if n > self._said]
         self._said = len(self.numbers)
         if self.paired and not self._paired_said:
             self._paired_said = True
             lines.append(f"- {PAIRED_NOTE}")
+        if self.counted and not self._counted_said:
+            self._counted_said = True
+            lines.append(f"- {COUNTED_NOTE}")
         return [*lines, ""] if lines else []
+
+
+def _tail(row: Row) -> str:
+    """``.instructions`` for a series named ``<run config name>.instructions``, else ``""``."""
+    return ".instructions" if row.metric == "instructions" and row.name.endswith(".instructions") else ""
 
 
 def display_name(row: Row, one_device: bool) -> str:
     """A row's name as the comment shows it: without its ``.<device>`` suffix when the comparison has
-    ``one_device`` (the context line names it), else the whole name."""
-    short = row.name.removesuffix("." + row.device_name) if one_device and row.device_name else row.name
-    return short or row.name  # a name that is the suffix alone stays whole
+    ``one_device`` (the context line names it), else the whole name; an instructions series
+    (``<run config name>.instructions``) loses the device of its run config's name the same way."""
+    tail = _tail(row)
+    core = row.name[:len(row.name) - len(tail)]
+    short = core.removesuffix("." + row.device_name) if one_device and row.device_name else core
+    return short + tail if short else row.name  # a name that is the suffix alone stays whole
 
 
 def level_text(level: float | None) -> str:
@@ -171,6 +205,10 @@ PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/bas
                "runner, with its interval (99%, or the level shown: the run looked after each round and each look "
                "spends part of the 1% false-alarm rate); base is the median of the paired base samples and head is "
                "base × that ratio. Other rows: the change between the medians, with its 99% bootstrap interval.")
+#: The legend line of a table with an instructions row (said once a comment).
+COUNTED_NOTE = ("instr/call: instructions per call counted under valgrind's callgrind, the median of the "
+                "repeats; its interval is the change widened by the two sides' spread (each side's range "
+                "over its median), not a bootstrap interval.")
 
 
 def change_cell(row: Row, est: Estimate | None = None) -> str:
@@ -198,24 +236,46 @@ def verdict_note(row: Row) -> str:
     return note
 
 
-def series_table(rows: Sequence[Row], notes: Notes, one_device: bool) -> list[str]:
+def instruction_rows(rows: Sequence[Row]) -> dict[str, Row]:
+    """The ``instructions`` rows of ``rows`` by the id of their run config (``<id>-instructions`` → ``<id>``,
+    the id of the run config's latency row)."""
+    return {r.id.removesuffix("-instructions"): r for r in rows if r.metric == "instructions"}
+
+
+def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
+    """`` · instructions +2.0%`` for a latency row whose run config has a compared instructions row in
+    ``counted`` (:func:`instruction_rows`); else ``""``."""
+    other = counted.get(row.id) if row.metric == "latency" else None
+    if other is None or other.change is None:
+        return ""
+    return f" · instructions {format_change(other, other.unit)}"
+
+
+def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
+                 counted: Mapping[str, Row] | None = None) -> list[str]:
     """The Markdown table of ``rows`` (a row of an older version shows what it has): one row a series, its
-    reasons (and a quarantine's) as ``[n]`` references to ``notes``. A name drops its ``.<device>`` suffix when ``one_device``; with several devices a name that does not end in its
-    device is followed by ``· <device>``."""
+    reasons (and a quarantine's) as ``[n]`` references to ``notes``. A name drops its ``.<device>`` suffix
+    when ``one_device``; with several devices a name that does not end in its device is followed by
+    ``· <device>``. A latency row whose run config has an instructions row in ``counted``
+    (:func:`instruction_rows`) shows that row's change after its own (:func:`instructions_suffix`)."""
     lines = ["| benchmark | base → head | change (99% CI) | verdict |", "|---|---:|---:|---|"]
     for r in rows:
         est = estimate(r)
         notes.paired |= est.paired
+        notes.counted |= r.metric == "instructions"
         verdict = r.verdict + (f" · {r.mark}" if r.mark else "") + verdict_note(r)
         if r.quarantined and r.mark != "quarantined":
             verdict += " · quarantined"
         refs = "".join(notes.ref(t) for t in (r.reason, r.quarantined) if t)
         name = code_span(display_name(r, one_device), in_table=True)
         device = r.device_name
-        if not one_device and r.kind == "execution" and device and not r.name.endswith("." + device):
+        core = r.name[:len(r.name) - len(_tail(r))]
+        if not one_device and r.kind == "execution" and device and not core.endswith("." + device):
             name += f" · {md_text(device)}"  # several devices, and a name that does not say which
-        lines.append(f"| {name} | {format_value(est.base, r.unit)} → {format_value(est.head, r.unit)} | "
-                     f"{change_cell(r, est)} | {md_text(verdict)}{f' {refs}' if refs else ''} |")
+        base = row_value(r, est.base).removesuffix(" instr/call")  # one unit after both figures
+        figures = f"{base} → {row_value(r, est.head)}"
+        lines.append(f"| {name} | {figures} | {change_cell(r, est)}{instructions_suffix(r, counted or {})} | "
+                     f"{md_text(verdict)}{f' {refs}' if refs else ''} |")
     return lines
 
 

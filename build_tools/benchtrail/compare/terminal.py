@@ -26,7 +26,7 @@ from rich.text import Text
 from benchtrail.compare.comment import runner_checks_line
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
 from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_ci,
-                                      format_value, verdict_note)
+                                      format_count, format_value, verdict_note)
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
@@ -48,9 +48,17 @@ def _cells(row: Row) -> tuple[str, ...]:
     paired = (row.ab or {}) if e.paired else {}
     counts = "/".join(str(paired.get(f"{side}_n", getattr(row, f"{side}_n")) or "—")
                       for side in ("base", "head"))
-    return (verdict, format_change(e, row.unit), format_ci(e), format_value(e.base, row.unit),
-            _spread(None if paired else row.base_iqr, row.base_median), format_value(e.head, row.unit),
+    return (verdict, format_change(e, row.unit), format_ci(e), _value(row, e.base),
+            _spread(None if paired else row.base_iqr, row.base_median), _value(row, e.head),
             _spread(None if paired else row.head_iqr, row.head_median), counts)
+
+
+def _value(row: Row, value: float | None) -> str:
+    """A median as the table shows it: instructions per call as ``6.40M instr``, else as
+    ``tables.format_value``."""
+    if row.metric == "instructions" and value is not None:
+        return f"{format_count(value)} instr"
+    return format_value(value, row.unit)
 
 
 def _spread(iqr: float | None, median: float | None) -> str:

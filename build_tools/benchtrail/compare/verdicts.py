@@ -13,6 +13,16 @@ threshold and q < ``ALPHA``, ``similar`` only when it lies within it, else ``inc
 (docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples, such
 as one-sample compile times, are judged on the change of the median against the threshold.
 Which way is worse is the series' direction (its record's, its metric's: ``results.schema.METRICS``).
+
+Instruction counts (``instructions``, counted under callgrind) are near-deterministic and judged by
+``stats.counts.judge_counts`` under their percent rule: the change of the median widened by the two sides'
+relative ranges (``ci_low``/``ci_high``), ``noisy`` beyond ``stats.counts.NOISY_SPREAD_PCT``; no test, no
+p-value. They need ``stats.counts.MIN_REPEATS`` finite, positive samples a side (all equal is fine), and
+the same counter key (``results.baseline_key.counter_difference``): counts under different keys are
+``not-comparable``, never compared. A regressed count is ``confirmed`` by its repeats
+(:func:`mark_regressions`). A suspect latency row beside its run config's instruction row says what the
+instructions did (:func:`_beside_counts`); the latency rows of a device that gates on instructions
+(``details.gate``) are reported, not gated (``quarantined``).
 """
 
 from __future__ import annotations
@@ -23,13 +33,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchtrail.errors import UserError
+from benchtrail.results.baseline_key import counter_difference
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.stats.counts import MIN_REPEATS, NOISY_SPREAD_PCT, judge_counts
 from benchtrail.stats.inference import compare_samples
 from benchtrail.stats.power import samples_needed, smallest_p
 from benchtrail.stats.sequential import resamples_for
 from benchtrail.stats.paired import compare_paired
 from benchtrail.compare.rules import Rules, Threshold, find_threshold
-from benchtrail.compare.document import Row, accepted
+from benchtrail.compare.document import INCONCLUSIVE, Row, accepted
 
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
@@ -38,6 +50,8 @@ MIN_SAMPLES_FOR_TEST = 5
 HASH_SCHEME_NOTE = "definition not checked: hash scheme changed"
 #: A row whose median is below this many times its harness floor says so (``_floor_note``).
 FLOOR_FACTOR = 10
+#: Appended to the reason of a suspect latency row whose run config's instruction count is ``similar``.
+UNCHANGED_NOTE = "instructions unchanged (memory, threads or frequency?)"
 #: The fields that name a row's series, taken from its head record, else its base record (or the
 #: :class:`Unreported` run config).
 _SERIES = ("id", "name", "kind", "metric", "unit", "device_name", "module_name", "compile_config")
@@ -81,10 +95,11 @@ def _finite_positive(x: float | None) -> bool:
     return x is not None and 0 < x < math.inf  # not NaN
 
 
-def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, str] | None:
+def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int = MIN_SAMPLES_FOR_TEST,
+                    spread: bool = True) -> tuple[str, str] | None:
     """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
     ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
-    ``insufficient-samples`` for fewer than ``MIN_SAMPLES_FOR_TEST`` samples or all-equal samples on a
+    ``insufficient-samples`` for fewer than ``minimum`` samples or (``spread``) all-equal samples on a
     side."""
     sides = ("baseline", base), ("head", head)
     for side, r in sides:
@@ -97,10 +112,10 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord) -> tuple[str, 
             return "not-comparable", f"{side} median is {r.median!r}; it must be finite and > 0"
     for side, r in sides:
         n = len(r.samples)
-        if n < MIN_SAMPLES_FOR_TEST:
+        if n < minimum:
             return "insufficient-samples", (f"{side} has {n} sample{'s' if n != 1 else ''}; at least "
-                                            f"{MIN_SAMPLES_FOR_TEST} on each side are needed")
-    for side, r in sides:
+                                            f"{minimum} on each side are needed")
+    for side, r in sides if spread else ():
         if min(r.samples) == max(r.samples):
             return "insufficient-samples", (f"all {len(r.samples)} {side} samples are equal "
                                             f"({r.samples[0]!r}): no spread to judge a change by (a timer's "
@@ -142,7 +157,12 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
             sets = [side for side, r in sides if _threads_note(r)]
             return no(f"thread counts differ: the baseline ran at {b} thread{'s' if b != 1 else ''}, the "
                       f"head at {h}" + (f" (the {' and '.join(sets)}'s code changes it)" if sets else ""))
-        problem = _sample_problem(base, head)
+        if head.metric == "instructions":
+            differs = counter_difference(base.details, head.details)
+            if differs:
+                return no(f"counted differently: {differs}")
+        problem = (_sample_problem(base, head, MIN_REPEATS, spread=False) if head.metric == "instructions"
+                   else _sample_problem(base, head))
         if problem:
             return _row(head, base, *problem, threshold, _change(base, head, threshold))
     for side, r in sides:
@@ -296,7 +316,9 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
             rows[sid] = _precheck(b, h, t)  # None: judged below, alone or with the others (_infer)
             if rows[sid]:
                 continue
-            if (t.unit == "percent" and min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
+            if h.metric == "instructions" and t.unit == "percent":
+                rows[sid] = _counted(b, h, t)
+            elif (t.unit == "percent" and min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
                     and all(map(_finite_positive, b.samples + h.samples))):
                 batch.setdefault(paired_level(h) if paired_rounds(b, h) else None, {})[sid] = b, h, t
             else:  # absolute rules, few samples: judged on the change of the median alone
@@ -307,10 +329,46 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
                 rows[sid] = _row(h, b, verdict, None, t, change)
     for level, group in batch.items():
         rows.update(zip(group, _infer(list(group.values()), level)))
-    return ([_with_notes(r, head_by_id[sid], sid in unchecked) for sid, r in rows.items()]
+    return (_beside_counts([_with_notes(r, head_by_id[sid], sid in unchecked) for sid, r in rows.items()])
             + [_row(None, base_by_id.get(sid), "failed", u.reason, series=u) for sid, u in lacking.items()]
             + [_row(None, b, "removed", "in the baseline but not in this run")
                for sid, b in base_by_id.items() if sid not in head_by_id and sid not in lacking])
+
+
+def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
+    """The row of an instruction-count pair (``stats.counts.judge_counts``); its reason names the repeats'
+    spread when it is noisy or inconclusive."""
+    j = judge_counts(base.samples, head.samples, threshold.threshold, threshold.lower_is_better)
+    reason = (f"repeats spread {j.spread_pct:.2f}% (bound {NOISY_SPREAD_PCT:g}%)"
+              if j.noisy or j.verdict == "inconclusive" else None)
+    outcome = {"regressed": "DIFFERENT", "improved": "DIFFERENT", "similar": "SAME"}.get(j.verdict, "UNKNOWN")
+    return _row(head, base, j.verdict, reason, threshold, j.change_pct, ci_low=j.low_pct, ci_high=j.high_pct,
+                outcome=outcome, noisy=j.noisy)
+
+
+def _beside_counts(rows: list[Row]) -> list[Row]:
+    """``rows`` with each suspect latency row (regressed, improved, inconclusive) whose run config's
+    instruction row is similar, regressed or improved saying so (:data:`UNCHANGED_NOTE`, or e.g.
+    ``instructions +1.23% (regressed)``), and each latency row of a device that gates on instructions
+    (``details.gate``) quarantined: reported, not gated."""
+    counts = {r.id: r for r in rows if r.metric == "instructions"}
+    out = []
+    for r in rows:
+        if r.metric != "latency":
+            out.append(r)
+            continue
+        c = counts.get(f"{r.id}-instructions")
+        note = (None if c is None or r.verdict not in ("regressed", "improved", *INCONCLUSIVE)
+                else UNCHANGED_NOTE if c.verdict == "similar"
+                else f"instructions {c.change:+.2f}% ({c.verdict})" if c.verdict in ("regressed", "improved")
+                else None)
+        if note:
+            r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
+        if r.head_details.get("gate") == "instructions":
+            r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
+                        "instructions")
+        out.append(r)
+    return out
 
 
 def _threads_note(head: BenchmarkRecord) -> str | None:
@@ -351,13 +409,14 @@ def regression_mark(row: Row, accept: Sequence[str], other: str = "confirmed") -
 def mark_regressions(rows: list[Row], rules: Rules, paired: bool = False) -> list[Row]:
     """Mark each regressed row ``quarantined`` when an entry of ``rules.quarantine`` matches it, else
     ``accepted`` when ``accepted(row, rules.accept)``, else ``confirmed`` when the samples come from a paired
-    A/B run (``paired``), else ``unconfirmed`` (:func:`regression_mark`). Every row a quarantine entry matches
-    carries its reason in ``quarantined``."""
+    A/B run (``paired``) or are instruction counts (confirmed by their repeats), else ``unconfirmed``
+    (:func:`regression_mark`). Every row a quarantine entry matches carries its reason in ``quarantined``."""
     marked = []
     for r in rows:
         entry = rules.quarantined(r.name, r.id)
         r = replace(r, quarantined=entry.reason) if entry else r
         if r.verdict == "regressed":
-            r = replace(r, mark=regression_mark(r, rules.accept, "confirmed" if paired else "unconfirmed"))
+            confirmed = paired or r.metric == "instructions"
+            r = replace(r, mark=regression_mark(r, rules.accept, "confirmed" if confirmed else "unconfirmed"))
         marked.append(r)
     return marked

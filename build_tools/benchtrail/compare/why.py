@@ -4,7 +4,9 @@ The paired re-check (``benchtrail.runner.recheck``) profiles both arms of a conf
 ``torch.profiler`` after their timed samples; each worker answers its operators' self times
 (``benchtrail.worker.protocol.Response.profile``). :func:`profile_diff` turns the two answers into a
 row's ``profile`` (``comparison.json``, docs/formats.md), and :func:`render_why` into the lines a
-reader sees in the comment and in ``benchtrail explain``. Torch-free.
+reader sees in the comment and in ``benchtrail explain``. A confirmed instruction regression's
+per-function diff (``benchtrail.compare.callgrind``) is rendered here too (:func:`render_functions`,
+:func:`function_lines`). Torch-free.
 
 A row's ``profile``::
 
@@ -22,12 +24,14 @@ with the head's alone (a base worker from before profiling) they are the head's 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchtrail.markup import code_span
+from benchtrail.compare.tables import format_count
+from benchtrail.markup import code_span, md_text
 
 #: Operators a row's profile keeps.
 TOP = 5
@@ -135,4 +139,52 @@ def render_why(profile: Profile | None, link: Any = None) -> str:
              for arm in ARMS if traces.get(arm)]
     if shown:
         out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
+    return "\n".join(out) + "\n"
+
+
+#: Characters of a function's name the comment shows (C++ names run to thousands); the middle is cut.
+MAX_FUNCTION_CHARS = 120
+_OBJECT = re.compile(r" \[[^\]]*\]$")
+
+
+def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
+    """A ``callgrind_annotate`` name as shown: its source file's folders and its object file left out
+    (``/b/Python/ceval.c:f'2 [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters
+    (the middle cut to `` … ``)."""
+    where, _, function = _OBJECT.sub("", name).partition(":")
+    short = f"{where.rsplit('/', 1)[-1]}:{function}"
+    half = (limit - 3) // 2
+    return short if len(short) <= limit else f"{short[:half]} … {short[-(limit - 3 - half):]}"
+
+
+def _counts(fn: Mapping[str, Any]) -> str:
+    """``1.20M → 1.35M (+150k) instructions per call`` of one function of a row's ``functions``."""
+    change = ("+" if fn["change"] >= 0 else "−") + format_count(abs(fn["change"]))
+    return f"{format_count(fn['base'])} → {format_count(fn['head'])} ({change}) instructions per call"
+
+
+def function_lines(functions: Profile | None) -> list[str]:
+    """A row's ``functions`` (``benchtrail.compare.callgrind``) as plain text (``benchtrail explain``): one
+    line a function, most changed first, then the note; [] without one."""
+    if not functions:
+        return []
+    lines = [f"{function_name(fn['name'], 400)} {_counts(fn)}" for fn in functions.get("functions") or ()]
+    return lines + ([functions["note"]] if functions.get("note") else [])
+
+
+def render_functions(functions: Profile | None) -> str:
+    """The "Why" block of a confirmed instruction regression, Markdown: ``**Why** (callgrind, inclusive
+    instructions per call, largest change first):`` then a function a line (:func:`function_name`), the note,
+    and the two callgrind files (each relative to its own run directory); "" without ``functions``."""
+    if not functions:
+        return ""
+    out = ["**Why** (callgrind, inclusive instructions per call, largest change first):",
+           *(f"- {code_span(function_name(fn['name']))} {_counts(fn)}"
+             for fn in functions.get("functions") or ())]
+    if functions.get("note"):
+        out.append(f"\n_{md_text(functions['note'][:500])}_")
+    files = functions.get("files") or {}
+    if functions.get("functions") and files.get("head"):
+        out.append(f"\nCallgrind files (callgrind_annotate, kcachegrind): head {code_span(files['head'])} of "
+                   f"this run, base {code_span(files.get('base') or '?')} of the baseline run")
     return "\n".join(out) + "\n"

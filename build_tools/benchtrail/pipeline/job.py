@@ -25,7 +25,8 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.github.trust import trust_from_options
 from benchtrail.markup import rich_text
-from benchtrail.pipeline.measure import compile_stage, recheck_run, run_stage, write_export
+from benchtrail.pipeline.measure import (compile_stage, count_stage, counting, recheck_run, run_stage,
+                                        write_export)
 from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
                                        report_baselines)
 from benchtrail.progress import console
@@ -106,7 +107,8 @@ def available_architectures() -> set[Architecture]:
 
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
                  rules: Rules | None = None, repo: Path = Path("."), recheck: bool = True,
-                 any_origin: bool = False, name_filter: str | None = None) -> PipelineResult:
+                 any_origin: bool = False, name_filter: str | None = None,
+                 metrics: tuple[str, ...] = ("latency",)) -> PipelineResult:
     """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed
     ``suite`` (recorded in the execution export, so the comparison leaves the baseline's other series out).
 
@@ -114,7 +116,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     against the stored baseline are run again in paired A/B mode against the baseline commit (the re-check
     stage, ``benchtrail.pipeline.measure.recheck_run``) when that commit is in ``repo``. ``any_origin``
     (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
-    reverse (``benchtrail.results.baseline_key``).
+    reverse (``benchtrail.results.baseline_key``). ``metrics``: with ``instructions`` (or a device marked
+    ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``).
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change
@@ -144,6 +147,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         execution = write_export(suite, "execution", presets, configs / "execution.json",
                                  name_filter=name_filter)
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
+    counted = counting(execution, metrics)  # no valgrind: refused before the first case
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
     all_ok, rechecked = True, False
@@ -163,6 +167,9 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             with clock("run"):
                 output = run_dir / "results" / f"{slug(device)}-{index}.json"
                 all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
+            if device in counted:
+                with clock("count"):
+                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)
@@ -174,7 +181,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         baseline = found.primary
         comparison = compare_stage([], [run_dir], run_dir / "comparison.json", rules, found.to_dict(),
                                    skipped_devices=tuple(skipped), base_results=base_results,
-                                   any_origin=any_origin)
+                                   any_origin=any_origin, store=store)
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
             console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "

@@ -25,9 +25,10 @@ from benchtrail.results.io import load_results_paths, write_documents, write_res
 from benchtrail.results.schema import ResultsFile
 from benchtrail.runner.ab import Policy, paired_arms, run_pairs, write_paired
 from benchtrail.runner.compile_modules import compile_modules
+from benchtrail.runner.count_cases import count_cases, valgrind_version
 from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.recheck import recheck
-from benchtrail.runner.run_cases import Journal, noise_rerun_enabled, run_cases
+from benchtrail.runner.run_cases import Journal, countable, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
 from benchtrail.pipeline.export import checked_export
 from benchtrail.suite.export import load_compilation, load_execution
@@ -93,6 +94,77 @@ def no_cuda_error(device_name: str, names: list[str]) -> UserError:
                      "never runs on the CPU instead); run them on a CUDA runner")
 
 
+def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchmark_ids: list[str] | None,
+           name_filter: str | None) -> tuple[tuple[RunConfig, ...], int]:
+    """The cases of one device's shard (all shards when ``shard_index`` is None) that ``benchmark_ids`` and
+    ``name_filter`` keep, and the device's shard count.
+
+    Raises:
+        UserError: the device or shard is not in the export, or the filter keeps no case.
+    """
+    devices = load_execution(run_configs)
+    if device_name not in devices:
+        raise UserError(f"device {device_name!r} is not in {run_configs}; devices there: "
+                        f"{', '.join(sorted(devices)) or 'none'}")
+    shards = devices[device_name]
+    if shard_index is not None and shard_index not in shards:
+        raise UserError(f"shard {shard_index} of device {device_name!r} is not in {run_configs}; "
+                        f"shards: {sorted(shards)}")
+    chosen = [shard_index] if shard_index is not None else sorted(shards)
+    rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
+    if name_filter is not None:
+        pattern = compile_filter(name_filter)
+        rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
+        if not rcs:
+            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in "
+                            f"{run_configs}")
+    return rcs, len(shards)
+
+
+def counting(run_configs: Path, metrics: tuple[str, ...]) -> set[str]:
+    """The devices of the export whose countable cases (``benchtrail.runner.count_cases.countable``) the count
+    stage counts: every such device with ``instructions`` in ``metrics``, else those marked
+    ``count_instructions``.
+
+    Raises:
+        UserError: some are and valgrind is missing (``benchtrail.runner.count_cases.valgrind_version``).
+    """
+    devices = {rc.target_device for shards in load_execution(run_configs).values() for rcs in shards.values()
+               for rc in rcs if countable(rc)}
+    counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
+    if counted:
+        valgrind_version()
+    return counted
+
+
+def count_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
+                run: dict[str, Any], benchmark_ids: list[str] | None = None, modules_dir: Path | None = None,
+                repo: Path = Path("."), name_filter: str | None = None) -> tuple[Path, bool]:
+    """Count the instructions per call of the CPU cases of one device's shard, chosen as :func:`run_stage`
+    chooses (``benchtrail.runner.count_cases``): the results file ``<output stem>.instructions.json`` beside
+    ``output``, callgrind files under ``<output's folder>/callgrind/``. Returns (its path, whether every
+    case was counted).
+
+    Raises:
+        UserError: as :func:`run_stage`; no valgrind.
+    """
+    rcs, shard_count = _cases(run_configs, device_name, shard_index, benchmark_ids, name_filter)
+    path = output.with_name(f"{output.stem}.instructions.json")
+    jsonio.check_new(path)
+    commit, dirty = git_state(repo)
+    environment = collect_environment(1)
+    native = sum(rc.target_device.architecture is Architecture.CPU and not countable(rc) for rc in rcs)
+    if native:
+        console.print(f"count {rich_text(device_name)}: {native} Inductor-compiled case{'s' * (native != 1)} not "
+                      "counted (kernels built for this CPU, -march=native; docs/statistics.md)")
+    with track(f"count {device_name}", sum(map(countable, rcs))) as report:
+        records = count_cases(rcs, torch_version(), output.parent, modules_dir, report)
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
+               metric="instructions")
+    write_results(path, ResultsFile(commit, dirty, run, environment, tuple(records)))
+    return path, all(r.status == "ok" for r in records)
+
+
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
               run: dict[str, Any], benchmark_ids: list[str] | None = None,
               modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
@@ -123,22 +195,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
             ``refuse_without_cuda`` and the device needs CUDA that this machine lacks; a bad
             ``BENCHTRAIL_NOISE_RERUN``.
     """
-    devices = load_execution(run_configs)
-    if device_name not in devices:
-        raise UserError(f"device {device_name!r} is not in {run_configs}; devices there: "
-                        f"{', '.join(sorted(devices)) or 'none'}")
-    shards = devices[device_name]
-    if shard_index is not None and shard_index not in shards:
-        raise UserError(f"shard {shard_index} of device {device_name!r} is not in {run_configs}; "
-                        f"shards: {sorted(shards)}")
-    chosen = [shard_index] if shard_index is not None else sorted(shards)
-    rcs = _only(tuple(rc for i in chosen for rc in shards[i]), benchmark_ids, "benchmark id", run_configs)
-    if name_filter is not None:
-        pattern = compile_filter(name_filter)
-        rcs = tuple(rc for rc in rcs if pattern.search(rc.name) or pattern.search(rc.id))
-        if not rcs:
-            raise UserError(f"--filter {name_filter!r} matches no case of device {device_name!r} in "
-                            f"{run_configs}")
+    rcs, shard_count = _cases(run_configs, device_name, shard_index, benchmark_ids, name_filter)
     cuda = torch.cuda.is_available()
     no_gpu = [] if cuda else sorted(rc.name for rc in rcs  # the CUDA cases, when torch sees no GPU
                                     if rc.target_device.architecture is Architecture.CUDA)
@@ -164,7 +221,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
                         rerun=rerun)
     by_id = {**finished, **{r.id: r for r in new}}
     records = [by_id[rc.id] for rc in rcs]
-    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=len(shards),
+    run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
                noise_rerun=rerun)
     results = ResultsFile(commit, dirty, run, environment, tuple(records))
     path = write_results(output, results)

@@ -11,9 +11,10 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.baseline import BaselineSet
+from benchtrail.compare.callgrind import Locate, with_functions
 from benchtrail.compare.comment import render
 from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
-from benchtrail.compare.document import comparison_to_dict, load_comparison
+from benchtrail.compare.document import Row, comparison_to_dict, load_comparison
 from benchtrail.compare.rules import Rules, unmatched_quarantine
 from benchtrail.compare.scope import (exported_filter, in_selection, key_mismatches, unreported,
                                       unusable_baselines)
@@ -44,7 +45,7 @@ def report_baselines(found: BaselineSet) -> None:
 def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules | None = None,
                   baseline: dict[str, Any] | None = None, paired: bool = False,
                   skipped_devices: tuple[str, ...] = (), base_results: list[ResultsFile] | None = None,
-                  any_origin: bool = False) -> Path:
+                  any_origin: bool = False, store: Store | None = None) -> Path:
     """Compare head results with base results (files or run directories) by ``rules`` (default: the shipped
     thresholds and quarantine, nothing accepted); write ``comparison.json``.
 
@@ -61,6 +62,9 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
 
     ``paired`` says the samples come from a paired A/B run (regressions are ``confirmed``); quarantined
     series are reported but never gate, and a quarantine entry that matches no series is printed as a warning.
+    Each confirmed instruction regression gets its per-function diff (``benchtrail.compare.callgrind``), the
+    base's callgrind file fetched from ``store`` when the baseline run is stored there
+    (:func:`callgrind_locator`).
     """
     jsonio.check_new(output)
     rules = rules or Rules.load()
@@ -80,6 +84,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
     rows = mark_regressions(compare(base_files, head_files, rules.thresholds, lacking, mismatched,
                                     bool(base_results)), rules, paired)
     rows, unusable = unusable_baselines(rows, baseline)
+    rows = with_functions(rows, callgrind_locator(base, head, baseline, store))
     for device, reason in sorted(unusable.items()):
         console.print(f"[yellow]{rich_text(device)} is not compared[/]: {rich_text(reason)}")
     for entry in unmatched_quarantine(rules.quarantine, [(r.name, r.id) for r in rows]):
@@ -90,6 +95,46 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
     if summary:  # runs with compiled cases beside eager ones: the comment's compiler summary
         document["compiler_summary"] = rows_to_json(summary)
     return jsonio.write_json(output, document, exclusive=True)
+
+
+def _run_dirs(paths: list[Path]) -> list[Path]:
+    """The folders a results path's ``details.callgrind`` may be relative to: a run directory and its
+    ``results/`` (the counting pass writes beside its results file), a file's folder and the run above it."""
+    dirs = [[p, p / "results"] if p.is_dir() else [p.parent.parent, p.parent] if p.parent.name == "results"
+            else [p.parent] for p in paths]
+    return [d for pair in dirs for d in pair]
+
+
+def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, Any] | None,
+                      store: Store | None) -> Locate:
+    """Where a row's callgrind file (``details.callgrind``) is on each side: under a run directory of ``head``
+    or ``base`` (results files or run directories, :func:`_run_dirs`), else (base) in the row's device's
+    stored baseline run (``baseline.devices``), fetched from ``store``, or under ``baseline.run_dir``;
+    otherwise one line saying why not."""
+    dirs = {"head": _run_dirs(head), "base": _run_dirs(base)}
+    stored = baseline or {}
+
+    def first(folders: list[Path], name: str) -> Path | None:
+        return next((d / name for d in folders if (d / name).is_file()), None)
+
+    def locate(row: Row, side: str) -> Path | str:
+        name = getattr(row, f"{side}_details")["callgrind"]
+        found = first(dirs[side], name)
+        run = (stored.get("devices") or {}).get(row.device_name)
+        if found or side == "head" or not run:
+            return found or f"not in the {side} run directory ({', '.join(map(str, dirs[side])) or 'none'})"
+        where = f"baseline run {run['run_id']}/{run['attempt']}"
+        if store is None:
+            primary = stored.get("run_dir") if run.get("run_id") == stored.get("run_id") else None
+            found = first(_run_dirs([Path(primary)]), name) if primary else None
+            return found or f"not in {where} (no store to fetch it from)"
+        try:
+            folder = store.fetch_run(run["run_id"], int(run["attempt"]), patterns=(name, f"results/{name}"))
+        except UserError as exc:  # a store error too
+            return f"could not be fetched from {where}: {' '.join(str(exc).split())[:300]}"
+        return first([folder, folder / "results"], name) or f"not in {where}"
+
+    return locate
 
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,

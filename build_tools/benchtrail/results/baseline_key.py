@@ -14,6 +14,11 @@ all digits (``GITHUB_RUN_ID``) is CI, ``local-...`` is not, anything else (hand-
 A/B results without a run id) is unknown, and an unknown origin matches either. So an older CI run
 keeps serving CI heads, an older local run keeps serving local heads, and neither serves the other.
 
+Counted series (``instructions``, issue 44) gain the counter key their record's ``details.counter`` holds:
+the counter (``callgrind``), the valgrind version and the CPU vendor and ISA torch dispatches on (e.g.
+``AuthenticAMD AVX2``). It is per record, not per run: ``compare`` makes a pair whose counter keys differ
+``not-comparable`` (:func:`counter_difference`), so counts under different keys are never compared.
+
 This module is the one definition (docs/formats.md, "Baseline key"): the baseline lookup matches
 commit pointers with it, and ``compare`` refuses to compare results whose keys differ.
 """
@@ -157,3 +162,15 @@ def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *,
         parts.append(f"origin {', '.join(sorted(map(origin_name, b_ci)))} (baseline) vs "
                      f"{', '.join(sorted(map(origin_name, h_ci)))} (this run)")
     return "; ".join(parts) or "the baseline key differs"
+
+
+def counter_difference(base_details: dict[str, Any], head_details: dict[str, Any]) -> str | None:
+    """Why two counted records' counter keys (``details.counter``) differ, naming each field that does, e.g.
+    ``valgrind 3.19.0 (baseline) vs 3.22.0 (this run)`` (a field or a counter a side lacks: ``none``); None
+    when they are equal."""
+    sides = [d["counter"] if isinstance(d.get("counter"), dict) else {} for d in (base_details, head_details)]
+    if sides[0] == sides[1] and sides[0]:
+        return None
+    names = list(dict.fromkeys([*sides[0], *sides[1]])) or ["counter"]
+    return "; ".join(f"{k} {sides[0].get(k, 'none')} (baseline) vs {sides[1].get(k, 'none')} (this run)"
+                     for k in names if not sides[0] or not sides[1] or sides[0].get(k) != sides[1].get(k))

@@ -1,10 +1,12 @@
-"""The counting pass: instructions per call of a shard's CPU cases, as series ``<run config id>-instructions``.
+"""The counting pass: instructions per call of a shard's CPU cases, as series ``<run config id>-instructions``;
+eager and export cases only (``benchtrail.runner.run_cases.countable``).
 
 One valgrind/callgrind process per shard counts the cases in turn (``benchtrail.worker.counting``); a case
 that fails is recorded ``failed`` and the others go on; a process that dies or passes ``CASE_TIMEOUT_S`` on
 a case is replaced for the cases left. Each record's ``details.counter`` is its counter key
 (``benchtrail.results.baseline_key.counter_difference``: counts under different keys are never compared),
-``details.callgrind`` its last repeat's callgrind file, relative to the run directory.
+``details.callgrind`` its last repeat's callgrind file, relative to the run directory (the parent of the
+results file's folder: ``results/callgrind/<slug(name)>.out``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from pathlib import Path
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.runner.compile_modules import INDUCTOR_CACHE
-from benchtrail.runner.run_cases import module_problem
+from benchtrail.runner.run_cases import countable, module_problem
 from benchtrail.runner.workers import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
 from benchtrail.suite.content_hash import content_hash
-from benchtrail.suite.definitions import Architecture, RunConfig
+from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, Response, count_requests, read_response, run_request
@@ -37,6 +39,10 @@ CASE_TIMEOUT_S = 900.0
 #: valgrind's arguments (before ``--callgrind-out-file``): nothing instrumented or collected until the counting
 #: worker asks (``benchtrail.worker.counting``).
 VALGRIND_ARGS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", "--dump-instr=no", "-q")
+#: The counting process's kernels: no FMA, which valgrind emulates slowly (a 512² matmul under callgrind: 16 s
+#: with MKL's AVX2 kernels, 0.1 s with its AVX ones; a conv, GELU and softmax: 5.5 s against 0.08 s). MKL and
+#: oneDNN are held to AVX, ATen to its default kernels; the ISA torch dispatched on is in the counter key.
+NO_FMA = {"MKL_ENABLE_INSTRUCTIONS": "AVX", "ONEDNN_MAX_CPU_ISA": "AVX", "ATEN_CPU_CAPABILITY": "default"}
 INSTALL = ("install valgrind (Debian/Ubuntu: sudo apt-get install valgrind; Fedora: sudo dnf install "
            "valgrind), or measure --metrics latency only")
 
@@ -65,10 +71,11 @@ def cpu_vendor() -> str:
     return "unknown"
 
 
-def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None,
-             env: dict[str, str]) -> dict[str, Response]:
-    """Count ``todo`` in one callgrind process; the answers it gave, in order, and for the case it was on
-    when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for a new process)."""
+def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env: dict[str, str],
+             report: Callable[[str, str], None]) -> dict[str, Response]:
+    """Count ``todo`` in one callgrind process; the answers it gave, in order (each reported as it comes), and
+    for the case it was on when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for
+    a new process)."""
     requests = [run_request(rc, modules_dir / module_dir_of(rc.module_generation_config.name)
                             if modules_dir else None) for rc in todo]
     with tempfile.TemporaryDirectory(prefix="benchtrail-count-") as tmp:
@@ -78,6 +85,11 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None,
         command = ["valgrind", *VALGRIND_ARGS, f"--callgrind-out-file={folder}/callgrind.out.%p",
                    sys.executable, "-m", "benchtrail.worker.counting", str(spec), str(journal)]
         answers: dict[str, Response] = {}
+
+        def got(response: Response) -> None:
+            rc = todo[len(answers)]
+            answers[rc.id] = response
+            report(rc.name, response.status)
         started, lines = time.monotonic(), 0
         with log.open("wb") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -90,22 +102,22 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None,
                         if "start" in data:
                             started = time.monotonic()
                             continue
+                        data.pop("case")  # cases are answered in order
                         try:
-                            answers[todo[data.pop("case")].id] = read_response(data)
+                            got(read_response(data))
                         except ProtocolError as exc:
-                            answers[todo[len(answers)].id] = Response("failed", f"counting process: {exc}")
+                            got(Response("failed", f"counting process: {exc}"))
                     if len(answers) == len(todo):
                         proc.wait()
                         return answers
                     if code is not None:
                         why = f"the counting process exited with code {code}: {tail(log.read_text(errors='replace'))}"
-                        answers[todo[len(answers)].id] = Response("failed", why)
+                        got(Response("failed", why))
                         return answers
                     if time.monotonic() - started > CASE_TIMEOUT_S:
                         kill_group(proc.pid)
                         proc.wait()
-                        answers[todo[len(answers)].id] = Response(
-                            "timeout", f"not counted within {CASE_TIMEOUT_S:g} s under callgrind")
+                        got(Response("timeout", f"not counted within {CASE_TIMEOUT_S:g} s under callgrind"))
                         return answers
                     time.sleep(0.2)
             except BaseException:  # Ctrl-C or SIGTERM: never leave valgrind behind
@@ -114,51 +126,52 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None,
                 raise
 
 
-def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, run_dir: Path,
+def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_dir: Path,
                 modules_dir: Path | None = None,
                 report: Callable[[str, str], None] = lambda name, status: None) -> list[BenchmarkRecord]:
     """The ``instructions`` records of the CPU cases of ``run_configs``, in their order (module docstring);
-    callgrind files under ``<run_dir>/callgrind/<slug(name)>.out``.
+    callgrind files under ``<results_dir>/callgrind/<slug(name)>.out`` (the results file's folder).
 
     Raises:
         UserError: no valgrind (:func:`valgrind_version`).
     """
     version = valgrind_version()
-    cpu = [rc for rc in run_configs if rc.target_device.architecture is Architecture.CPU]
+    cpu = [rc for rc in run_configs if countable(rc)]
     problems = {rc.id: modules_dir and module_problem(rc, modules_dir) for rc in cpu}
     cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": worker_pythonpath(),
+    env = {**os.environ, **NO_FMA, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": worker_pythonpath(),
            "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))),
            **({"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {})}
-    folder = run_dir / "callgrind"
+    folder = results_dir / "callgrind"
     folder.mkdir(parents=True, exist_ok=True)
     todo, answers = [rc for rc in cpu if not problems[rc.id]], {}
     with tempfile.TemporaryDirectory(prefix="benchtrail-callgrind-") as dumps:
         while todo:
-            got = _process(todo, Path(dumps), modules_dir, env)
-            answers.update(got)
+            answers.update(_process(todo, Path(dumps), modules_dir, env, report))
             todo = [rc for rc in todo if rc.id not in answers]
         records = []
         for rc in cpu:
             answer = answers.get(rc.id) or Response("failed", problems[rc.id])
-            records.append(instruction_record(rc, answer, torch_version, version, folder, run_dir))
-            report(rc.name, answer.status)
+            records.append(instruction_record(rc, answer, torch_version, version, results_dir))
+            if problems[rc.id]:
+                report(rc.name, answer.status)
     return records
 
 
-def instruction_record(rc: RunConfig, answer: Response, torch_version: str, valgrind: str, folder: Path,
-                       run_dir: Path) -> BenchmarkRecord:
-    """The ``<run config id>-instructions`` series of a counting answer; its callgrind file moved into
-    ``folder``."""
+def instruction_record(rc: RunConfig, answer: Response, torch_version: str, valgrind: str,
+                       results_dir: Path) -> BenchmarkRecord:
+    """The ``<run config id>-instructions`` series of a counting answer; its callgrind file moved to
+    ``<results_dir>/callgrind/`` (``details.callgrind``: relative to ``results_dir``'s parent, the run
+    directory)."""
     details = {k: getattr(answer, k) for k in ("iterations_per_sample", "warmup_iterations", "overhead",
                                                "threads") if getattr(answer, k) is not None}
     if answer.ok:
         details["counter"] = {"counter": "callgrind", "valgrind": valgrind,
                               "cpu": f"{cpu_vendor()} {answer.cpu_capability}"}
         if answer.callgrind:
-            kept = folder / f"{slug(rc.name)}.out"
+            kept = results_dir / "callgrind" / f"{slug(rc.name)}.out"
             shutil.move(answer.callgrind, kept)
-            details["callgrind"] = kept.relative_to(run_dir).as_posix()
+            details["callgrind"] = kept.relative_to(results_dir.parent).as_posix()
     gen = rc.module_generation_config
     return BenchmarkRecord.of(
         "instructions", tuple(answer.instructions or ()) if answer.ok else (), id=f"{rc.id}-instructions",

@@ -1,9 +1,10 @@
 """``explain`` and ``dump-cmds``: what a benchmark in a run is, and the one command that reproduces it.
 
 Works on a run directory: a local folder, or (through the store) one fetched from gs://. A
-benchmark is named by its id (a run config id for an execution series, a module id, or a compilation
-series id ``<module id>-<metric>``), a unique id prefix of at least 6 characters, or its exact name
-(``<run config name>``, ``<module name>``, ``<module name>.<metric>``: what the PR comment shows).
+benchmark is named by its id (a run config id for an execution series, ``<run config id>-instructions`` for
+a CPU case's instruction count, a module id, or a compilation series id ``<module id>-<metric>``), a unique id
+prefix of at least 6 characters, or its exact name (``<run config name>``, ``<run config name>.instructions``,
+``<module name>``, ``<module name>.<metric>``: what the PR comment shows).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 from benchtrail.suite.export import load_compilation, load_execution
-from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, RunConfig
+from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig
 from benchtrail.suite.names import module_dir, slug
 
 MIN_PREFIX = 6
@@ -55,7 +56,8 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
 
 @dataclass(frozen=True)
 class Target:
-    """What an id names: a run config (execution) or a module (compilation), and the metric if any."""
+    """What an id names: a run config (execution; ``instructions`` for its count) or a module (compilation),
+    and the metric if any."""
 
     run_config: RunConfig | None
     module: ModuleGenerationConfig
@@ -75,6 +77,9 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
                         f"run-configs/execution.json or compilation.json")
     targets = {rc.id: Target(rc, rc.module_generation_config) for shards in load_execution(execution).values()
                for rcs in shards.values() for rc in rcs} if execution.exists() else {}
+    cpu = [(i, t) for i, t in targets.items() if t.run_config.target_device.architecture is Architecture.CPU]
+    targets.update({f"{i}-instructions": Target(t.run_config, t.module, "instructions")  # runner.count_cases
+                    for i, t in cpu})
     if compilation.exists():
         from benchtrail.results.schema import METRICS
 
@@ -89,8 +94,14 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
 
 def _name(target: Target) -> str:
     if target.run_config:
-        return target.run_config.name
+        return target.run_config.name + (f".{target.metric}" if target.metric else "")
     return f"{target.module.name}.{target.metric}" if target.metric else target.module.name
+
+
+def _shown_name(target: Target) -> str:
+    """A run config target's name as the comment's tables show it for one device: without ``.<device>``."""
+    rc = target.run_config
+    return rc.name.removesuffix(f".{rc.target_device.name}") + (f".{target.metric}" if target.metric else "")
 
 
 def _first(items: list[str], n: int = 10) -> str:
@@ -110,8 +121,7 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
         return query, targets[query]
     named = sorted(i for i, t in targets.items() if _name(t) == query)
     if not named:  # the name as the comment's tables show it: without the device
-        named = sorted(i for i, t in targets.items()
-                       if t.run_config and _name(t) == f"{query}.{t.run_config.target_device.name}")
+        named = sorted(i for i, t in targets.items() if t.run_config and query == _shown_name(t))
         if len(named) > 1:
             raise UserError(f"benchmark {query!r} ran on {len(named)} devices of this "
                             f"run: pass the name with its device "
@@ -140,8 +150,9 @@ def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
     if target.run_config:
         rc = target.run_config
         args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
-                rc.target_device.name, "--benchmark-id", benchmark_id, "--modules-dir", str(run_dir),
+                rc.target_device.name, "--benchmark-id", rc.id, "--modules-dir", str(run_dir),
                 "--output", f"repro/{slug(rc.name)}.json"]  # its bench documents go to repro/docs/
+        args += ["--metrics", "instructions"] if target.metric else []  # counted beside: *.instructions.json
     else:
         gen = target.module
         args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
@@ -156,7 +167,8 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     gen, rc = target.module, target.run_config
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
-    kind = "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})"
+    kind = ("execution (instructions per call, counted under callgrind)" if rc and target.metric else
+            "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})")
     # benchtrail.suite.functions tags its models
     function = not model.input_specs and "function" in model.tags
     lines = [
@@ -198,11 +210,13 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
 def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     """The benchmark's rows in the run's comparison.json (a module's: one a compilation series): verdict,
     change, interval and base → head medians as the comment shows them (``compare.gate.figures``) and the
-    row's reason; then the profile diff when its paired re-check profiled it (``compare.why.why_lines``).
+    row's reason (a run config's: its latency and instruction rows); then the profile diff when its paired
+    re-check profiled it (``compare.why.why_lines``) and the per-function instruction diff of a confirmed
+    instruction regression (``compare.why.function_lines``).
     One line when the run has no comparison, an unreadable one or no row of the benchmark."""
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.gate import figures
-    from benchtrail.compare.why import why_lines
+    from benchtrail.compare.why import function_lines, why_lines
 
     path = run_dir / "comparison.json"
     if not path.is_file():
@@ -212,13 +226,19 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     except UserError as exc:
         return ["", f"compared     unreadable: {exc}"]
     module = target.run_config is None and target.metric is None
-    mine = [r for r in rows if r.id == benchmark_id or module and r.id.startswith(f"{benchmark_id}-")]
+    rc = target.run_config
+    ids = {rc.id, f"{rc.id}-instructions"} if rc else {benchmark_id}
+    mine = [r for r in rows if r.id in ids or module and r.id.startswith(f"{benchmark_id}-")]
     if not mine:
         return ["", "compared     no row of this benchmark in comparison.json"]
     lines = [""] + [f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"
                     + (f"; {r.reason}" if r.reason else "") for r in mine]
     said = [line for r in mine for line in why_lines(r.profile, run_dir)]
-    return lines + (["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else [])
+    lines += ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
+    said = [line for r in mine if r.verdict == "regressed" and r.mark == "confirmed"
+            for line in function_lines(r.functions)]
+    return lines + (["", "why (callgrind, inclusive instructions per call):", *(f"  {line}" for line in said)]
+                    if said else [])
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:

@@ -59,9 +59,10 @@ GUARD_FACTOR = 1.5
 def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row]:
     """Rows to re-check (of ``device_name`` only, when given: a runner re-checks its own device's rows):
     execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive`` with a
-    change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet."""
+    change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet; never an
+    instruction row (its repeats decide it, and a paired A/B run measures time)."""
     return [r for r in comparison.rows
-            if r.kind == "execution" and device_name in (None, r.device_name)
+            if r.kind == "execution" and r.metric != "instructions" and device_name in (None, r.device_name)
             and ((r.verdict == "regressed" and r.mark == "unconfirmed")
                  or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r)))))]
 

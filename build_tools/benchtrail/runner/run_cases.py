@@ -19,10 +19,10 @@ from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.runner.compile_modules import INDUCTOR_CACHE, MODULE_SCHEMA_VERSION
 from benchtrail.suite.content_hash import content_hash
-from benchtrail.suite.entry_points import ARTIFACTS
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.stats.inference import NOISE_RERUN, noise
-from benchtrail.suite.definitions import Architecture, RunConfig
+from benchtrail.suite.definitions import Architecture, CompileMode, RunConfig
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import from_plain
 from benchtrail.worker.protocol import NO_CUDA_REASON, WITH_SAMPLES, Response, run_request
@@ -238,14 +238,27 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
     return {**first, **{i: _with_rerun(first[i], second[i], n) for i, n in noisy.items()}}
 
 
+#: Modes whose kernels Inductor builds for this machine (``-march=native``: AVX-512 here, which valgrind cannot
+#: run; rebuilding them under valgrind costs a minute a case): not counted.
+NATIVE_MODES = frozenset((*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR))
+
+
+def countable(rc: RunConfig) -> bool:
+    """Whether the count stage counts ``rc``: a CPU case of a mode without native kernels (eager, export)."""
+    return (rc.target_device.architecture is Architecture.CPU
+            and rc.module_generation_config.compile_config.mode not in NATIVE_MODES)
+
+
 def case_record(rc: RunConfig, result: CaseResult, torch_version: str) -> BenchmarkRecord:
-    """Turn a case's result into the execution series ``<run config id>`` (unit µs per iteration)."""
+    """Turn a case's result into the execution series ``<run config id>`` (unit µs per iteration); on a device
+    marked ``count_instructions`` a counted case's ``details.gate`` is ``instructions`` (reported, not gated)."""
     gen = rc.module_generation_config
+    gate = {"gate": "instructions"} if rc.target_device.count_instructions and countable(rc) else {}
     return BenchmarkRecord.of(
         "latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
         device_name=rc.target_device.name, module_name=gen.name, compile_config=gen.compile_config.name,
         task=rc.execution_config.task.value, status=result.status, reason=result.reason,
-        content_hash=content_hash(rc, torch_version), presets=rc.presets, details=result.details())
+        content_hash=content_hash(rc, torch_version), presets=rc.presets, details=result.details() | gate)
 
 
 def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 #: A pair whose repeats spread more than this (percent, the two sides' relative ranges added) is labelled
-#: ``noisy``: half the default instruction threshold, beyond the A/A spread measured (docs/statistics.md).
+#: ``noisy``: half the default instruction threshold, so a pair within it decides both 2x and 1/2x the
+#: threshold; the widest A/A pair measured added to 0.165% (docs/statistics.md, "Instruction counts").
 NOISY_SPREAD_PCT = 0.25
 #: Repeats a side needs to have a spread at all.
 MIN_REPEATS = 3

@@ -109,6 +109,9 @@ class DeviceSpec(_Named):
         architecture: cpu or cuda.
         microarchitecture: e.g. ``x86_64-avx2`` or ``sm_80``.
         threads: intra-op CPU threads the runner fixes with ``torch.set_num_threads``.
+        count_instructions: a runner whose wall time cannot be trusted (e.g. a GitHub-hosted VM): its CPU cases
+            are counted too (the ``instructions`` metric, whatever ``--metrics`` says) and gate on the counts;
+            its wall time is reported, not gated. Not written to an export when false.
     """
 
     id: str
@@ -117,6 +120,7 @@ class DeviceSpec(_Named):
     architecture: Architecture
     microarchitecture: str
     threads: int
+    count_instructions: bool = field(default=False, metadata=OMIT_IF_DEFAULT)
 
     def __str__(self) -> str:
         return self.name

@@ -7,9 +7,10 @@
 Each case, as ``torch.utils.benchmark.Timer.collect_callgrind`` counts a statement:
 
 1. built and called once uninstrumented (Dynamo, Inductor's cache and model init run at near-native speed);
-2. instrumentation on (``vgdb``), one warm-up block of ``n`` calls uncounted, an empty block counted (the
-   overhead: the toggles themselves), then ``repeats`` blocks of ``n`` calls, collection toggled on around
-   the calls only (``torch._C._valgrind_toggle``) and each block dumped to its own callgrind file;
+2. instrumentation on (``vgdb``), one call counted (it sets ``n``), one warm-up block of ``n`` calls uncounted
+   (when ``n`` > 1), an empty block counted (the overhead: the toggles themselves), then ``repeats`` blocks
+   of ``n`` calls (``BIG_CALL_REPEATS`` of a call of ``BIG_CALL`` instructions or more), collection toggled
+   on around the calls only (``torch._C._valgrind_toggle``) and each block dumped to its own callgrind file;
 3. instrumentation off. A repeat is (block − overhead) / ``n`` instructions per call; ``n`` makes a block
    about ``BLOCK_INSTRUCTIONS`` (at most ``MAX_CALLS``), so per-call allocator effects average out.
 
@@ -44,6 +45,11 @@ from benchtrail.worker.protocol import Response, read_request
 #: Instructions a counted block aims at; a block of a bigger call is one call.
 BLOCK_INSTRUCTIONS = 10_000_000
 MAX_CALLS = 1000
+#: A call of at least this many instructions is counted ``BIG_CALL_REPEATS`` times, not ``repeats``: its
+#: repeats agree within 0.001% (one of 67.9M: 67,852,461 three times of five) and each takes a minute under
+#: callgrind.
+BIG_CALL = 100_000_000
+BIG_CALL_REPEATS = 3
 
 
 def instrumentation(state: str) -> None:
@@ -108,9 +114,15 @@ def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps
         block(1)()  # the first call (compiling, loading), uninstrumented
         instrumentation("on")
         try:
+            # Switching instrumentation off zeroes callgrind's costs but not its last dump's: the first dump
+            # after switching it on again totals a negative count (a 64-bit wrap). An empty dump resyncs.
+            dumps.count(lambda: None)
             first, _ = dumps.count(block(1))
             n = 1 if mutates else max(1, min(MAX_CALLS, round(BLOCK_INSTRUCTIONS / max(first, 1))))
-            block(n)()  # warm-up, uncounted
+            if n > 1:
+                block(n)()  # warm-up, uncounted (a call of a block of its own was warmed up by the first)
+            if first >= BIG_CALL:
+                repeats = min(repeats, BIG_CALL_REPEATS)
             overhead, _ = dumps.count(lambda: None)
             counts, kept = [], None
             for _ in range(repeats):
@@ -118,9 +130,9 @@ def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps
                 counts.append((total - overhead) / n)
         finally:
             instrumentation("off")
-    for k in range(dumps.k - repeats - 1, dumps.k):  # this case's files but the last: first, overhead, repeats
+    for k in range(dumps.k - repeats - 2, dumps.k):  # all but the last: resync, first, overhead, repeats
         (dumps.folder / f"callgrind.out.{os.getpid()}.{k}").unlink()
-    return {"instructions": tuple(counts), "iterations_per_sample": n, "warmup_iterations": 1 + n,
+    return {"instructions": tuple(counts), "iterations_per_sample": n, "warmup_iterations": 1 + n * (n > 1),
             "overhead": overhead, "threads": 1, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "callgrind": str(kept)}
 

@@ -1,0 +1,254 @@
+"""Issue 44 end to end: ``benchtrail run --metrics latency,instructions`` of a base and a head checkout of a
+tiny git project, each counted by one valgrind/callgrind process (:func:`counted`, the suite's only two), then
+``compare`` of their instruction files: an unchanged case agrees across the two processes, a case given 2x
+the threshold of extra work is ``regressed · confirmed``, counts under different counter keys are never
+compared; and the refusals without valgrind or with an unknown metric."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchtrail.cli import main
+from benchtrail.compare.document import load_comparison
+from benchtrail.compare.rules import find_threshold, load_thresholds
+from benchtrail.runner.count_cases import REPEATS, cpu_vendor, valgrind_version
+from benchtrail.stats.counts import NOISY_SPREAD_PCT, spread_pct
+from benchtrail.suite.names import slug
+from tests.conftest import _git
+
+NO_VALGRIND = "valgrind and vgdb are not on PATH (.ci/run installs Debian's valgrind)"
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("vgdb") is None,
+                                    reason=NO_VALGRIND)
+
+#: Two function benchmarks of about 810k instructions a call (a Python loop, then one small tensor op: a call
+#: of ``x + 1`` alone, 21k instructions, makes blocks of 409 calls whose repeats range 0.27%, beyond the
+#: noisy bound). ``LOOPS`` is a module constant, outside the content hash (the function, its input factory
+#: and reference), so a commit that changes it keeps ``grows`` comparable. One timing process of 6 samples
+#: (the least the export allows for two series) keeps the timing pass short.
+PROJECT = """import torch
+
+from benchtrail import benchmark
+
+LOOPS = {loops}
+
+_FEW = dict(inputs=lambda: torch.ones(4), processes=1, min_samples=6, warmup_time_ms=0)
+
+
+def _work(x, loops):
+    total = 0
+    for i in range(loops):
+        total += i
+    return x + total
+
+
+@benchmark(**_FEW)
+def steady(x):
+    return _work(x, 2000)
+
+
+@benchmark(**_FEW)
+def grows(x):
+    return _work(x, LOOPS)
+"""
+#: The base's loop, and the head's: 22 iterations more, about 1.07% more instructions per call, 2x the
+#: shipped 0.5% threshold (each iteration about 394 instructions of 810k).
+BASE_LOOPS, HEAD_LOOPS = 2000, 2022
+THRESHOLD = find_threshold(load_thresholds(), "execution", "instructions", "count_bench.grows.instructions",
+                           "lower-is-better").threshold
+STEADY, GROWS = "count_bench.steady.eager.inference.cpu", "count_bench.grows.eager.inference.cpu"
+
+
+def _command(*args):
+    return [sys.executable, "-m", "benchtrail.cli.app", *args]
+
+
+def _both(commands, cwds):
+    """Run one command in each folder at once; the stdout of each (each must exit 0)."""
+    procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c, cwd in zip(commands, cwds)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for c, p, (_, err) in zip(commands, procs, outs):
+        assert p.returncode == 0, f"{' '.join(c[3:])} exited {p.returncode}:\n{err[-4000:]}"
+    return [out for out, _ in outs]
+
+
+def _count_both(root):
+    """The base and head checkouts under ``root``, each exported and run with ``--metrics
+    latency,instructions`` (the two runs at once: one valgrind process each); what :func:`counted` returns."""
+    head, base = root / "head", root / "base"
+    head.mkdir()
+    (head / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["count_bench"]\n'
+                                         'presets = "default"\n')
+    (head / "count_bench.py").write_text(PROJECT.format(loops=BASE_LOOPS))
+    _git(head, "init", "-q", "-b", "main")
+    _git(head, "add", "-A")
+    _git(head, "commit", "-q", "-m", "base")
+    _git(head, "worktree", "add", "-q", "--detach", str(base), "HEAD")
+    (head / "count_bench.py").write_text(PROJECT.format(loops=HEAD_LOOPS))
+    _git(head, "commit", "-q", "-am", "more work in grows")
+    sides = (base, head)
+    _both([_command("export", "execution", "--output", "execution.json")] * 2, sides)
+    printed = _both([_command("run", "--run-configs", "execution.json", "--device-name", "cpu", "--output",
+                              "run/results/cpu-0.json", "--metrics", "latency,instructions")] * 2, sides)
+    return {"base": str(base / "run"), "head": str(head / "run"), "printed": printed}
+
+
+@pytest.fixture(scope="session")
+def counted(tmp_path_factory):
+    """``{"base": run dir, "head": run dir, "printed": [what each run printed]}`` of :func:`_count_both`: the
+    suite's only valgrind processes. Under pytest-xdist the test processes share one build (a file lock, as
+    tests/conftest.py's ``history_store``)."""
+    from filelock import FileLock
+
+    if shutil.which("valgrind") is None or shutil.which("vgdb") is None:
+        pytest.skip(NO_VALGRIND)
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        built = _count_both(tmp_path_factory.mktemp("instructions"))
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / "instructions_counted.json"
+        with FileLock(str(shared) + ".lock"):
+            if not shared.is_file():
+                shared.write_text(json.dumps(_count_both(tmp_path_factory.mktemp("instructions"))))
+            built = json.loads(shared.read_text())
+    return {"base": Path(built["base"]), "head": Path(built["head"]), "printed": built["printed"]}
+
+
+def _results(run_dir, name="cpu-0.instructions.json"):
+    return json.loads((run_dir / "results" / name).read_text(encoding="utf-8"))
+
+
+def _records(run_dir, name="cpu-0.instructions.json"):
+    return {r["name"]: r for r in _results(run_dir, name)["benchmarks"]}
+
+
+def _compare(counted, tmp_path, head_file=None, fail_on=False):
+    """``benchtrail compare`` of the base's instruction file with the head's (or ``head_file``): its exit and
+    rows by series name."""
+    out = tmp_path / "comparison.json"
+    head = head_file or counted["head"] / "results" / "cpu-0.instructions.json"
+    code = main(["compare", "--base", str(counted["base"] / "results" / "cpu-0.instructions.json"),
+                 "--head", str(head), "--output", str(out), *(["--fail-on", "regressed"] if fail_on else [])])
+    return code, {r.name: r for r in load_comparison(out).rows}
+
+
+@needs_valgrind
+def test_run_counts_each_cpu_case_into_its_own_results_file_beside_the_timings(counted):
+    version, vendor = valgrind_version(), cpu_vendor()
+    for side in ("base", "head"):
+        run_dir = counted[side]
+        assert counted["printed"][side == "head"].split() == ["run/results/cpu-0.json",
+                                                              "run/results/cpu-0.instructions.json"]
+        timed, results = _records(run_dir, "cpu-0.json"), _results(run_dir)
+        assert results["run"]["metric"] == "instructions" and results["run"]["device_name"] == "cpu"
+        records = {r["name"]: r for r in results["benchmarks"]}
+        assert sorted(records) == [f"{GROWS}.instructions", f"{STEADY}.instructions"]
+        for name, latency in timed.items():
+            r = records[f"{name}.instructions"]
+            assert (r["id"], r["content_hash"]) == (f"{latency['id']}-instructions", latency["content_hash"])
+            assert (r["metric"], r["kind"], r["unit"], r["status"], r["reason"]) == (
+                "instructions", "execution", "count", "ok", None)
+            assert len(r["samples"]) == REPEATS and all(s > 500_000 for s in r["samples"])
+            d = r["details"]
+            n = d["iterations_per_sample"]
+            assert n > 1 and d["warmup_iterations"] == n + 1 and d["threads"] == 1 and d["overhead"] > 0
+            assert d["counter"]["counter"] == "callgrind" and d["counter"]["valgrind"] == version
+            assert d["counter"]["cpu"].startswith(f"{vendor} ") and len(d["counter"]["cpu"]) > len(vendor) + 1
+            assert d["callgrind"] == f"results/callgrind/{slug(name)}.out"
+            text = (run_dir / d["callgrind"]).read_text(encoding="utf-8")  # relative to the run directory
+            assert "events: Ir" in text and "\nsummary: " in text
+
+
+@needs_valgrind
+def test_an_unchanged_case_counted_in_two_processes_agrees_and_is_similar(counted, tmp_path):
+    """The two processes' medians of ``steady`` agree within 0.05% (measured: the same five repeats to the
+    instruction, ranging 0.009%), the two sides' ranges added within the noisy bound, so the row is
+    ``similar`` with its widened change within the threshold."""
+    base, head = (_records(counted[side])[f"{STEADY}.instructions"] for side in ("base", "head"))
+    assert abs(head["median"] / base["median"] - 1) * 100 < 0.05
+    assert spread_pct(base["samples"]) + spread_pct(head["samples"]) < NOISY_SPREAD_PCT
+    code, rows = _compare(counted, tmp_path)
+    row = rows[f"{STEADY}.instructions"]
+    assert code == 0
+    assert (row.verdict, row.mark, row.noisy, row.reason) == ("similar", None, False, None)
+    assert -THRESHOLD < row.ci_low <= row.change <= row.ci_high < THRESHOLD
+
+
+@needs_valgrind
+def test_twice_the_threshold_of_work_is_regressed_confirmed_and_gates_with_a_function_diff(counted, tmp_path,
+                                                                                            capsys):
+    code, rows = _compare(counted, tmp_path, fail_on=True)
+    row = rows[f"{GROWS}.instructions"]
+    assert (row.verdict, row.mark, row.noisy, row.reason) == ("regressed", "confirmed", False, None)
+    assert 2 * THRESHOLD <= row.change < 1.2 and row.ci_low > THRESHOLD
+    assert code == 3
+    assert f"1 regression(s) not accepted: {GROWS}.instructions" in capsys.readouterr().err
+    # The per-function diff of the two sides' last repeats, per call: the functions that ran the loop (the
+    # interpreter's, measured 9130 instructions a call more) changed by what the medians did, to 5%.
+    assert row.functions["note"] is None and row.functions["calls"]["head"] > 1
+    top = row.functions["functions"][0]
+    assert top["change"] == pytest.approx(row.head_median - row.base_median, rel=0.05), row.functions
+
+
+@needs_valgrind
+def test_counts_under_another_valgrind_are_never_compared(counted, tmp_path, capsys):
+    results = _results(counted["head"])
+    version = results["benchmarks"][0]["details"]["counter"]["valgrind"]
+    for r in results["benchmarks"]:
+        r["details"]["counter"]["valgrind"] = "3.22.0"
+    other = tmp_path / "results" / "cpu-0.instructions.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(results), encoding="utf-8")
+    code, rows = _compare(counted, tmp_path, head_file=other, fail_on=True)
+    assert code == 0  # the regression of grows is not seen: nothing was compared
+    assert {name: (r.verdict, r.change) for name, r in rows.items()} == {
+        f"{n}.instructions": ("not-comparable", None) for n in (GROWS, STEADY)}
+    for r in rows.values():
+        assert r.reason == f"counted differently: valgrind {version} (baseline) vs 3.22.0 (this run)"
+
+
+def _export(tmp_path, monkeypatch):
+    """A one-case project in ``tmp_path/p`` (the working directory from here on) and its export's path."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["uncounted_bench"]\n'
+                                            'presets = "default"\n')
+    (project / "uncounted_bench.py").write_text(
+        "import torch\n\nfrom benchtrail import benchmark\n\n\n"
+        "@benchmark(inputs=lambda: torch.ones(4), processes=1, min_samples=6)\n"
+        "def one(x):\n    return x + 1\n")
+    monkeypatch.chdir(project)
+    assert main(["export", "execution", "--output", "execution.json"]) == 0
+    return project / "execution.json"
+
+
+def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_install(tmp_path, monkeypatch,
+                                                                                        capsys):
+    export = _export(tmp_path, monkeypatch)
+    bare = tmp_path / "bin"  # a PATH of python and git only
+    bare.mkdir()
+    (bare / "python3").symlink_to(sys.executable)
+    (bare / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(bare))
+    capsys.readouterr()
+    out = tmp_path / "run" / "results" / "cpu-0.json"
+    assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out),
+                 "--metrics", "latency,instructions"]) == 1
+    err = capsys.readouterr().err
+    said = "the instructions metric counts with callgrind, and valgrind is not on PATH: install valgrind"
+    assert said in err
+    assert "apt-get install valgrind" in err and "--metrics latency only" in err
+    assert not out.parent.exists()  # no case ran
+
+
+def test_an_unknown_metric_is_refused_naming_the_allowed_ones(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--run-configs", "e.json", "--device-name", "cpu", "--output", str(tmp_path / "r.json"),
+              "--metrics", "latency,bogus"])
+    assert exc.value.code == 1  # a usage error: benchtrail exits 1 (cli.app)
+    err = capsys.readouterr().err
+    assert "--metrics: 'latency,bogus': expected metrics out of latency, instructions" in err
