@@ -147,3 +147,20 @@ def test_the_wall_time_of_a_counting_device_is_reported_not_gated():
             assert (result.passed, result.quarantined, result.unconfirmed) == (True, 1, 0)
     plain = replace(rows["mlp"], quarantined=None, mark="confirmed")  # the same row without the gate setting
     assert not gate.check([plain], rule="any").passed
+
+
+def test_a_re_checked_wall_time_suspect_still_says_what_its_instructions_did():
+    from benchtrail.runner.ab import Arm
+    from tests.records import apply_recheck
+
+    base = [record("mlp", spread(100.0)), counted("mlp", repeats(6.4e6))]
+    head = [record("mlp", spread(120.0)), counted("mlp", repeats(6.4e6))]
+    doc = comparison_to_dict(list(judged(base, head).values()), [results(*base)], [results(*head)], "t.yaml")
+    undecided = {**doc["rows"][0], "verdict": "inconclusive", "reason": "interval crosses the threshold",
+                 "head_details": {"ab": {"rounds": 5, "stop": "budget"}}}
+    cleared = {**undecided, "verdict": "similar", "reason": None}
+    arms = Arm("base", "b" * 40, None), Arm("head", "h" * 40, None)
+    for paired, says in ((undecided, True), (cleared, False)):
+        row = apply_recheck(doc, {"mlp": paired}, *arms)["rows"][0]
+        assert row["reason"].startswith(("not decided", "cleared"))
+        assert row["reason"].endswith(UNCHANGED_NOTE) is says and row["reason"].count(UNCHANGED_NOTE) == says

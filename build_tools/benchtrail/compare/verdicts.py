@@ -346,6 +346,18 @@ def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold)
                 outcome=outcome, noisy=j.noisy)
 
 
+def count_note(row: Row, counts: dict[str, Row]) -> str | None:
+    """What a suspect latency ``row`` (regressed, improved, inconclusive) says of its run config's instruction
+    row in ``counts`` (by id): :data:`UNCHANGED_NOTE` when that is similar, e.g. ``instructions +1.23%
+    (regressed)`` when it changed; None otherwise or when the reason says it already."""
+    c = counts.get(f"{row.id}-instructions")
+    if c is None or row.verdict not in ("regressed", "improved", *INCONCLUSIVE):
+        return None
+    note = (UNCHANGED_NOTE if c.verdict == "similar" else f"instructions {c.change:+.2f}% ({c.verdict})"
+            if c.verdict in ("regressed", "improved") else None)
+    return None if note and note in (row.reason or "") else note
+
+
 def _beside_counts(rows: list[Row]) -> list[Row]:
     """``rows`` with each suspect latency row (regressed, improved, inconclusive) whose run config's
     instruction row is similar, regressed or improved saying so (:data:`UNCHANGED_NOTE`, or e.g.
@@ -357,12 +369,7 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
         if r.metric != "latency":
             out.append(r)
             continue
-        c = counts.get(f"{r.id}-instructions")
-        note = (None if c is None or r.verdict not in ("regressed", "improved", *INCONCLUSIVE)
-                else UNCHANGED_NOTE if c.verdict == "similar"
-                else f"instructions {c.change:+.2f}% ({c.verdict})" if c.verdict in ("regressed", "improved")
-                else None)
-        if note:
+        if note := count_note(r, counts):
             r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
         if r.head_details.get("gate") == "instructions":
             r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "

@@ -35,7 +35,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
 from benchtrail.compare.tables import level_text
-from benchtrail.compare.verdicts import compare, regression_mark
+from benchtrail.compare.verdicts import compare, count_note, regression_mark
 from benchtrail.compare.why import profile_diff
 from benchtrail.errors import UserError
 from benchtrail.progress import track
@@ -171,6 +171,10 @@ def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, hea
     rows = [_rechecked(row, plain, paired_rows.get(row.id), commits, (not_reached or {}).get(row.id), accept)
             if row.id in suspect_ids else plain
             for row, plain in zip(comparison.rows, comparison.document["rows"])]
+    counts = {r.id: r for r in comparison.rows if r.metric == "instructions"}
+    for r in rows:  # a suspect's new reason says again what its instructions did
+        if r["id"] in suspect_ids and (note := count_note(Row.of(r), counts)):
+            r["reason"] = "; ".join(filter(None, (r.get("reason"), note)))
     version = comparison.document.get("schema_version", 1)
     updated = {**comparison.document, "rows": rows, "counts": count_rows([Row.of(r) for r in rows], version)}
     if not_reached or any(r.get("stored") for r in rows):  # keys older comparisons lack: now of this version
