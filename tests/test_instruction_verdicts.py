@@ -164,3 +164,14 @@ def test_a_re_checked_wall_time_suspect_still_says_what_its_instructions_did():
         row = apply_recheck(doc, {"mlp": paired}, *arms)["rows"][0]
         assert row["reason"].startswith(("not decided", "cleared"))
         assert row["reason"].endswith(UNCHANGED_NOTE) is says and row["reason"].count(UNCHANGED_NOTE) == says
+
+
+def test_the_wall_time_of_a_counting_device_is_never_re_checked():
+    for gated in (True, False):
+        extra = {"gate": "instructions"} if gated else {}
+        base = [record("mlp", spread(100.0), **extra), counted("mlp", repeats(6.4e6))]
+        head = [record("mlp", spread(80.0), **extra), counted("mlp", repeats(6.4e6))]
+        rows = list(judged(base, head).values())
+        assert [r.verdict for r in rows] == ["improved", "similar"]
+        doc = Comparison.of(comparison_to_dict(rows, [results(*base)], [results(*head)], "t.yaml"))
+        assert [r.id for r in suspects(doc)] == ([] if gated else ["mlp"])

@@ -156,7 +156,7 @@ def count_stage(run_configs: Path, device_name: str, shard_index: int | None, ou
     native = sum(rc.target_device.architecture is Architecture.CPU and not countable(rc) for rc in rcs)
     if native:
         console.print(f"count {rich_text(device_name)}: {native} Inductor-compiled case{'s' * (native != 1)} not "
-                      "counted (kernels built for this CPU, -march=native; docs/statistics.md)")
+                      "counted (kernels built for this CPU, -march=native: README, Instruction counts)")
     with track(f"count {device_name}", sum(map(countable, rcs))) as report:
         records = count_cases(rcs, torch_version(), output.parent, modules_dir, report)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
