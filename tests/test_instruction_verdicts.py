@@ -2,6 +2,7 @@
 keys, confirmed without a paired re-check; latency rows beside them say what the instructions did. Synthetic
 records, no valgrind."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -175,3 +176,25 @@ def test_the_wall_time_of_a_counting_device_is_never_re_checked():
         assert [r.verdict for r in rows] == ["improved", "similar"]
         doc = Comparison.of(comparison_to_dict(rows, [results(*base)], [results(*head)], "t.yaml"))
         assert [r.id for r in suspects(doc)] == ([] if gated else ["mlp"])
+
+
+def test_a_device_marked_for_counting_counts_its_eager_cases_and_leaves_its_wall_time_ungated():
+    from benchmark_suites.suite import generate
+    from benchtrail.runner.run_cases import CaseResult, case_record, countable
+    from benchtrail.suite.content_hash import content_hash
+    from benchtrail.suite.serialization import serialize_and_pack
+
+    smoke = {rc.name.split(".")[:2][1] + "/" + rc.target_device.architecture.value: rc
+             for rc in generate().select_run_configs(("smoke",))}
+    eager, inductor = smoke["eager/cpu"], smoke["inductor/cpu"]
+
+    def marked(rc):
+        return replace(rc, target_device=replace(rc.target_device, count_instructions=True))
+
+    assert "count_instructions" not in json.dumps(serialize_and_pack([eager]))  # exports and hashes unchanged
+    assert content_hash(eager, "2.13.0") != content_hash(marked(eager), "2.13.0")
+    assert [countable(eager), countable(inductor)] == [True, False]
+    ok = CaseResult("ok", None, samples=[1.0] * 5)
+    assert case_record(marked(eager), ok, "2.13.0").details.get("gate") == "instructions"
+    assert "gate" not in case_record(marked(inductor), ok, "2.13.0").details
+    assert "gate" not in case_record(eager, ok, "2.13.0").details
