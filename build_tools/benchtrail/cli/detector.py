@@ -1,4 +1,5 @@
-"""``benchtrail evaluate-detector``: the command over :mod:`benchtrail.detector.evaluate`.
+"""``benchtrail evaluate-detector``: the command over :mod:`benchtrail.detector.evaluate` (``--metric
+latency``) and :mod:`benchtrail.detector.counts` (``--metric instructions``).
 
 Declaring it imports neither numpy nor scipy (``benchtrail --help`` declares every command); running it
 imports the evaluation, which needs both, and torch in its workers.
@@ -17,15 +18,21 @@ def add_evaluate_detector_parser(subparsers: Any) -> None:
     """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls
     :func:`cmd_evaluate_detector`."""
     p = subparsers.add_parser("evaluate-detector")
+    p.add_argument("--metric", choices=("latency", "instructions"),
+                   help="latency: wall time in three modes (default); instructions: counted under "
+                        "valgrind/callgrind by a pool of processes (docs/detector.md)")
     p.add_argument("--aa", type=comparisons, default=300, metavar="N",
                    help="A/A comparisons per mode (default 300)")
     p.add_argument("--ab", type=comparisons, default=100, metavar="N",
                    help="A/B comparisons per δ per mode (default 100)")
-    p.add_argument("--deltas", type=percent_deltas, default=(1.0, 2.0, 5.0, 10.0), metavar="P[,P...]",
-                   help="injected extra work, percent of a call (default 1,2,5,10)")
-    p.add_argument("--samples", type=samples_per_side, default=30, metavar="N",
+    p.add_argument("--deltas", type=percent_deltas, metavar="P[,P...]",
+                   help="injected extra work, percent of a call (default 1,2,5,10; instructions: 2 x and "
+                        "1/2 x the threshold, and these besides)")
+    p.add_argument("--processes", type=whole_number(5), metavar="N",
+                   help="instructions: counting processes in the pool, at least 5 (default 6)")
+    p.add_argument("--samples", type=samples_per_side, metavar="N",
                    help=f"samples per side, a multiple of the round size {ROUND_SAMPLES} (default 30)")
-    p.add_argument("--max-samples", type=samples_per_side, default=120, metavar="N",
+    p.add_argument("--max-samples", type=samples_per_side, metavar="N",
                    help="most samples per side of the sequential modes (paired, duet), a multiple of "
                         f"{ROUND_SAMPLES} and at least --samples (default 120)")
     p.add_argument("--modes", type=detector_modes, metavar="M[,M...]",
@@ -52,36 +59,53 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
 
     Raises:
         UserError: ``--output`` exists or cannot be written; ``--rejudge`` of a file that lacks a field or
-            has one of the wrong shape, or with ``--modes`` or ``--noise``; ``--max-samples`` below
-            ``--samples``; duet mode on a machine that lets this process use fewer than 2 CPUs.
+            has one of the wrong shape, or with an option that measures; ``--max-samples`` below
+            ``--samples``; duet mode on a machine that lets this process use fewer than 2 CPUs; an option of
+            the other metric; ``--metric instructions`` without valgrind.
     """
+    from benchtrail.detector import counts
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
+    from benchtrail.detector.load import Load
     from benchtrail.errors import UserError
     from benchtrail.jsonio import check_new, read_json, write_json
 
     check_new(args.output)
+    latency_only = (("--modes", args.modes), ("--samples", args.samples), ("--max-samples", args.max_samples))
+    wrong = [flag for flag, given in (latency_only if args.metric == "instructions"
+                                      else (("--processes", args.processes),)) if given is not None]
+    if wrong:
+        raise UserError(f"{' and '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --metric "
+                        f"{args.metric or 'latency'}: leave {'them' if len(wrong) > 1 else 'it'} out")
     if args.rejudge:
-        measuring = [flag for flag, given in (("--modes", args.modes), ("--noise", args.noise)) if given]
+        measuring = [flag for flag, given in (("--modes", args.modes), ("--noise", args.noise),
+                                              ("--metric", args.metric), ("--deltas", args.deltas),
+                                              ("--processes", args.processes)) if given]
         if measuring:
             raise UserError(f"--rejudge measures nothing; {' and '.join(measuring)} would not apply: leave "
                             f"{'them' if len(measuring) > 1 else 'it'} out, or drop --rejudge to measure")
         doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
         try:
-            doc = rejudge(doc, args.threshold_pct if args.threshold_pct is not None
-                          else doc["setup"]["threshold_pct"])
-        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong shape
+            counted = doc["setup"].get("metric") == "instructions"
+            doc = (counts.rejudge if counted else rejudge)(
+                doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field missing or misshapen
             raise UserError(f"{args.rejudge}: not an evaluate-detector output that can be judged again "
                             f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}") from None
+    elif args.metric == "instructions":
+        counting = counts.CountConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed,
+                                      threshold_pct=args.threshold_pct, noise=Load() if args.noise else None,
+                                      **({"processes": args.processes} if args.processes else {}))
+        doc = counts.evaluate_counts(counting, report=print)
     else:
-        from benchtrail.detector.load import Load
-
-        if args.max_samples < args.samples:
-            raise UserError(f"--max-samples {args.max_samples} is fewer than --samples {args.samples}")
-        config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas, samples=args.samples,
-                            seed=args.seed, threshold_pct=args.threshold_pct,
-                            noise=Load() if args.noise else None, max_samples=args.max_samples,
+        samples, max_samples = args.samples or 30, args.max_samples or 120
+        if max_samples < samples:
+            raise UserError(f"--max-samples {max_samples} is fewer than --samples {samples}")
+        config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0),
+                            samples=samples, seed=args.seed, threshold_pct=args.threshold_pct,
+                            noise=Load() if args.noise else None, max_samples=max_samples,
                             **({"modes": args.modes} if args.modes else {}))
         doc = evaluate(config, report=print)
-    print(format_table(doc), end="")
+    counted = doc["setup"].get("metric") == "instructions"
+    print((counts.format_counts_table if counted else format_table)(doc), end="")
     print(write_json(args.output, doc, exclusive=True))
     return 0

@@ -60,6 +60,13 @@ def valgrind_version() -> str:
                           check=False).stdout.strip().removeprefix("valgrind-")
 
 
+def counting_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a counting process: ours, :data:`NO_FMA`, ``PYTHONHASHSEED=0``, one OpenMP thread,
+    the workers' ``PYTHONPATH`` and malloc tunables, then ``extra``."""
+    return {**os.environ, **NO_FMA, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": worker_pythonpath(),
+            "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))), **extra}
+
+
 def cpu_vendor() -> str:
     """The CPU vendor (``vendor_id`` of ``/proc/cpuinfo``, e.g. ``GenuineIntel``), ``unknown`` elsewhere."""
     try:
@@ -139,9 +146,7 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
     cpu = [rc for rc in run_configs if countable(rc)]
     problems = {rc.id: modules_dir and module_problem(rc, modules_dir) for rc in cpu}
     cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
-    env = {**os.environ, **NO_FMA, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": worker_pythonpath(),
-           "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))),
-           **({"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {})}
+    env = counting_env({"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {})
     folder = results_dir / "callgrind"
     folder.mkdir(parents=True, exist_ok=True)
     todo, answers = [rc for rc in cpu if not problems[rc.id]], {}
