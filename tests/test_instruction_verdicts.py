@@ -148,6 +148,12 @@ def test_the_wall_time_of_a_counting_device_is_reported_not_gated():
             assert (result.passed, result.quarantined, result.unconfirmed) == (True, 1, 0)
     plain = replace(rows["mlp"], quarantined=None, mark="confirmed")  # the same row without the gate setting
     assert not gate.check([plain], rule="any").passed
+    uncounted = judged(base, [head[0], replace(head[1], status="failed", reason="vgdb", samples=())])
+    assert (uncounted["mlp"].mark, uncounted["mlp"].quarantined, uncounted["mlp-instructions"].verdict) == (
+        "unconfirmed", None, "failed")  # no count, so the wall time gates, and says why
+    assert uncounted["mlp"].reason.endswith(
+        "wall time gates: c2-standard-16 gates on instructions, and this case has no count")
+    assert not gate.check(list(uncounted.values()), rule="any").passed
 
 
 def test_a_re_checked_wall_time_suspect_still_says_what_its_instructions_did():

@@ -362,7 +362,8 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
     """``rows`` with each suspect latency row (regressed, improved, inconclusive) whose run config's
     instruction row is similar, regressed or improved saying so (:data:`UNCHANGED_NOTE`, or e.g.
     ``instructions +1.23% (regressed)``), and each latency row of a device that gates on instructions
-    (``details.gate``) quarantined: reported, not gated."""
+    (``details.gate``) quarantined: reported, not gated, when its instruction row was counted (else its
+    wall time gates, and its reason says why)."""
     counts = {r.id: r for r in rows if r.metric == "instructions"}
     out = []
     for r in rows:
@@ -372,8 +373,13 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
         if note := count_note(r, counts):
             r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
         if r.head_details.get("gate") == "instructions":
-            r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
-                        "instructions")
+            c = counts.get(f"{r.id}-instructions")
+            if c is not None and c.verdict not in ("failed", "removed"):
+                r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
+                            "instructions")
+            else:  # without the case's count nothing would gate its work: its wall time does
+                note = f"wall time gates: {r.device_name} gates on instructions, and this case has no count"
+                r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
         out.append(r)
     return out
 

@@ -100,7 +100,7 @@ def count_pool(config: CountConfig, deltas_pct: Sequence[float],
         UserError: no valgrind (``benchtrail.runner.count_cases.valgrind_version``).
         RuntimeError: a counting process failed (the tail of its output in the message).
     """
-    valgrind_version()
+    valgrind_version("or evaluate wall time: --metric latency")
     env = counting_env({})
     results: list[dict[str, Any] | None] = [None] * config.processes
     with tempfile.TemporaryDirectory(prefix="benchtrail-detector-count-") as tmp:

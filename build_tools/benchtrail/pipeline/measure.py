@@ -132,8 +132,11 @@ def counting(run_configs: Path, metrics: tuple[str, ...]) -> set[str]:
     devices = {rc.target_device for shards in load_execution(run_configs).values() for rcs in shards.values()
                for rc in rcs if countable(rc)}
     counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
-    if counted:
+    if counted and "instructions" in metrics:
         valgrind_version()
+    elif counted:
+        valgrind_version(f"or run on another runner: the suite marks {', '.join(sorted(counted))} "
+                         "count_instructions, so its CPU cases are counted whatever --metrics says")
     return counted
 
 

@@ -43,19 +43,19 @@ VALGRIND_ARGS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no
 #: with MKL's AVX2 kernels, 0.1 s with its AVX ones; a conv, GELU and softmax: 5.5 s against 0.08 s). MKL and
 #: oneDNN are held to AVX, ATen to its default kernels; the ISA torch dispatched on is in the counter key.
 NO_FMA = {"MKL_ENABLE_INSTRUCTIONS": "AVX", "ONEDNN_MAX_CPU_ISA": "AVX", "ATEN_CPU_CAPABILITY": "default"}
-INSTALL = ("install valgrind (Debian/Ubuntu: sudo apt-get install valgrind; Fedora: sudo dnf install "
-           "valgrind), or measure --metrics latency only")
+INSTALL = "install valgrind (Debian/Ubuntu: sudo apt-get install valgrind; Fedora: sudo dnf install valgrind)"
 
 
-def valgrind_version() -> str:
-    """valgrind's version, e.g. ``3.19.0``.
+def valgrind_version(otherwise: str = "or measure --metrics latency only") -> str:
+    """valgrind's version, e.g. ``3.19.0``; ``otherwise`` follows the install advice of the error.
 
     Raises:
         UserError: valgrind or vgdb is not on ``PATH`` (naming the metric and how to install it).
     """
     for tool in ("valgrind", "vgdb"):
         if shutil.which(tool) is None:
-            raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: {INSTALL}")
+            raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: {INSTALL}, "
+                            f"{otherwise}")
     return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                           check=False).stdout.strip().removeprefix("valgrind-")
 
