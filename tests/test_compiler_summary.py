@@ -176,6 +176,9 @@ def test_edge_cases():
                   compiled("m1", "inductor", "compile_time_ms", (1500.0,)))
     (row,) = compiler_summary([one])
     assert (row.head.geomean_speedup, row.head.speedup_low, row.head.cold_ms) == (pytest.approx(4.0), None, 1500.0)
+    eager = one.benchmarks[0]  # its instruction count beside it (issue 44) is no second case
+    counted = dataclasses.replace(eager, id=f"{eager.id}-instructions", metric="instructions", unit="count")
+    assert compiler_summary([dataclasses.replace(one, benchmarks=(*one.benchmarks, counted))]) == [row]
     with pytest.raises(ValueError, match="above 0"):
         geomean_interval([1.0, 0.0])
 

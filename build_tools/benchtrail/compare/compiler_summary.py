@@ -187,7 +187,7 @@ def _executions(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Cases]:
         UserError: one case twice (the same model, execution config, device and compile config).
     """
     out: defaultdict[_Key, _Cases] = defaultdict(dict)
-    for b in (b for f in files for b in f.benchmarks if b.kind == "execution"):
+    for b in (b for f in files for b in f.benchmarks if b.kind == "execution" and b.metric != "instructions"):
         cases = out[b.compile_config, b.device_name]
         key = _case_key(b)
         if key in cases:

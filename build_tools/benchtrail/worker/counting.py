@@ -15,8 +15,9 @@ Each case, as ``torch.utils.benchmark.Timer.collect_callgrind`` counts a stateme
    about ``BLOCK_INSTRUCTIONS`` (at most ``MAX_CALLS``), so per-call allocator effects average out.
 
 One torch thread (valgrind runs threads one at a time, and OpenMP's spin-waits would count waiting, not
-work); the cyclic GC collected before and off inside each block; ``PYTHONHASHSEED=0`` (the runner's). A
-model that changes its inputs is counted one call per block, on fresh inputs made outside it.
+work); the cyclic GC collected before and off inside each block; ``PYTHONHASHSEED=0`` and
+``PYTHONMALLOC=malloc`` (``benchtrail.runner.count_cases.counting_env``). A model that changes its inputs is
+counted one call per block, on fresh inputs made outside it.
 """
 
 from __future__ import annotations
