@@ -7,12 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from benchtrail.compare.callgrind import FunctionChange, function_counts, function_diff, with_functions
+from benchtrail.compare.callgrind import (UNCHANGED, FunctionChange, file_total, function_counts,
+                                         function_diff, recursive, with_functions)
 from benchtrail.compare.caps import MAX_COMMENT_CHARS
 from benchtrail.compare.comment import render
 from benchtrail.compare.document import Comparison, Row, load_comparison
+from benchtrail.compare.gate import figures
 from benchtrail.compare.tables import format_count, format_instructions
-from benchtrail.compare.why import function_name
+from benchtrail.compare.why import function_lines, function_name
 from benchtrail.errors import UserError
 from benchtrail.pipeline.report import callgrind_locator, compare_stage
 from benchtrail.results.io import write_results
@@ -27,13 +29,14 @@ COUNTER = {"counter": "callgrind", "valgrind": "3.19.0", "cpu": "AuthenticAMD AV
 
 
 def callgrind_file(path, calls, work_self, extra=0):
-    """A callgrind file of one block of ``calls`` calls: main calls work (which calls helper) and helper;
-    helper costs 50 a call; ``extra`` instructions in a function only this file has. Inclusive: work
-    ``work_self + 30 × calls``, helper ``50 × calls``, main the total (left out by ``function_counts``)."""
+    """A callgrind file of one block of ``calls`` calls, as callgrind writes it (``totals:`` last): main calls
+    work (which calls helper) and helper; helper costs 50 a call; ``extra`` instructions in a function only
+    this file has. Self: main ``calls``, work ``work_self``, helper ``50 × calls``; inclusive: work
+    ``work_self + 30 × calls``, helper ``50 × calls``, main the total."""
     helper_by_work, helper_by_main, helper = 30 * calls, 20 * calls, 50 * calls
     total = calls + work_self + helper + extra
     lines = ["# callgrind format", "version: 1", "creator: benchtrail-test", "positions: line", "events: Ir",
-             f"totals: {total}", "", "fl=/build/src/model.c", "fn=main", f"1 {calls}",
+             "", "fl=/build/src/model.c", "fn=main", f"1 {calls}",
              "cfn=work", f"calls={calls} 5", f"2 {work_self + helper_by_work}",
              "cfn=helper", f"calls={calls} 9", f"3 {helper_by_main}"]
     if extra:
@@ -43,37 +46,81 @@ def callgrind_file(path, calls, work_self, extra=0):
     if extra:
         lines += ["fn=extra", f"12 {extra}"]
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([*lines, "", f"totals: {total}"]) + "\n")
+    return path
+
+
+def recursive_file(path, self_cost):
+    """A callgrind file whose inclusive counts are recursion artifacts, as CPython's frames are under
+    ``--separate-recs``: main (10 self) calls ``eval'2``, which calls itself (30 of its ``self_cost`` a level
+    down, counted again in its inclusive count), and ``loop``, which reports a call of itself costing 1000:
+    inclusive counts of ``self_cost`` + 30 and 1050, the latter above the file's total."""
+    total = 10 + self_cost + 50
+    lines = ["events: Ir", "fl=/build/src/eval.c", "fn=main", "1 10", "cfn=eval'2", "calls=1 5",
+             f"2 {self_cost}", "cfn=loop", "calls=1 9", "3 50", "fn=eval'2", f"5 {self_cost}", "cfn=eval'2",
+             "calls=1 5", "6 30", "fn=loop", "9 50", "cfn=loop", "calls=9 9", "10 1000", "",
+             f"totals: {total}"]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 @needs_annotate
-def test_function_counts_are_callgrind_annotates_inclusive_counts_without_the_program_total(tmp_path):
+def test_function_counts_are_callgrind_annotates_self_or_inclusive_counts(tmp_path):
     path = callgrind_file(tmp_path / "base.out", calls=10, work_self=1000)
-    assert function_counts(path) == {"/build/src/model.c:work": 1300, "/build/src/model.c:helper": 500}
+    assert function_counts(path) == {"/build/src/model.c:main": 10, "/build/src/model.c:work": 1000,
+                                     "/build/src/model.c:helper": 500}
+    assert function_counts(path, inclusive=True) == {"/build/src/model.c:main": 1510,
+                                                     "/build/src/model.c:work": 1300,
+                                                     "/build/src/model.c:helper": 500}
+    assert file_total(path) == 1510
 
 
 @needs_annotate
-def test_function_diff_is_per_call_largest_change_first_and_counts_a_missing_function_as_zero(tmp_path):
-    base = callgrind_file(tmp_path / "base.out", calls=10, work_self=1000)  # work 130 a call
-    head = callgrind_file(tmp_path / "head.out", calls=20, work_self=2600, extra=40)  # work 160, extra 2
+def test_function_diff_ranks_by_self_per_call_with_the_inclusive_change_beside(tmp_path):
+    base = callgrind_file(tmp_path / "base.out", calls=10, work_self=1000)  # work 100 self, 130 inclusive
+    head = callgrind_file(tmp_path / "head.out", calls=20, work_self=2600, extra=40)  # 130, 160; extra 2
     assert function_diff(base, head, calls=(10, 20)) == [
-        FunctionChange("/build/src/model.c:work", 130.0, 160.0, 30.0),
-        FunctionChange("/build/src/model.c:extra", 0.0, 2.0, 2.0)]  # helper: 50 → 50, left out
+        FunctionChange("/build/src/model.c:work", 100.0, 130.0, 30.0, (130.0, 160.0, 30.0)),
+        FunctionChange("/build/src/model.c:extra", 0.0, 2.0, 2.0, (0.0, 2.0, 2.0))]  # main, helper: same
     # per block (CallgrindStats.delta of two blocks), and cut to the top
     assert function_diff(base, head, top=2) == [
-        FunctionChange("/build/src/model.c:work", 1300, 3200, 1900),
-        FunctionChange("/build/src/model.c:helper", 500, 1000, 500)]
+        FunctionChange("/build/src/model.c:work", 1000, 2600, 1600, (1300, 3200, 1900)),
+        FunctionChange("/build/src/model.c:helper", 500, 1000, 500, (500, 1000, 500))]
 
 
 @needs_annotate
-def test_a_missing_or_broken_file_is_a_clear_error(tmp_path):
+def test_inclusive_counts_of_recursion_are_left_out_not_printed(tmp_path):
+    base, head = recursive_file(tmp_path / "base.out", 100), recursive_file(tmp_path / "head.out", 160)
+    assert function_counts(head, inclusive=True) == {"/build/src/eval.c:main": 220,
+                                                     "/build/src/eval.c:eval'2": 190,
+                                                     "/build/src/eval.c:loop": 1050}
+    assert file_total(head) == 220  # loop's inclusive 1050 is above it
+    # eval'2: a recursion suffix; main and loop changed nothing of their own, so are not listed
+    assert function_diff(base, head) == [FunctionChange("/build/src/eval.c:eval'2", 100, 160, 60, None)]
+    head_loop = recursive_file(tmp_path / "loop.out", 100)
+    head_loop.write_text(head_loop.read_text().replace("9 50\ncfn=loop", "9 70\ncfn=loop")
+                         .replace("totals: 160", "totals: 180"))
+    assert function_diff(base, head_loop) == [FunctionChange("/build/src/eval.c:loop", 50, 70, 20, None)]
+    assert (recursive("/b/ceval.c:_PyEval_EvalFrameDefault'2 [/lib/libpython3.11.so]"), recursive("a.c:f'2"),
+            recursive("a.c:operator'()"), recursive("a.c:f")) == (True, True, False, False)
+
+
+@needs_annotate
+def test_a_missing_truncated_or_broken_file_is_a_clear_error(tmp_path):
     with pytest.raises(UserError, match=r"callgrind file .*nope\.out does not exist"):
         function_counts(tmp_path / "nope.out")
+    whole = callgrind_file(tmp_path / "whole.out", calls=10, work_self=1000).read_bytes()
+    (tmp_path / "cut.out").write_bytes(whole[:208])  # as `head -c 208 whole.out > cut.out`: mid-line
+    with pytest.raises(UserError, match=r"callgrind file .*cut\.out is truncated: it does not end with "
+                                        r"callgrind's 'totals:' line \(it ends 'calls=10'\)"):
+        function_diff(tmp_path / "whole.out", tmp_path / "cut.out")
     (tmp_path / "empty.out").write_text("")
-    with pytest.raises(UserError, match=r"callgrind_annotate could not read .*empty\.out \(exit code 255\): "
-                                        r".*missing events line"):
+    with pytest.raises(UserError, match=r"empty\.out is truncated: .* \(it ends ''\)"):
         function_counts(tmp_path / "empty.out")
+    (tmp_path / "noevents.out").write_text("fn=main\n1 10\ntotals: 10\n")
+    with pytest.raises(UserError, match=r"callgrind_annotate could not read .*noevents\.out "
+                                        r"\(exit code 255\): .*missing events line"):
+        function_counts(tmp_path / "noevents.out")
 
 
 def test_without_callgrind_annotate_the_message_says_how_to_install_it(tmp_path, monkeypatch):
@@ -108,17 +155,20 @@ def test_the_compare_stage_keeps_the_diff_of_a_confirmed_instruction_regression_
     (row,) = load_comparison(compare_stage([base], [head], tmp_path / "comparison.json")).rows
     assert (row.verdict, row.mark) == ("regressed", "confirmed")
     assert row.functions == {
-        "functions": [{"name": "/build/src/model.c:work", "base": 130.0, "head": 160.0, "change": 30.0},
-                      {"name": "/build/src/model.c:extra", "base": 0.0, "head": 2.0, "change": 2.0}],
-        "calls": {"base": 10, "head": 20}, "files": {"base": "callgrind/mlp.out", "head": "callgrind/mlp.out"},
-        "note": None}
+        "functions": [{"name": "/build/src/model.c:work", "base": 100.0, "head": 130.0, "change": 30.0,
+                       "inclusive": {"base": 130.0, "head": 160.0, "change": 30.0}},
+                      {"name": "/build/src/model.c:extra", "base": 0.0, "head": 2.0, "change": 2.0,
+                       "inclusive": {"base": 0.0, "head": 2.0, "change": 2.0}}],
+        "ranked_by": "self", "calls": {"base": 10, "head": 20},
+        "files": {"base": "callgrind/mlp.out", "head": "callgrind/mlp.out"}, "note": None}
     body, _, _ = render(load_comparison(tmp_path / "comparison.json"))
     why = body[body.index("<details><summary>Why it got slower (callgrind): 1 series</summary>"):]
     assert why.splitlines()[2:8] == [
         "`mlp.eager.inference-bs1.instructions`", "",
-        "**Why** (callgrind, inclusive instructions per call, largest change first):",
-        "- `model.c:work` 130 → 160 (+30) instructions per call",
-        "- `model.c:extra` 0 → 2 (+2) instructions per call", ""]
+        "**Why** (callgrind, instructions per call, largest change of self instructions first; the inclusive "
+        "change beside, unless recursion makes callgrind's meaningless):",
+        "- `model.c:work` 100 → 130 (+30) self, +30 inclusive",
+        "- `model.c:extra` 0 → 2 (+2) self, +2 inclusive", ""]
     assert ("Callgrind files (callgrind_annotate, kcachegrind): head `callgrind/mlp.out` of this run, base "
             "`callgrind/mlp.out` of the baseline run") in why
 
@@ -176,13 +226,22 @@ def test_instruction_rows_show_counts_per_call_and_latency_rows_their_instructio
             row(f"{LATENCY}.instructions", "instructions", "regressed", 6401263.0, 6529288.0, 2.0, 1.96, 2.04,
                 "confirmed"),
             row(f"vrelu3.eager.inference-bs1.{DEVICE}", "latency", "similar", 650.25, 650.5, 0.04, -0.5, 0.6,
-                id="rc-vrelu3"))
+                id="rc-vrelu3"),
+            row(f"vrelu3.eager.inference-bs1.{DEVICE}.instructions", "instructions", "similar", 2903311.0,
+                2903674.0, 0.0125, -0.0125, 0.0375, id="rc-vrelu3-instructions"))
     body, _, _ = render(document(*rows))
-    assert ("| `mlp.eager.inference-bs1` | 21.40 ms → 27.82 ms | +30.0% (+28.1…+31.9%) · instructions +2.0% | "
+    # instruction figures to 2 decimals (hundredths of a percent against a 0.5% threshold), others to 1
+    assert ("| `mlp.eager.inference-bs1` | 21.40 ms → 27.82 ms | +30.0% (+28.1…+31.9%) · instructions "
+            "+2.00% | regressed · confirmed |") in body
+    assert ("| `mlp.eager.inference-bs1.instructions` | 6.40M → 6.53M instr/call | +2.00% (+1.96…+2.04%) | "
             "regressed · confirmed |") in body
-    assert ("| `mlp.eager.inference-bs1.instructions` | 6.40M → 6.53M instr/call | +2.0% (+2.0…+2.0%) | "
-            "regressed · confirmed |") in body
-    assert "| `vrelu3.eager.inference-bs1` | 650.2 µs → 650.5 µs | +0.0% (-0.5…+0.6%) | similar |" in body
+    assert ("| `vrelu3.eager.inference-bs1` | 650.2 µs → 650.5 µs | +0.0% (-0.5…+0.6%) · instructions "
+            "+0.01% | similar |") in body
+    assert ("| `vrelu3.eager.inference-bs1.instructions` | 2.90M → 2.90M instr/call | +0.01% "
+            "(-0.01…+0.04%) | similar |") in body
+    assert [figures(r) for r in rows[1::2]] == [
+        "+2.00% (spread-widened +1.96…+2.04%), median 6.40M instr/call → 6.53M instr/call",
+        "+0.01% (spread-widened -0.01…+0.04%), median 2.90M instr/call → 2.90M instr/call"]
     assert body.count("- instr/call: instructions per call counted under valgrind's callgrind") == 1
     # a run that counts nothing: no suffix and no legend line
     plain, _, _ = render(document(rows[0], rows[2]))
@@ -196,6 +255,13 @@ def test_counts_read_as_three_significant_figures():
     long = "/src/aten/x.cpp:at::native::" + "T" * 300 + " [/lib/libtorch_cpu.so]"
     shown = function_name(long)
     assert len(shown) == 120 and shown.startswith("x.cpp:at::native::TTT") and " … " in shown
+    lambdas = "::{lambda()#2}::operator()() const::{lambda(float, float)#1}&"  # a kernel's name: its start
+    kernel = ("???:void at::native::DEFAULT::vectorized_loop<at::native::(anonymous namespace)::"
+              f"maximum_kernel(at::TensorIteratorBase&){lambdas * 8}>(char**, long, long) [clone .isra.0] "
+              "[/lib/libtorch_cpu.so]")
+    assert function_name(kernel) == ("???:void at::native::DEFAULT::vectorized_loop<at::native::"
+                                     "maximum_kernel(at::TensorItera … , long, long) [clone .isra.0]")
+    assert len(function_name(kernel)) == 120
 
 
 def test_a_diff_that_could_not_be_made_says_why_in_one_line_and_an_older_row_has_none(tmp_path):
@@ -215,6 +281,32 @@ def test_a_diff_that_could_not_be_made_says_why_in_one_line_and_an_older_row_has
     assert ("_no per-function diff: the base record has no details.callgrind_" in body
             and "Callgrind files" not in body)
     assert "functions" not in Row.plain(regressed)  # absent unless set, as older comparisons are
+
+
+@needs_annotate
+def test_identical_files_say_that_no_function_changed(tmp_path):
+    same = callgrind_file(tmp_path / "callgrind" / "mlp.out", calls=10, work_self=1000)
+    details = {"iterations_per_sample": 10, "callgrind": "callgrind/mlp.out"}
+    regressed = replace(row(f"{LATENCY}.instructions", "instructions", "regressed", 6.4e6, 6.53e6, 2.0, 1.96,
+                            2.04, "confirmed"), base_details=details, head_details=details)
+    (done,) = with_functions([regressed], lambda r, side: same)
+    assert (done.functions["functions"], done.functions["note"]) == ([], UNCHANGED)
+    assert UNCHANGED == "no function's instructions per call changed between the two callgrind files"
+    body, _, _ = render(document(done))
+    assert f"_{UNCHANGED}_" in body and "Callgrind files" not in body
+
+
+def test_a_diff_written_before_self_ranking_still_renders_as_inclusive_counts():
+    """A comparison.json entry without ``ranked_by`` and ``inclusive`` (ranked by inclusive counts)."""
+    older = {"functions": [{"name": "/build/src/model.c:work", "base": 130.0, "head": 160.0, "change": 30.0}],
+             "calls": {"base": 10, "head": 20}, "files": {"base": "a.out", "head": "a.out"}, "note": None}
+    regressed = row(f"{LATENCY}.instructions", "instructions", "regressed", 6.4e6, 6.53e6, 2.0, 1.96, 2.04,
+                    "confirmed", functions=older)
+    loaded = Comparison.of(document(regressed).document)  # through comparison.json's reader
+    body, _, _ = render(loaded)
+    assert ("**Why** (callgrind, inclusive instructions per call, largest change first):\n"
+            "- `model.c:work` 130 → 160 (+30) inclusive\n") in body
+    assert function_lines(loaded.rows[0].functions) == ["model.c:work 130 → 160 (+30) inclusive"]
 
 
 def test_the_caps_still_hold_with_diffs_of_long_names():
@@ -240,8 +332,12 @@ def test_explain_names_an_instruction_series_and_prints_its_function_diff(tmp_pa
     suite = generate()
     write_export(suite, "execution", ("smoke",), tmp_path / "run" / "run-configs" / "execution.json")
     rc = next(rc for rc in suite.select_run_configs(("smoke",)) if rc.name.startswith("mlp.eager"))
-    functions = {"functions": [{"name": "/build/src/model.c:work", "base": 130.0, "head": 160.0, "change": 30.0}],
-                 "calls": {"base": 10, "head": 20}, "files": {"base": "a.out", "head": "a.out"}, "note": None}
+    functions = {"functions": [{"name": "/b/ceval.c:eval'2 [/lib/libpython.so]", "base": 16745.0,
+                                "head": 20948.0, "change": 4203.0, "inclusive": None},
+                               {"name": "/build/src/model.c:work", "base": 100.0, "head": 130.0,
+                                "change": 30.0, "inclusive": {"base": 130.0, "head": 160.0, "change": 30.0}}],
+                 "ranked_by": "self", "calls": {"base": 10, "head": 20},
+                 "files": {"base": "a.out", "head": "a.out"}, "note": None}
     counted_row = row(f"{rc.name}.instructions", "instructions", "regressed", 6401263.0, 6529288.0, 2.0, 1.96,
                       2.04, "confirmed", id=f"{rc.id}-instructions", functions=functions)
     jsonio.write_json(tmp_path / "run" / "comparison.json", document(counted_row).document)
@@ -250,10 +346,11 @@ def test_explain_names_an_instruction_series_and_prints_its_function_diff(tmp_pa
     out = capsys.readouterr().out
     for text in (f"benchmark    {rc.name}.instructions", f"id           {rc.id}-instructions",
                  "kind         execution (instructions per call, counted under callgrind)",
-                 "compared     instructions: regressed · confirmed, +2.0% (spread-widened +2.0…+2.0%), "
+                 "compared     instructions: regressed · confirmed, +2.00% (spread-widened +1.96…+2.04%), "
                  "median 6.40M instr/call → 6.53M instr/call",
-                 "why (callgrind, inclusive instructions per call):\n"
-                 "  model.c:work 130 → 160 (+30) instructions per call",
+                 "why (callgrind, instructions per call):\n"
+                 "  ceval.c:eval'2 16.7k → 20.9k (+4.20k) self\n"  # recursion: no inclusive figure
+                 "  model.c:work 100 → 130 (+30) self, +30 inclusive\n",
                  f"--benchmark-id {rc.id} --modules-dir {tmp_path / 'run'} --output "
                  f"repro/{rc.name}.json --metrics instructions"):
         assert text in out, text

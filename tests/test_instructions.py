@@ -187,11 +187,15 @@ def test_twice_the_threshold_of_work_is_regressed_confirmed_and_gates_with_a_fun
     assert 2 * THRESHOLD <= row.change < 1.2 and row.ci_low > THRESHOLD
     assert code == 3
     assert f"1 regression(s) not accepted: {GROWS}.instructions" in capsys.readouterr().err
-    # The per-function diff of the two sides' last repeats, per call: the functions that ran the loop (the
-    # interpreter's, measured 9130 instructions a call more) changed by what the medians did, to 5%.
-    assert row.functions["note"] is None and row.functions["calls"]["head"] > 1
-    top = row.functions["functions"][0]
-    assert top["change"] == pytest.approx(row.head_median - row.base_median, rel=0.05), row.functions
+    # The per-function diff of the two sides' last repeats, per call, by self instructions: the interpreter's
+    # loop first (measured +3300 of its own), its inclusive change what the medians did (+9130), to 5%; the
+    # listed functions' own changes (the allocator's, the int additions', …) most of it (measured 95%).
+    functions, change = row.functions, row.head_median - row.base_median
+    assert functions["note"] is None and functions["calls"]["head"] > 1 and functions["ranked_by"] == "self"
+    top = functions["functions"][0]
+    assert "ceval.c:_PyEval_EvalFrameDefault" in top["name"] and 0 < top["change"] < 0.6 * change, functions
+    assert top["inclusive"]["change"] == pytest.approx(change, rel=0.05), functions
+    assert 0.9 * change <= sum(f["change"] for f in functions["functions"]) <= 1.05 * change, functions
 
 
 @needs_valgrind

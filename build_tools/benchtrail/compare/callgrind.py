@@ -2,14 +2,20 @@
 
 Each ``instructions`` record keeps one callgrind file, one counted block of ``details.iterations_per_sample``
 calls (``benchtrail.worker.counting``), relative to its run directory (``details.callgrind``).
-:func:`function_counts` reads a file through ``callgrind_annotate --inclusive=yes`` and parses its output as
-``torch.utils.benchmark``'s valgrind wrapper does; :func:`function_diff` is ``CallgrindStats.delta`` of two
-files; :func:`with_functions` gives each confirmed instruction regression its ``functions`` (comparison.json):
+:func:`function_counts` reads a file through ``callgrind_annotate`` (self or inclusive counts) and parses its
+output as ``torch.utils.benchmark``'s valgrind wrapper does; :func:`function_diff` is ``CallgrindStats.delta``
+of two files (ranked by self instructions, its default), with each function's inclusive change beside;
+:func:`with_functions` gives each confirmed instruction regression its ``functions`` (comparison.json):
 
-    {"functions": [{"name": str, "base": float, "head": float, "change": float}],  # instructions per call
-     "calls": {"base": int, "head": int}, "files": {"base": path, "head": path}, "note": str | null}
+    {"functions": [{"name": str, "base": float, "head": float, "change": float,       # self, per call
+                    "inclusive": {"base": float, "head": float, "change": float} | null}],
+     "ranked_by": "self", "calls": {"base": int, "head": int}, "files": {"base": path, "head": path},
+     "note": str | null}
 
-``functions`` is [] and ``note`` says why when a file cannot be had or read. Torch-free.
+``inclusive`` is null where callgrind's inclusive count is a recursion artifact (:func:`recursive`, or above
+the file's total). ``functions`` is [] and ``note`` says why when a file cannot be had or read, or when no
+function's instructions changed. An entry without ``ranked_by`` (before it) ranks and holds inclusive counts
+in ``base``/``head``/``change``. Torch-free.
 """
 
 from __future__ import annotations
@@ -25,62 +31,88 @@ from typing import NamedTuple
 from benchtrail.compare.document import Json, Row
 from benchtrail.errors import UserError
 
-#: ``callgrind_annotate``'s arguments: inclusive counts, every function (threshold 100%), no percentages, no
-#: source annotation (torch's ``parse_output``, plus ``--auto=no``).
-ANNOTATE = ("callgrind_annotate", "--inclusive=yes", "--threshold=100", "--show-percs=no", "--auto=no")
+#: ``callgrind_annotate``'s arguments: every function (threshold 100%), no percentages, no source annotation
+#: (torch's ``parse_output``, plus ``--auto=no``); ``--inclusive=yes|no`` is added per mode.
+ANNOTATE = ("callgrind_annotate", "--threshold=100", "--show-percs=no", "--auto=no")
 #: Functions a row's diff keeps, and the confirmed instruction regressions diffed (largest change first).
 TOP = 10
 MAX_ROWS = 5
 #: Seconds one ``callgrind_annotate`` may take.
 TIMEOUT_S = 120.0
+#: The note of a diff in which no function's self instructions per call changed.
+UNCHANGED = "no function's instructions per call changed between the two callgrind files"
 _TOTAL = re.compile(r"^([0-9,]+)\s+PROGRAM TOTALS")
 _BEGIN = re.compile(r"Ir\s+file:function")
 _FUNCTION = re.compile(r"^\s*([0-9,]+)\s+(.+:.+)$")
+_TOTALS_LINE = re.compile(rb"totals:\s*([0-9]+)(\s+[0-9]+)*")  # a figure an event, Ir first
+_RECURSION = re.compile(r"'[0-9]+( \[[^\]]*\])?$")
 
 
 class FunctionChange(NamedTuple):
-    """One function of a diff: its inclusive instructions in base and head (per call, or per block), and
-    head − base."""
+    """One function of a diff: its self instructions in base and head (per call, or per block) and head −
+    base, then its inclusive ones likewise (None: a recursion artifact, :func:`recursive`)."""
 
     name: str
     base: float
     head: float
     change: float
+    inclusive: tuple[float, float, float] | None = None
 
 
-def function_counts(path: str | Path) -> dict[str, int]:
-    """``{file:function: inclusive instructions}`` of one callgrind file; a function whose count equals the
-    program totals is left out (callgrind's top-level symbols, as torch leaves them out).
+def recursive(name: str) -> bool:
+    """Whether ``name`` carries callgrind's recursion suffix (``ceval.c:f'2 [lib.so]``: a call of ``f`` from
+    within ``f``, ``--separate-recs``), whose inclusive count adds up nested calls more than once."""
+    return _RECURSION.search(name) is not None
+
+
+def file_total(path: str | Path) -> int:
+    """The instructions of one callgrind file: the ``totals:`` line it ends with (callgrind writes it last).
 
     Raises:
-        UserError: ``callgrind_annotate`` is not on PATH, the file cannot be read, or its output cannot be
-            parsed (the message names the file).
+        UserError: the file does not exist, or does not end with a ``totals:`` line (truncated).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"callgrind file {path} does not exist")
+    with path.open("rb") as f:
+        f.seek(max(f.seek(0, 2) - 4096, 0))
+        last = f.read().rstrip().rsplit(b"\n", 1)[-1].strip()
+    if not (m := _TOTALS_LINE.fullmatch(last)):
+        raise UserError(f"callgrind file {path} is truncated: it does not end with callgrind's 'totals:' "
+                        f"line (it ends {last[-60:].decode(errors='replace')!r})")
+    return int(m[1])
+
+
+def function_counts(path: str | Path, inclusive: bool = False) -> dict[str, int]:
+    """``{file:function: instructions}`` of one callgrind file, self (exclusive) or ``inclusive``, from one
+    ``callgrind_annotate`` run.
+
+    Raises:
+        UserError: ``callgrind_annotate`` is not on PATH, the file does not exist, is truncated
+            (:func:`file_total`) or cannot be read, or its output cannot be parsed (each names the file).
     """
     if shutil.which(ANNOTATE[0]) is None:
         raise UserError("callgrind_annotate is not on PATH: the per-function diff needs valgrind's tools "
                         "(Debian/Ubuntu: sudo apt-get install valgrind)")
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"callgrind file {path} does not exist")
+    file_total(path)
+    mode = f"--inclusive={'yes' if inclusive else 'no'}"
     try:
-        done = subprocess.run([*ANNOTATE, str(path)], capture_output=True, text=True, errors="replace",
+        done = subprocess.run([*ANNOTATE, mode, str(path)], capture_output=True, text=True, errors="replace",
                               timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise UserError(f"callgrind_annotate took over {TIMEOUT_S:g} s on {path}") from None
     if done.returncode:
         said = " ".join((done.stderr or done.stdout).split())[-300:]
         raise UserError(f"callgrind_annotate could not read {path} (exit code {done.returncode}): {said}")
-    total, counts, state = None, {}, "total"
+    counts: dict[str, int] = {}
+    state = "total"
     for line in done.stdout.splitlines():
         if state == "total":
-            if m := _TOTAL.match(line):
-                total, state = int(m[1].replace(",", "")), "begin"
+            state = "begin" if _TOTAL.match(line) else state
         elif state == "begin":
             state = "parse" if _BEGIN.match(line) else state
         elif m := _FUNCTION.match(line):
-            ir = int(m[1].replace(",", ""))
-            if ir != total:
-                counts[m[2]] = counts.get(m[2], 0) + ir
+            counts[m[2]] = counts.get(m[2], 0) + int(m[1].replace(",", ""))
         elif not re.match(r"-+", line):
             break
     if state != "parse":
@@ -91,17 +123,30 @@ def function_counts(path: str | Path) -> dict[str, int]:
 
 def function_diff(base_path: str | Path, head_path: str | Path, top: int = TOP,
                   calls: tuple[int, int] = (1, 1)) -> list[FunctionChange]:
-    """The ``top`` functions whose inclusive instructions changed most (head − base, largest ``|change|``
-    first, then by name; a function one file lacks counts 0 there), as ``CallgrindStats.delta``; each file's
-    counts divided by its block's calls (``calls``: base, head), so blocks of different lengths compare.
+    """The ``top`` functions whose self instructions changed most (head − base, largest ``|change|`` first,
+    then by name; a function one file lacks counts 0 there), as ``CallgrindStats.delta``, each with its
+    inclusive counts beside (None where either side's is a recursion artifact: a :func:`recursive` name, or
+    a count above its file's total); each file's counts divided by its block's calls (``calls``: base, head),
+    so blocks of different lengths compare. Two ``callgrind_annotate`` runs a file.
 
     Raises:
         UserError: as :func:`function_counts`.
     """
-    base, head = function_counts(base_path), function_counts(head_path)
-    changes = [FunctionChange(f, b, h, h - b) for f in base.keys() | head.keys()
-               for b, h in [(base.get(f, 0) / calls[0], head.get(f, 0) / calls[1])]]
-    return sorted((c for c in changes if c.change), key=lambda c: (-abs(c.change), c.name))[:top]
+    paths = (base_path, head_path)
+    totals = [file_total(p) for p in paths]
+    own = [function_counts(p) for p in paths]
+    whole = [function_counts(p, inclusive=True) for p in paths]
+    changes = []
+    for f in own[0].keys() | own[1].keys():
+        base, head = (own[i].get(f, 0) / calls[i] for i in (0, 1))
+        if base == head:
+            continue
+        sides = [whole[i].get(f, 0) for i in (0, 1)]
+        artifact = recursive(f) or any(n > total for n, total in zip(sides, totals))
+        inclusive = None if artifact else (sides[0] / calls[0], sides[1] / calls[1],
+                                           sides[1] / calls[1] - sides[0] / calls[0])
+        changes.append(FunctionChange(f, base, head, head - base, inclusive))
+    return sorted(changes, key=lambda c: (-abs(c.change), c.name))[:top]
 
 
 #: Where a side's callgrind file is: ``(row, "base" | "head")`` → a local path, or why there is none.
@@ -119,7 +164,7 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
     (each block's counts over its side's ``details.iterations_per_sample``)."""
     calls = {side: getattr(row, f"{side}_details").get("iterations_per_sample") for side in ("base", "head")}
     files = {side: getattr(row, f"{side}_details").get("callgrind") for side in ("base", "head")}
-    out: Json = {"functions": [], "calls": calls, "files": files, "note": None}
+    out: Json = {"functions": [], "ranked_by": "self", "calls": calls, "files": files, "note": None}
     bad = [side for side, n in calls.items() if not (type(n) is int and n > 0)]
     if bad or None in files.values():
         lacking = "iterations_per_sample" if bad else "callgrind"
@@ -138,8 +183,15 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
         diff = function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
     except UserError as exc:
         return {**out, "note": f"no per-function diff: {exc}"}
-    return {**out, "functions": [{k: round(v, 1) if k != "name" else v for k, v in c._asdict().items()}
-                                 for c in diff]}
+    return {**out, "functions": [_entry(c) for c in diff], "note": None if diff else UNCHANGED}
+
+
+def _entry(change: FunctionChange) -> Json:
+    """One function of a row's ``functions`` (module docstring), to 0.1 instruction."""
+    inclusive = None if change.inclusive is None else dict(zip(("base", "head", "change"),
+                                                               (round(x, 1) for x in change.inclusive)))
+    return {"name": change.name, "base": round(change.base, 1), "head": round(change.head, 1),
+            "change": round(change.change, 1), "inclusive": inclusive}
 
 
 def with_functions(rows: Sequence[Row], locate: Locate, top: int = TOP,

@@ -41,7 +41,8 @@ from benchtrail.results.schema import ResultsFile
 #:       q_value, p_value, mde, outcome) and keeps the stored ones in ``stored``; its ``ab`` may have ``guard``
 #:       (a paired arm far from its own stored run: not used) and ``stop`` (why the paired run stopped).
 #:       Also (same version, optional) a confirmed regression of ``instructions`` may have functions: the
-#:       functions whose inclusive instructions per call changed most (``benchtrail.compare.callgrind``).
+#:       functions whose self instructions per call changed most, with their inclusive change
+#:       (``benchtrail.compare.callgrind``; an older one, without ``ranked_by``: inclusive counts).
 SCHEMA_VERSION = 8
 #: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
 #: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from benchtrail.compare.document import Row, accepted
-from benchtrail.compare.tables import counted, estimate, format_change, format_ci, level_text, row_value
+from benchtrail.compare.tables import (change_digits, counted, estimate, format_change, format_ci,
+                                       level_text, row_value)
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,11 @@ def check(rows: Sequence[Row], accept: Sequence[str] = (),
 def figures(row: Row) -> str:
     """``+7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the figures the comment shows
     (``tables.estimate``: a paired run's, at its last look's level, when one decided); an instructions row's
-    interval is its change widened by the repeats' spread (``stats.counts``)."""
-    est = estimate(row)
+    interval is its change widened by the repeats' spread (``stats.counts``), both to 2 decimals."""
+    est, digits = estimate(row), change_digits(row)
     what = "spread-widened" if row.metric == "instructions" else f"{level_text(est.level)} CI"
-    ci = f" ({what} {format_ci(est)})" if None not in (est.ci_low, est.ci_high) else ""
-    return (f"{format_change(est, row.unit)}{ci}, median {row_value(row, est.base)} → "
+    ci = f" ({what} {format_ci(est, digits)})" if None not in (est.ci_low, est.ci_high) else ""
+    return (f"{format_change(est, row.unit, digits)}{ci}, median {row_value(row, est.base)} → "
             f"{row_value(row, est.head)}")
 
 

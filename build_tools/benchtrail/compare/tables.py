@@ -71,24 +71,31 @@ class Figures(Protocol):
     ci_high: float | None
 
 
-def format_change(figures: Figures, unit: str) -> str:
-    """A change (``figures.change`` in ``figures.change_unit``): ``+7.7%`` for a percent rule, else in
-    ``unit`` (``+3`` counts, ``+1.20 ms``)."""
+def change_digits(row: Row) -> int:
+    """Decimals of a row's percent change and interval: 2 for an ``instructions`` row (counts move by
+    hundredths of a percent against a 0.5% threshold), else 1."""
+    return 2 if row.metric == "instructions" else 1
+
+
+def format_change(figures: Figures, unit: str, digits: int = 1) -> str:
+    """A change (``figures.change`` in ``figures.change_unit``): ``+7.7%`` for a percent rule (``digits``
+    decimals, :func:`change_digits`), else in ``unit`` (``+3`` counts, ``+1.20 ms``)."""
     change = figures.change
     if change is None:
         return "—"
     if figures.change_unit == "%":
-        return f"{change:+.1f}%"
+        return f"{change:+.{digits}f}%"
     if unit == "count":
         return f"{change:+g}"
     return ("+" if change >= 0 else "-") + format_value(abs(change), unit)
 
 
-def format_ci(figures: Figures) -> str:
-    """The 99% bootstrap interval of the change, ``+6.1…+9.2%``; an em dash when there is none."""
+def format_ci(figures: Figures, digits: int = 1) -> str:
+    """The 99% bootstrap interval of the change, ``+6.1…+9.2%`` (``digits`` decimals); an em dash when there
+    is none."""
     if figures.ci_low is None or figures.ci_high is None:
         return "—"
-    return f"{figures.ci_low:+.1f}…{figures.ci_high:+.1f}%"
+    return f"{figures.ci_low:+.{digits}f}…{figures.ci_high:+.{digits}f}%"
 
 
 def counted(n: int, word: str) -> str:
@@ -212,12 +219,13 @@ COUNTED_NOTE = ("instr/call: instructions per call counted under valgrind's call
 
 
 def change_cell(row: Row, est: Estimate | None = None) -> str:
-    """``+30.0% (+28.1…+31.9%)`` (``, paired`` for a paired estimate; ``, paired at 99.64%`` when its interval's
-    level is not 99%); a change in the row's unit for an absolute rule; an em dash for none."""
-    est = est or estimate(row)
-    text = format_change(est, row.unit)
+    """``+30.0% (+28.1…+31.9%)`` (an instructions row's to 2 decimals: ``+0.01% (-0.01…+0.04%)``; ``, paired``
+    for a paired estimate; ``, paired at 99.64%`` when its interval's level is not 99%); a change in the row's
+    unit for an absolute rule; an em dash for none."""
+    est, digits = est or estimate(row), change_digits(row)
+    text = format_change(est, row.unit, digits)
     if est.change is not None and None not in (est.ci_low, est.ci_high):
-        text += f" ({format_ci(est)})"
+        text += f" ({format_ci(est, digits)})"
     if est.paired:
         text += ", paired" + (f" at {level_text(est.level)}" if est.level is not None else "")
     return text
@@ -243,12 +251,12 @@ def instruction_rows(rows: Sequence[Row]) -> dict[str, Row]:
 
 
 def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
-    """`` · instructions +2.0%`` for a latency row whose run config has a compared instructions row in
+    """`` · instructions +2.00%`` for a latency row whose run config has a compared instructions row in
     ``counted`` (:func:`instruction_rows`); else ``""``."""
     other = counted.get(row.id) if row.metric == "latency" else None
     if other is None or other.change is None:
         return ""
-    return f" · instructions {format_change(other, other.unit)}"
+    return f" · instructions {format_change(other, other.unit, change_digits(other))}"
 
 
 def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,

@@ -25,8 +25,8 @@ from rich.text import Text
 
 from benchtrail.compare.comment import runner_checks_line
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
-from benchtrail.compare.tables import (CHANGES, and_more, display_name, estimate, format_change, format_ci,
-                                      format_count, format_value, verdict_note)
+from benchtrail.compare.tables import (CHANGES, and_more, change_digits, display_name, estimate,
+                                      format_change, format_ci, format_count, format_value, verdict_note)
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).
@@ -48,7 +48,8 @@ def _cells(row: Row) -> tuple[str, ...]:
     paired = (row.ab or {}) if e.paired else {}
     counts = "/".join(str(paired.get(f"{side}_n", getattr(row, f"{side}_n")) or "—")
                       for side in ("base", "head"))
-    return (verdict, format_change(e, row.unit), format_ci(e), _value(row, e.base),
+    digits = change_digits(row)
+    return (verdict, format_change(e, row.unit, digits), format_ci(e, digits), _value(row, e.base),
             _spread(None if paired else row.base_iqr, row.base_median), _value(row, e.head),
             _spread(None if paired else row.head_iqr, row.head_median), counts)
 
@@ -202,7 +203,7 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
     undecided = [r for r in comparison.rows if r.verdict in INCONCLUSIVE]
     if undecided:  # the largest changes by name first: an undecided large change must not hide
-        shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit)}{verdict_note(r)}"
+        shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit, change_digits(r))}{verdict_note(r)}"
                           for r in sorted(undecided, key=_largest_first)[:3])
         shown += and_more(len(undecided), 3)
         lines.append(f"inconclusive ({len(undecided)}): {shown}: more samples or a quieter machine would "

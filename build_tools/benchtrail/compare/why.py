@@ -142,44 +142,65 @@ def render_why(profile: Profile | None, link: Any = None) -> str:
     return "\n".join(out) + "\n"
 
 
-#: Characters of a function's name the comment shows (C++ names run to thousands); the middle is cut.
+#: Characters of a function's name the comment shows (C++ names run to thousands); the end is cut.
 MAX_FUNCTION_CHARS = 120
 _OBJECT = re.compile(r" \[[^\]]*\]$")
+#: The heading of a ``functions`` diff by self instructions, and of one before ``ranked_by`` (inclusive).
+SELF_HEADING = ("callgrind, instructions per call, largest change of self instructions first; the inclusive "
+                "change beside, unless recursion makes callgrind's meaningless")
+INCLUSIVE_HEADING = "callgrind, inclusive instructions per call, largest change first"
 
 
 def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
     """A ``callgrind_annotate`` name as shown: its source file's folders and its object file left out
-    (``/b/Python/ceval.c:f'2 [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters
-    (the middle cut to `` … ``)."""
+    (``/b/Python/ceval.c:f'2 [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters: a
+    longer one loses ``(anonymous namespace)::`` and then its middle, the start kept three times as long as
+    the end (a kernel's template arguments name it: ``vectorized_loop<…maximum_kernel…``)."""
     where, _, function = _OBJECT.sub("", name).partition(":")
     short = f"{where.rsplit('/', 1)[-1]}:{function}"
-    half = (limit - 3) // 2
-    return short if len(short) <= limit else f"{short[:half]} … {short[-(limit - 3 - half):]}"
+    if len(short) <= limit:
+        return short
+    short = short.replace("(anonymous namespace)::", "")
+    tail = (limit - 3) // 4
+    return short if len(short) <= limit else f"{short[:limit - 3 - tail]} … {short[-tail:]}"
 
 
-def _counts(fn: Mapping[str, Any]) -> str:
-    """``1.20M → 1.35M (+150k) instructions per call`` of one function of a row's ``functions``."""
-    change = ("+" if fn["change"] >= 0 else "−") + format_count(abs(fn["change"]))
-    return f"{format_count(fn['base'])} → {format_count(fn['head'])} ({change}) instructions per call"
+def _signed(x: float) -> str:
+    """``+150k``, ``−2.70M``: a change as :func:`format_count`, with its sign."""
+    return ("+" if x >= 0 else "−") + format_count(abs(x))
+
+
+def _counts(fn: Mapping[str, Any], ranked_by: str | None) -> str:
+    """One function of a row's ``functions``: ``0 → 2.70M (+2.70M) self, +2.70M inclusive`` (the inclusive
+    change left out where it is null: a recursion artifact), or of one before ``ranked_by`` (inclusive
+    counts) ``1.20M → 1.35M (+150k) inclusive``."""
+    text = f"{format_count(fn['base'])} → {format_count(fn['head'])} ({_signed(fn['change'])})"
+    if ranked_by != "self":
+        return f"{text} inclusive"
+    inclusive = fn.get("inclusive")
+    return f"{text} self" + (f", {_signed(inclusive['change'])} inclusive" if inclusive else "")
 
 
 def function_lines(functions: Profile | None) -> list[str]:
-    """A row's ``functions`` (``benchtrail.compare.callgrind``) as plain text (``benchtrail explain``): one
-    line a function, most changed first, then the note; [] without one."""
+    """A row's ``functions`` (``benchtrail.compare.callgrind``) as plain text (``benchtrail explain``), per
+    call: one line a function (:func:`_counts`), most changed first, then the note; [] without one."""
     if not functions:
         return []
-    lines = [f"{function_name(fn['name'], 400)} {_counts(fn)}" for fn in functions.get("functions") or ()]
+    lines = [f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
+             for fn in functions.get("functions") or ()]
     return lines + ([functions["note"]] if functions.get("note") else [])
 
 
 def render_functions(functions: Profile | None) -> str:
-    """The "Why" block of a confirmed instruction regression, Markdown: ``**Why** (callgrind, inclusive
-    instructions per call, largest change first):`` then a function a line (:func:`function_name`), the note,
-    and the two callgrind files (each relative to its own run directory); "" without ``functions``."""
+    """The "Why" block of a confirmed instruction regression, Markdown: ``**Why** (callgrind, instructions
+    per call, largest change of self instructions first; …):`` then a function a line (:func:`function_name`,
+    :func:`_counts`), the note, and the two callgrind files (each relative to its own run directory); ""
+    without ``functions``. One written before ``ranked_by`` renders as it was ranked, by inclusive counts."""
     if not functions:
         return ""
-    out = ["**Why** (callgrind, inclusive instructions per call, largest change first):",
-           *(f"- {code_span(function_name(fn['name']))} {_counts(fn)}"
+    ranked_by = functions.get("ranked_by")
+    out = [f"**Why** ({SELF_HEADING if ranked_by == 'self' else INCLUSIVE_HEADING}):",
+           *(f"- {code_span(function_name(fn['name']))} {_counts(fn, ranked_by)}"
              for fn in functions.get("functions") or ())]
     if functions.get("note"):
         out.append(f"\n_{md_text(functions['note'][:500])}_")

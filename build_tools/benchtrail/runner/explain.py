@@ -237,7 +237,7 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     lines += ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
     said = [line for r in mine if r.verdict == "regressed" and r.mark == "confirmed"
             for line in function_lines(r.functions)]
-    return lines + (["", "why (callgrind, inclusive instructions per call):", *(f"  {line}" for line in said)]
+    return lines + (["", "why (callgrind, instructions per call):", *(f"  {line}" for line in said)]
                     if said else [])
 
 

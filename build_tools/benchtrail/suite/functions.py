@@ -64,6 +64,9 @@ COMPILE_CONFIGS = {c.name: c for c in (
 #: The devices a benchmark may name (``devices=[...]``), by name.
 DEVICES = {d.name: d for d in (
     DeviceSpec("device-cpu", "cpu", "linux-x86_64", Architecture.CPU, "x86_64", threads=1),
+    # A runner whose wall time cannot be trusted (a GitHub-hosted VM): gates on instruction counts (issue 44).
+    DeviceSpec("device-cpu-counted", "cpu-counted", "linux-x86_64", Architecture.CPU, "x86_64", threads=1,
+               count_instructions=True),
     DeviceSpec("device-cuda", "cuda", "linux-x86_64", Architecture.CUDA, "cuda", threads=1),
 )}
 #: The preset every function benchmark is in unless it names its own.
