@@ -17,6 +17,7 @@ naming the grown series alone), the grown case's latency verdict, the other late
 or improved, and the trial's seconds; then "caught k of N; false alarms m; diff shown j of N".
 
 Usage: python build_tools/benchmarks/measure_instruction_gate.py [--trials 10] [--no-noise] [--keep DIR]
+[--device cpu|cpu-counted]
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from benchtrail import benchmark
 
 LOOPS = {loops}
 
-_FEW = dict(inputs=lambda: torch.ones(4), processes=1, min_samples=6, warmup_time_ms=0)
+_FEW = dict(inputs=lambda: torch.ones(4), processes=1, min_samples=6, warmup_time_ms=0, devices=["{device}"])
 
 
 def _work(x, loops):
@@ -77,19 +78,19 @@ def threshold_pct() -> float:
                           "lower-is-better").threshold
 
 
-def make_project(repo: Path, head_loops: int) -> str:
+def make_project(repo: Path, head_loops: int, device: str) -> str:
     """The project: its base on ``main``, the head on ``grow`` (checked out); the base's sha."""
     repo.mkdir(parents=True)
     (repo / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["gate_bench"]\n'
                                          'presets = "default"\n')
     (repo / ".gitignore").write_text("__pycache__/\n")
-    (repo / "gate_bench.py").write_text(PROJECT.format(loops=BASE_LOOPS))
+    (repo / "gate_bench.py").write_text(PROJECT.format(loops=BASE_LOOPS, device=device))
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
     base = _git(repo, "rev-parse", "HEAD")
     _git(repo, "checkout", "-qb", "grow")
-    (repo / "gate_bench.py").write_text(PROJECT.format(loops=head_loops))
+    (repo / "gate_bench.py").write_text(PROJECT.format(loops=head_loops, device=device))
     _git(repo, "commit", "-qam", f"grows loops {head_loops} times")
     return base
 
@@ -116,6 +117,7 @@ def why_block(comment: str) -> str:
 def summarize(run_dir: Path, seconds: float) -> dict:
     """What the table shows of one head run (its comparison.json and comment/comment.md under ``run_dir``)."""
     from benchtrail.compare.document import load_comparison
+    from benchtrail.compare.gate import check
     from benchtrail.compare.tables import display_name
 
     rows = load_comparison(run_dir / "comparison.json").rows
@@ -128,7 +130,7 @@ def summarize(run_dir: Path, seconds: float) -> dict:
     diff = "1 series" in block and f"`{display_name(grown, True)}`" in block and "**Why** (callgrind" in block
     return {"grown": grown, "others": {n: counted[n] for n in FUNCTIONS if n != GROWN}, "diff": diff,
             "latency": timed.get(GROWN), "timed": {n: r for n, r in timed.items() if n != GROWN},
-            "seconds": seconds}
+            "seconds": seconds, "alone": [r.id for r in check(rows, [], rule="confirmed").failing] == [grown.id]}
 
 
 def trial(repo: Path, base_store: Path, store: Path, base: str, keep: Path | None) -> dict:
@@ -172,8 +174,10 @@ def report(trials: list[dict]) -> None:
     caught = sum(t["grown"].verdict == "regressed" and t["grown"].mark == "confirmed" for t in trials)
     false = sum(r.verdict in ("regressed", "improved") for t in trials for r in t["others"].values())
     shown = sum(t["diff"] for t in trials)
+    alone = sum(t["alone"] for t in trials)
     timed = sum(alarm(r) for t in trials for r in t["timed"].values())
-    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}")
+    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}; the grown row the only "
+          f"one gating (benchtrail gate) {alone} of {n}")
     print(f"(wall time: untouched latency rows regressed or improved · confirmed: {timed} of {2 * n})")
     print(f"(caught {interval(caught, n)}, Clopper–Pearson 95%; false alarms over {2 * n} untouched rows)")
 
@@ -185,6 +189,9 @@ def main() -> int:
                         help="run beside evaluate-detector --noise's background load (default on)")
     parser.add_argument("--keep", type=Path, help="copy each trial's comparison.json and comment/ to "
                         "KEEP/trial-<n>/")
+    parser.add_argument("--device", choices=("cpu", "cpu-counted"), default="cpu",
+                        help="the benchmarks' device: cpu (wall time gates too) or cpu-counted (gates on counts, "
+                             "wall time reported; default cpu)")
     args = parser.parse_args()
     if args.trials < 1:
         parser.error(f"--trials {args.trials}: allowed: a whole number from 1")
@@ -195,13 +202,13 @@ def main() -> int:
     threshold = threshold_pct()
     head_loops = BASE_LOOPS + math.ceil(BASE_LOOPS * 2 * threshold / 100 * 1.1)
     print(f"threshold {threshold}%; grows: {BASE_LOOPS} -> {head_loops} loops; "
-          f"{'with' if args.noise else 'without'} the background load")
+          f"{'with' if args.noise else 'without'} the background load; device {args.device}")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="benchtrail-instruction-gate-") as tmp, \
             background_load(Load() if args.noise else None):
         work = Path(tmp)
         repo = work / "repo"
-        base = make_project(repo, head_loops)
+        base = make_project(repo, head_loops, args.device)
         _git(repo, "checkout", "-q", "main")
         seconds, _ = pipeline(repo, work / "store-base")
         print(f"  baseline run: {seconds:.0f} s", file=sys.stderr)
