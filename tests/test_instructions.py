@@ -256,3 +256,42 @@ def test_an_unknown_metric_is_refused_naming_the_allowed_ones(tmp_path, capsys):
     assert exc.value.code == 1  # a usage error: benchtrail exits 1 (cli.app)
     err = capsys.readouterr().err
     assert "--metrics: 'latency,bogus': expected metrics out of latency, instructions" in err
+
+
+@needs_valgrind
+def test_the_counted_runs_their_comparison_and_comment_validate_against_shipped_schemas(counted, tmp_path):
+    """docs/schemas/ against what the instructions metric writes: every file of each run directory (by
+    tests/test_schemas.py's path patterns), the comparison of the two with its per-function diff, and its
+    comment; a few broken copies are refused, naming the field."""
+    from tests.test_schemas import check_tree, errors
+
+    for side in ("base", "head"):
+        unmatched, invalid, seen = check_tree(counted[side], run_dir=True)
+        assert not unmatched and not invalid, (unmatched, invalid[:20])
+        assert seen["results.schema.json"] == ["results/cpu-0.instructions.json", "results/cpu-0.json"]
+        assert len(seen["bench-document.schema.json"]) == 2  # the latency records' only
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--base", str(counted["base"]), "--head", str(counted["head"]),
+                 "--output", str(out)]) == 0
+    comparison = json.loads(out.read_text(encoding="utf-8"))
+    assert not errors("comparison.schema.json", comparison)
+    rows = {r["name"]: r for r in comparison["rows"]}
+    assert {r["metric"] for r in rows.values()} == {"latency", "instructions"}
+    assert rows[f"{GROWS}.instructions"]["functions"]["functions"]  # its per-function diff validated too
+    assert main(["comment", "--comparison", str(out), "--output-dir", str(tmp_path / "comment")]) == 0
+    assert not errors("comment.schema.json", json.loads((tmp_path / "comment" / "comment.json").read_text()))
+    results = _results(counted["head"])
+    record, grows = results["benchmarks"][0], rows[f"{GROWS}.instructions"]
+    for doc, part, change, named in (
+            (results, record, {"unit": "us"}, "$.benchmarks[0].unit"),
+            (results, record["details"], {"counter": None}, "$.benchmarks[0].details.counter"),
+            (results, record, {"metric": "latency"}, "$.benchmarks[0].metric"),  # a count stage's file
+            (comparison, grows, {"metric": "latency"}, "metric"),  # a per-function diff on a latency row
+            (comparison, grows["functions"]["functions"][0], {"inclusive": 1}, "inclusive")):
+        before = dict(part)
+        part.update(change)
+        assert any(named in e for e in errors(
+            "results.schema.json" if doc is results else "comparison.schema.json", doc)), (change, named)
+        part.clear()
+        part.update(before)
+    assert not errors("results.schema.json", results) and not errors("comparison.schema.json", comparison)

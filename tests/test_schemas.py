@@ -51,6 +51,7 @@ STORE_FILES: tuple[tuple[str, str], ...] = (
 )
 #: The other files of a run directory: not JSON, so no schema.
 RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r"dashboard/plotly\.min\.js",
+                r"results/callgrind/[^/]+\.out",  # the count stage's callgrind files (runner.count_cases)
                 r"distributions/[^/]+\.png",  # pipeline.report.distribution_stage
                 r"modules/[^/]+/(exported_program|aoti_package)\.pt2",
                 r"modules/inductor-cache/.+")  # Inductor's own cache (compile stage, used by the run stage)
@@ -59,7 +60,8 @@ STORE_NON_JSON = (r"assets/plotly-[0-9.]+\.min\.js",)
 #: Schemas of outputs that other commands write (validated by the tests below).
 OTHER_OUTPUTS = {"history.schema.json": "benchtrail history", "gab.schema.json": "benchtrail convert --to gab",
                  "bmf.schema.json": "benchtrail convert --to bmf", "doctor.schema.json": "benchtrail doctor --json",
-                 "detector.schema.json": "benchtrail evaluate-detector"}
+                 "detector.schema.json": "benchtrail evaluate-detector",
+                 "detector-counts.schema.json": "benchtrail evaluate-detector --metric instructions"}
 _RUN_DIR = re.compile(r"runs/[A-Za-z0-9][A-Za-z0-9._-]*/[1-9][0-9]*/(?P<rel>.+)")
 
 
@@ -94,11 +96,38 @@ def assert_valid(schema: str, path: Path) -> None:
     assert not problems, f"{path} does not validate against docs/schemas/{schema}:\n" + "\n".join(problems[:20])
 
 
-def schema_of(store_relative: str) -> str | None:
-    """The schema of a file of a store, by its path relative to the store; None when no pattern matches."""
-    run = _RUN_DIR.fullmatch(store_relative)
-    table, name = (RUN_FILES, run["rel"]) if run else (STORE_FILES, store_relative)
+def _in_run(rel: str, run_dir: bool) -> str | None:
+    """A file's path relative to its run directory (None: a store's file outside every run directory)."""
+    run = None if run_dir else _RUN_DIR.fullmatch(rel)
+    return rel if run_dir else run["rel"] if run else None
+
+
+def schema_of(rel: str, run_dir: bool = False) -> str | None:
+    """The schema of a file by its path relative to the store (``run_dir``: to its run directory); None when
+    no pattern matches."""
+    run = _in_run(rel, run_dir)
+    table, name = (RUN_FILES, run) if run is not None else (STORE_FILES, rel)
     return next((schema for pattern, schema in table if re.fullmatch(pattern, name)), None)
+
+
+def check_tree(root: Path, run_dir: bool = False) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """Every file under ``root``, a store (``run_dir``: a run directory), by its path: (the files no pattern
+    matches, ``"<path> (<schema>) <error>"`` of those that break their schema, the paths of each schema)."""
+    unmatched, invalid, seen = [], [], {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if path.suffix != ".json":
+            run = _in_run(rel, run_dir)
+            patterns, name = (RUN_NON_JSON, run) if run is not None else (STORE_NON_JSON, rel)
+            if not any(re.fullmatch(p, name) for p in patterns):
+                unmatched.append(rel)  # a new kind of file: JSON with another suffix (.jsonl), YAML, ...
+        elif (schema := schema_of(rel, run_dir)) is None:
+            unmatched.append(rel)
+        else:
+            seen.setdefault(schema, []).append(rel)
+            problems = errors(schema, json.loads(path.read_text(encoding="utf-8")))
+            invalid += [f"{rel} ({schema}) {p}" for p in problems[:10]]
+    return unmatched, invalid, seen
 
 
 def _refs(node: Any):
@@ -132,6 +161,7 @@ def test_path_patterns_map_each_kind_of_file_to_its_schema():
     assert schema_of(run + "results/docs/bench_mlp.eager.inference-bs1.c2-standard-16_20261129T211444Z_07cf06a8.json") \
         == "bench-document.schema.json"
     assert schema_of(run + "ab/ab-head.json") == "results.schema.json"
+    assert schema_of("results/c2-standard-16-0.instructions.json", run_dir=True) == "results.schema.json"
     assert schema_of("commits/" + "a" * 40 + "/local-20261129T211357Z-59262283-1.json") == "pointer.schema.json"
     for unknown in (run + "results/docs/notes.json", run + "new-format.json", run + "modules/m/extra.json",
                     "commits/abc/x-1.json", "history.json"):
@@ -140,30 +170,13 @@ def test_path_patterns_map_each_kind_of_file_to_its_schema():
 
 def _files(history_store) -> tuple[Path, list[Path]]:
     store = Path(history_store["store"])
-    for run_dir in history_store["run_dirs"].values():
-        assert Path(run_dir).is_relative_to(store), f"{run_dir} is not in the store {store}"
+    assert all(Path(d).is_relative_to(store) for d in history_store["run_dirs"].values()), history_store
     return store, sorted(p for p in store.rglob("*") if p.is_file())
 
 
 @pytest.mark.e2e
 def test_every_json_file_of_real_smoke_runs_has_a_schema_and_validates(history_store):
-    store, files = _files(history_store)
-    unmatched, invalid, seen = [], [], {}
-    for path in files:
-        rel = path.relative_to(store).as_posix()
-        if path.suffix != ".json":
-            run = _RUN_DIR.fullmatch(rel)
-            patterns, name = (RUN_NON_JSON, run["rel"]) if run else (STORE_NON_JSON, rel)
-            if not any(re.fullmatch(p, name) for p in patterns):
-                unmatched.append(rel)  # a new kind of file: JSON with another suffix (.jsonl), YAML, ...
-            continue
-        schema = schema_of(rel)
-        if schema is None:
-            unmatched.append(rel)
-            continue
-        seen.setdefault(schema, []).append(rel)
-        problems = errors(schema, json.loads(path.read_text(encoding="utf-8")))
-        invalid += [f"{rel} ({schema}) {p}" for p in problems[:10]]
+    unmatched, invalid, seen = check_tree(_files(history_store)[0])
     assert not unmatched, ("files without a schema (add one to docs/schemas/ and a pattern to RUN_FILES / "
                            f"STORE_FILES, or a non-JSON pattern): {unmatched}")
     assert not invalid, "\n".join(invalid[:40])
@@ -272,32 +285,52 @@ def test_evaluate_detector_output_validates(tmp_path):
     assert_valid("detector.schema.json", write_json(tmp_path / "again.json", again, exclusive=True))
 
 
+def test_evaluate_detector_instructions_output_validates():
+    """A ``--metric instructions`` document of synthetic counts (no valgrind): the setup and processes that
+    ``evaluate_counts`` and ``count_worker`` write, comparisons drawn and judged by ``detector.counts``."""
+    import numpy as np
+    from benchtrail.detector.counts import draw_comparisons, rejudge
+    from tests.test_detector_counts import synthetic
+
+    counts = synthetic()  # 6 processes, 8 repeats of the base and of δ = 0.25% and 1%
+    process = {"calls_per_block": 1, "overhead": 1984.0, "base_instructions": 13_373_294.0, "pid": 7,
+               "loop_instructions_per_iteration": 74.0, "loop_iterations": [0, 452, 1807], "wall_s": 74.9,
+               "phase_seconds": {"start": 0.0, "counted": 43.1}, "seconds_after_start": 44.2,
+               "cpu_capability": "DEFAULT", "torch": "2.13.0"}
+    setup = {"metric": "instructions", "counter": "callgrind", "valgrind": "3.19.0", "cpu": "AuthenticAMD X",
+             "matrix_size": 384, "dtype": "float32", "torch_threads": 1, "torch": "2.13.0", "seed": 0,
+             "threshold_pct": 0.5, "threshold_match": "execution/*", "series": "matmul.eager.inference",
+             "aa": 30, "ab": 10, "deltas_pct": [0.25, 1.0], "samples_per_side": 5, "repeats_per_process": 8,
+             "parallel": 2, "collect_s": 208.8, "processes": [{**process, "counts": c} for c in counts],
+             "background_load": None, "cpu_model": "AMD EPYC", "cpu_count": 2, "python": "3.11.7",
+             "machine": "x86_64", "date": "2026-12-05T12:23:33+00:00", "elapsed_s": 208.9}
+    drawn = draw_comparisons(counts, (0.25, 1.0), 30, 10, 5, np.random.default_rng(0))
+    doc = rejudge({"schema_version": 1, "setup": setup, "comparisons": drawn}, 0.5)
+    assert not errors("detector-counts.schema.json", doc)
+    assert [(r["similar"], r["regressed"]) for r in doc["rows"]] == [(30, 0), (10, 0), (0, 10)]  # δ 0, ¼, 1
+    assert errors("detector.schema.json", doc)  # the latency evaluation's schema is not this document's
+    doc["comparisons"][0]["verdict"] = "noisy"  # a label, never a verdict
+    assert any("$.comparisons[0].verdict" in e for e in errors("detector-counts.schema.json", doc))
+
+
 def _first(history_store, pattern: str) -> Any:
     store, files = _files(history_store)
     path = next(p for p in files if re.fullmatch(pattern, p.relative_to(store).as_posix()))
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _execution(doc):
-    return next(b for b in doc["benchmarks"] if b["kind"] == "execution")
+def _parent(doc: Any, path: tuple) -> Any:
+    for key in path[:-1]:
+        doc = doc[key]
+    return doc
 
 
 def _set(path: tuple, value: Any):
-    def mutate(doc):
-        *parents, last = path
-        for key in parents:
-            doc = doc[key]
-        doc[last] = value
-    return mutate
+    return lambda doc: _parent(doc, path).__setitem__(path[-1], value)
 
 
 def _delete(*path: Any):
-    def mutate(doc):
-        *parents, last = path
-        for key in parents:
-            doc = doc[key]
-        del doc[last]
-    return mutate
+    return lambda doc: _parent(doc, path).__delitem__(path[-1])
 
 
 RESULTS, COMPARISON = r"runs/[^/]+/1/results/c2-standard-16-0\.json", r"runs/[^/]+/1/comparison\.json"
