@@ -193,3 +193,23 @@ def test_a_file_of_another_tool_is_named_as_not_a_benchtrail_results_file(tmp_pa
     code, out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
     assert code == 1
     assert f"{gab} is not a benchtrail results file (no schema_version)" in captured.err
+
+
+def test_bmf_gives_an_instruction_count_as_its_benchmarks_own_measure(tmp_path, capsys):
+    from benchtrail.results.summary import summarize
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    (path,) = sorted((run / "results").glob("c2-*.json"))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    (eager,) = [r for r in doc["benchmarks"] if r["name"] == "vrelu3.eager.inference-bs1.c2-standard-16"]
+    samples = [3558966.0, 3559123.0, 3559047.0, 3559067.0, 3558932.0]
+    counted = {**eager, "id": f"{eager['id']}-instructions", "name": f"{eager['name']}.instructions",
+               "metric": "instructions", "unit": "count", "samples": samples, **summarize(tuple(samples))}
+    path.with_name(f"{path.stem}.instructions.json").write_text(
+        json.dumps({**doc, "run": {**doc["run"], "metric": "instructions"}, "benchmarks": [counted]}))
+    code, out, _ = _convert(tmp_path, capsys, "--to", "bmf", "--results", str(run))
+    assert code == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["vrelu3.eager.inference-bs1.c2-standard-16"] == {
+        "latency": {"value": 122000.0, "lower_value": 121000.0, "upper_value": 123500.0},
+        "instructions": {"value": 3559047.0, "lower_value": 3558966.0, "upper_value": 3559067.0}}

@@ -18,7 +18,8 @@
   ``{benchmark: {measure slug: {"value", "lower_value"?, "upper_value"?}}}``. Execution records:
   benchmark = series name, measure ``latency`` (Bencher's built-in Latency measure, in
   nanoseconds, https://bencher.dev/docs/how-to/track-custom-benchmarks/), value = median × 1000
-  (µs → ns), lower/upper = the 25th/75th percentiles of the samples in ns. Compilation records:
+  (µs → ns), lower/upper = the 25th/75th percentiles of the samples in ns; an instruction count (issue 44)
+  is the same benchmark's custom measure ``instructions`` (instructions per call). Compilation records:
   benchmark = module name, measure slug = the metric with ``-`` for ``_`` (``compile-time-cold-ms``,
   ``graph-count``, ``artifact-bytes``, ...: custom measures that Bencher creates on first use),
   value = median in the metric's unit (ms, count, bytes), lower/upper the 25th/75th percentiles.
@@ -121,6 +122,8 @@ def _bmf_key(record: BenchmarkRecord) -> tuple[str, str, float]:
     Raises:
         UserError: an execution record whose unit is not a time unit.
     """
+    if record.metric == "instructions":  # a measure of the run config's own benchmark, beside its latency
+        return record.name.removesuffix(".instructions"), "instructions", 1.0
     if record.kind == "execution":
         if record.unit not in TO_NS:
             raise UserError(f"benchmark {record.name!r}: field unit is {record.unit!r}; an execution record "
