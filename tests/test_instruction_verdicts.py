@@ -148,12 +148,17 @@ def test_the_wall_time_of_a_counting_device_is_reported_not_gated():
             assert (result.passed, result.quarantined, result.unconfirmed) == (True, 1, 0)
     plain = replace(rows["mlp"], quarantined=None, mark="confirmed")  # the same row without the gate setting
     assert not gate.check([plain], rule="any").passed
-    uncounted = judged(base, [head[0], replace(head[1], status="failed", reason="vgdb", samples=())])
-    assert (uncounted["mlp"].mark, uncounted["mlp"].quarantined, uncounted["mlp-instructions"].verdict) == (
-        "unconfirmed", None, "failed")  # no count, so the wall time gates, and says why
-    assert uncounted["mlp"].reason.endswith(
-        "wall time gates: c2-standard-16 gates on instructions, and this case has no count")
-    assert not gate.check(list(uncounted.values()), rule="any").passed
+    other_cpu = {**COUNTER, "cpu": "GenuineIntel DEFAULT"}  # hosted runners mix CPU vendors
+    for count, said in ((replace(head[1], status="failed", reason="vgdb", samples=()), "is failed"),
+                        (counted("mlp", repeats(6.4e6), counter=other_cpu), "is not-comparable"), (None, None)):
+        unjudged = judged(base, [head[0], *([count] if count else [])])
+        assert (unjudged["mlp"].mark, unjudged["mlp"].quarantined) == ("unconfirmed", None)  # so wall time gates
+        assert unjudged["mlp"].reason.endswith("wall time gates: c2-standard-16 gates on instructions, and "
+                                               + (f"its count {said}" if said else "this case has no count"))
+        assert not gate.check(list(unjudged.values()), rule="any").passed
+        doc = Comparison.of(comparison_to_dict(list(unjudged.values()), [results(*base)], [results(*head)],
+                                               "t.yaml"))
+        assert [r.id for r in suspects(doc)] == ["mlp"]  # re-checked, so the confirmed rule can gate it
 
 
 def test_a_re_checked_wall_time_suspect_still_says_what_its_instructions_did():
@@ -204,3 +209,12 @@ def test_a_device_marked_for_counting_counts_its_eager_cases_and_leaves_its_wall
     assert case_record(marked(eager), ok, "2.13.0").details.get("gate") == "instructions"
     assert "gate" not in case_record(marked(inductor), ok, "2.13.0").details
     assert "gate" not in case_record(eager, ok, "2.13.0").details
+
+
+def test_a_run_request_leaves_the_counting_mark_out_for_an_older_worker():
+    from benchmark_suites.suite import generate
+    from benchtrail.worker.protocol import run_request
+
+    rc = next(rc for rc in generate().select_run_configs(("smoke",)) if rc.name.startswith("mlp.eager"))
+    marked = replace(rc, target_device=replace(rc.target_device, count_instructions=True))
+    assert run_request(marked).config == run_request(rc).config  # what a worker from before issue 44 reads

@@ -203,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
-    count = args.device_name in counting(args.run_configs, args.metrics)  # no valgrind: refused before any case
+    count = bool(counting(args.run_configs, args.metrics, args.device_name))  # no valgrind: refused now
     path, ok = run_stage(*cases, args.output, _run_info(args.run_configs), **chosen, resume=args.resume,
                          refuse_without_cuda=True)
     print(path)

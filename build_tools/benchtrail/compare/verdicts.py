@@ -362,8 +362,8 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
     """``rows`` with each suspect latency row (regressed, improved, inconclusive) whose run config's
     instruction row is similar, regressed or improved saying so (:data:`UNCHANGED_NOTE`, or e.g.
     ``instructions +1.23% (regressed)``), and each latency row of a device that gates on instructions
-    (``details.gate``) quarantined: reported, not gated, when its instruction row was counted (else its
-    wall time gates, and its reason says why)."""
+    (``details.gate``) quarantined: reported, not gated, when its instruction row was judged (regressed,
+    improved, similar; else its wall time gates, and its reason says why)."""
     counts = {r.id: r for r in rows if r.metric == "instructions"}
     out = []
     for r in rows:
@@ -374,11 +374,12 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
             r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
         if r.head_details.get("gate") == "instructions":
             c = counts.get(f"{r.id}-instructions")
-            if c is not None and c.verdict not in ("failed", "removed"):
+            if c is not None and c.verdict in ("regressed", "improved", "similar"):
                 r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
                             "instructions")
-            else:  # without the case's count nothing would gate its work: its wall time does
-                note = f"wall time gates: {r.device_name} gates on instructions, and this case has no count"
+            else:  # without a judged count nothing would gate the case's work: its wall time does
+                said = "this case has no count" if c is None else f"its count is {c.verdict}"
+                note = f"wall time gates: {r.device_name} gates on instructions, and {said}"
                 r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
         out.append(r)
     return out

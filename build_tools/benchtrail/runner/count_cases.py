@@ -87,7 +87,7 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
              report: Callable[[str, str], None]) -> dict[str, Response]:
     """Count ``todo`` in one callgrind process; the answers it gave, in order (each reported as it comes), and
     for the case it was on when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for
-    a new process)."""
+    a new process); a process that dies before its first case fails them all (a new one would too)."""
     requests = [run_request(rc, modules_dir / module_dir_of(rc.module_generation_config.name)
                             if modules_dir else None) for rc in todo]
     with tempfile.TemporaryDirectory(prefix="benchtrail-count-") as tmp:
@@ -102,29 +102,34 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
             rc = todo[len(answers)]
             answers[rc.id] = response
             report(rc.name, response.status)
-        started, lines = time.monotonic(), 0
+        started, lines, began = time.monotonic(), 0, False
         with log.open("wb") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             try:
                 while True:
                     code = proc.poll()
-                    for line in journal.read_text(encoding="utf-8").splitlines()[lines:]:
+                    text = journal.read_text(encoding="utf-8")
+                    for line in text[:text.rfind("\n") + 1].splitlines()[lines:]:  # whole lines only
                         lines += 1
-                        data = json.loads(line)
-                        if "start" in data:
-                            started = time.monotonic()
-                            continue
-                        data.pop("case")  # cases are answered in order
                         try:
+                            data = json.loads(line)
+                            if "start" in data:
+                                started, began = time.monotonic(), True
+                                continue
+                            data.pop("case", None)  # cases are answered in order
                             got(read_response(data))
-                        except ProtocolError as exc:
-                            got(Response("failed", f"counting process: {exc}"))
+                        except (ValueError, ProtocolError) as exc:  # JSONDecodeError is a ValueError
+                            got(Response("failed", f"counting process: unreadable answer: {exc}"))
                     if len(answers) == len(todo):
-                        proc.wait()
+                        try:
+                            proc.wait(timeout=60)
+                        except subprocess.TimeoutExpired:  # a hang at exit: the counts are in
+                            kill_group(proc.pid)
                         return answers
                     if code is not None:
                         why = f"the counting process exited with code {code}: {tail(log.read_text(errors='replace'))}"
-                        got(Response("failed", why))
+                        for _ in range(1 if began else len(todo) - len(answers)):  # dead at start: all
+                            got(Response("failed", why))
                         return answers
                     if time.monotonic() - started > CASE_TIMEOUT_S:
                         kill_group(proc.pid)

@@ -60,11 +60,11 @@ def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row
     """Rows to re-check (of ``device_name`` only, when given: a runner re-checks its own device's rows):
     execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive`` with a
     change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet; never an
-    instruction row (its repeats decide it, and a paired A/B run measures time), nor the wall time of a device
-    that gates on instructions (``details.gate``: reported only, no runner time spent on it)."""
+    instruction row (its repeats decide it, and a paired A/B run measures time), nor the wall time a device
+    that gates on instructions reports ungated (``details.gate``, quarantined: no runner time spent on it)."""
     return [r for r in comparison.rows
             if r.kind == "execution" and r.metric != "instructions" and device_name in (None, r.device_name)
-            and r.head_details.get("gate") != "instructions"
+            and not (r.quarantined and r.head_details.get("gate") == "instructions")
             and ((r.verdict == "regressed" and r.mark == "unconfirmed")
                  or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r)))))]
 

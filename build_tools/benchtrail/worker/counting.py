@@ -76,19 +76,18 @@ class Dumps:
         """Instructions of ``calls()`` (collection on around it only) and the file they were dumped to."""
         gc.collect()
         gc.disable()
+        torch._C._valgrind_toggle()
         try:
-            torch._C._valgrind_toggle()
             calls()
+        finally:  # collection off again (and the file numbering in step) also when the calls raise
             torch._C._valgrind_toggle_and_dump_stats()
-        finally:
+            self.k += 1
             gc.enable()
-        self.k += 1
         path = self.folder / f"callgrind.out.{os.getpid()}.{self.k}"
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("summary:"):
-                    return int(line.split()[1]), path
-        raise CaseFailure(f"callgrind file {path} has no summary line")
+        totals = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("totals:")]
+        if not totals:
+            raise CaseFailure(f"callgrind file {path} has no totals line")
+        return int(totals[-1].split()[1]), path
 
 
 def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps) -> dict[str, Any]:

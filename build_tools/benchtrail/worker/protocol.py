@@ -200,7 +200,11 @@ def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
 def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None,
                 duet: dict[str, Any] | None = None) -> RunRequest:
     """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or
-    None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None."""
+    None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None.
+    The device's ``count_instructions`` is left out (no worker reads it, and a worker from before it refuses
+    the field)."""
+    if getattr(rc.target_device, "count_instructions", False):
+        rc = dataclasses.replace(rc, target_device=dataclasses.replace(rc.target_device, count_instructions=False))
     return RunRequest(serialize_and_pack([rc]), rc.target_device.threads,
                       str(module_dir) if module_dir else None, profile=profile, duet=duet)
 
