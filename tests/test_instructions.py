@@ -247,6 +247,9 @@ def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_
     assert said in err
     assert "apt-get install valgrind" in err and "--metrics latency only" in err
     assert not out.parent.exists()  # no case ran
+    store = tmp_path / "store"
+    assert main(["pipeline", "--store", str(store), "--metrics", "latency,instructions"]) == 1
+    assert said in capsys.readouterr().err and not (store / "runs").exists()  # no run directory begun
 
 
 def test_an_unknown_metric_is_refused_naming_the_allowed_ones(tmp_path, capsys):

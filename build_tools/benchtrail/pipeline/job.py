@@ -128,6 +128,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     rules = rules or Rules.load()
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     check_sample_sizes(suite.select_run_configs(presets))  # again by the export, which must not fail
+    counting(suite.select_run_configs(presets), metrics)  # no valgrind: refused before the run directory
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "

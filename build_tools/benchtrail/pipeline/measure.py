@@ -121,16 +121,18 @@ def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchma
     return rcs, len(shards)
 
 
-def counting(run_configs: Path, metrics: tuple[str, ...], device_name: str | None = None) -> set[str]:
-    """The devices of the export whose countable cases (``benchtrail.runner.count_cases.countable``) the count
-    stage counts (of ``device_name`` only, when given): every such device with ``instructions`` in
-    ``metrics``, else those marked ``count_instructions``.
+def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...],
+             device_name: str | None = None) -> set[str]:
+    """The devices of an export (its path, or its run configs) whose countable cases
+    (``benchtrail.runner.run_cases.countable``) the count stage counts (of ``device_name`` only, when given):
+    every such device with ``instructions`` in ``metrics``, else those marked ``count_instructions``.
 
     Raises:
         UserError: some are and valgrind is missing (``benchtrail.runner.count_cases.valgrind_version``).
     """
-    devices = {rc.target_device for name, shards in load_execution(run_configs).items() for rcs in shards.values()
-               for rc in rcs if countable(rc) and device_name in (None, name)}
+    rcs = run_configs if isinstance(run_configs, tuple) else tuple(
+        rc for shards in load_execution(run_configs).values() for s in shards.values() for rc in s)
+    devices = {rc.target_device for rc in rcs if countable(rc) and device_name in (None, rc.target_device.name)}
     counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
     if counted and "instructions" in metrics:
         valgrind_version()
