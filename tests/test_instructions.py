@@ -298,3 +298,11 @@ def test_the_counted_runs_their_comparison_and_comment_validate_against_shipped_
         part.clear()
         part.update(before)
     assert not errors("results.schema.json", results) and not errors("comparison.schema.json", comparison)
+
+
+@pytest.mark.parametrize("given", ["latency,", "latency,,instructions", ""])
+def test_an_empty_metric_is_refused_as_such(tmp_path, capsys, given):
+    with pytest.raises(SystemExit):
+        main(["run", "--run-configs", "e.json", "--device-name", "cpu", "--output", str(tmp_path / "r.json"),
+              "--metrics", given])
+    assert f"--metrics: {given!r}: an empty metric between commas" in capsys.readouterr().err
