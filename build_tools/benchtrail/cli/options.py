@@ -189,14 +189,11 @@ METRIC_NAMES = ("latency", "instructions")
 
 
 def metric_names(text: str) -> tuple[str, ...]:
-    """argparse type: ``"latency,instructions"`` → ("latency", "instructions"): names of
-    :data:`METRIC_NAMES`, latency always among them."""
+    """argparse type: ``"latency,instructions"`` → names of :data:`METRIC_NAMES`, latency always first."""
     out = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
-    if "" in out:
-        raise ArgumentTypeError(f"{text!r}: an empty metric between commas; expected metrics out of "
-                                f"{', '.join(METRIC_NAMES)}, comma-separated")
     if not set(out) <= set(METRIC_NAMES):
-        raise ArgumentTypeError(f"{text!r}: expected metrics out of {', '.join(METRIC_NAMES)}, comma-separated")
+        empty = "an empty metric between commas; " if "" in out else ""
+        raise ArgumentTypeError(f"{text!r}: {empty}expected metrics out of {', '.join(METRIC_NAMES)}, comma-separated")
     return ("latency", *(m for m in out if m != "latency"))
 
 
