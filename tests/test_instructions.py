@@ -165,11 +165,11 @@ def test_run_counts_each_cpu_case_into_its_own_results_file_beside_the_timings(c
 
 @needs_valgrind
 def test_an_unchanged_case_counted_in_two_processes_agrees_and_is_similar(counted, tmp_path):
-    """The two processes' medians of ``steady`` agree within 0.05% (measured: the same five repeats to the
-    instruction, ranging 0.009%), the two sides' ranges added within the noisy bound, so the row is
-    ``similar`` with its widened change within the threshold."""
+    """The two processes' medians of ``steady`` agree within the documented noisy bound (0.25%; measured 0 to
+    0.054% apart), the two sides' ranges added within it too, so the row is ``similar`` with its widened change
+    within the threshold."""
     base, head = (_records(counted[side])[f"{STEADY}.instructions"] for side in ("base", "head"))
-    assert abs(head["median"] / base["median"] - 1) * 100 < 0.05
+    assert abs(head["median"] / base["median"] - 1) * 100 < NOISY_SPREAD_PCT
     assert spread_pct(base["samples"]) + spread_pct(head["samples"]) < NOISY_SPREAD_PCT
     code, rows = _compare(counted, tmp_path)
     row = rows[f"{STEADY}.instructions"]
@@ -188,14 +188,16 @@ def test_twice_the_threshold_of_work_is_regressed_confirmed_and_gates_with_a_fun
     assert code == 3
     assert f"1 regression(s) not accepted: {GROWS}.instructions" in capsys.readouterr().err
     # The per-function diff of the two sides' last repeats, per call, by self instructions: the interpreter's
-    # loop first (measured +3300 of its own), its inclusive change what the medians did (+9130), to 5%; the
-    # listed functions' own changes (the allocator's, the int additions', …) most of it (measured 95%).
+    # loop first (measured +3300 of its own), its inclusive change what the medians did (+9130; up to 11% apart
+    # in 6 runs: each file is one block, 0.16% of a call off the median, on a change of 1.1%), to 25%; the
+    # listed functions' own changes (the allocator's, the int additions', …) most of it (measured 95% under
+    # pymalloc, 85% under glibc's malloc with blocks of 45 and 44 calls: the top 10 leave some out).
     functions, change = row.functions, row.head_median - row.base_median
     assert functions["note"] is None and functions["calls"]["head"] > 1 and functions["ranked_by"] == "self"
     top = functions["functions"][0]
     assert "ceval.c:_PyEval_EvalFrameDefault" in top["name"] and 0 < top["change"] < 0.6 * change, functions
-    assert top["inclusive"]["change"] == pytest.approx(change, rel=0.05), functions
-    assert 0.9 * change <= sum(f["change"] for f in functions["functions"]) <= 1.05 * change, functions
+    assert top["inclusive"]["change"] == pytest.approx(change, rel=0.25), functions  # one block each side
+    assert 0.5 * change <= sum(f["change"] for f in functions["functions"]) <= 1.3 * change, functions
 
 
 @needs_valgrind
