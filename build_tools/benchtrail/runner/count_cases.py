@@ -152,7 +152,7 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
     Raises:
         UserError: no valgrind (:func:`valgrind_version`).
     """
-    version = valgrind_version()
+    counter = {"counter": "callgrind", "valgrind": valgrind_version(), "cpu": cpu_vendor()}
     cpu = [rc for rc in run_configs if countable(rc)]
     problems = {rc.id: modules_dir and module_problem(rc, modules_dir) for rc in cpu}
     cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
@@ -167,26 +167,25 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
         records = []
         for rc in cpu:
             answer = answers.get(rc.id) or Response("failed", problems[rc.id])
-            records.append(instruction_record(rc, answer, torch_version, version, results_dir))
+            records.append(instruction_record(rc, answer, torch_version, counter, folder))
             if problems[rc.id]:
                 report(rc.name, answer.status)
     return records
 
 
-def instruction_record(rc: RunConfig, answer: Response, torch_version: str, valgrind: str,
-                       results_dir: Path) -> BenchmarkRecord:
-    """The ``<run config id>-instructions`` series of a counting answer; its callgrind file moved to
-    ``<results_dir>/callgrind/`` (``details.callgrind``: relative to ``results_dir``'s parent, the run
-    directory)."""
+def instruction_record(rc: RunConfig, answer: Response, torch_version: str, counter: dict[str, str],
+                       folder: Path) -> BenchmarkRecord:
+    """The ``<run config id>-instructions`` series of a counting answer; ``counter`` its key but for the ISA
+    the answer names (``cpu`` holds the vendor); its callgrind file moved into ``folder``
+    (``<results dir>/callgrind``; ``details.callgrind`` relative to the run directory, two levels up)."""
     details = {k: getattr(answer, k) for k in ("iterations_per_sample", "warmup_iterations", "overhead",
                                                "threads") if getattr(answer, k) is not None}
     if answer.ok:
-        details["counter"] = {"counter": "callgrind", "valgrind": valgrind,
-                              "cpu": f"{cpu_vendor()} {answer.cpu_capability}"}
+        details["counter"] = {**counter, "cpu": f"{counter['cpu']} {answer.cpu_capability}"}
         if answer.callgrind:
-            kept = results_dir / "callgrind" / f"{slug(rc.name)}.out"
+            kept = folder / f"{slug(rc.name)}.out"
             shutil.move(answer.callgrind, kept)
-            details["callgrind"] = kept.relative_to(results_dir.parent).as_posix()
+            details["callgrind"] = kept.relative_to(folder.parent.parent).as_posix()
     gen = rc.module_generation_config
     return BenchmarkRecord.of(
         "instructions", tuple(answer.instructions or ()) if answer.ok else (), id=f"{rc.id}-instructions",
