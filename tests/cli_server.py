@@ -157,14 +157,14 @@ def serve(path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401  (the dashboard's import cost, paid once)
-    import torch  # noqa: F401
-    import torch._dynamo  # noqa: F401  (what a worker server imports before its first compiled job)
+    import matplotlib.pyplot
+    import torch
+    import torch._dynamo
     import torch._inductor.compile_fx  # noqa: F401
     from torch._inductor import cpu_vec_isa
 
-    import benchtrail.cli.app  # noqa: F401
-    import benchtrail.pipeline.measure  # noqa: F401
+    import benchtrail.cli.app
+    import benchtrail.pipeline.measure
     import benchtrail.worker.main  # noqa: F401
 
     cpu_vec_isa.pick_vec_isa()  # the C++ probe a worker server runs once (cached in the process)

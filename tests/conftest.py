@@ -22,11 +22,11 @@ os.environ["BENCHTRAIL_NOISE_RERUN"] = "0"
 # environment, so a test-local setting would start a server of its own.
 os.environ["AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL"] = "O0"
 
-from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
 # benchtrail's stderr console reads FORCE_COLOR, NO_COLOR and the terminal once, when it is made at import:
 # made here, in the session's environment, never under a test's monkeypatched FORCE_COLOR (which left every
 # later message coloured and wrapped: test_old_files after test_terminal_table in one process).
 import benchtrail.progress  # noqa: E402, F401
+from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
 
 # The GCS emulator's fixtures (gcs_emulator, gcs_env, gcs_bucket, fault_proxy) for every test module, by name:
 # importing them into each module left names that pyflakes and ruff report as unused (F401, F811), and

@@ -19,8 +19,8 @@ def vrelu3_reference(x, offset):
     return bad_models._vrelu3(x) + offset
 
 
-_CHECKED = dict(inputs=vrelu3_inputs, params={"n": [16]}, reference=vrelu3_reference,
-                tasks=["inference", "backward", "jacobian"])
+_CHECKED = {"inputs": vrelu3_inputs, "params": {"n": [16]}, "reference": vrelu3_reference,
+                "tasks": ["inference", "backward", "jacobian"]}
 
 
 @benchmark(**_CHECKED)

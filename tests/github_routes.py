@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     github: GitHubServer
     server_version = "GitHub.com"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
@@ -134,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
         cid = gh._insert_comment(full_name, int(number), req.json["body"], user)
         return 201, {"Location": gh._comment_json(cid)["url"]}, gh._comment_json(cid)
 
-    def _own_comment(self, full_name: str, user: dict[str, Any], id: str):  # noqa: A002
+    def _own_comment(self, full_name: str, user: dict[str, Any], id: str):
         """(the comment ``id`` of ``full_name`` written by ``user``, None) or (None, the error answer)."""
         comment = self.github.comments.get(int(id))
         if comment is None or comment["full_name"] != full_name:
@@ -143,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None, FAILURES["read-only"]
         return comment, None
 
-    def edit_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
+    def edit_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):
         gh = self.github
         comment, error = self._own_comment(full_name, user, id)
         error = error or _body_error(req.json)
@@ -153,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
         comment["updated_at"] = "2026-01-02T00:00:00Z"
         return 200, {}, gh._comment_json(int(id))
 
-    def delete_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):  # noqa: A002
+    def delete_comment(self, full_name: str, req: Request, user: dict[str, Any], id: str):
         gh = self.github
         comment, error = self._own_comment(full_name, user, id)
         if error:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -391,10 +391,10 @@ class GitHubServer:
 def _timestamp(value: datetime | str | None) -> str:
     """GitHub's time format, ``2026-12-01T18:00:00Z``, of a UTC ``datetime`` (naive: UTC), an ISO string or now."""
     if value is None:
-        value = datetime.now(timezone.utc)
+        value = datetime.now(UTC)
     elif isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

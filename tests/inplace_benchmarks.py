@@ -11,7 +11,7 @@ def n_values(n):
     return torch.randn(n)
 
 
-_SORT = dict(inputs=n_values, params={"n": [10_000]}, min_samples=5, warmup_time_ms=20)
+_SORT = {"inputs": n_values, "params": {"n": [10_000]}, "min_samples": 5, "warmup_time_ms": 20}
 
 
 @benchmark(**_SORT)

@@ -11,18 +11,26 @@ from dataclasses import asdict, replace
 import pytest
 
 from benchmark_suites import devices
-from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.cli import main
 from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, count_rows
-from benchtrail.runner.recheck import suspects
-from benchtrail.errors import UserError
-from tests.records import apply_recheck, two_commit_repo
 from benchtrail.compare.rules import Rules
+from benchtrail.errors import UserError
 from benchtrail.pipeline.measure import ab_stage, recheck_stage
-from benchtrail.stats.sequential import look_alphas
+from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.runner.duet import duet_cpus
-from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model,
-                                          ModuleGenerationConfig, RunConfig, Suite, Task)
+from benchtrail.runner.recheck import suspects
+from benchtrail.stats.sequential import look_alphas
+from benchtrail.suite.definitions import (
+    CompileConfig,
+    CompileMode,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
+from tests.records import apply_recheck, two_commit_repo
 
 #: Both arms sleep, so their times vary little between worker processes: a bare ``x + 1`` (5 µs)
 #: differed by up to 50% between processes on a shared VM, enough to make a row ``noisy``. Sleeps of
@@ -329,8 +337,8 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
     confirms both suspects and they gate."""
     import numpy as np
 
-    from benchtrail.compare.gate import check
     from benchtrail.compare.document import comparison_to_dict
+    from benchtrail.compare.gate import check
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare, mark_regressions
     from tests.records import record, results

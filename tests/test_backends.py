@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.interop.backends import check_one_run, compare_backends
 from benchtrail.cli import main
+from benchtrail.interop.backends import check_one_run, compare_backends
 from benchtrail.results.io import load_results_paths
 
 FIXED_RUN = Path(__file__).parent / "data" / "convert" / "run"

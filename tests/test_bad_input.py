@@ -3,8 +3,8 @@
 import json
 import time
 
-from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
+from benchtrail.compare.document import Comparison
 from benchtrail.results.io import write_results
 from tests.records import record, results
 
@@ -71,9 +71,9 @@ def test_comment_on_a_malformed_comparison_names_the_row_and_field(tmp_path, cap
 
 def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
     from benchtrail.compare.comment import render
-    from benchtrail.compare.verdicts import compare
     from benchtrail.compare.document import comparison_to_dict
     from benchtrail.compare.rules import load_thresholds
+    from benchtrail.compare.verdicts import compare
 
     bad = record("a", [], status="failed")
     bad = type(bad)(**{**bad.__dict__, "reason": "boom | pipe\nsecond line"})

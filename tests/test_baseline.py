@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from benchtrail.compare.baseline import MAX_ANCESTORS, candidate_commits, find_baselines
-from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.errors import UserError
+from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.store import open_store
 
 CPU = "c2-standard-16"
@@ -183,8 +183,8 @@ def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
     head = git(repo, "rev-parse", "HEAD")
     pointer(store, head, "good")
     bad = tmp_path / "store" / "commits" / head / "bad-1.json"
-    bad.write_text('{"schema_version": 2, "commit": "%s", "run_id": "../x", "attempt": "one", "devices": ["%s"], '
-                   '"torch_version": "2.13.0", "baseline_keys": [%s]}' % (head, CPU, json.dumps(key().to_dict())))
+    bad.write_text(f'{{"schema_version": 2, "commit": "{head}", "run_id": "../x", "attempt": "one", "devices": ["{CPU}"], '
+                   f'"torch_version": "2.13.0", "baseline_keys": [{json.dumps(key().to_dict())}]}}')
     found = find_baselines(store, repo, head, wants(key()))
     assert found.primary.run_id == "good"
     (ignored,) = found.ignored

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.compare.document import Comparison
 from benchtrail.compare.baseline import ORIGIN_HINT, find_baselines
+from benchtrail.compare.document import Comparison
 from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.store import open_store
 

@@ -4,12 +4,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchtrail.compare.document import Comparison
 from benchtrail.compare.comment import MAX_COMMENT_CHARS, note_line, render
+from benchtrail.compare.document import SCHEMA_VERSION, Comparison, comparison_to_dict
+from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.tables import format_value
 from benchtrail.compare.verdicts import compare
-from benchtrail.compare.document import SCHEMA_VERSION, comparison_to_dict
-from benchtrail.compare.rules import load_thresholds
 from tests.records import apply_recheck, record, results, spread
 
 rng = np.random.default_rng(1)
@@ -298,8 +297,8 @@ _NAMES = {"ascii": lambda i: f"torchbench.case{i:05d}.inference-bs1",
 def _many_rows(n, name):
     """A real comparison of five series (regressed, improved, similar, failed, a compilation regression) whose
     rows are cloned into ``n`` rows named ``name(i)``, one in ten regressed (no randomness: fixed samples)."""
-    gb = dict(kind="compilation", metric="graph_breaks", unit="count", name="m.inductor.cpu.graph_breaks",
-              break_reasons=[])
+    gb = {"kind": "compilation", "metric": "graph_breaks", "unit": "count", "name": "m.inductor.cpu.graph_breaks",
+              "break_reasons": []}
     base = [record("reg", spread(100.0, 10)), record("imp", spread(100.0, 10)), record("same", spread(100.0, 10)),
             record("bad", spread(100.0, 10)), record("m-gb", [0.0], **gb)]
     head = [record("reg", spread(130.0, 10)), record("imp", spread(70.0, 10)), record("same", spread(100.0, 10)),
@@ -432,9 +431,9 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     """Each section says its cut priority where it is made, so none is missing: a comparison with confirmed
     regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
     from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
+    from benchtrail.compare.why import profile_diff
     from tests.test_compiler_summary import base_fixture, head_fixture
     from tests.test_why import _worker_profile
-    from benchtrail.compare.why import profile_diff
 
     comparison = _many_rows(1200, _NAMES["ascii"])
     comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))

@@ -15,7 +15,6 @@ from benchtrail.compare.tables import estimate
 from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.markup import md_text
 from benchtrail.runner.ab import Arm
-
 from tests.records import apply_recheck, record, results, spread
 
 BASE, HEAD = "b" * 40, "c" * 40

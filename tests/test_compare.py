@@ -5,13 +5,12 @@ import re
 import numpy as np
 import pytest
 
-from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
+from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.rules import Threshold, find_threshold, load_thresholds
 from benchtrail.compare.verdicts import compare
-from benchtrail.compare.document import comparison_to_dict
 from benchtrail.errors import UserError
 from benchtrail.results.io import write_results
-from benchtrail.compare.rules import Threshold, find_threshold, load_thresholds
 from tests.records import record, results
 
 RULES = load_thresholds()
@@ -242,8 +241,8 @@ def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shar
 
 
 def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep_todays_rows(tmp_path):
-    from benchtrail.results.schema import ResultsFile
     from benchtrail.pipeline.report import compare_stage
+    from benchtrail.results.schema import ResultsFile
 
     run_dir, shards = _run_dir_with_export(tmp_path)
     shard0 = results(*_records_of(shards[0]))

@@ -10,18 +10,17 @@ from pathlib import Path
 import pytest
 
 from benchmark_suites import configs, devices
-from benchtrail.compare.document import Comparison
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.comment import render
+from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.verdicts import compare
-from benchtrail.compare.document import comparison_to_dict
+from benchtrail.results.io import load_results
+from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
 from benchtrail.suite.export import export_compilation, export_execution
 from benchtrail.worker.build import compile_module
 from benchtrail.worker.inputs import model_inputs
-from benchtrail.results.io import load_results
-from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationConfig, RunConfig, Suite
-from benchtrail.compare.rules import load_thresholds
 from tests.records import results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,7 +161,7 @@ def test_corrupt_artifact_is_a_clear_failure(linear_run, tmp_path):
 
 
 def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_path):
-    same_id = dict(name="net", model_id="model-net")
+    same_id = {"name": "net", "model_id": "model-net"}
     _, before = _compile(tmp_path, _suite([_model("graph_break", **same_id)], (configs.INDUCTOR,), (1, 0)), "before")
     _, after = _compile(tmp_path, _suite([_model("linear", **same_id)], (configs.INDUCTOR,), (1, 0)), "after")
     source = (ROOT / "tests/bad_models.py").read_text().splitlines()

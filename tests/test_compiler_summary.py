@@ -7,9 +7,15 @@ import json
 
 import pytest
 
+from benchtrail.compare.compiler_summary import (
+    MIN_INTERVAL_CASES,
+    compiler_summary,
+    geomean_interval,
+    render_markdown,
+    rows_from_json,
+    rows_to_json,
+)
 from benchtrail.compare.document import Comparison
-from benchtrail.compare.compiler_summary import (MIN_INTERVAL_CASES, compiler_summary, geomean_interval,
-                                                 render_markdown, rows_from_json, rows_to_json)
 from benchtrail.errors import UserError
 from tests.records import record, results, spread
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.test_configure import gh, pr  # noqa: F401, F811 - gh is a fixture
+from tests.test_configure import gh, pr  # noqa: F401 - gh is a fixture
 
 
 @pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])

@@ -9,10 +9,16 @@ import torch
 from benchmark_suites import configs, devices
 from benchmark_suites.suite import CUDA_SMOKE, generate
 from benchtrail.cli import main
-from benchtrail.worker.cuda_timing import (MIN_PAIR_US, REPORTED_TIMES, is_steady, launches_per_sample, parse_oom_bytes,
-                                    plan_timing)
-from benchtrail.runner.environment import parse_nvidia_smi
 from benchtrail.results.io import load_results
+from benchtrail.runner.environment import parse_nvidia_smi
+from benchtrail.worker.cuda_timing import (
+    MIN_PAIR_US,
+    REPORTED_TIMES,
+    is_steady,
+    launches_per_sample,
+    parse_oom_bytes,
+    plan_timing,
+)
 from tests.test_run_stage import FAST, _export, _suite
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (this machine has none)")

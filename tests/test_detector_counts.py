@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from benchtrail.cli import app as cli
-from benchtrail.detector.counts import (CountConfig, count_pool, deltas_of, draw_comparisons,
-                                        format_counts_table, judged, rejudge, rows_of)
+from benchtrail.detector.counts import (
+    CountConfig,
+    count_pool,
+    deltas_of,
+    draw_comparisons,
+    format_counts_table,
+    judged,
+    rejudge,
+    rows_of,
+)
 from benchtrail.errors import UserError
 
 BASE = 13_373_294.0

@@ -9,10 +9,16 @@ import pytest
 from scipy.stats import beta, binomtest
 
 from benchtrail.cli import app as cli
-from benchtrail.jsonio import read_json, write_json
 from benchtrail.detector.evaluate import MODES, EvalConfig, evaluate, format_table, rejudge
-from benchtrail.detector.rules import (RULES, asv_rule, benchtrail_rule, clopper_pearson, github_action_benchmark_rule,
-                                       iree_rule)
+from benchtrail.detector.rules import (
+    RULES,
+    asv_rule,
+    benchtrail_rule,
+    clopper_pearson,
+    github_action_benchmark_rule,
+    iree_rule,
+)
+from benchtrail.jsonio import read_json, write_json
 
 
 def main(argv):

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.runner import doctor
 from benchtrail.cli import main
-from benchtrail.compare.document import Comparison
 from benchtrail.compare.comment import runner_checks_line
+from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results
+from benchtrail.runner import doctor
 from tests.test_run_stage import _export, _suite
 
 CPUS = os.cpu_count() or 1

@@ -7,8 +7,8 @@ import pytest
 
 from benchmark_suites.suite import generate
 from benchtrail.cli import main
-from benchtrail.results.io import load_results
 from benchtrail.pipeline.measure import write_export
+from benchtrail.results.io import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = generate()

@@ -9,8 +9,14 @@ import pytest
 from benchmark_suites.suite import generate
 from benchtrail.cli import main
 from benchtrail.errors import UserError
-from benchtrail.suite.export import export_compilation, export_execution, load_compilation, load_execution, load_presets
 from benchtrail.suite.definitions import RunConfig
+from benchtrail.suite.export import (
+    export_compilation,
+    export_execution,
+    load_compilation,
+    load_execution,
+    load_presets,
+)
 from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
 
 ROOT = Path(__file__).resolve().parents[1]

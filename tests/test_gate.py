@@ -8,9 +8,9 @@ import pytest
 
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import compare
 from benchtrail.compare.document import Comparison, comparison_to_dict, count_rows
 from benchtrail.compare.rules import load_thresholds
+from benchtrail.compare.verdicts import compare
 from tests.records import record, results
 
 

@@ -6,8 +6,18 @@ from __future__ import annotations
 import threading
 
 from benchtrail import jsonio
-from benchtrail.github.gate_status import (CONTEXT, MAX_DESCRIPTION, NO_SELECTION, WAITING, Decision, Head,
-                                           desired_status, parse_status, run_decision, update_status)
+from benchtrail.github.gate_status import (
+    CONTEXT,
+    MAX_DESCRIPTION,
+    NO_SELECTION,
+    WAITING,
+    Decision,
+    Head,
+    desired_status,
+    parse_status,
+    run_decision,
+    update_status,
+)
 from benchtrail.github.post import make_client
 from tests.github_server import GitHubServer
 from tests.test_gate import _comparison

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from github import Auth, Github, GithubException
@@ -18,7 +18,7 @@ def test_a_run_attempt_reads_as_pygithubs_workflow_run(github_server):
     github_server.add_repo("octo/repo", default_branch="trunk")
     github_server.add_workflow_run("octo/repo", 42, 1, event="push", head_branch="trunk", head_sha="a" * 40,
                                    path=".github/workflows/benchmarks.yml", run_started_at="2026-12-01T18:00:00Z",
-                                   updated_at=datetime(2026, 12, 1, 18, 5, tzinfo=timezone.utc))
+                                   updated_at=datetime(2026, 12, 1, 18, 5, tzinfo=UTC))
     github_server.add_workflow_run("octo/repo", 42, 2, event="push", head_branch="trunk", head_sha="a" * 40,
                                    path=".github/workflows/benchmarks.yml", status="in_progress", conclusion=None,
                                    run_started_at="2026-12-01T19:00:00Z")
@@ -29,8 +29,8 @@ def test_a_run_attempt_reads_as_pygithubs_workflow_run(github_server):
     first = latest.get_attempt(1)
     assert (first.event, first.head_branch, first.head_sha, first.path, first.status, first.conclusion) == (
         "push", "trunk", "a" * 40, ".github/workflows/benchmarks.yml", "completed", "success")
-    assert (first.run_started_at, first.updated_at) == (datetime(2026, 12, 1, 18, 0, tzinfo=timezone.utc),
-                                                         datetime(2026, 12, 1, 18, 5, tzinfo=timezone.utc))
+    assert (first.run_started_at, first.updated_at) == (datetime(2026, 12, 1, 18, 0, tzinfo=UTC),
+                                                         datetime(2026, 12, 1, 18, 5, tzinfo=UTC))
     assert first.run_attempt == 1 and first.repository.full_name == "octo/repo"
     # The run's created_at is its first attempt's start, for every attempt.
     assert latest.created_at == first.created_at == first.run_started_at
@@ -38,7 +38,7 @@ def test_a_run_attempt_reads_as_pygithubs_workflow_run(github_server):
                                       updated_at="2026-12-01T19:10:00Z")
     second = repo.get_workflow_run(42).get_attempt(2)
     assert (second.status, second.conclusion, second.updated_at) == (
-        "completed", "failure", datetime(2026, 12, 1, 19, 10, tzinfo=timezone.utc))
+        "completed", "failure", datetime(2026, 12, 1, 19, 10, tzinfo=UTC))
 
 
 @pytest.mark.parametrize("run_id, attempt", [(7, None), (42, 3)])

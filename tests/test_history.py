@@ -379,7 +379,7 @@ def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_s
         code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
                               "--repo", history_store["repo"], "--output-dir", tmp_path)
         assert code == 0, err
-        assert {f: f.stat().st_mtime_ns for f in folders} == {f: 1_000_000_000 for f in folders}
+        assert {f: f.stat().st_mtime_ns for f in folders} == dict.fromkeys(folders, 1000000000)
     finally:
         for folder in folders:
             folder.chmod(0o755)

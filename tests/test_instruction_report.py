@@ -7,8 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from benchtrail.compare.callgrind import (UNCHANGED, FunctionChange, file_total, function_counts,
-                                         function_diff, recursive, with_functions)
+from benchtrail.compare.callgrind import (
+    UNCHANGED,
+    FunctionChange,
+    file_total,
+    function_counts,
+    function_diff,
+    recursive,
+    with_functions,
+)
 from benchtrail.compare.caps import MAX_COMMENT_CHARS
 from benchtrail.compare.comment import render
 from benchtrail.compare.document import Comparison, Row, load_comparison

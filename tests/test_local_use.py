@@ -13,7 +13,6 @@ from benchtrail.cli.compare import show_result
 from benchtrail.compare.document import Row, load_comparison
 from benchtrail.compare.tables import format_change, format_value
 from benchtrail.compare.terminal import render_table
-
 from tests.conftest import _git
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.compare.document import Comparison
-from benchtrail.compare import document as compare_module
 from benchtrail.cli import main
+from benchtrail.compare import document as compare_module
+from benchtrail.compare.document import Comparison
 from benchtrail.results import schema as results_schema
 from benchtrail.results.io import load_results, write_results
 from tests.test_baseline import commit, git
@@ -37,7 +37,7 @@ def _run_dir(tmp_path: Path, name: str, source: Path, sha: str, copies: int = 1)
 
 
 @pytest.fixture
-def pr(repo, tmp_path, monkeypatch):  # noqa: F811  (the fixture)
+def pr(repo, tmp_path, monkeypatch):
     """A PR branch of ``repo`` (the working directory) and a ``file://`` store holding tests/data/old/base.json
     (results schema 1) as run 111/1 of the merge base: ``(base sha, head sha, store folder)``."""
     base_sha = git(repo, "rev-parse", "main")
@@ -150,7 +150,7 @@ def test_an_unusable_stored_baseline_gives_rows_with_the_reason_and_a_comparison
     assert not (tmp_path / "direct.json").exists()
 
 
-def test_a_stored_run_holding_a_series_twice_gives_rows_with_the_reason(repo, tmp_path, monkeypatch):  # noqa: F811
+def test_a_stored_run_holding_a_series_twice_gives_rows_with_the_reason(repo, tmp_path, monkeypatch):
     base_sha = git(repo, "rev-parse", "main")
     head_sha = commit(repo, "next")
     store = tmp_path / "store"

@@ -9,7 +9,7 @@ from benchtrail.cli import main
 
 
 @pytest.mark.e2e
-def test_pipeline_to_gcs_then_explain_from_the_comment_url(gcs_bucket, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_pipeline_to_gcs_then_explain_from_the_comment_url(gcs_bucket, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BENCHTRAIL_STAGING", str(tmp_path / "staging"))
     monkeypatch.chdir(tmp_path)
     store = f"gs://{gcs_bucket}/ci"

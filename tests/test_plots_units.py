@@ -9,8 +9,19 @@ from matplotlib.container import BarContainer
 from matplotlib.ticker import MaxNLocator
 
 from benchtrail.history.model import CommitRun, History, Point, Series
-from benchtrail.history.plots import (MAX_PANELS, AxisUnit, Samples, axis_unit, distribution_figures,
-                                      history_figures, model_of, panels, plot_history_png, samples_of, variant_of)
+from benchtrail.history.plots import (
+    MAX_PANELS,
+    AxisUnit,
+    Samples,
+    axis_unit,
+    distribution_figures,
+    history_figures,
+    model_of,
+    panels,
+    plot_history_png,
+    samples_of,
+    variant_of,
+)
 from tests.records import record, results, spread
 
 COMMITS = [f"{i:x}" * 40 for i in range(1, 13)]  # 12 fake 40-hex shas: 111…, 222…, …, ccc…

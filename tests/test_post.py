@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchtrail.compare.document import Comparison
-from benchtrail.compare import comment as comment_stage
-from benchtrail.compare.verdicts import compare
-from benchtrail.compare.document import comparison_to_dict
-from benchtrail.errors import UserError
 from benchtrail.cli.github import add_post_parser, cmd_post
+from benchtrail.compare import comment as comment_stage
+from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.rules import load_thresholds
+from benchtrail.compare.verdicts import compare
+from benchtrail.errors import UserError
 from benchtrail.github.post import (
     DETAILS_DROPPED_NOTE,
     GITHUB_MAX_COMMENT_CHARS,
@@ -25,7 +25,6 @@ from benchtrail.github.post import (
     post_comment,
 )
 from benchtrail.jsonio import write_json
-from benchtrail.compare.rules import load_thresholds
 from tests.github_server import APP_BOT, APP_TOKEN, BOT
 from tests.records import record, results
 

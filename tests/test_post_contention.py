@@ -12,7 +12,6 @@ import yaml
 
 from benchtrail.cli.github import cmd_post
 from benchtrail.errors import UserError
-from benchtrail.jsonio import write_json
 from benchtrail.github.post import (
     MAX_RETRIES,
     RATE_LIMIT_MAX_WAIT_S,
@@ -20,6 +19,7 @@ from benchtrail.github.post import (
     SECONDARY_RATE_LIMIT_WAIT_S,
     post_comment,
 )
+from benchtrail.jsonio import write_json
 from tests.github_server import BOT
 from tests.test_post import COMMENTS, HEAD, PR, REPO, TOKEN, _cli_args, make_comment, post
 
@@ -144,7 +144,7 @@ class Poster(threading.Thread):
     def run(self) -> None:
         try:
             self.result = post(self.gh, self.comment)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             self.result = exc
 
     def outcome(self):

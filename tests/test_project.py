@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.compare.gate import check
+from benchtrail.compare.rules import QuarantineEntry as Entry
+from benchtrail.compare.rules import Rules, load_quarantine, load_thresholds
+from benchtrail.compare.rules import unmatched_quarantine as unmatched
+from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
-from benchtrail.compare.rules import QuarantineEntry as Entry, Rules, load_quarantine
-from benchtrail.compare.rules import unmatched_quarantine as unmatched
-from benchtrail.compare.rules import load_thresholds
 from tests.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
@@ -146,11 +146,11 @@ def test_filter_narrows_export_and_rejects_bad_or_empty_patterns(tmp_path, capsy
 
 
 def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
-    from benchtrail.runner.environment import torch_version
-    from benchtrail.suite.export import load_execution
-    from benchtrail.results.io import load_results
-    from benchtrail.runner.run_cases import CaseResult, Journal, case_record
     from benchtrail.pipeline.measure import write_export
+    from benchtrail.results.io import load_results
+    from benchtrail.runner.environment import torch_version
+    from benchtrail.runner.run_cases import CaseResult, Journal, case_record
+    from benchtrail.suite.export import load_execution
     from tests.test_run_stage import _suite
 
     export = write_export(_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),

@@ -14,10 +14,19 @@ from benchmark_suites import devices
 from benchmark_suites.suite import generate
 from benchtrail import jsonio
 from benchtrail.cli import main
-from benchtrail.suite.export import export_execution
 from benchtrail.results.io import load_results
-from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, ExecutionConfig, Model,
-                                          ModuleGenerationConfig, RunConfig, Suite, Task)
+from benchtrail.suite.definitions import (
+    Architecture,
+    CompileConfig,
+    CompileMode,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
+from benchtrail.suite.export import export_execution
 
 ROOT = Path(__file__).resolve().parents[1]
 EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)

@@ -9,17 +9,15 @@ import re
 
 import pytest
 
-from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
 from benchtrail.compare.comment import render
-from benchtrail.compare.document import Row
+from benchtrail.compare.document import Comparison, Row
 from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
 from tests.records import record, results, spread
 from tests.test_baseline import commit, git
 from tests.test_schemas import errors
-
 
 #: series id -> (base samples, head samples, verdict, reason)
 EDGE_CASES = {
@@ -167,7 +165,7 @@ def _stored_baseline_with(tmp_path, repo, monkeypatch, mutate):
     base_sha = git(repo, "rev-parse", "main")
     git(repo, "checkout", "-q", "-b", "pr")
     head_sha = commit(repo, "pr change")
-    cases = {k: EDGE_CASES["fine"] for k in ("rc1", "rc2", "rc3")}
+    cases = dict.fromkeys(("rc1", "rc2", "rc3"), EDGE_CASES["fine"])
     run = tmp_path / "base"
     write_results(run / "results" / "c2-standard-16-0.json",
                   results(*(record(k, b) for k, (b, _, _, _) in cases.items()), commit=base_sha))

@@ -23,8 +23,8 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from benchtrail.compare.document import Comparison
 from benchtrail.cli import main
+from benchtrail.compare.document import Comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "docs" / "schemas"
@@ -232,13 +232,13 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     """``confirm.apply`` gives re-checked rows their ``ab`` entry: here the comparison is c1 against c3 and
     the paired rows a real comparison of c2 with c3; the rows a stored baseline suspected are made so by
     hand (a paired run needs workers and a worktree)."""
-    from benchtrail.runner.ab import Arm
+    from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
+    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.results.io import load_results_paths
+    from benchtrail.runner.ab import Arm
     from benchtrail.runner.recheck import suspects
     from tests.records import apply_recheck
-    from benchtrail.results.io import load_results_paths
-    from benchtrail.pipeline.report import compare_stage
-    from benchtrail.compare.rules import load_thresholds
 
     runs, commits = history_store["run_dirs"], history_store["commits"]
     path = compare_stage([Path(runs["c1"])], [Path(runs["c3"])], tmp_path / "comparison.json", None)
@@ -289,6 +289,7 @@ def test_evaluate_detector_instructions_output_validates():
     """A ``--metric instructions`` document of synthetic counts (no valgrind): the setup and processes that
     ``evaluate_counts`` and ``count_worker`` write, comparisons drawn and judged by ``detector.counts``."""
     import numpy as np
+
     from benchtrail.detector.counts import draw_comparisons, rejudge
     from tests.test_detector_counts import synthetic
 

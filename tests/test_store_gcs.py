@@ -13,9 +13,9 @@ import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 
+from benchtrail.cli.store import add_fetch_parser, add_upload_parser
 from benchtrail.errors import UserError
 from benchtrail.store import open_store
-from benchtrail.cli.store import add_fetch_parser, add_upload_parser
 from benchtrail.store.gcs import GcsStore, make_client
 from tests.gcs_fixtures import FAST_RETRY
 from tests.test_store import RUN, read_tree, write_tree

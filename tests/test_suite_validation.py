@@ -6,9 +6,9 @@ from collections import defaultdict
 import pytest
 
 from benchmark_suites.suite import generate
-from benchtrail.worker.inputs import parse_input_spec
 from benchtrail.suite.definitions import SAFE_NAME, Architecture
 from benchtrail.suite.names import slug
+from benchtrail.worker.inputs import parse_input_spec
 
 SUITE = generate()
 

@@ -7,10 +7,16 @@ import torch
 
 from benchmark_suites import configs, devices
 from benchmark_suites.suite import X86_64, generate
-from benchtrail.worker import tasks
 from benchtrail.runner.run_cases import run_case
-from benchtrail.suite.definitions import (CompileConfig, CompileMode, Model, ModuleGenerationConfig, RunConfig,
-                                          Task)
+from benchtrail.suite.definitions import (
+    CompileConfig,
+    CompileMode,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Task,
+)
+from benchtrail.worker import tasks
 
 
 def _cheap(rc: RunConfig) -> RunConfig:

@@ -14,13 +14,13 @@ import pytest
 
 from benchtrail import jsonio
 from benchtrail.cli import main
+from benchtrail.compare.rules import load_thresholds
 from benchtrail.errors import UserError
 from benchtrail.github.track_issues import LABEL, marker, parse_marker
 from benchtrail.history.model import CommitRun, History, Point, Series
+from benchtrail.history.track import MIN_POINTS, bisect_range, detect, report_to_dict, track
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
-from benchtrail.compare.rules import load_thresholds
-from benchtrail.history.track import MIN_POINTS, bisect_range, detect, report_to_dict, track
 from tests.conftest import _git
 from tests.github_server import BOT
 from tests.records import record, results

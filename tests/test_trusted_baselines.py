@@ -52,7 +52,7 @@ def _forge(bucket: str, main_sha: str, genuine: dict, run_id: str, attempt: int)
 
 
 @pytest.fixture
-def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):  # noqa: F811
+def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):
     """The store after the push run and the forging PR run; returns what the tests need."""
     store = f"gs://{gcs_bucket}/ci"
     github_server.add_repo(REPOSITORY, default_branch="main")

@@ -14,12 +14,20 @@ import pytest
 
 from benchmark_suites import devices
 from benchtrail.compare.document import Row, count_rows, load_comparison
-from benchtrail.compare.why import HEAD_ONLY, profile_diff, render_why, why_lines
 from benchtrail.compare.rules import Rules
+from benchtrail.compare.why import HEAD_ONLY, profile_diff, render_why, why_lines
 from benchtrail.pipeline.measure import recheck_stage
 from benchtrail.runner.ab import Policy, Profiling
-from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
-                                          RunConfig, Suite, Task)
+from benchtrail.suite.definitions import (
+    CompileConfig,
+    CompileMode,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
 from tests.records import two_commit_repo

@@ -2,8 +2,8 @@
 readable across versions: a paired A/B run sends this tree's requests to the base commit's own worker."""
 
 import json
-from dataclasses import replace
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,10 +11,25 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.compare.rules import Rules
 from benchtrail.runner.ab import Policy
-from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
-                                          RunConfig, Task)
-from benchtrail.worker.protocol import (CompileRequest, ProtocolError, Response, RunRequest, compile_request,
-                                        read_request, read_response, run_request)
+from benchtrail.suite.definitions import (
+    CompileConfig,
+    CompileMode,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Task,
+)
+from benchtrail.worker.protocol import (
+    CompileRequest,
+    ProtocolError,
+    Response,
+    RunRequest,
+    compile_request,
+    read_request,
+    read_response,
+    run_request,
+)
 
 #: The last commit before the protocol was typed: its worker knows no ``version`` field.
 OLD = "686ed93"
@@ -94,7 +109,8 @@ def test_a_response_of_a_future_version_is_refused_by_name():
 
 
 def test_the_worker_answers_failed_to_a_future_version_instead_of_crashing(tmp_path):
-    from benchtrail.worker.main import answer as answer_files, handle
+    from benchtrail.worker.main import answer as answer_files
+    from benchtrail.worker.main import handle
 
     response = handle({"version": 2, "kind": "run", "config": run_request(_rc()).config, "threads": 1})
     assert (response.status, response.version) == ("failed", 1)

@@ -12,8 +12,15 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.runner import workers
 from benchtrail.runner.run_cases import _order, run_module_cases
-from benchtrail.suite.definitions import (CompileConfig, CompileMode, ExecutionConfig, Model, ModuleGenerationConfig,
-                                          RunConfig, Task)
+from benchtrail.suite.definitions import (
+    CompileConfig,
+    CompileMode,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Task,
+)
 from benchtrail.worker.protocol import NO_CUDA_REASON, run_request
 
 EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)

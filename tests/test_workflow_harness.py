@@ -15,8 +15,18 @@ import pytest
 import yaml
 from google.cloud import storage
 
-from tests.harness_story import (CHAIN, EXAMPLE, MIX_EAGER, MIX_EXPORT, POSTSUBMIT_SA, PRESUBMIT_SA, REPOSITORY,
-                                 WIF_PROVIDER, reasons_of, row_of)
+from tests.harness_story import (
+    CHAIN,
+    EXAMPLE,
+    MIX_EAGER,
+    MIX_EXPORT,
+    POSTSUBMIT_SA,
+    PRESUBMIT_SA,
+    REPOSITORY,
+    WIF_PROVIDER,
+    reasons_of,
+    row_of,
+)
 from tests.workflow_harness import ROOT, load_workflow, pending_survivors
 
 pytestmark = pytest.mark.e2e

@@ -51,7 +51,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,7 @@ class Harness:
             self.github_server.add_workflow_run(
                 self.repository, run_id, attempt, event=event_name, head_branch=head_branch, head_sha=sha,
                 path=workflow_path, status="in_progress", conclusion=None, name=github["workflow"],
-                run_started_at=datetime.now(timezone.utc))
+                run_started_at=datetime.now(UTC))
         run = _Run(self, result, base, event_path, github, step_timeouts, fork)
         try:
             run.workflow(wf, inputs or {}, {} if fork else self.secrets, prefix="",
@@ -140,7 +140,7 @@ class Harness:
             result.error = str(exc)
         if self.github_server is not None:
             self.github_server.update_workflow_run(self.repository, run_id, attempt, status="completed",
-                                                   conclusion=result.conclusion, updated_at=datetime.now(timezone.utc))
+                                                   conclusion=result.conclusion, updated_at=datetime.now(UTC))
         return result
 
     def _project_file(self, sha: str, name: str) -> Path:

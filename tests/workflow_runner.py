@@ -14,7 +14,7 @@ import re
 import signal
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +103,7 @@ class _Run:
             context = self.context(inputs, secrets, job_context,
                                    needs={n: {"result": results[n].result, "outputs": results[n].outputs}
                                           for n in needs})
-            started = datetime.now(timezone.utc)
+            started = datetime.now(UTC)
             if not condition(job.get("if", "success()"), context, status):
                 results[job_id] = JobResult("skipped")
             elif "uses" in job:
@@ -116,7 +116,7 @@ class _Run:
                 self.h.github_server.add_job(
                     self.h.repository, self.result.run_id, self.result.attempt,
                     " / ".join([*prefix.split("/")[:-1], shown if "${{" not in shown else job_id]),
-                    results[job_id].result, started, datetime.now(timezone.utc))
+                    results[job_id].result, started, datetime.now(UTC))
             self.result.jobs[prefix + job_id] = results[job_id]
         return "failure" if any(r.result == "failure" for r in results.values()) else "success"
 

@@ -184,8 +184,7 @@ def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env
     project = str(with_.get("project_id") or "") or (domain[0] if len(domain) >= 2 else "") or str(
         key.get("project_id") or "")
     if project:
-        exports.update({name_: project for name_ in ("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_PROJECT", "GCLOUD_PROJECT",
-                                                     "GCP_PROJECT", "GOOGLE_CLOUD_PROJECT")})
+        exports.update(dict.fromkeys(("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_PROJECT", "GCLOUD_PROJECT", "GCP_PROJECT", "GOOGLE_CLOUD_PROJECT"), project))
     with open(github_env, "a") as f:
         f.writelines(f"{k}={v}\n" for k, v in exports.items())
     run.result.auth.append({"job": job_key.rsplit("-", 1)[0], "instance": job_key, "method": method,

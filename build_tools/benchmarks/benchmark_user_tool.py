@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser
 from benchtrail.cli import main as benchtrail_main
+from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:

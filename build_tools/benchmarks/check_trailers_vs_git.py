@@ -28,9 +28,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchtrail.jsonio import write_text_atomic
 from benchtrail.git import interpret_trailers as git_interpret_trailers
 from benchtrail.github.trailers import format_trailers, parse_trailers, pr_message
+from benchtrail.jsonio import write_text_atomic
 
 WORDS = ["fix", "the", "matmul", "speed", "$(whoami)", "`id`", "x86_64,", "cuda", "a:b", "é", "key=value",
          "Notes", "-", "benchmarks", "50%", "#12", ":", "\t", "日本"]

@@ -21,8 +21,8 @@ from pathlib import Path
 if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():  # this checkout's benchtrail, installed or not
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser  # noqa: E402
-from benchtrail.cli import main as benchtrail_main  # noqa: E402
+from benchtrail.cli import main as benchtrail_main
+from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:

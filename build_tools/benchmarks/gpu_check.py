@@ -53,11 +53,11 @@ try:
     from benchmark_suites import devices as suite_devices
     from benchmark_suites import suite as suite_module
     from benchtrail import jsonio
-    from benchtrail.runner import environment
     from benchtrail.detector.rules import ALERTS, clopper_pearson
     from benchtrail.errors import UserError
-    from benchtrail.results.io import load_results
     from benchtrail.pipeline.measure import run_stage, write_export
+    from benchtrail.results.io import load_results
+    from benchtrail.runner import environment
     from benchtrail.stats.paired import compare_paired
 
     importlib.import_module("benchtrail.worker.main")  # what every case's worker process imports
@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         **dataclasses.asdict(cal), "expected_ms": cal.expected_ms, "measured_ms": cal.measured_ms,
         "error": cal.error, "ok": cal.ok}}
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
         folder = (args.output_dir / f"gpu-check-{stamp}") if args.output_dir else Path(tmp) / stamp
         try:
             folder.mkdir(parents=True)

@@ -217,7 +217,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
         parser.error(f"--keep {args.keep}: not empty (the store must be fresh)")
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     commit = git("rev-parse", "HEAD") + (" (uncommitted changes)" if git("status", "--porcelain", "-uno") else "")
     with tempfile.TemporaryDirectory(prefix="benchtrail-measure-") as tmp:
         store = args.keep.resolve() if args.keep else Path(tmp, "store")

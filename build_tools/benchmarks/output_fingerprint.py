@@ -13,7 +13,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
 BINARY = {".png", ".jpg", ".svg", ".pt", ".pt2", ".so", ".pyc", ".zip", ".gz", ".whl", ".bin", ".js", ".lock"}
 #: Files whose numbers are the suite's (run-config exports): kept verbatim.
 FIXED_NUMBERS = re.compile(r"(^|/)(run-configs/[^/]*|run_configs|seed-export|benchtrail-export-seed|execution"
@@ -206,7 +205,7 @@ def optional_roots(path: str, loose: bool = False) -> list[tuple[str, bool]]:
 
 def optional_missing(path: str, other: dict[str, Any], loose: bool) -> bool:
     """Whether key path ``path`` lies in an optional subtree that ``other`` lacks (absent, null, [])."""
-    return any(set(other.get(root, [])) <= {"null"} or listed and f"{root}[]" not in other
+    return any(set(other.get(root, [])) <= {"null"} or (listed and f"{root}[]" not in other)
                for root, listed in optional_roots(path, loose))
 
 

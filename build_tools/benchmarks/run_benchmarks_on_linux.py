@@ -28,9 +28,9 @@ from pathlib import Path
 if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():  # this checkout's benchtrail, installed or not
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser  # noqa: E402
-from benchtrail.cli import main as benchtrail_main  # noqa: E402
-from benchtrail.errors import UserError  # noqa: E402
+from benchtrail.cli import main as benchtrail_main
+from benchtrail.cli.app import ExitOneArgumentParser as ArgumentParser
+from benchtrail.errors import UserError
 
 PROG = "run_benchmarks_on_linux.py"
 
@@ -75,11 +75,11 @@ def _compile_artifacts(rcs: tuple, device: str, folder: Path) -> Path | None:
     refuses it). A module that fails to compile fails its cases in the run stage, with the reason.
     """
     from benchtrail import jsonio
-    from benchtrail.suite.export import compilation_of
-    from benchtrail.suite.entry_points import ARTIFACTS
     from benchtrail.pipeline.job import available_architectures, new_run_id
-    from benchtrail.project import put_first_on_sys_path
     from benchtrail.pipeline.measure import compile_stage
+    from benchtrail.project import put_first_on_sys_path
+    from benchtrail.suite.entry_points import ARTIFACTS
+    from benchtrail.suite.export import compilation_of
 
     gens = tuple(rc.module_generation_config for rc in rcs
                  if rc.module_generation_config.compile_config.mode in ARTIFACTS)

@@ -192,8 +192,8 @@ def load_suite(project: Project):
             holds a control character or line break, or a preset name breaks the preset rule (each
             message names the name and the rule).
     """
-    from benchtrail.suite.entry_points import ModuleError, load_entry_point
     from benchtrail.suite.definitions import Suite
+    from benchtrail.suite.entry_points import ModuleError, load_entry_point
     from benchtrail.suite.names import BadName
 
     where = f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject else project.suite

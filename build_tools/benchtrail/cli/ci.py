@@ -10,9 +10,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (ACCEPT_HELP, STORE_HELP, accept_globs, add_trust_arguments, attempt,
-                                    max_commits, open_trusted, path_argument, require_store)
+from benchtrail.cli.options import (
+    ACCEPT_HELP,
+    STORE_HELP,
+    accept_globs,
+    add_trust_arguments,
+    attempt,
+    max_commits,
+    open_trusted,
+    path_argument,
+    require_store,
+)
 from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
+
 
 def add_ci_parsers(subparsers: Any) -> None:
     """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchtrail.cli.options import (ACCEPT_HELP, accept_globs, add_any_origin_argument, add_trust_arguments,
-                                    QUARANTINE_PARENT, THRESHOLDS_PARENT, optional_store)
+from benchtrail.cli.options import (
+    ACCEPT_HELP,
+    QUARANTINE_PARENT,
+    THRESHOLDS_PARENT,
+    accept_globs,
+    add_any_origin_argument,
+    add_trust_arguments,
+    optional_store,
+)
 from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, UserError
 
 if TYPE_CHECKING:
@@ -143,11 +150,11 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
             branch, or a ``--base-commit`` the store has no trusted run of.
     """
     from benchtrail.compare.baseline import fetch_baselines, find_baselines
-    from benchtrail.results.baseline_key import keys_of_results
+    from benchtrail.github.trust import trust_from_options
     from benchtrail.pipeline.report import report_baselines
+    from benchtrail.results.baseline_key import keys_of_results
     from benchtrail.results.io import load_results_paths
     from benchtrail.store import open_store
-    from benchtrail.github.trust import trust_from_options
 
     head = load_results_paths(args.head)
     commits = {f.commit for f in head}

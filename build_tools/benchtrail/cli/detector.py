@@ -11,8 +11,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (ROUND_SAMPLES, comparisons, detector_modes, percent_deltas, percentage,
-                                    samples_per_side, whole_number)
+from benchtrail.cli.options import (
+    ROUND_SAMPLES,
+    comparisons,
+    detector_modes,
+    percent_deltas,
+    percentage,
+    samples_per_side,
+    whole_number,
+)
+
 
 def add_evaluate_detector_parser(subparsers: Any) -> None:
     """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls

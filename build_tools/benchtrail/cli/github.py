@@ -14,8 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (api_url, commit_sha, from_env, github_token, positive_seconds, pr_number,
-                                    project, project_presets, repo_name, run_key, suite)
+from benchtrail.cli.options import (
+    api_url,
+    commit_sha,
+    from_env,
+    github_token,
+    positive_seconds,
+    pr_number,
+    project,
+    project_presets,
+    repo_name,
+    run_key,
+    suite,
+)
 from benchtrail.errors import EXIT_OK, UserError
 from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETRY_BUDGET_S
 

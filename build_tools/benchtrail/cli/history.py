@@ -17,9 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
-from benchtrail.cli.options import (STORE_HELP, add_trust_arguments, check_output_dir, max_commits,
-                                    open_trusted, optional_store, path_argument, require_store)
+from benchtrail.cli.options import (
+    STORE_HELP,
+    add_trust_arguments,
+    check_output_dir,
+    max_commits,
+    open_trusted,
+    optional_store,
+    path_argument,
+    require_store,
+)
 from benchtrail.errors import EXIT_OK, UserError, missing_extra
+
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -136,8 +145,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit
     0."""
     from benchtrail.git import resolve_commit
-    from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.collect import load_history
+    from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.plots import plot_history_png
 
     history = load_history(args.history)

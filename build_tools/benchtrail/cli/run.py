@@ -13,10 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.cli.compare import add_result_arguments, exit_code, show_result
-from benchtrail.cli.options import (FILTER_PARENT, METRICS_PARENT, PRESETS_PARENT, QUARANTINE_PARENT,
-                                    STORE_HELP, THRESHOLDS_PARENT, accept_globs, add_any_origin_argument,
-                                    positive_seconds, presets, require_store, resolve_store, suite,
-                                    whole_number)
+from benchtrail.cli.options import (
+    FILTER_PARENT,
+    METRICS_PARENT,
+    PRESETS_PARENT,
+    QUARANTINE_PARENT,
+    STORE_HELP,
+    THRESHOLDS_PARENT,
+    accept_globs,
+    add_any_origin_argument,
+    positive_seconds,
+    presets,
+    require_store,
+    resolve_store,
+    suite,
+    whole_number,
+)
 from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, UserError
 
 #: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in
@@ -142,8 +154,8 @@ def add_explain_parsers(subparsers: Any) -> None:
 def _run_info(run_configs: Path) -> dict:
     """``run`` of a results file written from the export ``run_configs``: a new run id, attempt and
     the presets the export was made for (CI's runs record them; none for older exports)."""
-    from benchtrail.suite.export import load_presets
     from benchtrail.pipeline.job import new_run_id
+    from benchtrail.suite.export import load_presets
 
     run_id, attempt = new_run_id()
     return {"run_id": run_id, "attempt": attempt, "presets": list(load_presets(run_configs))}

@@ -19,13 +19,13 @@ import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer
-from benchtrail.git import first_parents, merge_base, resolve_commit, symbolic_ref
-from benchtrail.errors import StoreError, UserError
-from benchtrail.results.schema import SCHEMA_VERSION, ResultsFile
-from benchtrail.store import Store
 from benchtrail.compare.document import Json
 from benchtrail.compare.trust import Pointer, StoredRuns, Trust, TrustAll
+from benchtrail.errors import StoreError, UserError
+from benchtrail.git import first_parents, merge_base, resolve_commit, symbolic_ref
+from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer
+from benchtrail.results.schema import SCHEMA_VERSION, ResultsFile
+from benchtrail.store import Store
 
 MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.

@@ -16,12 +16,23 @@ from collections.abc import Callable, Sequence
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Json, Row
-from benchtrail.compare.tables import (CHANGES, PAIRED_VERDICTS, Notes, and_more, compilation_table, counted,
-                                      display_name, estimate, instruction_rows, plain, series_table)
+from benchtrail.compare.tables import (
+    CHANGES,
+    PAIRED_VERDICTS,
+    Notes,
+    and_more,
+    compilation_table,
+    counted,
+    display_name,
+    estimate,
+    instruction_rows,
+    plain,
+    series_table,
+)
 from benchtrail.compare.why import render_functions, render_why
+from benchtrail.errors import UserError
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
-from benchtrail.errors import UserError
 from benchtrail.store import browser_link, fetch_command, remote, split_run_url
 
 #: Version history of comment.json:

@@ -19,8 +19,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from benchtrail.compare.document import Row, accepted
-from benchtrail.compare.tables import (change_digits, counted, estimate, format_change, format_ci,
-                                       level_text, row_value)
+from benchtrail.compare.tables import (
+    change_digits,
+    counted,
+    estimate,
+    format_change,
+    format_ci,
+    level_text,
+    row_value,
+)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from benchtrail.compare.document import Json, Row
 from benchtrail.compare.verdicts import Unreported
 from benchtrail.results.baseline_key import difference, keys_of_results
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
-from benchtrail.suite.export import SCHEMA_VERSION as EXPORT_VERSION, load_execution
+from benchtrail.suite.export import SCHEMA_VERSION as EXPORT_VERSION
+from benchtrail.suite.export import load_execution
 from benchtrail.suite.filters import compile_filter
 from benchtrail.suite.names import slug
 

@@ -25,8 +25,18 @@ from rich.text import Text
 
 from benchtrail.compare.comment import runner_checks_line
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
-from benchtrail.compare.tables import (CHANGES, and_more, change_digits, display_name, estimate,
-                                      format_change, format_ci, format_count, format_value, verdict_note)
+from benchtrail.compare.tables import (
+    CHANGES,
+    and_more,
+    change_digits,
+    display_name,
+    estimate,
+    format_change,
+    format_ci,
+    format_count,
+    format_value,
+    verdict_note,
+)
 from benchtrail.markup import shared_module, shared_tail
 
 #: The widest table printed, in columns (terminal cells).

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-
 #: A commit pointer, as ``Store.pointers`` lists it.
 Pointer = dict[str, Any]
 

@@ -28,20 +28,20 @@ instructions did (:func:`_beside_counts`); the latency rows of a device that gat
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from benchtrail.compare.document import INCONCLUSIVE, Row, accepted
+from benchtrail.compare.rules import Rules, Threshold, find_threshold
 from benchtrail.errors import UserError
 from benchtrail.results.baseline_key import counter_difference
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.counts import MIN_REPEATS, NOISY_SPREAD_PCT, judge_counts
 from benchtrail.stats.inference import compare_samples
+from benchtrail.stats.paired import compare_paired
 from benchtrail.stats.power import samples_needed, smallest_p
 from benchtrail.stats.sequential import resamples_for
-from benchtrail.stats.paired import compare_paired
-from benchtrail.compare.rules import Rules, Threshold, find_threshold
-from benchtrail.compare.document import INCONCLUSIVE, Row, accepted
 
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5

@@ -77,8 +77,14 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
     :func:`benchtrail.detector.workers.duet`, both workers at once on their own CPUs, which they swap
     every round so that a difference between the CPUs cancels.
     """
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from benchtrail.progress import console
 

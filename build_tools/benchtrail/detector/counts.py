@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda 
              "parallel": config.parallel, "seed": config.seed, "collect_s": collect_s,
              "processes": pool, "background_load": asdict(config.noise) if config.noise else None,
              "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-             "machine": platform.machine(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+             "machine": platform.machine(), "date": datetime.now(UTC).isoformat(timespec="seconds")}
     doc = _document(setup, comparisons)
     setup["elapsed_s"] = time.perf_counter() - start
     return doc

@@ -21,18 +21,19 @@ import math
 import os
 import platform
 import time
-from itertools import product
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from itertools import product
 from typing import Any
 
 import numpy as np
 
 from benchtrail.detector.collect import Sampling, collect, plan_of
-from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
 from benchtrail.detector.load import Load, background_load
-from benchtrail.detector.workers import Worker, workers as workers_of
+from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
+from benchtrail.detector.workers import Worker
+from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
 from benchtrail.runner.environment import cpu_model
 from benchtrail.stats.inference import noise as relative_iqr
@@ -277,7 +278,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
              "start_method": info["start_method"], "cpu_model": cpu_model(),
              "background_load": asdict(config.noise) if config.noise else None,
-             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "date": datetime.now(UTC).isoformat(timespec="seconds"),
              "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
              "cpus_usable": len(os.sched_getaffinity(0))}
     doc = _document(setup, records)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.errors import UserError
-from benchtrail.suite.presets import resolve_presets, split_presets
 from benchtrail.github.trailers import accepted_regressions, benchmark_presets
+from benchtrail.suite.presets import resolve_presets, split_presets
 
 LABEL_PREFIX = "benchmarks:"
 SAFE_ACCEPT = re.compile(r"^[A-Za-z0-9._*?\[\]-]+$")

@@ -33,8 +33,14 @@ from typing import Any
 
 from benchtrail.compare import gate
 from benchtrail.errors import UserError
-from benchtrail.github.configure import (SAFE_LABEL, SELECTION_ERROR_VERDICT, Names, SelectionError,
-                                         accept_items, pr_requests)
+from benchtrail.github.configure import (
+    SAFE_LABEL,
+    SELECTION_ERROR_VERDICT,
+    Names,
+    SelectionError,
+    accept_items,
+    pr_requests,
+)
 
 CONTEXT = "benchtrail/gate"
 #: GitHub keeps at most this many characters of a status description.
@@ -104,7 +110,7 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
             raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's "
                             f"head {head_sha[:12]}")
         result = gate.check(comparison.rows, accept)
-    except Exception as exc:  # noqa: BLE001 - untrusted input: any failure to read it fails the gate
+    except Exception as exc:
         return Decision("failure", f"no comparison: {exc}", run)
     n = len(result.failing)
     if n:

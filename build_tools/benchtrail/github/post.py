@@ -214,7 +214,7 @@ def is_rate_limited(exc: Any) -> bool:
     """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (in seconds)."""
     limited = "rate limit" in _message(exc).lower() or any(
         k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items())
-    return exc.status == 429 or exc.status == 403 and limited
+    return exc.status == 429 or (exc.status == 403 and limited)
 
 
 def describe(exc: Any) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 
-
 COMMENT = "#"
 GIT_GENERATED_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
 SCISSORS = "# ------------------------ >8 ------------------------\n"

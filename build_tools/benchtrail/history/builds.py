@@ -15,14 +15,14 @@ import io
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from benchtrail.interop.backends import load_one_run
 from benchtrail.compare.document import Row
 from benchtrail.compare.tables import format_change, format_ci, format_value
 from benchtrail.compare.trust import Trust
-from benchtrail.git import resolve_commit
 from benchtrail.errors import UserError
+from benchtrail.git import resolve_commit
 from benchtrail.history.collect import fetch_results, usable_runs
 from benchtrail.history.model import short
+from benchtrail.interop.backends import load_one_run
 from benchtrail.markup import rich_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile, SeriesKey
 from benchtrail.store import Store

@@ -18,10 +18,18 @@ import numpy as np
 from benchtrail import jsonio
 from benchtrail.compare.document import load_comparison
 from benchtrail.compare.trust import StoredRuns
-from benchtrail.git import first_parents, is_repository, resolve_commit
 from benchtrail.errors import UserError
-from benchtrail.history.model import (CommitRun, History, Point, RunValue, Series, check_history,
-                                      check_preset_page, short)
+from benchtrail.git import first_parents, is_repository, resolve_commit
+from benchtrail.history.model import (
+    CommitRun,
+    History,
+    Point,
+    RunValue,
+    Series,
+    check_history,
+    check_preset_page,
+    short,
+)
 from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 from benchtrail.stats.inference import NOISE_LIMIT

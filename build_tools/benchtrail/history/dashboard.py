@@ -19,11 +19,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.markup import html_text, plotly_text
 from benchtrail.git import git
-from benchtrail.history.model import (COMPILATION_PAGE, NO_PRESET_PAGE, CommitRun, History, Series, aligned, band,
-                                      page_groups, short)
+from benchtrail.history.model import (
+    COMPILATION_PAGE,
+    NO_PRESET_PAGE,
+    CommitRun,
+    History,
+    Series,
+    aligned,
+    band,
+    page_groups,
+    short,
+)
 from benchtrail.history.plots import UNIT_LABELS
+from benchtrail.markup import html_text, plotly_text
 
 INDEX = "index.html"
 PLOTLY_JS = "plotly.min.js"

@@ -33,9 +33,9 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocat
 from benchtrail import jsonio
 from benchtrail.errors import UserError, missing_extra
 from benchtrail.history.model import History, Point, Series, aligned, band, page_groups, short
-from benchtrail.stats.inference import NOISE_LIMIT
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 from benchtrail.results.schema import METRICS, UNITS
+from benchtrail.stats.inference import NOISE_LIMIT
 
 #: Axis labels of the result units (the plotly pages' y axes).
 UNIT_LABELS = {"us": "µs per iteration", "ms": "ms", "count": "count", "bytes": "bytes"}

@@ -25,10 +25,21 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.github.trust import trust_from_options
 from benchtrail.markup import rich_text
-from benchtrail.pipeline.measure import (compile_stage, count_stage, counting, recheck_run, run_stage,
-                                        write_export)
-from benchtrail.pipeline.report import (comment_stage, compare_stage, dashboard_stage, distribution_stage,
-                                       report_baselines)
+from benchtrail.pipeline.measure import (
+    compile_stage,
+    count_stage,
+    counting,
+    recheck_run,
+    run_stage,
+    write_export,
+)
+from benchtrail.pipeline.report import (
+    comment_stage,
+    compare_stage,
+    dashboard_stage,
+    distribution_stage,
+    report_baselines,
+)
 from benchtrail.progress import console
 from benchtrail.results.baseline_key import keys_of_results
 from benchtrail.results.io import load_results_paths

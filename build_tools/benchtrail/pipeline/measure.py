@@ -19,6 +19,7 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
+from benchtrail.pipeline.export import checked_export
 from benchtrail.pipeline.report import comment_stage, compare_stage
 from benchtrail.progress import console, track
 from benchtrail.results.io import load_results_paths, write_documents, write_results
@@ -30,7 +31,6 @@ from benchtrail.runner.environment import collect_environment, torch_version
 from benchtrail.runner.recheck import recheck
 from benchtrail.runner.run_cases import Journal, countable, noise_rerun_enabled, run_cases
 from benchtrail.suite.definitions import Architecture, RunConfig, Suite
-from benchtrail.pipeline.export import checked_export
 from benchtrail.suite.export import load_compilation, load_execution
 from benchtrail.suite.filters import compile_filter
 from benchtrail.suite.names import slug

@@ -16,8 +16,13 @@ from benchtrail.compare.comment import render
 from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
 from benchtrail.compare.document import Row, comparison_to_dict, load_comparison
 from benchtrail.compare.rules import Rules, unmatched_quarantine
-from benchtrail.compare.scope import (exported_filter, in_selection, key_mismatches, unreported,
-                                      unusable_baselines)
+from benchtrail.compare.scope import (
+    exported_filter,
+    in_selection,
+    key_mismatches,
+    unreported,
+    unusable_baselines,
+)
 from benchtrail.compare.verdicts import compare, mark_regressions
 from benchtrail.errors import UserError, missing_extra
 from benchtrail.markup import rich_text
@@ -169,8 +174,8 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
     ``trust`` (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs are drawn.
     """
     from benchtrail.git import UNKNOWN_COMMIT
-    from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.collect import collect_history
+    from benchtrail.history.dashboard import write_dashboard
     from benchtrail.history.plots import plot_history_png
 
     if commit == UNKNOWN_COMMIT:

@@ -11,8 +11,16 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.results.schema import (DIRECTIONS, KINDS, METRICS, SCHEMA_VERSION, STATUSES, UNITS,
-                                      BenchmarkRecord, ResultsFile)
+from benchtrail.results.schema import (
+    DIRECTIONS,
+    KINDS,
+    METRICS,
+    SCHEMA_VERSION,
+    STATUSES,
+    UNITS,
+    BenchmarkRecord,
+    ResultsFile,
+)
 from benchtrail.results.summary import summarize
 from benchtrail.suite.names import NAME_RULE, SAFE_NAME, name_problem, slug
 from benchtrail.suite.serialization import from_plain

@@ -39,21 +39,21 @@ from typing import Any
 import numpy as np
 
 from benchtrail import jsonio
-from benchtrail.runner.adaptive import sample_until_settled
-from benchtrail.runner.compile_modules import module_info
-from benchtrail.runner import environment
-from benchtrail.git import add_worktree, remove_worktree, resolve_commit, state, toplevel
+from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.errors import UserError
+from benchtrail.git import add_worktree, remove_worktree, resolve_commit, state, toplevel
 from benchtrail.results.io import write_results
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
+from benchtrail.runner import environment
+from benchtrail.runner.adaptive import sample_until_settled
+from benchtrail.runner.compile_modules import module_info
+from benchtrail.runner.duet import applies, barrier, duet_cpus
 from benchtrail.runner.run_cases import CaseResult, case_record
+from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
 from benchtrail.suite.content_hash import content_hash
+from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.suite.entry_points import ARTIFACTS
 from benchtrail.suite.names import module_dir as module_dir_of
-from benchtrail.compare.rules import Threshold, find_threshold
-from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
-from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.worker.protocol import Response, compile_request, duet_spec, profile_spec, run_request
 
 
@@ -319,7 +319,7 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
         def run(arm: Arm) -> None:
             try:
                 results[arm.name] = job(arm, b.path)
-            except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            except BaseException as exc:
                 errors.append(exc)
             finally:
                 b.leave()  # the other arm's worker no longer waits for this one

@@ -20,10 +20,10 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.results.schema import METRICS, BenchmarkRecord
+from benchtrail.runner.workers import run_in_worker
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
-from benchtrail.runner.workers import run_in_worker
 from benchtrail.worker.protocol import Response, compile_request
 
 #: Version history of module_info.json and compile-stats.json:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchtrail.errors import UserError
-from benchtrail.suite.export import load_compilation, load_execution
 from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig
+from benchtrail.suite.export import load_compilation, load_execution
 from benchtrail.suite.names import module_dir, slug
 
 MIN_PREFIX = 6
@@ -228,7 +228,7 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     module = target.run_config is None and target.metric is None
     rc = target.run_config
     ids = {rc.id, f"{rc.id}-instructions"} if rc else {benchmark_id}
-    mine = [r for r in rows if r.id in ids or module and r.id.startswith(f"{benchmark_id}-")]
+    mine = [r for r in rows if r.id in ids or (module and r.id.startswith(f"{benchmark_id}-"))]
     if not mine:
         return ["", "compared     no row of this benchmark in comparison.json"]
     lines = [""] + [f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"

@@ -34,6 +34,7 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
+from benchtrail.compare.rules import Rules
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare, count_note, regression_mark
 from benchtrail.compare.why import profile_diff
@@ -43,8 +44,6 @@ from benchtrail.runner.ab import Arm, Policy, paired_arms, run_pairs, write_pair
 from benchtrail.runner.environment import torch_version
 from benchtrail.suite.definitions import Suite
 from benchtrail.suite.names import slug
-from benchtrail.compare.rules import Rules
-
 
 #: Screening level of a row the stored comparison left ``inconclusive``: it is re-checked when its point
 #: estimate lies beyond its percent threshold and its Mann–Whitney p is below this. With independent samples

@@ -17,12 +17,12 @@ import numpy as np
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.runner.compile_modules import INDUCTOR_CACHE, MODULE_SCHEMA_VERSION
-from benchtrail.suite.content_hash import content_hash
-from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
 from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.runner.compile_modules import INDUCTOR_CACHE, MODULE_SCHEMA_VERSION
 from benchtrail.stats.inference import NOISE_RERUN, noise
+from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import Architecture, CompileMode, RunConfig
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES
 from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import from_plain
 from benchtrail.worker.protocol import NO_CUDA_REASON, WITH_SAMPLES, Response, run_request
@@ -91,7 +91,7 @@ class CaseResult:
         """The record's ``details`` (see the class)."""
         a = self.answer
         answered = {k: v for k, v in vars(a).items()  # a run's WITH_SAMPLES fields are kept also when null
-                    if v is not None or a.samples is not None and k in WITH_SAMPLES} if a else {}
+                    if v is not None or (a.samples is not None and k in WITH_SAMPLES)} if a else {}
         kept = answered | {k: v for k, v in vars(self).items() if v is not None}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in kept.items() if k not in _NOT_DETAILS}
 

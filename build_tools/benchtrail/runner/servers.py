@@ -242,7 +242,7 @@ def server_for(env: Env, cwd: Path | None, method: str | None = None,
             return None
         shareable = key not in _REFUSED and _shareable(key[0])
         usable = [s for s in reversed(_SERVERS) if not (lease and s.busy)
-                  and (s.key == key or shareable and s.shareable and "pythonpath" in s.features)]
+                  and (s.key == key or (shareable and s.shareable and "pythonpath" in s.features))]
         # The checkout's own server first, then a shared one; the most recently used first.
         server = min(usable, key=lambda s: s.key != key, default=None)
         if server is None:

@@ -15,14 +15,25 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from benchtrail.project import import_root
+
 # WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
 from benchtrail.runner.servers import (  # noqa: F401
-    Env, Outcome, ServerUnavailable, WorkerServer, close_servers, kill_group, kill_live_workers, run_leased,
-    server_for, start_method, tail)
+    Env,
+    Outcome,
+    ServerUnavailable,
+    WorkerServer,
+    close_servers,
+    kill_group,
+    kill_live_workers,
+    run_leased,
+    server_for,
+    start_method,
+    tail,
+)
 from benchtrail.suite.definitions import CompileMode, Task
 from benchtrail.suite.entry_points import INDUCTOR_MODES
 from benchtrail.worker.protocol import ProtocolError, Request, Response, read_response

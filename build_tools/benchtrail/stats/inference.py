@@ -14,10 +14,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _bootstrap, _check_bootstrap_args,
-                                         _check_fraction, _mann_whitney, _mde, _noise, _prepare,
-                                         benjamini_hochberg, bootstrap_ratio_ci, mann_whitney_p,
-                                         minimum_detectable_effect, noise)
+from benchtrail.stats.estimators import (
+    MIN_SAMPLES,
+    SamplesLike,
+    _bootstrap,
+    _check_bootstrap_args,
+    _check_fraction,
+    _mann_whitney,
+    _mde,
+    _noise,
+    _prepare,
+    benjamini_hochberg,
+    bootstrap_ratio_ci,
+    mann_whitney_p,
+    minimum_detectable_effect,
+    noise,
+)
 
 __all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Inference", "SamplesLike",
            "benjamini_hochberg", "bootstrap_ratio_ci", "classify", "compare_samples", "mann_whitney_p",

@@ -17,8 +17,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import wilcoxon
 
-from benchtrail.stats.estimators import (MIN_SAMPLES, SamplesLike, _as_clusters, _check_bootstrap_args,
-                                         _sides, _tails, _two_stage_indices, benjamini_hochberg)
+from benchtrail.stats.estimators import (
+    MIN_SAMPLES,
+    SamplesLike,
+    _as_clusters,
+    _check_bootstrap_args,
+    _sides,
+    _tails,
+    _two_stage_indices,
+    benjamini_hochberg,
+)
 from benchtrail.stats.inference import Inference, classify
 
 

@@ -23,9 +23,20 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 
 from benchtrail import jsonio
 from benchtrail.errors import StoreError, UserError
-from benchtrail.store.base import (ALL_FILES, ASSETS, asset_path, check_id, check_relative_name,
-                                   compile_patterns, pointerless, run_path, shown, stored_time, unsafe_reason,
-                                   upload_names)
+from benchtrail.store.base import (
+    ALL_FILES,
+    ASSETS,
+    asset_path,
+    check_id,
+    check_relative_name,
+    compile_patterns,
+    pointerless,
+    run_path,
+    shown,
+    stored_time,
+    unsafe_reason,
+    upload_names,
+)
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, deadline_cap
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 

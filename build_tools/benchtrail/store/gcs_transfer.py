@@ -183,7 +183,7 @@ class BucketIO:
             if isinstance(result, api_exceptions.PreconditionFailed):
                 try:
                     blob.reload(retry=deadline, timeout=request_timeout_s())
-                except Exception as exc:  # noqa: BLE001 - reported with the object's name
+                except Exception as exc:
                     failures.append(f"{where}: {self.explain(exc, deadline, 'it vanished after a 412')}")
                     continue
                 if blob.crc32c != crc or blob.size != (src_dir / name).stat().st_size:

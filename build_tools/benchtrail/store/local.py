@@ -13,9 +13,22 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError
-from benchtrail.store.base import (ALL_FILES, POINTER_SCHEMA_VERSION, asset_path, check_attempt, check_id,
-                                   is_safe_id, local_files, pointerless, run_path, select, shown, stored_time,
-                                   unsafe_reason, upload_names)
+from benchtrail.store.base import (
+    ALL_FILES,
+    POINTER_SCHEMA_VERSION,
+    asset_path,
+    check_attempt,
+    check_id,
+    is_safe_id,
+    local_files,
+    pointerless,
+    run_path,
+    select,
+    shown,
+    stored_time,
+    unsafe_reason,
+    upload_names,
+)
 
 
 def place_file(src: Path, dst: Path) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtrail.suite.ids import hash_composite_id
+
 # SAFE_NAME: path-safe names, benchtrail's own suite and preset names (re-exported from names).
 from benchtrail.suite.names import SAFE_NAME, check_name  # noqa: F401
 
@@ -189,7 +190,7 @@ class ModuleGenerationConfig(_Named):
         compile_config: CompileConfig,
         target_architecture: Architecture,
         presets: tuple[str, ...] = (),
-    ) -> "ModuleGenerationConfig":
+    ) -> ModuleGenerationConfig:
         return cls(hash_composite_id([model.id, compile_config.id, f"arch-{target_architecture.value}"]),
                    f"{model.name}.{compile_config.name}.{target_architecture.value}", model, compile_config,
                    target_architecture, tuple(presets))
@@ -213,7 +214,7 @@ class RunConfig(_Named):
         execution_config: ExecutionConfig,
         target_device: DeviceSpec,
         presets: tuple[str, ...] = (),
-    ) -> "RunConfig":
+    ) -> RunConfig:
         if gen.target_architecture != target_device.architecture:
             raise ValueError(f"module {gen.name} targets {gen.target_architecture.value}, device "
                              f"{target_device.name} is {target_device.architecture.value}")

@@ -46,12 +46,31 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from benchtrail.errors import UserError
-from benchtrail.suite.definitions import (SAFE_NAME, Architecture, CompileConfig, CompileMode, DeviceSpec,
-                                          ExecutionConfig, Model, ModuleGenerationConfig, RunConfig, Suite,
-                                          Task)
+from benchtrail.suite.definitions import (
+    SAFE_NAME,
+    Architecture,
+    CompileConfig,
+    CompileMode,
+    DeviceSpec,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
 
-__all__ = ["Args", "FunctionBenchmark", "benchmark", "module_benchmark", "discover", "suite_of",
-           "COMPILE_CONFIGS", "DEVICES", "DEFAULT_PRESET"]
+__all__ = [
+    "COMPILE_CONFIGS",
+    "DEFAULT_PRESET",
+    "DEVICES",
+    "Args",
+    "FunctionBenchmark",
+    "benchmark",
+    "discover",
+    "module_benchmark",
+    "suite_of",
+]
 
 #: The compile configs a benchmark may name (``compile=[...]``), by name.
 COMPILE_CONFIGS = {c.name: c for c in (
@@ -91,7 +110,7 @@ class Args:
         self.kwargs = kwargs
 
     @classmethod
-    def of(cls, value: Any) -> "Args":
+    def of(cls, value: Any) -> Args:
         """``value`` as ``Args``: itself, a tuple's items, or the one argument."""
         if isinstance(value, Args):
             return value

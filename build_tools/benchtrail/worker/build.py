@@ -28,9 +28,10 @@ from typing import Any
 
 import torch
 
-from benchtrail.worker.inputs import SEED, Tensors, model_inputs
 from benchtrail.suite.definitions import CompileMode, Model, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError, load_entry_point
+from benchtrail.worker.inputs import SEED, Tensors, model_inputs
+
 
 def build_model(model: Model, device: str, reference: bool = False) -> torch.nn.Module:
     """Seed torch, call the model's factory (``reference``: its reference implementation's), return the

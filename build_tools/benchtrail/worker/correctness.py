@@ -23,11 +23,11 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Task
+from benchtrail.suite.entry_points import ModuleError
 from benchtrail.worker import tasks
 from benchtrail.worker.build import build_model
 from benchtrail.worker.inputs import Tensors
-from benchtrail.suite.entry_points import ModuleError
-from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig, Task
 
 #: dtype -> (rtol, atol).
 TOLERANCES = {

@@ -158,7 +158,7 @@ def serve(requests_path: str, journal_path: str) -> None:
                 response = Response(status="ok", **count_job(rc, module_dir, spec["repeats"], dumps))
                 if not all(map(math.isfinite, response.instructions)):
                     response = Response(status="failed", reason="an instruction count is not finite")
-            except Exception as exc:  # noqa: BLE001 - one failing case must not stop the others
+            except Exception as exc:
                 response = Response(
                     status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
                     traceback=traceback.format_exc(limit=-3))

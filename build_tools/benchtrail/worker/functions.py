@@ -23,6 +23,7 @@ from benchtrail.suite.definitions import Model
 from benchtrail.suite.entry_points import ModuleError, load_entry_point
 from benchtrail.suite.functions import Args, FunctionBenchmark, callable_name
 
+
 def benchmark_of(model: Model) -> FunctionBenchmark | None:
     """The ``@benchmark`` object ``model.entry_point`` names, or None for a class-API model factory.
 

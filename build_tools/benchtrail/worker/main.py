@@ -27,21 +27,35 @@ from typing import Any
 
 import torch
 
+from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
+from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
+from benchtrail.suite.serialization import unpack_and_deserialize
 from benchtrail.worker import tasks
+from benchtrail.worker.build import (
+    build_model,
+    cache_counts,
+    cache_since,
+    compile_module,
+    explain_graphs,
+    load_artifact,
+)
 from benchtrail.worker.correctness import check_task
 from benchtrail.worker.cuda_timing import measure_cuda, parse_oom_bytes, plan_timing
 from benchtrail.worker.duet import Duet, DuetError
 from benchtrail.worker.functions import BoundFunction
 from benchtrail.worker.inputs import Tensors, model_inputs
 from benchtrail.worker.mutation import changed_inputs
+from benchtrail.worker.protocol import (
+    NO_CUDA_REASON,
+    CompileRequest,
+    ProtocolError,
+    Request,
+    Response,
+    RunRequest,
+    read_request,
+    refusal,
+)
 from benchtrail.worker.timing import floor_us, measure, measure_fresh
-from benchtrail.worker.build import (build_model, cache_counts, cache_since, compile_module, explain_graphs,
-                                     load_artifact)
-from benchtrail.worker.protocol import (NO_CUDA_REASON, CompileRequest, ProtocolError, Request, Response,
-                                        RunRequest, read_request, refusal)
-from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES, ModuleError
-from benchtrail.suite.definitions import Architecture, CompileMode, ModuleGenerationConfig, RunConfig, Task
-from benchtrail.suite.serialization import unpack_and_deserialize
 
 
 class CaseFailure(Exception):
@@ -107,7 +121,7 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
             task_fn, _ = task_module(gen, task, inputs, device, None)
             with tasks.grad_mode(task):
                 tasks.step(task, task_fn, inputs)()
-        except Exception:  # noqa: BLE001 - the run stage runs the same code and reports why
+        except Exception:
             continue
     _BUILT.clear()
     return _ms(start)
@@ -289,7 +303,8 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
     operator's ``name``, ``self_cpu_us`` (µs summed over the iterations), ``count`` (calls) and on a GPU
     ``self_device_us``, at most :data:`PROFILE_OPERATORS`, largest self CPU time first. Never raises: a
     failure is ``{"error": reason}``, and the samples stand."""
-    from torch.profiler import ProfilerActivity, profile as profiler
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
 
     start = time.perf_counter()
     try:
@@ -309,7 +324,7 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
                 **({"self_device_us": float(e.self_device_time_total)} if gpu else {})}
                for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]]
         return {"iterations": n, "trace": spec["trace"], "wall_ms": _ms(start), "operators": ops}
-    except Exception as exc:  # noqa: BLE001 - the profile is extra: the case's samples stand without it
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
 
 

@@ -81,7 +81,7 @@ def top_level_names(entries: list[str]) -> set[str]:
         for item in items:
             stem, _, suffix = item.partition(".")
             if stem.isidentifier() and (
-                    not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py"))
+                    (not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py")))
                     or suffix in ("py", "pyc") or suffix.endswith(("so", "pyd"))):
                 names.add(stem)
     return names - _UNSHADOWED
@@ -100,7 +100,7 @@ def refusal(entries: list[str] | None, cwd: str | None = None) -> str | None:
 
 def _preload() -> None:
     """Import what every job needs; none of it starts a thread that a fork would lose, or CUDA."""
-    import torch  # noqa: F401
+    import torch
     import torch.export  # noqa: F401
 
     import benchtrail.worker.main  # noqa: F401
@@ -111,7 +111,7 @@ def _preload_compilers() -> None:
     """Import Dynamo and Inductor (about 4 s on a 2-vCPU runner), once, before the first job whose module is
     compiled (any compile mode but eager): a server whose jobs are all eager never pays for them, and a
     compiled module's compile time never includes importing them (``METHOD_VERSION`` 2)."""
-    import torch._dynamo  # noqa: F401
+    import torch._dynamo
     import torch._inductor.compile_fx  # noqa: F401
 
     gc.freeze()  # as after _preload: the new modules' objects out of the children's collector
@@ -127,7 +127,7 @@ def _probe_inductor() -> None:
         from torch._inductor import cpu_vec_isa
 
         cpu_vec_isa.pick_vec_isa()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 

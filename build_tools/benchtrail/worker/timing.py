@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchtrail.suite.definitions import ExecutionConfig
+
 # The version of this measurement method; the protocol owns it (and its history) so the parent side reads it.
 from benchtrail.worker.protocol import METHOD_VERSION  # noqa: F401
 

@@ -2,8 +2,18 @@
 
 import torch
 
-from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, DeviceSpec, ExecutionConfig,
-                                          Model, ModuleGenerationConfig, RunConfig, Suite, Task)
+from benchtrail.suite.definitions import (
+    Architecture,
+    CompileConfig,
+    CompileMode,
+    DeviceSpec,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
 
 #: The runner: its name is the machine type and a runner label.
 LAPTOP = DeviceSpec("device-laptop", "laptop", "linux-x86_64", Architecture.CPU, "x86_64", threads=1)

@@ -7,10 +7,20 @@ comparable".
 """
 
 import torch
-
-from benchtrail.suite.definitions import (Architecture, CompileConfig, CompileMode, DeviceSpec, ExecutionConfig,
-                                          Model, ModuleGenerationConfig, RunConfig, Suite, Task)
 from my_project.layers import Chain, Mix
+
+from benchtrail.suite.definitions import (
+    Architecture,
+    CompileConfig,
+    CompileMode,
+    DeviceSpec,
+    ExecutionConfig,
+    Model,
+    ModuleGenerationConfig,
+    RunConfig,
+    Suite,
+    Task,
+)
 
 #: The runner: its name is the machine type and a runner label.
 LAPTOP = DeviceSpec("device-laptop", "laptop", "linux-x86_64", Architecture.CPU, "x86_64", threads=1)
