@@ -54,9 +54,8 @@ def verdict_line(comparison: Comparison) -> str:
     """One line: counts of regressions, improvements, inconclusive, similar…, and new graph breaks."""
     c = comparison.counts
     parts = [counted(c.get("regressed", 0), "regression"), counted(c.get("improved", 0), "improvement")]
-    marks = ", ".join(f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
-                      if c.get(m))
-    if marks:
+    if marks := ", ".join(f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
+                          if c.get(m)):
         parts[0] += f" ({marks})"
     parts += [f"{c[k]} {k.replace('-', ' ')}" for k in ("inconclusive", "similar", "failed", "not-comparable",
                                                         "new", "removed", "noisy", "insufficient-samples")
@@ -95,8 +94,7 @@ def _context_line(comparison: Comparison) -> str:
         if other:
             hint = "stored runs of " + other[1].partition("; stored runs of ")[2]
             text += f" ({plain(other[0])}: {plain(hint[:300])})"
-    presets = head.get("run", {}).get("presets")
-    if presets:
+    if presets := head.get("run", {}).get("presets"):
         text += f" · presets {', '.join(presets)}"
     text += f" · devices {', '.join(map(plain, head.get('devices', [])))}, torch {plain(head.get('torch_version'))}"
     return text
@@ -124,8 +122,7 @@ def check_figure(check: dict[str, str]) -> str:
     performance)``; process ids are left out (``python (pid 7) 99%`` → ``python 99%``). Escaped Markdown."""
     name, expected = check["name"], check["expected"]
     value = _PID.sub(lambda m: f" ({m[1]})" if m[1] else "", check["value"]).strip()
-    limit = re.match(r"(at most|at least|none above) (-?\d+(?:\.\d+)?\s*%?)", expected)
-    if limit:
+    if limit := re.match(r"(at most|at least|none above) (-?\d+(?:\.\d+)?\s*%?)", expected):
         bound, op = limit[2].replace(" ", ""), "<" if limit[1] == "at least" else ">"
         figures = [n + u for n, u in _NUMBER.findall(value) if u == ("%" if bound.endswith("%") else "")]
         if figures and limit[1] != "none above":

@@ -93,7 +93,7 @@ def format_change(figures: Figures, unit: str, digits: int = 1) -> str:
 def format_ci(figures: Figures, digits: int = 1) -> str:
     """The 99% bootstrap interval of the change, ``+6.1…+9.2%`` (``digits`` decimals); an em dash when there
     is none."""
-    if figures.ci_low is None or figures.ci_high is None:
+    if None in (figures.ci_low, figures.ci_high):
         return "—"
     return f"{figures.ci_low:+.{digits}f}…{figures.ci_high:+.{digits}f}%"
 
@@ -148,7 +148,7 @@ def display_name(row: Row, one_device: bool) -> str:
     ``one_device`` (the context line names it), else the whole name; an instructions series
     (``<run config name>.instructions``) loses the device of its run config's name the same way."""
     tail = _tail(row)
-    core = row.name[:len(row.name) - len(tail)]
+    core = row.name.removesuffix(tail)
     short = core.removesuffix("." + row.device_name) if one_device and row.device_name else core
     return short + tail if short else row.name  # a name that is the suffix alone stays whole
 
@@ -260,7 +260,7 @@ def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
 
 
 def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
-                 counted: Mapping[str, Row] | None = None) -> list[str]:
+                 counted: Mapping[str, Row]) -> list[str]:
     """The Markdown table of ``rows`` (a row of an older version shows what it has): one row a series, its
     reasons (and a quarantine's) as ``[n]`` references to ``notes``. A name drops its ``.<device>`` suffix
     when ``one_device``; with several devices a name that does not end in its device is followed by
@@ -277,12 +277,12 @@ def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
         refs = "".join(notes.ref(t) for t in (r.reason, r.quarantined) if t)
         name = code_span(display_name(r, one_device), in_table=True)
         device = r.device_name
-        core = r.name[:len(r.name) - len(_tail(r))]
+        core = r.name.removesuffix(_tail(r))
         if not one_device and r.kind == "execution" and device and not core.endswith("." + device):
             name += f" · {md_text(device)}"  # several devices, and a name that does not say which
         base = row_value(r, est.base).removesuffix(" instr/call")  # one unit after both figures
         figures = f"{base} → {row_value(r, est.head)}"
-        lines.append(f"| {name} | {figures} | {change_cell(r, est)}{instructions_suffix(r, counted or {})} | "
+        lines.append(f"| {name} | {figures} | {change_cell(r, est)}{instructions_suffix(r, counted)} | "
                      f"{md_text(verdict)}{f' {refs}' if refs else ''} |")
     return lines
 

@@ -156,7 +156,7 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
 
     def name(r: Row) -> str:
         base = display_name(r, True)  # without the ".<device>" suffix
-        return base[len(head):len(base) - len(tail)] + ("" if single_device else r.name[len(base):])
+        return base[len(head):].removesuffix(tail) + ("" if single_device else r.name[len(base):])
 
     cells = [(name(r), *_cells(r)) for r in shown]
     columns, room = _fitting_columns(cells, width)
@@ -202,8 +202,7 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
     have detected. Plain
     text; each line is cut to the width. ``name``: a row's name as the table shows it."""
     lines = []
-    checks = runner_checks_line(comparison)
-    if checks:
+    if checks := runner_checks_line(comparison):
         lines.append(checks.replace("\\", "").replace("⚠ ", "warning: ").split(". These results")[0])
     failed = [r for r in comparison.rows if r.verdict == "failed"]
     for r in failed[:MAX_FAILED_LINES]:

@@ -34,6 +34,7 @@ from typing import Any
 
 from benchtrail.compare.document import INCONCLUSIVE, Row, accepted
 from benchtrail.compare.rules import Rules, Threshold, find_threshold
+from benchtrail.compare.tables import CHANGES
 from benchtrail.errors import UserError
 from benchtrail.results.baseline_key import counter_difference
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -105,7 +106,7 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int =
     for side, r in sides:
         for i, x in enumerate(r.samples):
             if not _finite_positive(x):
-                what = "not a finite number" if not math.isfinite(x) else "0 or negative"
+                what = "0 or negative" if math.isfinite(x) else "not a finite number"
                 return "not-comparable", (f"{side} sample {i} is {x!r} ({what}); {r.metric} samples must be "
                                           "finite and > 0")
         if r.samples and not _finite_positive(r.median):
@@ -126,7 +127,7 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int =
 def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> float | None:
     """The change of the median (percent or absolute, per the rule), None when a median is unusable."""
     b, h = base.median, head.median
-    if _finite(b) is None or _finite(h) is None:
+    if None in (_finite(b), _finite(h)):
         return None
     if threshold.unit == "percent":
         return (h / b - 1.0) * 100.0 if b > 0 else None
@@ -192,9 +193,9 @@ def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
     """Rounds of a paired A/B run when both records come from one (``details.ab``, equal sample
     counts that split evenly into the rounds), else None."""
     rounds = (head.details.get("ab") or {}).get("rounds")
-    if not rounds or (base.details.get("ab") or {}).get("rounds") != rounds:
-        return None
-    return rounds if len(base.samples) == len(head.samples) and len(head.samples) % rounds == 0 else None
+    paired = (rounds and (base.details.get("ab") or {}).get("rounds") == rounds
+              and len(base.samples) == len(head.samples))
+    return rounds if paired and len(head.samples) % rounds == 0 else None
 
 
 def paired_level(head: BenchmarkRecord) -> float:
@@ -341,7 +342,7 @@ def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold)
     j = judge_counts(base.samples, head.samples, threshold.threshold, threshold.lower_is_better)
     reason = (f"repeats spread {j.spread_pct:.2f}% (bound {NOISY_SPREAD_PCT:g}%)"
               if j.noisy or j.verdict == "inconclusive" else None)
-    outcome = {"regressed": "DIFFERENT", "improved": "DIFFERENT", "similar": "SAME"}.get(j.verdict, "UNKNOWN")
+    outcome = "DIFFERENT" if j.verdict in CHANGES else "SAME" if j.verdict == "similar" else "UNKNOWN"
     return _row(head, base, j.verdict, reason, threshold, j.change_pct, ci_low=j.low_pct, ci_high=j.high_pct,
                 outcome=outcome, noisy=j.noisy)
 
@@ -351,10 +352,10 @@ def count_note(row: Row, counts: dict[str, Row]) -> str | None:
     row in ``counts`` (by id): :data:`UNCHANGED_NOTE` when that is similar, e.g. ``instructions +1.23%
     (regressed)`` when it changed; None otherwise or when the reason says it already."""
     c = counts.get(f"{row.id}-instructions")
-    if c is None or row.verdict not in ("regressed", "improved", *INCONCLUSIVE):
+    if c is None or row.verdict not in (*CHANGES, *INCONCLUSIVE):
         return None
     note = (UNCHANGED_NOTE if c.verdict == "similar" else f"instructions {c.change:+.2f}% ({c.verdict})"
-            if c.verdict in ("regressed", "improved") else None)
+            if c.verdict in CHANGES else None)
     return None if note and note in (row.reason or "") else note
 
 
@@ -367,22 +368,23 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
     counts = {r.id: r for r in rows if r.metric == "instructions"}
     out = []
     for r in rows:
-        if r.metric != "latency":
-            out.append(r)
-            continue
-        if note := count_note(r, counts):
-            r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
-        if r.head_details.get("gate") == "instructions":
+        if r.metric == "latency":
+            r = _noted(r, count_note(r, counts))
+        if r.metric == "latency" and r.head_details.get("gate") == "instructions":
             c = counts.get(f"{r.id}-instructions")
-            if c is not None and c.verdict in ("regressed", "improved", "similar"):
+            if c is not None and c.verdict in (*CHANGES, "similar"):
                 r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
                             "instructions")
             else:  # without a judged count nothing would gate the case's work: its wall time does
                 said = "this case has no count" if c is None else f"its count is {c.verdict}"
-                note = f"wall time gates: {r.device_name} gates on instructions, and {said}"
-                r = replace(r, reason="; ".join(filter(None, (r.reason, note))))
+                r = _noted(r, f"wall time gates: {r.device_name} gates on instructions, and {said}")
         out.append(r)
     return out
+
+
+def _noted(row: Row, *notes: str | None) -> Row:
+    """``row`` with ``notes`` (those not None) appended to its reason."""
+    return replace(row, reason="; ".join(filter(None, (row.reason, *notes))) or row.reason)
 
 
 def _threads_note(head: BenchmarkRecord) -> str | None:
@@ -411,7 +413,7 @@ def _with_notes(row: Row, head: BenchmarkRecord, unchecked: bool) -> Row:
     if row.verdict != "failed" and head.kind == "execution":
         said = (row.reason or "").startswith("thread counts differ")
         notes += filter(None, (_floor_note(head), None if said else _threads_note(head)))
-    return replace(row, reason="; ".join(filter(None, (row.reason, *notes)))) if notes else row
+    return _noted(row, *notes)
 
 
 def regression_mark(row: Row, accept: Sequence[str], other: str = "confirmed") -> str:
@@ -430,7 +432,7 @@ def mark_regressions(rows: list[Row], rules: Rules, paired: bool = False) -> lis
         entry = rules.quarantined(r.name, r.id)
         r = replace(r, quarantined=entry.reason) if entry else r
         if r.verdict == "regressed":
-            confirmed = paired or r.metric == "instructions"
-            r = replace(r, mark=regression_mark(r, rules.accept, "confirmed" if confirmed else "unconfirmed"))
+            confirmed = "confirmed" if paired or r.metric == "instructions" else "unconfirmed"
+            r = replace(r, mark=regression_mark(r, rules.accept, confirmed))
         marked.append(r)
     return marked

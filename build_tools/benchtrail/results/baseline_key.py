@@ -168,9 +168,10 @@ def counter_difference(base_details: dict[str, Any], head_details: dict[str, Any
     """Why two counted records' counter keys (``details.counter``) differ, naming each field that does, e.g.
     ``valgrind 3.19.0 (baseline) vs 3.22.0 (this run)`` (a field or a counter a side lacks: ``none``); None
     when they are equal."""
-    sides = [d["counter"] if isinstance(d.get("counter"), dict) else {} for d in (base_details, head_details)]
-    if sides[0] == sides[1] and sides[0]:
+    base, head = (d["counter"] if isinstance(d.get("counter"), dict) else {}
+                  for d in (base_details, head_details))
+    if base == head and base:
         return None
-    names = list(dict.fromkeys([*sides[0], *sides[1]])) or ["counter"]
-    return "; ".join(f"{k} {sides[0].get(k, 'none')} (baseline) vs {sides[1].get(k, 'none')} (this run)"
-                     for k in names if not sides[0] or not sides[1] or sides[0].get(k) != sides[1].get(k))
+    return "; ".join(f"{k} {base.get(k, 'none')} (baseline) vs {head.get(k, 'none')} (this run)"
+                     for k in list({**base, **head}) or ["counter"]
+                     if not base or not head or base.get(k) != head.get(k))

@@ -83,12 +83,10 @@ def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
         _check_record(path, b, not keep_bad)
         for field in ("id", "name", "device_name", "module_name", "compile_config"):
             value = getattr(b, field)
-            problem = name_problem(value) if value else None  # empty: a record of a tool that has none
-            if problem:
+            if value and (problem := name_problem(value)):  # empty: a record of a tool that has none
                 raise UserError(f"results file {path}: benchmark {b.name!r} field {field} is {value!r}: "
                                 f"{problem}; allowed: {NAME_RULE}")
-        bad = list(filter(unsafe_preset_name, b.presets))
-        if bad:
+        if bad := list(filter(unsafe_preset_name, b.presets)):
             raise UserError(f"results file {path}: benchmark {b.name!r} field presets has {bad[0]!r}; "
                             f"allowed: preset names of {PRESET_NAME_RULE}")
         if b.id in seen:

@@ -26,11 +26,11 @@ def summarize(samples: Sequence[float]) -> dict[str, float | int | None]:
     variance = float(np.var(x, ddof=1)) if n > 1 else None
     return {
         "n": n,
-        "mean": float(np.mean(x)),
+        "mean": float(x.mean()),
         "median": float(q50),
         "variance": variance,
         "stddev": float(np.sqrt(variance)) if variance is not None else None,
-        "min": float(np.min(x)),
-        "max": float(np.max(x)),
+        "min": float(x.min()),
+        "max": float(x.max()),
         "iqr": float(q75 - q25),
     }
