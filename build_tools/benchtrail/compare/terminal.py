@@ -75,8 +75,10 @@ def _value(row: Row, value: float | None) -> str:
 def _spread(iqr: float | None, median: float | None) -> str:
     """IQR/median in percent, ``2.4%``, ``31%`` (the noise that labels a row noisy above 25%); an em dash
     without both or with a zero median."""
-    pct = 100 * iqr / median if iqr is not None and median else None
-    return "—" if pct is None else f"{pct:.{1 if pct < 10 else 0}f}%"
+    if iqr is None or not median:
+        return "—"
+    pct = 100 * iqr / median
+    return f"{pct:.{1 if pct < 10 else 0}f}%"
 
 
 def _largest_first(row: Row) -> tuple[bool, float, str]:

@@ -151,8 +151,7 @@ def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
     expected = summarize(b.samples)
     for key in ("median", "min", "max"):
         got, want = getattr(b, key), expected[key]
-        if (got is None) != (want is None) or (want is not None
-                                               and not math.isclose(got, want, rel_tol=1e-9)):
+        if got != want and (None in (got, want) or not math.isclose(got, want, rel_tol=1e-9)):
             raise UserError(f"{where}: {key} is {got!r} but the samples give {want!r}")
 
 
