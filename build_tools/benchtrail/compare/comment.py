@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
@@ -73,9 +73,9 @@ def _context_line(comparison: Comparison) -> str:
     text = f"`{head.get('commit', '?')[:7]}`{' (dirty)' if head.get('dirty') else ''}"
     per_device = baseline.get("devices") or {}
     if len({b["commit"] for b in per_device.values()}) > 1:
-        runs: dict[tuple[str, str], list[str]] = {}
+        runs = defaultdict(list)  # (commit, reason) -> devices
         for device, b in sorted(per_device.items()):
-            runs.setdefault((b["commit"], b["reason"]), []).append(device)
+            runs[b["commit"], b["reason"]].append(device)
         text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(plain, ds))}"
                                              for (c, r), ds in runs.items())
     elif comparison.base:

@@ -281,9 +281,8 @@ def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
         if not one_device and r.kind == "execution" and device and not core.endswith("." + device):
             name += f" · {md_text(device)}"  # several devices, and a name that does not say which
         base = row_value(r, est.base).removesuffix(" instr/call")  # one unit after both figures
-        figures = f"{base} → {row_value(r, est.head)}"
-        lines.append(f"| {name} | {figures} | {change_cell(r, est)}{instructions_suffix(r, counted)} | "
-                     f"{md_text(verdict)}{f' {refs}' if refs else ''} |")
+        lines.append(f"| {name} | {base} → {row_value(r, est.head)} | {change_cell(r, est)}"
+                     f"{instructions_suffix(r, counted)} | {md_text(verdict)}{f' {refs}' if refs else ''} |")
     return lines
 
 

@@ -215,8 +215,7 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
     undecided = [r for r in comparison.rows if r.verdict in INCONCLUSIVE]
     if undecided:  # the largest changes by name first: an undecided large change must not hide
         shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit, change_digits(r))}{verdict_note(r)}"
-                          for r in sorted(undecided, key=_largest_first)[:3])
-        shown += and_more(len(undecided), 3)
+                          for r in sorted(undecided, key=_largest_first)[:3]) + and_more(len(undecided), 3)
         lines.append(f"inconclusive ({len(undecided)}): {shown}: more samples or a quieter machine would "
                      "settle them")
     return lines

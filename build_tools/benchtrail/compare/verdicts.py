@@ -28,6 +28,7 @@ instructions did (:func:`_beside_counts`); the latency rows of a device that gat
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -96,8 +97,8 @@ def _finite_positive(x: float | None) -> bool:
     return x is not None and 0 < x < math.inf  # not NaN
 
 
-def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int = MIN_SAMPLES_FOR_TEST,
-                    spread: bool = True) -> tuple[str, str] | None:
+def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int,
+                    spread: bool) -> tuple[str, str] | None:
     """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
     ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
     ``insufficient-samples`` for fewer than ``minimum`` samples or (``spread``) all-equal samples on a
@@ -158,12 +159,10 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
             sets = [side for side, r in sides if _threads_note(r)]
             return no(f"thread counts differ: the baseline ran at {b} thread{'s' if b != 1 else ''}, the "
                       f"head at {h}" + (f" (the {' and '.join(sets)}'s code changes it)" if sets else ""))
-        if head.metric == "instructions":
-            differs = counter_difference(base.details, head.details)
-            if differs:
-                return no(f"counted differently: {differs}")
-        problem = (_sample_problem(base, head, MIN_REPEATS, spread=False) if head.metric == "instructions"
-                   else _sample_problem(base, head))
+        counted = head.metric == "instructions"
+        if counted and (differs := counter_difference(base.details, head.details)):
+            return no(f"counted differently: {differs}")
+        problem = _sample_problem(base, head, MIN_REPEATS if counted else MIN_SAMPLES_FOR_TEST, not counted)
         if problem:
             return _row(head, base, *problem, threshold, _change(base, head, threshold))
     for side, r in sides:
@@ -299,7 +298,7 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
     unchecked = set()  # definitions hashed by two schemes: compared, not checked
     lacking = {u.id: u for u in unreported if u.id not in head_by_id}
     rows: dict[str, Row | None] = {}  # head series id -> row (None until _infer judges its pair)
-    batch: dict[float | None, dict[str, Pair]] = {}  # a paired run's level (_infer) -> series id -> pair
+    batch = defaultdict(dict)  # a paired run's level (_infer) -> series id -> pair
     for sid, h in head_by_id.items():
         b = base_by_id.get(sid)  # None for a device in mismatched
         if b and b.content_hash != h.content_hash and schemes[0][sid] != schemes[1][sid]:
@@ -321,7 +320,7 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
                 rows[sid] = _counted(b, h, t)
             elif (t.unit == "percent" and min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
                     and all(map(_finite_positive, b.samples + h.samples))):
-                batch.setdefault(paired_level(h) if paired_rounds(b, h) else None, {})[sid] = b, h, t
+                batch[paired_level(h) if paired_rounds(b, h) else None][sid] = b, h, t
             else:  # absolute rules, few samples: judged on the change of the median alone
                 change = _change(b, h, t)
                 worse = change if t.lower_is_better else -change  # > 0: the worse way
@@ -409,10 +408,10 @@ def _floor_note(head: BenchmarkRecord) -> str | None:
 def _with_notes(row: Row, head: BenchmarkRecord, unchecked: bool) -> Row:
     """``row`` with :data:`HASH_SCHEME_NOTE` (when its definitions were hashed by two schemes, ``unchecked``)
     and the head's floor and thread notes (not on a failed row) added to its reason."""
-    notes = [HASH_SCHEME_NOTE] if unchecked else []
+    notes = [HASH_SCHEME_NOTE if unchecked else None]
     if row.verdict != "failed" and head.kind == "execution":
         said = (row.reason or "").startswith("thread counts differ")
-        notes += filter(None, (_floor_note(head), None if said else _threads_note(head)))
+        notes += (_floor_note(head), None if said else _threads_note(head))
     return _noted(row, *notes)
 
 

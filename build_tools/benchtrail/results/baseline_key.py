@@ -25,6 +25,7 @@ commit pointers with it, and ``compare`` refuses to compare results whose keys d
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -98,16 +99,16 @@ def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]
     """Every device of ``files`` and the keys its records were measured under (usually one). A file's
     origin is its ``environment.ci`` when recorded (a bool), else what its ``run.run_id`` tells
     (:func:`origin_of_run_id`)."""
-    keys: dict[str, set[BaselineKey]] = {}
+    keys = defaultdict(set)
     for f in files:
         env = f.environment
         method, ci = env.get("method_version", 1), env.get("ci")
         for device in {b.device_name for b in f.benchmarks}:
-            keys.setdefault(device, set()).add(BaselineKey(
+            keys[device].add(BaselineKey(
                 device, env.get("gpu_name") or None, str(env.get("torch_version")),
                 method if isinstance(method, int) else 1,
                 ci if isinstance(ci, bool) else origin_of_run_id(f.run.get("run_id"))))
-    return keys
+    return dict(keys)
 
 
 def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
@@ -119,13 +120,13 @@ def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
     origin its run id tells (it serves only devices whose head has no GPU: see :func:`matches`)."""
     recorded = pointer.get("baseline_keys")
     told = origin_of_run_id(pointer.get("run_id"))
-    keys: dict[str, set[BaselineKey]] = {}
     if isinstance(recorded, list):  # the store's reader checked the fields
+        keys = defaultdict(set)
         for k in recorded:
             ci = k["ci"] if isinstance(k.get("ci", ""), (bool, type(None))) else told
-            keys.setdefault(k["device"], set()).add(
+            keys[k["device"]].add(
                 BaselineKey(k["device"], k.get("gpu"), k["torch_version"], k["method_version"], ci))
-        return keys
+        return dict(keys)
     return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1, told)}
             for d in pointer.get("devices", [])}
 
