@@ -194,7 +194,7 @@ def estimate(row: Row) -> Estimate:
     ab, own = row.ab or {}, row.head_details.get("ab") or {}
     if ab.get("verdict") in PAIRED_VERDICTS and not ab.get("guard") and ab.get("change") is not None \
             and ab.get("base_median"):
-        base, change, low, high = ab["base_median"], ab["change"], ab.get("ci_low"), ab.get("ci_high")
+        base, change, low, high = map(ab.get, ("base_median", "change", "ci_low", "ci_high"))
     elif (own.get("rounds") and (row.base_details.get("ab") or {}).get("rounds") == own["rounds"]
           and row.base_n == row.head_n and row.change_unit == "%" and row.change is not None
           and row.base_median):

@@ -158,7 +158,7 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
 
     def name(r: Row) -> str:
         base = display_name(r, True)  # without the ".<device>" suffix
-        return base[len(head):].removesuffix(tail) + ("" if single_device else r.name[len(base):])
+        return base.removeprefix(head).removesuffix(tail) + ("" if single_device else r.name[len(base):])
 
     cells = [(name(r), *_cells(r)) for r in shown]
     columns, room = _fitting_columns(cells, width)
@@ -166,7 +166,7 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if any(cell_len(name(r)) > room for r in shown):
         head = shared_module(bases)
     if any(cell_len(name(r)) > room for r in shown):
-        tail = shared_tail([b[len(head):] for b in bases])
+        tail = shared_tail([b.removeprefix(head) for b in bases])
     out = io.StringIO()
     console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
                       no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False)

@@ -164,7 +164,7 @@ def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
         found = sorted(folder.glob("*.json")) if p.is_dir() else [p]
         if not found:
             raise UserError(f"no results files (*.json) in {folder}")
-        files.extend(found)
+        files += found
     return list(map(load_results, files))
 
 
