@@ -13,32 +13,25 @@ draws its base repeats from process i and its head repeats from process j ≠ i,
 from __future__ import annotations
 
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchtrail.detector.load import Load, background_load
-from benchtrail.detector.rules import clopper_pearson
-from benchtrail.errors import UserError
+from benchtrail.detector.load import Load, background_load, described, machine
+from benchtrail.detector.rules import SERIES_NAME, clopper_pearson, threshold_of
 from benchtrail.runner.count_cases import REPEATS, VALGRIND_ARGS, counting_env, cpu_vendor, valgrind_version
-from benchtrail.runner.environment import cpu_model
 from benchtrail.runner.workers import kill_group, tail
 from benchtrail.stats.counts import judge_counts
 
 #: Version history of the ``--metric instructions`` output file: 1 — first version.
 SCHEMA_VERSION = 1
-#: Series name whose threshold rule the evaluation uses (``execution/instructions/<this>``).
-SERIES_NAME = "detector-matmul.eager.inference"
 VERDICTS = ("regressed", "improved", "similar", "inconclusive")
 
 
@@ -69,24 +62,6 @@ class CountConfig:
 def deltas_of(threshold_pct: float, given: Sequence[float] = ()) -> tuple[float, ...]:
     """The δs of an evaluation at ``threshold_pct``: 2 × and ½ × the threshold, and ``given``; ascending."""
     return tuple(sorted({2 * threshold_pct, threshold_pct / 2, *given}))
-
-
-def threshold_of(threshold_pct: float | None) -> tuple[float, str]:
-    """``(threshold, rule)``: the shipped rule of ``execution/instructions/<SERIES_NAME>``, or
-    ``threshold_pct``.
-
-    Raises:
-        UserError: the thresholds table cannot be loaded, or its rule is not a percent rule.
-    """
-    from benchtrail.compare.rules import find_threshold, load_thresholds
-
-    rule = find_threshold(load_thresholds(), "execution", "instructions", SERIES_NAME)
-    if threshold_pct is not None:
-        return threshold_pct, "--threshold-pct"
-    if rule.unit != "percent":
-        raise UserError(f"the thresholds rule {rule.match!r} for {SERIES_NAME} instructions is not a "
-                        "percent rule")
-    return rule.threshold, rule.match
 
 
 # -- the pool -----------------------------------------------------------------------------------
@@ -210,7 +185,7 @@ def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda 
         RuntimeError: a counting process failed.
     """
     start = time.perf_counter()
-    threshold, match = threshold_of(config.threshold_pct)
+    threshold, match = threshold_of("instructions", config.threshold_pct)
     deltas = deltas_of(threshold, config.deltas_pct)
     report(f"threshold {threshold:g}% (rule {match!r}); δ = {', '.join(f'{d:g}' for d in deltas)}%; "
            f"{config.processes} callgrind processes, {config.parallel} at a time, each counting "
@@ -227,9 +202,7 @@ def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda 
              "threshold_match": match, "series": SERIES_NAME, "deltas_pct": list(deltas), "aa": config.aa,
              "ab": config.ab, "samples_per_side": config.samples, "repeats_per_process": config.repeats,
              "parallel": config.parallel, "seed": config.seed, "collect_s": collect_s,
-             "processes": pool, "background_load": asdict(config.noise) if config.noise else None,
-             "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-             "machine": platform.machine(), "date": datetime.now(UTC).isoformat(timespec="seconds")}
+             "processes": pool, **machine(config.noise)}
     doc = _document(setup, comparisons)
     setup["elapsed_s"] = time.perf_counter() - start
     return doc
@@ -241,24 +214,19 @@ def format_counts_table(doc: dict[str, Any]) -> str:
     procs = s["processes"]
     base = [float(np.median(p["counts"][0])) for p in procs]  # each process's median base count
     per_iteration = [p["loop_instructions_per_iteration"] for p in procs]
-    load = s.get("background_load")
     walls = [p["wall_s"] for p in procs]
-    machine = s.get("cpu_model") or "an unrecorded CPU"
-    lines = [f"Instructions (callgrind, valgrind {s['valgrind']}, {s['cpu']}) on {machine} ({s['cpu_count']} "
-             f"CPUs), {s['date']}"
-             + (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
-                f"{load['buffer_mib']} MiB buffer)." if load else "."), "",
+    lines = [f"Instructions (callgrind, valgrind {s['valgrind']}, {s['cpu']}) on "
+             f"{s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), {s['date']}"
+             f"{described(s.get('background_load'))}", "",
              f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {np.median(base):,.0f} "
              f"instructions per call (medians of the processes: {min(base):,.0f} – {max(base):,.0f}); "
              f"injected loop {np.median(per_iteration):.1f} instructions per iteration. {len(procs)} "
-             f"processes ({s['parallel']} at a time), {s['repeats_per_process']} repeats per variant each; a "
-             "comparison "
-             f"takes {s['samples_per_side']} repeats of one process against {s['samples_per_side']} of "
-             "another. "
-             f"Threshold {s['threshold_pct']:g}% ({s['threshold_match']}), seed {s['seed']}, "
-             f"torch {s['torch']}; collection {s['collect_s'] / 60:.1f} min (processes "
-             f"{min(walls):.0f} – {max(walls):.0f} s each). A/A rows "
-             "count alerts in either direction, A/B rows 'regressed'.", "",
+             f"processes ({s['parallel']} at a time), {s['repeats_per_process']} repeats per variant each; "
+             f"a comparison takes {s['samples_per_side']} repeats of one process against "
+             f"{s['samples_per_side']} of another. Threshold {s['threshold_pct']:g}% ({s['threshold_match']}), "
+             f"seed {s['seed']}, torch {s['torch']}; collection {s['collect_s'] / 60:.1f} min (processes "
+             f"{min(walls):.0f} – {max(walls):.0f} s each). A/A rows count alerts in either direction, A/B "
+             "rows 'regressed'.", "",
              "| δ (%) | alerts / n | 95% CP interval (%) | similar | inconclusive | improved | noisy "
              "| mean change (%) | max spread (%) | process pairs |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -266,7 +234,7 @@ def format_counts_table(doc: dict[str, Any]) -> str:
         delta = "0 (A/A)" if r["delta_pct"] == 0 else f"{r['delta_pct']:g}"
         lines.append(f"| {delta} | {r['alerts']} / {r['n']} | {r['ci_low_pct']:.2f} – "
                      f"{r['ci_high_pct']:.2f} | {r['similar']} | {r['inconclusive']} | {r['improved']} | "
-                     f"{r['noisy']} | "
-                     f"{r['mean_change_pct']:.4f} | {r['max_spread_pct']:.4f} | {r['process_pairs']} |")
+                     f"{r['noisy']} | {r['mean_change_pct']:.4f} | {r['max_spread_pct']:.4f} | "
+                     f"{r['process_pairs']} |")
     return "\n".join(lines) + "\n"
 

@@ -19,23 +19,20 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
 import numpy as np
 
 from benchtrail.detector.collect import Sampling, collect, plan_of
-from benchtrail.detector.load import Load, background_load
-from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, clopper_pearson, judge
+from benchtrail.detector.load import Load, background_load, described, machine
+from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, SERIES_NAME, clopper_pearson, judge, threshold_of
 from benchtrail.detector.workers import Worker
 from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
-from benchtrail.runner.environment import cpu_model
 from benchtrail.stats.inference import noise as relative_iqr
 
 #: Version history of the evaluate-detector output file:
@@ -44,8 +41,6 @@ from benchtrail.stats.inference import noise as relative_iqr
 #:       ``duet_cpus``; comparisons ``sequential``, ``round_wall_s``, ``benchtrail_rounds``, ``mde_pct``;
 #:       rows ``mean_seconds_per_comparison``, ``mean_mde_pct``). Version 1 files stay readable.
 SCHEMA_VERSION = 2
-#: Series name whose threshold rule the detector uses (it falls to the ``execution/*`` rule).
-SERIES_NAME = "detector-matmul.eager.inference"
 #: 384 x 384 fp32 ``torch.mm`` on one thread: about 1.1 ms per call on the 2-core development VM.
 DEFAULT_MATRIX_SIZE = 384
 MODES = ("stored-baseline", "paired", "duet")
@@ -235,14 +230,8 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
         UserError: the shipped thresholds table cannot be loaded or has no rule for the series.
         RuntimeError: a worker process failed (its traceback is in the message).
     """
-    from benchtrail.compare.rules import find_threshold, load_thresholds
-
     start = time.perf_counter()
-    threshold = find_threshold(load_thresholds(), "execution", "latency", SERIES_NAME)
-    if threshold.unit != "percent":
-        raise UserError(f"the thresholds rule {threshold.match!r} for {SERIES_NAME} is not a percent rule")
-    if config.threshold_pct is not None:
-        threshold = replace(threshold, threshold=config.threshold_pct, match="--threshold-pct")
+    threshold, match = threshold_of("latency", config.threshold_pct)
     rng = np.random.default_rng(config.seed)
     plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
     with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info), background_load(config.noise):
@@ -253,13 +242,13 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
         sequential = sum(cal["estimate_collect_s"].get(m, 0.0) for m in SEQUENTIAL_MODES)
         most = cal["estimate_s"] + sequential * (config.max_samples / config.samples - 1)
-        report(f"benchtrail threshold {threshold.threshold:g}% (rule {threshold.match!r}); expected duration "
+        report(f"benchtrail threshold {threshold:g}% (rule {match!r}); expected duration "
                f"about {cal['estimate_s'] / 60:.1f} min"
                + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} samples "
                   "per side" if sequential else "")
                + f" ({(time.perf_counter() - start):.0f} s of setup done)")
         sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus,
-                            cal["iterations_per_sample"], cal["us_per_call"], threshold.threshold)
+                            cal["iterations_per_sample"], cal["us_per_call"], threshold)
         for mode in config.modes:
             collect(mode, workers, plans[mode], sampling, rng)
     records = []
@@ -271,15 +260,12 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
                      "base_us": plan.base[i], "head_us": plan.head[i]} for i in range(plan.deltas.size)]
     setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
              "worker_cpus": info["cpus"], **cal,
-             "threshold_pct": threshold.threshold, "threshold_match": threshold.match, "series": SERIES_NAME,
+             "threshold_pct": threshold, "threshold_match": match, "series": SERIES_NAME,
              "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
              "modes": list(config.modes), "max_samples_per_side": config.max_samples,
              "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
-             "start_method": info["start_method"], "cpu_model": cpu_model(),
-             "background_load": asdict(config.noise) if config.noise else None,
-             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-             "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
+             "start_method": info["start_method"], **machine(config.noise),
              "cpus_usable": len(os.sched_getaffinity(0))}
     doc = _document(setup, records)
     setup["elapsed_s"] = time.perf_counter() - start  # judging included
@@ -298,12 +284,9 @@ def format_table(doc: dict[str, Any]) -> str:
     """The rows of an :func:`evaluate` document as a markdown table, plus one line of setup."""
     s = doc["setup"]
     noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
-    load = s.get("background_load")
     lines = [f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
              f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, "
-             f"per worker): {noise_pct or 'not recorded'}"
-             + (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
-                f"{load['buffer_mib']} MiB buffer)." if load else "."), "",
+             f"per worker): {noise_pct or 'not recorded'}{described(s.get('background_load'))}", "",
              f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
              f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
              f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "

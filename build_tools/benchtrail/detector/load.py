@@ -14,7 +14,7 @@ import contextlib
 import multiprocessing
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -64,7 +64,31 @@ def background_load(load: Load | None) -> Iterator[int | None]:
             raise RuntimeError(f"the background load process exited early (exit code {process.exitcode})")
     finally:
         stop.set()
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        end(process)
+
+
+def end(process: Any) -> None:
+    """Wait 5 s for ``process`` (a ``multiprocessing`` process) to exit, then kill it."""
+    process.join(5)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+def machine(load: Load | None) -> dict[str, Any]:
+    """What every evaluate-detector setup records of the machine, the date and the background ``load``."""
+    import os
+    import platform
+    from datetime import UTC, datetime
+
+    from benchtrail.runner.environment import cpu_model
+
+    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "machine": platform.machine(), "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "background_load": asdict(load) if load else None}
+
+
+def described(load: dict[str, Any] | None) -> str:
+    """How a setup's table line ends: the ``background_load`` it records (None: none), or a full stop."""
+    return (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
+            f"{load['buffer_mib']} MiB buffer)." if load else ".")

@@ -13,6 +13,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.stats import binomtest, mannwhitneyu
 
+from benchtrail.errors import UserError
+
+#: Series name whose threshold rules the evaluations use (the latency one falls to ``execution/*``).
+SERIES_NAME = "detector-matmul.eager.inference"
 #: Samples per side that one round of the adaptive detector adds.
 ROUND_SAMPLES = 10
 #: Rule key → label, in table order. Verdicts are ``regressed``, ``improved``, ``similar`` (and
@@ -159,3 +163,19 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     """
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def threshold_of(metric: str, threshold_pct: float | None) -> tuple[float, str]:
+    """``(threshold, rule)``: ``threshold_pct`` (rule ``--threshold-pct``), else the shipped rule of
+    ``execution/<metric>/<SERIES_NAME>``.
+
+    Raises:
+        UserError: the thresholds table cannot be loaded, or its rule is not a percent rule.
+    """
+    from benchtrail.compare.rules import find_threshold, load_thresholds
+
+    rule = find_threshold(load_thresholds(), "execution", metric, SERIES_NAME)
+    if rule.unit != "percent":
+        raise UserError(f"the thresholds rule {rule.match!r} for {SERIES_NAME}"
+                        f"{' instructions' if metric == 'instructions' else ''} is not a percent rule")
+    return (rule.threshold, rule.match) if threshold_pct is None else (threshold_pct, "--threshold-pct")

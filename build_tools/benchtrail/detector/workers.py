@@ -21,6 +21,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from benchtrail.detector.load import end
+
 #: Seconds a worker waits at the duet barrier for the other before it gives up (the other failed).
 BARRIER_TIMEOUT_S = 60.0
 
@@ -116,10 +118,7 @@ class Worker:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._conn.send(None)
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
+        end(self._proc)
         self._conn.close()
 
 
@@ -160,5 +159,4 @@ def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterati
         arm.request("pin", cpu)
     for arm, spin in zip(arms, spins):
         arm.post("duet", count, iterations, spin, 1)
-    first, second = (arm.reply() for arm in arms)
-    return list(first), list(second)
+    return list(arms[0].reply()), list(arms[1].reply())
