@@ -166,23 +166,23 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
     files = {side: getattr(row, f"{side}_details").get("callgrind") for side in ("base", "head")}
     out: Json = {"functions": [], "ranked_by": "self", "calls": calls, "files": files, "note": None}
     bad = [side for side, n in calls.items() if not (type(n) is int and n > 0)]
+    unsafe = [side for side, f in files.items() if not _inside(f)]
     if bad or None in files.values():
-        lacking = "iterations_per_sample" if bad else "callgrind"
         side = bad[0] if bad else next(s for s, f in files.items() if f is None)
-        return {**out, "note": f"no per-function diff: the {side} record has no details.{lacking}"}
-    unsafe = next((f"the {side} record's details.callgrind {f!r} is not a path inside its run directory"
-                   for side, f in files.items() if not _inside(f)), None)
-    if unsafe:
-        return {**out, "note": f"no per-function diff: {unsafe}"}
-    paths = {side: locate(row, side) for side in ("base", "head")}
-    missing = next((f"the {side}'s callgrind file {files[side]}: {p}" for side, p in paths.items()
-                    if isinstance(p, str)), None)
-    if missing:
-        return {**out, "note": f"no per-function diff: {missing}"}
+        note = f"the {side} record has no details.{'iterations_per_sample' if bad else 'callgrind'}"
+    elif unsafe:
+        note = (f"the {unsafe[0]} record's details.callgrind {files[unsafe[0]]!r} is not a path inside its run "
+                "directory")
+    else:
+        paths = {side: locate(row, side) for side in ("base", "head")}
+        missing = [side for side, p in paths.items() if isinstance(p, str)]
+        note = missing and f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}"
     try:
-        diff = function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
+        diff = [] if note else function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
     except UserError as exc:
-        return {**out, "note": f"no per-function diff: {exc}"}
+        note = str(exc)
+    if note:
+        return {**out, "note": f"no per-function diff: {note}"}
     return {**out, "functions": [_entry(c) for c in diff], "note": None if diff else UNCHANGED}
 
 
