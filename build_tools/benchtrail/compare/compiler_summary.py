@@ -57,12 +57,8 @@ FIGURES = ("pass_rate", "geomean_speedup", "cold_ms", "warm_ms", "compression_ra
 def model_name(record: BenchmarkRecord) -> str:
     """The model of a record: its ``module_name`` (``<model>.<compile config>.<arch>``) less the
     compile config and architecture. Older names ``<model>-<compile config>.<arch>`` work too."""
-    module, cc = record.module_name, record.compile_config
-    stem = module.rsplit(".", 1)[0]
-    for sep in (".", "-"):
-        if cc and stem.endswith(sep + cc):
-            return stem[: -len(sep + cc)]
-    return stem
+    stem, cc = record.module_name.rsplit(".", 1)[0], record.compile_config
+    return next((stem.removesuffix(end) for end in (f".{cc}", f"-{cc}") if cc and stem.endswith(end)), stem)
 
 
 def execution_config(record: BenchmarkRecord, model: str) -> str | None:
@@ -203,16 +199,15 @@ _Times = tuple[list[float], list[float]]
 
 def _compile_times(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Times]:
     """Each module's median cold and warm compile time, by (compile config, device)."""
-    per_module: dict[tuple[str, str, str], dict[str, float]] = {}
+    per_module: defaultdict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for b in (b for f in files for b in f.benchmarks):
         if b.kind == "compilation" and b.status == "ok" and b.median is not None \
                 and b.metric in (*COLD_METRICS, WARM_METRIC):
-            per_module.setdefault((b.compile_config, b.device_name, b.module_name), {})[b.metric] = b.median
+            per_module[b.compile_config, b.device_name, b.module_name][b.metric] = b.median
     out: defaultdict[_Key, _Times] = defaultdict(lambda: ([], []))
     for (config, device, _), metrics in per_module.items():
-        cold, warm = out[config, device]
-        cold.extend([metrics[m] for m in COLD_METRICS if m in metrics][:1])  # the first found
-        warm.extend([metrics[WARM_METRIC]] if WARM_METRIC in metrics else [])
+        for times, names in zip(out[config, device], (COLD_METRICS, (WARM_METRIC,))):
+            times.extend([metrics[m] for m in names if m in metrics][:1])  # the first found
     return out
 
 
@@ -281,8 +276,8 @@ def _summary_from_json(value: Any, where: str) -> Summary:
                         f"{', '.join(names)}")
     for name, v in value.items():
         count = name in _COUNTS
-        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        if not (number and isinstance(v, int) and v >= 0 if count else v is None or number):
+        number = type(v) in (int, float) and math.isfinite(v)  # JSON: not a bool
+        if not (number and type(v) is int and v >= 0 if count else v is None or number):
             raise UserError(f"{where}.{name} is {v!r}; expected "
                             f"{'an integer >= 0' if count else 'a finite number or null'}")
     if value["paired"] < MIN_INTERVAL_CASES:  # files written before MIN_INTERVAL_CASES: interval dropped
