@@ -71,17 +71,17 @@ def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str
     on_device = any((op.get("self_device_us") or 0) > 0 for op in head.get("operators") or ())  # a GPU run
     clock = "device" if on_device else "cpu"
     head_us = _per_iteration(head, clock)
-    base_us = None if not base or "error" in base else _per_iteration(base, clock)
-    if base_us is None:
+    paired = base and "error" not in base
+    if paired:
+        note = None
+        base_us = _per_iteration(base, clock)
+        order = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us[k] - base_us[k]))
+    else:
         note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
         base, traces = {}, {"head": traces.get("head")}  # no base side
         order = sorted(head_us, key=lambda k: -head_us[k])
-    else:
-        note = None
-        order = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us[k] - base_us[k]))
-    ops = [{"name": k, "base_us": None if base_us is None else round(base_us[k], 3),
-            "head_us": round(head_us[k], 3),
-            "change_us": None if base_us is None else round(head_us[k] - base_us[k], 3)} for k in order[:top]]
+    ops = [{"name": k, "base_us": round(base_us[k], 3) if paired else None, "head_us": round(head_us[k], 3),
+            "change_us": round(head_us[k] - base_us[k], 3) if paired else None} for k in order[:top]]
     return {"operators": ops, "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
             "traces": {arm: traces.get(arm) for arm in ARMS}, "note": note, "clock": clock}
 

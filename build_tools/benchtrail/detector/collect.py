@@ -56,7 +56,7 @@ class Plan:
 def plan_of(aa: int, ab: int, deltas_pct: Sequence[float], rng: np.random.Generator) -> Plan:
     """``aa`` A/A comparisons and ``ab`` per δ of ``deltas_pct``, base workers and order drawn from
     ``rng``."""
-    deltas = np.array([0.0] * aa + [d for d in deltas_pct for _ in range(ab)])
+    deltas = np.concatenate([np.zeros(aa), np.repeat(deltas_pct, ab)])
     n = deltas.size
     return Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)],
                 [[] for _ in range(n)], [None] * n, [None] * n)

@@ -50,7 +50,7 @@ SEQUENTIAL_MODES = ("paired", "duet")
 
 def _last_two_cpus() -> tuple[int, int] | None:
     cpus = sorted(os.sched_getaffinity(0))
-    return (cpus[-2], cpus[-1]) if len(cpus) >= 2 else None
+    return tuple(cpus[-2:]) if len(cpus) >= 2 else None
 
 
 def default_modes() -> tuple[str, ...]:
@@ -186,12 +186,11 @@ def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[
         verdicts, ours = judge(r["base_us"], r["head_us"], setup["threshold_pct"], peer_samples,
                                paired=r["mode"] != "stored-baseline", sequential=sequential,
                                planned_rounds=planned_rounds)
-        peers = min(len(r["base_us"]), peer_samples)
         extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
                  "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
         records.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
-                        "samples_per_side": {rule: ours.samples_per_side if rule == "benchtrail" else peers
-                                             for rule in RULES}})
+                        "samples_per_side": {**dict.fromkeys(RULES, min(len(r["base_us"]), peer_samples)),
+                                             "benchtrail": ours.samples_per_side}})
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
     for delta, rule, mode in product((0.0, *setup["deltas_pct"]), RULES, modes):
@@ -255,7 +254,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     for mode in config.modes:
         plan = plans[mode]
         records += [{"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
-                     "collected_at": int(np.flatnonzero(plan.order == i)[0]), "slots": plan.slots[i],
+                     "collected_at": plan.order.tolist().index(i), "slots": plan.slots[i],
                      "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
                      "base_us": plan.base[i], "head_us": plan.head[i]} for i in range(plan.deltas.size)]
     setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
