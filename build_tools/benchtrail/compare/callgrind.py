@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -83,7 +84,7 @@ def file_total(path: str | Path) -> int:
     return int(m[1])
 
 
-def function_counts(path: str | Path, inclusive: bool = False) -> dict[str, int]:
+def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
     """``{file:function: instructions}`` of one callgrind file, self (exclusive) or ``inclusive``, from one
     ``callgrind_annotate`` run.
 
@@ -104,20 +105,16 @@ def function_counts(path: str | Path, inclusive: bool = False) -> dict[str, int]
     if done.returncode:
         said = " ".join((done.stderr or done.stdout).split())[-300:]
         raise UserError(f"callgrind_annotate could not read {path} (exit code {done.returncode}): {said}")
-    counts: dict[str, int] = {}
-    state = "total"
-    for line in done.stdout.splitlines():
-        if state == "total":
-            state = "begin" if _TOTAL.match(line) else state
-        elif state == "begin":
-            state = "parse" if _BEGIN.match(line) else state
-        elif m := _FUNCTION.match(line):
-            counts[m[2]] = counts.get(m[2], 0) + int(m[1].replace(",", ""))
-        elif not re.match(r"-+", line):
-            break
-    if state != "parse":
+    lines = iter(done.stdout.splitlines())
+    if not (any(map(_TOTAL.match, lines)) and any(map(_BEGIN.match, lines))):  # the table follows both
         raise UserError(f"callgrind_annotate's output for {path} has no function table "
                         "(not a callgrind file?)")
+    counts: Counter[str] = Counter()
+    for line in lines:
+        if m := _FUNCTION.match(line):
+            counts[m[2]] += int(m[1].replace(",", ""))
+        elif not re.match(r"-+", line):
+            break
     return counts
 
 
@@ -138,13 +135,12 @@ def function_diff(base_path: str | Path, head_path: str | Path, top: int = TOP,
     whole = [function_counts(p, inclusive=True) for p in paths]
     changes = []
     for f in own[0].keys() | own[1].keys():
-        base, head = (own[i].get(f, 0) / calls[i] for i in (0, 1))
+        base, head = (own[i][f] / calls[i] for i in (0, 1))
         if base == head:
             continue
-        sides = [whole[i].get(f, 0) for i in (0, 1)]
-        artifact = recursive(f) or any(n > total for n, total in zip(sides, totals))
-        inclusive = None if artifact else (sides[0] / calls[0], sides[1] / calls[1],
-                                           sides[1] / calls[1] - sides[0] / calls[0])
+        per_call = [whole[i][f] / calls[i] for i in (0, 1)]
+        artifact = recursive(f) or any(whole[i][f] > totals[i] for i in (0, 1))
+        inclusive = None if artifact else (*per_call, per_call[1] - per_call[0])
         changes.append(FunctionChange(f, base, head, head - base, inclusive))
     return sorted(changes, key=lambda c: (-abs(c.change), c.name))[:top]
 
