@@ -172,9 +172,9 @@ def accepted(row: Row, accept: Sequence[str]) -> bool:
 def _side(files: list[ResultsFile], **extra: Any) -> Json | None:
     if not files:
         return None
-    f = files[0]
-    return {"commit": f.commit, "dirty": f.dirty, "run": f.run,
-            "torch_version": f.environment.get("torch_version"),
+    first = files[0]
+    return {"commit": first.commit, "dirty": first.dirty, "run": first.run,
+            "torch_version": first.environment.get("torch_version"),
             "devices": sorted({b.device_name for f in files for b in f.benchmarks}), **extra}
 
 
@@ -244,7 +244,7 @@ def load_comparison(path: str | Path) -> Comparison:
         if not isinstance(obj.get(key), kind):
             raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}")
     for key in ("base", "baseline"):
-        if obj.get(key) is not None and not isinstance(obj[key], dict):
+        if not isinstance(obj.get(key), (dict, type(None))):
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
     rows = tuple(from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
                  for i, row in enumerate(obj["rows"]))
@@ -281,7 +281,7 @@ def failed_by_device(files: list[ResultsFile]) -> list[Json]:
             host_devices[host].add(device)
     merged: defaultdict[str, dict[str, dict[str, str]]] = defaultdict(dict)
     for device, host, doctor in named:
-        device = device or ", ".join(sorted(host_devices.get(host, ()))) or host or "?"
+        device = device or ", ".join(sorted(host_devices[host])) or host or "?"
         for c in doctor.get("checks", ()):
             if c.get("name") in (doctor.get("failed") or ()):
                 merged[device].setdefault(c["name"], {k: c[k] for k in ("name", "value", "expected")})

@@ -54,8 +54,8 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
             if device in skipped_devices:
                 continue
             for index, rcs in sorted(shards.items()):
-                reported = ((results_dir / f"{slug(device)}-{index}.json").is_file() or (device, index) in ran
-                            or (device, None) in ran)
+                reported = (ran & {(device, index), (device, None)}
+                            or (results_dir / f"{slug(device)}-{index}.json").is_file())
                 shard = {"device_name": device, "shard_index": index}
                 if not reported and rcs and shard not in missing:  # an empty shard has no job (matrix.jq)
                     missing.append(shard)

@@ -57,8 +57,8 @@ def count_variants(spec: dict[str, Any], dumps: Dumps) -> dict[str, Any]:
                 spin(k)
         return calls
 
-    def median(fn: Callable[[], Any], blocks: int = CALIBRATION_BLOCKS) -> float:
-        return float(np.median([dumps.count(fn)[0] for _ in range(blocks)]))
+    def median(fn: Callable[[], Any]) -> float:
+        return float(np.median([dumps.count(fn)[0] for _ in range(CALIBRATION_BLOCKS)]))
 
     marks = {"start": time.perf_counter()}
     block(0, 1)()  # the first call, uninstrumented
