@@ -181,12 +181,12 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
         for message in stored.unreadable:
             ignored["", len(ignored)] = Ignored(sha, "", 0, message)
         for p, why in stored:  # newest first
-            run_id, attempt = run = p["run_id"], p["attempt"]
+            run = p["run_id"], p["attempt"]
             if why:
-                ignored[run] = Ignored(sha, run_id, attempt, why)
+                ignored[run] = Ignored(sha, *run, why)
                 continue
-            runs.append(Baseline(sha, reason, run_id, attempt, store.run_dir(run_id, attempt),
-                                 tuple(serves[run]), tuple(p.get("results", ()))))
+            runs.append(Baseline(sha, reason, *run, store.run_dir(*run), tuple(serves[run]),
+                                 tuple(p.get("results", ()))))
             for d in serves[run]:
                 del wanted[d]
     if explicit and not runs:

@@ -144,7 +144,7 @@ def workers(matrix_size: int, seed: int,
         for i in range(2):
             workers.append(Worker(ctx, i, matrix_size, seed, cpu, barrier))
         info = [w.reply() for w in workers][0]
-        yield (workers[0], workers[1]), {**info, "start_method": method}
+        yield tuple(workers), {**info, "start_method": method}
     finally:
         for w in workers:
             w.close()
