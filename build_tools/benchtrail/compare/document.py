@@ -182,10 +182,9 @@ def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, 
     """``counts`` of comparison.json of ``version``: rows per verdict (``noisy`` before version 8, ``inconclusive``
     from it) and regressed rows per mark (``quarantined`` from version 4)."""
     verdicts = VERDICTS if version >= 8 else tuple(v if v != "inconclusive" else "noisy" for v in VERDICTS)
-    counts = {v: sum(r.verdict == v for r in rows) for v in verdicts}
     marks = MARKS if version >= 4 else MARKS[:3]  # quarantined from version 4
-    counts.update({m: sum(r.mark == m for r in rows if r.verdict == "regressed") for m in marks})
-    return counts
+    return {**{v: sum(r.verdict == v for r in rows) for v in verdicts},
+            **{m: sum(r.mark == m for r in rows if r.verdict == "regressed") for m in marks}}
 
 
 def upgraded(document: Json) -> Json:

@@ -77,7 +77,7 @@ def count_pool(config: CountConfig, deltas_pct: Sequence[float],
     """
     valgrind_version("or evaluate wall time: --metric latency")
     env = counting_env({})
-    results: list[dict[str, Any] | None] = [None] * config.processes
+    results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="benchtrail-detector-count-") as tmp:
         folder = Path(tmp)
         spec = folder / "spec.json"
@@ -113,7 +113,7 @@ def count_pool(config: CountConfig, deltas_pct: Sequence[float],
             for proc, _ in running.values():
                 kill_group(proc.pid)
                 proc.wait()
-    return [r for r in results if r is not None]
+    return [results[i] for i in sorted(results)]
 
 
 # -- comparisons and verdicts ----------------------------------------------------------------------
