@@ -167,16 +167,17 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
         side = bad[0] if bad else next(s for s, f in files.items() if f is None)
         note = f"the {side} record has no details.{'iterations_per_sample' if bad else 'callgrind'}"
     elif unsafe:
-        note = (f"the {unsafe[0]} record's details.callgrind {files[unsafe[0]]!r} is not a path inside its run "
-                "directory")
+        note = (f"the {unsafe[0]} record's details.callgrind {files[unsafe[0]]!r} is not a path inside its "
+                "run directory")
     else:
         paths = {side: locate(row, side) for side in ("base", "head")}
         missing = [side for side, p in paths.items() if isinstance(p, str)]
         note = missing and f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}"
-    try:
-        diff = [] if note else function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
-    except UserError as exc:
-        note = str(exc)
+    if not note:
+        try:
+            diff = function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
+        except UserError as exc:
+            note = str(exc)
     if note:
         return {**out, "note": f"no per-function diff: {note}"}
     return {**out, "functions": [_entry(c) for c in diff], "note": None if diff else UNCHANGED}

@@ -223,8 +223,8 @@ def format_counts_table(doc: dict[str, Any]) -> str:
              f"injected loop {np.median(per_iteration):.1f} instructions per iteration. {len(procs)} "
              f"processes ({s['parallel']} at a time), {s['repeats_per_process']} repeats per variant each; "
              f"a comparison takes {s['samples_per_side']} repeats of one process against "
-             f"{s['samples_per_side']} of another. Threshold {s['threshold_pct']:g}% ({s['threshold_match']}), "
-             f"seed {s['seed']}, torch {s['torch']}; collection {s['collect_s'] / 60:.1f} min (processes "
+             f"{s['samples_per_side']} of another. Threshold {s['threshold_pct']:g}% "
+             f"({s['threshold_match']}), seed {s['seed']}, torch {s['torch']}; collection {s['collect_s'] / 60:.1f} min (processes "
              f"{min(walls):.0f} – {max(walls):.0f} s each). A/A rows count alerts in either direction, A/B "
              "rows 'regressed'.", "",
              "| δ (%) | alerts / n | 95% CP interval (%) | similar | inconclusive | improved | noisy "
