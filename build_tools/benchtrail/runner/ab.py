@@ -48,12 +48,11 @@ from benchtrail.runner import environment
 from benchtrail.runner.adaptive import sample_until_settled
 from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.run_cases import CaseResult, case_record
+from benchtrail.runner.run_cases import CaseResult, case_record, compiled_dir
 from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.suite.entry_points import ARTIFACTS
-from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.worker.protocol import Response, compile_request, duet_spec, profile_spec, run_request
 
 
@@ -218,7 +217,7 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
         return dirs
     version = environment.torch_version()
     for arm in arms:
-        module_dir = work / arm.name / module_dir_of(gen.name)
+        module_dir = compiled_dir(rc, work / arm.name)
         module_dir.mkdir(parents=True, exist_ok=True)
         response = run_in_worker(compile_request(gen, module_dir, explain=False),
                                  rc.execution_config.timeout_s * 4, rc.target_device.threads, arm.env(),

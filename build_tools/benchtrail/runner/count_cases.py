@@ -23,12 +23,9 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
-from benchtrail.runner.compile_modules import INDUCTOR_CACHE
-from benchtrail.runner.run_cases import countable, module_problem
+from benchtrail.runner.run_cases import cache_env, case_fields, compiled_dir, countable, module_problem
 from benchtrail.runner.workers import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
-from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import RunConfig
-from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, Response, count_requests, read_response, run_request
 
@@ -88,8 +85,7 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
     """Count ``todo`` in one callgrind process; the answers it gave, in order (each reported as it comes), and
     for the case it was on when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for
     a new process); a process that dies before its first case fails them all (a new one would too)."""
-    requests = [run_request(rc, modules_dir / module_dir_of(rc.module_generation_config.name)
-                            if modules_dir else None) for rc in todo]
+    requests = [run_request(rc, compiled_dir(rc, modules_dir)) for rc in todo]
     with tempfile.TemporaryDirectory(prefix="benchtrail-count-") as tmp:
         spec, journal, log = Path(tmp) / "requests.json", Path(tmp) / "journal.jsonl", Path(tmp) / "log"
         spec.write_text(json.dumps(count_requests(requests, REPEATS, folder)), encoding="utf-8")
@@ -155,8 +151,7 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
     counter = {"counter": "callgrind", "valgrind": valgrind_version(), "cpu": cpu_vendor()}
     cpu = [rc for rc in run_configs if countable(rc)]
     problems = {rc.id: modules_dir and module_problem(rc, modules_dir) for rc in cpu}
-    cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
-    env = counting_env({"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {})
+    env = counting_env(cache_env(modules_dir))
     folder = results_dir / "callgrind"
     folder.mkdir(parents=True, exist_ok=True)
     todo, answers = [rc for rc in cpu if not problems[rc.id]], {}
@@ -186,9 +181,7 @@ def instruction_record(rc: RunConfig, answer: Response, torch_version: str, coun
             kept = folder / f"{slug(rc.name)}.out"
             shutil.move(answer.callgrind, kept)
             details["callgrind"] = kept.relative_to(folder.parent.parent).as_posix()
-    gen = rc.module_generation_config
     return BenchmarkRecord.of(
         "instructions", tuple(answer.instructions or ()) if answer.ok else (), id=f"{rc.id}-instructions",
-        name=f"{rc.name}.instructions", device_name=rc.target_device.name, module_name=gen.name,
-        compile_config=gen.compile_config.name, task=rc.execution_config.task.value, status=answer.status,
-        reason=answer.reason, content_hash=content_hash(rc, torch_version), presets=rc.presets, details=details)
+        name=f"{rc.name}.instructions", status=answer.status, reason=answer.reason, details=details,
+        **case_fields(rc, torch_version))

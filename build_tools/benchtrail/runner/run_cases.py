@@ -210,11 +210,10 @@ def noise_rerun_enabled() -> bool:
         UserError: any other value, naming the variable, the value and the allowed ones.
     """
     value = os.environ.get(NOISE_RERUN_ENV, "")
-    setting = value.strip()
-    if setting not in ("", "0", "1"):
+    if value.strip() not in ("", "0", "1"):
         raise UserError(f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
                         f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), unset or empty (as 1)")
-    return setting != "0"
+    return value.strip() != "0"
 
 
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
@@ -230,8 +229,8 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = 
     verdict).
     """
     first = run_module_cases(rcs, module_dir, env)
-    noise_of = {i: float(noise([r.samples])[0]) for i, r in first.items() if rerun and r.ok and r.samples}
-    noisy = {i: n for i, n in noise_of.items() if n > NOISE_RERUN}
+    noisy = {i: n for i, r in first.items()
+             if rerun and r.ok and r.samples and (n := float(noise([r.samples])[0])) > NOISE_RERUN}
     if not noisy:
         return first
     second = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
@@ -249,16 +248,33 @@ def countable(rc: RunConfig) -> bool:
             and rc.module_generation_config.compile_config.mode not in NATIVE_MODES)
 
 
+def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
+    """The fields of a case's records (``BenchmarkRecord``) that its run config gives."""
+    gen = rc.module_generation_config
+    return {"device_name": rc.target_device.name, "module_name": gen.name, "compile_config": gen.compile_config.name,
+            "task": rc.execution_config.task.value, "content_hash": content_hash(rc, torch_version),
+            "presets": rc.presets}
+
+
 def case_record(rc: RunConfig, result: CaseResult, torch_version: str) -> BenchmarkRecord:
     """Turn a case's result into the execution series ``<run config id>`` (unit µs per iteration); on a device
     marked ``count_instructions`` a counted case's ``details.gate`` is ``instructions`` (reported, not gated)."""
-    gen = rc.module_generation_config
     gate = {"gate": "instructions"} if rc.target_device.count_instructions and countable(rc) else {}
-    return BenchmarkRecord.of(
-        "latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
-        device_name=rc.target_device.name, module_name=gen.name, compile_config=gen.compile_config.name,
-        task=rc.execution_config.task.value, status=result.status, reason=result.reason,
-        content_hash=content_hash(rc, torch_version), presets=rc.presets, details=result.details() | gate)
+    return BenchmarkRecord.of("latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
+                              status=result.status, reason=result.reason, details=result.details() | gate,
+                              **case_fields(rc, torch_version))
+
+
+def compiled_dir(rc: RunConfig, modules_dir: Path | None) -> Path | None:
+    """The folder of ``rc``'s compiled module in the run directory ``modules_dir``; None without one."""
+    return modules_dir / module_dir_of(rc.module_generation_config.name) if modules_dir else None
+
+
+def cache_env(modules_dir: Path | None) -> dict[str, str]:
+    """``TORCHINDUCTOR_CACHE_DIR`` of the compile stage's Inductor cache under ``modules_dir`` for the workers
+    when it is there; else empty (Inductor's default)."""
+    cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {}
 
 
 def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
@@ -275,7 +291,7 @@ def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
     artifact = ARTIFACTS.get(gen.compile_config.mode)
     if artifact is None:
         return None
-    folder = modules_dir / module_dir_of(gen.name)
+    folder = compiled_dir(rc, modules_dir)
     stats_path = folder / "compile-stats.json"
     if stats_path.is_file():
         try:
@@ -312,20 +328,17 @@ def run_cases(
     would give after importing torch, Dynamo and Inductor). ``on_record`` gets each record as soon as its case
     finishes (``Journal.append``).
     """
-    # The compile stage's Inductor cache for the workers when it is there, else Inductor's default.
-    cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
-    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {}
+    env = cache_env(modules_dir)
     groups: dict[tuple, list[RunConfig]] = {}
     for rc in run_configs:
         groups.setdefault(group_key(rc), []).append(rc)
     by_id: dict[str, BenchmarkRecord] = {}
     for group in groups.values():
-        module_dir = (modules_dir / module_dir_of(group[0].module_generation_config.name)
-                      if modules_dir else None)
         problems = {rc.id: NO_CUDA_REASON if not cuda and rc.target_device.architecture is Architecture.CUDA
                     else modules_dir and module_problem(rc, modules_dir) for rc in group}
         ready = [rc for rc in group if not problems[rc.id]]
-        results = run_module_cases_with_rerun(ready, module_dir, env, rerun) if ready else {}
+        results = (run_module_cases_with_rerun(ready, compiled_dir(group[0], modules_dir), env, rerun)
+                   if ready else {})
         for rc in group:
             result = results.get(rc.id) or CaseResult("failed", problems[rc.id])
             record = by_id[rc.id] = case_record(rc, result, torch_version)
