@@ -136,10 +136,9 @@ def check_turbo(root: Path) -> Check:
             continue
         except OSError as exc:
             return _unreadable(name, f"cannot read {rel}: {exc.strerror}")
-        value = f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})"
-        advice = (f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
-                  f"cores are busy; {TUNE}")
-        return check(name, value, advice, warn=text != off)
+        return check(name, f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})",
+                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
+                     f"cores are busy; {TUNE}", warn=text != off)
     return _unreadable(name, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
@@ -153,11 +152,9 @@ def check_load(root: Path) -> Check:
         if root != Path("/") or not hasattr(os, "getloadavg"):
             return _unreadable(name, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
         load = os.getloadavg()[0]
-    value = f"{load:.2f} over 1 min on {CPUS} CPUs"
-    advice = ("wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
-              "time")
-    return check(name, value, advice, fail=load > LOAD_FAIL_PER_CPU * CPUS,
-                 warn=load > LOAD_WARN_PER_CPU * CPUS)
+    return check(name, f"{load:.2f} over 1 min on {CPUS} CPUs",
+                 "wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
+                 "time", fail=load > LOAD_FAIL_PER_CPU * CPUS, warn=load > LOAD_WARN_PER_CPU * CPUS)
 
 
 def process_snapshot(root: Path) -> Snapshot:
@@ -226,10 +223,9 @@ def check_memory_pressure(root: Path) -> Check:
                                  "before 4.20 or booted with psi=0)")
     except (StopIteration, KeyError, ValueError):
         return _unreadable(name, "proc/pressure/memory has no 'some avg10=' field")
-    value = f"PSI some avg10 {avg10:.2f}%"
-    advice = "free memory: stop other work, or use a runner with more memory (see memory available)"
-    return check(name, value, advice, fail=avg10 > MEMORY_PSI_FAIL_PERCENT,
-                 warn=avg10 > MEMORY_PSI_WARN_PERCENT)
+    return check(name, f"PSI some avg10 {avg10:.2f}%",
+                 "free memory: stop other work, or use a runner with more memory (see memory available)",
+                 fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
 
 
 def check_memory_available(root: Path) -> Check:
@@ -243,9 +239,9 @@ def check_memory_available(root: Path) -> Check:
     except (KeyError, ValueError, IndexError):
         return _unreadable(name, "proc/meminfo lacks MemTotal or MemAvailable")
     share = available / total if total else 0.0
-    value = f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})"
-    advice = "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory"
-    return check(name, value, advice, fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
+    return check(name, f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})",
+                 "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory",
+                 fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
 
 
 # -- GPU ---------------------------------------------------------------------------------------------
@@ -278,15 +274,13 @@ def parse_gpu_clocks(text: str) -> Check:
             mask = int(active, 16)
         except ValueError:
             mask = 0
-        reasons_seen += [label for bit,
-                         label in {**GPU_SLOWDOWN_FAIL, **GPU_SLOWDOWN_WARN}.items() if mask & bit]
+        reasons_seen += [label for bit, label in (GPU_SLOWDOWN_FAIL | GPU_SLOWDOWN_WARN).items() if mask & bit]
         parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
     if not parts:
         return _unreadable(name, "nvidia-smi listed no GPU")
-    value = "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else "")
-    advice = ("check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
-              "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point")
-    return check(name, value, advice, warn=bool(reasons_seen),
+    return check(name, "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else ""),
+                 "check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
+                 "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point", warn=bool(reasons_seen),
                  fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
 
 
@@ -307,8 +301,8 @@ def gpu_checks(root: Path) -> list[Check]:
     import torch
 
     if not torch.cuda.is_available():
-        why = "no CUDA GPU (torch.cuda.is_available() is False)"
-        return [_unreadable("gpu clocks", why), _unreadable("gpu processes", why)]
+        return [_unreadable(name, "no CUDA GPU (torch.cuda.is_available() is False)")
+                for name in ("gpu clocks", "gpu processes")]
     for reasons in ("clocks_event_reasons", "clocks_throttle_reasons"):  # the latter: drivers before R535
         out, why = nvidia_smi(f"--query-gpu={','.join(GPU_CLOCK_FIELDS)},{reasons}.active",
                               "--format=csv,noheader,nounits")
