@@ -55,6 +55,8 @@ class _Group:
 
 
 def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
+    """The series as float64 arrays; ValueError naming the first series (in input order) that is empty, not
+    1-D, or has a non-finite or <= 0 sample."""
     out = []
     for i, s in enumerate(samples):
         try:
@@ -66,7 +68,15 @@ def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
         if x.size == 0:
             raise ValueError(f"{label} {i}: no samples; drop the series or measure it")
         out.append(x)
-    _check_values(out, label)
+    flat = np.concatenate(out) if out else np.empty(0)
+    bad = ~(np.isfinite(flat) & (flat > 0))
+    if bad.any():
+        at = int(np.argmax(bad))
+        ends = np.cumsum([x.size for x in out])
+        i = int(np.searchsorted(ends, at, side="right"))
+        value, col = flat[at], at - int(ends[i]) + out[i].size
+        rule = "must be finite" if not np.isfinite(value) else "must be > 0 (a ratio of medians needs positive values)"
+        raise ValueError(f"{label} {i}: sample {col} is {float(value)!r}; samples {rule}")
     return out
 
 
@@ -77,21 +87,6 @@ def _sides(base: SamplesLike, head: SamplesLike) -> tuple[list[np.ndarray], list
         raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
                          "sample array per series, in the same order")
     return b, h
-
-
-def _check_values(series: list[np.ndarray], label: str) -> None:
-    """ValueError naming the first series (in input order) with a non-finite or <= 0 sample."""
-    if not series:
-        return
-    flat = np.concatenate(series)
-    bad = ~(np.isfinite(flat) & (flat > 0))
-    if bad.any():
-        at = int(np.argmax(bad))
-        ends = np.cumsum([x.size for x in series])
-        i = int(np.searchsorted(ends, at, side="right"))
-        value, col = flat[at], at - int(ends[i]) + series[i].size
-        rule = "must be finite" if not np.isfinite(value) else "must be > 0 (a ratio of medians needs positive values)"
-        raise ValueError(f"{label} {i}: sample {col} is {float(value)!r}; samples {rule}")
 
 
 def _groups_of(keys: list[tuple[int, ...]]) -> list[np.ndarray]:

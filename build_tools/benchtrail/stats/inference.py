@@ -102,7 +102,7 @@ def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_i
     worse = np.where(lib, above, below) & significant
     better = np.where(lib, below, above) & significant
     within = (low >= 1.0 - t) & (high <= 1.0 + t)
-    beyond = (above | below) & ~worse & ~better
+    beyond = above | below  # the rows that are worse or better take the first reason
     verdict = np.select([worse, better, no_interval, within],
                         ["regressed", "improved", "insufficient-samples", "similar"], "inconclusive")
     outcome = np.select([worse | better, within], ["DIFFERENT", "SAME"], "UNKNOWN")
