@@ -115,11 +115,9 @@ def _as_clusters(clusters, series: list[np.ndarray], label: str) -> np.ndarray:
 def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clusters=None) -> tuple[int, list[_Group]]:
     b, h = _sides(base, head)
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
-    groups = []
-    for index in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)]):
-        rows = (np.stack([x[i] for i in index]) for x in (b, h))
-        groups.append(_Group(index, *rows, int(kb[index[0]]), int(kh[index[0]])))
-    return len(b), groups
+    return len(b), [_Group(index, *(np.stack([x[i] for i in index]) for x in (b, h)), int(kb[index[0]]),
+                           int(kh[index[0]]))
+                    for index in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)])]
 
 
 def _medians(sorted_rows: np.ndarray) -> np.ndarray:
@@ -233,16 +231,13 @@ def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0
 def _mann_whitney(n: int, groups: list[_Group]) -> np.ndarray:
     p = np.full(n, np.nan)
     for g in groups:
-        nb, nh = g.base.shape[1], g.head.shape[1]
-        if min(nb, nh) < MIN_SAMPLES:
-            continue
-        if min(nb, nh) > _MWU_EXACT_MAX_N:
-            p[g.index] = mannwhitneyu(g.head, g.base, alternative="two-sided", axis=1).pvalue
+        n_min = min(g.base.shape[1], g.head.shape[1])
+        if n_min < MIN_SAMPLES:
             continue
         # scipy's "auto" looks for ties over the whole batch; decide per series as a lone call would.
         pooled = np.sort(np.concatenate([g.head, g.base], axis=1), axis=1)
-        ties = (np.diff(pooled, axis=1) == 0).any(axis=1)
-        for mask, method in ((ties, "asymptotic"), (~ties, "exact")):
+        exact = (n_min <= _MWU_EXACT_MAX_N) & (np.diff(pooled, axis=1) != 0).all(axis=1)
+        for mask, method in ((~exact, "asymptotic"), (exact, "exact")):
             if mask.any():
                 p[g.index[mask]] = mannwhitneyu(g.head[mask], g.base[mask], alternative="two-sided",
                                                 axis=1, method=method).pvalue
