@@ -48,7 +48,7 @@ from benchtrail.runner import environment
 from benchtrail.runner.adaptive import sample_until_settled
 from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.run_cases import CaseResult, case_record, compiled_dir
+from benchtrail.runner.run_cases import CaseResult, Progress, case_record, compiled_dir, no_progress
 from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import Architecture, RunConfig
@@ -340,7 +340,7 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
 
 def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],
               policy: Policy, torch_version: str,
-              report: Callable[[str, str], None] = lambda name, status: None,
+              report: Progress = no_progress,
               profile_dirs: dict[str, Path] | None = None,
               profiles: dict[str, dict[str, Any]] | None = None) -> tuple[list[BenchmarkRecord], ...]:
     """Paired runs of every case, in order; returns (base records, head records), one per case each.

@@ -18,12 +18,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
-from benchtrail.runner.run_cases import cache_env, case_fields, compiled_dir, countable, module_problem
+from benchtrail.runner.run_cases import (
+    Progress,
+    cache_env,
+    case_fields,
+    compiled_dir,
+    countable,
+    module_problem,
+    no_progress,
+)
 from benchtrail.runner.workers import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import slug
@@ -81,7 +88,7 @@ def cpu_vendor() -> str:
 
 
 def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env: dict[str, str],
-             report: Callable[[str, str], None]) -> dict[str, Response]:
+             report: Progress) -> dict[str, Response]:
     """Count ``todo`` in one callgrind process; the answers it gave, in order (each reported as it comes), and
     for the case it was on when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for
     a new process); a process that dies before its first case fails them all (a new one would too)."""
@@ -141,7 +148,7 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
 
 def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_dir: Path,
                 modules_dir: Path | None = None,
-                report: Callable[[str, str], None] = lambda name, status: None) -> list[BenchmarkRecord]:
+                report: Progress = no_progress) -> list[BenchmarkRecord]:
     """The ``instructions`` records of the CPU cases of ``run_configs``, in their order (module docstring);
     callgrind files under ``<results_dir>/callgrind/<slug(name)>.out`` (the results file's folder).
 

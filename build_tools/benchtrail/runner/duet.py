@@ -55,9 +55,8 @@ def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
     """
     if mode not in DUET_MODES:
         raise ValueError(f"duet mode {mode!r}; allowed: {', '.join(DUET_MODES)}")
-    if mode == "off" or not on_cpu or not both_serve or duet_cpus(threads) is None:
-        return False
-    return mode == "on" or len(_allowed()) >= AUTO_MIN_CPUS
+    return (mode != "off" and on_cpu and both_serve and duet_cpus(threads) is not None
+            and (mode == "on" or len(_allowed()) >= AUTO_MIN_CPUS))
 
 
 class Barrier:
@@ -109,9 +108,7 @@ class Barrier:
                     conns.remove(s)
                     waiting.discard(s)
                     s.close()
-            with self._lock:
-                expected = self._expected
-            if waiting and len(waiting) >= min(expected, 2):
+            if waiting and len(waiting) >= self._expected:  # an int read is atomic; leave() writes it locked
                 self.released += 1  # before the workers see it (a reader after they finished sees it)
                 for s in waiting:
                     with contextlib.suppress(OSError):

@@ -130,10 +130,8 @@ def _decided(row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any],
     ``stored``)."""
     verdict = paired.verdict
     changed = verdict in ("regressed", "improved")
-    if changed:
-        how = "confirmed" if verdict == row.verdict else f"found {verdict}"
-    else:
-        how = "cleared" if verdict == "similar" else "not decided"
+    how = (("confirmed" if verdict == row.verdict else f"found {verdict}") if changed
+           else "cleared" if verdict == "similar" else "not decided")
     stop = _STOPS.get(ab.get("stop"), ab.get("stop"))
     noisy = " (noisy)" if row.noisy or row.verdict == "noisy" else ""
     reason = (f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after "
@@ -198,8 +196,7 @@ def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dic
     if paired.verdict not in ("regressed", "similar", "improved", "inconclusive"):
         # the paired run failed or measured too little: say so, keep the suspicion
         return {**plain, "ab": ab, "reason": f"paired A/B re-check {paired.verdict}: {paired.reason}"}
-    far = guard(row, paired)
-    if far:
+    if far := guard(row, paired):
         ab["guard"] = far
     if far and paired.verdict in ("regressed", "improved"):  # never confirmed by such an arm
         now, stored = far["paired_median"], far["stored_median"]
@@ -277,13 +274,11 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
                              {rc.id: traces / rc.id} if profile else None, profiles)
             base_records += b
             head_records += h
-        paired: dict[str, Row] = {}
-        if base_records:
-            files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms,
-                                 (base_records, head_records), rcs[0].target_device.threads)
-            paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)}
-        updated = apply(comparison, paired, *arms, device_name, not_reached, rules.accept)
-        return _with_profiles(updated, profiles, traces, run_dir) if profiles else updated
+        files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms, (base_records, head_records),
+                             rcs[0].target_device.threads) if base_records else []
+        paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)} if files else {}
+        return _with_profiles(apply(comparison, paired, *arms, device_name, not_reached, rules.accept), profiles,
+                              traces, run_dir)
 
 
 def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path,

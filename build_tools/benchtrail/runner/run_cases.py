@@ -27,6 +27,14 @@ from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import from_plain
 from benchtrail.worker.protocol import NO_CUDA_REASON, WITH_SAMPLES, Response, run_request
 
+#: A stage's progress callback: ``report(case name, status)`` (``benchtrail.progress.track`` gives one).
+Progress = Callable[[str, str], None]
+
+
+def no_progress(name: str, status: str) -> None:
+    """The default :data:`Progress`: shows nothing."""
+
+
 #: The fields of a :class:`CaseResult`, and of a worker's answer, that are not its record's ``details``.
 _NOT_DETAILS = ("status", "reason", "samples", "answer", "profile", "duet", "version")
 
@@ -311,7 +319,7 @@ def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
 def run_cases(
     run_configs: tuple[RunConfig, ...],
     torch_version: str,
-    report: Callable[[str, str], None] = lambda name, status: None,
+    report: Progress = no_progress,
     modules_dir: Path | None = None,
     on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
     cuda: bool = True,
