@@ -212,7 +212,7 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
         _ArmFailed: an arm's module failed to compile.
     """
     gen = rc.module_generation_config
-    dirs: dict[str, Path | None] = {arm.name: None for arm in arms}
+    dirs = dict.fromkeys(arm.name for arm in arms)
     if gen.compile_config.mode not in ARTIFACTS:
         return dirs
     version = environment.torch_version()
@@ -250,7 +250,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     """
     rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
     results = {arm.name: CaseResult("ok", process_medians=[]) for arm in arms}
-    orders: list[list[str]] = []
+    orders = []
     plan = policy.profiling or Profiling()
     specs = {arm.name: profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations,
                                     plan.arm_budget_ms)
@@ -259,7 +259,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     pins = duet_cpus(threads) if applies(
         policy.duet, threads, rc.target_device.architecture is Architecture.CPU,
         method == "fork" and all("duet" in features_of(arm.env(), arm.root) for arm in arms)) else None
-    cpus: list[list[list[int]]] = []  # per duet round: [base CPUs, head CPUs]
+    cpus = []  # per duet round: [base CPUs, head CPUs]
 
     def one(arm: Arm, barrier_path: str | None = None) -> Response:
         duet = duet_spec(barrier_path, cpus[-1][arm.name == "head"]) if barrier_path else None
@@ -312,8 +312,7 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
 def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]:
     """``job(arm, barrier path)`` for both arms at once, each in a thread, with one duet barrier
     (``benchtrail.runner.duet.barrier``); ``{arm name: its result}``. An exception of a job is raised here."""
-    results: dict[str, Any] = {}
-    errors: list[BaseException] = []
+    results, errors = {}, []
     with barrier() as b:
         def run(arm: Arm) -> None:
             try:
@@ -349,7 +348,7 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
     ``profiles``, when given, receives ``{rc id: {"base": profile or None, "head": profile or None}}`` of
     each profiled case whose arms both ran (a None profile: that arm's worker predates profiling).
     """
-    records: tuple[list[BenchmarkRecord], ...] = ([], [])
+    records = ([], [])
     method = start_method_of(arms) if run_configs else "spawn"
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:

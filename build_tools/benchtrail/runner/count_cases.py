@@ -99,7 +99,7 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
         journal.touch()
         command = ["valgrind", *VALGRIND_ARGS, f"--callgrind-out-file={folder}/callgrind.out.%p",
                    sys.executable, "-m", "benchtrail.worker.counting", str(spec), str(journal)]
-        answers: dict[str, Response] = {}
+        answers = {}
 
         def got(response: Response) -> None:
             rc = todo[len(answers)]

@@ -90,8 +90,7 @@ class Barrier:
         self._listener.close()
 
     def _serve(self) -> None:
-        conns: list[socket.socket] = []
-        waiting: set[socket.socket] = set()
+        conns, waiting = [], set()
         while not self._stop:
             ready, _, _ = select.select([self._listener, *conns], [], [], 0.05)
             for s in ready:

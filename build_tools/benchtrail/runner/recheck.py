@@ -251,8 +251,8 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
     rcs = tuple(run_configs[r.id] for r in rows if r.id in run_configs)
     regressed = {r.id for r in rows if r.verdict == "regressed"}
     base_records, head_records = [], []
-    not_reached: dict[str, float] = {}
-    profiles: dict[str, dict[str, Any]] = {}
+    not_reached = {}
+    profiles = {}
     plan = policy.profiling
     with (paired_arms(repo, ref) as arms, track("re-check in paired A/B", len(rows)) as report,
           tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp):
@@ -292,7 +292,7 @@ def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, A
         if arms is None or row.verdict != "regressed" or row.mark == "unconfirmed":
             rows.append(plain)
             continue
-        kept: dict[str, str | None] = dict.fromkeys(("base", "head"))
+        kept = dict.fromkeys(("base", "head"))
         for arm in kept:
             source = traces / row.id / f"{arm}.trace.json"
             if arms.get(arm) and "error" not in arms[arm] and source.is_file():

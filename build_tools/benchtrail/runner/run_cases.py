@@ -136,7 +136,7 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     """
     cases = {rc.id: CaseResult("ok", process_medians=[], phase_times_ms={}, timed_ms=0.0, warmup_ms=0.0)
              for rc in rcs}
-    raised: dict[str, list[Response]] = {rc.id: [] for rc in rcs}
+    raised = {rc.id: [] for rc in rcs}
     for process in range(rcs[0].execution_config.processes):
         todo = [rc for rc in _order(rcs, process) if cases[rc.id].ok]
         while todo:  # the cases a crash or timeout of another case kept from running go to a fresh process
@@ -337,10 +337,10 @@ def run_cases(
     finishes (``Journal.append``).
     """
     env = cache_env(modules_dir)
-    groups: dict[tuple, list[RunConfig]] = {}
+    groups = {}
     for rc in run_configs:
         groups.setdefault(group_key(rc), []).append(rc)
-    by_id: dict[str, BenchmarkRecord] = {}
+    by_id = {}
     for group in groups.values():
         problems = {rc.id: NO_CUDA_REASON if not cuda and rc.target_device.architecture is Architecture.CUDA
                     else modules_dir and module_problem(rc, modules_dir) for rc in group}
