@@ -352,9 +352,9 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
     method = start_method_of(arms) if run_configs else "spawn"
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:
-            threshold = find_threshold(thresholds, "execution", "latency", rc.name)
             profile_dir = (profile_dirs or {}).get(rc.id)
-            b, h = run_pair(rc, arms, threshold, policy, Path(work), method, profile_dir)
+            b, h = run_pair(rc, arms, find_threshold(thresholds, "execution", "latency", rc.name), policy,
+                            Path(work), method, profile_dir)
             if profiles is not None and profile_dir is not None and b.ok and h.ok:  # both arms ran
                 profiles[rc.id] = {"base": b.profile, "head": h.profile}
             for arm_records, result in zip(records, (b, h)):

@@ -117,9 +117,9 @@ def check_governor(root: Path) -> Check:
         counts = Counter(p.read_text().strip() or "empty" for p in paths)
     except OSError as exc:
         return _unreadable(name, f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
-    value = ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g,
-                      n in sorted(counts.items()))
-    return check(name, value, f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
+    return check(name, ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}"
+                                 for g, n in sorted(counts.items())),
+                 f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
                  fail=set(counts) != {EXPECTED_GOVERNOR})
 
 
@@ -137,8 +137,8 @@ def check_turbo(root: Path) -> Check:
         except OSError as exc:
             return _unreadable(name, f"cannot read {rel}: {exc.strerror}")
         return check(name, f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})",
-                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how many "
-                     f"cores are busy; {TUNE}", warn=text != off)
+                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how "
+                     f"many cores are busy; {TUNE}", warn=text != off)
     return _unreadable(name, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
@@ -153,8 +153,8 @@ def check_load(root: Path) -> Check:
             return _unreadable(name, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
         load = os.getloadavg()[0]
     return check(name, f"{load:.2f} over 1 min on {CPUS} CPUs",
-                 "wait for, or stop, the other work here (see busy processes); a runner should run one job at a "
-                 "time", fail=load > LOAD_FAIL_PER_CPU * CPUS, warn=load > LOAD_WARN_PER_CPU * CPUS)
+                 "wait for, or stop, the other work here (see busy processes); a runner should run one job "
+                 "at a time", fail=load > LOAD_FAIL_PER_CPU * CPUS, warn=load > LOAD_WARN_PER_CPU * CPUS)
 
 
 def process_snapshot(root: Path) -> Snapshot:
@@ -203,10 +203,9 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
     after = process_snapshot(root)
     others = busy_processes(before, after, time.monotonic() - start, own_tree(after) | own_tree(before))
     busy = [f"{n} (pid {p}) {c:.0f}%" for c, p, n in others if c > BUSY_PROCESS_PERCENT]
-    total = sum(c for c, _, _ in others)
     return check(name, shown(busy, BUSY_PROCESSES_SHOWN) or "none",
                  "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)",
-                 warn=bool(busy), fail=bool(busy) and total >= BUSY_TOTAL_FAIL_PERCENT)
+                 warn=bool(busy), fail=bool(busy) and sum(c for c, _, _ in others) >= BUSY_TOTAL_FAIL_PERCENT)
 
 
 # -- memory ------------------------------------------------------------------------------------------
@@ -274,13 +273,15 @@ def parse_gpu_clocks(text: str) -> Check:
             mask = int(active, 16)
         except ValueError:
             mask = 0
-        reasons_seen += [label for bit, label in (GPU_SLOWDOWN_FAIL | GPU_SLOWDOWN_WARN).items() if mask & bit]
+        reasons_seen += [label for bit, label in (GPU_SLOWDOWN_FAIL | GPU_SLOWDOWN_WARN).items()
+                         if mask & bit]
         parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
     if not parts:
         return _unreadable(name, "nvidia-smi listed no GPU")
     return check(name, "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else ""),
                  "check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
-                 "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point", warn=bool(reasons_seen),
+                 "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point",
+                 warn=bool(reasons_seen),
                  fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
 
 

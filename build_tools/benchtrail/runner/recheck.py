@@ -274,11 +274,11 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
                              {rc.id: traces / rc.id} if profile else None, profiles)
             base_records += b
             head_records += h
-        files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms, (base_records, head_records),
-                             rcs[0].target_device.threads) if base_records else []
+        files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms,
+                             (base_records, head_records), rcs[0].target_device.threads) if base_records else []
         paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)} if files else {}
-        return _with_profiles(apply(comparison, paired, *arms, device_name, not_reached, rules.accept), profiles,
-                              traces, run_dir)
+        return _with_profiles(apply(comparison, paired, *arms, device_name, not_reached, rules.accept),
+                              profiles, traces, run_dir)
 
 
 def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path,

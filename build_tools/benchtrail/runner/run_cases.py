@@ -259,9 +259,9 @@ def countable(rc: RunConfig) -> bool:
 def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
     """The fields of a case's records (``BenchmarkRecord``) that its run config gives."""
     gen = rc.module_generation_config
-    return {"device_name": rc.target_device.name, "module_name": gen.name, "compile_config": gen.compile_config.name,
-            "task": rc.execution_config.task.value, "content_hash": content_hash(rc, torch_version),
-            "presets": rc.presets}
+    return {"device_name": rc.target_device.name, "module_name": gen.name,
+            "compile_config": gen.compile_config.name, "task": rc.execution_config.task.value,
+            "content_hash": content_hash(rc, torch_version), "presets": rc.presets}
 
 
 def case_record(rc: RunConfig, result: CaseResult, torch_version: str) -> BenchmarkRecord:
