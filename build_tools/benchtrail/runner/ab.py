@@ -48,7 +48,7 @@ from benchtrail.runner import environment
 from benchtrail.runner.adaptive import sample_until_settled
 from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.run_cases import CaseResult, Progress, case_record, compiled_dir, no_progress
+from benchtrail.runner.run_cases import CaseResult, Progress, case_record, compiled_dir
 from benchtrail.runner.workers import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import Architecture, RunConfig
@@ -233,8 +233,7 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
 
 
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
-             work: Path, method: str = "spawn",
-             profile_dir: Path | None = None) -> tuple[CaseResult, CaseResult]:
+             work: Path, method: str, profile_dir: Path | None) -> tuple[CaseResult, CaseResult]:
     """Run one case in both arms, interleaved, until settled; return the (base, head) results.
 
     Each result holds all of its arm's samples (µs per iteration), ``process_medians``, the last round's
@@ -339,7 +338,7 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
 
 def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],
               policy: Policy, torch_version: str,
-              report: Progress = no_progress,
+              report: Progress,
               profile_dirs: dict[str, Path] | None = None,
               profiles: dict[str, dict[str, Any]] | None = None) -> tuple[list[BenchmarkRecord], ...]:
     """Paired runs of every case, in order; returns (base records, head records), one per case each.

@@ -29,7 +29,6 @@ from benchtrail.runner.run_cases import (
     compiled_dir,
     countable,
     module_problem,
-    no_progress,
 )
 from benchtrail.runner.workers import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
 from benchtrail.suite.definitions import RunConfig
@@ -147,8 +146,7 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
 
 
 def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_dir: Path,
-                modules_dir: Path | None = None,
-                report: Progress = no_progress) -> list[BenchmarkRecord]:
+                modules_dir: Path | None, report: Progress) -> list[BenchmarkRecord]:
     """The ``instructions`` records of the CPU cases of ``run_configs``, in their order (module docstring);
     callgrind files under ``<results_dir>/callgrind/<slug(name)>.out`` (the results file's folder).
 

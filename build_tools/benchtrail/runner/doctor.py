@@ -319,16 +319,16 @@ def gpu_checks(root: Path) -> list[Check]:
 # -- report ------------------------------------------------------------------------------------------
 
 
-def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> Report:
+def run_checks(root: Path | None = None) -> Report:
     """Run every check on the machine under ``root`` (default ``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``).
 
     Returns ``{"checks": [check, ...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``,
-    plus ``"root"`` when it is not ``/``. Takes about ``sample_s`` seconds (the busy-process sample),
+    plus ``"root"`` when it is not ``/``. Takes about ``PROCESS_SAMPLE_S`` seconds (the busy-process sample),
     plus nvidia-smi's time on a GPU machine. Never raises for an unreadable machine state: such a
     check is ``unknown``.
     """
     root = Path(root or os.environ.get(ROOT_ENV) or "/")
-    checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root, sample_s),
+    checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root),
               check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
     report: Report = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
                       "warned": [c["name"] for c in checks if c["status"] == "warn"]}
@@ -337,7 +337,7 @@ def run_checks(root: Path | None = None, sample_s: float = PROCESS_SAMPLE_S) -> 
     return report
 
 
-def format_report(report: Report, width: int = 120) -> str:
+def format_report(report: Report) -> str:
     """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict
     line."""
     import io
@@ -351,7 +351,7 @@ def format_report(report: Report, width: int = 120) -> str:
         table.add_column(column, overflow="fold")
     for c in report["checks"]:  # the values as plain text, never read as rich markup
         table.add_row(c["name"], c["status"], Text(c["value"]), Text(c["expected"]))
-    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+    console = Console(file=io.StringIO(), width=120, color_system=None, highlight=False)
     console.print(table)
     advice = [f"- {c['name']}: {c['advice']}" for c in report["checks"] if c["advice"]]
     if advice:

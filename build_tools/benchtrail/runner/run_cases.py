@@ -31,10 +31,6 @@ from benchtrail.worker.protocol import NO_CUDA_REASON, WITH_SAMPLES, Response, r
 Progress = Callable[[str, str], None]
 
 
-def no_progress(name: str, status: str) -> None:
-    """The default :data:`Progress`: shows nothing."""
-
-
 #: The fields of a :class:`CaseResult`, and of a worker's answer, that are not its record's ``details``.
 _NOT_DETAILS = ("status", "reason", "samples", "answer", "profile", "duet", "version")
 
@@ -186,9 +182,9 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
     return [rc for rc, r in zip(todo, responses) if r.status == NOT_RUN]
 
 
-def run_case(rc: RunConfig, module_dir: Path | None = None) -> CaseResult:
+def run_case(rc: RunConfig) -> CaseResult:
     """One case alone in ``processes`` fresh worker processes (:func:`run_module_cases` of one case)."""
-    return run_module_cases([rc], module_dir)[rc.id]
+    return run_module_cases([rc])[rc.id]
 
 
 def _with_rerun(first: CaseResult, rerun: CaseResult, first_noise: float) -> CaseResult:
@@ -224,9 +220,8 @@ def noise_rerun_enabled() -> bool:
     return value.strip() != "0"
 
 
-def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None = None,
-                                env: dict[str, str] | None = None,
-                                rerun: bool = True) -> dict[str, CaseResult]:
+def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None, env: dict[str, str],
+                                rerun: bool) -> dict[str, CaseResult]:
     """:func:`run_module_cases`, then (with ``rerun``) the cases whose samples' IQR/median exceeds
     ``NOISE_RERUN`` (10%) once more, together.
 
@@ -319,11 +314,11 @@ def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
 def run_cases(
     run_configs: tuple[RunConfig, ...],
     torch_version: str,
-    report: Progress = no_progress,
-    modules_dir: Path | None = None,
-    on_record: Callable[[BenchmarkRecord], None] = lambda record: None,
-    cuda: bool = True,
-    rerun: bool = True,
+    report: Progress,
+    modules_dir: Path | None,
+    on_record: Callable[[BenchmarkRecord], None],
+    cuda: bool,
+    rerun: bool,
 ) -> list[BenchmarkRecord]:
     """Run every case (with ``rerun``, a noisy case once more: :func:`run_module_cases_with_rerun`), the cases
     of one module together in each of their fresh worker processes (:func:`run_module_cases`); a failing
