@@ -38,7 +38,7 @@ def spread_pct(samples: Sequence[float]) -> float:
 
 
 def judge_counts(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                 lower_is_better: bool = True) -> CountJudgement:
+                 lower_is_better: bool) -> CountJudgement:
     """``regressed``/``improved`` when the change, widened by the spread, lies wholly beyond
     ``threshold_pct`` the worse/better way; ``similar`` when it lies wholly within ±``threshold_pct``;
     ``inconclusive`` otherwise. Each side needs :data:`MIN_REPEATS` positive samples (the caller checks)."""
