@@ -158,10 +158,10 @@ def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lowe
     p = _mann_whitney(n, groups)
     q = benjamini_hochberg(p)
     nb, nh = (_noise(n, [(g.index, getattr(g, side)) for g in groups]) for side in ("base", "head"))
-    classes = classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha)
     mde = _mde(n, groups, level)
     for g in groups:
         if max(g.k_base, g.k_head) > 1:
             mde[g.index] = 50.0 * (high[g.index] - low[g.index])
-    return Inference(ratio, low, high, p, q, nb, nh, mde, *classes)
+    return Inference(ratio, low, high, p, q, nb, nh, mde,
+                     *classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha))
 
