@@ -330,8 +330,8 @@ def run_checks(root: Path | None = None) -> Report:
     root = Path(root or os.environ.get(ROOT_ENV) or "/")
     checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root),
               check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
-    report: Report = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
-                      "warned": [c["name"] for c in checks if c["status"] == "warn"]}
+    report = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
+              "warned": [c["name"] for c in checks if c["status"] == "warn"]}
     if root != Path("/"):
         report["root"] = str(root)
     return report

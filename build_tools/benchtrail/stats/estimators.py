@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtri
@@ -41,8 +41,7 @@ _BLOCK_ROWS = 2048
 SamplesLike = Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
 
 
-@dataclass(frozen=True)
-class _Group:
+class _Group(NamedTuple):
     """Series sharing (n_base, n_head, k_base, k_head): ``index`` (g,) into the input, ``base`` (g, n_base)
     and ``head`` (g, n_head) the rows in input order (cluster after cluster); ``k_base``/``k_head``
     clusters per side."""
