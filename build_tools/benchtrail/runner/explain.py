@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchtrail.errors import UserError
@@ -77,9 +77,8 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
                         f"run-configs/execution.json or compilation.json")
     targets = {rc.id: Target(rc, rc.module_generation_config) for shards in load_execution(execution).values()
                for rcs in shards.values() for rc in rcs} if execution.exists() else {}
-    cpu = [(i, t) for i, t in targets.items() if t.run_config.target_device.architecture is Architecture.CPU]
-    targets.update({f"{i}-instructions": Target(t.run_config, t.module, "instructions")  # runner.count_cases
-                    for i, t in cpu})
+    targets |= {f"{i}-instructions": replace(t, metric="instructions")  # runner.count_cases
+                for i, t in targets.items() if t.run_config.target_device.architecture is Architecture.CPU}
     if compilation.exists():
         from benchtrail.results.schema import METRICS
 
@@ -92,16 +91,16 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
     return targets
 
 
-def _name(target: Target) -> str:
-    if target.run_config:
-        return target.run_config.name + (f".{target.metric}" if target.metric else "")
-    return f"{target.module.name}.{target.metric}" if target.metric else target.module.name
+def _name(target: Target, name: str | None = None) -> str:
+    """``name`` (default: the run config's, else the module's) and ``.<metric>`` when the target has one."""
+    name = name or (target.run_config or target.module).name
+    return f"{name}.{target.metric}" if target.metric else name
 
 
 def _shown_name(target: Target) -> str:
     """A run config target's name as the comment's tables show it for one device: without ``.<device>``."""
     rc = target.run_config
-    return rc.name.removesuffix(f".{rc.target_device.name}") + (f".{target.metric}" if target.metric else "")
+    return _name(target, rc.name.removesuffix(f".{rc.target_device.name}"))
 
 
 def _first(items: list[str], n: int = 10) -> str:
@@ -143,7 +142,7 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
                     "List them all with `benchtrail dump-cmds`.")
 
 
-def reproduce_command(benchmark_id: str, target: Target, run_dir: Path) -> str:
+def reproduce_command(target: Target, run_dir: Path) -> str:
     """The one local command that reproduces the benchmark from the run directory's exports; what it writes
     goes under ``repro/`` of the working directory (a results file and its bench documents, or a module)."""
     configs = run_dir / "run-configs"
@@ -203,7 +202,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     if plot.is_file():  # pipeline.report.distribution_stage: a changed or inconclusive series
         lines += ["", f"samples      base vs head strip plot: {plot}"]
     lines += _compared(benchmark_id, target, run_dir)
-    lines += ["", "reproduce:", f"  {reproduce_command(benchmark_id, target, run_dir)}"]
+    lines += ["", "reproduce:", f"  {reproduce_command(target, run_dir)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -243,6 +242,5 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:
     """One ``# name`` line and its reproduce command per run config and module, in name order."""
-    return "\n".join(f"# {_name(target)}\n{reproduce_command(bid, target, run_dir)}"
-                     for bid, target in sorted(targets.items(),
-                                               key=lambda kv: _name(kv[1])) if not target.metric) + "\n"
+    return "\n".join(f"# {_name(target)}\n{reproduce_command(target, run_dir)}"
+                     for target in sorted(targets.values(), key=_name) if not target.metric) + "\n"
