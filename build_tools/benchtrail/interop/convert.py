@@ -81,7 +81,7 @@ def _quartiles(record: BenchmarkRecord) -> tuple[float, float] | None:
     IQR), or None for fewer than two samples."""
     if len(record.samples) < 2:
         return None
-    q25, q75 = np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75])
+    q25, q75 = np.percentile(record.samples, [25, 75])
     return float(q25), float(q75)
 
 
@@ -109,10 +109,8 @@ def _gab_entry(record: BenchmarkRecord, results: ResultsFile) -> dict[str, Any]:
 
 def _bmf_metric(record: BenchmarkRecord, factor: float) -> dict[str, float]:
     metric = {"value": record.median * factor}
-    quartiles = _quartiles(record)
-    if quartiles is not None:
-        metric["lower_value"] = quartiles[0] * factor
-        metric["upper_value"] = quartiles[1] * factor
+    if quartiles := _quartiles(record):
+        metric |= {"lower_value": quartiles[0] * factor, "upper_value": quartiles[1] * factor}
     return metric
 
 

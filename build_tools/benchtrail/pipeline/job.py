@@ -138,8 +138,9 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     # Bad input fails now, not after the benchmarks have run.
     rules = rules or Rules.load()
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
-    check_sample_sizes(suite.select_run_configs(presets))  # again by the export, which must not fail
-    counting(suite.select_run_configs(presets), metrics)  # no valgrind: refused before the run directory
+    selected = suite.select_run_configs(presets)
+    check_sample_sizes(selected)  # again by the export, which must not fail
+    counted = counting(selected, metrics)  # no valgrind: refused before the run directory
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
@@ -159,7 +160,6 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         execution = write_export(suite, "execution", presets, configs / "execution.json",
                                  name_filter=name_filter)
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
-    counted = counting(execution, metrics)  # no valgrind: refused before the first case
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
     all_ok, rechecked = True, False
@@ -176,12 +176,11 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             skipped.append(device)
             continue
         for index in sorted(shards):
-            with clock("run"):
-                output = run_dir / "results" / f"{slug(device)}-{index}.json"
-                all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
-            if device in counted:
-                with clock("count"):
-                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
+            output = run_dir / "results" / f"{slug(device)}-{index}.json"
+            for name, stage in {"run": run_stage, "count": count_stage}.items():
+                if name == "run" or device in counted:
+                    with clock(name):
+                        all_ok &= stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)

@@ -52,11 +52,9 @@ def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple
     """
     if ids is None:
         return items
-    wanted = set(ids)
-    missing = sorted(wanted - {i.id for i in items})
-    if missing:
+    if missing := sorted(set(ids) - {i.id for i in items}):
         raise UserError(f"{what} {', '.join(missing)} not in {source}; see `benchtrail dump-cmds`")
-    return tuple(i for i in items if i.id in wanted)
+    return tuple(i for i in items if i.id in ids)
 
 
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
@@ -214,9 +212,9 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
         console.print(f"[bold red]device {rich_text(device_name)} needs CUDA and torch sees no GPU here[/]: "
                       "every case is recorded failed without starting a worker; none is run on the CPU "
                       "instead")
-    threads = rcs[0].target_device.threads if rcs else torch.get_num_threads()
     commit, dirty = git_state(repo)
-    environment = collect_environment(threads)  # before measuring: it holds the runner checks (doctor)
+    # Before measuring: it holds the runner checks (doctor).
+    environment = collect_environment(rcs[0].target_device.threads if rcs else torch.get_num_threads())
     if finished:
         console.print(f"--continue: {len(finished)} of {len(rcs)} cases finished earlier ({journal.path}); "
                       "running the rest")
@@ -224,11 +222,11 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     with track(f"run {device_name}", len(todo)) as report:
         new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda,
                         rerun=rerun)
-    by_id = {**finished, **{r.id: r for r in new}}
-    records = [by_id[rc.id] for rc in rcs]
+    by_id = finished | {r.id: r for r in new}
+    records = tuple(by_id[rc.id] for rc in rcs)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
                noise_rerun=rerun)
-    results = ResultsFile(commit, dirty, run, environment, tuple(records))
+    results = ResultsFile(commit, dirty, run, environment, records)
     path = write_results(output, results)
     write_documents(output.parent / "docs", results)
     journal.remove()
@@ -250,8 +248,8 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     jsonio.check_new(*outputs, output_dir / "comparison.json")
     with paired_arms(repo, base_ref) as arms, track("paired A/B", len(run_configs)) as report:
         records = run_pairs(run_configs, arms, rules.thresholds, policy, torch_version(), report)
-    threads = run_configs[0].target_device.threads if run_configs else torch.get_num_threads()
-    write_paired(outputs, arms, records, threads, git_state(repo)[1])
+    write_paired(outputs, arms, records, run_configs[0].target_device.threads if run_configs
+                 else torch.get_num_threads(), git_state(repo)[1])
     baseline = {"mode": "paired", "commit": arms[0].commit, "reason": f"--base-ref {base_ref}"}
     comparison = compare_stage(outputs[:1], outputs[1:], output_dir / "comparison.json", rules, baseline,
                                paired=True)

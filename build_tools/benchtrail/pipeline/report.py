@@ -96,8 +96,7 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
         console.print(f"[yellow]quarantine entry {rich_text(repr(entry.match))} matches no series[/] of this "
                       "comparison")
     document = comparison_to_dict(rows, base_files, head_files, rules.source, baseline, missing_shards)
-    summary = compiler_summary(head_files, base_files or None)
-    if summary:  # runs with compiled cases beside eager ones: the comment's compiler summary
+    if summary := compiler_summary(head_files, base_files or None):  # runs with compiled cases beside eager ones: the comment's compiler summary
         document["compiler_summary"] = rows_to_json(summary)
     return jsonio.write_json(output, document, exclusive=True)
 
@@ -105,9 +104,8 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
 def _run_dirs(paths: list[Path]) -> list[Path]:
     """The folders a results path's ``details.callgrind`` may be relative to: a run directory and its
     ``results/`` (the counting pass writes beside its results file), a file's folder and the run above it."""
-    dirs = [[p, p / "results"] if p.is_dir() else [p.parent.parent, p.parent] if p.parent.name == "results"
-            else [p.parent] for p in paths]
-    return [d for pair in dirs for d in pair]
+    return [d for p in paths for d in ([p, p / "results"] if p.is_dir() else [p.parent.parent, p.parent]
+                                       if p.parent.name == "results" else [p.parent])]
 
 
 def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, Any] | None,

@@ -155,11 +155,11 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
         look = partial(_compare, base, head, [rounds] if cluster_rounds and len(sizes) == 1 else None,
                        threshold_pct=threshold_pct, lower_is_better=lower_is_better, seed=seed, paired=paired)
         result = look(a)
-        if a < alpha and str(result.outcome[0]) == "UNKNOWN":  # SAME spends no alpha: judged at 1 - alpha
+        if a < alpha and result.outcome[0] == "UNKNOWN":  # SAME spends no alpha: judged at 1 - alpha
             same = look(alpha)
-            if str(same.outcome[0]) == "SAME":
+            if same.outcome[0] == "SAME":
                 result, a = same, alpha
-        decided = str(result.outcome[0]) != "UNKNOWN"
+        decided = result.outcome[0] != "UNKNOWN"
         if decided or last:
             stop = "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds"
             return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a, stop)

@@ -93,10 +93,7 @@ class WorkerServer:
         fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
+            if left <= 0 or not select.select([fd], [], [], left)[0] or not (chunk := os.read(fd, 65536)):
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -118,7 +115,7 @@ class WorkerServer:
             ServerUnavailable: the server itself died.
             Refused: the job's ``PYTHONPATH`` (in ``env``) is not the server's and the server cannot fork it.
         """
-        job = {"jobs": [[str(a), str(b)] for a, b in pairs], "log": str(log), "env": env, "threads": threads,
+        job = {"jobs": [list(map(str, pair)) for pair in pairs], "log": str(log), "env": env, "threads": threads,
                "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor, "compiles": compiles}
         if "pythonpath" in self.features:
             job["pythonpath"] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -185,9 +182,8 @@ def kill_live_workers() -> None:
     a thread that runs a worker cannot do itself when Ctrl-C or SIGTERM reaches only the main thread (a duet
     round runs its two arms' workers from two threads: ``benchtrail.runner.ab``)."""
     with _LOCK:
-        live = list(_LIVE)
-    for pid in live:
-        kill_group(pid)
+        for pid in _LIVE:
+            kill_group(pid)
 
 
 #: The running servers, least recently used first.

@@ -48,8 +48,7 @@ def pythonpath(*first: str) -> str:
 def worker_pythonpath() -> str:
     """``PYTHONPATH`` of a worker: the project root of our working directory
     (``benchtrail.project.import_root``) first, then the inherited ``PYTHONPATH``; empty when both are."""
-    root = import_root()
-    return pythonpath(str(root) if root else "")
+    return pythonpath(str(import_root() or ""))
 
 
 #: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read when a process starts, so a
@@ -109,8 +108,7 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
         proc.wait()
         raise
     code = proc.returncode
-    why = "" if code == 0 else f"worker exited with code {code}: " + tail(output.decode("utf-8", "replace"))
-    return code, why
+    return code, "" if code == 0 else f"worker exited with code {code}: " + tail(output.decode("utf-8", "replace"))
 
 
 #: Compile modes that run Inductor's C++ toolchain, by value.
