@@ -13,6 +13,7 @@ format the rows; ``benchtrail compare-backends`` (``benchtrail.cli.interop``) re
 from __future__ import annotations
 
 import io
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 CONFIG_ORDER = ("eager", "inductor", "inductor-max-autotune", "export", "aot-inductor")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class RunInfo:
     """Which run a set of results files belongs to."""
 
@@ -89,20 +90,19 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
         UserError: no results files, or files of more than one run or commit (naming each
             argument and its runs).
     """
-    seen: dict[tuple[str, str, str], dict[str, None]] = {}
+    seen: dict[RunInfo, dict[str, None]] = defaultdict(dict)
     for where, files in sources:
         for f in files:
-            run = (f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))
-            seen.setdefault(run, {})[where] = None
+            seen[RunInfo(f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))][where] = None
     if not seen:
         raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
     if len(seen) > 1:
-        listed = "; ".join(f"run {run}/{attempt} at commit {commit[:12]} from {', '.join(wheres)}"
-                           for (commit, run, attempt), wheres in sorted(seen.items()))
+        listed = "; ".join(f"run {run.run_id}/{run.attempt} at commit {run.commit[:12]} from {', '.join(wheres)}"
+                           for run, wheres in sorted(seen.items()))
         raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
                         f"(one run directory, or files with the same run id, attempt and commit)")
     (run,) = seen
-    return RunInfo(*run)
+    return run
 
 
 def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[ResultsFile], RunInfo]:
@@ -147,17 +147,17 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
     if not records:
         raise UserError("--results: no execution records (kind 'execution') in these results files; "
                         "compare-backends needs a run's execution results (results/<device>-<shard>.json)")
-    keyed: dict[tuple[str, str, str], list[BenchmarkRecord]] = {}
+    keyed: dict[tuple[str, str, str], list[BenchmarkRecord]] = defaultdict(list)
     for b in records:
         model = model_name(b)
-        keyed.setdefault((model, b.task or execution_config(b, model) or "-", b.device_name), []).append(b)
-    groups: dict[tuple[str, str, str], dict[str, BenchmarkRecord]] = {}
+        keyed[model, b.task or execution_config(b, model) or "-", b.device_name].append(b)
+    groups: dict[tuple[str, str, str], dict[str, BenchmarkRecord]] = defaultdict(dict)
     for (model, task, device), members in keyed.items():
         configs = [b.compile_config for b in members]
         split = len(set(configs)) != len(configs)
         for b in members:
             label = (execution_config(b, model) or task) if split else task
-            group = groups.setdefault((model, label, device), {})
+            group = groups[model, label, device]
             if b.compile_config in group:
                 raise UserError(f"--results: {b.name!r} ({b.compile_config}) is there twice (ids "
                                 f"{group[b.compile_config].id} and {b.id}); give each case's results once")

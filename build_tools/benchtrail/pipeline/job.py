@@ -209,5 +209,5 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)
-    store.write_pointer(info.pop("commit"), run_id, attempt, {**info, "presets": list(presets)})
+    store.write_pointer(info.pop("commit"), run_id, attempt, info | {"presets": list(presets)})
     return PipelineResult(run_dir, comment_md, all_ok, rechecked)

@@ -161,8 +161,8 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
                 result, a = same, alpha
         decided = result.outcome[0] != "UNKNOWN"
         if decided or last:
-            stop = "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds"
-            return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a, stop)
+            return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a,
+                           "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds")
 
 
 def _compare(base: list[float], head: list[float], clusters: list[int] | None, a: float, *, paired: bool,

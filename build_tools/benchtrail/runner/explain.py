@@ -224,8 +224,8 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
         rows = load_comparison(path).rows
     except UserError as exc:
         return ["", f"compared     unreadable: {exc}"]
-    module = target.run_config is None and target.metric is None
     rc = target.run_config
+    module = rc is None and target.metric is None
     ids = {rc.id, f"{rc.id}-instructions"} if rc else {benchmark_id}
     mine = [r for r in rows if r.id in ids or (module and r.id.startswith(f"{benchmark_id}-"))]
     if not mine:
