@@ -82,16 +82,6 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
     return write_results(output, results), all(r.status == "ok" for r in records)
 
 
-def no_cuda_error(device_name: str, names: list[str]) -> UserError:
-    """The refusal, before the first case, of run configs ``names`` that need CUDA when torch sees no GPU:
-    one message naming each and why none can run here."""
-    why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
-           f"torch (CUDA {torch.version.cuda}) sees no GPU here")
-    return UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(names)} selected run "
-                     f"config(s) can run on this machine: {', '.join(names)}. Nothing was run (a CUDA case "
-                     "never runs on the CPU instead); run them on a CUDA runner")
-
-
 def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchmark_ids: list[str] | None,
            name_filter: str | None) -> tuple[tuple[RunConfig, ...], int]:
     """The cases of one device's shard (all shards when ``shard_index`` is None) that ``benchmark_ids`` and
@@ -188,7 +178,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     a journal holds (same run config id and content hash) are kept, not run again.
 
     A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
-    run``) nothing is run or written (:func:`no_cuda_error`); without it every case is recorded
+    run``) nothing is run or written (a ``UserError``); without it every case is recorded
     ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
     A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``
     (``benchtrail.runner.run_cases.noise_rerun_enabled``).
@@ -202,8 +192,12 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     cuda = torch.cuda.is_available()
     no_gpu = [] if cuda else sorted(rc.name for rc in rcs  # the CUDA cases, when torch sees no GPU
                                     if rc.target_device.architecture is Architecture.CUDA)
-    if refuse_without_cuda and no_gpu:
-        raise no_cuda_error(device_name, no_gpu)
+    if refuse_without_cuda and no_gpu:  # one message naming each case and why none can run here
+        why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
+               f"torch (CUDA {torch.version.cuda}) sees no GPU here")
+        raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(no_gpu)} selected run "
+                        f"config(s) can run on this machine: {', '.join(no_gpu)}. Nothing was run (a CUDA case "
+                        "never runs on the CPU instead); run them on a CUDA runner")
     rerun = noise_rerun_enabled()  # a bad BENCHTRAIL_NOISE_RERUN stops the stage before it writes anything
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))
