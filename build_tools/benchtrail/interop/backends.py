@@ -93,12 +93,13 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
     seen: dict[RunInfo, dict[str, None]] = defaultdict(dict)
     for where, files in sources:
         for f in files:
-            seen[RunInfo(f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))][where] = None
+            run = RunInfo(f.commit, str(f.run.get("run_id", "?")), str(f.run.get("attempt", "?")))
+            seen[run][where] = None
     if not seen:
         raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
     if len(seen) > 1:
-        listed = "; ".join(f"run {run.run_id}/{run.attempt} at commit {run.commit[:12]} from {', '.join(wheres)}"
-                           for run, wheres in sorted(seen.items()))
+        listed = "; ".join(f"run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
+                           f"from {', '.join(wheres)}" for run, wheres in sorted(seen.items()))
         raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
                         f"(one run directory, or files with the same run id, attempt and commit)")
     (run,) = seen

@@ -195,9 +195,9 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     if refuse_without_cuda and no_gpu:  # one message naming each case and why none can run here
         why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
                f"torch (CUDA {torch.version.cuda}) sees no GPU here")
-        raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(no_gpu)} selected run "
-                        f"config(s) can run on this machine: {', '.join(no_gpu)}. Nothing was run (a CUDA case "
-                        "never runs on the CPU instead); run them on a CUDA runner")
+        raise UserError(f"device {device_name} needs CUDA and {why}, so none of its {len(no_gpu)} selected "
+                        f"run config(s) can run on this machine: {', '.join(no_gpu)}. Nothing was run (a "
+                        "CUDA case never runs on the CPU instead); run them on a CUDA runner")
     rerun = noise_rerun_enabled()  # a bad BENCHTRAIL_NOISE_RERUN stops the stage before it writes anything
     jsonio.check_new(output)
     journal = Journal(output.with_name(output.name + ".partial.jsonl"))

@@ -96,7 +96,8 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
         console.print(f"[yellow]quarantine entry {rich_text(repr(entry.match))} matches no series[/] of this "
                       "comparison")
     document = comparison_to_dict(rows, base_files, head_files, rules.source, baseline, missing_shards)
-    if summary := compiler_summary(head_files, base_files or None):  # runs with compiled cases beside eager ones: the comment's compiler summary
+    # Runs with compiled cases beside eager ones: the comment's compiler summary.
+    if summary := compiler_summary(head_files, base_files or None):
         document["compiler_summary"] = rows_to_json(summary)
     return jsonio.write_json(output, document, exclusive=True)
 

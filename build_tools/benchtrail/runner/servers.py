@@ -115,8 +115,9 @@ class WorkerServer:
             ServerUnavailable: the server itself died.
             Refused: the job's ``PYTHONPATH`` (in ``env``) is not the server's and the server cannot fork it.
         """
-        job = {"jobs": [list(map(str, pair)) for pair in pairs], "log": str(log), "env": env, "threads": threads,
-               "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor, "compiles": compiles}
+        job = {"jobs": [list(map(str, pair)) for pair in pairs], "log": str(log), "env": env,
+               "threads": threads, "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor,
+               "compiles": compiles}
         if "pythonpath" in self.features:
             job["pythonpath"] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         try:

@@ -108,7 +108,8 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
         proc.wait()
         raise
     code = proc.returncode
-    return code, "" if code == 0 else f"worker exited with code {code}: " + tail(output.decode("utf-8", "replace"))
+    why = "" if code == 0 else f"worker exited with code {code}: " + tail(output.decode("utf-8", "replace"))
+    return code, why
 
 
 #: Compile modes that run Inductor's C++ toolchain, by value.
