@@ -193,9 +193,8 @@ def compile_modules(
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:
-        cold, warm = sampling.get(gen.id, (1, 0))
-        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version, cold, warm,
-                                    tasks.get(gen.id, ()))
+        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version,
+                                    *sampling.get(gen.id, (1, 0)), tasks.get(gen.id, ()))
         records.extend(compile_records(gen, stats, digest, device_name))
         report(gen.name, stats.answer.status)
     return records

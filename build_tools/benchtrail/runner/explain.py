@@ -103,8 +103,8 @@ def _shown_name(target: Target) -> str:
     return _name(target, rc.name.removesuffix(f".{rc.target_device.name}"))
 
 
-def _first(items: list[str], n: int = 10) -> str:
-    return ", ".join(items[:n]) + (" …" if len(items) > n else "")
+def _first(items: list[str]) -> str:
+    return ", ".join(items[:10]) + (" …" if len(items) > 10 else "")
 
 
 def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
