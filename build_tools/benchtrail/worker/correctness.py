@@ -70,7 +70,7 @@ def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> d
             ok &= bool(torch.equal(a, e))
         else:
             rtol, atol = _tolerance(e.dtype if e.is_floating_point() else a.dtype)
-            a64, e64 = a.detach().double().cpu(), e.detach().double().cpu()
+            a64, e64 = (t.detach().double().cpu() for t in (a, e))
             diff = (a64 - e64).abs()
             if diff.numel():
                 max_abs = max(max_abs, float(diff.max()))

@@ -103,11 +103,10 @@ def parse_oom_bytes(message: str) -> int | None:
     """
     import re
 
-    match = re.search(r"Tried to allocate ([0-9.]+) ?(GiB|MiB|KiB|bytes|B)\b", message)
-    if not match:
-        return None
-    scale = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "bytes": 1, "B": 1}[match.group(2)]
-    return round(float(match.group(1)) * scale)
+    if match := re.search(r"Tried to allocate ([0-9.]+) ?(GiB|MiB|KiB|bytes|B)\b", message):
+        scale = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "bytes": 1, "B": 1}[match[2]]
+        return round(float(match[1]) * scale)
+    return None
 
 
 @dataclass(frozen=True)

@@ -34,18 +34,10 @@ def parse_input_spec(spec: str) -> tuple[tuple[int, ...], torch.dtype]:
     return tuple(map(int, dims)), _DTYPES[dtype]
 
 
-def make_inputs(specs: tuple[str, ...], device: str, seed: int) -> Tensors:
-    """Standard-normal float tensors (or integers in [0, 1000)) for ``specs``, reproducible from ``seed``."""
-    generator = torch.Generator().manual_seed(seed)
-    return tuple((torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
-                  if dtype.is_floating_point
-                  else torch.randint(0, 1000, shape, generator=generator, dtype=dtype)).to(device)
-                 for shape, dtype in map(parse_input_spec, specs))
-
-
 def model_inputs(model: Model, device: str, seed: int = SEED) -> Tensors:
     """The inputs of ``model``: its input factory's tensors for a function benchmark
-    (``benchtrail.worker.functions.inputs``), else :func:`make_inputs` of its input specs.
+    (``benchtrail.worker.functions.inputs``), else standard-normal float tensors (or integers in [0, 1000))
+    for its input specs, reproducible from ``seed``.
 
     Raises:
         ValueError: a malformed input spec.
@@ -56,4 +48,8 @@ def model_inputs(model: Model, device: str, seed: int = SEED) -> Tensors:
 
         if model.params or functions.benchmark_of(model) is not None:
             return functions.inputs(model, device, seed)
-    return make_inputs(model.input_specs, device, seed)
+    generator = torch.Generator().manual_seed(seed)
+    return tuple((torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+                  if dtype.is_floating_point
+                  else torch.randint(0, 1000, shape, generator=generator, dtype=dtype)).to(device)
+                 for shape, dtype in map(parse_input_spec, model.input_specs))

@@ -355,7 +355,7 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
     try:
         payload = run_job(rc, request.threads, module_dir, phases, request.profile, pair)
     finally:
-        done = pair.close() if pair is not None else None
+        done = pair and pair.close()
     c, why = payload["correctness"], None
     if c and not c["ok"]:
         why = (f"{c['quantity']} "

@@ -203,9 +203,8 @@ def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None 
     None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None.
     The device's ``count_instructions`` is left out (no worker reads it, and a worker from before it refuses
     the field)."""
-    if getattr(rc.target_device, "count_instructions", False):
-        rc = dataclasses.replace(rc, target_device=dataclasses.replace(rc.target_device, count_instructions=False))
-    return RunRequest(serialize_and_pack([rc]), rc.target_device.threads,
+    device = dataclasses.replace(rc.target_device, count_instructions=False)
+    return RunRequest(serialize_and_pack([dataclasses.replace(rc, target_device=device)]), device.threads,
                       str(module_dir) if module_dir else None, profile=profile, duet=duet)
 
 
@@ -387,8 +386,7 @@ class Response:
 
     def __post_init__(self) -> None:
         for name in _SEQUENCES:
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, tuple):
+            if (value := getattr(self, name)) is not None:
                 object.__setattr__(self, name, tuple(value))
 
     @property
