@@ -61,8 +61,9 @@ def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> d
         f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
     for i, (a, e) in enumerate(zip(leaves_a, leaves_e)):
         a, e = _tensor(a, e), _tensor(e, a)
-        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
-            if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor) or a != e:
+        tensors = [isinstance(x, torch.Tensor) for x in (a, e)]
+        if not all(tensors):
+            if any(tensors) or a != e:
                 problems.append(f"value {i} is {_shown(a)}, the {against}'s {_shown(e)}")
         elif a.shape != e.shape:
             problems.append(f"value {i} has shape {tuple(a.shape)}, the {against}'s {tuple(e.shape)}")

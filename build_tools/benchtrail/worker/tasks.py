@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from benchtrail.suite.definitions import Task
 from benchtrail.worker.inputs import Tensors
@@ -54,7 +55,7 @@ def prepare_inputs(task: Task, inputs: Tensors) -> Tensors:
 
 def jacobian_mode(inputs: Tensors, output: Any) -> str:
     """``"jacfwd"`` when the output has more elements than all inputs together, else ``"jacrev"``."""
-    out_numel = sum(t.numel() for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor))
+    out_numel = sum(t.numel() for t in tree_leaves(output) if isinstance(t, torch.Tensor))
     return "jacfwd" if out_numel > sum(t.numel() for t in inputs) else "jacrev"
 
 
@@ -70,7 +71,7 @@ def gradient(fn: Callable[..., Any], inputs: Tensors) -> Tensors:
     Raises:
         TaskError: nothing to differentiate (no output or no input requires grad).
     """
-    outputs = [t for t in torch.utils._pytree.tree_leaves(fn(*inputs))
+    outputs = [t for t in tree_leaves(fn(*inputs))
                if isinstance(t, torch.Tensor) and t.requires_grad]
     wrt = [t for t in inputs if t.requires_grad] + _parameters(fn)
     if not outputs or not wrt:
