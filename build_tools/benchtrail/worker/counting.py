@@ -29,7 +29,6 @@ import math
 import os
 import subprocess
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.serialization import unpack_and_deserialize
 from benchtrail.worker import tasks
 from benchtrail.worker.inputs import model_inputs
-from benchtrail.worker.main import CaseFailure, iteration_of, release_modules, task_module
+from benchtrail.worker.main import CaseFailure, failure_of, iteration_of, release_modules, task_module
 from benchtrail.worker.protocol import Response, read_request
 
 #: Instructions a counted block aims at; a block of a bigger call is one call. Per-call counts of autograd and
@@ -159,9 +158,7 @@ def serve(requests_path: str, journal_path: str) -> None:
                 if not all(map(math.isfinite, response.instructions)):
                     response = Response(status="failed", reason="an instruction count is not finite")
             except Exception as exc:
-                response = Response(
-                    status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
-                    traceback=traceback.format_exc(limit=-3))
+                response = failure_of(exc)
             release_modules()
             say({"case": i, **response.to_json()})
 

@@ -388,8 +388,14 @@ def handle(data: Any) -> Response:
     except torch.OutOfMemoryError as exc:
         return Response(status="oom", **_out_of_memory(exc), **extra)
     except Exception as exc:  # one failing case must not stop the others: report it
-        return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
-                        traceback=traceback.format_exc(limit=-3), **extra)
+        return failure_of(exc, **extra)
+
+
+def failure_of(exc: Exception, **fields: Any) -> Response:
+    """The ``failed`` response of an unexpected exception (call it in the ``except`` block): its type and
+    message, and its last frames."""
+    return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
+                    traceback=traceback.format_exc(limit=-3), **fields)
 
 
 def answer(request_path: str, response_path: str) -> None:
