@@ -141,7 +141,6 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
         requested, trailer_found = pr_requests(title, body, labels)
         accept = accept_items(title, body)
         presets = _resolve(requested, known, meta, PR_SOURCES)
-        notes = () if trailer_found else (no_trailer_note(body),)
         # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
         # changed since), with what the edit replaced taken from ``changes``.
         skipped = payload.get("action") == "edited" and _edit_kept_selection(
@@ -149,7 +148,8 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
         if not skipped:
             fork = _dig(event_pr, "head", "repo", "full_name") != _dig(payload, "repository", "full_name")
             skipped = FORK_WAITING if presets and fork and SAFE_LABEL not in labels else None
-        return Selection(presets, tuple(requested), skipped, notes, accept)
+        return Selection(presets, tuple(requested), skipped, () if trailer_found else (no_trailer_note(body),),
+                         accept)
     if event_name == "push":
         if postsubmit_branch(payload, env):
             if DEFAULT_META_PRESET not in meta:
@@ -161,8 +161,8 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
         return Selection(skipped_reason=f"push to {payload.get('ref')}, neither the default branch nor a "
                                         f"release branch ({RELEASE_BRANCHES_ENV}: {globs})")
     if event_name == "workflow_dispatch":
-        text = env.get("BENCHMARK_PRESETS_INPUT", _dig(payload, "inputs", "benchmark-presets"))
-        requested = [(p, "input") for p in split_presets(text or "")]
+        text = env.get("BENCHMARK_PRESETS_INPUT", _dig(payload, "inputs", "benchmark-presets")) or ""
+        requested = [(p, "input") for p in split_presets(text)]
         presets = _resolve(requested, known, meta, {"input": "workflow_dispatch input"})
         return Selection(presets, tuple(requested))
     return Selection(skipped_reason=f"event {event_name!r} does not run benchmarks")
@@ -372,9 +372,9 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
         raise UserError(f"GITHUB_RUN_ATTEMPT={attempt!r}: expected a whole number from 1")
     hidden = marker({"run": {"run_id": run_id, "attempt": int(attempt)}})
     text = " ".join(error.split())
-    shown = plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else "")
     body = "\n".join([
-        f"### benchtrail: {SELECTION_ERROR_VERDICT}", "", shown, "",
+        f"### benchtrail: {SELECTION_ERROR_VERDICT}", "",
+        plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else ""), "",
         "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its "
         "`benchmarks-accept:` line, or the `benchmarks:<preset>` label); saving the description runs the "
         "selection again. Grammar: docs/trailers.md in benchtrail.",
@@ -437,7 +437,7 @@ def configure(env: Env, known: Names, meta: Meta, error_comment: Path | None = N
         raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
                         f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
     postsubmit = event_name in POSTSUBMIT_EVENTS and postsubmit_branch(payload, env)
-    flag = "selection-error=false\n" if error_comment is not None else ""
-    _emit(env, outputs(selection, postsubmit) + flag, summary(selection))
+    _emit(env, outputs(selection, postsubmit) + ("selection-error=false\n" if error_comment is not None else ""),
+          summary(selection))
     return selection
 

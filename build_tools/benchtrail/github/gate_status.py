@@ -239,8 +239,8 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
         accept = accept_items(pull.title, pull.body)
     except SelectionError:
         accept = ()
-    url = next((c.html_url for c, _ in find_ours(pull.get_issue_comments(), author)), None)
-    return PullState(bool(pr_requests(pull.title, pull.body, labels)[0]), accept, SAFE_LABEL in labels, url)
+    return PullState(bool(pr_requests(pull.title, pull.body, labels)[0]), accept, SAFE_LABEL in labels,
+                     next((c.html_url for c, _ in find_ours(pull.get_issue_comments(), author)), None))
 
 
 @dataclass
@@ -261,9 +261,8 @@ class _History:
         nothing = {run for what, run in notes if what == "measured nothing"}
         decisions = [d for _, d in parsed if d is not None]
         # A run's own poster outranks a later poster that took its result for lost.
-        latest = (every[0].state, every[0].description) if every else None
         return cls(_without_lost(decisions, nothing), {run for what, run in notes if what == "running"},
-                   nothing | {d.run for d in decisions}, latest)
+                   nothing | {d.run for d in decisions}, (every[0].state, every[0].description) if every else None)
 
 
 def _without_lost(decisions: list[Decision], runs: set[Run | None]) -> list[Decision]:

@@ -212,9 +212,8 @@ def _message(exc: Any) -> str:
 
 def is_rate_limited(exc: Any) -> bool:
     """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (in seconds)."""
-    limited = "rate limit" in _message(exc).lower() or any(
-        k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items())
-    return exc.status == 429 or (exc.status == 403 and limited)
+    return exc.status == 429 or exc.status == 403 and ("rate limit" in _message(exc).lower() or any(
+        k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items()))
 
 
 def describe(exc: Any) -> str:
@@ -363,8 +362,8 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author
 
     done = f"created comment {created.id} on PR #{pr_number}"
     try:
-        ours = find_ours(pull.get_issue_comments(), author)
-        first, run = min([*ours, (created, None)], key=lambda pair: pair[0].id)
+        first, run = min([*find_ours(pull.get_issue_comments(), author), (created, None)],
+                         key=lambda pair: pair[0].id)
         if first.id == created.id:
             return PostResult("created", created.id, done)
         took_body = run is None or is_newer(ours_run, run)

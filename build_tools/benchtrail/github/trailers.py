@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import re
 
+from benchtrail.suite.presets import split_presets
+
 COMMENT = "#"
 GIT_GENERATED_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
 SCISSORS = "# ------------------------ >8 ------------------------\n"
@@ -156,14 +158,10 @@ def benchmark_presets(title: str | None, body: str | None) -> list[str] | None:
     Returns None when the description has no ``benchmarks`` trailer (an empty one returns []).
     """
     found = [v for k, v in parse_trailers(pr_message(title, body)) if k.lower() == BENCHMARKS_KEY]
-    if not found:
-        return None
-    items = [item.lower() for value in found for item in re.split(r"[,\s]+", value) if item]
-    return list(dict.fromkeys(items))
+    return list(dict.fromkeys(split_presets(" ".join(found)))) if found else None
 
 
 def accepted_regressions(title: str | None, body: str | None) -> list[str]:
     """Series names or globs from every ``benchmarks-accept:`` trailer, comma-separated, in order."""
-    found = [v for k, v in parse_trailers(pr_message(title, body)) if k.lower() == ACCEPT_KEY]
-    items = [item.strip() for value in found for item in value.split(",") if item.strip()]
-    return list(dict.fromkeys(items))
+    return list(dict.fromkeys(item.strip() for key, value in parse_trailers(pr_message(title, body))
+                              if key.lower() == ACCEPT_KEY for item in value.split(",") if item.strip()))

@@ -109,8 +109,7 @@ def check_relative_name(name: str, where: str) -> str:
     Raises:
         UserError: naming ``where`` (the object or file) and why the name is refused.
     """
-    reason = unsafe_reason(name)
-    if reason:
+    if reason := unsafe_reason(name):
         raise UserError(f"{where}: name {name!r} is refused because {reason}; benchtrail only stores and "
                         "fetches names that are safe as paths and in gcloud URLs")
     return name

@@ -123,9 +123,9 @@ class GcsStore:
                 ("… already exist … never overwritten"), or transfers still failing when
                 ``deadline_s`` ran out, naming the bucket and the objects.
         """
-        prefix = self._run_prefix(run_id, attempt)
         names = upload_names(local_dir, patterns)
-        self.io.upload(Path(local_dir), names, prefix, deadline_s, hint="upload the run under a new attempt")
+        self.io.upload(Path(local_dir), names, self._run_prefix(run_id, attempt), deadline_s,
+                       hint="upload the run under a new attempt")
         return len(names)
 
     def incomplete_runs(self) -> list[tuple[str, int]]:
@@ -239,8 +239,8 @@ class GcsStore:
         """
         local = write_new(self.staging / asset_path(name), data)
         prefix = self._folder(ASSETS)
-        listed = self.io.list(prefix + name, self.io.deadline(LIST_DEADLINE_S), max_results=1)
-        if not any(b.name == prefix + name for b in listed):
+        if not any(b.name == prefix + name
+                   for b in self.io.list(prefix + name, self.io.deadline(LIST_DEADLINE_S), max_results=1)):
             self.io.upload(local.parent, [name], prefix, DEFAULT_DEADLINE_S, hint="assets are never replaced")
         return self.io.object_url(prefix + name)
 

@@ -83,8 +83,7 @@ class SharedDeadline:
     deadline_at: float
 
     def __call__(self, func: Callable[..., Any], on_error: Callable[[Exception], Any] | None = None):
-        left = max(0.0, self.deadline_at - time.monotonic())
-        return self.policy.with_timeout(left)(func, on_error=on_error)
+        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func, on_error=on_error)
 
 
 def file_crc32c(path: Path) -> str:

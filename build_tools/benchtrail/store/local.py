@@ -127,8 +127,7 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
                 raise UserError(f"commit pointer {p} is {p.stat().st_size} bytes, "
                                 f"more than {MAX_POINTER_BYTES}")
             pointer = jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION)
-            why = pointer_problem(pointer, p.name, commit)
-            if why:
+            if why := pointer_problem(pointer, p.name, commit):
                 raise UserError(f"commit pointer {p}: {why}")
         except UserError as exc:
             problems.append(str(exc))
@@ -255,9 +254,8 @@ class LocalStore:
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path:
         """Record that run ``run_id``/``attempt`` holds results for ``commit`` (one new file per run)."""
-        pointer = pointer_document(commit, run_id, attempt, info)
-        path = self.root / "commits" / commit / f"{run_id}-{attempt}.json"
-        return jsonio.write_json(path, pointer, exclusive=True)
+        return jsonio.write_json(self.root / "commits" / commit / f"{run_id}-{attempt}.json",
+                                 pointer_document(commit, run_id, attempt, info), exclusive=True)
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
         """The pointers of ``commit``, oldest first by ``stored_at``: the time written into each when it was
@@ -265,8 +263,8 @@ class LocalStore:
         before; a pointer without one, by its file's modification time. Unreadable ones are skipped (a
         ``Pointers`` list: its ``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
-        paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in paths), commit, own_time=True)
+        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in sorted(folder.glob("*.json"))),
+                                  commit, own_time=True)
 
     def write_asset(self, name: str, data: bytes) -> Path:
         """``<root>/assets/<name>``, written create-only unless it exists (then kept as it is)."""

@@ -54,7 +54,7 @@ def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: 
     """
     wrote = json.loads(json.dumps(pointer_document(commit, run_id, attempt, info)))
     found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
-             if (str(p.get("run_id")), p.get("attempt")) == (str(run_id), attempt)]
+             if (p["run_id"], p["attempt"]) == (str(run_id), attempt)]
     if found != [wrote]:
         raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: "
                         "another writer created or changed it under this run's name (a clash; this run must "
