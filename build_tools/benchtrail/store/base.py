@@ -28,6 +28,10 @@ POINTER_SCHEMA_VERSION = 2
 
 #: Every file of a run; the default of ``fetch_run`` and ``upload_run``.
 ALL_FILES: tuple[str, ...] = ("**",)
+#: A JSON object: a commit pointer, or the fields its writer gives it.
+Json = dict[str, Any]
+#: ``(run id, attempt)`` of a stored run.
+RunKey = tuple[str, int]
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Characters that ``gcloud storage`` treats as wildcards in a URL, so no stored name may hold them.
@@ -218,14 +222,14 @@ class Store(Protocol):
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]: ...
 
-    def incomplete_runs(self) -> list[tuple[str, int]]: ...
+    def incomplete_runs(self) -> list[RunKey]: ...
 
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path: ...
 
-    def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path | str: ...
+    def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> Path | str: ...
 
-    def pointers(self, commit: str) -> list[dict[str, Any]]: ...
+    def pointers(self, commit: str) -> list[Json]: ...
 
     def write_asset(self, name: str, data: bytes) -> Path | str: ...
 
@@ -240,7 +244,7 @@ def stored_time(when: Any) -> str:
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def pointerless(runs: Iterable[tuple[str, int]], pointer_names: Iterable[str]) -> list[tuple[str, int]]:
+def pointerless(runs: Iterable[RunKey], pointer_names: Iterable[str]) -> list[RunKey]:
     """The ``(run id, attempt)`` of ``runs`` that no pointer file name (``<run id>-<attempt>.json``, any
     commit) names, sorted: runs a writer started and never finished storing (a killed or interrupted
     pipeline, a job that failed before its pointer). Stores are create-only: such runs stay, listed as

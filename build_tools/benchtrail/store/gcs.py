@@ -26,6 +26,8 @@ from benchtrail.errors import StoreError, UserError
 from benchtrail.store.base import (
     ALL_FILES,
     ASSETS,
+    Json,
+    RunKey,
     asset_path,
     check_id,
     check_relative_name,
@@ -128,7 +130,7 @@ class GcsStore:
                        hint="upload the run under a new attempt")
         return len(names)
 
-    def incomplete_runs(self) -> list[tuple[str, int]]:
+    def incomplete_runs(self) -> list[RunKey]:
         """The runs with objects and no commit pointer (``benchtrail.store.base.pointerless``), sorted. Lists
         every object name under ``runs/`` and ``commits/``: one listing of the whole store.
 
@@ -190,7 +192,7 @@ class GcsStore:
         self.io.download(chosen, dest, deadline)
         return dest
 
-    def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> str:
+    def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> str:
         """Create ``<prefix>/commits/<sha>/<run_id>-<attempt>.json`` (one new object per run).
 
         Returns:
@@ -208,7 +210,7 @@ class GcsStore:
                            hint="each run writes its pointer once")
         return self.io.object_url(prefix + name)
 
-    def pointers(self, commit: str) -> list[dict[str, Any]]:
+    def pointers(self, commit: str) -> list[Json]:
         """The pointers of ``commit``, oldest first by ``stored_at`` (the object's ``timeCreated``, set
         by GCS); unreadable ones are skipped.
 

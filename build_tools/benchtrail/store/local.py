@@ -16,6 +16,8 @@ from benchtrail.errors import UserError
 from benchtrail.store.base import (
     ALL_FILES,
     POINTER_SCHEMA_VERSION,
+    Json,
+    RunKey,
     asset_path,
     check_attempt,
     check_id,
@@ -75,7 +77,7 @@ class Pointers(list):
 MAX_POINTER_BYTES = 64 * 1024
 
 
-def pointer_problem(pointer: dict[str, Any], name: str, commit: str) -> str | None:
+def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
     """Why a parsed pointer cannot name a run, or None: its run id (``check_id``, at most 64 characters)
     and attempt (a whole number from 1), its object name (``<run_id>-<attempt>.json``), its ``commit``
     (the commit folder it is stored under) and the types of ``devices``, ``torch_version``,
@@ -142,7 +144,7 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
     return pointers
 
 
-def _created(pointer: dict[str, Any]) -> str | None:
+def _created(pointer: Json) -> str | None:
     """A pointer's ``created`` (ISO 8601 with its offset) in ``stored_time``'s form, or None without a valid
     one."""
     import datetime
@@ -154,7 +156,7 @@ def _created(pointer: dict[str, Any]) -> str | None:
     return stored_time(when) if when.tzinfo is not None else None
 
 
-def pointer_document(commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> dict[str, Any]:
+def pointer_document(commit: str, run_id: str, attempt: int, info: Json) -> Json:
     """The JSON object of a commit pointer (``schema_version`` ``POINTER_SCHEMA_VERSION``)."""
     return {"schema_version": POINTER_SCHEMA_VERSION, "commit": check_id(commit, "commit"),
             "run_id": check_id(run_id, "run id"), "attempt": check_attempt(attempt), **info}
@@ -217,7 +219,7 @@ class LocalStore:
                         "files in a run directory are never overwritten (use a new attempt)")
         return len(names)
 
-    def incomplete_runs(self) -> list[tuple[str, int]]:
+    def incomplete_runs(self) -> list[RunKey]:
         """The runs with a folder and no commit pointer (``benchtrail.store.base.pointerless``), sorted."""
         runs = [(d.parent.name, int(d.name)) for d in self.root.glob("runs/*/*")
                 if d.is_dir() and d.name.isdigit()]
@@ -252,12 +254,12 @@ class LocalStore:
         place_files(source, names, Path(dest), "remove them or fetch into another folder")
         return Path(dest)
 
-    def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> Path:
+    def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> Path:
         """Record that run ``run_id``/``attempt`` holds results for ``commit`` (one new file per run)."""
         return jsonio.write_json(self.root / "commits" / commit / f"{run_id}-{attempt}.json",
                                  pointer_document(commit, run_id, attempt, info), exclusive=True)
 
-    def pointers(self, commit: str) -> list[dict[str, Any]]:
+    def pointers(self, commit: str) -> list[Json]:
         """The pointers of ``commit``, oldest first by ``stored_at``: the time written into each when it was
         created (UTC; run id, then attempt, break ties), so a copied store (new file times) orders its runs as
         before; a pointer without one, by its file's modification time. Unreadable ones are skipped (a

@@ -14,10 +14,11 @@ from typing import Any
 from benchtrail.errors import UserError
 from benchtrail.results.baseline_key import keys_of_results
 from benchtrail.results.io import load_results_paths
+from benchtrail.store.base import Json
 from benchtrail.store.local import pointer_document
 
 
-def pointer_info(run_dir: Path) -> dict[str, Any]:
+def pointer_info(run_dir: Path) -> Json:
     """The commit pointer's fields for a run directory, from its ``results/*.json``: commit, dirty,
     presets, devices, torch version, ``baseline_keys`` (``benchtrail.results.baseline_key``, one per device
     and key), ``results`` (the results file names, relative to the run directory: all a baseline
@@ -44,7 +45,7 @@ def pointer_info(run_dir: Path) -> dict[str, Any]:
             "created": datetime.datetime.now(datetime.UTC).isoformat()}
 
 
-def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: dict[str, Any],
+def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: Json,
                       url: Any) -> None:
     """Read the pointer under this run's name back: it must be the one this run wrote (a store that lets a
     create race, or ignores preconditions as an emulator does, would keep another writer's).
