@@ -213,13 +213,14 @@ def _pr_texts(env: Env, pr: Json) -> PrTexts:
         if value is not None and not isinstance(value, str):
             raise UserError(f"the PR {key} in the event payload must be text or null, got {value!r:.60}")
     if "PR_LABELS" not in env:
-        return *texts.values(), [label.get("name", "") for label in pr.get("labels") or []]
-    try:
-        labels = json.loads(env["PR_LABELS"])
-    except json.JSONDecodeError:
-        labels = None
-    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-        raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}")
+        labels = [label.get("name", "") for label in pr.get("labels") or []]
+    else:
+        try:
+            labels = json.loads(env["PR_LABELS"])
+        except json.JSONDecodeError:
+            labels = None
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise SelectionError(f"PR_LABELS must be a JSON list of label names, got {env['PR_LABELS']!r}")
     return *texts.values(), labels
 
 

@@ -95,7 +95,7 @@ def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
                 f"({commit})")
 
     def list_of(field: str, valid: Callable[[Any], bool]) -> bool:
-        return isinstance(pointer.get(field, []), list) and all(map(valid, pointer.get(field, [])))
+        return isinstance(value := pointer.get(field, []), list) and all(map(valid, value))
 
     if not list_of("devices", lambda d: isinstance(d, str)):
         return "devices is not a list of names"
