@@ -14,6 +14,7 @@ from benchtrail.cli.options import (
     ACCEPT_HELP,
     STORE_HELP,
     accept_globs,
+    add_command,
     add_trust_arguments,
     attempt,
     max_commits,
@@ -26,13 +27,12 @@ from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
 
 def add_ci_parsers(subparsers: Any) -> None:
     """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("gate")
+    p = add_command(subparsers, "gate", cmd_gate)
     p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
                    help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
     p.add_argument("--accept", action="append", metavar="GLOB", help=ACCEPT_HELP)
-    p.set_defaults(func=cmd_gate)
 
-    p = subparsers.add_parser("dashboard")
+    p = add_command(subparsers, "dashboard", cmd_dashboard)
     p.add_argument("--store", help=STORE_HELP + "; holds the earlier runs (only read)")
     p.add_argument("--run-dir", type=path_argument, required=True, metavar="DIR",
                    help="the run directory: its results/*.json are the newest point; dashboard/ is written "
@@ -42,7 +42,6 @@ def add_ci_parsers(subparsers: Any) -> None:
     p.add_argument("--max-commits", type=max_commits, default=30, metavar="N",
                    help="draw at most N first-parent commits, this run's included (default 30)")
     add_trust_arguments(p)
-    p.set_defaults(func=cmd_dashboard)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:

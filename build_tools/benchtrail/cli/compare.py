@@ -19,6 +19,7 @@ from benchtrail.cli.options import (
     THRESHOLDS_PARENT,
     accept_globs,
     add_any_origin_argument,
+    add_command,
     add_trust_arguments,
     optional_store,
 )
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 def add_compare_parsers(subparsers: Any) -> None:
     """Declare ``compare`` and ``comment`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("compare", parents=[THRESHOLDS_PARENT, QUARANTINE_PARENT])
+    p = add_command(subparsers, "compare", cmd_compare, parents=[THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--base", type=Path, action="append", default=[],
                    help="baseline results file or run dir (repeatable; none: every series is new)")
     p.add_argument("--head", type=Path, action="append", required=True,
@@ -50,9 +51,8 @@ def add_compare_parsers(subparsers: Any) -> None:
     add_trust_arguments(p)
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     add_result_arguments(p)
-    p.set_defaults(func=cmd_compare)
 
-    p = subparsers.add_parser("comment")
+    p = add_command(subparsers, "comment", cmd_comment)
     p.add_argument("--comparison", type=Path, required=True)
     p.add_argument("--output-dir", type=Path, required=True)
     p.add_argument("--run-url", metavar="URL",
@@ -68,7 +68,6 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.add_argument("--note", action="append", metavar="TEXT",
                    help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
                         "'⚠ the run could not be stored: ...'")
-    p.set_defaults(func=cmd_comment)
 
 
 def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACCEPT_HELP,

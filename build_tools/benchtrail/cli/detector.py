@@ -13,6 +13,7 @@ from typing import Any
 
 from benchtrail.cli.options import (
     ROUND_SAMPLES,
+    add_command,
     comparisons,
     detector_modes,
     percent_deltas,
@@ -25,7 +26,7 @@ from benchtrail.cli.options import (
 def add_evaluate_detector_parser(subparsers: Any) -> None:
     """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls
     :func:`cmd_evaluate_detector`."""
-    p = subparsers.add_parser("evaluate-detector")
+    p = add_command(subparsers, "evaluate-detector", cmd_evaluate_detector)
     p.add_argument("--metric", choices=("latency", "instructions"),
                    help="latency: wall time in three modes (default); instructions: counted under "
                         "valgrind/callgrind by a pool of processes (docs/detector.md)")
@@ -58,7 +59,11 @@ def add_evaluate_detector_parser(subparsers: Any) -> None:
     p.add_argument("--noise", action="store_true",
                    help="run a bounded background load beside the measurement (one "
                         "process, 50%% busy, streaming over 256 MiB): the figures of a busy runner")
-    p.set_defaults(func=cmd_evaluate_detector)
+
+
+def _given(args: argparse.Namespace, *flags: str) -> list[str]:
+    """Those of ``flags`` given (``--max-samples``: ``args.max_samples`` set; every value given is truthy)."""
+    return [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"))]
 
 
 def cmd_evaluate_detector(args: argparse.Namespace) -> int:
@@ -78,16 +83,14 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     from benchtrail.jsonio import check_new, read_json, write_json
 
     check_new(args.output)
-    latency_only = (("--modes", args.modes), ("--samples", args.samples), ("--max-samples", args.max_samples))
-    wrong = [flag for flag, given in (latency_only if args.metric == "instructions"
-                                      else (("--processes", args.processes),)) if given is not None]
+    wrong = (_given(args, "--modes", "--samples", "--max-samples") if args.metric == "instructions"
+             else _given(args, "--processes"))
     if wrong:
         raise UserError(f"{' and '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --metric "
                         f"{args.metric or 'latency'}: leave {'them' if len(wrong) > 1 else 'it'} out")
+    noise = Load() if args.noise else None
     if args.rejudge:
-        measuring = [flag for flag, given in (("--modes", args.modes), ("--noise", args.noise),
-                                              ("--metric", args.metric), ("--deltas", args.deltas),
-                                              ("--processes", args.processes)) if given]
+        measuring = _given(args, "--modes", "--noise", "--metric", "--deltas", "--processes")
         if measuring:
             raise UserError(f"--rejudge measures nothing; {' and '.join(measuring)} would not apply: leave "
                             f"{'them' if len(measuring) > 1 else 'it'} out, or drop --rejudge to measure")
@@ -101,7 +104,7 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
                             f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}") from None
     elif args.metric == "instructions":
         counting = counts.CountConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed,
-                                      threshold_pct=args.threshold_pct, noise=Load() if args.noise else None,
+                                      threshold_pct=args.threshold_pct, noise=noise,
                                       **({"processes": args.processes} if args.processes else {}))
         doc = counts.evaluate_counts(counting, report=print)
     else:
@@ -109,9 +112,8 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
         if max_samples < samples:
             raise UserError(f"--max-samples {max_samples} is fewer than --samples {samples}")
         config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0),
-                            samples=samples, seed=args.seed, threshold_pct=args.threshold_pct,
-                            noise=Load() if args.noise else None, max_samples=max_samples,
-                            **({"modes": args.modes} if args.modes else {}))
+                            samples=samples, seed=args.seed, threshold_pct=args.threshold_pct, noise=noise,
+                            max_samples=max_samples, **({"modes": args.modes} if args.modes else {}))
         doc = evaluate(config, report=print)
     counted = doc["setup"].get("metric") == "instructions"
     print((counts.format_counts_table if counted else format_table)(doc), end="")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
+from benchtrail.cli.options import add_command
 from benchtrail.errors import EXIT_CHECK_FAILED, EXIT_OK
 from benchtrail.runner.doctor import SCHEMA_VERSION, format_report, run_checks
 
@@ -31,7 +32,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def add_doctor_parser(subparsers: Any) -> None:
     """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check
     fails)."""
-    p = subparsers.add_parser("doctor")
+    p = add_command(subparsers, "doctor", cmd_doctor)
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the checks as JSON (never overwritten)")
-    p.set_defaults(func=cmd_doctor)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.cli.options import (
+    add_command,
     api_url,
     commit_sha,
     from_env,
@@ -34,13 +35,12 @@ from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETR
 def add_configure_parser(subparsers: Any) -> None:
     """Declare ``benchtrail configure`` on ``subparsers`` (from ``add_subparsers``); it calls
     :func:`cmd_configure`."""
-    p = subparsers.add_parser("configure")
+    p = add_command(subparsers, "configure", cmd_configure)
     p.add_argument("--error-comment", type=Path, metavar="DIR",
                    help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
                         "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) "
                         "write DIR/comment.json and DIR/comment.md, a PR comment naming the error for "
                         "`benchtrail post`, then fail as without it (exit 1)")
-    p.set_defaults(func=cmd_configure)
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
@@ -65,7 +65,7 @@ def _author(args: argparse.Namespace) -> str:
 
 def add_post_parser(subparsers: Any) -> None:
     """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_post`."""
-    p = subparsers.add_parser("post")
+    p = add_command(subparsers, "post", cmd_post)
     p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
     p.add_argument("--repo", type=repo_name, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
     p.add_argument("--pr", type=pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
@@ -83,7 +83,6 @@ def add_post_parser(subparsers: Any) -> None:
                         "most the job's timeout; once spent the comment goes to the job summary "
                         f"(default {RETRY_BUDGET_S:g})")
     p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
-    p.set_defaults(func=cmd_post)
 
 
 def cmd_post(args: argparse.Namespace) -> int:
@@ -103,21 +102,19 @@ def cmd_post(args: argparse.Namespace) -> int:
                           token=github_token(), base_url=api_url(args.api_url), dry_run=args.dry_run,
                           author=_author(args), retry_budget_s=args.retry_budget)
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
-    prefix = "::warning title=benchtrail post::" if in_actions else "warning: "
     for warning in result.warnings + ((result.message,) if result.action == "fallback-summary" else ()):
-        print(prefix + warning, file=sys.stderr)
+        print(("::warning title=benchtrail post::" if in_actions else "warning: ") + warning, file=sys.stderr)
     print(f"{result.action}: {result.message}")
     return EXIT_OK
 
 
 def add_runner_labels_parser(subparsers: Any) -> None:
     """Declare ``benchtrail runner-labels`` on ``subparsers``; it calls :func:`cmd_runner_labels`."""
-    p = subparsers.add_parser("runner-labels")
+    p = add_command(subparsers, "runner-labels", cmd_runner_labels)
     p.add_argument("--device", metavar="NAME",
                    help="print only this device's labels (a JSON list) instead of the project's whole table")
     p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
                    help="with --device: its architecture, the second default label (default cpu)")
-    p.set_defaults(func=cmd_runner_labels)
 
 
 def cmd_runner_labels(args: argparse.Namespace) -> int:
@@ -132,15 +129,14 @@ def cmd_runner_labels(args: argparse.Namespace) -> int:
     from benchtrail.github.runner_labels import device_labels, project_labels
 
     settings = project()
-    value = project_labels(settings) if args.device is None else device_labels(settings, args.device,
-                                                                               args.architecture)
-    print(json.dumps(value, separators=(",", ":")))
+    print(json.dumps(project_labels(settings) if args.device is None
+                     else device_labels(settings, args.device, args.architecture), separators=(",", ":")))
     return EXIT_OK
 
 
 def add_gate_status_parser(subparsers: Any) -> None:
     """Declare ``benchtrail gate-status`` on ``subparsers``; it calls :func:`cmd_gate_status`."""
-    p = subparsers.add_parser("gate-status")
+    p = add_command(subparsers, "gate-status", cmd_gate_status)
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
     p.add_argument("--regate-report", type=Path, metavar="DIR",
@@ -156,7 +152,6 @@ def add_gate_status_parser(subparsers: Any) -> None:
     p.add_argument("--api-url", help=f"GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
     p.add_argument("--comment-author", help="login whose statuses and comments are ours (default: "
                                             f"$BENCHTRAIL_COMMENT_AUTHOR or {DEFAULT_COMMENT_AUTHOR})")
-    p.set_defaults(func=cmd_gate_status)
 
 
 def cmd_gate_status(args: argparse.Namespace) -> int:
@@ -192,9 +187,9 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
                     f.write(line)
             print(line, end="")
             return EXIT_OK
-        report = args.report if args.report is not None and args.report.is_dir() else None
+        report = args.report if args.report and args.report.is_dir() else None
         regate = None
-        if args.regate_report is not None and args.regate_report.is_dir():
+        if args.regate_report and args.regate_report.is_dir():
             if args.regate_run is None:
                 raise UserError("--regate-report needs --regate-run ID/ATTEMPT (the run `--plan` named)")
             regate = (args.regate_report, args.regate_run)

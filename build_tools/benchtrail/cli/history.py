@@ -19,6 +19,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.cli.options import (
     STORE_HELP,
+    add_command,
     add_trust_arguments,
     check_output_dir,
     max_commits,
@@ -32,14 +33,13 @@ from benchtrail.errors import EXIT_OK, UserError, missing_extra
 
 def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("history")
+    p = add_command(subparsers, "history", cmd_history)
     add_walk_arguments(p)
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
                    help="history file to write; never overwritten (default history.json)")
     add_trust_arguments(p)
-    p.set_defaults(func=cmd_history)
 
-    p = subparsers.add_parser("plot")
+    p = add_command(subparsers, "plot", cmd_plot)
     p.add_argument("--history", type=path_argument, required=True,
                    help="history file written by `benchtrail history`")
     p.add_argument("--output-dir", type=path_argument, required=True,
@@ -54,9 +54,8 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--y-axis", choices=("auto", "zero", "ratio"), default="auto",
                    help="the PNGs' value axis: auto (fits the data), zero (starts at 0) or ratio (each "
                         "series over its value at --baseline, else at its oldest point); default auto")
-    p.set_defaults(func=cmd_plot)
 
-    p = subparsers.add_parser("compare-builds")
+    p = add_command(subparsers, "compare-builds", cmd_compare_builds)
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
     p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
     p.add_argument("--store", help=STORE_HELP + "; read when A or B is a commit")
@@ -67,7 +66,6 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--allow-same-run", action="store_true",
                    help="compare a run with itself (refused by default: every row would be 'similar')")
     add_trust_arguments(p)
-    p.set_defaults(func=cmd_compare_builds)
 
 
 def add_walk_arguments(parser: argparse.ArgumentParser) -> None:

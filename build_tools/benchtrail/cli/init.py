@@ -21,6 +21,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from benchtrail import jsonio
+from benchtrail.cli.options import add_command
 from benchtrail.errors import UserError
 
 #: The placeholders of a caller workflow's ``uses:`` when no installed commit is known.
@@ -32,12 +33,11 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 def add_init_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("init")
+    p = add_command(sub, "init", cmd_init)
     p.add_argument("--benchmarks", default="benchmarks", metavar="MODULE",
                    help="module of the project's @benchmark functions (default: "
                         "benchmarks, i.e. benchmarks.py); an example is written when it does not exist")
     p.add_argument("--directory", type=Path, default=Path("."), help="the project's folder (default: here)")
-    p.set_defaults(func=cmd_init)
 
 
 def installed_pin() -> tuple[str, str] | None:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import check_output_dir, path_argument
+from benchtrail.cli.options import add_command, check_output_dir, path_argument
 from benchtrail.errors import EXIT_OK
 from benchtrail.interop.convert import FORMATS, KINDS
 
@@ -27,14 +27,13 @@ RESULTS = {"type": path_argument, "nargs": "+", "action": "extend", "required": 
 
 def add_interop_parsers(subparsers: Any) -> None:
     """Declare ``compare-backends`` and ``convert`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("compare-backends")
+    p = add_command(subparsers, "compare-backends", cmd_compare_backends)
     p.add_argument("--results", **RESULTS)
     p.add_argument("--output-dir", type=path_argument, default=Path("."),
                    help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
                         "an existing PNG is never overwritten")
-    p.set_defaults(func=cmd_compare_backends)
 
-    p = subparsers.add_parser("convert")
+    p = add_command(subparsers, "convert", cmd_convert)
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
                         f"'customSmallerIsBetter', bmf = Bencher Metric Format for "
@@ -45,7 +44,6 @@ def add_interop_parsers(subparsers: Any) -> None:
                         f"compilation metrics)")
     p.add_argument("--output", type=path_argument, required=True,
                    help="JSON file to write; never overwritten")
-    p.set_defaults(func=cmd_convert)
 
 
 def cmd_compare_backends(args: argparse.Namespace) -> int:

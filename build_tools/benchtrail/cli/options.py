@@ -158,6 +158,13 @@ def require_store(flag: str | None, needs: str) -> str:
 # -- options several commands share (argparse ``parents``) --------------------------------------
 
 
+def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], **kwargs: Any) -> Any:
+    """``subparsers.add_parser(name, **kwargs)``, the parser of a command that ``func(args)`` runs."""
+    parser = subparsers.add_parser(name, **kwargs)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def add_any_origin_argument(parser: Any) -> None:
     """``--baseline-any-origin`` (compare, pipeline): lift the origin part of the baseline key only
     (``benchtrail.results.baseline_key``: a run in CI, ``GITHUB_ACTIONS=true``, or outside it)."""

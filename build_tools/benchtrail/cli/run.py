@@ -22,6 +22,7 @@ from benchtrail.cli.options import (
     THRESHOLDS_PARENT,
     accept_globs,
     add_any_origin_argument,
+    add_command,
     positive_seconds,
     presets,
     require_store,
@@ -41,7 +42,7 @@ NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once mor
 
 def add_stage_parsers(subparsers: Any) -> None:
     """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
-    p = subparsers.add_parser("export", parents=[PRESETS_PARENT, FILTER_PARENT])
+    p = add_command(subparsers, "export", cmd_export, parents=[PRESETS_PARENT, FILTER_PARENT])
     p.add_argument("kind", choices=("execution", "compilation"))
     p.add_argument("--shard-count", type=whole_number(1), default=1, help="shards per device (default 1)")
     p.add_argument("--output", type=Path, help="output file, or - for stdout (default: ./<kind>.json)")
@@ -50,9 +51,8 @@ def add_stage_parsers(subparsers: Any) -> None:
                         "architecture, run_configs}}, unsharded and without schema_version, the shape IREE's "
                         "export script printed for the seed's `jq 'flatten | map(.run_configs) | ...'` "
                         "(default: benchtrail, the export `benchtrail run` reads)")
-    p.set_defaults(func=cmd_export)
 
-    p = subparsers.add_parser("compile")
+    p = add_command(subparsers, "compile", cmd_compile)
     p.add_argument("--run-configs", type=Path, required=True, help="compilation export (compilation.json)")
     p.add_argument("--output-dir", type=Path, required=True, help="run directory to write modules/ into")
     p.add_argument("--device-name", required=True,
@@ -60,9 +60,9 @@ def add_stage_parsers(subparsers: Any) -> None:
     p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
                    help="modules to compile (default cpu)")
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
-    p.set_defaults(func=cmd_compile)
 
-    p = subparsers.add_parser("run", parents=[FILTER_PARENT, METRICS_PARENT], epilog=NOISE_RERUN_HELP)
+    p = add_command(subparsers, "run", cmd_run, parents=[FILTER_PARENT, METRICS_PARENT],
+                    epilog=NOISE_RERUN_HELP)
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True,
                    help="device to run (a key of the export's devices); a CUDA device on a machine where "
@@ -77,13 +77,12 @@ def add_stage_parsers(subparsers: Any) -> None:
     p.add_argument("--continue", dest="resume", action="store_true",
                    help="resume a run stage that stopped part-way: keep the cases its journal "
                         "(<output>.partial.jsonl) holds, run the rest")
-    p.set_defaults(func=cmd_run)
 
 
 def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
-    p = subparsers.add_parser("pipeline", parents=[PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT,
-                                                   THRESHOLDS_PARENT, QUARANTINE_PARENT], epilog=NOISE_RERUN_HELP)
+    p = add_command(subparsers, "pipeline", cmd_pipeline, epilog=NOISE_RERUN_HELP, parents=[
+        PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT, THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--store", help=STORE_HELP)
     add_any_origin_argument(p)
     p.add_argument("--base-commit",
@@ -92,9 +91,8 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                    help="re-check regressions against the baseline commit in paired A/B runs (default on)")
     add_result_arguments(p, fail_on_help="exit 3 when a regression is not accepted: a confirmed one when "
                                          "the re-check ran (as CI's gate), else any")
-    p.set_defaults(func=cmd_pipeline)
 
-    p = subparsers.add_parser("ab", parents=[THRESHOLDS_PARENT])
+    p = add_command(subparsers, "ab", cmd_ab, parents=[THRESHOLDS_PARENT])
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--benchmark-presets", type=presets, metavar="P[,P...]", help="cases to run paired")
     which.add_argument("--recheck", type=Path, metavar="COMPARISON",
@@ -129,7 +127,6 @@ def add_pipeline_parsers(subparsers: Any) -> None:
                         "CPUs or more (default auto)")
     add_result_arguments(p, accept_help="accept regressions of matching series (with --recheck: those "
                                         "the re-check finds, with the comma-separated BENCHMARKS_ACCEPT too)")
-    p.set_defaults(func=cmd_ab)
 
 
 def add_explain_parsers(subparsers: Any) -> None:
@@ -142,13 +139,11 @@ def add_explain_parsers(subparsers: Any) -> None:
     run.add_argument("--store", help="with no --run: the store whose newest run is explained (a folder or "
                                      "file:///ABS/PATH; default: $BENCHTRAIL_STORE, else "
                                      "[tool.benchtrail] store, else .benchtrail/store)")
-    p = subparsers.add_parser("explain", parents=[run])
+    p = add_command(subparsers, "explain", cmd_explain, parents=[run])
     p.add_argument("benchmark_id",
                    help="the benchmark's exact name (as the PR comment's reproduce line gives it), or its "
                         "id: run config id, module id, <module id>-<metric>, or a 6+ character id prefix")
-    p.set_defaults(func=cmd_explain)
-    p = subparsers.add_parser("dump-cmds", parents=[run])
-    p.set_defaults(func=cmd_dump_cmds)
+    add_command(subparsers, "dump-cmds", cmd_dump_cmds, parents=[run])
 
 
 def _run_info(run_configs: Path) -> dict:

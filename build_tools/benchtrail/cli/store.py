@@ -12,7 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import DEFAULT_STORE, deadline_seconds, require_store, run_id, store_attempt
+from benchtrail.cli.options import (
+    DEFAULT_STORE,
+    add_command,
+    deadline_seconds,
+    require_store,
+    run_id,
+    store_attempt,
+)
 from benchtrail.errors import EXIT_OK
 
 #: Help of ``--store`` (upload and fetch name the remote kind first).
@@ -36,22 +43,20 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_upload_parser(subparsers: Any) -> None:
     """Declare ``benchtrail upload`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_upload``."""
-    p = subparsers.add_parser("upload")
+    p = add_command(subparsers, "upload", cmd_upload)
     p.add_argument("--run-dir", type=Path, required=True,
                    help="local folder whose files become the run's files")
     _run_arguments(p)
     p.add_argument("--write-pointer", action="store_true",
                    help="after the upload, write the commit pointer that makes this run a baseline candidate "
                         "(commit, devices and torch version from the run's results files)")
-    p.set_defaults(func=cmd_upload)
 
 
 def add_fetch_parser(subparsers: Any) -> None:
     """Declare ``benchtrail fetch`` on ``subparsers``; it calls ``cmd_fetch``."""
-    p = subparsers.add_parser("fetch")
+    p = add_command(subparsers, "fetch", cmd_fetch)
     _run_arguments(p)
     p.add_argument("--dest", type=Path, required=True, help="local folder that receives the run's files")
-    p.set_defaults(func=cmd_fetch)
 
 
 def _opened(args: argparse.Namespace, command: str) -> tuple[Any, tuple[str, ...]]:

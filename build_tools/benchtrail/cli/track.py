@@ -15,6 +15,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.cli.history import add_walk_arguments, collect
 from benchtrail.cli.options import (
+    add_command,
     add_trust_arguments,
     api_url,
     from_env,
@@ -29,7 +30,7 @@ from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_ta
 
 def add_track_parsers(subparsers: Any) -> None:
     """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
-    p = subparsers.add_parser("track")
+    p = add_command(subparsers, "track", cmd_track)
     add_walk_arguments(p)
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
     p.add_argument("--new-within", type=whole_number(1), default=DEFAULT_NEW_WITHIN, metavar="N",
@@ -42,13 +43,11 @@ def add_track_parsers(subparsers: Any) -> None:
     p.add_argument("--api-url",
                    help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
     add_trust_arguments(p)
-    p.set_defaults(func=cmd_track)
 
-    p = subparsers.add_parser("bisect-range")
+    p = add_command(subparsers, "bisect-range", cmd_bisect_range)
     p.add_argument("a", metavar="A", help="the last good build: a commit, branch or tag")
     p.add_argument("b", metavar="B", help="the first bad build (a descendant of A)")
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default .)")
-    p.set_defaults(func=cmd_bisect_range)
 
 
 def cmd_track(args: argparse.Namespace) -> int:

@@ -60,18 +60,6 @@ from benchtrail.suite.definitions import (
     Task,
 )
 
-__all__ = [
-    "COMPILE_CONFIGS",
-    "DEFAULT_PRESET",
-    "DEVICES",
-    "Args",
-    "FunctionBenchmark",
-    "benchmark",
-    "discover",
-    "module_benchmark",
-    "suite_of",
-]
-
 #: The compile configs a benchmark may name (``compile=[...]``), by name.
 COMPILE_CONFIGS = {c.name: c for c in (
     CompileConfig("compile-eager", "eager", CompileMode.EAGER),
