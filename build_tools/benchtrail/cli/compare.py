@@ -199,9 +199,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     args.store = None if args.base else optional_store(args.store)
     if args.store:
         base_results, baseline = _stored_baseline(args)
-    rules = Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine)
-    path = compare_stage(args.base, args.head, args.output, rules, baseline, base_results=base_results,
-                         any_origin=args.baseline_any_origin)
+    path = compare_stage(args.base, args.head, args.output,
+                         Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine), baseline,
+                         base_results=base_results, any_origin=args.baseline_any_origin)
     return exit_code(args, show_result(path, path, args),
                      hint=". Accept one with a `benchmarks-accept: <series name or glob>` trailer.")
 

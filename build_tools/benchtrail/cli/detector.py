@@ -83,7 +83,8 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     from benchtrail.jsonio import check_new, read_json, write_json
 
     check_new(args.output)
-    wrong = (_given(args, "--modes", "--samples", "--max-samples") if args.metric == "instructions"
+    counted = args.metric == "instructions"
+    wrong = (_given(args, "--modes", "--samples", "--max-samples") if counted
              else _given(args, "--processes"))
     if wrong:
         raise UserError(f"{' and '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --metric "
@@ -102,20 +103,18 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field missing or misshapen
             raise UserError(f"{args.rejudge}: not an evaluate-detector output that can be judged again "
                             f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}") from None
-    elif args.metric == "instructions":
-        counting = counts.CountConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed,
-                                      threshold_pct=args.threshold_pct, noise=noise,
-                                      **({"processes": args.processes} if args.processes else {}))
-        doc = counts.evaluate_counts(counting, report=print)
+    elif counted:
+        doc = counts.evaluate_counts(counts.CountConfig(
+            aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed, threshold_pct=args.threshold_pct,
+            noise=noise, **({"processes": args.processes} if args.processes else {})), report=print)
     else:
         samples, max_samples = args.samples or 30, args.max_samples or 120
         if max_samples < samples:
             raise UserError(f"--max-samples {max_samples} is fewer than --samples {samples}")
-        config = EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0),
-                            samples=samples, seed=args.seed, threshold_pct=args.threshold_pct, noise=noise,
-                            max_samples=max_samples, **({"modes": args.modes} if args.modes else {}))
-        doc = evaluate(config, report=print)
-    counted = doc["setup"].get("metric") == "instructions"
+        doc = evaluate(EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0),
+                                  samples=samples, seed=args.seed, threshold_pct=args.threshold_pct, noise=noise,
+                                  max_samples=max_samples, **({"modes": args.modes} if args.modes else {})),
+                       report=print)
     print((counts.format_counts_table if counted else format_table)(doc), end="")
     print(write_json(args.output, doc, exclusive=True))
     return 0

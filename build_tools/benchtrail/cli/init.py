@@ -74,14 +74,13 @@ def _template(name: str) -> str:
 
 def workflow(template: str, pin: tuple[str, str] | None) -> str:
     """A caller workflow from its template, pinned to ``pin`` or to the placeholders."""
-    text = _template(template)
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
     comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
                       f"({repository}@{commit}).\n", "") if pin else
                      ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and "
                       "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
                       "repository.\n", " # placeholder: a real benchtrail commit"))
-    return (text.replace("{pin_comment}", comment).replace("{repository}", repository)
+    return (_template(template).replace("{pin_comment}", comment).replace("{repository}", repository)
             .replace("{commit}", commit).replace("{pin_note}", note))
 
 
@@ -98,7 +97,7 @@ def table(module: str) -> str:
 def cmd_init(args: argparse.Namespace) -> int:
     import tomllib
 
-    root: Path = args.directory
+    root = args.directory
     if not root.is_dir():
         raise UserError(f"--directory {root}: no such folder")
     if not _MODULE.match(args.benchmarks):
@@ -126,8 +125,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     base = root.joinpath(*args.benchmarks.split("."))
     module_file = base.with_suffix(".py")
-    exists = module_file.is_file() or (base / "__init__.py").is_file()
-    place(module_file, exists and "the benchmarks module exists", _template("example_benchmarks.py.template"))
+    place(module_file, (module_file.is_file() or (base / "__init__.py").is_file())
+          and "the benchmarks module exists", _template("example_benchmarks.py.template"))
 
     gitignore = root / ".gitignore"
     ignored = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""

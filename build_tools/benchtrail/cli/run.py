@@ -210,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
-    count = bool(counting(args.run_configs, args.metrics, args.device_name))  # no valgrind: refused now
+    count = counting(args.run_configs, args.metrics, args.device_name)  # no valgrind: refused now
     path, ok = run_stage(*cases, args.output, _run_info(args.run_configs), **chosen, resume=args.resume,
                          refuse_without_cuda=True)
     print(path)
@@ -280,7 +280,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
             if unknown:
                 raise UserError(f"--benchmark-id {', '.join(unknown)}: not a run config of presets "
                                 f"{', '.join(args.benchmark_presets)} that this machine can run")
-            rcs = tuple(rc for rc in rcs if rc.id in set(args.benchmark_id))
+            rcs = tuple(rc for rc in rcs if rc.id in args.benchmark_id)
         if not rcs:
             raise UserError(f"presets {', '.join(args.benchmark_presets)} select no case this machine can "
                             "run")
@@ -309,8 +309,7 @@ def _run_dir(args: argparse.Namespace):
         raise UserError(f"the store {store} (from {source}) is not a folder, and only a "
                         "local store's newest run is found without --run; pass --run "
                         "STORE/runs/<id>/<attempt>/ (the comment prints it)")
-    root = open_store(store, read_only=True).root
-    runs = sorted(root.glob("runs/*/*"), key=lambda p: p.stat().st_mtime)
+    runs = sorted(open_store(store, read_only=True).root.glob("runs/*/*"), key=lambda p: p.stat().st_mtime)
     if not runs:
         raise UserError(f"no --run given and no run in the store {store} (from {source}); run `benchtrail "
                         "pipeline` first, or pass --run")

@@ -138,5 +138,5 @@ def content_hash(config: Any, torch_version: str) -> str:
     bare_gen = dataclasses.replace(gen, presets=(), model=model, **names)
     bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen,
                                                               **names)
-    rendered = json.dumps(serialize_and_pack([bare]), sort_keys=True)
-    return hashlib.sha256((rendered + torch_version + model_source_digest(gen.model)).encode()).hexdigest()
+    return hashlib.sha256((json.dumps(serialize_and_pack([bare]), sort_keys=True) + torch_version
+                           + model_source_digest(gen.model)).encode()).hexdigest()

@@ -41,13 +41,7 @@ SCHEMA_VERSION = 1
 
 
 def shard(run_configs: tuple[RunConfig, ...], count: int) -> list[tuple[RunConfig, ...]]:
-    """Split run configs into ``count`` shards round-robin in name order (stable across runs).
-
-    Raises:
-        UserError: ``count`` is below 1.
-    """
-    if count < 1:
-        raise UserError(f"--shard-count must be at least 1, got {count}")
+    """Split run configs into ``count`` (from 1) shards round-robin in name order (stable across runs)."""
     ordered = sorted(run_configs, key=lambda rc: rc.name)
     return [tuple(ordered[i::count]) for i in range(count)]
 
@@ -157,9 +151,8 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     out: dict[str, dict[int, tuple[RunConfig, ...]]] = {}
     for name, device in devices.items():
         try:
-            where = f"{path}: {name}"
-            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=where)
-                         for s in device["shards"]}
+            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig,
+                                                            where=f"{path}: {name}") for s in device["shards"]}
         except (KeyError, TypeError) as exc:
             raise UserError(f"execution export {path}: device {name!r} is malformed ({exc!r})") from exc
     return out

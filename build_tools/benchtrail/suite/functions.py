@@ -273,8 +273,8 @@ def coinciding(params: Sequence[tuple[str, Sequence[Any]]]) -> frozenset[str]:
 def model_id(qualified_name: str, params: Mapping[str, Any]) -> str:
     """The model id of one parameter combination: SHA-256 (hex) of the qualified name and the
     parameters as canonical JSON (sorted keys), so the order of the grid does not change it."""
-    canonical = json.dumps({"benchmark": qualified_name, "params": dict(params)}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(json.dumps({"benchmark": qualified_name, "params": dict(params)},
+                                     sort_keys=True).encode()).hexdigest()
 
 
 def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
@@ -337,8 +337,8 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
                 for task in bench.tasks:
                     run_configs.append(RunConfig.build(gen, _execution(bench, Task(task)), device,
                                                        presets=bench.presets))
-    presets = tuple(dict.fromkeys(p for rc in run_configs for p in rc.presets))
-    return Suite(tuple(run_configs), tuple(modules.values()), presets, ())
+    return Suite(tuple(run_configs), tuple(modules.values()),
+                 tuple(dict.fromkeys(p for rc in run_configs for p in rc.presets)), ())
 
 
 def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str) -> None:

@@ -21,5 +21,5 @@ def hash_composite_id(keys: Sequence[str]) -> str:
 
     Example: ``hash_composite_id(["a", "b"]) != hash_composite_id(["b", "a"])``.
     """
-    text = "".join(f"{index}-{key}:" for index, key in enumerate(keys) if key != TRANSPARENT_ID)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256("".join(f"{index}-{key}:" for index, key in enumerate(keys)
+                                  if key != TRANSPARENT_ID).encode()).hexdigest()
