@@ -29,7 +29,15 @@ from benchtrail.cli.options import (
     suite,
 )
 from benchtrail.errors import EXIT_OK, UserError
-from benchtrail.github.post import DEFAULT_API_URL, DEFAULT_COMMENT_AUTHOR, RETRY_BUDGET_S
+from benchtrail.github.configure import configure, read_event
+from benchtrail.github.post import (
+    DEFAULT_API_URL,
+    DEFAULT_COMMENT_AUTHOR,
+    RETRY_BUDGET_S,
+    load_comment,
+    make_client,
+    post_comment,
+)
 
 
 def add_configure_parser(subparsers: Any) -> None:
@@ -49,8 +57,6 @@ def cmd_configure(args: argparse.Namespace) -> int:
     Raises:
         UserError: an invalid selection, event or project (``benchtrail.github.configure.configure``).
     """
-    from benchtrail.github.configure import configure
-
     loaded, settings = suite(), project()
     meta = dict(loaded.meta_presets)
     if "default" not in meta and settings.presets:  # what a push to the default branch runs
@@ -92,8 +98,6 @@ def cmd_post(args: argparse.Namespace) -> int:
         UserError: a bad comment file, a missing repository, PR, head SHA or token, or what
             ``benchtrail.github.post.post_comment`` raises.
     """
-    from benchtrail.github.post import load_comment, post_comment
-
     result = post_comment(load_comment(args.comment),
                           repo=from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name),
                           pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
@@ -164,8 +168,6 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
     import requests
 
     from benchtrail.github import gate_status
-    from benchtrail.github.configure import read_event
-    from benchtrail.github.post import make_client
 
     env = {**os.environ, "GITHUB_EVENT_NAME": "workflow_run"}
     if args.event is not None:

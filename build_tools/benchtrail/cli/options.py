@@ -294,7 +294,7 @@ def percentage(text: str) -> float:
 def percent_deltas(text: str) -> tuple[float, ...]:
     """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), percent of extra work, each in (0, 1000],
     no repeats."""
-    out: list[float] = []
+    out = []
     for part in text.split(","):
         value = _number(part)
         if not 0 < value <= 1000:

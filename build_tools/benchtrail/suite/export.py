@@ -48,7 +48,7 @@ def shard(run_configs: tuple[RunConfig, ...], count: int) -> list[tuple[RunConfi
 
 def _by_device(run_configs: tuple[RunConfig, ...]) -> list[tuple[str, list[RunConfig], dict[str, str]]]:
     """``(device name, its run configs, {host_environment, architecture})`` per device, by name."""
-    by_device: dict[str, list[RunConfig]] = {}
+    by_device = {}
     for rc in run_configs:
         by_device.setdefault(rc.target_device.name, []).append(rc)
     return [(name, rcs, {"host_environment": rcs[0].target_device.host_environment,
@@ -116,7 +116,7 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
     """The compilation export for ``presets``: every module they need, and its directory."""
     gens = suite.select_generation_configs(presets)
     # tasks: each module's graphs that the compile stage compiles into the Inductor cache the run stage uses
-    tasks: dict[str, set[str]] = {}
+    tasks = {}
     for rc in suite.select_run_configs(presets):
         tasks.setdefault(rc.module_generation_config.id, set()).add(rc.execution_config.task.value)
     return {**_compilation(gens, {g.id: suite.select_compile_sampling(presets, g) for g in gens}),
@@ -148,7 +148,7 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     devices = jsonio.read_json(path, kind="execution export", supported=SCHEMA_VERSION).get("devices")
     if not isinstance(devices, dict):
         raise UserError(f"execution export {path}: lacks a 'devices' object")
-    out: dict[str, dict[int, tuple[RunConfig, ...]]] = {}
+    out = {}
     for name, device in devices.items():
         try:
             out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig,

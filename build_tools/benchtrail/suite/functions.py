@@ -311,9 +311,9 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
         UserError: two benchmarks make the same model id (a ``renamed_from`` equal to another's name), or
             a function benchmark's reference cannot take the arguments its input factory gives.
     """
-    run_configs: list[RunConfig] = []
-    modules: dict[str, ModuleGenerationConfig] = {}
-    owner: dict[str, str] = {}
+    run_configs = []
+    modules = {}
+    owner = {}
     for entry, bench in benchmarks:
         ref = bench.reference
         reference = None if ref is None else (f"{ref.__module__}:{ref.__qualname__}" if hasattr(ref, "__qualname__")

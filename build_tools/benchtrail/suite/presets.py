@@ -36,15 +36,10 @@ def resolve_presets(
         raise UserError(
             f"no benchmark preset given; choose from: {', '.join(valid)}"
         )
-    resolved: dict[str, None] = {}
     for name in names:
-        if name in meta:
-            resolved.update(dict.fromkeys(meta[name]))
-        elif name in known:
-            resolved[name] = None
-        else:
+        if name not in meta and name not in known:
             raise UserError(
                 f"unknown benchmark preset {name!r}; valid presets: {', '.join(valid)}."
                 + suggest(name, valid)
             )
-    return tuple(resolved)
+    return tuple(dict.fromkeys(p for name in names for p in meta.get(name, [name])))

@@ -25,7 +25,7 @@ def serialize_and_pack(objs: typing.Sequence[Any]) -> dict[str, Any]:
     Raises:
         ValueError: two different objects share one id.
     """
-    keyed: dict[str, Any] = {}
+    keyed = {}
     return {"root_obj": [_serialize(obj, keyed) for obj in objs], "keyed_obj_map": keyed}
 
 
@@ -40,7 +40,7 @@ def unpack_and_deserialize(data: Any, root_type: type, *, where: str = "export")
         raise UserError(f"{where}: expected an object with keys root_obj and keyed_obj_map")
     if not isinstance(data["root_obj"], list) or not isinstance(data["keyed_obj_map"], dict):
         raise UserError(f"{where}: root_obj must be a list and keyed_obj_map an object")
-    cache: dict[str, Any] = {}
+    cache = {}
     return tuple(
         _deserialize(item, root_type, data["keyed_obj_map"], cache, where) for item in data["root_obj"]
     )
