@@ -99,22 +99,23 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
         try:
             counted = doc["setup"].get("metric") == "instructions"
             doc = (counts.rejudge if counted else rejudge)(
-                doc, args.threshold_pct if args.threshold_pct is not None else doc["setup"]["threshold_pct"])
+                doc, args.threshold_pct or doc["setup"]["threshold_pct"])
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field missing or misshapen
             raise UserError(f"{args.rejudge}: not an evaluate-detector output that can be judged again "
                             f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}") from None
     elif counted:
         doc = counts.evaluate_counts(counts.CountConfig(
-            aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed, threshold_pct=args.threshold_pct,
-            noise=noise, **({"processes": args.processes} if args.processes else {})), report=print)
+            aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (), seed=args.seed,
+            threshold_pct=args.threshold_pct, noise=noise,
+            **({"processes": args.processes} if args.processes else {})), report=print)
     else:
         samples, max_samples = args.samples or 30, args.max_samples or 120
         if max_samples < samples:
             raise UserError(f"--max-samples {max_samples} is fewer than --samples {samples}")
-        doc = evaluate(EvalConfig(aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0),
-                                  samples=samples, seed=args.seed, threshold_pct=args.threshold_pct, noise=noise,
-                                  max_samples=max_samples, **({"modes": args.modes} if args.modes else {})),
-                       report=print)
+        doc = evaluate(EvalConfig(
+            aa=args.aa, ab=args.ab, deltas_pct=args.deltas or (1.0, 2.0, 5.0, 10.0), samples=samples,
+            seed=args.seed, threshold_pct=args.threshold_pct, noise=noise, max_samples=max_samples,
+            **({"modes": args.modes} if args.modes else {})), report=print)
     print((counts.format_counts_table if counted else format_table)(doc), end="")
     print(write_json(args.output, doc, exclusive=True))
     return 0

@@ -170,10 +170,9 @@ def add_any_origin_argument(parser: Any) -> None:
     (``benchtrail.results.baseline_key``: a run in CI, ``GITHUB_ACTIONS=true``, or outside it)."""
     parser.add_argument("--baseline-any-origin", action="store_true",
                         help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
-                             "default a run is compared only with runs of its own "
-                             "origin, CI or local, since the same device name may name another machine); the "
-                             "rest of the baseline key (device, GPU model, torch version, "
-                             "method version) still applies")
+                             "default a run is compared only with runs of its own origin, CI or local, since "
+                             "the same device name may name another machine); the rest of the baseline key "
+                             "(device, GPU model, torch version, method version) still applies")
 
 
 def _parent(*flags: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -298,13 +297,10 @@ def percent_deltas(text: str) -> tuple[float, ...]:
     for part in text.split(","):
         value = _number(part)
         if not 0 < value <= 1000:
-            raise ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a "
-                                    "percentage in (0, 1000]; pass comma-separated percentages of "
-                                    "extra work such as 1,2,5,10")
+            raise ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; pass "
+                                    "comma-separated percentages of extra work such as 1,2,5,10")
         if value in out:
-            raise ArgumentTypeError(f"{part.strip()!r} appears twice in "
-                                    f"{text!r}; list each percentage "
-                                    "once")
+            raise ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
         out.append(value)
     return tuple(out)
 
@@ -375,11 +371,7 @@ def path_argument(text: str) -> Path:
 
 
 def check_output_dir(out_dir: Path) -> None:
-    """Refuse an ``--output-dir`` that exists and is not a folder.
-
-    Raises:
-        UserError: naming the flag and the path.
-    """
+    """Refuse an ``--output-dir`` that exists and is not a folder (a ``UserError`` naming flag and path)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--output-dir {out_dir} is a file; give a folder (new, or one that exists)")
 
@@ -450,8 +442,7 @@ def add_trust_arguments(parser: Any) -> None:
                              "manual run on the default or base branch, of that commit, by the trusted "
                              "workflow); 'all' trusts every run; 'auto' (default): github in GitHub Actions "
                              "with a gs:// store, else all")
-    parser.add_argument("--trusted-workflow", metavar="PATH", default=None,
+    parser.add_argument("--trusted-workflow", metavar="PATH",
                         help="with --trust github: the workflow file whose runs are trusted, e.g. "
-                             ".github/workflows/benchmark.yml (default: "
-                             "BENCHTRAIL_TRUSTED_WORKFLOW, else this run's own workflow "
-                             "from GITHUB_WORKFLOW_REF)")
+                             ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else "
+                             "this run's own workflow from GITHUB_WORKFLOW_REF)")
