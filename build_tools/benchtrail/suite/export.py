@@ -151,7 +151,8 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     out = {}
     for name, device in devices.items():
         try:
-            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=f"{path}: {name}")
+            where = f"{path}: {name}"
+            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=where)
                          for s in device["shards"]}
         except (KeyError, TypeError) as exc:
             raise UserError(f"execution export {path}: device {name!r} is malformed ({exc!r})") from exc
