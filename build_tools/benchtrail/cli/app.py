@@ -15,7 +15,7 @@ from benchtrail.errors import EXIT_USER_ERROR, UserError, missing_extra
 
 #: The command registry, in ``benchtrail --help`` order: ``(module, function, {command: summary, ...})``.
 #: ``function(subparsers)`` of ``module`` declares the row's commands (each ``help=`` its summary, each
-#: with ``set_defaults(func=...)``). A module is imported only to declare its own commands:
+#: with its ``func``: ``options.add_command``). A module is imported only to declare its own commands:
 #: ``benchtrail <command>`` imports one row's module, and ``benchtrail --help`` none (it lists the
 #: summaries); ``build_parser()`` imports them all. tests/test_cli_startup.py checks the summaries.
 COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (

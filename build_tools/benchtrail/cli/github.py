@@ -174,12 +174,12 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         env["GITHUB_EVENT_PATH"] = str(args.event)
     _, payload = read_event(env)
     head = gate_status.head_from_event(payload)
-    token, base_url, author = github_token("commit statuses"), api_url(args.api_url), _author(args)
+    base_url, author = api_url(args.api_url), _author(args)
     completed = payload["workflow_run"].get("conclusion") if payload.get("action") == "completed" else None
     if completed == "action_required":  # a fork's run waiting for a maintainer's approval: not over
         completed = None
     try:
-        repo = make_client(token, base_url).get_repo(head.repo)
+        repo = make_client(github_token("commit statuses"), base_url).get_repo(head.repo)
         if args.plan:
             run = gate_status.regate_run(repo, head, author)
             line = (f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run
