@@ -255,7 +255,7 @@ def run_key(text: str) -> tuple[int, int]:
     parts = text.split("/")
     if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
         raise ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
-    return int(parts[0]), int(parts[1])
+    return tuple(map(int, parts))
 
 
 #: Samples per round of the detector: ``benchtrail.detector.rules.ROUND_SAMPLES``, which imports scipy

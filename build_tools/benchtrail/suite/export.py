@@ -194,7 +194,7 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
     bad_sampling = {g: s for g, s in sampling.items() if s[0] < 1 or s[1] < 0}
     if bad_sampling:
         raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {bad_sampling}")
-    bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d or d.startswith("/")]
+    bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d]
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
     known = {t.value for t in Task}
