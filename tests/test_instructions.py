@@ -145,6 +145,8 @@ def test_run_counts_each_cpu_case_into_its_own_results_file_beside_the_timings(c
                                                               "run/results/cpu-0.instructions.json"]
         timed, results = _records(run_dir, "cpu-0.json"), _results(run_dir)
         assert results["run"]["metric"] == "instructions" and results["run"]["device_name"] == "cpu"
+        timings = json.loads((Path(run_dir) / "results" / "cpu-0.json").read_text())["run"]
+        assert results["run"]["run_id"] == timings["run_id"]  # one run: both files share its id
         records = {r["name"]: r for r in results["benchmarks"]}
         assert sorted(records) == [f"{GROWS}.instructions", f"{STEADY}.instructions"]
         for name, latency in timed.items():

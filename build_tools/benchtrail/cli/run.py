@@ -211,11 +211,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
     count = counting(args.run_configs, args.metrics, args.device_name)  # no valgrind: refused now
-    path, ok = run_stage(*cases, args.output, _run_info(args.run_configs), **chosen, resume=args.resume,
-                         refuse_without_cuda=True)
+    run = _run_info(args.run_configs)  # one run: the counted results file shares the run id
+    path, ok = run_stage(*cases, args.output, run, **chosen, resume=args.resume, refuse_without_cuda=True)
     print(path)
     if count:
-        path, counted = count_stage(*cases, args.output, _run_info(args.run_configs), **chosen)
+        path, counted = count_stage(*cases, args.output, run, **chosen)
         print(path)
         ok &= counted
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
