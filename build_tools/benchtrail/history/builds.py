@@ -40,12 +40,8 @@ class Build:
 
     @functools.cached_property
     def records(self) -> dict[str, BenchmarkRecord]:
-        """Each series' record by id (the first file's, where two hold it)."""
-        out: dict[str, BenchmarkRecord] = {}
-        for f in self.files:
-            for r in f.benchmarks:
-                out.setdefault(r.id, r)
-        return out
+        """Each series' record by id (the first file's, where two hold it: read last)."""
+        return {r.id: r for f in reversed(self.files) for r in reversed(f.benchmarks)}
 
     @property
     def run(self) -> tuple[str, str]:
@@ -114,8 +110,6 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust
 
 
 def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | None) -> BuildRow:
-    rec = b or a
-    assert rec is not None
     am, bm = a and a.median, b and b.median  # None for a missing side
     ratio, note, sides = None, "", (("A", a), ("B", b))
     if a is None:
@@ -130,10 +124,10 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | Non
         ratio = bm / am
         note = "; ".join(f"{side} {r.status}" for side, r in sides if r.status != "ok")
     figures = ()
-    if judged is not None and a is not None and b is not None:
+    if judged and a and b:
         figures = (judged.verdict, judged.change, judged.change_unit, judged.ci_low, judged.ci_high,
                    judged.reason)
-    return BuildRow(*astuple(rec.key), am, bm, ratio, note, *figures)
+    return BuildRow(*astuple((b or a).key), am, bm, ratio, note, *figures)
 
 
 def same_run(a: Build, b: Build) -> bool:
@@ -166,10 +160,10 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
                         "the statistics)")
     # benchtrail compare's rows of B (head) against A (base), by series id: the shipped thresholds
     judged = {r.id: r for r in compare(list(build_a.files), list(build_b.files), load_thresholds())}
-    rows = [_row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
-            for i in set(build_a.records) | set(build_b.records)]
-    rows.sort(key=lambda r: (r.kind != "execution", r.name, r.id))
-    return BuildComparison(build_a, build_b, tuple(rows))
+    rows = (_row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
+            for i in build_a.records.keys() | build_b.records)
+    return BuildComparison(build_a, build_b,
+                           tuple(sorted(rows, key=lambda r: (r.kind != "execution", r.name, r.id))))
 
 
 def format_table(comparison: BuildComparison) -> str:
@@ -188,9 +182,9 @@ def format_table(comparison: BuildComparison) -> str:
                       format_value(r.b_median, r.unit), f"{r.ratio:.4f}" if r.ratio is not None else "—",
                       format_change(r, r.unit), format_ci(r), rich_text(r.verdict or "—"),
                       rich_text("; ".join(filter(None, (r.note, r.reason)))))
-    buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None, highlight=False).print(table)
-    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
+    console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())
 
 
 def plot_comparison(comparison: BuildComparison, path: Path) -> Path:

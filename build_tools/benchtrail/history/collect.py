@@ -42,7 +42,6 @@ from benchtrail.suite.serialization import from_plain
 HISTORY_SCHEMA_VERSION = 2
 
 
-
 def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, list[str]]:
     """``(sha of ref, [sha, ...])``: up to ``max_commits`` first-parent commits ending at ``ref``, oldest first.
 
@@ -138,7 +137,7 @@ def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, re
     :func:`run_marks`), with that one run in ``runs``."""
     p25 = p75 = None
     if record.samples:
-        p25, p75 = map(float, np.percentile(np.asarray(record.samples, dtype=np.float64), [25, 75]))
+        p25, p75 = map(float, np.percentile(record.samples, [25, 75]))
     torch = results.environment.get("torch_version")
     noisy = bool(record.median and record.iqr and record.iqr / record.median > NOISE_LIMIT)
     run = RunValue(run_id, attempt, record.median, noisy, marks.get(record.id))
@@ -188,24 +187,24 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
                   for p in usable_runs(store, commit, problems, trust)}
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
         runs: list[dict[str, tuple[BenchmarkRecord, set[str], Point]]] = []  # per run read, newest first
-        for run_id, attempt in {**mine, **listed}:
+        for run in {**mine, **listed}:  # (run id, attempt)
             try:
-                files = mine[run_id, attempt] if (run_id, attempt) in mine else (
-                    fetch_results(store, run_id, attempt, listed[run_id, attempt], ("comparison.json",)))
-                _check_presets(files, f"run {run_id}/{attempt} ({store.run_url(run_id, attempt)})")
+                files = mine[run] if run in mine else fetch_results(store, *run, listed[run],
+                                                                    ("comparison.json",))
+                _check_presets(files, f"run {run[0]}/{run[1]} ({store.run_url(*run)})")
             except UserError as exc:
-                skipped.append(f"{short(commit)} run {run_id}/{attempt}: {exc}")
+                skipped.append(f"{short(commit)} run {run[0]}/{run[1]}: {exc}")
                 continue
-            used = used if used.run_id else CommitRun(commit, run_id, attempt)
-            marks = run_marks(store.run_dir(run_id, attempt))
+            used = used if used.run_id else CommitRun(commit, *run)
+            marks = run_marks(store.run_dir(*run))
             runs.append({})
             for results in files:
                 for record in results.benchmarks:  # the same series twice in one run: keep the first file's
-                    point = point_of(commit, run_id, attempt, record, results, marks)
+                    point = point_of(commit, *run, record, results, marks)
                     runs[-1].setdefault(record.id, (record, _presets(record, results), point))
         walked.append(used)
         for sid, (record, presets, point) in (runs[0] if runs else {}).items():  # the newest run's series
-            values = tuple(run[sid][2].runs[0] for run in runs if sid in run)
+            values = tuple(found[sid][2].runs[0] for found in runs if sid in found)
             measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=values)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
@@ -218,9 +217,9 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
 
 def history_to_dict(history: History) -> dict[str, Any]:
     """The JSON object of ``history.json``: series keyed by id, with ``schema_version``."""
-    series = {s.id: {k: v for k, v in dataclasses.asdict(s).items() if k != "id"} for s in history.series}
-    return {"schema_version": HISTORY_SCHEMA_VERSION,
-            **dataclasses.asdict(dataclasses.replace(history, series=())), "series": series}
+    plain = dataclasses.asdict(history)
+    return {"schema_version": HISTORY_SCHEMA_VERSION, **plain,
+            "series": {body.pop("id"): body for body in plain["series"]}}
 
 
 def write_history(path: Path, history: History) -> Path:

@@ -78,9 +78,9 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
         points = aligned(s, commits)
         bands = [band(p) for p in points]
         unit, name = UNIT_LABELS.get(s.unit, s.unit), plotly_text(s.name)
-        for k, values in enumerate(([hi for _, hi in bands], [lo for lo, _ in bands])):
-            traces.append({**common, "x": x, "y": values, "mode": "lines",
-                           "line": {"width": 0, "color": color}, **({"fill": "tonexty"} if k else {}),
+        for k in (1, 0):  # the band's top, then its bottom filled up to it
+            traces.append({**common, "x": x, "y": [b[k] for b in bands], "mode": "lines",
+                           "line": {"width": 0, "color": color}, **({} if k else {"fill": "tonexty"}),
                            "fillcolor": fill, "showlegend": False, "hoverinfo": "skip"})
         custom = [[p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit, len(p.runs) or 1] if p
                   else [None] * 6 for p in points]
@@ -150,8 +150,8 @@ def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]
         return {}
     out = git(Path(repo), "log", "--first-parent", f"--max-count={len(history.commits)}",
               "--format=%H%x1f%cs%x1f%s", history.head) or ""
-    lines = (line.split("\x1f") for line in out.splitlines())
-    return {sha: (date, subject) for sha, date, subject in (p for p in lines if len(p) == 3)}
+    return {sha: (date, subject) for sha, date, subject in (
+        line.split("\x1f") for line in out.splitlines() if line.count("\x1f") == 2)}
 
 
 def _commit_row(c: CommitRun, log: dict[str, tuple[str, str]]) -> str:
@@ -188,8 +188,8 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
             + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th><th>run</th>"
             "</tr>\n" + commit_rows(history, log or {}) + "</table>\n")
     if history.skipped:
-        body += "<h2>Runs not used</h2>\n<ul>\n" + "".join(f"<li>{html_text(s)}</li>\n" for s in history.skipped)
-        body += "</ul>\n"
+        body += ("<h2>Runs not used</h2>\n<ul>\n"
+                 + "".join(f"<li>{html_text(s)}</li>\n" for s in history.skipped) + "</ul>\n")
     return _document("benchtrail history", body)
 
 

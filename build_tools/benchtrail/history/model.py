@@ -137,7 +137,7 @@ def short(commit: str) -> str:
     return commit[:7]
 
 
-def check_history(history: History, where: str = "history") -> None:
+def check_history(history: History, where: str) -> None:
     """Check the values of a history, as ``collect_history`` makes them.
 
     ``commits`` is not empty and lists each commit once (a run id with an attempt ≥ 1, or neither);
@@ -235,8 +235,7 @@ def band(point: Point | None) -> tuple[float | None, float | None]:
         return None, None
     medians = [r.median for r in point.runs if r.median is not None]
     if len(medians) > 1:
-        low, _, high = statistics.quantiles(medians, n=4, method="inclusive")
-        return low, high
+        return tuple(statistics.quantiles(medians, n=4, method="inclusive")[::2])
     if point.p25 is not None and point.p75 is not None:
         return point.p25, point.p75
     if point.median is not None and point.iqr is not None:

@@ -20,6 +20,7 @@ label; counts get integer ticks. Names and titles are data: ``$`` is escaped (``
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -161,11 +162,9 @@ def variant_of(series: Series, model: str) -> str:
 def panels(series: Sequence[Series]) -> list[Panel]:
     """``series`` grouped by (model, unit): models sorted, then units in ``results.schema.UNITS`` order;
     within a panel by metric (``METRICS`` order), then name."""
-    groups: dict[tuple[str, str], list[Series]] = {}
-    for s in series:
-        groups.setdefault((model_of(s), s.unit), []).append(s)
-    return [Panel(*k, tuple(sorted(groups[k], key=lambda s: (*_rank(list(METRICS), s.metric), s.name))))
-            for k in sorted(groups, key=lambda k: (k[0], *_rank(UNITS, k[1])))]
+    ordered = sorted(series, key=lambda s: (model_of(s), *_rank(UNITS, s.unit),
+                                            *_rank(list(METRICS), s.metric), s.name))
+    return [Panel(*k, tuple(g)) for k, g in itertools.groupby(ordered, key=lambda s: (model_of(s), s.unit))]
 
 
 def _levels(points: Sequence[Point | None], scale: Any) -> Any:

@@ -199,22 +199,22 @@ def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     return kept
 
 
-def _change(series: Series, history: History, walked: list[str], points: list, medians: np.ndarray,
-            lo: int, cut: int, hi: int, rule: Threshold, new_within: int) -> ChangePoint:
+def _change(series: Series, history: History, points: list, medians: np.ndarray, lo: int, cut: int, hi: int,
+            rule: Threshold, new_within: int) -> ChangePoint:
     before, after = medians[lo:cut], medians[cut:hi]
     b, a = float(np.median(before)), float(np.median(after))
     magnitude = (a / b - 1.0) * 100.0
     worse = a > b if rule.lower_is_better else a < b
-    beyond = abs(magnitude) > rule.threshold if rule.unit == "percent" else abs(a - b) > rule.threshold
+    beyond = abs(magnitude if rule.unit == "percent" else a - b) > rule.threshold
     p = _p_value(before, after)
     base, head = points[cut - 1], points[cut]
-    commits = tuple(walked[walked.index(base.commit) + 1: walked.index(head.commit) + 1])
-    gaps = tuple(c.commit for c in history.commits if c.commit in commits and c.run_id is None)
+    walked = [c.commit for c in history.commits]
+    span = history.commits[walked.index(base.commit) + 1: walked.index(head.commit) + 1]
     nearby = tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])
     unit = "%" if rule.unit == "percent" else f" {series.unit}"
-    return ChangePoint(*astuple(series.key), base.commit, head.commit, commits, gaps, b, a, len(before),
-                       len(after), magnitude, p, "regression" if worse else "improvement",
-                       f"{rule.threshold:g}{unit} ({rule.match})",
+    return ChangePoint(*astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
+                       tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after), magnitude,
+                       p, "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})",
                        beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
                        (base.run_id, base.attempt), (head.run_id, head.attempt), nearby)
 
@@ -234,7 +234,6 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
     Raises:
         UserError: a series matches no threshold rule.
     """
-    walked = [c.commit for c in history.commits]
     found: list[ChangePoint] = []
     short_of: list[Insufficient] = []
     tracked = [s for s in history.series if is_tracked(s)]
@@ -254,7 +253,7 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
             cuts = significant_cuts(medians, cuts)
         rule = find_threshold(thresholds, series.kind, series.metric, series.name)
         bounds = [0, *cuts, len(points)]
-        found += [_change(series, history, walked, points, medians, bounds[i], cut, bounds[i + 2], rule,
+        found += [_change(series, history, points, medians, bounds[i], cut, bounds[i + 2], rule,
                           new_within) for i, cut in enumerate(cuts)]
     return TrackReport(history.ref, history.head, history.store, len(history.commits), len(history.run_commits()),
                        len(tracked), tuple(found), tuple(short_of))
@@ -263,18 +262,18 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
 def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON object of the track report (``docs/tracking.md``), with ``schema_version``."""
     run = ("run_id", "attempt")
-    changes = [{**asdict(cp), "base_run": dict(zip(run, cp.base_run)),
-                "head_run": dict(zip(run, cp.head_run)), "confidence": cp.confidence}
-               for cp in report.change_points]
-    for body in changes:
+    plain = asdict(report)
+    for cp, body in zip(report.change_points, plain["change_points"]):
         del body["nearby_commits"]
-    return {"schema_version": REPORT_SCHEMA_VERSION, "ref": report.ref, "head": report.head, "store": report.store,
-            "commits": report.commits, "runs": report.runs, "tracked_series": report.tracked,
+        body.update(base_run=dict(zip(run, cp.base_run)), head_run=dict(zip(run, cp.head_run)),
+                    confidence=cp.confidence)
+    # the renamed fields are popped before **plain copies the rest
+    return {"schema_version": REPORT_SCHEMA_VERSION, "tracked_series": plain.pop("tracked"),
+            "insufficient_data": plain.pop("insufficient"), **plain,
             "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1", "min_size": MIN_SEGMENT,
                        "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)", "signal": "ln(median) / noise",
                        "confidence": "1 - two-sided Mann-Whitney U p over per-commit medians",
                        "alpha": ALPHA, "min_points": MIN_POINTS},
-            "change_points": changes, "insufficient_data": [asdict(i) for i in report.insufficient],
             "issues": issues or []}
 
 
