@@ -22,9 +22,10 @@ EXTRAS = {"google": ("gcs", "google-cloud-storage"), "github": ("github", "PyGit
 def missing_extra(exc: ModuleNotFoundError) -> str:
     """What to install for the module ``exc`` misses, to end a one-line message; re-raises ``exc`` for a
     module that no extra installs."""
-    extra, package = EXTRAS.get((exc.name or "").partition(".")[0]) or (None, None)
-    if extra is None:
+    top = (exc.name or "").partition(".")[0]
+    if top not in EXTRAS:
         raise exc
+    extra, package = EXTRAS[top]
     return f'the {extra} extra: pip install {package} (or "benchtrail[{extra}]"; docs/adopting.md, "Install")'
 
 

@@ -40,6 +40,8 @@ from benchtrail.suite.serialization import from_plain
 #:   1 — first version.
 #:   2 — points gain runs: every run of the commit that holds the series (median, noisy, mark).
 HISTORY_SCHEMA_VERSION = 2
+#: A series at one commit: the record of the commit's run, the presets that measured it, its point.
+_Measured = tuple[BenchmarkRecord, set[str], Point]
 
 
 def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, list[str]]:
@@ -110,18 +112,6 @@ def _presets(record: BenchmarkRecord, results: ResultsFile) -> set[str]:
     return (own & run_presets) or own or run_presets
 
 
-def _check_presets(files: list[ResultsFile], where: str) -> None:
-    """Every preset a record of ``files`` would be drawn under can name a dashboard page.
-
-    Raises:
-        UserError: as :func:`check_preset_page`, naming ``where`` and the series.
-    """
-    for results in files:
-        for record in results.benchmarks:
-            for preset in sorted(_presets(record, results)):
-                check_preset_page(preset, f"{where}: series {record.name!r}")
-
-
 def run_marks(run_dir: Path) -> dict[str, str]:
     """``{series id: mark}`` of the regressed rows of ``run_dir/comparison.json``; {} without one readable."""
     try:
@@ -145,7 +135,7 @@ def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, re
                  record.status, p25, p75, torch if isinstance(torch, str) else None, (run,))
 
 
-def _series(measured: list[tuple[BenchmarkRecord, set[str], Point]]) -> Series:
+def _series(measured: list[_Measured]) -> Series:
     """A series from its (record, presets, point) at each commit, oldest first."""
     newest = measured[-1][0]
     presets = tuple(sorted(set().union(*(p for _, p, _ in measured))))
@@ -177,7 +167,7 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
     """
     head, commits = first_parent_commits(repo, ref, max_commits)
     walked: list[CommitRun] = []
-    measured: dict[str, list[tuple[BenchmarkRecord, set[str], Point]]] = {}
+    measured: dict[str, list[_Measured]] = {}
     skipped: list[str] = []
     for commit in commits:
         used = CommitRun(commit)
@@ -186,22 +176,26 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         listed = {(p["run_id"], p["attempt"]): p["results"] if isinstance(p.get("results"), list) else None
                   for p in usable_runs(store, commit, problems, trust)}
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
-        runs: list[dict[str, tuple[BenchmarkRecord, set[str], Point]]] = []  # per run read, newest first
+        runs: list[dict[str, _Measured]] = []  # per run read, newest first
         for run in {**mine, **listed}:  # (run id, attempt)
+            found: dict[str, _Measured] = {}
             try:
                 files = mine[run] if run in mine else fetch_results(store, *run, listed[run],
                                                                     ("comparison.json",))
-                _check_presets(files, f"run {run[0]}/{run[1]} ({store.run_url(*run)})")
+                marks = run_marks(store.run_dir(*run))
+                for results in files:
+                    for record in results.benchmarks:  # the same series twice in one run: keep the first file's
+                        presets = _presets(record, results)
+                        for preset in sorted(presets):  # every one, or the run is not used
+                            check_preset_page(preset, f"run {run[0]}/{run[1]} ({store.run_url(*run)}): series "
+                                                      f"{record.name!r}")
+                        found.setdefault(record.id, (record, presets,
+                                                     point_of(commit, *run, record, results, marks)))
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run[0]}/{run[1]}: {exc}")
                 continue
             used = used if used.run_id else CommitRun(commit, *run)
-            marks = run_marks(store.run_dir(*run))
-            runs.append({})
-            for results in files:
-                for record in results.benchmarks:  # the same series twice in one run: keep the first file's
-                    point = point_of(commit, *run, record, results, marks)
-                    runs[-1].setdefault(record.id, (record, _presets(record, results), point))
+            runs.append(found)
         walked.append(used)
         for sid, (record, presets, point) in (runs[0] if runs else {}).items():  # the newest run's series
             values = tuple(found[sid][2].runs[0] for found in runs if sid in found)

@@ -29,7 +29,14 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, StrMethodFormatter
+from matplotlib.ticker import (
+    EngFormatter,
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    StrMethodFormatter,
+)
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError, missing_extra
@@ -154,9 +161,8 @@ def model_of(series: Series) -> str:
 
 def variant_of(series: Series, model: str) -> str:
     """What tells a model's series apart: the name less ``<model>.`` and, for compilation, ``.<metric>``."""
-    name = series.name[len(model) + 1:] if series.name.startswith(model + ".") else series.name
-    suffix = f".{series.metric}"
-    return (name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name) or series.name
+    name = series.name.removeprefix(model + ".")
+    return name.removesuffix(f".{series.metric}") or name or series.name
 
 
 def panels(series: Sequence[Series]) -> list[Panel]:
@@ -376,8 +382,8 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
             # Symmetric about 1.0 in log space, so a halving and a doubling look alike.
             reach = max(max(abs(math.log(r)) for r in ratios) * 1.25, 0.01)
             ax.set_xlim(math.exp(-reach), math.exp(reach))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
-            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+            ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.3g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)) if reach > 1
                                        else MaxNLocator(7))
         for i, r in enumerate(ratios):

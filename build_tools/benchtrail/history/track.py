@@ -213,9 +213,9 @@ def _change(series: Series, history: History, points: list, medians: np.ndarray,
     nearby = tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])
     unit = "%" if rule.unit == "percent" else f" {series.unit}"
     return ChangePoint(*astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
-                       tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after), magnitude,
-                       p, "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})",
-                       beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
+                       tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after),
+                       magnitude, p, "regression" if worse else "improvement",
+                       f"{rule.threshold:g}{unit} ({rule.match})", beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
                        (base.run_id, base.attempt), (head.run_id, head.attempt), nearby)
 
 
