@@ -76,8 +76,7 @@ def is_ancestor(repo: Path, a: str, b: str) -> bool:
 def first_parents(repo: Path, ref: str, max_count: int) -> list[str]:
     """Up to ``max_count`` shas of ``ref``'s first-parent history, newest (``ref`` itself) first;
     empty when git cannot list them."""
-    listed = git(repo, "rev-list", "--first-parent", f"--max-count={max_count}", ref)
-    return listed.split() if listed else []
+    return (git(repo, "rev-list", "--first-parent", f"--max-count={max_count}", ref) or "").split()
 
 
 def first_parent_log(repo: Path, a: str, b: str) -> list[tuple[str, str]]:

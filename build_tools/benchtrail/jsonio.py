@@ -55,10 +55,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> P
         mask = os.umask(0)  # read the umask (and put it back)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)  # mkstemp creates 0600
-        if exclusive:
-            os.link(tmp, path)  # fails if the target exists: a create-only rename
-        else:
-            os.replace(tmp, path)
+        # a link fails if the target exists: a create-only rename
+        (os.link if exclusive else os.replace)(tmp, path)
     except FileExistsError as exc:
         raise UserError(f"{path} already exists; benchtrail never overwrites it") from exc
     except OSError as exc:

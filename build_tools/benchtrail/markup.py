@@ -51,7 +51,7 @@ def code_span(text: object, *, in_table: bool = False) -> str:
     text = re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", str(text))
     if not text:
         return ""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    fence = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     span = f"{fence}{pad}{text}{pad}{fence}"
     return span.replace("|", "\\|") if in_table else span
