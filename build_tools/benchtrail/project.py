@@ -112,7 +112,7 @@ def parse_table(path: Path, table: Any) -> Project:
     """
     if not isinstance(table, dict):
         raise UserError(f"{path}: [tool.benchtrail] must be a table, got {table!r}")
-    unknown = sorted(set(table) - set(KEYS))
+    unknown = sorted(table.keys() - KEYS)
     if unknown:
         raise UserError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [tool.benchtrail]; "
                         f"allowed keys: {', '.join(KEYS)}")

@@ -105,8 +105,8 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust
                         f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run (see "
                         "`benchtrail history`) or a run directory" + (f"; not used: {'; '.join(problems)}"
                                                                        if problems else ""))
-    run_id, attempt = pointers[0]["run_id"], pointers[0]["attempt"]
-    return Build(value, sha, store.run_url(run_id, attempt), tuple(fetch_results(store, run_id, attempt)))
+    run = pointers[0]["run_id"], pointers[0]["attempt"]
+    return Build(value, sha, store.run_url(*run), tuple(fetch_results(store, *run)))
 
 
 def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | None) -> BuildRow:

@@ -132,7 +132,7 @@ def page_html(history: History, page: str, series: Sequence[Series], *, self_con
     as in :func:`write_dashboard`."""
     from plotly.io import to_html
 
-    include = True if self_contained else plotly_js or "directory"  # a path ending in .js: <script src=...>
+    include = self_contained or plotly_js or "directory"  # a path ending in .js: <script src=...>
     div = to_html(_figure(series, history.run_commits()), include_plotlyjs=include,
                   full_html=False, div_id=f"benchtrail-{page}", config={"displaylogo": False}, validate=False)
     title = f"benchtrail history · {_page_title(page)}"

@@ -29,14 +29,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import (
-    EngFormatter,
-    FuncFormatter,
-    LogLocator,
-    MaxNLocator,
-    NullFormatter,
-    StrMethodFormatter,
-)
+from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, StrMethodFormatter
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError, missing_extra
@@ -383,7 +376,7 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, 
             reach = max(max(abs(math.log(r)) for r in ratios) * 1.25, 0.01)
             ax.set_xlim(math.exp(-reach), math.exp(reach))
             ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.3g}"))
-            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_minor_formatter(StrMethodFormatter(""))
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)) if reach > 1
                                        else MaxNLocator(7))
         for i, r in enumerate(ratios):

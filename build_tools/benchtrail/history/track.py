@@ -199,26 +199,6 @@ def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     return kept
 
 
-def _change(series: Series, history: History, points: list, medians: np.ndarray, lo: int, cut: int, hi: int,
-            rule: Threshold, new_within: int) -> ChangePoint:
-    before, after = medians[lo:cut], medians[cut:hi]
-    b, a = float(np.median(before)), float(np.median(after))
-    magnitude = (a / b - 1.0) * 100.0
-    worse = a > b if rule.lower_is_better else a < b
-    beyond = abs(magnitude if rule.unit == "percent" else a - b) > rule.threshold
-    p = _p_value(before, after)
-    base, head = points[cut - 1], points[cut]
-    walked = [c.commit for c in history.commits]
-    span = history.commits[walked.index(base.commit) + 1: walked.index(head.commit) + 1]
-    nearby = tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])
-    unit = "%" if rule.unit == "percent" else f" {series.unit}"
-    return ChangePoint(*astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
-                       tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after),
-                       magnitude, p, "regression" if worse else "improvement",
-                       f"{rule.threshold:g}{unit} ({rule.match})", beyond, worse and beyond and p <= ALPHA, cut >= len(points) - new_within,
-                       (base.run_id, base.attempt), (head.run_id, head.attempt), nearby)
-
-
 def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: int = DEFAULT_NEW_WITHIN,
           merge_weak: bool = True) -> TrackReport:
     """Change points of every tracked series of ``history`` (see the module docstring).
@@ -234,6 +214,7 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
     Raises:
         UserError: a series matches no threshold rule.
     """
+    walked = [c.commit for c in history.commits]
     found: list[ChangePoint] = []
     short_of: list[Insufficient] = []
     tracked = [s for s in history.series if is_tracked(s)]
@@ -252,9 +233,24 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
                 cuts = detect(np.log(medians))
             cuts = significant_cuts(medians, cuts)
         rule = find_threshold(thresholds, series.kind, series.metric, series.name)
+        unit = "%" if rule.unit == "percent" else f" {series.unit}"
         bounds = [0, *cuts, len(points)]
-        found += [_change(series, history, points, medians, bounds[i], cut, bounds[i + 2], rule,
-                          new_within) for i, cut in enumerate(cuts)]
+        for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:]):  # a change point and its two segments
+            before, after = medians[lo:cut], medians[cut:hi]
+            b, a = float(np.median(before)), float(np.median(after))
+            magnitude = (a / b - 1.0) * 100.0
+            worse = a > b if rule.lower_is_better else a < b
+            beyond = abs(magnitude if rule.unit == "percent" else a - b) > rule.threshold
+            p = _p_value(before, after)
+            base, head = points[cut - 1], points[cut]
+            span = history.commits[walked.index(base.commit) + 1: walked.index(head.commit) + 1]
+            found.append(ChangePoint(
+                *astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
+                tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after), magnitude, p,
+                "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})", beyond,
+                worse and beyond and p <= ALPHA, cut >= len(points) - new_within, (base.run_id, base.attempt),
+                (head.run_id, head.attempt),
+                tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])))
     return TrackReport(history.ref, history.head, history.store, len(history.commits), len(history.run_commits()),
                        len(tracked), tuple(found), tuple(short_of))
 
