@@ -102,16 +102,6 @@ def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | N
     return load_results_paths([run_dir / name for name in listed] if listed else [run_dir])
 
 
-def _presets(record: BenchmarkRecord, results: ResultsFile) -> set[str]:
-    """The presets that measured ``record`` in this run: its own presets that the run selected.
-
-    Compilation records carry no presets; they take the run's.
-    """
-    run_presets = set(results.run.get("presets") or ())
-    own = set(record.presets)
-    return (own & run_presets) or own or run_presets
-
-
 def run_marks(run_dir: Path) -> dict[str, str]:
     """``{series id: mark}`` of the regressed rows of ``run_dir/comparison.json``; {} without one readable."""
     try:
@@ -184,8 +174,12 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
                                                                     ("comparison.json",))
                 marks = run_marks(store.run_dir(*run))
                 for results in files:
+                    run_presets = set(results.run.get("presets") or ())
                     for record in results.benchmarks:  # the same series twice in one run: keep the first file's
-                        presets = _presets(record, results)
+                        # the presets that measured it: its own that the run selected (compilation records carry
+                        # none: they take the run's)
+                        own = set(record.presets)
+                        presets = (own & run_presets) or own or run_presets
                         for preset in sorted(presets):  # every one, or the run is not used
                             check_preset_page(preset, f"run {run[0]}/{run[1]} ({store.run_url(*run)}): series "
                                                       f"{record.name!r}")

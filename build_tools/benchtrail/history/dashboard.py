@@ -23,7 +23,6 @@ from benchtrail.git import git
 from benchtrail.history.model import (
     COMPILATION_PAGE,
     NO_PRESET_PAGE,
-    CommitRun,
     History,
     Series,
     aligned,
@@ -154,13 +153,6 @@ def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]
         line.split("\x1f") for line in out.splitlines() if line.count("\x1f") == 2)}
 
 
-def _commit_row(c: CommitRun, log: dict[str, tuple[str, str]]) -> str:
-    date, subject = log.get(c.commit, ("—", ""))
-    run = html_text(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
-    return (f"<tr><td><code>{short(c.commit)}</code></td><td>{html_text(date)}</td>"
-            f"<td>{html_text(subject)}</td><td>{run}</td></tr>\n")
-
-
 def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
     """The commits table's rows, newest first: a row per commit (short sha, date, subject, run); a run of
     two or more commits without a run is one row, ``12 commits without runs (<oldest> … <newest>)``."""
@@ -168,7 +160,11 @@ def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
     for has_run, group in itertools.groupby(reversed(history.commits), key=lambda c: c.run_id is not None):
         gap = list(group)
         if has_run or len(gap) == 1:
-            rows += [_commit_row(c, log) for c in gap]
+            for c in gap:
+                date, subject = log.get(c.commit, ("—", ""))
+                run = html_text(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
+                rows.append(f"<tr><td><code>{short(c.commit)}</code></td><td>{html_text(date)}</td>"
+                            f"<td>{html_text(subject)}</td><td>{run}</td></tr>\n")
         else:
             rows.append(f"<tr class=\"gap\"><td colspan=\"4\">{len(gap)} commits without runs "
                         f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)</td></tr>\n")
