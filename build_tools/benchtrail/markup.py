@@ -103,7 +103,7 @@ def shared_module(names: Sequence[str]) -> str:
     every name keeps at least 3 components after it (a function benchmark's name is
     ``module.function[params]``, then its compile config and task: 3 leaves those); ``""`` for fewer
     than two names. A dot inside ``[parameters]`` is no boundary."""
-    shared = _shared([_components(name) for name in names], 3)
+    shared = _shared(list(map(_components, names)), 3)
     return ".".join(shared) + "." if shared else ""
 
 

@@ -192,7 +192,7 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
             runs.append(found)
         walked.append(used)
         for sid, (record, presets, point) in (runs[0] if runs else {}).items():  # the newest run's series
-            values = tuple(found[sid][2].runs[0] for found in runs if sid in found)
+            values = tuple(read[sid][2].runs[0] for read in runs if sid in read)
             measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=values)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
