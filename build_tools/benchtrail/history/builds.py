@@ -40,7 +40,7 @@ class Build:
 
     @functools.cached_property
     def records(self) -> dict[str, BenchmarkRecord]:
-        """Each series' record by id (the first file's, where two hold it: read last)."""
+        """Each series' record by id (the first file's, where two hold it)."""
         return {r.id: r for f in reversed(self.files) for r in reversed(f.benchmarks)}
 
     @property

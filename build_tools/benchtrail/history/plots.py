@@ -75,7 +75,7 @@ def axis_unit(unit: str, values: Iterable[float | None]) -> AxisUnit:
     top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
     if unit in ("us", "ms", "bytes"):
         steps, per = (_BYTES, 1.0) if unit == "bytes" else (_TIME_IN_US, 1e3 if unit == "ms" else 1.0)
-        label, size = next(((n, s) for n, s in steps if top * per >= s), steps[-1])  # per: µs in one ms
+        label, size = next((step for step in steps if top * per >= step[1]), steps[-1])  # per: µs in one ms
         return AxisUnit(label, size / per)
     return AxisUnit({"per_s": "per s", "ratio": "×"}.get(unit, unit), 1.0)
 
