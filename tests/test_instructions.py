@@ -1,8 +1,9 @@
-"""Issue 44 end to end: ``benchtrail run --metrics latency,instructions`` of a base and a head checkout of a
-tiny git project, each counted by one valgrind/callgrind process (:func:`counted`, the suite's only two), then
-``compare`` of their instruction files: an unchanged case agrees across the two processes, a case given 2x
-the threshold of extra work is ``regressed · confirmed``, counts under different counter keys are never
-compared; and the refusals without valgrind or with an unknown metric."""
+"""Issue 44 end to end: ``benchtrail run --metrics latency,instructions`` of a base checkout and ``benchtrail run
+--gate-metric instructions`` of a head checkout of a tiny git project, each counted by one valgrind/callgrind
+process (:func:`counted`, the suite's only two), then ``compare`` of their instruction files: an unchanged case
+agrees across the two processes, a case given 2x the threshold of extra work is ``regressed · confirmed``,
+counts under different counter keys are never compared, the head's wall time is reported, not gated (issue
+45); and the refusals without valgrind or with an unknown metric or gate metric."""
 
 import json
 import os
@@ -78,8 +79,9 @@ def _both(commands, cwds):
 
 
 def _count_both(root):
-    """The base and head checkouts under ``root``, each exported and run with ``--metrics
-    latency,instructions`` (the two runs at once: one valgrind process each); what :func:`counted` returns."""
+    """The base and head checkouts under ``root``, each exported and run, the base with ``--metrics
+    latency,instructions``, the head with ``--gate-metric instructions`` (the two runs at once: one valgrind
+    process each); what :func:`counted` returns."""
     head, base = root / "head", root / "base"
     head.mkdir()
     (head / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["count_bench"]\n'
@@ -93,8 +95,9 @@ def _count_both(root):
     _git(head, "commit", "-q", "-am", "more work in grows")
     sides = (base, head)
     _both([_command("export", "execution", "--output", "execution.json")] * 2, sides)
-    printed = _both([_command("run", "--run-configs", "execution.json", "--device-name", "cpu", "--output",
-                              "run/results/cpu-0.json", "--metrics", "latency,instructions")] * 2, sides)
+    run = _command("run", "--run-configs", "execution.json", "--device-name", "cpu", "--output",
+                   "run/results/cpu-0.json")
+    printed = _both([[*run, "--metrics", "latency,instructions"], [*run, "--gate-metric", "instructions"]], sides)
     return {"base": str(base / "run"), "head": str(head / "run"), "printed": printed}
 
 
@@ -219,6 +222,27 @@ def test_counts_under_another_valgrind_are_never_compared(counted, tmp_path, cap
         assert r.reason == f"counted differently: valgrind {version} (baseline) vs 3.22.0 (this run)"
 
 
+@needs_valgrind
+def test_gate_metric_instructions_counts_and_leaves_wall_time_reported_not_gated(counted, tmp_path):
+    """The head ran with ``--gate-metric instructions`` alone: counted as with ``--metrics
+    latency,instructions`` (the files and counts above), its latency records carry ``details.gate``, the base's
+    (``--metrics``) none; ids and content hashes are the same on both sides, so the comparison pairs them and
+    quarantines the head's wall time as on a device marked ``count_instructions``."""
+    base, head = (_records(counted[side], "cpu-0.json") for side in ("base", "head"))
+    assert sorted(head) == sorted(base) == [GROWS, STEADY]
+    for name in (GROWS, STEADY):
+        assert (head[name]["id"], head[name]["content_hash"]) == (base[name]["id"], base[name]["content_hash"])
+        assert head[name]["details"]["gate"] == "instructions" and "gate" not in base[name]["details"]
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--base", str(counted["base"]), "--head", str(counted["head"]),
+                 "--output", str(out)]) == 0
+    rows = {r.name: r for r in load_comparison(out).rows}
+    assert (rows[f"{GROWS}.instructions"].verdict, rows[f"{STEADY}.instructions"].verdict) == ("regressed",
+                                                                                                "similar")
+    for name in (GROWS, STEADY):
+        assert rows[name].quarantined == "wall time is reported, not gated: cpu gates on instructions"
+
+
 def _export(tmp_path, monkeypatch):
     """A one-case project in ``tmp_path/p`` (the working directory from here on) and its export's path."""
     project = tmp_path / "p"
@@ -254,6 +278,57 @@ def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_
     store = tmp_path / "store"
     assert main(["pipeline", "--store", str(store), "--metrics", "latency,instructions"]) == 1
     assert said in capsys.readouterr().err and not (store / "runs").exists()  # no run directory begun
+    # --gate-metric instructions counts as --metrics latency,instructions does; so does its variable
+    assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out),
+                 "--gate-metric", "instructions"]) == 1
+    err = capsys.readouterr().err
+    assert said in err and "or gate on wall time: --gate-metric latency (BENCHTRAIL_GATE_METRIC)" in err
+    monkeypatch.setenv("BENCHTRAIL_GATE_METRIC", "instructions")
+    assert main(["pipeline", "--store", str(store)]) == 1
+    assert said in capsys.readouterr().err and not (store / "runs").exists() and not out.parent.exists()
+
+
+def test_a_gate_metric_on_the_run_stage_marks_countable_cases_only(tmp_path, monkeypatch):
+    """``--gate-metric instructions``'s mark without valgrind: the run stage alone (``--metrics latency``: the
+    count stage is not run) gives the eager case's latency record ``details.gate``, not an Inductor one's; the
+    default gate leaves it out."""
+    from benchmark_suites.suite import generate
+    from benchtrail.pipeline.measure import run_stage
+    from benchtrail.runner.run_cases import CaseResult, case_record
+
+    export = _export(tmp_path, monkeypatch)
+    monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", "0")
+    results = {}
+    for gate in ("instructions", "latency"):
+        path, ok = run_stage(export, "cpu", None, tmp_path / gate / "cpu-0.json", {"run_id": "r", "attempt": 1,
+                             "presets": ["default"]}, gate_metric=gate)
+        results[gate] = json.loads(path.read_text())["benchmarks"][0]
+        assert ok and results[gate]["name"] == "uncounted_bench.one.eager.inference.cpu"
+    assert results["instructions"]["details"]["gate"] == "instructions" and "gate" not in results["latency"][
+        "details"]
+    assert results["instructions"]["content_hash"] == results["latency"]["content_hash"]
+    inductor = next(rc for rc in generate().select_run_configs(("smoke",))
+                    if rc.name.split(".")[1] == "inductor" and rc.target_device.architecture.value == "cpu")
+    ok = CaseResult("ok", None, samples=[1.0] * 5)
+    assert "gate" not in case_record(inductor, ok, "2.13.0", gate_instructions=True).details
+
+
+@pytest.mark.parametrize("flag, env, said", [
+    (["--gate-metric", "wall"], None, "argument --gate-metric: invalid choice: 'wall' (choose from 'latency', "
+                                      "'instructions')"),
+    ([], "count", "BENCHTRAIL_GATE_METRIC='count': allowed: latency, instructions, unset or empty (latency)"),
+])
+def test_a_bad_gate_metric_is_refused_naming_the_allowed_ones(tmp_path, monkeypatch, capsys, flag, env, said):
+    if env:
+        monkeypatch.setenv("BENCHTRAIL_GATE_METRIC", env)
+    command = ["run", "--run-configs", "e.json", "--device-name", "cpu", "--output", str(tmp_path / "r.json"),
+               *flag]
+    if flag:
+        with pytest.raises(SystemExit):
+            main(command)
+    else:
+        assert main(command) == 1
+    assert said in capsys.readouterr().err and not (tmp_path / "r.json").exists()
 
 
 def test_an_unknown_metric_is_refused_naming_the_allowed_ones(tmp_path, capsys):

@@ -8,6 +8,7 @@ stages launch workers and read the environment).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,32 @@ NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once mor
                     "BENCHTRAIL_NOISE_RERUN=0 turns that off (1, unset or empty: on), recorded as "
                     "run.noise_rerun in the results (docs/statistics.md).")
 
+#: What ``--gate-metric`` takes (``benchtrail.pipeline.measure.counting``), and its environment fallback.
+GATE_METRICS = ("latency", "instructions")
+GATE_METRIC_ENV = "BENCHTRAIL_GATE_METRIC"
+GATE_PARENT = argparse.ArgumentParser(add_help=False)
+GATE_PARENT.add_argument(
+    "--gate-metric", choices=GATE_METRICS,
+    help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its instruction "
+         "count (counted as with --metrics latency,instructions; needs valgrind), its wall time reported, not "
+         f"gated, as on a device marked count_instructions; Inductor cases keep wall time (default: "
+         f"${GATE_METRIC_ENV}, else latency)")
+
+
+def gate_metric(args: argparse.Namespace) -> str:
+    """``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC`` (unset or empty: ``latency``).
+
+    Raises:
+        UserError: the variable holds another value, naming it, the value and the allowed ones.
+    """
+    if args.gate_metric:
+        return args.gate_metric
+    value = os.environ.get(GATE_METRIC_ENV, "").strip()
+    if value and value not in GATE_METRICS:
+        raise UserError(f"{GATE_METRIC_ENV}={value!r}: allowed: {', '.join(GATE_METRICS)}, unset or empty "
+                        "(latency); what gates a countable CPU case (--gate-metric)")
+    return value or "latency"
+
 
 def add_stage_parsers(subparsers: Any) -> None:
     """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
@@ -61,7 +88,7 @@ def add_stage_parsers(subparsers: Any) -> None:
                    help="modules to compile (default cpu)")
     p.add_argument("--module-id", action="append", help="compile only this module (repeatable)")
 
-    p = add_command(subparsers, "run", cmd_run, parents=[FILTER_PARENT, METRICS_PARENT],
+    p = add_command(subparsers, "run", cmd_run, parents=[FILTER_PARENT, METRICS_PARENT, GATE_PARENT],
                     epilog=NOISE_RERUN_HELP)
     p.add_argument("--run-configs", type=Path, required=True, help="execution export (execution.json)")
     p.add_argument("--device-name", required=True,
@@ -82,7 +109,7 @@ def add_stage_parsers(subparsers: Any) -> None:
 def add_pipeline_parsers(subparsers: Any) -> None:
     """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
     p = add_command(subparsers, "pipeline", cmd_pipeline, epilog=NOISE_RERUN_HELP, parents=[
-        PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT, THRESHOLDS_PARENT, QUARANTINE_PARENT])
+        PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT, GATE_PARENT, THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--store", help=STORE_HELP)
     add_any_origin_argument(p)
     p.add_argument("--base-commit",
@@ -210,9 +237,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
-    count = counting(args.run_configs, args.metrics, args.device_name)  # no valgrind: refused now
+    gate = gate_metric(args)
+    count = counting(args.run_configs, args.metrics, args.device_name, gate)  # no valgrind: refused now
     run = _run_info(args.run_configs)  # one run: the counted results file shares the run id
-    path, ok = run_stage(*cases, args.output, run, **chosen, resume=args.resume, refuse_without_cuda=True)
+    path, ok = run_stage(*cases, args.output, run, **chosen, resume=args.resume, refuse_without_cuda=True,
+                         gate_metric=gate)
     print(path)
     if count:
         path, counted = count_stage(*cases, args.output, run, **chosen)
@@ -228,17 +257,18 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     failed, else 0.
 
     Raises:
-        UserError: the store resolves to none (``BENCHTRAIL_STORE`` set but empty; ``require_store``), and
-            whatever ``run_pipeline`` raises.
+        UserError: the store resolves to none (``BENCHTRAIL_STORE`` set but empty; ``require_store``), a bad
+            ``BENCHTRAIL_GATE_METRIC`` (:func:`gate_metric`), and whatever ``run_pipeline`` raises.
     """
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
+    gate = gate_metric(args)
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
                           Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
                           recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter,
-                          metrics=args.metrics)
+                          metrics=args.metrics, gate_metric=gate)
     return exit_code(args, show_result(result.run_dir / "comparison.json", result.comment_md, args),
                      result.all_ok, rule="confirmed" if result.rechecked else "any")
 

@@ -119,7 +119,7 @@ def available_architectures() -> set[Architecture]:
 def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
                  rules: Rules | None = None, repo: Path = Path("."), recheck: bool = True,
                  any_origin: bool = False, name_filter: str | None = None,
-                 metrics: tuple[str, ...] = ("latency",)) -> PipelineResult:
+                 metrics: tuple[str, ...] = ("latency",), gate_metric: str = "latency") -> PipelineResult:
     """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed
     ``suite`` (recorded in the execution export, so the comparison leaves the baseline's other series out).
 
@@ -128,7 +128,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     stage, ``benchtrail.pipeline.measure.recheck_run``) when that commit is in ``repo``. ``any_origin``
     (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
     reverse (``benchtrail.results.baseline_key``). ``metrics``: with ``instructions`` (or a device marked
-    ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``).
+    ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``);
+    ``gate_metric`` ``instructions`` (``--gate-metric``): counted so, and they gate on their counts.
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change
@@ -140,7 +141,7 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     selected = suite.select_run_configs(presets)
     check_sample_sizes(selected)  # again by the export, which must not fail
-    counted = counting(selected, metrics)  # no valgrind: refused before the run directory
+    counted = counting(selected, metrics, gate_metric=gate_metric)  # no valgrind: refused before the run directory
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
@@ -177,10 +178,12 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
             continue
         for index in sorted(shards):
             output = run_dir / "results" / f"{slug(device)}-{index}.json"
-            for name, stage in {"run": run_stage, "count": count_stage}.items():
-                if name == "run" or device in counted:
-                    with clock(name):
-                        all_ok &= stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
+            with clock("run"):
+                all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo,
+                                    gate_metric=gate_metric)[1]
+            if device in counted:
+                with clock("count"):
+                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)

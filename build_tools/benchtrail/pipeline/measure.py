@@ -110,10 +110,11 @@ def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchma
 
 
 def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...],
-             device_name: str | None = None) -> set[str]:
+             device_name: str | None = None, gate_metric: str = "latency") -> set[str]:
     """The devices of an export (its path, or its run configs) whose countable cases
     (``benchtrail.runner.run_cases.countable``) the count stage counts (of ``device_name`` only, when given):
-    every such device with ``instructions`` in ``metrics``, else those marked ``count_instructions``.
+    every such device with ``instructions`` in ``metrics`` or as ``gate_metric``, else those marked
+    ``count_instructions``.
 
     Raises:
         UserError: some are and valgrind is missing (``benchtrail.runner.count_cases.valgrind_version``).
@@ -121,8 +122,11 @@ def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...]
     rcs = run_configs if isinstance(run_configs, tuple) else tuple(
         rc for shards in load_execution(run_configs).values() for s in shards.values() for rc in s)
     devices = {rc.target_device for rc in rcs if countable(rc) and device_name in (None, rc.target_device.name)}
-    counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
-    if counted and "instructions" in metrics:
+    every = "instructions" in metrics or gate_metric == "instructions"
+    counted = {d.name for d in devices if every or d.count_instructions}
+    if counted and gate_metric == "instructions":
+        valgrind_version("or gate on wall time: --gate-metric latency (BENCHTRAIL_GATE_METRIC)")
+    elif counted and "instructions" in metrics:
         valgrind_version()
     elif counted:
         valgrind_version(f"or run on another runner: the suite marks {', '.join(sorted(counted))} "
@@ -161,7 +165,8 @@ def count_stage(run_configs: Path, device_name: str, shard_index: int | None, ou
 def run_stage(run_configs: Path, device_name: str, shard_index: int | None, output: Path,
               run: dict[str, Any], benchmark_ids: list[str] | None = None,
               modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
-              name_filter: str | None = None, refuse_without_cuda: bool = False) -> tuple[Path, bool]:
+              name_filter: str | None = None, refuse_without_cuda: bool = False,
+              gate_metric: str = "latency") -> tuple[Path, bool]:
     """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
     only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
     loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote);
@@ -181,7 +186,8 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     run``) nothing is run or written (a ``UserError``); without it every case is recorded
     ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
     A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``
-    (``benchtrail.runner.run_cases.noise_rerun_enabled``).
+    (``benchtrail.runner.run_cases.noise_rerun_enabled``). ``gate_metric`` ``instructions``: each countable
+    case's record says it gates on its count (``details.gate``; the count stage counts it).
 
     Raises:
         UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
@@ -215,7 +221,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
     todo = tuple(rc for rc in rcs if rc.id not in finished)
     with track(f"run {device_name}", len(todo)) as report:
         new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda,
-                        rerun=rerun)
+                        rerun=rerun, gate_instructions=gate_metric == "instructions")
     by_id = finished | {r.id: r for r in new}
     records = tuple(by_id[rc.id] for rc in rcs)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,

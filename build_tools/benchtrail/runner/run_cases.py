@@ -259,10 +259,13 @@ def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
             "content_hash": content_hash(rc, torch_version), "presets": rc.presets}
 
 
-def case_record(rc: RunConfig, result: CaseResult, torch_version: str) -> BenchmarkRecord:
+def case_record(rc: RunConfig, result: CaseResult, torch_version: str,
+                gate_instructions: bool = False) -> BenchmarkRecord:
     """Turn a case's result into the execution series ``<run config id>`` (unit µs per iteration); on a device
-    marked ``count_instructions`` a counted case's ``details.gate`` is ``instructions`` (reported, not gated)."""
-    gate = {"gate": "instructions"} if rc.target_device.count_instructions and countable(rc) else {}
+    marked ``count_instructions``, or with ``gate_instructions`` (``--gate-metric instructions``), a counted
+    case's ``details.gate`` is ``instructions`` (reported, not gated)."""
+    counted = rc.target_device.count_instructions or gate_instructions
+    gate = {"gate": "instructions"} if counted and countable(rc) else {}
     return BenchmarkRecord.of("latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
                               status=result.status, reason=result.reason, details=result.details() | gate,
                               **case_fields(rc, torch_version))
@@ -319,6 +322,7 @@ def run_cases(
     on_record: Callable[[BenchmarkRecord], None],
     cuda: bool,
     rerun: bool,
+    gate_instructions: bool = False,
 ) -> list[BenchmarkRecord]:
     """Run every case (with ``rerun``, a noisy case once more: :func:`run_module_cases_with_rerun`), the cases
     of one module together in each of their fresh worker processes (:func:`run_module_cases`); a failing
@@ -329,7 +333,7 @@ def run_cases(
     recorded ``failed`` with that reason and no worker is started for it; so is each CUDA case when ``cuda``
     is false (torch sees no GPU here: reason ``benchtrail.worker.protocol.NO_CUDA_REASON``, the one its worker
     would give after importing torch, Dynamo and Inductor). ``on_record`` gets each record as soon as its case
-    finishes (``Journal.append``).
+    finishes (``Journal.append``); ``gate_instructions``: as :func:`case_record`'s.
     """
     env = cache_env(modules_dir)
     groups = {}
@@ -344,7 +348,7 @@ def run_cases(
                    if ready else {})
         for rc in group:
             result = results.get(rc.id) or CaseResult("failed", problems[rc.id])
-            record = by_id[rc.id] = case_record(rc, result, torch_version)
+            record = by_id[rc.id] = case_record(rc, result, torch_version, gate_instructions)
             on_record(record)
             report(rc.name, record.status)
     return [by_id[rc.id] for rc in run_configs]
