@@ -28,7 +28,7 @@ def test_init_writes_the_table_an_example_and_the_workflows_then_keeps_them(tmp_
     import tomllib
 
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["benchtrail"]
-    assert table == {"benchmarks": ["benchmarks"], "presets": "default", "runner-labels": {"cpu": ["self-hosted", "cpu"]}}
+    assert table == {"benchmarks": ["benchmarks"], "presets": "default"}  # no runner labels: GitHub-hosted
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert main(["init", "--directory", str(tmp_path)]) == 0  # again: nothing is overwritten
     assert capsys.readouterr().out.count("kept  ") == 5
@@ -63,6 +63,55 @@ def test_an_existing_pyproject_gets_the_table_appended_and_a_bad_one_is_left_alo
     assert main(["init", "--directory", str(bad)]) == 1
     assert "cannot read it as TOML" in capsys.readouterr().err
     assert sorted(p.name for p in bad.iterdir()) == ["pyproject.toml"]
+
+
+def test_without_a_bucket_the_git_store_is_the_default_and_the_next_steps_set_it_up(tmp_path, capsys):
+    """No ``--store``: the workflow names no store (the reusable workflow's default is the data branch,
+    git:origin#benchtrail-data) and the table no runner labels (GitHub-hosted); the next steps create the
+    ruleset only a deploy key bypasses, the deploy key in the postsubmit environment, Pages, and say how to
+    move to a bucket."""
+    assert main(["init", "--directory", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    assert "store" not in job["with"] and job["permissions"]["pages"] == "write"
+    assert "runner-labels" not in (tmp_path / "pyproject.toml").read_text()
+    assert "The workflow stores runs in this repository's branch benchtrail-data" in out
+    ruleset = json.loads(out.split("--input - <<'EOF'\n", 1)[1].split("EOF", 1)[0])
+    assert ruleset["conditions"]["ref_name"]["include"] == ["refs/heads/benchtrail-data"]
+    assert ruleset["bypass_actors"] == [{"actor_type": "DeployKey", "bypass_mode": "always"}]
+    assert {r["type"] for r in ruleset["rules"]} == {"creation", "update", "deletion", "non_fast_forward"}
+    for said in ("gh repo deploy-key add benchtrail-deploy-key.pub --allow-write",
+                 "environments/benchtrail-postsubmit/deployment-branch-policies -f name=main",
+                 "gh secret set BENCHTRAIL_DEPLOY_KEY --env benchtrail-postsubmit < benchtrail-deploy-key",
+                 "Settings > Pages > Source: GitHub Actions", "gate on instruction counts",
+                 '"Growing: GCS and self-hosted runners" (benchtrail init --store gs://...)'):
+        assert said in out, said
+
+
+@pytest.mark.parametrize("store, labels", [("gs://my-bucket/bench", True), ("git:upstream#perf-data", False)])
+def test_a_named_store_goes_into_the_workflow_and_a_bucket_brings_self_hosted_labels(tmp_path, capsys, store,
+                                                                                       labels):
+    import tomllib
+
+    assert main(["init", "--directory", str(tmp_path), "--store", store]) == 0
+    out = capsys.readouterr().out
+    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    assert job["with"]["store"] == store
+    table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["benchtrail"]
+    assert table.get("runner-labels") == ({"cpu": ["self-hosted", "cpu"]} if labels else None)
+    assert ("gh repo deploy-key add" in out) is not labels
+    assert (f"The workflow stores runs in {store} and runs on self-hosted runners" in out) is labels
+    assert ("branch perf-data" in out) is not labels
+
+
+@pytest.mark.parametrize("store, said", [
+    (".benchtrail/store", "--store '.benchtrail/store': the workflow's store is gs://BUCKET[/PREFIX]"),
+    ("gs://", "--store 'gs://': the workflow's store is gs://BUCKET[/PREFIX]"),
+    ("git:origin#runs", "'runs' is not a branch name benchtrail stores in"),
+])
+def test_a_store_the_workflow_cannot_use_is_refused_before_any_file(tmp_path, capsys, store, said):
+    assert main(["init", "--directory", str(tmp_path), "--store", store]) == 1
+    assert said in capsys.readouterr().err and list(tmp_path.iterdir()) == []
 
 
 def test_the_workflows_are_the_documented_example_with_the_function_api_device(tmp_path):

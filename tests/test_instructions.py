@@ -258,14 +258,19 @@ def _export(tmp_path, monkeypatch):
     return project / "execution.json"
 
 
-def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_install(tmp_path, monkeypatch,
-                                                                                        capsys):
-    export = _export(tmp_path, monkeypatch)
-    bare = tmp_path / "bin"  # a PATH of python and git only
+def _bare_path(tmp_path, monkeypatch):
+    """A ``PATH`` of python and git only: no valgrind."""
+    bare = tmp_path / "bin"
     bare.mkdir()
     (bare / "python3").symlink_to(sys.executable)
     (bare / "git").symlink_to(shutil.which("git"))
     monkeypatch.setenv("PATH", str(bare))
+
+
+def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_install(tmp_path, monkeypatch,
+                                                                                        capsys):
+    export = _export(tmp_path, monkeypatch)
+    _bare_path(tmp_path, monkeypatch)
     capsys.readouterr()
     out = tmp_path / "run" / "results" / "cpu-0.json"
     assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out),
@@ -288,25 +293,32 @@ def test_without_valgrind_run_refuses_before_any_case_naming_the_metric_and_the_
     assert said in capsys.readouterr().err and not (store / "runs").exists() and not out.parent.exists()
 
 
-def test_a_gate_metric_on_the_run_stage_marks_countable_cases_only(tmp_path, monkeypatch):
-    """``--gate-metric instructions``'s mark without valgrind: the run stage alone (``--metrics latency``: the
-    count stage is not run) gives the eager case's latency record ``details.gate``, not an Inductor one's; the
-    default gate leaves it out."""
+def test_gate_metric_instructions_with_metrics_latency_marks_the_cases_and_needs_no_valgrind(tmp_path,
+                                                                                           monkeypatch):
+    """What the workflow harness runs (``--metrics latency`` keeps valgrind out): ``--gate-metric instructions``
+    still marks the countable case's latency record (``details.gate``) and counts nothing; compared with a
+    default run, its wall time keeps gating and says why. An Inductor case is never marked."""
     from benchmark_suites.suite import generate
-    from benchtrail.pipeline.measure import run_stage
     from benchtrail.runner.run_cases import CaseResult, case_record
 
     export = _export(tmp_path, monkeypatch)
+    _bare_path(tmp_path, monkeypatch)
     monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", "0")
-    results = {}
-    for gate in ("instructions", "latency"):
-        path, ok = run_stage(export, "cpu", None, tmp_path / gate / "cpu-0.json", {"run_id": "r", "attempt": 1,
-                             "presets": ["default"]}, gate_metric=gate)
-        results[gate] = json.loads(path.read_text())["benchmarks"][0]
-        assert ok and results[gate]["name"] == "uncounted_bench.one.eager.inference.cpu"
-    assert results["instructions"]["details"]["gate"] == "instructions" and "gate" not in results["latency"][
-        "details"]
-    assert results["instructions"]["content_hash"] == results["latency"]["content_hash"]
+    runs = {}
+    for side, gate in (("base", []), ("head", ["--gate-metric", "instructions", "--metrics", "latency"])):
+        out = tmp_path / side / "results" / "cpu-0.json"
+        assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out), *gate]) == 0
+        assert sorted(p.name for p in out.parent.iterdir()) == ["cpu-0.json", "docs"]  # nothing counted
+        runs[side] = json.loads(out.read_text())["benchmarks"][0]
+    head, base = runs["head"], runs["base"]
+    assert head["details"]["gate"] == "instructions" and "gate" not in base["details"]
+    assert (head["id"], head["content_hash"]) == (base["id"], base["content_hash"])
+    out = tmp_path / "comparison.json"
+    assert main(["compare", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"),
+                 "--output", str(out)]) == 0
+    row = load_comparison(out).rows[0]
+    assert row.quarantined is None
+    assert row.reason.endswith("wall time gates: cpu gates on instructions, and this case has no count")
     inductor = next(rc for rc in generate().select_run_configs(("smoke",))
                     if rc.name.split(".")[1] == "inductor" and rc.target_device.architecture.value == "cpu")
     ok = CaseResult("ok", None, samples=[1.0] * 5)

@@ -9,6 +9,12 @@
   benchtrail commit this copy was installed from when pip recorded one (``direct_url.json``, PEP 610),
   else to a placeholder that the command and the file say to replace.
 
+The store: without ``--store`` nothing names one, so the reusable workflow keeps its runs in the repository's
+own data branch (``git:origin#benchtrail-data``) and runs on GitHub-hosted runners (no ``runner-labels``); the
+printed next steps set up the branch's ruleset, its deploy key and Pages. ``--store gs://BUCKET[/PREFIX]``
+(the GCS + self-hosted path) or ``--store git:REMOTE#BRANCH`` goes into the workflow's ``store`` input, a
+``gs://`` one with self-hosted ``runner-labels``. Local ``benchtrail pipeline`` runs keep ``.benchtrail/store``.
+
 Nothing is overwritten: an existing file is kept and reported. Files are written atomically.
 """
 
@@ -30,6 +36,39 @@ PLACEHOLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 #: The local store's folder, ignored by git (``.gitignore``).
 STORE_IGNORE = ".benchtrail/"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_GS = re.compile(r"^gs://[a-z0-9][a-z0-9._-]*[a-z0-9](/[^\s'\"#]*)?$")
+#: The reusable workflow's store when nothing names one (docs/store.md, "The git store").
+DEFAULT_STORE = "git:origin#benchtrail-data"
+#: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes (the GCS + self-hosted path).
+SELF_HOSTED = 'runner-labels = { "cpu" = ["self-hosted", "cpu"] }\n'
+#: What to set up once for the git store: the data branch's ruleset (only a deploy key may bypass it), the
+#: deploy key in an environment restricted to the default and release branches, and Pages.
+GIT_NEXT = """
+The workflow stores runs in this repository's branch {branch} (docs/adopting.md, "No infrastructure"). Once,
+with the GitHub CLI (gh) and OWNER/REPO your repository:
+  1. a ruleset on {branch} that only a deploy key may bypass, so no workflow token (a PR's code) can push:
+       gh api repos/OWNER/REPO/rulesets -X POST --input - <<'EOF'
+       {{"name": "benchtrail-data", "target": "branch", "enforcement": "active",
+        "conditions": {{"ref_name": {{"include": ["refs/heads/{branch}"], "exclude": []}}}},
+        "rules": [{{"type": "creation"}}, {{"type": "update"}}, {{"type": "deletion"}}, {{"type": "non_fast_forward"}}],
+        "bypass_actors": [{{"actor_type": "DeployKey", "bypass_mode": "always"}}]}}
+       EOF
+  2. a deploy key with write access, its private half a secret of the environment benchtrail-postsubmit, which
+     only the default and release branches may use:
+       ssh-keygen -t ed25519 -N "" -C benchtrail-data -f benchtrail-deploy-key
+       gh repo deploy-key add benchtrail-deploy-key.pub --allow-write --title benchtrail-data
+       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit -X PUT --input - <<'EOF'
+       {{"deployment_branch_policy": {{"protected_branches": false, "custom_branch_policies": true}}}}
+       EOF
+       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies -f name=main
+       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies -f name='release-*'
+       gh secret set BENCHTRAIL_DEPLOY_KEY --env benchtrail-postsubmit < benchtrail-deploy-key
+       rm benchtrail-deploy-key benchtrail-deploy-key.pub
+  3. Settings > Pages > Source: GitHub Actions (the history dashboard; a private repository without Pages
+     gets it as an Actions artifact).
+CPU cases run on GitHub-hosted runners and gate on instruction counts. To move to a bucket and self-hosted
+runners later: docs/adopting.md, "Growing: GCS and self-hosted runners" (benchtrail init --store gs://...).
+"""
 
 
 def add_init_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +77,10 @@ def add_init_parser(sub: argparse._SubParsersAction) -> None:
                    help="module of the project's @benchmark functions (default: "
                         "benchmarks, i.e. benchmarks.py); an example is written when it does not exist")
     p.add_argument("--directory", type=Path, default=Path("."), help="the project's folder (default: here)")
+    p.add_argument("--store", metavar="URL",
+                   help="the workflow's store: gs://BUCKET[/PREFIX] (with self-hosted runner-labels) or "
+                        "git:REMOTE#BRANCH (default: none written: the workflow stores runs in this "
+                        f"repository's branch, {DEFAULT_STORE}, on GitHub-hosted runners)")
 
 
 def installed_pin() -> tuple[str, str] | None:
@@ -72,26 +115,48 @@ def _template(name: str) -> str:
     return resources.files("benchtrail").joinpath("data", "init", name).read_text(encoding="utf-8")
 
 
-def workflow(template: str, pin: tuple[str, str] | None) -> str:
-    """A caller workflow from its template, pinned to ``pin`` or to the placeholders."""
+def workflow(template: str, pin: tuple[str, str] | None, store: str | None = None) -> str:
+    """A caller workflow from its template, pinned to ``pin`` or to the placeholders; ``store`` its ``store``
+    input (none: the reusable workflow's default, :data:`DEFAULT_STORE`)."""
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
+    line = f"      store: {store}\n" if store else ""
     comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
                       f"({repository}@{commit}).\n", "") if pin else
                      ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and "
                       "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
                       "repository.\n", " # placeholder: a real benchtrail commit"))
     return (_template(template).replace("{pin_comment}", comment).replace("{repository}", repository)
-            .replace("{commit}", commit).replace("{pin_note}", note))
+            .replace("{commit}", commit).replace("{pin_note}", note).replace("{store_line}", line))
 
 
-def table(module: str) -> str:
-    """The starter ``[tool.benchtrail]`` table."""
+def table(module: str, self_hosted: bool = False) -> str:
+    """The starter ``[tool.benchtrail]`` table; ``self_hosted``: with the CPU device's self-hosted runner
+    labels (else the workflow runs on GitHub-hosted runners)."""
     return ("\n# benchtrail's settings (docs/adopting.md). `benchtrail pipeline` runs the presets below and\n"
-            "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise).\n"
+            "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise; CI's\n"
+            "# store is the workflow's).\n"
             "[tool.benchtrail]\n"
             f"benchmarks = [\"{module}\"]\n"
-            "presets = \"default\"\n"
-            "runner-labels = { \"cpu\" = [\"self-hosted\", \"cpu\"] }\n")
+            "presets = \"default\"\n" + (SELF_HOSTED if self_hosted else ""))
+
+
+def checked_store(url: str | None) -> str | None:
+    """``--store``: a ``gs://`` or ``git:`` URL (None stays None).
+
+    Raises:
+        UserError: anything else (a folder is no store for CI), or a malformed URL, naming what is allowed.
+    """
+    if url is None:
+        return None
+    if url.startswith("git:"):
+        from benchtrail.store.git_url import parse_url
+
+        remote, branch = parse_url(url)
+        return f"git:{remote}#{branch}"
+    if not _GS.match(url):
+        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: lower-case "
+                        f"letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for {DEFAULT_STORE}")
+    return url
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -103,6 +168,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not _MODULE.match(args.benchmarks):
         raise UserError(f"--benchmarks {args.benchmarks!r} is not a module name (e.g. "
                         f"benchmarks or mypkg.bench)")
+    store = checked_store(args.store)
     written, kept = [], []
 
     def place(path: Path, kept_because: str | None, text: str, note: str = "") -> None:
@@ -119,7 +185,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         existing = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{pyproject}: cannot read it as TOML ({exc}); nothing was written") from exc
-    starter = table(args.benchmarks)
+    starter = table(args.benchmarks, self_hosted=bool(store and store.startswith("gs://")))
     place(pyproject, "benchtrail" in existing.get("tool", {}) and "it already has [tool.benchtrail]",
           text.rstrip("\n") + "\n" + starter if text else starter.lstrip("\n"))
 
@@ -137,7 +203,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     pin = installed_pin()
     for name in ("benchmarks.yml", "post_benchmark_comment.yml"):
         path = root / ".github" / "workflows" / name
-        place(path, path.exists() and "exists", workflow(f"{name}.template", pin))
+        place(path, path.exists() and "exists", workflow(f"{name}.template", pin, store))
 
     print(*written, *kept, sep="\n")
     if pin is None:
@@ -145,4 +211,9 @@ def cmd_init(args: argparse.Namespace) -> int:
               f"{PLACEHOLDER_REPOSITORY}@{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
     print("next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
           ".benchtrail/store; each run is recorded under its commit)")
+    if store is None or store.startswith("git:"):
+        print(GIT_NEXT.format(branch=(store or DEFAULT_STORE).rpartition("#")[2]), end="")
+    else:
+        print(f"\nThe workflow stores runs in {store} and runs on self-hosted runners (runner-labels): "
+              "docs/store.md, \"Setting up the bucket\", and docs/runners.md")
     return 0

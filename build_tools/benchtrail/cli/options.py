@@ -204,10 +204,11 @@ def metric_names(text: str) -> tuple[str, ...]:
 
 
 #: ``--metrics`` (run, pipeline).
-METRICS_PARENT = _parent("--metrics", type=metric_names, default=("latency",), metavar="M[,M...]",
+METRICS_PARENT = _parent("--metrics", type=metric_names, metavar="M[,M...]",
                          help="what to measure: latency (wall time, always) and instructions (instructions "
                               "per call under valgrind's callgrind, CPU cases; needs valgrind); a device the "
-                              "suite marks count_instructions is counted anyway (default: latency)")
+                              "suite marks count_instructions is counted anyway (default: latency; with "
+                              "--gate-metric instructions, latency,instructions)")
 #: ``--thresholds FILE`` (compare, pipeline, ab).
 THRESHOLDS_PARENT = _parent("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
                                                             "thresholds, else the shipped table)")

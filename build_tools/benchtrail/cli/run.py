@@ -47,24 +47,23 @@ GATE_PARENT = argparse.ArgumentParser(add_help=False)
 GATE_PARENT.add_argument(
     "--gate-metric", choices=GATE_METRICS,
     help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its instruction "
-         "count (counted as with --metrics latency,instructions; needs valgrind), its wall time reported, not "
-         f"gated, as on a device marked count_instructions; Inductor cases keep wall time (default: "
-         f"${GATE_METRIC_ENV}, else latency)")
+         "count (counted: --metrics defaults to latency,instructions; needs valgrind), its wall time reported, "
+         "not gated, as on a device marked count_instructions; a case without a count (Inductor, or "
+         f"--metrics latency) keeps wall time gating (default: ${GATE_METRIC_ENV}, else latency)")
 
 
-def gate_metric(args: argparse.Namespace) -> str:
-    """``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC`` (unset or empty: ``latency``).
+def gate_metric(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
+    """(``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC``, unset or empty: ``latency``; ``--metrics``, by default
+    ``latency`` with ``instructions`` when the gate metric is ``instructions``).
 
     Raises:
         UserError: the variable holds another value, naming it, the value and the allowed ones.
     """
-    if args.gate_metric:
-        return args.gate_metric
-    value = os.environ.get(GATE_METRIC_ENV, "").strip()
-    if value and value not in GATE_METRICS:
+    value = args.gate_metric or os.environ.get(GATE_METRIC_ENV, "").strip() or "latency"
+    if value not in GATE_METRICS:
         raise UserError(f"{GATE_METRIC_ENV}={value!r}: allowed: {', '.join(GATE_METRICS)}, unset or empty "
                         "(latency); what gates a countable CPU case (--gate-metric)")
-    return value or "latency"
+    return value, args.metrics or ("latency", *(("instructions",) if value == "instructions" else ()))
 
 
 def add_stage_parsers(subparsers: Any) -> None:
@@ -237,8 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
-    gate = gate_metric(args)
-    count = counting(args.run_configs, args.metrics, args.device_name, gate)  # no valgrind: refused now
+    gate, metrics = gate_metric(args)
+    count = counting(args.run_configs, metrics, args.device_name, gate)  # no valgrind: refused now
     run = _run_info(args.run_configs)  # one run: the counted results file shares the run id
     path, ok = run_stage(*cases, args.output, run, **chosen, resume=args.resume, refuse_without_cuda=True,
                          gate_metric=gate)
@@ -261,14 +260,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             ``BENCHTRAIL_GATE_METRIC`` (:func:`gate_metric`), and whatever ``run_pipeline`` raises.
     """
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
-    gate = gate_metric(args)
+    gate, metrics = gate_metric(args)
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import run_pipeline  # imports torch: after the cheap checks
 
     result = run_pipeline(_filtered_suite(args), args.benchmark_presets, store, args.base_commit,
                           Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
                           recheck=args.recheck, any_origin=args.baseline_any_origin, name_filter=args.filter,
-                          metrics=args.metrics, gate_metric=gate)
+                          metrics=metrics, gate_metric=gate)
     return exit_code(args, show_result(result.run_dir / "comparison.json", result.comment_md, args),
                      result.all_ok, rule="confirmed" if result.rechecked else "any")
 

@@ -129,7 +129,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
     reverse (``benchtrail.results.baseline_key``). ``metrics``: with ``instructions`` (or a device marked
     ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``);
-    ``gate_metric`` ``instructions`` (``--gate-metric``): counted so, and they gate on their counts.
+    ``gate_metric`` ``instructions`` (``--gate-metric``): countable cases gate on their counts (their wall
+    time does where ``metrics`` counts none: ``benchtrail.compare.verdicts``).
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change

@@ -113,8 +113,8 @@ def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...]
              device_name: str | None = None, gate_metric: str = "latency") -> set[str]:
     """The devices of an export (its path, or its run configs) whose countable cases
     (``benchtrail.runner.run_cases.countable``) the count stage counts (of ``device_name`` only, when given):
-    every such device with ``instructions`` in ``metrics`` or as ``gate_metric``, else those marked
-    ``count_instructions``.
+    every such device with ``instructions`` in ``metrics``, else those marked ``count_instructions``.
+    ``gate_metric`` (``--gate-metric``) only words the refusal.
 
     Raises:
         UserError: some are and valgrind is missing (``benchtrail.runner.count_cases.valgrind_version``).
@@ -122,9 +122,8 @@ def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...]
     rcs = run_configs if isinstance(run_configs, tuple) else tuple(
         rc for shards in load_execution(run_configs).values() for s in shards.values() for rc in s)
     devices = {rc.target_device for rc in rcs if countable(rc) and device_name in (None, rc.target_device.name)}
-    every = "instructions" in metrics or gate_metric == "instructions"
-    counted = {d.name for d in devices if every or d.count_instructions}
-    if counted and gate_metric == "instructions":
+    counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
+    if counted and "instructions" in metrics and gate_metric == "instructions":
         valgrind_version("or gate on wall time: --gate-metric latency (BENCHTRAIL_GATE_METRIC)")
     elif counted and "instructions" in metrics:
         valgrind_version()
