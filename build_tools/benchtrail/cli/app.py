@@ -54,6 +54,7 @@ COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("benchtrail.cli.history", "add_history_parsers", {
         "history": "collect every series over the first-parent commits of a ref",
         "plot": "PNG plots and an offline HTML dashboard of a history file",
+        "pages": "a static site of a store's history and runs, for GitHub Pages (works from any URL)",
         "compare-builds": "ratio of medians B/A of every benchmark of two builds"}),
     ("benchtrail.cli.interop", "add_interop_parsers", {
         "compare-backends": "one run: median latency and speedup over eager of each compile config, as a "

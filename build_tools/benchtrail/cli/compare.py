@@ -8,6 +8,7 @@ laptop with downloaded artifacts). ``compare --store`` finds the baseline in a s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,9 @@ from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, EXIT_REGRESSION, 
 
 if TYPE_CHECKING:
     from benchtrail.compare.document import Row
+
+#: The default of ``comment --pages-url``: the URL of the store's GitHub Pages site (the workflow sets it).
+PAGES_ENV = "BENCHTRAIL_PAGES_URL"
 
 
 def add_compare_parsers(subparsers: Any) -> None:
@@ -68,6 +72,9 @@ def add_compare_parsers(subparsers: Any) -> None:
     p.add_argument("--note", action="append", metavar="TEXT",
                    help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
                         "'⚠ the run could not be stored: ...'")
+    p.add_argument("--pages-url", metavar="URL",
+                   help="the store's dashboard on GitHub Pages (`benchtrail pages`), e.g. "
+                        f"https://OWNER.github.io/REPO/, linked (default: ${PAGES_ENV}; empty: none)")
 
 
 def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACCEPT_HELP,
@@ -213,10 +220,13 @@ def cmd_comment(args: argparse.Namespace) -> int:
     Raises:
         UserError: bad options or an unreadable comparison.
     """
-    from benchtrail.compare.comment import check_comment_options
+    from benchtrail.compare.comment import check_comment_options, check_pages_url
     from benchtrail.pipeline.report import comment_stage
 
     options = (args.run_url, args.dashboard, args.artifacts_url, tuple(args.note or ()))
     check_comment_options(*options)
-    print(comment_stage(args.comparison, args.output_dir, *options))
+    given = args.pages_url is not None
+    pages_url = (args.pages_url if given else os.environ.get(PAGES_ENV, "")).strip() or None
+    check_pages_url(pages_url, "--pages-url" if given else PAGES_ENV)
+    print(comment_stage(args.comparison, args.output_dir, *options, pages_url=pages_url))
     return EXIT_OK

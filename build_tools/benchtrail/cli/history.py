@@ -1,7 +1,7 @@
-"""``benchtrail history``, ``benchtrail plot`` and ``benchtrail compare-builds`` (``docs/history.md``).
+"""``benchtrail history``, ``plot``, ``pages`` and ``compare-builds`` (``docs/history.md``).
 
 ``benchtrail.cli.app``'s registry declares them with ``add_history_parsers(sub)``. Each prints the path of its
-main output last: history.json, the dashboard's index.html, the ratio plot.
+main output last: history.json, the dashboard's index.html, the site's index.html, the ratio plot.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from benchtrail.errors import EXIT_OK, UserError, missing_extra
 
 
 def add_history_parsers(subparsers: Any) -> None:
-    """Declare ``history``, ``plot`` and ``compare-builds`` on ``subparsers`` (from ``add_subparsers``)."""
+    """Declare ``history``, ``plot``, ``pages`` and ``compare-builds`` on ``subparsers`` (from
+    ``add_subparsers``)."""
     p = add_command(subparsers, "history", cmd_history)
     add_walk_arguments(p)
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
@@ -54,6 +55,13 @@ def add_history_parsers(subparsers: Any) -> None:
     p.add_argument("--y-axis", choices=("auto", "zero", "ratio"), default="auto",
                    help="the PNGs' value axis: auto (fits the data), zero (starts at 0) or ratio (each "
                         "series over its value at --baseline, else at its oldest point); default auto")
+
+    p = add_command(subparsers, "pages", cmd_pages)
+    add_walk_arguments(p)
+    p.add_argument("--output-dir", type=path_argument, required=True,
+                   help="new (or empty) folder for the site: publish it as GitHub Pages, or upload it as an "
+                        "Actions artifact")
+    add_trust_arguments(p)
 
     p = add_command(subparsers, "compare-builds", cmd_compare_builds)
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
@@ -163,6 +171,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
             print(f"no HTML dashboard (PNGs only): needs {missing_extra(exc)}", file=sys.stderr)
     for path in pngs:
         print(args.output_dir / path.relative_to(folder))
+    return EXIT_OK
+
+
+def cmd_pages(args: argparse.Namespace) -> int:
+    """``benchtrail pages``: collect the history of ``--ref`` from the store, write the static site
+    (``benchtrail.history.pages``) into ``--output-dir``, all or nothing; print a summary, then the path of
+    its index.html. Exit 0.
+
+    Raises:
+        UserError: an ``--output-dir`` that is a file or a folder holding files (checked before the store
+            is read); what ``history`` refuses (no usable run, an unknown ``--ref``, a bad store).
+    """
+    from benchtrail.history.pages import write_site
+
+    with publish_folder(args.output_dir) as folder:
+        opened, history = collect(args, require_store(args.store, "benchtrail pages"))
+        index = write_site(opened, history, folder, repo=args.repo)
+    print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
+          f"first-parent commits of {args.ref}")
+    print(args.output_dir / index.relative_to(folder))
     return EXIT_OK
 
 

@@ -190,6 +190,18 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
             raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
 
 
+def check_pages_url(url: str | None, source: str = "--pages-url") -> None:
+    """Check the Pages dashboard's URL (``benchtrail comment --pages-url`` or ``BENCHTRAIL_PAGES_URL``).
+
+    Raises:
+        UserError: naming ``source``: not an ``https://`` (or ``http://``) URL, or one with spaces, quotes,
+            backticks, ``<``, ``>``, ``|`` or ``\\``.
+    """
+    if url is not None and (not re.match(r"^https?://[^/\s]+", url) or _LINK_UNSAFE.search(url)):
+        raise UserError(f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
+                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or quotes")
+
+
 def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
     """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (the largest
     confirmed regression, else the largest regression, or the first row) by its name, shell-quoted, in a code
@@ -365,14 +377,15 @@ def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
 def render(comparison: Comparison, run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
-           max_bytes: int = MAX_COMMENT_BYTES) -> tuple[str, str, Json]:
+           max_bytes: int = MAX_COMMENT_BYTES, pages_url: str | None = None) -> tuple[str, str, Json]:
     """Return ``(comment.md, full.md, comment.json object)`` for a comparison. A row of an older schema
     version shows what it has (its p value where it has no q value).
 
     ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
     ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
     ``artifacts_url`` (the GitHub Actions run's page) adds a line linking its artifacts, for readers
-    without bucket access. Each of ``notes`` becomes a line under the context line, as plain text
+    without bucket access. ``pages_url`` (the store's site on GitHub Pages, ``benchtrail pages``; checked by
+    :func:`check_pages_url`) adds a line linking it, first in the footer. Each of ``notes`` becomes a line under the context line, as plain text
     (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
 
     comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
@@ -394,7 +407,8 @@ def render(comparison: Comparison, run_url: str | None = None,
                              recheck_line(rows, one_device)) if line is not None] + [""]
     blocks = sections(rows, one_device)
     blocks[1:1] = [*why_blocks(rows, run_url), *compiler_summary_blocks(comparison)]
-    footer = artifact_lines(run_url, rows, dashboard) if run_url else []
+    footer = [f"Dashboard on GitHub Pages (every stored run, by commit): {pages_url}"] if pages_url else []
+    footer += artifact_lines(run_url, rows, dashboard) if run_url else []
     if artifacts_url:  # where readers without bucket access download the run: its page's artifacts section
         fragment = "" if "#" in artifacts_url else "#artifacts"
         footer.append(f"Actions artifacts of this run: {artifacts_url}{fragment}")

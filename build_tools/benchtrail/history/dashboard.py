@@ -172,15 +172,16 @@ def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
 
 
 def index_html(history: History, pages: dict[str, list[Series]], images: Sequence[str] = (),
-               log: dict[str, tuple[str, str]] | None = None) -> str:
-    """The HTML of ``index.html``: links to the pages and PNGs, and the commits (newest first) with their
-    date and subject (``log``, from :func:`commit_log`) and runs; commits without runs collapsed."""
+               log: dict[str, tuple[str, str]] | None = None, extra: str = "") -> str:
+    """The HTML of ``index.html``: links to the pages and PNGs, ``extra`` (HTML, e.g. the Pages site's runs
+    table), and the commits (newest first) with their date and subject (``log``, from :func:`commit_log`)
+    and runs; commits without runs collapsed."""
     links = "".join(f"<li><a href=\"{html_text(p)}.html\">{html_text(_page_title(p))}</a> "
                     f"({len(s)} series)</li>\n" for p, s in pages.items())
     pngs = "".join(f"<li><a href=\"{html_text(i)}\">{html_text(i)}</a></li>\n" for i in images)
     body = (f"<h1>benchtrail history</h1>\n{_context(history)}\n<h2>Pages</h2>\n"
             + (f"<ul>\n{links}</ul>\n" if links else "<p>No series in this history.</p>\n")
-            + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "")
+            + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "") + extra
             + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th><th>run</th>"
             "</tr>\n" + commit_rows(history, log or {}) + "</table>\n")
     if history.skipped:
@@ -191,7 +192,7 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
 
 def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] = (),
                     self_contained: bool = False, repo: Path | None = Path("."),
-                    plotly_js: str | None = None) -> Path:
+                    plotly_js: str | None = None, extra: str = "") -> Path:
     """Write the offline dashboard into ``out_dir``: ``index.html``, ``<page>.html`` per page of
     ``page_groups(history)`` and, unless ``self_contained`` or ``plotly_js``, ``plotly.min.js`` (about 4.9 MB)
     once.
@@ -202,6 +203,7 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
         plotly_js: the pages load plotly.js from this URL instead (relative to ``out_dir``, ending in .js).
         repo: the git repository whose ``git log`` gives each commit's date and subject (default: the
             current folder); None, or a folder where git cannot tell, leaves them out.
+        extra: HTML that ``index.html`` shows after the links (:func:`index_html`).
 
     Returns:
         The path of ``index.html``.
@@ -222,5 +224,5 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
         jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(
             history, page, series, self_contained=self_contained, plotly_js=plotly_js), exclusive=True)
     relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i) for i in images]
-    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative, commit_log(repo, history)),
+    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative, commit_log(repo, history), extra),
                                     exclusive=True)

@@ -143,19 +143,20 @@ def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, An
 
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,
                   dashboard: str | None = None, artifacts_url: str | None = None,
-                  notes: tuple[str, ...] = ()) -> Path:
+                  notes: tuple[str, ...] = (), pages_url: str | None = None) -> Path:
     """Render ``comparison.json`` into ``comment.md``,
     ``full.md`` and ``comment.json``; return comment.md.
 
     ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment);
-    ``artifacts_url`` the GitHub Actions run's page; ``notes`` lines shown near the top
-    (``benchtrail.compare.comment.render``).
+    ``artifacts_url`` the GitHub Actions run's page; ``notes`` lines shown near the top; ``pages_url`` the
+    store's site on GitHub Pages (``benchtrail.compare.comment.render``).
 
     Raises:
         UserError: a bad comparison file, or an output file that exists already.
     """
     jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
-    body, full, data = render(load_comparison(comparison), run_url, dashboard, artifacts_url, notes)
+    body, full, data = render(load_comparison(comparison), run_url, dashboard, artifacts_url, notes,
+                              pages_url=pages_url)
     jsonio.write_text_atomic(output_dir / "full.md", full, exclusive=True)
     jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
     return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
