@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,9 @@ _IDENTITY = ("-c", "user.name=benchtrail", "-c", "user.email=benchtrail@users.no
 _RACE = re.compile(r"fetch first|non-fast-forward|cannot lock ref|failed to update ref|incorrect old value"
                    r"|stale info|shallow update not allowed")
 _TIP = "refs/benchtrail/tip"
+#: Seconds a fetched tip serves reads of pointers before the next read fetches again (a history walk reads
+#: the pointers of every commit: one fetch, not one per commit).
+FRESH_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class GitStore:
     cache: Path
     staging: Path
     config: tuple[tuple[str, str], ...] = ()
+    fetched_at: list[float] = field(default_factory=list, compare=False)
 
     @property
     def url(self) -> str:
@@ -108,7 +112,13 @@ class GitStore:
             raise StoreError(f"git store {self.url}: cannot fetch branch {self.branch!r} from remote "
                              f"{shown_remote(self.remote)}; {said(proc)}")
         self._git("update-ref", _TIP, "FETCH_HEAD")
+        self.fetched_at[:] = [time.monotonic()]
         return self.tip()
+
+    def recent_tip(self) -> str | None:
+        """The tip, fetched again when the last fetch is more than ``FRESH_S`` old."""
+        fresh = self.fetched_at and time.monotonic() - self.fetched_at[0] < FRESH_S
+        return self.tip() if fresh else self.fetch()
 
     def tip(self) -> str | None:
         """The branch's tip as last fetched or pushed, or None."""
@@ -317,11 +327,11 @@ class GitStore:
         return f"{self.url}/{path}"
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit`` (the branch fetched now), oldest first by their own ``created`` (git
+        """The pointers of ``commit`` (the branch as fetched in the last ``FRESH_S``), oldest first by their own ``created`` (git
         records no time a writer cannot choose); unreadable ones are skipped. They are copied into
         ``staging/commits/<sha>/``."""
         prefix = f"commits/{check_id(commit, 'commit')}/"
-        tip = self.fetch()
+        tip = self.recent_tip()
         chosen, too_big = {}, []
         for path, (blob, size) in self._ls(tip, prefix).items():
             name = path[len(prefix):]
