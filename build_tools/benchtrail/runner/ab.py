@@ -1,29 +1,9 @@
 """Paired A/B runs: base and head run cases interleaved on one machine, each arm in its own workers.
 
-A stored baseline was measured at another time, maybe on another machine of the same type; a
-whole-run shift (a noisy neighbour, a thermal state, a different process layout) looks like a
-regression. A paired run removes that: the base commit is checked out in a ``git worktree``, and for
-each case the two arms' worker processes alternate in a random order (or run at once, in duet mode, below),
-round after round, so slow periods hit both arms alike; sample j of a round's base worker is paired with
-sample j of its head worker (:mod:`benchtrail.stats.paired`, rounds as clusters). Rounds are added while the
-comparison is inconclusive (:mod:`benchtrail.runner.adaptive`), within a time budget per case. Regressions of
-a paired run are ``confirmed``.
-
-Each arm's workers import ``benchtrail`` and ``benchmark_suites`` from that arm's checkout (its
-``PYTHONPATH`` and working directory), so the model code, and the project code it imports, are the
-arm's own; the run config (the definition) is the head's. The base's worker must speak the same
-request format: :mod:`benchtrail.worker.protocol` keeps every earlier protocol version working (its
-compatibility rule), so the head's requests are served by a base from before any protocol change.
-
-A case run with a ``profile_dir`` is also profiled: in its first round each arm's worker runs more
-iterations under ``torch.profiler`` after its timed samples (never during them; in paired mode nor during
-the other arm's, while in duet mode the other arm may still be sampling on its own CPUs) and writes its
-Chrome trace to ``<profile_dir>/<arm>.trace.json``; a base worker from before profiling ignores the request
-and answers no profile.
-
-In duet mode (``Policy.duet``, :mod:`benchtrail.runner.duet`) a round runs both arms' workers at once, each
-pinned to its own CPUs, every sample of both started together at a barrier; pairs are then formed and
-compared as above, and the arms swap CPUs every round.
+The base commit is checked out in a temporary ``git worktree``; each arm's workers import that arm's
+checkout, with the head's run config. Sample j of a round's base worker pairs with sample j of its head
+worker (rounds are clusters); rounds are added while inconclusive, within a time budget per case. In duet
+mode both arms' workers run at once, each on its own CPUs. Method: docs/statistics.md, "Paired A/B runs".
 """
 
 from __future__ import annotations
@@ -65,15 +45,8 @@ class Arm:
     root: Path
 
     def env(self) -> dict[str, str]:
-        """Environment that makes a worker import this checkout's code first.
-
-        ``PYTHONPATH`` is, in order: the project's folder in this checkout (the project root of
-        our working directory, ``benchtrail.project.import_root``, at the same path relative to
-        the git top level), the checkout's ``build_tools`` and top level (benchtrail's own code and
-        suite), then the inherited ``PYTHONPATH``. It comes before site-packages, so each arm
-        imports its own commit's project code even where the project is pip-installed (editable
-        or not).
-        """
+        """``PYTHONPATH``: this checkout's project folder, its ``build_tools`` and top level, then the
+        inherited one; ahead of site-packages, so each arm imports its own commit's code even if installed."""
         from benchtrail.project import import_root
 
         top, root, ours = toplevel(self.root) or self.root, import_root(), toplevel(Path("."))
@@ -86,10 +59,9 @@ class Arm:
 
 @dataclass(frozen=True)
 class Profiling:
-    """How much a re-check profiles (``benchtrail.runner.recheck``): the paired runs of at most ``cases``
-    suspected regressions, largest change first, while less than ``total_s`` seconds have gone into
-    profiling; each arm profiles at most ``iterations`` iterations, fewer when they would take more than
-    ``arm_budget_ms`` ms at the arm's median sample time."""
+    """How much a re-check profiles: at most ``cases`` suspected regressions, largest change first, within
+    ``total_s`` s in all; each arm at most ``iterations`` iterations, fewer past ``arm_budget_ms`` ms at its
+    median sample time."""
 
     cases: int = 2
     total_s: float = 20.0
@@ -103,27 +75,16 @@ class Policy:
 
     Attributes:
         min_rounds: rounds always run (default: the run config's ``processes``).
-        max_rounds: rounds at most; each round starts one worker per arm. None (the default): no cap, the
-            case runs until it decides (DIFFERENT or SAME) or ``budget_s`` is spent.
-        budget_s: no new round starts after this many seconds of a case; with ``sequential`` and no
-            ``max_rounds``, the looks spend the false-alarm rate over this budget.
-        seed: seeds the arm order of every round and the bootstrap.
-        total_budget_s: a re-check of several cases (``benchtrail.runner.recheck.recheck``) starts no new case
-            once this many seconds have passed since it began, and gives each case at most the seconds
-            left as its ``budget_s``; None: unbounded.
-        profiling: how a re-check profiles its suspected regressions (:class:`Profiling`); None: it does not.
-        sequential: each look uses its share of the 1% false-alarm rate (:mod:`benchtrail.stats.sequential`,
-            Lan–DeMets alpha spending of the Pocock type: over the time budget, or over the rounds up to
-            ``max_rounds`` when that is set), so stopping at whichever look first decides keeps that rate; the
-            responses' ``ab`` records the last look's ``level``, which :mod:`benchtrail.compare.verdicts`
-            uses, and ``stop`` (``decided``, ``budget`` or ``max-rounds``). False: every look at 99%, as
-            before issue 21 (it needs ``max_rounds``; looking up to ``max_rounds - min_rounds + 1`` times
-            raises the rate).
-        duet: ``auto``, ``on`` or ``off``: run both arms' workers at once, each pinned to its own CPUs, every
-            sample started together, CPUs swapped every round (``benchtrail.runner.duet``), where that applies
-            (``benchtrail.runner.duet.applies``: ``auto`` only on 4 CPUs or more); else one arm after the
-            other.
-            The responses' ``ab`` records which (``mode``) and, for duet, each round's CPUs.
+        max_rounds: rounds at most, one worker per arm each; None: until decided or ``budget_s`` is spent.
+        budget_s: no new round starts after this many seconds of a case.
+        seed: seeds each round's arm order and the bootstrap.
+        total_budget_s: a re-check starts no case after this many seconds and gives each at most the seconds
+            left; None: unbounded.
+        profiling: how a re-check profiles suspected regressions; None: not at all.
+        sequential: each look spends its share of the 1% false-alarm rate (Lan–DeMets, Pocock type, over
+            the time budget or ``max_rounds``); False: every look at 99% (needs ``max_rounds``).
+        duet: ``auto`` (4 CPUs or more), ``on`` or ``off``: both arms' workers at once, each on its own CPUs,
+            swapped every round, where that applies; else one arm after the other.
     """
 
     min_rounds: int | None = None
@@ -137,11 +98,7 @@ class Policy:
 
 
 def resolve_ref(repo: Path, ref: str) -> str:
-    """The full commit sha of ``ref`` in ``repo``.
-
-    Raises:
-        UserError: git does not know the ref (e.g. a shallow clone that lacks it).
-    """
+    """The full commit sha of ``ref``; raises UserError when git lacks it (e.g. a shallow clone)."""
     if commit := resolve_commit(repo, ref):
         return commit
     raise UserError(f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch "
@@ -150,11 +107,7 @@ def resolve_ref(repo: Path, ref: str) -> str:
 
 @contextlib.contextmanager
 def base_worktree(repo: Path, commit: str) -> Iterator[Path]:
-    """Check ``commit`` out in a temporary ``git worktree``; remove it afterwards.
-
-    Raises:
-        UserError: git cannot add the worktree.
-    """
+    """``commit`` in a temporary ``git worktree``, removed afterwards; UserError if git cannot add it."""
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-") as tmp:
         path = Path(tmp, "base")
         if not add_worktree(repo, path, commit):
@@ -167,12 +120,8 @@ def base_worktree(repo: Path, commit: str) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
-    """The two arms of a paired A/B run: ``base_ref``'s commit checked out in a temporary ``git worktree``
-    (:func:`base_worktree`), and the working tree of ``repo`` at its current commit.
-
-    Raises:
-        UserError: an unknown ref or a failing ``git worktree``.
-    """
+    """(base, head): ``base_ref``'s commit in a temporary worktree, and ``repo``'s working tree; raises
+    UserError for an unknown ref or a failing ``git worktree``."""
     head = Arm("head", state(repo)[0], repo.resolve())
     commit = resolve_ref(repo, base_ref)
     with base_worktree(repo, commit) as root:
@@ -181,8 +130,7 @@ def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
 
 def write_paired(paths: list[Path], arms: tuple[Arm, Arm], records: tuple[list[BenchmarkRecord], ...],
                  threads: int, head_dirty: bool = False) -> list[ResultsFile]:
-    """Write the (base, head) results files of a paired run's ``records`` (:func:`run_pairs`) to ``paths``;
-    return them."""
+    """Write the (base, head) results files of a paired run's ``records`` to ``paths``."""
     run = {"mode": "paired", "base_commit": arms[0].commit, "head_commit": arms[1].commit}
     env = environment.collect_environment(threads)
     files = [ResultsFile(arm.commit, arm.name == "head" and head_dirty, run, env, tuple(recs))
@@ -193,24 +141,18 @@ def write_paired(paths: list[Path], arms: tuple[Arm, Arm], records: tuple[list[B
 
 
 def start_method_of(arms: tuple[Arm, Arm]) -> str:
-    """How both arms' workers start: ``fork`` when each arm's checkout has a worker server
-    (``benchtrail.runner.workers.can_fork``), else ``spawn`` for both, so neither arm's samples carry a
-    start-up difference the other's lack (a base commit from before the server spawns)."""
+    """``fork`` when both arms' checkouts have a worker server, else ``spawn`` for both, so neither arm's
+    samples carry a start-up cost the other's lack."""
     return "fork" if all(can_fork(arm.env(), arm.root) for arm in arms) else "spawn"
 
 
 class _ArmFailed(Exception):
-    """An arm's worker failed: args (the arm's name, its result, why); the other arm's result is skipped
-    ``the <arm> arm <why>``."""
+    """args: (arm name, its result, why); the other arm's result is skipped ``the <arm> arm <why>``."""
 
 
 def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
                        method: str) -> dict[str, Path | None]:
-    """Compile export/AOTInductor modules once per arm; return ``{arm name: module dir}``.
-
-    Raises:
-        _ArmFailed: an arm's module failed to compile.
-    """
+    """Compile export/AOTInductor modules once per arm: ``{arm name: module dir}``; raises _ArmFailed."""
     gen = rc.module_generation_config
     dirs = dict.fromkeys(arm.name for arm in arms)
     if gen.compile_config.mode not in ARTIFACTS:
@@ -234,18 +176,13 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
 
 def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
              work: Path, method: str, profile_dir: Path | None) -> tuple[CaseResult, CaseResult]:
-    """Run one case in both arms, interleaved, until settled; return the (base, head) results.
+    """Run one case in both arms, interleaved, until settled: the (base, head) results.
 
-    Each result holds all of its arm's samples (µs per iteration), ``process_medians``, the last round's
-    answer and ``ab`` (rounds, arm order per round, outcome, the last look's confidence ``level``). A failing
-    arm ends the case: that arm's result carries the failure, the other arm's is ``skipped``. Never
-    raises for a failing case.
-    ``method`` is how both arms' workers start (:func:`start_method_of`).
-
-    With ``profile_dir``, each arm's first-round worker also profiles the case after its samples
-    (``policy.profiling``, default :class:`Profiling`), its trace at ``<profile_dir>/<arm name>.trace.json``,
-    and each result has ``profile``: the worker's (``benchtrail.worker.protocol.Response.profile``), or
-    None when the arm's worker predates profiling.
+    Each holds its arm's samples (µs per iteration), ``process_medians``, the last answer and ``ab`` (rounds,
+    arm orders, outcome, the last look's ``level``). A failing arm's result carries the failure, the other's
+    is ``skipped``; a failing case raises nothing. With ``profile_dir``, each arm's first-round worker
+    profiles after its samples into ``<profile_dir>/<arm name>.trace.json``; ``profile`` is None from a
+    worker that predates profiling.
     """
     rng = np.random.default_rng([policy.seed, int(rc.id[:8], 16)])
     results = {arm.name: CaseResult("ok", process_medians=[]) for arm in arms}
@@ -309,8 +246,8 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
 
 
 def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]:
-    """``job(arm, barrier path)`` for both arms at once, each in a thread, with one duet barrier
-    (``benchtrail.runner.duet.barrier``); ``{arm name: its result}``. An exception of a job is raised here."""
+    """``{arm name: job(arm, barrier path)}``, both at once in threads sharing one duet barrier; a job's
+    exception is raised here."""
     results, errors = {}, []
     with barrier() as b:
         def run(arm: Arm) -> None:
@@ -341,11 +278,10 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
               report: Progress,
               profile_dirs: dict[str, Path] | None = None,
               profiles: dict[str, dict[str, Any]] | None = None) -> tuple[list[BenchmarkRecord], ...]:
-    """Paired runs of every case, in order; returns (base records, head records), one per case each.
+    """(base records, head records), one per case, of paired runs in order.
 
-    A case whose run config id is in ``profile_dirs`` is profiled (:func:`run_pair`, traces in that folder);
-    ``profiles``, when given, receives ``{rc id: {"base": profile or None, "head": profile or None}}`` of
-    each profiled case whose arms both ran (a None profile: that arm's worker predates profiling).
+    Cases in ``profile_dirs`` are profiled into that folder; ``profiles``, when given, receives
+    ``{rc id: {"base": profile or None, "head": profile or None}}`` of those whose arms both ran.
     """
     records = ([], [])
     method = start_method_of(arms) if run_configs else "spawn"

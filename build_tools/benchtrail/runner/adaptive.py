@@ -1,17 +1,8 @@
 """Adaptive sampling: add samples while a comparison is inconclusive, within a time budget.
 
-Chromium's Pinpoint compares two builds in rounds and stops when the comparison says DIFFERENT or
-SAME, or when the budget is spent (UNKNOWN). benchtrail does the same with its own statistics
-(:func:`benchtrail.stats.inference.compare_samples`): each round draws more samples for both sides,
-then the whole comparison is made again on everything drawn so far.
-
-Looking again after each round raises the chance of a false alarm (optional stopping). Without
-``sequential`` every look uses the same level: the rounds are few (``max_rounds``), a row must have
-its whole interval beyond the threshold *and* q < alpha, and ``benchtrail evaluate-detector``
-measures the resulting false-positive rate. With ``sequential``, each look uses only its share of
-``alpha`` (:mod:`benchtrail.stats.sequential`, Lan–DeMets alpha spending of the Pocock type), so the
-chance of a false alarm at any look stays below ``alpha``; then the rounds need no cap but a time budget
-(the paired re-check's: it runs until it knows, or the budget is spent).
+Chromium Pinpoint's loop (stop at DIFFERENT or SAME, or when the budget is spent) with benchtrail's
+statistics; sequential looks spend alpha as Lan–DeMets' Pocock type. Method: docs/statistics.md,
+"Adaptive sampling".
 """
 
 from __future__ import annotations
@@ -35,17 +26,13 @@ Draw = Callable[[], tuple[list[float], list[float]]]
 
 @dataclass(frozen=True)
 class Settled:
-    """Samples drawn over all rounds and the comparison of the last look (one series).
+    """Samples drawn over all rounds, in draw order, and the last look's comparison (one series).
 
     Attributes:
-        base, head: every sample drawn, in draw order.
-        inference: :class:`Inference` of shape (1,) over ``base`` and ``head``.
-        rounds: rounds drawn (>= 1).
+        inference: of shape (1,) over ``base`` and ``head``.
         elapsed_s: wall time of the whole loop, seconds.
-        level: the confidence level of the last comparison's interval (``1 - alpha`` without
-            ``sequential``; that look's share with it).
-        stop: why the loop stopped: ``decided`` (DIFFERENT or SAME), ``budget`` (the time budget was
-            spent) or ``max-rounds``.
+        level: the last interval's confidence level (``1 - alpha``, or that look's share when sequential).
+        stop: ``decided`` (DIFFERENT or SAME), ``budget`` or ``max-rounds``.
     """
 
     base: tuple[float, ...]
@@ -80,34 +67,16 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
                          clock: Callable[[], float] = time.perf_counter) -> Settled:
     """Call ``draw`` until the comparison of everything drawn is DIFFERENT or SAME.
 
-    With ``paired``, each round's base and head samples are pairs taken close in time (sample j of
-    each side; a round must draw as many of each) and the comparison is
-    :func:`benchtrail.stats.paired.compare_paired`; else the two sides are independent samples
-    (:func:`compare_samples`). ``cluster_rounds`` treats each round as a cluster (fresh worker
-    processes per round) for the two-stage bootstrap.
-
-    Stops after ``max_rounds`` rounds (None: no cap), or before a new round once ``budget_s`` seconds have
-    passed (the round in progress is never cut short), whichever comes first; at least ``min_rounds``
-    rounds are always drawn. Noise does not stop it: only an interval that decides (DIFFERENT, SAME).
-
-    Without ``sequential`` every comparison uses level ``1 - alpha`` and q < ``alpha``. With it, the looks
-    that may stop the loop share ``alpha`` (:mod:`benchtrail.stats.sequential`, Pocock-type spending), so
-    the chance of a false alarm at any look stays below ``alpha``; SAME (the interval within the threshold)
-    spends none and is judged at every look at ``1 - alpha`` (the returned level then):
-
-    * with ``max_rounds``, over rounds: rounds ``min_rounds`` to ``planned_rounds`` (default ``max_rounds``)
-      are the looks, as :func:`benchtrail.stats.sequential.look_alphas` spends it; ``planned_rounds`` lets a
-      replay of fewer stored rounds keep each look's level;
-    * with ``max_rounds=None``, over the time budget (a finite ``budget_s``): the information time of a look
-      is the fraction of ``budget_s`` spent (:func:`benchtrail.stats.sequential.budget_alpha`); round
-      ``min_rounds`` is the first look, a later round is a look when it may spend at least ``MIN_LOOK_SHARE``
-      of ``alpha``, and the round after which the budget is spent is the last look and spends what is left
-      (no earlier look leaves it less than ``MIN_LOOK_SHARE`` of ``alpha``).
+    ``paired``: a round's base and head samples are pairs (as many of each), compared as pairs; else as
+    independent samples. ``cluster_rounds``: each round is a cluster of the bootstrap. Stops after
+    ``max_rounds`` (None: no cap) or before a new round once ``budget_s`` seconds have passed; at least
+    ``min_rounds`` are drawn. With ``sequential``, the looks share ``alpha``: rounds ``min_rounds`` to
+    ``planned_rounds`` (default ``max_rounds``), or without ``max_rounds`` the fraction of ``budget_s``
+    spent; SAME spends none and is judged at ``1 - alpha``.
 
     Raises:
         ValueError: ``min_rounds`` < 1 or > ``max_rounds``, ``budget_s`` <= 0, ``max_rounds=None`` without
-            ``sequential`` or with an infinite ``budget_s``, or samples that :func:`compare_samples` rejects
-            (non-finite or <= 0).
+            ``sequential`` or with an infinite ``budget_s``, or non-finite or <= 0 samples.
     """
     if min_rounds < 1 or (max_rounds is not None and min_rounds > max_rounds):
         raise ValueError(f"need 1 <= min_rounds <= max_rounds, got {min_rounds} and {max_rounds}")
@@ -167,8 +136,7 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
 
 def _compare(base: list[float], head: list[float], clusters: list[int] | None, a: float, *, paired: bool,
              **options: Any) -> Inference:
-    """One look: everything drawn compared at level ``1 - a`` and q < ``a`` (``options``: the threshold, its
-    direction and the seed)."""
+    """One look: everything drawn compared at level ``1 - a`` and q < ``a``."""
     options.update(alpha=a, level=1.0 - a, resamples=resamples_for(a))
     samples = [np.asarray(base)], [np.asarray(head)]
     if paired:

@@ -1,12 +1,8 @@
-"""The compile stage: build each module, write its directory and its compilation statistics.
+"""The compile stage: each module's directory (``module_info.json``, ``compile-stats.json``, for export and
+AOTInductor the ``.pt2`` artifact) and its compilation series ``<module id>-<metric>``.
 
-Each module directory holds ``module_info.json``, ``compile-stats.json`` and, for export and
-AOTInductor modules, the ``.pt2`` artifact. Eager modules are recorded with nothing to compile.
-Every other module is compiled in fresh worker processes: ``cold`` samples each start from an
-empty Inductor cache (``TORCHINDUCTOR_CACHE_DIR`` set to a new folder), ``warm`` samples reuse
-the cache the first cold sample filled. The first cold sample writes the artifact and gives
-the deterministic counts. The statistics become compilation series ``<module id>-<metric>`` in
-``results/compilation-<device>.json``, which ``compare`` treats like any other series.
+Modules compile in fresh worker processes: ``cold`` samples each from an empty Inductor cache, ``warm``
+ones reusing the cache the first cold sample filled; that first sample writes the artifact and the counts.
 """
 
 from __future__ import annotations
@@ -60,13 +56,9 @@ INDUCTOR_CACHE = "inductor-cache"
 
 @dataclass(frozen=True)
 class ModuleStats:
-    """One module's compilation statistics (``compile-stats.json``).
-
-    ``answer`` is the worker's answer to the first cold sample (status, counts, artifact sizes, break
-    reasons), or to the sample that failed (then nothing else is set); ``cold_ms`` and ``warm_ms`` every
-    sample's compile time; ``warm_fxgraph_cache_hit`` the last warm sample's cache hits; ``artifact_bytes``
-    the artifact's size (the Inductor cache's where the mode has no artifact).
-    """
+    """One module's ``compile-stats.json``: ``answer``, the worker's to the first cold sample, or to the one
+    that failed (then nothing else is set); compile times in ms; the last warm sample's cache hits;
+    ``artifact_bytes`` (the Inductor cache's where the mode has no artifact)."""
 
     answer: Response
     cold_ms: tuple[float, ...] | None = None
@@ -82,11 +74,10 @@ class ModuleStats:
 
 def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int,
                     tasks: tuple[str, ...]) -> ModuleStats:
-    """Compile one module ``cold`` + ``warm`` times in fresh processes; return its statistics.
+    """Compile one module ``cold`` + ``warm`` times in fresh processes.
 
-    The first cold sample also compiles the graphs of ``tasks`` (the run configs' tasks:
-    ``benchtrail.worker.main._prime``) after it is measured; its cache is then merged into the run
-    directory's shared cache (``<module_dir>/../inductor-cache``), which the run stage's workers use.
+    The first cold sample then compiles ``tasks``' graphs; its cache is merged into
+    ``<module_dir>/../inductor-cache``, which the run stage's workers use.
     """
     def sample(request: Any, cache: Path) -> Response:
         return run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
@@ -116,11 +107,8 @@ def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, wa
 
 def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: str, cold: int = 1,
                 warm: int = 0, tasks: tuple[str, ...] = ()) -> tuple[ModuleStats, str]:
-    """Compile one module into ``module_dir``; return (compile stats, content hash).
-
-    A failed compilation leaves ``module_info.json`` and ``compile-stats.json`` (with the status
-    and reason) and no artifact.
-    """
+    """(compile stats, content hash) of one module compiled into ``module_dir``; a failure leaves the two
+    JSON files (with status and reason) and no artifact."""
     digest = content_hash(gen, torch_version)
     jsonio.write_json(module_dir / "module_info.json", module_info(gen, digest, torch_version),
                       exclusive=True)
@@ -138,8 +126,7 @@ def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: st
 
 
 def _samples(stats: ModuleStats, metric: str) -> tuple[float, ...]:
-    """A compilation metric's samples: every cold or warm compile time, else its one value (the worker's count
-    or size, or the artifact's bytes); none when the compilation failed."""
+    """Every cold or warm compile time (ms), else the metric's one value; none when compiling failed."""
     if not stats.answer.ok:
         return ()
     if metric in ("compile_time_cold_ms", "compile_time_warm_ms"):
@@ -185,11 +172,10 @@ def compile_modules(
     report: Callable[[str, str], None],
     tasks: dict[str, tuple[str, ...]],
 ) -> list[BenchmarkRecord]:
-    """Compile every module into ``output_dir/<module dir path>``; return the compilation series.
+    """Compile every module into ``output_dir/<module dir path>``: the compilation series.
 
-    ``sampling`` maps module ids to (cold, warm) fresh-process compilations (default (1, 0));
-    ``tasks`` module ids to the tasks whose graphs go into ``output_dir/modules/inductor-cache``
-    (:func:`compile_samples`).
+    ``sampling``: module id → (cold, warm) compilations (default (1, 0)); ``tasks``: module id → the tasks
+    whose graphs go into ``output_dir/modules/inductor-cache``.
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:

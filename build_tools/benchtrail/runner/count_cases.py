@@ -1,12 +1,10 @@
-"""The counting pass: instructions per call of a shard's CPU cases, as series ``<run config id>-instructions``;
-eager and export cases only (``benchtrail.runner.run_cases.countable``).
+"""The counting pass: instructions per call of a shard's eager and export CPU cases, as series
+``<run config id>-instructions``.
 
-One valgrind/callgrind process per shard counts the cases in turn (``benchtrail.worker.counting``); a case
-that fails is recorded ``failed`` and the others go on; a process that dies or passes ``CASE_TIMEOUT_S`` on
-a case is replaced for the cases left. Each record's ``details.counter`` is its counter key
-(``benchtrail.results.baseline_key.counter_difference``: counts under different keys are never compared),
-``details.callgrind`` its last repeat's callgrind file, relative to the run directory (the parent of the
-results file's folder: ``results/callgrind/<slug(name)>.out``).
+One callgrind process per shard counts the cases in turn; a failing case is recorded ``failed``, a process
+that dies or passes ``CASE_TIMEOUT_S`` on a case is replaced for the rest. ``details.counter`` is the
+counter key (counts under different keys are never compared); ``details.callgrind`` the last repeat's
+callgrind file, relative to the run directory. Method: docs/statistics.md, "Instruction counts".
 """
 
 from __future__ import annotations
@@ -39,40 +37,35 @@ from benchtrail.worker.protocol import ProtocolError, Response, count_requests, 
 REPEATS = 5
 #: Seconds one case may take under callgrind (build, warm-up and repeats) before its process is replaced.
 CASE_TIMEOUT_S = 900.0
-#: valgrind's arguments (before ``--callgrind-out-file``): nothing instrumented or collected until the counting
-#: worker asks (``benchtrail.worker.counting``).
+#: valgrind's arguments (before ``--callgrind-out-file``): nothing instrumented or collected until the
+#: counting worker asks.
 VALGRIND_ARGS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", "--dump-instr=no", "-q")
-#: The counting process's kernels: no FMA, which valgrind emulates slowly (a 512² matmul under callgrind: 16 s
-#: with MKL's AVX2 kernels, 0.1 s with its AVX ones; a conv, GELU and softmax: 5.5 s against 0.08 s). MKL and
-#: oneDNN are held to AVX, ATen to its default kernels; the ISA torch dispatched on is in the counter key.
+#: The counting process's kernels: no FMA, which valgrind emulates slowly (a 512² matmul: 16 s with MKL's
+#: AVX2 kernels, 0.1 s with AVX). The ISA torch dispatched on is in the counter key.
 NO_FMA = {"MKL_ENABLE_INSTRUCTIONS": "AVX", "ONEDNN_MAX_CPU_ISA": "AVX", "ATEN_CPU_CAPABILITY": "default"}
 INSTALL = "install valgrind (Debian/Ubuntu: sudo apt-get install valgrind; Fedora: sudo dnf install valgrind)"
 
 
 def valgrind_version(otherwise: str = "or measure --metrics latency only") -> str:
-    """valgrind's version, e.g. ``3.19.0``; ``otherwise`` follows the install advice of the error.
-
-    Raises:
-        UserError: valgrind or vgdb is not on ``PATH`` (naming the metric and how to install it).
-    """
+    """valgrind's version, e.g. ``3.19.0``; UserError when valgrind or vgdb is not on ``PATH``, its install
+    advice followed by ``otherwise``."""
     for tool in ("valgrind", "vgdb"):
         if shutil.which(tool) is None:
-            raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: {INSTALL}, "
+            raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: "
+                            f"{INSTALL}, "
                             f"{otherwise}")
     return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                           check=False).stdout.strip().removeprefix("valgrind-")
 
 
 def counting_env(extra: dict[str, str]) -> dict[str, str]:
-    """The environment of a counting process: ours, :data:`NO_FMA`, ``PYTHONHASHSEED=0``, one OpenMP thread,
-    ``PYTHONMALLOC=malloc``, the workers' ``PYTHONPATH`` and malloc tunables, then ``extra``.
-
-    ``PYTHONMALLOC=malloc``: Python's own allocator frees and maps its arenas as the process's history has
-    left them, so a function counted after others ran 6.3% more instructions (``_PyObject_Malloc``/``_Free``)
-    in 2 of its 5 repeats; through glibc's malloc, with the fixed tunables, its repeats range 0.004%."""
+    """Ours, :data:`NO_FMA`, ``PYTHONHASHSEED=0``, one OpenMP thread, the workers' ``PYTHONPATH`` and malloc
+    tunables, ``PYTHONMALLOC=malloc`` (Python's arenas made counts depend on history: docs/statistics.md),
+    then ``extra``."""
     return {**os.environ, **NO_FMA, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONMALLOC": "malloc",
             "PYTHONPATH": worker_pythonpath(),
-            "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))), **extra}
+            "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))),
+            **extra}
 
 
 def cpu_vendor() -> str:
@@ -88,9 +81,8 @@ def cpu_vendor() -> str:
 
 def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env: dict[str, str],
              report: Progress) -> dict[str, Response]:
-    """Count ``todo`` in one callgrind process; the answers it gave, in order (each reported as it comes), and
-    for the case it was on when it died or timed out, a ``failed``/``timeout`` answer (the rest are left for
-    a new process); a process that dies before its first case fails them all (a new one would too)."""
+    """Count ``todo`` in one callgrind process: its answers, in order, and ``failed``/``timeout`` for the case
+    it died or timed out on (the rest are left for a new process); dead before its first case, all fail."""
     requests = [run_request(rc, compiled_dir(rc, modules_dir)) for rc in todo]
     with tempfile.TemporaryDirectory(prefix="benchtrail-count-") as tmp:
         spec, journal, log = Path(tmp) / "requests.json", Path(tmp) / "journal.jsonl", Path(tmp) / "log"
@@ -106,7 +98,8 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
             report(rc.name, response.status)
         started, lines, began = time.monotonic(), 0, False
         with log.open("wb") as out:
-            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)
             try:
                 while True:
                     code = proc.poll()
@@ -129,7 +122,8 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
                             kill_group(proc.pid)
                         return answers
                     if code is not None:
-                        why = f"the counting process exited with code {code}: {tail(log.read_text(errors='replace'))}"
+                        why = (f"the counting process exited with code {code}: "
+                               f"{tail(log.read_text(errors='replace'))}")
                         for _ in range(1 if began else len(todo) - len(answers)):  # dead at start: all
                             got(Response("failed", why))
                         return answers
@@ -147,12 +141,8 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
 
 def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_dir: Path,
                 modules_dir: Path | None, report: Progress) -> list[BenchmarkRecord]:
-    """The ``instructions`` records of the CPU cases of ``run_configs``, in their order (module docstring);
-    callgrind files under ``<results_dir>/callgrind/<slug(name)>.out`` (the results file's folder).
-
-    Raises:
-        UserError: no valgrind (:func:`valgrind_version`).
-    """
+    """The ``instructions`` records of ``run_configs``' countable cases, in order; callgrind files under
+    ``<results_dir>/callgrind/<slug(name)>.out``. Raises UserError without valgrind."""
     counter = {"counter": "callgrind", "valgrind": valgrind_version(), "cpu": cpu_vendor()}
     cpu = [rc for rc in run_configs if countable(rc)]
     problems = {rc.id: modules_dir and module_problem(rc, modules_dir) for rc in cpu}
@@ -175,9 +165,8 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
 
 def instruction_record(rc: RunConfig, answer: Response, torch_version: str, counter: dict[str, str],
                        folder: Path) -> BenchmarkRecord:
-    """The ``<run config id>-instructions`` series of a counting answer; ``counter`` its key but for the ISA
-    the answer names (``cpu`` holds the vendor); its callgrind file moved into ``folder``
-    (``<results dir>/callgrind``; ``details.callgrind`` relative to the run directory, two levels up)."""
+    """A counting answer's series; ``counter`` is its key less the answer's ISA; its callgrind file is moved
+    into ``folder`` (``<results dir>/callgrind``; ``details.callgrind`` relative to two levels up)."""
     details = {k: getattr(answer, k) for k in ("iterations_per_sample", "warmup_iterations", "overhead",
                                                "threads") if getattr(answer, k) is not None}
     if answer.ok:

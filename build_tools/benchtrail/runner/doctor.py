@@ -1,20 +1,10 @@
-"""Runner hygiene checks behind ``benchtrail doctor`` (:mod:`benchtrail.cli.doctor`): is this machine fit to
+"""Runner hygiene checks behind ``benchtrail doctor``, after ``pyperf system show``: is this machine fit to
 measure on?
 
-In the spirit of ``python -m pyperf system show`` (pyperf/_system.py), each check reads the machine's
-state and returns ``{name, status, value, expected, advice}``: ``status`` is ``ok``, ``warn``,
-``fail`` or ``unknown`` (not readable here, e.g. no cpufreq on a VM; ``value`` says why). ``value`` and
-``expected`` are short texts, so ``"<name> is <value> (expected <expected>)"`` reads as a sentence.
-Every results file records :func:`run_checks` as ``environment.doctor``; the comment warns when a
-check of the head results failed. docs/runners.md lists the checks and how to fix each.
-
-Injecting a machine state (tests): every file a check reads lies under one root directory, ``/``
-unless ``BENCHTRAIL_DOCTOR_ROOT`` names another (``run_checks(root=...)`` takes it directly). A test
-writes ``<root>/proc/loadavg`` or ``<root>/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`` and
-sets the variable; it reaches the run stage and a ``benchtrail doctor`` subprocess alike. With another
-root, a file missing there is ``unknown`` (no fallback to the real machine), and the report carries
-``root``. The GPU checks run ``nvidia-smi`` and only when ``torch.cuda.is_available()``: the root does
-not apply to them; their parsers are tested on nvidia-smi's text.
+Each check returns ``{name, status, value, expected, advice}``: ``status`` is ``ok``, ``warn``, ``fail`` or
+``unknown`` (not readable here; ``value`` says why), and ``"<name> is <value> (expected <expected>)"``
+reads as a sentence. Every file a check reads lies under ``/``, or under ``$BENCHTRAIL_DOCTOR_ROOT`` in
+tests (a file missing there is ``unknown``). The checks, their sources and fixes: docs/runners.md.
 """
 
 from __future__ import annotations
@@ -34,25 +24,21 @@ SCHEMA_VERSION = 1
 ROOT_ENV = "BENCHTRAIL_DOCTOR_ROOT"
 STATUSES = ("ok", "warn", "fail", "unknown")
 
-#: The governor pyperf's ``system tune`` sets and ``system show`` expects (pyperf/_system.py,
-#: ``CPUGovernorIntelPstate.BENCHMARK_GOVERNOR``); another governor moves the frequency with load.
+#: The governor pyperf's ``system tune`` sets (``CPUGovernorIntelPstate.BENCHMARK_GOVERNOR``); another
+#: governor moves the frequency with load.
 EXPECTED_GOVERNOR = "performance"
-#: 1-minute load average per CPU. pyperf records ``load_avg_1min`` but sets no limit; a run queue
-#: longer than the CPU count is CPU saturation (Gregg, "The USE Method: Linux Performance
-#: Checklist"): runnable tasks wait for a CPU, ours among them: fail. Above half the CPUs: warn.
-#: Our own recent workers (2–4 threads each) count too.
+#: 1-minute load average per CPU: a run queue longer than the CPU count is CPU saturation (Gregg, "The
+#: USE Method: Linux Performance Checklist"): fail; above half: warn. Our own recent workers count too.
 LOAD_WARN_PER_CPU, LOAD_FAIL_PER_CPU = 0.5, 1.0
 CPUS = os.cpu_count() or 1  # the CPUs the load average is judged against
-#: Busy processes: CPU time over a short sample of /proc/<pid>/stat (psutil is not pinned in
-#: constraints.txt). Another process above 20% of one CPU warns; others together using a whole CPU
-#: fail. Our choice (pyperf has no such check; it isolates CPUs instead, ``isolcpus``).
+#: Busy processes: CPU time over a sample of /proc/<pid>/stat (psutil is not pinned in constraints.txt).
+#: Another process above 20% of one CPU warns; others together using a whole CPU fail. Our choice.
 PROCESS_SAMPLE_S = 0.25
 BUSY_PROCESS_PERCENT, BUSY_TOTAL_FAIL_PERCENT = 20.0, 100.0
 BUSY_PROCESSES_SHOWN = 5
-#: PSI ``some avg10`` of /proc/pressure/memory: the share of the last 10 s in which some task
-#: stalled on memory (kernel Documentation/accounting/psi.rst). systemd-oomd kills at 60% over 30 s
-#: (oomd.conf(5) ``DefaultMemoryPressureLimit``); a timed sample is disturbed long before: warn above
-#: 1%, fail above 10%.
+#: PSI ``some avg10`` of /proc/pressure/memory, the share of the last 10 s in which some task stalled on
+#: memory (kernel Documentation/accounting/psi.rst); systemd-oomd acts only at 60% (oomd.conf(5)), long
+#: after a timed sample suffers.
 MEMORY_PSI_WARN_PERCENT, MEMORY_PSI_FAIL_PERCENT = 1.0, 10.0
 #: MemAvailable / MemTotal of /proc/meminfo (memory for new work without swapping, kernel
 #: Documentation/filesystems/proc.rst): warn below 20%, fail below 10%. Our choice.
@@ -65,7 +51,7 @@ GPU_SLOWDOWN_WARN = {0x4: "sw power cap"}
 GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem")
 TUNE = "`python -m pyperf system tune` (as root) applies this and the other pyperf tunings"
 
-#: One check's result: ``{name, status, value, expected, advice}`` (see the module docstring).
+#: One check's result: ``{name, status, value, expected, advice}``.
 Check = dict[str, Any]
 #: ``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` (:func:`process_snapshot`).
 Snapshot = dict[int, tuple[str, int, int, int]]
@@ -87,8 +73,7 @@ CHECK_NAMES = tuple(EXPECTED)
 
 
 def check(name: str, value: str, advice: str = "", *, fail: bool = False, warn: bool = False) -> Check:
-    """One check's result (see the module docstring; ``expected`` from :data:`EXPECTED`): ``fail`` when
-    ``fail``, else ``warn`` when ``warn`` (both with ``advice``), else ``ok``."""
+    """One check's result, ``expected`` from :data:`EXPECTED`; ``advice`` only when it warns or fails."""
     status = "fail" if fail else "warn" if warn else "ok"
     return {"name": name, "status": status, "value": value, "expected": EXPECTED[name],
             "advice": "" if status == "ok" else advice}
@@ -107,8 +92,7 @@ def _read(root: Path, rel: str) -> str:
 
 
 def check_governor(root: Path) -> Check:
-    """Every CPU's ``cpufreq/scaling_governor`` is ``performance``; fail otherwise; unknown without cpufreq
-    (VMs)."""
+    """Every CPU's ``cpufreq/scaling_governor`` is ``performance``, else fail; unknown without cpufreq."""
     name = "cpu governor"
     paths = sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
     if not paths:
@@ -124,8 +108,7 @@ def check_governor(root: Path) -> Check:
 
 
 def check_turbo(root: Path) -> Check:
-    """Turbo boost disabled (pyperf ``TurboBoostIntelPstate``): ``intel_pstate/no_turbo`` 1, or
-    ``cpufreq/boost`` 0 (acpi-cpufreq, amd-pstate); warn when enabled, unknown when neither exists."""
+    """``intel_pstate/no_turbo`` 1 or ``cpufreq/boost`` 0, else warn; unknown when neither exists."""
     name = "turbo boost"
     controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
                 ("sys/devices/system/cpu/cpufreq/boost", "0"))
@@ -143,8 +126,7 @@ def check_turbo(root: Path) -> Check:
 
 
 def check_load(root: Path) -> Check:
-    """1-minute load average of ``/proc/loadavg`` (``os.getloadavg()`` when the root is ``/`` and the
-    file is unreadable) against ``os.cpu_count()``: see ``LOAD_*_PER_CPU``."""
+    """1-minute load average of ``/proc/loadavg`` (or ``os.getloadavg()`` under ``/``) per CPU."""
     name = "load average"
     try:
         load = float(_read(root, "proc/loadavg").split()[0])
@@ -158,8 +140,7 @@ def check_load(root: Path) -> Check:
 
 
 def process_snapshot(root: Path) -> Snapshot:
-    """``{pid: (name, ppid, start time, utime + stime in clock ticks)}`` from ``root/proc/<pid>/stat``
-    (proc(5))."""
+    """The snapshot of ``root/proc/<pid>/stat`` (proc(5))."""
     snapshot = {}
     for entry in (root / "proc").glob("[0-9]*"):
         try:
@@ -183,8 +164,7 @@ def own_tree(snapshot: Snapshot) -> set[int]:
 
 def busy_processes(before: Snapshot, after: Snapshot, seconds: float,
                    exclude: set[int]) -> list[tuple[float, int, str]]:
-    """``[(percent of one CPU, pid, name)]`` of the processes in both snapshots (same start time) and not
-    in ``exclude``, busiest first."""
+    """``[(percent of one CPU, pid, name)]``, busiest first, of processes in both snapshots, not excluded."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     out = [(100.0 * (ticks - before[pid][3]) / tick / seconds, pid, name)
            for pid, (name, _, start, ticks) in after.items()
@@ -193,8 +173,7 @@ def busy_processes(before: Snapshot, after: Snapshot, seconds: float,
 
 
 def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
-    """Other processes' CPU use over ``sample_s`` seconds, excluding this process and its descendants
-    (the runner's workers): see ``BUSY_*``. The value lists the busiest few."""
+    """CPU use over ``sample_s`` seconds of processes other than this one and its descendants."""
     name = "busy processes"
     start, before = time.monotonic(), process_snapshot(root)
     if not before:
@@ -212,7 +191,7 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
 
 
 def check_memory_pressure(root: Path) -> Check:
-    """PSI ``some avg10`` of ``/proc/pressure/memory``: see ``MEMORY_PSI_*``; unknown without PSI."""
+    """PSI ``some avg10`` of ``/proc/pressure/memory``; unknown without PSI."""
     name = "memory pressure"
     try:
         line = next(x for x in _read(root, "proc/pressure/memory").splitlines() if x.startswith("some "))
@@ -228,7 +207,7 @@ def check_memory_pressure(root: Path) -> Check:
 
 
 def check_memory_available(root: Path) -> Check:
-    """MemAvailable / MemTotal of ``/proc/meminfo``: see ``MEM_AVAILABLE_*``."""
+    """MemAvailable / MemTotal of ``/proc/meminfo``."""
     name = "memory available"
     try:
         fields = dict(line.split(":", 1) for line in _read(root, "proc/meminfo").splitlines() if ":" in line)
@@ -260,8 +239,7 @@ def nvidia_smi(*args: str) -> tuple[str | None, str]:
 
 def parse_gpu_clocks(text: str) -> Check:
     """Judge ``nvidia-smi --query-gpu=<GPU_CLOCK_FIELDS>,clocks_event_reasons.active
-    --format=csv,noheader,nounits`` (one line per GPU): ``check`` fields of "gpu clocks". Slowdown reasons
-    decide (``GPU_SLOWDOWN_*``): an idle GPU runs below its maximum clocks by design (reason ``gpu idle``)."""
+    --format=csv,noheader,nounits``, a line per GPU, by slowdown reasons only (an idle GPU clocks down)."""
     name = "gpu clocks"
     parts, reasons_seen = [], []
     for i, line in enumerate(x for x in text.strip().splitlines() if x.strip()):
@@ -287,7 +265,7 @@ def parse_gpu_clocks(text: str) -> Check:
 
 def parse_gpu_processes(text: str, exclude: set[int]) -> Check:
     """Judge ``nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader``:
-    any compute process outside ``exclude`` (our process tree) fails."""
+    any compute process outside ``exclude`` fails."""
     others = []
     for line in text.strip().splitlines():
         fields = [v.strip() for v in line.split(",")]
@@ -322,10 +300,8 @@ def gpu_checks(root: Path) -> list[Check]:
 def run_checks(root: Path | None = None) -> Report:
     """Run every check on the machine under ``root`` (default ``$BENCHTRAIL_DOCTOR_ROOT``, else ``/``).
 
-    Returns ``{"checks": [check, ...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``,
-    plus ``"root"`` when it is not ``/``. Takes about ``PROCESS_SAMPLE_S`` seconds (the busy-process sample),
-    plus nvidia-smi's time on a GPU machine. Never raises for an unreadable machine state: such a
-    check is ``unknown``.
+    ``{"checks": [...] (in CHECK_NAMES order), "failed": [names], "warned": [names]}``, plus ``"root"`` when
+    not ``/``. Takes about ``PROCESS_SAMPLE_S`` s, plus nvidia-smi's time; an unreadable state is ``unknown``.
     """
     root = Path(root or os.environ.get(ROOT_ENV) or "/")
     checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root),
@@ -338,8 +314,7 @@ def run_checks(root: Path | None = None) -> Report:
 
 
 def format_report(report: Report) -> str:
-    """``pyperf system show``-like text: a table of the checks, then advice for those not ok, then a verdict
-    line."""
+    """A table of the checks, advice for those not ok, then a verdict line."""
     import io
 
     from rich.console import Console
@@ -363,11 +338,10 @@ def format_report(report: Report) -> str:
 
 
 def load_report(path: Path) -> Report:
-    """Read a ``benchtrail doctor --json`` file back (without its ``schema_version``).
+    """A ``benchtrail doctor --json`` file less its ``schema_version``.
 
     Raises:
-        UserError: unreadable, a newer schema version, an unknown or missing field, or a status
-            outside ``STATUSES``; the message names the file and the field.
+        UserError: unreadable, newer, an unknown or missing field, or a status outside ``STATUSES``.
     """
     from benchtrail import jsonio
     from benchtrail.errors import UserError

@@ -1,16 +1,8 @@
-"""The runner's side of duet measurement in a paired A/B run (``benchtrail.runner.ab``, issue 21).
+"""The runner's side of duet measurement in a paired A/B run: the CPUs of each arm and the sample barrier.
 
-Duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020)
-runs base and head at the same time, each pinned to its own CPUs, with a synchronised start of every sample,
-so a pair shares the machine's state (a noisy neighbour, a frequency change); the arms swap CPUs between
-rounds, so a difference between the CPUs cancels. Here the runner chooses the CPUs (:func:`duet_cpus`) and
-serves the barrier (:class:`Barrier`) on a Unix socket; each worker meets it before each timed sample
-(``benchtrail.worker.duet``).
-
-Where it applies (:func:`applies`): a CPU case whose two arms' workers both serve ``duet``, on a runner with
-CPUs enough for both arms' threads. ``auto`` also asks for at least :data:`AUTO_MIN_CPUS` CPUs: on a 2-vCPU VM
-``evaluate-detector`` measured duet worse than paired-sequential (docs/detector.md: the two vCPUs differ by
-about 14% while both are busy, and duet's pair ratios spread 1.4x as much).
+Duet benchmarking (Bulej et al., ICPE 2020) runs base and head at once, each pinned to its own CPUs, every
+sample started together. ``auto`` asks for :data:`AUTO_MIN_CPUS` CPUs: on a 2-vCPU VM duet measured worse
+than paired runs (docs/detector.md).
 """
 
 from __future__ import annotations
@@ -24,21 +16,18 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-#: ``Policy.duet`` values: ``auto`` (where it applies and the runner has AUTO_MIN_CPUS CPUs), ``on`` (wherever
-#: it applies), ``off``.
+#: ``auto`` (where it applies, on AUTO_MIN_CPUS CPUs or more), ``on`` (wherever it applies), ``off``.
 DUET_MODES = ("auto", "on", "off")
-#: The fewest CPUs on which ``auto`` uses duet.
 AUTO_MIN_CPUS = 4
 
 
 def _allowed() -> list[int]:
-    """This process's allowed CPU ids; none where the OS cannot pin (no ``os.sched_getaffinity``: macOS)."""
+    """This process's allowed CPU ids; none where the OS cannot pin (macOS)."""
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
 def duet_cpus(threads: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """Two disjoint sets of ``threads`` CPU ids each from this process's allowed CPUs (lowest ids first);
-    None when there are fewer than ``2 * threads``, or the OS cannot pin."""
+    """Two disjoint sets of ``threads`` allowed CPU ids, lowest first; None if fewer than ``2 * threads``."""
     allowed = _allowed()
     if len(allowed) < 2 * threads:
         return None
@@ -46,13 +35,8 @@ def duet_cpus(threads: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
 
 
 def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
-    """Whether a case runs in duet: ``mode`` (:data:`DUET_MODES`) allows it, the case runs on the CPU,
-    both arms' workers serve ``duet`` and the runner has CPUs for both arms' ``threads`` (``auto``: and at
-    least :data:`AUTO_MIN_CPUS`).
-
-    Raises:
-        ValueError: ``mode`` is not one of :data:`DUET_MODES`.
-    """
+    """Whether a CPU case runs in duet: ``mode`` allows it, both arms' workers serve it and there are CPUs
+    for both arms' ``threads``. Raises ValueError for a ``mode`` not in :data:`DUET_MODES`."""
     if mode not in DUET_MODES:
         raise ValueError(f"duet mode {mode!r}; allowed: {', '.join(DUET_MODES)}")
     return (mode != "off" and on_cpu and both_serve and duet_cpus(threads) is not None
@@ -62,9 +46,8 @@ def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
 class Barrier:
     """A barrier for two duet workers on a Unix socket (:attr:`path`), served by a thread.
 
-    Each worker connects once and, before each sample, sends one byte; when both have sent one (or the one
-    left, after :meth:`leave`), each gets one byte back. The runner calls :meth:`leave` when an arm's job
-    ended (done, failed, killed, or never connected): from then on the other worker is released alone.
+    Before each sample a worker sends one byte; when both (or, after :meth:`leave`, the one left) have, each
+    gets one byte back.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -119,7 +102,7 @@ class Barrier:
 
 @contextlib.contextmanager
 def barrier() -> Iterator[Barrier]:
-    """A :class:`Barrier` in a new temporary folder, closed and removed afterwards."""
+    """A :class:`Barrier` in a temporary folder, removed afterwards."""
     with (tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder,
           contextlib.closing(Barrier(Path(folder))) as b):
         yield b

@@ -20,17 +20,13 @@ def cpu_model() -> str:
 
 
 def in_ci(environ: dict[str, str] | None = None) -> bool:
-    """Whether this process runs in CI: ``GITHUB_ACTIONS`` is ``true`` (GitHub Actions sets it in every
-    step). Recorded as ``environment.ci``, the origin part of the baseline key
-    (``benchtrail.results.baseline_key``)."""
+    """``GITHUB_ACTIONS`` is ``true``; recorded as ``environment.ci``, part of the baseline key."""
     return (os.environ if environ is None else environ).get("GITHUB_ACTIONS") == "true"
 
 
 def machine_of(env: dict[str, Any]) -> dict[str, Any]:
-    """``{cpu_model, cpu_count, gpu_model}`` of an environment :func:`collect_environment` gathered: the
-    machine a run measured, recorded beside the suite's device name (which names the runner type and
-    stays in the series key). ``cpu_count`` is logical cores (``os.cpu_count()``, None when unknown);
-    ``gpu_model`` is ``gpu_name`` where torch sees a GPU, else None."""
+    """``{cpu_model, cpu_count, gpu_model}`` of a collected environment: logical cores (None when unknown),
+    and ``gpu_name`` or None."""
     return {"cpu_model": env.get("cpu_model"), "cpu_count": env.get("cpu_count"),
             "gpu_model": env.get("gpu_name")}
 
@@ -43,12 +39,8 @@ def torch_version() -> str:
 
 
 def collect_environment(threads: int) -> dict[str, Any]:
-    """Torch and Python versions, the measurement-method version
-    (``benchtrail.worker.protocol.METHOD_VERSION``), CPU model and counts, the fixed thread count, and the
-    host; on a GPU machine also :func:`gpu_info` (its keys start with ``gpu_``, plus ``cuda_version`` and
-    ``cudnn_version``); ``doctor``, the runner checks of :func:`benchtrail.runner.doctor.run_checks`
-    (``{checks, failed, warned}``, about a quarter of a second); ``machine`` (:func:`machine_of`) and
-    ``ci`` (:func:`in_ci`)."""
+    """Versions (torch, Python, the measurement method), CPU model and counts, ``threads``, the host, the
+    runner checks as ``doctor`` (about 0.25 s), ``machine`` and ``ci``; with a GPU also :func:`gpu_info`."""
     import torch
 
     from benchtrail.runner.doctor import run_checks
@@ -82,11 +74,9 @@ NVIDIA_SMI_FIELDS = ("driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm
 
 
 def parse_nvidia_smi(text: str) -> dict[str, Any]:
-    """Parse one line of ``nvidia-smi --query-gpu=<NVIDIA_SMI_FIELDS> --format=csv,noheader,nounits``.
-
-    Returns ``{"driver_version": str, "clocks_mhz": {"sm": int, "mem": int, "max_sm": int, "max_mem": int}}``
-    with clocks nvidia-smi could not read (``[N/A]``, ``[Not Supported]``) left out; ``{}`` for no line.
-    """
+    """Parse one line of ``nvidia-smi --query-gpu=<NVIDIA_SMI_FIELDS> --format=csv,noheader,nounits`` into
+    ``{"driver_version": str, "clocks_mhz": {"sm": int, "mem": int, "max_sm": int, "max_mem": int}}``, less
+    what nvidia-smi could not read (``[N/A]``); ``{}`` for no line."""
     line = text.strip().partition("\n")[0]
     if not line:
         return {}
@@ -100,8 +90,8 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
 
 
 def gpu_info(index: int = 0) -> dict[str, Any]:
-    """The GPU's name, compute capability, memory (bytes), CUDA and cuDNN versions from torch, and
-    the driver and clocks from ``nvidia-smi`` where it is installed and readable."""
+    """Name, compute capability, memory (bytes), CUDA and cuDNN versions from torch; driver and clocks
+    from ``nvidia-smi`` where readable."""
     import torch
 
     from benchtrail.runner.doctor import nvidia_smi

@@ -1,10 +1,7 @@
-"""``explain`` and ``dump-cmds``: what a benchmark in a run is, and the one command that reproduces it.
+"""``explain`` and ``dump-cmds``: what a benchmark in a run directory is, and the command that reproduces it.
 
-Works on a run directory: a local folder, or (through the store) one fetched from gs://. A
-benchmark is named by its id (a run config id for an execution series, ``<run config id>-instructions`` for
-a CPU case's instruction count, a module id, or a compilation series id ``<module id>-<metric>``), a unique id
-prefix of at least 6 characters, or its exact name (``<run config name>``, ``<run config name>.instructions``,
-``<module name>``, ``<module name>.<metric>``: what the PR comment shows).
+A benchmark is named by its id (run config, ``<run config id>-instructions``, module, or
+``<module id>-<metric>``), a unique id prefix of 6 characters or more, or its name as the PR comment shows it.
 """
 
 from __future__ import annotations
@@ -24,14 +21,11 @@ MIN_PREFIX = 6
 
 
 def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
-    """A local run directory for ``url``, and a function that fetches one module's directory.
+    """A local run directory for ``url`` and a function that fetches one module's directory.
 
-    ``url`` is a folder, or a store URL of a run (``gs://bucket/prefix/runs/<id>/<attempt>/``,
-    as the comment prints it). For a store URL the run's ``run-configs/`` and comparison.json are downloaded
-    now (into the store's staging folder) and a module's files when ``fetch(module name)`` is called.
-
-    Raises:
-        UserError: a store URL that names no run, or a failed download.
+    ``url`` is a folder or a run's store URL (``gs://bucket/prefix/runs/<id>/<attempt>/``): its
+    ``run-configs/`` and comparison.json are downloaded now, a module's files on ``fetch(module name)``.
+    Raises UserError for a store URL that names no run, or a failed download.
     """
     from benchtrail.store import is_local, open_store, split_run_url
 
@@ -56,8 +50,7 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
 
 @dataclass(frozen=True)
 class Target:
-    """What an id names: a run config (execution; ``instructions`` for its count) or a module (compilation),
-    and the metric if any."""
+    """What an id names: a run config (execution) or a module (compilation), and the metric if any."""
 
     run_config: RunConfig | None
     module: ModuleGenerationConfig
@@ -65,11 +58,7 @@ class Target:
 
 
 def load_targets(run_dir: Path) -> dict[str, Target]:
-    """Every id in a run directory's exports (run configs, modules and compilation series).
-
-    Raises:
-        UserError: the run directory lacks ``run-configs/``.
-    """
+    """Every id in a run directory's exports; raises UserError when it lacks ``run-configs/``."""
     execution = run_dir / "run-configs" / "execution.json"
     compilation = run_dir / "run-configs" / "compilation.json"
     if not execution.exists() and not compilation.exists():
@@ -77,7 +66,7 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
                         f"run-configs/execution.json or compilation.json")
     targets = {rc.id: Target(rc, rc.module_generation_config) for shards in load_execution(execution).values()
                for rcs in shards.values() for rc in rcs} if execution.exists() else {}
-    targets |= {f"{i}-instructions": replace(t, metric="instructions")  # runner.count_cases
+    targets |= {f"{i}-instructions": replace(t, metric="instructions")  # the counting pass's
                 for i, t in targets.items() if t.run_config.target_device.architecture is Architecture.CPU}
     if compilation.exists():
         from benchtrail.results.schema import METRICS
@@ -92,13 +81,13 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
 
 
 def _name(target: Target, name: str | None = None) -> str:
-    """``name`` (default: the run config's, else the module's) and ``.<metric>`` when the target has one."""
+    """``name`` (default: the run config's, else the module's), then ``.<metric>`` if any."""
     name = name or (target.run_config or target.module).name
     return f"{name}.{target.metric}" if target.metric else name
 
 
 def _shown_name(target: Target) -> str:
-    """A run config target's name as the comment's tables show it for one device: without ``.<device>``."""
+    """The name without ``.<device>``, as the comment's tables show it for one device."""
     rc = target.run_config
     return _name(target, rc.name.removesuffix(f".{rc.target_device.name}"))
 
@@ -108,13 +97,12 @@ def _first(items: list[str]) -> str:
 
 
 def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
-    """Find ``query`` as an id, a benchmark's exact name (as the comment's reproduce line gives it), its name
-    without the ``.<device>`` suffix (as the comment's tables show it when a run has one device), or a unique
-    id prefix (>= ``MIN_PREFIX`` characters).
+    """Find ``query`` as an id, an exact name, a name without ``.<device>``, or a unique id prefix (>=
+    ``MIN_PREFIX`` characters).
 
     Raises:
-        UserError: nothing matches (near matches are listed), a name that several benchmarks of the run
-            share (their ids are listed: pass one), or an ambiguous id prefix (the ids it matches are listed).
+        UserError: nothing matches, a name several benchmarks share, or an ambiguous prefix (each listing
+            the candidates).
     """
     if query in targets:
         return query, targets[query]
@@ -143,8 +131,7 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
 
 
 def reproduce_command(target: Target, run_dir: Path) -> str:
-    """The one local command that reproduces the benchmark from the run directory's exports; what it writes
-    goes under ``repro/`` of the working directory (a results file and its bench documents, or a module)."""
+    """The local command that reproduces the benchmark from the run's exports, writing under ``repro/``."""
     configs = run_dir / "run-configs"
     if target.run_config:
         rc = target.run_config
@@ -161,14 +148,13 @@ def reproduce_command(target: Target, run_dir: Path) -> str:
 
 
 def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
-    """A readable description of one benchmark: model, compile config, run flags, device, its figures in
-    the run's comparison, command."""
+    """Model, compile config, run flags, device, figures in the run's comparison, command."""
     gen, rc = target.module, target.run_config
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
     kind = ("execution (instructions per call, counted under callgrind)" if rc and target.metric else
             "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})")
-    # benchtrail.suite.functions tags its models
+    # function benchmarks carry the "function" tag
     function = not model.input_specs and "function" in model.tags
     lines = [
         f"benchmark    {_name(target)}",
@@ -199,7 +185,7 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
             f"presets      {', '.join(rc.presets)}",
         ]
     plot = run_dir / "distributions" / f"{slug(_name(target))}.png"
-    if plot.is_file():  # pipeline.report.distribution_stage: a changed or inconclusive series
+    if plot.is_file():  # the report plots a changed or inconclusive series
         lines += ["", f"samples      base vs head strip plot: {plot}"]
     lines += _compared(benchmark_id, target, run_dir)
     lines += ["", "reproduce:", f"  {reproduce_command(target, run_dir)}"]
@@ -207,12 +193,8 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
 
 
 def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
-    """The benchmark's rows in the run's comparison.json (a module's: one a compilation series): verdict,
-    change, interval and base → head medians as the comment shows them (``compare.gate.figures``) and the
-    row's reason (a run config's: its latency and instruction rows); then the profile diff when its paired
-    re-check profiled it (``compare.why.why_lines``) and the per-function instruction diff of a confirmed
-    instruction regression (``compare.why.function_lines``).
-    One line when the run has no comparison, an unreadable one or no row of the benchmark."""
+    """The benchmark's comparison.json rows as the comment shows them, then the profile diff of a profiled
+    re-check and the per-function diff of a confirmed instruction regression; one line without rows."""
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.gate import figures
     from benchtrail.compare.why import function_lines, why_lines

@@ -1,26 +1,9 @@
 """Re-check the changes a stored baseline suggests in a paired A/B run before calling them confirmed.
 
-A row of ``comparison.json`` that is ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive``
-with a change beyond its threshold that passes the screen (:data:`SCREEN_P`), noisy or not (an execution
-series compared with a stored baseline), is run again in :mod:`benchtrail.runner.ab` against the baseline
-commit on this machine. The paired run decides the row: its verdict (``confirmed`` for a change,
-``similar`` when cleared, ``inconclusive`` when its budget ran out first), its figures (the stored ones
-kept in ``stored``) and a reason naming both. A re-check that cannot run (a failing arm) or whose arm
-measured something else (:func:`guard`) leaves the row as it was and says why. Every re-checked row gets
-an ``ab`` entry with the paired figures.
-
-Suspects are re-checked largest ``|change|`` first. A re-check with a total time budget
-(``Policy.total_budget_s``, ``benchtrail ab --recheck --total-budget-s``) starts no case once the
-budget is spent; the rows it did not reach keep their verdict and mark and get ``recheck: not-reached``.
-
-Profiling (``Policy.profiling``): the paired runs of the first suspected regressions (at most
-``Profiling.cases``, while less than ``Profiling.total_s`` seconds went into profiling) also profile
-both arms after their samples (:func:`benchtrail.runner.ab.run_pair`). A row the paired run finds
-regressed gets ``profile`` (:func:`benchtrail.compare.why.profile_diff`) and its two Chrome traces are
-kept in the run directory as ``profiles/<slug(name)>/{base,head}.trace.json``.
-
-It takes a :class:`benchtrail.compare.document.Comparison` (its typed rows pick the suspects) and
-rewrites the document's rows key for key, so a comparison of an older schema version keeps its keys.
+Suspect execution rows run again against the baseline commit on this machine, largest ``|change|`` first;
+the paired run decides each (its verdict and figures, the stored ones kept in ``stored``), unless it
+failed or an arm measured something else (:func:`guard`). Rows are rewritten key for key, so an older
+comparison keeps its keys. Method: docs/statistics.md, "Paired A/B runs" (re-check).
 """
 
 from __future__ import annotations
@@ -45,22 +28,18 @@ from benchtrail.runner.environment import torch_version
 from benchtrail.suite.definitions import Suite
 from benchtrail.suite.names import slug
 
-#: Screening level of a row the stored comparison left ``inconclusive``: it is re-checked when its point
-#: estimate lies beyond its percent threshold and its Mann–Whitney p is below this. With independent samples
-#: and no change, at most this share of rows would pass; a drift between two stored runs makes p small for
-#: many rows, so what bounds the re-check's A/A cost is its time budget (``Policy.total_budget_s``).
+#: An ``inconclusive`` row is re-checked when its point estimate is beyond its percent threshold and its
+#: Mann–Whitney p is below this; drift between stored runs makes p small, so the time budget bounds the cost.
 SCREEN_P = 0.1
 #: A paired arm whose median is further than this factor (or 3 × the noise, when larger) from the stored run
-#: of its own commit measured something else (issue 38): its pair is reported, not used.
+#: of its own commit measured something else: its pair is reported, not used.
 GUARD_FACTOR = 1.5
 
 
 def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row]:
-    """Rows to re-check (of ``device_name`` only, when given: a runner re-checks its own device's rows):
-    execution rows that are ``regressed`` and ``unconfirmed``, ``improved``, or ``inconclusive`` with a
-    change beyond their threshold and p < :data:`SCREEN_P`, noisy or not, and not re-checked yet; never an
-    instruction row (its repeats decide it, and a paired A/B run measures time), nor the wall time a device
-    that gates on instructions reports ungated (``details.gate``, quarantined: no runner time spent on it)."""
+    """Execution rows (of ``device_name`` when given) that are ``regressed`` and ``unconfirmed``, or not yet
+    re-checked and ``improved`` or screened ``inconclusive``; never instruction rows, nor the ungated wall
+    time of a device that gates on instructions."""
     return [r for r in comparison.rows
             if r.kind == "execution" and r.metric != "instructions" and device_name in (None, r.device_name)
             and not (r.quarantined and r.head_details.get("gate") == "instructions")
@@ -69,7 +48,7 @@ def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row
 
 
 def _screened(row: Row) -> bool:
-    """Whether an inconclusive row's change (percent) is beyond its percent threshold with p < SCREEN_P."""
+    """The change is beyond the row's percent threshold with p < SCREEN_P."""
     rule = row.threshold or {}
     return (rule.get("unit") == "percent" and abs(row.change or 0) > rule.get("threshold", 0)
             and row.p_value is not None and row.p_value < SCREEN_P)
@@ -85,8 +64,7 @@ def _ci(row: Row, level: float | None = None) -> str:
     return f"{_pct(row.change)} ({level_text(level)} CI {_pct(row.ci_low)} to {_pct(row.ci_high)})"
 
 
-#: The figures of a row that the paired run replaces when it decides the row; the stored ones go to
-#: ``stored``.
+#: The figures the paired run replaces when it decides a row; the stored ones go to ``stored``.
 DECIDING = ("change", "ci_low", "ci_high", "q_value", "p_value", "mde", "outcome", "noisy")
 
 
@@ -98,10 +76,9 @@ def _summary(row: Row, run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def guard(row: Row, paired: Row) -> dict[str, Any] | None:
-    """``{arm, paired_median, stored_median}`` of the first paired arm whose median departs from the stored
-    run of its own commit (the row's ``base_median`` or ``head_median``) by more than :data:`GUARD_FACTOR`,
-    or 3 × the noise (IQR/median) of either, when that is larger; None when both arms agree with their
-    runs."""
+    """``{arm, paired_median, stored_median, allowed_factor}`` of the first paired arm whose median departs
+    from its own commit's stored median by more than :data:`GUARD_FACTOR`, or 3 × either's IQR/median if
+    larger; None when both agree."""
     for arm in ("base", "head"):
         stored, now = getattr(row, f"{arm}_median"), getattr(paired, f"{arm}_median")
         if min(stored or 0, now or 0) <= 0:
@@ -115,8 +92,7 @@ def guard(row: Row, paired: Row) -> dict[str, Any] | None:
 
 
 def _also(reason: str, before: str | None) -> str:
-    """``reason``, then the row's reason ``before`` it (why the stored comparison left it so), when it had
-    one."""
+    """``reason``, then ``before`` when there is one."""
     return f"{reason}; {before}" if before and not before.startswith(reason) else reason
 
 
@@ -125,9 +101,7 @@ _STOPS = {"decided": "decided", "budget": "its time budget spent", "max-rounds":
 
 def _decided(row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any],
              accept: Sequence[str]) -> dict[str, Any]:
-    """``row`` (its JSON object ``plain``) decided by its paired run: the paired verdict, figures
-    (:data:`DECIDING`) and a reason saying how it was decided and what the stored baseline gave (kept in
-    ``stored``)."""
+    """``plain`` with the paired verdict and figures, the stored ones in ``stored``; the reason gives both."""
     verdict = paired.verdict
     changed = verdict in ("regressed", "improved")
     how = (("confirmed" if verdict == row.verdict else f"found {verdict}") if changed
@@ -148,22 +122,13 @@ def _decided(row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any],
 def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, head: Arm,
           device_name: str | None = None, not_reached: dict[str, float] | None = None,
           accept: Sequence[str] = ()) -> Comparison:
-    """A copy of ``comparison`` with each suspect row (of ``device_name``, when given) updated from its paired
-    row (by series id). Suspects without a paired row are left unconfirmed, with the reason saying so. Rows
-    are rewritten key for key, so a row of an older schema version keeps the keys it had (plus those the
-    re-check sets).
+    """A copy of ``comparison`` with each suspect row (of ``device_name`` when given) updated from its paired
+    row (by series id); suspects without one stay unconfirmed.
 
-    A paired run that gave a verdict decides the row (:func:`_decided`): its verdict and figures, the stored
-    ones kept in ``stored``; a regression is marked ``quarantined`` when its series is quarantined,
-    ``accepted`` when an ``accept`` glob (``benchmarks-accept:``) matches its name or id, else ``confirmed``:
-    only ``confirmed`` regressions gate. A paired arm far from its own stored run (:func:`guard`) is reported
-    in ``ab.guard``; a pair that found a change with such an arm is not used (the row keeps its suspicion and
-    the reason says why), one that cleared the row or left it inconclusive is (the stored run may be the one
-    off).
-
-    ``not_reached`` maps the ids of suspects a time-bounded re-check did not reach to its total budget
-    (seconds): those rows keep their verdict and mark and get ``recheck: "not-reached"`` and a reason
-    naming it.
+    A found regression is marked ``quarantined``, ``accepted`` (an ``accept`` glob matches its name or id)
+    or ``confirmed``. An arm far from its stored run (:func:`guard`) is named in ``ab.guard``, and a change
+    found with it is not used. ``not_reached``: suspect id → the total budget (s) that ran out; those rows
+    keep their verdict and get ``recheck: "not-reached"``.
     """
     suspect_ids = {r.id for r in suspects(comparison, device_name)}
     commits = {"base_commit": base.commit, "head_commit": head.commit}
@@ -183,7 +148,7 @@ def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, hea
 
 def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dict[str, str],
                not_reached_s: float | None, accept: Sequence[str]) -> dict[str, Any]:
-    """The JSON object of the suspect ``row`` (``plain``) after its re-check (:func:`apply`)."""
+    """The suspect's JSON object after its re-check."""
     if not_reached_s is not None:
         reason = f"not re-checked: the re-check's time budget of {not_reached_s:g} s ran out"
         return {**plain, "recheck": "not-reached", "reason": _also(reason, row.reason)}
@@ -209,13 +174,13 @@ def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dic
 
 
 def by_size(rows: Sequence[Row]) -> list[Row]:
-    """``rows`` largest ``|change|`` first (the order a re-check takes them; ties keep their order)."""
+    """``rows`` largest ``|change|`` first, ties in order."""
     return sorted(rows, key=lambda r: -abs(r.change or 0))
 
 
 def baseline_commit(comparison: Comparison, device_name: str | None = None) -> str | None:
-    """The commit a re-check runs against: ``device_name``'s own baseline (``baseline.devices``, comparison
-    version 6) when it has one, else the baseline's (or the base results') commit; None without one."""
+    """``device_name``'s own baseline commit (``baseline.devices``), else the baseline's or the base
+    results'; None without one."""
     baseline = comparison.baseline or {}
     own = (baseline.get("devices") or {}).get(device_name)
     return (own or {}).get("commit") or baseline.get("commit") or (comparison.base or {}).get("commit")
@@ -223,19 +188,12 @@ def baseline_commit(comparison: Comparison, device_name: str | None = None) -> s
 
 def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, policy: Policy, keep: Path,
             run_dir: Path, base_ref: str | None = None, device_name: str | None = None) -> Comparison:
-    """``comparison`` with its suspects (of ``device_name`` only, when given) re-checked in paired A/B runs
-    of the head suite's run configs against ``base_ref`` (default: :func:`baseline_commit`) in a base
-    worktree (``benchtrail.runner.ab.paired_arms``), on this machine, largest ``|change|`` first, judged by
-    ``rules``, the results applied (:func:`apply`, with ``rules.accept``); ``comparison`` itself when it
-    has no suspect.
+    """``comparison`` with its suspects (of ``device_name`` when given) re-checked in paired A/B runs of the
+    head suite against ``base_ref`` (default: :func:`baseline_commit`); itself when it has none.
 
-    The paired samples are written to ``keep`` as ``ab-base.json`` and ``ab-head.json`` results files.
-    With ``policy.total_budget_s``, no case starts once that many seconds have passed since the re-check
-    began (the worktree's checkout included), each case's ``budget_s`` is at most the seconds left, and the
-    suspects not reached are marked so (:func:`apply`).
-
-    With ``policy.profiling``, suspected regressions are profiled too (the module's docstring): the rows
-    found regressed get ``profile`` and their traces go to ``run_dir/profiles/<slug(name)>/``.
+    The paired samples go to ``keep/ab-{base,head}.json``; ``policy.total_budget_s`` counts from the start,
+    checkout included. Profiled rows found regressed get ``profile``, traces in
+    ``run_dir/profiles/<slug(name)>/{base,head}.trace.json``.
 
     Raises:
         UserError: no base commit to re-check against, an unknown ref or a failing ``git worktree``.
@@ -275,7 +233,8 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
             base_records += b
             head_records += h
         files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms,
-                             (base_records, head_records), rcs[0].target_device.threads) if base_records else []
+                             (base_records, head_records),
+                             rcs[0].target_device.threads) if base_records else []
         paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)} if files else {}
         return _with_profiles(apply(comparison, paired, *arms, device_name, not_reached, rules.accept),
                               profiles, traces, run_dir)
@@ -283,9 +242,8 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
 
 def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path,
                    run_dir: Path) -> Comparison:
-    """``comparison`` with a ``profile`` on each row the paired run found regressed and that was profiled
-    (:func:`benchtrail.compare.why.profile_diff`), its traces copied from ``traces/<rc id>/`` into
-    ``run_dir/profiles/<slug(name)>/`` (atomic writes)."""
+    """``comparison`` with a ``profile`` on each profiled row found regressed, its traces copied from
+    ``traces/<rc id>/`` into ``run_dir/profiles/<slug(name)>/``."""
     rows = []
     for row, plain in zip(comparison.rows, comparison.document["rows"]):
         arms = profiles.get(row.id)

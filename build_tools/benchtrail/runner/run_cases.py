@@ -27,7 +27,7 @@ from benchtrail.suite.names import module_dir as module_dir_of
 from benchtrail.suite.serialization import from_plain
 from benchtrail.worker.protocol import NO_CUDA_REASON, WITH_SAMPLES, Response, run_request
 
-#: A stage's progress callback: ``report(case name, status)`` (``benchtrail.progress.track`` gives one).
+#: A stage's progress callback: ``report(case name, status)``.
 Progress = Callable[[str, str], None]
 
 
@@ -39,16 +39,10 @@ _NOT_DETAILS = ("status", "reason", "samples", "answer", "profile", "duet", "ver
 class CaseResult:
     """One case's worker answers folded into what its record keeps.
 
-    ``status``, ``reason`` and ``samples`` (µs per iteration) are the record's. ``answer`` is the worker's
-    answer whose run fields (all but those in :data:`_NOT_DETAILS`) go to the record's ``details`` where it
-    has them (``WITH_SAMPLES`` also when null, in a run with samples); so does every other field set here,
-    over the answer's: ``process_medians`` (µs), ``phase_times_ms``, ``timed_ms`` and ``warmup_ms`` (time
-    inside timed sample blocks, and warm-up with calibration), ``fxgraph_cache_hit`` and ``_miss`` (Inductor
-    graphs loaded from the cache, and compiled) summed over the processes, ``process_starts``,
-    ``wall_time_ms`` (the case's phases plus its share of each process's time outside any case's phases), the
-    GPU samples pooled
-    (``gpu_samples_us``, ``wall_samples_us``), ``rerun`` (:func:`run_module_cases_with_rerun`) and ``ab``
-    (``benchtrail.runner.ab``). ``profile``: a paired arm's profile (``benchtrail.runner.ab.run_pair``).
+    ``samples`` are µs per iteration. The last ``answer``'s run fields, then every other field set here,
+    go to the record's ``details``: times summed over the processes (``timed_ms``: inside timed sample
+    blocks; ``warmup_ms``: warm-up and calibration; ``wall_time_ms``: the case's phases plus its share of
+    each process's other time), Inductor cache hits and misses, GPU samples pooled (µs).
     """
 
     status: str
@@ -71,7 +65,7 @@ class CaseResult:
 
     @classmethod
     def of(cls, answer: Response) -> CaseResult:
-        """The result of one answer: its status, reason and samples."""
+        """The result of one answer."""
         return cls(answer.status, answer.reason, list(answer.samples or ()), answer)
 
     @property
@@ -92,7 +86,7 @@ class CaseResult:
                 setattr(self, key, value if old is None else old + value)
 
     def details(self) -> dict[str, Any]:
-        """The record's ``details`` (see the class)."""
+        """The record's ``details``."""
         a = self.answer
         answered = {k: v for k, v in vars(a).items()  # a run's WITH_SAMPLES fields are kept also when null
                     if v is not None or (a.samples is not None and k in WITH_SAMPLES)} if a else {}
@@ -101,16 +95,14 @@ class CaseResult:
 
 
 def group_key(rc: RunConfig) -> tuple:
-    """Cases measured in one worker process share this key: one module (built and compiled once per
-    process), one input shape, one device and process count (``benchtrail.worker.main``)."""
+    """Cases measured in one worker process share this key: module, input shape, device, process count."""
     gen = rc.module_generation_config
     return (gen.id, tuple(gen.model.input_specs), rc.target_device.name, rc.target_device.threads,
             rc.execution_config.processes)
 
 
 def _order(rcs: list[RunConfig], process: int) -> list[RunConfig]:
-    """The cases of one process in a shuffled order, the same on every run (seeded by the cases' ids
-    and the process index), so no case is always measured first, right after the compile."""
+    """The cases shuffled, seeded by their ids and ``process``, so no case is always measured first."""
     rng = random.Random(hashlib.sha256(("|".join(rc.id for rc in rcs) + f"|{process}").encode()).digest())
     shuffled = list(rcs)
     rng.shuffle(shuffled)
@@ -119,16 +111,12 @@ def _order(rcs: list[RunConfig], process: int) -> list[RunConfig]:
 
 def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
                      env: dict[str, str] | None = None) -> dict[str, CaseResult]:
-    """Run cases of one :func:`group_key` in ``processes`` fresh worker processes, and pool the samples.
+    """Run cases of one :func:`group_key` in ``processes`` fresh worker processes; pool the samples by run
+    config id.
 
-    Each process builds the module once and measures every case still ok, in a shuffled order
-    (:func:`_order`). Returns, per run config id, its :class:`CaseResult`: the last answer with every
-    process's samples and times (workers from before issue 18 report no cache counts). A case whose code
-    raises in a process (status ``failed``) still runs in the later ones, and ends ``failed`` with the good
-    processes' samples and the reason ``1 of 3 processes raised: <the first reason>`` (its samples are never
-    compared: the row is ``failed``), or the first reason when every process raised; a case that times out or
-    crashes its process ends with that answer and is not run in later processes. The cases after it in
-    that process run again in a fresh one (never raises).
+    A case that raises still runs in later processes and ends ``failed``, reason ``1 of 3 processes raised:
+    <the first reason>``; one that times out or crashes its process ends with that answer, and the cases
+    after it rerun in a fresh process. Never raises.
     """
     cases = {rc.id: CaseResult("ok", process_medians=[], phase_times_ms={}, timed_ms=0.0, warmup_ms=0.0)
              for rc in rcs}
@@ -153,9 +141,8 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
 
 def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, str] | None,
                  cases: dict[str, CaseResult], raised: dict[str, list[Response]]) -> list[RunConfig]:
-    """Run ``todo`` in one worker process and fold each answer into ``cases`` (a raise into ``raised``;
-    another end than ok ends the case: its status); return the cases it did not start (``NOT_RUN``: an
-    earlier case crashed or timed out)."""
+    """Run ``todo`` in one worker process, folding answers into ``cases`` (raises into ``raised``); return
+    the cases not started because an earlier one crashed or timed out."""
     from benchtrail.runner.workers import NOT_RUN, run_in_workers
 
     start = time.perf_counter()
@@ -183,13 +170,12 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
 
 
 def run_case(rc: RunConfig) -> CaseResult:
-    """One case alone in ``processes`` fresh worker processes (:func:`run_module_cases` of one case)."""
+    """One case alone in ``processes`` fresh worker processes."""
     return run_module_cases([rc])[rc.id]
 
 
 def _with_rerun(first: CaseResult, rerun: CaseResult, first_noise: float) -> CaseResult:
-    """The rerun's result, with both attempts' process counts, and the first run's samples, medians, noise and
-    times under ``rerun``."""
+    """The rerun's result, both attempts' counts summed, the first run's samples and times under ``rerun``."""
     result = replace(rerun, rerun={
         "reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}", "first_noise": first_noise,
         **{f"first_{k}": getattr(first, k) for k in ("samples", "process_medians", "wall_time_ms", "timed_ms",
@@ -204,14 +190,10 @@ NOISE_RERUN_ENV = "BENCHTRAIL_NOISE_RERUN"
 
 
 def noise_rerun_enabled() -> bool:
-    """Whether the run stage reruns a noisy case: ``BENCHTRAIL_NOISE_RERUN`` is ``1``, unset or empty.
-
-    ``0`` saves the rerun's run time (it doubles a noisy case's) where that matters more than a second draw:
-    a budget-bound CI job, or this project's tests, which check what runs record, not how precisely they
-    measure.
+    """``BENCHTRAIL_NOISE_RERUN`` is ``1``, unset or empty (``0``: no rerun, for budget-bound jobs and tests).
 
     Raises:
-        UserError: any other value, naming the variable, the value and the allowed ones.
+        UserError: any other value.
     """
     value = os.environ.get(NOISE_RERUN_ENV, "")
     if value.strip() not in ("", "0", "1"):
@@ -222,14 +204,9 @@ def noise_rerun_enabled() -> bool:
 
 def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None, env: dict[str, str],
                                 rerun: bool) -> dict[str, CaseResult]:
-    """:func:`run_module_cases`, then (with ``rerun``) the cases whose samples' IQR/median exceeds
-    ``NOISE_RERUN`` (10%) once more, together.
-
-    The rerun's samples replace the first ones whatever their noise (keeping the quieter of the two
-    would bias the result towards lucky runs); the first run's samples, process medians, noise,
-    wall time, timed and warm-up time and phases are kept under ``rerun``. A row still noisier than
-    ``NOISE_LIMIT`` after the rerun is labelled ``noisy`` in the comparison (its interval still decides its
-    verdict).
+    """:func:`run_module_cases`, then (with ``rerun``) the cases whose IQR/median exceeds ``NOISE_RERUN``
+    (10%) once more, together. The rerun's samples replace the first whatever their noise (keeping the
+    quieter would favour lucky runs); the first run's are kept under ``rerun``.
     """
     first = run_module_cases(rcs, module_dir, env)
     noisy = {i: n for i, r in first.items()
@@ -240,19 +217,19 @@ def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None, e
     return {**first, **{i: _with_rerun(first[i], second[i], n) for i, n in noisy.items()}}
 
 
-#: Modes whose kernels Inductor builds for this machine (``-march=native``: AVX-512 here, which valgrind cannot
-#: run; rebuilding them under valgrind costs a minute a case): not counted.
+#: Modes whose kernels Inductor builds for this machine (``-march=native``: AVX-512 here, which valgrind
+#: cannot run; rebuilding them under valgrind costs a minute a case): not counted.
 NATIVE_MODES = frozenset((*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR))
 
 
 def countable(rc: RunConfig) -> bool:
-    """Whether the count stage counts ``rc``: a CPU case of a mode without native kernels (eager, export)."""
+    """A CPU case of a mode without native kernels (eager, export)."""
     return (rc.target_device.architecture is Architecture.CPU
             and rc.module_generation_config.compile_config.mode not in NATIVE_MODES)
 
 
 def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
-    """The fields of a case's records (``BenchmarkRecord``) that its run config gives."""
+    """The record fields that a case's run config gives."""
     gen = rc.module_generation_config
     return {"device_name": rc.target_device.name, "module_name": gen.name,
             "compile_config": gen.compile_config.name, "task": rc.execution_config.task.value,
@@ -261,9 +238,8 @@ def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
 
 def case_record(rc: RunConfig, result: CaseResult, torch_version: str,
                 gate_instructions: bool = False) -> BenchmarkRecord:
-    """Turn a case's result into the execution series ``<run config id>`` (unit µs per iteration); on a device
-    marked ``count_instructions``, or with ``gate_instructions`` (``--gate-metric instructions``), a counted
-    case's ``details.gate`` is ``instructions`` (reported, not gated)."""
+    """The execution series ``<run config id>`` (µs per iteration); a counted case on a device marked
+    ``count_instructions``, or with ``gate_instructions``, gets ``details.gate: instructions`` (not gated)."""
     counted = rc.target_device.count_instructions or gate_instructions
     gate = {"gate": "instructions"} if counted and countable(rc) else {}
     return BenchmarkRecord.of("latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
@@ -272,26 +248,20 @@ def case_record(rc: RunConfig, result: CaseResult, torch_version: str,
 
 
 def compiled_dir(rc: RunConfig, modules_dir: Path | None) -> Path | None:
-    """The folder of ``rc``'s compiled module in the run directory ``modules_dir``; None without one."""
+    """``rc``'s compiled module folder in the run directory ``modules_dir``; None without one."""
     return modules_dir / module_dir_of(rc.module_generation_config.name) if modules_dir else None
 
 
 def cache_env(modules_dir: Path | None) -> dict[str, str]:
-    """``TORCHINDUCTOR_CACHE_DIR`` of the compile stage's Inductor cache under ``modules_dir`` for the workers
-    when it is there; else empty (Inductor's default)."""
+    """``TORCHINDUCTOR_CACHE_DIR`` of the compile stage's cache under ``modules_dir`` if there, else empty."""
     cache = modules_dir / "modules" / INDUCTOR_CACHE if modules_dir else None
     return {"TORCHINDUCTOR_CACHE_DIR": str(cache.resolve())} if cache and cache.is_dir() else {}
 
 
 def module_problem(rc: RunConfig, modules_dir: Path) -> str | None:
-    """Why ``rc`` cannot run from its compiled module, or None when it can (or needs no artifact).
-
-    Only modes that run from an artifact (export, aot-inductor: ``benchtrail.suite.entry_points.ARTIFACTS``)
-    are checked, in ``<modules_dir>/modules/<slug(module name)>/`` as the compile stage wrote it: a
-    ``compile-stats.json`` whose status is not ok gives ``module <name> failed to compile: <its reason>``;
-    a missing module folder or artifact gives ``module <name> was not compiled: no <path> (its compile
-    job did not report)``; an unreadable ``compile-stats.json`` gives a reason naming the file.
-    Never raises.
+    """Why ``rc`` cannot run from its compiled module, or None when it can or needs no artifact: ``module
+    <name> failed to compile: <its reason>``, ``module <name> was not compiled: no <path> ...``, or a reason
+    naming an unreadable ``compile-stats.json``. Never raises.
     """
     gen = rc.module_generation_config
     artifact = ARTIFACTS.get(gen.compile_config.mode)
@@ -324,16 +294,10 @@ def run_cases(
     rerun: bool,
     gate_instructions: bool = False,
 ) -> list[BenchmarkRecord]:
-    """Run every case (with ``rerun``, a noisy case once more: :func:`run_module_cases_with_rerun`), the cases
-    of one module together in each of their fresh worker processes (:func:`run_module_cases`); a failing
-    case never stops the others. Records come back in the order of ``run_configs``.
-
-    ``modules_dir`` is the run directory whose ``modules/<slug(name)>/`` hold export and AOTInductor
-    artifacts; a case whose module failed to compile or was not compiled there (:func:`module_problem`) is
-    recorded ``failed`` with that reason and no worker is started for it; so is each CUDA case when ``cuda``
-    is false (torch sees no GPU here: reason ``benchtrail.worker.protocol.NO_CUDA_REASON``, the one its worker
-    would give after importing torch, Dynamo and Inductor). ``on_record`` gets each record as soon as its case
-    finishes (``Journal.append``); ``gate_instructions``: as :func:`case_record`'s.
+    """Run every case, a module's cases together in each fresh worker process; records in the order of
+    ``run_configs``, each passed to ``on_record`` as its case finishes. A failing case never stops the
+    others; a case whose module is missing from ``modules_dir`` (:func:`module_problem`), or a CUDA case
+    without ``cuda``, is recorded ``failed`` without starting a worker.
     """
     env = cache_env(modules_dir)
     groups = {}
@@ -356,9 +320,8 @@ def run_cases(
 
 @dataclass(frozen=True)
 class Journal:
-    """Finished cases of a run stage, one JSON record per line, so ``--continue`` can resume a run
-    that stopped part-way (a cancelled job, a lost runner). Each line is appended and flushed to
-    disk when its case finishes; a torn last line (the process died mid-write) is ignored."""
+    """Finished cases of a run stage, one JSON record per line fsynced as each finishes, for ``--continue``;
+    a torn last line is ignored."""
 
     path: Path
 
@@ -377,8 +340,7 @@ class Journal:
         return {}
 
     def load(self, run_configs: tuple[RunConfig, ...], torch_version: str) -> dict[str, BenchmarkRecord]:
-        """Records of the journal whose run config is in ``run_configs`` with an unchanged definition
-        (content hash), by run config id; other lines are ignored."""
+        """Records by run config id whose run config is in ``run_configs`` with an unchanged content hash."""
         if not self.path.exists():
             return {}
         wanted = {rc.id: content_hash(rc, torch_version) for rc in run_configs}

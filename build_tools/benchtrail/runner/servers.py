@@ -1,8 +1,5 @@
-"""The worker servers of this process: start one per checkout (or share one between checkouts), lease it for
-a job, stop them all at exit (``python -m benchtrail.worker --serve``: :mod:`benchtrail.worker.server`).
-
-:mod:`benchtrail.runner.workers` forks each job's worker from one of them, or spawns it where none can start.
-"""
+"""This process's worker servers (``python -m benchtrail.worker --serve``): one per checkout or shared
+between checkouts, leased per job, all stopped at exit. Design: docs/architecture.md, worker protocol."""
 
 from __future__ import annotations
 
@@ -20,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-#: How workers start: ``fork`` (from the pre-imported server; the default) or ``spawn`` (a new
-#: interpreter per job, as before the server existed). Read from ``BENCHTRAIL_WORKER_START``.
+#: ``BENCHTRAIL_WORKER_START``: ``fork`` (from the pre-imported server; the default) or ``spawn`` (a new
+#: interpreter per job).
 START_METHODS = ("fork", "spawn")
 #: Seconds a server may take to import torch and greet before we fall back to spawning.
 SERVER_START_TIMEOUT_S = 300.0
@@ -32,11 +29,7 @@ Outcome = tuple[int | None, str]
 
 
 def start_method() -> str:
-    """``BENCHTRAIL_WORKER_START`` (default ``fork``).
-
-    Raises:
-        ValueError: any other value, naming the allowed ones.
-    """
+    """``BENCHTRAIL_WORKER_START`` (default ``fork``); ValueError for a value not in ``START_METHODS``."""
     method = os.environ.get("BENCHTRAIL_WORKER_START", "fork")
     if method not in START_METHODS:
         raise ValueError(f"BENCHTRAIL_WORKER_START={method!r}; allowed: {', '.join(START_METHODS)}")
@@ -48,20 +41,15 @@ class ServerUnavailable(Exception):
 
 
 class Refused(Exception):
-    """A server shared between checkouts would not fork a job of this one
-    (``benchtrail.worker.server.refusal``)."""
+    """A server shared between checkouts would not fork a job of this one."""
 
 
 class WorkerServer:
-    """A running ``python -m benchtrail.worker --serve`` for one environment and working directory.
-
-    Raises:
-        ServerUnavailable: from the constructor, when the server does not greet in time.
-    """
+    """A running worker server for one environment and working directory; the constructor raises
+    ServerUnavailable when it does not greet in time."""
 
     def __init__(self, env: Env, cwd: Path | None, shareable: bool = False) -> None:
-        # Unnamed: nothing is left in the temporary folder even when this process is killed (SIGKILL runs no
-        # cleanup).
+        # Unnamed: nothing is left behind even when this process is killed (SIGKILL runs no cleanup).
         self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"],
@@ -76,7 +64,7 @@ class WorkerServer:
             why = self._log_tail()
             self.close()
             raise ServerUnavailable(f"the worker did not start a server ({why})")
-        self.features = tuple(hello.get("features", ()))  # worker.protocol.FEATURES; none before them
+        self.features = tuple(hello.get("features", ()))  # the protocol's features; none before them
         self.busy = False  # running a job for a caller that leased it (server_for)
         self.key = _key(env)  # the checkout it was started for
         self.shareable = shareable  # whether other checkouts may use it (server_for)
@@ -103,13 +91,10 @@ class WorkerServer:
             timeouts: Sequence[float], cwd: Path | None, inductor: bool,
             compiles: bool) -> Outcome:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
-        ``inductor``: the job compiles with Inductor, so the server probes the C++ compiler first (once);
-        ``compiles``: the job's module is compiled (any mode but eager), so the server imports Dynamo and
-        Inductor first (once).
 
-        ``timeouts[i]`` is the seconds request ``i`` may take from the moment the one before it was
-        answered (its response file appeared); past it the child's process group is killed.
-        Returns (exit code, or None when killed; a reason when it did not exit 0).
+        ``inductor``: the server probes the C++ compiler first; ``compiles``: it imports Dynamo and Inductor
+        first (each once). ``timeouts[i]``: seconds for request ``i`` from the previous answer, then the
+        child's process group is killed.
 
         Raises:
             ServerUnavailable: the server itself died.
@@ -149,7 +134,7 @@ class WorkerServer:
                     kill_group(pid)
                     self._read(30)
                     return None, f"worker did not finish within {timeout:g} s"
-        except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
+        except BaseException:  # Ctrl-C or SIGTERM (the CLI's handler): never leave a worker behind
             kill_group(pid)
             raise
         finally:
@@ -179,9 +164,8 @@ def kill_group(pid: int) -> None:
 
 
 def kill_live_workers() -> None:
-    """Kill every forked worker a server is running for this process now (each its whole process group): what
-    a thread that runs a worker cannot do itself when Ctrl-C or SIGTERM reaches only the main thread (a duet
-    round runs its two arms' workers from two threads: ``benchtrail.runner.ab``)."""
+    """Kill the process group of every forked worker running for this process now: Ctrl-C or SIGTERM
+    reaches only the main thread, not the threads that run a duet round's workers."""
     with _LOCK:
         for pid in _LIVE:
             kill_group(pid)
@@ -196,21 +180,19 @@ _REFUSED: set[tuple[str, str]] = set()
 _LOCK = threading.Lock()
 #: Process ids (and groups) of the forked workers running now (:func:`kill_live_workers`).
 _LIVE: set[int] = set()
-#: Servers kept running at most (each holds an imported torch, ~350 MB): the least recently used one
-#: is stopped first. A paired run needs two; a test session makes one per checkout it uses.
+#: Servers kept running at most (each holds an imported torch, ~350 MB), least recently used stopped first;
+#: a paired run needs two.
 MAX_SERVERS = 3
 
 
 def _key(env: Env) -> tuple[str, str]:
-    """What names a checkout's server: its ``PYTHONPATH`` and the interpreter."""
+    """A checkout's server key: its ``PYTHONPATH`` and the interpreter."""
     return env.get("PYTHONPATH", ""), sys.executable
 
 
 def _shareable(pythonpath: str) -> bool:
-    """Whether checkouts with ``pythonpath`` may fork from a server started for another: every entry is an
-    absolute folder path (a relative or empty one means the working directory a server starts in; a file, a
-    zip, is not looked into), and none holds a ``benchtrail`` or ``torch`` of its own (a checkout's own
-    worker)."""
+    """Whether checkouts with ``pythonpath`` may fork from another's server: every entry an absolute folder
+    (a relative one depends on the server's working directory) holding no ``benchtrail`` or ``torch``."""
     entries = pythonpath.split(os.pathsep) if pythonpath else []
     return all(os.path.isabs(p) and not os.path.isfile(p)
                and not any(Path(p, n).exists() for n in ("benchtrail", "torch")) for p in entries)
@@ -219,18 +201,11 @@ def _shareable(pythonpath: str) -> bool:
 def server_for(env: Env, cwd: Path | None, method: str | None = None,
                lease: bool = False) -> WorkerServer | None:
     """A server for the checkout that ``env``'s ``PYTHONPATH`` imports; None where workers are spawned
-    (``method`` or else ``BENCHTRAIL_WORKER_START`` is ``spawn``, or the checkout's worker predates the
-    server: remembered, so it is tried once). A server imports ``benchtrail`` from ``PYTHONPATH`` or
-    site-packages, not from a working directory (it lives in ``build_tools/``).
+    (``spawn``, or a checkout whose worker has no server: tried once).
 
-    The server started for that ``PYTHONPATH`` when there is one; else, when no entry holds its own
-    ``benchtrail`` or ``torch`` (and no server refused it), any server started for such a checkout that serves
-    others (``pythonpath`` in its features, ``benchtrail.worker.server``: the arms of a paired run of a
-    project that imports an installed benchtrail share one, which also gives both arms' processes one
-    address-space layout, docs/statistics.md); else a new one, started in ``cwd`` (in ``sys.prefix`` when
-    shareable: it may outlive ``cwd``; each job runs in its own working directory). ``lease``: the caller runs
-    a job on it and calls :func:`release` after; a leased server is never handed out again meanwhile (a duet's
-    two arms run at once: the second gets another server), nor stopped to make room."""
+    Its own server first, else a shareable one (:func:`_shareable`), else a new one started in ``cwd`` (in
+    ``sys.prefix`` when shareable). ``lease``: the caller runs a job and then calls :func:`release`; a
+    leased server is neither handed out again nor stopped meanwhile."""
     if (method or start_method()) == "spawn":
         return None
     key = _key(env)
@@ -270,8 +245,8 @@ def release(server: WorkerServer) -> None:
 
 @atexit.register
 def close_servers(pythonpath: str | None = None) -> None:
-    """Stop every server (at exit, and in tests), and forget which checkouts had none or were refused; with
-    ``pythonpath``, only the idle servers started for that ``PYTHONPATH``."""
+    """Stop every server and forget which checkouts had none or were refused; with ``pythonpath``, only
+    that ``PYTHONPATH``'s idle servers."""
     with _LOCK:
         for server in [s for s in _SERVERS if pythonpath is None or (s.key[0] == pythonpath and not s.busy)]:
             _SERVERS.remove(server)
@@ -283,12 +258,8 @@ def close_servers(pythonpath: str | None = None) -> None:
 
 def run_leased(server: WorkerServer | None, server_env: Env, cwd: Path | None, method: str | None,
                run: Callable[[WorkerServer], Outcome]) -> Outcome:
-    """``run(server)`` on the leased ``server``, released after; a job it refuses runs on a server of its own
-    ``PYTHONPATH``, started for it (which never refuses it). A server that died is dropped and stopped.
-
-    Raises:
-        ServerUnavailable: the server died.
-    """
+    """``run(server)`` on the leased ``server``, released after; a refused job runs on a server started for
+    its own ``PYTHONPATH``. A server that died is dropped, and ServerUnavailable raised."""
     while server is not None:
         try:
             return run(server)

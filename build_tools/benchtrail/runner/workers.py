@@ -1,10 +1,7 @@
 """Start worker processes for jobs, with a timeout, and collect their responses.
 
-A worker process is forked from a pre-imported server (:mod:`benchtrail.worker.server`, one per
-checkout, or one shared by checkouts that import the same benchtrail and torch, started on first use:
-:mod:`benchtrail.runner.servers`), or, where the server cannot start (a checkout from before it,
-``BENCHTRAIL_WORKER_START=spawn``), spawned as ``python -m benchtrail.worker`` per job. Either way each
-job gets a new process; a forked one skips the ``import torch``.
+Each job gets a new process, forked from a pre-imported worker server, or, where none can start (an older
+checkout, ``BENCHTRAIL_WORKER_START=spawn``), spawned as ``python -m benchtrail.worker``.
 """
 
 from __future__ import annotations
@@ -46,26 +43,20 @@ def pythonpath(*first: str) -> str:
 
 
 def worker_pythonpath() -> str:
-    """``PYTHONPATH`` of a worker: the project root of our working directory
-    (``benchtrail.project.import_root``) first, then the inherited ``PYTHONPATH``; empty when both are."""
+    """A worker's ``PYTHONPATH``: our working directory's project root, then the inherited one."""
     return pythonpath(str(import_root() or ""))
 
 
-#: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read when a process starts, so a
-#: base arm's worker from before this change gets them too). glibc's defaults adjust the mmap threshold to the
-#: size of the largest mmapped chunk freed so far, so a process's allocation history decides whether an
-#: MB-sized tensor is served from the heap or mmapped and page-faulted afresh on every call (2 MiB: 513
-#: faults, 5x the time); every worker forked from one server replays one history, so a whole paired arm
-#: measured 3x slow (issue 38). Fixed thresholds (setting one turns the adjustment off) serve everything under
-#: 32 MiB from the heap and keep up to 256 MiB of freed heap. The user's own tunables are kept, ours after
-#: them (the last value wins).
+#: glibc malloc thresholds of every worker and server (``GLIBC_TUNABLES``, read at process start): glibc's
+#: adaptive mmap threshold made a process's allocation history decide whether MB-sized tensors fault afresh
+#: on every call (docs/statistics.md, "Arms that agree with themselves"). Fixed: under 32 MiB from the heap,
+#: up to 256 MiB of freed heap kept. Ours come after the user's (the last value wins).
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
 
 
 def _environments(threads: int, env: Env | None) -> tuple[Env, Env]:
-    """The worker's environment: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``, ``GLIBC_TUNABLES``
-    (:data:`MALLOC_TUNABLES`), then ``env``; and its server's: the same less what ``env`` adds but its
-    ``PYTHONPATH`` (each child then takes its job's whole environment)."""
+    """(worker's, server's) environments: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``,
+    ``GLIBC_TUNABLES``, then ``env``; the server's lacks what ``env`` adds but its ``PYTHONPATH``."""
     tunables = ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES)))
     full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(),
             "GLIBC_TUNABLES": tunables, **(env or {})}
@@ -75,7 +66,7 @@ def _environments(threads: int, env: Env | None) -> tuple[Env, Env]:
 
 
 def _server(env: Env | None, cwd: Path | None) -> WorkerServer | None:
-    """The server that workers of this checkout (``env``, ``cwd`` as for :func:`run_in_worker`) fork from."""
+    """The server that workers of this checkout fork from."""
     return server_for(_environments(1, env)[1], cwd)
 
 
@@ -85,9 +76,7 @@ def can_fork(env: Env | None = None, cwd: Path | None = None) -> bool:
 
 
 def features_of(env: Env | None, cwd: Path | None) -> tuple[str, ...]:
-    """What this checkout's workers do beyond their protocol versions
-    (``benchtrail.worker.protocol.FEATURES``, as its server greets); none where workers are spawned or the
-    server predates the features."""
+    """The protocol features this checkout's worker server greets with; none where workers are spawned."""
     return server.features if (server := _server(env, cwd)) else ()
 
 
@@ -103,7 +92,7 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
         kill_group(proc.pid)
         proc.communicate()
         return None, f"worker did not finish within {timeout_s:g} s"
-    except BaseException:  # Ctrl-C or SIGTERM (see cli._terminate): never leave a worker behind
+    except BaseException:  # Ctrl-C or SIGTERM (the CLI's handler): never leave a worker behind
         kill_group(proc.pid)
         proc.wait()
         raise
@@ -123,9 +112,8 @@ _DYNAMO_TASKS = frozenset({Task.JACOBIAN.value})
 
 
 def _uses_mode(config: Any, modes: frozenset[str], tasks: frozenset[str] = frozenset()) -> bool:
-    """Whether a request's module (of a list of requests: any) is compiled in one of ``modes`` (a ``mode`` of
-    its packed ``config``, the compile config's: a Jacobian of an Inductor module, a backward graph, all the
-    same mode), or its case's ``task`` is one of ``tasks``."""
+    """Whether any ``mode`` in a packed request ``config`` (or list of them) is in ``modes``, or its
+    ``task`` in ``tasks``."""
     if isinstance(config, dict):
         if config.get("mode") in modes or config.get("task") in tasks:
             return True
@@ -150,8 +138,8 @@ NOT_RUN = "not-run"
 
 
 def _answers(pairs: list[tuple[Path, Path]], code: int | None, why: str) -> list[Response]:
-    """The responses of one forked process: each answered request's; the first unanswered one takes
-    the process's fate (``timeout``, or ``failed`` with ``why``); those after it are :data:`NOT_RUN`."""
+    """One forked process's responses: the first unanswered request takes the process's fate (``timeout``,
+    or ``failed`` with ``why``); those after it are :data:`NOT_RUN`."""
     culprit = next((i for i, (_, response) in enumerate(pairs) if not response.exists()), len(pairs))
     return [_read(response) if i < culprit else _read(response, code, why) if i == culprit
             else Response(NOT_RUN, f"not run: request {culprit} of its worker process ended it")
@@ -161,15 +149,12 @@ def _answers(pairs: list[tuple[Path, Path]], code: int | None, why: str) -> list
 def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threads: int,
                    env: Env | None = None, cwd: Path | None = None,
                    method: str | None = None) -> list[Response]:
-    """Answer ``requests`` in one fresh worker process, in order, and return their responses.
+    """Answer ``requests`` in order in one fresh worker process (spawned: one each), ``timeouts[i]`` seconds
+    for request ``i``.
 
-    Forked from the checkout's server when it has one (:func:`server_for`); otherwise each request
-    gets its own spawned ``python -m benchtrail.worker``. ``timeouts[i]`` bounds request ``i``.
-    A crash, a timeout or a response this side cannot read (e.g. a newer protocol version) becomes a response
-    with status ``failed`` or ``timeout`` and a reason; when a forked process ends that way, the requests
-    after the one it was answering are :data:`NOT_RUN`. This function does not raise for them. See
-    :func:`run_in_worker` for ``threads``, ``env`` and ``cwd``; ``method`` (``fork`` or ``spawn``) overrides
-    :func:`start_method`.
+    A crash, a timeout or an unreadable response becomes status ``failed`` or ``timeout`` with a reason
+    (requests after it in a forked process: :data:`NOT_RUN`); never raises for them. Arguments as for
+    :func:`run_in_worker`.
     """
     if not requests:
         return []
@@ -199,18 +184,10 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
 def run_in_worker(request: Request, timeout_s: float, threads: int,
                   env: Env | None = None, cwd: Path | None = None,
                   method: str | None = None) -> Response:
-    """Run ``request`` in a fresh worker process and return its response
-    (:mod:`benchtrail.worker.protocol`; the worker may be an older commit's, see its compatibility rule).
+    """Run ``request`` in a fresh worker process, in its own session so a timeout kills its compilers too.
 
-    The worker runs in its own session so a timeout kills it and the compile subprocesses it
-    started. ``threads`` is the worker's torch threads (``OMP_NUM_THREADS`` of a spawned one,
-    ``torch.set_num_threads`` of a forked one); ``env`` adds environment variables (read when the job
-    runs, e.g. ``TORCHINDUCTOR_CACHE_DIR``; not those torch reads at import); ``cwd`` is the worker's
-    working directory (default: ours), which comes first on its ``sys.path``. ``PYTHONPATH`` starts
-    with the project root of our working directory (``benchtrail.project.import_root``), then the
-    inherited ``PYTHONPATH``, so the worker imports the project's suite and models wherever it runs
-    and whether or not the project is installed; a ``PYTHONPATH`` in ``env`` replaces all of that
-    (a paired run's arm names its own checkout: ``benchtrail.runner.ab.Arm.env``). ``method``
-    (``fork`` or ``spawn``) overrides :func:`start_method`.
+    ``threads``: torch threads; ``env``: variables read when the job runs (not those torch reads at
+    import), a ``PYTHONPATH`` there replacing our project root's; ``cwd``: the worker's working directory,
+    first on its ``sys.path`` (default: ours); ``method``: ``fork`` or ``spawn`` over :func:`start_method`.
     """
     return run_in_workers([request], [timeout_s], threads, env, cwd, method)[0]
