@@ -1,9 +1,4 @@
-"""Collection of ``benchtrail evaluate-detector``'s samples, mode by mode
-(:mod:`benchtrail.detector.evaluate`).
-
-A :class:`Plan` holds one mode's comparisons (δ, base worker, collection order) and receives their
-samples; :func:`collect` fills it from the two workers of :mod:`benchtrail.detector.workers`.
-"""
+"""Collection of ``benchtrail evaluate-detector``'s samples, mode by mode, from its two workers."""
 
 from __future__ import annotations
 
@@ -20,9 +15,8 @@ from benchtrail.detector.workers import Worker, duet
 @dataclass(frozen=True)
 class Sampling:
     """How the modes sample: ``samples`` per side (a sequential mode's least: what the peers see),
-    ``max_samples`` a sequential mode's most, each sample ``iterations`` calls of about ``us_per_call`` µs;
-    ``cpu`` the one CPU of the stored and paired modes (None: not pinned), ``duet_cpus`` the duet's two;
-    ``threshold_pct`` benchtrail's threshold."""
+    ``max_samples`` a sequential mode's most, each ``iterations`` calls of about ``us_per_call`` µs; ``cpu``
+    the stored and paired modes' one CPU (None: not pinned)."""
 
     samples: int
     max_samples: int
@@ -36,7 +30,7 @@ class Sampling:
 @dataclass
 class Plan:
     """Comparisons of one mode, by index: δ (percent), base worker (0 or 1), samples (µs per call, rounded
-    as stored) and slot order; ``order`` is the permutation of indices in which they are collected."""
+    as stored); ``order``: the permutation of indices in which they are collected."""
 
     deltas: np.ndarray
     base_worker: np.ndarray
@@ -49,13 +43,12 @@ class Plan:
     walls: list[list[float] | None]
 
     def spin_s(self, i: int, us_per_call: float) -> float:
-        """Seconds of extra work per head call of comparison ``i``: its δ of ``us_per_call``."""
+        """Seconds of extra work per head call of comparison ``i``."""
         return self.deltas[i] / 100 * us_per_call / 1e6
 
 
 def plan_of(aa: int, ab: int, deltas_pct: Sequence[float], rng: np.random.Generator) -> Plan:
-    """``aa`` A/A comparisons and ``ab`` per δ of ``deltas_pct``, base workers and order drawn from
-    ``rng``."""
+    """``aa`` A/A comparisons and ``ab`` per δ, base workers and order drawn from ``rng``."""
     deltas = np.concatenate([np.zeros(aa), np.repeat(deltas_pct, ab)])
     n = deltas.size
     return Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)],
@@ -66,16 +59,11 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
             rng: np.random.Generator) -> None:
     """Fill ``plan`` with ``mode``'s samples.
 
-    *stored-baseline*: every base set first (an earlier run's baseline), then every head set. The
-    sequential modes, per comparison: rounds of ``ROUND_SAMPLES`` pairs while benchtrail's sequential
-    comparison is undecided (``sample_until_settled(paired=True, sequential=True)``, up to
-    ``max_samples`` per side), and at least ``samples`` per side for the peers.
-
-    *paired*: a pair is a base and a head sample back to back on the one shared CPU, in a random order
-    per pair, each after one untimed call in its worker (switching workers leaves the caches to the
-    other process; the first call after a switch was measured about 2.5% slower). *duet*: a round is
-    :func:`benchtrail.detector.workers.duet`, both workers at once on their own CPUs, which they swap
-    every round so that a difference between the CPUs cancels.
+    *stored-baseline*: every base set, then every head set. The sequential modes: rounds of
+    ``ROUND_SAMPLES`` pairs while benchtrail's sequential comparison is undecided (up to ``max_samples``),
+    at least ``samples`` for the peers. *paired*: base and head back to back on one CPU, in random order,
+    each after an untimed call (the first call after a switch measured 2.5% slower). *duet*: both workers
+    at once, swapping CPUs every round.
     """
     from rich.progress import (
         BarColumn,
@@ -110,7 +98,7 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
 
 def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: int, config: Sampling,
                            rng: np.random.Generator) -> None:
-    """Comparison ``i`` of a sequential mode (:func:`collect`), into ``plan``."""
+    """Comparison ``i`` of a sequential mode, into ``plan``."""
     from benchtrail.runner.adaptive import sample_until_settled
 
     spin = (0.0, plan.spin_s(i, config.us_per_call))

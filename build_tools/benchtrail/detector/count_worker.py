@@ -1,16 +1,8 @@
-"""One counting process of ``evaluate-detector --metric instructions`` (:mod:`benchtrail.detector.counts`).
+"""One counting process of ``evaluate-detector --metric instructions``, run under callgrind as
+``python -m benchtrail.detector.count_worker SPEC.json OUT.json``.
 
-Started under valgrind/callgrind as the counting pass starts its worker (``benchtrail.runner.count_cases``:
-``VALGRIND_ARGS``, ``PYTHONHASHSEED=0``, one thread) as ``python -m benchtrail.detector.count_worker
-SPEC.json OUT.json``. It builds the latency detector's workload (``torch.mm`` of two seeded fp32 square
-matrices, one thread), then, instrumentation on (``benchtrail.worker.counting.instrumentation``):
-
-1. counts the overhead (an empty block) and one call of the base, which fixes ``n`` calls per block as the
-   counting pass does (about ``BLOCK_INSTRUCTIONS``), then a warm-up block uncounted;
-2. calibrates the injected work: blocks of the pure-Python loop alone, ``LOOP_PROBE`` iterations against
-   none, give its instructions per iteration; head δ runs ``k = δ% × base call / per iteration`` of them;
-3. counts ``repeats`` blocks of every variant (base, then each δ), the variants interleaved so that a drift
-   of the process falls on all of them alike. A count is (block − overhead) / ``n`` instructions per call.
+It calibrates the injected loop, then counts interleaved blocks of the base and each δ variant, in
+instructions per call. Method: docs/detector.md, "Instruction counts".
 """
 
 from __future__ import annotations
@@ -35,15 +27,14 @@ CALIBRATION_BLOCKS = 3
 
 
 def spin(k: int) -> None:
-    """The injected work: ``k`` iterations of a pure-Python loop, each the same instructions (``range`` would
-    allocate an int per iteration beyond 256)."""
+    """``k`` iterations of a pure-Python loop, each the same instructions (``range`` allocates beyond 256)."""
     for _ in repeat(None, k):
         pass
 
 
 def count_variants(spec: dict[str, Any], dumps: Dumps) -> dict[str, Any]:
-    """The counts of one process (module docstring): ``counts[i]`` the repeats of variant ``i`` (0 the base,
-    then ``spec["deltas_pct"]``), instructions per call; the calibration; ``phase_seconds`` since the start."""
+    """``counts[i]``: the repeats of variant ``i`` (0 the base, then ``spec["deltas_pct"]``), instructions
+    per call; the calibration; ``phase_seconds`` since the start."""
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(spec["seed"])
     size = spec["matrix_size"]

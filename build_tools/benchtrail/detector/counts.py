@@ -1,13 +1,8 @@
 """``benchtrail evaluate-detector --metric instructions``: the detector's figures for instruction counts.
 
-Injected extra work is extra instructions: head δ runs, inside every call of the latency detector's workload
-(``torch.mm``, one thread), a pure-Python loop calibrated in each counting process to add δ% of the base
-call's instructions (:mod:`benchtrail.detector.count_worker`). A pool of ``processes`` valgrind/callgrind
-processes, each started as the counting pass starts its worker (``benchtrail.runner.count_cases``) and at most
-``parallel`` at a time, each counts ``repeats`` blocks of the base and of every head variant. A comparison
-draws its base repeats from process i and its head repeats from process j ≠ i, as two CI runs are, seeded;
-:func:`benchtrail.stats.counts.judge_counts` judges it at the threshold of the shipped rule for
-``execution/instructions``. docs/detector.md, "Instruction counts", explains the method.
+Head δ adds a loop calibrated to δ% of the base call's instructions; a pool of callgrind processes counts
+every variant, and a comparison takes base repeats from one process and head repeats from another.
+Method: docs/detector.md, "Instruction counts".
 """
 
 from __future__ import annotations
@@ -37,10 +32,8 @@ VERDICTS = ("regressed", "improved", "similar", "inconclusive")
 
 @dataclass(frozen=True)
 class CountConfig:
-    """What to run: ``aa`` A/A comparisons and ``ab`` per δ; the δs are 2 × and ½ × the threshold plus
-    ``deltas_pct``. ``processes`` counting processes (at most ``parallel`` at a time), each counting
-    ``repeats`` blocks per variant; a comparison takes ``samples`` of them per side (the counting pass's
-    ``REPEATS``)."""
+    """``aa`` A/A comparisons and ``ab`` per δ (2 × and ½ × the threshold, plus ``deltas_pct``);
+    ``processes`` counting ``repeats`` blocks per variant, ``parallel`` at a time; ``samples`` per side."""
 
     aa: int = 150
     ab: int = 50
@@ -60,7 +53,7 @@ class CountConfig:
 
 
 def deltas_of(threshold_pct: float, given: Sequence[float] = ()) -> tuple[float, ...]:
-    """The δs of an evaluation at ``threshold_pct``: 2 × and ½ × the threshold, and ``given``; ascending."""
+    """2 × and ½ × ``threshold_pct``, and ``given``; ascending."""
     return tuple(sorted({2 * threshold_pct, threshold_pct / 2, *given}))
 
 
@@ -69,10 +62,10 @@ def deltas_of(threshold_pct: float, given: Sequence[float] = ()) -> tuple[float,
 
 def count_pool(config: CountConfig, deltas_pct: Sequence[float],
                report: Callable[[str], None] = lambda line: None) -> list[dict[str, Any]]:
-    """Every process's counts (:func:`benchtrail.detector.count_worker.count_variants`), in start order.
+    """Every counting process's result, in start order.
 
     Raises:
-        UserError: no valgrind (``benchtrail.runner.count_cases.valgrind_version``).
+        UserError: no valgrind.
         RuntimeError: a counting process failed (the tail of its output in the message).
     """
     valgrind_version("or evaluate wall time: --metric latency")
@@ -121,10 +114,9 @@ def count_pool(config: CountConfig, deltas_pct: Sequence[float],
 
 def draw_comparisons(counts: Sequence[Sequence[Sequence[float]]], deltas_pct: Sequence[float], aa: int,
                      ab: int, samples: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    """``aa`` A/A comparisons and ``ab`` per δ from ``counts[process][variant][repeat]`` (variant 0 the base,
-    variant v the δ ``deltas_pct[v - 1]``): base = ``samples`` repeats of variant 0 in process i, head =
-    ``samples`` repeats of the δ's variant (A/A: variant 0) in process j ≠ i; processes and repeats drawn
-    from ``rng`` without replacement."""
+    """Comparisons from ``counts[process][variant][repeat]`` (variant v > 0: ``deltas_pct[v - 1]``): base
+    ``samples`` repeats of variant 0 in process i, head of the δ's variant in process j ≠ i, drawn from
+    ``rng`` without replacement."""
     out = []
     for variant, delta, n in [(0, 0.0, aa), *((v + 1, float(d), ab) for v, d in enumerate(deltas_pct))]:
         for _ in range(n):
@@ -139,14 +131,14 @@ def draw_comparisons(counts: Sequence[Sequence[Sequence[float]]], deltas_pct: Se
 
 
 def judged(comparisons: Sequence[dict[str, Any]], threshold_pct: float) -> list[dict[str, Any]]:
-    """``comparisons`` with :func:`benchtrail.stats.counts.judge_counts`'s judgement at ``threshold_pct``."""
+    """``comparisons`` with the counted series' judgement at ``threshold_pct``."""
     return [{**c, **asdict(judge_counts(c["base"], c["head"], threshold_pct, lower_is_better=True))}
             for c in comparisons]
 
 
 def rows_of(comparisons: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per δ (A/A first): the count of each verdict, ``alerts`` (A/A: regressed or improved; A/B:
-    regressed) with its 95% Clopper–Pearson interval, the largest spread and the mean change."""
+    """One row per δ (A/A first): verdict counts, ``alerts`` (A/A: regressed or improved; A/B: regressed)
+    with its 95% Clopper–Pearson interval (%), the largest spread and the mean change (%)."""
     rows = []
     for delta in sorted({c["delta_pct"] for c in comparisons}):
         group = [c for c in comparisons if c["delta_pct"] == delta]
@@ -169,16 +161,15 @@ def _document(setup: dict[str, Any], comparisons: Sequence[dict[str, Any]]) -> d
 
 
 def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
-    """An :func:`evaluate_counts` document judged again, from its stored counts, at ``threshold_pct`` (the δs
-    stay those counted)."""
+    """An :func:`evaluate_counts` document judged again from its counts at ``threshold_pct``."""
     setup = {**doc["setup"], "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
     keep = ("delta_pct", "base_process", "head_process", "base_repeats", "head_repeats", "base", "head")
     return _document(setup, [{k: c[k] for k in keep} for c in doc["comparisons"]])
 
 
 def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Count, draw and judge (module docstring): ``{"schema_version", "setup", "rows", "comparisons"}``,
-    ``setup.metric`` = ``instructions``, ``setup.processes`` each process's calibration and counts.
+    """Count, draw and judge: ``{"schema_version", "setup", "rows", "comparisons"}``, ``setup.processes``
+    each process's calibration and counts.
 
     Raises:
         UserError: no valgrind; the thresholds table cannot be loaded or its rule is not a percent rule.
@@ -209,7 +200,7 @@ def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda 
 
 
 def format_counts_table(doc: dict[str, Any]) -> str:
-    """The rows of an :func:`evaluate_counts` document as a markdown table, after two lines of setup."""
+    """The document's rows as a markdown table, after two lines of setup."""
     s = doc["setup"]
     procs = s["processes"]
     base = [float(np.median(p["counts"][0])) for p in procs]  # each process's median base count
@@ -224,7 +215,8 @@ def format_counts_table(doc: dict[str, Any]) -> str:
              f"processes ({s['parallel']} at a time), {s['repeats_per_process']} repeats per variant each; "
              f"a comparison takes {s['samples_per_side']} repeats of one process against "
              f"{s['samples_per_side']} of another. Threshold {s['threshold_pct']:g}% "
-             f"({s['threshold_match']}), seed {s['seed']}, torch {s['torch']}; collection {s['collect_s'] / 60:.1f} min (processes "
+             f"({s['threshold_match']}), seed {s['seed']}, torch {s['torch']}; "
+             f"collection {s['collect_s'] / 60:.1f} min (processes "
              f"{min(walls):.0f} – {max(walls):.0f} s each). A/A rows count alerts in either direction, A/B "
              "rows 'regressed'.", "",
              "| δ (%) | alerts / n | 95% CP interval (%) | similar | inconclusive | improved | noisy "

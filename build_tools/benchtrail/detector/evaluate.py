@@ -1,18 +1,9 @@
 """``benchtrail evaluate-detector``: measure the regression detector's false-positive and detection rates.
 
-A benchmark of the detector, not a test. A real workload (``torch.mm`` of two fp32 square matrices on
-one CPU thread, about 1 ms per call at the default size) is timed by the real harness
-(:func:`benchtrail.worker.timing.take_samples`, a fixed block of iterations per sample) in two long-lived
-worker processes, one per arm. Head gets injected extra work: a busy-spin of ``δ ×`` the calibrated
-per-call time inside every timed call. A/A comparisons (δ = 0) give the false-positive rate, A/B
-comparisons the detection rate, each with a Clopper–Pearson interval, for benchtrail's detector
-(:func:`benchtrail.runner.adaptive.sample_until_settled`) and for the rules of IREE,
-github-action-benchmark and asv on the same samples, in three modes: stored-baseline (a fixed
-``samples`` per side, minutes apart), paired (base and head samples back to back on one CPU) and duet
-(both at once, each worker on its own CPU; :func:`benchtrail.detector.workers.duet`). Paired and duet
-are sequential: rounds are drawn while benchtrail's comparison, with the error spent over the rounds
-(:mod:`benchtrail.stats.sequential`), is undecided, up to ``max_samples`` per side; the peers see the
-first ``samples``. docs/detector.md explains the method.
+The real harness times ``torch.mm`` (about 1 ms a call) in two workers; head gets a busy-spin of δ × the
+per-call time. A/A comparisons give the false-positive rate, A/B the detection rate (Clopper–Pearson
+intervals), for benchtrail and for IREE's, github-action-benchmark's and asv's rules, in the modes
+stored-baseline, paired and duet. Method: docs/detector.md.
 """
 
 from __future__ import annotations
@@ -63,13 +54,10 @@ def default_modes() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """What to run. Counts are comparisons per mode; ``deltas_pct`` are percent of extra work (> 0).
+    """What to run: ``aa`` and ``ab`` comparisons per mode; ``deltas_pct`` percent of extra work (> 0).
 
-    ``matrix_size`` (elements per side), ``sample_time_ms`` (target duration of one sample; the
-    iterations per sample are fixed from it once), ``warmup_s`` (per worker),
-    ``calibration_samples`` (one-call samples per worker for the per-call median) and ``budget_s``
-    (the sample duration is shortened, down to 2 iterations, so the estimate fits) are for tests and
-    experiments; the CLI uses the defaults.
+    ``sample_time_ms`` fixes the iterations per sample once; samples shorten (to 2 iterations) so the
+    estimate fits ``budget_s``. These, ``warmup_s`` and ``calibration_samples`` are for tests.
     """
 
     aa: int = 300
@@ -83,7 +71,7 @@ class EvalConfig:
     calibration_samples: int = 250
     budget_s: float = 15 * 60
     threshold_pct: float | None = None
-    #: A background load beside the measurement (``--noise``; ``benchtrail.detector.load``), or None.
+    #: A background load beside the measurement (``--noise``), or None.
     noise: Load | None = None
     #: CPU both workers are pinned to (None: not pinned). Default: the last CPU this process may use.
     cpu: int | None = field(default_factory=lambda: max(os.sched_getaffinity(0)))
@@ -95,8 +83,7 @@ class EvalConfig:
     duet_cpus: tuple[int, int] | None = field(default_factory=_last_two_cpus)
 
     def __post_init__(self) -> None:
-        """Checks what the command's options do not (``benchtrail.cli.options`` checks the counts, samples,
-        deltas and modes)."""
+        """Checks what the command's options do not."""
         if self.matrix_size < 1 or self.calibration_samples < 2:
             raise ValueError(f"matrix_size must be >= 1 and calibration_samples >= 2: {self}")
         if not (self.sample_time_ms > 0 and self.warmup_s >= 0 and self.budget_s > 0):
@@ -108,8 +95,8 @@ class EvalConfig:
 
 def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None],
                started: float) -> dict[str, Any]:
-    """Warm up, take the per-call median, fix the iterations per sample and estimate the duration
-    (including the setup since ``started``, a ``time.perf_counter()`` value)."""
+    """Warm up, take the per-call median (µs), fix the iterations per sample and estimate the duration (s,
+    with the setup since ``started``, a ``time.perf_counter()`` value)."""
     for w in workers:
         w.request("warmup", config.warmup_s)
     calls = [w.samples(config.calibration_samples, 1, 0.0) for w in workers]
@@ -120,7 +107,7 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
     probe = 20
 
     def estimate(iterations: int) -> tuple[dict[str, float], dict[str, float]]:
-        """Wall seconds per sample and of collecting, by mode."""
+        """(wall seconds per sample, of collecting), by mode."""
         t = time.perf_counter()
         workers[0].samples(probe, iterations, 0.0)
         one = (time.perf_counter() - t) / probe
@@ -169,14 +156,9 @@ def _seconds(record: dict[str, Any]) -> float | None:
 
 
 def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
-    """The output document of ``comparisons`` (``base_us``, ``head_us``: samples in µs per call) judged at
-    ``setup``'s threshold: ``setup``, the rows they make, and the records, each with every rule's verdict,
-    benchtrail's outcome, the samples per side each rule used, and (sequential records) the rounds and
-    minimum detectable effect benchtrail's comparison reached.
-
-    The peers see the first ``samples_per_side`` per side; a ``sequential`` record is judged by benchtrail
-    with the error spent over the rounds of ``max_samples_per_side`` (version 1: ``samples_per_side``), as
-    it was collected.
+    """The output document of ``comparisons`` (``base_us``, ``head_us``: µs per call) judged at ``setup``'s
+    threshold: each record gets every rule's verdict and samples used, benchtrail's outcome, and when
+    sequential its rounds and MDE; the peers see the first ``samples_per_side``.
     """
     peer_samples = setup["samples_per_side"]
     planned_rounds = setup.get("max_samples_per_side", peer_samples) // ROUND_SAMPLES
@@ -210,15 +192,13 @@ def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[
 
 
 def _mean(values: list[float | None]) -> float | None:
-    """Mean of the finite values, None when there are none."""
+    """Mean of the finite values, or None."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return float(np.mean(finite)) if finite else None
 
 
 def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Run the whole evaluation and return the output document (see docs/detector.md).
-
-    ``report`` receives progress lines (the setup and the expected duration, before collecting).
+    """Run the whole evaluation, reporting progress lines.
 
     Returns:
         ``{"schema_version", "setup", "rows", "comparisons"}``: ``rows`` one per (δ, rule, mode) with
@@ -233,18 +213,19 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     threshold, match = threshold_of("latency", config.threshold_pct)
     rng = np.random.default_rng(config.seed)
     plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
-    with workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info), background_load(config.noise):
+    with (workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info),
+          background_load(config.noise)):
         cal = _calibrate(workers, config, report, start)
-        report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, 1 thread, "
-               f"{cal['us_per_call']:.1f} µs per call (workers: "
+        report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, "
+               f"1 thread, {cal['us_per_call']:.1f} µs per call (workers: "
                + ", ".join(f"{x:.1f}" for x in cal["us_per_call_by_worker"])
                + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
         sequential = sum(cal["estimate_collect_s"].get(m, 0.0) for m in SEQUENTIAL_MODES)
         most = cal["estimate_s"] + sequential * (config.max_samples / config.samples - 1)
         report(f"benchtrail threshold {threshold:g}% (rule {match!r}); expected duration "
                f"about {cal['estimate_s'] / 60:.1f} min"
-               + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} samples "
-                  "per side" if sequential else "")
+               + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} "
+                  "samples per side" if sequential else "")
                + f" ({(time.perf_counter() - start):.0f} s of setup done)")
         sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus,
                             cal["iterations_per_sample"], cal["us_per_call"], threshold)
@@ -253,14 +234,16 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     records = []
     for mode in config.modes:
         plan = plans[mode]
-        records += [{"mode": mode, "delta_pct": float(plan.deltas[i]), "base_worker": int(plan.base_worker[i]),
+        records += [{"mode": mode, "delta_pct": float(plan.deltas[i]),
+                     "base_worker": int(plan.base_worker[i]),
                      "collected_at": plan.order.tolist().index(i), "slots": plan.slots[i],
                      "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
                      "base_us": plan.base[i], "head_us": plan.head[i]} for i in range(plan.deltas.size)]
     setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
              "worker_cpus": info["cpus"], **cal,
              "threshold_pct": threshold, "threshold_match": match, "series": SERIES_NAME,
-             "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa, "ab": config.ab,
+             "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa,
+             "ab": config.ab,
              "modes": list(config.modes), "max_samples_per_side": config.max_samples,
              "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
              "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
@@ -272,24 +255,23 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
 
 
 def rejudge(doc: dict[str, Any], threshold_pct: float) -> dict[str, Any]:
-    """An :func:`evaluate` document judged again, from its stored samples, at another threshold
-    (what the table would show if the thresholds rule said ``threshold_pct``). A sequential
+    """An :func:`evaluate` document judged again from its samples at ``threshold_pct``; a sequential
     comparison that would now want more rounds than were collected stops at the last one."""
     setup = {**doc["setup"], "threshold_pct": threshold_pct, "threshold_match": "--threshold-pct"}
     return {**doc, **_document(setup, doc["comparisons"])}
 
 
 def format_table(doc: dict[str, Any]) -> str:
-    """The rows of an :func:`evaluate` document as a markdown table, plus one line of setup."""
+    """The document's rows as a markdown table, after one line of setup."""
     s = doc["setup"]
     noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
     lines = [f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
              f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, "
              f"per worker): {noise_pct or 'not recorded'}{described(s.get('background_load'))}", "",
-             f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs per call, "
-             f"{s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), {s['samples_per_side']} "
-             f"samples per side, seed {s['seed']}, torch {s['torch']}, {s['cpu_count']} CPUs, "
-             f"{s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
+             f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs "
+             f"per call, {s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), "
+             f"{s['samples_per_side']} samples per side, seed {s['seed']}, torch {s['torch']}, "
+             f"{s['cpu_count']} CPUs, {s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
              "'regressed'; inconclusive or UNKNOWN is no alert."
              + (f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
                 f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
@@ -302,6 +284,7 @@ def format_table(doc: dict[str, Any]) -> str:
         means = " | ".join("—" if v is None else f"{v:.2f}"
                            for v in (r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct")))
         lines.append(f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
-                     f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | {r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
+                     f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | "
+                     f"{r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
                      f"{r['mean_samples_per_side']:.1f} | {means} |")
     return "\n".join(lines) + "\n"

@@ -1,11 +1,7 @@
-"""A bounded background load beside the detector's measurement (``evaluate-detector --noise``): what a
-busy shared runner does to the figures.
+"""A bounded background load beside the detector's measurement (``evaluate-detector --noise``).
 
-One process, not pinned (the scheduler places it, as another job's process would be), alternates
-busy periods and sleeps (``duty`` of each ``period_s`` busy) and, while busy, streams over a buffer of
-``buffer_mib`` MiB (numpy ``add`` into itself: every pass reads and writes the whole buffer), so it
-takes both CPU time and memory bandwidth from the workers. Bounded: one process, a fixed duty cycle
-and buffer; stopped (then killed after 5 s) when the ``background_load`` block ends.
+One unpinned process alternates busy periods and sleeps; while busy it streams over a buffer (numpy
+``add`` into itself), taking CPU time and memory bandwidth from the workers.
 """
 
 from __future__ import annotations
@@ -46,11 +42,8 @@ def _run(load: Load, stop: Any) -> None:  # the child process
 
 @contextlib.contextmanager
 def background_load(load: Load | None) -> Iterator[int | None]:
-    """Run ``load`` in a spawned process for the block; yields its pid (None and nothing run for None).
-
-    Raises:
-        RuntimeError: the process died before the block ended (its exit code in the message).
-    """
+    """Run ``load`` in a spawned process for the block, yielding its pid (None for None); RuntimeError if
+    the process died before the block ended."""
     if load is None:
         yield None
         return
@@ -68,7 +61,7 @@ def background_load(load: Load | None) -> Iterator[int | None]:
 
 
 def end(process: Any) -> None:
-    """Wait 5 s for ``process`` (a ``multiprocessing`` process) to exit, then kill it."""
+    """Wait 5 s for a ``multiprocessing`` process to exit, then kill it."""
     process.join(5)
     if process.is_alive():
         process.kill()
@@ -76,7 +69,7 @@ def end(process: Any) -> None:
 
 
 def machine(load: Load | None) -> dict[str, Any]:
-    """What every evaluate-detector setup records of the machine, the date and the background ``load``."""
+    """The machine, the date and the background ``load``, as every evaluate-detector setup records them."""
     import os
     import platform
     from datetime import UTC, datetime

@@ -35,19 +35,9 @@ ALERTS = ("regressed", "improved")
 
 
 def iree_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float = 5.0) -> str:
-    """IREE's rule: the mean changed by more than ``threshold_pct`` percent of the base mean.
-
-    From IREE ``build_tools/benchmarks/common/benchmark_presentation.py``
-    (``_categorize_on_single_metric``: ``abs(current - base) / base`` against the percentage of the
-    first matching rule of ``benchmark_thresholds.py``, on the mean latency of the repetitions).
-
-    Args:
-        base, head: 1-D samples, µs per call (any unit, the same on both sides), non-empty.
-        threshold_pct: percent of the base mean, >= 0 (IREE uses 5%, 10% and more per benchmark).
-
-    Returns:
-        ``regressed`` (head slower by more than the threshold), ``improved`` or ``similar``.
-    """
+    """IREE's rule: ``regressed``, ``improved`` or ``similar`` as the mean of 1-D samples (µs per call)
+    changed by more than ``threshold_pct`` percent of the base mean; from IREE
+    ``benchmark_presentation.py`` (``_categorize_on_single_metric``)."""
     ratio = float(np.mean(head) / np.mean(base))
     if abs(ratio - 1.0) <= threshold_pct / 100.0:
         return "similar"
@@ -56,39 +46,16 @@ def iree_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float
 
 def github_action_benchmark_rule(base: Sequence[float], head: Sequence[float],
                                  alert_ratio: float = 2.0) -> str:
-    """github-action-benchmark's rule: alert when the value got worse by more than ``alert_ratio``.
-
-    From benchmark-action/github-action-benchmark ``src/write/findAlerts.ts``: ``ratio = current /
-    prev`` for smaller-is-better values (``prev / current`` for bigger-is-better ones such as
-    pytest-benchmark's ops/s, which is 1/mean), ``ratio > threshold`` alerts; the ``alert-threshold``
-    input defaults to ``200%``. The value is one number per run; here the mean of the samples. It
-    never reports an improvement.
-
-    Args:
-        base, head: 1-D samples, µs per call, non-empty.
-        alert_ratio: head mean / base mean above which it alerts.
-
-    Returns:
-        ``regressed`` or ``similar``.
-    """
+    """github-action-benchmark's rule: ``regressed`` when head mean / base mean (µs per call) exceeds
+    ``alert_ratio``, else ``similar``; from its ``src/write/findAlerts.ts`` (``alert-threshold`` 200%)."""
     return "regressed" if float(np.mean(head) / np.mean(base)) > alert_ratio else "similar"
 
 
 def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1,
              p_threshold: float = 0.002) -> str:
-    """asv's rule: the median changed by more than ``factor`` and a Mann–Whitney U test says so.
-
-    From airspeed-velocity/asv ``asv/commands/compare.py`` (``--factor`` default 1.1: worse when
-    ``time_2 > time_1 * factor``, better when ``time_2 * factor < time_1``, on asv's result value, the
-    median) and ``asv/_stats.py`` (``is_different``: Mann–Whitney U with ``p_threshold=0.002``).
-    asv computes U with its own code; here ``scipy.stats.mannwhitneyu`` (two-sided, method auto).
-
-    Args:
-        base, head: 1-D samples, µs per call, at least one each.
-
-    Returns:
-        ``regressed``, ``improved`` or ``similar``.
-    """
+    """asv's rule: ``regressed``, ``improved`` or ``similar`` as the median (µs per call) changed by more than
+    ``factor`` and Mann–Whitney U has p < ``p_threshold``; from asv ``commands/compare.py`` and
+    ``_stats.py`` (``is_different``), with scipy's ``mannwhitneyu`` for asv's own U code."""
     ratio = float(np.median(head) / np.median(base))
     if 1.0 / factor <= ratio <= factor or not mannwhitneyu(head, base).pvalue < p_threshold:
         return "similar"
@@ -96,9 +63,8 @@ def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1,
 
 
 class OurVerdict(NamedTuple):
-    """benchtrail's detector on one comparison: ``verdict`` (regressed, improved, similar, inconclusive),
-    ``outcome`` (DIFFERENT, SAME, UNKNOWN), the samples per side it used and the minimum detectable
-    effect it reached (percent: half its last interval's width; NaN without an interval)."""
+    """benchtrail's detector on one comparison; ``mde_pct``: half its last interval's width, percent (NaN
+    without one)."""
 
     verdict: str
     outcome: str
@@ -109,23 +75,11 @@ class OurVerdict(NamedTuple):
 def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
                     paired: bool = False, sequential: bool = False,
                     planned_rounds: int | None = None) -> OurVerdict:
-    """benchtrail's detector: :func:`benchtrail.runner.adaptive.sample_until_settled` fed prefixes.
+    """benchtrail's adaptive detector fed 1-D samples (time order, µs per call) ``ROUND_SAMPLES`` a round.
 
-    Round k hands the detector samples ``[k·ROUND_SAMPLES, (k+1)·ROUND_SAMPLES)`` of each side, so it
-    stops as soon as the comparison settles (DIFFERENT or SAME) and uses at most
-    ``len(base)`` samples per side (``max_rounds = len(base) / ROUND_SAMPLES``). Lower is better.
-
-    Args:
-        base, head: 1-D samples in time order, µs per call; both of the same length, a multiple of
-            ``ROUND_SAMPLES``.
-        threshold_pct: percent, from the shipped thresholds table.
-        paired: the samples were taken interleaved, sample j of base next to sample j of head in
-            each round: compare pair ratios (:mod:`benchtrail.stats.paired`).
-        sequential: spend the error over the rounds (``sample_until_settled(sequential=True)``).
-        planned_rounds: the rounds the spending plans for, at least the rounds given (default: those).
-
-    Raises:
-        ValueError: sides of different length or not a multiple of ``ROUND_SAMPLES``.
+    ``paired``: sample j of base and of head were taken together; ``planned_rounds``: the rounds the
+    sequential spending plans for (default: those given). Raises ValueError for sides of different
+    lengths or not a multiple of ``ROUND_SAMPLES``.
     """
     from benchtrail.runner.adaptive import sample_until_settled
 
@@ -143,9 +97,8 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
 
 def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, peer_samples: int | None = None,
           **detector: Any) -> tuple[dict[str, str], OurVerdict]:
-    """Every rule of :data:`RULES` on one comparison: ``({rule: verdict}, benchtrail's OurVerdict)``.
-    The peers see the first ``peer_samples`` samples of each side (default all); benchtrail's detector
-    (:func:`benchtrail_rule`, with the options ``detector``) the prefixes it asks for."""
+    """``({rule: verdict}, benchtrail's OurVerdict)``; the peers see the first ``peer_samples`` of each side
+    (default all)."""
     ours = benchtrail_rule(base, head, threshold_pct, **detector)
     base, head = base[:peer_samples], head[:peer_samples]
     return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0),
@@ -155,23 +108,15 @@ def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, pe
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
-    """Exact (Clopper–Pearson) 95% interval of a binomial proportion, as fractions in [0, 1]:
-    ``scipy.stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")``.
-
-    Raises:
-        ValueError: ``n < 1`` or ``k`` outside ``[0, n]`` (from scipy).
-    """
+    """Exact (Clopper–Pearson, scipy's ``binomtest``) 95% interval of ``k / n``, fractions in [0, 1];
+    ValueError for ``n < 1`` or ``k`` outside ``[0, n]``."""
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)
 
 
 def threshold_of(metric: str, threshold_pct: float | None) -> tuple[float, str]:
     """``(threshold, rule)``: ``threshold_pct`` (rule ``--threshold-pct``), else the shipped rule of
-    ``execution/<metric>/<SERIES_NAME>``.
-
-    Raises:
-        UserError: the thresholds table cannot be loaded, or its rule is not a percent rule.
-    """
+    ``execution/<metric>/<SERIES_NAME>``; UserError when that cannot be loaded or is not in percent."""
     from benchtrail.compare.rules import find_threshold, load_thresholds
 
     rule = find_threshold(load_thresholds(), "execution", metric, SERIES_NAME)

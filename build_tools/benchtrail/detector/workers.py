@@ -1,14 +1,8 @@
 """The two long-lived worker processes of ``benchtrail evaluate-detector``, one per arm.
 
-Each worker builds the workload (``torch.mm`` of two seeded fp32 square matrices, one thread),
-pins itself to one CPU when asked, and answers commands with samples from the real harness
-(:func:`benchtrail.worker.timing.take_samples`), adding a busy-spin inside every timed call for the
-injected extra work.
-
-Duet measurement (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud",
-ICPE 2020): both workers take samples *at the same time*, each pinned to its own CPU, and meet at a
-shared ``multiprocessing.Barrier`` before every sample, so sample j of one worker and sample j of
-the other start together and share the machine's state (a noisy neighbour, a frequency change).
+Each times ``torch.mm`` of two seeded fp32 square matrices on one thread with the real harness, plus a
+busy-spin per call for the injected extra work. In duet (Bulej et al., ICPE 2020) both sample at once,
+each on its own CPU, meeting at a ``multiprocessing.Barrier`` before every sample.
 """
 
 from __future__ import annotations
@@ -28,10 +22,8 @@ BARRIER_TIMEOUT_S = 60.0
 
 
 def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrier: Any) -> None:
-    """Worker process: serve ``("warmup", s)``, ``("pin", cpu)``, ``("samples", count, iterations, spin_s,
-    warm_calls)`` and ``("duet", count, iterations, spin_s, warm_calls)`` (samples started together with
-    the other worker's, at ``barrier``) until None. With ``cpu``, the process is pinned to that CPU
-    (``os.sched_setaffinity``)."""
+    """Serve ``("warmup", s)``, ``("pin", cpu)``, ``("samples", count, iterations, spin_s, warm_calls)`` and
+    ``("duet", ...)`` (the same, each sample started at ``barrier``) until None."""
     try:
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
@@ -50,7 +42,7 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
         return
 
     def workload(spin_s: float) -> Callable[[], None]:
-        """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds (0 for base and A/A)."""
+        """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds."""
         def call() -> None:
             torch.mm(a, b, out=out)
             end = time.perf_counter() + spin_s
@@ -79,8 +71,7 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
 
 
 class Worker:
-    """One arm's long-lived worker process (a ``forkserver`` or ``spawn`` context) and its end of the Pipe;
-    ``args`` are :func:`_worker_main`'s after the connection."""
+    """One arm's long-lived worker process and its end of the Pipe; ``args`` as :func:`_worker_main`'s."""
 
     def __init__(self, ctx: Any, index: int, *args: Any) -> None:
         self.index = index
@@ -103,7 +94,7 @@ class Worker:
         return value
 
     def post(self, *msg: Any) -> None:
-        """Send a request without waiting for its answer (:meth:`reply` reads it)."""
+        """Send a request; :meth:`reply` reads its answer."""
         self._conn.send(msg)
 
     def request(self, *msg: Any) -> Any:
@@ -111,8 +102,7 @@ class Worker:
         return self.reply()
 
     def samples(self, count: int, iterations: int, spin_s: float, warm_calls: int = 0) -> list[float]:
-        """``count`` samples, µs per call, each a block of ``iterations`` calls, after ``warm_calls``
-        untimed calls."""
+        """``count`` samples, µs per call, of ``iterations`` calls each, after ``warm_calls`` untimed ones."""
         return list(self.request("samples", count, iterations, spin_s, warm_calls))
 
     def close(self) -> None:
@@ -125,16 +115,13 @@ class Worker:
 @contextlib.contextmanager
 def workers(matrix_size: int, seed: int,
             cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
-    """Two workers with identical matrices and one duet barrier, started together; ``(workers, info
-    of worker 0)``, the info with the ``start_method`` (``benchtrail.runner.workers.start_method``:
-    ``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``).
-    """
+    """``(two workers with identical matrices and one duet barrier, worker 0's info)``; the info has
+    ``start_method`` (``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``)."""
     from benchtrail.runner.workers import start_method
 
     method = start_method()
-    # ``fork`` starts workers from a pre-imported parent (the standard library's forkserver with torch
-    # preloaded: the same launch as the run stage's workers, ``benchtrail.worker.server``), ``spawn`` a
-    # fresh interpreter each (the launch before issue 18).
+    # ``fork``: a forkserver with torch preloaded, launched like the run stage's workers; ``spawn``: a
+    # fresh interpreter each.
     ctx = multiprocessing.get_context("spawn" if method == "spawn" else "forkserver")
     if method != "spawn":
         ctx.set_forkserver_preload(["torch", "benchtrail.worker.timing"])
@@ -152,9 +139,8 @@ def workers(matrix_size: int, seed: int,
 
 def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterations: int,
          spins: tuple[float, float]) -> tuple[list[float], list[float]]:
-    """``count`` duet pairs: arm k pinned to ``cpus[k]`` with ``spins[k]`` seconds of extra work per
-    call, both taking samples at once (after one untimed call), sample j of each started together.
-    Returns each arm's samples (µs per call). Raises RuntimeError as :meth:`Worker.reply`."""
+    """Each arm's ``count`` duet samples (µs per call): arm k on ``cpus[k]`` with ``spins[k]`` s of extra
+    work per call, sample j of each started together; RuntimeError as :meth:`Worker.reply`."""
     for arm, cpu in zip(arms, cpus):
         arm.request("pin", cpu)
     for arm, spin in zip(arms, spins):

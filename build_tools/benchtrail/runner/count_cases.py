@@ -52,8 +52,7 @@ def valgrind_version(otherwise: str = "or measure --metrics latency only") -> st
     for tool in ("valgrind", "vgdb"):
         if shutil.which(tool) is None:
             raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: "
-                            f"{INSTALL}, "
-                            f"{otherwise}")
+                            f"{INSTALL}, {otherwise}")
     return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                           check=False).stdout.strip().removeprefix("valgrind-")
 
