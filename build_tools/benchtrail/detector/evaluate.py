@@ -271,8 +271,8 @@ def format_table(doc: dict[str, Any]) -> str:
              f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs "
              f"per call, {s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), "
              f"{s['samples_per_side']} samples per side, seed {s['seed']}, torch {s['torch']}, "
-             f"{s['cpu_count']} CPUs, {s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either direction; A/B rows count "
-             "'regressed'; inconclusive or UNKNOWN is no alert."
+             f"{s['cpu_count']} CPUs, {s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either "
+             "direction; A/B rows count 'regressed'; inconclusive or UNKNOWN is no alert."
              + (f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
                 f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
                 "rounds' wall time." if "max_samples_per_side" in s else ""), "",
