@@ -20,7 +20,15 @@ import numpy as np
 
 from benchtrail.detector.collect import Sampling, collect, plan_of
 from benchtrail.detector.load import Load, background_load, described, machine
-from benchtrail.detector.rules import ALERTS, ROUND_SAMPLES, RULES, SERIES_NAME, clopper_pearson, judge, threshold_of
+from benchtrail.detector.rules import (
+    ALERTS,
+    ROUND_SAMPLES,
+    RULES,
+    SERIES_NAME,
+    clopper_pearson,
+    judge,
+    threshold_of,
+)
 from benchtrail.detector.workers import Worker
 from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
