@@ -1,6 +1,5 @@
 """The content hash of a module or run config: equal ids with different hashes mean the definition
-changed under the same id. Torch-free at import (the model's source is read with ``inspect``, which
-imports the model module, and so torch, only when a hash is asked for).
+changed under the same id. Torch-free at import: the model module is imported only to hash it.
 """
 
 from __future__ import annotations
@@ -18,18 +17,16 @@ from benchtrail.suite.definitions import Model
 from benchtrail.suite.functions import FunctionBenchmark, callable_name
 
 #: Version of the hash's scheme, recorded in results files (``environment.hash_scheme``; absent: 1).
-#:   2 — a function benchmark's hash leaves out its own name (its model's name and entry point, the names made
-#:       from them, the name in its ``def`` line), which ``renamed_from`` may change under one id (issue 39).
+#:   2 — a function benchmark's hash leaves out its own name (its model's name and entry point, the names
+#:       made from them, the name in its ``def`` line), which ``renamed_from`` may change under one id.
 HASH_SCHEME = 2
 #: The name and entry point a function benchmark's config is hashed under (scheme 2).
 _ANONYMOUS = ("benchmark", "benchmark:benchmark")
 
 
 def model_source_digest(model: Model) -> str:
-    """sha256 (hex) of the model's definition source: for a function benchmark (``@benchmark``, whose entry
-    point names the benchmark object) the source of its function, input factory and reference, so that an
-    edit elsewhere in the benchmarks module leaves the other benchmarks comparable; for a class-API model
-    the source files of its factory and reference modules.
+    """sha256 (hex) of the model's source: a function benchmark's function, input factory and reference
+    (an edit elsewhere in its module leaves it comparable), else its factory and reference modules' files.
 
     Raises:
         ImportError: a module named by the model's entry points cannot be imported.
@@ -47,19 +44,10 @@ def model_source_digest(model: Model) -> str:
 
 
 def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> str:
-    """What a benchmark's function, input factory or reference is, as text that is the same in every process:
-
-    - a plain function or class: its source without decorators (the ``@benchmark(...)`` line holds presets,
-      parameter values and compile configs, which the config's own fields cover; with ``anonymous``, the
-      benchmark's own function, without its name either), as ``ast.unparse`` writes
-      it (comments and layout do not count; another Python version may write it otherwise), then the same
-      for what it wraps (``__wrapped__``) and for the functions its closure holds (a decorator without
-      ``functools.wraps``); a lambda, which ``ast`` cannot parse alone, its source lines as they are;
-    - a builtin (``torch.relu``): its module and qualified name;
-    - anything else (a ``functools.partial``, a callable object), or a source that cannot be read: the source
-      of ``module`` (the benchmarks module, where it is written), else the names of both.
-
-    Never a repr, which may hold a memory address that differs between processes.
+    """A benchmark's function, input factory or reference as text equal in every process (never a repr):
+    a function or class as ``ast.unparse`` writes it without decorators (``anonymous``: nor its name),
+    then what it wraps or its closure holds; a builtin's qualified name; else ``module``'s source.
+    ``ast.unparse`` drops comments and layout, and may write otherwise on another Python version.
     """
     if inspect.isbuiltin(obj):
         return f"{getattr(obj, '__module__', None)}.{obj.__qualname__}"
@@ -81,8 +69,7 @@ def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> s
 
 
 def _without_decorators(source: str, anonymous: bool = False) -> str:
-    """``source`` of one definition without its decorators (and, ``anonymous``, its name), as ``ast.unparse``
-    writes it; a fragment that does not parse alone as it is."""
+    """``source`` of one definition unparsed without decorators (``anonymous``: nor its name); else as is."""
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
@@ -96,11 +83,8 @@ def _without_decorators(source: str, anonymous: bool = False) -> str:
 
 
 def _lambdas(source: str) -> str:
-    """A lambda's text, from the source ``inspect`` gives it: for a lambda in a decorator (``@benchmark(inputs=lambda
-    n: ..., params=...)``, which ``inspect`` gives with the function it decorates) the decorators' lambdas, as
-    ``ast.unparse`` writes them (the decorator's other arguments, presets and ``renamed_from`` among them, are the
-    config's fields, and the function is hashed as itself); else every lambda of the source; a fragment that does
-    not parse, as it is."""
+    """The lambdas of ``source`` as ``ast.unparse`` writes them: of a decorated definition only the
+    decorators' lambdas (the function is hashed as itself); a fragment that does not parse as it is."""
     text = textwrap.dedent(source)
     try:
         tree = ast.parse(text)
@@ -124,19 +108,15 @@ def _filled(cell: Any) -> bool:
 
 
 def content_hash(config: Any, torch_version: str) -> str:
-    """sha256 (hex) over a config's rendered fields (presets excluded; a function benchmark's own name too:
-    ``HASH_SCHEME``), torch version and model source.
-
-    ``config`` is a ``ModuleGenerationConfig`` or a ``RunConfig``. Equal ids with different
-    hashes mean the definition changed under the same id, so results are not comparable.
-    """
+    """sha256 (hex) over a module or run config's fields (less presets and, for a function benchmark, its
+    own name), ``torch_version`` and model source."""
     from benchtrail.suite.serialization import serialize_and_pack
 
     gen = getattr(config, "module_generation_config", config)
     names = {"name": _ANONYMOUS[0]} if "function" in gen.model.tags else {}  # scheme 2: not its own name
     model = dataclasses.replace(gen.model, entry_point=_ANONYMOUS[1], **names) if names else gen.model
     bare_gen = dataclasses.replace(gen, presets=(), model=model, **names)
-    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(), module_generation_config=bare_gen,
-                                                              **names)
+    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(),
+                                                              module_generation_config=bare_gen, **names)
     return hashlib.sha256((json.dumps(serialize_and_pack([bare]), sort_keys=True) + torch_version
                            + model_source_digest(gen.model)).encode()).hexdigest()

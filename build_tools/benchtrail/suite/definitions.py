@@ -1,13 +1,9 @@
 """Frozen dataclasses that define a benchmark suite (IREE's ``definitions/`` style).
 
-A ``Model`` compiled by a ``CompileConfig`` for a target architecture is one module
-(``ModuleGenerationConfig``); a module run by an ``ExecutionConfig`` on a ``DeviceSpec`` is one
-``RunConfig``, the unit a runner measures. Composite objects are made with ``build()``, which
-derives ``id`` (see ``ids.hash_composite_id``) and ``name``. Presets are tags and not part of ids.
-
-Names are data (``benchtrail.suite.names``): any printable text; each object refuses, when it is made,
-a name with a control character or line break (``BadName``, a ``UserError`` and ``ValueError``).
-benchtrail's own suite keeps path-safe names (``SAFE_NAME``). Paths use ``slug(name)``, never the name.
+A ``Model`` compiled by a ``CompileConfig`` for an architecture is a module (``ModuleGenerationConfig``);
+a module run by an ``ExecutionConfig`` on a ``DeviceSpec`` is a ``RunConfig``, the unit a runner measures.
+``build()`` derives a composite's ``id`` and ``name``; presets are tags, not part of ids. A name with a
+control character or line break raises ``BadName`` (a ``UserError`` and ``ValueError``) when made.
 """
 
 from __future__ import annotations
@@ -56,7 +52,7 @@ class Task(str, enum.Enum):
 
 
 class _Named:
-    """A definition whose ``name`` is checked when it is made (:func:`benchtrail.suite.names.check_name`)."""
+    """A definition whose ``name`` is checked when it is made."""
 
     name: str
 
@@ -69,21 +65,14 @@ class Model(_Named):
     """A PyTorch network or function built in code.
 
     Attributes:
-        id: leaf id from ``benchmark_suites.unique_ids``.
-        name: readable name: any printable text (``names.NAME_RULE``); benchtrail's own are path-safe.
-        tags: free-form labels ("micro-op", "cnn", ...).
-        entry_point: ``"package.module:function"``; the function takes no arguments and returns
-            an ``nn.Module`` in eval mode. torch is seeded before it is called.
-        input_specs: one ``INPUT_SPEC`` string per forward argument, e.g. ``("1x3x224x224xf32",)``.
-        reference_entry_point: optional ``module:function`` of a reference implementation with
-            the same signature, for correctness checks.
-        fullgraph: the model must compile to one graph; a graph break fails its Inductor modules.
-        params: a function benchmark's parameters (``benchtrail.suite.functions``), ``(name, value)``
-            pairs passed to its input factory; ``entry_point`` then names the ``@benchmark`` object and
-            ``input_specs`` is empty. Not written to an export when empty (:data:`OMIT_IF_DEFAULT`), so
-            older workers read the exports of class-API suites as before.
-        mutates_inputs: the model changes its input tensors in place: each timed iteration gets fresh
-            copies (one iteration per sample); undeclared, a change is refused. Not written when False.
+        entry_point: ``"package.module:function"``: no arguments, returns an ``nn.Module``; torch is
+            seeded first. A function benchmark's names its ``@benchmark`` object.
+        input_specs: one ``INPUT_SPEC`` per forward argument, e.g. ``("1x3x224x224xf32",)``.
+        reference_entry_point: ``module:function`` with the same signature, for correctness checks.
+        fullgraph: a graph break fails the model's Inductor modules.
+        params: a function benchmark's ``(name, value)`` pairs for its input factory.
+        mutates_inputs: each timed iteration gets fresh inputs (one per sample); undeclared, a change
+            in place is refused.
     """
 
     id: str
@@ -105,14 +94,11 @@ class DeviceSpec(_Named):
     """A runner the benchmarks run on.
 
     Attributes:
-        name: runner machine type (also its runner label), e.g. ``c2-standard-16``.
-        host_environment: OS and ISA of the runner, e.g. ``linux-x86_64``.
-        architecture: cpu or cuda.
-        microarchitecture: e.g. ``x86_64-avx2`` or ``sm_80``.
-        threads: intra-op CPU threads the runner fixes with ``torch.set_num_threads``.
-        count_instructions: a runner whose wall time cannot be trusted (e.g. a GitHub-hosted VM): its CPU cases
-            are counted too (the ``instructions`` metric, whatever ``--metrics`` says) and gate on the counts;
-            its wall time is reported, not gated. Not written to an export when false.
+        name: machine type and runner label, e.g. ``c2-standard-16``.
+        host_environment: e.g. ``linux-x86_64``; microarchitecture: e.g. ``x86_64-avx2`` or ``sm_80``.
+        threads: intra-op CPU threads (``torch.set_num_threads``).
+        count_instructions: wall time is untrusted (a GitHub-hosted VM): CPU cases are also counted and
+            gate on the counts; wall time is reported, not gated.
     """
 
     id: str
@@ -143,19 +129,14 @@ class ExecutionConfig(_Named):
     """How to run a module: the task, the batch size and the sampling policy.
 
     Attributes:
-        processes: fresh worker processes per case; their samples are pooled. Timings vary
-            between processes (memory layout, allocator state) more than within one, so several
-            processes give an honest spread (pyperf runs 20 worker processes for this reason).
-        min_samples: samples per process (each sample is a block of iterations).
-        min_sample_time_ms: iterations per block are chosen so a block lasts at least this long.
-        warmup_time_ms: run the module for at least this long before the first sample.
-        timeout_s: the case's worker process is killed after this many seconds.
-        reported_time: on a GPU, which recorded time is the case's samples: ``gpu`` (CUDA-event
-            device time) or ``wall`` (synchronised host time, end-to-end latency). Both are kept
-            (``benchtrail.worker.cuda_timing``); on a CPU the host clock is the only time.
-        flush_l2: on a GPU, flush the L2 cache before each sample (cold-cache time).
-        cuda_graphs: on a GPU, replay a CUDA graph of the launches when one iteration takes
-            under about 50 µs (else several launches between one event pair).
+        processes: fresh worker processes per case, samples pooled (timings vary more between
+            processes than within one; pyperf runs 20).
+        min_samples: samples per process, each a block of iterations lasting ``min_sample_time_ms``.
+        timeout_s: the case's worker is killed after this many seconds.
+        reported_time: on a GPU, ``gpu`` (CUDA-event device time) or ``wall`` (synchronised host time)
+            as the samples; both are kept.
+        flush_l2, cuda_graphs: on a GPU, flush L2 before each sample; replay a CUDA graph of the
+            launches when an iteration takes under about 50 µs.
     """
 
     id: str
@@ -225,10 +206,7 @@ class RunConfig(_Named):
 
 @dataclass(frozen=True)
 class Suite:
-    """Everything a suite defines: run configs (execution) and module generation configs.
-
-    ``generation_configs`` holds every module, including those only compilation presets select.
-    """
+    """Everything a suite defines; ``generation_configs`` includes modules only compilation presets select."""
 
     run_configs: tuple[RunConfig, ...]
     generation_configs: tuple[ModuleGenerationConfig, ...]
@@ -239,11 +217,8 @@ class Suite:
 
     def select_compile_sampling(self, presets: tuple[str, ...],
                                 module: ModuleGenerationConfig | None = None) -> tuple[int, int]:
-        """(cold, warm) fresh-process compile samples: the most that any of ``presets`` asks for.
-
-        With ``module``, only the presets that module is tagged with count; a module no selected
-        compilation preset names is compiled once (1, 0), for its artifact and counts.
-        """
+        """(cold, warm) fresh-process compile samples: the most any of ``presets`` (that ``module`` is
+        tagged with) asks; (1, 0) when none does."""
         tagged = set(presets) & set(module.presets) if module else set(presets)
         chosen = [(c, w) for p, c, w in self.compile_sampling if p in tagged]
         return max([c for c, _ in chosen], default=1), max([w for _, w in chosen], default=0)

@@ -1,7 +1,4 @@
-"""Entry points ``"package.module:function"`` (model factories, a project's suite) and the module
-modes that write an artifact. Torch-free: importing this module imports neither torch nor the
-worker, so the CLI, the project loader and the parent side of the runner can use it.
-"""
+"""Entry points ``"package.module:function"`` and the modes that write an artifact; torch-free."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ class ModuleError(Exception):
 
 
 def load_entry_point(entry_point: str) -> Callable[..., Any]:
-    """Import ``"package.module:function"`` and return the function (not called).
+    """Import ``"package.module:function"``; the function, not called.
 
     Raises:
         ModuleError: the entry point is malformed or names nothing.

@@ -1,26 +1,8 @@
-"""The export stage: select run configs and modules by preset and write them as JSON.
+"""The export stage: run configs and modules selected by preset, as JSON.
 
-Execution export (``run-configs/execution.json``)::
-
-    {schema_version, devices: {<device name>: {host_environment, architecture, shards: [
-        {index, count, run_configs: {root_obj, keyed_obj_map}}]}}}
-
-Compilation export (``run-configs/compilation.json``)::
-
-    {schema_version, module_dir_paths: {<module id>: "modules/<slug(name)>"},
-     sampling: {<module id>: {cold, warm}}, generation_configs: {root_obj, keyed_obj_map}}
-
-Seed-shaped execution export (``benchtrail export execution --output - --format seed``, and what
-``build_tools/benchmarks/export_benchmark_config.py execution`` prints without ``--output``): the
-shape IREE's seed script printed, which the seed's jq filter
-``flatten | map(.run_configs) | {root_obj: (map(.root_obj) | flatten), keyed_obj_map: (map(.keyed_obj_map) | add)}``
-merges into one ``{root_obj, keyed_obj_map}``::
-
-    {<device name>: {host_environment, architecture, run_configs: {root_obj, keyed_obj_map}}}
-
-Nothing but device objects sits at its root (no ``schema_version``): jq's ``flatten`` turns an
-object into the list of its values, and ``map(.run_configs)`` cannot index a number. So it is only
-printed, never written as a file (every file benchtrail writes has a root ``schema_version``).
+``run-configs/execution.json`` and ``compilation.json``, and the seed-shaped execution export, which is
+only printed (no root ``schema_version``, so the seed's jq filter can flatten it): docs/formats.md,
+"Exports".
 """
 
 from __future__ import annotations
@@ -41,7 +23,7 @@ SCHEMA_VERSION = 1
 
 
 def shard(run_configs: tuple[RunConfig, ...], count: int) -> list[tuple[RunConfig, ...]]:
-    """Split run configs into ``count`` (from 1) shards round-robin in name order (stable across runs)."""
+    """``count`` (from 1) shards, round-robin in name order (stable across runs)."""
     ordered = sorted(run_configs, key=lambda rc: rc.name)
     return [tuple(ordered[i::count]) for i in range(count)]
 
@@ -57,13 +39,12 @@ def _by_device(run_configs: tuple[RunConfig, ...]) -> list[tuple[str, list[RunCo
 
 
 def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 1) -> dict[str, Any]:
-    """The execution export for ``presets``: run configs grouped by device, then by shard, and the
-    presets themselves (``run.presets`` of the results that ``benchtrail run`` writes from it)."""
+    """The execution export for ``presets``, by device then shard, with the presets themselves."""
     return {**execution_of(suite.select_run_configs(presets), shard_count), "presets": list(presets)}
 
 
 def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> dict[str, Any]:
-    """The execution export of ``run_configs``: grouped by device, then by shard."""
+    """The execution export of ``run_configs``, by device then shard."""
     devices = {}
     for name, rcs, device in _by_device(run_configs):
         shards = enumerate(shard(tuple(rcs), shard_count))
@@ -73,14 +54,13 @@ def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> di
 
 
 def seed_execution(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
-    """The seed-shaped execution export for ``presets`` (module docstring): each device's run
-    configs, unsharded, keyed by device name."""
+    """The seed-shaped execution export for ``presets``: each device's run configs, unsharded."""
     return {name: {**device, "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name))}
             for name, rcs, device in _by_device(suite.select_run_configs(presets))}
 
 
 def _read_run_configs(path: Path) -> Any:
-    """The JSON value of a run-configs file of any shape.
+    """The JSON of a run-configs file of any shape.
 
     Raises:
         UserError: the file is unreadable or not JSON.
@@ -96,8 +76,7 @@ def _read_run_configs(path: Path) -> Any:
 
 
 def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
-    """Read the run configs of a seed-shaped execution export, or of the seed jq filter's output
-    (one ``{root_obj, keyed_obj_map}`` merging every device's).
+    """The run configs of a seed-shaped execution export or of the seed jq filter's output.
 
     Raises:
         UserError: the file is unreadable, not JSON, or neither shape.
@@ -105,15 +84,17 @@ def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
     obj = _read_run_configs(path)
     if isinstance(obj, dict) and set(obj) == {"root_obj", "keyed_obj_map"}:
         return unpack_and_deserialize(obj, RunConfig, where=str(path))
-    if isinstance(obj, dict) and obj and all(isinstance(d, dict) and "run_configs" in d for d in obj.values()):
+    if isinstance(obj, dict) and obj and all(isinstance(d, dict) and "run_configs" in d
+                                             for d in obj.values()):
         return tuple(rc for name, d in obj.items()
                      for rc in unpack_and_deserialize(d["run_configs"], RunConfig, where=f"{path}: {name}"))
-    raise UserError(f"{path} is neither an execution export ({{schema_version, devices}}), a seed-shaped one "
-                    "({<device>: {host_environment, run_configs}}) nor run configs ({root_obj, keyed_obj_map})")
+    raise UserError(f"{path} is neither an execution export ({{schema_version, devices}}), a seed-shaped "
+                    "one ({<device>: {host_environment, run_configs}}) nor run configs "
+                    "({root_obj, keyed_obj_map})")
 
 
 def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
-    """The compilation export for ``presets``: every module they need, and its directory."""
+    """The compilation export for ``presets``: every module they need, its directory and tasks."""
     gens = suite.select_generation_configs(presets)
     # tasks: each module's graphs that the compile stage compiles into the Inductor cache the run stage uses
     tasks = {}
@@ -133,8 +114,7 @@ def _compilation(gens: Sequence[ModuleGenerationConfig], sampling: dict[str, tup
 
 
 def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
-    """A compilation export of ``gens`` (each module once, in name order), compiled once each (cold 1,
-    warm 0): for the artifacts a run needs, not for compilation statistics."""
+    """A compilation export of ``gens`` (each once, by name), cold 1 and warm 0: artifacts for a run."""
     unique = sorted({g.id: g for g in gens}.values(), key=lambda g: g.name)
     return _compilation(unique, {g.id: (1, 0) for g in unique})
 
@@ -160,8 +140,7 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
 
 
 def load_presets(path: Path) -> tuple[str, ...]:
-    """The presets an execution or compilation export was made for (its optional root ``presets``,
-    written since issue 16; empty for older exports, run-config files and seed-shaped ones).
+    """The presets an export was made for; empty for older exports, run-config files and seed-shaped ones.
 
     Raises:
         UserError: the file is unreadable or not JSON, or ``presets`` is not a list of strings.
@@ -175,8 +154,8 @@ def load_presets(path: Path) -> tuple[str, ...]:
 
 def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str],
                                           dict[str, tuple[int, int]], dict[str, tuple[str, ...]]]:
-    """Read a compilation export: (generation configs, then by module id its dir path, (cold, warm) samples
-    and ``tasks``' names, empty for an export without them).
+    """A compilation export: (generation configs, then by module id its dir path, (cold, warm) samples
+    and task names).
 
     Raises:
         UserError: the file is unreadable, of an unknown version, or malformed (``tasks`` too).
@@ -193,7 +172,8 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
         raise UserError(f"compilation export {path}: no module_dir_paths or sampling entry for {missing}")
     bad_sampling = {g: s for g, s in sampling.items() if s[0] < 1 or s[1] < 0}
     if bad_sampling:
-        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {bad_sampling}")
+        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, "
+                        f"got {bad_sampling}")
     bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d]
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
@@ -208,8 +188,7 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
 
 def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
                   seed: bool = False) -> dict[str, Any]:
-    """The ``execution`` or ``compilation`` export for ``presets``; with ``seed``, the seed-shaped
-    execution export (``benchtrail.suite.export.seed_execution``: no ``schema_version``, unsharded).
+    """The ``execution`` or ``compilation`` export for ``presets``; ``seed``: the seed-shaped one.
 
     Raises:
         UserError: ``seed`` with a compilation export or more than one shard.

@@ -10,10 +10,10 @@ from benchtrail.suite.definitions import Suite
 
 
 def compile_filter(text: str) -> re.Pattern[str]:
-    """Compile ``--filter``'s regular expression (Python ``re`` syntax, matched with ``search``).
+    """Compile ``--filter``'s regular expression (matched with ``search``).
 
     Raises:
-        UserError: the expression does not compile; the message gives ``re``'s reason.
+        UserError: the expression does not compile.
     """
     try:
         return re.compile(text)
@@ -22,8 +22,7 @@ def compile_filter(text: str) -> re.Pattern[str]:
 
 
 def filter_suite(suite: Suite, pattern: re.Pattern[str]) -> Suite:
-    """The suite with only the run configs whose name or id ``pattern`` finds, the modules they
-    need, and the modules whose own name or id it finds (compilation statistics)."""
+    """The run configs and modules whose name or id ``pattern`` finds, and the modules they need."""
     run_configs = tuple(rc for rc in suite.run_configs if pattern.search(rc.name) or pattern.search(rc.id))
     needed = {rc.module_generation_config.id for rc in run_configs}
     return dataclasses.replace(suite, run_configs=run_configs, generation_configs=tuple(
@@ -32,11 +31,8 @@ def filter_suite(suite: Suite, pattern: re.Pattern[str]) -> Suite:
 
 
 def check_selects(suite: Suite, presets: tuple[str, ...], text: str) -> None:
-    """Raise a clear error when ``--filter`` leaves nothing in ``presets``.
-
-    Raises:
-        UserError: no run config and no module of ``presets`` matches.
-    """
+    """Raise UserError when ``--filter`` leaves no run config and no module of ``presets``."""
     if not suite.select_run_configs(presets) and not suite.select_generation_configs(presets):
-        raise UserError(f"--filter {text!r} matches no run config or module of presets {', '.join(presets)}; "
-                        "it is searched in names such as resnet18.inductor.inference-bs1.c2-standard-16 and in ids")
+        raise UserError(f"--filter {text!r} matches no run config or module of presets "
+                        f"{', '.join(presets)}; it is searched in names such as "
+                        "resnet18.inductor.inference-bs1.c2-standard-16 and in ids")

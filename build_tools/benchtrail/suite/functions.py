@@ -1,36 +1,8 @@
-"""Benchmarks as functions: the decorator API and the suite it builds (torch-free).
+"""Benchmarks as functions: the ``@benchmark`` decorator API and the suite it builds (torch-free).
 
-A benchmark is a plain function (or an ``nn.Module`` factory) in any module of the project, with an
-input factory, an optional reference implementation and a parameter grid::
-
-    import torch
-    from benchtrail import Args, benchmark
-
-    def attention_inputs(seq):
-        q, k, v = torch.randn(3, 1, 4, seq, 16).unbind(0)
-        return Args(q, k, v, attn_mask=torch.ones(seq, seq).tril().bool(), scale=0.25)
-
-    @benchmark(inputs=attention_inputs, params={"seq": [64, 128]}, tasks=["inference", "backward"],
-               compile=["eager", "inductor"])
-    def attention(q, k, v, attn_mask, scale):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
-
-``[tool.benchtrail] benchmarks = ["mypkg.benchmarks"]`` names the modules; :func:`discover` imports
-them and :func:`suite_of` builds the same ``Suite`` of run configs that a hand-written suite builds,
-so every stage, the export, the store and the comment work unchanged.
-
-* One ``Model`` per benchmark and parameter combination: its name is the benchmark's qualified name
-  (``module.function``) plus the parameters in the grid's order (``mypkg.benchmarks.attention[seq=64]``);
-  its id is the SHA-256 of the qualified name and the parameters as canonical JSON, so ids are stable
-  across runs, independent of file and definition order, and change when the name does. A rename keeps
-  its history only when said: ``renamed_from="old.module.function"`` keeps the old id.
-* The worker (``benchtrail.worker.functions``) calls the input factory with the parameters (torch
-  seeded first), flattens the returned arguments with ``torch.utils._pytree``: the tensors become the
-  module's inputs (moved to the device; floating-point ones are differentiated by the backward and
-  Jacobian tasks), everything else (ints, floats, strings, None, tensors inside objects pytree does not
-  know) is bound as a constant.
-* Devices: ``"cpu"`` (one intra-op thread) and ``"cuda"``; the device name is the series' device and
-  the runner label of the workflow's ``runner-labels``.
+One ``Model`` per benchmark and parameter combination, named ``module.function[seq=64]``, its id the
+SHA-256 of the qualified name and parameters (``renamed_from`` keeps an old id); the suite is the one a
+hand-written suite builds. The API, names and ids: docs/adopting.md.
 """
 
 from __future__ import annotations
@@ -64,14 +36,15 @@ from benchtrail.suite.definitions import (
 COMPILE_CONFIGS = {c.name: c for c in (
     CompileConfig("compile-eager", "eager", CompileMode.EAGER),
     CompileConfig("compile-inductor", "inductor", CompileMode.INDUCTOR),
-    CompileConfig("compile-inductor-max-autotune", "inductor-max-autotune", CompileMode.INDUCTOR_MAX_AUTOTUNE),
+    CompileConfig("compile-inductor-max-autotune", "inductor-max-autotune",
+                  CompileMode.INDUCTOR_MAX_AUTOTUNE),
     CompileConfig("compile-export", "export", CompileMode.EXPORT),
     CompileConfig("compile-aot-inductor", "aot-inductor", CompileMode.AOT_INDUCTOR),
 )}
 #: The devices a benchmark may name (``devices=[...]``), by name.
 DEVICES = {d.name: d for d in (
     DeviceSpec("device-cpu", "cpu", "linux-x86_64", Architecture.CPU, "x86_64", threads=1),
-    # A runner whose wall time cannot be trusted (a GitHub-hosted VM): gates on instruction counts (issue 44).
+    # A runner whose wall time cannot be trusted (a GitHub-hosted VM): gates on instruction counts.
     DeviceSpec("device-cpu-counted", "cpu-counted", "linux-x86_64", Architecture.CPU, "x86_64", threads=1,
                count_instructions=True),
     DeviceSpec("device-cuda", "cuda", "linux-x86_64", Architecture.CUDA, "cuda", threads=1),
@@ -88,10 +61,8 @@ _SAMPLING = {"processes": None, "min_samples": None, "warmup_time_ms": 0, "timeo
 
 
 class Args:
-    """The arguments of one call: ``Args(q, k, v, attn_mask=mask, scale=0.25)``.
-
-    An input factory returns an ``Args``, a tuple (positional arguments) or a single value.
-    """
+    """The arguments of one call, ``Args(q, k, v, attn_mask=mask, scale=0.25)``, as an input factory
+    returns them (or a tuple of positional arguments, or a single value)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.args = args
@@ -111,24 +82,15 @@ class Args:
 
 @dataclasses.dataclass(frozen=True)
 class FunctionBenchmark:
-    """One decorated benchmark (what ``@benchmark`` returns; calling it calls the function).
+    """One decorated benchmark; calling it calls the function. Every option: docs/adopting.md.
 
     Attributes:
-        fn: the function (``module=False``: called with the input factory's arguments) or the
-            ``nn.Module`` factory (``module=True``: called with the parameters, its module then
-            called with the arguments).
+        fn: the function, or with ``module`` an ``nn.Module`` factory called with the parameters.
         inputs: the input factory, called with the parameters as keyword arguments.
-        params: parameter name -> the values to run (the grid is their product, in this order).
-        reference: a function with ``fn``'s signature (for a module factory: a factory) whose value,
-            gradient and Jacobian the module's are checked against; None checks compiled modules
-            against eager only.
-        tasks, compile, devices, presets: names (``Task`` values, :data:`COMPILE_CONFIGS`,
-            :data:`DEVICES`, preset names).
-        processes, min_samples, warmup_time_ms, timeout_s: the sampling policy (``ExecutionConfig``).
-        renamed_from: the qualified name the benchmark had before a rename; its id (and history) is kept.
-        module: ``fn`` is an ``nn.Module`` factory.
-        fullgraph: a graph break fails its Inductor modules.
-        mutates_inputs: ``fn`` changes its input tensors in place (``Model.mutates_inputs``).
+        params: parameter name -> values; the grid is their product, in this order.
+        reference: a function with ``fn``'s signature (a factory with ``module``) to check value,
+            gradient and Jacobian against; None checks compiled modules against eager only.
+        renamed_from: the qualified name before a rename; its id and history are kept.
     """
 
     fn: Callable[..., Any]
@@ -153,23 +115,22 @@ class FunctionBenchmark:
 
     @property
     def qualified_name(self) -> str:
-        """``module.function``: the benchmark's name without parameters."""
+        """``module.function``, without parameters."""
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
     def grid(self) -> list[dict[str, Any]]:
-        """Every parameter combination, in the grid's order (``[{}]`` without parameters)."""
+        """Every parameter combination in the grid's order; ``[{}]`` without parameters."""
         grid = dict(self.params)
         return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
 def benchmark(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Decorate a benchmark function (``@benchmark(inputs=...)``); ``options``: the fields of
-    :class:`FunctionBenchmark` after ``fn``. ``tasks``: ``inference``, ``forward``, ``backward``, ``jacobian``.
+    """Decorate a benchmark function: ``@benchmark(inputs=...)``, ``options`` being ``FunctionBenchmark``'s
+    fields after ``fn``.
 
     Raises:
         UserError: an unknown task, compile config or device, an empty or non-JSON parameter value,
-            or a sampling value out of range; the message names the benchmark, the argument, the
-            value and what is allowed.
+            or a sampling value out of range.
     """
     def wrap(f: Callable[..., Any]) -> FunctionBenchmark:
         code = getattr(f, "__code__", None)
@@ -194,8 +155,7 @@ def benchmark(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 
 def module_benchmark(fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
-    """:func:`benchmark` of an ``nn.Module`` factory: ``fn(**params)`` returns the module, which is
-    called with the input factory's arguments; ``reference`` is a factory too."""
+    """``benchmark`` of an ``nn.Module`` factory, ``fn(**params)``; ``reference`` is a factory too."""
     return benchmark(fn, module=True, **kwargs)
 
 
@@ -220,22 +180,23 @@ def _params(params: Mapping[str, Sequence[Any]], where: str) -> tuple[tuple[str,
     out = []
     for name, values in params.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise UserError(f"{where}: parameter name {name!r} is not a Python identifier (it is passed as a "
-                            "keyword argument)")
-        values = (values,) if isinstance(values, (str, bytes)) or not isinstance(values, Iterable) else tuple(values)
+            raise UserError(f"{where}: parameter name {name!r} is not a Python identifier (it is passed as "
+                            "a keyword argument)")
+        values = ((values,) if isinstance(values, (str, bytes)) or not isinstance(values, Iterable)
+                  else tuple(values))
         if not values:
             raise UserError(f"{where}: params[{name!r}] is empty; give at least one value")
         for v in values:
             if not isinstance(v, _PARAM_TYPES) or (isinstance(v, float) and v != v):
-                raise UserError(f"{where}: params[{name!r}] value {v!r} ({type(v).__name__}) is refused; allowed: "
-                                "str, int, float (not NaN), bool or None (the run-config export is JSON)")
+                raise UserError(f"{where}: params[{name!r}] value {v!r} ({type(v).__name__}) is refused; "
+                                "allowed: str, int, float (not NaN), bool or None (the run-config export is "
+                                "JSON)")
         out.append((name, values))
     return tuple(out)
 
 
 def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where: str) -> None:
-    """Refuse a factory that cannot be called with the parameters as keyword arguments (found now, at
-    import, not in a worker after the run started)."""
+    """Refuse, at import, a factory that cannot take the parameters as keyword arguments."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or C function: nothing to check
@@ -244,12 +205,13 @@ def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where:
         signature.bind(**dict.fromkeys(names))
     except TypeError as exc:
         raise UserError(f"{where}: {what} {getattr(fn, '__qualname__', fn)!r}{signature} cannot take the "
-                        f"parameters {names} as keyword arguments ({exc}); each params name must be an argument "
-                        "of the input factory (and, for module_benchmark, of the module factory)") from None
+                        f"parameters {names} as keyword arguments ({exc}); each params name must be an "
+                        "argument of the input factory (and, for module_benchmark, of the module factory)"
+                        ) from None
 
 
 def _positive(value: Any, what: str, where: str, least: float | None = None) -> Any:
-    """``value``, a number above 0 (with ``least``: from ``least``)."""
+    """``value``, a number above 0 (or from ``least``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             value > 0 if least is None else value >= least):
         allowed = "above 0" if least is None else f"from {least}"
@@ -258,31 +220,28 @@ def _positive(value: Any, what: str, where: str, least: float | None = None) -> 
 
 
 def params_label(params: Mapping[str, Any], literal: Collection[str] = ()) -> str:
-    """``"[seq=64,dtype=f32]"`` (``""`` without parameters): the parameters as a model name shows them; those named
-    in ``literal`` with ``repr`` (``[n='1']``, ``[n=1]``): a parameter whose values' text coincides
-    (:func:`coinciding`)."""
-    return f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]" if params else ""
+    """``"[seq=64,dtype=f32]"`` (``""`` without parameters) as a model name shows them; those in
+    ``literal`` with ``repr``: ``[n='1']``, ``[n=1]``."""
+    return (f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]"
+            if params else "")
 
 
 def coinciding(params: Sequence[tuple[str, Sequence[Any]]]) -> frozenset[str]:
-    """The parameters of a grid two of whose values read the same as text (``1`` and ``"1"``, ``None`` and
-    ``"None"``): their names show the values with ``repr``, so each combination keeps a name of its own."""
+    """The parameters two of whose values read the same as text (``1`` and ``"1"``), to show with ``repr``."""
     return frozenset(name for name, values in params if len({str(v) for v in values}) < len(values))
 
 
 def model_id(qualified_name: str, params: Mapping[str, Any]) -> str:
-    """The model id of one parameter combination: SHA-256 (hex) of the qualified name and the
-    parameters as canonical JSON (sorted keys), so the order of the grid does not change it."""
+    """SHA-256 (hex) of the qualified name and the parameters as JSON with sorted keys."""
     return hashlib.sha256(json.dumps({"benchmark": qualified_name, "params": dict(params)},
                                      sort_keys=True).encode()).hexdigest()
 
 
 def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
-    """Import ``modules`` and return ``(entry point, benchmark)`` for every module-level benchmark,
-    sorted by entry point (``"mypkg.benchmarks:attention"``).
+    """Import ``modules``; ``(entry point, benchmark)`` of every module-level benchmark, by entry point.
 
     Raises:
-        UserError: a module cannot be imported (with the exception), or none of them defines a benchmark.
+        UserError: a module cannot be imported, or none of them defines a benchmark.
     """
     found = {}
     modules = list(modules)
@@ -292,32 +251,33 @@ def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
         except UserError:  # a refused @benchmark: its message names the function, its file and line
             raise
         except Exception as exc:  # the adopter's code: report whatever it raised
-            raise UserError(f"benchmarks module {name!r} cannot be imported: {type(exc).__name__}: {exc}") from exc
+            raise UserError(f"benchmarks module {name!r} cannot be imported: "
+                            f"{type(exc).__name__}: {exc}") from exc
         for attr, value in vars(module).items():
             if isinstance(value, FunctionBenchmark) and value.fn.__module__ == module.__name__:
                 found[f"{module.__name__}:{attr}"] = value
     if not found:
-        raise UserError(f"no @benchmark function found in {', '.join(modules) or '(no modules)'}; decorate a "
-                        "module-level function with benchtrail.benchmark (docs/adopting.md)")
+        raise UserError(f"no @benchmark function found in {', '.join(modules) or '(no modules)'}; "
+                        "decorate a module-level function with benchtrail.benchmark (docs/adopting.md)")
     return sorted(found.items())
 
 
 def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
-    """The ``Suite`` of ``benchmarks`` (from :func:`discover`): one run config per benchmark, parameter
-    combination, compile config, task and device, in the presets each benchmark names; compiled
-    modules are in the same presets, so those presets also record compilation statistics.
+    """One run config per benchmark, parameter combination, compile config, task and device, modules in
+    the same presets (which so record compilation statistics).
 
     Raises:
-        UserError: two benchmarks make the same model id (a ``renamed_from`` equal to another's name), or
-            a function benchmark's reference cannot take the arguments its input factory gives.
+        UserError: two benchmarks make the same model id (a ``renamed_from``), or a reference cannot take
+            the arguments its input factory gives.
     """
     run_configs = []
     modules = {}
     owner = {}
     for entry, bench in benchmarks:
         ref = bench.reference
-        reference = None if ref is None else (f"{ref.__module__}:{ref.__qualname__}" if hasattr(ref, "__qualname__")
-                                              else f"{entry.partition(':')[0]}:{type(ref).__qualname__}")
+        reference = None if ref is None else (
+            f"{ref.__module__}:{ref.__qualname__}" if hasattr(ref, "__qualname__")
+            else f"{entry.partition(':')[0]}:{type(ref).__qualname__}")
         literal = coinciding(bench.params)
         for params in bench.grid():
             model = Model(model_id(bench.renamed_from or bench.qualified_name, params),
@@ -342,9 +302,8 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
 
 
 def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str) -> None:
-    """Refuse a reference that cannot take the arguments the input factory gives for ``params``: the
-    factory runs under the meta device (no tensor data; a factory that fails there is not checked, the
-    worker reports its errors)."""
+    """Refuse a reference that cannot take the input factory's arguments, the factory run on the meta
+    device (one that fails there goes unchecked: the worker reports it)."""
     import contextlib
 
     torch = sys.modules.get("torch")  # loaded by the benchmarks module; this torch-free module imports none
@@ -367,8 +326,7 @@ def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str
 
 
 def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
-    """The execution config of one task of ``bench``: named by the task; its id covers the policy, so
-    two benchmarks with different policies get different configs."""
+    """The execution config of one task, named by the task; its id covers the sampling policy."""
     policy = (bench.processes, bench.min_samples, bench.warmup_time_ms, bench.timeout_s)
     if policy == (3, 10, 300.0, 600.0):
         return ExecutionConfig(f"execution-{task.value}", task.value, task)

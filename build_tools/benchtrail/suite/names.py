@@ -1,11 +1,8 @@
-"""The rules for names, and the safe slug that every file or object path made from a name uses.
+"""The rules for names, and the slug every file or object path made from a name uses.
 
-benchtrail's own suite keeps path-safe names (:data:`SAFE_NAME`, without ``..``). An adopter's names
-(models, compile and execution configs, devices, and the run config and module names made of them)
-may hold any printable character (``|``, backticks, ``<``, ``*``, ``/``, ``..``, ``::``, spaces,
-non-ASCII...): :func:`check_name` refuses only the empty name and control characters (line breaks
-included). Names are never used as paths raw: :func:`slug` makes the file or folder name.
-Preset names keep :data:`SAFE_NAME` (they are typed in the PR trailer and name dashboard pages).
+An adopter's names may hold any printable text (``/``, ``..``, spaces, non-ASCII); only the empty name
+and control characters are refused. Paths use ``slug(name)``, never the name. benchtrail's own suite
+and every preset name keep ``SAFE_NAME`` (presets are typed in the PR trailer).
 """
 
 from __future__ import annotations
@@ -28,16 +25,12 @@ _SLUG_PREFIX = 40
 
 
 class BadName(UserError, ValueError):
-    """A name that breaks :data:`NAME_RULE` (or a preset name that breaks :data:`SAFE_NAME`); the
-    message names it, says why and what is allowed."""
+    """A name that breaks ``NAME_RULE``, or a preset name that breaks ``SAFE_NAME``."""
 
 
 def name_problem(name: object) -> str | None:
-    """Why ``name`` is not a valid name (:data:`NAME_RULE`), or None when it is.
-
-    A control character is any of Unicode category Cc (``\\n``, ``\\r``, ``\\t``, ``\\x00``...,
-    ``\\x7f``, ``\\x85``) or a line/paragraph separator (U+2028, U+2029); it is named by code point.
-    """
+    """Why ``name`` breaks ``NAME_RULE``, or None; control characters (Unicode Cc, U+2028, U+2029) are
+    named by code point."""
     if not isinstance(name, str):
         return f"it is a {type(name).__name__}, not a string"
     if not name:
@@ -49,11 +42,7 @@ def name_problem(name: object) -> str | None:
 
 
 def check_name(name: object, what: str) -> None:
-    """Refuse a name that breaks :data:`NAME_RULE`.
-
-    Args:
-        name: the name.
-        what: what it names, for the message (e.g. ``"Model 'resnet'"`` or ``"device name"``).
+    """Refuse a name that breaks ``NAME_RULE``; ``what`` (e.g. ``"Model 'resnet'"``) heads the message.
 
     Raises:
         BadName: ``<what> name <repr> is refused: <why>; allowed: <NAME_RULE>``.
@@ -64,15 +53,10 @@ def check_name(name: object, what: str) -> None:
 
 
 def slug(name: str) -> str:
-    """The file or folder name made from ``name``: one path segment matching :data:`SAFE_NAME`.
+    """One path segment matching ``SAFE_NAME``: a path-safe name of at most ``MAX_SLUG_NAME`` characters
+    itself, else ``<ASCII prefix>-<10 hex of SHA-256 of its UTF-8>`` (at most 51 characters).
 
-    A name that already is path-safe (:data:`SAFE_NAME`, no ``..``, at most :data:`MAX_SLUG_NAME`
-    characters) is its own slug, so the runs, stores and older workers of path-safe suites keep their
-    paths. Any other name gives ``<ASCII prefix>-<10 hex digits of the SHA-256 of its UTF-8>``: at most
-    51 characters, distinct for distinct names (up to the hash), never ``.``/``..``, never with ``/``.
-
-    ``slug("resnet18.inductor.cpu")`` → itself; ``slug("../../etc")`` → ``"etc-<hash>"``;
-    ``slug("名前")`` → ``"<hash>"``.
+    ``slug("../../etc")`` → ``"etc-<hash>"``; ``slug("名前")`` → ``"<hash>"``.
     """
     if SAFE_NAME.match(name) and ".." not in name and len(name) <= MAX_SLUG_NAME:
         return name
@@ -84,6 +68,5 @@ def slug(name: str) -> str:
 
 
 def module_dir(name: str) -> str:
-    """The run directory's folder of a module (its artifact, ``module_info.json``, ``compile-stats.json``):
-    ``modules/<slug(module name)>``, relative to the run directory."""
+    """A module's folder relative to the run directory: ``modules/<slug(module name)>``."""
     return f"modules/{slug(name)}"

@@ -1,9 +1,4 @@
-"""Preset names: parse a list, expand meta-presets, reject unknown names.
-
-Presets are tags on run configs (execution presets) and on module generation configs
-(compilation presets such as ``comp-stats``). Meta-presets stand for several presets
-(``default``, ``all``); smoke presets are never part of a meta-preset.
-"""
+"""Preset names: parse a list, expand meta-presets (``default``, ``all``), reject unknown names."""
 
 from __future__ import annotations
 
@@ -14,18 +9,17 @@ from benchtrail.errors import UserError, suggest
 
 
 def split_presets(text: str) -> list[str]:
-    """Split ``"x86_64, cuda comp-stats,"`` on commas and/or spaces; drop empty items; lowercase."""
+    """Split ``"x86_64, cuda comp-stats,"`` on commas and spaces, lowercased."""
     return [item.lower() for item in re.split(r"[,\s]+", text) if item]
 
 
 def resolve_presets(
     names: Iterable[str], known: Iterable[str], meta: Mapping[str, Iterable[str]]
 ) -> tuple[str, ...]:
-    """Expand meta-presets and return the presets in first-seen order, without duplicates.
+    """Expand meta-presets; the presets in first-seen order, without duplicates.
 
     Raises:
-        UserError: the list is empty, or a name is neither a preset nor a meta-preset; the
-            message lists the valid names and suggests a close match.
+        UserError: the list is empty, or a name is neither a preset nor a meta-preset.
     """
     known = list(known)
     names = list(names)

@@ -1,11 +1,8 @@
-"""Serialize suite definitions to ``{root_obj, keyed_obj_map}`` JSON and back.
+"""Serialize suite definitions to ``{root_obj, keyed_obj_map}`` JSON and back (IREE's ``serialization.py``).
 
-As in IREE's ``serialization.py``: every nested dataclass that has an ``id`` is written once into
-``keyed_obj_map`` under that id and referenced by the id elsewhere, so an export that holds
-hundreds of run configs holds each model and device once. Tuples become lists, enums their values.
-Deserialization is driven by the dataclasses' type hints and rejects unknown or missing keys. A field
-whose metadata says ``omit_if_default`` (``definitions.OMIT_IF_DEFAULT``) is not written while it holds
-its default, so exports of objects that do not use it stay readable by older code.
+Each dataclass with an ``id`` is written once into ``keyed_obj_map`` and referenced by id elsewhere.
+Reading follows the type hints and rejects unknown or missing keys; an ``omit_if_default`` field is not
+written while it holds its default, so older code still reads the export.
 """
 
 from __future__ import annotations
@@ -30,11 +27,11 @@ def serialize_and_pack(objs: typing.Sequence[Any]) -> dict[str, Any]:
 
 
 def unpack_and_deserialize(data: Any, root_type: type, *, where: str = "export") -> tuple[Any, ...]:
-    """Inverse of ``serialize_and_pack``: return a tuple of ``root_type`` objects.
+    """Inverse of ``serialize_and_pack``: ``root_type`` objects.
 
     Raises:
-        UserError: the structure is not ``{root_obj, keyed_obj_map}``, an id is missing from the
-            map, or an object has unknown or missing fields; the message names ``where``.
+        UserError: not ``{root_obj, keyed_obj_map}``, an id missing from the map, or unknown or missing
+            fields; the message names ``where``.
     """
     if not isinstance(data, dict) or set(data) != {"root_obj", "keyed_obj_map"}:
         raise UserError(f"{where}: expected an object with keys root_obj and keyed_obj_map")
@@ -96,14 +93,15 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
         try:
             return float(value)
         except OverflowError:
-            raise UserError(f"{where}: {str(value)[:20]}... ({len(str(value))} digits) is beyond a float's range; "
-                            "allowed: numbers up to about 1.8e308") from None
+            raise UserError(f"{where}: {str(value)[:20]}... ({len(str(value))} digits) is beyond a float's "
+                            "range; allowed: numbers up to about 1.8e308") from None
     if not isinstance(value, tp):
         raise UserError(f"{where}: expected {tp.__name__}, got {value!r}")
     return value
 
 
-def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: dict[str, Any], where: str) -> Any:
+def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: dict[str, Any],
+                           where: str) -> Any:
     key = None
     if isinstance(value, str):
         key = value
@@ -125,12 +123,13 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
     kwargs = {}
     for name, f in fields.items():
         if name in value:
-            kwargs[name] = _deserialize(value[name], hints[name], keyed, cache, f"{where}: {tp.__name__}.{name}")
+            kwargs[name] = _deserialize(value[name], hints[name], keyed, cache,
+                                        f"{where}: {tp.__name__}.{name}")
         elif f.default is dataclasses.MISSING:
             raise UserError(f"{where}: {label} lacks field {name!r}")
     try:
         obj = tp(**kwargs)
-    except UserError as exc:  # a refused name (benchtrail.suite.names.BadName)
+    except UserError as exc:  # a refused name (BadName)
         raise UserError(f"{where}: {label}: {exc}") from exc
     if key is not None:
         cache[key] = obj
@@ -138,7 +137,7 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
 
 
 def from_plain(value: Any, tp: type, *, where: str) -> Any:
-    """Build dataclass ``tp`` from plain JSON data (no keyed map), checking every field's type.
+    """Dataclass ``tp`` from plain JSON (no keyed map), every field's type checked.
 
     Raises:
         UserError: unknown or missing fields, or a value of the wrong type; names ``where``.

@@ -1,6 +1,4 @@
-"""``python -m benchtrail.worker REQUEST.json RESPONSE.json`` (see :mod:`benchtrail.worker.main`), or
-``python -m benchtrail.worker --serve``: the pre-imported server that forks workers
-(:mod:`benchtrail.worker.server`)."""
+"""``python -m benchtrail.worker REQUEST.json RESPONSE.json``, or ``--serve``: the forking server."""
 
 import sys
 

@@ -1,16 +1,10 @@
 """Build a module from its generation config: load the model factory, apply the compile config.
 
-* ``eager``: the model itself; nothing to compile.
-* ``inductor`` / ``inductor-max-autotune``: ``torch.compile`` plus the first call.
-* ``export``: ``torch.export.export``, saved with ``torch.export.save`` as ``exported_program.pt2``.
-* ``aot-inductor``: ``torch._inductor.aoti_compile_and_package`` of the exported program, a
-  ``.pt2`` package the runner loads with ``torch._inductor.aoti_load_package``.
-
-Exported and AOTInductor modules run from their artifact directory alone (``load_artifact``),
-without the model code. Graph counts and graph-break reasons come from ``torch._dynamo.explain``;
-kernel counts from ``torch._inductor.metrics.generated_kernel_count`` (the kernels Inductor generates; a
-call of a library kernel such as ``aten.mm`` is an extern call, not counted: :func:`no_kernels_reason`);
-FX graph cache hits and misses from ``torch._dynamo.utils.counters["inductor"]``.
+eager: the model; inductor modes: ``torch.compile`` plus the first call; export: ``torch.export.save``
+to ``exported_program.pt2``; aot-inductor: ``aoti_compile_and_package``, loaded by ``aoti_load_package``.
+Export and AOTInductor modules run from their artifact directory alone, without the model code.
+Kernel counts come from ``generated_kernel_count`` (extern calls such as ``aten.mm`` are not kernels),
+FX graph cache hits and misses from ``counters["inductor"]``.
 """
 
 from __future__ import annotations
@@ -34,9 +28,7 @@ from benchtrail.worker.inputs import SEED, Tensors, model_inputs
 
 
 def build_model(model: Model, device: str, reference: bool = False) -> torch.nn.Module:
-    """Seed torch, call the model's factory (``reference``: its reference implementation's), return the
-    model in eval mode on ``device``. A function benchmark (``benchtrail.suite.functions``) becomes a
-    module of its input tensors (``benchtrail.worker.functions.build``).
+    """Seed torch and call the model's factory (or its reference's); the model in eval mode on ``device``.
 
     Raises:
         ModuleError: the factory cannot be loaded, raised, or there is no reference to build.
@@ -57,14 +49,9 @@ def build_model(model: Model, device: str, reference: bool = False) -> torch.nn.
 
 @dataclass
 class CompiledModule:
-    """A callable module and what compiling it cost.
-
-    Attributes:
-        fn: call with the sample inputs.
-        compile_time_ms: wall time from the model object to a module that has run once (0 for eager).
-        stats: kernel_count (Inductor modes), with ``kernel_count_reason`` when it is 0
-            (:func:`no_kernels_reason`), recompiles, fxgraph_cache_hit / _miss.
-    """
+    """A callable module; ``compile_time_ms``: wall time from the model to a module that has run once
+    (0 for eager); ``stats``: kernel_count (with kernel_count_reason when 0), recompiles, fxgraph_cache_hit
+    / _miss."""
 
     fn: Callable[..., Any]
     compile_time_ms: float
@@ -73,14 +60,11 @@ class CompiledModule:
 
 def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
                    module_dir: Path | None = None) -> CompiledModule:
-    """Build the model and compile it by ``gen.compile_config``; the first call is part of compiling.
-
-    ``module_dir``, when given, receives the artifact of export and AOTInductor modules; without it (a
-    compile-time sample) the artifact goes to a temporary folder that is removed before this returns.
+    """Build and compile the model, first call included; export artifacts go to ``module_dir`` (else a
+    temporary folder, removed before returning).
 
     Raises:
-        ModuleError: the factory cannot be loaded.
-        Exception: whatever torch raises when the model cannot be compiled or exported.
+        ModuleError: the factory cannot be loaded; else whatever torch raises compiling or exporting.
     """
     model = build_model(gen.model, device)
     mode = gen.compile_config.mode
@@ -132,11 +116,8 @@ def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
 
 
 def no_kernels_reason(extern_calls: int, graphs: int | None) -> str:
-    """Why Inductor generated no kernel for a module, from what compiling it counted: ``extern_calls``
-    (``counters["inductor"]["extern_calls"]``: calls of library kernels, e.g. ``aten.mm``, which Inductor
-    emits instead of a kernel of its own; a graph from the FX graph cache replays them with the kernel
-    count) and ``graphs`` (Dynamo's ``counters["stats"]["unique_graphs"]``; None for export and
-    AOTInductor, one graph)."""
+    """Why Inductor generated no kernel, from ``counters["inductor"]["extern_calls"]`` and
+    ``counters["stats"]["unique_graphs"]`` (None for export and AOTInductor)."""
     if graphs == 0:
         return ("Dynamo captured no graph, so Inductor compiled nothing: the code ran eagerly "
                 "(graph_count and break_reasons say why)")
@@ -151,9 +132,8 @@ _CACHE = ("fxgraph_cache_hit", "fxgraph_cache_miss")
 
 
 def cache_counts() -> dict[str, int]:
-    """Inductor's FX graph cache hits and misses so far in this process; callers take differences
-    (:func:`cache_since`). Zeros while Dynamo is not imported: nothing was compiled, and an eager case's
-    worker never imports it (3 s on a 2-vCPU runner)."""
+    """FX graph cache hits and misses so far in this process; zeros while Dynamo is not imported
+    (an eager worker never imports it: 3 s on a 2-vCPU runner)."""
     if "torch._dynamo.utils" not in sys.modules:
         return dict.fromkeys(_CACHE, 0)
     from torch._dynamo.utils import counters
@@ -162,7 +142,7 @@ def cache_counts() -> dict[str, int]:
 
 
 def cache_since(before: dict[str, int]) -> dict[str, int]:
-    """``fxgraph_cache_hit`` and ``fxgraph_cache_miss``: lookups since ``before`` (a :func:`cache_counts`)."""
+    """FX graph cache lookups since ``before``."""
     return {name: n - before[name] for name, n in cache_counts().items()}
 
 
@@ -173,7 +153,7 @@ def _load(mode: CompileMode, path: Path) -> Callable[..., Any]:
 
 
 def load_artifact(module_dir: Path) -> Callable[..., Any]:
-    """Load an export or AOTInductor module from its directory alone (no model code needed).
+    """Load an export or AOTInductor module from its directory alone.
 
     Raises:
         ModuleError: no ``module_info.json``, a mode without an artifact, a missing artifact, or a
@@ -199,13 +179,8 @@ def load_artifact(module_dir: Path) -> Callable[..., Any]:
 
 
 def explain_graphs(gen: ModuleGenerationConfig, inputs: Tensors, device: str) -> dict[str, Any]:
-    """Dynamo's graph count, graph-break count and break reasons for the model (``torch._dynamo.explain``).
-
-    Returns:
-        ``{"graph_count": int, "graph_breaks": int, "break_reasons": [{"reason", "location", "count"}]}``
-        where ``location`` is ``"<file name>:<line>"`` of the user code that broke the graph.
-        ``explain`` resets Dynamo, so call it after any compiled function is no longer needed.
-    """
+    """``{"graph_count", "graph_breaks", "break_reasons": [{"reason", "location", "count"}]}`` from
+    ``torch._dynamo.explain``; location is ``"<file>:<line>"``. Resets Dynamo: call it last."""
     model = build_model(gen.model, device)
     with torch.no_grad():
         explanation = torch._dynamo.explain(model)(*inputs)

@@ -1,19 +1,9 @@
-"""Correctness of a module's value, gradient or Jacobian, with dtype-aware tolerances.
+"""Correctness of a module's value, gradient or Jacobian against the reference, else the eager model.
 
-Each case is checked against its model's reference implementation when it has one, else (compiled
-modules) against the eager model, on the same inputs and the same task.
-
-An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (``torch.allclose``'s
-rule). The tolerances are ``torch.testing.assert_close``'s defaults for fp16 and bf16, and for
-fp32 100× its defaults (rtol 1.3e-4, atol 1e-3): compiled code reorders reductions and fuses
-operations, which changes fp32 rounding by more than one ulp on sums of thousands of terms.
-
-The relative error reported is ``|actual - expected| / max(|expected|, atol)``: below atol the
-absolute tolerance decides an element anyway, so it stays finite near zero and is at most about
-``1 + rtol`` for an element that passes.
-
-A reference that raises (while it is built or while it computes the quantity) fails the check; the
-result then holds the exception in ``error`` and no errors.
+An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (``torch.allclose``'s rule).
+Tolerances: ``assert_close``'s defaults for fp16 and bf16; for fp32 100× them (rtol 1.3e-4, atol 1e-3),
+since compiled code reorders reductions. Relative error is ``|actual - expected| / max(|expected|, atol)``,
+finite near zero.
 """
 
 from __future__ import annotations
@@ -46,14 +36,11 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
 
 
 def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> dict[str, Any]:
-    """Compare two outputs (tensors or pytrees of tensors) leaf by leaf.
+    """Compare two pytrees of tensors leaf by leaf.
 
     Returns:
-        ``{"ok": bool, "max_abs_err": float, "max_rel_err": float, "rtol": float, "atol": float}``
-        where the errors are the largest over all floating-point leaves and the tolerances are
-        those of the least precise dtype seen. The relative error's denominator is
-        ``max(|expected|, atol)``. Leaves of different counts, shapes or (non-tensor) values are a mismatch
-        whose ``error`` says which, naming ``expected`` by ``against``; Python numbers compare as tensors.
+        ``{"ok", "max_abs_err", "max_rel_err", "rtol", "atol"}``: the largest errors over floating-point
+        leaves, the least precise dtype's tolerances; ``error`` names mismatched counts, shapes or values.
     """
     leaves_a, leaves_e = tree_leaves(actual), tree_leaves(expected)
     ok, max_abs, max_rel, max_rtol, max_atol = True, 0.0, 0.0, 0.0, 0.0
@@ -90,8 +77,7 @@ def _shown(x: Any) -> str:
 
 
 def _tensor(x: Any, other: Any) -> Any:
-    """A Python number as a 0-d tensor of ``other``'s floating-point dtype (float64 beside a number or an
-    integer tensor), so ``3.0`` and ``tensor(3.)`` compare by value; else ``x``."""
+    """A Python number as a 0-d tensor of ``other``'s float dtype (else float64); other ``x`` unchanged."""
     if not isinstance(x, (int, float)) or isinstance(x, bool):
         return x
     floating = isinstance(other, torch.Tensor) and other.is_floating_point()
@@ -100,23 +86,15 @@ def _tensor(x: Any, other: Any) -> Any:
 
 def check_task(task: Task, gen: ModuleGenerationConfig, inputs: Tensors, actual: Any,
                device: str, jacobian_mode: str | None = None) -> dict[str, Any] | None:
-    """Compare ``actual``, the task's quantity from the module, with the same quantity computed in
-    eager mode: from the model's reference implementation when it has one (``against`` ``"reference"``,
-    for every compile config including eager), else for a compiled module from the eager model (``"eager"``).
+    """Compare ``actual``, the task's quantity from the module, with the reference's (``against``
+    "reference") or, for a compiled module without one, the eager model's ("eager").
 
-    The quantity is the value (inference, forward), the gradient (backward: inputs, then
-    parameters, as ``tasks.gradient`` returns them) or the Jacobian (computed with the same
-    ``jacobian_mode``, ``"jacrev"`` or ``"jacfwd"``).
-
-    A reference that raises, while it is built or computes the quantity, is a failed check:
-    ``ok`` False, ``error`` ``"the reference raised TypeError: ..."``, both errors None, and the
-    tolerances of ``actual``'s dtypes. Running out of memory is not the reference's failure: it
-    propagates; nor are the eager model's failures, which are the module's.
+    A reference that raises fails the check (``error`` "the reference raised TypeError: ...", both errors
+    None); out-of-memory and the eager model's errors propagate.
 
     Returns:
-        :func:`compare_outputs`'s dict plus ``quantity`` and ``against`` (and ``error`` when the
-        reference raised); None when there is nothing to compare with (an eager module without a
-        reference, or model code that is not importable here).
+        ``compare_outputs``' dict plus ``quantity`` and ``against``; None when there is nothing to compare
+        with (an eager module without a reference, or model code not importable here).
     """
     quantity, reference = tasks.QUANTITY[task], gen.model.reference_entry_point is not None
     against = "reference" if reference else "eager"

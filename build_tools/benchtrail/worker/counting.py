@@ -1,23 +1,9 @@
-"""The counting worker: instructions per call of each CPU case, counted by callgrind (issue 44).
+"""The counting worker: instructions per call of each CPU case under callgrind, one process per shard.
 
-``benchtrail.runner.count_cases`` starts one per shard, under
-``valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no`` (its ``VALGRIND_ARGS``), as
-``python -m benchtrail.worker.counting REQUESTS.json JOURNAL.jsonl``, and it serves the shard's cases in turn
-(no fork server under valgrind). Python and torch start uninstrumented (about 15 s here, 50 s instrumented).
-Each case, as ``torch.utils.benchmark.Timer.collect_callgrind`` counts a statement:
-
-1. built and called once uninstrumented (Dynamo, Inductor's cache and model init run at near-native speed);
-2. instrumentation on (``vgdb``), one call counted (it sets ``n``), one warm-up block of ``n`` calls uncounted
-   (when ``n`` > 1), an empty block counted (the overhead: the toggles themselves), then ``repeats`` blocks
-   of ``n`` calls (``BIG_CALL_REPEATS`` of a call of ``BIG_CALL`` instructions or more), collection toggled
-   on around the calls only (``torch._C._valgrind_toggle``) and each block dumped to its own callgrind file;
-3. instrumentation off. A repeat is (block − overhead) / ``n`` instructions per call; ``n`` makes a block
-   about ``BLOCK_INSTRUCTIONS`` (at most ``MAX_CALLS``), so per-call allocator effects average out.
-
-One torch thread (valgrind runs threads one at a time, and OpenMP's spin-waits would count waiting, not
-work); the cyclic GC collected before and off inside each block; ``PYTHONHASHSEED=0`` and
-``PYTHONMALLOC=malloc`` (``benchtrail.runner.count_cases.counting_env``). A model that changes its inputs is
-counted one call per block, on fresh inputs made outside it.
+Run as ``python -m benchtrail.worker.counting REQUESTS.json JOURNAL.jsonl`` under valgrind by the
+counting pass. A repeat is (block − overhead) / ``n`` instructions per call, a block being about
+``BLOCK_INSTRUCTIONS`` (at most ``MAX_CALLS`` calls; one call for a model that changes its inputs).
+The method and its measurements: docs/statistics.md, "How a count is taken".
 """
 
 from __future__ import annotations
@@ -42,8 +28,8 @@ from benchtrail.worker.inputs import model_inputs
 from benchtrail.worker.main import CaseFailure, failure_of, iteration_of, release_modules, task_module
 from benchtrail.worker.protocol import Response, read_request
 
-#: Instructions a counted block aims at; a block of a bigger call is one call. Per-call counts of autograd and
-#: functorch calls wander by 0.3% (sqrl's Jacobian: repeats ranged 0.64% in blocks of 10M, 0.09% of 50M).
+#: Instructions a counted block aims at; a block of a bigger call is one call. Per-call counts of autograd
+#: and functorch calls wander by 0.3% (sqrl's Jacobian: repeats ranged 0.64% in blocks of 10M, 0.09% of 50M).
 BLOCK_INSTRUCTIONS = 50_000_000
 MAX_CALLS = 1000
 #: A call of at least this many instructions is counted ``BIG_CALL_REPEATS`` times, not ``repeats``: its
@@ -54,8 +40,11 @@ BIG_CALL_REPEATS = 3
 
 
 def instrumentation(state: str) -> None:
-    """Switch callgrind's instrumentation ``on`` or ``off`` through ``vgdb``, spinning meanwhile so that
-    valgrind polls for the command (no ptrace needed)."""
+    """Switch callgrind's instrumentation ``on`` or ``off`` through ``vgdb``, spinning so valgrind polls.
+
+    Raises:
+        CaseFailure: vgdb failed.
+    """
     proc = subprocess.Popen(["vgdb", f"--pid={os.getpid()}", "instrumentation", state],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     while proc.poll() is None:
@@ -83,14 +72,15 @@ class Dumps:
             self.k += 1
             gc.enable()
         path = self.folder / f"callgrind.out.{os.getpid()}.{self.k}"
-        totals = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("totals:")]
+        totals = [line for line in path.read_text(encoding="utf-8").splitlines()
+                  if line.startswith("totals:")]
         if not totals:
             raise CaseFailure(f"callgrind file {path} has no totals line")
         return int(totals[-1].split()[1]), path
 
 
 def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps) -> dict[str, Any]:
-    """Count one case (module docstring); the response's fields."""
+    """Count one case; the response's fields."""
     torch.set_num_threads(1)
     gen, task = rc.module_generation_config, rc.execution_config.task
     pristine = model_inputs(gen.model, "cpu")
@@ -138,9 +128,8 @@ def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps
 
 
 def serve(requests_path: str, journal_path: str) -> None:
-    """Count every case of the request file (``benchtrail.worker.protocol.count_requests``), appending to the
-    journal ``{"start": i}`` before case i and ``{"case": i, **response}`` after it; one failing case never
-    stops the others."""
+    """Count every case of the request file, journaling ``{"start": i}`` before case i and
+    ``{"case": i, **response}`` after it; a failing case does not stop the others."""
     spec = json.loads(Path(requests_path).read_text(encoding="utf-8"))
     dumps = Dumps(Path(spec["callgrind_dir"]))
     with open(journal_path, "a", encoding="utf-8") as journal:

@@ -1,16 +1,8 @@
-"""GPU timing: CUDA events for device time, the host clock for end-to-end latency, both recorded.
+"""GPU timing: CUDA events for device time, the host clock (synchronised) for end-to-end latency.
 
-Without synchronisation a host clock measures only the launch of asynchronous kernels, so every
-sample synchronises the device before it reads a clock. A sample is one event pair around ``k``
-launches of the case (or one replay of a CUDA graph holding ``k`` launches): for cases whose
-iteration takes less than ``MIN_PAIR_US`` (about 50 µs) a single launch per event pair is dominated
-by the events' own resolution (about 0.5 µs, CUDA Runtime API docs, ``cudaEventElapsedTime``) and
-launch overhead, so ``k`` launches are timed together and divided by ``k``. CUDA graphs remove the
-per-launch CPU overhead as well (``torch.cuda.CUDAGraph``; the approach of
-``triton.testing.do_bench_cudagraph``). An optional L2 flush (writing a buffer twice the size of
-the L2 cache before each sample, as ``triton.testing.do_bench`` does) measures cold-cache time.
-
-The planning functions here are pure and run on any machine; :func:`measure_cuda` needs a GPU.
+A sample is one event pair around ``k`` launches (or one CUDA graph replay of them), ``k`` making a pair
+last ``MIN_PAIR_US``; optional L2 flush as ``triton.testing.do_bench``. The method: docs/gpu.md.
+The planning functions are pure; ``measure_cuda`` needs a GPU.
 """
 
 from __future__ import annotations
@@ -37,17 +29,8 @@ REPORTED_TIMES = ("gpu", "wall")
 
 @dataclass(frozen=True)
 class TimingPlan:
-    """How a case is timed.
-
-    Attributes:
-        method: ``perf_counter`` (CPU: a block of iterations on the host clock),
-            ``cuda-events`` (``launches`` launches between a pair of CUDA events) or
-            ``cuda-graph`` (one replay of a CUDA graph of ``launches`` launches between events).
-        launches: iterations per sample on the GPU (the CPU block size is calibrated in
-            ``benchtrail.worker.timing``; 1 here).
-        reported: ``gpu`` or ``wall``: which of the two recorded times is the case's samples.
-        flush_l2: whether the L2 cache is flushed before each sample.
-    """
+    """How a case is timed: ``method`` ``perf_counter`` (CPU), ``cuda-events`` or ``cuda-graph``;
+    ``launches`` per sample (1 on CPU); ``reported`` ``gpu`` or ``wall``."""
 
     method: str
     launches: int
@@ -67,10 +50,7 @@ def launches_per_sample(per_iteration_us: float) -> int:
 
 
 def plan_timing(architecture: str, per_iteration_us: float | None, policy: ExecutionConfig) -> TimingPlan:
-    """The timing plan for a case on ``architecture`` (``cpu`` or ``cuda``).
-
-    ``per_iteration_us`` is the warm time of one iteration (GPU: synchronised host time), used to
-    choose the launches per sample; a CUDA graph is used for short cases when the policy allows it.
+    """The timing plan on ``architecture`` (``cpu`` or ``cuda``); ``per_iteration_us``: one warm iteration.
 
     Raises:
         ValueError: ``policy.reported_time`` is not one of ``REPORTED_TIMES``, or a CUDA plan has no
@@ -97,10 +77,7 @@ def is_steady(times: list[float]) -> bool:
 
 
 def parse_oom_bytes(message: str) -> int | None:
-    """The bytes an out-of-memory error asked for, from PyTorch's ``Tried to allocate 2.00 GiB``.
-
-    Returns None when the message does not say (e.g. a CPU allocator error).
-    """
+    """The bytes an OOM error asked for, from PyTorch's ``Tried to allocate 2.00 GiB``; else None."""
     import re
 
     if match := re.search(r"Tried to allocate ([0-9.]+) ?(GiB|MiB|KiB|bytes|B)\b", message):
@@ -111,17 +88,8 @@ def parse_oom_bytes(message: str) -> int | None:
 
 @dataclass(frozen=True)
 class CudaMeasurement:
-    """Samples of one case on a GPU, µs per iteration.
-
-    Attributes:
-        gpu_samples_us: device time per iteration from each CUDA event pair (divided by the launches).
-        wall_samples_us: host wall time per iteration of the same samples, synchronised.
-        timing: how they were taken.
-        warmup_iterations: iterations before the first sample.
-        memory: ``max_memory_allocated_bytes`` and ``max_memory_reserved_bytes`` while the samples
-            were taken (peaks reset after warm-up, graph capture and the L2 flush buffer; the
-            buffer's bytes are subtracted from the allocated peak).
-    """
+    """Samples of one case on a GPU, µs per iteration (device and synchronised host time); ``memory``:
+    peak ``max_memory_allocated_bytes`` (less the L2 flush buffer) and ``max_memory_reserved_bytes``."""
 
     gpu_samples_us: tuple[float, ...]
     wall_samples_us: tuple[float, ...]
@@ -131,13 +99,13 @@ class CudaMeasurement:
 
     @property
     def samples(self) -> tuple[float, ...]:
-        """The reported samples (``timing.reported``)."""
+        """The ``timing.reported`` samples."""
         return self.gpu_samples_us if self.timing.reported == "gpu" else self.wall_samples_us
 
 
 def _warm_up(fn: Step, policy: ExecutionConfig,
              synchronize: Hook) -> tuple[float, int]:
-    """Run ``fn`` until its synchronised time is steady; return (warm per-iteration µs, iterations)."""
+    """Run ``fn`` until its synchronised time is steady: (warm per-iteration µs, iterations)."""
     times = []
     start = time.perf_counter()
     budget = policy.warmup_time_ms / 1e3
@@ -150,8 +118,7 @@ def _warm_up(fn: Step, policy: ExecutionConfig,
 
 
 def _capture(fn: Step, launches: int) -> Step:  # pragma: no cover - GPU
-    """A CUDA graph of ``launches`` calls of ``fn``; returns its ``replay``. Warm-up runs on a side
-    stream first, as the PyTorch CUDA graphs documentation prescribes."""
+    """The ``replay`` of a CUDA graph of ``launches`` calls, warmed up on a side stream (torch's rule)."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -169,12 +136,7 @@ def _capture(fn: Step, launches: int) -> Step:  # pragma: no cover - GPU
 
 def measure_cuda(fn: Step,
                  policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
-    """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples.
-
-    Each sample: optional L2 flush, synchronise, host clock, start event, ``launches`` launches (or
-    one graph replay), end event, synchronise, host clock. Device time is
-    ``start.elapsed_time(end) / launches``; wall time the host interval over ``launches``.
-    """
+    """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples."""
     import torch
 
     synchronize = torch.cuda.synchronize

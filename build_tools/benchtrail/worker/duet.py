@@ -1,9 +1,7 @@
-"""The worker's side of duet measurement (``RunRequest.duet``; the runner's: ``benchtrail.runner.duet``).
+"""The worker's side of duet measurement (Bulej et al., "Duet Benchmarking", ICPE 2020).
 
-Duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020)
-runs the two versions at the same time, each on its own CPUs, so that sample j of both shares the machine's
-state. The worker pins itself to its CPUs for the whole job (warm-up included) and, before each timed sample,
-sends one byte to the runner's barrier and waits for one back: the barrier answers both workers at once.
+The worker pins itself to its CPUs for the whole job and, before each timed sample, sends one byte to
+the runner's barrier and waits for one back: the barrier answers both arms' workers at once.
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ import os
 import socket
 from typing import Any
 
-#: Seconds a worker may take to connect to the barrier. Waiting at it has no limit of its own: the other arm
-#: may still be compiling its module, and the runner kills a worker past its case's ``timeout_s`` and closes
-#: the barrier when it stops (the wait then ends with :class:`DuetError`).
+#: Seconds a worker may take to connect to the barrier. Waiting at it has no limit: the other arm may still
+#: be compiling, and the runner kills a worker past ``timeout_s`` and closes the barrier when it stops.
 CONNECT_TIMEOUT_S = 30.0
 
 
@@ -23,10 +20,10 @@ class DuetError(RuntimeError):
 
 
 class Duet:
-    """A worker's pinning and barrier for one job: :meth:`wait` before each timed sample.
+    """A worker's pinning and barrier for one job.
 
     Raises:
-        DuetError: from the constructor, when the CPUs cannot be pinned or the socket cannot be reached.
+        DuetError: the CPUs cannot be pinned or the socket cannot be reached.
     """
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -51,10 +48,10 @@ class Duet:
         sock.settimeout(None)
 
     def wait(self) -> None:
-        """Meet the other arm's worker: returns when the barrier lets both start their next sample.
+        """Return when the barrier lets both arms start their next sample.
 
         Raises:
-            DuetError: the barrier closed (the runner stopped) or the socket failed.
+            DuetError: the barrier closed or the socket failed.
         """
         try:
             self._sock.sendall(b"r")

@@ -1,12 +1,8 @@
-"""A function benchmark (``benchtrail.suite.functions``) as the worker runs it: an ``nn.Module`` whose
-inputs are the tensors of its input factory's arguments.
+"""A function benchmark as the worker runs it: an ``nn.Module`` of its input factory's tensors.
 
-The input factory's ``Args`` (positional and keyword arguments) is flattened with
-``torch.utils._pytree.tree_flatten``; its tensor leaves, in order, are the module's inputs (moved to
-the device) and every other leaf is bound as a constant. ``forward(*tensors)`` puts the tensors back
-into the leaves, unflattens, and calls the function (or the module the factory made). So compile
-(Inductor, export, AOTInductor), the tasks (backward and Jacobian differentiate the floating-point
-tensors) and the correctness checks see a module of positional tensors, as for a class-API model.
+The factory's ``Args`` is flattened with pytree; the tensor leaves, in order, are the module's inputs
+and every other leaf is bound as a constant, so compiling, the tasks and the correctness checks see
+positional tensors, as for a class-API model.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ def benchmark_of(model: Model) -> FunctionBenchmark | None:
 
 
 def _arguments(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``(args, kwargs)`` of the input factory for ``model``'s parameters (torch seeded first)."""
+    """``(args, kwargs)`` of the input factory for ``model``'s parameters, torch seeded first."""
     torch.manual_seed(seed)
     try:
         made = bench.inputs(**dict(model.params))
@@ -52,7 +48,7 @@ def _arguments(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[tuple
 
 
 def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
-    """The tensors of the input factory's arguments, in flattening order, on ``device``.
+    """The input factory's tensors, in flattening order, on ``device``.
 
     Raises:
         ModuleError: the entry point is not a function benchmark, or its input factory raised.
@@ -65,8 +61,7 @@ def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
 
 
 def input_names(model: Model, seed: int) -> list[str]:
-    """How a user names each tensor :func:`inputs` returns, in order: ``x`` (the function's parameter),
-    ``argument 2``, ``keyword mask``, with the path inside a container (``xs[1]``)."""
+    """The user's name of each tensor of ``inputs``: ``x``, ``argument 2``, ``keyword mask``, ``xs[1]``."""
     bench = benchmark_of(model)
     assert bench is not None
     arguments = _arguments(bench, model, seed)
@@ -84,11 +79,8 @@ def input_names(model: Model, seed: int) -> list[str]:
 
 
 class BoundFunction(torch.nn.Module):
-    """``fn`` with its non-tensor arguments bound: ``forward(*tensors)`` calls ``fn(*args, **kwargs)``.
-
-    ``fn`` is a function or an ``nn.Module`` (registered as the submodule ``module``, so its
-    parameters are the module's: the backward task differentiates them too).
-    """
+    """``fn`` with its non-tensor arguments bound; an ``nn.Module`` ``fn`` is the submodule ``module``,
+    so the backward task differentiates its parameters too."""
 
     def __init__(self, fn: Any, leaves: list[Any], spec: Any) -> None:
         super().__init__()
@@ -112,16 +104,15 @@ class BoundFunction(torch.nn.Module):
         return fn(*args, **kwargs)
 
     def call(self, *tensors: torch.Tensor, target: Any = None) -> functools.partial:
-        """``fn`` (or ``target``) with its arguments bound once: calling it runs the user's call alone,
-        without this module's call and unflattening (the harness floor, docs/statistics.md)."""
+        """``fn`` (or ``target``) with its arguments bound once: the user's call alone, without
+        unflattening (the harness floor, docs/statistics.md)."""
         args, kwargs = self._arguments(tensors)
         fn = target or (self.module if hasattr(self, "module") else self.fn)
         return functools.partial(fn, *args, **kwargs)
 
 
 def build(bench: FunctionBenchmark, model: Model, target: Any, seed: int) -> BoundFunction:
-    """The module of ``model`` (one parameter combination of ``bench``) calling ``target``, its function or
-    reference; torch is seeded before each factory is called.
+    """The module of ``model`` calling ``target`` (the function or its reference), torch seeded per factory.
 
     Raises:
         ModuleError: a factory raised.

@@ -35,13 +35,12 @@ def parse_input_spec(spec: str) -> tuple[tuple[int, ...], torch.dtype]:
 
 
 def model_inputs(model: Model, device: str, seed: int = SEED) -> Tensors:
-    """The inputs of ``model``: its input factory's tensors for a function benchmark
-    (``benchtrail.worker.functions.inputs``), else standard-normal float tensors (or integers in [0, 1000))
-    for its input specs, reproducible from ``seed``.
+    """A function benchmark's factory tensors, else standard-normal floats (integers in [0, 1000)) for the
+    input specs, reproducible from ``seed``.
 
     Raises:
         ValueError: a malformed input spec.
-        benchtrail.suite.entry_points.ModuleError: a function benchmark's input factory raised.
+        ModuleError: a function benchmark's input factory raised.
     """
     if model.params or not model.input_specs:
         from benchtrail.worker import functions

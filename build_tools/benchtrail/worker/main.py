@@ -1,11 +1,8 @@
 """The worker process: compiles one module or runs the cases of one module, then exits.
 
-Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` by ``benchtrail.runner.workers``,
-or forked by the pre-imported server (:mod:`benchtrail.worker.server`), which may hand one process
-several run requests of one module: the module is built (compiled, loaded) once per process and
-each case measured in turn (:func:`answer`). A fresh process per job keeps caches, allocator state
-and Dynamo's counters from leaking between modules (pyperf and IREE's benchmark driver do the same).
-The request and response files are the typed, versioned JSON of :mod:`benchtrail.worker.protocol`.
+Started as ``python -m benchtrail.worker REQUEST.json RESPONSE.json`` or forked by the server, which may
+hand one process several cases of one module (built once). A fresh process per module keeps caches,
+allocator state and Dynamo's counters from leaking between modules, as in pyperf and IREE.
 """
 
 from __future__ import annotations
@@ -80,13 +77,8 @@ def _peak_rss_bytes() -> int:
 
 def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool,
                 prime: tuple[str, ...]) -> dict[str, Any]:
-    """Compile one module (its artifact into ``module_dir`` when given); return its statistics.
-
-    Returns compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits and
-    misses, artifact sizes in bytes, and with ``explain`` the graph count and graph breaks. The
-    statistics are taken before the ``prime`` tasks' graphs are compiled (:func:`_prime`), so they
-    are those of the module alone.
-    """
+    """Compile one module; compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits
+    and misses, artifact bytes, graph breaks with ``explain``; all taken before the ``prime`` tasks run."""
     device = _device_for(gen.target_architecture)
     inductor = gen.compile_config.mode in INDUCTOR_MODES
     inputs = model_inputs(gen.model, device)
@@ -107,10 +99,8 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
 
 
 def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn: Any) -> float:
-    """Run the first iteration of each task named in ``names`` as a run-stage worker does
-    (:func:`task_module`, :func:`benchtrail.worker.tasks.step`), reusing ``fn``, the module just
-    compiled, so every graph those cases compile lands in the Inductor cache; returns the ms it took.
-    A task that fails here is left to fail in the run stage, which reports it."""
+    """Run each named task's first iteration on ``fn`` so its graphs land in the Inductor cache; ms taken.
+    A task that fails is left to fail in the run stage."""
     start = time.perf_counter()
     _BUILT.clear()
     _BUILT[(gen.id, device)] = fn
@@ -145,47 +135,32 @@ def task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device
 
 
 def _built(key: tuple[str, str], build: Callable[[], Any]) -> Any:
-    """The module of ``key``, built (compiled or loaded) once: the cases of one module share it."""
+    """The module of ``key``, built once: the cases of one module share it."""
     if key not in _BUILT:
         _BUILT.clear()
         _BUILT[key] = build()
     return _BUILT[key]
 
 
-#: The module this process built last, by (module id, device): the cases of one module that a
-#: forked worker runs in turn (``benchtrail.worker.server``) share it, as one graph cache.
+#: The module this process built last, by (module id, device): a forked worker's cases share it.
 _BUILT: dict[tuple[str, str], Any] = {}
 
 
 def release_modules() -> None:
-    """Drop the module this process built or loaded, and collect it, before a forked worker ends by
-    ``os._exit`` (which runs no destructor): an AOTInductor package's loader (``AOTIModelPackageLoader``,
-    C++) removes the ``/tmp/aotinductor_*`` folder it extracted the package into only in its destructor."""
+    """Drop and collect the built module before ``os._exit``, which runs no destructor: only the AOTInductor
+    loader's destructor removes the ``/tmp/aotinductor_*`` folder it extracted."""
     _BUILT.clear()
     gc.collect()
 
 
 def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
             profile: dict[str, Any] | None, pair: Duet | None) -> dict[str, Any]:
-    """Run one case; return raw samples (µs per iteration), memory, correctness and the Jacobian mode.
+    """Run one case: samples (µs per iteration), memory, correctness, Jacobian mode, FX graph cache
+    lookups of compiling, and with ``profile`` a profile taken after the samples.
 
-    With ``profile`` (a run request's ``profile``), after the timed samples and outside every phase, more
-    iterations run under ``torch.profiler`` (:func:`_profile`); the response's ``profile`` holds the result.
-
-    The response also holds ``fxgraph_cache_hit`` and ``_miss``: Inductor FX graph cache lookups of
-    the compile phase (misses are graphs compiled here, not loaded from the cache).
-
-    ``phases`` receives the phase times in ms as they finish (so a failed case keeps the phases it
-    completed): ``prep`` (inputs made and moved to the device), ``compile`` (module built, compiled
-    or loaded, and the task's first iteration run), ``check`` (correctness), ``run`` (warm-up,
-    calibration and samples) and ``done`` (teardown, freeing memory).
-
-    Eager and Inductor modules are built from the model factory; export and AOTInductor modules
-    are loaded from ``module_dir``. The task's quantity (value, gradient or Jacobian) is checked
-    against the model's reference implementation, or a compiled module against eager
-    (``benchtrail.worker.correctness.check_task``; status ``mismatch`` beyond the dtype's tolerance).
-
-    With ``pair`` (a duet, :class:`benchtrail.worker.duet.Duet`) every timed sample starts at its barrier.
+    ``phases`` receives each phase's ms as it finishes (a failed case keeps those done): ``prep``,
+    ``compile`` (first iteration included), ``check``, ``run``, ``done``. With ``pair`` every timed
+    sample starts at the duet barrier.
     """
     torch.set_num_threads(threads)
     gen, task = rc.module_generation_config, rc.execution_config.task
@@ -284,8 +259,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 def iteration_of(task: Task, fn: Any, inputs: Tensors) -> Any:
-    """One timed call. An eager function benchmark's value is the user's function on pre-bound arguments
-    (:meth:`BoundFunction.call`: no module call, no unflattening); everything else ``tasks.step``."""
+    """One timed call: a function benchmark's value is the user's function on pre-bound arguments."""
     if isinstance(fn, BoundFunction) and task in (Task.INFERENCE, Task.FORWARD):
         return fn.call(*inputs)
     return tasks.step(task, fn, inputs)
@@ -297,12 +271,9 @@ PROFILE_OPERATORS = 50
 
 def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
              sample_us: float) -> dict[str, Any]:
-    """Run ``iteration`` ``spec["iterations"]`` times (fewer when ``spec["budget_ms"]`` ms would not fit
-    them at ``sample_us`` µs each; at least one) under ``torch.profiler.profile`` (CPU; CUDA too on a GPU),
-    write its Chrome trace to ``spec["trace"]`` and return ``{iterations, trace, wall_ms, operators}``: each
-    operator's ``name``, ``self_cpu_us`` (µs summed over the iterations), ``count`` (calls) and on a GPU
-    ``self_device_us``, at most :data:`PROFILE_OPERATORS`, largest self CPU time first. Never raises: a
-    failure is ``{"error": reason}``, and the samples stand."""
+    """Profile ``spec["iterations"]`` iterations (fewer to fit ``spec["budget_ms"]`` at ``sample_us`` µs
+    each), write the Chrome trace to ``spec["trace"]``; ``{iterations, trace, wall_ms, operators}`` with
+    ``self_cpu_us`` (and ``self_device_us``) summed over iterations. Never raises: ``{"error": reason}``."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
@@ -329,11 +300,7 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
 
 
 def _out_of_memory(exc: BaseException) -> dict[str, Any]:
-    """The reason and ``oom`` details of an out-of-memory error, after emptying the CUDA cache.
-
-    The worker exits after the case, so the next case starts with a fresh allocator anyway; the
-    cache is emptied so the reported free memory is honest and the process gives memory back at once.
-    """
+    """The reason and ``oom`` details of an out-of-memory error, after emptying the CUDA cache."""
     message = str(exc)
     requested = parse_oom_bytes(message)
     if emptied := torch.cuda.is_available():
@@ -344,7 +311,7 @@ def _out_of_memory(exc: BaseException) -> dict[str, Any]:
 
 
 def _serve(request: Request, phases: dict[str, float]) -> Response:
-    """Run a parsed request; raises what the job raises (``handle`` turns it into a response)."""
+    """Run a parsed request; raises what the job raises."""
     module_dir = Path(request.module_dir) if request.module_dir else None
     if isinstance(request, CompileRequest):
         (gen,) = unpack_and_deserialize(request.config, ModuleGenerationConfig)
@@ -368,12 +335,8 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
 
 
 def handle(data: Any) -> Response:
-    """Read a request (a JSON object, :func:`benchtrail.worker.protocol.read_request`), run it; never raises.
-
-    A request this worker cannot read (e.g. a newer protocol version) is answered ``failed`` with
-    the reason. A run request's response always holds ``phase_times_ms``, also when the case
-    failed part-way.
-    """
+    """Read a request (a JSON object) and run it; never raises. A run response always holds
+    ``phase_times_ms``; an unreadable request (e.g. a newer protocol) is answered ``failed``."""
     try:
         request = read_request(data)
     except ProtocolError as exc:
@@ -392,14 +355,13 @@ def handle(data: Any) -> Response:
 
 
 def failure_of(exc: Exception, **fields: Any) -> Response:
-    """The ``failed`` response of an unexpected exception (call it in the ``except`` block): its type and
-    message, and its last frames."""
+    """The ``failed`` response of an exception, with its last frames; call it in the ``except`` block."""
     return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
                     traceback=traceback.format_exc(limit=-3), **fields)
 
 
 def answer(request_path: str, response_path: str) -> None:
-    """Read the request file, run it, and write the response file (whole: a temp file renamed)."""
+    """Read the request file, run it, and write the response file atomically."""
     response = handle(json.loads(Path(request_path).read_text(encoding="utf-8")))
     if not all(map(math.isfinite, response.samples or ())):
         response = Response(status="failed", reason="a timing sample is not finite")

@@ -1,4 +1,4 @@
-"""What a case's call did to its inputs: an undeclared change in place is refused (issue 40)."""
+"""What a case's call did to its inputs: an undeclared change in place is refused."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from benchtrail.worker.inputs import SEED, Tensors
 
 def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
                    versions: list[int], when: str) -> str | None:
-    """Why a case that changed an input ``when`` is refused, or None: its version counter moved from
-    ``versions``, or its values differ from the pristine copy's (a change through ``.data``); a model that
-    declares ``mutates_inputs`` is never refused. Sources of change no counter or value shows (a change put
-    back before the check) are not seen."""
+    """Why a case that changed an input ``when`` is refused (a version counter moved from ``versions``,
+    or values differ from ``pristine``), or None; a model declaring ``mutates_inputs`` never is."""
     if model.mutates_inputs:
         return None
     for i, (t, p, v) in enumerate(zip(inputs, pristine, versions)):
@@ -31,7 +29,7 @@ def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal values (NaN equal to NaN)."""
+    """Equal values, NaN equal to NaN."""
     if a.is_floating_point() or a.is_complex():
         return bool(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
     return bool(torch.equal(a, b))

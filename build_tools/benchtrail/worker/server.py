@@ -1,46 +1,11 @@
-"""A pre-imported parent for worker processes: ``python -m benchtrail.worker --serve``.
+"""A pre-imported parent that forks one worker process per job: ``python -m benchtrail.worker --serve``.
 
-Starting ``python -m benchtrail.worker`` costs an ``import torch`` (with Dynamo and Inductor, 3–6 s on
-a 2-core runner) before the first sample. This server imports them once (Dynamo and Inductor before
-the first job whose module is compiled: a server of eager jobs never pays for them) and forks one child
-per job, so a fresh worker process costs a fork (tens of milliseconds; the same idea as ``multiprocessing``'s
-forkserver with ``set_forkserver_preload``, and Android's zygote). Each child is still a new process
-that runs its job and exits, so caches, allocator state and Dynamo's counters do not leak between
-jobs; it differs from a spawned worker in sharing the server's address-space layout and string hash
-seed (docs/statistics.md, "Worker processes", says what that does to the spread between processes).
-Nothing CUDA is initialised here: CUDA cannot be used in a forked child of a process that did.
-
-The runner (``benchtrail.runner.workers``) talks to the server in JSON lines; stdout is the
-protocol channel and nothing else writes to it (the server's own ``print``s go to stderr)::
-
-    server → runner, once:  {"server": SERVER_VERSION, "pid": int, "served_versions": [1, ...],
-                             "features": ["duet", ...] (what its worker does beyond its versions; optional)}
-    runner → server, a job: {"jobs": [[request path, response path], ...], "log": path,
-                             "env": {name: value} (the whole environment), "threads": int,
-                             "cwd": path (the working directory; optional),
-                             "pythonpath": [entry, ...] (the job's PYTHONPATH, to put on the child's
-                             sys.path; optional: absent, the child keeps the server's),
-                             "inductor": bool (a job compiles with Inductor; optional),
-                             "compiles": bool (a job's module is compiled, any mode but eager, or its
-                             task imports Dynamo, the Jacobian; optional, default true: Dynamo and
-                             Inductor are imported before forking it)}
-    server → runner:        {"pid": child pid}   then, when it has exited:   {"pid": int, "returncode": int}
-                            or, for a job it cannot take:   {"refused": reason} (nothing forked)
-
-One server serves the jobs of several checkouts (``features`` lists ``pythonpath``): a job whose
-``pythonpath`` differs from the server's own ``PYTHONPATH`` gets a child whose ``sys.path`` is the job's
-working directory, the job's entries, then the server's path less its own entries (stdlib, site-packages):
-the path ``python -m`` would start with there. What the server imported before the fork cannot be
-imported again from the job's entries, so a job whose entries (or the server's own) provide a top-level
-module the server has imported (``benchtrail`` of another checkout, a second ``torch``) is refused; the
-runner then starts a server for that ``PYTHONPATH`` alone (``benchtrail.runner.servers``).
-
-A job's child starts its own session (the runner kills the whole group on a timeout), sends its
-output to ``log``, sets ``env``, its working directory (also first on ``sys.path``, so one server
-serves every working directory of a checkout) and ``torch.set_num_threads(threads)``, and answers each
-request in turn in one process (:func:`benchtrail.worker.main.answer`, which builds each module once). End of
-input stops the server. A checkout from before this module answers ``--serve`` with an error exit
-and no greeting; the runner then spawns ``python -m benchtrail.worker`` per job as before.
+Importing torch, Dynamo and Inductor costs 3–6 s on a 2-core runner; the server imports them once
+(the compilers only before the first compiled job) and a fork costs tens of ms, as ``multiprocessing``'s
+forkserver with preload. Each child still runs one job and exits. Nothing CUDA is initialised here: a
+forked child could not use it. A job whose ``PYTHONPATH`` provides a module the server has imported is
+refused (it needs a server of its own). The design: docs/architecture.md; the spread between forked
+processes: docs/statistics.md, "Worker processes".
 """
 
 from __future__ import annotations
@@ -66,9 +31,8 @@ _UNSHADOWED = frozenset(sys.builtin_module_names) | {"__main__"}
 
 
 def top_level_names(entries: list[str]) -> set[str]:
-    """The top-level module names that the ``sys.path`` entries (folders) provide: regular packages (a folder
-    with ``__init__.py``; a namespace folder never shadows a module), ``.py`` and ``.pyc`` files and extension
-    modules; an entry that is a file (a zip) provides ``*``, as any name; unreadable entries provide none."""
+    """Top-level module names the ``sys.path`` folders provide (regular packages, ``.py``, ``.pyc``,
+    extension modules; not namespace folders); a file entry (a zip) provides ``*``, any name."""
     names = set()
     for entry in entries:
         if os.path.isfile(entry):
@@ -88,8 +52,7 @@ def top_level_names(entries: list[str]) -> set[str]:
 
 
 def refusal(entries: list[str] | None, cwd: str | None = None) -> str | None:
-    """Why a job with ``PYTHONPATH`` ``entries`` (and working directory ``cwd``, first on its ``sys.path``)
-    cannot be forked from this server (module docstring), or None."""
+    """Why a job with ``PYTHONPATH`` ``entries`` and working directory ``cwd`` cannot fork here, or None."""
     if entries in (None, _OWN_ENTRIES):
         return None
     imported = {name.partition(".")[0] for name in list(sys.modules)} | {"*"}
@@ -108,9 +71,8 @@ def _preload() -> None:
 
 @functools.cache
 def _preload_compilers() -> None:
-    """Import Dynamo and Inductor (about 4 s on a 2-vCPU runner), once, before the first job whose module is
-    compiled (any compile mode but eager): a server whose jobs are all eager never pays for them, and a
-    compiled module's compile time never includes importing them (``METHOD_VERSION`` 2)."""
+    """Import Dynamo and Inductor (about 4 s on a 2-vCPU runner) before the first compiled job, so compile
+    times never include them (``METHOD_VERSION`` 2)."""
     import torch._dynamo
     import torch._inductor.compile_fx  # noqa: F401
 
@@ -119,10 +81,8 @@ def _preload_compilers() -> None:
 
 @functools.cache
 def _probe_inductor() -> None:
-    """Inductor probes the C++ compiler and the CPU's vector ISA once per process (g++ runs, a test
-    build; about 2 s): do it here, once, before the first job that compiles with Inductor. It caches
-    its answer in the process (functools), so every later child inherits it; a machine without a
-    compiler fails later, in the job that needs one."""
+    """Let Inductor probe the C++ compiler and vector ISA (about 2 s) once, before the first Inductor job;
+    every later child inherits the cached answer."""
     try:
         from torch._inductor import cpu_vec_isa
 
@@ -132,7 +92,7 @@ def _probe_inductor() -> None:
 
 
 def _child(job: dict[str, Any], channel: int) -> int:
-    """Run one job in a forked child; the exit code (0 unless the response files could not be written)."""
+    """Run one job in a forked child; exit code 0 unless the response files could not be written."""
     os.close(channel)
     os.setsid()
     log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -162,7 +122,16 @@ def _child(job: dict[str, Any], channel: int) -> int:
 
 
 def serve(stdin: TextIO, channel: int) -> int:
-    """Greet on ``channel`` (a file descriptor), then fork a child for each job read from ``stdin``."""
+    """Greet on ``channel`` (a file descriptor), then fork a child for each job line read from ``stdin``.
+
+    JSON lines (end of input stops the server)::
+
+        server → runner, once: {"server": SERVER_VERSION, "pid", "served_versions": [1, ...], "features"?}
+        runner → server:       {"jobs": [[request path, response path], ...], "log", "env", "threads",
+                                "cwd"?, "pythonpath"? (entries for the child's sys.path), "inductor"?,
+                                "compiles"? (default true: import Dynamo and Inductor before forking)}
+        server → runner:       {"pid"}, then {"pid", "returncode"}; or {"refused": reason}, nothing forked
+    """
     from benchtrail.worker.protocol import FEATURES, SERVED_VERSIONS
 
     def say(message: dict[str, Any]) -> None:

@@ -1,19 +1,8 @@
-"""What one iteration of a case computes, for each task of an execution config.
+"""What one iteration of a case computes: inference and forward the value (forward recording autograd),
+backward the gradient of the outputs' sum, jacobian ``torch.func.jacrev`` or ``jacfwd``.
 
-* ``inference``: ``fn(*inputs)`` under ``torch.no_grad``; the value.
-* ``forward``: ``fn(*inputs)`` with autograd recording (inputs require grad); the value.
-* ``backward``: the forward and the gradient of the sum of the outputs with respect to the inputs
-  and the module's parameters (``torch.autograd.grad`` with all-ones cotangents; the gradient itself
-  for a scalar output).
-* ``jacobian``: ``torch.func.jacrev`` or ``jacfwd`` over every input. Reverse mode builds the
-  Jacobian row by row from vector-Jacobian products, forward mode column by column; the torch.func
-  documentation recommends ``jacfwd`` for "tall" Jacobians (more outputs than inputs) and ``jacrev``
-  otherwise, and :func:`jacobian_mode` follows that rule. For Inductor modules the Jacobian
-  function itself is compiled (``torch.compile(jacrev(model))``): ``jacrev`` of an already
-  compiled module runs Dynamo-free.
-
-A step is a zero-argument callable that the measurement loop calls repeatedly; the caller sets the
-grad mode around it (:func:`grad_mode`) so the timed loop holds no context-manager overhead.
+For Inductor modules the Jacobian function itself is compiled: ``jacrev`` of a compiled module runs
+Dynamo-free. The caller sets the grad mode around a step, keeping it out of the timed loop.
 """
 
 from __future__ import annotations
@@ -54,7 +43,8 @@ def prepare_inputs(task: Task, inputs: Tensors) -> Tensors:
 
 
 def jacobian_mode(inputs: Tensors, output: Any) -> str:
-    """``"jacfwd"`` when the output has more elements than all inputs together, else ``"jacrev"``."""
+    """``"jacfwd"`` for a tall Jacobian (more output than input elements), else ``"jacrev"``, as torch.func
+    advises."""
     out_numel = sum(t.numel() for t in tree_leaves(output) if isinstance(t, torch.Tensor))
     return "jacfwd" if out_numel > sum(t.numel() for t in inputs) else "jacrev"
 
@@ -65,8 +55,8 @@ def _parameters(fn: Callable[..., Any]) -> list[torch.Tensor]:
 
 
 def gradient(fn: Callable[..., Any], inputs: Tensors) -> Tensors:
-    """Gradient of the sum of ``fn``'s floating-point outputs w.r.t. the inputs that require grad,
-    then the module's parameters, in that order (zeros for ones the output does not depend on).
+    """Gradient of the sum of ``fn``'s outputs w.r.t. the inputs that require grad, then the module's
+    parameters (zeros where the output does not depend on them).
 
     Raises:
         TaskError: nothing to differentiate (no output or no input requires grad).
@@ -81,15 +71,13 @@ def gradient(fn: Callable[..., Any], inputs: Tensors) -> Tensors:
 
 
 def differentiable_argnums(inputs: Tensors) -> tuple[int, ...]:
-    """Positions of the floating-point inputs: what the Jacobian task differentiates (an index tensor
-    or a boolean mask has no derivative)."""
+    """Positions of the floating-point inputs, which the Jacobian task differentiates."""
     return tuple(i for i, t in enumerate(inputs) if t.is_floating_point())
 
 
 def jacobian_fn(model: Callable[..., Any], inputs: Tensors,
                 compile_fn: bool) -> tuple[Callable[..., Any], str]:
-    """``(jacobian function, mode)`` for ``model`` over every floating-point input
-    (:func:`differentiable_argnums`); compiled when ``compile_fn``.
+    """``(jacobian function, mode)`` over every floating-point input; compiled when ``compile_fn``.
 
     Raises:
         TaskError: no floating-point input, or those inputs have more than ``JACOBIAN_MAX_INPUT_ELEMENTS``
@@ -112,10 +100,7 @@ def jacobian_fn(model: Callable[..., Any], inputs: Tensors,
 
 
 def step(task: Task, fn: Callable[..., Any], inputs: Tensors) -> Callable[[], Any]:
-    """One iteration of ``task``: a zero-argument callable returning the task's quantity.
-
-    For the Jacobian task ``fn`` is already the Jacobian function (:func:`jacobian_fn`).
-    """
+    """One iteration returning the task's quantity; for the Jacobian ``fn`` is the Jacobian function."""
     if task is Task.BACKWARD:
         return lambda: gradient(fn, inputs)
     return lambda: fn(*inputs)

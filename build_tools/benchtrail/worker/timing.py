@@ -1,9 +1,7 @@
 """The measurement loop: warm-up, block calibration, then timed samples.
 
-Each sample is a block of iterations that lasts at least ``min_sample_time_ms``, timed with
-``time.perf_counter`` and divided by the block size, so timer resolution and call overhead
-stay small against the block (the approach of ``timeit.Timer.autorange`` and pyperf's
-calibration). On CUDA the caller passes ``synchronize`` so queued kernels finish inside the block.
+A sample is a block of iterations lasting at least ``min_sample_time_ms`` on ``time.perf_counter``,
+divided by the block size (as ``timeit.Timer.autorange`` and pyperf calibrate).
 """
 
 from __future__ import annotations
@@ -16,10 +14,10 @@ from dataclasses import dataclass
 
 from benchtrail.suite.definitions import ExecutionConfig
 
-# The version of this measurement method; the protocol owns it (and its history) so the parent side reads it.
+# The version of this measurement method; the protocol owns it (and its history) for the parent side.
 from benchtrail.worker.protocol import METHOD_VERSION  # noqa: F401
 
-#: What the loop times: a zero-argument call (``benchtrail.worker.tasks.step``; a no-op for the harness floor).
+#: What the loop times: a zero-argument call (a task's step; a no-op for the harness floor).
 Step = Callable[[], object]
 #: A zero-argument hook outside the timed calls: ``synchronize`` (drains a device's queue), ``before_sample``.
 Hook = Callable[[], None]
@@ -27,13 +25,7 @@ Hook = Callable[[], None]
 
 @dataclass(frozen=True)
 class Measurement:
-    """Raw timing of one case (named as the worker's response names them).
-
-    Attributes:
-        samples: one value per sample, µs per iteration.
-        iterations_per_sample: block size used for every sample.
-        warmup_iterations: iterations run before the first sample.
-    """
+    """Raw timing of one case, named as in the response; ``samples`` in µs per iteration."""
 
     samples: tuple[float, ...]
     iterations_per_sample: int
@@ -41,7 +33,7 @@ class Measurement:
 
 
 def block(fn: Step, iterations: int, synchronize: Hook) -> float:
-    """Run ``fn`` ``iterations`` times; return elapsed seconds."""
+    """Seconds to run ``fn`` ``iterations`` times."""
     synchronize()
     start = time.perf_counter()
     for _ in range(iterations):
@@ -62,8 +54,7 @@ def warm_up(make: Callable[[], Step], warmup_s: float,
 
 def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook,
             before_sample: Hook) -> Measurement:
-    """Warm ``fn`` up, pick the block size, and take ``policy.min_samples`` samples (``before_sample`` is
-    called before each, outside its timing: a duet worker's barrier)."""
+    """Warm up, pick the block size, take ``policy.min_samples`` samples, ``before_sample`` untimed."""
     warmup_iterations = warm_up(lambda: fn, policy.warmup_time_ms / 1e3, synchronize)
     # Block sizes 1, 2, 5, 10, 20, 50, ... until one block lasts long enough (timeit.autorange),
     # with a 1.5x margin so that blocks stay above the minimum when the machine speeds up later.
@@ -79,9 +70,8 @@ def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook,
 
 def measure_fresh(make: Callable[[], Step], policy: ExecutionConfig,
                   synchronize: Hook, before_sample: Hook) -> Measurement:
-    """Time one call per sample, each call ``make()`` made outside the timed region (on fresh inputs: a
-    model that changes its inputs, as pytest-benchmark's ``pedantic(setup=...)`` and asv's ``number = 1``);
-    warm-up as :func:`measure`'s, no block calibration."""
+    """Time one call per sample, each made by ``make()`` outside the timed region (fresh inputs, as
+    pytest-benchmark's ``pedantic(setup=...)``); no block calibration."""
     warmup_iterations = warm_up(make, policy.warmup_time_ms / 1e3, synchronize)
     samples = []
     for _ in range(policy.min_samples):
@@ -92,19 +82,14 @@ def measure_fresh(make: Callable[[], Step], policy: ExecutionConfig,
 
 
 def floor_us(fn: Step, iterations: int) -> float:
-    """The harness's per-call time in µs: the median of 5 samples of ``fn`` (a call of a no-op made
-    as the case's call is) in blocks of ``iterations``, the case's block size."""
+    """The harness's per-call µs: median of 5 samples of ``fn`` (a no-op called as the case is)."""
     return statistics.median_high(take_samples(fn, iterations, 5))
 
 
 def take_samples(fn: Step, iterations: int, count: int,
                  synchronize: Hook = lambda: None,
                  before_sample: Hook | None = None) -> tuple[float, ...]:
-    """``count`` samples of ``fn`` with a fixed block of ``iterations`` calls each, in µs per call.
-
-    No warm-up and no calibration: callers that fix the sample duration (``evaluate-detector``)
-    or add samples to a calibrated case call this directly.
-    """
+    """``count`` samples of ``iterations`` calls each, µs per call; no warm-up, no calibration."""
     samples = []
     for _ in range(count):
         if before_sample is not None:
