@@ -193,9 +193,9 @@ def _check_unique_names(suite, where: str) -> None:
             other = seen.setdefault(item.name, item)
             if other.id != item.id:
                 made = " and ".join(_made_by(x) for x in (other, item))
-                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must be "
-                                "unique like ids: give the models, configs or parameter values names of their "
-                                "own")
+                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must "
+                                "be unique like ids: give the models, configs or parameter values names "
+                                "of their own")
 
 
 def _made_by(item) -> str:
