@@ -1,7 +1,6 @@
 """benchtrail: continuous benchmarking for PyTorch projects.
 
-The pipeline is a chain of stages (export, compile, run, compare, comment) that talk only
-through files in a run directory; see ``docs/formats.md``.
+Stages (export, compile, run, compare, comment) talk only through files in a run directory (docs/formats.md).
 """
 
 __version__ = "0.1.0"

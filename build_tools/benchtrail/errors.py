@@ -1,7 +1,4 @@
-"""The one user-error class (and its store subclass), and the exit codes (README "Exit codes").
-
-``cli.main`` is ``UserError``'s catch site (exit code 1); ``compare --store`` also catches ``StoreError`` to
-compare without a baseline."""
+"""The user-error class, its store subclass, and the exit codes (README "Exit codes")."""
 
 from __future__ import annotations
 
@@ -20,8 +17,7 @@ EXTRAS = {"google": ("gcs", "google-cloud-storage"), "github": ("github", "PyGit
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str:
-    """What to install for the module ``exc`` misses, to end a one-line message; re-raises ``exc`` for a
-    module that no extra installs."""
+    """What to install for the module ``exc`` misses; re-raises ``exc`` when no extra installs it."""
     top = (exc.name or "").partition(".")[0]
     if top not in EXTRAS:
         raise exc
@@ -34,9 +30,8 @@ class UserError(Exception):
 
 
 class StoreError(UserError):
-    """A store could not be reached or read: network or server errors still failing at the deadline,
-    a missing bucket, no permission or no credentials; the message names the bucket. A ``UserError``
-    everywhere, except that ``benchtrail compare --store`` catches it and compares without a baseline."""
+    """A store unreachable or unreadable at the deadline (network, no bucket, permission, credentials); the
+    message names the bucket. ``compare --store`` catches it and compares without a baseline."""
 
 
 def suggest(value: str, allowed: Iterable[str]) -> str:

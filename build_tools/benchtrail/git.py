@@ -1,9 +1,7 @@
-"""Every git call of benchtrail: one function per question, one failure behaviour.
+"""Every git call of benchtrail, one function per question.
 
-Each function runs ``git`` in a subprocess and answers None (or False) when git fails, prints
-nothing, or is not installed; the caller decides what that means (a ``UserError`` naming its flag,
-or a fallback). Nothing here raises for a failing git, except :func:`interpret_trailers`, whose
-output is a reference that must not be silently empty.
+Each answers None (or False) when git fails, prints nothing or is absent; the caller decides what that
+means. Only :func:`interpret_trailers` raises, as its output must not be silently empty.
 """
 
 from __future__ import annotations
@@ -31,23 +29,18 @@ def is_repository(path: Path) -> bool:
 
 
 def resolve_commit(repo: Path, ref: str) -> str | None:
-    """The full 40-hex sha of the commit ``ref`` names in ``repo`` (``git rev-parse --verify
-    --quiet <ref>^{commit}``); None when it names no commit there (or ``repo`` is no repository)."""
+    """The 40-hex sha of the commit ``ref`` names in ``repo``; None when it names none."""
     return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
 
 
 def toplevel(path: Path) -> Path | None:
-    """The top-level folder of the checkout that holds ``path``; None outside one."""
+    """The top-level folder of the checkout holding ``path``; None outside one."""
     top = git(path, "rev-parse", "--show-toplevel")
     return Path(top) if top else None
 
 
 def state(cwd: Path) -> tuple[str, bool]:
-    """``(commit sha, dirty)`` of the checkout at ``cwd``.
-
-    Dirty means tracked files differ from HEAD (untracked files are ignored). Outside a git
-    checkout the commit is ``UNKNOWN_COMMIT`` and dirty is True.
-    """
+    """``(sha, dirty)``: dirty when tracked files differ from HEAD; outside git ``(UNKNOWN_COMMIT, True)``."""
     commit = git(cwd, "rev-parse", "HEAD")
     if not commit:
         return UNKNOWN_COMMIT, True
@@ -55,12 +48,12 @@ def state(cwd: Path) -> tuple[str, bool]:
 
 
 def symbolic_ref(repo: Path, name: str) -> str | None:
-    """The short name ``name`` points to (``git symbolic-ref --quiet --short``); None when it is no symbolic ref."""
+    """The short name the symbolic ref ``name`` points to; None when it is none."""
     return git(repo, "symbolic-ref", "--quiet", "--short", name)
 
 
 def merge_base(repo: Path, a: str, b: str) -> str | None:
-    """The best common ancestor of ``a`` and ``b``; None when they have none or either is unknown."""
+    """The best common ancestor of ``a`` and ``b``; None when none or either is unknown."""
     return git(repo, "merge-base", a, b)
 
 
@@ -74,20 +67,18 @@ def is_ancestor(repo: Path, a: str, b: str) -> bool:
 
 
 def first_parents(repo: Path, ref: str, max_count: int) -> list[str]:
-    """Up to ``max_count`` shas of ``ref``'s first-parent history, newest (``ref`` itself) first;
-    empty when git cannot list them."""
+    """Up to ``max_count`` shas of ``ref``'s first-parent history, ``ref`` first; empty when git fails."""
     return (git(repo, "rev-list", "--first-parent", f"--max-count={max_count}", ref) or "").split()
 
 
 def first_parent_log(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
-    """``[(sha, subject), ...]`` of the first-parent commits after ``a`` up to and including ``b``,
-    oldest first (``git log --first-parent --reverse a..b``)."""
+    """``[(sha, subject)]`` of the first-parent commits in ``a..b``, oldest first."""
     out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %s", f"{a}..{b}") or ""
     return [line.partition(" ")[::2] for line in out.splitlines()]  # (sha, subject or "")
 
 
 def add_worktree(repo: Path, path: Path, commit: str) -> bool:
-    """``git worktree add --detach path commit``; whether ``path`` is a checkout afterwards."""
+    """Whether ``path`` is a checkout after ``git worktree add --detach``."""
     return git(repo, "worktree", "add", "--detach", str(path), commit) is not None or path.is_dir()
 
 
@@ -98,16 +89,13 @@ def remove_worktree(repo: Path, path: Path) -> None:
 
 
 def interpret_trailers(message: str) -> str:
-    """``git interpret-trailers --parse --no-divider`` of ``message``: one ``key: value`` line per trailer.
+    """One ``key: value`` line per trailer of ``message``, parsed with git's defaults whatever the config.
 
-    Run with git's default settings whatever the machine's or a repository's configuration
-    (``core.commentChar``, ``trailer.*``): no system or global config, no repository, no ``GIT_*``
-    variables from the environment.
     Raises FileNotFoundError without git, subprocess.CalledProcessError when git fails.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_DIR=os.devnull)
-    out = subprocess.run(["git", "-c", "core.commentChar=#", "-c", "trailer.separators=:", "interpret-trailers",
-                          "--parse", "--no-divider"], input=message.encode(), env=env, capture_output=True,
-                         check=True)
+    out = subprocess.run(["git", "-c", "core.commentChar=#", "-c", "trailer.separators=:",
+                          "interpret-trailers", "--parse", "--no-divider"],
+                         input=message.encode(), env=env, capture_output=True, check=True)
     return out.stdout.decode()

@@ -1,8 +1,4 @@
-"""Deterministic, atomic JSON files with a root ``schema_version``.
-
-Writes follow pyperf and pypa/build: sorted keys, trailing newline, a temp file in the
-same directory then ``os.replace``, so a reader never sees half a file.
-"""
+"""Deterministic, atomic JSON files with a root ``schema_version``: sorted keys, temp file, ``os.replace``."""
 
 from __future__ import annotations
 
@@ -18,10 +14,7 @@ from benchtrail.errors import UserError
 
 
 def dumps(obj: Any) -> str:
-    """Serialize ``obj`` as indented JSON with sorted keys and a trailing newline.
-
-    NaN and infinities are written as null: JSON has no NaN, and readers treat null as missing.
-    """
+    """Indented JSON, sorted keys, trailing newline; NaN and infinities become null (read as missing)."""
     return json.dumps(_nan_to_none(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -36,12 +29,9 @@ def _nan_to_none(obj: Any) -> Any:
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
-    """Write ``data`` to ``path`` through a temp file and ``os.replace`` (with ``exclusive``, a
-    create-only link). The file gets mode 0666 less the umask, as ``open()`` would give it.
+    """Write through a temp file and ``os.replace`` (``exclusive``: a create-only link); mode 0666 less umask.
 
-    Raises:
-        UserError: the directory cannot be created or written, or ``exclusive`` is set and
-            ``path`` already exists (files in a run directory are never overwritten).
+    Raises UserError when the directory cannot be written, or ``exclusive`` and ``path`` exists.
     """
     path = Path(path)
     try:
@@ -73,31 +63,26 @@ def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> Path
 
 
 def write_png(path: Path, figure: Any, **savefig: Any) -> Path:
-    """Save a matplotlib ``figure`` (``savefig`` arguments) as a new PNG ``path`` (``exclusive``)."""
+    """Save a matplotlib ``figure`` as a new PNG (``exclusive``)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", **savefig)
     return write_bytes_atomic(path, buffer.getvalue(), exclusive=True)
 
 
 def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> Path:
-    """Atomically write ``obj`` (which must carry ``schema_version``) as JSON to ``path``."""
+    """Atomic JSON write; ValueError when ``obj`` lacks ``schema_version``."""
     if "schema_version" not in obj:
         raise ValueError(f"refusing to write {path} without a root schema_version")
     return write_text_atomic(path, dumps(obj), exclusive=exclusive)
 
 
 def read_json(path: Path, *, kind: str, supported: int, foreign: str | None = None) -> dict[str, Any]:
-    """Read a JSON object written by benchtrail and check its ``schema_version``.
+    """Read a JSON object written by benchtrail, checking ``schema_version`` ≤ ``supported``.
 
-    Args:
-        path: file to read.
-        kind: what the file is ("results file", "execution export"), for messages.
-        supported: the newest schema version this benchtrail reads.
-        foreign: the message after ``path`` for JSON of another tool (no object, no ``schema_version``).
-
-    Raises:
-        UserError: the file is missing, not UTF-8, not valid JSON (for example truncated), not an
-            object, lacks ``schema_version``, or has a version newer than ``supported``.
+    ``kind`` names the file in messages ("results file"); ``foreign`` is the message after ``path`` for
+    another tool's JSON (no object or no ``schema_version``).
+    Raises UserError when the file is missing, not UTF-8, not JSON, not an object, or its version is absent
+    or newer than ``supported``.
     """
     path = Path(path)
     try:
@@ -130,11 +115,7 @@ def read_json(path: Path, *, kind: str, supported: int, foreign: str | None = No
 
 
 def check_new(*paths: Path) -> None:
-    """Refuse early, before any work, to write over existing files.
-
-    Raises:
-        UserError: one of ``paths`` exists.
-    """
+    """Raise UserError, before any work, when one of ``paths`` exists."""
     for path in paths:
         if Path(path).exists():
             raise UserError(f"{path} already exists; benchtrail never overwrites it (choose another path)")

@@ -1,7 +1,4 @@
-"""Progress display for long stages, on stderr so stdout stays machine-readable.
-
-On a terminal it is a rich progress bar; in a CI log (not a terminal) one line per finished item.
-"""
+"""Progress on stderr (stdout stays machine-readable): a rich bar on a terminal, else a line per item."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ console = Console(stderr=True)
 
 @contextlib.contextmanager
 def track(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
-    """Yield ``report(name, status)``; call it once per finished item. ``description``, names and
-    statuses are shown as given, never read as rich markup (``markup.rich_text``)."""
+    """Yield ``report(name, status)``, called once per finished item; text shown as given, not as markup."""
     description = rich_text(description)
     if not console.is_terminal:
         done, start = 0, time.monotonic()

@@ -1,18 +1,7 @@
-"""The adopting repository's settings: the ``[tool.benchtrail]`` table of its ``pyproject.toml``.
+"""The adopting repository's settings: ``[tool.benchtrail]`` of the nearest ``pyproject.toml``.
 
-Example (every key is optional; docs/adopting.md)::
-
-    [tool.benchtrail]
-    benchmarks = ["my_benchmarks.bench"]       # modules of @benchtrail.benchmark functions, or:
-    suite = "my_benchmarks.suite:generate"     # module:function returning a benchtrail Suite
-    presets = "x86_64,comp-stats"              # default --benchmark-presets
-    store = "gs://my-bucket/benchmarks"        # default --store
-    thresholds = "benchmarks/thresholds.yaml"  # default --thresholds (relative to pyproject.toml)
-    quarantine = "benchmarks/quarantine.yaml"  # flaky series: run and reported, never gating
-    runner-labels = { "c2-standard-16" = ["self-hosted", "cpu", "c2-standard-16"] }
-
-The file is the nearest ``pyproject.toml`` from the working directory up to the git repository's
-root. Without one, or without the table, benchtrail uses its own suite and defaults.
+The file is searched from the working directory up to the git repository's root; without it or the
+table, benchtrail uses its own suite and defaults. Keys and an example: docs/adopting.md.
 """
 
 from __future__ import annotations
@@ -35,18 +24,12 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 @dataclass(frozen=True)
 class Project:
-    """Settings of one repository.
+    """Settings of one repository; ``pyproject`` None means no file, all defaults.
 
-    Attributes:
-        pyproject: the file they came from (None: no file, all defaults).
-        suite: ``module:function`` that returns the ``Suite``; the module is imported with the
-            pyproject.toml's folder first on ``sys.path``.
-        benchmarks: modules of ``@benchtrail.benchmark`` functions (``benchtrail.suite.functions``);
-            when given, their suite is the project's (``suite`` may not be given too).
-        presets: default preset list (``"x86_64,comp-stats"``), or None.
-        store: default store URL or folder, or None.
-        thresholds, quarantine: absolute paths of the data files, or None.
-        runner_labels: device name -> the ``runs-on`` labels of its runners.
+    ``suite`` is ``module:function`` returning the ``Suite``; ``benchmarks``, when given, are modules of
+    ``@benchtrail.benchmark`` functions whose suite is the project's. ``presets`` is comma-separated;
+    ``thresholds`` and ``quarantine`` are absolute paths; ``runner_labels`` maps a device name to the
+    ``runs-on`` labels of its runners.
     """
 
     pyproject: Path | None = None
@@ -60,7 +43,7 @@ class Project:
 
     @property
     def root(self) -> Path | None:
-        """The folder of ``pyproject.toml``: relative paths in the table are relative to it."""
+        """The folder of ``pyproject.toml``, which relative paths in the table start from."""
         return self.pyproject.parent if self.pyproject else None
 
 
@@ -75,22 +58,16 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def import_root() -> Path | None:
-    """The folder that makes the project's own packages importable: ``load_project().root``,
-    the folder of the nearest ``pyproject.toml``, found without parsing the file (a malformed one
-    is reported by the command that reads it). None outside any project.
-
-    The CLI puts it first on ``sys.path`` (:func:`put_first_on_sys_path`) and every worker process
-    gets it first on ``PYTHONPATH`` (``benchtrail.runner.workers.run_in_worker``), so ``suite`` and the
-    model factories it names import whether or not the project is pip-installed and from whatever
-    folder benchtrail runs in.
+    """The folder of the nearest ``pyproject.toml`` (not parsed), which makes the project's packages
+    importable; None outside any project. The CLI puts it first on ``sys.path``, the workers on
+    ``PYTHONPATH``, so the suite imports without a pip install, from any folder.
     """
     path = find_pyproject(Path("."))
     return path.parent if path else None
 
 
 def put_first_on_sys_path() -> Path | None:
-    """Put :func:`import_root` first on ``sys.path`` of this process (moved there if it is already
-    further down); return it, or None (nothing changed) outside any project."""
+    """Move :func:`import_root` first on ``sys.path`` and return it; None (no change) outside a project."""
     root = import_root()
     if root is not None and sys.path[:1] != [str(root)]:
         sys.path[:] = [str(root), *(p for p in sys.path if p != str(root))]
@@ -104,11 +81,10 @@ def _string(path: Path, key: str, value: Any) -> str:
 
 
 def parse_table(path: Path, table: Any) -> Project:
-    """Check ``[tool.benchtrail]`` (already parsed) and return its ``Project``.
+    """``Project`` of the parsed ``[tool.benchtrail]`` table.
 
-    Raises:
-        UserError: an unknown key (naming the allowed ones), a value of the wrong type, a
-            malformed suite entry point, or a data file that does not exist.
+    Raises UserError for an unknown key (naming the allowed ones), a value of the wrong type, a malformed
+    suite entry point, or a data file that does not exist.
     """
     if not isinstance(table, dict):
         raise UserError(f"{path}: [tool.benchtrail] must be a table, got {table!r}")
@@ -129,15 +105,15 @@ def parse_table(path: Path, table: Any) -> Project:
             raise UserError(f"{path}: [tool.benchtrail] has both benchmarks and suite; give one")
         if not (isinstance(modules, list) and modules and all(
                 isinstance(m, str) and _MODULE.match(m) for m in modules)):
-            raise UserError(f"{path}: [tool.benchtrail] benchmarks = {table['benchmarks']!r} must be a list of "
-                            "module names, e.g. [\"mypkg.benchmarks\"]")
+            raise UserError(f"{path}: [tool.benchtrail] benchmarks = {table['benchmarks']!r} must be a list "
+                            "of module names, e.g. [\"mypkg.benchmarks\"]")
         values["benchmarks"] = tuple(modules)
     if "presets" in table:
         presets = table["presets"]
         names = presets if isinstance(presets, list) else [presets]
         if not names or not all(isinstance(p, str) and p.strip() for p in names):
-            raise UserError(f"{path}: [tool.benchtrail] presets must be a preset name, a comma-separated string "
-                            f"of them or a non-empty list of names (strings), got {presets!r}")
+            raise UserError(f"{path}: [tool.benchtrail] presets must be a preset name, a comma-separated "
+                            f"string of them or a non-empty list of names (strings), got {presets!r}")
         values["presets"] = ",".join(p.strip() for p in names)
     if "store" in table:
         values["store"] = _string(path, "store", table["store"])
@@ -149,19 +125,16 @@ def parse_table(path: Path, table: Any) -> Project:
     if "runner-labels" in table:
         labels = table["runner-labels"]
         if not isinstance(labels, dict) or not all(
-                isinstance(v, list) and v and all(isinstance(x, str) and x for x in v) for v in labels.values()):
-            raise UserError(f"{path}: [tool.benchtrail] runner-labels must map device names to non-empty lists "
-                            f"of labels, got {labels!r}")
+                isinstance(v, list) and v and all(isinstance(x, str) and x for x in v)
+                for v in labels.values()):
+            raise UserError(f"{path}: [tool.benchtrail] runner-labels must map device names to non-empty "
+                            f"lists of labels, got {labels!r}")
         values["runner_labels"] = {k: tuple(v) for k, v in labels.items()}
     return Project(**values)
 
 
 def load_project(start: Path = Path(".")) -> Project:
-    """The ``Project`` of the repository at ``start`` (read each time: it is one small file).
-
-    Raises:
-        UserError: the pyproject.toml is not valid TOML, or its table is invalid (:func:`parse_table`).
-    """
+    """The ``Project`` at ``start``, read each time; UserError when the file or its table is invalid."""
     import tomllib  # here, not at the top: ``benchtrail --help`` imports this module and reads no file
 
     path = find_pyproject(start)
@@ -176,27 +149,18 @@ def load_project(start: Path = Path(".")) -> Project:
 
 
 def load_suite(project: Project):
-    """Import and call ``project.suite``; return the ``benchtrail.suite.definitions.Suite``.
+    """Import and call the project's suite (or its benchmark functions) and return the ``Suite``.
 
-    Only this call imports the suite's module; it imports torch only if that module does
-    (benchtrail's own ``benchmark_suites.suite`` does not: the model factories it names are imported by
-    the workers that build them).
-
-    Names are data: a model, config, device, run config or module name may hold any printable text;
-    one with a control character or line break is refused where the suite makes it
-    (``benchtrail.suite.names.check_name``). Preset names are typed in the PR trailer and name
-    dashboard pages, so they keep the path-safe rule (``benchtrail.results.io.PRESET_NAME_RULE``).
-
-    Raises:
-        UserError: the module or function cannot be imported, it raises, it returns no Suite, a name
-            holds a control character or line break, or a preset name breaks the preset rule (each
-            message names the name and the rule).
+    Imports torch only if the suite's module does. Raises UserError when the module or function cannot be
+    imported, raises or returns no Suite, a name holds a control character or line break, a preset name
+    is not path-safe, or two run configs or modules share a name.
     """
     from benchtrail.suite.definitions import Suite
     from benchtrail.suite.entry_points import ModuleError, load_entry_point
     from benchtrail.suite.names import BadName
 
-    where = f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject else project.suite
+    where = (f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject
+             else project.suite)
     if project.root and str(project.root) not in sys.path:
         sys.path.insert(0, str(project.root))
     if project.benchmarks:
@@ -222,26 +186,26 @@ def load_suite(project: Project):
 
 
 def _check_unique_names(suite, where: str) -> None:
-    """Refuse two run configs, or two modules, of different ids under one name (results, module folders and
-    the comment name them), naming both and what makes each (issue 39: ``1`` and ``"1"``)."""
+    """Refuse two run configs, or two modules, of different ids under one name (``1`` and ``"1"``)."""
     for kind, items in (("run configs", suite.run_configs), ("modules", suite.generation_configs)):
         seen: dict[str, Any] = {}
         for item in items:
             other = seen.setdefault(item.name, item)
             if other.id != item.id:
                 made = " and ".join(_made_by(x) for x in (other, item))
-                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must be unique "
-                                "like ids: give the models, configs or parameter values names of their own")
+                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must "
+                                "be unique like ids: give the models, configs or parameter values names "
+                                "of their own")
 
 
 def _made_by(item) -> str:
-    """What makes a run config or module: its model's entry point, with the parameters of a function benchmark."""
+    """A run config's or module's model entry point, with a function benchmark's parameters."""
     model = getattr(item, "model", None) or item.module_generation_config.model
     return model.entry_point + (f" with {dict(model.params)!r}" if model.params else "")
 
 
 def _check_preset_names(suite, where: str) -> None:
-    """Refuse a preset name (of the suite, a meta preset, a run config or module) that is not path-safe."""
+    """Refuse a preset name that is not path-safe (typed in the PR trailer, names dashboard pages)."""
     from benchtrail.results.io import PRESET_NAME_RULE, unsafe_preset_name
 
     named = [*suite.presets, *(p for name, members in suite.meta_presets for p in (name, *members)),
@@ -249,5 +213,5 @@ def _check_preset_names(suite, where: str) -> None:
              *(p for p, _, _ in suite.compile_sampling)]
     bad = list(dict.fromkeys(p for p in named if unsafe_preset_name(p)))
     if bad:
-        raise UserError(f"{where}: preset name(s) {', '.join(map(repr, bad))} refused; a preset name is typed in "
-                        f"the PR trailer and names dashboard pages, so it holds {PRESET_NAME_RULE}")
+        raise UserError(f"{where}: preset name(s) {', '.join(map(repr, bad))} refused; a preset name is "
+                        f"typed in the PR trailer and names dashboard pages, so it holds {PRESET_NAME_RULE}")

@@ -1,4 +1,1 @@
-"""GitHub API access for benchtrail, all through PyGithub (``post``: the PR comment).
-
-Absolute imports keep ``import github`` inside this package pointing at PyGithub, not here.
-"""
+"""GitHub API access, all through PyGithub; absolute imports keep ``import github`` pointing at PyGithub."""

@@ -1,22 +1,9 @@
 """The setup job's selection: which presets a GitHub event asks for, and from where.
 
-Sources, by event:
-
-* ``pull_request``: ``benchmarks:`` trailers of ``<title>\\n\\n<body>`` (``trailers.py``) and labels
-  named ``benchmarks:<preset>``. ``PR_TITLE``, ``PR_BODY`` and ``PR_LABELS`` (a JSON list of label
-  names) override the event payload when set. For ``edited`` events the selection before the edit
-  is computed too (``changes.title.from`` / ``changes.body.from``, the event's title or body for
-  the part the edit left alone, the event's labels), and nothing runs when the presets and the
-  ``benchmarks-accept`` items are the same (as sets) before and after: a title-only edit selects
-  nothing. An edit that moves the PR to another base branch (``changes.base``) always runs.
-  A selection the PR's author got wrong raises :class:`SelectionError`; with
-  ``--error-comment DIR`` it also becomes a PR comment (:func:`selection_error_comment`).
-* ``push`` to the repository's default branch or a release branch (``BENCHTRAIL_RELEASE_BRANCHES``,
-  comma-separated globs, default ``release-*``): the ``default`` meta-preset.
-* ``workflow_dispatch``: the ``benchmark-presets`` input (or ``BENCHMARK_PRESETS_INPUT``).
-
-The body is read from the event file, never from the command line: one environment variable
-holds at most 128 KiB on Linux, and a PR body may be larger.
+A PR's trailers and ``benchmarks:<preset>`` labels (``PR_TITLE``, ``PR_BODY``, ``PR_LABELS`` override the
+payload), the ``default`` meta-preset for a push to the default or a release branch, the
+``benchmark-presets`` input of a manual run. Rules per event, edits included: docs/trailers.md, "Events".
+The body is read from the event file: one environment variable holds at most 128 KiB on Linux.
 """
 
 from __future__ import annotations
@@ -41,8 +28,8 @@ PR_EVENTS = ("pull_request", "pull_request_target")
 #: Events whose runs of the default or a release branch store baselines (postsubmit runs).
 POSTSUBMIT_EVENTS = ("push", "workflow_dispatch")
 EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
-EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates the "
-                     "head's last comparison with them again, without measuring")
+EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates "
+                     "the head's last comparison with them again, without measuring")
 SAFE_LABEL = "safe-to-benchmark"
 RELEASE_BRANCHES_ENV = "BENCHTRAIL_RELEASE_BRANCHES"
 DEFAULT_RELEASE_BRANCHES = "release-*"
@@ -71,9 +58,8 @@ def _dig(obj: Json, *keys: str) -> Any:
 
 
 class SelectionError(UserError):
-    """The selection itself is invalid (an unknown preset, a bad ``benchmarks-accept`` item,
-    malformed ``PR_LABELS``): its author fixes it by editing the PR, workflow input or labels.
-    Other ``UserError``s (an unreadable event, a PR that cannot be re-read) are not the author's."""
+    """An invalid selection (unknown preset, bad ``benchmarks-accept`` item, malformed ``PR_LABELS``) that
+    its author fixes by editing the PR, workflow input or labels."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +78,8 @@ class Selection:
 
 
 def _resolve(requested: list[tuple[str, str]], known: Names, meta: Meta, where: dict[str, str]) -> Names:
-    """The presets of ``requested`` (first seen first), resolved per source so that an unknown one is
-    named with where it came from (``where``: source → place)."""
+    """The presets of ``requested``, first seen first, resolved per source so an error names the place
+    (``where``: source → place)."""
     resolved: dict[str, None] = {}
     for source, place in where.items():
         try:
@@ -104,7 +90,8 @@ def _resolve(requested: list[tuple[str, str]], known: Names, meta: Meta, where: 
     return tuple(resolved)
 
 
-def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
+def pr_requests(title: str | None, body: str | None,
+                labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
     """``([(preset, source)], trailer_found)`` from a PR's trailers and ``benchmarks:<preset>`` labels."""
     from_trailer = benchmark_presets(title, body)
     requested = dict.fromkeys(from_trailer or [], "trailer")
@@ -116,22 +103,18 @@ def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple
 
 
 def no_trailer_note(body: str) -> str:
-    """The note of a PR description without a ``benchmarks:`` trailer, naming lone CR line ends (some
-    API clients send them), which git does not read as line ends: the text is then one long line."""
+    """The note for a PR description without a trailer; it names lone CR line ends, which git ignores."""
     cr = (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is "
           "one long line; send LF or CRLF line ends)") if "\r" in body.replace("\r\n", "") else ""
     return "no `benchmarks:` trailer in the last paragraph of the PR description" + cr
 
 
 def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -> Selection:
-    """Decide the presets for one event.
+    """The presets for one event.
 
-    Raises:
-        SelectionError: an unknown preset (named, with where it came from, the valid ones and a
-            close match), a ``benchmarks-accept`` item with other characters, or a malformed
-            ``PR_LABELS``.
-        UserError: a re-run cannot re-read the PR (:func:`fetch_current_pr`), or the PR's title
-            or body in the payload is not text.
+    Raises SelectionError for an unknown preset (with its source, the valid ones and a close match), a
+    bad ``benchmarks-accept`` item or malformed ``PR_LABELS``; UserError when a re-run cannot re-read
+    the PR or the payload's title or body is not text.
     """
     if event_name in PR_EVENTS:
         pr = event_pr = payload.get("pull_request") or {}
@@ -148,8 +131,8 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
         if not skipped:
             fork = _dig(event_pr, "head", "repo", "full_name") != _dig(payload, "repository", "full_name")
             skipped = FORK_WAITING if presets and fork and SAFE_LABEL not in labels else None
-        return Selection(presets, tuple(requested), skipped, () if trailer_found else (no_trailer_note(body),),
-                         accept)
+        return Selection(presets, tuple(requested), skipped,
+                         () if trailer_found else (no_trailer_note(body),), accept)
     if event_name == "push":
         if postsubmit_branch(payload, env):
             if DEFAULT_META_PRESET not in meta:
@@ -169,30 +152,25 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
 
 
 def release_branches(env: Env) -> Names:
-    """The release-branch globs: ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
+    """Globs of ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
     return tuple(g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",")
                  if g.strip())
 
 
 def postsubmit_branch(payload: Json, env: Env) -> bool:
-    """Whether the event's ref (``ref`` of a push, ``GITHUB_REF`` of a manual run) is the default branch or a
-    release branch: what a postsubmit run, the only kind that may write baselines, measures."""
+    """Whether the event's ref (a push's ``ref``, else ``GITHUB_REF``) is the default or a release branch."""
     ref = payload.get("ref") or env.get("GITHUB_REF") or ""
     return isinstance(ref, str) and ref.startswith("refs/heads/") and stores_baselines(
         ref.removeprefix("refs/heads/"), _dig(payload, "repository", "default_branch"), release_branches(env))
 
 
 def stores_baselines(branch: str | None, default: str | None, release_globs: Names) -> bool:
-    """Whether runs of ``branch`` store baselines: it is the ``default`` branch or a release branch."""
+    """Whether ``branch`` is the ``default`` branch or matches a release glob."""
     return branch == default or any(fnmatch.fnmatchcase(branch or "", g) for g in release_globs)
 
 
 def accept_items(title: str | None, body: str | None) -> Names:
-    """``benchmarks-accept`` globs of a PR description.
-
-    Raises:
-        SelectionError: an item with characters other than letters, digits and ``. _ - * ? [ ]``.
-    """
+    """``benchmarks-accept`` globs; SelectionError for characters other than letters, digits, ``._-*?[]``."""
     accept = tuple(accepted_regressions(title, body))
     for item in accept:
         if not SAFE_ACCEPT.match(item):
@@ -202,11 +180,9 @@ def accept_items(title: str | None, body: str | None) -> Names:
 
 
 def _pr_texts(env: Env, pr: Json) -> PrTexts:
-    """``(title, body, label names)`` of a PR object, ``PR_TITLE``, ``PR_BODY`` and ``PR_LABELS`` first.
+    """``(title, body, label names)``, ``PR_TITLE``, ``PR_BODY``, ``PR_LABELS`` before the PR object.
 
-    Raises:
-        UserError: the title or body is neither text nor null.
-        SelectionError: ``PR_LABELS`` is not a JSON list of names.
+    Raises UserError when the title or body is not text or null, SelectionError for a bad ``PR_LABELS``.
     """
     texts = {key: env.get(f"PR_{key.upper()}", pr.get(key)) for key in ("title", "body")}
     for key, value in texts.items():
@@ -226,16 +202,10 @@ def _pr_texts(env: Env, pr: Json) -> PrTexts:
 
 def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: Names, known: Names,
                          meta: Meta) -> str | None:
-    """Why an ``edited`` event measures nothing, or None: it leaves the selection as it was
-    (:data:`EDIT_KEPT_SELECTION`), or only adds ``benchmarks-accept`` items (:data:`EDIT_ADDED_ACCEPT`:
-    the poster re-gates; removing one measures again, as an accepted regression was never re-checked).
-    Compared as sets with the title and body before the edit (``changes.<title|body>.from``, else the
-    ``event``'s own) and the event's labels. An edit of anything else (``changes.base``: a new
-    baseline) keeps nothing; an invalid selection before the edit differs from any valid one.
-
-    Raises:
-        TypeError, AttributeError: ``changes`` is not shaped like GitHub's (reported by
-            :func:`configure` as a malformed payload).
+    """Why an ``edited`` event measures nothing (:data:`EDIT_KEPT_SELECTION`, :data:`EDIT_ADDED_ACCEPT`),
+    or None: presets and accept items compared as sets before (``changes.<title|body>.from``) and after.
+    Any other change (``changes.base``) or an invalid selection before the edit measures again.
+    Raises TypeError or AttributeError when ``changes`` is not shaped like GitHub's.
     """
     changes = {} if changes is None else changes
     if not isinstance(changes, Mapping):
@@ -248,7 +218,8 @@ def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: N
         if entry is None:
             return now
         if not isinstance(entry, Mapping) or not isinstance(entry.get("from"), (str, type(None))):
-            raise TypeError(f"changes.{key} must be an object with a text or null 'from', got {entry!r:.60}")
+            raise TypeError(f"changes.{key} must be an object with a text or null 'from', "
+                            f"got {entry!r:.60}")
         return entry.get("from", now)
 
     title, body, labels = event
@@ -264,15 +235,8 @@ def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: N
 
 
 def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
-    """The PR's current title, body and labels through PyGithub (a re-run sees an edited trailer).
-
-    Uses ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and ``GITHUB_API_URL`` (default api.github.com).
-
-    Raises:
-        UserError: ``GITHUB_REPOSITORY`` is not ``OWNER/NAME``, or the PR cannot be read: an HTTP
-            error (its status and GitHub's message) or an unreachable API (the message names the
-            repository, the PR, the API URL and what to check).
-    """
+    """The PR's current title, body and labels, read with ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and
+    ``GITHUB_API_URL``; UserError for a bad ``GITHUB_REPOSITORY``, an HTTP error or an unreachable API."""
     import github
     import requests
 
@@ -300,10 +264,9 @@ def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
 
 
 def read_event(env: Env) -> tuple[str, dict[str, Any]]:
-    """``(GITHUB_EVENT_NAME, payload)``; a missing ``GITHUB_EVENT_PATH`` gives an empty payload.
+    """``(GITHUB_EVENT_NAME, payload)``, empty without ``GITHUB_EVENT_PATH`` (except PR and push events).
 
-    Raises:
-        UserError: ``GITHUB_EVENT_NAME`` is unset, or the event file is unreadable or not JSON.
+    Raises UserError when ``GITHUB_EVENT_NAME`` is unset or the event file is unreadable or not JSON.
     """
     name = env.get("GITHUB_EVENT_NAME")
     if not name:
@@ -323,16 +286,14 @@ def read_event(env: Env) -> tuple[str, dict[str, Any]]:
 
 
 def outputs(selection: Selection, postsubmit: bool = False) -> str:
-    """``$GITHUB_OUTPUT`` lines; ``postsubmit=true`` for a push or manual run of the default or a release
-    branch (the only runs that store baselines), else no line (an unset output reads as empty)."""
+    """``$GITHUB_OUTPUT`` lines; ``postsubmit=true`` only for a run that stores baselines."""
     return (f"benchmark-presets={','.join(selection.presets)}\n"
             f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
             f"benchmarks-accept={','.join(selection.accept)}\n" + ("postsubmit=true\n" if postsubmit else ""))
 
 
 def summary(selection: Selection) -> str:
-    """The job-summary section: what was selected and from where (names and globs as code spans,
-    ``markup``)."""
+    """The job-summary section: what was selected and from where."""
     from benchtrail.markup import code_span
 
     lines = ["### benchtrail: benchmark selection", ""]
@@ -352,14 +313,10 @@ def summary(selection: Selection) -> str:
 
 
 def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, Any]:
-    """comment.json (``benchtrail.github.post.load_comment``'s format) for a PR whose selection is
-    invalid: a heading, ``error`` as plain text (Markdown escaped, at most ``MAX_ERROR_CHARS``
-    characters), how to fix it, and the marker of this run (``GITHUB_RUN_ID``, ``GITHUB_RUN_ATTEMPT``;
-    ``local`` and 1 when unset) as the last line, so ``benchtrail post`` edits it in place later.
+    """comment.json for an invalid selection: ``error`` (at most ``MAX_ERROR_CHARS``), how to fix it, and
+    this run's marker (``GITHUB_RUN_ID``, ``GITHUB_RUN_ATTEMPT``; ``local`` and 1 when unset).
 
-    Raises:
-        UserError: ``GITHUB_RUN_ID`` holds white space or ``GITHUB_RUN_ATTEMPT`` is not a whole
-            number from 1.
+    Raises UserError when ``GITHUB_RUN_ID`` holds white space or ``GITHUB_RUN_ATTEMPT`` is not ≥ 1.
     """
     from benchtrail.compare.comment import SCHEMA_VERSION, marker
     from benchtrail.compare.document import count_rows
@@ -388,7 +345,7 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
 
 
 def _emit(env: Env, output_lines: str, summary_text: str) -> None:
-    """Append to ``$GITHUB_OUTPUT`` (stdout when unset) and ``$GITHUB_STEP_SUMMARY`` (stderr when unset)."""
+    """Append to ``$GITHUB_OUTPUT`` (else stdout) and ``$GITHUB_STEP_SUMMARY`` (else stderr)."""
     for var, text, unset in (("GITHUB_OUTPUT", output_lines, sys.stdout),
                              ("GITHUB_STEP_SUMMARY", summary_text, sys.stderr)):
         if not env.get(var):
@@ -402,19 +359,12 @@ def _emit(env: Env, output_lines: str, summary_text: str) -> None:
 
 
 def configure(env: Env, known: Names, meta: Meta, error_comment: Path | None = None) -> Selection:
-    """Read the event, select presets, append outputs to ``$GITHUB_OUTPUT`` (stdout when unset) and
-    the summary to ``$GITHUB_STEP_SUMMARY`` (stderr when unset).
+    """Select presets for the event and append the outputs and the summary.
 
-    With ``error_comment`` (a folder), ``selection-error=false`` is appended too; and when a PR
-    event's selection is invalid (:class:`SelectionError`), ``has-benchmarks=false`` and
-    ``selection-error=true`` are appended, ``error_comment/comment.json`` and ``comment.md``
-    (:func:`selection_error_comment`) are written, the comment goes to the summary, and the error
-    is raised all the same. Other events' selection errors, and every other error, only raise.
-
-    Raises:
-        SelectionError: the selection is invalid (:func:`select`).
-        UserError: the event or the environment is unreadable or malformed, or an output cannot
-            be written (an existing comment file included).
+    With ``error_comment`` (a folder), a PR's invalid selection also writes ``comment.json`` and
+    ``comment.md`` there and ``selection-error=true``, then raises all the same.
+    Raises SelectionError for an invalid selection; UserError when the event or environment is
+    malformed or an output cannot be written (an existing comment file included).
     """
     event_name, payload = read_event(env)
     try:
@@ -438,7 +388,7 @@ def configure(env: Env, known: Names, meta: Meta, error_comment: Path | None = N
         raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
                         f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
     postsubmit = event_name in POSTSUBMIT_EVENTS and postsubmit_branch(payload, env)
-    _emit(env, outputs(selection, postsubmit) + ("selection-error=false\n" if error_comment is not None else ""),
-          summary(selection))
+    _emit(env, outputs(selection, postsubmit)
+          + ("selection-error=false\n" if error_comment is not None else ""), summary(selection))
     return selection
 

@@ -1,26 +1,10 @@
 """The required gate: the commit status ``benchtrail/gate`` on a PR's head, set by the poster workflow.
 
-A status, unlike a job, cannot be skipped into passing: an event that measures nothing (a title
-edit, a label) leaves it as it is. The poster computes it from what it reads (docs/workflows.md,
-"The gate"):
-
-* **decisions**: each benchmark run of the head that compared (``success``/``failure`` from
-  :func:`benchtrail.compare.gate.check`, with the PR's current ``benchmarks-accept:`` items) or that
-  selected benchmarks and ended without a comparison (``failure``). Each status we write ends with its
-  decision's run, ``(failure, run 123/1)``, so the head's status history is the record; the newest
-  run's decision counts (by when its attempt started);
-* **notes** in front: ``run N/A running; `` (pending for it) and ``run N/A measured nothing; `` (its
-  poster found nothing to decide). A completed run newer than the last decision that a note named or
-  that failed, with neither a decision nor that note, lost its result: it fails the head;
-* **runs in progress** (GitHub's list of the head's runs): newer than the last decision, they make
-  the head ``pending`` while the PR selects benchmarks, the head has a result, or a note named them;
-* **the PR**: its selection, its accept items and, for a fork, the ``safe-to-benchmark`` label.
-
-Without any decision a head is ``success`` ("no benchmarks selected"), ``pending`` while it waits
-for a maintainer's label, or ``failure`` when its only run had an invalid selection. Every write is
-followed by a read: posters of one head that race converge on the same status. comparison.json
-comes from the PR's run, so it is read as untrusted data (``load_comparison`` validates every row)
-and must name the head it gates.
+The newest run's decision counts; each status ends with its run, ``(failure, run 123/1)``, so the head's
+status history is the record. Notes in front name runs in progress and runs that measured nothing; a
+completed run with neither record lost its result and fails the head. Every write is followed by a
+read, so racing posters converge. comparison.json is untrusted (the PR's run) and must name the head.
+Rules and states: docs/workflows.md, "The gate".
 """
 
 from __future__ import annotations
@@ -51,15 +35,14 @@ LOST = "no result recorded; re-run its poster"
 #: Room (characters) for the notes in front of a description; the newest running runs are named first.
 NOTES_ROOM = 64
 INVALID_SELECTION = "no comparison: the benchmark selection is invalid; see the PR comment"
-#: Run conclusions that leave a run without a comparison undecided: it selected nothing (every job
-#: skipped is ``skipped``). A fork's run waiting for approval (``action_required``) is in progress.
+#: Conclusions of a run without a comparison that decide nothing (it selected nothing); a fork's run
+#: waiting for approval (``action_required``) is in progress instead.
 NOTHING_FAILED = ("success", "skipped", "neutral")
 #: How often a poster reads and writes before it leaves the status to the poster it raced with.
 MAX_ROUNDS = 4
 
 _TAG = re.compile(r" \((?P<state>success|failure), run (?P<run>\d+)/(?P<attempt>\d+)\)$")
-#: Notes in front of a status: ``run 12/1 running; `` (pending for it), ``run 11/1 measured nothing; ``
-#: (its poster finished without a decision).
+#: Notes in front of a status: ``run 12/1 running; ``, ``run 11/1 measured nothing; ``.
 _NOTE = re.compile(r"run (?P<run>\d+)/(?P<attempt>\d+) (?P<what>running|measured nothing); ")
 LAST = "last result: "
 
@@ -77,7 +60,7 @@ class Decision:
     run: Run
 
     def description(self, prefix: str = "") -> str:
-        """``<prefix><text> (<state>, run <id>/<attempt>)``, the text cut to fit GitHub's 140 characters."""
+        """``<prefix><text> (<state>, run <id>/<attempt>)``, cut to GitHub's 140 characters."""
         tag = f" ({self.state}, run {self.run[0]}/{self.run[1]})"
         # One line of printable characters: series names come from the PR's untrusted comparison.json.
         text = "".join(c if c.isprintable() else "?" for c in " ".join(self.text.split()))
@@ -86,8 +69,7 @@ class Decision:
 
 
 def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | None]:
-    """The notes (``running`` / ``measured nothing``, with their runs) and the decision a status of ours
-    names (its own, or the last result a note carries), or None."""
+    """The notes ``[(what, run)]`` and the decision (or None) a status of ours names."""
     notes, pos = [], 0
     while m := _NOTE.match(description or "", pos):
         notes.append((m["what"], (int(m["run"]), int(m["attempt"]))))
@@ -99,16 +81,16 @@ def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | No
 
 
 def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run) -> Decision:
-    """Gate ``report/comparison.json`` with ``accept``. It is untrusted: validated (``load_comparison``)
-    and of the commit ``head_sha``, else (whatever fails reading it) a failure that says why."""
+    """Gate the untrusted ``report/comparison.json`` with ``accept``; a failure saying why when it is
+    invalid, unreadable or not of ``head_sha``."""
     from benchtrail.compare.document import load_comparison
 
     try:
         comparison = load_comparison(report / "comparison.json")
         commit = comparison.head.get("commit") or ""
         if commit.lower() != head_sha.lower():
-            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the run's "
-                            f"head {head_sha[:12]}")
+            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the "
+                            f"run's head {head_sha[:12]}")
         result = gate.check(comparison.rows, accept)
     except Exception as exc:
         return Decision("failure", f"no comparison: {exc}", run)
@@ -123,12 +105,10 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
 
 def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, accept: Sequence[str],
                  decided_before: bool) -> Decision | None:
-    """The decision of a completed run from its ``comment`` artifact (``report``: comparison.json,
-    comment.json; None or missing files when it uploaded none) and its ``conclusion``.
+    """The decision of a completed run from its ``comment`` artifact folder ``report`` (may be None).
 
-    A comparison is gated (an invalid one, or one of another commit, fails); a selection-error comment
-    fails only a head without an earlier decision; a run that failed (or was cancelled) without a
-    comparison fails; one that did not (it selected nothing) decides nothing.
+    A selection-error comment fails only a head without an earlier decision; a run that failed without
+    a comparison fails; one that selected nothing decides nothing.
     """
     if report is not None and (report / "comparison.json").is_file():
         return report_decision(report, head_sha, accept, run)
@@ -141,25 +121,23 @@ def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, 
         except UserError:
             pass  # an unreadable comment.json is no selection error
     if conclusion not in NOTHING_FAILED:
-        return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before comparing",
-                        run)
+        return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before "
+                        "comparing", run)
     return None
 
 
 def _newest(decisions: Sequence[Decision], order: Order) -> Decision | None:
-    """The decision of the newest run (by ``order``; ties: the first in ``decisions``), or None."""
+    """The decision of the newest run (ties: the first in ``decisions``), or None."""
     return max(decisions, key=lambda d: order(d.run), default=None)
 
 
 def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool, waiting: bool,
                    nothing: Run | None = None, order: Order = lambda run: run,
                    announced: frozenset[Run] = frozenset()) -> Status:
-    """``(state, description)`` of the head: the newest run's decision (by ``order``; ties: the first in
-    ``decisions``), ``pending`` while a newer run is in progress (of a PR that selects benchmarks now, of
-    a head with a result, or named ``announced`` by an earlier pending status) or a fork waits for its
-    label, else ``success``: nothing selected. A pending status names the newest runs in progress that
-    fit; ``nothing``: a run whose poster found no decision, noted first so that no later poster takes
-    its result for lost."""
+    """``(state, description)`` of the head: the newest run's decision; ``pending`` while a newer run is
+    in progress (the PR selects, the head has a result, or ``announced``) or a fork waits for its label;
+    else ``success``. ``nothing``: a run whose poster found no decision, noted so none takes it for lost.
+    """
     best = _newest(decisions, order)
     newer = sorted((r for r in running if best is None or order(r) > order(best.run)), key=order,
                    reverse=True)
@@ -195,11 +173,7 @@ class Head:
 
 
 def head_from_event(payload: dict[str, Any]) -> Head:
-    """:class:`Head` of a ``workflow_run`` event payload.
-
-    Raises:
-        UserError: not a ``workflow_run`` event of a pull request's run.
-    """
+    """:class:`Head` of a ``workflow_run`` payload; UserError for any other payload."""
     try:
         wr, repo = payload["workflow_run"], payload["repository"]["full_name"]
         pulls = wr.get("pull_requests") or []
@@ -222,9 +196,8 @@ class PullState:
 
 
 def read_pull(repo: Any, head: Head, author: str) -> PullState:
-    """What the PR of ``head`` asks for: the event's PR, else (a fork's: GitHub leaves it out of the event)
-    the open PR from ``head.head_label`` whose head is the commit. A fork's head without one is taken
-    to select benchmarks and wait for its label, so it never passes unmeasured."""
+    """What the PR of ``head`` asks for: the event's PR, else the open PR from ``head.head_label`` (a
+    fork's). A fork's head without one selects benchmarks and waits for its label."""
     from benchtrail.github.post import find_ours
 
     if head.pr_number is not None:
@@ -245,8 +218,7 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
 
 @dataclass
 class _History:
-    """The head's statuses of ours (newest first), parsed; ``latest``: the newest of the context by
-    anyone, what GitHub shows."""
+    """The head's statuses of ours, parsed; ``latest``: the newest of the context by anyone."""
 
     decisions: list[Decision]
     announced: set[Run]  # runs a pending status named
@@ -262,24 +234,25 @@ class _History:
         decisions = [d for _, d in parsed if d is not None]
         # A run's own poster outranks a later poster that took its result for lost.
         return cls(_without_lost(decisions, nothing), {run for what, run in notes if what == "running"},
-                   nothing | {d.run for d in decisions}, (every[0].state, every[0].description) if every else None)
+                   nothing | {d.run for d in decisions},
+                   (every[0].state, every[0].description) if every else None)
 
 
 def _without_lost(decisions: list[Decision], runs: set[Run | None]) -> list[Decision]:
-    """``decisions`` less those that took the result of one of ``runs`` for lost: its poster says it
-    measured nothing."""
+    """``decisions`` less those that took the result of one of ``runs`` for lost."""
     return [d for d in decisions if not (d.text.startswith(LOST[:18]) and d.run in runs)]
 
 
 def _runs(repo: Any, head: Head) -> dict[Run, Any]:
     """The PR runs of the head's benchmark workflow (each run's latest attempt), by (id, attempt)."""
-    return {(r.id, r.run_attempt): r for r in repo.get_workflow_runs(head_sha=head.sha, event="pull_request")
+    return {(r.id, r.run_attempt): r
+            for r in repo.get_workflow_runs(head_sha=head.sha, event="pull_request")
             if r.path == head.workflow_path}
 
 
 def _order(runs: dict[Run, Any]) -> Order:
-    """Runs in the order they started: a re-run of an older run is newer than the runs before it. An
-    earlier attempt counts from its run's creation; a run GitHub does not list, from the epoch."""
+    """Runs in the order they started (a re-run is newest); an unlisted attempt from its run's creation,
+    an unlisted run from the epoch."""
     def seconds(when: Any) -> float:
         return when.timestamp() if when is not None else 0.0
 
@@ -294,8 +267,7 @@ def _in_progress(run: Any) -> bool:
 
 
 def regate_run(repo: Any, head: Head, author: str) -> Run | None:
-    """The run whose comparison failed the head, when the PR now accepts regressions: the poster
-    downloads its artifact to gate it again (``update_status``'s ``regate``)."""
+    """The run whose comparison failed the head, when the PR now accepts regressions, to gate again."""
     best = _newest(_History.read(repo.get_commit(head.sha), author).decisions, _order(_runs(repo, head)))
     failed = best is not None and best.state == "failure" and not best.text.startswith("no ")
     return best.run if failed and read_pull(repo, head, author).accept else None
@@ -303,13 +275,10 @@ def regate_run(repo: Any, head: Head, author: str) -> Run | None:
 
 def update_status(repo: Any, head: Head, *, completed: str | None, report: Path | None,
                   regate: tuple[Path, Run] | None, author: str) -> Status:
-    """Set ``benchtrail/gate`` on the head and return what it is.
+    """Set ``benchtrail/gate`` on the head and return it.
 
-    ``completed``: the run's conclusion (a ``completed`` event; None for ``requested``); ``report``:
-    its ``comment`` artifact; ``regate``: the ``comment`` artifact of :func:`regate_run`'s run, and that run.
-    A completed run newer than the head's result that a pending status named, or that failed, and has no
-    result recorded (its poster failed or never ran) fails the head: a lost result must not pass. A run
-    that waits for a maintainer's approval (``action_required``) counts as in progress.
+    ``completed``: the run's conclusion (None for ``requested``); ``report``: its ``comment`` artifact;
+    ``regate``: :func:`regate_run`'s run and its artifact. A lost result (see the module) fails the head.
     """
     pull = read_pull(repo, head, author)
     commit = repo.get_commit(head.sha)
@@ -319,8 +288,8 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
     for _ in range(MAX_ROUNDS):
         history, runs = _History.read(commit, author), _runs(repo, head)
         order = _order(runs)
-        mine = None if completed is None else run_decision(report, head.sha, completed, head.run, pull.accept,
-                                                           bool(history.decisions))
+        mine = None if completed is None else run_decision(report, head.sha, completed, head.run,
+                                                           pull.accept, bool(history.decisions))
         own = [d for d in (regated, mine) if d is not None]
         running = [run for run, r in runs.items() if _in_progress(r) and run != head.run]
         if completed is None and (head.run not in runs or _in_progress(runs[head.run])):

@@ -1,22 +1,9 @@
 """The post stage: put ``comment/comment.json`` on the PR, editing our earlier comment in place.
 
-Follows IREE's ``post_benchmark_comment.py``: check that the PR's head is still the commit the run
-measured, find our earlier issue comment by its hidden marker, edit it (or create one), and never
-overwrite a comment from a newer run. All calls go through PyGithub.
-
-Posters that race for one PR end with one comment: after creating ours, we list the PR's comments
-again, keep the oldest of ours and delete our own if it is younger (``_deduplicate``).
-
-Rate limits are the client's to retry (``make_client``, ``BoundedGithubRetry``): waits follow
-GitHub's ``Retry-After`` and rate-limit headers up to ``RATE_LIMIT_MAX_WAIT_S`` each, and all retries
-of a post share ``RETRY_BUDGET_S``. When the token may not write (a fork PR's read-only
-``GITHUB_TOKEN`` gets 403), GitHub asks for a longer wait, the budget is spent, or the rate limit
-outlasts the retries, the body goes to the job summary instead and the step still succeeds: a
-missing comment must not fail a benchmark run.
-
-Our comments are those with the marker by ``author``; a token that comments as another login (a
-GitHub App's ``<slug>[bot]``) learns its login from the comment it creates, finds its earlier one
-by it and warns (``PostResult.warnings``).
+As IREE's ``post_benchmark_comment.py``: check the PR's head is still the measured commit, find our
+comment by its hidden marker and author, edit it (or create one), never overwrite a newer run's.
+Racing posters end with one comment; rate limits are retried within bounds; a comment that cannot be
+posted goes to the job summary and the step still succeeds. Details: docs/workflows.md, "The poster".
 """
 
 from __future__ import annotations
@@ -40,30 +27,22 @@ if TYPE_CHECKING:
 #: GitHub rejects issue comments longer than this many characters.
 GITHUB_MAX_COMMENT_CHARS = 65_536
 DEFAULT_API_URL = "https://api.github.com"
-#: The login that GitHub Actions' ``GITHUB_TOKEN`` comments as. Only its comments count as ours, so a
-#: marker pasted by anyone else can neither suppress nor capture the benchmark comment.
+#: The login of GitHub Actions' ``GITHUB_TOKEN``; only its comments count as ours, so a marker pasted
+#: by anyone else can neither suppress nor capture the benchmark comment.
 DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
-#: The longest single wait (seconds) that a rate-limit answer may ask for and still be waited out;
-#: a longer ``Retry-After`` (or primary-limit reset) sends the body to the job summary at once.
-#: GitHub's guidance ("Rate limits for the REST API", "Exceeding the rate limit",
-#: https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit,
-#: and "Best practices for using the REST API", "Handle rate limit errors appropriately"): never
-#: retry before ``retry-after`` seconds have passed, nor before ``x-ratelimit-reset`` when
-#: ``x-ratelimit-remaining`` is 0; otherwise wait at least a minute; after a few retries, give up.
-#: 90 s covers the usual secondary-limit answers (about a minute) without holding a job for an hour.
+#: The longest rate-limit wait (s) waited out; a longer one sends the body to the job summary at once.
+#: 90 s covers the usual secondary-limit answers (about a minute; GitHub's "Rate limits for the REST
+#: API", "Exceeding the rate limit") without holding a job for an hour.
 RATE_LIMIT_MAX_WAIT_S = 90.0
-#: Wait (seconds) after a secondary rate limit answered without ``Retry-After``: GitHub's
-#: "wait for at least one minute" (PyGithub's ``DEFAULT_SECONDARY_RATE_WAIT`` too).
+#: Wait (s) after a secondary rate limit without ``Retry-After``: GitHub's "at least one minute".
 SECONDARY_RATE_LIMIT_WAIT_S = 60.0
 #: How many times one request is repeated after rate-limit or 5xx answers before giving up.
 MAX_RETRIES = 2
-#: Seconds that all retries of one post may take together (waits and requests, from the first
-#: request); a retry that would end later is not started and the body goes to the job summary.
-#: A third of the post job's ``timeout-minutes: 15``: the rest is for checkout, install and the
-#: requests themselves. ``benchtrail post --retry-budget`` sets it.
+#: Seconds all retries of one post may take from its first request (``--retry-budget``): a third of
+#: the post job's ``timeout-minutes: 15``, the rest left for checkout, install and the requests.
 RETRY_BUDGET_S = 300.0
-COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit", "base_commit",
-                          "notes", "body"})
+COMMENT_KEYS = frozenset({"schema_version", "marker", "verdict", "counts", "head_commit",
+                          "base_commit", "notes", "body"})
 
 _MARKER = re.compile(re.escape(comment_stage.MARKER_PREFIX)
                      + r" run=(?P<run>\S+) attempt=(?P<attempt>\S+) -->")
@@ -79,9 +58,8 @@ MarkerRun = tuple[str, int]  # (run id, attempt) of a comment's marker
 
 @dataclass(frozen=True)
 class PostResult:
-    """What ``post_comment`` did: ``action`` (below); ``comment_id`` is the comment
-    created or updated (dry-run: that would be updated; skipped-stale-run: the newer one), else None;
-    ``warnings`` are for the job log (the login we comment as is not ``--comment-author``)."""
+    """What ``post_comment`` did; ``comment_id``: the comment created or updated (dry-run: that would be;
+    skipped-stale-run: the newer one), else None; ``warnings``: for the job log."""
 
     # created, updated, deduplicated, skipped-stale-run, skipped-head-changed, dry-run or fallback-summary
     action: str
@@ -94,8 +72,7 @@ class PostResult:
 
 
 def parse_marker(text: str) -> MarkerRun | None:
-    """``(run_id, attempt)`` of the last benchtrail marker in ``text``; None when there is none or
-    its attempt is not a whole number."""
+    """``(run_id, attempt)`` of the last benchtrail marker in ``text``; None without a valid one."""
     found = None
     for m in _MARKER.finditer(text):
         found = m
@@ -105,12 +82,8 @@ def parse_marker(text: str) -> MarkerRun | None:
 
 
 def is_newer(run: MarkerRun, than: MarkerRun) -> bool:
-    """Whether marker ``run`` comes from a later run than ``than``.
-
-    Run ids compare as integers when both are (GitHub run ids), as strings when neither is (local
-    ``local-<UTC timestamp>-<uuid>`` ids sort by time); a CI id and a local id do not compare, and
-    neither is newer. Attempts break ties within one run id.
-    """
+    """Whether marker ``run`` comes from a later run than ``than``: ids compare as integers (GitHub's) or
+    as strings (local ids sort by time), a CI and a local id not at all; attempts break ties."""
     (run_id, attempt), (other_id, other_attempt) = run, than
     if run_id.isdigit() != other_id.isdigit():
         return False
@@ -119,17 +92,13 @@ def is_newer(run: MarkerRun, than: MarkerRun) -> bool:
 
 
 def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> str:
-    """Return ``body`` cut to at most ``limit`` characters, with ``marker`` as its last line.
+    """``body`` in at most ``limit`` characters, ``marker`` last: ``<details>`` sections dropped from the
+    last up, then cut at a line, pointing to full.md; a short footer (≤ 2,000 characters) is kept.
 
-    First ``<details>…</details>`` sections are dropped, from the last one up; if that is not
-    enough, the text is cut at a line boundary and a line points to full.md in the run's
-    artifacts. The footer (the lines after the last blank line, such as the artifacts line) is
-    kept when it is short (at most 2,000 characters and a quarter of ``limit``).
-
-    Raises:
-        UserError: ``limit`` is too small to hold the marker and the truncation note.
+    Raises UserError when ``limit`` cannot hold the marker and the truncation note.
     """
-    if len(body) <= limit and body.rstrip().splitlines()[-1:] == [marker] and body.count(marker) == 1:
+    if (len(body) <= limit and body.rstrip().splitlines()[-1:] == [marker]
+            and body.count(marker) == 1):
         return body
     text = body.replace(marker, "").rstrip() + "\n"
     split = text.rstrip("\n").rfind("\n\n")
@@ -157,15 +126,12 @@ def fit_body(body: str, marker: str, limit: int = GITHUB_MAX_COMMENT_CHARS) -> s
 
 
 def load_comment(path: Path) -> dict[str, Any]:
-    """Read comment.json (written by ``benchtrail comment``).
-
-    Raises:
-        UserError: unreadable, newer schema, unknown keys, or no string ``body``/valid ``marker``.
-    """
+    """Read comment.json; UserError when unreadable, newer, with unknown keys, or no ``body``/``marker``."""
     data = read_json(path, kind="comment file", supported=comment_stage.SCHEMA_VERSION)
     unknown = sorted(set(data) - COMMENT_KEYS)
     if unknown:
-        raise UserError(f"comment file {path}: unknown key(s) {unknown}; allowed: {sorted(COMMENT_KEYS)}")
+        raise UserError(f"comment file {path}: unknown key(s) {unknown}; "
+                        f"allowed: {sorted(COMMENT_KEYS)}")
     if not isinstance(data.get("body"), str) or not data["body"].strip():
         raise UserError(f"comment file {path}: 'body' must be a non-empty string")
     if not isinstance(data.get("marker"), str) or _MARKER.fullmatch(data["marker"]) is None:
@@ -180,16 +146,9 @@ def load_comment(path: Path) -> dict[str, Any]:
 def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                 secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
                 sleep: Sleep = time.sleep, budget: RetryBudget | None = None):
-    """A ``github.Github`` whose requests retry rate limits and 5xx answers as GitHub asks, within bounds.
-
-    Retries go through PyGithub's own ``GithubRetry`` (``benchtrail.github.retry.BoundedGithubRetry``):
-    at most ``MAX_RETRIES`` per request, after rate-limit answers (403/429: waiting ``Retry-After``,
-    the primary limit's reset, or ``secondary_wait_s`` seconds), 5xx answers (``Retry-After``, else
-    0 s then 1 s; a POST never, it may have been carried out) and connection errors. A wait over
-    ``max_wait_s`` seconds is not taken: the request raises ``github.RateLimitExceededExceedsMaxWait``
-    (its ``wait`` in seconds). ``budget`` (a ``RetryBudget``, None: none) is shared by all
-    requests: a retry that would end past it raises ``RetryBudgetSpent``. ``sleep`` does the waiting.
-    Throttling between requests is off: a post makes at most three writes.
+    """A ``github.Github`` retrying rate limits, 5xx (never a POST) and connection errors, ``MAX_RETRIES``
+    per request. A wait over ``max_wait_s`` s raises ``github.RateLimitExceededExceedsMaxWait``; a retry
+    ending past the shared ``budget`` raises ``RetryBudgetSpent``.
     """
     import github
 
@@ -202,7 +161,8 @@ def make_client(token: str, base_url: str, *, max_wait_s: float = RATE_LIMIT_MAX
                                secondary_rate_wait=secondary_wait_s, max_rate_limit_wait=max_wait_s,
                                sleep=sleep, budget=budget)
     return github.Github(auth=github.Auth.Token(token), base_url=base_url.rstrip("/"), per_page=100,
-                         timeout=30, retry=retry, seconds_between_requests=None, seconds_between_writes=None)
+                         timeout=30, retry=retry, seconds_between_requests=None,
+                         seconds_between_writes=None)
 
 
 def _message(exc: Any) -> str:
@@ -211,37 +171,37 @@ def _message(exc: Any) -> str:
 
 
 def is_rate_limited(exc: Any) -> bool:
-    """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (in seconds)."""
+    """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (s)."""
     return exc.status == 429 or exc.status == 403 and ("rate limit" in _message(exc).lower() or any(
         k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items()))
 
 
 def describe(exc: Any) -> str:
-    """A GitHub API error for a message: ``HTTP <status>: <GitHub's message>``."""
+    """``HTTP <status>: <GitHub's message>``."""
     return f"HTTP {getattr(exc, 'status', '?')}: {_message(exc) or exc}"
 
 
 def _reason(exc: Any, max_wait_s: float) -> str:
-    """Why posting failed, for the job summary: the answer, and for rate limits what was waited."""
+    """Why posting failed, for the job summary."""
     from benchtrail.github.retry import RetryBudgetSpent
 
     if isinstance(exc, RetryBudgetSpent):
         flag = "(--retry-budget, at most the job's timeout)"
         if exc.left <= 0:
             return f"{describe(exc)}; the {exc.budget:g} s retry budget is spent {flag}"
-        return (f"{describe(exc)}; retrying needs a wait of {exc.wait:.0f} s, but only {exc.left:.0f} s "
-                f"of the {exc.budget:g} s retry budget are left {flag}")
+        return (f"{describe(exc)}; retrying needs a wait of {exc.wait:.0f} s, but only "
+                f"{exc.left:.0f} s of the {exc.budget:g} s retry budget are left {flag}")
     wait = getattr(exc, "wait", None)
     if wait is not None:
-        return (f"{describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the {max_wait_s:g} s "
-                "benchtrail waits at most")
+        return (f"{describe(exc)}; retrying needs a wait of {wait:.0f} s, longer than the "
+                f"{max_wait_s:g} s benchtrail waits at most")
     if is_rate_limited(exc):
         return f"{describe(exc)}; still rate limited after {MAX_RETRIES} retries"
     return describe(exc)
 
 
 def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) -> PostResult:
-    """Write the body to the job summary (``summary_path``, ``$GITHUB_STEP_SUMMARY``, else stderr)."""
+    """Write the body to ``summary_path``, else ``$GITHUB_STEP_SUMMARY``, else stderr."""
     if summary_path is None and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
     where = summary_path or "stderr"
@@ -255,43 +215,31 @@ def _fallback(body: str, reason: str, summary_path: Path | None, dry_run: bool) 
             with open(summary_path, "a", encoding="utf-8") as f:  # the summary file is appended to
                 f.write(text)
         except OSError as exc:
-            raise UserError(f"cannot write the job summary {summary_path}: {exc.strerror or exc}") from exc
+            raise UserError(f"cannot write the job summary {summary_path}: "
+                            f"{exc.strerror or exc}") from exc
     return PostResult("fallback-summary", None,
                       f"could not post the PR comment ({reason}); wrote it to {where}")
 
 
 def find_ours(comments: Iterable[Any], author: str) -> list[tuple[Any, MarkerRun | None]]:
-    """Our earlier comments (marker prefix in the body, by ``author``), oldest first."""
+    """Our comments (marker prefix in the body, by ``author``) with their markers, oldest first."""
     return [(c, parse_marker(c.body or "")) for c in comments
             if comment_stage.MARKER_PREFIX in (c.body or "") and c.user.login == author]
 
 
-def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str, token: str,
-                 base_url: str = DEFAULT_API_URL, dry_run: bool = False, summary_path: Path | None = None,
+def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head_sha: str,
+                 token: str, base_url: str = DEFAULT_API_URL, dry_run: bool = False,
+                 summary_path: Path | None = None,
                  author: str = DEFAULT_COMMENT_AUTHOR, max_wait_s: float = RATE_LIMIT_MAX_WAIT_S,
                  secondary_wait_s: float = SECONDARY_RATE_LIMIT_WAIT_S,
                  retry_budget_s: float = RETRY_BUDGET_S, sleep: Sleep = time.sleep,
                  clock: Clock = time.monotonic) -> PostResult:
     """Create or edit our comment on PR ``pr_number`` of ``repo`` (``OWNER/NAME``).
 
-    Nothing is posted when the PR's head is no longer ``run_head_sha`` (``skipped-head-changed``)
-    or when one of our comments carries a marker from a newer run (``skipped-stale-run``).
-    Otherwise the earliest of our comments (by ``author``) is edited, or a new one is created; when
-    another poster created one meanwhile, the oldest is kept and ours deleted (``deduplicated``, see
-    ``_deduplicate``). When the created comment's login is not ``author``, that login finds our
-    earlier comments after the create (so the earliest is kept) and ``warnings`` names the flag.
-    The body is cut to GitHub's 65,536 characters (``fit_body``).
-
-    Rate limits are waited out by the client (``make_client``: ``Retry-After``, else
-    ``secondary_wait_s`` seconds; ``sleep`` waits), each wait at most ``max_wait_s`` seconds, all
-    retries within ``retry_budget_s`` seconds on ``clock`` from the first request. A 403, a longer
-    wait, a spent budget, a rate limit that outlasts the retries, or a 5xx writes the body to the
-    job summary (``fallback-summary``, the message says why). ``dry_run`` reads and decides but
-    writes nothing.
-
-    Raises:
-        UserError: the PR or repository not found (404), the token rejected (401), the
-            comment rejected (422), or the API URL unreachable.
+    Skips when the PR's head is no longer ``run_head_sha`` or one of our comments is from a newer run;
+    edits our earliest comment, else creates one. A 403, a too-long wait, a spent budget, a lasting
+    rate limit or a 5xx writes the body to the job summary (``fallback-summary``). Waits in seconds.
+    Raises UserError for 404, 401, 422 or an unreachable API URL.
     """
     import github
     import requests
@@ -303,21 +251,21 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
     if ours_run is None:
         raise UserError(f"not a benchtrail marker: {marker!r}")
     body = fit_body(comment["body"], marker)
-    gh = make_client(token, base_url, max_wait_s=max_wait_s, secondary_wait_s=secondary_wait_s, sleep=sleep,
-                     budget=RetryBudget(retry_budget_s, clock))
+    gh = make_client(token, base_url, max_wait_s=max_wait_s, secondary_wait_s=secondary_wait_s,
+                     sleep=sleep, budget=RetryBudget(retry_budget_s, clock))
     try:
         pull = gh.get_repo(repo).get_pull(pr_number)
         head = pull.head.sha
         if head.lower() != run_head_sha.lower():
             return PostResult("skipped-head-changed", None,
-                              f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which this "
-                              "run measured; not posting")
+                              f"PR #{pr_number} head is now {head[:12]}, not {run_head_sha[:12]} which "
+                              "this run measured; not posting")
         ours = find_ours(pull.get_issue_comments(), author)
         for existing, run in ours:
             if run is not None and is_newer(run, ours_run):
                 return PostResult("skipped-stale-run", existing.id,
-                                  f"comment {existing.id} is from run {run[0]} attempt {run[1]}, newer than "
-                                  f"run {ours_run[0]} attempt {ours_run[1]}; not posting")
+                                  f"comment {existing.id} is from run {run[0]} attempt {run[1]}, newer "
+                                  f"than run {ours_run[0]} attempt {ours_run[1]}; not posting")
         target = ours[0][0] if ours else None
         if dry_run:
             what = f"update comment {target.id}" if target else "create a comment"
@@ -339,23 +287,18 @@ def post_comment(comment: dict[str, Any], *, repo: str, pr_number: int, run_head
         return result
     warning = (f"this token comments as {login!r}, not as {author!r} (--comment-author): set "
                f"--comment-author {login} (or BENCHTRAIL_COMMENT_AUTHOR={login}, which `benchtrail "
-               "gate-status` reads too); without it each run creates a comment before it finds its earlier "
-               "one by that login, edits that and deletes the new one")
+               "gate-status` reads too); without it each run creates a comment before it finds its "
+               "earlier one by that login, edits that and deletes the new one")
     return replace(result, warnings=(warning,))
 
 
 def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author: str, pr_number: int,
                  found_late: bool = False) -> PostResult:
-    """After creating comment ``created``: list the PR's comments again and keep the oldest of ours.
+    """After creating ``created``, keep the oldest of ours (lowest id) and delete ``created`` if younger.
 
-    Posters race when each lists the comments before the other creates one; both then create.
-    Each lists again after its own create and deletes only its own comment, when an older one of
-    ours exists; the oldest is the one with the lowest id (GitHub's ids grow in creation order).
-    So all of them keep the same comment, none deletes it, and one is left: of two left, the
-    younger one's poster listed after the older one was created and would have deleted its own.
-    The kept comment gets our body when its marker is from an older run; a newer run's is kept.
-    A failure here leaves our comment posted (``created``, the message says what failed).
-    ``found_late``: ``author`` is the login of ``created``, which found none of ours before.
+    Each racing poster deletes only its own, so all keep the same one. The kept comment takes our body
+    unless its marker is from a newer run. A failure here leaves ``created`` posted. ``found_late``:
+    ``author`` is ``created``'s login, which found none of ours before.
     """
     import github
     import requests
@@ -374,13 +317,14 @@ def _deduplicate(pull: Any, created: Any, body: str, ours_run: MarkerRun, author
         except github.UnknownObjectException:
             pass  # already gone (a retried DELETE whose first try went through)
     except (github.GithubException, requests.exceptions.RequestException) as exc:
-        return PostResult("created", created.id, f"{done}; could not check it for duplicates from a racing "
-                                                 f"poster ({describe(exc)})")
+        return PostResult("created", created.id, f"{done}; could not check it for duplicates from a "
+                                                 f"racing poster ({describe(exc)})")
     if found_late:
         moved = "moved this run's body there" if took_body else "kept it"
         return PostResult("deduplicated", first.id,
-                          f"found our earlier comment {first.id} on PR #{pr_number} by {author!r}, the login "
-                          f"of the comment {created.id} just created; {moved} and deleted {created.id}")
+                          f"found our earlier comment {first.id} on PR #{pr_number} by {author!r}, the "
+                          f"login of the comment {created.id} just created; {moved} and deleted "
+                          f"{created.id}")
     kept = "kept it with this run's body" if took_body else "kept it"
     return PostResult("deduplicated", first.id, f"another poster created comment {first.id} on PR "
                                                 f"#{pr_number} first; {kept} and deleted our duplicate "
@@ -397,5 +341,6 @@ def _user_error(exc: Any, repo: str, pr_number: int, base_url: str) -> UserError
         errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
         details = "; ".join(str(e.get("message") or e.get("code")) if isinstance(e, dict) else str(e)
                             for e in errors or ())
-        return UserError(f"GitHub rejected the comment ({describe(exc)}{': ' + details if details else ''})")
+        return UserError(f"GitHub rejected the comment "
+                         f"({describe(exc)}{': ' + details if details else ''})")
     return UserError(f"GitHub API error ({describe(exc)})")

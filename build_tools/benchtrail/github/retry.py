@@ -1,21 +1,10 @@
 """``BoundedGithubRetry``: PyGithub's ``GithubRetry`` with a cap on every rate-limit wait.
 
-PyGithub's ``GithubRetry`` (a urllib3 ``Retry``) already retries GitHub's 403 rate-limit answers:
-it waits ``Retry-After`` seconds (through urllib3), until ``X-RateLimit-Reset`` for a primary limit
-or ``secondary_rate_wait`` for a secondary one, and raises ``RateLimitExceededExceedsMaxWait`` when
-either of the last two is longer than ``max_rate_limit_wait``. This subclass adds what it leaves out:
-
-* a ``Retry-After`` longer than ``max_rate_limit_wait`` raises ``RateLimitExceededExceedsMaxWait``
-  at once (urllib3 would sleep ``min(Retry-After, retry_after_max)`` and retry before the time
-  GitHub named, which GitHub's guidance forbids);
-* a 429 is the rate limit GitHub means by it (primary when ``X-RateLimit-Remaining`` is 0, else
-  secondary), waited for like a 403 one, not with urllib3's sub-second backoff;
-* a POST is repeated only after a rate-limit answer (GitHub did not act on the request) or a
-  failed connection, never after a 5xx or a broken read, which may come after GitHub created the
-  comment or issue;
-* one ``RetryBudget`` shared by every request of a client: a retry whose wait would end past it is
-  not started (``RetryBudgetSpent``, or urllib3's ``MaxRetryError`` after a connection error);
-* the sleep function is a parameter, so tests can record the waits (seconds) instead of sleeping.
+``GithubRetry`` already waits ``Retry-After``, the primary limit's reset or ``secondary_rate_wait``, and
+caps the last two at ``max_rate_limit_wait``. This adds: a ``Retry-After`` over the cap raises at once
+(urllib3 would retry before GitHub's time); a 429 waits like a 403 rate limit; a POST is repeated only
+after a rate limit or a failed connection, never a 5xx or broken read (GitHub may have acted); one
+``RetryBudget`` shared by a client's requests; an injectable ``sleep`` (seconds).
 """
 
 from __future__ import annotations
@@ -37,8 +26,7 @@ Clock = Callable[[], float]  # the time, in seconds
 
 
 class RetryBudget:
-    """``seconds`` that all retries may take together, counted on ``clock`` (seconds) from creation:
-    the waits and the requests' own time alike."""
+    """``seconds`` all retries may take together, waits and requests alike, on ``clock`` from creation."""
 
     def __init__(self, seconds: float, clock: Clock = time.monotonic) -> None:
         self.seconds, self.clock = seconds, clock
@@ -50,8 +38,8 @@ class RetryBudget:
 
 
 class RetryBudgetSpent(GithubException):
-    """The answer (``status``, ``data``, ``headers``) asks for a retry after ``wait`` seconds, but only
-    ``left`` seconds (negative: none) of the ``budget`` seconds are left."""
+    """The answer asks for a retry after ``wait`` s, but only ``left`` s (negative: none) of ``budget``
+    remain."""
 
     def __init__(self, status: int, data: Any, headers: dict[str, str], *, wait: float, left: float,
                  budget: float) -> None:
@@ -62,10 +50,8 @@ class RetryBudgetSpent(GithubException):
 class BoundedGithubRetry(GithubRetry):
     """``GithubRetry(secondary_rate_wait=s, max_rate_limit_wait=cap, sleep=fn, **urllib3_retry_args)``.
 
-    Every wait is in seconds; ``max_rate_limit_wait`` None means no cap (as in ``GithubRetry``).
-    ``increment`` raises ``github.RateLimitExceededExceedsMaxWait`` (a ``GithubException`` with
-    the answer's status, body and headers, and ``wait``: the seconds GitHub asked for) when a
-    wait would exceed the cap, and ``RetryBudgetSpent`` when it would end past ``budget``.
+    Waits in seconds; ``max_rate_limit_wait`` None: no cap. ``increment`` raises
+    ``RateLimitExceededExceedsMaxWait`` (with ``wait``) over the cap, ``RetryBudgetSpent`` past ``budget``.
     """
 
     def __init__(self, *, sleep: Sleep = time.sleep, budget: RetryBudget | None = None,
@@ -82,7 +68,8 @@ class BoundedGithubRetry(GithubRetry):
         return super().is_retry(method, status_code, has_retry_after)
 
     def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
-                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> GithubRetry:
+                  error: Exception | None = None, _pool: Any = None,
+                  _stacktrace: Any = None) -> GithubRetry:
         retry = self._increment(method, url, response, error, _pool, _stacktrace)
         if self.budget is None:
             return retry
@@ -91,7 +78,8 @@ class BoundedGithubRetry(GithubRetry):
             return retry
         if response is None:
             raise MaxRetryError(_pool, url, error)  # as when the retries are used up
-        raise RetryBudgetSpent(*self._answer(response, url), wait=wait, left=left, budget=self.budget.seconds)
+        raise RetryBudgetSpent(*self._answer(response, url), wait=wait, left=left,
+                               budget=self.budget.seconds)
 
     def _increment(self, *args: Any) -> GithubRetry:
         """The next retry, as GitHub asks, within the cap (``increment`` without the budget)."""
@@ -129,8 +117,7 @@ class BoundedGithubRetry(GithubRetry):
     # -- helpers -------------------------------------------------------------------------------
 
     def _retry_after(self, response: Any) -> float | None:
-        """Seconds of the ``Retry-After`` header (delta-seconds or HTTP date); None when absent or
-        unreadable."""
+        """Seconds of ``Retry-After`` (delta-seconds or HTTP date); None when absent or unreadable."""
         value = response.headers.get("Retry-After")
         try:
             return None if value is None else float(self.parse_retry_after(value))
@@ -139,18 +126,17 @@ class BoundedGithubRetry(GithubRetry):
 
     @staticmethod
     def _reset_wait(response: Any) -> float | None:
-        """The wait GitHub asks for without ``Retry-After``: (403/429 with ``X-RateLimit-Remaining: 0``)
-        until ``X-RateLimit-Reset`` plus 1 s, as ``GithubRetry`` computes it; else None."""
+        """Seconds until ``X-RateLimit-Reset`` plus 1 when ``X-RateLimit-Remaining`` is 0, as
+        ``GithubRetry`` computes it; else None."""
         reset = str(response.headers.get("X-RateLimit-Reset", ""))
-        if response.status in RATE_LIMIT_STATUSES and response.headers.get("X-RateLimit-Remaining") == "0" \
-                and reset.isdigit():
+        if response.status in RATE_LIMIT_STATUSES \
+                and response.headers.get("X-RateLimit-Remaining") == "0" and reset.isdigit():
             return max(0.0, int(reset) - time.time()) + 1
         return None
 
     @staticmethod
     def get_content(resp: Any, url: str) -> bytes:  # type: ignore[override]
-        """``GithubRetry.get_content``, read once: ``GithubRetry`` reads a 403's body, and the errors
-        raised after it still carry GitHub's message."""
+        """``GithubRetry.get_content``, read once, so errors raised after it still carry GitHub's message."""
         body = getattr(resp, "_benchtrail_body", None)
         if body is None:
             body = resp._benchtrail_body = GithubRetry.get_content(resp, url)
@@ -164,5 +150,6 @@ class BoundedGithubRetry(GithubRetry):
         return response.status, data, dict(response.headers)
 
     def _check_cap(self, wait: float | None, response: Any, url: str | None) -> None:
-        if wait is not None and self.max_rate_limit_wait is not None and wait > self.max_rate_limit_wait:
+        if (wait is not None and self.max_rate_limit_wait is not None
+                and wait > self.max_rate_limit_wait):
             raise RateLimitExceededExceedsMaxWait(*self._answer(response, url), wait=wait)

@@ -1,34 +1,10 @@
-"""Trust a stored run only when GitHub's record of the workflow run that wrote it says it may be a baseline.
+"""Trust a stored run only when GitHub's record of the run that wrote it says it may be a baseline.
 
-For a commit pointer ``commits/<sha>/<run_id>-<attempt>.json``, GitHub must list run ``run_id`` among
-the runs of ``<sha>`` (``GET /repos/{owner}/{repo}/actions/runs?head_sha=<sha>``, once per commit:
-a pointer naming a made-up run or attempt costs no further request), and the record of that attempt
-(the listing's latest attempt, or ``GET …/actions/runs/{run_id}/attempts/{attempt}``, PyGithub
-``WorkflowRun.get_attempt``) must show:
-
-* ``event`` ``push`` or ``workflow_dispatch`` (``POSTSUBMIT_EVENTS``): never a pull request;
-* ``head_branch`` the repository's default branch (``GET /repos/{owner}/{repo}``) or a release branch
-  (``release_branches``: ``BENCHTRAIL_RELEASE_BRANCHES``), the only branches whose runs store
-  baselines; a PR's base branch counts only as one of those;
-* ``head_sha`` the pointer's commit, ``path`` the trusted workflow file;
-* ``status`` ``completed`` with conclusion ``success``: a push run fails when it cannot store its
-  run or its pointer (the workflow's store step), so a pointer or results file planted under the
-  run's own names while it ran, which makes its create-only writes fail, leaves the run failed and
-  untrusted; and
-* the store created the pointer (``stored_at``, the GCS object's ``timeCreated``) between the
-  attempt's ``run_started_at`` and ``updated_at``, give or take ``SLACK_S``: a pointer planted before
-  an attempt ran, or after it ended, is refused; and
-* that attempt's job named ``… process (compare, re-check, comment)`` (``PROCESS_JOB``, the one job
-  that stores a run; GitHub's jobs API, ``GET …/actions/runs/{run_id}/jobs?filter=all``) concluded
-  ``success``, and the pointer was created while that job ran: a run that stored nothing (a manual run
-  that selected nothing, whose process job was skipped) cannot lend its name to a pointer.
-
-The store's reader (``store.local.pointer_problem``) has already checked that the pointer is named
-``<run_id>-<attempt>.json`` and stored under its own commit, so one run has one pointer.
-
-A PR's credentials can create objects in the store but cannot change GitHub's record of a run, so a
-forged pointer fails one of these. A run GitHub cannot be asked about (no such run or attempt, no
-permission, an outage) is not trusted either; the reason says so.
+For a pointer ``commits/<sha>/<run_id>-<attempt>.json`` that attempt must be listed among the runs of
+``<sha>``, made by a push or manual run on the default or a release branch with the trusted workflow,
+completed with success, and its process job (``PROCESS_JOB``) must have succeeded while the store
+created the pointer (``stored_at``, ±``SLACK_S``). A run GitHub cannot be asked about is not trusted.
+The checks and why each is there: docs/store.md, "Trusted baselines".
 """
 
 from __future__ import annotations
@@ -39,9 +15,9 @@ from typing import Any
 
 from benchtrail.github.configure import POSTSUBMIT_EVENTS, Names, stores_baselines
 
-#: Clock difference allowed between GCS's ``timeCreated`` and GitHub's run and job times, in seconds.
+#: Clock difference (s) allowed between GCS's ``timeCreated`` and GitHub's run and job times.
 SLACK_S = 60.0
-#: The end of the name of the job that stores a run (``benchmark.yml``; a caller's run prefixes its own job).
+#: The end of the name of the job that stores a run (a caller's run prefixes its own job).
 PROCESS_JOB = "process (compare, re-check, comment)"
 
 
@@ -61,7 +37,7 @@ def _client(token: str | None, base_url: str) -> Any:
 
 
 def _failure(exc: Exception) -> str:
-    """An API failure in a reason: its HTTP status (or exception type) and message."""
+    """``<HTTP status or exception type>: <message>``."""
     return f"{getattr(exc, 'status', None) or type(exc).__name__}: {exc}"
 
 
@@ -72,21 +48,16 @@ def _utc(value: Any) -> datetime.datetime | None:
 
 
 class GitHubRunTrust:
-    """``benchtrail.compare.trust.Trust`` through the GitHub API (see the module docstring).
-
-    Args:
-        repo: ``OWNER/NAME``.
-        workflow_path: the trusted workflow file, e.g. ``.github/workflows/benchmark.yml``.
-        token: a token with ``actions: read`` (None: anonymous, enough for a public repository).
-        base_url: the REST API root (``GITHUB_API_URL``).
-    """
+    """A run trust through the GitHub API; ``repo`` is ``OWNER/NAME``, ``token`` needs ``actions: read``
+    (None: anonymous, enough for a public repository), ``base_url`` is ``GITHUB_API_URL``."""
 
     def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str,
                  release_branches: Names) -> None:
-        self.repo_name, self.workflow_path, self.release_branches = repo, workflow_path, release_branches
-        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch or "
-                            f"a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub API "
-                            f"at {base_url} records them")
+        self.repo_name, self.workflow_path, self.release_branches = (repo, workflow_path,
+                                                                     release_branches)
+        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch "
+                            f"or a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub "
+                            f"API at {base_url} records them")
         self._gh = _client(token, base_url)
         self._attempts: dict[tuple[int, int], Any] = {}
         self._listed: dict[str, dict[int, Any]] = {}
@@ -97,9 +68,8 @@ class GitHubRunTrust:
         return self._gh.get_repo(self.repo_name)
 
     def _attempt(self, run_id: int, attempt: int, commit: str) -> Any:
-        """The record of ``attempt`` of run ``run_id``, or None when GitHub lists no such run of ``commit``
-        or no such attempt (no request beyond the commit's listing, one per commit: a pointer naming a
-        made-up run costs no API quota)."""
+        """The record of ``attempt`` of run ``run_id``, or None when the commit's listing (one request per
+        commit) has no such run or attempt."""
         if (run_id, attempt) not in self._attempts:
             if commit not in self._listed:
                 self._listed[commit] = {r.id: r for r in self._repo.get_workflow_runs(head_sha=commit)}
@@ -124,8 +94,8 @@ class GitHubRunTrust:
         try:
             default = self._repo.default_branch
         except api_errors as exc:
-            return (f"{name} could not be verified: GitHub did not answer for repository {self.repo_name} "
-                    f"({_failure(exc)})")
+            return (f"{name} could not be verified: GitHub did not answer for repository "
+                    f"{self.repo_name} ({_failure(exc)})")
         try:
             record = self._attempt(int(run_id), attempt, commit)
             if record is None:
@@ -141,8 +111,8 @@ class GitHubRunTrust:
         if event not in POSTSUBMIT_EVENTS:
             return f"{name} was made by a {event} event, not a push or manual run"
         if not stores_baselines(branch, default, self.release_branches):
-            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a release "
-                    f"branch ({', '.join(self.release_branches)}): its runs store no baselines")
+            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a "
+                    f"release branch ({', '.join(self.release_branches)}): its runs store no baselines")
         if sha != commit:
             return f"{name} measured commit {str(sha)[:12]}, not {commit[:12]} as its pointer claims"
         if path != self.workflow_path:
@@ -153,8 +123,8 @@ class GitHubRunTrust:
             return f"{name} ended with conclusion {conclusion}, not success"
         stored, slack = _utc(pointer.get("stored_at")), datetime.timedelta(seconds=SLACK_S)
         if None in (stored, started, updated) or not started - slack <= stored <= updated + slack:
-            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time that "
-                    f"attempt ran ({started} to {updated})")
+            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time "
+                    f"that attempt ran ({started} to {updated})")
         try:
             if run_id not in self._job_lists:  # every attempt's jobs: one listing per run
                 self._job_lists[run_id] = list(record.jobs("all"))
@@ -168,6 +138,6 @@ class GitHubRunTrust:
             return f"{name}: its job '{job.name}' ended {job.conclusion}, not success: it stored no run"
         began, ended = _utc(job.started_at), _utc(job.completed_at)
         if None in (began, ended) or not began - slack <= stored <= ended + slack:
-            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its job "
-                    f"'{job.name}' ran ({began} to {ended})")
+            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its "
+                    f"job '{job.name}' ran ({began} to {ended})")
         return None

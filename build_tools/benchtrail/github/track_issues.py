@@ -1,12 +1,8 @@
 """One GitHub issue per regression that ``benchtrail track`` finds, found again by a hidden marker.
 
-Each issue carries the label ``LABEL`` and ends with ``<!-- benchtrail:track series=<id> commit=<sha> -->``
-(the series id and the change's head commit). ``post_issues`` lists the repository's issues with
-the label (open and closed), matches each regression to one by its marker, edits an open match when
-its text changed, leaves a closed one alone (a maintainer closed it: fixed or accepted) and creates
-an issue only for a new regression beyond its threshold without one. Only users with triage or push
-access can label issues, so the label keeps anyone else from capturing or suppressing an issue.
-All calls go through PyGithub (``benchtrail.github.post.make_client``, whose client waits out rate limits).
+Issues carry the label ``LABEL`` (only triage or push access can set it, so no one else can capture or
+suppress one) and end with ``<!-- benchtrail:track series=<id> commit=<sha> -->``. An open match is
+edited when its text changed, a closed one left alone, and an issue created only for a new regression.
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ _MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z.
 
 @dataclass(frozen=True)
 class IssueAction:
-    """What ``post_issues`` did for one regression: ``action`` (below); ``number``/``url``
-    name the issue (None for ``not-new``: a regression older than ``--new-within`` without an issue)."""
+    """What ``post_issues`` did for one regression; ``number``/``url`` None for ``not-new``."""
 
     series_id: str
     head_commit: str
@@ -56,15 +51,15 @@ def _value(x: float, unit: str) -> str:
 
 
 def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
-    """The issue's Markdown: what changed where, how sure we are, how to find the commit and fetch the
-    runs."""
+    """The issue's Markdown: what changed where, how sure we are, how to find the commit and the runs."""
     base, head = short(cp.base_commit), short(cp.head_commit)
     gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
     compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
     lines = [
         f"### benchtrail: {code_span(cp.series_name)} regressed {cp.magnitude_pct:+.1f}%", "",
         "| | |", "|---|---|",
-        f"| series | {code_span(cp.series_name, in_table=True)} ({code_span(cp.series_id, in_table=True)}) |",
+        f"| series | {code_span(cp.series_name, in_table=True)} "
+        f"({code_span(cp.series_id, in_table=True)}) |",
         f"| device | {md_text(cp.device_name)} |",
         f"| metric | {cp.kind} {cp.metric} ({cp.unit}) |",
         f"| commits | `{base}..{head}` ([compare]({compare})): {len(cp.commits)} commit(s){gaps} |",
@@ -73,8 +68,8 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
         f"| change | **{cp.magnitude_pct:+.1f}%** (threshold: {cp.threshold}) |",
         f"| confidence | {100 * cp.confidence:.1f}% (1 − p, two-sided Mann–Whitney U "
         f"over per-commit medians; p = {cp.p_value:.2g}) |", "",
-        "Commits to test (first parents after the last good build, up to the first bad one), and the two "
-        "builds side by side:", "",
+        "Commits to test (first parents after the last good build, up to the first bad one), and the "
+        "two builds side by side:", "",
         "```sh", f"benchtrail bisect-range {cp.base_commit} {cp.head_commit}",
         f"benchtrail compare-builds {cp.base_commit} {cp.head_commit} --store {report.store}", "```", "",
     ]
@@ -107,7 +102,7 @@ def _user_error(exc: Any, repo: str, base_url: str) -> UserError:
 
 
 def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) -> Any | None:
-    """Our issue for ``cp``: same series, marker commit the head or one of ``cp.nearby_commits``, unused."""
+    """Our unused issue of ``cp``'s series whose marker commit is the head or one of ``cp.nearby_commits``."""
     near = cp.nearby_commits
     for commit in sorted(near, key=lambda c: abs(near.index(c) - near.index(cp.head_commit))):
         issue = ours.get((cp.series_id, commit))
@@ -117,16 +112,11 @@ def _match(cp: ChangePoint, ours: dict[tuple[str, str], Any], used: set[int]) ->
 
 
 def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str) -> list[IssueAction]:
-    """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``); see the module
-    docstring.
+    """Open or update one issue per regression of ``report`` in ``repo`` (``OWNER/NAME``).
 
-    Regressions with an open issue get it updated (title and body) whatever their threshold or p-value;
-    without one, an issue is created only when ``cp.issue`` and ``cp.new``. Improvements are never posted.
-    Rate limits are waited out by the client (``benchtrail.github.retry``), up to its cap.
-
-    Raises:
-        UserError: the token rejected (401) or not allowed to write issues (403), the repository or its
-            issues not found (404/410), another API error, or the API URL unreachable.
+    An open issue is updated whatever the threshold or p-value; a new one needs ``cp.issue`` and
+    ``cp.new``. Improvements are never posted. Raises UserError for 401, 403, 404/410, another API
+    error or an unreachable API URL.
     """
     import github
     import requests
@@ -160,7 +150,8 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str) ->
                 issue = repository.create_issue(title=title, body=body, labels=[LABEL])
                 action, text = "created", f"created issue #{issue.number} ({where})"
             elif cp.issue:
-                action, text = "not-new", f"{where} is older than --new-within and has no issue; not filed"
+                action, text = ("not-new",
+                                f"{where} is older than --new-within and has no issue; not filed")
             else:
                 continue
             number, url = (issue.number, issue.html_url) if issue is not None else (None, None)

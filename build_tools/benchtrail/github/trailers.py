@@ -1,29 +1,10 @@
 """Git trailers in a PR description, parsed exactly as ``git interpret-trailers --parse --no-divider``.
 
-A port of the rules of git 2.39's ``trailer.c`` (``find_trailer_start``, ``find_separator``,
-``trailer_info_get``, ``unfold_value``) and ``commit.c`` (``ignored_log_message_bytes``), with
-git's default settings: separator ``:``, comment character ``#``, no configured trailer keys. In
-short:
-
-* the text is ``<title>\\n\\n<body>``, kept byte for byte: lines end at ``\\n`` only, a ``\\r`` is
-  an ordinary whitespace character (so a CRLF line that is otherwise empty is blank, and a body
-  with lone ``\\r`` line ends is one long line), and a NUL character ends the text;
-* "whitespace" is git's: space, tab, ``\\n`` and ``\\r`` (not ``\\v``, ``\\f`` or Unicode spaces);
-* the first paragraph (the title) is never trailers;
-* a run of comment (``#``) lines, empty lines (exactly ``\\n``) and ``Conflicts:`` blocks at the
-  end is ignored, and so is everything from a scissors line (``# -------- >8 --------``) on;
-* only the last paragraph can be the trailer block; it counts when all its non-comment lines are
-  trailers (``Key: value``, key of ASCII letters, digits and ``-``, then optional spaces or tabs),
-  or when it holds a git-generated trailer (``Signed-off-by: ``, ``(cherry picked from commit ``)
-  and trailers are at least 25% of its lines;
-* a line starting with whitespace continues the trailer just above it; a comment line in the block
-  is dropped but ends the trailer above (an indented line after it continues nothing); values are
-  unfolded (each line break and the whitespace after it become one space) and trimmed, so a value
-  can keep a ``\\r`` from a CRLF continuation line, as git prints it.
-
-``benchmark_presets`` adds benchtrail's own rules on top: ``benchmarks`` keys match
-case-insensitively, values split on commas and/or whitespace (``\\r`` included) and are lowercased,
-empty items are dropped, and several ``benchmarks:`` trailers are united.
+A port of git 2.39's ``trailer.c`` (``find_trailer_start``, ``find_separator``, ``trailer_info_get``,
+``unfold_value``) and ``commit.c`` (``ignored_log_message_bytes``) with git's default settings
+(separator ``:``, comment character ``#``). The text is ``<title>\\n\\n<body>`` byte for byte: lines end
+at ``\\n`` only, ``\\r`` is whitespace, a NUL ends the text. The rules, line ends and benchtrail's own
+(case-insensitive ``benchmarks`` key, comma or space separated values): docs/trailers.md.
 """
 
 from __future__ import annotations
@@ -45,8 +26,7 @@ _SEPARATOR = re.compile(r"(?:[A-Za-z0-9-]+[ \t]*)?:")
 
 
 def _lines(text: str) -> list[str]:
-    """Split on ``\\n`` only (not on ``\\r`` or other line breaks), keeping each line's ``\\n`` as git
-    does."""
+    """Split on ``\\n`` only, keeping each line's ``\\n`` as git does."""
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
@@ -60,10 +40,7 @@ def _is_blank(line: str) -> bool:
 
 
 def find_separator(line: str) -> int:
-    """Index of the ``:`` that ends a trailer key, or -1 (git's ``find_separator``).
-
-    0 means the line starts with ``:`` (an empty key, which is not a trailer).
-    """
+    """Index of the ``:`` that ends a trailer key, or -1 (git's ``find_separator``); 0: an empty key."""
     m = _SEPARATOR.match(line)
     return m.end() - 1 if m else -1
 
@@ -78,7 +55,7 @@ def _end_of_message(lines: list[str]) -> int:
         if line.startswith(COMMENT) or line in ("\n", "Conflicts:\n"):
             boc = boc or i
             in_conflicts = in_conflicts or line == "Conflicts:\n"
-        elif boc and not (in_conflicts and line.startswith("\t")):  # a tab line continues a Conflicts: block
+        elif boc and not (in_conflicts and line.startswith("\t")):  # a tab line continues Conflicts:
             boc, in_conflicts = 0, False
     return boc or cutoff
 
@@ -122,11 +99,8 @@ def _unfold(value: str) -> str:
 
 
 def parse_trailers(message: str) -> list[tuple[str, str]]:
-    """``[(key, value)]`` of the message's trailers, in order, as git prints them with ``--parse``.
-
-    ``message`` is the whole text git would read (``pr_message``); keys and values are str, keys
-    without the ``:``, both trimmed; git prints each pair as ``f"{key}: {value}\\n"``.
-    """
+    """``[(key, value)]`` of the trailers of ``message`` (:func:`pr_message`), in order, trimmed, as git
+    prints them with ``--parse``."""
     lines = _lines(message.split("\0", 1)[0])
     lines = lines[: _end_of_message(lines)]
     strings: list[str] = []
@@ -142,21 +116,17 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
 
 
 def format_trailers(pairs: list[tuple[str, str]]) -> str:
-    """The pairs as ``git interpret-trailers --parse`` prints them: one ``key: value\\n`` line each."""
+    """One ``key: value\\n`` line per pair, as ``git interpret-trailers --parse`` prints them."""
     return "".join(f"{key}: {value}\n" for key, value in pairs)
 
 
 def pr_message(title: str | None, body: str | None) -> str:
-    """The text git would see for a PR: ``<title>\\n\\n<body>``; None counts as empty; CRLF and lone
-    ``\\r`` are kept (``parse_trailers`` treats ``\\r`` as git does)."""
+    """``<title>\\n\\n<body>``, None as empty, ``\\r`` kept: the text git would see for a PR."""
     return f"{title or ''}\n\n{body or ''}"
 
 
 def benchmark_presets(title: str | None, body: str | None) -> list[str] | None:
-    """Preset names from every ``benchmarks:`` trailer of a PR description, in order, without duplicates.
-
-    Returns None when the description has no ``benchmarks`` trailer (an empty one returns []).
-    """
+    """Presets of every ``benchmarks:`` trailer, in order, without duplicates; None without a trailer."""
     found = [v for k, v in parse_trailers(pr_message(title, body)) if k.lower() == BENCHMARKS_KEY]
     return list(dict.fromkeys(split_presets(" ".join(found)))) if found else None
 

@@ -1,11 +1,8 @@
-"""``compare-builds``: the ratio of medians B/A of every series between two builds, with the verdict
-and interval ``benchtrail compare`` gives it.
+"""``compare-builds``: the ratio of medians B/A of every series between two builds, with ``compare``'s
+verdict and 99% interval (shipped thresholds, A as the base), so any two commits are judged as a PR is.
 
-A build is a run directory, or a commit/ref whose newest stored run is fetched from the store (the
-rule of ``benchtrail.history.collect.usable_runs``). Each row's verdict, change and 99% interval come from
-``benchtrail.compare.verdicts.compare`` with the shipped thresholds (A as the base, B as the head), so
-any two commits of the history are judged as a pull request would be. A run is never compared with
-itself unless asked (``allow_same_run``): its rows would all say "similar" and prove nothing.
+A build is a run directory, or a commit or ref whose newest stored run is fetched from the store. A run
+is never compared with itself unless asked: every row would say "similar" and prove nothing.
 """
 
 from __future__ import annotations
@@ -30,8 +27,7 @@ from benchtrail.store import Store
 
 @dataclass(frozen=True)
 class Build:
-    """One side: what the user gave (``label``), the commit of its results, where they came from, and
-    which run they are (``run``: run id and attempt, as its results files record them)."""
+    """One side: what the user gave (``label``), the commit of its results and where they came from."""
 
     label: str
     commit: str
@@ -45,18 +41,16 @@ class Build:
 
     @property
     def run(self) -> tuple[str, str]:
-        """(run id, attempt) that the results files record (their first file's; one run's files agree)."""
+        """(run id, attempt) that the first results file records; ``"?"`` where it records none."""
         run = self.files[0].run if self.files else {}
         return str(run.get("run_id", "?")), str(run.get("attempt", "?"))
 
 
 @dataclass(frozen=True)
 class BuildRow(SeriesKey):
-    """One series (its :class:`benchtrail.results.schema.SeriesKey`): both medians (in ``unit``), their
-    ratio B/A, why a ratio is missing (``note``), and ``benchtrail compare``'s judgement of B against A:
-    ``verdict`` (``regressed``, ``similar``, ``inconclusive``…, None for a series of one side only), ``change``
-    (percent, or in ``unit`` for an absolute rule: ``change_unit``) and its 99% interval ``ci_low`` …
-    ``ci_high`` (percent; None without one) and the verdict's ``reason``."""
+    """One series: both medians (in ``unit``), their ratio B/A, why a ratio is missing (``note``), and
+    ``compare``'s verdict of B against A (None for a series of one side only), ``change`` (%, or in
+    ``change_unit`` for an absolute rule), its 99% interval ``ci_low``…``ci_high`` (%) and ``reason``."""
 
     a_median: float | None
     b_median: float | None
@@ -79,32 +73,31 @@ class BuildComparison:
     rows: tuple[BuildRow, ...]
 
 
-def resolve_build(value: str, which: str, store: Store | None, repo: Path, trust: Trust | None = None) -> Build:
-    """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else a commit or ref in ``repo``
-    whose newest run in ``store`` that ``trust`` (``benchtrail.compare.trust.Trust``; None: every run) trusts.
+def resolve_build(value: str, which: str, store: Store | None, repo: Path,
+                  trust: Trust | None = None) -> Build:
+    """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else the newest trusted run
+    (``trust`` None: any) in ``store`` of a commit or ref in ``repo``.
 
-    Raises:
-        UserError: ``value`` is neither a folder nor a commit git can resolve; a folder holding no
-            results or results of more than one run (``backends.check_one_run``, as ``compare-backends``
-            and ``convert``); no ``store`` to look in; the store holds no run of that commit; its
-            results cannot be fetched or loaded.
+    Raises UserError when ``value`` is neither a folder nor a commit, a folder holds no results or
+    several runs', there is no ``store``, or the store holds no usable run of the commit.
     """
     if Path(value).is_dir():
         files, run = load_one_run([Path(value)], f"{which} {value!r}")
         return Build(value, run.commit, str(Path(value)), tuple(files))
     sha = resolve_commit(repo, value)
     if sha is None:
-        raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can resolve in "
-                        f"--repo {str(repo)!r}; give a run directory, a sha, a branch or a tag")
+        raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can "
+                        f"resolve in --repo {str(repo)!r}; give a run directory, a sha, a branch or a tag")
     if store is None:
-        raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run (or give a run directory)")
+        raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run "
+                        "(or give a run directory)")
     problems: list[str] = []
     pointers = usable_runs(store, sha, problems, trust)
     if not pointers:
         raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no "
-                        f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run (see "
-                        "`benchtrail history`) or a run directory" + (f"; not used: {'; '.join(problems)}"
-                                                                       if problems else ""))
+                        f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run "
+                        "(see `benchtrail history`) or a run directory"
+                        + (f"; not used: {'; '.join(problems)}" if problems else ""))
     run = pointers[0]["run_id"], pointers[0]["attempt"]
     return Build(value, sha, store.run_url(*run), tuple(fetch_results(store, *run)))
 
@@ -137,16 +130,12 @@ def same_run(a: Build, b: Build) -> bool:
 
 def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), *,
                    allow_same_run: bool = False, trust: Trust | None = None) -> BuildComparison:
-    """Compare build ``b`` with build ``a`` (each a run directory, or a commit/ref with a run in ``store``).
+    """One row per series of either build, execution first: medians in the series' unit (``us`` = µs per
+    iteration, ``ms``, ``count``, ``bytes``), ``ratio`` B/A (None, with a ``note``, when a side lacks
+    it or A's median is 0).
 
-    Returns one row per series of either build: medians in the series' unit (``us`` = µs per
-    iteration, ``ms``, ``count``, ``bytes``), ``ratio`` = B median / A median (None, with a
-    ``note``, when one side lacks the series or a median, or A's median is 0), and the verdict,
-    change and interval of :class:`BuildRow`.
-
-    Raises:
-        UserError: as :func:`resolve_build`; A and B are the same run (:func:`same_run`) and not
-            ``allow_same_run``; a series no threshold rule matches (``compare.rules.find_threshold``).
+    Raises UserError as :func:`resolve_build`, for the same run twice without ``allow_same_run``, or
+    for a series no threshold rule matches.
     """
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
@@ -154,10 +143,10 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
     build_a = resolve_build(a, "A", store, repo, trust)
     build_b = resolve_build(b, "B", store, repo, trust)
     if same_run(build_a, build_b) and not allow_same_run:
-        raise UserError(f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at commit "
-                        f"{build_a.commit[:12]}): every row would be 'similar' and prove nothing; give two "
-                        "different runs, or pass --allow-same-run to compare a run with itself (a check of "
-                        "the statistics)")
+        raise UserError(f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at "
+                        f"commit {build_a.commit[:12]}): every row would be 'similar' and prove nothing; "
+                        "give two different runs, or pass --allow-same-run to compare a run with itself (a "
+                        "check of the statistics)")
     # benchtrail compare's rows of B (head) against A (base), by series id: the shipped thresholds
     judged = {r.id: r for r in compare(list(build_a.files), list(build_b.files), load_thresholds())}
     rows = (_row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
@@ -188,15 +177,12 @@ def format_table(comparison: BuildComparison) -> str:
 
 
 def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
-    """A PNG bar plot of the rows' ratios (log scale unless a ratio is 0), a line at 1.0.
-
-    Raises:
-        UserError: ``path`` exists or cannot be written.
-    """
+    """A PNG bar plot of the ratios (log scale unless one is 0); UserError when ``path`` exists."""
     from benchtrail.history.plots import ratios_figure, save_figures
 
     rows = [r for r in comparison.rows if r.ratio is not None]
-    title = f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} ({short(comparison.a.commit)})"
+    title = (f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} "
+             f"({short(comparison.a.commit)})")
     figure = ratios_figure([r.name for r in rows], [r.ratio for r in rows], title,
                            log=all(r.ratio > 0 for r in rows))
     return save_figures({path.name: figure}, path.parent)[0]

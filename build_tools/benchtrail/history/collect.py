@@ -1,10 +1,7 @@
 """Build-over-build history: every series of every stored run along a branch's first-parent commits.
 
-``collect_history`` walks ``git rev-list --first-parent REF`` (oldest first), reads each commit's stored
-runs (its commit pointers, as ``benchtrail.compare.baseline`` reads them) and turns their
-``results/*.json`` into one point per series of the newest run, holding every run's median (the types:
-:mod:`benchtrail.history.model`). A commit with no stored run is a gap. ``write_history`` and
-``load_history`` move a ``History`` to and from ``history.json`` (``docs/history.md``).
+One point per series of a commit's newest run, holding every run's median; a commit without a stored
+run is a gap. ``history.json`` is described in docs/history.md.
 """
 
 from __future__ import annotations
@@ -45,11 +42,8 @@ _Measured = tuple[BenchmarkRecord, set[str], Point]
 
 
 def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, list[str]]:
-    """``(sha of ref, [sha, ...])``: up to ``max_commits`` first-parent commits ending at ``ref``, oldest first.
-
-    Raises:
-        UserError: ``repo`` is not a git repository, or ``ref`` does not name a commit in it.
-    """
+    """``(sha of ref, [sha, ...])``: up to ``max_commits`` first-parent commits ending at ``ref``, oldest
+    first; UserError when ``repo`` is no git repository or ``ref`` names no commit in it."""
     if not is_repository(repo):
         raise UserError(f"--repo {str(repo)!r} is not a git repository (or git is not installed)")
     head = resolve_commit(repo, ref)
@@ -59,14 +53,11 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
     return head, list(reversed(first_parents(repo, head, max_commits) or [head]))
 
 
-def usable_runs(store: Store, commit: str, problems: list[str], trust: Any = None) -> list[dict[str, Any]]:
-    """The commit pointers of ``commit`` that ``trust`` (``benchtrail.compare.trust.Trust``, default: every
-    run) trusts, newest first (pointers are written last, so each names a complete run).
-
-    ``problems`` receives one message per pointer that cannot be read (corrupt, newer
-    schema; ``store.pointers`` skips those and tells in its list's ``unreadable``), names no run, or
-    is not trusted (with the trust's reason).
-    """
+def usable_runs(store: Store, commit: str, problems: list[str],
+                trust: Any = None) -> list[dict[str, Any]]:
+    """The commit pointers of ``commit`` that ``trust`` (None: any) trusts, newest first; pointers are
+    written last, so each names a complete run. ``problems`` gets a message per pointer that cannot be
+    read, names no run, or is not trusted."""
     def wanted(p: dict[str, Any]) -> bool:
         if isinstance(p.get("run_id"), str) and isinstance(p.get("attempt"), int):
             return True
@@ -87,13 +78,8 @@ def usable_runs(store: Store, commit: str, problems: list[str], trust: Any = Non
 
 def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | None = None,
                   also: tuple[str, ...] = ()) -> list[ResultsFile]:
-    """Fetch a stored run's results files (``listed``, the names its pointer lists, else
-    ``results/*.json``) and the files of the patterns ``also`` into ``store.run_dir`` (a local store reads
-    them in place); load the results.
-
-    Raises:
-        UserError: the run or its results files are missing or invalid, or a listed name is unsafe.
-    """
+    """Fetch and load a stored run's results files (``listed`` by its pointer, else ``results/*.json``),
+    fetching the patterns ``also`` too; UserError when missing, invalid, or a listed name is unsafe."""
     from benchtrail.store.base import check_relative_name
 
     for name in listed or ():
@@ -103,7 +89,7 @@ def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | N
 
 
 def run_marks(run_dir: Path) -> dict[str, str]:
-    """``{series id: mark}`` of the regressed rows of ``run_dir/comparison.json``; {} without one readable."""
+    """``{series id: mark}`` of the regressed rows of ``run_dir/comparison.json``; {} without one."""
     try:
         rows = load_comparison(run_dir / "comparison.json").rows
     except UserError:
@@ -113,8 +99,7 @@ def run_marks(run_dir: Path) -> dict[str, str]:
 
 def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile,
              marks: dict[str, str]) -> Point:
-    """The point of ``record`` (measured in run ``run_id``/``attempt`` of ``commit``; ``marks``: its
-    :func:`run_marks`), with that one run in ``runs``."""
+    """The point of ``record`` at ``commit``, with its one run in ``runs``."""
     p25 = p75 = None
     if record.samples:
         p25, p75 = map(float, np.percentile(record.samples, [25, 75]))
@@ -129,31 +114,21 @@ def _series(measured: list[_Measured]) -> Series:
     """A series from its (record, presets, point) at each commit, oldest first."""
     newest = measured[-1][0]
     presets = tuple(sorted(set().union(*(p for _, p, _ in measured))))
-    return Series(**dataclasses.asdict(newest.key), presets=presets, compile_config=newest.compile_config,
-                  task=newest.task, points=tuple(point for _, _, point in measured))
+    return Series(**dataclasses.asdict(newest.key), presets=presets,
+                  compile_config=newest.compile_config, task=newest.task,
+                  points=tuple(point for _, _, point in measured))
 
 
 def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: int = 100, *,
-                    pending: tuple[str, int, list[ResultsFile]] | None = None, trust: Any = None) -> History:
-    """Collect every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
+                    pending: tuple[str, int, list[ResultsFile]] | None = None,
+                    trust: Any = None) -> History:
+    """Every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
 
-    Per commit every qualifying run is read (see :func:`usable_runs`; one whose results cannot be fetched
-    or loaded lands in ``History.skipped`` with the reason); the newest is the commit's run, and each
-    series it holds gets a point with the median of every run that holds it (``Point.runs``: noisy or not,
-    the mark from the run's ``comparison.json``). ``pending`` is ``(run_id, attempt, results)`` of a run of
-    ``ref``'s commit that has no pointer yet (the pipeline draws its dashboard before it stores the run; its
-    marks are read from ``store.run_dir``): that commit's newest run.
-    ``trust`` (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs count; each
-    run it refuses lands in ``History.skipped`` with the reason.
-
-    A run whose records carry a preset that cannot name a dashboard page (:func:`check_preset_page`;
-    the results loader already refuses names that are not safe as file names) is not used either, and
-    a commit pointer that cannot be read lands in ``skipped`` too.
-
-    Raises:
-        UserError: an unknown ``ref`` or a ``repo`` that is not a git repository; no commit walked has
-            a usable stored run (an empty store, or the wrong one; the message lists the runs not
-            used and why); the store cannot be read.
+    Each series of a commit's newest run gets a point with the median of every run that holds it. Runs
+    that are untrusted (``trust`` None: any), unreadable, or carry a preset that cannot name a dashboard
+    page land in ``History.skipped`` with the reason. ``pending``: ``(run_id, attempt, results)`` of a
+    not yet stored run of ``ref``'s commit, its newest.
+    Raises UserError for an unknown ``ref``, no git ``repo``, an unreadable store, or no usable run.
     """
     head, commits = first_parent_commits(repo, ref, max_commits)
     walked: list[CommitRun] = []
@@ -163,7 +138,8 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         used = CommitRun(commit)
         problems: list[str] = []
         mine = {pending[:2]: pending[2]} if pending and commit == head else {}
-        listed = {(p["run_id"], p["attempt"]): p["results"] if isinstance(p.get("results"), list) else None
+        listed = {(p["run_id"], p["attempt"]):
+                  p["results"] if isinstance(p.get("results"), list) else None
                   for p in usable_runs(store, commit, problems, trust)}
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
         runs: list[dict[str, _Measured]] = []  # per run read, newest first
@@ -175,14 +151,14 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
                 marks = run_marks(store.run_dir(*run))
                 for results in files:
                     run_presets = set(results.run.get("presets") or ())
-                    for record in results.benchmarks:  # the same series twice in one run: keep the first file's
-                        # the presets that measured it: its own that the run selected (compilation records carry
-                        # none: they take the run's)
+                    # the same series twice in one run: keep the first file's
+                    for record in results.benchmarks:
+                        # its own presets that the run selected (compilation records take the run's)
                         own = set(record.presets)
                         presets = (own & run_presets) or own or run_presets
                         for preset in sorted(presets):  # every one, or the run is not used
-                            check_preset_page(preset, f"run {run[0]}/{run[1]} ({store.run_url(*run)}): series "
-                                                      f"{record.name!r}")
+                            check_preset_page(preset, f"run {run[0]}/{run[1]} ({store.run_url(*run)}): "
+                                                      f"series {record.name!r}")
                         found.setdefault(record.id, (record, presets,
                                                      point_of(commit, *run, record, results, marks)))
             except UserError as exc:
@@ -191,14 +167,16 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
             used = used if used.run_id else CommitRun(commit, *run)
             runs.append(found)
         walked.append(used)
-        for sid, (record, presets, point) in (runs[0] if runs else {}).items():  # the newest run's series
+        # the newest run's series
+        for sid, (record, presets, point) in (runs[0] if runs else {}).items():
             values = tuple(read[sid][2].runs[0] for read in runs if sid in read)
-            measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=values)))
+            measured.setdefault(sid, []).append((record, presets,
+                                                 dataclasses.replace(point, runs=values)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
-        raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent commit(s) "
-                        f"of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` at one of "
-                        f"them, or pass the store and --repo that hold their runs{not_used}")
+        raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent "
+                        f"commit(s) of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` "
+                        f"at one of them, or pass the store and --repo that hold their runs{not_used}")
     series = sorted(map(_series, measured.values()), key=lambda s: (s.kind != "execution", s.name, s.id))
     return History(ref, head, store.url, tuple(walked), tuple(series), tuple(skipped))
 
@@ -211,32 +189,28 @@ def history_to_dict(history: History) -> dict[str, Any]:
 
 
 def write_history(path: Path, history: History) -> Path:
-    """Write ``history.json`` atomically; refuses to overwrite an existing file.
-
-    Raises:
-        UserError: ``path`` exists or cannot be written.
-    """
+    """Write ``history.json`` atomically; UserError when ``path`` exists or cannot be written."""
     return jsonio.write_json(path, history_to_dict(history), exclusive=True)
 
 
 def load_history(path: Path) -> History:
     """Load and validate a ``history.json``.
 
-    Raises:
-        UserError: the file is missing or not JSON; its ``schema_version`` is missing, not an integer or
-            newer than ``HISTORY_SCHEMA_VERSION``; a field is unknown, missing or of the wrong type; a
-            value is not allowed (see :func:`check_history`). The message names the file and the field.
+    Raises UserError, naming the file and the field, when it is missing or not JSON, its version is
+    absent or newer, or a field is unknown, missing, mistyped or not allowed (:func:`check_history`).
     """
     obj = jsonio.read_json(path, kind="history file", supported=HISTORY_SCHEMA_VERSION)
     obj.pop("schema_version")
     where = f"history file {path}"
     series_obj = obj.get("series")
     if not isinstance(series_obj, dict):
-        raise UserError(f"{where}: field 'series' must be an object keyed by series id, got {series_obj!r}")
+        raise UserError(f"{where}: field 'series' must be an object keyed by series id, "
+                        f"got {series_obj!r}")
     series = []
     for sid, body in series_obj.items():
         if not isinstance(body, dict) or "id" in body:
-            raise UserError(f"{where}: series {sid!r} must be an object without an 'id' field (the key is the id)")
+            raise UserError(f"{where}: series {sid!r} must be an object without an 'id' field "
+                            "(the key is the id)")
         series.append(from_plain({**body, "id": sid}, Series, where=f"{where}: series {sid!r}"))
     history = dataclasses.replace(from_plain({**obj, "series": []}, History, where=where),
                                   series=tuple(series))

@@ -1,14 +1,10 @@
-"""The offline HTML dashboard of a history: ``index.html`` and one plotly page per ``history.page_groups`` page.
+"""The offline HTML dashboard of a history: ``index.html`` and one plotly page per page group.
 
-Every page is a grid of subplots, one per series (x = short commits in first-parent order, y = the
-median of the commit's runs with its band, each run's median a dot, noisy ones open, unconfirmed regressions
-crosses; hover shows IQR, n, status, the run and how many runs). Each series' trace is named with
-the series' readable name, so the legend lists them; names are data (``markup.plotly_text``: escaped,
-never markup or a hover-template reference). plotly.js is written once beside the pages as
-``plotly.min.js``, inlined into every page (``self_contained``), or loaded from a given relative URL (a
-store's one copy, :func:`plotly_asset`): nothing is loaded from the network. ``index.html`` lists the
-commits newest first with their date and subject (``git log`` in the repository, :func:`commit_log`),
-consecutive commits without a run collapsed into one line.
+Each page is a grid of subplots, one per series: x the short commits in first-parent order, y the median
+with its IQR band, each run's median a dot (noisy open, unconfirmed regressions crosses). Names are data,
+never markup or hover-template references. plotly.js is written once beside the pages, inlined, or
+loaded from a given relative URL: nothing comes from the network. ``index.html`` lists the commits
+newest first with date and subject, consecutive commits without a run as one line.
 """
 
 from __future__ import annotations
@@ -45,17 +41,14 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
 
 
 def _page_title(page: str) -> str:
-    return {COMPILATION_PAGE: "compilation statistics", NO_PRESET_PAGE: "execution series of no preset"}.get(
-        page, f"preset {page}")
+    return {COMPILATION_PAGE: "compilation statistics",
+            NO_PRESET_PAGE: "execution series of no preset"}.get(page, f"preset {page}")
 
 
 def _figure(series: Sequence[Series], commits: list[str]) -> dict:
-    """A plotly figure, as the dict ``plotly.io.to_html`` takes: one subplot per series, a median line with
-    markers and an IQR band each.
+    """A plotly figure dict: one subplot per series, a median line with markers and an IQR band each.
 
-    The grid (axes, domains, subplot titles) comes from ``plotly.subplots.make_subplots``; traces and
-    axis settings are added as plain dicts, which ``to_html(..., validate=False)`` writes as they are:
-    building them as validated ``graph_objects`` took 7.0 s for 200 series here, 0.7-0.9 s now (docs/history.md).
+    Traces are plain dicts written unvalidated: as ``graph_objects`` 200 series took 7.0 s, now 0.7-0.9 s.
     """
     from plotly.colors import hex_to_rgb, qualitative
     from plotly.io import templates
@@ -86,29 +79,32 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
         runs = [(short(p.commit), r) for p in s.points for r in p.runs if r.median is not None]
         traces.append({**common, "x": [c for c, _ in runs], "y": [r.median for _, r in runs],
                        "mode": "markers", "showlegend": False, "hoverinfo": "y",
-                       "marker": {"size": 5, "color": color, "symbol": [  # noisy open, unconfirmed a cross
+                       # noisy open, unconfirmed a cross
+                       "marker": {"size": 5, "color": color, "symbol": [
                            "x" if r.mark == "unconfirmed" else "circle-open" if r.noisy else "circle"
                            for _, r in runs]}})
         traces.append({
             **common, "x": x, "y": [p.value if p else None for p in points], "mode": "lines+markers",
             "name": name, "line": {"color": color}, "marker": {"size": 6}, "customdata": custom,
-            # The name goes in as data (%{text}), never into the template, where "%{" would be a reference.
+            # The name goes in as data (%{text}), never into the template, where "%{" is a reference.
             "text": [name] * len(x),
             "hovertemplate": (f"<b>%{{text}}</b><br>commit %{{customdata[4]}}<br>median of "
                               f"%{{customdata[5]}} run(s) %{{y:.4g}} "
-                              f"{plotly_text(unit)}<br>IQR %{{customdata[0]:.3g}}<br>n %{{customdata[1]}} · "
-                              "%{customdata[2]}<br>run %{customdata[3]}<extra></extra>")})
+                              f"{plotly_text(unit)}<br>IQR %{{customdata[0]:.3g}}<br>n "
+                              "%{customdata[1]} · %{customdata[2]}<br>run %{customdata[3]}<extra></extra>")})
         layout[f"yaxis{axis}"].update(title={"text": unit, "font": {"size": 10}})
         layout[f"xaxis{axis}"].update(type="category", categoryorder="array", categoryarray=x)
-    layout.update(height=ROW_HEIGHT * rows + 120, showlegend=True, template=templates["plotly_white"].to_plotly_json(),
-                  margin={"t": 60}, legend={"font": {"size": 10}})
+    layout.update(height=ROW_HEIGHT * rows + 120, showlegend=True,
+                  template=templates["plotly_white"].to_plotly_json(), margin={"t": 60},
+                  legend={"font": {"size": 10}})
     for annotation in layout.get("annotations", []):
         annotation["font"] = {"size": 11}
     return {"data": traces, "layout": layout}
 
 
 def _document(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{html_text(title)}</title>\n"
+    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html_text(title)}</title>\n"
             f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
@@ -127,24 +123,24 @@ def plotly_asset() -> tuple[str, bytes]:
 
 def page_html(history: History, page: str, series: Sequence[Series], *, self_contained: bool = False,
               plotly_js: str | None = None) -> str:
-    """The HTML of one dashboard page (a preset's execution series, or the compilation series); ``plotly_js``
-    as in :func:`write_dashboard`."""
+    """The HTML of one dashboard page; ``plotly_js`` as in :func:`write_dashboard`."""
     from plotly.io import to_html
 
     include = self_contained or plotly_js or "directory"  # a path ending in .js: <script src=...>
     div = to_html(_figure(series, history.run_commits()), include_plotlyjs=include,
-                  full_html=False, div_id=f"benchtrail-{page}", config={"displaylogo": False}, validate=False)
+                  full_html=False, div_id=f"benchtrail-{page}", config={"displaylogo": False},
+                  validate=False)
     title = f"benchtrail history · {_page_title(page)}"
-    body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html_text(title)}</h1>\n{_context(history)}\n"
-            f"<p>{len(series)} series; median with its IQR band (p25–p75) per commit; a missing point is a commit "
-            "without a run or without the series.</p>\n" + div)
+    body = (f"<p><a href=\"{INDEX}\">← all pages</a></p>\n<h1>{html_text(title)}</h1>\n"
+            f"{_context(history)}\n"
+            f"<p>{len(series)} series; median with its IQR band (p25–p75) per commit; a missing point is a "
+            "commit without a run or without the series.</p>\n" + div)
     return _document(title, body)
 
 
 def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]]:
-    """``{sha: (committer date YYYY-MM-DD, subject)}`` of the history's commits, from ``git log
-    --first-parent`` of its head in ``repo``; ``{}`` when ``repo`` is None or git cannot tell (not a
-    repository, the head unknown there). Commits beyond a shallow clone's depth are left out."""
+    """``{sha: (committer date YYYY-MM-DD, subject)}`` from ``git log --first-parent`` in ``repo``; ``{}``
+    when ``repo`` is None or git cannot tell; commits beyond a shallow clone's depth left out."""
     if repo is None:
         return {}
     out = git(Path(repo), "log", "--first-parent", f"--max-count={len(history.commits)}",
@@ -154,10 +150,11 @@ def commit_log(repo: Path | None, history: History) -> dict[str, tuple[str, str]
 
 
 def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
-    """The commits table's rows, newest first: a row per commit (short sha, date, subject, run); a run of
-    two or more commits without a run is one row, ``12 commits without runs (<oldest> … <newest>)``."""
+    """The commits table's rows, newest first; two or more consecutive commits without a run are one row,
+    ``12 commits without runs (<oldest> … <newest>)``."""
     rows: list[str] = []
-    for has_run, group in itertools.groupby(reversed(history.commits), key=lambda c: c.run_id is not None):
+    for has_run, group in itertools.groupby(reversed(history.commits),
+                                            key=lambda c: c.run_id is not None):
         gap = list(group)
         if has_run or len(gap) == 1:
             for c in gap:
@@ -167,23 +164,23 @@ def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
                             f"<td>{html_text(subject)}</td><td>{run}</td></tr>\n")
         else:
             rows.append(f"<tr class=\"gap\"><td colspan=\"4\">{len(gap)} commits without runs "
-                        f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)</td></tr>\n")
+                        f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)"
+                        "</td></tr>\n")
     return "".join(rows)
 
 
 def index_html(history: History, pages: dict[str, list[Series]], images: Sequence[str] = (),
                log: dict[str, tuple[str, str]] | None = None, extra: str = "") -> str:
-    """The HTML of ``index.html``: links to the pages and PNGs, ``extra`` (HTML, e.g. the Pages site's runs
-    table), and the commits (newest first) with their date and subject (``log``, from :func:`commit_log`)
-    and runs; commits without runs collapsed."""
+    """``index.html``: links to the pages and PNGs, ``extra`` HTML, and the commits (``log``:
+    :func:`commit_log`)."""
     links = "".join(f"<li><a href=\"{html_text(p)}.html\">{html_text(_page_title(p))}</a> "
                     f"({len(s)} series)</li>\n" for p, s in pages.items())
     pngs = "".join(f"<li><a href=\"{html_text(i)}\">{html_text(i)}</a></li>\n" for i in images)
     body = (f"<h1>benchtrail history</h1>\n{_context(history)}\n<h2>Pages</h2>\n"
             + (f"<ul>\n{links}</ul>\n" if links else "<p>No series in this history.</p>\n")
             + (f"<h2>Static plots (PNG)</h2>\n<ul>\n{pngs}</ul>\n" if pngs else "") + extra
-            + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th><th>run</th>"
-            "</tr>\n" + commit_rows(history, log or {}) + "</table>\n")
+            + "<h2>Commits (newest first)</h2>\n<table><tr><th>commit</th><th>date</th><th>subject</th>"
+            "<th>run</th></tr>\n" + commit_rows(history, log or {}) + "</table>\n")
     if history.skipped:
         body += ("<h2>Runs not used</h2>\n<ul>\n"
                  + "".join(f"<li>{html_text(s)}</li>\n" for s in history.skipped) + "</ul>\n")
@@ -193,24 +190,11 @@ def index_html(history: History, pages: dict[str, list[Series]], images: Sequenc
 def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] = (),
                     self_contained: bool = False, repo: Path | None = Path("."),
                     plotly_js: str | None = None, extra: str = "") -> Path:
-    """Write the offline dashboard into ``out_dir``: ``index.html``, ``<page>.html`` per page of
-    ``page_groups(history)`` and, unless ``self_contained`` or ``plotly_js``, ``plotly.min.js`` (about 4.9 MB)
-    once.
+    """Write ``index.html`` (returned), a ``<page>.html`` per page group and, unless ``self_contained``
+    (inlined) or ``plotly_js`` (a URL relative to ``out_dir``), ``plotly.min.js`` (about 4.9 MB) once.
 
-    Args:
-        images: PNGs (e.g. from ``plots.plot_history_png``) that ``index.html`` links, relative to ``out_dir``.
-        self_contained: inline plotly.js into every page instead (each page then works alone).
-        plotly_js: the pages load plotly.js from this URL instead (relative to ``out_dir``, ending in .js).
-        repo: the git repository whose ``git log`` gives each commit's date and subject (default: the
-            current folder); None, or a folder where git cannot tell, leaves them out.
-        extra: HTML that ``index.html`` shows after the links (:func:`index_html`).
-
-    Returns:
-        The path of ``index.html``.
-
-    Raises:
-        UserError: a file to write exists already (checked before anything is written; files are
-            never overwritten) or cannot be written. Each file is written atomically.
+    ``images``: PNGs that ``index.html`` links; ``repo``: where ``git log`` gives dates and subjects.
+    Raises UserError, before writing anything, when a file exists; or when one cannot be written.
     """
     from plotly.offline import get_plotlyjs
 
@@ -223,6 +207,8 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
     for page, series in pages.items():
         jsonio.write_text_atomic(out_dir / f"{page}.html", page_html(
             history, page, series, self_contained=self_contained, plotly_js=plotly_js), exclusive=True)
-    relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i) for i in images]
-    return jsonio.write_text_atomic(out_dir / INDEX, index_html(history, pages, relative, commit_log(repo, history), extra),
+    relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i)
+                for i in images]
+    return jsonio.write_text_atomic(out_dir / INDEX,
+                                    index_html(history, pages, relative, commit_log(repo, history), extra),
                                     exclusive=True)

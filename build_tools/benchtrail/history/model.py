@@ -1,10 +1,6 @@
-"""The history's data model: ``History`` (the first-parent commits walked, each with its run or a gap) holds
-one ``Series`` per benchmark series, each a tuple of ``Point`` (one per commit with a run, oldest first).
-
-Also what every reader of a history shares: :func:`check_history` (the values a valid history holds),
-:func:`page_groups` (the dashboard's pages), :func:`aligned` and :func:`band` (plot helpers) and
-:func:`short`. :mod:`benchtrail.history.collect` builds a ``History`` from a store and reads and writes
-``history.json``.
+"""The history's data model: ``History`` (the first-parent commits walked, each with its run or a gap)
+holds one ``Series`` per benchmark series, each a tuple of ``Point`` (one per commit with a run, oldest
+first); and what every reader of a history shares: validation, page groups, plot helpers.
 """
 
 from __future__ import annotations
@@ -28,9 +24,8 @@ RESERVED_PAGES = (COMPILATION_PAGE, "index", NO_PRESET_PAGE)
 
 @dataclass(frozen=True)
 class RunValue:
-    """One run's median of a series at a commit (:attr:`Point.runs`). ``noisy``: its IQR/median is above
-    ``benchtrail.stats.inference.NOISE_LIMIT``; ``mark``: the mark of its comparison row when that row is
-    ``regressed`` (``unconfirmed``, ``confirmed``…), else None."""
+    """One run's median of a series at a commit. ``noisy``: IQR/median above the noise limit; ``mark``: its
+    comparison row's mark when ``regressed`` (``unconfirmed``, ``confirmed``…), else None."""
 
     run_id: str
     attempt: int
@@ -41,14 +36,11 @@ class RunValue:
 
 @dataclass(frozen=True)
 class Point:
-    """One series at one commit: the fields of that commit's newest stored run, and ``runs``, every run of
-    the commit that holds the series (newest first, this point's run first; empty in history files of
-    schema 1, which kept one run per commit). :attr:`value` is the commit's value.
+    """One series at one commit: the fields of its newest run, and ``runs``, every run holding the series
+    (this point's first; empty in schema 1 files).
 
-    Values are in the series' unit (``us`` = µs per iteration, ``ms``, ``count``, ``bytes``);
-    ``median``, ``iqr``, ``min``, ``max``, ``p25`` and ``p75`` are None when the case produced no
-    sample (``status`` not ``ok``). ``p25``/``p75`` are numpy's linear-interpolation percentiles of
-    the raw samples, the bounds of the IQR band in plots.
+    Values are in the series' unit (``us`` = µs per iteration, ``ms``, ``count``, ``bytes``), None
+    without samples (``status`` not ``ok``); ``p25``/``p75`` are numpy's linear percentiles of the samples.
     """
 
     commit: str
@@ -74,13 +66,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Series(SeriesKey):
-    """One series (execution ``<run config id>``, compilation ``<module id>-<metric>``) over commits.
-
-    ``presets`` are the presets of the runs that measured it (``docs/history.md``); ``points`` are
-    in first-parent order, oldest first, one per commit whose newest run holds the series.
-    Its key (``id`` … ``device_name``, :class:`benchtrail.results.schema.SeriesKey`) and the other
-    descriptive fields come from the newest point's record.
-    """
+    """One series (execution ``<run config id>``, compilation ``<module id>-<metric>``) over commits,
+    oldest first; its key and descriptive fields come from the newest point's record."""
 
     presets: tuple[str, ...]
     compile_config: str
@@ -99,11 +86,8 @@ class CommitRun:
 
 @dataclass(frozen=True)
 class History:
-    """Series over the first-parent commits of ``ref`` (``head`` its sha) in the store ``store``.
-
-    ``commits`` lists every commit walked, oldest first; ``skipped`` says why a stored run was not
-    used (unreadable results), one line each.
-    """
+    """Series over the first-parent commits of ``ref`` (``head`` its sha), every commit walked oldest
+    first; ``skipped``: why each unused stored run was not used."""
 
     ref: str
     head: str
@@ -118,18 +102,15 @@ class History:
 
 
 def check_preset_page(preset: str, where: str) -> None:
-    """Refuse a ``preset`` that cannot name a dashboard page (``<preset>.png``, ``<preset>.html``).
-
-    Raises:
-        UserError: naming ``where`` (the file or series it came from) and the preset: a name that is
-            not ``PRESET_NAME_RULE`` (a path such as ``../x``, spaces, markup), or one of ``RESERVED_PAGES``.
-    """
+    """Raise UserError, naming ``where``, for a ``preset`` that breaks ``PRESET_NAME_RULE`` or is one of
+    ``RESERVED_PAGES``: it could not name ``<preset>.png`` and ``<preset>.html``."""
     if unsafe_preset_name(preset):
-        raise UserError(f"{where}: preset {preset!r} cannot name a dashboard page (<preset>.png, <preset>.html); "
-                        f"allowed: {PRESET_NAME_RULE}")
+        raise UserError(f"{where}: preset {preset!r} cannot name a dashboard page (<preset>.png, "
+                        f"<preset>.html); allowed: {PRESET_NAME_RULE}")
     if preset.lower() in RESERVED_PAGES:
         raise UserError(f"{where}: preset {preset!r} has the name of a page the dashboard writes itself "
-                        f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the preset")
+                        f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the "
+                        "preset")
 
 
 def short(commit: str) -> str:
@@ -138,21 +119,14 @@ def short(commit: str) -> str:
 
 
 def check_history(history: History, where: str) -> None:
-    """Check the values of a history, as ``collect_history`` makes them.
+    """Check the values of a history as ``collect_history`` makes them: commits listed once, each point at
+    its commit's run, one per commit, in order, finite numbers or null, its own run first.
 
-    ``commits`` is not empty and lists each commit once (a run id with an attempt ≥ 1, or neither);
-    each series has a known ``kind`` and presets that can name a page (:func:`check_preset_page`);
-    each point is at a commit of ``commits`` with that commit's run, at most one per commit, in the
-    order of ``commits`` (first parent, oldest first), with a known ``status``, ``n`` ≥ 0 and finite
-    numbers (or null) for ``median``, ``iqr``, ``min``, ``max``, ``p25``, ``p75`` and each run's median, its
-    own run first in ``runs``.
-
-    Raises:
-        UserError: naming ``where``, the series and point, the field, the value and what is allowed.
+    Raises UserError naming ``where``, the series and point, the field, the value and what is allowed.
     """
     if not history.commits:
-        raise UserError(f"{where}: field 'commits' is empty; allowed: the first-parent commits walked (at least "
-                        "one), as `benchtrail history` writes them")
+        raise UserError(f"{where}: field 'commits' is empty; allowed: the first-parent commits walked (at "
+                        "least one), as `benchtrail history` writes them")
     order: dict[str, int] = {}
     for i, c in enumerate(history.commits):
         at = f"{where}: commits[{i}]"
@@ -162,8 +136,8 @@ def check_history(history: History, where: str) -> None:
         order[c.commit] = i
         if (c.run_id is None) != (c.attempt is None) or (
                 c.attempt is not None and (isinstance(c.attempt, bool) or c.attempt < 1)):
-            raise UserError(f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with an "
-                            "attempt number from 1, or both null (no run)")
+            raise UserError(f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with "
+                            "an attempt number from 1, or both null (no run)")
     for s in history.series:
         at = f"{where}: series {s.id!r} ({s.name})"
         if s.kind not in KINDS:
@@ -174,26 +148,27 @@ def check_history(history: History, where: str) -> None:
         for j, p in enumerate(s.points):
             pat = f"{at}: points[{j}]"
             if p.commit not in order:
-                raise UserError(f"{pat}: commit {p.commit!r} is not in 'commits'; allowed: a commit listed there")
+                raise UserError(f"{pat}: commit {p.commit!r} is not in 'commits'; "
+                                "allowed: a commit listed there")
             listed = history.commits[order[p.commit]]
             if (listed.run_id, listed.attempt) != (p.run_id, p.attempt):
                 used = "no run" if listed.run_id is None else f"run {listed.run_id}/{listed.attempt}"
-                raise UserError(f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' gives "
-                                f"{used} for it; allowed: the run 'commits' lists")
+                raise UserError(f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' "
+                                f"gives {used} for it; allowed: the run 'commits' lists")
             if p.commit in seen:
                 raise UserError(f"{pat}: a second point at commit {p.commit}; allowed: one point per commit")
             seen.add(p.commit)
             if order[p.commit] < last:
-                raise UserError(f"{pat}: commit {p.commit} comes before the previous point's in 'commits'; allowed: "
-                                "points in the order of 'commits' (first parent, oldest first)")
+                raise UserError(f"{pat}: commit {p.commit} comes before the previous point's in 'commits'; "
+                                "allowed: points in the order of 'commits' (first parent, oldest first)")
             last = order[p.commit]
             if p.status not in STATUSES:
                 raise UserError(f"{pat}: field 'status' is {p.status!r}; allowed: {', '.join(STATUSES)}")
             if isinstance(p.n, bool) or p.n < 0:
                 raise UserError(f"{pat}: field 'n' is {p.n!r}; allowed: a whole number from 0")
             if p.runs and (p.runs[0].run_id, p.runs[0].attempt) != (p.run_id, p.attempt):
-                raise UserError(f"{pat}: runs[0] is run {p.runs[0].run_id}/{p.runs[0].attempt}; allowed: the "
-                                f"point's own run {p.run_id}/{p.attempt} first")
+                raise UserError(f"{pat}: runs[0] is run {p.runs[0].run_id}/{p.runs[0].attempt}; allowed: "
+                                f"the point's own run {p.run_id}/{p.attempt} first")
             values = [(name, getattr(p, name)) for name in ("median", "iqr", "min", "max", "p25", "p75")]
             for name, value in values + [(f"runs[{k}].median", r.median) for k, r in enumerate(p.runs)]:
                 if value is not None and not math.isfinite(value):
@@ -201,21 +176,20 @@ def check_history(history: History, where: str) -> None:
 
 
 def page_groups(history: History) -> dict[str, list[Series]]:
-    """``{page: [series, ...]}``: one page per preset with its execution series (presets sorted), then
-    ``NO_PRESET_PAGE`` with the execution series of no preset, then ``COMPILATION_PAGE`` with every
-    compilation series. Pages without series are left out. Page names become file names.
+    """``{page: [series, ...]}``: a page per preset (sorted) of its execution series, then
+    ``NO_PRESET_PAGE``, then ``COMPILATION_PAGE``; empty pages left out. Page names become file names.
 
-    Raises:
-        UserError: two presets that differ only in case (one file on a case-insensitive file system).
+    Raises UserError for two presets that differ only in case (one file on some file systems).
     """
     execution = [s for s in history.series if s.kind != "compilation"]
     by_lower: dict[str, str] = {}
-    for s in execution:  # presets that can name a page: collect_history and check_history checked them
+    for s in execution:  # presets that can name a page: checked when collected or loaded
         for preset in s.presets:
             if by_lower.setdefault(preset.lower(), preset) != preset:
-                raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and {preset!r} "
-                                "differ only in case; their pages would be one file on a case-insensitive file "
-                                "system; allowed: preset names that differ in more than case")
+                raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and "
+                                f"{preset!r} differ only in case; their pages would be one file on a "
+                                "case-insensitive file system; allowed: preset names that differ in more "
+                                "than case")
     pages = {preset: [s for s in execution if preset in s.presets] for preset in sorted(by_lower.values())}
     pages[NO_PRESET_PAGE] = [s for s in execution if not s.presets]
     pages[COMPILATION_PAGE] = [s for s in history.series if s.kind == "compilation"]
@@ -223,14 +197,13 @@ def page_groups(history: History) -> dict[str, list[Series]]:
 
 
 def aligned(series: Series, commits: Iterable[str]) -> list[Point | None]:
-    """The series' points on ``commits`` (usually ``History.run_commits()``): None where it has none."""
+    """The series' points on ``commits``, None where it has none."""
     by_commit = {p.commit: p for p in series.points}
     return [by_commit.get(c) for c in commits]
 
 
 def band(point: Point | None) -> tuple[float | None, float | None]:
-    """The band ``(low, high)`` of a point: of several runs, the quartiles of their medians; else the IQR
-    band p25..p75, else median ± IQR/2, else (None, None)."""
+    """``(low, high)``: the quartiles of several runs' medians, else p25..p75, else median ± IQR/2."""
     if point is None:
         return None, None
     medians = [r.median for r in point.runs if r.median is not None]

@@ -1,11 +1,7 @@
 """The static site of a store's history for GitHub Pages (``benchtrail pages``, docs/history.md).
 
-One folder that works from any URL: the pages of :mod:`benchtrail.history.dashboard` and the PNGs of
-:mod:`benchtrail.history.plots` (what a pipeline run's dashboard draws), with plotly.js copied beside them
-(``plotly.min.js``; a run's dashboard loads the store's shared ``assets/`` copy instead), and ``index.html``
-listing the pages, the stored runs the history drew (:func:`stored_runs`) and the commits walked. Nothing
-is loaded from the network. Works with any ``Store``: it reads commit pointers and the files that
-``benchtrail.history.collect.collect_history`` fetched into ``Store.run_dir``.
+One folder that works from any URL: the dashboard pages and PNGs with plotly.js beside them, and
+``index.html`` listing the pages, the stored runs the history drew and the commits walked.
 """
 
 from __future__ import annotations
@@ -30,13 +26,9 @@ _HEADLINE = "### benchtrail: "
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A stored run the history drew: its commit pointer's fields and its verdict counts.
-
-    ``stored_at`` is the pointer's ``stored_at`` (UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; the store's record,
-    or the writer's own time where the store keeps none: docs/store.md); ``verdicts`` the counts line of the
-    run's ``comparison.json`` (``1 regression (1 unconfirmed), 0 improvements, 12 similar``), None when the
-    run has none that can be read.
-    """
+    """A stored run the history drew: ``stored_at`` is the pointer's (UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``),
+    ``verdicts`` the counts line of its ``comparison.json`` (``1 regression (1 unconfirmed), 0
+    improvements, 12 similar``), None without one readable."""
 
     commit: str
     run_id: str
@@ -49,8 +41,9 @@ class StoredRun:
 
 def drawn_runs(history: History) -> dict[str, set[tuple[str, int]]]:
     """``{commit: {(run id, attempt), ...}}``: each commit's run and every run a point of it holds."""
-    runs: dict[str, set[tuple[str, int]]] = {c.commit: {(c.run_id, c.attempt)} for c in history.commits
-                                             if c.run_id is not None and c.attempt is not None}
+    runs: dict[str, set[tuple[str, int]]] = {
+        c.commit: {(c.run_id, c.attempt)} for c in history.commits
+        if c.run_id is not None and c.attempt is not None}
     for series in history.series:
         for point in series.points:
             runs.setdefault(point.commit, set()).update((r.run_id, r.attempt) for r in point.runs)
@@ -58,8 +51,7 @@ def drawn_runs(history: History) -> dict[str, set[tuple[str, int]]]:
 
 
 def verdicts(run_dir: Path) -> str | None:
-    """The counts line of ``run_dir/comparison.json`` (``benchtrail.compare.comment.verdict_line`` without
-    its heading); None when there is none that can be read."""
+    """The comment's counts line for ``run_dir/comparison.json``, no heading; None without one readable."""
     try:
         comparison = load_comparison(run_dir / "comparison.json")
     except UserError:
@@ -68,12 +60,8 @@ def verdicts(run_dir: Path) -> str | None:
 
 
 def stored_runs(store: Store, history: History) -> list[StoredRun]:
-    """The runs ``history`` drew (:func:`drawn_runs`), newest commit first and newest run first within one,
-    from their commit pointers in ``store`` (read again: one listing per commit with a run).
-
-    Raises:
-        UserError: the store cannot be read.
-    """
+    """The runs ``history`` drew, newest first, from their pointers in ``store`` (one listing per commit);
+    UserError when the store cannot be read."""
     drawn = drawn_runs(history)
     found = []
     for commit in reversed([c.commit for c in history.commits if c.commit in drawn]):
@@ -96,26 +84,24 @@ def _time(stored_at: str) -> str:
 
 
 def runs_html(runs: list[StoredRun]) -> str:
-    """The index's section of stored runs: a table, newest first (:func:`stored_runs`)."""
+    """The index's table of stored runs, newest first."""
     cells = ("commit", "run", "stored", "presets", "devices", "verdicts")
     rows = "".join(
-        f"<tr class=\"run\"><td><code>{short(r.commit)}</code></td><td>{html_text(f'{r.run_id}/{r.attempt}')}</td>"
+        f"<tr class=\"run\"><td><code>{short(r.commit)}</code></td>"
+        f"<td>{html_text(f'{r.run_id}/{r.attempt}')}</td>"
         f"<td>{html_text(_time(r.stored_at))}</td><td>{html_text(', '.join(r.presets) or '—')}</td>"
-        f"<td>{html_text(', '.join(r.devices) or '—')}</td><td>{html_text(r.verdicts or 'no comparison')}</td>"
+        f"<td>{html_text(', '.join(r.devices) or '—')}</td>"
+        f"<td>{html_text(r.verdicts or 'no comparison')}</td>"
         "</tr>\n" for r in runs)
-    return (f"<h2>Stored runs (newest first)</h2>\n<p>{len(runs)} run(s) of the commits below.</p>\n<table><tr>"
-            + "".join(f"<th>{c}</th>" for c in cells) + "</tr>\n" + rows + "</table>\n")
+    return (f"<h2>Stored runs (newest first)</h2>\n<p>{len(runs)} run(s) of the commits below.</p>\n"
+            "<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>\n" + rows + "</table>\n")
 
 
 def write_site(store: Store, history: History, out_dir: Path, repo: Path | None = Path(".")) -> Path:
-    """Write the site of ``history`` (collected from ``store``) into ``out_dir``: ``index.html``, a page
-    and PNG(s) per page of the history, ``plotly.min.js`` (about 4.9 MB) and an empty ``.nojekyll``.
+    """Write ``index.html`` (returned), a page and PNG(s) per page group, ``plotly.min.js`` (about 4.9 MB)
+    and an empty ``.nojekyll``; ``repo`` gives commit dates and subjects.
 
-    ``repo`` gives each commit's date and subject (as ``benchtrail plot --repo``). Returns ``index.html``.
-
-    Raises:
-        UserError: a file to write exists already (nothing is overwritten) or cannot be written; the store
-            cannot be read.
+    Raises UserError when a file exists or cannot be written, or the store cannot be read.
     """
     runs = stored_runs(store, history)
     jsonio.check_new(Path(out_dir) / NO_JEKYLL)

@@ -1,21 +1,10 @@
 """Plots with matplotlib (Agg, through ``matplotlib.figure.Figure``: no pyplot, no global backend).
 
-Every function that draws returns its ``Figure`` objects; :func:`save_figures` writes them as PNGs.
-
-- :func:`history_figures`: per page of ``history.page_groups`` (a preset's execution series, or the
-  compilation series) one or more figures of at most ``MAX_PANELS`` panels. A panel is one model and one kind
-  of metric, i.e. one unit (:func:`panels`: its times, its counts…), one line per series of it (metric,
-  compile config, task, device), x = short commits in first-parent order (``×3``: three runs), y = the median
-  of the commit's runs with its band (``model.band``), each run's median a dot (noisy runs hollow orange,
-  unconfirmed regressions red crosses); ``y_axis`` ``zero`` starts the axis at 0, ``ratio`` divides each
-  series by its value at the baseline (else its oldest point). The baseline commit is a dashed black line;
-  ``track``'s change points a shaded span (red: regression, green: improvement); regressed series a red ring
-  on their newest point. A history of one commit is drawn as bars (whiskers: its band).
-- :func:`ratios_figure`: the per-benchmark ratios of ``compare-builds``.
-- :func:`distribution_figures`: base and head samples of each benchmark side by side (a strip plot).
-
-Every value axis is in a unit chosen from the data (:func:`axis_unit`: µs, ms, s; B … GiB), named in its
-label; counts get integer ticks. Names and titles are data: ``$`` is escaped (``markup.mpl_text``).
+Drawing functions return ``Figure`` objects; :func:`save_figures` writes them as PNGs. History figures
+have a panel per model and unit: medians by commit with their band, each run a dot (noisy hollow
+orange, unconfirmed regressions red crosses), the baseline dashed, change points shaded; one commit is
+drawn as bars. Also the ratios of ``compare-builds`` and strip plots of base and head samples. Value
+axes use a unit chosen from the data (µs, ms, s; B … GiB); names are data, ``$`` escaped.
 """
 
 from __future__ import annotations
@@ -48,7 +37,8 @@ MAX_PANELS = 12
 QUANTITIES = {"latency": "time per iteration", "compile_time_cold_ms": "cold compile time",
               "compile_time_warm_ms": "warm compile time", "compile_time_ms": "compile time",
               "artifact_bytes": "generated artifacts", "peak_rss_bytes": "peak RSS"}
-_PALETTE = [f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive", "cyan")]
+_PALETTE = [f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive",
+                                  "cyan")]
 #: How a run's median is drawn by style (:func:`_draw_runs`), flagged ones with their legend entry.
 RUN_STYLES = {"noisy": {"marker": "o", "s": 18, "facecolors": "none", "edgecolors": "tab:orange",
                         "label": f"noisy run (IQR/median > {NOISE_LIMIT:.0%})"},
@@ -57,8 +47,8 @@ RUN_STYLES = {"noisy": {"marker": "o", "s": 18, "facecolors": "none", "edgecolor
 
 @dataclass(frozen=True)
 class AxisUnit:
-    """The unit an axis shows: ``label`` (``ms``, ``MiB``, ``count``) and ``scale``, the size of one of
-    it in the data's own unit (values are divided by it: 1000 for ``ms`` of data in µs)."""
+    """An axis unit: ``label`` (``ms``, ``MiB``, ``count``) and ``scale``, its size in the data's unit
+    (values are divided by it: 1000 for ``ms`` of data in µs)."""
 
     label: str
     scale: float
@@ -69,9 +59,8 @@ _BYTES = (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10), ("B", 1.0)
 
 
 def axis_unit(unit: str, values: Iterable[float | None]) -> AxisUnit:
-    """The unit to show ``values`` (in the series unit ``unit``: ``us``, ``ms``, ``bytes``, ``count``…)
-    in: the largest time unit (µs, ms, s) or binary byte unit (B … GiB) that the largest |value| reaches;
-    counts and other units as they are."""
+    """The largest time unit (µs, ms, s) or binary byte unit (B … GiB) the largest |value| of ``values``
+    (in ``unit``) reaches; counts and other units as they are."""
     top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
     if unit in ("us", "ms", "bytes"):
         steps, per = (_BYTES, 1.0) if unit == "bytes" else (_TIME_IN_US, 1e3 if unit == "ms" else 1.0)
@@ -86,11 +75,10 @@ def _tick(value: float, _pos: Any = None) -> str:
 
 
 def set_value_axis(axis: Any, unit: str, au: AxisUnit, quantity: str) -> None:
-    """Label ``axis`` (``ax.yaxis``/``ax.xaxis``) ``"<quantity> (<unit>)"`` and set its ticks: integers
-    for counts (``MaxNLocator(integer=True)``), SI prefixes for rates (``EngFormatter``), else plain numbers
-    in ``au`` (the data must already be divided by ``au.scale``)."""
-    axis.set_label_text(mpl_text(quantity) if quantity == au.label else f"{mpl_text(quantity)} ({au.label})",
-                        fontsize=7)
+    """Label ``axis`` ``"<quantity> (<unit>)"`` and set its ticks: integers for counts, SI prefixes for
+    rates, else plain numbers in ``au`` (the data already divided by ``au.scale``)."""
+    axis.set_label_text(mpl_text(quantity) if quantity == au.label
+                        else f"{mpl_text(quantity)} ({au.label})", fontsize=7)
     axis.set_tick_params(labelsize=6)
     if unit == "count":
         axis.set_major_locator(MaxNLocator(integer=True))
@@ -117,7 +105,7 @@ GROUPS = {"ms": ("compile times", "time"), "count": ("counts", "count"), "bytes"
 
 @dataclass(frozen=True)
 class Panel:
-    """One model's series of one unit (one metric kind: times, counts, bytes…): one subplot."""
+    """One model's series of one unit (times, counts, bytes…): one subplot."""
 
     model: str
     unit: str
@@ -125,7 +113,7 @@ class Panel:
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        """The panel's metrics, in the order of its series (:func:`panels`: ``METRICS`` order)."""
+        """The panel's metrics, in the order of its series."""
         return tuple(dict.fromkeys(s.metric for s in self.series))
 
     @property
@@ -140,14 +128,14 @@ class Panel:
         return GROUPS.get(self.unit, [self.unit])[-1] if more else _quantity(one)
 
     def label(self, series: Series) -> str:
-        """A line's (or bar's) label: what tells the series apart within the panel."""
+        """A line's or bar's label: what tells the series apart within the panel."""
         variant = variant_of(series, self.model)
         return f"{series.metric} · {variant}" if len(self.metrics) > 1 else variant
 
 
 def model_of(series: Series) -> str:
-    """The model of a series: its name up to ``.<compile config>.`` (``mlp.eager.inference-bs1.dev``
-    → ``mlp``), else the name's first dotted part."""
+    """The name up to ``.<compile config>.`` (``mlp.eager.inference-bs1.dev`` → ``mlp``), else its first
+    dotted part."""
     cut = series.name.find(f".{series.compile_config}.") if series.compile_config else -1
     return series.name[:cut] if cut > 0 else series.name.split(".", 1)[0]
 
@@ -159,23 +147,24 @@ def variant_of(series: Series, model: str) -> str:
 
 
 def panels(series: Sequence[Series]) -> list[Panel]:
-    """``series`` grouped by (model, unit): models sorted, then units in ``results.schema.UNITS`` order;
-    within a panel by metric (``METRICS`` order), then name."""
+    """``series`` grouped by (model, unit): models sorted, units in ``UNITS`` order; within a panel by
+    metric (``METRICS`` order), then name."""
     ordered = sorted(series, key=lambda s: (model_of(s), *_rank(UNITS, s.unit),
                                             *_rank(list(METRICS), s.metric), s.name))
-    return [Panel(*k, tuple(g)) for k, g in itertools.groupby(ordered, key=lambda s: (model_of(s), s.unit))]
+    return [Panel(*k, tuple(g))
+            for k, g in itertools.groupby(ordered, key=lambda s: (model_of(s), s.unit))]
 
 
 def _levels(points: Sequence[Point | None], scale: Any) -> Any:
-    """``(value, low, high)`` of ``points`` (``Point.value``; low and high: :func:`band`) over ``scale`` (a
-    number, or one per point): three arrays, NaN where a point or value is missing."""
+    """Arrays ``(value, low, high)`` of ``points`` divided by ``scale`` (one, or per point); NaN where
+    missing."""
     return np.array([(p and p.value, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / scale
 
 
 def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scales: Sequence[float],
                color: str) -> bool:
-    """Each run's median of ``points`` (at ``xs``) over its ``scales``: a small dot in ``color``, a noisy run
-    or an unconfirmed regression in its ``RUN_STYLES`` (its legend entry once an axes); whether any was."""
+    """A dot per run's median in ``color``, noisy runs and unconfirmed regressions in ``RUN_STYLES``
+    (legend entry once per axes); whether any was flagged."""
     dots: dict[str, list[tuple[int, float]]] = {}
     for x, p, scale in zip(xs, points, scales):
         for r in (p.runs if p else ()):
@@ -185,12 +174,14 @@ def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scale
     shown = ax.get_legend_handles_labels()[1]
     for style, xy in dots.items():
         look = RUN_STYLES.get(style, {"s": 9, "color": color, "alpha": 0.5, "linewidths": 0, "label": "_"})
-        ax.scatter(*zip(*xy), zorder=3, **{**look, "label": "_" if look["label"] in shown else look["label"]})
+        ax.scatter(*zip(*xy), zorder=3,
+                   **{**look, "label": "_" if look["label"] in shown else look["label"]})
     return bool(dots.keys() - {""})
 
 
-def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[float], baseline: str | None,
-                change_points: Mapping[str, Sequence[Any]], regressions: Collection[str]) -> None:
+def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[float],
+                baseline: str | None, change_points: Mapping[str, Sequence[Any]],
+                regressions: Collection[str]) -> None:
     x = list(range(len(commits)))
     where = {c: i for i, c in enumerate(commits)}
     runs, flagged = [1] * len(commits), False
@@ -201,7 +192,8 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
         median, low, high = _levels(points, scales[i])
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
-        ax.plot(x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
+        ax.plot(x, median, marker="o", markersize=3, color=color,
+                label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
         flagged |= _draw_runs(ax, x, points, [scales[i]] * len(x), color)
         for k, p in enumerate(points):
             if p and p.status != "ok":
@@ -209,16 +201,19 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
         for cp in change_points.get(s.id, ()):
             if cp.base_commit in where and cp.head_commit in where:
                 shade = "tab:red" if cp.direction == "regression" else "tab:green"
-                ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15, linewidth=0)
+                ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15,
+                           linewidth=0)
                 ax.axvline(where[cp.head_commit], color=shade, linestyle="--", linewidth=1)
         last = np.flatnonzero(~np.isnan(median))[-1:]  # the newest point with a median, if any
         if s.id in regressions and last.size:
             ax.plot(last, median[last], marker="o", markersize=10, markerfacecolor="none",
                     markeredgecolor="tab:red", markeredgewidth=2, linestyle="none", label="regression")
     if baseline in where:
-        ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}")
+        ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1,
+                   label=f"baseline {short(baseline)}")
     step = max(1, math.ceil(len(commits) / 12))
-    ax.set_xticks(x[::step], [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
+    ax.set_xticks(x[::step],
+                  [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
                   rotation=45, ha="right", fontsize=6, family="monospace")
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
     ax.set_xlabel("commit (first parent, oldest first; ×n: n runs)", fontsize=7)
@@ -237,10 +232,10 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> N
     flagged = _draw_runs(ax, x, points, scales, "black")
     for i, p in enumerate(points):
         if p is None or p.median is None:
-            ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom", fontsize=6,
-                        color="tab:red")
-    ax.set_xticks(x, [mpl_text(panel.label(s), MPL_LABEL_CHARS) for s in panel.series], rotation=30, ha="right",
-                  fontsize=6)
+            ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom",
+                        fontsize=6, color="tab:red")
+    ax.set_xticks(x, [mpl_text(panel.label(s), MPL_LABEL_CHARS) for s in panel.series], rotation=30,
+                  ha="right", fontsize=6)
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
     ax.set_xlabel(f"the one commit, {short(commit)} (dots: its runs)", fontsize=7)
@@ -272,22 +267,18 @@ def default_change_points(history: History) -> dict[str, list[Any]]:
 def history_figures(history: History, *, baseline: str | None = None,
                     change_points: Mapping[str, Sequence[Any]] | None = None,
                     regressions: Collection[str] = (), y_axis: str = "auto") -> dict[str, Figure]:
-    """``{png file name: Figure}`` for every page of ``page_groups(history)``: ``<page>.png``, and when
-    the page has more than ``MAX_PANELS`` panels ``<page>~2.png``, ``<page>~3.png``… (``~`` is in no
-    preset name, so no page's file can collide). A figure has a subplot per panel (``COLUMNS`` per row):
-    lines over the run commits, or bars when there is one. ``change_points`` maps a series id to its
-    ``track`` change points (:class:`benchtrail.history.track.ChangePoint`; None:
-    ``default_change_points``); ``regressions``: series ids to ring in red; ``y_axis``: auto, zero, ratio.
-
-    Raises:
-        UserError: two presets that differ only in case (``page_groups``).
+    """``{png file name: Figure}`` per page: ``<page>.png``, then ``<page>~2.png``… past ``MAX_PANELS``
+    panels (``~`` is in no preset name). ``change_points``: series id → track's change points (None:
+    computed); ``regressions``: series ids ringed in red; ``y_axis``: auto, zero (from 0) or ratio (to the
+    baseline, else the oldest point). UserError for two presets differing only in case.
     """
     commits = history.run_commits()
     cps = default_change_points(history) if change_points is None else change_points
     # the ref is the head's sha, not a branch named "cafe"
     head = short(history.head) if len(history.ref) >= 7 and history.head.startswith(history.ref) else (
         f"{history.ref} ({short(history.head)})")
-    what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
+    what = ("median and IQR by commit (first parent)" if len(commits) != 1
+            else "median and IQR of the one run")
     base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
     ratio = ("ratio", f"ratio to {base}") if y_axis == "ratio" else None  # the value axis' unit and quantity
     out: dict[str, Figure] = {}
@@ -318,12 +309,12 @@ def history_figures(history: History, *, baseline: str | None = None,
 
 def _ratio_base(series: Series, baseline: str | None) -> float:
     """What ``y_axis="ratio"`` divides ``series`` by: its value at ``baseline``, else at its oldest point."""
-    return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value), 1.0)
+    return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value),
+                1.0)
 
 
 def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
-    """A titled Figure of ``panels`` axes, ``COLUMNS`` to a row (fewer when there are fewer panels), each
-    ``panel_width`` × 3.2 inches; returns ``(figure, the first panels axes)`` (the rest hidden)."""
+    """``(figure, its first panels axes)``: ``COLUMNS`` to a row, each ``panel_width`` × 3.2 inches."""
     cols = min(COLUMNS, panels)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(panel_width * cols, 3.2 * rows + 0.6), layout="constrained")
@@ -335,10 +326,9 @@ def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any
 
 
 def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
-    """Write each figure as a new PNG ``out_dir/<name>`` (``DPI``); the paths, in order.
+    """Write each figure as a new PNG ``out_dir/<name>``; the paths, in order.
 
-    Raises:
-        UserError: one of the PNGs exists already (checked before any is written) or cannot be written.
+    Raises UserError, before writing any, when one exists; or when one cannot be written.
     """
     paths = [Path(out_dir) / name for name in figures]
     jsonio.check_new(*paths)
@@ -348,18 +338,13 @@ def save_figures(figures: Mapping[str, Figure], out_dir: Path) -> list[Path]:
 
 
 def plot_history_png(history: History, out_dir: Path, **marks: Any) -> list[Path]:
-    """Write the PNGs of :func:`history_figures` (``marks``: its ``baseline``, ``change_points``,
-    ``regressions``, ``y_axis``) into ``out_dir``; their paths (empty when the history has no series).
-
-    Raises:
-        UserError: as :func:`history_figures` and :func:`save_figures`.
-    """
+    """Write the PNGs of :func:`history_figures` (its keyword arguments ``marks``) into ``out_dir``."""
     return save_figures(history_figures(history, **marks), out_dir)
 
 
-def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, log: bool = True) -> Figure:
-    """A horizontal bar per benchmark of its ratio (B/A), a line at 1.0. ``ratios`` must be positive with
-    ``log`` (the default scale). An empty ``names`` draws a note."""
+def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *,
+                  log: bool = True) -> Figure:
+    """A horizontal bar per benchmark of its ratio B/A, a line at 1.0; ``log`` needs positive ratios."""
     fig = Figure(figsize=(9, 1.2 + 0.3 * max(len(names), 1)), layout="constrained")
     ax = fig.subplots()
     if names:
@@ -404,9 +389,10 @@ class Samples:
     head: tuple[float, ...]
 
 
-def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | None = None) -> list[Samples]:
-    """:class:`Samples` of the series (of ``ids``, or all) that both sides' results files
-    (``ResultsFile`` lists) hold with samples, in head order."""
+def samples_of(base: Sequence[Any], head: Sequence[Any],
+               ids: Collection[str] | None = None) -> list[Samples]:
+    """:class:`Samples` of the series (of ``ids``, or all) both sides' results files hold with samples,
+    in head order."""
     by_id = {r.id: r for f in base for r in f.benchmarks}
     return [Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples))
             for f in head for h in f.benchmarks
@@ -415,16 +401,15 @@ def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | 
 
 
 def sample_units(sets: Sequence[Samples]) -> dict[str, AxisUnit]:
-    """``{series unit: AxisUnit}``: one :func:`axis_unit` for all ``sets`` of each unit."""
+    """``{series unit: AxisUnit}`` for all ``sets`` of each unit."""
     return {u: axis_unit(u, [v for s in sets if s.unit == u for v in (*s.base, *s.head)])
             for u in {s.unit for s in sets}}
 
 
 def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples",
                          units: Mapping[str, AxisUnit] | None = None) -> list[Figure]:
-    """Strip plots of base and head samples, one panel per benchmark (at most ``MAX_PANELS`` a figure):
-    every sample a dot (fixed sideways jitter), each side's median a black bar, the value axis in ``units``
-    (default: :func:`sample_units` of the figure's sets, one unit per figure); ``[]`` for no sets."""
+    """Strip plots of base and head samples, a panel per benchmark (``MAX_PANELS`` a figure), each
+    median a black bar; ``units`` default to one per unit per figure."""
     figures = []
     rng = np.random.default_rng(0)
     common = shared_module([s.name for s in sets])
@@ -434,9 +419,11 @@ def distribution_figures(sets: Sequence[Samples], title: str = "base vs head sam
         shared = units or sample_units(part)
         for ax, s in zip(axes, part):
             au = shared[s.unit]
-            for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))):
+            for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"),
+                                                       ("head", s.head, "tab:blue"))):
                 scaled = np.asarray(values, dtype=float) / au.scale
-                ax.scatter(x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color, label=side)
+                ax.scatter(x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color,
+                           label=side)
                 if len(scaled):
                     ax.hlines(float(np.median(scaled)), x - 0.25, x + 0.25, color="black", linewidth=2)
             ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)

@@ -1,23 +1,11 @@
-"""Post-merge regression tracking: change points in each series' first-parent history (``docs/tracking.md``).
+"""Post-merge regression tracking: change points in each series' first-parent history.
 
-``track(history, thresholds)`` looks at every execution latency and compilation time series of a
-``benchtrail.history.collect.History``. Per series, the signal is the natural log of the per-commit medians
-(``Point.value``: the median of the commit's runs' medians; ``ok`` points only, oldest first) divided by a
-robust estimate of their run-to-run noise, so the penalty is in units of noise whatever the series' scale.
-Change points come from ruptures' PELT (Killick, Fearnhead & Eckley 2012) with the ``l1`` cost (least
-absolute deviation: a change in the median, robust to one slow run), ``min_size=2`` and penalty
-``PENALTY_PER_LOG_N * ln(n)``.
-
-Each change point gets the commit range ``base..head`` (the last commit with a point before it, the
-first after), its magnitude (ratio of the medians of the segments' per-commit medians, after/before)
-and a confidence: 1 − p of a two-sided Mann–Whitney U test on the per-commit medians of the two
-segments (runs are the unit of replication; samples within one run share its machine state).
-Two steps keep run-to-run load on a shared runner from hiding a real step: the points of
-excursions (two or three runs out and back, :func:`excursion_mask`) are left out and PELT runs again,
-then change points whose p is above ``ALPHA`` are removed one at a time, the weakest first, and the
-others' segments and p-values recomputed (:func:`significant_cuts`, after Hunter's bottom-up merge),
-so a weak cut never shortens the segments a real step is judged on.
-``benchtrail.github.track_issues`` files the regressions as GitHub issues.
+Per execution latency and compilation time series, the signal is ln(per-commit median) over a robust
+run-to-run noise estimate; change points come from ruptures' PELT (Killick, Fearnhead & Eckley 2012,
+``l1`` cost, ``min_size=2``, penalty ``PENALTY_PER_LOG_N * ln(n)``). Excursions are left out and PELT runs
+again, then cuts with a Mann–Whitney p above ``ALPHA`` are merged, weakest first (after Hunter). Each
+change point has its commit range, magnitude (after/before medians) and confidence 1 − p over the
+per-commit medians. The method and its measurements: docs/tracking.md.
 """
 
 from __future__ import annotations
@@ -43,9 +31,8 @@ MIN_POINTS = 8
 #: ruptures' ``min_size``: a segment holds at least 2 points, so one slow run is never a segment.
 MIN_SEGMENT = 2
 #: Penalty per change, ``PENALTY_PER_LOG_N * ln(n)`` in units of noise (l1 cost; BIC-like). With 2%
-#: run-to-run noise (normal or Student-t 3, 500 series each; ``docs/tracking.md``,
-#: ``build_tools/benchmarks/measure_track.py``, 2026-12-03) track found a change in 1.0–3.8% of series without
-#: one (an issue in 0.6–1.6%) and filed a +10% step at its exact commit in 82–98% of series of 12 or 30 points.
+#: run-to-run noise (``measure_track.py``, docs/tracking.md) a change was found in 1.0–3.8% of series
+#: without one (an issue in 0.6–1.6%), a +10% step at its exact commit in 82–98% of 12 or 30 points.
 PENALTY_PER_LOG_N = 2.0
 #: Smallest run-to-run noise assumed (0.1%, in log units): keeps exact synthetic data finite.
 NOISE_FLOOR = 1e-3
@@ -65,12 +52,10 @@ MATCH_RADIUS = 2
 class ChangePoint:
     """A change in the median of a series between ``base_commit`` and ``head_commit``.
 
-    ``commits``: the first-parent commits after ``base_commit`` up to and including ``head_commit``
-    (the ones to bisect), ``gap_commits`` the ones among them without a stored run. Medians are in
-    ``unit``; ``magnitude_pct`` is ``(after_median / before_median − 1) × 100``; ``p_value`` the
-    two-sided Mann–Whitney U p over the segments' per-commit medians (``n_before``, ``n_after``).
-    ``direction`` is ``regression`` or ``improvement`` under the series' threshold rule; ``issue``
-    is True for a regression beyond the threshold with ``p_value <= ALPHA``.
+    ``commits``: those in ``base_commit..head_commit`` (to bisect), ``gap_commits`` the ones without a
+    stored run. Medians in ``unit``; ``magnitude_pct`` = (after/before − 1) × 100; ``p_value``: two-sided
+    Mann–Whitney U over the segments' per-commit medians; ``issue``: a regression beyond the threshold
+    with ``p_value <= ALPHA``.
     """
 
     series_id: str
@@ -136,7 +121,8 @@ def noise_scale(log_medians: np.ndarray) -> float:
     """Run-to-run noise σ of a log signal: 1.4826 × median |first difference| / √2 (a step adds one
     large difference, which the median ignores), at least ``NOISE_FLOOR``."""
     diffs = np.abs(np.diff(log_medians))
-    return max(1.4826 * float(np.median(diffs)) / math.sqrt(2.0), NOISE_FLOOR) if diffs.size else NOISE_FLOOR
+    return (max(1.4826 * float(np.median(diffs)) / math.sqrt(2.0), NOISE_FLOOR) if diffs.size
+            else NOISE_FLOOR)
 
 
 def detect(log_medians: np.ndarray) -> list[int]:
@@ -157,15 +143,9 @@ def _p_value(before: np.ndarray, after: np.ndarray) -> float:
 
 
 def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
-    """The points of excursions: segments (between two of ``cuts``) of at most ``EXCURSION_MAX``
-    points whose median lies above both neighbouring segments' medians or below both, and whose
-    neighbours lie closer to each other than it lies to the nearer of them (ratios: log levels), i.e.
-    the series went out and came back. Two or three slow runs in a row are what a burst of load on a
-    shared runner looks like; a regression fixed within three commits needs no issue either. A step
-    whose first runs overshoot (load right after a 10x slowdown: 400, 6800, 6500, 4100 µs) did not
-    come back: its runs stay, and the step is judged on all of them.
-
-    Returns a bool array of the shape of ``medians`` (float64 (n,), positive): True for an excursion's points.
+    """Bool (n,) mask of excursions in ``medians`` (float64 (n,), positive): segments of at most
+    ``EXCURSION_MAX`` points above or below both neighbours, whose neighbours lie closer to each other
+    (in log levels) than to it: the series went out and came back, as under a burst of runner load.
     """
     bounds = [0, *cuts, len(medians)]
     levels = np.log([float(np.median(medians[a:b])) for a, b in zip(bounds, bounds[1:])])
@@ -180,13 +160,9 @@ def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
 
 
 def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
-    """``cuts`` less the weak ones: while the largest Mann–Whitney p of a cut's two segments (bounded
-    by its neighbouring cuts) is above ``ALPHA``, that cut is removed and the rest re-tested.
-
-    This is the bottom-up merge of Hunter (Fleming et al., "Hunter: Using Change Point Detection to
-    Hunt for Performance Regressions", ICPE 2023; apache-otava ``analysis.merge``), with the
-    Mann–Whitney U test in place of Hunter's t-test. ``medians``: float64 (n,), in any unit.
-    """
+    """``cuts`` less those whose segments' Mann–Whitney p exceeds ``ALPHA``, the weakest removed first and
+    the rest re-tested: Hunter's bottom-up merge (Fleming et al., ICPE 2023) with Mann–Whitney U in place
+    of the t-test. ``medians``: float64 (n,), any unit."""
     kept = list(cuts)
     while kept:
         bounds = [0, *kept, len(medians)]
@@ -199,20 +175,13 @@ def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     return kept
 
 
-def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: int = DEFAULT_NEW_WITHIN,
-          merge_weak: bool = True) -> TrackReport:
-    """Change points of every tracked series of ``history`` (see the module docstring).
+def track(history: History, thresholds: tuple[Threshold, ...], *,
+          new_within: int = DEFAULT_NEW_WITHIN, merge_weak: bool = True) -> TrackReport:
+    """Change points of every tracked series of ``history``, over its ``ok`` points with a positive median.
 
-    Unless ``merge_weak`` is False, the points of excursions (:func:`excursion_mask`) are left out
-    and PELT runs again on the rest, then weak change points are merged (:func:`significant_cuts`).
-    ``merge_weak=False`` keeps every PELT change point as found (the behaviour before both steps;
-    ``build_tools/benchmarks/measure_track.py`` compares the two).
-
-    Points that are not ``ok`` (or have no positive median) are left out of the signal. A change is
-    ``new`` when its head is among the series' last ``new_within`` ``ok`` points.
-
-    Raises:
-        UserError: a series matches no threshold rule.
+    ``merge_weak=False`` keeps every PELT change point, without the excursion and merge steps. A change
+    is ``new`` when its head is among the last ``new_within`` points. UserError for a series no
+    threshold rule matches.
     """
     walked = [c.commit for c in history.commits]
     found: list[ChangePoint] = []
@@ -221,7 +190,8 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
     for series in tracked:
         points = [p for p in series.points if p.status == "ok" and p.value is not None and p.value > 0]
         if len(points) < MIN_POINTS:
-            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), MIN_POINTS))
+            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points),
+                                         MIN_POINTS))
             continue
         medians = np.array([p.value for p in points], dtype=np.float64)
         cuts = detect(np.log(medians))
@@ -246,17 +216,17 @@ def track(history: History, thresholds: tuple[Threshold, ...], *, new_within: in
             span = history.commits[walked.index(base.commit) + 1: walked.index(head.commit) + 1]
             found.append(ChangePoint(
                 *astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
-                tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after), magnitude, p,
-                "regression" if worse else "improvement", f"{rule.threshold:g}{unit} ({rule.match})", beyond,
-                worse and beyond and p <= ALPHA, cut >= len(points) - new_within, (base.run_id, base.attempt),
-                (head.run_id, head.attempt),
+                tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after),
+                magnitude, p, "regression" if worse else "improvement",
+                f"{rule.threshold:g}{unit} ({rule.match})", beyond, worse and beyond and p <= ALPHA,
+                cut >= len(points) - new_within, (base.run_id, base.attempt), (head.run_id, head.attempt),
                 tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])))
-    return TrackReport(history.ref, history.head, history.store, len(history.commits), len(history.run_commits()),
-                       len(tracked), tuple(found), tuple(short_of))
+    return TrackReport(history.ref, history.head, history.store, len(history.commits),
+                       len(history.run_commits()), len(tracked), tuple(found), tuple(short_of))
 
 
 def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON object of the track report (``docs/tracking.md``), with ``schema_version``."""
+    """The JSON object of the track report (docs/tracking.md), with ``schema_version``."""
     run = ("run_id", "attempt")
     plain = asdict(report)
     for cp, body in zip(report.change_points, plain["change_points"]):
@@ -266,8 +236,9 @@ def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = No
     # the renamed fields are popped before **plain copies the rest
     return {"schema_version": REPORT_SCHEMA_VERSION, "tracked_series": plain.pop("tracked"),
             "insufficient_data": plain.pop("insufficient"), **plain,
-            "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1", "min_size": MIN_SEGMENT,
-                       "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)", "signal": "ln(median) / noise",
+            "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1",
+                       "min_size": MIN_SEGMENT, "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)",
+                       "signal": "ln(median) / noise",
                        "confidence": "1 - two-sided Mann-Whitney U p over per-commit medians",
                        "alpha": ALPHA, "min_points": MIN_POINTS},
             "issues": issues or []}
@@ -275,15 +246,17 @@ def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = No
 
 def format_table(report: TrackReport) -> str:
     """The printed summary: one row per change point, then the series with insufficient data."""
-    lines = [f"{len(report.change_points)} change point(s) in {report.tracked - len(report.insufficient)} of "
-             f"{report.tracked} tracked series over {report.runs} run(s) of {report.commits} first-parent "
-             f"commit(s) of {report.ref} ({short(report.head)})"]
+    lines = [f"{len(report.change_points)} change point(s) in "
+             f"{report.tracked - len(report.insufficient)} of {report.tracked} tracked series over "
+             f"{report.runs} run(s) of {report.commits} first-parent commit(s) of {report.ref} "
+             f"({short(report.head)})"]
     if report.change_points:
         rows = [("series", "device", "commits", "change", "p", "new", "verdict")]
         for cp in report.change_points:
             gaps = f" ({len(cp.gap_commits)} without run)" if cp.gap_commits else ""
             verdict = cp.direction + ("" if cp.beyond_threshold else " (below threshold)")
-            rows.append((cp.series_name, cp.device_name, f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
+            rows.append((cp.series_name, cp.device_name,
+                         f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
                          f"{cp.magnitude_pct:+.1f}%", f"{cp.p_value:.3g}", "yes" if cp.new else "no",
                          verdict + (" → issue" if cp.issue and cp.new else "")))
         widths = [max(map(len, column)) for column in zip(*rows)]
@@ -299,12 +272,10 @@ def format_table(report: TrackReport) -> str:
 
 
 def bisect_range(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
-    """``[(sha, subject), ...]``: the first-parent commits after ``a`` up to and including ``b``, oldest
-    first (``git log --first-parent a..b``), the commits ``git bisect`` would choose among.
+    """``[(sha, subject)]`` of the first-parent commits in ``a..b``, oldest first: what to bisect.
 
-    Raises:
-        UserError: ``repo`` is not a git repository, ``a`` or ``b`` names no commit, or ``a`` is not an
-            ancestor of ``b``.
+    Raises UserError when ``repo`` is no git repository, ``a`` or ``b`` names no commit, or ``a`` is
+    not an ancestor of ``b``.
     """
     if not is_repository(repo):
         raise UserError(f"--repo {str(repo)!r} is not a git repository (or git is not installed)")
@@ -312,8 +283,8 @@ def bisect_range(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
     for name, ref in (("A", a), ("B", b)):
         sha = resolve_commit(repo, ref)
         if sha is None:
-            raise UserError(f"{name} {ref!r}: git cannot resolve it to a commit in {repo}; give a sha, branch or tag "
-                            "(fetch the history first in a shallow clone)")
+            raise UserError(f"{name} {ref!r}: git cannot resolve it to a commit in {repo}; give a sha, "
+                            "branch or tag (fetch the history first in a shallow clone)")
         shas.append(sha)
     if not is_ancestor(repo, *shas):
         raise UserError(f"A {a!r} ({short(shas[0])}) is not an ancestor of B {b!r} ({short(shas[1])}); "
