@@ -1,4 +1,4 @@
-"""The command line: ``benchtrail`` (:mod:`benchtrail.cli.app`), one module per command family."""
+"""The command line: ``benchtrail``, one module per command family."""
 
 from benchtrail.cli.app import main
 

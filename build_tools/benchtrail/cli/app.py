@@ -1,7 +1,4 @@
-"""``benchtrail``: one console script, one subcommand per stage.
-
-Exit codes: ``benchtrail.errors`` (README "Exit codes"). ``UserError`` is caught only here.
-"""
+"""``benchtrail``: one subcommand per stage; the one catch site of ``UserError`` (README "Exit codes")."""
 
 from __future__ import annotations
 
@@ -13,11 +10,9 @@ from typing import Any
 from benchtrail.cli.options import project, project_presets, suite
 from benchtrail.errors import EXIT_USER_ERROR, UserError, missing_extra
 
-#: The command registry, in ``benchtrail --help`` order: ``(module, function, {command: summary, ...})``.
-#: ``function(subparsers)`` of ``module`` declares the row's commands (each ``help=`` its summary, each
-#: with its ``func``: ``options.add_command``). A module is imported only to declare its own commands:
-#: ``benchtrail <command>`` imports one row's module, and ``benchtrail --help`` none (it lists the
-#: summaries); ``build_parser()`` imports them all. tests/test_cli_startup.py checks the summaries.
+#: The command registry, in ``benchtrail --help`` order: ``(module, function, {command: summary, ...})``;
+#: ``function(subparsers)`` declares the row's commands. ``benchtrail <command>`` imports one row's module,
+#: ``benchtrail --help`` none (it lists the summaries). tests/test_cli_startup.py checks the summaries.
 COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("benchtrail.cli.init", "add_init_parser", {
         "init": "write [tool.benchtrail], an example benchmarks module and the caller workflows"}),
@@ -77,8 +72,7 @@ SUMMARIES = {name: summary for _, _, commands in COMMANDS for name, summary in c
 
 
 def _apply_project_defaults(args: argparse.Namespace) -> None:
-    """Fill presets, thresholds and quarantine the command line left out from ``[tool.benchtrail]`` (the
-    store: each command through ``benchtrail.cli.options.resolve_store``)."""
+    """Fill presets, thresholds and quarantine left out on the command line from ``[tool.benchtrail]``."""
     if getattr(args, "benchmark_presets", False) is None and args.command in ("export", "pipeline"):
         settings = project()
         if settings.presets is None:
@@ -106,13 +100,8 @@ class ExitOneArgumentParser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None, *, summaries_only: bool = False) -> argparse.ArgumentParser:
-    """The ``benchtrail`` parser.
-
-    ``command`` (a name in :data:`COMMANDS`): only the registry row declaring it is imported and declared.
-    ``summaries_only``: every command is declared by its summary alone, without arguments and without
-    importing any family module (``benchtrail --help``, ``--version``, a missing or unknown command).
-    Otherwise every row is imported and declared.
-    """
+    """``command``: import and declare only its registry row. ``summaries_only``: declare every command by its
+    summary alone, importing no family module (``--help``, ``--version``, a missing or unknown command)."""
     from benchtrail import __version__
 
     parser = ExitOneArgumentParser(prog="benchtrail",
@@ -138,7 +127,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run the command; return the exit code."""
+    """Run ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     import signal
 
     from benchtrail.project import put_first_on_sys_path
@@ -147,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     # The project's own packages (its suite, the model factories that run configs name) import in
     # this process from any folder of the project, installed or not; workers get the same root
-    # first on PYTHONPATH (benchtrail.runner.workers.run_in_worker).
+    # first on PYTHONPATH.
     put_first_on_sys_path()
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in SUMMARIES else None
@@ -160,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except ModuleNotFoundError as exc:
         # torch is the `torch` extra, a project's own build; the other extras: errors.EXTRAS.
-        need = ("torch, which is not installed here: install the project's torch, or benchtrail's torch extra "
-                '(pip install "benchtrail[torch] @ ..."; docs/adopting.md, "Install")' if exc.name == "torch"
-                else missing_extra(exc))
+        need = ("torch, which is not installed here: install the project's torch, or benchtrail's torch "
+                'extra (pip install "benchtrail[torch] @ ..."; docs/adopting.md, "Install")'
+                if exc.name == "torch" else missing_extra(exc))
         print(f"benchtrail: error: `benchtrail {command}` needs {need}", file=sys.stderr)
         return EXIT_USER_ERROR
 

@@ -1,8 +1,4 @@
-"""``benchtrail gate`` and ``benchtrail dashboard``: steps of CI's process job after the comparison.
-
-``benchtrail.cli.app``'s registry declares them with ``add_ci_parsers(sub)``. Neither imports torch when it is
-declared; ``gate`` never does (it runs as the gating check, on any machine).
-"""
+"""``benchtrail gate`` and ``dashboard``, run after the comparison; ``gate`` never imports torch."""
 
 from __future__ import annotations
 
@@ -26,7 +22,7 @@ from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError
 
 
 def add_ci_parsers(subparsers: Any) -> None:
-    """Declare ``gate`` and ``dashboard`` on ``subparsers`` (from ``add_subparsers``)."""
+    """Declare ``gate`` and ``dashboard``."""
     p = add_command(subparsers, "gate", cmd_gate)
     p.add_argument("--comparison", type=path_argument, required=True, metavar="FILE",
                    help="comparison.json, after the paired re-check (`benchtrail ab --recheck`)")
@@ -45,11 +41,8 @@ def add_ci_parsers(subparsers: Any) -> None:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    """``benchtrail gate``: print a line per failing row, then the summary; exit 3 when one fails, else 0.
-
-    Raises:
-        UserError: an unreadable or malformed comparison file.
-    """
+    """Print a line per failing row, then the summary; exit 3 when one fails, else 0. Raises UserError for an
+    unreadable or malformed comparison file."""
     from benchtrail.compare import gate
     from benchtrail.compare.document import load_comparison
 
@@ -61,15 +54,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    """``benchtrail dashboard``: draw the history of the commit of ``--run-dir``'s results from the working
-    tree's git history (``.``) and the store, this run newest, into ``<run dir>/dashboard/``; print
-    index.html's path last. With no history to draw (not a git repository, an unknown commit, an empty,
-    missing or unreachable store) print why on stderr and exit 0: the dashboard never fails a run.
-
-    Raises:
-        UserError: a bad ``--run-id``, a ``--run-dir`` without results files or with results of several
-            commits, or one that holds ``dashboard/`` already (never overwritten).
-    """
+    """Draw the history of ``--run-dir``'s commit (git at ``.``, the store), this run newest, into its
+    ``dashboard/``; print index.html's path. With no history to draw (no repository, an unknown commit, no
+    usable store) say why on stderr and exit 0: the dashboard never fails a run. Raises UserError for a bad
+    ``--run-id``, or a ``--run-dir`` without results, with several commits' results or holding one already."""
     from rich.markup import escape
 
     from benchtrail.git import is_repository, resolve_commit

@@ -1,9 +1,5 @@
-"""``benchtrail compare`` and ``benchtrail comment``: head results against a baseline, then the PR comment.
-
-Neither imports torch, when declared or when run: they run on any machine (CI's process job, a
-laptop with downloaded artifacts). ``compare --store`` finds the baseline in a store
-(:mod:`benchtrail.compare.baseline`); a store that cannot be read only warns.
-"""
+"""``benchtrail compare`` and ``comment``: head results against a baseline, then the PR comment. Neither
+imports torch; ``compare --store`` finds the baseline in a store, and one that cannot be read only warns."""
 
 from __future__ import annotations
 
@@ -34,7 +30,7 @@ PAGES_ENV = "BENCHTRAIL_PAGES_URL"
 
 
 def add_compare_parsers(subparsers: Any) -> None:
-    """Declare ``compare`` and ``comment`` on ``subparsers`` (from ``add_subparsers``)."""
+    """Declare ``compare`` and ``comment``."""
     p = add_command(subparsers, "compare", cmd_compare, parents=[THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--base", type=Path, action="append", default=[],
                    help="baseline results file or run dir (repeatable; none: every series is new)")
@@ -79,8 +75,7 @@ def add_compare_parsers(subparsers: Any) -> None:
 
 def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACCEPT_HELP,
                          fail_on_help: str = "exit 3 when a regression is not accepted") -> None:
-    """Declare ``--accept``, ``--fail-on``, ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``):
-    what gates the comparison and what they print of it."""
+    """Declare ``--accept``, ``--fail-on``, ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``)."""
     parser.add_argument("--accept", action="append", metavar="GLOB", help=accept_help)
     parser.add_argument("--fail-on", choices=("regressed",), help=fail_on_help)
     parser.add_argument("--json", action="store_true",
@@ -91,13 +86,9 @@ def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACC
 
 
 def show_result(comparison: Path, main_output: Path, args: argparse.Namespace) -> tuple[Row, ...]:
-    """Print the comparison's terminal table (``--all``: every row), then ``main_output`` as the last line
-    (scripts read it); with ``--json`` the comparison.json text alone on stdout and ``main_output`` on
-    stderr; return its rows. ``NO_COLOR`` and a non-terminal stdout print no colour (``compare.terminal``).
-
-    Raises:
-        UserError: ``comparison`` is not a readable comparison.json.
-    """
+    """Print the table (``--all``: every row), then ``main_output`` last, for scripts; with ``--json`` the
+    comparison.json text alone on stdout and ``main_output`` on stderr. Raises UserError when ``comparison``
+    is not a readable comparison.json."""
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.terminal import render_table, stdout_style
 
@@ -113,8 +104,8 @@ def show_result(comparison: Path, main_output: Path, args: argparse.Namespace) -
 
 def exit_code(args: argparse.Namespace, rows: Sequence[Row], ok: bool = True, hint: str = "",
               rule: Literal["confirmed", "any"] = "any") -> int:
-    """The exit: 3 with ``--fail-on regressed`` when ``rule`` fails a regression of ``rows`` not accepted
-    (``compare.gate.check``; named on stderr, ``hint`` ending the line), else 0 when ``ok``, else 2."""
+    """3 with ``--fail-on regressed`` when ``rule`` fails a regression of ``rows`` not accepted (named on
+    stderr, ``hint`` ending the line), else 0 when ``ok``, else 2."""
     from benchtrail.compare.gate import check
 
     failing = [r.name for r in check(rows, rule=rule).failing] if args.fail_on else []
@@ -126,10 +117,8 @@ def exit_code(args: argparse.Namespace, rows: Sequence[Row], ok: bool = True, hi
 
 
 def _store_failures() -> tuple[type[BaseException], ...]:
-    """What a store that cannot be read raises: ``StoreError`` (the store's own message, naming the
-    bucket), and, should one ever escape the store's handling, google-api-core, google-auth and
-    requests errors (none does against a stopped emulator or one answering 503: each becomes a
-    ``StoreError`` at its deadline). Without the gcs extra, ``StoreError`` alone (no gs:// store)."""
+    """What an unreadable store raises: ``StoreError``, and google-api-core, google-auth and requests errors
+    should one escape the store's handling (``StoreError`` alone without the gcs extra)."""
     from benchtrail.errors import StoreError
 
     try:
@@ -142,19 +131,12 @@ def _store_failures() -> tuple[type[BaseException], ...]:
 
 
 def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None]:
-    """``(baseline results or None, comparison.json's baseline or None)`` for ``compare --store``: each
-    head device's nearest trusted baseline run (``benchtrail.compare.baseline``), fetched from the store.
-
-    A store that cannot be read (an outage still failing at the deadline, which
-    ``BENCHTRAIL_STORE_DEADLINE_S`` caps; a missing bucket; no permission or credentials) does not stop
-    the comparison: it warns on stderr and returns ``(None, {reason: "the store could not be read:
-    <message>", store: <URL>, store_error: <message>})``, so every row is new (or failed).
-
-    Raises:
-        UserError: head results of several commits, a malformed store URL, a bad
-            ``BENCHTRAIL_STORE_DEADLINE_S``, a bad ``--trust`` set-up, a ``--base-branch`` that is not a
-            branch, or a ``--base-commit`` the store has no trusted run of.
-    """
+    """Baseline results and comparison.json's baseline for ``compare --store``: each head device's nearest
+    trusted baseline run, fetched. An unreadable store (an outage past ``BENCHTRAIL_STORE_DEADLINE_S``, a
+    missing bucket, no credentials) warns on stderr and gives ``(None, {reason, store, store_error})``: every
+    row is new (or failed). Raises UserError for head results of several commits, a malformed store URL or
+    deadline, a bad ``--trust`` set-up, a ``--base-branch`` that is no branch, or a ``--base-commit`` with no
+    trusted run."""
     from benchtrail.compare.baseline import fetch_baselines, find_baselines
     from benchtrail.github.trust import trust_from_options
     from benchtrail.pipeline.report import report_baselines
@@ -185,18 +167,10 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``benchtrail compare``: write comparison.json, print its table then its path (``--json``: the
-    comparison itself); exit 3 with ``--fail-on regressed``
-    when a regression is not accepted, else 0.
-
-    Without ``--base``, the baseline is looked for in the store of ``resolve_store`` (``--store``, else
-    ``$BENCHTRAIL_STORE``, empty meaning none, else ``[tool.benchtrail] store``, else ``.benchtrail/store``
-    when it exists); with no store every row is new.
-
-    Raises:
-        UserError: unreadable results, thresholds or quarantine, ``--base`` and ``--store`` both given, or a
-            bad store set-up.
-    """
+    """Write comparison.json, print its table then its path (``--json``: the comparison); exit 3 with
+    ``--fail-on regressed`` when a regression is not accepted, else 0. Without ``--base`` the baseline comes
+    from ``resolve_store``'s store, if any (none: every row is new). Raises UserError for unreadable results,
+    thresholds or quarantine, ``--base`` with ``--store``, or a bad store set-up."""
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.report import compare_stage
 
@@ -214,12 +188,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
-    """``benchtrail comment``: render the comparison as the PR comment into ``--output-dir``; print the
-    stage's main output path. Exit 0.
-
-    Raises:
-        UserError: bad options or an unreadable comparison.
-    """
+    """Render the comparison as the PR comment into ``--output-dir``; print the main output's path. Raises
+    UserError for bad options or an unreadable comparison."""
     from benchtrail.compare.comment import check_comment_options, check_pages_url
     from benchtrail.pipeline.report import comment_stage
 

@@ -1,9 +1,5 @@
-"""``benchtrail evaluate-detector``: the command over :mod:`benchtrail.detector.evaluate` (``--metric
-latency``) and :mod:`benchtrail.detector.counts` (``--metric instructions``).
-
-Declaring it imports neither numpy nor scipy (``benchtrail --help`` declares every command); running it
-imports the evaluation, which needs both, and torch in its workers.
-"""
+"""``benchtrail evaluate-detector`` over the detector's latency and instruction-count evaluations. Declaring
+it imports neither numpy nor scipy; running it needs both, and torch in its workers."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ from benchtrail.cli.options import (
 
 
 def add_evaluate_detector_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail evaluate-detector`` on ``subparsers`` (from ``add_subparsers``); it calls
-    :func:`cmd_evaluate_detector`."""
+    """Declare ``evaluate-detector``."""
     p = add_command(subparsers, "evaluate-detector", cmd_evaluate_detector)
     p.add_argument("--metric", choices=("latency", "instructions"),
                    help="latency: wall time in three modes (default); instructions: counted under "
@@ -62,20 +57,15 @@ def add_evaluate_detector_parser(subparsers: Any) -> None:
 
 
 def _given(args: argparse.Namespace, *flags: str) -> list[str]:
-    """Those of ``flags`` given (``--max-samples``: ``args.max_samples`` set; every value given is truthy)."""
+    """Those of ``flags`` given (every value given is truthy)."""
     return [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"))]
 
 
 def cmd_evaluate_detector(args: argparse.Namespace) -> int:
-    """``benchtrail evaluate-detector``: print the setup, the expected duration and the table; write
-    the JSON. Exit 0.
-
-    Raises:
-        UserError: ``--output`` exists or cannot be written; ``--rejudge`` of a file that lacks a field or
-            has one of the wrong shape, or with an option that measures; ``--max-samples`` below
-            ``--samples``; duet mode on a machine that lets this process use fewer than 2 CPUs; an option of
-            the other metric; ``--metric instructions`` without valgrind.
-    """
+    """Print the setup, the expected duration and the table; write the JSON. Raises UserError for an
+    ``--output`` that exists or cannot be written, a ``--rejudge`` file missing a field or misshapen (or with
+    an option that measures), ``--max-samples`` below ``--samples``, duet with fewer than 2 usable CPUs, an
+    option of the other metric, or ``--metric instructions`` without valgrind."""
     from benchtrail.detector import counts
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
     from benchtrail.detector.load import Load

@@ -1,5 +1,4 @@
-"""``benchtrail doctor``: the command (argparse and exit code) over :mod:`benchtrail.runner.doctor`'s
-checks."""
+"""``benchtrail doctor``: the command over the runner's machine checks."""
 
 from __future__ import annotations
 
@@ -14,12 +13,8 @@ from benchtrail.runner.doctor import SCHEMA_VERSION, format_report, run_checks
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Print the checks, write ``--json`` (never overwritten); exit ``EXIT_CHECK_FAILED`` (4) when one failed,
-    else 0.
-
-    Raises:
-        UserError: ``--json`` names an existing file.
-    """
+    """Print the checks, write ``--json`` (never overwritten); exit 4 when one failed, else 0. Raises
+    UserError when ``--json`` exists."""
     if args.json:
         jsonio.check_new(args.json)
     report = run_checks()
@@ -30,8 +25,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_doctor_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail doctor`` on ``subparsers``; it calls :func:`cmd_doctor` (exit 4 when a check
-    fails)."""
+    """Declare ``doctor``."""
     p = add_command(subparsers, "doctor", cmd_doctor)
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the checks as JSON (never overwritten)")

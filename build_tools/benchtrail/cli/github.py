@@ -1,10 +1,6 @@
-"""``benchtrail configure``, ``post``, ``gate-status`` and ``runner-labels``: the GitHub wing's commands.
-
-``configure`` picks presets from a GitHub event (:mod:`benchtrail.github.configure`), ``post`` puts
-comment.json on the PR (:mod:`benchtrail.github.post`), ``gate-status`` sets the ``benchtrail/gate``
-commit status (:mod:`benchtrail.github.gate_status`), ``runner-labels`` prints the runners' ``runs-on``
-labels (:mod:`benchtrail.github.runner_labels`). None of them imports torch.
-"""
+"""``benchtrail configure``, ``post``, ``gate-status`` and ``runner-labels``: presets from a GitHub event,
+comment.json on the PR, the ``benchtrail/gate`` commit status, the runners' ``runs-on`` labels. None imports
+torch."""
 
 from __future__ import annotations
 
@@ -41,8 +37,7 @@ from benchtrail.github.post import (
 
 
 def add_configure_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail configure`` on ``subparsers`` (from ``add_subparsers``); it calls
-    :func:`cmd_configure`."""
+    """Declare ``configure``."""
     p = add_command(subparsers, "configure", cmd_configure)
     p.add_argument("--error-comment", type=Path, metavar="DIR",
                    help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
@@ -52,11 +47,8 @@ def add_configure_parser(subparsers: Any) -> None:
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
-    """``benchtrail configure``: append the selection to ``$GITHUB_OUTPUT`` and the job summary. Exit 0.
-
-    Raises:
-        UserError: an invalid selection, event or project (``benchtrail.github.configure.configure``).
-    """
+    """Append the selection to ``$GITHUB_OUTPUT`` and the job summary. Raises UserError for an invalid
+    selection, event or project."""
     loaded, settings = suite(), project()
     meta = dict(loaded.meta_presets)
     if "default" not in meta and settings.presets:  # what a push to the default branch runs
@@ -70,7 +62,7 @@ def _author(args: argparse.Namespace) -> str:
 
 
 def add_post_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail post`` on ``subparsers`` (from ``add_subparsers``); it calls :func:`cmd_post`."""
+    """Declare ``post``."""
     p = add_command(subparsers, "post", cmd_post)
     p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
     p.add_argument("--repo", type=repo_name, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
@@ -92,12 +84,8 @@ def add_post_parser(subparsers: Any) -> None:
 
 
 def cmd_post(args: argparse.Namespace) -> int:
-    """``benchtrail post``: exit 0 when posted, skipped or written to the job summary instead.
-
-    Raises:
-        UserError: a bad comment file, a missing repository, PR, head SHA or token, or what
-            ``benchtrail.github.post.post_comment`` raises.
-    """
+    """Exit 0 when posted, skipped or written to the job summary instead. Raises UserError for a bad comment
+    file, a missing repository, PR, head SHA or token, or a failed post."""
     result = post_comment(load_comment(args.comment),
                           repo=from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name),
                           pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
@@ -113,7 +101,7 @@ def cmd_post(args: argparse.Namespace) -> int:
 
 
 def add_runner_labels_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail runner-labels`` on ``subparsers``; it calls :func:`cmd_runner_labels`."""
+    """Declare ``runner-labels``."""
     p = add_command(subparsers, "runner-labels", cmd_runner_labels)
     p.add_argument("--device", metavar="NAME",
                    help="print only this device's labels (a JSON list) instead of the project's whole table")
@@ -122,12 +110,8 @@ def add_runner_labels_parser(subparsers: Any) -> None:
 
 
 def cmd_runner_labels(args: argparse.Namespace) -> int:
-    """``benchtrail runner-labels``: print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT``
-    value).
-
-    Raises:
-        UserError: a malformed pyproject.toml.
-    """
+    """Print the labels as one line of compact JSON (a ``$GITHUB_OUTPUT`` value). Raises UserError for a
+    malformed pyproject.toml."""
     import json
 
     from benchtrail.github.runner_labels import device_labels, project_labels
@@ -139,7 +123,7 @@ def cmd_runner_labels(args: argparse.Namespace) -> int:
 
 
 def add_gate_status_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail gate-status`` on ``subparsers``; it calls :func:`cmd_gate_status`."""
+    """Declare ``gate-status``."""
     p = add_command(subparsers, "gate-status", cmd_gate_status)
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
@@ -159,11 +143,8 @@ def add_gate_status_parser(subparsers: Any) -> None:
 
 
 def cmd_gate_status(args: argparse.Namespace) -> int:
-    """``benchtrail gate-status``: print the status set (or, with ``--plan``, the run to re-gate). Exit 0.
-
-    Raises:
-        UserError: no token or event, an event that is not a PR's workflow_run, or a GitHub error.
-    """
+    """Print the status set (with ``--plan``, the run to re-gate). Raises UserError for no token or event, an
+    event that is not a PR's workflow_run, or a GitHub error."""
     import github
     import requests
 

@@ -1,8 +1,5 @@
-"""``benchtrail history``, ``plot``, ``pages`` and ``compare-builds`` (``docs/history.md``).
-
-``benchtrail.cli.app``'s registry declares them with ``add_history_parsers(sub)``. Each prints the path of its
-main output last: history.json, the dashboard's index.html, the site's index.html, the ratio plot.
-"""
+"""``benchtrail history``, ``plot``, ``pages`` and ``compare-builds`` (docs/history.md). Each prints its main
+output's path last: history.json, the dashboard's index.html, the site's index.html, the ratio plot."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ from benchtrail.errors import EXIT_OK, UserError, missing_extra
 
 
 def add_history_parsers(subparsers: Any) -> None:
-    """Declare ``history``, ``plot``, ``pages`` and ``compare-builds`` on ``subparsers`` (from
-    ``add_subparsers``)."""
+    """Declare ``history``, ``plot``, ``pages`` and ``compare-builds``."""
     p = add_command(subparsers, "history", cmd_history)
     add_walk_arguments(p)
     p.add_argument("--output", type=path_argument, default=Path("history.json"),
@@ -77,8 +73,7 @@ def add_history_parsers(subparsers: Any) -> None:
 
 
 def add_walk_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--store``, ``--repo``, ``--ref`` and ``--max-commits`` of ``history`` and ``track``: what
-    :func:`collect` walks."""
+    """Declare ``--store``, ``--repo``, ``--ref`` and ``--max-commits``: what :func:`collect` walks."""
     parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--repo", type=path_argument, default=Path("."),
                         help="git repository whose history is walked (default .)")
@@ -88,8 +83,8 @@ def add_walk_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def collect(args: argparse.Namespace, store: str, repository: str | None = None) -> tuple[Any, Any]:
-    """``(opened store, history)`` for ``history`` and ``track``: the first-parent history of ``--ref``
-    from the runs of ``store`` that ``--trust`` trusts, with a warning on stderr for each run not used."""
+    """``(opened store, history)``: the first-parent history of ``--ref`` from the store's runs that
+    ``--trust`` trusts; a warning on stderr for each run not used."""
     from benchtrail.history.collect import collect_history
 
     opened, trust = open_trusted(args, store, repository)
@@ -100,7 +95,7 @@ def collect(args: argparse.Namespace, store: str, repository: str | None = None)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    """``benchtrail history``: collect, print a summary, write the history file and print its path. Exit 0."""
+    """Collect, print a summary, write the history file and print its path."""
     from benchtrail.history.collect import write_history
 
     jsonio.check_new(args.output)
@@ -119,12 +114,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def publish_folder(out_dir: Path) -> Iterator[Path]:
-    """Give a temporary sibling of ``out_dir`` to fill, then rename it to ``out_dir``: all or nothing.
-
-    Raises:
-        UserError: ``out_dir`` exists and is not an empty folder; whatever the ``with`` block raises (the
-            temporary folder is removed).
-    """
+    """Yield a temporary sibling of ``out_dir`` to fill, then rename it to ``out_dir``: all or nothing. Raises
+    UserError when ``out_dir`` is a file or a folder that holds files, or cannot be written; the temporary
+    folder is removed on any error."""
     check_output_dir(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; "
@@ -148,8 +140,7 @@ def publish_folder(out_dir: Path) -> Iterator[Path]:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """``benchtrail plot``: write the PNGs and the dashboard, print the PNG paths, then index.html's. Exit
-    0."""
+    """Write the PNGs and the dashboard; print the PNG paths, then index.html's."""
     from benchtrail.git import resolve_commit
     from benchtrail.history.collect import load_history
     from benchtrail.history.dashboard import write_dashboard
@@ -175,14 +166,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_pages(args: argparse.Namespace) -> int:
-    """``benchtrail pages``: collect the history of ``--ref`` from the store, write the static site
-    (``benchtrail.history.pages``) into ``--output-dir``, all or nothing; print a summary, then the path of
-    its index.html. Exit 0.
-
-    Raises:
-        UserError: an ``--output-dir`` that is a file or a folder holding files (checked before the store
-            is read); what ``history`` refuses (no usable run, an unknown ``--ref``, a bad store).
-    """
+    """Write the static site of ``--ref``'s history into ``--output-dir``, all or nothing; print a summary,
+    then index.html's path. Raises UserError for an ``--output-dir`` that is a file or holds files (before the
+    store is read), or what ``history`` refuses."""
     from benchtrail.history.pages import write_site
 
     with publish_folder(args.output_dir) as folder:
@@ -195,7 +181,7 @@ def cmd_pages(args: argparse.Namespace) -> int:
 
 
 def cmd_compare_builds(args: argparse.Namespace) -> int:
-    """``benchtrail compare-builds``: print the table, write the ratio plot and print its path. Exit 0."""
+    """Print the table, write the ratio plot and print its path."""
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
     from benchtrail.history.model import short
 

@@ -1,21 +1,10 @@
-"""``benchtrail init``: the files a project needs to adopt benchtrail, written once.
+"""``benchtrail init``: the files a project needs to adopt benchtrail, written once (docs/adopting.md).
 
-* ``pyproject.toml``: a ``[tool.benchtrail]`` table (created, or appended to a file without one);
-* the benchmarks module (``--benchmarks``, default ``benchmarks``: ``benchmarks.py``) with one example
-  benchmark, unless the module already exists (it is then used as it is);
-* ``.gitignore``: the local store ``.benchtrail/`` (appended unless it is there);
-* ``.github/workflows/benchmarks.yml`` and ``post_benchmark_comment.yml``: the caller workflows, with
-  the permissions the reusable workflow asks for (docs/adopting.md, "Permissions"), pinned to the
-  benchtrail commit this copy was installed from when pip recorded one (``direct_url.json``, PEP 610),
-  else to a placeholder that the command and the file say to replace.
-
-The store: without ``--store`` nothing names one, so the reusable workflow keeps its runs in the repository's
-own data branch (``git:origin#benchtrail-data``) and runs on GitHub-hosted runners (no ``runner-labels``); the
-printed next steps set up the branch's ruleset, its deploy key and Pages. ``--store gs://BUCKET[/PREFIX]``
-(the GCS + self-hosted path) or ``--store git:REMOTE#BRANCH`` goes into the workflow's ``store`` input, a
-``gs://`` one with self-hosted ``runner-labels``. Local ``benchtrail pipeline`` runs keep ``.benchtrail/store``.
-
-Nothing is overwritten: an existing file is kept and reported. Files are written atomically.
+``[tool.benchtrail]`` in pyproject.toml, an example benchmarks module unless ``--benchmarks`` exists,
+``.benchtrail/`` in .gitignore, and the two caller workflows, pinned to the commit pip installed benchtrail
+from (PEP 610), else to a placeholder. Without ``--store`` the workflow keeps runs in the repository's data
+branch on GitHub-hosted runners; ``--store gs://…`` adds self-hosted ``runner-labels``. An existing file is
+kept and reported, never overwritten; files are written atomically.
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _GS = re.compile(r"^gs://[a-z0-9][a-z0-9._-]*[a-z0-9](/[^\s'\"#]*)?$")
 #: The reusable workflow's store when nothing names one (docs/store.md, "The git store").
 DEFAULT_STORE = "git:origin#benchtrail-data"
-#: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes (the GCS + self-hosted path).
+#: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes.
 SELF_HOSTED = 'runner-labels = { "cpu" = ["self-hosted", "cpu"] }\n'
 #: What to set up once for the git store: the data branch's ruleset (only a deploy key may bypass it), the
 #: deploy key in an environment restricted to the default and release branches, and Pages.
@@ -50,7 +39,8 @@ with the GitHub CLI (gh) and OWNER/REPO your repository:
        gh api repos/OWNER/REPO/rulesets -X POST --input - <<'EOF'
        {{"name": "benchtrail-data", "target": "branch", "enforcement": "active",
         "conditions": {{"ref_name": {{"include": ["refs/heads/{branch}"], "exclude": []}}}},
-        "rules": [{{"type": "creation"}}, {{"type": "update"}}, {{"type": "deletion"}}, {{"type": "non_fast_forward"}}],
+        "rules": [{{"type": "creation"}}, {{"type": "update"}}, {{"type": "deletion"}}, \
+{{"type": "non_fast_forward"}}],
         "bypass_actors": [{{"actor_type": "DeployKey", "bypass_mode": "always"}}]}}
        EOF
   2. a deploy key with write access, its private half a secret of the environment benchtrail-postsubmit, which
@@ -61,7 +51,8 @@ with the GitHub CLI (gh) and OWNER/REPO your repository:
        {{"deployment_branch_policy": {{"protected_branches": false, "custom_branch_policies": true}}}}
        EOF
        gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies -f name=main
-       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies -f name='release-*'
+       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies \
+-f name='release-*'
        gh secret set BENCHTRAIL_DEPLOY_KEY --env benchtrail-postsubmit < benchtrail-deploy-key
        rm benchtrail-deploy-key benchtrail-deploy-key.pub
   3. Settings > Pages > Source: GitHub Actions (the history dashboard; a private repository without Pages
@@ -84,9 +75,8 @@ def add_init_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def installed_pin() -> tuple[str, str] | None:
-    """``(owner/name, commit)`` of the GitHub repository this benchtrail was pip-installed from
-    (``pip install "benchtrail @ git+https://github.com/OWNER/NAME@SHA"``), read from the distribution's
-    ``direct_url.json`` (PEP 610); None for any other install (editable, wheel, another host)."""
+    """``(owner/name, commit)`` from the ``direct_url.json`` (PEP 610) of a ``pip install "benchtrail @
+    git+https://github.com/OWNER/NAME@SHA"``; None for any other install."""
     try:
         return pin_of_direct_url(metadata.distribution("benchtrail").read_text("direct_url.json"))
     except metadata.PackageNotFoundError:
@@ -94,8 +84,8 @@ def installed_pin() -> tuple[str, str] | None:
 
 
 def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
-    """``(owner/name, commit)`` of a ``direct_url.json`` text (PEP 610) that records a git install from
-    github.com at a full commit SHA; None for anything else (no file, not JSON, another host, a branch)."""
+    """``(owner/name, commit)`` of a ``direct_url.json`` text recording a git install from github.com at a
+    full SHA; None for anything else."""
     try:
         data = json.loads(text) if text else {}
     except ValueError:
@@ -111,13 +101,13 @@ def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
 
 
 def _template(name: str) -> str:
-    """The text of the shipped template ``benchtrail/data/init/<name>``."""
+    """Text of ``benchtrail/data/init/<name>``."""
     return resources.files("benchtrail").joinpath("data", "init", name).read_text(encoding="utf-8")
 
 
 def workflow(template: str, pin: tuple[str, str] | None, store: str | None = None) -> str:
-    """A caller workflow from its template, pinned to ``pin`` or to the placeholders; ``store`` its ``store``
-    input (none: the reusable workflow's default, :data:`DEFAULT_STORE`)."""
+    """A caller workflow from ``template``, pinned to ``pin`` (None: the placeholders), ``store`` its
+    ``store`` input (None: the reusable workflow's default)."""
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
     line = f"      store: {store}\n" if store else ""
     comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
@@ -130,8 +120,7 @@ def workflow(template: str, pin: tuple[str, str] | None, store: str | None = Non
 
 
 def table(module: str, self_hosted: bool = False) -> str:
-    """The starter ``[tool.benchtrail]`` table; ``self_hosted``: with the CPU device's self-hosted runner
-    labels (else the workflow runs on GitHub-hosted runners)."""
+    """The starter ``[tool.benchtrail]`` table; ``self_hosted`` adds the CPU device's runner labels."""
     return ("\n# benchtrail's settings (docs/adopting.md). `benchtrail pipeline` runs the presets below and\n"
             "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise; CI's\n"
             "# store is the workflow's).\n"
@@ -141,11 +130,8 @@ def table(module: str, self_hosted: bool = False) -> str:
 
 
 def checked_store(url: str | None) -> str | None:
-    """``--store``: a ``gs://`` or ``git:`` URL (None stays None).
-
-    Raises:
-        UserError: anything else (a folder is no store for CI), or a malformed URL, naming what is allowed.
-    """
+    """``--store`` (None stays None). Raises UserError for anything but a ``gs://`` or ``git:`` URL (a folder
+    is no store for CI) or a malformed one, naming what is allowed."""
     if url is None:
         return None
     if url.startswith("git:"):
@@ -154,8 +140,9 @@ def checked_store(url: str | None) -> str | None:
         remote, branch = parse_url(url)
         return f"git:{remote}#{branch}"
     if not _GS.match(url):
-        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: lower-case "
-                        f"letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for {DEFAULT_STORE}")
+        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: "
+                        "lower-case letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for "
+                        f"{DEFAULT_STORE}")
     return url
 
 

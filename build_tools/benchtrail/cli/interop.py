@@ -1,10 +1,5 @@
-"""``benchtrail compare-backends`` and ``benchtrail convert``: one run's results for other eyes and tools.
-
-``benchtrail.cli.app``'s registry declares both with ``add_interop_parsers(sub)``. Each reads ``--results``
-(run directories or results files of ONE run), prints, and prints the path of its main output last:
-the PNG for ``compare-backends``, the converted file for ``convert``. docs/interop.md has the
-formats and examples.
-"""
+"""``benchtrail compare-backends`` and ``convert``: one run's results for other tools (docs/interop.md). Both
+read ``--results`` of ONE run and print their main output's path last: the PNG, the converted file."""
 
 from __future__ import annotations
 
@@ -26,7 +21,7 @@ RESULTS = {"type": path_argument, "nargs": "+", "action": "extend", "required": 
 
 
 def add_interop_parsers(subparsers: Any) -> None:
-    """Declare ``compare-backends`` and ``convert`` on ``subparsers`` (from ``add_subparsers``)."""
+    """Declare ``compare-backends`` and ``convert``."""
     p = add_command(subparsers, "compare-backends", cmd_compare_backends)
     p.add_argument("--results", **RESULTS)
     p.add_argument("--output-dir", type=path_argument, default=Path("."),
@@ -47,11 +42,8 @@ def add_interop_parsers(subparsers: Any) -> None:
 
 
 def cmd_compare_backends(args: argparse.Namespace) -> int:
-    """``benchtrail compare-backends``: print the table, then the PNG path last. Exit 0.
-
-    Raises:
-        UserError: no results, results of several runs, no execution records, or the PNG exists.
-    """
+    """Print the table, then the PNG's path. Raises UserError for no results, results of several runs, no
+    execution records, or an existing PNG."""
     from benchtrail.interop.backends import compare_backends, load_one_run, render_table, speedups_figure
     from benchtrail.jsonio import check_new, write_png
 
@@ -67,13 +59,9 @@ def cmd_compare_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    """``benchtrail convert``: write the document, list left-out records on stderr, print the path
-    last. Exit 0.
-
-    Raises:
-        UserError: unknown ``--to`` or ``--kind``, bad or missing results, several runs, nothing
-            ok to convert, or ``--output`` exists.
-    """
+    """Write the document, list left-out records on stderr, print the path last. Raises UserError for an
+    unknown ``--to`` or ``--kind``, bad or missing results, several runs, nothing ok to convert, or an
+    existing ``--output``."""
     from benchtrail.interop.backends import load_one_run
     from benchtrail.interop.convert import check_options, convert, dumps
     from benchtrail.jsonio import check_new, write_text_atomic

@@ -1,9 +1,7 @@
-"""The option types (every argparse validator of the CLI) and the helpers that several command families share.
+"""The CLI's argparse types and the helpers several command families share.
 
-Each ``argparse`` type here turns one flag's text into its value or raises
-``argparse.ArgumentTypeError`` (argparse prints ``argument --flag: <message>`` and exits 1, see
-``benchtrail.cli.app.ExitOneArgumentParser``). Importing this module imports no third-party package:
-``benchtrail --help`` declares every command with it.
+Each type raises ``ArgumentTypeError`` (argparse prints ``argument --flag: <message>`` and exits 1). Imports
+no third-party package: ``benchtrail --help`` declares every command with it.
 """
 
 from __future__ import annotations
@@ -39,23 +37,15 @@ T = TypeVar("T")
 
 
 def project():
-    """The working directory's ``[tool.benchtrail]`` settings (``benchtrail.project.Project``).
-
-    Raises:
-        UserError: a malformed pyproject.toml or table.
-    """
+    """``[tool.benchtrail]`` of the working directory. Raises UserError for a malformed pyproject.toml."""
     from benchtrail.project import load_project
 
     return load_project(Path("."))
 
 
 def suite():
-    """The project's suite (benchtrail's own ``benchmark_suites`` unless ``[tool.benchtrail] suite`` names
-    one).
-
-    Raises:
-        UserError: the suite cannot be loaded (``benchtrail.project.load_suite``).
-    """
+    """The project's suite (``[tool.benchtrail] suite``, else benchtrail's own ``benchmark_suites``). Raises
+    UserError when it cannot be loaded."""
     from benchtrail.project import load_suite
 
     return load_suite(project())
@@ -73,11 +63,8 @@ def presets(text: str) -> tuple[str, ...]:
 
 
 def project_presets(settings: Any) -> tuple[str, ...]:
-    """:func:`presets` of ``[tool.benchtrail] presets`` (``settings``: a ``benchtrail.project.Project``).
-
-    Raises:
-        UserError: an unknown preset, naming pyproject.toml and the table.
-    """
+    """:func:`presets` of ``[tool.benchtrail] presets``. Raises UserError for an unknown preset, naming
+    pyproject.toml and the table."""
     try:
         return presets(settings.presets)
     except ArgumentTypeError as exc:
@@ -89,34 +76,19 @@ def project_presets(settings: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StoreChoice:
-    """The store a command uses and where that came from.
-
-    Attributes:
-        url: what ``benchtrail.store.open_store`` takes (a folder, ``file://`` or ``gs://`` URL), or
-            None: no store.
-        source: ``--store``, ``BENCHTRAIL_STORE``, ``<pyproject.toml>: [tool.benchtrail] store`` or
-            ``default`` (``DEFAULT_STORE``), for messages.
-    """
+    """The store a command uses: ``url`` (a folder, ``file://`` or ``gs://`` URL; None: no store) and, for
+    messages, its ``source`` (``--store``, ``BENCHTRAIL_STORE``, ``<pyproject.toml>: [tool.benchtrail] store``
+    or ``default``)."""
 
     url: str | None
     source: str
 
 
 def resolve_store(flag: str | None) -> StoreChoice:
-    """The store of every command that takes one (the one rule; docs/store.md, "Which store"):
-
-    1. ``--store`` when given (an empty value: no store);
-    2. else ``$BENCHTRAIL_STORE`` when the variable is set; set but empty (or blank): no store, as
-       the reusable workflow sets it when no store is configured;
-    3. else ``[tool.benchtrail] store`` of the project's pyproject.toml (a relative folder is
-       relative to that file's folder, as its other paths are);
-    4. else ``DEFAULT_STORE`` (``.benchtrail/store`` in the working directory).
-
-    Commands that cannot work without a store call :func:`require_store`.
-
-    Raises:
-        UserError: a malformed pyproject.toml (read only when steps 1 and 2 name nothing).
-    """
+    """The one store rule (docs/store.md, "Which store"): ``--store`` (empty: none), else
+    ``$BENCHTRAIL_STORE`` (set but blank: none), else ``[tool.benchtrail] store`` (relative to
+    pyproject.toml's folder), else ``DEFAULT_STORE`` in the working directory. Raises UserError for a
+    malformed pyproject.toml."""
     if flag is not None:
         return StoreChoice(flag.strip() or None, "--store")
     if STORE_ENV in os.environ:
@@ -131,20 +103,15 @@ def resolve_store(flag: str | None) -> StoreChoice:
 
 
 def optional_store(flag: str | None) -> str | None:
-    """:func:`resolve_store`'s store for a command that works without one (``compare``, ``compare-builds``):
-    None for no store, and the default ``.benchtrail/store`` only when it exists."""
+    """:func:`resolve_store`'s store for a command that works without one: None for none, and the default
+    ``.benchtrail/store`` only when it exists."""
     choice = resolve_store(flag)
     return None if choice.source == "default" and not Path(choice.url).is_dir() else choice.url
 
 
 def require_store(flag: str | None, needs: str) -> str:
-    """:func:`resolve_store`'s store, for a command that cannot work without one (``needs`` says who
-    asks, e.g. ``benchtrail history``).
-
-    Raises:
-        UserError: the rule resolves to no store (an empty ``--store`` or ``BENCHTRAIL_STORE``), naming
-            which and how to give one; or a malformed pyproject.toml.
-    """
+    """:func:`resolve_store`'s store for a command that needs one (``needs`` names it). Raises UserError when
+    the rule gives none (an empty ``--store`` or ``BENCHTRAIL_STORE``) or for a malformed pyproject.toml."""
     choice = resolve_store(flag)
     if choice.url is None:
         given = "--store is empty" if choice.source == "--store" else f"{STORE_ENV} is set but empty"
@@ -159,15 +126,14 @@ def require_store(flag: str | None, needs: str) -> str:
 
 
 def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], **kwargs: Any) -> Any:
-    """``subparsers.add_parser(name, **kwargs)``, the parser of a command that ``func(args)`` runs."""
+    """``subparsers.add_parser(name, **kwargs)``, its command run by ``func(args)``."""
     parser = subparsers.add_parser(name, **kwargs)
     parser.set_defaults(func=func)
     return parser
 
 
 def add_any_origin_argument(parser: Any) -> None:
-    """``--baseline-any-origin`` (compare, pipeline): lift the origin part of the baseline key only
-    (``benchtrail.results.baseline_key``: a run in CI, ``GITHUB_ACTIONS=true``, or outside it)."""
+    """Declare ``--baseline-any-origin``: lift only the origin part (CI or local) of the baseline key."""
     parser.add_argument("--baseline-any-origin", action="store_true",
                         help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
                              "default a run is compared only with runs of its own origin, CI or local, since "
@@ -190,7 +156,7 @@ FILTER_PARENT = _parent("--filter", metavar="REGEX",
 PRESETS_PARENT = _parent("--benchmark-presets", type=presets, metavar="P[,P...]",
                          help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
                               "default: presets of [tool.benchtrail] in pyproject.toml)")
-#: What ``--metrics`` takes: wall time always; instruction counts under callgrind (issue 44).
+#: What ``--metrics`` takes: wall time always; instruction counts under callgrind.
 METRIC_NAMES = ("latency", "instructions")
 
 
@@ -199,7 +165,8 @@ def metric_names(text: str) -> tuple[str, ...]:
     out = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
     if not set(out) <= set(METRIC_NAMES):
         empty = "an empty metric between commas; " if "" in out else ""
-        raise ArgumentTypeError(f"{text!r}: {empty}expected metrics out of {', '.join(METRIC_NAMES)}, comma-separated")
+        raise ArgumentTypeError(f"{text!r}: {empty}expected metrics out of {', '.join(METRIC_NAMES)}, "
+                                "comma-separated")
     return ("latency", *(m for m in out if m != "latency"))
 
 
@@ -223,9 +190,8 @@ QUARANTINE_PARENT = _parent("--quarantine", type=Path,
 
 def whole_number(minimum: int, expected: str | None = None, *, show_number: bool = False
                  ) -> Callable[[str], int]:
-    """argparse type: digits only (no sign, no space), at least ``minimum``; else ``expected <expected>, got
-    '<text>'`` (``expected`` defaults to ``a whole number from <minimum>``; ``show_number``: a number below
-    ``minimum`` is shown unquoted)."""
+    """argparse type: digits only, at least ``minimum``; else ``expected <expected>, got '<text>'`` (default
+    ``a whole number from <minimum>``; ``show_number``: a number below ``minimum`` unquoted)."""
     wanted = expected or f"a whole number from {minimum}"
 
     def parse(text: str) -> int:
@@ -259,10 +225,10 @@ def run_key(text: str) -> tuple[int, int]:
     return tuple(map(int, parts))
 
 
-#: Samples per round of the detector: ``benchtrail.detector.rules.ROUND_SAMPLES``, which imports scipy
-#: at load time; tests/test_cli_startup.py checks that the two agree.
+#: Samples per round of the detector, copied from its rules, which import scipy at load time;
+#: tests/test_cli_startup.py checks that the two agree.
 ROUND_SAMPLES = 10
-#: ``benchtrail.detector.evaluate.MODES`` (declaring the command imports no numpy).
+#: The detector evaluation's modes, copied (declaring the command imports no numpy).
 MODES = ("stored-baseline", "paired", "duet")
 
 
@@ -292,8 +258,7 @@ def percentage(text: str) -> float:
 
 
 def percent_deltas(text: str) -> tuple[float, ...]:
-    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), percent of extra work, each in (0, 1000],
-    no repeats."""
+    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), distinct percents of extra work in (0, 1000]."""
     out = []
     for part in text.split(","):
         value = _number(part)
@@ -341,7 +306,7 @@ def deadline_seconds(text: str) -> float:
 
 
 def run_id(text: str) -> str:
-    """argparse type: a run id (``benchtrail.store.base.check_id``'s rule)."""
+    """argparse type: a run id (the store's ``check_id`` rule)."""
     from benchtrail.store.base import check_id
 
     try:
@@ -381,11 +346,8 @@ def check_output_dir(out_dir: Path) -> None:
 
 
 def from_env(value: T | None, flag: str, env: str, parse: Callable[[str], T]) -> T:
-    """``value`` when the flag was given, else ``parse($env)``.
-
-    Raises:
-        UserError: neither is set, or ``$env`` does not parse (the message names it).
-    """
+    """``value`` when the flag was given, else ``parse($env)``. Raises UserError when neither is set or
+    ``$env`` does not parse."""
     if value is not None:
         return value
     text = os.environ.get(env, "").strip()
@@ -405,11 +367,8 @@ def api_url(flag: str | None) -> str:
 
 
 def github_token(writes: str = "issue comments") -> str:
-    """``$GITHUB_TOKEN``: never a flag, as a token on the command line shows in process lists and logs.
-
-    Raises:
-        UserError: it is unset or blank, naming what the token must be allowed to write.
-    """
+    """``$GITHUB_TOKEN``, never a flag (a command line shows in process lists and logs). Raises UserError when
+    it is unset or blank, naming what the token must be allowed to write."""
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise UserError(f"no GitHub token: set GITHUB_TOKEN to a token that may write {writes}")
@@ -417,15 +376,14 @@ def github_token(writes: str = "issue comments") -> str:
 
 
 def accept_globs(flags: list[str] | None) -> list[str]:
-    """``--accept`` globs followed by those of the comma-separated ``BENCHMARKS_ACCEPT`` (what
-    ``benchtrail configure`` fills from ``benchmarks-accept:`` trailers), stripped, empty ones dropped."""
+    """``--accept`` globs, then those of the comma-separated ``BENCHMARKS_ACCEPT`` (``configure`` fills it
+    from trailers), stripped, empty ones dropped."""
     globs = list(flags or []) + os.environ.get("BENCHMARKS_ACCEPT", "").split(",")
     return [g.strip() for g in globs if g.strip()]
 
 
 def open_trusted(args: argparse.Namespace, url: str, repository: str | None = None) -> tuple[Any, Any]:
-    """The store at ``url``, opened read-only, and the ``Trust`` that ``--trust`` and ``--trusted-workflow``
-    give for it (``benchtrail.github.trust.trust_from_options``)."""
+    """The store at ``url``, opened read-only, and the ``Trust`` of ``--trust`` and ``--trusted-workflow``."""
     from benchtrail.github.trust import trust_from_options
     from benchtrail.store import open_store
 
@@ -434,7 +392,7 @@ def open_trusted(args: argparse.Namespace, url: str, repository: str | None = No
 
 
 def add_trust_arguments(parser: Any) -> None:
-    """``--trust`` and ``--trusted-workflow`` on an argparse parser (``benchtrail.github.trust``)."""
+    """Declare ``--trust`` and ``--trusted-workflow``."""
     from benchtrail.github.trust import TRUST_CHOICES
 
     parser.add_argument("--trust", choices=TRUST_CHOICES, default="auto",

@@ -1,9 +1,5 @@
-"""The commands that run benchmarks, and those that explain a run: ``export``, ``compile``, ``run``,
-``pipeline``, ``ab``, ``explain`` and ``dump-cmds``.
-
-Declaring them imports no torch; running ``compile``, ``run``, ``pipeline`` and ``ab`` does (their
-stages launch workers and read the environment).
-"""
+"""``export``, ``compile``, ``run``, ``pipeline``, ``ab``, ``explain``, ``dump-cmds``: run benchmarks, explain
+a run. Declaring them imports no torch; running compile, run, pipeline or ab does."""
 
 from __future__ import annotations
 
@@ -33,32 +29,29 @@ from benchtrail.cli.options import (
 )
 from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, UserError
 
-#: The run stage's environment setting (``benchtrail.runner.run_cases.noise_rerun_enabled``), said in
-#: --help; 10% is ``benchtrail.stats.inference.NOISE_RERUN``, written out here so that the CLI's start
-#: imports no numpy or scipy.
+#: The run stage's noise re-run setting, said in --help; 10% is the statistics' ``NOISE_RERUN``, written
+#: out here so that the CLI's start imports no numpy or scipy.
 NOISE_RERUN_HELP = ("A case whose samples' IQR/median is above 10% runs once more; "
                     "BENCHTRAIL_NOISE_RERUN=0 turns that off (1, unset or empty: on), recorded as "
                     "run.noise_rerun in the results (docs/statistics.md).")
 
-#: What ``--gate-metric`` takes (``benchtrail.pipeline.measure.counting``), and its environment fallback.
+#: What ``--gate-metric`` takes, and its environment fallback.
 GATE_METRICS = ("latency", "instructions")
 GATE_METRIC_ENV = "BENCHTRAIL_GATE_METRIC"
 GATE_PARENT = argparse.ArgumentParser(add_help=False)
 GATE_PARENT.add_argument(
     "--gate-metric", choices=GATE_METRICS,
-    help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its instruction "
-         "count (counted: --metrics defaults to latency,instructions; needs valgrind), its wall time reported, "
-         "not gated, as on a device marked count_instructions; a case without a count (Inductor, or "
-         f"--metrics latency) keeps wall time gating (default: ${GATE_METRIC_ENV}, else latency)")
+    help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its "
+         "instruction count (counted: --metrics defaults to latency,instructions; needs valgrind), its wall "
+         "time reported, not gated, as on a device marked count_instructions; a case without a count "
+         f"(Inductor, or --metrics latency) keeps wall time gating (default: ${GATE_METRIC_ENV}, else "
+         "latency)")
 
 
 def gate_metric(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
-    """(``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC``, unset or empty: ``latency``; ``--metrics``, by default
-    ``latency`` with ``instructions`` when the gate metric is ``instructions``).
-
-    Raises:
-        UserError: the variable holds another value, naming it, the value and the allowed ones.
-    """
+    """``(gate metric, metrics)``: ``--gate-metric``, else ``$BENCHTRAIL_GATE_METRIC``, else latency;
+    ``--metrics``, else latency, with instructions when they gate. Raises UserError for another value of the
+    variable, naming it and the allowed ones."""
     value = args.gate_metric or os.environ.get(GATE_METRIC_ENV, "").strip() or "latency"
     if value not in GATE_METRICS:
         raise UserError(f"{GATE_METRIC_ENV}={value!r}: allowed: {', '.join(GATE_METRICS)}, unset or empty "
@@ -67,7 +60,7 @@ def gate_metric(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
 
 
 def add_stage_parsers(subparsers: Any) -> None:
-    """Declare ``export``, ``compile`` and ``run`` on ``subparsers`` (from ``add_subparsers``)."""
+    """Declare ``export``, ``compile`` and ``run``."""
     p = add_command(subparsers, "export", cmd_export, parents=[PRESETS_PARENT, FILTER_PARENT])
     p.add_argument("kind", choices=("execution", "compilation"))
     p.add_argument("--shard-count", type=whole_number(1), default=1, help="shards per device (default 1)")
@@ -106,7 +99,7 @@ def add_stage_parsers(subparsers: Any) -> None:
 
 
 def add_pipeline_parsers(subparsers: Any) -> None:
-    """Declare ``pipeline`` and ``ab`` on ``subparsers``."""
+    """Declare ``pipeline`` and ``ab``."""
     p = add_command(subparsers, "pipeline", cmd_pipeline, epilog=NOISE_RERUN_HELP, parents=[
         PRESETS_PARENT, FILTER_PARENT, METRICS_PARENT, GATE_PARENT, THRESHOLDS_PARENT, QUARANTINE_PARENT])
     p.add_argument("--store", help=STORE_HELP)
@@ -156,7 +149,7 @@ def add_pipeline_parsers(subparsers: Any) -> None:
 
 
 def add_explain_parsers(subparsers: Any) -> None:
-    """Declare ``explain`` and ``dump-cmds`` on ``subparsers``."""
+    """Declare ``explain`` and ``dump-cmds``."""
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--run", help="run directory: a folder, or a store URL ending in /runs/<id>/<attempt>/ "
                                    "such as gs://bucket/runs/123/1/ (default: the "
@@ -173,8 +166,8 @@ def add_explain_parsers(subparsers: Any) -> None:
 
 
 def _run_info(run_configs: Path) -> dict:
-    """``run`` of a results file written from the export ``run_configs``: a new run id, attempt and
-    the presets the export was made for (CI's runs record them; none for older exports)."""
+    """The results' ``run``: a new run id and attempt, and the presets the export ``run_configs`` was made for
+    (none for older exports)."""
     from benchtrail.pipeline.job import new_run_id
     from benchtrail.suite.export import load_presets
 
@@ -195,7 +188,7 @@ def _filtered_suite(args: argparse.Namespace):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``benchtrail export``: write the export (or print it with ``--output -``). Exit 0, or UserError."""
+    """Write the export (or print it with ``--output -``)."""
     from benchtrail import jsonio
     from benchtrail.pipeline.export import checked_export
 
@@ -216,7 +209,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    """``benchtrail compile``: print the statistics file's path; exit 2 when a module failed, else 0."""
+    """Print the statistics file's path; exit 2 when a module failed, else 0."""
     from benchtrail.pipeline.measure import compile_stage
     from benchtrail.suite.definitions import Architecture
 
@@ -230,8 +223,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``benchtrail run``: print the results files' paths (with instructions, the counted one too); exit 2 when
-    a case failed, else 0."""
+    """Print the results files' paths (with instructions, the counted one too); exit 2 when a case failed,
+    else 0."""
     from benchtrail.pipeline.measure import count_stage, counting, run_stage
 
     cases = (args.run_configs, args.device_name, args.shard_index)
@@ -250,15 +243,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    """``benchtrail pipeline``: print the comparison's table, then the comment's path (``--json``: the
-    comparison itself); exit 3 with ``--fail-on regressed`` when a regression is not accepted (under
-    ``compare.gate``'s ``confirmed`` rule when the re-check ran, as CI's gate, else ``any``), 2 when a case
-    failed, else 0.
-
-    Raises:
-        UserError: the store resolves to none (``BENCHTRAIL_STORE`` set but empty; ``require_store``), a bad
-            ``BENCHTRAIL_GATE_METRIC`` (:func:`gate_metric`), and whatever ``run_pipeline`` raises.
-    """
+    """Print the comparison's table, then the comment's path (``--json``: the comparison); exit 3 with
+    ``--fail-on regressed`` for a regression not accepted (only confirmed ones when the re-check ran, as CI's
+    gate), 2 when a case failed, else 0. Raises UserError when the store resolves to none, for a bad
+    ``BENCHTRAIL_GATE_METRIC``, and what the pipeline raises."""
     store = require_store(args.store, "benchtrail pipeline (it writes its run into a store)")
     gate, metrics = gate_metric(args)
     from benchtrail.compare.rules import Rules
@@ -273,8 +261,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    """``benchtrail ab``: print the comparison's table, then the comment's path (``--json``: the comparison
-    itself); exit 3 for a regression not accepted, 2 for a failed case, else 0."""
+    """Print the comparison's table, then the comment's path (``--json``: the comparison); exit 3 for a
+    regression not accepted, 2 for a failed case, else 0."""
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import available_architectures
     from benchtrail.pipeline.measure import ab_stage, recheck_stage
@@ -346,7 +334,7 @@ def _run_dir(args: argparse.Namespace):
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``benchtrail explain``: print how one benchmark of a run was set up and how to reproduce it. Exit 0."""
+    """Print how one benchmark of a run was set up and how to reproduce it."""
     from benchtrail.runner.explain import explain, load_targets, resolve
 
     run_dir, fetch_module = _run_dir(args)
@@ -357,7 +345,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_dump_cmds(args: argparse.Namespace) -> int:
-    """``benchtrail dump-cmds``: print the reproduce command of every benchmark of a run. Exit 0."""
+    """Print the reproduce command of every benchmark of a run."""
     from benchtrail.runner.explain import dump_commands, load_targets
 
     run_dir, _ = _run_dir(args)

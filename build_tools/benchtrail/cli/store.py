@@ -1,9 +1,5 @@
-"""``benchtrail upload`` and ``benchtrail fetch``: move a run directory to and from a store.
-
-``benchtrail.cli.app``'s registry declares them with ``add_upload_parser(sub)`` and ``add_fetch_parser(sub)``.
-Both print the path of their main output last: the run's store URL for ``upload``, the local run
-directory for ``fetch``.
-"""
+"""``benchtrail upload`` and ``fetch``: move a run directory to and from a store. Each prints its main output
+last: the run's store URL, the local run directory."""
 
 from __future__ import annotations
 
@@ -42,7 +38,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_upload_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail upload`` on ``subparsers`` (from ``add_subparsers``); it calls ``cmd_upload``."""
+    """Declare ``upload``."""
     p = add_command(subparsers, "upload", cmd_upload)
     p.add_argument("--run-dir", type=Path, required=True,
                    help="local folder whose files become the run's files")
@@ -53,7 +49,7 @@ def add_upload_parser(subparsers: Any) -> None:
 
 
 def add_fetch_parser(subparsers: Any) -> None:
-    """Declare ``benchtrail fetch`` on ``subparsers``; it calls ``cmd_fetch``."""
+    """Declare ``fetch``."""
     p = add_command(subparsers, "fetch", cmd_fetch)
     _run_arguments(p)
     p.add_argument("--dest", type=Path, required=True, help="local folder that receives the run's files")
@@ -67,8 +63,7 @@ def _opened(args: argparse.Namespace, command: str) -> tuple[Any, tuple[str, ...
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    """``benchtrail upload``: prints the count and the run's total, then the run's store URL. Exit 0, or
-    UserError."""
+    """Print the count of files stored and the run's total, then the run's store URL."""
     from benchtrail.store.pointer import check_own_pointer, pointer_info
 
     store, patterns = _opened(args, "upload")
@@ -88,7 +83,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    """``benchtrail fetch``: prints the local run directory last. Exit 0, or UserError."""
+    """Print the local run directory last."""
     from benchtrail.store.pointer import names_run
 
     store, patterns = _opened(args, "fetch")

@@ -1,8 +1,5 @@
-"""``benchtrail track`` and ``benchtrail bisect-range``: the commands over :mod:`benchtrail.history.track`.
-
-``track`` collects the first-parent history from a store, prints the change points, files issues through
-:mod:`benchtrail.github.track_issues` with ``--post`` and writes the JSON report with ``--report``.
-"""
+"""``benchtrail track`` and ``bisect-range``: change points of the first-parent history from a store;
+``--post`` files issues for new regressions, ``--report`` writes the JSON report."""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_ta
 
 
 def add_track_parsers(subparsers: Any) -> None:
-    """Declare ``benchtrail track`` and ``benchtrail bisect-range`` on ``subparsers``."""
+    """Declare ``track`` and ``bisect-range``."""
     p = add_command(subparsers, "track", cmd_track)
     add_walk_arguments(p)
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
@@ -51,8 +48,7 @@ def add_track_parsers(subparsers: Any) -> None:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    """``benchtrail track``: print the change points, post issues with ``--post``, write ``--report``. Exit
-    0."""
+    """Print the change points; post issues with ``--post``; write ``--report``."""
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.github.track_issues import post_issues
 
@@ -79,7 +75,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_bisect_range(args: argparse.Namespace) -> int:
-    """``benchtrail bisect-range A B``: one ``<sha> <subject>`` line per commit, oldest first. Exit 0."""
+    """Print one ``<sha> <subject>`` line per commit after A up to B, oldest first."""
     commits = bisect_range(args.repo, args.a, args.b)
     for sha, subject in commits:
         print(f"{sha} {subject}".rstrip())
