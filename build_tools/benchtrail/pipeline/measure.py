@@ -198,7 +198,8 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path, rules: Rules,
              policy: Policy) -> Path:
     """Run ``run_configs`` paired, ``base_ref`` against ``repo``'s working tree, writing
-    ``results/{base,head}.json``, ``comparison.json`` and ``comment/`` under ``output_dir``; returns comment.md.
+    ``results/{base,head}.json``, ``comparison.json`` and ``comment/`` under ``output_dir``; returns
+    comment.md.
     Raises UserError for an unknown ref, a failing ``git worktree`` or outputs that exist."""
     outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
     jsonio.check_new(*outputs, output_dir / "comparison.json")
