@@ -1,16 +1,12 @@
-"""Find the baseline runs of a head run (DESIGN.md's rule), one per device.
+"""Find a head run's baseline runs, one per device (DESIGN.md's rule).
 
-1. An explicit ``--base-commit``: its newest trusted run for each device.
-2. Else the merge base of HEAD with the base branch (a PR's own base branch; the default branch when
-   none is given; HEAD itself when there is none) and its first-parent ancestors, up to
-   ``MAX_ANCESTORS``: each device of the head takes the nearest commit's newest run whose baseline key
-   matches its own (``benchtrail.results.baseline_key``) and that the ``Trust`` accepts
-   (``benchtrail.github.trust``).
-3. Else, per device still lacking one, the most recent earlier trusted run of the head commit itself.
+1. ``--base-commit``: its newest trusted run for each device.
+2. Else the merge base of HEAD with the base branch (default: the default branch; else HEAD) and up to
+   ``MAX_ANCESTORS`` first-parent ancestors: each device takes the nearest commit's newest trusted run
+   with its own baseline key.
+3. Else the newest earlier trusted run of the head commit itself.
 
-Devices may so get baselines of different commits; a device that finds none is ``lacking`` (its
-rows are new), and every run passed over because the trust refused it is listed in ``ignored``
-with the reason.
+Devices may get baselines of different commits; one without any is ``lacking`` (its rows are new).
 """
 
 from __future__ import annotations
@@ -31,14 +27,13 @@ MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
 ORIGIN_HINT = ("a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take "
                "it (the same device name may name another machine)")
-#: What a baseline run is fetched for when its pointer (version 1) does not list its results files.
+#: Fetched of a baseline run whose pointer (version 1) lists no results files.
 RESULTS_PATTERNS = ("results/*.json",)
 
 
 @dataclass(frozen=True)
 class Baseline:
-    """One chosen baseline run: its commit, why it was chosen, its run, the local folder its results
-    were fetched into, the head devices it serves and the results files its pointer lists."""
+    """A chosen baseline run: ``run_dir`` holds its fetched results, ``results`` its pointer's files."""
 
     commit: str
     reason: str
@@ -65,14 +60,8 @@ class Ignored:
 
 @dataclass(frozen=True)
 class BaselineSet:
-    """The baselines of one head run.
-
-    Attributes:
-        runs: the chosen runs, the one serving the most devices first; each serves ``Baseline.devices``.
-        lacking: ``{device: why}`` for head devices without a baseline.
-        ignored: runs passed over because the trust refused them.
-        trust: what the trust accepts (``Trust.description``).
-    """
+    """The baselines of one head run: ``runs`` the one serving most devices first, ``lacking``
+    ``{device: why}``, ``ignored`` the runs the trust refused, ``trust`` its description."""
 
     runs: tuple[Baseline, ...]
     lacking: dict[str, str]
@@ -84,11 +73,9 @@ class BaselineSet:
         return self.runs[0] if self.runs else None
 
     def to_dict(self) -> Json | None:
-        """comparison.json's ``baseline``: the primary run's fields plus ``devices`` (each device's
-        run), ``lacking``, ``ignored`` and ``trust``; without any run ``{reason, lacking, ignored,
-        trust}`` when something was ignored (``no usable baseline run: ...`` when a run's results could
-        not be used, else ``no trusted baseline run: ...``) or a run under another key was found, else
-        None."""
+        """comparison.json's ``baseline``: the primary run's fields, ``devices`` (each device's run),
+        ``lacking``, ``ignored``, ``trust``. Without runs ``{reason, lacking, ignored, trust}`` when a run
+        was ignored or stored under another key, else None."""
         extra = {"lacking": dict(sorted(self.lacking.items())),
                  "ignored": [asdict(i) for i in self.ignored], "trust": self.trust}
         if not self.runs:
@@ -104,14 +91,9 @@ class BaselineSet:
 
 
 def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
-    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (``origin/<base_branch>`` when it
-    exists, as in a CI checkout, else ``base_branch``; default: the default branch, ``origin/HEAD``'s target,
-    else the first of origin/main, main, origin/master, master that exists), then its first-parent
-    ancestors, ``MAX_ANCESTORS`` at most.
-
-    Raises:
-        UserError: ``base_branch`` is given but is not a branch of ``repo``.
-    """
+    """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (``origin/<base_branch>`` first;
+    default: ``origin/HEAD``'s target, else origin/main, main, origin/master, master), then up to
+    ``MAX_ANCESTORS`` first-parent ancestors. Raises UserError when ``base_branch`` is not a branch."""
     refs = ((f"origin/{base_branch}", base_branch) if base_branch else
             ("origin/main", "main", "origin/master", "master"))
     branch = (None if base_branch else symbolic_ref(repo, "refs/remotes/origin/HEAD")) or next(
@@ -131,15 +113,12 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
 def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
                    trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
                    exclude: tuple[str, int] | None = None, any_origin: bool = False) -> BaselineSet:
-    """The baseline runs of a head run whose devices have the keys ``head_keys`` (module docstring).
-    ``run_dir`` of each is the store's local run folder (not fetched yet). ``trust`` defaults to
-    ``TrustAll``; ``exclude`` is the head run itself. ``any_origin`` (``--baseline-any-origin``) lets
-    a run outside CI serve a CI head and the reverse; without it a device whose only matching runs are
-    of the other origin is ``lacking`` with a reason that says so and names the flag.
+    """The baseline runs of a head run whose devices have ``head_keys`` (the module docstring's rule), each
+    ``run_dir`` the store's local run folder, not fetched yet. ``trust`` None trusts all; ``exclude`` is the
+    head run; ``any_origin`` (``--baseline-any-origin``) lets a local run serve a CI head and the reverse.
 
-    Raises:
-        UserError: ``explicit`` is given but the store holds no usable run of it for any head device;
-            ``base_branch`` is not a branch of ``repo``; the store cannot be read.
+    Raises: UserError when ``explicit`` has no usable run for any head device, ``base_branch`` is not a
+    branch of ``repo``, or the store cannot be read.
     """
     trust = trust or TrustAll()
     branches = (base_branch,) if base_branch else ()
@@ -160,9 +139,8 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
         seen.add(sha)
 
         def candidate(p: Pointer, sha: str = sha) -> bool:
-            """Whether the pointer's run serves a wanted device: every head key matches one of the run's keys
-            for the device and every one of the run's keys matches a head key (a run that measured part of a
-            device's shards on another GPU model serves no head of that device)."""
+            """Whether the pointer's run serves a wanted device: its keys and the head's match both ways (a
+            run with some of a device's shards on another GPU model serves no head of that device)."""
             run = p["run_id"], p["attempt"]
             if run == exclude:
                 return False
@@ -206,19 +184,12 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
 
 
 def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile], BaselineSet]:
-    """Fetch each chosen run's results files (those its pointer lists, else ``results/*.json``) and
-    keep only the records of the devices it serves. Returns the records and ``found`` with each run's
-    ``run_dir`` set to where its results were fetched.
+    """Fetch each run's results files (its pointer's list, else ``results/*.json``), keeping the records of
+    the devices it serves; returns them and ``found`` with each ``run_dir`` the fetched folder. A run whose
+    results cannot be used (:func:`results_problem`, a series in two files) moves to ``ignored``, its
+    devices to ``lacking`` with ``baseline incompatible: ...`` or ``baseline unreadable: ...``.
 
-    A run whose results this benchtrail cannot use (:func:`results_problem`: a results schema newer
-    than it reads, a file that is not JSON, truncated, not an object or invalid; a series in two of
-    its files) is listed in ``ignored`` with the reason, and each device it serves is in ``lacking``
-    with ``baseline incompatible: schema N (...)`` or ``baseline unreadable: ...``
-    (:func:`unusable`): ``compare_stage`` makes their rows ``not-comparable`` with that reason.
-    Older results schemas are read through the loader's upgrade (``benchtrail.results.io``).
-
-    Raises:
-        StoreError: the store cannot be read (the caller decides: ``compare --store`` warns and goes on).
+    Raises: StoreError when the store cannot be read.
     """
     files = []
     fetched, lacking, ignored = [], dict(found.lacking), list(found.ignored)
@@ -241,8 +212,7 @@ def fetch_baselines(store: Store, found: BaselineSet) -> tuple[list[ResultsFile]
     return files, replace(found, runs=tuple(fetched), lacking=lacking, ignored=tuple(ignored))
 
 
-#: How the ``lacking`` reason of a device starts when its baseline run exists but cannot be used:
-#: written by a results schema this benchtrail does not read, or unreadable (``fetch_baselines``).
+#: How a device's ``lacking`` reason starts when its baseline run exists but cannot be used.
 INCOMPATIBLE = "baseline incompatible"
 UNREADABLE = "baseline unreadable"
 #: How the reason of an ``Ignored`` run whose results cannot be used starts.
@@ -250,8 +220,7 @@ UNUSABLE = "its results cannot be used"
 
 
 def unusable(baseline: Json | None) -> dict[str, str]:
-    """``{device: reason}`` of comparison.json's ``baseline.lacking`` for the devices whose baseline run
-    exists but cannot be used (reasons starting ``INCOMPATIBLE`` or ``UNREADABLE``)."""
+    """``{device: reason}`` of comparison.json's ``baseline.lacking`` whose baseline run cannot be used."""
     lacking = (baseline or {}).get("lacking")
     if not isinstance(lacking, dict):
         return {}
@@ -260,11 +229,9 @@ def unusable(baseline: Json | None) -> dict[str, str]:
 
 
 def results_problem(path: Path, where: str) -> str | None:
-    """Why the results file ``path`` (``where`` in messages, e.g. ``run 1/1: results file results/d-0.json``)
-    cannot be loaded, found by reading its JSON before the loader does, or None when the loader may try:
-    ``baseline incompatible: schema N (...)`` for a ``schema_version`` newer than this benchtrail reads,
-    ``baseline unreadable: ...`` for a file that cannot be read, is not UTF-8, not JSON (truncated?) or
-    too deeply nested. Other problems (no ``schema_version``, a bad field) are the loader's to name."""
+    """Why the results file ``path`` (``where`` in messages) cannot be loaded, or None to let the loader
+    try: ``baseline incompatible: schema N (...)`` for a newer ``schema_version``, ``baseline unreadable:
+    ...`` for a file unreadable, not UTF-8 or not JSON. Other problems are the loader's to name."""
     try:
         obj = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -284,17 +251,12 @@ def results_problem(path: Path, where: str) -> str | None:
 
 
 class _Unusable(UserError):
-    """Results of a baseline run that cannot be used, the message saying so whole (a plain ``UserError`` of
-    :func:`_load_run` says what of run ``<run>`` is unreadable)."""
+    """Results of a baseline run that cannot be used, the message saying so whole."""
 
 
 def _load_run(folder: Path, b: Baseline, run: str, seen: dict[str, str]) -> list[ResultsFile]:
-    """The records of the devices ``b`` (``run``) serves from its fetched run ``folder``.
-
-    Raises:
-        UserError: its results cannot be used (:func:`results_problem`, the loader's ``UserError``, a series
-            in two of its files or already in another baseline run of ``seen``: series id -> run).
-    """
+    """The records of the devices ``b`` (``run``) serves from its fetched ``folder``; ``seen``: series id ->
+    run. Raises UserError when its results cannot be used, e.g. a series in two files or runs."""
     from benchtrail.results.io import load_results
 
     if b.results:
@@ -311,7 +273,7 @@ def _load_run(folder: Path, b: Baseline, run: str, seen: dict[str, str]) -> list
         problem = results_problem(path, f"run {run}: results file {name}")
         if problem:
             raise _Unusable(problem)
-        f = load_results(path, keep_bad=True)  # bad samples: not-comparable rows (compare.verdicts)
+        f = load_results(path, keep_bad=True)  # bad samples: not-comparable rows
         records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
         gpu = f.environment.get("gpu_name")
         if records and gpu is not None and not isinstance(gpu, str):

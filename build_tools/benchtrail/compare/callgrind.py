@@ -1,21 +1,10 @@
-"""The per-function instruction diff of a confirmed instruction regression (issue 44, item 5).
+"""The per-function instruction diff of a confirmed instruction regression.
 
-Each ``instructions`` record keeps one callgrind file, one counted block of ``details.iterations_per_sample``
-calls (``benchtrail.worker.counting``), relative to its run directory (``details.callgrind``).
-:func:`function_counts` reads a file through ``callgrind_annotate`` (self or inclusive counts) and parses its
-output as ``torch.utils.benchmark``'s valgrind wrapper does; :func:`function_diff` is ``CallgrindStats.delta``
-of two files (ranked by self instructions, its default), with each function's inclusive change beside;
-:func:`with_functions` gives each confirmed instruction regression its ``functions`` (comparison.json):
-
-    {"functions": [{"name": str, "base": float, "head": float, "change": float,       # self, per call
-                    "inclusive": {"base": float, "head": float, "change": float} | null}],
-     "ranked_by": "self", "calls": {"base": int, "head": int}, "files": {"base": path, "head": path},
-     "note": str | null}
-
-``inclusive`` is null where callgrind's inclusive count is a recursion artifact (:func:`recursive`, or above
-the file's total). ``functions`` is [] and ``note`` says why when a file cannot be had or read, or when no
-function's instructions changed. An entry without ``ranked_by`` (before it) ranks and holds inclusive counts
-in ``base``/``head``/``change``. Torch-free.
+Each ``instructions`` record keeps one callgrind file (``details.callgrind``, relative to its run directory)
+of one counted block of ``details.iterations_per_sample`` calls. Counts come from ``callgrind_annotate``,
+parsed as ``torch.utils.benchmark``'s valgrind wrapper does; the diff is ``CallgrindStats.delta`` (ranked by
+self instructions) with each function's inclusive change beside. docs/formats.md gives the ``functions``
+entry of comparison.json. Torch-free.
 """
 
 from __future__ import annotations
@@ -50,8 +39,8 @@ _RECURSION = re.compile(r"'[0-9]+( \[[^\]]*\])?$")
 
 
 class FunctionChange(NamedTuple):
-    """One function of a diff: its self instructions in base and head (per call, or per block) and head −
-    base, then its inclusive ones likewise (None: a recursion artifact, :func:`recursive`)."""
+    """Self instructions of one function in base and head (per call or per block) and head − base, then
+    its inclusive ones likewise (None: a recursion artifact)."""
 
     name: str
     base: float
@@ -67,11 +56,8 @@ def recursive(name: str) -> bool:
 
 
 def file_total(path: str | Path) -> int:
-    """The instructions of one callgrind file: the ``totals:`` line it ends with (callgrind writes it last).
-
-    Raises:
-        UserError: the file does not exist, or does not end with a ``totals:`` line (truncated).
-    """
+    """The instructions of one callgrind file, from the ``totals:`` line callgrind writes last.
+    Raises UserError when the file is missing or truncated (no final ``totals:`` line)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"callgrind file {path} does not exist")
@@ -85,13 +71,9 @@ def file_total(path: str | Path) -> int:
 
 
 def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
-    """``{file:function: instructions}`` of one callgrind file, self (exclusive) or ``inclusive``, from one
-    ``callgrind_annotate`` run.
-
-    Raises:
-        UserError: ``callgrind_annotate`` is not on PATH, the file does not exist, is truncated
-            (:func:`file_total`) or cannot be read, or its output cannot be parsed (each names the file).
-    """
+    """``{file:function: instructions}`` of one callgrind file, self or ``inclusive``, read by
+    ``callgrind_annotate``. Raises UserError when that is not on PATH or the file is missing, truncated or
+    unparsable."""
     if shutil.which(ANNOTATE[0]) is None:
         raise UserError("callgrind_annotate is not on PATH: the per-function diff needs valgrind's tools "
                         "(Debian/Ubuntu: sudo apt-get install valgrind)")
@@ -120,15 +102,10 @@ def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
 
 def function_diff(base_path: str | Path, head_path: str | Path, top: int = TOP,
                   calls: tuple[int, int] = (1, 1)) -> list[FunctionChange]:
-    """The ``top`` functions whose self instructions changed most (head − base, largest ``|change|`` first,
-    then by name; a function one file lacks counts 0 there), as ``CallgrindStats.delta``, each with its
-    inclusive counts beside (None where either side's is a recursion artifact: a :func:`recursive` name, or
-    a count above its file's total); each file's counts divided by its block's calls (``calls``: base, head),
-    so blocks of different lengths compare. Two ``callgrind_annotate`` runs a file.
-
-    Raises:
-        UserError: as :func:`function_counts`.
-    """
+    """The ``top`` functions whose self instructions per call changed most (``|head − base|``, then name; a
+    function one file lacks counts 0), as ``CallgrindStats.delta``, with inclusive counts beside (None for a
+    recursion artifact: a :func:`recursive` name or a count above the file's total). ``calls``: each block's
+    calls (base, head). Raises UserError as :func:`function_counts`."""
     paths = (base_path, head_path)
     totals = [file_total(p) for p in paths]
     own = [function_counts(p) for p in paths]
@@ -156,8 +133,7 @@ def _inside(name: object) -> bool:
 
 
 def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
-    """A row's ``functions`` (module docstring): :func:`function_diff` of its two sides' files, per call
-    (each block's counts over its side's ``details.iterations_per_sample``)."""
+    """A row's ``functions`` (docs/formats.md): :func:`function_diff` of its two sides' files, per call."""
     calls = {side: getattr(row, f"{side}_details").get("iterations_per_sample") for side in ("base", "head")}
     files = {side: getattr(row, f"{side}_details").get("callgrind") for side in ("base", "head")}
     out: Json = {"functions": [], "ranked_by": "self", "calls": calls, "files": files, "note": None}
@@ -184,7 +160,7 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
 
 
 def _entry(change: FunctionChange) -> Json:
-    """One function of a row's ``functions`` (module docstring), to 0.1 instruction."""
+    """One function of a row's ``functions``, to 0.1 instruction."""
     inclusive = None if change.inclusive is None else dict(zip(("base", "head", "change"),
                                                                (round(x, 1) for x in change.inclusive)))
     return {"name": change.name, "base": round(change.base, 1), "head": round(change.head, 1),

@@ -1,7 +1,6 @@
 """The size caps of comment.md and how a body over them is cut (rows left out and counted).
 
-GitHub refuses an issue comment over its limits; comment.md is kept within ``MAX_COMMENT_CHARS``
-code points and ``MAX_COMMENT_BYTES`` UTF-8 bytes, full.md always holds every row.
+GitHub refuses an issue comment over its limits; full.md always holds every row.
 """
 
 from __future__ import annotations
@@ -15,12 +14,10 @@ from benchtrail.errors import UserError
 #: comment with 422 "Body is too long (maximum is 65536 characters)" (reported in e.g. danger/danger#424,
 #: telia-oss/github-pr-resource#259); 5,536 (about 8%) of the 65,536 is kept as a margin.
 MAX_COMMENT_CHARS = 60_000
-#: UTF-8 bytes comment.md (and comment.json's ``body``) may hold. Bisections of the issue comment endpoints
-#: stored 262,144 bytes and refused 262,145, whether ASCII or 4-byte emoji (dead-claudia/github-limits#13, 2025;
-#: objectstack-ai/objectstack#18826, 2026): GitHub may count bytes, not characters. The same ~8% margin
-#: (22,144 bytes) is kept. This cap binds only on a body of more than MAX_COMMENT_BYTES / MAX_COMMENT_CHARS
-#: bytes a code point: never while that ratio is 4 (a code point is at most 4 UTF-8 bytes), on CJK or emoji
-#: names once MAX_COMMENT_CHARS is raised (``render(..., max_chars=MAX_COMMENT_BYTES)``: the byte reading alone).
+#: UTF-8 bytes comment.md (and comment.json's ``body``) may hold. Bisections stored 262,144 bytes and refused
+#: 262,145 (dead-claudia/github-limits#13, 2025; objectstack-ai/objectstack#18826, 2026): GitHub may count
+#: bytes. The same ~8% margin is kept. It binds only once MAX_COMMENT_CHARS exceeds a quarter of it (a code
+#: point is at most 4 UTF-8 bytes).
 MAX_COMMENT_BYTES = 240_000
 
 
@@ -51,8 +48,7 @@ def fits(size: Size, limits: Size) -> bool:
 
 
 def _fitting(lines: Sequence[str], used: Size, limits: Size) -> tuple[int, Size]:
-    """How many of ``lines``, from the first, a body of ``used`` size takes within ``limits``, and its size
-    with them."""
+    """How many of ``lines`` a body of ``used`` size takes within ``limits``, and its size with them."""
     n = 0
     for line in lines:
         chars, n_bytes = body_size([line])
@@ -64,10 +60,9 @@ def _fitting(lines: Sequence[str], used: Size, limits: Size) -> tuple[int, Size]
 
 
 def left_out_line(left_out: int, total: int) -> str:
-    """The line a cut comment.md ends with: how many of the comparison's rows none of its tables shows, and
-    where every row is."""
-    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the run's "
-            "artifacts for every row.")
+    """The line a cut comment.md ends with: the rows none of its tables shows, and where every row is."""
+    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the "
+            "run's artifacts for every row.")
 
 
 def _table_cut_line(left_out: int, kept: int) -> str:
@@ -77,15 +72,12 @@ def _table_cut_line(left_out: int, kept: int) -> str:
 
 
 def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: int, limits: Size) -> list[str]:
-    """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes).
+    """comment.md's lines when the whole body is over ``limits`` (code points, UTF-8 bytes): rows go from
+    the end of the highest-``priority`` section back; a cut table ends with a line counting its rows left
+    out, the body with :func:`left_out_line`. If even the text around the tables does not fit, the
+    sections go, then the top lines from the last, then the footer but its marker.
 
-    The sections' rows are left out from the end of the least important section (the highest
-    ``Block.priority``: the folded ``Similar`` first) back. A cut table ends with a line counting its rows left out, and
-    the body with :func:`left_out_line` (above the footer). When even the lines around the tables do not fit
-    (huge notes), the sections go, then the top lines from the last up, then the footer but its marker.
-
-    Raises:
-        UserError: the marker alone does not fit (a run id of tens of thousands of characters).
+    Raises: UserError when the marker alone does not fit.
     """
     reserve = [*top, left_out_line(total, total), "", *footer]
     for b in blocks:
@@ -110,11 +102,11 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
 
 
 def _cut_text(top: list[str], footer: list[str], total: int, limits: Size) -> list[str]:
-    """The last resort of :func:`cut_to_fit`: no sections, as many top lines as fit, then the footer (or its marker)."""
+    """Last resort of :func:`cut_to_fit`: no sections, the top lines that fit, then the footer or marker."""
     tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
     if not fits(body_size(tail), limits):
         tail = tail[:-len(footer)] + footer[-1:]
         if not fits(body_size(tail), limits):
-            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may hold "
-                            f"{limits[0]} characters and {limits[1]} bytes")
+            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may "
+                            f"hold {limits[0]} characters and {limits[1]} bytes")
     return top[:_fitting(top, body_size(tail), limits)[0]] + tail

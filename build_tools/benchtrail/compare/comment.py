@@ -1,9 +1,7 @@
-"""The comment stage: render ``comparison.json`` as the PR comment (Markdown) and its JSON form.
+"""The comment stage: render comparison.json as the PR comment (Markdown) and its JSON form.
 
-Rendering is separate from posting (IREE's ``post_benchmark_comment.py`` split): this module only
-returns strings. ``comment.md`` fits a GitHub comment (``MAX_COMMENT_CHARS`` code points and
-``MAX_COMMENT_BYTES`` UTF-8 bytes, rows cut and counted when needed); ``full.md`` always holds every row.
-The series tables' cells (names, estimates, reasons as numbered notes) are ``benchtrail.compare.tables``'.
+Only strings are returned; posting is separate (as IREE's ``post_benchmark_comment.py``). comment.md fits
+a GitHub comment, rows cut and counted when needed; full.md holds every row.
 """
 
 from __future__ import annotations
@@ -85,7 +83,7 @@ def _context_line(comparison: Comparison) -> str:
         text += f" · no baseline: {plain(baseline['reason'][:500])}; every series is new"
     elif baseline.get("ignored"):
         text += (" · no usable baseline: its stored results cannot be read (below), so nothing is compared"
-                 if str(baseline.get("reason")).startswith("no usable")  # benchtrail.compare.baseline
+                 if str(baseline.get("reason")).startswith("no usable")  # the baseline finder's reason
                  else " · no trusted baseline: every series is new")
     else:
         text += " · no baseline found: every series is new"
@@ -96,13 +94,13 @@ def _context_line(comparison: Comparison) -> str:
             text += f" ({plain(other[0])}: {plain(hint[:300])})"
     if presets := head.get("run", {}).get("presets"):
         text += f" · presets {', '.join(presets)}"
-    text += f" · devices {', '.join(map(plain, head.get('devices', [])))}, torch {plain(head.get('torch_version'))}"
+    text += (f" · devices {', '.join(map(plain, head.get('devices', [])))}, "
+             f"torch {plain(head.get('torch_version'))}")
     return text
 
 
 def missing_shards_line(comparison: Comparison) -> str | None:
-    """``⚠ Shards that did not report: laptop shard 1, …`` from comparison.json's ``missing_shards``
-    (version 5); None when every shard reported or the head has no export."""
+    """``⚠ Shards that did not report: laptop shard 1, …`` from ``missing_shards``; None if none is."""
     if not comparison.missing_shards:
         return None
     names = ", ".join(f"{plain(m['device_name'])} shard {m['shard_index']}"
@@ -116,10 +114,9 @@ _NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)\s*(%?)")
 
 
 def check_figure(check: dict[str, str]) -> str:
-    """One failed ``benchtrail doctor`` check as the comment says it: the check and its figure against the
-    limit (``load average 3.20 > 1.5``, ``memory pressure 12.00% > 10%``, ``available memory 8% < 10%``)
-    when ``expected`` is ``at most X``/``at least X``, else ``cpu governor is powersave (expected
-    performance)``; process ids are left out (``python (pid 7) 99%`` → ``python 99%``). Escaped Markdown."""
+    """A failed ``benchtrail doctor`` check as the comment says it, escaped: ``load average 3.20 > 1.5`` for
+    an ``at most X``/``at least X`` limit, else ``cpu governor is powersave (expected performance)``;
+    process ids left out (``python (pid 7) 99%`` → ``python 99%``)."""
     name, expected = check["name"], check["expected"]
     value = _PID.sub(lambda m: f" ({m[1]})" if m[1] else "", check["value"]).strip()
     if limit := re.match(r"(at most|at least|none above) (-?\d+(?:\.\d+)?\s*%?)", expected):
@@ -132,10 +129,8 @@ def check_figure(check: dict[str, str]) -> str:
 
 
 def runner_checks_line(comparison: Comparison) -> str | None:
-    """``⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); load
-    average 3.20 > 1; …`` from comparison.json's ``head.runner_checks`` (``benchtrail doctor``,
-    docs/runners.md; each check as :func:`check_figure` says it); None when every check passed or none
-    was recorded."""
+    """``⚠ runner checks failed on HOST: …`` from comparison.json's ``head.runner_checks`` (each by
+    :func:`check_figure`); None when every check passed or none was recorded."""
     devices = comparison.head.get("runner_checks") or []
     parts = [f"on {plain(d['device'])}: " + "; ".join(map(check_figure, d["failed"]))
              for d in devices if d.get("failed")]
@@ -146,8 +141,7 @@ def runner_checks_line(comparison: Comparison) -> str | None:
 
 
 def note_line(note: str) -> str:
-    """A ``--note`` as one line of plain text: whitespace collapsed, Markdown and @mentions escaped, at most
-    ``MAX_NOTE_CHARS`` characters of it shown (then ``…``)."""
+    """A ``--note`` as one escaped line of plain text, cut to ``MAX_NOTE_CHARS`` characters (then ``…``)."""
     text = " ".join(str(note).split())
     return plain(text[:MAX_NOTE_CHARS]) + ("…" if len(text) > MAX_NOTE_CHARS else "")
 
@@ -157,21 +151,17 @@ _LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
 
 def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_url: str | None,
                           notes: Sequence[str]) -> None:
-    """Check what ``benchtrail comment`` puts into the comment's links and notes.
-
-    Raises:
-        UserError: naming the flag and what is allowed: a ``--run-url`` that is neither
-            ``gs://BUCKET/…/runs/<id>/<attempt>/`` nor a folder path (or holds spaces, quotes or
-            backticks, which would break the copy-paste lines); ``--dashboard`` without ``--run-url``,
-            or not a relative path inside the run; an ``--artifacts-url`` that is not an ``https://``
-            (or ``http://``) URL without spaces or quotes; an empty ``--note``.
-    """
+    """Check the comment's links and notes. Raises UserError, naming the flag, for a ``--run-url`` neither
+    ``gs://BUCKET/…/runs/<id>/<attempt>/`` nor a folder path (or with spaces, quotes or backticks);
+    ``--dashboard`` without ``--run-url`` or not a relative path inside the run; an ``--artifacts-url``
+    not an ``http(s)://`` URL; an empty ``--note``."""
     if run_url is not None:
         if not run_url or _LINK_UNSAFE.search(run_url):  # spaces: _LINK_UNSAFE
-            raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a folder "
-                            "path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
+            raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a "
+                            "folder path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
         if "://" in run_url and not (remote(run_url) and split_run_url(run_url)):
-            raise UserError(f"--run-url {run_url!r}: a store URL must be gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
+            raise UserError(f"--run-url {run_url!r}: a store URL must be "
+                            "gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
                             "(e.g. gs://bucket/runs/123/1/); for a local run give its folder path")
     if dashboard is not None:
         if run_url is None:
@@ -183,29 +173,26 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
                             "dashboard/index.html (no '..', no leading '/', no spaces or quotes)")
     if artifacts_url is not None:
         if not re.match(r"^https?://[^/\s]+", artifacts_url) or _LINK_UNSAFE.search(artifacts_url):
-            raise UserError(f"--artifacts-url {artifacts_url!r}: allowed: the https:// URL of the GitHub Actions "
-                            "run's page, e.g. https://github.com/OWNER/REPO/actions/runs/123, without spaces or quotes")
+            raise UserError(f"--artifacts-url {artifacts_url!r}: allowed: the https:// URL of the GitHub "
+                            "Actions run's page, e.g. https://github.com/OWNER/REPO/actions/runs/123, "
+                            "without spaces or quotes")
     for note in notes:
         if not note.strip():
             raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
 
 
 def check_pages_url(url: str | None, source: str = "--pages-url") -> None:
-    """Check the Pages dashboard's URL (``benchtrail comment --pages-url`` or ``BENCHTRAIL_PAGES_URL``).
-
-    Raises:
-        UserError: naming ``source``: not an ``https://`` (or ``http://``) URL, or one with spaces, quotes,
-            backticks, ``<``, ``>``, ``|`` or ``\\``.
-    """
+    """Check the Pages dashboard's URL. Raises UserError, naming ``source``, when it is not an
+    ``http(s)://`` URL or holds spaces, quotes, backticks, ``<``, ``>``, ``|`` or ``\\``."""
     if url is not None and (not re.match(r"^https?://[^/\s]+", url) or _LINK_UNSAFE.search(url)):
         raise UserError(f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
-                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or quotes")
+                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, "
+                        "without spaces or quotes")
 
 
 def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
-    """Copy-pasteable lines: the dashboard, fetch the run's artifacts, and explain the worst row (the largest
-    confirmed regression, else the largest regression, or the first row) by its name, shell-quoted, in a code
-    span that holds any backticks of the name."""
+    """Copy-pasteable lines: the dashboard, fetching the run's artifacts, and explaining the worst row (the
+    largest confirmed regression, else the largest regression, else the first row)."""
     lines = []
     if dashboard:
         link = browser_link(f"{run_url.rstrip('/')}/{dashboard}")
@@ -224,7 +211,7 @@ NOT_REACHED_NAMED = 5
 
 
 def _recheck_outcome(row: Row) -> str:
-    """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (the paired run was not used) of a re-checked row."""
+    """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (paired run unused) of a re-checked row."""
     ab = row.ab  # decided: it has the stored figures (version 8), or a paired verdict used (before)
     if row.stored is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
         return "kept"
@@ -234,11 +221,9 @@ def _recheck_outcome(row: Row) -> str:
 
 
 def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
-    """What the paired A/B re-check decided, when it ran: suspected changes confirmed, cleared, left
-    inconclusive (its budget ran out first) and not re-checked (a failed arm, an arm far from its stored run),
-    and the suspects a time-bounded re-check did not reach (``recheck: not-reached``; the first
-    ``NOT_REACHED_NAMED`` named, without their device suffix when ``one_device``). None when no row was
-    re-checked."""
+    """What the paired A/B re-check decided: suspects confirmed, cleared, left inconclusive, not re-checked,
+    and those a time-bounded re-check did not reach (the first ``NOT_REACHED_NAMED`` named). None when no
+    row was re-checked."""
     missed = [r for r in rows if r.recheck == "not-reached"]
     checked = [r for r in rows if r.ab and r.recheck != "not-reached"]
     if not checked and not missed:
@@ -263,8 +248,7 @@ def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
 
 
 def _baseline_gaps(comparison: Comparison) -> str | None:
-    """What a partial baseline lacks: head devices it has no results for (and why, from
-    ``baseline.lacking``, comparison version 6), and the count of new series."""
+    """What a partial baseline lacks: head devices (and why, from ``baseline.lacking``) and new series."""
     if not comparison.base:
         return None
     lacking = comparison.baseline.get("lacking") or {}
@@ -308,20 +292,17 @@ FOLDED: tuple[tuple[str, Callable[[Row], bool]], ...] = (
 
 
 def confirmed(row: Row) -> bool:
-    """Whether an execution row goes into the table of confirmed changes: ``regressed`` or ``improved`` and
-    marked ``confirmed`` (by a paired run), or not marked and never re-checked (an improvement of a run
-    without a re-check, a comparison built without marks); never a row a bounded re-check did not reach."""
+    """Whether an execution row goes into the confirmed-changes table: a change marked ``confirmed``, or
+    unmarked and never re-checked; never a row a bounded re-check did not reach."""
     if row.verdict not in CHANGES or row.recheck == "not-reached":
         return False
     return row.mark == "confirmed" or (row.mark is None and not row.ab)
 
 
 def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
-    """The sections of comment.md, each row in exactly one: confirmed regressions and improvements (a short
-    table, shown), changed compilation statistics (shown), then the rest folded in ``<details>`` by kind
-    (``FOLDED``). Each table is followed by the legend of the reasons it refers to first (each reason is
-    said once in the comment, rows refer to it by number). A latency row shows its run config's instruction
-    change too (``tables.instructions_suffix``)."""
+    """The sections of comment.md, each row in exactly one: confirmed changes and changed compilation
+    statistics (shown), the rest folded in ``<details>`` by kind (``FOLDED``); each table followed by the
+    legend of the reasons it first refers to."""
     notes, instructions = Notes(), instruction_rows(rows)
     changes = sorted((r for r in rows if r.kind == "execution" and confirmed(r)),
                      key=lambda r: (r.verdict != "regressed", -abs(estimate(r).change or 0)))
@@ -348,9 +329,8 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
-    """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
-    folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory. Then,
-    folded apart, each confirmed instruction regression's per-function diff (``why.render_functions``)."""
+    """"Why it got slower", folded: each confirmed regression's profile diff (trace links under ``run_url``
+    when a URL, else run-relative paths), then each confirmed instruction regression's per-function diff."""
     link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
     blocks = []
     for tool, field, render in (("torch.profiler", "profile", lambda f: render_why(f, link)),
@@ -366,7 +346,7 @@ def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
 
 
 def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
-    """The compiler summary of ``comparison.json`` (``benchtrail.compare.compiler_summary``), when it has one."""
+    """The compiler summary of comparison.json, when it has one."""
     data = comparison.document.get("compiler_summary")
     if not data:
         return []
@@ -378,25 +358,15 @@ def render(comparison: Comparison, run_url: str | None = None,
            dashboard: str | None = None, artifacts_url: str | None = None,
            notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
            max_bytes: int = MAX_COMMENT_BYTES, pages_url: str | None = None) -> tuple[str, str, Json]:
-    """Return ``(comment.md, full.md, comment.json object)`` for a comparison. A row of an older schema
-    version shows what it has (its p value where it has no q value).
+    """``(comment.md, full.md, comment.json object)`` of a comparison; a row of an older schema shows what it
+    has (its p value without a q value).
 
-    ``run_url`` (a gs:// URL or a folder) adds the fetch and ``benchtrail explain`` lines, and with
-    ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
-    ``artifacts_url`` (the GitHub Actions run's page) adds a line linking its artifacts, for readers
-    without bucket access. ``pages_url`` (the store's site on GitHub Pages, ``benchtrail pages``; checked by
-    :func:`check_pages_url`) adds a line linking it, first in the footer. Each of ``notes`` becomes a line under the context line, as plain text
-    (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
-
-    comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
-    bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, rows
-    are left out from the folded ``Similar`` section up and counted (:func:`benchtrail.compare.caps.cut_to_fit`).
-    full.md is the whole body, every row.
-
-    The body (:func:`sections`): the headline of counts (:func:`verdict_line`), the context and warning lines,
-    a short table of confirmed regressions and improvements, the changed compilation statistics, and the
-    other rows folded in ``<details>`` by kind; names without the device suffix when the execution rows have
-    one device; each reason said once, in a legend under the first table that refers to it.
+    ``run_url`` (a gs:// URL or folder) adds the fetch and ``benchtrail explain`` lines, with ``dashboard``
+    (index.html's path under the run) a history link; ``artifacts_url`` (the Actions run's page) and
+    ``pages_url`` (``benchtrail pages``'s site) add links; each of ``notes`` a plain line under the context
+    line. comment.md holds at most ``max_chars`` code points and ``max_bytes`` UTF-8 bytes, rows cut from
+    the folded ``Similar`` section up and counted; full.md is the whole body. Names lose the device suffix
+    when the execution rows have one device.
     """
     rows = comparison.rows
     one_device = len({r.device_name for r in rows if r.kind == "execution"}) <= 1

@@ -1,24 +1,10 @@
-"""The compiler summary: per compile config and device, the numbers PyTorch's TorchInductor performance
-dashboard shows (https://hud.pytorch.org/benchmark/compilers), head against base.
+"""The compiler summary: per compile config and device, the figures of PyTorch's TorchInductor performance
+dashboard (https://hud.pytorch.org/benchmark/compilers), head against base.
 
-For each (compile config, device) of the head results, eager left out (it is the reference, 1.00×):
-
-* **pass rate**: execution cases with status ``ok`` / all execution cases of that config and device;
-* **geometric-mean speedup** over eager, with a t interval on the log speedups (``LEVEL``, 95%) from
-  ``MIN_INTERVAL_CASES`` cases on (fewer: the number of cases instead); a case's speedup is eager median /
-  compiled median of the same model, execution config and device;
-* **median cold and warm compile time** (ms): the median over the config's compiled modules of each
-  module's median ``compile_time_cold_ms`` (``compile_time_ms`` in older files) and ``compile_time_warm_ms``;
-* **peak-memory compression ratio**: eager peak / compiled peak of the CUDA caching allocator over the timed
-  samples only (``details["memory"]["max_memory_allocated_bytes"]``, ``benchtrail.worker.cuda_timing``),
-  the arithmetic mean over cases, as the dashboard takes it; None (shown "—") where no case records that
-  peak, as on a CPU, whose only figure (``peak_rss_bytes``) covers the whole worker process, compilation
-  included;
-
-each with its change against the base results' own summary (pass rate in percentage points, the rest in
-percent). docs/statistics.md ("Compiler summary") gives the definitions and their sources.
-:func:`compiler_summary` is the pure core; :func:`render_markdown` the comment's table; :func:`rows_to_json` and
-:func:`rows_from_json` store the rows in a JSON file and read them back. Torch-free.
+Per (compile config, device), eager left out (the 1.00× reference): pass rate, geometric-mean speedup over
+eager with a t interval, median cold and warm compile time (ms) and peak-memory compression ratio (CUDA
+allocator; None on CPU), each with its change against base (pass rate in percentage points, the rest in
+percent). docs/statistics.md ("Compiler summary") gives the definitions and their sources. Torch-free.
 """
 
 from __future__ import annotations
@@ -39,13 +25,12 @@ from benchtrail.results.schema import BenchmarkRecord, ResultsFile
 EAGER = "eager"
 #: Level of the geometric-mean speedup's interval.
 LEVEL = 0.95
-#: Fewest cases with a speedup that get an interval; with fewer the summary gives the count instead. The t
-#: interval's half-width is t(0.975, n − 1) · s / √n, and below 5 cases both factors blow up: t is 12.71,
-#: 4.30, 3.18 at 2, 3, 4 cases (2.78 at 5, 2.26 at 10) and s rests on 1 to 3 degrees of freedom, so
-#: two cases of speedups near 1 gave [0.28…2.94] (issue 39): an interval too wide to mean anything.
+#: Fewest cases with a speedup that get an interval; fewer give the count instead. Below 5 cases
+#: t(0.975, n − 1) (12.71, 4.30, 3.18 at 2, 3, 4) and s on 1 to 3 degrees of freedom make the interval
+#: meaningless: two cases of speedups near 1 gave [0.28…2.94].
 MIN_INTERVAL_CASES = 5
 #: ``details["memory"]`` key of an execution record: the CUDA allocator's peak while the timed samples ran
-#: (peaks reset after warm-up; ``benchtrail.worker.cuda_timing``). CPU records have no such figure.
+#: (peaks reset after warm-up, by the worker). CPU records have no such figure.
 CUDA_PEAK = "max_memory_allocated_bytes"
 #: Compilation metrics of a module's cold compile time, first found wins (``compile_time_ms``: older files).
 COLD_METRICS = ("compile_time_cold_ms", "compile_time_ms")
@@ -72,23 +57,11 @@ def execution_config(record: BenchmarkRecord, model: str) -> str | None:
 
 @dataclass(frozen=True)
 class Summary:
-    """One side's (head's or base's) figures for one compile config on one device.
-
-    Attributes:
-        cases, ok: execution cases of the config and device, and those with status ``ok``.
-        paired: cases with a speedup (ok, median above 0, and an ok eager case of the same model,
-            execution config and device with a median above 0).
-        geomean_speedup: geometric mean of the ``paired`` speedups (eager median / compiled median;
-            unitless, above 1 is faster than eager); None when ``paired`` is 0.
-        speedup_low, speedup_high: its ``LEVEL`` interval (t interval on the log speedups, exponentiated);
-            None when ``paired`` is below ``MIN_INTERVAL_CASES``.
-        modules: compiled modules with an ok cold compile time.
-        cold_ms, warm_ms: median over modules of each module's median cold / warm compile time, in ms;
-            None without such records.
-        memory_pairs: paired cases where both sides record a CUDA allocator peak above 0.
-        compression_ratio: mean over ``memory_pairs`` of eager peak / compiled peak (unitless, above 1:
-            the compiled case needs less memory); None when ``memory_pairs`` is 0 (a CPU).
-    """
+    """One side's figures for one compile config on one device: ``cases`` execution cases, ``ok`` those
+    with status ok, ``paired`` those with a speedup (it and its eager case ok, medians above 0);
+    ``geomean_speedup`` (eager / compiled median, above 1: faster) and its ``LEVEL`` interval (None below
+    ``MIN_INTERVAL_CASES``); ``modules`` with an ok cold compile time, their median ``cold_ms``, ``warm_ms``;
+    ``compression_ratio``: mean eager / compiled CUDA allocator peak over ``memory_pairs`` (None on CPU)."""
 
     cases: int
     ok: int
@@ -110,10 +83,7 @@ class Summary:
 
 @dataclass(frozen=True)
 class CompilerSummaryRow:
-    """One compile config on one device: the head's summary, the base's (None without one) and the changes.
-
-    ``change(figure)`` gives each figure's change against base.
-    """
+    """One compile config on one device: the head's summary and the base's (None without one)."""
 
     compile_config: str
     device_name: str
@@ -121,12 +91,8 @@ class CompilerSummaryRow:
     base: Summary | None = None
 
     def change(self, figure: str) -> float | None:
-        """The change of ``figure`` (one of ``FIGURES``) against base: ``pass_rate`` in percentage points
-        (head − base), the others in percent (``(head / base − 1) × 100``); None when either side lacks it.
-
-        Raises:
-            ValueError: ``figure`` is not one of ``FIGURES``.
-        """
+        """The change of ``figure`` against base: ``pass_rate`` in percentage points, the others in percent;
+        None when either side lacks it. Raises ValueError when ``figure`` is not in ``FIGURES``."""
         if figure not in FIGURES:
             raise ValueError(f"figure must be one of {', '.join(FIGURES)}; got {figure!r}")
         head, base = getattr(self.head, figure), getattr(self.base, figure) if self.base else None
@@ -138,15 +104,9 @@ class CompilerSummaryRow:
 
 
 def geomean_interval(values: Sequence[float]) -> tuple[float, float | None, float | None]:
-    """Geometric mean of ``values`` and its ``LEVEL`` interval: the Student t interval of the mean of
-    ``log(values)`` (n − 1 degrees of freedom, ``scipy.stats.t``), exponentiated.
-
-    Returns:
-        (geometric mean, low, high); low and high are None for fewer than 2 values.
-
-    Raises:
-        ValueError: no values, or a value not above 0 or not finite.
-    """
+    """``(geometric mean, low, high)`` of ``values``: the ``LEVEL`` Student t interval (``scipy.stats.t``)
+    of the mean of ``log(values)``, exponentiated; low, high None below 2 values. Raises ValueError when
+    ``values`` is empty or holds a value not finite and above 0."""
     if not values or any(not (math.isfinite(v) and v > 0) for v in values):
         raise ValueError(f"values must be finite and above 0, got {list(values)!r}")
     logs = [math.log(v) for v in values]
@@ -177,18 +137,14 @@ _Cases = dict[tuple[str, str, str], BenchmarkRecord]
 
 
 def _executions(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Cases]:
-    """Execution records by (compile config, device), then by case key.
-
-    Raises:
-        UserError: one case twice (the same model, execution config, device and compile config).
-    """
+    """Execution records by (compile config, device), then case key. Raises UserError on a case twice."""
     out: defaultdict[_Key, _Cases] = defaultdict(dict)
     for b in (b for f in files for b in f.benchmarks if b.kind == "execution" and b.metric != "instructions"):
         cases = out[b.compile_config, b.device_name]
         key = _case_key(b)
         if key in cases:
-            raise UserError(f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} and "
-                            f"{b.id}); give each case's results once")
+            raise UserError(f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} "
+                            f"and {b.id}); give each case's results once")
         cases[key] = b
     return out
 
@@ -243,18 +199,9 @@ def _summaries(files: Sequence[ResultsFile]) -> dict[_Key, Summary]:
 
 def compiler_summary(head: Sequence[ResultsFile],
                      base: Sequence[ResultsFile] | None = None) -> list[CompilerSummaryRow]:
-    """The compiler summary of ``head`` results (execution and compilation records), each row with the
-    ``base`` results' summary of the same compile config and device (None where base has none).
-
-    Args:
-        head, base: results files of one run each (any devices; base may be None or empty).
-
-    Returns:
-        One row per (compile config, device) of head other than eager, sorted by device then compile config.
-
-    Raises:
-        UserError: a results side holds one case twice.
-    """
+    """One row per (compile config, device) of ``head`` other than eager, by device then compile config,
+    each with ``base``'s summary of the same (None where base has none). Raises UserError when a side holds
+    a case twice."""
     heads, bases = _summaries(head), _summaries(base or ())
     return [CompilerSummaryRow(*key, heads[key], bases.get(key))
             for key in sorted(heads, key=lambda key: key[::-1])]  # by device, then compile config
@@ -286,26 +233,17 @@ def _summary_from_json(value: Any, where: str) -> Summary:
 
 
 def rows_from_json(data: Any, where: str = "compiler_summary") -> list[CompilerSummaryRow]:
-    """Rows from :func:`rows_to_json`'s output (as stored in a JSON file).
-
-    Args:
-        data: the JSON value: a list of row objects.
-        where: the file and field it came from, starting each message (``comparison.json: compiler_summary``).
-
-    A summary of fewer than ``MIN_INTERVAL_CASES`` cases reads without an interval, also from a file
-    written before that rule (which gave one from 2 cases on).
-
-    Raises:
-        UserError: ``data`` is not a list of row objects with the fields of :class:`CompilerSummaryRow`
-            and :class:`Summary` (naming the row, field and value).
-    """
+    """Rows from :func:`rows_to_json`'s output; ``where`` (file and field) starts each message. A summary of
+    fewer than ``MIN_INTERVAL_CASES`` cases reads without an interval. Raises UserError, naming the row,
+    field and value, when ``data`` is not a list of such rows."""
     if not isinstance(data, list):
         raise UserError(f"{where} is {data!r}; expected a list of rows")
     rows = []
     for i, row in enumerate(data):
         at = f"{where}[{i}]"
         if not isinstance(row, dict) or set(row) != {"compile_config", "device_name", "head", "base"}:
-            raise UserError(f"{at} is {row!r}; expected an object with compile_config, device_name, head, base")
+            raise UserError(f"{at} is {row!r}; expected an object with compile_config, device_name, head, "
+                            "base")
         for name in ("compile_config", "device_name"):
             if not isinstance(row[name], str) or not row[name]:
                 raise UserError(f"{at}.{name} is {row[name]!r}; expected a non-empty string")
@@ -341,11 +279,8 @@ def _speedup_cell(s: Summary) -> str:
 
 
 def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
-    """The rows as a compact Markdown table (one row per compile config × device; a device column only when
-    the rows span more than one device) with a legend; each figure is followed by its change against base
-    in parentheses where base has it. A speedup from fewer than ``MIN_INTERVAL_CASES`` cases shows its
-    number of cases in the brackets, and the legend says why. Returns ``""`` for no rows.
-    """
+    """The rows as a Markdown table with a legend (a device column only for more than one device), each
+    figure followed by its change against base; ``""`` for no rows."""
     if not rows:
         return ""
     devices = len({r.device_name for r in rows}) > 1

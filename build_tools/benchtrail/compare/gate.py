@@ -1,15 +1,10 @@
-"""The gate over the rows of ``comparison.json``: which regressions fail a run (``benchtrail gate``,
-``compare``/``ab --fail-on regressed``, the commit status).
+"""The gate over comparison.json's rows: which regressions fail a run (``benchtrail gate``, ``--fail-on
+regressed``, the commit status).
 
-Two rules (:func:`check`'s ``rule``), on the same rows: ``confirmed`` (CI's gating check and the commit
-status; DESIGN, "Statuses and verdicts") fails only a ``confirmed`` regression, one whose paired A/B
-re-check agreed (or that comes from a paired run); ``any`` (``compare``/``ab --fail-on regressed``, a
-local run without a re-check) fails every regression. ``pipeline --fail-on regressed`` takes the first when
-its re-check ran, else the second. Under both, a regression that a
-``benchmarks-accept:`` glob accepts (over the series name or id, as
-:func:`benchtrail.compare.document.accepted`) or that the quarantine file lists never fails.
-``unconfirmed`` regressions, rows a time-bounded re-check did not reach among them, are counted in the
-summary. This module never imports torch.
+Rule ``confirmed`` (CI's gate and the commit status; DESIGN, "Statuses and verdicts") fails only a
+regression its paired A/B re-check confirmed (or from a paired run); ``any`` (a local run without a
+re-check) fails every one. Under both, a regression a ``benchmarks-accept:`` glob accepts or the quarantine
+file lists never fails. Torch-free.
 """
 
 from __future__ import annotations
@@ -32,15 +27,9 @@ from benchtrail.compare.tables import (
 
 @dataclass(frozen=True)
 class GateResult:
-    """What the gate found in the rows of a comparison.
-
-    Attributes:
-        failing: the regressions the rule fails, neither accepted nor quarantined.
-        unconfirmed: regressions marked ``unconfirmed`` that the rule does not fail (``confirmed`` rule).
-        not_reached: how many of ``unconfirmed`` a time-bounded re-check did not reach (``recheck: not-reached``).
-        accepted: regressions accepted by a ``benchmarks-accept:`` glob (marked so, or matching ``accept`` now).
-        quarantined: regressions of quarantined series.
-    """
+    """What the gate found: the ``failing`` regressions (neither accepted nor quarantined), and counts of
+    ``unconfirmed`` ones not failed (``not_reached`` of them not reached by a time-bounded re-check),
+    ``accepted`` and ``quarantined`` ones."""
 
     failing: tuple[Row, ...]
     unconfirmed: int
@@ -55,13 +44,9 @@ class GateResult:
 
 def check(rows: Sequence[Row], accept: Sequence[str] = (),
           rule: Literal["confirmed", "any"] = "confirmed") -> GateResult:
-    """Gate ``rows`` with the ``accept`` globs (over series names and ids) under ``rule``.
-
-    A regressed row counts as quarantined when its mark is ``quarantined`` or it carries a quarantine
-    reason (a re-check may confirm a quarantined series' change), as accepted when its mark is
-    ``accepted`` or a glob matches it now. Of the rest, ``rule="confirmed"`` fails the ``confirmed`` ones
-    and counts the others as unconfirmed; ``rule="any"`` fails every one.
-    """
+    """Gate ``rows`` with the ``accept`` globs (over series names and ids) under ``rule``: a regression
+    marked or listed quarantined, or marked or matched accepted, never fails; of the rest, ``confirmed``
+    fails the ``confirmed`` ones and counts the others as unconfirmed, ``any`` fails every one."""
     failing, unconfirmed, not_reached, n_accepted, n_quarantined = [], 0, 0, 0, 0
     for row in rows:
         if row.verdict != "regressed":
@@ -79,9 +64,8 @@ def check(rows: Sequence[Row], accept: Sequence[str] = (),
 
 
 def figures(row: Row) -> str:
-    """``+7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``: the figures the comment shows
-    (``tables.estimate``: a paired run's, at its last look's level, when one decided); an instructions row's
-    interval is its change widened by the repeats' spread (``stats.counts``), both to 2 decimals."""
+    """``+7.7% (99% CI +6.1…+9.2%), median 21.40 ms → 23.05 ms``, as the comment shows it; an instructions
+    row's interval is its change widened by the repeats' spread."""
     est, digits = estimate(row), change_digits(row)
     what = "spread-widened" if row.metric == "instructions" else f"{level_text(est.level)} CI"
     ci = f" ({what} {format_ci(est, digits)})" if None not in (est.ci_low, est.ci_high) else ""

@@ -1,22 +1,12 @@
-"""Rules as data: the thresholds and quarantine files, ordered glob rules read by one YAML loader, and
-:class:`Rules`, the one value a comparison is judged by (thresholds, accepted globs, quarantine).
+"""Rules as data: the thresholds and quarantine files (YAML, ``schema_version: 1``, one list of rules,
+defaults in ``benchtrail/data/``) and :class:`Rules`, the one value a comparison is judged by.
 
-Both files are YAML mappings with ``schema_version: 1`` and one list of rules; both ship a default
-in ``benchtrail/data/`` (a project may name others: ``[tool.benchtrail]`` ``thresholds``, ``quarantine``).
+Thresholds (IREE's ``benchmark_thresholds.py``, the table in a file): the first rule whose ``match`` glob
+matches ``"<kind>/<metric>/<name>"`` wins; its optional ``direction`` may repeat its metric's, never turn
+it. Quarantine: series reported but never gated::
 
-Thresholds (IREE's ``benchmark_thresholds.py`` idea, with the table in a file instead of code): the
-first rule whose ``match`` glob matches ``"<kind>/<metric>/<name>"`` wins. A rule's ``direction`` is
-optional: a series' direction is its metric's (``benchtrail.results.schema.METRICS``, recorded on each
-record). A rule may repeat it, never turn it: a rule whose direction contradicts its metric's is
-refused at load when its ``match`` names the metric literally (``"compilation/graph_count/*"``), else
-when it matches a series of another direction.
-
-Quarantine: flaky series that run and are reported but never gate::
-
-    schema_version: 1
     quarantine:
-      - match: "sqrl.inductor.*"          # glob over a series' name or id
-        reason: "flaky under load, #123"   # shown in the comment
+      - {match: "sqrl.inductor.*", reason: "flaky under load, #123"}   # glob over a name or id; why
 """
 
 from __future__ import annotations
@@ -49,16 +39,10 @@ def rules_file(path: Path | None, key: str) -> Path:
 
 
 def load_rule_list(path: Path | None, key: str, *, allow_empty: bool) -> tuple[Path, list[Any]]:
-    """The rules file ``path`` (default: the shipped ``<key>.yaml``) and the list under ``key``, checked for
-    ``schema_version: SCHEMA_VERSION``. ``key`` (``thresholds``, ``quarantine``) names the file in messages.
-    ``allow_empty``: an empty list is valid, and a top-level key other than ``schema_version`` and ``key``
-    is refused (the quarantine file). The items are returned as YAML gave them; the caller checks each.
-
-    Raises:
-        UserError: unreadable file or invalid YAML (``cannot load <key> file <path>: ...``), not a
-            mapping or another ``schema_version``, an unknown top-level key (with ``allow_empty``),
-            or ``key`` not a list (or empty, without ``allow_empty``); the message names the file.
-    """
+    """The rules file ``path`` (default: the shipped ``<key>.yaml``) and its ``key`` list, items unchecked;
+    ``allow_empty`` (the quarantine file): an empty list is valid and unknown top-level keys are refused.
+    Raises UserError, naming the file, when it is unreadable, not YAML, not a mapping with this
+    ``schema_version``, has an unknown key (``allow_empty``) or no (non-empty) ``key`` list."""
     path = rules_file(path, key)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -81,11 +65,8 @@ def load_rule_list(path: Path | None, key: str, *, allow_empty: bool) -> tuple[P
 
 @dataclass(frozen=True)
 class Threshold:
-    """A change larger than ``threshold`` (percent of the baseline median, or absolute units) counts.
-
-    ``direction`` is None in a rule that leaves it to the metric; :func:`find_threshold` returns the
-    rule with the series' direction filled in.
-    """
+    """A change larger than ``threshold`` (percent of the baseline median, or absolute units) counts;
+    ``direction`` None leaves it to the metric."""
 
     match: str
     unit: str
@@ -98,12 +79,8 @@ class Threshold:
 
 
 def load_thresholds(path: Path | None = None) -> tuple[Threshold, ...]:
-    """Load and validate a thresholds file (default: the shipped one).
-
-    Raises:
-        UserError: see :func:`load_rule_list` (the list must not be empty); an unknown or missing key,
-            a unit or direction outside the allowed values, or a negative threshold; names the rule's index.
-    """
+    """Load and check a thresholds file (default: the shipped one). Raises UserError, naming the rule, as
+    :func:`load_rule_list` or for an unknown or missing key, a bad unit or direction, a negative threshold."""
     path, rules = load_rule_list(path, "thresholds", allow_empty=False)
     out = []
     for i, rule in enumerate(rules):
@@ -137,16 +114,8 @@ def load_thresholds(path: Path | None = None) -> tuple[Threshold, ...]:
 
 def find_threshold(thresholds: tuple[Threshold, ...], kind: str, metric: str, name: str,
                    direction: str | None = None) -> Threshold:
-    """The first rule matching ``"<kind>/<metric>/<name>"``, with the series' direction filled in.
-
-    Args:
-        direction: the series' direction as its record holds it; None: its metric's (``METRICS``; the
-            results loader refuses a metric without one and a direction that is not its metric's).
-
-    Raises:
-        UserError: no rule matches (the table should end with a catch-all); the rule's direction
-            contradicts the series' (names the rule's index, the series and the metric's direction).
-    """
+    """The first rule matching ``"<kind>/<metric>/<name>"``, with ``direction`` (None: the metric's) filled
+    in. Raises UserError when no rule matches or the rule's direction contradicts the series'."""
     key = f"{kind}/{metric}/{name}"
     direction = direction or METRICS[metric].direction
     for i, t in enumerate(thresholds):
@@ -174,13 +143,8 @@ class QuarantineEntry:
 
 
 def load_quarantine(path: Path | None = None) -> tuple[QuarantineEntry, ...]:
-    """Read a quarantine file (the shipped, empty one when ``path`` is None); an empty list is valid.
-
-    Raises:
-        UserError: see :func:`load_rule_list` (no top-level key but ``schema_version`` and
-            ``quarantine``), or an entry that is not ``{match: str, reason: str}``; the message names the
-            file, the entry and the field.
-    """
+    """Read a quarantine file (None: the shipped, empty one). Raises UserError, naming the file, entry and
+    field, as :func:`load_rule_list` or for an entry not ``{match: str, reason: str}``."""
     path, items = load_rule_list(path, "quarantine", allow_empty=True)
     for i, item in enumerate(items):
         if not isinstance(item, dict) or set(item) != set(_QUARANTINE_KEYS):
@@ -205,9 +169,8 @@ def unmatched_quarantine(entries: tuple[QuarantineEntry, ...],
 
 @dataclass(frozen=True)
 class Rules:
-    """What a comparison is judged by, as one value: the ``thresholds`` rules (read from ``source``), the
-    ``accept`` globs (``--accept``, ``benchmarks-accept:``: a regression they match is accepted) and the
-    ``quarantine`` entries (series reported but never gated)."""
+    """What a comparison is judged by: ``thresholds`` (read from ``source``), ``accept`` globs (a regression
+    they match is accepted) and ``quarantine`` entries."""
 
     thresholds: tuple[Threshold, ...] = ()
     accept: tuple[str, ...] = ()
@@ -218,10 +181,7 @@ class Rules:
     def load(cls, thresholds: Path | None = None, accept: Sequence[str] | None = (),
              quarantine: Path | None = None) -> Rules:
         """The rules of the thresholds and quarantine files (default: the shipped ones) and ``accept``.
-
-        Raises:
-            UserError: a bad thresholds or quarantine file (:func:`load_thresholds`, :func:`load_quarantine`).
-        """
+        Raises UserError on a bad thresholds or quarantine file."""
         return cls(load_thresholds(thresholds), tuple(accept or ()), load_quarantine(quarantine),
                    str(rules_file(thresholds, "thresholds")))
 

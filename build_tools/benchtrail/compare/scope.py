@@ -1,7 +1,6 @@
-"""What a comparison covers, judged before and after the verdicts (``benchtrail.compare.verdicts``): the
-baseline series within the head run's selection, the devices whose baselines were measured differently or
-cannot be used, and the run configs the head run's execution export expected but got no result for.
-"""
+"""What a comparison covers, judged around the verdicts: the baseline series within the head run's
+selection, devices whose baselines were measured differently or cannot be used, and run configs the head
+run's execution export expected but got no result for."""
 
 from __future__ import annotations
 
@@ -28,19 +27,10 @@ def _exports(head: list[Path]) -> list[Path]:
 
 def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...]
                ) -> tuple[tuple[Unreported, ...], list[Json] | None]:
-    """What the head run directories' execution exports expect and the head results lack:
-    ``(run configs with no record, shards that did not report)``.
-
-    A shard reported when ``<dir>/results/<slug(device)>-<index>.json`` exists or a head results file says it
-    ran it (``run.device_name`` and ``run.shard_index``, or ``shard_index`` null: every shard); a shard
-    without run configs has nothing to report (CI's job matrix gives it no job). The run configs of a shard
-    that did not report say so in their reason; those missing from a shard that reported (run with
-    ``--filter`` or ``--benchmark-id``) say that. ``skipped_devices`` (skipped on purpose) are left out.
-    Returns ``((), None)`` when no head is a directory with an execution export.
-
-    Raises:
-        UserError: an execution export that cannot be read (``load_execution``).
-    """
+    """``(run configs with no record, shards that did not report)`` of the head run directories' execution
+    exports, ``skipped_devices`` left out; ``((), None)`` when no head has an export. A shard reported when
+    its ``results/<slug(device)>-<index>.json`` exists or a head results file says it ran it; a shard
+    without run configs has nothing to report. Raises UserError when an export cannot be read."""
     exports = _exports(head)
     if not exports:
         return (), None
@@ -70,21 +60,16 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
 
 
 def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin: bool) -> dict[str, str]:
-    """``{device: what differs}`` for the devices of both sides whose baseline keys differ
-    (``benchtrail.results.baseline_key.difference``: GPU model, torch version, method version, origin
-    unless ``any_origin``)."""
+    """``{device: what differs}`` for the devices of both sides whose baseline keys differ (GPU model, torch
+    version, method version, origin unless ``any_origin``)."""
     base_keys = keys_of_results(base)
     return {d: why for d, keys in keys_of_results(head).items()
             if d in base_keys and (why := difference(base_keys[d], keys, any_origin=any_origin))}
 
 
 def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
-    """The ``--filter`` the head run directories' execution exports were made with (their ``filter``),
-    compiled; None when none was (or no head has an export).
-
-    Raises:
-        UserError: an export that cannot be read, or a filter that is not a regular expression.
-    """
+    """The head exports' ``--filter``, compiled; None when none was given or no head has an export.
+    Raises UserError when an export cannot be read or its filter is not a regular expression."""
     for export in _exports(head):
         text = jsonio.read_json(export, kind="execution export", supported=EXPORT_VERSION).get("filter")
         if isinstance(text, str):
@@ -94,12 +79,9 @@ def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
 
 def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.Pattern[str] | None
                  ) -> list[ResultsFile]:
-    """``base`` without the records that the head lacks and that lie outside the head run's selection: its
-    presets (``run.presets`` of the head files; a record's own ``presets``, else its run's) and, when the head
-    was run with ``--filter`` (``pattern``, :func:`exported_filter`), the filter (a record's name, id or
-    module name it finds, as ``suite.filters.filter_suite`` selects). A series the head did not select is not
-    ``removed``, and a series the head has is always compared, whatever its presets are called now.
-    Unchanged when the head files name no presets (plain results files)."""
+    """``base`` without the records the head lacks that lie outside the head run's selection: its presets
+    (a record's own, else its run's) and the ``--filter`` ``pattern`` (over name, id or module name). A
+    series the head did not select is so not ``removed``; unchanged when the head files name no presets."""
     wanted = {p for f in head for p in f.run.get("presets") or ()}
     if not wanted:
         return base
@@ -120,9 +102,8 @@ def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.P
 
 
 def unusable_baselines(rows: list[Row], baseline: Json | None) -> tuple[list[Row], dict[str, str]]:
-    """``rows`` with each ``new`` row of a device whose baseline run cannot be used
-    (``benchtrail.compare.baseline.unusable``) made ``not-comparable`` with the reason, and those
-    ``{device: reason}``."""
+    """``rows`` with each ``new`` row of a device whose baseline run cannot be used made ``not-comparable``
+    with the reason, and those ``{device: reason}``."""
     why = unusable(baseline)
     return [replace(r, verdict="not-comparable", reason=why[r.device_name])
             if r.verdict == "new" and r.device_name in why else r for r in rows], why

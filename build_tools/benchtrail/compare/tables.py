@@ -1,8 +1,5 @@
 """The Markdown pieces of the PR comment: values, changes and intervals as text, series names as code
-spans, and the tables of execution and compilation rows (``benchtrail.compare.comment`` puts them together).
-
-Rows are :class:`benchtrail.compare.document.Row`. This module never imports torch.
-"""
+spans, and the tables of execution and compilation rows. Torch-free."""
 
 from __future__ import annotations
 
@@ -57,8 +54,7 @@ def format_instructions(value: float | None) -> str:
 
 
 def row_value(row: Row, value: float | None) -> str:
-    """A base or head figure of ``row``: instructions per call as :func:`format_instructions`, any other
-    metric as :func:`format_value` in the row's unit."""
+    """A base or head figure of ``row``: instructions per call, else :func:`format_value` in its unit."""
     return format_instructions(value) if row.metric == "instructions" else format_value(value, row.unit)
 
 
@@ -91,8 +87,7 @@ def format_change(figures: Figures, unit: str, digits: int = 1) -> str:
 
 
 def format_ci(figures: Figures, digits: int = 1) -> str:
-    """The 99% bootstrap interval of the change, ``+6.1…+9.2%`` (``digits`` decimals); an em dash when there
-    is none."""
+    """The 99% bootstrap interval of the change, ``+6.1…+9.2%``; an em dash for none."""
     if None in (figures.ci_low, figures.ci_high):
         return "—"
     return f"{figures.ci_low:+.{digits}f}…{figures.ci_high:+.{digits}f}%"
@@ -109,8 +104,8 @@ def and_more(total: int, shown: int) -> str:
 
 
 class Notes:
-    """Reasons said once: each distinct text gets a number (``[1]``, ``[2]``, … in comment order); a table row
-    refers to it and the table's legend (:meth:`legend`) states the texts first referred to since the last legend."""
+    """Reasons said once: each distinct text gets a number (``[1]``, … in comment order) that table rows
+    refer to; :meth:`legend` states the texts first referred to since the last legend."""
 
     def __init__(self) -> None:
         self.numbers: dict[str, int] = {}
@@ -124,9 +119,8 @@ class Notes:
         return f"[{self.numbers.setdefault(text, len(self.numbers) + 1)}]"
 
     def legend(self) -> list[str]:
-        """``- [n] text`` lines (Markdown list items, text escaped) of the texts numbered since the last call,
-        ``PAIRED_NOTE`` the first time after a paired estimate was shown, and ``COUNTED_NOTE`` after an
-        instructions row, then a blank line; [] for none."""
+        """``- [n] text`` lines of the texts numbered since the last call, ``PAIRED_NOTE`` and
+        ``COUNTED_NOTE`` once when due, then a blank line; [] for none."""
         lines = [f"- [{n}] {md_text(t)}" for t, n in self.numbers.items() if n > self._said]
         self._said = len(self.numbers)
         if self.paired and not self._paired_said:
@@ -144,9 +138,8 @@ def _tail(row: Row) -> str:
 
 
 def display_name(row: Row, one_device: bool) -> str:
-    """A row's name as the comment shows it: without its ``.<device>`` suffix when the comparison has
-    ``one_device`` (the context line names it), else the whole name; an instructions series
-    (``<run config name>.instructions``) loses the device of its run config's name the same way."""
+    """A row's name as the comment shows it: without its ``.<device>`` suffix when ``one_device`` (also
+    before an instructions series' ``.instructions``), else whole."""
     tail = _tail(row)
     core = row.name.removesuffix(tail)
     short = core.removesuffix("." + row.device_name) if one_device and row.device_name else core
@@ -160,9 +153,8 @@ def level_text(level: float | None) -> str:
 
 
 class Estimate(NamedTuple):
-    """The one estimate a row shows: base and head (in the row's unit), the change and its interval (99%, or
-    ``level`` for a paired estimate at another level; percent when ``change_unit`` is ``"%"``), and whether it
-    comes from paired samples."""
+    """The one estimate a row shows: base and head (the row's unit), the change and its interval (99% or
+    ``level``; percent when ``change_unit`` is ``"%"``), and whether it comes from paired samples."""
 
     base: float | None
     head: float | None
@@ -182,15 +174,10 @@ PAIRED_VERDICTS = ("regressed", "improved", "similar", "inconclusive", "noisy")
 
 
 def estimate(row: Row) -> Estimate:
-    """What a row shows. A row whose verdict comes from paired samples shows the paired estimate: the
-    median of the per-pair ratios head/base (``change``, percent, with its interval), with ``base`` the
-    median of the paired base samples and ``head`` = base × that ratio, so base → head agrees with the
-    change. Such a row is one re-checked in a paired A/B run (its ``ab`` entry, when that run gave a
-    verdict and was used: no ``guard``) or one of a paired run itself (``base_details.ab`` and
-    ``head_details.ab`` with equal rounds and equal sample counts: a row of ``benchtrail ab``). Any other row
-    shows its medians and the change between them (``change``, ``ci_low``, ``ci_high`` as comparison.json has
-    them). A paired estimate's ``level`` is its interval's when not 99%: the last look of a sequential paired
-    run (``ab.level`` of a re-checked row, ``head_details.ab.level`` of a row of ``benchtrail ab``)."""
+    """What a row shows: for a verdict from paired samples (a re-check's ``ab`` entry that was used, or a
+    row of ``benchtrail ab``) the median per-pair ratio head/base as ``change`` (%) with its interval,
+    ``base`` the paired base median and ``head`` base × ratio, ``level`` when not 99% (a sequential run's
+    last look). Any other row: its medians and comparison.json's change and interval."""
     ab, own = row.ab or {}, row.head_details.get("ab") or {}
     if ab.get("verdict") in PAIRED_VERDICTS and not ab.get("guard") and ab.get("change") is not None \
             and ab.get("base_median"):
@@ -208,10 +195,11 @@ def estimate(row: Row) -> Estimate:
 
 
 #: The legend line of a table with a paired row (said once a comment).
-PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/base of a paired A/B run on this "
-               "runner, with its interval (99%, or the level shown: the run looked after each round and each look "
-               "spends part of the 1% false-alarm rate); base is the median of the paired base samples and head is "
-               "base × that ratio. Other rows: the change between the medians, with its 99% bootstrap interval.")
+PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/base of a paired A/B run on "
+               "this runner, with its interval (99%, or the level shown: the run looked after each round and "
+               "each look spends part of the 1% false-alarm rate); base is the median of the paired base "
+               "samples and head is base × that ratio. Other rows: the change between the medians, with its "
+               "99% bootstrap interval.")
 #: The legend line of a table with an instructions row (said once a comment).
 COUNTED_NOTE = ("instr/call: instructions per call counted under valgrind's callgrind, the median of the "
                 "repeats; its interval is the change widened by the two sides' spread (each side's range "
@@ -219,9 +207,8 @@ COUNTED_NOTE = ("instr/call: instructions per call counted under valgrind's call
 
 
 def change_cell(row: Row, est: Estimate | None = None) -> str:
-    """``+30.0% (+28.1…+31.9%)`` (an instructions row's to 2 decimals: ``+0.01% (-0.01…+0.04%)``; ``, paired``
-    for a paired estimate; ``, paired at 99.64%`` when its interval's level is not 99%); a change in the row's
-    unit for an absolute rule; an em dash for none."""
+    """``+30.0% (+28.1…+31.9%)``, then ``, paired`` (``at 99.64%``) for a paired estimate; a change in the
+    row's unit for an absolute rule; an em dash for none."""
     est, digits = est or estimate(row), change_digits(row)
     text = format_change(est, row.unit, digits)
     if est.change is not None and None not in (est.ci_low, est.ci_high):
@@ -232,9 +219,8 @@ def change_cell(row: Row, est: Estimate | None = None) -> str:
 
 
 def verdict_note(row: Row) -> str:
-    """What the verdict cell adds: `` · noisy`` for the label (a side's IQR/median above 25%), and for an
-    ``inconclusive`` row the effect it could have detected and its rule, `` · could detect ≥ 13% (threshold 5%)``
-    (its ``mde``)."""
+    """What the verdict cell adds: `` · noisy`` (a side's IQR/median above 25%), and for an ``inconclusive``
+    row its ``mde``: `` · could detect ≥ 13% (threshold 5%)``."""
     note = " · noisy" if row.noisy and row.verdict != "noisy" else ""
     if row.verdict == "inconclusive" and row.mde is not None:
         note += f" · could detect ≥ {row.mde:.{0 if row.mde >= 10 else 1}f}%"
@@ -245,14 +231,13 @@ def verdict_note(row: Row) -> str:
 
 
 def instruction_rows(rows: Sequence[Row]) -> dict[str, Row]:
-    """The ``instructions`` rows of ``rows`` by the id of their run config (``<id>-instructions`` → ``<id>``,
-    the id of the run config's latency row)."""
+    """The ``instructions`` rows by their run config's latency row id (``<id>-instructions`` → ``<id>``)."""
     return {r.id.removesuffix("-instructions"): r for r in rows if r.metric == "instructions"}
 
 
 def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
-    """`` · instructions +2.00%`` for a latency row whose run config has a compared instructions row in
-    ``counted`` (:func:`instruction_rows`); else ``""``."""
+    """`` · instructions +2.00%`` for a latency row with a compared instructions row in ``counted``, else
+    ``""``."""
     other = counted.get(row.id) if row.metric == "latency" else None
     if other is None or other.change is None:
         return ""
@@ -261,11 +246,8 @@ def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
 
 def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
                  counted: Mapping[str, Row]) -> list[str]:
-    """The Markdown table of ``rows`` (a row of an older version shows what it has): one row a series, its
-    reasons (and a quarantine's) as ``[n]`` references to ``notes``. A name drops its ``.<device>`` suffix
-    when ``one_device``; with several devices a name that does not end in its device is followed by
-    ``· <device>``. A latency row whose run config has an instructions row in ``counted``
-    (:func:`instruction_rows`) shows that row's change after its own (:func:`instructions_suffix`)."""
+    """The Markdown table of ``rows``, one row a series, reasons as ``[n]`` references to ``notes``; with
+    several devices a name not ending in its device is followed by ``· <device>``."""
     lines = ["| benchmark | base → head | change (99% CI) | verdict |", "|---|---:|---:|---|"]
     for r in rows:
         est = estimate(r)

@@ -1,15 +1,5 @@
 """The comparison in the terminal: what ``benchtrail compare``, ``pipeline`` and ``ab`` print before the
-path of their main output (or, with ``--json``, instead of both: the comparison.json object itself).
-
-:func:`render_table` is a pure function of (comparison, width, colour, all_rows): a title naming the head
-and base commits, a rich table of the regressions (largest change first), then of the improvements
-(largest first), then of the new rows (every row with ``all_rows``), each with its medians, IQRs and
-sample counts, then one line counting the other rows by verdict. Every line fits ``width`` columns: names too
-long for their column first lose the module path all rows share (``mypkg.benchmarks.``), then the end all
-share (``.eager.inference``), said in a ``names:`` line under the title, then their end to an ellipsis; a
-row never wraps. :func:`stdout_style` says which width and
-colour standard output takes (rich's detection: a terminal, ``FORCE_COLOR``, ``NO_COLOR``, ``TERM=dumb``).
-This module never imports torch.
+path of their main output (with ``--json``, the comparison.json object instead). Torch-free.
 """
 
 from __future__ import annotations
@@ -44,15 +34,13 @@ MAX_WIDTH = 100
 #: Style of a row (and of its count) per verdict; the others are unstyled.
 _STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusive": "yellow",
            "not-comparable": "yellow", "insufficient-samples": "yellow"}
-#: Marks shown in place of ``regressed``: they decide whether the row gates (``confirmed`` shows as the verdict).
+#: Marks shown in place of ``regressed``: they decide whether the row gates (``confirmed`` shows the verdict).
 _SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
 
 
 def _cells(row: Row) -> tuple[str, ...]:
-    """The verdict (or the mark that decides whether it gates), change, interval in percent
-    (``+5.1…+9.4%``, an em dash without one), base median, its IQR (:func:`_spread`), head median, its IQR
-    and ``base/head`` sample counts of a row (``tables.estimate``: a paired estimate's medians, with its
-    pairs' counts and no IQR)."""
+    """A row's verdict (or the mark that decides whether it gates), change, interval (%), base median and
+    IQR, head median and IQR, ``base/head`` sample counts; a paired estimate: its pairs' counts, no IQR."""
     e = estimate(row)
     verdict = row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
     paired = (row.ab or {}) if e.paired else {}
@@ -65,16 +53,14 @@ def _cells(row: Row) -> tuple[str, ...]:
 
 
 def _value(row: Row, value: float | None) -> str:
-    """A median as the table shows it: instructions per call as ``6.40M instr``, else as
-    ``tables.format_value``."""
+    """A median as the table shows it: ``6.40M instr`` per call, else as :func:`format_value`."""
     if row.metric == "instructions" and value is not None:
         return f"{format_count(value)} instr"
     return format_value(value, row.unit)
 
 
 def _spread(iqr: float | None, median: float | None) -> str:
-    """IQR/median in percent, ``2.4%``, ``31%`` (the noise that labels a row noisy above 25%); an em dash
-    without both or with a zero median."""
+    """IQR/median in percent, ``2.4%``, ``31%``; an em dash without both or with a zero median."""
     if iqr is None or not median:
         return "—"
     pct = 100 * iqr / median
@@ -82,7 +68,7 @@ def _spread(iqr: float | None, median: float | None) -> str:
 
 
 def _largest_first(row: Row) -> tuple[bool, float, str]:
-    """The sort key of rows, largest change (``tables.estimate``) first, then by name."""
+    """The sort key of rows: largest change first, then name."""
     change = estimate(row).change
     return change is None, -abs(change or 0.0), row.name
 
@@ -117,9 +103,8 @@ _OPTIONAL = ((5, 7), (8,), (3,), (4, 6))
 
 
 def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[int, ...], int]:
-    """Indexes into ``_HEADERS`` of the columns shown, and the terminal cells of ``width`` left for the
-    benchmark names beside the others: all columns, less those of ``_OPTIONAL`` in turn while the names
-    would get fewer than ``_MIN_NAME`` cells."""
+    """Indexes into ``_HEADERS`` of the columns shown and the cells of ``width`` left for the names; those
+    of ``_OPTIONAL`` drop in turn while the names would get fewer than ``_MIN_NAME`` cells."""
     columns = tuple(range(len(_HEADERS)))
     for drop in (*_OPTIONAL, None):
         used = sum(max(cell_len(c) for c in (_HEADERS[i], *(row[i] for row in cells))) for i in columns[1:])
@@ -132,20 +117,12 @@ def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[in
 
 def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False,
                  all_rows: bool = False) -> str:
-    """The comparison as terminal text: a title line (head and base commits, the devices), a table of
-    regressions, improvements then new rows (``all_rows``: then every other row, in ``VERDICTS`` order) with
-    columns benchmark, verdict, change, interval (percent), base median and IQR, head median and IQR
-    (medians in engineering units as the comment's: µs, ms, s, KiB…; IQRs in percent of their medians) and
-    ``base/head`` sample counts, then a line counting the other rows by verdict. Names are shown literally
-    (never rich markup) and cut with ``…`` to fit; no line is wider than ``width`` columns (a long title or
-    count line is broken at a space, a table row never). Where names would get fewer than 16 columns the
-    IQRs are left out, then the counts, the interval and the medians.
-    ``colour``: ANSI colour and bold (regressions red, improvements green); else plain text.
-    Trailing spaces are removed from every line; the text ends with a newline.
-
-    Raises:
-        ValueError: ``width`` is less than 40.
-    """
+    """The comparison as terminal text: a title (head and base commits, devices), a table of regressions,
+    improvements then new rows (``all_rows``: then every other row) with medians in engineering units (µs,
+    ms, s, KiB…), IQRs in percent of their medians and ``base/head`` sample counts, then a line counting
+    the other rows by verdict. No line is wider than ``width`` columns: names are cut with ``…`` (a shared
+    module path and end said once under the title), optional columns dropped; a row never wraps.
+    ``colour``: ANSI colours, else plain. Raises ValueError when ``width`` is under 40."""
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
     single_device = len({r.device_name for r in comparison.rows}) == 1
@@ -168,8 +145,9 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if any(cell_len(name(r)) > room for r in shown):
         tail = shared_tail([b.removeprefix(head) for b in bases])
     out = io.StringIO()
-    console = Console(file=out, width=width, color_system="standard" if colour else None, force_terminal=colour,
-                      no_color=not colour, highlight=False, emoji=False, markup=False, legacy_windows=False)
+    console = Console(file=out, width=width, color_system="standard" if colour else None,
+                      force_terminal=colour, no_color=not colour, highlight=False, emoji=False, markup=False,
+                      legacy_windows=False)
     console.print(Text(_title(comparison), style="bold"))
     if head or tail:
         console.print(Text(f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}"),
@@ -198,11 +176,9 @@ MAX_FAILED_LINES = 3
 
 
 def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[str]:
-    """What the count line cannot say and a reader must know: the runner checks that failed where the head
-    was measured, each failed row with the first line of its reason (at most :data:`MAX_FAILED_LINES`, then a
-    count), and the inconclusive rows' largest changes (at most three, by name) with the effect each could
-    have detected. Plain
-    text; each line is cut to the width. ``name``: a row's name as the table shows it."""
+    """What the count line cannot say: the runner checks that failed, each failed row with its reason's
+    first line (:data:`MAX_FAILED_LINES`, then a count), and the three largest inconclusive changes with
+    the effect each could have detected. ``name``: a row's name as the table shows it."""
     lines = []
     if checks := runner_checks_line(comparison):
         lines.append(checks.replace("\\", "").replace("⚠ ", "warning: ").split(". These results")[0])
@@ -222,10 +198,8 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
 
 
 def stdout_style() -> tuple[int, bool]:
-    """``(width, colour)`` for printing to standard output: the terminal's width capped at :data:`MAX_WIDTH`
-    (that width when it is not a terminal) and whether to colour, as rich decides it: a terminal (or
-    ``FORCE_COLOR`` set non-empty), ``NO_COLOR`` unset or empty (https://no-color.org) and ``TERM`` not
-    ``dumb``."""
+    """``(width, colour)`` for standard output: the terminal's width capped at :data:`MAX_WIDTH`, and colour
+    as rich decides it (a terminal or ``FORCE_COLOR``, no ``NO_COLOR``, ``TERM`` not ``dumb``)."""
     console = Console()
     colour = (console.is_terminal and not console.is_dumb_terminal and not console.no_color
               and console.color_system is not None)

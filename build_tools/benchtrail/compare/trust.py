@@ -1,9 +1,6 @@
-"""What a baseline lookup asks about each stored run: may it be a baseline? (docs/store.md, "Trusted
-baselines").
-
-Every lookup of stored runs by commit goes through :class:`StoredRuns`, which only needs this protocol;
-the GitHub-backed implementation and ``--trust`` live in :mod:`benchtrail.github.trust`.
-"""
+"""What a baseline lookup asks of each stored run: may it be a baseline? (docs/store.md, "Trusted
+baselines"). Every lookup of stored runs by commit goes through :class:`StoredRuns`; the GitHub-backed
+trust and ``--trust`` live in the github package."""
 
 from __future__ import annotations
 
@@ -21,10 +18,8 @@ class Trust(Protocol):
     description: str
 
     def check(self, pointer: Pointer, branches: tuple[str, ...] = ()) -> str | None:
-        """None when the pointer's run is trusted, else why not (one sentence naming the run).
-
-        ``pointer`` is a dict of ``Store.pointers`` (with the store's ``stored_at``); ``branches`` the
-        branches besides the default branch whose pushes count (a PR's base branch)."""
+        """None when the pointer's run is trusted, else why not (one sentence naming the run); ``branches``:
+        those besides the default branch whose pushes count (a PR's base branch)."""
         ...
 
 
@@ -38,13 +33,9 @@ class TrustAll:
 
 
 class StoredRuns:
-    """The one lookup of stored runs by commit (compare, dashboard, track, history, compare-builds).
-
-    Iterating gives ``(pointer, None)`` for a trusted run and ``(pointer, why not)`` for a refused one,
-    newest first, for the pointers of ``commit`` that ``wanted`` keeps when they are reached (asked
-    before ``trust``, which may cost a GitHub request; it may depend on what the caller took already).
-    ``unreadable`` holds the messages of pointers the store could not read.
-    """
+    """The one lookup of stored runs by commit: iterating gives ``(pointer, why not or None)``, newest
+    first, for the pointers of ``commit`` that ``wanted`` keeps (asked before ``trust``, which may cost a
+    GitHub request); ``unreadable`` holds the messages of pointers the store could not read."""
 
     def __init__(self, store: Any, commit: str, trust: Trust | None, wanted: Callable[[Pointer], bool],
                  branches: tuple[str, ...] = ()) -> None:

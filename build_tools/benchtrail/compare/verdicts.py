@@ -1,28 +1,12 @@
-"""The compare stage: give every series a verdict, head against baseline.
+"""The compare stage: give every series a verdict, head against baseline (docs/statistics.md).
 
-Execution series are first checked for samples that cannot be judged: a zero, negative, NaN or
-infinite sample or median on either side is ``not-comparable``; fewer than ``MIN_SAMPLES_FOR_TEST``
-samples on a side, or a side whose samples are all equal, is ``insufficient-samples`` (never gated).
-Each such row says why. Compilation series keep the median rule below. Other series under a
-percent rule with at least ``MIN_SAMPLES_FOR_TEST`` samples on each side go through
-``stats.inference.compare_samples`` together: the ratio of medians with a 99% percentile bootstrap
-interval (two-stage over worker processes when a record pools several), a two-sided Mann–Whitney U
-test, Benjamini–Hochberg over all of them, the noise label (IQR/median above 25%: ``noisy``) and
-the minimum detectable effect; a row is ``regressed`` only when its whole interval lies beyond the
-threshold and q < ``ALPHA``, ``similar`` only when it lies within it, else ``inconclusive``
-(docs/statistics.md). Counts and bytes (absolute rules) and compilation series with fewer samples, such
-as one-sample compile times, are judged on the change of the median against the threshold.
-Which way is worse is the series' direction (its record's, its metric's: ``results.schema.METRICS``).
-
-Instruction counts (``instructions``, counted under callgrind) are near-deterministic and judged by
-``stats.counts.judge_counts`` under their percent rule: the change of the median widened by the two sides'
-relative ranges (``ci_low``/``ci_high``), ``noisy`` beyond ``stats.counts.NOISY_SPREAD_PCT``; no test, no
-p-value. They need ``stats.counts.MIN_REPEATS`` finite, positive samples a side (all equal is fine), and
-the same counter key (``results.baseline_key.counter_difference``): counts under different keys are
-``not-comparable``, never compared. A regressed count is ``confirmed`` by its repeats
-(:func:`mark_regressions`). A suspect latency row beside its run config's instruction row says what the
-instructions did (:func:`_beside_counts`); the latency rows of a device that gates on instructions
-(``details.gate``) are reported, not gated (``quarantined``).
+Execution samples that cannot be judged make a row ``not-comparable`` (zero, negative, NaN, infinite) or
+``insufficient-samples`` (fewer than ``MIN_SAMPLES_FOR_TEST`` a side, or all equal). Percent-rule series
+with enough samples are compared together: ratio of medians with a 99% bootstrap interval, Mann–Whitney U,
+Benjamini–Hochberg; ``regressed`` only when the whole interval lies beyond the threshold and q < ``ALPHA``,
+``similar`` only within it, else ``inconclusive``. Absolute rules and few-sample compilation series are
+judged on the median's change. Instruction counts are judged on their repeats' spread (no test), need the
+same counter key, and are confirmed by their repeats.
 """
 
 from __future__ import annotations
@@ -47,8 +31,8 @@ from benchtrail.stats.sequential import resamples_for
 
 ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 5
-#: The reason of a row whose two sides' definitions were hashed by different schemes
-#: (``benchtrail.suite.content_hash.HASH_SCHEME``): compared, their definitions unchecked.
+#: The reason of a row whose two sides' definitions were hashed by different schemes (the content hash's
+#: ``HASH_SCHEME``): compared, their definitions unchecked.
 HASH_SCHEME_NOTE = "definition not checked: hash scheme changed"
 #: A row whose median is below this many times its harness floor says so (``_floor_note``).
 FLOOR_FACTOR = 10
@@ -63,9 +47,8 @@ Pair = tuple[BenchmarkRecord, BenchmarkRecord, Threshold]
 
 @dataclass(frozen=True)
 class Unreported:
-    """A run config of the head run's execution export that has no record in the head results: its
-    execution series (``<run config id>``, latency in µs, as ``benchtrail.runner.run_cases.case_record``
-    names it) and why it has none (e.g. ``no result: shard 1 of device d did not report (…)``)."""
+    """A run config of the head run's execution export with no record in the head results: its execution
+    series (latency, µs) and why it has none (``no result: shard 1 of device d did not report (…)``)."""
 
     id: str
     name: str
@@ -99,10 +82,8 @@ def _finite_positive(x: float | None) -> bool:
 
 def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int,
                     spread: bool) -> tuple[str, str] | None:
-    """``(verdict, reason)`` of an execution pair whose samples cannot be judged, or None when they can:
-    ``not-comparable`` for a zero, negative, NaN or infinite sample or median on a side,
-    ``insufficient-samples`` for fewer than ``minimum`` samples or (``spread``) all-equal samples on a
-    side."""
+    """``(verdict, reason)`` of an execution pair whose samples cannot be judged (the module docstring's
+    rule; all-equal samples only with ``spread``), else None."""
     sides = ("baseline", base), ("head", head)
     for side, r in sides:
         for i, x in enumerate(r.samples):
@@ -198,17 +179,15 @@ def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
 
 
 def paired_level(head: BenchmarkRecord) -> float:
-    """The confidence level of a paired A/B run's last look (``details.ab.level``: under sequential sampling,
-    ``benchtrail.runner.ab.Policy.sequential``, each look spends part of ``ALPHA``); ``1 - ALPHA`` for a run
-    that predates it or has no valid level."""
+    """The confidence level of a paired A/B run's last look (``details.ab.level``; each sequential look
+    spends part of ``ALPHA``); ``1 - ALPHA`` without a valid one."""
     level = (head.details.get("ab") or {}).get("level")
     return float(level) if isinstance(level, (int, float)) and 0.0 < level < 1.0 else 1.0 - ALPHA
 
 
 def _underpowered(rows: list[Row]) -> list[Row]:
-    """``rows`` (compared together) with each ``inconclusive`` one whose sample counts could not show a lone
-    change among them (the smallest Mann–Whitney p × the rows is not below ``ALPHA``:
-    ``stats.power.smallest_p``) made ``insufficient-samples``, naming the samples a side it needed."""
+    """``rows`` with each ``inconclusive`` one whose sample counts could not show a lone change among them
+    (smallest Mann–Whitney p × rows ≥ ``ALPHA``) made ``insufficient-samples``, naming the samples needed."""
     m = len(rows)
     return [replace(r, verdict="insufficient-samples", reason=(
         f"{r.base_n} and {r.head_n} samples cannot show a lone change among {m} series compared (smallest "
@@ -217,13 +196,10 @@ def _underpowered(rows: list[Row]) -> list[Row]:
 
 
 def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
-    """Rows for percent-rule series with enough samples, all compared in one vectorized pass, those of
-    paired A/B runs in passes of their own, one for each ``level`` their run stopped at (:func:`paired_level`;
-    None: not paired): pair ratios, clustered by round (``stats.paired``), interval at that level, q < 1 -
-    level. Benjamini–Hochberg runs over the series of one level together, so a series alone at its level is
-    judged on its own p, as its run's loop judged it; several at one level are corrected together (q >= p),
-    and the bootstrap's seed here is 0 whatever ``Policy.seed`` the run used: a row may then be less decided
-    than the look that stopped its run."""
+    """Rows of percent-rule series with enough samples, compared in one vectorized pass; paired A/B runs in
+    a pass per ``level`` their run stopped at (None: not paired), pair ratios clustered by round.
+    Benjamini–Hochberg runs per level and the bootstrap seed is 0 whatever the run used, so a row may be
+    less decided than the look that stopped its run."""
     bases, heads, rules = zip(*pairs)  # the stats functions take lists as arrays
     inputs = {"base": [b.samples for b in bases], "head": [h.samples for h in heads],
               "threshold_pct": [t.threshold for t in rules],
@@ -254,12 +230,8 @@ def _rows_of(pairs: list[Pair], result) -> list[Row]:
 
 
 def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -> dict[str, BenchmarkRecord]:
-    """Series by id over several results files of one side.
-
-    Raises:
-        UserError: the files come from different commits (unless ``several_commits``: per-device
-            baselines), or two files hold the same series.
-    """
+    """Series by id over one side's results files. Raises UserError when two files hold one series or the
+    files come from different commits (unless ``several_commits``: per-device baselines)."""
     commits = sorted({f.commit for f in files})
     if len(commits) > 1 and not several_commits:
         raise UserError(f"the {side} results come from different commits "
@@ -277,18 +249,11 @@ def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -
 def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...],
             unreported: tuple[Unreported, ...] = (), mismatched: dict[str, str] | None = None,
             several_base_commits: bool = False) -> list[Row]:
-    """Rows for every series in head or base, in head order, then the ``unreported`` series the head
-    lacks (``failed``, with their reason; the baseline's figures when it has the series), then removed
-    ones; one per series id.
-
-    ``mismatched`` maps a device to why its baseline's key differs from the head's
-    (``benchtrail.results.baseline_key.difference``): its head series are ``not-comparable`` with that reason
-    and its baseline series are left out. ``several_base_commits`` allows base files of several commits
-    (each device's own baseline run).
-
-    Raises:
-        UserError: two files of a side hold one series, or the thresholds have no rule for a series or
-            a rule whose direction contradicts the series' (``thresholds.find_threshold``)."""
+    """One row per series id: head series in head order, then the ``unreported`` series the head lacks
+    (``failed``), then removed ones. A device in ``mismatched`` (``{device: why its baseline key differs}``)
+    has its head series ``not-comparable`` and its baseline series left out. ``several_base_commits``:
+    each device's own baseline run. Raises UserError when two files of a side hold one series or no
+    threshold rule fits a series."""
     mismatched = mismatched or {}
     base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
                   if b.device_name not in mismatched}
@@ -336,8 +301,8 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
 
 
 def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
-    """The row of an instruction-count pair (``stats.counts.judge_counts``); its reason names the repeats'
-    spread when it is noisy or inconclusive."""
+    """The row of an instruction-count pair; its reason names the repeats' spread when noisy or
+    inconclusive."""
     j = judge_counts(base.samples, head.samples, threshold.threshold, threshold.lower_is_better)
     reason = (f"repeats spread {j.spread_pct:.2f}% (bound {NOISY_SPREAD_PCT:g}%)"
               if j.noisy or j.verdict == "inconclusive" else None)
@@ -347,9 +312,8 @@ def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold)
 
 
 def count_note(row: Row, counts: dict[str, Row]) -> str | None:
-    """What a suspect latency ``row`` (regressed, improved, inconclusive) says of its run config's instruction
-    row in ``counts`` (by id): :data:`UNCHANGED_NOTE` when that is similar, e.g. ``instructions +1.23%
-    (regressed)`` when it changed; None otherwise or when the reason says it already."""
+    """What a suspect latency row says of its run config's instruction row in ``counts``:
+    :data:`UNCHANGED_NOTE` when similar, ``instructions +1.23% (regressed)`` when changed, else None."""
     c = counts.get(f"{row.id}-instructions")
     if c is None or row.verdict not in (*CHANGES, *INCONCLUSIVE):
         return None
@@ -359,11 +323,9 @@ def count_note(row: Row, counts: dict[str, Row]) -> str | None:
 
 
 def _beside_counts(rows: list[Row]) -> list[Row]:
-    """``rows`` with each suspect latency row (regressed, improved, inconclusive) whose run config's
-    instruction row is similar, regressed or improved saying so (:data:`UNCHANGED_NOTE`, or e.g.
-    ``instructions +1.23% (regressed)``), and each latency row of a device that gates on instructions
-    (``details.gate``) quarantined: reported, not gated, when its instruction row was judged (regressed,
-    improved, similar; else its wall time gates, and its reason says why)."""
+    """``rows`` with each suspect latency row noting its instruction row (:func:`count_note`), and each
+    latency row of a device gating on instructions (``details.gate``) quarantined when its count was
+    judged (else its wall time gates, its reason saying why)."""
     counts = {r.id: r for r in rows if r.metric == "instructions"}
     out = []
     for r in rows:
@@ -396,8 +358,7 @@ def _threads_note(head: BenchmarkRecord) -> str | None:
 
 
 def _floor_note(head: BenchmarkRecord) -> str | None:
-    """That a case's median is within ``FLOOR_FACTOR`` × the harness's per-call floor
-    (``details.floor_us``)."""
+    """That a case's median is within ``FLOOR_FACTOR`` × the per-call floor (``details.floor_us``)."""
     floor, median = head.details.get("floor_us"), head.median
     if isinstance(floor, (int, float)) and floor > 0 and median is not None and median < FLOOR_FACTOR * floor:
         return (f"near the harness floor: median {median:.3g} µs, floor {floor:.2g} µs per call; a change "
@@ -422,10 +383,9 @@ def regression_mark(row: Row, accept: Sequence[str], other: str = "confirmed") -
 
 
 def mark_regressions(rows: list[Row], rules: Rules, paired: bool = False) -> list[Row]:
-    """Mark each regressed row ``quarantined`` when an entry of ``rules.quarantine`` matches it, else
-    ``accepted`` when ``accepted(row, rules.accept)``, else ``confirmed`` when the samples come from a paired
-    A/B run (``paired``) or are instruction counts (confirmed by their repeats), else ``unconfirmed``
-    (:func:`regression_mark`). Every row a quarantine entry matches carries its reason in ``quarantined``."""
+    """Mark each regressed row ``quarantined`` (a quarantine entry matches), ``accepted`` (an accept glob
+    matches), ``confirmed`` when ``paired`` or instruction counts, else ``unconfirmed``; every row a
+    quarantine entry matches carries its reason in ``quarantined``."""
     marked = []
     for r in rows:
         entry = rules.quarantined(r.name, r.id)

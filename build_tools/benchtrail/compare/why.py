@@ -1,25 +1,10 @@
 """Why a benchmark got slower: the operators whose self time changed most between base and head.
 
-The paired re-check (``benchtrail.runner.recheck``) profiles both arms of a confirmed regression with
-``torch.profiler`` after their timed samples; each worker answers its operators' self times
-(``benchtrail.worker.protocol.Response.profile``). :func:`profile_diff` turns the two answers into a
-row's ``profile`` (``comparison.json``, docs/formats.md), and :func:`render_why` into the lines a
-reader sees in the comment and in ``benchtrail explain``. A confirmed instruction regression's
-per-function diff (``benchtrail.compare.callgrind``) is rendered here too (:func:`render_functions`,
-:func:`function_lines`). Torch-free.
-
-A row's ``profile``::
-
-    {"operators": [{"name": str, "base_us": float | null, "head_us": float, "change_us": float | null}],
-     "iterations": {"base": int | null, "head": int},
-     "traces": {"base": path | null, "head": path},   # relative to the run directory
-     "note": str | null, "clock": "cpu" | "device"}
-
-Times are µs of self CPU time (``self_cpu_time_total``) per iteration, or on a GPU (``clock``
-``device``) of self device time (``self_device_time_total``: kernels and the operators that launched them). With both arms profiled the
-operators are the :data:`TOP` whose self time changed most (head − base, largest ``|change|`` first);
-with the head's alone (a base worker from before profiling) they are the head's largest, with
-``base_us`` and ``change_us`` null and a ``note`` saying so.
+The paired re-check profiles both arms of a confirmed regression with ``torch.profiler`` after their timed
+samples; :func:`profile_diff` turns the two workers' answers into a row's ``profile`` (docs/formats.md: µs
+of self CPU time per iteration, or of self device time on a GPU), :func:`render_why` into the lines of the
+comment and ``benchtrail explain``. A confirmed instruction regression's per-function diff is rendered
+here too (:func:`render_functions`). Torch-free.
 """
 
 from __future__ import annotations
@@ -48,7 +33,7 @@ CLOCKS = {"cpu": ("self_cpu_us", "self CPU time"), "device": ("self_device_us", 
 
 
 def _per_iteration(profile: Profile, clock: str) -> dict[str, float]:
-    """``{operator name: self µs per iteration}`` of one worker's profile, on ``clock`` (a key of :data:`CLOCKS`)."""
+    """``{operator name: self µs per iteration}`` of one worker's profile on ``clock``."""
     n = max(int(profile.get("iterations") or 1), 1)
     out: defaultdict[str, float] = defaultdict(float)  # an operator it lacks: 0 µs
     for op in profile.get("operators") or ():
@@ -58,14 +43,9 @@ def _per_iteration(profile: Profile, clock: str) -> dict[str, float]:
 
 def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str, str | None],
                  top: int = TOP) -> dict[str, Any] | None:
-    """A row's ``profile`` from the two arms' worker profiles (``Response.profile``; None: that arm's worker
-    predates profiling); ``traces`` the trace paths by arm (``base``, ``head``; None for none). None when the
-    head has no usable profile. A profile that failed (``{"error": ...}``) counts as none, and the note says why.
-
-    An operator one side lacks (under the worker's cut of its largest operators) counts 0 µs there. The
-    times are self CPU time, or self device time (``clock: "device"``) when the head's profile has device times
-    (a GPU run: the kernels and the operators that launched them).
-    """
+    """A row's ``profile`` from the two arms' worker profiles (None or ``{"error": ...}``: none, the note
+    saying why) and trace paths by arm; None when the head has none. An operator one side lacks counts 0 µs;
+    the clock is the device's when the head's profile has device times (a GPU run), else the CPU's."""
     if not head or "error" in head:
         return None
     on_device = any((op.get("self_device_us") or 0) > 0 for op in head.get("operators") or ())  # a GPU run
@@ -87,7 +67,7 @@ def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str
 
 
 def _time(us: float) -> str:
-    """``us`` microseconds in µs, ms or s with three significant figures (``1.20 ms``, ``36.5 µs``, ``0 µs``)."""
+    """``us`` in µs, ms or s, three significant figures: ``1.20 ms``, ``36.5 µs``, ``0 µs``."""
     if us == 0:
         return "0 µs"
     value, unit = next(((us / scale, name) for scale, name in ((1e6, "s"), (1e3, "ms"))
@@ -106,9 +86,8 @@ def _times(op: Mapping[str, Any], head_only: str) -> str:
 
 
 def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
-    """The lines of :func:`render_why` as plain text (``benchtrail explain``): one per operator, most changed
-    first, then the note and the traces (under ``run_dir``, a path, when given; else relative to the run
-    directory); [] without a profile (a row's ``profile``)."""
+    """:func:`render_why`'s lines as plain text (``benchtrail explain``), traces under ``run_dir`` when
+    given, else relative to the run directory; [] without a profile."""
     if not profile or not profile.get("operators"):
         return []
     lines = [f"{op['name']} {_times(op, 'self time ')}" for op in profile["operators"]]
@@ -118,15 +97,15 @@ def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
     shown = [f"{arm} {Path(run_dir, traces[arm]) if run_dir is not None else traces[arm]}"
              for arm in ARMS if traces.get(arm)]
     if shown:
-        lines.append("traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): " + ", ".join(shown))
+        lines.append("traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): "
+                     + ", ".join(shown))
     return lines
 
 
 def render_why(profile: Profile | None, link: Any = None) -> str:
-    """The "Why" block of a regressed row's ``profile``, Markdown: ``Why (torch.profiler, self CPU time): aten::mm self
-    time 1.20 ms → 3.65 ms (+2.45 ms) per iteration; ...`` with the most changed operator first, then the note
-    and the two traces. ``link`` maps a trace path (relative to the run directory) to a URL or path to show
-    (default: the path itself, in a code span). "" without a profile."""
+    """The "Why" block of a regressed row's ``profile``, Markdown: the operators, most changed first
+    (``aten::mm self time 1.20 ms → 3.65 ms (+2.45 ms) per iteration``), the note and the two traces, each
+    shown as ``link(path)`` (default: the path in a code span); "" without a profile."""
     if not profile or not profile.get("operators"):
         return ""
     what = CLOCKS[profile.get("clock") or "cpu"][1]
@@ -152,10 +131,9 @@ INCLUSIVE_HEADING = "callgrind, inclusive instructions per call, largest change 
 
 
 def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
-    """A ``callgrind_annotate`` name as shown: its source file's folders and its object file left out
-    (``/b/Python/ceval.c:f'2 [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters: a
-    longer one loses ``(anonymous namespace)::`` and then its middle, the start kept three times as long as
-    the end (a kernel's template arguments name it: ``vectorized_loop<…maximum_kernel…``)."""
+    """A ``callgrind_annotate`` name as shown: folders and object file left out (``/b/Python/ceval.c:f'2
+    [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters: a longer one loses
+    ``(anonymous namespace)::`` and then its middle, keeping three times more start than end."""
     where, _, function = _OBJECT.sub("", name).partition(":")
     short = f"{where.rsplit('/', 1)[-1]}:{function}"
     if len(short) <= limit:
@@ -171,9 +149,8 @@ def _signed(x: float) -> str:
 
 
 def _counts(fn: Mapping[str, Any], ranked_by: str | None) -> str:
-    """One function of a row's ``functions``: ``0 → 2.70M (+2.70M) self, +2.70M inclusive`` (the inclusive
-    change left out where it is null: a recursion artifact), or of one before ``ranked_by`` (inclusive
-    counts) ``1.20M → 1.35M (+150k) inclusive``."""
+    """One function of a row's ``functions``: ``0 → 2.70M (+2.70M) self, +2.70M inclusive`` (no inclusive
+    where null), or before ``ranked_by``: ``1.20M → 1.35M (+150k) inclusive``."""
     text = f"{format_count(fn['base'])} → {format_count(fn['head'])} ({_signed(fn['change'])})"
     if ranked_by != "self":
         return f"{text} inclusive"
@@ -182,8 +159,7 @@ def _counts(fn: Mapping[str, Any], ranked_by: str | None) -> str:
 
 
 def function_lines(functions: Profile | None) -> list[str]:
-    """A row's ``functions`` (``benchtrail.compare.callgrind``) as plain text (``benchtrail explain``), per
-    call: one line a function (:func:`_counts`), most changed first, then the note; [] without one."""
+    """A row's ``functions`` as plain text (``benchtrail explain``), a function a line; [] without one."""
     if not functions:
         return []
     lines = [f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
@@ -192,10 +168,8 @@ def function_lines(functions: Profile | None) -> list[str]:
 
 
 def render_functions(functions: Profile | None) -> str:
-    """The "Why" block of a confirmed instruction regression, Markdown: ``**Why** (callgrind, instructions
-    per call, largest change of self instructions first; …):`` then a function a line (:func:`function_name`,
-    :func:`_counts`), the note, and the two callgrind files (each relative to its own run directory); ""
-    without ``functions``. One written before ``ranked_by`` renders as it was ranked, by inclusive counts."""
+    """The "Why" block of a confirmed instruction regression, Markdown: a function a line, the note and the
+    two callgrind files; "" without ``functions``. One from before ``ranked_by`` ranks by inclusive counts."""
     if not functions:
         return ""
     ranked_by = functions.get("ranked_by")

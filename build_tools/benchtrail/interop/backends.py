@@ -1,13 +1,9 @@
 """Backend comparison of one run: each compile config's median latency and its speedup over eager.
 
-What the TorchInductor performance dashboard (https://hud.pytorch.org/benchmark/compilers) and the
-burn project's backend-comparison benchmarks (https://github.com/tracel-ai/burn, ``backend-comparison/``)
-show: for each model, task and device, one row per compile config (``eager``, ``inductor``,
-``export``, ``aot-inductor``, ``inductor-max-autotune``, ...) with its median latency and
-``speedup = eager median / config median`` (above 1: faster than eager).
-
-``compare_backends`` is the pure core (results in, rows out); ``render_table`` and ``speedups_figure``
-format the rows; ``benchtrail compare-backends`` (``benchtrail.cli.interop``) reads the files and prints.
+As the TorchInductor performance dashboard (https://hud.pytorch.org/benchmark/compilers) and burn's
+``backend-comparison/`` (https://github.com/tracel-ai/burn) show it: for each model, task and device, one
+row per compile config with its median latency and ``speedup = eager median / config median`` (above 1:
+faster than eager).
 """
 
 from __future__ import annotations
@@ -39,20 +35,10 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class BackendRow:
-    """One compile config of one (model, task, device).
-
-    Attributes:
-        model, task, device_name, compile_config: what ran (task is the record's ``task``, or its
-            execution config such as ``inference-bs8`` when one task has several).
-        status, reason: the record's status and reason (reason None when ``ok``).
-        median_us, iqr_us: median and IQR latency in µs per iteration (None without samples).
-        n: number of samples.
-        speedup: eager median / this median (a ratio, above 1 is faster than eager); None when
-            this case or the eager case is missing or not ``ok``, or a median is not above 0.
-        name: the record's name (series name).
-        note: why an ``ok`` case has no speedup (``median is 0: no speedup``, ``eager median is 0:
-            no speedup``, ``no ok eager case``); None otherwise.
-    """
+    """One compile config of one (model, task, device): ``task`` is the record's, or its execution config
+    (``inference-bs8``) when one task has several; ``median_us``, ``iqr_us`` in µs per iteration (None
+    without samples); ``speedup`` eager median / this median (None when either case is missing, not ok or
+    has a median not above 0; ``note`` says why for an ok case)."""
 
     model: str
     task: str
@@ -80,16 +66,9 @@ def _no_speedup(median: float | None, eager: BenchmarkRecord | None) -> str | No
 
 
 def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: str = "--results") -> RunInfo:
-    """The one run (commit, run id, attempt) that all results files belong to.
-
-    Args:
-        sources: (argument as given, results files loaded from it) pairs, for messages.
-        flag: the argument the results came from, starting each message (``--results``, ``A 'dir'``).
-
-    Raises:
-        UserError: no results files, or files of more than one run or commit (naming each
-            argument and its runs).
-    """
+    """The one run (commit, run id, attempt) of all results files; ``sources``: (argument, its files) pairs.
+    Raises UserError, starting with ``flag`` and naming each argument's runs, for no files or files of
+    several runs or commits."""
     seen: dict[RunInfo, dict[str, None]] = defaultdict(dict)
     for where, files in sources:
         for f in files:
@@ -107,17 +86,8 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
 
 
 def load_one_run(paths: Sequence[Path], flag: str = "--results") -> tuple[list[ResultsFile], RunInfo]:
-    """Load run directories or results files ``paths`` and check that they hold one run (``check_one_run``).
-
-    Used by ``compare-backends``, ``convert`` and ``compare-builds`` (a run directory given as A or B).
-
-    Returns:
-        (the results files, the run they belong to).
-
-    Raises:
-        UserError: a path has no results or an invalid results file, or the files span runs or
-            commits (the message starts with ``flag``).
-    """
+    """Load run directories or results files ``paths`` and the one run they hold. Raises UserError,
+    starting with ``flag``, for a path without valid results or files of several runs or commits."""
     from benchtrail.results.io import load_results_paths
 
     sources = [(str(p), load_results_paths([Path(p)])) for p in paths]
@@ -129,21 +99,9 @@ def _config_key(config: str) -> tuple[int, str]:
 
 
 def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
-    """One row per execution record: its median latency and speedup over eager.
-
-    Records are grouped by (model, task, device); within a group, when one compile config has
-    several records (one task at several batch sizes), the group splits by execution config.
-    Compilation records are left out.
-
-    Args:
-        results: the results files of one run (see ``check_one_run``).
-
-    Returns:
-        Rows sorted by model, task, device and compile config (``CONFIG_ORDER`` first).
-
-    Raises:
-        UserError: no execution records, or one case twice (the same series in two files).
-    """
+    """One row per execution record, sorted by model, task, device and compile config (``CONFIG_ORDER``
+    first); a (model, task, device) whose compile config has several records splits by execution config.
+    Raises UserError when there are no execution records or a case is there twice."""
     records = [b for f in results for b in f.benchmarks if b.kind == "execution"]
     if not records:
         raise UserError("--results: no execution records (kind 'execution') in these results files; "
@@ -214,10 +172,8 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
 
 
 def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:
-    """A grouped bar plot (a matplotlib ``Figure``, constrained layout): one group per model·task (·device
-    when several), one bar per compile config, height = speedup over eager (eager is 1.0; no bar where there
-    is no speedup, marked with the case's status instead). A group's label is its parts on lines when the
-    widest fits the group's width, else one line at 45°."""
+    """A grouped bar plot (matplotlib ``Figure``): a group per model·task (·device when several), a bar per
+    compile config of its speedup over eager (none without a speedup: the case's status instead)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
@@ -245,7 +201,8 @@ def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:
         bars = ax.bar(xs, heights, width, color=f"C{i % 10}")
         ax.bar_label(bars, labels=[f"{h:.2f}×" for h in heights], fontsize=7, padding=1)
         for x, text in missing:
-            ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7, color="dimgray")
+            ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7,
+                    color="dimgray")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
     parts = [[mpl_text(p, MPL_LABEL_CHARS) for p in (m, t, *([d] if several_devices else []))]

@@ -1,31 +1,9 @@
-"""Results as other tools' input: github-action-benchmark JSON and Bencher Metric Format (BMF).
+"""Results as other tools' input: github-action-benchmark JSON (``gab``, its ``customSmallerIsBetter``
+input) and Bencher Metric Format (``bmf``, https://bencher.dev/docs/reference/bencher-metric-format/).
 
-``convert`` is the pure core (records in, a JSON document out); ``benchtrail convert``
-(``benchtrail.cli.interop``) reads the results files and writes the document. The mapping (docs/interop.md):
-
-* Records: the ``ok`` records of one run, execution (latency) and, unless ``kind`` says otherwise,
-  compilation metrics (compile time, graph and kernel counts, bytes: all smaller-is-better).
-  Records of any other status (failed, timeout, oom, mismatch, skipped) are left out and returned
-  in ``Conversion.left_out`` (the CLI lists them on stderr).
-* ``gab`` — github-action-benchmark's ``customSmallerIsBetter`` input: a JSON list of
-  ``{"name", "unit", "value", "range"?, "extra"?}`` (``BenchmarkResult`` in
-  https://github.com/benchmark-action/github-action-benchmark/blob/master/src/extract.ts;
-  README section "Examples" / "customSmallerIsBetter"). ``name`` is the series name, ``value``
-  the median in the record's unit (``us`` = µs per iteration, ``ms``, ``count``, ``bytes``),
-  ``range`` ``"± <IQR/2>"`` (the action parses ``±`` and a number, ``src/extractRangeInfo.ts``),
-  ``extra`` a few ``key: value`` lines (samples, p25, p75, min, max, device, run).
-* ``bmf`` — Bencher Metric Format, https://bencher.dev/docs/reference/bencher-metric-format/:
-  ``{benchmark: {measure slug: {"value", "lower_value"?, "upper_value"?}}}``. Execution records:
-  benchmark = series name, measure ``latency`` (Bencher's built-in Latency measure, in
-  nanoseconds, https://bencher.dev/docs/how-to/track-custom-benchmarks/), value = median × 1000
-  (µs → ns), lower/upper = the 25th/75th percentiles of the samples in ns; an instruction count (issue 44)
-  is the same benchmark's custom measure ``instructions`` (instructions per call). Compilation records:
-  benchmark = module name, measure slug = the metric with ``-`` for ``_`` (``compile-time-cold-ms``,
-  ``graph-count``, ``artifact-bytes``, ...: custom measures that Bencher creates on first use),
-  value = median in the metric's unit (ms, count, bytes), lower/upper the 25th/75th percentiles.
-
-Lower/upper values and ``range`` need at least two samples; a one-sample series (a compilation
-metric sampled once) has only ``value``.
+Only ``ok`` records are converted; the others are returned in ``Conversion.left_out``. docs/interop.md
+gives the mapping: values are medians in the record's unit (Bencher's latency in ns), ranges and
+lower/upper values from the samples' quartiles (two samples at least).
 """
 
 from __future__ import annotations
@@ -49,13 +27,8 @@ TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 @dataclass(frozen=True)
 class Conversion:
-    """A converted document and what went into it.
-
-    Attributes:
-        document: the JSON value to write (a list for ``gab``, an object for ``bmf``).
-        included: the records converted.
-        left_out: records not ``ok`` (failed, timeout, oom, mismatch, skipped), in input order.
-    """
+    """A converted document (a list for ``gab``, an object for ``bmf``), the records converted and those
+    ``left_out`` (not ``ok``), in input order."""
 
     document: Any
     included: tuple[BenchmarkRecord, ...]
@@ -63,11 +36,7 @@ class Conversion:
 
 
 def check_options(fmt: str, kind: str) -> None:
-    """Refuse a ``fmt`` that is not one of ``FORMATS``, then a ``kind`` that is not one of ``KINDS``.
-
-    Raises:
-        UserError: naming the value and the allowed ones.
-    """
+    """Raises UserError, naming the value and the allowed ones, for an unknown ``fmt`` or ``kind``."""
     if fmt not in FORMATS:
         raise UserError(f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
                         f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
@@ -115,11 +84,8 @@ def _bmf_metric(record: BenchmarkRecord, factor: float) -> dict[str, float]:
 
 
 def _bmf_key(record: BenchmarkRecord) -> tuple[str, str, float]:
-    """(benchmark, measure slug, factor to the measure's unit) of a record.
-
-    Raises:
-        UserError: an execution record whose unit is not a time unit.
-    """
+    """(benchmark, measure slug, factor to the measure's unit) of a record. Raises UserError for an
+    execution record not in a time unit."""
     if record.metric == "instructions":  # a measure of the run config's own benchmark, beside its latency
         return record.name.removesuffix(".instructions"), "instructions", 1.0
     if record.kind == "execution":
@@ -131,21 +97,9 @@ def _bmf_key(record: BenchmarkRecord) -> tuple[str, str, float]:
 
 
 def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conversion:
-    """Convert the ``ok`` records of one run's results files to ``fmt``.
-
-    Args:
-        results: results files of one run (``backends.check_one_run``).
-        fmt: ``gab`` or ``bmf`` (:func:`check_options`; the module docstring has the mapping and units).
-        kind: ``all``, ``execution`` or ``compilation`` (:func:`check_options`): which records to convert.
-
-    Returns:
-        The document (``gab``: a list sorted by name; ``bmf``: an object, sorted when dumped).
-
-    Raises:
-        UserError: no ``ok`` record of ``kind`` (the message names
-            those left out); two records with one output name; an execution record not in a
-            time unit (``bmf``).
-    """
+    """The ``ok`` records of ``kind`` of one run's results files in ``fmt`` (docs/interop.md), ``gab``'s
+    list sorted by name. Raises UserError when no record is ``ok`` (naming those left out), two records get
+    one output name, or (``bmf``) an execution record is not in a time unit."""
     included, left_out = [], []
     for f in results:
         for b in f.benchmarks:
@@ -163,8 +117,9 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
     for b, _ in included:
         key = (b.name, "") if fmt == "gab" else _bmf_key(b)[:2]
         if key in seen:
-            raise UserError(f"--results: {seen[key].name!r} (id {seen[key].id}) and {b.name!r} (id {b.id}) both "
-                            f"become {' / '.join(k for k in key if k)!r}; convert one run's results, each case once")
+            raise UserError(f"--results: {seen[key].name!r} (id {seen[key].id}) and {b.name!r} (id {b.id}) "
+                            f"both become {' / '.join(k for k in key if k)!r}; convert one run's results, "
+                            "each case once")
         seen[key] = b
     if fmt == "gab":
         document: Any = sorted((_gab_entry(b, f) for b, f in included), key=lambda e: e["name"])

@@ -1,9 +1,6 @@
-"""The main job (``benchtrail pipeline``): export → compile → run → compare → re-check → comment and
-dashboard → upload, into one run directory of a store. The dashboard (which reads the results, not the
-comparison) is drawn just before the comment, which links it when there is one.
-
-The commit pointer is written last, so a run that stopped half-way is never chosen as a baseline.
-"""
+"""The main job (``benchtrail pipeline``): export → compile → run → compare → re-check → dashboard →
+comment → upload, into one run directory of a store. The commit pointer is written last, so a run that
+stopped half-way is never chosen as a baseline."""
 
 from __future__ import annotations
 
@@ -64,10 +61,8 @@ class PipelineResult:
 
 
 class StageClock:
-    """Wall time of each stage of the main job, in seconds, written to ``timings.json`` in the run
-    directory (``docs/schemas/timings.schema.json``) so its cost can be read per stage
-    (``build_tools/benchmarks/measure_main_job.py``). A stage timed twice (one run stage per shard)
-    adds up."""
+    """Wall time of each stage of the main job (s), written to the run directory's ``timings.json``
+    (docs/schemas/timings.schema.json); a stage timed twice (a run stage per shard) adds up."""
 
     #: Version history of timings.json: 1 — first version.
     SCHEMA_VERSION = 1
@@ -91,17 +86,15 @@ class StageClock:
 
 
 #: The main job's re-check: each suspect's paired run until its interval decides, at most 10 s, all of them
-#: at most 20 s (CI's ``ab --recheck`` takes 60 s a case, 1800 s in all: benchmark.yml). On this project's
-#: 2-vCPU VM a sub-millisecond case draws about 13 rounds (130 pairs) in 10 s, enough to decide a 5% change
-#: against a 2% rule; telling a 2% rule from no change takes about a minute there (87 rounds), so an A/A row
-#: may end ``inconclusive`` with the interval it reached. The smoke A/A time stays within twice the
-#: re-check's before issue 38 (docs/statistics.md, "Re-check").
+#: at most 20 s (CI's ``ab --recheck`` takes 60 s a case: benchmark.yml). On a 2-vCPU VM a sub-millisecond
+#: case draws about 13 rounds in 10 s, enough to decide a 5% change against a 2% rule but not to tell a 2%
+#: rule from no change (about a minute): an A/A row may end ``inconclusive`` (docs/statistics.md, "Re-check").
 RECHECK = Policy(budget_s=10.0, total_budget_s=20.0)
 
 
 def new_run_id() -> tuple[str, int]:
     """``(GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT)`` in Actions, else ``(local-<yyyymmddThhmmssZ>-<uuid8>, 1)``
-    (UTC)."""
+    (UTC). Raises UserError for a bad ``GITHUB_RUN_ATTEMPT``."""
     if os.environ.get("GITHUB_RUN_ID"):
         attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
         if not attempt.isdigit() or int(attempt) < 1:
@@ -120,29 +113,22 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                  rules: Rules | None = None, repo: Path = Path("."), recheck: bool = True,
                  any_origin: bool = False, name_filter: str | None = None,
                  metrics: tuple[str, ...] = ("latency",), gate_metric: str = "latency") -> PipelineResult:
-    """Run the main job; return where its outputs are. ``name_filter``: the ``--filter`` that narrowed
-    ``suite`` (recorded in the execution export, so the comparison leaves the baseline's other series out).
+    """Run the main job; ``name_filter`` is the ``--filter`` that narrowed ``suite``. With ``recheck``,
+    regressions are run again in paired A/B mode against the baseline commit when it is in ``repo``.
+    ``any_origin`` (``--baseline-any-origin``): a CI run may be the baseline of a local one and the reverse.
+    ``metrics`` with ``instructions`` counts each shard's CPU cases after they ran; ``gate_metric``
+    ``instructions``: countable cases gate on their counts.
 
-    ``rules``: what the comparison is judged by (default: the shipped ones). With ``recheck``, regressions
-    against the stored baseline are run again in paired A/B mode against the baseline commit (the re-check
-    stage, ``benchtrail.pipeline.measure.recheck_run``) when that commit is in ``repo``. ``any_origin``
-    (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
-    reverse (``benchtrail.results.baseline_key``). ``metrics``: with ``instructions`` (or a device marked
-    ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``);
-    ``gate_metric`` ``instructions`` (``--gate-metric``): countable cases gate on their counts (their wall
-    time does where ``metrics`` counts none: ``benchtrail.compare.verdicts``).
-
-    Raises:
-        UserError: bad presets, run configs with too few samples to show a change
-            (``benchtrail.stats.power.check_sample_sizes``), an unwritable store, a ``base_commit`` with no
-            stored run, or a bad ``BENCHTRAIL_NOISE_RERUN`` (``runner.run_cases.noise_rerun_enabled``).
+    Raises: UserError for bad presets, run configs with too few samples to show a change, an unwritable
+    store, a ``base_commit`` with no stored run, or a bad ``BENCHTRAIL_NOISE_RERUN``.
     """
     # Bad input fails now, not after the benchmarks have run.
     rules = rules or Rules.load()
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     selected = suite.select_run_configs(presets)
     check_sample_sizes(selected)  # again by the export, which must not fail
-    counted = counting(selected, metrics, gate_metric=gate_metric)  # no valgrind: refused before the run directory
+    # no valgrind: refused before the run directory
+    counted = counting(selected, metrics, gate_metric=gate_metric)
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
@@ -184,7 +170,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                                     gate_metric=gate_metric)[1]
             if device in counted:
                 with clock("count"):
-                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
+                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir,
+                                          repo=repo)[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)
@@ -209,7 +196,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
         distribution_stage(comparison, base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
         comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
-                                   dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None)
+                                   dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard
+                                   else None)
     clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)

@@ -1,10 +1,6 @@
-"""The measuring wing of the pipeline: the export, compile, run and paired A/B stages, and the re-check.
-
-Each stage is a function from input files to output files (what ``benchtrail <stage>`` runs), so
-any of them can be rerun alone from downloaded artifacts; each returns the path of its main output.
-This module imports torch (the run's environment and CUDA checks); the report stages
-(``benchtrail.pipeline.report``) do not.
-"""
+"""The measuring wing of the pipeline: the export, compile, run, count and paired A/B stages, and the
+re-check. Each stage goes from input files to output files and returns its main output's path. Imports
+torch; the report stages do not."""
 
 from __future__ import annotations
 
@@ -38,18 +34,14 @@ from benchtrail.suite.names import slug
 
 def write_export(suite: Suite, kind: str, presets: tuple[str, ...], output: Path,
                  name_filter: str | None = None) -> Path:
-    """Write the ``execution`` or ``compilation`` export for ``presets`` (one shard a device) to ``output``
-    (:func:`benchtrail.pipeline.export.checked_export`, which raises ``UserError``)."""
+    """Write the ``execution`` or ``compilation`` export for ``presets`` (one shard a device) to ``output``.
+    Raises UserError as the checked export does."""
     return jsonio.write_json(output, checked_export(suite, kind, presets, name_filter=name_filter),
                              exclusive=True)
 
 
 def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple:
-    """``items`` whose id is in ``ids`` (all when ``ids`` is None).
-
-    Raises:
-        UserError: an id is not in ``source``.
-    """
+    """``items`` whose id is in ``ids`` (all when None). Raises UserError for an id not in ``source``."""
     if ids is None:
         return items
     if missing := sorted(set(ids) - {i.id for i in items}):
@@ -60,13 +52,9 @@ def _only(items: tuple, ids: list[str] | None, what: str, source: Path) -> tuple
 def compile_stage(run_configs: Path, output_dir: Path, device_name: str, architecture: Architecture,
                   run: dict[str, Any], module_ids: list[str] | None = None,
                   repo: Path = Path(".")) -> tuple[Path | None, bool]:
-    """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``.
-
-    Writes ``modules/<slug(module)>/`` for each and ``results/compilation-<slug(device_name)>.json`` with the
-    compilation series, recorded under ``device_name`` (the runner that compiled them) and the
-    commit of ``repo``. Returns (that results file, or None when no module targets ``architecture``;
-    whether all compiled).
-    """
+    """Compile the modules of a compilation export that target ``architecture`` into ``output_dir``
+    (``modules/<slug(module)>/``, ``results/compilation-<slug(device_name)>.json``). Returns (that results
+    file, None when no module targets ``architecture``; whether all compiled)."""
     gens, dirs, sampling, tasks = load_compilation(run_configs)
     gens = tuple(g for g in _only(gens, module_ids, "module id", run_configs)
                  if g.target_architecture is architecture)
@@ -84,12 +72,8 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
 
 def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchmark_ids: list[str] | None,
            name_filter: str | None) -> tuple[tuple[RunConfig, ...], int]:
-    """The cases of one device's shard (all shards when ``shard_index`` is None) that ``benchmark_ids`` and
-    ``name_filter`` keep, and the device's shard count.
-
-    Raises:
-        UserError: the device or shard is not in the export, or the filter keeps no case.
-    """
+    """The cases of one device's shard (None: all) that ``benchmark_ids`` and ``name_filter`` keep, and its
+    shard count. Raises UserError when the device or shard is not in the export or the filter keeps none."""
     devices = load_execution(run_configs)
     if device_name not in devices:
         raise UserError(f"device {device_name!r} is not in {run_configs}; devices there: "
@@ -111,17 +95,13 @@ def _cases(run_configs: Path, device_name: str, shard_index: int | None, benchma
 
 def counting(run_configs: Path | tuple[RunConfig, ...], metrics: tuple[str, ...],
              device_name: str | None = None, gate_metric: str = "latency") -> set[str]:
-    """The devices of an export (its path, or its run configs) whose countable cases
-    (``benchtrail.runner.run_cases.countable``) the count stage counts (of ``device_name`` only, when given):
-    every such device with ``instructions`` in ``metrics``, else those marked ``count_instructions``.
-    ``gate_metric`` (``--gate-metric``) only words the refusal.
-
-    Raises:
-        UserError: some are and valgrind is missing (``benchtrail.runner.count_cases.valgrind_version``).
-    """
+    """The devices of an export (its path or run configs) whose countable cases the count stage counts (of
+    ``device_name`` only, when given): all with ``instructions`` in ``metrics``, else those marked
+    ``count_instructions``. Raises UserError when there are some and valgrind is missing."""
     rcs = run_configs if isinstance(run_configs, tuple) else tuple(
         rc for shards in load_execution(run_configs).values() for s in shards.values() for rc in s)
-    devices = {rc.target_device for rc in rcs if countable(rc) and device_name in (None, rc.target_device.name)}
+    devices = {rc.target_device for rc in rcs
+               if countable(rc) and device_name in (None, rc.target_device.name)}
     counted = {d.name for d in devices if "instructions" in metrics or d.count_instructions}
     if counted and "instructions" in metrics and gate_metric == "instructions":
         valgrind_version("or gate on wall time: --gate-metric latency (BENCHTRAIL_GATE_METRIC)")
@@ -137,13 +117,9 @@ def count_stage(run_configs: Path, device_name: str, shard_index: int | None, ou
                 run: dict[str, Any], benchmark_ids: list[str] | None = None, modules_dir: Path | None = None,
                 repo: Path = Path("."), name_filter: str | None = None) -> tuple[Path, bool]:
     """Count the instructions per call of the CPU cases of one device's shard, chosen as :func:`run_stage`
-    chooses (``benchtrail.runner.count_cases``): the results file ``<output stem>.instructions.json`` beside
-    ``output``, callgrind files under ``<output's folder>/callgrind/``. Returns (its path, whether every
-    case was counted).
-
-    Raises:
-        UserError: as :func:`run_stage`; no valgrind.
-    """
+    does, into ``<output stem>.instructions.json`` beside ``output`` (callgrind files under ``callgrind/``
+    there). Returns (its path, whether every case was counted). Raises UserError as :func:`run_stage`, or
+    without valgrind."""
     rcs, shard_count = _cases(run_configs, device_name, shard_index, benchmark_ids, name_filter)
     path = output.with_name(f"{output.stem}.instructions.json")
     jsonio.check_new(path)
@@ -151,8 +127,8 @@ def count_stage(run_configs: Path, device_name: str, shard_index: int | None, ou
     environment = collect_environment(1)
     native = sum(rc.target_device.architecture is Architecture.CPU and not countable(rc) for rc in rcs)
     if native:
-        console.print(f"count {rich_text(device_name)}: {native} Inductor-compiled case{'s' * (native != 1)} not "
-                      "counted (kernels built for this CPU, -march=native: README, Instruction counts)")
+        console.print(f"count {rich_text(device_name)}: {native} Inductor-compiled case{'s' * (native != 1)} "
+                      "not counted (kernels built for this CPU, -march=native: README, Instruction counts)")
     with track(f"count {device_name}", sum(map(countable, rcs))) as report:
         records = count_cases(rcs, torch_version(), output.parent, modules_dir, report)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
@@ -166,32 +142,19 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
               modules_dir: Path | None = None, repo: Path = Path("."), resume: bool = False,
               name_filter: str | None = None, refuse_without_cuda: bool = False,
               gate_metric: str = "latency") -> tuple[Path, bool]:
-    """Run one device's shard (all shards when ``shard_index`` is None) of an execution export;
-    only the run configs in ``benchmark_ids`` when given. Export and AOTInductor modules are
-    loaded from ``<modules_dir>/modules/<module name>/`` (the run directory the compile stage wrote);
-    a case whose module failed to compile, or has no folder or artifact there, is recorded ``failed``
-    without starting a worker (``benchtrail.runner.run_cases.module_problem``), and the other cases run
-    as usual.
+    """Run one device's shard (None: all shards) of an execution export, the cases ``benchmark_ids`` and
+    ``name_filter`` keep; write the results file to ``output`` and a flattened document a benchmark under
+    ``docs/`` beside it. Returns (results path, whether every case is ok).
 
-    Writes the results file to ``output`` and one flattened document per benchmark to
-    ``<output's folder>/docs/``, recording the commit of ``repo``. Returns (results path, whether
-    every case is ok). ``name_filter`` (``--filter``) keeps the cases whose name or id it finds.
+    Export and AOTInductor modules load from ``<modules_dir>/modules/<module name>/``; a case whose module
+    is missing or failed is recorded ``failed`` without a worker. Finished cases go to the journal
+    ``<output>.partial.jsonl``, kept by ``resume`` (``--continue``), removed once the results are written.
+    A CUDA device without a GPU: ``refuse_without_cuda`` raises, else every case is recorded ``failed``
+    (never run on the CPU). A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``.
+    ``gate_metric`` ``instructions``: countable cases' records say they gate on their counts.
 
-    Each finished case is appended to the journal ``<output>.partial.jsonl`` as it finishes, and the
-    journal is removed once the results file is written. With ``resume`` (``--continue``) the cases
-    a journal holds (same run config id and content hash) are kept, not run again.
-
-    A CUDA device on a machine where torch sees no GPU: with ``refuse_without_cuda`` (``benchtrail
-    run``) nothing is run or written (a ``UserError``); without it every case is recorded
-    ``failed`` (``benchtrail.worker.protocol.NO_CUDA_REASON``) without starting a worker, none run on the CPU.
-    A case noisier than 10% runs once more unless ``BENCHTRAIL_NOISE_RERUN=0``
-    (``benchtrail.runner.run_cases.noise_rerun_enabled``). ``gate_metric`` ``instructions``: each countable
-    case's record says it gates on its count (``details.gate``; the count stage counts it).
-
-    Raises:
-        UserError: the device or shard is not in the export; a journal exists and ``resume`` is not set;
-            ``refuse_without_cuda`` and the device needs CUDA that this machine lacks; a bad
-            ``BENCHTRAIL_NOISE_RERUN``.
+    Raises: UserError when the device or shard is not in the export, a journal exists without ``resume``,
+    CUDA is refused, or ``BENCHTRAIL_NOISE_RERUN`` is bad.
     """
     rcs, shard_count = _cases(run_configs, device_name, shard_index, benchmark_ids, name_filter)
     cuda = torch.cuda.is_available()
@@ -234,15 +197,10 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
 
 def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], output_dir: Path, rules: Rules,
              policy: Policy) -> Path:
-    """Run ``run_configs`` paired, base commit ``base_ref`` against the working tree of ``repo``, judged by
-    ``rules``.
-
-    Writes ``results/base.json`` and ``results/head.json`` (the paired samples), ``comparison.json``
-    (regressions ``confirmed``) and ``comment/`` under ``output_dir``; returns comment.md.
-
-    Raises:
-        UserError: an unknown ref, a failing ``git worktree``, outputs that exist already.
-    """
+    """Run ``run_configs`` paired, ``base_ref`` against ``repo``'s working tree, writing
+    ``results/{base,head}.json``, ``comparison.json`` and ``comment/`` under ``output_dir``; returns
+    comment.md.
+    Raises UserError for an unknown ref, a failing ``git worktree`` or outputs that exist."""
     outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
     jsonio.check_new(*outputs, output_dir / "comparison.json")
     with paired_arms(repo, base_ref) as arms, track("paired A/B", len(run_configs)) as report:
@@ -256,13 +214,8 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
 
 
 def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy) -> None:
-    """The pipeline's re-check stage: re-check the suspects of the run's ``comparison.json``
-    (``benchtrail.runner.recheck.recheck``, the paired samples in ``ab/`` and profiles in the run directory,
-    the comparison's folder) and write it again in place when any was re-checked.
-
-    Raises:
-        UserError: a bad comparison file, and as ``recheck``.
-    """
+    """Re-check the suspects of the run's ``comparison`` (paired samples in ``ab/``, profiles beside it) and
+    rewrite it in place when any was. Raises UserError for a bad comparison file, and as the re-check."""
     before = load_comparison(comparison)
     after = recheck(before, repo, suite, rules, policy, comparison.parent / "ab", comparison.parent)
     if after is not before:
@@ -271,19 +224,11 @@ def recheck_run(comparison: Path, repo: Path, suite: Suite, rules: Rules, policy
 
 def recheck_stage(comparison: Path, output_dir: Path, repo: Path, suite: Suite, rules: Rules, policy: Policy,
                   base_ref: str | None = None, device_name: str | None = None) -> tuple[Path, bool]:
-    """``benchtrail ab --recheck``: re-check the suspected regressions of ``comparison`` (of ``device_name``
-    only, when given; by ``rules``: ``benchtrail.runner.recheck.recheck``); write the updated
-    ``comparison.json``, the paired samples (``results/ab-base.json``, ``results/ab-head.json``, when a case
-    ran), the profiles of suspected regressions (``profiles/``) and ``comment/`` under ``output_dir``.
-
-    Returns (comment.md, whether both arms of every paired case run now were ok: False when an arm
-    of a re-check failed; True when there was nothing to re-check). Rows that were ``failed`` in
-    ``comparison`` itself do not count.
-
-    Raises:
-        UserError: a bad comparison file, outputs that exist already, no base commit to re-check
-            against, an unknown ref or a failing ``git worktree``.
-    """
+    """``benchtrail ab --recheck``: re-check ``comparison``'s suspected regressions (of ``device_name`` only,
+    when given), writing ``comparison.json``, the paired samples (``results/ab-base.json``, ``ab-head.json``),
+    profiles and ``comment/`` under ``output_dir``. Returns (comment.md, whether both arms of every paired
+    case run now were ok). Raises UserError for a bad comparison file, existing outputs, no base commit, an
+    unknown ref or a failing ``git worktree``."""
     obj = load_comparison(comparison)
     jsonio.check_new(output_dir / "comparison.json")
     updated = recheck(obj, repo, suite, rules, policy, output_dir / "results", output_dir, base_ref,

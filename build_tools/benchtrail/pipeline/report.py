@@ -1,8 +1,5 @@
-"""The report wing of the pipeline: the compare, comment and dashboard stages (torch-free).
-
-Each stage reads and writes files of a run directory (``comparison.json``, ``comment/``,
-``dashboard/``), so any of them can be rerun alone from downloaded artifacts.
-"""
+"""The report wing of the pipeline: the compare, comment and dashboard stages, reading and writing a run
+directory's files (``comparison.json``, ``comment/``, ``dashboard/``). Torch-free."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ from benchtrail.suite.names import slug
 
 
 def report_baselines(found: BaselineSet) -> None:
-    """Say which baseline run each device got (``benchtrail.compare.baseline.BaselineSet``), which runs were
-    ignored and why, or that there is none."""
+    """Say which baseline run each device got, which runs were ignored and why, or that there is none."""
     for b in found.runs:
         console.print(f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
                       f"{rich_text(', '.join(b.devices))}")
@@ -52,25 +48,13 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
                   skipped_devices: tuple[str, ...] = (), base_results: list[ResultsFile] | None = None,
                   any_origin: bool = False, store: Store | None = None) -> Path:
     """Compare head results with base results (files or run directories) by ``rules`` (default: the shipped
-    thresholds and quarantine, nothing accepted); write ``comparison.json``.
-
-    ``base_results`` are baseline records already loaded (``benchtrail.compare.baseline.fetch_baselines``:
-    each device's own baseline run, so they may come from several commits), used with ``base``. What is
-    compared is judged in ``benchtrail.compare.scope``: devices whose baseline key differs from the head's
-    are not compared (their rows are ``not-comparable``, saying what differs; ``any_origin``,
-    ``--baseline-any-origin``: a CI run and a local one may be compared); baseline series the head did not
-    select are left out (``in_selection``); devices whose stored baseline run exists but cannot be read get
-    ``not-comparable`` rows with that reason instead of ``new`` ones (``unusable_baselines``); a head run
-    directory with an execution export is checked against it (``unreported``): each run config without a
-    record is a ``failed`` row, and ``missing_shards`` lists the shards without results (devices in
-    ``skipped_devices`` excepted; null without an export).
-
-    ``paired`` says the samples come from a paired A/B run (regressions are ``confirmed``); quarantined
-    series are reported but never gate, and a quarantine entry that matches no series is printed as a warning.
-    Each confirmed instruction regression gets its per-function diff (``benchtrail.compare.callgrind``), the
-    base's callgrind file fetched from ``store`` when the baseline run is stored there
-    (:func:`callgrind_locator`).
-    """
+    ones) into ``comparison.json``. ``base_results``: loaded baseline records, one run a device, so maybe of
+    several commits. Devices whose baseline key differs (``any_origin``: CI and local may be compared) or
+    whose baseline cannot be read get ``not-comparable`` rows; base series outside the head's selection are
+    left out; a head run directory's export gives a ``failed`` row per run config without a record and
+    ``missing_shards`` (``skipped_devices`` excepted). ``paired``: a paired A/B run (regressions
+    ``confirmed``). Each confirmed instruction regression gets its per-function diff, the base's callgrind
+    file fetched from ``store`` when needed."""
     jsonio.check_new(output)
     rules = rules or Rules.load()
     base_files = load_results_paths(base) + list(base_results or [])
@@ -111,9 +95,8 @@ def _run_dirs(paths: list[Path]) -> list[Path]:
 
 def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, Any] | None,
                       store: Store | None) -> Locate:
-    """Where a row's callgrind file (``details.callgrind``) is on each side: under a run directory of ``head``
-    or ``base`` (results files or run directories, :func:`_run_dirs`), else (base) in the row's device's
-    stored baseline run (``baseline.devices``), fetched from ``store``, or under ``baseline.run_dir``;
+    """Where a row's callgrind file is on each side: under a run directory of ``head`` or ``base``, else
+    (base) in the device's stored baseline run fetched from ``store``, or under ``baseline.run_dir``;
     otherwise one line saying why not."""
     dirs = {"head": _run_dirs(head), "base": _run_dirs(base)}
     stored = baseline or {}
@@ -144,16 +127,9 @@ def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, An
 def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,
                   dashboard: str | None = None, artifacts_url: str | None = None,
                   notes: tuple[str, ...] = (), pages_url: str | None = None) -> Path:
-    """Render ``comparison.json`` into ``comment.md``,
-    ``full.md`` and ``comment.json``; return comment.md.
-
-    ``dashboard`` is the dashboard's index.html relative to ``run_url`` (linked from the comment);
-    ``artifacts_url`` the GitHub Actions run's page; ``notes`` lines shown near the top; ``pages_url`` the
-    store's site on GitHub Pages (``benchtrail.compare.comment.render``).
-
-    Raises:
-        UserError: a bad comparison file, or an output file that exists already.
-    """
+    """Render ``comparison`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md.
+    ``dashboard``: index.html relative to ``run_url``. Raises UserError for a bad comparison file or an
+    output that exists."""
     jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
     body, full, data = render(load_comparison(comparison), run_url, dashboard, artifacts_url, notes,
                               pages_url=pages_url)
@@ -164,15 +140,10 @@ def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None
 
 def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt: int, run_dir: Path,
                     max_commits: int = 30, trust: Any = None) -> Path | None:
-    """Draw the first-parent history of ``commit`` from ``store``, this run (not stored yet) as its
-    newest point, into ``<run_dir>/dashboard/``: a PNG and an HTML page per preset, one for
-    compilation statistics, and ``index.html`` (``benchtrail.history.dashboard``); the pages load the
-    store's one plotly.js when ``run_dir`` is the store's run directory (:func:`_store_plotly`).
-
-    Returns index.html, or None with a message when there is no history to draw (``repo`` is not a
-    git repository, or the commit is not in it) or no plotly (the PNGs alone): it never fails the run.
-    ``trust`` (``benchtrail.compare.trust.Trust``; default: every run) decides which stored runs are drawn.
-    """
+    """Draw the first-parent history of ``commit`` from ``store``, this unstored run as its newest point,
+    into ``<run_dir>/dashboard/`` (a PNG and HTML page per preset, one for compilation, ``index.html``);
+    ``trust`` (None: every run) picks the stored runs drawn. Returns index.html, or None with a message
+    when there is no history or no plotly: it never fails the run."""
     from benchtrail.git import UNKNOWN_COMMIT
     from benchtrail.history.collect import collect_history
     from benchtrail.history.dashboard import write_dashboard
@@ -200,10 +171,8 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
 
 
 def _store_plotly(store: Store, run_id: str, attempt: int, run_dir: Path) -> str | None:
-    """The store's one plotly.js (``Store.write_asset``, written once), as a URL relative to the pages, when
-    ``run_dir`` is the store's own run directory (``pipeline``); else None: ``plotly.min.js`` goes beside
-    the pages, as in any folder (``benchtrail dashboard --run-dir``, or when the store's copy cannot be
-    written)."""
+    """The store's one plotly.js as a URL relative to the pages when ``run_dir`` is the store's own run
+    directory and the copy could be written; else None (``plotly.min.js`` goes beside the pages)."""
     from benchtrail.history.dashboard import plotly_asset
 
     if run_dir.resolve() != store.run_dir(run_id, attempt).resolve():
@@ -218,8 +187,7 @@ def _store_plotly(store: Store, run_id: str, attempt: int, run_dir: Path) -> str
 
 
 def _marks(run_dir: Path) -> dict[str, Any]:
-    """What the plots mark from the run's ``comparison.json``, when there is one: the baseline commit and
-    the ids of the confirmed regressions (``benchtrail.history.plots.history_figures``)."""
+    """What the plots mark from the run's ``comparison.json``: the baseline commit, confirmed regressions."""
     try:
         comparison = load_comparison(run_dir / "comparison.json")
     except UserError:  # none, or unreadable
@@ -247,12 +215,9 @@ def distribution_stage(comparison: Path, base_results: list[ResultsFile], head: 
 
 
 def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[Path]) -> dict[str, Any]:
-    """``{<slug(name)>.png: Figure}``: strip plots of each changed or inconclusive execution series' base and
-    head samples, as pytest-benchmark's histograms show them (``history.plots.distribution_figures``),
-    regressed rows first, then improved, then inconclusive, at most :data:`MAX_DISTRIBUTIONS`; {} without a
-    base. Each shows the samples that decided its row (of a row a paired A/B re-check decided: the paired
-    samples, ``ab/ab-{base,head}.json`` beside ``comparison``), the verdict and change in its title, all in
-    one unit."""
+    """``{<slug(name)>.png: Figure}``: strip plots of the base and head samples that decided each changed or
+    inconclusive execution series (paired ones from ``ab/`` beside ``comparison``), regressed first, at most
+    :data:`MAX_DISTRIBUTIONS`, in one unit; {} without a base."""
     from benchtrail.compare.tables import change_cell, estimate
     from benchtrail.history.plots import distribution_figures, sample_units, samples_of
 
