@@ -1,13 +1,16 @@
 """The artifact store: run directories and per-commit pointers (``docs/store.md``, ``docs/formats.md``).
 
-``open_store`` takes a folder path, a ``file://`` URL or ``gs://bucket[/prefix]``. Layout::
+``open_store`` takes a folder path, a ``file://`` URL, ``gs://bucket[/prefix]`` or ``git:REMOTE#BRANCH``.
+Layout::
 
     <root>/runs/<run_id>/<attempt>/...            one run directory, never overwritten
     <root>/commits/<sha>/<run_id>-<attempt>.json  pointer: which presets/devices that run holds
 
-Both backends implement ``Store`` (``benchtrail.store.base``). Everything else URL-shaped about a store (is it
-remote, a run's URL, the line that fetches a run, a browser link) is here. A remote backend is one module and
-its line in ``REMOTES``; the ``gs://`` one imports google-cloud-storage only when a ``gs://`` store is opened.
+Every backend implements ``Store`` (``benchtrail.store.base``). Everything else URL-shaped about a store
+(is it remote, a run's URL, the line that fetches a run, a browser link) is here. A remote backend is one
+module and its line in ``REMOTES``; the ``gs://`` one imports google-cloud-storage only when a ``gs://``
+store is opened. A ``git:`` URL has no ``//``: ``git:REMOTE#BRANCH``, its run
+``git:REMOTE#BRANCH/runs/<id>/<attempt>/``.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ __all__ = ["ALL_FILES", "REMOTES", "LocalStore", "Remote", "Store", "browser_lin
 
 class Remote(NamedTuple):
     """A remote backend: ``opener`` (opens one from its URL, importing the backend's module only then),
-    ``browser`` (what replaces ``<scheme>://`` in a link a browser opens) and ``copy`` (the shell command
-    that copies a run's URL to a folder)."""
+    ``link`` (a stored file's URL → where a browser opens it) and ``copy`` (a run's URL and a folder → the
+    shell line that copies the run there)."""
 
     opener: Callable[..., Store]
-    browser: str
-    copy: str
+    link: Callable[[str], str]
+    copy: Callable[[str, str], str]
 
 
 def _open_gcs(url: str, **options: Any) -> Store:
@@ -43,21 +46,51 @@ def _open_gcs(url: str, **options: Any) -> Store:
     return open_gcs_store(url, **options)
 
 
+def _open_git(url: str, **options: Any) -> Store:
+    from benchtrail.store.git_branch import open_git_store
+
+    return open_git_store(url, **options)
+
+
+def _git_link(url: str) -> str:
+    from benchtrail.store.git_url import browser_link as git_link
+
+    return git_link(url)
+
+
+def _git_copy(run: str, dest: str) -> str:
+    from benchtrail.store.git_url import fetch_command as git_copy
+
+    return git_copy(run, dest)
+
+
 #: The remote backends by URL scheme.
-REMOTES = {"gs": Remote(_open_gcs, "https://storage.cloud.google.com/",
-                        "gcloud storage cp -r")}
-_RUN_URL = re.compile(r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?)/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$")
+REMOTES = {"gs": Remote(_open_gcs, lambda url: "https://storage.cloud.google.com/" + url.split("://", 1)[1],
+                        lambda run, dest: f"gcloud storage cp -r {run} {dest}"),
+           "git": Remote(_open_git, _git_link, _git_copy)}
+_RUN_URL = re.compile(r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?|git:[^#]*#.+?)"
+                      r"/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$")
+#: What ``open_store`` takes, for its messages.
+SUPPORTED = "a folder, file:///ABS/PATH, gs://BUCKET[/PREFIX] or git:REMOTE#BRANCH"
+
+
+def _scheme(url: str) -> str | None:
+    """``git`` for ``git:…`` (no ``//``), the scheme of ``SCHEME://…``, else None (a path)."""
+    if url.startswith("git:"):
+        return "git"
+    scheme, sep, _ = url.partition("://")
+    return scheme if sep else None
 
 
 def remote(url: str) -> Remote | None:
     """The remote backend of a store's (or a run's) URL; None for a folder, ``file://`` or another scheme."""
-    scheme, sep, _ = url.partition("://")
-    return REMOTES.get(scheme) if sep else None
+    scheme = _scheme(url)
+    return REMOTES.get(scheme) if scheme else None
 
 
 def is_local(url: str) -> bool:
     """Whether ``url`` is a folder path or a ``file://`` URL."""
-    return "://" not in url or url.startswith("file://")
+    return _scheme(url) in (None, "file")
 
 
 def run_url(store_url: str, run_id: str, attempt: int) -> str:
@@ -66,46 +99,51 @@ def run_url(store_url: str, run_id: str, attempt: int) -> str:
 
 
 def split_run_url(url: str) -> tuple[str, str, int] | None:
-    """``(store URL, run id, attempt)`` of ``SCHEME://HOST[/PREFIX]/runs/<id>/<attempt>/``, else None."""
+    """``(store URL, run id, attempt)`` of ``SCHEME://HOST[/PREFIX]/runs/<id>/<attempt>/`` or
+    ``git:REMOTE#BRANCH/runs/<id>/<attempt>/``, else None."""
     match = _RUN_URL.match(url)
     return (match["store"], match["run_id"], int(match["attempt"])) if match else None
 
 
 def fetch_command(run: str, dest: str = ".") -> str:
-    """The shell line that fetches a run: ``gcloud storage cp -r URL DEST`` for a ``gs://`` run, ``ls PATH``
+    """The shell line that fetches a run: ``gcloud storage cp -r URL DEST`` for a ``gs://`` run, a shallow
+    ``git clone`` of the branch for a ``git:`` run (``benchtrail.store.git_url.fetch_command``), ``ls PATH``
     for a folder."""
     backend = remote(run)
-    return f"{backend.copy} {run} {dest}" if backend else f"ls {run}"
+    return backend.copy(run, dest) if backend else f"ls {run}"
 
 
 def browser_link(url: str) -> str:
     """Where a browser opens a stored file: ``https://storage.cloud.google.com/BUCKET/PATH`` for ``gs://``
-    (Cloud Storage's authenticated browser download), else ``url`` itself."""
+    (Cloud Storage's authenticated browser download), the file on GitHub for a ``git:`` store on GitHub
+    (``benchtrail.store.git_url.browser_link``), else ``url`` itself."""
     backend = remote(url)
-    return backend.browser + url.split("://", 1)[1] if backend else url
+    return backend.link(url) if backend else url
 
 
 def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Store:
     """Open the store at ``url`` and check that it can be used.
 
     Args:
-        url: a folder path, ``file://PATH`` or ``gs://BUCKET[/PREFIX]``.
+        url: a folder path, ``file://PATH``, ``gs://BUCKET[/PREFIX]`` or ``git:REMOTE#BRANCH``.
         read_only: for commands that only read a store (``history``, ``compare-builds``): a folder
             must exist already and is neither created nor written to (no write check); a ``gs://``
-            store is opened as always (listing the bucket writes nothing).
-        gcs_options: for ``gs://`` only, passed to ``benchtrail.store.gcs.open_gcs_store``
-            (``staging``, ``retry``, ``max_workers``, ``client``); ignored for a folder.
+            or ``git:`` store is opened as always (listing the bucket, fetching the branch writes nothing).
+        gcs_options: for ``gs://``, passed to ``benchtrail.store.gcs.open_gcs_store`` (``staging``, ``retry``,
+            ``max_workers``, ``client``); for ``git:``, to ``benchtrail.store.git_branch.open_git_store``
+            (``staging``, ``cwd``); ignored for a folder.
 
     Raises:
         UserError: an unsupported scheme; a folder that cannot be created or written (``read_only``:
             a folder that does not exist, "no such store"); a malformed ``gs://`` URL, no
-            credentials, a missing bucket or no permission (naming the bucket).
+            credentials, a missing bucket or no permission (naming the bucket); a ``git:`` remote that
+            cannot be fetched (naming it, the branch and what git said).
     """
     if not url.strip():
-        raise UserError("store URL is empty; give a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]")
+        raise UserError(f"store URL is empty; give {SUPPORTED}")
     parsed = urlparse(url)
-    if parsed.scheme in REMOTES:
-        return REMOTES[parsed.scheme].opener(url, **gcs_options)
+    if _scheme(url) in REMOTES:
+        return REMOTES[_scheme(url)].opener(url, **gcs_options)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise UserError(f"store URL {url!r}: a file URL needs an absolute path, file:///ABS/PATH "
@@ -113,5 +151,4 @@ def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Stor
         return open_local_store(url, url2pathname(parsed.path), read_only)
     if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
         return open_local_store(url, url, read_only)
-    raise UserError(f"store URL {url!r}: scheme {parsed.scheme!r} is not supported; "
-                    "use a folder, file://PATH or gs://BUCKET[/PREFIX]")
+    raise UserError(f"store URL {url!r}: scheme {parsed.scheme!r} is not supported; use {SUPPORTED}")

@@ -1,0 +1,153 @@
+"""The URLs of the ``git:`` store (``git:REMOTE#BRANCH``, ``benchtrail.store.git_branch``) and its git calls.
+
+Torch-free and without the store itself: ``benchtrail.store`` imports it for a ``git:`` run's fetch line and
+browser link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from benchtrail.errors import StoreError, UserError
+
+DEFAULT_REMOTE = "origin"
+DEFAULT_BRANCH = "benchtrail-data"
+#: Top-level folders of a run that are never committed: compiled artifacts (the Inductor cache among them)
+#: and the run's dashboard. ``upload_run`` writes a note about them under ``NOTES``.
+LEFT_OUT = ("modules", "dashboard")
+NOTES = "not-stored"
+_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: ``git:REMOTE#BRANCH/<a path of the store>``: the branch ends before the first of the store's folders.
+_STORED_URL = re.compile(r"^git:(?P<remote>[^#]*)#(?P<branch>.+?)/(?P<path>(?:runs|commits|assets)/.*)$")
+_RUN_IN_PATH = re.compile(r"^runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?(?P<rel>.*)$")
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """``(REMOTE, BRANCH)`` of ``git:REMOTE#BRANCH``, with the defaults filled in (nothing resolved).
+
+    Raises:
+        UserError: not a ``git:`` URL, or a branch name git or a URL cannot hold.
+    """
+    if not url.startswith("git:"):
+        raise UserError(f"store URL {url!r} is not git:REMOTE#BRANCH")
+    remote, _, branch = url[len("git:"):].rpartition("#") if "#" in url else (url[len("git:"):], "", "")
+    remote, branch = remote.strip() or DEFAULT_REMOTE, branch.strip() or DEFAULT_BRANCH
+    bad = (not _BRANCH.match(branch) or ".." in branch or "//" in branch or "/." in branch
+           or branch.endswith(("/", ".lock", ".")) or {"runs", "commits", "assets"} & set(branch.split("/")))
+    if bad:
+        raise UserError(f"store URL {url!r}: {branch!r} is not a branch name benchtrail stores in (letters, "
+                        "digits, '.', '_', '-' and '/', as git allows them; no 'runs', 'commits' or 'assets' "
+                        "segment, which would make a run's URL ambiguous)")
+    return remote, branch
+
+
+def shown_remote(remote: str) -> str:
+    """``remote`` without a user name or password (``https://user:token@host/…`` →
+    ``https://host/…``)."""
+    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", remote)
+
+
+def github_repo(remote: str) -> str | None:
+    """``https://github.com/OWNER/REPO`` for a GitHub remote (https, ``git@github.com:`` or ssh), else
+    None."""
+    match = re.match(r"^(?:https://(?:[^/@]*@)?|ssh://git@|git@)github\.com[/:]([^/]+)/([^/]+?)(?:\.git)?/?$",
+                     remote)
+    return f"https://github.com/{match[1]}/{match[2]}" if match else None
+
+
+def fetch_command(run: str, dest: str = ".") -> str:
+    """The shell line that copies run ``git:REMOTE#BRANCH/runs/<id>/<n>/`` into ``DEST/benchtrail-<id>-<n>``
+    (a shallow clone without a checkout, then the run's folder alone: ``…/runs/<id>/<n>/``).
+
+    Raises:
+        UserError: ``run`` is not such a URL.
+    """
+    match = _STORED_URL.match(run)
+    where = _RUN_IN_PATH.match(match["path"]) if match else None
+    if not where or where["rel"]:
+        raise UserError(f"{run!r} is not the URL of a run of a git: store (git:REMOTE#BRANCH/runs/<id>/<n>/)")
+    folder = shlex.quote(f"{dest.rstrip('/') or '.'}/benchtrail-{where['run_id']}-{where['attempt']}")
+    branch, remote = shlex.quote(match["branch"]), shlex.quote(match["remote"])
+    return (f"git clone --quiet --depth 1 --no-checkout --filter=blob:none --branch {branch} {remote} "
+            f"{folder} && git -C {folder} checkout {branch} -- runs/{where['run_id']}/{where['attempt']}")
+
+
+def browser_link(url: str) -> str:
+    """Where a browser opens a stored file ``git:REMOTE#BRANCH/PATH``: on GitHub, the file in the branch; for
+    a file the branch never holds (``LEFT_OUT``), the run's ``not-stored/`` notes, which say where it is.
+    ``url`` itself for a remote elsewhere."""
+    match = _STORED_URL.match(url)
+    repo = github_repo(match["remote"]) if match else None
+    if not repo:
+        return url
+    path, where = match["path"], _RUN_IN_PATH.match(match["path"])
+    if where and where["rel"].split("/", 1)[0] in LEFT_OUT:
+        return f"{repo}/tree/{match['branch']}/runs/{where['run_id']}/{where['attempt']}/{NOTES}"
+    return f"{repo}/{'tree' if path.endswith('/') else 'blob'}/{match['branch']}/{path}"
+
+
+def git_env(config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """The environment of every git call: no prompt, C messages, and ``config`` as ``GIT_CONFIG_*``
+    (kept out of the command line, where other users could read a token)."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+    start = int(env.get("GIT_CONFIG_COUNT") or 0)
+    for i, (key, value) in enumerate(config, start):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    env["GIT_CONFIG_COUNT"] = str(start + len(config))
+    return env
+
+
+def run_git(args: Sequence[str], *, cwd: Path | None = None, stdin: bytes = b"",
+         env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS``, its output captured.
+
+    Raises:
+        StoreError: git is not installed.
+    """
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, env=env or git_env(),
+                              check=False)
+    except FileNotFoundError as exc:
+        raise StoreError("a git: store needs the git command, which is not installed") from exc
+
+
+def said(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """The last lines git wrote to stderr (``git said: …``), for a message."""
+    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    return "git said: " + (" / ".join(lines[-4:]) or f"nothing (exit status {proc.returncode})")
+
+
+def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The URL or absolute path to fetch from and push to, and the settings to copy from the working
+    repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
+    repository's ``http.*.extraheader`` and ``credential.*`` settings (what ``actions/checkout`` leaves
+    there for pushes); a relative path is made absolute.
+
+    Raises:
+        UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
+    """
+    if "://" in remote or re.match(r"^[^/]+@[^/:]+:", remote):  # a URL, or git@host:path
+        return remote, ()
+    if not _REMOTE_NAME.match(remote) or (Path(cwd or ".") / remote).exists():
+        return str((Path(cwd or ".") / remote).expanduser().resolve()), ()
+    found = run_git(["remote", "get-url", remote], cwd=cwd)
+    if found.returncode:
+        raise UserError(f"git store: {remote!r} is not a remote of the repository in the working directory "
+                        f"({said(found)}); give git:URL#BRANCH or git:/path/to/repo.git#BRANCH")
+    url = found.stdout.decode().strip()
+    if ":" not in url and not os.path.isabs(url):  # a path relative to that repository
+        top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd).stdout.decode().strip()
+        url = str((Path(top) / url).resolve())
+    wanted = r"^(http\..*extraheader|credential\..*)$"
+    settings = run_git(["config", "-z", "--includes", "--get-regexp", wanted], cwd=cwd).stdout
+    pairs = tuple(tuple(item.split("\n", 1)) for item in settings.decode(errors="replace").split("\0")
+                  if "\n" in item)
+    return url, pairs  # type: ignore[return-value]
+
+
