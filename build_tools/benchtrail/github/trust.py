@@ -22,8 +22,8 @@ from benchtrail.compare.trust import Trust, TrustAll
 from benchtrail.errors import UserError
 from benchtrail.store import remote
 
-#: ``--trust`` choices. ``auto``: ``github`` in GitHub Actions (``GITHUB_ACTIONS=true``) for a remote
-#: (``gs://``) store, else ``all``.
+#: ``--trust`` choices. ``auto``: ``github`` in GitHub Actions (``GITHUB_ACTIONS=true``) for a remote store
+#: (``benchtrail.store.remote``: ``gs://`` or ``git:``), else ``all``.
 TRUST_CHOICES = ("auto", "github", "all")
 
 
