@@ -52,15 +52,15 @@ done
 class GitStory(Story):
     """The runs of the module docstring (``Story``'s events and poster, another repository)."""
 
-    def __init__(self, tmp: Path, github: GitHubServer, venv: Path) -> None:  # noqa: PLR0915 (set-up)
+    def __init__(self, tmp: Path, github: GitHubServer, venv: Path) -> None:
         self.repo, self.origin = tmp / "my-project", tmp / "origin.git"
         shutil.copytree(EXAMPLE, self.repo)
         shutil.copytree(OVERLAY, self.repo, dirs_exist_ok=True)
         _replace(self.repo / "pyproject.toml", re.compile(r"^runner-labels = .*\n", re.M), "")
         _replace(self.repo / "my_benchmarks" / "suite.py", re.compile(r"modules = \(.*?\)\)\n", re.S),
                  "modules = (ModuleGenerationConfig.build(chain_model, EAGER, Architecture.CPU),)\n")
-        _replace(self.repo / ".github" / "workflows" / "benchmarks.yml", re.compile(r"      cpu-device: laptop\n"),
-                 "      cpu-device: laptop\n      metrics: latency\n")
+        _replace(self.repo / ".github" / "workflows" / "benchmarks.yml",
+                 re.compile(r"      cpu-device: laptop\n"), "      cpu-device: laptop\n      metrics: latency\n")
         git(self.repo, "init", "-q", "-b", "main")
         git(self.repo, "config", "user.email", "dev@example.com")
         git(self.repo, "config", "user.name", "dev")

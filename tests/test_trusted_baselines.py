@@ -266,10 +266,11 @@ def test_auto_trust_checks_githubs_record_for_every_remote_store_in_actions(monk
 
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo/my-project")
-    monkeypatch.setenv("GITHUB_WORKFLOW_REF", "octo/my-project/.github/workflows/benchmarks.yml@refs/heads/main")
+    workflow = ".github/workflows/benchmarks.yml"
+    monkeypatch.setenv("GITHUB_WORKFLOW_REF", f"octo/my-project/{workflow}@refs/heads/main")
     trust = trust_from_options("auto", url)
     assert isinstance(trust, GitHubRunTrust if checked else TrustAll), (url, trust)
     if checked:
-        assert (trust.repo_name, trust.workflow_path) == ("octo/my-project", ".github/workflows/benchmarks.yml")
+        assert (trust.repo_name, trust.workflow_path) == ("octo/my-project", workflow)
     monkeypatch.setenv("GITHUB_ACTIONS", "false")
     assert isinstance(trust_from_options("auto", url), TrustAll)

@@ -45,8 +45,10 @@ CALL_INPUTS = {"benchmark-presets": ("string", ""), "python-version": ("string",
                "working-directory": ("string", "."), "pip-install": ("string", ""), "store": ("string", ""),
                "cpu-device": ("string", "c2-standard-16"), "cuda-device": ("string", "a2-highgpu-1g"),
                "shard-count": ("number", 2), "metrics": ("string", "latency,instructions")}
-CALL_SECRETS = {"BENCHTRAIL_STORE_CREDENTIALS", "BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS", "BENCHTRAIL_DEPLOY_KEY"}
-#: Documented in docs/workflows.md ("The git store and GitHub-hosted runners") until docs/adopting.md lists them.
+CALL_SECRETS = {"BENCHTRAIL_STORE_CREDENTIALS", "BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS",
+                "BENCHTRAIL_DEPLOY_KEY"}
+#: Documented in docs/workflows.md ("The git store and GitHub-hosted runners") until docs/adopting.md
+#: lists them.
 WORKFLOWS_MD_ONLY = {"metrics", "BENCHTRAIL_DEPLOY_KEY"}
 # A run called from another repository: `job.workflow_*` names this file's repository and commit.
 CALLED = "job.workflow_repository != '' && job.workflow_repository != github.repository"
@@ -67,9 +69,10 @@ def test_benchmark_workflow_is_callable_with_the_documented_inputs_and_secret():
     assert all(spec["required"] is False for spec in call["secrets"].values())
     # docs/adopting.md documents each of them.
     section = _adopting_md_section("The workflow")
-    hosted = (ROOT / "docs" / "workflows.md").read_text().split("## The git store and GitHub-hosted runners\n")[1]
+    hosted = (ROOT / "docs" / "workflows.md").read_text().split("## The git store and GitHub-hosted runners\n")
     for name in (*CALL_INPUTS, *CALL_SECRETS):
-        assert f"`{name}`" in (hosted if name in WORKFLOWS_MD_ONLY and f"`{name}`" not in section else section), name
+        where = hosted[1] if name in WORKFLOWS_MD_ONLY and f"`{name}`" not in section else section
+        assert f"`{name}`" in where, name
     # Run by benchtrail's own events (no inputs), each input falls back to its default in the
     # expression itself; every use of it has that form.
     uses = {"benchmark-presets": "inputs.benchmark-presets }}",  # configure's, for workflow_dispatch as before

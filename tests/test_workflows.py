@@ -153,7 +153,8 @@ def test_execute_expands_the_setup_matrix_and_keeps_going():
     ("x86_64,comp-stats", "true", "false", {"c2-standard-16"}, "gs://bucket/prefix"),
     ("cuda", "false", "true", {"a2-highgpu-1g"}, "gs://bucket/prefix"),
     ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"}, "gs://bucket/prefix"),
-    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"}, "git:origin#benchtrail-data"),
+    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"},
+     "git:origin#benchtrail-data"),
 ])
 def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_cpu_modules, has_cuda_modules,
                                                          devices, store):
@@ -187,8 +188,10 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     assert json.loads(outputs["labels"]) == {}
     hosted = store.startswith("git:")
     assert outputs["hosted"] == str(hosted).lower()
-    assert json.loads(outputs["cpu-runner"]) == (["ubuntu-latest"] if hosted else ["self-hosted", "cpu", "c2-standard-16"])
-    assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]  # no GitHub-hosted GPUs
+    cpu_default = ["self-hosted", "cpu", "c2-standard-16"]
+    assert json.loads(outputs["cpu-runner"]) == (["ubuntu-latest"] if hosted else cpu_default)
+    # GitHub hosts no GPU runner: CUDA keeps the default labels.
+    assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]
     matrix = json.loads(outputs["matrix"])
     assert {m["device_name"] for m in matrix} == devices
     assert sorted({(m["shard"]["index"], m["shard"]["count"]) for m in matrix}) == [(0, 2), (1, 2)]
@@ -322,7 +325,8 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
                              Path(RUN_DIR), Path(RUN_DIR, "results/a2-highgpu-1g-1.json"))
     # A CPU device on a GitHub-hosted runner gates on instruction counts (the `hosted` array of the step).
     assert 'hosted=(--metrics "$METRICS" --gate-metric instructions)' in steps["Run benchmarks"]["run"]
-    assert execute["env"]["HOSTED_CPU"] == "${{ needs.setup.outputs.hosted == 'true' && matrix.architecture == 'cpu' }}"
+    assert execute["env"]["HOSTED_CPU"] == (
+        "${{ needs.setup.outputs.hosted == 'true' && matrix.architecture == 'cpu' }}")
     assert execute["env"]["METRICS"] == "${{ inputs.metrics || 'latency,instructions' }}"
     names = [step.get("name") or step["uses"].split("@")[0] for step in execute["steps"]]
     assert names.index("Download compiled modules") < names.index("Run benchmarks")

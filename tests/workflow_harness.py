@@ -97,7 +97,8 @@ class Harness:
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def may_deploy(self, environment: str, github: dict[str, Any]) -> bool:
-        """Whether a job of the run with ``github`` context may enter ``environment`` (its deployment branches)."""
+        """Whether a job of the run with ``github`` context may enter ``environment`` (its deployment
+        branches)."""
         rule = self.environments.get(environment)
         if rule is None or rule.get("branches") is None:
             return True

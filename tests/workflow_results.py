@@ -63,7 +63,8 @@ class RunResult:
 
     @property
     def conclusion(self) -> str:
-        results = [j.result for j in self.jobs.values() if not (j.continue_on_error and j.result == "failure")]
+        results = [j.result for j in self.jobs.values()
+                   if not (j.continue_on_error and j.result == "failure")]
         if self.error or "failure" in results:
             return "failure"
         return "cancelled" if "cancelled" in results else "success"

@@ -104,20 +104,23 @@ class _Run:
                                    needs={n: {"result": results[n].result, "outputs": results[n].outputs}
                                           for n in needs})
             started = datetime.now(UTC)
-            environment = to_string(interpolate(job.get("environment"), context) or "")
-            environment = str((environment or {}).get("name") or "") if isinstance(environment, dict) else environment
+            environment = interpolate(job.get("environment"), context) or ""
+            if isinstance(environment, dict):
+                environment = environment.get("name") or ""
+            environment = to_string(environment).strip()
             if not condition(job.get("if", "success()"), context, status):
                 results[job_id] = JobResult("skipped")
             elif "uses" in job:
                 results[job_id] = self.call(job, job_id, context, top, prefix)
             elif environment and not self.h.may_deploy(environment, self.github):
-                results[job_id] = JobResult("failure", steps=[StepResult(
-                    "environment", "failure", "failure", log=f"Branch \"{self.github['ref_name']}\" is not allowed to "
-                    f"deploy to {environment} due to environment protection rules.")])
+                refused = (f"Branch \"{self.github['ref_name']}\" is not allowed to deploy to {environment} due "
+                           "to environment protection rules.")
+                results[job_id] = JobResult("failure", steps=[StepResult("environment", "failure", "failure",
+                                                                         log=refused)])
             else:
-                job_secrets = {**secrets, **self.h.environment_secrets(environment)} if environment else secrets
-                results[job_id] = self.job(wf, job, prefix + job_id, dict(context, secrets=job_secrets), inputs,
-                                           job_secrets, job_context, oidc=self.oidc(job, top, allowed))
+                mine = {**secrets, **self.h.environment_secrets(environment)} if environment else secrets
+                results[job_id] = self.job(wf, job, prefix + job_id, dict(context, secrets=mine), inputs, mine,
+                                           job_context, oidc=self.oidc(job, top, allowed))
             results[job_id].environment = environment or None
             results[job_id].continue_on_error = _continues(job, context)
             if self.h.github_server is not None and "uses" not in job:

@@ -242,15 +242,17 @@ def checkout(run: Any, with_: dict[str, Any], workspace: Path, temp: Path, job_k
 def deploy_pages(run: Any, name: str, with_: dict[str, Any], env: dict[str, str], job_key: str) -> StepResult:
     """Stand-in for actions/deploy-pages (module docstring)."""
     if not env.get("ACTIONS_ID_TOKEN_REQUEST_URL") or not env.get("ACTIONS_ID_TOKEN_REQUEST_TOKEN"):
-        return StepResult(name, "failure", "failure", log='##[error]Ensure GITHUB_TOKEN has permission "id-token: '
-                                                          'write".')
+        return StepResult(name, "failure", "failure",
+                          log='##[error]Ensure GITHUB_TOKEN has permission "id-token: write".')
     site = run.result.artifacts / str(with_.get("artifact_name") or "github-pages")
     if not site.is_dir():
-        return StepResult(name, "failure", "failure", log=f"##[error]No artifact named {site.name!r} in this run")
+        return StepResult(name, "failure", "failure",
+                          log=f"##[error]No artifact named {site.name!r} in this run")
     owner, repo = run.h.repository.split("/")
     url = f"https://{owner.lower()}.github.io/{repo}/"
     run.result.pages.append({"job": job_key.rsplit("-", 1)[0], "site": site, "page_url": url})
-    return StepResult(name, "success", "success", outputs={"page_url": url}, log=f"stand-in: deployed {site} to {url}")
+    return StepResult(name, "success", "success", outputs={"page_url": url},
+                      log=f"stand-in: deployed {site} to {url}")
 
 
 def upload(run: Any, name: str, with_: dict[str, Any], workspace: Path) -> StepResult:
