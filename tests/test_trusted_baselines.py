@@ -259,7 +259,7 @@ def test_a_series_the_head_has_is_compared_even_when_its_preset_was_renamed(tmp_
                                           ("file:///tmp/store", False)])
 def test_auto_trust_checks_githubs_record_for_every_remote_store_in_actions(monkeypatch, url, checked):
     """`--trust auto` asks the store interface whether a store is remote, so a git: store's readers keep
-    the run check in Actions (docs/store.md, "A git: store")."""
+    the run check in Actions (docs/store.md, "Trusted baselines")."""
     from benchtrail.compare.trust import TrustAll
     from benchtrail.github.run_trust import GitHubRunTrust
     from benchtrail.github.trust import trust_from_options

@@ -3,7 +3,7 @@ with no GCS settings and no runner labels stores its push runs in its own data b
 ``ubuntu-latest``; a PR compares against it, gets one comment with the Pages link and the
 ``benchtrail/gate`` status, and writes nothing to the branch; a run forged into the branch is not a
 baseline; two pushes whose writes race both land (docs/workflows.md, "The git store and GitHub-hosted
-runners"; docs/store.md, "The git store")."""
+runners"; docs/store.md, "Trusted baselines")."""
 
 from __future__ import annotations
 
@@ -134,10 +134,6 @@ def test_the_pages_job_deploys_the_data_branchs_dashboard(git_story):
 
 
 def _reads_pages_url() -> bool:
-    """Whether ``benchtrail comment`` reads BENCHTRAIL_PAGES_URL yet (another helper's part)."""
-    from pathlib import Path
-
-    import benchtrail
-
-    root = Path(benchtrail.__file__).parent
-    return any("BENCHTRAIL_PAGES_URL" in p.read_text() for p in (root / "compare").glob("*.py"))
+    """Whether ``benchtrail comment`` links a Pages site yet (``--pages-url``, default
+    ``$BENCHTRAIL_PAGES_URL``; branch pg)."""
+    return "--pages-url" in (_help("comment") or "")
