@@ -252,3 +252,25 @@ def test_a_series_the_head_has_is_compared_even_when_its_preset_was_renamed(tmp_
     assert main(["compare", "--base", str(tmp_path / "base.json"), "--head", str(tmp_path / "head.json"),
                  "--output", str(out)]) == 0
     assert [(r["id"], r["verdict"]) for r in json.loads(out.read_text())["rows"]] == [("rc1", "regressed")]
+
+
+@pytest.mark.parametrize("url, checked", [("gs://bucket/prefix", True), ("git:origin#benchtrail-data", True),
+                                          ("git:/srv/repo.git", True), ("/tmp/store", False),
+                                          ("file:///tmp/store", False)])
+def test_auto_trust_checks_githubs_record_for_every_remote_store_in_actions(monkeypatch, url, checked):
+    """`--trust auto` asks the store interface whether a store is remote, so a git: store's readers keep
+    the run check in Actions (docs/store.md, "Trusted baselines")."""
+    from benchtrail.compare.trust import TrustAll
+    from benchtrail.github.run_trust import GitHubRunTrust
+    from benchtrail.github.trust import trust_from_options
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo/my-project")
+    workflow = ".github/workflows/benchmarks.yml"
+    monkeypatch.setenv("GITHUB_WORKFLOW_REF", f"octo/my-project/{workflow}@refs/heads/main")
+    trust = trust_from_options("auto", url)
+    assert isinstance(trust, GitHubRunTrust if checked else TrustAll), (url, trust)
+    if checked:
+        assert (trust.repo_name, trust.workflow_path) == ("octo/my-project", workflow)
+    monkeypatch.setenv("GITHUB_ACTIONS", "false")
+    assert isinstance(trust_from_options("auto", url), TrustAll)

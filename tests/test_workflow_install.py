@@ -32,7 +32,8 @@ INSTALL = '"$src/build_tools/github_actions/install.sh"'
 #: architecture (TORCH_BUILD, test_an_execute_leg_installs_the_torch_build_of_its_devices_architecture).
 MODES = {("benchmark.yml", "setup"): "cpu", ("benchmark.yml", "compile"): "cpu",
          ("benchmark.yml", "compile-cuda"): "project", ("benchmark.yml", "execute"): '"$TORCH_BUILD"',
-         ("benchmark.yml", "process"): "cpu", ("post_benchmark_comment.yml", "post"): "none",
+         ("benchmark.yml", "process"): "cpu", ("benchmark.yml", "pages"): "none",
+         ("post_benchmark_comment.yml", "post"): "none",
          ("post_benchmark_comment.yml", "gate"): "none"}
 
 # The stand-in venv's pip: one log line per call; a `-c FILE` other than constraints.txt is logged as

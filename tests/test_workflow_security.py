@@ -98,7 +98,9 @@ def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker
         for scope, access in job["permissions"].items()
         if access != "read" and scope != "id-token"
     )
-    assert writes == [("post_benchmark_comment.yml", "gate", "statuses"),
+    # The pages job deploys the git store's dashboard to GitHub Pages: it writes no code, PR or issue.
+    assert writes == [("benchmark.yml", "pages", "pages"),
+                      ("post_benchmark_comment.yml", "gate", "statuses"),
                       ("post_benchmark_comment.yml", "post", "pull-requests"),
                       ("track_regressions.yml", "track", "issues")]
     assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {
@@ -117,6 +119,8 @@ def test_benchmark_jobs_read_contents_at_most():
         # Trusted baselines: compare and dashboard read the workflow runs that stored them; the
         # store's keyless credentials (Workload Identity Federation) need the job's OIDC token.
         "process": {"actions": "read", "contents": "read", "id-token": "write"},
+        # The history of a git: store on GitHub Pages: deploy-pages needs the OIDC token and pages: write.
+        "pages": {"actions": "read", "contents": "read", "pages": "write", "id-token": "write"},
         "summary": {},
     }
 
@@ -144,7 +148,8 @@ def test_each_action_is_pinned_to_one_sha_everywhere():
                 pins.setdefault(action, set()).add(sha)
     assert {action: len(shas) for action, shas in pins.items()} == {
         "actions/checkout": 1, "actions/setup-python": 1, "actions/upload-artifact": 1,
-        "actions/download-artifact": 1, "google-github-actions/auth": 1}
+        "actions/download-artifact": 1, "google-github-actions/auth": 1, "actions/upload-pages-artifact": 1,
+        "actions/deploy-pages": 1}
 
 
 # -- untrusted text -------------------------------------------------------------------------------
@@ -178,10 +183,21 @@ def test_configure_reads_the_pr_from_the_event_file_only():
 
 
 def test_every_checkout_drops_its_credentials():
+    """Every checkout but one drops its credentials: the process job's of a postsubmit run with a git: store
+    keeps the deploy key (an environment secret of benchtrail-postsubmit), which pushes to the data branch."""
+    kept = []
     for name in WORKFLOW_FILES:
         for job_id, step in _steps(_load(name)):
             if step.get("uses", "").startswith("actions/checkout@"):
-                assert step["with"]["persist-credentials"] is False, (name, job_id)
+                if step["with"]["persist-credentials"] is not False:
+                    kept.append((name, job_id, step["with"]["persist-credentials"], step["with"]["ssh-key"]))
+    writer = "env.POSTSUBMIT == 'true' && startsWith(env.BENCHTRAIL_STORE, 'git:')"
+    assert kept == [("benchmark.yml", "process", f"${{{{ {writer} }}}}",
+                     f"${{{{ {writer} && secrets.BENCHTRAIL_DEPLOY_KEY || '' }}}}")]
+    process = _load("benchmark.yml")["jobs"]["process"]
+    assert " ".join(process["environment"].split()) == (
+        "${{ (github.event_name == 'push' || github.event_name == 'workflow_dispatch') && "
+        "needs.setup.outputs.postsubmit == 'true' && 'benchtrail-postsubmit' || '' }}")
 
 
 # -- the poster -----------------------------------------------------------------------------------
@@ -264,7 +280,12 @@ def test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store():
             assert job["permissions"].get("id-token", "none") in ("none", "write"), (name, job_id)
             if job["permissions"].get("id-token") == "write":
                 granted.add((name, job_id))
-            if _touches_store(job):
+            if job_id == "pages":  # reads a git: store only; its token serves deploy-pages
+                assert "startsWith(inputs.store || vars.BENCHTRAIL_STORE || 'git:', 'git:')" in job["if"]
+                assert [s["uses"].split("@")[0] for s in job["steps"] if "deploy" in s.get("uses", "")] == [
+                    "actions/deploy-pages"]
+                granted.discard((name, job_id))
+            elif _touches_store(job):
                 touching.add((name, job_id))
                 auth = [step for step in job["steps"] if step.get("uses", "").startswith(AUTH_ACTION)]
                 assert [step["name"] for step in auth] == [WIF_STEP, KEY_STEP], (name, job_id)

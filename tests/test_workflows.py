@@ -133,7 +133,8 @@ def test_the_setup_job_computes_the_matrix_with_matrix_jq():
     steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
     # benchtrail's own matrix.jq (the caller's checkout has none), with the project's runner labels.
     assert f'jq -c --argjson labels "$LABELS" -f "$BENCHTRAIL_SRC/{MATRIX_JQ}" ' in steps["matrix"]["run"]
-    assert steps["matrix"]["env"] == {"LABELS": "${{ steps.runners.outputs.labels }}"}
+    assert steps["matrix"]["env"] == {"LABELS": "${{ steps.runners.outputs.labels }}",
+                                      "HOSTED": "${{ steps.runners.outputs.hosted }}"}
     assert (ROOT / MATRIX_JQ).is_file()
     setup = _load("benchmark.yml")["jobs"]["setup"]
     assert setup["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
@@ -148,14 +149,17 @@ def test_execute_expands_the_setup_matrix_and_keeps_going():
                for name in WORKFLOW_FILES for job in _load(name)["jobs"].values())
 
 
-@pytest.mark.parametrize("presets, has_cpu_modules, has_cuda_modules, devices", [
-    ("x86_64,comp-stats", "true", "false", {"c2-standard-16"}),
-    ("cuda", "false", "true", {"a2-highgpu-1g"}),
-    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"}),
+@pytest.mark.parametrize("presets, has_cpu_modules, has_cuda_modules, devices, store", [
+    ("x86_64,comp-stats", "true", "false", {"c2-standard-16"}, "gs://bucket/prefix"),
+    ("cuda", "false", "true", {"a2-highgpu-1g"}, "gs://bucket/prefix"),
+    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"}, "gs://bucket/prefix"),
+    ("x86_64,cuda,comp-stats", "true", "true", {"a2-highgpu-1g", "c2-standard-16"},
+     "git:origin#benchtrail-data"),
 ])
 def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_cpu_modules, has_cuda_modules,
-                                                         devices):
-    """The setup job's export and matrix steps, run for real with the jq CLI."""
+                                                         devices, store):
+    """The setup job's export and matrix steps, run for real with the jq CLI. No runner-labels with a gs://
+    store: the default self-hosted labels; with a git: store (no infrastructure): CPU on ubuntu-latest."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
     workflow = _load("benchmark.yml")
@@ -165,28 +169,34 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
            "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": "2", "BENCHTRAIL_SRC": str(ROOT),
            "CPU_DEVICE": "c2-standard-16", "CUDA_DEVICE": "a2-highgpu-1g",
-           "PRESETS": presets, "GITHUB_OUTPUT": str(output)}
+           "PRESETS": presets, "GITHUB_OUTPUT": str(output), "BENCHTRAIL_STORE": store}
     proc = _run_step(steps["Read the runner labels"], env)
     assert proc.returncode == 0, proc.stderr
-    env["LABELS"] = dict(line.split("=", 1) for line in output.read_text().splitlines())["labels"]
+    runners = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    env["LABELS"], env["HOSTED"] = runners["labels"], runners["hosted"]
     for name in ("Export run configs", "Compute the job matrix"):
         proc = _run_step(steps[name], env)
         assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json", "execution.json"]
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert sorted(outputs) == ["cpu-runner", "cuda-runner", "has-cpu-modules", "has-cuda-modules", "has-execution",
-                               "labels", "matrix"]
+                               "hosted", "labels", "matrix"]
     assert outputs["has-cpu-modules"] == has_cpu_modules
     assert outputs["has-cuda-modules"] == has_cuda_modules
     assert outputs["has-execution"] == "true"
     # benchtrail's own pyproject.toml has no runner-labels: every device keeps the default labels.
     assert json.loads(outputs["labels"]) == {}
-    assert json.loads(outputs["cpu-runner"]) == ["self-hosted", "cpu", "c2-standard-16"]
+    hosted = store.startswith("git:")
+    assert outputs["hosted"] == str(hosted).lower()
+    cpu_default = ["self-hosted", "cpu", "c2-standard-16"]
+    assert json.loads(outputs["cpu-runner"]) == (["ubuntu-latest"] if hosted else cpu_default)
+    # GitHub hosts no GPU runner: CUDA keeps the default labels.
     assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "cuda", "a2-highgpu-1g"]
     matrix = json.loads(outputs["matrix"])
     assert {m["device_name"] for m in matrix} == devices
     assert sorted({(m["shard"]["index"], m["shard"]["count"]) for m in matrix}) == [(0, 2), (1, 2)]
-    assert all(m["runs_on"] == ["self-hosted", m["architecture"], m["device_name"]] for m in matrix)
+    assert all(m["runs_on"] == (["ubuntu-latest"] if hosted and m["architecture"] == "cpu" else
+                                ["self-hosted", m["architecture"], m["device_name"]]) for m in matrix)
     # The job exposes each step output under the same name (the labels table only feeds the matrix).
     assert workflow["jobs"]["setup"]["outputs"] == {
         "benchmark-presets": "${{ steps.configure.outputs.benchmark-presets }}",
@@ -196,8 +206,9 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
         "postsubmit": "${{ steps.configure.outputs.postsubmit }}",
         "cpu-runner": "${{ steps.runners.outputs.cpu-runner }}",
         "cuda-runner": "${{ steps.runners.outputs.cuda-runner }}",
+        "hosted": "${{ steps.runners.outputs.hosted }}",
         **{name: f"${{{{ steps.matrix.outputs.{name} }}}}" for name in outputs
-           if name not in ("labels", "cpu-runner", "cuda-runner")}}
+           if name not in ("labels", "cpu-runner", "cuda-runner", "hosted")}}
 
 
 # -- compiled modules -----------------------------------------------------------------------------
@@ -307,11 +318,16 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
                 for step in jobs[job_id]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploaded == ["run-compilation-c2-standard-16", "run-compilation-a2-highgpu-1g"]
     assert all(re.fullmatch(download["with"]["pattern"].replace("*", ".*"), name) for name in uploaded)
-    env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1"}
+    env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1", "hosted": ""}
     args = _benchtrail_args(steps["Run benchmarks"]["run"], env)
     assert (args.func.__name__, args.run_configs, args.device_name, args.shard_index, args.modules_dir,
             args.output) == ("cmd_run", Path(RUN_DIR, "run-configs/execution.json"), "a2-highgpu-1g", 1,
                              Path(RUN_DIR), Path(RUN_DIR, "results/a2-highgpu-1g-1.json"))
+    # A CPU device on a GitHub-hosted runner gates on instruction counts (the `hosted` array of the step).
+    assert 'hosted=(--metrics "$METRICS" --gate-metric instructions)' in steps["Run benchmarks"]["run"]
+    assert execute["env"]["HOSTED_CPU"] == (
+        "${{ needs.setup.outputs.hosted == 'true' && matrix.architecture == 'cpu' }}")
+    assert execute["env"]["METRICS"] == "${{ inputs.metrics || 'latency,instructions' }}"
     names = [step.get("name") or step["uses"].split("@")[0] for step in execute["steps"]]
     assert names.index("Download compiled modules") < names.index("Run benchmarks")
     # `benchtrail doctor` checks the runner before measuring (a failed check only warns).
@@ -368,9 +384,14 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
            "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release",
            "BENCHTRAIL_RUN_STORE": "gs://bucket/prefix/presubmit"}
-    # The caller's input `store`, else the repository variable; an outage costs at most the deadline.
+    # The caller's input `store`, else the repository variable, else the data branch (`none`: no store);
+    # an outage costs at most the deadline.
+    assert " ".join(_load("benchmark.yml")["env"]["BENCHTRAIL_STORE"].split()) == (
+        "${{ (inputs.store || vars.BENCHTRAIL_STORE) != 'none' && "
+        "(inputs.store || vars.BENCHTRAIL_STORE || 'git:origin#benchtrail-data') || '' }}")
     assert {k: v for k, v in job["env"].items() if k != "BENCHTRAIL_STORE_AUTH"} == {
-        "BENCHTRAIL_STORE": "${{ inputs.store || vars.BENCHTRAIL_STORE }}",
+        "POSTSUBMIT": "${{ (github.event_name == 'push' || github.event_name == 'workflow_dispatch') && "
+                      "needs.setup.outputs.postsubmit == 'true' }}",
         "BENCHTRAIL_STORE_DEADLINE_S": "${{ vars.BENCHTRAIL_STORE_DEADLINE_S || '300' }}",
         "BENCHTRAIL_RELEASE_BRANCHES": "${{ vars.BENCHTRAIL_RELEASE_BRANCHES }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
@@ -389,7 +410,7 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
         "cmd_ab", Path(RUN_DIR, "comparison.json"), "c2-standard-16", Path(RUN_DIR, "checked"))
     assert "--total-budget-s" in steps["Re-check regressions in paired A/B runs"]["run"]
     upload = steps["Store the run"]
-    assert upload["if"] == "env.BENCHTRAIL_STORE != ''"
+    assert upload["if"] == "env.BENCHTRAIL_RUN_STORE != ''"  # none for a PR with a git: store
     # A PR goes on without the store; a push that cannot store its run fails (and is never a trusted baseline).
     assert upload["continue-on-error"] == "${{ github.event_name == 'pull_request' }}"
     args = _benchtrail_args(upload["run"], env)

@@ -139,7 +139,11 @@ def _benchtrail_args(script: str, env: dict[str, str]):
     """The `.venv/bin/benchtrail` command of ``script``, parsed by benchtrail's own parser."""
     line = next(line for line in _joined_lines(script) if ".venv/bin/benchtrail " in line)
     words = shlex.split(line.split(".venv/bin/benchtrail ", 1)[1].split("||")[0].split(">")[0])
-    return build_parser().parse_args([string.Template(word).substitute(env) for word in words])
+    # A bash array "${name[@]}" expands to its words: ``env[name]``, split as the shell would.
+    arrays = [re.fullmatch(r"\$\{(\w+)\[@\]\}", word) for word in words]
+    return build_parser().parse_args([w for word, array in zip(words, arrays, strict=True)
+                                      for w in (shlex.split(env[array[1]]) if array
+                                                else [string.Template(word).substitute(env)])])
 
 
 def _joined_lines(script: str) -> list[str]:

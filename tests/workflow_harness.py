@@ -33,6 +33,12 @@ credentials) and the step named ``Install benchtrail`` (the test's own environme
 links to it, or to a folder whose ``bin/benchtrail`` runs each command in a fork of a process that
 has benchtrail and torch imported already, ``tests/cli_server.py``).
 
+Deployment environments as GitHub has them: a job's ``environment:`` (a name or ``{name, url}``) that
+``Harness.environments`` names with ``branches`` (deployment branch globs) runs only for a ``refs/heads/``
+ref matching one of them (a PR's merge ref matches none), else the job fails with GitHub's message; a job
+that enters it gets its ``secrets`` on top of the run's. An environment not listed has no rule and no
+secret. A job's ``continue-on-error`` keeps its failure from failing the run.
+
 Faults a test may inject: ``step_timeouts`` names steps (``"<job id>/<step name>"``, or
 ``"<job id>-<matrix index>/<step name>"`` for one instance of a matrix job) that hit a
 ``timeout-minutes`` at once: the step's own, else its job's (the job's runner stops there, as when
@@ -47,6 +53,7 @@ context and registration with the GitHub stand-in) and ``pending_survivors``;
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import subprocess
 import sys
@@ -86,6 +93,21 @@ class Harness:
     venv: Path = Path(sys.prefix)
     #: The GitHub REST stand-in (``tests.github_server.GitHubServer``) where each run registers itself.
     github_server: Any = None
+    #: Deployment environments: name -> ``{"branches": [glob, ...], "secrets": {name: value}}``.
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def may_deploy(self, environment: str, github: dict[str, Any]) -> bool:
+        """Whether a job of the run with ``github`` context may enter ``environment`` (its deployment
+        branches)."""
+        rule = self.environments.get(environment)
+        if rule is None or rule.get("branches") is None:
+            return True
+        ref = str(github["ref"])
+        branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+        return branch is not None and any(fnmatch.fnmatchcase(branch, glob) for glob in rule["branches"])
+
+    def environment_secrets(self, environment: str) -> dict[str, str]:
+        return dict((self.environments.get(environment) or {}).get("secrets") or {})
 
     # -- runs -------------------------------------------------------------------------------------
 

@@ -24,6 +24,10 @@ class JobResult:
     summary: str = ""
     #: Variables the runner adds to every step of this job beyond the usual ones (the OIDC request pair).
     runner_env: dict[str, str] = field(default_factory=dict)
+    #: The job's ``continue-on-error``: its failure does not fail the run.
+    continue_on_error: bool = False
+    #: The deployment environment the job entered (``environment:``), or None.
+    environment: str | None = None
 
     def step(self, name: str) -> StepResult:
         """The step called ``name`` (the last one, in a matrix job)."""
@@ -51,12 +55,16 @@ class RunResult:
     error: str | None = None  # a workflow that fails to load runs no job
     #: One entry per successful google-github-actions/auth step: ``{"job", "method"
     #: ("workload_identity_federation" | "credentials_json"), "service_account", "provider",
-    #: "project_id", "credentials_file", "oidc_request_url"}``.
+    #: "project_id", "credentials_file", "oidc_request_url"}``; an actions/checkout with an ``ssh-key``:
+    #: ``{"job", "instance", "method": "ssh-key", "key_file"}``.
     auth: list[dict[str, Any]] = field(default_factory=list)
+    #: What deploy-pages deployed: ``{"job", "site" (the unpacked github-pages artifact), "page_url"}``.
+    pages: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def conclusion(self) -> str:
-        results = [j.result for j in self.jobs.values()]
+        results = [j.result for j in self.jobs.values()
+                   if not (j.continue_on_error and j.result == "failure")]
         if self.error or "failure" in results:
             return "failure"
         return "cancelled" if "cancelled" in results else "success"

@@ -104,13 +104,25 @@ class _Run:
                                    needs={n: {"result": results[n].result, "outputs": results[n].outputs}
                                           for n in needs})
             started = datetime.now(UTC)
+            environment = interpolate(job.get("environment"), context) or ""
+            if isinstance(environment, dict):
+                environment = environment.get("name") or ""
+            environment = to_string(environment).strip()
             if not condition(job.get("if", "success()"), context, status):
                 results[job_id] = JobResult("skipped")
             elif "uses" in job:
                 results[job_id] = self.call(job, job_id, context, top, prefix)
+            elif environment and not self.h.may_deploy(environment, self.github):
+                refused = (f"Branch \"{self.github['ref_name']}\" is not allowed to deploy to {environment} due "
+                           "to environment protection rules.")
+                results[job_id] = JobResult("failure", steps=[StepResult("environment", "failure", "failure",
+                                                                         log=refused)])
             else:
-                results[job_id] = self.job(wf, job, prefix + job_id, context, inputs, secrets, job_context,
-                                           oidc=self.oidc(job, top, allowed))
+                mine = {**secrets, **self.h.environment_secrets(environment)} if environment else secrets
+                results[job_id] = self.job(wf, job, prefix + job_id, dict(context, secrets=mine), inputs, mine,
+                                           job_context, oidc=self.oidc(job, top, allowed))
+            results[job_id].environment = environment or None
+            results[job_id].continue_on_error = _continues(job, context)
             if self.h.github_server is not None and "uses" not in job:
                 shown = str(job.get("name") or job_id)  # as GitHub's jobs API names it: "<caller job> / <name>"
                 self.h.github_server.add_job(
@@ -118,7 +130,8 @@ class _Run:
                     " / ".join([*prefix.split("/")[:-1], shown if "${{" not in shown else job_id]),
                     results[job_id].result, started, datetime.now(UTC))
             self.result.jobs[prefix + job_id] = results[job_id]
-        return "failure" if any(r.result == "failure" for r in results.values()) else "success"
+        return "failure" if any(r.result == "failure" and not r.continue_on_error for r in results.values()) \
+            else "success"
 
     def call(self, job: dict[str, Any], job_id: str, context: dict[str, Any], top: dict[str, int] | None,
              prefix: str) -> JobResult:

@@ -1,9 +1,15 @@
 """The stand-ins of ``tests/workflow_harness.py``: the actions and the one step it does not run itself.
 
 ``actions/checkout`` fetches from the test's git repository (or links benchtrail's own source for
-``repository: */benchtrail``), ``actions/setup-python`` does nothing (the test's interpreter), the
-artifact actions keep artifacts in folders of the run, and the step named ``Install benchtrail``
-links ``.venv`` to the harness's environment. Each function takes the harness's run
+``repository: */benchtrail``); with ``ssh-key`` it writes the key into ``$RUNNER_TEMP`` and configures
+``core.sshCommand`` as the real action does (but ``origin`` stays the test's repository, which git reaches
+without SSH), kept with ``persist-credentials: true``, and records itself in the run's ``auth`` list.
+``actions/setup-python`` does nothing (the test's interpreter), the artifact actions keep artifacts in
+folders of the run (``upload-pages-artifact``: the site unpacked, as artifact ``github-pages``),
+``actions/deploy-pages`` checks what the real one needs (the job's OIDC variables, the ``github-pages``
+artifact), records the site in the run's ``pages`` list and outputs ``page_url``
+(``https://OWNER.github.io/REPO/``), and the step named ``Install benchtrail`` links ``.venv`` to the
+harness's environment. Each function takes the harness's run
 (``workflow_runner._Run``).
 
 ``google-github-actions/auth`` behaves as the real action (v3, ``src/main.ts``) up to the point
@@ -102,8 +108,13 @@ def action(run: Any, step: dict[str, Any], name: str, with_: dict[str, Any], wor
     action = step["uses"].split("@")[0]
     try:
         if action == "actions/checkout":
-            log = checkout(run, with_, workspace)
+            log = checkout(run, with_, workspace, Path((env or {}).get("RUNNER_TEMP") or workspace), job_key)
             return StepResult(name, "success", "success", log=log)
+        if action == "actions/upload-pages-artifact":
+            return upload(run, name, {"name": with_.get("name") or "github-pages", "path": with_["path"],
+                                      "if-no-files-found": "error"}, workspace)
+        if action == "actions/deploy-pages":
+            return deploy_pages(run, name, with_, env or {}, job_key)
         if action == "actions/setup-python":
             return StepResult(name, "success", "success", log=f"stand-in: {sys.executable}")
         if action == "actions/upload-artifact":
@@ -197,7 +208,7 @@ def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env
                       log="\n".join(log))
 
 
-def checkout(run: Any, with_: dict[str, Any], workspace: Path) -> str:
+def checkout(run: Any, with_: dict[str, Any], workspace: Path, temp: Path, job_key: str = "") -> str:
     repository = with_.get("repository") or run.github["repository"]
     dest = workspace / (with_.get("path") or ".")
     if repository != run.h.repository:
@@ -215,7 +226,34 @@ def checkout(run: Any, with_: dict[str, Any], workspace: Path) -> str:
     target = ref if re.fullmatch(r"[0-9a-f]{40}", ref) else f"refs/heads/{ref}"
     git("fetch", "-q", *([] if depth == 0 else [f"--depth={depth}"]), "origin", target, *refspecs)
     git("checkout", "-q", "--detach", "FETCH_HEAD")
-    return f"stand-in: fetched {ref} (depth {depth or 'all'}) of {run.h.repo}"
+    log = f"stand-in: fetched {ref} (depth {depth or 'all'}) of {run.h.repo}"
+    persist = with_.get("persist-credentials", True)
+    if str(persist).lower() == "true" and with_.get("ssh-key"):
+        key = temp / f"ssh-key-{secrets.token_hex(4)}"
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(str(with_["ssh-key"]).strip() + "\n")
+        git("config", "--local", "core.sshCommand",
+            f'"ssh" -i "{key}" -o StrictHostKeyChecking=yes -o CheckHostIP=no')
+        run.result.auth.append({"job": job_key.rsplit("-", 1)[0], "instance": job_key, "method": "ssh-key",
+                                "key_file": str(key)})
+        log += f"; ssh key in {key}, core.sshCommand kept"
+    return log
+
+def deploy_pages(run: Any, name: str, with_: dict[str, Any], env: dict[str, str], job_key: str) -> StepResult:
+    """Stand-in for actions/deploy-pages (module docstring)."""
+    if not env.get("ACTIONS_ID_TOKEN_REQUEST_URL") or not env.get("ACTIONS_ID_TOKEN_REQUEST_TOKEN"):
+        return StepResult(name, "failure", "failure",
+                          log='##[error]Ensure GITHUB_TOKEN has permission "id-token: write".')
+    site = run.result.artifacts / str(with_.get("artifact_name") or "github-pages")
+    if not site.is_dir():
+        return StepResult(name, "failure", "failure",
+                          log=f"##[error]No artifact named {site.name!r} in this run")
+    owner, repo = run.h.repository.split("/")
+    url = f"https://{owner.lower()}.github.io/{repo}/"
+    run.result.pages.append({"job": job_key.rsplit("-", 1)[0], "site": site, "page_url": url})
+    return StepResult(name, "success", "success", outputs={"page_url": url},
+                      log=f"stand-in: deployed {site} to {url}")
+
 
 def upload(run: Any, name: str, with_: dict[str, Any], workspace: Path) -> StepResult:
     artifact = str(with_["name"])

@@ -400,7 +400,7 @@ def add_trust_arguments(parser: Any) -> None:
                              "each with the GitHub API's record of the workflow run that wrote it (a push or "
                              "manual run on the default or base branch, of that commit, by the trusted "
                              "workflow); 'all' trusts every run; 'auto' (default): github in GitHub Actions "
-                             "with a gs:// store, else all")
+                             "with a remote (gs:// or git:) store, else all")
     parser.add_argument("--trusted-workflow", metavar="PATH",
                         help="with --trust github: the workflow file whose runs are trusted, e.g. "
                              ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else "

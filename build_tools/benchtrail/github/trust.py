@@ -13,7 +13,8 @@ from benchtrail.compare.trust import Trust, TrustAll
 from benchtrail.errors import UserError
 from benchtrail.store import remote
 
-#: ``--trust`` choices; ``auto``: ``github`` in GitHub Actions for a remote (``gs://``) store, else ``all``.
+#: ``--trust`` choices; ``auto``: ``github`` in GitHub Actions for a remote store (``gs://``, ``git:``), else
+#: ``all``.
 TRUST_CHOICES = ("auto", "github", "all")
 
 
