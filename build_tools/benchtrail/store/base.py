@@ -239,7 +239,8 @@ def stored_time(when: Any) -> str:
     (UTC), the form of a pointer's ``stored_at``: strings of this form sort in time order."""
     import datetime
 
-    moment = when if isinstance(when, datetime.datetime) else datetime.datetime.fromtimestamp(float(when), datetime.UTC)
+    moment = (when if isinstance(when, datetime.datetime)
+              else datetime.datetime.fromtimestamp(float(when), datetime.UTC))
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

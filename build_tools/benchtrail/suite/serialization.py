@@ -14,7 +14,7 @@ import dataclasses
 import enum
 import types
 import typing
-from typing import Any
+from typing import Any, TypeVar
 
 from benchtrail.errors import UserError
 
@@ -137,7 +137,10 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
     return obj
 
 
-def from_plain(value: Any, tp: type, *, where: str) -> Any:
+_T = TypeVar("_T")
+
+
+def from_plain(value: Any, tp: type[_T], *, where: str) -> _T:
     """Build dataclass ``tp`` from plain JSON data (no keyed map), checking every field's type.
 
     Raises:
