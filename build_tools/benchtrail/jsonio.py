@@ -76,7 +76,7 @@ def write_json(path: Path, obj: dict[str, Any], *, exclusive: bool = False) -> P
     return write_text_atomic(path, dumps(obj), exclusive=exclusive)
 
 
-def read_json(path: Path, *, kind: str, supported: int, foreign: str | None = None) -> dict[str, Any]:
+def read_json(path: str | Path, *, kind: str, supported: int, foreign: str | None = None) -> dict[str, Any]:
     """Read a JSON object written by benchtrail, checking ``schema_version`` ≤ ``supported``.
 
     ``kind`` names the file in messages ("results file"); ``foreign`` is the message after ``path`` for

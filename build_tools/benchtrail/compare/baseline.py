@@ -86,7 +86,8 @@ class BaselineSet:
             return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} "
                               "stored run(s) ignored", **extra}
         devices = {d: b.to_dict() for b in self.runs for d in b.devices}
-        return {**self.primary.to_dict(), "run_dir": str(self.primary.run_dir),
+        primary = self.runs[0]
+        return {**primary.to_dict(), "run_dir": str(primary.run_dir),
                 "devices": dict(sorted(devices.items())), **extra}
 
 
@@ -267,7 +268,7 @@ def _load_run(folder: Path, b: Baseline, run: str, seen: dict[str, str]) -> list
         if not paths:
             raise _Unusable(f"{UNREADABLE}: run {run} has no results files (results/*.json)")
     kept = []
-    holder = {}  # series id -> the results file holding it
+    holder: dict[str, str] = {}  # series id -> the results file holding it
     for path in paths:
         name = path.relative_to(folder).as_posix()
         problem = results_problem(path, f"run {run}: results file {name}")

@@ -115,9 +115,9 @@ def function_diff(base_path: str | Path, head_path: str | Path, top: int = TOP,
         base, head = (own[i][f] / calls[i] for i in (0, 1))
         if base == head:
             continue
-        per_call = [whole[i][f] / calls[i] for i in (0, 1)]
+        base_call, head_call = (whole[i][f] / calls[i] for i in (0, 1))
         artifact = recursive(f) or any(whole[i][f] > totals[i] for i in (0, 1))
-        inclusive = None if artifact else (*per_call, per_call[1] - per_call[0])
+        inclusive = None if artifact else (base_call, head_call, head_call - base_call)
         changes.append(FunctionChange(f, base, head, head - base, inclusive))
     return sorted(changes, key=lambda c: (-abs(c.change), c.name))[:top]
 
@@ -148,7 +148,8 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
     else:
         paths = {side: locate(row, side) for side in ("base", "head")}
         missing = [side for side, p in paths.items() if isinstance(p, str)]
-        note = missing and f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}"
+        note = (f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}" if missing
+                else "")
     if not note:
         try:
             diff = function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))

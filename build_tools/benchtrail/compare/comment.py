@@ -213,6 +213,8 @@ NOT_REACHED_NAMED = 5
 def _recheck_outcome(row: Row) -> str:
     """``confirmed``, ``cleared``, ``inconclusive`` or ``kept`` (paired run unused) of a re-checked row."""
     ab = row.ab  # decided: it has the stored figures (version 8), or a paired verdict used (before)
+    if ab is None:
+        raise ValueError(f"row {row.id} was not re-checked (no ab)")
     if row.stored is None and (ab.get("guard") or ab.get("verdict") not in PAIRED_VERDICTS):
         return "kept"
     if row.verdict in CHANGES:
@@ -271,7 +273,7 @@ def trust_lines(comparison: Comparison) -> list[str]:
     lines = [f"⚠ Ignored {counted(len(ignored), 'stored run')} that {'are' if len(ignored) != 1 else 'is'} "
              f"not a trusted baseline: {shown}{and_more(len(ignored), 3)}."] if ignored else []
     reasons = sorted({r.reason for r in comparison.rows if r.verdict == "not-comparable"
-                      and (r.reason or "").startswith("not compared: the baseline of")})
+                      and r.reason and r.reason.startswith("not compared: the baseline of")})
     lines += [f"⚠ {plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
     return lines
 

@@ -175,12 +175,13 @@ def _summary(cases: _Cases, eager: _Cases, times: _Times) -> Summary:
     speedups, ratios = [], []
     for key, b in cases.items():
         e = eager.get(key)
-        if e is None or any(x.status != "ok" or not (x.median or 0) > 0 for x in (b, e)):
+        if e is None or b.status != "ok" or e.status != "ok" or b.median is None or e.median is None \
+                or not (b.median > 0 and e.median > 0):
             continue
         speedups.append(e.median / b.median)
-        peaks = _memory_peak(e), _memory_peak(b)
-        if None not in peaks:
-            ratios.append(peaks[0] / peaks[1])
+        eager_peak, peak = _memory_peak(e), _memory_peak(b)
+        if eager_peak is not None and peak is not None:
+            ratios.append(eager_peak / peak)
     gm, low, high = geomean_interval(speedups) if speedups else (None, None, None)
     if len(speedups) < MIN_INTERVAL_CASES:
         low = high = None

@@ -134,7 +134,8 @@ class Comparison:
 
     @property
     def schema_version(self) -> int:
-        return self.document["schema_version"]
+        version: int = self.document["schema_version"]  # checked by load_comparison
+        return version
 
     @property
     def head(self) -> Json:
@@ -154,7 +155,8 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        return self.document["counts"]
+        counts: dict[str, int] = self.document["counts"]
+        return counts
 
     @property
     def missing_shards(self) -> list[Json] | None:
@@ -274,7 +276,7 @@ def failed_by_device(files: list[ResultsFile]) -> list[Json]:
     host's name."""
     named = [(f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})),
               f.environment.get("hostname"), f.environment.get("doctor") or {}) for f in files]
-    host_devices: defaultdict[str, set[str]] = defaultdict(set)
+    host_devices: defaultdict[str | None, set[str]] = defaultdict(set)  # looked up by a missing host too
     for device, host, _ in named:
         if device and host:
             host_devices[host].add(device)

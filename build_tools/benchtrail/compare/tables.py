@@ -59,12 +59,17 @@ def row_value(row: Row, value: float | None) -> str:
 
 
 class Figures(Protocol):
-    """A change and its interval: a :class:`Row`, an :class:`Estimate`, a row of a build comparison."""
+    """A change and its interval: a :class:`Row`, an :class:`Estimate`, a row of a build comparison (read-only
+    attributes: frozen dataclasses and named tuples provide them)."""
 
-    change: float | None
-    change_unit: str | None
-    ci_low: float | None
-    ci_high: float | None
+    @property
+    def change(self) -> float | None: ...
+    @property
+    def change_unit(self) -> str | None: ...
+    @property
+    def ci_low(self) -> float | None: ...
+    @property
+    def ci_high(self) -> float | None: ...
 
 
 def change_digits(row: Row) -> int:
@@ -181,7 +186,7 @@ def estimate(row: Row) -> Estimate:
     ab, own = row.ab or {}, row.head_details.get("ab") or {}
     if ab.get("verdict") in PAIRED_VERDICTS and not ab.get("guard") and ab.get("change") is not None \
             and ab.get("base_median"):
-        base, change, low, high = map(ab.get, ("base_median", "change", "ci_low", "ci_high"))
+        base, change, low, high = ab["base_median"], ab["change"], ab.get("ci_low"), ab.get("ci_high")
     elif (own.get("rounds") and (row.base_details.get("ab") or {}).get("rounds") == own["rounds"]
           and row.base_n == row.head_n and row.change_unit == "%" and row.change is not None
           and row.base_median):

@@ -66,6 +66,8 @@ def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: st
          series: BenchmarkRecord | Unreported | None = None, **inference: Any) -> Row:
     """The row of a series (named by ``series``, default: the head record, else the base record)."""
     ref = series or head or base
+    if ref is None:
+        raise ValueError("a row names its series: give series, head or base")
     return Row(
         **{k: getattr(ref, k) for k in _SERIES}, verdict=verdict, reason=reason,
         **{f"{side}_{k}": getattr(r, k) if r else empty for side, r in (("base", base), ("head", head))
@@ -109,7 +111,7 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int,
 def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> float | None:
     """The change of the median (percent or absolute, per the rule), None when a median is unusable."""
     b, h = base.median, head.median
-    if None in (_finite(b), _finite(h)):
+    if b is None or h is None or not (math.isfinite(b) and math.isfinite(h)):
         return None
     if threshold.unit == "percent":
         return (h / b - 1.0) * 100.0 if b > 0 else None
@@ -157,7 +159,7 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
     for side, r in sides:
         if _finite(r.median) is None:
             return no(f"{side} median is missing or NaN")
-    if threshold.unit == "percent" and base.median <= 0:
+    if threshold.unit == "percent" and base.median is not None and base.median <= 0:  # not None: above
         return no("baseline median is 0 or negative; a percent change is undefined")
     return None
 
@@ -173,9 +175,10 @@ def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
     """Rounds of a paired A/B run when both records come from one (``details.ab``, equal sample
     counts that split evenly into the rounds), else None."""
     rounds = (head.details.get("ab") or {}).get("rounds")
-    paired = (rounds and (base.details.get("ab") or {}).get("rounds") == rounds
-              and len(base.samples) == len(head.samples))
-    return rounds if paired and len(head.samples) % rounds == 0 else None
+    if not (rounds and (base.details.get("ab") or {}).get("rounds") == rounds
+            and len(base.samples) == len(head.samples)):
+        return None
+    return rounds if len(head.samples) % rounds == 0 else None
 
 
 def paired_level(head: BenchmarkRecord) -> float:
@@ -201,16 +204,18 @@ def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
     Benjamini–Hochberg runs per level and the bootstrap seed is 0 whatever the run used, so a row may be
     less decided than the look that stopped its run."""
     bases, heads, rules = zip(*pairs)  # the stats functions take lists as arrays
-    inputs = {"base": [b.samples for b in bases], "head": [h.samples for h in heads],
-              "threshold_pct": [t.threshold for t in rules],
-              "lower_is_better": [t.lower_is_better for t in rules]}
+    samples = [b.samples for b in bases], [h.samples for h in heads]
+    threshold_pct, lower_is_better = [t.threshold for t in rules], [t.lower_is_better for t in rules]
     if level is None:
-        result = compare_samples(**inputs, alpha=ALPHA, base_clusters=list(map(processes, bases)),
+        result = compare_samples(*samples, threshold_pct=threshold_pct, lower_is_better=lower_is_better,
+                                 alpha=ALPHA, base_clusters=list(map(processes, bases)),
                                  head_clusters=list(map(processes, heads)))
         return _underpowered(_rows_of(pairs, result))
     alpha = 1.0 - level
-    return _rows_of(pairs, compare_paired(**inputs, alpha=alpha, level=level, resamples=resamples_for(alpha),
-                                          clusters=list(map(paired_rounds, bases, heads))))
+    rounds = [k for b, h in zip(bases, heads) if (k := paired_rounds(b, h))]  # all: paired pairs alone
+    result = compare_paired(*samples, threshold_pct=threshold_pct, lower_is_better=lower_is_better,
+                            alpha=alpha, level=level, resamples=resamples_for(alpha), clusters=rounds)
+    return _rows_of(pairs, result)
 
 
 def _finite(x: float | None) -> float | None:
@@ -262,8 +267,9 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
                for files in (base, head)]
     unchecked = set()  # definitions hashed by two schemes: compared, not checked
     lacking = {u.id: u for u in unreported if u.id not in head_by_id}
-    rows: dict[str, Row | None] = {}  # head series id -> row (None until _infer judges its pair)
-    batch = defaultdict(dict)  # a paired run's level (_infer) -> series id -> pair
+    rows: dict[str, Row] = {}  # head series id -> row (a pair _infer judges: once it has)
+    # A paired run's level (_infer; None: not paired) -> series id -> pair.
+    batch: defaultdict[float | None, dict[str, Pair]] = defaultdict(dict)
     for sid, h in head_by_id.items():
         b = base_by_id.get(sid)  # None for a device in mismatched
         if b and b.content_hash != h.content_hash and schemes[0][sid] != schemes[1][sid]:
@@ -278,8 +284,9 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
             rows[sid] = _row(h, None, "new", "no baseline for this series")
         else:
             t = find_threshold(thresholds, h.kind, h.metric, h.name, h.direction)
-            rows[sid] = _precheck(b, h, t)  # None: judged below, alone or with the others (_infer)
-            if rows[sid]:
+            precheck = _precheck(b, h, t)  # None: judged below, alone or with the others (_infer)
+            if precheck:
+                rows[sid] = precheck
                 continue
             if h.metric == "instructions" and t.unit == "percent":
                 rows[sid] = _counted(b, h, t)
@@ -288,13 +295,14 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
                 batch[paired_level(h) if paired_rounds(b, h) else None][sid] = b, h, t
             else:  # absolute rules, few samples: judged on the change of the median alone
                 change = _change(b, h, t)
+                assert change is not None, "_precheck passed: finite medians, a percent rule's base > 0"
                 worse = change if t.lower_is_better else -change  # > 0: the worse way
                 verdict = ("regressed" if worse > t.threshold else "improved" if worse < -t.threshold
                            else "similar")
                 rows[sid] = _row(h, b, verdict, None, t, change)
     for level, group in batch.items():
         rows.update(zip(group, _infer(list(group.values()), level)))
-    return (_beside_counts([_with_notes(r, head_by_id[sid], sid in unchecked) for sid, r in rows.items()])
+    return (_beside_counts([_with_notes(rows[sid], h, sid in unchecked) for sid, h in head_by_id.items()])
             + [_row(None, base_by_id.get(sid), "failed", u.reason, series=u) for sid, u in lacking.items()]
             + [_row(None, b, "removed", "in the baseline but not in this run")
                for sid, b in base_by_id.items() if sid not in head_by_id and sid not in lacking])

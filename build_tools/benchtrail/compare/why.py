@@ -51,12 +51,12 @@ def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str
     on_device = any((op.get("self_device_us") or 0) > 0 for op in head.get("operators") or ())  # a GPU run
     clock = "device" if on_device else "cpu"
     head_us = _per_iteration(head, clock)
-    paired = base and "error" not in base
-    if paired:
-        note = None
+    if base and "error" not in base:
+        paired, note = True, None
         base_us = _per_iteration(base, clock)
         order = sorted(set(base_us) | set(head_us), key=lambda k: -abs(head_us[k] - base_us[k]))
     else:
+        paired = False
         note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
         base, traces = {}, {"head": traces.get("head")}  # no base side
         order = sorted(head_us, key=lambda k: -head_us[k])

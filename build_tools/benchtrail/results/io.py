@@ -149,9 +149,9 @@ def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
     if b.status == "ok" and not b.samples:
         raise UserError(f"{where}: status ok needs at least one sample")
     expected = summarize(b.samples)
-    for key in ("median", "min", "max"):
-        got, want = getattr(b, key), expected[key]
-        if got != want and (None in (got, want) or not math.isclose(got, want, rel_tol=1e-9)):
+    for key, want in (("median", expected["median"]), ("min", expected["min"]), ("max", expected["max"])):
+        got = getattr(b, key)
+        if got != want and (got is None or want is None or not math.isclose(got, want, rel_tol=1e-9)):
             raise UserError(f"{where}: {key} is {got!r} but the samples give {want!r}")
 
 

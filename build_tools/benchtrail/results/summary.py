@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
 
-def summarize(samples: Sequence[float]) -> dict[str, float | int | None]:
+class Summary(TypedDict):
+    """:func:`summarize`'s figures: the summary fields of a ``BenchmarkRecord``."""
+
+    n: int
+    mean: float | None
+    median: float | None
+    variance: float | None
+    stddev: float | None
+    min: float | None
+    max: float | None
+    iqr: float | None
+
+
+def summarize(samples: Sequence[float]) -> Summary:
     """Return n, mean, median, variance, stddev, min, max and IQR of ``samples``.
 
     Args:
@@ -21,7 +35,8 @@ def summarize(samples: Sequence[float]) -> dict[str, float | int | None]:
     x = np.asarray(samples, dtype=np.float64)
     n = int(x.size)
     if n == 0:
-        return {"n": 0, **dict.fromkeys(("mean", "median", "variance", "stddev", "min", "max", "iqr"))}
+        return {"n": 0, "mean": None, "median": None, "variance": None, "stddev": None, "min": None,
+                "max": None, "iqr": None}
     q25, q50, q75 = np.percentile(x, [25, 50, 75])
     variance = float(np.var(x, ddof=1)) if n > 1 else None
     return {

@@ -39,14 +39,16 @@ _IQR_PER_SIGMA = 2.0 * float(ndtri(0.75))
 _BLOCK_ROWS = 2048
 
 SamplesLike = Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
+#: Clusters per series (:func:`bootstrap_ratio_ci`): None, or one int >= 1 per series.
+ClustersLike = Sequence[int] | np.ndarray | None
 
 
 class _Group(NamedTuple):
-    """Series sharing (n_base, n_head, k_base, k_head): ``index`` (g,) into the input, ``base`` (g, n_base)
-    and ``head`` (g, n_head) the rows in input order (cluster after cluster); ``k_base``/``k_head``
-    clusters per side."""
+    """Series sharing (n_base, n_head, k_base, k_head): ``members`` (g,) indices into the input, ``base``
+    (g, n_base) and ``head`` (g, n_head) the rows in input order (cluster after cluster);
+    ``k_base``/``k_head`` clusters per side."""
 
-    index: np.ndarray
+    members: np.ndarray
     base: np.ndarray
     head: np.ndarray
     k_base: int
@@ -98,7 +100,7 @@ def _groups_of(keys: list[tuple[int, ...]]) -> list[np.ndarray]:
     return np.split(order, np.cumsum(counts)[:-1])
 
 
-def _as_clusters(clusters, series: list[np.ndarray], label: str) -> np.ndarray:
+def _as_clusters(clusters: ClustersLike, series: list[np.ndarray], label: str) -> np.ndarray:
     """Clusters per series: ones when None; else positive ints dividing each series' sample count."""
     if clusters is None:
         return np.ones(len(series), dtype=np.int64)
@@ -111,17 +113,21 @@ def _as_clusters(clusters, series: list[np.ndarray], label: str) -> np.ndarray:
     return k.astype(np.int64)
 
 
-def _prepare(base: SamplesLike, head: SamplesLike, base_clusters=None, head_clusters=None) -> tuple[int, list[_Group]]:
+def _prepare(base: SamplesLike, head: SamplesLike, base_clusters: ClustersLike = None,
+             head_clusters: ClustersLike = None) -> tuple[int, list[_Group]]:
     b, h = _sides(base, head)
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
-    return len(b), [_Group(index, *(np.stack([x[i] for i in index]) for x in (b, h)), int(kb[index[0]]),
-                           int(kh[index[0]]))
-                    for index in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)])]
+    groups = []
+    for members in _groups_of([(x.size, y.size, i, j) for x, y, i, j in zip(b, h, kb, kh)]):
+        base_rows, head_rows = (np.stack([x[i] for i in members]) for x in (b, h))
+        groups.append(_Group(members, base_rows, head_rows, int(kb[members[0]]), int(kh[members[0]])))
+    return len(b), groups
 
 
 def _medians(sorted_rows: np.ndarray) -> np.ndarray:
     n = sorted_rows.shape[1]
-    return 0.5 * (sorted_rows[:, (n - 1) // 2] + sorted_rows[:, n // 2])
+    medians: np.ndarray = 0.5 * (sorted_rows[:, (n - 1) // 2] + sorted_rows[:, n // 2])
+    return medians
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -150,12 +156,13 @@ def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int)
     return (chosen * m + rng.integers(0, m, size=(resamples, k, m))).reshape(resamples, n)
 
 
-def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed: int):
+def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
     pct = _tails(level)
     for g in groups:
         base, head = (np.sort(x, axis=1) for x in (g.base, g.head))
-        ratio[g.index] = _medians(head) / _medians(base)
+        ratio[g.members] = _medians(head) / _medians(base)
         nb, nh = base.shape[1], head.shape[1]
         if min(nb, nh) < MIN_SAMPLES:
             continue
@@ -173,17 +180,17 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int, seed:
                             [:, [(m - 1) // 2, m // 2]] for m in (nb, nh))
             sides = (base, mid_b), (head, mid_h)
             block = _BLOCK_ROWS
-        for start in range(0, len(g.index), block):
+        for start in range(0, len(g.members), block):
             rows = slice(start, start + block)
             mb, mh = (np.median(x[rows][:, i], axis=2) if clustered else 0.5 * x[rows][:, i].sum(axis=2)
                       for x, i in sides)
-            low[g.index[rows]], high[g.index[rows]] = np.percentile(mh / mb, pct, axis=1)
+            low[g.members[rows]], high[g.members[rows]] = np.percentile(mh / mb, pct, axis=1)
     return ratio, low, high
 
 
 def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0.99, resamples: int = 2000,
-                       seed: int = 0, base_clusters=None,
-                       head_clusters=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       seed: int = 0, base_clusters: ClustersLike = None,
+                       head_clusters: ClustersLike = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ratio of medians head/base per series and its percentile bootstrap confidence interval.
 
     Method: the percentile bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993,
@@ -238,7 +245,7 @@ def _mann_whitney(n: int, groups: list[_Group]) -> np.ndarray:
         exact = (n_min <= _MWU_EXACT_MAX_N) & (np.diff(pooled, axis=1) != 0).all(axis=1)
         for mask, method in ((~exact, "asymptotic"), (exact, "exact")):
             if mask.any():
-                p[g.index[mask]] = mannwhitneyu(g.head[mask], g.base[mask], alternative="two-sided",
+                p[g.members[mask]] = mannwhitneyu(g.head[mask], g.base[mask], alternative="two-sided",
                                                 axis=1, method=method).pvalue
     return p
 
@@ -325,7 +332,7 @@ def _mde(n: int, groups: list[_Group], level: float) -> np.ndarray:
         for s in (g.base, g.head):
             q25, q50, q75 = np.percentile(s, [25, 50, 75], axis=1)
             var = var + (math.pi / 2.0) * ((q75 - q25) / _IQR_PER_SIGMA / q50) ** 2 / s.shape[1]
-        out[g.index] = 100.0 * z * np.sqrt(var)
+        out[g.members] = 100.0 * z * np.sqrt(var)
     return out
 
 

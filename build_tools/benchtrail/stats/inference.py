@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from benchtrail.stats.estimators import (
     MIN_SAMPLES,
+    ClustersLike,
     SamplesLike,
     _bootstrap,
     _check_bootstrap_args,
@@ -51,8 +53,9 @@ class Classification(NamedTuple):
     noisy: np.ndarray  # either side's IQR/median above NOISE_LIMIT
 
 
-def classify(ratio, low, high, q, noise_base, noise_head, threshold_pct, lower_is_better,
-             alpha: float = 0.01) -> Classification:
+def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: npt.ArrayLike,
+             noise_base: npt.ArrayLike, noise_head: npt.ArrayLike, threshold_pct: npt.ArrayLike,
+             lower_is_better: npt.ArrayLike, alpha: float = 0.01) -> Classification:
     """Verdict and outcome per series from the interval and the q-value; the noise only labels.
 
     With ``t = threshold_pct / 100``:
@@ -141,9 +144,10 @@ class Inference:
     noisy: np.ndarray
 
 
-def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower_is_better, level: float = 0.99,
-                    resamples: int = 2000, seed: int = 0, alpha: float = 0.01, base_clusters=None,
-                    head_clusters=None) -> Inference:
+def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.ArrayLike,
+                    lower_is_better: npt.ArrayLike, level: float = 0.99, resamples: int = 2000, seed: int = 0,
+                    alpha: float = 0.01, base_clusters: ClustersLike = None,
+                    head_clusters: ClustersLike = None) -> Inference:
     """The whole comparison in one pass over validated, grouped samples: bootstrap interval,
     Mann–Whitney p, Benjamini–Hochberg q over all series passed, noise, MDE and :func:`classify`.
 
@@ -157,11 +161,11 @@ def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct, lowe
     ratio, low, high = _bootstrap(n, groups, level, int(resamples), int(seed))
     p = _mann_whitney(n, groups)
     q = benjamini_hochberg(p)
-    nb, nh = (_noise(n, [(g.index, getattr(g, side)) for g in groups]) for side in ("base", "head"))
+    nb, nh = (_noise(n, [(g.members, getattr(g, side)) for g in groups]) for side in ("base", "head"))
     mde = _mde(n, groups, level)
     for g in groups:
         if max(g.k_base, g.k_head) > 1:
-            mde[g.index] = 50.0 * (high[g.index] - low[g.index])
+            mde[g.members] = 50.0 * (high[g.members] - low[g.members])
     return Inference(ratio, low, high, p, q, nb, nh, mde,
                      *classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha))
 

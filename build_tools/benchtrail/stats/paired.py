@@ -15,10 +15,12 @@ ratio of medians of the unpaired comparison.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import wilcoxon
 
 from benchtrail.stats.estimators import (
     MIN_SAMPLES,
+    ClustersLike,
     SamplesLike,
     _as_clusters,
     _check_bootstrap_args,
@@ -30,8 +32,9 @@ from benchtrail.stats.estimators import (
 from benchtrail.stats.inference import Inference, classify
 
 
-def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct, lower_is_better, level: float = 0.99,
-                   resamples: int = 2000, seed: int = 0, alpha: float = 0.01, clusters=None) -> Inference:
+def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.ArrayLike,
+                   lower_is_better: npt.ArrayLike, level: float = 0.99, resamples: int = 2000, seed: int = 0,
+                   alpha: float = 0.01, clusters: ClustersLike = None) -> Inference:
     """Compare paired samples series by series; same results as ``compare_samples``.
 
     Args:

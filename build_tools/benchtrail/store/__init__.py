@@ -142,8 +142,8 @@ def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Stor
     if not url.strip():
         raise UserError(f"store URL is empty; give {SUPPORTED}")
     parsed = urlparse(url)
-    if _scheme(url) in REMOTES:
-        return REMOTES[_scheme(url)].opener(url, **gcs_options)
+    if (found := remote(url)) is not None:
+        return found.opener(url, **gcs_options)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise UserError(f"store URL {url!r}: a file URL needs an absolute path, file:///ABS/PATH "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from benchtrail.errors import UserError
 
@@ -39,7 +39,7 @@ WILDCARDS = frozenset("[]*?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def is_safe_id(value: Any) -> bool:
+def is_safe_id(value: Any) -> TypeGuard[str]:
     """Whether ``value`` is a safe run id or commit: letters, digits, ``.``, ``_`` and ``-``, no ``..``."""
     return isinstance(value, str) and bool(_SAFE_ID.match(value)) and ".." not in value
 
@@ -239,9 +239,9 @@ def stored_time(when: Any) -> str:
     (UTC), the form of a pointer's ``stored_at``: strings of this form sort in time order."""
     import datetime
 
-    if not isinstance(when, datetime.datetime):
-        when = datetime.datetime.fromtimestamp(float(when), datetime.UTC)
-    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = (when if isinstance(when, datetime.datetime)
+              else datetime.datetime.fromtimestamp(float(when), datetime.UTC))
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def pointerless(runs: Iterable[RunKey], pointer_names: Iterable[str]) -> list[RunKey]:

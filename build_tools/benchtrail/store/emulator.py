@@ -37,7 +37,8 @@ def free_port() -> int:
     """A TCP port of ``HOST`` that was free a moment ago (the OS picks it)."""
     with socket.socket() as s:
         s.bind((HOST, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Emulator:
     """A running emulator: ``url`` is what ``STORAGE_EMULATOR_HOST`` should hold."""
 
     url: str
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log: Path
 
     def stop(self) -> None:

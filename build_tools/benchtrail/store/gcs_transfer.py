@@ -82,7 +82,8 @@ class SharedDeadline:
     seconds: float
     deadline_at: float
 
-    def __call__(self, func: Callable[..., Any], on_error: Callable[[Exception], Any] | None = None):
+    def __call__(self, func: Callable[..., Any],
+                 on_error: Callable[[Exception], Any] | None = None) -> Any:
         return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func, on_error=on_error)
 
 

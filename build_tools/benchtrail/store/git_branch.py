@@ -158,9 +158,9 @@ class GitStore:
 
     def _hash(self, files: Mapping[str, bytes | Path]) -> dict[str, str]:
         """Write each file's bytes into the cache; ``{branch path: blob id}``."""
-        paths = [n for n, v in files.items() if isinstance(v, Path)]
+        paths = {n: v for n, v in files.items() if isinstance(v, Path)}
         out = self._out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                        stdin="".join(f"{Path(files[n]).resolve()}\n" for n in paths).encode()).split()
+                        stdin="".join(f"{v.resolve()}\n" for v in paths.values()).encode()).split()
         blobs = dict(zip(paths, out, strict=True))
         for name, value in files.items():
             if not isinstance(value, Path):
@@ -362,7 +362,7 @@ def left_out_note(local_dir: Path, names: Sequence[str], run_id: str, attempt: i
     Raises:
         UserError: a retention that is not a whole number of days from 1.
     """
-    env, sizes = os.environ, {}
+    env, sizes = os.environ, dict[str, tuple[int, int]]()
     for name in names:
         count, size = sizes.get(name.split("/", 1)[0], (0, 0))
         sizes[name.split("/", 1)[0]] = (count + 1, size + (Path(local_dir) / name).stat().st_size)

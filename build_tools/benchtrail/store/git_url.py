@@ -70,7 +70,7 @@ def fetch_command(run: str, dest: str = ".") -> str:
     """
     match = _STORED_URL.match(run)
     where = _RUN_IN_PATH.match(match["path"]) if match else None
-    if not where or where["rel"]:
+    if not match or not where or where["rel"]:
         raise UserError(f"{run!r} is not the URL of a run of a git: store (git:REMOTE#BRANCH/runs/<id>/<n>/)")
     folder = shlex.quote(f"{dest.rstrip('/') or '.'}/benchtrail-{where['run_id']}-{where['attempt']}")
     branch, remote = shlex.quote(match["branch"]), shlex.quote(match["remote"])
@@ -84,7 +84,7 @@ def browser_link(url: str) -> str:
     ``url`` itself for a remote elsewhere."""
     match = _STORED_URL.match(url)
     repo = github_repo(match["remote"]) if match else None
-    if not repo:
+    if not match or not repo:
         return url
     path, where = match["path"], _RUN_IN_PATH.match(match["path"])
     if where and where["rel"].split("/", 1)[0] in LEFT_OUT:
@@ -146,8 +146,8 @@ def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tup
         url = str((Path(top) / url).resolve())
     wanted = r"^(http\..*extraheader|credential\..*)$"
     settings = run_git(["config", "-z", "--includes", "--get-regexp", wanted], cwd=cwd).stdout
-    pairs = tuple(tuple(item.split("\n", 1)) for item in settings.decode(errors="replace").split("\0")
-                  if "\n" in item)
-    return url, pairs  # type: ignore[return-value]
+    items = (item.split("\n", 1) for item in settings.decode(errors="replace").split("\0") if "\n" in item)
+    pairs = tuple((key, value) for key, value in items)
+    return url, pairs
 
 

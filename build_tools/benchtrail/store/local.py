@@ -66,7 +66,7 @@ def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) 
                         f"({shown(differs)}); {conflict}")
 
 
-class Pointers(list):
+class Pointers(list[Json]):
     """The readable commit pointers of a commit (a list of dicts, oldest first), and in ``unreadable``
     why the others were skipped (one message per file, naming it)."""
 
@@ -149,9 +149,12 @@ def _created(pointer: Json) -> str | None:
     one."""
     import datetime
 
+    created = pointer.get("created")
+    if not isinstance(created, str):  # fromisoformat's TypeError
+        return None
     try:
-        when = datetime.datetime.fromisoformat(pointer.get("created"))
-    except (TypeError, ValueError):
+        when = datetime.datetime.fromisoformat(created)
+    except ValueError:
         return None
     return stored_time(when) if when.tzinfo is not None else None
 

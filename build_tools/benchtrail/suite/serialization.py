@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import types
 import typing
-from typing import Any
+from typing import Any, TypeVar
 
 from benchtrail.errors import UserError
 
@@ -136,7 +136,10 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
     return obj
 
 
-def from_plain(value: Any, tp: type, *, where: str) -> Any:
+_T = TypeVar("_T")
+
+
+def from_plain(value: Any, tp: type[_T], *, where: str) -> _T:
     """Dataclass ``tp`` from plain JSON (no keyed map), every field's type checked.
 
     Raises:

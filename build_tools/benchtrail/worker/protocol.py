@@ -118,10 +118,14 @@ _OPTIONAL = ("tasks", "profile", "duet")
 
 
 class _Request:
+    #: Set by each request class: its dataclass fields, and the ``kind`` it is sent as.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    kind: ClassVar[str]
+
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON object (version-1 field names and shapes)."""
         fields = dataclasses.asdict(self)
-        return {"version": fields.pop("version"), "kind": self.kind} | {  # type: ignore[attr-defined]
+        return {"version": fields.pop("version"), "kind": self.kind} | {
             k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if v or k not in _OPTIONAL}
 
 
@@ -217,8 +221,8 @@ def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = Non
     """
     from pathlib import Path
 
-    return _profile_of({"iterations": iterations, "trace": str(Path(trace).absolute()),
-                        "budget_ms": budget_ms})
+    return _checked_profile({"iterations": iterations, "trace": str(Path(trace).absolute()),
+                             "budget_ms": budget_ms})
 
 
 def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
@@ -227,14 +231,17 @@ def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
     Raises:
         ProtocolError: an empty path, or ``cpus`` not a non-empty list of distinct integers >= 0.
     """
-    return _duet_of({"socket": str(socket), "cpus": list(cpus)})  # type: ignore[return-value]
+    return _checked_duet({"socket": str(socket), "cpus": list(cpus)})
 
 
 def _duet_of(value: Any) -> dict[str, Any] | None:
     """The checked ``duet`` of a run request (None when absent); raises ProtocolError as :func:`duet_spec`."""
     spec = _check(value, dict, "duet")
-    if spec is None:
-        return None
+    return None if spec is None else _checked_duet(spec)
+
+
+def _checked_duet(spec: dict[str, Any]) -> dict[str, Any]:
+    """A ``duet`` object checked; raises ProtocolError as :func:`duet_spec`."""
     socket, cpus = spec.get("socket"), spec.get("cpus")
     if not (isinstance(socket, str) and socket and isinstance(cpus, list) and cpus
             and all(type(c) is int and c >= 0 for c in cpus) and len(set(cpus)) == len(cpus)):
@@ -251,8 +258,11 @@ def _profile_of(value: Any) -> dict[str, Any] | None:
             ``budget_ms`` not a number > 0.
     """
     spec = _check(value, dict, "profile")
-    if spec is None:
-        return None
+    return None if spec is None else _checked_profile(spec)
+
+
+def _checked_profile(spec: dict[str, Any]) -> dict[str, Any]:
+    """A ``profile`` object's fields checked, those set; raises ProtocolError as :func:`_profile_of`."""
     checked = {k: _check(spec.get(k), types, f"profile.{k}")
                for k, types in (("iterations", int), ("trace", str), ("budget_ms", (int, float)))}
     iterations, trace, budget = checked.values()
@@ -405,7 +415,8 @@ class Response:
 
 
 #: Each response field (but ``version``) and the JSON types it takes.
-_TYPES = {f.name: _JSON_TYPES[re.match(r"\w+", f.type)[0]] for f in dataclasses.fields(Response)[:-1]}
+#: (The annotations are strings, ``from __future__ import annotations``: the first word names the type.)
+_TYPES = {f.name: _JSON_TYPES[re.findall(r"\w+", str(f.type))[0]] for f in dataclasses.fields(Response)[:-1]}
 
 
 def read_response(data: Any) -> Response:
