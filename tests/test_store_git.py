@@ -11,7 +11,7 @@ import pytest
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store import browser_link, fetch_command, is_local, open_store, remote, split_run_url
 from benchtrail.store.git_branch import GitStore
-from benchtrail.store.git_url import github_repo, parse_url
+from benchtrail.store.git_url import github_repo, parse_url, shown_remote
 from tests.test_store import RUN, read_tree, write_tree
 
 SHA = "a" * 40
@@ -155,6 +155,25 @@ def test_git_url_parsing_and_defaults(tmp_path):
     assert github_repo("git@github.com:o/r.git") == github_repo("https://x:tok@github.com/o/r") == \
         "https://github.com/o/r"
     assert github_repo("/srv/r.git") is None
+
+
+def test_a_token_in_the_remote_url_is_refused_and_never_shown():
+    for url in ("git:https://user:token@github.com/o/r.git#data", "git:HTTPS://token@github.com/o/r",
+                "git:ssh://git:p@ss@host/r.git"):
+        with pytest.raises(UserError, match="credential helper") as caught:
+            parse_url(url)
+        assert "token@" not in str(caught.value) and "p@ss" not in str(caught.value)
+    assert parse_url("git:ssh://git@github.com/o/r.git#d") == ("ssh://git@github.com/o/r.git", "d")
+    assert shown_remote("HTTPS://user:p@ss@host/r.git") == "https://host/r.git"
+    assert shown_remote("git:https://x:tok@h/r#data/runs/1/1/") == "git:https://h/r#data/runs/1/1/"
+    assert shown_remote("ssh://git@github.com/o/r") == "ssh://git@github.com/o/r"
+
+
+def test_branch_names_are_those_git_takes_as_they_are():
+    for bad in ("HEAD", "@", "@{-1}", "a@{b", "x.lock", "a/.b", "-x"):
+        with pytest.raises(UserError, match="not a branch name"):
+            parse_url(f"git:/x#{bad}")
+    assert parse_url("git:/x#perf/data-1.0") == ("/x", "perf/data-1.0")
 
 
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):

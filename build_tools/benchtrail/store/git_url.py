@@ -12,6 +12,7 @@ import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from benchtrail.errors import StoreError, UserError
 
@@ -21,7 +22,6 @@ DEFAULT_BRANCH = "benchtrail-data"
 #: and the run's dashboard. ``upload_run`` writes a note about them under ``NOTES``.
 LEFT_OUT = ("modules", "dashboard")
 NOTES = "not-stored"
-_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: ``git:REMOTE#BRANCH/<a path of the store>``: the branch ends before the first of the store's folders.
 _STORED_URL = re.compile(r"^git:(?P<remote>[^#]*)#(?P<branch>.+?)/(?P<path>(?:runs|commits|assets)/.*)$")
@@ -32,25 +32,50 @@ def parse_url(url: str) -> tuple[str, str]:
     """``(REMOTE, BRANCH)`` of ``git:REMOTE#BRANCH``, with the defaults filled in (nothing resolved).
 
     Raises:
-        UserError: not a ``git:`` URL, or a branch name git or a URL cannot hold.
+        UserError: not a ``git:`` URL, a branch name git or a URL cannot hold, or a remote URL with a
+            password or token in it.
     """
     if not url.startswith("git:"):
         raise UserError(f"store URL {url!r} is not git:REMOTE#BRANCH")
     remote, _, branch = url[len("git:"):].rpartition("#") if "#" in url else (url[len("git:"):], "", "")
     remote, branch = remote.strip() or DEFAULT_REMOTE, branch.strip() or DEFAULT_BRANCH
-    bad = (not _BRANCH.match(branch) or ".." in branch or "//" in branch or "/." in branch
-           or branch.endswith(("/", ".lock", ".")) or {"runs", "commits", "assets"} & set(branch.split("/")))
-    if bad:
-        raise UserError(f"store URL {url!r}: {branch!r} is not a branch name benchtrail stores in (letters, "
-                        "digits, '.', '_', '-' and '/', as git allows them; no 'runs', 'commits' or 'assets' "
-                        "segment, which would make a run's URL ambiguous)")
+    if _has_credentials(remote):
+        raise UserError(f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the token "
+                        "in a credential helper (or leave it to actions/checkout's credentials) and give "
+                        "the URL without it")
+    if not _branch_ok(branch) or {"runs", "commits", "assets"} & set(branch.split("/")):
+        raise UserError(f"store URL {shown_remote(url)!r}: {branch!r} is not a branch name benchtrail stores "
+                        "in (one `git check-ref-format --branch` accepts, not HEAD; no 'runs', 'commits' or "
+                        "'assets' segment, which would make a run's URL ambiguous)")
     return remote, branch
 
 
+def _branch_ok(branch: str) -> bool:
+    """Whether git takes ``branch`` as a branch name as it is (``@{-1}`` and the like are refused)."""
+    if branch in ("HEAD", "@"):
+        return False
+    proc = run_git(["check-ref-format", "--branch", branch], cwd=Path(os.sep))
+    return not proc.returncode and proc.stdout.decode(errors="replace").strip() == branch
+
+
+def _has_credentials(remote: str) -> bool:
+    """Whether a URL remote holds a password, or any user info for http(s) (a token as the user name)."""
+    if "://" not in remote:
+        return False
+    parts = urlsplit(remote)
+    return parts.password is not None or (parts.username is not None
+                                          and parts.scheme.lower() in ("http", "https", "ftp", "ftps"))
+
+
 def shown_remote(remote: str) -> str:
-    """``remote`` without a user name or password (``https://user:token@host/…`` →
-    ``https://host/…``)."""
-    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", remote)
+    """``remote`` (or a ``git:`` URL) without the user info ``_has_credentials`` finds
+    (``https://user:token@host/…`` → ``https://host/…``); ``ssh://git@host/…`` is kept."""
+    prefix = "git:" if remote.startswith("git:") else ""
+    rest = remote[len(prefix):]
+    if not _has_credentials(rest):
+        return remote
+    parts = urlsplit(rest)
+    return prefix + urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def github_repo(remote: str) -> str | None:
