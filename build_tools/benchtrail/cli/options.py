@@ -124,7 +124,10 @@ def resolve_store(flag: str | None) -> StoreChoice:
     settings = project()
     if settings.store:
         url = settings.store
-        if "://" not in url and settings.root is not None and not Path(url).is_absolute():
+        from benchtrail.store import is_local
+
+        path = is_local(url) and not url.startswith("file://")
+        if path and settings.root is not None and not Path(url).is_absolute():
             url = os.path.normpath(settings.root / url)
         return StoreChoice(url, f"{settings.pyproject}: [tool.benchtrail] store")
     return StoreChoice(DEFAULT_STORE, "default")
