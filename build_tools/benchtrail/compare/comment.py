@@ -33,7 +33,7 @@ from benchtrail.compare.why import render_functions, render_why
 from benchtrail.errors import UserError
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
-from benchtrail.store import browser_link, fetch_command, remote, split_run_url
+from benchtrail.store import FORMS, browser_link, fetch_command, is_local, remote, split_run_url
 
 #: Version history of comment.json:
 #:   1 — first version.
@@ -160,23 +160,24 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
     """Check what ``benchtrail comment`` puts into the comment's links and notes.
 
     Raises:
-        UserError: naming the flag and what is allowed: a ``--run-url`` that is neither
-            ``gs://BUCKET/…/runs/<id>/<attempt>/`` nor a folder path (or holds spaces, quotes or
+        UserError: naming the flag and what is allowed: a ``--run-url`` that is neither a run's URL in a
+            remote store (``benchtrail.store.FORMS``) nor a folder path (or holds spaces, quotes or
             backticks, which would break the copy-paste lines); ``--dashboard`` without ``--run-url``,
             or not a relative path inside the run; an ``--artifacts-url`` that is not an ``https://``
             (or ``http://``) URL without spaces or quotes; an empty ``--note``.
     """
     if run_url is not None:
+        runs = " or ".join(f"{form}/runs/<id>/<attempt>/" for form in FORMS.values())
         if not run_url or _LINK_UNSAFE.search(run_url):  # spaces: _LINK_UNSAFE
-            raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a folder "
-                            "path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
-        if "://" in run_url and not (remote(run_url) and split_run_url(run_url)):
-            raise UserError(f"--run-url {run_url!r}: a store URL must be gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
-                            "(e.g. gs://bucket/runs/123/1/); for a local run give its folder path")
+            raise UserError(f"--run-url {run_url!r}: allowed: a run's store URL ({runs}) or a folder path, "
+                            "without spaces, quotes, backticks, '<', '>', '|' or '\\'")
+        if ("://" in run_url or not is_local(run_url)) and not (remote(run_url) and split_run_url(run_url)):
+            raise UserError(f"--run-url {run_url!r}: a store URL must be a run's URL, {runs} (e.g. "
+                            "gs://bucket/runs/123/1/); for a local run give its folder path")
     if dashboard is not None:
         if run_url is None:
             raise UserError(f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
-                            "(the run's gs:// URL or folder)")
+                            "(the run's store URL or folder)")
         # an empty part: empty, a leading '/', '//' or '://'; spaces: _LINK_UNSAFE
         if _LINK_UNSAFE.search(dashboard) or any(p in ("", ".", "..") for p in dashboard.split("/")):
             raise UserError(f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
@@ -349,9 +350,10 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
-    folded; trace links under ``run_url`` when it is a URL, else paths relative to the run directory. Then,
+    folded; trace links under ``run_url`` when it is a store URL (``browser_link``), else paths relative to the run directory. Then,
     folded apart, each confirmed instruction regression's per-function diff (``why.render_functions``)."""
-    link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
+    link = ((lambda path: browser_link(f"{run_url.rstrip('/')}/{path}")) if run_url and remote(run_url)
+            else None)
     blocks = []
     for tool, field, render in (("torch.profiler", "profile", lambda f: render_why(f, link)),
                                 ("callgrind", "functions", render_functions)):
