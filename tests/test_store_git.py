@@ -11,7 +11,7 @@ import pytest
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store import browser_link, fetch_command, is_local, open_store, remote, split_run_url
 from benchtrail.store.git_branch import GitStore
-from benchtrail.store.git_url import github_repo, parse_url, shown_remote
+from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, shown_remote
 from tests.test_store import RUN, read_tree, write_tree
 
 SHA = "a" * 40
@@ -174,6 +174,14 @@ def test_branch_names_are_those_git_takes_as_they_are():
         with pytest.raises(UserError, match="not a branch name"):
             parse_url(f"git:/x#{bad}")
     assert parse_url("git:/x#perf/data-1.0") == ("/x", "perf/data-1.0")
+
+
+def test_scp_remotes_are_remotes_as_git_reads_them(tmp_path):
+    for scp in ("myhost:repo.git", "github.com:o/r.git", "git@github.com:o/r.git", "host:/abs/r.git"):
+        assert resolve_remote(scp, tmp_path) == (scp, ())
+    assert resolve_remote("./a:b", tmp_path)[0] == str(tmp_path / "a:b")
+    assert resolve_remote("sub/x:y", tmp_path)[0] == str(tmp_path / "sub/x:y")
+    assert github_repo("github.com:o/r.git") == "https://github.com/o/r" and github_repo("github.com/o/r") is None
 
 
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):

@@ -81,8 +81,8 @@ def shown_remote(remote: str) -> str:
 def github_repo(remote: str) -> str | None:
     """``https://github.com/OWNER/REPO`` for a GitHub remote (https, ``git@github.com:`` or ssh), else
     None."""
-    match = re.match(r"^(?:https://(?:[^/@]*@)?|ssh://git@|git@)github\.com[/:]([^/]+)/([^/]+?)(?:\.git)?/?$",
-                     remote)
+    match = re.match(r"^(?:(?:https://(?:[^/@]*@)?|ssh://git@)github\.com/|(?:git@)?github\.com:)"
+                     r"([^/]+)/([^/]+?)(?:\.git)?/?$", remote)
     return f"https://github.com/{match[1]}/{match[2]}" if match else None
 
 
@@ -148,6 +148,13 @@ def said(proc: subprocess.CompletedProcess[bytes]) -> str:
     return "git said: " + (" / ".join(lines[-4:]) or f"nothing (exit status {proc.returncode})")
 
 
+def is_scp(remote: str) -> bool:
+    """Whether git reads ``remote`` as scp syntax, ``[user@]host:path``: a ':' before the first '/', unless
+    it is a one-letter drive (``C:``)."""
+    colon, slash = remote.find(":"), remote.find("/")
+    return colon > 1 and (slash < 0 or colon < slash)
+
+
 def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
@@ -157,7 +164,7 @@ def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tup
     Raises:
         UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
     """
-    if "://" in remote or re.match(r"^[^/]+@[^/:]+:", remote):  # a URL, or git@host:path
+    if "://" in remote or is_scp(remote):  # a URL, or [user@]host:path
         return remote, ()
     if not _REMOTE_NAME.match(remote) or (Path(cwd or ".") / remote).exists():
         return str((Path(cwd or ".") / remote).expanduser().resolve()), ()
