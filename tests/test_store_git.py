@@ -4,6 +4,7 @@ remote (no mock of git)."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -141,6 +142,30 @@ def test_two_writers_pushing_at_once_both_land_without_force(bare, tmp_path):
     # a history without a force-push: each commit the first parent of the one after it
     assert len(git("--git-dir", str(bare), "rev-list", "--first-parent", "data").split()) == 6
     assert len(opened(bare, tmp_path, "reader").pointers(SHA)) == 3
+
+
+_SHARED_WRITER = """
+import sys
+from pathlib import Path
+from benchtrail.store import open_store
+bare, staging, run_id = sys.argv[1:]
+store = open_store(f"git:{bare}#data", staging=Path(staging))
+local = Path(staging) / "local" / run_id
+(local / "results").mkdir(parents=True)
+(local / "results" / "x.json").write_text(run_id)
+store.upload_run(local, run_id, 1)
+store.write_pointer("a" * 40, run_id, 1, {"devices": [run_id]})
+"""
+
+
+def test_processes_sharing_one_staging_folder_all_land(bare, tmp_path):
+    """One cache for all: created once (in a temporary folder, renamed), fetches and writes under its lock."""
+    writers = [subprocess.Popen([sys.executable, "-c", _SHARED_WRITER, str(bare), str(tmp_path / "s"), f"p{i}"],
+                                stderr=subprocess.PIPE, text=True) for i in range(4)]
+    said = [w.communicate(timeout=120)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0] * 4, said
+    assert {f"commits/{SHA}/p{i}-1.json" for i in range(4)} <= branch_files(bare)
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["cache.git", "local"]
 
 
 def test_git_url_parsing_and_defaults(tmp_path):

@@ -10,7 +10,9 @@ never conflict unless both writers stored one name with other bytes.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import os
 import random
@@ -18,7 +20,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ from benchtrail.store.base import (
 from benchtrail.store.git_url import (
     LEFT_OUT,
     NOTES,
+    create_cache,
     git_env,
     parse_url,
     resolve_remote,
@@ -97,12 +100,25 @@ class GitStore:
     def _out(self, *args: str, stdin: bytes = b"") -> str:
         return self._git(*args, stdin=stdin).stdout.decode().strip()
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the cache's lock file (``fcntl.flock``): one fetch or write at a time among the processes and
+        threads that share the staging folder (git's own locks make a second ``fetch --depth 1`` fail)."""
+        with open(self.cache / "benchtrail.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def fetch(self) -> str | None:
         """Fetch the branch's tip into the cache; return it (None: the branch does not exist yet).
 
         Raises:
             StoreError: the remote cannot be read (none there, no permission, no network), naming it.
         """
+        with self._locked():
+            return self._fetch()
+
+    def _fetch(self) -> str | None:
+        """``fetch`` with the lock held."""
         proc = self._git("fetch", "--quiet", "--no-tags", "--depth", "1", self.remote,
                          f"refs/heads/{self.branch}", ok=True)
         if proc.returncode and "couldn't find remote ref" in proc.stderr.decode(errors="replace"):
@@ -192,7 +208,12 @@ class GitStore:
                 beaten after ``PUSH_TRIES`` pushes, naming the remote, the branch and what git said.
         """
         blobs = self._hash(files)
-        tip = self.tip() or self.fetch()
+        with self._locked():
+            return self._add(blobs, message)
+
+    def _add(self, blobs: Mapping[str, str], message: str) -> list[str]:
+        """``add`` with the lock held, the files hashed."""
+        tip = self.tip() or self._fetch()
         for attempt in range(PUSH_TRIES):
             stored = self._ls(tip, *blobs)
             new = {n: b for n, b in blobs.items() if n not in stored}
@@ -210,7 +231,7 @@ class GitStore:
                 raise StoreError(f"git store {self.url}: push to branch {self.branch!r} of remote "
                                  f"{shown_remote(self.remote)} {why} ({attempt + 1} tries); {said(push)}")
             time.sleep(random.uniform(0.05, 0.25) * 2 ** attempt)
-            tip = self.fetch()
+            tip = self._fetch()
         raise AssertionError("unreachable")
 
     def run_url(self, run_id: str, attempt: int) -> str:
@@ -414,8 +435,7 @@ def open_git_store(url: str, *, staging: Path | None = None, cwd: Path | None = 
         staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / f"git-{tail}-{digest}"
     store = GitStore(resolved, branch, Path(staging).resolve() / "cache.git", Path(staging), config)
     if not (store.cache / "HEAD").is_file():
-        made = run_git(["init", "--quiet", "--bare", str(store.cache)])
-        if made.returncode:
-            raise UserError(f"git store {store.url}: cannot create its cache {store.cache}; {said(made)}")
+        create_cache(store.cache, store.url)
     store.fetch()
     return store
+
