@@ -67,7 +67,7 @@ def test_a_run_and_its_pointer_written_by_one_store_are_read_by_another(bare, tm
                    f"{who} benchtrail: run 123/1, 6 file(s)"]
 
 
-def test_a_stored_file_is_never_overwritten_and_other_files_still_land(bare, tmp_path):
+def test_a_stored_file_is_never_overwritten_and_a_refused_write_commits_nothing(bare, tmp_path):
     store = opened(bare, tmp_path, "one")
     local = write_tree(tmp_path / "run", {"results/x.json": b"1\n", "comparison.json": b"{}\n"})
     store.upload_run(local, "7", 1)
@@ -78,8 +78,13 @@ def test_a_stored_file_is_never_overwritten_and_other_files_still_land(bare, tmp
                                         r"overwritten"):
         opened(bare, tmp_path, "two").upload_run(local, "7", 1)
     assert git("--git-dir", str(bare), "show", "data:runs/7/1/results/x.json") == "1\n"
-    assert "runs/7/1/timings.json" in branch_files(bare)
-    assert len(git("--git-dir", str(bare), "log", "--oneline", "data").splitlines()) == 2
+    assert "runs/7/1/timings.json" not in branch_files(bare)
+    log = git("--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
+    assert log == ["benchtrail: run 7/1, 2 file(s)"]
+    (local / "results/x.json").write_bytes(b"1\n")  # the same bytes again: timings.json alone is added
+    assert store.upload_run(local, "7", 1) == 3
+    assert git("--git-dir", str(bare), "log", "-1", "--format=%s", "data") == \
+        "benchtrail: run 7/1, 1 file(s)\n"
     store.write_pointer(SHA, "7", 1, {"devices": ["a"]})
     with pytest.raises(UserError, match="never overwritten"):
         store.write_pointer(SHA, "7", 1, {"devices": ["b"]})
@@ -160,8 +165,8 @@ store.write_pointer("a" * 40, run_id, 1, {"devices": [run_id]})
 
 def test_processes_sharing_one_staging_folder_all_land(bare, tmp_path):
     """One cache for all: created once (in a temporary folder, renamed), fetches and writes under its lock."""
-    writers = [subprocess.Popen([sys.executable, "-c", _SHARED_WRITER, str(bare), str(tmp_path / "s"), f"p{i}"],
-                                stderr=subprocess.PIPE, text=True) for i in range(4)]
+    command = [sys.executable, "-c", _SHARED_WRITER, str(bare), str(tmp_path / "s")]
+    writers = [subprocess.Popen([*command, f"p{i}"], stderr=subprocess.PIPE, text=True) for i in range(4)]
     said = [w.communicate(timeout=120)[1] for w in writers]
     assert [w.returncode for w in writers] == [0] * 4, said
     assert {f"commits/{SHA}/p{i}-1.json" for i in range(4)} <= branch_files(bare)
@@ -206,7 +211,8 @@ def test_scp_remotes_are_remotes_as_git_reads_them(tmp_path):
         assert resolve_remote(scp, tmp_path) == (scp, ())
     assert resolve_remote("./a:b", tmp_path)[0] == str(tmp_path / "a:b")
     assert resolve_remote("sub/x:y", tmp_path)[0] == str(tmp_path / "sub/x:y")
-    assert github_repo("github.com:o/r.git") == "https://github.com/o/r" and github_repo("github.com/o/r") is None
+    assert github_repo("github.com:o/r.git") == "https://github.com/o/r"
+    assert github_repo("github.com/o/r") is None  # a relative path
 
 
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):

@@ -20,7 +20,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,9 +195,12 @@ class GitStore:
             index.unlink(missing_ok=True)
         return self._out("commit-tree", "--no-gpg-sign", tree, *(["-p", tip] if tip else []), "-m", message)
 
-    def add(self, files: Mapping[str, bytes | Path], message: str) -> list[str]:
+    def add(self, files: Mapping[str, bytes | Path], message: Callable[[int], str],
+            may_differ: Collection[str] = ()) -> list[str]:
         """Commit the ``files`` (branch path: bytes or a local file) that the branch does not hold yet and
-        push them; a push another writer beat is fetched, rebuilt on the new tip and pushed again
+        push them, all or nothing: when the branch holds any of them with other bytes (but those in
+        ``may_differ``), nothing is committed. ``message`` makes the commit message from the number of files
+        added. A push another writer beat is fetched, rebuilt on the new tip and pushed again
         (``PUSH_TRIES`` pushes at most).
 
         Returns:
@@ -209,18 +212,19 @@ class GitStore:
         """
         blobs = self._hash(files)
         with self._locked():
-            return self._add(blobs, message)
+            return self._add(blobs, message, may_differ)
 
-    def _add(self, blobs: Mapping[str, str], message: str) -> list[str]:
+    def _add(self, blobs: Mapping[str, str], message: Callable[[int], str],
+             may_differ: Collection[str]) -> list[str]:
         """``add`` with the lock held, the files hashed."""
         tip = self.tip() or self._fetch()
         for attempt in range(PUSH_TRIES):
             stored = self._ls(tip, *blobs)
             new = {n: b for n, b in blobs.items() if n not in stored}
             differs = sorted(n for n, b in blobs.items() if n in stored and stored[n][0] != b)
-            if not new:
+            if not new or set(differs) - set(may_differ):
                 return differs
-            commit = self._commit(tip, new, message)
+            commit = self._commit(tip, new, message(len(new)))
             push = self._git("push", "--quiet", "--no-verify", self.remote,
                              f"{commit}:refs/heads/{self.branch}", ok=True)
             if not push.returncode:
@@ -268,7 +272,7 @@ class GitStore:
         """Commit the files of ``local_dir`` matching ``patterns`` into ``runs/<id>/<attempt>/``, create-only,
         and push. Files under ``LEFT_OUT`` are never committed: a note ``not-stored/<artifact>.md`` says what
         was left out and where it is (``left_out_note``); a note that exists is kept. A file stored with the
-        same bytes counts as uploaded; other files still land when one differs. ``deadline_s`` is ignored.
+        same bytes counts as uploaded; when one differs, nothing is committed. ``deadline_s`` is ignored.
 
         Returns:
             The number of files of ``local_dir`` now stored in the run (those left out not counted).
@@ -281,12 +285,13 @@ class GitStore:
         names = upload_names(local_dir, patterns)
         kept = [n for n in names if n.split("/", 1)[0] not in LEFT_OUT]
         files: dict[str, bytes | Path] = {f"{prefix}/{n}": local_dir / n for n in kept}
-        note = None
+        notes = []
         if len(kept) < len(names):
             note_name, text = left_out_note(local_dir, sorted(set(names) - set(kept)), run_id, attempt)
-            note = files[f"{prefix}/{note_name}"] = text.encode()
-        differs = [d for d in self.add(files, f"benchtrail: run {run_id}/{attempt}, {len(kept)} file(s)")
-                   if files[d] is not note]
+            files[f"{prefix}/{note_name}"] = text.encode()
+            notes.append(f"{prefix}/{note_name}")
+        differs = [d for d in self.add(files, lambda n: f"benchtrail: run {run_id}/{attempt}, {n} file(s)",
+                                       notes) if d not in notes]
         if differs:
             raise UserError(f"{len(differs)} file(s) already exist in {self.url} with other content "
                             f"({shown(differs)}); never overwritten (upload the run under a new attempt)")
@@ -342,7 +347,8 @@ class GitStore:
         """
         path = f"commits/{commit}/{run_id}-{attempt}.json"
         data = jsonio.dumps(pointer_document(commit, run_id, attempt, info)).encode()
-        if self.add({path: data}, f"benchtrail: pointer of run {run_id}/{attempt} to {commit[:12]}"):
+        message = f"benchtrail: pointer of run {run_id}/{attempt} to {commit[:12]}"
+        if self.add({path: data}, lambda _: message):
             raise UserError(f"1 file(s) already exist in {self.url} with other content ({path}); never "
                             "overwritten (each run writes its pointer once)")
         return f"{self.url}/{path}"

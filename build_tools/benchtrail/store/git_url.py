@@ -43,9 +43,9 @@ def parse_url(url: str) -> tuple[str, str]:
     remote, _, branch = url[len("git:"):].rpartition("#") if "#" in url else (url[len("git:"):], "", "")
     remote, branch = remote.strip() or DEFAULT_REMOTE, branch.strip() or DEFAULT_BRANCH
     if _has_credentials(remote):
-        raise UserError(f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the token "
-                        "in a credential helper (or leave it to actions/checkout's credentials) and give "
-                        "the URL without it")
+        raise UserError(f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the "
+                        "token in a credential helper (or leave it to actions/checkout's credentials) and "
+                        "give the URL without it")
     if not _branch_ok(branch) or {"runs", "commits", "assets"} & set(branch.split("/")):
         raise UserError(f"store URL {shown_remote(url)!r}: {branch!r} is not a branch name benchtrail stores "
                         "in (one `git check-ref-format --branch` accepts, not HEAD; no 'runs', 'commits' or "
