@@ -12,7 +12,7 @@ import pytest
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store import browser_link, fetch_command, is_local, open_store, remote, split_run_url
 from benchtrail.store.git_branch import GitStore
-from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, shown_remote
+from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, said, shown_remote
 from tests.test_store import RUN, read_tree, write_tree
 
 SHA = "a" * 40
@@ -218,11 +218,21 @@ def test_scp_remotes_are_remotes_as_git_reads_them(tmp_path):
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):
     work = tmp_path / "work"
     git("init", "--quiet", str(work))
-    with pytest.raises(UserError, match="'origin' is not a remote of the repository"):
+    with pytest.raises(UserError, match=r"git store git:origin#benchtrail-data: 'origin' is not a remote of "
+                                        r"the repository in .*work .*git:URL#benchtrail-data"):
         open_store("git:", staging=tmp_path / "s", cwd=work)
     git("remote", "add", "origin", str(bare), cwd=work)
     store = open_store("git:", staging=tmp_path / "s", cwd=work)
     assert store.url == f"git:{bare}#benchtrail-data"
+
+
+def test_a_branch_not_there_yet_counts_as_fetched_and_git_messages_skip_blank_lines(bare, tmp_path):
+    store = opened(bare, tmp_path, "one")
+    assert store.tip() is None and len(store.fetched_at) == 1
+    fetched = store.fetched_at[0]
+    assert store.pointers(SHA) == [] and store.fetched_at == [fetched]  # a history walk: no fetch a commit
+    proc = subprocess.run(["sh", "-c", "printf 'one\\n\\n  \\ntwo\\n\\n' >&2; exit 3"], capture_output=True)
+    assert said(proc) == "git said: one / two"
 
 
 def test_a_remote_that_cannot_be_read_is_a_clear_error(tmp_path):

@@ -121,13 +121,10 @@ class GitStore:
         """``fetch`` with the lock held."""
         proc = self._git("fetch", "--quiet", "--no-tags", "--depth", "1", self.remote,
                          f"refs/heads/{self.branch}", ok=True)
-        if proc.returncode and "couldn't find remote ref" in proc.stderr.decode(errors="replace"):
-            self._git("update-ref", "-d", _TIP)
-            return None
-        if proc.returncode:
+        if proc.returncode and "couldn't find remote ref" not in proc.stderr.decode(errors="replace"):
             raise StoreError(f"git store {self.url}: cannot fetch branch {self.branch!r} from remote "
                              f"{shown_remote(self.remote)}; {said(proc)}")
-        self._git("update-ref", _TIP, "FETCH_HEAD")
+        self._git("update-ref", *(["-d", _TIP] if proc.returncode else [_TIP, "FETCH_HEAD"]))
         self.fetched_at[:] = [time.monotonic()]
         return self.tip()
 
@@ -434,7 +431,7 @@ def open_git_store(url: str, *, staging: Path | None = None, cwd: Path | None = 
             read (none there, no permission), naming it and what git said.
     """
     remote, branch = parse_url(url)
-    resolved, config = resolve_remote(remote, cwd)
+    resolved, config = resolve_remote(remote, cwd, branch)
     if staging is None:
         tail = re.sub(r"[^A-Za-z0-9]+", "-", shown_remote(resolved).removesuffix(".git"))[-40:].strip("-")
         digest = hashlib.sha1(f"{resolved}#{branch}".encode()).hexdigest()[:10]

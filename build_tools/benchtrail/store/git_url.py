@@ -168,7 +168,7 @@ def create_cache(cache: Path, url: str) -> None:
 
 def said(proc: subprocess.CompletedProcess[bytes]) -> str:
     """The last lines git wrote to stderr (``git said: …``), for a message."""
-    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    lines = [line for line in proc.stderr.decode(errors="replace").splitlines() if line.strip()]
     return "git said: " + (" / ".join(lines[-4:]) or f"nothing (exit status {proc.returncode})")
 
 
@@ -179,11 +179,12 @@ def is_scp(remote: str) -> bool:
     return colon > 1 and (slash < 0 or colon < slash)
 
 
-def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tuple[str, str], ...]]:
+def resolve_remote(remote: str, cwd: Path | None = None,
+                   branch: str = DEFAULT_BRANCH) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
     repository's ``http.*.extraheader`` and ``credential.*`` settings (what ``actions/checkout`` leaves
-    there for pushes); a relative path is made absolute.
+    there for pushes); a relative path is made absolute. ``branch``: the store's, for the message.
 
     Raises:
         UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
@@ -194,8 +195,9 @@ def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tup
         return str((Path(cwd or ".") / remote).expanduser().resolve()), ()
     found = run_git(["remote", "get-url", remote], cwd=cwd)
     if found.returncode:
-        raise UserError(f"git store: {remote!r} is not a remote of the repository in the working directory "
-                        f"({said(found)}); give git:URL#BRANCH or git:/path/to/repo.git#BRANCH")
+        raise UserError(f"git store git:{remote}#{branch}: {remote!r} is not a remote of the repository in "
+                        f"{Path(cwd or '.').resolve()} ({said(found)}); give git:URL#{branch} or "
+                        f"git:/path/to/repo.git#{branch}")
     url = found.stdout.decode().strip()
     if ":" not in url and not os.path.isabs(url):  # a path relative to that repository
         top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd).stdout.decode().strip()
