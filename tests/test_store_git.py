@@ -224,6 +224,10 @@ def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):
     git("remote", "add", "origin", str(bare), cwd=work)
     store = open_store("git:", staging=tmp_path / "s", cwd=work)
     assert store.url == f"git:{bare}#benchtrail-data"
+    git("config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes", cwd=work)  # actions/checkout's ssh-key
+    git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic x", cwd=work)
+    assert {("http.https://github.com/.extraheader", "AUTHORIZATION: basic x"),
+            ("core.sshcommand", "ssh -i /k/id -o IdentitiesOnly=yes")} <= set(resolve_remote("origin", work)[1])
 
 
 def test_a_branch_not_there_yet_counts_as_fetched_and_git_messages_skip_blank_lines(bare, tmp_path):

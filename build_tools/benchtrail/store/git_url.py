@@ -183,8 +183,8 @@ def resolve_remote(remote: str, cwd: Path | None = None,
                    branch: str = DEFAULT_BRANCH) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
-    repository's ``http.*.extraheader`` and ``credential.*`` settings (what ``actions/checkout`` leaves
-    there for pushes); a relative path is made absolute. ``branch``: the store's, for the message.
+    repository's ``http.*.extraheader``, ``credential.*`` and ``core.sshCommand`` settings (what
+    ``actions/checkout`` leaves there for pushes, the last with ``ssh-key``); a relative path is made absolute. ``branch``: the store's, for the message.
 
     Raises:
         UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
@@ -202,7 +202,7 @@ def resolve_remote(remote: str, cwd: Path | None = None,
     if ":" not in url and not os.path.isabs(url):  # a path relative to that repository
         top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd).stdout.decode().strip()
         url = str((Path(top) / url).resolve())
-    wanted = r"^(http\..*extraheader|credential\..*)$"
+    wanted = r"^(http\..*extraheader|credential\..*|core\.sshcommand)$"
     settings = run_git(["config", "-z", "--includes", "--get-regexp", wanted], cwd=cwd).stdout
     pairs = tuple(tuple(item.split("\n", 1)) for item in settings.decode(errors="replace").split("\0")
                   if "\n" in item)
