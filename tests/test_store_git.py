@@ -263,8 +263,13 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
     store.upload_run(write_tree(tmp_path / "run", {"results/x.json": b"1"}), "12", 3)
     line = fetch_command(run, str(tmp_path / "dest"))
     assert line.startswith("git clone ")
+    assert f"file://{bare} " in line  # a path as a file:// URL, so that --depth holds
+    store.upload_run(write_tree(tmp_path / "other", {"results/y.json": b"2"}), "13", 1)
     subprocess.run(line, shell=True, check=True, capture_output=True)
-    assert (tmp_path / "dest/benchtrail-12-3/runs/12/3/results/x.json").read_bytes() == b"1"
+    cloned = tmp_path / "dest/benchtrail-12-3"
+    assert (cloned / "runs/12/3/results/x.json").read_bytes() == b"1"
+    assert not (cloned / "runs/13").exists()  # the run alone is checked out
+    assert git("-C", str(cloned), "rev-parse", "--is-shallow-repository") == "true\n"
     gh = "git:https://github.com/o/r.git#benchtrail-data"
     assert split_run_url(f"{gh}/runs/12/3/") == (gh, "12", 3)
     assert browser_link(f"{gh}/runs/12/3/comparison.json") == \
@@ -273,8 +278,9 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
         "https://github.com/o/r/tree/benchtrail-data/runs/12/3/not-stored"
     elsewhere = f"git:{bare}#data/runs/12/3/comparison.json"
     assert browser_link(elsewhere) == elsewhere
-    assert fetch_command(f"{gh}/runs/12/3/").startswith(
-        "git clone --quiet --depth 1 --no-checkout --filter=blob:none --branch benchtrail-data "
-        "https://github.com/o/r.git ./benchtrail-12-3 && ")
+    assert fetch_command(f"{gh}/runs/12/3/") == (
+        "git clone --quiet --depth 1 --filter=blob:none --sparse --branch benchtrail-data "
+        "https://github.com/o/r.git ./benchtrail-12-3 && git -C ./benchtrail-12-3 sparse-checkout set --no-cone "
+        "/runs/12/3/")
     with pytest.raises(UserError, match="scheme 'svn' is not supported; use .*git:REMOTE#BRANCH"):
         open_store("svn://x/y")

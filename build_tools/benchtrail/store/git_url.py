@@ -90,8 +90,9 @@ def github_repo(remote: str) -> str | None:
 
 
 def fetch_command(run: str, dest: str = ".") -> str:
-    """The shell line that copies run ``git:REMOTE#BRANCH/runs/<id>/<n>/`` into ``DEST/benchtrail-<id>-<n>``
-    (a shallow clone without a checkout, then the run's folder alone: ``…/runs/<id>/<n>/``).
+    """The shell line that copies run ``git:REMOTE#BRANCH/runs/<id>/<n>/`` into
+    ``DEST/benchtrail-<id>-<n>/runs/<id>/<n>/``: a shallow, sparse clone of the branch (``file://`` for a
+    path, so that ``--depth`` holds) that checks out that run's folder alone.
 
     Raises:
         UserError: ``run`` is not such a URL.
@@ -101,9 +102,11 @@ def fetch_command(run: str, dest: str = ".") -> str:
     if not where or where["rel"]:
         raise UserError(f"{run!r} is not the URL of a run of a git: store (git:REMOTE#BRANCH/runs/<id>/<n>/)")
     folder = shlex.quote(f"{dest.rstrip('/') or '.'}/benchtrail-{where['run_id']}-{where['attempt']}")
-    branch, remote = shlex.quote(match["branch"]), shlex.quote(match["remote"])
-    return (f"git clone --quiet --depth 1 --no-checkout --filter=blob:none --branch {branch} {remote} "
-            f"{folder} && git -C {folder} checkout {branch} -- runs/{where['run_id']}/{where['attempt']}")
+    remote = match["remote"]
+    remote = f"file://{remote}" if remote.startswith("/") else remote
+    return (f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {shlex.quote(match['branch'])} "
+            f"{shlex.quote(remote)} {folder} && git -C {folder} sparse-checkout set --no-cone "
+            f"/runs/{where['run_id']}/{where['attempt']}/")
 
 
 def browser_link(url: str) -> str:
