@@ -202,8 +202,9 @@ def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, cap
     (["--run-url", "git:origin#data"], "--run-url 'git:origin#data': a store URL must be a run's URL"),
     (["--run-url", "file:///store/runs/r/1"], "for a local run give its folder path"),
     (["--run-url", "/my store/runs/r/1"], "--run-url '/my store/runs/r/1': allowed: a run's store URL "
-                                          "(gs://BUCKET[/PREFIX]/runs/<id>/<attempt>/ or git:REMOTE#BRANCH/runs/"
-                                          "<id>/<attempt>/) or a folder path, without spaces"),
+                                          "(gs://BUCKET[/PREFIX]/runs/<id>/<attempt>/ or "
+                                          "git:REMOTE#BRANCH/runs/<id>/<attempt>/) or a folder path, "
+                                          "without spaces"),
     (["--run-url", "gs://b/runs/1/1/", "--dashboard", "../../other/index.html"],
      "--dashboard '../../other/index.html': allowed: a relative path inside the run"),
     (["--run-url", "gs://b/runs/1/1/", "--dashboard", "/abs/index.html"], "allowed: a relative path inside the run"),
@@ -460,8 +461,8 @@ def test_a_git_run_url_is_allowed_and_its_trace_links_open_on_github():
     run = "git:https://github.com/o/r.git#benchtrail-data/runs/123/1/"
     check_comment_options(run, "dashboard/index.html", None, ())
     comparison = _many_rows(40, _NAMES["ascii"])
-    diff = profile_diff(_worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0}),
-                        {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
+    base, head = _worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0})
+    diff = profile_diff(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":
             row.update(mark="confirmed", profile=diff)

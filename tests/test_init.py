@@ -73,7 +73,8 @@ def test_without_a_bucket_the_git_store_is_the_default_and_the_next_steps_set_it
     move to a bucket."""
     assert main(["init", "--directory", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    workflow = (tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text()
+    job = yaml.safe_load(workflow)["jobs"]["benchmark"]
     assert "store" not in job["with"] and job["permissions"]["pages"] == "write"
     assert "runner-labels" not in (tmp_path / "pyproject.toml").read_text()
     assert "The workflow stores runs in this repository's branch benchtrail-data" in out
@@ -102,7 +103,8 @@ def test_a_named_store_goes_into_the_workflow_and_a_bucket_brings_self_hosted_la
 
     assert main(["init", "--directory", str(tmp_path), "--store", store]) == 0
     out = capsys.readouterr().out
-    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    workflow = (tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text()
+    job = yaml.safe_load(workflow)["jobs"]["benchmark"]
     assert job["with"]["store"] == store
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["benchtrail"]
     assert table.get("runner-labels") == ({"cpu": ["self-hosted", "cpu"]} if labels else None)

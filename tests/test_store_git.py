@@ -224,10 +224,11 @@ def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):
     git("remote", "add", "origin", str(bare), cwd=work)
     store = open_store("git:", staging=tmp_path / "s", cwd=work)
     assert store.url == f"git:{bare}#benchtrail-data"
-    git("config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes", cwd=work)  # actions/checkout's ssh-key
+    git("config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes", cwd=work)  # checkout's ssh-key
     git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic x", cwd=work)
     assert {("http.https://github.com/.extraheader", "AUTHORIZATION: basic x"),
-            ("core.sshcommand", "ssh -i /k/id -o IdentitiesOnly=yes")} <= set(resolve_remote("origin", work)[1])
+            ("core.sshcommand", "ssh -i /k/id -o IdentitiesOnly=yes")} <= \
+        set(resolve_remote("origin", work)[1])
 
 
 def test_a_branch_not_there_yet_counts_as_fetched_and_git_messages_skip_blank_lines(bare, tmp_path):
@@ -280,7 +281,7 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
     assert browser_link(elsewhere) == elsewhere
     assert fetch_command(f"{gh}/runs/12/3/") == (
         "git clone --quiet --depth 1 --filter=blob:none --sparse --branch benchtrail-data "
-        "https://github.com/o/r.git ./benchtrail-12-3 && git -C ./benchtrail-12-3 sparse-checkout set --no-cone "
-        "/runs/12/3/")
+        "https://github.com/o/r.git ./benchtrail-12-3 && git -C ./benchtrail-12-3 sparse-checkout set "
+        "--no-cone /runs/12/3/")
     with pytest.raises(UserError, match="scheme 'svn' is not supported; use .*git:REMOTE#BRANCH"):
         open_store("svn://x/y")

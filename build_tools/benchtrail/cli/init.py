@@ -11,9 +11,10 @@
 
 The store: without ``--store`` nothing names one, so the reusable workflow keeps its runs in the repository's
 own data branch (``git:origin#benchtrail-data``) and runs on GitHub-hosted runners (no ``runner-labels``); the
-printed next steps set up the branch's ruleset, its deploy key and Pages. ``--store gs://BUCKET[/PREFIX]``
-(the GCS + self-hosted path) or ``--store git:REMOTE#BRANCH`` goes into the workflow's ``store`` input, a
-``gs://`` one with self-hosted ``runner-labels``. Local ``benchtrail pipeline`` runs keep ``.benchtrail/store``.
+printed next steps set up the branch's ruleset, its deploy key and Pages. ``--store
+gs://BUCKET[/PREFIX]`` (the GCS + self-hosted path) or ``--store git:REMOTE#BRANCH`` goes into the workflow's
+``store`` input, a ``gs://`` one with self-hosted ``runner-labels``. Local ``benchtrail pipeline`` runs keep
+``.benchtrail/store``.
 
 Nothing is overwritten: an existing file is kept and reported. Files are written atomically.
 """
@@ -40,7 +41,8 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _GS = re.compile(r"^gs://[a-z0-9][a-z0-9._-]*[a-z0-9](/[^\s'\"#]*)?$")
 #: The reusable workflow's store when nothing names one (docs/store.md, "The git store").
 DEFAULT_STORE = "git:origin#benchtrail-data"
-#: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes (the GCS + self-hosted path).
+#: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes (the GCS + self-hosted
+#: path).
 SELF_HOSTED = 'runner-labels = { "cpu" = ["self-hosted", "cpu"] }\n'
 #: What to set up once for the git store: the data branch's ruleset (only a deploy key may bypass it), the
 #: deploy key in an environment restricted to the default and release branches, and Pages.
@@ -161,8 +163,9 @@ def checked_store(url: str | None) -> str | None:
         remote, branch = parse_url(url)
         return f"git:{remote}#{branch}"
     if not _GS.match(url):
-        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: lower-case "
-                        f"letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for {DEFAULT_STORE}")
+        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: "
+                        "lower-case letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for "
+                        f"{DEFAULT_STORE}")
     return url
 
 

@@ -46,15 +46,16 @@ GATE_METRIC_ENV = "BENCHTRAIL_GATE_METRIC"
 GATE_PARENT = argparse.ArgumentParser(add_help=False)
 GATE_PARENT.add_argument(
     "--gate-metric", choices=GATE_METRICS,
-    help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its instruction "
-         "count (counted: --metrics defaults to latency,instructions; needs valgrind), its wall time reported, "
-         "not gated, as on a device marked count_instructions; a case without a count (Inductor, or "
-         f"--metrics latency) keeps wall time gating (default: ${GATE_METRIC_ENV}, else latency)")
+    help="what gates a countable CPU case (eager, export): latency, its wall time; instructions, its "
+         "instruction count (counted: --metrics defaults to latency,instructions; needs valgrind), its wall "
+         "time reported, not gated, as on a device marked count_instructions; a case without a count "
+         f"(Inductor, or --metrics latency) keeps wall time gating (default: ${GATE_METRIC_ENV}, else "
+         "latency)")
 
 
 def gate_metric(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
-    """(``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC``, unset or empty: ``latency``; ``--metrics``, by default
-    ``latency`` with ``instructions`` when the gate metric is ``instructions``).
+    """(``--gate-metric``, else ``BENCHTRAIL_GATE_METRIC``, unset or empty: ``latency``; ``--metrics``, by
+    default ``latency`` with ``instructions`` when the gate metric is ``instructions``).
 
     Raises:
         UserError: the variable holds another value, naming it, the value and the allowed ones.

@@ -200,7 +200,8 @@ def check_pages_url(url: str | None, source: str = "--pages-url") -> None:
     """
     if url is not None and (not re.match(r"^https?://[^/\s]+", url) or _LINK_UNSAFE.search(url)):
         raise UserError(f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
-                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or quotes")
+                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or "
+                        "quotes")
 
 
 def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
@@ -350,8 +351,9 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     """"Why it got slower": each confirmed regression's profile diff (``benchtrail.compare.why.render_why``),
-    folded; trace links under ``run_url`` when it is a store URL (``browser_link``), else paths relative to the run directory. Then,
-    folded apart, each confirmed instruction regression's per-function diff (``why.render_functions``)."""
+    folded; trace links under ``run_url`` when it is a store URL (``browser_link``), else paths relative
+    to the run directory. Then, folded apart, each confirmed instruction regression's per-function diff
+    (``why.render_functions``)."""
     link = ((lambda path: browser_link(f"{run_url.rstrip('/')}/{path}")) if run_url and remote(run_url)
             else None)
     blocks = []
@@ -387,8 +389,9 @@ def render(comparison: Comparison, run_url: str | None = None,
     ``dashboard`` (index.html's path under the run) a link to the run's history dashboard.
     ``artifacts_url`` (the GitHub Actions run's page) adds a line linking its artifacts, for readers
     without bucket access. ``pages_url`` (the store's site on GitHub Pages, ``benchtrail pages``; checked by
-    :func:`check_pages_url`) adds a line linking it, first in the footer. Each of ``notes`` becomes a line under the context line, as plain text
-    (:func:`note_line`); comment.json lists them as given. :func:`check_comment_options` checks these.
+    :func:`check_pages_url`) adds a line linking it, first in the footer. Each of ``notes`` becomes a line
+    under the context line, as plain text (:func:`note_line`); comment.json lists them as given.
+    :func:`check_comment_options` checks these.
 
     comment.md (comment.json's ``body``) holds at most ``max_chars`` code points and ``max_bytes`` UTF-8
     bytes (GitHub's two measured limits less a margin, by default): when the whole body does not fit, rows

@@ -128,9 +128,10 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     stage, ``benchtrail.pipeline.measure.recheck_run``) when that commit is in ``repo``. ``any_origin``
     (``--baseline-any-origin``): a stored run made in CI may be the baseline of this run outside CI, and the
     reverse (``benchtrail.results.baseline_key``). ``metrics``: with ``instructions`` (or a device marked
-    ``count_instructions``) each shard's CPU cases are counted after they ran (``pipeline.measure.count_stage``);
-    ``gate_metric`` ``instructions`` (``--gate-metric``): countable cases gate on their counts (their wall
-    time does where ``metrics`` counts none: ``benchtrail.compare.verdicts``).
+    ``count_instructions``) each shard's CPU cases are counted after they ran
+    (``pipeline.measure.count_stage``); ``gate_metric`` ``instructions`` (``--gate-metric``): countable cases
+    gate on their counts (their wall time does where ``metrics`` counts none:
+    ``benchtrail.compare.verdicts``).
 
     Raises:
         UserError: bad presets, run configs with too few samples to show a change
@@ -142,7 +143,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     noise_rerun_enabled()  # BENCHTRAIL_NOISE_RERUN, read again by the run stage
     selected = suite.select_run_configs(presets)
     check_sample_sizes(selected)  # again by the export, which must not fail
-    counted = counting(selected, metrics, gate_metric=gate_metric)  # no valgrind: refused before the run directory
+    # no valgrind: refused before the run directory
+    counted = counting(selected, metrics, gate_metric=gate_metric)
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
@@ -184,7 +186,8 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
                                     gate_metric=gate_metric)[1]
             if device in counted:
                 with clock("count"):
-                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo)[1]
+                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir,
+                                          repo=repo)[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)

@@ -351,9 +351,9 @@ class GitStore:
         return f"{self.url}/{path}"
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit`` (the branch as fetched in the last ``FRESH_S``), oldest first by their own ``created`` (git
-        records no time a writer cannot choose); unreadable ones are skipped. They are copied into
-        ``staging/commits/<sha>/``."""
+        """The pointers of ``commit`` (the branch as fetched in the last ``FRESH_S``), oldest first by their
+        own ``created`` (git records no time a writer cannot choose); unreadable ones are skipped. They are
+        copied into ``staging/commits/<sha>/``."""
         prefix = f"commits/{check_id(commit, 'commit')}/"
         tip = self.recent_tip()
         chosen, too_big = {}, []

@@ -104,7 +104,8 @@ def fetch_command(run: str, dest: str = ".") -> str:
     folder = shlex.quote(f"{dest.rstrip('/') or '.'}/benchtrail-{where['run_id']}-{where['attempt']}")
     remote = match["remote"]
     remote = f"file://{remote}" if remote.startswith("/") else remote
-    return (f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {shlex.quote(match['branch'])} "
+    branch = shlex.quote(match["branch"])
+    return (f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {branch} "
             f"{shlex.quote(remote)} {folder} && git -C {folder} sparse-checkout set --no-cone "
             f"/runs/{where['run_id']}/{where['attempt']}/")
 
@@ -187,7 +188,8 @@ def resolve_remote(remote: str, cwd: Path | None = None,
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
     repository's ``http.*.extraheader``, ``credential.*`` and ``core.sshCommand`` settings (what
-    ``actions/checkout`` leaves there for pushes, the last with ``ssh-key``); a relative path is made absolute. ``branch``: the store's, for the message.
+    ``actions/checkout`` leaves there for pushes, the last with ``ssh-key``); a relative path is made
+    absolute. ``branch``: the store's, for the message.
 
     Raises:
         UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
