@@ -39,7 +39,7 @@ PLACEHOLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 STORE_IGNORE = ".benchtrail/"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _GS = re.compile(r"^gs://[a-z0-9][a-z0-9._-]*[a-z0-9](/[^\s'\"#]*)?$")
-#: The reusable workflow's store when nothing names one (docs/store.md, "The git store").
+#: The reusable workflow's store when nothing names one (docs/store.md, "A store in a git branch (`git:`)").
 DEFAULT_STORE = "git:origin#benchtrail-data"
 #: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes (the GCS + self-hosted
 #: path).
