@@ -196,11 +196,15 @@ def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, cap
 @pytest.mark.parametrize("flags, message", [
     (["--dashboard", "dashboard/index.html"], "--dashboard 'dashboard/index.html' is a path relative to the run, "
                                               "so it needs --run-url"),
-    (["--run-url", "gs://bucket/pre/"], "--run-url 'gs://bucket/pre/': a store URL must be "
-                                        "gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/"),
+    (["--run-url", "gs://bucket/pre/"], "--run-url 'gs://bucket/pre/': a store URL must be a run's URL, "
+                                        "gs://BUCKET[/PREFIX]/runs/<id>/<attempt>/ or "
+                                        "git:REMOTE#BRANCH/runs/<id>/<attempt>/"),
+    (["--run-url", "git:origin#data"], "--run-url 'git:origin#data': a store URL must be a run's URL"),
     (["--run-url", "file:///store/runs/r/1"], "for a local run give its folder path"),
-    (["--run-url", "/my store/runs/r/1"], "--run-url '/my store/runs/r/1': allowed: a gs://BUCKET/…/runs/<id>/"
-                                          "<attempt>/ URL or a folder path, without spaces"),
+    (["--run-url", "/my store/runs/r/1"], "--run-url '/my store/runs/r/1': allowed: a run's store URL "
+                                          "(gs://BUCKET[/PREFIX]/runs/<id>/<attempt>/ or "
+                                          "git:REMOTE#BRANCH/runs/<id>/<attempt>/) or a folder path, "
+                                          "without spaces"),
     (["--run-url", "gs://b/runs/1/1/", "--dashboard", "../../other/index.html"],
      "--dashboard '../../other/index.html': allowed: a relative path inside the run"),
     (["--run-url", "gs://b/runs/1/1/", "--dashboard", "/abs/index.html"], "allowed: a relative path inside the run"),
@@ -444,5 +448,23 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
             row.update(mark="confirmed", profile=diff)
     body, full, _ = render(Comparison.of(comparison), "gs://bucket/runs/123/1/")
     assert "#### Compiler summary" in body and "Why it got slower (torch.profiler)" in body
+    assert "[base](https://storage.cloud.google.com/bucket/runs/123/1/profiles/x/base.trace.json)" in body
     assert len(body) <= MAX_COMMENT_CHARS and "rows left out to fit GitHub's comment size limit" in body
     assert "#### Compiler summary" in full
+
+
+def test_a_git_run_url_is_allowed_and_its_trace_links_open_on_github():
+    from benchtrail.compare.comment import check_comment_options
+    from benchtrail.compare.why import profile_diff
+    from tests.test_why import _worker_profile
+
+    run = "git:https://github.com/o/r.git#benchtrail-data/runs/123/1/"
+    check_comment_options(run, "dashboard/index.html", None, ())
+    comparison = _many_rows(40, _NAMES["ascii"])
+    base, head = _worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0})
+    diff = profile_diff(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
+    for row in comparison["rows"]:
+        if row["verdict"] == "regressed" and row["kind"] == "execution":
+            row.update(mark="confirmed", profile=diff)
+    body, _, _ = render(Comparison.of(comparison), run)
+    assert "[head](https://github.com/o/r/blob/benchtrail-data/runs/123/1/profiles/x/head.trace.json)" in body

@@ -53,6 +53,13 @@ def test_store_resolution_order_flag_then_environment_then_pyproject_then_defaul
         require_store(None, "benchtrail history")
 
 
+@pytest.mark.parametrize("url", ["git:origin#benchtrail-data", "git:", "gs://b/p", "file:///srv/store"])
+def test_a_pyproject_store_url_is_kept_as_it_is(tmp_path, monkeypatch, url):
+    monkeypatch.delenv(STORE_ENV, raising=False)
+    monkeypatch.chdir(_project(tmp_path / "proj", url))
+    assert resolve_store(None).url == url
+
+
 def test_pipeline_with_an_empty_benchtrail_store_fails_naming_it(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(STORE_ENV, " ")

@@ -2,6 +2,7 @@
 documented example's (tests/test_workflow_call.py checks those against the reusable workflows)."""
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -72,16 +73,23 @@ def test_without_a_bucket_the_git_store_is_the_default_and_the_next_steps_set_it
     move to a bucket."""
     assert main(["init", "--directory", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    workflow = (tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text()
+    job = yaml.safe_load(workflow)["jobs"]["benchmark"]
     assert "store" not in job["with"] and job["permissions"]["pages"] == "write"
     assert "runner-labels" not in (tmp_path / "pyproject.toml").read_text()
     assert "The workflow stores runs in this repository's branch benchtrail-data" in out
-    ruleset = json.loads(out.split("--input - <<'EOF'\n", 1)[1].split("EOF", 1)[0])
+    steps = out.split("  1. ", 1)[1].split("  3. ", 1)[0]
+    commands = "\n".join(line for line in steps.splitlines() if line.startswith("       "))
+    assert "<<" not in commands and "name=main" not in commands  # no heredoc; the default branch asked
+    checked = subprocess.run(["bash", "-n", "-c", commands], capture_output=True, text=True)
+    assert (checked.returncode, checked.stderr) == (0, "")
+    (echo,) = [line for line in commands.splitlines() if "/rulesets" in line]
+    ruleset = json.loads(shlex.split(echo)[1])
     assert ruleset["conditions"]["ref_name"]["include"] == ["refs/heads/benchtrail-data"]
     assert ruleset["bypass_actors"] == [{"actor_type": "DeployKey", "bypass_mode": "always"}]
     assert {r["type"] for r in ruleset["rules"]} == {"creation", "update", "deletion", "non_fast_forward"}
     for said in ("gh repo deploy-key add benchtrail-deploy-key.pub --allow-write",
-                 "environments/benchtrail-postsubmit/deployment-branch-policies -f name=main",
+                 '-f name="$(gh repo view --json defaultBranchRef -q .defaultBranchRef.name)"',
                  "gh secret set BENCHTRAIL_DEPLOY_KEY --env benchtrail-postsubmit < benchtrail-deploy-key",
                  "Settings > Pages > Source: GitHub Actions", "gate on instruction counts",
                  '"Growing: GCS and self-hosted runners" (benchtrail init --store gs://...)'):
@@ -95,7 +103,8 @@ def test_a_named_store_goes_into_the_workflow_and_a_bucket_brings_self_hosted_la
 
     assert main(["init", "--directory", str(tmp_path), "--store", store]) == 0
     out = capsys.readouterr().out
-    job = yaml.safe_load((tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text())["jobs"]["benchmark"]
+    workflow = (tmp_path / ".github" / "workflows" / "benchmarks.yml").read_text()
+    job = yaml.safe_load(workflow)["jobs"]["benchmark"]
     assert job["with"]["store"] == store
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["benchtrail"]
     assert table.get("runner-labels") == ({"cpu": ["self-hosted", "cpu"]} if labels else None)

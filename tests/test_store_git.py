@@ -4,6 +4,7 @@ remote (no mock of git)."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from benchtrail.errors import StoreError, UserError
 from benchtrail.store import browser_link, fetch_command, is_local, open_store, remote, split_run_url
 from benchtrail.store.git_branch import GitStore
-from benchtrail.store.git_url import github_repo, parse_url
+from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, said, shown_remote
 from tests.test_store import RUN, read_tree, write_tree
 
 SHA = "a" * 40
@@ -66,7 +67,7 @@ def test_a_run_and_its_pointer_written_by_one_store_are_read_by_another(bare, tm
                    f"{who} benchtrail: run 123/1, 6 file(s)"]
 
 
-def test_a_stored_file_is_never_overwritten_and_other_files_still_land(bare, tmp_path):
+def test_a_stored_file_is_never_overwritten_and_a_refused_write_commits_nothing(bare, tmp_path):
     store = opened(bare, tmp_path, "one")
     local = write_tree(tmp_path / "run", {"results/x.json": b"1\n", "comparison.json": b"{}\n"})
     store.upload_run(local, "7", 1)
@@ -77,8 +78,13 @@ def test_a_stored_file_is_never_overwritten_and_other_files_still_land(bare, tmp
                                         r"overwritten"):
         opened(bare, tmp_path, "two").upload_run(local, "7", 1)
     assert git("--git-dir", str(bare), "show", "data:runs/7/1/results/x.json") == "1\n"
-    assert "runs/7/1/timings.json" in branch_files(bare)
-    assert len(git("--git-dir", str(bare), "log", "--oneline", "data").splitlines()) == 2
+    assert "runs/7/1/timings.json" not in branch_files(bare)
+    log = git("--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
+    assert log == ["benchtrail: run 7/1, 2 file(s)"]
+    (local / "results/x.json").write_bytes(b"1\n")  # the same bytes again: timings.json alone is added
+    assert store.upload_run(local, "7", 1) == 3
+    assert git("--git-dir", str(bare), "log", "-1", "--format=%s", "data") == \
+        "benchtrail: run 7/1, 1 file(s)\n"
     store.write_pointer(SHA, "7", 1, {"devices": ["a"]})
     with pytest.raises(UserError, match="never overwritten"):
         store.write_pointer(SHA, "7", 1, {"devices": ["b"]})
@@ -143,6 +149,30 @@ def test_two_writers_pushing_at_once_both_land_without_force(bare, tmp_path):
     assert len(opened(bare, tmp_path, "reader").pointers(SHA)) == 3
 
 
+_SHARED_WRITER = """
+import sys
+from pathlib import Path
+from benchtrail.store import open_store
+bare, staging, run_id = sys.argv[1:]
+store = open_store(f"git:{bare}#data", staging=Path(staging))
+local = Path(staging) / "local" / run_id
+(local / "results").mkdir(parents=True)
+(local / "results" / "x.json").write_text(run_id)
+store.upload_run(local, run_id, 1)
+store.write_pointer("a" * 40, run_id, 1, {"devices": [run_id]})
+"""
+
+
+def test_processes_sharing_one_staging_folder_all_land(bare, tmp_path):
+    """One cache for all: created once (in a temporary folder, renamed), fetches and writes under its lock."""
+    command = [sys.executable, "-c", _SHARED_WRITER, str(bare), str(tmp_path / "s")]
+    writers = [subprocess.Popen([*command, f"p{i}"], stderr=subprocess.PIPE, text=True) for i in range(4)]
+    said = [w.communicate(timeout=120)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0] * 4, said
+    assert {f"commits/{SHA}/p{i}-1.json" for i in range(4)} <= branch_files(bare)
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["cache.git", "local"]
+
+
 def test_git_url_parsing_and_defaults(tmp_path):
     assert parse_url("git:") == ("origin", "benchtrail-data")
     assert parse_url("git:origin") == ("origin", "benchtrail-data")
@@ -157,14 +187,57 @@ def test_git_url_parsing_and_defaults(tmp_path):
     assert github_repo("/srv/r.git") is None
 
 
+def test_a_token_in_the_remote_url_is_refused_and_never_shown():
+    for url in ("git:https://user:token@github.com/o/r.git#data", "git:HTTPS://token@github.com/o/r",
+                "git:ssh://git:p@ss@host/r.git"):
+        with pytest.raises(UserError, match="credential helper") as caught:
+            parse_url(url)
+        assert "token@" not in str(caught.value) and "p@ss" not in str(caught.value)
+    assert parse_url("git:ssh://git@github.com/o/r.git#d") == ("ssh://git@github.com/o/r.git", "d")
+    assert shown_remote("HTTPS://user:p@ss@host/r.git") == "https://host/r.git"
+    assert shown_remote("git:https://x:tok@h/r#data/runs/1/1/") == "git:https://h/r#data/runs/1/1/"
+    assert shown_remote("ssh://git@github.com/o/r") == "ssh://git@github.com/o/r"
+
+
+def test_branch_names_are_those_git_takes_as_they_are():
+    for bad in ("HEAD", "@", "@{-1}", "a@{b", "x.lock", "a/.b", "-x"):
+        with pytest.raises(UserError, match="not a branch name"):
+            parse_url(f"git:/x#{bad}")
+    assert parse_url("git:/x#perf/data-1.0") == ("/x", "perf/data-1.0")
+
+
+def test_scp_remotes_are_remotes_as_git_reads_them(tmp_path):
+    for scp in ("myhost:repo.git", "github.com:o/r.git", "git@github.com:o/r.git", "host:/abs/r.git"):
+        assert resolve_remote(scp, tmp_path) == (scp, ())
+    assert resolve_remote("./a:b", tmp_path)[0] == str(tmp_path / "a:b")
+    assert resolve_remote("sub/x:y", tmp_path)[0] == str(tmp_path / "sub/x:y")
+    assert github_repo("github.com:o/r.git") == "https://github.com/o/r"
+    assert github_repo("github.com/o/r") is None  # a relative path
+
+
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):
     work = tmp_path / "work"
     git("init", "--quiet", str(work))
-    with pytest.raises(UserError, match="'origin' is not a remote of the repository"):
+    with pytest.raises(UserError, match=r"git store git:origin#benchtrail-data: 'origin' is not a remote of "
+                                        r"the repository in .*work .*git:URL#benchtrail-data"):
         open_store("git:", staging=tmp_path / "s", cwd=work)
     git("remote", "add", "origin", str(bare), cwd=work)
     store = open_store("git:", staging=tmp_path / "s", cwd=work)
     assert store.url == f"git:{bare}#benchtrail-data"
+    git("config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes", cwd=work)  # checkout's ssh-key
+    git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic x", cwd=work)
+    assert {("http.https://github.com/.extraheader", "AUTHORIZATION: basic x"),
+            ("core.sshcommand", "ssh -i /k/id -o IdentitiesOnly=yes")} <= \
+        set(resolve_remote("origin", work)[1])
+
+
+def test_a_branch_not_there_yet_counts_as_fetched_and_git_messages_skip_blank_lines(bare, tmp_path):
+    store = opened(bare, tmp_path, "one")
+    assert store.tip() is None and len(store.fetched_at) == 1
+    fetched = store.fetched_at[0]
+    assert store.pointers(SHA) == [] and store.fetched_at == [fetched]  # a history walk: no fetch a commit
+    proc = subprocess.run(["sh", "-c", "printf 'one\\n\\n  \\ntwo\\n\\n' >&2; exit 3"], capture_output=True)
+    assert said(proc) == "git said: one / two"
 
 
 def test_a_remote_that_cannot_be_read_is_a_clear_error(tmp_path):
@@ -191,8 +264,13 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
     store.upload_run(write_tree(tmp_path / "run", {"results/x.json": b"1"}), "12", 3)
     line = fetch_command(run, str(tmp_path / "dest"))
     assert line.startswith("git clone ")
+    assert f"file://{bare} " in line  # a path as a file:// URL, so that --depth holds
+    store.upload_run(write_tree(tmp_path / "other", {"results/y.json": b"2"}), "13", 1)
     subprocess.run(line, shell=True, check=True, capture_output=True)
-    assert (tmp_path / "dest/benchtrail-12-3/runs/12/3/results/x.json").read_bytes() == b"1"
+    cloned = tmp_path / "dest/benchtrail-12-3"
+    assert (cloned / "runs/12/3/results/x.json").read_bytes() == b"1"
+    assert not (cloned / "runs/13").exists()  # the run alone is checked out
+    assert git("-C", str(cloned), "rev-parse", "--is-shallow-repository") == "true\n"
     gh = "git:https://github.com/o/r.git#benchtrail-data"
     assert split_run_url(f"{gh}/runs/12/3/") == (gh, "12", 3)
     assert browser_link(f"{gh}/runs/12/3/comparison.json") == \
@@ -201,8 +279,9 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
         "https://github.com/o/r/tree/benchtrail-data/runs/12/3/not-stored"
     elsewhere = f"git:{bare}#data/runs/12/3/comparison.json"
     assert browser_link(elsewhere) == elsewhere
-    assert fetch_command(f"{gh}/runs/12/3/").startswith(
-        "git clone --quiet --depth 1 --no-checkout --filter=blob:none --branch benchtrail-data "
-        "https://github.com/o/r.git ./benchtrail-12-3 && ")
+    assert fetch_command(f"{gh}/runs/12/3/") == (
+        "git clone --quiet --depth 1 --filter=blob:none --sparse --branch benchtrail-data "
+        "https://github.com/o/r.git ./benchtrail-12-3 && git -C ./benchtrail-12-3 sparse-checkout set "
+        "--no-cone /runs/12/3/")
     with pytest.raises(UserError, match="scheme 'svn' is not supported; use .*git:REMOTE#BRANCH"):
         open_store("svn://x/y")

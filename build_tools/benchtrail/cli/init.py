@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -26,7 +27,7 @@ PLACEHOLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 STORE_IGNORE = ".benchtrail/"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _GS = re.compile(r"^gs://[a-z0-9][a-z0-9._-]*[a-z0-9](/[^\s'\"#]*)?$")
-#: The reusable workflow's store when nothing names one (docs/store.md, "The git store").
+#: The reusable workflow's store when nothing names one (docs/store.md, "A store in a git branch (`git:`)").
 DEFAULT_STORE = "git:origin#benchtrail-data"
 #: The labels of the CPU device's self-hosted runners that ``--store gs://…`` writes.
 SELF_HOSTED = 'runner-labels = { "cpu" = ["self-hosted", "cpu"] }\n'
@@ -34,25 +35,20 @@ SELF_HOSTED = 'runner-labels = { "cpu" = ["self-hosted", "cpu"] }\n'
 #: deploy key in an environment restricted to the default and release branches, and Pages.
 GIT_NEXT = """
 The workflow stores runs in this repository's branch {branch} (docs/adopting.md, "No infrastructure"). Once,
-with the GitHub CLI (gh) and OWNER/REPO your repository:
+with the GitHub CLI (gh) in a clone of the repository (gh fills in {{owner}}/{{repo}}):
   1. a ruleset on {branch} that only a deploy key may bypass, so no workflow token (a PR's code) can push:
-       gh api repos/OWNER/REPO/rulesets -X POST --input - <<'EOF'
-       {{"name": "benchtrail-data", "target": "branch", "enforcement": "active",
-        "conditions": {{"ref_name": {{"include": ["refs/heads/{branch}"], "exclude": []}}}},
-        "rules": [{{"type": "creation"}}, {{"type": "update"}}, {{"type": "deletion"}}, \
-{{"type": "non_fast_forward"}}],
-        "bypass_actors": [{{"actor_type": "DeployKey", "bypass_mode": "always"}}]}}
-       EOF
+       echo {ruleset} | gh api repos/{{owner}}/{{repo}}/rulesets -X POST --input -
   2. a deploy key with write access, its private half a secret of the environment benchtrail-postsubmit, which
      only the default and release branches may use:
        ssh-keygen -t ed25519 -N "" -C benchtrail-data -f benchtrail-deploy-key
        gh repo deploy-key add benchtrail-deploy-key.pub --allow-write --title benchtrail-data
-       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit -X PUT --input - <<'EOF'
-       {{"deployment_branch_policy": {{"protected_branches": false, "custom_branch_policies": true}}}}
-       EOF
-       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies -f name=main
-       gh api repos/OWNER/REPO/environments/benchtrail-postsubmit/deployment-branch-policies \
--f name='release-*'
+       gh api repos/{{owner}}/{{repo}}/environments/benchtrail-postsubmit -X PUT \\
+         -F 'deployment_branch_policy[protected_branches]=false' \\
+         -F 'deployment_branch_policy[custom_branch_policies]=true'
+       gh api repos/{{owner}}/{{repo}}/environments/benchtrail-postsubmit/deployment-branch-policies \\
+         -f name="$(gh repo view --json defaultBranchRef -q .defaultBranchRef.name)"
+       gh api repos/{{owner}}/{{repo}}/environments/benchtrail-postsubmit/deployment-branch-policies \\
+         -f name='release-*'
        gh secret set BENCHTRAIL_DEPLOY_KEY --env benchtrail-postsubmit < benchtrail-deploy-key
        rm benchtrail-deploy-key benchtrail-deploy-key.pub
   3. Settings > Pages > Source: GitHub Actions (the history dashboard; a private repository without Pages
@@ -60,6 +56,15 @@ with the GitHub CLI (gh) and OWNER/REPO your repository:
 CPU cases run on GitHub-hosted runners and gate on instruction counts. To move to a bucket and self-hosted
 runners later: docs/adopting.md, "Growing: GCS and self-hosted runners" (benchtrail init --store gs://...).
 """
+
+
+def ruleset(branch: str) -> dict[str, object]:
+    """The data branch's ruleset (GitHub's REST body): no creation, update, deletion or force-push of
+    ``branch`` but by a deploy key."""
+    return {"name": "benchtrail-data", "target": "branch", "enforcement": "active",
+            "conditions": {"ref_name": {"include": [f"refs/heads/{branch}"], "exclude": []}},
+            "rules": [{"type": t} for t in ("creation", "update", "deletion", "non_fast_forward")],
+            "bypass_actors": [{"actor_type": "DeployKey", "bypass_mode": "always"}]}
 
 
 def add_init_parser(sub: argparse._SubParsersAction) -> None:
@@ -199,7 +204,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     print("next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
           ".benchtrail/store; each run is recorded under its commit)")
     if store is None or store.startswith("git:"):
-        print(GIT_NEXT.format(branch=(store or DEFAULT_STORE).rpartition("#")[2]), end="")
+        branch = (store or DEFAULT_STORE).rpartition("#")[2]
+        print(GIT_NEXT.format(branch=branch, ruleset=shlex.quote(json.dumps(ruleset(branch)))), end="")
     else:
         print(f"\nThe workflow stores runs in {store} and runs on self-hosted runners (runner-labels): "
               "docs/store.md, \"Setting up the bucket\", and docs/runners.md")

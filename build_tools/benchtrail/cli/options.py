@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchtrail.errors import UserError
+from benchtrail.store import is_local
 
 DEFAULT_STORE = ".benchtrail/store"
 #: The environment variable that names the store when ``--store`` is left out; set but empty: no store
@@ -94,9 +95,9 @@ def resolve_store(flag: str | None) -> StoreChoice:
     if STORE_ENV in os.environ:
         return StoreChoice(os.environ[STORE_ENV].strip() or None, STORE_ENV)
     settings = project()
-    if settings.store:
-        url = settings.store
-        if "://" not in url and settings.root is not None and not Path(url).is_absolute():
+    if url := settings.store:
+        if (is_local(url) and not url.startswith("file://") and settings.root is not None
+                and not Path(url).is_absolute()):
             url = os.path.normpath(settings.root / url)
         return StoreChoice(url, f"{settings.pyproject}: [tool.benchtrail] store")
     return StoreChoice(DEFAULT_STORE, "default")

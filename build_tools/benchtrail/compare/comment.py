@@ -31,7 +31,7 @@ from benchtrail.compare.why import render_functions, render_why
 from benchtrail.errors import UserError
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY
-from benchtrail.store import browser_link, fetch_command, remote, split_run_url
+from benchtrail.store import FORMS, browser_link, fetch_command, is_local, remote, split_run_url
 
 #: Version history of comment.json:
 #:   1 — first version.
@@ -152,21 +152,21 @@ _LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
 def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_url: str | None,
                           notes: Sequence[str]) -> None:
     """Check the comment's links and notes. Raises UserError, naming the flag, for a ``--run-url`` neither
-    ``gs://BUCKET/…/runs/<id>/<attempt>/`` nor a folder path (or with spaces, quotes or backticks);
+    a run's URL in a remote store (``FORMS``) nor a folder path (or with spaces, quotes or backticks);
     ``--dashboard`` without ``--run-url`` or not a relative path inside the run; an ``--artifacts-url``
     not an ``http(s)://`` URL; an empty ``--note``."""
     if run_url is not None:
+        runs = " or ".join(f"{form}/runs/<id>/<attempt>/" for form in FORMS.values())
         if not run_url or _LINK_UNSAFE.search(run_url):  # spaces: _LINK_UNSAFE
-            raise UserError(f"--run-url {run_url!r}: allowed: a gs://BUCKET/…/runs/<id>/<attempt>/ URL or a "
-                            "folder path, without spaces, quotes, backticks, '<', '>', '|' or '\\'")
-        if "://" in run_url and not (remote(run_url) and split_run_url(run_url)):
-            raise UserError(f"--run-url {run_url!r}: a store URL must be "
-                            "gs://BUCKET[/PREFIX]/runs/<run id>/<attempt>/ "
-                            "(e.g. gs://bucket/runs/123/1/); for a local run give its folder path")
+            raise UserError(f"--run-url {run_url!r}: allowed: a run's store URL ({runs}) or a folder path, "
+                            "without spaces, quotes, backticks, '<', '>', '|' or '\\'")
+        if ("://" in run_url or not is_local(run_url)) and not (remote(run_url) and split_run_url(run_url)):
+            raise UserError(f"--run-url {run_url!r}: a store URL must be a run's URL, {runs} (e.g. "
+                            "gs://bucket/runs/123/1/); for a local run give its folder path")
     if dashboard is not None:
         if run_url is None:
             raise UserError(f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
-                            "(the run's gs:// URL or folder)")
+                            "(the run's store URL or folder)")
         # an empty part: empty, a leading '/', '//' or '://'; spaces: _LINK_UNSAFE
         if _LINK_UNSAFE.search(dashboard) or any(p in ("", ".", "..") for p in dashboard.split("/")):
             raise UserError(f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
@@ -186,8 +186,8 @@ def check_pages_url(url: str | None, source: str = "--pages-url") -> None:
     ``http(s)://`` URL or holds spaces, quotes, backticks, ``<``, ``>``, ``|`` or ``\\``."""
     if url is not None and (not re.match(r"^https?://[^/\s]+", url) or _LINK_UNSAFE.search(url)):
         raise UserError(f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
-                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, "
-                        "without spaces or quotes")
+                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or "
+                        "quotes")
 
 
 def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
@@ -331,9 +331,11 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
 
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
-    """"Why it got slower", folded: each confirmed regression's profile diff (trace links under ``run_url``
-    when a URL, else run-relative paths), then each confirmed instruction regression's per-function diff."""
-    link = (lambda path: f"{run_url.rstrip('/')}/{path}") if run_url and "://" in run_url else None
+    """"Why it got slower", folded: each confirmed regression's profile diff (trace links under a store
+    ``run_url``, via ``browser_link``; else run-relative paths), then each confirmed instruction
+    regression's per-function diff."""
+    link = ((lambda path: browser_link(f"{run_url.rstrip('/')}/{path}")) if run_url and remote(run_url)
+            else None)
     blocks = []
     for tool, field, render in (("torch.profiler", "profile", lambda f: render_why(f, link)),
                                 ("callgrind", "functions", render_functions)):
@@ -363,7 +365,7 @@ def render(comparison: Comparison, run_url: str | None = None,
     """``(comment.md, full.md, comment.json object)`` of a comparison; a row of an older schema shows what it
     has (its p value without a q value).
 
-    ``run_url`` (a gs:// URL or folder) adds the fetch and ``benchtrail explain`` lines, with ``dashboard``
+    ``run_url`` (a store URL or a folder) adds the fetch and ``benchtrail explain`` lines, with ``dashboard``
     (index.html's path under the run) a history link; ``artifacts_url`` (the Actions run's page) and
     ``pages_url`` (``benchtrail pages``'s site) add links; each of ``notes`` a plain line under the context
     line. comment.md holds at most ``max_chars`` code points and ``max_bytes`` UTF-8 bytes, rows cut from

@@ -209,6 +209,5 @@ def write_dashboard(history: History, out_dir: Path, *, images: Sequence[Path] =
             history, page, series, self_contained=self_contained, plotly_js=plotly_js), exclusive=True)
     relative = [Path(i).relative_to(out_dir).as_posix() if Path(i).is_relative_to(out_dir) else str(i)
                 for i in images]
-    return jsonio.write_text_atomic(out_dir / INDEX,
-                                    index_html(history, pages, relative, commit_log(repo, history), extra),
-                                    exclusive=True)
+    page = index_html(history, pages, relative, commit_log(repo, history), extra)
+    return jsonio.write_text_atomic(out_dir / INDEX, page, exclusive=True)

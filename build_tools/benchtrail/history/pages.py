@@ -88,11 +88,9 @@ def runs_html(runs: list[StoredRun]) -> str:
     cells = ("commit", "run", "stored", "presets", "devices", "verdicts")
     rows = "".join(
         f"<tr class=\"run\"><td><code>{short(r.commit)}</code></td>"
-        f"<td>{html_text(f'{r.run_id}/{r.attempt}')}</td>"
-        f"<td>{html_text(_time(r.stored_at))}</td><td>{html_text(', '.join(r.presets) or '—')}</td>"
-        f"<td>{html_text(', '.join(r.devices) or '—')}</td>"
-        f"<td>{html_text(r.verdicts or 'no comparison')}</td>"
-        "</tr>\n" for r in runs)
+        f"<td>{html_text(f'{r.run_id}/{r.attempt}')}</td><td>{html_text(_time(r.stored_at))}</td>"
+        f"<td>{html_text(', '.join(r.presets) or '—')}</td><td>{html_text(', '.join(r.devices) or '—')}</td>"
+        f"<td>{html_text(r.verdicts or 'no comparison')}</td></tr>\n" for r in runs)
     return (f"<h2>Stored runs (newest first)</h2>\n<p>{len(runs)} run(s) of the commits below.</p>\n"
             "<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>\n" + rows + "</table>\n")
 

@@ -26,7 +26,7 @@ from benchtrail.errors import UserError
 from benchtrail.store.base import ALL_FILES, Store, run_path
 from benchtrail.store.local import LocalStore, open_local_store
 
-__all__ = ["ALL_FILES", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
+__all__ = ["ALL_FILES", "FORMS", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
            "fetch_command", "is_local", "open_store", "remote", "run_url", "split_run_url"]
 
 
@@ -68,6 +68,8 @@ def _git_copy(run: str, dest: str) -> str:
 REMOTES = {"gs": Remote(_open_gcs, lambda url: "https://storage.cloud.google.com/" + url.split("://", 1)[1],
                         lambda run, dest: f"gcloud storage cp -r {run} {dest}"),
            "git": Remote(_open_git, _git_link, _git_copy)}
+#: How each remote backend's store URL is written, for messages.
+FORMS = {"gs": "gs://BUCKET[/PREFIX]", "git": "git:REMOTE#BRANCH"}
 _RUN_URL = re.compile(r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?|git:[^#]*#.+?)"
                       r"/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$")
 #: What ``open_store`` takes, for its messages.

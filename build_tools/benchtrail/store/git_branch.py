@@ -10,7 +10,9 @@ never conflict unless both writers stored one name with other bytes.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import os
 import random
@@ -18,7 +20,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ from benchtrail.store.base import (
 from benchtrail.store.git_url import (
     LEFT_OUT,
     NOTES,
+    create_cache,
     git_env,
     parse_url,
     resolve_remote,
@@ -97,21 +100,31 @@ class GitStore:
     def _out(self, *args: str, stdin: bytes = b"") -> str:
         return self._git(*args, stdin=stdin).stdout.decode().strip()
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the cache's lock file (``fcntl.flock``): one fetch or write at a time among the processes and
+        threads that share the staging folder (git's own locks make a second ``fetch --depth 1`` fail)."""
+        with open(self.cache / "benchtrail.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def fetch(self) -> str | None:
         """Fetch the branch's tip into the cache; return it (None: the branch does not exist yet).
 
         Raises:
             StoreError: the remote cannot be read (none there, no permission, no network), naming it.
         """
+        with self._locked():
+            return self._fetch()
+
+    def _fetch(self) -> str | None:
+        """``fetch`` with the lock held."""
         proc = self._git("fetch", "--quiet", "--no-tags", "--depth", "1", self.remote,
                          f"refs/heads/{self.branch}", ok=True)
-        if proc.returncode and "couldn't find remote ref" in proc.stderr.decode(errors="replace"):
-            self._git("update-ref", "-d", _TIP)
-            return None
-        if proc.returncode:
+        if proc.returncode and "couldn't find remote ref" not in proc.stderr.decode(errors="replace"):
             raise StoreError(f"git store {self.url}: cannot fetch branch {self.branch!r} from remote "
                              f"{shown_remote(self.remote)}; {said(proc)}")
-        self._git("update-ref", _TIP, "FETCH_HEAD")
+        self._git("update-ref", *(["-d", _TIP] if proc.returncode else [_TIP, "FETCH_HEAD"]))
         self.fetched_at[:] = [time.monotonic()]
         return self.tip()
 
@@ -179,9 +192,12 @@ class GitStore:
             index.unlink(missing_ok=True)
         return self._out("commit-tree", "--no-gpg-sign", tree, *(["-p", tip] if tip else []), "-m", message)
 
-    def add(self, files: Mapping[str, bytes | Path], message: str) -> list[str]:
+    def add(self, files: Mapping[str, bytes | Path], message: Callable[[int], str],
+            may_differ: Collection[str] = ()) -> list[str]:
         """Commit the ``files`` (branch path: bytes or a local file) that the branch does not hold yet and
-        push them; a push another writer beat is fetched, rebuilt on the new tip and pushed again
+        push them, all or nothing: when the branch holds any of them with other bytes (but those in
+        ``may_differ``), nothing is committed. ``message`` makes the commit message from the number of files
+        added. A push another writer beat is fetched, rebuilt on the new tip and pushed again
         (``PUSH_TRIES`` pushes at most).
 
         Returns:
@@ -192,14 +208,20 @@ class GitStore:
                 beaten after ``PUSH_TRIES`` pushes, naming the remote, the branch and what git said.
         """
         blobs = self._hash(files)
-        tip = self.tip() or self.fetch()
+        with self._locked():
+            return self._add(blobs, message, may_differ)
+
+    def _add(self, blobs: Mapping[str, str], message: Callable[[int], str],
+             may_differ: Collection[str]) -> list[str]:
+        """``add`` with the lock held, the files hashed."""
+        tip = self.tip() or self._fetch()
         for attempt in range(PUSH_TRIES):
             stored = self._ls(tip, *blobs)
             new = {n: b for n, b in blobs.items() if n not in stored}
             differs = sorted(n for n, b in blobs.items() if n in stored and stored[n][0] != b)
-            if not new:
+            if not new or set(differs) - set(may_differ):
                 return differs
-            commit = self._commit(tip, new, message)
+            commit = self._commit(tip, new, message(len(new)))
             push = self._git("push", "--quiet", "--no-verify", self.remote,
                              f"{commit}:refs/heads/{self.branch}", ok=True)
             if not push.returncode:
@@ -210,7 +232,7 @@ class GitStore:
                 raise StoreError(f"git store {self.url}: push to branch {self.branch!r} of remote "
                                  f"{shown_remote(self.remote)} {why} ({attempt + 1} tries); {said(push)}")
             time.sleep(random.uniform(0.05, 0.25) * 2 ** attempt)
-            tip = self.fetch()
+            tip = self._fetch()
         raise AssertionError("unreachable")
 
     def run_url(self, run_id: str, attempt: int) -> str:
@@ -247,7 +269,7 @@ class GitStore:
         """Commit the files of ``local_dir`` matching ``patterns`` into ``runs/<id>/<attempt>/``, create-only,
         and push. Files under ``LEFT_OUT`` are never committed: a note ``not-stored/<artifact>.md`` says what
         was left out and where it is (``left_out_note``); a note that exists is kept. A file stored with the
-        same bytes counts as uploaded; other files still land when one differs. ``deadline_s`` is ignored.
+        same bytes counts as uploaded; when one differs, nothing is committed. ``deadline_s`` is ignored.
 
         Returns:
             The number of files of ``local_dir`` now stored in the run (those left out not counted).
@@ -260,12 +282,13 @@ class GitStore:
         names = upload_names(local_dir, patterns)
         kept = [n for n in names if n.split("/", 1)[0] not in LEFT_OUT]
         files: dict[str, bytes | Path] = {f"{prefix}/{n}": local_dir / n for n in kept}
-        note = None
+        notes = []
         if len(kept) < len(names):
             note_name, text = left_out_note(local_dir, sorted(set(names) - set(kept)), run_id, attempt)
-            note = files[f"{prefix}/{note_name}"] = text.encode()
-        differs = [d for d in self.add(files, f"benchtrail: run {run_id}/{attempt}, {len(kept)} file(s)")
-                   if files[d] is not note]
+            files[f"{prefix}/{note_name}"] = text.encode()
+            notes.append(f"{prefix}/{note_name}")
+        differs = [d for d in self.add(files, lambda n: f"benchtrail: run {run_id}/{attempt}, {n} file(s)",
+                                       notes) if d not in notes]
         if differs:
             raise UserError(f"{len(differs)} file(s) already exist in {self.url} with other content "
                             f"({shown(differs)}); never overwritten (upload the run under a new attempt)")
@@ -321,15 +344,16 @@ class GitStore:
         """
         path = f"commits/{commit}/{run_id}-{attempt}.json"
         data = jsonio.dumps(pointer_document(commit, run_id, attempt, info)).encode()
-        if self.add({path: data}, f"benchtrail: pointer of run {run_id}/{attempt} to {commit[:12]}"):
+        message = f"benchtrail: pointer of run {run_id}/{attempt} to {commit[:12]}"
+        if self.add({path: data}, lambda _: message):
             raise UserError(f"1 file(s) already exist in {self.url} with other content ({path}); never "
                             "overwritten (each run writes its pointer once)")
         return f"{self.url}/{path}"
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
-        """The pointers of ``commit`` (the branch as fetched in the last ``FRESH_S``), oldest first by their own ``created`` (git
-        records no time a writer cannot choose); unreadable ones are skipped. They are copied into
-        ``staging/commits/<sha>/``."""
+        """The pointers of ``commit`` (the branch as fetched in the last ``FRESH_S``), oldest first by their
+        own ``created`` (git records no time a writer cannot choose); unreadable ones are skipped. They are
+        copied into ``staging/commits/<sha>/``."""
         prefix = f"commits/{check_id(commit, 'commit')}/"
         tip = self.recent_tip()
         chosen, too_big = {}, []
@@ -407,15 +431,14 @@ def open_git_store(url: str, *, staging: Path | None = None, cwd: Path | None = 
             read (none there, no permission), naming it and what git said.
     """
     remote, branch = parse_url(url)
-    resolved, config = resolve_remote(remote, cwd)
+    resolved, config = resolve_remote(remote, cwd, branch)
     if staging is None:
         tail = re.sub(r"[^A-Za-z0-9]+", "-", shown_remote(resolved).removesuffix(".git"))[-40:].strip("-")
         digest = hashlib.sha1(f"{resolved}#{branch}".encode()).hexdigest()[:10]
         staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / f"git-{tail}-{digest}"
     store = GitStore(resolved, branch, Path(staging).resolve() / "cache.git", Path(staging), config)
     if not (store.cache / "HEAD").is_file():
-        made = run_git(["init", "--quiet", "--bare", str(store.cache)])
-        if made.returncode:
-            raise UserError(f"git store {store.url}: cannot create its cache {store.cache}; {said(made)}")
+        create_cache(store.cache, store.url)
     store.fetch()
     return store
+

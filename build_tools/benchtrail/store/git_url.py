@@ -6,12 +6,16 @@ browser link.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from benchtrail.errors import StoreError, UserError
 
@@ -21,7 +25,6 @@ DEFAULT_BRANCH = "benchtrail-data"
 #: and the run's dashboard. ``upload_run`` writes a note about them under ``NOTES``.
 LEFT_OUT = ("modules", "dashboard")
 NOTES = "not-stored"
-_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: ``git:REMOTE#BRANCH/<a path of the store>``: the branch ends before the first of the store's folders.
 _STORED_URL = re.compile(r"^git:(?P<remote>[^#]*)#(?P<branch>.+?)/(?P<path>(?:runs|commits|assets)/.*)$")
@@ -32,38 +35,64 @@ def parse_url(url: str) -> tuple[str, str]:
     """``(REMOTE, BRANCH)`` of ``git:REMOTE#BRANCH``, with the defaults filled in (nothing resolved).
 
     Raises:
-        UserError: not a ``git:`` URL, or a branch name git or a URL cannot hold.
+        UserError: not a ``git:`` URL, a branch name git or a URL cannot hold, or a remote URL with a
+            password or token in it.
     """
     if not url.startswith("git:"):
         raise UserError(f"store URL {url!r} is not git:REMOTE#BRANCH")
     remote, _, branch = url[len("git:"):].rpartition("#") if "#" in url else (url[len("git:"):], "", "")
     remote, branch = remote.strip() or DEFAULT_REMOTE, branch.strip() or DEFAULT_BRANCH
-    bad = (not _BRANCH.match(branch) or ".." in branch or "//" in branch or "/." in branch
-           or branch.endswith(("/", ".lock", ".")) or {"runs", "commits", "assets"} & set(branch.split("/")))
-    if bad:
-        raise UserError(f"store URL {url!r}: {branch!r} is not a branch name benchtrail stores in (letters, "
-                        "digits, '.', '_', '-' and '/', as git allows them; no 'runs', 'commits' or 'assets' "
-                        "segment, which would make a run's URL ambiguous)")
+    if _has_credentials(remote):
+        raise UserError(f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the "
+                        "token in a credential helper (or leave it to actions/checkout's credentials) and "
+                        "give the URL without it")
+    if not _branch_ok(branch) or {"runs", "commits", "assets"} & set(branch.split("/")):
+        raise UserError(f"store URL {shown_remote(url)!r}: {branch!r} is not a branch name benchtrail stores "
+                        "in (one `git check-ref-format --branch` accepts, not HEAD; no 'runs', 'commits' or "
+                        "'assets' segment, which would make a run's URL ambiguous)")
     return remote, branch
 
 
+def _branch_ok(branch: str) -> bool:
+    """Whether git takes ``branch`` as a branch name as it is (``@{-1}`` and the like are refused)."""
+    if branch in ("HEAD", "@"):
+        return False
+    proc = run_git(["check-ref-format", "--branch", branch], cwd=Path(os.sep))
+    return not proc.returncode and proc.stdout.decode(errors="replace").strip() == branch
+
+
+def _has_credentials(remote: str) -> bool:
+    """Whether a URL remote holds a password, or any user info for http(s) (a token as the user name)."""
+    if "://" not in remote:
+        return False
+    parts = urlsplit(remote)
+    return parts.password is not None or (parts.username is not None
+                                          and parts.scheme.lower() in ("http", "https", "ftp", "ftps"))
+
+
 def shown_remote(remote: str) -> str:
-    """``remote`` without a user name or password (``https://user:token@host/…`` →
-    ``https://host/…``)."""
-    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", remote)
+    """``remote`` (or a ``git:`` URL) without the user info ``_has_credentials`` finds
+    (``https://user:token@host/…`` → ``https://host/…``); ``ssh://git@host/…`` is kept."""
+    prefix = "git:" if remote.startswith("git:") else ""
+    rest = remote[len(prefix):]
+    if not _has_credentials(rest):
+        return remote
+    parts = urlsplit(rest)
+    return prefix + urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def github_repo(remote: str) -> str | None:
     """``https://github.com/OWNER/REPO`` for a GitHub remote (https, ``git@github.com:`` or ssh), else
     None."""
-    match = re.match(r"^(?:https://(?:[^/@]*@)?|ssh://git@|git@)github\.com[/:]([^/]+)/([^/]+?)(?:\.git)?/?$",
-                     remote)
+    match = re.match(r"^(?:(?:https://(?:[^/@]*@)?|ssh://git@)github\.com/|(?:git@)?github\.com:)"
+                     r"([^/]+)/([^/]+?)(?:\.git)?/?$", remote)
     return f"https://github.com/{match[1]}/{match[2]}" if match else None
 
 
 def fetch_command(run: str, dest: str = ".") -> str:
-    """The shell line that copies run ``git:REMOTE#BRANCH/runs/<id>/<n>/`` into ``DEST/benchtrail-<id>-<n>``
-    (a shallow clone without a checkout, then the run's folder alone: ``…/runs/<id>/<n>/``).
+    """The shell line that copies run ``git:REMOTE#BRANCH/runs/<id>/<n>/`` into
+    ``DEST/benchtrail-<id>-<n>/runs/<id>/<n>/``: a shallow, sparse clone of the branch (``file://`` for a
+    path, so that ``--depth`` holds) that checks out that run's folder alone.
 
     Raises:
         UserError: ``run`` is not such a URL.
@@ -73,9 +102,12 @@ def fetch_command(run: str, dest: str = ".") -> str:
     if not match or not where or where["rel"]:
         raise UserError(f"{run!r} is not the URL of a run of a git: store (git:REMOTE#BRANCH/runs/<id>/<n>/)")
     folder = shlex.quote(f"{dest.rstrip('/') or '.'}/benchtrail-{where['run_id']}-{where['attempt']}")
-    branch, remote = shlex.quote(match["branch"]), shlex.quote(match["remote"])
-    return (f"git clone --quiet --depth 1 --no-checkout --filter=blob:none --branch {branch} {remote} "
-            f"{folder} && git -C {folder} checkout {branch} -- runs/{where['run_id']}/{where['attempt']}")
+    remote = match["remote"]
+    remote = f"file://{remote}" if remote.startswith("/") else remote
+    branch = shlex.quote(match["branch"])
+    return (f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {branch} "
+            f"{shlex.quote(remote)} {folder} && git -C {folder} sparse-checkout set --no-cone "
+            f"/runs/{where['run_id']}/{where['attempt']}/")
 
 
 def browser_link(url: str) -> str:
@@ -117,34 +149,65 @@ def run_git(args: Sequence[str], *, cwd: Path | None = None, stdin: bytes = b"",
         raise StoreError("a git: store needs the git command, which is not installed") from exc
 
 
+def create_cache(cache: Path, url: str) -> None:
+    """``git init --bare`` the cache of store ``url`` in a temporary folder, renamed into place (a cache
+    another process made first is kept).
+
+    Raises:
+        UserError: the cache cannot be created, naming it and what went wrong.
+    """
+    temporary = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        why = said(run_git(["init", "--quiet", "--bare", str(temporary)]))
+        with contextlib.suppress(OSError):  # another process's cache is there
+            temporary.rename(cache)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    if not (cache / "HEAD").is_file():
+        raise UserError(f"git store {url}: cannot create its cache {cache}; {why}")
+
+
 def said(proc: subprocess.CompletedProcess[bytes]) -> str:
     """The last lines git wrote to stderr (``git said: …``), for a message."""
-    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    lines = [line for line in proc.stderr.decode(errors="replace").splitlines() if line.strip()]
     return "git said: " + (" / ".join(lines[-4:]) or f"nothing (exit status {proc.returncode})")
 
 
-def resolve_remote(remote: str, cwd: Path | None = None) -> tuple[str, tuple[tuple[str, str], ...]]:
+def is_scp(remote: str) -> bool:
+    """Whether git reads ``remote`` as scp syntax, ``[user@]host:path``: a ':' before the first '/', unless
+    it is a one-letter drive (``C:``)."""
+    colon, slash = remote.find(":"), remote.find("/")
+    return colon > 1 and (slash < 0 or colon < slash)
+
+
+def resolve_remote(remote: str, cwd: Path | None = None,
+                   branch: str = DEFAULT_BRANCH) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
-    repository's ``http.*.extraheader`` and ``credential.*`` settings (what ``actions/checkout`` leaves
-    there for pushes); a relative path is made absolute.
+    repository's ``http.*.extraheader``, ``credential.*`` and ``core.sshCommand`` settings (what
+    ``actions/checkout`` leaves there for pushes, the last with ``ssh-key``); a relative path is made
+    absolute. ``branch``: the store's, for the message.
 
     Raises:
         UserError: a remote name that is no remote of the repository in ``cwd`` (or no repository there).
     """
-    if "://" in remote or re.match(r"^[^/]+@[^/:]+:", remote):  # a URL, or git@host:path
+    if "://" in remote or is_scp(remote):  # a URL, or [user@]host:path
         return remote, ()
     if not _REMOTE_NAME.match(remote) or (Path(cwd or ".") / remote).exists():
         return str((Path(cwd or ".") / remote).expanduser().resolve()), ()
     found = run_git(["remote", "get-url", remote], cwd=cwd)
     if found.returncode:
-        raise UserError(f"git store: {remote!r} is not a remote of the repository in the working directory "
-                        f"({said(found)}); give git:URL#BRANCH or git:/path/to/repo.git#BRANCH")
+        raise UserError(f"git store git:{remote}#{branch}: {remote!r} is not a remote of the repository in "
+                        f"{Path(cwd or '.').resolve()} ({said(found)}); give git:URL#{branch} or "
+                        f"git:/path/to/repo.git#{branch}")
     url = found.stdout.decode().strip()
     if ":" not in url and not os.path.isabs(url):  # a path relative to that repository
         top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd).stdout.decode().strip()
         url = str((Path(top) / url).resolve())
-    wanted = r"^(http\..*extraheader|credential\..*)$"
+    wanted = r"^(http\..*extraheader|credential\..*|core\.sshcommand)$"
     settings = run_git(["config", "-z", "--includes", "--get-regexp", wanted], cwd=cwd).stdout
     items = (item.split("\n", 1) for item in settings.decode(errors="replace").split("\0") if "\n" in item)
     pairs = tuple((key, value) for key, value in items)
