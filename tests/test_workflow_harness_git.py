@@ -7,31 +7,14 @@ runners"; docs/store.md, "Trusted baselines")."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
 
-from benchtrail.cli.app import build_parser
 from tests.harness_git_story import DATA, PAGES_URL, running_git_story
 from tests.harness_story import GATE, PR_NUMBER, REPOSITORY
 
-
-def _help(command: str) -> str | None:
-    """``benchtrail <command> --help``, or None for a command benchtrail does not have."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            build_parser().parse_args([command, "--help"])
-        except SystemExit as exc:
-            return out.getvalue() if exc.code == 0 else None
-    return None
-
-
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
-    "--gate-metric" not in (_help("run") or ""),
-    reason="`benchtrail run --gate-metric` (branch ini) is not here yet: the hosted CPU jobs pass it")]
+pytestmark = pytest.mark.e2e
 HOSTED = ["ubuntu-latest"]
 
 
@@ -87,8 +70,7 @@ def test_a_pr_compares_against_the_data_branch_gets_one_comment_and_the_gate_and
     assert run.job("pages").result == "skipped"
     (comment,) = git_story.bot_comments()
     assert comment["body"] == git_story.comments["h1"]
-    if _reads_pages_url():
-        assert PAGES_URL in comment["body"], comment["body"]
+    assert PAGES_URL in comment["body"], comment["body"]
     state, description = git_story.gate(git_story.heads[0])
     assert state == "success" and f"run {run.run_id}/1" in description, (state, description)
     statuses = git_story.github.statuses[(REPOSITORY, git_story.heads[0])]
@@ -124,22 +106,16 @@ def test_two_pushes_finishing_together_both_land(git_story):
     assert set(git_story.data("rev-list", DATA).splitlines()) <= {new for _, new in chapter["log"]}
 
 
-@pytest.mark.skipif(_help("pages") is None, reason="`benchtrail pages` (branch pg) is not here yet")
-def test_the_pages_job_deploys_the_completed_postsubmit_runs_and_never_fails_a_run(git_story):
-    """A run still in progress is no trusted run yet: the first push's pages job finds none (it fails, the run
-    does not), and a later push's site shows the runs of the pushes before it."""
+def test_the_pages_job_deploys_the_postsubmit_runs_its_own_included_and_never_fails_a_run(git_story):
+    """The pages job runs inside its push's run, still in progress: the reader trusts its own run once its
+    process job succeeded, so the first push's site already shows that push's run."""
     first = git_story.baseline
-    assert first.conclusion == "success" and first.job("pages").result == "failure" and first.pages == []
-    assert "has not completed yet" in first.job("pages").step("Build the site").log
-    for run in git_story.two_pushes["runs"]:
+    runs = [first, *git_story.two_pushes["runs"]]
+    for run in runs:
         pages = run.job("pages")
-        assert pages.result == "success" and pages.runs_on == "ubuntu-latest", pages.log
+        assert run.conclusion == "success" and pages.result == "success", pages.log
+        assert pages.runs_on == "ubuntu-latest"
         (deployed,) = run.pages
         assert deployed["page_url"] == PAGES_URL
-        assert f"<td>{first.run_id}/1</td>" in (deployed["site"] / "index.html").read_text()
-
-
-def _reads_pages_url() -> bool:
-    """Whether ``benchtrail comment`` links a Pages site yet (``--pages-url``, default
-    ``$BENCHTRAIL_PAGES_URL``; branch pg)."""
-    return "--pages-url" in (_help("comment") or "")
+        index = (deployed["site"] / "index.html").read_text()
+        assert f"<td>{first.run_id}/1</td>" in index and f"<td>{run.run_id}/1</td>" in index, index
