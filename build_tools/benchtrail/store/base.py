@@ -6,9 +6,7 @@ A store holds run directories and commit pointers (``docs/store.md``)::
     <root>/commits/<sha>/<run_id>-<attempt>.json     pointer: which presets/devices that run holds
     <root>/assets/<name>                             shared by runs (one plotly.js), never overwritten
 
-Names are checked before any I/O: run ids, commits and relative names are safe as local paths and in
-``gcloud storage`` URLs (no ``[]*?`` wildcards, no ``..``, not absolute).
-"""
+Names are checked before any I/O: safe as local paths and in ``gcloud storage`` URLs (no ``[]*?``, ``..``)."""
 
 from __future__ import annotations
 
