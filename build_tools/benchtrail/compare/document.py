@@ -1,10 +1,4 @@
-"""The comparison document (``comparison.json``): its rows, its versions, building it and reading it back.
-
-:func:`benchtrail.compare.verdicts.compare` gives each series a :class:`Row`; :func:`comparison_to_dict`
-makes the document of those rows, :func:`load_comparison` reads one (every schema version) as a
-:class:`Comparison`, and :func:`count_rows` counts its rows (``benchtrail.compare.gate`` gates them).
-This module never imports torch.
-"""
+"""The comparison document (``comparison.json``): its rows and versions, building it and reading it back."""
 
 from __future__ import annotations
 
@@ -20,36 +14,33 @@ from benchtrail.results.schema import ResultsFile
 #: Version history of comparison.json:
 #:   1 — first version.
 #:   2 — rows gain ci_low, ci_high (percent), q_value, mde (percent), outcome and mark.
-#:   3 — rows gain ab: the paired A/B re-check of a suspected regression (``benchtrail.runner.recheck``).
+#:   3 — rows gain ab: the paired A/B re-check of a suspected regression.
 #:   4 — rows gain quarantined: the reason when the series is in the quarantine file.
-#:   5 — rows gain recheck: ``not-reached`` when a time-bounded re-check (``ab --total-budget-s``) did not
-#:       reach the suspect row, else null. Also (same version) the root gains missing_shards: the shards
-#:       of the head run's execution export that wrote no results file (null without an export), and
-#:       baseline may be ``{reason, store, store_error}`` when ``compare --store`` could not read the store.
-#:   6 — a stored baseline gains devices (each head device's own baseline run: commit, reason, run_id,
-#:       attempt), lacking (device → why it has none), ignored (stored runs the trust refused, with the
-#:       reason) and trust (what the trust accepts); baseline may be ``{reason, lacking, ignored, trust}``
-#:       when every candidate was refused. Rows of a device whose baseline key differs are ``not-comparable``.
+#:   5 — rows gain recheck: ``not-reached`` when a time-bounded re-check did not reach the suspect row, else
+#:       null. Also the root gains missing_shards: the head export's shards that wrote no results file (null
+#:       without an export), and baseline may be ``{reason, store, store_error}`` when the store
+#:       was unreadable.
+#:   6 — a stored baseline gains devices (each head device's baseline run: commit, reason, run_id, attempt),
+#:       lacking (device → why it has none), ignored (stored runs the trust refused, with the reason) and
+#:       trust; baseline may be ``{reason, lacking, ignored, trust}`` when every candidate was refused. Rows
+#:       of a device whose baseline key differs are ``not-comparable``.
 #:   7 — verdict ``insufficient-samples`` (and its count); a row's threshold carries the series' direction.
-#:       Also (same version, optional) a regressed row of a paired re-check may have profile: the operators
-#:       whose self time changed most, base and head, and the paths of both traces (``benchtrail.compare.why``);
-#:       and (same version, optional) a row's ab may have level: the confidence level of the paired run's
-#:       interval (its last look under sequential sampling; 0.99 when absent).
+#:       Optional: a re-checked regressed row's profile (the operators whose self time changed most, base
+#:       and head, and both traces' paths); a row's ab.level (the paired interval's level; absent: 0.99).
 #:   8 — verdict ``inconclusive`` (an interval that crosses the threshold, or lies beyond it with q >= alpha),
-#:       ``similar`` only when the interval lies within it; ``noisy`` is no longer a verdict but a row's label
-#:       ``noisy`` (bool). A re-checked row shows the paired figures that decided it (change, ci_low, ci_high,
-#:       q_value, p_value, mde, outcome) and keeps the stored ones in ``stored``; its ``ab`` may have ``guard``
-#:       (a paired arm far from its own stored run: not used) and ``stop`` (why the paired run stopped).
-#:       Also (same version, optional) a confirmed regression of ``instructions`` may have functions: the
-#:       functions whose self instructions per call changed most, with their inclusive change
-#:       (``benchtrail.compare.callgrind``; an older one, without ``ranked_by``: inclusive counts).
+#:       ``similar`` only when the interval lies within it; ``noisy`` is a row's bool label, not a verdict. A
+#:       re-checked row shows the paired figures that decided it (change, ci_low, ci_high, q_value, p_value,
+#:       mde, outcome), the stored ones in ``stored``; its ``ab`` may have ``guard`` (a paired arm far from
+#:       its stored run: not used) and ``stop``. Optional: a confirmed ``instructions`` regression's
+#:       functions, whose self instructions per call changed most, with their inclusive change (an older
+#:       one, without ``ranked_by``: inclusive counts).
 SCHEMA_VERSION = 8
-#: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it (``benchtrail.runner.recheck``),
-#: ``confirmed`` after, ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined``
-#: when the quarantine file lists the series (``benchtrail.compare.rules``). Only the first two gate.
+#: Marks of a regressed row: ``unconfirmed`` until a paired A/B run confirms it, ``confirmed`` after,
+#: ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined`` when the quarantine file lists
+#: the series. Only the first two gate.
 MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
-VERDICTS = ("regressed", "improved", "inconclusive", "similar", "new", "removed", "failed", "not-comparable",
-            "insufficient-samples")
+VERDICTS = ("regressed", "improved", "inconclusive", "similar", "new", "removed", "failed",
+            "not-comparable", "insufficient-samples")
 #: Verdicts of rows whose interval decided nothing: ``noisy`` is one of versions 1 to 7 (read, never written).
 INCONCLUSIVE = ("inconclusive", "noisy")
 #: A JSON object: comparison.json or a part of it.
@@ -98,14 +89,12 @@ class Row:
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Row:
-        """The row of a comparison.json row object built in memory (fields it lacks, as rows of older
-        versions do, take their defaults; keys that are not fields are ignored; nothing is checked:
-        :func:`load_comparison` checks a file's rows)."""
+        """From a row object built in memory: missing fields default, other keys are ignored, nothing is
+        checked."""
         return cls(**{k: row[k] for k in _ROW_FIELDS if k in row})
 
     def plain(self) -> Json:
-        """The comparison.json row object: every field, but ``profile``, ``stored`` and ``functions`` only
-        when set (on the rows profiled, decided by a re-check, or diffed by function; absent elsewhere)."""
+        """Every field, but ``profile``, ``stored`` and ``functions`` only when set."""
         return {k: v for k, v in asdict(self).items() if k not in _OPTIONAL or v is not None}
 
 
@@ -116,20 +105,15 @@ _OPTIONAL = ("profile", "stored", "functions")
 
 @dataclass(frozen=True)
 class Comparison:
-    """A ``comparison.json`` document: typed rows over the JSON object they were read from or built as.
-
-    ``document`` is that object, kept as it is so that a stage that rewrites the file (the re-check) writes
-    every key it had, rows of older schema versions included; ``rows`` are its rows as :class:`Row`
-    (fields an older row lacks take their defaults).
-    """
+    """Typed rows over the JSON ``document`` they came from, kept as it is so that a stage rewriting the
+    file (the re-check) keeps every key, older rows included."""
 
     document: Json
     rows: tuple[Row, ...]
 
     @classmethod
     def of(cls, document: Json) -> Comparison:
-        """The Comparison of a comparison.json object built in memory (its rows taken as they are:
-        :func:`load_comparison` checks a file)."""
+        """From an object built in memory; nothing is checked."""
         return cls(document, tuple(map(Row.of, document["rows"])))
 
     @property
@@ -139,18 +123,17 @@ class Comparison:
 
     @property
     def head(self) -> Json:
-        """The head side: ``commit``, ``dirty``, ``run``, ``torch_version``, ``devices``, ``runner_checks``
-        ({} without head results)."""
+        """``commit``, ``dirty``, ``run``, ``torch_version``, ``devices``, ``runner_checks``; {} if none."""
         return self.document["head"] or {}
 
     @property
     def base(self) -> Json:
-        """The base side, as ``head`` ({} without base results)."""
+        """As ``head``."""
         return self.document.get("base") or {}
 
     @property
     def baseline(self) -> Json:
-        """The stored baseline the head was compared with (``benchtrail.compare.baseline``), or {}."""
+        """The stored baseline the head was compared with, or {}."""
         return self.document.get("baseline") or {}
 
     @property
@@ -160,12 +143,12 @@ class Comparison:
 
     @property
     def missing_shards(self) -> list[Json] | None:
-        """``[{device_name, shard_index}]`` that wrote no results (None: no export to check, or before version 5)."""
+        """``[{device_name, shard_index}]`` that wrote no results (None: no export, or before version 5)."""
         return self.document.get("missing_shards")
 
 
 def accepted(row: Row, accept: Sequence[str]) -> bool:
-    """Whether the row's name or id matches one of the ``accept`` globs (``benchmarks-accept:`` trailers)."""
+    """Whether the row's name or id matches an ``accept`` glob (``benchmarks-accept:`` trailers)."""
     import fnmatch
 
     return any(fnmatch.fnmatchcase(row.name, g) or fnmatch.fnmatchcase(row.id, g) for g in accept)
@@ -181,8 +164,7 @@ def _side(files: list[ResultsFile], **extra: Any) -> Json | None:
 
 
 def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, int]:
-    """``counts`` of comparison.json of ``version``: rows per verdict (``noisy`` before version 8, ``inconclusive``
-    from it) and regressed rows per mark (``quarantined`` from version 4)."""
+    """Rows per verdict and regressed rows per mark, as comparison.json of ``version`` counts them."""
     verdicts = VERDICTS if version >= 8 else tuple(v if v != "inconclusive" else "noisy" for v in VERDICTS)
     marks = MARKS if version >= 4 else MARKS[:3]  # quarantined from version 4
     return {**{v: sum(r.verdict == v for r in rows) for v in verdicts},
@@ -190,11 +172,8 @@ def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, 
 
 
 def upgraded(document: Json) -> Json:
-    """``document`` (comparison.json's object, any version) as of ``SCHEMA_VERSION``, for a stage that adds this
-    version's keys to it (the re-check): each row with every field, those an older row lacks at their defaults
-    (a regressed row without a mark ``unconfirmed``); a ``noisy`` verdict ``inconclusive`` with the label, a
-    ``similar`` one whose interval did not decide (UNKNOWN) ``inconclusive``; ``missing_shards`` null when
-    absent; ``counts`` again. A document of this version is returned as it is."""
+    """``document`` of any version as of ``SCHEMA_VERSION``: rows with every field (a regressed row without
+    a mark ``unconfirmed``), ``noisy`` and undecided ``similar`` verdicts ``inconclusive``, counts again."""
     if document.get("schema_version") == SCHEMA_VERSION:
         return document
     rows = []
@@ -213,10 +192,8 @@ def upgraded(document: Json) -> Json:
 def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
                        thresholds_source: str, baseline: Json | None = None,
                        missing_shards: list[Json] | None = None) -> Json:
-    """The JSON object of ``comparison.json``; ``head.runner_checks`` lists the ``benchtrail doctor``
-    checks that failed where the head results were measured (:func:`failed_by_device`);
-    ``missing_shards`` the ``{device_name, shard_index}`` of the head run's execution export that wrote
-    no results file (None: the head has no execution export to check against)."""
+    """``missing_shards``: the head export's ``{device_name, shard_index}`` that wrote no results file
+    (None: no export to check against)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "head": _side(head, runner_checks=failed_by_device(head)),
@@ -230,8 +207,7 @@ def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[Resu
 
 
 def load_comparison(path: str | Path) -> Comparison:
-    """Read and validate ``comparison.json`` of any schema version (every row checked against :class:`Row`;
-    fields an older row lacks take their defaults in ``rows``, and stay absent in ``document``).
+    """Any schema version; fields an older row lacks default in ``rows``, stay absent in ``document``.
 
     Raises:
         UserError: unreadable, an unknown schema version, a missing or malformed field, or a
@@ -243,7 +219,8 @@ def load_comparison(path: str | Path) -> Comparison:
     obj = jsonio.read_json(path, kind="comparison", supported=SCHEMA_VERSION)
     for key, kind in (("rows", list), ("counts", dict), ("head", dict)):
         if not isinstance(obj.get(key), kind):
-            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}")
+            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, "
+                            f"got {obj.get(key)!r}")
     for key in ("base", "baseline"):
         if not isinstance(obj.get(key), (dict, type(None))):
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
@@ -261,19 +238,18 @@ def load_comparison(path: str | Path) -> Comparison:
         raise UserError(f"comparison {path}: head.commit must be a string")
     missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
     if missing is not None and not (isinstance(missing, list) and all(
-            isinstance(m, dict) and set(m) == {"device_name", "shard_index"} and isinstance(m["device_name"], str)
+            isinstance(m, dict) and set(m) == {"device_name", "shard_index"}
+            and isinstance(m["device_name"], str)
             and type(m["shard_index"]) is int for m in missing)):  # JSON: an int, not a bool
-        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list of "
-                        "{device_name: <string>, shard_index: <integer>}")
+        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list "
+                        "of {device_name: <string>, shard_index: <integer>}")
     return Comparison(obj, rows)
 
 
 def failed_by_device(files: list[ResultsFile]) -> list[Json]:
-    """``[{device, failed: [{name, value, expected}]}]`` over results files whose ``environment.doctor`` has
-    failed checks, one entry per device name (the first value of each check wins when shards disagree);
-    what comparison.json's ``head.runner_checks`` holds. A file that names no device (a compilation file with
-    no series: an eager-only run) counts under the devices of the other files of its host, else under the
-    host's name."""
+    """``head.runner_checks``: ``[{device, failed: [{name, value, expected}]}]`` of the failed
+    ``environment.doctor`` checks, one entry per device (shards disagreeing: the first value wins). A file
+    naming no device counts under its host's other devices, else the host's name."""
     named = [(f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})),
               f.environment.get("hostname"), f.environment.get("doctor") or {}) for f in files]
     host_devices: defaultdict[str | None, set[str]] = defaultdict(set)  # looked up by a missing host too

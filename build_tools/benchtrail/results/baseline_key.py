@@ -1,28 +1,10 @@
 """The baseline key: which stored runs may serve as the baseline of a device's series.
 
-A run is a candidate baseline for a series of device ``d`` when its results for ``d`` have the same
-key as the head's: device name, GPU model (``environment.gpu_name`` where the machine has a GPU,
-else none), torch version (without the local build tag), measurement-method version
-(``benchtrail.worker.timing.METHOD_VERSION``; results without ``environment.method_version`` are version 1)
-and origin: made in CI or not (``environment.ci``, true when ``GITHUB_ACTIONS=true``), since a
-laptop's run carries the CI device name of its suite but measured another machine. The origin part
-alone is lifted by ``--baseline-any-origin`` (``any_origin=True`` here).
-
-Results and commit pointers written before the origin was recorded lack ``ci``; their origin is read
-from the run id they hold, which benchtrail always made itself (``benchtrail.pipeline.job.new_run_id``):
-all digits (``GITHUB_RUN_ID``) is CI, ``local-...`` is not, anything else (hand-made ids, paired
-A/B results without a run id) is unknown, and an unknown origin matches either. So an older CI run
-keeps serving CI heads, an older local run keeps serving local heads, and neither serves the other.
-
-Counted series (``instructions``, issue 44) gain the counter key their record's ``details.counter`` holds:
-the counter (``callgrind``), the valgrind version and the CPU vendor and ISA torch dispatches on (e.g.
-``AuthenticAMD AVX2``). It is per record, not per run: ``compare`` makes a pair whose counter keys differ
-``not-comparable`` (:func:`counter_difference`), so counts under different keys are never compared.
-
-This module is the one definition (docs/formats.md, "Baseline key"): the baseline lookup matches
-commit pointers with it, and ``compare`` refuses to compare results whose keys differ.
+A candidate baseline's results for a device match the head's device name, GPU model, torch version
+(without the local build tag), measurement-method version and origin (CI or not). Results without ``ci``
+take the origin their run id tells; an unknown origin matches either. Counted series also need equal
+counter keys (``details.counter``). The one definition: docs/formats.md, "Baseline key".
 """
-
 from __future__ import annotations
 
 from collections import defaultdict
@@ -39,8 +21,7 @@ UNKNOWN_GPU = "(not recorded)"
 
 
 def origin_of_run_id(run_id: Any) -> bool | None:
-    """The origin an older run's id tells, for results and pointers without ``ci``: True (CI) for an
-    all-digit id (``GITHUB_RUN_ID``), False for ``local-...`` (``new_run_id`` outside Actions), else None."""
+    """True (CI) for an all-digit id (``GITHUB_RUN_ID``), False for ``local-...``, else None (unknown)."""
     if isinstance(run_id, str) and run_id.isascii():
         if run_id.isdigit():
             return True
@@ -50,7 +31,7 @@ def origin_of_run_id(run_id: Any) -> bool | None:
 
 
 def origin_name(ci: bool | None) -> str:
-    """``CI``, ``local`` or ``unknown``: how messages name an origin."""
+    """``CI``, ``local`` or ``unknown``."""
     return "unknown" if ci is None else "CI" if ci else "local"
 
 
@@ -59,13 +40,11 @@ class BaselineKey:
     """What must match between a series' head and its baseline.
 
     Attributes:
-        device: the device spec's name (runner machine type), e.g. ``c2-standard-16``.
-        gpu: the GPU model (``torch.cuda.get_device_properties(0).name``, e.g. ``NVIDIA H100 80GB HBM3``),
-            or None on a machine without a GPU; ``UNKNOWN_GPU`` for version-1 pointers.
-        torch_version: torch's version without the local build tag, e.g. ``2.13.0``.
-        method_version: ``benchtrail.worker.timing.METHOD_VERSION`` of the code that measured.
-        ci: the origin: True for a run in CI (``GITHUB_ACTIONS=true``), False outside it, None when
-            unknown (older results with a run id that tells nothing; matches either origin).
+        device: the device spec's name, e.g. ``c2-standard-16``.
+        gpu: ``torch.cuda.get_device_properties(0).name``, e.g. ``NVIDIA H100 80GB HBM3``; None without a
+            GPU; ``UNKNOWN_GPU`` for version-1 pointers.
+        torch_version: without the local build tag, e.g. ``2.13.0``.
+        ci: True for a run in CI (``GITHUB_ACTIONS=true``), False outside it, None when unknown.
     """
 
     device: str
@@ -75,20 +54,17 @@ class BaselineKey:
     ci: bool | None = None
 
     def __lt__(self, other: BaselineKey) -> bool:
-        """Sorted by device, GPU, torch, method version, then origin (None sorts as no GPU and unknown
-        origin do, so keys with and without them sort instead of raising TypeError)."""
+        """By device, GPU, torch, method version, origin; None sorts without a TypeError."""
         mine, theirs = ((k.device, k.gpu or "", k.torch_version, k.method_version, origin_name(k.ci))
                         for k in (self, other))
         return mine < theirs
 
     def to_dict(self) -> dict[str, Any]:
-        """The pointer's ``baseline_keys`` entry, ``ci`` always (null: unknown; a pointer written before
-        the origin was recorded lacks the field, :func:`keys_of_pointer`)."""
+        """The pointer's ``baseline_keys`` entry, ``ci`` always (null: unknown)."""
         return asdict(self)
 
     def describe(self) -> str:
-        """``device d, GPU g, torch t, method version m, run in CI`` (``no GPU`` without one; ``outside CI``
-        for a local run; nothing on the origin when it is unknown)."""
+        """``device d, GPU g, torch t, method version m, run in CI`` (or ``no GPU``, ``run outside CI``)."""
         gpu = f"GPU {self.gpu}" if self.gpu else "no GPU"
         origin = "" if self.ci is None else ", run in CI" if self.ci else ", run outside CI"
         return (f"device {self.device}, {gpu}, torch {self.torch_version}, method version "
@@ -96,9 +72,8 @@ class BaselineKey:
 
 
 def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]:
-    """Every device of ``files`` and the keys its records were measured under (usually one). A file's
-    origin is its ``environment.ci`` when recorded (a bool), else what its ``run.run_id`` tells
-    (:func:`origin_of_run_id`)."""
+    """Every device of ``files`` and the keys its records were measured under (usually one); the origin
+    is ``environment.ci``, else what ``run.run_id`` tells."""
     keys = defaultdict(set)
     for f in files:
         env = f.environment
@@ -112,12 +87,9 @@ def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]
 
 
 def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
-    """The keys of each device of a commit pointer. Version 2 records them (``baseline_keys``; ``ci``
-    true, false or null for unknown; an entry without the field, written before the origin was
-    recorded, or with another value takes the origin the pointer's ``run_id`` tells,
-    :func:`origin_of_run_id`);
-    a version-1 pointer gives ``devices`` × its torch version, method version 1, ``UNKNOWN_GPU`` and the
-    origin its run id tells (it serves only devices whose head has no GPU: see :func:`matches`)."""
+    """The keys of each device of a commit pointer: version 2's ``baseline_keys`` (without a bool or null
+    ``ci``: the origin its ``run_id`` tells); version 1: ``devices`` × its torch version, method version 1,
+    ``UNKNOWN_GPU`` and its run id's origin."""
     recorded = pointer.get("baseline_keys")
     told = origin_of_run_id(pointer.get("run_id"))
     if isinstance(recorded, list):  # the store's reader checked the fields
@@ -132,9 +104,8 @@ def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
 
 
 def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -> bool:
-    """Whether a run with key ``base`` may be the baseline of a series with key ``head``. A key with
-    ``UNKNOWN_GPU`` (an old pointer) matches only a head without a GPU; an unknown origin matches
-    either; ``any_origin`` (``--baseline-any-origin``) ignores the origin."""
+    """Whether a run with key ``base`` may be the baseline of a series with key ``head``. ``UNKNOWN_GPU``
+    matches only a head without a GPU; ``any_origin`` (``--baseline-any-origin``) ignores the origin."""
     same_gpu = head.gpu is None if base.gpu == UNKNOWN_GPU else base.gpu == head.gpu
     same_origin = any_origin or None in (base.ci, head.ci) or base.ci == head.ci  # equal, or either unknown
     return same_gpu and same_origin and (base.device, base.torch_version, base.method_version) == (
@@ -143,11 +114,9 @@ def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -
 
 def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *,
                any_origin: bool = False) -> str | None:
-    """Why results measured under the ``base`` keys cannot be compared with ones under the ``head``
-    keys (one device), naming each field that differs, e.g. ``GPU NVIDIA A100-SXM4-80GB (baseline) vs
-    NVIDIA H100 80GB HBM3 (this run)`` or ``origin local (baseline) vs CI (this run)``; None when every
-    head key matches a base key and every base key matches a head key (a device measured partly on
-    another GPU model is not comparable). ``any_origin``: the origin is not compared."""
+    """Why one device's results under the ``base`` keys cannot be compared with ones under the ``head``
+    keys, naming each field that differs, e.g. ``origin local (baseline) vs CI (this run)``; None when
+    every key of each side matches one of the other's."""
     base, head = set(base), set(head)
     if base and head and all(any(matches(b, h, any_origin=any_origin) for b in base) for h in head) and \
             all(any(matches(b, h, any_origin=any_origin) for h in head) for b in base):
@@ -166,9 +135,8 @@ def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *,
 
 
 def counter_difference(base_details: dict[str, Any], head_details: dict[str, Any]) -> str | None:
-    """Why two counted records' counter keys (``details.counter``) differ, naming each field that does, e.g.
-    ``valgrind 3.19.0 (baseline) vs 3.22.0 (this run)`` (a field or a counter a side lacks: ``none``); None
-    when they are equal."""
+    """Why two counted records' ``details.counter`` differ, e.g. ``valgrind 3.19.0 (baseline) vs 3.22.0
+    (this run)`` (what a side lacks: ``none``); None when they are equal."""
     base, head = (d["counter"] if isinstance(d.get("counter"), dict) else {}
                   for d in (base_details, head_details))
     if base == head and base:

@@ -31,41 +31,31 @@ PRESET_NAME_RULE = ("letters, digits, '.', '_' and '-', starting with a letter o
 
 
 def unsafe_preset_name(name: object) -> bool:
-    """True when ``name`` is not a preset name that is safe as a file name (``PRESET_NAME_RULE``)."""
+    """True unless ``name`` follows ``PRESET_NAME_RULE``."""
     return not isinstance(name, str) or not SAFE_NAME.match(name) or ".." in name
 
 
 def results_to_dict(results: ResultsFile) -> dict[str, Any]:
-    """The JSON object of a results file, with ``schema_version``."""
+    """With ``schema_version``."""
     return {"schema_version": SCHEMA_VERSION, **dataclasses.asdict(results)}
 
 
 def write_results(path: Path, results: ResultsFile) -> Path:
-    """Atomically write ``results`` to ``path``; refuses to overwrite an existing file."""
+    """Atomic; refuses to overwrite an existing file."""
     return jsonio.write_json(path, results_to_dict(results), exclusive=True)
 
 
 def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
-    """Load and validate a results file (schema version 1 or 2).
-
-    A version 1 file has no ``direction`` on its records: each gets its metric's (``METRICS``).
-
-    Args:
-        keep_bad: what to do with a sample that is not a finite number (``NaN``/``Infinity`` tokens,
-            which Python's json reads, or null, which benchtrail writes for them) and with a summary
-            (median, min, max) that disagrees with the samples: refuse them (files the user passes) or, with
-            ``keep_bad``, keep them (a stored baseline: null becomes NaN, the record is kept as it is, and
-            ``benchtrail.compare.verdicts`` gives its row ``not-comparable`` with the reason).
+    """Load and validate a results file (schema version 1 or 2; version 1 records get their metric's
+    direction). ``keep_bad`` keeps a non-finite sample (null becomes NaN) or a summary that disagrees with
+    the samples, for a stored baseline whose row compare makes ``not-comparable``.
 
     Raises:
-        UserError: the file is unreadable, truncated, JSON of another tool ("not a benchtrail results
-            file (no schema_version)"), of an unknown schema version, lacks a field, has an unknown
-            field, a bad status, kind, unit or metric (one without a known direction), a direction that
-            is not its metric's, a preset name that is not safe as a file name (in ``run.presets`` or a
-            record's ``presets``; ``PRESET_NAME_RULE``), a name or id with a control character or line
-            break (``benchtrail.suite.names.NAME_RULE``), or two benchmarks with one id; with
-            ``keep_bad`` false also a bad sample or summary. Each message names the file, the
-            benchmark, the field and what is allowed.
+        UserError: the file is unreadable, truncated, not benchtrail's, of an unknown schema version,
+            lacks or has an unknown field, a bad status, kind, unit, metric or direction, an unsafe preset
+            name, a name or id with a control character, or two benchmarks with one id; without
+            ``keep_bad`` also a bad sample or summary. The message names file, benchmark, field and what
+            is allowed.
     """
     obj = jsonio.read_json(path, kind="results file", supported=SCHEMA_VERSION,
                            foreign="is not a benchtrail results file (no schema_version); give the "
@@ -97,8 +87,8 @@ def load_results(path: Path, *, keep_bad: bool = False) -> ResultsFile:
 
 
 def _upgrade_record(path: Path, version: int, b: Any, keep_bad: bool) -> Any:
-    """One record's plain JSON, upgraded to this schema version: the metric's direction filled in
-    (version 1), nulls in ``samples`` read as NaN (``keep_bad``) or refused naming the sample."""
+    """One record's JSON upgraded: version 1 gets its metric's direction; null samples become NaN
+    (``keep_bad``) or a UserError."""
     if not isinstance(b, dict):
         return b
     where = f"results file {path}: benchmark {b.get('name')!r}"
@@ -118,14 +108,11 @@ def _upgrade_record(path: Path, version: int, b: Any, keep_bad: bool) -> Any:
 
 
 def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
-    """A record's fields agree with each other: status, unit, kind and direction known, the last three the
-    metric's, and (``values``) every sample finite and the summary matching the samples.
-
-    Raises:
-        UserError: naming the file, the benchmark, the field and what is allowed.
-    """
+    """UserError unless status, kind, unit and direction are known and the metric's, and (``values``)
+    every sample is finite and the summary matches the samples."""
     where = f"results file {path}: benchmark {b.name!r}"
-    for field, allowed in (("status", STATUSES), ("kind", KINDS), ("unit", UNITS), ("direction", DIRECTIONS)):
+    for field, allowed in (("status", STATUSES), ("kind", KINDS), ("unit", UNITS),
+                           ("direction", DIRECTIONS)):
         if getattr(b, field) not in allowed:
             raise UserError(f"{where} has {field} {getattr(b, field)!r}; allowed: {', '.join(allowed)}")
     if not b.id:
@@ -156,8 +143,7 @@ def _check_record(path: Path, b: BenchmarkRecord, values: bool) -> None:
 
 
 def load_results_paths(paths: list[Path]) -> list[ResultsFile]:
-    """Load results from files and from directories (every ``*.json`` directly in them, or in
-    ``results/``)."""
+    """From files and directories (every ``*.json`` in them, or in their ``results/``)."""
     files = []
     for p in map(Path, paths):
         folder = p / "results" if (p / "results").is_dir() else p
@@ -176,11 +162,8 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def write_documents(folder: Path, results: ResultsFile) -> list[Path]:
-    """Write one flattened document per benchmark: ``bench_<name>_<UTC yyyymmddThhmmssZ>_<uuid8>.json``.
-
-    Nested objects become dotted keys (``environment.torch_version``, ``details.phase_times_ms.run``);
-    lists (samples) stay lists. Such documents load into a search index or a table as they are.
-    """
+    """One flattened document per benchmark, ``bench_<name>_<UTC yyyymmddThhmmssZ>_<uuid8>.json``: nested
+    objects become dotted keys (``details.phase_times_ms.run``), lists stay lists."""
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     shared = {"commit": results.commit, "dirty": results.dirty, "run": results.run,
               "environment": results.environment}

@@ -4,9 +4,8 @@ A results file (``results/<device>-<shard>.json``, or ``results/compilation-<dev
 
     {schema_version, commit, dirty, run: {...}, environment: {...}, benchmarks: [record, ...]}
 
-Execution records are series ``<run config id>`` (metric ``latency``, unit µs per iteration);
-compilation records are series ``<module id>-<metric>`` (one sample each). Every metric has a direction
-(``METRICS``), recorded on each record; a thresholds rule can only narrow it (``benchtrail.compare.rules``).
+Execution series are ``<run config id>`` (``latency``: µs per iteration); compilation series are
+``<module id>-<metric>`` (one sample each). Each record carries its metric's direction.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ DIRECTIONS = ("lower-is-better", "higher-is-better")
 
 
 class Metric(NamedTuple):
-    """What a metric measures: its kind, unit and which way is better; for a compilation metric, the compile
-    modes whose modules the compile stage records it for (none: only files of earlier versions hold it)."""
+    """``modes``: the compile modes a compilation metric is recorded for (none: only older files hold it)."""
 
     kind: str
     unit: str
@@ -42,10 +40,8 @@ class Metric(NamedTuple):
 
 _COMPILED = tuple(m for m in CompileMode if m is not CompileMode.EAGER)
 _KERNELS = (*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR)  # the modes whose kernels Inductor generates
-#: Every metric benchtrail knows, with its kind, unit and direction (docs/formats.md, "Metrics"). A
-#: metric not listed here has no known direction: a results file holding it is refused, and a thresholds
-#: rule never supplies one (a series is never judged lower-is-better by default). The compile stage records
-#: its compilation series in this order (``benchtrail.runner.compile_modules.compile_records``).
+#: Every metric benchtrail knows (docs/formats.md, "Metrics"). A results file holding another is refused: it
+#: has no known direction. The compile stage records its compilation series in this order.
 METRICS: dict[str, Metric] = {
     "latency": Metric("execution", "us", "lower-is-better"),
     "throughput": Metric("execution", "per_s", "higher-is-better"),
@@ -65,13 +61,8 @@ METRICS: dict[str, Metric] = {
 
 @dataclass(frozen=True)
 class SeriesKey:
-    """What names one benchmark series across runs: the one type every per-series row builds on.
-
-    ``id`` identifies the series (the run config id, or ``<module id>-<metric>``; unique within a
-    run, the same in every run that measures it); ``name`` is its readable name; ``kind``, ``metric``,
-    ``unit`` (one of ``UNITS``) and ``device_name`` (the device spec's name) describe it. A subclass
-    adds its own fields after these, so ``dataclasses.asdict`` stays flat.
-    """
+    """What names one series across runs; ``id`` is unique within a run and the same in every run. Every
+    per-series row subclasses it, adding fields after these so ``dataclasses.asdict`` stays flat."""
 
     id: str
     name: str
@@ -82,7 +73,7 @@ class SeriesKey:
 
     @property
     def key(self) -> SeriesKey:
-        """Just the key fields (a ``SeriesKey``, whatever subclass ``self`` is)."""
+        """Just the key fields, whatever subclass ``self`` is."""
         return SeriesKey(self.id, self.name, self.kind, self.metric, self.unit, self.device_name)
 
 
@@ -91,25 +82,12 @@ class BenchmarkRecord:
     """One series' result in one run.
 
     Attributes:
-        id: series id: the run config id, or ``<module id>-<metric>`` for compilation metrics.
-        name: readable name, e.g. ``resnet18.inductor.inference-bs1.c2-standard-16``.
-        kind: ``execution`` or ``compilation``.
-        metric: ``latency`` for execution; ``compile_time_ms``, ``graph_count``, ``graph_breaks``
-            for compilation.
-        unit: one of ``UNITS``: ``us`` (µs per iteration), ``ms``, ``count``, ``bytes``, ``per_s``,
-            ``ratio``.
-        direction: ``lower-is-better`` or ``higher-is-better``; the metric's own (``METRICS``).
-        device_name: the device spec's name (runner machine type).
-        module_name, compile_config, task: what ran, for tables.
-        status: one of ``STATUSES``; reason: why it is not ``ok`` (None when ok).
-        samples: raw samples in ``unit`` (empty when the case did not run).
-        n, mean, median, variance, stddev, min, max, iqr: summary of ``samples``
-            (``stats.summary.summarize``); None when there are no samples.
-        content_hash: sha256 over rendered flags, torch version and model source; a changed
-            hash under an unchanged id makes the series "not comparable".
-        presets: the presets that selected this series.
-        details: anything else recorded (phase times in ms, memory in bytes, iterations per
-            sample, graph-break reasons, correctness).
+        name: e.g. ``resnet18.inductor.inference-bs1.c2-standard-16``.
+        samples: raw, in ``unit`` (``us``: µs per iteration); empty when the case did not run.
+        n, mean, median, variance, stddev, min, max, iqr: :func:`summarize` of ``samples``.
+        content_hash: sha256 over rendered flags, torch version and model source; changed under an
+            unchanged id, the series is "not comparable".
+        details: anything else (phase times in ms, memory in bytes, graph-break reasons, correctness).
     """
 
     id: str
@@ -141,8 +119,7 @@ class BenchmarkRecord:
 
     @classmethod
     def of(cls, metric: str, samples: tuple[float, ...], **fields: Any) -> BenchmarkRecord:
-        """A record of a ``metric`` series: kind, unit and direction from ``METRICS``, the summary from
-        ``samples``."""
+        """Kind, unit and direction from ``METRICS``, the summary from ``samples``."""
         from benchtrail.results.summary import summarize
 
         kind, unit, direction, _ = METRICS[metric]
@@ -152,7 +129,7 @@ class BenchmarkRecord:
 
 @dataclass(frozen=True)
 class ResultsFile:
-    """A results file's content (see module docstring)."""
+    """A results file's content."""
 
     commit: str
     dirty: bool

@@ -9,7 +9,7 @@ import numpy as np
 
 
 class Summary(TypedDict):
-    """:func:`summarize`'s figures: the summary fields of a ``BenchmarkRecord``."""
+    """The summary fields of a ``BenchmarkRecord``."""
 
     n: int
     mean: float | None
@@ -22,16 +22,8 @@ class Summary(TypedDict):
 
 
 def summarize(samples: Sequence[float]) -> Summary:
-    """Return n, mean, median, variance, stddev, min, max and IQR of ``samples``.
-
-    Args:
-        samples: raw samples, one value per sample (for latency: µs per iteration).
-
-    Returns:
-        A dict in the samples' unit (variance in unit²). Variance and stddev use ddof=1 and are
-        None for fewer than 2 samples; everything but n is None for no samples. IQR is
-        ``percentile(75) - percentile(25)`` with numpy's default linear interpolation.
-    """
+    """In the samples' unit (variance in unit²). Variance and stddev use ddof=1, None below 2 samples; all
+    but n None for no samples. IQR: numpy's linearly interpolated percentile(75) - percentile(25)."""
     x = np.asarray(samples, dtype=np.float64)
     n = int(x.size)
     if n == 0:

@@ -1,7 +1,5 @@
-"""Verdicts of counted series (instructions per call under callgrind): near-deterministic samples, judged on
-the change of the median widened by the measured spread, not by a test (docs/statistics.md, "Instruction
-counts")."""
-
+"""Verdicts of counted series (instructions per call under callgrind): the change of the median widened by
+the measured spread, not a test (docs/statistics.md, "Instruction counts")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: A pair whose repeats spread more than this (percent, the two sides' relative ranges added) is labelled
-#: ``noisy``: half the default instruction threshold, so a pair within it decides both 2x and 1/2x the
-#: threshold; the widest A/A pair measured added to 0.165% (docs/statistics.md, "Instruction counts").
+#: A pair whose repeats spread more than this (percent, the two sides' relative ranges added) is
+#: ``noisy``: half the default instruction threshold; the widest A/A pair measured added to 0.165%.
 NOISY_SPREAD_PCT = 0.25
 #: Repeats a side needs to have a spread at all.
 MIN_REPEATS = 3
@@ -19,9 +16,8 @@ MIN_REPEATS = 3
 
 @dataclass(frozen=True)
 class CountJudgement:
-    """``verdict`` (regressed, improved, similar, inconclusive) of a counted pair; ``change_pct`` the change of
-    the median, ``low_pct``/``high_pct`` it widened by ``spread_pct`` (each side's range over its median,
-    in percent, added); ``noisy`` when the spread exceeds :data:`NOISY_SPREAD_PCT`."""
+    """A counted pair's verdict; ``change_pct``: of the median, widened by ``spread_pct`` (both sides'
+    :func:`spread_pct` added) to ``low_pct``/``high_pct``."""
 
     verdict: str
     change_pct: float
@@ -39,9 +35,8 @@ def spread_pct(samples: Sequence[float]) -> float:
 
 def judge_counts(base: Sequence[float], head: Sequence[float], threshold_pct: float,
                  lower_is_better: bool) -> CountJudgement:
-    """``regressed``/``improved`` when the change, widened by the spread, lies wholly beyond
-    ``threshold_pct`` the worse/better way; ``similar`` when it lies wholly within ±``threshold_pct``;
-    ``inconclusive`` otherwise. Each side needs :data:`MIN_REPEATS` positive samples (the caller checks)."""
+    """``regressed``/``improved`` when the widened change lies wholly beyond ``threshold_pct``, ``similar``
+    within ±``threshold_pct``, else ``inconclusive``. The caller checks :data:`MIN_REPEATS` samples > 0."""
     change = (float(np.median(head)) / float(np.median(base)) - 1.0) * 100.0
     spread = spread_pct(base) + spread_pct(head)
     low, high = change - spread, change + spread

@@ -1,21 +1,11 @@
-"""Head against base for many series at once: the estimators (interval, test, false-discovery control,
-noise, minimum detectable effect). :mod:`benchtrail.stats.inference` turns them into a verdict.
+"""Head against base for many series at once: interval, test, false-discovery control, noise, MDE.
 
-Pure and vectorized (numpy/scipy, no I/O). Every function takes one entry per series and returns
-arrays of shape ``(series,)``. Samples are a sequence of 1-D float arrays, one per series (a 2-D
-array of shape ``(series, n)`` works too); series may have different sample counts. docs/statistics.md
-explains the method and its sources.
-
-Input rules, shared by every function that takes samples:
-
-* ``base`` and ``head`` must hold the same number of series, else ``ValueError``.
-* every series needs at least one sample, and every sample must be finite and > 0 (times, rates: a
-  ratio of medians needs positive values); otherwise ``ValueError`` naming the side, the series
-  index and the offending sample.
-* a series with fewer than ``MIN_SAMPLES`` samples on either side gets no interval and no test:
-  ``low``, ``high``, ``p`` and the minimum detectable effect are NaN and
-  :func:`benchtrail.stats.inference.classify` says ``UNKNOWN``.
-* a series whose samples are all equal on both sides gets ratio 1, interval [1, 1] and p = 1.
+Pure, vectorized numpy/scipy; docs/statistics.md has the method and its sources. Samples: one 1-D float
+array per series (or a 2-D ``(series, n)`` array), counts may differ; results have shape ``(series,)``.
+Raises ValueError when the sides hold different series counts, or a series is empty or has a sample that
+is not finite and > 0 (the message names side, series and sample). A series with fewer than
+``MIN_SAMPLES`` on a side gets NaN ``low``, ``high``, ``p`` and MDE; all-equal samples on both sides give
+ratio 1, interval [1, 1] and p = 1.
 """
 
 from __future__ import annotations
@@ -44,9 +34,8 @@ ClustersLike = Sequence[int] | np.ndarray | None
 
 
 class _Group(NamedTuple):
-    """Series sharing (n_base, n_head, k_base, k_head): ``members`` (g,) indices into the input, ``base``
-    (g, n_base) and ``head`` (g, n_head) the rows in input order (cluster after cluster);
-    ``k_base``/``k_head`` clusters per side."""
+    """Series sharing (n_base, n_head, k_base, k_head): ``members`` (g,) input indices, ``base`` (g, n_base)
+    and ``head`` (g, n_head) their rows (cluster after cluster)."""
 
     members: np.ndarray
     base: np.ndarray
@@ -56,8 +45,7 @@ class _Group(NamedTuple):
 
 
 def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
-    """The series as float64 arrays; ValueError naming the first series (in input order) that is empty, not
-    1-D, or has a non-finite or <= 0 sample."""
+    """float64 arrays; ValueError naming the first series that is empty, not 1-D, or has a bad sample."""
     out = []
     for i, s in enumerate(samples):
         try:
@@ -76,13 +64,13 @@ def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
         ends = np.cumsum([x.size for x in out])
         i = int(np.searchsorted(ends, at, side="right"))
         value, col = flat[at], at - int(ends[i]) + out[i].size
-        rule = "must be finite" if not np.isfinite(value) else "must be > 0 (a ratio of medians needs positive values)"
+        rule = ("must be finite" if not np.isfinite(value)
+                else "must be > 0 (a ratio of medians needs positive values)")
         raise ValueError(f"{label} {i}: sample {col} is {float(value)!r}; samples {rule}")
     return out
 
 
 def _sides(base: SamplesLike, head: SamplesLike) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Both sides' series, checked (:func:`_as_series`), one base per head series."""
     b, h = _as_series(base, "base series"), _as_series(head, "head series")
     if len(b) != len(h):
         raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
@@ -106,7 +94,8 @@ def _as_clusters(clusters: ClustersLike, series: list[np.ndarray], label: str) -
         return np.ones(len(series), dtype=np.int64)
     k = np.asarray(clusters)
     if k.shape != (len(series),) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
-        raise ValueError(f"{label} clusters must be one int >= 1 per series ({len(series)}), got {clusters!r}")
+        raise ValueError(f"{label} clusters must be one int >= 1 per series ({len(series)}), "
+                         f"got {clusters!r}")
     for i, (x, ki) in enumerate(zip(series, k)):
         if x.size % ki:
             raise ValueError(f"{label} series {i}: {x.size} samples do not split into {ki} equal clusters")
@@ -144,13 +133,12 @@ def _check_bootstrap_args(level: float, resamples: int, seed: int) -> None:
 
 
 def _tails(level: float) -> list[float]:
-    """The percentiles that bound a two-sided interval at ``level``."""
     return [100.0 * (1.0 - level) / 2.0, 100.0 * (1.0 + level) / 2.0]
 
 
 def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int) -> np.ndarray:
-    """(resamples, n) indices of a two-stage resample of ``k`` equal clusters of ``n // k`` samples:
-    ``k`` clusters drawn with replacement, then ``n // k`` samples with replacement within each."""
+    """(resamples, n) indices: ``k`` of the ``k`` equal clusters drawn with replacement, then samples with
+    replacement within each."""
     m = n // k
     chosen = rng.integers(0, k, size=(resamples, k, 1))
     return (chosen * m + rng.integers(0, m, size=(resamples, k, m))).reshape(resamples, n)
@@ -191,44 +179,21 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int,
 def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0.99, resamples: int = 2000,
                        seed: int = 0, base_clusters: ClustersLike = None,
                        head_clusters: ClustersLike = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ratio of medians head/base per series and its percentile bootstrap confidence interval.
+    """Ratio of medians head/base per series and its percentile bootstrap interval (Efron & Tibshirani).
 
-    Method: the percentile bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993,
-    ch. 13) of the ratio of medians. Each of ``resamples`` resamples draws ``n_base`` base samples
-    and, independently, ``n_head`` head samples with replacement; the interval is the
-    ``(1 - level)/2`` and ``(1 + level)/2`` percentiles (numpy's linear interpolation) of the
-    resampled ratios. The median of an even count is the mean of the two middle samples.
-
-    Vectorized per group of series with the same (n_base, n_head): the group draws one index array
-    of shape ``(resamples, n_base)`` and one of ``(resamples, n_head)`` from
-    ``numpy.random.default_rng([seed, n_base, n_head])`` (base first) and applies them to every
-    series of the group, as indices into each series' samples sorted ascending (a resample's median
-    is then the mean of the samples at its two middle sorted indices: two gathers per resample
-    instead of a median). So a result depends only on the seed and its own series' samples, not on
-    which other series are passed; series of one group share resampling patterns (their intervals
-    are correlated, each is still a valid interval).
-
-    Clustered samples: samples taken in ``k`` worker processes vary more between processes than
-    within one, so resampling single samples would make the interval too narrow. With
-    ``base_clusters``/``head_clusters`` (one int per series: the series' samples are ``k`` equal,
-    consecutive clusters), a side is resampled in two stages: ``k`` clusters with replacement, then
-    samples with replacement within each chosen cluster (Davison & Hinkley, *Bootstrap Methods and
-    their Application*, 1997, §3.8), from ``default_rng([seed, n_base, n_head, k_base, k_head])``,
-    taking ``np.median`` of each resample. With ``k = 1`` it is the plain bootstrap above.
-
-    Args:
-        base, head: one 1-D array of samples per series (any unit, e.g. µs), same series order.
-        base_clusters, head_clusters: None (every sample independent) or ints of shape (series,).
-        level: confidence level in (0, 1); 0.99 gives the 0.5th and 99.5th percentiles.
-        resamples: bootstrap resamples (>= 1; Efron & Tibshirani advise >= 1000 for percentiles).
-        seed: non-negative int.
+    Each group of series with equal (n_base, n_head) shares index arrays from
+    ``numpy.random.default_rng([seed, n_base, n_head])``, so a result depends only on the seed and its own
+    series. ``base_clusters``/``head_clusters`` (None, or ints of shape (series,): the series' samples are
+    that many equal consecutive clusters, e.g. worker processes) resample clusters, then samples within
+    them (Davison & Hinkley §3.8), from ``default_rng([seed, n_base, n_head, k_base, k_head])``.
+    ``level`` in (0, 1): 0.99 gives the 0.5th and 99.5th percentiles; ``resamples`` >= 1; ``seed`` >= 0.
 
     Returns:
-        ``(ratio, low, high)``, float64 arrays of shape (series,), unitless (1.0 = no change).
-        ``low`` and ``high`` are NaN where either side has fewer than ``MIN_SAMPLES`` samples.
+        ``(ratio, low, high)``, float64 (series,), unitless (1.0 = no change); ``low``/``high`` NaN below
+        ``MIN_SAMPLES``.
 
     Raises:
-        ValueError: see the module docstring; also a level, resamples or seed out of range.
+        ValueError: as the module says; also a level, resamples or seed out of range.
     """
     _check_bootstrap_args(level, resamples, seed)
     return _bootstrap(*_prepare(base, head, base_clusters, head_clusters), level, int(resamples), int(seed))
@@ -251,38 +216,17 @@ def _mann_whitney(n: int, groups: list[_Group]) -> np.ndarray:
 
 
 def mann_whitney_p(base: SamplesLike, head: SamplesLike) -> np.ndarray:
-    """Two-sided Mann–Whitney U p-value per series (scipy.stats.mannwhitneyu, as in Google
-    Benchmark's compare.py), equal to ``mannwhitneyu(head[i], base[i]).pvalue`` series by series.
-
-    One scipy call per (n_base, n_head) group with ``axis=1``; for small groups the exact/asymptotic
-    choice of ``method="auto"`` is made per series (exact when a side has <= 8 samples and there are
-    no ties), since scipy would otherwise make it once for the whole batch.
-
-    Returns:
-        float64 array of shape (series,); NaN where a side has fewer than ``MIN_SAMPLES`` samples;
-        1.0 where all samples of both sides are equal.
-
-    Raises:
-        ValueError: see the module docstring.
+    """Two-sided Mann–Whitney U p-value per series, as in Google Benchmark's compare.py: equal to
+    ``scipy.stats.mannwhitneyu(head[i], base[i]).pvalue``. float64 (series,); ValueError as the module says.
     """
     return _mann_whitney(*_prepare(base, head))
 
 
 def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values), via scipy.stats.false_discovery_control.
+    """Benjamini–Hochberg q-values (scipy's ``false_discovery_control``) of ``p``: any shape, [0, 1] or NaN.
 
-    Benjamini & Hochberg, "Controlling the false discovery rate", JRSS B 57 (1995). The family is
-    every non-NaN entry of ``p``: pass all series of one comparison in one call. NaN entries stay
-    NaN and do not count towards the family size.
-
-    Args:
-        p: p-values, any shape, in [0, 1] or NaN.
-
-    Returns:
-        float64 array of the same shape.
-
-    Raises:
-        ValueError: an entry is infinite or outside [0, 1].
+    The family is every non-NaN entry: pass all series of one comparison at once. NaN stays NaN.
+    Raises ValueError: an entry is infinite or outside [0, 1].
     """
     p = np.asarray(p, dtype=np.float64)
     known = ~np.isnan(p)
@@ -297,7 +241,6 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
 
 
 def _noise(n: int, groups: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """IQR / median per series from (index, rows) groups."""
     out = np.empty(n)
     for index, rows in groups:
         q25, q50, q75 = np.percentile(rows, [25, 50, 75], axis=1)
@@ -306,16 +249,9 @@ def _noise(n: int, groups: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
 
 
 def noise(samples: SamplesLike) -> np.ndarray:
-    """IQR / median per series (IQR as in stats.summary: numpy's linear interpolation), unitless.
+    """IQR / median per series (numpy's linear interpolation), unitless, float64 (series,); one sample: 0.
 
-    The relative-spread guard of asv and pyperf: above :data:`benchtrail.stats.inference.NOISE_LIMIT` a row
-    is labelled ``noisy``. One sample gives 0.
-
-    Returns:
-        float64 array of shape (series,).
-
-    Raises:
-        ValueError: a series is empty or has a non-finite or <= 0 sample (message names its index).
+    The relative-spread guard of asv and pyperf. ValueError: an empty series or a bad sample (as above).
     """
     series = _as_series(samples, "series")
     groups = _groups_of([(x.size,) for x in series])
@@ -339,23 +275,13 @@ def _mde(n: int, groups: list[_Group], level: float) -> np.ndarray:
 def minimum_detectable_effect(base: SamplesLike, head: SamplesLike, level: float = 0.99) -> np.ndarray:
     """Smallest change of the median, in percent, this comparison can tell from no change.
 
-    Normal approximation, not the bootstrap: a robust sigma ``IQR / 1.349`` per side (the IQR of a
-    normal distribution is 1.349 σ), the asymptotic standard error of a sample median
-    ``sqrt(π/2)·σ/√n`` (the large-sample variance of a median, 1/(4·n·f(m)²), for a normal density;
-    e.g. Kendall & Stuart, *The Advanced Theory of Statistics*, vol. 1), and the delta method for
-    the log of the ratio of medians::
+    Normal approximation (docs/statistics.md)::
 
-        MDE% = 100 · z_{(1+level)/2} · sqrt(π/2 · (σ_b²/(m_b²·n_b) + σ_h²/(m_h²·n_h)))
+        MDE% = 100 · z_{(1+level)/2} · sqrt(π/2 · (σ_b²/(m_b²·n_b) + σ_h²/(m_h²·n_h))),  σ = IQR / 1.349
 
-    It is the half-width of the normal-approximation interval of the ratio: a true change of this
-    size is detected about half the time; gating against a threshold t needs about t + MDE.
-
-    Returns:
-        float64 array of shape (series,), in percent; NaN where a side has fewer than
-        ``MIN_SAMPLES`` samples; 0 where both sides have zero IQR.
-
-    Raises:
-        ValueError: see the module docstring; also a level outside (0, 1).
+    A true change of this size is detected about half the time; gating at threshold t needs about t + MDE.
+    float64 (series,); NaN below ``MIN_SAMPLES``; 0 where both IQRs are 0. ValueError as the module says,
+    or a level outside (0, 1).
     """
     _check_fraction("level", level)
     return _mde(*_prepare(base, head), level)

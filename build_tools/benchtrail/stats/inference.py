@@ -1,12 +1,7 @@
-"""Head against base for many series at once: the verdict. :func:`compare_samples` runs the estimators of
-:mod:`benchtrail.stats.estimators` (bootstrap interval, Mann–Whitney p, Benjamini–Hochberg q, noise,
-minimum detectable effect) in one pass and :func:`classify` turns them into a verdict per series.
-
-Arrays have shape ``(series,)``; the input rules for samples are those of :mod:`benchtrail.stats.estimators`
-(``ValueError`` on a bad sample). The estimators are re-exported here (``__all__``), so callers that
-want the whole comparison import from one module.
+"""Head against base for many series at once: the verdict. :func:`compare_samples` runs the estimators in
+one pass and :func:`classify` turns them into a verdict per series; arrays have shape ``(series,)``. The
+estimators are re-exported here, so callers import the whole comparison from one module.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +33,7 @@ __all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Infer
            "minimum_detectable_effect", "noise"]
 
 #: Noise is IQR / median of one side's samples. Above NOISE_RERUN a rerun with more samples is
-#: advised; above NOISE_LIMIT a row is labelled ``noisy`` (a label beside its verdict: the interval,
-#: which noise widens, still decides the verdict).
+#: advised; above NOISE_LIMIT a row is labelled ``noisy`` (beside its verdict, which the interval decides).
 NOISE_RERUN = 0.10
 NOISE_LIMIT = 0.25
 
@@ -58,26 +52,11 @@ def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: n
              lower_is_better: npt.ArrayLike, alpha: float = 0.01) -> Classification:
     """Verdict and outcome per series from the interval and the q-value; the noise only labels.
 
-    With ``t = threshold_pct / 100``:
-
-    * ``regressed`` / DIFFERENT: the whole interval lies beyond ``1 + t`` (lower is better; below
-      ``1 - t`` when higher is better) and ``q < alpha``; ``improved`` / DIFFERENT symmetric;
-    * ``insufficient-samples`` / UNKNOWN: no interval (a side has fewer than ``MIN_SAMPLES`` samples);
-    * ``similar`` / SAME: the interval lies within ``[1 - t, 1 + t]``;
-    * ``inconclusive`` / UNKNOWN otherwise: the interval crosses a threshold, or lies beyond it with
-      ``q >= alpha``; more samples would settle it. (Outcome names as in Chromium Pinpoint's
-      compare; the rule is ours.)
-
-    ``noisy`` (either side's noise > ``NOISE_LIMIT``) is a label beside any verdict: noise widens the
-    interval, it never hides one that decides.
-
-    Args:
-        ratio, low, high: from :func:`bootstrap_ratio_ci`, shape (series,).
-        q: from :func:`benjamini_hochberg`, shape (series,), NaN allowed.
-        noise_base, noise_head: from :func:`noise`, shape (series,).
-        threshold_pct: percent of the base median, >= 0; scalar or shape (series,).
-        lower_is_better: bool, scalar or shape (series,) (times: True; rates: False).
-        alpha: false-discovery level in (0, 1).
+    With ``t = threshold_pct / 100`` (>= 0, scalar or (series,), like ``lower_is_better``):
+    ``regressed`` / DIFFERENT: the interval lies wholly beyond ``1 + t`` (below ``1 - t`` when higher is
+    better) and ``q < alpha``, ``improved`` symmetric; ``insufficient-samples`` / UNKNOWN: no interval;
+    ``similar`` / SAME: the interval within ``[1 - t, 1 + t]``; else ``inconclusive`` / UNKNOWN.
+    Outcome names as in Chromium Pinpoint. Other arrays (series,), ``q`` may be NaN.
 
     Raises:
         ValueError: arrays of different shapes, a negative or non-finite threshold, alpha out of range.
@@ -93,7 +72,8 @@ def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: n
         t = np.broadcast_to(np.asarray(threshold_pct, dtype=np.float64), ratio.shape) / 100.0
         lib = np.broadcast_to(np.asarray(lower_is_better, dtype=bool), ratio.shape)
     except ValueError:
-        raise ValueError(f"threshold_pct and lower_is_better must be scalars or of shape {ratio.shape}") from None
+        raise ValueError(f"threshold_pct and lower_is_better must be scalars or of shape {ratio.shape}") \
+            from None
     if not (np.isfinite(t) & (t >= 0)).all():
         raise ValueError(f"threshold_pct must be finite and >= 0, got {np.asarray(threshold_pct)!r}")
     low, high, q, noise_base, noise_head = arrays
@@ -148,13 +128,9 @@ def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.
                     lower_is_better: npt.ArrayLike, level: float = 0.99, resamples: int = 2000, seed: int = 0,
                     alpha: float = 0.01, base_clusters: ClustersLike = None,
                     head_clusters: ClustersLike = None) -> Inference:
-    """The whole comparison in one pass over validated, grouped samples: bootstrap interval,
-    Mann–Whitney p, Benjamini–Hochberg q over all series passed, noise, MDE and :func:`classify`.
-
-    Same arguments, results and errors as the functions it combines; ``base_clusters`` and
-    ``head_clusters`` as in :func:`bootstrap_ratio_ci`. For a clustered series the minimum detectable
-    effect is half the width of its (two-stage) interval, in percent, since the normal
-    approximation of :func:`minimum_detectable_effect` assumes independent samples.
+    """Bootstrap interval, Mann–Whitney p, Benjamini–Hochberg q over all series passed, noise, MDE and
+    :func:`classify` in one pass; arguments and errors as those functions'. A clustered series' MDE is half
+    its interval's width in percent (the normal approximation assumes independent samples).
     """
     _check_bootstrap_args(level, resamples, seed)
     n, groups = _prepare(base, head, base_clusters, head_clusters)

@@ -6,10 +6,7 @@ A store holds run directories and commit pointers (``docs/store.md``)::
     <root>/commits/<sha>/<run_id>-<attempt>.json     pointer: which presets/devices that run holds
     <root>/assets/<name>                             shared by runs (one plotly.js), never overwritten
 
-Names are checked before any I/O: a run id, a commit and each path segment of a relative name are
-readable and safe both as local paths and in ``gcloud storage`` URLs (no ``[]*?`` wildcards, no
-``..``, no absolute paths), as DESIGN.md asks.
-"""
+Names are checked before any I/O: safe as local paths and in ``gcloud storage`` URLs (no ``[]*?``, ``..``)."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ from benchtrail.errors import UserError
 
 #: Version history of commit pointers:
 #:   1 — first version.
-#:   2 — gains baseline_keys (one per device: ``benchtrail.results.baseline_key.BaselineKey``) and
-#:       results (the run's results file names, the only ones a baseline lookup fetches).
+#:   2 — gains baseline_keys (one per device and baseline key) and results (the run's results file
+#:       names, the only ones a baseline lookup fetches).
 POINTER_SCHEMA_VERSION = 2
 
 #: Every file of a run; the default of ``fetch_run`` and ``upload_run``.
@@ -40,27 +37,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_safe_id(value: Any) -> TypeGuard[str]:
-    """Whether ``value`` is a safe run id or commit: letters, digits, ``.``, ``_`` and ``-``, no ``..``."""
+    """A safe run id or commit: letters, digits, ``.``, ``_`` and ``-``, no ``..``."""
     return isinstance(value, str) and bool(_SAFE_ID.match(value)) and ".." not in value
 
 
 def check_id(value: str, what: str) -> str:
-    """Return ``value`` if it is a safe run id or commit: letters, digits, ``.``, ``_``, ``-``.
-
-    Raises:
-        UserError: anything else (a ``..``, a slash, a wildcard, an empty string), quoting the value.
-    """
+    """``value`` if :func:`is_safe_id`, else UserError quoting it."""
     if not is_safe_id(value):
         raise UserError(f"{what} {value!r} is not path-safe: use letters, digits, '.', '_' and '-' only")
     return value
 
 
 def check_attempt(attempt: int) -> int:
-    """Return ``attempt`` if it is a whole number from 1.
-
-    Raises:
-        UserError: otherwise (GitHub's ``GITHUB_RUN_ATTEMPT`` starts at 1).
-    """
+    """``attempt`` if a whole number from 1 (as ``GITHUB_RUN_ATTEMPT``), else UserError."""
     if type(attempt) is not int or attempt < 1:  # a bool is no attempt
         raise UserError(f"attempt {attempt!r} is not a whole number from 1")
     return attempt
@@ -72,23 +61,19 @@ ASSETS_FROM_RUN = f"../../../{ASSETS}"
 
 
 def asset_path(name: str) -> str:
-    """``assets/<name>``, ``name`` being one safe path segment (``check_relative_name``, no ``/``)."""
+    """``assets/<name>``; UserError unless ``name`` is one safe path segment."""
     if "/" in check_relative_name(name, "asset"):
         raise UserError(f"asset name {name!r} has a '/': assets are files directly under {ASSETS}/")
     return f"{ASSETS}/{name}"
 
 
 def run_path(run_id: str, attempt: int) -> str:
-    """``runs/<run_id>/<attempt>``, both checked (``check_id``, ``check_attempt``)."""
+    """``runs/<run_id>/<attempt>``, both checked."""
     return f"runs/{check_id(run_id, 'run id')}/{check_attempt(attempt)}"
 
 
 def unsafe_reason(name: str) -> str | None:
-    """Why ``name`` (a ``/``-separated name relative to a run directory) is unsafe, or None if it is safe.
-
-    Unsafe: empty, absolute (leading ``/``), a backslash, a control character, a ``gcloud`` wildcard
-    character (``[]*?``), or an empty, ``.`` or ``..`` segment.
-    """
+    """Why a ``/``-separated name relative to a run directory is unsafe, or None."""
     if not name:
         return "it is empty"
     if name.startswith("/"):
@@ -108,19 +93,15 @@ def unsafe_reason(name: str) -> str | None:
 
 
 def check_relative_name(name: str, where: str) -> str:
-    """Return ``name`` if ``unsafe_reason`` finds nothing wrong with it.
-
-    Raises:
-        UserError: naming ``where`` (the object or file) and why the name is refused.
-    """
+    """``name`` if safe, else UserError naming ``where`` (the object or file) and why."""
     if reason := unsafe_reason(name):
         raise UserError(f"{where}: name {name!r} is refused because {reason}; benchtrail only stores and "
                         "fetches names that are safe as paths and in gcloud URLs")
     return name
 
 
-#: One part of a glob segment: a character class (``[abc]``, ``[!abc]``; a ``]`` first is in it, so ``[]`` and
-#: ``[!]`` are unclosed), else one character (an unclosed ``[`` included).
+#: One part of a glob segment: a character class (``[abc]``, ``[!abc]``; a ``]`` first is in it, so ``[]``
+#: and ``[!]`` are unclosed), else one character (an unclosed ``[`` included).
 _GLOB_PART = re.compile(r"\[!?+\]?+[^]]*\]|.", re.DOTALL)
 
 
@@ -140,13 +121,8 @@ def _segment_regex(segment: str) -> str:
 
 
 def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:
-    """One regex matching the relative names selected by any of ``patterns``.
-
-    Pattern syntax (relative to the run directory, ``/``-separated): ``*`` and ``?`` match within one
-    path segment, ``[abc]``/``[!abc]`` one character of a class, and a ``**`` segment any number of
-    segments (zero included). ``results/*.json`` matches ``results/x86-0.json`` but not
-    ``results/docs/b.json``; ``modules/m1/**`` matches everything under ``modules/m1/``; ``**`` matches
-    every file.
+    """One regex for the run-relative names any of ``patterns`` selects: ``*``, ``?`` and ``[abc]``/``[!abc]``
+    within one segment, a ``**`` segment for any number of segments (``modules/m1/**``; ``**``: every file).
 
     Raises:
         UserError: no pattern, or a pattern that is empty, absolute or has a ``..`` segment.
@@ -165,7 +141,7 @@ def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:
 
 
 def select(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
-    """The names matched by ``patterns`` (see ``compile_patterns``), sorted."""
+    """The names matched by ``patterns``, sorted."""
     return sorted(filter(compile_patterns(patterns).match, names))
 
 
@@ -175,11 +151,7 @@ def shown(names: Sequence[str], limit: int = 5) -> str:
 
 
 def upload_names(local_dir: Path, patterns: Sequence[str]) -> list[str]:
-    """The files of ``local_dir`` that an upload of ``patterns`` stores (``local_files``, ``select``).
-
-    Raises:
-        UserError: an unsafe file name, or no file matching.
-    """
+    """The files of ``local_dir`` an upload of ``patterns`` stores; UserError: an unsafe name, or none."""
     names = select(local_files(local_dir), patterns)
     if not names:
         raise UserError(f"no file under {local_dir} matches {', '.join(patterns)}: nothing to upload")
@@ -187,11 +159,8 @@ def upload_names(local_dir: Path, patterns: Sequence[str]) -> list[str]:
 
 
 def local_files(folder: Path) -> list[str]:
-    """Relative ``/``-separated names of the files under ``folder``, sorted (symlinked folders not followed).
-
-    Raises:
-        UserError: ``folder`` is not a folder, or a file name is unsafe (``check_relative_name``).
-    """
+    """Relative ``/``-separated names of the files under ``folder``, sorted (symlinked folders not
+    followed). UserError: ``folder`` is not a folder, or a file name is unsafe."""
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"run directory {folder} does not exist or is not a folder")
@@ -200,13 +169,8 @@ def local_files(folder: Path) -> list[str]:
 
 
 class Store(Protocol):
-    """The operations ``LocalStore`` (``file://``) and ``GcsStore`` (``gs://``) both provide.
-
-    ``run_dir`` is always a local folder: the run directory itself for a local store, a staging folder
-    for GCS (where a run is written before ``upload_run`` and where ``fetch_run`` puts files by default).
-    ``write_asset`` stores ``assets/<name>`` for the runs to share, create-only: one that exists is kept as
-    it is (its name carries its version).
-    """
+    """What the ``file://`` and ``gs://`` stores provide. ``run_dir`` is always local: for GCS a staging
+    folder. ``write_asset`` is create-only: an existing asset is kept (its name carries its version)."""
 
     @property
     def url(self) -> str: ...
@@ -235,8 +199,8 @@ class Store(Protocol):
 
 
 def stored_time(when: Any) -> str:
-    """``when`` (an aware ``datetime``, or a POSIX timestamp in seconds) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``
-    (UTC), the form of a pointer's ``stored_at``: strings of this form sort in time order."""
+    """An aware ``datetime`` or POSIX seconds as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC), a pointer's
+    ``stored_at``: such strings sort in time order."""
     import datetime
 
     moment = (when if isinstance(when, datetime.datetime)
@@ -245,9 +209,7 @@ def stored_time(when: Any) -> str:
 
 
 def pointerless(runs: Iterable[RunKey], pointer_names: Iterable[str]) -> list[RunKey]:
-    """The ``(run id, attempt)`` of ``runs`` that no pointer file name (``<run id>-<attempt>.json``, any
-    commit) names, sorted: runs a writer started and never finished storing (a killed or interrupted
-    pipeline, a job that failed before its pointer). Stores are create-only: such runs stay, listed as
-    incomplete, never read as a baseline (a baseline is found through pointers only)."""
+    """The ``runs`` no pointer file name (``<run id>-<attempt>.json``, any commit) names, sorted: runs
+    never finished storing, which stay, listed as incomplete, never a baseline."""
     named = set(pointer_names)
     return sorted({(r, a) for r, a in runs if f"{r}-{a}.json" not in named})

@@ -1,13 +1,8 @@
 """Run gcp-storage-emulator (a real HTTP GCS emulator, a test dependency) as a subprocess.
 
-For tests, ``build_tools/benchmarks/measure_upload.py`` and replaying a CI run on a laptop without a
-bucket: point a store at it with ``STORAGE_EMULATOR_HOST=<Emulator.url>`` (``docs/store.md``).
-
-The emulator keeps objects in memory and serves one request at a time. Its listen backlog is raised
-from http.server's 5 to 128, so a burst of connections from the transfer manager's threads is queued
-instead of dropped by the kernel (a dropped SYN is retransmitted only after a second). It ignores
-preconditions such as ``ifGenerationMatch=0`` and XML multipart uploads; the tests' fault proxy
-(``tests/gcs_fixtures.py``) enforces the precondition.
+For tests, measurements and replaying a CI run without a bucket: ``STORAGE_EMULATOR_HOST=<Emulator.url>``.
+It keeps objects in memory, serves one request at a time, and ignores preconditions such as
+``ifGenerationMatch=0`` (the tests' fault proxy enforces it) and XML multipart uploads.
 """
 
 from __future__ import annotations
@@ -21,6 +16,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+#: Listen backlog 128, not http.server's 5: a burst from the transfer manager's threads is queued, not
+#: dropped (a dropped SYN is retransmitted only after a second).
 _LAUNCH = (
     "import socketserver, sys\n"
     "socketserver.TCPServer.request_queue_size = 128\n"
@@ -34,7 +31,7 @@ HOST = "127.0.0.1"
 
 
 def free_port() -> int:
-    """A TCP port of ``HOST`` that was free a moment ago (the OS picks it)."""
+    """A TCP port of ``HOST`` that was free a moment ago."""
     with socket.socket() as s:
         s.bind((HOST, 0))
         port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
@@ -50,7 +47,7 @@ class Emulator:
     log: Path
 
     def stop(self) -> None:
-        """Terminate the subprocess (kill it after 5 s) and remove its log."""
+        """Terminate (kill after 5 s) and remove the log."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -68,12 +65,9 @@ class Emulator:
 
 
 def start_emulator(timeout_s: float = 30.0) -> Emulator:
-    """Start ``gcp-storage-emulator start --in-memory`` on a free port of ``HOST``.
+    """``gcp-storage-emulator start --in-memory`` on a free port, once it answers HTTP.
 
-    Returns once it answers HTTP.
-
-    Raises:
-        RuntimeError: it exited or did not answer within ``timeout_s``; the message holds its log.
+    Raises RuntimeError, holding its log: it exited or did not answer within ``timeout_s``.
     """
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="gcs-emulator-", suffix=".log")[1])

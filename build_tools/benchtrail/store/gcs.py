@@ -1,9 +1,5 @@
-"""The ``gs://`` store: a bucket (and optional prefix) on Google Cloud Storage.
-
-This module holds the layout and the rules (names, create-only runs and pointers, staging folder);
-``benchtrail.store.gcs_transfer`` moves the bytes with google-cloud-storage. ``docs/store.md``
-describes both.
-"""
+"""The ``gs://`` store, a bucket and optional prefix: its layout and rules; the GCS transfer module moves
+the bytes. docs/store.md describes both."""
 
 from __future__ import annotations
 
@@ -56,11 +52,8 @@ _BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 
 @dataclass(frozen=True)
 class GcsStore:
-    """A store in bucket ``io.bucket_name`` under ``prefix`` (see ``benchtrail.store.base.Store``).
-
-    ``run_dir`` (and ``fetch_run``'s default destination) is under ``staging``, a local folder that
-    mirrors the store's layout. ``create_run_dir`` refuses a run whose prefix already holds an object.
-    """
+    """A store in bucket ``io.bucket_name`` under ``prefix``; ``run_dir`` (and ``fetch_run``'s default
+    destination) is under ``staging``, a local folder that mirrors the store's layout."""
 
     io: BucketIO
     prefix: str
@@ -86,10 +79,8 @@ class GcsStore:
         return self.staging / run_path(run_id, attempt)
 
     def create_run_dir(self, run_id: str, attempt: int) -> Path:
-        """Check that the run's prefix holds no object, then create its empty local staging folder.
-
-        The check catches a re-run that reuses an attempt number; the create-only upload of each
-        object is what guarantees that nothing is overwritten when two writers race.
+        """Check that the run's prefix holds no object (a re-run reusing an attempt; racing writers are
+        stopped by create-only uploads), then create its empty staging folder.
 
         Raises:
             UserError: an object exists under the run's prefix, or the staging folder is not empty.
@@ -111,14 +102,8 @@ class GcsStore:
 
     def upload_run(self, local_dir: Path, run_id: str, attempt: int, *,
                    deadline_s: float = DEFAULT_DEADLINE_S, patterns: Sequence[str] = ALL_FILES) -> int:
-        """Upload the files under ``local_dir`` matching ``patterns`` into the run's prefix, create-only.
-
-        An object that already exists with the same bytes (crc32c and size) counts as uploaded; one
-        with other bytes is an error and is left as it is. Other files still upload. The run's prefix
-        may already hold other files (each CI job adds its own).
-
-        Returns:
-            The number of files of ``local_dir`` now stored in the run.
+        """Upload the matching files create-only; returns how many of ``local_dir`` the run now holds. An
+        object with the same bytes (crc32c and size) counts as uploaded; the prefix may hold other files.
 
         Raises:
             UserError: an unsafe file name, no file matching, objects that exist with other bytes
@@ -131,12 +116,8 @@ class GcsStore:
         return len(names)
 
     def incomplete_runs(self) -> list[RunKey]:
-        """The runs with objects and no commit pointer (``benchtrail.store.base.pointerless``), sorted. Lists
-        every object name under ``runs/`` and ``commits/``: one listing of the whole store.
-
-        Raises:
-            StoreError: the listing still failing at its deadline.
-        """
+        """The runs with objects and no commit pointer, sorted, from one listing of the whole store.
+        Raises StoreError: the listing still failing at its deadline."""
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         runs_prefix, commits_prefix = self._folder("runs"), self._folder("commits")
         runs = {(parts[0], int(parts[1])) for blob in self.io.list(runs_prefix, deadline)
@@ -144,27 +125,16 @@ class GcsStore:
         return pointerless(runs, (b.name.rsplit("/", 1)[-1] for b in self.io.list(commits_prefix, deadline)))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
-        """The names of the run's objects, relative to its prefix, sorted (folder placeholders left out); []
-        for no such run.
-
-        Raises:
-            UserError: the listing still failing when ``deadline_s`` ran out.
-        """
+        """Relative to the run's prefix, sorted, no folder placeholders; [] for no such run. Raises
+        UserError: the listing still failing when ``deadline_s`` ran out."""
         prefix = self._run_prefix(run_id, attempt)
         return sorted(b.name[len(prefix):] for b in self.io.list(prefix, self.io.deadline(deadline_s))
                       if not b.name.endswith("/"))  # a folder placeholder, or the prefix itself
 
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
-        """Download the run's objects matching ``patterns`` into ``dest`` (default: ``run_dir``).
-
-        Objects land at ``dest/<name relative to the run prefix>``. Every name under the run's prefix
-        is checked first: one that is absolute, has an empty, ``.`` or ``..`` segment or a wildcard
-        character refuses the whole fetch before anything is downloaded. Zero-byte "folder"
-        placeholders (names ending in ``/``) are skipped.
-
-        Returns:
-            ``dest``, the local run directory.
+        """Download the matching objects to ``dest/<run-relative name>`` (default ``run_dir``); returns
+        ``dest``. Any unsafe name under the run refuses the whole fetch before a download.
 
         Raises:
             UserError: no such run, nothing matching, an unsafe object name, a local file with other
@@ -193,14 +163,8 @@ class GcsStore:
         return dest
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> str:
-        """Create ``<prefix>/commits/<sha>/<run_id>-<attempt>.json`` (one new object per run).
-
-        Returns:
-            The object's ``gs://`` URL.
-
-        Raises:
-            UserError: the pointer exists with other content ("never overwritten"), or the upload failed.
-        """
+        """Create ``<prefix>/commits/<sha>/<run_id>-<attempt>.json``; returns its ``gs://`` URL.
+        Raises UserError: it exists with other content ("never overwritten"), or the upload failed."""
         document = pointer_document(commit, run_id, attempt, info)
         name = f"{run_id}-{attempt}.json"
         prefix = self._folder("commits", commit)
@@ -211,11 +175,8 @@ class GcsStore:
         return self.io.object_url(prefix + name)
 
     def pointers(self, commit: str) -> list[Json]:
-        """The pointers of ``commit``, oldest first by ``stored_at`` (the object's ``timeCreated``, set
-        by GCS); unreadable ones are skipped.
-
-        They are downloaded into ``staging/commits/<sha>/``, a cache (pointers never change once written).
-        """
+        """Oldest first by ``stored_at`` (GCS's ``timeCreated``), unreadable ones skipped; cached in
+        ``staging/commits/<sha>/`` (pointers never change)."""
         prefix = self._folder("commits", check_id(commit, "commit"))
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         chosen, too_big = [], []
@@ -233,12 +194,8 @@ class GcsStore:
                                   commit, too_big)
 
     def write_asset(self, name: str, data: bytes) -> str:
-        """Create ``<prefix>/assets/<name>`` unless an object has that name (kept as it is: one listing, no
-        upload), and a copy in ``staging/assets/``, where pages staged under ``run_dir`` find it.
-
-        Raises:
-            UserError: the upload failed, or another writer created the object with other bytes meanwhile.
-        """
+        """Create ``<prefix>/assets/<name>`` unless it exists, and a copy in ``staging/assets/`` for pages
+        staged under ``run_dir``. Raises UserError: the upload failed, or another writer's bytes differ."""
         local = write_new(self.staging / asset_path(name), data)
         prefix = self._folder(ASSETS)
         if not any(b.name == prefix + name
@@ -248,15 +205,8 @@ class GcsStore:
 
 
 def make_client() -> Any:
-    """A ``google.cloud.storage.Client``.
-
-    With ``STORAGE_EMULATOR_HOST`` set (an emulator such as gcp-storage-emulator), anonymous
-    credentials against that host. Otherwise Application Default Credentials; ``GOOGLE_CLOUD_PROJECT``
-    is optional (object calls need no project).
-
-    Raises:
-        UserError: no credentials can be found.
-    """
+    """Anonymous against ``STORAGE_EMULATOR_HOST`` when set, else Application Default Credentials
+    (``GOOGLE_CLOUD_PROJECT`` optional). Raises UserError: no credentials can be found."""
     project = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
     try:
         if os.environ.get("STORAGE_EMULATOR_HOST"):
@@ -274,13 +224,9 @@ def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None
     """Open ``gs://bucket[/prefix]`` and check that the bucket exists and can be listed.
 
     Args:
-        url: the store URL.
         staging: local folder for run directories (default ``$BENCHTRAIL_STAGING`` or
             ``.benchtrail/staging``, then ``<bucket>/<prefix>`` below it).
-        retry: the retry policy (default ``google.cloud.storage.retry.DEFAULT_RETRY``); its timeout is
-            replaced by each transfer's deadline.
-        max_workers: threads of the transfer manager.
-        client: a ``google.cloud.storage.Client`` (default ``make_client()``).
+        retry: default google-cloud-storage's ``DEFAULT_RETRY``; each transfer's deadline is its timeout.
 
     Raises:
         UserError: a malformed URL or bucket name, an unsafe prefix, a bad ``BENCHTRAIL_STORE_DEADLINE_S``;

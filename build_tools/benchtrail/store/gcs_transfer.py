@@ -1,11 +1,7 @@
-"""Moving bytes between local files and one GCS bucket, with google-cloud-storage.
+"""Moving bytes between local files and one GCS bucket, with google-cloud-storage's transfer manager.
 
-Uploads are create-only (``if_generation_match=0``: GCS answers 412 Precondition Failed for a name
-that exists) and crc32c-checked (the checksum travels with each upload and GCS refuses a body that
-does not match; the crc32c GCS reports back is compared with the local file's). Many files move at
-once through ``google.cloud.storage.transfer_manager`` with threads. Transient errors (429, 408, 5xx,
-dropped connections, timeouts) are retried by the library's ``DEFAULT_RETRY`` (exponential backoff
-with jitter) until one deadline shared by the whole transfer runs out (``SharedDeadline``).
+Uploads are create-only (``if_generation_match=0``: 412 for a name that exists) and crc32c-checked both
+ways. Transient errors are retried until one deadline shared by the whole transfer runs out.
 """
 
 from __future__ import annotations
@@ -42,11 +38,8 @@ DEADLINE_ENV = "BENCHTRAIL_STORE_DEADLINE_S"
 
 
 def deadline_cap() -> float:
-    """``$BENCHTRAIL_STORE_DEADLINE_S`` in seconds, or infinity when it is unset or empty (no cap).
-
-    Raises:
-        UserError: it is not a finite number of seconds above 0, naming the variable and the value.
-    """
+    """``$BENCHTRAIL_STORE_DEADLINE_S`` in seconds; infinity when unset or empty. Raises UserError: not
+    a finite number above 0."""
     text = os.environ.get(DEADLINE_ENV, "").strip()
     if not text:
         return math.inf
@@ -68,14 +61,10 @@ def request_timeout_s() -> float:
 
 @dataclass(frozen=True)
 class SharedDeadline:
-    """A retry strategy whose deadline is shared by every request of one transfer.
-
-    google-cloud-storage accepts any callable that wraps a function with retries. This one applies
-    ``policy`` (``google.cloud.storage.retry.DEFAULT_RETRY`` unless configured: retries 429, 408, 500,
-    502, 503, 504 and connection errors, exponential backoff from 1 s with jitter) with its timeout set
-    to what is left until ``deadline_at`` (``time.monotonic()`` seconds). An operation that starts after
-    the deadline is tried once; none sleeps past it (api_core raises ``RetryError`` instead), so a
-    transfer ends at most one request timeout after the deadline.
+    """A retry strategy whose deadline (``deadline_at``, ``time.monotonic()`` seconds) is shared by every
+    request of one transfer: ``policy`` (default ``DEFAULT_RETRY``: 429, 408, 5xx and connection errors,
+    backoff from 1 s with jitter) with its timeout set to what is left. Past the deadline an operation is
+    tried once, so a transfer ends at most one request timeout after it.
     """
 
     policy: Retry
@@ -84,7 +73,8 @@ class SharedDeadline:
 
     def __call__(self, func: Callable[..., Any],
                  on_error: Callable[[Exception], Any] | None = None) -> Any:
-        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func, on_error=on_error)
+        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func,
+                                                                                       on_error=on_error)
 
 
 def file_crc32c(path: Path) -> str:
@@ -109,18 +99,12 @@ class BucketIO:
         return f"gs://{self.bucket_name}/{name}"
 
     def deadline(self, seconds: float) -> SharedDeadline:
-        """A deadline ``seconds`` from now (at most ``$BENCHTRAIL_STORE_DEADLINE_S``) for the requests of
-        one transfer.
-
-        Raises:
-            UserError: a bad ``BENCHTRAIL_STORE_DEADLINE_S`` (:func:`deadline_cap`).
-        """
+        """``seconds`` from now, at most ``$BENCHTRAIL_STORE_DEADLINE_S`` (UserError when bad)."""
         seconds = min(seconds, deadline_cap())
         return SharedDeadline(self.retry, seconds, time.monotonic() + seconds)
 
     def explain(self, exc: BaseException, deadline: SharedDeadline, not_found: str = "") -> str:
-        """One line saying what went wrong; ``not_found`` is what a 404 means in this context (default: a
-        missing bucket)."""
+        """One line; ``not_found``: what a 404 means here (default: a missing bucket)."""
         cause, prefix = exc, ""
         if isinstance(exc, api_exceptions.RetryError):
             cause = exc.cause or exc
@@ -144,11 +128,8 @@ class BucketIO:
         return prefix + f"{type(cause).__name__}: {cause}"
 
     def list(self, prefix: str, deadline: SharedDeadline, max_results: int | None = None) -> list[Any]:
-        """The blobs whose names start with ``prefix``, in name order.
-
-        Raises:
-            StoreError: a missing bucket, no permission, no credentials, or still failing at the deadline.
-        """
+        """In name order. Raises StoreError: a missing bucket, no permission or credentials, or still
+        failing at the deadline."""
         try:
             return list(self.client.list_blobs(self.bucket_name, prefix=prefix, max_results=max_results,
                                                retry=deadline, timeout=request_timeout_s()))
@@ -160,9 +141,8 @@ class BucketIO:
     def upload(self, src_dir: Path, names: Sequence[str], prefix: str, deadline_s: float, hint: str) -> None:
         """Upload ``src_dir/<name>`` to ``<prefix><name>`` for each name, create-only, crc32c-checked.
 
-        An existing object with the same bytes (crc32c and size) counts as uploaded: a retry whose
-        first try had succeeded meets its own object. ``hint`` ends the message about objects that
-        exist with other bytes (what to do instead). Every file is tried before anything is raised.
+        An existing object with the same bytes counts as uploaded (a retry meets its own first try).
+        ``hint`` ends the message about objects with other bytes. Every file is tried before raising.
 
         Raises:
             UserError: objects that exist with other bytes; ``StoreError`` (a UserError): uploads that
@@ -202,11 +182,9 @@ class BucketIO:
 
     def download(self, chosen: Sequence[tuple[str, Any]], dest: Path, deadline: SharedDeadline, *,
                  cache: bool = False) -> None:
-        """Download each ``(name, blob)`` to ``dest/<name>``: temp files, crc32c-checked, then linked in
-        place.
-
-        A local file with the blob's bytes is kept (not downloaded again); one with other bytes is an
-        error, unless ``dest`` is a ``cache`` of ours (then it is replaced). Names must be safe already.
+        """Download each ``(name, blob)`` to ``dest/<name>`` (names already safe): crc32c-checked temp
+        files linked in place. A local file with the same bytes is kept; with other bytes it is an error,
+        unless ``dest`` is a ``cache`` of ours (then replaced).
 
         Raises:
             UserError: local files with other bytes; ``StoreError`` (a UserError): downloads that failed

@@ -34,11 +34,8 @@ from benchtrail.store.base import (
 
 
 def place_file(src: Path, dst: Path) -> bool:
-    """Copy ``src`` to ``dst`` create-only (temp file, then ``os.link``, which fails if ``dst`` exists).
-
-    Returns:
-        Whether ``dst`` now holds the bytes of ``src``: False when it exists with other bytes (left as it is).
-    """
+    """Copy ``src`` to ``dst`` create-only (temp file, then ``os.link``). False when ``dst`` exists with
+    other bytes (left as it is)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
     os.close(fd)
@@ -53,10 +50,8 @@ def place_file(src: Path, dst: Path) -> bool:
 
 
 def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) -> None:
-    """``place_file`` for each name; then one UserError listing the names whose ``dest`` copy differs.
-
-    ``conflict`` ends that message: what the user should do. A failed copy is a UserError too.
-    """
+    """``place_file`` for each name, then one UserError listing the names whose ``dest`` copy differs,
+    ending with ``conflict`` (what to do). A failed copy is a UserError too."""
     try:
         differs = [n for n in names if not place_file(src_dir / n, dest / n)]
     except OSError as exc:
@@ -78,11 +73,8 @@ MAX_POINTER_BYTES = 64 * 1024
 
 
 def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
-    """Why a parsed pointer cannot name a run, or None: its run id (``check_id``, at most 64 characters)
-    and attempt (a whole number from 1), its object name (``<run_id>-<attempt>.json``), its ``commit``
-    (the commit folder it is stored under) and the types of ``devices``, ``torch_version``,
-    ``baseline_keys`` and ``results`` (safe names under ``results/``). A pointer is data anyone with
-    create rights may have written: nothing in it is used before this check."""
+    """Why a parsed pointer cannot name a run, or None. Anyone with create rights may have written it:
+    nothing in it is used before this check (ids, its file name, ``commit`` and field types)."""
     run_id, attempt = pointer.get("run_id"), pointer.get("attempt")
     if not (is_safe_id(run_id) and len(run_id) <= 64):
         return f"run_id {str(run_id)[:80]!r} is not a run id (letters, digits, '.', '_', '-', at most 64)"
@@ -114,14 +106,10 @@ def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
 
 def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
                        unreadable: Iterable[str] = (), own_time: bool = False) -> Pointers:
-    """Commit pointers read from ``(path, stored_at)`` pairs, oldest first by ``stored_at`` (then run id and
-    attempt): when the store created the pointer (a GCS object's ``timeCreated``, never a time the pointer's
-    writer chose), set on each returned dict. With ``own_time`` (a local store, which is its own writer and
-    whose files a copy re-times) ``stored_at`` is the pointer's ``created``, the given time only for a pointer
-    without a valid one. Files that cannot be parsed, are bigger
-    than ``MAX_POINTER_BYTES`` or fail :func:`pointer_problem` (with ``commit``, the folder's commit) are
-    skipped; the returned list's ``unreadable`` says why, after the given ``unreadable`` messages
-    (callers that care, such as ``benchtrail history`` and ``track``, report them)."""
+    """Pointers from ``(path, stored_at)`` pairs, oldest first by ``stored_at`` (when the store created
+    it, never a time its writer chose; then run id, attempt), set on each. ``own_time`` (a local store,
+    whose copies re-time files): the pointer's ``created`` instead, when valid. Unparsable files, those over
+    ``MAX_POINTER_BYTES`` or failing :func:`pointer_problem` are skipped; ``unreadable`` says why."""
     found, problems = [], list(unreadable)
     for p, stored_at in paths:
         try:
@@ -145,8 +133,7 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
 
 
 def _created(pointer: Json) -> str | None:
-    """A pointer's ``created`` (ISO 8601 with its offset) in ``stored_time``'s form, or None without a valid
-    one."""
+    """A pointer's ``created`` (ISO 8601 with offset) in ``stored_time``'s form, or None."""
     import datetime
 
     created = pointer.get("created")
@@ -184,11 +171,7 @@ class LocalStore:
         return str(self.run_dir(run_id, attempt).resolve())
 
     def create_run_dir(self, run_id: str, attempt: int) -> Path:
-        """Create a new, empty run directory.
-
-        Raises:
-            UserError: it exists already (a re-run must use a new attempt number).
-        """
+        """Raises UserError: it exists already (a re-run must use a new attempt number)."""
         path = self.run_dir(run_id, attempt)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,18 +185,11 @@ class LocalStore:
 
     def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
                    patterns: Sequence[str] = ALL_FILES) -> int:
-        """Copy the files of ``local_dir`` matching ``patterns`` into the run directory, create-only.
-
-        Nothing is copied when ``local_dir`` is the run directory itself (a local pipeline writes there
-        directly). A file already stored with the same bytes counts as uploaded. ``deadline_s`` is
-        accepted for symmetry with ``GcsStore`` and ignored.
-
-        Returns:
-            The number of files of ``local_dir`` that the run directory now holds.
+        """Copy the matching files create-only (none when ``local_dir`` is the run directory); returns how
+        many of ``local_dir`` the run holds. Same bytes count as copied; ``deadline_s`` is ignored.
 
         Raises:
-            UserError: an unsafe file name, no file matching, or a stored file with other bytes
-                (files in a run directory are never overwritten).
+            UserError: an unsafe file name, no file matching, or a stored file with other bytes.
         """
         target = self.run_dir(run_id, attempt)
         names = upload_names(local_dir, patterns)
@@ -229,19 +205,14 @@ class LocalStore:
         return pointerless(runs, (p.name for p in self.root.glob("commits/*/*.json")))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
-        """The names of the run's files, relative to its directory, sorted; [] for no such run (``deadline_s``
-        is ignored, as in :meth:`fetch_run`)."""
+        """Relative to the run directory, sorted; [] for no such run."""
         target = self.run_dir(run_id, attempt)
         return local_files(target) if target.is_dir() else []
 
     def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
                   patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
-        """Return a local folder holding the run's files that match ``patterns``.
-
-        With ``dest`` None (or ``dest`` being the run directory) this is the run directory itself,
-        nothing is copied and ``patterns`` only has to match something. Otherwise the matching files
-        are copied into ``dest`` (``dest/<name relative to the run directory>``), create-only.
-        ``deadline_s`` is accepted for symmetry with ``GcsStore`` and ignored.
+        """The run directory itself when ``dest`` is None or it (``patterns`` must match something), else
+        ``dest`` with the matching files copied in create-only. ``deadline_s`` is ignored.
 
         Raises:
             UserError: the run does not exist, nothing matches, or ``dest`` holds a file with other bytes.
@@ -263,13 +234,11 @@ class LocalStore:
                                  pointer_document(commit, run_id, attempt, info), exclusive=True)
 
     def pointers(self, commit: str) -> list[Json]:
-        """The pointers of ``commit``, oldest first by ``stored_at``: the time written into each when it was
-        created (UTC; run id, then attempt, break ties), so a copied store (new file times) orders its runs as
-        before; a pointer without one, by its file's modification time. Unreadable ones are skipped (a
-        ``Pointers`` list: its ``unreadable`` says why)."""
+        """Oldest first by the ``created`` time in each (a copied store keeps its order), else by file
+        mtime; unreadable ones skipped (``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
-        return read_pointer_files(((p, stored_time(p.stat().st_mtime)) for p in sorted(folder.glob("*.json"))),
-                                  commit, own_time=True)
+        return read_pointer_files(((p, stored_time(p.stat().st_mtime))
+                                   for p in sorted(folder.glob("*.json"))), commit, own_time=True)
 
     def write_asset(self, name: str, data: bytes) -> Path:
         """``<root>/assets/<name>``, written create-only unless it exists (then kept as it is)."""
@@ -287,12 +256,11 @@ def write_new(path: Path, data: bytes) -> Path:
 
 
 def open_local_store(url: str, path: str, read_only: bool) -> LocalStore:
-    """Open the folder ``path`` (from store URL ``url``) and check that it can be written; ``read_only``:
-    check that it exists, and create or write nothing.
+    """Open the folder and check it can be written; ``read_only``: that it exists, writing nothing.
 
     Raises:
-        UserError: the folder cannot be created or written; ``read_only``: it does not exist ("no such store")
-            or is not a folder.
+        UserError: the folder cannot be created or written; ``read_only``: it does not exist ("no such
+            store") or is not a folder.
     """
     root = Path(path)
     if read_only:

@@ -1,8 +1,4 @@
-"""The commit pointer's contents for a run directory (``docs/store.md``, ``docs/formats.md``).
-
-``benchtrail pipeline`` and ``benchtrail upload --write-pointer`` write what :func:`pointer_info` returns
-with ``Store.write_pointer``. Torch-free; reads only the run's results files.
-"""
+"""The commit pointer's contents for a run directory, read from its results files (docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -19,14 +15,8 @@ from benchtrail.store.local import pointer_document
 
 
 def pointer_info(run_dir: Path) -> Json:
-    """The commit pointer's fields for a run directory, from its ``results/*.json``: commit, dirty,
-    presets, devices, torch version, ``baseline_keys`` (``benchtrail.results.baseline_key``, one per device
-    and key), ``results`` (the results file names, relative to the run directory: all a baseline
-    lookup fetches) and the time. What ``benchtrail pipeline`` and ``upload --write-pointer`` write.
-
-    Raises:
-        UserError: no results files, or files of several commits or torch versions.
-    """
+    """From ``run_dir/results/*.json``; ``results`` lists their run-relative names (all a baseline lookup
+    fetches). Raises UserError: no results files, or files of several commits or torch versions."""
     run_dir = Path(run_dir)
     paths = sorted((run_dir / "results").glob("*.json"))
     files = load_results_paths([run_dir])
@@ -47,29 +37,24 @@ def pointer_info(run_dir: Path) -> Json:
 
 def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: Json,
                       url: Any) -> None:
-    """Read the pointer under this run's name back: it must be the one this run wrote (a store that lets a
-    create race, or ignores preconditions as an emulator does, would keep another writer's).
-
-    Raises:
-        UserError: it is missing or holds other content; the run must not become a baseline.
-    """
+    """Read this run's pointer back: UserError when it is missing or another writer's (a store that lets a
+    create race, or ignores preconditions as an emulator does); the run must not become a baseline."""
     wrote = json.loads(json.dumps(pointer_document(commit, run_id, attempt, info)))
     found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
              if (p["run_id"], p["attempt"]) == (str(run_id), attempt)]
     if found != [wrote]:
         raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: "
-                        "another writer created or changed it under this run's name (a clash; this run must "
-                        "not be a baseline: check who holds the store's write identity)")
+                        "another writer created or changed it under this run's name (a clash; this run "
+                        "must not be a baseline: check who holds the store's write identity)")
 
 
 def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
-    """Whether a commit pointer of ``store`` names run ``run_id``/``attempt``, for the commits of the results
-    files in ``run_dir`` (its local copy); True when it has none or they cannot be read: nothing to tell
-    the commit by. A run no pointer names is incomplete (``Store.incomplete_runs``)."""
+    """Whether a pointer of the commits of ``run_dir``'s results names the run; True when it has none or
+    they cannot be read (nothing to tell the commit by)."""
     results = sorted((Path(run_dir) / "results").glob("*.json"))
     try:
         commits = {f.commit for f in load_results_paths(results)}
-    except UserError:  # results it cannot read: nothing to tell the commit by (compare says what is wrong)
+    except UserError:  # compare says what is wrong
         return True
     return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)
                               for c in commits for p in store.pointers(c))

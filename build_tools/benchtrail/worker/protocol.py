@@ -1,43 +1,12 @@
-"""The worker protocol: the typed requests the parent sends and the responses a worker answers.
+"""Worker requests and responses, and the only code that builds or reads their JSON; imports no torch.
 
-The parent (``benchtrail.runner``) writes one request as JSON to ``REQUEST.json`` and starts
-``python -m benchtrail.worker REQUEST.json RESPONSE.json``; the worker writes one response as JSON
-to ``RESPONSE.json`` and exits. This module is the only place either side builds or reads that
-JSON (``to_json`` / ``read_request`` / ``read_response``). It imports neither torch nor any worker
-module that does, so the parent side stays torch-free.
-
-Requests (``kind`` names the job)::
-
-    {"version": 1, "kind": "compile", "config": <packed ModuleGenerationConfig>,
-     "module_dir": str | null, "explain": bool, "tasks": [str] (optional)}
-    {"version": 1, "kind": "run", "config": <packed RunConfig>, "threads": int, "module_dir": str | null,
-     "profile": {"iterations": int, "trace": str, "budget_ms": float (optional)} (optional),
-     "duet": {"socket": str, "cpus": [int]} (optional)}
-
-Responses: ``{"version": 1, "status": str, "reason": str | null, ...}`` plus the fields of
-:class:`Response` that the job produced (a field the job did not produce is left out, not null).
-
-Compatibility rule
-------------------
-A paired A/B run (``benchtrail.runner.ab``) sends the *head's* requests to the *base* commit's own
-worker, and the base may be any older commit. So every protocol change keeps the previous
-version working, in both directions:
-
-1. A request or response without a ``version`` key is version 1 (workers and parents from before
-   the field existed) and is still served and read.
-2. What a new parent sends must be accepted by an older worker: field names and shapes of an
-   existing version never change. Readers ignore keys they do not know (the version-1 worker of
-   commit 686ed93 reads requests by key and ignores the rest), so a new *optional* field with a
-   default that means "as before" may be added within a version.
-3. What an older worker answers must be read by a new parent: every response field stays
-   optional on reading, so an old worker's response (fewer fields, no ``version``) reads fully.
-4. A change an older reader would misread (a renamed, retyped or newly required field, a changed
-   meaning) gets a new version number; the parent keeps sending the lowest version that expresses
-   the job, and a worker keeps serving every version in :data:`SERVED_VERSIONS`.
-5. A version a reader does not serve is refused by name, never guessed at: a worker answers
-   status ``failed`` with a reason naming the version and the versions it serves
-   (:class:`ProtocolError`), and a parent treats such a response as a failed case.
-"""
+The parent writes a request to REQUEST.json, runs ``python -m benchtrail.worker REQUEST.json RESPONSE.json``.
+Request: ``{"version": 1, "kind": "compile" | "run", "config": {...}, ...}`` and its class's fields; response:
+``{"version": 1, "status": str, "reason": str | null, ...}`` and the fields the job produced. An A/B run
+sends the head's requests to the base commit's worker, of any age, so: no ``version`` means 1; readers ignore
+unknown keys and take every response field as optional, so an optional field with an as-before default
+may join a version; what an older reader would misread is a new version, served beside the old ones
+(``SERVED_VERSIONS``; parents send the lowest that will do); an unserved version is refused by name."""
 
 from __future__ import annotations
 
@@ -52,43 +21,31 @@ from benchtrail.suite.serialization import serialize_and_pack
 PROTOCOL_VERSION = 1
 #: The versions this code reads and serves.
 SERVED_VERSIONS = (1,)
-#: What this worker does beyond its versions' fields, for a parent to ask before it sends an optional field an
-#: older worker would ignore (the server greets with them: ``benchtrail.worker.server``). ``duet``: a run
-#: request's ``duet`` is honoured (issue 21). ``pythonpath``: the server forks jobs of other checkouts, each
-#: child on its job's ``PYTHONPATH``, and refuses those it cannot (``benchtrail.worker.server``).
+#: What this worker does beyond its versions' fields (the server greets with them), for a parent to ask before
+#: it sends an optional field an older worker would ignore. ``duet``: a run request's ``duet`` is honoured.
+#: ``pythonpath``: the server forks other checkouts' jobs, each on its job's ``PYTHONPATH``, or refuses them.
 FEATURES = ("duet", "pythonpath")
-#: The measurement-method version, owned here so the parent side reads it without the worker's timing code
-#: (``benchtrail.worker.timing`` measures by it). Results record it (``environment.method_version``; files
-#: without it are version 1) and it is part of the baseline key (``benchtrail.results.baseline_key``): bump it
-#: when a change makes new samples incomparable with old ones, so no run is compared with a baseline measured
-#: the old way.
+#: The measurement-method version, here so the parent reads it without the timing code. Results record it
+#: (``environment.method_version``; absent: 1) and the baseline key includes it: bump it when new samples are
+#: incomparable with old ones.
 #:   1 — one spawned process per case and process index.
-#:   2 — workers forked from a pre-imported server (``benchtrail.worker.server``); the cases of one
-#:       module share each process, in a shuffled order, from the compile stage's Inductor cache;
-#:       cold compile samples no longer include importing Dynamo and Inductor (issue 18).
-#:   3 — workers run with fixed glibc malloc thresholds (``benchtrail.runner.workers.MALLOC_TUNABLES``): no
-#:       allocation history can put a process in a page-faulting mode (issue 38).
+#:   2 — workers forked from a pre-imported server; a module's cases share each process, shuffled, from the
+#:       compile stage's Inductor cache; cold compile samples exclude importing Dynamo and Inductor.
+#:   3 — workers run with fixed glibc malloc thresholds: no allocation history can make a process page-fault.
 #:   4 — eager function benchmarks' value tasks time the user's call on pre-bound arguments, without the
-#:       module wrapper (a floor of ~5 µs to ~0.1 µs); torch's thread count is set before each sample; a
-#:       model that declares ``mutates_inputs`` is timed one call per sample on fresh inputs (issue 40).
+#:       module wrapper (floor ~5 µs → ~0.1 µs); torch's thread count is set before each sample; a model that
+#:       declares ``mutates_inputs`` is timed one call per sample on fresh inputs.
 METHOD_VERSION = 4
-#: The reason of a CUDA case's ``failed`` record on a machine where torch sees no GPU: the worker's, and the
-#: run stage's, which records such cases without starting a worker
-#: (``benchtrail.runner.run_cases.run_cases``).
+#: The reason of a CUDA case's ``failed`` record where torch sees no GPU (the worker's and the run stage's).
 NO_CUDA_REASON = "CUDA run config on a machine without CUDA; refusing to run it on the CPU"
 
 
 class ProtocolError(ValueError):
-    """A request or response cannot be read: unserved version, unknown kind, or a field of the wrong
-    type; the message names the field or version and what this side serves."""
+    """An unserved version, unknown kind or mistyped field; the message names it and what this side serves."""
 
 
 def _version(data: Any, what: str) -> int:
-    """The ``version`` of a request or response dict (1 when absent).
-
-    Raises:
-        ProtocolError: ``data`` is not an object, or its version is not one of ``SERVED_VERSIONS``.
-    """
+    """1 when absent. Raises ProtocolError: not an object, or a version not in ``SERVED_VERSIONS``."""
     if not isinstance(data, dict):
         raise ProtocolError(f"worker {what} is a JSON {type(data).__name__}, not an object")
     version = data.get("version", 1)
@@ -101,11 +58,7 @@ def _version(data: Any, what: str) -> int:
 
 
 def _check(value: Any, types: type | tuple[type, ...], field: str, what: str = "request") -> Any:
-    """``value`` when it is None or one of ``types`` (a bool is not taken for a number).
-
-    Raises:
-        ProtocolError: any other value, naming the field.
-    """
+    """``value`` if None or of ``types`` (a bool is no number), else ProtocolError naming the field."""
     types = types if isinstance(types, tuple) else (types,)
     if value is None or (isinstance(value, types) and (bool in types or not isinstance(value, bool))):
         return value
@@ -134,13 +87,11 @@ class CompileRequest(_Request):
     """Compile one module; with ``module_dir`` write its artifact (export, AOTInductor) there.
 
     Attributes:
-        config: ``serialize_and_pack([gen])`` of one ``ModuleGenerationConfig`` (JSON object).
-        module_dir: the module's directory, or None for a compile-time sample that keeps no artifact.
+        config: ``serialize_and_pack([gen])`` of one ``ModuleGenerationConfig``.
+        module_dir: None for a compile-time sample that keeps no artifact.
         explain: also count graphs and graph breaks (``torch._dynamo.explain``).
-        tasks: after measuring, run the first iteration of each of these tasks (``inference``,
-            ``forward``, ``backward``, ``jacobian``) as the run stage will, so their graphs land in the
-            Inductor cache. Added within version 1, optional (written only when not empty): a worker
-            from before it ignores the key and primes nothing.
+        tasks: after measuring, run one iteration of each task (``inference``, ``forward``, ``backward``,
+            ``jacobian``) so its graphs land in the Inductor cache. Optional: older workers prime nothing.
     """
 
     config: dict[str, Any]
@@ -156,20 +107,13 @@ class RunRequest(_Request):
     """Run one case: samples in µs per iteration, with ``threads`` torch threads.
 
     Attributes:
-        config: ``serialize_and_pack([rc])`` of one ``RunConfig`` (JSON object).
-        threads: ``torch.set_num_threads`` of the worker.
-        module_dir: the compiled module's directory (export and AOTInductor cases run from its artifact).
-        profile: after the timed samples, profile more iterations with ``torch.profiler``
-            (:func:`profile_spec`: ``iterations`` at most, within ``budget_ms`` when given; the Chrome trace
-            written to ``trace``, an absolute path) and answer the operators' self times
-            (``Response.profile``). Added within version 1, optional (written only when set): a worker from
-            before it ignores the key, profiles nothing and its response has no ``profile``.
-        duet: duet measurement (:func:`duet_spec`): the worker pins itself to ``cpus`` (CPU ids) for the whole
-            job and, before each timed sample, meets the other arm's worker at the barrier served on the Unix
-            socket ``socket`` (``benchtrail.runner.duet``), so sample j of both starts together. Added within
-            version 1, optional: a worker from before it would ignore it, so a parent sends it only to a
-            worker whose server lists ``duet`` in its features (:data:`FEATURES`); the response's ``duet``
-            says it was done.
+        config: ``serialize_and_pack([rc])`` of one ``RunConfig``.
+        module_dir: export and AOTInductor cases run from the artifact there.
+        profile: a :func:`profile_spec`: after the samples, profile with ``torch.profiler`` and answer the
+            operators' self times (``Response.profile``). Optional: older workers profile nothing.
+        duet: a :func:`duet_spec`: pin to ``cpus`` and meet the other arm's worker at the barrier on the Unix
+            socket before each sample, so sample j of both starts together. Optional: send it only to a
+            worker whose server lists ``duet`` in :data:`FEATURES`.
     """
 
     config: dict[str, Any]
@@ -185,39 +129,34 @@ Request = CompileRequest | RunRequest
 
 
 def count_requests(requests: list[RunRequest], repeats: int, callgrind_dir: Any) -> dict[str, Any]:
-    """The request file of a counting process (``python -m benchtrail.worker.counting REQUESTS.json
-    JOURNAL.jsonl`` under callgrind, ``benchtrail.runner.count_cases``): its run requests, the ``repeats``
-    counted of each and the folder its callgrind files go to. The process appends ``{"start": i}`` to the
-    journal before case i, then ``{"case": i, **response}``."""
+    """The REQUESTS.json of ``python -m benchtrail.worker.counting REQUESTS.json JOURNAL.jsonl`` (run
+    under callgrind), which appends ``{"start": i}`` to the journal before case i, then
+    ``{"case": i, **response}``."""
     return {"version": PROTOCOL_VERSION, "repeats": repeats, "callgrind_dir": str(callgrind_dir),
             "requests": [r.to_json() for r in requests]}
 
 
 def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
                     tasks: tuple[str, ...] = ()) -> CompileRequest:
-    """The request that compiles ``gen`` (a ``ModuleGenerationConfig``); ``module_dir`` a path or None;
-    ``tasks`` the task names whose graphs to compile into the Inductor cache afterwards."""
+    """``gen`` a ``ModuleGenerationConfig``; ``module_dir`` a path or None."""
     return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain,
                           tuple(tasks))
 
 
 def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None,
                 duet: dict[str, Any] | None = None) -> RunRequest:
-    """The request that runs ``rc`` (a ``RunConfig``) with its device's threads; ``module_dir`` a path or
-    None; ``profile`` a :func:`profile_spec` or None (no profiling); ``duet`` a :func:`duet_spec` or None.
-    The device's ``count_instructions`` is left out (no worker reads it, and a worker from before it refuses
-    the field)."""
+    """``rc`` a ``RunConfig``, run with its device's threads. Its ``count_instructions`` is dropped: no
+    worker reads it and older workers refuse it."""
     device = dataclasses.replace(rc.target_device, count_instructions=False)
     return RunRequest(serialize_and_pack([dataclasses.replace(rc, target_device=device)]), device.threads,
                       str(module_dir) if module_dir else None, profile=profile, duet=duet)
 
 
 def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = None) -> dict[str, Any]:
-    """The ``profile`` of a run request: profile at most ``iterations`` iterations (fewer when the timed
-    samples say ``budget_ms`` ms would not fit them) and write the Chrome trace to ``trace`` (made absolute).
+    """Profile at most ``iterations`` (fewer when the samples say ``budget_ms`` ms would not fit them), the
+    Chrome trace to ``trace`` (made absolute).
 
-    Raises:
-        ProtocolError: ``iterations`` < 1 or ``budget_ms`` <= 0.
+    Raises ProtocolError: ``iterations`` < 1 or ``budget_ms`` <= 0.
     """
     from pathlib import Path
 
@@ -226,22 +165,16 @@ def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = Non
 
 
 def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
-    """The ``duet`` of a run request: the barrier's Unix socket path and the CPU ids to pin to.
-
-    Raises:
-        ProtocolError: an empty path, or ``cpus`` not a non-empty list of distinct integers >= 0.
-    """
+    """Raises ProtocolError: an empty ``socket``, or ``cpus`` not a non-empty list of distinct ids >= 0."""
     return _checked_duet({"socket": str(socket), "cpus": list(cpus)})
 
 
 def _duet_of(value: Any) -> dict[str, Any] | None:
-    """The checked ``duet`` of a run request (None when absent); raises ProtocolError as :func:`duet_spec`."""
     spec = _check(value, dict, "duet")
     return None if spec is None else _checked_duet(spec)
 
 
 def _checked_duet(spec: dict[str, Any]) -> dict[str, Any]:
-    """A ``duet`` object checked; raises ProtocolError as :func:`duet_spec`."""
     socket, cpus = spec.get("socket"), spec.get("cpus")
     if not (isinstance(socket, str) and socket and isinstance(cpus, list) and cpus
             and all(type(c) is int and c >= 0 for c in cpus) and len(set(cpus)) == len(cpus)):
@@ -251,18 +184,12 @@ def _checked_duet(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _profile_of(value: Any) -> dict[str, Any] | None:
-    """The checked ``profile`` of a run request (None when absent).
-
-    Raises:
-        ProtocolError: not an object, ``iterations`` not an integer >= 1, ``trace`` not a non-empty string,
-            ``budget_ms`` not a number > 0.
-    """
     spec = _check(value, dict, "profile")
     return None if spec is None else _checked_profile(spec)
 
 
 def _checked_profile(spec: dict[str, Any]) -> dict[str, Any]:
-    """A ``profile`` object's fields checked, those set; raises ProtocolError as :func:`_profile_of`."""
+    """The fields set; ProtocolError unless ``iterations`` >= 1, ``trace`` non-empty, ``budget_ms`` > 0."""
     checked = {k: _check(spec.get(k), types, f"profile.{k}")
                for k, types in (("iterations", int), ("trace", str), ("budget_ms", (int, float)))}
     iterations, trace, budget = checked.values()
@@ -273,12 +200,7 @@ def _checked_profile(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_request(data: Any) -> Request:
-    """The request of a JSON object; without ``version`` it is version 1; unknown keys are ignored.
-
-    Raises:
-        ProtocolError: an unserved version, a kind other than ``compile`` or ``run``, or a field of
-            the wrong type.
-    """
+    """Ignores unknown keys. Raises ProtocolError: an unserved version or kind, or a mistyped field."""
     version = _version(data, "request")
     kind = data.get("kind")
     config = data.get("config")
@@ -311,48 +233,25 @@ _JSON_TYPES: dict[str, Any] = {"str": str, "int": int, "float": (int, float), "d
 
 @dataclass(frozen=True)
 class Response:
-    """A worker's answer to one request (or the parent's stand-in for a worker that did not answer).
+    """A worker's answer to one request (or the parent's stand-in for one that did not answer).
 
     Attributes:
-        status: ``ok``; ``mismatch`` (ran, but the output differs from the reference); ``failed``;
-            ``oom``; ``timeout`` (the parent killed the worker).
-        reason: why, for any status but ``ok`` (null for ``ok``).
-        traceback: the last frames of an unexpected exception.
-        oom: ``{"requested_bytes": int | None, "cache_emptied": bool}`` of an out-of-memory error.
-        phase_times_ms: a run's phases in ms (``prep``, ``compile``, ``check``, ``run``, ``done``),
-            those it finished also when it failed part-way.
-        samples: a run's samples, µs per iteration; ``gpu_samples_us`` and ``wall_samples_us`` the
-            CUDA-event and synchronised host times on a GPU.
-        iterations_per_sample, warmup_iterations, threads: how a run was measured.
-        timing: the timing plan (``benchtrail.worker.cuda_timing.TimingPlan`` as a dict).
-        memory: peak memory in bytes (``peak_rss_bytes``; on a GPU also device memory).
-        correctness: the check of the task's quantity against the reference, or None (no check).
-        jacobian_mode: ``jacrev`` or ``jacfwd`` for the Jacobian task, else None.
-        compile_time_ms, peak_rss_bytes, kernel_count, recompiles, fxgraph_cache_hit,
-        fxgraph_cache_miss, artifacts (bytes per file), graph_count, graph_breaks, break_reasons:
-            a compile job's statistics (graph counts only when explained).
-        kernel_count_reason: why ``kernel_count`` is 0 (``benchtrail.worker.build.no_kernels_reason``);
-            absent otherwise. Added within version 1, optional: a worker from before it leaves it out.
-        timed_ms: a run's time inside its timed sample blocks, ms; ``warmup_ms`` the rest of its
-            ``run`` phase (warm-up and block calibration). Added within version 1 (optional: a
-            worker from before them leaves them out).
-        prime_ms: a compile job's time compiling its ``tasks``' graphs into the cache (optional, as above).
-        profile: a run's profile when the request asked for one (``RunRequest.profile``): ``{"iterations":
-            int, "trace": path, "wall_ms": float, "operators": [{"name": str, "self_cpu_us": float, "count":
-            int, "self_device_us": float (on a GPU)}]}``, self times in µs summed over the profiled
-            iterations, largest self CPU time first (at most 50 operators); or ``{"error": str}`` when
-            profiling failed (the samples stand). Added within version 1, optional: a worker from before it
-            leaves it out.
-        duet: a run of a duet request (``RunRequest.duet``): ``{"cpus": [int], "synced": int}``, the CPUs it
-            was pinned to and the samples it started at the barrier. Added within version 1, optional.
-        floor_us: a CPU run's harness floor, µs per call: a no-op called as the case's call is, in its block
-            size (``benchtrail.worker.timing.floor_us``). ``threads_set``: the thread count set before each
-            sample; ``threads`` then is the count the case's code left (it differs when the code changes it).
-            Both added within version 1, optional (issue 40).
-        instructions: a counting run's instructions per call, one per repeat (``benchtrail.worker.counting``);
-            ``overhead`` the instructions of an empty counted block (subtracted); ``cpu_capability`` the ISA
-            torch dispatched on under valgrind; ``callgrind`` the last repeat's callgrind file. Optional.
-        version: the protocol version of the writer (1 when the JSON has none).
+        status: ``ok``, ``mismatch`` (output differs from the reference), ``failed``, ``oom``, ``timeout``.
+        oom: ``{"requested_bytes": int | None, "cache_emptied": bool}``.
+        phase_times_ms: ms per finished phase (``prep``, ``compile``, ``check``, ``run``, ``done``).
+        samples: µs per iteration; ``gpu_samples_us``, ``wall_samples_us``: CUDA-event and synced host times.
+        timing: the worker's CUDA timing plan as a dict. ``memory``: peak bytes (``peak_rss_bytes``, device).
+        artifacts: bytes per file; graph counts only when explained. Compile times in ms.
+        timed_ms: a run's time inside its timed sample blocks; ``warmup_ms`` the rest of its ``run`` phase.
+        profile: ``{"iterations": int, "trace": path, "wall_ms": float, "operators": [{"name": str,
+            "self_cpu_us": float, "count": int, "self_device_us": float (GPU)}]}``, µs summed over the
+            iterations, largest self CPU first, at most 50; or ``{"error": str}`` (the samples stand).
+        duet: ``{"cpus": [int], "synced": int}``: CPUs pinned to, samples started at the barrier.
+        floor_us: a CPU run's harness floor, µs per call. ``threads_set``: set before each sample;
+            ``threads`` is then what the case's code left.
+        instructions: per call, one per repeat, less ``overhead`` (an empty counted block's);
+            ``cpu_capability``: the ISA torch dispatched on under valgrind.
+        version: 1 when the JSON has none. Fields added within version 1 are absent from older workers.
     """
 
     status: str
@@ -404,8 +303,7 @@ class Response:
         return self.status == "ok"
 
     def to_json(self) -> dict[str, Any]:
-        """The response as a JSON object: ``version``, ``status`` and ``reason``, then every field the job
-        produced (lists for sequences)."""
+        """``version``, ``status``, ``reason``, then every field the job produced."""
         out: dict[str, Any] = {"version": self.version, "status": self.status, "reason": self.reason}
         for f in dataclasses.fields(self)[2:-1]:  # after status and reason, before version
             value = getattr(self, f.name)
@@ -414,17 +312,12 @@ class Response:
         return out
 
 
-#: Each response field (but ``version``) and the JSON types it takes.
-#: (The annotations are strings, ``from __future__ import annotations``: the first word names the type.)
+#: Each response field (but ``version``) and the JSON types it takes; the annotations are strings.
 _TYPES = {f.name: _JSON_TYPES[re.findall(r"\w+", str(f.type))[0]] for f in dataclasses.fields(Response)[:-1]}
 
 
 def read_response(data: Any) -> Response:
-    """The response of a JSON object; without ``version`` it is version 1; unknown keys are ignored.
-
-    Raises:
-        ProtocolError: an unserved version, no ``status``, or a field of the wrong type.
-    """
+    """Ignores unknown keys. Raises ProtocolError: an unserved version, no ``status``, or a mistyped field."""
     version = _version(data, "response")
     if not isinstance(data.get("status"), str) or not data["status"]:
         raise ProtocolError(f"worker response: field 'status' is {data.get('status')!r}, not a status name")
@@ -433,5 +326,5 @@ def read_response(data: Any) -> Response:
 
 
 def refusal(exc: ProtocolError) -> Response:
-    """The ``failed`` response a worker answers to a request it cannot read."""
+    """The ``failed`` response to a request a worker cannot read."""
     return Response(status="failed", reason=f"cannot serve the request: {exc}")
