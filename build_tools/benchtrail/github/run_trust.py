@@ -119,7 +119,8 @@ class GitHubRunTrust:
         if path != self.workflow_path:
             return f"{name} ran workflow {path}, not the trusted {self.workflow_path}"
         # The reader's own run (a postsubmit run's pages job) is still in progress: its process job vouches.
-        own = (run_id, str(attempt)) == (os.environ.get("GITHUB_RUN_ID"), os.environ.get("GITHUB_RUN_ATTEMPT"))
+        own = (run_id, str(attempt)) == (os.environ.get("GITHUB_RUN_ID"),
+                                         os.environ.get("GITHUB_RUN_ATTEMPT"))
         if status != "completed" and not own:
             return f"{name} has not completed yet (status {status})"
         if conclusion != "success" and not own:

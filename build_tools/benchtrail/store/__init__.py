@@ -1,16 +1,10 @@
-"""The artifact store: run directories and per-commit pointers (``docs/store.md``, ``docs/formats.md``).
+"""The artifact store: run directories and per-commit pointers (docs/store.md, docs/formats.md).
 
-``open_store`` takes a folder path, a ``file://`` URL, ``gs://bucket[/prefix]`` or ``git:REMOTE#BRANCH``.
-Layout::
-
-    <root>/runs/<run_id>/<attempt>/...            one run directory, never overwritten
-    <root>/commits/<sha>/<run_id>-<attempt>.json  pointer: which presets/devices that run holds
-
-Every backend implements ``Store`` (``benchtrail.store.base``). Everything else URL-shaped about a store
-(is it remote, a run's URL, the line that fetches a run, a browser link) is here. A remote backend is one
-module and its line in ``REMOTES``; the ``gs://`` one imports google-cloud-storage only when a ``gs://``
-store is opened. A ``git:`` URL has no ``//``: ``git:REMOTE#BRANCH``, its run
-``git:REMOTE#BRANCH/runs/<id>/<attempt>/``.
+``open_store`` takes a folder path, a ``file://`` URL, ``gs://bucket[/prefix]`` or ``git:REMOTE#BRANCH``
+(no ``//``; its run is ``git:REMOTE#BRANCH/runs/<id>/<attempt>/``). Every backend implements ``Store``;
+everything else URL-shaped about a store (is it remote, a run's URL, the line that fetches a run, a
+browser link) is here. A remote backend is one module and its line in ``REMOTES``, imported only when a
+store of its scheme is opened.
 """
 
 from __future__ import annotations
