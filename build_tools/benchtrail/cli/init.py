@@ -121,7 +121,7 @@ def workflow(template: str, pin: tuple[str, str] | None, store: str | None = Non
                       "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
                       "repository.\n", " # placeholder: a real benchtrail commit"))
     return (_template(template).replace("{pin_comment}", comment).replace("{repository}", repository)
-            .replace("{commit}", commit).replace("{pin_note}", note).replace("{store_line}", line))
+            .replace("{commit}", commit).replace("{pin_note}", note).replace("      # {store_line}\n", line))
 
 
 def table(module: str, self_hosted: bool = False) -> str:
