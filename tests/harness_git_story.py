@@ -106,8 +106,12 @@ class GitStory(Story):
 
     @functools.cached_property
     def first_pr(self) -> tuple[RunResult, RunResult]:
+        """h1's PR run and its poster; ``first_pr_files``: the data branch's files right after them (later
+        chapters, in any order under xdist's worksteal, add to the branch)."""
         self.baseline
-        return self.snapshot("h1", *self.pr_run(self.push_head("h1: a changelog")))
+        runs = self.snapshot("h1", *self.pr_run(self.push_head("h1: a changelog")))
+        self.first_pr_files = self.data_files()
+        return runs
 
     @functools.cached_property
     def forged(self) -> dict[str, Any]:
@@ -128,8 +132,9 @@ class GitStory(Story):
 
     @functools.cached_property
     def two_pushes(self) -> dict[str, Any]:
-        """main2 and main3 pushed together; their first pushes to the data branch race (the hook)."""
-        self.baseline
+        """main2 and main3 pushed together; their first pushes to the data branch race (the hook). After the
+        PR chapters, whose baseline is main's first commit."""
+        self.forged
         git(self.repo, "checkout", "-q", "main")
         shas = []
         for name in ("main2", "main3"):
