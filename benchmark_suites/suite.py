@@ -78,7 +78,7 @@ def generate() -> Suite:
     run_configs = []
     for arch, device, preset in ((Architecture.CPU, devices.C2_STANDARD_16, X86_64),
                                  (Architecture.CUDA, devices.A2_HIGHGPU_1G, CUDA)):
-        for model in models.ALL_MODELS + (models.VRELU3_256,):
+        for model in (*models.ALL_MODELS, models.VRELU3_256):
             for compile_config in _compile_configs(model, arch):
                 # Compilation statistics: CPU modules (eager compiles nothing) of the models compiled
                 # ahead of time, and sqrl, whose data-dependent branch is a real graph break.

@@ -141,7 +141,7 @@ def test_apply_leaves_a_row_unconfirmed_without_a_paired_row_and_keeps_other_row
 
 
 def test_unknown_base_ref_is_a_user_error(repo):
-    with pytest.raises(UserError, match="'no-such-ref' is not a commit.*git fetch --depth=1 origin no-such-ref"):
+    with pytest.raises(UserError, match=r"'no-such-ref' is not a commit.*git fetch --depth=1 origin no-such-ref"):
         resolve_ref(repo, "no-such-ref")
 
 
@@ -235,7 +235,7 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
     big = _suspect(_rc(), base)["rows"][0]  # +100%
     # One round starts two worker processes (each imports torch, over 2 s here), so after the first case
     # more than the 1 s budget has passed, while the base worktree is checked out in well under 1 s.
-    code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([small, big], base),
+    code, _out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([small, big], base),
                              "--total-budget-s", "1")
     assert code == 0, err
     checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())

@@ -107,7 +107,7 @@ def test_bad_arguments(kwargs, message):
 
 
 def test_bad_samples_raise():
-    with pytest.raises(ValueError, match="head series 0: sample 1 is -1.0"):
+    with pytest.raises(ValueError, match=r"head series 0: sample 1 is -1.0"):
         sample_until_settled(lambda: ([1.0, 2.0], [1.0, -1.0]), threshold_pct=5)
 
 

@@ -152,7 +152,7 @@ def test_no_stored_run_gives_no_baseline(repo, tmp_path):
 
 def test_explicit_base_commit_without_results_is_an_error(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    with pytest.raises(UserError, match="--base-commit main: the store .* has no run of"):
+    with pytest.raises(UserError, match=r"--base-commit main: the store .* has no run of"):
         find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()), explicit="main")
 
 

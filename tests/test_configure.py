@@ -81,7 +81,7 @@ def test_pr_trailer_writes_outputs_and_summary(gh):
 
 
 def test_label_adds_a_preset(gh):
-    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda", "bug"]))
+    _code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda", "bug"]))
     assert output.startswith("benchmark-presets=x86_64,cuda\n")
     assert "| `cuda` | label |" in summary
 
@@ -188,7 +188,7 @@ def test_rerun_reads_the_current_body_through_the_api(gh, github_server, monkeyp
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
     payload = pr("Stale.\n\nbenchmarks: cuda")
     payload["pull_request"]["number"] = 7
-    code, output, summary = gh("pull_request", payload)
+    code, output, _summary = gh("pull_request", payload)
     assert code == 0
     assert output == "benchmark-presets=comp-stats,smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
     assert any(r.method == "GET" and r.path.endswith("/pulls/7") for r in github_server.requests)

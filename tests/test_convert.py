@@ -190,7 +190,7 @@ def test_an_empty_output_path_is_refused_not_read_as_the_current_folder(tmp_path
 def test_a_file_of_another_tool_is_named_as_not_a_benchtrail_results_file(tmp_path, capsys):
     code, gab, _ = _convert(tmp_path, capsys, "--to", "gab", "--results", str(RUN))
     assert code == 0
-    code, out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
+    code, _out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
     assert code == 1
     assert f"{gab} is not a benchtrail results file (no schema_version)" in captured.err
 

@@ -91,7 +91,7 @@ def test_dashboard_page_renders_every_series_offline_in_headless_chromium(plotte
 
 @pytest.mark.e2e
 def test_dashboard_carries_the_stored_medians(plotted, history_store):
-    history, out_dir, _ = plotted
+    _history, out_dir, _ = plotted
     page = (out_dir / "smoke.html").read_text()
     assert "cdn.plot.ly" not in page and '<script charset="utf-8" src="plotly.min.js">' in page
     assert (out_dir / "plotly.min.js").stat().st_size > 1_000_000
@@ -125,7 +125,7 @@ def _write(path: Path, text: str) -> Path:
 def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, capsys, text, message):
     history = _write(tmp_path / "history.json", text)
     out_dir = tmp_path / "dash"
-    code, out, err = _run(capsys, "plot", "--history", history, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", history, "--output-dir", out_dir)
     assert code == 1
     assert str(history) in err and message in err
     assert not out_dir.exists() and not list(tmp_path.glob(".dash*"))
@@ -135,7 +135,7 @@ def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, 
 def test_plot_never_writes_into_a_folder_that_holds_files(plotted, tmp_path, capsys):
     history, out_dir, _ = plotted
     history_file = _write(tmp_path / "history.json", json.dumps(history))
-    code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
     assert code == 1 and "exists and is not an empty folder" in err
 
 
@@ -181,7 +181,7 @@ def test_an_execution_series_of_no_preset_gets_the_no_preset_page(plotted, tmp_p
     edited = _edited(history, lambda h, s: s.update(presets=[]))
     name = next(s["name"] for s in edited["series"].values() if s["kind"] == "execution" and not s["presets"])
     out_dir = tmp_path / "dash"
-    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
+    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
                           "--output-dir", out_dir)
     assert code == 0, err
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "no-preset.png", "smoke.png"]
@@ -221,7 +221,7 @@ def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_i
 def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
     history, _, _ = plotted
     afile = _write(tmp_path / "afile", "x\n")
-    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
+    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
                           "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
 

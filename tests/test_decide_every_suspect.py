@@ -69,7 +69,7 @@ def test_a_selection_whose_samples_can_never_reach_alpha_is_refused_naming_what_
         check_sample_sizes((_rc(4),))
     assert str(alone.value).endswith("at least 5 samples a side are needed; raise min_samples or processes")
     with pytest.raises(UserError) as err:
-        check_sample_sizes(tuple(_rc(7, name=f"m{i}-") for i in range(19)) + (_rc(3, processes=2),))
+        check_sample_sizes((*(_rc(7, name=f"m{i}-") for i in range(19)), _rc(3, processes=2)))
     assert str(err.value).startswith("20 of the 20 run configs selected take too few samples to ever show a "
                                      "change: m0-7.eager, m1-7.eager, m2-7.eager and 17 more (processes=1 × "
                                      "min_samples=7 = 7 a side). With 20 series compared, the smallest possible "

@@ -39,7 +39,7 @@ def test_iree_rule_alerts_on_a_mean_change_beyond_its_percentage_in_either_direc
     assert iree_rule(BASE, [x - 6 for x in BASE], 5.0) == "improved"
     assert iree_rule(BASE, [x + 4 for x in BASE], 5.0) == "similar"
     # The mean, not the median: one slow outlier of +60 moves the mean by 6%.
-    assert iree_rule(BASE, BASE[:-1] + [BASE[-1] + 60], 5.0) == "regressed"
+    assert iree_rule(BASE, [*BASE[:-1], BASE[-1] + 60], 5.0) == "regressed"
 
 
 def test_github_action_benchmark_alerts_only_above_twice_the_mean_and_never_on_improvements():

@@ -90,9 +90,9 @@ def test_bad_arguments_name_the_benchmark_the_argument_and_what_is_allowed(kwarg
 
 
 def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
-    with pytest.raises(UserError, match="no @benchmark function found in tests.bad_models; decorate"):
+    with pytest.raises(UserError, match=r"no @benchmark function found in tests.bad_models; decorate"):
         functions.discover(["tests.bad_models"])
-    with pytest.raises(UserError, match="'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
+    with pytest.raises(UserError, match=r"'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
         functions.discover(["tests.no_such_module"])
 
 

@@ -107,7 +107,7 @@ def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(histor
 @pytest.mark.e2e
 def test_unknown_ref_is_refused_naming_it_and_nothing_is_written(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
                           "--ref", "no-such-branch", "--output", output)
     assert code == 1
     assert "--ref 'no-such-branch'" in err and "cannot resolve" in err
@@ -121,7 +121,7 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     (tmp_path / "empty-store").mkdir()
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output", output)
+    code, _out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output", output)
     assert code == 1
     assert "no usable run of any of the 1 first-parent commit(s) of HEAD" in err
     assert not output.exists()
@@ -133,7 +133,7 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     missing = tmp_path / "mistyped-store"
-    code, out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output", tmp_path / "h.json")
+    code, _out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output", tmp_path / "h.json")
     assert code == 1
     assert f"benchtrail: error: no such store: {missing} does not exist" in err
     assert not missing.exists() and not (tmp_path / "h.json").exists()
@@ -141,7 +141,7 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
 
 def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
     (tmp_path / "store").mkdir()
-    code, out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
+    code, _out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
                           "--output", tmp_path / "h.json")
     assert code == 1 and "is not a git repository" in err
 
@@ -150,7 +150,7 @@ def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
 def test_existing_history_file_is_never_overwritten(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
     output.write_text("keep me")
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
                           "--output", output)
     assert code == 1 and "already exists" in err
     assert output.read_text() == "keep me"
@@ -215,16 +215,16 @@ def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series
 def test_compare_builds_refuses_a_commit_without_a_stored_run(history_store, tmp_path, capsys):
     commits = history_store["commits"]
     (tmp_path / "other-store").mkdir()
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "other-store",
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "other-store",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1
     assert f"A {commits['c1']!r}" in err and "holds no run of it" in err and "run directory" in err
     assert not list(tmp_path.glob("*.png"))
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "typo",
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "typo",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and f"no such store: {tmp_path / 'typo'} does not exist" in err
     assert not (tmp_path / "typo").exists()
-    code, out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store", history_store["store"],
+    code, _out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store", history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and "A 'no-such-ref' is neither a run directory nor a commit" in err
 
@@ -244,7 +244,7 @@ def test_history_from_a_gs_store_equals_the_history_from_the_folder(history_stor
         remote.write_pointer(sha, run_id, attempt, info)
     from_folder = _history(capsys, history_store, tmp_path, "--ref", "main")
     output = tmp_path / "from-gcs.json"
-    code, out, err = _run(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo", history_store["repo"],
                           "--ref", "main", "--output", output)
     assert code == 0, err
     from_gcs = json.loads(output.read_text())
@@ -311,7 +311,7 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
     c3_run = store / history_store["run_dirs"]["c3"].relative_to(history_store["store"])
     bad = _set_presets(c3_run, [preset])
     output = tmp_path / "a" / "history.json"
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output", output)
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output", output)
     assert code == 0, err
     assert f"warning: run not used: {history_store['commits']['c3'][:7]} run {c3_run.parent.name}/1: results file " in err
     assert f"results file {bad[0]}: field run.presets is {[preset]!r}; allowed: a list of preset names of letters, " \
@@ -320,7 +320,7 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
     assert [c.run_id is not None for c in history.commits] == [True, True, False]  # c3's run is a gap
     before = _files(tmp_path)
     out_dir = tmp_path / "a" / "b" / "dash"
-    code, out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
     assert code == 0, err
     assert {p for p in _files(tmp_path) - before if out_dir not in p.parents} == {out_dir, out_dir.parent}
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "smoke.png"]
@@ -372,11 +372,11 @@ def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_s
         os.utime(folder, ns=(1_000_000_000, 1_000_000_000))
         folder.chmod(0o555)
     try:
-        code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
+        code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
                               "--output", tmp_path / "h.json")
         assert code == 0, err
         commits = history_store["commits"]
-        code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
+        code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
                               "--repo", history_store["repo"], "--output-dir", tmp_path)
         assert code == 0, err
         assert {f: f.stat().st_mtime_ns for f in folders} == dict.fromkeys(folders, 1000000000)
@@ -410,7 +410,7 @@ def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_sto
     (pointer,) = (store / "commits" / c1).glob("*.json")
     pointer.write_text('{"trunc')
     output = tmp_path / "h.json"
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
                           "--output", output)
     assert code == 0, err
     reason = (f"{c1[:7]}: commit pointer {pointer} is not valid JSON (truncated or corrupt?): Unterminated string "
@@ -427,7 +427,7 @@ def test_when_no_run_is_usable_the_error_says_why_for_each(history_store, tmp_pa
     for name in ("c1", "c2", "c3"):
         run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
         (run_dir / "results" / "c2-standard-16-0.json").write_text("{}")
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
                           "--output", tmp_path / "h.json")
     assert code == 1
     assert "no usable run of any of the 3 first-parent commit(s) of main" in err and ". Runs not used: " in err
@@ -442,7 +442,7 @@ def test_an_output_dir_that_is_a_file_and_an_empty_output_are_named(history_stor
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
     with pytest.raises(SystemExit) as exited:

@@ -3,6 +3,7 @@ unconfirmed ones marked) around the median of its runs (what ``track`` reads), t
 in one unit with the verdict and change, showing the paired samples that decided, and compare-backends'
 labels that fit."""
 
+import itertools
 import json
 import subprocess
 
@@ -154,8 +155,8 @@ def test_compare_backends_labels_fit_without_overlapping():
         assert {t.get_rotation() for t in labels} == {rotation}
         assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and b.y0 >= fig.bbox.y0 for b in boxes)  # inside
         if rotation:  # parallel lines at 45°: apart by their anchors' distance × sin 45°, more than a line's height
-            gaps = {round(b.x1 - a.x1) for a, b in zip(boxes, boxes[1:])}
+            gaps = {round(b.x1 - a.x1) for a, b in itertools.pairwise(boxes)}
             assert min(gaps) * 0.707 > 1.2 * labels[0].get_fontsize() * fig.dpi / 72
         else:  # lines of model, task: side by side
             assert "\n" in labels[0].get_text()
-            assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+            assert not any(a.overlaps(b) for a, b in itertools.pairwise(boxes))

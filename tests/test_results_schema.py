@@ -59,7 +59,7 @@ def test_truncated_results_file_is_a_clear_error(tmp_path):
 def test_newer_schema_version_asks_to_upgrade(tmp_path):
     obj = results_to_dict(results(record("a")))
     obj["schema_version"] = 99
-    with pytest.raises(UserError, match="schema_version 99.*reads versions 1..2; upgrade benchtrail"):
+    with pytest.raises(UserError, match=r"schema_version 99.*reads versions 1..2; upgrade benchtrail"):
         load_results(_write(tmp_path, obj))
 
 
@@ -96,7 +96,7 @@ def test_nan_median_is_written_as_null_and_rejected_as_inconsistent_with_the_sam
     obj["benchmarks"][0]["median"] = math.nan
     jsonio.write_json(tmp_path / "r.json", obj)
     assert '"median": null' in (tmp_path / "r.json").read_text()
-    with pytest.raises(UserError, match="median is None but the samples give 1.0"):
+    with pytest.raises(UserError, match=r"median is None but the samples give 1.0"):
         load_results(tmp_path / "r.json")
 
 

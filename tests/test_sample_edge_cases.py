@@ -21,9 +21,9 @@ from tests.test_schemas import errors
 
 #: series id -> (base samples, head samples, verdict, reason)
 EDGE_CASES = {
-    "zero-head": (spread(100), spread(100)[:-1] + [0.0], "not-comparable",
+    "zero-head": (spread(100), [*spread(100)[:-1], 0.0], "not-comparable",
                   "head sample 9 is 0.0 (0 or negative); latency samples must be finite and > 0"),
-    "negative-base": ([-1.0] + spread(100)[1:], spread(100), "not-comparable",
+    "negative-base": ([-1.0, *spread(100)[1:]], spread(100), "not-comparable",
                       "baseline sample 0 is -1.0 (0 or negative); latency samples must be finite and > 0"),
     "all-zero": ([0.0] * 10, [0.0] * 10, "not-comparable",
                  "baseline sample 0 is 0.0 (0 or negative); latency samples must be finite and > 0"),
@@ -118,7 +118,7 @@ def test_negative_compilation_values_are_not_comparable_never_improvements(tmp_p
 
 @pytest.mark.parametrize("field", ["samples", "median"])
 def test_a_number_beyond_a_floats_range_is_refused_naming_the_field(tmp_path, capsys, field):
-    base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
+    _base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
     obj = results_to_dict(results(record("fine", spread(100))))
     huge = "9" * 400  # JSON allows it; Python reads an int that no float holds
     text = json.dumps(obj).replace(f"{spread(100)[0]!r}" if field == "samples" else '"median": 100.0',

@@ -200,7 +200,7 @@ def _run(capsys, *args) -> tuple[int, str, str]:
 @pytest.mark.parametrize("extra", [(), ("--ref", "side", "--max-commits", "2")])
 def test_history_json_of_the_real_runs_validates(history_store, tmp_path, capsys, extra):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
                           "--output", output, *extra)
     assert code == 0, err
     assert_valid("history.schema.json", output)

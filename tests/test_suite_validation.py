@@ -104,5 +104,5 @@ def test_entry_points_load_and_input_specs_parse(gen):
         module, _, attr = entry.partition(":")
         assert callable(getattr(importlib.import_module(module), attr))
     for spec in gen.model.input_specs:
-        shape, dtype = parse_input_spec(spec)
+        shape, _dtype = parse_input_spec(spec)
         assert all(d > 0 for d in shape)

@@ -163,7 +163,7 @@ def test_too_few_ok_points_is_insufficient_data_not_an_error():
     commits = run_commits(12)
     few = series("few", step(MIN_POINTS - 1, 3, 1.5), commits[:MIN_POINTS - 1])
     # MIN_POINTS points, two of them failed: only the ok ones count.
-    failing = series("failing", step(MIN_POINTS, 0, 1.0)[:-2] + [None, None], commits[:MIN_POINTS])
+    failing = series("failing", [*step(MIN_POINTS, 0, 1.0)[:-2], None, None], commits[:MIN_POINTS])
     report = track(history(few, failing, n=12), THRESHOLDS)
     assert report.change_points == ()
     assert [(i.series_id, i.points, i.needed) for i in report.insufficient] == [
@@ -313,7 +313,7 @@ def test_issue_found_on_page_two_when_more_data_moves_the_change_by_a_commit(gh,
     moved = gh.add_issue(REPO, "earlier detection", marker("mlp", shas[7]), labels=(LABEL,), user=BOT)
     for i in range(120):  # newer labelled issues push ours to the second page
         gh.add_issue(REPO, f"other {i}", marker(f"series-{i}", shas[6]), labels=(LABEL,), user=BOT)
-    code, out, err = _track(capsys, repo, store, "--post")
+    code, _out, err = _track(capsys, repo, store, "--post")
     assert code == 0, err
     assert [(r.method, r.path) for r in gh.writes()] == [("PATCH", f"/repos/{REPO}/issues/{moved}")]
     assert parse_marker(gh.issue(REPO, moved)["body"]) == ("mlp", shas[6])
@@ -334,7 +334,7 @@ def test_a_pull_request_carrying_the_marker_is_not_our_issue(gh, tmp_path, capsy
 
 def test_below_threshold_and_improvements_post_nothing(gh, tmp_path, capsys):
     steady = [100.0 * (1.005 if i >= 6 else 1.0) for i in range(12)]
-    repo, store, shas = build_store(tmp_path, steady, other=step(12, 4, 0.7))
+    repo, store, _shas = build_store(tmp_path, steady, other=step(12, 4, 0.7))
     code, out, err = _track(capsys, repo, store, "--post")
     assert code == 0, err
     assert "regression (below threshold)" in out and "improvement" in out
@@ -342,7 +342,7 @@ def test_below_threshold_and_improvements_post_nothing(gh, tmp_path, capsys):
 
 
 def test_track_without_post_talks_to_nobody_and_lists_insufficient_data(tmp_path, capsys):
-    repo, store, shas = build_store(tmp_path, step(MIN_POINTS + 2, 0, 1.0), gaps=(3, 4, 5))
+    repo, store, _shas = build_store(tmp_path, step(MIN_POINTS + 2, 0, 1.0), gaps=(3, 4, 5))
     code, out, err = _track(capsys, repo, store)
     assert code == 0, err
     assert f"0 change point(s) in 0 of 1 tracked series over {MIN_POINTS - 1} run(s) of {MIN_POINTS + 2}" in out
@@ -364,26 +364,26 @@ def test_track_on_four_real_smoke_runs_reports_insufficient_data(history_store, 
 
 
 def test_track_bad_input_exits_1_with_a_message(tmp_path, capsys, monkeypatch):
-    repo, store, shas = build_store(tmp_path, step(4, 0, 1.0))
-    code, out, err = _track(capsys, repo, store, "--ref", "no-such-ref")
+    repo, store, _shas = build_store(tmp_path, step(4, 0, 1.0))
+    code, _out, err = _track(capsys, repo, store, "--ref", "no-such-ref")
     assert code == 1 and "--ref 'no-such-ref'" in err
-    code, out, err = _track(capsys, repo, tmp_path / "no-store")
+    code, _out, err = _track(capsys, repo, tmp_path / "no-store")
     assert code == 1 and f"no such store: {tmp_path / 'no-store'} does not exist" in err
     (tmp_path / "empty-store").mkdir()
-    code, out, err = _track(capsys, repo, tmp_path / "empty-store")
+    code, _out, err = _track(capsys, repo, tmp_path / "empty-store")
     assert code == 1 and "no usable run" in err
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    code, out, err = _track(capsys, repo, store, "--post", "--repo-name", REPO)
+    code, _out, err = _track(capsys, repo, store, "--post", "--repo-name", REPO)
     assert code == 1 and "GITHUB_TOKEN" in err
     (tmp_path / "exists.json").write_text("{}")
-    code, out, err = _track(capsys, repo, store, "--report", tmp_path / "exists.json")
+    code, _out, err = _track(capsys, repo, store, "--report", tmp_path / "exists.json")
     assert code == 1 and "already exists" in err
 
 
 def test_track_with_a_token_that_may_not_write_issues_is_a_user_error(gh, tmp_path, capsys):
-    repo, store, shas = build_store(tmp_path, step(12, 6, 1.25))
+    repo, store, _shas = build_store(tmp_path, step(12, 6, 1.25))
     gh.fail("POST", f"/repos/{REPO}/issues", "read-only")
-    code, out, err = _track(capsys, repo, store, "--post")
+    code, _out, err = _track(capsys, repo, store, "--post")
     assert code == 1 and "may not write issues" in err and "issues: write" in err
 
 
@@ -420,7 +420,7 @@ def test_bisect_range_lists_first_parent_commits_after_a_up_to_b(merge_repo, cap
     assert bisect_range(repo, shas["c0"], "main") == [
         (shas["c1"], "subject of c1"), (shas["m"], "merge side"), (shas["c3"], "subject of c3")]
     assert main(["bisect-range", shas["c1"][:10], "HEAD", "--repo", str(repo)]) == 0
-    out, err = capsys.readouterr()
+    out, _err = capsys.readouterr()
     assert out == f"{shas['m']} merge side\n{shas['c3']} subject of c3\n"
     assert bisect_range(repo, "main", "main") == []
 

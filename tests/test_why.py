@@ -185,9 +185,9 @@ def test_a_run_request_carries_profile_only_when_asked_and_a_bad_one_is_refused_
     assert spec["trace"].endswith("/rel/base.trace.json") and spec["trace"].startswith("/")
     asked = RunRequest({"c": 1}, 2, profile=spec)
     assert read_request(asked.to_json()) == asked
-    with pytest.raises(ProtocolError, match="field 'profile' is .*iterations: <integer >= 1>"):
+    with pytest.raises(ProtocolError, match=r"field 'profile' is .*iterations: <integer >= 1>"):
         read_request({**asked.to_json(), "profile": {"iterations": 0, "trace": "/t"}})
-    with pytest.raises(ProtocolError, match="'profile.trace' is int"):
+    with pytest.raises(ProtocolError, match=r"'profile.trace' is int"):
         read_request({**asked.to_json(), "profile": {"iterations": 3, "trace": 5}})
     # An older worker's response has no profile; a newer one's reads back whole.
     assert read_response({"status": "ok"}).profile is None

@@ -59,7 +59,7 @@ def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_modul
 def test_a_crash_fails_its_own_case_and_the_cases_after_it_run_in_a_fresh_process():
     rcs = _group("crashes_with_grad", tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), processes=2)
     # The seeded order puts a crashing case (autograd on) before the inference case in some process.
-    assert any([rc.execution_config.task for rc in _order(rcs, p)][0] is not Task.INFERENCE for p in range(2))
+    assert any(next(rc.execution_config.task for rc in _order(rcs, p)) is not Task.INFERENCE for p in range(2))
     out = run_module_cases(rcs)
     by_task = {rc.execution_config.task: out[rc.id] for rc in rcs}
     for task in (Task.FORWARD, Task.BACKWARD):

@@ -103,7 +103,7 @@ def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
 
 
 def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
-    run, poster = story.outage
+    run, _poster = story.outage
     assert run.job("process").result == "success", run.describe()
     assert run.job("process").step("Store the run").outcome == "failure"
     comment = story.comments["outage"]
@@ -171,7 +171,7 @@ def test_a_bad_trailer_edits_the_comment_to_name_the_bad_preset(story):
 
 
 def test_a_title_only_edit_selects_nothing(story):
-    run, poster = story.title_edit
+    run, _poster = story.title_edit
     setup = run.job("setup")
     assert setup.result == "success" and setup.outputs["has-benchmarks"] == "false", run.describe()
     assert {run.job(j).result for j in ("compile", "execute", "process")} == {"skipped"}

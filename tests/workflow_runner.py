@@ -87,8 +87,8 @@ class _Run:
                 asked = asked if asked is not None else (top if top is not None else {"*": 0})
                 for scope, level in asked.items():
                     if level > _granted(allowed, scope):
-                        name = [k for k, v in PERMISSION_LEVELS.items() if v == _granted(allowed, scope)][0]
-                        want = [k for k, v in PERMISSION_LEVELS.items() if v == level][0]
+                        name = next(k for k, v in PERMISSION_LEVELS.items() if v == _granted(allowed, scope))
+                        want = next(k for k, v in PERMISSION_LEVELS.items() if v == level)
                         raise WorkflowLoadError(
                             f"The nested job '{job_id}' is requesting '{scope}: {want}', but is only allowed "
                             f"'{scope}: {name}'.")
