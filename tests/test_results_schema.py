@@ -87,7 +87,8 @@ def test_two_benchmarks_with_one_id_are_rejected(tmp_path):
 def test_unknown_status_lists_allowed_statuses(tmp_path):
     obj = results_to_dict(results(record("a")))
     obj["benchmarks"][0]["status"] = "great"
-    with pytest.raises(UserError, match="status 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"):
+    with pytest.raises(UserError,
+                       match="status 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"):
         load_results(_write(tmp_path, obj))
 
 
@@ -141,7 +142,8 @@ def test_a_preset_name_that_is_not_a_safe_file_name_is_refused_naming_file_field
                                  "with a letter or digit, without '..' (regex ^[A-Za-z0-9][A-Za-z0-9._-]*$)")
     obj = results_to_dict(results(record("a")))
     obj["run"]["presets"] = [preset]
-    with pytest.raises(UserError, match=rf"field run\.presets is \[{re.escape(repr(preset))}\]; allowed: a list of"):
+    with pytest.raises(UserError,
+                       match=rf"field run\.presets is \[{re.escape(repr(preset))}\]; allowed: a list of"):
         load_results(_write(tmp_path, obj, "run.json"))
 
 
@@ -149,7 +151,9 @@ def test_a_preset_name_that_is_not_a_safe_file_name_is_refused_naming_file_field
 def test_json_of_another_tool_is_not_a_benchtrail_results_file(tmp_path, text):
     path = tmp_path / "gab.json"
     path.write_text(text)
-    with pytest.raises(UserError, match=rf"^{re.escape(str(path))} is not a benchtrail results file \(no schema_version\)"):
+    with pytest.raises(UserError,
+                       match=rf"^{re.escape(str(path))} is not a benchtrail results file \(no "
+                       r"schema_version\)"):
         load_results(path)
 
 

@@ -39,7 +39,8 @@ def write_tree(folder, files):
 
 
 def read_tree(folder):
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
 
 
 @pytest.fixture(params=["file", "gs"])

@@ -49,7 +49,8 @@ def test_a_fork_pr_without_the_label_waits_for_a_maintainer(story):
     setup = run.job("setup")
     assert setup.outputs["has-benchmarks"] == "false" and run.job("compile").result == "skipped", run.describe()
     assert "waiting for a maintainer to add the `safe-to-benchmark` label" in setup.summary
-    assert story.gate(head) == ("pending", "waiting for a maintainer to add the safe-to-benchmark label (a fork's PR)")
+    assert story.gate(head) == ("pending",
+                                "waiting for a maintainer to add the safe-to-benchmark label (a fork's PR)")
 
 
 def test_adding_a_trailer_makes_the_gate_pending_until_its_runs_comparison(story):

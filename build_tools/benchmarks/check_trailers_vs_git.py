@@ -47,8 +47,10 @@ def _words(rng: random.Random, low: int = 1) -> str:
 
 def _piece(rng: random.Random) -> list[str]:
     """A few lines of one kind (the kinds of the property test, and more)."""
-    kind = rng.choice(["prose", "trailer", "presets", "continuation", "comment", "comment-in-fold", "signed-off",
-                       "cherry-pick", "divider", "fenced-code", "key=value", "indented", "scissors", "conflicts",
+    kind = rng.choice(["prose", "trailer", "presets", "continuation", "comment", "comment-in-fold",
+                       "signed-off",
+                       "cherry-pick", "divider", "fenced-code", "key=value", "indented", "scissors",
+                       "conflicts",
                        "nul", "blank-looking", "colon-first"])
     if kind == "prose":
         return [_words(rng).capitalize() + "."]

@@ -197,7 +197,8 @@ def judge_trial(base: np.ndarray, head: np.ndarray, threshold_pct: float = DETEC
                 seed: int = 0) -> tuple[str, float]:
     """(verdict, median pair ratio head/base) of one paired trial, from ``compare_paired`` (lower is
     better); samples in µs, ``base[j]`` paired with ``head[j]``."""
-    inference = compare_paired([np.asarray(base, float)], [np.asarray(head, float)], threshold_pct=threshold_pct,
+    inference = compare_paired([np.asarray(base, float)], [np.asarray(head, float)],
+                               threshold_pct=threshold_pct,
                                lower_is_better=True, seed=seed)
     return str(inference.verdict[0]), float(inference.ratio[0])
 
@@ -217,7 +218,8 @@ def detector_rows(trials: list[tuple[float, str, float]]) -> list[dict[str, Any]
         for _, verdict, _ in group:
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
         rows.append({"delta_pct": delta, "trials": len(group), "alerts": alerts, "rate": alerts / len(group),
-                     "ci_low": low, "ci_high": high, "median_ratio": float(np.median([r for _, _, r in group])),
+                     "ci_low": low, "ci_high": high,
+                     "median_ratio": float(np.median([r for _, _, r in group])),
                      "verdicts": dict(sorted(verdicts.items()))})
     return rows
 
@@ -239,7 +241,8 @@ def format_detector(rows: list[dict[str, Any]], threshold_pct: float = DETECTOR_
     return "\n".join(lines)
 
 
-def format_summary(cal: Calibration, smoke: list[dict[str, Any]] | None, detector: list[dict[str, Any]]) -> str:
+def format_summary(cal: Calibration, smoke: list[dict[str, Any]] | None,
+                   detector: list[dict[str, Any]]) -> str:
     """One line: the calibration's verdict, the cuda-smoke cases ok, the detector's alerts."""
     parts = [f"calibration {'ok' if cal.ok else 'FAILED'} ({cal.error:+.2%})"]
     if smoke is None:
@@ -319,7 +322,8 @@ def device_lines() -> list[str]:
         info = environment.gpu_info(index)
         extra = {k: v for k, v in info.items() if k.startswith(("gpu_driver", "gpu_clocks"))}
         if extra:
-            lines.append("nvidia-smi: " + ", ".join(f"{k.removeprefix('gpu_')} {v}" for k, v in sorted(extra.items())))
+            lines.append("nvidia-smi: " + ", ".join(f"{k.removeprefix('gpu_')} {v}" for k,
+                                                    v in sorted(extra.items())))
     except Exception as exc:  # informational only
         lines.append(f"nvidia-smi: not read ({type(exc).__name__}: {exc})")
     return lines
@@ -406,7 +410,8 @@ def run_smoke(folder: Path, full_sampling: bool = False) -> tuple[list[dict[str,
     export = write_export(suite, "execution", (PRESET,), folder / "execution.json")
     run_info = {"run_id": f"gpu-check-{folder.name}", "attempt": 1, "presets": [PRESET]}
     (folder / "results").mkdir(exist_ok=True)
-    path, _ = run_stage(export, DEVICE_NAME, None, folder / "results" / f"{DEVICE_NAME}.json", run_info, repo=REPO)
+    path, _ = run_stage(export, DEVICE_NAME, None, folder / "results" / f"{DEVICE_NAME}.json", run_info,
+                        repo=REPO)
     return smoke_rows(load_results(path).benchmarks), path
 
 
@@ -414,7 +419,8 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise BudgetExceeded()
 
 
-def run_smoke_within(folder: Path, full_sampling: bool, seconds: float) -> tuple[list[dict[str, Any]] | None, str]:
+def run_smoke_within(folder: Path, full_sampling: bool, seconds: float) -> tuple[list[dict[str, Any]] | None,
+                                                                                 str]:
     """:func:`run_smoke` under a timer of ``seconds`` (the running worker is killed when it fires);
     returns (rows or None, message)."""
     previous = signal.signal(signal.SIGALRM, _on_alarm)
@@ -499,8 +505,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run cuda-smoke with the preset's own sampling (3 worker processes per case) "
                              "instead of 1; may not fit in 5 minutes")
     parser.add_argument("--trials", type=int, default=DETECTOR_TRIALS,
-                        help=f"A/A trials and δ = {DETECTOR_DELTA_PCT:g}%% trials each (default {DETECTOR_TRIALS})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pair orders and trial order (default 0)")
+                        help=f"A/A trials and δ = {DETECTOR_DELTA_PCT:g}%% trials each (default "
+                        f"{DETECTOR_TRIALS})")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the pair orders and trial order (default 0)")
     parser.add_argument("--budget-s", type=float, default=BUDGET_S,
                         help=f"time budget of the whole check in seconds (default {BUDGET_S:g})")
     args = parser.parse_args(argv)
@@ -554,7 +562,8 @@ def _smoke_step(folder: Path, full_sampling: bool, budget_s: float,
         print(f"results: {where}")
         bad = [r["name"] for r in rows if r["status"] != "ok"]
         if bad:
-            failures.append((EXIT_SMOKE, f"{len(bad)} of {len(rows)} cuda-smoke cases not ok: {', '.join(bad)}"))
+            failures.append((EXIT_SMOKE,
+                             f"{len(bad)} of {len(rows)} cuda-smoke cases not ok: {', '.join(bad)}"))
     return {"rows": rows, "results": where, "full_sampling": full_sampling}
 
 

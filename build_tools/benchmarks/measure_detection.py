@@ -33,7 +33,8 @@ from pathlib import Path
 
 CLI = "import sys; from benchtrail.cli import main; sys.exit(main())"
 #: Function -> (base loop rounds, the change its branch makes, target ratio, tolerance).
-FUNCTIONS = {"mix": (120, "slow10", 1.10, 0.01), "scan": (200, "slow3", 1.03, 0.005), "steady": (60, None, 1.0, 0)}
+FUNCTIONS = {"mix": (120, "slow10", 1.10, 0.01), "scan": (200, "slow3", 1.03, 0.005),
+             "steady": (60, None, 1.0, 0)}
 CONDITIONS = ("quiet", "noise")
 #: pytest-benchmark's rule: a head median more than 5% above the base median fails.
 PYTEST_BENCHMARK_FAIL = 0.05
@@ -225,8 +226,10 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
     bt_base_s, base_rows = benchtrail_run(repo, store)
     pb_base_s, pb_base = pytest_run(repo, store.parent / "base.json")
     order = list(heads)[index % len(heads):] + list(heads)[:index % len(heads)]
-    records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False, "verdict": row["verdict"],
-                "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s, "base_seconds": None}
+    records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False,
+                "verdict": row["verdict"],
+                "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s,
+                "base_seconds": None}
                for name, row in base_rows.items() if index > 0]  # A/A against the previous trial's base run
     for head in order:
         _git(repo, "checkout", "-q", head)
@@ -234,7 +237,8 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
         pb_s, pb = pytest_run(repo, store.parent / "head.json")
         for name in FUNCTIONS:
             row = rows[name]
-            records.append({"tool": "benchtrail", "head": head, "function": name, "slowed": heads[head] == name,
+            records.append({"tool": "benchtrail", "head": head, "function": name,
+                            "slowed": heads[head] == name,
                             "verdict": row["verdict"], "mark": row.get("mark"), "change": row.get("change"),
                             "seconds": bt_s, "base_seconds": bt_base_s})
             change = (pb[name] / pb_base[name] - 1) * 100
@@ -264,7 +268,8 @@ def report(records: list[dict], condition: str) -> None:
         alarm = [r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in mine]
         caught = [a and r["verdict"] == "regressed" for r, a in zip(mine, alarm)]
         caught10 = [c for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow10"]
-        seen3 = [c or r["verdict"] == "inconclusive" for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow3"]
+        seen3 = [c or r["verdict"] == "inconclusive" for r,
+                 c in zip(mine, caught) if r["slowed"] and r["head"] == "slow3"]
         untouched = [(r, a) for r, a in zip(mine, alarm) if not r["slowed"]]
         runs: dict[tuple, bool] = {}
         for r, a in untouched:
@@ -288,7 +293,8 @@ def report(records: list[dict], condition: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20, help="trials per condition (default 20)")
-    parser.add_argument("--conditions", default="quiet,noise", help="quiet, noise or both (default quiet,noise)")
+    parser.add_argument("--conditions", default="quiet,noise",
+                        help="quiet, noise or both (default quiet,noise)")
     parser.add_argument("--out", type=Path, help="write every trial's rows to this JSON-lines file")
     args = parser.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]

@@ -53,7 +53,8 @@ def main() -> int:
         rows, seconds = [], []
         for i in range(1, args.runs + 1):
             start = time.monotonic()
-            subprocess.run([str(benchtrail), "pipeline", "--benchmark-presets", args.presets, "--store", str(store)],
+            subprocess.run([str(benchtrail), "pipeline", "--benchmark-presets", args.presets, "--store",
+                            str(store)],
                            check=True, stdout=subprocess.DEVNULL)
             seconds.append(time.monotonic() - start)
             print(f"run {i}/{args.runs}: {seconds[-1]:.0f} s", file=sys.stderr, flush=True)

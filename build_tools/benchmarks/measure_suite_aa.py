@@ -29,7 +29,8 @@ from scipy.stats import binomtest
 def run_pipeline(presets: str, store: Path) -> tuple[float, Path]:
     """One main job; returns (wall seconds, run directory)."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", "import sys; from benchtrail.cli import main; sys.exit(main())",
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys; from benchtrail.cli import main; sys.exit(main())",
                            "pipeline", "--benchmark-presets", presets, "--store", str(store)],
                           capture_output=True, text=True)
     elapsed = time.monotonic() - start

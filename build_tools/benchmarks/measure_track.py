@@ -39,9 +39,11 @@ def _sha(i: int) -> str:
 
 def _history(medians: np.ndarray) -> History:
     n = len(medians)
-    points = tuple(Point(_sha(i), f"run-{i}", 1, float(m), 0.0, float(m), float(m), 30, "ok", float(m), float(m),
+    points = tuple(Point(_sha(i), f"run-{i}", 1, float(m), 0.0, float(m), float(m), 30, "ok", float(m),
+                         float(m),
                          None) for i, m in enumerate(medians))
-    series = Series("s", "s.eager.inference-bs1.c2-standard-16", "execution", "latency", "us", "c2-standard-16",
+    series = Series("s", "s.eager.inference-bs1.c2-standard-16", "execution", "latency", "us",
+                    "c2-standard-16",
                     ("x86_64",), "eager", "inference", points)
     commits = tuple(CommitRun(_sha(i), f"run-{i}", 1) for i in range(n))
     return History("main", _sha(n - 1), "sim", commits, (series,))
