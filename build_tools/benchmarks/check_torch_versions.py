@@ -50,7 +50,8 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
-        return self.pipeline_rc == 0 and self.cases > 0 and self.cases_ok == self.cases and self.ran_with == self.torch
+        return (self.pipeline_rc == 0 and self.cases > 0 and self.cases_ok == self.cases
+                and self.ran_with == self.torch)
 
 
 def torch_version(text: str) -> str:

@@ -136,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     total: collections.Counter = collections.Counter()
     for name, counts in table.items():
         total += counts
-        print(f"| {name} | {counts['bodies']} | {counts['with trailers']} | {counts['agreed']} | {counts['disagreed']} |")
-    print(f"| all | {total['bodies']} | {total['with trailers']} | {total['agreed']} | {total['disagreed']} |")
+        print(f"| {name} | {counts['bodies']} | {counts['with trailers']} | {counts['agreed']} | "
+              f"{counts['disagreed']} |")
+    print(f"| all | {total['bodies']} | {total['with trailers']} | {total['agreed']} | "
+          f"{total['disagreed']} |")
     if args.save:
         write_text_atomic(Path(args.save), json.dumps(disagreements, indent=1) + "\n")
     return 1 if disagreements else 0

@@ -64,7 +64,8 @@ try:
 except ImportError as _exc:
     sys.stderr.write(f"gpu_check: cannot import {_exc.name or _exc}: {_exc}\n"
                      "gpu_check installs nothing: run it with a Python that has torch (with CUDA), numpy, "
-                     "scipy, pyyaml and rich, e.g. PYTHON=/path/to/python3 bash build_tools/benchmarks/gpu_check.sh\n")
+                     "scipy, pyyaml and rich, e.g. PYTHON=/path/to/python3 bash "
+                     "build_tools/benchmarks/gpu_check.sh\n")
     raise SystemExit(1) from None
 
 EXIT_OK = 0
@@ -185,9 +186,11 @@ class Calibration:
 def format_calibration(cal: Calibration) -> str:
     """The calibration's lines: the clock rate, the expected and the CUDA-event time, the verdict."""
     return "\n".join([
-        f"torch.cuda._sleep: {cal.rate:.4g} cycles/s ({cal.rate / 1e9:.3f} GHz) from {cal.long_cycles} cycles in "
+        f"torch.cuda._sleep: {cal.rate:.4g} cycles/s ({cal.rate / 1e9:.3f} GHz) from {cal.long_cycles} "
+        "cycles in "
         + ", ".join(f"{s * 1e3:.1f}" for s in cal.long_seconds) + " ms (host clock, synchronised)",
-        f"  {cal.check_cycles} cycles: expected {cal.expected_ms:.4f} ms, CUDA events {cal.measured_ms:.4f} ms "
+        f"  {cal.check_cycles} cycles: expected {cal.expected_ms:.4f} ms, CUDA events {cal.measured_ms:.4f} "
+        "ms "
         f"(median of {len(cal.check_ms)}, {min(cal.check_ms):.4f}-{max(cal.check_ms):.4f}), "
         f"off by {cal.error:+.2%} (limit ±{CALIBRATION_TOLERANCE:.0%}): {'ok' if cal.ok else 'FAILED'}",
     ])
@@ -231,7 +234,8 @@ def aa_broken(rows: list[dict[str, Any]], limit: float = AA_RATE_LIMIT) -> bool:
 
 def format_detector(rows: list[dict[str, Any]], threshold_pct: float = DETECTOR_THRESHOLD_PCT) -> str:
     """The detector table: trials, alerts, rate and its 95% Clopper–Pearson interval per δ."""
-    lines = [f"{'check':<12} {'trials':>6} {'alerts':>6} {'rate':>7}  {'95% CP interval':<17} {'median ratio':>12}  "
+    lines = [f"{'check':<12} {'trials':>6} {'alerts':>6} {'rate':>7}  {'95% CP interval':<17} "
+             f"{'median ratio':>12}  "
              f"verdicts (threshold {threshold_pct:g}%)"]
     for r in rows:
         check = "A/A" if r["delta_pct"] == 0 else f"δ = {r['delta_pct']:g}%"
@@ -292,8 +296,10 @@ def format_smoke(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(f"{r['name']:<{w}} {r['status']:<8} {_num(r['median_us'], '.2f'):>10} "
                      f"{_num(r['iqr_us'], '.2f'):>8} {_num(r['n'], 'd'):>3}  {r['method'] or '-':<12} "
-                     f"{_num(r['launches'], 'd'):>4} {r['reported'] or '-':<8} {_num(r['gpu_median_us'], '.2f'):>9} "
-                     f"{_num(r['wall_median_us'], '.2f'):>9} {_num(r['max_memory_allocated_bytes'], '.1f', 2**20):>9} "
+                     f"{_num(r['launches'], 'd'):>4} {r['reported'] or '-':<8} "
+                     f"{_num(r['gpu_median_us'], '.2f'):>9} "
+                     f"{_num(r['wall_median_us'], '.2f'):>9} "
+                     f"{_num(r['max_memory_allocated_bytes'], '.1f', 2**20):>9} "
                      f"{_num(r['max_memory_reserved_bytes'], '.1f', 2**20):>9}")
         if r["status"] != "ok":
             reason = (r["reason"] or "no reason recorded").strip().splitlines() or [""]
@@ -307,7 +313,8 @@ def format_smoke(rows: list[dict[str, Any]]) -> str:
 def device_lines() -> list[str]:
     """Python, torch, CUDA and cuDNN versions, and the device (name, capability, memory)."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    lines = [f"python {sys.version.split()[0]} · torch {torch.__version__} · CUDA {torch.version.cuda or 'none'} "
+    lines = [f"python {sys.version.split()[0]} · torch {torch.__version__} · CUDA "
+             f"{torch.version.cuda or 'none'} "
              f"· cuDNN {cudnn or 'none'} · numpy {np.__version__}"]
     if not torch.cuda.is_available():
         lines.append("device: no CUDA device")
@@ -315,7 +322,8 @@ def device_lines() -> list[str]:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     major, minor = torch.cuda.get_device_capability(index)
-    lines.append(f"device {index} of {torch.cuda.device_count()}: {torch.cuda.get_device_name(index)} · compute "
+    lines.append(f"device {index} of {torch.cuda.device_count()}: {torch.cuda.get_device_name(index)} · "
+                 "compute "
                  f"capability {major}.{minor} · {props.total_memory / 2**30:.1f} GiB · "
                  f"{props.multi_processor_count} SMs")
     try:  # driver and clocks from nvidia-smi, where benchtrail's environment module can read them
@@ -334,7 +342,8 @@ def not_a_gpu_reason() -> str:
     if torch.version.cuda is None:
         return (f"torch {torch.__version__} is a build without CUDA; run this with the GPU machine's Python "
                 "(PYTHON=...) and a CUDA build of torch")
-    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: no GPU, no driver, or "
+    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: no GPU, no driver, "
+            "or "
             f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')!s} hides it")
 
 
@@ -467,7 +476,8 @@ def sample_paired(base_cycles: int, head_cycles: int, lead_cycles: int, rng: np.
     return out[0], out[1]
 
 
-def detector_check(rate: float, trials: int, seed: int) -> list[tuple[float, str, float]]:  # pragma: no cover - GPU
+def detector_check(rate: float, trials: int,  # pragma: no cover - GPU
+                   seed: int) -> list[tuple[float, str, float]]:
     """``trials`` A/A and ``trials`` δ = ``DETECTOR_DELTA_PCT`` trials in a random order, each
     judged by :func:`judge_trial`; returns ``(δ %, verdict, ratio)`` per trial."""
     rng = np.random.default_rng(seed)
@@ -547,7 +557,8 @@ def _smoke_step(folder: Path, full_sampling: bool, budget_s: float,
                 failures: list[tuple[int, str]]) -> dict[str, Any]:  # pragma: no cover - GPU
     _step(f"3. preset {PRESET} through benchtrail's export and run stages")
     print("sampling: the preset's own (--full-sampling)" if full_sampling else
-          f"sampling reduced to stay well under 5 minutes: {SMOKE_PROCESSES} worker process per case (the preset "
+          f"sampling reduced to stay well under 5 minutes: {SMOKE_PROCESSES} worker process per case (the "
+          "preset "
           f"asks 3), at most {SMOKE_CASE_TIMEOUT_S:g} s per worker; --full-sampling for the preset's own")
     try:
         rows, where = run_smoke_within(folder, full_sampling, budget_s)
@@ -570,7 +581,8 @@ def _smoke_step(folder: Path, full_sampling: bool, budget_s: float,
 def _detector_step(rate: float, trials: int, seed: int,
                    failures: list[tuple[int, str]]) -> dict[str, Any]:  # pragma: no cover - GPU
     _step(f"4. detector on a GPU workload: paired torch.cuda._sleep, A/A and δ = {DETECTOR_DELTA_PCT:g}%")
-    print(f"one iteration: torch.cuda._sleep of {DETECTOR_ITERATION_US:g} µs; sample: {DETECTOR_LAUNCHES} launches "
+    print(f"one iteration: torch.cuda._sleep of {DETECTOR_ITERATION_US:g} µs; sample: {DETECTOR_LAUNCHES} "
+          "launches "
           f"per CUDA event pair; {DETECTOR_PAIRS} interleaved pairs per trial (random order per pair); "
           f"compare_paired at {DETECTOR_THRESHOLD_PCT:g}%")
     judged = detector_check(rate, trials, seed)

@@ -61,7 +61,8 @@ def main() -> int:
             stores = {name: Path(tmp, f"store-{name}") for name in sides}
             for name, checkout in sides.items():  # the seeding runs: no baseline yet
                 pipeline(checkout, args.presets, stores[name])
-            print(f"| pair | {args.base_ref} s (re-check) | this checkout s (re-check) | this checkout's verdicts |")
+            print(f"| pair | {args.base_ref} s (re-check) | this checkout s (re-check) | this checkout's "
+                  "verdicts |")
             print("|---:|---:|---:|---|")
             walls: dict[str, list[float]] = {"base": [], "head": []}
             for k in range(1, args.runs + 1):

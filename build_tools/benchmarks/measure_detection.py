@@ -200,7 +200,8 @@ def benchtrail_run(repo: Path, store: Path) -> tuple[float, dict[str, dict]]:
                           capture_output=True, text=True)
     seconds = time.monotonic() - start
     if proc.returncode not in (0, 2):
-        sys.exit(f"benchtrail pipeline failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        sys.exit("benchtrail pipeline failed "
+                 f"({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     comparison = json.loads((repo / proc.stdout.strip().splitlines()[-1]).parents[1].joinpath(
         "comparison.json").read_text())
     rows = {r["name"].split(".")[1]: r for r in comparison["rows"] if r["kind"] == "execution"}
@@ -260,8 +261,10 @@ def interval(k: int, n: int) -> str:
 
 def report(records: list[dict], condition: str) -> None:
     """The table of one condition."""
-    print(f"\n{condition}: caught = confirmed regressed; false alarms = untouched rows confirmed regressed or improved")
-    print(f"{'tool':<17} {'caught 10%':>17} {'3%: caught|inconcl.':>20} {'false rows':>17} {'false runs':>16} "
+    print(f"\n{condition}: caught = confirmed regressed; false alarms = untouched rows confirmed regressed "
+          "or improved")
+    print(f"{'tool':<17} {'caught 10%':>17} {'3%: caught|inconcl.':>20} {'false rows':>17} "
+          f"{'false runs':>16} "
           f"{'A/A similar':>12} {'A/A inconcl.':>12} {'s/run':>6}")
     for tool in ("benchtrail", "pytest-benchmark"):
         mine = [r for r in records if r["tool"] == tool and r["head"] != "base"]
@@ -276,16 +279,19 @@ def report(records: list[dict], condition: str) -> None:
             runs[(r["trial"], r["head"])] = runs.get((r["trial"], r["head"]), False) or a
         aa = [r for r in mine if r["head"] == "aa"]
         seconds = statistics.median([r["seconds"] for r in mine]) if mine else 0.0
-        print(f"{tool:<17} {interval(sum(caught10), len(caught10)):>17} {interval(sum(seen3), len(seen3)):>20} "
+        print(f"{tool:<17} {interval(sum(caught10), len(caught10)):>17} "
+              f"{interval(sum(seen3), len(seen3)):>20} "
               f"{interval(sum(a for _, a in untouched), len(untouched)):>17} "
               f"{interval(sum(runs.values()), len(runs)):>16} "
               f"{sum(r['verdict'] == 'similar' for r in aa) / max(len(aa), 1) * 100:>11.0f}% "
-              f"{sum(r['verdict'] == 'inconclusive' for r in aa) / max(len(aa), 1) * 100:>11.0f}% {seconds:>6.1f}")
+              f"{sum(r['verdict'] == 'inconclusive' for r in aa) / max(len(aa), 1) * 100:>11.0f}% "
+              f"{seconds:>6.1f}")
     rerun = [r for r in records if r["head"] == "base"]
     if not rerun:
         return
     false = sum(r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in rerun)
-    print(f"benchtrail's base runs against the previous trial's (A/A, not in the table): {interval(false, len(rerun))} "
+    print("benchtrail's base runs against the previous trial's (A/A, not in the table): "
+          f"{interval(false, len(rerun))} "
           f"false confirmed; {sum(r['verdict'] == 'similar' for r in rerun)} similar, "
           f"{sum(r['verdict'] == 'inconclusive' for r in rerun)} inconclusive")
 

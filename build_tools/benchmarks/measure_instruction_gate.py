@@ -177,7 +177,8 @@ def report(trials: list[dict]) -> None:
     shown = sum(t["diff"] for t in trials)
     alone = sum(t["alone"] for t in trials)
     timed = sum(alarm(r) for t in trials for r in t["timed"].values())
-    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}; the grown row the only "
+    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}; the grown row the "
+          "only "
           f"one gating (benchtrail gate) {alone} of {n}")
     print(f"(wall time: untouched latency rows regressed or improved · confirmed: {timed} of {2 * n})")
     print(f"(caught {interval(caught, n)}, Clopper–Pearson 95%; false alarms over {2 * n} untouched rows)")

@@ -219,7 +219,8 @@ def main() -> int:
     for method in methods:
         mine = [rows[rc.name, method] for rc in cases]
         print(f"| **pooled** ({len(cases)} cases) | {method} | {sum(r['k'] for r in mine)} | - | "
-              f"{geomean([r['between_cv'] for r in mine]):.2%} | {geomean([r['within_cv'] for r in mine]):.2%} | "
+              f"{geomean([r['between_cv'] for r in mine]):.2%} | "
+              f"{geomean([r['within_cv'] for r in mine]):.2%} | "
               f"{statistics.fmean(r['ratio'] for r in mine):.3f} | "
               f"{statistics.fmean(w for rc in cases for _, w in runs[rc.name, method]):.2f} |")
     print()

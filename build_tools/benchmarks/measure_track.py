@@ -97,7 +97,8 @@ def main() -> None:
     started = time.perf_counter()
     print(f"{args.series} series per line, {NOISE:.0%} run-to-run noise, seed {args.seed}; "
           "each cell: with the bottom-up merge (PELT alone)\n")
-    print("| series | no change: any change point | no change: an issue | +5% step: issue at its exact commit "
+    print("| series | no change: any change point | no change: an issue | +5% step: issue at its exact "
+          "commit "
           "| +10% step: issue at its exact commit | +10% step, 2-run ×2 burst: issue at its exact commit "
           "| ×2 step, its first 2 runs ×1.5 more: issue at its exact commit |")
     print("|---|---|---|---|---|---|---|")

@@ -61,7 +61,8 @@ def _devices(path: Path, shard_index: str | None) -> tuple[dict, bool]:
     if _is_export(path):
         return load_execution(path), True
     if shard_index is not None:
-        raise UserError(f"--shard_index: {path} holds unsharded run configs; shards are in an execution export "
+        raise UserError(f"--shard_index: {path} holds unsharded run configs; shards are in an execution "
+                        "export "
                         "(export_benchmark_config.py --output F --shard_count N)")
     devices: dict = {}
     for rc in load_seed_run_configs(path):
@@ -123,7 +124,8 @@ def _runnable_device(path: Path, shards: dict) -> str:
         raise UserError(f"{path} holds no run config this machine can run "
                         f"(it runs {', '.join(sorted(a.value for a in here))})")
     if len(runnable) > 1:
-        raise UserError(f"{path} holds run configs of several devices this machine can run ({', '.join(runnable)}); "
+        raise UserError(f"{path} holds run configs of several devices this machine can run "
+                        f"({', '.join(runnable)}); "
                         "pass --device_name")
     return runnable[0]
 
