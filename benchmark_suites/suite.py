@@ -47,7 +47,8 @@ GRADIENT_TASKS = {
 #: graph break of sqrl, and one export and one AOTInductor module. The other modules' statistics are
 #: in comp-stats-large (issue 18: the main job's cost).
 COMP_STATS_MODULES = {(models.RESNET18, configs.INDUCTOR), (models.GPT2_BLOCK, configs.INDUCTOR),
-                      (models.SQRL, configs.INDUCTOR), (models.MLP, configs.EXPORT), (models.MLP, configs.AOT_INDUCTOR)}
+                      (models.SQRL, configs.INDUCTOR), (models.MLP, configs.EXPORT),
+                      (models.MLP, configs.AOT_INDUCTOR)}
 
 # Cheap cases for tests (smoke) and GPU checks (cuda-smoke): one compiled function, one eager
 # function, one small model.
@@ -78,22 +79,26 @@ def generate() -> Suite:
     run_configs = []
     for arch, device, preset in ((Architecture.CPU, devices.C2_STANDARD_16, X86_64),
                                  (Architecture.CUDA, devices.A2_HIGHGPU_1G, CUDA)):
-        for model in models.ALL_MODELS + (models.VRELU3_256,):
+        for model in (*models.ALL_MODELS, models.VRELU3_256):
             for compile_config in _compile_configs(model, arch):
                 # Compilation statistics: CPU modules (eager compiles nothing) of the models compiled
                 # ahead of time, and sqrl, whose data-dependent branch is a real graph break.
                 stats = (arch is Architecture.CPU and compile_config is not configs.EAGER
                          and (model in AHEAD_OF_TIME or model is models.SQRL))
-                stats_presets = ((COMP_STATS, COMP_STATS_LARGE) if (model, compile_config) in COMP_STATS_MODULES
+                stats_presets = ((COMP_STATS, COMP_STATS_LARGE) if (model,
+                                                                    compile_config) in COMP_STATS_MODULES
                                  else (COMP_STATS_LARGE,))
-                gen = ModuleGenerationConfig.build(model, compile_config, arch, presets=stats_presets if stats else ())
+                gen = ModuleGenerationConfig.build(model, compile_config, arch,
+                                                   presets=stats_presets if stats else ())
                 generation_configs.append(gen)
                 for execution in _execution_configs(model, compile_config):
                     # The CPU preset runs eager and Inductor modules; export and AOTInductor ones are
                     # in x86_64-large.
-                    large = arch is Architecture.CPU and compile_config in (configs.EXPORT, configs.AOT_INDUCTOR)
+                    large = arch is Architecture.CPU and compile_config in (configs.EXPORT,
+                                                                            configs.AOT_INDUCTOR)
                     run_presets = [X86_64_LARGE if large else preset]
-                    if execution is configs.INFERENCE_BS1 and (model.name, compile_config.name) in _SMOKE_CASES:
+                    if execution is configs.INFERENCE_BS1 and (model.name,
+                                                               compile_config.name) in _SMOKE_CASES:
                         run_presets.append(SMOKE if arch is Architecture.CPU else CUDA_SMOKE)
                     run_configs.append(RunConfig.build(gen, execution, device, presets=tuple(run_presets)))
     return Suite(tuple(run_configs), tuple(generation_configs), PRESETS, META_PRESETS, COMPILE_SAMPLING)

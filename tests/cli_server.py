@@ -126,7 +126,8 @@ def _worker_server(request: dict) -> int:
         os.execv(sys.executable, [sys.executable, "-m", "benchtrail.worker", "--serve"])
     sys.path[:] = [*path, *(p for p in _SITE_PATH if p not in path)]
     sys.argv = [str(ours / "worker" / "__main__.py"), "--serve"]
-    for name in ("benchtrail.worker.server", "benchtrail.worker.__main__"):  # read the working directory at import
+    # read the working directory at import
+    for name in ("benchtrail.worker.server", "benchtrail.worker.__main__"):
         sys.modules.pop(name, None)
     from benchtrail.worker.server import main
 
@@ -168,7 +169,8 @@ def serve(path: str) -> None:
     import benchtrail.worker.main  # noqa: F401
 
     cpu_vec_isa.pick_vec_isa()  # the C++ probe a worker server runs once (cached in the process)
-    _SITE_PATH[:] = json.loads(subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+    _SITE_PATH[:] = json.loads(subprocess.run([sys.executable, "-I", "-c",
+                                               "import json, sys; print(json.dumps(sys.path))"],
                                               capture_output=True, text=True, check=True).stdout)
 
     server = socket.socket(socket.AF_UNIX)

@@ -8,7 +8,8 @@ import pytest
 
 # The suite runs the same in GitHub Actions (ci.yml) as anywhere else: benchtrail reads these to tell a
 # CI run (run ids, `--trust auto`, the trusted workflow), so tests that want them set them themselves.
-for _name in ("GITHUB_ACTIONS", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_WORKFLOW_REF", "GITHUB_REPOSITORY",
+for _name in ("GITHUB_ACTIONS", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_WORKFLOW_REF",
+              "GITHUB_REPOSITORY",
               "GITHUB_TOKEN", "GITHUB_API_URL", "BENCHTRAIL_TRUSTED_WORKFLOW", "BENCHTRAIL_STORE"):
     os.environ.pop(_name, None)
 
@@ -99,7 +100,8 @@ def history_store(tmp_path_factory):
 
     if os.environ.get("BENCHTRAIL_TEST_HISTORY_STORE"):
         return load(os.environ["BENCHTRAIL_TEST_HISTORY_STORE"])
-    shared = tmp_path_factory.getbasetemp().parent / "history_store.json"  # the xdist processes' common folder
+    # the xdist processes' common folder
+    shared = tmp_path_factory.getbasetemp().parent / "history_store.json"
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return _build_history_store(tmp_path_factory)
     with FileLock(str(shared) + ".lock"):

@@ -54,7 +54,8 @@ def gather_masked_reference(x, idx, mask):
     return torch.stack([x[i] * 2 if mask[i] else x[i] * 0 for i in idx.tolist()])
 
 
-@benchmark(inputs=masked_inputs, params={"n": [8, 12], "dtype": ["float32"]}, reference=gather_masked_reference,
+@benchmark(inputs=masked_inputs, params={"n": [8, 12], "dtype": ["float32"]},
+           reference=gather_masked_reference,
            tasks=["inference", "backward", "jacobian"], compile=["eager", "inductor"])
 def gather_masked(x, idx, mask):
     return torch.where(mask, x * 2, torch.zeros_like(x))[idx]

@@ -40,7 +40,8 @@ from benchtrail.store.emulator import Emulator, start_emulator
 #: google-cloud-storage's retry policy with short backoff, so fault tests take seconds.
 FAST_RETRY = DEFAULT_RETRY.with_delay(initial=0.02, maximum=0.2, multiplier=2.0)
 
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+               "upgrade",
                "content-length"}
 
 
@@ -215,7 +216,8 @@ class FaultProxy:
                 if not path.startswith("/upload/storage/v1/b/"):
                     return False
                 bucket = path.split("/")[5]
-                name = (query.get("name") or [None])[0] or _object_name(self.headers.get("Content-Type", ""), body)
+                name = (query.get("name") or [None])[0] or _object_name(self.headers.get("Content-Type", ""),
+                                                                        body)
                 conn = self._upstream()
                 try:
                     conn.request("GET", f"/storage/v1/b/{bucket}/o/{quote(name, safe='')}")
@@ -227,7 +229,8 @@ class FaultProxy:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -239,7 +242,8 @@ class FaultProxy:
 def _object_name(content_type: str, body: bytes) -> str:
     """The object name in an upload request's metadata (JSON body, or first part of multipart/related)."""
     if content_type.startswith("multipart/"):
-        message = email.parser.BytesParser().parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+        message = email.parser.BytesParser().parsebytes(b"Content-Type: " + content_type.encode()
+                                                        + b"\r\n\r\n" + body)
         return json.loads(message.get_payload()[0].get_payload())["name"]
     return json.loads(body or b"{}")["name"]
 

@@ -42,7 +42,8 @@ _ROUTES = (
     ("POST", re.compile(_REPO + r"/statuses/(?P<sha>[0-9a-f]{40})"), "create_status"),
     ("GET", re.compile(_REPO + r"/actions/runs"), "list_workflow_runs"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)"), "get_workflow_run"),
-    ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"), "get_workflow_run"),
+    ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<attempt>\d+)"),
+     "get_workflow_run"),
     ("GET", re.compile(_REPO + r"/actions/runs/(?P<run_id>\d+)/jobs"), "list_jobs"),
 )
 
@@ -71,7 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        record = Request(method, url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()},
+        record = Request(method, url.path, parse_qs(url.query),
+                         {k.lower(): v for k, v in self.headers.items()},
                          json.loads(raw) if raw else None)
         with gh.lock:
             held = [gate._take() for gate in gh.gates if gate.method == method and gate.path == url.path]
@@ -90,7 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
             if failure.times > 0 and failure.method == method and failure.path == path:
                 failure.times -= 1
                 status, headers, payload = FAILURES[failure.kind]
-                headers = {k: v for k, v in headers.items() if k.lower() not in {h.lower() for h in failure.headers}}
+                headers = {k: v for k,
+                           v in headers.items() if k.lower() not in {h.lower() for h in failure.headers}}
                 headers.update({k: v for k, v in failure.headers.items() if v is not None})
                 return status, headers, payload
         user = gh.tokens.get(_token(req.headers.get("authorization", "")))
@@ -168,7 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
         if state not in ("open", "closed", "all"):
             return FAILURES["validation"]
         wanted = {n.strip() for n in req.query.get("labels", [""])[0].split(",") if n.strip()}
-        numbers = sorted({n for f, n in (*gh.pulls, *gh.issues) if f == full_name}, reverse=True)  # newest first
+        # newest first
+        numbers = sorted({n for f, n in (*gh.pulls, *gh.issues) if f == full_name}, reverse=True)
         items = [gh._issue_json(full_name, n) for n in numbers]
         items = [i for i in items if (state == "all" or i["state"] == state)
                  and wanted <= {label["name"] for label in i["labels"]}]
@@ -181,7 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         error = _issue_error(payload, require_title=True)
         if error:
             return error
-        number = gh._insert_issue(full_name, payload["title"], payload.get("body"), payload.get("labels") or (),
+        number = gh._insert_issue(full_name, payload["title"], payload.get("body"),
+                                  payload.get("labels") or (),
                                   "open", user)
         issue = gh._issue_json(full_name, number)
         return 201, {"Location": issue["url"]}, issue
@@ -280,7 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        defaults = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": "4102444800"}
+        defaults = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
+                    "X-RateLimit-Reset": "4102444800"}
         for key, value in defaults.items():
             if key.lower() not in {k.lower() for k in headers}:  # a failure's own value replaces the default
                 self.send_header(key, value)
@@ -315,13 +321,15 @@ def _paginate(gh: GitHubServer, req: Request, items: list[Any]) -> tuple[dict[st
     return ({"Link": ", ".join(links)} if links else {}), items[(page - 1) * per_page: page * per_page]
 
 
-def _issue_error(payload: dict[str, Any], *, require_title: bool) -> tuple[int, dict[str, str], dict[str, Any]] | None:
+def _issue_error(payload: dict[str, Any], *, require_title: bool) -> tuple[int, dict[str, str],
+                                                                           dict[str, Any]] | None:
     """GitHub's 422 for a missing or empty title, a body over the limit, a bad state or labels."""
     title, body = payload.get("title"), payload.get("body")
     bad = ((require_title or "title" in payload) and (not isinstance(title, str) or not title.strip())) or (
         body is not None and (not isinstance(body, str) or len(body) > MAX_BODY_CHARS)) or (
         payload.get("state", "open") not in ("open", "closed")) or (
-        not isinstance(payload.get("labels", []), list) or not all(isinstance(n, str) for n in payload.get("labels", [])))
+        not isinstance(payload.get("labels", []),
+                       list) or not all(isinstance(n, str) for n in payload.get("labels", [])))
     if bad:
         return 422, {}, {"message": "Validation Failed", "status": "422",
                          "errors": [{"resource": "Issue", "code": "invalid", "field": "title"}],

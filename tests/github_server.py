@@ -153,8 +153,10 @@ class GitHubServer:
                 repo["default_branch"] = default_branch
 
     def add_workflow_run(self, full_name: str, run_id: int, attempt: int, *, event: str, head_branch: str,
-                         head_sha: str, path: str, status: str = "completed", conclusion: str | None = "success",
-                         run_started_at: datetime | str | None = None, updated_at: datetime | str | None = None,
+                         head_sha: str, path: str, status: str = "completed",
+                         conclusion: str | None = "success",
+                         run_started_at: datetime | str | None = None,
+                         updated_at: datetime | str | None = None,
                          name: str = "benchmarks") -> None:
         """Create the repository (if new) and attempt ``attempt`` of workflow run ``run_id``.
 
@@ -183,7 +185,8 @@ class GitHubServer:
 
     def update_workflow_run(self, full_name: str, run_id: int, attempt: int, **fields: Any) -> None:
         """Change fields of a run attempt, e.g. ``status="completed", conclusion="failure", updated_at=...``."""
-        allowed = {"name", "event", "head_branch", "head_sha", "path", "status", "conclusion", "run_started_at",
+        allowed = {"name", "event", "head_branch", "head_sha", "path", "status", "conclusion",
+                   "run_started_at",
                    "updated_at", "created_at"}
         unknown = sorted(set(fields) - allowed)
         if unknown:
@@ -201,9 +204,12 @@ class GitHubServer:
         with self.lock:
             self._next_id += 1
             self.workflow_jobs.setdefault((full_name, run_id), []).append({
-                "id": self._next_id, "run_id": run_id, "run_attempt": attempt, "name": name, "status": "completed",
-                "conclusion": conclusion, "started_at": _timestamp(started_at), "completed_at": _timestamp(completed_at),
-                "url": f"{self.url}/repos/{full_name}/actions/jobs/{self._next_id}", "head_sha": "", "steps": []})
+                "id": self._next_id, "run_id": run_id, "run_attempt": attempt, "name": name,
+                "status": "completed",
+                "conclusion": conclusion, "started_at": _timestamp(started_at),
+                "completed_at": _timestamp(completed_at),
+                "url": f"{self.url}/repos/{full_name}/actions/jobs/{self._next_id}", "head_sha": "",
+                "steps": []})
 
     def add_issue(self, full_name: str, title: str, body: str | None = None, labels: tuple[str, ...] = (),
                   state: str = "open", user: dict[str, Any] | None = None) -> int:
@@ -287,7 +293,8 @@ class GitHubServer:
                       user: dict[str, Any]) -> int:
         number = self._next_number(full_name)
         now = "2026-01-01T00:00:00Z"
-        self.issues[(full_name, number)] = {"title": title, "body": body, "labels": list(labels), "state": state,
+        self.issues[(full_name, number)] = {"title": title, "body": body, "labels": list(labels),
+                                            "state": state,
                                             "user": dict(user), "created_at": now, "updated_at": now,
                                             "closed_at": now if state == "closed" else None}
         return number
@@ -306,19 +313,22 @@ class GitHubServer:
         pull = self.pulls.get((full_name, number))
         if pull is not None:
             issue = {"title": pull["title"], "body": pull["body"], "labels": pull["labels"], "state": "open",
-                     "user": {"login": "contributor", "id": 2, "type": "User"}, "created_at": "2026-01-01T00:00:00Z",
+                     "user": {"login": "contributor", "id": 2, "type": "User"},
+                     "created_at": "2026-01-01T00:00:00Z",
                      "updated_at": "2026-01-01T00:00:00Z", "closed_at": None}
         else:
             issue = self.issues[(full_name, number)]
         out = {"id": 7000 + number, "node_id": f"I_{number}", "number": number, "title": issue["title"],
                "body": issue["body"], "state": issue["state"], "locked": False,
-               "labels": self._labels_json(full_name, issue["labels"]), "user": self._user_json(issue["user"]),
-               "url": f"{api}/issues/{number}", "repository_url": api,
+               "labels": self._labels_json(full_name, issue["labels"]),
+               "user": self._user_json(issue["user"]), "url": f"{api}/issues/{number}", "repository_url": api,
                "html_url": f"https://github.com/{full_name}/{'pull' if pull else 'issues'}/{number}",
-               "comments_url": f"{api}/issues/{number}/comments", "events_url": f"{api}/issues/{number}/events",
+               "comments_url": f"{api}/issues/{number}/comments",
+               "events_url": f"{api}/issues/{number}/events",
                "labels_url": f"{api}/issues/{number}/labels{{/name}}",
                "comments": len(pull["issue_comments"]) if pull else 0, "author_association": "NONE",
-               "created_at": issue["created_at"], "updated_at": issue["updated_at"], "closed_at": issue["closed_at"]}
+               "created_at": issue["created_at"], "updated_at": issue["updated_at"],
+               "closed_at": issue["closed_at"]}
         if pull is not None:
             out["pull_request"] = {"url": f"{api}/pulls/{number}",
                                    "html_url": f"https://github.com/{full_name}/pull/{number}"}
@@ -333,7 +343,8 @@ class GitHubServer:
         repo = self.repos[full_name]
         return {"id": repo["id"], "node_id": f"R_{repo['id']}", "name": repo["name"],
                 "full_name": full_name, "private": False, "fork": False,
-                "owner": self._user_json({"login": repo["owner"], "id": 100 + repo["id"], "type": "Organization"}),
+                "owner": self._user_json({"login": repo["owner"], "id": 100 + repo["id"],
+                                          "type": "Organization"}),
                 "url": f"{self.url}/repos/{full_name}", "html_url": f"https://github.com/{full_name}",
                 "default_branch": repo.get("default_branch", "main")}
 
@@ -350,15 +361,18 @@ class GitHubServer:
             "head_sha": run["head_sha"], "status": run["status"], "conclusion": run["conclusion"],
             "run_number": run["run_number"], "run_attempt": attempt, "workflow_id": run["workflow_id"],
             "check_suite_id": 20000 + run_id, "check_suite_node_id": f"CS_{run_id}",
-            "created_at": run["created_at"], "updated_at": run["updated_at"], "run_started_at": run["run_started_at"],
+            "created_at": run["created_at"], "updated_at": run["updated_at"],
+            "run_started_at": run["run_started_at"],
             "url": run_url, "html_url": f"https://github.com/{full_name}/actions/runs/{run_id}",
             "jobs_url": f"{run_url}/jobs", "logs_url": f"{run_url}/logs",
-            "check_suite_url": f"{api}/check-suites/{20000 + run_id}", "artifacts_url": f"{run_url}/artifacts",
+            "check_suite_url": f"{api}/check-suites/{20000 + run_id}",
+            "artifacts_url": f"{run_url}/artifacts",
             "cancel_url": f"{run_url}/cancel", "rerun_url": f"{run_url}/rerun",
             "previous_attempt_url": f"{run_url}/attempts/{attempt - 1}" if attempt > 1 else None,
             "workflow_url": f"{api}/actions/workflows/{run['workflow_id']}",
             "pull_requests": [], "referenced_workflows": [], "actor": actor, "triggering_actor": actor,
-            "head_commit": {"id": run["head_sha"], "tree_id": "0" * 40, "message": "", "timestamp": run["created_at"],
+            "head_commit": {"id": run["head_sha"], "tree_id": "0" * 40, "message": "",
+                            "timestamp": run["created_at"],
                             "author": person, "committer": person},
             "repository": self._repo_json(full_name), "head_repository": self._repo_json(full_name),
         }
@@ -367,7 +381,8 @@ class GitHubServer:
         pull = self.pulls[(full_name, number)]
         api = f"{self.url}/repos/{full_name}"
         return {"id": 5000 + number, "number": number, "state": "open", "title": pull["title"],
-                "body": pull["body"], "labels": [{"id": i + 1, "name": n} for i, n in enumerate(pull["labels"])],
+                "body": pull["body"],
+                "labels": [{"id": i + 1, "name": n} for i, n in enumerate(pull["labels"])],
                 "url": f"{api}/pulls/{number}", "html_url": f"https://github.com/{full_name}/pull/{number}",
                 "issue_url": f"{api}/issues/{number}", "comments_url": f"{api}/issues/{number}/comments",
                 "review_comments_url": f"{api}/pulls/{number}/comments",
@@ -376,7 +391,8 @@ class GitHubServer:
                 "head": {"sha": pull["head_sha"], "ref": pull["head_ref"], "label": pull["head_label"],
                          "repo": {**self._repo_json(full_name), "full_name": pull["head_repo"],
                                   "fork": pull["head_repo"] != full_name}},
-                "base": {"sha": "0" * 40, "ref": "main", "label": "owner:main", "repo": self._repo_json(full_name)}}
+                "base": {"sha": "0" * 40, "ref": "main", "label": "owner:main",
+                         "repo": self._repo_json(full_name)}}
 
     def _comment_json(self, cid: int) -> dict[str, Any]:
         c = self.comments[cid]

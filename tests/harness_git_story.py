@@ -60,7 +60,8 @@ class GitStory(Story):
         _replace(self.repo / "my_benchmarks" / "suite.py", re.compile(r"modules = \(.*?\)\)\n", re.S),
                  "modules = (ModuleGenerationConfig.build(chain_model, EAGER, Architecture.CPU),)\n")
         _replace(self.repo / ".github" / "workflows" / "benchmarks.yml",
-                 re.compile(r"      cpu-device: laptop\n"), "      cpu-device: laptop\n      metrics: latency\n")
+                 re.compile(r"      cpu-device: laptop\n"),
+                 "      cpu-device: laptop\n      metrics: latency\n")
         git(self.repo, "init", "-q", "-b", "main")
         git(self.repo, "config", "user.email", "dev@example.com")
         git(self.repo, "config", "user.name", "dev")

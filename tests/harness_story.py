@@ -68,7 +68,8 @@ def git(repo: Path, *args: str) -> str:
 class Story:
     """The runs of the module docstring, each made once, on demand, in order."""
 
-    def __init__(self, tmp: Path, github: GitHubServer, emulator_url: str, venv: Path, example: Path = EXAMPLE,
+    def __init__(self, tmp: Path, github: GitHubServer, emulator_url: str, venv: Path,
+                 example: Path = EXAMPLE,
                  overlay: Path | None = OVERLAY) -> None:
         self.repo = tmp / "my-project"
         shutil.copytree(example, self.repo)
@@ -91,7 +92,8 @@ class Story:
             self.repo, REPOSITORY, tmp / "runs", api_url=github.url, token="ghs_test",
             env={"STORAGE_EMULATOR_HOST": self.proxy.url, "BENCHTRAIL_STAGING": str(tmp / "staging")},
             vars={"BENCHTRAIL_STORE": f"gs://{bucket}/benchmarks", "BENCHTRAIL_STORE_DEADLINE_S": "2",
-                  "BENCHTRAIL_WIF_PROVIDER": WIF_PROVIDER, "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": PRESUBMIT_SA,
+                  "BENCHTRAIL_WIF_PROVIDER": WIF_PROVIDER,
+                  "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": PRESUBMIT_SA,
                   "BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": POSTSUBMIT_SA}, venv=venv, github_server=github)
         self.heads: list[str] = []
         self.comments: dict[str, str] = {}
@@ -116,7 +118,8 @@ class Story:
                 "pull_request": {"number": number, "title": title, "body": body,
                                  "labels": [{"name": n} for n in labels],
                                  "head": {"sha": head, "ref": "faster", "repo": {"full_name": head_repo}},
-                                 "base": {"sha": (base or (self.main, "main"))[0], "ref": (base or (self.main, "main"))[1],
+                                 "base": {"sha": (base or (self.main, "main"))[0],
+                                          "ref": (base or (self.main, "main"))[1],
                                           "repo": repo}},
                 "repository": {**repo, "default_branch": "main"}}
 
@@ -126,7 +129,8 @@ class Story:
     def post(self, run: RunResult, action: str = "completed") -> RunResult:
         """The caller's poster workflow for ``run`` requested or completed (the default branch's file)."""
         return self.harness.run("post_benchmark_comment.yml", "workflow_run",
-                                self.harness.workflow_run_payload(run, "benchmarks", action=action), self.main,
+                                self.harness.workflow_run_payload(run, "benchmarks", action=action),
+                                self.main,
                                 "refs/heads/main")
 
     def gate(self, head: str) -> tuple[str, str] | None:
@@ -193,7 +197,8 @@ class Story:
         self.failures
         head = self.heads[0]
         states = {"compared": self.gate(head)}
-        self.edit(head, action="edited", title="Faster layers (v2)", changes={"title": {"from": "Faster layers"}})
+        self.edit(head, action="edited", title="Faster layers (v2)",
+                  changes={"title": {"from": "Faster layers"}})
         states["title"] = self.gate(head)
         self.edit(head, action="labeled", labels=("documentation",), label={"name": "documentation"})
         states["label"] = self.gate(head)
@@ -206,7 +211,8 @@ class Story:
     def outage(self) -> tuple[RunResult, RunResult]:
         self.edits_on_h1
         head = self.push_head("h2: the store is down")
-        self.proxy.add("status", status=503, path_prefix="/", methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
+        self.proxy.add("status", status=503, path_prefix="/",
+                       methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
         try:
             run = self.benchmark("pull_request", self.pr_payload("synchronize", head), head,
                                  f"refs/pull/{PR_NUMBER}/merge", step_timeouts=(SHARD_DIES,))
@@ -224,7 +230,9 @@ class Story:
                                 client_options={"api_endpoint": self.emulator_url})
         bucket, prefix = self.harness.vars["BENCHTRAIL_STORE"].removeprefix("gs://").split("/", 1)
         (genuine,) = [json.loads(b.download_as_bytes())
-                      for b in client.list_blobs(bucket, prefix=f"{prefix}/commits/{self.main}/{self.baseline.run_id}-")]
+                      for b in client.list_blobs(bucket,
+                                                 prefix=f"{prefix}/commits/{self.main}/"
+                                                 f"{self.baseline.run_id}-")]
         commit, run_id = commit or self.main, run_id or run.run_id
         forged = {**genuine, "commit": commit, "run_id": str(run_id), "attempt": run.attempt,
                   "created": "2099-01-01T00:00:00+00:00"}
@@ -299,7 +307,8 @@ class Story:
         head = git(self.repo, "commit-tree", f"{cut}^{{tree}}", "-p", cut, "-m", "a fix for 1.2")
         git(self.repo, "update-ref", "refs/heads/fix-1.2", head)
         self.github.add_pull(REPOSITORY, 3, head, body=BODY, head_ref="fix-1.2")
-        run = self.benchmark("pull_request", self.pr_payload("opened", head, number=3, base=(cut, "release-1.2")),
+        run = self.benchmark("pull_request",
+                             self.pr_payload("opened", head, number=3, base=(cut, "release-1.2")),
                              head, "refs/pull/3/merge")
         return push, run
 
@@ -313,8 +322,10 @@ class Story:
            own pointer just before the run writes it: the run's create-only write fails (it reports
            the clash and fails) and the forged pointer stays."""
         self.baseline
-        dispatch = self.benchmark("workflow_dispatch", {"ref": "refs/heads/main", "inputs": {"benchmark-presets": ""},
-                                                        "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+        dispatch = self.benchmark("workflow_dispatch", {"ref": "refs/heads/main",
+                                                        "inputs": {"benchmark-presets": ""},
+                                                        "repository": {"full_name": REPOSITORY,
+                                                                       "default_branch": "main"}},
                                   self.main, "refs/heads/main", inputs={"benchmark-presets": ""})
         self.forge_pointer(dispatch)
         main2 = git(self.repo, "commit-tree", f"{self.main}^{{tree}}", "-p", self.main, "-m", "main moves on")
@@ -329,7 +340,8 @@ class Story:
         self.proxy.add("before", callback=forge_first)
         try:
             clash = self.benchmark("push", {"ref": "refs/heads/main", "after": main2,
-                                            "repository": {"full_name": REPOSITORY, "default_branch": "main"}},
+                                            "repository": {"full_name": REPOSITORY,
+                                                           "default_branch": "main"}},
                                    main2, "refs/heads/main")
         finally:
             self.proxy.clear()

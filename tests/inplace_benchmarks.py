@@ -37,7 +37,8 @@ def add_one_reference(x):
     return x + 1
 
 
-@benchmark(inputs=n_values, params={"n": [16]}, reference=add_one_reference, mutates_inputs=True, min_samples=5)
+@benchmark(inputs=n_values, params={"n": [16]}, reference=add_one_reference, mutates_inputs=True,
+           min_samples=5)
 def add_one_in_place(x):
     return x.add_(1)
 
@@ -70,7 +71,8 @@ def changes_on_a_later_call(x):
     return x * 1
 
 
-@benchmark(inputs=n_values, params={"n": [16]}, reference=add_one_reference, mutates_inputs=True, min_samples=5,
+@benchmark(inputs=n_values, params={"n": [16]}, reference=add_one_reference, mutates_inputs=True,
+           min_samples=5,
            compile=["inductor"])
 def add_one_compiled(x):
     return x.add_(1)

@@ -18,8 +18,8 @@ def record(id: str = "rc1", samples=tuple(spread(100.0)), *, status: str = "ok",
     samples = tuple(float(s) for s in samples)
     return BenchmarkRecord(
         id=id, name=name or f"{id}.inference-bs1.c2-standard-16", kind=kind, metric=metric, unit=unit,
-        direction=direction or METRICS[metric].direction, device_name="c2-standard-16", module_name=f"{id}.cpu",
-        compile_config="eager", task="inference",
+        direction=direction or METRICS[metric].direction, device_name="c2-standard-16",
+        module_name=f"{id}.cpu", compile_config="eager", task="inference",
         status=status, reason=None if status == "ok" else "boom", samples=samples, **summarize(samples),
         content_hash=content_hash, presets=("x86_64",), details=dict(details),
     )

@@ -39,12 +39,14 @@ from tests.records import apply_recheck, two_commit_repo
 FAST = ("import time\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
         "        time.sleep(0.010)\n        return x + 1\n\n\ndef model():\n    return M()\n")
 SLOW = FAST.replace("time.sleep(0.010)", "time.sleep(0.040)")
-#: 10 samples: a first look of one round can then decide under sequential sampling (``Policy.sequential``): with
-#: ``--max-rounds 2`` it has alpha 0.0062, and the smallest Wilcoxon p of 8 pairs is 2/2^8 = 0.0078, of 10 pairs 0.002.
+#: 10 samples: a first look of one round can then decide under sequential sampling (``Policy.sequential``):
+#: with ``--max-rounds 2`` it has alpha 0.0062, and the smallest Wilcoxon p of 8 pairs is 2/2^8 = 0.0078, of
+#: 10 pairs 0.002.
 EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, min_samples=10,
                        min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
 #: A loose rule, so that only the 30 ms sleep counts on a loaded 2-core machine.
-LOOSE = "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 50, direction: lower-is-better}\n"
+LOOSE = ("schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 50, direction: "
+         "lower-is-better}\n")
 
 
 def _git(repo, *args):
@@ -85,7 +87,8 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     assert ab["level"] == pytest.approx(0.99)  # min_rounds = max_rounds: one look, which spends all of alpha
     # Both arms at once, each on its own CPU, swapping CPUs between the rounds.
     first, second = duet_cpus(1)
-    assert ab["mode"] == "duet" and ab["cpus"] == [[list(first), list(second)], [list(second), list(first)]], ab
+    assert ab["mode"] == "duet" and ab["cpus"] == [[list(first), list(second)],
+                                                   [list(second), list(first)]], ab
     assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
     assert comparison["head"]["commit"] == _git(repo, "rev-parse", "HEAD")
     assert "1 regression (1 confirmed)" in comment.read_text()
@@ -93,13 +96,16 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
 
 
 def _suspect(rc: RunConfig, base_commit: str, verdict: str = "regressed") -> dict:
-    row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", device_name="c2-standard-16",
+    row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
+              device_name="c2-standard-16",
               module_name="slowmod", compile_config="eager", verdict=verdict, reason=None, base_median=None,
               head_median=None, base_iqr=None, head_iqr=None, base_n=30, head_n=30,
               change=100.0 if verdict == "regressed" else -50.0, change_unit="%",
               p_value=1e-6, threshold=None, head_details={}, base_details={}, ci_low=90.0, ci_high=110.0,
-              q_value=1e-6, mde=1.0, outcome="DIFFERENT", mark="unconfirmed" if verdict == "regressed" else None)
-    return {"schema_version": 3, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
+              q_value=1e-6, mde=1.0, outcome="DIFFERENT",
+              mark="unconfirmed" if verdict == "regressed" else None)
+    return {"schema_version": 3, "head": {"commit": "h" * 40}, "base": {"commit": base_commit},
+            "baseline": None,
             "thresholds_source": "x", "counts": count_rows([row]), "rows": [asdict(row)]}
 
 
@@ -108,10 +114,12 @@ def _suspect(rc: RunConfig, base_commit: str, verdict: str = "regressed") -> dic
     ("HEAD", "regressed", "similar", None),
     ("HEAD~1", "improved", "regressed", "confirmed"),  # a claimed improvement that is a real slowdown
 ])
-def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_path, monkeypatch, base_ref, claimed,
+def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_path, monkeypatch, base_ref,
+                                                                   claimed,
                                                                     verdict, mark):
     rc = _rc()
-    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(repo, "rev-parse", base_ref), claimed)))
+    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(repo, "rev-parse", base_ref),
+                                                                  claimed)))
     suite = Suite((rc,), (rc.module_generation_config,), ("test",), ())
     out = tmp_path / "checked"
     recheck_stage(tmp_path / "comparison.json", out, repo, suite, Rules.load(tmp_path / "thresholds.yaml"),
@@ -141,7 +149,8 @@ def test_apply_leaves_a_row_unconfirmed_without_a_paired_row_and_keeps_other_row
 
 
 def test_unknown_base_ref_is_a_user_error(repo):
-    with pytest.raises(UserError, match="'no-such-ref' is not a commit.*git fetch --depth=1 origin no-such-ref"):
+    with pytest.raises(UserError,
+                       match=r"'no-such-ref' is not a commit.*git fetch --depth=1 origin no-such-ref"):
         resolve_ref(repo, "no-such-ref")
 
 
@@ -155,8 +164,10 @@ def test_worktree_holds_the_base_files_and_is_removed(repo):
     (["--benchmark-presets", "smoke"], "--base-ref is required"),
     (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--min-rounds", "5", "--max-rounds", "2"],
      "--min-rounds 5 is more than --max-rounds 2"),
-    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--benchmark-id", "nope"], "--benchmark-id nope: not a run config"),
-    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--budget-s", "0"], "must be a finite number of seconds > 0"),
+    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--benchmark-id", "nope"],
+     "--benchmark-id nope: not a run config"),
+    (["--benchmark-presets", "smoke", "--base-ref", "HEAD", "--budget-s", "0"],
+     "must be a finite number of seconds > 0"),
 ])
 def test_ab_bad_arguments(tmp_path, capsys, argv, message):
     try:
@@ -182,7 +193,8 @@ def test_an_export_case_is_compiled_once_per_arm_and_loaded_from_its_artifact(re
     assert row["verdict"] != "failed" and row["base_n"] == row["head_n"] == 10, row["reason"]
 
 
-EXEC_BS2 = ExecutionConfig("exec-ab-bs2", "inference-bs2", Task.INFERENCE, batch_size=2, processes=1, min_samples=10,
+EXEC_BS2 = ExecutionConfig("exec-ab-bs2", "inference-bs2", Task.INFERENCE, batch_size=2, processes=1,
+                           min_samples=10,
                            min_sample_time_ms=5.0, warmup_time_ms=5, timeout_s=60)
 
 
@@ -200,7 +212,8 @@ def two_case_suite() -> Suite:
 
 def _comparison_of(rows: list[dict], base_commit: str, extra: list[dict] = ()) -> dict:
     rows = rows + list(extra)
-    return {"schema_version": 4, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
+    return {"schema_version": 4, "head": {"commit": "h" * 40}, "base": {"commit": base_commit},
+            "baseline": None,
             "thresholds_source": "x", "counts": count_rows(list(map(Row.of, rows))), "rows": rows}
 
 
@@ -209,13 +222,16 @@ def _ab_cli(repo, tmp_path, monkeypatch, capsys, comparison: dict, *flags) -> tu
     (repo / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "tests.test_ab:two_case_suite"\n')
     (tmp_path / "comparison.json").write_text(json.dumps(comparison))
     monkeypatch.chdir(repo)
-    code = main(["ab", "--recheck", str(tmp_path / "comparison.json"), "--output-dir", str(tmp_path / "checked"),
-                 "--thresholds", str(tmp_path / "thresholds.yaml"), "--min-rounds", "1", "--max-rounds", "2", *flags])
+    code = main(["ab", "--recheck", str(tmp_path / "comparison.json"), "--output-dir",
+                 str(tmp_path / "checked"),
+                 "--thresholds", str(tmp_path / "thresholds.yaml"), "--min-rounds", "1", "--max-rounds", "2",
+                 *flags])
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def test_recheck_with_nothing_to_recheck_exits_0_though_the_comparison_has_a_failed_row(repo, tmp_path, monkeypatch,
+def test_recheck_with_nothing_to_recheck_exits_0_though_the_comparison_has_a_failed_row(repo, tmp_path,
+                                                                                        monkeypatch,
                                                                                         capsys):
     failed = {**_suspect(_rc(), "b" * 40)["rows"][0], "verdict": "failed", "mark": None, "change": None,
               "reason": "head failed: boom"}
@@ -228,14 +244,16 @@ def test_recheck_with_nothing_to_recheck_exits_0_though_the_comparison_has_a_fai
     assert not (tmp_path / "checked" / "results").exists()  # no paired run
 
 
-def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_reached(repo, tmp_path, monkeypatch,
+def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_reached(repo, tmp_path,
+                                                                                       monkeypatch,
                                                                                       capsys):
     base = _git(repo, "rev-parse", "HEAD~1")
-    small = {**_suspect(_rc_bs2(), base, "improved")["rows"][0], "change": -50.0}  # listed first, smaller |change|
+    # listed first, smaller |change|
+    small = {**_suspect(_rc_bs2(), base, "improved")["rows"][0], "change": -50.0}
     big = _suspect(_rc(), base)["rows"][0]  # +100%
     # One round starts two worker processes (each imports torch, over 2 s here), so after the first case
     # more than the 1 s budget has passed, while the base worktree is checked out in well under 1 s.
-    code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([small, big], base),
+    code, _out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([small, big], base),
                              "--total-budget-s", "1")
     assert code == 0, err
     checked = json.loads((tmp_path / "checked" / "comparison.json").read_text())
@@ -247,7 +265,8 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
     # Sequential sampling (--min-rounds 1 --max-rounds 2: two looks): the run stopped at its first look, whose
     # share of the 1% false-alarm rate is 0.0062; the row's paired figures are at that level.
     assert reached["ab"]["level"] == pytest.approx(1 - look_alphas(2, 0.01)[0], abs=1e-12)
-    assert (missed["verdict"], missed["mark"], missed["recheck"], missed["ab"]) == ("improved", None, "not-reached",
+    assert (missed["verdict"], missed["mark"], missed["recheck"], missed["ab"]) == ("improved", None,
+                                                                                    "not-reached",
                                                                                   None)
     assert missed["reason"] == "not re-checked: the re-check's time budget of 1 s ran out"
     head = json.loads((tmp_path / "checked" / "results" / "ab-head.json").read_text())
@@ -286,20 +305,24 @@ def test_total_budget_s_is_refused_without_recheck(tmp_path, capsys):
     ("flaky on c2", (), "quarantined"),
     (None, ("slowmod*",), "accepted"),  # a benchmarks-accept: glob over the series name
 ])
-def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_any_regression(quarantined, accept,
+def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_any_regression(quarantined,
+                                                                                              accept,
                                                                                               mark):
     rc = _rc()
     comparison = _suspect(rc, "b" * 40, "improved")
     comparison["rows"][0]["quarantined"] = quarantined
     paired = {rc.id: {**comparison["rows"][0], "verdict": "regressed", "change": 300.0, "ci_low": 290.0,
-                      "ci_high": 310.0, "base_median": 10.0, "head_median": 40.0, "head_details": {"ab": {"rounds": 2}}}}
-    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None), accept=accept)
+                      "ci_high": 310.0, "base_median": 10.0, "head_median": 40.0,
+                      "head_details": {"ab": {"rounds": 2}}}}
+    checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None),
+                            accept=accept)
     (row,) = checked["rows"]
     assert (row["verdict"], row["mark"]) == ("regressed", mark)
     assert row["reason"].startswith("found regressed by a paired A/B run on this machine: +300.0% (99% CI +290.0% "
                                     "to +310.0%) after 2 rounds; the stored baseline gave -50.0%")
     # The paired figures everywhere: comparison.json, the comment, the terminal and the gate's line.
-    assert (row["change"], row["ci_low"], row["ci_high"], row["stored"]["change"]) == (300.0, 290.0, 310.0, -50.0)
+    assert (row["change"], row["ci_low"], row["ci_high"], row["stored"]["change"]) == (300.0, 290.0, 310.0,
+                                                                                       -50.0)
     if mark != "confirmed":
         return
     from benchtrail.compare.comment import render
@@ -309,7 +332,8 @@ def test_a_suspected_improvement_the_paired_run_finds_regressed_is_marked_like_a
 
     typed = Comparison.of(checked)
     assert "| +300.0% (+290.0…+310.0%), paired | regressed · confirmed" in render(typed)[0]
-    assert "regressed +300.0% +290.0…+310.0% 10.0 µs — 40.0 µs —" in " ".join(render_table(typed, width=200).split())
+    assert "regressed +300.0% +290.0…+310.0% 10.0 µs — 40.0 µs —" in " ".join(render_table(typed,
+                                                                                           width=200).split())
     assert failing_line(check(typed.rows, []).failing[0]).endswith(": +300.0% (99% CI +290.0…+310.0%), median "
                                                               "10.0 µs → 40.0 µs")
     assert "-50.0%" not in render_table(typed, width=200)
@@ -319,9 +343,11 @@ def test_a_paired_run_that_spends_its_budget_undecided_leaves_the_row_inconclusi
     rc = _rc()
     comparison = _suspect(rc, "b" * 40, "regressed")
     paired = {rc.id: {**comparison["rows"][0], "verdict": "inconclusive", "change": 117.4, "ci_low": -8.7,
-                      "ci_high": 268.9, "mde": 90.0, "noisy": True, "reason": "interval crosses the threshold",
+                      "ci_high": 268.9, "mde": 90.0, "noisy": True,
+                      "reason": "interval crosses the threshold",
                       "head_details": {"ab": {"rounds": 31, "level": 0.9964, "stop": "budget"}}}}
-    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None),
+                           Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["noisy"], row["mde"], row["ab"]["stop"]) == (
         "inconclusive", None, True, 90.0, "budget")
     stored = comparison["rows"][0]
@@ -359,7 +385,8 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
                                                 commit="h" * 40)], load_thresholds())}
     checked = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
     rows = {r["id"]: r for r in checked["rows"]}
-    assert (rows["big"]["verdict"], rows["big"]["mark"], rows["big"]["noisy"]) == ("regressed", "confirmed", True)
+    assert (rows["big"]["verdict"], rows["big"]["mark"], rows["big"]["noisy"]) == ("regressed", "confirmed",
+                                                                                   True)
     assert (rows["small"]["verdict"], rows["small"]["mark"]) == ("regressed", "confirmed")
     assert rows["small"]["reason"].startswith("found regressed by a paired A/B run on this machine: +50.0% (99% CI")
     assert rows["small"]["reason"].endswith(f"the stored baseline gave +15.0% (99% CI {rows['small']['stored']['ci_low']:+.1f}% "
@@ -381,7 +408,8 @@ def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
     paired = {rc.id: {**stored, "verdict": "regressed", "change": 214.5, "ci_low": 200.0, "ci_high": 230.0,
                       "base_median": 461.0, "head_median": 1450.0, "base_iqr": 9.0, "head_iqr": 29.0,
                       "head_details": {"ab": {"rounds": 3, "stop": "decided"}}}}
-    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, paired, Arm("base", "b" * 40, None),
+                           Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["change"]) == ("regressed", "unconfirmed", 8.5)
     assert row["ab"]["guard"] == {"arm": "head", "paired_median": 1450.0, "stored_median": 500.0,
                                   "allowed_factor": 1.5}
@@ -390,7 +418,8 @@ def test_a_paired_arm_far_from_its_own_stored_run_is_reported_and_not_used():
     assert check([Row.of(row)], []).failing == ()  # not confirmed by an arm that measured something else
     # A pair that clears the row with such an arm is used: the stored run may be the one that was off.
     cleared = {rc.id: {**paired[rc.id], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.8}}
-    (row,) = apply_recheck(comparison, cleared, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]
+    (row,) = apply_recheck(comparison, cleared, Arm("base", "b" * 40, None),
+                           Arm("head", "h" * 40, None))["rows"]
     assert (row["verdict"], row["mark"], row["ab"]["guard"]["arm"]) == ("similar", None, "head")
     near = {rc.id: {**paired[rc.id], "head_median": 560.0}}  # 12% from its stored run: used
     (row,) = apply_recheck(comparison, near, Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))["rows"]

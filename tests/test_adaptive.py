@@ -54,7 +54,8 @@ def test_noise_does_not_stop_the_rounds_only_a_decision_does():
     """50% noise on both sides of a +100% change: the first round is not decided and rounds are added until
     the interval decides (before issue 38 a noisy verdict stopped the loop after one round)."""
     draw, calls = _draws(100.0, 200.0, 0.5, n=4, seed=3)
-    s = sample_until_settled(lambda: tuple(np.abs(x).tolist() for x in draw()), threshold_pct=5, max_rounds=20)
+    s = sample_until_settled(lambda: tuple(np.abs(x).tolist() for x in draw()), threshold_pct=5,
+                             max_rounds=20)
     assert (s.verdict, s.outcome, s.stop) == ("regressed", "DIFFERENT", "decided")
     assert bool(s.inference.noisy[0]) and 1 < s.rounds < 20 and len(calls) == s.rounds
 
@@ -73,7 +74,8 @@ def test_a_budgeted_run_without_a_cap_runs_until_its_budget_and_the_last_look_sp
 
     draw, calls = _draws(100.0, 104.0, 0.05)
     s = _budgeted(draw)
-    assert (s.outcome, s.verdict, s.stop, s.rounds, len(calls)) == ("UNKNOWN", "inconclusive", "budget", 10, 10)
+    assert (s.outcome, s.verdict, s.stop, s.rounds, len(calls)) == ("UNKNOWN", "inconclusive", "budget", 10,
+                                                                    10)
     # Round k ends at 10k s (information time k/10). Round 1 is the first look; a later look spends at least
     # a tenth of alpha: Pocock-type spending gives 0.159, 0.295, 0.416, 0.523 of alpha by rounds 1 to 4, then
     # looks at rounds 6 and 8 (0.709, 0.865); rounds 5, 7 and 9 would spend less than a tenth and are not
@@ -93,7 +95,8 @@ def test_a_budgeted_run_stops_at_the_first_look_that_decides_same_however_little
 def test_without_a_round_cap_the_run_must_be_sequential_within_a_finite_budget():
     draw, _ = _draws(100.0, 100.0, 0.002)
     for kwargs in ({"sequential": False, "budget_s": 10.0}, {"sequential": True}):
-        with pytest.raises(ValueError, match="without max_rounds, sampling must be sequential within a finite"):
+        with pytest.raises(ValueError,
+                           match="without max_rounds, sampling must be sequential within a finite"):
             sample_until_settled(draw, threshold_pct=5, max_rounds=None, **kwargs)
 
 
@@ -107,7 +110,7 @@ def test_bad_arguments(kwargs, message):
 
 
 def test_bad_samples_raise():
-    with pytest.raises(ValueError, match="head series 0: sample 1 is -1.0"):
+    with pytest.raises(ValueError, match=r"head series 0: sample 1 is -1.0"):
         sample_until_settled(lambda: ([1.0, 2.0], [1.0, -1.0]), threshold_pct=5)
 
 

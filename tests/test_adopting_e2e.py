@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
-#: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program (the last two parts
-#: of its path: ``worker/__main__.py`` for ``python -m benchtrail.worker``) and the file.
+#: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program (the last two
+#: parts of its path: ``worker/__main__.py`` for ``python -m benchtrail.worker``) and the file.
 IMPORT_LOG = """
 import os as _os
 import sys as _sys
@@ -62,7 +62,8 @@ def _env(**extra: str) -> dict[str, str]:
 def _benchtrail(command: list[str], cwd: Path, env: dict[str, str], *args: str) -> str:
     """Run ``benchtrail ARGS`` in ``cwd``; return the last line it printed (its main output)."""
     proc = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"benchtrail {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (f"benchtrail {' '.join(args)} exited "
+                                  f"{proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -84,9 +85,12 @@ def test_the_example_compiles_and_runs_from_a_subfolder_without_being_installed(
     assert _cannot_import(here, env)  # not installed, not on any path
 
     cli = _cli()
-    assert _benchtrail(cli, here, env, "export", "execution", "--output", "execution.json") == "execution.json"
-    assert _benchtrail(cli, here, env, "export", "compilation", "--output", "compilation.json") == "compilation.json"
-    compiled = _benchtrail(cli, here, env, "compile", "--run-configs", "compilation.json", "--output-dir", "run",
+    assert _benchtrail(cli, here, env, "export", "execution", "--output",
+                       "execution.json") == "execution.json"
+    assert _benchtrail(cli, here, env, "export", "compilation", "--output",
+                       "compilation.json") == "compilation.json"
+    compiled = _benchtrail(cli, here, env, "compile", "--run-configs", "compilation.json", "--output-dir",
+                           "run",
                            "--device-name", "laptop")
     assert compiled == "run/results/compilation-laptop.json"
     results = _benchtrail(cli, here, env, "run", "--run-configs", "execution.json", "--device-name", "laptop",
@@ -95,9 +99,12 @@ def test_the_example_compiles_and_runs_from_a_subfolder_without_being_installed(
 
     records = json.loads((here / results).read_text())["benchmarks"]
     assert records and all((r["status"], r["reason"]) == ("ok", None) for r in records), records
-    assert all(len(r["samples"]) == 5 for r in records)  # 1 process x 5 samples, from the copy's ExecutionConfig
-    stats = [json.loads(p.read_text()) for p in sorted((here / "run" / "modules").glob("*/compile-stats.json"))]
-    assert stats and all(s["status"] == "ok" for s in stats), stats  # the content hash read each model's source
+    # 1 process x 5 samples, from the copy's ExecutionConfig
+    assert all(len(r["samples"]) == 5 for r in records)
+    stats = [json.loads(p.read_text())
+             for p in sorted((here / "run" / "modules").glob("*/compile-stats.json"))]
+    # the content hash read each model's source
+    assert stats and all(s["status"] == "ok" for s in stats), stats
     imported = {tuple(line.split("\t")) for line in log.read_text().splitlines()}
     assert {file for _, file in imported} == {str(repo / "my_benchmarks" / "suite.py")}
     assert WORKER in {program for program, _ in imported}  # the workers imported it, not only the CLI
@@ -123,7 +130,8 @@ def test_each_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, install
         venv = tmp_path / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
-        site, ours = (subprocess.run([python, "-c", purelib], check=True, capture_output=True, text=True).stdout.strip()
+        site, ours = (subprocess.run([python, "-c", purelib], check=True, capture_output=True,
+                                     text=True).stdout.strip()
                       for python in (str(venv / "bin" / "python"), sys.executable))
         Path(site, "zz_ours.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
         pyproject = repo / "bench" / "pyproject.toml"

@@ -20,13 +20,15 @@ FAST = "processes=1, min_samples=7, warmup_time_ms=10, "
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (f"{' '.join(args)} exited "
+                                  f"{proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return proc
 
 
 def test_init_then_two_pipelines_give_a_comment_comparing_the_runs(tmp_path):
     repo = tmp_path / "my-project"
-    shutil.copytree(EXAMPLE / "my_benchmarks", repo / "my_benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXAMPLE / "my_benchmarks", repo / "my_benchmarks",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     bench = repo / "my_benchmarks" / "bench.py"
     bench.write_text(bench.read_text().replace("params=", FAST + "params="))
     assert bench.read_text().count(FAST) == 2 and len(bench.read_text().splitlines()) <= 22
@@ -55,6 +57,7 @@ def test_init_then_two_pipelines_give_a_comment_comparing_the_runs(tmp_path):
     execution = [r for r in second["rows"] if r["kind"] == "execution"]
     assert all(r["verdict"] not in ("new", "failed") and r["base_median"] > 0 for r in execution), execution
     head = _run([*git, "rev-parse", "HEAD"], repo, env).stdout.strip()
-    assert second["base"] is not None and head in json.dumps(second["base"])  # the first run, of the same commit
+    # the first run, of the same commit
+    assert second["base"] is not None and head in json.dumps(second["base"])
     text = comments[1].read_text()
     assert re.search(r"softplus\[n=256\]", text) and head[:7] in text

@@ -49,7 +49,8 @@ def test_speedup_on_a_real_smoke_run_is_eager_median_over_inductor_median(histor
 
     rows = compare_backends(load_results_paths([run_dir]))
     by_key = {(r.model, r.compile_config): r for r in rows}
-    assert set(by_key) == {("vrelu3", "eager"), ("vrelu3", "inductor"), ("mlp", "eager")}  # no compilation rows
+    # no compilation rows
+    assert set(by_key) == {("vrelu3", "eager"), ("vrelu3", "inductor"), ("mlp", "eager")}
     assert by_key["vrelu3", "inductor"].speedup == speedup
     assert by_key["vrelu3", "inductor"].median_us == inductor
 
@@ -160,8 +161,10 @@ def test_a_median_of_0_says_so_instead_of_blaming_the_eager_case(tmp_path, capsy
     for config, (speedup, status) in rows.items():
         assert _row(out, "vrelu3", config)[7:] == [speedup, status]
     assert "no ok eager case" not in out
-    notes = {r.compile_config: r.note for r in compare_backends(load_results_paths([path])) if r.model == "vrelu3"}
-    assert notes == {c: s.removeprefix("ok (").removesuffix(")") if "(" in s else None for c, (_, s) in rows.items()} \
+    notes = {r.compile_config: r.note for r in compare_backends(load_results_paths([path]))
+             if r.model == "vrelu3"}
+    assert notes == {c: s.removeprefix("ok (").removesuffix(")") if "(" in s else None for c,
+                     (_, s) in rows.items()} \
         | {"export": None}
 
 

@@ -22,7 +22,8 @@ def test_pipeline_checks_thresholds_and_base_commit_before_running(tmp_path, cap
     assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(store),
                  "--thresholds", str(tmp_path / "missing.yaml")]) == 1
     assert "cannot load thresholds file" in capsys.readouterr().err
-    assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(store), "--base-commit", "deadbeef"]) == 1
+    assert main(["pipeline", "--benchmark-presets", "smoke", "--store", str(store), "--base-commit",
+                 "deadbeef"]) == 1
     assert "--base-commit deadbeef: the store" in capsys.readouterr().err
     assert time.monotonic() - start < 20 and not (store / "runs").exists()
 
@@ -79,9 +80,11 @@ def test_failure_reasons_cannot_break_the_comment_table(tmp_path):
     bad = type(bad)(**{**bad.__dict__, "reason": "boom | pipe\nsecond line"})
     rows = compare([], [results(bad)], load_thresholds())
     body, _, _ = render(Comparison.of(comparison_to_dict(rows, [], [results(bad)], "t")))
-    (line,) = [x for x in body.splitlines() if x.startswith("| `a.")]  # its row, in the folded "Failed" section
+    # its row, in the folded "Failed" section
+    (line,) = [x for x in body.splitlines() if x.startswith("| `a.")]
     assert line.count(" | ") == 3 and line.endswith(" | failed [1] |")
-    assert "- [1] head failed: boom \\| pipe second line" in body.splitlines()  # the reason, once, below the table
+    # the reason, once, below the table
+    assert "- [1] head failed: boom \\| pipe second line" in body.splitlines()
 
 
 def test_configure_rejects_an_event_file_that_is_not_an_object(tmp_path, monkeypatch, capsys):

@@ -16,7 +16,8 @@ GPU = "a2-highgpu-1g"
 def git(repo: Path, *args: str) -> str:
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout.strip()
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def wants(*keys: BaselineKey) -> dict[str, set[BaselineKey]]:
 def pointer(store, sha, run_id, keys=(key(),), torch="2.13.0", version2=True):
     """A stored run of ``sha`` for ``keys`` (a version-1 pointer lists devices and torch only)."""
     store.run_dir(run_id, 1).mkdir(parents=True)
-    info = {"devices": sorted({k.device for k in keys}), "torch_version": torch, "created": "2026-11-29T00:00:00Z",
+    info = {"devices": sorted({k.device for k in keys}), "torch_version": torch,
+            "created": "2026-11-29T00:00:00Z",
             "presets": ["smoke"], "dirty": False}
     if version2:
         info["baseline_keys"] = [k.to_dict() for k in keys]
@@ -70,7 +72,8 @@ def test_walks_first_parent_ancestors_skipping_other_devices_torch_versions_and_
     pointer(store, shas[1], "old-torch", keys=(key(torch="2.12.0"),))
     pointer(store, shas[2], "good")
     found = find_baselines(store, repo, shas[0], wants(key()))
-    assert (found.primary.commit, found.primary.reason, found.primary.run_id) == (shas[2], "merge base~2", "good")
+    assert (found.primary.commit, found.primary.reason, found.primary.run_id) == (shas[2], "merge base~2",
+                                                                                  "good")
     assert found.lacking == {} and found.ignored == ()
 
 
@@ -108,10 +111,13 @@ def test_an_a100_run_is_not_the_baseline_of_an_h100_run(repo, tmp_path):
     pointer(store, head, "a100", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
     found = find_baselines(store, repo, head, wants(key(GPU, "NVIDIA H100 80GB HBM3")))
     assert found.runs == () and found.to_dict()["reason"] == "no stored run under this run's baseline key"
-    assert found.lacking == {GPU: "no stored run with this device's baseline key (device a2-highgpu-1g, GPU NVIDIA "
+    assert found.lacking == {GPU: "no stored run with this device's baseline key (device a2-highgpu-1g, GPU "
+                             "NVIDIA "
                                   "H100 80GB HBM3, torch 2.13.0, method version 1) at the merge base, its 10 "
-                                  f"first-parent ancestors or HEAD; stored runs of {head[:12]} measure it under "
-                                  "another key: GPU NVIDIA A100-SXM4-80GB (baseline) vs NVIDIA H100 80GB HBM3 "
+                                  f"first-parent ancestors or HEAD; stored runs of {head[:12]} measure it "
+                             "under "
+                                  "another key: GPU NVIDIA A100-SXM4-80GB (baseline) vs NVIDIA H100 80GB "
+                             "HBM3 "
                                   "(this run)"}
 
 
@@ -152,7 +158,7 @@ def test_no_stored_run_gives_no_baseline(repo, tmp_path):
 
 def test_explicit_base_commit_without_results_is_an_error(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    with pytest.raises(UserError, match="--base-commit main: the store .* has no run of"):
+    with pytest.raises(UserError, match=r"--base-commit main: the store .* has no run of"):
         find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()), explicit="main")
 
 
@@ -201,12 +207,15 @@ def test_results_problem_names_files_this_benchtrail_cannot_load(tmp_path):
         "future.json": (json.dumps({"schema_version": SCHEMA_VERSION + 5}),
                         f"baseline incompatible: schema {SCHEMA_VERSION + 5} ({where}; this benchtrail reads results "
                         f"schemas 1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)"),
-        "deep.json": ("[" * 100_000 + "]" * 100_000, f"baseline unreadable: {where} is not JSON benchtrail can read "
+        "deep.json": ("[" * 100_000 + "]" * 100_000,
+                      f"baseline unreadable: {where} is not JSON benchtrail can read "
                                                      "(RecursionError)"),
-        "empty.json": ("", f"baseline unreadable: {where} is not valid JSON (truncated or corrupt?): Expecting value "
+        "empty.json": ("",
+                       f"baseline unreadable: {where} is not valid JSON (truncated or corrupt?): Expecting value "
                            "at line 1 column 1"),
         "cut.json": ('{"schema_version": 1, "commit": "ab', f"baseline unreadable: {where} is not valid JSON "
-                                                           "(truncated or corrupt?): Unterminated string starting "
+                                                           "(truncated or corrupt?): Unterminated string "
+                     "starting "
                                                            "at line 1 column 33"),
         # For the loader to name: no version, an older or the current version, a version of the wrong type.
         "current.json": (json.dumps({"schema_version": SCHEMA_VERSION}), None),
@@ -218,9 +227,11 @@ def test_results_problem_names_files_this_benchtrail_cannot_load(tmp_path):
         (tmp_path / name).write_text(text, encoding="utf-8")
         assert results_problem(tmp_path / name, where) == expected, name
     (tmp_path / "bytes.json").write_bytes(b'{"schema_version": 1, "x": "\xff"}')
-    assert results_problem(tmp_path / "bytes.json", where) == f"baseline unreadable: {where} is not UTF-8 text (byte 28)"
+    assert results_problem(tmp_path / "bytes.json",
+                           where) == f"baseline unreadable: {where} is not UTF-8 text (byte 28)"
     (tmp_path / "folder.json").mkdir()
-    assert results_problem(tmp_path / "folder.json", where) == f"baseline unreadable: {where} cannot be read: Is a directory"
+    assert results_problem(tmp_path / "folder.json",
+                           where) == f"baseline unreadable: {where} cannot be read: Is a directory"
     assert results_problem(tmp_path / "absent.json", where) == (f"baseline unreadable: {where} cannot be read: "
                                                                 "No such file or directory")
 

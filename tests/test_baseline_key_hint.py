@@ -97,7 +97,8 @@ def test_a_comment_without_any_baseline_says_the_stored_runs_use_another_key(wor
     baseline = find_baselines(store, repo, head, {"cpu": {_key(4)}}).to_dict()
     assert baseline["reason"] == "no stored run under this run's baseline key" and baseline["ignored"] == []
     files = [results(record("a", spread(100.0, 20)), commit=head)]
-    comparison = comparison_to_dict(compare([], files, load_thresholds()), [], files, "thresholds.yaml", baseline)
+    comparison = comparison_to_dict(compare([], files, load_thresholds()), [], files, "thresholds.yaml",
+                                    baseline)
     assert errors("comparison.schema.json", comparison) == []
     line = render(Comparison.of(comparison))[0].splitlines()[1]
     assert f" · no baseline found: every series is new (cpu: stored runs of {base[:12]} {HINT}: method version " \

@@ -35,7 +35,8 @@ print(json.dumps({"codes": codes, "torch": sorted(m for m in sys.modules if m.sp
 
 def _run(argvs: list[list[str]], cwd: Path, **env: str) -> dict:
     """Exit codes and torch modules of the child that ran ``argvs``."""
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argvs)], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argvs)], cwd=cwd, capture_output=True,
+                          text=True,
                           env={**os.environ, **env}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -70,7 +71,8 @@ def test_compare_comment_gate_and_configure_do_not_import_torch(tmp_path):
              ["gate", "--comparison", str(comparison)],
              ["configure"]]
     child = _run(argvs, tmp_path, GITHUB_EVENT_NAME="workflow_dispatch", BENCHMARK_PRESETS_INPUT="x86_64",
-                 GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), BENCHMARKS_ACCEPT="")
+                 GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+                 BENCHMARKS_ACCEPT="")
     assert (child["codes"], child["torch"]) == ([0, 0, 0, 0], [])  # gate: the regression is not confirmed yet
     assert json.loads(comparison.read_text())["rows"] and (tmp_path / "comment").is_dir()
     assert "has-benchmarks=true" in out.read_text()

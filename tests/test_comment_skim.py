@@ -37,7 +37,8 @@ def _paired_samples(level, ratio, n=20, cross=True):
         cross, slow = cross and j % 5 == 0, j % 2 == 1
         jitter = 1 + 0.001 * (j % 7)
         base.append(level * (4.0 if slow or cross else 1.0) * jitter)
-        head.append(ratio * level * (4.0 if slow and not cross else 1.0) * jitter * (1 + 0.002 * ((j * 7) % 5 - 2)))
+        head.append(ratio * level * (4.0 if slow and not cross else 1.0) * jitter * (1
+                                                                                     + 0.002 * ((j * 7) % 5 - 2)))
     return base, head
 
 
@@ -47,26 +48,34 @@ def _fixture():
     similar row, and failed runner checks with process ids."""
     noisy = [50.0, 150.0] * 10
     ab_base, ab_head = _paired_samples(200.0, 0.6)
-    base = [record("slow", spread(100.0, 20)), record("fast", spread(100.0, 20)), record("suspect", spread(100.0, 20)),
-            record("jumpy1", noisy), record("jumpy2", noisy), record("bad1", spread(10.0)), record("bad2", spread(10.0)),
+    base = [record("slow", spread(100.0, 20)), record("fast", spread(100.0, 20)),
+            record("suspect", spread(100.0, 20)),
+            record("jumpy1", noisy), record("jumpy2", noisy), record("bad1", spread(10.0)),
+            record("bad2", spread(10.0)),
             record("same", spread(50.0, 20)), _paired("paired", ab_base, ab_head)[0]]
-    head = [record("slow", spread(130.0, 20)), record("fast", spread(70.0, 20)), record("suspect", spread(125.0, 20)),
-            record("jumpy1", noisy[::-1]), record("jumpy2", [x * 1.1 for x in noisy]), record("bad1", status="failed"),
-            record("bad2", status="failed"), record("same", spread(50.0, 20)), record("fresh", spread(20.0, 20)),
+    head = [record("slow", spread(130.0, 20)), record("fast", spread(70.0, 20)),
+            record("suspect", spread(125.0, 20)),
+            record("jumpy1", noisy[::-1]), record("jumpy2", [x * 1.1 for x in noisy]),
+            record("bad1", status="failed"),
+            record("bad2", status="failed"), record("same", spread(50.0, 20)),
+            record("fresh", spread(20.0, 20)),
             _paired("paired", ab_base, ab_head)[1]]
     files = [results(*base, commit=BASE)], [results(*head, commit=HEAD)]
     rows = mark_regressions(compare(*files, load_thresholds()), Rules())
     comparison = comparison_to_dict(rows, *files, "thresholds.yaml", {"reason": "merge base"})
     comparison["head"]["runner_checks"] = [{"device": DEVICE, "failed": [
-        {"name": "load average", "value": "3.20 over 1 min on 2 CPUs", "expected": "at most 1, half the CPUs"},
+        {"name": "load average", "value": "3.20 over 1 min on 2 CPUs",
+         "expected": "at most 1, half the CPUs"},
         {"name": "busy processes", "value": "python (pid 4242) 97%, stress (pid 77) 40%",
          "expected": "none above 20% of a CPU"}]}]
-    # The re-check of "slow": a real paired comparison of its series, base and head interleaved on this runner.
+    # The re-check of "slow": a real paired comparison of its series, base and head interleaved on this
+    # runner.
     pb, ph = _paired_samples(110.0, 1.12, cross=False)
     paired_rows = compare([results(_paired("slow", pb, ph)[0], commit=BASE)],
                           [results(_paired("slow", pb, ph)[1], commit=HEAD)], load_thresholds())
     not_reached = {r["id"]: 600.0 for r in comparison["rows"] if r["id"] == "suspect"}
-    checked = apply_recheck(comparison, {r.id: r for r in paired_rows}, Arm("base", BASE, None), Arm("head", HEAD, None),
+    checked = apply_recheck(comparison, {r.id: r for r in paired_rows}, Arm("base", BASE, None),
+                            Arm("head", HEAD, None),
                     not_reached=not_reached)
     return checked
 
@@ -108,10 +117,12 @@ def test_headline_short_table_and_folded_sections(rendered):
     assert [r[0] for r in table] == ["`slow.inference-bs1`", "`paired.inference-bs1`", "`fast.inference-bs1`"]
     header = body.split("#### Confirmed regressions and improvements\n", 1)[1].splitlines()[0]
     assert header == "| benchmark | base → head | change (99% CI) | verdict |"
-    assert [re.sub(r" \[\d+\]$", "", r[3]) for r in table] == ["regressed · confirmed", "improved", "improved"]
+    assert [re.sub(r" \[\d+\]$", "", r[3]) for r in table] == ["regressed · confirmed", "improved",
+                                                               "improved"]
     assert table[2][1] == "100.0 µs → 70.0 µs" and table[2][2].startswith("-30.0% (")
     summaries = re.findall(r"<details><summary>(.*)</summary>", body)
-    assert summaries == ["Unconfirmed changes: 1 series", "Inconclusive: 2 series", "Failed or not comparable: 2 series",
+    assert summaries == ["Unconfirmed changes: 1 series", "Inconclusive: 2 series",
+                         "Failed or not comparable: 2 series",
                          "New or removed: 1 series", "Similar: 1 series"]
     assert body.count("<details>") == body.count("</details>") == 5
     # every row once, and each device suffix dropped (one device: the context line names it)
@@ -153,8 +164,10 @@ def test_the_paired_change_agrees_with_the_medians_shown(rendered):
         shown = (head / base - 1) * 100
         assert (shown > 0) == (point > 0) and low - 0.1 <= shown <= high + 0.1, (name, shown, change)
     slow = next(r for r in comparison["rows"] if r["id"] == "slow")
-    assert slow["stored"]["change"] == pytest.approx(30.0, abs=0.5)  # the stored baseline's figure is kept ...
-    assert slow["change"] == estimate(Row.of(slow)).change == pytest.approx(12.0, abs=1.0)  # ... the paired one shown
+    # the stored baseline's figure is kept ...
+    assert slow["stored"]["change"] == pytest.approx(30.0, abs=0.5)
+    # ... the paired one shown
+    assert slow["change"] == estimate(Row.of(slow)).change == pytest.approx(12.0, abs=1.0)
     assert "+30.0%" not in table["`slow.inference-bs1`"][2]
     # the paired run's own side medians disagree with its paired change (two spells of the machine) ...
     paired = next(r for r in comparison["rows"] if r["id"] == "paired")
@@ -165,7 +178,8 @@ def test_the_paired_change_agrees_with_the_medians_shown(rendered):
 
 def test_reproduce_line_names_the_benchmark_and_runner_warning_has_figures_not_pids(rendered):
     _, body, *_ = rendered
-    assert "Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run gs://bucket/pre/runs/123/1/`" \
+    assert ("Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run "
+            "gs://bucket/pre/runs/123/1/`") \
         in body.splitlines()
     (warning,) = [line for line in body.splitlines() if line.startswith("⚠ runner checks failed")]
     assert warning.startswith(f"⚠ runner checks failed on {DEVICE}: load average 3.20 \\> 1; busy processes: "
@@ -182,7 +196,8 @@ def test_the_reproduce_line_survives_backticks_and_quotes_in_names(rendered, nam
     span = line.removeprefix("Reproduce: ")
     fence = re.match(r"`+", span)[0]
     inner = span[len(fence):-len(fence)]
-    assert span.endswith(fence) and not re.search(f"(?<!`){fence}(?!`)", inner)  # CommonMark: no run of that length
+    # CommonMark: no run of that length
+    assert span.endswith(fence) and not re.search(f"(?<!`){fence}(?!`)", inner)
     if inner.startswith(" ") and inner.endswith(" ") and inner.strip(" "):
         inner = inner[1:-1]
     assert shlex.split(inner) == ["benchtrail", "explain", name, "--run", "/store/runs/r/1"]
@@ -213,18 +228,22 @@ def test_explain_takes_the_exact_name_the_reproduce_line_gives_and_refuses_a_sha
     assert resolve(targets, rc.name) == (rc.id, targets[rc.id])
     assert resolve(targets, rc.id) == (rc.id, targets[rc.id])
     shared = {**targets, "copy-of-" + rc.id: targets[rc.id]}  # two benchmarks of one name
-    with pytest.raises(UserError, match=rf"benchmark name '{re.escape(rc.name)}' is ambiguous: 2 benchmarks of this "
-                                        rf"run have it \(ids {', '.join(sorted([rc.id, 'copy-of-' + rc.id]))}\); pass one id"):
+    with pytest.raises(UserError,
+                       match=rf"benchmark name '{re.escape(rc.name)}' is ambiguous: 2 benchmarks of this "
+                                        r"run have it \(ids "
+                       rf"{', '.join(sorted([rc.id, 'copy-of-' + rc.id]))}\); pass one id"):
         resolve(shared, rc.name)
     # The name as the comment's tables show it for a run of one device: without ".<device>".
     assert resolve(targets, rc.name.rsplit(".", 1)[0]) == (rc.id, targets[rc.id])
     with pytest.raises(UserError, match="no benchmark"):
         resolve(targets, rc.name.rsplit(".", 2)[0])  # any other prefix of a name is not a name
     everywhere = {r.id: Target(r, r.module_generation_config) for r in generate().run_configs}
-    cpu, cuda = (next(r for r in everywhere.values() if r.run_config.name == f"matmul-1024.eager.inference-bs1.{d}")
+    cpu, cuda = (next(r for r in everywhere.values()
+                      if r.run_config.name == f"matmul-1024.eager.inference-bs1.{d}")
                  for d in ("c2-standard-16", "a2-highgpu-1g"))
     with pytest.raises(UserError, match=re.escape(
             "benchmark 'matmul-1024.eager.inference-bs1' ran on 2 devices of this run: pass the name with its device "
             "(matmul-1024.eager.inference-bs1.a2-highgpu-1g, matmul-1024.eager.inference-bs1.c2-standard-16)")):
         resolve(everywhere, "matmul-1024.eager.inference-bs1")
-    assert resolve(everywhere, cpu.run_config.name)[1] is cpu and resolve(everywhere, cuda.run_config.name)[1] is cuda
+    assert resolve(everywhere, cpu.run_config.name)[1] is cpu and resolve(everywhere,
+                                                                          cuda.run_config.name)[1] is cuda

@@ -90,7 +90,8 @@ def test_zero_or_nan_baseline_median_is_not_comparable_and_others_still_compare(
     nan_base = type(nan_base)(**{**nan_base.__dict__, "median": math.nan})
     v = verdicts([zero, nan_base, record("ok", noisy(100))],
                  [record("zero", [5.0] * 10), record("nan", [1.0] * 10), record("ok", noisy(150))])
-    assert v["zero"] == ("not-comparable", "baseline sample 0 is 0.0 (0 or negative); latency samples must be "
+    assert v["zero"] == ("not-comparable",
+                         "baseline sample 0 is 0.0 (0 or negative); latency samples must be "
                                            "finite and > 0")
     assert v["nan"] == ("not-comparable", "baseline median is nan; it must be finite and > 0")
     assert v["ok"][0] == "regressed"
@@ -147,7 +148,8 @@ def test_compare_cli_without_base_marks_every_series_new_and_rejects_bad_files(t
     assert json.loads(out.read_text())["counts"]["new"] == 2
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": 1, "commit": ')
-    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c2.json")]) == 1
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output",
+                 str(tmp_path / "c2.json")]) == 1
     assert "bad.json is not valid JSON" in capsys.readouterr().err
     assert not (tmp_path / "c2.json").exists()
 
@@ -156,8 +158,10 @@ def test_fail_on_regressed_exits_3_unless_a_trailer_accepts_it(tmp_path, capsys,
     from benchtrail.compare.comment import render
 
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
-    base = write_results(tmp_path / "base.json", results(record("slow", noisy(100)), record("same", noisy(50))))
-    head = write_results(tmp_path / "head.json", results(record("slow", noisy(130)), record("same", noisy(50))))
+    base = write_results(tmp_path / "base.json",
+                         results(record("slow", noisy(100)), record("same", noisy(50))))
+    head = write_results(tmp_path / "head.json",
+                         results(record("slow", noisy(130)), record("same", noisy(50))))
     args = ["compare", "--base", str(base), "--head", str(head), "--fail-on", "regressed"]
     assert main([*args, "--output", str(tmp_path / "c1.json")]) == 3
     assert "1 regression(s) not accepted: slow.inference-bs1.c2-standard-16" in capsys.readouterr().err
@@ -180,7 +184,8 @@ def test_records_pooling_several_processes_get_the_two_stage_interval():
     rules = (Threshold("*", "percent", 2.0, "lower-is-better"),)
 
     def row(**details):
-        return compare([results(record("rc1", base, **details))], [results(record("rc1", head, **details))], rules)[0]
+        return compare([results(record("rc1", base, **details))], [results(record("rc1", head, **details))],
+                       rules)[0]
     pooled, by_process = row(), row(process_medians=[1.0, 1.0, 1.0])
     expected = compare_samples([base], [head], threshold_pct=2.0, lower_is_better=True, alpha=0.01,
                                base_clusters=np.array([3]), head_clusters=np.array([3]))
@@ -213,7 +218,8 @@ def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shar
     from tests.test_schemas import errors
 
     run_dir, shards = _run_dir_with_export(tmp_path)
-    # Shard 0 reported one of its two cases (run with --filter); shard 1 never reported (its job was cancelled).
+    # Shard 0 reported one of its two cases (run with --filter); shard 1 never reported (its job was
+    # cancelled).
     write_results(run_dir / "results" / "c2-standard-16-0.json", results(*_records_of(shards[0][:1])))
     base = write_results(tmp_path / "base.json", results(*_records_of(shards[0] + shards[1][:1], 100.0)))
     out = tmp_path / "comparison.json"
@@ -225,7 +231,8 @@ def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shar
     for rc in shards[1]:
         row = rows[rc.id]
         assert (row["verdict"], row["reason"]) == (
-            "failed", "no result: shard 1 of device c2-standard-16 did not report (its job failed, timed out or "
+            "failed",
+            "no result: shard 1 of device c2-standard-16 did not report (its job failed, timed out or "
                       "was cancelled)")
         assert (row["name"], row["device_name"], row["module_name"], row["compile_config"]) == (
             rc.name, "c2-standard-16", rc.module_generation_config.name, "eager")
@@ -247,7 +254,8 @@ def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep
     run_dir, shards = _run_dir_with_export(tmp_path)
     shard0 = results(*_records_of(shards[0]))
     shard0 = ResultsFile(shard0.commit, shard0.dirty, {**shard0.run, "device_name": "c2-standard-16",
-                                                       "shard_index": 0}, shard0.environment, shard0.benchmarks)
+                                                       "shard_index": 0}, shard0.environment,
+                         shard0.benchmarks)
     write_results(run_dir / "results" / "renamed.json", shard0)  # not <device>-<shard>.json: its run says so
     comparison = json.loads(compare_stage([], [run_dir], tmp_path / "c1.json", None).read_text())
     assert comparison["missing_shards"] == [{"device_name": "c2-standard-16", "shard_index": 1}]
@@ -270,7 +278,8 @@ def test_load_comparison_checks_missing_shards_and_reads_older_versions_without_
     assert load_comparison(jsonio.write_json(tmp_path / "ok.json", obj)).missing_shards == []
     older = {k: v for k, v in obj.items() if k != "missing_shards"} | {"schema_version": 4}
     assert "missing_shards" not in load_comparison(jsonio.write_json(tmp_path / "v4.json", older)).document
-    bad = jsonio.write_json(tmp_path / "bad.json", {**obj, "missing_shards": [{"device_name": "d", "shard_index": "1"}]})
+    bad = jsonio.write_json(tmp_path / "bad.json",
+                            {**obj, "missing_shards": [{"device_name": "d", "shard_index": "1"}]})
     with pytest.raises(UserError, match=re.escape(f"comparison {bad}: field 'missing_shards' is [{{'device_name': "
                                                   "'d', 'shard_index': '1'}]; allowed: null or a list of")):
         load_comparison(bad)

@@ -35,9 +35,11 @@ def test_compare_builds_refuses_a_run_compared_with_itself_unless_allowed(histor
 
 
 @pytest.mark.e2e
-def test_compare_builds_shows_the_change_its_interval_and_the_verdict_of_each_row(history_store, tmp_path, capsys):
+def test_compare_builds_shows_the_change_its_interval_and_the_verdict_of_each_row(history_store, tmp_path,
+                                                                                  capsys):
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
+    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                          history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 0, err
     header = next(line for line in out.splitlines() if "benchmark" in line)

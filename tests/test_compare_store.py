@@ -18,15 +18,18 @@ def _run_dir(tmp_path, name, sha, median):
     return run_dir
 
 
-def test_compare_with_store_uses_the_merge_base_run_uploaded_with_a_pointer(repo, tmp_path, monkeypatch, capsys):
+def test_compare_with_store_uses_the_merge_base_run_uploaded_with_a_pointer(repo, tmp_path, monkeypatch,
+                                                                            capsys):
     base_sha = git(repo, "rev-parse", "main")
     git(repo, "checkout", "-q", "-b", "pr")
     head_sha = commit(repo, "pr change")
     store = tmp_path / "store"
-    assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", base_sha, 100.0)), "--store", str(store),
+    assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", base_sha, 100.0)), "--store",
+                 str(store),
                  "--run-id", "111", "--attempt", "1", "--write-pointer"]) == 0
     (pointer,) = open_store(str(store)).pointers(base_sha)
-    assert (pointer["run_id"], pointer["devices"], pointer["torch_version"]) == ("111", ["c2-standard-16"], "2.13.0")
+    assert (pointer["run_id"], pointer["devices"], pointer["torch_version"]) == ("111", ["c2-standard-16"],
+                                                                                 "2.13.0")
     monkeypatch.chdir(repo)
     out = tmp_path / "comparison.json"
     assert main(["compare", "--head", str(_run_dir(tmp_path, "head", head_sha, 150.0)), "--store", str(store),
@@ -58,7 +61,8 @@ def test_a_pointer_needs_results_of_one_commit_and_nothing_is_uploaded(tmp_path,
     run_dir = _run_dir(tmp_path, "mixed", "a" * 40, 1.0)
     write_results(run_dir / "results" / "other.json", results(record("rc2"), commit="b" * 40))
     store = tmp_path / "store"
-    assert main(["upload", "--run-dir", str(run_dir), "--store", str(store), "--run-id", "1", "--attempt", "1",
+    assert main(["upload", "--run-dir", str(run_dir), "--store", str(store), "--run-id", "1", "--attempt",
+                 "1",
                  "--write-pointer"]) == 1
     assert "a pointer needs results of one commit" in capsys.readouterr().err
     assert not (store / "runs").exists() or not any((store / "runs").rglob("*.json"))
@@ -67,7 +71,8 @@ def test_a_pointer_needs_results_of_one_commit_and_nothing_is_uploaded(tmp_path,
 def _head_with_a_failed_case(tmp_path, sha):
     run_dir = tmp_path / "head"
     write_results(run_dir / "results" / "c2-standard-16-0.json",
-                  results(record("rc1", [150.0 + i * 0.01 for i in range(10)]), record("rc2", (), status="failed"),
+                  results(record("rc1", [150.0 + i * 0.01 for i in range(10)]),
+                          record("rc2", (), status="failed"),
                           commit=sha))
     return run_dir
 
@@ -92,7 +97,8 @@ def _compare_without_the_store(repo, tmp_path, monkeypatch, capsys, store_url):
     assert {r["id"]: (r["verdict"], r["reason"]) for r in comparison["rows"]} == {
         "rc1": ("new", "no baseline for this series"), "rc2": ("failed", "head failed: boom")}
     baseline = comparison["baseline"]
-    assert baseline == {"reason": f"the store could not be read: {baseline['store_error']}", "store": store_url,
+    assert baseline == {"reason": f"the store could not be read: {baseline['store_error']}",
+                        "store": store_url,
                         "store_error": baseline["store_error"]}
     err = capsys.readouterr().err
     assert f"benchtrail: warning: the store {store_url} could not be read, so this comparison has no baseline" in err
@@ -107,9 +113,12 @@ def test_compare_with_a_stopped_store_is_written_without_a_baseline(repo, tmp_pa
     with start_emulator() as emulator:  # a store that held a baseline run, then went away
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator.url)
         storage.Client(project="test").create_bucket("bt-stopped")
-        assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", git(repo, "rev-parse", "HEAD~1"), 100.0)),
-                     "--store", "gs://bt-stopped/ci", "--run-id", "111", "--attempt", "1", "--write-pointer"]) == 0
-    comparison, _, elapsed = _compare_without_the_store(repo, tmp_path, monkeypatch, capsys, "gs://bt-stopped/ci")
+        assert main(["upload", "--run-dir",
+                     str(_run_dir(tmp_path, "base", git(repo, "rev-parse", "HEAD~1"), 100.0)),
+                     "--store", "gs://bt-stopped/ci", "--run-id", "111", "--attempt", "1",
+                     "--write-pointer"]) == 0
+    comparison, _, elapsed = _compare_without_the_store(repo, tmp_path, monkeypatch, capsys,
+                                                        "gs://bt-stopped/ci")
     assert comparison["baseline"]["store_error"].startswith(
         "cannot list gs://bt-stopped/ci/: still failing when the 2 s retry deadline ran out; last error: "
         "ConnectionError: ")
@@ -119,7 +128,8 @@ def test_compare_with_a_stopped_store_is_written_without_a_baseline(repo, tmp_pa
 def test_compare_with_a_store_answering_503_is_written_without_a_baseline(repo, tmp_path, monkeypatch, capsys,
                                                                           fault_proxy, gcs_bucket):
     fault_proxy.add("status", status=503, path_prefix="/", methods=("GET", "POST", "PUT", "DELETE", "PATCH"))
-    comparison, _, elapsed = _compare_without_the_store(repo, tmp_path, monkeypatch, capsys, f"gs://{gcs_bucket}/ci")
+    comparison, _, elapsed = _compare_without_the_store(repo, tmp_path, monkeypatch, capsys,
+                                                        f"gs://{gcs_bucket}/ci")
     assert comparison["baseline"]["store_error"].startswith(
         f"cannot list gs://{gcs_bucket}/ci/: still failing when the 2 s retry deadline ran out; last error: 503 GET ")
     assert comparison["baseline"]["store_error"].endswith(": injected 503")

@@ -31,7 +31,8 @@ INFERENCE = dataclasses.replace(configs.INFERENCE_BS1, processes=2, warmup_time_
 BACKWARD = dataclasses.replace(configs.BACKWARD_BS1, processes=2, warmup_time_ms=20.0)
 
 
-def _model(entry: str, name: str | None = None, model_id: str | None = None, fullgraph: bool = False) -> Model:
+def _model(entry: str, name: str | None = None, model_id: str | None = None,
+           fullgraph: bool = False) -> Model:
     return Model(model_id or f"model-{entry}", name or entry.replace("_", "-"), ("test",),
                  f"tests.bad_models:{entry}", ("2x8xf32",), fullgraph=fullgraph)
 
@@ -66,9 +67,10 @@ def _compile(tmp_path: Path, suite: Suite, name: str = "run", expected_exit: int
 
 @pytest.fixture(scope="module")
 def linear_run(tmp_path_factory):
-    # No warm sample for the AOTInductor module: it would be a whole compile again (its C++ build gains nothing
-    # from a warm cache), the dearest step of this module (issue 19: the suite's time). The export module's warm
-    # sample takes the same path (a sample's artifact in a temporary folder: worker.build._save_and_load).
+    # No warm sample for the AOTInductor module: it would be a whole compile again (its C++ build gains
+    # nothing from a warm cache), the dearest step of this module (issue 19: the suite's time). The export
+    # module's warm sample takes the same path (a sample's artifact in a temporary folder:
+    # worker.build._save_and_load).
     return _compile(tmp_path_factory.mktemp("compile"), _suite([_model("linear")], backward=True),
                     cold_only=("aot-inductor",))
 
@@ -107,9 +109,11 @@ for name in ("linear.export.cpu", "linear.aot-inductor.cpu"):
     out = load_artifact(Path(sys.argv[1], "modules", name))(x)
     print(name, tuple(out.shape), bool((out >= 0).all()))
 """
-    proc = subprocess.run([sys.executable, "-c", script, str(run_dir)], capture_output=True, text=True, cwd="/")
+    proc = subprocess.run([sys.executable, "-c", script, str(run_dir)], capture_output=True, text=True,
+                          cwd="/")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split("\n")[:2] == ["linear.export.cpu (2, 4) True", "linear.aot-inductor.cpu (2, 4) True"]
+    assert proc.stdout.split("\n")[:2] == ["linear.export.cpu (2, 4) True",
+                                           "linear.aot-inductor.cpu (2, 4) True"]
 
 
 def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_path, monkeypatch):
@@ -117,7 +121,8 @@ def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_pa
     suite = _suite([_model("linear")], backward=True)
     execution = jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
     out = tmp_path / "results.json"
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))  # only the run's cache is warm
+    # only the run's cache is warm
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the AOTInductor loader unpacks its package
     assert main(["run", "--run-configs", str(execution), "--device-name", "c2-standard-16",
@@ -130,7 +135,8 @@ def test_runner_loads_artifacts_and_checks_them_against_eager(linear_run, tmp_pa
     # The compile stage compiled the inference and backward graphs into modules/inductor-cache; the run
     # stage's workers, in both processes, load them from there and compile none. (Both cases share each
     # process, and the module is built, its inference graph loaded, by whichever case a process runs first.)
-    cases = [by_name[f"linear.inductor.{task}-bs1.c2-standard-16"].details for task in ("inference", "backward")]
+    cases = [by_name[f"linear.inductor.{task}-bs1.c2-standard-16"].details for task in ("inference",
+                                                                                        "backward")]
     assert [d["fxgraph_cache_miss"] for d in cases] == [0, 0], cases
     assert sum(d["fxgraph_cache_hit"] for d in cases) >= 2 * 2, cases  # at least the 2 graphs in each process
     assert not (tmp_path / "empty-cache").exists()
@@ -162,7 +168,8 @@ def test_corrupt_artifact_is_a_clear_failure(linear_run, tmp_path):
 
 def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_path):
     same_id = {"name": "net", "model_id": "model-net"}
-    _, before = _compile(tmp_path, _suite([_model("graph_break", **same_id)], (configs.INDUCTOR,), (1, 0)), "before")
+    _, before = _compile(tmp_path, _suite([_model("graph_break", **same_id)], (configs.INDUCTOR,), (1, 0)),
+                         "before")
     _, after = _compile(tmp_path, _suite([_model("linear", **same_id)], (configs.INDUCTOR,), (1, 0)), "after")
     source = (ROOT / "tests/bad_models.py").read_text().splitlines()
     line = next(i for i, text in enumerate(source, 1) if "a deliberate graph break" in text)
@@ -179,11 +186,13 @@ def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_pat
 
 def test_unexportable_and_fullgraph_failures_do_not_stop_other_modules(tmp_path):
     strict = _model("graph_break", name="strict", model_id="m-strict", fullgraph=True)
-    gens = (ModuleGenerationConfig.build(_model("data_dependent"), configs.EXPORT, Architecture.CPU, ("test",)),
+    gens = (ModuleGenerationConfig.build(_model("data_dependent"), configs.EXPORT, Architecture.CPU,
+                                         ("test",)),
             ModuleGenerationConfig.build(strict, configs.INDUCTOR, Architecture.CPU, ("test",)),
             ModuleGenerationConfig.build(_model("linear"), configs.EXPORT, Architecture.CPU, ("test",)))
     run_dir, _ = _compile(tmp_path, Suite((), gens, ("test",), (), (("test", 1, 0),)), expected_exit=2)
-    stats = {g.name: json.loads((run_dir / "modules" / g.name / "compile-stats.json").read_text()) for g in gens}
+    stats = {g.name: json.loads((run_dir / "modules" / g.name / "compile-stats.json").read_text())
+             for g in gens}
     assert stats["data-dependent.export.cpu"]["status"] == "failed"
     assert "data-dependent" in stats["data-dependent.export.cpu"]["reason"].lower()
     assert not (run_dir / "modules/data-dependent.export.cpu/exported_program.pt2").exists()
@@ -201,7 +210,8 @@ def test_counts_are_identical_across_three_runs(tmp_path, linear_run):
 
 def test_a_compile_time_sample_leaves_no_artifact_folder(tmp_path, monkeypatch):
     # A sample without a module folder (the cold samples after the first, and warm ones) writes its artifact
-    # to a temporary folder; a forked worker ends by os._exit, so the folder must go before compile_module returns.
+    # to a temporary folder; a forked worker ends by os._exit, so the folder must go before compile_module
+    # returns.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gen = ModuleGenerationConfig.build(_model("linear"), configs.EXPORT, Architecture.CPU, ("test",))
     inputs = model_inputs(gen.model, "cpu")

@@ -37,7 +37,8 @@ def case(model: str, config: str, median: float | None, device: str = CPU, *, st
 
 def compiled(model: str, config: str, metric: str, samples, device: str = CPU, status: str = "ok"):
     """A compilation record ``<module>-<metric>`` (ms)."""
-    r = record(f"{model}-{config}-{metric}", samples, status=status, kind="compilation", metric=metric, unit="ms")
+    r = record(f"{model}-{config}-{metric}", samples, status=status, kind="compilation", metric=metric,
+               unit="ms")
     return dataclasses.replace(r, name=f"{model}.{config}.x86_64.{metric}", device_name=device, task=None,
                                module_name=f"{model}.{config}.x86_64", compile_config=config)
 
@@ -45,7 +46,8 @@ def compiled(model: str, config: str, metric: str, samples, device: str = CPU, s
 def head_fixture():
     return [results(
         # CPU: speedups 2, 4 and 1; m4 fails to compile. Pass rate 3/4.
-        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0), case("m4", "eager", 400.0),
+        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0),
+        case("m4", "eager", 400.0),
         case("m1", "inductor", 50.0), case("m2", "inductor", 50.0), case("m3", "inductor", 300.0),
         case("m4", "inductor", None, status="failed"),
         compiled("m1", "inductor", "compile_time_cold_ms", (1000.0, 1200.0, 1100.0)),
@@ -65,7 +67,8 @@ def head_fixture():
 def base_fixture():
     return [results(
         # CPU: speedups 2, 2, 1, 1, all ok; cold compile times 1000, 2000, 2500, 4000 ms; no warm samples.
-        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0), case("m4", "eager", 400.0),
+        case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0),
+        case("m4", "eager", 400.0),
         case("m1", "inductor", 50.0), case("m2", "inductor", 100.0), case("m3", "inductor", 300.0),
         case("m4", "inductor", 400.0),
         *(compiled(m, "inductor", "compile_time_cold_ms", (t,))
@@ -100,14 +103,17 @@ def test_head_summary_literal_numbers():
 
 def test_changes_against_base():
     cpu, gpu = compiler_summary(head_fixture(), base_fixture())
-    assert (cpu.base.pass_rate, cpu.base.geomean_speedup, cpu.base.cold_ms) == (1.0, pytest.approx(2**0.5), 2250.0)
+    assert (cpu.base.pass_rate, cpu.base.geomean_speedup, cpu.base.cold_ms) == (1.0, pytest.approx(2**0.5),
+                                                                                2250.0)
     assert cpu.change("pass_rate") == pytest.approx(-25.0)
     assert cpu.change("geomean_speedup") == pytest.approx(41.4214, abs=5e-5)  # 2 / √2 − 1
     assert cpu.change("cold_ms") == pytest.approx(-11.1111, abs=5e-5)  # 2000 / 2250 − 1
-    assert cpu.change("warm_ms") is None and cpu.change("compression_ratio") is None  # base: no warm; CPU: no ratio
+    # base: no warm; CPU: no ratio
+    assert cpu.change("warm_ms") is None and cpu.change("compression_ratio") is None
     assert gpu.base.compression_ratio == pytest.approx(1.0)
     assert gpu.change("compression_ratio") == pytest.approx(12.5)
-    assert (gpu.change("pass_rate"), gpu.change("geomean_speedup")) == (pytest.approx(0.0), pytest.approx(0.0, abs=1e-9))
+    assert (gpu.change("pass_rate"), gpu.change("geomean_speedup")) == (pytest.approx(0.0),
+                                                                        pytest.approx(0.0, abs=1e-9))
 
 
 def test_render_markdown_exact():
@@ -160,7 +166,8 @@ def test_the_interval_needs_five_cases_and_fewer_show_their_count():
 def test_an_older_comparison_json_with_a_two_case_interval_reads_without_it():
     # a row as the compare stage wrote it before MIN_INTERVAL_CASES (issue 39: 2 cases gave [0.28…2.94])
     old = {"cases": 2, "ok": 2, "paired": 2, "geomean_speedup": 0.91, "speedup_low": 0.28,
-           "speedup_high": 2.94, "modules": 2, "cold_ms": 1500.0, "warm_ms": None, "memory_pairs": 0, "compression_ratio": None}
+           "speedup_high": 2.94, "modules": 2, "cold_ms": 1500.0, "warm_ms": None, "memory_pairs": 0,
+           "compression_ratio": None}
     five = {**old, "cases": 5, "ok": 5, "paired": 5}
     (row,) = rows_from_json([{"compile_config": "inductor", "device_name": CPU, "head": old, "base": five}])
     assert (row.head.paired, row.head.geomean_speedup, row.head.speedup_low, row.head.speedup_high) == (
@@ -174,14 +181,18 @@ def test_edge_cases():
     # A compile config whose every case failed: no speedup; a case twice is refused by name.
     failed = results(case("m1", "eager", 100.0), case("m1", "inductor", None, status="failed"))
     (row,) = compiler_summary([failed])
-    assert (row.head.pass_rate, row.head.paired, row.head.geomean_speedup, row.head.speedup_low) == (0.0, 0, None, None)
-    with pytest.raises(UserError, match=r"'m1\.eager\.inference-bs1\.c2-standard-16' \(eager\) is there twice"):
+    assert (row.head.pass_rate, row.head.paired, row.head.geomean_speedup, row.head.speedup_low) == (0.0, 0,
+                                                                                                     None,
+                                                                                                     None)
+    with pytest.raises(UserError,
+                       match=r"'m1\.eager\.inference-bs1\.c2-standard-16' \(eager\) is there twice"):
         compiler_summary([failed, failed])
     # One pair: a geometric mean without an interval; older files' compile_time_ms counts as cold.
     one = results(case("m1", "eager", 100.0), case("m1", "inductor", 25.0),
                   compiled("m1", "inductor", "compile_time_ms", (1500.0,)))
     (row,) = compiler_summary([one])
-    assert (row.head.geomean_speedup, row.head.speedup_low, row.head.cold_ms) == (pytest.approx(4.0), None, 1500.0)
+    assert (row.head.geomean_speedup, row.head.speedup_low, row.head.cold_ms) == (pytest.approx(4.0), None,
+                                                                                  1500.0)
     eager = one.benchmarks[0]  # its instruction count beside it (issue 44) is no second case
     counted = dataclasses.replace(eager, id=f"{eager.id}-instructions", metric="instructions", unit="count")
     assert compiler_summary([dataclasses.replace(one, benchmarks=(*one.benchmarks, counted))]) == [row]
@@ -194,7 +205,8 @@ def test_json_round_trip_and_bad_input():
     data = json.loads(json.dumps(rows_to_json(rows)))
     assert rows_from_json(data) == rows
     data[1]["head"]["ok"] = -1
-    with pytest.raises(UserError, match=r"comparison.json: compiler_summary\[1\].head.ok is -1; expected an integer"):
+    with pytest.raises(UserError,
+                       match=r"comparison.json: compiler_summary\[1\].head.ok is -1; expected an integer"):
         rows_from_json(data, "comparison.json: compiler_summary")
     with pytest.raises(ValueError, match="figure must be one of"):
         rows[0].change("median")

@@ -12,15 +12,18 @@ from tests.test_schemas import errors
 
 # (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
 GRAMMAR = [
-    ("trailer after prose", "Faster matmul", "Speeds up matmul.\n\nbenchmarks: x86_64,cuda", ["x86_64", "cuda"]),
+    ("trailer after prose", "Faster matmul", "Speeds up matmul.\n\nbenchmarks: x86_64,cuda",
+     ["x86_64", "cuda"]),
     ("key is case-insensitive", "t", "Text.\n\nBenchmarks: x86_64", ["x86_64"]),
     ("commas, spaces, case, trailing comma", "t", "Text.\n\nbenchmarks: X86_64 cuda, comp-stats,",
      ["x86_64", "cuda", "comp-stats"]),
     ("several trailers are united", "t", "Text.\n\nbenchmarks: x86_64\nbenchmarks: cuda x86_64",
      ["x86_64", "cuda"]),
-    ("among other trailers", "t", "Text.\n\nFixes: #12\nbenchmarks: cuda\nSigned-off-by: A <a@b.c>", ["cuda"]),
+    ("among other trailers", "t", "Text.\n\nFixes: #12\nbenchmarks: cuda\nSigned-off-by: A <a@b.c>",
+     ["cuda"]),
     ("folded continuation line", "t", "Text.\n\nbenchmarks: x86_64,\n  cuda", ["x86_64", "cuda"]),
-    ("trailing comment lines are skipped", "t", "Text.\n\nbenchmarks: cuda\n# a note for reviewers", ["cuda"]),
+    ("trailing comment lines are skipped", "t", "Text.\n\nbenchmarks: cuda\n# a note for reviewers",
+     ["cuda"]),
     ("25% rule with a git-generated trailer", "t",
      "Text.\n\nWorks on my machine\nSigned-off-by: A <a@b.c>\nbenchmarks: cuda", ["cuda"]),
     ("CRLF line endings", "t", "Text.\r\n\r\nbenchmarks: cuda\r\n", ["cuda"]),
@@ -69,7 +72,8 @@ def gh(tmp_path, monkeypatch):
 
 
 def pr(body, labels=(), title="Title", **extra):
-    return {"action": "opened", "pull_request": {"title": title, "body": body, "labels": [{"name": n} for n in labels],
+    return {"action": "opened", "pull_request": {"title": title, "body": body,
+                                                 "labels": [{"name": n} for n in labels],
                                                  "head": {"sha": "a" * 40}}, **extra}
 
 
@@ -81,7 +85,8 @@ def test_pr_trailer_writes_outputs_and_summary(gh):
 
 
 def test_label_adds_a_preset(gh):
-    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda", "bug"]))
+    _code, output, summary = gh("pull_request",
+                                pr("Text.\n\nbenchmarks: x86_64", labels=["benchmarks:cuda", "bug"]))
     assert output.startswith("benchmark-presets=x86_64,cuda\n")
     assert "| `cuda` | label |" in summary
 
@@ -96,7 +101,8 @@ def test_unknown_preset_fails_naming_it_listing_valid_ones_and_suggesting(gh, ca
     assert code == 1 and output == ""
     err = capsys.readouterr().err
     assert "PR description: unknown benchmark preset 'comp-stat'" in err
-    assert "valid presets: comp-stats, comp-stats-large, cuda, cuda-smoke, smoke, x86_64, x86_64-large, all, default" in err
+    assert ("valid presets: comp-stats, comp-stats-large, cuda, cuda-smoke, smoke, x86_64, x86_64-large, "
+            "all, default") in err
     assert "Did you mean 'comp-stats'?" in err
 
 
@@ -131,7 +137,8 @@ def test_edit_that_changes_the_selection_runs(gh):
 
 def test_push_to_default_or_release_branch_selects_default_and_other_pushes_nothing(gh, monkeypatch):
     repo = {"repository": {"default_branch": "main"}}
-    postsubmit = "benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\nbenchmarks-accept=\npostsubmit=true\n"
+    postsubmit = ("benchmark-presets=x86_64,cuda,comp-stats\nhas-benchmarks=true\nbenchmarks-"
+                  "accept=\npostsubmit=true\n")
     for ref in ("refs/heads/main", "refs/heads/release-1.2"):
         assert gh("push", {"ref": ref, **repo})[1].endswith(postsubmit)
     _, output, summary = gh("push", {"ref": "refs/heads/topic", **repo})
@@ -139,12 +146,16 @@ def test_push_to_default_or_release_branch_selects_default_and_other_pushes_noth
     assert "neither the default branch nor a release branch (BENCHTRAIL_RELEASE_BRANCHES: release-*)" in summary
     monkeypatch.setenv("BENCHTRAIL_RELEASE_BRANCHES", "stable/*, v[0-9]*")
     assert gh("push", {"ref": "refs/heads/stable/2", **repo})[1].endswith(postsubmit)
-    assert gh("push", {"ref": "refs/heads/release-1.2", **repo})[1].endswith("has-benchmarks=false\nbenchmarks-accept=\n")
+    assert gh("push",
+              {"ref": "refs/heads/release-1.2",
+               **repo})[1].endswith("has-benchmarks=false\nbenchmarks-accept=\n")
     # A manual run is postsubmit on those branches only (its ref is GITHUB_REF).
     monkeypatch.setenv("GITHUB_REF", "refs/heads/v2")
-    assert gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("postsubmit=true\n")
+    assert gh("workflow_dispatch",
+              {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("postsubmit=true\n")
     monkeypatch.setenv("GITHUB_REF", "refs/heads/topic")
-    assert gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("accept=\n")
+    assert gh("workflow_dispatch",
+              {"inputs": {"benchmark-presets": "smoke"}, **repo})[1].endswith("accept=\n")
 
 
 def test_workflow_dispatch_takes_presets_from_its_input(gh):
@@ -188,14 +199,15 @@ def test_rerun_reads_the_current_body_through_the_api(gh, github_server, monkeyp
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
     payload = pr("Stale.\n\nbenchmarks: cuda")
     payload["pull_request"]["number"] = 7
-    code, output, summary = gh("pull_request", payload)
+    code, output, _summary = gh("pull_request", payload)
     assert code == 0
     assert output == "benchmark-presets=comp-stats,smoke\nhas-benchmarks=true\nbenchmarks-accept=\n"
     assert any(r.method == "GET" and r.path.endswith("/pulls/7") for r in github_server.requests)
 
 
 def test_benchmarks_accept_trailer_is_an_output(gh):
-    body = "Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: resnet18.*, mlp.eager.inference-bs1.c2-standard-16"
+    body = ("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: resnet18.*, "
+            "mlp.eager.inference-bs1.c2-standard-16")
     _, output, summary = gh("pull_request", pr(body))
     assert output.endswith("benchmarks-accept=resnet18.*,mlp.eager.inference-bs1.c2-standard-16\n")
     assert "Accepted regressions" in summary
@@ -215,7 +227,8 @@ def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, 
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     monkeypatch.chdir(repo)  # its suite has no 'default' meta-preset; [tool.benchtrail] presets = "smoke"
     code, output, _ = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
-    assert code == 0 and output == "benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-accept=\npostsubmit=true\n"
+    assert code == 0 and output == ("benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-"
+                                    "accept=\npostsubmit=true\n")
     (repo / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "my_benchmarks.suite:generate"\n')
     code, output, summary = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
     assert code == 0 and output.endswith(  # appended
@@ -233,7 +246,8 @@ def edited(body, changes, title="Title", labels=()):
 
 
 def test_title_only_edit_selects_nothing(gh):
-    payload = edited("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*", {"title": {"from": "Old title"}},
+    payload = edited("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: mlp.*",
+                     {"title": {"from": "Old title"}},
                      title="New title")
     code, output, summary = gh("pull_request", payload)
     assert code == 0
@@ -266,8 +280,10 @@ def test_edited_body_runs_only_when_presets_or_accept_items_change(gh, before, a
 
 
 def test_edit_that_moves_the_base_branch_runs(gh):
-    payload = edited("Text.\n\nbenchmarks: x86_64", {"base": {"ref": {"from": "release"}, "sha": {"from": "b" * 40}}})
-    assert gh("pull_request", payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=true\nbenchmarks-accept=\n"
+    payload = edited("Text.\n\nbenchmarks: x86_64",
+                     {"base": {"ref": {"from": "release"}, "sha": {"from": "b" * 40}}})
+    assert gh("pull_request",
+              payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=true\nbenchmarks-accept=\n"
 
 
 def test_edit_with_malformed_changes_is_a_payload_error(gh, capsys):
@@ -290,14 +306,17 @@ def test_rerun_of_a_title_edit_compares_with_the_current_pr(gh, github_server, r
     github_server.add_pull("octo/repo", 7, "a" * 40, title="Newest", body="Text.\n\nbenchmarks: x86_64")
     payload = edited("Text.\n\nbenchmarks: x86_64", {"title": {"from": "Old"}})
     payload["pull_request"]["number"] = 7
-    assert gh("pull_request", payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=false\nbenchmarks-accept=\n"
-    github_server.pulls[("octo/repo", 7)]["body"] = "Text.\n\nbenchmarks: comp-stats"  # edited since the event
+    assert gh("pull_request",
+              payload)[1] == "benchmark-presets=x86_64\nhas-benchmarks=false\nbenchmarks-accept=\n"
+    # edited since the event
+    github_server.pulls[("octo/repo", 7)]["body"] = "Text.\n\nbenchmarks: comp-stats"
     assert gh("pull_request", payload)[1].endswith("benchmark-presets=comp-stats\nhas-benchmarks=true\n"
                                                    "benchmarks-accept=\n")
 
 
 @pytest.mark.parametrize("setup, expected", [
-    (lambda server: None, r"cannot re-read PR octo/repo#7 for this re-run \(attempt 2\) from http://127\.0\.0\.1:\d+: "
+    (lambda server: None,
+     r"cannot re-read PR octo/repo#7 for this re-run \(attempt 2\) from http://127\.0\.0\.1:\d+: "
                           r"HTTP 404: Not Found \(check GITHUB_REPOSITORY, the PR number"),
     (lambda server: (server.add_pull("octo/repo", 7, "a" * 40), server.fail("GET", "/repos/octo/repo/pulls/7",
                                                                              "read-only")),
@@ -321,7 +340,8 @@ def test_rerun_against_an_unreachable_api_or_bad_repository_is_a_clear_error(gh,
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
     assert gh("pull_request", rerun)[0] == 1
     err = capsys.readouterr().err
-    assert "cannot re-read PR octo/repo#7 for this re-run (attempt 2) from http://127.0.0.1:9: ConnectionError" in err
+    assert ("cannot re-read PR octo/repo#7 for this re-run (attempt 2) from http://127.0.0.1:9: "
+            "ConnectionError") in err
     assert "check GITHUB_API_URL" in err
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo")
     assert gh("pull_request", rerun)[0] == 1
@@ -342,7 +362,8 @@ def test_bad_trailer_writes_a_comment_and_the_outputs_then_fails(gh, run_ids, tm
     from benchtrail.github.post import load_comment
 
     out = tmp_path / "selection-error"
-    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,comp-stat"), "--error-comment", str(out))
+    code, output, summary = gh("pull_request", pr("Text.\n\nbenchmarks: x86_64,comp-stat"), "--error-comment",
+                               str(out))
     assert code == 1 and output == "has-benchmarks=false\nselection-error=true\n"
     err = capsys.readouterr().err
     assert "PR description: unknown benchmark preset 'comp-stat'" in err
@@ -355,7 +376,8 @@ def test_bad_trailer_writes_a_comment_and_the_outputs_then_fails(gh, run_ids, tm
     assert set(comment["counts"].values()) == {0}
     assert errors("comment.schema.json", json.loads((out / "comment.json").read_text())) == []
     lines = comment["body"].splitlines()
-    assert lines[0] == "### benchtrail: no benchmarks ran — the benchmark selection in the PR description is invalid"
+    assert lines[0] == ("### benchtrail: no benchmarks ran — the benchmark selection in the PR description "
+                        "is invalid")
     assert lines[2] == ("PR description: unknown benchmark preset 'comp-stat'; valid presets: comp-stats, "
                         "comp-stats-large, cuda, cuda-smoke, smoke, x86\\_64, x86\\_64-large, all, default. Did you mean "
                         "'comp-stats'?")
@@ -379,7 +401,8 @@ def test_error_text_is_plain_markdown_and_mentions_are_escaped(gh, run_ids, tmp_
     (pr("Text.\n\nbenchmarks: x86_64\nbenchmarks-accept: a$(id)b"), {}, "benchmarks-accept item 'a$(id)b'"),
     (pr("Text."), {"PR_LABELS": "cuda"}, "PR_LABELS must be a JSON list of label names"),
 ])
-def test_every_selection_error_of_a_pr_gets_a_comment(gh, run_ids, tmp_path, monkeypatch, capsys, payload, env,
+def test_every_selection_error_of_a_pr_gets_a_comment(gh, run_ids, tmp_path, monkeypatch, capsys, payload,
+                                                      env,
                                                       named):
     from benchtrail.compare.tables import plain as _plain
 
@@ -400,7 +423,8 @@ def test_without_an_error_selection_error_is_false_and_no_comment_is_written(gh,
 
 def test_dispatch_with_a_bad_preset_fails_without_a_comment(gh, run_ids, tmp_path, capsys):
     out = tmp_path / "c"
-    code, output, _ = gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smok"}}, "--error-comment", str(out))
+    code, output, _ = gh("workflow_dispatch", {"inputs": {"benchmark-presets": "smok"}}, "--error-comment",
+                         str(out))
     assert (code, output) == (1, "") and not out.exists()
     assert "workflow_dispatch input: unknown benchmark preset 'smok'" in capsys.readouterr().err
 
@@ -422,7 +446,8 @@ def test_local_run_marker_defaults(gh, tmp_path, monkeypatch):
     assert (tmp_path / "c" / "comment.md").read_text().endswith("\n<!-- benchtrail:comment run=local attempt=1 -->\n")
 
 
-def test_error_comment_is_posted_then_edited_in_place_by_a_newer_valid_run(gh, github_server, run_ids, tmp_path,
+def test_error_comment_is_posted_then_edited_in_place_by_a_newer_valid_run(gh, github_server, run_ids,
+                                                                           tmp_path,
                                                                             monkeypatch, capsys):
     from benchtrail.compare import comment as comment_stage
     from benchtrail.jsonio import write_json
@@ -442,7 +467,8 @@ def test_error_comment_is_posted_then_edited_in_place_by_a_newer_valid_run(gh, g
     capsys.readouterr()
 
     marker = comment_stage.marker({"run": {"run_id": "124", "attempt": 1}})
-    valid = {"schema_version": 1, "marker": marker, "verdict": "0 regressions", "counts": {}, "head_commit": head,
+    valid = {"schema_version": 1, "marker": marker, "verdict": "0 regressions", "counts": {},
+             "head_commit": head,
              "base_commit": "9" * 40, "body": f"### benchtrail: 0 regressions\n\n{marker}\n"}
     assert main([*post, "--comment", str(write_json(tmp_path / "later" / "comment.json", valid))]) == 0
     assert capsys.readouterr().out.startswith(f"updated: updated comment {comments[1]['id']} on PR #7")

@@ -76,7 +76,8 @@ def test_bmf_latency_is_the_median_in_nanoseconds_with_quartiles_as_bounds(tmp_p
         "latency": {"value": 122000.0, "lower_value": 121000.0, "upper_value": 123500.0}}
     assert bmf["vrelu3.inductor.inference-bs1.c2-standard-16"]["latency"]["value"] == 26000.0
     compile_stats = bmf["vrelu3.inductor.cpu"]
-    assert compile_stats["compile-time-warm-ms"] == {"value": 1150.0, "lower_value": 1125.0, "upper_value": 1175.0}
+    assert compile_stats["compile-time-warm-ms"] == {"value": 1150.0, "lower_value": 1125.0,
+                                                     "upper_value": 1175.0}
     assert compile_stats["compile-time-cold-ms"] == {"value": 9890.5}  # one sample: no bounds
     assert compile_stats["artifact-bytes"] == {"value": 340682.0}
     for name in LEFT_OUT:
@@ -85,7 +86,8 @@ def test_bmf_latency_is_the_median_in_nanoseconds_with_quartiles_as_bounds(tmp_p
 
 
 def test_kind_execution_leaves_compilation_metrics_out(tmp_path, capsys):
-    code, out, captured = _convert(tmp_path, capsys, "--to", "bmf", "--kind", "execution", "--results", str(RUN))
+    code, out, captured = _convert(tmp_path, capsys, "--to", "bmf", "--kind", "execution", "--results",
+                                   str(RUN))
     assert code == 0, captured.err
     assert sorted(json.loads(out.read_text(encoding="utf-8"))) == [
         "vrelu3.eager.inference-bs1.c2-standard-16", "vrelu3.inductor.inference-bs1.c2-standard-16"]
@@ -190,7 +192,7 @@ def test_an_empty_output_path_is_refused_not_read_as_the_current_folder(tmp_path
 def test_a_file_of_another_tool_is_named_as_not_a_benchtrail_results_file(tmp_path, capsys):
     code, gab, _ = _convert(tmp_path, capsys, "--to", "gab", "--results", str(RUN))
     assert code == 0
-    code, out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
+    code, _out, captured = _convert(tmp_path / "again", capsys, "--to", "bmf", "--results", str(gab))
     assert code == 1
     assert f"{gab} is not a benchtrail results file (no schema_version)" in captured.err
 

@@ -21,11 +21,13 @@ from benchtrail.worker.cuda_timing import (
 )
 from tests.test_run_stage import FAST, _export, _suite
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (this machine has none)")
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
+                               reason="needs a CUDA GPU (this machine has none)")
 
 
 def test_cpu_cases_are_timed_on_the_host_clock_whatever_the_config_says():
-    plan = plan_timing("cpu", None, dataclasses.replace(configs.INFERENCE_BS1, reported_time="gpu", flush_l2=True))
+    plan = plan_timing("cpu", None,
+                       dataclasses.replace(configs.INFERENCE_BS1, reported_time="gpu", flush_l2=True))
     assert (plan.method, plan.launches, plan.reported, plan.flush_l2) == ("perf_counter", 1, "wall", False)
 
 
@@ -38,7 +40,8 @@ def test_cpu_cases_are_timed_on_the_host_clock_whatever_the_config_says():
     (2000.0, True, "cuda-events", 1),
 ])
 def test_gpu_plan_uses_graphs_or_several_launches_below_50_us(per_iteration_us, graphs, method, launches):
-    policy = dataclasses.replace(configs.INFERENCE_BS1, cuda_graphs=graphs, reported_time="wall", flush_l2=True)
+    policy = dataclasses.replace(configs.INFERENCE_BS1, cuda_graphs=graphs, reported_time="wall",
+                                 flush_l2=True)
     plan = plan_timing("cuda", per_iteration_us, policy)
     assert (plan.method, plan.launches, plan.reported, plan.flush_l2) == (method, launches, "wall", True)
     assert plan.launches * per_iteration_us >= MIN_PAIR_US or plan.launches == 1
@@ -87,13 +90,15 @@ def test_cpu_results_record_the_timing_plan(tmp_path):
     assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name",
                  "c2-standard-16", "--output", str(out)]) == 0
     (b,) = load_results(out).benchmarks
-    assert b.details["timing"] == {"method": "perf_counter", "launches": 1, "reported": "wall", "flush_l2": False}
+    assert b.details["timing"] == {"method": "perf_counter", "launches": 1, "reported": "wall",
+                                   "flush_l2": False}
     assert "gpu_samples_us" not in b.details
 
 
 def test_nvidia_smi_line_gives_driver_and_readable_clocks():
     assert parse_nvidia_smi("550.54.15, 1980, 2619, 1980, 2619\n") == {
-        "driver_version": "550.54.15", "clocks_mhz": {"sm": 1980, "mem": 2619, "max_sm": 1980, "max_mem": 2619}}
+        "driver_version": "550.54.15",
+        "clocks_mhz": {"sm": 1980, "mem": 2619, "max_sm": 1980, "max_mem": 2619}}
     assert parse_nvidia_smi("535.104.05, [N/A], 1593, [Not Supported], 1593") == {
         "driver_version": "535.104.05", "clocks_mhz": {"mem": 1593, "max_mem": 1593}}
     assert parse_nvidia_smi("") == {}

@@ -60,14 +60,16 @@ def test_plot_writes_a_png_per_preset_and_for_compilation_and_prints_index_last(
 
 
 def _chromium() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser",
+                                           "google-chrome") if shutil.which(n)), None)
 
 
 def _rendered(page: Path) -> str:
     binary = _chromium()
     if binary is None:
         pytest.skip("no chromium binary on PATH (CI installs Debian's chromium; see .ci/run)")
-    done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+    done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--virtual-time-budget=10000",
                            "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -91,7 +93,7 @@ def test_dashboard_page_renders_every_series_offline_in_headless_chromium(plotte
 
 @pytest.mark.e2e
 def test_dashboard_carries_the_stored_medians(plotted, history_store):
-    history, out_dir, _ = plotted
+    _history, out_dir, _ = plotted
     page = (out_dir / "smoke.html").read_text()
     assert "cdn.plot.ly" not in page and '<script charset="utf-8" src="plotly.min.js">' in page
     assert (out_dir / "plotly.min.js").stat().st_size > 1_000_000
@@ -113,7 +115,8 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("text,message", [
-    ('{"schema_version": 99, "series": {}}', "has schema_version 99, but this benchtrail reads versions 1..2; "
+    ('{"schema_version": 99, "series": {}}',
+     "has schema_version 99, but this benchtrail reads versions 1..2; "
                                              "upgrade benchtrail"),
     ('{"schema_version": "1"}', "missing or non-integer 'schema_version'"),
     ('{"schema_version": 1, "series": {', "is not valid JSON"),
@@ -125,7 +128,7 @@ def _write(path: Path, text: str) -> Path:
 def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, capsys, text, message):
     history = _write(tmp_path / "history.json", text)
     out_dir = tmp_path / "dash"
-    code, out, err = _run(capsys, "plot", "--history", history, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", history, "--output-dir", out_dir)
     assert code == 1
     assert str(history) in err and message in err
     assert not out_dir.exists() and not list(tmp_path.glob(".dash*"))
@@ -135,7 +138,7 @@ def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, 
 def test_plot_never_writes_into_a_folder_that_holds_files(plotted, tmp_path, capsys):
     history, out_dir, _ = plotted
     history_file = _write(tmp_path / "history.json", json.dumps(history))
-    code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
     assert code == 1 and "exists and is not an empty folder" in err
 
 
@@ -147,7 +150,8 @@ def _edited(history: dict, edit) -> dict:
 
 
 def _plot_refused(history: dict, tmp_path: Path, capsys) -> str:
-    history_file = _write(tmp_path / "history.json", json.dumps(history))  # json writes NaN and Infinity as such
+    # json writes NaN and Infinity as such
+    history_file = _write(tmp_path / "history.json", json.dumps(history))
     before = set(tmp_path.rglob("*"))
     out_dir = tmp_path / "a" / "b" / "dash"
     code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
@@ -159,15 +163,18 @@ def _plot_refused(history: dict, tmp_path: Path, capsys) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("preset,why", [
-    ("../../evil2", "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits, '.', "
+    ("../../evil2",
+     "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits, '.', "
                     "'_' and '-', starting with a letter or digit, without '..'"),
-    ("smoke ✓ <b>x</b>", "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits"),
+    ("smoke ✓ <b>x</b>",
+     "cannot name a dashboard page (<preset>.png, <preset>.html); allowed: letters, digits"),
     ("a..b", "cannot name a dashboard page"),
     ("compilation", "has the name of a page the dashboard writes itself (compilation.html); reserved: "
                     "compilation, index, no-preset; rename the preset"),
     ("index", "has the name of a page the dashboard writes itself (index.html)"),
 ])
-def test_plot_refuses_a_preset_that_cannot_name_a_page_naming_series_and_preset(plotted, tmp_path, capsys, preset, why):
+def test_plot_refuses_a_preset_that_cannot_name_a_page_naming_series_and_preset(plotted, tmp_path, capsys,
+                                                                                preset, why):
     history, _, _ = plotted
     edited = _edited(history, lambda h, s: s.update(presets=[preset]))
     sid, series = next((i, s) for i, s in edited["series"].items() if s["presets"] == [preset])
@@ -181,7 +188,7 @@ def test_an_execution_series_of_no_preset_gets_the_no_preset_page(plotted, tmp_p
     edited = _edited(history, lambda h, s: s.update(presets=[]))
     name = next(s["name"] for s in edited["series"].values() if s["kind"] == "execution" and not s["presets"])
     out_dir = tmp_path / "dash"
-    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
+    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
                           "--output-dir", out_dir)
     assert code == 0, err
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "no-preset.png", "smoke.png"]
@@ -197,8 +204,10 @@ def _point(h: dict, s: dict, **changes) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("edit,message", [
-    (lambda h, s: _point(h, s, median=math.nan), "points[0]: field 'median' is nan; allowed: a finite number or null"),
-    (lambda h, s: _point(h, s, p75=math.inf), "points[0]: field 'p75' is inf; allowed: a finite number or null"),
+    (lambda h, s: _point(h, s, median=math.nan),
+     "points[0]: field 'median' is nan; allowed: a finite number or null"),
+    (lambda h, s: _point(h, s, p75=math.inf),
+     "points[0]: field 'p75' is inf; allowed: a finite number or null"),
     (lambda h, s: _point(h, s, status="great"),
      "points[0]: field 'status' is 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"),
     (lambda h, s: s.update(kind="weird"), "field 'kind' is 'weird'; allowed: execution, compilation"),
@@ -210,7 +219,8 @@ def _point(h: dict, s: dict, **changes) -> None:
     (lambda h, s: h["commits"].append(h["commits"][0]), "commits[3]: commit "),
     (lambda h, s: _point(h, s, n=-1), "points[0]: field 'n' is -1; allowed: a whole number from 0"),
 ])
-def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_is_allowed(plotted, tmp_path, capsys,
+def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_is_allowed(plotted, tmp_path,
+                                                                                          capsys,
                                                                                           edit, message):
     history, _, _ = plotted
     err = _plot_refused(_edited(history, edit), tmp_path, capsys)
@@ -221,12 +231,13 @@ def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_i
 def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
     history, _, _ = plotted
     afile = _write(tmp_path / "afile", "x\n")
-    code, out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
+    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
                           "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
 
 
-# -- benchtrail dashboard: a run directory's history, drawn into it -------------------------------------------
+# -- benchtrail dashboard: a run directory's history, drawn into it
+# -------------------------------------------
 
 
 def _dashboard(capsys, *args):
@@ -234,13 +245,15 @@ def _dashboard(capsys, *args):
 
 
 @pytest.mark.e2e
-def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newest(history_store, tmp_path, capsys,
+def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newest(history_store, tmp_path,
+                                                                                   capsys,
                                                                                   monkeypatch):
     commits = history_store["commits"]
     run_dir = tmp_path / "runs" / "9001" / "2"  # the c3 run's results, downloaded into a CI run directory
     shutil.copytree(history_store["run_dirs"]["c3"] / "results", run_dir / "results")
     monkeypatch.chdir(history_store["repo"])
-    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", run_dir, "--run-id", "9001",
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", run_dir, "--run-id",
+                                "9001",
                                 "--attempt", 2)
     assert code == 0, err
     index = run_dir / "dashboard" / "index.html"
@@ -264,12 +277,14 @@ def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newe
     # --max-commits 1: this run alone; a dashboard that exists already is never overwritten
     again = tmp_path / "again"
     shutil.copytree(run_dir / "results", again / "results")
-    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id", "9001",
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id",
+                                "9001",
                                 "--attempt", 3, "--max-commits", 1)
     assert code == 0, err
     page = (again / "dashboard" / "index.html").read_text()
     assert commits["c3"][:7] in page and commits["c2"][:7] not in page
-    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id", "9001",
+    code, out, err = _dashboard(capsys, "--store", history_store["store"], "--run-dir", again, "--run-id",
+                                "9001",
                                 "--attempt", 3)
     assert code == 1 and f"--run-dir {again} holds dashboard/ already" in err
 
@@ -301,7 +316,8 @@ def test_dashboard_command_with_an_empty_store_draws_the_run_alone(tmp_path, cap
     run_dir = _small_run(tmp_path / "run", commit)
     (tmp_path / "store").mkdir()
     monkeypatch.chdir(tmp_path / "repo")
-    code, out, err = _dashboard(capsys, "--store", tmp_path / "store", "--run-dir", run_dir, "--run-id", "local-1",
+    code, out, err = _dashboard(capsys, "--store", tmp_path / "store", "--run-dir", run_dir, "--run-id",
+                                "local-1",
                                 "--attempt", 1)
     assert code == 0, err
     assert out.strip().splitlines()[-1] == str(run_dir / "dashboard" / "index.html")
@@ -311,18 +327,21 @@ def test_dashboard_command_with_an_empty_store_draws_the_run_alone(tmp_path, cap
 
 
 @pytest.mark.parametrize("where, store, message", [
-    ("plain", "store", "is not a git repository; run `benchtrail dashboard` in the repository's working tree"),
+    ("plain", "store",
+     "is not a git repository; run `benchtrail dashboard` in the repository's working tree"),
     ("other-repo", "store", "the run's commit"),
     ("repo", "no-such-store", "no such store"),
 ])
-def test_dashboard_command_without_history_to_draw_says_why_and_exits_0(tmp_path, capsys, monkeypatch, where, store,
+def test_dashboard_command_without_history_to_draw_says_why_and_exits_0(tmp_path, capsys, monkeypatch, where,
+                                                                        store,
                                                                         message):
     for name in ("repo", "other-repo", "plain", "store"):
         (tmp_path / name).mkdir()
     run_dir = _small_run(tmp_path / "run", _git_repo(tmp_path / "repo"))
     _git_repo(tmp_path / "other-repo")
     monkeypatch.chdir(tmp_path / where)
-    code, out, err = _dashboard(capsys, "--store", tmp_path / store, "--run-dir", run_dir, "--run-id", "local-1",
+    code, out, err = _dashboard(capsys, "--store", tmp_path / store, "--run-dir", run_dir, "--run-id",
+                                "local-1",
                                 "--attempt", 1)
     assert code == 0 and out == ""
     assert "no dashboard: " in err and message in " ".join(err.split())
@@ -347,12 +366,14 @@ def test_dashboard_command_refuses_a_run_dir_without_results_or_of_two_commits(t
                               "--attempt", 1)
     assert code == 1 and f"cannot read results file {tmp_path / 'missing'}" in err
     run_dir = _small_run(tmp_path / "run", "a" * 40, "b" * 40)
-    code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", run_dir, "--run-id", "r", "--attempt", 1)
+    code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", run_dir, "--run-id", "r", "--attempt",
+                              1)
     assert code == 1
     assert f"--run-dir {run_dir}: its results files come from 2 commits (aaaaaaaaaaaa, bbbbbbbbbbbb)" in err
 
 
-# -- index.html: each commit's date and subject, gaps collapsed, as headless Chromium renders it ---------------
+# -- index.html: each commit's date and subject, gaps collapsed, as headless Chromium renders it
+# ---------------
 
 
 def _dump_dom(page: Path, profile: Path) -> str:
@@ -361,7 +382,8 @@ def _dump_dom(page: Path, profile: Path) -> str:
     if binary is None:
         pytest.skip("no chromium or chromium-browser executable on PATH (.ci/run installs Debian's chromium when "
                     "it runs as root with apt-get)")
-    done = subprocess.run([binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    done = subprocess.run([binary, "--headless=new", "--no-sandbox", "--disable-gpu",
+                           "--disable-background-networking",
                            "--disable-component-update", "--disable-sync", "--no-first-run",
                            f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
                           capture_output=True, text=True, timeout=60)
@@ -382,15 +404,20 @@ def test_the_dashboard_index_in_headless_chromium_shows_commit_subjects_and_date
     subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "main"], check=True, env=env)
     shas = []
     for day, subject in enumerate(subjects, 1):
-        dated = {**env, "GIT_COMMITTER_DATE": f"2026-11-{day:02d}T12:00:00Z", "GIT_AUTHOR_DATE": f"2026-11-{day:02d}T12:00:00Z"}
-        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", subject], check=True, env=dated)
-        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+        dated = {**env, "GIT_COMMITTER_DATE": f"2026-11-{day:02d}T12:00:00Z",
+                 "GIT_AUTHOR_DATE": f"2026-11-{day:02d}T12:00:00Z"}
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", subject], check=True,
+                       env=dated)
+        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                                   capture_output=True,
                                    text=True).stdout.strip())
     with_runs = {0: "run-a", 1: "run-b", 5: "run-c"}
     points = tuple(Point(shas[i], run, 1, 100.0 + i, 2.0, 98.0, 103.0, 10, "ok", 99.0 + i, 101.0 + i)
                    for i, run in with_runs.items())
-    series = Series(id="rc1", name="mlp.eager.inference-bs1.dev", kind="execution", metric="latency", unit="us",
-                    device_name="dev", presets=("smoke",), compile_config="eager", task="inference", points=points)
+    series = Series(id="rc1", name="mlp.eager.inference-bs1.dev", kind="execution", metric="latency",
+                    unit="us",
+                    device_name="dev", presets=("smoke",), compile_config="eager", task="inference",
+                    points=points)
     history = History(ref="main", head=shas[-1], store="store", series=(series,),
                       commits=tuple(CommitRun(c, with_runs.get(i), 1 if i in with_runs else None)
                                     for i, c in enumerate(shas)))
@@ -428,7 +455,8 @@ def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_
     assert [t.name for t in medians] == ["s0.eager", "s1.eager", "s2.eager"]
     assert [(t.xaxis, t.yaxis) for t in medians] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
     bands = [t for t in figure.data if t.mode == "lines"]  # p75 then p25 (filled to it) per series
-    assert [(t.xaxis, t.yaxis, t.fill) for t in bands] == [(a, b, f) for a, b in (("x", "y"), ("x2", "y2"), ("x3", "y3"))
+    assert [(t.xaxis, t.yaxis, t.fill) for t in bands] == [(a, b, f) for a,
+                                                           b in (("x", "y"), ("x2", "y2"), ("x3", "y3"))
                                                            for f in (None, "tonexty")]
     assert [t.y for t in bands[:2]] == [(10.5, 10.5), (9.5, 9.5)]
     # Each title sits over its own axes: the annotation's x is the middle of that axes' domain.

@@ -42,14 +42,17 @@ def test_a_two_percent_change_on_a_two_percent_rule_is_inconclusive_with_its_mde
 
 
 def test_similar_only_when_the_interval_lies_within_the_threshold():
-    (row,) = _comparison([record("a", spread(100.0, 30, 0.0002))], [record("a", spread(100.5, 30, 0.0002))])["rows"]
+    (row,) = _comparison([record("a", spread(100.0, 30, 0.0002))],
+                         [record("a", spread(100.5, 30, 0.0002))])["rows"]
     assert (row["verdict"], row["outcome"]) == ("similar", "SAME")
 
 
 def test_the_smallest_p_and_the_samples_a_selection_needs():
     assert smallest_p(5, 5) == pytest.approx(2 / 252) and smallest_p(8, 8) == pytest.approx(2 / 12870)
-    for nb, nh in ((2, 2), (5, 5), (3, 12), (9, 9), (10, 20), (30, 30)):  # as scipy computes it, pure math here
-        assert smallest_p(nb, nh) == pytest.approx(mann_whitney_p([range(1, nb + 1)], [range(nb + 1, nb + nh + 1)])[0],
+    # as scipy computes it, pure math here
+    for nb, nh in ((2, 2), (5, 5), (3, 12), (9, 9), (10, 20), (30, 30)):
+        assert smallest_p(nb, nh) == pytest.approx(mann_whitney_p([range(1, nb + 1)],
+                                                                  [range(nb + 1, nb + nh + 1)])[0],
                                                    rel=1e-9)
     assert [samples_needed(m) for m in (1, 2, 20, 100)] == [5, 6, 8, 11]
 
@@ -69,7 +72,7 @@ def test_a_selection_whose_samples_can_never_reach_alpha_is_refused_naming_what_
         check_sample_sizes((_rc(4),))
     assert str(alone.value).endswith("at least 5 samples a side are needed; raise min_samples or processes")
     with pytest.raises(UserError) as err:
-        check_sample_sizes(tuple(_rc(7, name=f"m{i}-") for i in range(19)) + (_rc(3, processes=2),))
+        check_sample_sizes((*(_rc(7, name=f"m{i}-") for i in range(19)), _rc(3, processes=2)))
     assert str(err.value).startswith("20 of the 20 run configs selected take too few samples to ever show a "
                                      "change: m0-7.eager, m1-7.eager, m2-7.eager and 17 more (processes=1 × "
                                      "min_samples=7 = 7 a side). With 20 series compared, the smallest possible "
@@ -81,9 +84,11 @@ def test_compare_marks_rows_that_cannot_reach_alpha_insufficient_naming_the_samp
     times 2 is above 0.01, so alone it could never be regressed: insufficient-samples naming the 6 a side needed,
     not similar. Two such changes together reach q = p and are regressed; one series alone too."""
     steady = [record(k, spread(100.0, 5, 0.001)) for k in ("a", "b")]
-    rows = _comparison(steady, [record("a", spread(130.0, 5, 0.01)), record("b", spread(100.0, 5, 0.001))])["rows"]
+    rows = _comparison(steady,
+                       [record("a", spread(130.0, 5, 0.01)), record("b", spread(100.0, 5, 0.001))])["rows"]
     assert [(r["verdict"], r["reason"]) for r in rows] == [
-        ("insufficient-samples", "5 and 5 samples cannot show a lone change among 2 series compared (smallest p × 2 "
+        ("insufficient-samples",
+         "5 and 5 samples cannot show a lone change among 2 series compared (smallest p × 2 "
                                  "is not below 0.01): 6 a side are needed"),
         ("similar", "interval within the threshold")]
     assert rows[0]["change"] == pytest.approx(30.0) and rows[0]["ci_low"] > 2.0

@@ -106,7 +106,8 @@ def test_every_run_records_its_machine_and_origin(history_store):
     assert env["ci"] is False  # tests/conftest.py clears GITHUB_ACTIONS
     assert machine_of({"cpu_model": "Xeon", "cpu_count": 16, "gpu_name": "NVIDIA H200"}) == {
         "cpu_model": "Xeon", "cpu_count": 16, "gpu_model": "NVIDIA H200"}
-    assert (in_ci({"GITHUB_ACTIONS": "true"}), in_ci({"GITHUB_ACTIONS": "false"}), in_ci({})) == (True, False, False)
+    assert (in_ci({"GITHUB_ACTIONS": "true"}), in_ci({"GITHUB_ACTIONS": "false"}), in_ci({})) == (True, False,
+                                                                                                  False)
 
 
 def test_older_results_and_pointers_take_the_origin_their_run_id_tells():
@@ -121,7 +122,8 @@ def test_older_results_and_pointers_take_the_origin_their_run_id_tells():
     assert origin("501", {"ci": False}) is False  # recorded wins
     keys = [{"device": CPU, "gpu": None, "torch_version": "2.13.0", "method_version": 1}]
     assert {k.ci for k in keys_of_pointer({"run_id": "501", "baseline_keys": keys})[CPU]} == {True}
-    assert {k.ci for k in keys_of_pointer({"run_id": "local-x", "devices": [CPU], "torch_version": "2"})[CPU]} == {False}
+    assert {k.ci for k in keys_of_pointer({"run_id": "local-x", "devices": [CPU],
+                                           "torch_version": "2"})[CPU]} == {False}
     ci, local, unknown = (BaselineKey(CPU, None, "2.13.0", 1, c) for c in (True, False, None))
     assert matches(ci, ci) and not matches(local, ci) and not matches(ci, local)
     assert matches(unknown, ci) and matches(local, unknown) and matches(local, ci, any_origin=True)
@@ -144,12 +146,15 @@ def _run_dir(tmp_path: Path, name: str, sha: str, median: float, ci: bool) -> Pa
 def test_compare_by_hand_refuses_another_origin_unless_asked(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(STORE_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
-    base, head = _run_dir(tmp_path, "local", "a" * 40, 100.0, False), _run_dir(tmp_path, "ci", "b" * 40, 150.0, True)
+    base, head = _run_dir(tmp_path, "local", "a" * 40, 100.0, False), _run_dir(tmp_path, "ci", "b" * 40,
+                                                                               150.0, True)
     out = tmp_path / "c1.json"
     assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(out)]) == 0
     (row,) = json.loads(out.read_text())["rows"]
-    assert (row["verdict"], row["reason"]) == ("not-comparable", f"not compared: the baseline of {CPU} was measured "
-                                                                 "differently (origin local (baseline) vs CI (this run))")
+    assert (row["verdict"], row["reason"]) == ("not-comparable",
+                                               f"not compared: the baseline of {CPU} was measured "
+                                                                 "differently (origin local (baseline) vs CI "
+                                               "(this run))")
     out = tmp_path / "c2.json"
     assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(out),
                  "--baseline-any-origin"]) == 0
@@ -166,7 +171,8 @@ def test_the_stored_lookup_skips_a_local_run_for_a_ci_head_unless_asked(repo, tm
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", base_sha, 100.0, False)), "--store",
                  str(store), "--run-id", "local-1", "--attempt", "1", "--write-pointer"]) == 0
     (pointer,) = open_store(str(store)).pointers(base_sha)
-    assert pointer["baseline_keys"] == [{"device": CPU, "gpu": None, "torch_version": "2.13.0", "method_version": 1,
+    assert pointer["baseline_keys"] == [{"device": CPU, "gpu": None, "torch_version": "2.13.0",
+                                         "method_version": 1,
                                          "ci": False}]
     head = _run_dir(tmp_path, "head", head_sha, 150.0, True)
     head_keys = keys_of_results(load_results_paths([head]))

@@ -39,7 +39,7 @@ def test_iree_rule_alerts_on_a_mean_change_beyond_its_percentage_in_either_direc
     assert iree_rule(BASE, [x - 6 for x in BASE], 5.0) == "improved"
     assert iree_rule(BASE, [x + 4 for x in BASE], 5.0) == "similar"
     # The mean, not the median: one slow outlier of +60 moves the mean by 6%.
-    assert iree_rule(BASE, BASE[:-1] + [BASE[-1] + 60], 5.0) == "regressed"
+    assert iree_rule(BASE, [*BASE[:-1], BASE[-1] + 60], 5.0) == "regressed"
 
 
 def test_github_action_benchmark_alerts_only_above_twice_the_mean_and_never_on_improvements():
@@ -64,7 +64,8 @@ def test_clopper_pearson_matches_scipy_and_the_closed_form_at_zero():
     assert (low, high) == (ci.low, ci.high)
     assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 300), rel=1e-9)  # 0.01222
     # Clopper & Pearson (1934) as beta quantiles, independent of binomtest.
-    assert clopper_pearson(3, 300) == pytest.approx((beta.ppf(0.025, 3, 298), beta.ppf(0.975, 4, 297)), rel=1e-9)
+    assert clopper_pearson(3, 300) == pytest.approx((beta.ppf(0.025, 3, 298), beta.ppf(0.975, 4, 297)),
+                                                    rel=1e-9)
     assert clopper_pearson(3, 300) == pytest.approx((0.0020670, 0.0289445), abs=1e-7)
 
 
@@ -80,7 +81,8 @@ def test_benchtrail_rule_stops_after_one_round_on_a_large_change_and_uses_prefix
 
 def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
     lines: list[str] = []
-    doc = evaluate(EvalConfig(aa=3, ab=3, deltas_pct=(50.0,), matrix_size=128, sample_time_ms=2.0, warmup_s=0.2,
+    doc = evaluate(EvalConfig(aa=3, ab=3, deltas_pct=(50.0,), matrix_size=128, sample_time_ms=2.0,
+                              warmup_s=0.2,
                               calibration_samples=50, max_samples=40), report=lines.append)
     assert any("expected duration" in line for line in lines)
     rows = {(r["rule"], r["mode"], r["delta_pct"]): r for r in doc["rows"]}
@@ -90,9 +92,11 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
         assert (ours["n"], ours["counts"]) == (3, "regressed"), ours
         assert ours["rate_pct"] == pytest.approx(100 * ours["alerts"] / 3)
         low, high = clopper_pearson(ours["alerts"], 3)  # whatever the count, its interval is the exact one
-        assert (ours["ci_low_pct"], ours["ci_high_pct"]) == (pytest.approx(100 * low), pytest.approx(100 * high))
+        assert (ours["ci_low_pct"], ours["ci_high_pct"]) == (pytest.approx(100 * low),
+                                                             pytest.approx(100 * high))
         assert 10 <= ours["mean_samples_per_side"] <= (30 if mode == "stored-baseline" else 40)
-        assert rows["benchtrail", mode, 0.0]["n"] == 3 and rows["benchtrail", mode, 0.0]["counts"] == "either direction"
+        assert rows["benchtrail", mode, 0.0]["n"] == 3 and rows["benchtrail", mode,
+                                                                0.0]["counts"] == "either direction"
     # How often the detector alerts is not asserted: on this project's shared 2-core VMs one
     # stored-baseline comparison of 30 samples saw the 50% spin as +10% and another as +100%, and a
     # paired one can read "noisy" under load, so any bound on alerts would pass or fail by chance
@@ -123,9 +127,11 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
         assert (c["benchtrail_rounds"] == rounds or rounds == 3) and all(w > 0 for w in c["round_wall_s"])
         assert (c["slots"] is None) == (c["mode"] == "duet")
     duet = rows["benchtrail", "duet", 50.0]
-    assert duet["mean_seconds_per_comparison"] > 0 and rows["asv", "duet", 50.0]["mean_seconds_per_comparison"] is None
+    assert duet["mean_seconds_per_comparison"] > 0 and rows["asv", "duet",
+                                                            50.0]["mean_seconds_per_comparison"] is None
     assert setup["duet_cpus"] == sorted(setup["duet_cpus"]) and len(set(setup["duet_cpus"])) == 2
-    head_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"] if c["delta_pct"]]
+    head_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"]
+                   if c["delta_pct"]]
     paired_slower = [np.median(c["head_us"]) / np.median(c["base_us"]) for c in doc["comparisons"]
                      if c["delta_pct"] and c["mode"] in ("paired", "duet")]
     # The spin adds about 50%: every paired comparison sees the head slower, and the median over all is
@@ -133,7 +139,8 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
     # loaded shared VM (measured: 0.99, with base and head minutes apart), so it has no bound of its own.
     assert all(r > 1.05 for r in paired_slower) and 1.2 < np.median(head_slower) < 2.0, head_slower
     path = write_json(tmp_path / "d.json", doc, exclusive=True)
-    assert read_json(path, kind="detector evaluation", supported=2)["rows"] == json.loads(json.dumps(doc["rows"]))
+    assert read_json(path, kind="detector evaluation",
+                     supported=2)["rows"] == json.loads(json.dumps(doc["rows"]))
     from dataclasses import asdict
 
     from benchtrail.detector.load import Load
@@ -154,7 +161,8 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
     ours = {(r["mode"], r["delta_pct"]): r["alerts"] for r in again["rows"] if r["rule"] == "benchtrail"}
     assert ours[("paired", 50.0)] == ours[("duet", 50.0)] == 0
     assert ours[("stored-baseline", 50.0)] <= rows["benchtrail", "stored-baseline", 50.0]["alerts"]
-    assert [r for r in again["rows"] if r["rule"] != "benchtrail"] == [r for r in doc["rows"] if r["rule"] != "benchtrail"]
+    assert [r for r in again["rows"] if r["rule"] != "benchtrail"] == [r for r in doc["rows"]
+                                                                       if r["rule"] != "benchtrail"]
     assert again["setup"]["threshold_pct"] == 400.0
     assert "| benchtrail (threshold 400%) | paired | 50 | 0 / 3 |" in format_table(again)
 
@@ -187,9 +195,11 @@ def test_command_runs_end_to_end_prints_the_table_and_writes_json(tmp_path, caps
     (["--ab", "many"], "argument --ab: expected a whole number of comparisons >= 1, got 'many'"),
     (["--seed", "-3"], "argument --seed: expected a whole number >= 0, got '-3'"),
     (["--threshold-pct", "0"], "argument --threshold-pct: expected a percentage in (0, 100), got '0'"),
-    (["--modes", "paired,fast"], "argument --modes: 'paired,fast': expected distinct modes out of stored-baseline, "
+    (["--modes", "paired,fast"],
+     "argument --modes: 'paired,fast': expected distinct modes out of stored-baseline, "
                                  "paired, duet, comma-separated"),
-    (["--max-samples", "15"], "argument --max-samples: samples per side must be a multiple of the round size 10"),
+    (["--max-samples", "15"],
+     "argument --max-samples: samples per side must be a multiple of the round size 10"),
 ])
 def test_bad_options_exit_1_naming_the_option_value_and_what_is_allowed(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -238,10 +248,12 @@ def test_on_one_cpu_duet_is_left_out_by_default_and_refused_when_asked(tmp_path)
     if shutil.which("taskset") is None:
         pytest.skip("taskset (util-linux) is not installed")
     code = "from benchtrail.detector.evaluate import default_modes; print(','.join(default_modes()))"
-    one = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    one = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
     assert one.stdout.strip() == "stored-baseline,paired"
     out = tmp_path / "d.json"
-    refused = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "benchtrail.cli.app", "evaluate-detector",
+    refused = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "benchtrail.cli.app",
+                              "evaluate-detector",
                               "--modes", "duet", "--output", str(out)], capture_output=True, text=True)
     assert refused.returncode == 1, refused.stderr
     assert "duet mode needs two CPUs, one per worker; this process may use 1" in refused.stderr
@@ -251,7 +263,8 @@ def test_on_one_cpu_duet_is_left_out_by_default_and_refused_when_asked(tmp_path)
 @pytest.mark.parametrize("doc, message", [
     ({"schema_version": 2}, "KeyError: 'setup'"),
     ({"schema_version": 2, "setup": {"threshold_pct": 2.0, "samples_per_side": 10, "aa": 1, "ab": 1,
-                                     "deltas_pct": [50.0], "seed": 0}, "comparisons": [{"x": 1}]}, "KeyError"),
+                                     "deltas_pct": [50.0], "seed": 0}, "comparisons": [{"x": 1}]},
+     "KeyError"),
 ])
 def test_rejudging_a_malformed_output_exits_1_naming_the_file(doc, message, tmp_path, capsys):
     bad = tmp_path / "bad.json"

@@ -49,12 +49,14 @@ TUNED = {**_governors("performance", "performance"), "sys/devices/system/cpu/int
 
 def test_powersave_governor_fails_with_the_value_and_advice(tmp_path):
     c = doctor.check_governor(_machine(tmp_path, _governors("powersave", "powersave")))
-    assert (c["name"], c["status"], c["value"], c["expected"]) == ("cpu governor", "fail", "powersave", "performance")
+    assert (c["name"], c["status"], c["value"], c["expected"]) == ("cpu governor", "fail", "powersave",
+                                                                   "performance")
     assert "cpupower frequency-set -g performance" in c["advice"] and "pyperf system tune" in c["advice"]
 
 
 def test_mixed_governors_name_each_and_all_performance_passes(tmp_path):
-    mixed = doctor.check_governor(_machine(tmp_path / "a", _governors("performance", "powersave", "powersave")))
+    mixed = doctor.check_governor(_machine(tmp_path / "a",
+                                           _governors("performance", "powersave", "powersave")))
     assert (mixed["status"], mixed["value"]) == ("fail", "performance on 1 CPU, powersave on 2 CPUs")
     tuned = doctor.check_governor(_machine(tmp_path / "b", _governors("performance", "performance")))
     assert (tuned["status"], tuned["value"], tuned["advice"]) == ("ok", "performance", "")
@@ -98,16 +100,20 @@ def test_memory_pressure_psi_some_avg10_warns_then_fails(tmp_path, avg10, status
 @pytest.mark.parametrize("available, status", [(5, "fail"), (15, "warn"), (50, "ok")])
 def test_memory_available_below_a_tenth_fails(tmp_path, available, status):
     total = 32 * 2**20  # kB: 32 GiB
-    c = doctor.check_memory_available(_machine(tmp_path, {"proc/meminfo": MEMINFO.format(total, total * available // 100)}))
+    c = doctor.check_memory_available(_machine(tmp_path,
+                                               {"proc/meminfo": MEMINFO.format(total,
+                                                                               total * available // 100)}))
     assert c["status"] == status and c["value"].endswith(f"of 32.0 GiB ({available}%)")
 
 
 def test_unreadable_or_malformed_files_are_unknown_not_errors(tmp_path):
     # A directory where a file should be cannot be read even as root (chmod 000 can).
     for rel in ("proc/loadavg", "proc/pressure/memory", "proc/meminfo",
-                "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "sys/devices/system/cpu/intel_pstate/no_turbo"):
+                "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                "sys/devices/system/cpu/intel_pstate/no_turbo"):
         (tmp_path / "dirs" / rel).mkdir(parents=True)
-    garbled = _machine(tmp_path / "garbled", {"proc/loadavg": "high\n", "proc/pressure/memory": "full avg10=1\n",
+    garbled = _machine(tmp_path / "garbled", {"proc/loadavg": "high\n",
+                                              "proc/pressure/memory": "full avg10=1\n",
                                               "proc/meminfo": "MemTotal: lots\n"})
     for root in (tmp_path / "dirs", garbled, tmp_path / "empty"):
         checks = [doctor.check_governor(root), doctor.check_turbo(root), doctor.check_load(root),
@@ -158,7 +164,8 @@ def test_a_busy_process_outside_our_tree_is_listed_and_our_own_child_is_not():
         time.sleep(1.0)
         after = doctor.process_snapshot(root)
         assert ours.pid in doctor.own_tree(after) and other not in doctor.own_tree(after)
-        busy = {pid: percent for percent, pid, _ in doctor.busy_processes(before, after, 1.0, doctor.own_tree(after))}
+        busy = {pid: percent for percent, pid,
+                _ in doctor.busy_processes(before, after, 1.0, doctor.own_tree(after))}
         assert ours.pid not in busy
         assert busy[other] > doctor.BUSY_PROCESS_PERCENT  # a spinning loop, even on a shared 2-CPU machine
         c = doctor.check_processes(root)
@@ -228,7 +235,8 @@ def test_a_report_with_an_unknown_field_is_refused(tmp_path):
 
 
 def test_an_injected_failing_check_reaches_the_results_file_and_the_comment(tmp_path, monkeypatch):
-    root = _machine(tmp_path / "machine", {**_governors("powersave"), "proc/loadavg": f"{CPUS * 3:.2f} 1 1 1/1 1\n"})
+    root = _machine(tmp_path / "machine",
+                    {**_governors("powersave"), "proc/loadavg": f"{CPUS * 3:.2f} 1 1 1/1 1\n"})
     monkeypatch.setenv(doctor.ROOT_ENV, str(root))  # the run stage runs in this process
     results = tmp_path / "results" / "c2-standard-16-0.json"
     results.parent.mkdir()
@@ -249,7 +257,8 @@ def test_an_injected_failing_check_reaches_the_results_file_and_the_comment(tmp_
     lines = (comment / "comment.md").read_text().splitlines()
     assert lines[2] == (f"⚠ runner checks failed on c2-standard-16: cpu governor is powersave (expected performance); "
                         f"load average {CPUS * 3:.2f} \\> {CPUS / 2:g}. These results may "
-                        "be disturbed: see `benchtrail doctor` in docs/runners.md.")  # the check and its figure
+                        # the check and its figure
+                        "be disturbed: see `benchtrail doctor` in docs/runners.md.")
 
 
 def test_the_comment_line_escapes_process_names_and_is_absent_when_all_passed():

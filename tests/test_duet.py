@@ -55,7 +55,7 @@ def test_a_worker_alone_is_not_held_once_the_other_arm_left():
 
 
 def test_a_worker_that_cannot_reach_the_barrier_or_pin_fails_naming_why(tmp_path):
-    with pytest.raises(DuetError, match="cannot reach the barrier at .*nothing.sock"):
+    with pytest.raises(DuetError, match=r"cannot reach the barrier at .*nothing.sock"):
         Duet({"socket": str(tmp_path / "nothing.sock"), "cpus": sorted(os.sched_getaffinity(0))})
     with pytest.raises(DuetError, match=r"cannot pin to CPUs \[4096\]"):
         Duet({"socket": str(tmp_path / "nothing.sock"), "cpus": [4096]})
@@ -63,7 +63,8 @@ def test_a_worker_that_cannot_reach_the_barrier_or_pin_fails_naming_why(tmp_path
 
 def test_where_duet_applies():
     cpus = len(os.sched_getaffinity(0))
-    assert duet_cpus(cpus + 1) is None and not applies("on", cpus, True, True)  # no room for both arms' threads
+    # no room for both arms' threads
+    assert duet_cpus(cpus + 1) is None and not applies("on", cpus, True, True)
     assert applies("on", 1, True, True) == (cpus >= 2)
     assert applies("auto", 1, True, True) == (cpus >= AUTO_MIN_CPUS)
     assert not applies("on", 1, False, True)  # a GPU case

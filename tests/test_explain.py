@@ -29,9 +29,10 @@ def test_explain_prints_model_compile_run_flags_device_and_command(run_dir, caps
     rc = _mlp()
     assert main(["explain", rc.id[:10], "--run", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    for text in (f"benchmark    {rc.name}", f"id           {rc.id}", "model        mlp (id model-mlp-784-512-512-10-f32)",
-                 "tags       model, mlp", "source     benchmark_suites.models.mlp:mlp", "inputs     32x784xf32",
-                 "compile    eager: mode eager, dtype f32, flags: none",
+    for text in (f"benchmark    {rc.name}", f"id           {rc.id}",
+                 "model        mlp (id model-mlp-784-512-512-10-f32)",
+                 "tags       model, mlp", "source     benchmark_suites.models.mlp:mlp",
+                 "inputs     32x784xf32", "compile    eager: mode eager, dtype f32, flags: none",
                  "run flags    task inference, batch size 1, 3 processes × 10 samples",
                  "device       c2-standard-16 (linux-x86_64, cpu, x86_64-cascadelake, 2 threads)",
                  f"--benchmark-id {rc.id}"):
@@ -79,13 +80,16 @@ def test_not_a_run_directory_is_a_clear_error(tmp_path, capsys):
 
 def test_seed_compatible_user_tool(run_dir):
     rc = _mlp()
-    proc = subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/benchmark_user_tool.py"), "explain",
-                           "--gcs_url", str(run_dir), "--benchmark_id", rc.id], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/benchmark_user_tool.py"),
+                           "explain",
+                           "--gcs_url", str(run_dir), "--benchmark_id", rc.id], capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"benchmark    {rc.name}" in proc.stdout
 
 
-def test_a_function_benchmark_is_explained_by_its_factory_and_parameters_without_a_batch_size(tmp_path, capsys):
+def test_a_function_benchmark_is_explained_by_its_factory_and_parameters_without_a_batch_size(tmp_path,
+                                                                                              capsys):
     from benchtrail.suite import functions
 
     suite = functions.suite_of(functions.discover(["tests.function_benchmarks"]))

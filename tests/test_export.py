@@ -48,15 +48,18 @@ def test_exports_carry_their_resolved_presets_and_older_files_read_as_none(tmp_p
         out = tmp_path / f"{kind}.json"
         assert main(["export", kind, "--benchmark-presets", "x86_64 comp-stats", "--output", str(out)]) == 0
         assert load_presets(out) == ("x86_64", "comp-stats"), kind
-    # An export from before the field, a seed-shaped one and run configs ({root_obj, keyed_obj_map}) have none.
+    # An export from before the field, a seed-shaped one and run configs ({root_obj, keyed_obj_map}) have
+    # none.
     old = json.loads((tmp_path / "execution.json").read_text())
     del old["presets"]
-    for name, obj in (("old", old), ("seed", {"c2": {"run_configs": {}}}), ("rc", {"root_obj": {}, "keyed_obj_map": {}})):
+    for name, obj in (("old", old), ("seed", {"c2": {"run_configs": {}}}),
+                      ("rc", {"root_obj": {}, "keyed_obj_map": {}})):
         (tmp_path / f"{name}.json").write_text(json.dumps(obj))
         assert load_presets(tmp_path / f"{name}.json") == (), name
     for bad in ("x86_64", [1], [""], None):
         (tmp_path / "bad.json").write_text(json.dumps({**old, "presets": bad}))
-        with pytest.raises(UserError, match=r"bad.json: field 'presets' is .*; allowed: a list of preset names"):
+        with pytest.raises(UserError,
+                           match=r"bad.json: field 'presets' is .*; allowed: a list of preset names"):
             load_presets(tmp_path / "bad.json")
 
 
@@ -97,7 +100,8 @@ def test_matrix_jq_gives_the_job_matrix_list():
 def test_seed_compatible_export_script_writes_the_same_json(tmp_path):
     ours, seed = tmp_path / "ours.json", tmp_path / "seed.json"
     assert main(["export", "execution", "--benchmark-presets", "x86_64", "--output", str(ours)]) == 0
-    subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/export_benchmark_config.py"), "execution",
+    subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/export_benchmark_config.py"),
+                    "execution",
                     "--benchmark_preset=x86_64", "--output", str(seed)], check=True, capture_output=True)
     assert json.loads(seed.read_text()) == json.loads(ours.read_text())
 
@@ -107,7 +111,8 @@ def test_export_to_stdout_writes_the_json_and_no_file_named_dash(tmp_path, capsy
     assert main(["export", "execution", "--benchmark-presets", "smoke", "--output", "-"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(export_execution(SUITE, ("smoke",))))
     assert list(tmp_path.iterdir()) == []
-    assert main(["export", "execution", "--benchmark-presets", "smoke"]) == 0  # the default stays ./execution.json
+    # the default stays ./execution.json
+    assert main(["export", "execution", "--benchmark-presets", "smoke"]) == 0
     assert capsys.readouterr().out == "execution.json\n" and load_execution(tmp_path / "execution.json")
 
 

@@ -36,7 +36,8 @@ def test_every_command_is_declared_without_the_extras(tmp_path):
     """No module a command's parser imports imports an extra's package at import time."""
     code = ("import sys\nsys.modules.update(dict.fromkeys(['google', 'github', 'plotly', 'ruptures']))\n"
             "from benchtrail.cli.app import build_parser\nbuild_parser()")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stderr
 
 

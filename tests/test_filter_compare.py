@@ -33,12 +33,14 @@ def test_a_filtered_run_leaves_the_baselines_other_series_out_and_a_plain_one_ca
     for name, text in (("filtered", "^mlp\\."), ("plain", None)):
         head = tmp_path / name
         narrowed = filter_suite(suite, compile_filter(text)) if text else suite
-        write_export(narrowed, "execution", ("smoke",), head / "run-configs" / "execution.json", name_filter=text)
+        write_export(narrowed, "execution", ("smoke",), head / "run-configs" / "execution.json",
+                     name_filter=text)
         device = wanted[0].target_device.name
         write_results(head / "results" / f"{device}-0.json",
                       _file(_records(wanted), "c" * 40, device_name=device, shard_index=0))
         out = compare_stage([base], [head], tmp_path / f"{name}.json", None)
-        verdicts[name] = {r["name"]: r["verdict"] for r in jsonio.read_json(out, kind="comparison", supported=8)["rows"]}
+        verdicts[name] = {r["name"]: r["verdict"] for r in jsonio.read_json(out, kind="comparison",
+                                                                            supported=8)["rows"]}
     assert jsonio.read_json(tmp_path / "filtered" / "run-configs" / "execution.json", kind="export",
                             supported=1)["filter"] == "^mlp\\."
     assert verdicts["filtered"] == {rc.name: "similar" for rc in wanted}  # nothing else, nothing removed

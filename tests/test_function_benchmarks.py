@@ -34,13 +34,16 @@ def _case(suite, name: str) -> RunConfig:
 
 def test_names_ids_and_the_grid_come_from_the_function_and_its_parameters(suite):
     names = sorted(rc.name for rc in suite.run_configs)
-    assert len(names) == 4 * 3 + 2 * 2 * 3  # four vrelu3 variants x 3 tasks; gather_masked: 2 sizes x 2 compiles x 3
+    # four vrelu3 variants x 3 tasks; gather_masked: 2 sizes x 2 compiles x 3
+    assert len(names) == 4 * 3 + 2 * 2 * 3
     assert "tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.backward.cpu" in names
     assert "tests.function_benchmarks.vrelu3[n=16].eager.jacobian.cpu" in names
     model = next(rc.module_generation_config.model for rc in suite.run_configs
                  if rc.name.startswith("tests.function_benchmarks.gather_masked[n=8"))
-    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked", {"n": 8, "dtype": "float32"})
-    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked", {"dtype": "float32", "n": 8})
+    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked",
+                                          {"n": 8, "dtype": "float32"})
+    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked",
+                                          {"dtype": "float32", "n": 8})
     assert model.params == (("n", 8), ("dtype", "float32")) and model.input_specs == ()
     assert model.entry_point == "tests.function_benchmarks:gather_masked"
     assert model.reference_entry_point == "tests.function_benchmarks:gather_masked_reference"
@@ -73,7 +76,8 @@ def test_a_rename_keeps_the_id_only_when_said():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"tasks": ["inference", "hessian"]}, "tasks=['inference', 'hessian']: unknown 'hessian'; allowed: inference, "
+    ({"tasks": ["inference", "hessian"]},
+     "tasks=['inference', 'hessian']: unknown 'hessian'; allowed: inference, "
                                           "forward, backward, jacobian"),
     ({"compile": []}, "compile=[]: empty; allowed: eager, inductor"),
     ({"params": {"n": [object]}}, "params['n'] value <class 'object'> (type) is refused"),
@@ -90,9 +94,9 @@ def test_bad_arguments_name_the_benchmark_the_argument_and_what_is_allowed(kwarg
 
 
 def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
-    with pytest.raises(UserError, match="no @benchmark function found in tests.bad_models; decorate"):
+    with pytest.raises(UserError, match=r"no @benchmark function found in tests.bad_models; decorate"):
         functions.discover(["tests.bad_models"])
-    with pytest.raises(UserError, match="'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
+    with pytest.raises(UserError, match=r"'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
         functions.discover(["tests.no_such_module"])
 
 
@@ -115,7 +119,8 @@ def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
                                              ("vrelu3_wrong_jacobian", Task.JACOBIAN)])
 def test_a_wrong_function_is_caught_by_the_check_of_the_quantity_it_gets_wrong(suite, function, wrong):
     for task in (Task.INFERENCE, Task.BACKWARD, Task.JACOBIAN):
-        response = run_case(_case(suite, f"tests.function_benchmarks.{function}[n=16].eager.{task.value}.cpu"))
+        response = run_case(_case(suite,
+                                  f"tests.function_benchmarks.{function}[n=16].eager.{task.value}.cpu"))
         c = response.answer.correctness
         assert c["quantity"] == tasks.QUANTITY[task] and c["against"] == "reference"
         if task is wrong:
@@ -184,18 +189,22 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
     monkeypatch.syspath_prepend(str(tmp_path))
     source = tmp_path / "edited_benches.py"
 
-    def hashes(extra: str = "", square: str = "x * x", more_n: str = "", body_comment: str = "") -> dict[str, str]:
-        source.write_text(BENCHES.format(extra=extra, square=square, more_n=more_n, body_comment=body_comment))
+    def hashes(extra: str = "", square: str = "x * x", more_n: str = "", body_comment: str = "") -> dict[str,
+                                                                                                         str]:
+        source.write_text(BENCHES.format(extra=extra, square=square, more_n=more_n,
+                                         body_comment=body_comment))
         sys.modules.pop("edited_benches", None)
         importlib.invalidate_caches()
         suite = functions.suite_of(functions.discover(["edited_benches"]))
         return {rc.name: content_hash(rc, "2.13.0") for rc in suite.run_configs}
 
     before = hashes()
-    double, square = "edited_benches.double[n=4].eager.inference.cpu", "edited_benches.square.eager.inference.cpu"
+    double, square = "edited_benches.double[n=4].eager.inference.cpu", ("edited_benches.square.eager."
+                                                                        "inference.cpu")
     negate = "edited_benches.negate.eager.inference.cpu"
     assert sorted(before) == [double, negate, square]
-    after_new = hashes(extra="\n\n\n@benchmark(inputs=lambda: (torch.ones(2),))\ndef added(x):\n    return -x\n")
+    after_new = hashes(extra="\n\n\n@benchmark(inputs=lambda: (torch.ones(2),))\ndef added(x):\n    return "
+                       "-x\n")
     # A functools.partial input factory has no source of its own: its benchmark hashes the whole file.
     assert len(after_new) == 4 and (after_new[double], after_new[square]) == (before[double], before[square])
     assert after_new[negate] != before[negate]
@@ -212,7 +221,8 @@ def test_an_edit_changes_the_content_hash_of_the_benchmark_it_touches_only(tmp_p
               "from benchtrail.suite.content_hash import content_hash;"
               "s = functions.suite_of(functions.discover(['edited_benches']));"
               "print(json.dumps({rc.name: content_hash(rc, '2.13.0') for rc in s.run_configs}))")
-    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         check=True)
     assert json.loads(out.stdout) == edited
     sys.modules.pop("edited_benches", None)
 
@@ -258,6 +268,8 @@ def test_an_input_factory_that_returns_an_iterator_is_refused_naming_it():
 
     suite = functions.suite_of([(f"{__name__}:yields_inputs", yields_inputs)])
     model = suite.run_configs[0].module_generation_config.model
-    with pytest.raises(ModuleError, match=r"yields_inputs: the input factory _yielding_inputs returned generator, an "
-                                          r"iterator; return Args\(\*args, \*\*kwargs\) or a tuple of the arguments"):
+    with pytest.raises(ModuleError,
+                       match=r"yields_inputs: the input factory _yielding_inputs returned generator, an "
+                                          r"iterator; return Args\(\*args, \*\*kwargs\) or a tuple of the "
+                       r"arguments"):
         inputs(model, "cpu", 0)

@@ -20,7 +20,8 @@ def _comparison(marks: dict[str, str | None], **extra: dict) -> dict:
     base = [record(i, [100.0 + j for j in range(20)]) for i in marks] + [record("same", [50.0] * 20)]
     head = [record(i, [130.0 + j for j in range(20)]) for i in marks] + [record("same", [50.0] * 20)]
     rows = compare([results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], load_thresholds())
-    obj = comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], "t.yaml")
+    obj = comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)],
+                             "t.yaml")
     for row in obj["rows"]:
         if row["id"] in marks:
             assert row["verdict"] == "regressed", row
@@ -76,7 +77,8 @@ def test_a_confirmed_regression_accepted_by_a_glob_passes(tmp_path, capsys, monk
                      "regressions not gated; 1 accepted, 0 quarantined"]
 
 
-def test_accepted_and_quarantined_rows_pass_and_a_confirmed_quarantined_series_too(tmp_path, capsys, monkeypatch):
+def test_accepted_and_quarantined_rows_pass_and_a_confirmed_quarantined_series_too(tmp_path, capsys,
+                                                                                   monkeypatch):
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
     # "c": an improvement of a quarantined series that the paired re-check found to be a regression
     comparison = _comparison({"a": "accepted", "q": "quarantined", "c": "confirmed"},
@@ -98,8 +100,10 @@ def test_a_bad_comparison_file_is_a_user_error_naming_it(tmp_path, capsys):
 
 def test_gate_never_imports_torch(tmp_path):
     path = jsonio.write_json(tmp_path / "comparison.json", _comparison({"slow": "confirmed"}))
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchtrail.cli.app", "gate", "--comparison",
-                           str(path)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchtrail.cli.app", "gate",
+                           "--comparison",
+                           str(path)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                          timeout=120)
     assert done.returncode == 3, done.stderr[-2000:]
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
     assert "benchtrail.compare.gate" in imported and not [m for m in imported if m.split(".")[0] == "torch"]

@@ -28,10 +28,12 @@ BODY = "Faster.\n\nbenchmarks: smoke\n"
 
 
 def test_a_decision_survives_its_description_also_when_a_pending_status_carries_it():
-    failed = Decision("failure", "2 confirmed regressions: " + ", ".join(f"series_{i}" for i in range(40)), (123, 2))
+    failed = Decision("failure", "2 confirmed regressions: " + ", ".join(f"series_{i}" for i in range(40)),
+                      (123, 2))
     text = failed.description()
     assert len(text) == MAX_DESCRIPTION and text.endswith("… (failure, run 123/2)")
-    assert parse_status(text) == ([], Decision("failure", text.removesuffix(" (failure, run 123/2)"), (123, 2)))
+    assert parse_status(text) == ([],
+                                  Decision("failure", text.removesuffix(" (failure, run 123/2)"), (123, 2)))
     carried = failed.description("run 129/1 measured nothing; run 130/1 running; last result: ")
     notes, decision = parse_status(carried)
     assert len(carried) == MAX_DESCRIPTION and decision.run == (123, 2)
@@ -44,7 +46,8 @@ def test_a_decision_survives_its_description_also_when_a_pending_status_carries_
 
 
 def test_the_newest_runs_decision_counts_and_newer_runs_in_progress_make_it_pending():
-    old_fail, new_pass = Decision("failure", "1 confirmed regression: a", (10, 1)), Decision("success", "ok", (11, 1))
+    old_fail, new_pass = Decision("failure", "1 confirmed regression: a", (10, 1)), Decision("success", "ok",
+                                                                                             (11, 1))
     assert desired_status([old_fail, new_pass], [], True, False) == ("success", "ok (success, run 11/1)")
     assert desired_status([new_pass, old_fail], [(11, 2)], True, False) == (  # a re-run of run 11
         "pending", "run 11/2 running; last result: ok (success, run 11/1)")
@@ -127,8 +130,10 @@ def test_a_run_whose_poster_never_ran_fails_the_head_and_a_late_request_changes_
         repo = make_client("ghs_test", gh.url).get_repo(REPO)
         path = ".github/workflows/benchmarks.yml"
         for run_id in (20, 21, 22):
-            gh.add_workflow_run(REPO, run_id, 1, event="pull_request", head_branch="faster", head_sha=HEAD, path=path,
-                                status="queued", conclusion=None, run_started_at=f"2026-12-01T10:{run_id}:00Z")
+            gh.add_workflow_run(REPO, run_id, 1, event="pull_request", head_branch="faster", head_sha=HEAD,
+                                path=path,
+                                status="queued", conclusion=None,
+                                run_started_at=f"2026-12-01T10:{run_id}:00Z")
         gh.statuses[(REPO, HEAD)] = []
         gh.update_workflow_run(REPO, 20, 1, status="completed", conclusion="success")
         assert _update(repo, (20, 1), completed=None)[0] == "pending"  # 20 requested (late: 21 is queued too)
@@ -142,8 +147,10 @@ def test_a_run_whose_poster_never_ran_fails_the_head_and_a_late_request_changes_
             "failure", "run 22/1 measured nothing; last result: no result recorded; re-run its poster "
                        "(failure, run 21/1)")
         # Run 21's poster, late: it measured nothing, and says so; run 20's result stands again.
-        assert _update(repo, (21, 1)) == ("success", "run 21/1 measured nothing; last result: ok (success, run 20/1)")
-        assert _update(repo, (22, 1)) == ("success", "run 22/1 measured nothing; last result: ok (success, run 20/1)")
+        assert _update(repo, (21, 1)) == ("success",
+                                          "run 21/1 measured nothing; last result: ok (success, run 20/1)")
+        assert _update(repo, (22, 1)) == ("success",
+                                          "run 22/1 measured nothing; last result: ok (success, run 20/1)")
     finally:
         gh.stop()
 
@@ -153,7 +160,8 @@ def test_a_forks_head_without_its_pr_never_passes():
     try:
         gh.add_repo(REPO)
         repo = make_client("ghs_test", gh.url).get_repo(REPO)
-        fork = Head(REPO, HEAD, (30, 1), ".github/workflows/benchmarks.yml", True, None, None, "someone:faster")
+        fork = Head(REPO, HEAD, (30, 1), ".github/workflows/benchmarks.yml", True, None, None,
+                    "someone:faster")
         assert update_status(repo, fork, completed="success", report=None, regate=None,
                              author="github-actions[bot]") == ("pending", WAITING)
     finally:
@@ -172,8 +180,10 @@ def test_real_run_ids_fit_github_and_a_status_someone_else_set_is_replaced():
         base = 21_000_000_000
         for n in range(6):
             gh.add_workflow_run(REPO, base + n, 1, event="pull_request", head_branch="faster", head_sha=HEAD,
-                                path=".github/workflows/benchmarks.yml", status="in_progress" if n > 1 else "completed",
-                                conclusion=None if n > 1 else "success", run_started_at=f"2026-12-01T10:0{n}:00Z")
+                                path=".github/workflows/benchmarks.yml",
+                                status="in_progress" if n > 1 else "completed",
+                                conclusion=None if n > 1 else "success",
+                                run_started_at=f"2026-12-01T10:0{n}:00Z")
         failed = Decision("failure", "1 confirmed regression: " + "x" * 120, (base, 1))
         repo.get_commit(HEAD).create_status("failure", description=failed.description(), context=CONTEXT)
         repo.get_commit(HEAD).create_status("pending", context=CONTEXT,

@@ -17,10 +17,12 @@ def _repo(server, full_name: str = "octo/repo"):
 def test_a_run_attempt_reads_as_pygithubs_workflow_run(github_server):
     github_server.add_repo("octo/repo", default_branch="trunk")
     github_server.add_workflow_run("octo/repo", 42, 1, event="push", head_branch="trunk", head_sha="a" * 40,
-                                   path=".github/workflows/benchmarks.yml", run_started_at="2026-12-01T18:00:00Z",
+                                   path=".github/workflows/benchmarks.yml",
+                                   run_started_at="2026-12-01T18:00:00Z",
                                    updated_at=datetime(2026, 12, 1, 18, 5, tzinfo=UTC))
     github_server.add_workflow_run("octo/repo", 42, 2, event="push", head_branch="trunk", head_sha="a" * 40,
-                                   path=".github/workflows/benchmarks.yml", status="in_progress", conclusion=None,
+                                   path=".github/workflows/benchmarks.yml", status="in_progress",
+                                   conclusion=None,
                                    run_started_at="2026-12-01T19:00:00Z")
     repo = _repo(github_server)
     assert repo.default_branch == "trunk"
@@ -89,7 +91,8 @@ def test_a_gate_lets_skip_requests_through_first(github_server):
     thread = threading.Thread(target=lambda: list(pull.get_issue_comments()), daemon=True)
     thread.start()
     gate.wait_arrived(1)
-    assert [r.path for r in github_server.calls("GET", ".*/comments")] == ["/repos/octo/repo/issues/7/comments"]
+    assert [r.path for r in github_server.calls("GET",
+                                                ".*/comments")] == ["/repos/octo/repo/issues/7/comments"]
     gate.release()
     thread.join(timeout=60)
     assert len(github_server.calls("GET", ".*/comments")) == 2

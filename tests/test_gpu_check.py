@@ -76,7 +76,8 @@ def test_gpu_check_imports_none_of_pygithub_gcs_or_jq(tmp_path):
         f"sys.argv = [{str(SCRIPT)!r}]",
         f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')",
     ])
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
     assert done.returncode == 2, done.stderr
     assert "not a GPU" in done.stderr
     assert "cannot import" not in done.stderr and "ImportError" not in done.stderr
@@ -101,7 +102,8 @@ def test_cuda_smoke_stage_without_gpu_fails_every_case_with_its_reason_importing
         "                  'imported': sorted(m for m in sys.modules",
         "                                     if m.split('.')[0] in ('github', 'jq') or m.startswith('google.cloud'))}))",
     ])
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["imported"] == ["github", "google.cloud.storage", "jq"]  # still only the blocking entries
@@ -147,7 +149,8 @@ def test_calibration_arithmetic_and_the_10_percent_verdict():
     assert good.ok and "off by +0.50% (limit ±10%): ok" in gpu_check.format_calibration(good)
 
 
-@pytest.mark.parametrize("call", [lambda g: g.cycles_per_second(0, 0.2), lambda g: g.cycles_per_second(10, 0.0),
+@pytest.mark.parametrize("call", [lambda g: g.cycles_per_second(0, 0.2),
+                                  lambda g: g.cycles_per_second(10, 0.0),
                                   lambda g: g.expected_ms(10, 0.0), lambda g: g.relative_error(1.0, 0.0)])
 def test_calibration_arithmetic_refuses_zero(call):
     with pytest.raises(ValueError):
@@ -155,11 +158,13 @@ def test_calibration_arithmetic_refuses_zero(call):
 
 
 def test_detector_tally_counts_aa_alerts_both_ways_and_detections_as_regressed():
-    trials = ([(0.0, "similar", 1.0)] * 17 + [(0.0, "improved", 0.98), (0.0, "regressed", 1.02), (0.0, "noisy", 1.0)]
+    trials = ([(0.0, "similar", 1.0)] * 17 + [(0.0, "improved", 0.98), (0.0, "regressed", 1.02),
+                                              (0.0, "noisy", 1.0)]
               + [(2.0, "regressed", 1.02)] * 18 + [(2.0, "similar", 1.011), (2.0, "improved", 0.97)])
     aa, delta = gpu_check.detector_rows(trials)
     assert (aa["delta_pct"], aa["trials"], aa["alerts"], aa["rate"]) == (0.0, 20, 2, 0.1)
-    assert aa["ci_low"] == pytest.approx(0.0123485, abs=1e-6) and aa["ci_high"] == pytest.approx(0.3169827, abs=1e-6)
+    assert aa["ci_low"] == pytest.approx(0.0123485, abs=1e-6) and aa["ci_high"] == pytest.approx(0.3169827,
+                                                                                                 abs=1e-6)
     assert aa["verdicts"] == {"improved": 1, "noisy": 1, "regressed": 1, "similar": 17}
     assert (delta["delta_pct"], delta["trials"], delta["alerts"], delta["rate"]) == (2.0, 20, 18, 0.9)
     assert delta["median_ratio"] == pytest.approx(1.02)
@@ -206,7 +211,8 @@ def test_smoke_table_reads_the_gpu_fields_that_case_record_writes():
     assert (row["gpu_median_us"], row["wall_median_us"]) == (11.5, 23.0)
     assert (row["max_memory_allocated_bytes"], row["max_memory_reserved_bytes"]) == (3 * 2**20, 20 * 2**20)
     line = gpu_check.format_smoke([row]).splitlines()[1].split()
-    assert line[:2] == [rc.name, "ok"] and line[-7:] == ["cuda-graph", "5", "gpu", "11.50", "23.00", "3.0", "20.0"]
+    assert line[:2] == [rc.name, "ok"] and line[-7:] == ["cuda-graph", "5", "gpu", "11.50", "23.00", "3.0",
+                                                         "20.0"]
 
 
 @needs_gpu
@@ -217,7 +223,8 @@ def test_sleep_calibration_agrees_with_cuda_events_on_a_gpu():
 
 @needs_gpu
 def test_gpu_check_passes_on_a_gpu(tmp_path):
-    done = subprocess.run(["bash", str(WRAPPER), "--output-dir", str(tmp_path)], capture_output=True, text=True,
+    done = subprocess.run(["bash", str(WRAPPER), "--output-dir", str(tmp_path)], capture_output=True,
+                          text=True,
                           env=_env(), timeout=330)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     (report_path,) = tmp_path.glob("gpu-check-*/gpu-check.json")

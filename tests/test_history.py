@@ -30,7 +30,8 @@ def _stored(run_dir: Path) -> dict:
 
 def _history(capsys, history_store, tmp_path, *extra):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
+                          history_store["repo"],
                           "--output", output, *extra)
     assert code == 0, err
     assert out.strip().splitlines()[-1] == str(output)  # the output path is printed last
@@ -45,7 +46,8 @@ def _git(repo, *args):
 
 
 @pytest.mark.e2e
-def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_out(history_store, tmp_path, capsys):
+def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_out(history_store, tmp_path,
+                                                                                   capsys):
     commits = history_store["commits"]
     data = _history(capsys, history_store, tmp_path, "--ref", "main")
     assert data["schema_version"] == 2
@@ -56,20 +58,26 @@ def test_history_follows_first_parents_oldest_first_and_leaves_the_side_branch_o
     kinds = {s["kind"] for s in data["series"].values()}
     assert kinds == {"execution", "compilation"}
     for sid, series in data["series"].items():
-        assert [p["commit"] for p in series["points"]] == [commits["c1"], commits["c2"], commits["c3"]], series["name"]
+        assert [p["commit"] for p in series["points"]] == [commits["c1"], commits["c2"],
+                                                           commits["c3"]], series["name"]
         assert commits["s1"] not in {p["commit"] for p in series["points"]}
         record = stored["c3"][sid]
         assert (series["name"], series["kind"], series["metric"], series["unit"], series["device_name"],
-                series["compile_config"], series["task"]) == (record.name, record.kind, record.metric, record.unit,
-                                                               record.device_name, record.compile_config, record.task)
+                series["compile_config"], series["task"]) == (record.name, record.kind, record.metric,
+                                                              record.unit,
+                                                               record.device_name, record.compile_config,
+                                                              record.task)
         assert series["presets"] == ["smoke"]
         for point, name in zip(series["points"], ("c1", "c2", "c3")):
             run_dir, want = history_store["run_dirs"][name], stored[name][sid]
             assert (point["run_id"], point["attempt"]) == (run_dir.parent.name, int(run_dir.name))
             assert point["median"] == want.median and point["iqr"] == want.iqr, (series["name"], name)
             assert [(r["run_id"], r["median"]) for r in point["runs"]] == [(point["run_id"], want.median)]
-            assert (point["min"], point["max"], point["n"], point["status"]) == (want.min, want.max, want.n, want.status)
-    latency = data["series"][next(i for i, r in stored["c3"].items() if r.name == "mlp.eager.inference-bs1.c2-standard-16")]
+            assert (point["min"], point["max"], point["n"], point["status"]) == (want.min, want.max, want.n,
+                                                                                 want.status)
+    latency = data["series"][next(i for i,
+                                  r in stored["c3"].items()
+                                  if r.name == "mlp.eager.inference-bs1.c2-standard-16")]
     # 20 samples: the history store's cases run in 2 processes of 10 samples (tests/conftest.py).
     assert latency["unit"] == "us" and all(p["n"] == 20 and p["p25"] <= p["median"] <= p["p75"]
                                            for p in latency["points"])
@@ -107,7 +115,8 @@ def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(histor
 @pytest.mark.e2e
 def test_unknown_ref_is_refused_naming_it_and_nothing_is_written(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
+                           history_store["repo"],
                           "--ref", "no-such-branch", "--output", output)
     assert code == 1
     assert "--ref 'no-such-branch'" in err and "cannot resolve" in err
@@ -121,7 +130,8 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     (tmp_path / "empty-store").mkdir()
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output", output)
+    code, _out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output",
+                           output)
     assert code == 1
     assert "no usable run of any of the 1 first-parent commit(s) of HEAD" in err
     assert not output.exists()
@@ -133,7 +143,8 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     missing = tmp_path / "mistyped-store"
-    code, out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output", tmp_path / "h.json")
+    code, _out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output",
+                           tmp_path / "h.json")
     assert code == 1
     assert f"benchtrail: error: no such store: {missing} does not exist" in err
     assert not missing.exists() and not (tmp_path / "h.json").exists()
@@ -141,7 +152,7 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
 
 def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
     (tmp_path / "store").mkdir()
-    code, out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
+    code, _out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
                           "--output", tmp_path / "h.json")
     assert code == 1 and "is not a git repository" in err
 
@@ -150,7 +161,8 @@ def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
 def test_existing_history_file_is_never_overwritten(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
     output.write_text("keep me")
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
+                           history_store["repo"],
                           "--output", output)
     assert code == 1 and "already exists" in err
     assert output.read_text() == "keep me"
@@ -169,7 +181,8 @@ def test_compare_builds_ratios_are_median_c3_over_median_c1(history_store, tmp_p
     import matplotlib.image
 
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
+    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                          history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 0, err
     c1, c3 = _stored(history_store["run_dirs"]["c1"]), _stored(history_store["run_dirs"]["c3"])
@@ -196,7 +209,8 @@ def test_compare_builds_ratios_are_median_c3_over_median_c1(history_store, tmp_p
 
 
 @pytest.mark.e2e
-def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series(history_store, tmp_path, capsys):
+def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series(history_store, tmp_path,
+                                                                                 capsys):
     commits = history_store["commits"]
     only_latency = tmp_path / "run"
     (only_latency / "results").mkdir(parents=True)
@@ -215,22 +229,26 @@ def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series
 def test_compare_builds_refuses_a_commit_without_a_stored_run(history_store, tmp_path, capsys):
     commits = history_store["commits"]
     (tmp_path / "other-store").mkdir()
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "other-store",
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                           tmp_path / "other-store",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1
     assert f"A {commits['c1']!r}" in err and "holds no run of it" in err and "run directory" in err
     assert not list(tmp_path.glob("*.png"))
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", tmp_path / "typo",
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                           tmp_path / "typo",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and f"no such store: {tmp_path / 'typo'} does not exist" in err
     assert not (tmp_path / "typo").exists()
-    code, out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store", history_store["store"],
+    code, _out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store",
+                           history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and "A 'no-such-ref' is neither a run directory nor a commit" in err
 
 
 @pytest.mark.e2e
-def test_history_from_a_gs_store_equals_the_history_from_the_folder(history_store, gcs_bucket, tmp_path, capsys):
+def test_history_from_a_gs_store_equals_the_history_from_the_folder(history_store, gcs_bucket, tmp_path,
+                                                                    capsys):
 
     local = open_store(str(history_store["store"]))
     remote = open_store(f"gs://{gcs_bucket}/ci", retry=gcs_fixtures.FAST_RETRY)
@@ -240,11 +258,13 @@ def test_history_from_a_gs_store_equals_the_history_from_the_folder(history_stor
         # comparison.json too: its marks are drawn, and timing decides whether a run has any
         remote.upload_run(run_dir, run_id, attempt, patterns=("results/*.json", "comparison.json"))
         (pointer,) = local.pointers(sha)
-        info = {k: v for k, v in pointer.items() if k not in ("schema_version", "commit", "run_id", "attempt")}
+        info = {k: v for k,
+                v in pointer.items() if k not in ("schema_version", "commit", "run_id", "attempt")}
         remote.write_pointer(sha, run_id, attempt, info)
     from_folder = _history(capsys, history_store, tmp_path, "--ref", "main")
     output = tmp_path / "from-gcs.json"
-    code, out, err = _run(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo",
+                           history_store["repo"],
                           "--ref", "main", "--output", output)
     assert code == 0, err
     from_gcs = json.loads(output.read_text())
@@ -311,16 +331,18 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
     c3_run = store / history_store["run_dirs"]["c3"].relative_to(history_store["store"])
     bad = _set_presets(c3_run, [preset])
     output = tmp_path / "a" / "history.json"
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output", output)
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output",
+                           output)
     assert code == 0, err
-    assert f"warning: run not used: {history_store['commits']['c3'][:7]} run {c3_run.parent.name}/1: results file " in err
+    assert (f"warning: run not used: {history_store['commits']['c3'][:7]} run {c3_run.parent.name}/1: "
+            "results file ") in err
     assert f"results file {bad[0]}: field run.presets is {[preset]!r}; allowed: a list of preset names of letters, " \
            "digits, '.', '_' and '-', starting with a letter or digit, without '..'" in err
     history = load_history(output)
     assert [c.run_id is not None for c in history.commits] == [True, True, False]  # c3's run is a gap
     before = _files(tmp_path)
     out_dir = tmp_path / "a" / "b" / "dash"
-    code, out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
+    code, _out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
     assert code == 0, err
     assert {p for p in _files(tmp_path) - before if out_dir not in p.parents} == {out_dir, out_dir.parent}
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "smoke.png"]
@@ -328,7 +350,8 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "index"])
-def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_the_run(history_store, tmp_path, preset):
+def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_the_run(history_store, tmp_path,
+                                                                                      preset):
     from benchtrail.pipeline.report import dashboard_stage
 
     store = _store_copy(history_store, tmp_path / "store")
@@ -351,7 +374,8 @@ def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_th
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("preset", ["compilation", "index", "Index"])
-def test_a_stored_run_whose_preset_is_a_page_the_dashboard_writes_itself_is_not_used(history_store, tmp_path, preset):
+def test_a_stored_run_whose_preset_is_a_page_the_dashboard_writes_itself_is_not_used(history_store, tmp_path,
+                                                                                     preset):
     store = _store_copy(history_store, tmp_path / "store")
     c2_run = store / history_store["run_dirs"]["c2"].relative_to(history_store["store"])
     _set_presets(c2_run, [preset])
@@ -368,15 +392,16 @@ def test_a_stored_run_whose_preset_is_a_page_the_dashboard_writes_itself_is_not_
 def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_store, tmp_path, capsys):
     store = _store_copy(history_store, tmp_path / "store")
     folders = [store, *(p for p in store.rglob("*") if p.is_dir())]
-    for folder in folders:  # a write (even a write check: create, then remove a file) changes a folder's mtime
+    # a write (even a write check: create, then remove a file) changes a folder's mtime
+    for folder in folders:
         os.utime(folder, ns=(1_000_000_000, 1_000_000_000))
         folder.chmod(0o555)
     try:
-        code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
+        code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
                               "--output", tmp_path / "h.json")
         assert code == 0, err
         commits = history_store["commits"]
-        code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
+        code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
                               "--repo", history_store["repo"], "--output-dir", tmp_path)
         assert code == 0, err
         assert {f: f.stat().st_mtime_ns for f in folders} == dict.fromkeys(folders, 1000000000)
@@ -410,7 +435,8 @@ def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_sto
     (pointer,) = (store / "commits" / c1).glob("*.json")
     pointer.write_text('{"trunc')
     output = tmp_path / "h.json"
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
+                           "main",
                           "--output", output)
     assert code == 0, err
     reason = (f"{c1[:7]}: commit pointer {pointer} is not valid JSON (truncated or corrupt?): Unterminated string "
@@ -427,7 +453,8 @@ def test_when_no_run_is_usable_the_error_says_why_for_each(history_store, tmp_pa
     for name in ("c1", "c2", "c3"):
         run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
         (run_dir / "results" / "c2-standard-16-0.json").write_text("{}")
-    code, out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref", "main",
+    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
+                           "main",
                           "--output", tmp_path / "h.json")
     assert code == 1
     assert "no usable run of any of the 3 first-parent commit(s) of main" in err and ". Runs not used: " in err
@@ -442,9 +469,11 @@ def test_an_output_dir_that_is_a_file_and_an_empty_output_are_named(history_stor
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", history_store["store"],
+    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                           history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
     with pytest.raises(SystemExit) as exited:
-        main(["history", "--store", str(history_store["store"]), "--repo", str(history_store["repo"]), "--output", ""])
+        main(["history", "--store", str(history_store["store"]), "--repo", str(history_store["repo"]),
+              "--output", ""])
     assert exited.value.code == 1 and "argument --output: empty path" in capsys.readouterr().err

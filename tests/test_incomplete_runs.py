@@ -41,4 +41,5 @@ def test_a_run_without_its_pointer_is_listed_incomplete_by_fetch_and_history(kin
     err = capsys.readouterr().err
     assert "1 incomplete run(s) without a commit pointer (interrupted or failed before they were stored in full; " \
            "never read): 8/1" in err
-    assert [p["run_id"] for p in store.pointers(sha)] == ["7"]  # the baseline lookup sees the complete run only
+    # the baseline lookup sees the complete run only
+    assert [p["run_id"] for p in store.pointers(sha)] == ["7"]

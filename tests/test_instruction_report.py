@@ -142,10 +142,12 @@ def counted(run_dir, calls, median, work_self, extra=0):
     callgrind_file(run_dir / "callgrind" / "mlp.out", calls, work_self, extra)
     samples = tuple(median * (1 + 0.0001 * k) for k in (-2, -1, 0, 1, 2))
     record = BenchmarkRecord.of(
-        "instructions", samples, id="rc-mlp-instructions", name=f"mlp.eager.inference-bs1.{DEVICE}.instructions",
-        device_name=DEVICE, module_name="mlp.eager.cpu", compile_config="eager", task="inference", status="ok",
-        reason=None, content_hash="h1", presets=("smoke",),
-        details={"iterations_per_sample": calls, "warmup_iterations": calls + 1, "overhead": 1984, "threads": 1,
+        "instructions", samples, id="rc-mlp-instructions",
+        name=f"mlp.eager.inference-bs1.{DEVICE}.instructions",
+        device_name=DEVICE, module_name="mlp.eager.cpu", compile_config="eager", task="inference",
+        status="ok", reason=None, content_hash="h1", presets=("smoke",),
+        details={"iterations_per_sample": calls, "warmup_iterations": calls + 1, "overhead": 1984,
+                 "threads": 1,
                  "counter": COUNTER, "callgrind": "callgrind/mlp.out"})
     return record
 
@@ -187,7 +189,8 @@ def test_a_stored_baseline_gives_its_file_from_the_store_or_says_in_one_line_why
     base_files = [results(counted(stored, 10, 193.0, 1000), commit="b" * 40)]
     head = run(tmp_path / "head", "c" * 40, counted(tmp_path / "head", 20, 225.0, 2600))
     baseline = {"commit": "b" * 40, "run_id": "r0", "attempt": 1, "run_dir": str(stored),
-                "devices": {DEVICE: {"commit": "b" * 40, "reason": "merge base", "run_id": "r0", "attempt": 1}}}
+                "devices": {DEVICE: {"commit": "b" * 40, "reason": "merge base", "run_id": "r0",
+                                     "attempt": 1}}}
     (row,) = load_comparison(compare_stage([], [head], tmp_path / "c1.json", baseline=baseline,
                                            base_results=base_files, store=store)).rows
     assert [f["change"] for f in row.functions["functions"]] == [30.0] and row.functions["note"] is None
@@ -212,7 +215,8 @@ def row(name, metric, verdict, base, head, change, low=None, high=None, mark=Non
     rid = "rc-mlp" + ("-instructions" if metric == "instructions" else "")
     return Row(id=fields.pop("id", rid), name=name, kind="execution", metric=metric, unit=unit,
                device_name=DEVICE, module_name="mlp.eager.cpu", compile_config="eager", verdict=verdict,
-               reason=fields.pop("reason", None), base_median=base, head_median=head, base_iqr=None, head_iqr=None,
+               reason=fields.pop("reason", None), base_median=base, head_median=head, base_iqr=None,
+               head_iqr=None,
                base_n=5, head_n=5, change=change, change_unit="%", p_value=None, threshold=None,
                head_details={}, base_details={}, ci_low=low, ci_high=high, mark=mark, **fields)
 

@@ -150,9 +150,11 @@ def test_the_wall_time_of_a_counting_device_is_reported_not_gated():
     assert not gate.check([plain], rule="any").passed
     other_cpu = {**COUNTER, "cpu": "GenuineIntel DEFAULT"}  # hosted runners mix CPU vendors
     for count, said in ((replace(head[1], status="failed", reason="vgdb", samples=()), "is failed"),
-                        (counted("mlp", repeats(6.4e6), counter=other_cpu), "is not-comparable"), (None, None)):
+                        (counted("mlp", repeats(6.4e6), counter=other_cpu), "is not-comparable"),
+                        (None, None)):
         unjudged = judged(base, [head[0], *([count] if count else [])])
-        assert (unjudged["mlp"].mark, unjudged["mlp"].quarantined) == ("unconfirmed", None)  # so wall time gates
+        # so wall time gates
+        assert (unjudged["mlp"].mark, unjudged["mlp"].quarantined) == ("unconfirmed", None)
         assert unjudged["mlp"].reason.endswith("wall time gates: c2-standard-16 gates on instructions, and "
                                                + (f"its count {said}" if said else "this case has no count"))
         assert not gate.check(list(unjudged.values()), rule="any").passed

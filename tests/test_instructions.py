@@ -97,7 +97,8 @@ def _count_both(root):
     _both([_command("export", "execution", "--output", "execution.json")] * 2, sides)
     run = _command("run", "--run-configs", "execution.json", "--device-name", "cpu", "--output",
                    "run/results/cpu-0.json")
-    printed = _both([[*run, "--metrics", "latency,instructions"], [*run, "--gate-metric", "instructions"]], sides)
+    printed = _both([[*run, "--metrics", "latency,instructions"], [*run, "--gate-metric", "instructions"]],
+                    sides)
     return {"base": str(base / "run"), "head": str(head / "run"), "printed": printed}
 
 
@@ -193,10 +194,10 @@ def test_twice_the_threshold_of_work_is_regressed_confirmed_and_gates_with_a_fun
     assert code == 3
     assert f"1 regression(s) not accepted: {GROWS}.instructions" in capsys.readouterr().err
     # The per-function diff of the two sides' last repeats, per call, by self instructions: the interpreter's
-    # loop first (measured +3300 of its own), its inclusive change what the medians did (+9130; up to 11% apart
-    # in 6 runs: each file is one block, 0.16% of a call off the median, on a change of 1.1%), to 25%; the
-    # listed functions' own changes (the allocator's, the int additions', …) most of it (measured 95% under
-    # pymalloc, 85% under glibc's malloc with blocks of 45 and 44 calls: the top 10 leave some out).
+    # loop first (measured +3300 of its own), its inclusive change what the medians did (+9130; up to 11%
+    # apart in 6 runs: each file is one block, 0.16% of a call off the median, on a change of 1.1%), to 25%;
+    # the listed functions' own changes (the allocator's, the int additions', …) most of it (measured 95%
+    # under pymalloc, 85% under glibc's malloc with blocks of 45 and 44 calls: the top 10 leave some out).
     functions, change = row.functions, row.head_median - row.base_median
     assert functions["note"] is None and functions["calls"]["head"] > 1 and functions["ranked_by"] == "self"
     top = functions["functions"][0]
@@ -231,7 +232,8 @@ def test_gate_metric_instructions_counts_and_leaves_wall_time_reported_not_gated
     base, head = (_records(counted[side], "cpu-0.json") for side in ("base", "head"))
     assert sorted(head) == sorted(base) == [GROWS, STEADY]
     for name in (GROWS, STEADY):
-        assert (head[name]["id"], head[name]["content_hash"]) == (base[name]["id"], base[name]["content_hash"])
+        assert (head[name]["id"], head[name]["content_hash"]) == (base[name]["id"],
+                                                                  base[name]["content_hash"])
         assert head[name]["details"]["gate"] == "instructions" and "gate" not in base[name]["details"]
     out = tmp_path / "comparison.json"
     assert main(["compare", "--base", str(counted["base"]), "--head", str(counted["head"]),
@@ -307,7 +309,8 @@ def test_gate_metric_instructions_with_metrics_latency_marks_the_cases_and_needs
     runs = {}
     for side, gate in (("base", []), ("head", ["--gate-metric", "instructions", "--metrics", "latency"])):
         out = tmp_path / side / "results" / "cpu-0.json"
-        assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out), *gate]) == 0
+        assert main(["run", "--run-configs", str(export), "--device-name", "cpu", "--output", str(out),
+                     *gate]) == 0
         assert sorted(p.name for p in out.parent.iterdir()) == ["cpu-0.json", "docs"]  # nothing counted
         runs[side] = json.loads(out.read_text())["benchmarks"][0]
     head, base = runs["head"], runs["base"]
@@ -326,7 +329,8 @@ def test_gate_metric_instructions_with_metrics_latency_marks_the_cases_and_needs
 
 
 @pytest.mark.parametrize("flag, env, said", [
-    (["--gate-metric", "wall"], None, "argument --gate-metric: invalid choice: 'wall' (choose from 'latency', "
+    (["--gate-metric", "wall"], None,
+     "argument --gate-metric: invalid choice: 'wall' (choose from 'latency', "
                                       "'instructions')"),
     ([], "count", "BENCHTRAIL_GATE_METRIC='count': allowed: latency, instructions, unset or empty (latency)"),
 ])

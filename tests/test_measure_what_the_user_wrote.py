@@ -91,7 +91,8 @@ def test_a_case_that_changes_the_thread_count_is_flagged_and_not_compared_with_a
     assert note in flagged.reason
     row = _row(cases, "sets_two_threads", {"threads": 1, "threads_set": 1})
     assert (row.verdict, row.reason) == (
-        "not-comparable", "thread counts differ: the baseline ran at 1 thread, the head at 2 (the head's code "
+        "not-comparable",
+        "thread counts differ: the baseline ran at 1 thread, the head at 2 (the head's code "
                           "changes it)")
     _, plain = cases["identity"]
     assert (plain.answer.threads_set, plain.answer.threads) == (1, 1)

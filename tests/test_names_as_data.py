@@ -17,7 +17,8 @@ from benchtrail.suite.names import NAME_RULE, SAFE_NAME, slug
 from tests.records import record, results
 
 #: Printable names that are markup, paths or long somewhere.
-HOSTILE = ["a|b", "x`y", "``tick``", "<script>alert(1)</script>", "*bold* _it_ __b__", "../../etc", "a/b::c,d=e",
+HOSTILE = ["a|b", "x`y", "``tick``", "<script>alert(1)</script>", "*bold* _it_ __b__", "../../etc",
+           "a/b::c,d=e",
            "名前 🚀", "$\\notacommand$ [l](http://x) @all #1 &amp; ~~s~~", "%{y} %{customdata[0]}", "a\\|b\\",
            "n" * 300]
 #: Device names of the same kind (one per hostile series, cycled).
@@ -78,16 +79,19 @@ def test_compare_and_comment_show_hostile_names_literally_in_well_formed_tables(
     base, head = tmp_path / "base.json", tmp_path / "head.json"
     write_results(base, results(*_hostile_records(1.0)))
     write_results(head, results(*_hostile_records(1.5), commit="b" * 40))
-    assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 0
+    assert main(["compare", "--base", str(base), "--head", str(head), "--output",
+                 str(tmp_path / "c.json")]) == 0
     comparison = json.loads((tmp_path / "c.json").read_text())
     assert sorted(r["name"] for r in comparison["rows"]) == sorted(HOSTILE)
-    assert main(["comment", "--comparison", str(tmp_path / "c.json"), "--output-dir", str(tmp_path / "out")]) == 0
+    assert main(["comment", "--comparison", str(tmp_path / "c.json"), "--output-dir",
+                 str(tmp_path / "out")]) == 0
     capsys.readouterr()
     for body in ((tmp_path / "out" / "comment.md").read_text(), (tmp_path / "out" / "full.md").read_text()):
         lines = body.splitlines()
         for i, line in enumerate(lines):  # every table row has its header's cells
             if line.startswith("|"):
-                header = next(lines[j] for j in range(i, -1, -1) if j == 0 or not lines[j - 1].startswith("|"))
+                header = next(lines[j] for j in range(i, -1,
+                                                      -1) if j == 0 or not lines[j - 1].startswith("|"))
                 assert _unescaped_pipes(line) == _unescaped_pipes(header), line
         rendered = _rendered(body)
         assert not rendered.tags & {"script", "b", "em", "strong", "a", "del", "s"}, rendered.tags
@@ -145,7 +149,8 @@ def test_a_long_name_is_shortened_in_the_middle_and_leaves_the_axes_their_room()
     assert labels == ["n" * 30 + "…" + "n" * 15 + "-inference-bs1", names[1]]
     assert len(fig.axes[0].get_title()) == MPL_TITLE_CHARS and len(labels[0]) == MPL_LABEL_CHARS
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "constrained_layout not applied because axes sizes collapsed to zero"
+        # "constrained_layout not applied because axes sizes collapsed to zero"
+        warnings.simplefilter("error")
         fig.canvas.draw()
     assert fig.axes[0].get_position().width > 0.4  # the bars keep most of the 9-inch figure's width
 
@@ -243,7 +248,8 @@ def _export(project, monkeypatch, capsys, names, *args):
     for f in project.glob("*.out.json"):
         f.unlink()
     try:
-        code = main(["export", *args, "--benchmark-presets", names.get("preset", "smoke"), "--output", "e.out.json"])
+        code = main(["export", *args, "--benchmark-presets", names.get("preset", "smoke"), "--output",
+                     "e.out.json"])
     except SystemExit as exc:  # the suite is read while the arguments are parsed: argparse exits
         code = exc.code
     return code, capsys.readouterr().err
@@ -286,7 +292,8 @@ def test_an_export_with_a_control_character_in_a_name_is_refused_naming_the_file
     {"model": "a|b <i>*x*</i>", "device": "../../dev|ice", "compile": "e/../ager", "execution": "inf::x,y=z"},
     {"model": "名前 🚀", "device": "机器 `1`", "compile": "c" * 300, "execution": "$x$"},
 ])
-def test_the_compile_stage_names_files_by_slug_inside_the_run_directory(project, monkeypatch, capsys, tmp_path, names):
+def test_the_compile_stage_names_files_by_slug_inside_the_run_directory(project, monkeypatch, capsys,
+                                                                        tmp_path, names):
     assert _export(project, monkeypatch, capsys, names, "compilation")[0] == 0
     export = json.loads((project / "e.out.json").read_text())
     module = f"{names['model']}.{names['compile']}.cpu"
@@ -295,7 +302,8 @@ def test_the_compile_stage_names_files_by_slug_inside_the_run_directory(project,
     assert main(["compile", "--run-configs", str(project / "e.out.json"), "--output-dir", str(run),
                  "--device-name", names["device"]]) == 0
     written = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
-    assert written == [f"modules/{slug(module)}/compile-stats.json", f"modules/{slug(module)}/module_info.json",
+    assert written == [f"modules/{slug(module)}/compile-stats.json",
+                       f"modules/{slug(module)}/module_info.json",
                        f"results/compilation-{slug(names['device'])}.json"]
     info = json.loads((run / f"modules/{slug(module)}/module_info.json").read_text())
     assert info["name"] == module and info["model"]["name"] == names["model"]
@@ -335,7 +343,8 @@ def test_a_results_file_with_a_control_character_in_a_name_is_refused_at_load(tm
     out = tmp_path / "c.json"
     assert main(["compare", "--base", str(good), "--head", str(path), "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"results file {path}: benchmark" in err and f"field {field} is {bad!r}: it holds the control character" in err
+    assert f"results file {path}: benchmark" in err and (f"field {field} is {bad!r}: it holds the control "
+                                                         "character") in err
     assert NAME_RULE in err and not out.exists()
 
 

@@ -66,9 +66,11 @@ def _browse(url: str, profile: Path, *flags: str) -> str:
     binary = _chromium()
     if binary is None:
         pytest.skip("no chromium binary on PATH (CI installs Debian's chromium; see .ci/run)")
-    done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+    done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--virtual-time-budget=10000",
                            "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                           f"--user-data-dir={profile}", *flags, url], capture_output=True, text=True, timeout=180)
+                           f"--user-data-dir={profile}", *flags, url], capture_output=True, text=True,
+                          timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -80,7 +82,8 @@ def _screenshot(url: str, tmp_path: Path, name: str) -> Path:
     png = tmp_path / name
     _browse(url, tmp_path / "profile", "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={png}")
     image = matplotlib.image.imread(png)
-    assert image.shape[:2] == (2400, 1280) and image[..., :3].std() > 0.01  # something drawn, not a blank page
+    # something drawn, not a blank page
+    assert image.shape[:2] == (2400, 1280) and image[..., :3].std() > 0.01
     print(f"screenshot of {url}: {png}")
     return png
 
@@ -101,7 +104,8 @@ def test_the_site_holds_the_history_pages_pngs_and_plotly_and_prints_its_index_l
     pages = list(page_groups(history))
     assert sorted(pages) == ["compilation", "smoke"]
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [".nojekyll", "index.html", "plotly.min.js", *(f"{p}.html" for p in pages), *(f"{p}.png" for p in pages)])
+        [".nojekyll", "index.html", "plotly.min.js", *(f"{p}.html" for p in pages),
+         *(f"{p}.png" for p in pages)])
     assert (folder / "plotly.min.js").stat().st_size > 1_000_000
     for page in pages:  # plotly.js from beside the page, never the store's assets/ nor the network
         text = (folder / f"{page}.html").read_text()
@@ -110,7 +114,8 @@ def test_the_site_holds_the_history_pages_pngs_and_plotly_and_prints_its_index_l
 
 
 @pytest.mark.e2e
-def test_the_index_in_headless_chromium_lists_every_run_and_links_every_page(site, served, history_store, tmp_path):
+def test_the_index_in_headless_chromium_lists_every_run_and_links_every_page(site, served, history_store,
+                                                                             tmp_path):
     folder, _, history = site
     dom = _browse(served + "index.html", tmp_path / "profile", "--dump-dom")
     links = re.findall(r'<a href="([^"]+)"', dom)
@@ -130,7 +135,8 @@ def test_the_index_in_headless_chromium_lists_every_run_and_links_every_page(sit
         created = pointer["created"]  # a local store's stored_at: the pointer's own time (UTC)
         assert created.endswith("+00:00")
         stored = f"{created[:10]} {created[11:16]} UTC"
-        want.append([history_store["commits"][name][:7], f"{run_dir.parent.name}/{run_dir.name}", stored, "smoke",
+        want.append([history_store["commits"][name][:7], f"{run_dir.parent.name}/{run_dir.name}", stored,
+                     "smoke",
                      ", ".join(pointer["devices"]), verdicts])
     assert runs[1:] == want
     first = load_comparison(history_store["run_dirs"]["c1"] / "comparison.json")  # no baseline: every row new
@@ -152,7 +158,8 @@ def test_a_history_page_served_under_a_sub_path_draws_every_panel_in_headless_ch
     dom = _browse(served + f"{page}.html", tmp_path / "profile", "--dump-dom")
     assert 'class="main-svg"' in dom  # plotly.js (the site's own copy) ran and drew
     assert len(re.findall(r'<g class="subplot x\d*y\d*"', dom)) == len(series)  # a panel per series
-    legend = sorted(html.unescape(t) for t in re.findall(r'<text class="legendtext"[^>]*>([^<]*)</text>', dom))
+    legend = sorted(html.unescape(t) for t in re.findall(r'<text class="legendtext"[^>]*>([^<]*)</text>',
+                                                         dom))
     assert legend == sorted(s.name for s in series)
     medians = sum(p.median is not None for s in series for p in s.points)
     runs = sum(r.median is not None for s in series for p in s.points for r in p.runs)
@@ -161,7 +168,8 @@ def test_a_history_page_served_under_a_sub_path_draws_every_panel_in_headless_ch
     _screenshot(served + f"{page}.html", tmp_path, f"pages-{page}.png")
 
 
-def test_pages_refuses_an_output_dir_holding_files_and_a_store_without_runs_and_writes_nothing(tmp_path, capsys,
+def test_pages_refuses_an_output_dir_holding_files_and_a_store_without_runs_and_writes_nothing(tmp_path,
+                                                                                               capsys,
                                                                                              repo):
     (tmp_path / "store").mkdir()
     (tmp_path / "full").mkdir()
@@ -174,10 +182,12 @@ def test_pages_refuses_an_output_dir_holding_files_and_a_store_without_runs_and_
                  str(tmp_path / "site")])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 1 and f"{tmp_path / 'store'}: no usable run of any of the 3 first-parent commit(s)" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "repo", "store"]  # no site, no temporary folder
+    # no site, no temporary folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "repo", "store"]
 
 
-# -- the PR comment's link ----------------------------------------------------------------------------------------
+# -- the PR comment's link
+# ----------------------------------------------------------------------------------------
 
 
 def _body(tmp_path, capsys, name, *flags):
@@ -204,7 +214,8 @@ def test_the_comment_links_the_pages_dashboard_when_benchtrail_pages_url_is_set_
     line = "Dashboard on GitHub Pages (every stored run, by commit): https://octo.github.io/proj/"
     lines = linked.splitlines()
     assert lines.count(line) == 1
-    assert lines[lines.index(line) + 1] == "Actions artifacts of this run: https://github.com/o/r/actions/runs/1#artifacts"
+    assert lines[lines.index(line)
+                 + 1] == "Actions artifacts of this run: https://github.com/o/r/actions/runs/1#artifacts"
     assert "\n".join(x for x in lines if x != line) + "\n" == plain  # the link line is all that changes
     assert linked_json["body"] == linked and {k: v for k, v in linked_json.items() if k != "body"} == {
         k: v for k, v in plain_json.items() if k != "body"}
@@ -217,11 +228,13 @@ def test_the_comment_links_the_pages_dashboard_when_benchtrail_pages_url_is_set_
 
 
 @pytest.mark.parametrize("env, flags, message", [
-    ("octo.github.io/proj", [], "BENCHTRAIL_PAGES_URL 'octo.github.io/proj': allowed: the https:// URL of the "
+    ("octo.github.io/proj", [],
+     "BENCHTRAIL_PAGES_URL 'octo.github.io/proj': allowed: the https:// URL of the "
                                 "GitHub Pages site"),
     (None, ["--pages-url", "https://x/`rm`"], "--pages-url 'https://x/`rm`': allowed: the https:// URL"),
 ])
-def test_the_comment_refuses_a_pages_url_that_is_no_https_url_naming_its_source(tmp_path, capsys, monkeypatch, env,
+def test_the_comment_refuses_a_pages_url_that_is_no_https_url_naming_its_source(tmp_path, capsys, monkeypatch,
+                                                                                env,
                                                                                 flags, message):
     if env is None:
         monkeypatch.delenv("BENCHTRAIL_PAGES_URL", raising=False)

@@ -25,7 +25,8 @@ def test_a_case_that_raises_in_one_of_three_processes_keeps_the_other_two(tmp_pa
     assert len(response.samples) == 8 and len(response.process_medians) == 2  # processes 2 and 3
     head = case_record(rc, response, "2.13.0")
     assert (head.status, head.n) == ("failed", 8)
-    base = dataclasses.replace(record(rc.id, spread(float(head.median), 12), name=rc.name), content_hash=head.content_hash)
+    base = dataclasses.replace(record(rc.id, spread(float(head.median), 12), name=rc.name),
+                               content_hash=head.content_hash)
     (row,) = compare([results(base)], [results(head, commit="c" * 40)], load_thresholds())
     assert (row.verdict, row.change) == ("failed", None)  # the partial samples are not compared
     assert row.reason == f"head failed: {response.reason}"

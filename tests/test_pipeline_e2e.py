@@ -32,9 +32,10 @@ def test_second_run_compares_each_row_with_the_value_the_first_stored(two_runs):
 
 @pytest.mark.e2e
 def test_comment_has_a_row_per_benchmark_and_the_run_directory_is_complete(two_runs, capsys):
-    store, (first, second) = two_runs
+    store, (_first, second) = two_runs
     body = (second / "comment" / "comment.md").read_text()
-    for name in ("vrelu3.eager.inference-bs1", "vrelu3.inductor.inference-bs1",  # one device: no device suffix
+    # one device: no device suffix
+    for name in ("vrelu3.eager.inference-bs1", "vrelu3.inductor.inference-bs1",
                  "mlp.eager.inference-bs1", "vrelu3.inductor.cpu.graph_count"):
         assert f"`{name}`" in body
     assert body.startswith("### benchtrail: ")

@@ -3,6 +3,7 @@ unconfirmed ones marked) around the median of its runs (what ``track`` reads), t
 in one unit with the verdict and change, showing the paired samples that decided, and compare-backends'
 labels that fit."""
 
+import itertools
 import json
 import subprocess
 
@@ -23,7 +24,8 @@ NOISY = [60.0, 80.0, 100.0, 120.0, 137.0, 137.0, 150.0, 170.0, 190.0, 210.0]
 
 
 def _git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args], check=True,
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+                          check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
@@ -45,12 +47,15 @@ def runs(tmp_path):
                 compare_stage([], [path], path.parent.parent / "comparison.json", None,
                               base_results=[results(record("mlp", spread(80.0)))])
             store.write_pointer(shas[-1], run_id, 1, {"devices": ["c2-standard-16"], "presets": ["x86_64"],
-                                                      "torch_version": "2.13.0", "created": "2026-01-01T00:00:00Z"})
+                                                      "torch_version": "2.13.0",
+                                                      "created": "2026-01-01T00:00:00Z"})
     return repo, store, shas
 
 
 def _axes(history, **options):
-    (ax,) = [a for a in history_figures(history, change_points={}, **options)["x86_64.png"].axes if a.get_visible()]
+    (ax,
+     ) = [a for a in history_figures(history, change_points={},
+                                     **options)["x86_64.png"].axes if a.get_visible()]
     return ax
 
 
@@ -67,7 +72,8 @@ def test_a_commit_with_three_runs_draws_all_three_around_the_median_of_runs(runs
     c0, c1, c2 = series.points
     assert [(r.run_id, round(r.median, 6), r.noisy, r.mark) for r in c1.runs] == [
         ("c1", 137.0, True, None), ("b1", 102.0, False, "unconfirmed"), ("a1", 100.0, False, None)]
-    assert (c1.run_id, c1.median, round(c1.value, 6)) == ("c1", 137.0, 102.0)  # the newest run; the median of runs
+    # the newest run; the median of runs
+    assert (c1.run_id, c1.median, round(c1.value, 6)) == ("c1", 137.0, 102.0)
     assert [len(p.runs) for p in (c0, c2)] == [1, 1]
     ax = _axes(history)
     (line,) = [ln for ln in ax.get_lines() if ln.get_label() == "inference-bs1.c2-standard-16"]
@@ -120,7 +126,8 @@ def test_strip_plots_show_the_paired_samples_that_decided_in_one_unit_with_verdi
     ab = [write_results(run / "ab" / f"ab-{side}.json", results(record("mlp", spread(m, n=20))))
           for side, m in (("base", 101.0), ("head", 125.0))]
     paired = compare_stage(ab[:1], ab[1:], tmp_path / "paired.json", None, paired=True)
-    checked = apply_recheck(json.loads(comparison.read_text()), {"mlp": json.loads(paired.read_text())["rows"][0]},
+    checked = apply_recheck(json.loads(comparison.read_text()),
+                            {"mlp": json.loads(paired.read_text())["rows"][0]},
                             Arm("base", "b" * 40, None), Arm("head", "h" * 40, None))
     comparison.write_text(json.dumps(checked))
     figures = strip_figures(comparison, [base], [head_path])
@@ -144,7 +151,8 @@ def test_compare_backends_labels_fit_without_overlapping():
                            1.0 if c == "eager" else 1.5, "n") for m in range(models) for d in devices
                 for c in ("eager", "inductor")]
 
-    for many, rotation in ((rows(3, ["c2-standard-16"]), 0), (rows(9, ["c2-standard-16", "n2-standard-32"]), 45)):
+    for many, rotation in ((rows(3, ["c2-standard-16"]), 0),
+                           (rows(9, ["c2-standard-16", "n2-standard-32"]), 45)):
         fig = speedups_figure(many, RunInfo("a" * 40, "1", "1"))
         FigureCanvasAgg(fig)
         fig.draw_without_rendering()
@@ -152,10 +160,12 @@ def test_compare_backends_labels_fit_without_overlapping():
         boxes = [t.get_window_extent() for t in labels]
         assert len(boxes) == len({(r.model, r.device_name) for r in many})
         assert {t.get_rotation() for t in labels} == {rotation}
-        assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and b.y0 >= fig.bbox.y0 for b in boxes)  # inside
-        if rotation:  # parallel lines at 45°: apart by their anchors' distance × sin 45°, more than a line's height
-            gaps = {round(b.x1 - a.x1) for a, b in zip(boxes, boxes[1:])}
+        # inside
+        assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and b.y0 >= fig.bbox.y0 for b in boxes)
+        # parallel lines at 45°: apart by their anchors' distance × sin 45°, more than a line's height
+        if rotation:
+            gaps = {round(b.x1 - a.x1) for a, b in itertools.pairwise(boxes)}
             assert min(gaps) * 0.707 > 1.2 * labels[0].get_fontsize() * fig.dpi / 72
         else:  # lines of model, task: side by side
             assert "\n" in labels[0].get_text()
-            assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+            assert not any(a.overlaps(b) for a, b in itertools.pairwise(boxes))

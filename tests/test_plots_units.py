@@ -30,14 +30,16 @@ COMMITS = [f"{i:x}" * 40 for i in range(1, 13)]  # 12 fake 40-hex shas: 111…, 
 def _point(commit: str, median: float | None, status: str = "ok") -> Point:
     if median is None:
         return Point(commit, f"r-{commit[:3]}", 1, None, None, None, None, 0, status)
-    return Point(commit, f"r-{commit[:3]}", 1, median, median * 0.02, median * 0.97, median * 1.03, 10, status,
+    return Point(commit, f"r-{commit[:3]}", 1, median, median * 0.02, median * 0.97, median * 1.03, 10,
+                 status,
                  p25=median * 0.99, p75=median * 1.01)
 
 
 def _series(name: str, metric: str, unit: str, medians: list[float | None], *, kind: str = "execution",
             compile_config: str = "eager", commits=COMMITS) -> Series:
     points = tuple(_point(c, m) for c, m in zip(commits, medians))
-    return Series(id=f"id-{name}", name=name, kind=kind, metric=metric, unit=unit, device_name="c2-standard-16",
+    return Series(id=f"id-{name}", name=name, kind=kind, metric=metric, unit=unit,
+                  device_name="c2-standard-16",
                   presets=("smoke",) if kind == "execution" else (), compile_config=compile_config,
                   task="inference" if kind == "execution" else None, points=points)
 
@@ -45,7 +47,8 @@ def _series(name: str, metric: str, unit: str, medians: list[float | None], *, k
 def _history(series: list[Series], commits=COMMITS) -> History:
     used = {p.commit: p for s in series for p in s.points}
     return History(ref="main", head=commits[-1], store="store",
-                   commits=tuple(CommitRun(c, used[c].run_id, 1) if c in used else CommitRun(c) for c in commits),
+                   commits=tuple(CommitRun(c, used[c].run_id,
+                                           1) if c in used else CommitRun(c) for c in commits),
                    series=tuple(series))
 
 
@@ -69,12 +72,14 @@ def test_axis_unit_is_chosen_from_the_largest_value(unit, values, want):
 
 
 def _latency_history(n: int = 3) -> History:
-    return _history([_series("mlp.eager.inference-bs1.c2-standard-16", "latency", "us", [140000.0, 145000.0, 150000.0][:n]),
+    return _history([_series("mlp.eager.inference-bs1.c2-standard-16", "latency", "us",
+                             [140000.0, 145000.0, 150000.0][:n]),
                      _series("mlp.inductor.inference-bs1.c2-standard-16", "latency", "us",
                              [70000.0, 71000.0, 69000.0][:n], compile_config="inductor"),
                      _series("mlp.eager.x86_64.graph_breaks", "graph_breaks", "count", [2.0, 3.0, 2.0][:n],
                              kind="compilation"),
-                     _series("mlp.eager.x86_64.peak_rss_bytes", "peak_rss_bytes", "bytes", [1e8, 1.1e8, 1.2e8][:n],
+                     _series("mlp.eager.x86_64.peak_rss_bytes", "peak_rss_bytes", "bytes",
+                             [1e8, 1.1e8, 1.2e8][:n],
                              kind="compilation")], COMMITS[:n])
 
 
@@ -84,7 +89,8 @@ def test_a_panel_is_one_model_and_metric_with_a_line_per_variant_in_ms():
     (ax,) = _axes(figures["smoke.png"])
     assert ax.get_title() == "mlp · latency"
     assert ax.get_ylabel() == "time per iteration (ms)"
-    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines() if not line.get_label().startswith("_")}
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()
+             if not line.get_label().startswith("_")}
     assert lines == {"eager.inference-bs1.c2-standard-16": [140.0, 145.0, 150.0],
                      "inductor.inference-bs1.c2-standard-16": [70.0, 71.0, 69.0]}
     assert ax.yaxis.get_major_formatter()(140.0, 0) == "140"
@@ -105,7 +111,8 @@ def test_counts_get_integer_ticks_and_bytes_binary_units():
 
 
 def test_a_page_of_many_models_is_split_into_figures_of_at_most_max_panels():
-    series = [_series(f"model{i:02d}.eager.inference-bs1.c2-standard-16", "latency", "us", [100.0, 110.0, 120.0])
+    series = [_series(f"model{i:02d}.eager.inference-bs1.c2-standard-16", "latency", "us",
+                      [100.0, 110.0, 120.0])
               for i in range(2 * MAX_PANELS + 5)]
     figures = history_figures(_history(series, COMMITS[:3]), change_points={})
     assert list(figures) == ["smoke.png", "smoke~2.png", "smoke~3.png"]
@@ -130,7 +137,8 @@ def test_a_history_with_a_single_run_is_drawn_as_bars_not_one_point_lines():
 def test_the_baseline_and_a_regression_are_marked():
     history = _latency_history()
     regressed = history.series[0].id
-    fig = history_figures(history, baseline=COMMITS[1], change_points={}, regressions={regressed})["smoke.png"]
+    fig = history_figures(history, baseline=COMMITS[1], change_points={},
+                          regressions={regressed})["smoke.png"]
     (ax,) = _axes(fig)
     labels = {ln.get_label(): ln for ln in ax.get_lines()}
     assert list(labels[f"baseline {COMMITS[1][:7]}"].get_xdata()) == [1, 1]
@@ -161,8 +169,10 @@ def test_model_and_variant_come_from_the_series_name():
     (panel,) = panels([*counts, _series("mlp.eager.x86_64.graph_count", "graph_count", "count", [1.0],
                                         kind="compilation")])[1:]  # mlp's panel first: models sorted
     assert (panel.title, panel.quantity) == ("resnet · counts", "count")
-    assert [panel.label(s) for s in panel.series] == ["graph_count · eager.x86_64", "graph_count · inductor.x86_64",
-                                                      "graph_breaks · eager.x86_64", "graph_breaks · inductor.x86_64"]
+    assert [panel.label(s) for s in panel.series] == ["graph_count · eager.x86_64",
+                                                      "graph_count · inductor.x86_64",
+                                                      "graph_breaks · eager.x86_64",
+                                                      "graph_breaks · inductor.x86_64"]
 
 
 def test_the_pngs_are_bounded_in_size(tmp_path):
@@ -190,9 +200,11 @@ def test_distribution_figures_show_base_and_head_samples_per_benchmark():
     assert tiny.get_ylabel() == "time per iteration (ms)"  # one unit per figure
     base_dots, head_dots = mlp.collections[0], mlp.collections[2]  # scatter, median bar, scatter, median bar
     assert len(base_dots.get_offsets()) == 20 and len(head_dots.get_offsets()) == 20
-    assert sorted(round(y, 6) for _, y in base_dots.get_offsets()) == sorted(round(v / 1e3, 6) for v in spread(2160.0, n=20))
+    assert sorted(round(y, 6) for _,
+                  y in base_dots.get_offsets()) == sorted(round(v / 1e3, 6) for v in spread(2160.0, n=20))
     assert [t.get_text() for t in mlp.get_xticklabels()] == ["base (n=20)", "head (n=20)"]
-    many = distribution_figures([Samples(f"b{i}", "us", "latency", (1.0, 2.0), (2.0, 3.0)) for i in range(13)])
+    many = distribution_figures([Samples(f"b{i}", "us", "latency", (1.0, 2.0),
+                                         (2.0, 3.0)) for i in range(13)])
     assert [len(_axes(f)) for f in many] == [MAX_PANELS, 1]
 
 
@@ -212,7 +224,8 @@ def test_the_pipeline_draws_each_changed_series_samples_base_against_head(tmp_pa
                                                "slow.inference-bs1.c2-standard-16.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
     assert distribution_stage(comparison, [base], [head_path], tmp_path / "distributions") == []  # kept, said
-    assert distribution_stage(comparison, [], [head_path], tmp_path / "none") == []  # no baseline: nothing to draw
+    # no baseline: nothing to draw
+    assert distribution_stage(comparison, [], [head_path], tmp_path / "none") == []
 
 
 def test_the_title_names_the_head_commit_once_when_the_ref_is_its_sha():
@@ -220,9 +233,11 @@ def test_the_title_names_the_head_commit_once_when_the_ref_is_its_sha():
 
     series = [_series("mlp.eager.inference-bs1.c2-standard-16", "latency", "us", [100.0, 110.0, 120.0])]
     by_branch = _history(series, COMMITS[:3])
-    by_sha = dataclasses.replace(by_branch, ref=by_branch.head)  # the pipeline draws the history of its commit
+    # the pipeline draws the history of its commit
+    by_sha = dataclasses.replace(by_branch, ref=by_branch.head)
     hex_branch = dataclasses.replace(by_branch, ref=by_branch.head[:4])  # a branch named like "cafe"
-    titles = [history_figures(h, change_points={})["smoke.png"].get_suptitle() for h in (by_branch, by_sha, hex_branch)]
+    titles = [history_figures(h, change_points={})["smoke.png"].get_suptitle() for h in (by_branch, by_sha,
+                                                                                         hex_branch)]
     assert titles == [f"smoke · median and IQR by commit (first parent) · main ({COMMITS[2][:7]})",
                       f"smoke · median and IQR by commit (first parent) · {COMMITS[2][:7]}",
                       f"smoke · median and IQR by commit (first parent) · {COMMITS[2][:4]} ({COMMITS[2][:7]})"]

@@ -35,7 +35,8 @@ TOKEN = "ghs_test"
 COMMENTS = rf"/repos/{REPO}/issues/{PR}/comments"
 
 
-def make_comment(run_id: str = "101", attempt: int = 1, text: str = "### benchtrail: 0 regressions\n") -> dict:
+def make_comment(run_id: str = "101", attempt: int = 1,
+                 text: str = "### benchtrail: 0 regressions\n") -> dict:
     marker = comment_stage.marker({"run": {"run_id": run_id, "attempt": attempt}})
     body = f"{text}\nArtifacts: `gcloud storage cp -r gs://bucket/runs/{run_id}/{attempt}/ .`\n{marker}\n"
     return {"schema_version": 1, "marker": marker, "verdict": text.strip(), "counts": {},
@@ -78,7 +79,8 @@ def test_updates_our_comment_in_place_when_it_is_on_page_two(gh):
     assert gh.comments[ours]["body"] == comment["body"]
     assert len(gh.issue_comments(REPO, PR)) == 156
     pages = gh.calls("GET", COMMENTS)
-    assert [(r.query.get("per_page"), r.query.get("page")) for r in pages] == [(["100"], None), (["100"], ["2"])]
+    assert [(r.query.get("per_page"), r.query.get("page")) for r in pages] == [(["100"], None),
+                                                                               (["100"], ["2"])]
     assert [r.path for r in gh.writes()] == [f"/repos/{REPO}/issues/comments/{ours}"]
 
 
@@ -127,7 +129,8 @@ def test_oversized_body_drops_details_then_keeps_marker_last(gh):
     assert len(body) <= GITHUB_MAX_COMMENT_CHARS
     assert "<details>" not in body and DETAILS_DROPPED_NOTE in body and TRUNCATED_NOTE not in body
     assert body.startswith(top)
-    assert body.endswith("Artifacts: `gcloud storage cp -r gs://bucket/runs/101/1/ .`\n" + comment["marker"] + "\n")
+    assert body.endswith("Artifacts: `gcloud storage cp -r gs://bucket/runs/101/1/ .`\n" + comment["marker"]
+                         + "\n")
 
 
 def test_oversized_body_without_details_is_truncated_with_pointer_to_full_report(gh):
@@ -147,8 +150,10 @@ def test_fit_body_leaves_a_small_body_alone():
 
 
 def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_footer():
-    rows = [record(f"model{i:04d}", [100.0 + i % 7 + j / 10 for j in range(5)]) for i in range(300)]  # with spread
-    comparison = comparison_to_dict(compare([results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
+    # with spread
+    rows = [record(f"model{i:04d}", [100.0 + i % 7 + j / 10 for j in range(5)]) for i in range(300)]
+    comparison = comparison_to_dict(compare([results(*rows, commit="b" * 40)],
+                                            [results(*rows, commit="c" * 40)],
                                             load_thresholds()),
                                     [results(*rows, commit="b" * 40)], [results(*rows, commit="c" * 40)],
                                     "thresholds.yaml", {"reason": "merge base"})
@@ -164,7 +169,8 @@ def test_fit_body_on_rendered_comment_drops_the_details_table_and_keeps_the_foot
 
 
 @settings(max_examples=300, deadline=None)
-@given(parts=st.lists(st.sampled_from(["row\n", "\n", "<details>\n", "</details>\n", "x" * 300, "Artifacts: a\n"]),
+@given(parts=st.lists(st.sampled_from(["row\n", "\n", "<details>\n", "</details>\n", "x" * 300,
+                                       "Artifacts: a\n"]),
                       max_size=60),
        limit=st.integers(min_value=1_200, max_value=4_000))
 def test_fit_body_always_fits_and_ends_with_the_marker(parts, limit):
@@ -201,7 +207,8 @@ def test_read_only_token_writes_job_summary_and_exits_0(gh, comment_file, tmp_pa
     monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     gh.fail("POST", COMMENTS, "read-only", times=5)
-    args = _cli_args(["--comment", str(comment_file), "--pr", str(PR), "--head-sha", HEAD, "--api-url", gh.url])
+    args = _cli_args(["--comment", str(comment_file), "--pr", str(PR), "--head-sha", HEAD, "--api-url",
+                      gh.url])
     assert args.func(args) == 0
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## earlier step\n")  # appended, not overwritten
@@ -232,7 +239,8 @@ def test_dry_run_through_cli_writes_nothing(gh, comment_file, monkeypatch, capsy
 
 def test_rejected_comment_is_a_user_error(gh):
     gh.fail("POST", COMMENTS, "validation")
-    with pytest.raises(UserError, match=r"rejected the comment \(HTTP 422: Validation Failed: Body is invalid\)"):
+    with pytest.raises(UserError,
+                       match=r"rejected the comment \(HTTP 422: Validation Failed: Body is invalid\)"):
         post(gh, make_comment())
     assert len(gh.calls("POST", COMMENTS)) == 1
 

@@ -54,7 +54,8 @@ def test_the_retry_budget_is_at_most_a_third_of_the_post_jobs_timeout():
     ("secondary-rate-limit", {}, 2, [1.0, 1.0]),  # 403 with Retry-After: 1, twice
     ("secondary-rate-limit", {"Retry-After": "90"}, 1, [90.0]),  # exactly the cap is still waited
     ("secondary-rate-limit-429", {"Retry-After": "30"}, 1, [30.0]),
-    ("secondary-rate-limit", {"Retry-After": None}, 1, [60.0]),  # no Retry-After: GitHub's "at least a minute"
+    # no Retry-After: GitHub's "at least a minute"
+    ("secondary-rate-limit", {"Retry-After": None}, 1, [60.0]),
     ("secondary-rate-limit-429", {}, 2, [60.0, 60.0]),
 ], ids=["403-retry-after-1-twice", "403-retry-after-at-cap", "429-retry-after-30", "403-no-retry-after",
         "429-no-retry-after-twice"])
@@ -82,7 +83,8 @@ def test_rate_limit_within_the_cap_is_waited_out_then_posts(gh, kind, headers, t
      "HTTP 503: Service Unavailable; retrying needs a wait of 3600 s, longer than the 90 s"),
 ], ids=["retry-after-91", "429-over-a-smaller-cap", "secondary-wait-over-cap", "primary-reset-in-2100",
         "503-retry-after-3600"])
-def test_wait_beyond_the_cap_goes_to_the_job_summary_at_once(gh, tmp_path, method, path, kind, headers, kwargs,
+def test_wait_beyond_the_cap_goes_to_the_job_summary_at_once(gh, tmp_path, method, path, kind, headers,
+                                                             kwargs,
                                                              reason):
     gh.fail(method, path, kind, times=100, headers=headers)
     summary = tmp_path / "summary.md"
@@ -101,7 +103,8 @@ def test_wait_beyond_the_cap_goes_to_the_job_summary_at_once(gh, tmp_path, metho
     ("secondary-rate-limit", {"Retry-After": None}, [60.0, 60.0], 403),
     ("secondary-rate-limit-429", {}, [60.0, 60.0], 429),
 ], ids=["403-retry-after-1", "403-no-retry-after", "429-no-retry-after"])
-def test_rate_limit_outlasting_the_retries_goes_to_the_job_summary(gh, tmp_path, kind, headers, waits, status):
+def test_rate_limit_outlasting_the_retries_goes_to_the_job_summary(gh, tmp_path, kind, headers, waits,
+                                                                   status):
     gh.fail("POST", COMMENTS, kind, times=100, headers=headers)
     summary = tmp_path / "summary.md"
     slept: list[float] = []
@@ -114,11 +117,13 @@ def test_rate_limit_outlasting_the_retries_goes_to_the_job_summary(gh, tmp_path,
 
 
 @pytest.mark.parametrize("method, path, times, action, calls", [
-    ("GET", COMMENTS, 2, "created", 3 + 1),  # GETs are retried (waits 0 s, then 1 s); the re-list after create
+    # GETs are retried (waits 0 s, then 1 s); the re-list after create
+    ("GET", COMMENTS, 2, "created", 3 + 1),
     ("PATCH", None, 1, "updated", 2),
     ("POST", COMMENTS, 1, "fallback-summary", 1),  # never: the comment may have been created
 ], ids=["get", "patch", "post"])
-def test_server_error_without_retry_after_is_retried_except_a_post(gh, tmp_path, method, path, times, action, calls):
+def test_server_error_without_retry_after_is_retried_except_a_post(gh, tmp_path, method, path, times, action,
+                                                                   calls):
     if method == "PATCH":
         ours = gh.add_comment(REPO, PR, make_comment(run_id="100")["body"], user=BOT)
         path = f"/repos/{REPO}/issues/comments/{ours}"

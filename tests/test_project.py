@@ -41,7 +41,8 @@ def test_the_docs_adoption_example_exports_its_own_suite(adopter, capsys):
     (rc_id,) = shard["run_configs"]["root_obj"]
     assert objs[rc_id]["name"] == "chain.eager.inference-quick.laptop" and objs[rc_id]["presets"] == ["smoke"]
     project = load_project(adopter)
-    assert project.store == ".benchtrail/store" and project.thresholds == adopter / "my_benchmarks/thresholds.yaml"
+    assert project.store == ".benchtrail/store" and project.thresholds == adopter / ("my_benchmarks/"
+                                                                                     "thresholds.yaml")
     assert project.runner_labels == {"laptop": ("self-hosted", "cpu", "laptop")}
 
 
@@ -54,9 +55,11 @@ def _pyproject(repo: Path, table: str) -> Path:
     ('suite = "my_benchmarks.suite:generate"\ncolour = "red"\n',
      "unknown key(s) 'colour' in [tool.benchtrail]; allowed keys: " + ", ".join(KEYS)),
     ('suite = "my_benchmarks.suite"\n', "suite = 'my_benchmarks.suite' is not 'package.module:function'"),
-    ('presets = 3\n', "presets must be a preset name, a comma-separated string of them or a non-empty list of "
+    ('presets = 3\n',
+     "presets must be a preset name, a comma-separated string of them or a non-empty list of "
                      "names (strings), got 3"),
-    ('presets = ["default", 3]\n', "presets must be a preset name, a comma-separated string of them or a non-empty "
+    ('presets = ["default", 3]\n',
+     "presets must be a preset name, a comma-separated string of them or a non-empty "
                                    "list of names (strings), got ['default', 3]"),
     ('presets = []\n', "non-empty list of names (strings), got []"),
     ('thresholds = "missing.yaml"\n', "thresholds = 'missing.yaml': no such file"),
@@ -72,7 +75,8 @@ def test_a_bad_table_is_an_error_naming_the_file_and_key(adopter, table, message
 
 def test_a_suite_that_cannot_load_or_is_not_a_suite_is_a_clear_error(adopter, capsys):
     _pyproject(adopter, 'suite = "my_benchmarks.suite:chain"\npresets = "smoke"\n')
-    with pytest.raises(UserError, match=r"suite = 'my_benchmarks.suite:chain'.*returned Chain, not a benchtrail Suite"):
+    with pytest.raises(UserError,
+                       match=r"suite = 'my_benchmarks.suite:chain'.*returned Chain, not a benchtrail Suite"):
         load_suite(load_project(adopter))
     assert main(["export", "execution"]) == 1
     assert "not a benchtrail Suite" in capsys.readouterr().err
@@ -109,15 +113,18 @@ def test_compare_cli_takes_the_quarantine_file_and_warns_about_stale_entries(tmp
     q.write_text("schema_version: 1\nquarantine:\n  - match: 'flaky*'\n    reason: 'flaky, #12'\n"
                  "  - match: 'nothing*'\n    reason: 'stale'\n")
     assert main(["compare", "--base", str(base), "--head", str(head), "--quarantine", str(q), "--fail-on",
-                 "regressed", "--output", str(tmp_path / "c.json")]) == 0  # the only regression is quarantined
+                 # the only regression is quarantined
+                 "regressed", "--output", str(tmp_path / "c.json")]) == 0
     assert "quarantine entry 'nothing*' matches no series" in capsys.readouterr().err
     (row,) = json.loads((tmp_path / "c.json").read_text())["rows"]
     assert (row["mark"], row["quarantined"]) == ("quarantined", "flaky, #12")
 
 
 @pytest.mark.parametrize("text, message", [
-    ("schema_version: 1\nquarantine:\n  - match: 'x'\n", "quarantine[0] must have exactly the keys match, reason"),
-    ("schema_version: 1\nquarantine:\n  - match: 'x'\n    reason: ''\n", "quarantine[0].reason must be a non-empty"),
+    ("schema_version: 1\nquarantine:\n  - match: 'x'\n",
+     "quarantine[0] must have exactly the keys match, reason"),
+    ("schema_version: 1\nquarantine:\n  - match: 'x'\n    reason: ''\n",
+     "quarantine[0].reason must be a non-empty"),
     ("schema_version: 2\nquarantine: []\n", "expected a mapping with schema_version: 1"),
     ("schema_version: 1\nquarantine: []\nextra: 1\n", "unknown: extra"),
 ])
@@ -132,7 +139,8 @@ def test_a_bad_quarantine_file_names_the_entry_and_field(tmp_path, text, message
 
 def test_filter_narrows_export_and_rejects_bad_or_empty_patterns(tmp_path, capsys):
     out = tmp_path / "execution.json"
-    assert main(["export", "execution", "--benchmark-presets", "x86_64", "--filter", r"^sqrl\..*(backward|jacobian)",
+    assert main(["export", "execution", "--benchmark-presets", "x86_64", "--filter",
+                 r"^sqrl\..*(backward|jacobian)",
                  "--output", str(out)]) == 0
     (shard,) = json.loads(out.read_text())["devices"]["c2-standard-16"]["shards"]
     objs = shard["run_configs"]["keyed_obj_map"]
@@ -167,7 +175,8 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     assert "pass --continue to resume it" in capsys.readouterr().err and journal.path.exists()
     assert main([*args, "--continue"]) == 2  # the kept case failed
     records = {b.name.split(".")[0]: b for b in load_results(out).benchmarks}
-    assert (records["a-first"].status, records["a-first"].reason) == ("failed", "from the journal")  # not run again
+    # not run again
+    assert (records["a-first"].status, records["a-first"].reason) == ("failed", "from the journal")
     assert records["b-second"].status == "ok" and records["b-second"].n > 0
     assert "1 of 2 cases finished earlier" in capsys.readouterr().err
     assert not journal.path.exists()
@@ -196,7 +205,8 @@ def test_the_project_root_goes_first_on_sys_path_and_on_the_workers_pythonpath(t
     assert put_first_on_sys_path() == root and sys.path == [str(root), "/x", "/y"]  # moved, not repeated
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/a", str(root), "/b"]))
     assert worker_pythonpath() == os.pathsep.join([str(root), "/a", "/b"])
-    (root / "pyproject.toml").write_text("[tool.benchtrail\n")  # malformed: reported by the commands that read it
+    # malformed: reported by the commands that read it
+    (root / "pyproject.toml").write_text("[tool.benchtrail\n")
     assert import_root() == root
     monkeypatch.chdir(tmp_path)  # outside any project
     monkeypatch.delenv("PYTHONPATH")
@@ -214,7 +224,8 @@ def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypat
     subprocess.run(["git", "init", "-q", str(base_checkout)], check=True)
     monkeypatch.chdir(repo / "bench" / "pkg")
     monkeypatch.setenv("PYTHONPATH", "/inherited")
-    head = Arm("head", "h" * 40, Path(".").resolve())  # as benchtrail.pipeline.measure builds it: the working directory
+    # as benchtrail.pipeline.measure builds it: the working directory
+    head = Arm("head", "h" * 40, Path(".").resolve())
     assert head.env()["PYTHONPATH"].split(os.pathsep) == [
         str(repo / "bench"), str(repo / "build_tools"), str(repo), "/inherited"]
     base = Arm("base", "b" * 40, base_checkout)

@@ -59,7 +59,7 @@ def test_truncated_results_file_is_a_clear_error(tmp_path):
 def test_newer_schema_version_asks_to_upgrade(tmp_path):
     obj = results_to_dict(results(record("a")))
     obj["schema_version"] = 99
-    with pytest.raises(UserError, match="schema_version 99.*reads versions 1..2; upgrade benchtrail"):
+    with pytest.raises(UserError, match=r"schema_version 99.*reads versions 1..2; upgrade benchtrail"):
         load_results(_write(tmp_path, obj))
 
 
@@ -87,7 +87,8 @@ def test_two_benchmarks_with_one_id_are_rejected(tmp_path):
 def test_unknown_status_lists_allowed_statuses(tmp_path):
     obj = results_to_dict(results(record("a")))
     obj["benchmarks"][0]["status"] = "great"
-    with pytest.raises(UserError, match="status 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"):
+    with pytest.raises(UserError,
+                       match="status 'great'; allowed: ok, failed, timeout, oom, mismatch, skipped"):
         load_results(_write(tmp_path, obj))
 
 
@@ -96,7 +97,7 @@ def test_nan_median_is_written_as_null_and_rejected_as_inconsistent_with_the_sam
     obj["benchmarks"][0]["median"] = math.nan
     jsonio.write_json(tmp_path / "r.json", obj)
     assert '"median": null' in (tmp_path / "r.json").read_text()
-    with pytest.raises(UserError, match="median is None but the samples give 1.0"):
+    with pytest.raises(UserError, match=r"median is None but the samples give 1.0"):
         load_results(tmp_path / "r.json")
 
 
@@ -141,7 +142,8 @@ def test_a_preset_name_that_is_not_a_safe_file_name_is_refused_naming_file_field
                                  "with a letter or digit, without '..' (regex ^[A-Za-z0-9][A-Za-z0-9._-]*$)")
     obj = results_to_dict(results(record("a")))
     obj["run"]["presets"] = [preset]
-    with pytest.raises(UserError, match=rf"field run\.presets is \[{re.escape(repr(preset))}\]; allowed: a list of"):
+    with pytest.raises(UserError,
+                       match=rf"field run\.presets is \[{re.escape(repr(preset))}\]; allowed: a list of"):
         load_results(_write(tmp_path, obj, "run.json"))
 
 
@@ -149,7 +151,9 @@ def test_a_preset_name_that_is_not_a_safe_file_name_is_refused_naming_file_field
 def test_json_of_another_tool_is_not_a_benchtrail_results_file(tmp_path, text):
     path = tmp_path / "gab.json"
     path.write_text(text)
-    with pytest.raises(UserError, match=rf"^{re.escape(str(path))} is not a benchtrail results file \(no schema_version\)"):
+    with pytest.raises(UserError,
+                       match=rf"^{re.escape(str(path))} is not a benchtrail results file \(no "
+                       r"schema_version\)"):
         load_results(path)
 
 

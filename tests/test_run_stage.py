@@ -61,7 +61,8 @@ def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path)
     assert by_name["raises"].status == "failed"
     assert "RuntimeError: deliberate failure in forward" in by_name["raises"].reason
     assert (by_name["nan"].status, by_name["nan"].reason) == ("failed", "output contains NaN or infinity")
-    assert (by_name["hangs"].status, by_name["hangs"].reason) == ("timeout", "worker did not finish within 5 s")
+    assert (by_name["hangs"].status, by_name["hangs"].reason) == ("timeout",
+                                                                  "worker did not finish within 5 s")
     for name in ("ok-before", "ok-after"):
         b = by_name[name]
         assert b.status == "ok" and b.n == 20 and len(b.samples) == 20
@@ -91,7 +92,8 @@ def test_each_sample_is_a_block_lasting_at_least_the_minimum(tmp_path):
     assert iterations > 1  # x + 1 on 8 floats takes microseconds, so blocks hold many iterations
     # The block is sized once, by calibration, to last about 1.5 × the minimum (1 ms); a sample taken later
     # when the machine is less loaded than during calibration runs faster (0.97 ms was seen under the full
-    # suite), so the bound is generous: a block of the calibrated size lasts well over a quarter of the minimum.
+    # suite), so the bound is generous: a block of the calibrated size lasts well over a quarter of the
+    # minimum.
     assert b.median * iterations >= 0.25 * FAST.min_sample_time_ms * 1e3
 
 
@@ -100,7 +102,8 @@ def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tm
     export = tmp_path / "execution.json"
     assert main(["export", "execution", "--benchmark-presets", "cuda", "--output", str(export)]) == 0
     capsys.readouterr()
-    monkeypatch.setattr("benchtrail.pipeline.measure.run_cases", lambda *a, **k: pytest.fail("a case was run"))
+    monkeypatch.setattr("benchtrail.pipeline.measure.run_cases", lambda *a,
+                        **k: pytest.fail("a case was run"))
     out = tmp_path / "results" / f"{devices.A2_HIGHGPU_1G.name}-0.json"
     assert main(["run", "--run-configs", str(export), "--device-name", devices.A2_HIGHGPU_1G.name,
                  "--output", str(out)]) == 1
@@ -115,11 +118,13 @@ def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tm
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
-def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path, monkeypatch):
+def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path,
+                                                                                            monkeypatch):
     from benchtrail.pipeline.measure import run_stage
 
     # No worker is started for a case that cannot run: none would answer.
-    monkeypatch.setattr("benchtrail.runner.workers.run_in_workers", lambda *a, **k: pytest.fail("a worker started"))
+    monkeypatch.setattr("benchtrail.runner.workers.run_in_workers", lambda *a,
+                        **k: pytest.fail("a worker started"))
     suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)  # as gpu_check's cuda-smoke stage runs it
     path, ok = run_stage(_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",
                          {"run_id": "t", "attempt": 1, "presets": []})
@@ -128,7 +133,8 @@ def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run
 
 
 def test_unknown_device_is_a_user_error(tmp_path, capsys):
-    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name", "tpu",
+    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name",
+                 "tpu",
                  "--output", str(tmp_path / "r.json")])
     assert code == 1
     assert "device 'tpu' is not in" in capsys.readouterr().err
@@ -138,7 +144,8 @@ def test_unknown_device_is_a_user_error(tmp_path, capsys):
 def test_seed_compatible_runner_script(tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/run_benchmarks_on_linux.py"),
-                           "--run_config", str(_export(tmp_path, _suite(("ok", "tiny")))), "--output", str(out),
+                           "--run_config", str(_export(tmp_path, _suite(("ok", "tiny")))), "--output",
+                           str(out),
                            "--shard_index", "0", "--verbose"], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # our test models live in tests/
     assert proc.returncode == 0, proc.stderr
@@ -160,7 +167,8 @@ def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["0", "yes"])
-def test_noise_rerun_off_keeps_the_first_samples_and_a_bad_value_is_refused(tmp_path, monkeypatch, capsys, value):
+def test_noise_rerun_off_keeps_the_first_samples_and_a_bad_value_is_refused(tmp_path, monkeypatch, capsys,
+                                                                            value):
     monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", value)
     out = tmp_path / "r.json"
     code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
@@ -185,10 +193,12 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
     from benchtrail.runner.compile_modules import MODULE_SCHEMA_VERSION, module_info
 
     def gen(entry, compile_config):
-        model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}", ("2x8xf32",))
+        model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}",
+                      ("2x8xf32",))
         return ModuleGenerationConfig.build(model, compile_config, Architecture.CPU, ("test",))
 
-    gens = (gen("data_dependent", configs.EXPORT), gen("tiny", configs.AOT_INDUCTOR), gen("tiny", configs.EXPORT),
+    gens = (gen("data_dependent", configs.EXPORT), gen("tiny", configs.AOT_INDUCTOR),
+            gen("tiny", configs.EXPORT),
             gen("tiny", EAGER))
     once = ExecutionConfig("exec-once", "inference-bs1", Task.INFERENCE, processes=1, min_samples=5,
                            warmup_time_ms=10, timeout_s=20)
@@ -197,7 +207,8 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
     run_dir = tmp_path / "run"
     failed = run_dir / "modules" / "data-dependent.export.cpu"
     jsonio.write_json(failed / "module_info.json", module_info(gens[0], "0" * 64, "2.13.0"))
-    stats = {"status": "failed", "reason": "UserError: Could not guard on data-dependent expression Eq(u0, 1)",
+    stats = {"status": "failed",
+             "reason": "UserError: Could not guard on data-dependent expression Eq(u0, 1)",
              "traceback": "Traceback (most recent call last): ..."}
     jsonio.write_json(failed / "compile-stats.json", {"schema_version": MODULE_SCHEMA_VERSION, **stats})
     (run_dir / "modules/tiny.export.cpu").mkdir()
@@ -226,7 +237,8 @@ def test_an_unreadable_compile_stats_file_fails_its_cases_naming_the_file(tmp_pa
     from benchtrail.runner.run_cases import module_problem
 
     model = Model("model-tiny", "tiny", ("test",), "tests.bad_models:tiny", ("2x8xf32",))
-    rc = RunConfig.build(ModuleGenerationConfig.build(model, configs.AOT_INDUCTOR, Architecture.CPU, ("test",)),
+    rc = RunConfig.build(ModuleGenerationConfig.build(model, configs.AOT_INDUCTOR, Architecture.CPU,
+                                                      ("test",)),
                          FAST, devices.C2_STANDARD_16, presets=("test",))
     stats = tmp_path / "modules" / "tiny.aot-inductor.cpu" / "compile-stats.json"
     stats.parent.mkdir(parents=True)

@@ -21,9 +21,9 @@ from tests.test_schemas import errors
 
 #: series id -> (base samples, head samples, verdict, reason)
 EDGE_CASES = {
-    "zero-head": (spread(100), spread(100)[:-1] + [0.0], "not-comparable",
+    "zero-head": (spread(100), [*spread(100)[:-1], 0.0], "not-comparable",
                   "head sample 9 is 0.0 (0 or negative); latency samples must be finite and > 0"),
-    "negative-base": ([-1.0] + spread(100)[1:], spread(100), "not-comparable",
+    "negative-base": ([-1.0, *spread(100)[1:]], spread(100), "not-comparable",
                       "baseline sample 0 is -1.0 (0 or negative); latency samples must be finite and > 0"),
     "all-zero": ([0.0] * 10, [0.0] * 10, "not-comparable",
                  "baseline sample 0 is 0.0 (0 or negative); latency samples must be finite and > 0"),
@@ -31,7 +31,8 @@ EDGE_CASES = {
                         "baseline sample 0 is -5.0 (0 or negative); latency samples must be finite and > 0"),
     "four-head": (spread(100), spread(200, n=4), "insufficient-samples",
                   "head has 4 samples; at least 5 on each side are needed"),
-    "one-each": ([100.0], [300.0], "insufficient-samples", "baseline has 1 sample; at least 5 on each side are needed"),
+    "one-each": ([100.0], [300.0], "insufficient-samples",
+                 "baseline has 1 sample; at least 5 on each side are needed"),
     "equal-head": (spread(100), [150.0] * 10, "insufficient-samples",
                    "all 10 head samples are equal (150.0): no spread to judge a change by (a timer's resolution?)"),
     "equal-both": ([100.0] * 8, [100.0] * 8, "insufficient-samples",
@@ -41,8 +42,10 @@ EDGE_CASES = {
 
 
 def _files(tmp_path, cases):
-    base = write_results(tmp_path / "base.json", results(*(record(k, b) for k, (b, _, _, _) in cases.items())))
-    head = write_results(tmp_path / "head.json", results(*(record(k, h) for k, (_, h, _, _) in cases.items())))
+    base = write_results(tmp_path / "base.json",
+                         results(*(record(k, b) for k, (b, _, _, _) in cases.items())))
+    head = write_results(tmp_path / "head.json",
+                         results(*(record(k, h) for k, (_, h, _, _) in cases.items())))
     return base, head
 
 
@@ -61,7 +64,8 @@ def test_every_execution_edge_case_gets_a_verdict_and_its_reason(tmp_path, capsy
     body, _, _ = render(Comparison.of(comparison))
     assert "4 not comparable" in body.splitlines()[0] and "4 insufficient samples" in body.splitlines()[0]
     (ref,) = re.findall(r"^- (\[\d+\]) head has 4 samples; at least 5 on each side are needed$", body, re.M)
-    assert f"| insufficient-samples {ref} |" in body  # the row refers to its reason, said once below its table
+    # the row refers to its reason, said once below its table
+    assert f"| insufficient-samples {ref} |" in body
 
 
 def test_insufficient_samples_never_gate(tmp_path, capsys):
@@ -73,7 +77,8 @@ def test_insufficient_samples_never_gate(tmp_path, capsys):
                  "--fail-on", "regressed"]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert {r["verdict"] for r in rows} == {"insufficient-samples"} and {r["mark"] for r in rows} == {None}
-    confirmed = [Row.of({**r, "mark": "confirmed"}) for r in rows]  # even a re-check's mark does not make them gate
+    # even a re-check's mark does not make them gate
+    confirmed = [Row.of({**r, "mark": "confirmed"}) for r in rows]
     assert check(confirmed, []).passed and check(confirmed, []).unconfirmed == 0
     assert main(["gate", "--comparison", str(out)]) == 0
 
@@ -84,15 +89,19 @@ def test_compilation_series_keep_todays_rules(tmp_path):
         return record(sid, samples, kind="compilation", metric=metric, unit=unit, name=f"m.{metric}")
     base = write_results(tmp_path / "base.json", results(
         comp("breaks", "graph_breaks", "count", [0.0]), comp("bytes", "artifact_bytes", "bytes", [1000.0]),
-        comp("cold", "compile_time_cold_ms", "ms", [1000.0]), comp("warm", "compile_time_warm_ms", "ms", [1000.0])))
+        comp("cold", "compile_time_cold_ms", "ms", [1000.0]),
+        comp("warm", "compile_time_warm_ms", "ms", [1000.0])))
     head = write_results(tmp_path / "head.json", results(
         comp("breaks", "graph_breaks", "count", [2.0]), comp("bytes", "artifact_bytes", "bytes", [1005.0]),
-        comp("cold", "compile_time_cold_ms", "ms", [1600.0]), comp("warm", "compile_time_warm_ms", "ms", [1200.0])))
+        comp("cold", "compile_time_cold_ms", "ms", [1600.0]),
+        comp("warm", "compile_time_warm_ms", "ms", [1200.0])))
     out = tmp_path / "c.json"
     assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(out)]) == 0
-    got = {r["id"]: (r["verdict"], r["change"], r["change_unit"]) for r in json.loads(out.read_text())["rows"]}
+    got = {r["id"]: (r["verdict"], r["change"],
+                     r["change_unit"]) for r in json.loads(out.read_text())["rows"]}
     assert got == {"breaks": ("regressed", 2.0, "count"), "bytes": ("similar", pytest.approx(0.5), "%"),
-                   "cold": ("regressed", pytest.approx(60.0), "%"), "warm": ("similar", pytest.approx(20.0), "%")}
+                   "cold": ("regressed", pytest.approx(60.0), "%"),
+                   "warm": ("similar", pytest.approx(20.0), "%")}
 
 
 def test_negative_compilation_values_are_not_comparable_never_improvements(tmp_path):
@@ -100,35 +109,42 @@ def test_negative_compilation_values_are_not_comparable_never_improvements(tmp_p
     def comp(sid, metric, unit, samples):
         return record(sid, samples, kind="compilation", metric=metric, unit=unit, name=f"m.{metric}")
     base = write_results(tmp_path / "base.json", results(
-        comp("cold", "compile_time_cold_ms", "ms", [1000.0]), comp("bytes", "artifact_bytes", "bytes", [-3.0]),
+        comp("cold", "compile_time_cold_ms", "ms", [1000.0]),
+        comp("bytes", "artifact_bytes", "bytes", [-3.0]),
         comp("breaks", "graph_breaks", "count", [1.0])))
     head = write_results(tmp_path / "head.json", results(
-        comp("cold", "compile_time_cold_ms", "ms", [-5.0]), comp("bytes", "artifact_bytes", "bytes", [1000.0]),
+        comp("cold", "compile_time_cold_ms", "ms", [-5.0]),
+        comp("bytes", "artifact_bytes", "bytes", [1000.0]),
         comp("breaks", "graph_breaks", "count", [-1.0])))
     out = tmp_path / "c.json"
     assert main(["compare", "--base", str(base), "--head", str(head), "--output", str(out)]) == 0
     got = {r["id"]: (r["verdict"], r["reason"]) for r in json.loads(out.read_text())["rows"]}
     assert got == {
-        "cold": ("not-comparable", "head sample 0 is -5.0 (negative); compile_time_cold_ms samples must be finite "
+        "cold": ("not-comparable",
+                 "head sample 0 is -5.0 (negative); compile_time_cold_ms samples must be finite "
                                    "and >= 0"),
-        "bytes": ("not-comparable", "baseline sample 0 is -3.0 (negative); artifact_bytes samples must be finite "
+        "bytes": ("not-comparable",
+                  "baseline sample 0 is -3.0 (negative); artifact_bytes samples must be finite "
                                     "and >= 0"),
-        "breaks": ("not-comparable", "head sample 0 is -1.0 (negative); graph_breaks samples must be finite and >= 0")}
+        "breaks": ("not-comparable",
+                   "head sample 0 is -1.0 (negative); graph_breaks samples must be finite and >= 0")}
 
 
 @pytest.mark.parametrize("field", ["samples", "median"])
 def test_a_number_beyond_a_floats_range_is_refused_naming_the_field(tmp_path, capsys, field):
-    base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
+    _base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
     obj = results_to_dict(results(record("fine", spread(100))))
     huge = "9" * 400  # JSON allows it; Python reads an int that no float holds
     text = json.dumps(obj).replace(f"{spread(100)[0]!r}" if field == "samples" else '"median": 100.0',
                                    huge if field == "samples" else f'"median": {huge}', 1)
     bad = tmp_path / "bad.json"
     bad.write_text(text)
-    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 1
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output",
+                 str(tmp_path / "c.json")]) == 1
     err = capsys.readouterr().err
     expected = "BenchmarkRecord.samples[0]" if field == "samples" else "BenchmarkRecord.median"
-    assert f"results file {bad}" in err and f"{expected}: 99999999999999999999... (400 digits) is beyond a float's range" in err
+    assert f"results file {bad}" in err and (f"{expected}: 99999999999999999999... (400 digits) is beyond a "
+                                             "float's range") in err
     assert "Traceback" not in err and not (tmp_path / "c.json").exists()
 
 
@@ -136,7 +152,8 @@ def test_a_number_beyond_a_floats_range_is_refused_naming_the_field(tmp_path, ca
     ("NaN", "samples[2]", "nan"), ("Infinity", "samples[2]", "inf"), ("-Infinity", "samples[2]", "-inf"),
     ("null", "samples[2]", "null (a NaN or infinity written as null)")])
 def test_a_file_the_user_passes_with_a_non_finite_sample_is_refused_naming_file_and_field(tmp_path, capsys,
-                                                                                          token, field, shown):
+                                                                                          token, field,
+                                                                                          shown):
     base, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
     text = json.dumps(results_to_dict(results(record("fine", spread(150)))), indent=1)
     bad = tmp_path / "bad.json"
@@ -155,7 +172,8 @@ def test_a_nan_median_the_user_passes_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(results_to_dict(results(record("fine", spread(100))))).replace(
         '"median": 100.0', '"median": NaN'))
-    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 1
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output",
+                 str(tmp_path / "c.json")]) == 1
     assert "median is nan but the samples give 100.0" in capsys.readouterr().err
 
 
@@ -224,12 +242,14 @@ def test_metric_table_and_the_directions_written_and_read(tmp_path):
         "latency": "lower-is-better", "throughput": "higher-is-better", "speedup": "higher-is-better"}
     assert {v.direction for v in METRICS.values() if v.unit in ("count", "bytes")} == {"lower-is-better"}
     h = "0" * 64
-    recs = [record("lat", [1.0], content_hash=h), record("tp", [2.0], metric="throughput", unit="per_s", content_hash=h),
+    recs = [record("lat", [1.0], content_hash=h),
+            record("tp", [2.0], metric="throughput", unit="per_s", content_hash=h),
             record("su", [1.5], metric="speedup", unit="ratio", content_hash=h),
             dataclasses.replace(record("gb", [0.0], kind="compilation", metric="graph_breaks", unit="count",
                                        content_hash=h), task=None)]
     loaded = load_results(write_results(tmp_path / "r.json", results(*recs)))
-    assert [b.direction for b in loaded.benchmarks] == ["lower-is-better", "higher-is-better", "higher-is-better",
+    assert [b.direction for b in loaded.benchmarks] == ["lower-is-better", "higher-is-better",
+                                                        "higher-is-better",
                                                         "lower-is-better"]
     records = errors("results.schema.json", json.loads((tmp_path / "r.json").read_text()))
     assert [e for e in records if e.lstrip().startswith("$.benchmarks")] == []
@@ -251,7 +271,8 @@ def test_a_metric_without_a_known_direction_is_refused(tmp_path, capsys, version
             del r["direction"]
     bad = _write_obj(tmp_path, "bad.json", obj)
     good = write_results(tmp_path / "good.json", results(record("a", spread(100))))
-    assert main(["compare", "--base", str(good), "--head", str(bad), "--output", str(tmp_path / "c.json")]) == 1
+    assert main(["compare", "--base", str(good), "--head", str(bad), "--output",
+                 str(tmp_path / "c.json")]) == 1
     err = capsys.readouterr().err
     assert f"results file {bad}: benchmark 'b.inference-bs1.c2-standard-16' has metric 'energy_j', which has no " \
            "known direction; allowed: latency, throughput, speedup, instructions, compile_time_cold_ms" in err
@@ -292,17 +313,22 @@ THRESHOLDS = "schema_version: 1\nthresholds:\n{}"
 def test_a_thresholds_rule_can_only_narrow_the_direction(tmp_path, capsys, rules, where, message):
     path = tmp_path / "t.yaml"
     path.write_text(THRESHOLDS.format(rules))
-    base = write_results(tmp_path / "base.json", results(record("tp", spread(100), metric="throughput", unit="per_s"),
+    base = write_results(tmp_path / "base.json", results(record("tp", spread(100), metric="throughput",
+                                                                unit="per_s"),
                                                          record("lat", spread(100))))
-    head = write_results(tmp_path / "head.json", results(record("tp", spread(80), metric="throughput", unit="per_s"),
+    head = write_results(tmp_path / "head.json", results(record("tp", spread(80), metric="throughput",
+                                                                unit="per_s"),
                                                          record("lat", spread(80))))
     out = tmp_path / "c.json"
-    code = main(["compare", "--base", str(base), "--head", str(head), "--output", str(out), "--thresholds", str(path)])
+    code = main(["compare", "--base", str(base), "--head", str(head), "--output", str(out), "--thresholds",
+                 str(path)])
     if message is None:
         assert code == 0
         rows = {r["id"]: r for r in json.loads(out.read_text())["rows"]}
-        assert (rows["tp"]["verdict"], rows["tp"]["threshold"]["direction"]) == ("regressed", "higher-is-better")
-        assert (rows["lat"]["verdict"], rows["lat"]["threshold"]["direction"]) == ("improved", "lower-is-better")
+        assert (rows["tp"]["verdict"], rows["tp"]["threshold"]["direction"]) == ("regressed",
+                                                                                 "higher-is-better")
+        assert (rows["lat"]["verdict"], rows["lat"]["threshold"]["direction"]) == ("improved",
+                                                                                   "lower-is-better")
     else:
         assert code == 1 and message in capsys.readouterr().err and not out.exists()
 
@@ -310,14 +336,16 @@ def test_a_thresholds_rule_can_only_narrow_the_direction(tmp_path, capsys, rules
 @pytest.mark.parametrize("change, message", [
     ({"metric": "throughput", "direction": "higher-is-better"},
      "has kind 'execution' and unit 'us', but metric 'throughput' is execution in 'per_s'"),
-    ({"kind": "compilation"}, "has kind 'compilation' and unit 'us', but metric 'latency' is execution in 'us'"),
+    ({"kind": "compilation"},
+     "has kind 'compilation' and unit 'us', but metric 'latency' is execution in 'us'"),
     ({"unit": "ms"}, "has kind 'execution' and unit 'ms', but metric 'latency' is execution in 'us'")])
 def test_a_record_whose_kind_or_unit_is_not_its_metrics_is_refused(tmp_path, capsys, change, message):
     _, head = _files(tmp_path, {"fine": EDGE_CASES["fine"]})
     obj = results_to_dict(results(record("fine", spread(100))))
     obj["benchmarks"][0].update(change)
     bad = _write_obj(tmp_path, "bad.json", obj)
-    assert main(["compare", "--base", str(bad), "--head", str(head), "--output", str(tmp_path / "c.json")]) == 1
+    assert main(["compare", "--base", str(bad), "--head", str(head), "--output",
+                 str(tmp_path / "c.json")]) == 1
     err = capsys.readouterr().err
     assert f"results file {bad}: benchmark 'fine.inference-bs1.c2-standard-16' {message}" in err
     assert "allowed: its metric's" in err and not (tmp_path / "c.json").exists()

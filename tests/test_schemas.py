@@ -58,8 +58,10 @@ RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r
 #: The other files of a store outside its run directories: the dashboards' one plotly.js (Store.write_asset).
 STORE_NON_JSON = (r"assets/plotly-[0-9.]+\.min\.js",)
 #: Schemas of outputs that other commands write (validated by the tests below).
-OTHER_OUTPUTS = {"history.schema.json": "benchtrail history", "gab.schema.json": "benchtrail convert --to gab",
-                 "bmf.schema.json": "benchtrail convert --to bmf", "doctor.schema.json": "benchtrail doctor --json",
+OTHER_OUTPUTS = {"history.schema.json": "benchtrail history",
+                 "gab.schema.json": "benchtrail convert --to gab",
+                 "bmf.schema.json": "benchtrail convert --to bmf",
+                 "doctor.schema.json": "benchtrail doctor --json",
                  "detector.schema.json": "benchtrail evaluate-detector",
                  "detector-counts.schema.json": "benchtrail evaluate-detector --metric instructions"}
 _RUN_DIR = re.compile(r"runs/[A-Za-z0-9][A-Za-z0-9._-]*/[1-9][0-9]*/(?P<rel>.+)")
@@ -146,23 +148,28 @@ def test_every_schema_is_valid_draft_2020_12_its_refs_resolve_and_a_test_covers_
     for name, schema in schemas().items():
         jsonschema.Draft202012Validator.check_schema(schema)
         assert schema["$schema"] == DRAFT, name
-        assert schema.get("title") and schema.get("description"), f"{name}: say what the file is and who writes it"
+        assert schema.get("title") and schema.get("description"), (f"{name}: say what the file is and who "
+                                                                   "writes it")
         resolver = registry().resolver(base_uri=name)
         for ref in _refs(schema):
             resolver.lookup(ref)  # raises for a $ref to a missing file or definition
     covered = {s for _, s in RUN_FILES + STORE_FILES} | set(OTHER_OUTPUTS)
-    assert covered == set(schemas()), "every schema has a path pattern or a test of the command that writes it"
+    assert covered == set(schemas()), ("every schema has a path pattern or a test of the command that writes "
+                                       "it")
 
 
 def test_path_patterns_map_each_kind_of_file_to_its_schema():
     run = "runs/local-20261129T211357Z-59262283/1/"
     assert schema_of(run + "results/c2-standard-16-0.json") == "results.schema.json"
     assert schema_of(run + "results/compilation-c2-standard-16.json") == "results.schema.json"
-    assert schema_of(run + "results/docs/bench_mlp.eager.inference-bs1.c2-standard-16_20261129T211444Z_07cf06a8.json") \
+    assert schema_of(run
+                     + "results/docs/bench_mlp.eager.inference-bs1.c2-standard-16_20261129T211444Z_07cf06a8."
+                     "json") \
         == "bench-document.schema.json"
     assert schema_of(run + "ab/ab-head.json") == "results.schema.json"
     assert schema_of("results/c2-standard-16-0.instructions.json", run_dir=True) == "results.schema.json"
-    assert schema_of("commits/" + "a" * 40 + "/local-20261129T211357Z-59262283-1.json") == "pointer.schema.json"
+    assert schema_of("commits/" + "a" * 40
+                     + "/local-20261129T211357Z-59262283-1.json") == "pointer.schema.json"
     for unknown in (run + "results/docs/notes.json", run + "new-format.json", run + "modules/m/extra.json",
                     "commits/abc/x-1.json", "history.json"):
         assert schema_of(unknown) is None, unknown
@@ -200,7 +207,8 @@ def _run(capsys, *args) -> tuple[int, str, str]:
 @pytest.mark.parametrize("extra", [(), ("--ref", "side", "--max-commits", "2")])
 def test_history_json_of_the_real_runs_validates(history_store, tmp_path, capsys, extra):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", history_store["repo"],
+    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
+                           history_store["repo"],
                           "--output", output, *extra)
     assert code == 0, err
     assert_valid("history.schema.json", output)
@@ -209,7 +217,8 @@ def test_history_json_of_the_real_runs_validates(history_store, tmp_path, capsys
 
 
 @pytest.mark.e2e
-def test_compare_and_comment_of_two_real_runs_validate_with_baseline_rows_and_marks(history_store, tmp_path, capsys):
+def test_compare_and_comment_of_two_real_runs_validate_with_baseline_rows_and_marks(history_store, tmp_path,
+                                                                                    capsys):
     runs = history_store["run_dirs"]
     comparison = tmp_path / "comparison.json"
     # Every series of c1 as the baseline of c2's, and every regression accepted (a mark on regressed rows).
@@ -248,7 +257,8 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     rows[1].update(verdict="improved", mark=None)
     suspected = len(suspects(Comparison.of(comparison)))
     assert suspected >= 2
-    paired = {r.id: asdict(r) for r in compare(load_results_paths([runs["c2"]]), load_results_paths([runs["c3"]]),
+    paired = {r.id: asdict(r) for r in compare(load_results_paths([runs["c2"]]),
+                                               load_results_paths([runs["c3"]]),
                                                load_thresholds())}
     base, head = Arm("base", commits["c2"], Path(runs["c2"])), Arm("head", commits["c3"], Path(runs["c3"]))
     updated = apply_recheck(comparison, paired, base, head)
@@ -260,7 +270,8 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
 @pytest.mark.parametrize("fmt", ["gab", "bmf"])
 def test_convert_of_a_real_run_validates(history_store, tmp_path, capsys, fmt):
     output = tmp_path / f"{fmt}.json"
-    code, _, err = _run(capsys, "convert", "--to", fmt, "--results", history_store["run_dirs"]["c3"], "--output", output)
+    code, _, err = _run(capsys, "convert", "--to", fmt, "--results", history_store["run_dirs"]["c3"],
+                        "--output", output)
     assert code == 0, err
     assert_valid(f"{fmt}.schema.json", output)
     assert_valid(f"{fmt}.schema.json", ROOT / "tests" / "data" / "convert" / f"expected-{fmt}.json")
@@ -278,7 +289,8 @@ def test_evaluate_detector_output_validates(tmp_path):
     from benchtrail.detector.evaluate import EvalConfig, evaluate, rejudge
     from benchtrail.jsonio import write_json
 
-    doc = evaluate(EvalConfig(aa=1, ab=1, deltas_pct=(50.0,), matrix_size=64, sample_time_ms=1.0, warmup_s=0.1,
+    doc = evaluate(EvalConfig(aa=1, ab=1, deltas_pct=(50.0,), matrix_size=64, sample_time_ms=1.0,
+                              warmup_s=0.1,
                               calibration_samples=20, max_samples=30))
     assert_valid("detector.schema.json", write_json(tmp_path / "detector.json", doc, exclusive=True))
     again = rejudge(json.loads((tmp_path / "detector.json").read_text()), 90.0)
@@ -338,13 +350,15 @@ RESULTS, COMPARISON = r"runs/[^/]+/1/results/c2-standard-16-0\.json", r"runs/[^/
 BROKEN = {  # (file pattern, schema, how it is broken, what the error names)
     "results: an unknown status": (RESULTS, "results.schema.json", _set(("benchmarks", 0, "status"), "okay"),
                                    "$.benchmarks[0].status"),
-    "results: no schema_version": (RESULTS, "results.schema.json", _delete("schema_version"), "schema_version"),
+    "results: no schema_version": (RESULTS, "results.schema.json", _delete("schema_version"),
+                                   "schema_version"),
     "results: a newer schema_version": (RESULTS, "results.schema.json", _set(("schema_version",), 3),
                                         "$.schema_version"),
     "results: latency higher-is-better": (RESULTS, "results.schema.json",
                                           _set(("benchmarks", 0, "direction"), "higher-is-better"),
                                           "$.benchmarks[0].direction"),
-    "results: version 2 without direction": (RESULTS, "results.schema.json", _delete("benchmarks", 0, "direction"),
+    "results: version 2 without direction": (RESULTS, "results.schema.json",
+                                             _delete("benchmarks", 0, "direction"),
                                              "direction"),
     "results: an unknown details key": (RESULTS, "results.schema.json",
                                         _set(("benchmarks", 0, "details", "bogus_key"), "x"), "bogus_key"),
@@ -353,22 +367,26 @@ BROKEN = {  # (file pattern, schema, how it is broken, what the error names)
     "results: ok without samples": (RESULTS, "results.schema.json", _set(("benchmarks", 0, "samples"), []),
                                     "$.benchmarks[0].samples"),
     "results: an unknown correctness quantity": (
-        RESULTS, "results.schema.json", _set(("benchmarks", 1, "details", "correctness", "quantity"), "output"),
+        RESULTS, "results.schema.json",
+        _set(("benchmarks", 1, "details", "correctness", "quantity"), "output"),
         "quantity"),
     "results: no torch version": (RESULTS, "results.schema.json", _delete("environment", "torch_version"),
                                   "torch_version"),
     "results: a preset that is a path": (RESULTS, "results.schema.json", _set(("run", "presets"), ["../x"]),
                                          "$.run"),
-    "comparison: an unknown verdict": (COMPARISON, "comparison.schema.json", _set(("rows", 0, "verdict"), "worse"),
+    "comparison: an unknown verdict": (COMPARISON, "comparison.schema.json",
+                                       _set(("rows", 0, "verdict"), "worse"),
                                        "$.rows[0].verdict"),
     "comparison: an unknown mark": (COMPARISON, "comparison.schema.json", _set(("rows", 0, "mark"), "maybe"),
                                     "$.rows[0].mark"),
     "comparison: a regression without a mark": (
         COMPARISON, "comparison.schema.json",
         lambda d: d["rows"][0].update(verdict="regressed", mark=None), "$.rows[0].mark"),
-    "comparison: a verdict missing from counts": (COMPARISON, "comparison.schema.json", _delete("counts", "inconclusive"),
+    "comparison: a verdict missing from counts": (COMPARISON, "comparison.schema.json",
+                                                  _delete("counts", "inconclusive"),
                                                   "$.counts"),
-    "comparison: version 2": (COMPARISON, "comparison.schema.json", _set(("schema_version",), 2), "$.schema_version"),
+    "comparison: version 2": (COMPARISON, "comparison.schema.json", _set(("schema_version",), 2),
+                              "$.schema_version"),
     "comment: no schema_version": (r"runs/[^/]+/1/comment/comment\.json", "comment.schema.json",
                                    _delete("schema_version"), "schema_version"),
     "comment: a marker of another tool": (r"runs/[^/]+/1/comment/comment\.json", "comment.schema.json",
@@ -376,11 +394,13 @@ BROKEN = {  # (file pattern, schema, how it is broken, what the error names)
     "pointer: attempt 0": (r"commits/.+\.json", "pointer.schema.json", _set(("attempt",), 0), "$.attempt"),
     "bench document: an unknown status": (r"runs/[^/]+/1/results/docs/.+\.json", "bench-document.schema.json",
                                           _set(("status",), "okay"), "$.status"),
-    "bench document: an unknown flattened key": (r"runs/[^/]+/1/results/docs/.+\.json", "bench-document.schema.json",
+    "bench document: an unknown flattened key": (r"runs/[^/]+/1/results/docs/.+\.json",
+                                                 "bench-document.schema.json",
                                                  _set(("details.memory.bogus",), 1), "details.memory.bogus"),
     "execution export: an unknown field of a run config": (
         r"runs/[^/]+/1/run-configs/execution\.json", "execution-export.schema.json",
-        lambda d: next(o for s in d["devices"].values() for o in s["shards"][0]["run_configs"]["keyed_obj_map"].values()
+        lambda d: next(o for s in d["devices"].values()
+                       for o in s["shards"][0]["run_configs"]["keyed_obj_map"].values()
                        if "execution_config" in o).update(priority=1), "keyed_obj_map"),
     "module info: an Inductor module with an artifact": (
         r"runs/[^/]+/1/modules/vrelu3\.inductor\.cpu/module_info\.json", "module-info.schema.json",
@@ -405,13 +425,16 @@ def test_broken_documents_are_rejected(history_store, case):
 
 
 def test_broken_history_and_convert_documents_are_rejected():
-    point = {"commit": "a" * 40, "run_id": "r1", "attempt": 1, "median": 1.0, "iqr": 0.0, "min": 1.0, "max": 1.0,
+    point = {"commit": "a" * 40, "run_id": "r1", "attempt": 1, "median": 1.0, "iqr": 0.0, "min": 1.0,
+             "max": 1.0,
              "n": 1, "status": "ok", "p25": 1.0, "p75": 1.0, "torch_version": "2.13.0"}
-    series = {"name": "m.eager.cpu.graph_count", "kind": "compilation", "metric": "graph_count", "unit": "count",
+    series = {"name": "m.eager.cpu.graph_count", "kind": "compilation", "metric": "graph_count",
+              "unit": "count",
               "device_name": "c2-standard-16", "presets": ["smoke"], "compile_config": "eager", "task": None,
               "points": [point]}
     history = {"schema_version": 1, "ref": "main", "head": "a" * 40, "store": "file:///s",
-               "commits": [{"commit": "a" * 40, "run_id": "r1", "attempt": 1}], "series": {"x-graph_count": series},
+               "commits": [{"commit": "a" * 40, "run_id": "r1", "attempt": 1}],
+               "series": {"x-graph_count": series},
                "skipped": []}
     assert not errors("history.schema.json", history)
     bad = copy.deepcopy(history)
@@ -421,7 +444,8 @@ def test_broken_history_and_convert_documents_are_rejected():
     bad["commits"][0]["attempt"] = None  # a run id without an attempt
     assert errors("history.schema.json", bad)
     assert errors("gab.schema.json", [{"name": "a", "unit": "us", "value": 1.0}])  # no extra
-    assert errors("bmf.schema.json", {"a": {"latency": {"value": 1.0, "lower_value": 0.5}}})  # lower without upper
+    # lower without upper
+    assert errors("bmf.schema.json", {"a": {"latency": {"value": 1.0, "lower_value": 0.5}}})
 
 
 def _check_jsonschema() -> list[str]:
@@ -435,7 +459,8 @@ def test_check_jsonschema_validates_by_hand_as_formats_md_says(history_store, tm
     relative ``$ref``s resolved from their folder; a broken file fails it."""
     run_dir = Path(history_store["run_dirs"]["c3"])
     files = sorted(str(p) for p in (run_dir / "results").glob("*.json"))
-    for schema, paths in (("results.schema.json", files), ("comparison.schema.json", [str(run_dir / "comparison.json")])):
+    for schema, paths in (("results.schema.json", files),
+                          ("comparison.schema.json", [str(run_dir / "comparison.json")])):
         done = subprocess.run([*_check_jsonschema(), "--schemafile", str(SCHEMAS / schema), *paths],
                               capture_output=True, text=True, cwd=run_dir, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr

@@ -87,22 +87,28 @@ def _project(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="the jq command-line tool is not installed: the seed's "
+@pytest.mark.skipif(shutil.which("jq") is None,
+                    reason="the jq command-line tool is not installed: the seed's "
                                                        "export command pipes through it")
-@pytest.mark.skipif(torch.cuda.is_available(), reason="on a CUDA machine both devices run, so nothing is skipped")
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="on a CUDA machine both devices run, so nothing is skipped")
 def test_the_seeds_export_and_run_commands_work_verbatim(tmp_path):
     project = _project(tmp_path / "project")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BENCHTRAIL_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the venv, as if activated
+    # the venv, as if activated
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(["bash", "-c", f"set -euo pipefail\n{EXPORT}\n{RUN}\n"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
 
     merged = json.loads((project / "run_configs.json").read_text())
-    assert set(merged) == {"root_obj", "keyed_obj_map"} and len(merged["root_obj"]) == 3  # both devices' cases
+    # both devices' cases
+    assert set(merged) == {"root_obj", "keyed_obj_map"} and len(merged["root_obj"]) == 3
     results = json.loads((project / "results.json").read_text())
-    assert [(b["name"], b["status"], b["n"]) for b in results["benchmarks"]] == [  # the x86_64 run config, run
-        ("scale.export.inference-quick.box", "ok", 7)]                           # from the artifact compiled first
+    # the x86_64 run config, run
+    assert [(b["name"], b["status"], b["n"]) for b in results["benchmarks"]] == [
+        # from the artifact compiled first
+        ("scale.export.inference-quick.box", "ok", 7)]
     assert "compile [1/1] ok      scale.export.cpu" in done.stderr
     assert results["run"]["device_name"] == "box"
     assert done.stdout.strip().splitlines()[-1] == "results.json"  # the main output, printed last

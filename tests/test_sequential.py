@@ -60,10 +60,12 @@ def test_a_sequential_loop_uses_each_looks_level_and_says_which():
     flat = sample_until_settled(_aa_draw(2), threshold_pct=2, paired=True, sequential=True, min_rounds=2,
                                 max_rounds=6)
     assert flat.level == pytest.approx(1 - look_alphas(5, 0.01)[flat.rounds - 2])
-    assert sample_until_settled(_aa_draw(2), threshold_pct=2, paired=True, max_rounds=6).level == pytest.approx(0.99)
+    assert sample_until_settled(_aa_draw(2), threshold_pct=2, paired=True,
+                                max_rounds=6).level == pytest.approx(0.99)
 
 
-# -- the compare stage judges a paired run at its last look's level -------------------------------------------
+# -- the compare stage judges a paired run at its last look's level
+# -------------------------------------------
 
 
 def _paired_records(level=None):

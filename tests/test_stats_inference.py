@@ -43,10 +43,13 @@ def mixed_series():
     """Series of many shapes: large and small n, ties in some small groups only, integers, all equal."""
     rng = np.random.default_rng(7)
     base = [noisy(100, 30, seed=1), noisy(100, 25, seed=2), rng.uniform(1, 2, 5), np.array([1.0, 2, 2, 3, 4]),
-            noisy(50, 3, seed=3), noisy(10, 8, seed=4), np.full(10, 7.0), rng.integers(1, 6, 12).astype(float),
+            noisy(50, 3, seed=3), noisy(10, 8, seed=4), np.full(10, 7.0),
+            rng.integers(1, 6, 12).astype(float),
             noisy(100, 30, seed=5)]
-    head = [noisy(103, 30, seed=6), noisy(100, 31, seed=8), rng.uniform(1.5, 2.5, 6), np.array([2.0, 2, 3, 5, 6, 7]),
-            noisy(55, 40, seed=9), noisy(12, 9, seed=10), np.full(10, 7.0), rng.integers(2, 7, 12).astype(float),
+    head = [noisy(103, 30, seed=6), noisy(100, 31, seed=8), rng.uniform(1.5, 2.5, 6),
+            np.array([2.0, 2, 3, 5, 6, 7]),
+            noisy(55, 40, seed=9), noisy(12, 9, seed=10), np.full(10, 7.0),
+            rng.integers(2, 7, 12).astype(float),
             noisy(130, 30, seed=11)]
     return base, head
 
@@ -342,7 +345,8 @@ def test_two_stage_bootstrap_widens_intervals_when_processes_differ_and_cuts_fal
     base, head = _process_effect_sides()
     k = np.full(len(base), 3)
     plain = compare_samples(base, head, threshold_pct=2, lower_is_better=True)
-    clustered = compare_samples(base, head, threshold_pct=2, lower_is_better=True, base_clusters=k, head_clusters=k)
+    clustered = compare_samples(base, head, threshold_pct=2, lower_is_better=True, base_clusters=k,
+                                head_clusters=k)
     alarms = lambda r: np.isin(r.verdict, ["regressed", "improved"]).mean()  # noqa: E731
     covers = lambda r: ((r.low <= 1) & (r.high >= 1)).mean()  # noqa: E731
     assert alarms(plain) > 0.05 and alarms(clustered) < alarms(plain) / 3  # 6.3% and 1.7% on these samples

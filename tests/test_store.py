@@ -39,7 +39,8 @@ def write_tree(folder, files):
 
 
 def read_tree(folder):
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
 
 
 @pytest.fixture(params=["file", "gs"])
@@ -91,7 +92,7 @@ def test_uploading_the_same_bytes_again_is_not_an_error(store, tmp_path):
 def test_a_run_with_files_cannot_be_created_again(store, tmp_path):
     store.create_run_dir("123", 1)
     store.upload_run(write_tree(tmp_path / "local-run", RUN), "123", 1, deadline_s=20)
-    with pytest.raises(UserError, match="never overwritten .use a new attempt"):
+    with pytest.raises(UserError, match=r"never overwritten .use a new attempt"):
         store.create_run_dir("123", 1)
     assert store.create_run_dir("123", 2).is_dir()
 
@@ -137,7 +138,7 @@ def test_a_copied_local_store_orders_a_commits_runs_as_before(tmp_path):
     for i, name in enumerate(["12-1.json", "11-1.json", "10-1.json", "9-1.json"]):  # ... in reverse order
         os.utime(tmp_path / "copy" / "commits" / sha / name, (2_000_000_000 - i, 2_000_000_000 - i))
     copied = [p["run_id"] for p in open_store(str(tmp_path / "copy")).pointers(sha)]
-    assert copied == order[1:] + ["old"]  # "old" has only its file's time, which the copy made the newest
+    assert copied == [*order[1:], "old"]  # "old" has only its file's time, which the copy made the newest
     assert store.pointers(sha)[-1]["stored_at"] == "2026-12-03T08:00:00.000000Z"  # in UTC
 
 

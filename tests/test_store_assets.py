@@ -14,7 +14,8 @@ from tests.test_store import store  # noqa: F401 - the fixture: a folder, and GC
 
 def test_an_asset_is_written_once_and_a_second_write_keeps_the_first(store, tmp_path):  # noqa: F811
     first = store.write_asset("plotly-1.0.0.min.js", b"one")
-    assert store.write_asset("plotly-1.0.0.min.js", b"two") == first  # no upload: a 412 would say "other content"
+    # no upload: a 412 would say "other content"
+    assert store.write_asset("plotly-1.0.0.min.js", b"two") == first
     assert first == (f"{store.url}/assets/plotly-1.0.0.min.js" if str(first).startswith("gs://")
                      else store.root / "assets" / "plotly-1.0.0.min.js")
     if str(first).startswith("gs://"):
@@ -33,7 +34,8 @@ def test_an_asset_name_is_one_safe_path_segment(store, name):  # noqa: F811
         store.write_asset(name, b"x")
 
 
-# -- one plotly.js per store: the pipeline's pages load it by a relative path -------------------------------------
+# -- one plotly.js per store: the pipeline's pages load it by a relative path
+# -------------------------------------
 
 
 def _plotly_src(page: str) -> str:
@@ -58,7 +60,8 @@ def test_a_local_stores_runs_share_one_plotly_js_that_their_pages_load(history_s
 
 
 @pytest.mark.e2e
-def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages_load(history_store, gcs_bucket,
+def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages_load(history_store,
+                                                                                      gcs_bucket,
                                                                                        tmp_path):
     import posixpath
 
@@ -77,7 +80,8 @@ def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages
         assert dashboard_stage(gcs, history_store["repo"], history_store["commits"]["c3"], run_id, 1, run_dir)
         gcs.upload_run(run_dir, run_id, 1)
         generations.append(bucket.get_blob(f"ci/assets/{name}").generation)
-    assert generations[0] == generations[1]  # created once (the emulator would overwrite: it ignores preconditions)
+    # created once (the emulator would overwrite: it ignores preconditions)
+    assert generations[0] == generations[1]
     assert bucket.get_blob(f"ci/assets/{name}").download_as_bytes() == data
     names = [b.name for b in bucket.list_blobs()]
     assert [n for n in names if "plotly" in n] == [f"ci/assets/{name}"]
@@ -86,5 +90,6 @@ def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages
     for page in pages:  # resolved against the page's object name, as a browser resolves it under one URL
         src = _plotly_src(bucket.blob(page).download_as_text())
         assert posixpath.normpath(posixpath.join(posixpath.dirname(page), src)) == f"ci/assets/{name}"
-        staged = tmp_path / "staging" / gcs_bucket / page  # the staging folder mirrors the layout, asset included
+        # the staging folder mirrors the layout, asset included
+        staged = tmp_path / "staging" / gcs_bucket / page
         assert (staged.parent / src).resolve().read_bytes() == data

@@ -37,18 +37,21 @@ def test_run_objects_follow_the_documented_layout(gcs_bucket, tmp_path):
     store.upload_run(write_tree(tmp_path / "run", {"results/x.json": b"{}\n", "comment/comment.md": b"hi\n"}),
                      "123", 1)
     store.write_pointer("abc123", "123", 1, {"created": "t"})
-    assert sorted(objects(gcs_bucket)) == ["ci/main/commits/abc123/123-1.json", "ci/main/runs/123/1/comment/comment.md",
+    assert sorted(objects(gcs_bucket)) == ["ci/main/commits/abc123/123-1.json",
+                                           "ci/main/runs/123/1/comment/comment.md",
                                            "ci/main/runs/123/1/results/x.json"]
 
 
 def test_large_file_goes_through_a_resumable_upload_and_back(fault_proxy, gcs_bucket, tmp_path):
     store = open_store(f"gs://{gcs_bucket}", retry=FAST_RETRY)
-    store.upload_run(write_tree(tmp_path / "run", {"modules/m/model.so": BIG, "results/r.json": b"{}"}), "7", 1)
+    store.upload_run(write_tree(tmp_path / "run", {"modules/m/model.so": BIG, "results/r.json": b"{}"}), "7",
+                     1)
     uploads = [p for _, p, _ in fault_proxy.log if p.startswith("/upload/")]
     assert any("uploadType=resumable" in p for p in uploads)
     assert any("uploadType=multipart" in p for p in uploads)
     assert all("ifGenerationMatch=0" in p for p in uploads if "upload_id" not in p)
-    assert read_tree(store.fetch_run("7", 1, tmp_path / "back")) == {"modules/m/model.so": BIG, "results/r.json": b"{}"}
+    assert read_tree(store.fetch_run("7", 1, tmp_path / "back")) == {"modules/m/model.so": BIG,
+                                                                     "results/r.json": b"{}"}
 
 
 def test_fetch_without_dest_fills_the_staging_run_dir(gcs_bucket, tmp_path):
@@ -104,8 +107,8 @@ def test_a_429_storm_fails_clearly_within_the_deadline(fault_proxy, gcs_bucket, 
     with pytest.raises(UserError) as caught:
         store.upload_run(write_tree(tmp_path / "run", RUN), "123", 1, deadline_s=deadline)
     elapsed = time.monotonic() - start
-    # Ended by the 2 s deadline, not by the retry's own (120 s): the last request may start just before it and,
-    # with the rest of the suite loading both cores, end over a second later (1.15 s once).
+    # Ended by the 2 s deadline, not by the retry's own (120 s): the last request may start just before it
+    # and, with the rest of the suite loading both cores, end over a second later (1.15 s once).
     assert deadline - 0.5 < elapsed < deadline + 3.0
     message = str(caught.value)
     assert message.startswith(f"upload of {len(RUN)} of {len(RUN)} file(s) from ")
@@ -124,16 +127,19 @@ def test_a_lost_response_is_retried_and_the_412_finds_our_own_object(fault_proxy
     assert objects(gcs_bucket) == {"ci/runs/123/1/results/r.json": b'{"n": 1}\n'}
 
 
-def test_412_on_an_existing_object_is_a_clear_error_and_keeps_the_old_bytes(fault_proxy, gcs_bucket, tmp_path):
+def test_412_on_an_existing_object_is_a_clear_error_and_keeps_the_old_bytes(fault_proxy, gcs_bucket,
+                                                                            tmp_path):
     store = open_store(f"gs://{gcs_bucket}/ci", retry=FAST_RETRY)
-    store.upload_run(write_tree(tmp_path / "a", {"results/r.json": b"first\n", "results/s.json": b"s\n"}), "1", 1)
+    store.upload_run(write_tree(tmp_path / "a", {"results/r.json": b"first\n", "results/s.json": b"s\n"}),
+                     "1", 1)
     local = write_tree(tmp_path / "b", {"results/r.json": b"second\n", "results/t.json": b"t\n"})
     with pytest.raises(UserError) as caught:
         store.upload_run(local, "1", 1)
     assert str(caught.value) == (f"1 object(s) already exist with other content: gs://{gcs_bucket}/ci/runs/1/1/"
                                  "results/r.json; never overwritten (upload the run under a new attempt)")
     assert fault_proxy.outcomes()[-2:].count(412) == 1
-    assert objects(gcs_bucket) == {"ci/runs/1/1/results/r.json": b"first\n", "ci/runs/1/1/results/s.json": b"s\n",
+    assert objects(gcs_bucket) == {"ci/runs/1/1/results/r.json": b"first\n",
+                                   "ci/runs/1/1/results/s.json": b"s\n",
                                    "ci/runs/1/1/results/t.json": b"t\n"}
 
 
@@ -163,7 +169,8 @@ def test_a_missing_bucket_is_an_error_naming_it(gcs_env):
 
 def test_no_permission_is_an_error_naming_the_bucket(fault_proxy, gcs_bucket):
     fault_proxy.add("status", status=403, path_prefix=f"/storage/v1/b/{gcs_bucket}/o", methods=("GET",))
-    with pytest.raises(UserError, match=re.escape(f"cannot list gs://{gcs_bucket}/ci/: no permission (403 GET ")
+    with pytest.raises(UserError,
+                       match=re.escape(f"cannot list gs://{gcs_bucket}/ci/: no permission (403 GET ")
                        + ".*" + re.escape(": injected 403); the store needs roles/storage.objectViewer and "
                                           f"roles/storage.objectCreator on bucket {gcs_bucket!r}")):
         open_store(f"gs://{gcs_bucket}/ci", retry=FAST_RETRY)
@@ -180,7 +187,8 @@ def test_malformed_gs_urls_are_refused(gcs_env, url, message):
         open_store(url)
 
 
-@pytest.mark.parametrize("bad", ["../../../escape.json", "results/../../x.json", "/abs.json", "results/./x.json"])
+@pytest.mark.parametrize("bad",
+                         ["../../../escape.json", "results/../../x.json", "/abs.json", "results/./x.json"])
 def test_fetch_refuses_listed_object_names_that_are_not_path_safe(fault_proxy, gcs_bucket, tmp_path, bad):
     store = open_store(f"gs://{gcs_bucket}/ci", retry=FAST_RETRY)
     store.upload_run(write_tree(tmp_path / "run", {"results/ok.json": b"{}"}), "9", 1)
@@ -189,7 +197,8 @@ def test_fetch_refuses_listed_object_names_that_are_not_path_safe(fault_proxy, g
                     item={"kind": "storage#object", "bucket": gcs_bucket, "name": name, "size": "4",
                           "generation": "1", "crc32c": "AAAAAA=="})
     dest = tmp_path / "deep" / "fetched"
-    with pytest.raises(UserError, match=re.escape(f"gs://{gcs_bucket}/{name}: name {bad!r} is refused because it")):
+    with pytest.raises(UserError,
+                       match=re.escape(f"gs://{gcs_bucket}/{name}: name {bad!r} is refused because it")):
         store.fetch_run("9", 1, dest)
     assert not dest.exists()
     assert [p for p in fault_proxy.log if "alt=media" in p[1]] == []  # refused before any download
@@ -220,7 +229,8 @@ def test_upload_and_fetch_commands_print_their_output_last(gcs_bucket, tmp_path,
                               "--attempt", "2", "--deadline", "30"])
     assert args.func(args) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"{len(RUN)} file(s) of {local} stored in run 55/2, which holds {len(RUN)}", f"{store_url}/runs/55/2/"]
+        f"{len(RUN)} file(s) of {local} stored in run 55/2, which holds {len(RUN)}",
+        f"{store_url}/runs/55/2/"]
     args = parser.parse_args(["fetch", "--store", store_url, "--run-id", "55", "--attempt", "2", "--pattern",
                               "results/**", "--pattern", "comparison.json", "--dest", str(tmp_path / "f")])
     assert args.func(args) == 0
@@ -237,13 +247,15 @@ def test_upload_and_fetch_commands_print_their_output_last(gcs_bucket, tmp_path,
         assert capsys.readouterr().out.splitlines()[-2] == (
             f"1 file(s) of {shard} stored in run 55/2, which holds {len(RUN) + 1}")
     with pytest.raises(SystemExit):
-        parser.parse_args(["fetch", "--store", store_url, "--run-id", "../x", "--attempt", "1", "--dest", "d"])
+        parser.parse_args(["fetch", "--store", store_url, "--run-id", "../x", "--attempt", "1", "--dest",
+                           "d"])
 
 
 ALL_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 
 
-def test_store_deadline_env_caps_every_operation_against_a_server_answering_503(fault_proxy, gcs_bucket, tmp_path,
+def test_store_deadline_env_caps_every_operation_against_a_server_answering_503(fault_proxy, gcs_bucket,
+                                                                                tmp_path,
                                                                                  monkeypatch):
     """BENCHTRAIL_STORE_DEADLINE_S=2 caps the 60 s listing deadline and the 600 s upload default."""
     store = open_store(f"gs://{gcs_bucket}/ci")  # the library's own retry policy (backoff from 1 s)

@@ -67,13 +67,15 @@ def test_suite_has_the_required_workloads_on_both_devices():
     for presets, arch in ((("x86_64", "x86_64-large"), Architecture.CPU), (("cuda",), Architecture.CUDA)):
         rcs = SUITE.select_run_configs(presets)
         assert {rc.target_device.architecture for rc in rcs} == {arch}
-        expected = {"eager", "inductor", "export", "aot-inductor"} | (cuda_only if presets == ("cuda",) else set())
+        expected = {"eager", "inductor", "export",
+                    "aot-inductor"} | (cuda_only if presets == ("cuda",) else set())
         assert {rc.module_generation_config.compile_config.name for rc in rcs} == expected
     x86 = SUITE.select_run_configs(("x86_64",))
     assert {rc.module_generation_config.compile_config.name for rc in x86} == {"eager", "inductor"}
     assert {rc.module_generation_config.model.name for rc in x86} == names  # every model
     assert {rc.execution_config.task.value for rc in x86} == {"inference", "forward", "backward", "jacobian"}
-    assert dict(SUITE.meta_presets)["all"] == ("x86_64", "x86_64-large", "cuda", "comp-stats", "comp-stats-large")
+    assert dict(SUITE.meta_presets)["all"] == ("x86_64", "x86_64-large", "cuda", "comp-stats",
+                                               "comp-stats-large")
 
 
 def test_comp_stats_keeps_its_floor_and_comp_stats_large_covers_five_models_with_each_compiler_on_cpu():
@@ -104,5 +106,5 @@ def test_entry_points_load_and_input_specs_parse(gen):
         module, _, attr = entry.partition(":")
         assert callable(getattr(importlib.import_module(module), attr))
     for spec in gen.model.input_specs:
-        shape, dtype = parse_input_spec(spec)
+        shape, _dtype = parse_input_spec(spec)
         assert all(d > 0 for d in shape)

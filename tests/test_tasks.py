@@ -38,14 +38,16 @@ def test_reference_backed_functions_pass_value_gradient_and_jacobian_checks():
         assert c["quantity"] == tasks.QUANTITY[rc.execution_config.task]
         assert c["max_abs_err"] <= c["atol"], rc.name
         function = rc.module_generation_config.model.entry_point
-        quantities.setdefault(function, set()).add((c["quantity"], rc.module_generation_config.compile_config.name))
+        quantities.setdefault(function,
+                              set()).add((c["quantity"], rc.module_generation_config.compile_config.name))
     expected = {(q, cc) for q in ("value", "gradient", "jacobian") for cc in ("eager", "inductor")}
     assert quantities == {"benchmark_suites.models.functions:vrelu3": expected,
                           "benchmark_suites.models.functions:sqrl": expected}
 
 
 def _bad_case(entry: str, task: Task) -> RunConfig:
-    model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}", ("256xf32",),
+    model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}",
+                  ("256xf32",),
                   reference_entry_point="benchmark_suites.models.functions:vrelu3_reference")
     gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
                                        devices.C2_STANDARD_16.architecture)

@@ -22,7 +22,8 @@ def _row(name: str, verdict: str, base: float | None, head: float | None, change
          ci: tuple[float, float] | None = None, *, unit: str = "us", change_unit: str | None = "%",
          mark: str | None = None, kind: str = "execution", metric: str = "latency", mde: float | None = None,
          noisy: bool | None = None) -> Row:
-    return Row(id=name.split(".")[0], name=f"{name}.{DEVICE}", kind=kind, metric=metric, unit=unit, device_name=DEVICE,
+    return Row(id=name.split(".")[0], name=f"{name}.{DEVICE}", kind=kind, metric=metric, unit=unit,
+               device_name=DEVICE,
                module_name=f"{name.split('.')[0]}.cpu", compile_config="inductor", verdict=verdict,
                reason="boom" if verdict == "failed" else None, base_median=base, head_median=head,
                base_iqr=base and base / 40, head_iqr=head and head / 5, base_n=0 if base is None else 10,
@@ -37,7 +38,8 @@ ROWS = (
     _row("resnet50.inductor.inference-bs1", "similar", 812.3, 815.0, 0.3, (-0.4, +1.0)),
     _row("a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64", "regressed",
          812.3, 832.6, 2.5, (1.1, 4.0), mark="unconfirmed"),
-    _row("vit.inductor.inference-bs1", "inconclusive", 5_000.0, 5_400.0, 8.0, (-3.0, 19.0), mde=11.0, noisy=True),
+    _row("vit.inductor.inference-bs1", "inconclusive", 5_000.0, 5_400.0, 8.0, (-3.0, 19.0), mde=11.0,
+         noisy=True),
     _row("resnet50.inductor.train-bs32", "regressed", 21_400.0, 22_962.2, 7.3, (5.1, 9.4), mark="confirmed"),
     _row("unet.eager.inference-bs1", "failed", 300.0, None),
     _row("llama.eager.inference-bs1", "new", None, 42.0),
@@ -45,7 +47,8 @@ ROWS = (
          kind="compilation", metric="graph_breaks"),
 )
 COMPARISON = _comparison({
-    "schema_version": 8, "head": {"commit": "3f2a9c1e" * 5, "dirty": False}, "base": {"commit": "8e1d0b2a" * 5},
+    "schema_version": 8, "head": {"commit": "3f2a9c1e" * 5, "dirty": False},
+    "base": {"commit": "8e1d0b2a" * 5},
     "baseline": None, "thresholds_source": "default", "counts": count_rows(ROWS), "rows": ROWS,
     "missing_shards": None})
 
@@ -69,10 +72,13 @@ def test_the_table_lists_regressions_improvements_and_new_rows_with_their_number
     lines = text.splitlines()
     assert all(len(line) <= 100 for line in lines)
     assert "\x1b" not in text
-    assert [line.split()[1] for line in lines[2:-3]] == ["regressed", "unconfirmed", "improved", "improved", "new"]
-    wide = render_table(COMPARISON, width=200).splitlines()  # nothing cut: the largest change first in each part
+    assert [line.split()[1] for line in lines[2:-3]] == ["regressed", "unconfirmed", "improved", "improved",
+                                                         "new"]
+    # nothing cut: the largest change first in each part
+    wide = render_table(COMPARISON, width=200).splitlines()
     assert [line.split()[0] for line in wide[2:-3]] == [
-        "resnet50.inductor.train-bs32", "a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64",
+        "resnet50.inductor.train-bs32",
+        "a-model-whose-name-is-far-too-long-for-eighty-columns.max-autotune.train-bs64",
         "bert.eager.inference-bs8", "bert.inductor.cpu.graph_breaks", "llama.eager.inference-bs1"]
     every = render_table(COMPARISON, all_rows=True).splitlines()  # all_rows: then the others, no count line
     assert [line.split()[1] for line in every[2:-2]] == [
@@ -84,7 +90,8 @@ def test_the_table_lists_regressions_improvements_and_new_rows_with_their_number
     (50, ["benchmark", "verdict", "change"]), (60, ["benchmark", "verdict", "change", "base", "head"]),
     (80, ["benchmark", "verdict", "change", "interval", "base", "head", "n"]),
     (120, ["benchmark", "verdict", "change", "interval", "base", "IQR", "head", "IQR", "n"])])
-def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_iqrs_counts_interval_then_medians(width, headers):
+def test_no_row_wraps_at_any_width_and_a_narrow_one_leaves_out_the_iqrs_counts_interval_then_medians(width,
+                                                                                                     headers):
     lines = render_table(COMPARISON, width=width).splitlines()
     assert all(len(line) <= width for line in lines)
     header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
@@ -110,8 +117,10 @@ def test_an_empty_comparison_says_so():
 
 
 def _compare_files(tmp_path):
-    base = write_results(tmp_path / "base.json", results(record("slow", spread(100.0)), record("same", spread(50.0))))
-    head = write_results(tmp_path / "head.json", results(record("slow", spread(130.0)), record("same", spread(50.0)),
+    base = write_results(tmp_path / "base.json",
+                         results(record("slow", spread(100.0)), record("same", spread(50.0))))
+    head = write_results(tmp_path / "head.json", results(record("slow", spread(130.0)),
+                                                         record("same", spread(50.0)),
                                                          commit="b" * 40))
     return ["compare", "--base", str(base), "--head", str(head)]
 
@@ -167,7 +176,8 @@ def test_every_verdict_has_a_place():
     old = (_row("m0.eager.inference-bs1", "noisy", 1.0, 1.0, 0.0),)
     assert render_table(_comparison({**COMPARISON.document, "schema_version": 7, "rows": old}),
                         width=200).splitlines()[-2:] == [
-        "1 noisy", "inconclusive (1): m0.eager.inference-bs1 +0.0%: more samples or a quieter machine would settle them"]
+        "1 noisy",
+        "inconclusive (1): m0.eager.inference-bs1 +0.0%: more samples or a quieter machine would settle them"]
 
 
 def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
@@ -175,19 +185,22 @@ def test_a_paired_verdict_shows_the_paired_estimate_as_the_comment_does():
     give way to the paired estimate, with base -> head from the same pairs (compare.tables.estimate)."""
     import dataclasses
 
-    row = dataclasses.replace(_row("resnet18.eager.inference-bs1", "regressed", 1000.0, 856.0, -14.4, (-16.0, -12.0),
+    row = dataclasses.replace(_row("resnet18.eager.inference-bs1", "regressed", 1000.0, 856.0, -14.4,
+                                   (-16.0, -12.0),
                                    mark="confirmed"),
                               ab={"verdict": "regressed", "change": 6.8, "ci_low": 2.9, "ci_high": 16.7,
                                   "base_median": 900.0, "rounds": 3})
     comparison = _comparison({**COMPARISON.document, "rows": [row], "counts": count_rows([row])})
     (line,) = [line for line in render_table(comparison).splitlines() if line.startswith("resnet18")]
-    assert line.split() == ["resnet18.eager.inference-bs1", "regressed", "+6.8%", "+2.9…+16.7%", "900.0", "µs", "—",
+    assert line.split() == ["resnet18.eager.inference-bs1", "regressed", "+6.8%", "+2.9…+16.7%", "900.0",
+                            "µs", "—",
                             "961.2", "µs", "—", "10/10"]  # the paired run's medians, not the stored IQRs
 
 
 def test_runner_checks_that_failed_are_said_under_the_table():
     head = {**COMPARISON.document["head"],
-            "runner_checks": [{"device": DEVICE, "failed": [{"name": "load", "value": "3.2", "expected": "< 1"}]}]}
+            "runner_checks": [{"device": DEVICE,
+                               "failed": [{"name": "load", "value": "3.2", "expected": "< 1"}]}]}
     text = render_table(_comparison({**COMPARISON.document, "head": head}), width=200)
     (line,) = [line for line in text.splitlines() if line.startswith("warning: ")]
     assert line.startswith(f"warning: runner checks failed on {DEVICE}: load") and "3.2" in line and "\\" not in line
@@ -197,8 +210,10 @@ def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_
     """Function benchmarks' names start with their module (``tinyproj.benchmarks.``) and, here, all end with
     ``.eager.inference``: both go, said once in a ``names:`` line, so the function and its parameters stay in
     view; a dot inside the parameters is no boundary; with room enough the names are whole."""
-    names = ["tinyproj.benchmarks.gelu[n=256].eager.inference", "tinyproj.benchmarks.gelu[n=64].eager.inference",
-             "tinyproj.benchmarks.scale[f=0.5].eager.inference", "tinyproj.benchmarks.scale[f=0.25].eager.inference"]
+    names = ["tinyproj.benchmarks.gelu[n=256].eager.inference",
+             "tinyproj.benchmarks.gelu[n=64].eager.inference",
+             "tinyproj.benchmarks.scale[f=0.5].eager.inference",
+             "tinyproj.benchmarks.scale[f=0.25].eager.inference"]
     rows = [_row(names[0], "regressed", 117.5, 307.7, 161.9, (150.0, 170.0)),
             _row(names[1], "improved", 50.0, 40.0, -20.0, (-22.0, -18.0)),
             _row(names[2], "similar", 10.0, 10.0, 0.0, (-1.0, 1.0)),
@@ -207,13 +222,15 @@ def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_
                          width=80).splitlines()
     assert lines[1] == "names: tinyproj.benchmarks.<benchmark>.eager.inference"
     assert [line.split()[0] for line in lines[3:5]] == ["gelu[n=256]", "gelu[n=64]"]
-    wide = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}), width=160)
+    wide = render_table(_comparison({**COMPARISON.document, "rows": rows, "counts": count_rows(rows)}),
+                        width=160)
     assert [line.split()[0] for line in wide.splitlines()[2:4]] == names[:2]  # room enough: whole names
     scaled = [_row(n, "regressed", 1.0, 2.0, 100.0, (90.0, 110.0)) for n in names[2:]]
     lines = render_table(_comparison({**COMPARISON.document, "rows": scaled,
                                         "counts": count_rows(scaled)}), width=80).splitlines()
     assert [line.split()[0] for line in lines[3:5]] == ["scale[f=0.25]", "scale[f=0.5]"]
-    two = [_row(f"tinyproj.benchmarks.attention_block.{c}.inference", "regressed", 1.0, 2.0, 100.0, (90.0, 110.0))
+    two = [_row(f"tinyproj.benchmarks.attention_block.{c}.inference", "regressed", 1.0, 2.0, 100.0,
+                (90.0, 110.0))
            for c in ("eager", "inductor")]  # the function stays in every name
     lines = render_table(_comparison({**COMPARISON.document, "rows": two, "counts": count_rows(two)}),
                          width=80).splitlines()
@@ -222,9 +239,11 @@ def test_names_too_long_for_80_columns_lose_what_they_all_share_said_once_under_
 
 
 @pytest.mark.parametrize("names, shared", [
-    (["tinyproj.benchmarks.attention_block.eager.inference", "tinyproj.benchmarks.attention_block.inductor.inference"],
+    (["tinyproj.benchmarks.attention_block.eager.inference",
+      "tinyproj.benchmarks.attention_block.inductor.inference"],
      "tinyproj.benchmarks."),  # the function stays: three components are kept
-    (["a-long-model-name-1024x1024.eager.inference-bs1", "a-long-model-name-1024x1024.inductor.inference-bs1"], ""),
+    (["a-long-model-name-1024x1024.eager.inference-bs1",
+      "a-long-model-name-1024x1024.inductor.inference-bs1"], ""),
     (["p.m.f[s=0.5].eager.x", "p.m.f[s=0.25].eager.x"], "p.m."),  # a dot inside [parameters] is no boundary
     (["tinyproj.benchmarks.gelu[n=256].eager.inference"], ""),  # one name: nothing is shared
 ])
@@ -255,7 +274,8 @@ def test_the_inconclusive_line_names_the_largest_changes_first_and_is_cut_not_wr
 
 
 def test_on_two_devices_the_shared_end_goes_in_front_of_the_device_and_the_inconclusive_line_uses_short_names():
-    rows = [dataclasses.replace(_row(f"mypkg.benchmarks.attention[seq={seq}].eager.inference", verdict, 1.0, 2.0,
+    rows = [dataclasses.replace(_row(f"mypkg.benchmarks.attention[seq={seq}].eager.inference", verdict, 1.0,
+                                     2.0,
                                      change, (change - 5.0, change + 5.0)),
                                 name=f"mypkg.benchmarks.attention[seq={seq}].eager.inference.{device}",
                                 device_name=device)

@@ -41,15 +41,19 @@ def series(sid: str, medians: list[float | None], commits: list[str], *, name: s
     """A series with one point per (commit, median); None is a failed case (no median)."""
     points = tuple(
         Point(c, f"run-{c[-4:]}", 1, m, None if m is None else 0.02 * m, m, m, 30 if m else 0,
-              "ok" if m is not None else "failed", None if m is None else 0.99 * m, None if m is None else 1.01 * m,
+              "ok" if m is not None else "failed", None if m is None else 0.99 * m,
+              None if m is None else 1.01 * m,
               "2.13.0")
         for c, m in zip(commits, medians))
-    return Series(sid, name or f"{sid}.eager.inference-bs1.c2-standard-16", kind, metric, unit, "c2-standard-16",
+    return Series(sid, name or f"{sid}.eager.inference-bs1.c2-standard-16", kind, metric, unit,
+                  "c2-standard-16",
                   ("x86_64",), "eager", "inference", points)
 
 
-def history(*all_series: Series, n: int, gaps: tuple[int, ...] = (), store: str = "gs://bucket/main") -> History:
-    commits = tuple(CommitRun(sha(i)) if i in gaps else CommitRun(sha(i), f"run-{sha(i)[-4:]}", 1) for i in range(n))
+def history(*all_series: Series, n: int, gaps: tuple[int, ...] = (),
+            store: str = "gs://bucket/main") -> History:
+    commits = tuple(CommitRun(sha(i)) if i in gaps else CommitRun(sha(i), f"run-{sha(i)[-4:]}",
+                                                                  1) for i in range(n))
     return History("main", sha(n - 1), store, commits, all_series)
 
 
@@ -74,7 +78,8 @@ def test_ten_percent_step_is_reported_at_its_commit_with_range_and_magnitude(at)
     assert abs(cp.magnitude_pct - 10.0) < 1.0
     assert (cp.n_before, cp.n_after) == (at, 12 - at)
     assert cp.direction == "regression" and cp.beyond_threshold and cp.new and cp.issue
-    assert cp.p_value == pytest.approx(2 / math.comb(12, at))  # completely separated: the exact U test's minimum
+    # completely separated: the exact U test's minimum
+    assert cp.p_value == pytest.approx(2 / math.comb(12, at))
     assert cp.threshold == "2% (execution/*)"
     assert (cp.base_run, cp.head_run) == ((f"run-{sha(at - 1)[-4:]}", 1), (f"run-{sha(at)[-4:]}", 1))
     assert report.insufficient == ()
@@ -105,15 +110,16 @@ def test_a_two_run_burst_of_load_is_no_change_and_does_not_hide_a_step(burst):
     assert abs(cp.magnitude_pct - 10.0) < 1.0
     # PELT alone cuts the burst out as change points: before the step (no point can sit alone between
     # the burst and the step) it misses the step; after it, the step is judged on 5 runs against 3.
-    alone = [(c.head_commit, c.n_before, c.n_after, c.issue) for c in track(h, THRESHOLDS, merge_weak=False).change_points]
+    alone = [(c.head_commit, c.n_before, c.n_after, c.issue) for c in track(h, THRESHOLDS,
+                                                                            merge_weak=False).change_points]
     assert alone == ([(sha(2), 2, 2, False), (sha(4), 2, 8, False)] if burst[0] < 5 else
                      [(sha(5), 5, 3, True), (sha(8), 3, 2, False), (sha(10), 2, 2, False)])
 
 
 def test_a_step_whose_first_runs_overshoot_is_not_an_excursion():
     # The medians (µs) of tests/test_track_e2e.py in one run on a loaded 2-core VM: a 10x slowdown at commit 5
-    # whose first two runs came out 1.6x slower still. Left out as an excursion, they took the step's
-    # commit with them (two runs after it: p >= 0.05, no change point); kept, the step is judged on 5 runs against 4.
+    # whose first two runs came out 1.6x slower still. Left out as an excursion, they took the step's commit
+    # with them (two runs after it: p >= 0.05, no change point); kept, the step is judged on 5 runs against 4.
     medians = [459.5, 399.7, 389.8, 395.4, 381.7, 6845.5, 6482.0, 4054.2, 4222.6]
     h = history(series("mlp", medians, run_commits(9)), n=9)
     (cp,) = track(h, THRESHOLDS).change_points
@@ -148,7 +154,8 @@ def test_improvement_is_reported_and_never_an_issue():
 
 def test_compile_time_series_is_tracked_with_its_own_threshold_and_counts_are_not():
     commits = run_commits(12)
-    cold = series("m-cold", step(12, 6, 1.3, base=9000.0), commits, name="mlp.inductor.cpu.compile_time_cold_ms",
+    cold = series("m-cold", step(12, 6, 1.3, base=9000.0), commits,
+                  name="mlp.inductor.cpu.compile_time_cold_ms",
                   kind="compilation", metric="compile_time_cold_ms", unit="ms")
     breaks = series("m-breaks", [0.0] * 6 + [1.0] * 6, commits, name="mlp.inductor.cpu.graph_breaks",
                     kind="compilation", metric="graph_breaks", unit="count")
@@ -163,7 +170,7 @@ def test_too_few_ok_points_is_insufficient_data_not_an_error():
     commits = run_commits(12)
     few = series("few", step(MIN_POINTS - 1, 3, 1.5), commits[:MIN_POINTS - 1])
     # MIN_POINTS points, two of them failed: only the ok ones count.
-    failing = series("failing", step(MIN_POINTS, 0, 1.0)[:-2] + [None, None], commits[:MIN_POINTS])
+    failing = series("failing", [*step(MIN_POINTS, 0, 1.0)[:-2], None, None], commits[:MIN_POINTS])
     report = track(history(few, failing, n=12), THRESHOLDS)
     assert report.change_points == ()
     assert [(i.series_id, i.points, i.needed) for i in report.insufficient] == [
@@ -187,7 +194,8 @@ def test_change_far_back_is_not_new():
     report = track(history(series("mlp", medians, run_commits(24)), n=24), THRESHOLDS, new_within=10)
     (cp,) = report.change_points
     assert cp.head_commit == sha(4) and cp.issue and not cp.new
-    (again,) = track(history(series("mlp", medians, run_commits(24)), n=24), THRESHOLDS, new_within=20).change_points
+    (again,) = track(history(series("mlp", medians, run_commits(24)), n=24), THRESHOLDS,
+                     new_within=20).change_points
     assert again.new
 
 
@@ -225,9 +233,11 @@ def build_store(root, medians: list[float], other: list[float] | None = None, ga
         if other:
             recs.append(record("gelu", [other[i]] * 10))
         run_id = f"run-{i:03d}"
-        write_results(store.run_dir(run_id, 1) / "results" / "c2-standard-16-0.json", results(*recs, commit=shas[-1]))
+        write_results(store.run_dir(run_id, 1) / "results" / "c2-standard-16-0.json",
+                      results(*recs, commit=shas[-1]))
         store.write_pointer(shas[-1], run_id, 1, {"devices": ["c2-standard-16"], "presets": ["x86_64"],
-                                                  "torch_version": "2.13.0", "created": f"2026-01-01T00:00:{i:02d}Z"})
+                                                  "torch_version": "2.13.0",
+                                                  "created": f"2026-01-01T00:00:{i:02d}Z"})
     return repo, store_dir, shas
 
 
@@ -254,7 +264,8 @@ def test_track_posts_one_issue_then_edits_it_and_leaves_other_issues_alone(gh, t
     human = gh.add_issue(REPO, "Docs typo", "no marker here")
 
     # First push: 12 commits with runs (the 13th not yet pushed).
-    code, out, err = _track(capsys, repo, store, "--ref", "HEAD~1", "--post", "--report", tmp_path / "r1.json")
+    code, out, err = _track(capsys, repo, store, "--ref", "HEAD~1", "--post", "--report",
+                            tmp_path / "r1.json")
     assert code == 0, err
     assert f"{shas[5][:7]}..{shas[6][:7]}" in out and "regression → issue" in out and "created issue #3" in out
     (created,) = [i for i in gh.repo_issues(REPO) if i["number"] not in (unrelated, human)]
@@ -273,7 +284,8 @@ def test_track_posts_one_issue_then_edits_it_and_leaves_other_issues_alone(gh, t
     assert cp["magnitude_pct"] == pytest.approx(expected, abs=0.1) and abs(cp["magnitude_pct"] - 25) < 1
     assert report["issues"] == [{"series_id": "mlp", "head_commit": shas[6], "action": "created", "number": 3,
                                  "url": f"https://github.com/{REPO}/issues/3",
-                                 "message": "created issue #3 (mlp.inference-bs1.c2-standard-16 at " + shas[6][:7] + ")"}]
+                                 "message": "created issue #3 (mlp.inference-bs1.c2-standard-16 at "
+                                 + shas[6][:7] + ")"}]
     listed = gh.calls("GET", rf"/repos/{REPO}/issues")
     assert listed and listed[0].query["labels"] == [LABEL] and listed[0].query["state"] == ["all"]
     assert [(r.method, r.path) for r in gh.writes()] == [("POST", f"/repos/{REPO}/issues")]
@@ -313,7 +325,7 @@ def test_issue_found_on_page_two_when_more_data_moves_the_change_by_a_commit(gh,
     moved = gh.add_issue(REPO, "earlier detection", marker("mlp", shas[7]), labels=(LABEL,), user=BOT)
     for i in range(120):  # newer labelled issues push ours to the second page
         gh.add_issue(REPO, f"other {i}", marker(f"series-{i}", shas[6]), labels=(LABEL,), user=BOT)
-    code, out, err = _track(capsys, repo, store, "--post")
+    code, _out, err = _track(capsys, repo, store, "--post")
     assert code == 0, err
     assert [(r.method, r.path) for r in gh.writes()] == [("PATCH", f"/repos/{REPO}/issues/{moved}")]
     assert parse_marker(gh.issue(REPO, moved)["body"]) == ("mlp", shas[6])
@@ -334,7 +346,7 @@ def test_a_pull_request_carrying_the_marker_is_not_our_issue(gh, tmp_path, capsy
 
 def test_below_threshold_and_improvements_post_nothing(gh, tmp_path, capsys):
     steady = [100.0 * (1.005 if i >= 6 else 1.0) for i in range(12)]
-    repo, store, shas = build_store(tmp_path, steady, other=step(12, 4, 0.7))
+    repo, store, _shas = build_store(tmp_path, steady, other=step(12, 4, 0.7))
     code, out, err = _track(capsys, repo, store, "--post")
     assert code == 0, err
     assert "regression (below threshold)" in out and "improvement" in out
@@ -342,7 +354,7 @@ def test_below_threshold_and_improvements_post_nothing(gh, tmp_path, capsys):
 
 
 def test_track_without_post_talks_to_nobody_and_lists_insufficient_data(tmp_path, capsys):
-    repo, store, shas = build_store(tmp_path, step(MIN_POINTS + 2, 0, 1.0), gaps=(3, 4, 5))
+    repo, store, _shas = build_store(tmp_path, step(MIN_POINTS + 2, 0, 1.0), gaps=(3, 4, 5))
     code, out, err = _track(capsys, repo, store)
     assert code == 0, err
     assert f"0 change point(s) in 0 of 1 tracked series over {MIN_POINTS - 1} run(s) of {MIN_POINTS + 2}" in out
@@ -352,7 +364,8 @@ def test_track_without_post_talks_to_nobody_and_lists_insufficient_data(tmp_path
 
 @pytest.mark.e2e
 def test_track_on_four_real_smoke_runs_reports_insufficient_data(history_store, capsys, tmp_path):
-    code, out, err = _track(capsys, history_store["repo"], history_store["store"], "--report", tmp_path / "r.json")
+    code, out, err = _track(capsys, history_store["repo"], history_store["store"], "--report",
+                            tmp_path / "r.json")
     assert code == 0, err
     report = json.loads((tmp_path / "r.json").read_text())
     assert (report["commits"], report["runs"], report["change_points"], report["issues"]) == (3, 3, [], [])
@@ -364,26 +377,26 @@ def test_track_on_four_real_smoke_runs_reports_insufficient_data(history_store, 
 
 
 def test_track_bad_input_exits_1_with_a_message(tmp_path, capsys, monkeypatch):
-    repo, store, shas = build_store(tmp_path, step(4, 0, 1.0))
-    code, out, err = _track(capsys, repo, store, "--ref", "no-such-ref")
+    repo, store, _shas = build_store(tmp_path, step(4, 0, 1.0))
+    code, _out, err = _track(capsys, repo, store, "--ref", "no-such-ref")
     assert code == 1 and "--ref 'no-such-ref'" in err
-    code, out, err = _track(capsys, repo, tmp_path / "no-store")
+    code, _out, err = _track(capsys, repo, tmp_path / "no-store")
     assert code == 1 and f"no such store: {tmp_path / 'no-store'} does not exist" in err
     (tmp_path / "empty-store").mkdir()
-    code, out, err = _track(capsys, repo, tmp_path / "empty-store")
+    code, _out, err = _track(capsys, repo, tmp_path / "empty-store")
     assert code == 1 and "no usable run" in err
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    code, out, err = _track(capsys, repo, store, "--post", "--repo-name", REPO)
+    code, _out, err = _track(capsys, repo, store, "--post", "--repo-name", REPO)
     assert code == 1 and "GITHUB_TOKEN" in err
     (tmp_path / "exists.json").write_text("{}")
-    code, out, err = _track(capsys, repo, store, "--report", tmp_path / "exists.json")
+    code, _out, err = _track(capsys, repo, store, "--report", tmp_path / "exists.json")
     assert code == 1 and "already exists" in err
 
 
 def test_track_with_a_token_that_may_not_write_issues_is_a_user_error(gh, tmp_path, capsys):
-    repo, store, shas = build_store(tmp_path, step(12, 6, 1.25))
+    repo, store, _shas = build_store(tmp_path, step(12, 6, 1.25))
     gh.fail("POST", f"/repos/{REPO}/issues", "read-only")
-    code, out, err = _track(capsys, repo, store, "--post")
+    code, _out, err = _track(capsys, repo, store, "--post")
     assert code == 1 and "may not write issues" in err and "issues: write" in err
 
 
@@ -420,7 +433,7 @@ def test_bisect_range_lists_first_parent_commits_after_a_up_to_b(merge_repo, cap
     assert bisect_range(repo, shas["c0"], "main") == [
         (shas["c1"], "subject of c1"), (shas["m"], "merge side"), (shas["c3"], "subject of c3")]
     assert main(["bisect-range", shas["c1"][:10], "HEAD", "--repo", str(repo)]) == 0
-    out, err = capsys.readouterr()
+    out, _err = capsys.readouterr()
     assert out == f"{shas['m']} merge side\n{shas['c3']} subject of c3\n"
     assert bisect_range(repo, "main", "main") == []
 

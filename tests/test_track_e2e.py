@@ -45,7 +45,8 @@ def tracked_repo(tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_path, github_server, monkeypatch,
+def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_path, github_server,
+                                                             monkeypatch,
                                                              capsys):
     repo, commits = tracked_repo
     github_server.add_repo("octo/my-project")
@@ -79,4 +80,5 @@ def test_track_names_the_slowdown_commit_and_keeps_one_issue(tracked_repo, tmp_p
     second = json.loads((tmp_path / "second.json").read_text())
     actions = [a["action"] for a in second["issues"]]
     assert actions and set(actions) <= {"updated", "unchanged"}, second["issues"]
-    assert re.search(rf"benchtrail bisect-range {commits[base_i][:7]}\w* {commits[head_i][:7]}", issue["body"])
+    assert re.search(rf"benchtrail bisect-range {commits[base_i][:7]}\w* {commits[head_i][:7]}",
+                     issue["body"])

@@ -27,7 +27,8 @@ CORPUS = json.loads((Path(__file__).parent / "data" / "trailer_corpus.json").rea
 
 WORDS = st.sampled_from(["fix", "the", "matmul", "speed", "$(whoami)", "`id`", "x86_64,", "cuda", "a:b", "é",
                          "key=value", "Notes", "-", "benchmarks", "50%", "#12"])
-KEYS = st.sampled_from(["benchmarks", "Benchmarks", "BENCHMARKS", "Fixes", "Notes", "Co-authored-by", "Bug-Id",
+KEYS = st.sampled_from(["benchmarks", "Benchmarks", "BENCHMARKS", "Fixes", "Notes", "Co-authored-by",
+                        "Bug-Id",
                         "Key With Space", "Bug #1"])
 INDENTS = st.sampled_from(["  ", "\t", "\r", "\v", "\u00a0"])  # git's whitespace is " \t\n\r" only
 
@@ -82,13 +83,15 @@ def test_corpus_description_parses_as_git_does(case):
     message = pr_message(case["title"], case["body"])
     ours = format_trailers(parse_trailers(message))
     assert ours == case["git"]
-    assert git_interpret_trailers(message) == case["git"], "the installed git no longer gives the recorded output"
+    assert git_interpret_trailers(message) == case["git"], ("the installed git no longer gives the recorded "
+                                                            "output")
     assert benchmark_presets(case["title"], case["body"]) == case["presets"]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(descriptions())
-@example(("t", "Notes.\n\nSigned-off-by: A U Thor <a@example.com>\n# fix\n    fix"))  # a comment ends a trailer
+# a comment ends a trailer
+@example(("t", "Notes.\n\nSigned-off-by: A U Thor <a@example.com>\n# fix\n    fix"))
 @example(("t", "Text.\r\rbenchmarks: cuda\r"))  # lone CR: one line, no trailer
 @example(("t", "Text.\r\n\r\nbenchmarks: x86_64,\r\n  cuda\r\n"))  # the value keeps "\r " from the fold
 @example(("t", "Text.\n\nbenchmarks: x86_64\n# note\n  cuda\n"))  # comment then indented line: no block

@@ -38,8 +38,10 @@ def _run_dir(tmp_path, name, sha, median):
 
 
 def _ci_env(monkeypatch, github_server, ref: str) -> None:
-    for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": github_server.url,
-                        "GITHUB_TOKEN": "ghs_test", "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/{WORKFLOW}@{ref}"}.items():
+    for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY,
+                        "GITHUB_API_URL": github_server.url,
+                        "GITHUB_TOKEN": "ghs_test",
+                        "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/{WORKFLOW}@{ref}"}.items():
         monkeypatch.setenv(name, value)
 
 
@@ -58,30 +60,37 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):
     github_server.add_repo(REPOSITORY, default_branch="main")
     main_sha = git(repo, "rev-parse", "main")
     github_server.add_workflow_run(REPOSITORY, 501, 1, event="push", head_branch="main", head_sha=main_sha,
-                                   path=WORKFLOW, status="in_progress", conclusion=None, run_started_at=_now(-60))
+                                   path=WORKFLOW, status="in_progress", conclusion=None,
+                                   run_started_at=_now(-60))
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", main_sha, 100.0)), "--store", store,
                  "--run-id", "501", "--attempt", "1", "--write-pointer"]) == 0
-    github_server.update_workflow_run(REPOSITORY, 501, 1, status="completed", conclusion="success", updated_at=_now())
+    github_server.update_workflow_run(REPOSITORY, 501, 1, status="completed", conclusion="success",
+                                      updated_at=_now())
     github_server.add_job(REPOSITORY, 501, 1, "benchmark / process (compare, re-check, comment)", "success",
                           _now(-60), _now())
 
     git(repo, "checkout", "-q", "-b", "evil")
     evil_sha = commit(repo, "pr 1: slows everything down by half")
-    github_server.add_workflow_run(REPOSITORY, 502, 1, event="pull_request", head_branch="evil", head_sha=evil_sha,
-                                   path=WORKFLOW, status="in_progress", conclusion=None, run_started_at=_now(-1))
+    github_server.add_workflow_run(REPOSITORY, 502, 1, event="pull_request", head_branch="evil",
+                                   head_sha=evil_sha,
+                                   path=WORKFLOW, status="in_progress", conclusion=None,
+                                   run_started_at=_now(-1))
     # A PR opened from a branch at main's commit: a pull_request run of main's sha.
-    github_server.add_workflow_run(REPOSITORY, 503, 1, event="pull_request", head_branch="copy", head_sha=main_sha,
+    github_server.add_workflow_run(REPOSITORY, 503, 1, event="pull_request", head_branch="copy",
+                                   head_sha=main_sha,
                                    path=WORKFLOW, run_started_at=_now(-1), updated_at=_now(600))
     # The PR's own run directories (a create-only upload can make any that do not exist yet), holding
     # results that claim main's commit and PR 1's slower figures.
     for run_id, attempt in (("502", 1), ("501", 2), ("501", 3), ("503", 1)):
-        assert main(["upload", "--run-dir", str(_run_dir(tmp_path, f"forged-{run_id}-{attempt}", main_sha, 150.0)),
+        assert main(["upload", "--run-dir",
+                     str(_run_dir(tmp_path, f"forged-{run_id}-{attempt}", main_sha, 150.0)),
                      "--store", store, "--run-id", run_id, "--attempt", str(attempt)]) == 0
     (genuine,) = [json.loads(b.download_as_bytes()) for b in storage.Client(project="test").list_blobs(
         gcs_bucket, prefix=f"ci/commits/{main_sha}/")]
     for run_id, attempt in (("502", 1), ("501", 2), ("501", 3), ("503", 1)):
         _forge(gcs_bucket, main_sha, genuine, run_id, attempt)
-    github_server.update_workflow_run(REPOSITORY, 502, 1, status="completed", conclusion="success", updated_at=_now())
+    github_server.update_workflow_run(REPOSITORY, 502, 1, status="completed", conclusion="success",
+                                      updated_at=_now())
     # Someone re-runs the push run later: attempt 3 exists now, but started after its pointer was planted.
     github_server.add_workflow_run(REPOSITORY, 501, 3, event="push", head_branch="main", head_sha=main_sha,
                                    path=WORKFLOW, run_started_at=_now(120), updated_at=_now(300))
@@ -108,7 +117,8 @@ def test_the_next_pr_compares_with_the_push_run_and_says_which_pointers_it_ignor
     not_listed = (f"GitHub lists no such run attempt of commit {main_sha[:12]} in octo/project (a pointer may only "
                   "name a run of its own commit)")
     assert reasons[("502", 1)] == f"run 502/1: {not_listed}"  # a run of the PR's commit, not of main's
-    assert reasons[("501", 2)] == "run 501/2: GitHub has no such workflow run attempt in octo/project"  # a 404
+    # a 404
+    assert reasons[("501", 2)] == "run 501/2: GitHub has no such workflow run attempt in octo/project"
     assert reasons[("501", 3)].startswith("run 501/3: its pointer was stored at ")
     assert "outside the time that attempt ran" in reasons[("501", 3)]
     assert all(i["commit"] == main_sha for i in baseline["ignored"])
@@ -135,10 +145,12 @@ def test_without_the_trust_the_forged_pointer_would_have_been_the_baseline(forge
     assert comparison["rows"][0]["verdict"] == "similar"
 
 
-def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, monkeypatch, github_server, capsys):
+def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, monkeypatch, github_server,
+                                                        capsys):
     _ci_env(monkeypatch, github_server, "refs/heads/main")
     monkeypatch.setenv("BENCHTRAIL_TRUSTED_WORKFLOW", WORKFLOW)
-    monkeypatch.setenv("GITHUB_WORKFLOW_REF", f"{REPOSITORY}/.github/workflows/track_regressions.yml@refs/heads/main")
+    monkeypatch.setenv("GITHUB_WORKFLOW_REF",
+                       f"{REPOSITORY}/.github/workflows/track_regressions.yml@refs/heads/main")
     report = tmp_path / "track.json"
     assert main(["track", "--store", forged_store["store"], "--ref", "main", "--report", str(report)]) == 0
     err = capsys.readouterr().err
@@ -151,7 +163,8 @@ def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, 
     assert json.dumps(history_runs).count('"502"') == 0
 
 
-def test_history_and_compare_builds_read_the_same_trusted_runs(forged_store, tmp_path, monkeypatch, github_server,
+def test_history_and_compare_builds_read_the_same_trusted_runs(forged_store, tmp_path, monkeypatch,
+                                                               github_server,
                                                                 capsys):
     """One lookup (``benchtrail.compare.trust.StoredRuns``) for every command that picks a stored run by commit."""
     _ci_env(monkeypatch, github_server, "refs/heads/main")
@@ -182,7 +195,8 @@ def _gpu_results(path, gpu: str, commit_sha: str, median: float, method_version:
      "GPU NVIDIA A100-SXM4-80GB (baseline) vs NVIDIA H100 80GB HBM3 (this run)"),
     ("NVIDIA H100 80GB HBM3", 2, "method version 2 (baseline) vs 1 (this run)"),
 ])
-def test_results_measured_under_another_baseline_key_are_not_compared(tmp_path, capsys, base_gpu, method, why):
+def test_results_measured_under_another_baseline_key_are_not_compared(tmp_path, capsys, base_gpu, method,
+                                                                      why):
     """Constructed results files: an A100 run given as the baseline of an H100 run (and an H100 run
     measured with another method version) yields not-comparable rows that say what differs."""
     base = _gpu_results(tmp_path / "base.json", base_gpu, "b" * 40, 100.0, method)
@@ -197,7 +211,8 @@ def test_results_measured_under_another_baseline_key_are_not_compared(tmp_path, 
             in (tmp_path / "comment" / "comment.md").read_text())
     # The same head against an H100 baseline of the same method is compared.
     same = _gpu_results(tmp_path / "same.json", "NVIDIA H100 80GB HBM3", "b" * 40, 100.0)
-    assert main(["compare", "--base", str(same), "--head", str(head), "--output", str(tmp_path / "ok.json")]) == 0
+    assert main(["compare", "--base", str(same), "--head", str(head), "--output",
+                 str(tmp_path / "ok.json")]) == 0
     assert json.loads((tmp_path / "ok.json").read_text())["rows"][0]["verdict"] == "regressed"
 
 
@@ -205,7 +220,8 @@ def test_a_comp_stats_run_does_not_call_the_baselines_x86_64_series_removed(tmp_
     import dataclasses
 
     def compile_time(ms):
-        return dataclasses.replace(record("m1-compile_time_ms", [ms], kind="compilation", metric="compile_time_ms",
+        return dataclasses.replace(record("m1-compile_time_ms", [ms], kind="compilation",
+                                          metric="compile_time_ms",
                                           unit="ms"), presets=())
 
     base = dataclasses.replace(results(record("rc1"), compile_time(900.0), commit="b" * 40),
@@ -245,7 +261,8 @@ def test_a_series_the_head_has_is_compared_even_when_its_preset_was_renamed(tmp_
 
     base = results(record("rc1", [100.0 + i * 0.01 for i in range(10)]), commit="b" * 40)
     slower = dataclasses.replace(record("rc1", [150.0 + i * 0.01 for i in range(10)]), presets=("cpu",))
-    head = dataclasses.replace(results(slower, commit="c" * 40), run={"run_id": "2", "attempt": 1, "presets": ["cpu"]})
+    head = dataclasses.replace(results(slower, commit="c" * 40),
+                               run={"run_id": "2", "attempt": 1, "presets": ["cpu"]})
     write_results(tmp_path / "base.json", base)
     write_results(tmp_path / "head.json", head)
     out = tmp_path / "comparison.json"

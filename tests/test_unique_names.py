@@ -28,7 +28,8 @@ def test_parameter_values_whose_text_coincides_get_names_of_their_own(project, c
     from benchtrail.suite.export import load_execution
 
     (shards,) = load_execution(project / "e.json").values()
-    names = sorted(rc.model.name for rcs in shards.values() for rc in rcs for rc in [rc.module_generation_config])
+    names = sorted(rc.model.name for rcs in shards.values() for rc in rcs
+                   for rc in [rc.module_generation_config])
     assert len(names) == len(set(names)) == 4 * 2 * 2
     assert "coinciding_bench.f[n=1,v=None,k=2]" in names and "coinciding_bench.f[n='1',v='None',k=2]" in names
     assert "coinciding_bench.f[n=1.0,v=None,k=3]" in names and "coinciding_bench.f[n='1.0',v=None,k=3]" in names

@@ -41,14 +41,16 @@ BASE = ("import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n"
         "    def forward(self, x):\n        y = x @ self.w\n        return torch.relu(y)\n\n\n"
         "def model():\n    return M()\n")
 HEAD = BASE.replace("        y = x @ self.w\n", "        for _ in range(3):\n            y = x @ self.w\n")
-#: 16 pairs a round, and the first look after 2 rounds (``min_rounds=2``, below): with one round of 8 pairs the
-#: pair ratios' IQR/median passed 25% (``noisy``, which ends the re-check) in a fresh-clone run of the suite on a
-#: slow 2-vCPU VM; the IQR of 32 pairs from two worker processes moves far less with a few slow samples.
+#: 16 pairs a round, and the first look after 2 rounds (``min_rounds=2``, below): with one round of 8 pairs
+#: the pair ratios' IQR/median passed 25% (``noisy``, which ends the re-check) in a fresh-clone run of the
+#: suite on a slow 2-vCPU VM; the IQR of 32 pairs from two worker processes moves far less with a few slow
+#: samples.
 EXEC = ExecutionConfig("exec-why", "inference-bs1", Task.INFERENCE, processes=1, min_samples=16,
                        min_sample_time_ms=20.0, warmup_time_ms=5, timeout_s=60)
 #: One thread: two threads on a busy 2-core machine wait for each other (a 0.6 ms matmul took 24 ms).
 DEVICE = replace(devices.C2_STANDARD_16, threads=1)
-RULE = "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 10, direction: lower-is-better}\n"
+RULE = ("schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 10, direction: "
+        "lower-is-better}\n")
 
 
 def _git(repo, *args):
@@ -63,32 +65,37 @@ def _rc() -> RunConfig:
 
 
 def _suspect(rc: RunConfig, base_commit: str) -> dict:
-    row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us", device_name="c2-standard-16",
-              module_name="opmod", compile_config="eager", verdict="regressed", reason=None, base_median=1000.0,
-              head_median=3000.0, base_iqr=1000.0, head_iqr=3000.0, base_n=30, head_n=30, change=200.0, change_unit="%",
+    row = Row(id=rc.id, name=rc.name, kind="execution", metric="latency", unit="us",
+              device_name="c2-standard-16",
+              module_name="opmod", compile_config="eager", verdict="regressed", reason=None,
+              base_median=1000.0,
+              head_median=3000.0, base_iqr=1000.0, head_iqr=3000.0, base_n=30, head_n=30, change=200.0,
+              change_unit="%",
               p_value=1e-6, threshold=None, head_details={}, base_details={}, ci_low=190.0, ci_high=210.0,
               q_value=1e-6, mde=1.0, outcome="DIFFERENT", mark="unconfirmed")
     # The stored medians are made up, not measured here: their noise (IQR 100%) lets the re-check's guard
     # (benchtrail.runner.recheck.guard, 1 + 3 x noise) accept arms this machine measures up to 4x off them;
     # with an IQR of 1 µs a slow spell (one matmul at 1.55 ms, 2026-12-05) made the guard refuse the pair, and
     # at 50% a loaded suite once did (head arm 8.1 ms, 2.7x the stored 3 ms).
-    return {"schema_version": 7, "head": {"commit": "h" * 40}, "base": {"commit": base_commit}, "baseline": None,
+    return {"schema_version": 7, "head": {"commit": "h" * 40}, "base": {"commit": base_commit},
+            "baseline": None,
             "thresholds_source": "x", "counts": count_rows([row]), "rows": [asdict(row)]}
 
 
-def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_both_traces(tmp_path, monkeypatch):
+def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_both_traces(tmp_path,
+                                                                                         monkeypatch):
     root = two_commit_repo(tmp_path / "repo", "opmod.py", BASE, HEAD)  # one matmul, then three
     (tmp_path / "thresholds.yaml").write_text(RULE)
     monkeypatch.syspath_prepend(str(root))
     rc = _rc()
     (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(root, "rev-parse", "HEAD~1"))))
-    # The paired run's noise guard may say `noisy` (IQR/median of the pair ratios above 25%) when the rest of the
-    # test suite loads both cores, as it did in 2 of 3 fresh-clone runs on a slow 2-vCPU VM; a user's answer is
-    # to re-run the re-check, and so does this test, at most 6 times. Any verdict but `noisy` ends it, unless the
-    # guard refused the pair (an arm far off the stored run, below). (Three
-    # tries were all noisy once, 2026-12-03, while the other test process compiled AOTInductor modules: the
-    # base arm's samples of 1.8 ms rose to 2.3-4.2 ms for a third of a round while the head's stayed within 10%;
-    # each try takes about 10 s, so six span a minute of the other process's load.)
+    # The paired run's noise guard may say `noisy` (IQR/median of the pair ratios above 25%) when the rest of
+    # the test suite loads both cores, as it did in 2 of 3 fresh-clone runs on a slow 2-vCPU VM; a user's
+    # answer is to re-run the re-check, and so does this test, at most 6 times. Any verdict but `noisy` ends
+    # it, unless the guard refused the pair (an arm far off the stored run, below). (Three tries were all
+    # noisy once, 2026-12-03, while the other test process compiled AOTInductor modules: the base arm's
+    # samples of 1.8 ms rose to 2.3-4.2 ms for a third of a round while the head's stayed within 10%; each try
+    # takes about 10 s, so six span a minute of the other process's load.)
     for attempt in range(6):
         out = tmp_path / f"checked-{attempt}"
         recheck_stage(tmp_path / "comparison.json", out, root,
@@ -96,7 +103,8 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
                       Rules.load(tmp_path / "thresholds.yaml"),
                       Policy(min_rounds=2, max_rounds=4, profiling=Profiling(iterations=20)))
         (row,) = json.loads((out / "comparison.json").read_text())["rows"]
-        if row["verdict"] != "noisy" and "guard" not in (row.get("ab") or {}):  # a user would re-run those too
+        # a user would re-run those too
+        if row["verdict"] != "noisy" and "guard" not in (row.get("ab") or {}):
             break
     assert (row["verdict"], row["mark"]) == ("regressed", "confirmed"), row["reason"]
     profile = row["profile"]
@@ -117,9 +125,11 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     # The trace holds every profiled call: one matmul per iteration in the base, three in the head.
     its = profile["iterations"]
     assert mm_calls == {"base": its["base"], "head": 3 * its["head"]}, (mm_calls, its)
-    row_schema = jsonschema.Draft202012Validator({"$ref": "comparison.schema.json#/$defs/row"}, registry=registry())
+    row_schema = jsonschema.Draft202012Validator({"$ref": "comparison.schema.json#/$defs/row"},
+                                                 registry=registry())
     assert not list(row_schema.iter_errors(row))
-    assert load_comparison(out / "comparison.json").rows[0].profile == profile  # the comment stage reads it back
+    # the comment stage reads it back
+    assert load_comparison(out / "comparison.json").rows[0].profile == profile
     why = render_why(row["profile"]).splitlines()
     assert why[1].startswith("- `aten::mm` self time ") and " → " in why[1] and "(+" in why[1]
     assert why[-1].startswith("Traces (Chrome trace JSON") and f"`{folder}/head.trace.json`" in why[-1]
@@ -138,7 +148,8 @@ def _worker_profile(iterations: int, ops: dict[str, float]) -> dict:
 def test_profile_diff_is_per_iteration_largest_change_first():
     base = _worker_profile(10, {"aten::mm": 12000.0, "aten::relu": 900.0, "aten::add": 50.0})
     head = _worker_profile(20, {"aten::mm": 73000.0, "aten::relu": 1800.0, "aten::cat": 4000.0})
-    diff = profile_diff(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"},
+    diff = profile_diff(base, head,
+                        {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"},
                         top=3)
     assert diff == {"operators": [
         {"name": "aten::mm", "base_us": 1200.0, "head_us": 3650.0, "change_us": 2450.0},
@@ -157,12 +168,14 @@ def test_profile_diff_is_per_iteration_largest_change_first():
 def test_a_gpu_profile_ranks_by_device_time():
     base = _worker_profile(1, {"aten::mm": 50.0, "sgemm_kernel": 2.0})
     head = _worker_profile(1, {"aten::mm": 52.0, "sgemm_kernel": 3.0})
-    for side, device in ((base, {"aten::mm": 0.0, "sgemm_kernel": 100.0}), (head, {"aten::mm": 0.0, "sgemm_kernel": 400.0})):
+    for side, device in ((base, {"aten::mm": 0.0, "sgemm_kernel": 100.0}),
+                         (head, {"aten::mm": 0.0, "sgemm_kernel": 400.0})):
         for op in side["operators"]:
             op["self_device_us"] = device[op["name"]]
     diff = profile_diff(base, head, {"base": "b", "head": "h"})
     assert diff["clock"] == "device"
-    assert diff["operators"][0] == {"name": "sgemm_kernel", "base_us": 100.0, "head_us": 400.0, "change_us": 300.0}
+    assert diff["operators"][0] == {"name": "sgemm_kernel", "base_us": 100.0, "head_us": 400.0,
+                                    "change_us": 300.0}
     assert render_why(diff).startswith("**Why** (torch.profiler, self CUDA time per iteration")
 
 
@@ -185,9 +198,9 @@ def test_a_run_request_carries_profile_only_when_asked_and_a_bad_one_is_refused_
     assert spec["trace"].endswith("/rel/base.trace.json") and spec["trace"].startswith("/")
     asked = RunRequest({"c": 1}, 2, profile=spec)
     assert read_request(asked.to_json()) == asked
-    with pytest.raises(ProtocolError, match="field 'profile' is .*iterations: <integer >= 1>"):
+    with pytest.raises(ProtocolError, match=r"field 'profile' is .*iterations: <integer >= 1>"):
         read_request({**asked.to_json(), "profile": {"iterations": 0, "trace": "/t"}})
-    with pytest.raises(ProtocolError, match="'profile.trace' is int"):
+    with pytest.raises(ProtocolError, match=r"'profile.trace' is int"):
         read_request({**asked.to_json(), "profile": {"iterations": 3, "trace": 5}})
     # An older worker's response has no profile; a newer one's reads back whole.
     assert read_response({"status": "ok"}).profile is None

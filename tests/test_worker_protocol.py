@@ -49,7 +49,8 @@ def _rc(module: str = "protomod", device=devices.C2_STANDARD_16) -> RunConfig:
 def test_requests_round_trip_and_keep_the_version_1_field_names():
     rc = _rc()
     run = run_request(rc, Path("/tmp/m"))
-    assert run.to_json() == {"version": 1, "kind": "run", "config": run.config, "threads": rc.target_device.threads,
+    assert run.to_json() == {"version": 1, "kind": "run", "config": run.config,
+                             "threads": rc.target_device.threads,
                              "module_dir": "/tmp/m"}
     comp = compile_request(rc.module_generation_config, None, explain=False)
     assert comp.to_json() == {"version": 1, "kind": "compile", "config": comp.config, "module_dir": None,
@@ -67,7 +68,8 @@ def test_a_request_without_version_reads_as_version_1_and_unknown_keys_are_ignor
 
 
 def test_responses_round_trip_and_drop_fields_the_job_did_not_produce():
-    ok = Response(status="ok", samples=[1.0, 2.5], iterations_per_sample=3, warmup_iterations=1, timing={"clock": "host"},
+    ok = Response(status="ok", samples=[1.0, 2.5], iterations_per_sample=3, warmup_iterations=1,
+                  timing={"clock": "host"},
                   memory={}, threads=2, correctness=None, jacobian_mode=None, phase_times_ms={"prep": 1.0})
     wire = json.loads(json.dumps(ok.to_json()))
     assert wire["version"] == 1 and wire["samples"] == [1.0, 2.5]
@@ -81,7 +83,8 @@ def test_responses_round_trip_and_drop_fields_the_job_did_not_produce():
 
 def test_a_response_without_version_reads_as_version_1():
     old = {"status": "ok", "reason": None, "compile_time_ms": 12.5, "peak_rss_bytes": 10, "kernel_count": 2,
-           "fxgraph_cache_hit": 0, "fxgraph_cache_miss": 1, "recompiles": 0, "artifacts": {"inductor_cache": 5},
+           "fxgraph_cache_hit": 0, "fxgraph_cache_miss": 1, "recompiles": 0,
+           "artifacts": {"inductor_cache": 5},
            "graph_count": 1, "graph_breaks": 0, "break_reasons": [], "something_older": 1}
     response = read_response(old)
     assert response.version == 1 and response.ok and response.kernel_count == 2
@@ -89,7 +92,8 @@ def test_a_response_without_version_reads_as_version_1():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"version": 2, "kind": "run", "config": {}, "threads": 1}, "protocol version 2; this benchtrail serves version 1"),
+    ({"version": 2, "kind": "run", "config": {}, "threads": 1},
+     "protocol version 2; this benchtrail serves version 1"),
     ({"version": "1", "kind": "run", "config": {}, "threads": 1}, "protocol version '1'"),
     ({"kind": "bench", "config": {}}, "kind 'bench' is not one this worker serves"),
     ({"kind": "run", "config": {}, "threads": "2"}, "field 'threads' is str"),
@@ -102,7 +106,8 @@ def test_an_unreadable_request_is_refused_by_name(data, message):
 
 
 def test_a_response_of_a_future_version_is_refused_by_name():
-    with pytest.raises(ProtocolError, match="response has protocol version 3; this benchtrail serves version 1"):
+    with pytest.raises(ProtocolError,
+                       match="response has protocol version 3; this benchtrail serves version 1"):
         read_response({"version": 3, "status": "ok"})
     with pytest.raises(ProtocolError, match="field 'samples' is str"):
         read_response({"status": "ok", "samples": "1,2"})
@@ -125,7 +130,8 @@ def test_the_worker_answers_failed_to_a_future_version_instead_of_crashing(tmp_p
 def test_the_protocol_module_imports_no_torch():
     code = ("import sys, benchtrail.worker.protocol, benchtrail.runner.workers, benchtrail.suite.content_hash, "
             "benchtrail.suite.entry_points; print('torch' in sys.modules)")
-    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True,
+                         check=True)
     assert out.stdout.strip() == "False"
 
 
@@ -137,7 +143,8 @@ def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
     """A repository whose HEAD~1 holds benchtrail as of ``commit`` (so the base arm's workers import that
     worker, first on their PYTHONPATH) and whose HEAD holds none (the head arm imports this tree)."""
     here = Path(__file__).resolve().parent.parent
-    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=here, capture_output=True).returncode:
+    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=here,
+                      capture_output=True).returncode:
         pytest.skip(f"commit {commit} is not in this clone (shallow?)")
     root = tmp_path / "repo"
     root.mkdir()
@@ -186,7 +193,8 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_pa
     for side in ("base", "head"):
         (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
         ab = record["details"]["ab"]
-        assert (record["status"], ab["start_method"], ab["stop"], ab["rounds"]) == ("ok", "fork", "decided", 2)
+        assert (record["status"], ab["start_method"], ab["stop"], ab["rounds"]) == ("ok", "fork", "decided",
+                                                                                    2)
         details = record["details"]
         assert ("floor_us" in details, details.get("threads_set")) == (
             (True, details["threads"]) if side == "head" else (False, None))
@@ -212,7 +220,8 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
     assert row["base_n"] == row["head_n"] == 10  # 2 rounds × 5 samples per arm
     # Two answers came from the old worker (no version field), two from this tree's.
     assert sorted("version" in r for r in raw) == [False, False, True, True]
-    # The old base cannot fork its workers, so both arms spawned theirs (benchtrail.runner.ab.start_method_of).
+    # The old base cannot fork its workers, so both arms spawned theirs
+    # (benchtrail.runner.ab.start_method_of).
     for side in ("base", "head"):
         (record,) = json.loads((out / "results" / f"{side}.json").read_text())["benchmarks"]
         assert record["details"]["ab"]["start_method"] == "spawn"

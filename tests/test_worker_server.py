@@ -59,7 +59,8 @@ def test_the_cases_of_one_module_share_each_fresh_process_which_builds_the_modul
 def test_a_crash_fails_its_own_case_and_the_cases_after_it_run_in_a_fresh_process():
     rcs = _group("crashes_with_grad", tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), processes=2)
     # The seeded order puts a crashing case (autograd on) before the inference case in some process.
-    assert any([rc.execution_config.task for rc in _order(rcs, p)][0] is not Task.INFERENCE for p in range(2))
+    assert any(next(rc.execution_config.task for rc in _order(rcs,
+                                                              p)) is not Task.INFERENCE for p in range(2))
     out = run_module_cases(rcs)
     by_task = {rc.execution_config.task: out[rc.id] for rc in rcs}
     for task in (Task.FORWARD, Task.BACKWARD):
@@ -98,7 +99,8 @@ def test_a_checkout_whose_worker_has_no_server_spawns(tmp_path):
 
 
 def test_the_start_method_is_checked():
-    code = "import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.workers import start_method\nstart_method()"
+    code = ("import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.workers "
+            "import start_method\nstart_method()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1 and "BENCHTRAIL_WORKER_START='vfork'; allowed: fork, spawn" in out.stderr
 
@@ -111,7 +113,8 @@ def test_the_server_initialises_no_cuda_and_forks_with_one_python_thread():
             "print(torch.cuda.is_initialized(), threading.active_count(), 'torch._inductor.compile_fx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
-    # Dynamo and Inductor only for a job whose module is compiled (a server of eager jobs skips 4 s of imports).
+    # Dynamo and Inductor only for a job whose module is compiled (a server of eager jobs skips 4 s of
+    # imports).
     assert out.stdout.split() == ["False", "False", "1", "True"]
 
 
@@ -130,7 +133,8 @@ def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypa
 def test_a_cuda_request_that_reaches_a_worker_without_cuda_fails_there_never_runs_on_the_cpu():
     # The run stage records such cases without a worker (tests/test_run_stage.py); the worker keeps the guard.
     (case,) = _group("tiny", tasks=(Task.INFERENCE,), processes=1)
-    gen = ModuleGenerationConfig.build(case.module_generation_config.model, EAGER, devices.A2_HIGHGPU_1G.architecture)
+    gen = ModuleGenerationConfig.build(case.module_generation_config.model, EAGER,
+                                       devices.A2_HIGHGPU_1G.architecture)
     cuda = RunConfig.build(gen, case.execution_config, devices.A2_HIGHGPU_1G, presets=("test",))
     response = workers.run_in_worker(run_request(cuda), 60, 1, method="fork")
     assert response.status == "failed" and response.reason == NO_CUDA_REASON and not response.samples
@@ -150,8 +154,10 @@ def _checkout(root: Path, value: int) -> dict[str, str]:
 def _arm_request(log: Path):
     model = Model("model-arm", "arm", ("test",), "arm:model", ("8xf32",))
     gen = ModuleGenerationConfig.build(model, EAGER, devices.C2_STANDARD_16.architecture)
-    rc = RunConfig.build(gen, ExecutionConfig("exec-arm", "inference-bs1", Task.INFERENCE, processes=1, min_samples=3,
-                                              warmup_time_ms=5, timeout_s=60), devices.C2_STANDARD_16, presets=("test",))
+    rc = RunConfig.build(gen, ExecutionConfig("exec-arm", "inference-bs1", Task.INFERENCE, processes=1,
+                                              min_samples=3,
+                                              warmup_time_ms=5, timeout_s=60), devices.C2_STANDARD_16,
+                         presets=("test",))
     return run_request(rc)
 
 
@@ -162,7 +168,8 @@ def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_wo
     log = tmp_path / "imports.txt"
     a, b = _checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)
     for env in (a, b):
-        response = workers.run_in_worker(_arm_request(log), 60, 1, env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
+        response = workers.run_in_worker(_arm_request(log), 60, 1,
+                                         env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
                                          method="fork")
         assert response.ok, response.reason
     assert log.read_text().split() == [str(tmp_path / "a" / "arm.py"), str(tmp_path / "b" / "arm.py")]
@@ -171,9 +178,10 @@ def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_wo
 
 
 def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets_a_server_of_its_own(tmp_path):
-    # An entry holding its own `fnmatch.py` (a working copy of the standard library's, which the server imported): a
-    # worker forked from the shared server could not import that entry's version, so the server refuses the job and
-    # one is started for that PYTHONPATH, which imports the entry's copy as a fresh interpreter would.
+    # An entry holding its own `fnmatch.py` (a working copy of the standard library's, which the server
+    # imported): a worker forked from the shared server could not import that entry's version, so the server
+    # refuses the job and one is started for that PYTHONPATH, which imports the entry's copy as a fresh
+    # interpreter would.
     import fnmatch
     import shutil
 
@@ -186,7 +194,8 @@ def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets
     (tmp_path / "c" / "logging").mkdir()  # a folder of data, no package: it shadows nothing
     assert workers.run_in_worker(_arm_request(log), 60, 1, env=_checkout(tmp_path / "a", 1) | {
         "BENCHTRAIL_TEST_BUILDS": str(log)}, method="fork").ok  # a shared server is running
-    response = workers.run_in_worker(_arm_request(log), 60, 1, env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
+    response = workers.run_in_worker(_arm_request(log), 60, 1,
+                                     env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
                                      method="fork")
     assert response.ok, response.reason
     assert log.read_text().split()[-1] == str(tmp_path / "c" / "arm.py")
@@ -196,12 +205,13 @@ def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets
     assert "(fnmatch)" in refusal([str(tmp_path / "c")]) and refusal(None) is None
     (tmp_path / "c" / "fnmatch.py").unlink()
     assert refusal([str(tmp_path / "c")]) is None  # `logging/` without __init__.py
-    assert not servers._shareable(f"{tmp_path / 'a'}{os.pathsep}lib")  # a relative entry: the server's own folder
+    # a relative entry: the server's own folder
+    assert not servers._shareable(f"{tmp_path / 'a'}{os.pathsep}lib")
 
 
 def test_a_leased_server_is_never_handed_to_a_second_caller_until_released(tmp_path):
-    # A duet runs both arms' jobs at once: sharing one server, the first arm's worker would wait at the barrier
-    # for a worker the busy server never forks.
+    # A duet runs both arms' jobs at once: sharing one server, the first arm's worker would wait at the
+    # barrier for a worker the busy server never forks.
     from benchtrail.runner import servers
 
     a, b = (workers._environments(1, env)[1]

@@ -75,7 +75,8 @@ def test_benchmark_workflow_is_callable_with_the_documented_inputs_and_secret():
         assert f"`{name}`" in where, name
     # Run by benchtrail's own events (no inputs), each input falls back to its default in the
     # expression itself; every use of it has that form.
-    uses = {"benchmark-presets": "inputs.benchmark-presets }}",  # configure's, for workflow_dispatch as before
+    # configure's, for workflow_dispatch as before
+    uses = {"benchmark-presets": "inputs.benchmark-presets }}",
             "python-version": "inputs.python-version || '3.11' }}",
             "working-directory": "inputs.working-directory || '.' }}",
             "pip-install": "inputs.pip-install }}",  # empty: nothing more to install
@@ -111,10 +112,12 @@ def test_a_called_run_installs_benchtrail_from_the_workflows_own_commit(name, jo
         checkout = by_name["Check out benchtrail"]
         assert checkout["if"] == CALLED, job_id
         assert checkout["uses"].startswith("actions/checkout@")
-        assert checkout["with"] == {"repository": "${{ job.workflow_repository }}", "ref": "${{ job.workflow_sha }}",
+        assert checkout["with"] == {"repository": "${{ job.workflow_repository }}",
+                                    "ref": "${{ job.workflow_sha }}",
                                     "path": ".benchtrail-src", "persist-credentials": False}, job_id
         assert job_steps[-1]["env"]["BENCHTRAIL_CHECKOUT"] == f"${{{{ ({CALLED}) && '.benchtrail-src' || '.' }}}}"
-        setup_python = next(step for step in job_steps if step.get("uses", "").startswith("actions/setup-python@"))
+        setup_python = next(step for step in job_steps if step.get("uses",
+                                                                   "").startswith("actions/setup-python@"))
         assert setup_python["with"] == {"python-version": "${{ inputs.python-version || '3.11' }}"}
     # Own repository: the checkout above is skipped and benchtrail comes from the workspace; called
     # from another repository: from benchtrail's checkout. (An empty job.workflow_repository, where
@@ -161,7 +164,8 @@ def _setup_steps_in_the_example(tmp_path: Path, shard_count: int, project_labels
     output = tmp_path / "github_output"
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
            "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": str(shard_count), "BENCHTRAIL_SRC": str(ROOT),
-           "CPU_DEVICE": "laptop", "CUDA_DEVICE": "a2-highgpu-1g", "PRESETS": "smoke", "GITHUB_OUTPUT": str(output)}
+           "CPU_DEVICE": "laptop", "CUDA_DEVICE": "a2-highgpu-1g", "PRESETS": "smoke",
+           "GITHUB_OUTPUT": str(output)}
     proc = _run_step(steps["Read the runner labels"], env, cwd=repo)
     assert proc.returncode == 0, proc.stderr
     labels = dict(line.split("=", 1) for line in output.read_text().splitlines())["labels"]
@@ -231,7 +235,8 @@ def test_matrix_jq_takes_runs_on_from_the_labels_argument_else_the_default():
                            "a2-highgpu-1g": ["self-hosted", "cuda", "a2-highgpu-1g"]}
     # A table names some devices: those take its labels, the rest the default; other names are ignored.
     assert runs_on({"a2-highgpu-1g": ["self-hosted", "gpu-pool"], "laptop": ["x"]}) == {
-        "c2-standard-16": ["self-hosted", "cpu", "c2-standard-16"], "a2-highgpu-1g": ["self-hosted", "gpu-pool"]}
+        "c2-standard-16": ["self-hosted", "cpu", "c2-standard-16"],
+        "a2-highgpu-1g": ["self-hosted", "gpu-pool"]}
 
 
 @pytest.mark.parametrize("name", EXAMPLE_FILES)
@@ -244,7 +249,8 @@ def test_example_workflows_are_zizmor_clean(tmp_path):
     findings, _ = _zizmor(EXAMPLE_WORKFLOWS)
     assert _describe(findings) == []
     # The one suppression is the poster's workflow_run trigger, with a reason, and it does real work.
-    suppressions = [(path.name, line.split("# zizmor:", 1)[1].strip()) for path in sorted(EXAMPLE_WORKFLOWS.iterdir())
+    suppressions = [(path.name,
+                     line.split("# zizmor:", 1)[1].strip()) for path in sorted(EXAMPLE_WORKFLOWS.iterdir())
                     for line in path.read_text().splitlines() if "# zizmor:" in line]
     assert [name for name, _ in suppressions] == ["post_benchmark_comment.yml"]
     assert re.fullmatch(r"ignore\[dangerous-triggers\] \S.{10,}", suppressions[0][1])
@@ -252,14 +258,16 @@ def test_example_workflows_are_zizmor_clean(tmp_path):
     poster = (EXAMPLE_WORKFLOWS / "post_benchmark_comment.yml").read_text()
     unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", poster))
     findings, _ = _zizmor(unsuppressed)
-    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers", "High")]
+    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers",
+                                                                                  "High")]
 
 
 def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs_and_secrets():
     callers = _caller_jobs()
     assert [(name, called) for name, _, _, called in callers] == [
         ("benchmarks.yml", "benchmark.yml"), ("post_benchmark_comment.yml", "post_benchmark_comment.yml")]
-    assert len({CALLER_USES.fullmatch(job["uses"])[2] for _, _, job, _ in callers}) == 1  # one SHA in both files
+    # one SHA in both files
+    assert len({CALLER_USES.fullmatch(job["uses"])[2] for _, _, job, _ in callers}) == 1
     for name, job_id, job, called in callers:
         text = (EXAMPLE_WORKFLOWS / name).read_text()
         # Secrets one by one, never `secrets: inherit`.
@@ -267,7 +275,8 @@ def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs
         assert "placeholder" in text.lower(), name  # the SHA is marked as one to replace
         declared = _triggers(_load(called))["workflow_call"]
         assert set(job.get("with", {})) <= set(declared.get("inputs", {})), (name, job_id)
-        assert all(key in job.get("with", {}) for key, spec in declared.get("inputs", {}).items() if spec["required"])
+        assert all(key in job.get("with", {}) for key,
+                   spec in declared.get("inputs", {}).items() if spec["required"])
         secrets = job.get("secrets", {})
         assert set(secrets) <= set(declared.get("secrets", {})), (name, job_id)
         assert secrets == {key: f"${{{{ secrets.{key} }}}}" for key in secrets}
@@ -278,7 +287,8 @@ def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs
                 assert ACCESS[granted.get(scope, "none")] >= ACCESS[access], (name, called_job_id, scope)
         assert _load_example(name)["permissions"] == {}
     benchmark = _load_example("benchmarks.yml")["jobs"]["benchmark"]
-    assert benchmark["secrets"] == {"BENCHTRAIL_STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_CREDENTIALS }}"}
+    assert benchmark["secrets"] == {"BENCHTRAIL_STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_"
+                                    "CREDENTIALS }}"}
     assert benchmark["with"]["cpu-device"] == "laptop"  # the example suite's one device
 
 

@@ -83,10 +83,13 @@ def test_a_caller_granting_less_than_the_documented_permissions_fails_when_it_lo
 def test_a_failed_case_is_a_row_of_the_current_heads_comment(story):
     run, poster = story.failures
     assert run.job("execute").result == "success", run.describe()
-    assert re.search(r"\b(created|updated)\b", poster.job("post/post").step("Post the comment").log), poster.describe()
+    assert re.search(r"\b(created|updated)\b",
+                     poster.job("post/post").step("Post the comment").log), poster.describe()
     comment = story.comments["failures"]
     assert story.heads[0][:7] in comment
-    assert "failed" in row_of(comment, MIX_EAGER) and "Mix is broken by this PR" in reasons_of(comment, row_of(comment, MIX_EAGER))
+    assert "failed" in row_of(comment, MIX_EAGER) and "Mix is broken by this PR" in reasons_of(comment,
+                                                                                               row_of(comment,
+                                                                                                      MIX_EAGER))
 
 
 def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
@@ -103,7 +106,7 @@ def test_a_failed_module_compile_fails_only_its_own_run_configs(story):
 
 
 def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
-    run, poster = story.outage
+    run, _poster = story.outage
     assert run.job("process").result == "success", run.describe()
     assert run.job("process").step("Store the run").outcome == "failure"
     comment = story.comments["outage"]
@@ -115,7 +118,8 @@ def test_a_store_outage_is_reported_in_the_comment_which_is_edited(story):
 def test_a_shard_whose_runner_died_is_named_and_its_cases_are_failed_rows(story):
     run, _ = story.outage
     assert run.job("execute").result == "failure", run.describe()
-    assert [s.outcome for s in run.job("execute").steps if s.name == "Run benchmarks"] == ["success", "failure"]
+    assert [s.outcome for s in run.job("execute").steps if s.name == "Run benchmarks"] == ["success",
+                                                                                           "failure"]
     comment = story.comments["outage"]
     assert "Shards that did not report: laptop shard 1." in comment, comment
     assert "Job execute did not report in full (failure)" in comment
@@ -147,15 +151,19 @@ def test_a_pointer_forged_by_a_pr_run_is_ignored_by_the_next_pr_and_by_track(sto
     baseline = comparison["baseline"]
     assert (baseline["run_id"], baseline["commit"]) == (str(story.baseline.run_id), story.main)
     assert baseline["ignored"] == [{"commit": story.main, "run_id": str(h1.run_id), "attempt": 1,
-                                    "reason": f"run {h1.run_id}/1: GitHub lists no such run attempt of commit "
-                                              f"{story.main[:12]} in {REPOSITORY} (a pointer may only name a run "
+                                    "reason": f"run {h1.run_id}/1: GitHub lists no such run attempt of "
+                                    "commit "
+                                              f"{story.main[:12]} in {REPOSITORY} (a pointer may only name a "
+                                    "run "
                                               "of its own commit)"}]
     assert "⚠ Ignored 1 stored run that is not a trusted baseline: " in story.comments["recheck_timeout"]
-    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url,
+           "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
            "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
            "GITHUB_TOKEN": "ghs_test", "BENCHTRAIL_TRUSTED_WORKFLOW": ".github/workflows/benchmarks.yml"}
     done = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", "track", "--store",
-                           story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", "main"],
+                           story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref",
+                           "main"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert (f"run not used: {story.main[:7]}: not a trusted run: run {h1.run_id}/1: GitHub lists no such run "
@@ -171,7 +179,7 @@ def test_a_bad_trailer_edits_the_comment_to_name_the_bad_preset(story):
 
 
 def test_a_title_only_edit_selects_nothing(story):
-    run, poster = story.title_edit
+    run, _poster = story.title_edit
     setup = run.job("setup")
     assert setup.result == "success" and setup.outputs["has-benchmarks"] == "false", run.describe()
     assert {run.job(j).result for j in ("compile", "execute", "process")} == {"skipped"}
@@ -196,9 +204,11 @@ def test_a_late_poster_for_an_older_head_leaves_the_current_heads_comment(story)
     # GitHub keeps one waiting run per concurrency group and cancels it when another queues. The
     # posters of two heads are in different groups, so a late poster cannot displace the current one.
     new_run, _ = story.recheck_timeout
-    groups = {name: story.post(run).job("post/post").concurrency for name, run in (("old", old_run), ("new", new_run))}
+    groups = {name: story.post(run).job("post/post").concurrency for name,
+              run in (("old", old_run), ("new", new_run))}
     assert groups["old"] != groups["new"]
-    assert pending_survivors([("new", groups["new"]), ("old", groups["old"])], running={"busy"}) == ["new", "old"]
+    assert pending_survivors([("new", groups["new"]), ("old", groups["old"])], running={"busy"}) == ["new",
+                                                                                                     "old"]
 
 
 # -- keyless store credentials ----------------------------------------------------------------------
@@ -207,7 +217,8 @@ def test_a_late_poster_for_an_older_head_leaves_the_current_heads_comment(story)
 def test_only_the_process_job_gets_an_oidc_token_and_it_authenticates_by_federation(story):
     run = story.baseline
     # GitHub's runner injects the OIDC request variables only where `id-token: write` is granted.
-    with_token = sorted(job_id for job_id, job in run.jobs.items() if "ACTIONS_ID_TOKEN_REQUEST_URL" in job.runner_env)
+    with_token = sorted(job_id for job_id,
+                        job in run.jobs.items() if "ACTIONS_ID_TOKEN_REQUEST_URL" in job.runner_env)
     assert with_token == ["benchmark/process"], run.describe()
     (auth,) = run.auth
     assert (auth["job"], auth["method"], auth["provider"], auth["service_account"]) == (
@@ -220,7 +231,8 @@ def test_only_the_process_job_gets_an_oidc_token_and_it_authenticates_by_federat
     # GitHub's record of the run that stored the baseline: what trusted-baseline lookups check.
     record = story.github.workflow_runs[(REPOSITORY, run.run_id, run.attempt)]
     assert {k: record[k] for k in ("event", "head_branch", "head_sha", "path", "status", "conclusion")} == {
-        "event": "push", "head_branch": "main", "head_sha": story.main, "path": ".github/workflows/benchmarks.yml",
+        "event": "push", "head_branch": "main", "head_sha": story.main,
+        "path": ".github/workflows/benchmarks.yml",
         "status": "completed", "conclusion": "success"}
 
 

@@ -27,8 +27,10 @@ def test_a_push_to_a_release_branch_stores_the_baseline_of_prs_into_it(story):
     assert (baseline["run_id"], baseline["commit"]) == (str(push.run_id), push.sha), baseline
     assert str(push.run_id) not in {i["run_id"] for i in baseline["ignored"]}
     index = (run.artifacts / "benchmark-report" / "dashboard" / "index.html").read_text()
-    assert f"<td>{push.run_id}/1</td>" in index and f"run {push.run_id}/1" not in index  # the dashboard trusts it
-    assert run.job("setup").outputs.get("postsubmit", "") == "" and run.auth[0]["service_account"] == PRESUBMIT_SA
+    # the dashboard trusts it
+    assert f"<td>{push.run_id}/1</td>" in index and f"run {push.run_id}/1" not in index
+    assert run.job("setup").outputs.get("postsubmit",
+                                        "") == "" and run.auth[0]["service_account"] == PRESUBMIT_SA
     # The push stores under the store's root, where baselines are read; the PR under presubmit/.
     prefix = story.harness.vars["BENCHTRAIL_STORE"]
     urls = [r.job("process").step("Store the run").outputs["run-url"] for r in (push, run)]
@@ -53,12 +55,14 @@ def test_pointers_forged_in_a_manual_run_or_during_a_push_runs_store_step_are_ig
     not_used = index.split("<h2>Runs not used</h2>", 1)[1]
     assert f"run {dispatch.run_id}/1: its job" in not_used and f"run {clash.run_id}/1 ended with" in not_used
     assert f"<td>{story.baseline.run_id}/1</td>" in index and f"<td>{dispatch.run_id}/1</td>" not in index
-    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url, "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": story.emulator_url,
+           "BENCHTRAIL_STAGING": str(tmp_path / "staging"),
            "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": story.github.url,
            "GITHUB_TOKEN": "ghs_test", "BENCHTRAIL_TRUSTED_WORKFLOW": ".github/workflows/benchmarks.yml"}
     for command in (["history", "--output", str(tmp_path / "history.json")], ["track"]):
         done = subprocess.run([sys.executable, "-m", "benchtrail.cli.app", *command, "--store",
-                               story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref", main2],
+                               story.harness.vars["BENCHTRAIL_STORE"], "--repo", str(story.repo), "--ref",
+                               main2],
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert f"not a trusted run: run {dispatch.run_id}/1: its job" in done.stderr, (command, done.stderr)

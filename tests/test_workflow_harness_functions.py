@@ -32,9 +32,11 @@ def story(tmp_path_factory, gcs_emulator):
 
 
 def test_the_function_example_runs_through_workflow_call_and_gets_its_comment(story):
-    head = story.push_head("a PR of the function-API project")  # no baseline run: its rows are new (kept short)
+    # no baseline run: its rows are new (kept short)
+    head = story.push_head("a PR of the function-API project")
     body = "Adopt benchtrail.\n\nbenchmarks: default\n"
-    run = story.benchmark("pull_request", story.pr_payload("synchronize", head, body=body), head, "refs/pull/1/merge")
+    run = story.benchmark("pull_request", story.pr_payload("synchronize", head, body=body), head,
+                          "refs/pull/1/merge")
     poster = story.post(run)
     assert run.conclusion == "success", run.describe()
     assert poster.conclusion == "success", poster.describe()

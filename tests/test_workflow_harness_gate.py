@@ -45,11 +45,12 @@ def test_a_fork_pr_without_the_label_waits_for_a_maintainer(story):
     git(story.repo, "update-ref", "refs/heads/fork-pr", head)
     story.github.add_pull(REPOSITORY, 2, head, title="Fork PR", body=BODY, head_repo="someone/my-project",
                           head_ref="faster")
-    run, poster = story.edit(head, action="opened", number=2, head_repo="someone/my-project")
+    run, _poster = story.edit(head, action="opened", number=2, head_repo="someone/my-project")
     setup = run.job("setup")
     assert setup.outputs["has-benchmarks"] == "false" and run.job("compile").result == "skipped", run.describe()
     assert "waiting for a maintainer to add the `safe-to-benchmark` label" in setup.summary
-    assert story.gate(head) == ("pending", "waiting for a maintainer to add the safe-to-benchmark label (a fork's PR)")
+    assert story.gate(head) == ("pending",
+                                "waiting for a maintainer to add the safe-to-benchmark label (a fork's PR)")
 
 
 def test_adding_a_trailer_makes_the_gate_pending_until_its_runs_comparison(story):

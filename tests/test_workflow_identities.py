@@ -20,14 +20,16 @@ def test_only_the_poster_workflow_may_write_statuses():
     granted = set()
     for path in files:
         text = path.read_text()
-        for field, value in (("{pin_comment}", ""), ("{pin_note}", ""), ("{repository}", "o/b"), ("{commit}", "0")):
+        for field, value in (("{pin_comment}", ""), ("{pin_note}", ""), ("{repository}", "o/b"),
+                             ("{commit}", "0")):
             text = text.replace(field, value)
         for job_id, job in yaml.safe_load(text)["jobs"].items():
             if (job.get("permissions") or {}).get("statuses") == "write":
                 granted.add((path.relative_to(ROOT).as_posix(), job_id))
             assert (job.get("permissions") or {}).get("statuses") in (None, "write"), (path, job_id)
     assert granted == {(".github/workflows/post_benchmark_comment.yml", "gate"),
-                       ("docs/examples/adopting-classes/.github/workflows/post_benchmark_comment.yml", "post"),
+                       ("docs/examples/adopting-classes/.github/workflows/post_benchmark_comment.yml",
+                        "post"),
                        ("build_tools/benchtrail/data/init/post_benchmark_comment.yml.template", "post")}
     assert _load("post_benchmark_comment.yml")["jobs"]["gate"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "read", "statuses": "write"}
@@ -37,9 +39,11 @@ def test_a_pull_requests_jobs_hold_only_the_presubmit_identity():
     """Every value that names the postsubmit identity (service account, key, environment, store root) gives a
     ``pull_request`` run the presubmit one, even one whose setup claims ``postsubmit``; and no job a pull
     request reaches may write contents."""
-    post = {"BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "POST-SA", "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre-sa",
+    post = {"BENCHTRAIL_POSTSUBMIT_SERVICE_ACCOUNT": "POST-SA",
+            "BENCHTRAIL_PRESUBMIT_SERVICE_ACCOUNT": "pre-sa",
             "BENCHTRAIL_POSTSUBMIT_STORE_CREDENTIALS": "POST-KEY", "BENCHTRAIL_STORE_CREDENTIALS": "pre-key"}
-    context = {"github": {"event_name": "pull_request", "ref": "refs/heads/main", "repository": "octo/project",
+    context = {"github": {"event_name": "pull_request", "ref": "refs/heads/main",
+                          "repository": "octo/project",
                           "event": {"pull_request": {"head": {"repo": {"full_name": "octo/project"}}},
                                     "repository": {"default_branch": "main"}}},
                "needs": {"setup": {"outputs": {"postsubmit": "true"}}}, "vars": post, "secrets": post,
@@ -51,7 +55,8 @@ def test_a_pull_requests_jobs_hold_only_the_presubmit_identity():
             for text in _strings(job):
                 if "postsubmit" in text.lower() and "${{" in text:
                     value = str(interpolate(text, context))
-                    assert "POST-" not in value and "benchtrail-postsubmit" not in value, (name, job_id, text, value)
+                    assert "POST-" not in value and "benchtrail-postsubmit" not in value, (name, job_id, text,
+                                                                                           value)
                     checked += 1
     assert checked >= 4  # the service account, the key, the environment and the store root
 
@@ -77,7 +82,8 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
     postsubmit = event in ("push", "workflow_dispatch") and postsubmit_branch(
         {"ref": ref, "repository": {"default_branch": "main"}}, {})
     repo = "octo/project"
-    pull = {"head": {"repo": {"full_name": "fork/project" if fork else repo}}} if event == "pull_request" else None
+    pull = {"head": {"repo": {"full_name": "fork/project" if fork
+                              else repo}}} if event == "pull_request" else None
     context = {"github": {"event_name": event, "ref": ref, "repository": repo,
                           "event": {"pull_request": pull, "repository": {"default_branch": "main"}}},
                "vars": {"BENCHTRAIL_STORE": "gs://bucket/prefix", "BENCHTRAIL_WIF_PROVIDER": provider,
@@ -112,8 +118,10 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
     assert _store_auth("benchmark.yml", "process") == ("federation", post, None)
     assert _store_auth("benchmark.yml", "process", ref="refs/heads/release-1.2") == ("federation", post, None)
     assert _store_auth("benchmark.yml", "process", "workflow_dispatch") == ("federation", post, None)
-    assert _store_auth("benchmark.yml", "process", "workflow_dispatch", "refs/heads/topic") == ("federation", pre, None)
-    assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge") == ("federation", pre, None)
+    assert _store_auth("benchmark.yml", "process", "workflow_dispatch", "refs/heads/topic") == ("federation",
+                                                                                                pre, None)
+    assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge") == ("federation", pre,
+                                                                                            None)
     # A labelled fork PR: no OIDC token and no secrets, so no auth step (the runner's own credentials).
     assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge", fork=True,
                        key="{}") == ("runner", None, None)
@@ -122,14 +130,17 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
     assert _store_auth("benchmark.yml", "process", provider="", key=key) == ("key", None, key)
     assert _store_auth("benchmark.yml", "process", provider="", key="") == ("runner", None, None)
     assert _store_auth("benchmark.yml", "process", key=key)[0] == "federation"
-    # Two keys: the postsubmit one for postsubmit runs only (it lives in the `benchtrail-postsubmit` environment).
-    assert _store_auth("benchmark.yml", "process", provider="", key=key, post_key="POST") == ("key", None, "POST")
+    # Two keys: the postsubmit one for postsubmit runs only (it lives in the `benchtrail-postsubmit`
+    # environment).
+    assert _store_auth("benchmark.yml", "process", provider="", key=key, post_key="POST") == ("key", None,
+                                                                                              "POST")
     assert _store_auth("benchmark.yml", "process", "pull_request", "refs/pull/7/merge", provider="", key=key,
                        post_key="POST") == ("key", None, key)
     # The auth steps follow every checkout (a checkout would remove the credentials file) and
     # precede every step that reads or writes the store; the hand-written key file is gone.
     names = list(steps)
-    checkouts = [i for i, step in enumerate(steps.values()) if step.get("uses", "").startswith("actions/checkout@")]
+    checkouts = [i for i,
+                 step in enumerate(steps.values()) if step.get("uses", "").startswith("actions/checkout@")]
     store_steps = [i for i, step in enumerate(steps.values()) if "--store" in step.get("run", "")]
     assert max(checkouts) < names.index(WIF_STEP) < names.index(KEY_STEP) < min(store_steps)
     assert not any("GOOGLE_APPLICATION_CREDENTIALS" in step.get("run", "") for step in steps.values())
@@ -144,5 +155,7 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
 def test_the_tracker_reads_the_store_as_the_tracker_account_or_with_the_key():
     tracker = "tracker@proj.iam.gserviceaccount.com"
     assert _store_auth("track_regressions.yml", "track", "workflow_run") == ("federation", tracker, None)
-    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="", key="k") == ("key", None, "k")
-    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="") == ("runner", None, None)
+    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="", key="k") == ("key",
+                                                                                                   None, "k")
+    assert _store_auth("track_regressions.yml", "track", "workflow_run", provider="") == ("runner", None,
+                                                                                          None)

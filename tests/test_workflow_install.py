@@ -114,12 +114,14 @@ def _install(tmp_path: Path, name: str, job_id: str, called: bool, pip_install: 
     _fake_python(tmp_path / "bin")
     checkout = ".benchtrail-src" if called else "."
     env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "GITHUB_WORKSPACE": str(workspace),
-           "GITHUB_ENV": str(tmp_path / "github_env"), "BENCHTRAIL_CHECKOUT": checkout, "PIP_INSTALL": pip_install,
+           "GITHUB_ENV": str(tmp_path / "github_env"), "BENCHTRAIL_CHECKOUT": checkout,
+           "PIP_INSTALL": pip_install,
            "PIP_LOG": str(log), "RESOLVED_TORCH": "", "PROJECT_TORCH": "", "NO_CPU_BUILD": "", "CONFLICT": "",
            "TMPDIR": str(tmp_path), **fake}
     if architecture is not None:
         env["TORCH_BUILD"] = _torch_build(architecture)
-    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _install_step(name, job_id)["run"]],
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                           _install_step(name, job_id)["run"]],
                           cwd=project, env=env, capture_output=True, text=True, timeout=60)
     calls = [" ".join("REPORT" if i and parts[i - 1] == "--report" else p for i, p in enumerate(parts))
              for parts in (line.split(" ") for line in log.read_text().splitlines())] if log.exists() else []
@@ -211,7 +213,8 @@ def test_a_called_run_installs_the_projects_environment_first_then_benchtrail_ke
     assert calls == ["install -e . -r requirements.txt", f"install -c [torch=={nightly}] -e {src}[torch,ci]"]
     assert not [c for c in calls if "constraints.txt" in c]
     # The project brings no torch: benchtrail's range picks one.
-    proc, calls, src = _install(tmp_path / "none", "benchmark.yml", "compile-cuda", True, "-r requirements.txt")
+    proc, calls, src = _install(tmp_path / "none", "benchmark.yml", "compile-cuda", True,
+                                "-r requirements.txt")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls == ["install -r requirements.txt", f"install -e {src}[torch,ci]"]
 
@@ -226,10 +229,12 @@ def test_a_called_setup_installs_the_cpu_build_of_the_torch_the_project_resolves
                      f"install -c [torch==2.14.1+cpu] -e {src}[torch,ci]"]
     # A version the CPU index lacks (a local build): a warning, and the project's own build.
     proc, calls, src = _install(tmp_path / "local", "benchmark.yml", "setup", True, "-r requirements.txt",
-                                RESOLVED_TORCH="2.15.0a0+git1234", PROJECT_TORCH="2.15.0a0+git1234", NO_CPU_BUILD="1")
+                                RESOLVED_TORCH="2.15.0a0+git1234", PROJECT_TORCH="2.15.0a0+git1234",
+                                NO_CPU_BUILD="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "::warning title=benchtrail install::no CPU build of torch 2.15.0a0" in proc.stdout
-    assert calls[1:] == [f"install --no-deps --index-url {CPU_INDEX} torch==2.15.0a0", "install -r requirements.txt",
+    assert calls[1:] == [f"install --no-deps --index-url {CPU_INDEX} torch==2.15.0a0",
+                         "install -r requirements.txt",
                          f"install -c [torch==2.15.0a0+git1234] -e {src}[torch,ci]"]
 
 
@@ -239,7 +244,8 @@ def test_a_project_torch_outside_benchtrails_range_fails_the_step_naming_it(tmp_
     assert proc.returncode == 1
     assert "::error title=benchtrail install::benchtrail does not install beside the project's torch 2.9.1" in proc.stdout
     # Without benchtrail's source there, the step fails and says why (before install.sh).
-    proc, calls, _ = _install(tmp_path / "missing", "benchmark.yml", "setup", True, BENCHTRAIL_CHECKOUT="missing")
+    proc, calls, _ = _install(tmp_path / "missing", "benchmark.yml", "setup", True,
+                              BENCHTRAIL_CHECKOUT="missing")
     assert proc.returncode == 1 and "::error title=benchtrail::no benchtrail source" in proc.stdout and calls == []
 
 
@@ -267,7 +273,8 @@ def test_a_command_that_needs_torch_says_so_where_torch_is_not_installed(tmp_pat
     child = ("import sys; sys.modules['torch'] = None\n"  # `import torch` raises ModuleNotFoundError
              "from benchtrail.cli import main\n"
              "sys.exit(main(['pipeline', '--benchmark-presets', 'smoke', '--store', 'store']))")
-    done = subprocess.run([sys.executable, "-c", child], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", child], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 1, done.stderr[-2000:]
     assert done.stderr.strip() == (
         "benchtrail: error: `benchtrail pipeline` needs torch, which is not installed here: install the project's "

@@ -69,7 +69,8 @@ def test_the_only_zizmor_suppressions_are_the_workflow_run_triggers(tmp_path, na
     unsuppressed = tmp_path / name
     unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", (WORKFLOWS / name).read_text()))
     findings, _ = _zizmor(unsuppressed)
-    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers", "High")]
+    assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers",
+                                                                                  "High")]
 
 
 # -- permissions ----------------------------------------------------------------------------------
@@ -130,7 +131,8 @@ def test_benchmark_jobs_read_contents_at_most():
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_every_uses_is_pinned_by_a_full_commit_sha_with_its_version(name):
-    lines = [line for line in (WORKFLOWS / name).read_text().splitlines() if re.match(r"^\s*(-\s+)?uses:", line)]
+    lines = [line for line in (WORKFLOWS / name).read_text().splitlines() if re.match(r"^\s*(-\s+)?uses:",
+                                                                                      line)]
     assert lines, name
     for line in lines:
         assert PINNED_USES.match(line), f"{name}: not pinned by SHA with a `# vX.Y.Z` comment: {line.strip()}"
@@ -175,7 +177,8 @@ def test_benchmark_and_poster_run_blocks_expand_no_expressions_at_all():
 def test_configure_reads_the_pr_from_the_event_file_only():
     steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
     configure = steps["configure"]
-    assert configure["run"].strip() == '.venv/bin/benchtrail configure --error-comment "$RUNNER_TEMP/selection-error"'
+    assert configure["run"].strip() == ('.venv/bin/benchtrail configure --error-comment '
+                                        '"$RUNNER_TEMP/selection-error"')
     # The token (read-only: the setup job holds contents and pull-requests read) re-reads the PR on a re-run.
     assert configure["env"] == {"BENCHMARK_PRESETS_INPUT": "${{ inputs.benchmark-presets }}",
                                 "BENCHTRAIL_RELEASE_BRANCHES": "${{ vars.BENCHTRAIL_RELEASE_BRANCHES }}",
@@ -205,7 +208,8 @@ def test_every_checkout_drops_its_credentials():
 
 def test_the_poster_runs_default_branch_code_on_untrusted_data():
     job = _load("post_benchmark_comment.yml")["jobs"]["post"]
-    assert job["if"] == "github.event.workflow_run.event == 'pull_request' && github.event.action == 'completed'"
+    assert job["if"] == ("github.event.workflow_run.event == 'pull_request' && github.event.action == "
+                         "'completed'")
     steps = job["steps"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
@@ -320,7 +324,8 @@ def test_the_auth_stand_in_needs_an_oidc_token_for_federation_and_exports_the_cr
     refused = google_auth(run, "auth", wif, workspace, {}, "benchmark/process-0", github_env)
     assert refused.outcome == "failure" and refused.log.endswith(AUTH_OIDC_WARNING)
     assert github_env.read_text() == "" and run.result.auth == [] and not list(workspace.glob("gha-creds-*"))
-    both = google_auth(run, "auth", {**wif, "credentials_json": "{}"}, workspace, oidc, "process-0", github_env)
+    both = google_auth(run, "auth", {**wif, "credentials_json": "{}"}, workspace, oidc, "process-0",
+                       github_env)
     assert both.outcome == "failure" and 'exactly one of "workload_identity_provider"' in both.log
     done = google_auth(run, "auth", wif, workspace, oidc, "benchmark/process-0", github_env)
     assert done.outcome == "success", done.log
@@ -338,7 +343,8 @@ def test_the_auth_stand_in_needs_an_oidc_token_for_federation_and_exports_the_cr
     assert run.result.auth[0]["job"] == "benchmark/process"
     assert run.result.auth[0]["method"] == "workload_identity_federation"
     # A key needs no OIDC token.
-    key = '{"type": "service_account", "project_id": "proj-2", "client_email": "k@proj-2.iam.gserviceaccount.com"}'
+    key = ('{"type": "service_account", "project_id": "proj-2", "client_email": '
+           '"k@proj-2.iam.gserviceaccount.com"}')
     github_env.write_text("")
     keyed = google_auth(run, "auth", {"credentials_json": key}, workspace, {}, "track-0", github_env)
     assert keyed.outcome == "success", keyed.log

@@ -177,9 +177,11 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     for name in ("Export run configs", "Compute the job matrix"):
         proc = _run_step(steps[name], env)
         assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json", "execution.json"]
+    assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json",
+                                                                                "execution.json"]
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert sorted(outputs) == ["cpu-runner", "cuda-runner", "has-cpu-modules", "has-cuda-modules", "has-execution",
+    assert sorted(outputs) == ["cpu-runner", "cuda-runner", "has-cpu-modules", "has-cuda-modules",
+                               "has-execution",
                                "hosted", "labels", "matrix"]
     assert outputs["has-cpu-modules"] == has_cpu_modules
     assert outputs["has-cuda-modules"] == has_cuda_modules
@@ -216,7 +218,8 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
 RUN_DIR = "benchtrail-run"
 
 
-def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = (), **needs: str) -> dict[str, Any]:
+def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = (), **needs: str) -> dict[str,
+                                                                                                          Any]:
     """An `if:` context: a push (or PR) with benchmarks to run, and the given ``needs`` results."""
     context: dict[str, Any] = {
         "github.event_name": event, "github.repository": "owner/benchtrail",
@@ -241,7 +244,8 @@ def test_each_compile_job_compiles_one_architecture_on_its_device(job_id, archit
     assert f"needs.setup.outputs.{flag} == 'true'" in condition
     assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "true"}) is True
     assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "false"}) is False
-    assert _evaluate(condition, {**_context("pull_request", fork=True), f"needs.setup.outputs.{flag}": "true"}) is False
+    assert _evaluate(condition,
+                     {**_context("pull_request", fork=True), f"needs.setup.outputs.{flag}": "true"}) is False
     steps = {step.get("name"): step for step in job["steps"]}
     args = _benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"],
                             {"RUN_DIR": RUN_DIR, device_env: device})
@@ -277,7 +281,8 @@ def test_execute_waits_for_both_compile_jobs_and_runs_whatever_they_did():
     assert _evaluate(condition, {**ok, "needs.setup.outputs.has-benchmarks": ""}) is False  # setup failed
     assert _evaluate(condition, _context("pull_request", fork=True, setup="success", compile="skipped",
                                          compile_cuda="skipped")) is False
-    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",), setup="success",
+    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",),
+                                         setup="success",
                                          compile="success", compile_cuda="success")) is True
 
 
@@ -304,7 +309,8 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
     steps = {step.get("name"): step for step in execute["steps"]}
     download = steps["Download compiled modules"]
     assert download["uses"].startswith("actions/download-artifact@")
-    assert download["with"] == {"pattern": "run-compilation-*", "merge-multiple": True, "path": "${{ env.RUN_DIR }}"}
+    assert download["with"] == {"pattern": "run-compilation-*", "merge-multiple": True,
+                                "path": "${{ env.RUN_DIR }}"}
     # Only when a compile job ran, so the pattern matches at least one artifact.
     guard = " ".join(download["if"].split())
     outputs = ("needs.setup.outputs.has-cpu-modules", "needs.setup.outputs.has-cuda-modules")
@@ -315,7 +321,8 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
     jobs = _load("benchmark.yml")["jobs"]
     devices = {"env.CPU_DEVICE": "c2-standard-16", "env.CUDA_DEVICE": "a2-highgpu-1g"}
     uploaded = [_expand(step["with"]["name"], devices) for job_id in ("compile", "compile-cuda")
-                for step in jobs[job_id]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")]
+                for step in jobs[job_id]["steps"] if step.get("uses",
+                                                              "").startswith("actions/upload-artifact@")]
     assert uploaded == ["run-compilation-c2-standard-16", "run-compilation-a2-highgpu-1g"]
     assert all(re.fullmatch(download["with"]["pattern"].replace("*", ".*"), name) for name in uploaded)
     env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1", "hosted": ""}
@@ -358,7 +365,8 @@ def test_artifacts_keep_the_run_directory_layout(tmp_path):
     values = {"env.RUN_DIR": RUN_DIR, "matrix.device_name": "a2-highgpu-1g", "matrix.shard.index": "1"}
 
     def uploaded(job_id: str) -> list[str]:
-        step = next(s for s in jobs[job_id]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        step = next(s for s in jobs[job_id]["steps"] if s.get("uses",
+                                                              "").startswith("actions/upload-artifact@"))
         return _artifact_paths(_expand(step["with"]["path"], values), tmp_path)
 
     # (The compile job's run directory would hold only its own statistics; the layout is the point.)
@@ -381,8 +389,8 @@ def test_artifacts_keep_the_run_directory_layout(tmp_path):
 def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run():
     job = _load("benchmark.yml")["jobs"]["process"]
     steps = {step.get("name"): step for step in job["steps"]}
-    env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2",
-           "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release",
+    env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42",
+           "GITHUB_RUN_ATTEMPT": "2", "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release",
            "BENCHTRAIL_RUN_STORE": "gs://bucket/prefix/presubmit"}
     # The caller's input `store`, else the repository variable, else the data branch (`none`: no store);
     # an outage costs at most the deadline.
@@ -396,13 +404,15 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
         "BENCHTRAIL_RELEASE_BRANCHES": "${{ vars.BENCHTRAIL_RELEASE_BRANCHES }}"}
     assert job["steps"][0]["with"]["fetch-depth"] == 0  # merge base and the base commit's worktree
     stored = steps["Compare with the stored baseline"]
-    assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == "env.BENCHTRAIL_STORE == ''"
+    assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == ("env.BENCHTRAIL_STORE "
+                                                                                       "== ''")
     args = _benchtrail_args(stored["run"], env)
     assert (args.func.__name__, args.store, args.head, args.output, args.base, args.base_branch) == (
         "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [], "release")
     # Accepted regressions either way; with a store, trusted baselines of the PR's base branch (the
     # pushed branch otherwise), checked against GitHub's record of their runs with the job's token.
-    assert stored["env"] == {**steps["Compare"]["env"], "BASE_BRANCH": "${{ github.base_ref || github.ref_name }}",
+    assert stored["env"] == {**steps["Compare"]["env"],
+                             "BASE_BRANCH": "${{ github.base_ref || github.ref_name }}",
                              "GITHUB_TOKEN": "${{ github.token }}"}
     assert steps["Draw the history dashboard"]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
     args = _benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
@@ -411,10 +421,12 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     assert "--total-budget-s" in steps["Re-check regressions in paired A/B runs"]["run"]
     upload = steps["Store the run"]
     assert upload["if"] == "env.BENCHTRAIL_RUN_STORE != ''"  # none for a PR with a git: store
-    # A PR goes on without the store; a push that cannot store its run fails (and is never a trusted baseline).
+    # A PR goes on without the store; a push that cannot store its run fails (and is never a trusted
+    # baseline).
     assert upload["continue-on-error"] == "${{ github.event_name == 'pull_request' }}"
     args = _benchtrail_args(upload["run"], env)
-    # ... into BENCHTRAIL_RUN_STORE: a PR's run under presubmit/ (test_workflow_security.py checks the choice).
+    # ... into BENCHTRAIL_RUN_STORE: a PR's run under presubmit/ (test_workflow_security.py checks the
+    # choice).
     assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (
         "cmd_upload", Path(RUN_DIR), "gs://bucket/prefix/presubmit", "42", 2, True)
     # The comment is rendered after the store step, so it can say where the run is (or that storing

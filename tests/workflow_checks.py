@@ -95,7 +95,8 @@ def _caller_jobs() -> list[tuple[str, str, dict[str, Any], str]]:
     for name in EXAMPLE_FILES:
         for job_id, job in _load_example(name)["jobs"].items():
             match = CALLER_USES.fullmatch(job["uses"])
-            assert match, f"{name}: {job_id} does not call benchtrail pinned by a full commit SHA: {job['uses']}"
+            assert match, (f"{name}: {job_id} does not call benchtrail pinned by a full commit SHA: "
+                           f"{job['uses']}")
             found.append((name, job_id, job, f"{match[1]}.yml"))
     return found
 

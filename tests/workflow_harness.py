@@ -66,7 +66,8 @@ from tests.workflow_results import JobResult, RunResult
 from tests.workflow_runner import ROOT, WorkflowLoadError, _Run, load_workflow
 
 # What the tests import from here.
-__all__ = ["ROOT", "Harness", "JobResult", "RunResult", "WorkflowLoadError", "load_workflow", "pending_survivors"]
+__all__ = ["ROOT", "Harness", "JobResult", "RunResult", "WorkflowLoadError", "load_workflow",
+           "pending_survivors"]
 
 
 @dataclass
@@ -145,10 +146,13 @@ class Harness:
         # GitHub passes no secrets (and no OIDC token) to a pull_request run from a fork.
         fork = event_name == "pull_request" and ((pull.get("head") or {}).get("repo") or {}).get(
             "full_name", self.repository) != self.repository
-        if self.github_server is not None and (self.repository, run_id, attempt) in self.github_server.workflow_runs:
-            self.github_server.update_workflow_run(self.repository, run_id, attempt, status="in_progress")  # queued
+        if self.github_server is not None and (self.repository, run_id,
+                                               attempt) in self.github_server.workflow_runs:
+            # queued
+            self.github_server.update_workflow_run(self.repository, run_id, attempt, status="in_progress")
         elif self.github_server is not None:
-            head_branch = pull.get("head", {}).get("ref", "") if event_name == "pull_request" else github["ref_name"]
+            head_branch = pull.get("head", {}).get("ref",
+                                                   "") if event_name == "pull_request" else github["ref_name"]
             self.github_server.add_workflow_run(
                 self.repository, run_id, attempt, event=event_name, head_branch=head_branch, head_sha=sha,
                 path=workflow_path, status="in_progress", conclusion=None, name=github["workflow"],
@@ -181,7 +185,8 @@ class Harness:
         queued = RunResult(workflow, event_name, payload, sha, self.next_run_id, 1, self.work / "queued")
         pull = payload.get("pull_request") or {}
         self.github_server.add_workflow_run(
-            self.repository, queued.run_id, 1, event=event_name, head_branch=pull.get("head", {}).get("ref", ""),
+            self.repository, queued.run_id, 1, event=event_name,
+            head_branch=pull.get("head", {}).get("ref", ""),
             head_sha=sha, path=f".github/workflows/{workflow}", status="queued", conclusion=None)
         return queued
 
@@ -201,7 +206,8 @@ class Harness:
                 "status": "completed" if action == "completed" else "queued",
                 "html_url": f"https://github.com/{self.repository}/actions/runs/{run.run_id}",
                 "head_repository": {"full_name": head_repository},
-                "pull_requests": [{"number": pr["number"]}] if pr and head_repository == self.repository else [],
+                "pull_requests": [{"number": pr["number"]}] if pr and head_repository == self.repository
+                else [],
             },
             "repository": {"full_name": self.repository, "default_branch": default_branch},
         }

@@ -70,7 +70,8 @@ def _granted(perms: dict[str, int], scope: str) -> int:
 class _Run:
     """The execution of one run (and of the workflows it calls)."""
 
-    def __init__(self, harness: Harness, result: RunResult, base: Path, event_path: Path, github: dict[str, Any],
+    def __init__(self, harness: Harness, result: RunResult, base: Path, event_path: Path,
+                 github: dict[str, Any],
                  step_timeouts: tuple[str, ...], fork: bool = False) -> None:
         self.h, self.result, self.base, self.event_path = harness, result, base, event_path
         self.github, self.step_timeouts, self.fork = github, set(step_timeouts), fork
@@ -87,8 +88,8 @@ class _Run:
                 asked = asked if asked is not None else (top if top is not None else {"*": 0})
                 for scope, level in asked.items():
                     if level > _granted(allowed, scope):
-                        name = [k for k, v in PERMISSION_LEVELS.items() if v == _granted(allowed, scope)][0]
-                        want = [k for k, v in PERMISSION_LEVELS.items() if v == level][0]
+                        name = next(k for k, v in PERMISSION_LEVELS.items() if v == _granted(allowed, scope))
+                        want = next(k for k, v in PERMISSION_LEVELS.items() if v == level)
                         raise WorkflowLoadError(
                             f"The nested job '{job_id}' is requesting '{scope}: {want}', but is only allowed "
                             f"'{scope}: {name}'.")
@@ -119,12 +120,14 @@ class _Run:
                                                                          log=refused)])
             else:
                 mine = {**secrets, **self.h.environment_secrets(environment)} if environment else secrets
-                results[job_id] = self.job(wf, job, prefix + job_id, dict(context, secrets=mine), inputs, mine,
+                results[job_id] = self.job(wf, job, prefix + job_id, dict(context, secrets=mine), inputs,
+                                           mine,
                                            job_context, oidc=self.oidc(job, top, allowed))
             results[job_id].environment = environment or None
             results[job_id].continue_on_error = _continues(job, context)
             if self.h.github_server is not None and "uses" not in job:
-                shown = str(job.get("name") or job_id)  # as GitHub's jobs API names it: "<caller job> / <name>"
+                # as GitHub's jobs API names it: "<caller job> / <name>"
+                shown = str(job.get("name") or job_id)
                 self.h.github_server.add_job(
                     self.h.repository, self.result.run_id, self.result.attempt,
                     " / ".join([*prefix.split("/")[:-1], shown if "${{" not in shown else job_id]),
@@ -199,7 +202,8 @@ class _Run:
         matrix_spec = interpolate(((job.get("strategy") or {}).get("matrix")) or {}, context)
         combos = list(matrix_spec.get("include") or []) if matrix_spec else [{}]
         if matrix_spec and not combos:
-            return JobResult("failure", steps=[StepResult("matrix", "failure", "failure", log="empty matrix")])
+            return JobResult("failure",
+                             steps=[StepResult("matrix", "failure", "failure", log="empty matrix")])
         results = [self.instance(wf, job, f"{key}-{i}", dict(context, matrix=combo), secrets, oidc)
                    for i, combo in enumerate(combos)]
         merged = JobResult("failure" if any(r.result == "failure" for r in results) else "success")
@@ -213,7 +217,8 @@ class _Run:
 
     def instance(self, wf: dict[str, Any], job: dict[str, Any], key: str, context: dict[str, Any],
                  secrets: dict[str, str], oidc: bool = False) -> JobResult:
-        context = dict(context, github=dict(context["github"]), runner=dict(context["runner"]), steps={}, env={},
+        context = dict(context, github=dict(context["github"]), runner=dict(context["runner"]), steps={},
+                       env={},
                        job_timeout_minutes=job.get("timeout-minutes"))
         slug = re.sub(r"[^\w.-]+", "_", key)
         workspace, temp = self.base / slug / "workspace", self.base / slug / "temp"
@@ -231,14 +236,17 @@ class _Run:
         if oidc:
             run_id = self.github["run_id"]
             out.runner_env = {
-                "ACTIONS_ID_TOKEN_REQUEST_URL": f"https://pipelines.actions.githubusercontent.invalid/{run_id}/"
+                "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.actions.githubusercontent.invalid/"
+                f"{run_id}/"
                                                 f"idtoken/{slug}?api-version=2.0",
                 "ACTIONS_ID_TOKEN_REQUEST_TOKEN": f"oidc-request-token-{run_id}-{slug}"}
         out.runs_on = interpolate(job.get("runs-on"), context)
         if job.get("concurrency"):
-            group = job["concurrency"]["group"] if isinstance(job["concurrency"], dict) else job["concurrency"]
+            group = job["concurrency"]["group"] if isinstance(job["concurrency"],
+                                                              dict) else job["concurrency"]
             out.concurrency = to_string(interpolate(group, context)).strip()
-        defaults = {**((wf.get("defaults") or {}).get("run") or {}), **((job.get("defaults") or {}).get("run") or {})}
+        defaults = {**((wf.get("defaults") or {}).get("run") or {}),
+                    **((job.get("defaults") or {}).get("run") or {})}
         failed = False
         for index, step in enumerate(job.get("steps") or []):
             name = step.get("name") or step.get("uses") or f"step {index}"
@@ -267,13 +275,15 @@ class _Run:
         step_env = dict(env)
         for k, v in (step.get("env") or {}).items():
             step_env[k] = to_string(interpolate(v, dict(context, env=step_env)))
-        files = {n: temp / f"{n.lower()}-{len(job.steps)}" for n in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
+        files = {n: temp / f"{n.lower()}-{len(job.steps)}" for n in ("GITHUB_OUTPUT", "GITHUB_ENV",
+                                                                     "GITHUB_PATH",
                                                                     "GITHUB_STEP_SUMMARY")}
         for f in files.values():
             f.write_text("")
         process_env = self.process_env(workspace, temp, step_env, files, job.runner_env)
         if "uses" in step:
-            result = action(self, step, name, interpolate(step.get("with") or {}, dict(context, env=step_env)),
+            result = action(self, step, name,
+                            interpolate(step.get("with") or {}, dict(context, env=step_env)),
                             workspace, env=process_env, job_key=key, github_env=files["GITHUB_ENV"])
         elif name == INSTALL_STEP:
             result = install(self, step, name, workspace, defaults, context, step_env, files)
@@ -291,28 +301,31 @@ class _Run:
     def process_env(self, workspace: Path, temp: Path, step_env: dict[str, str],
                     files: dict[str, Path], runner_env: dict[str, str] | None = None) -> dict[str, str]:
         g = self.github
-        # BENCHTRAIL_NOISE_RERUN and AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL as a self-hosted runner's .env file
-        # would set them (tests/conftest.py sets both)
+        # BENCHTRAIL_NOISE_RERUN and AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL as a self-hosted runner's .env
+        # file would set them (tests/conftest.py sets both)
         env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "TZ", "BENCHTRAIL_NOISE_RERUN",
                                           "AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL") if k in os.environ}
         env.update({
-            "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace), "RUNNER_TEMP": str(temp),
+            "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace),
+            "RUNNER_TEMP": str(temp),
             "GITHUB_EVENT_NAME": g["event_name"], "GITHUB_EVENT_PATH": str(self.event_path),
             "GITHUB_REPOSITORY": g["repository"], "GITHUB_REPOSITORY_OWNER": g["repository_owner"],
             "GITHUB_SHA": g["sha"], "GITHUB_REF": g["ref"], "GITHUB_REF_NAME": g["ref_name"],
             "GITHUB_HEAD_REF": g["head_ref"], "GITHUB_BASE_REF": g["base_ref"], "GITHUB_RUN_ID": g["run_id"],
             "GITHUB_RUN_ATTEMPT": g["run_attempt"], "GITHUB_SERVER_URL": g["server_url"],
             "GITHUB_API_URL": g["api_url"], "GITHUB_WORKFLOW": g["workflow"],
-            "GITHUB_WORKFLOW_REF": g["workflow_ref"], "GITHUB_WORKFLOW_SHA": g["workflow_sha"], "RUNNER_OS": "Linux",
-            **(runner_env or {}),
+            "GITHUB_WORKFLOW_REF": g["workflow_ref"], "GITHUB_WORKFLOW_SHA": g["workflow_sha"],
+            "RUNNER_OS": "Linux", **(runner_env or {}),
             **{k: str(v) for k, v in files.items()},
         })
         env.update(self.h.env)
         env.update(step_env)
         return env
 
-    def shell(self, step: dict[str, Any], name: str, key: str, context: dict[str, Any], step_env: dict[str, str],
-              defaults: dict[str, Any], workspace: Path, temp: Path, process_env: dict[str, str]) -> StepResult:
+    def shell(self, step: dict[str, Any], name: str, key: str, context: dict[str, Any],
+              step_env: dict[str, str],
+              defaults: dict[str, Any], workspace: Path, temp: Path,
+              process_env: dict[str, str]) -> StepResult:
         script = to_string(interpolate(step["run"], dict(context, env=step_env)))
         wd = interpolate(step.get("working-directory") or defaults.get("working-directory") or ".",
                          dict(context, env=step_env))
@@ -324,7 +337,8 @@ class _Run:
                                 start_new_session=True)
         timeout, minutes = None, step.get("timeout-minutes", context.get("job_timeout_minutes"))
         job_key = key.rsplit("-", 1)[0]
-        if any(f"{job_key}/{name}".endswith(fault) or f"{key}/{name}".endswith(fault) for fault in self.step_timeouts):
+        if any(f"{job_key}/{name}".endswith(fault) or f"{key}/{name}".endswith(fault)
+               for fault in self.step_timeouts):
             assert minutes is not None, f"step {name!r} and its job declare no timeout-minutes"
             timeout = TIMEOUT_FAULT_S
         try:
@@ -333,7 +347,8 @@ class _Run:
             os.killpg(proc.pid, signal.SIGKILL)
             log, _ = proc.communicate()
         if timeout is not None:  # a fault: timed out, even where the step ended within TIMEOUT_FAULT_S
-            return StepResult(name, "failure", "failure", log=log + f"\n##[error]The action '{name}' has timed out "
+            return StepResult(name, "failure", "failure",
+                              log=log + f"\n##[error]The action '{name}' has timed out "
                                                                     f"after {minutes} minutes.")
         outcome = "success" if proc.returncode == 0 else "failure"
         return StepResult(name, outcome, outcome, log=log + ("" if proc.returncode == 0

@@ -102,7 +102,8 @@ def install(run: Any, step: dict[str, Any], name: str, workspace: Path, defaults
 # -- actions ----------------------------------------------------------------------------------
 
 def action(run: Any, step: dict[str, Any], name: str, with_: dict[str, Any], workspace: Path,
-           env: dict[str, str] | None = None, job_key: str = "", github_env: Path | None = None) -> StepResult:
+           env: dict[str, str] | None = None, job_key: str = "",
+           github_env: Path | None = None) -> StepResult:
     """Run the stand-in of ``step["uses"]``; ``env`` is the step's process environment, ``job_key``
     the job instance (``<job id>-<matrix index>``) and ``github_env`` the step's ``$GITHUB_ENV`` file."""
     action = step["uses"].split("@")[0]
@@ -139,7 +140,8 @@ AUTH_OIDC_WARNING = (
     "automatic-token-authentication#permissions-for-the-github_token")
 
 
-def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env: dict[str, str], job_key: str,
+def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env: dict[str, str],
+                job_key: str,
                 github_env: Path) -> StepResult:
     """Stand-in for google-github-actions/auth (module docstring)."""
     def failed(message: str) -> StepResult:
@@ -187,21 +189,25 @@ def google_auth(run: Any, name: str, with_: dict[str, Any], workspace: Path, env
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640), "w") as f:
         json.dump(credentials, f)
     log.append(f'Created credentials file at "{path}"')
-    exports = {"CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE": str(path), "GOOGLE_APPLICATION_CREDENTIALS": str(path),
+    exports = {"CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE": str(path),
+               "GOOGLE_APPLICATION_CREDENTIALS": str(path),
                "GOOGLE_GHA_CREDS_PATH": str(path)}
-    # The project: the input, else the service_account input's e-mail domain (sa@PROJECT.iam…), else the key's.
+    # The project: the input, else the service_account input's e-mail domain (sa@PROJECT.iam…), else the
+    # key's.
     sa_input = str(with_.get("service_account") or "")
     domain = sa_input.split("@")[1].split(".") if sa_input.count("@") == 1 else []
     project = str(with_.get("project_id") or "") or (domain[0] if len(domain) >= 2 else "") or str(
         key.get("project_id") or "")
     if project:
-        exports.update(dict.fromkeys(("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_PROJECT", "GCLOUD_PROJECT", "GCP_PROJECT", "GOOGLE_CLOUD_PROJECT"), project))
+        exports.update(dict.fromkeys(("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_PROJECT", "GCLOUD_PROJECT",
+                                      "GCP_PROJECT", "GOOGLE_CLOUD_PROJECT"), project))
     with open(github_env, "a") as f:
         f.writelines(f"{k}={v}\n" for k, v in exports.items())
     run.result.auth.append({"job": job_key.rsplit("-", 1)[0], "instance": job_key, "method": method,
                             "service_account": service_account, "provider": provider, "project_id": project,
                             "credentials_file": str(path),
-                            "oidc_request_url": env.get("ACTIONS_ID_TOKEN_REQUEST_URL", "") if provider else ""})
+                            "oidc_request_url": env.get("ACTIONS_ID_TOKEN_REQUEST_URL",
+                                                        "") if provider else ""})
     log.append(f"stand-in: {method} as {service_account or '(no service account)'}; no token exchanged")
     return StepResult(name, "success", "success", outputs={"credentials_file_path": str(path),
                                                             **({"project_id": project} if project else {})},

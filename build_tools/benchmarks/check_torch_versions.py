@@ -50,7 +50,8 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
-        return self.pipeline_rc == 0 and self.cases > 0 and self.cases_ok == self.cases and self.ran_with == self.torch
+        return (self.pipeline_rc == 0 and self.cases > 0 and self.cases_ok == self.cases
+                and self.ran_with == self.torch)
 
 
 def torch_version(text: str) -> str:
@@ -134,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--torch", type=torch_version, action="append", metavar="VERSION",
                         help="a torch version to check (repeatable; default 2.14.1)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter for the venvs (default: this one)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter for the venvs (default: this one)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
-                        help="work in DIR (must not exist) and keep it: venvs, stores, logs (default: a temporary folder)")
+                        help="work in DIR (must not exist) and keep it: venvs, stores, logs (default: a "
+                        "temporary folder)")
     args = parser.parse_args(argv)
     versions = args.torch or ["2.14.1"]
     console = Console()
@@ -154,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("torch", "ran with", "install exit", "pipeline exit", "wall time (s)", "cases ok", "note"):
         table.add_column(column)
     for o in outcomes:
-        table.add_row(o.torch, o.ran_with, str(o.install_rc), "-" if o.pipeline_rc is None else str(o.pipeline_rc),
-                      "-" if o.pipeline_s is None else f"{o.pipeline_s:.1f}", f"{o.cases_ok}/{o.cases}", o.note)
+        table.add_row(o.torch, o.ran_with, str(o.install_rc),
+                      "-" if o.pipeline_rc is None else str(o.pipeline_rc),
+                      "-" if o.pipeline_s is None else f"{o.pipeline_s:.1f}", f"{o.cases_ok}/{o.cases}",
+                      o.note)
     console.print(table)
     return 0 if all(o.passed for o in outcomes) else 1
 

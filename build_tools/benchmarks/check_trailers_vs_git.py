@@ -47,8 +47,10 @@ def _words(rng: random.Random, low: int = 1) -> str:
 
 def _piece(rng: random.Random) -> list[str]:
     """A few lines of one kind (the kinds of the property test, and more)."""
-    kind = rng.choice(["prose", "trailer", "presets", "continuation", "comment", "comment-in-fold", "signed-off",
-                       "cherry-pick", "divider", "fenced-code", "key=value", "indented", "scissors", "conflicts",
+    kind = rng.choice(["prose", "trailer", "presets", "continuation", "comment", "comment-in-fold",
+                       "signed-off",
+                       "cherry-pick", "divider", "fenced-code", "key=value", "indented", "scissors",
+                       "conflicts",
                        "nul", "blank-looking", "colon-first"])
     if kind == "prose":
         return [_words(rng).capitalize() + "."]
@@ -134,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     total: collections.Counter = collections.Counter()
     for name, counts in table.items():
         total += counts
-        print(f"| {name} | {counts['bodies']} | {counts['with trailers']} | {counts['agreed']} | {counts['disagreed']} |")
-    print(f"| all | {total['bodies']} | {total['with trailers']} | {total['agreed']} | {total['disagreed']} |")
+        print(f"| {name} | {counts['bodies']} | {counts['with trailers']} | {counts['agreed']} | "
+              f"{counts['disagreed']} |")
+    print(f"| all | {total['bodies']} | {total['with trailers']} | {total['agreed']} | "
+          f"{total['disagreed']} |")
     if args.save:
         write_text_atomic(Path(args.save), json.dumps(disagreements, indent=1) + "\n")
     return 1 if disagreements else 0

@@ -18,7 +18,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():  # this checkout's benchtrail, installed or not
+# this checkout's benchtrail, installed or not
+if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchtrail.cli import main as benchtrail_main
@@ -32,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmark_preset", required=True, help="comma-separated presets")
     parser.add_argument("--shard_count", default="1", help="shards per device")
     parser.add_argument("--output", default=None,
-                        help="output file, in benchtrail's export format (default: stdout, in the seed's shape)")
+                        help="output file, in benchtrail's export format (default: stdout, in the seed's "
+                        "shape)")
     args = parser.parse_args(argv)
     forwarded = ["export", args.kind, "--benchmark-presets", args.benchmark_preset]
     if args.output:

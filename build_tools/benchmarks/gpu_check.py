@@ -64,7 +64,8 @@ try:
 except ImportError as _exc:
     sys.stderr.write(f"gpu_check: cannot import {_exc.name or _exc}: {_exc}\n"
                      "gpu_check installs nothing: run it with a Python that has torch (with CUDA), numpy, "
-                     "scipy, pyyaml and rich, e.g. PYTHON=/path/to/python3 bash build_tools/benchmarks/gpu_check.sh\n")
+                     "scipy, pyyaml and rich, e.g. PYTHON=/path/to/python3 bash "
+                     "build_tools/benchmarks/gpu_check.sh\n")
     raise SystemExit(1) from None
 
 EXIT_OK = 0
@@ -185,9 +186,11 @@ class Calibration:
 def format_calibration(cal: Calibration) -> str:
     """The calibration's lines: the clock rate, the expected and the CUDA-event time, the verdict."""
     return "\n".join([
-        f"torch.cuda._sleep: {cal.rate:.4g} cycles/s ({cal.rate / 1e9:.3f} GHz) from {cal.long_cycles} cycles in "
+        f"torch.cuda._sleep: {cal.rate:.4g} cycles/s ({cal.rate / 1e9:.3f} GHz) from {cal.long_cycles} "
+        "cycles in "
         + ", ".join(f"{s * 1e3:.1f}" for s in cal.long_seconds) + " ms (host clock, synchronised)",
-        f"  {cal.check_cycles} cycles: expected {cal.expected_ms:.4f} ms, CUDA events {cal.measured_ms:.4f} ms "
+        f"  {cal.check_cycles} cycles: expected {cal.expected_ms:.4f} ms, CUDA events {cal.measured_ms:.4f} "
+        "ms "
         f"(median of {len(cal.check_ms)}, {min(cal.check_ms):.4f}-{max(cal.check_ms):.4f}), "
         f"off by {cal.error:+.2%} (limit ±{CALIBRATION_TOLERANCE:.0%}): {'ok' if cal.ok else 'FAILED'}",
     ])
@@ -197,7 +200,8 @@ def judge_trial(base: np.ndarray, head: np.ndarray, threshold_pct: float = DETEC
                 seed: int = 0) -> tuple[str, float]:
     """(verdict, median pair ratio head/base) of one paired trial, from ``compare_paired`` (lower is
     better); samples in µs, ``base[j]`` paired with ``head[j]``."""
-    inference = compare_paired([np.asarray(base, float)], [np.asarray(head, float)], threshold_pct=threshold_pct,
+    inference = compare_paired([np.asarray(base, float)], [np.asarray(head, float)],
+                               threshold_pct=threshold_pct,
                                lower_is_better=True, seed=seed)
     return str(inference.verdict[0]), float(inference.ratio[0])
 
@@ -217,7 +221,8 @@ def detector_rows(trials: list[tuple[float, str, float]]) -> list[dict[str, Any]
         for _, verdict, _ in group:
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
         rows.append({"delta_pct": delta, "trials": len(group), "alerts": alerts, "rate": alerts / len(group),
-                     "ci_low": low, "ci_high": high, "median_ratio": float(np.median([r for _, _, r in group])),
+                     "ci_low": low, "ci_high": high,
+                     "median_ratio": float(np.median([r for _, _, r in group])),
                      "verdicts": dict(sorted(verdicts.items()))})
     return rows
 
@@ -229,7 +234,8 @@ def aa_broken(rows: list[dict[str, Any]], limit: float = AA_RATE_LIMIT) -> bool:
 
 def format_detector(rows: list[dict[str, Any]], threshold_pct: float = DETECTOR_THRESHOLD_PCT) -> str:
     """The detector table: trials, alerts, rate and its 95% Clopper–Pearson interval per δ."""
-    lines = [f"{'check':<12} {'trials':>6} {'alerts':>6} {'rate':>7}  {'95% CP interval':<17} {'median ratio':>12}  "
+    lines = [f"{'check':<12} {'trials':>6} {'alerts':>6} {'rate':>7}  {'95% CP interval':<17} "
+             f"{'median ratio':>12}  "
              f"verdicts (threshold {threshold_pct:g}%)"]
     for r in rows:
         check = "A/A" if r["delta_pct"] == 0 else f"δ = {r['delta_pct']:g}%"
@@ -239,7 +245,8 @@ def format_detector(rows: list[dict[str, Any]], threshold_pct: float = DETECTOR_
     return "\n".join(lines)
 
 
-def format_summary(cal: Calibration, smoke: list[dict[str, Any]] | None, detector: list[dict[str, Any]]) -> str:
+def format_summary(cal: Calibration, smoke: list[dict[str, Any]] | None,
+                   detector: list[dict[str, Any]]) -> str:
     """One line: the calibration's verdict, the cuda-smoke cases ok, the detector's alerts."""
     parts = [f"calibration {'ok' if cal.ok else 'FAILED'} ({cal.error:+.2%})"]
     if smoke is None:
@@ -289,8 +296,10 @@ def format_smoke(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(f"{r['name']:<{w}} {r['status']:<8} {_num(r['median_us'], '.2f'):>10} "
                      f"{_num(r['iqr_us'], '.2f'):>8} {_num(r['n'], 'd'):>3}  {r['method'] or '-':<12} "
-                     f"{_num(r['launches'], 'd'):>4} {r['reported'] or '-':<8} {_num(r['gpu_median_us'], '.2f'):>9} "
-                     f"{_num(r['wall_median_us'], '.2f'):>9} {_num(r['max_memory_allocated_bytes'], '.1f', 2**20):>9} "
+                     f"{_num(r['launches'], 'd'):>4} {r['reported'] or '-':<8} "
+                     f"{_num(r['gpu_median_us'], '.2f'):>9} "
+                     f"{_num(r['wall_median_us'], '.2f'):>9} "
+                     f"{_num(r['max_memory_allocated_bytes'], '.1f', 2**20):>9} "
                      f"{_num(r['max_memory_reserved_bytes'], '.1f', 2**20):>9}")
         if r["status"] != "ok":
             reason = (r["reason"] or "no reason recorded").strip().splitlines() or [""]
@@ -304,7 +313,8 @@ def format_smoke(rows: list[dict[str, Any]]) -> str:
 def device_lines() -> list[str]:
     """Python, torch, CUDA and cuDNN versions, and the device (name, capability, memory)."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    lines = [f"python {sys.version.split()[0]} · torch {torch.__version__} · CUDA {torch.version.cuda or 'none'} "
+    lines = [f"python {sys.version.split()[0]} · torch {torch.__version__} · CUDA "
+             f"{torch.version.cuda or 'none'} "
              f"· cuDNN {cudnn or 'none'} · numpy {np.__version__}"]
     if not torch.cuda.is_available():
         lines.append("device: no CUDA device")
@@ -312,14 +322,16 @@ def device_lines() -> list[str]:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     major, minor = torch.cuda.get_device_capability(index)
-    lines.append(f"device {index} of {torch.cuda.device_count()}: {torch.cuda.get_device_name(index)} · compute "
+    lines.append(f"device {index} of {torch.cuda.device_count()}: {torch.cuda.get_device_name(index)} · "
+                 "compute "
                  f"capability {major}.{minor} · {props.total_memory / 2**30:.1f} GiB · "
                  f"{props.multi_processor_count} SMs")
     try:  # driver and clocks from nvidia-smi, where benchtrail's environment module can read them
         info = environment.gpu_info(index)
         extra = {k: v for k, v in info.items() if k.startswith(("gpu_driver", "gpu_clocks"))}
         if extra:
-            lines.append("nvidia-smi: " + ", ".join(f"{k.removeprefix('gpu_')} {v}" for k, v in sorted(extra.items())))
+            lines.append("nvidia-smi: " + ", ".join(f"{k.removeprefix('gpu_')} {v}" for k,
+                                                    v in sorted(extra.items())))
     except Exception as exc:  # informational only
         lines.append(f"nvidia-smi: not read ({type(exc).__name__}: {exc})")
     return lines
@@ -330,7 +342,8 @@ def not_a_gpu_reason() -> str:
     if torch.version.cuda is None:
         return (f"torch {torch.__version__} is a build without CUDA; run this with the GPU machine's Python "
                 "(PYTHON=...) and a CUDA build of torch")
-    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: no GPU, no driver, or "
+    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: no GPU, no driver, "
+            "or "
             f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')!s} hides it")
 
 
@@ -406,7 +419,8 @@ def run_smoke(folder: Path, full_sampling: bool = False) -> tuple[list[dict[str,
     export = write_export(suite, "execution", (PRESET,), folder / "execution.json")
     run_info = {"run_id": f"gpu-check-{folder.name}", "attempt": 1, "presets": [PRESET]}
     (folder / "results").mkdir(exist_ok=True)
-    path, _ = run_stage(export, DEVICE_NAME, None, folder / "results" / f"{DEVICE_NAME}.json", run_info, repo=REPO)
+    path, _ = run_stage(export, DEVICE_NAME, None, folder / "results" / f"{DEVICE_NAME}.json", run_info,
+                        repo=REPO)
     return smoke_rows(load_results(path).benchmarks), path
 
 
@@ -414,7 +428,8 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise BudgetExceeded()
 
 
-def run_smoke_within(folder: Path, full_sampling: bool, seconds: float) -> tuple[list[dict[str, Any]] | None, str]:
+def run_smoke_within(folder: Path, full_sampling: bool, seconds: float) -> tuple[list[dict[str, Any]] | None,
+                                                                                 str]:
     """:func:`run_smoke` under a timer of ``seconds`` (the running worker is killed when it fires);
     returns (rows or None, message)."""
     previous = signal.signal(signal.SIGALRM, _on_alarm)
@@ -461,7 +476,8 @@ def sample_paired(base_cycles: int, head_cycles: int, lead_cycles: int, rng: np.
     return out[0], out[1]
 
 
-def detector_check(rate: float, trials: int, seed: int) -> list[tuple[float, str, float]]:  # pragma: no cover - GPU
+def detector_check(rate: float, trials: int,  # pragma: no cover - GPU
+                   seed: int) -> list[tuple[float, str, float]]:
     """``trials`` A/A and ``trials`` δ = ``DETECTOR_DELTA_PCT`` trials in a random order, each
     judged by :func:`judge_trial`; returns ``(δ %, verdict, ratio)`` per trial."""
     rng = np.random.default_rng(seed)
@@ -499,8 +515,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run cuda-smoke with the preset's own sampling (3 worker processes per case) "
                              "instead of 1; may not fit in 5 minutes")
     parser.add_argument("--trials", type=int, default=DETECTOR_TRIALS,
-                        help=f"A/A trials and δ = {DETECTOR_DELTA_PCT:g}%% trials each (default {DETECTOR_TRIALS})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pair orders and trial order (default 0)")
+                        help=f"A/A trials and δ = {DETECTOR_DELTA_PCT:g}%% trials each (default "
+                        f"{DETECTOR_TRIALS})")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the pair orders and trial order (default 0)")
     parser.add_argument("--budget-s", type=float, default=BUDGET_S,
                         help=f"time budget of the whole check in seconds (default {BUDGET_S:g})")
     args = parser.parse_args(argv)
@@ -539,7 +557,8 @@ def _smoke_step(folder: Path, full_sampling: bool, budget_s: float,
                 failures: list[tuple[int, str]]) -> dict[str, Any]:  # pragma: no cover - GPU
     _step(f"3. preset {PRESET} through benchtrail's export and run stages")
     print("sampling: the preset's own (--full-sampling)" if full_sampling else
-          f"sampling reduced to stay well under 5 minutes: {SMOKE_PROCESSES} worker process per case (the preset "
+          f"sampling reduced to stay well under 5 minutes: {SMOKE_PROCESSES} worker process per case (the "
+          "preset "
           f"asks 3), at most {SMOKE_CASE_TIMEOUT_S:g} s per worker; --full-sampling for the preset's own")
     try:
         rows, where = run_smoke_within(folder, full_sampling, budget_s)
@@ -554,14 +573,16 @@ def _smoke_step(folder: Path, full_sampling: bool, budget_s: float,
         print(f"results: {where}")
         bad = [r["name"] for r in rows if r["status"] != "ok"]
         if bad:
-            failures.append((EXIT_SMOKE, f"{len(bad)} of {len(rows)} cuda-smoke cases not ok: {', '.join(bad)}"))
+            failures.append((EXIT_SMOKE,
+                             f"{len(bad)} of {len(rows)} cuda-smoke cases not ok: {', '.join(bad)}"))
     return {"rows": rows, "results": where, "full_sampling": full_sampling}
 
 
 def _detector_step(rate: float, trials: int, seed: int,
                    failures: list[tuple[int, str]]) -> dict[str, Any]:  # pragma: no cover - GPU
     _step(f"4. detector on a GPU workload: paired torch.cuda._sleep, A/A and δ = {DETECTOR_DELTA_PCT:g}%")
-    print(f"one iteration: torch.cuda._sleep of {DETECTOR_ITERATION_US:g} µs; sample: {DETECTOR_LAUNCHES} launches "
+    print(f"one iteration: torch.cuda._sleep of {DETECTOR_ITERATION_US:g} µs; sample: {DETECTOR_LAUNCHES} "
+          "launches "
           f"per CUDA event pair; {DETECTOR_PAIRS} interleaved pairs per trial (random order per pair); "
           f"compare_paired at {DETECTOR_THRESHOLD_PCT:g}%")
     judged = detector_check(rate, trials, seed)

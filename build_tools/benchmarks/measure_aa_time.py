@@ -54,17 +54,20 @@ def main() -> int:
     here = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory(prefix="benchtrail-aa-time-") as tmp:
         old = Path(tmp, "base")
-        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(old), args.base_ref], cwd=here, check=True)
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(old), args.base_ref], cwd=here,
+                       check=True)
         try:
             sides = {"base": old, "head": here}
             stores = {name: Path(tmp, f"store-{name}") for name in sides}
             for name, checkout in sides.items():  # the seeding runs: no baseline yet
                 pipeline(checkout, args.presets, stores[name])
-            print(f"| pair | {args.base_ref} s (re-check) | this checkout s (re-check) | this checkout's verdicts |")
+            print(f"| pair | {args.base_ref} s (re-check) | this checkout s (re-check) | this checkout's "
+                  "verdicts |")
             print("|---:|---:|---:|---|")
             walls: dict[str, list[float]] = {"base": [], "head": []}
             for k in range(1, args.runs + 1):
-                got = {name: pipeline(checkout, args.presets, stores[name]) for name, checkout in sides.items()}
+                got = {name: pipeline(checkout, args.presets, stores[name]) for name,
+                       checkout in sides.items()}
                 for name in sides:
                     walls[name].append(got[name][0])
                 (bw, br, _), (hw, hr, verdicts) = got["base"], got["head"]

@@ -39,7 +39,8 @@ def time_once(argv: list[str]) -> float:
         RuntimeError: the command exited non-zero (its stderr tail in the message).
     """
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", SCRIPT, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    done = subprocess.run([sys.executable, "-c", SCRIPT, *argv], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE,
                           text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -49,7 +50,8 @@ def time_once(argv: list[str]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=positive_int, default=10, help="fresh processes per command (default 10)")
+    parser.add_argument("--runs", type=positive_int, default=10,
+                        help="fresh processes per command (default 10)")
     args = parser.parse_args(argv)
     time_once(["--help"])  # warm the file-system cache and the bytecode once, not measured
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "

@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("verdicts: " + ", ".join(f"{v}/{o} {c}" for (v, o), c in sorted(counts.items())))
     total = rows[-1][2]
-    print(f"whole pipeline {total:.2f} s: {'within' if total <= TARGET_S else 'OVER'} the {TARGET_S:.0f} s target")
+    print(f"whole pipeline {total:.2f} s: {'within' if total <= TARGET_S else 'OVER'} the {TARGET_S:.0f} s "
+          "target")
     return 0 if total <= TARGET_S else 1
 
 

@@ -27,11 +27,15 @@ from benchtrail.history.model import CommitRun, History, Point, Series
 def synthetic_history(series: int, commits: int) -> History:
     """``series`` latency series (µs) of preset ``bench``, each with a point at every one of ``commits`` commits."""
     shas = [f"{i:040x}" for i in range(1, commits + 1)]
-    points = lambda k: tuple(Point(c, f"run-{i}", 1, 100.0 + k + i, 2.0, 95.0, 110.0, 30, "ok", 99.0, 101.0)  # noqa: E731
+    points = lambda k: tuple(Point(c, f"run-{i}", 1, 100.0 + k + i, 2.0, 95.0, 110.0, 30, "ok",  # noqa: E731
+                                   99.0, 101.0)
                              for i, c in enumerate(shas))
-    return History("main", shas[-1], "synthetic", tuple(CommitRun(c, f"run-{i}", 1) for i, c in enumerate(shas)),
-                   tuple(Series(f"id-{k}", f"model{k}.eager.inference-bs1.laptop", "execution", "latency", "us",
-                                "laptop", ("bench",), "eager", "inference", points(k)) for k in range(series)))
+    return History("main", shas[-1], "synthetic",
+                   tuple(CommitRun(c, f"run-{i}", 1) for i, c in enumerate(shas)),
+                   tuple(Series(f"id-{k}", f"model{k}.eager.inference-bs1.laptop", "execution", "latency",
+                                "us",
+                                "laptop", ("bench",), "eager", "inference",
+                                points(k)) for k in range(series)))
 
 
 def page(series: int, commits: int) -> str:

@@ -33,7 +33,8 @@ from pathlib import Path
 
 CLI = "import sys; from benchtrail.cli import main; sys.exit(main())"
 #: Function -> (base loop rounds, the change its branch makes, target ratio, tolerance).
-FUNCTIONS = {"mix": (120, "slow10", 1.10, 0.01), "scan": (200, "slow3", 1.03, 0.005), "steady": (60, None, 1.0, 0)}
+FUNCTIONS = {"mix": (120, "slow10", 1.10, 0.01), "scan": (200, "slow3", 1.03, 0.005),
+             "steady": (60, None, 1.0, 0)}
 CONDITIONS = ("quiet", "noise")
 #: pytest-benchmark's rule: a head median more than 5% above the base median fails.
 PYTEST_BENCHMARK_FAIL = 0.05
@@ -199,7 +200,8 @@ def benchtrail_run(repo: Path, store: Path) -> tuple[float, dict[str, dict]]:
                           capture_output=True, text=True)
     seconds = time.monotonic() - start
     if proc.returncode not in (0, 2):
-        sys.exit(f"benchtrail pipeline failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        sys.exit("benchtrail pipeline failed "
+                 f"({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     comparison = json.loads((repo / proc.stdout.strip().splitlines()[-1]).parents[1].joinpath(
         "comparison.json").read_text())
     rows = {r["name"].split(".")[1]: r for r in comparison["rows"] if r["kind"] == "execution"}
@@ -225,8 +227,10 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
     bt_base_s, base_rows = benchtrail_run(repo, store)
     pb_base_s, pb_base = pytest_run(repo, store.parent / "base.json")
     order = list(heads)[index % len(heads):] + list(heads)[:index % len(heads)]
-    records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False, "verdict": row["verdict"],
-                "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s, "base_seconds": None}
+    records = [{"tool": "benchtrail", "head": "base", "function": name, "slowed": False,
+                "verdict": row["verdict"],
+                "mark": row.get("mark"), "change": row.get("change"), "seconds": bt_base_s,
+                "base_seconds": None}
                for name, row in base_rows.items() if index > 0]  # A/A against the previous trial's base run
     for head in order:
         _git(repo, "checkout", "-q", head)
@@ -234,7 +238,8 @@ def trial(repo: Path, store: Path, heads: dict[str, str], index: int) -> list[di
         pb_s, pb = pytest_run(repo, store.parent / "head.json")
         for name in FUNCTIONS:
             row = rows[name]
-            records.append({"tool": "benchtrail", "head": head, "function": name, "slowed": heads[head] == name,
+            records.append({"tool": "benchtrail", "head": head, "function": name,
+                            "slowed": heads[head] == name,
                             "verdict": row["verdict"], "mark": row.get("mark"), "change": row.get("change"),
                             "seconds": bt_s, "base_seconds": bt_base_s})
             change = (pb[name] / pb_base[name] - 1) * 100
@@ -256,31 +261,37 @@ def interval(k: int, n: int) -> str:
 
 def report(records: list[dict], condition: str) -> None:
     """The table of one condition."""
-    print(f"\n{condition}: caught = confirmed regressed; false alarms = untouched rows confirmed regressed or improved")
-    print(f"{'tool':<17} {'caught 10%':>17} {'3%: caught|inconcl.':>20} {'false rows':>17} {'false runs':>16} "
+    print(f"\n{condition}: caught = confirmed regressed; false alarms = untouched rows confirmed regressed "
+          "or improved")
+    print(f"{'tool':<17} {'caught 10%':>17} {'3%: caught|inconcl.':>20} {'false rows':>17} "
+          f"{'false runs':>16} "
           f"{'A/A similar':>12} {'A/A inconcl.':>12} {'s/run':>6}")
     for tool in ("benchtrail", "pytest-benchmark"):
         mine = [r for r in records if r["tool"] == tool and r["head"] != "base"]
         alarm = [r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in mine]
         caught = [a and r["verdict"] == "regressed" for r, a in zip(mine, alarm)]
         caught10 = [c for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow10"]
-        seen3 = [c or r["verdict"] == "inconclusive" for r, c in zip(mine, caught) if r["slowed"] and r["head"] == "slow3"]
+        seen3 = [c or r["verdict"] == "inconclusive" for r,
+                 c in zip(mine, caught) if r["slowed"] and r["head"] == "slow3"]
         untouched = [(r, a) for r, a in zip(mine, alarm) if not r["slowed"]]
         runs: dict[tuple, bool] = {}
         for r, a in untouched:
             runs[(r["trial"], r["head"])] = runs.get((r["trial"], r["head"]), False) or a
         aa = [r for r in mine if r["head"] == "aa"]
         seconds = statistics.median([r["seconds"] for r in mine]) if mine else 0.0
-        print(f"{tool:<17} {interval(sum(caught10), len(caught10)):>17} {interval(sum(seen3), len(seen3)):>20} "
+        print(f"{tool:<17} {interval(sum(caught10), len(caught10)):>17} "
+              f"{interval(sum(seen3), len(seen3)):>20} "
               f"{interval(sum(a for _, a in untouched), len(untouched)):>17} "
               f"{interval(sum(runs.values()), len(runs)):>16} "
               f"{sum(r['verdict'] == 'similar' for r in aa) / max(len(aa), 1) * 100:>11.0f}% "
-              f"{sum(r['verdict'] == 'inconclusive' for r in aa) / max(len(aa), 1) * 100:>11.0f}% {seconds:>6.1f}")
+              f"{sum(r['verdict'] == 'inconclusive' for r in aa) / max(len(aa), 1) * 100:>11.0f}% "
+              f"{seconds:>6.1f}")
     rerun = [r for r in records if r["head"] == "base"]
     if not rerun:
         return
     false = sum(r["verdict"] in ("regressed", "improved") and r["mark"] == "confirmed" for r in rerun)
-    print(f"benchtrail's base runs against the previous trial's (A/A, not in the table): {interval(false, len(rerun))} "
+    print("benchtrail's base runs against the previous trial's (A/A, not in the table): "
+          f"{interval(false, len(rerun))} "
           f"false confirmed; {sum(r['verdict'] == 'similar' for r in rerun)} similar, "
           f"{sum(r['verdict'] == 'inconclusive' for r in rerun)} inconclusive")
 
@@ -288,7 +299,8 @@ def report(records: list[dict], condition: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20, help="trials per condition (default 20)")
-    parser.add_argument("--conditions", default="quiet,noise", help="quiet, noise or both (default quiet,noise)")
+    parser.add_argument("--conditions", default="quiet,noise",
+                        help="quiet, noise or both (default quiet,noise)")
     parser.add_argument("--out", type=Path, help="write every trial's rows to this JSON-lines file")
     args = parser.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]

@@ -83,7 +83,8 @@ def main() -> int:
                 sys.exit(f"{rc.name}: {response.status}: {response.reason}")
             ours = statistics.median(response.samples)
             fn = getattr(module, name).fn
-            timer = Timer("fn(x)", globals={"fn": fn, "x": x}, num_threads=1).blocked_autorange(min_run_time=1)
+            timer = Timer("fn(x)", globals={"fn": fn, "x": x},
+                          num_threads=1).blocked_autorange(min_run_time=1)
             theirs = timer.median * 1e6
             floor = response.answer.floor_us
             print(f"{name:<12} {ours:>11.3f} {theirs:>9.3f} {ours - theirs:>9.3f} {floor:>7.3f}")

@@ -130,7 +130,8 @@ def summarize(run_dir: Path, seconds: float) -> dict:
     diff = "1 series" in block and f"`{display_name(grown, True)}`" in block and "**Why** (callgrind" in block
     return {"grown": grown, "others": {n: counted[n] for n in FUNCTIONS if n != GROWN}, "diff": diff,
             "latency": timed.get(GROWN), "timed": {n: r for n, r in timed.items() if n != GROWN},
-            "seconds": seconds, "alone": [r.id for r in check(rows, [], rule="confirmed").failing] == [grown.id]}
+            "seconds": seconds,
+            "alone": [r.id for r in check(rows, [], rule="confirmed").failing] == [grown.id]}
 
 
 def trial(repo: Path, base_store: Path, store: Path, base: str, keep: Path | None) -> dict:
@@ -176,7 +177,8 @@ def report(trials: list[dict]) -> None:
     shown = sum(t["diff"] for t in trials)
     alone = sum(t["alone"] for t in trials)
     timed = sum(alarm(r) for t in trials for r in t["timed"].values())
-    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}; the grown row the only "
+    print(f"\ncaught {caught} of {n}; false alarms {false}; diff shown {shown} of {n}; the grown row the "
+          "only "
           f"one gating (benchtrail gate) {alone} of {n}")
     print(f"(wall time: untouched latency rows regressed or improved · confirmed: {timed} of {2 * n})")
     print(f"(caught {interval(caught, n)}, Clopper–Pearson 95%; false alarms over {2 * n} untouched rows)")
@@ -190,7 +192,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="copy each trial's comparison.json and comment/ to "
                         "KEEP/trial-<n>/")
     parser.add_argument("--device", choices=("cpu", "cpu-counted"), default="cpu",
-                        help="the benchmarks' device: cpu (wall time gates too) or cpu-counted (gates on counts, "
+                        help="the benchmarks' device: cpu (wall time gates too) or cpu-counted (gates on "
+                        "counts, "
                              "wall time reported; default cpu)")
     args = parser.parse_args()
     if args.trials < 1:

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Any
 
 STAGES = ("export", "compile", "run", "count", "compare", "recheck", "report")
-STORED = {"export": ["run-configs"], "compile": ["modules"], "run": ["results"], "count": ["results/callgrind"],
+STORED = {"export": ["run-configs"], "compile": ["modules"], "run": ["results"],
+          "count": ["results/callgrind"],
           "compare": ["comparison.json"], "recheck": ["ab"], "report": ["comment", "dashboard"]}
 COMPILE_SERIES = ("compile_time_cold_ms", "compile_time_warm_ms")
 
@@ -90,7 +91,8 @@ def execution_costs(recs: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
     firsts = [d.get("rerun") or {} for d in details]  # a noise rerun's first attempt counts too
     return {"timed": total([d.get("timed_ms") for d in details] + [f.get("first_timed_ms") for f in firsts]),
-            "warmup": total([d.get("warmup_ms") for d in details] + [f.get("first_warmup_ms") for f in firsts]),
+            "warmup": total([d.get("warmup_ms") for d in details]
+                            + [f.get("first_warmup_ms") for f in firsts]),
             "compile_in_run": total([(d.get("phase_times_ms") or {}).get("compile") for d in details]
                                     + [(f.get("first_phase_times_ms") or {}).get("compile") for f in firsts]),
             "starts": total([d.get("process_starts") for d in details]),
@@ -144,7 +146,8 @@ def table(costs: dict[str, dict[str, Any]]) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for stage in (*STAGES, "total"):
         c = costs[stage]
-        fmt = (lambda _: "") if stage in ("export", "count", "compare", "report") else None  # nothing timed there
+        # nothing timed there
+        fmt = (lambda _: "") if stage in ("export", "count", "compare", "report") else None
         wall = "n/a" if c.get("wall_s") is None else f"{c['wall_s']:.1f}"
         stored = fmt_bytes(c.get("bytes"))
         if stage == "compile":
@@ -196,7 +199,8 @@ def run_pipeline(presets: str, store: Path, cache: Path, metrics: str) -> tuple[
     cmd = [sys.executable, "-m", "benchtrail.cli.app", "pipeline", "--benchmark-presets", presets,
            "--store", str(store), "--metrics", metrics]
     start = time.monotonic()
-    proc = subprocess.run(cmd, env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)), stdout=subprocess.PIPE,
+    proc = subprocess.run(cmd, env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)),
+                          stdout=subprocess.PIPE,
                           text=True)
     elapsed = time.monotonic() - start
     lines = proc.stdout.strip().splitlines()
@@ -207,18 +211,22 @@ def run_pipeline(presets: str, store: Path, cache: Path, metrics: str) -> tuple[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--presets", default="x86_64,comp-stats", help="presets to run (default: %(default)s)")
+    parser.add_argument("--presets", default="x86_64,comp-stats",
+                        help="presets to run (default: %(default)s)")
     parser.add_argument("--metrics", default="latency",
-                        help="the pipeline's --metrics (latency,instructions adds the count stage; default latency)")
+                        help="the pipeline's --metrics (latency,instructions adds the count stage; default "
+                        "latency)")
     parser.add_argument("--runs", type=int, default=1,
-                        help="pipelines to run into one store; each after the first is an A/A against the first")
+                        help="pipelines to run into one store; each after the first is an A/A against the "
+                        "first")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="use DIR (new or empty) as the store and keep it, instead of a temporary store")
     args = parser.parse_args()
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
         parser.error(f"--keep {args.keep}: not empty (the store must be fresh)")
     started = dt.datetime.now(dt.UTC)
-    commit = git("rev-parse", "HEAD") + (" (uncommitted changes)" if git("status", "--porcelain", "-uno") else "")
+    commit = git("rev-parse",
+                 "HEAD") + (" (uncommitted changes)" if git("status", "--porcelain", "-uno") else "")
     with tempfile.TemporaryDirectory(prefix="benchtrail-measure-") as tmp:
         store = args.keep.resolve() if args.keep else Path(tmp, "store")
         out = [f"# Cost of the main job — presets `{args.presets}`", "",
@@ -244,7 +252,8 @@ def main() -> int:
             first_wall = costs["total"].get("rerun_first_wall")
             if first_wall:
                 out += ["", f"Noise reruns: their first attempts took {first_wall / 1e3:.1f} s of wall time "
-                            "(rerun.first_wall_time_ms); their timed, warm-up and in-run compile times are in the "
+                            "(rerun.first_wall_time_ms); their timed, warm-up and in-run compile times are "
+                        "in the "
                             "columns above."]
     print("\n".join(out))
     return 0

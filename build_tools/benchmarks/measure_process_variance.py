@@ -92,7 +92,8 @@ def find_cases(names: list[str]) -> list:
     configs = generate().run_configs
     chosen = []
     for name in names:
-        hits = [rc for rc in configs if rc.name == name] or [rc for rc in configs if rc.name.startswith(name + ".")
+        hits = [rc for rc in configs if rc.name == name] or [rc for rc in configs
+                                                             if rc.name.startswith(name + ".")
                                                             and "c2-standard" in rc.name]
         if len(hits) != 1:
             sys.exit(f"--cases: {name!r} matches {len(hits)} CPU run configs "
@@ -114,7 +115,8 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
                if method == "fork-new" else None)
         start = time.monotonic()
         response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
-                                 env=env, cwd=Path(tmp) if env else None, method="spawn" if method == "spawn" else "fork")
+                                 env=env, cwd=Path(tmp) if env else None,
+                                 method="spawn" if method == "spawn" else "fork")
         wall = time.monotonic() - start
         if env is not None:
             workers.close_servers(env["PYTHONPATH"])
@@ -168,9 +170,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES),
                         help="comma list of run config names (the device suffix may be left off)")
-    parser.add_argument("--processes", type=int, default=10, help="worker processes per case and method (>= 3)")
+    parser.add_argument("--processes", type=int, default=10,
+                        help="worker processes per case and method (>= 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the case order and which method starts")
-    parser.add_argument("--save", type=Path, help="also write every process's samples and wall seconds (JSON)")
+    parser.add_argument("--save", type=Path,
+                        help="also write every process's samples and wall seconds (JSON)")
     parser.add_argument("--methods", default="fork,spawn",
                         help=f"comma list of {', '.join(METHODS)}; the others are tested against the first")
     args = parser.parse_args()
@@ -215,7 +219,8 @@ def main() -> int:
     for method in methods:
         mine = [rows[rc.name, method] for rc in cases]
         print(f"| **pooled** ({len(cases)} cases) | {method} | {sum(r['k'] for r in mine)} | - | "
-              f"{geomean([r['between_cv'] for r in mine]):.2%} | {geomean([r['within_cv'] for r in mine]):.2%} | "
+              f"{geomean([r['between_cv'] for r in mine]):.2%} | "
+              f"{geomean([r['within_cv'] for r in mine]):.2%} | "
               f"{statistics.fmean(r['ratio'] for r in mine):.3f} | "
               f"{statistics.fmean(w for rc in cases for _, w in runs[rc.name, method]):.2f} |")
     print()

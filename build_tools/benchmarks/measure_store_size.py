@@ -53,7 +53,8 @@ def main() -> int:
         rows, seconds = [], []
         for i in range(1, args.runs + 1):
             start = time.monotonic()
-            subprocess.run([str(benchtrail), "pipeline", "--benchmark-presets", args.presets, "--store", str(store)],
+            subprocess.run([str(benchtrail), "pipeline", "--benchmark-presets", args.presets, "--store",
+                            str(store)],
                            check=True, stdout=subprocess.DEVNULL)
             seconds.append(time.monotonic() - start)
             print(f"run {i}/{args.runs}: {seconds[-1]:.0f} s", file=sys.stderr, flush=True)
@@ -61,10 +62,12 @@ def main() -> int:
                 rows.append(sizes(store))
         if not rows:
             rows.append(sizes(store))
-        print(f"`python build_tools/benchmarks/measure_store_size.py --runs {args.runs} --presets {args.presets}`"
+        print(f"`python build_tools/benchmarks/measure_store_size.py --runs {args.runs} --presets "
+              f"{args.presets}`"
               f" — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"{sum(seconds) / max(1, len(seconds)):.0f} s a run\n")
-        print("| runs | store MB (files) | store MB (du) | MB per run (du, no assets) |\n|---:|---:|---:|---:|")
+        print("| runs | store MB (files) | store MB (du) | MB per run (du, no assets) "
+              "|\n|---:|---:|---:|---:|")
         for runs, files, total, shared_out in rows:
             print(f"| {runs} | {files / MB:.1f} | {total / MB:.1f} | {shared_out / MB / runs:.2f} |")
         files = {p.relative_to(store).as_posix(): p.stat().st_size for p in store.rglob("*") if p.is_file()}

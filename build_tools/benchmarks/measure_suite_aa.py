@@ -29,7 +29,8 @@ from scipy.stats import binomtest
 def run_pipeline(presets: str, store: Path) -> tuple[float, Path]:
     """One main job; returns (wall seconds, run directory)."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", "import sys; from benchtrail.cli import main; sys.exit(main())",
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys; from benchtrail.cli import main; sys.exit(main())",
                            "pipeline", "--benchmark-presets", presets, "--store", str(store)],
                           capture_output=True, text=True)
     elapsed = time.monotonic() - start
@@ -67,7 +68,8 @@ def main() -> int:
         parser.error(f"--runs must be at least 2, got {args.runs}")
     with tempfile.TemporaryDirectory(prefix="benchtrail-aa-") as tmp:
         store = args.store or Path(tmp, "store")
-        print("| run | wall (min) | rows | stored-baseline suspects | alerts | confirmed | cleared by re-check | improved | inconclusive | UNKNOWN |")
+        print("| run | wall (min) | rows | stored-baseline suspects | alerts | confirmed | cleared by "
+              "re-check | improved | inconclusive | UNKNOWN |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         alerting = 0
         for k in range(1, args.runs + 1):
@@ -77,14 +79,16 @@ def main() -> int:
                 continue
             s = summarize(run_dir)
             alerting += bool(s["alerts"])
-            print(f"| {k} | {wall / 60:.1f} | {s['rows']} | {s['suspects']} | {len(s['alerts'])} | {s['confirmed']} | {s['cleared']} | "
+            print(f"| {k} | {wall / 60:.1f} | {s['rows']} | {s['suspects']} | {len(s['alerts'])} | "
+                  f"{s['confirmed']} | {s['cleared']} | "
                   f"{s['improved']} | {s['inconclusive']} | {s['unknown']} |", flush=True)
             for name in s["alerts"]:
                 print(f"|   | alert: `{name}` | | | | | | | | |", flush=True)
         n = args.runs - 1
         ci = binomtest(alerting, n).proportion_ci(confidence_level=0.95, method="exact")
         print(f"\nA/A runs of {args.presets} that raise an alert: {alerting} of {n} "
-              f"({100 * alerting / n:.0f}%, 95% Clopper–Pearson interval {100 * ci.low:.0f}–{100 * ci.high:.0f}%)")
+              f"({100 * alerting / n:.0f}%, 95% Clopper–Pearson interval "
+              f"{100 * ci.low:.0f}–{100 * ci.high:.0f}%)")
     return 0
 
 

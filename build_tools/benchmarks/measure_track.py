@@ -39,9 +39,11 @@ def _sha(i: int) -> str:
 
 def _history(medians: np.ndarray) -> History:
     n = len(medians)
-    points = tuple(Point(_sha(i), f"run-{i}", 1, float(m), 0.0, float(m), float(m), 30, "ok", float(m), float(m),
+    points = tuple(Point(_sha(i), f"run-{i}", 1, float(m), 0.0, float(m), float(m), 30, "ok", float(m),
+                         float(m),
                          None) for i, m in enumerate(medians))
-    series = Series("s", "s.eager.inference-bs1.c2-standard-16", "execution", "latency", "us", "c2-standard-16",
+    series = Series("s", "s.eager.inference-bs1.c2-standard-16", "execution", "latency", "us",
+                    "c2-standard-16",
                     ("x86_64",), "eager", "inference", points)
     commits = tuple(CommitRun(_sha(i), f"run-{i}", 1) for i in range(n))
     return History("main", _sha(n - 1), "sim", commits, (series,))
@@ -95,7 +97,8 @@ def main() -> None:
     started = time.perf_counter()
     print(f"{args.series} series per line, {NOISE:.0%} run-to-run noise, seed {args.seed}; "
           "each cell: with the bottom-up merge (PELT alone)\n")
-    print("| series | no change: any change point | no change: an issue | +5% step: issue at its exact commit "
+    print("| series | no change: any change point | no change: an issue | +5% step: issue at its exact "
+          "commit "
           "| +10% step: issue at its exact commit | +10% step, 2-run ×2 burst: issue at its exact commit "
           "| ×2 step, its first 2 runs ×1.5 more: issue at its exact commit |")
     print("|---|---|---|---|---|---|---|")

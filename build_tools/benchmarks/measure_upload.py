@@ -111,7 +111,8 @@ def delaying_proxy(upstream: str, latency_s: float):
         server.server_close()
 
 
-def measure(label: str, folder: Path, paths: list[Path], method: str, workers: int, latency_s: float) -> float:
+def measure(label: str, folder: Path, paths: list[Path], method: str, workers: int,
+            latency_s: float) -> float:
     with start_emulator() as emulator, (delaying_proxy(emulator.url, latency_s) if latency_s
                                         else contextlib.nullcontext(emulator.url)) as endpoint:
         os.environ["STORAGE_EMULATOR_HOST"] = endpoint

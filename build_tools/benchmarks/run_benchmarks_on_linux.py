@@ -25,7 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():  # this checkout's benchtrail, installed or not
+# this checkout's benchtrail, installed or not
+if (Path(__file__).resolve().parents[1] / "benchtrail").is_dir():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchtrail.cli import main as benchtrail_main
@@ -60,7 +61,8 @@ def _devices(path: Path, shard_index: str | None) -> tuple[dict, bool]:
     if _is_export(path):
         return load_execution(path), True
     if shard_index is not None:
-        raise UserError(f"--shard_index: {path} holds unsharded run configs; shards are in an execution export "
+        raise UserError(f"--shard_index: {path} holds unsharded run configs; shards are in an execution "
+                        "export "
                         "(export_benchmark_config.py --output F --shard_count N)")
     devices: dict = {}
     for rc in load_seed_run_configs(path):
@@ -87,7 +89,8 @@ def _compile_artifacts(rcs: tuple, device: str, folder: Path) -> Path | None:
         return None
     export = jsonio.write_json(folder / "compilation.json", compilation_of(gens))
     run_id, attempt = new_run_id()
-    logging.info("%s: compiling %d module(s) that run from an artifact into %s", PROG, len({g.id for g in gens}),
+    logging.info("%s: compiling %d module(s) that run from an artifact into %s", PROG,
+                 len({g.id for g in gens}),
                  folder)
     put_first_on_sys_path()  # the project's model factories import here, as in `benchtrail compile`
     compile_stage(export, folder, device, rcs[0].target_device.architecture,
@@ -105,7 +108,8 @@ def _runnable_device(path: Path, shards: dict) -> str:
     from benchtrail.pipeline.job import available_architectures
 
     here = available_architectures()
-    devices = {name: tuple(rc for rcs in by_index.values() for rc in rcs) for name, by_index in shards.items()}
+    devices = {name: tuple(rc for rcs in by_index.values() for rc in rcs) for name,
+               by_index in shards.items()}
     arch = {name: rcs[0].target_device.architecture for name, rcs in devices.items() if rcs}
     runnable = sorted(name for name in arch if arch[name] in here)
     skipped = sorted(name for name in arch if arch[name] not in here)
@@ -114,12 +118,14 @@ def _runnable_device(path: Path, shards: dict) -> str:
         listed = "; ".join(f"device {name} needs {arch[name].value}: "
                            f"{', '.join(sorted(rc.name for rc in devices[name]))}" for name in skipped)
         print(f"{PROG}: skipping {count} run config(s) this machine cannot run (it runs "
-              f"{', '.join(sorted(a.value for a in here))} only; torch sees no CUDA GPU): {listed}", file=sys.stderr)
+              f"{', '.join(sorted(a.value for a in here))} only; torch sees no CUDA GPU): {listed}",
+              file=sys.stderr)
     if not runnable:
         raise UserError(f"{path} holds no run config this machine can run "
                         f"(it runs {', '.join(sorted(a.value for a in here))})")
     if len(runnable) > 1:
-        raise UserError(f"{path} holds run configs of several devices this machine can run ({', '.join(runnable)}); "
+        raise UserError(f"{path} holds run configs of several devices this machine can run "
+                        f"({', '.join(runnable)}); "
                         "pass --device_name")
     return runnable[0]
 
@@ -127,14 +133,18 @@ def _runnable_device(path: Path, shards: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])  # exits 1 on bad flags
     parser.add_argument("--run_config", required=True,
-                        help="execution export, seed-shaped export, or the seed jq filter's {root_obj, keyed_obj_map}")
+                        help="execution export, seed-shaped export, or the seed jq filter's {root_obj, "
+                        "keyed_obj_map}")
     parser.add_argument("--output", required=True, help="results file to write")
-    parser.add_argument("--shard_index", default=None, help="shard to run (default: all; execution exports only)")
+    parser.add_argument("--shard_index", default=None,
+                        help="shard to run (default: all; execution exports only)")
     parser.add_argument("--device_name", default=None,
                         help="device to run (default: the one device of the file this machine can run)")
     parser.add_argument("--modules_dir", default=None,
-                        help="run directory holding modules/<name>/ compiled by `benchtrail compile` (default: "
-                             "the export and aot-inductor modules the run configs need are compiled first, into a "
+                        help="run directory holding modules/<name>/ compiled by `benchtrail compile` "
+                        "(default: "
+                             "the export and aot-inductor modules the run configs need are compiled first, "
+                        "into a "
                              "temporary folder)")
     parser.add_argument("--verbose", action="store_true", help="log what is run")
     args = parser.parse_args(argv)
@@ -164,13 +174,15 @@ def main(argv: list[str] | None = None) -> int:
                 from benchtrail.suite.export import execution_of
 
                 export = jsonio.write_json(folder / "execution.json", execution_of(rcs))
-            forwarded = ["run", "--run-configs", str(export), "--device-name", device, "--output", args.output]
+            forwarded = ["run", "--run-configs", str(export), "--device-name", device, "--output",
+                         args.output]
             if args.shard_index is not None:
                 forwarded += ["--shard-index", args.shard_index]
             modules_dir = args.modules_dir or (rcs and _compile_artifacts(rcs, device, folder))
             if modules_dir:
                 forwarded += ["--modules-dir", str(modules_dir)]
-            logging.info("%s: %d run config(s) of device %s from %s; benchtrail %s", PROG, len(rcs), device, path,
+            logging.info("%s: %d run config(s) of device %s from %s; benchtrail %s", PROG, len(rcs), device,
+                         path,
                          " ".join(forwarded))
             return benchtrail_main(forwarded)
     except UserError as exc:
