@@ -89,7 +89,8 @@ def _shared(parts: list[list[str]], keep: int) -> list[str]:
     if len(parts) < 2:
         return []
     # commonprefix compares item by item, so it takes lists as well as strings
-    return os.path.commonprefix(parts)[:max(0, min(map(len, parts)) - keep)]
+    shared = os.path.commonprefix(parts)  # noqa: RUF071
+    return shared[:max(0, min(map(len, parts)) - keep)]
 
 
 def _components(name: str) -> list[str]:

@@ -126,7 +126,7 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
     if explicit:
         candidates = [(resolve_commit(repo, explicit) or explicit, "given by --base-commit")]
     else:
-        candidates = candidate_commits(repo, head, base_branch) + [(head, "earlier run of this commit")]
+        candidates = [*candidate_commits(repo, head, base_branch), (head, "earlier run of this commit")]
     wanted = dict(head_keys)
     runs = []
     ignored: dict[tuple[str, int], Ignored] = {}

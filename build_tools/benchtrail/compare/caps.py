@@ -98,7 +98,7 @@ def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: in
         if k < len(b.rows):
             lines += ["", _table_cut_line(len(b.rows) - k, k)]
         lines += b.after
-    return lines + [left_out_line(total - sum(kept.values()), total), ""] + footer
+    return [*lines, left_out_line(total - sum(kept.values()), total), "", *footer]
 
 
 def _cut_text(top: list[str], footer: list[str], total: int, limits: Size) -> list[str]:

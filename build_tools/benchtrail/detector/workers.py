@@ -130,7 +130,7 @@ def workers(matrix_size: int, seed: int,
         barrier = ctx.Barrier(2)
         for i in range(2):
             workers.append(Worker(ctx, i, matrix_size, seed, cpu, barrier))
-        info = [w.reply() for w in workers][0]
+        info = [w.reply() for w in workers][0]  # noqa: RUF015 - every worker replies
         yield tuple(workers), {**info, "start_method": method}
     finally:
         for w in workers:

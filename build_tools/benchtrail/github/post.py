@@ -172,8 +172,8 @@ def _message(exc: Any) -> str:
 
 def is_rate_limited(exc: Any) -> bool:
     """A 429, or a 403 with GitHub's rate-limit message or a ``Retry-After`` header (s)."""
-    return exc.status == 429 or exc.status == 403 and ("rate limit" in _message(exc).lower() or any(
-        k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items()))
+    return exc.status == 429 or (exc.status == 403 and ("rate limit" in _message(exc).lower() or any(
+        k.lower() == "retry-after" and str(v).strip().isdigit() for k, v in (exc.headers or {}).items())))
 
 
 def describe(exc: Any) -> str:

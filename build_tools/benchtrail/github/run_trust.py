@@ -126,8 +126,8 @@ class GitHubRunTrust:
         if conclusion != "success" and not own:
             return f"{name} ended with conclusion {conclusion}, not success"
         stored, slack = _utc(pointer.get("stored_at")), datetime.timedelta(seconds=SLACK_S)
-        if stored is None or not own and (None in (started, updated)
-                                          or not started - slack <= stored <= updated + slack):
+        if stored is None or (not own and (None in (started, updated)
+                                          or not started - slack <= stored <= updated + slack)):
             return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time "
                     f"that attempt ran ({started} to {updated})")
         try:

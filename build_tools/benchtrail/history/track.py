@@ -10,6 +10,7 @@ per-commit medians. The method and its measurements: docs/tracking.md.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
@@ -148,7 +149,7 @@ def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
     (in log levels) than to it: the series went out and came back, as under a burst of runner load.
     """
     bounds = [0, *cuts, len(medians)]
-    levels = np.log([float(np.median(medians[a:b])) for a, b in zip(bounds, bounds[1:])])
+    levels = np.log([float(np.median(medians[a:b])) for a, b in itertools.pairwise(bounds)])
     mask = np.zeros(len(medians), dtype=bool)
     for i in range(1, len(levels) - 1):
         before, level, after = levels[i - 1:i + 2]

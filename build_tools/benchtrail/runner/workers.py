@@ -102,7 +102,7 @@ def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
 
 
 #: Compile modes that run Inductor's C++ toolchain, by value.
-_INDUCTOR_MODES = frozenset(m.value for m in INDUCTOR_MODES + (CompileMode.AOT_INDUCTOR,))
+_INDUCTOR_MODES = frozenset(m.value for m in (*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR))
 
 
 #: Compile modes that compile (Dynamo, export, Inductor), by value: all but eager.

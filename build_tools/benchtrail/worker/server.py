@@ -163,7 +163,7 @@ def serve(stdin: TextIO, channel: int) -> int:
             code = 1
             try:
                 code = _child(job, channel)
-            except BaseException:  # noqa: B036 - the child must never return into the server's loop
+            except BaseException:  # the child must never return into the server's loop
                 traceback.print_exc()
             finally:
                 sys.stdout.flush()
