@@ -140,10 +140,9 @@ def checked_store(url: str | None) -> str | None:
     if url is None:
         return None
     if url.startswith("git:"):
-        from benchtrail.store.git_url import parse_url
+        from benchtrail.store import written_url
 
-        remote, branch = parse_url(url)
-        return f"git:{remote}#{branch}"
+        return written_url(url)
     if not _GS.match(url):
         raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: "
                         "lower-case letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for "

@@ -21,7 +21,8 @@ from benchtrail.store.base import ALL_FILES, Store, run_path
 from benchtrail.store.local import LocalStore, open_local_store
 
 __all__ = ["ALL_FILES", "FORMS", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
-           "fetch_command", "is_local", "open_store", "remote", "run_url", "split_run_url"]
+           "fetch_command", "is_local", "open_store", "remote", "run_url", "split_run_url",
+           "written_url"]
 
 
 class Remote(NamedTuple):
@@ -76,6 +77,17 @@ def _scheme(url: str) -> str | None:
         return "git"
     scheme, sep, _ = url.partition("://")
     return scheme if sep else None
+
+
+def written_url(url: str) -> str:
+    """``url`` as a workflow should be given it: a ``git:`` URL with its defaults filled in (checked, nothing
+    resolved), any other unchanged. Raises UserError for a malformed ``git:`` URL."""
+    if _scheme(url) != "git":
+        return url
+    from benchtrail.store.git_url import parse_url
+
+    remote_, branch = parse_url(url)
+    return f"git:{remote_}#{branch}"
 
 
 def remote(url: str) -> Remote | None:
