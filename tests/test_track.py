@@ -1,4 +1,5 @@
-"""``benchtrail track`` and ``bisect-range``: change points over first-parent history, one GitHub issue each.
+"""``benchtrail track``: change points over first-parent history, one GitHub issue each (``bisect-range``:
+tests/test_track_bisect_range.py).
 
 Detection runs on real ``History`` dataclasses; the CLI runs over a real local store and a real git
 repository; issues go through PyGithub to the local GitHub server (tests/github_server.py).
@@ -15,10 +16,9 @@ import pytest
 from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.rules import load_thresholds
-from benchtrail.errors import UserError
 from benchtrail.github.track_issues import LABEL, marker, parse_marker
 from benchtrail.history.model import CommitRun, History, Point, Series
-from benchtrail.history.track import MIN_POINTS, bisect_range, detect, report_to_dict, track
+from benchtrail.history.track import MIN_POINTS, detect, report_to_dict, track
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.conftest import _git
@@ -398,58 +398,3 @@ def test_track_with_a_token_that_may_not_write_issues_is_a_user_error(gh, tmp_pa
     gh.fail("POST", f"/repos/{REPO}/issues", "read-only")
     code, _out, err = _track(capsys, repo, store, "--post")
     assert code == 1 and "may not write issues" in err and "issues: write" in err
-
-
-# -- bisect-range ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def merge_repo(tmp_path):
-    """``c0 - c1 - m (merges side s1, branched from c0) - c3`` on main."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    shas = {}
-
-    def commit(name):
-        (repo / f"{name}.txt").write_text(name)
-        _git(repo, "add", f"{name}.txt")
-        _git(repo, "commit", "-q", "-m", f"subject of {name}")
-        shas[name] = _git(repo, "rev-parse", "HEAD")
-
-    commit("c0")
-    commit("c1")
-    _git(repo, "checkout", "-q", "-b", "side", shas["c0"])
-    commit("s1")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
-    shas["m"] = _git(repo, "rev-parse", "HEAD")
-    commit("c3")
-    return repo, shas
-
-
-def test_bisect_range_lists_first_parent_commits_after_a_up_to_b(merge_repo, capsys):
-    repo, shas = merge_repo
-    assert bisect_range(repo, shas["c0"], "main") == [
-        (shas["c1"], "subject of c1"), (shas["m"], "merge side"), (shas["c3"], "subject of c3")]
-    assert main(["bisect-range", shas["c1"][:10], "HEAD", "--repo", str(repo)]) == 0
-    out, _err = capsys.readouterr()
-    assert out == f"{shas['m']} merge side\n{shas['c3']} subject of c3\n"
-    assert bisect_range(repo, "main", "main") == []
-
-
-def test_bisect_range_refuses_unknown_refs_and_reversed_builds(merge_repo, capsys, tmp_path):
-    repo, shas = merge_repo
-    with pytest.raises(UserError, match=r"A 'nope': git cannot resolve it"):
-        bisect_range(repo, "nope", "main")
-    with pytest.raises(UserError, match=r"B 'nope': git cannot resolve it"):
-        bisect_range(repo, "main", "nope")
-    with pytest.raises(UserError, match=r"is not an ancestor of B"):
-        bisect_range(repo, shas["c3"], shas["c1"])
-    with pytest.raises(UserError, match=r"is not an ancestor of B"):
-        bisect_range(repo, shas["s1"], shas["c1"])
-    assert main(["bisect-range", "HEAD", "HEAD~2", "--repo", str(repo)]) == 1
-    assert "is not an ancestor" in capsys.readouterr().err
-    (tmp_path / "plain").mkdir()
-    with pytest.raises(UserError, match=r"is not a git repository"):
-        bisect_range(tmp_path / "plain", "a", "b")

@@ -1,8 +1,8 @@
-"""The GitHub Actions workflows' structure: schema, triggers, jobs and their needs, matrix, artifacts, concurrency.
+"""The GitHub Actions workflows' structure: schema, triggers, jobs and their needs, matrix, artifacts.
 
 check-jsonschema uses its vendored copy of the SchemaStore ``github-workflow`` schema. DESIGN.md's security rules
-are checked in tests/test_workflow_security.py, the reusable workflows in tests/test_workflow_call.py; the shared
-helpers live in tests/workflow_checks.py.
+are checked in tests/test_workflow_security.py, the reusable workflows in tests/test_workflow_call.py, the jobs'
+concurrency in tests/test_workflows_concurrency.py; the shared helpers live in tests/workflow_checks.py.
 """
 
 from __future__ import annotations
@@ -434,24 +434,3 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     names = [step.get("name") for step in job["steps"]]
     assert names.index("Store the comment") > names.index("Render the comment") > names.index(
         "Store the run") > names.index("Re-check regressions in paired A/B runs") > names.index("Compare")
-
-
-# -- concurrency ----------------------------------------------------------------------------------
-
-
-def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():
-    jobs = _load("benchmark.yml")["jobs"]
-    assert "concurrency" not in _load("benchmark.yml")  # a workflow-level group would let no-op edits cancel
-    for job_id in ("compile", "compile-cuda", "execute", "process"):
-        concurrency = jobs[job_id]["concurrency"]
-        group = concurrency["group"]
-        assert "format('pr-{0}', github.event.pull_request.number)" in group, job_id
-        assert "format('run-{0}', github.run_id)" in group, job_id  # pushes: a group of their own
-        assert "${{ needs.setup.outputs.has-benchmarks }}" in group, job_id
-        assert concurrency["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", job_id
-        assert "needs.setup.outputs.has-benchmarks == 'true'" in jobs[job_id]["if"], job_id
-    assert "${{ matrix.device_name }}-${{ matrix.shard.index }}" in jobs["execute"]["concurrency"]["group"]
-    # Each job has a group of its own: compile-cuda must not cancel compile, nor the reverse.
-    suffixes = {job_id: jobs[job_id]["concurrency"]["group"].rsplit("}}-", 1)[1]
-                for job_id in ("compile", "compile-cuda", "process")}
-    assert suffixes == {"compile": "compile", "compile-cuda": "compile-cuda", "process": "process"}
