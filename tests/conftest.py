@@ -28,6 +28,7 @@ os.environ["AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL"] = "O0"
 # later message coloured and wrapped: test_old_files after test_terminal_table in one process).
 import benchtrail.progress  # noqa: E402, F401
 from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
+from tests.helpers.git import git  # noqa: E402
 
 # The GCS emulator's fixtures (gcs_emulator, gcs_env, gcs_bucket, fault_proxy) for every test module, by name:
 # importing them into each module left names that pyflakes and ruff report as unused (F401, F811), and
@@ -60,15 +61,6 @@ def github_server():
         yield server
     finally:
         server.stop()
-
-
-def _git(repo, *args):
-    import subprocess
-
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 @pytest.fixture(scope="session")
@@ -135,23 +127,23 @@ def _build_history_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("history")
     repo, store = root / "repo", root / "store"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     commits, run_dirs = {}, {}
 
     def commit_and_run(name):
         (repo / f"{name}.txt").write_text(name)
-        _git(repo, "add", f"{name}.txt")
-        _git(repo, "commit", "-q", "-m", name)
-        commits[name] = _git(repo, "rev-parse", "HEAD")
+        git(repo, "add", f"{name}.txt", isolated=True)
+        git(repo, "commit", "-q", "-m", name, isolated=True)
+        commits[name] = git(repo, "rev-parse", "HEAD", isolated=True)
         run_dirs[name] = run_pipeline(suite, (SMOKE,), str(store), repo=repo, recheck=False).run_dir
 
     commit_and_run("c1")
     commit_and_run("c2")
-    _git(repo, "checkout", "-q", "-b", "side", commits["c1"])
+    git(repo, "checkout", "-q", "-b", "side", commits["c1"], isolated=True)
     commit_and_run("s1")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-m", "c3", "side")
-    commits["c3"] = _git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main", isolated=True)
+    git(repo, "merge", "-q", "--no-ff", "-m", "c3", "side", isolated=True)
+    commits["c3"] = git(repo, "rev-parse", "HEAD", isolated=True)
     run_dirs["c3"] = run_pipeline(suite, (SMOKE,), str(store), repo=repo, recheck=False).run_dir
     return {"repo": repo, "store": store, "commits": commits, "run_dirs": run_dirs}
 

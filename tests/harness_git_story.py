@@ -28,7 +28,8 @@ from typing import Any
 
 from tests.cli_server import CliServer
 from tests.github_server import GitHubServer
-from tests.harness_story import EXAMPLE, OVERLAY, REPOSITORY, Story, git
+from tests.harness_story import EXAMPLE, OVERLAY, REPOSITORY, Story
+from tests.helpers.git import git
 from tests.workflow_harness import Harness, RunResult
 
 DATA = "benchtrail-data"

@@ -32,7 +32,6 @@ import functools
 import json
 import re
 import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +42,7 @@ from google.cloud import storage
 from tests.cli_server import CliServer
 from tests.gcs_fixtures import FaultProxy
 from tests.github_server import GitHubServer
+from tests.helpers.git import git
 from tests.workflow_harness import ROOT, Harness, RunResult
 
 EXAMPLE = ROOT / "docs" / "examples" / "adopting-classes"
@@ -59,10 +59,6 @@ GATE = "benchtrail/gate"
 REF = f"refs/pull/{PR_NUMBER}/merge"
 CHAIN, MIX_EAGER, MIX_EXPORT = ("chain.eager.inference-quick.laptop", "mix.eager.inference-quick.laptop",
                                 "mix.export.inference-quick.laptop")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 class Story:

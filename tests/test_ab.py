@@ -5,7 +5,6 @@ that arm's version of it: the base commit sleeps 10 ms and adds 1 to a tensor, t
 """
 
 import json
-import subprocess
 from dataclasses import asdict, replace
 
 import pytest
@@ -30,6 +29,7 @@ from benchtrail.suite.definitions import (
     Suite,
     Task,
 )
+from tests.helpers.git import git
 from tests.records import apply_recheck, two_commit_repo
 
 #: Both arms sleep, so their times vary little between worker processes: a bare ``x + 1`` (5 µs)
@@ -47,10 +47,6 @@ EXEC = ExecutionConfig("exec-ab", "inference-bs1", Task.INFERENCE, processes=1, 
 #: A loose rule, so that only the 30 ms sleep counts on a loaded 2-core machine.
 LOOSE = ("schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 50, direction: "
          "lower-is-better}\n")
-
-
-def _git(repo, *args):
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -89,10 +85,10 @@ def test_paired_run_confirms_the_slowdown_of_the_head_commit(repo, tmp_path):
     first, second = duet_cpus(1)
     assert ab["mode"] == "duet" and ab["cpus"] == [[list(first), list(second)],
                                                    [list(second), list(first)]], ab
-    assert comparison["base"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
-    assert comparison["head"]["commit"] == _git(repo, "rev-parse", "HEAD")
+    assert comparison["base"]["commit"] == git(repo, "rev-parse", "HEAD~1")
+    assert comparison["head"]["commit"] == git(repo, "rev-parse", "HEAD")
     assert "1 regression (1 confirmed)" in comment.read_text()
-    assert _git(repo, "worktree", "list").count("\n") == 0  # the base worktree is gone
+    assert git(repo, "worktree", "list").count("\n") == 0  # the base worktree is gone
 
 
 def _suspect(rc: RunConfig, base_commit: str, verdict: str = "regressed") -> dict:
@@ -118,7 +114,7 @@ def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_pat
                                                                    claimed,
                                                                     verdict, mark):
     rc = _rc()
-    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(repo, "rev-parse", base_ref),
+    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, git(repo, "rev-parse", base_ref),
                                                                   claimed)))
     suite = Suite((rc,), (rc.module_generation_config,), ("test",), ())
     out = tmp_path / "checked"
@@ -127,7 +123,7 @@ def test_recheck_confirms_a_real_regression_and_clears_a_false_one(repo, tmp_pat
     checked = json.loads((out / "comparison.json").read_text())
     (row,) = checked["rows"]
     assert (row["verdict"], row["mark"]) == (verdict, mark)
-    assert row["ab"]["base_commit"] == _git(repo, "rev-parse", base_ref) and row["ab"]["base_n"] >= 8
+    assert row["ab"]["base_commit"] == git(repo, "rev-parse", base_ref) and row["ab"]["base_n"] >= 8
     assert checked["counts"]["confirmed"] == (mark == "confirmed") and checked["counts"]["regressed"] == (mark == "confirmed")
     if claimed != verdict:
         how = "cleared" if verdict == "similar" else f"found {verdict}"
@@ -247,7 +243,7 @@ def test_recheck_with_nothing_to_recheck_exits_0_though_the_comparison_has_a_fai
 def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_reached(repo, tmp_path,
                                                                                        monkeypatch,
                                                                                       capsys):
-    base = _git(repo, "rev-parse", "HEAD~1")
+    base = git(repo, "rev-parse", "HEAD~1")
     # listed first, smaller |change|
     small = {**_suspect(_rc_bs2(), base, "improved")["rows"][0], "change": -50.0}
     big = _suspect(_rc(), base)["rows"][0]  # +100%
@@ -278,11 +274,11 @@ def test_total_budget_rechecks_the_largest_change_first_and_marks_the_rest_not_r
 
 
 def test_recheck_exits_2_when_an_arm_of_a_paired_run_fails(repo, tmp_path, monkeypatch, capsys):
-    _git(repo, "checkout", "-q", "-b", "broken", "HEAD~1")
+    git(repo, "checkout", "-q", "-b", "broken", "HEAD~1")
     (repo / "slowmod.py").write_text(FAST.replace("return x + 1", "raise RuntimeError('broken base')"))
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam", "broken")
-    broken = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "-")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam", "broken")
+    broken = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-")
     row = _suspect(_rc(), broken)["rows"][0]
     code, out, err = _ab_cli(repo, tmp_path, monkeypatch, capsys, _comparison_of([row], broken))
     assert code == 2, err

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.git import git
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 #: Appended to the copy's my_benchmarks/suite.py: each process that imports it logs its program (the last two
 #: parts of its path: ``worker/__main__.py`` for ``python -m benchtrail.worker``) and the file.
@@ -31,11 +33,6 @@ if _os.environ.get("IMPORT_LOG"):
 WORKER = "worker/__main__.py"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def _project(folder: Path) -> Path:
     """Copy the example into ``folder`` with fewer samples and the import log; return the copy."""
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns(".benchtrail", "__pycache__"))
@@ -46,9 +43,9 @@ def _project(folder: Path) -> Path:
 
 
 def _repo(root: Path) -> Path:
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "adopt benchtrail")
+    git(root, "init", "-q", identity=True)
+    git(root, "add", "-A", identity=True)
+    git(root, "commit", "-qm", "adopt benchtrail", identity=True)
     return root
 
 
@@ -120,8 +117,8 @@ def test_each_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, install
     _project(repo / "bench")
     _repo(repo)
     (repo / "CHANGES.md").write_text("head\n")
-    _git(repo, "add", "CHANGES.md")
-    _git(repo, "commit", "-qm", "head")
+    git(repo, "add", "CHANGES.md", identity=True)
+    git(repo, "commit", "-qm", "head", identity=True)
     here = repo / "bench" / "my_benchmarks"
     log = tmp_path / "imports.log"
     env = _env(IMPORT_LOG=str(log))

@@ -1,6 +1,4 @@
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -8,31 +6,20 @@ from benchtrail.compare.baseline import MAX_ANCESTORS, candidate_commits, find_b
 from benchtrail.errors import UserError
 from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.store import open_store
+from tests.helpers.git import commit, git
 
 CPU = "c2-standard-16"
 GPU = "a2-highgpu-1g"
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 @pytest.fixture
 def repo(tmp_path):
     r = tmp_path / "repo"
     r.mkdir()
-    git(r, "init", "-q", "-b", "main")
+    git(r, "init", "-q", "-b", "main", isolated=True)
     for i in range(3):
-        git(r, "commit", "-q", "--allow-empty", "-m", f"main {i}")
+        git(r, "commit", "-q", "--allow-empty", "-m", f"main {i}", isolated=True)
     return r
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "commit", "-q", "--allow-empty", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def key(device=CPU, gpu=None, torch="2.13.0", method=1) -> BaselineKey:
@@ -56,8 +43,8 @@ def pointer(store, sha, run_id, keys=(key(),), torch="2.13.0", version2=True):
 
 def test_pr_branch_uses_its_merge_base_with_main(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    base = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "feature")
+    base = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "feature", isolated=True)
     head = commit(repo, "feature work")
     pointer(store, base, "base-run")
     pointer(store, head, "older-head-run")
@@ -67,7 +54,7 @@ def test_pr_branch_uses_its_merge_base_with_main(repo, tmp_path):
 
 def test_walks_first_parent_ancestors_skipping_other_devices_torch_versions_and_gpus(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    shas = git(repo, "rev-list", "--first-parent", "main").split()  # newest first
+    shas = git(repo, "rev-list", "--first-parent", "main", isolated=True).split()  # newest first
     pointer(store, shas[0], "gpu-only", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
     pointer(store, shas[1], "old-torch", keys=(key(torch="2.12.0"),))
     pointer(store, shas[2], "good")
@@ -80,7 +67,7 @@ def test_walks_first_parent_ancestors_skipping_other_devices_torch_versions_and_
 def test_a_version_1_pointer_serves_cpu_devices_only(repo, tmp_path):
     """It recorded no GPU model, so it cannot promise an H100 baseline for an H100 run."""
     store = open_store(str(tmp_path / "store"))
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD", isolated=True)
     pointer(store, head, "old", keys=(key(), key(GPU)), version2=False)
     found = find_baselines(store, repo, head, wants(key(), key(GPU, "NVIDIA H100 80GB HBM3")))
     assert [(b.run_id, b.devices) for b in found.runs] == [("old", (CPU,))]
@@ -91,11 +78,11 @@ def test_each_device_finds_its_own_nearest_baseline(repo, tmp_path):
     """Two-device history: main~2 ran both devices, main ran the CPU only, so the PR's CUDA rows
     compare with main~2 instead of being new, and the comparison names both baselines."""
     store = open_store(str(tmp_path / "store"))
-    shas = git(repo, "rev-list", "--first-parent", "main").split()
+    shas = git(repo, "rev-list", "--first-parent", "main", isolated=True).split()
     h100 = key(GPU, "NVIDIA H100 80GB HBM3")
     pointer(store, shas[2], "both", keys=(key(), h100))
     pointer(store, shas[0], "cpu-only")
-    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "checkout", "-q", "-b", "feature", isolated=True)
     head = commit(repo, "feature work")
     found = find_baselines(store, repo, head, wants(key(), h100))
     assert [(b.run_id, b.commit, b.reason, b.devices) for b in found.runs] == [
@@ -107,7 +94,7 @@ def test_each_device_finds_its_own_nearest_baseline(repo, tmp_path):
 
 def test_an_a100_run_is_not_the_baseline_of_an_h100_run(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD", isolated=True)
     pointer(store, head, "a100", keys=(key(GPU, "NVIDIA A100-SXM4-80GB"),))
     found = find_baselines(store, repo, head, wants(key(GPU, "NVIDIA H100 80GB HBM3")))
     assert found.runs == () and found.to_dict()["reason"] == "no stored run under this run's baseline key"
@@ -125,12 +112,12 @@ def test_a_release_branch_pr_uses_the_merge_base_with_its_own_base_branch(repo, 
     """main moved on after release-1 was cut; a PR into release-1 compares with release-1's commit,
     not with the older fork point that its merge base with main would give."""
     store = open_store(str(tmp_path / "store"))
-    fork_point = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "release-1")
+    fork_point = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "release-1", isolated=True)
     release_tip = commit(repo, "release fix")
-    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "main", isolated=True)
     main_tip = commit(repo, "main work")
-    git(repo, "checkout", "-q", "-b", "pr", "release-1")
+    git(repo, "checkout", "-q", "-b", "pr", "release-1", isolated=True)
     head = commit(repo, "backport")
     for sha, run_id in ((fork_point, "fork"), (release_tip, "release"), (main_tip, "main")):
         pointer(store, sha, run_id)
@@ -143,7 +130,7 @@ def test_a_release_branch_pr_uses_the_merge_base_with_its_own_base_branch(repo, 
 
 def test_the_newest_stored_run_of_a_commit_wins_and_the_current_run_is_excluded(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD", isolated=True)
     pointer(store, head, "first")
     pointer(store, head, "second")
     assert find_baselines(store, repo, head, wants(key())).primary.run_id == "second"
@@ -152,20 +139,20 @@ def test_the_newest_stored_run_of_a_commit_wins_and_the_current_run_is_excluded(
 
 def test_no_stored_run_gives_no_baseline(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    found = find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()))
+    found = find_baselines(store, repo, git(repo, "rev-parse", "HEAD", isolated=True), wants(key()))
     assert found.primary is None and found.to_dict() is None and set(found.lacking) == {CPU}
 
 
 def test_explicit_base_commit_without_results_is_an_error(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
     with pytest.raises(UserError, match=r"--base-commit main: the store .* has no run of"):
-        find_baselines(store, repo, git(repo, "rev-parse", "HEAD"), wants(key()), explicit="main")
+        find_baselines(store, repo, git(repo, "rev-parse", "HEAD", isolated=True), wants(key()), explicit="main")
 
 
 def test_ancestors_are_limited(repo):
     for i in range(MAX_ANCESTORS + 5):
         commit(repo, f"more {i}")
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD", isolated=True)
     candidates = candidate_commits(repo, head)
     assert len(candidates) == MAX_ANCESTORS + 1
     assert candidates[0] == (head, "merge base")
@@ -186,7 +173,7 @@ def test_store_accepts_file_urls_and_refuses_other_schemes(tmp_path):
 
 def test_a_pointer_naming_no_run_is_ignored_with_the_reason(repo, tmp_path):
     store = open_store(str(tmp_path / "store"))
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD", isolated=True)
     pointer(store, head, "good")
     bad = tmp_path / "store" / "commits" / head / "bad-1.json"
     bad.write_text(f'{{"schema_version": 2, "commit": "{head}", "run_id": "../x", "attempt": "one", "devices": ["{CPU}"], '

@@ -1,7 +1,5 @@
 """A device without a baseline says when stored runs exist but were measured under another key."""
 
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -9,16 +7,10 @@ from benchtrail.compare.baseline import ORIGIN_HINT, find_baselines
 from benchtrail.compare.document import Comparison
 from benchtrail.results.baseline_key import BaselineKey
 from benchtrail.store import open_store
+from tests.helpers.git import git
 
 HINT = "measure it under another key"
 DEPTH = "at the merge base, its 10 first-parent ancestors or HEAD"
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env)
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -26,12 +18,12 @@ def world(tmp_path):
     """A repo whose PR branch forks from main, the fork point, the PR head and a local store."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "main")
-    base = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "-b", "pr")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "pr")
-    return repo, base, _git(repo, "rev-parse", "HEAD"), open_store(str(tmp_path / "store"))
+    git(repo, "init", "-q", "-b", "main", isolated=True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "main", isolated=True)
+    base = git(repo, "rev-parse", "HEAD", isolated=True)
+    git(repo, "checkout", "-q", "-b", "pr", isolated=True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "pr", isolated=True)
+    return repo, base, git(repo, "rev-parse", "HEAD", isolated=True), open_store(str(tmp_path / "store"))
 
 
 def _key(method: int, ci: bool | None = False) -> BaselineKey:

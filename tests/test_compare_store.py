@@ -7,8 +7,8 @@ import pytest
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
+from tests.helpers.git import commit, git
 from tests.records import record, results
-from tests.test_baseline import commit, git
 
 
 def _run_dir(tmp_path, name, sha, median):
@@ -20,8 +20,8 @@ def _run_dir(tmp_path, name, sha, median):
 
 def test_compare_with_store_uses_the_merge_base_run_uploaded_with_a_pointer(repo, tmp_path, monkeypatch,
                                                                             capsys):
-    base_sha = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "pr")
+    base_sha = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "pr", isolated=True)
     head_sha = commit(repo, "pr change")
     store = tmp_path / "store"
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", base_sha, 100.0)), "--store",
@@ -45,7 +45,7 @@ def test_compare_with_store_uses_the_merge_base_run_uploaded_with_a_pointer(repo
 def test_compare_with_an_empty_store_has_no_baseline(repo, tmp_path, monkeypatch):
     monkeypatch.chdir(repo)
     out = tmp_path / "comparison.json"
-    assert main(["compare", "--head", str(_run_dir(tmp_path, "head", git(repo, "rev-parse", "HEAD"), 1.0)),
+    assert main(["compare", "--head", str(_run_dir(tmp_path, "head", git(repo, "rev-parse", "HEAD", isolated=True), 1.0)),
                  "--store", str(tmp_path / "store"), "--output", str(out)]) == 0
     assert [r["verdict"] for r in json.loads(out.read_text())["rows"]] == ["new"]
 
@@ -86,7 +86,7 @@ def _compare_without_the_store(repo, tmp_path, monkeypatch, capsys, store_url):
     monkeypatch.chdir(repo)
     monkeypatch.setenv("BENCHTRAIL_STORE_DEADLINE_S", "2")
     monkeypatch.setenv("BENCHTRAIL_STAGING", str(tmp_path / "staging"))
-    head = _head_with_a_failed_case(tmp_path, git(repo, "rev-parse", "HEAD"))
+    head = _head_with_a_failed_case(tmp_path, git(repo, "rev-parse", "HEAD", isolated=True))
     out = tmp_path / "comparison.json"
     start = time.monotonic()
     assert main(["compare", "--head", str(head), "--store", store_url, "--output", str(out)]) == 0
@@ -114,7 +114,7 @@ def test_compare_with_a_stopped_store_is_written_without_a_baseline(repo, tmp_pa
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator.url)
         storage.Client(project="test").create_bucket("bt-stopped")
         assert main(["upload", "--run-dir",
-                     str(_run_dir(tmp_path, "base", git(repo, "rev-parse", "HEAD~1"), 100.0)),
+                     str(_run_dir(tmp_path, "base", git(repo, "rev-parse", "HEAD~1", isolated=True), 100.0)),
                      "--store", "gs://bt-stopped/ci", "--run-id", "111", "--attempt", "1",
                      "--write-pointer"]) == 0
     comparison, _, elapsed = _compare_without_the_store(repo, tmp_path, monkeypatch, capsys,

@@ -18,8 +18,8 @@ from benchtrail.results.baseline_key import BaselineKey, keys_of_pointer, keys_o
 from benchtrail.results.io import load_results_paths, write_results
 from benchtrail.runner.environment import in_ci, machine_of
 from benchtrail.store import open_store
+from tests.helpers.git import commit, git
 from tests.records import record, results
-from tests.test_baseline import commit, git
 
 CPU = "c2-standard-16"
 
@@ -164,8 +164,8 @@ def test_compare_by_hand_refuses_another_origin_unless_asked(tmp_path, monkeypat
 
 def test_the_stored_lookup_skips_a_local_run_for_a_ci_head_unless_asked(repo, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(STORE_ENV, raising=False)
-    base_sha = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "pr")
+    base_sha = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "pr", isolated=True)
     head_sha = commit(repo, "pr change")
     store = tmp_path / "store"
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", base_sha, 100.0, False)), "--store",

@@ -15,6 +15,7 @@ from benchtrail.history.collect import collect_history, load_history
 from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
 from tests import gcs_fixtures
+from tests.helpers.git import git
 
 
 def _run(capsys, *args):
@@ -36,13 +37,6 @@ def _history(capsys, history_store, tmp_path, *extra):
     assert code == 0, err
     assert out.strip().splitlines()[-1] == str(output)  # the output path is printed last
     return json.loads(output.read_text())
-
-
-def _git(repo, *args):
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 @pytest.mark.e2e
@@ -97,9 +91,9 @@ def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(histor
     commits = history_store["commits"]
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(history_store["repo"]), str(clone)], check=True)
-    _git(clone, "checkout", "-q", "main")
-    _git(clone, "commit", "-q", "--allow-empty", "-m", "c4 without a run")
-    c4 = _git(clone, "rev-parse", "HEAD")
+    git(clone, "checkout", "-q", "main", isolated=True)
+    git(clone, "commit", "-q", "--allow-empty", "-m", "c4 without a run", isolated=True)
+    c4 = git(clone, "rev-parse", "HEAD", isolated=True)
     output = tmp_path / "h.json"
     code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", clone,
                           "--max-commits", 3, "--output", output)
@@ -126,8 +120,8 @@ def test_unknown_ref_is_refused_naming_it_and_nothing_is_written(history_store, 
 def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one", isolated=True)
     (tmp_path / "empty-store").mkdir()
     output = tmp_path / "history.json"
     code, _out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output",
@@ -140,8 +134,8 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
 def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path, capsys):
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one", isolated=True)
     missing = tmp_path / "mistyped-store"
     code, _out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output",
                            tmp_path / "h.json")

@@ -7,8 +7,8 @@ import pytest
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
+from tests.helpers.git import git
 from tests.records import record, results
-from tests.test_baseline import git
 
 
 def _runs(store, sha: str, tmp_path) -> None:
@@ -26,9 +26,9 @@ def test_a_run_without_its_pointer_is_listed_incomplete_by_fetch_and_history(kin
     url = str(tmp_path / "store") if kind == "folder" else f"gs://{request.getfixturevalue('gcs_bucket')}/ci"
     repo = tmp_path / "repo"
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
-    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one", isolated=True)
+    sha = git(repo, "rev-parse", "HEAD", isolated=True)
     store = open_store(url)
     _runs(store, sha, tmp_path)
     assert store.incomplete_runs() == [("8", 1)]

@@ -20,7 +20,7 @@ from benchtrail.compare.rules import find_threshold, load_thresholds
 from benchtrail.runner.count_cases import REPEATS, cpu_vendor, valgrind_version
 from benchtrail.stats.counts import NOISY_SPREAD_PCT, spread_pct
 from benchtrail.suite.names import slug
-from tests.conftest import _git
+from tests.helpers.git import git
 
 NO_VALGRIND = "valgrind and vgdb are not on PATH (.ci/run installs Debian's valgrind)"
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("vgdb") is None,
@@ -87,12 +87,12 @@ def _count_both(root):
     (head / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["count_bench"]\n'
                                          'presets = "default"\n')
     (head / "count_bench.py").write_text(PROJECT.format(loops=BASE_LOOPS))
-    _git(head, "init", "-q", "-b", "main")
-    _git(head, "add", "-A")
-    _git(head, "commit", "-q", "-m", "base")
-    _git(head, "worktree", "add", "-q", "--detach", str(base), "HEAD")
+    git(head, "init", "-q", "-b", "main", isolated=True)
+    git(head, "add", "-A", isolated=True)
+    git(head, "commit", "-q", "-m", "base", isolated=True)
+    git(head, "worktree", "add", "-q", "--detach", str(base), "HEAD", isolated=True)
     (head / "count_bench.py").write_text(PROJECT.format(loops=HEAD_LOOPS))
-    _git(head, "commit", "-q", "-am", "more work in grows")
+    git(head, "commit", "-q", "-am", "more work in grows", isolated=True)
     sides = (base, head)
     _both([_command("export", "execution", "--output", "execution.json")] * 2, sides)
     run = _command("run", "--run-configs", "execution.json", "--device-name", "cpu", "--output",

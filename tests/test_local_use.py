@@ -13,7 +13,7 @@ from benchtrail.cli.compare import show_result
 from benchtrail.compare.document import Row, load_comparison
 from benchtrail.compare.tables import format_change, format_value
 from benchtrail.compare.terminal import render_table
-from tests.conftest import _git
+from tests.helpers.git import git
 
 
 def _rows(run_dir):
@@ -118,11 +118,11 @@ def test_pipeline_fail_on_exits_3_on_a_regression_and_0_without(tmp_path, monkey
     (repo / "pyproject.toml").write_text('[tool.benchtrail]\nbenchmarks = ["nap_bench"]\n'
                                          'presets = "default"\nstore = ".benchtrail/store"\n')
     monkeypatch.chdir(repo)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     for sleep, code in ((0.010, 0), (0.040, 3)):  # the first run has nothing to compare with
         (repo / "nap_bench.py").write_text(NAP.format(sleep=sleep))
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", f"sleep {sleep}")
+        git(repo, "add", "-A", isolated=True)
+        git(repo, "commit", "-q", "-m", f"sleep {sleep}", isolated=True)
         assert main(["pipeline", "--no-recheck", "--fail-on", "regressed"]) == code
     out, err = capsys.readouterr()
     assert "benchtrail: 1 regression(s) not accepted: nap_bench.nap.eager.inference.cpu" in err

@@ -16,7 +16,7 @@ from benchtrail.compare import document as compare_module
 from benchtrail.compare.document import Comparison
 from benchtrail.results import schema as results_schema
 from benchtrail.results.io import load_results, write_results
-from tests.test_baseline import commit, git
+from tests.helpers.git import commit, git
 from tests.test_schemas import errors
 
 OLD = Path(__file__).parent / "data" / "old"
@@ -40,8 +40,8 @@ def _run_dir(tmp_path: Path, name: str, source: Path, sha: str, copies: int = 1)
 def pr(repo, tmp_path, monkeypatch):
     """A PR branch of ``repo`` (the working directory) and a ``file://`` store holding tests/data/old/base.json
     (results schema 1) as run 111/1 of the merge base: ``(base sha, head sha, store folder)``."""
-    base_sha = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "pr")
+    base_sha = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "pr", isolated=True)
     head_sha = commit(repo, "pr change")
     store = tmp_path / "store"
     assert main(["upload", "--run-dir", str(_run_dir(tmp_path, "base", OLD / "base.json", base_sha)),
@@ -164,7 +164,7 @@ def test_an_unusable_stored_baseline_gives_rows_with_the_reason_and_a_comparison
 
 
 def test_a_stored_run_holding_a_series_twice_gives_rows_with_the_reason(repo, tmp_path, monkeypatch):
-    base_sha = git(repo, "rev-parse", "main")
+    base_sha = git(repo, "rev-parse", "main", isolated=True)
     head_sha = commit(repo, "next")
     store = tmp_path / "store"
     assert main(["upload", "--run-dir",

@@ -5,7 +5,6 @@ labels that fit."""
 
 import itertools
 import json
-import subprocess
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -17,16 +16,11 @@ from benchtrail.history.plots import history_figures
 from benchtrail.pipeline.report import compare_stage, strip_figures
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
+from tests.helpers.git import git
 from tests.records import record, results, spread
 
 #: IQR/median 0.44 (above the 25% noise limit), median 137.
 NOISY = [60.0, 80.0, 100.0, 120.0, 137.0, 137.0, 150.0, 170.0, 190.0, 210.0]
-
-
-def _git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                          check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -34,11 +28,11 @@ def runs(tmp_path):
     """Commits c0, c1, c2; c1 has three runs: ``a`` (median 100), ``b`` (102, an unconfirmed regression
     in its comparison.json) and ``c`` (137, noisy; the newest); c0 and c2 one each (100, 101)."""
     repo, store = tmp_path / "repo", open_store(str(tmp_path / "store"))
-    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo), identity=True)
     shas = []
     for i, medians in enumerate(([100.0], [100.0, 102.0, None], [101.0])):
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
-        shas.append(_git(repo, "rev-parse", "HEAD"))
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}", identity=True)
+        shas.append(git(repo, "rev-parse", "HEAD", identity=True))
         for run_id, median in zip("abc", medians):
             run_id = f"{run_id}{i}"
             path = write_results(store.run_dir(run_id, 1) / "results" / "c2-standard-16-0.json",

@@ -15,8 +15,8 @@ from benchtrail.compare.document import Comparison, Row
 from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
+from tests.helpers.git import commit, git
 from tests.records import record, results, spread
-from tests.test_baseline import commit, git
 from tests.test_schemas import errors
 
 #: series id -> (base samples, head samples, verdict, reason)
@@ -180,8 +180,8 @@ def test_a_nan_median_the_user_passes_is_refused(tmp_path, capsys):
 def _stored_baseline_with(tmp_path, repo, monkeypatch, mutate):
     """Upload a good baseline run with a pointer, then spoil its stored results file with ``mutate`` (text ->
     text); compare a head run against the store. Returns the comparison."""
-    base_sha = git(repo, "rev-parse", "main")
-    git(repo, "checkout", "-q", "-b", "pr")
+    base_sha = git(repo, "rev-parse", "main", isolated=True)
+    git(repo, "checkout", "-q", "-b", "pr", isolated=True)
     head_sha = commit(repo, "pr change")
     cases = dict.fromkeys(("rc1", "rc2", "rc3"), EDGE_CASES["fine"])
     run = tmp_path / "base"

@@ -13,19 +13,16 @@ from benchtrail.errors import StoreError, UserError
 from benchtrail.store import browser_link, fetch_command, is_local, open_store, remote, split_run_url
 from benchtrail.store.git_branch import GitStore
 from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, said, shown_remote
+from tests.helpers.git import git
 from tests.test_store import RUN, read_tree, write_tree
 
 SHA = "a" * 40
 
 
-def git(*args, cwd=None):
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
-
-
 @pytest.fixture
 def bare(tmp_path):
     path = tmp_path / "remote.git"
-    git("init", "--quiet", "--bare", str(path))
+    git(None, "init", "--quiet", "--bare", str(path))
     return path
 
 
@@ -34,7 +31,7 @@ def opened(bare, tmp_path, name, branch="data"):
 
 
 def branch_files(bare, branch="data"):
-    return set(git("--git-dir", str(bare), "ls-tree", "-r", "--name-only", branch).split())
+    return set(git(None, "--git-dir", str(bare), "ls-tree", "-r", "--name-only", branch).split())
 
 
 def test_a_run_and_its_pointer_written_by_one_store_are_read_by_another(bare, tmp_path):
@@ -61,7 +58,7 @@ def test_a_run_and_its_pointer_written_by_one_store_are_read_by_another(bare, tm
         reader.create_run_dir("123", 1)
     with pytest.raises(UserError, match="no run 9/1"):
         reader.fetch_run("9", 1)
-    log = git("--git-dir", str(bare), "log", "--format=%an <%ae> %s", "data").splitlines()
+    log = git(None, "--git-dir", str(bare), "log", "--format=%an <%ae> %s", "data").splitlines()
     who = "benchtrail <benchtrail@users.noreply.github.com>"
     assert log == [f"{who} benchtrail: pointer of run 123/1 to {SHA[:12]}",
                    f"{who} benchtrail: run 123/1, 6 file(s)"]
@@ -77,13 +74,13 @@ def test_a_stored_file_is_never_overwritten_and_a_refused_write_commits_nothing(
     with pytest.raises(UserError, match=r"1 file\(s\) already exist.*runs/7/1/results/x\.json.*never "
                                         r"overwritten"):
         opened(bare, tmp_path, "two").upload_run(local, "7", 1)
-    assert git("--git-dir", str(bare), "show", "data:runs/7/1/results/x.json") == "1\n"
+    assert git(None, "--git-dir", str(bare), "show", "data:runs/7/1/results/x.json", strip=False) == "1\n"
     assert "runs/7/1/timings.json" not in branch_files(bare)
-    log = git("--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
+    log = git(None, "--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
     assert log == ["benchtrail: run 7/1, 2 file(s)"]
     (local / "results/x.json").write_bytes(b"1\n")  # the same bytes again: timings.json alone is added
     assert store.upload_run(local, "7", 1) == 3
-    assert git("--git-dir", str(bare), "log", "-1", "--format=%s", "data") == \
+    assert git(None, "--git-dir", str(bare), "log", "-1", "--format=%s", "data", strip=False) == \
         "benchtrail: run 7/1, 1 file(s)\n"
     store.write_pointer(SHA, "7", 1, {"devices": ["a"]})
     with pytest.raises(UserError, match="never overwritten"):
@@ -103,13 +100,13 @@ def test_modules_and_the_dashboard_never_enter_the_branch_and_a_note_says_where(
     assert store.upload_run(local, "5", 2) == len(RUN) - 3
     stored = branch_files(bare)
     assert not [n for n in stored if "/modules/" in n or "/dashboard/" in n]
-    note = git("--git-dir", str(bare), "show", "data:runs/5/2/not-stored/benchtrail-run.md")
+    note = git(None, "--git-dir", str(bare), "show", "data:runs/5/2/not-stored/benchtrail-run.md")
     assert "`modules/` | 3 |" in note and "`dashboard/` | 2 |" in note
     assert "artifact `benchtrail-run` of workflow run 4242 (https://github.com/o/r/actions/runs/4242)" in note
     assert "(30 days after this upload)" in note
     monkeypatch.setenv("GITHUB_ACTIONS", "")
     store.upload_run(local, "6", 1, patterns=("modules/**",))  # only left-out files: the note alone
-    assert "not kept" in git("--git-dir", str(bare), "show", "data:runs/6/1/not-stored/local.md")
+    assert "not kept" in git(None, "--git-dir", str(bare), "show", "data:runs/6/1/not-stored/local.md")
     assert {n for n in branch_files(bare) if n.startswith("runs/6/")} == {"runs/6/1/not-stored/local.md"}
     asset = store.write_asset("plotly-1.0.0.min.js", b"js")  # for the staged pages only: never committed
     assert asset == store.staging / "assets/plotly-1.0.0.min.js" and asset.read_bytes() == b"js"
@@ -142,10 +139,10 @@ def test_two_writers_pushing_at_once_both_land_without_force(bare, tmp_path):
     stored = branch_files(bare)
     assert {f"runs/r{i}/1/results/x.json" for i in range(3)} <= stored
     assert {f"commits/{SHA}/r{i}-1.json" for i in range(3)} <= stored
-    subjects = git("--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
+    subjects = git(None, "--git-dir", str(bare), "log", "--format=%s", "data").splitlines()
     assert len(subjects) == 6 and len(set(subjects)) == 6  # every write one commit, none lost
     # a history without a force-push: each commit the first parent of the one after it
-    assert len(git("--git-dir", str(bare), "rev-list", "--first-parent", "data").split()) == 6
+    assert len(git(None, "--git-dir", str(bare), "rev-list", "--first-parent", "data").split()) == 6
     assert len(opened(bare, tmp_path, "reader").pointers(SHA)) == 3
 
 
@@ -217,15 +214,15 @@ def test_scp_remotes_are_remotes_as_git_reads_them(tmp_path):
 
 def test_the_default_remote_is_origin_of_the_working_repository(bare, tmp_path):
     work = tmp_path / "work"
-    git("init", "--quiet", str(work))
+    git(None, "init", "--quiet", str(work))
     with pytest.raises(UserError, match=r"git store git:origin#benchtrail-data: 'origin' is not a remote of "
                                         r"the repository in .*work .*git:URL#benchtrail-data"):
         open_store("git:", staging=tmp_path / "s", cwd=work)
-    git("remote", "add", "origin", str(bare), cwd=work)
+    git(work, "remote", "add", "origin", str(bare))
     store = open_store("git:", staging=tmp_path / "s", cwd=work)
     assert store.url == f"git:{bare}#benchtrail-data"
-    git("config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes", cwd=work)  # checkout's ssh-key
-    git("config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic x", cwd=work)
+    git(work, "config", "core.sshCommand", "ssh -i /k/id -o IdentitiesOnly=yes")  # checkout's ssh-key
+    git(work, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic x")
     assert {("http.https://github.com/.extraheader", "AUTHORIZATION: basic x"),
             ("core.sshcommand", "ssh -i /k/id -o IdentitiesOnly=yes")} <= \
         set(resolve_remote("origin", work)[1])
@@ -270,7 +267,7 @@ def test_open_store_and_the_url_helpers_know_git_urls(bare, tmp_path):
     cloned = tmp_path / "dest/benchtrail-12-3"
     assert (cloned / "runs/12/3/results/x.json").read_bytes() == b"1"
     assert not (cloned / "runs/13").exists()  # the run alone is checked out
-    assert git("-C", str(cloned), "rev-parse", "--is-shallow-repository") == "true\n"
+    assert git(None, "-C", str(cloned), "rev-parse", "--is-shallow-repository", strip=False) == "true\n"
     gh = "git:https://github.com/o/r.git#benchtrail-data"
     assert split_run_url(f"{gh}/runs/12/3/") == (gh, "12", 3)
     assert browser_link(f"{gh}/runs/12/3/comparison.json") == \

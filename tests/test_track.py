@@ -21,8 +21,8 @@ from benchtrail.history.model import CommitRun, History, Point, Series
 from benchtrail.history.track import MIN_POINTS, detect, report_to_dict, track
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
-from tests.conftest import _git
 from tests.github_server import BOT
+from tests.helpers.git import git
 from tests.records import record, results
 
 REPO = "pytorch-labs/benchtrail-demo"
@@ -219,14 +219,14 @@ def build_store(root, medians: list[float], other: list[float] | None = None, ga
     not in ``gaps``. ``other``: a second, unrelated series' medians."""
     repo, store_dir = root / "repo", root / "store"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     store = open_store(str(store_dir))
     shas = []
     for i, m in enumerate(medians):
         (repo / "f.txt").write_text(str(i))
-        _git(repo, "add", "f.txt")
-        _git(repo, "commit", "-q", "-m", f"commit {i}")
-        shas.append(_git(repo, "rev-parse", "HEAD"))
+        git(repo, "add", "f.txt", isolated=True)
+        git(repo, "commit", "-q", "-m", f"commit {i}", isolated=True)
+        shas.append(git(repo, "rev-parse", "HEAD", isolated=True))
         if i in gaps:
             continue
         recs = [record("mlp", [m * (1 + 0.001 * k) for k in range(-5, 5)])]

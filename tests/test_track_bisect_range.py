@@ -5,7 +5,7 @@ import pytest
 from benchtrail.cli import main
 from benchtrail.errors import UserError
 from benchtrail.history.track import bisect_range
-from tests.conftest import _git
+from tests.helpers.git import git
 
 
 @pytest.fixture
@@ -13,22 +13,22 @@ def merge_repo(tmp_path):
     """``c0 - c1 - m (merges side s1, branched from c0) - c3`` on main."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     shas = {}
 
     def commit(name):
         (repo / f"{name}.txt").write_text(name)
-        _git(repo, "add", f"{name}.txt")
-        _git(repo, "commit", "-q", "-m", f"subject of {name}")
-        shas[name] = _git(repo, "rev-parse", "HEAD")
+        git(repo, "add", f"{name}.txt", isolated=True)
+        git(repo, "commit", "-q", "-m", f"subject of {name}", isolated=True)
+        shas[name] = git(repo, "rev-parse", "HEAD", isolated=True)
 
     commit("c0")
     commit("c1")
-    _git(repo, "checkout", "-q", "-b", "side", shas["c0"])
+    git(repo, "checkout", "-q", "-b", "side", shas["c0"], isolated=True)
     commit("s1")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
-    shas["m"] = _git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main", isolated=True)
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side", isolated=True)
+    shas["m"] = git(repo, "rev-parse", "HEAD", isolated=True)
     commit("c3")
     return repo, shas
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from tests.conftest import _git
+from tests.helpers.git import git
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 SLOW_AT = 5  # the 6th commit makes the model's work 10x (REPEAT 20 -> 200)
@@ -25,7 +25,7 @@ def tracked_repo(tmp_path_factory):
 
     repo = tmp_path_factory.mktemp("tracked") / "my-project"
     shutil.copytree(EXAMPLE, repo)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     suite = repo / "my_benchmarks" / "suite.py"
     commits = []
     old = Path.cwd()
@@ -35,9 +35,9 @@ def tracked_repo(tmp_path_factory):
             if i == SLOW_AT:
                 suite.write_text(suite.read_text().replace("REPEAT = 20\n", "REPEAT = 200\n"))
             (repo / "CHANGELOG").write_text(f"change {i}\n")
-            _git(repo, "add", "-A")
-            _git(repo, "commit", "-q", "-m", f"change {i}")
-            commits.append(_git(repo, "rev-parse", "HEAD"))
+            git(repo, "add", "-A", isolated=True)
+            git(repo, "commit", "-q", "-m", f"change {i}", isolated=True)
+            commits.append(git(repo, "rev-parse", "HEAD", isolated=True))
             assert main(["pipeline", "--no-recheck"]) == 0
     finally:
         os.chdir(old)

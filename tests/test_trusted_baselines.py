@@ -19,8 +19,8 @@ from google.cloud import storage
 
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
+from tests.helpers.git import commit, git
 from tests.records import record, results
-from tests.test_baseline import commit, git
 
 REPOSITORY = "octo/project"
 WORKFLOW = ".github/workflows/benchmark.yml"
@@ -58,7 +58,7 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):
     """The store after the push run and the forging PR run; returns what the tests need."""
     store = f"gs://{gcs_bucket}/ci"
     github_server.add_repo(REPOSITORY, default_branch="main")
-    main_sha = git(repo, "rev-parse", "main")
+    main_sha = git(repo, "rev-parse", "main", isolated=True)
     github_server.add_workflow_run(REPOSITORY, 501, 1, event="push", head_branch="main", head_sha=main_sha,
                                    path=WORKFLOW, status="in_progress", conclusion=None,
                                    run_started_at=_now(-60))
@@ -69,7 +69,7 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):
     github_server.add_job(REPOSITORY, 501, 1, "benchmark / process (compare, re-check, comment)", "success",
                           _now(-60), _now())
 
-    git(repo, "checkout", "-q", "-b", "evil")
+    git(repo, "checkout", "-q", "-b", "evil", isolated=True)
     evil_sha = commit(repo, "pr 1: slows everything down by half")
     github_server.add_workflow_run(REPOSITORY, 502, 1, event="pull_request", head_branch="evil",
                                    head_sha=evil_sha,
@@ -95,7 +95,7 @@ def forged_store(repo, tmp_path, monkeypatch, github_server, gcs_bucket):
     github_server.add_workflow_run(REPOSITORY, 501, 3, event="push", head_branch="main", head_sha=main_sha,
                                    path=WORKFLOW, run_started_at=_now(120), updated_at=_now(300))
 
-    git(repo, "checkout", "-q", "-b", "honest", "main")
+    git(repo, "checkout", "-q", "-b", "honest", "main", isolated=True)
     honest_sha = commit(repo, "pr 2: also slower by half")
     monkeypatch.chdir(repo)
     return {"store": store, "main": main_sha, "head": _run_dir(tmp_path, "head", honest_sha, 150.0)}

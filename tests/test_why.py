@@ -6,7 +6,6 @@ rest are pure functions over literal profiles and the protocol's request objects
 """
 
 import json
-import subprocess
 from dataclasses import asdict, replace
 
 import jsonschema
@@ -30,6 +29,7 @@ from benchtrail.suite.definitions import (
 )
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
+from tests.helpers.git import git
 from tests.records import two_commit_repo
 from tests.test_schemas import assert_valid, registry
 
@@ -51,10 +51,6 @@ EXEC = ExecutionConfig("exec-why", "inference-bs1", Task.INFERENCE, processes=1,
 DEVICE = replace(devices.C2_STANDARD_16, threads=1)
 RULE = ("schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 10, direction: "
         "lower-is-better}\n")
-
-
-def _git(repo, *args):
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def _rc() -> RunConfig:
@@ -88,7 +84,7 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     (tmp_path / "thresholds.yaml").write_text(RULE)
     monkeypatch.syspath_prepend(str(root))
     rc = _rc()
-    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, _git(root, "rev-parse", "HEAD~1"))))
+    (tmp_path / "comparison.json").write_text(json.dumps(_suspect(rc, git(root, "rev-parse", "HEAD~1"))))
     # The paired run's noise guard may say `noisy` (IQR/median of the pair ratios above 25%) when the rest of
     # the test suite loads both cores, as it did in 2 of 3 fresh-clone runs on a slow 2-vCPU VM; a user's
     # answer is to re-run the re-check, and so does this test, at most 6 times. Any verdict but `noisy` ends

@@ -30,6 +30,7 @@ from benchtrail.worker.protocol import (
     read_response,
     run_request,
 )
+from tests.helpers.git import git
 
 #: The last commit before the protocol was typed: its worker knows no ``version`` field.
 OLD = "686ed93"
@@ -135,10 +136,6 @@ def test_the_protocol_module_imports_no_torch():
     assert out.stdout.strip() == "False"
 
 
-def _git(repo, *args):
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
     """A repository whose HEAD~1 holds benchtrail as of ``commit`` (so the base arm's workers import that
     worker, first on their PYTHONPATH) and whose HEAD holds none (the head arm imports this tree)."""
@@ -148,15 +145,15 @@ def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
         pytest.skip(f"commit {commit} is not in this clone (shallow?)")
     root = tmp_path / "repo"
     root.mkdir()
-    _git(root, "init", "-q")
+    git(root, "init", "-q")
     archive = subprocess.run(["git", "archive", commit, "build_tools/benchtrail"], cwd=here, check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     (root / "protomod.py").write_text(MODEL)
-    _git(root, "add", ".")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base with the old benchtrail")
-    _git(root, "rm", "-rq", "build_tools")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "head without it")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base with the old benchtrail")
+    git(root, "rm", "-rq", "build_tools")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "head without it")
     (tmp_path / "thresholds.yaml").write_text(
         "schema_version: 1\nthresholds:\n  - {match: '*', unit: percent, threshold: 1000, direction: lower-is-better}\n")
     monkeypatch.syspath_prepend(str(root))
@@ -167,7 +164,7 @@ def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
 def old_base_repo(tmp_path, monkeypatch):
     """:func:`_repo_with_base_benchtrail` of ``OLD``: the flat, version-less worker."""
     root = _repo_with_base_benchtrail(tmp_path, monkeypatch, OLD)
-    assert _git(root, "show", "HEAD~1:build_tools/benchtrail/worker.py")  # the flat, version-less worker
+    assert git(root, "show", "HEAD~1:build_tools/benchtrail/worker.py")  # the flat, version-less worker
     return root
 
 

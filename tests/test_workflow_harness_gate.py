@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from tests.harness_story import BODY, CHAIN, PR_NUMBER, REPOSITORY, git, row_of
+from tests.harness_story import BODY, CHAIN, PR_NUMBER, REPOSITORY, row_of
+from tests.helpers.git import git
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,1 @@
+"""Helpers the test modules share (fixtures stay in ``tests/conftest.py``)."""

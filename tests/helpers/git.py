@@ -1,0 +1,28 @@
+"""The one way tests run ``git``."""
+
+import os
+import subprocess
+from pathlib import Path
+
+#: Who commits, as environment variables git reads before its configuration.
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.com"}
+#: An environment of only ``IDENTITY`` and ``PATH``: no ``HOME``, so no user's git configuration.
+ISOLATED = {**IDENTITY, "PATH": "/usr/bin:/bin:/usr/local/bin"}
+
+
+def git(repo: Path | str | None, *args: str, isolated: bool = False, identity: bool = False,
+        strip: bool = True) -> str:
+    """Run ``git *args`` in ``repo`` (checked); return its stdout, stripped unless ``strip`` is false.
+
+    ``isolated`` runs it in ``ISOLATED`` (commits as ``t``, outside the user's configuration);
+    ``identity`` commits as ``t`` in the inherited environment."""
+    env = ISOLATED if isolated else {**os.environ, **IDENTITY} if identity else None
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env)
+    return done.stdout.strip() if strip else done.stdout
+
+
+def commit(repo: Path, message: str) -> str:
+    """An empty commit on ``repo``'s HEAD, made in ``ISOLATED``; its sha."""
+    git(repo, "commit", "-q", "--allow-empty", "-m", message, isolated=True)
+    return git(repo, "rev-parse", "HEAD", isolated=True)
