@@ -198,6 +198,19 @@ class Store(Protocol):
     def write_asset(self, name: str, data: bytes) -> Path | str: ...
 
 
+def empty_staging_dir(path: Path, run_id: str, attempt: int) -> Path:
+    """Create a remote store's staging folder of a run. Raises UserError when it cannot be created or is not
+    empty."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create staging folder {path}: {exc.strerror or exc}") from exc
+    if any(path.iterdir()):
+        raise UserError(f"staging folder {path} of run {run_id}/{attempt} is not empty; remove it or set "
+                        "BENCHTRAIL_STAGING to another folder")
+    return path
+
+
 def stored_time(when: Any) -> str:
     """An aware ``datetime`` or POSIX seconds as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC), a pointer's
     ``stored_at``: such strings sort in time order."""

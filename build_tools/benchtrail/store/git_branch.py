@@ -33,6 +33,7 @@ from benchtrail.store.base import (
     check_id,
     check_relative_name,
     compile_patterns,
+    empty_staging_dir,
     pointerless,
     run_path,
     shown,
@@ -254,15 +255,7 @@ class GitStore:
         if found:
             raise UserError(f"run {self.run_url(run_id, attempt)} already holds files (e.g. {min(found)}); "
                             "runs are never overwritten (use a new attempt)")
-        path = self.run_dir(run_id, attempt)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"cannot create staging folder {path}: {exc.strerror or exc}") from exc
-        if any(path.iterdir()):
-            raise UserError(f"staging folder {path} of run {run_id}/{attempt} is not empty; remove it or set "
-                            "BENCHTRAIL_STAGING to another folder")
-        return path
+        return empty_staging_dir(self.run_dir(run_id, attempt), run_id, attempt)
 
     def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
                    patterns: Sequence[str] = ALL_FILES) -> int:
