@@ -165,7 +165,7 @@ def serve(path: str) -> None:
     from torch._inductor import cpu_vec_isa
 
     import benchtrail.cli.app
-    import benchtrail.pipeline.measure
+    import benchtrail.pipeline.measure_stages
     import benchtrail.worker.main  # noqa: F401
 
     cpu_vec_isa.pick_vec_isa()  # the C++ probe a worker server runs once (cached in the process)

@@ -14,7 +14,7 @@ from benchtrail.cli import main
 from benchtrail.compare.document import SCHEMA_VERSION, Comparison, Row, count_rows
 from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
-from benchtrail.pipeline.measure import ab_stage, recheck_stage
+from benchtrail.pipeline.measure_stages import ab_stage, recheck_stage
 from benchtrail.runner.ab import Arm, Policy, base_worktree, resolve_ref
 from benchtrail.runner.duet import duet_cpus
 from benchtrail.runner.recheck import suspects

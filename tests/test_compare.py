@@ -248,7 +248,7 @@ def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shar
 
 
 def test_a_results_file_naming_its_shard_counts_as_reported_and_plain_files_keep_todays_rows(tmp_path):
-    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.pipeline.report_stages import compare_stage
     from benchtrail.results.schema import ResultsFile
 
     run_dir, shards = _run_dir_with_export(tmp_path)

@@ -379,7 +379,7 @@ def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_
     import plotly.graph_objects as go
 
     from benchtrail.history.dashboard import _figure
-    from benchtrail.history.model import Point, Series
+    from benchtrail.history.series import Point, Series
 
     commits = ["a" * 40, "b" * 40]
     units = ("us", "bytes", "count")  # 3 series in 2 columns: the grid's fourth cell stays empty

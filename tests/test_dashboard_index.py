@@ -27,7 +27,7 @@ def _dump_dom(page: Path, profile: Path) -> str:
 
 def test_the_dashboard_index_in_headless_chromium_shows_commit_subjects_and_dates_and_collapses_gaps(tmp_path):
     from benchtrail.history.dashboard import write_dashboard
-    from benchtrail.history.model import CommitRun, History, Point, Series
+    from benchtrail.history.series import CommitRun, History, Point, Series
 
     repo = tmp_path / "repo"
     repo.mkdir()

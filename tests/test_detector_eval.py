@@ -143,7 +143,7 @@ def test_tiny_real_run_detects_fifty_percent_extra_work_in_every_mode(tmp_path):
                      supported=2)["rows"] == json.loads(json.dumps(doc["rows"]))
     from dataclasses import asdict
 
-    from benchtrail.detector.load import Load
+    from benchtrail.detector.background_load import Load
 
     loaded = format_table({**doc, "setup": {**setup, "background_load": asdict(Load())}})
     assert loaded.splitlines()[0].endswith("; with a background load (--noise: 50% duty over a 256 MiB buffer).")
@@ -221,7 +221,7 @@ def test_the_background_load_takes_cpu_time_while_its_block_runs_and_stops_after
     import os
     import time
 
-    from benchtrail.detector.load import Load, background_load
+    from benchtrail.detector.background_load import Load, background_load
 
     def cpu_s(pid: int) -> float:  # utime + stime of /proc/<pid>/stat, in seconds
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()

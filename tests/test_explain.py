@@ -7,7 +7,7 @@ import pytest
 
 from benchmark_suites.suite import generate
 from benchtrail.cli import main
-from benchtrail.pipeline.measure import write_export
+from benchtrail.pipeline.measure_stages import write_export
 from benchtrail.results.io import load_results
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ import dataclasses
 
 from benchmark_suites.suite import generate
 from benchtrail import jsonio
-from benchtrail.pipeline.measure import write_export
-from benchtrail.pipeline.report import compare_stage
+from benchtrail.pipeline.measure_stages import write_export
+from benchtrail.pipeline.report_stages import compare_stage
 from benchtrail.results.io import write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.filters import compile_filter, filter_suite

@@ -57,7 +57,7 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
 @pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>", "index"])
 def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_the_run(history_store, tmp_path,
                                                                                       preset):
-    from benchtrail.pipeline.report import dashboard_stage
+    from benchtrail.pipeline.report_stages import dashboard_stage
 
     store = _store_copy(history_store, tmp_path / "store")
     run_dir = tmp_path / "a" / "run"

@@ -162,7 +162,7 @@ def test_the_pipelines_dashboard_of_a_run_without_a_commit_says_to_commit(tmp_pa
     """A repository without a commit yet (or no checkout): the run is recorded under git's null sha, and its
     dashboard says why there is none, not that a --ref the user never gave cannot be resolved."""
     from benchtrail.git import UNKNOWN_COMMIT
-    from benchtrail.pipeline.report import dashboard_stage
+    from benchtrail.pipeline.report_stages import dashboard_stage
     from benchtrail.store import open_store
 
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)

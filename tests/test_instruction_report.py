@@ -16,14 +16,14 @@ from benchtrail.compare.callgrind import (
     recursive,
     with_functions,
 )
-from benchtrail.compare.caps import MAX_COMMENT_CHARS
 from benchtrail.compare.comment import render
+from benchtrail.compare.comment_size import MAX_COMMENT_CHARS
 from benchtrail.compare.document import Comparison, Row, load_comparison
 from benchtrail.compare.gate import figures
+from benchtrail.compare.profile_diff import function_lines, function_name
 from benchtrail.compare.tables import format_count, format_instructions
-from benchtrail.compare.why import function_lines, function_name
 from benchtrail.errors import UserError
-from benchtrail.pipeline.report import callgrind_locator, compare_stage
+from benchtrail.pipeline.report_stages import callgrind_locator, compare_stage
 from benchtrail.results.io import write_results
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.store import open_store
@@ -338,7 +338,7 @@ def test_explain_names_an_instruction_series_and_prints_its_function_diff(tmp_pa
     from benchmark_suites.suite import generate
     from benchtrail import jsonio
     from benchtrail.cli import main
-    from benchtrail.pipeline.measure import write_export
+    from benchtrail.pipeline.measure_stages import write_export
 
     suite = generate()
     write_export(suite, "execution", ("smoke",), tmp_path / "run" / "run-configs" / "execution.json")

@@ -1,7 +1,7 @@
 """Issue 38, item 5: a paired arm measured 3x slow because glibc's malloc adjusts its mmap threshold to the
 allocation history, and every worker forked from one server replays one history. In the page-faulting mode a
 2 MiB array is mmapped and faulted in afresh on every call; workers run with fixed thresholds instead
-(``benchtrail.runner.workers.MALLOC_TUNABLES``). Counted in minor page faults, not timed."""
+(``benchtrail.runner.launch.MALLOC_TUNABLES``). Counted in minor page faults, not timed."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchtrail.runner.workers import MALLOC_TUNABLES, _environments
+from benchtrail.runner.launch import MALLOC_TUNABLES, _environments
 
 #: Minor page faults per call of a loop that allocates, fills and frees 2 MiB (512 pages of 4 KiB).
 FAULTS = """

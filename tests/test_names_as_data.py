@@ -157,7 +157,7 @@ def test_a_long_name_is_shortened_in_the_middle_and_leaves_the_axes_their_room()
 
 def test_dashboard_page_escapes_names_in_titles_legend_and_hover(tmp_path):
     from benchtrail.history.dashboard import page_html
-    from benchtrail.history.model import CommitRun, History, Point, Series
+    from benchtrail.history.series import CommitRun, History, Point, Series
 
     commits = ["a" * 40, "b" * 40]
     series = tuple(Series(f"s{i}", name, "execution", "latency", "us", DEVICES[i % 4], ("smoke",), "eager",
@@ -194,10 +194,10 @@ def test_bench_documents_of_hostile_names_are_written_inside_their_folder(tmp_pa
 
 
 def test_console_progress_prints_names_with_brackets_as_given(capsys):
-    from benchtrail.progress import track
+    from benchtrail.progress import progress_bar
 
     names = ["x[/]y", "[bold]z[/bold]", "a|b [red]", "\\[esc]"]
-    with track("run dev[/]", len(names)) as report:
+    with progress_bar("run dev[/]", len(names)) as report:
         for n in names:
             report(n, "failed")
     err = capsys.readouterr().err

@@ -20,7 +20,7 @@ from benchtrail.cli import main
 from benchtrail.compare.comment import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.history.collect import load_history
-from benchtrail.history.model import page_groups
+from benchtrail.history.series import page_groups
 from tests.records import record
 from tests.test_comment import _comment_cli, _comparison, _write_comparison
 from tests.test_dashboard import _chromium

@@ -13,7 +13,7 @@ from matplotlib.collections import PathCollection
 from benchtrail.cli import main
 from benchtrail.history.collect import collect_history, load_history, write_history
 from benchtrail.history.plots import history_figures
-from benchtrail.pipeline.report import compare_stage, strip_figures
+from benchtrail.pipeline.report_stages import compare_stage, strip_figures
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.helpers.git import git

@@ -8,7 +8,6 @@ import pytest
 from matplotlib.container import BarContainer
 from matplotlib.ticker import MaxNLocator
 
-from benchtrail.history.model import CommitRun, History, Point, Series
 from benchtrail.history.plots import (
     MAX_PANELS,
     AxisUnit,
@@ -22,6 +21,7 @@ from benchtrail.history.plots import (
     samples_of,
     variant_of,
 )
+from benchtrail.history.series import CommitRun, History, Point, Series
 from tests.records import record, results, spread
 
 COMMITS = [f"{i:x}" * 40 for i in range(1, 13)]  # 12 fake 40-hex shas: 111…, 222…, …, ccc…
@@ -209,9 +209,9 @@ def test_distribution_figures_show_base_and_head_samples_per_benchmark():
 
 
 def test_the_pipeline_draws_each_changed_series_samples_base_against_head(tmp_path):
-    """pipeline.report.distribution_stage: one strip plot per regressed, improved or noisy series, none for
+    """pipeline.report_stages.distribution_stage: one strip plot per regressed, improved or noisy series, none for
     a similar one; a second call never overwrites them."""
-    from benchtrail.pipeline.report import compare_stage, distribution_stage
+    from benchtrail.pipeline.report_stages import compare_stage, distribution_stage
     from benchtrail.results.io import write_results
     from tests.records import record, results, spread
 

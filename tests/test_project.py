@@ -154,7 +154,7 @@ def test_filter_narrows_export_and_rejects_bad_or_empty_patterns(tmp_path, capsy
 
 
 def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
-    from benchtrail.pipeline.measure import write_export
+    from benchtrail.pipeline.measure_stages import write_export
     from benchtrail.results.io import load_results
     from benchtrail.runner.environment import torch_version
     from benchtrail.runner.run_cases import CaseResult, Journal, case_record
@@ -196,7 +196,7 @@ def test_the_project_root_goes_first_on_sys_path_and_on_the_workers_pythonpath(t
     import sys
 
     from benchtrail.project import import_root, put_first_on_sys_path
-    from benchtrail.runner.workers import worker_pythonpath
+    from benchtrail.runner.launch import worker_pythonpath
 
     root = _nested_project(tmp_path) / "bench"
     monkeypatch.chdir(root / "pkg")  # a subfolder: found upwards
@@ -224,7 +224,7 @@ def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypat
     subprocess.run(["git", "init", "-q", str(base_checkout)], check=True)
     monkeypatch.chdir(repo / "bench" / "pkg")
     monkeypatch.setenv("PYTHONPATH", "/inherited")
-    # as benchtrail.pipeline.measure builds it: the working directory
+    # as benchtrail.pipeline.measure_stages builds it: the working directory
     head = Arm("head", "h" * 40, Path(".").resolve())
     assert head.env()["PYTHONPATH"].split(os.pathsep) == [
         str(repo / "bench"), str(repo / "build_tools"), str(repo), "/inherited"]

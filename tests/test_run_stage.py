@@ -102,7 +102,7 @@ def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tm
     export = tmp_path / "execution.json"
     assert main(["export", "execution", "--benchmark-presets", "cuda", "--output", str(export)]) == 0
     capsys.readouterr()
-    monkeypatch.setattr("benchtrail.pipeline.measure.run_cases", lambda *a,
+    monkeypatch.setattr("benchtrail.pipeline.measure_stages.run_cases", lambda *a,
                         **k: pytest.fail("a case was run"))
     out = tmp_path / "results" / f"{devices.A2_HIGHGPU_1G.name}-0.json"
     assert main(["run", "--run-configs", str(export), "--device-name", devices.A2_HIGHGPU_1G.name,
@@ -120,10 +120,10 @@ def test_an_explicit_cuda_device_on_a_cpu_machine_fails_before_the_first_case(tm
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run_on_the_cpu(tmp_path,
                                                                                             monkeypatch):
-    from benchtrail.pipeline.measure import run_stage
+    from benchtrail.pipeline.measure_stages import run_stage
 
     # No worker is started for a case that cannot run: none would answer.
-    monkeypatch.setattr("benchtrail.runner.workers.run_in_workers", lambda *a,
+    monkeypatch.setattr("benchtrail.runner.launch.run_in_workers", lambda *a,
                         **k: pytest.fail("a worker started"))
     suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)  # as gpu_check's cuda-smoke stage runs it
     path, ok = run_stage(_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",

@@ -51,7 +51,7 @@ STORE_FILES: tuple[tuple[str, str], ...] = (
 #: The other files of a run directory: not JSON, so no schema.
 RUN_NON_JSON = (r"comment/(comment|full)\.md", r"dashboard/[^/]+\.(png|html)", r"dashboard/plotly\.min\.js",
                 r"results/callgrind/[^/]+\.out",  # the count stage's callgrind files (runner.count_cases)
-                r"distributions/[^/]+\.png",  # pipeline.report.distribution_stage
+                r"distributions/[^/]+\.png",  # pipeline.report_stages.distribution_stage
                 r"modules/[^/]+/(exported_program|aoti_package)\.pt2",
                 r"modules/inductor-cache/.+")  # Inductor's own cache (compile stage, used by the run stage)
 #: The other files of a store outside its run directories: the dashboards' one plotly.js (Store.write_asset).
@@ -242,7 +242,7 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     hand (a paired run needs workers and a worktree)."""
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
-    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.pipeline.report_stages import compare_stage
     from benchtrail.results.io import load_results_paths
     from benchtrail.runner.ab import Arm
     from benchtrail.runner.recheck import suspects

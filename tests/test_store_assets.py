@@ -68,7 +68,7 @@ def test_runs_staged_for_a_gcs_store_share_one_plotly_js_object_that_their_pages
     from google.cloud import storage
 
     from benchtrail.history.dashboard import plotly_asset
-    from benchtrail.pipeline.report import dashboard_stage
+    from benchtrail.pipeline.report_stages import dashboard_stage
     from benchtrail.store import open_store
 
     gcs, (name, data) = open_store(f"gs://{gcs_bucket}/ci"), plotly_asset()

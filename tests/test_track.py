@@ -17,7 +17,7 @@ from benchtrail import jsonio
 from benchtrail.cli import main
 from benchtrail.compare.rules import load_thresholds
 from benchtrail.github.track_issues import LABEL, marker, parse_marker
-from benchtrail.history.model import CommitRun, History, Point, Series
+from benchtrail.history.series import CommitRun, History, Point, Series
 from benchtrail.history.track import MIN_POINTS, detect, report_to_dict, track
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store

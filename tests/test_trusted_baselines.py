@@ -166,7 +166,7 @@ def test_track_ignores_the_forged_pointers_and_says_why(forged_store, tmp_path, 
 def test_history_and_compare_builds_read_the_same_trusted_runs(forged_store, tmp_path, monkeypatch,
                                                                github_server,
                                                                 capsys):
-    """One lookup (``benchtrail.compare.trust.StoredRuns``) for every command that picks a stored run by commit."""
+    """One lookup (``benchtrail.compare.stored_runs.StoredRuns``) for every command that picks a stored run by commit."""
     _ci_env(monkeypatch, github_server, "refs/heads/main")
     out = tmp_path / "history.json"
     assert main(["history", "--store", forged_store["store"], "--ref", "main", "--output", str(out)]) == 0
@@ -277,9 +277,8 @@ def test_a_series_the_head_has_is_compared_even_when_its_preset_was_renamed(tmp_
 def test_auto_trust_checks_githubs_record_for_every_remote_store_in_actions(monkeypatch, url, checked):
     """`--trust auto` asks the store interface whether a store is remote, so a git: store's readers keep
     the run check in Actions (docs/store.md, "Trusted baselines")."""
-    from benchtrail.compare.trust import TrustAll
-    from benchtrail.github.run_trust import GitHubRunTrust
-    from benchtrail.github.trust import trust_from_options
+    from benchtrail.compare.stored_runs import TrustAll
+    from benchtrail.github.trust import GitHubRunTrust, trust_from_options
 
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo/my-project")

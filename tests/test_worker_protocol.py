@@ -129,7 +129,7 @@ def test_the_worker_answers_failed_to_a_future_version_instead_of_crashing(tmp_p
 
 
 def test_the_protocol_module_imports_no_torch():
-    code = ("import sys, benchtrail.worker.protocol, benchtrail.runner.workers, benchtrail.suite.content_hash, "
+    code = ("import sys, benchtrail.worker.protocol, benchtrail.runner.launch, benchtrail.suite.content_hash, "
             "benchtrail.suite.entry_points; print('torch' in sys.modules)")
     out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -179,7 +179,7 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_pa
     """The default policy since issue 38 (no round cap: rounds until the interval decides, within the case's
     time budget) against a base arm whose worker server is an older commit's: both arms fork, every round
     answers; the head's records carry the floor and the thread count it set, the base's do not."""
-    from benchtrail.pipeline.measure import ab_stage
+    from benchtrail.pipeline.measure_stages import ab_stage
 
     repo = _repo_with_base_benchtrail(tmp_path, monkeypatch, base)
     out = tmp_path / "ab"
@@ -198,8 +198,8 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_pa
 
 
 def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base_repo, tmp_path, monkeypatch):
-    import benchtrail.runner.workers as workers
-    from benchtrail.pipeline.measure import ab_stage
+    import benchtrail.runner.launch as workers
+    from benchtrail.pipeline.measure_stages import ab_stage
 
     raw: list[dict] = []
 

@@ -1,4 +1,4 @@
-"""Workers forked from the pre-imported server (benchtrail.worker.server, benchtrail.runner.workers): each
+"""Workers forked from the pre-imported server (benchtrail.worker.server, benchtrail.runner.launch): each
 job still gets a fresh process, the cases of one module share one, a crash or a timeout costs only the
 case that caused it, and a checkout without the server falls back to spawned workers."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmark_suites import devices
-from benchtrail.runner import workers
+from benchtrail.runner import launch
 from benchtrail.runner.run_cases import _order, run_module_cases
 from benchtrail.suite.definitions import (
     CompileConfig,
@@ -81,9 +81,9 @@ def test_the_order_of_a_process_is_a_seeded_shuffle():
 def test_a_hung_case_is_killed_and_the_server_serves_the_next_job():
     (hung,) = _group("hangs", tasks=(Task.INFERENCE,), processes=1, timeout_s=3)
     (fine,) = _group("tiny", tasks=(Task.INFERENCE,), processes=1)
-    first = workers.run_in_worker(run_request(hung), 3, 1, method="fork")
+    first = launch.run_in_worker(run_request(hung), 3, 1, method="fork")
     assert first.status == "timeout" and "3 s" in first.reason
-    assert workers.run_in_worker(run_request(fine), 60, 1, method="fork").ok
+    assert launch.run_in_worker(run_request(fine), 60, 1, method="fork").ok
 
 
 def test_a_checkout_whose_worker_has_no_server_spawns(tmp_path):
@@ -94,12 +94,12 @@ def test_a_checkout_whose_worker_has_no_server_spawns(tmp_path):
     (old / "__init__.py").write_text("")
     (old / "__main__.py").write_text("import sys\nrequest, response = sys.argv[1:]\n")  # the old argv rule
     env = {"PYTHONPATH": str(tmp_path / "old")}
-    assert not workers.can_fork(env, tmp_path)
-    assert workers.can_fork()
+    assert not launch.can_fork(env, tmp_path)
+    assert launch.can_fork()
 
 
 def test_the_start_method_is_checked():
-    code = ("import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.workers "
+    code = ("import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.launch "
             "import start_method\nstart_method()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1 and "BENCHTRAIL_WORKER_START='vfork'; allowed: fork, spawn" in out.stderr
@@ -124,8 +124,8 @@ def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypa
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    with pytest.raises(workers.ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
-        workers.WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
+    with pytest.raises(launch.ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
+        launch.WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -136,7 +136,7 @@ def test_a_cuda_request_that_reaches_a_worker_without_cuda_fails_there_never_run
     gen = ModuleGenerationConfig.build(case.module_generation_config.model, EAGER,
                                        devices.A2_HIGHGPU_1G.architecture)
     cuda = RunConfig.build(gen, case.execution_config, devices.A2_HIGHGPU_1G, presets=("test",))
-    response = workers.run_in_worker(run_request(cuda), 60, 1, method="fork")
+    response = launch.run_in_worker(run_request(cuda), 60, 1, method="fork")
     assert response.status == "failed" and response.reason == NO_CUDA_REASON and not response.samples
 
 
@@ -163,17 +163,17 @@ def _arm_request(log: Path):
 
 def test_checkouts_that_import_the_installed_benchtrail_share_one_server_each_worker_on_its_own_path(tmp_path):
     # The two arms of a paired run of an adopting project: each worker imports its own checkout's module.
-    from benchtrail.runner import servers
+    from benchtrail.runner import server_pool
 
     log = tmp_path / "imports.txt"
     a, b = _checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)
     for env in (a, b):
-        response = workers.run_in_worker(_arm_request(log), 60, 1,
+        response = launch.run_in_worker(_arm_request(log), 60, 1,
                                          env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
                                          method="fork")
         assert response.ok, response.reason
     assert log.read_text().split() == [str(tmp_path / "a" / "arm.py"), str(tmp_path / "b" / "arm.py")]
-    shared = [servers.server_for(workers._environments(1, env)[1], None) for env in (a, b)]
+    shared = [server_pool.server_for(launch._environments(1, env)[1], None) for env in (a, b)]
     assert shared[0] is shared[1] and "pythonpath" in shared[0].features and not shared[0].busy
 
 
@@ -185,44 +185,44 @@ def test_a_checkout_whose_path_provides_a_module_the_shared_server_imported_gets
     import fnmatch
     import shutil
 
-    from benchtrail.runner import servers
+    from benchtrail.runner import server_pool
     from benchtrail.worker.server import refusal
 
     log = tmp_path / "imports.txt"
     env = _checkout(tmp_path / "c", 3)
     shutil.copy(fnmatch.__file__, tmp_path / "c" / "fnmatch.py")
     (tmp_path / "c" / "logging").mkdir()  # a folder of data, no package: it shadows nothing
-    assert workers.run_in_worker(_arm_request(log), 60, 1, env=_checkout(tmp_path / "a", 1) | {
+    assert launch.run_in_worker(_arm_request(log), 60, 1, env=_checkout(tmp_path / "a", 1) | {
         "BENCHTRAIL_TEST_BUILDS": str(log)}, method="fork").ok  # a shared server is running
-    response = workers.run_in_worker(_arm_request(log), 60, 1,
+    response = launch.run_in_worker(_arm_request(log), 60, 1,
                                      env={**env, "BENCHTRAIL_TEST_BUILDS": str(log)},
                                      method="fork")
     assert response.ok, response.reason
     assert log.read_text().split()[-1] == str(tmp_path / "c" / "arm.py")
-    key = (workers._environments(1, env)[1]["PYTHONPATH"], sys.executable)
-    (own,) = [s for s in servers._SERVERS if s.key == key]
-    assert key in servers._REFUSED and not own.shareable and "pythonpath" in own.features
+    key = (launch._environments(1, env)[1]["PYTHONPATH"], sys.executable)
+    (own,) = [s for s in server_pool._SERVERS if s.key == key]
+    assert key in server_pool._REFUSED and not own.shareable and "pythonpath" in own.features
     assert "(fnmatch)" in refusal([str(tmp_path / "c")]) and refusal(None) is None
     (tmp_path / "c" / "fnmatch.py").unlink()
     assert refusal([str(tmp_path / "c")]) is None  # `logging/` without __init__.py
     # a relative entry: the server's own folder
-    assert not servers._shareable(f"{tmp_path / 'a'}{os.pathsep}lib")
+    assert not server_pool._shareable(f"{tmp_path / 'a'}{os.pathsep}lib")
 
 
 def test_a_leased_server_is_never_handed_to_a_second_caller_until_released(tmp_path):
     # A duet runs both arms' jobs at once: sharing one server, the first arm's worker would wait at the
     # barrier for a worker the busy server never forks.
-    from benchtrail.runner import servers
+    from benchtrail.runner import server_pool
 
-    a, b = (workers._environments(1, env)[1]
+    a, b = (launch._environments(1, env)[1]
             for env in (_checkout(tmp_path / "a", 1), _checkout(tmp_path / "b", 2)))
-    first = servers.server_for(a, None, lease=True)
-    servers.release(first)
-    assert servers.server_for(b, None, lease=True) is first  # shared: b has no server of its own
-    second = servers.server_for(a, None, lease=True)  # a's own server is leased to b's job: another one
+    first = server_pool.server_for(a, None, lease=True)
+    server_pool.release(first)
+    assert server_pool.server_for(b, None, lease=True) is first  # shared: b has no server of its own
+    second = server_pool.server_for(a, None, lease=True)  # a's own server is leased to b's job: another one
     assert second is not first and first.busy and second.busy
-    servers.release(first)
-    servers.release(second)
-    third = servers.server_for(b, None, lease=True)
-    servers.release(third)
+    server_pool.release(first)
+    server_pool.release(second)
+    third = server_pool.server_for(b, None, lease=True)
+    server_pool.release(third)
     assert third in (first, second)  # no third one

@@ -195,7 +195,7 @@ def test_a_suite_with_fewer_cases_than_shards_takes_no_runner_for_an_empty_shard
     would each hold a self-hosted runner for nothing), and the comparison of that leg's results calls no
     shard unreported: the comment has no "Shards that did not report" line (issue 39)."""
     from benchtrail.compare.comment import missing_shards_line
-    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.pipeline.report_stages import compare_stage
     from benchtrail.results.io import write_results
     from benchtrail.suite.export import load_execution
     from tests.records import record, results

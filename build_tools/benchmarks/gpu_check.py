@@ -55,7 +55,7 @@ try:
     from benchtrail import jsonio
     from benchtrail.detector.rules import ALERTS, clopper_pearson
     from benchtrail.errors import UserError
-    from benchtrail.pipeline.measure import run_stage, write_export
+    from benchtrail.pipeline.measure_stages import run_stage, write_export
     from benchtrail.results.io import load_results
     from benchtrail.runner import environment
     from benchtrail.stats.paired import compare_paired

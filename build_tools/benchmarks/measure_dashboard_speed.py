@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.io import to_html
 
 from benchtrail.history import dashboard
-from benchtrail.history.model import CommitRun, History, Point, Series
+from benchtrail.history.series import CommitRun, History, Point, Series
 
 
 def synthetic_history(series: int, commits: int) -> History:

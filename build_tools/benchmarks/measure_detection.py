@@ -312,7 +312,7 @@ def main() -> int:
         import pytest_benchmark  # noqa: F401
     except ImportError:
         parser.error("pytest-benchmark is not installed: pip install -c constraints.txt -e '.[measure]'")
-    from benchtrail.detector.load import Load, background_load
+    from benchtrail.detector.background_load import Load, background_load
 
     with tempfile.TemporaryDirectory(prefix="benchtrail-detection-") as tmp:
         work = Path(tmp)

@@ -9,7 +9,7 @@ into a store; branch ``grow`` raises ``LOOPS`` by 2 x the shipped instruction th
 10%: the loop is not the whole call). Each trial copies the base's store (so no earlier trial of the head
 can be its baseline) and runs the default ``pipeline`` (its re-check included) on ``grow`` with
 ``--base-commit`` the base; with ``--noise`` (the default) everything runs beside ``evaluate-detector
---noise``'s background load (``benchtrail.detector.load``).
+--noise``'s background load (``benchtrail.detector.background_load``).
 
 Prints a Markdown table, a row per trial: the grown instruction row's verdict · mark and change, the other
 instruction rows' verdicts, whether comment.md has the per-function diff ("Why it got slower (callgrind)"
@@ -200,7 +200,7 @@ def main() -> int:
         parser.error(f"--trials {args.trials}: allowed: a whole number from 1")
     if shutil.which("valgrind") is None or shutil.which("vgdb") is None:
         parser.error("valgrind and vgdb are not on PATH (apt-get install valgrind)")
-    from benchtrail.detector.load import Load, background_load
+    from benchtrail.detector.background_load import Load, background_load
 
     threshold = threshold_pct()
     head_loops = BASE_LOOPS + math.ceil(BASE_LOOPS * 2 * threshold / 100 * 1.1)

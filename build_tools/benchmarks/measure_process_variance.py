@@ -7,7 +7,7 @@ method, ``fork`` (a child of the pre-imported worker server, :mod:`benchtrail.wo
 ``fork-new`` (a child of a server started for that one process: see :data:`METHODS`), interleaved
 A B A B ... so that a drift of the machine (other work starting or stopping, heating) hits every
 method alike; ``--seed`` picks the order of the cases and which method starts each case. Every
-process runs the case once through ``benchtrail.runner.workers.run_in_worker`` and answers
+process runs the case once through ``benchtrail.runner.launch.run_in_worker`` and answers
 ``samples`` in µs per iteration; ``--save`` keeps them (JSON) for another analysis.
 
 Forked children share the server's address-space layout (ASLR is drawn once, at the server's
@@ -67,8 +67,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from benchtrail.runner import workers
-from benchtrail.runner.workers import run_in_worker
+from benchtrail.runner import launch
+from benchtrail.runner.launch import run_in_worker
 from benchtrail.worker.protocol import run_request
 
 DEFAULT_CASES = ("vrelu3.eager.inference-bs1", "mlp.eager.inference-bs1", "layer-norm.eager.inference-bs1",
@@ -110,8 +110,8 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
     """
     with tempfile.TemporaryDirectory(prefix="measure-fork-new-") as tmp:
         # fork-new: a PYTHONPATH of its own, with a relative entry (the server's own folder, `tmp`), is never
-        # shared (benchtrail.runner.servers): it gets a server of its own, stopped after
-        env = ({"PYTHONPATH": os.pathsep.join(filter(None, (workers.worker_pythonpath(), ".")))}
+        # shared (benchtrail.runner.server_pool): it gets a server of its own, stopped after
+        env = ({"PYTHONPATH": os.pathsep.join(filter(None, (launch.worker_pythonpath(), ".")))}
                if method == "fork-new" else None)
         start = time.monotonic()
         response = run_in_worker(run_request(rc), rc.execution_config.timeout_s, rc.target_device.threads,
@@ -119,7 +119,7 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
                                  method="spawn" if method == "spawn" else "fork")
         wall = time.monotonic() - start
         if env is not None:
-            workers.close_servers(env["PYTHONPATH"])
+            launch.close_servers(env["PYTHONPATH"])
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
     return tuple(response.samples), wall

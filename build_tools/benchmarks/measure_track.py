@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from benchtrail.compare.rules import load_thresholds
-from benchtrail.history.model import CommitRun, History, Point, Series
+from benchtrail.history.series import CommitRun, History, Point, Series
 from benchtrail.history.track import track
 
 THRESHOLDS = load_thresholds()

@@ -78,7 +78,7 @@ def _compile_artifacts(rcs: tuple, device: str, folder: Path) -> Path | None:
     """
     from benchtrail import jsonio
     from benchtrail.pipeline.job import available_architectures, new_run_id
-    from benchtrail.pipeline.measure import compile_stage
+    from benchtrail.pipeline.measure_stages import compile_stage
     from benchtrail.project import put_first_on_sys_path
     from benchtrail.suite.entry_points import ARTIFACTS
     from benchtrail.suite.export import compilation_of

@@ -15,7 +15,7 @@ console = Console(stderr=True)
 
 
 @contextlib.contextmanager
-def track(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
+def progress_bar(description: str, total: int) -> Iterator[Callable[[str, str], None]]:
     """Yield ``report(name, status)``, called once per finished item; text shown as given, not as markup."""
     description = rich_text(description)
     if not console.is_terminal:

@@ -86,7 +86,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     except UserError as exc:  # no history to draw: say why, and never fail the run for it
         console.print(f"[yellow]no dashboard[/]: {escape(str(exc))}")
         return EXIT_OK
-    from benchtrail.pipeline.report import dashboard_stage
+    from benchtrail.pipeline.report_stages import dashboard_stage
 
     index = dashboard_stage(store, Path("."), commits[0], args.run_id, args.attempt, args.run_dir,
                             args.max_commits, trust)

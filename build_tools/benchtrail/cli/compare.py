@@ -139,7 +139,7 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     trusted run."""
     from benchtrail.compare.baseline import fetch_baselines, find_baselines
     from benchtrail.github.trust import trust_from_options
-    from benchtrail.pipeline.report import report_baselines
+    from benchtrail.pipeline.report_stages import report_baselines
     from benchtrail.results.baseline_key import keys_of_results
     from benchtrail.results.io import load_results_paths
     from benchtrail.store import open_store
@@ -172,7 +172,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ``resolve_store``'s store, if any (none: every row is new). Raises UserError for unreadable results,
     thresholds or quarantine, ``--base`` with ``--store``, or a bad store set-up."""
     from benchtrail.compare.rules import Rules
-    from benchtrail.pipeline.report import compare_stage
+    from benchtrail.pipeline.report_stages import compare_stage
 
     baseline = base_results = None
     if args.base and args.store:
@@ -191,7 +191,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
     """Render the comparison as the PR comment into ``--output-dir``; print the main output's path. Raises
     UserError for bad options or an unreadable comparison."""
     from benchtrail.compare.comment import check_comment_options, check_pages_url
-    from benchtrail.pipeline.report import comment_stage
+    from benchtrail.pipeline.report_stages import comment_stage
 
     options = (args.run_url, args.dashboard, args.artifacts_url, tuple(args.note or ()))
     check_comment_options(*options)

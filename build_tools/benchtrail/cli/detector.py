@@ -67,8 +67,8 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     an option that measures), ``--max-samples`` below ``--samples``, duet with fewer than 2 usable CPUs, an
     option of the other metric, or ``--metric instructions`` without valgrind."""
     from benchtrail.detector import counts
+    from benchtrail.detector.background_load import Load
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
-    from benchtrail.detector.load import Load
     from benchtrail.errors import UserError
     from benchtrail.jsonio import check_new, read_json, write_json
 

@@ -183,7 +183,7 @@ def cmd_pages(args: argparse.Namespace) -> int:
 def cmd_compare_builds(args: argparse.Namespace) -> int:
     """Print the table, write the ratio plot and print its path."""
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
-    from benchtrail.history.model import short
+    from benchtrail.history.series import short
 
     check_output_dir(args.output_dir)
     url = optional_store(args.store)  # a run directory needs no store

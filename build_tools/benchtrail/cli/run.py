@@ -210,7 +210,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Print the statistics file's path; exit 2 when a module failed, else 0."""
-    from benchtrail.pipeline.measure import compile_stage
+    from benchtrail.pipeline.measure_stages import compile_stage
     from benchtrail.suite.definitions import Architecture
 
     path, ok = compile_stage(args.run_configs, args.output_dir, args.device_name,
@@ -225,7 +225,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Print the results files' paths (with instructions, the counted one too); exit 2 when a case failed,
     else 0."""
-    from benchtrail.pipeline.measure import count_stage, counting, run_stage
+    from benchtrail.pipeline.measure_stages import count_stage, counting, run_stage
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
@@ -265,7 +265,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     regression not accepted, 2 for a failed case, else 0."""
     from benchtrail.compare.rules import Rules
     from benchtrail.pipeline.job import available_architectures
-    from benchtrail.pipeline.measure import ab_stage, recheck_stage
+    from benchtrail.pipeline.measure_stages import ab_stage, recheck_stage
     from benchtrail.runner.ab import Policy
 
     loaded, repo = suite(), Path(".")

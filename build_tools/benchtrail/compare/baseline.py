@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from benchtrail.compare.document import Json
-from benchtrail.compare.trust import Pointer, StoredRuns, Trust, TrustAll
+from benchtrail.compare.stored_runs import Pointer, StoredRuns, Trust, TrustAll
 from benchtrail.errors import StoreError, UserError
 from benchtrail.git import first_parents, merge_base, resolve_commit, symbolic_ref
 from benchtrail.results.baseline_key import OTHER_KEY, BaselineKey, difference, keys_of_pointer

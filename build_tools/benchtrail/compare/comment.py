@@ -11,9 +11,17 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
-from benchtrail.compare.caps import MAX_COMMENT_BYTES, MAX_COMMENT_CHARS, Block, body_size, cut_to_fit, fits
+from benchtrail.compare.comment_size import (
+    MAX_COMMENT_BYTES,
+    MAX_COMMENT_CHARS,
+    Block,
+    body_size,
+    cut_to_fit,
+    fits,
+)
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Json, Row
+from benchtrail.compare.profile_diff import render_functions, render_why
 from benchtrail.compare.tables import (
     CHANGES,
     PAIRED_VERDICTS,
@@ -27,7 +35,6 @@ from benchtrail.compare.tables import (
     plain,
     series_table,
 )
-from benchtrail.compare.why import render_functions, render_why
 from benchtrail.errors import UserError
 from benchtrail.markup import code_span
 from benchtrail.results.baseline_key import OTHER_KEY

@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from benchtrail.detector.arms import Worker
+from benchtrail.detector.arms import workers as workers_of
+from benchtrail.detector.background_load import Load, background_load, described, machine
 from benchtrail.detector.collect import Sampling, collect, plan_of
-from benchtrail.detector.load import Load, background_load, described, machine
 from benchtrail.detector.rules import (
     ALERTS,
     ROUND_SAMPLES,
@@ -29,8 +31,6 @@ from benchtrail.detector.rules import (
     judge,
     threshold_of,
 )
-from benchtrail.detector.workers import Worker
-from benchtrail.detector.workers import workers as workers_of
 from benchtrail.errors import UserError
 from benchtrail.stats.inference import noise as relative_iqr
 

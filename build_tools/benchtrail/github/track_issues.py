@@ -13,7 +13,7 @@ from typing import Any
 
 from benchtrail.errors import UserError
 from benchtrail.github.post import describe, make_client
-from benchtrail.history.model import short
+from benchtrail.history.series import short
 from benchtrail.history.track import ChangePoint, TrackReport
 from benchtrail.markup import code_span, md_text
 from benchtrail.store import fetch_command, remote, run_url

@@ -13,12 +13,12 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from benchtrail.compare.document import Row
+from benchtrail.compare.stored_runs import Trust
 from benchtrail.compare.tables import format_change, format_ci, format_value
-from benchtrail.compare.trust import Trust
 from benchtrail.errors import UserError
 from benchtrail.git import resolve_commit
 from benchtrail.history.collect import fetch_results, usable_runs
-from benchtrail.history.model import short
+from benchtrail.history.series import short
 from benchtrail.interop.backends import load_one_run
 from benchtrail.markup import rich_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile, SeriesKey

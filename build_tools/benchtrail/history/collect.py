@@ -14,10 +14,10 @@ import numpy as np
 
 from benchtrail import jsonio
 from benchtrail.compare.document import load_comparison
-from benchtrail.compare.trust import StoredRuns
+from benchtrail.compare.stored_runs import StoredRuns
 from benchtrail.errors import UserError
 from benchtrail.git import first_parents, is_repository, resolve_commit
-from benchtrail.history.model import (
+from benchtrail.history.series import (
     CommitRun,
     History,
     Point,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from benchtrail import jsonio
 from benchtrail.git import git
-from benchtrail.history.model import (
+from benchtrail.history.plots import UNIT_LABELS
+from benchtrail.history.series import (
     COMPILATION_PAGE,
     NO_PRESET_PAGE,
     History,
@@ -26,7 +27,6 @@ from benchtrail.history.model import (
     page_groups,
     short,
 )
-from benchtrail.history.plots import UNIT_LABELS
 from benchtrail.markup import html_text, plotly_text
 
 INDEX = "index.html"

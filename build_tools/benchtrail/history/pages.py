@@ -14,8 +14,8 @@ from benchtrail.compare.comment import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.errors import UserError
 from benchtrail.history.dashboard import write_dashboard
-from benchtrail.history.model import History, short
 from benchtrail.history.plots import plot_history_png
+from benchtrail.history.series import History, short
 from benchtrail.markup import html_text
 from benchtrail.store import Store
 

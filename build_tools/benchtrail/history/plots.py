@@ -22,7 +22,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocat
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError, missing_extra
-from benchtrail.history.model import History, Point, Series, aligned, band, page_groups, short
+from benchtrail.history.series import History, Point, Series, aligned, band, page_groups, short
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 from benchtrail.results.schema import METRICS, UNITS
 from benchtrail.stats.inference import NOISE_LIMIT

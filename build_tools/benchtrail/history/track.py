@@ -21,7 +21,7 @@ import numpy as np
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.errors import UserError
 from benchtrail.git import first_parent_log, is_ancestor, is_repository, resolve_commit
-from benchtrail.history.model import History, Series, short
+from benchtrail.history.series import History, Series, short
 
 #: Version history of the track report:
 #:   1 — first version.

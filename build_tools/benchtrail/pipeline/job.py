@@ -22,7 +22,7 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.github.trust import trust_from_options
 from benchtrail.markup import rich_text
-from benchtrail.pipeline.measure import (
+from benchtrail.pipeline.measure_stages import (
     compile_stage,
     count_stage,
     counting,
@@ -30,7 +30,7 @@ from benchtrail.pipeline.measure import (
     run_stage,
     write_export,
 )
-from benchtrail.pipeline.report import (
+from benchtrail.pipeline.report_stages import (
     comment_stage,
     compare_stage,
     dashboard_stage,

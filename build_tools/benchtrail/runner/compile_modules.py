@@ -16,7 +16,7 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.results.schema import METRICS, BenchmarkRecord
-from benchtrail.runner.workers import run_in_worker
+from benchtrail.runner.launch import run_in_worker
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import CompileMode, ModuleGenerationConfig
 from benchtrail.suite.entry_points import ARTIFACTS, INDUCTOR_MODES

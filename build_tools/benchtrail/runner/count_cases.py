@@ -20,6 +20,7 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
+from benchtrail.runner.launch import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
 from benchtrail.runner.run_cases import (
     Progress,
     cache_env,
@@ -28,7 +29,6 @@ from benchtrail.runner.run_cases import (
     countable,
     module_problem,
 )
-from benchtrail.runner.workers import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, Response, count_requests, read_response, run_request

@@ -197,7 +197,7 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     re-check and the per-function diff of a confirmed instruction regression; one line without rows."""
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.gate import figures
-    from benchtrail.compare.why import function_lines, why_lines
+    from benchtrail.compare.profile_diff import function_lines, why_lines
 
     path = run_dir / "comparison.json"
     if not path.is_file():

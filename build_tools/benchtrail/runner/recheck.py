@@ -17,12 +17,12 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
+from benchtrail.compare.profile_diff import profile_diff
 from benchtrail.compare.rules import Rules
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare, count_note, regression_mark
-from benchtrail.compare.why import profile_diff
 from benchtrail.errors import UserError
-from benchtrail.progress import track
+from benchtrail.progress import progress_bar
 from benchtrail.runner.ab import Arm, Policy, paired_arms, run_pairs, write_paired
 from benchtrail.runner.environment import torch_version
 from benchtrail.suite.definitions import Suite
@@ -212,7 +212,7 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
     not_reached = {}
     profiles = {}
     plan = policy.profiling
-    with (paired_arms(repo, ref) as arms, track("re-check in paired A/B", len(rows)) as report,
+    with (paired_arms(repo, ref) as arms, progress_bar("re-check in paired A/B", len(rows)) as report,
           tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp):
         traces = Path(tmp)  # the profiled cases' traces, until _with_profiles keeps those of regressed rows
         for rc in rcs:

@@ -143,7 +143,7 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
                  cases: dict[str, CaseResult], raised: dict[str, list[Response]]) -> list[RunConfig]:
     """Run ``todo`` in one worker process, folding answers into ``cases`` (raises into ``raised``); return
     the cases not started because an earlier one crashed or timed out."""
-    from benchtrail.runner.workers import NOT_RUN, run_in_workers
+    from benchtrail.runner.launch import NOT_RUN, run_in_workers
 
     start = time.perf_counter()
     responses = run_in_workers([run_request(rc, module_dir) for rc in todo],

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from benchtrail.detector.load import end
+from benchtrail.detector.background_load import end
 
 #: Seconds a worker waits at the duet barrier for the other before it gives up (the other failed).
 BARRIER_TIMEOUT_S = 60.0
@@ -117,7 +117,7 @@ def workers(matrix_size: int, seed: int,
             cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
     """``(two workers with identical matrices and one duet barrier, worker 0's info)``; the info has
     ``start_method`` (``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``)."""
-    from benchtrail.runner.workers import start_method
+    from benchtrail.runner.launch import start_method
 
     method = start_method()
     # ``fork``: a forkserver with torch preloaded, launched like the run stage's workers; ``spawn``: a

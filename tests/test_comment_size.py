@@ -155,9 +155,9 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     """Each section says its cut priority where it is made, so none is missing: a comparison with confirmed
     regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
     from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
-    from benchtrail.compare.why import profile_diff
+    from benchtrail.compare.profile_diff import profile_diff
     from tests.test_compiler_summary import base_fixture, head_fixture
-    from tests.test_why import _worker_profile
+    from tests.test_profile_diff import _worker_profile
 
     comparison = _many_rows(1200, _NAMES["ascii"])
     comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))
@@ -175,8 +175,8 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
 
 def test_a_git_run_url_is_allowed_and_its_trace_links_open_on_github():
     from benchtrail.compare.comment import check_comment_options
-    from benchtrail.compare.why import profile_diff
-    from tests.test_why import _worker_profile
+    from benchtrail.compare.profile_diff import profile_diff
+    from tests.test_profile_diff import _worker_profile
 
     run = "git:https://github.com/o/r.git#benchtrail-data/runs/123/1/"
     check_comment_options(run, "dashboard/index.html", None, ())

@@ -16,8 +16,8 @@ from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
 from benchtrail.pipeline.export import checked_export
-from benchtrail.pipeline.report import comment_stage, compare_stage
-from benchtrail.progress import console, track
+from benchtrail.pipeline.report_stages import comment_stage, compare_stage
+from benchtrail.progress import console, progress_bar
 from benchtrail.results.io import load_results_paths, write_documents, write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.runner.ab import Policy, paired_arms, run_pairs, write_paired
@@ -63,7 +63,7 @@ def compile_stage(run_configs: Path, output_dir: Path, device_name: str, archite
         return None, True
     jsonio.check_new(output, *(output_dir / dirs[g.id] for g in gens))
     commit, dirty = git_state(repo)
-    with track("compile", len(gens)) as report:
+    with progress_bar("compile", len(gens)) as report:
         records = compile_modules(gens, dirs, output_dir, torch_version(), device_name, sampling, report,
                                   tasks)
     results = ResultsFile(commit, dirty, run, collect_environment(torch.get_num_threads()), tuple(records))
@@ -129,7 +129,7 @@ def count_stage(run_configs: Path, device_name: str, shard_index: int | None, ou
     if native:
         console.print(f"count {rich_text(device_name)}: {native} Inductor-compiled case{'s' * (native != 1)} "
                       "not counted (kernels built for this CPU, -march=native: README, Instruction counts)")
-    with track(f"count {device_name}", sum(map(countable, rcs))) as report:
+    with progress_bar(f"count {device_name}", sum(map(countable, rcs))) as report:
         records = count_cases(rcs, torch_version(), output.parent, modules_dir, report)
     run = dict(run, device_name=device_name, shard_index=shard_index, shard_count=shard_count,
                metric="instructions")
@@ -181,7 +181,7 @@ def run_stage(run_configs: Path, device_name: str, shard_index: int | None, outp
         console.print(f"--continue: {len(finished)} of {len(rcs)} cases finished earlier ({journal.path}); "
                       "running the rest")
     todo = tuple(rc for rc in rcs if rc.id not in finished)
-    with track(f"run {device_name}", len(todo)) as report:
+    with progress_bar(f"run {device_name}", len(todo)) as report:
         new = run_cases(todo, torch_version(), report, modules_dir, on_record=journal.append, cuda=cuda,
                         rerun=rerun, gate_instructions=gate_metric == "instructions")
     by_id = finished | {r.id: r for r in new}
@@ -203,7 +203,7 @@ def ab_stage(repo: Path, base_ref: str, run_configs: tuple[RunConfig, ...], outp
     Raises UserError for an unknown ref, a failing ``git worktree`` or outputs that exist."""
     outputs = [output_dir / "results" / f"{side}.json" for side in ("base", "head")]
     jsonio.check_new(*outputs, output_dir / "comparison.json")
-    with paired_arms(repo, base_ref) as arms, track("paired A/B", len(run_configs)) as report:
+    with paired_arms(repo, base_ref) as arms, progress_bar("paired A/B", len(run_configs)) as report:
         records = run_pairs(run_configs, arms, rules.thresholds, policy, torch_version(), report)
     write_paired(outputs, arms, records, run_configs[0].target_device.threads if run_configs
                  else torch.get_num_threads(), git_state(repo)[1])

@@ -13,9 +13,9 @@ import pytest
 
 from benchmark_suites import devices
 from benchtrail.compare.document import Row, count_rows, load_comparison
+from benchtrail.compare.profile_diff import HEAD_ONLY, profile_diff, render_why, why_lines
 from benchtrail.compare.rules import Rules
-from benchtrail.compare.why import HEAD_ONLY, profile_diff, render_why, why_lines
-from benchtrail.pipeline.measure import recheck_stage
+from benchtrail.pipeline.measure_stages import recheck_stage
 from benchtrail.runner.ab import Policy, Profiling
 from benchtrail.suite.definitions import (
     CompileConfig,

@@ -18,7 +18,7 @@ from typing import Any
 from benchtrail.project import import_root
 
 # WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
-from benchtrail.runner.servers import (  # noqa: F401
+from benchtrail.runner.server_pool import (  # noqa: F401
     Env,
     Outcome,
     ServerUnavailable,
