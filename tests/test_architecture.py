@@ -1,5 +1,5 @@
 """The layout's rules hold: the import contracts (``lint-imports``), the lint rules (``ruff check``), the
-types (``mypy``) and the size of modules.
+library's format (``ruff format``), the types (``mypy``) and the size of modules.
 
 The tools are configured in pyproject.toml (``[tool.importlinter]``, ``[tool.ruff]``, ``[tool.mypy]``) and
 described in docs/architecture.md. They run here, so the README's test command checks them; each runs from the
@@ -35,6 +35,12 @@ def test_import_contracts_are_kept():
 
 def test_ruff_finds_nothing():
     proc = _run("ruff", "check", "--no-cache", "--output-format", "concise", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_library_is_formatted():
+    """``ruff format`` would change nothing in build_tools/benchtrail (tests and scripts are excluded)."""
+    proc = _run("ruff", "format", "--no-cache", "--check", ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

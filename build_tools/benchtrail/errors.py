@@ -12,8 +12,12 @@ EXIT_OK, EXIT_USER_ERROR, EXIT_BENCHMARKS_FAILED, EXIT_REGRESSION, EXIT_CHECK_FA
 
 
 #: The extra (pyproject.toml) and the package that pip installs for each top-level module the base lacks.
-EXTRAS = {"google": ("gcs", "google-cloud-storage"), "github": ("github", "PyGithub"),
-          "plotly": ("dashboard", "plotly"), "ruptures": ("track", "ruptures")}
+EXTRAS = {
+    "google": ("gcs", "google-cloud-storage"),
+    "github": ("github", "PyGithub"),
+    "plotly": ("dashboard", "plotly"),
+    "ruptures": ("track", "ruptures"),
+}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str:

@@ -60,8 +60,12 @@ def merge_base(repo: Path, a: str, b: str) -> str | None:
 def is_ancestor(repo: Path, a: str, b: str) -> bool:
     """Whether commit ``a`` is an ancestor of (or equal to) commit ``b``."""
     try:
-        return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=repo,
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(
+                ["git", "merge-base", "--is-ancestor", a, b], cwd=repo, capture_output=True
+            ).returncode
+            == 0
+        )
     except OSError:
         return False
 
@@ -95,7 +99,20 @@ def interpret_trailers(message: str) -> str:
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_DIR=os.devnull)
-    out = subprocess.run(["git", "-c", "core.commentChar=#", "-c", "trailer.separators=:",
-                          "interpret-trailers", "--parse", "--no-divider"],
-                         input=message.encode(), env=env, capture_output=True, check=True)
+    out = subprocess.run(
+        [
+            "git",
+            "-c",
+            "core.commentChar=#",
+            "-c",
+            "trailer.separators=:",
+            "interpret-trailers",
+            "--parse",
+            "--no-divider",
+        ],
+        input=message.encode(),
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     return out.stdout.decode()

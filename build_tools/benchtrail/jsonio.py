@@ -90,8 +90,9 @@ def read_json(path: str | Path, *, kind: str, supported: int, foreign: str | Non
     except OSError as exc:
         raise UserError(f"cannot read {kind} {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise UserError(f"{kind} {path} is not UTF-8 text (byte {exc.start}); benchtrail writes UTF-8 "
-                        "JSON") from exc
+        raise UserError(
+            f"{kind} {path} is not UTF-8 text (byte {exc.start}); benchtrail writes UTF-8 JSON"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{kind} {path} is not valid JSON (truncated or corrupt?): {exc.msg.removesuffix(' at')} at line "

@@ -58,7 +58,7 @@ def mpl_text(text: object, limit: int | None = None) -> str:
     text = str(text)
     if limit is not None and len(text) > limit:
         tail = (limit - 1) // 2
-        text = text[:limit - 1 - tail] + "…" + text[len(text) - tail:]
+        text = text[: limit - 1 - tail] + "…" + text[len(text) - tail :]
     return text.replace("$", r"\$")
 
 
@@ -66,7 +66,7 @@ def mpl_label(name: str, common: str, limit: int) -> str:
     """``name`` in at most ``limit`` characters: a longer one loses the shared prefix ``common`` (shown as
     ``…``), then its middle, so names differing in their parameters stay apart."""
     if common and len(name) > limit and name.startswith(common):
-        name = "…" + name[len(common):]
+        name = "…" + name[len(common) :]
     return mpl_text(name, limit)
 
 
@@ -90,7 +90,7 @@ def _shared(parts: list[list[str]], keep: int) -> list[str]:
         return []
     # commonprefix compares item by item, so it takes lists as well as strings
     shared = os.path.commonprefix(parts)  # noqa: RUF071
-    return shared[:max(0, min(map(len, parts)) - keep)]
+    return shared[: max(0, min(map(len, parts)) - keep)]
 
 
 def _components(name: str) -> list[str]:

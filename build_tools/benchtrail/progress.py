@@ -24,14 +24,23 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[str, str], 
         def log(name: str, status: str) -> None:
             nonlocal done
             done += 1
-            console.print(f"{description} \\[{done}/{total}] {rich_text(f'{status:7}')} {rich_text(name)} "
-                          f"({time.monotonic() - start:.0f} s)",
-                          highlight=False, soft_wrap=True)
+            console.print(
+                f"{description} \\[{done}/{total}] {rich_text(f'{status:7}')} {rich_text(name)} "
+                f"({time.monotonic() - start:.0f} s)",
+                highlight=False,
+                soft_wrap=True,
+            )
 
         yield log
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[current]}"), console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=console,
+    ) as progress:
         task = progress.add_task(description, total=total, current="")
 
         def report(name: str, status: str) -> None:

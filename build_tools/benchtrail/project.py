@@ -90,8 +90,10 @@ def parse_table(path: Path, table: Any) -> Project:
         raise UserError(f"{path}: [tool.benchtrail] must be a table, got {table!r}")
     unknown = sorted(table.keys() - KEYS)
     if unknown:
-        raise UserError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [tool.benchtrail]; "
-                        f"allowed keys: {', '.join(KEYS)}")
+        raise UserError(
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [tool.benchtrail]; "
+            f"allowed keys: {', '.join(KEYS)}"
+        )
     values: dict[str, Any] = {"pyproject": path}
     if "suite" in table:
         suite = _string(path, "suite", table["suite"])
@@ -103,17 +105,24 @@ def parse_table(path: Path, table: Any) -> Project:
         modules = [modules] if isinstance(modules, str) else modules
         if "suite" in table:
             raise UserError(f"{path}: [tool.benchtrail] has both benchmarks and suite; give one")
-        if not (isinstance(modules, list) and modules and all(
-                isinstance(m, str) and _MODULE.match(m) for m in modules)):
-            raise UserError(f"{path}: [tool.benchtrail] benchmarks = {table['benchmarks']!r} must be a list "
-                            "of module names, e.g. [\"mypkg.benchmarks\"]")
+        if not (
+            isinstance(modules, list)
+            and modules
+            and all(isinstance(m, str) and _MODULE.match(m) for m in modules)
+        ):
+            raise UserError(
+                f"{path}: [tool.benchtrail] benchmarks = {table['benchmarks']!r} must be a list "
+                'of module names, e.g. ["mypkg.benchmarks"]'
+            )
         values["benchmarks"] = tuple(modules)
     if "presets" in table:
         presets = table["presets"]
         names = presets if isinstance(presets, list) else [presets]
         if not names or not all(isinstance(p, str) and p.strip() for p in names):
-            raise UserError(f"{path}: [tool.benchtrail] presets must be a preset name, a comma-separated "
-                            f"string of them or a non-empty list of names (strings), got {presets!r}")
+            raise UserError(
+                f"{path}: [tool.benchtrail] presets must be a preset name, a comma-separated "
+                f"string of them or a non-empty list of names (strings), got {presets!r}"
+            )
         values["presets"] = ",".join(p.strip() for p in names)
     if "store" in table:
         values["store"] = _string(path, "store", table["store"])
@@ -125,10 +134,12 @@ def parse_table(path: Path, table: Any) -> Project:
     if "runner-labels" in table:
         labels = table["runner-labels"]
         if not isinstance(labels, dict) or not all(
-                isinstance(v, list) and v and all(isinstance(x, str) and x for x in v)
-                for v in labels.values()):
-            raise UserError(f"{path}: [tool.benchtrail] runner-labels must map device names to non-empty "
-                            f"lists of labels, got {labels!r}")
+            isinstance(v, list) and v and all(isinstance(x, str) and x for x in v) for v in labels.values()
+        ):
+            raise UserError(
+                f"{path}: [tool.benchtrail] runner-labels must map device names to non-empty "
+                f"lists of labels, got {labels!r}"
+            )
         values["runner_labels"] = {k: tuple(v) for k, v in labels.items()}
     return Project(**values)
 
@@ -159,8 +170,11 @@ def load_suite(project: Project):
     from benchtrail.suite.entry_points import ModuleError, load_entry_point
     from benchtrail.suite.names import BadName
 
-    where = (f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}" if project.pyproject
-             else project.suite)
+    where = (
+        f"{project.pyproject}: [tool.benchtrail] suite = {project.suite!r}"
+        if project.pyproject
+        else project.suite
+    )
     if project.root and str(project.root) not in sys.path:
         sys.path.insert(0, str(project.root))
     if project.benchmarks:
@@ -193,9 +207,11 @@ def _check_unique_names(suite, where: str) -> None:
             other = seen.setdefault(item.name, item)
             if other.id != item.id:
                 made = " and ".join(_made_by(x) for x in (other, item))
-                raise UserError(f"{where}: two {kind} are both named {item.name!r} ({made}); names must "
-                                "be unique like ids: give the models, configs or parameter values names "
-                                "of their own")
+                raise UserError(
+                    f"{where}: two {kind} are both named {item.name!r} ({made}); names must "
+                    "be unique like ids: give the models, configs or parameter values names "
+                    "of their own"
+                )
 
 
 def _made_by(item) -> str:
@@ -208,10 +224,15 @@ def _check_preset_names(suite, where: str) -> None:
     """Refuse a preset name that is not path-safe (typed in the PR trailer, names dashboard pages)."""
     from benchtrail.results.io import PRESET_NAME_RULE, unsafe_preset_name
 
-    named = [*suite.presets, *(p for name, members in suite.meta_presets for p in (name, *members)),
-             *(p for obj in (*suite.run_configs, *suite.generation_configs) for p in obj.presets),
-             *(p for p, _, _ in suite.compile_sampling)]
+    named = [
+        *suite.presets,
+        *(p for name, members in suite.meta_presets for p in (name, *members)),
+        *(p for obj in (*suite.run_configs, *suite.generation_configs) for p in obj.presets),
+        *(p for p, _, _ in suite.compile_sampling),
+    ]
     bad = list(dict.fromkeys(p for p in named if unsafe_preset_name(p)))
     if bad:
-        raise UserError(f"{where}: preset name(s) {', '.join(map(repr, bad))} refused; a preset name is "
-                        f"typed in the PR trailer and names dashboard pages, so it holds {PRESET_NAME_RULE}")
+        raise UserError(
+            f"{where}: preset name(s) {', '.join(map(repr, bad))} refused; a preset name is "
+            f"typed in the PR trailer and names dashboard pages, so it holds {PRESET_NAME_RULE}"
+        )

@@ -14,59 +14,134 @@ from benchtrail.errors import EXIT_USER_ERROR, UserError, missing_extra
 #: ``function(subparsers)`` declares the row's commands. ``benchtrail <command>`` imports one row's module,
 #: ``benchtrail --help`` none (it lists the summaries). tests/test_cli_startup.py checks the summaries.
 COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
-    ("benchtrail.cli.init", "add_init_parser", {
-        "init": "write [tool.benchtrail], an example benchmarks module and the caller workflows"}),
-    ("benchtrail.cli.github", "add_configure_parser", {
-        "configure": "select presets from a GitHub event (PR trailer, labels, push, dispatch)"}),
-    ("benchtrail.cli.run", "add_stage_parsers", {
-        "export": "write the run configs of presets as JSON",
-        "compile": "compile the modules of a compilation export",
-        "run": "run one device's shard of an execution export"}),
-    ("benchtrail.cli.compare", "add_compare_parsers", {
-        "compare": "compare head results with base results",
-        "comment": "render comparison.json as the PR comment"}),
-    ("benchtrail.cli.run", "add_pipeline_parsers", {
-        "pipeline": "the main job, end to end",
-        "ab": "paired A/B: run base and head interleaved on this machine (or re-check a comparison)"}),
-    ("benchtrail.cli.run", "add_explain_parsers", {
-        "explain": "describe one benchmark of a run and how to reproduce it",
-        "dump-cmds": "print the reproduce command of every benchmark in a run"}),
-    ("benchtrail.cli.github", "add_post_parser", {
-        "post": "post comment.json as the PR comment (edits our earlier one)"}),
-    ("benchtrail.cli.github", "add_gate_status_parser", {
-        "gate-status": "set the benchtrail/gate commit status of a benchmark run's head (the poster "
-                       "workflow)"}),
-    ("benchtrail.cli.track", "add_track_parsers", {
-        "track": "change points over the first-parent history; file regressions as issues",
-        "bisect-range": "the first-parent commits after build A up to build B"}),
-    ("benchtrail.cli.detector", "add_evaluate_detector_parser", {
-        "evaluate-detector": "measure the regression detector's false-positive and detection rates "
-                             "(a benchmark of about 15 minutes)"}),
-    ("benchtrail.cli.store", "add_upload_parser", {
-        "upload": "upload a run directory into a store (create-only, never overwrites)"}),
-    ("benchtrail.cli.store", "add_fetch_parser", {
-        "fetch": "download a run's files (or some of them) from a store"}),
-    ("benchtrail.cli.history", "add_history_parsers", {
-        "history": "collect every series over the first-parent commits of a ref",
-        "plot": "PNG plots and an offline HTML dashboard of a history file",
-        "pages": "a static site of a store's history and runs, for GitHub Pages (works from any URL)",
-        "compare-builds": "ratio of medians B/A of every benchmark of two builds"}),
-    ("benchtrail.cli.interop", "add_interop_parsers", {
-        "compare-backends": "one run: median latency and speedup over eager of each compile config, as a "
-                            "table and a grouped bar plot PNG",
-        "convert": "write one run's results as github-action-benchmark (gab) or Bencher Metric Format (bmf) "
-                   "JSON"}),
-    ("benchtrail.cli.doctor", "add_doctor_parser", {
-        "doctor": "check this machine before measuring: CPU governor, turbo, load, busy processes, memory "
-                  "pressure, GPU clocks and processes"}),
-    ("benchtrail.cli.github", "add_runner_labels_parser", {
-        "runner-labels": "print the runs-on labels of the project's runners as JSON ([tool.benchtrail] "
-                         "runner-labels; default [self-hosted, <architecture>, <device name>])"}),
-    ("benchtrail.cli.ci", "add_ci_parsers", {
-        "gate": "the CI gating check: exit 3 when a confirmed regression of a "
-                "comparison is neither accepted nor quarantined",
-        "dashboard":
-            "draw the first-parent history of a run's commit, the run newest, into <run dir>/dashboard/"}),
+    (
+        "benchtrail.cli.init",
+        "add_init_parser",
+        {"init": "write [tool.benchtrail], an example benchmarks module and the caller workflows"},
+    ),
+    (
+        "benchtrail.cli.github",
+        "add_configure_parser",
+        {"configure": "select presets from a GitHub event (PR trailer, labels, push, dispatch)"},
+    ),
+    (
+        "benchtrail.cli.run",
+        "add_stage_parsers",
+        {
+            "export": "write the run configs of presets as JSON",
+            "compile": "compile the modules of a compilation export",
+            "run": "run one device's shard of an execution export",
+        },
+    ),
+    (
+        "benchtrail.cli.compare",
+        "add_compare_parsers",
+        {
+            "compare": "compare head results with base results",
+            "comment": "render comparison.json as the PR comment",
+        },
+    ),
+    (
+        "benchtrail.cli.run",
+        "add_pipeline_parsers",
+        {
+            "pipeline": "the main job, end to end",
+            "ab": "paired A/B: run base and head interleaved on this machine (or re-check a comparison)",
+        },
+    ),
+    (
+        "benchtrail.cli.run",
+        "add_explain_parsers",
+        {
+            "explain": "describe one benchmark of a run and how to reproduce it",
+            "dump-cmds": "print the reproduce command of every benchmark in a run",
+        },
+    ),
+    (
+        "benchtrail.cli.github",
+        "add_post_parser",
+        {"post": "post comment.json as the PR comment (edits our earlier one)"},
+    ),
+    (
+        "benchtrail.cli.github",
+        "add_gate_status_parser",
+        {
+            "gate-status": "set the benchtrail/gate commit status of a benchmark run's head (the poster "
+            "workflow)"
+        },
+    ),
+    (
+        "benchtrail.cli.track",
+        "add_track_parsers",
+        {
+            "track": "change points over the first-parent history; file regressions as issues",
+            "bisect-range": "the first-parent commits after build A up to build B",
+        },
+    ),
+    (
+        "benchtrail.cli.detector",
+        "add_evaluate_detector_parser",
+        {
+            "evaluate-detector": "measure the regression detector's false-positive and detection rates "
+            "(a benchmark of about 15 minutes)"
+        },
+    ),
+    (
+        "benchtrail.cli.store",
+        "add_upload_parser",
+        {"upload": "upload a run directory into a store (create-only, never overwrites)"},
+    ),
+    (
+        "benchtrail.cli.store",
+        "add_fetch_parser",
+        {"fetch": "download a run's files (or some of them) from a store"},
+    ),
+    (
+        "benchtrail.cli.history",
+        "add_history_parsers",
+        {
+            "history": "collect every series over the first-parent commits of a ref",
+            "plot": "PNG plots and an offline HTML dashboard of a history file",
+            "pages": "a static site of a store's history and runs, for GitHub Pages (works from any URL)",
+            "compare-builds": "ratio of medians B/A of every benchmark of two builds",
+        },
+    ),
+    (
+        "benchtrail.cli.interop",
+        "add_interop_parsers",
+        {
+            "compare-backends": "one run: median latency and speedup over eager of each compile config, "
+            "as a table and a grouped bar plot PNG",
+            "convert": "write one run's results as github-action-benchmark (gab) or Bencher Metric Format "
+            "(bmf) JSON",
+        },
+    ),
+    (
+        "benchtrail.cli.doctor",
+        "add_doctor_parser",
+        {
+            "doctor": "check this machine before measuring: CPU governor, turbo, load, busy processes, "
+            "memory pressure, GPU clocks and processes"
+        },
+    ),
+    (
+        "benchtrail.cli.github",
+        "add_runner_labels_parser",
+        {
+            "runner-labels": "print the runs-on labels of the project's runners as JSON ([tool.benchtrail] "
+            "runner-labels; default [self-hosted, <architecture>, <device name>])"
+        },
+    ),
+    (
+        "benchtrail.cli.ci",
+        "add_ci_parsers",
+        {
+            "gate": "the CI gating check: exit 3 when a confirmed regression of a "
+            "comparison is neither accepted nor quarantined",
+            "dashboard": "draw the first-parent history of a run's commit, the run newest, "
+            "into <run dir>/dashboard/",
+        },
+    ),
 )
 SUMMARIES = {name: summary for _, _, commands in COMMANDS for name, summary in commands.items()}
 
@@ -104,13 +179,14 @@ def build_parser(command: str | None = None, *, summaries_only: bool = False) ->
     summary alone, importing no family module (``--help``, ``--version``, a missing or unknown command)."""
     from benchtrail import __version__
 
-    parser = ExitOneArgumentParser(prog="benchtrail",
-                                   description="Continuous benchmarking for PyTorch: "
-                                               "one subcommand per stage.")
+    parser = ExitOneArgumentParser(
+        prog="benchtrail", description="Continuous benchmarking for PyTorch: one subcommand per stage."
+    )
     parser.add_argument("--version", action="version", version=f"benchtrail {__version__}")
     parser.register("action", "parsers", _Commands)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                parser_class=ExitOneArgumentParser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=ExitOneArgumentParser
+    )
     if summaries_only:
         for name in SUMMARIES:
             sub.add_parser(name)
@@ -149,9 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except ModuleNotFoundError as exc:
         # torch is the `torch` extra, a project's own build; the other extras: errors.EXTRAS.
-        need = ("torch, which is not installed here: install the project's torch, or benchtrail's torch "
-                'extra (pip install "benchtrail[torch] @ ..."; docs/adopting.md, "Install")'
-                if exc.name == "torch" else missing_extra(exc))
+        need = (
+            "torch, which is not installed here: install the project's torch, or benchtrail's torch "
+            'extra (pip install "benchtrail[torch] @ ..."; docs/adopting.md, "Install")'
+            if exc.name == "torch"
+            else missing_extra(exc)
+        )
         print(f"benchtrail: error: `benchtrail {command}` needs {need}", file=sys.stderr)
         return EXIT_USER_ERROR
 

@@ -32,22 +32,34 @@ PAGES_ENV = "BENCHTRAIL_PAGES_URL"
 def add_compare_parsers(subparsers: Any) -> None:
     """Declare ``compare`` and ``comment``."""
     p = add_command(subparsers, "compare", cmd_compare, parents=[THRESHOLDS_PARENT, QUARANTINE_PARENT])
-    p.add_argument("--base", type=Path, action="append", default=[],
-                   help="baseline results file or run dir (repeatable; none: every series is new)")
-    p.add_argument("--head", type=Path, action="append", required=True,
-                   help="head results file or run dir (repeatable)")
-    p.add_argument("--store", help="find the baseline run in this store (README's Baseline "
-                                   "rule) instead of --base; a store that cannot be read (outage, missing "
-                                   "bucket, no credentials) only warns: the comparison has no baseline "
-                                   "(BENCHTRAIL_STORE_DEADLINE_S caps GCS retries). Without --base and "
-                                   "--store: $BENCHTRAIL_STORE (empty: no store), else [tool.benchtrail] "
-                                   "store, else .benchtrail/store when it exists")
+    p.add_argument(
+        "--base",
+        type=Path,
+        action="append",
+        default=[],
+        help="baseline results file or run dir (repeatable; none: every series is new)",
+    )
+    p.add_argument(
+        "--head", type=Path, action="append", required=True, help="head results file or run dir (repeatable)"
+    )
+    p.add_argument(
+        "--store",
+        help="find the baseline run in this store (README's Baseline "
+        "rule) instead of --base; a store that cannot be read (outage, missing "
+        "bucket, no credentials) only warns: the comparison has no baseline "
+        "(BENCHTRAIL_STORE_DEADLINE_S caps GCS retries). Without --base and "
+        "--store: $BENCHTRAIL_STORE (empty: no store), else [tool.benchtrail] "
+        "store, else .benchtrail/store when it exists",
+    )
     add_any_origin_argument(p)
     p.add_argument("--base-commit", help="with --store: the baseline commit (default: the Baseline rule)")
-    p.add_argument("--base-branch", metavar="BRANCH",
-                   help="with --store: the branch the head merges into (a PR's base "
-                        "branch, the pushed branch for a push): baselines come from its merge base with HEAD "
-                        "(default: the default branch)")
+    p.add_argument(
+        "--base-branch",
+        metavar="BRANCH",
+        help="with --store: the branch the head merges into (a PR's base "
+        "branch, the pushed branch for a push): baselines come from its merge base with HEAD "
+        "(default: the default branch)",
+    )
     add_trust_arguments(p)
     p.add_argument("--output", type=Path, default=Path("comparison.json"))
     add_result_arguments(p)
@@ -55,34 +67,58 @@ def add_compare_parsers(subparsers: Any) -> None:
     p = add_command(subparsers, "comment", cmd_comment)
     p.add_argument("--comparison", type=Path, required=True)
     p.add_argument("--output-dir", type=Path, required=True)
-    p.add_argument("--run-url", metavar="URL",
-                   help="the run's store URL (gs://BUCKET/PREFIX/runs/<id>/<attempt>/) or folder: adds the "
-                        "`gcloud storage cp -r` and `benchtrail explain <id> --run URL` lines")
-    p.add_argument("--dashboard", metavar="PATH",
-                   help="the dashboard's index.html relative to --run-url (e.g. "
-                        "dashboard/index.html), linked (https://storage.cloud.google.com/... "
-                        "for gs://); needs --run-url")
-    p.add_argument("--artifacts-url", metavar="URL",
-                   help="the GitHub Actions run's page, linked as its artifacts for "
-                        "readers without bucket access")
-    p.add_argument("--note", action="append", metavar="TEXT",
-                   help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
-                        "'⚠ the run could not be stored: ...'")
-    p.add_argument("--pages-url", metavar="URL",
-                   help="the store's dashboard on GitHub Pages (`benchtrail pages`), e.g. "
-                        f"https://OWNER.github.io/REPO/, linked (default: ${PAGES_ENV}; empty: none)")
+    p.add_argument(
+        "--run-url",
+        metavar="URL",
+        help="the run's store URL (gs://BUCKET/PREFIX/runs/<id>/<attempt>/) or folder: adds the "
+        "`gcloud storage cp -r` and `benchtrail explain <id> --run URL` lines",
+    )
+    p.add_argument(
+        "--dashboard",
+        metavar="PATH",
+        help="the dashboard's index.html relative to --run-url (e.g. "
+        "dashboard/index.html), linked (https://storage.cloud.google.com/... "
+        "for gs://); needs --run-url",
+    )
+    p.add_argument(
+        "--artifacts-url",
+        metavar="URL",
+        help="the GitHub Actions run's page, linked as its artifacts for readers without bucket access",
+    )
+    p.add_argument(
+        "--note",
+        action="append",
+        metavar="TEXT",
+        help="a line near the top of the comment, shown as plain text (repeatable), e.g. "
+        "'⚠ the run could not be stored: ...'",
+    )
+    p.add_argument(
+        "--pages-url",
+        metavar="URL",
+        help="the store's dashboard on GitHub Pages (`benchtrail pages`), e.g. "
+        f"https://OWNER.github.io/REPO/, linked (default: ${PAGES_ENV}; empty: none)",
+    )
 
 
-def add_result_arguments(parser: argparse.ArgumentParser, accept_help: str = ACCEPT_HELP,
-                         fail_on_help: str = "exit 3 when a regression is not accepted") -> None:
+def add_result_arguments(
+    parser: argparse.ArgumentParser,
+    accept_help: str = ACCEPT_HELP,
+    fail_on_help: str = "exit 3 when a regression is not accepted",
+) -> None:
     """Declare ``--accept``, ``--fail-on``, ``--json`` and ``--all`` (``compare``, ``pipeline``, ``ab``)."""
     parser.add_argument("--accept", action="append", metavar="GLOB", help=accept_help)
     parser.add_argument("--fail-on", choices=("regressed",), help=fail_on_help)
-    parser.add_argument("--json", action="store_true",
-                        help="print comparison.json to stdout instead of the table and the output path "
-                             "(the path goes to stderr)")
-    parser.add_argument("--all", action="store_true",
-                        help="list every row in the table, not only the regressed, improved and new ones")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print comparison.json to stdout instead of the table and the output path "
+        "(the path goes to stderr)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list every row in the table, not only the regressed, improved and new ones",
+    )
 
 
 def show_result(comparison: Path, main_output: Path, args: argparse.Namespace) -> tuple[Row, ...]:
@@ -102,16 +138,24 @@ def show_result(comparison: Path, main_output: Path, args: argparse.Namespace) -
     return loaded.rows
 
 
-def exit_code(args: argparse.Namespace, rows: Sequence[Row], ok: bool = True, hint: str = "",
-              rule: Literal["confirmed", "any"] = "any") -> int:
+def exit_code(
+    args: argparse.Namespace,
+    rows: Sequence[Row],
+    ok: bool = True,
+    hint: str = "",
+    rule: Literal["confirmed", "any"] = "any",
+) -> int:
     """3 with ``--fail-on regressed`` when ``rule`` fails a regression of ``rows`` not accepted (named on
     stderr, ``hint`` ending the line), else 0 when ``ok``, else 2."""
     from benchtrail.compare.gate import check
 
     failing = [r.name for r in check(rows, rule=rule).failing] if args.fail_on else []
     if failing:
-        print(f"benchtrail: {len(failing)} {'confirmed ' * (rule == 'confirmed')}regression(s) not accepted: "
-              f"{', '.join(failing[:10])}{hint}", file=sys.stderr)
+        print(
+            f"benchtrail: {len(failing)} {'confirmed ' * (rule == 'confirmed')}regression(s) not accepted: "
+            f"{', '.join(failing[:10])}{hint}",
+            file=sys.stderr,
+        )
         return EXIT_REGRESSION
     return EXIT_OK if ok else EXIT_BENCHMARKS_FAILED
 
@@ -147,21 +191,35 @@ def _stored_baseline(args: argparse.Namespace) -> tuple[list | None, dict | None
     head = load_results_paths(args.head)
     commits = {f.commit for f in head}
     if len(commits) != 1:
-        raise UserError(f"--store: the head results come from {len(commits)} "
-                        f"commits; compare one commit's run")
+        raise UserError(
+            f"--store: the head results come from {len(commits)} commits; compare one commit's run"
+        )
     trust = trust_from_options(args.trust, args.store, args.trusted_workflow)
     try:
         store = open_store(args.store)
-        found = find_baselines(store, Path("."), commits.pop(), keys_of_results(head), trust,
-                               base_branch=args.base_branch, explicit=args.base_commit,
-                               any_origin=args.baseline_any_origin)
+        found = find_baselines(
+            store,
+            Path("."),
+            commits.pop(),
+            keys_of_results(head),
+            trust,
+            base_branch=args.base_branch,
+            explicit=args.base_commit,
+            any_origin=args.baseline_any_origin,
+        )
         files, found = fetch_baselines(store, found)
     except _store_failures() as exc:
         message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-        print(f"benchtrail: warning: the store {args.store} could not be read, so this comparison has no "
-              f"baseline (every row is new or failed): {message}", file=sys.stderr)
-        return None, {"reason": f"the store could not be read: {message}", "store": args.store,
-                      "store_error": message}
+        print(
+            f"benchtrail: warning: the store {args.store} could not be read, so this comparison has no "
+            f"baseline (every row is new or failed): {message}",
+            file=sys.stderr,
+        )
+        return None, {
+            "reason": f"the store could not be read: {message}",
+            "store": args.store,
+            "store_error": message,
+        }
     report_baselines(found)
     return files, found.to_dict()
 
@@ -180,11 +238,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     args.store = None if args.base else optional_store(args.store)
     if args.store:
         base_results, baseline = _stored_baseline(args)
-    path = compare_stage(args.base, args.head, args.output,
-                         Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine), baseline,
-                         base_results=base_results, any_origin=args.baseline_any_origin)
-    return exit_code(args, show_result(path, path, args),
-                     hint=". Accept one with a `benchmarks-accept: <series name or glob>` trailer.")
+    path = compare_stage(
+        args.base,
+        args.head,
+        args.output,
+        Rules.load(args.thresholds, accept_globs(args.accept), args.quarantine),
+        baseline,
+        base_results=base_results,
+        any_origin=args.baseline_any_origin,
+    )
+    return exit_code(
+        args,
+        show_result(path, path, args),
+        hint=". Accept one with a `benchmarks-accept: <series name or glob>` trailer.",
+    )
 
 
 def cmd_comment(args: argparse.Namespace) -> int:

@@ -27,5 +27,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def add_doctor_parser(subparsers: Any) -> None:
     """Declare ``doctor``."""
     p = add_command(subparsers, "doctor", cmd_doctor)
-    p.add_argument("--json", type=Path, metavar="FILE",
-                   help="also write the checks as JSON (never overwritten)")
+    p.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the checks as JSON (never overwritten)"
+    )

@@ -39,11 +39,15 @@ from benchtrail.github.post import (
 def add_configure_parser(subparsers: Any) -> None:
     """Declare ``configure``."""
     p = add_command(subparsers, "configure", cmd_configure)
-    p.add_argument("--error-comment", type=Path, metavar="DIR",
-                   help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
-                        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) "
-                        "write DIR/comment.json and DIR/comment.md, a PR comment naming the error for "
-                        "`benchtrail post`, then fail as without it (exit 1)")
+    p.add_argument(
+        "--error-comment",
+        type=Path,
+        metavar="DIR",
+        help="also append selection-error=true|false to $GITHUB_OUTPUT; when a PR's selection is "
+        "invalid (an unknown preset, a bad benchmarks-accept item, malformed PR_LABELS) "
+        "write DIR/comment.json and DIR/comment.md, a PR comment naming the error for "
+        "`benchtrail post`, then fail as without it (exit 1)",
+    )
 
 
 def cmd_configure(args: argparse.Namespace) -> int:
@@ -67,32 +71,48 @@ def add_post_parser(subparsers: Any) -> None:
     p.add_argument("--comment", type=Path, required=True, help="comment.json written by `benchtrail comment`")
     p.add_argument("--repo", type=repo_name, help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
     p.add_argument("--pr", type=pr_number, help="PR number (default: $BENCHTRAIL_PR_NUMBER)")
-    p.add_argument("--head-sha", type=commit_sha,
-                   help="head commit the run measured; nothing is posted if the PR moved on "
-                        "(default: $BENCHTRAIL_HEAD_SHA)")
-    p.add_argument("--api-url", help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or "
-                                     f"{DEFAULT_API_URL})")
-    p.add_argument("--comment-author",
-                   help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
-                        f"or {DEFAULT_COMMENT_AUTHOR}); a token that comments as another "
-                        "login (a GitHub App's) warns and names it")
-    p.add_argument("--retry-budget", type=positive_seconds, default=RETRY_BUDGET_S, metavar="SECONDS",
-                   help="seconds that all retries after rate limits and server errors may take together, at "
-                        "most the job's timeout; once spent the comment goes to the job summary "
-                        f"(default {RETRY_BUDGET_S:g})")
+    p.add_argument(
+        "--head-sha",
+        type=commit_sha,
+        help="head commit the run measured; nothing is posted if the PR moved on "
+        "(default: $BENCHTRAIL_HEAD_SHA)",
+    )
+    p.add_argument(
+        "--api-url",
+        help=f"GitHub API URL, for GitHub Enterprise (default: $GITHUB_API_URL or {DEFAULT_API_URL})",
+    )
+    p.add_argument(
+        "--comment-author",
+        help="login whose comments are ours (default: $BENCHTRAIL_COMMENT_AUTHOR "
+        f"or {DEFAULT_COMMENT_AUTHOR}); a token that comments as another "
+        "login (a GitHub App's) warns and names it",
+    )
+    p.add_argument(
+        "--retry-budget",
+        type=positive_seconds,
+        default=RETRY_BUDGET_S,
+        metavar="SECONDS",
+        help="seconds that all retries after rate limits and server errors may take together, at "
+        "most the job's timeout; once spent the comment goes to the job summary "
+        f"(default {RETRY_BUDGET_S:g})",
+    )
     p.add_argument("--dry-run", action="store_true", help="read and decide, but write nothing")
 
 
 def cmd_post(args: argparse.Namespace) -> int:
     """Exit 0 when posted, skipped or written to the job summary instead. Raises UserError for a bad comment
     file, a missing repository, PR, head SHA or token, or a failed post."""
-    result = post_comment(load_comment(args.comment),
-                          repo=from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name),
-                          pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
-                          run_head_sha=from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA",
-                                                commit_sha),
-                          token=github_token(), base_url=api_url(args.api_url), dry_run=args.dry_run,
-                          author=_author(args), retry_budget_s=args.retry_budget)
+    result = post_comment(
+        load_comment(args.comment),
+        repo=from_env(args.repo, "--repo", "GITHUB_REPOSITORY", repo_name),
+        pr_number=from_env(args.pr, "--pr", "BENCHTRAIL_PR_NUMBER", pr_number),
+        run_head_sha=from_env(args.head_sha, "--head-sha", "BENCHTRAIL_HEAD_SHA", commit_sha),
+        token=github_token(),
+        base_url=api_url(args.api_url),
+        dry_run=args.dry_run,
+        author=_author(args),
+        retry_budget_s=args.retry_budget,
+    )
     in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     for warning in result.warnings + ((result.message,) if result.action == "fallback-summary" else ()):
         print(("::warning title=benchtrail post::" if in_actions else "warning: ") + warning, file=sys.stderr)
@@ -103,10 +123,17 @@ def cmd_post(args: argparse.Namespace) -> int:
 def add_runner_labels_parser(subparsers: Any) -> None:
     """Declare ``runner-labels``."""
     p = add_command(subparsers, "runner-labels", cmd_runner_labels)
-    p.add_argument("--device", metavar="NAME",
-                   help="print only this device's labels (a JSON list) instead of the project's whole table")
-    p.add_argument("--architecture", choices=("cpu", "cuda"), default="cpu",
-                   help="with --device: its architecture, the second default label (default cpu)")
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="print only this device's labels (a JSON list) instead of the project's whole table",
+    )
+    p.add_argument(
+        "--architecture",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="with --device: its architecture, the second default label (default cpu)",
+    )
 
 
 def cmd_runner_labels(args: argparse.Namespace) -> int:
@@ -117,29 +144,53 @@ def cmd_runner_labels(args: argparse.Namespace) -> int:
     from benchtrail.github.runner_labels import device_labels, project_labels
 
     settings = project()
-    print(json.dumps(project_labels(settings) if args.device is None
-                     else device_labels(settings, args.device, args.architecture), separators=(",", ":")))
+    print(
+        json.dumps(
+            project_labels(settings)
+            if args.device is None
+            else device_labels(settings, args.device, args.architecture),
+            separators=(",", ":"),
+        )
+    )
     return EXIT_OK
 
 
 def add_gate_status_parser(subparsers: Any) -> None:
     """Declare ``gate-status``."""
     p = add_command(subparsers, "gate-status", cmd_gate_status)
-    p.add_argument("--report", type=Path, metavar="DIR",
-                   help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded")
-    p.add_argument("--regate-report", type=Path, metavar="DIR",
-                   help="the `comment` artifact of the run `--plan` named (--regate-run): its comparison is "
-                        "gated again with the PR's current benchmarks-accept items")
+    p.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="the run's `comment` artifact (comparison.json, comment.json); absent: none uploaded",
+    )
+    p.add_argument(
+        "--regate-report",
+        type=Path,
+        metavar="DIR",
+        help="the `comment` artifact of the run `--plan` named (--regate-run): its comparison is "
+        "gated again with the PR's current benchmarks-accept items",
+    )
     p.add_argument("--regate-run", type=run_key, metavar="ID/ATTEMPT", help="the run --plan named")
-    p.add_argument("--plan", action="store_true",
-                   help="set nothing: print regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
-                        "when there is none), also appended to $GITHUB_OUTPUT when set: the run whose "
-                        "artifact --regate-report needs")
-    p.add_argument("--event", type=Path, metavar="FILE",
-                   help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="set nothing: print regate-run-id=<run id> and regate-run=<id>/<attempt> (both empty "
+        "when there is none), also appended to $GITHUB_OUTPUT when set: the run whose "
+        "artifact --regate-report needs",
+    )
+    p.add_argument(
+        "--event",
+        type=Path,
+        metavar="FILE",
+        help="the workflow_run event payload (default: $GITHUB_EVENT_PATH)",
+    )
     p.add_argument("--api-url", help=f"GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
-    p.add_argument("--comment-author", help="login whose statuses and comments are ours (default: "
-                                            f"$BENCHTRAIL_COMMENT_AUTHOR or {DEFAULT_COMMENT_AUTHOR})")
+    p.add_argument(
+        "--comment-author",
+        help="login whose statuses and comments are ours (default: "
+        f"$BENCHTRAIL_COMMENT_AUTHOR or {DEFAULT_COMMENT_AUTHOR})",
+    )
 
 
 def cmd_gate_status(args: argparse.Namespace) -> int:
@@ -163,8 +214,11 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
         repo = make_client(github_token("commit statuses"), base_url).get_repo(head.repo)
         if args.plan:
             run = gate_status.regate_run(repo, head, author)
-            line = (f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n" if run
-                    else "regate-run-id=\nregate-run=\n")
+            line = (
+                f"regate-run-id={run[0]}\nregate-run={run[0]}/{run[1]}\n"
+                if run
+                else "regate-run-id=\nregate-run=\n"
+            )
             if env.get("GITHUB_OUTPUT"):
                 with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as f:
                     f.write(line)
@@ -176,11 +230,13 @@ def cmd_gate_status(args: argparse.Namespace) -> int:
             if args.regate_run is None:
                 raise UserError("--regate-report needs --regate-run ID/ATTEMPT (the run `--plan` named)")
             regate = (args.regate_report, args.regate_run)
-        state, description = gate_status.update_status(repo, head, completed=completed or None, report=report,
-                                                       regate=regate, author=author)
+        state, description = gate_status.update_status(
+            repo, head, completed=completed or None, report=report, regate=regate, author=author
+        )
     except github.GithubException as exc:
-        raise UserError(f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: "
-                        f"HTTP {exc.status} {exc.data}") from exc
+        raise UserError(
+            f"GitHub API error setting {gate_status.CONTEXT} on {head.sha[:12]}: HTTP {exc.status} {exc.data}"
+        ) from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"cannot reach the GitHub API at {base_url} ({exc}); check --api-url") from exc
     print(f"{gate_status.CONTEXT}: {state}: {description}")

@@ -32,54 +32,97 @@ def add_history_parsers(subparsers: Any) -> None:
     """Declare ``history``, ``plot``, ``pages`` and ``compare-builds``."""
     p = add_command(subparsers, "history", cmd_history)
     add_walk_arguments(p)
-    p.add_argument("--output", type=path_argument, default=Path("history.json"),
-                   help="history file to write; never overwritten (default history.json)")
+    p.add_argument(
+        "--output",
+        type=path_argument,
+        default=Path("history.json"),
+        help="history file to write; never overwritten (default history.json)",
+    )
     add_trust_arguments(p)
 
     p = add_command(subparsers, "plot", cmd_plot)
-    p.add_argument("--history", type=path_argument, required=True,
-                   help="history file written by `benchtrail history`")
-    p.add_argument("--output-dir", type=path_argument, required=True,
-                   help="new (or empty) folder for the PNGs and the dashboard")
-    p.add_argument("--self-contained", action="store_true",
-                   help="inline plotly.js into every page (about 4.9 MB each) instead of one "
-                        "plotly.min.js beside them")
-    p.add_argument("--repo", type=path_argument, default=Path("."),
-                   help="git repository that gives each commit's date and subject in index.html (default .)")
-    p.add_argument("--baseline", metavar="REF",
-                   help="commit or ref (in --repo) to mark with a dashed line on every PNG, e.g. origin/main")
-    p.add_argument("--y-axis", choices=("auto", "zero", "ratio"), default="auto",
-                   help="the PNGs' value axis: auto (fits the data), zero (starts at 0) or ratio (each "
-                        "series over its value at --baseline, else at its oldest point); default auto")
+    p.add_argument(
+        "--history", type=path_argument, required=True, help="history file written by `benchtrail history`"
+    )
+    p.add_argument(
+        "--output-dir",
+        type=path_argument,
+        required=True,
+        help="new (or empty) folder for the PNGs and the dashboard",
+    )
+    p.add_argument(
+        "--self-contained",
+        action="store_true",
+        help="inline plotly.js into every page (about 4.9 MB each) instead of one plotly.min.js beside them",
+    )
+    p.add_argument(
+        "--repo",
+        type=path_argument,
+        default=Path("."),
+        help="git repository that gives each commit's date and subject in index.html (default .)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="commit or ref (in --repo) to mark with a dashed line on every PNG, e.g. origin/main",
+    )
+    p.add_argument(
+        "--y-axis",
+        choices=("auto", "zero", "ratio"),
+        default="auto",
+        help="the PNGs' value axis: auto (fits the data), zero (starts at 0) or ratio (each "
+        "series over its value at --baseline, else at its oldest point); default auto",
+    )
 
     p = add_command(subparsers, "pages", cmd_pages)
     add_walk_arguments(p)
-    p.add_argument("--output-dir", type=path_argument, required=True,
-                   help="new (or empty) folder for the site: publish it as GitHub Pages, or upload it as an "
-                        "Actions artifact")
+    p.add_argument(
+        "--output-dir",
+        type=path_argument,
+        required=True,
+        help="new (or empty) folder for the site: publish it as GitHub Pages, or upload it as an "
+        "Actions artifact",
+    )
     add_trust_arguments(p)
 
     p = add_command(subparsers, "compare-builds", cmd_compare_builds)
     p.add_argument("a", metavar="A", help="base build: a commit or ref with a stored run, or a run directory")
     p.add_argument("b", metavar="B", help="other build, the same kinds of value as A")
     p.add_argument("--store", help=STORE_HELP + "; read when A or B is a commit")
-    p.add_argument("--repo", type=path_argument, default=Path("."),
-                   help="git repository that resolves A and B (default .)")
-    p.add_argument("--output-dir", type=path_argument, default=Path("."),
-                   help="folder for the ratio plot (default .)")
-    p.add_argument("--allow-same-run", action="store_true",
-                   help="compare a run with itself (refused by default: every row would be 'similar')")
+    p.add_argument(
+        "--repo",
+        type=path_argument,
+        default=Path("."),
+        help="git repository that resolves A and B (default .)",
+    )
+    p.add_argument(
+        "--output-dir", type=path_argument, default=Path("."), help="folder for the ratio plot (default .)"
+    )
+    p.add_argument(
+        "--allow-same-run",
+        action="store_true",
+        help="compare a run with itself (refused by default: every row would be 'similar')",
+    )
     add_trust_arguments(p)
 
 
 def add_walk_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``--store``, ``--repo``, ``--ref`` and ``--max-commits``: what :func:`collect` walks."""
     parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--repo", type=path_argument, default=Path("."),
-                        help="git repository whose history is walked (default .)")
+    parser.add_argument(
+        "--repo",
+        type=path_argument,
+        default=Path("."),
+        help="git repository whose history is walked (default .)",
+    )
     parser.add_argument("--ref", default="HEAD", help="newest commit: a branch, tag or sha (default HEAD)")
-    parser.add_argument("--max-commits", type=max_commits, default=100, metavar="N",
-                        help="walk at most N first-parent commits back from --ref (default 100)")
+    parser.add_argument(
+        "--max-commits",
+        type=max_commits,
+        default=100,
+        metavar="N",
+        help="walk at most N first-parent commits back from --ref (default 100)",
+    )
 
 
 def collect(args: argparse.Namespace, store: str, repository: str | None = None) -> tuple[Any, Any]:
@@ -103,11 +146,15 @@ def cmd_history(args: argparse.Namespace) -> int:
     incomplete = opened.incomplete_runs()
     if incomplete:
         shown = ", ".join(f"{r}/{a}" for r, a in incomplete[:10]) + (" …" if len(incomplete) > 10 else "")
-        print(f"benchtrail: {len(incomplete)} incomplete run(s) without a commit "
-              f"pointer (interrupted or failed before they were stored in full; never read): {shown}",
-              file=sys.stderr)
-    print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
-          f"first-parent commits of {args.ref}")
+        print(
+            f"benchtrail: {len(incomplete)} incomplete run(s) without a commit "
+            f"pointer (interrupted or failed before they were stored in full; never read): {shown}",
+            file=sys.stderr,
+        )
+    print(
+        f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
+        f"first-parent commits of {args.ref}"
+    )
     print(write_history(args.output, history))
     return EXIT_OK
 
@@ -119,8 +166,10 @@ def publish_folder(out_dir: Path) -> Iterator[Path]:
     folder is removed on any error."""
     check_output_dir(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserError(f"--output-dir {out_dir} exists and is not an empty folder; "
-                        "benchtrail never overwrites (choose a new folder)")
+        raise UserError(
+            f"--output-dir {out_dir} exists and is not an empty folder; "
+            "benchtrail never overwrites (choose a new folder)"
+        )
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
@@ -151,13 +200,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if args.baseline is not None:
         baseline = resolve_commit(args.repo, args.baseline)
         if baseline is None:
-            raise UserError(f"--baseline {args.baseline!r}: git cannot resolve it to a commit in --repo "
-                            f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository")
+            raise UserError(
+                f"--baseline {args.baseline!r}: git cannot resolve it to a commit in --repo "
+                f"{str(args.repo)!r}; give a sha, a branch or a tag of that repository"
+            )
     with publish_folder(args.output_dir) as folder:
         pngs = plot_history_png(history, folder, baseline=baseline, y_axis=args.y_axis)
         try:
-            pngs.append(write_dashboard(history, folder, images=pngs, self_contained=args.self_contained,
-                                        repo=args.repo))
+            pngs.append(
+                write_dashboard(
+                    history, folder, images=pngs, self_contained=args.self_contained, repo=args.repo
+                )
+            )
         except ModuleNotFoundError as exc:
             print(f"no HTML dashboard (PNGs only): needs {missing_extra(exc)}", file=sys.stderr)
     for path in pngs:
@@ -174,8 +228,10 @@ def cmd_pages(args: argparse.Namespace) -> int:
     with publish_folder(args.output_dir) as folder:
         opened, history = collect(args, require_store(args.store, "benchtrail pages"))
         index = write_site(opened, history, folder, repo=args.repo)
-    print(f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
-          f"first-parent commits of {args.ref}")
+    print(
+        f"{len(history.series)} series over {len(history.run_commits())} of {len(history.commits)} "
+        f"first-parent commits of {args.ref}"
+    )
     print(args.output_dir / index.relative_to(folder))
     return EXIT_OK
 
@@ -188,8 +244,9 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     check_output_dir(args.output_dir)
     url = optional_store(args.store)  # a run directory needs no store
     store, trust = open_trusted(args, url) if url else (None, None)
-    comparison = compare_builds(args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run,
-                                trust=trust)
+    comparison = compare_builds(
+        args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run, trust=trust
+    )
     path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
     jsonio.check_new(path)
     print(format_table(comparison))

@@ -61,22 +61,33 @@ runners later: docs/adopting.md, "Growing: GCS and self-hosted runners" (benchtr
 def ruleset(branch: str) -> dict[str, object]:
     """The data branch's ruleset (GitHub's REST body): no creation, update, deletion or force-push of
     ``branch`` but by a deploy key."""
-    return {"name": "benchtrail-data", "target": "branch", "enforcement": "active",
-            "conditions": {"ref_name": {"include": [f"refs/heads/{branch}"], "exclude": []}},
-            "rules": [{"type": t} for t in ("creation", "update", "deletion", "non_fast_forward")],
-            "bypass_actors": [{"actor_type": "DeployKey", "bypass_mode": "always"}]}
+    return {
+        "name": "benchtrail-data",
+        "target": "branch",
+        "enforcement": "active",
+        "conditions": {"ref_name": {"include": [f"refs/heads/{branch}"], "exclude": []}},
+        "rules": [{"type": t} for t in ("creation", "update", "deletion", "non_fast_forward")],
+        "bypass_actors": [{"actor_type": "DeployKey", "bypass_mode": "always"}],
+    }
 
 
 def add_init_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "init", cmd_init)
-    p.add_argument("--benchmarks", default="benchmarks", metavar="MODULE",
-                   help="module of the project's @benchmark functions (default: "
-                        "benchmarks, i.e. benchmarks.py); an example is written when it does not exist")
+    p.add_argument(
+        "--benchmarks",
+        default="benchmarks",
+        metavar="MODULE",
+        help="module of the project's @benchmark functions (default: "
+        "benchmarks, i.e. benchmarks.py); an example is written when it does not exist",
+    )
     p.add_argument("--directory", type=Path, default=Path("."), help="the project's folder (default: here)")
-    p.add_argument("--store", metavar="URL",
-                   help="the workflow's store: gs://BUCKET[/PREFIX] (with self-hosted runner-labels) or "
-                        "git:REMOTE#BRANCH (default: none written: the workflow stores runs in this "
-                        f"repository's branch, {DEFAULT_STORE}, on GitHub-hosted runners)")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="the workflow's store: gs://BUCKET[/PREFIX] (with self-hosted runner-labels) or "
+        "git:REMOTE#BRANCH (default: none written: the workflow stores runs in this "
+        f"repository's branch, {DEFAULT_STORE}, on GitHub-hosted runners)",
+    )
 
 
 def installed_pin() -> tuple[str, str] | None:
@@ -97,8 +108,9 @@ def pin_of_direct_url(text: str | None) -> tuple[str, str] | None:
         return None
     if not isinstance(data, dict):
         return None
-    match = re.match(r"^(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$",
-                     str(data.get("url", "")))
+    match = re.match(
+        r"^(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$", str(data.get("url", ""))
+    )
     commit = (data.get("vcs_info") or {}).get("commit_id")
     if not match or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
         return None
@@ -115,23 +127,40 @@ def workflow(template: str, pin: tuple[str, str] | None, store: str | None = Non
     ``store`` input (None: the reusable workflow's default)."""
     repository, commit = pin or (PLACEHOLDER_REPOSITORY, PLACEHOLDER_COMMIT)
     line = f"      store: {store}\n" if store else ""
-    comment, note = ((f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
-                      f"({repository}@{commit}).\n", "") if pin else
-                     ("# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and "
-                      "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
-                      "repository.\n", " # placeholder: a real benchtrail commit"))
-    return (_template(template).replace("{pin_comment}", comment).replace("{repository}", repository)
-            .replace("{commit}", commit).replace("{pin_note}", note).replace("      # {store_line}\n", line))
+    comment, note = (
+        (
+            f"# Pinned to the benchtrail commit `benchtrail init` was installed from "
+            f"({repository}@{commit}).\n",
+            "",
+        )
+        if pin
+        else (
+            "# Pin `uses:` by a full commit SHA of benchtrail. The SHA below is a PLACEHOLDER (and "
+            "OWNER is\n# benchtrail's owner): replace both with a real commit of benchtrail's "
+            "repository.\n",
+            " # placeholder: a real benchtrail commit",
+        )
+    )
+    return (
+        _template(template)
+        .replace("{pin_comment}", comment)
+        .replace("{repository}", repository)
+        .replace("{commit}", commit)
+        .replace("{pin_note}", note)
+        .replace("      # {store_line}\n", line)
+    )
 
 
 def table(module: str, self_hosted: bool = False) -> str:
     """The starter ``[tool.benchtrail]`` table; ``self_hosted`` adds the CPU device's runner labels."""
-    return ("\n# benchtrail's settings (docs/adopting.md). `benchtrail pipeline` runs the presets below and\n"
-            "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise; CI's\n"
-            "# store is the workflow's).\n"
-            "[tool.benchtrail]\n"
-            f"benchmarks = [\"{module}\"]\n"
-            "presets = \"default\"\n" + (SELF_HOSTED if self_hosted else ""))
+    return (
+        "\n# benchtrail's settings (docs/adopting.md). `benchtrail pipeline` runs the presets below and\n"
+        "# writes the comment into the store (`.benchtrail/store` unless `store` says otherwise; CI's\n"
+        "# store is the workflow's).\n"
+        "[tool.benchtrail]\n"
+        f'benchmarks = ["{module}"]\n'
+        'presets = "default"\n' + (SELF_HOSTED if self_hosted else "")
+    )
 
 
 def checked_store(url: str | None) -> str | None:
@@ -144,9 +173,11 @@ def checked_store(url: str | None) -> str | None:
 
         return written_url(url)
     if not _GS.match(url):
-        raise UserError(f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: "
-                        "lower-case letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for "
-                        f"{DEFAULT_STORE}")
+        raise UserError(
+            f"--store {url!r}: the workflow's store is gs://BUCKET[/PREFIX] (a bucket name: "
+            "lower-case letters, digits, '.', '_', '-') or git:REMOTE#BRANCH; leave it out for "
+            f"{DEFAULT_STORE}"
+        )
     return url
 
 
@@ -157,8 +188,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UserError(f"--directory {root}: no such folder")
     if not _MODULE.match(args.benchmarks):
-        raise UserError(f"--benchmarks {args.benchmarks!r} is not a module name (e.g. "
-                        f"benchmarks or mypkg.bench)")
+        raise UserError(
+            f"--benchmarks {args.benchmarks!r} is not a module name (e.g. benchmarks or mypkg.bench)"
+        )
     store = checked_store(args.store)
     written, kept = [], []
 
@@ -177,19 +209,30 @@ def cmd_init(args: argparse.Namespace) -> int:
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{pyproject}: cannot read it as TOML ({exc}); nothing was written") from exc
     starter = table(args.benchmarks, self_hosted=bool(store and store.startswith("gs://")))
-    place(pyproject, "benchtrail" in existing.get("tool", {}) and "it already has [tool.benchtrail]",
-          text.rstrip("\n") + "\n" + starter if text else starter.lstrip("\n"))
+    place(
+        pyproject,
+        "benchtrail" in existing.get("tool", {}) and "it already has [tool.benchtrail]",
+        text.rstrip("\n") + "\n" + starter if text else starter.lstrip("\n"),
+    )
 
     base = root.joinpath(*args.benchmarks.split("."))
     module_file = base.with_suffix(".py")
-    place(module_file, (module_file.is_file() or (base / "__init__.py").is_file())
-          and "the benchmarks module exists", _template("example_benchmarks.py.template"))
+    place(
+        module_file,
+        (module_file.is_file() or (base / "__init__.py").is_file()) and "the benchmarks module exists",
+        _template("example_benchmarks.py.template"),
+    )
 
     gitignore = root / ".gitignore"
     ignored = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
-    place(gitignore, STORE_IGNORE in ignored.splitlines() and f"it ignores {STORE_IGNORE}",
-          ignored + ("" if not ignored or ignored.endswith("\n") else "\n")
-          + f"# benchtrail's local store (benchtrail init)\n{STORE_IGNORE}\n", f" ({STORE_IGNORE} ignored)")
+    place(
+        gitignore,
+        STORE_IGNORE in ignored.splitlines() and f"it ignores {STORE_IGNORE}",
+        ignored
+        + ("" if not ignored or ignored.endswith("\n") else "\n")
+        + f"# benchtrail's local store (benchtrail init)\n{STORE_IGNORE}\n",
+        f" ({STORE_IGNORE} ignored)",
+    )
 
     pin = installed_pin()
     for name in ("benchmarks.yml", "post_benchmark_comment.yml"):
@@ -198,14 +241,20 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     print(*written, *kept, sep="\n")
     if pin is None:
-        print(f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says "
-              f"{PLACEHOLDER_REPOSITORY}@{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, \"The workflow\")")
-    print("next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
-          ".benchtrail/store; each run is recorded under its commit)")
+        print(
+            f"note: pin `uses:` in .github/workflows/*.yml to a benchtrail commit (it says "
+            f'{PLACEHOLDER_REPOSITORY}@{PLACEHOLDER_COMMIT[:7]}...; docs/adopting.md, "The workflow")'
+        )
+    print(
+        "next: commit, then benchtrail pipeline   (runs the benchmarks and writes the comment into "
+        ".benchtrail/store; each run is recorded under its commit)"
+    )
     if store is None or store.startswith("git:"):
         branch = (store or DEFAULT_STORE).rpartition("#")[2]
         print(GIT_NEXT.format(branch=branch, ruleset=shlex.quote(json.dumps(ruleset(branch)))), end="")
     else:
-        print(f"\nThe workflow stores runs in {store} and runs on self-hosted runners (runner-labels): "
-              "docs/store.md, \"Setting up the bucket\", and docs/runners.md")
+        print(
+            f"\nThe workflow stores runs in {store} and runs on self-hosted runners (runner-labels): "
+            'docs/store.md, "Setting up the bucket", and docs/runners.md'
+        )
     return 0

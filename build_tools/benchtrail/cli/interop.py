@@ -14,31 +14,49 @@ from benchtrail.errors import EXIT_OK
 from benchtrail.interop.convert import FORMATS, KINDS
 
 #: ``--results`` of both commands.
-RESULTS = {"type": path_argument, "nargs": "+", "action": "extend", "required": True,
-           "metavar": "RUN_DIR|RESULTS_FILE",
-           "help": "a run directory (its results/*.json are read) or results files, "
-                   "all of one run (repeatable; several paths after one flag work too)"}
+RESULTS = {
+    "type": path_argument,
+    "nargs": "+",
+    "action": "extend",
+    "required": True,
+    "metavar": "RUN_DIR|RESULTS_FILE",
+    "help": "a run directory (its results/*.json are read) or results files, "
+    "all of one run (repeatable; several paths after one flag work too)",
+}
 
 
 def add_interop_parsers(subparsers: Any) -> None:
     """Declare ``compare-backends`` and ``convert``."""
     p = add_command(subparsers, "compare-backends", cmd_compare_backends)
     p.add_argument("--results", **RESULTS)
-    p.add_argument("--output-dir", type=path_argument, default=Path("."),
-                   help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
-                        "an existing PNG is never overwritten")
+    p.add_argument(
+        "--output-dir",
+        type=path_argument,
+        default=Path("."),
+        help="folder for backends-<run id>-<attempt>.png (default: the current folder); "
+        "an existing PNG is never overwritten",
+    )
 
     p = add_command(subparsers, "convert", cmd_convert)
-    p.add_argument("--to", required=True, metavar="FORMAT",
-                   help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
-                        f"'customSmallerIsBetter', bmf = Bencher Metric Format for "
-                        f"`bencher run --adapter json`")
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)}: gab = github-action-benchmark tool "
+        f"'customSmallerIsBetter', bmf = Bencher Metric Format for "
+        f"`bencher run --adapter json`",
+    )
     p.add_argument("--results", **RESULTS)
-    p.add_argument("--kind", default="all", metavar="KIND",
-                   help=f"which records: one of {', '.join(KINDS)} (default all: execution latency and "
-                        f"compilation metrics)")
-    p.add_argument("--output", type=path_argument, required=True,
-                   help="JSON file to write; never overwritten")
+    p.add_argument(
+        "--kind",
+        default="all",
+        metavar="KIND",
+        help=f"which records: one of {', '.join(KINDS)} (default all: execution latency and "
+        f"compilation metrics)",
+    )
+    p.add_argument(
+        "--output", type=path_argument, required=True, help="JSON file to write; never overwritten"
+    )
 
 
 def cmd_compare_backends(args: argparse.Namespace) -> int:

@@ -23,10 +23,14 @@ DEFAULT_STORE = ".benchtrail/store"
 #: The environment variable that names the store when ``--store`` is left out; set but empty: no store
 #: (what the reusable workflow sets when neither its ``store`` input nor the repository variable is).
 STORE_ENV = "BENCHTRAIL_STORE"
-STORE_HELP = ("store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: $BENCHTRAIL_STORE, else "
-              f"[tool.benchtrail] store, else {DEFAULT_STORE})")
-ACCEPT_HELP = ("accept regressions of series whose name or id matches (repeatable; also the "
-               "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)")
+STORE_HELP = (
+    "store: a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX] (default: $BENCHTRAIL_STORE, else "
+    f"[tool.benchtrail] store, else {DEFAULT_STORE})"
+)
+ACCEPT_HELP = (
+    "accept regressions of series whose name or id matches (repeatable; also the "
+    "comma-separated BENCHMARKS_ACCEPT, which `benchtrail configure` fills from trailers)"
+)
 
 _SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -96,8 +100,12 @@ def resolve_store(flag: str | None) -> StoreChoice:
         return StoreChoice(os.environ[STORE_ENV].strip() or None, STORE_ENV)
     settings = project()
     if url := settings.store:
-        if (is_local(url) and not url.startswith("file://") and settings.root is not None
-                and not Path(url).is_absolute()):
+        if (
+            is_local(url)
+            and not url.startswith("file://")
+            and settings.root is not None
+            and not Path(url).is_absolute()
+        ):
             url = os.path.normpath(settings.root / url)
         return StoreChoice(url, f"{settings.pyproject}: [tool.benchtrail] store")
     return StoreChoice(DEFAULT_STORE, "default")
@@ -116,10 +124,15 @@ def require_store(flag: str | None, needs: str) -> str:
     choice = resolve_store(flag)
     if choice.url is None:
         given = "--store is empty" if choice.source == "--store" else f"{STORE_ENV} is set but empty"
-        raise UserError(f"{needs} needs a store, and {given}, which means no store; pass --store "
-                        f"(a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]), or set {STORE_ENV} to one"
-                        + ("" if choice.source == "--store"
-                           else f" or unset it to use [tool.benchtrail] store, else {DEFAULT_STORE}"))
+        raise UserError(
+            f"{needs} needs a store, and {given}, which means no store; pass --store "
+            f"(a folder, file:///ABS/PATH or gs://BUCKET[/PREFIX]), or set {STORE_ENV} to one"
+            + (
+                ""
+                if choice.source == "--store"
+                else f" or unset it to use [tool.benchtrail] store, else {DEFAULT_STORE}"
+            )
+        )
     return choice.url
 
 
@@ -135,11 +148,14 @@ def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace],
 
 def add_any_origin_argument(parser: Any) -> None:
     """Declare ``--baseline-any-origin``: lift only the origin part (CI or local) of the baseline key."""
-    parser.add_argument("--baseline-any-origin", action="store_true",
-                        help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
-                             "default a run is compared only with runs of its own origin, CI or local, since "
-                             "the same device name may name another machine); the rest of the baseline key "
-                             "(device, GPU model, torch version, method version) still applies")
+    parser.add_argument(
+        "--baseline-any-origin",
+        action="store_true",
+        help="let a run made outside CI be the baseline of a CI run, and the reverse (by "
+        "default a run is compared only with runs of its own origin, CI or local, since "
+        "the same device name may name another machine); the rest of the baseline key "
+        "(device, GPU model, torch version, method version) still applies",
+    )
 
 
 def _parent(*flags: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -150,13 +166,20 @@ def _parent(*flags: str, **kwargs: Any) -> argparse.ArgumentParser:
 
 
 #: ``--filter REGEX`` (export, run, pipeline).
-FILTER_PARENT = _parent("--filter", metavar="REGEX",
-                        help="only run configs (and modules) whose name or id this regular expression finds, "
-                             "e.g. 'resnet18|gpt2' or 'inductor.*backward'")
+FILTER_PARENT = _parent(
+    "--filter",
+    metavar="REGEX",
+    help="only run configs (and modules) whose name or id this regular expression finds, "
+    "e.g. 'resnet18|gpt2' or 'inductor.*backward'",
+)
 #: ``--benchmark-presets`` (export, pipeline); None when left out (``[tool.benchtrail] presets`` fills it).
-PRESETS_PARENT = _parent("--benchmark-presets", type=presets, metavar="P[,P...]",
-                         help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
-                              "default: presets of [tool.benchtrail] in pyproject.toml)")
+PRESETS_PARENT = _parent(
+    "--benchmark-presets",
+    type=presets,
+    metavar="P[,P...]",
+    help="presets or meta-presets, comma- or space-separated (e.g. x86_64,comp-stats; "
+    "default: presets of [tool.benchtrail] in pyproject.toml)",
+)
 #: What ``--metrics`` takes: wall time always; instruction counts under callgrind.
 METRIC_NAMES = ("latency", "instructions")
 
@@ -166,31 +189,43 @@ def metric_names(text: str) -> tuple[str, ...]:
     out = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
     if not set(out) <= set(METRIC_NAMES):
         empty = "an empty metric between commas; " if "" in out else ""
-        raise ArgumentTypeError(f"{text!r}: {empty}expected metrics out of {', '.join(METRIC_NAMES)}, "
-                                "comma-separated")
+        raise ArgumentTypeError(
+            f"{text!r}: {empty}expected metrics out of {', '.join(METRIC_NAMES)}, comma-separated"
+        )
     return ("latency", *(m for m in out if m != "latency"))
 
 
 #: ``--metrics`` (run, pipeline).
-METRICS_PARENT = _parent("--metrics", type=metric_names, metavar="M[,M...]",
-                         help="what to measure: latency (wall time, always) and instructions (instructions "
-                              "per call under valgrind's callgrind, CPU cases; needs valgrind); a device the "
-                              "suite marks count_instructions is counted anyway (default: latency; with "
-                              "--gate-metric instructions, latency,instructions)")
+METRICS_PARENT = _parent(
+    "--metrics",
+    type=metric_names,
+    metavar="M[,M...]",
+    help="what to measure: latency (wall time, always) and instructions (instructions "
+    "per call under valgrind's callgrind, CPU cases; needs valgrind); a device the "
+    "suite marks count_instructions is counted anyway (default: latency; with "
+    "--gate-metric instructions, latency,instructions)",
+)
 #: ``--thresholds FILE`` (compare, pipeline, ab).
-THRESHOLDS_PARENT = _parent("--thresholds", type=Path, help="thresholds YAML (default: [tool.benchtrail] "
-                                                            "thresholds, else the shipped table)")
+THRESHOLDS_PARENT = _parent(
+    "--thresholds",
+    type=Path,
+    help="thresholds YAML (default: [tool.benchtrail] thresholds, else the shipped table)",
+)
 #: ``--quarantine FILE`` (compare, pipeline).
-QUARANTINE_PARENT = _parent("--quarantine", type=Path,
-                            help="quarantine YAML: flaky series reported but never gating (default: "
-                                 "[tool.benchtrail] quarantine, else the shipped, empty list)")
+QUARANTINE_PARENT = _parent(
+    "--quarantine",
+    type=Path,
+    help="quarantine YAML: flaky series reported but never gating (default: "
+    "[tool.benchtrail] quarantine, else the shipped, empty list)",
+)
 
 
 # -- numbers -------------------------------------------------------------------------------------
 
 
-def whole_number(minimum: int, expected: str | None = None, *, show_number: bool = False
-                 ) -> Callable[[str], int]:
+def whole_number(
+    minimum: int, expected: str | None = None, *, show_number: bool = False
+) -> Callable[[str], int]:
     """argparse type: digits only, at least ``minimum``; else ``expected <expected>, got '<text>'`` (default
     ``a whole number from <minimum>``; ``show_number``: a number below ``minimum`` unquoted)."""
     wanted = expected or f"a whole number from {minimum}"
@@ -237,8 +272,10 @@ def samples_per_side(text: str) -> int:
     """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
     value = int(text) if text.isdigit() else -1
     if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
-        raise ArgumentTypeError(f"samples per side must be a multiple of the round size "
-                                f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}")
+        raise ArgumentTypeError(
+            f"samples per side must be a multiple of the round size "
+            f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}"
+        )
     return value
 
 
@@ -264,8 +301,10 @@ def percent_deltas(text: str) -> tuple[float, ...]:
     for part in text.split(","):
         value = _number(part)
         if not 0 < value <= 1000:
-            raise ArgumentTypeError(f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; pass "
-                                    "comma-separated percentages of extra work such as 1,2,5,10")
+            raise ArgumentTypeError(
+                f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; pass "
+                "comma-separated percentages of extra work such as 1,2,5,10"
+            )
         if value in out:
             raise ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
         out.append(value)
@@ -276,8 +315,9 @@ def detector_modes(text: str) -> tuple[str, ...]:
     """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
     out = tuple(part.strip() for part in text.split(","))
     if not set(out) <= set(MODES) or len(set(out)) != len(out):
-        raise ArgumentTypeError(f"{text!r}: expected distinct modes out of {', '.join(MODES)}, "
-                                "comma-separated")
+        raise ArgumentTypeError(
+            f"{text!r}: expected distinct modes out of {', '.join(MODES)}, comma-separated"
+        )
     return out
 
 
@@ -396,13 +436,20 @@ def add_trust_arguments(parser: Any) -> None:
     """Declare ``--trust`` and ``--trusted-workflow``."""
     from benchtrail.github.trust import TRUST_CHOICES
 
-    parser.add_argument("--trust", choices=TRUST_CHOICES, default="auto",
-                        help="which stored runs may be baselines: 'github' verifies "
-                             "each with the GitHub API's record of the workflow run that wrote it (a push or "
-                             "manual run on the default or base branch, of that commit, by the trusted "
-                             "workflow); 'all' trusts every run; 'auto' (default): github in GitHub Actions "
-                             "with a remote (gs:// or git:) store, else all")
-    parser.add_argument("--trusted-workflow", metavar="PATH",
-                        help="with --trust github: the workflow file whose runs are trusted, e.g. "
-                             ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else "
-                             "this run's own workflow from GITHUB_WORKFLOW_REF)")
+    parser.add_argument(
+        "--trust",
+        choices=TRUST_CHOICES,
+        default="auto",
+        help="which stored runs may be baselines: 'github' verifies "
+        "each with the GitHub API's record of the workflow run that wrote it (a push or "
+        "manual run on the default or base branch, of that commit, by the trusted "
+        "workflow); 'all' trusts every run; 'auto' (default): github in GitHub Actions "
+        "with a remote (gs:// or git:) store, else all",
+    )
+    parser.add_argument(
+        "--trusted-workflow",
+        metavar="PATH",
+        help="with --trust github: the workflow file whose runs are trusted, e.g. "
+        ".github/workflows/benchmark.yml (default: BENCHTRAIL_TRUSTED_WORKFLOW, else "
+        "this run's own workflow from GITHUB_WORKFLOW_REF)",
+    )

@@ -19,33 +19,50 @@ from benchtrail.cli.options import (
 from benchtrail.errors import EXIT_OK
 
 #: Help of ``--store`` (upload and fetch name the remote kind first).
-RUN_STORE_HELP = ("store: gs://BUCKET[/PREFIX], file://PATH or a folder (default: $BENCHTRAIL_STORE, else "
-                  f"[tool.benchtrail] store, else {DEFAULT_STORE})")
+RUN_STORE_HELP = (
+    "store: gs://BUCKET[/PREFIX], file://PATH or a folder (default: $BENCHTRAIL_STORE, else "
+    f"[tool.benchtrail] store, else {DEFAULT_STORE})"
+)
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help=RUN_STORE_HELP)
     p.add_argument("--run-id", type=run_id, required=True, help="run id (GITHUB_RUN_ID in Actions)")
-    p.add_argument("--attempt", type=store_attempt, required=True,
-                   help="attempt number (GITHUB_RUN_ATTEMPT in Actions)")
-    p.add_argument("--pattern", action="append", dest="patterns", metavar="GLOB",
-                   help="only files matching GLOB, relative to the run directory "
-                        "(repeatable; '*' stays in one folder, '**' spans folders; e.g. 'results/*.json', "
-                        "'modules/<name>/**'; default: all)")
-    p.add_argument("--deadline", type=deadline_seconds, default=600.0, metavar="SECONDS",
-                   help="give up retrying transient GCS errors after this long (default 600; "
-                        "BENCHTRAIL_STORE_DEADLINE_S, when set, caps it)")
+    p.add_argument(
+        "--attempt", type=store_attempt, required=True, help="attempt number (GITHUB_RUN_ATTEMPT in Actions)"
+    )
+    p.add_argument(
+        "--pattern",
+        action="append",
+        dest="patterns",
+        metavar="GLOB",
+        help="only files matching GLOB, relative to the run directory "
+        "(repeatable; '*' stays in one folder, '**' spans folders; e.g. 'results/*.json', "
+        "'modules/<name>/**'; default: all)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=deadline_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up retrying transient GCS errors after this long (default 600; "
+        "BENCHTRAIL_STORE_DEADLINE_S, when set, caps it)",
+    )
 
 
 def add_upload_parser(subparsers: Any) -> None:
     """Declare ``upload``."""
     p = add_command(subparsers, "upload", cmd_upload)
-    p.add_argument("--run-dir", type=Path, required=True,
-                   help="local folder whose files become the run's files")
+    p.add_argument(
+        "--run-dir", type=Path, required=True, help="local folder whose files become the run's files"
+    )
     _run_arguments(p)
-    p.add_argument("--write-pointer", action="store_true",
-                   help="after the upload, write the commit pointer that makes this run a baseline candidate "
-                        "(commit, devices and torch version from the run's results files)")
+    p.add_argument(
+        "--write-pointer",
+        action="store_true",
+        help="after the upload, write the commit pointer that makes this run a baseline candidate "
+        "(commit, devices and torch version from the run's results files)",
+    )
 
 
 def add_fetch_parser(subparsers: Any) -> None:
@@ -71,8 +88,9 @@ def cmd_upload(args: argparse.Namespace) -> int:
     run = args.run_id, args.attempt
     count = store.upload_run(args.run_dir, *run, deadline_s=args.deadline, patterns=patterns)
     total = len(store.run_files(*run, deadline_s=args.deadline))
-    print(f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds "
-          f"{total}")
+    print(
+        f"{count} file(s) of {args.run_dir} stored in run {args.run_id}/{args.attempt}, which holds {total}"
+    )
     if info is not None:
         commit = info.pop("commit")
         url = store.write_pointer(commit, *run, info)
@@ -89,9 +107,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     store, patterns = _opened(args, "fetch")
     dest = store.fetch_run(args.run_id, args.attempt, args.dest, patterns, deadline_s=args.deadline)
     if not names_run(store, dest, args.run_id, args.attempt):
-        print(f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no "
-              "commit pointer names it (its writer was interrupted or failed before it stored it in full); "
-              "it is never read as a baseline",
-              file=sys.stderr)
+        print(
+            f"benchtrail: warning: run {args.run_id}/{args.attempt} is incomplete: no "
+            "commit pointer names it (its writer was interrupted or failed before it stored it in full); "
+            "it is never read as a baseline",
+            file=sys.stderr,
+        )
     print(dest)
     return EXIT_OK

@@ -30,15 +30,25 @@ def add_track_parsers(subparsers: Any) -> None:
     p = add_command(subparsers, "track", cmd_track)
     add_walk_arguments(p)
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (default: the shipped table)")
-    p.add_argument("--new-within", type=whole_number(1), default=DEFAULT_NEW_WITHIN, metavar="N",
-                   help=f"a change is new when its head is among the series' last N points "
-                        f"(default {DEFAULT_NEW_WITHIN})")
+    p.add_argument(
+        "--new-within",
+        type=whole_number(1),
+        default=DEFAULT_NEW_WITHIN,
+        metavar="N",
+        help=f"a change is new when its head is among the series' last N points "
+        f"(default {DEFAULT_NEW_WITHIN})",
+    )
     p.add_argument("--report", type=Path, help="write the JSON report here (never overwritten)")
     p.add_argument("--post", action="store_true", help="open or update one GitHub issue per new regression")
-    p.add_argument("--repo-name", type=repo_name, metavar="OWNER/NAME",
-                   help="with --post: the GitHub repository (default: $GITHUB_REPOSITORY)")
-    p.add_argument("--api-url",
-                   help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})")
+    p.add_argument(
+        "--repo-name",
+        type=repo_name,
+        metavar="OWNER/NAME",
+        help="with --post: the GitHub repository (default: $GITHUB_REPOSITORY)",
+    )
+    p.add_argument(
+        "--api-url", help=f"with --post: GitHub API URL (default: $GITHUB_API_URL or {DEFAULT_API_URL})"
+    )
     add_trust_arguments(p)
 
     p = add_command(subparsers, "bisect-range", cmd_bisect_range)
@@ -65,8 +75,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     print(format_table(report), end="")
     actions = []
     if args.post:
-        for action in post_issues(report, repo=repository, token=token,
-                                  base_url=api_url(args.api_url)):
+        for action in post_issues(report, repo=repository, token=token, base_url=api_url(args.api_url)):
             print(action.message)
             actions.append(asdict(action))
     if args.report:

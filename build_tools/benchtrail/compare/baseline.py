@@ -25,8 +25,10 @@ from benchtrail.store import Store
 
 MAX_ANCESTORS = 10
 #: Appended to a device's ``lacking`` reason when only runs of the other origin (CI or local) match it.
-ORIGIN_HINT = ("a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take "
-               "it (the same device name may name another machine)")
+ORIGIN_HINT = (
+    "a run of the other origin (CI or local) matches otherwise; --baseline-any-origin would take "
+    "it (the same device name may name another machine)"
+)
 #: Fetched of a baseline run whose pointer (version 1) lists no results files.
 RESULTS_PATTERNS = ("results/*.json",)
 
@@ -76,33 +78,49 @@ class BaselineSet:
         """comparison.json's ``baseline``: the primary run's fields, ``devices`` (each device's run),
         ``lacking``, ``ignored``, ``trust``. Without runs ``{reason, lacking, ignored, trust}`` when a run
         was ignored or stored under another key, else None."""
-        extra = {"lacking": dict(sorted(self.lacking.items())),
-                 "ignored": [asdict(i) for i in self.ignored], "trust": self.trust}
+        extra = {
+            "lacking": dict(sorted(self.lacking.items())),
+            "ignored": [asdict(i) for i in self.ignored],
+            "trust": self.trust,
+        }
         if not self.runs:
             if not self.ignored:  # runs under another key (e.g. an older measurement method) say why: lacking
                 other = any(OTHER_KEY in why for why in self.lacking.values())
                 return {"reason": "no stored run under this run's baseline key", **extra} if other else None
             unusable = any(i.reason.startswith(UNUSABLE) for i in self.ignored)
-            return {"reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} "
-                              "stored run(s) ignored", **extra}
+            return {
+                "reason": f"no {'usable' if unusable else 'trusted'} baseline run: {len(self.ignored)} "
+                "stored run(s) ignored",
+                **extra,
+            }
         devices = {d: b.to_dict() for b in self.runs for d in b.devices}
         primary = self.runs[0]
-        return {**primary.to_dict(), "run_dir": str(primary.run_dir),
-                "devices": dict(sorted(devices.items())), **extra}
+        return {
+            **primary.to_dict(),
+            "run_dir": str(primary.run_dir),
+            "devices": dict(sorted(devices.items())),
+            **extra,
+        }
 
 
 def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> list[tuple[str, str]]:
     """``[(sha, reason)]``: the merge base of ``head`` with ``base_branch`` (``origin/<base_branch>`` first;
     default: ``origin/HEAD``'s target, else origin/main, main, origin/master, master), then up to
     ``MAX_ANCESTORS`` first-parent ancestors. Raises UserError when ``base_branch`` is not a branch."""
-    refs = ((f"origin/{base_branch}", base_branch) if base_branch else
-            ("origin/main", "main", "origin/master", "master"))
+    refs = (
+        (f"origin/{base_branch}", base_branch)
+        if base_branch
+        else ("origin/main", "main", "origin/master", "master")
+    )
     branch = (None if base_branch else symbolic_ref(repo, "refs/remotes/origin/HEAD")) or next(
-        (ref for ref in refs if resolve_commit(repo, ref)), None)
+        (ref for ref in refs if resolve_commit(repo, ref)), None
+    )
     if base_branch and branch is None:
-        raise UserError(f"--base-branch {base_branch!r}: neither origin/{base_branch} nor {base_branch} is a "
-                        f"branch of {repo}; fetch it (actions/checkout with fetch-depth: 0 fetches every "
-                        "branch)")
+        raise UserError(
+            f"--base-branch {base_branch!r}: neither origin/{base_branch} nor {base_branch} is a "
+            f"branch of {repo}; fetch it (actions/checkout with fetch-depth: 0 fetches every "
+            "branch)"
+        )
     base = merge_base(repo, head, branch) if branch else None
     reason = "merge base"
     if base is None:
@@ -111,9 +129,18 @@ def candidate_commits(repo: Path, head: str, base_branch: str | None = None) -> 
     return [(sha, f"{reason}~{i}" if i else reason) for i, sha in enumerate(shas)]
 
 
-def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set[BaselineKey]],
-                   trust: Trust | None = None, *, base_branch: str | None = None, explicit: str | None = None,
-                   exclude: tuple[str, int] | None = None, any_origin: bool = False) -> BaselineSet:
+def find_baselines(
+    store: Store,
+    repo: Path,
+    head: str,
+    head_keys: dict[str, set[BaselineKey]],
+    trust: Trust | None = None,
+    *,
+    base_branch: str | None = None,
+    explicit: str | None = None,
+    exclude: tuple[str, int] | None = None,
+    any_origin: bool = False,
+) -> BaselineSet:
     """The baseline runs of a head run whose devices have ``head_keys`` (the module docstring's rule), each
     ``run_dir`` the store's local run folder, not fetched yet. ``trust`` None trusts all; ``exclude`` is the
     head run; ``any_origin`` (``--baseline-any-origin``) lets a local run serve a CI head and the reverse.
@@ -146,8 +173,9 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             if run == exclude:
                 return False
             keys = keys_of_pointer(p)
-            differs = {d: difference(keys[d], wanted[d], any_origin=any_origin)
-                       for d in wanted.keys() & keys.keys()}
+            differs = {
+                d: difference(keys[d], wanted[d], any_origin=any_origin) for d in wanted.keys() & keys.keys()
+            }
             serves[run] = sorted(d for d, what in differs.items() if what is None)
             for d in differs.keys() - set(serves[run]):
                 if difference(keys[d], wanted[d], any_origin=True) is None:
@@ -164,22 +192,32 @@ def find_baselines(store: Store, repo: Path, head: str, head_keys: dict[str, set
             if why:
                 ignored[run] = Ignored(sha, *run, why)
                 continue
-            runs.append(Baseline(sha, reason, *run, store.run_dir(*run), tuple(serves[run]),
-                                 tuple(p.get("results", ()))))
+            runs.append(
+                Baseline(
+                    sha, reason, *run, store.run_dir(*run), tuple(serves[run]), tuple(p.get("results", ()))
+                )
+            )
             for d in serves[run]:
                 del wanted[d]
     if explicit and not runs:
-        raise UserError(f"--base-commit {explicit}: the store {store.url} has no "
-                        f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices "
-                        f"{sorted(head_keys)} with their baseline keys (device, GPU model, torch version, "
-                        "method version, origin)"
-                        + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else ""))
-    depth = ("the given commit" if explicit else
-             f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD")
-    lacking = {d: f"no {'trusted ' if ignored else ''}stored run with this device's baseline key "
-                  f"({', '.join(k.describe() for k in sorted(keys, key=str))}) at {depth}"
-                  + (f"; {ORIGIN_HINT}" if d in other_origin else other_key.get(d, ""))
-               for d, keys in wanted.items()}
+        raise UserError(
+            f"--base-commit {explicit}: the store {store.url} has no "
+            f"{'trusted ' if ignored else ''}run of {candidates[0][0]} for devices "
+            f"{sorted(head_keys)} with their baseline keys (device, GPU model, torch version, "
+            "method version, origin)"
+            + (f"; ignored: {'; '.join(i.reason for i in ignored.values())}" if ignored else "")
+        )
+    depth = (
+        "the given commit"
+        if explicit
+        else f"the merge base, its {MAX_ANCESTORS} first-parent ancestors or HEAD"
+    )
+    lacking = {
+        d: f"no {'trusted ' if ignored else ''}stored run with this device's baseline key "
+        f"({', '.join(k.describe() for k in sorted(keys, key=str))}) at {depth}"
+        + (f"; {ORIGIN_HINT}" if d in other_origin else other_key.get(d, ""))
+        for d, keys in wanted.items()
+    }
     runs.sort(key=lambda b: -len(b.devices))
     return BaselineSet(tuple(runs), lacking, tuple(ignored.values()), trust.description)
 
@@ -225,8 +263,11 @@ def unusable(baseline: Json | None) -> dict[str, str]:
     lacking = (baseline or {}).get("lacking")
     if not isinstance(lacking, dict):
         return {}
-    return {d: why for d, why in lacking.items()
-            if isinstance(why, str) and why.startswith((f"{INCOMPATIBLE}:", f"{UNREADABLE}:"))}
+    return {
+        d: why
+        for d, why in lacking.items()
+        if isinstance(why, str) and why.startswith((f"{INCOMPATIBLE}:", f"{UNREADABLE}:"))
+    }
 
 
 def results_problem(path: Path, where: str) -> str | None:
@@ -240,14 +281,18 @@ def results_problem(path: Path, where: str) -> str | None:
     except UnicodeDecodeError as exc:
         return f"{UNREADABLE}: {where} is not UTF-8 text (byte {exc.start})"
     except json.JSONDecodeError as exc:
-        return (f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): "
-                f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}")
+        return (
+            f"{UNREADABLE}: {where} is not valid JSON (truncated or corrupt?): "
+            f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
+        )
     except (ValueError, RecursionError) as exc:
         return f"{UNREADABLE}: {where} is not JSON benchtrail can read ({type(exc).__name__})"
     version = obj.get("schema_version") if isinstance(obj, dict) else None
     if type(version) is int and version > SCHEMA_VERSION:  # not a bool
-        return (f"{INCOMPATIBLE}: schema {version} ({where}; this benchtrail reads results schemas "
-                f"1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)")
+        return (
+            f"{INCOMPATIBLE}: schema {version} ({where}; this benchtrail reads results schemas "
+            f"1..{SCHEMA_VERSION}: upgrade benchtrail to compare with it)"
+        )
     return None
 
 
@@ -278,13 +323,16 @@ def _load_run(folder: Path, b: Baseline, run: str, seen: dict[str, str]) -> list
         records = tuple(r for r in f.benchmarks if r.device_name in b.devices)
         gpu = f.environment.get("gpu_name")
         if records and gpu is not None and not isinstance(gpu, str):
-            raise UserError(f"results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; allowed: "
-                            "a string or null")
+            raise UserError(
+                f"results file {name}: field environment.gpu_name is {repr(gpu)[:100]}; allowed: "
+                "a string or null"
+            )
         for r in records:
             other = holder.get(r.id) or seen.get(r.id)
             if other:
-                where = (f"results files {other} and {name}" if r.id in holder else
-                         f"run {other} and run {run}")
+                where = (
+                    f"results files {other} and {name}" if r.id in holder else f"run {other} and run {run}"
+                )
                 raise UserError(f"series {r.name!r} ({r.id}) is in {where}")
             holder[r.id] = name
         if records:

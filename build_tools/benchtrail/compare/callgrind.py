@@ -65,8 +65,10 @@ def file_total(path: str | Path) -> int:
         f.seek(max(f.seek(0, 2) - 4096, 0))
         last = f.read().rstrip().rsplit(b"\n", 1)[-1].strip()
     if not (m := _TOTALS_LINE.fullmatch(last)):
-        raise UserError(f"callgrind file {path} is truncated: it does not end with callgrind's 'totals:' "
-                        f"line (it ends {last[-60:].decode(errors='replace')!r})")
+        raise UserError(
+            f"callgrind file {path} is truncated: it does not end with callgrind's 'totals:' "
+            f"line (it ends {last[-60:].decode(errors='replace')!r})"
+        )
     return int(m[1])
 
 
@@ -75,13 +77,21 @@ def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
     ``callgrind_annotate``. Raises UserError when that is not on PATH or the file is missing, truncated or
     unparsable."""
     if shutil.which(ANNOTATE[0]) is None:
-        raise UserError("callgrind_annotate is not on PATH: the per-function diff needs valgrind's tools "
-                        "(Debian/Ubuntu: sudo apt-get install valgrind)")
+        raise UserError(
+            "callgrind_annotate is not on PATH: the per-function diff needs valgrind's tools "
+            "(Debian/Ubuntu: sudo apt-get install valgrind)"
+        )
     file_total(path)
     mode = f"--inclusive={'yes' if inclusive else 'no'}"
     try:
-        done = subprocess.run([*ANNOTATE, mode, str(path)], capture_output=True, text=True, errors="replace",
-                              timeout=TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [*ANNOTATE, mode, str(path)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise UserError(f"callgrind_annotate took over {TIMEOUT_S:g} s on {path}") from None
     if done.returncode:
@@ -89,8 +99,9 @@ def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
         raise UserError(f"callgrind_annotate could not read {path} (exit code {done.returncode}): {said}")
     lines = iter(done.stdout.splitlines())
     if not (any(map(_TOTAL.match, lines)) and any(map(_BEGIN.match, lines))):  # the table follows both
-        raise UserError(f"callgrind_annotate's output for {path} has no function table "
-                        "(not a callgrind file?)")
+        raise UserError(
+            f"callgrind_annotate's output for {path} has no function table (not a callgrind file?)"
+        )
     counts: Counter[str] = Counter()
     for line in lines:
         if m := _FUNCTION.match(line):
@@ -100,8 +111,9 @@ def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
     return counts
 
 
-def function_diff(base_path: str | Path, head_path: str | Path, top: int = TOP,
-                  calls: tuple[int, int] = (1, 1)) -> list[FunctionChange]:
+def function_diff(
+    base_path: str | Path, head_path: str | Path, top: int = TOP, calls: tuple[int, int] = (1, 1)
+) -> list[FunctionChange]:
     """The ``top`` functions whose self instructions per call changed most (``|head − base|``, then name; a
     function one file lacks counts 0), as ``CallgrindStats.delta``, with inclusive counts beside (None for a
     recursion artifact: a :func:`recursive` name or a count above the file's total). ``calls``: each block's
@@ -128,8 +140,12 @@ Locate = Callable[[Row, str], "Path | str"]
 
 def _inside(name: object) -> bool:
     """Whether ``name`` is a relative POSIX path without ``..``, empty parts or wildcards (``*?[]``)."""
-    return (isinstance(name, str) and not name.startswith("/") and not re.search(r"[*?\[\]\\]", name)
-            and all(part not in ("", ".", "..") for part in name.split("/")))
+    return (
+        isinstance(name, str)
+        and not name.startswith("/")
+        and not re.search(r"[*?\[\]\\]", name)
+        and all(part not in ("", ".", "..") for part in name.split("/"))
+    )
 
 
 def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
@@ -143,13 +159,16 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
         side = bad[0] if bad else next(s for s, f in files.items() if f is None)
         note = f"the {side} record has no details.{'iterations_per_sample' if bad else 'callgrind'}"
     elif unsafe:
-        note = (f"the {unsafe[0]} record's details.callgrind {files[unsafe[0]]!r} is not a path inside its "
-                "run directory")
+        note = (
+            f"the {unsafe[0]} record's details.callgrind {files[unsafe[0]]!r} is not a path inside its "
+            "run directory"
+        )
     else:
         paths = {side: locate(row, side) for side in ("base", "head")}
         missing = [side for side, p in paths.items() if isinstance(p, str)]
-        note = (f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}" if missing
-                else "")
+        note = (
+            f"the {missing[0]}'s callgrind file {files[missing[0]]}: {paths[missing[0]]}" if missing else ""
+        )
     if not note:
         try:
             diff = function_diff(paths["base"], paths["head"], top, (calls["base"], calls["head"]))
@@ -162,17 +181,32 @@ def row_functions(row: Row, locate: Locate, top: int = TOP) -> Json:
 
 def _entry(change: FunctionChange) -> Json:
     """One function of a row's ``functions``, to 0.1 instruction."""
-    inclusive = None if change.inclusive is None else dict(zip(("base", "head", "change"),
-                                                               (round(x, 1) for x in change.inclusive)))
-    return {"name": change.name, "base": round(change.base, 1), "head": round(change.head, 1),
-            "change": round(change.change, 1), "inclusive": inclusive}
+    inclusive = (
+        None
+        if change.inclusive is None
+        else dict(zip(("base", "head", "change"), (round(x, 1) for x in change.inclusive)))
+    )
+    return {
+        "name": change.name,
+        "base": round(change.base, 1),
+        "head": round(change.head, 1),
+        "change": round(change.change, 1),
+        "inclusive": inclusive,
+    }
 
 
-def with_functions(rows: Sequence[Row], locate: Locate, top: int = TOP,
-                   max_rows: int = MAX_ROWS) -> list[Row]:
+def with_functions(
+    rows: Sequence[Row], locate: Locate, top: int = TOP, max_rows: int = MAX_ROWS
+) -> list[Row]:
     """``rows`` with ``functions`` set on the ``max_rows`` confirmed instruction regressions of largest change
     (:func:`row_functions`); the other rows as they are."""
-    chosen = sorted((r for r in rows if r.metric == "instructions" and r.verdict == "regressed"
-                     and r.mark == "confirmed"), key=lambda r: -(r.change or 0.0))[:max_rows]
+    chosen = sorted(
+        (
+            r
+            for r in rows
+            if r.metric == "instructions" and r.verdict == "regressed" and r.mark == "confirmed"
+        ),
+        key=lambda r: -(r.change or 0.0),
+    )[:max_rows]
     diffs = {id(r): row_functions(r, locate, top) for r in chosen}
     return [replace(r, functions=diffs[id(r)]) if id(r) in diffs else r for r in rows]

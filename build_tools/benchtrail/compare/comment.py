@@ -59,14 +59,29 @@ def verdict_line(comparison: Comparison) -> str:
     """One line: counts of regressions, improvements, inconclusive, similar…, and new graph breaks."""
     c = comparison.counts
     parts = [counted(c.get("regressed", 0), "regression"), counted(c.get("improved", 0), "improvement")]
-    if marks := ", ".join(f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed")
-                          if c.get(m)):
+    if marks := ", ".join(
+        f"{c[m]} {m}" for m in ("accepted", "quarantined", "unconfirmed", "confirmed") if c.get(m)
+    ):
         parts[0] += f" ({marks})"
-    parts += [f"{c[k]} {k.replace('-', ' ')}" for k in ("inconclusive", "similar", "failed", "not-comparable",
-                                                        "new", "removed", "noisy", "insufficient-samples")
-              if c.get(k)]
-    breaks = sum(max(0, (r.head_median or 0) - r.base_median) for r in comparison.rows
-                 if r.metric == "graph_breaks" and r.base_median is not None)
+    parts += [
+        f"{c[k]} {k.replace('-', ' ')}"
+        for k in (
+            "inconclusive",
+            "similar",
+            "failed",
+            "not-comparable",
+            "new",
+            "removed",
+            "noisy",
+            "insufficient-samples",
+        )
+        if c.get(k)
+    ]
+    breaks = sum(
+        max(0, (r.head_median or 0) - r.base_median)
+        for r in comparison.rows
+        if r.metric == "graph_breaks" and r.base_median is not None
+    )
     line = "### benchtrail: " + ", ".join(parts)
     if breaks:
         line += f" · {breaks:.0f} new graph break{'s' if breaks != 1 else ''}"
@@ -81,28 +96,34 @@ def _context_line(comparison: Comparison) -> str:
         runs = defaultdict(list)  # (commit, reason) -> devices
         for device, b in sorted(per_device.items()):
             runs[b["commit"], b["reason"]].append(device)
-        text += " vs baselines " + ", ".join(f"`{c[:7]}` ({r}) for {', '.join(map(plain, ds))}"
-                                             for (c, r), ds in runs.items())
+        text += " vs baselines " + ", ".join(
+            f"`{c[:7]}` ({r}) for {', '.join(map(plain, ds))}" for (c, r), ds in runs.items()
+        )
     elif comparison.base:
         commit = baseline.get("commit") or comparison.base["commit"]
         text += f" vs baseline `{commit[:7]}` ({baseline.get('reason', 'given')})"
     elif baseline.get("store_error"):
         text += f" · no baseline: {plain(baseline['reason'][:500])}; every series is new"
     elif baseline.get("ignored"):
-        text += (" · no usable baseline: its stored results cannot be read (below), so nothing is compared"
-                 if str(baseline.get("reason")).startswith("no usable")  # the baseline finder's reason
-                 else " · no trusted baseline: every series is new")
+        text += (
+            " · no usable baseline: its stored results cannot be read (below), so nothing is compared"
+            if str(baseline.get("reason")).startswith("no usable")  # the baseline finder's reason
+            else " · no trusted baseline: every series is new"
+        )
     else:
         text += " · no baseline found: every series is new"
-        other = min(((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w),
-                    default=None)
+        other = min(
+            ((d, w) for d, w in (baseline.get("lacking") or {}).items() if OTHER_KEY in w), default=None
+        )
         if other:
             hint = "stored runs of " + other[1].partition("; stored runs of ")[2]
             text += f" ({plain(other[0])}: {plain(hint[:300])})"
     if presets := head.get("run", {}).get("presets"):
         text += f" · presets {', '.join(presets)}"
-    text += (f" · devices {', '.join(map(plain, head.get('devices', [])))}, "
-             f"torch {plain(head.get('torch_version'))}")
+    text += (
+        f" · devices {', '.join(map(plain, head.get('devices', [])))}, "
+        f"torch {plain(head.get('torch_version'))}"
+    )
     return text
 
 
@@ -110,10 +131,13 @@ def missing_shards_line(comparison: Comparison) -> str | None:
     """``⚠ Shards that did not report: laptop shard 1, …`` from ``missing_shards``; None if none is."""
     if not comparison.missing_shards:
         return None
-    names = ", ".join(f"{plain(m['device_name'])} shard {m['shard_index']}"
-                      for m in comparison.missing_shards)
-    return (f"⚠ Shards that did not report: {names}. Their run configs are listed as failed "
-            "(the job failed, timed out or was cancelled).")
+    names = ", ".join(
+        f"{plain(m['device_name'])} shard {m['shard_index']}" for m in comparison.missing_shards
+    )
+    return (
+        f"⚠ Shards that did not report: {names}. Their run configs are listed as failed "
+        "(the job failed, timed out or was cancelled)."
+    )
 
 
 _PID = re.compile(r"\s*\(pid \d+(?:, ([^)]*))?\)")
@@ -139,12 +163,18 @@ def runner_checks_line(comparison: Comparison) -> str | None:
     """``⚠ runner checks failed on HOST: …`` from comparison.json's ``head.runner_checks`` (each by
     :func:`check_figure`); None when every check passed or none was recorded."""
     devices = comparison.head.get("runner_checks") or []
-    parts = [f"on {plain(d['device'])}: " + "; ".join(map(check_figure, d["failed"]))
-             for d in devices if d.get("failed")]
+    parts = [
+        f"on {plain(d['device'])}: " + "; ".join(map(check_figure, d["failed"]))
+        for d in devices
+        if d.get("failed")
+    ]
     if not parts:
         return None
-    return ("⚠ runner checks failed " + " · ".join(parts)
-            + ". These results may be disturbed: see `benchtrail doctor` in docs/runners.md.")
+    return (
+        "⚠ runner checks failed "
+        + " · ".join(parts)
+        + ". These results may be disturbed: see `benchtrail doctor` in docs/runners.md."
+    )
 
 
 def note_line(note: str) -> str:
@@ -156,8 +186,9 @@ def note_line(note: str) -> str:
 _LINK_UNSAFE = re.compile(r"[\s`<>\"'|\\]")
 
 
-def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_url: str | None,
-                          notes: Sequence[str]) -> None:
+def check_comment_options(
+    run_url: str | None, dashboard: str | None, artifacts_url: str | None, notes: Sequence[str]
+) -> None:
     """Check the comment's links and notes. Raises UserError, naming the flag, for a ``--run-url`` neither
     a run's URL in a remote store (``FORMS``) nor a folder path (or with spaces, quotes or backticks);
     ``--dashboard`` without ``--run-url`` or not a relative path inside the run; an ``--artifacts-url``
@@ -165,24 +196,34 @@ def check_comment_options(run_url: str | None, dashboard: str | None, artifacts_
     if run_url is not None:
         runs = " or ".join(f"{form}/runs/<id>/<attempt>/" for form in FORMS.values())
         if not run_url or _LINK_UNSAFE.search(run_url):  # spaces: _LINK_UNSAFE
-            raise UserError(f"--run-url {run_url!r}: allowed: a run's store URL ({runs}) or a folder path, "
-                            "without spaces, quotes, backticks, '<', '>', '|' or '\\'")
+            raise UserError(
+                f"--run-url {run_url!r}: allowed: a run's store URL ({runs}) or a folder path, "
+                "without spaces, quotes, backticks, '<', '>', '|' or '\\'"
+            )
         if ("://" in run_url or not is_local(run_url)) and not (remote(run_url) and split_run_url(run_url)):
-            raise UserError(f"--run-url {run_url!r}: a store URL must be a run's URL, {runs} (e.g. "
-                            "gs://bucket/runs/123/1/); for a local run give its folder path")
+            raise UserError(
+                f"--run-url {run_url!r}: a store URL must be a run's URL, {runs} (e.g. "
+                "gs://bucket/runs/123/1/); for a local run give its folder path"
+            )
     if dashboard is not None:
         if run_url is None:
-            raise UserError(f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
-                            "(the run's store URL or folder)")
+            raise UserError(
+                f"--dashboard {dashboard!r} is a path relative to the run, so it needs --run-url "
+                "(the run's store URL or folder)"
+            )
         # an empty part: empty, a leading '/', '//' or '://'; spaces: _LINK_UNSAFE
         if _LINK_UNSAFE.search(dashboard) or any(p in ("", ".", "..") for p in dashboard.split("/")):
-            raise UserError(f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
-                            "dashboard/index.html (no '..', no leading '/', no spaces or quotes)")
+            raise UserError(
+                f"--dashboard {dashboard!r}: allowed: a relative path inside the run, such as "
+                "dashboard/index.html (no '..', no leading '/', no spaces or quotes)"
+            )
     if artifacts_url is not None:
         if not re.match(r"^https?://[^/\s]+", artifacts_url) or _LINK_UNSAFE.search(artifacts_url):
-            raise UserError(f"--artifacts-url {artifacts_url!r}: allowed: the https:// URL of the GitHub "
-                            "Actions run's page, e.g. https://github.com/OWNER/REPO/actions/runs/123, "
-                            "without spaces or quotes")
+            raise UserError(
+                f"--artifacts-url {artifacts_url!r}: allowed: the https:// URL of the GitHub "
+                "Actions run's page, e.g. https://github.com/OWNER/REPO/actions/runs/123, "
+                "without spaces or quotes"
+            )
     for note in notes:
         if not note.strip():
             raise UserError("--note '': a note needs text, e.g. --note '⚠ the run could not be stored: …'")
@@ -192,9 +233,11 @@ def check_pages_url(url: str | None, source: str = "--pages-url") -> None:
     """Check the Pages dashboard's URL. Raises UserError, naming ``source``, when it is not an
     ``http(s)://`` URL or holds spaces, quotes, backticks, ``<``, ``>``, ``|`` or ``\\``."""
     if url is not None and (not re.match(r"^https?://[^/\s]+", url) or _LINK_UNSAFE.search(url)):
-        raise UserError(f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
-                        "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or "
-                        "quotes")
+        raise UserError(
+            f"{source} {url!r}: allowed: the https:// URL of the GitHub Pages site that "
+            "`benchtrail pages` built, e.g. https://OWNER.github.io/REPO/, without spaces or "
+            "quotes"
+        )
 
 
 def artifact_lines(run_url: str, rows: Sequence[Row], dashboard: str | None) -> list[str]:
@@ -240,8 +283,10 @@ def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
     line = "Paired A/B re-check"
     if checked:
         counts = Counter(_recheck_outcome(r) for r in checked)
-        line += (f" of {counted(len(checked), 'suspected change')} against the baseline "
-                 f"commit on this runner: {counts['confirmed']} confirmed, {counts['cleared']} cleared")
+        line += (
+            f" of {counted(len(checked), 'suspected change')} against the baseline "
+            f"commit on this runner: {counts['confirmed']} confirmed, {counts['cleared']} cleared"
+        )
         if counts["inconclusive"]:
             line += f", {counts['inconclusive']} inconclusive within the time budget"
         line += f", {counts['kept']} could not be re-checked." if counts["kept"] else "."
@@ -250,9 +295,11 @@ def recheck_line(rows: Sequence[Row], one_device: bool) -> str | None:
     if missed:
         named = ", ".join(code_span(display_name(r, one_device)) for r in missed[:NOT_REACHED_NAMED])
         named += and_more(len(missed), NOT_REACHED_NAMED)
-        line += (f" {counted(len(missed), ('more ' if checked else '') + 'suspected change')} not re-checked:"
-                 f" the re-check's time budget ran out first ({named}); "
-                 f"{'they stay' if len(missed) != 1 else 'it stays'} unconfirmed.")
+        line += (
+            f" {counted(len(missed), ('more ' if checked else '') + 'suspected change')} not re-checked:"
+            f" the re-check's time budget ran out first ({named}); "
+            f"{'they stay' if len(missed) != 1 else 'it stays'} unconfirmed."
+        )
     return line
 
 
@@ -277,11 +324,24 @@ def trust_lines(comparison: Comparison) -> list[str]:
     not compared because their baseline was measured differently (``not-comparable`` rows saying so)."""
     ignored = comparison.baseline.get("ignored") or []
     shown = "; ".join(f"`{i['commit'][:7]}`: {plain(i['reason'][:300])}" for i in ignored[:3])
-    lines = [f"⚠ Ignored {counted(len(ignored), 'stored run')} that {'are' if len(ignored) != 1 else 'is'} "
-             f"not a trusted baseline: {shown}{and_more(len(ignored), 3)}."] if ignored else []
-    reasons = sorted({r.reason for r in comparison.rows if r.verdict == "not-comparable"
-                      and r.reason and r.reason.startswith("not compared: the baseline of")})
-    lines += [f"⚠ {plain(r[len('not compared: '):][:400])}: its series are not compared." for r in reasons]
+    lines = (
+        [
+            f"⚠ Ignored {counted(len(ignored), 'stored run')} that {'are' if len(ignored) != 1 else 'is'} "
+            f"not a trusted baseline: {shown}{and_more(len(ignored), 3)}."
+        ]
+        if ignored
+        else []
+    )
+    reasons = sorted(
+        {
+            r.reason
+            for r in comparison.rows
+            if r.verdict == "not-comparable"
+            and r.reason
+            and r.reason.startswith("not compared: the baseline of")
+        }
+    )
+    lines += [f"⚠ {plain(r[len('not compared: ') :][:400])}: its series are not compared." for r in reasons]
     return lines
 
 
@@ -289,8 +349,7 @@ def trust_lines(comparison: Comparison) -> list[str]:
 #: The cut priority (``Block.priority``) of the first folded section; the others follow in ``FOLDED``'s order.
 FOLDED_PRIORITY = 4
 FOLDED: tuple[tuple[str, Callable[[Row], bool]], ...] = (
-    ("Unconfirmed changes",
-     lambda r: r.verdict in CHANGES and r.mark in (None, "unconfirmed")),
+    ("Unconfirmed changes", lambda r: r.verdict in CHANGES and r.mark in (None, "unconfirmed")),
     ("Inconclusive", lambda r: r.verdict in INCONCLUSIVE),
     ("Failed or not comparable", lambda r: r.verdict in ("failed", "not-comparable")),
     ("Too few samples", lambda r: r.verdict == "insufficient-samples"),
@@ -313,13 +372,24 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
     statistics (shown), the rest folded in ``<details>`` by kind (``FOLDED``); each table followed by the
     legend of the reasons it first refers to."""
     notes, instructions = Notes(), instruction_rows(rows)
-    changes = sorted((r for r in rows if r.kind == "execution" and confirmed(r)),
-                     key=lambda r: (r.verdict != "regressed", -abs(estimate(r).change or 0)))
+    changes = sorted(
+        (r for r in rows if r.kind == "execution" and confirmed(r)),
+        key=lambda r: (r.verdict != "regressed", -abs(estimate(r).change or 0)),
+    )
 
-    table = (series_table(changes, notes, one_device, instructions) if changes
-             else ["No confirmed regression or improvement.", ""])
-    blocks = [Block(["#### Confirmed regressions and improvements", *table[:2]],
-                    table[2:], ["", *notes.legend()] if changes else [], 0)]
+    table = (
+        series_table(changes, notes, one_device, instructions)
+        if changes
+        else ["No confirmed regression or improvement.", ""]
+    )
+    blocks = [
+        Block(
+            ["#### Confirmed regressions and improvements", *table[:2]],
+            table[2:],
+            ["", *notes.legend()] if changes else [],
+            0,
+        )
+    ]
     changed = [r for r in rows if r.kind == "compilation" and r.verdict not in ("similar", "new", "removed")]
     if changed:
         table = compilation_table(changed)
@@ -332,22 +402,27 @@ def sections(rows: Sequence[Row], one_device: bool) -> list[Block]:
         if group:
             table = series_table(group, notes, one_device, instructions)
             summary = f"<details><summary>{name}: {len(group)} series</summary>"
-            blocks.append(Block([summary, "", *table[:2]], table[2:],
-                                ["", *notes.legend(), "</details>", ""], priority))
+            blocks.append(
+                Block([summary, "", *table[:2]], table[2:], ["", *notes.legend(), "</details>", ""], priority)
+            )
     return blocks
 
 
 def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
-    """"Why it got slower", folded: each confirmed regression's profile diff (trace links under a store
+    """ "Why it got slower", folded: each confirmed regression's profile diff (trace links under a store
     ``run_url``, via ``browser_link``; else run-relative paths), then each confirmed instruction
     regression's per-function diff."""
-    link = ((lambda path: browser_link(f"{run_url.rstrip('/')}/{path}")) if run_url and remote(run_url)
-            else None)
+    link = (
+        (lambda path: browser_link(f"{run_url.rstrip('/')}/{path}")) if run_url and remote(run_url) else None
+    )
     blocks = []
-    for tool, field, render in (("torch.profiler", "profile", lambda f: render_why(f, link)),
-                                ("callgrind", "functions", render_functions)):
-        regressed = [r for r in rows
-                     if r.verdict == "regressed" and r.mark == "confirmed" and getattr(r, field)]
+    for tool, field, render in (
+        ("torch.profiler", "profile", lambda f: render_why(f, link)),
+        ("callgrind", "functions", render_functions),
+    ):
+        regressed = [
+            r for r in rows if r.verdict == "regressed" and r.mark == "confirmed" and getattr(r, field)
+        ]
         if regressed:
             lines = [f"<details><summary>Why it got slower ({tool}): {len(regressed)} series</summary>", ""]
             for row in regressed:
@@ -365,10 +440,17 @@ def compiler_summary_blocks(comparison: Comparison) -> list[Block]:
     return [Block(["#### Compiler summary", *table.splitlines()], [], [""], 3)]
 
 
-def render(comparison: Comparison, run_url: str | None = None,
-           dashboard: str | None = None, artifacts_url: str | None = None,
-           notes: Sequence[str] = (), *, max_chars: int = MAX_COMMENT_CHARS,
-           max_bytes: int = MAX_COMMENT_BYTES, pages_url: str | None = None) -> tuple[str, str, Json]:
+def render(
+    comparison: Comparison,
+    run_url: str | None = None,
+    dashboard: str | None = None,
+    artifacts_url: str | None = None,
+    notes: Sequence[str] = (),
+    *,
+    max_chars: int = MAX_COMMENT_CHARS,
+    max_bytes: int = MAX_COMMENT_BYTES,
+    pages_url: str | None = None,
+) -> tuple[str, str, Json]:
     """``(comment.md, full.md, comment.json object)`` of a comparison; a row of an older schema shows what it
     has (its p value without a q value).
 
@@ -382,10 +464,20 @@ def render(comparison: Comparison, run_url: str | None = None,
     rows = comparison.rows
     one_device = len({r.device_name for r in rows if r.kind == "execution"}) <= 1
     headline, hidden = verdict_line(comparison), marker(comparison.head)
-    top = [line for line in (headline, _context_line(comparison), *map(note_line, notes),
-                             missing_shards_line(comparison), *trust_lines(comparison),
-                             runner_checks_line(comparison), _baseline_gaps(comparison),
-                             recheck_line(rows, one_device)) if line is not None] + [""]
+    top = [
+        line
+        for line in (
+            headline,
+            _context_line(comparison),
+            *map(note_line, notes),
+            missing_shards_line(comparison),
+            *trust_lines(comparison),
+            runner_checks_line(comparison),
+            _baseline_gaps(comparison),
+            recheck_line(rows, one_device),
+        )
+        if line is not None
+    ] + [""]
     blocks = sections(rows, one_device)
     blocks[1:1] = [*why_blocks(rows, run_url), *compiler_summary_blocks(comparison)]
     footer = [f"Dashboard on GitHub Pages (every stored run, by commit): {pages_url}"] if pages_url else []
@@ -398,7 +490,17 @@ def render(comparison: Comparison, run_url: str | None = None,
     limits = (max_chars, max_bytes)
     lines = whole if fits(body_size(whole), limits) else cut_to_fit(top, blocks, footer, len(rows), limits)
     body = "\n".join(lines) + "\n"
-    return body, "\n".join(whole) + "\n", {
-        "schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": headline, "counts": comparison.counts,
-        "head_commit": comparison.head.get("commit"), "base_commit": comparison.base.get("commit"),
-        "notes": list(notes), "body": body}
+    return (
+        body,
+        "\n".join(whole) + "\n",
+        {
+            "schema_version": SCHEMA_VERSION,
+            "marker": hidden,
+            "verdict": headline,
+            "counts": comparison.counts,
+            "head_commit": comparison.head.get("commit"),
+            "base_commit": comparison.base.get("commit"),
+            "notes": list(notes),
+            "body": body,
+        },
+    )

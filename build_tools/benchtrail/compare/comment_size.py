@@ -38,8 +38,10 @@ class Block(NamedTuple):
 
 def body_size(lines: Sequence[str]) -> Size:
     """Code points and UTF-8 bytes of ``"\\n".join(lines) + "\\n"``, the body those lines make."""
-    return (sum(map(len, lines)) + len(lines),
-            sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines))
+    return (
+        sum(map(len, lines)) + len(lines),
+        sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines),
+    )
 
 
 def fits(size: Size, limits: Size) -> bool:
@@ -61,14 +63,19 @@ def _fitting(lines: Sequence[str], used: Size, limits: Size) -> tuple[int, Size]
 
 def left_out_line(left_out: int, total: int) -> str:
     """The line a cut comment.md ends with: the rows none of its tables shows, and where every row is."""
-    return (f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the "
-            "run's artifacts for every row.")
+    return (
+        f"{left_out} of {total} rows left out to fit GitHub's comment size limit: see full.md in the "
+        "run's artifacts for every row."
+    )
 
 
 def _table_cut_line(left_out: int, kept: int) -> str:
     s = "s" if left_out != 1 else ""
-    return (f"… and {left_out} more row{s} left out here: see full.md." if kept
-            else f"{left_out} row{s} left out here: see full.md.")
+    return (
+        f"… and {left_out} more row{s} left out here: see full.md."
+        if kept
+        else f"{left_out} row{s} left out here: see full.md."
+    )
 
 
 def cut_to_fit(top: list[str], blocks: list[Block], footer: list[str], total: int, limits: Size) -> list[str]:
@@ -105,8 +112,10 @@ def _cut_text(top: list[str], footer: list[str], total: int, limits: Size) -> li
     """Last resort of :func:`cut_to_fit`: no sections, the top lines that fit, then the footer or marker."""
     tail = ["", left_out_line(total, total), "Lines above were cut as well.", "", *footer]
     if not fits(body_size(tail), limits):
-        tail = tail[:-len(footer)] + footer[-1:]
+        tail = tail[: -len(footer)] + footer[-1:]
         if not fits(body_size(tail), limits):
-            raise UserError(f"the comment's marker alone is {len(footer[-1])} characters; the comment may "
-                            f"hold {limits[0]} characters and {limits[1]} bytes")
-    return top[:_fitting(top, body_size(tail), limits)[0]] + tail
+            raise UserError(
+                f"the comment's marker alone is {len(footer[-1])} characters; the comment may "
+                f"hold {limits[0]} characters and {limits[1]} bytes"
+            )
+    return top[: _fitting(top, body_size(tail), limits)[0]] + tail

@@ -51,7 +51,7 @@ def execution_config(record: BenchmarkRecord, model: str) -> str | None:
     prefix, suffix = f"{model}.{record.compile_config}.", f".{record.device_name}"
     name = record.name
     if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
-        return name[len(prefix): -len(suffix)]
+        return name[len(prefix) : -len(suffix)]
     return None
 
 
@@ -143,8 +143,10 @@ def _executions(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Cases]:
         cases = out[b.compile_config, b.device_name]
         key = _case_key(b)
         if key in cases:
-            raise UserError(f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} "
-                            f"and {b.id}); give each case's results once")
+            raise UserError(
+                f"results: {b.name!r} ({b.compile_config}) is there twice (ids {cases[key].id} "
+                f"and {b.id}); give each case's results once"
+            )
         cases[key] = b
     return out
 
@@ -157,8 +159,12 @@ def _compile_times(files: Iterable[ResultsFile]) -> defaultdict[_Key, _Times]:
     """Each module's median cold and warm compile time, by (compile config, device)."""
     per_module: defaultdict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for b in (b for f in files for b in f.benchmarks):
-        if b.kind == "compilation" and b.status == "ok" and b.median is not None \
-                and b.metric in (*COLD_METRICS, WARM_METRIC):
+        if (
+            b.kind == "compilation"
+            and b.status == "ok"
+            and b.median is not None
+            and b.metric in (*COLD_METRICS, WARM_METRIC)
+        ):
             per_module[b.compile_config, b.device_name, b.module_name][b.metric] = b.median
     out: defaultdict[_Key, _Times] = defaultdict(lambda: ([], []))
     for (config, device, _), metrics in per_module.items():
@@ -175,8 +181,14 @@ def _summary(cases: _Cases, eager: _Cases, times: _Times) -> Summary:
     speedups, ratios = [], []
     for key, b in cases.items():
         e = eager.get(key)
-        if e is None or b.status != "ok" or e.status != "ok" or b.median is None or e.median is None \
-                or not (b.median > 0 and e.median > 0):
+        if (
+            e is None
+            or b.status != "ok"
+            or e.status != "ok"
+            or b.median is None
+            or e.median is None
+            or not (b.median > 0 and e.median > 0)
+        ):
             continue
         speedups.append(e.median / b.median)
         eager_peak, peak = _memory_peak(e), _memory_peak(b)
@@ -186,26 +198,40 @@ def _summary(cases: _Cases, eager: _Cases, times: _Times) -> Summary:
     if len(speedups) < MIN_INTERVAL_CASES:
         low = high = None
     return Summary(
-        cases=len(cases), ok=sum(b.status == "ok" for b in cases.values()), paired=len(speedups),
-        geomean_speedup=gm, speedup_low=low, speedup_high=high, modules=len(times[0]),
-        cold_ms=_median(times[0]), warm_ms=_median(times[1]),
-        memory_pairs=len(ratios), compression_ratio=statistics.fmean(ratios) if ratios else None)
+        cases=len(cases),
+        ok=sum(b.status == "ok" for b in cases.values()),
+        paired=len(speedups),
+        geomean_speedup=gm,
+        speedup_low=low,
+        speedup_high=high,
+        modules=len(times[0]),
+        cold_ms=_median(times[0]),
+        warm_ms=_median(times[1]),
+        memory_pairs=len(ratios),
+        compression_ratio=statistics.fmean(ratios) if ratios else None,
+    )
 
 
 def _summaries(files: Sequence[ResultsFile]) -> dict[_Key, Summary]:
     cases, times = _executions(files), _compile_times(files)
-    return {(config, device): _summary(cases[config, device], cases[EAGER, device], times[config, device])
-            for config, device in set(cases) | set(times) if config != EAGER}
+    return {
+        (config, device): _summary(cases[config, device], cases[EAGER, device], times[config, device])
+        for config, device in set(cases) | set(times)
+        if config != EAGER
+    }
 
 
-def compiler_summary(head: Sequence[ResultsFile],
-                     base: Sequence[ResultsFile] | None = None) -> list[CompilerSummaryRow]:
+def compiler_summary(
+    head: Sequence[ResultsFile], base: Sequence[ResultsFile] | None = None
+) -> list[CompilerSummaryRow]:
     """One row per (compile config, device) of ``head`` other than eager, by device then compile config,
     each with ``base``'s summary of the same (None where base has none). Raises UserError when a side holds
     a case twice."""
     heads, bases = _summaries(head), _summaries(base or ())
-    return [CompilerSummaryRow(*key, heads[key], bases.get(key))
-            for key in sorted(heads, key=lambda key: key[::-1])]  # by device, then compile config
+    return [
+        CompilerSummaryRow(*key, heads[key], bases.get(key))
+        for key in sorted(heads, key=lambda key: key[::-1])
+    ]  # by device, then compile config
 
 
 def rows_to_json(rows: Sequence[CompilerSummaryRow]) -> list[dict[str, Any]]:
@@ -220,14 +246,17 @@ _COUNTS = ("cases", "ok", "paired", "modules", "memory_pairs")
 def _summary_from_json(value: Any, where: str) -> Summary:
     names = [f.name for f in fields(Summary)]
     if not isinstance(value, dict) or set(value) != set(names):
-        raise UserError(f"{where} is {value!r}; expected an object with exactly the fields "
-                        f"{', '.join(names)}")
+        raise UserError(
+            f"{where} is {value!r}; expected an object with exactly the fields {', '.join(names)}"
+        )
     for name, v in value.items():
         count = name in _COUNTS
         number = type(v) in (int, float) and math.isfinite(v)  # JSON: not a bool
         if not (number and type(v) is int and v >= 0 if count else v is None or number):
-            raise UserError(f"{where}.{name} is {v!r}; expected "
-                            f"{'an integer >= 0' if count else 'a finite number or null'}")
+            raise UserError(
+                f"{where}.{name} is {v!r}; expected "
+                f"{'an integer >= 0' if count else 'a finite number or null'}"
+            )
     if value["paired"] < MIN_INTERVAL_CASES:  # files written before MIN_INTERVAL_CASES: interval dropped
         value = {**value, "speedup_low": None, "speedup_high": None}
     return Summary(**value)
@@ -243,14 +272,18 @@ def rows_from_json(data: Any, where: str = "compiler_summary") -> list[CompilerS
     for i, row in enumerate(data):
         at = f"{where}[{i}]"
         if not isinstance(row, dict) or set(row) != {"compile_config", "device_name", "head", "base"}:
-            raise UserError(f"{at} is {row!r}; expected an object with compile_config, device_name, head, "
-                            "base")
+            raise UserError(
+                f"{at} is {row!r}; expected an object with compile_config, device_name, head, base"
+            )
         for name in ("compile_config", "device_name"):
             if not isinstance(row[name], str) or not row[name]:
                 raise UserError(f"{at}.{name} is {row[name]!r}; expected a non-empty string")
         base = None if row["base"] is None else _summary_from_json(row["base"], f"{at}.base")
-        rows.append(CompilerSummaryRow(row["compile_config"], row["device_name"],
-                                       _summary_from_json(row["head"], f"{at}.head"), base))
+        rows.append(
+            CompilerSummaryRow(
+                row["compile_config"], row["device_name"], _summary_from_json(row["head"], f"{at}.head"), base
+            )
+        )
     return rows
 
 
@@ -261,8 +294,9 @@ def _change(row: CompilerSummaryRow, figure: str) -> str:
     if value is None:
         return ""
     # -0.0 + 0.0 is 0.0
-    return (f" ({round(value) + 0.0:+.0f} pp)" if figure == "pass_rate"
-            else f" ({round(value, 1) + 0.0:+.1f}%)")
+    return (
+        f" ({round(value) + 0.0:+.0f} pp)" if figure == "pass_rate" else f" ({round(value, 1) + 0.0:+.1f}%)"
+    )
 
 
 def _few_cases(s: Summary) -> bool:
@@ -285,21 +319,36 @@ def render_markdown(rows: Sequence[CompilerSummaryRow]) -> str:
     if not rows:
         return ""
     devices = len({r.device_name for r in rows}) > 1
-    header = ["compile config", *(["device"] if devices else []), "pass rate", f"speedup [{LEVEL:.0%} CI]",
-              "cold compile", "warm compile", "memory ratio"]
+    header = [
+        "compile config",
+        *(["device"] if devices else []),
+        "pass rate",
+        f"speedup [{LEVEL:.0%} CI]",
+        "cold compile",
+        "warm compile",
+        "memory ratio",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * (1 + devices) + "---:|" * 5]
     for r in rows:
         h = r.head
         rate = "—" if h.pass_rate is None else f"{h.pass_rate:.0%} ({h.ok}/{h.cases})"
         memory = "—" if h.compression_ratio is None else f"{h.compression_ratio:.2f}×"
         shown = (rate, _speedup_cell(h), format_value(h.cold_ms, "ms"), format_value(h.warm_ms, "ms"), memory)
-        cells = [md_text(r.compile_config), *([md_text(r.device_name)] if devices else []),
-                 *(text + _change(r, f) for f, text in zip(FIGURES, shown))]
+        cells = [
+            md_text(r.compile_config),
+            *([md_text(r.device_name)] if devices else []),
+            *(text + _change(r, f) for f, text in zip(FIGURES, shown)),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: "
-                  "median over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed "
-                  "samples (— on CPU). In parentheses: change against base (pass rate in percentage points)."]
+    lines += [
+        "",
+        "Speedup: eager median / compiled median per case, geometric mean over cases. Compile: "
+        "median over modules. Memory ratio: eager / compiled CUDA allocator peak over the timed "
+        "samples (— on CPU). In parentheses: change against base (pass rate in percentage points).",
+    ]
     if any(_few_cases(r.head) for r in rows):
-        lines[-1] += (f" [n cases]: fewer than {MIN_INTERVAL_CASES} cases with a speedup, too few for a "
-                      f"{LEVEL:.0%} interval.")
+        lines[-1] += (
+            f" [n cases]: fewer than {MIN_INTERVAL_CASES} cases with a speedup, too few for a "
+            f"{LEVEL:.0%} interval."
+        )
     return "\n".join(lines) + "\n"

@@ -39,8 +39,17 @@ SCHEMA_VERSION = 8
 #: ``accepted`` when a ``benchmarks-accept:`` trailer names it, ``quarantined`` when the quarantine file lists
 #: the series. Only the first two gate.
 MARKS = ("confirmed", "unconfirmed", "accepted", "quarantined")
-VERDICTS = ("regressed", "improved", "inconclusive", "similar", "new", "removed", "failed",
-            "not-comparable", "insufficient-samples")
+VERDICTS = (
+    "regressed",
+    "improved",
+    "inconclusive",
+    "similar",
+    "new",
+    "removed",
+    "failed",
+    "not-comparable",
+    "insufficient-samples",
+)
 #: Verdicts of rows whose interval decided nothing: ``noisy`` is one of versions 1 to 7 (read, never written).
 INCONCLUSIVE = ("inconclusive", "noisy")
 #: A JSON object: comparison.json or a part of it.
@@ -158,17 +167,24 @@ def _side(files: list[ResultsFile], **extra: Any) -> Json | None:
     if not files:
         return None
     first = files[0]
-    return {"commit": first.commit, "dirty": first.dirty, "run": first.run,
-            "torch_version": first.environment.get("torch_version"),
-            "devices": sorted({b.device_name for f in files for b in f.benchmarks}), **extra}
+    return {
+        "commit": first.commit,
+        "dirty": first.dirty,
+        "run": first.run,
+        "torch_version": first.environment.get("torch_version"),
+        "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
+        **extra,
+    }
 
 
 def count_rows(rows: Sequence[Row], version: int = SCHEMA_VERSION) -> dict[str, int]:
     """Rows per verdict and regressed rows per mark, as comparison.json of ``version`` counts them."""
     verdicts = VERDICTS if version >= 8 else tuple(v if v != "inconclusive" else "noisy" for v in VERDICTS)
     marks = MARKS if version >= 4 else MARKS[:3]  # quarantined from version 4
-    return {**{v: sum(r.verdict == v for r in rows) for v in verdicts},
-            **{m: sum(r.mark == m for r in rows if r.verdict == "regressed") for m in marks}}
+    return {
+        **{v: sum(r.verdict == v for r in rows) for v in verdicts},
+        **{m: sum(r.mark == m for r in rows if r.verdict == "regressed") for m in marks},
+    }
 
 
 def upgraded(document: Json) -> Json:
@@ -185,13 +201,23 @@ def upgraded(document: Json) -> Json:
         if row.verdict == "regressed" and row.mark is None:
             row = replace(row, mark="unconfirmed")
         rows.append(row)
-    return {**document, "schema_version": SCHEMA_VERSION, "missing_shards": document.get("missing_shards"),
-            "rows": [r.plain() for r in rows], "counts": count_rows(rows)}
+    return {
+        **document,
+        "schema_version": SCHEMA_VERSION,
+        "missing_shards": document.get("missing_shards"),
+        "rows": [r.plain() for r in rows],
+        "counts": count_rows(rows),
+    }
 
 
-def comparison_to_dict(rows: list[Row], base: list[ResultsFile], head: list[ResultsFile],
-                       thresholds_source: str, baseline: Json | None = None,
-                       missing_shards: list[Json] | None = None) -> Json:
+def comparison_to_dict(
+    rows: list[Row],
+    base: list[ResultsFile],
+    head: list[ResultsFile],
+    thresholds_source: str,
+    baseline: Json | None = None,
+    missing_shards: list[Json] | None = None,
+) -> Json:
     """``missing_shards``: the head export's ``{device_name, shard_index}`` that wrote no results file
     (None: no export to check against)."""
     return {
@@ -219,30 +245,43 @@ def load_comparison(path: str | Path) -> Comparison:
     obj = jsonio.read_json(path, kind="comparison", supported=SCHEMA_VERSION)
     for key, kind in (("rows", list), ("counts", dict), ("head", dict)):
         if not isinstance(obj.get(key), kind):
-            raise UserError(f"comparison {path}: field {key!r} must be a {kind.__name__}, "
-                            f"got {obj.get(key)!r}")
+            raise UserError(
+                f"comparison {path}: field {key!r} must be a {kind.__name__}, got {obj.get(key)!r}"
+            )
     for key in ("base", "baseline"):
         if not isinstance(obj.get(key), (dict, type(None))):
             raise UserError(f"comparison {path}: field {key!r} must be an object or null")
-    rows = tuple(from_plain(row, Row, where=f"comparison {path}: rows[{i}]")
-                 for i, row in enumerate(obj["rows"]))
+    rows = tuple(
+        from_plain(row, Row, where=f"comparison {path}: rows[{i}]") for i, row in enumerate(obj["rows"])
+    )
     allowed = VERDICTS if obj["schema_version"] >= 8 else (*VERDICTS, "noisy")
     for i, row in enumerate(rows):
         if row.mark not in (None, *MARKS):
-            raise UserError(f"comparison {path}: rows[{i}] has mark {row.mark!r}; allowed: "
-                            f"{', '.join(MARKS)}")
+            raise UserError(
+                f"comparison {path}: rows[{i}] has mark {row.mark!r}; allowed: {', '.join(MARKS)}"
+            )
         if row.verdict not in allowed:
-            raise UserError(f"comparison {path}: rows[{i}] ({row.name!r}) has verdict {row.verdict!r}; "
-                            f"allowed: {', '.join(allowed)}")
+            raise UserError(
+                f"comparison {path}: rows[{i}] ({row.name!r}) has verdict {row.verdict!r}; "
+                f"allowed: {', '.join(allowed)}"
+            )
     if not isinstance(obj["head"].get("commit"), str):
         raise UserError(f"comparison {path}: head.commit must be a string")
     missing = obj.get("missing_shards")  # absent before version 5: read as null (not checked)
-    if missing is not None and not (isinstance(missing, list) and all(
-            isinstance(m, dict) and set(m) == {"device_name", "shard_index"}
+    if missing is not None and not (
+        isinstance(missing, list)
+        and all(
+            isinstance(m, dict)
+            and set(m) == {"device_name", "shard_index"}
             and isinstance(m["device_name"], str)
-            and type(m["shard_index"]) is int for m in missing)):  # JSON: an int, not a bool
-        raise UserError(f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list "
-                        "of {device_name: <string>, shard_index: <integer>}")
+            and type(m["shard_index"]) is int
+            for m in missing
+        )
+    ):  # JSON: an int, not a bool
+        raise UserError(
+            f"comparison {path}: field 'missing_shards' is {missing!r}; allowed: null or a list "
+            "of {device_name: <string>, shard_index: <integer>}"
+        )
     return Comparison(obj, rows)
 
 
@@ -250,8 +289,14 @@ def failed_by_device(files: list[ResultsFile]) -> list[Json]:
     """``head.runner_checks``: ``[{device, failed: [{name, value, expected}]}]`` of the failed
     ``environment.doctor`` checks, one entry per device (shards disagreeing: the first value wins). A file
     naming no device counts under its host's other devices, else the host's name."""
-    named = [(f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})),
-              f.environment.get("hostname"), f.environment.get("doctor") or {}) for f in files]
+    named = [
+        (
+            f.run.get("device_name") or ", ".join(sorted({b.device_name for b in f.benchmarks})),
+            f.environment.get("hostname"),
+            f.environment.get("doctor") or {},
+        )
+        for f in files
+    ]
     host_devices: defaultdict[str | None, set[str]] = defaultdict(set)  # looked up by a missing host too
     for device, host, _ in named:
         if device and host:

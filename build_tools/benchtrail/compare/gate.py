@@ -42,8 +42,9 @@ class GateResult:
         return not self.failing
 
 
-def check(rows: Sequence[Row], accept: Sequence[str] = (),
-          rule: Literal["confirmed", "any"] = "confirmed") -> GateResult:
+def check(
+    rows: Sequence[Row], accept: Sequence[str] = (), rule: Literal["confirmed", "any"] = "confirmed"
+) -> GateResult:
     """Gate ``rows`` with the ``accept`` globs (over series names and ids) under ``rule``: a regression
     marked or listed quarantined, or marked or matched accepted, never fails; of the rest, ``confirmed``
     fails the ``confirmed`` ones and counts the others as unconfirmed, ``any`` fails every one."""
@@ -69,8 +70,10 @@ def figures(row: Row) -> str:
     est, digits = estimate(row), change_digits(row)
     what = "spread-widened" if row.metric == "instructions" else f"{level_text(est.level)} CI"
     ci = f" ({what} {format_ci(est, digits)})" if None not in (est.ci_low, est.ci_high) else ""
-    return (f"{format_change(est, row.unit, digits)}{ci}, median {row_value(row, est.base)} → "
-            f"{row_value(row, est.head)}")
+    return (
+        f"{format_change(est, row.unit, digits)}{ci}, median {row_value(row, est.base)} → "
+        f"{row_value(row, est.head)}"
+    )
 
 
 def failing_line(row: Row) -> str:
@@ -80,10 +83,18 @@ def failing_line(row: Row) -> str:
 
 def summary_line(result: GateResult) -> str:
     """One line: whether the gate failed, and how many regressions were not gated and why."""
-    head = (f"benchtrail gate: failed: {counted(len(result.failing), 'confirmed regression')} not accepted "
-            "(accept one with a `benchmarks-accept: <series name or glob>` trailer)" if result.failing
-            else "benchtrail gate: passed: no confirmed regression that is not accepted")
-    reached = (f", {result.not_reached} of them not reached by the time-bounded re-check"
-               if result.not_reached else "")
-    return (f"{head}; {counted(result.unconfirmed, 'unconfirmed regression')} not gated{reached}; "
-            f"{result.accepted} accepted, {result.quarantined} quarantined")
+    head = (
+        f"benchtrail gate: failed: {counted(len(result.failing), 'confirmed regression')} not accepted "
+        "(accept one with a `benchmarks-accept: <series name or glob>` trailer)"
+        if result.failing
+        else "benchtrail gate: passed: no confirmed regression that is not accepted"
+    )
+    reached = (
+        f", {result.not_reached} of them not reached by the time-bounded re-check"
+        if result.not_reached
+        else ""
+    )
+    return (
+        f"{head}; {counted(result.unconfirmed, 'unconfirmed regression')} not gated{reached}; "
+        f"{result.accepted} accepted, {result.quarantined} quarantined"
+    )

@@ -41,8 +41,9 @@ def _per_iteration(profile: Profile, clock: str) -> dict[str, float]:
     return out
 
 
-def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str, str | None],
-                 top: int = TOP) -> dict[str, Any] | None:
+def profile_diff(
+    base: Profile | None, head: Profile | None, traces: Mapping[str, str | None], top: int = TOP
+) -> dict[str, Any] | None:
     """A row's ``profile`` from the two arms' worker profiles (None or ``{"error": ...}``: none, the note
     saying why) and trace paths by arm; None when the head has none. An operator one side lacks counts 0 µs;
     the clock is the device's when the head's profile has device times (a GPU run), else the CPU's."""
@@ -60,18 +61,31 @@ def profile_diff(base: Profile | None, head: Profile | None, traces: Mapping[str
         note = HEAD_ONLY if not base else f"head-only profile: profiling the base failed ({base['error']})"
         base, traces = {}, {"head": traces.get("head")}  # no base side
         order = sorted(head_us, key=lambda k: -head_us[k])
-    ops = [{"name": k, "base_us": round(base_us[k], 3) if paired else None, "head_us": round(head_us[k], 3),
-            "change_us": round(head_us[k] - base_us[k], 3) if paired else None} for k in order[:top]]
-    return {"operators": ops, "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
-            "traces": {arm: traces.get(arm) for arm in ARMS}, "note": note, "clock": clock}
+    ops = [
+        {
+            "name": k,
+            "base_us": round(base_us[k], 3) if paired else None,
+            "head_us": round(head_us[k], 3),
+            "change_us": round(head_us[k] - base_us[k], 3) if paired else None,
+        }
+        for k in order[:top]
+    ]
+    return {
+        "operators": ops,
+        "iterations": {"base": base.get("iterations"), "head": head.get("iterations")},
+        "traces": {arm: traces.get(arm) for arm in ARMS},
+        "note": note,
+        "clock": clock,
+    }
 
 
 def _time(us: float) -> str:
     """``us`` in µs, ms or s, three significant figures: ``1.20 ms``, ``36.5 µs``, ``0 µs``."""
     if us == 0:
         return "0 µs"
-    value, unit = next(((us / scale, name) for scale, name in ((1e6, "s"), (1e3, "ms"))
-                        if abs(us) >= scale), (us, "µs"))
+    value, unit = next(
+        ((us / scale, name) for scale, name in ((1e6, "s"), (1e3, "ms")) if abs(us) >= scale), (us, "µs")
+    )
     digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
     return f"{value:.{digits}f} {unit}"
 
@@ -94,11 +108,15 @@ def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
     if profile.get("note"):
         lines.append(profile["note"])
     traces = profile.get("traces") or {}
-    shown = [f"{arm} {Path(run_dir, traces[arm]) if run_dir is not None else traces[arm]}"
-             for arm in ARMS if traces.get(arm)]
+    shown = [
+        f"{arm} {Path(run_dir, traces[arm]) if run_dir is not None else traces[arm]}"
+        for arm in ARMS
+        if traces.get(arm)
+    ]
     if shown:
-        lines.append("traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): "
-                     + ", ".join(shown))
+        lines.append(
+            "traces (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing): " + ", ".join(shown)
+        )
     return lines
 
 
@@ -109,13 +127,18 @@ def render_why(profile: Profile | None, link: Any = None) -> str:
     if not profile or not profile.get("operators"):
         return ""
     what = CLOCKS[profile.get("clock") or "cpu"][1]
-    out = [f"**Why** (torch.profiler, {what} per iteration, largest change first):",
-           *(f"- {code_span(op['name'])} {_times(op, '')}" for op in profile["operators"])]
+    out = [
+        f"**Why** (torch.profiler, {what} per iteration, largest change first):",
+        *(f"- {code_span(op['name'])} {_times(op, '')}" for op in profile["operators"]),
+    ]
     if profile.get("note"):
         out.append(f"\n_{profile['note']}_")
     traces = profile.get("traces") or {}
-    shown = [f"[{arm}]({link(traces[arm])})" if link else f"{arm} {code_span(traces[arm])}"
-             for arm in ARMS if traces.get(arm)]
+    shown = [
+        f"[{arm}]({link(traces[arm])})" if link else f"{arm} {code_span(traces[arm])}"
+        for arm in ARMS
+        if traces.get(arm)
+    ]
     if shown:
         out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
     return "\n".join(out) + "\n"
@@ -125,8 +148,10 @@ def render_why(profile: Profile | None, link: Any = None) -> str:
 MAX_FUNCTION_CHARS = 120
 _OBJECT = re.compile(r" \[[^\]]*\]$")
 #: The heading of a ``functions`` diff by self instructions, and of one before ``ranked_by`` (inclusive).
-SELF_HEADING = ("callgrind, instructions per call, largest change of self instructions first; the inclusive "
-                "change beside, unless recursion makes callgrind's meaningless")
+SELF_HEADING = (
+    "callgrind, instructions per call, largest change of self instructions first; the inclusive "
+    "change beside, unless recursion makes callgrind's meaningless"
+)
 INCLUSIVE_HEADING = "callgrind, inclusive instructions per call, largest change first"
 
 
@@ -140,7 +165,7 @@ def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
         return short
     short = short.replace("(anonymous namespace)::", "")
     tail = (limit - 3) // 4
-    return short if len(short) <= limit else f"{short[:limit - 3 - tail]} … {short[-tail:]}"
+    return short if len(short) <= limit else f"{short[: limit - 3 - tail]} … {short[-tail:]}"
 
 
 def _signed(x: float) -> str:
@@ -162,8 +187,10 @@ def function_lines(functions: Profile | None) -> list[str]:
     """A row's ``functions`` as plain text (``benchtrail explain``), a function a line; [] without one."""
     if not functions:
         return []
-    lines = [f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
-             for fn in functions.get("functions") or ()]
+    lines = [
+        f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
+        for fn in functions.get("functions") or ()
+    ]
     return lines + ([functions["note"]] if functions.get("note") else [])
 
 
@@ -173,13 +200,19 @@ def render_functions(functions: Profile | None) -> str:
     if not functions:
         return ""
     ranked_by = functions.get("ranked_by")
-    out = [f"**Why** ({SELF_HEADING if ranked_by == 'self' else INCLUSIVE_HEADING}):",
-           *(f"- {code_span(function_name(fn['name']))} {_counts(fn, ranked_by)}"
-             for fn in functions.get("functions") or ())]
+    out = [
+        f"**Why** ({SELF_HEADING if ranked_by == 'self' else INCLUSIVE_HEADING}):",
+        *(
+            f"- {code_span(function_name(fn['name']))} {_counts(fn, ranked_by)}"
+            for fn in functions.get("functions") or ()
+        ),
+    ]
     if functions.get("note"):
         out.append(f"\n_{md_text(functions['note'][:500])}_")
     files = functions.get("files") or {}
     if functions.get("functions") and files.get("head"):
-        out.append(f"\nCallgrind files (callgrind_annotate, kcachegrind): head {code_span(files['head'])} of "
-                   f"this run, base {code_span(files.get('base') or '?')} of the baseline run")
+        out.append(
+            f"\nCallgrind files (callgrind_annotate, kcachegrind): head {code_span(files['head'])} of "
+            f"this run, base {code_span(files.get('base') or '?')} of the baseline run"
+        )
     return "\n".join(out) + "\n"

@@ -49,14 +49,17 @@ def load_rule_list(path: Path | None, key: str, *, allow_empty: bool) -> tuple[P
     except (OSError, yaml.YAMLError) as exc:
         raise UserError(f"cannot load {key} file {path}: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise UserError(f"{key} file {path}: expected a mapping with schema_version: {SCHEMA_VERSION} "
-                        f"and a {key} list")
+        raise UserError(
+            f"{key} file {path}: expected a mapping with schema_version: {SCHEMA_VERSION} and a {key} list"
+        )
     unknown = sorted(set(data) - {"schema_version", key}) if allow_empty else []
     rules = data.get(key)
     if unknown or not isinstance(rules, list) or not (rules or allow_empty):
-        raise UserError(f"{key} file {path}: expected keys schema_version and {key} (a "
-                        f"{'' if allow_empty else 'non-empty '}list)" + (f"; unknown: {', '.join(unknown)}"
-                                                                          if unknown else ""))
+        raise UserError(
+            f"{key} file {path}: expected keys schema_version and {key} (a "
+            f"{'' if allow_empty else 'non-empty '}list)"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+        )
     return path, rules
 
 
@@ -90,21 +93,26 @@ def load_thresholds(path: Path | None = None) -> tuple[Threshold, ...]:
         unknown = sorted(set(rule) - _THRESHOLD_KEYS)
         missing = sorted(_THRESHOLD_REQUIRED - set(rule))
         if unknown or missing:
-            raise UserError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                            f"allowed: {sorted(_THRESHOLD_KEYS)}")
+            raise UserError(
+                f"{where}: unknown keys {unknown}, missing keys {missing}; allowed: {sorted(_THRESHOLD_KEYS)}"
+            )
         if rule["unit"] not in UNITS:
             raise UserError(f"{where}: unit {rule['unit']!r} is not one of {', '.join(UNITS)}")
         direction = rule.get("direction")
         if direction not in (None, *DIRECTIONS):
-            raise UserError(f"{where}: direction {direction!r} is not one of {', '.join(DIRECTIONS)} "
-                            "(or leave it out: the metric's direction)")
+            raise UserError(
+                f"{where}: direction {direction!r} is not one of {', '.join(DIRECTIONS)} "
+                "(or leave it out: the metric's direction)"
+            )
         # The metric the match names literally (its second "/" part, without glob characters), if known.
         parts = str(rule["match"]).split("/")
         metric = METRICS.get(parts[1]) if len(parts) >= 3 and not any(c in parts[1] for c in "*?[") else None
         if direction and metric and metric.direction != direction:
-            raise UserError(f"{where}: direction {direction} contradicts metric {parts[1]!r}, which is "
-                            f"{metric.direction}; a rule can only narrow a metric's direction "
-                            "(leave direction out)")
+            raise UserError(
+                f"{where}: direction {direction} contradicts metric {parts[1]!r}, which is "
+                f"{metric.direction}; a rule can only narrow a metric's direction "
+                "(leave direction out)"
+            )
         value = rule["threshold"]
         if type(value) not in (int, float) or not 0 <= value < math.inf:  # not bool, NaN or infinite
             raise UserError(f"{where}: threshold must be a number >= 0, got {value!r}")
@@ -112,8 +120,9 @@ def load_thresholds(path: Path | None = None) -> tuple[Threshold, ...]:
     return tuple(out)
 
 
-def find_threshold(thresholds: tuple[Threshold, ...], kind: str, metric: str, name: str,
-                   direction: str | None = None) -> Threshold:
+def find_threshold(
+    thresholds: tuple[Threshold, ...], kind: str, metric: str, name: str, direction: str | None = None
+) -> Threshold:
     """The first rule matching ``"<kind>/<metric>/<name>"``, with ``direction`` (None: the metric's) filled
     in. Raises UserError when no rule matches or the rule's direction contradicts the series'."""
     key = f"{kind}/{metric}/{name}"
@@ -121,9 +130,11 @@ def find_threshold(thresholds: tuple[Threshold, ...], kind: str, metric: str, na
     for i, t in enumerate(thresholds):
         if fnmatch.fnmatchcase(key, t.match):
             if t.direction not in (None, direction):
-                raise UserError(f"thresholds rule {i} ({t.match!r}) says {t.direction}, but series {key!r} "
-                                f"is {direction} (its metric's direction); a rule can only narrow a metric's "
-                                "direction: leave direction out of the rule or match fewer series")
+                raise UserError(
+                    f"thresholds rule {i} ({t.match!r}) says {t.direction}, but series {key!r} "
+                    f"is {direction} (its metric's direction); a rule can only narrow a metric's "
+                    "direction: leave direction out of the rule or match fewer series"
+                )
             return replace(t, direction=direction)
     raise UserError(f"no threshold rule matches series {key!r}; add a catch-all rule such as '{kind}/*'")
 
@@ -149,17 +160,22 @@ def load_quarantine(path: Path | None = None) -> tuple[QuarantineEntry, ...]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or set(item) != set(_QUARANTINE_KEYS):
             keys = sorted(item) if isinstance(item, dict) else item
-            raise UserError(f"quarantine file {path}: quarantine[{i}] must have exactly the keys "
-                            f"{', '.join(_QUARANTINE_KEYS)}; got {keys!r}")
+            raise UserError(
+                f"quarantine file {path}: quarantine[{i}] must have exactly the keys "
+                f"{', '.join(_QUARANTINE_KEYS)}; got {keys!r}"
+            )
         for key in _QUARANTINE_KEYS:
             if not isinstance(item[key], str) or not item[key].strip():
-                raise UserError(f"quarantine file {path}: quarantine[{i}].{key} must be a non-empty string, "
-                                f"got {item[key]!r}")
+                raise UserError(
+                    f"quarantine file {path}: quarantine[{i}].{key} must be a non-empty string, "
+                    f"got {item[key]!r}"
+                )
     return tuple(QuarantineEntry(item["match"], item["reason"].strip()) for item in items)
 
 
-def unmatched_quarantine(entries: tuple[QuarantineEntry, ...],
-                         series: list[tuple[str, str]]) -> list[QuarantineEntry]:
+def unmatched_quarantine(
+    entries: tuple[QuarantineEntry, ...], series: list[tuple[str, str]]
+) -> list[QuarantineEntry]:
     """Entries that match none of ``series`` (``(name, id)`` pairs): stale, worth a warning."""
     return [e for e in entries if not any(e.matches(name, sid) for name, sid in series)]
 
@@ -178,12 +194,17 @@ class Rules:
     source: str = ""
 
     @classmethod
-    def load(cls, thresholds: Path | None = None, accept: Sequence[str] | None = (),
-             quarantine: Path | None = None) -> Rules:
+    def load(
+        cls, thresholds: Path | None = None, accept: Sequence[str] | None = (), quarantine: Path | None = None
+    ) -> Rules:
         """The rules of the thresholds and quarantine files (default: the shipped ones) and ``accept``.
         Raises UserError on a bad thresholds or quarantine file."""
-        return cls(load_thresholds(thresholds), tuple(accept or ()), load_quarantine(quarantine),
-                   str(rules_file(thresholds, "thresholds")))
+        return cls(
+            load_thresholds(thresholds),
+            tuple(accept or ()),
+            load_quarantine(quarantine),
+            str(rules_file(thresholds, "thresholds")),
+        )
 
     def quarantined(self, name: str, series_id: str) -> QuarantineEntry | None:
         """The first quarantine entry matching the series (by name or id), or None."""

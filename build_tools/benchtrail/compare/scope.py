@@ -25,8 +25,9 @@ def _exports(head: list[Path]) -> list[Path]:
     return [e for e in (Path(p) / "run-configs" / "execution.json" for p in head) if e.is_file()]
 
 
-def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...]
-               ) -> tuple[tuple[Unreported, ...], list[Json] | None]:
+def unreported(
+    head: list[Path], head_files: list[ResultsFile], skipped_devices: tuple[str, ...]
+) -> tuple[tuple[Unreported, ...], list[Json] | None]:
     """``(run configs with no record, shards that did not report)`` of the head run directories' execution
     exports, ``skipped_devices`` left out; ``((), None)`` when no head has an export. A shard reported when
     its ``results/<slug(device)>-<index>.json`` exists or a head results file says it ran it; a shard
@@ -44,18 +45,29 @@ def unreported(head: list[Path], head_files: list[ResultsFile], skipped_devices:
             if device in skipped_devices:
                 continue
             for index, rcs in sorted(shards.items()):
-                reported = (ran & {(device, index), (device, None)}
-                            or (results_dir / f"{slug(device)}-{index}.json").is_file())
+                reported = (
+                    ran & {(device, index), (device, None)}
+                    or (results_dir / f"{slug(device)}-{index}.json").is_file()
+                )
                 shard = {"device_name": device, "shard_index": index}
                 if not reported and rcs and shard not in missing:  # an empty shard has no job (matrix.jq)
                     missing.append(shard)
-                why = ("reported without it (it was run with --filter or --benchmark-id)" if reported else
-                       "did not report (its job failed, timed out or was cancelled)")
+                why = (
+                    "reported without it (it was run with --filter or --benchmark-id)"
+                    if reported
+                    else "did not report (its job failed, timed out or was cancelled)"
+                )
                 for rc in rcs:
                     if rc.id not in recorded and rc.id not in lacking:
                         gen = rc.module_generation_config
-                        lacking[rc.id] = Unreported(rc.id, rc.name, device, gen.name, gen.compile_config.name,
-                                                    f"no result: shard {index} of device {device} {why}")
+                        lacking[rc.id] = Unreported(
+                            rc.id,
+                            rc.name,
+                            device,
+                            gen.name,
+                            gen.compile_config.name,
+                            f"no result: shard {index} of device {device} {why}",
+                        )
     return tuple(lacking.values()), missing
 
 
@@ -63,8 +75,11 @@ def key_mismatches(base: list[ResultsFile], head: list[ResultsFile], any_origin:
     """``{device: what differs}`` for the devices of both sides whose baseline keys differ (GPU model, torch
     version, method version, origin unless ``any_origin``)."""
     base_keys = keys_of_results(base)
-    return {d: why for d, keys in keys_of_results(head).items()
-            if d in base_keys and (why := difference(base_keys[d], keys, any_origin=any_origin))}
+    return {
+        d: why
+        for d, keys in keys_of_results(head).items()
+        if d in base_keys and (why := difference(base_keys[d], keys, any_origin=any_origin))
+    }
 
 
 def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
@@ -77,8 +92,9 @@ def exported_filter(head: list[Path]) -> re.Pattern[str] | None:
     return None
 
 
-def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.Pattern[str] | None
-                 ) -> list[ResultsFile]:
+def in_selection(
+    base: list[ResultsFile], head: list[ResultsFile], pattern: re.Pattern[str] | None
+) -> list[ResultsFile]:
     """``base`` without the records the head lacks that lie outside the head run's selection: its presets
     (a record's own, else its run's) and the ``--filter`` ``pattern`` (over name, id or module name). A
     series the head did not select is so not ``removed``; unchanged when the head files name no presets."""
@@ -89,8 +105,9 @@ def in_selection(base: list[ResultsFile], head: list[ResultsFile], pattern: re.P
 
     def chosen(b: BenchmarkRecord, run_presets: set[str]) -> bool:
         presets = set(b.presets) or run_presets
-        return ((pattern is None or any(map(pattern.search, (b.name, b.id, b.module_name))))
-                and (not presets or bool(presets & wanted)))
+        return (pattern is None or any(map(pattern.search, (b.name, b.id, b.module_name)))) and (
+            not presets or bool(presets & wanted)
+        )
 
     kept = []
     for f in base:
@@ -105,5 +122,9 @@ def unusable_baselines(rows: list[Row], baseline: Json | None) -> tuple[list[Row
     """``rows`` with each ``new`` row of a device whose baseline run cannot be used made ``not-comparable``
     with the reason, and those ``{device: reason}``."""
     why = unusable(baseline)
-    return [replace(r, verdict="not-comparable", reason=why[r.device_name])
-            if r.verdict == "new" and r.device_name in why else r for r in rows], why
+    return [
+        replace(r, verdict="not-comparable", reason=why[r.device_name])
+        if r.verdict == "new" and r.device_name in why
+        else r
+        for r in rows
+    ], why

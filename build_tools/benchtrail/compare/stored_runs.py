@@ -37,8 +37,14 @@ class StoredRuns:
     first, for the pointers of ``commit`` that ``wanted`` keeps (asked before ``trust``, which may cost a
     GitHub request); ``unreadable`` holds the messages of pointers the store could not read."""
 
-    def __init__(self, store: Any, commit: str, trust: Trust | None, wanted: Callable[[Pointer], bool],
-                 branches: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        store: Any,
+        commit: str,
+        trust: Trust | None,
+        wanted: Callable[[Pointer], bool],
+        branches: tuple[str, ...] = (),
+    ) -> None:
         self._pointers = store.pointers(commit)
         self.unreadable: tuple[str, ...] = tuple(getattr(self._pointers, "unreadable", ()))
         self._trust, self._branches, self._wanted = trust or TrustAll(), branches, wanted

@@ -184,31 +184,45 @@ def estimate(row: Row) -> Estimate:
     ``base`` the paired base median and ``head`` base × ratio, ``level`` when not 99% (a sequential run's
     last look). Any other row: its medians and comparison.json's change and interval."""
     ab, own = row.ab or {}, row.head_details.get("ab") or {}
-    if ab.get("verdict") in PAIRED_VERDICTS and not ab.get("guard") and ab.get("change") is not None \
-            and ab.get("base_median"):
+    if (
+        ab.get("verdict") in PAIRED_VERDICTS
+        and not ab.get("guard")
+        and ab.get("change") is not None
+        and ab.get("base_median")
+    ):
         base, change, low, high = ab["base_median"], ab["change"], ab.get("ci_low"), ab.get("ci_high")
-    elif (own.get("rounds") and (row.base_details.get("ab") or {}).get("rounds") == own["rounds"]
-          and row.base_n == row.head_n and row.change_unit == "%" and row.change is not None
-          and row.base_median):
+    elif (
+        own.get("rounds")
+        and (row.base_details.get("ab") or {}).get("rounds") == own["rounds"]
+        and row.base_n == row.head_n
+        and row.change_unit == "%"
+        and row.change is not None
+        and row.base_median
+    ):
         base, change, low, high = row.base_median, row.change, row.ci_low, row.ci_high
     else:
-        return Estimate(row.base_median, row.head_median, row.change, row.change_unit, row.ci_low,
-                        row.ci_high, False)
+        return Estimate(
+            row.base_median, row.head_median, row.change, row.change_unit, row.ci_low, row.ci_high, False
+        )
     level = (ab or own).get("level")
     shown = level if isinstance(level, (int, float)) and round(level, 6) != 0.99 else None
     return Estimate(base, base * (1 + change / 100), change, "%", low, high, True, shown)
 
 
 #: The legend line of a table with a paired row (said once a comment).
-PAIRED_NOTE = ("paired: the change is the median of the per-pair ratios head/base of a paired A/B run on "
-               "this runner, with its interval (99%, or the level shown: the run looked after each round and "
-               "each look spends part of the 1% false-alarm rate); base is the median of the paired base "
-               "samples and head is base × that ratio. Other rows: the change between the medians, with its "
-               "99% bootstrap interval.")
+PAIRED_NOTE = (
+    "paired: the change is the median of the per-pair ratios head/base of a paired A/B run on "
+    "this runner, with its interval (99%, or the level shown: the run looked after each round and "
+    "each look spends part of the 1% false-alarm rate); base is the median of the paired base "
+    "samples and head is base × that ratio. Other rows: the change between the medians, with its "
+    "99% bootstrap interval."
+)
 #: The legend line of a table with an instructions row (said once a comment).
-COUNTED_NOTE = ("instr/call: instructions per call counted under valgrind's callgrind, the median of the "
-                "repeats; its interval is the change widened by the two sides' spread (each side's range "
-                "over its median), not a bootstrap interval.")
+COUNTED_NOTE = (
+    "instr/call: instructions per call counted under valgrind's callgrind, the median of the "
+    "repeats; its interval is the change widened by the two sides' spread (each side's range "
+    "over its median), not a bootstrap interval."
+)
 
 
 def change_cell(row: Row, est: Estimate | None = None) -> str:
@@ -249,8 +263,9 @@ def instructions_suffix(row: Row, counted: Mapping[str, Row]) -> str:
     return f" · instructions {format_change(other, other.unit, change_digits(other))}"
 
 
-def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
-                 counted: Mapping[str, Row]) -> list[str]:
+def series_table(
+    rows: Sequence[Row], notes: Notes, one_device: bool, counted: Mapping[str, Row]
+) -> list[str]:
     """The Markdown table of ``rows``, one row a series, reasons as ``[n]`` references to ``notes``; with
     several devices a name not ending in its device is followed by ``· <device>``."""
     lines = ["| benchmark | base → head | change (99% CI) | verdict |", "|---|---:|---:|---|"]
@@ -268,15 +283,19 @@ def series_table(rows: Sequence[Row], notes: Notes, one_device: bool,
         if not one_device and r.kind == "execution" and device and not core.endswith("." + device):
             name += f" · {md_text(device)}"  # several devices, and a name that does not say which
         base = row_value(r, est.base).removesuffix(" instr/call")  # one unit after both figures
-        lines.append(f"| {name} | {base} → {row_value(r, est.head)} | {change_cell(r, est)}"
-                     f"{instructions_suffix(r, counted)} | {md_text(verdict)}{f' {refs}' if refs else ''} |")
+        lines.append(
+            f"| {name} | {base} → {row_value(r, est.head)} | {change_cell(r, est)}"
+            f"{instructions_suffix(r, counted)} | {md_text(verdict)}{f' {refs}' if refs else ''} |"
+        )
     return lines
 
 
 def _break_reasons(details: dict[str, Any]) -> set[str]:
     """``"<reason> at <file>:<line>"`` for each graph break recorded in a row's details."""
-    return {f"{b['reason']} at {b['location']}" if b.get("location") else b["reason"]
-            for b in details.get("break_reasons", [])}
+    return {
+        f"{b['reason']} at {b['location']}" if b.get("location") else b["reason"]
+        for b in details.get("break_reasons", [])
+    }
 
 
 def compilation_table(rows: Sequence[Row]) -> list[str]:
@@ -288,7 +307,9 @@ def compilation_table(rows: Sequence[Row]) -> list[str]:
             base, head = _break_reasons(r.base_details), _break_reasons(r.head_details)
             for what, breaks in (("new graph break", head - base), ("graph break removed", base - head)):
                 note += "".join(f"; {what}: {code_span(s[:160], in_table=True)}" for s in sorted(breaks))
-        lines.append(f"| {code_span(r.module_name, in_table=True)} | {md_text(r.metric)} | "
-                     f"{format_value(r.base_median, r.unit)} | "
-                     f"{format_value(r.head_median, r.unit)} | {format_change(r, r.unit)} | {note} |")
+        lines.append(
+            f"| {code_span(r.module_name, in_table=True)} | {md_text(r.metric)} | "
+            f"{format_value(r.base_median, r.unit)} | "
+            f"{format_value(r.head_median, r.unit)} | {format_change(r, r.unit)} | {note} |"
+        )
     return lines

@@ -32,8 +32,14 @@ from benchtrail.markup import shared_module, shared_tail
 #: The widest table printed, in columns (terminal cells).
 MAX_WIDTH = 100
 #: Style of a row (and of its count) per verdict; the others are unstyled.
-_STYLES = {"regressed": "red", "improved": "green", "failed": "red", "inconclusive": "yellow",
-           "not-comparable": "yellow", "insufficient-samples": "yellow"}
+_STYLES = {
+    "regressed": "red",
+    "improved": "green",
+    "failed": "red",
+    "inconclusive": "yellow",
+    "not-comparable": "yellow",
+    "insufficient-samples": "yellow",
+}
 #: Marks shown in place of ``regressed``: they decide whether the row gates (``confirmed`` shows the verdict).
 _SHOWN_MARKS = ("unconfirmed", "accepted", "quarantined")
 
@@ -44,12 +50,20 @@ def _cells(row: Row) -> tuple[str, ...]:
     e = estimate(row)
     verdict = row.mark if row.verdict == "regressed" and row.mark in _SHOWN_MARKS else row.verdict
     paired = (row.ab or {}) if e.paired else {}
-    counts = "/".join(str(paired.get(f"{side}_n", getattr(row, f"{side}_n")) or "—")
-                      for side in ("base", "head"))
+    counts = "/".join(
+        str(paired.get(f"{side}_n", getattr(row, f"{side}_n")) or "—") for side in ("base", "head")
+    )
     digits = change_digits(row)
-    return (verdict, format_change(e, row.unit, digits), format_ci(e, digits), _value(row, e.base),
-            _spread(None if paired else row.base_iqr, row.base_median), _value(row, e.head),
-            _spread(None if paired else row.head_iqr, row.head_median), counts)
+    return (
+        verdict,
+        format_change(e, row.unit, digits),
+        format_ci(e, digits),
+        _value(row, e.base),
+        _spread(None if paired else row.base_iqr, row.base_median),
+        _value(row, e.head),
+        _spread(None if paired else row.head_iqr, row.head_median),
+        counts,
+    )
 
 
 def _value(row: Row, value: float | None) -> str:
@@ -84,8 +98,9 @@ def _title(comparison: Comparison) -> str:
 def _rest_line(comparison: Comparison, after_table: bool) -> Text:
     """The rows not in the table, counted by verdict (``VERDICTS`` order, zero counts left out)."""
     counts = Counter(r.verdict for r in comparison.rows)
-    parts = [Text(f"{counts[v]} {v}", style=_STYLES.get(v, ""))
-             for v in _ORDER if v not in SHOWN and counts[v]]
+    parts = [
+        Text(f"{counts[v]} {v}", style=_STYLES.get(v, "")) for v in _ORDER if v not in SHOWN and counts[v]
+    ]
     if not parts:
         return Text("no series compared")
     return Text("and " if after_table else "").append_text(Text(", ").join(parts))
@@ -115,8 +130,9 @@ def _fitting_columns(cells: list[tuple[str, ...]], width: int) -> tuple[tuple[in
     return columns, room
 
 
-def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False,
-                 all_rows: bool = False) -> str:
+def render_table(
+    comparison: Comparison, width: int = MAX_WIDTH, colour: bool = False, all_rows: bool = False
+) -> str:
     """The comparison as terminal text: a title (head and base commits, devices), a table of regressions,
     improvements then new rows (``all_rows``: then every other row) with medians in engineering units (µs,
     ms, s, KiB…), IQRs in percent of their medians and ``base/head`` sample counts, then a line counting
@@ -126,8 +142,10 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if width < 40:
         raise ValueError(f"width {width} is too narrow for the comparison table; allowed: 40 or more columns")
     single_device = len({r.device_name for r in comparison.rows}) == 1
-    shown = sorted((r for r in comparison.rows if all_rows or r.verdict in SHOWN),
-                   key=lambda r: (_ORDER.index(r.verdict), _largest_first(r)))
+    shown = sorted(
+        (r for r in comparison.rows if all_rows or r.verdict in SHOWN),
+        key=lambda r: (_ORDER.index(r.verdict), _largest_first(r)),
+    )
     # Names too long for their column lose what every row's name shares: first the module path (a function
     # benchmark's name starts with it: mypkg.benchmarks.attention[seq=64]...), then the end (compile config
     # and task), in front of the device when rows are on several; said once in a line under the title.
@@ -135,7 +153,7 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
 
     def name(r: Row) -> str:
         base = display_name(r, True)  # without the ".<device>" suffix
-        return base.removeprefix(head).removesuffix(tail) + ("" if single_device else r.name[len(base):])
+        return base.removeprefix(head).removesuffix(tail) + ("" if single_device else r.name[len(base) :])
 
     cells = [(name(r), *_cells(r)) for r in shown]
     columns, room = _fitting_columns(cells, width)
@@ -145,13 +163,24 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
     if any(cell_len(name(r)) > room for r in shown):
         tail = shared_tail([b.removeprefix(head) for b in bases])
     out = io.StringIO()
-    console = Console(file=out, width=width, color_system="standard" if colour else None,
-                      force_terminal=colour, no_color=not colour, highlight=False, emoji=False, markup=False,
-                      legacy_windows=False)
+    console = Console(
+        file=out,
+        width=width,
+        color_system="standard" if colour else None,
+        force_terminal=colour,
+        no_color=not colour,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+    )
     console.print(Text(_title(comparison), style="bold"))
     if head or tail:
-        console.print(Text(f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}"),
-                      no_wrap=True, overflow="ellipsis")
+        console.print(
+            Text(f"names: {head}<benchmark>{tail}{'' if single_device else '.<device>'}"),
+            no_wrap=True,
+            overflow="ellipsis",
+        )
     if shown:
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         table.add_column(_HEADERS[0])  # the only column that may shrink: its cells are cut, never wrapped
@@ -159,8 +188,10 @@ def render_table(comparison: Comparison, width: int = MAX_WIDTH, colour: bool = 
             table.add_column(_HEADERS[i], no_wrap=True, justify="left" if i == 1 else "right")
         for row, texts in zip(shown, cells):
             style = "dim" if row.mark in ("accepted", "quarantined") else _STYLES.get(row.verdict, "")
-            table.add_row(Text(name(row), no_wrap=True, overflow="ellipsis"),  # as shortened
-                          *(Text(texts[i], style=style if i in (1, 2) else "") for i in columns[1:]))
+            table.add_row(
+                Text(name(row), no_wrap=True, overflow="ellipsis"),  # as shortened
+                *(Text(texts[i], style=style if i in (1, 2) else "") for i in columns[1:]),
+            )
         console.print(table)
     else:
         console.print(Text("no regressions or improvements"))
@@ -190,10 +221,13 @@ def attention_lines(comparison: Comparison, name: Callable[[Row], str]) -> list[
         lines.append(f"… and {len(failed) - MAX_FAILED_LINES} more failed (comment.md gives each reason)")
     undecided = [r for r in comparison.rows if r.verdict in INCONCLUSIVE]
     if undecided:  # the largest changes by name first: an undecided large change must not hide
-        shown = ", ".join(f"{name(r)} {format_change(estimate(r), r.unit, change_digits(r))}{verdict_note(r)}"
-                          for r in sorted(undecided, key=_largest_first)[:3]) + and_more(len(undecided), 3)
-        lines.append(f"inconclusive ({len(undecided)}): {shown}: more samples or a quieter machine would "
-                     "settle them")
+        shown = ", ".join(
+            f"{name(r)} {format_change(estimate(r), r.unit, change_digits(r))}{verdict_note(r)}"
+            for r in sorted(undecided, key=_largest_first)[:3]
+        ) + and_more(len(undecided), 3)
+        lines.append(
+            f"inconclusive ({len(undecided)}): {shown}: more samples or a quieter machine would settle them"
+        )
     return lines
 
 
@@ -201,7 +235,10 @@ def stdout_style() -> tuple[int, bool]:
     """``(width, colour)`` for standard output: the terminal's width capped at :data:`MAX_WIDTH`, and colour
     as rich decides it (a terminal or ``FORCE_COLOR``, no ``NO_COLOR``, ``TERM`` not ``dumb``)."""
     console = Console()
-    colour = (console.is_terminal and not console.is_dumb_terminal and not console.no_color
-              and console.color_system is not None)
+    colour = (
+        console.is_terminal
+        and not console.is_dumb_terminal
+        and not console.no_color
+        and console.color_system is not None
+    )
     return max(40, min(MAX_WIDTH, console.width if console.is_terminal else MAX_WIDTH)), colour
-

@@ -61,19 +61,34 @@ class Unreported:
     unit: str = "us"
 
 
-def _row(head: BenchmarkRecord | None, base: BenchmarkRecord | None, verdict: str, reason: str | None,
-         threshold: Threshold | None = None, change: float | None = None, p_value: float | None = None,
-         series: BenchmarkRecord | Unreported | None = None, **inference: Any) -> Row:
+def _row(
+    head: BenchmarkRecord | None,
+    base: BenchmarkRecord | None,
+    verdict: str,
+    reason: str | None,
+    threshold: Threshold | None = None,
+    change: float | None = None,
+    p_value: float | None = None,
+    series: BenchmarkRecord | Unreported | None = None,
+    **inference: Any,
+) -> Row:
     """The row of a series (named by ``series``, default: the head record, else the base record)."""
     ref = series or head or base
     if ref is None:
         raise ValueError("a row names its series: give series, head or base")
     return Row(
-        **{k: getattr(ref, k) for k in _SERIES}, verdict=verdict, reason=reason,
-        **{f"{side}_{k}": getattr(r, k) if r else empty for side, r in (("base", base), ("head", head))
-           for k, empty in (("median", None), ("iqr", None), ("n", 0), ("details", {}))}, change=change,
+        **{k: getattr(ref, k) for k in _SERIES},
+        verdict=verdict,
+        reason=reason,
+        **{
+            f"{side}_{k}": getattr(r, k) if r else empty
+            for side, r in (("base", base), ("head", head))
+            for k, empty in (("median", None), ("iqr", None), ("n", 0), ("details", {}))
+        },
+        change=change,
         change_unit=None if threshold is None else ("%" if threshold.unit == "percent" else ref.unit),
-        p_value=p_value, threshold=asdict(threshold) if threshold else None,
+        p_value=p_value,
+        threshold=asdict(threshold) if threshold else None,
         **inference,
     )
 
@@ -82,8 +97,9 @@ def _finite_positive(x: float | None) -> bool:
     return x is not None and 0 < x < math.inf  # not NaN
 
 
-def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int,
-                    spread: bool) -> tuple[str, str] | None:
+def _sample_problem(
+    base: BenchmarkRecord, head: BenchmarkRecord, minimum: int, spread: bool
+) -> tuple[str, str] | None:
     """``(verdict, reason)`` of an execution pair whose samples cannot be judged (the module docstring's
     rule; all-equal samples only with ``spread``), else None."""
     sides = ("baseline", base), ("head", head)
@@ -91,20 +107,24 @@ def _sample_problem(base: BenchmarkRecord, head: BenchmarkRecord, minimum: int,
         for i, x in enumerate(r.samples):
             if not _finite_positive(x):
                 what = "0 or negative" if math.isfinite(x) else "not a finite number"
-                return "not-comparable", (f"{side} sample {i} is {x!r} ({what}); {r.metric} samples must be "
-                                          "finite and > 0")
+                return "not-comparable", (
+                    f"{side} sample {i} is {x!r} ({what}); {r.metric} samples must be finite and > 0"
+                )
         if r.samples and not _finite_positive(r.median):
             return "not-comparable", f"{side} median is {r.median!r}; it must be finite and > 0"
     for side, r in sides:
         n = len(r.samples)
         if n < minimum:
-            return "insufficient-samples", (f"{side} has {n} sample{'s' if n != 1 else ''}; at least "
-                                            f"{minimum} on each side are needed")
+            return "insufficient-samples", (
+                f"{side} has {n} sample{'s' if n != 1 else ''}; at least {minimum} on each side are needed"
+            )
     for side, r in sides if spread else ():
         if min(r.samples) == max(r.samples):
-            return "insufficient-samples", (f"all {len(r.samples)} {side} samples are equal "
-                                            f"({r.samples[0]!r}): no spread to judge a change by (a timer's "
-                                            "resolution?)")
+            return "insufficient-samples", (
+                f"all {len(r.samples)} {side} samples are equal "
+                f"({r.samples[0]!r}): no spread to judge a change by (a timer's "
+                "resolution?)"
+            )
     return None
 
 
@@ -120,6 +140,7 @@ def _change(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) 
 
 def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row | None:
     """The verdict of a pair that cannot be compared on its samples, or None when it can."""
+
     def no(reason: str) -> Row:
         return _row(head, base, "not-comparable", reason)
 
@@ -129,19 +150,28 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
     if base.status != "ok":
         return no(f"baseline {base.status}: {base.reason}")
     if base.metric != head.metric:  # the loader checked that a record's unit and direction are its metric's
-        return no(f"metrics differ: baseline {base.metric} ({base.direction}), head {head.metric} "
-                  f"({head.direction})")
+        return no(
+            f"metrics differ: baseline {base.metric} ({base.direction}), head {head.metric} "
+            f"({head.direction})"
+        )
     if base.content_hash != head.content_hash:
         # Shown for information (a fixed graph break is news), never gated.
-        return _row(head, base, "not-comparable",
-                    "definition changed (content hash differs: flags, torch version or model source)",
-                    threshold, _change(base, head, threshold) if threshold.unit == "absolute" else None)
+        return _row(
+            head,
+            base,
+            "not-comparable",
+            "definition changed (content hash differs: flags, torch version or model source)",
+            threshold,
+            _change(base, head, threshold) if threshold.unit == "absolute" else None,
+        )
     if head.kind == "execution":
         b, h = base.details.get("threads"), head.details.get("threads")
         if isinstance(b, int) and isinstance(h, int) and b != h:
             sets = [side for side, r in sides if _threads_note(r)]
-            return no(f"thread counts differ: the baseline ran at {b} thread{'s' if b != 1 else ''}, the "
-                      f"head at {h}" + (f" (the {' and '.join(sets)}'s code changes it)" if sets else ""))
+            return no(
+                f"thread counts differ: the baseline ran at {b} thread{'s' if b != 1 else ''}, the "
+                f"head at {h}" + (f" (the {' and '.join(sets)}'s code changes it)" if sets else "")
+            )
         counted = head.metric == "instructions"
         if counted and (differs := counter_difference(base.details, head.details)):
             return no(f"counted differently: {differs}")
@@ -154,8 +184,9 @@ def _precheck(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold
     for side, r in sides:
         for i, x in enumerate(r.samples):
             if x < 0:  # compile times, counts and bytes are never below 0
-                return no(f"{side} sample {i} is {x!r} (negative); {r.metric} samples must be finite and "
-                          ">= 0")
+                return no(
+                    f"{side} sample {i} is {x!r} (negative); {r.metric} samples must be finite and >= 0"
+                )
     for side, r in sides:
         if _finite(r.median) is None:
             return no(f"{side} median is missing or NaN")
@@ -175,8 +206,11 @@ def paired_rounds(base: BenchmarkRecord, head: BenchmarkRecord) -> int | None:
     """Rounds of a paired A/B run when both records come from one (``details.ab``, equal sample
     counts that split evenly into the rounds), else None."""
     rounds = (head.details.get("ab") or {}).get("rounds")
-    if not (rounds and (base.details.get("ab") or {}).get("rounds") == rounds
-            and len(base.samples) == len(head.samples)):
+    if not (
+        rounds
+        and (base.details.get("ab") or {}).get("rounds") == rounds
+        and len(base.samples) == len(head.samples)
+    ):
         return None
     return rounds if len(head.samples) % rounds == 0 else None
 
@@ -192,10 +226,19 @@ def _underpowered(rows: list[Row]) -> list[Row]:
     """``rows`` with each ``inconclusive`` one whose sample counts could not show a lone change among them
     (smallest Mann–Whitney p × rows ≥ ``ALPHA``) made ``insufficient-samples``, naming the samples needed."""
     m = len(rows)
-    return [replace(r, verdict="insufficient-samples", reason=(
-        f"{r.base_n} and {r.head_n} samples cannot show a lone change among {m} series compared (smallest "
-        f"p × {m} is not below {ALPHA:g}): {samples_needed(m, ALPHA)} a side are needed"))
-        if r.verdict == "inconclusive" and smallest_p(r.base_n, r.head_n) * m >= ALPHA else r for r in rows]
+    return [
+        replace(
+            r,
+            verdict="insufficient-samples",
+            reason=(
+                f"{r.base_n} and {r.head_n} samples cannot show a lone change among {m} series compared "
+                f"(smallest p × {m} is not below {ALPHA:g}): {samples_needed(m, ALPHA)} a side are needed"
+            ),
+        )
+        if r.verdict == "inconclusive" and smallest_p(r.base_n, r.head_n) * m >= ALPHA
+        else r
+        for r in rows
+    ]
 
 
 def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
@@ -207,14 +250,26 @@ def _infer(pairs: list[Pair], level: float | None) -> list[Row]:
     samples = [b.samples for b in bases], [h.samples for h in heads]
     threshold_pct, lower_is_better = [t.threshold for t in rules], [t.lower_is_better for t in rules]
     if level is None:
-        result = compare_samples(*samples, threshold_pct=threshold_pct, lower_is_better=lower_is_better,
-                                 alpha=ALPHA, base_clusters=list(map(processes, bases)),
-                                 head_clusters=list(map(processes, heads)))
+        result = compare_samples(
+            *samples,
+            threshold_pct=threshold_pct,
+            lower_is_better=lower_is_better,
+            alpha=ALPHA,
+            base_clusters=list(map(processes, bases)),
+            head_clusters=list(map(processes, heads)),
+        )
         return _underpowered(_rows_of(pairs, result))
     alpha = 1.0 - level
     rounds = [k for b, h in zip(bases, heads) if (k := paired_rounds(b, h))]  # all: paired pairs alone
-    result = compare_paired(*samples, threshold_pct=threshold_pct, lower_is_better=lower_is_better,
-                            alpha=alpha, level=level, resamples=resamples_for(alpha), clusters=rounds)
+    result = compare_paired(
+        *samples,
+        threshold_pct=threshold_pct,
+        lower_is_better=lower_is_better,
+        alpha=alpha,
+        level=level,
+        resamples=resamples_for(alpha),
+        clusters=rounds,
+    )
     return _rows_of(pairs, result)
 
 
@@ -227,11 +282,24 @@ def _pct(ratio: float) -> float | None:
 
 
 def _rows_of(pairs: list[Pair], result) -> list[Row]:
-    return [_row(h, b, str(result.verdict[k]), str(result.reason[k]) or None, t, _pct(result.ratio[k]),
-                 _finite(result.p[k]), ci_low=_pct(result.low[k]), ci_high=_pct(result.high[k]),
-                 q_value=_finite(result.q[k]), mde=_finite(result.mde_pct[k]), outcome=str(result.outcome[k]),
-                 noisy=bool(result.noisy[k]))
-            for k, (b, h, t) in enumerate(pairs)]
+    return [
+        _row(
+            h,
+            b,
+            str(result.verdict[k]),
+            str(result.reason[k]) or None,
+            t,
+            _pct(result.ratio[k]),
+            _finite(result.p[k]),
+            ci_low=_pct(result.low[k]),
+            ci_high=_pct(result.high[k]),
+            q_value=_finite(result.q[k]),
+            mde=_finite(result.mde_pct[k]),
+            outcome=str(result.outcome[k]),
+            noisy=bool(result.noisy[k]),
+        )
+        for k, (b, h, t) in enumerate(pairs)
+    ]
 
 
 def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -> dict[str, BenchmarkRecord]:
@@ -239,32 +307,43 @@ def _index(files: list[ResultsFile], side: str, several_commits: bool = False) -
     files come from different commits (unless ``several_commits``: per-device baselines)."""
     commits = sorted({f.commit for f in files})
     if len(commits) > 1 and not several_commits:
-        raise UserError(f"the {side} results come from different commits "
-                        f"({', '.join(c[:12] for c in commits)}); compare one commit with another")
+        raise UserError(
+            f"the {side} results come from different commits "
+            f"({', '.join(c[:12] for c in commits)}); compare one commit with another"
+        )
     index = {}
     for f in files:
         for b in f.benchmarks:
             if b.id in index:
-                raise UserError(f"series {b.name!r} ({b.id}) is in two {side} results files; pass each run "
-                                "once")
+                raise UserError(
+                    f"series {b.name!r} ({b.id}) is in two {side} results files; pass each run once"
+                )
             index[b.id] = b
     return index
 
 
-def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[Threshold, ...],
-            unreported: tuple[Unreported, ...] = (), mismatched: dict[str, str] | None = None,
-            several_base_commits: bool = False) -> list[Row]:
+def compare(
+    base: list[ResultsFile],
+    head: list[ResultsFile],
+    thresholds: tuple[Threshold, ...],
+    unreported: tuple[Unreported, ...] = (),
+    mismatched: dict[str, str] | None = None,
+    several_base_commits: bool = False,
+) -> list[Row]:
     """One row per series id: head series in head order, then the ``unreported`` series the head lacks
     (``failed``), then removed ones. A device in ``mismatched`` (``{device: why its baseline key differs}``)
     has its head series ``not-comparable`` and its baseline series left out. ``several_base_commits``:
     each device's own baseline run. Raises UserError when two files of a side hold one series or no
     threshold rule fits a series."""
     mismatched = mismatched or {}
-    base_by_id = {k: b for k, b in _index(base, "base", several_base_commits).items()
-                  if b.device_name not in mismatched}
+    base_by_id = {
+        k: b for k, b in _index(base, "base", several_base_commits).items() if b.device_name not in mismatched
+    }
     head_by_id = _index(head, "head")
-    schemes = [{b.id: f.environment.get("hash_scheme", 1) for f in files for b in f.benchmarks}
-               for files in (base, head)]
+    schemes = [
+        {b.id: f.environment.get("hash_scheme", 1) for f in files for b in f.benchmarks}
+        for files in (base, head)
+    ]
     unchecked = set()  # definitions hashed by two schemes: compared, not checked
     lacking = {u.id: u for u in unreported if u.id not in head_by_id}
     rows: dict[str, Row] = {}  # head series id -> row (a pair _infer judges: once it has)
@@ -278,8 +357,13 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
         if b is None and h.status != "ok":
             rows[sid] = _row(h, None, "failed", f"head {h.status}: {h.reason}")
         elif h.device_name in mismatched:
-            rows[sid] = _row(h, None, "not-comparable", f"not compared: the baseline of {h.device_name} was "
-                             f"measured differently ({mismatched[h.device_name]})")
+            rows[sid] = _row(
+                h,
+                None,
+                "not-comparable",
+                f"not compared: the baseline of {h.device_name} was "
+                f"measured differently ({mismatched[h.device_name]})",
+            )
         elif b is None:
             rows[sid] = _row(h, None, "new", "no baseline for this series")
         else:
@@ -290,33 +374,55 @@ def compare(base: list[ResultsFile], head: list[ResultsFile], thresholds: tuple[
                 continue
             if h.metric == "instructions" and t.unit == "percent":
                 rows[sid] = _counted(b, h, t)
-            elif (t.unit == "percent" and min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
-                    and all(map(_finite_positive, b.samples + h.samples))):
+            elif (
+                t.unit == "percent"
+                and min(len(b.samples), len(h.samples)) >= MIN_SAMPLES_FOR_TEST
+                and all(map(_finite_positive, b.samples + h.samples))
+            ):
                 batch[paired_level(h) if paired_rounds(b, h) else None][sid] = b, h, t
             else:  # absolute rules, few samples: judged on the change of the median alone
                 change = _change(b, h, t)
                 assert change is not None, "_precheck passed: finite medians, a percent rule's base > 0"
                 worse = change if t.lower_is_better else -change  # > 0: the worse way
-                verdict = ("regressed" if worse > t.threshold else "improved" if worse < -t.threshold
-                           else "similar")
+                verdict = (
+                    "regressed" if worse > t.threshold else "improved" if worse < -t.threshold else "similar"
+                )
                 rows[sid] = _row(h, b, verdict, None, t, change)
     for level, group in batch.items():
         rows.update(zip(group, _infer(list(group.values()), level)))
-    return (_beside_counts([_with_notes(rows[sid], h, sid in unchecked) for sid, h in head_by_id.items()])
-            + [_row(None, base_by_id.get(sid), "failed", u.reason, series=u) for sid, u in lacking.items()]
-            + [_row(None, b, "removed", "in the baseline but not in this run")
-               for sid, b in base_by_id.items() if sid not in head_by_id and sid not in lacking])
+    return (
+        _beside_counts([_with_notes(rows[sid], h, sid in unchecked) for sid, h in head_by_id.items()])
+        + [_row(None, base_by_id.get(sid), "failed", u.reason, series=u) for sid, u in lacking.items()]
+        + [
+            _row(None, b, "removed", "in the baseline but not in this run")
+            for sid, b in base_by_id.items()
+            if sid not in head_by_id and sid not in lacking
+        ]
+    )
 
 
 def _counted(base: BenchmarkRecord, head: BenchmarkRecord, threshold: Threshold) -> Row:
     """The row of an instruction-count pair; its reason names the repeats' spread when noisy or
     inconclusive."""
     j = judge_counts(base.samples, head.samples, threshold.threshold, threshold.lower_is_better)
-    reason = (f"repeats spread {j.spread_pct:.2f}% (bound {NOISY_SPREAD_PCT:g}%)"
-              if j.noisy or j.verdict == "inconclusive" else None)
+    reason = (
+        f"repeats spread {j.spread_pct:.2f}% (bound {NOISY_SPREAD_PCT:g}%)"
+        if j.noisy or j.verdict == "inconclusive"
+        else None
+    )
     outcome = "DIFFERENT" if j.verdict in CHANGES else "SAME" if j.verdict == "similar" else "UNKNOWN"
-    return _row(head, base, j.verdict, reason, threshold, j.change_pct, ci_low=j.low_pct, ci_high=j.high_pct,
-                outcome=outcome, noisy=j.noisy)
+    return _row(
+        head,
+        base,
+        j.verdict,
+        reason,
+        threshold,
+        j.change_pct,
+        ci_low=j.low_pct,
+        ci_high=j.high_pct,
+        outcome=outcome,
+        noisy=j.noisy,
+    )
 
 
 def count_note(row: Row, counts: dict[str, Row]) -> str | None:
@@ -325,8 +431,13 @@ def count_note(row: Row, counts: dict[str, Row]) -> str | None:
     c = counts.get(f"{row.id}-instructions")
     if c is None or row.verdict not in (*CHANGES, *INCONCLUSIVE):
         return None
-    note = (UNCHANGED_NOTE if c.verdict == "similar" else f"instructions {c.change:+.2f}% ({c.verdict})"
-            if c.verdict in CHANGES else None)
+    note = (
+        UNCHANGED_NOTE
+        if c.verdict == "similar"
+        else f"instructions {c.change:+.2f}% ({c.verdict})"
+        if c.verdict in CHANGES
+        else None
+    )
     return None if note and note in (row.reason or "") else note
 
 
@@ -342,8 +453,9 @@ def _beside_counts(rows: list[Row]) -> list[Row]:
         if r.metric == "latency" and r.head_details.get("gate") == "instructions":
             c = counts.get(f"{r.id}-instructions")
             if c is not None and c.verdict in (*CHANGES, "similar"):
-                r = replace(r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on "
-                            "instructions")
+                r = replace(
+                    r, quarantined=f"wall time is reported, not gated: {r.device_name} gates on instructions"
+                )
             else:  # without a judged count nothing would gate the case's work: its wall time does
                 said = "this case has no count" if c is None else f"its count is {c.verdict}"
                 r = _noted(r, f"wall time gates: {r.device_name} gates on instructions, and {said}")
@@ -360,8 +472,9 @@ def _threads_note(head: BenchmarkRecord) -> str | None:
     """Why a case ran at another thread count than the runner set (``details.threads_set``), or None."""
     ran, set_ = head.details.get("threads"), head.details.get("threads_set")
     if isinstance(ran, int) and isinstance(set_, int) and ran != set_:
-        return (f"the benchmark's code changes torch's thread count: set {set_} before each sample, ran at "
-                f"{ran}")
+        return (
+            f"the benchmark's code changes torch's thread count: set {set_} before each sample, ran at {ran}"
+        )
     return None
 
 
@@ -369,8 +482,10 @@ def _floor_note(head: BenchmarkRecord) -> str | None:
     """That a case's median is within ``FLOOR_FACTOR`` × the per-call floor (``details.floor_us``)."""
     floor, median = head.details.get("floor_us"), head.median
     if isinstance(floor, (int, float)) and floor > 0 and median is not None and median < FLOOR_FACTOR * floor:
-        return (f"near the harness floor: median {median:.3g} µs, floor {floor:.2g} µs per call; a change "
-                "this small may be the harness's (docs/statistics.md)")
+        return (
+            f"near the harness floor: median {median:.3g} µs, floor {floor:.2g} µs per call; a change "
+            "this small may be the harness's (docs/statistics.md)"
+        )
     return None
 
 

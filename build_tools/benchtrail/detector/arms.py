@@ -35,19 +35,30 @@ def _worker_main(conn: Any, matrix_size: int, seed: int, cpu: int | None, barrie
         gen = torch.Generator().manual_seed(seed)
         a, b = (torch.randn(matrix_size, matrix_size, generator=gen) for _ in range(2))
         out = torch.empty(matrix_size, matrix_size)
-        conn.send(("ok", {"torch": torch.__version__, "threads": torch.get_num_threads(), "pid": os.getpid(),
-                          "cpus": sorted(os.sched_getaffinity(0))}))
+        conn.send(
+            (
+                "ok",
+                {
+                    "torch": torch.__version__,
+                    "threads": torch.get_num_threads(),
+                    "pid": os.getpid(),
+                    "cpus": sorted(os.sched_getaffinity(0)),
+                },
+            )
+        )
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         return
 
     def workload(spin_s: float) -> Callable[[], None]:
         """One timed call: the matmul, then a busy-spin of ``spin_s`` seconds."""
+
         def call() -> None:
             torch.mm(a, b, out=out)
             end = time.perf_counter() + spin_s
             while time.perf_counter() < end:
                 pass
+
         return call
 
     with contextlib.suppress(EOFError):  # EOFError: the parent is gone
@@ -76,8 +87,9 @@ class Worker:
     def __init__(self, ctx: Any, index: int, *args: Any) -> None:
         self.index = index
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child, *args),
-                                 daemon=True, name=f"benchtrail-detector-worker-{index}")
+        self._proc = ctx.Process(
+            target=_worker_main, args=(child, *args), daemon=True, name=f"benchtrail-detector-worker-{index}"
+        )
         self._proc.start()
         child.close()
 
@@ -87,8 +99,9 @@ class Worker:
             status, value = self._conn.recv()
         except EOFError:
             self._proc.join(5)
-            raise RuntimeError(f"detector worker {self.index} exited with code "
-                               f"{self._proc.exitcode}") from None
+            raise RuntimeError(
+                f"detector worker {self.index} exited with code {self._proc.exitcode}"
+            ) from None
         if status != "ok":
             raise RuntimeError(f"detector worker {self.index} failed:\n{value}")
         return value
@@ -113,8 +126,9 @@ class Worker:
 
 
 @contextlib.contextmanager
-def workers(matrix_size: int, seed: int,
-            cpu: int | None) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
+def workers(
+    matrix_size: int, seed: int, cpu: int | None
+) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
     """``(two workers with identical matrices and one duet barrier, worker 0's info)``; the info has
     ``start_method`` (``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``)."""
     from benchtrail.runner.launch import start_method
@@ -137,8 +151,13 @@ def workers(matrix_size: int, seed: int,
             w.close()
 
 
-def duet(arms: tuple[Worker, Worker], cpus: tuple[int, int], count: int, iterations: int,
-         spins: tuple[float, float]) -> tuple[list[float], list[float]]:
+def duet(
+    arms: tuple[Worker, Worker],
+    cpus: tuple[int, int],
+    count: int,
+    iterations: int,
+    spins: tuple[float, float],
+) -> tuple[list[float], list[float]]:
     """Each arm's ``count`` duet samples (µs per call): arm k on ``cpus[k]`` with ``spins[k]`` s of extra
     work per call, sample j of each started together; RuntimeError as :meth:`Worker.reply`."""
     for arm, cpu in zip(arms, cpus):

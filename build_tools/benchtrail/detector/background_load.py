@@ -76,12 +76,21 @@ def machine(load: Load | None) -> dict[str, Any]:
 
     from benchtrail.runner.environment import cpu_model
 
-    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "machine": platform.machine(), "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "background_load": asdict(load) if load else None}
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "background_load": asdict(load) if load else None,
+    }
 
 
 def described(load: dict[str, Any] | None) -> str:
     """How a setup's table line ends: the ``background_load`` it records (None: none), or a full stop."""
-    return (f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
-            f"{load['buffer_mib']} MiB buffer)." if load else ".")
+    return (
+        f"; with a background load (--noise: {100 * load['duty']:g}% duty over a "
+        f"{load['buffer_mib']} MiB buffer)."
+        if load
+        else "."
+    )

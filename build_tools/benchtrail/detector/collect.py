@@ -51,12 +51,20 @@ def plan_of(aa: int, ab: int, deltas_pct: Sequence[float], rng: np.random.Genera
     """``aa`` A/A comparisons and ``ab`` per δ, base workers and order drawn from ``rng``."""
     deltas = np.concatenate([np.zeros(aa), np.repeat(deltas_pct, ab)])
     n = deltas.size
-    return Plan(deltas, rng.integers(0, 2, n), rng.permutation(n), [[] for _ in range(n)],
-                [[] for _ in range(n)], [None] * n, [None] * n)
+    return Plan(
+        deltas,
+        rng.integers(0, 2, n),
+        rng.permutation(n),
+        [[] for _ in range(n)],
+        [[] for _ in range(n)],
+        [None] * n,
+        [None] * n,
+    )
 
 
-def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
-            rng: np.random.Generator) -> None:
+def collect(
+    mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling, rng: np.random.Generator
+) -> None:
     """Fill ``plan`` with ``mode``'s samples.
 
     *stored-baseline*: every base set, then every head set. The sequential modes: rounds of
@@ -79,8 +87,14 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
     if mode != "duet" and config.cpu is not None:  # back on the shared CPU (a duet moved them)
         for w in workers:
             w.request("pin", config.cpu)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
     task = progress.add_task(mode, total=(2 if mode == "stored-baseline" else 1) * plan.order.size)
     with progress:
         if mode == "stored-baseline":  # every base set, then every head set (side 1: the other worker)
@@ -96,8 +110,9 @@ def collect(mode: str, workers: Sequence[Worker], plan: Plan, config: Sampling,
             progress.advance(task)
 
 
-def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: int, config: Sampling,
-                           rng: np.random.Generator) -> None:
+def _sequential_comparison(
+    mode: str, workers: Sequence[Worker], plan: Plan, i: int, config: Sampling, rng: np.random.Generator
+) -> None:
     """Comparison ``i`` of a sequential mode, into ``plan``."""
     from benchtrail.runner.adaptive import sample_until_settled
 
@@ -125,8 +140,14 @@ def _sequential_comparison(mode: str, workers: Sequence[Worker], plan: Plan, i: 
         plan.head[i].extend(h)
         return b, h
 
-    sample_until_settled(draw, threshold_pct=config.threshold_pct, lower_is_better=True, paired=True,
-                         sequential=True, max_rounds=config.max_samples // ROUND_SAMPLES)
+    sample_until_settled(
+        draw,
+        threshold_pct=config.threshold_pct,
+        lower_is_better=True,
+        paired=True,
+        sequential=True,
+        max_rounds=config.max_samples // ROUND_SAMPLES,
+    )
     while len(walls) < config.samples // ROUND_SAMPLES:  # the peers' rules see `samples` per side
         draw()
     plan.walls[i], plan.slots[i] = walls, "".join(taken) if mode == "paired" else None

@@ -46,6 +46,7 @@ def count_variants(spec: dict[str, Any], dumps: Dumps) -> dict[str, Any]:
             for _ in range(n):
                 torch.mm(a, b, out=out)
                 spin(k)
+
         return calls
 
     def median(fn: Callable[[], Any]) -> float:
@@ -71,10 +72,18 @@ def count_variants(spec: dict[str, Any], dumps: Dumps) -> dict[str, Any]:
         marks["counted"] = time.perf_counter()
     finally:
         instrumentation("off")
-    return {"phase_seconds": {k: round(v - marks["start"], 2) for k, v in marks.items()}, "pid": os.getpid(),
-            "calls_per_block": n, "overhead": overhead, "base_instructions": base,
-            "loop_instructions_per_iteration": per_iteration, "loop_iterations": loops, "counts": counts,
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__}
+    return {
+        "phase_seconds": {k: round(v - marks["start"], 2) for k, v in marks.items()},
+        "pid": os.getpid(),
+        "calls_per_block": n,
+        "overhead": overhead,
+        "base_instructions": base,
+        "loop_instructions_per_iteration": per_iteration,
+        "loop_iterations": loops,
+        "counts": counts,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+    }
 
 
 def main(spec_path: str, out_path: str) -> None:

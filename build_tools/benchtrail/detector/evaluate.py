@@ -97,12 +97,15 @@ class EvalConfig:
         if not (self.sample_time_ms > 0 and self.warmup_s >= 0 and self.budget_s > 0):
             raise ValueError(f"sample_time_ms and budget_s must be > 0 and warmup_s >= 0: {self}")
         if "duet" in self.modes and len(set(self.duet_cpus or ())) != 2:
-            raise UserError("duet mode needs two CPUs, one per worker; this process may use "
-                            f"{len(os.sched_getaffinity(0))} (leave duet out of the modes)")
+            raise UserError(
+                "duet mode needs two CPUs, one per worker; this process may use "
+                f"{len(os.sched_getaffinity(0))} (leave duet out of the modes)"
+            )
 
 
-def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None],
-               started: float) -> dict[str, Any]:
+def _calibrate(
+    workers: Sequence[Worker], config: EvalConfig, report: Callable[[str], None], started: float
+) -> dict[str, Any]:
     """Warm up, take the per-call median (µs), fix the iterations per sample and estimate the duration (s,
     with the setup since ``started``, a ``time.perf_counter()`` value)."""
     for w in workers:
@@ -125,8 +128,11 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
         # duet: two samples at once take one sample's time (and the barrier)
         wall = {"stored-baseline": one, "paired": (time.perf_counter() - t) / probe, "duet": one}
         # Sequential modes draw at least `samples` per side, more while undecided (at most max_samples).
-        return wall, {mode: (1 if mode == "duet" else 2) * config.samples * n_comp * wall[mode]
-                      + config.samples * iterations * spin_us / 1e6 for mode in config.modes}
+        return wall, {
+            mode: (1 if mode == "duet" else 2) * config.samples * n_comp * wall[mode]
+            + config.samples * iterations * spin_us / 1e6
+            for mode in config.modes
+        }
 
     wall, collect_s = estimate(iterations)
     # Analysis: time every rule on one synthetic comparison at the threshold (the detector then uses
@@ -142,19 +148,29 @@ def _calibrate(workers: Sequence[Worker], config: EvalConfig, report: Callable[[
         overhead = max(sum(wall.values()) / 2 - iterations * us_per_call / 1e6, 0.0)
         per_sample_s = (config.budget_s - setup_s - analysis_s) / (4 * config.samples * n_comp) - overhead
         fitted = max(2, min(iterations - 1, math.floor(per_sample_s / (us_per_call / 1e6))))
-        report(f"{iterations} iterations per sample would take about {total / 60:.1f} min; "
-               f"shortening the sample to {fitted} iterations to fit {config.budget_s / 60:.1f} min")
+        report(
+            f"{iterations} iterations per sample would take about {total / 60:.1f} min; "
+            f"shortening the sample to {fitted} iterations to fit {config.budget_s / 60:.1f} min"
+        )
         iterations = fitted
         wall, collect_s = estimate(iterations)
         total = setup_s + sum(collect_s.values()) + analysis_s
     if total > config.budget_s:
-        report(f"warning: even at {iterations} iterations per sample this takes about {total / 60:.1f} min, "
-               f"over the {config.budget_s / 60:.1f} min budget; pass fewer comparisons (--aa, --ab)")
-    return {"us_per_call": us_per_call, "us_per_call_by_worker": [float(np.median(c)) for c in calls],
-            "noise_by_worker": [float(n) for n in relative_iqr(calls)],  # IQR/median of one-call samples
-            "iterations_per_sample": iterations, "sample_ms": iterations * us_per_call / 1e3,
-            "estimate_s": total, "estimate_collect_s": collect_s, "estimate_analysis_s": analysis_s,
-            "wall_per_sample_s": wall}
+        report(
+            f"warning: even at {iterations} iterations per sample this takes about {total / 60:.1f} min, "
+            f"over the {config.budget_s / 60:.1f} min budget; pass fewer comparisons (--aa, --ab)"
+        )
+    return {
+        "us_per_call": us_per_call,
+        "us_per_call_by_worker": [float(np.median(c)) for c in calls],
+        "noise_by_worker": [float(n) for n in relative_iqr(calls)],  # IQR/median of one-call samples
+        "iterations_per_sample": iterations,
+        "sample_ms": iterations * us_per_call / 1e3,
+        "estimate_s": total,
+        "estimate_collect_s": collect_s,
+        "estimate_analysis_s": analysis_s,
+        "wall_per_sample_s": wall,
+    }
 
 
 def _seconds(record: dict[str, Any]) -> float | None:
@@ -173,14 +189,35 @@ def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[
     records = []
     for r in comparisons:
         sequential = bool(r.get("sequential"))
-        verdicts, ours = judge(r["base_us"], r["head_us"], setup["threshold_pct"], peer_samples,
-                               paired=r["mode"] != "stored-baseline", sequential=sequential,
-                               planned_rounds=planned_rounds)
-        extra = {"benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
-                 "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None} if sequential else {}
-        records.append({**r, **extra, "verdicts": verdicts, "outcome": ours.outcome,
-                        "samples_per_side": {**dict.fromkeys(RULES, min(len(r["base_us"]), peer_samples)),
-                                             "benchtrail": ours.samples_per_side}})
+        verdicts, ours = judge(
+            r["base_us"],
+            r["head_us"],
+            setup["threshold_pct"],
+            peer_samples,
+            paired=r["mode"] != "stored-baseline",
+            sequential=sequential,
+            planned_rounds=planned_rounds,
+        )
+        extra = (
+            {
+                "benchtrail_rounds": ours.samples_per_side // ROUND_SAMPLES,
+                "mde_pct": ours.mde_pct if math.isfinite(ours.mde_pct) else None,
+            }
+            if sequential
+            else {}
+        )
+        records.append(
+            {
+                **r,
+                **extra,
+                "verdicts": verdicts,
+                "outcome": ours.outcome,
+                "samples_per_side": {
+                    **dict.fromkeys(RULES, min(len(r["base_us"]), peer_samples)),
+                    "benchtrail": ours.samples_per_side,
+                },
+            }
+        )
     rows = []
     modes = [m for m in MODES if any(r["mode"] == m for r in records)]
     for delta, rule, mode in product((0.0, *setup["deltas_pct"]), RULES, modes):
@@ -188,14 +225,24 @@ def _document(setup: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[
         k = sum(r["verdicts"][rule] in (ALERTS if delta == 0 else ("regressed",)) for r in group)
         low, high = clopper_pearson(k, len(group))
         ours = rule == "benchtrail"  # the figures only benchtrail's comparison has
-        rows.append({"rule": rule, "mode": mode, "delta_pct": delta, "alerts": k, "n": len(group),
-                     "counts": "either direction" if delta == 0 else "regressed",
-                     "rate_pct": 100 * k / len(group), "ci_low_pct": 100 * low, "ci_high_pct": 100 * high,
-                     "mean_samples_per_side": float(np.mean([r["samples_per_side"][rule] for r in group])),
-                     "mean_seconds_per_comparison": _mean([_seconds(r) for r in group]) if ours else None,
-                     "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if ours else None,
-                     "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
-                     "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if ours else None})
+        rows.append(
+            {
+                "rule": rule,
+                "mode": mode,
+                "delta_pct": delta,
+                "alerts": k,
+                "n": len(group),
+                "counts": "either direction" if delta == 0 else "regressed",
+                "rate_pct": 100 * k / len(group),
+                "ci_low_pct": 100 * low,
+                "ci_high_pct": 100 * high,
+                "mean_samples_per_side": float(np.mean([r["samples_per_side"][rule] for r in group])),
+                "mean_seconds_per_comparison": _mean([_seconds(r) for r in group]) if ours else None,
+                "mean_mde_pct": _mean([r.get("mde_pct") for r in group]) if ours else None,
+                "noisy": sum(r["verdicts"][rule] == "noisy" for r in group),
+                "unknown": sum(r["outcome"] == "UNKNOWN" for r in group) if ours else None,
+            }
+        )
     return {"schema_version": SCHEMA_VERSION, "setup": setup, "rows": rows, "comparisons": records}
 
 
@@ -221,42 +268,81 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     threshold, match = threshold_of("latency", config.threshold_pct)
     rng = np.random.default_rng(config.seed)
     plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
-    with (workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info),
-          background_load(config.noise)):
+    with (
+        workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info),
+        background_load(config.noise),
+    ):
         cal = _calibrate(workers, config, report, start)
-        report(f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, "
-               f"1 thread, {cal['us_per_call']:.1f} µs per call (workers: "
-               + ", ".join(f"{x:.1f}" for x in cal["us_per_call_by_worker"])
-               + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)")
+        report(
+            f"workload: torch.mm of two {config.matrix_size}x{config.matrix_size} fp32 matrices, "
+            f"1 thread, {cal['us_per_call']:.1f} µs per call (workers: "
+            + ", ".join(f"{x:.1f}" for x in cal["us_per_call_by_worker"])
+            + f"); {cal['iterations_per_sample']} iterations per sample ({cal['sample_ms']:.2f} ms)"
+        )
         sequential = sum(cal["estimate_collect_s"].get(m, 0.0) for m in SEQUENTIAL_MODES)
         most = cal["estimate_s"] + sequential * (config.max_samples / config.samples - 1)
-        report(f"benchtrail threshold {threshold:g}% (rule {match!r}); expected duration "
-               f"about {cal['estimate_s'] / 60:.1f} min"
-               + (f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} "
-                  "samples per side" if sequential else "")
-               + f" ({(time.perf_counter() - start):.0f} s of setup done)")
-        sampling = Sampling(config.samples, config.max_samples, config.cpu, config.duet_cpus,
-                            cal["iterations_per_sample"], cal["us_per_call"], threshold)
+        report(
+            f"benchtrail threshold {threshold:g}% (rule {match!r}); expected duration "
+            f"about {cal['estimate_s'] / 60:.1f} min"
+            + (
+                f", up to {most / 60:.1f} min where the sequential modes need all {config.max_samples} "
+                "samples per side"
+                if sequential
+                else ""
+            )
+            + f" ({(time.perf_counter() - start):.0f} s of setup done)"
+        )
+        sampling = Sampling(
+            config.samples,
+            config.max_samples,
+            config.cpu,
+            config.duet_cpus,
+            cal["iterations_per_sample"],
+            cal["us_per_call"],
+            threshold,
+        )
         for mode in config.modes:
             collect(mode, workers, plans[mode], sampling, rng)
     records = []
     for mode in config.modes:
         plan = plans[mode]
-        records += [{"mode": mode, "delta_pct": float(plan.deltas[i]),
-                     "base_worker": int(plan.base_worker[i]),
-                     "collected_at": plan.order.tolist().index(i), "slots": plan.slots[i],
-                     "sequential": mode in SEQUENTIAL_MODES, "round_wall_s": plan.walls[i],
-                     "base_us": plan.base[i], "head_us": plan.head[i]} for i in range(plan.deltas.size)]
-    setup = {"matrix_size": config.matrix_size, "dtype": "float32", "torch_threads": info["threads"],
-             "worker_cpus": info["cpus"], **cal,
-             "threshold_pct": threshold, "threshold_match": match, "series": SERIES_NAME,
-             "round_samples": ROUND_SAMPLES, "samples_per_side": config.samples, "aa": config.aa,
-             "ab": config.ab,
-             "modes": list(config.modes), "max_samples_per_side": config.max_samples,
-             "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
-             "deltas_pct": list(config.deltas_pct), "seed": config.seed, "torch": info["torch"],
-             "start_method": info["start_method"], **machine(config.noise),
-             "cpus_usable": len(os.sched_getaffinity(0))}
+        records += [
+            {
+                "mode": mode,
+                "delta_pct": float(plan.deltas[i]),
+                "base_worker": int(plan.base_worker[i]),
+                "collected_at": plan.order.tolist().index(i),
+                "slots": plan.slots[i],
+                "sequential": mode in SEQUENTIAL_MODES,
+                "round_wall_s": plan.walls[i],
+                "base_us": plan.base[i],
+                "head_us": plan.head[i],
+            }
+            for i in range(plan.deltas.size)
+        ]
+    setup = {
+        "matrix_size": config.matrix_size,
+        "dtype": "float32",
+        "torch_threads": info["threads"],
+        "worker_cpus": info["cpus"],
+        **cal,
+        "threshold_pct": threshold,
+        "threshold_match": match,
+        "series": SERIES_NAME,
+        "round_samples": ROUND_SAMPLES,
+        "samples_per_side": config.samples,
+        "aa": config.aa,
+        "ab": config.ab,
+        "modes": list(config.modes),
+        "max_samples_per_side": config.max_samples,
+        "duet_cpus": list(config.duet_cpus) if "duet" in config.modes else None,
+        "deltas_pct": list(config.deltas_pct),
+        "seed": config.seed,
+        "torch": info["torch"],
+        "start_method": info["start_method"],
+        **machine(config.noise),
+        "cpus_usable": len(os.sched_getaffinity(0)),
+    }
     doc = _document(setup, records)
     setup["elapsed_s"] = time.perf_counter() - start  # judging included
     return doc
@@ -273,26 +359,38 @@ def format_table(doc: dict[str, Any]) -> str:
     """The document's rows as a markdown table, after one line of setup."""
     s = doc["setup"]
     noise_pct = ", ".join(f"{100 * n:.1f}%" for n in s.get("noise_by_worker", ()))
-    lines = [f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
-             f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, "
-             f"per worker): {noise_pct or 'not recorded'}{described(s.get('background_load'))}", "",
-             f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs "
-             f"per call, {s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), "
-             f"{s['samples_per_side']} samples per side, seed {s['seed']}, torch {s['torch']}, "
-             f"{s['cpu_count']} CPUs, {s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either "
-             "direction; A/B rows count 'regressed'; inconclusive or UNKNOWN is no alert."
-             + (f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
-                f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
-                "rounds' wall time." if "max_samples_per_side" in s else ""), "",
-             "| rule | mode | δ (%) | alerts / n | rate (%) | 95% CP interval (%) | mean samples per side "
-             "| mean s per comparison | mean MDE (%) |",
-             "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    lines = [
+        f"Measured on {s.get('cpu_model') or 'an unrecorded CPU'} ({s['cpu_count']} CPUs), "
+        f"{s.get('date') or 'date not recorded'}; calibration noise (IQR/median of one-call samples, "
+        f"per worker): {noise_pct or 'not recorded'}{described(s.get('background_load'))}",
+        "",
+        f"torch.mm {s['matrix_size']}x{s['matrix_size']} fp32, 1 thread, {s['us_per_call']:.1f} µs "
+        f"per call, {s['iterations_per_sample']} iterations per sample ({s['sample_ms']:.2f} ms), "
+        f"{s['samples_per_side']} samples per side, seed {s['seed']}, torch {s['torch']}, "
+        f"{s['cpu_count']} CPUs, {s['elapsed_s'] / 60:.1f} min. A/A rows count alerts in either "
+        "direction; A/B rows count 'regressed'; inconclusive or UNKNOWN is no alert."
+        + (
+            f" Paired and duet are sequential, at most {s['max_samples_per_side']} samples per side "
+            f"(the peers see the first {s['samples_per_side']}); seconds per comparison are benchtrail's "
+            "rounds' wall time."
+            if "max_samples_per_side" in s
+            else ""
+        ),
+        "",
+        "| rule | mode | δ (%) | alerts / n | rate (%) | 95% CP interval (%) | mean samples per side "
+        "| mean s per comparison | mean MDE (%) |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for r in doc["rows"]:
         delta = "0 (A/A)" if r["delta_pct"] == 0 else f"{r['delta_pct']:g}"
-        means = " | ".join("—" if v is None else f"{v:.2f}"
-                           for v in (r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct")))
-        lines.append(f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
-                     f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | "
-                     f"{r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
-                     f"{r['mean_samples_per_side']:.1f} | {means} |")
+        means = " | ".join(
+            "—" if v is None else f"{v:.2f}"
+            for v in (r.get("mean_seconds_per_comparison"), r.get("mean_mde_pct"))
+        )
+        lines.append(
+            f"| {RULES[r['rule']].format(threshold=s['threshold_pct'])} | {r['mode']} | {delta} | "
+            f"{r['alerts']} / {r['n']} | {r['rate_pct']:.1f} | "
+            f"{r['ci_low_pct']:.2f} – {r['ci_high_pct']:.2f} | "
+            f"{r['mean_samples_per_side']:.1f} | {means} |"
+        )
     return "\n".join(lines) + "\n"

@@ -44,15 +44,17 @@ def iree_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float
     return "regressed" if ratio > 1.0 else "improved"
 
 
-def github_action_benchmark_rule(base: Sequence[float], head: Sequence[float],
-                                 alert_ratio: float = 2.0) -> str:
+def github_action_benchmark_rule(
+    base: Sequence[float], head: Sequence[float], alert_ratio: float = 2.0
+) -> str:
     """github-action-benchmark's rule: ``regressed`` when head mean / base mean (µs per call) exceeds
     ``alert_ratio``, else ``similar``; from its ``src/write/findAlerts.ts`` (``alert-threshold`` 200%)."""
     return "regressed" if float(np.mean(head) / np.mean(base)) > alert_ratio else "similar"
 
 
-def asv_rule(base: Sequence[float], head: Sequence[float], factor: float = 1.1,
-             p_threshold: float = 0.002) -> str:
+def asv_rule(
+    base: Sequence[float], head: Sequence[float], factor: float = 1.1, p_threshold: float = 0.002
+) -> str:
     """asv's rule: ``regressed``, ``improved`` or ``similar`` as the median (µs per call) changed by more than
     ``factor`` and Mann–Whitney U has p < ``p_threshold``; from asv ``commands/compare.py`` and
     ``_stats.py`` (``is_different``), with scipy's ``mannwhitneyu`` for asv's own U code."""
@@ -72,9 +74,14 @@ class OurVerdict(NamedTuple):
     mde_pct: float = float("nan")
 
 
-def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                    paired: bool = False, sequential: bool = False,
-                    planned_rounds: int | None = None) -> OurVerdict:
+def benchtrail_rule(
+    base: Sequence[float],
+    head: Sequence[float],
+    threshold_pct: float,
+    paired: bool = False,
+    sequential: bool = False,
+    planned_rounds: int | None = None,
+) -> OurVerdict:
     """benchtrail's adaptive detector fed 1-D samples (time order, µs per call) ``ROUND_SAMPLES`` a round.
 
     ``paired``: sample j of base and of head were taken together; ``planned_rounds``: the rounds the
@@ -85,26 +92,43 @@ def benchtrail_rule(base: Sequence[float], head: Sequence[float], threshold_pct:
 
     base, head = (np.asarray(x, dtype=np.float64) for x in (base, head))
     if base.shape != head.shape or base.ndim != 1 or base.size == 0 or base.size % ROUND_SAMPLES:
-        raise ValueError(f"need two 1-D sides of one length, a multiple of {ROUND_SAMPLES}; "
-                         f"got shapes {base.shape} and {head.shape}")
+        raise ValueError(
+            f"need two 1-D sides of one length, a multiple of {ROUND_SAMPLES}; "
+            f"got shapes {base.shape} and {head.shape}"
+        )
     rounds = zip(*(x.reshape(-1, ROUND_SAMPLES).tolist() for x in (base, head)))
-    settled = sample_until_settled(lambda: next(rounds), threshold_pct=threshold_pct, lower_is_better=True,
-                                   paired=paired, max_rounds=base.size // ROUND_SAMPLES,
-                                   sequential=sequential, planned_rounds=planned_rounds)
-    return OurVerdict(settled.verdict, settled.outcome, len(settled.base),
-                      float(settled.inference.mde_pct[0]))
+    settled = sample_until_settled(
+        lambda: next(rounds),
+        threshold_pct=threshold_pct,
+        lower_is_better=True,
+        paired=paired,
+        max_rounds=base.size // ROUND_SAMPLES,
+        sequential=sequential,
+        planned_rounds=planned_rounds,
+    )
+    return OurVerdict(
+        settled.verdict, settled.outcome, len(settled.base), float(settled.inference.mde_pct[0])
+    )
 
 
-def judge(base: Sequence[float], head: Sequence[float], threshold_pct: float, peer_samples: int | None = None,
-          **detector: Any) -> tuple[dict[str, str], OurVerdict]:
+def judge(
+    base: Sequence[float],
+    head: Sequence[float],
+    threshold_pct: float,
+    peer_samples: int | None = None,
+    **detector: Any,
+) -> tuple[dict[str, str], OurVerdict]:
     """``({rule: verdict}, benchtrail's OurVerdict)``; the peers see the first ``peer_samples`` of each side
     (default all)."""
     ours = benchtrail_rule(base, head, threshold_pct, **detector)
     base, head = base[:peer_samples], head[:peer_samples]
-    return {"benchtrail": ours.verdict, "iree-5": iree_rule(base, head, 5.0),
-            "iree-10": iree_rule(base, head, 10.0),
-            "github-action-benchmark": github_action_benchmark_rule(base, head),
-            "asv": asv_rule(base, head)}, ours
+    return {
+        "benchtrail": ours.verdict,
+        "iree-5": iree_rule(base, head, 5.0),
+        "iree-10": iree_rule(base, head, 10.0),
+        "github-action-benchmark": github_action_benchmark_rule(base, head),
+        "asv": asv_rule(base, head),
+    }, ours
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
@@ -121,6 +145,8 @@ def threshold_of(metric: str, threshold_pct: float | None) -> tuple[float, str]:
 
     rule = find_threshold(load_thresholds(), "execution", metric, SERIES_NAME)
     if rule.unit != "percent":
-        raise UserError(f"the thresholds rule {rule.match!r} for {SERIES_NAME}"
-                        f"{' instructions' if metric == 'instructions' else ''} is not a percent rule")
+        raise UserError(
+            f"the thresholds rule {rule.match!r} for {SERIES_NAME}"
+            f"{' instructions' if metric == 'instructions' else ''} is not a percent rule"
+        )
     return (rule.threshold, rule.match) if threshold_pct is None else (threshold_pct, "--threshold-pct")

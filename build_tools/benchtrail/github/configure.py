@@ -28,13 +28,17 @@ PR_EVENTS = ("pull_request", "pull_request_target")
 #: Events whose runs of the default or a release branch store baselines (postsubmit runs).
 POSTSUBMIT_EVENTS = ("push", "workflow_dispatch")
 EDIT_KEPT_SELECTION = "the edit did not change the benchmark selection"
-EDIT_ADDED_ACCEPT = ("the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates "
-                     "the head's last comparison with them again, without measuring")
+EDIT_ADDED_ACCEPT = (
+    "the edit only added `benchmarks-accept` items: the `benchtrail/gate` status gates "
+    "the head's last comparison with them again, without measuring"
+)
 SAFE_LABEL = "safe-to-benchmark"
 RELEASE_BRANCHES_ENV = "BENCHTRAIL_RELEASE_BRANCHES"
 DEFAULT_RELEASE_BRANCHES = "release-*"
-FORK_WAITING = (f"this PR comes from a fork: waiting for a maintainer to add the `{SAFE_LABEL}` label "
-                "(the `benchtrail/gate` status is pending until then)")
+FORK_WAITING = (
+    f"this PR comes from a fork: waiting for a maintainer to add the `{SAFE_LABEL}` label "
+    "(the `benchtrail/gate` status is pending until then)"
+)
 #: The selection-error comment's verdict (its heading after ``benchtrail: ``).
 SELECTION_ERROR_VERDICT = "no benchmarks ran — the benchmark selection in the PR description is invalid"
 #: Characters of the error shown in the selection-error comment (stderr gets all of it).
@@ -90,22 +94,27 @@ def _resolve(requested: list[tuple[str, str]], known: Names, meta: Meta, where: 
     return tuple(resolved)
 
 
-def pr_requests(title: str | None, body: str | None,
-                labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
+def pr_requests(title: str | None, body: str | None, labels: list[str]) -> tuple[list[tuple[str, str]], bool]:
     """``([(preset, source)], trailer_found)`` from a PR's trailers and ``benchmarks:<preset>`` labels."""
     from_trailer = benchmark_presets(title, body)
     requested = dict.fromkeys(from_trailer or [], "trailer")
     for label in labels:
         if label.lower().startswith(LABEL_PREFIX):
-            for preset in split_presets(label[len(LABEL_PREFIX):]):
+            for preset in split_presets(label[len(LABEL_PREFIX) :]):
                 requested.setdefault(preset, "label")
     return list(requested.items()), from_trailer is not None
 
 
 def no_trailer_note(body: str) -> str:
     """The note for a PR description without a trailer; it names lone CR line ends, which git ignores."""
-    cr = (" (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is "
-          "one long line; send LF or CRLF line ends)") if "\r" in body.replace("\r\n", "") else ""
+    cr = (
+        (
+            " (its lines end in a lone CR, `\\r`, which git does not read as a line end: the description is "
+            "one long line; send LF or CRLF line ends)"
+        )
+        if "\r" in body.replace("\r\n", "")
+        else ""
+    )
     return "no `benchmarks:` trailer in the last paragraph of the PR description" + cr
 
 
@@ -127,22 +136,28 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
         # Before the edit: the event's own title, body and labels (a re-run's re-read PR may have
         # changed since), with what the edit replaced taken from ``changes``.
         skipped = payload.get("action") == "edited" and _edit_kept_selection(
-            payload.get("changes"), _pr_texts(env, event_pr), presets, accept, known, meta)
+            payload.get("changes"), _pr_texts(env, event_pr), presets, accept, known, meta
+        )
         if not skipped:
             fork = _dig(event_pr, "head", "repo", "full_name") != _dig(payload, "repository", "full_name")
             skipped = FORK_WAITING if presets and fork and SAFE_LABEL not in labels else None
-        return Selection(presets, tuple(requested), skipped,
-                         () if trailer_found else (no_trailer_note(body),), accept)
+        return Selection(
+            presets, tuple(requested), skipped, () if trailer_found else (no_trailer_note(body),), accept
+        )
     if event_name == "push":
         if postsubmit_branch(payload, env):
             if DEFAULT_META_PRESET not in meta:
-                return Selection(skipped_reason="push to the default branch, but the suite has no "
-                                                "'default' meta-preset and [tool.benchtrail] sets no "
-                                                "presets: nothing to run")
+                return Selection(
+                    skipped_reason="push to the default branch, but the suite has no "
+                    "'default' meta-preset and [tool.benchtrail] sets no "
+                    "presets: nothing to run"
+                )
             return Selection(tuple(meta[DEFAULT_META_PRESET]), ((DEFAULT_META_PRESET, "default"),))
         globs = ", ".join(release_branches(env))
-        return Selection(skipped_reason=f"push to {payload.get('ref')}, neither the default branch nor a "
-                                        f"release branch ({RELEASE_BRANCHES_ENV}: {globs})")
+        return Selection(
+            skipped_reason=f"push to {payload.get('ref')}, neither the default branch nor a "
+            f"release branch ({RELEASE_BRANCHES_ENV}: {globs})"
+        )
     if event_name == "workflow_dispatch":
         text = env.get("BENCHMARK_PRESETS_INPUT", _dig(payload, "inputs", "benchmark-presets")) or ""
         requested = [(p, "input") for p in split_presets(text)]
@@ -153,15 +168,23 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
 
 def release_branches(env: Env) -> Names:
     """Globs of ``BENCHTRAIL_RELEASE_BRANCHES`` (comma-separated), default ``release-*``."""
-    return tuple(g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",")
-                 if g.strip())
+    return tuple(
+        g.strip() for g in (env.get(RELEASE_BRANCHES_ENV) or DEFAULT_RELEASE_BRANCHES).split(",") if g.strip()
+    )
 
 
 def postsubmit_branch(payload: Json, env: Env) -> bool:
     """Whether the event's ref (a push's ``ref``, else ``GITHUB_REF``) is the default or a release branch."""
     ref = payload.get("ref") or env.get("GITHUB_REF") or ""
-    return isinstance(ref, str) and ref.startswith("refs/heads/") and stores_baselines(
-        ref.removeprefix("refs/heads/"), _dig(payload, "repository", "default_branch"), release_branches(env))
+    return (
+        isinstance(ref, str)
+        and ref.startswith("refs/heads/")
+        and stores_baselines(
+            ref.removeprefix("refs/heads/"),
+            _dig(payload, "repository", "default_branch"),
+            release_branches(env),
+        )
+    )
 
 
 def stores_baselines(branch: str | None, default: str | None, release_globs: Names) -> bool:
@@ -174,8 +197,10 @@ def accept_items(title: str | None, body: str | None) -> Names:
     accept = tuple(accepted_regressions(title, body))
     for item in accept:
         if not SAFE_ACCEPT.match(item):
-            raise SelectionError(f"benchmarks-accept item {item!r}: use series names or globs of letters, "
-                                 "digits and . _ - * ? [ ]")
+            raise SelectionError(
+                f"benchmarks-accept item {item!r}: use series names or globs of letters, "
+                "digits and . _ - * ? [ ]"
+            )
     return accept
 
 
@@ -200,8 +225,9 @@ def _pr_texts(env: Env, pr: Json) -> PrTexts:
     return *texts.values(), labels
 
 
-def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: Names, known: Names,
-                         meta: Meta) -> str | None:
+def _edit_kept_selection(
+    changes: Any, event: PrTexts, presets: Names, accept: Names, known: Names, meta: Meta
+) -> str | None:
     """Why an ``edited`` event measures nothing (:data:`EDIT_KEPT_SELECTION`, :data:`EDIT_ADDED_ACCEPT`),
     or None: presets and accept items compared as sets before (``changes.<title|body>.from``) and after.
     Any other change (``changes.base``) or an invalid selection before the edit measures again.
@@ -218,8 +244,7 @@ def _edit_kept_selection(changes: Any, event: PrTexts, presets: Names, accept: N
         if entry is None:
             return now
         if not isinstance(entry, Mapping) or not isinstance(entry.get("from"), (str, type(None))):
-            raise TypeError(f"changes.{key} must be an object with a text or null 'from', "
-                            f"got {entry!r:.60}")
+            raise TypeError(f"changes.{key} must be an object with a text or null 'from', got {entry!r:.60}")
         return entry.get("from", now)
 
     title, body, labels = event
@@ -246,18 +271,23 @@ def fetch_current_pr(env: Env, number: int) -> dict[str, Any]:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
         raise UserError(f"GITHUB_REPOSITORY={repo!r}: a re-run re-reads the PR and needs OWNER/NAME")
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
-    where = (f"cannot re-read PR {repo}#{number} for this re-run (attempt {env.get('GITHUB_RUN_ATTEMPT')}) "
-             f"from {api_url}")
+    where = (
+        f"cannot re-read PR {repo}#{number} for this re-run (attempt {env.get('GITHUB_RUN_ATTEMPT')}) "
+        f"from {api_url}"
+    )
     try:
         pull = make_client(env["GITHUB_TOKEN"], api_url).get_repo(repo).get_pull(number)
-        return {"title": pull.title, "body": pull.body,
-                "labels": [{"name": label.name} for label in pull.labels]}
+        return {
+            "title": pull.title,
+            "body": pull.body,
+            "labels": [{"name": label.name} for label in pull.labels],
+        }
     except github.GithubException as exc:
-        hint = {401: "GITHUB_TOKEN was rejected",
-                403: "GITHUB_TOKEN may not read it: give the job `pull-requests: read`",
-                404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the "
-                     "repository"}.get(exc.status, "GitHub failed to answer; re-run the job later"
-                                       if exc.status >= 500 else "")
+        hint = {
+            401: "GITHUB_TOKEN was rejected",
+            403: "GITHUB_TOKEN may not read it: give the job `pull-requests: read`",
+            404: "check GITHUB_REPOSITORY, the PR number and that GITHUB_TOKEN can read the repository",
+        }.get(exc.status, "GitHub failed to answer; re-run the job later" if exc.status >= 500 else "")
         raise UserError(f"{where}: {describe(exc)}{f' ({hint})' if hint else ''}") from exc
     except requests.exceptions.RequestException as exc:
         raise UserError(f"{where}: {type(exc).__name__} ({exc}); check GITHUB_API_URL") from exc
@@ -287,9 +317,11 @@ def read_event(env: Env) -> tuple[str, dict[str, Any]]:
 
 def outputs(selection: Selection, postsubmit: bool = False) -> str:
     """``$GITHUB_OUTPUT`` lines; ``postsubmit=true`` only for a run that stores baselines."""
-    return (f"benchmark-presets={','.join(selection.presets)}\n"
-            f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
-            f"benchmarks-accept={','.join(selection.accept)}\n" + ("postsubmit=true\n" if postsubmit else ""))
+    return (
+        f"benchmark-presets={','.join(selection.presets)}\n"
+        f"has-benchmarks={'true' if selection.has_benchmarks else 'false'}\n"
+        f"benchmarks-accept={','.join(selection.accept)}\n" + ("postsubmit=true\n" if postsubmit else "")
+    )
 
 
 def summary(selection: Selection) -> str:
@@ -298,9 +330,13 @@ def summary(selection: Selection) -> str:
 
     lines = ["### benchtrail: benchmark selection", ""]
     if selection.sources:
-        lines += ["| requested | from |", "|---|---|",
-                  *(f"| {code_span(n, in_table=True)} | {s} |" for n, s in selection.sources),
-                  "", f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}"]
+        lines += [
+            "| requested | from |",
+            "|---|---|",
+            *(f"| {code_span(n, in_table=True)} | {s} |" for n, s in selection.sources),
+            "",
+            f"Presets: {', '.join(f'`{p}`' for p in selection.presets)}",
+        ]
     lines += [f"- {note}" for note in selection.notes]
     if selection.accept:
         globs = ", ".join(map(code_span, selection.accept))
@@ -330,24 +366,40 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
         raise UserError(f"GITHUB_RUN_ATTEMPT={attempt!r}: expected a whole number from 1")
     hidden = marker({"run": {"run_id": run_id, "attempt": int(attempt)}})
     text = " ".join(error.split())
-    body = "\n".join([
-        f"### benchtrail: {SELECTION_ERROR_VERDICT}", "",
-        plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else ""), "",
-        "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its "
-        "`benchmarks-accept:` line, or the `benchmarks:<preset>` label); saving the description runs the "
-        "selection again. Grammar: docs/trailers.md in benchtrail.",
-        hidden]) + "\n"
+    body = (
+        "\n".join(
+            [
+                f"### benchtrail: {SELECTION_ERROR_VERDICT}",
+                "",
+                plain(text[:MAX_ERROR_CHARS]) + ("…" if len(text) > MAX_ERROR_CHARS else ""),
+                "",
+                "To fix it, edit the `benchmarks:` line at the bottom of the PR description (or its "
+                "`benchmarks-accept:` line, or the `benchmarks:<preset>` label); saving the description runs "
+                "the selection again. Grammar: docs/trailers.md in benchtrail.",
+                hidden,
+            ]
+        )
+        + "\n"
+    )
     head = _dig(payload, "pull_request", "head", "sha")
-    return {"schema_version": SCHEMA_VERSION, "marker": hidden, "verdict": SELECTION_ERROR_VERDICT,
-            "counts": count_rows([]), "notes": [],
-            "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
-            "base_commit": None, "body": body}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "marker": hidden,
+        "verdict": SELECTION_ERROR_VERDICT,
+        "counts": count_rows([]),
+        "notes": [],
+        "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
+        "base_commit": None,
+        "body": body,
+    }
 
 
 def _emit(env: Env, output_lines: str, summary_text: str) -> None:
     """Append to ``$GITHUB_OUTPUT`` (else stdout) and ``$GITHUB_STEP_SUMMARY`` (else stderr)."""
-    for var, text, unset in (("GITHUB_OUTPUT", output_lines, sys.stdout),
-                             ("GITHUB_STEP_SUMMARY", summary_text, sys.stderr)):
+    for var, text, unset in (
+        ("GITHUB_OUTPUT", output_lines, sys.stdout),
+        ("GITHUB_STEP_SUMMARY", summary_text, sys.stderr),
+    ):
         if not env.get(var):
             unset.write(text)
             continue
@@ -380,15 +432,20 @@ def configure(env: Env, known: Names, meta: Meta, error_comment: Path | None = N
                 jsonio.write_json(json_path, comment, exclusive=True)
                 jsonio.write_text_atomic(md_path, comment["body"], exclusive=True)
             except UserError as write_error:
-                raise UserError(f"{exc} (and the selection-error comment was not written: "
-                                f"{write_error})") from exc
+                raise UserError(
+                    f"{exc} (and the selection-error comment was not written: {write_error})"
+                ) from exc
             _emit(env, "has-benchmarks=false\nselection-error=true\n", comment["body"])
         raise
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise UserError(f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
-                        f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}") from exc
+        raise UserError(
+            f"the {event_name} event payload ({env.get('GITHUB_EVENT_PATH')}) or the PR_* / "
+            f"GITHUB_RUN_ATTEMPT variables are malformed: {type(exc).__name__}: {exc}"
+        ) from exc
     postsubmit = event_name in POSTSUBMIT_EVENTS and postsubmit_branch(payload, env)
-    _emit(env, outputs(selection, postsubmit)
-          + ("selection-error=false\n" if error_comment is not None else ""), summary(selection))
+    _emit(
+        env,
+        outputs(selection, postsubmit) + ("selection-error=false\n" if error_comment is not None else ""),
+        summary(selection),
+    )
     return selection
-

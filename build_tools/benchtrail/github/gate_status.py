@@ -65,7 +65,7 @@ class Decision:
         # One line of printable characters: series names come from the PR's untrusted comparison.json.
         text = "".join(c if c.isprintable() else "?" for c in " ".join(self.text.split()))
         room = MAX_DESCRIPTION - len(tag) - len(prefix)
-        return prefix + (text if len(text) <= room else text[:room - 1] + "…") + tag
+        return prefix + (text if len(text) <= room else text[: room - 1] + "…") + tag
 
 
 def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | None]:
@@ -76,7 +76,7 @@ def parse_status(description: str) -> tuple[list[tuple[str, Run]], Decision | No
         pos = m.end()
     body = (description or "")[pos:].removeprefix(LAST)
     m = _TAG.search(body)
-    decision = Decision(m["state"], body[:m.start()], (int(m["run"]), int(m["attempt"]))) if m else None
+    decision = Decision(m["state"], body[: m.start()], (int(m["run"]), int(m["attempt"]))) if m else None
     return notes, decision
 
 
@@ -89,8 +89,10 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
         comparison = load_comparison(report / "comparison.json")
         commit = comparison.head.get("commit") or ""
         if commit.lower() != head_sha.lower():
-            raise UserError(f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the "
-                            f"run's head {head_sha[:12]}")
+            raise UserError(
+                f"{report / 'comparison.json'}: head.commit is {commit[:12]!r}, not the "
+                f"run's head {head_sha[:12]}"
+            )
         result = gate.check(comparison.rows, accept)
     except Exception as exc:
         return Decision("failure", f"no comparison: {exc}", run)
@@ -103,8 +105,9 @@ def report_decision(report: Path, head_sha: str, accept: Sequence[str], run: Run
     return Decision("success", "; ".join(["no confirmed regression", *notes]), run)
 
 
-def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, accept: Sequence[str],
-                 decided_before: bool) -> Decision | None:
+def run_decision(
+    report: Path | None, head_sha: str, conclusion: str, run: Run, accept: Sequence[str], decided_before: bool
+) -> Decision | None:
     """The decision of a completed run from its ``comment`` artifact folder ``report`` (may be None).
 
     A selection-error comment fails only a head without an earlier decision; a run that failed without
@@ -121,8 +124,9 @@ def run_decision(report: Path | None, head_sha: str, conclusion: str, run: Run, 
         except UserError:
             pass  # an unreadable comment.json is no selection error
     if conclusion not in NOTHING_FAILED:
-        return Decision("failure", f"no comparison: the benchmark run ended {conclusion!r} before "
-                        "comparing", run)
+        return Decision(
+            "failure", f"no comparison: the benchmark run ended {conclusion!r} before comparing", run
+        )
     return None
 
 
@@ -131,16 +135,23 @@ def _newest(decisions: Sequence[Decision], order: Order) -> Decision | None:
     return max(decisions, key=lambda d: order(d.run), default=None)
 
 
-def desired_status(decisions: Sequence[Decision], running: Sequence[Run], selects: bool, waiting: bool,
-                   nothing: Run | None = None, order: Order = lambda run: run,
-                   announced: frozenset[Run] = frozenset()) -> Status:
+def desired_status(
+    decisions: Sequence[Decision],
+    running: Sequence[Run],
+    selects: bool,
+    waiting: bool,
+    nothing: Run | None = None,
+    order: Order = lambda run: run,
+    announced: frozenset[Run] = frozenset(),
+) -> Status:
     """``(state, description)`` of the head: the newest run's decision; ``pending`` while a newer run is
     in progress (the PR selects, the head has a result, or ``announced``) or a fork waits for its label;
     else ``success``. ``nothing``: a run whose poster found no decision, noted so none takes it for lost.
     """
     best = _newest(decisions, order)
-    newer = sorted((r for r in running if best is None or order(r) > order(best.run)), key=order,
-                   reverse=True)
+    newer = sorted(
+        (r for r in running if best is None or order(r) > order(best.run)), key=order, reverse=True
+    )
     notes = f"run {nothing[0]}/{nothing[1]} measured nothing; " if nothing else ""
     if waiting and best is None:
         return "pending", notes + WAITING
@@ -178,9 +189,16 @@ def head_from_event(payload: dict[str, Any]) -> Head:
         wr, repo = payload["workflow_run"], payload["repository"]["full_name"]
         pulls = wr.get("pull_requests") or []
         head_repo = (wr.get("head_repository") or {}).get("full_name", repo)
-        return Head(repo, wr["head_sha"], (int(wr["id"]), int(wr.get("run_attempt") or 1)), wr["path"],
-                    head_repo != repo, int(pulls[0]["number"]) if pulls else None, wr.get("html_url"),
-                    f"{head_repo.split('/')[0]}:{wr.get('head_branch') or ''}")
+        return Head(
+            repo,
+            wr["head_sha"],
+            (int(wr["id"]), int(wr.get("run_attempt") or 1)),
+            wr["path"],
+            head_repo != repo,
+            int(pulls[0]["number"]) if pulls else None,
+            wr.get("html_url"),
+            f"{head_repo.split('/')[0]}:{wr.get('head_branch') or ''}",
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"not a workflow_run event payload ({type(exc).__name__}: {exc})") from exc
 
@@ -203,8 +221,14 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
     if head.pr_number is not None:
         pull = repo.get_pull(head.pr_number)
     else:
-        pull = next((p for p in repo.get_pulls(state="open", head=head.head_label)
-                     if p.head.sha.lower() == head.sha.lower()), None)
+        pull = next(
+            (
+                p
+                for p in repo.get_pulls(state="open", head=head.head_label)
+                if p.head.sha.lower() == head.sha.lower()
+            ),
+            None,
+        )
         if pull is None:
             return PullState(head.fork, (), False, None)
     labels = [label.name for label in pull.labels]
@@ -212,8 +236,12 @@ def read_pull(repo: Any, head: Head, author: str) -> PullState:
         accept = accept_items(pull.title, pull.body)
     except SelectionError:
         accept = ()
-    return PullState(bool(pr_requests(pull.title, pull.body, labels)[0]), accept, SAFE_LABEL in labels,
-                     next((c.html_url for c, _ in find_ours(pull.get_issue_comments(), author)), None))
+    return PullState(
+        bool(pr_requests(pull.title, pull.body, labels)[0]),
+        accept,
+        SAFE_LABEL in labels,
+        next((c.html_url for c, _ in find_ours(pull.get_issue_comments(), author)), None),
+    )
 
 
 @dataclass
@@ -233,9 +261,12 @@ class _History:
         nothing = {run for what, run in notes if what == "measured nothing"}
         decisions = [d for _, d in parsed if d is not None]
         # A run's own poster outranks a later poster that took its result for lost.
-        return cls(_without_lost(decisions, nothing), {run for what, run in notes if what == "running"},
-                   nothing | {d.run for d in decisions},
-                   (every[0].state, every[0].description) if every else None)
+        return cls(
+            _without_lost(decisions, nothing),
+            {run for what, run in notes if what == "running"},
+            nothing | {d.run for d in decisions},
+            (every[0].state, every[0].description) if every else None,
+        )
 
 
 def _without_lost(decisions: list[Decision], runs: set[Run | None]) -> list[Decision]:
@@ -245,14 +276,17 @@ def _without_lost(decisions: list[Decision], runs: set[Run | None]) -> list[Deci
 
 def _runs(repo: Any, head: Head) -> dict[Run, Any]:
     """The PR runs of the head's benchmark workflow (each run's latest attempt), by (id, attempt)."""
-    return {(r.id, r.run_attempt): r
-            for r in repo.get_workflow_runs(head_sha=head.sha, event="pull_request")
-            if r.path == head.workflow_path}
+    return {
+        (r.id, r.run_attempt): r
+        for r in repo.get_workflow_runs(head_sha=head.sha, event="pull_request")
+        if r.path == head.workflow_path
+    }
 
 
 def _order(runs: dict[Run, Any]) -> Order:
     """Runs in the order they started (a re-run is newest); an unlisted attempt from its run's creation,
     an unlisted run from the epoch."""
+
     def seconds(when: Any) -> float:
         return when.timestamp() if when is not None else 0.0
 
@@ -273,8 +307,15 @@ def regate_run(repo: Any, head: Head, author: str) -> Run | None:
     return best.run if failed and read_pull(repo, head, author).accept else None
 
 
-def update_status(repo: Any, head: Head, *, completed: str | None, report: Path | None,
-                  regate: tuple[Path, Run] | None, author: str) -> Status:
+def update_status(
+    repo: Any,
+    head: Head,
+    *,
+    completed: str | None,
+    report: Path | None,
+    regate: tuple[Path, Run] | None,
+    author: str,
+) -> Status:
     """Set ``benchtrail/gate`` on the head and return it.
 
     ``completed``: the run's conclusion (None for ``requested``); ``report``: its ``comment`` artifact;
@@ -288,26 +329,46 @@ def update_status(repo: Any, head: Head, *, completed: str | None, report: Path 
     for _ in range(MAX_ROUNDS):
         history, runs = _History.read(commit, author), _runs(repo, head)
         order = _order(runs)
-        mine = None if completed is None else run_decision(report, head.sha, completed, head.run,
-                                                           pull.accept, bool(history.decisions))
+        mine = (
+            None
+            if completed is None
+            else run_decision(report, head.sha, completed, head.run, pull.accept, bool(history.decisions))
+        )
         own = [d for d in (regated, mine) if d is not None]
         running = [run for run, r in runs.items() if _in_progress(r) and run != head.run]
         if completed is None and (head.run not in runs or _in_progress(runs[head.run])):
             running.append(head.run)
         # Recorded where a later poster would otherwise take this run's result for lost (see ``lost``).
-        nothing = (head.run if completed is not None and mine is None
-                   and (head.run in history.announced or completed not in NOTHING_FAILED) else None)
+        nothing = (
+            head.run
+            if completed is not None
+            and mine is None
+            and (head.run in history.announced or completed not in NOTHING_FAILED)
+            else None
+        )
         earlier = _without_lost(history.decisions, {nothing})
         best = _newest([*own, *earlier], order)
-        lost = [Decision("failure", LOST, run) for run, r in runs.items()
-                if not _in_progress(r) and run != head.run and run not in history.settled
-                and (run in history.announced or r.conclusion not in NOTHING_FAILED)
-                and (best is None or order(run) > order(best.run))]
-        want = desired_status([*own, *lost, *earlier], running, pull.selects,
-                              head.fork and not pull.labelled and pull.selects, nothing, order,
-                              frozenset(history.announced))
+        lost = [
+            Decision("failure", LOST, run)
+            for run, r in runs.items()
+            if not _in_progress(r)
+            and run != head.run
+            and run not in history.settled
+            and (run in history.announced or r.conclusion not in NOTHING_FAILED)
+            and (best is None or order(run) > order(best.run))
+        ]
+        want = desired_status(
+            [*own, *lost, *earlier],
+            running,
+            pull.selects,
+            head.fork and not pull.labelled and pull.selects,
+            nothing,
+            order,
+            frozenset(history.announced),
+        )
         if history.latest == want:
             return want
-        commit.create_status(state=want[0], description=want[1], context=CONTEXT,
-                             **({"target_url": target} if target else {}))
+        commit.create_status(
+            state=want[0], description=want[1], context=CONTEXT, **({"target_url": target} if target else {})
+        )
     return want

@@ -41,8 +41,9 @@ class RetryBudgetSpent(GithubException):
     """The answer asks for a retry after ``wait`` s, but only ``left`` s (negative: none) of ``budget``
     remain."""
 
-    def __init__(self, status: int, data: Any, headers: dict[str, str], *, wait: float, left: float,
-                 budget: float) -> None:
+    def __init__(
+        self, status: int, data: Any, headers: dict[str, str], *, wait: float, left: float, budget: float
+    ) -> None:
         super().__init__(status, data, headers)
         self.wait, self.left, self.budget = wait, left, budget
 
@@ -54,8 +55,9 @@ class BoundedGithubRetry(GithubRetry):
     ``RateLimitExceededExceedsMaxWait`` (with ``wait``) over the cap, ``RetryBudgetSpent`` past ``budget``.
     """
 
-    def __init__(self, *, sleep: Sleep = time.sleep, budget: RetryBudget | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, sleep: Sleep = time.sleep, budget: RetryBudget | None = None, **kwargs: Any
+    ) -> None:
         self.sleep_fn, self.budget = sleep, budget
         super().__init__(**kwargs)
 
@@ -67,9 +69,15 @@ class BoundedGithubRetry(GithubRetry):
             return False  # a 5xx may come after the comment was created: never post twice
         return super().is_retry(method, status_code, has_retry_after)
 
-    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
-                  error: Exception | None = None, _pool: Any = None,
-                  _stacktrace: Any = None) -> GithubRetry:
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> GithubRetry:
         retry = self._increment(method, url, response, error, _pool, _stacktrace)
         if self.budget is None:
             return retry
@@ -78,8 +86,7 @@ class BoundedGithubRetry(GithubRetry):
             return retry
         if response is None:
             raise MaxRetryError(_pool, url, error)  # as when the retries are used up
-        raise RetryBudgetSpent(*self._answer(response, url), wait=wait, left=left,
-                               budget=self.budget.seconds)
+        raise RetryBudgetSpent(*self._answer(response, url), wait=wait, left=left, budget=self.budget.seconds)
 
     def _increment(self, *args: Any) -> GithubRetry:
         """The next retry, as GitHub asks, within the cap (``increment`` without the budget)."""
@@ -129,8 +136,11 @@ class BoundedGithubRetry(GithubRetry):
         """Seconds until ``X-RateLimit-Reset`` plus 1 when ``X-RateLimit-Remaining`` is 0, as
         ``GithubRetry`` computes it; else None."""
         reset = str(response.headers.get("X-RateLimit-Reset", ""))
-        if response.status in RATE_LIMIT_STATUSES \
-                and response.headers.get("X-RateLimit-Remaining") == "0" and reset.isdigit():
+        if (
+            response.status in RATE_LIMIT_STATUSES
+            and response.headers.get("X-RateLimit-Remaining") == "0"
+            and reset.isdigit()
+        ):
             return max(0.0, int(reset) - time.time()) + 1
         return None
 
@@ -150,6 +160,5 @@ class BoundedGithubRetry(GithubRetry):
         return response.status, data, dict(response.headers)
 
     def _check_cap(self, wait: float | None, response: Any, url: str | None) -> None:
-        if (wait is not None and self.max_rate_limit_wait is not None
-                and wait > self.max_rate_limit_wait):
+        if wait is not None and self.max_rate_limit_wait is not None and wait > self.max_rate_limit_wait:
             raise RateLimitExceededExceedsMaxWait(*self._answer(response, url), wait=wait)

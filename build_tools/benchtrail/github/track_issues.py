@@ -20,8 +20,10 @@ from benchtrail.store import fetch_command, remote, run_url
 
 LABEL = "benchtrail-regression"
 MARKER_PREFIX = "<!-- benchtrail:track"
-_MARKER = re.compile(re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) "
-                                                r"commit=(?P<commit>[0-9a-f]{7,64}) -->")
+_MARKER = re.compile(
+    re.escape(MARKER_PREFIX) + r" series=(?P<series>[0-9A-Za-z._-]+) "
+    r"commit=(?P<commit>[0-9a-f]{7,64}) -->"
+)
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,11 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
     gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
     compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
     lines = [
-        f"### benchtrail: {code_span(cp.series_name)} regressed {cp.magnitude_pct:+.1f}%", "",
-        "| | |", "|---|---|",
-        f"| series | {code_span(cp.series_name, in_table=True)} "
-        f"({code_span(cp.series_id, in_table=True)}) |",
+        f"### benchtrail: {code_span(cp.series_name)} regressed {cp.magnitude_pct:+.1f}%",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| series | {code_span(cp.series_name, in_table=True)} ({code_span(cp.series_id, in_table=True)}) |",
         f"| device | {md_text(cp.device_name)} |",
         f"| metric | {cp.kind} {cp.metric} ({cp.unit}) |",
         f"| commits | `{base}..{head}` ([compare]({compare})): {len(cp.commits)} commit(s){gaps} |",
@@ -67,11 +70,16 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
         f"({cp.n_before} → {cp.n_after} commits with a run) |",
         f"| change | **{cp.magnitude_pct:+.1f}%** (threshold: {cp.threshold}) |",
         f"| confidence | {100 * cp.confidence:.1f}% (1 − p, two-sided Mann–Whitney U "
-        f"over per-commit medians; p = {cp.p_value:.2g}) |", "",
+        f"over per-commit medians; p = {cp.p_value:.2g}) |",
+        "",
         "Commits to test (first parents after the last good build, up to the first bad one), and the "
-        "two builds side by side:", "",
-        "```sh", f"benchtrail bisect-range {cp.base_commit} {cp.head_commit}",
-        f"benchtrail compare-builds {cp.base_commit} {cp.head_commit} --store {report.store}", "```", "",
+        "two builds side by side:",
+        "",
+        "```sh",
+        f"benchtrail bisect-range {cp.base_commit} {cp.head_commit}",
+        f"benchtrail compare-builds {cp.base_commit} {cp.head_commit} --store {report.store}",
+        "```",
+        "",
     ]
     runs = ((cp.base_run, "before"), (cp.head_run, "after"))
     if remote(report.store):
@@ -81,10 +89,13 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
     else:
         lines += [f"Runs: {where} `runs/{run_id}/{attempt}/`" for (run_id, attempt), where in runs]
         lines += [f"in the store `{report.store}`.", ""]
-    lines += [f"Found by `benchtrail track` (ruptures PELT, l1 cost) over {report.runs} runs of "
-              f"{report.commits} first-parent commits up to `{short(report.head)}`. "
-              "Close this issue to accept the change; benchtrail never reopens it.",
-              marker(cp.series_id, cp.head_commit), ""]
+    lines += [
+        f"Found by `benchtrail track` (ruptures PELT, l1 cost) over {report.runs} runs of "
+        f"{report.commits} first-parent commits up to `{short(report.head)}`. "
+        "Close this issue to accept the change; benchtrail never reopens it.",
+        marker(cp.series_id, cp.head_commit),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -93,11 +104,15 @@ def _user_error(exc: Any, repo: str, base_url: str) -> UserError:
     if status == 401:
         return UserError(f"GitHub rejected the token ({describe(exc)}); check GITHUB_TOKEN")
     if status == 403:
-        return UserError(f"the token may not write issues of {repo} ({describe(exc)}); the job needs "
-                         "`permissions: issues: write`")
+        return UserError(
+            f"the token may not write issues of {repo} ({describe(exc)}); the job needs "
+            "`permissions: issues: write`"
+        )
     if status in (404, 410):
-        return UserError(f"{repo} or its issues not found at {base_url} ({describe(exc)}); check "
-                         "--repo-name, --api-url and that issues are enabled")
+        return UserError(
+            f"{repo} or its issues not found at {base_url} ({describe(exc)}); check "
+            "--repo-name, --api-url and that issues are enabled"
+        )
     return UserError(f"GitHub API error on {repo} ({describe(exc)})")
 
 
@@ -150,8 +165,7 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str) ->
                 issue = repository.create_issue(title=title, body=body, labels=[LABEL])
                 action, text = "created", f"created issue #{issue.number} ({where})"
             elif cp.issue:
-                action, text = ("not-new",
-                                f"{where} is older than --new-within and has no issue; not filed")
+                action, text = ("not-new", f"{where} is older than --new-within and has no issue; not filed")
             else:
                 continue
             number, url = (issue.number, issue.html_url) if issue is not None else (None, None)

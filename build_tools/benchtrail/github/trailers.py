@@ -62,8 +62,9 @@ def _end_of_message(lines: list[str]) -> int:
 
 def _trailer_block_start(lines: list[str]) -> int:
     """Index of the first line of the trailer block, or ``len(lines)`` when there is none."""
-    end_of_title = next((i for i, line in enumerate(lines)
-                         if not line.startswith(COMMENT) and _is_blank(line)), len(lines))
+    end_of_title = next(
+        (i for i, line in enumerate(lines) if not line.startswith(COMMENT) and _is_blank(line)), len(lines)
+    )
     only_spaces = True
     recognized_prefix = False
     trailer_lines = non_trailer_lines = possible_continuation = 0
@@ -105,14 +106,17 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
     lines = lines[: _end_of_message(lines)]
     strings: list[str] = []
     continued = False  # whether an indented line continues the trailer strings[-1]
-    for line in lines[_trailer_block_start(lines):]:
+    for line in lines[_trailer_block_start(lines) :]:
         if continued and _starts_with_space(line):
             strings[-1] += line
         else:
             strings.append(line)
             continued = find_separator(line) >= 1  # a comment line ends the trailer
-    return [(s[:pos].strip(GIT_SPACE), _unfold(s[pos + 1:])) for s in strings
-            if not s.startswith(COMMENT) and (pos := find_separator(s)) >= 1]
+    return [
+        (s[:pos].strip(GIT_SPACE), _unfold(s[pos + 1 :]))
+        for s in strings
+        if not s.startswith(COMMENT) and (pos := find_separator(s)) >= 1
+    ]
 
 
 def format_trailers(pairs: list[tuple[str, str]]) -> str:
@@ -133,5 +137,12 @@ def benchmark_presets(title: str | None, body: str | None) -> list[str] | None:
 
 def accepted_regressions(title: str | None, body: str | None) -> list[str]:
     """Series names or globs from every ``benchmarks-accept:`` trailer, comma-separated, in order."""
-    return list(dict.fromkeys(item.strip() for key, value in parse_trailers(pr_message(title, body))
-                              if key.lower() == ACCEPT_KEY for item in value.split(",") if item.strip()))
+    return list(
+        dict.fromkeys(
+            item.strip()
+            for key, value in parse_trailers(pr_message(title, body))
+            if key.lower() == ACCEPT_KEY
+            for item in value.split(",")
+            if item.strip()
+        )
+    )

@@ -34,11 +34,18 @@ def _client(token: str | None, base_url: str) -> Any:
 
     if token:
         return make_client(token, base_url)
-    retry = Retry(total=2, other=0, backoff_factor=0.5,
-                  status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
-                  respect_retry_after_header=False, raise_on_status=False)
-    return github.Github(base_url=base_url.rstrip("/"), timeout=30, retry=retry,
-                         seconds_between_requests=None)
+    retry = Retry(
+        total=2,
+        other=0,
+        backoff_factor=0.5,
+        status_forcelist=(500, 502, 503, 504),
+        allowed_methods=frozenset({"GET"}),
+        respect_retry_after_header=False,
+        raise_on_status=False,
+    )
+    return github.Github(
+        base_url=base_url.rstrip("/"), timeout=30, retry=retry, seconds_between_requests=None
+    )
 
 
 def _failure(exc: Exception) -> str:
@@ -56,13 +63,15 @@ class GitHubRunTrust:
     """A run trust through the GitHub API; ``repo`` is ``OWNER/NAME``, ``token`` needs ``actions: read``
     (None: anonymous, enough for a public repository), ``base_url`` is ``GITHUB_API_URL``."""
 
-    def __init__(self, repo: str, workflow_path: str, token: str | None, base_url: str,
-                 release_branches: Names) -> None:
-        self.repo_name, self.workflow_path, self.release_branches = (repo, workflow_path,
-                                                                     release_branches)
-        self.description = (f"runs of {workflow_path} made by a push or manual run on the default branch "
-                            f"or a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub "
-                            f"API at {base_url} records them")
+    def __init__(
+        self, repo: str, workflow_path: str, token: str | None, base_url: str, release_branches: Names
+    ) -> None:
+        self.repo_name, self.workflow_path, self.release_branches = (repo, workflow_path, release_branches)
+        self.description = (
+            f"runs of {workflow_path} made by a push or manual run on the default branch "
+            f"or a release branch ({', '.join(release_branches)}) of {repo}, as the GitHub "
+            f"API at {base_url} records them"
+        )
         self._gh = _client(token, base_url)
         self._attempts: dict[tuple[int, int], Any] = {}
         self._listed: dict[str, dict[int, Any]] = {}
@@ -99,13 +108,17 @@ class GitHubRunTrust:
         try:
             default = self._repo.default_branch
         except api_errors as exc:
-            return (f"{name} could not be verified: GitHub did not answer for repository "
-                    f"{self.repo_name} ({_failure(exc)})")
+            return (
+                f"{name} could not be verified: GitHub did not answer for repository "
+                f"{self.repo_name} ({_failure(exc)})"
+            )
         try:
             record = self._attempt(int(run_id), attempt, commit)
             if record is None:
-                return (f"{name}: GitHub lists no such run attempt of commit {commit[:12]} in "
-                        f"{self.repo_name} (a pointer may only name a run of its own commit)")
+                return (
+                    f"{name}: GitHub lists no such run attempt of commit {commit[:12]} in "
+                    f"{self.repo_name} (a pointer may only name a run of its own commit)"
+                )
             event, branch, sha, path = record.event, record.head_branch, record.head_sha, record.path
             status, conclusion = record.status, record.conclusion
             started, updated = _utc(record.run_started_at), _utc(record.updated_at)
@@ -116,39 +129,54 @@ class GitHubRunTrust:
         if event not in POSTSUBMIT_EVENTS:
             return f"{name} was made by a {event} event, not a push or manual run"
         if not stores_baselines(branch, default, self.release_branches):
-            return (f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a "
-                    f"release branch ({', '.join(self.release_branches)}): its runs store no baselines")
+            return (
+                f"{name} ran on branch {branch!r}, neither the default branch {default!r} nor a "
+                f"release branch ({', '.join(self.release_branches)}): its runs store no baselines"
+            )
         if sha != commit:
             return f"{name} measured commit {str(sha)[:12]}, not {commit[:12]} as its pointer claims"
         if path != self.workflow_path:
             return f"{name} ran workflow {path}, not the trusted {self.workflow_path}"
         # The reader's own run (a postsubmit run's pages job) is still in progress: its process job vouches.
-        own = (run_id, str(attempt)) == (os.environ.get("GITHUB_RUN_ID"),
-                                         os.environ.get("GITHUB_RUN_ATTEMPT"))
+        own = (run_id, str(attempt)) == (
+            os.environ.get("GITHUB_RUN_ID"),
+            os.environ.get("GITHUB_RUN_ATTEMPT"),
+        )
         if status != "completed" and not own:
             return f"{name} has not completed yet (status {status})"
         if conclusion != "success" and not own:
             return f"{name} ended with conclusion {conclusion}, not success"
         stored, slack = _utc(pointer.get("stored_at")), datetime.timedelta(seconds=SLACK_S)
-        if stored is None or (not own and (None in (started, updated)
-                                          or not started - slack <= stored <= updated + slack)):
-            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time "
-                    f"that attempt ran ({started} to {updated})")
+        if stored is None or (
+            not own and (None in (started, updated) or not started - slack <= stored <= updated + slack)
+        ):
+            return (
+                f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time "
+                f"that attempt ran ({started} to {updated})"
+            )
         try:
             if run_id not in self._job_lists:  # every attempt's jobs: one listing per run
                 self._job_lists[run_id] = list(record.jobs("all"))
         except api_errors as exc:
             return f"{name}: its jobs could not be listed with the GitHub API ({_failure(exc)})"
-        job = next((j for j in reversed(self._job_lists[run_id])
-                    if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)), None)
+        job = next(
+            (
+                j
+                for j in reversed(self._job_lists[run_id])
+                if j.run_attempt == attempt and j.name.endswith(PROCESS_JOB)
+            ),
+            None,
+        )
         if job is None:
             return f"{name} has no job '{PROCESS_JOB}', the one that stores a run"
         if job.conclusion != "success":
             return f"{name}: its job '{job.name}' ended {job.conclusion}, not success: it stored no run"
         began, ended = _utc(job.started_at), _utc(job.completed_at)
         if None in (began, ended) or not began - slack <= stored <= ended + slack:
-            return (f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its "
-                    f"job '{job.name}' ran ({began} to {ended})")
+            return (
+                f"{name}: its pointer was stored at {pointer.get('stored_at')}, outside the time its "
+                f"job '{job.name}' ran ({began} to {ended})"
+            )
         return None
 
 
@@ -164,8 +192,9 @@ def workflow_path_from_ref(workflow_ref: str | None) -> str | None:
     return ".github/" + workflow_ref.split("/.github/", 1)[1].split("@", 1)[0]
 
 
-def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None = None,
-                       repo_name: str | None = None) -> Trust:
+def trust_from_options(
+    mode: str, store_url: str, trusted_workflow: str | None = None, repo_name: str | None = None
+) -> Trust:
     """The ``Trust`` for ``--trust mode`` with a store at ``store_url``.
 
     ``github`` reads ``GITHUB_REPOSITORY`` (or ``repo_name``), ``GITHUB_API_URL``, ``GITHUB_TOKEN`` and
@@ -180,15 +209,24 @@ def trust_from_options(mode: str, store_url: str, trusted_workflow: str | None =
     from benchtrail.github.post import DEFAULT_API_URL
 
     repo = repo_name or env.get("GITHUB_REPOSITORY", "").strip()
-    workflow = (trusted_workflow or env.get("BENCHTRAIL_TRUSTED_WORKFLOW", "").strip()
-                or workflow_path_from_ref(env.get("GITHUB_WORKFLOW_REF")))
+    workflow = (
+        trusted_workflow
+        or env.get("BENCHTRAIL_TRUSTED_WORKFLOW", "").strip()
+        or workflow_path_from_ref(env.get("GITHUB_WORKFLOW_REF"))
+    )
     if not repo:
         raise UserError("--trust github needs the repository: set GITHUB_REPOSITORY (OWNER/NAME)")
     if not workflow:
-        raise UserError("--trust github needs the workflow whose push runs are trusted: pass "
-                        "--trusted-workflow .github/workflows/<file>.yml or set "
-                        "BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, GITHUB_WORKFLOW_REF gives this run's "
-                        "own workflow)")
-    return GitHubRunTrust(repo, workflow, env.get("GITHUB_TOKEN", "").strip() or None,
-                          env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL,
-                          release_branches(env))
+        raise UserError(
+            "--trust github needs the workflow whose push runs are trusted: pass "
+            "--trusted-workflow .github/workflows/<file>.yml or set "
+            "BENCHTRAIL_TRUSTED_WORKFLOW (in Actions, GITHUB_WORKFLOW_REF gives this run's "
+            "own workflow)"
+        )
+    return GitHubRunTrust(
+        repo,
+        workflow,
+        env.get("GITHUB_TOKEN", "").strip() or None,
+        env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL,
+        release_branches(env),
+    )

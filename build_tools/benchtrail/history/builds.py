@@ -73,8 +73,9 @@ class BuildComparison:
     rows: tuple[BuildRow, ...]
 
 
-def resolve_build(value: str, which: str, store: Store | None, repo: Path,
-                  trust: Trust | None = None) -> Build:
+def resolve_build(
+    value: str, which: str, store: Store | None, repo: Path, trust: Trust | None = None
+) -> Build:
     """Load build ``value`` (side ``which``, "A" or "B"): a run directory, else the newest trusted run
     (``trust`` None: any) in ``store`` of a commit or ref in ``repo``.
 
@@ -86,18 +87,23 @@ def resolve_build(value: str, which: str, store: Store | None, repo: Path,
         return Build(value, run.commit, str(Path(value)), tuple(files))
     sha = resolve_commit(repo, value)
     if sha is None:
-        raise UserError(f"{which} {value!r} is neither a run directory nor a commit or ref that git can "
-                        f"resolve in --repo {str(repo)!r}; give a run directory, a sha, a branch or a tag")
+        raise UserError(
+            f"{which} {value!r} is neither a run directory nor a commit or ref that git can "
+            f"resolve in --repo {str(repo)!r}; give a run directory, a sha, a branch or a tag"
+        )
     if store is None:
-        raise UserError(f"{which} {value!r} is a commit: pass --store URL to find its run "
-                        "(or give a run directory)")
+        raise UserError(
+            f"{which} {value!r} is a commit: pass --store URL to find its run (or give a run directory)"
+        )
     problems: list[str] = []
     pointers = usable_runs(store, sha, problems, trust)
     if not pointers:
-        raise UserError(f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no "
-                        f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run "
-                        "(see `benchtrail history`) or a run directory"
-                        + (f"; not used: {'; '.join(problems)}" if problems else ""))
+        raise UserError(
+            f"{which} {value!r} (commit {sha[:12]}): the store {store.url} holds no "
+            f"{'trusted ' if problems else ''}run of it; allowed: a commit with a stored run "
+            "(see `benchtrail history`) or a run directory"
+            + (f"; not used: {'; '.join(problems)}" if problems else "")
+        )
     run = pointers[0]["run_id"], pointers[0]["attempt"]
     return Build(value, sha, store.run_url(*run), tuple(fetch_results(store, *run)))
 
@@ -118,8 +124,14 @@ def _row(a: BenchmarkRecord | None, b: BenchmarkRecord | None, judged: Row | Non
         note = "; ".join(f"{side} {r.status}" for side, r in sides if r.status != "ok")
     figures = ()
     if judged and a and b:
-        figures = (judged.verdict, judged.change, judged.change_unit, judged.ci_low, judged.ci_high,
-                   judged.reason)
+        figures = (
+            judged.verdict,
+            judged.change,
+            judged.change_unit,
+            judged.ci_low,
+            judged.ci_high,
+            judged.reason,
+        )
     return BuildRow(*astuple((b or a).key), am, bm, ratio, note, *figures)
 
 
@@ -128,8 +140,15 @@ def same_run(a: Build, b: Build) -> bool:
     return (a.commit, a.run) == (b.commit, b.run) and "?" not in a.run
 
 
-def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), *,
-                   allow_same_run: bool = False, trust: Trust | None = None) -> BuildComparison:
+def compare_builds(
+    a: str,
+    b: str,
+    store: Store | None,
+    repo: Path = Path("."),
+    *,
+    allow_same_run: bool = False,
+    trust: Trust | None = None,
+) -> BuildComparison:
     """One row per series of either build, execution first: medians in the series' unit (``us`` = µs per
     iteration, ``ms``, ``count``, ``bytes``), ``ratio`` B/A (None, with a ``note``, when a side lacks
     it or A's median is 0).
@@ -143,16 +162,21 @@ def compare_builds(a: str, b: str, store: Store | None, repo: Path = Path("."), 
     build_a = resolve_build(a, "A", store, repo, trust)
     build_b = resolve_build(b, "B", store, repo, trust)
     if same_run(build_a, build_b) and not allow_same_run:
-        raise UserError(f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at "
-                        f"commit {build_a.commit[:12]}): every row would be 'similar' and prove nothing; "
-                        "give two different runs, or pass --allow-same-run to compare a run with itself (a "
-                        "check of the statistics)")
+        raise UserError(
+            f"A {a!r} and B {b!r} are the same run ({build_a.run[0]}/{build_a.run[1]} at "
+            f"commit {build_a.commit[:12]}): every row would be 'similar' and prove nothing; "
+            "give two different runs, or pass --allow-same-run to compare a run with itself (a "
+            "check of the statistics)"
+        )
     # benchtrail compare's rows of B (head) against A (base), by series id: the shipped thresholds
     judged = {r.id: r for r in compare(list(build_a.files), list(build_b.files), load_thresholds())}
-    rows = (_row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
-            for i in build_a.records.keys() | build_b.records)
-    return BuildComparison(build_a, build_b,
-                           tuple(sorted(rows, key=lambda r: (r.kind != "execution", r.name, r.id))))
+    rows = (
+        _row(build_a.records.get(i), build_b.records.get(i), judged.get(i))
+        for i in build_a.records.keys() | build_b.records
+    )
+    return BuildComparison(
+        build_a, build_b, tuple(sorted(rows, key=lambda r: (r.kind != "execution", r.name, r.id)))
+    )
 
 
 def format_table(comparison: BuildComparison) -> str:
@@ -161,16 +185,25 @@ def format_table(comparison: BuildComparison) -> str:
     from rich.table import Table
 
     a, b = comparison.a, comparison.b
-    table = Table(title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
-                  title_justify="left")
+    table = Table(
+        title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
+        title_justify="left",
+    )
     left = ("benchmark", "device", "verdict", "note")
     for header in (*left[:2], "A median", "B median", "B/A", "change", "99% CI", *left[2:]):
         table.add_column(header, justify="left" if header in left else "right", overflow="fold")
     for r in comparison.rows:
-        table.add_row(rich_text(r.name), rich_text(r.device_name), format_value(r.a_median, r.unit),
-                      format_value(r.b_median, r.unit), f"{r.ratio:.4f}" if r.ratio is not None else "—",
-                      format_change(r, r.unit), format_ci(r), rich_text(r.verdict or "—"),
-                      rich_text("; ".join(filter(None, (r.note, r.reason)))))
+        table.add_row(
+            rich_text(r.name),
+            rich_text(r.device_name),
+            format_value(r.a_median, r.unit),
+            format_value(r.b_median, r.unit),
+            f"{r.ratio:.4f}" if r.ratio is not None else "—",
+            format_change(r, r.unit),
+            format_ci(r),
+            rich_text(r.verdict or "—"),
+            rich_text("; ".join(filter(None, (r.note, r.reason)))),
+        )
     console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())
@@ -181,8 +214,11 @@ def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
     from benchtrail.history.plots import ratios_figure, save_figures
 
     rows = [r for r in comparison.rows if r.ratio is not None]
-    title = (f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} "
-             f"({short(comparison.a.commit)})")
-    figure = ratios_figure([r.name for r in rows], [r.ratio for r in rows], title,
-                           log=all(r.ratio > 0 for r in rows))
+    title = (
+        f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} "
+        f"({short(comparison.a.commit)})"
+    )
+    figure = ratios_figure(
+        [r.name for r in rows], [r.ratio for r in rows], title, log=all(r.ratio > 0 for r in rows)
+    )
     return save_figures({path.name: figure}, path.parent)[0]

@@ -48,21 +48,25 @@ def first_parent_commits(repo: Path, ref: str, max_commits: int) -> tuple[str, l
         raise UserError(f"--repo {str(repo)!r} is not a git repository (or git is not installed)")
     head = resolve_commit(repo, ref)
     if head is None:
-        raise UserError(f"--ref {ref!r}: git cannot resolve it to a commit in {repo}; "
-                        "give a branch, tag, sha or an expression like HEAD~3")
+        raise UserError(
+            f"--ref {ref!r}: git cannot resolve it to a commit in {repo}; "
+            "give a branch, tag, sha or an expression like HEAD~3"
+        )
     return head, list(reversed(first_parents(repo, head, max_commits) or [head]))
 
 
-def usable_runs(store: Store, commit: str, problems: list[str],
-                trust: Any = None) -> list[dict[str, Any]]:
+def usable_runs(store: Store, commit: str, problems: list[str], trust: Any = None) -> list[dict[str, Any]]:
     """The commit pointers of ``commit`` that ``trust`` (None: any) trusts, newest first; pointers are
     written last, so each names a complete run. ``problems`` gets a message per pointer that cannot be
     read, names no run, or is not trusted."""
+
     def wanted(p: dict[str, Any]) -> bool:
         if isinstance(p.get("run_id"), str) and isinstance(p.get("attempt"), int):
             return True
-        problems.append(f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
-                        f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number")
+        problems.append(
+            f"commit pointer of {commit} names no run (run_id {p.get('run_id')!r}, "
+            f"attempt {p.get('attempt')!r}); allowed: a run id string and an attempt number"
+        )
         return False
 
     stored = StoredRuns(store, commit, trust, wanted=wanted)
@@ -76,8 +80,9 @@ def usable_runs(store: Store, commit: str, problems: list[str],
     return found
 
 
-def fetch_results(store: Store, run_id: str, attempt: int, listed: list[str] | None = None,
-                  also: tuple[str, ...] = ()) -> list[ResultsFile]:
+def fetch_results(
+    store: Store, run_id: str, attempt: int, listed: list[str] | None = None, also: tuple[str, ...] = ()
+) -> list[ResultsFile]:
     """Fetch and load a stored run's results files (``listed`` by its pointer, else ``results/*.json``),
     fetching the patterns ``also`` too; UserError when missing, invalid, or a listed name is unsafe."""
     from benchtrail.store.base import check_relative_name
@@ -97,8 +102,14 @@ def run_marks(run_dir: Path) -> dict[str, str]:
     return {r.id: r.mark for r in rows if r.verdict == "regressed" and r.mark}
 
 
-def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, results: ResultsFile,
-             marks: dict[str, str]) -> Point:
+def point_of(
+    commit: str,
+    run_id: str,
+    attempt: int,
+    record: BenchmarkRecord,
+    results: ResultsFile,
+    marks: dict[str, str],
+) -> Point:
     """The point of ``record`` at ``commit``, with its one run in ``runs``."""
     p25 = p75 = None
     if record.samples:
@@ -106,22 +117,45 @@ def point_of(commit: str, run_id: str, attempt: int, record: BenchmarkRecord, re
     torch = results.environment.get("torch_version")
     noisy = bool(record.median and record.iqr and record.iqr / record.median > NOISE_LIMIT)
     run = RunValue(run_id, attempt, record.median, noisy, marks.get(record.id))
-    return Point(commit, run_id, attempt, record.median, record.iqr, record.min, record.max, record.n,
-                 record.status, p25, p75, torch if isinstance(torch, str) else None, (run,))
+    return Point(
+        commit,
+        run_id,
+        attempt,
+        record.median,
+        record.iqr,
+        record.min,
+        record.max,
+        record.n,
+        record.status,
+        p25,
+        p75,
+        torch if isinstance(torch, str) else None,
+        (run,),
+    )
 
 
 def _series(measured: list[_Measured]) -> Series:
     """A series from its (record, presets, point) at each commit, oldest first."""
     newest = measured[-1][0]
     presets = tuple(sorted(set().union(*(p for _, p, _ in measured))))
-    return Series(**dataclasses.asdict(newest.key), presets=presets,
-                  compile_config=newest.compile_config, task=newest.task,
-                  points=tuple(point for _, _, point in measured))
+    return Series(
+        **dataclasses.asdict(newest.key),
+        presets=presets,
+        compile_config=newest.compile_config,
+        task=newest.task,
+        points=tuple(point for _, _, point in measured),
+    )
 
 
-def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: int = 100, *,
-                    pending: tuple[str, int, list[ResultsFile]] | None = None,
-                    trust: Any = None) -> History:
+def collect_history(
+    store: Store,
+    repo: Path,
+    ref: str = "HEAD",
+    max_commits: int = 100,
+    *,
+    pending: tuple[str, int, list[ResultsFile]] | None = None,
+    trust: Any = None,
+) -> History:
     """Every series over the first-parent commits of ``ref`` (at most ``max_commits``), oldest first.
 
     Each series of a commit's newest run gets a point with the median of every run that holds it. Runs
@@ -138,16 +172,20 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         used = CommitRun(commit)
         problems: list[str] = []
         mine = {pending[:2]: pending[2]} if pending and commit == head else {}
-        listed = {(p["run_id"], p["attempt"]):
-                  p["results"] if isinstance(p.get("results"), list) else None
-                  for p in usable_runs(store, commit, problems, trust)}
+        listed = {
+            (p["run_id"], p["attempt"]): p["results"] if isinstance(p.get("results"), list) else None
+            for p in usable_runs(store, commit, problems, trust)
+        }
         skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
         runs: list[dict[str, _Measured]] = []  # per run read, newest first
         for run in {**mine, **listed}:  # (run id, attempt)
             found: dict[str, _Measured] = {}
             try:
-                files = mine[run] if run in mine else fetch_results(store, *run, listed[run],
-                                                                    ("comparison.json",))
+                files = (
+                    mine[run]
+                    if run in mine
+                    else fetch_results(store, *run, listed[run], ("comparison.json",))
+                )
                 marks = run_marks(store.run_dir(*run))
                 for results in files:
                     run_presets = set(results.run.get("presets") or ())
@@ -157,10 +195,13 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
                         own = set(record.presets)
                         presets = (own & run_presets) or own or run_presets
                         for preset in sorted(presets):  # every one, or the run is not used
-                            check_preset_page(preset, f"run {run[0]}/{run[1]} ({store.run_url(*run)}): "
-                                                      f"series {record.name!r}")
-                        found.setdefault(record.id, (record, presets,
-                                                     point_of(commit, *run, record, results, marks)))
+                            check_preset_page(
+                                preset,
+                                f"run {run[0]}/{run[1]} ({store.run_url(*run)}): series {record.name!r}",
+                            )
+                        found.setdefault(
+                            record.id, (record, presets, point_of(commit, *run, record, results, marks))
+                        )
             except UserError as exc:
                 skipped.append(f"{short(commit)} run {run[0]}/{run[1]}: {exc}")
                 continue
@@ -170,13 +211,14 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
         # the newest run's series
         for sid, (record, presets, point) in (runs[0] if runs else {}).items():
             values = tuple(read[sid][2].runs[0] for read in runs if sid in read)
-            measured.setdefault(sid, []).append((record, presets,
-                                                 dataclasses.replace(point, runs=values)))
+            measured.setdefault(sid, []).append((record, presets, dataclasses.replace(point, runs=values)))
     if not any(c.run_id for c in walked):
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
-        raise UserError(f"--store {store.url}: no usable run of any of the {len(commits)} first-parent "
-                        f"commit(s) of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` "
-                        f"at one of them, or pass the store and --repo that hold their runs{not_used}")
+        raise UserError(
+            f"--store {store.url}: no usable run of any of the {len(commits)} first-parent "
+            f"commit(s) of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` "
+            f"at one of them, or pass the store and --repo that hold their runs{not_used}"
+        )
     series = sorted(map(_series, measured.values()), key=lambda s: (s.kind != "execution", s.name, s.id))
     return History(ref, head, store.url, tuple(walked), tuple(series), tuple(skipped))
 
@@ -184,8 +226,11 @@ def collect_history(store: Store, repo: Path, ref: str = "HEAD", max_commits: in
 def history_to_dict(history: History) -> dict[str, Any]:
     """The JSON object of ``history.json``: series keyed by id, with ``schema_version``."""
     plain = dataclasses.asdict(history)
-    return {"schema_version": HISTORY_SCHEMA_VERSION, **plain,
-            "series": {body.pop("id"): body for body in plain["series"]}}
+    return {
+        "schema_version": HISTORY_SCHEMA_VERSION,
+        **plain,
+        "series": {body.pop("id"): body for body in plain["series"]},
+    }
 
 
 def write_history(path: Path, history: History) -> Path:
@@ -204,15 +249,16 @@ def load_history(path: Path) -> History:
     where = f"history file {path}"
     series_obj = obj.get("series")
     if not isinstance(series_obj, dict):
-        raise UserError(f"{where}: field 'series' must be an object keyed by series id, "
-                        f"got {series_obj!r}")
+        raise UserError(f"{where}: field 'series' must be an object keyed by series id, got {series_obj!r}")
     series = []
     for sid, body in series_obj.items():
         if not isinstance(body, dict) or "id" in body:
-            raise UserError(f"{where}: series {sid!r} must be an object without an 'id' field "
-                            "(the key is the id)")
+            raise UserError(
+                f"{where}: series {sid!r} must be an object without an 'id' field (the key is the id)"
+            )
         series.append(from_plain({**body, "id": sid}, Series, where=f"{where}: series {sid!r}"))
-    history = dataclasses.replace(from_plain({**obj, "series": []}, History, where=where),
-                                  series=tuple(series))
+    history = dataclasses.replace(
+        from_plain({**obj, "series": []}, History, where=where), series=tuple(series)
+    )
     check_history(history, where)
     return history

@@ -42,8 +42,10 @@ class StoredRun:
 def drawn_runs(history: History) -> dict[str, set[tuple[str, int]]]:
     """``{commit: {(run id, attempt), ...}}``: each commit's run and every run a point of it holds."""
     runs: dict[str, set[tuple[str, int]]] = {
-        c.commit: {(c.run_id, c.attempt)} for c in history.commits
-        if c.run_id is not None and c.attempt is not None}
+        c.commit: {(c.run_id, c.attempt)}
+        for c in history.commits
+        if c.run_id is not None and c.attempt is not None
+    }
     for series in history.series:
         for point in series.points:
             runs.setdefault(point.commit, set()).update((r.run_id, r.attempt) for r in point.runs)
@@ -69,10 +71,17 @@ def stored_runs(store: Store, history: History) -> list[StoredRun]:
             key = (p.get("run_id"), p.get("attempt"))
             if key in drawn[commit]:
                 run_id, attempt = key
-                found.append(StoredRun(commit, run_id, attempt, str(p.get("stored_at") or ""),
-                                       tuple(map(str, p.get("presets") or ())),
-                                       tuple(map(str, p.get("devices") or ())),
-                                       verdicts(store.run_dir(run_id, attempt))))
+                found.append(
+                    StoredRun(
+                        commit,
+                        run_id,
+                        attempt,
+                        str(p.get("stored_at") or ""),
+                        tuple(map(str, p.get("presets") or ())),
+                        tuple(map(str, p.get("devices") or ())),
+                        verdicts(store.run_dir(run_id, attempt)),
+                    )
+                )
     return found
 
 
@@ -87,12 +96,16 @@ def runs_html(runs: list[StoredRun]) -> str:
     """The index's table of stored runs, newest first."""
     cells = ("commit", "run", "stored", "presets", "devices", "verdicts")
     rows = "".join(
-        f"<tr class=\"run\"><td><code>{short(r.commit)}</code></td>"
+        f'<tr class="run"><td><code>{short(r.commit)}</code></td>'
         f"<td>{html_text(f'{r.run_id}/{r.attempt}')}</td><td>{html_text(_time(r.stored_at))}</td>"
         f"<td>{html_text(', '.join(r.presets) or '—')}</td><td>{html_text(', '.join(r.devices) or '—')}</td>"
-        f"<td>{html_text(r.verdicts or 'no comparison')}</td></tr>\n" for r in runs)
-    return (f"<h2>Stored runs (newest first)</h2>\n<p>{len(runs)} run(s) of the commits below.</p>\n"
-            "<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>\n" + rows + "</table>\n")
+        f"<td>{html_text(r.verdicts or 'no comparison')}</td></tr>\n"
+        for r in runs
+    )
+    return (
+        f"<h2>Stored runs (newest first)</h2>\n<p>{len(runs)} run(s) of the commits below.</p>\n"
+        "<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>\n" + rows + "</table>\n"
+    )
 
 
 def write_site(store: Store, history: History, out_dir: Path, repo: Path | None = Path(".")) -> Path:

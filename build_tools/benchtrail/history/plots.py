@@ -34,15 +34,28 @@ COLUMNS = 3
 #: Most panels in one figure (one PNG); a page with more gets several PNGs.
 MAX_PANELS = 12
 #: What each metric's axis says before its unit.
-QUANTITIES = {"latency": "time per iteration", "compile_time_cold_ms": "cold compile time",
-              "compile_time_warm_ms": "warm compile time", "compile_time_ms": "compile time",
-              "artifact_bytes": "generated artifacts", "peak_rss_bytes": "peak RSS"}
-_PALETTE = [f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive",
-                                  "cyan")]
+QUANTITIES = {
+    "latency": "time per iteration",
+    "compile_time_cold_ms": "cold compile time",
+    "compile_time_warm_ms": "warm compile time",
+    "compile_time_ms": "compile time",
+    "artifact_bytes": "generated artifacts",
+    "peak_rss_bytes": "peak RSS",
+}
+_PALETTE = [
+    f"tab:{c}" for c in ("blue", "orange", "green", "purple", "brown", "pink", "gray", "olive", "cyan")
+]
 #: How a run's median is drawn by style (:func:`_draw_runs`), flagged ones with their legend entry.
-RUN_STYLES = {"noisy": {"marker": "o", "s": 18, "facecolors": "none", "edgecolors": "tab:orange",
-                        "label": f"noisy run (IQR/median > {NOISE_LIMIT:.0%})"},
-              "unconfirmed": {"marker": "x", "s": 24, "color": "tab:red", "label": "unconfirmed regression"}}
+RUN_STYLES = {
+    "noisy": {
+        "marker": "o",
+        "s": 18,
+        "facecolors": "none",
+        "edgecolors": "tab:orange",
+        "label": f"noisy run (IQR/median > {NOISE_LIMIT:.0%})",
+    },
+    "unconfirmed": {"marker": "x", "s": 24, "color": "tab:red", "label": "unconfirmed regression"},
+}
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ class AxisUnit:
 
 
 _TIME_IN_US = (("s", 1e6), ("ms", 1e3), ("µs", 1.0))
-_BYTES = (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10), ("B", 1.0))
+_BYTES = (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10), ("B", 1.0))
 
 
 def axis_unit(unit: str, values: Iterable[float | None]) -> AxisUnit:
@@ -77,8 +90,9 @@ def _tick(value: float, _pos: Any = None) -> str:
 def set_value_axis(axis: Any, unit: str, au: AxisUnit, quantity: str) -> None:
     """Label ``axis`` ``"<quantity> (<unit>)"`` and set its ticks: integers for counts, SI prefixes for
     rates, else plain numbers in ``au`` (the data already divided by ``au.scale``)."""
-    axis.set_label_text(mpl_text(quantity) if quantity == au.label
-                        else f"{mpl_text(quantity)} ({au.label})", fontsize=7)
+    axis.set_label_text(
+        mpl_text(quantity) if quantity == au.label else f"{mpl_text(quantity)} ({au.label})", fontsize=7
+    )
     axis.set_tick_params(labelsize=6)
     if unit == "count":
         axis.set_major_locator(MaxNLocator(integer=True))
@@ -99,8 +113,12 @@ def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
 
 
 #: A panel's (title, axis quantity) when it holds several metrics of one unit.
-GROUPS = {"ms": ("compile times", "time"), "count": ("counts", "count"), "bytes": ("sizes", "size"),
-          "us": ("times", "time")}
+GROUPS = {
+    "ms": ("compile times", "time"),
+    "count": ("counts", "count"),
+    "bytes": ("sizes", "size"),
+    "us": ("times", "time"),
+}
 
 
 @dataclass(frozen=True)
@@ -149,10 +167,10 @@ def variant_of(series: Series, model: str) -> str:
 def panels(series: Sequence[Series]) -> list[Panel]:
     """``series`` grouped by (model, unit): models sorted, units in ``UNITS`` order; within a panel by
     metric (``METRICS`` order), then name."""
-    ordered = sorted(series, key=lambda s: (model_of(s), *_rank(UNITS, s.unit),
-                                            *_rank(list(METRICS), s.metric), s.name))
-    return [Panel(*k, tuple(g))
-            for k, g in itertools.groupby(ordered, key=lambda s: (model_of(s), s.unit))]
+    ordered = sorted(
+        series, key=lambda s: (model_of(s), *_rank(UNITS, s.unit), *_rank(list(METRICS), s.metric), s.name)
+    )
+    return [Panel(*k, tuple(g)) for k, g in itertools.groupby(ordered, key=lambda s: (model_of(s), s.unit))]
 
 
 def _levels(points: Sequence[Point | None], scale: Any) -> Any:
@@ -161,27 +179,33 @@ def _levels(points: Sequence[Point | None], scale: Any) -> Any:
     return np.array([(p and p.value, *band(p)) for p in points], dtype=float).reshape(-1, 3).T / scale
 
 
-def _draw_runs(ax: Any, xs: Sequence[int], points: Sequence[Point | None], scales: Sequence[float],
-               color: str) -> bool:
+def _draw_runs(
+    ax: Any, xs: Sequence[int], points: Sequence[Point | None], scales: Sequence[float], color: str
+) -> bool:
     """A dot per run's median in ``color``, noisy runs and unconfirmed regressions in ``RUN_STYLES``
     (legend entry once per axes); whether any was flagged."""
     dots: dict[str, list[tuple[int, float]]] = {}
     for x, p, scale in zip(xs, points, scales):
-        for r in (p.runs if p else ()):
+        for r in p.runs if p else ():
             if r.median is not None:
                 style = "unconfirmed" if r.mark == "unconfirmed" else "noisy" if r.noisy else ""
                 dots.setdefault(style, []).append((x, r.median / scale))
     shown = ax.get_legend_handles_labels()[1]
     for style, xy in dots.items():
         look = RUN_STYLES.get(style, {"s": 9, "color": color, "alpha": 0.5, "linewidths": 0, "label": "_"})
-        ax.scatter(*zip(*xy), zorder=3,
-                   **{**look, "label": "_" if look["label"] in shown else look["label"]})
+        ax.scatter(*zip(*xy), zorder=3, **{**look, "label": "_" if look["label"] in shown else look["label"]})
     return bool(dots.keys() - {""})
 
 
-def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[float],
-                baseline: str | None, change_points: Mapping[str, Sequence[Any]],
-                regressions: Collection[str]) -> None:
+def _draw_lines(
+    ax: Any,
+    panel: Panel,
+    commits: list[str],
+    scales: Sequence[float],
+    baseline: str | None,
+    change_points: Mapping[str, Sequence[Any]],
+    regressions: Collection[str],
+) -> None:
     x = list(range(len(commits)))
     where = {c: i for i, c in enumerate(commits)}
     runs, flagged = [1] * len(commits), False
@@ -192,8 +216,9 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
         median, low, high = _levels(points, scales[i])
         ax.fill_between(x, low, high, alpha=0.2, color=color, linewidth=0)
         ax.vlines(x, low, high, color=color, alpha=0.5, linewidth=1)  # the IQR of a point between gaps too
-        ax.plot(x, median, marker="o", markersize=3, color=color,
-                label=mpl_text(panel.label(s), MPL_LABEL_CHARS))
+        ax.plot(
+            x, median, marker="o", markersize=3, color=color, label=mpl_text(panel.label(s), MPL_LABEL_CHARS)
+        )
         flagged |= _draw_runs(ax, x, points, [scales[i]] * len(x), color)
         for k, p in enumerate(points):
             if p and p.status != "ok":
@@ -201,24 +226,42 @@ def _draw_lines(ax: Any, panel: Panel, commits: list[str], scales: Sequence[floa
         for cp in change_points.get(s.id, ()):
             if cp.base_commit in where and cp.head_commit in where:
                 shade = "tab:red" if cp.direction == "regression" else "tab:green"
-                ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15,
-                           linewidth=0)
+                ax.axvspan(where[cp.base_commit], where[cp.head_commit], color=shade, alpha=0.15, linewidth=0)
                 ax.axvline(where[cp.head_commit], color=shade, linestyle="--", linewidth=1)
         last = np.flatnonzero(~np.isnan(median))[-1:]  # the newest point with a median, if any
         if s.id in regressions and last.size:
-            ax.plot(last, median[last], marker="o", markersize=10, markerfacecolor="none",
-                    markeredgecolor="tab:red", markeredgewidth=2, linestyle="none", label="regression")
+            ax.plot(
+                last,
+                median[last],
+                marker="o",
+                markersize=10,
+                markerfacecolor="none",
+                markeredgecolor="tab:red",
+                markeredgewidth=2,
+                linestyle="none",
+                label="regression",
+            )
     if baseline in where:
-        ax.axvline(where[baseline], color="black", linestyle="--", linewidth=1,
-                   label=f"baseline {short(baseline)}")
+        ax.axvline(
+            where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}"
+        )
     step = max(1, math.ceil(len(commits) / 12))
-    ax.set_xticks(x[::step],
-                  [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
-                  rotation=45, ha="right", fontsize=6, family="monospace")
+    ax.set_xticks(
+        x[::step],
+        [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
+        rotation=45,
+        ha="right",
+        fontsize=6,
+        family="monospace",
+    )
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
     ax.set_xlabel("commit (first parent, oldest first; ×n: n runs)", fontsize=7)
-    if len(panel.series) > 1 or flagged or baseline in where or any(
-            s.id in regressions for s in panel.series):
+    if (
+        len(panel.series) > 1
+        or flagged
+        or baseline in where
+        or any(s.id in regressions for s in panel.series)
+    ):
         ax.legend(fontsize=6)
 
 
@@ -227,15 +270,32 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> N
     points = [aligned(s, [commit])[0] for s in panel.series]
     median, low, high = _levels(points, np.asarray(scales))
     x = list(range(len(points)))
-    ax.bar(x, np.nan_to_num(median), yerr=np.nan_to_num([median - low, high - median]),
-           color=[_PALETTE[i % len(_PALETTE)] for i in x], alpha=0.8, capsize=3)
+    ax.bar(
+        x,
+        np.nan_to_num(median),
+        yerr=np.nan_to_num([median - low, high - median]),
+        color=[_PALETTE[i % len(_PALETTE)] for i in x],
+        alpha=0.8,
+        capsize=3,
+    )
     flagged = _draw_runs(ax, x, points, scales, "black")
     for i, p in enumerate(points):
         if p is None or p.median is None:
-            ax.annotate("no sample" if p is None else p.status, (i, 0), ha="center", va="bottom",
-                        fontsize=6, color="tab:red")
-    ax.set_xticks(x, [mpl_text(panel.label(s), MPL_LABEL_CHARS) for s in panel.series], rotation=30,
-                  ha="right", fontsize=6)
+            ax.annotate(
+                "no sample" if p is None else p.status,
+                (i, 0),
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                color="tab:red",
+            )
+    ax.set_xticks(
+        x,
+        [mpl_text(panel.label(s), MPL_LABEL_CHARS) for s in panel.series],
+        rotation=30,
+        ha="right",
+        fontsize=6,
+    )
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
     ax.set_xlabel(f"the one commit, {short(commit)} (dots: its runs)", fontsize=7)
@@ -264,9 +324,14 @@ def default_change_points(history: History) -> dict[str, list[Any]]:
     return found
 
 
-def history_figures(history: History, *, baseline: str | None = None,
-                    change_points: Mapping[str, Sequence[Any]] | None = None,
-                    regressions: Collection[str] = (), y_axis: str = "auto") -> dict[str, Figure]:
+def history_figures(
+    history: History,
+    *,
+    baseline: str | None = None,
+    change_points: Mapping[str, Sequence[Any]] | None = None,
+    regressions: Collection[str] = (),
+    y_axis: str = "auto",
+) -> dict[str, Figure]:
     """``{png file name: Figure}`` per page: ``<page>.png``, then ``<page>~2.png``… past ``MAX_PANELS``
     panels (``~`` is in no preset name). ``change_points``: series id → track's change points (None:
     computed); ``regressions``: series ids ringed in red; ``y_axis``: auto, zero (from 0) or ratio (to the
@@ -275,24 +340,27 @@ def history_figures(history: History, *, baseline: str | None = None,
     commits = history.run_commits()
     cps = default_change_points(history) if change_points is None else change_points
     # the ref is the head's sha, not a branch named "cafe"
-    head = short(history.head) if len(history.ref) >= 7 and history.head.startswith(history.ref) else (
-        f"{history.ref} ({short(history.head)})")
-    what = ("median and IQR by commit (first parent)" if len(commits) != 1
-            else "median and IQR of the one run")
+    head = (
+        short(history.head)
+        if len(history.ref) >= 7 and history.head.startswith(history.ref)
+        else (f"{history.ref} ({short(history.head)})")
+    )
+    what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
     base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
     ratio = ("ratio", f"ratio to {base}") if y_axis == "ratio" else None  # the value axis' unit and quantity
     out: dict[str, Figure] = {}
     for page, series in page_groups(history).items():
         groups = panels(series)
-        parts = [groups[i:i + MAX_PANELS] for i in range(0, len(groups), MAX_PANELS)]
+        parts = [groups[i : i + MAX_PANELS] for i in range(0, len(groups), MAX_PANELS)]
         for k, part in enumerate(parts, 1):
             of = f" · part {k} of {len(parts)}" if len(parts) > 1 else ""
             fig, axes = _grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
             out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = fig
             for ax, panel in zip(axes, part):
                 unit, quantity = ratio or (panel.unit, panel.quantity)
-                au = axis_unit(unit, [v for s in panel.series for p in s.points
-                                      for v in (p.value, band(p)[1])])
+                au = axis_unit(
+                    unit, [v for s in panel.series for p in s.points for v in (p.value, band(p)[1])]
+                )
                 scales = [_ratio_base(s, baseline) if ratio else au.scale for s in panel.series]
                 if len(commits) == 1:
                     _draw_bars(ax, panel, commits[0], scales)
@@ -309,8 +377,7 @@ def history_figures(history: History, *, baseline: str | None = None,
 
 def _ratio_base(series: Series, baseline: str | None) -> float:
     """What ``y_axis="ratio"`` divides ``series`` by: its value at ``baseline``, else at its oldest point."""
-    return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value),
-                1.0)
+    return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value), 1.0)
 
 
 def _grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
@@ -342,16 +409,20 @@ def plot_history_png(history: History, out_dir: Path, **marks: Any) -> list[Path
     return save_figures(history_figures(history, **marks), out_dir)
 
 
-def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *,
-                  log: bool = True) -> Figure:
+def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *, log: bool = True) -> Figure:
     """A horizontal bar per benchmark of its ratio B/A, a line at 1.0; ``log`` needs positive ratios."""
     fig = Figure(figsize=(9, 1.2 + 0.3 * max(len(names), 1)), layout="constrained")
     ax = fig.subplots()
     if names:
         y = list(range(len(names)))
         base = 1.0 if log else 0.0
-        ax.barh(y, [r - base for r in ratios], left=base, alpha=0.8,
-                color=["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios])
+        ax.barh(
+            y,
+            [r - base for r in ratios],
+            left=base,
+            alpha=0.8,
+            color=["tab:red" if r > 1 else "tab:green" if r < 1 else "tab:gray" for r in ratios],
+        )
         common = shared_module(names)
         ax.set_yticks(y, [mpl_label(n, common, MPL_LABEL_CHARS) for n in names], fontsize=7)
         ax.invert_yaxis()
@@ -362,14 +433,28 @@ def ratios_figure(names: Sequence[str], ratios: Sequence[float], title: str, *,
             ax.set_xlim(math.exp(-reach), math.exp(reach))
             ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.3g}"))
             ax.xaxis.set_minor_formatter(StrMethodFormatter(""))
-            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)) if reach > 1
-                                       else MaxNLocator(7))
+            ax.xaxis.set_major_locator(
+                LogLocator(base=10, subs=(1.0, 2.0, 5.0)) if reach > 1 else MaxNLocator(7)
+            )
         for i, r in enumerate(ratios):
-            ax.annotate(f"{r:.3f}", (r, i), fontsize=6, va="center", xytext=(3 if r >= 1 else -3, 0),
-                        textcoords="offset points", ha="left" if r >= 1 else "right")
+            ax.annotate(
+                f"{r:.3f}",
+                (r, i),
+                fontsize=6,
+                va="center",
+                xytext=(3 if r >= 1 else -3, 0),
+                textcoords="offset points",
+                ha="left" if r >= 1 else "right",
+            )
     else:
-        ax.text(0.5, 0.5, "no benchmark has a median on both sides", ha="center", va="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no benchmark has a median on both sides",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_yticks([])
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("ratio of medians B/A (above 1: B is larger)" + (", log scale" if log else ""), fontsize=8)
@@ -389,41 +474,47 @@ class Samples:
     head: tuple[float, ...]
 
 
-def samples_of(base: Sequence[Any], head: Sequence[Any],
-               ids: Collection[str] | None = None) -> list[Samples]:
+def samples_of(base: Sequence[Any], head: Sequence[Any], ids: Collection[str] | None = None) -> list[Samples]:
     """:class:`Samples` of the series (of ``ids``, or all) both sides' results files hold with samples,
     in head order."""
     by_id = {r.id: r for f in base for r in f.benchmarks}
-    return [Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples))
-            for f in head for h in f.benchmarks
-            if (b := by_id.get(h.id)) is not None and b.samples and h.samples
-            and (ids is None or h.id in ids)]
+    return [
+        Samples(h.name, h.unit, h.metric, tuple(b.samples), tuple(h.samples))
+        for f in head
+        for h in f.benchmarks
+        if (b := by_id.get(h.id)) is not None and b.samples and h.samples and (ids is None or h.id in ids)
+    ]
 
 
 def sample_units(sets: Sequence[Samples]) -> dict[str, AxisUnit]:
     """``{series unit: AxisUnit}`` for all ``sets`` of each unit."""
-    return {u: axis_unit(u, [v for s in sets if s.unit == u for v in (*s.base, *s.head)])
-            for u in {s.unit for s in sets}}
+    return {
+        u: axis_unit(u, [v for s in sets if s.unit == u for v in (*s.base, *s.head)])
+        for u in {s.unit for s in sets}
+    }
 
 
-def distribution_figures(sets: Sequence[Samples], title: str = "base vs head samples",
-                         units: Mapping[str, AxisUnit] | None = None) -> list[Figure]:
+def distribution_figures(
+    sets: Sequence[Samples], title: str = "base vs head samples", units: Mapping[str, AxisUnit] | None = None
+) -> list[Figure]:
     """Strip plots of base and head samples, a panel per benchmark (``MAX_PANELS`` a figure), each
     median a black bar; ``units`` default to one per unit per figure."""
     figures = []
     rng = np.random.default_rng(0)
     common = shared_module([s.name for s in sets])
     for start in range(0, len(sets), MAX_PANELS):
-        part = sets[start:start + MAX_PANELS]
+        part = sets[start : start + MAX_PANELS]
         fig, axes = _grid(len(part), title, panel_width=4.5)
         shared = units or sample_units(part)
         for ax, s in zip(axes, part):
             au = shared[s.unit]
-            for x, (side, values, color) in enumerate((("base", s.base, "tab:gray"),
-                                                       ("head", s.head, "tab:blue"))):
+            for x, (side, values, color) in enumerate(
+                (("base", s.base, "tab:gray"), ("head", s.head, "tab:blue"))
+            ):
                 scaled = np.asarray(values, dtype=float) / au.scale
-                ax.scatter(x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color,
-                           label=side)
+                ax.scatter(
+                    x + rng.uniform(-0.15, 0.15, len(scaled)), scaled, s=8, alpha=0.6, color=color, label=side
+                )
                 if len(scaled):
                     ax.hlines(float(np.median(scaled)), x - 0.25, x + 0.25, color="black", linewidth=2)
             ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)

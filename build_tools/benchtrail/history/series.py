@@ -105,12 +105,16 @@ def check_preset_page(preset: str, where: str) -> None:
     """Raise UserError, naming ``where``, for a ``preset`` that breaks ``PRESET_NAME_RULE`` or is one of
     ``RESERVED_PAGES``: it could not name ``<preset>.png`` and ``<preset>.html``."""
     if unsafe_preset_name(preset):
-        raise UserError(f"{where}: preset {preset!r} cannot name a dashboard page (<preset>.png, "
-                        f"<preset>.html); allowed: {PRESET_NAME_RULE}")
+        raise UserError(
+            f"{where}: preset {preset!r} cannot name a dashboard page (<preset>.png, "
+            f"<preset>.html); allowed: {PRESET_NAME_RULE}"
+        )
     if preset.lower() in RESERVED_PAGES:
-        raise UserError(f"{where}: preset {preset!r} has the name of a page the dashboard writes itself "
-                        f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the "
-                        "preset")
+        raise UserError(
+            f"{where}: preset {preset!r} has the name of a page the dashboard writes itself "
+            f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the "
+            "preset"
+        )
 
 
 def short(commit: str) -> str:
@@ -125,19 +129,26 @@ def check_history(history: History, where: str) -> None:
     Raises UserError naming ``where``, the series and point, the field, the value and what is allowed.
     """
     if not history.commits:
-        raise UserError(f"{where}: field 'commits' is empty; allowed: the first-parent commits walked (at "
-                        "least one), as `benchtrail history` writes them")
+        raise UserError(
+            f"{where}: field 'commits' is empty; allowed: the first-parent commits walked (at "
+            "least one), as `benchtrail history` writes them"
+        )
     order: dict[str, int] = {}
     for i, c in enumerate(history.commits):
         at = f"{where}: commits[{i}]"
         if c.commit in order:
-            raise UserError(f"{at}: commit {c.commit!r} is listed twice (also commits[{order[c.commit]}]); "
-                            "allowed: each commit once")
+            raise UserError(
+                f"{at}: commit {c.commit!r} is listed twice (also commits[{order[c.commit]}]); "
+                "allowed: each commit once"
+            )
         order[c.commit] = i
         if (c.run_id is None) != (c.attempt is None) or (
-                c.attempt is not None and (isinstance(c.attempt, bool) or c.attempt < 1)):
-            raise UserError(f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with "
-                            "an attempt number from 1, or both null (no run)")
+            c.attempt is not None and (isinstance(c.attempt, bool) or c.attempt < 1)
+        ):
+            raise UserError(
+                f"{at}: run_id {c.run_id!r} with attempt {c.attempt!r}; allowed: a run id with "
+                "an attempt number from 1, or both null (no run)"
+            )
     for s in history.series:
         at = f"{where}: series {s.id!r} ({s.name})"
         if s.kind not in KINDS:
@@ -148,27 +159,34 @@ def check_history(history: History, where: str) -> None:
         for j, p in enumerate(s.points):
             pat = f"{at}: points[{j}]"
             if p.commit not in order:
-                raise UserError(f"{pat}: commit {p.commit!r} is not in 'commits'; "
-                                "allowed: a commit listed there")
+                raise UserError(
+                    f"{pat}: commit {p.commit!r} is not in 'commits'; allowed: a commit listed there"
+                )
             listed = history.commits[order[p.commit]]
             if (listed.run_id, listed.attempt) != (p.run_id, p.attempt):
                 used = "no run" if listed.run_id is None else f"run {listed.run_id}/{listed.attempt}"
-                raise UserError(f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' "
-                                f"gives {used} for it; allowed: the run 'commits' lists")
+                raise UserError(
+                    f"{pat}: run {p.run_id}/{p.attempt} at commit {p.commit}, but 'commits' "
+                    f"gives {used} for it; allowed: the run 'commits' lists"
+                )
             if p.commit in seen:
                 raise UserError(f"{pat}: a second point at commit {p.commit}; allowed: one point per commit")
             seen.add(p.commit)
             if order[p.commit] < last:
-                raise UserError(f"{pat}: commit {p.commit} comes before the previous point's in 'commits'; "
-                                "allowed: points in the order of 'commits' (first parent, oldest first)")
+                raise UserError(
+                    f"{pat}: commit {p.commit} comes before the previous point's in 'commits'; "
+                    "allowed: points in the order of 'commits' (first parent, oldest first)"
+                )
             last = order[p.commit]
             if p.status not in STATUSES:
                 raise UserError(f"{pat}: field 'status' is {p.status!r}; allowed: {', '.join(STATUSES)}")
             if isinstance(p.n, bool) or p.n < 0:
                 raise UserError(f"{pat}: field 'n' is {p.n!r}; allowed: a whole number from 0")
             if p.runs and (p.runs[0].run_id, p.runs[0].attempt) != (p.run_id, p.attempt):
-                raise UserError(f"{pat}: runs[0] is run {p.runs[0].run_id}/{p.runs[0].attempt}; allowed: "
-                                f"the point's own run {p.run_id}/{p.attempt} first")
+                raise UserError(
+                    f"{pat}: runs[0] is run {p.runs[0].run_id}/{p.runs[0].attempt}; allowed: "
+                    f"the point's own run {p.run_id}/{p.attempt} first"
+                )
             values = [(name, getattr(p, name)) for name in ("median", "iqr", "min", "max", "p25", "p75")]
             for name, value in values + [(f"runs[{k}].median", r.median) for k, r in enumerate(p.runs)]:
                 if value is not None and not math.isfinite(value):
@@ -186,10 +204,12 @@ def page_groups(history: History) -> dict[str, list[Series]]:
     for s in execution:  # presets that can name a page: checked when collected or loaded
         for preset in s.presets:
             if by_lower.setdefault(preset.lower(), preset) != preset:
-                raise UserError(f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and "
-                                f"{preset!r} differ only in case; their pages would be one file on a "
-                                "case-insensitive file system; allowed: preset names that differ in more "
-                                "than case")
+                raise UserError(
+                    f"series {s.id!r} ({s.name}): presets {by_lower[preset.lower()]!r} and "
+                    f"{preset!r} differ only in case; their pages would be one file on a "
+                    "case-insensitive file system; allowed: preset names that differ in more "
+                    "than case"
+                )
     pages = {preset: [s for s in execution if preset in s.presets] for preset in sorted(by_lower.values())}
     pages[NO_PRESET_PAGE] = [s for s in execution if not s.presets]
     pages[COMPILATION_PAGE] = [s for s in history.series if s.kind == "compilation"]

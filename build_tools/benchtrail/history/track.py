@@ -115,15 +115,15 @@ class TrackReport:
 def is_tracked(series: Series) -> bool:
     """Execution latency and compilation time series (counts and bytes are judged per PR only)."""
     return (series.kind == "execution" and series.metric == "latency") or (
-        series.kind == "compilation" and series.metric.startswith("compile_time_"))
+        series.kind == "compilation" and series.metric.startswith("compile_time_")
+    )
 
 
 def noise_scale(log_medians: np.ndarray) -> float:
     """Run-to-run noise σ of a log signal: 1.4826 × median |first difference| / √2 (a step adds one
     large difference, which the median ignores), at least ``NOISE_FLOOR``."""
     diffs = np.abs(np.diff(log_medians))
-    return (max(1.4826 * float(np.median(diffs)) / math.sqrt(2.0), NOISE_FLOOR) if diffs.size
-            else NOISE_FLOOR)
+    return max(1.4826 * float(np.median(diffs)) / math.sqrt(2.0), NOISE_FLOOR) if diffs.size else NOISE_FLOOR
 
 
 def detect(log_medians: np.ndarray) -> list[int]:
@@ -131,8 +131,11 @@ def detect(log_medians: np.ndarray) -> list[int]:
     import ruptures as rpt
 
     signal = (np.asarray(log_medians, dtype=np.float64) / noise_scale(log_medians)).reshape(-1, 1)
-    ends = rpt.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(signal).predict(
-        pen=PENALTY_PER_LOG_N * math.log(len(log_medians)))
+    ends = (
+        rpt.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1)
+        .fit(signal)
+        .predict(pen=PENALTY_PER_LOG_N * math.log(len(log_medians)))
+    )
     return [int(e) for e in ends[:-1]]
 
 
@@ -152,11 +155,11 @@ def excursion_mask(medians: np.ndarray, cuts: list[int]) -> np.ndarray:
     levels = np.log([float(np.median(medians[a:b])) for a, b in itertools.pairwise(bounds)])
     mask = np.zeros(len(medians), dtype=bool)
     for i in range(1, len(levels) - 1):
-        before, level, after = levels[i - 1:i + 2]
+        before, level, after = levels[i - 1 : i + 2]
         out = level > max(before, after) or level < min(before, after)
         back = abs(after - before) < min(abs(level - before), abs(level - after))
         if out and back and bounds[i + 1] - bounds[i] <= EXCURSION_MAX:
-            mask[bounds[i]:bounds[i + 1]] = True
+            mask[bounds[i] : bounds[i + 1]] = True
     return mask
 
 
@@ -167,8 +170,9 @@ def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     kept = list(cuts)
     while kept:
         bounds = [0, *kept, len(medians)]
-        p_values = [_p_value(medians[bounds[i]:cut], medians[cut:bounds[i + 2]])
-                    for i, cut in enumerate(kept)]
+        p_values = [
+            _p_value(medians[bounds[i] : cut], medians[cut : bounds[i + 2]]) for i, cut in enumerate(kept)
+        ]
         weakest = int(np.argmax(p_values))
         if p_values[weakest] <= ALPHA:
             break
@@ -176,8 +180,13 @@ def significant_cuts(medians: np.ndarray, cuts: list[int]) -> list[int]:
     return kept
 
 
-def track(history: History, thresholds: tuple[Threshold, ...], *,
-          new_within: int = DEFAULT_NEW_WITHIN, merge_weak: bool = True) -> TrackReport:
+def track(
+    history: History,
+    thresholds: tuple[Threshold, ...],
+    *,
+    new_within: int = DEFAULT_NEW_WITHIN,
+    merge_weak: bool = True,
+) -> TrackReport:
     """Change points of every tracked series of ``history``, over its ``ok`` points with a positive median.
 
     ``merge_weak=False`` keeps every PELT change point, without the excursion and merge steps. A change
@@ -191,8 +200,7 @@ def track(history: History, thresholds: tuple[Threshold, ...], *,
     for series in tracked:
         points = [p for p in series.points if p.status == "ok" and p.value is not None and p.value > 0]
         if len(points) < MIN_POINTS:
-            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points),
-                                         MIN_POINTS))
+            short_of.append(Insufficient(series.id, series.name, series.device_name, len(points), MIN_POINTS))
             continue
         medians = np.array([p.value for p in points], dtype=np.float64)
         cuts = detect(np.log(medians))
@@ -214,16 +222,40 @@ def track(history: History, thresholds: tuple[Threshold, ...], *,
             beyond = abs(magnitude if rule.unit == "percent" else a - b) > rule.threshold
             p = _p_value(before, after)
             base, head = points[cut - 1], points[cut]
-            span = history.commits[walked.index(base.commit) + 1: walked.index(head.commit) + 1]
-            found.append(ChangePoint(
-                *astuple(series.key), base.commit, head.commit, tuple(c.commit for c in span),
-                tuple(c.commit for c in span if c.run_id is None), b, a, len(before), len(after),
-                magnitude, p, "regression" if worse else "improvement",
-                f"{rule.threshold:g}{unit} ({rule.match})", beyond, worse and beyond and p <= ALPHA,
-                cut >= len(points) - new_within, (base.run_id, base.attempt), (head.run_id, head.attempt),
-                tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS): cut + MATCH_RADIUS + 1])))
-    return TrackReport(history.ref, history.head, history.store, len(history.commits),
-                       len(history.run_commits()), len(tracked), tuple(found), tuple(short_of))
+            span = history.commits[walked.index(base.commit) + 1 : walked.index(head.commit) + 1]
+            found.append(
+                ChangePoint(
+                    *astuple(series.key),
+                    base.commit,
+                    head.commit,
+                    tuple(c.commit for c in span),
+                    tuple(c.commit for c in span if c.run_id is None),
+                    b,
+                    a,
+                    len(before),
+                    len(after),
+                    magnitude,
+                    p,
+                    "regression" if worse else "improvement",
+                    f"{rule.threshold:g}{unit} ({rule.match})",
+                    beyond,
+                    worse and beyond and p <= ALPHA,
+                    cut >= len(points) - new_within,
+                    (base.run_id, base.attempt),
+                    (head.run_id, head.attempt),
+                    tuple(q.commit for q in points[max(0, cut - MATCH_RADIUS) : cut + MATCH_RADIUS + 1]),
+                )
+            )
+    return TrackReport(
+        history.ref,
+        history.head,
+        history.store,
+        len(history.commits),
+        len(history.run_commits()),
+        len(tracked),
+        tuple(found),
+        tuple(short_of),
+    )
 
 
 def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -232,39 +264,63 @@ def report_to_dict(report: TrackReport, issues: list[dict[str, Any]] | None = No
     plain = asdict(report)
     for cp, body in zip(report.change_points, plain["change_points"]):
         del body["nearby_commits"]
-        body.update(base_run=dict(zip(run, cp.base_run)), head_run=dict(zip(run, cp.head_run)),
-                    confidence=cp.confidence)
+        body.update(
+            base_run=dict(zip(run, cp.base_run)),
+            head_run=dict(zip(run, cp.head_run)),
+            confidence=cp.confidence,
+        )
     # the renamed fields are popped before **plain copies the rest
-    return {"schema_version": REPORT_SCHEMA_VERSION, "tracked_series": plain.pop("tracked"),
-            "insufficient_data": plain.pop("insufficient"), **plain,
-            "method": {"library": "ruptures", "algorithm": "Pelt", "model": "l1",
-                       "min_size": MIN_SEGMENT, "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)",
-                       "signal": "ln(median) / noise",
-                       "confidence": "1 - two-sided Mann-Whitney U p over per-commit medians",
-                       "alpha": ALPHA, "min_points": MIN_POINTS},
-            "issues": issues or []}
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tracked_series": plain.pop("tracked"),
+        "insufficient_data": plain.pop("insufficient"),
+        **plain,
+        "method": {
+            "library": "ruptures",
+            "algorithm": "Pelt",
+            "model": "l1",
+            "min_size": MIN_SEGMENT,
+            "penalty": f"{PENALTY_PER_LOG_N:g} * ln(n)",
+            "signal": "ln(median) / noise",
+            "confidence": "1 - two-sided Mann-Whitney U p over per-commit medians",
+            "alpha": ALPHA,
+            "min_points": MIN_POINTS,
+        },
+        "issues": issues or [],
+    }
 
 
 def format_table(report: TrackReport) -> str:
     """The printed summary: one row per change point, then the series with insufficient data."""
-    lines = [f"{len(report.change_points)} change point(s) in "
-             f"{report.tracked - len(report.insufficient)} of {report.tracked} tracked series over "
-             f"{report.runs} run(s) of {report.commits} first-parent commit(s) of {report.ref} "
-             f"({short(report.head)})"]
+    lines = [
+        f"{len(report.change_points)} change point(s) in "
+        f"{report.tracked - len(report.insufficient)} of {report.tracked} tracked series over "
+        f"{report.runs} run(s) of {report.commits} first-parent commit(s) of {report.ref} "
+        f"({short(report.head)})"
+    ]
     if report.change_points:
         rows = [("series", "device", "commits", "change", "p", "new", "verdict")]
         for cp in report.change_points:
             gaps = f" ({len(cp.gap_commits)} without run)" if cp.gap_commits else ""
             verdict = cp.direction + ("" if cp.beyond_threshold else " (below threshold)")
-            rows.append((cp.series_name, cp.device_name,
-                         f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
-                         f"{cp.magnitude_pct:+.1f}%", f"{cp.p_value:.3g}", "yes" if cp.new else "no",
-                         verdict + (" → issue" if cp.issue and cp.new else "")))
+            rows.append(
+                (
+                    cp.series_name,
+                    cp.device_name,
+                    f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
+                    f"{cp.magnitude_pct:+.1f}%",
+                    f"{cp.p_value:.3g}",
+                    "yes" if cp.new else "no",
+                    verdict + (" → issue" if cp.issue and cp.new else ""),
+                )
+            )
         widths = [max(map(len, column)) for column in zip(*rows)]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if report.insufficient:
-        lines.append(f"insufficient data (fewer than {report.insufficient[0].needed} ok points), "
-                     f"{len(report.insufficient)} series:")
+        lines.append(
+            f"insufficient data (fewer than {report.insufficient[0].needed} ok points), "
+            f"{len(report.insufficient)} series:"
+        )
         lines += [f"  {i.series_name}  {i.points} point(s)" for i in report.insufficient]
     return "\n".join(lines) + "\n"
 
@@ -284,10 +340,14 @@ def bisect_range(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
     for name, ref in (("A", a), ("B", b)):
         sha = resolve_commit(repo, ref)
         if sha is None:
-            raise UserError(f"{name} {ref!r}: git cannot resolve it to a commit in {repo}; give a sha, "
-                            "branch or tag (fetch the history first in a shallow clone)")
+            raise UserError(
+                f"{name} {ref!r}: git cannot resolve it to a commit in {repo}; give a sha, "
+                "branch or tag (fetch the history first in a shallow clone)"
+            )
         shas.append(sha)
     if not is_ancestor(repo, *shas):
-        raise UserError(f"A {a!r} ({short(shas[0])}) is not an ancestor of B {b!r} ({short(shas[1])}); "
-                        "give the older build first")
+        raise UserError(
+            f"A {a!r} ({short(shas[0])}) is not an ancestor of B {b!r} ({short(shas[1])}); "
+            "give the older build first"
+        )
     return first_parent_log(repo, *shas)

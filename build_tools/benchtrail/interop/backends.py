@@ -77,10 +77,14 @@ def check_one_run(sources: Sequence[tuple[str, Sequence[ResultsFile]]], flag: st
     if not seen:
         raise UserError(f"{flag}: no results files found; give a run directory or results/*.json files")
     if len(seen) > 1:
-        listed = "; ".join(f"run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
-                           f"from {', '.join(wheres)}" for run, wheres in sorted(seen.items()))
-        raise UserError(f"{flag}: results of more than one run: {listed}. Give the results of one run "
-                        f"(one run directory, or files with the same run id, attempt and commit)")
+        listed = "; ".join(
+            f"run {run.run_id}/{run.attempt} at commit {run.commit[:12]} from {', '.join(wheres)}"
+            for run, wheres in sorted(seen.items())
+        )
+        raise UserError(
+            f"{flag}: results of more than one run: {listed}. Give the results of one run "
+            f"(one run directory, or files with the same run id, attempt and commit)"
+        )
     (run,) = seen
     return run
 
@@ -104,8 +108,10 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
     Raises UserError when there are no execution records or a case is there twice."""
     records = [b for f in results for b in f.benchmarks if b.kind == "execution"]
     if not records:
-        raise UserError("--results: no execution records (kind 'execution') in these results files; "
-                        "compare-backends needs a run's execution results (results/<device>-<shard>.json)")
+        raise UserError(
+            "--results: no execution records (kind 'execution') in these results files; "
+            "compare-backends needs a run's execution results (results/<device>-<shard>.json)"
+        )
     keyed: dict[tuple[str, str, str], list[BenchmarkRecord]] = defaultdict(list)
     for b in records:
         model = model_name(b)
@@ -118,8 +124,10 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
             label = (execution_config(b, model) or task) if split else task
             group = groups[model, label, device]
             if b.compile_config in group:
-                raise UserError(f"--results: {b.name!r} ({b.compile_config}) is there twice (ids "
-                                f"{group[b.compile_config].id} and {b.id}); give each case's results once")
+                raise UserError(
+                    f"--results: {b.name!r} ({b.compile_config}) is there twice (ids "
+                    f"{group[b.compile_config].id} and {b.id}); give each case's results once"
+                )
             group[b.compile_config] = b
     rows = []
     for (model, task, device), by_config in sorted(groups.items()):
@@ -128,8 +136,22 @@ def compare_backends(results: Sequence[ResultsFile]) -> list[BackendRow]:
             b = by_config[config]
             note = _no_speedup(b.median, eager) if b.status == "ok" else None
             speedup = eager.median / b.median if b.status == "ok" and b.median and note is None else None
-            rows.append(BackendRow(model, task, device, config, b.status, b.reason,
-                                   b.median, b.iqr, b.n, speedup, b.name, note))
+            rows.append(
+                BackendRow(
+                    model,
+                    task,
+                    device,
+                    config,
+                    b.status,
+                    b.reason,
+                    b.median,
+                    b.iqr,
+                    b.n,
+                    speedup,
+                    b.name,
+                    note,
+                )
+            )
     return rows
 
 
@@ -144,8 +166,9 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
     devices = {r.device_name for r in rows}
     table = Table()
     for header in ("model", "task", "device", "compile config", "median", "IQR", "n", "speedup", "status"):
-        table.add_column(header, justify="right" if header in ("median", "IQR", "n", "speedup") else "left",
-                         no_wrap=True)
+        table.add_column(
+            header, justify="right" if header in ("median", "IQR", "n", "speedup") else "left", no_wrap=True
+        )
     previous = None
     for r in rows:
         group = (r.model, r.task, r.device_name)
@@ -158,16 +181,26 @@ def render_table(rows: Sequence[BackendRow], run: RunInfo) -> str:
             status += ": " + (line if len(line) <= 100 else line[:99] + "…")
         if r.note:
             status += f" ({r.note})"
-        cells = (r.model, r.task, r.device_name, r.compile_config, format_value(r.median_us, "us"),
-                 format_value(r.iqr_us, "us"), str(r.n), "-" if r.speedup is None else f"{r.speedup:.2f}×",
-                 status)
+        cells = (
+            r.model,
+            r.task,
+            r.device_name,
+            r.compile_config,
+            format_value(r.median_us, "us"),
+            format_value(r.iqr_us, "us"),
+            str(r.n),
+            "-" if r.speedup is None else f"{r.speedup:.2f}×",
+            status,
+        )
         table.add_row(*map(Text, cells))  # Text: a reason's "[...]" is not rich markup
     if len(devices) > 1:
         table.caption = Text(f"{len(devices)} devices: {', '.join(sorted(devices))}")  # names are not markup
     out = io.StringIO()
     Console(file=out, width=240, color_system=None, highlight=False, emoji=False).print(table)
-    title = (f"Backends of run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
-             f"(speedup = eager median / config median; above 1 is faster than eager)")
+    title = (
+        f"Backends of run {run.run_id}/{run.attempt} at commit {run.commit[:12]} "
+        f"(speedup = eager median / config median; above 1 is faster than eager)"
+    )
     return "\n".join([title, *(line.rstrip() for line in out.getvalue().splitlines())]) + "\n"
 
 
@@ -182,8 +215,11 @@ def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:
     configs = sorted({r.compile_config for r in rows}, key=_config_key)
     by_key = {(r.model, r.task, r.device_name, r.compile_config): r for r in rows}
     width = 0.8 / max(1, len(configs))
-    fig = Figure(figsize=(min(30.0, max(7.0, 1.5 + 0.35 * len(groups) * len(configs))), 4.5), dpi=100,
-                 layout="constrained")
+    fig = Figure(
+        figsize=(min(30.0, max(7.0, 1.5 + 0.35 * len(groups) * len(configs))), 4.5),
+        dpi=100,
+        layout="constrained",
+    )
     ax = fig.add_subplot()
     top = max([r.speedup for r in rows if r.speedup is not None] + [1.0])
     for i, config in enumerate(configs):
@@ -201,27 +237,52 @@ def speedups_figure(rows: Sequence[BackendRow], run: RunInfo) -> Any:
         bars = ax.bar(xs, heights, width, color=f"C{i % 10}")
         ax.bar_label(bars, labels=[f"{h:.2f}×" for h in heights], fontsize=7, padding=1)
         for x, text in missing:
-            ax.text(x, 0.02 * top, mpl_text(text), rotation=90, ha="center", va="bottom", fontsize=7,
-                    color="dimgray")
+            ax.text(
+                x,
+                0.02 * top,
+                mpl_text(text),
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="dimgray",
+            )
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.5, len(groups) - 0.5)
-    parts = [[mpl_text(p, MPL_LABEL_CHARS) for p in (m, t, *([d] if several_devices else []))]
-             for m, t, d in groups]
+    parts = [
+        [mpl_text(p, MPL_LABEL_CHARS) for p in (m, t, *([d] if several_devices else []))]
+        for m, t, d in groups
+    ]
     widest = max((len(p) for group in parts for p in group), default=0)
     fits = widest * 0.07 < (fig.get_figwidth() - 2.5) / max(1, len(groups))  # 0.07 in: a character at 8 pt
     if not fits:  # room for the 45° labels below the axes: 0.07 in a character × sin 45°
         fig.set_figheight(4.5 + 0.05 * max(len("·".join(p)) for p in parts))
-    ax.set_xticks(range(len(groups)), ["\n".join(p) if fits else "·".join(p) for p in parts], fontsize=8,
-                  rotation=0 if fits else 45, ha="center" if fits else "right", rotation_mode="anchor")
+    ax.set_xticks(
+        range(len(groups)),
+        ["\n".join(p) if fits else "·".join(p) for p in parts],
+        fontsize=8,
+        rotation=0 if fits else 45,
+        ha="center" if fits else "right",
+        rotation_mode="anchor",
+    )
     ax.set_ylabel("speedup over eager (×, higher is faster)")
     ax.set_ylim(0, top * 1.15)
     device = "" if several_devices else f" · {mpl_text(rows[0].device_name)}" if rows else ""
-    ax.set_title(f"Speedup over eager = eager median latency / config median latency\n"
-                 f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}", fontsize=9)
+    ax.set_title(
+        f"Speedup over eager = eager median latency / config median latency\n"
+        f"run {mpl_text(run.run_id)}/{run.attempt} · commit {run.commit[:12]}{device}",
+        fontsize=9,
+    )
     # Proxy handles: a config without any bar (all its cases failed) still gets its own colour.
-    ax.legend(handles=[Patch(color=f"C{i % 10}", label=mpl_text(config, MPL_LABEL_CHARS))
-                       for i, config in enumerate(configs)],
-              title="compile config", fontsize=8, title_fontsize=8, loc="upper left",
-              bbox_to_anchor=(1.0, 1.0))
+    ax.legend(
+        handles=[
+            Patch(color=f"C{i % 10}", label=mpl_text(config, MPL_LABEL_CHARS))
+            for i, config in enumerate(configs)
+        ],
+        title="compile config",
+        fontsize=8,
+        title_fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
     return fig
-

@@ -38,9 +38,11 @@ class Conversion:
 def check_options(fmt: str, kind: str) -> None:
     """Raises UserError, naming the value and the allowed ones, for an unknown ``fmt`` or ``kind``."""
     if fmt not in FORMATS:
-        raise UserError(f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
-                        f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
-                        f"{suggest(fmt, FORMATS)}")
+        raise UserError(
+            f"--to {fmt!r} is not a known format; allowed: {', '.join(FORMATS)} (gab = "
+            f"github-action-benchmark customSmallerIsBetter, bmf = Bencher Metric Format)"
+            f"{suggest(fmt, FORMATS)}"
+        )
     if kind not in KINDS:
         raise UserError(f"--kind {kind!r} is not known; allowed: {', '.join(KINDS)}{suggest(kind, KINDS)}")
 
@@ -70,8 +72,10 @@ def _gab_entry(record: BenchmarkRecord, results: ResultsFile) -> dict[str, Any]:
         lines += [f"p25: {_g(quartiles[0])} {unit}", f"p75: {_g(quartiles[1])} {unit}"]
     if record.n >= 2 and record.min is not None and record.max is not None:
         lines += [f"min: {_g(record.min)} {unit}", f"max: {_g(record.max)} {unit}"]
-    lines += [f"device: {record.device_name}",
-              f"run: {results.run.get('run_id', '?')}/{results.run.get('attempt', '?')}"]
+    lines += [
+        f"device: {record.device_name}",
+        f"run: {results.run.get('run_id', '?')}/{results.run.get('attempt', '?')}",
+    ]
     entry["extra"] = "\n".join(lines)
     return entry
 
@@ -90,8 +94,10 @@ def _bmf_key(record: BenchmarkRecord) -> tuple[str, str, float]:
         return record.name.removesuffix(".instructions"), "instructions", 1.0
     if record.kind == "execution":
         if record.unit not in TO_NS:
-            raise UserError(f"benchmark {record.name!r}: field unit is {record.unit!r}; an execution record "
-                            f"converts to Bencher's latency (ns) only from {', '.join(TO_NS)}")
+            raise UserError(
+                f"benchmark {record.name!r}: field unit is {record.unit!r}; an execution record "
+                f"converts to Bencher's latency (ns) only from {', '.join(TO_NS)}"
+            )
         return record.name, "latency", TO_NS[record.unit]
     return record.module_name, record.metric.replace("_", "-"), 1.0
 
@@ -111,15 +117,19 @@ def convert(results: Sequence[ResultsFile], fmt: str, kind: str = "all") -> Conv
                 left_out.append(b)
     if not included:
         names = ", ".join(f"{b.name} ({b.status})" for b in left_out) or "none"
-        raise UserError(f"--results: no ok {'' if kind == 'all' else kind + ' '}records to convert "
-                        f"(not ok, left out: {names}); a converted file needs at least one ok series")
+        raise UserError(
+            f"--results: no ok {'' if kind == 'all' else kind + ' '}records to convert "
+            f"(not ok, left out: {names}); a converted file needs at least one ok series"
+        )
     seen: dict[tuple[str, str], BenchmarkRecord] = {}
     for b, _ in included:
         key = (b.name, "") if fmt == "gab" else _bmf_key(b)[:2]
         if key in seen:
-            raise UserError(f"--results: {seen[key].name!r} (id {seen[key].id}) and {b.name!r} (id {b.id}) "
-                            f"both become {' / '.join(k for k in key if k)!r}; convert one run's results, "
-                            "each case once")
+            raise UserError(
+                f"--results: {seen[key].name!r} (id {seen[key].id}) and {b.name!r} (id {b.id}) "
+                f"both become {' / '.join(k for k in key if k)!r}; convert one run's results, "
+                "each case once"
+            )
         seen[key] = b
     if fmt == "gab":
         document: Any = sorted((_gab_entry(b, f) for b, f in included), key=lambda e: e["name"])

@@ -9,8 +9,14 @@ from benchtrail.suite.definitions import Suite
 from benchtrail.suite.export import export_object
 
 
-def checked_export(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
-                   seed: bool = False, name_filter: str | None = None) -> dict[str, Any]:
+def checked_export(
+    suite: Suite,
+    kind: str,
+    presets: tuple[str, ...],
+    shard_count: int = 1,
+    seed: bool = False,
+    name_filter: str | None = None,
+) -> dict[str, Any]:
     """The export object, refusing an execution selection whose run configs take too few samples to ever
     show a change; an execution export of a ``suite`` narrowed by ``--filter`` records ``name_filter`` as
     ``filter``. Raises UserError as the export and the sample-size check do."""

@@ -80,9 +80,14 @@ class StageClock:
             self.seconds[stage] += time.perf_counter() - start
 
     def write(self, path: Path) -> None:
-        jsonio.write_json(path, {"schema_version": self.SCHEMA_VERSION,
-                                 "stages_s": {k: round(v, 3) for k, v in self.seconds.items()},
-                                 "total_s": round(time.perf_counter() - self.started, 3)})
+        jsonio.write_json(
+            path,
+            {
+                "schema_version": self.SCHEMA_VERSION,
+                "stages_s": {k: round(v, 3) for k, v in self.seconds.items()},
+                "total_s": round(time.perf_counter() - self.started, 3),
+            },
+        )
 
 
 #: The main job's re-check: each suspect's paired run until its interval decides, at most 10 s, all of them
@@ -109,10 +114,19 @@ def available_architectures() -> set[Architecture]:
     return {Architecture.CPU} | ({Architecture.CUDA} if torch.cuda.is_available() else set())
 
 
-def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_commit: str | None = None,
-                 rules: Rules | None = None, repo: Path = Path("."), recheck: bool = True,
-                 any_origin: bool = False, name_filter: str | None = None,
-                 metrics: tuple[str, ...] = ("latency",), gate_metric: str = "latency") -> PipelineResult:
+def run_pipeline(
+    suite: Suite,
+    presets: tuple[str, ...],
+    store_url: str,
+    base_commit: str | None = None,
+    rules: Rules | None = None,
+    repo: Path = Path("."),
+    recheck: bool = True,
+    any_origin: bool = False,
+    name_filter: str | None = None,
+    metrics: tuple[str, ...] = ("latency",),
+    gate_metric: str = "latency",
+) -> PipelineResult:
     """Run the main job; ``name_filter`` is the ``--filter`` that narrowed ``suite``. With ``recheck``,
     regressions are run again in paired A/B mode against the baseline commit when it is in ``repo``.
     ``any_origin`` (``--baseline-any-origin``): a CI run may be the baseline of a local one and the reverse.
@@ -131,22 +145,28 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     counted = counting(selected, metrics, gate_metric=gate_metric)
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
-        raise UserError(f"presets {', '.join(presets)} select nothing this machine can compile or run "
-                        f"(it has {', '.join(sorted(a.value for a in here))})")
+        raise UserError(
+            f"presets {', '.join(presets)} select nothing this machine can compile or run "
+            f"(it has {', '.join(sorted(a.value for a in here))})"
+        )
     store = open_store(store_url)
     if base_commit and not store.pointers(git.resolve_commit(repo, base_commit) or base_commit):
         raise UserError(f"--base-commit {base_commit}: the store {store.url} holds no run of that commit")
     run_id, attempt = new_run_id()
     run_dir = store.create_run_dir(run_id, attempt)
     run = {"run_id": run_id, "attempt": attempt, "presets": list(presets)}
-    console.print(f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {rich_text(', '.join(presets))} · "
-                  f"{rich_text(run_dir)}", soft_wrap=True)  # one line: the terminal wraps a long path
+    console.print(
+        f"[bold]benchtrail[/] run {run_id}/{attempt} · presets {rich_text(', '.join(presets))} · "
+        f"{rich_text(run_dir)}",
+        soft_wrap=True,
+    )  # one line: the terminal wraps a long path
 
     clock = StageClock()
     configs = run_dir / "run-configs"
     with clock("export"):
-        execution = write_export(suite, "execution", presets, configs / "execution.json",
-                                 name_filter=name_filter)
+        execution = write_export(
+            suite, "execution", presets, configs / "execution.json", name_filter=name_filter
+        )
         compilation = write_export(suite, "compilation", presets, configs / "compilation.json")
 
     device_of = {rc.target_device.architecture: rc.target_device.name for rc in reversed(suite.run_configs)}
@@ -159,35 +179,64 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     for device, shards in load_execution(execution).items():
         arch = next(rc.target_device.architecture for rcs in shards.values() for rc in rcs)
         if arch not in here:
-            console.print(f"[yellow]skipping device {rich_text(device)}[/]: it needs {arch.value}, "
-                          "which this machine lacks")
+            console.print(
+                f"[yellow]skipping device {rich_text(device)}[/]: it needs {arch.value}, "
+                "which this machine lacks"
+            )
             skipped.append(device)
             continue
         for index in sorted(shards):
             output = run_dir / "results" / f"{slug(device)}-{index}.json"
             with clock("run"):
-                all_ok &= run_stage(execution, device, index, output, run, modules_dir=run_dir, repo=repo,
-                                    gate_metric=gate_metric)[1]
+                all_ok &= run_stage(
+                    execution,
+                    device,
+                    index,
+                    output,
+                    run,
+                    modules_dir=run_dir,
+                    repo=repo,
+                    gate_metric=gate_metric,
+                )[1]
             if device in counted:
                 with clock("count"):
-                    all_ok &= count_stage(execution, device, index, output, run, modules_dir=run_dir,
-                                          repo=repo)[1]
+                    all_ok &= count_stage(
+                        execution, device, index, output, run, modules_dir=run_dir, repo=repo
+                    )[1]
 
     commit = git.state(repo)[0]
     trust = trust_from_options("auto", store_url)
     with clock("compare"):
-        found = find_baselines(store, repo, commit, keys_of_results(load_results_paths([run_dir])), trust,
-                               explicit=base_commit, exclude=(run_id, attempt), any_origin=any_origin)
+        found = find_baselines(
+            store,
+            repo,
+            commit,
+            keys_of_results(load_results_paths([run_dir])),
+            trust,
+            explicit=base_commit,
+            exclude=(run_id, attempt),
+            any_origin=any_origin,
+        )
         base_results, found = fetch_baselines(store, found)
         report_baselines(found)
         baseline = found.primary
-        comparison = compare_stage([], [run_dir], run_dir / "comparison.json", rules, found.to_dict(),
-                                   skipped_devices=tuple(skipped), base_results=base_results,
-                                   any_origin=any_origin, store=store)
+        comparison = compare_stage(
+            [],
+            [run_dir],
+            run_dir / "comparison.json",
+            rules,
+            found.to_dict(),
+            skipped_devices=tuple(skipped),
+            base_results=base_results,
+            any_origin=any_origin,
+            store=store,
+        )
     if baseline and recheck:
         if git.resolve_commit(repo, baseline.commit) is None:
-            console.print(f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
-                          "regressions stay unconfirmed")
+            console.print(
+                f"[yellow]baseline commit {baseline.commit[:12]} is not in this clone[/]: "
+                "regressions stay unconfirmed"
+            )
         else:
             with clock("recheck"):
                 recheck_run(comparison, repo, suite, rules, RECHECK)
@@ -195,9 +244,12 @@ def run_pipeline(suite: Suite, presets: tuple[str, ...], store_url: str, base_co
     with clock("report"):
         distribution_stage(comparison, base_results, [run_dir], run_dir / "distributions")
         dashboard = dashboard_stage(store, repo, commit, run_id, attempt, run_dir, trust=trust)
-        comment_md = comment_stage(comparison, run_dir / "comment", run_url=store.run_url(run_id, attempt),
-                                   dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard
-                                   else None)
+        comment_md = comment_stage(
+            comparison,
+            run_dir / "comment",
+            run_url=store.run_url(run_id, attempt),
+            dashboard=dashboard.relative_to(run_dir).as_posix() if dashboard else None,
+        )
     clock.write(run_dir / "timings.json")
     store.upload_run(run_dir, run_id, attempt)  # nothing to do for a local store
     info = pointer_info(run_dir)

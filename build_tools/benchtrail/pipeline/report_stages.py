@@ -34,19 +34,30 @@ from benchtrail.suite.names import slug
 def report_baselines(found: BaselineSet) -> None:
     """Say which baseline run each device got, which runs were ignored and why, or that there is none."""
     for b in found.runs:
-        console.print(f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
-                      f"{rich_text(', '.join(b.devices))}")
+        console.print(
+            f"baseline: {b.commit[:12]} ({rich_text(b.reason)}), run {b.run_id}/{b.attempt} for "
+            f"{rich_text(', '.join(b.devices))}"
+        )
     for i in found.ignored:
-        console.print(f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: "
-                      f"{rich_text(i.reason)}")
+        console.print(
+            f"[yellow]ignored run {i.run_id}/{i.attempt}[/] of {i.commit[:12]}: {rich_text(i.reason)}"
+        )
     for device, why in sorted(found.lacking.items()):
         console.print(f"no baseline for {rich_text(device)}: {rich_text(why)}; its series are new")
 
 
-def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules | None = None,
-                  baseline: dict[str, Any] | None = None, paired: bool = False,
-                  skipped_devices: tuple[str, ...] = (), base_results: list[ResultsFile] | None = None,
-                  any_origin: bool = False, store: Store | None = None) -> Path:
+def compare_stage(
+    base: list[Path],
+    head: list[Path],
+    output: Path,
+    rules: Rules | None = None,
+    baseline: dict[str, Any] | None = None,
+    paired: bool = False,
+    skipped_devices: tuple[str, ...] = (),
+    base_results: list[ResultsFile] | None = None,
+    any_origin: bool = False,
+    store: Store | None = None,
+) -> Path:
     """Compare head results with base results (files or run directories) by ``rules`` (default: the shipped
     ones) into ``comparison.json``. ``base_results``: loaded baseline records, one run a device, so maybe of
     several commits. Devices whose baseline key differs (``any_origin``: CI and local may be compared) or
@@ -62,23 +73,31 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
     base_files = in_selection(base_files, head_files, exported_filter(head))
     mismatched = key_mismatches(base_files, head_files, any_origin)
     for device, why in sorted(mismatched.items()):
-        console.print(f"[yellow]{rich_text(device)} is not compared[/]: its baseline was measured "
-                      f"differently ({rich_text(why)})")
+        console.print(
+            f"[yellow]{rich_text(device)} is not compared[/]: its baseline was measured "
+            f"differently ({rich_text(why)})"
+        )
     lacking, missing_shards = unreported(head, head_files, skipped_devices)
     if lacking:
         shown = ", ".join(f"{m['device_name']}-{m['shard_index']}" for m in missing_shards)
-        console.print(f"[yellow]{len(lacking)} run config(s) of the head run's export have no result[/] and "
-                      f"are failed rows; {len(missing_shards)} shard(s) did not report"
-                      + (f": {shown}" if shown else ""))
-    rows = mark_regressions(compare(base_files, head_files, rules.thresholds, lacking, mismatched,
-                                    bool(base_results)), rules, paired)
+        console.print(
+            f"[yellow]{len(lacking)} run config(s) of the head run's export have no result[/] and "
+            f"are failed rows; {len(missing_shards)} shard(s) did not report"
+            + (f": {shown}" if shown else "")
+        )
+    rows = mark_regressions(
+        compare(base_files, head_files, rules.thresholds, lacking, mismatched, bool(base_results)),
+        rules,
+        paired,
+    )
     rows, unusable = unusable_baselines(rows, baseline)
     rows = with_functions(rows, callgrind_locator(base, head, baseline, store))
     for device, reason in sorted(unusable.items()):
         console.print(f"[yellow]{rich_text(device)} is not compared[/]: {rich_text(reason)}")
     for entry in unmatched_quarantine(rules.quarantine, [(r.name, r.id) for r in rows]):
-        console.print(f"[yellow]quarantine entry {rich_text(repr(entry.match))} matches no series[/] of this "
-                      "comparison")
+        console.print(
+            f"[yellow]quarantine entry {rich_text(repr(entry.match))} matches no series[/] of this comparison"
+        )
     document = comparison_to_dict(rows, base_files, head_files, rules.source, baseline, missing_shards)
     # Runs with compiled cases beside eager ones: the comment's compiler summary.
     if summary := compiler_summary(head_files, base_files or None):
@@ -89,12 +108,22 @@ def compare_stage(base: list[Path], head: list[Path], output: Path, rules: Rules
 def _run_dirs(paths: list[Path]) -> list[Path]:
     """The folders a results path's ``details.callgrind`` may be relative to: a run directory and its
     ``results/`` (the counting pass writes beside its results file), a file's folder and the run above it."""
-    return [d for p in paths for d in ([p, p / "results"] if p.is_dir() else [p.parent.parent, p.parent]
-                                       if p.parent.name == "results" else [p.parent])]
+    return [
+        d
+        for p in paths
+        for d in (
+            [p, p / "results"]
+            if p.is_dir()
+            else [p.parent.parent, p.parent]
+            if p.parent.name == "results"
+            else [p.parent]
+        )
+    ]
 
 
-def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, Any] | None,
-                      store: Store | None) -> Locate:
+def callgrind_locator(
+    base: list[Path], head: list[Path], baseline: dict[str, Any] | None, store: Store | None
+) -> Locate:
     """Where a row's callgrind file is on each side: under a run directory of ``head`` or ``base``, else
     (base) in the device's stored baseline run fetched from ``store``, or under ``baseline.run_dir``;
     otherwise one line saying why not."""
@@ -124,22 +153,37 @@ def callgrind_locator(base: list[Path], head: list[Path], baseline: dict[str, An
     return locate
 
 
-def comment_stage(comparison: Path, output_dir: Path, run_url: str | None = None,
-                  dashboard: str | None = None, artifacts_url: str | None = None,
-                  notes: tuple[str, ...] = (), pages_url: str | None = None) -> Path:
+def comment_stage(
+    comparison: Path,
+    output_dir: Path,
+    run_url: str | None = None,
+    dashboard: str | None = None,
+    artifacts_url: str | None = None,
+    notes: tuple[str, ...] = (),
+    pages_url: str | None = None,
+) -> Path:
     """Render ``comparison`` into ``comment.md``, ``full.md`` and ``comment.json``; return comment.md.
     ``dashboard``: index.html relative to ``run_url``. Raises UserError for a bad comparison file or an
     output that exists."""
     jsonio.check_new(output_dir / "full.md", output_dir / "comment.json", output_dir / "comment.md")
-    body, full, data = render(load_comparison(comparison), run_url, dashboard, artifacts_url, notes,
-                              pages_url=pages_url)
+    body, full, data = render(
+        load_comparison(comparison), run_url, dashboard, artifacts_url, notes, pages_url=pages_url
+    )
     jsonio.write_text_atomic(output_dir / "full.md", full, exclusive=True)
     jsonio.write_json(output_dir / "comment.json", data, exclusive=True)
     return jsonio.write_text_atomic(output_dir / "comment.md", body, exclusive=True)
 
 
-def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt: int, run_dir: Path,
-                    max_commits: int = 30, trust: Any = None) -> Path | None:
+def dashboard_stage(
+    store: Store,
+    repo: Path,
+    commit: str,
+    run_id: str,
+    attempt: int,
+    run_dir: Path,
+    max_commits: int = 30,
+    trust: Any = None,
+) -> Path | None:
     """Draw the first-parent history of ``commit`` from ``store``, this unstored run as its newest point,
     into ``<run_dir>/dashboard/`` (a PNG and HTML page per preset, one for compilation, ``index.html``);
     ``trust`` (None: every run) picks the stored runs drawn. Returns index.html, or None with a message
@@ -150,23 +194,33 @@ def dashboard_stage(store: Store, repo: Path, commit: str, run_id: str, attempt:
     from benchtrail.history.plots import plot_history_png
 
     if commit == UNKNOWN_COMMIT:
-        console.print("[yellow]no dashboard[/]: this run has no commit (the repository has none yet, or this "
-                      "is not a git checkout): commit, and the next run draws its history")
+        console.print(
+            "[yellow]no dashboard[/]: this run has no commit (the repository has none yet, or this "
+            "is not a git checkout): commit, and the next run draws its history"
+        )
         return None
     try:
-        history = collect_history(store, repo, commit, max_commits,
-                                  pending=(run_id, attempt, load_results_paths([run_dir])), trust=trust)
+        history = collect_history(
+            store,
+            repo,
+            commit,
+            max_commits,
+            pending=(run_id, attempt, load_results_paths([run_dir])),
+            trust=trust,
+        )
     except UserError as exc:
         console.print(f"[yellow]no dashboard[/]: {rich_text(exc)}")  # the message may hold [brackets]
         return None
     out = run_dir / "dashboard"
     images = plot_history_png(history, out, **_marks(run_dir))
     try:
-        return write_dashboard(history, out, images=images, repo=repo,
-                               plotly_js=_store_plotly(store, run_id, attempt, run_dir))
+        return write_dashboard(
+            history, out, images=images, repo=repo, plotly_js=_store_plotly(store, run_id, attempt, run_dir)
+        )
     except ModuleNotFoundError as exc:
-        console.print(f"[yellow]no HTML dashboard[/] (PNGs only): needs {rich_text(missing_extra(exc))}",
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]no HTML dashboard[/] (PNGs only): needs {rich_text(missing_extra(exc))}", soft_wrap=True
+        )
         return None
 
 
@@ -192,17 +246,19 @@ def _marks(run_dir: Path) -> dict[str, Any]:
         comparison = load_comparison(run_dir / "comparison.json")
     except UserError:  # none, or unreadable
         return {}
-    return {"baseline": (comparison.base or {}).get("commit"),
-            "regressions": {r.id for r in comparison.rows
-                            if r.verdict == "regressed" and r.mark == "confirmed"}}
+    return {
+        "baseline": (comparison.base or {}).get("commit"),
+        "regressions": {r.id for r in comparison.rows if r.verdict == "regressed" and r.mark == "confirmed"},
+    }
 
 
 #: At most this many benchmarks of a run get a distribution plot (regressed, improved, then inconclusive).
 MAX_DISTRIBUTIONS = 12
 
 
-def distribution_stage(comparison: Path, base_results: list[ResultsFile], head: list[Path],
-                       out_dir: Path) -> list[Path]:
+def distribution_stage(
+    comparison: Path, base_results: list[ResultsFile], head: list[Path], out_dir: Path
+) -> list[Path]:
     """Write :func:`strip_figures` as ``out_dir/<slug(name)>.png``; ``benchtrail explain`` names the file.
     Returns the paths written; [] with a message when none could be written (a plot never fails the run)."""
     from benchtrail.history.plots import save_figures
@@ -222,20 +278,29 @@ def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[
     from benchtrail.history.plots import distribution_figures, sample_units, samples_of
 
     order = {"regressed": 0, "improved": 1, "inconclusive": 2, "noisy": 2}  # noisy: comparison versions 1-7
-    rows = sorted((r for r in load_comparison(comparison).rows
-                   if r.kind == "execution" and r.verdict in order),
-                  key=lambda r: order[r.verdict])[:MAX_DISTRIBUTIONS]
+    rows = sorted(
+        (r for r in load_comparison(comparison).rows if r.kind == "execution" and r.verdict in order),
+        key=lambda r: order[r.verdict],
+    )[:MAX_DISTRIBUTIONS]
     if not rows or not base_results:
         return {}
     sets = {s.name: s for s in samples_of(base_results, load_results_paths(head), ids={r.id for r in rows})}
     ab = [comparison.parent / "ab" / f"ab-{side}.json" for side in ("base", "head")]
     ids = {r.id for r in rows if r.ab and estimate(r).paired}
-    decided = samples_of(*(load_results_paths([p]) for p in ab), ids=ids) if ids and all(
-        p.is_file() for p in ab) else []
+    decided = (
+        samples_of(*(load_results_paths([p]) for p in ab), ids=ids)
+        if ids and all(p.is_file() for p in ab)
+        else []
+    )
     sets |= {s.name: s for s in decided}
     paired = {s.name for s in decided}
     units = sample_units(list(sets.values()))
-    return {f"{slug(r.name)}.png": distribution_figures(
-        [sets[r.name]],
-        f"{r.verdict} {change_cell(r)}\n{'paired A/B' if r.name in paired else 'stored'} samples",
-        units)[0] for r in rows if r.name in sets}
+    return {
+        f"{slug(r.name)}.png": distribution_figures(
+            [sets[r.name]],
+            f"{r.verdict} {change_cell(r)}\n{'paired A/B' if r.name in paired else 'stored'} samples",
+            units,
+        )[0]
+        for r in rows
+        if r.name in sets
+    }

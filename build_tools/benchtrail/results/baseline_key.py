@@ -5,6 +5,7 @@ A candidate baseline's results for a device match the head's device name, GPU mo
 take the origin their run id tells; an unknown origin matches either. Counted series also need equal
 counter keys (``details.counter``). The one definition: docs/formats.md, "Baseline key".
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -55,8 +56,10 @@ class BaselineKey:
 
     def __lt__(self, other: BaselineKey) -> bool:
         """By device, GPU, torch, method version, origin; None sorts without a TypeError."""
-        mine, theirs = ((k.device, k.gpu or "", k.torch_version, k.method_version, origin_name(k.ci))
-                        for k in (self, other))
+        mine, theirs = (
+            (k.device, k.gpu or "", k.torch_version, k.method_version, origin_name(k.ci))
+            for k in (self, other)
+        )
         return mine < theirs
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,8 +70,10 @@ class BaselineKey:
         """``device d, GPU g, torch t, method version m, run in CI`` (or ``no GPU``, ``run outside CI``)."""
         gpu = f"GPU {self.gpu}" if self.gpu else "no GPU"
         origin = "" if self.ci is None else ", run in CI" if self.ci else ", run outside CI"
-        return (f"device {self.device}, {gpu}, torch {self.torch_version}, method version "
-                f"{self.method_version}{origin}")
+        return (
+            f"device {self.device}, {gpu}, torch {self.torch_version}, method version "
+            f"{self.method_version}{origin}"
+        )
 
 
 def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]:
@@ -79,10 +84,15 @@ def keys_of_results(files: Iterable[ResultsFile]) -> dict[str, set[BaselineKey]]
         env = f.environment
         method, ci = env.get("method_version", 1), env.get("ci")
         for device in {b.device_name for b in f.benchmarks}:
-            keys[device].add(BaselineKey(
-                device, env.get("gpu_name") or None, str(env.get("torch_version")),
-                method if isinstance(method, int) else 1,
-                ci if isinstance(ci, bool) else origin_of_run_id(f.run.get("run_id"))))
+            keys[device].add(
+                BaselineKey(
+                    device,
+                    env.get("gpu_name") or None,
+                    str(env.get("torch_version")),
+                    method if isinstance(method, int) else 1,
+                    ci if isinstance(ci, bool) else origin_of_run_id(f.run.get("run_id")),
+                )
+            )
     return dict(keys)
 
 
@@ -97,10 +107,13 @@ def keys_of_pointer(pointer: dict[str, Any]) -> dict[str, set[BaselineKey]]:
         for k in recorded:
             ci = k["ci"] if isinstance(k.get("ci", ""), (bool, type(None))) else told
             keys[k["device"]].add(
-                BaselineKey(k["device"], k.get("gpu"), k["torch_version"], k["method_version"], ci))
+                BaselineKey(k["device"], k.get("gpu"), k["torch_version"], k["method_version"], ci)
+            )
         return dict(keys)
-    return {d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1, told)}
-            for d in pointer.get("devices", [])}
+    return {
+        d: {BaselineKey(d, UNKNOWN_GPU, str(pointer.get("torch_version")), 1, told)}
+        for d in pointer.get("devices", [])
+    }
 
 
 def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -> bool:
@@ -108,39 +121,54 @@ def matches(base: BaselineKey, head: BaselineKey, *, any_origin: bool = False) -
     matches only a head without a GPU; ``any_origin`` (``--baseline-any-origin``) ignores the origin."""
     same_gpu = head.gpu is None if base.gpu == UNKNOWN_GPU else base.gpu == head.gpu
     same_origin = any_origin or None in (base.ci, head.ci) or base.ci == head.ci  # equal, or either unknown
-    return same_gpu and same_origin and (base.device, base.torch_version, base.method_version) == (
-        head.device, head.torch_version, head.method_version)
+    return (
+        same_gpu
+        and same_origin
+        and (base.device, base.torch_version, base.method_version)
+        == (head.device, head.torch_version, head.method_version)
+    )
 
 
-def difference(base: Iterable[BaselineKey], head: Iterable[BaselineKey], *,
-               any_origin: bool = False) -> str | None:
+def difference(
+    base: Iterable[BaselineKey], head: Iterable[BaselineKey], *, any_origin: bool = False
+) -> str | None:
     """Why one device's results under the ``base`` keys cannot be compared with ones under the ``head``
     keys, naming each field that differs, e.g. ``origin local (baseline) vs CI (this run)``; None when
     every key of each side matches one of the other's."""
     base, head = set(base), set(head)
-    if base and head and all(any(matches(b, h, any_origin=any_origin) for b in base) for h in head) and \
-            all(any(matches(b, h, any_origin=any_origin) for h in head) for b in base):
+    if (
+        base
+        and head
+        and all(any(matches(b, h, any_origin=any_origin) for b in base) for h in head)
+        and all(any(matches(b, h, any_origin=any_origin) for h in head) for b in base)
+    ):
         return None
     parts = []
     for name, label in (("gpu", "GPU"), ("torch_version", "torch"), ("method_version", "method version")):
-        b_values, h_values = (sorted({str(getattr(k, name) or "none") for k in keys})
-                              for keys in (base, head))
+        b_values, h_values = (
+            sorted({str(getattr(k, name) or "none") for k in keys}) for keys in (base, head)
+        )
         if b_values != h_values:
             parts.append(f"{label} {', '.join(b_values)} (baseline) vs {', '.join(h_values)} (this run)")
     b_ci, h_ci = ({k.ci for k in keys} - {None} for keys in (base, head))
     if not any_origin and b_ci and h_ci and b_ci != h_ci:
-        parts.append(f"origin {', '.join(sorted(map(origin_name, b_ci)))} (baseline) vs "
-                     f"{', '.join(sorted(map(origin_name, h_ci)))} (this run)")
+        parts.append(
+            f"origin {', '.join(sorted(map(origin_name, b_ci)))} (baseline) vs "
+            f"{', '.join(sorted(map(origin_name, h_ci)))} (this run)"
+        )
     return "; ".join(parts) or "the baseline key differs"
 
 
 def counter_difference(base_details: dict[str, Any], head_details: dict[str, Any]) -> str | None:
     """Why two counted records' ``details.counter`` differ, e.g. ``valgrind 3.19.0 (baseline) vs 3.22.0
     (this run)`` (what a side lacks: ``none``); None when they are equal."""
-    base, head = (d["counter"] if isinstance(d.get("counter"), dict) else {}
-                  for d in (base_details, head_details))
+    base, head = (
+        d["counter"] if isinstance(d.get("counter"), dict) else {} for d in (base_details, head_details)
+    )
     if base == head and base:
         return None
-    return "; ".join(f"{k} {base.get(k, 'none')} (baseline) vs {head.get(k, 'none')} (this run)"
-                     for k in list({**base, **head}) or ["counter"]
-                     if not base or not head or base.get(k) != head.get(k))
+    return "; ".join(
+        f"{k} {base.get(k, 'none')} (baseline) vs {head.get(k, 'none')} (this run)"
+        for k in list({**base, **head}) or ["counter"]
+        if not base or not head or base.get(k) != head.get(k)
+    )

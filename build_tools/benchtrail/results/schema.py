@@ -123,8 +123,15 @@ class BenchmarkRecord:
         from benchtrail.results.summary import summarize
 
         kind, unit, direction, _ = METRICS[metric]
-        return cls(metric=metric, kind=kind, unit=unit, direction=direction, samples=samples,
-                   **summarize(samples), **fields)
+        return cls(
+            metric=metric,
+            kind=kind,
+            unit=unit,
+            direction=direction,
+            samples=samples,
+            **summarize(samples),
+            **fields,
+        )
 
 
 @dataclass(frozen=True)

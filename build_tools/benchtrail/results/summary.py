@@ -27,8 +27,16 @@ def summarize(samples: Sequence[float]) -> Summary:
     x = np.asarray(samples, dtype=np.float64)
     n = int(x.size)
     if n == 0:
-        return {"n": 0, "mean": None, "median": None, "variance": None, "stddev": None, "min": None,
-                "max": None, "iqr": None}
+        return {
+            "n": 0,
+            "mean": None,
+            "median": None,
+            "variance": None,
+            "stddev": None,
+            "min": None,
+            "max": None,
+            "iqr": None,
+        }
     q25, q50, q75 = np.percentile(x, [25, 50, 75])
     variance = float(np.var(x, ddof=1)) if n > 1 else None
     return {

@@ -101,8 +101,10 @@ def resolve_ref(repo: Path, ref: str) -> str:
     """The full commit sha of ``ref``; raises UserError when git lacks it (e.g. a shallow clone)."""
     if commit := resolve_commit(repo, ref):
         return commit
-    raise UserError(f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch "
-                    f"it first: git fetch --depth=1 origin {ref}")
+    raise UserError(
+        f"--base-ref {ref!r} is not a commit in {repo.resolve()}; in a shallow clone fetch "
+        f"it first: git fetch --depth=1 origin {ref}"
+    )
 
 
 @contextlib.contextmanager
@@ -128,13 +130,20 @@ def paired_arms(repo: Path, base_ref: str) -> Iterator[tuple[Arm, Arm]]:
         yield Arm("base", commit, root), head
 
 
-def write_paired(paths: list[Path], arms: tuple[Arm, Arm], records: tuple[list[BenchmarkRecord], ...],
-                 threads: int, head_dirty: bool = False) -> list[ResultsFile]:
+def write_paired(
+    paths: list[Path],
+    arms: tuple[Arm, Arm],
+    records: tuple[list[BenchmarkRecord], ...],
+    threads: int,
+    head_dirty: bool = False,
+) -> list[ResultsFile]:
     """Write the (base, head) results files of a paired run's ``records`` to ``paths``."""
     run = {"mode": "paired", "base_commit": arms[0].commit, "head_commit": arms[1].commit}
     env = environment.collect_environment(threads)
-    files = [ResultsFile(arm.commit, arm.name == "head" and head_dirty, run, env, tuple(recs))
-             for arm, recs in zip(arms, records)]
+    files = [
+        ResultsFile(arm.commit, arm.name == "head" and head_dirty, run, env, tuple(recs))
+        for arm, recs in zip(arms, records)
+    ]
     for path, results in zip(paths, files):
         write_results(path, results)
     return files
@@ -150,8 +159,9 @@ class _ArmFailed(Exception):
     """args: (arm name, its result, why); the other arm's result is skipped ``the <arm> arm <why>``."""
 
 
-def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
-                       method: str) -> dict[str, Path | None]:
+def _compile_artifacts(
+    rc: RunConfig, arms: tuple[Arm, Arm], work: Path, method: str
+) -> dict[str, Path | None]:
     """Compile export/AOTInductor modules once per arm: ``{arm name: module dir}``; raises _ArmFailed."""
     gen = rc.module_generation_config
     dirs = dict.fromkeys(arm.name for arm in arms)
@@ -161,21 +171,35 @@ def _compile_artifacts(rc: RunConfig, arms: tuple[Arm, Arm], work: Path,
     for arm in arms:
         module_dir = compiled_dir(rc, work / arm.name)
         module_dir.mkdir(parents=True, exist_ok=True)
-        response = run_in_worker(compile_request(gen, module_dir, explain=False),
-                                 rc.execution_config.timeout_s * 4, rc.target_device.threads, arm.env(),
-                                 arm.root, method)
+        response = run_in_worker(
+            compile_request(gen, module_dir, explain=False),
+            rc.execution_config.timeout_s * 4,
+            rc.target_device.threads,
+            arm.env(),
+            arm.root,
+            method,
+        )
         if not response.ok:
-            raise _ArmFailed(arm.name, CaseResult(response.status, f"compiling: {response.reason}"),
-                             "failed to compile")
+            raise _ArmFailed(
+                arm.name, CaseResult(response.status, f"compiling: {response.reason}"), "failed to compile"
+            )
         # load_artifact reads the module's mode from module_info.json, as the compile stage writes it.
-        jsonio.write_json(module_dir / "module_info.json",
-                          module_info(gen, content_hash(gen, version), version))
+        jsonio.write_json(
+            module_dir / "module_info.json", module_info(gen, content_hash(gen, version), version)
+        )
         dirs[arm.name] = module_dir
     return dirs
 
 
-def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy: Policy,
-             work: Path, method: str, profile_dir: Path | None) -> tuple[CaseResult, CaseResult]:
+def run_pair(
+    rc: RunConfig,
+    arms: tuple[Arm, Arm],
+    threshold: Threshold,
+    policy: Policy,
+    work: Path,
+    method: str,
+    profile_dir: Path | None,
+) -> tuple[CaseResult, CaseResult]:
     """Run one case in both arms, interleaved, until settled: the (base, head) results.
 
     Each holds its arm's samples (µs per iteration), ``process_medians``, the last answer and ``ab`` (rounds,
@@ -188,19 +212,39 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     results = {arm.name: CaseResult("ok", process_medians=[]) for arm in arms}
     orders = []
     plan = policy.profiling or Profiling()
-    specs = {arm.name: profile_spec(profile_dir / f"{arm.name}.trace.json", plan.iterations,
-                                    plan.arm_budget_ms)
-             for arm in arms} if profile_dir is not None else {}  # cleared after the first round
+    specs = (
+        {
+            arm.name: profile_spec(
+                profile_dir / f"{arm.name}.trace.json", plan.iterations, plan.arm_budget_ms
+            )
+            for arm in arms
+        }
+        if profile_dir is not None
+        else {}
+    )  # cleared after the first round
     threads = rc.target_device.threads
-    pins = duet_cpus(threads) if applies(
-        policy.duet, threads, rc.target_device.architecture is Architecture.CPU,
-        method == "fork" and all("duet" in features_of(arm.env(), arm.root) for arm in arms)) else None
+    pins = (
+        duet_cpus(threads)
+        if applies(
+            policy.duet,
+            threads,
+            rc.target_device.architecture is Architecture.CPU,
+            method == "fork" and all("duet" in features_of(arm.env(), arm.root) for arm in arms),
+        )
+        else None
+    )
     cpus = []  # per duet round: [base CPUs, head CPUs]
 
     def one(arm: Arm, barrier_path: str | None = None) -> Response:
         duet = duet_spec(barrier_path, cpus[-1][arm.name == "head"]) if barrier_path else None
-        return run_in_worker(run_request(rc, dirs[arm.name], specs.get(arm.name), duet),
-                             rc.execution_config.timeout_s, threads, arm.env(), arm.root, method)
+        return run_in_worker(
+            run_request(rc, dirs[arm.name], specs.get(arm.name), duet),
+            rc.execution_config.timeout_s,
+            threads,
+            arm.env(),
+            arm.root,
+            method,
+        )
 
     def draw() -> tuple[list[float], list[float]]:
         order = [arms[i] for i in rng.permutation(2)]
@@ -215,9 +259,14 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
             response, result = answers[arm.name], results[arm.name]
             synced = (response.duet or {}).get("synced")
             if response.ok and pins is not None and synced != len(response.samples or ()):
-                response = replace(response, status="failed", reason=(
-                    f"duet: the worker started {synced or 0} of its "
-                    f"{len(response.samples or ())} samples at the barrier"))
+                response = replace(
+                    response,
+                    status="failed",
+                    reason=(
+                        f"duet: the worker started {synced or 0} of its "
+                        f"{len(response.samples or ())} samples at the barrier"
+                    ),
+                )
             if not response.ok:
                 raise _ArmFailed(arm.name, CaseResult.of(response), f"failed: {response.reason}")
             if arm.name in specs:
@@ -229,17 +278,31 @@ def run_pair(rc: RunConfig, arms: tuple[Arm, Arm], threshold: Threshold, policy:
     try:
         dirs = _compile_artifacts(rc, arms, work, method)
         settled = sample_until_settled(
-            draw, threshold_pct=threshold.threshold, lower_is_better=threshold.lower_is_better,
-            min_rounds=policy.min_rounds or rc.execution_config.processes, max_rounds=policy.max_rounds,
-            budget_s=policy.budget_s, seed=policy.seed, paired=True, cluster_rounds=True,
-            sequential=policy.sequential)
+            draw,
+            threshold_pct=threshold.threshold,
+            lower_is_better=threshold.lower_is_better,
+            min_rounds=policy.min_rounds or rc.execution_config.processes,
+            max_rounds=policy.max_rounds,
+            budget_s=policy.budget_s,
+            seed=policy.seed,
+            paired=True,
+            cluster_rounds=True,
+            sequential=policy.sequential,
+        )
     except _ArmFailed as exc:
         arm, failed, why = exc.args
         skipped = CaseResult("skipped", f"the {arm} arm {why}")
         return (failed, skipped) if arm == "base" else (skipped, failed)
-    info = {"rounds": settled.rounds, "orders": orders, "outcome": settled.outcome, "stop": settled.stop,
-            "elapsed_s": round(settled.elapsed_s, 3), "start_method": method, "level": settled.level,
-            **({"mode": "paired"} if pins is None else {"mode": "duet", "cpus": cpus})}
+    info = {
+        "rounds": settled.rounds,
+        "orders": orders,
+        "outcome": settled.outcome,
+        "stop": settled.stop,
+        "elapsed_s": round(settled.elapsed_s, 3),
+        "start_method": method,
+        "level": settled.level,
+        **({"mode": "paired"} if pins is None else {"mode": "duet", "cpus": cpus}),
+    }
     for result in results.values():
         result.ab = info
     return results["base"], results["head"]
@@ -250,6 +313,7 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
     exception is raised here."""
     results, errors = {}, []
     with barrier() as b:
+
         def run(arm: Arm) -> None:
             try:
                 results[arm.name] = job(arm, b.path)
@@ -258,8 +322,10 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
             finally:
                 b.leave()  # the other arm's worker no longer waits for this one
 
-        workers = [threading.Thread(target=run, args=(arm,), name=f"benchtrail-duet-{arm.name}", daemon=True)
-                   for arm in order]
+        workers = [
+            threading.Thread(target=run, args=(arm,), name=f"benchtrail-duet-{arm.name}", daemon=True)
+            for arm in order
+        ]
         for w in workers:
             w.start()
         try:
@@ -273,11 +339,16 @@ def _at_once(order: list[Arm], job: Callable[[Arm, str], Any]) -> dict[str, Any]
     return results
 
 
-def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresholds: tuple[Threshold, ...],
-              policy: Policy, torch_version: str,
-              report: Progress,
-              profile_dirs: dict[str, Path] | None = None,
-              profiles: dict[str, dict[str, Any]] | None = None) -> tuple[list[BenchmarkRecord], ...]:
+def run_pairs(
+    run_configs: tuple[RunConfig, ...],
+    arms: tuple[Arm, Arm],
+    thresholds: tuple[Threshold, ...],
+    policy: Policy,
+    torch_version: str,
+    report: Progress,
+    profile_dirs: dict[str, Path] | None = None,
+    profiles: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[BenchmarkRecord], ...]:
     """(base records, head records), one per case, of paired runs in order.
 
     Cases in ``profile_dirs`` are profiled into that folder; ``profiles``, when given, receives
@@ -288,8 +359,15 @@ def run_pairs(run_configs: tuple[RunConfig, ...], arms: tuple[Arm, Arm], thresho
     with tempfile.TemporaryDirectory(prefix="benchtrail-ab-modules-") as work:
         for rc in run_configs:
             profile_dir = (profile_dirs or {}).get(rc.id)
-            b, h = run_pair(rc, arms, find_threshold(thresholds, "execution", "latency", rc.name), policy,
-                            Path(work), method, profile_dir)
+            b, h = run_pair(
+                rc,
+                arms,
+                find_threshold(thresholds, "execution", "latency", rc.name),
+                policy,
+                Path(work),
+                method,
+                profile_dir,
+            )
             if profiles is not None and profile_dir is not None and b.ok and h.ok:  # both arms ran
                 profiles[rc.id] = {"base": b.profile, "head": h.profile}
             for arm_records, result in zip(records, (b, h)):

@@ -59,12 +59,22 @@ class Settled:
 MIN_LOOK_SHARE = 0.1
 
 
-def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: bool = True,
-                         min_rounds: int = 1, max_rounds: int | None = 3, budget_s: float = float("inf"),
-                         alpha: float = 0.01, seed: int = 0, paired: bool = False,
-                         cluster_rounds: bool = False, sequential: bool = False,
-                         planned_rounds: int | None = None,
-                         clock: Callable[[], float] = time.perf_counter) -> Settled:
+def sample_until_settled(
+    draw: Draw,
+    *,
+    threshold_pct: float,
+    lower_is_better: bool = True,
+    min_rounds: int = 1,
+    max_rounds: int | None = 3,
+    budget_s: float = float("inf"),
+    alpha: float = 0.01,
+    seed: int = 0,
+    paired: bool = False,
+    cluster_rounds: bool = False,
+    sequential: bool = False,
+    planned_rounds: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Settled:
     """Call ``draw`` until the comparison of everything drawn is DIFFERENT or SAME.
 
     ``paired``: a round's base and head samples are pairs (as many of each), compared as pairs; else as
@@ -103,8 +113,9 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
         sizes.add((len(b), len(h)))
         rounds += 1
         if paired and len(b) != len(h):
-            raise ValueError(f"round {rounds} drew {len(b)} base and {len(h)} head samples; "
-                             "paired rounds draw pairs")
+            raise ValueError(
+                f"round {rounds} drew {len(b)} base and {len(h)} head samples; paired rounds draw pairs"
+            )
         if rounds < min_rounds:
             continue
         elapsed = clock() - start
@@ -121,8 +132,16 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
         else:
             a = alpha
         # Clusters need equal rounds; rounds of unequal size fall back to independent samples.
-        look = partial(_compare, base, head, [rounds] if cluster_rounds and len(sizes) == 1 else None,
-                       threshold_pct=threshold_pct, lower_is_better=lower_is_better, seed=seed, paired=paired)
+        look = partial(
+            _compare,
+            base,
+            head,
+            [rounds] if cluster_rounds and len(sizes) == 1 else None,
+            threshold_pct=threshold_pct,
+            lower_is_better=lower_is_better,
+            seed=seed,
+            paired=paired,
+        )
         result = look(a)
         if a < alpha and result.outcome[0] == "UNKNOWN":  # SAME spends no alpha: judged at 1 - alpha
             same = look(alpha)
@@ -130,12 +149,26 @@ def sample_until_settled(draw: Draw, *, threshold_pct: float, lower_is_better: b
                 result, a = same, alpha
         decided = result.outcome[0] != "UNKNOWN"
         if decided or last:
-            return Settled(tuple(base), tuple(head), result, rounds, clock() - start, 1.0 - a,
-                           "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds")
+            return Settled(
+                tuple(base),
+                tuple(head),
+                result,
+                rounds,
+                clock() - start,
+                1.0 - a,
+                "decided" if decided else "budget" if elapsed >= budget_s else "max-rounds",
+            )
 
 
-def _compare(base: list[float], head: list[float], clusters: list[int] | None, a: float, *, paired: bool,
-             **options: Any) -> Inference:
+def _compare(
+    base: list[float],
+    head: list[float],
+    clusters: list[int] | None,
+    a: float,
+    *,
+    paired: bool,
+    **options: Any,
+) -> Inference:
     """One look: everything drawn compared at level ``1 - a`` and q < ``a``."""
     options.update(alpha=a, level=1.0 - a, resamples=resamples_for(a))
     samples = [np.asarray(base)], [np.asarray(head)]

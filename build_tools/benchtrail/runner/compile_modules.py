@@ -39,10 +39,16 @@ def module_info(gen: ModuleGenerationConfig, digest: str, torch_version: str) ->
         "schema_version": MODULE_SCHEMA_VERSION,
         "id": gen.id,
         "name": gen.name,
-        "model": {k: getattr(model, k) for k in ("name", "tags", "entry_point", "input_specs",
-                                                 "reference_entry_point", "fullgraph")},
-        "compile_config": {"name": config.name, "mode": config.mode.value, "options": config.options,
-                           "dtype": config.dtype},
+        "model": {
+            k: getattr(model, k)
+            for k in ("name", "tags", "entry_point", "input_specs", "reference_entry_point", "fullgraph")
+        },
+        "compile_config": {
+            "name": config.name,
+            "mode": config.mode.value,
+            "options": config.options,
+            "dtype": config.dtype,
+        },
         "target_architecture": gen.target_architecture.value,
         "artifact": ARTIFACTS.get(config.mode),
         "content_hash": digest,
@@ -72,16 +78,19 @@ class ModuleStats:
         return answer | {k: v for k, v in vars(self).items() if k != "answer" and v is not None}
 
 
-def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int,
-                    tasks: tuple[str, ...]) -> ModuleStats:
+def compile_samples(
+    gen: ModuleGenerationConfig, module_dir: Path, cold: int, warm: int, tasks: tuple[str, ...]
+) -> ModuleStats:
     """Compile one module ``cold`` + ``warm`` times in fresh processes.
 
     The first cold sample then compiles ``tasks``' graphs; its cache is merged into
     ``<module_dir>/../inductor-cache``, which the run stage's workers use.
     """
+
     def sample(request: Any, cache: Path) -> Response:
-        return run_in_worker(request, COMPILE_TIMEOUT_S, COMPILE_THREADS,
-                             env={"TORCHINDUCTOR_CACHE_DIR": str(cache)})
+        return run_in_worker(
+            request, COMPILE_TIMEOUT_S, COMPILE_THREADS, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        )
 
     others = compile_request(gen, explain=False)  # samples: no artifact, no graph counts
     with tempfile.TemporaryDirectory(prefix="benchtrail-inductor-cache-") as caches:
@@ -101,27 +110,46 @@ def compile_samples(gen: ModuleGenerationConfig, module_dir: Path, cold: int, wa
             # The cache's files are named by their content's hash, so merging modules' caches is safe.
             shutil.copytree(first_cache, module_dir.parent / INDUCTOR_CACHE, dirs_exist_ok=True)
     artifact = ARTIFACTS.get(gen.compile_config.mode, "inductor_cache")  # else generated code and kernels
-    return ModuleStats(first, tuple(times[:cold]), tuple(times[cold:]), warm_hits,
-                       int((first.artifacts or {}).get(artifact, 0)))
+    return ModuleStats(
+        first,
+        tuple(times[:cold]),
+        tuple(times[cold:]),
+        warm_hits,
+        int((first.artifacts or {}).get(artifact, 0)),
+    )
 
 
-def compile_one(gen: ModuleGenerationConfig, module_dir: Path, torch_version: str, cold: int = 1,
-                warm: int = 0, tasks: tuple[str, ...] = ()) -> tuple[ModuleStats, str]:
+def compile_one(
+    gen: ModuleGenerationConfig,
+    module_dir: Path,
+    torch_version: str,
+    cold: int = 1,
+    warm: int = 0,
+    tasks: tuple[str, ...] = (),
+) -> tuple[ModuleStats, str]:
     """(compile stats, content hash) of one module compiled into ``module_dir``; a failure leaves the two
     JSON files (with status and reason) and no artifact."""
     digest = content_hash(gen, torch_version)
-    jsonio.write_json(module_dir / "module_info.json", module_info(gen, digest, torch_version),
-                      exclusive=True)
+    jsonio.write_json(
+        module_dir / "module_info.json", module_info(gen, digest, torch_version), exclusive=True
+    )
     if gen.compile_config.mode is CompileMode.EAGER:
-        stats = ModuleStats(Response("ok", "eager: nothing to compile", graph_count=0, graph_breaks=0,
-                                     break_reasons=()), (0.0,), (), artifact_bytes=0)
+        stats = ModuleStats(
+            Response("ok", "eager: nothing to compile", graph_count=0, graph_breaks=0, break_reasons=()),
+            (0.0,),
+            (),
+            artifact_bytes=0,
+        )
     else:
         stats = compile_samples(gen, module_dir, cold, warm, tasks)
         if not stats.answer.ok:
             for name in ARTIFACTS.values():
                 (module_dir / name).unlink(missing_ok=True)
-    jsonio.write_json(module_dir / "compile-stats.json",
-                      {"schema_version": MODULE_SCHEMA_VERSION, **stats.to_json()}, exclusive=True)
+    jsonio.write_json(
+        module_dir / "compile-stats.json",
+        {"schema_version": MODULE_SCHEMA_VERSION, **stats.to_json()},
+        exclusive=True,
+    )
     return stats, digest
 
 
@@ -134,8 +162,9 @@ def _samples(stats: ModuleStats, metric: str) -> tuple[float, ...]:
     return (float(stats.artifact_bytes if metric == "artifact_bytes" else getattr(stats.answer, metric)),)
 
 
-def compile_records(gen: ModuleGenerationConfig, stats: ModuleStats, digest: str,
-                    device_name: str) -> list[BenchmarkRecord]:
+def compile_records(
+    gen: ModuleGenerationConfig, stats: ModuleStats, digest: str, device_name: str
+) -> list[BenchmarkRecord]:
     """The compilation series of one module, one per metric its mode has (``METRICS``; none for eager)."""
     answer = stats.answer
     records = []
@@ -149,16 +178,31 @@ def compile_records(gen: ModuleGenerationConfig, stats: ModuleStats, digest: str
         if metric == "graph_breaks":
             details = {"break_reasons": list(answer.break_reasons or ())}
         elif metric == "compile_time_cold_ms" and answer.ok:
-            details = {"fxgraph_cache_hit": answer.fxgraph_cache_hit,
-                       "fxgraph_cache_miss": answer.fxgraph_cache_miss}
+            details = {
+                "fxgraph_cache_hit": answer.fxgraph_cache_hit,
+                "fxgraph_cache_miss": answer.fxgraph_cache_miss,
+            }
         elif metric == "artifact_bytes" and answer.ok:
             details = {"artifacts": answer.artifacts or {}}
         elif metric == "kernel_count" and answer.kernel_count_reason:
             details = {"kernel_count_reason": answer.kernel_count_reason}  # why it is 0
-        records.append(BenchmarkRecord.of(
-            metric, samples, id=f"{gen.id}-{metric}", name=f"{gen.name}.{metric}", device_name=device_name,
-            module_name=gen.name, compile_config=gen.compile_config.name, task=None, status=answer.status,
-            reason=answer.reason, content_hash=digest, presets=gen.presets, details=details))
+        records.append(
+            BenchmarkRecord.of(
+                metric,
+                samples,
+                id=f"{gen.id}-{metric}",
+                name=f"{gen.name}.{metric}",
+                device_name=device_name,
+                module_name=gen.name,
+                compile_config=gen.compile_config.name,
+                task=None,
+                status=answer.status,
+                reason=answer.reason,
+                content_hash=digest,
+                presets=gen.presets,
+                details=details,
+            )
+        )
     return records
 
 
@@ -179,9 +223,13 @@ def compile_modules(
     """
     records: list[BenchmarkRecord] = []
     for gen in gens:
-        stats, digest = compile_one(gen, output_dir / module_dir_paths[gen.id], torch_version,
-                                    *sampling.get(gen.id, (1, 0)), tasks.get(gen.id, ()))
+        stats, digest = compile_one(
+            gen,
+            output_dir / module_dir_paths[gen.id],
+            torch_version,
+            *sampling.get(gen.id, (1, 0)),
+            tasks.get(gen.id, ()),
+        )
         records.extend(compile_records(gen, stats, digest, device_name))
         report(gen.name, stats.answer.status)
     return records
-

@@ -51,20 +51,31 @@ def valgrind_version(otherwise: str = "or measure --metrics latency only") -> st
     advice followed by ``otherwise``."""
     for tool in ("valgrind", "vgdb"):
         if shutil.which(tool) is None:
-            raise UserError(f"the instructions metric counts with callgrind, and {tool} is not on PATH: "
-                            f"{INSTALL}, {otherwise}")
-    return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
-                          check=False).stdout.strip().removeprefix("valgrind-")
+            raise UserError(
+                f"the instructions metric counts with callgrind, and {tool} is not on PATH: "
+                f"{INSTALL}, {otherwise}"
+            )
+    return (
+        subprocess.run(["valgrind", "--version"], capture_output=True, text=True, check=False)
+        .stdout.strip()
+        .removeprefix("valgrind-")
+    )
 
 
 def counting_env(extra: dict[str, str]) -> dict[str, str]:
     """Ours, :data:`NO_FMA`, ``PYTHONHASHSEED=0``, one OpenMP thread, the workers' ``PYTHONPATH`` and malloc
     tunables, ``PYTHONMALLOC=malloc`` (Python's arenas made counts depend on history: docs/statistics.md),
     then ``extra``."""
-    return {**os.environ, **NO_FMA, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONMALLOC": "malloc",
-            "PYTHONPATH": worker_pythonpath(),
-            "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))),
-            **extra}
+    return {
+        **os.environ,
+        **NO_FMA,
+        "PYTHONHASHSEED": "0",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONMALLOC": "malloc",
+        "PYTHONPATH": worker_pythonpath(),
+        "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES))),
+        **extra,
+    }
 
 
 def cpu_vendor() -> str:
@@ -78,8 +89,9 @@ def cpu_vendor() -> str:
     return "unknown"
 
 
-def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env: dict[str, str],
-             report: Progress) -> dict[str, Response]:
+def _process(
+    todo: list[RunConfig], folder: Path, modules_dir: Path | None, env: dict[str, str], report: Progress
+) -> dict[str, Response]:
     """Count ``todo`` in one callgrind process: its answers, in order, and ``failed``/``timeout`` for the case
     it died or timed out on (the rest are left for a new process); dead before its first case, all fail."""
     requests = [run_request(rc, compiled_dir(rc, modules_dir)) for rc in todo]
@@ -87,23 +99,33 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
         spec, journal, log = Path(tmp) / "requests.json", Path(tmp) / "journal.jsonl", Path(tmp) / "log"
         spec.write_text(json.dumps(count_requests(requests, REPEATS, folder)), encoding="utf-8")
         journal.touch()
-        command = ["valgrind", *VALGRIND_ARGS, f"--callgrind-out-file={folder}/callgrind.out.%p",
-                   sys.executable, "-m", "benchtrail.worker.counting", str(spec), str(journal)]
+        command = [
+            "valgrind",
+            *VALGRIND_ARGS,
+            f"--callgrind-out-file={folder}/callgrind.out.%p",
+            sys.executable,
+            "-m",
+            "benchtrail.worker.counting",
+            str(spec),
+            str(journal),
+        ]
         answers = {}
 
         def got(response: Response) -> None:
             rc = todo[len(answers)]
             answers[rc.id] = response
             report(rc.name, response.status)
+
         started, lines, began = time.monotonic(), 0, False
         with log.open("wb") as out:
-            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
             try:
                 while True:
                     code = proc.poll()
                     text = journal.read_text(encoding="utf-8")
-                    for line in text[:text.rfind("\n") + 1].splitlines()[lines:]:  # whole lines only
+                    for line in text[: text.rfind("\n") + 1].splitlines()[lines:]:  # whole lines only
                         lines += 1
                         try:
                             data = json.loads(line)
@@ -121,8 +143,10 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
                             kill_group(proc.pid)
                         return answers
                     if code is not None:
-                        why = (f"the counting process exited with code {code}: "
-                               f"{tail(log.read_text(errors='replace'))}")
+                        why = (
+                            f"the counting process exited with code {code}: "
+                            f"{tail(log.read_text(errors='replace'))}"
+                        )
                         for _ in range(1 if began else len(todo) - len(answers)):  # dead at start: all
                             got(Response("failed", why))
                         return answers
@@ -138,8 +162,13 @@ def _process(todo: list[RunConfig], folder: Path, modules_dir: Path | None, env:
                 raise
 
 
-def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_dir: Path,
-                modules_dir: Path | None, report: Progress) -> list[BenchmarkRecord]:
+def count_cases(
+    run_configs: tuple[RunConfig, ...],
+    torch_version: str,
+    results_dir: Path,
+    modules_dir: Path | None,
+    report: Progress,
+) -> list[BenchmarkRecord]:
     """The ``instructions`` records of ``run_configs``' countable cases, in order; callgrind files under
     ``<results_dir>/callgrind/<slug(name)>.out``. Raises UserError without valgrind."""
     counter = {"counter": "callgrind", "valgrind": valgrind_version(), "cpu": cpu_vendor()}
@@ -162,12 +191,16 @@ def count_cases(run_configs: tuple[RunConfig, ...], torch_version: str, results_
     return records
 
 
-def instruction_record(rc: RunConfig, answer: Response, torch_version: str, counter: dict[str, str],
-                       folder: Path) -> BenchmarkRecord:
+def instruction_record(
+    rc: RunConfig, answer: Response, torch_version: str, counter: dict[str, str], folder: Path
+) -> BenchmarkRecord:
     """A counting answer's series; ``counter`` is its key less the answer's ISA; its callgrind file is moved
     into ``folder`` (``<results dir>/callgrind``; ``details.callgrind`` relative to two levels up)."""
-    details = {k: getattr(answer, k) for k in ("iterations_per_sample", "warmup_iterations", "overhead",
-                                               "threads") if getattr(answer, k) is not None}
+    details = {
+        k: getattr(answer, k)
+        for k in ("iterations_per_sample", "warmup_iterations", "overhead", "threads")
+        if getattr(answer, k) is not None
+    }
     if answer.ok:
         details["counter"] = {**counter, "cpu": f"{counter['cpu']} {answer.cpu_capability}"}
         if answer.callgrind:
@@ -175,6 +208,12 @@ def instruction_record(rc: RunConfig, answer: Response, torch_version: str, coun
             shutil.move(answer.callgrind, kept)
             details["callgrind"] = kept.relative_to(folder.parent.parent).as_posix()
     return BenchmarkRecord.of(
-        "instructions", tuple(answer.instructions or ()) if answer.ok else (), id=f"{rc.id}-instructions",
-        name=f"{rc.name}.instructions", status=answer.status, reason=answer.reason, details=details,
-        **case_fields(rc, torch_version))
+        "instructions",
+        tuple(answer.instructions or ()) if answer.ok else (),
+        id=f"{rc.id}-instructions",
+        name=f"{rc.name}.instructions",
+        status=answer.status,
+        reason=answer.reason,
+        details=details,
+        **case_fields(rc, torch_version),
+    )

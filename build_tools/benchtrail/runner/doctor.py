@@ -45,8 +45,12 @@ MEMORY_PSI_WARN_PERCENT, MEMORY_PSI_FAIL_PERCENT = 1.0, 10.0
 MEM_AVAILABLE_WARN, MEM_AVAILABLE_FAIL = 0.20, 0.10
 #: nvidia-smi clock event (throttle) reason bits (NVML ``nvmlClocksEventReasons``): these slow the
 #: GPU below its clocks whatever the work, so fail; a software power cap warns.
-GPU_SLOWDOWN_FAIL = {0x8: "hw slowdown", 0x20: "sw thermal slowdown", 0x40: "hw thermal slowdown",
-                     0x80: "hw power brake"}
+GPU_SLOWDOWN_FAIL = {
+    0x8: "hw slowdown",
+    0x20: "sw thermal slowdown",
+    0x40: "hw thermal slowdown",
+    0x80: "hw power brake",
+}
 GPU_SLOWDOWN_WARN = {0x4: "sw power cap"}
 GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem")
 TUNE = "`python -m pyperf system tune` (as root) applies this and the other pyperf tunings"
@@ -75,8 +79,13 @@ CHECK_NAMES = tuple(EXPECTED)
 def check(name: str, value: str, advice: str = "", *, fail: bool = False, warn: bool = False) -> Check:
     """One check's result, ``expected`` from :data:`EXPECTED`; ``advice`` only when it warns or fails."""
     status = "fail" if fail else "warn" if warn else "ok"
-    return {"name": name, "status": status, "value": value, "expected": EXPECTED[name],
-            "advice": "" if status == "ok" else advice}
+    return {
+        "name": name,
+        "status": status,
+        "value": value,
+        "expected": EXPECTED[name],
+        "advice": "" if status == "ok" else advice,
+    }
 
 
 def _unreadable(name: str, why: str) -> Check:
@@ -101,17 +110,23 @@ def check_governor(root: Path) -> Check:
         counts = Counter(p.read_text().strip() or "empty" for p in paths)
     except OSError as exc:
         return _unreadable(name, f"cannot read {Path(exc.filename).relative_to(root)}: {exc.strerror}")
-    return check(name, ", ".join(g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}"
-                                 for g, n in sorted(counts.items())),
-                 f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
-                 fail=set(counts) != {EXPECTED_GOVERNOR})
+    return check(
+        name,
+        ", ".join(
+            g if len(counts) == 1 else f"{g} on {n} CPU{'s' * (n != 1)}" for g, n in sorted(counts.items())
+        ),
+        f"`sudo cpupower frequency-set -g {EXPECTED_GOVERNOR}`; {TUNE}",
+        fail=set(counts) != {EXPECTED_GOVERNOR},
+    )
 
 
 def check_turbo(root: Path) -> Check:
     """``intel_pstate/no_turbo`` 1 or ``cpufreq/boost`` 0, else warn; unknown when neither exists."""
     name = "turbo boost"
-    controls = (("sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
-                ("sys/devices/system/cpu/cpufreq/boost", "0"))
+    controls = (
+        ("sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
+        ("sys/devices/system/cpu/cpufreq/boost", "0"),
+    )
     for rel, off in controls:
         try:
             text = _read(root, rel)
@@ -119,9 +134,13 @@ def check_turbo(root: Path) -> Check:
             continue
         except OSError as exc:
             return _unreadable(name, f"cannot read {rel}: {exc.strerror}")
-        return check(name, f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})",
-                     f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how "
-                     f"many cores are busy; {TUNE}", warn=text != off)
+        return check(
+            name,
+            f"{'disabled' if text == off else 'enabled'} ({rel.rsplit('/', 1)[1]}={text})",
+            f"`echo {off} | sudo tee /{rel}`: turbo frequency depends on temperature and on how "
+            f"many cores are busy; {TUNE}",
+            warn=text != off,
+        )
     return _unreadable(name, "no intel_pstate/no_turbo or cpufreq/boost in /sys (a VM?)")
 
 
@@ -134,9 +153,13 @@ def check_load(root: Path) -> Check:
         if root != Path("/") or not hasattr(os, "getloadavg"):
             return _unreadable(name, f"cannot read proc/loadavg: {getattr(exc, 'strerror', None) or exc}")
         load = os.getloadavg()[0]
-    return check(name, f"{load:.2f} over 1 min on {CPUS} CPUs",
-                 "wait for, or stop, the other work here (see busy processes); a runner should run one job "
-                 "at a time", fail=load > LOAD_FAIL_PER_CPU * CPUS, warn=load > LOAD_WARN_PER_CPU * CPUS)
+    return check(
+        name,
+        f"{load:.2f} over 1 min on {CPUS} CPUs",
+        "wait for, or stop, the other work here (see busy processes); a runner should run one job at a time",
+        fail=load > LOAD_FAIL_PER_CPU * CPUS,
+        warn=load > LOAD_WARN_PER_CPU * CPUS,
+    )
 
 
 def process_snapshot(root: Path) -> Snapshot:
@@ -146,9 +169,13 @@ def process_snapshot(root: Path) -> Snapshot:
         try:
             text = (entry / "stat").read_text()
             left, right = text.find("("), text.rfind(")")
-            fields = text[right + 2:].split()
-            snapshot[int(entry.name)] = (text[left + 1:right], int(fields[1]), int(fields[19]),
-                                         int(fields[11]) + int(fields[12]))
+            fields = text[right + 2 :].split()
+            snapshot[int(entry.name)] = (
+                text[left + 1 : right],
+                int(fields[1]),
+                int(fields[19]),
+                int(fields[11]) + int(fields[12]),
+            )
         except (OSError, ValueError, IndexError):
             continue  # the process ended, is not ours to read, or its stat is malformed
     return snapshot
@@ -162,13 +189,16 @@ def own_tree(snapshot: Snapshot) -> set[int]:
     return tree
 
 
-def busy_processes(before: Snapshot, after: Snapshot, seconds: float,
-                   exclude: set[int]) -> list[tuple[float, int, str]]:
+def busy_processes(
+    before: Snapshot, after: Snapshot, seconds: float, exclude: set[int]
+) -> list[tuple[float, int, str]]:
     """``[(percent of one CPU, pid, name)]``, busiest first, of processes in both snapshots, not excluded."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    out = [(100.0 * (ticks - before[pid][3]) / tick / seconds, pid, name)
-           for pid, (name, _, start, ticks) in after.items()
-           if pid not in exclude and pid in before and before[pid][2] == start]
+    out = [
+        (100.0 * (ticks - before[pid][3]) / tick / seconds, pid, name)
+        for pid, (name, _, start, ticks) in after.items()
+        if pid not in exclude and pid in before and before[pid][2] == start
+    ]
     return sorted((o for o in out if o[0] > 0), reverse=True)
 
 
@@ -182,9 +212,13 @@ def check_processes(root: Path, sample_s: float = PROCESS_SAMPLE_S) -> Check:
     after = process_snapshot(root)
     others = busy_processes(before, after, time.monotonic() - start, own_tree(after) | own_tree(before))
     busy = [f"{n} (pid {p}) {c:.0f}%" for c, p, n in others if c > BUSY_PROCESS_PERCENT]
-    return check(name, shown(busy, BUSY_PROCESSES_SHOWN) or "none",
-                 "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)",
-                 warn=bool(busy), fail=bool(busy) and sum(c for c, _, _ in others) >= BUSY_TOTAL_FAIL_PERCENT)
+    return check(
+        name,
+        shown(busy, BUSY_PROCESSES_SHOWN) or "none",
+        "stop them, or keep them off the benchmark CPUs (isolcpus=, cpusets, `taskset`)",
+        warn=bool(busy),
+        fail=bool(busy) and sum(c for c, _, _ in others) >= BUSY_TOTAL_FAIL_PERCENT,
+    )
 
 
 # -- memory ------------------------------------------------------------------------------------------
@@ -197,13 +231,19 @@ def check_memory_pressure(root: Path) -> Check:
         line = next(x for x in _read(root, "proc/pressure/memory").splitlines() if x.startswith("some "))
         avg10 = float(dict(kv.split("=", 1) for kv in line.split()[1:])["avg10"])
     except OSError as exc:
-        return _unreadable(name, f"cannot read proc/pressure/memory ({exc.strerror}: a kernel "
-                                 "before 4.20 or booted with psi=0)")
+        return _unreadable(
+            name,
+            f"cannot read proc/pressure/memory ({exc.strerror}: a kernel before 4.20 or booted with psi=0)",
+        )
     except (StopIteration, KeyError, ValueError):
         return _unreadable(name, "proc/pressure/memory has no 'some avg10=' field")
-    return check(name, f"PSI some avg10 {avg10:.2f}%",
-                 "free memory: stop other work, or use a runner with more memory (see memory available)",
-                 fail=avg10 > MEMORY_PSI_FAIL_PERCENT, warn=avg10 > MEMORY_PSI_WARN_PERCENT)
+    return check(
+        name,
+        f"PSI some avg10 {avg10:.2f}%",
+        "free memory: stop other work, or use a runner with more memory (see memory available)",
+        fail=avg10 > MEMORY_PSI_FAIL_PERCENT,
+        warn=avg10 > MEMORY_PSI_WARN_PERCENT,
+    )
 
 
 def check_memory_available(root: Path) -> Check:
@@ -217,9 +257,13 @@ def check_memory_available(root: Path) -> Check:
     except (KeyError, ValueError, IndexError):
         return _unreadable(name, "proc/meminfo lacks MemTotal or MemAvailable")
     share = available / total if total else 0.0
-    return check(name, f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})",
-                 "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory",
-                 fail=share < MEM_AVAILABLE_FAIL, warn=share < MEM_AVAILABLE_WARN)
+    return check(
+        name,
+        f"{available / 2**30:.1f} GiB of {total / 2**30:.1f} GiB ({share:.0%})",
+        "stop what holds the memory (`ps aux --sort=-rss | head`), or use a runner with more memory",
+        fail=share < MEM_AVAILABLE_FAIL,
+        warn=share < MEM_AVAILABLE_WARN,
+    )
 
 
 # -- GPU ---------------------------------------------------------------------------------------------
@@ -251,16 +295,20 @@ def parse_gpu_clocks(text: str) -> Check:
             mask = int(active, 16)
         except ValueError:
             mask = 0
-        reasons_seen += [label for bit, label in (GPU_SLOWDOWN_FAIL | GPU_SLOWDOWN_WARN).items()
-                         if mask & bit]
+        reasons_seen += [
+            label for bit, label in (GPU_SLOWDOWN_FAIL | GPU_SLOWDOWN_WARN).items() if mask & bit
+        ]
         parts.append(f"GPU {i}: sm {sm}/{max_sm} MHz, mem {mem}/{max_mem} MHz")
     if not parts:
         return _unreadable(name, "nvidia-smi listed no GPU")
-    return check(name, "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else ""),
-                 "check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
-                 "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point",
-                 warn=bool(reasons_seen),
-                 fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())))
+    return check(
+        name,
+        "; ".join(parts) + (f"; {', '.join(reasons_seen)}" if reasons_seen else ""),
+        "check cooling and power (`nvidia-smi -q -d PERFORMANCE`); lock clocks "
+        "with `sudo nvidia-smi -lgc <min>,<max>` below the throttling point",
+        warn=bool(reasons_seen),
+        fail=bool(set(reasons_seen) & set(GPU_SLOWDOWN_FAIL.values())),
+    )
 
 
 def parse_gpu_processes(text: str, exclude: set[int]) -> Check:
@@ -271,26 +319,36 @@ def parse_gpu_processes(text: str, exclude: set[int]) -> Check:
         fields = [v.strip() for v in line.split(",")]
         if len(fields) >= 3 and fields[0].isdigit() and int(fields[0]) not in exclude:
             others.append(f"{os.path.basename(fields[1])} (pid {fields[0]}, {fields[2]})")
-    return check("gpu processes", ", ".join(others[:BUSY_PROCESSES_SHOWN]) or "none",
-                 "stop them: they share the GPU's SMs, memory bandwidth and clocks", fail=bool(others))
+    return check(
+        "gpu processes",
+        ", ".join(others[:BUSY_PROCESSES_SHOWN]) or "none",
+        "stop them: they share the GPU's SMs, memory bandwidth and clocks",
+        fail=bool(others),
+    )
 
 
 def gpu_checks(root: Path) -> list[Check]:
-    """"gpu clocks" and "gpu processes" from nvidia-smi when torch sees a CUDA GPU, else both unknown."""
+    """ "gpu clocks" and "gpu processes" from nvidia-smi when torch sees a CUDA GPU, else both unknown."""
     import torch
 
     if not torch.cuda.is_available():
-        return [_unreadable(name, "no CUDA GPU (torch.cuda.is_available() is False)")
-                for name in ("gpu clocks", "gpu processes")]
+        return [
+            _unreadable(name, "no CUDA GPU (torch.cuda.is_available() is False)")
+            for name in ("gpu clocks", "gpu processes")
+        ]
     for reasons in ("clocks_event_reasons", "clocks_throttle_reasons"):  # the latter: drivers before R535
-        out, why = nvidia_smi(f"--query-gpu={','.join(GPU_CLOCK_FIELDS)},{reasons}.active",
-                              "--format=csv,noheader,nounits")
+        out, why = nvidia_smi(
+            f"--query-gpu={','.join(GPU_CLOCK_FIELDS)},{reasons}.active", "--format=csv,noheader,nounits"
+        )
         if out is not None:
             break
     clocks = parse_gpu_clocks(out) if out is not None else _unreadable("gpu clocks", why)
     out, why = nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader")
-    processes = (parse_gpu_processes(out, own_tree(process_snapshot(root))) if out is not None
-                 else _unreadable("gpu processes", why))
+    processes = (
+        parse_gpu_processes(out, own_tree(process_snapshot(root)))
+        if out is not None
+        else _unreadable("gpu processes", why)
+    )
     return [clocks, processes]
 
 
@@ -304,10 +362,20 @@ def run_checks(root: Path | None = None) -> Report:
     not ``/``. Takes about ``PROCESS_SAMPLE_S`` s, plus nvidia-smi's time; an unreadable state is ``unknown``.
     """
     root = Path(root or os.environ.get(ROOT_ENV) or "/")
-    checks = [check_governor(root), check_turbo(root), check_load(root), check_processes(root),
-              check_memory_pressure(root), check_memory_available(root), *gpu_checks(root)]
-    report = {"checks": checks, "failed": [c["name"] for c in checks if c["status"] == "fail"],
-              "warned": [c["name"] for c in checks if c["status"] == "warn"]}
+    checks = [
+        check_governor(root),
+        check_turbo(root),
+        check_load(root),
+        check_processes(root),
+        check_memory_pressure(root),
+        check_memory_available(root),
+        *gpu_checks(root),
+    ]
+    report = {
+        "checks": checks,
+        "failed": [c["name"] for c in checks if c["status"] == "fail"],
+        "warned": [c["name"] for c in checks if c["status"] == "warn"],
+    }
     if root != Path("/"):
         report["root"] = str(root)
     return report
@@ -332,8 +400,12 @@ def format_report(report: Report) -> str:
     if advice:
         console.print("Advice:", *advice, sep="\n", markup=False)
     failed, warned = report["failed"], report["warned"]
-    console.print(f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else
-                  "no check failed" + (f" ({len(warned)} warning(s))" if warned else ""), markup=False)
+    console.print(
+        f"{len(failed)} check(s) failed: {', '.join(failed)}"
+        if failed
+        else "no check failed" + (f" ({len(warned)} warning(s))" if warned else ""),
+        markup=False,
+    )
     return console.file.getvalue()
 
 
@@ -349,15 +421,20 @@ def load_report(path: Path) -> Report:
     obj = jsonio.read_json(path, kind="doctor report", supported=SCHEMA_VERSION)
     allowed = {"schema_version", "checks", "failed", "warned", "root"}
     if set(obj) - allowed or not {"checks", "failed", "warned"} <= set(obj):
-        raise UserError(f"doctor report {path}: fields {sorted(obj)}; allowed: {sorted(allowed)} "
-                        "(checks, failed, warned required)")
+        raise UserError(
+            f"doctor report {path}: fields {sorted(obj)}; allowed: {sorted(allowed)} "
+            "(checks, failed, warned required)"
+        )
     for i, c in enumerate(obj["checks"]):
         if not isinstance(c, dict) or set(c) != {"name", "status", "value", "expected", "advice"}:
-            raise UserError(f"doctor report {path}: checks[{i}] must have exactly the fields name, status, "
-                            "value, expected, advice")
+            raise UserError(
+                f"doctor report {path}: checks[{i}] must have exactly the fields name, status, "
+                "value, expected, advice"
+            )
         if c["status"] not in STATUSES:
-            raise UserError(f"doctor report {path}: checks[{i}] has status {c['status']!r}; "
-                            f"allowed: {', '.join(STATUSES)}")
+            raise UserError(
+                f"doctor report {path}: checks[{i}] has status {c['status']!r}; "
+                f"allowed: {', '.join(STATUSES)}"
+            )
     del obj["schema_version"]  # read_json checked it
     return obj
-

@@ -31,7 +31,7 @@ def duet_cpus(threads: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     allowed = _allowed()
     if len(allowed) < 2 * threads:
         return None
-    return tuple(allowed[:threads]), tuple(allowed[threads:2 * threads])
+    return tuple(allowed[:threads]), tuple(allowed[threads : 2 * threads])
 
 
 def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
@@ -39,8 +39,13 @@ def applies(mode: str, threads: int, on_cpu: bool, both_serve: bool) -> bool:
     for both arms' ``threads``. Raises ValueError for a ``mode`` not in :data:`DUET_MODES`."""
     if mode not in DUET_MODES:
         raise ValueError(f"duet mode {mode!r}; allowed: {', '.join(DUET_MODES)}")
-    return (mode != "off" and on_cpu and both_serve and duet_cpus(threads) is not None
-            and (mode == "on" or len(_allowed()) >= AUTO_MIN_CPUS))
+    return (
+        mode != "off"
+        and on_cpu
+        and both_serve
+        and duet_cpus(threads) is not None
+        and (mode == "on" or len(_allowed()) >= AUTO_MIN_CPUS)
+    )
 
 
 class Barrier:
@@ -103,6 +108,8 @@ class Barrier:
 @contextlib.contextmanager
 def barrier() -> Iterator[Barrier]:
     """A :class:`Barrier` in a temporary folder, removed afterwards."""
-    with (tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder,
-          contextlib.closing(Barrier(Path(folder))) as b):
+    with (
+        tempfile.TemporaryDirectory(prefix="benchtrail-duet-") as folder,
+        contextlib.closing(Barrier(Path(folder))) as b,
+    ):
         yield b

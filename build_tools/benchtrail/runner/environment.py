@@ -27,8 +27,11 @@ def in_ci(environ: dict[str, str] | None = None) -> bool:
 def machine_of(env: dict[str, Any]) -> dict[str, Any]:
     """``{cpu_model, cpu_count, gpu_model}`` of a collected environment: logical cores (None when unknown),
     and ``gpu_name`` or None."""
-    return {"cpu_model": env.get("cpu_model"), "cpu_count": env.get("cpu_count"),
-            "gpu_model": env.get("gpu_name")}
+    return {
+        "cpu_model": env.get("cpu_model"),
+        "cpu_count": env.get("cpu_count"),
+        "gpu_model": env.get("gpu_name"),
+    }
 
 
 def torch_version() -> str:
@@ -82,8 +85,13 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
         return {}
     fields = dict(zip(NVIDIA_SMI_FIELDS, (v.strip() for v in line.split(","))))
     driver = fields.pop("driver_version", "")
-    out: dict[str, Any] = {"clocks_mhz": {name.removeprefix("clocks.").replace(".", "_"): int(v)
-                                          for name, v in fields.items() if v.isdigit()}}
+    out: dict[str, Any] = {
+        "clocks_mhz": {
+            name.removeprefix("clocks.").replace(".", "_"): int(v)
+            for name, v in fields.items()
+            if v.isdigit()
+        }
+    }
     if driver and not driver.startswith("["):
         out["driver_version"] = driver
     return out
@@ -104,6 +112,7 @@ def gpu_info(index: int = 0) -> dict[str, Any]:
         "cuda_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
     }
-    out, _ = nvidia_smi(f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
-                        "--format=csv,noheader,nounits")
+    out, _ = nvidia_smi(
+        f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"
+    )
     return info | {f"gpu_{k}": v for k, v in parse_nvidia_smi(out or "").items()}

@@ -33,8 +33,9 @@ def locate_run(url: str) -> tuple[Path, Callable[[str], object]]:
         return (Path(url) if "://" not in url else open_store(url).root), lambda name: None
     parts = split_run_url(url)
     if not parts:
-        raise UserError(f"--run {url!r}: a store URL must end in /runs/<run id>/<attempt>/, "
-                        "e.g. gs://bucket/runs/123/1/")
+        raise UserError(
+            f"--run {url!r}: a store URL must end in /runs/<run id>/<attempt>/, e.g. gs://bucket/runs/123/1/"
+        )
     store_url, run_id, attempt = parts
     store = open_store(store_url)
     run_dir = store.fetch_run(run_id, attempt, patterns=("run-configs/*", "comparison.json"))
@@ -62,12 +63,24 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
     execution = run_dir / "run-configs" / "execution.json"
     compilation = run_dir / "run-configs" / "compilation.json"
     if not execution.exists() and not compilation.exists():
-        raise UserError(f"{run_dir} is not a run directory: it has no "
-                        f"run-configs/execution.json or compilation.json")
-    targets = {rc.id: Target(rc, rc.module_generation_config) for shards in load_execution(execution).values()
-               for rcs in shards.values() for rc in rcs} if execution.exists() else {}
-    targets |= {f"{i}-instructions": replace(t, metric="instructions")  # the counting pass's
-                for i, t in targets.items() if t.run_config.target_device.architecture is Architecture.CPU}
+        raise UserError(
+            f"{run_dir} is not a run directory: it has no run-configs/execution.json or compilation.json"
+        )
+    targets = (
+        {
+            rc.id: Target(rc, rc.module_generation_config)
+            for shards in load_execution(execution).values()
+            for rcs in shards.values()
+            for rc in rcs
+        }
+        if execution.exists()
+        else {}
+    )
+    targets |= {
+        f"{i}-instructions": replace(t, metric="instructions")  # the counting pass's
+        for i, t in targets.items()
+        if t.run_config.target_device.architecture is Architecture.CPU
+    }
     if compilation.exists():
         from benchtrail.results.schema import METRICS
 
@@ -75,8 +88,13 @@ def load_targets(run_dir: Path) -> dict[str, Target]:
         for gen in gens:
             targets.setdefault(gen.id, Target(None, gen))
             if gen.compile_config.mode is not CompileMode.EAGER:  # eager modules have no compilation series
-                targets.update({f"{gen.id}-{m}": Target(None, gen, m)  # the compile stage's metrics
-                                for m, about in METRICS.items() if about.modes})
+                targets.update(
+                    {
+                        f"{gen.id}-{m}": Target(None, gen, m)  # the compile stage's metrics
+                        for m, about in METRICS.items()
+                        if about.modes
+                    }
+                )
     return targets
 
 
@@ -110,24 +128,31 @@ def resolve(targets: dict[str, Target], query: str) -> tuple[str, Target]:
     if not named:  # the name as the comment's tables show it: without the device
         named = sorted(i for i, t in targets.items() if t.run_config and query == _shown_name(t))
         if len(named) > 1:
-            raise UserError(f"benchmark {query!r} ran on {len(named)} devices of this "
-                            f"run: pass the name with its device "
-                            f"({_first(sorted(_name(targets[i]) for i in named))})")
+            raise UserError(
+                f"benchmark {query!r} ran on {len(named)} devices of this "
+                f"run: pass the name with its device "
+                f"({_first(sorted(_name(targets[i]) for i in named))})"
+            )
     if len(named) == 1:
         return named[0], targets[named[0]]
     if named:
-        raise UserError(f"benchmark name {query!r} is ambiguous: {len(named)} benchmarks of this run have it "
-                        f"(ids {_first(named)}); pass one id")
+        raise UserError(
+            f"benchmark name {query!r} is ambiguous: {len(named)} benchmarks of this run have it "
+            f"(ids {_first(named)}); pass one id"
+        )
     if len(query) >= MIN_PREFIX and (hits := sorted(i for i in targets if i.startswith(query))):
         base = min(hits, key=len)
         if all(h == base or h.startswith(base + "-") for h in hits):
             return base, targets[base]  # one id, or a module id and the series ids it prefixes
         raise UserError(f"benchmark id prefix {query!r} is ambiguous: {', '.join(hits[:5])}")
-    near = difflib.get_close_matches(query, sorted({_name(t) for t in targets.values()}) + list(targets), n=5,
-                                     cutoff=0.5)
+    near = difflib.get_close_matches(
+        query, sorted({_name(t) for t in targets.values()}) + list(targets), n=5, cutoff=0.5
+    )
     hint = f" Near matches: {', '.join(near)}." if near else ""
-    raise UserError(f"no benchmark {query!r} in this run ({len(targets)} ids).{hint} "
-                    "List them all with `benchtrail dump-cmds`.")
+    raise UserError(
+        f"no benchmark {query!r} in this run ({len(targets)} ids).{hint} "
+        "List them all with `benchtrail dump-cmds`."
+    )
 
 
 def reproduce_command(target: Target, run_dir: Path) -> str:
@@ -135,15 +160,37 @@ def reproduce_command(target: Target, run_dir: Path) -> str:
     configs = run_dir / "run-configs"
     if target.run_config:
         rc = target.run_config
-        args = ["benchtrail", "run", "--run-configs", str(configs / "execution.json"), "--device-name",
-                rc.target_device.name, "--benchmark-id", rc.id, "--modules-dir", str(run_dir),
-                "--output", f"repro/{slug(rc.name)}.json"]  # its bench documents go to repro/docs/
+        args = [
+            "benchtrail",
+            "run",
+            "--run-configs",
+            str(configs / "execution.json"),
+            "--device-name",
+            rc.target_device.name,
+            "--benchmark-id",
+            rc.id,
+            "--modules-dir",
+            str(run_dir),
+            "--output",
+            f"repro/{slug(rc.name)}.json",
+        ]  # its bench documents go to repro/docs/
         args += ["--metrics", "instructions"] if target.metric else []  # counted beside: *.instructions.json
     else:
         gen = target.module
-        args = ["benchtrail", "compile", "--run-configs", str(configs / "compilation.json"), "--output-dir",
-                f"repro/{slug(gen.name)}", "--device-name", "local", "--architecture",
-                gen.target_architecture.value, "--module-id", gen.id]
+        args = [
+            "benchtrail",
+            "compile",
+            "--run-configs",
+            str(configs / "compilation.json"),
+            "--output-dir",
+            f"repro/{slug(gen.name)}",
+            "--device-name",
+            "local",
+            "--architecture",
+            gen.target_architecture.value,
+            "--module-id",
+            gen.id,
+        ]
     return shlex.join(args)
 
 
@@ -152,8 +199,13 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
     gen, rc = target.module, target.run_config
     model, cc = gen.model, gen.compile_config
     options = ", ".join(f"{k}={v}" for k, v in cc.options) or "none"
-    kind = ("execution (instructions per call, counted under callgrind)" if rc and target.metric else
-            "execution (latency, µs per iteration)" if rc else f"compilation ({target.metric or 'module'})")
+    kind = (
+        "execution (instructions per call, counted under callgrind)"
+        if rc and target.metric
+        else "execution (latency, µs per iteration)"
+        if rc
+        else f"compilation ({target.metric or 'module'})"
+    )
     # function benchmarks carry the "function" tag
     function = not model.input_specs and "function" in model.tags
     lines = [
@@ -164,8 +216,9 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
         f"model        {model.name} (id {model.id})",
         f"  tags       {', '.join(model.tags)}",
         f"  source     {model.entry_point}",
-        f"  inputs     {', '.join(model.input_specs) or 'none'}" if not function else
-        f"  inputs     the input factory of {model.entry_point}, parameters "
+        f"  inputs     {', '.join(model.input_specs) or 'none'}"
+        if not function
+        else f"  inputs     the input factory of {model.entry_point}, parameters "
         f"{', '.join(f'{k}={v!r}' for k, v in model.params) or 'none'}",
         f"  reference  {model.reference_entry_point or 'none'}",
         f"module       {gen.name} (id {gen.id}), target {gen.target_architecture.value}",
@@ -212,17 +265,31 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     mine = [r for r in rows if r.id in ids or (module and r.id.startswith(f"{benchmark_id}-"))]
     if not mine:
         return ["", "compared     no row of this benchmark in comparison.json"]
-    lines = [""] + [f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"
-                    + (f"; {r.reason}" if r.reason else "") for r in mine]
+    lines = [""] + [
+        f"compared     {r.metric}: {r.verdict}{f' · {r.mark}' if r.mark else ''}, {figures(r)}"
+        + (f"; {r.reason}" if r.reason else "")
+        for r in mine
+    ]
     said = [line for r in mine for line in why_lines(r.profile, run_dir)]
     lines += ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
-    said = [line for r in mine if r.verdict == "regressed" and r.mark == "confirmed"
-            for line in function_lines(r.functions)]
-    return lines + (["", "why (callgrind, instructions per call):", *(f"  {line}" for line in said)]
-                    if said else [])
+    said = [
+        line
+        for r in mine
+        if r.verdict == "regressed" and r.mark == "confirmed"
+        for line in function_lines(r.functions)
+    ]
+    return lines + (
+        ["", "why (callgrind, instructions per call):", *(f"  {line}" for line in said)] if said else []
+    )
 
 
 def dump_commands(targets: dict[str, Target], run_dir: Path) -> str:
     """One ``# name`` line and its reproduce command per run config and module, in name order."""
-    return "\n".join(f"# {_name(target)}\n{reproduce_command(target, run_dir)}"
-                     for target in sorted(targets.values(), key=_name) if not target.metric) + "\n"
+    return (
+        "\n".join(
+            f"# {_name(target)}\n{reproduce_command(target, run_dir)}"
+            for target in sorted(targets.values(), key=_name)
+            if not target.metric
+        )
+        + "\n"
+    )

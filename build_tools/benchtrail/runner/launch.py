@@ -58,8 +58,13 @@ def _environments(threads: int, env: Env | None) -> tuple[Env, Env]:
     """(worker's, server's) environments: ours, ``OMP_NUM_THREADS``, the project's ``PYTHONPATH``,
     ``GLIBC_TUNABLES``, then ``env``; the server's lacks what ``env`` adds but its ``PYTHONPATH``."""
     tunables = ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), MALLOC_TUNABLES)))
-    full = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": worker_pythonpath(),
-            "GLIBC_TUNABLES": tunables, **(env or {})}
+    full = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "PYTHONPATH": worker_pythonpath(),
+        "GLIBC_TUNABLES": tunables,
+        **(env or {}),
+    }
     if not full["PYTHONPATH"]:
         del full["PYTHONPATH"]  # an empty entry would put the worker's working directory on sys.path twice
     return full, {k: v for k, v in full.items() if k == "PYTHONPATH" or k not in (env or {})}
@@ -80,11 +85,14 @@ def features_of(env: Env | None, cwd: Path | None) -> tuple[str, ...]:
     return server.features if (server := _server(env, cwd)) else ()
 
 
-def _spawn(request: Path, response: Path, timeout_s: float, env: Env,
-           cwd: Path | None) -> Outcome:
+def _spawn(request: Path, response: Path, timeout_s: float, env: Env, cwd: Path | None) -> Outcome:
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchtrail.worker", str(request), str(response)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
     )
     try:
         output, _ = proc.communicate(timeout=timeout_s)
@@ -141,14 +149,24 @@ def _answers(pairs: list[tuple[Path, Path]], code: int | None, why: str) -> list
     """One forked process's responses: the first unanswered request takes the process's fate (``timeout``,
     or ``failed`` with ``why``); those after it are :data:`NOT_RUN`."""
     culprit = next((i for i, (_, response) in enumerate(pairs) if not response.exists()), len(pairs))
-    return [_read(response) if i < culprit else _read(response, code, why) if i == culprit
-            else Response(NOT_RUN, f"not run: request {culprit} of its worker process ended it")
-            for i, (_, response) in enumerate(pairs)]
+    return [
+        _read(response)
+        if i < culprit
+        else _read(response, code, why)
+        if i == culprit
+        else Response(NOT_RUN, f"not run: request {culprit} of its worker process ended it")
+        for i, (_, response) in enumerate(pairs)
+    ]
 
 
-def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threads: int,
-                   env: Env | None = None, cwd: Path | None = None,
-                   method: str | None = None) -> list[Response]:
+def run_in_workers(
+    requests: Sequence[Request],
+    timeouts: Sequence[float],
+    threads: int,
+    env: Env | None = None,
+    cwd: Path | None = None,
+    method: str | None = None,
+) -> list[Response]:
     """Answer ``requests`` in order in one fresh worker process (spawned: one each), ``timeouts[i]`` seconds
     for request ``i``.
 
@@ -160,8 +178,9 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
         return []
     full, server_env = _environments(threads, env)
     with tempfile.TemporaryDirectory(prefix="benchtrail-worker-") as tmp:
-        pairs = [(Path(tmp, f"request-{i}.json"), Path(tmp, f"response-{i}.json"))
-                 for i in range(len(requests))]
+        pairs = [
+            (Path(tmp, f"request-{i}.json"), Path(tmp, f"response-{i}.json")) for i in range(len(requests))
+        ]
         for request, (path, _) in zip(requests, pairs):
             path.write_text(json.dumps(request.to_json()), encoding="utf-8")
         log, server = Path(tmp, "worker.log"), server_for(server_env, cwd, method, lease=True)
@@ -170,20 +189,32 @@ def run_in_workers(requests: Sequence[Request], timeouts: Sequence[float], threa
             compiles = _uses_mode(configs, _COMPILING_MODES, _DYNAMO_TASKS)
             inductor = _uses_mode(configs, _INDUCTOR_MODES)
             try:
-                code, why = run_leased(server, server_env, cwd, method, lambda s: s.run(
-                    pairs, log, full, threads, timeouts, cwd, inductor, compiles))
+                code, why = run_leased(
+                    server,
+                    server_env,
+                    cwd,
+                    method,
+                    lambda s: s.run(pairs, log, full, threads, timeouts, cwd, inductor, compiles),
+                )
             except ServerUnavailable as exc:
                 code, why = 1, str(exc)
             if code not in (0, None) and log.exists() and (last := tail(log.read_text(errors="replace"))):
                 why += ": " + last
             return _answers(pairs, code, why)
-        return [_read(response, *_spawn(request, response, timeout, full, cwd))
-                for (request, response), timeout in zip(pairs, timeouts)]
+        return [
+            _read(response, *_spawn(request, response, timeout, full, cwd))
+            for (request, response), timeout in zip(pairs, timeouts)
+        ]
 
 
-def run_in_worker(request: Request, timeout_s: float, threads: int,
-                  env: Env | None = None, cwd: Path | None = None,
-                  method: str | None = None) -> Response:
+def run_in_worker(
+    request: Request,
+    timeout_s: float,
+    threads: int,
+    env: Env | None = None,
+    cwd: Path | None = None,
+    method: str | None = None,
+) -> Response:
     """Run ``request`` in a fresh worker process, in its own session so a timeout kills its compilers too.
 
     ``threads``: torch threads; ``env``: variables read when the job runs (not those torch reads at

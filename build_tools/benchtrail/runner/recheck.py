@@ -40,18 +40,29 @@ def suspects(comparison: Comparison, device_name: str | None = None) -> list[Row
     """Execution rows (of ``device_name`` when given) that are ``regressed`` and ``unconfirmed``, or not yet
     re-checked and ``improved`` or screened ``inconclusive``; never instruction rows, nor the ungated wall
     time of a device that gates on instructions."""
-    return [r for r in comparison.rows
-            if r.kind == "execution" and r.metric != "instructions" and device_name in (None, r.device_name)
-            and not (r.quarantined and r.head_details.get("gate") == "instructions")
-            and ((r.verdict == "regressed" and r.mark == "unconfirmed")
-                 or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r)))))]
+    return [
+        r
+        for r in comparison.rows
+        if r.kind == "execution"
+        and r.metric != "instructions"
+        and device_name in (None, r.device_name)
+        and not (r.quarantined and r.head_details.get("gate") == "instructions")
+        and (
+            (r.verdict == "regressed" and r.mark == "unconfirmed")
+            or (not r.ab and (r.verdict == "improved" or (r.verdict in INCONCLUSIVE and _screened(r))))
+        )
+    ]
 
 
 def _screened(row: Row) -> bool:
     """The change is beyond the row's percent threshold with p < SCREEN_P."""
     rule = row.threshold or {}
-    return (rule.get("unit") == "percent" and abs(row.change or 0) > rule.get("threshold", 0)
-            and row.p_value is not None and row.p_value < SCREEN_P)
+    return (
+        rule.get("unit") == "percent"
+        and abs(row.change or 0) > rule.get("threshold", 0)
+        and row.p_value is not None
+        and row.p_value < SCREEN_P
+    )
 
 
 def _pct(x: float | None) -> str:
@@ -69,10 +80,26 @@ DECIDING = ("change", "ci_low", "ci_high", "q_value", "p_value", "mde", "outcome
 
 
 def _summary(row: Row, run: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("verdict", "reason", "change", "ci_low", "ci_high", "q_value", "base_median", "head_median",
-            "base_n", "head_n", "outcome", "mde", "noisy")
-    return {**{k: getattr(row, k) for k in keys}, "rounds": run.get("rounds"),
-            **{k: run[k] for k in ("level", "stop") if run.get(k) is not None}}
+    keys = (
+        "verdict",
+        "reason",
+        "change",
+        "ci_low",
+        "ci_high",
+        "q_value",
+        "base_median",
+        "head_median",
+        "base_n",
+        "head_n",
+        "outcome",
+        "mde",
+        "noisy",
+    )
+    return {
+        **{k: getattr(row, k) for k in keys},
+        "rounds": run.get("rounds"),
+        **{k: run[k] for k in ("level", "stop") if run.get(k) is not None},
+    }
 
 
 def guard(row: Row, paired: Row) -> dict[str, Any] | None:
@@ -86,8 +113,12 @@ def guard(row: Row, paired: Row) -> dict[str, Any] | None:
         noise = max((getattr(row, f"{arm}_iqr") or 0) / stored, (getattr(paired, f"{arm}_iqr") or 0) / now)
         allowed = max(GUARD_FACTOR, 1.0 + 3.0 * noise)
         if max(now / stored, stored / now) > allowed:
-            return {"arm": arm, "paired_median": now, "stored_median": stored,
-                    "allowed_factor": round(allowed, 3)}
+            return {
+                "arm": arm,
+                "paired_median": now,
+                "stored_median": stored,
+                "allowed_factor": round(allowed, 3),
+            }
     return None
 
 
@@ -99,29 +130,50 @@ def _also(reason: str, before: str | None) -> str:
 _STOPS = {"decided": "decided", "budget": "its time budget spent", "max-rounds": "its rounds spent"}
 
 
-def _decided(row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any],
-             accept: Sequence[str]) -> dict[str, Any]:
+def _decided(
+    row: Row, plain: dict[str, Any], paired: Row, ab: dict[str, Any], accept: Sequence[str]
+) -> dict[str, Any]:
     """``plain`` with the paired verdict and figures, the stored ones in ``stored``; the reason gives both."""
     verdict = paired.verdict
     changed = verdict in ("regressed", "improved")
-    how = (("confirmed" if verdict == row.verdict else f"found {verdict}") if changed
-           else "cleared" if verdict == "similar" else "not decided")
+    how = (
+        ("confirmed" if verdict == row.verdict else f"found {verdict}")
+        if changed
+        else "cleared"
+        if verdict == "similar"
+        else "not decided"
+    )
     stop = _STOPS.get(ab.get("stop"), ab.get("stop"))
     noisy = " (noisy)" if row.noisy or row.verdict == "noisy" else ""
-    reason = (f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after "
-              f"{ab.get('rounds')} rounds{f' ({stop})' if stop else ''}; the stored baseline gave "
-              f"{_ci(row)}{noisy}")
+    reason = (
+        f"{how} by a paired A/B run on this machine: {_ci(paired, ab.get('level'))} after "
+        f"{ab.get('rounds')} rounds{f' ({stop})' if stop else ''}; the stored baseline gave "
+        f"{_ci(row)}{noisy}"
+    )
     if how == "not decided" and paired.reason:
         reason += f"; {paired.reason}"
-    return {**plain, **{k: getattr(paired, k) for k in DECIDING}, "verdict": verdict,
-            "stored": {k: getattr(row, k) for k in ("verdict", *DECIDING)}, "ab": ab,
-            "mark": (regression_mark(row, accept) if verdict == "regressed"
-                     else "confirmed" if changed else None), "reason": reason}
+    return {
+        **plain,
+        **{k: getattr(paired, k) for k in DECIDING},
+        "verdict": verdict,
+        "stored": {k: getattr(row, k) for k in ("verdict", *DECIDING)},
+        "ab": ab,
+        "mark": (
+            regression_mark(row, accept) if verdict == "regressed" else "confirmed" if changed else None
+        ),
+        "reason": reason,
+    }
 
 
-def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, head: Arm,
-          device_name: str | None = None, not_reached: dict[str, float] | None = None,
-          accept: Sequence[str] = ()) -> Comparison:
+def apply(
+    comparison: Comparison,
+    paired_rows: Mapping[str, Row],
+    base: Arm,
+    head: Arm,
+    device_name: str | None = None,
+    not_reached: dict[str, float] | None = None,
+    accept: Sequence[str] = (),
+) -> Comparison:
     """A copy of ``comparison`` with each suspect row (of ``device_name`` when given) updated from its paired
     row (by series id); suspects without one stay unconfirmed.
 
@@ -132,9 +184,12 @@ def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, hea
     """
     suspect_ids = {r.id for r in suspects(comparison, device_name)}
     commits = {"base_commit": base.commit, "head_commit": head.commit}
-    rows = [_rechecked(row, plain, paired_rows.get(row.id), commits, (not_reached or {}).get(row.id), accept)
-            if row.id in suspect_ids else plain
-            for row, plain in zip(comparison.rows, comparison.document["rows"])]
+    rows = [
+        _rechecked(row, plain, paired_rows.get(row.id), commits, (not_reached or {}).get(row.id), accept)
+        if row.id in suspect_ids
+        else plain
+        for row, plain in zip(comparison.rows, comparison.document["rows"])
+    ]
     counts = {r.id: r for r in comparison.rows if r.metric == "instructions"}
     for r in rows:  # a suspect's new reason says again what its instructions did
         if r["id"] in suspect_ids and (note := count_note(Row.of(r), counts)):
@@ -146,8 +201,14 @@ def apply(comparison: Comparison, paired_rows: Mapping[str, Row], base: Arm, hea
     return Comparison.of(updated)
 
 
-def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dict[str, str],
-               not_reached_s: float | None, accept: Sequence[str]) -> dict[str, Any]:
+def _rechecked(
+    row: Row,
+    plain: dict[str, Any],
+    paired: Row | None,
+    commits: dict[str, str],
+    not_reached_s: float | None,
+    accept: Sequence[str],
+) -> dict[str, Any]:
     """The suspect's JSON object after its re-check."""
     if not_reached_s is not None:
         reason = f"not re-checked: the re-check's time budget of {not_reached_s:g} s ran out"
@@ -155,8 +216,10 @@ def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dic
     if row.recheck:  # re-checked now: the mark of an earlier, time-bounded re-check no longer holds
         plain = {**plain, "recheck": None}
     if paired is None:
-        return {**plain, "reason": _also("no paired A/B re-check: the head suite has no such run config",
-                                         row.reason)}
+        return {
+            **plain,
+            "reason": _also("no paired A/B re-check: the head suite has no such run config", row.reason),
+        }
     ab = {**_summary(paired, paired.head_details.get("ab") or {}), **commits}
     if paired.verdict not in ("regressed", "similar", "improved", "inconclusive"):
         # the paired run failed or measured too little: say so, keep the suspicion
@@ -165,11 +228,16 @@ def _rechecked(row: Row, plain: dict[str, Any], paired: Row | None, commits: dic
         ab["guard"] = far
     if far and paired.verdict in ("regressed", "improved"):  # never confirmed by such an arm
         now, stored = far["paired_median"], far["stored_median"]
-        return {**plain, "ab": ab, "reason": (
-            f"paired A/B run not used: its {far['arm']} arm's median {now:.4g} {row.unit} is "
-            f"{max(now, stored) / min(now, stored):.1f}x the stored {far['arm']} run's {stored:.4g} "
-            f"{row.unit}, more than its noise allows (the arm measured something else); the stored "
-            f"baseline gave {_ci(row)}")}
+        return {
+            **plain,
+            "ab": ab,
+            "reason": (
+                f"paired A/B run not used: its {far['arm']} arm's median {now:.4g} {row.unit} is "
+                f"{max(now, stored) / min(now, stored):.1f}x the stored {far['arm']} run's {stored:.4g} "
+                f"{row.unit}, more than its noise allows (the arm measured something else); the stored "
+                f"baseline gave {_ci(row)}"
+            ),
+        }
     return _decided(row, plain, paired, ab, accept)
 
 
@@ -186,8 +254,17 @@ def baseline_commit(comparison: Comparison, device_name: str | None = None) -> s
     return (own or {}).get("commit") or baseline.get("commit") or (comparison.base or {}).get("commit")
 
 
-def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, policy: Policy, keep: Path,
-            run_dir: Path, base_ref: str | None = None, device_name: str | None = None) -> Comparison:
+def recheck(
+    comparison: Comparison,
+    repo: Path,
+    suite: Suite,
+    rules: Rules,
+    policy: Policy,
+    keep: Path,
+    run_dir: Path,
+    base_ref: str | None = None,
+    device_name: str | None = None,
+) -> Comparison:
     """``comparison`` with its suspects (of ``device_name`` when given) re-checked in paired A/B runs of the
     head suite against ``base_ref`` (default: :func:`baseline_commit`); itself when it has none.
 
@@ -212,8 +289,11 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
     not_reached = {}
     profiles = {}
     plan = policy.profiling
-    with (paired_arms(repo, ref) as arms, progress_bar("re-check in paired A/B", len(rows)) as report,
-          tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp):
+    with (
+        paired_arms(repo, ref) as arms,
+        progress_bar("re-check in paired A/B", len(rows)) as report,
+        tempfile.TemporaryDirectory(prefix="benchtrail-profiles-") as tmp,
+    ):
         traces = Path(tmp)  # the profiled cases' traces, until _with_profiles keeps those of regressed rows
         for rc in rcs:
             case = policy
@@ -224,24 +304,49 @@ def recheck(comparison: Comparison, repo: Path, suite: Suite, rules: Rules, poli
                     report(rc.name, "not reached")
                     continue
                 case = replace(policy, budget_s=min(policy.budget_s, left))
-            spent_s = sum(((p or {}).get("wall_ms") or 0.0) / 1e3 for pair in profiles.values()
-                          for p in pair.values())
-            profile = (plan is not None and rc.id in regressed and len(profiles) < plan.cases
-                       and spent_s < plan.total_s)
-            b, h = run_pairs((rc,), arms, rules.thresholds, case, torch_version(), report,
-                             {rc.id: traces / rc.id} if profile else None, profiles)
+            spent_s = sum(
+                ((p or {}).get("wall_ms") or 0.0) / 1e3 for pair in profiles.values() for p in pair.values()
+            )
+            profile = (
+                plan is not None
+                and rc.id in regressed
+                and len(profiles) < plan.cases
+                and spent_s < plan.total_s
+            )
+            b, h = run_pairs(
+                (rc,),
+                arms,
+                rules.thresholds,
+                case,
+                torch_version(),
+                report,
+                {rc.id: traces / rc.id} if profile else None,
+                profiles,
+            )
             base_records += b
             head_records += h
-        files = write_paired([keep / "ab-base.json", keep / "ab-head.json"], arms,
-                             (base_records, head_records),
-                             rcs[0].target_device.threads) if base_records else []
+        files = (
+            write_paired(
+                [keep / "ab-base.json", keep / "ab-head.json"],
+                arms,
+                (base_records, head_records),
+                rcs[0].target_device.threads,
+            )
+            if base_records
+            else []
+        )
         paired = {r.id: r for r in compare(files[:1], files[1:], rules.thresholds)} if files else {}
-        return _with_profiles(apply(comparison, paired, *arms, device_name, not_reached, rules.accept),
-                              profiles, traces, run_dir)
+        return _with_profiles(
+            apply(comparison, paired, *arms, device_name, not_reached, rules.accept),
+            profiles,
+            traces,
+            run_dir,
+        )
 
 
-def _with_profiles(comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path,
-                   run_dir: Path) -> Comparison:
+def _with_profiles(
+    comparison: Comparison, profiles: Mapping[str, Mapping[str, Any]], traces: Path, run_dir: Path
+) -> Comparison:
     """``comparison`` with a ``profile`` on each profiled row found regressed, its traces copied from
     ``traces/<rc id>/`` into ``run_dir/profiles/<slug(name)>/``."""
     rows = []

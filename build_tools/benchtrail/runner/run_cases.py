@@ -88,8 +88,15 @@ class CaseResult:
     def details(self) -> dict[str, Any]:
         """The record's ``details``."""
         a = self.answer
-        answered = {k: v for k, v in vars(a).items()  # a run's WITH_SAMPLES fields are kept also when null
-                    if v is not None or (a.samples is not None and k in WITH_SAMPLES)} if a else {}
+        answered = (
+            {
+                k: v
+                for k, v in vars(a).items()  # a run's WITH_SAMPLES fields are kept also when null
+                if v is not None or (a.samples is not None and k in WITH_SAMPLES)
+            }
+            if a
+            else {}
+        )
         kept = answered | {k: v for k, v in vars(self).items() if v is not None}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in kept.items() if k not in _NOT_DETAILS}
 
@@ -97,8 +104,13 @@ class CaseResult:
 def group_key(rc: RunConfig) -> tuple:
     """Cases measured in one worker process share this key: module, input shape, device, process count."""
     gen = rc.module_generation_config
-    return (gen.id, tuple(gen.model.input_specs), rc.target_device.name, rc.target_device.threads,
-            rc.execution_config.processes)
+    return (
+        gen.id,
+        tuple(gen.model.input_specs),
+        rc.target_device.name,
+        rc.target_device.threads,
+        rc.execution_config.processes,
+    )
 
 
 def _order(rcs: list[RunConfig], process: int) -> list[RunConfig]:
@@ -109,8 +121,9 @@ def _order(rcs: list[RunConfig], process: int) -> list[RunConfig]:
     return shuffled
 
 
-def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
-                     env: dict[str, str] | None = None) -> dict[str, CaseResult]:
+def run_module_cases(
+    rcs: list[RunConfig], module_dir: Path | None = None, env: dict[str, str] | None = None
+) -> dict[str, CaseResult]:
     """Run cases of one :func:`group_key` in ``processes`` fresh worker processes; pool the samples by run
     config id.
 
@@ -118,8 +131,10 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     <the first reason>``; one that times out or crashes its process ends with that answer, and the cases
     after it rerun in a fresh process. Never raises.
     """
-    cases = {rc.id: CaseResult("ok", process_medians=[], phase_times_ms={}, timed_ms=0.0, warmup_ms=0.0)
-             for rc in rcs}
+    cases = {
+        rc.id: CaseResult("ok", process_medians=[], phase_times_ms={}, timed_ms=0.0, warmup_ms=0.0)
+        for rc in rcs
+    }
     raised = {rc.id: [] for rc in rcs}
     for process in range(rcs[0].execution_config.processes):
         todo = [rc for rc in _order(rcs, process) if cases[rc.id].ok]
@@ -139,16 +154,24 @@ def run_module_cases(rcs: list[RunConfig], module_dir: Path | None = None,
     return cases
 
 
-def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, str] | None,
-                 cases: dict[str, CaseResult], raised: dict[str, list[Response]]) -> list[RunConfig]:
+def _one_process(
+    todo: list[RunConfig],
+    module_dir: Path | None,
+    env: dict[str, str] | None,
+    cases: dict[str, CaseResult],
+    raised: dict[str, list[Response]],
+) -> list[RunConfig]:
     """Run ``todo`` in one worker process, folding answers into ``cases`` (raises into ``raised``); return
     the cases not started because an earlier one crashed or timed out."""
     from benchtrail.runner.launch import NOT_RUN, run_in_workers
 
     start = time.perf_counter()
-    responses = run_in_workers([run_request(rc, module_dir) for rc in todo],
-                               [rc.execution_config.timeout_s for rc in todo], todo[0].target_device.threads,
-                               env=env)
+    responses = run_in_workers(
+        [run_request(rc, module_dir) for rc in todo],
+        [rc.execution_config.timeout_s for rc in todo],
+        todo[0].target_device.threads,
+        env=env,
+    )
     wall = (time.perf_counter() - start) * 1e3
     answered = [(rc, r) for rc, r in zip(todo, responses) if r.status != NOT_RUN]
     spent = sum(sum((r.phase_times_ms or {}).values()) for _, r in answered)
@@ -156,9 +179,14 @@ def _one_process(todo: list[RunConfig], module_dir: Path | None, env: dict[str, 
         case, phases = cases[rc.id], response.phase_times_ms or {}
         for phase, ms in phases.items():
             case.phase_times_ms[phase] = case.phase_times_ms.get(phase, 0.0) + ms
-        case.add(process_starts=1, wall_time_ms=sum(phases.values()) + max(wall - spent, 0.0) / len(answered),
-                 timed_ms=response.timed_ms, warmup_ms=response.warmup_ms,
-                 fxgraph_cache_hit=response.fxgraph_cache_hit, fxgraph_cache_miss=response.fxgraph_cache_miss)
+        case.add(
+            process_starts=1,
+            wall_time_ms=sum(phases.values()) + max(wall - spent, 0.0) / len(answered),
+            timed_ms=response.timed_ms,
+            warmup_ms=response.warmup_ms,
+            fxgraph_cache_hit=response.fxgraph_cache_hit,
+            fxgraph_cache_miss=response.fxgraph_cache_miss,
+        )
         if response.status == "failed":  # the case's code raised: the other processes still run it
             raised[rc.id].append(response)
             continue
@@ -176,12 +204,29 @@ def run_case(rc: RunConfig) -> CaseResult:
 
 def _with_rerun(first: CaseResult, rerun: CaseResult, first_noise: float) -> CaseResult:
     """The rerun's result, both attempts' counts summed, the first run's samples and times under ``rerun``."""
-    result = replace(rerun, rerun={
-        "reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}", "first_noise": first_noise,
-        **{f"first_{k}": getattr(first, k) for k in ("samples", "process_medians", "wall_time_ms", "timed_ms",
-                                                      "warmup_ms", "phase_times_ms")}})
-    result.add(process_starts=first.process_starts, fxgraph_cache_hit=first.fxgraph_cache_hit,
-               fxgraph_cache_miss=first.fxgraph_cache_miss)
+    result = replace(
+        rerun,
+        rerun={
+            "reason": f"IQR/median {first_noise:.1%} above {NOISE_RERUN:.0%}",
+            "first_noise": first_noise,
+            **{
+                f"first_{k}": getattr(first, k)
+                for k in (
+                    "samples",
+                    "process_medians",
+                    "wall_time_ms",
+                    "timed_ms",
+                    "warmup_ms",
+                    "phase_times_ms",
+                )
+            },
+        },
+    )
+    result.add(
+        process_starts=first.process_starts,
+        fxgraph_cache_hit=first.fxgraph_cache_hit,
+        fxgraph_cache_miss=first.fxgraph_cache_miss,
+    )
     return result
 
 
@@ -197,20 +242,26 @@ def noise_rerun_enabled() -> bool:
     """
     value = os.environ.get(NOISE_RERUN_ENV, "")
     if value.strip() not in ("", "0", "1"):
-        raise UserError(f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
-                        f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), unset or empty (as 1)")
+        raise UserError(
+            f"{NOISE_RERUN_ENV}={value!r}: allowed: 1 (rerun a case noisier than "
+            f"{NOISE_RERUN:.0%} once, the default), 0 (never rerun), unset or empty (as 1)"
+        )
     return value.strip() != "0"
 
 
-def run_module_cases_with_rerun(rcs: list[RunConfig], module_dir: Path | None, env: dict[str, str],
-                                rerun: bool) -> dict[str, CaseResult]:
+def run_module_cases_with_rerun(
+    rcs: list[RunConfig], module_dir: Path | None, env: dict[str, str], rerun: bool
+) -> dict[str, CaseResult]:
     """:func:`run_module_cases`, then (with ``rerun``) the cases whose IQR/median exceeds ``NOISE_RERUN``
     (10%) once more, together. The rerun's samples replace the first whatever their noise (keeping the
     quieter would favour lucky runs); the first run's are kept under ``rerun``.
     """
     first = run_module_cases(rcs, module_dir, env)
-    noisy = {i: n for i, r in first.items()
-             if rerun and r.ok and r.samples and (n := float(noise([r.samples])[0])) > NOISE_RERUN}
+    noisy = {
+        i: n
+        for i, r in first.items()
+        if rerun and r.ok and r.samples and (n := float(noise([r.samples])[0])) > NOISE_RERUN
+    }
     if not noisy:
         return first
     second = run_module_cases([rc for rc in rcs if rc.id in noisy], module_dir, env)
@@ -224,27 +275,42 @@ NATIVE_MODES = frozenset((*INDUCTOR_MODES, CompileMode.AOT_INDUCTOR))
 
 def countable(rc: RunConfig) -> bool:
     """A CPU case of a mode without native kernels (eager, export)."""
-    return (rc.target_device.architecture is Architecture.CPU
-            and rc.module_generation_config.compile_config.mode not in NATIVE_MODES)
+    return (
+        rc.target_device.architecture is Architecture.CPU
+        and rc.module_generation_config.compile_config.mode not in NATIVE_MODES
+    )
 
 
 def case_fields(rc: RunConfig, torch_version: str) -> dict[str, Any]:
     """The record fields that a case's run config gives."""
     gen = rc.module_generation_config
-    return {"device_name": rc.target_device.name, "module_name": gen.name,
-            "compile_config": gen.compile_config.name, "task": rc.execution_config.task.value,
-            "content_hash": content_hash(rc, torch_version), "presets": rc.presets}
+    return {
+        "device_name": rc.target_device.name,
+        "module_name": gen.name,
+        "compile_config": gen.compile_config.name,
+        "task": rc.execution_config.task.value,
+        "content_hash": content_hash(rc, torch_version),
+        "presets": rc.presets,
+    }
 
 
-def case_record(rc: RunConfig, result: CaseResult, torch_version: str,
-                gate_instructions: bool = False) -> BenchmarkRecord:
+def case_record(
+    rc: RunConfig, result: CaseResult, torch_version: str, gate_instructions: bool = False
+) -> BenchmarkRecord:
     """The execution series ``<run config id>`` (µs per iteration); a counted case on a device marked
     ``count_instructions``, or with ``gate_instructions``, gets ``details.gate: instructions`` (not gated)."""
     counted = rc.target_device.count_instructions or gate_instructions
     gate = {"gate": "instructions"} if counted and countable(rc) else {}
-    return BenchmarkRecord.of("latency", tuple(float(s) for s in result.samples), id=rc.id, name=rc.name,
-                              status=result.status, reason=result.reason, details=result.details() | gate,
-                              **case_fields(rc, torch_version))
+    return BenchmarkRecord.of(
+        "latency",
+        tuple(float(s) for s in result.samples),
+        id=rc.id,
+        name=rc.name,
+        status=result.status,
+        reason=result.reason,
+        details=result.details() | gate,
+        **case_fields(rc, torch_version),
+    )
 
 
 def compiled_dir(rc: RunConfig, modules_dir: Path | None) -> Path | None:
@@ -305,11 +371,18 @@ def run_cases(
         groups.setdefault(group_key(rc), []).append(rc)
     by_id = {}
     for group in groups.values():
-        problems = {rc.id: NO_CUDA_REASON if not cuda and rc.target_device.architecture is Architecture.CUDA
-                    else modules_dir and module_problem(rc, modules_dir) for rc in group}
+        problems = {
+            rc.id: NO_CUDA_REASON
+            if not cuda and rc.target_device.architecture is Architecture.CUDA
+            else modules_dir and module_problem(rc, modules_dir)
+            for rc in group
+        }
         ready = [rc for rc in group if not problems[rc.id]]
-        results = (run_module_cases_with_rerun(ready, compiled_dir(group[0], modules_dir), env, rerun)
-                   if ready else {})
+        results = (
+            run_module_cases_with_rerun(ready, compiled_dir(group[0], modules_dir), env, rerun)
+            if ready
+            else {}
+        )
         for rc in group:
             result = results.get(rc.id) or CaseResult("failed", problems[rc.id])
             record = by_id[rc.id] = case_record(rc, result, torch_version, gate_instructions)
@@ -335,8 +408,10 @@ class Journal:
     def refuse_stale(self) -> dict[str, BenchmarkRecord]:
         """Without ``--continue`` a journal left by an earlier run is an error (nothing is lost)."""
         if self.path.exists():
-            raise UserError(f"{self.path} holds the cases of a run that stopped part-way: pass --continue to "
-                            "resume it, or delete the file to start again")
+            raise UserError(
+                f"{self.path} holds the cases of a run that stopped part-way: pass --continue to "
+                "resume it, or delete the file to start again"
+            )
         return {}
 
     def load(self, run_configs: tuple[RunConfig, ...], torch_version: str) -> dict[str, BenchmarkRecord]:

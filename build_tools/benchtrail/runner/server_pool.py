@@ -52,9 +52,15 @@ class WorkerServer:
         # Unnamed: nothing is left behind even when this process is killed (SIGKILL runs no cleanup).
         self.log = tempfile.TemporaryFile(prefix="benchtrail-server-", suffix=".log")
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "benchtrail.worker", "--serve"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                         env=env, cwd=cwd, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "benchtrail.worker", "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except OSError as exc:  # e.g. a working directory that is gone
             self.log.close()
             raise ServerUnavailable(f"the worker server could not start: {exc}") from exc
@@ -87,9 +93,17 @@ class WorkerServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def run(self, pairs: list[tuple[Path, Path]], log: Path, env: Env, threads: int,
-            timeouts: Sequence[float], cwd: Path | None, inductor: bool,
-            compiles: bool) -> Outcome:
+    def run(
+        self,
+        pairs: list[tuple[Path, Path]],
+        log: Path,
+        env: Env,
+        threads: int,
+        timeouts: Sequence[float],
+        cwd: Path | None,
+        inductor: bool,
+        compiles: bool,
+    ) -> Outcome:
         """Fork one child that answers each (request, response) file pair in turn, in ``cwd`` (default: ours).
 
         ``inductor``: the server probes the C++ compiler first; ``compiles``: it imports Dynamo and Inductor
@@ -100,9 +114,15 @@ class WorkerServer:
             ServerUnavailable: the server itself died.
             Refused: the job's ``PYTHONPATH`` (in ``env``) is not the server's and the server cannot fork it.
         """
-        job = {"jobs": [list(map(str, pair)) for pair in pairs], "log": str(log), "env": env,
-               "threads": threads, "cwd": str(Path(cwd or ".").resolve()), "inductor": inductor,
-               "compiles": compiles}
+        job = {
+            "jobs": [list(map(str, pair)) for pair in pairs],
+            "log": str(log),
+            "env": env,
+            "threads": threads,
+            "cwd": str(Path(cwd or ".").resolve()),
+            "inductor": inductor,
+            "compiles": compiles,
+        }
         if "pythonpath" in self.features:
             job["pythonpath"] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         try:
@@ -194,12 +214,17 @@ def _shareable(pythonpath: str) -> bool:
     """Whether checkouts with ``pythonpath`` may fork from another's server: every entry an absolute folder
     (a relative one depends on the server's working directory) holding no ``benchtrail`` or ``torch``."""
     entries = pythonpath.split(os.pathsep) if pythonpath else []
-    return all(os.path.isabs(p) and not os.path.isfile(p)
-               and not any(Path(p, n).exists() for n in ("benchtrail", "torch")) for p in entries)
+    return all(
+        os.path.isabs(p)
+        and not os.path.isfile(p)
+        and not any(Path(p, n).exists() for n in ("benchtrail", "torch"))
+        for p in entries
+    )
 
 
-def server_for(env: Env, cwd: Path | None, method: str | None = None,
-               lease: bool = False) -> WorkerServer | None:
+def server_for(
+    env: Env, cwd: Path | None, method: str | None = None, lease: bool = False
+) -> WorkerServer | None:
     """A server for the checkout that ``env``'s ``PYTHONPATH`` imports; None where workers are spawned
     (``spawn``, or a checkout whose worker has no server: tried once).
 
@@ -213,13 +238,17 @@ def server_for(env: Env, cwd: Path | None, method: str | None = None,
         if key in _NO_SERVER:
             return None
         shareable = key not in _REFUSED and _shareable(key[0])
-        usable = [s for s in reversed(_SERVERS) if not (lease and s.busy)
-                  and (s.key == key or (shareable and s.shareable and "pythonpath" in s.features))]
+        usable = [
+            s
+            for s in reversed(_SERVERS)
+            if not (lease and s.busy)
+            and (s.key == key or (shareable and s.shareable and "pythonpath" in s.features))
+        ]
         # The checkout's own server first, then a shared one; the most recently used first.
         server = min(usable, key=lambda s: s.key != key, default=None)
         if server is None:
             idle = [s for s in _SERVERS if not s.busy]
-            for old in idle[:max(len(_SERVERS) - MAX_SERVERS + 1, 0)]:
+            for old in idle[: max(len(_SERVERS) - MAX_SERVERS + 1, 0)]:
                 _SERVERS.remove(old)
                 old.close()
             try:
@@ -256,8 +285,13 @@ def close_servers(pythonpath: str | None = None) -> None:
             _REFUSED.clear()
 
 
-def run_leased(server: WorkerServer | None, server_env: Env, cwd: Path | None, method: str | None,
-               run: Callable[[WorkerServer], Outcome]) -> Outcome:
+def run_leased(
+    server: WorkerServer | None,
+    server_env: Env,
+    cwd: Path | None,
+    method: str | None,
+    run: Callable[[WorkerServer], Outcome],
+) -> Outcome:
     """``run(server)`` on the leased ``server``, released after; a refused job runs on a server started for
     its own ``PYTHONPATH``. A server that died is dropped, and ServerUnavailable raised."""
     while server is not None:

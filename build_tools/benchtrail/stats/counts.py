@@ -1,5 +1,6 @@
 """Verdicts of counted series (instructions per call under callgrind): the change of the median widened by
 the measured spread, not a test (docs/statistics.md, "Instruction counts")."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -33,14 +34,22 @@ def spread_pct(samples: Sequence[float]) -> float:
     return float((x.max() - x.min()) / np.median(x) * 100.0)
 
 
-def judge_counts(base: Sequence[float], head: Sequence[float], threshold_pct: float,
-                 lower_is_better: bool) -> CountJudgement:
+def judge_counts(
+    base: Sequence[float], head: Sequence[float], threshold_pct: float, lower_is_better: bool
+) -> CountJudgement:
     """``regressed``/``improved`` when the widened change lies wholly beyond ``threshold_pct``, ``similar``
     within ±``threshold_pct``, else ``inconclusive``. The caller checks :data:`MIN_REPEATS` samples > 0."""
     change = (float(np.median(head)) / float(np.median(base)) - 1.0) * 100.0
     spread = spread_pct(base) + spread_pct(head)
     low, high = change - spread, change + spread
     worse_low, worse_high = (low, high) if lower_is_better else (-high, -low)
-    verdict = ("regressed" if worse_low > threshold_pct else "improved" if worse_high < -threshold_pct
-               else "similar" if -threshold_pct <= low and high <= threshold_pct else "inconclusive")
+    verdict = (
+        "regressed"
+        if worse_low > threshold_pct
+        else "improved"
+        if worse_high < -threshold_pct
+        else "similar"
+        if -threshold_pct <= low and high <= threshold_pct
+        else "inconclusive"
+    )
     return CountJudgement(verdict, change, low, high, spread, spread > NOISY_SPREAD_PCT)

@@ -64,8 +64,11 @@ def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
         ends = np.cumsum([x.size for x in out])
         i = int(np.searchsorted(ends, at, side="right"))
         value, col = flat[at], at - int(ends[i]) + out[i].size
-        rule = ("must be finite" if not np.isfinite(value)
-                else "must be > 0 (a ratio of medians needs positive values)")
+        rule = (
+            "must be finite"
+            if not np.isfinite(value)
+            else "must be > 0 (a ratio of medians needs positive values)"
+        )
         raise ValueError(f"{label} {i}: sample {col} is {float(value)!r}; samples {rule}")
     return out
 
@@ -73,8 +76,10 @@ def _as_series(samples: SamplesLike, label: str) -> list[np.ndarray]:
 def _sides(base: SamplesLike, head: SamplesLike) -> tuple[list[np.ndarray], list[np.ndarray]]:
     b, h = _as_series(base, "base series"), _as_series(head, "head series")
     if len(b) != len(h):
-        raise ValueError(f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
-                         "sample array per series, in the same order")
+        raise ValueError(
+            f"base has {len(b)} series and head has {len(h)}; pass one base and one head "
+            "sample array per series, in the same order"
+        )
     return b, h
 
 
@@ -82,8 +87,9 @@ def _groups_of(keys: list[tuple[int, ...]]) -> list[np.ndarray]:
     """Series indices grouped by equal ``keys`` (a tuple of ints per series), in ascending key order."""
     if not keys:
         return []
-    _, inverse, counts = np.unique(np.array(keys, dtype=np.int64), axis=0, return_inverse=True,
-                                   return_counts=True)
+    _, inverse, counts = np.unique(
+        np.array(keys, dtype=np.int64), axis=0, return_inverse=True, return_counts=True
+    )
     order = np.argsort(inverse.ravel(), kind="stable")
     return np.split(order, np.cumsum(counts)[:-1])
 
@@ -94,16 +100,21 @@ def _as_clusters(clusters: ClustersLike, series: list[np.ndarray], label: str) -
         return np.ones(len(series), dtype=np.int64)
     k = np.asarray(clusters)
     if k.shape != (len(series),) or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
-        raise ValueError(f"{label} clusters must be one int >= 1 per series ({len(series)}), "
-                         f"got {clusters!r}")
+        raise ValueError(
+            f"{label} clusters must be one int >= 1 per series ({len(series)}), got {clusters!r}"
+        )
     for i, (x, ki) in enumerate(zip(series, k)):
         if x.size % ki:
             raise ValueError(f"{label} series {i}: {x.size} samples do not split into {ki} equal clusters")
     return k.astype(np.int64)
 
 
-def _prepare(base: SamplesLike, head: SamplesLike, base_clusters: ClustersLike = None,
-             head_clusters: ClustersLike = None) -> tuple[int, list[_Group]]:
+def _prepare(
+    base: SamplesLike,
+    head: SamplesLike,
+    base_clusters: ClustersLike = None,
+    head_clusters: ClustersLike = None,
+) -> tuple[int, list[_Group]]:
     b, h = _sides(base, head)
     kb, kh = _as_clusters(base_clusters, b, "base"), _as_clusters(head_clusters, h, "head")
     groups = []
@@ -144,8 +155,9 @@ def _two_stage_indices(rng: np.random.Generator, n: int, k: int, resamples: int)
     return (chosen * m + rng.integers(0, m, size=(resamples, k, m))).reshape(resamples, n)
 
 
-def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _bootstrap(
+    n: int, groups: list[_Group], level: float, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ratio, low, high = np.empty(n), np.full(n, np.nan), np.full(n, np.nan)
     pct = _tails(level)
     for g in groups:
@@ -157,28 +169,41 @@ def _bootstrap(n: int, groups: list[_Group], level: float, resamples: int,
         clustered = max(g.k_base, g.k_head) > 1
         if clustered:  # two-stage, on the rows in input order (see :func:`bootstrap_ratio_ci`)
             rng = np.random.default_rng([seed, nb, nh, g.k_base, g.k_head])
-            sides = ((g.base, _two_stage_indices(rng, nb, g.k_base, resamples)),
-                     (g.head, _two_stage_indices(rng, nh, g.k_head, resamples)))
+            sides = (
+                (g.base, _two_stage_indices(rng, nb, g.k_base, resamples)),
+                (g.head, _two_stage_indices(rng, nh, g.k_head, resamples)),
+            )
             block = _BLOCK_ROWS // 32  # (rows, resamples, n) gathers: keep them to tens of MB
         else:
             rng = np.random.default_rng([seed, nb, nh])
             # Sorted index rows into sorted samples give sorted resamples: a resample's median is the
             # mean of the samples at its two middle indices (base drawn first).
-            mid_b, mid_h = (np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)
-                            [:, [(m - 1) // 2, m // 2]] for m in (nb, nh))
+            mid_b, mid_h = (
+                np.sort(rng.integers(0, m, size=(resamples, m)), axis=1)[:, [(m - 1) // 2, m // 2]]
+                for m in (nb, nh)
+            )
             sides = (base, mid_b), (head, mid_h)
             block = _BLOCK_ROWS
         for start in range(0, len(g.members), block):
             rows = slice(start, start + block)
-            mb, mh = (np.median(x[rows][:, i], axis=2) if clustered else 0.5 * x[rows][:, i].sum(axis=2)
-                      for x, i in sides)
+            mb, mh = (
+                np.median(x[rows][:, i], axis=2) if clustered else 0.5 * x[rows][:, i].sum(axis=2)
+                for x, i in sides
+            )
             low[g.members[rows]], high[g.members[rows]] = np.percentile(mh / mb, pct, axis=1)
     return ratio, low, high
 
 
-def bootstrap_ratio_ci(base: SamplesLike, head: SamplesLike, *, level: float = 0.99, resamples: int = 2000,
-                       seed: int = 0, base_clusters: ClustersLike = None,
-                       head_clusters: ClustersLike = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bootstrap_ratio_ci(
+    base: SamplesLike,
+    head: SamplesLike,
+    *,
+    level: float = 0.99,
+    resamples: int = 2000,
+    seed: int = 0,
+    base_clusters: ClustersLike = None,
+    head_clusters: ClustersLike = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ratio of medians head/base per series and its percentile bootstrap interval (Efron & Tibshirani).
 
     Each group of series with equal (n_base, n_head) shares index arrays from
@@ -210,8 +235,9 @@ def _mann_whitney(n: int, groups: list[_Group]) -> np.ndarray:
         exact = (n_min <= _MWU_EXACT_MAX_N) & (np.diff(pooled, axis=1) != 0).all(axis=1)
         for mask, method in ((~exact, "asymptotic"), (exact, "exact")):
             if mask.any():
-                p[g.members[mask]] = mannwhitneyu(g.head[mask], g.base[mask], alternative="two-sided",
-                                                axis=1, method=method).pvalue
+                p[g.members[mask]] = mannwhitneyu(
+                    g.head[mask], g.base[mask], alternative="two-sided", axis=1, method=method
+                ).pvalue
     return p
 
 

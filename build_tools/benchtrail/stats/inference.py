@@ -2,6 +2,7 @@
 one pass and :func:`classify` turns them into a verdict per series; arrays have shape ``(series,)``. The
 estimators are re-exported here, so callers import the whole comparison from one module.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,9 +29,21 @@ from benchtrail.stats.estimators import (
     noise,
 )
 
-__all__ = ["MIN_SAMPLES", "NOISE_LIMIT", "NOISE_RERUN", "Classification", "Inference", "SamplesLike",
-           "benjamini_hochberg", "bootstrap_ratio_ci", "classify", "compare_samples", "mann_whitney_p",
-           "minimum_detectable_effect", "noise"]
+__all__ = [
+    "MIN_SAMPLES",
+    "NOISE_LIMIT",
+    "NOISE_RERUN",
+    "Classification",
+    "Inference",
+    "SamplesLike",
+    "benjamini_hochberg",
+    "bootstrap_ratio_ci",
+    "classify",
+    "compare_samples",
+    "mann_whitney_p",
+    "minimum_detectable_effect",
+    "noise",
+]
 
 #: Noise is IQR / median of one side's samples. Above NOISE_RERUN a rerun with more samples is
 #: advised; above NOISE_LIMIT a row is labelled ``noisy`` (beside its verdict, which the interval decides).
@@ -47,9 +60,17 @@ class Classification(NamedTuple):
     noisy: np.ndarray  # either side's IQR/median above NOISE_LIMIT
 
 
-def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: npt.ArrayLike,
-             noise_base: npt.ArrayLike, noise_head: npt.ArrayLike, threshold_pct: npt.ArrayLike,
-             lower_is_better: npt.ArrayLike, alpha: float = 0.01) -> Classification:
+def classify(
+    ratio: npt.ArrayLike,
+    low: npt.ArrayLike,
+    high: npt.ArrayLike,
+    q: npt.ArrayLike,
+    noise_base: npt.ArrayLike,
+    noise_head: npt.ArrayLike,
+    threshold_pct: npt.ArrayLike,
+    lower_is_better: npt.ArrayLike,
+    alpha: float = 0.01,
+) -> Classification:
     """Verdict and outcome per series from the interval and the q-value; the noise only labels.
 
     With ``t = threshold_pct / 100`` (>= 0, scalar or (series,), like ``lower_is_better``):
@@ -65,15 +86,17 @@ def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: n
     arrays = [np.asarray(value, dtype=np.float64) for value in (low, high, q, noise_base, noise_head)]
     for name, value in zip(("low", "high", "q", "noise_base", "noise_head"), arrays):
         if value.shape != ratio.shape:
-            raise ValueError(f"{name} has shape {value.shape}, ratio has {ratio.shape}; "
-                             "pass one value per series")
+            raise ValueError(
+                f"{name} has shape {value.shape}, ratio has {ratio.shape}; pass one value per series"
+            )
     _check_fraction("alpha", alpha)
     try:
         t = np.broadcast_to(np.asarray(threshold_pct, dtype=np.float64), ratio.shape) / 100.0
         lib = np.broadcast_to(np.asarray(lower_is_better, dtype=bool), ratio.shape)
     except ValueError:
-        raise ValueError(f"threshold_pct and lower_is_better must be scalars or of shape {ratio.shape}") \
-            from None
+        raise ValueError(
+            f"threshold_pct and lower_is_better must be scalars or of shape {ratio.shape}"
+        ) from None
     if not (np.isfinite(t) & (t >= 0)).all():
         raise ValueError(f"threshold_pct must be finite and >= 0, got {np.asarray(threshold_pct)!r}")
     low, high, q, noise_base, noise_head = arrays
@@ -86,23 +109,29 @@ def classify(ratio: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike, q: n
     better = np.where(lib, below, above) & significant
     within = (low >= 1.0 - t) & (high <= 1.0 + t)
     beyond = above | below  # the rows that are worse or better take the first reason
-    verdict = np.select([worse, better, no_interval, within],
-                        ["regressed", "improved", "insufficient-samples", "similar"], "inconclusive")
+    verdict = np.select(
+        [worse, better, no_interval, within],
+        ["regressed", "improved", "insufficient-samples", "similar"],
+        "inconclusive",
+    )
     outcome = np.select([worse | better, within], ["DIFFERENT", "SAME"], "UNKNOWN")
     rerun = worst_noise > NOISE_RERUN
     quieter = f"IQR/median above {NOISE_LIMIT:.0%} on a side (noisy): rerun on a quieter machine"
     more = f"IQR/median above {NOISE_RERUN:.0%}: rerun with more samples"
     reason = np.select(
         [worse | better, no_interval, within, beyond & noisy, beyond & rerun, beyond, noisy, rerun],
-        ["",
-         f"fewer than {MIN_SAMPLES} samples on a side: no interval",
-         "interval within the threshold",
-         f"interval beyond the threshold but q >= alpha; {quieter}",
-         f"interval beyond the threshold but q >= alpha; {more}",
-         "interval beyond the threshold but q >= alpha: more samples would settle it",
-         f"interval crosses the threshold; {quieter}",
-         f"interval crosses the threshold; {more}"],
-        "interval crosses the threshold: more samples would settle it")
+        [
+            "",
+            f"fewer than {MIN_SAMPLES} samples on a side: no interval",
+            "interval within the threshold",
+            f"interval beyond the threshold but q >= alpha; {quieter}",
+            f"interval beyond the threshold but q >= alpha; {more}",
+            "interval beyond the threshold but q >= alpha: more samples would settle it",
+            f"interval crosses the threshold; {quieter}",
+            f"interval crosses the threshold; {more}",
+        ],
+        "interval crosses the threshold: more samples would settle it",
+    )
     return Classification(verdict, outcome, reason, noisy)
 
 
@@ -124,10 +153,19 @@ class Inference:
     noisy: np.ndarray
 
 
-def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.ArrayLike,
-                    lower_is_better: npt.ArrayLike, level: float = 0.99, resamples: int = 2000, seed: int = 0,
-                    alpha: float = 0.01, base_clusters: ClustersLike = None,
-                    head_clusters: ClustersLike = None) -> Inference:
+def compare_samples(
+    base: SamplesLike,
+    head: SamplesLike,
+    *,
+    threshold_pct: npt.ArrayLike,
+    lower_is_better: npt.ArrayLike,
+    level: float = 0.99,
+    resamples: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.01,
+    base_clusters: ClustersLike = None,
+    head_clusters: ClustersLike = None,
+) -> Inference:
     """Bootstrap interval, Mann–Whitney p, Benjamini–Hochberg q over all series passed, noise, MDE and
     :func:`classify` in one pass; arguments and errors as those functions'. A clustered series' MDE is half
     its interval's width in percent (the normal approximation assumes independent samples).
@@ -142,6 +180,14 @@ def compare_samples(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.
     for g in groups:
         if max(g.k_base, g.k_head) > 1:
             mde[g.members] = 50.0 * (high[g.members] - low[g.members])
-    return Inference(ratio, low, high, p, q, nb, nh, mde,
-                     *classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha))
-
+    return Inference(
+        ratio,
+        low,
+        high,
+        p,
+        q,
+        nb,
+        nh,
+        mde,
+        *classify(ratio, low, high, q, nb, nh, threshold_pct, lower_is_better, alpha),
+    )

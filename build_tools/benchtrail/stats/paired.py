@@ -2,6 +2,7 @@
 hits both and the pair ratio ``head_j / base_j`` cancels it. docs/statistics.md ("Paired samples") has
 the method: median pair ratio, bootstrap over pairs, Wilcoxon signed-rank test on the log ratios.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,9 +23,18 @@ from benchtrail.stats.estimators import (
 from benchtrail.stats.inference import Inference, classify
 
 
-def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.ArrayLike,
-                   lower_is_better: npt.ArrayLike, level: float = 0.99, resamples: int = 2000, seed: int = 0,
-                   alpha: float = 0.01, clusters: ClustersLike = None) -> Inference:
+def compare_paired(
+    base: SamplesLike,
+    head: SamplesLike,
+    *,
+    threshold_pct: npt.ArrayLike,
+    lower_is_better: npt.ArrayLike,
+    level: float = 0.99,
+    resamples: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.01,
+    clusters: ClustersLike = None,
+) -> Inference:
     """``compare_samples`` on pairs: ``base[i][j]`` pairs with ``head[i][j]``; ``clusters`` (None, or one int
     per series) splits a series' pairs into equal consecutive rounds for a two-stage bootstrap.
 
@@ -39,8 +49,9 @@ def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.A
     ratio, low, high, p, spread = (np.full(len(b), np.nan) for _ in range(5))
     for i, (x, y) in enumerate(zip(b, h)):
         if x.size != y.size:
-            raise ValueError(f"series {i}: {x.size} base and {y.size} head samples; paired samples come "
-                             "in pairs")
+            raise ValueError(
+                f"series {i}: {x.size} base and {y.size} head samples; paired samples come in pairs"
+            )
         d = np.log(y) - np.log(x)
         ratio[i] = np.exp(np.median(d))
         q25, q50, q75 = np.percentile(np.exp(d), [25, 50, 75])
@@ -52,5 +63,14 @@ def compare_paired(base: SamplesLike, head: SamplesLike, *, threshold_pct: npt.A
         low[i], high[i] = np.exp(np.percentile(medians, _tails(level)))
         p[i] = 1.0 if not d.any() else wilcoxon(d).pvalue
     q = benjamini_hochberg(p)
-    return Inference(ratio, low, high, p, q, spread, spread.copy(), 50.0 * (high - low),
-                     *classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha))
+    return Inference(
+        ratio,
+        low,
+        high,
+        p,
+        q,
+        spread,
+        spread.copy(),
+        50.0 * (high - low),
+        *classify(ratio, low, high, q, spread, spread, threshold_pct, lower_is_better, alpha),
+    )

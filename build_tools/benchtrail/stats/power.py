@@ -4,6 +4,7 @@ With n samples a side, Mann–Whitney's p has a floor, and Benjamini–Hochberg'
 series is p × m: a row whose floor × m is not below alpha can never be ``regressed``. No numpy or scipy:
 ``benchtrail export`` imports it.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,17 +46,20 @@ def check_sample_sizes(run_configs: tuple[RunConfig, ...], alpha: float = 0.01) 
     """Raises UserError naming the run configs whose samples a side (``processes × min_samples``) can
     never give a significant change when all ``run_configs`` are compared together."""
     m = len(run_configs)
-    short = [rc for rc in run_configs
-             if smallest_p(n := rc.execution_config.processes * rc.execution_config.min_samples, n) * m
-             >= alpha]
+    short = [
+        rc
+        for rc in run_configs
+        if smallest_p(n := rc.execution_config.processes * rc.execution_config.min_samples, n) * m >= alpha
+    ]
     if not short:
         return
     ec = short[0].execution_config
-    names = ", ".join(rc.name for rc in short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3
-                                                      else "")
-    raise UserError(f"{len(short)} of the {m} run configs selected take too few samples to ever show a "
-                    f"change: {names} (processes={ec.processes} × min_samples={ec.min_samples} = "
-                    f"{ec.processes * ec.min_samples} a side). With {m} series compared, the smallest "
-                    f"possible Mann–Whitney p times {m} must be below {alpha:g}: at least "
-                    f"{samples_needed(m, alpha)} samples a side are needed; raise min_samples or processes"
-                    + (", or select fewer run configs" if m > 1 else ""))
+    names = ", ".join(rc.name for rc in short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
+    raise UserError(
+        f"{len(short)} of the {m} run configs selected take too few samples to ever show a "
+        f"change: {names} (processes={ec.processes} × min_samples={ec.min_samples} = "
+        f"{ec.processes * ec.min_samples} a side). With {m} series compared, the smallest "
+        f"possible Mann–Whitney p times {m} must be below {alpha:g}: at least "
+        f"{samples_needed(m, alpha)} samples a side are needed; raise min_samples or processes"
+        + (", or select fewer run configs" if m > 1 else "")
+    )

@@ -4,6 +4,7 @@ Look k of K uses only the increment ``α(k/K) − α((k−1)/K)`` of the Pocock-
 (e − 1) t)``; by the union bound the false-alarm chance at any look stays below ``alpha``, with no model of
 the samples. docs/statistics.md ("Adaptive sampling") has the design and sources.
 """
+
 from __future__ import annotations
 
 import math

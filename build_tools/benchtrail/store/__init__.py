@@ -20,9 +20,22 @@ from benchtrail.errors import UserError
 from benchtrail.store.base import ALL_FILES, Store, run_path
 from benchtrail.store.local import LocalStore, open_local_store
 
-__all__ = ["ALL_FILES", "FORMS", "REMOTES", "LocalStore", "Remote", "Store", "browser_link",
-           "fetch_command", "is_local", "open_store", "remote", "run_url", "split_run_url",
-           "written_url"]
+__all__ = [
+    "ALL_FILES",
+    "FORMS",
+    "REMOTES",
+    "LocalStore",
+    "Remote",
+    "Store",
+    "browser_link",
+    "fetch_command",
+    "is_local",
+    "open_store",
+    "remote",
+    "run_url",
+    "split_run_url",
+    "written_url",
+]
 
 
 class Remote(NamedTuple):
@@ -60,13 +73,20 @@ def _git_copy(run: str, dest: str) -> str:
 
 
 #: The remote backends by URL scheme.
-REMOTES = {"gs": Remote(_open_gcs, lambda url: "https://storage.cloud.google.com/" + url.split("://", 1)[1],
-                        lambda run, dest: f"gcloud storage cp -r {run} {dest}"),
-           "git": Remote(_open_git, _git_link, _git_copy)}
+REMOTES = {
+    "gs": Remote(
+        _open_gcs,
+        lambda url: "https://storage.cloud.google.com/" + url.split("://", 1)[1],
+        lambda run, dest: f"gcloud storage cp -r {run} {dest}",
+    ),
+    "git": Remote(_open_git, _git_link, _git_copy),
+}
 #: How each remote backend's store URL is written, for messages.
 FORMS = {"gs": "gs://BUCKET[/PREFIX]", "git": "git:REMOTE#BRANCH"}
-_RUN_URL = re.compile(r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?|git:[^#]*#.+?)"
-                      r"/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$")
+_RUN_URL = re.compile(
+    r"^(?P<store>[^/:]+://[^/]+(?:/.+?)?|git:[^#]*#.+?)"
+    r"/runs/(?P<run_id>[^/]+)/(?P<attempt>[0-9]+)/?$"
+)
 #: What ``open_store`` takes, for its messages.
 SUPPORTED = "a folder, file:///ABS/PATH, gs://BUCKET[/PREFIX] or git:REMOTE#BRANCH"
 
@@ -154,8 +174,10 @@ def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Stor
         return found.opener(url, **gcs_options)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
-            raise UserError(f"store URL {url!r}: a file URL needs an absolute path, file:///ABS/PATH "
-                            f"(here {parsed.netloc!r} would be read as a host); or pass a plain folder path")
+            raise UserError(
+                f"store URL {url!r}: a file URL needs an absolute path, file:///ABS/PATH "
+                f"(here {parsed.netloc!r} would be read as a host); or pass a plain folder path"
+            )
         return open_local_store(url, url2pathname(parsed.path), read_only)
     if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
         return open_local_store(url, url, read_only)

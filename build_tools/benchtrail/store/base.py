@@ -95,8 +95,10 @@ def unsafe_reason(name: str) -> str | None:
 def check_relative_name(name: str, where: str) -> str:
     """``name`` if safe, else UserError naming ``where`` (the object or file) and why."""
     if reason := unsafe_reason(name):
-        raise UserError(f"{where}: name {name!r} is refused because {reason}; benchtrail only stores and "
-                        "fetches names that are safe as paths and in gcloud URLs")
+        raise UserError(
+            f"{where}: name {name!r} is refused because {reason}; benchtrail only stores and "
+            "fetches names that are safe as paths and in gcloud URLs"
+        )
     return name
 
 
@@ -132,8 +134,10 @@ def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str]:
     alternatives = []
     for pattern in patterns:
         if not pattern or pattern.startswith("/") or ".." in pattern.split("/") or "\\" in pattern:
-            raise UserError(f"pattern {pattern!r} must be relative to the run directory, without '..' "
-                            "(e.g. 'results/*.json', 'modules/<name>/**')")
+            raise UserError(
+                f"pattern {pattern!r} must be relative to the run directory, without '..' "
+                "(e.g. 'results/*.json', 'modules/<name>/**')"
+            )
         *folders, last = pattern.split("/")
         regex = "".join("(?:[^/]+/)*" if part == "**" else _segment_regex(part) + "/" for part in folders)
         alternatives.append(f"(?:{regex}{'.+' if last == '**' else _segment_regex(last)})")
@@ -164,8 +168,11 @@ def local_files(folder: Path) -> list[str]:
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"run directory {folder} does not exist or is not a folder")
-    return [check_relative_name(path.relative_to(folder).as_posix(), str(path))
-            for path in sorted(folder.rglob("*")) if path.is_file()]
+    return [
+        check_relative_name(path.relative_to(folder).as_posix(), str(path))
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    ]
 
 
 class Store(Protocol):
@@ -181,15 +188,29 @@ class Store(Protocol):
 
     def create_run_dir(self, run_id: str, attempt: int) -> Path: ...
 
-    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
-                   patterns: Sequence[str] = ALL_FILES) -> int: ...
+    def upload_run(
+        self,
+        local_dir: Path,
+        run_id: str,
+        attempt: int,
+        *,
+        deadline_s: float = 600,
+        patterns: Sequence[str] = ALL_FILES,
+    ) -> int: ...
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]: ...
 
     def incomplete_runs(self) -> list[RunKey]: ...
 
-    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
-                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path: ...
+    def fetch_run(
+        self,
+        run_id: str,
+        attempt: int,
+        dest: Path | None = None,
+        patterns: Sequence[str] = ALL_FILES,
+        *,
+        deadline_s: float = 600,
+    ) -> Path: ...
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> Path | str: ...
 
@@ -206,8 +227,10 @@ def empty_staging_dir(path: Path, run_id: str, attempt: int) -> Path:
     except OSError as exc:
         raise UserError(f"cannot create staging folder {path}: {exc.strerror or exc}") from exc
     if any(path.iterdir()):
-        raise UserError(f"staging folder {path} of run {run_id}/{attempt} is not empty; remove it or set "
-                        "BENCHTRAIL_STAGING to another folder")
+        raise UserError(
+            f"staging folder {path} of run {run_id}/{attempt} is not empty; remove it or set "
+            "BENCHTRAIL_STAGING to another folder"
+        )
     return path
 
 
@@ -216,8 +239,11 @@ def stored_time(when: Any) -> str:
     ``stored_at``: such strings sort in time order."""
     import datetime
 
-    moment = (when if isinstance(when, datetime.datetime)
-              else datetime.datetime.fromtimestamp(float(when), datetime.UTC))
+    moment = (
+        when
+        if isinstance(when, datetime.datetime)
+        else datetime.datetime.fromtimestamp(float(when), datetime.UTC)
+    )
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

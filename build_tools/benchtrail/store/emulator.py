@@ -73,9 +73,22 @@ def start_emulator(timeout_s: float = 30.0) -> Emulator:
     log = Path(tempfile.mkstemp(prefix="gcs-emulator-", suffix=".log")[1])
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, "start", "--host", HOST, "--port", str(port),
-             "--in-memory", "-q"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-c",
+                _LAUNCH,
+                "start",
+                "--host",
+                HOST,
+                "--port",
+                str(port),
+                "--in-memory",
+                "-q",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     url = f"http://{HOST}:{port}"
     emulator = Emulator(url, process, log)
     deadline = time.monotonic() + timeout_s

@@ -89,12 +89,21 @@ class GcsStore:
         prefix = self._run_prefix(run_id, attempt)
         found = self.io.list(prefix, self.io.deadline(LIST_DEADLINE_S), max_results=1)
         if found:
-            raise UserError(f"run {self.io.object_url(prefix)} already holds objects (e.g. {found[0].name}); "
-                            "runs are never overwritten (use a new attempt)")
+            raise UserError(
+                f"run {self.io.object_url(prefix)} already holds objects (e.g. {found[0].name}); "
+                "runs are never overwritten (use a new attempt)"
+            )
         return empty_staging_dir(self.run_dir(run_id, attempt), run_id, attempt)
 
-    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *,
-                   deadline_s: float = DEFAULT_DEADLINE_S, patterns: Sequence[str] = ALL_FILES) -> int:
+    def upload_run(
+        self,
+        local_dir: Path,
+        run_id: str,
+        attempt: int,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        patterns: Sequence[str] = ALL_FILES,
+    ) -> int:
         """Upload the matching files create-only; returns how many of ``local_dir`` the run now holds. An
         object with the same bytes (crc32c and size) counts as uploaded; the prefix may hold other files.
 
@@ -104,8 +113,13 @@ class GcsStore:
                 ``deadline_s`` ran out, naming the bucket and the objects.
         """
         names = upload_names(local_dir, patterns)
-        self.io.upload(Path(local_dir), names, self._run_prefix(run_id, attempt), deadline_s,
-                       hint="upload the run under a new attempt")
+        self.io.upload(
+            Path(local_dir),
+            names,
+            self._run_prefix(run_id, attempt),
+            deadline_s,
+            hint="upload the run under a new attempt",
+        )
         return len(names)
 
     def incomplete_runs(self) -> list[RunKey]:
@@ -113,19 +127,32 @@ class GcsStore:
         Raises StoreError: the listing still failing at its deadline."""
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         runs_prefix, commits_prefix = self._folder("runs"), self._folder("commits")
-        runs = {(parts[0], int(parts[1])) for blob in self.io.list(runs_prefix, deadline)
-                if len(parts := blob.name[len(runs_prefix):].split("/")) > 2 and parts[1].isdigit()}
+        runs = {
+            (parts[0], int(parts[1]))
+            for blob in self.io.list(runs_prefix, deadline)
+            if len(parts := blob.name[len(runs_prefix) :].split("/")) > 2 and parts[1].isdigit()
+        }
         return pointerless(runs, (b.name.rsplit("/", 1)[-1] for b in self.io.list(commits_prefix, deadline)))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
         """Relative to the run's prefix, sorted, no folder placeholders; [] for no such run. Raises
         UserError: the listing still failing when ``deadline_s`` ran out."""
         prefix = self._run_prefix(run_id, attempt)
-        return sorted(b.name[len(prefix):] for b in self.io.list(prefix, self.io.deadline(deadline_s))
-                      if not b.name.endswith("/"))  # a folder placeholder, or the prefix itself
+        return sorted(
+            b.name[len(prefix) :]
+            for b in self.io.list(prefix, self.io.deadline(deadline_s))
+            if not b.name.endswith("/")
+        )  # a folder placeholder, or the prefix itself
 
-    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
-                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = DEFAULT_DEADLINE_S) -> Path:
+    def fetch_run(
+        self,
+        run_id: str,
+        attempt: int,
+        dest: Path | None = None,
+        patterns: Sequence[str] = ALL_FILES,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+    ) -> Path:
         """Download the matching objects to ``dest/<run-relative name>`` (default ``run_dir``); returns
         ``dest``. Any unsafe name under the run refuses the whole fetch before a download.
 
@@ -139,19 +166,23 @@ class GcsStore:
         deadline = self.io.deadline(deadline_s)
         listed = self.io.list(prefix, deadline)
         if not listed:
-            raise UserError(f"no run {run_id}/{attempt} in store {self.url} (no object under "
-                            f"{self.io.object_url(prefix)})")
+            raise UserError(
+                f"no run {run_id}/{attempt} in store {self.url} (no object under "
+                f"{self.io.object_url(prefix)})"
+            )
         chosen = []
         for blob in listed:
-            name = blob.name[len(prefix):]
+            name = blob.name[len(prefix) :]
             if not name or (name.endswith("/") and not blob.size):
                 continue
             check_relative_name(name, self.io.object_url(blob.name))
             if regex.match(name):
                 chosen.append((name, blob))
         if not chosen:
-            raise UserError(f"no object of run {self.io.object_url(prefix)} matches {', '.join(patterns)} "
-                            f"(it holds e.g. {shown([b.name[len(prefix):] for b in listed], 3)})")
+            raise UserError(
+                f"no object of run {self.io.object_url(prefix)} matches {', '.join(patterns)} "
+                f"(it holds e.g. {shown([b.name[len(prefix) :] for b in listed], 3)})"
+            )
         self.io.download(chosen, dest, deadline)
         return dest
 
@@ -163,8 +194,9 @@ class GcsStore:
         prefix = self._folder("commits", commit)
         with tempfile.TemporaryDirectory(prefix="benchtrail-pointer-") as folder:
             jsonio.write_json(Path(folder) / name, document)
-            self.io.upload(Path(folder), [name], prefix, DEFAULT_DEADLINE_S,
-                           hint="each run writes its pointer once")
+            self.io.upload(
+                Path(folder), [name], prefix, DEFAULT_DEADLINE_S, hint="each run writes its pointer once"
+            )
         return self.io.object_url(prefix + name)
 
     def pointers(self, commit: str) -> list[Json]:
@@ -174,25 +206,30 @@ class GcsStore:
         deadline = self.io.deadline(DEFAULT_DEADLINE_S)
         chosen, too_big = [], []
         for blob in self.io.list(prefix, deadline):
-            name = blob.name[len(prefix):]
+            name = blob.name[len(prefix) :]
             if name.endswith(".json") and "/" not in name and unsafe_reason(name) is None:
                 if (blob.size or 0) > MAX_POINTER_BYTES:
-                    too_big.append(f"commit pointer {self.io.object_url(blob.name)} is "
-                                   f"{blob.size} bytes, more than {MAX_POINTER_BYTES}; not read")
+                    too_big.append(
+                        f"commit pointer {self.io.object_url(blob.name)} is "
+                        f"{blob.size} bytes, more than {MAX_POINTER_BYTES}; not read"
+                    )
                 else:
                     chosen.append((name, blob))
         folder = self.staging / "commits" / commit
         self.io.download(chosen, folder, deadline, cache=True)
-        return read_pointer_files(((folder / name, stored_time(blob.time_created)) for name, blob in chosen),
-                                  commit, too_big)
+        return read_pointer_files(
+            ((folder / name, stored_time(blob.time_created)) for name, blob in chosen), commit, too_big
+        )
 
     def write_asset(self, name: str, data: bytes) -> str:
         """Create ``<prefix>/assets/<name>`` unless it exists, and a copy in ``staging/assets/`` for pages
         staged under ``run_dir``. Raises UserError: the upload failed, or another writer's bytes differ."""
         local = write_new(self.staging / asset_path(name), data)
         prefix = self._folder(ASSETS)
-        if not any(b.name == prefix + name
-                   for b in self.io.list(prefix + name, self.io.deadline(LIST_DEADLINE_S), max_results=1)):
+        if not any(
+            b.name == prefix + name
+            for b in self.io.list(prefix + name, self.io.deadline(LIST_DEADLINE_S), max_results=1)
+        ):
             self.io.upload(local.parent, [name], prefix, DEFAULT_DEADLINE_S, hint="assets are never replaced")
         return self.io.object_url(prefix + name)
 
@@ -203,17 +240,26 @@ def make_client() -> Any:
     project = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
     try:
         if os.environ.get("STORAGE_EMULATOR_HOST"):
-            return storage.Client(project=project or "benchtrail-emulator",
-                                  credentials=AnonymousCredentials())
+            return storage.Client(
+                project=project or "benchtrail-emulator", credentials=AnonymousCredentials()
+            )
         return storage.Client(project=project)
     except auth_exceptions.DefaultCredentialsError as exc:
-        raise StoreError("no Google Cloud credentials: run `gcloud auth application-default login`, or set "
-                         "GOOGLE_APPLICATION_CREDENTIALS (in GitHub Actions: google-github-actions/auth); "
-                         "for an emulator set STORAGE_EMULATOR_HOST") from exc
+        raise StoreError(
+            "no Google Cloud credentials: run `gcloud auth application-default login`, or set "
+            "GOOGLE_APPLICATION_CREDENTIALS (in GitHub Actions: google-github-actions/auth); "
+            "for an emulator set STORAGE_EMULATOR_HOST"
+        ) from exc
 
 
-def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None = None,
-                   max_workers: int = DEFAULT_MAX_WORKERS, client: Any = None) -> GcsStore:
+def open_gcs_store(
+    url: str,
+    *,
+    staging: Path | None = None,
+    retry: Retry | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    client: Any = None,
+) -> GcsStore:
     """Open ``gs://bucket[/prefix]`` and check that the bucket exists and can be listed.
 
     Args:
@@ -232,14 +278,17 @@ def open_gcs_store(url: str, *, staging: Path | None = None, retry: Retry | None
         raise UserError(f"store URL {url!r} is not gs://BUCKET[/PREFIX]")
     bucket, prefix = match["bucket"], (match["prefix"] or "").strip("/")
     if not _BUCKET.match(bucket) or ".." in bucket:
-        raise UserError(f"store URL {url!r}: {bucket!r} is not a valid bucket name (3-63 lowercase letters, "
-                        "digits, '-', '_' and '.', starting and ending with a letter or digit)")
+        raise UserError(
+            f"store URL {url!r}: {bucket!r} is not a valid bucket name (3-63 lowercase letters, "
+            "digits, '-', '_' and '.', starting and ending with a letter or digit)"
+        )
     if prefix:
         check_relative_name(prefix, f"store URL {url!r}")
     if staging is None:
         staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / bucket / prefix
-    io = BucketIO(client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY,
-                  max_workers)
+    io = BucketIO(
+        client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY, max_workers
+    )
     # List at most one object under the prefix: the bucket exists and we may list it (a StoreError names the
     # bucket: missing, no permission or credentials, or still failing at LIST_DEADLINE_S).
     io.list(prefix + "/" if prefix else "", io.deadline(LIST_DEADLINE_S), max_results=1)

@@ -48,9 +48,11 @@ def deadline_cap() -> float:
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
-        raise UserError(f"{DEADLINE_ENV}={os.environ[DEADLINE_ENV]!r} is not allowed: give "
-                        "the seconds that every GCS store operation may spend retrying, a number above 0 "
-                        "(e.g. 30), or leave it unset")
+        raise UserError(
+            f"{DEADLINE_ENV}={os.environ[DEADLINE_ENV]!r} is not allowed: give "
+            "the seconds that every GCS store operation may spend retrying, a number above 0 "
+            "(e.g. 30), or leave it unset"
+        )
     return value
 
 
@@ -71,10 +73,10 @@ class SharedDeadline:
     seconds: float
     deadline_at: float
 
-    def __call__(self, func: Callable[..., Any],
-                 on_error: Callable[[Exception], Any] | None = None) -> Any:
-        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(func,
-                                                                                       on_error=on_error)
+    def __call__(self, func: Callable[..., Any], on_error: Callable[[Exception], Any] | None = None) -> Any:
+        return self.policy.with_timeout(max(0.0, self.deadline_at - time.monotonic()))(
+            func, on_error=on_error
+        )
 
 
 def file_crc32c(path: Path) -> str:
@@ -110,12 +112,15 @@ class BucketIO:
             cause = exc.cause or exc
             prefix = f"still failing when the {deadline.seconds:g} s retry deadline ran out; last error: "
         if isinstance(cause, api_exceptions.NotFound):
-            return prefix + (not_found or f"bucket {self.bucket_name!r} does not exist; create it or fix the "
-                             "store URL")
+            return prefix + (
+                not_found or f"bucket {self.bucket_name!r} does not exist; create it or fix the store URL"
+            )
         if isinstance(cause, (api_exceptions.Forbidden, api_exceptions.Unauthorized)):
-            return (prefix + f"no permission ({cause.code} {cause.message}); the store needs "
-                    f"roles/storage.objectViewer and roles/storage.objectCreator on "
-                    f"bucket {self.bucket_name!r}")
+            return (
+                prefix + f"no permission ({cause.code} {cause.message}); the store needs "
+                f"roles/storage.objectViewer and roles/storage.objectCreator on "
+                f"bucket {self.bucket_name!r}"
+            )
         if isinstance(cause, api_exceptions.GoogleAPICallError):
             return prefix + f"{cause.code} {cause.message}"
         if isinstance(cause, InvalidResponse):  # raised by media uploads and downloads
@@ -131,12 +136,22 @@ class BucketIO:
         """In name order. Raises StoreError: a missing bucket, no permission or credentials, or still
         failing at the deadline."""
         try:
-            return list(self.client.list_blobs(self.bucket_name, prefix=prefix, max_results=max_results,
-                                               retry=deadline, timeout=request_timeout_s()))
-        except (api_exceptions.GoogleAPICallError, api_exceptions.RetryError, auth_exceptions.GoogleAuthError,
-                OSError) as exc:
-            raise StoreError(f"cannot list {self.object_url(prefix)}: "
-                             f"{self.explain(exc, deadline)}") from exc
+            return list(
+                self.client.list_blobs(
+                    self.bucket_name,
+                    prefix=prefix,
+                    max_results=max_results,
+                    retry=deadline,
+                    timeout=request_timeout_s(),
+                )
+            )
+        except (
+            api_exceptions.GoogleAPICallError,
+            api_exceptions.RetryError,
+            auth_exceptions.GoogleAuthError,
+            OSError,
+        ) as exc:
+            raise StoreError(f"cannot list {self.object_url(prefix)}: {self.explain(exc, deadline)}") from exc
 
     def upload(self, src_dir: Path, names: Sequence[str], prefix: str, deadline_s: float, hint: str) -> None:
         """Upload ``src_dir/<name>`` to ``<prefix><name>`` for each name, create-only, crc32c-checked.
@@ -154,9 +169,16 @@ class BucketIO:
         crcs = [file_crc32c(src_dir / n) for n in names]
         results = transfer_manager.upload_many(
             [(str(src_dir / n), b) for n, b in zip(names, blobs)],
-            upload_kwargs={"if_generation_match": 0, "checksum": "crc32c", "retry": deadline,
-                           "timeout": request_timeout_s()},
-            worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
+            upload_kwargs={
+                "if_generation_match": 0,
+                "checksum": "crc32c",
+                "retry": deadline,
+                "timeout": request_timeout_s(),
+            },
+            worker_type=transfer_manager.THREAD,
+            max_workers=self.max_workers,
+            raise_exception=False,
+        )
         conflicts, failures = [], []
         for name, blob, crc, result in zip(names, blobs, crcs, results):
             where = self.object_url(blob.name)
@@ -173,15 +195,21 @@ class BucketIO:
             elif blob.crc32c != crc:
                 failures.append(f"{where}: stored crc32c {blob.crc32c} differs from the local file's {crc}")
         if failures:
-            raise StoreError(f"upload of {len(failures)} of {len(names)} file(s) from {src_dir} to bucket "
-                             f"{self.bucket_name!r} failed: " + "; ".join(failures[:5])
-                             + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""))
+            raise StoreError(
+                f"upload of {len(failures)} of {len(names)} file(s) from {src_dir} to bucket "
+                f"{self.bucket_name!r} failed: "
+                + "; ".join(failures[:5])
+                + (f"; and {len(failures) - 5} more" if len(failures) > 5 else "")
+            )
         if conflicts:
-            raise UserError(f"{len(conflicts)} object(s) already exist with other "
-                            f"content: {shown(conflicts)}; never overwritten ({hint})")
+            raise UserError(
+                f"{len(conflicts)} object(s) already exist with other "
+                f"content: {shown(conflicts)}; never overwritten ({hint})"
+            )
 
-    def download(self, chosen: Sequence[tuple[str, Any]], dest: Path, deadline: SharedDeadline, *,
-                 cache: bool = False) -> None:
+    def download(
+        self, chosen: Sequence[tuple[str, Any]], dest: Path, deadline: SharedDeadline, *, cache: bool = False
+    ) -> None:
         """Download each ``(name, blob)`` to ``dest/<name>`` (names already safe): crc32c-checked temp
         files linked in place. A local file with the same bytes is kept; with other bytes it is an error,
         unless ``dest`` is a ``cache`` of ours (then replaced).
@@ -201,9 +229,11 @@ class BucketIO:
             final.unlink(missing_ok=True)
             todo.append((name, blob))
         if differs:
-            raise UserError(f"{len(differs)} file(s) already exist in {dest} with other "
-                            f"content ({shown(differs)}); "
-                            "remove them or fetch into another folder")
+            raise UserError(
+                f"{len(differs)} file(s) already exist in {dest} with other "
+                f"content ({shown(differs)}); "
+                "remove them or fetch into another folder"
+            )
         if not todo:
             return
         try:
@@ -213,7 +243,10 @@ class BucketIO:
                 results = transfer_manager.download_many(
                     [(blob, str(part)) for (_, blob), part in zip(todo, parts)],
                     download_kwargs={"checksum": "crc32c", "retry": deadline, "timeout": request_timeout_s()},
-                    worker_type=transfer_manager.THREAD, max_workers=self.max_workers, raise_exception=False)
+                    worker_type=transfer_manager.THREAD,
+                    max_workers=self.max_workers,
+                    raise_exception=False,
+                )
                 failures = []
                 for (_, blob), part, result in zip(todo, parts, results):
                     where = self.object_url(blob.name)
@@ -222,8 +255,10 @@ class BucketIO:
                     elif blob.crc32c and file_crc32c(part) != blob.crc32c:
                         failures.append(f"{where}: downloaded bytes do not match its crc32c {blob.crc32c}")
                 if failures:
-                    raise StoreError(f"download of {len(failures)} of {len(todo)} object(s) from bucket "
-                                     f"{self.bucket_name!r} failed: " + "; ".join(failures[:5]))
+                    raise StoreError(
+                        f"download of {len(failures)} of {len(todo)} object(s) from bucket "
+                        f"{self.bucket_name!r} failed: " + "; ".join(failures[:5])
+                    )
                 for (name, blob), part in zip(todo, parts):
                     final = dest / name
                     final.parent.mkdir(parents=True, exist_ok=True)
@@ -233,8 +268,10 @@ class BucketIO:
                         if file_crc32c(final) != blob.crc32c:
                             differs.append(name)
                 if differs:
-                    raise UserError(f"{len(differs)} file(s) appeared in {dest} during the "
-                                    f"fetch with other content ({shown(differs)}); remove them or "
-                                    f"fetch into another folder")
+                    raise UserError(
+                        f"{len(differs)} file(s) appeared in {dest} during the "
+                        f"fetch with other content ({shown(differs)}); remove them or "
+                        f"fetch into another folder"
+                    )
         except OSError as exc:
             raise UserError(f"cannot write into {dest}: {exc.strerror or exc}") from exc

@@ -59,8 +59,10 @@ DEFAULT_STAGING = Path(".benchtrail") / "staging"
 #: Pushes of one write before giving up (each after a fetch and a rebuild on the new tip).
 PUSH_TRIES = 6
 _IDENTITY = ("-c", "user.name=benchtrail", "-c", "user.email=benchtrail@users.noreply.github.com")
-_RACE = re.compile(r"fetch first|non-fast-forward|cannot lock ref|failed to update ref|incorrect old value"
-                   r"|stale info|shallow update not allowed")
+_RACE = re.compile(
+    r"fetch first|non-fast-forward|cannot lock ref|failed to update ref|incorrect old value"
+    r"|stale info|shallow update not allowed"
+)
 _TIP = "refs/benchtrail/tip"
 #: Seconds a fetched tip serves reads of pointers before the next read fetches again (a history walk reads
 #: the pointers of every commit: one fetch, not one per commit).
@@ -86,16 +88,19 @@ class GitStore:
     def url(self) -> str:
         return f"git:{shown_remote(self.remote)}#{self.branch}"
 
-    def _git(self, *args: str, stdin: bytes = b"", index: Path | None = None,
-             ok: bool = False) -> subprocess.CompletedProcess[bytes]:
+    def _git(
+        self, *args: str, stdin: bytes = b"", index: Path | None = None, ok: bool = False
+    ) -> subprocess.CompletedProcess[bytes]:
         """``git ARGS`` in the cache repository; unless ``ok``, a failure is a StoreError."""
         env = git_env(self.config)
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         proc = run_git(["--git-dir", str(self.cache), *_IDENTITY, *args], stdin=stdin, env=env)
         if proc.returncode and not ok:
-            raise StoreError(f"git store {self.url} (remote {shown_remote(self.remote)}, branch "
-                             f"{self.branch}): git {args[0]} failed; {said(proc)}")
+            raise StoreError(
+                f"git store {self.url} (remote {shown_remote(self.remote)}, branch "
+                f"{self.branch}): git {args[0]} failed; {said(proc)}"
+            )
         return proc
 
     def _out(self, *args: str, stdin: bytes = b"") -> str:
@@ -120,11 +125,14 @@ class GitStore:
 
     def _fetch(self) -> str | None:
         """``fetch`` with the lock held."""
-        proc = self._git("fetch", "--quiet", "--no-tags", "--depth", "1", self.remote,
-                         f"refs/heads/{self.branch}", ok=True)
+        proc = self._git(
+            "fetch", "--quiet", "--no-tags", "--depth", "1", self.remote, f"refs/heads/{self.branch}", ok=True
+        )
         if proc.returncode and "couldn't find remote ref" not in proc.stderr.decode(errors="replace"):
-            raise StoreError(f"git store {self.url}: cannot fetch branch {self.branch!r} from remote "
-                             f"{shown_remote(self.remote)}; {said(proc)}")
+            raise StoreError(
+                f"git store {self.url}: cannot fetch branch {self.branch!r} from remote "
+                f"{shown_remote(self.remote)}; {said(proc)}"
+            )
         self._git("update-ref", *(["-d", _TIP] if proc.returncode else [_TIP, "FETCH_HEAD"]))
         self.fetched_at[:] = [time.monotonic()]
         return self.tip()
@@ -160,7 +168,7 @@ class GitStore:
         for _ in blobs:
             header_end = out.index(b"\n", at)
             size = int(out[at:header_end].split()[2])
-            found.append(out[header_end + 1:header_end + 1 + size])
+            found.append(out[header_end + 1 : header_end + 1 + size])
             at = header_end + 1 + size + 1
         return found
 
@@ -168,13 +176,18 @@ class GitStore:
         """The run's files (relative names) at the tip, fetched again when the tip has none."""
         prefix = run_path(run_id, attempt) + "/"
         files = self._ls(self.tip(), prefix) or self._ls(self.fetch(), prefix)
-        return {name[len(prefix):]: blob for name, blob in files.items()}
+        return {name[len(prefix) :]: blob for name, blob in files.items()}
 
     def _hash(self, files: Mapping[str, bytes | Path]) -> dict[str, str]:
         """Write each file's bytes into the cache; ``{branch path: blob id}``."""
         paths = {n: v for n, v in files.items() if isinstance(v, Path)}
-        out = self._out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                        stdin="".join(f"{v.resolve()}\n" for v in paths.values()).encode()).split()
+        out = self._out(
+            "hash-object",
+            "-w",
+            "--no-filters",
+            "--stdin-paths",
+            stdin="".join(f"{v.resolve()}\n" for v in paths.values()).encode(),
+        ).split()
         blobs = dict(zip(paths, out, strict=True))
         for name, value in files.items():
             if not isinstance(value, Path):
@@ -186,15 +199,25 @@ class GitStore:
         index = self.cache / f"index-{os.getpid()}-{threading.get_ident()}"
         try:
             self._git("read-tree", *([tip] if tip else ["--empty"]), index=index)
-            self._git("update-index", "--add", "-z", "--index-info", index=index,
-                      stdin="".join(f"100644 {b}\t{n}\0" for n, b in blobs.items()).encode())
+            self._git(
+                "update-index",
+                "--add",
+                "-z",
+                "--index-info",
+                index=index,
+                stdin="".join(f"100644 {b}\t{n}\0" for n, b in blobs.items()).encode(),
+            )
             tree = self._git("write-tree", index=index).stdout.decode().strip()
         finally:
             index.unlink(missing_ok=True)
         return self._out("commit-tree", "--no-gpg-sign", tree, *(["-p", tip] if tip else []), "-m", message)
 
-    def add(self, files: Mapping[str, bytes | Path], message: Callable[[int], str],
-            may_differ: Collection[str] = ()) -> list[str]:
+    def add(
+        self,
+        files: Mapping[str, bytes | Path],
+        message: Callable[[int], str],
+        may_differ: Collection[str] = (),
+    ) -> list[str]:
         """Commit the ``files`` (branch path: bytes or a local file) that the branch does not hold yet and
         push them, all or nothing: when the branch holds any of them with other bytes (but those in
         ``may_differ``), nothing is committed. ``message`` makes the commit message from the number of files
@@ -212,8 +235,9 @@ class GitStore:
         with self._locked():
             return self._add(blobs, message, may_differ)
 
-    def _add(self, blobs: Mapping[str, str], message: Callable[[int], str],
-             may_differ: Collection[str]) -> list[str]:
+    def _add(
+        self, blobs: Mapping[str, str], message: Callable[[int], str], may_differ: Collection[str]
+    ) -> list[str]:
         """``add`` with the lock held, the files hashed."""
         tip = self.tip() or self._fetch()
         for attempt in range(PUSH_TRIES):
@@ -223,16 +247,19 @@ class GitStore:
             if not new or set(differs) - set(may_differ):
                 return differs
             commit = self._commit(tip, new, message(len(new)))
-            push = self._git("push", "--quiet", "--no-verify", self.remote,
-                             f"{commit}:refs/heads/{self.branch}", ok=True)
+            push = self._git(
+                "push", "--quiet", "--no-verify", self.remote, f"{commit}:refs/heads/{self.branch}", ok=True
+            )
             if not push.returncode:
                 self._git("update-ref", _TIP, commit)
                 return differs
             if not _RACE.search(push.stderr.decode(errors="replace")) or attempt + 1 == PUSH_TRIES:
                 why = "another writer kept winning" if attempt + 1 == PUSH_TRIES else "refused"
-                raise StoreError(f"git store {self.url}: push to branch {self.branch!r} of remote "
-                                 f"{shown_remote(self.remote)} {why} ({attempt + 1} tries); {said(push)}")
-            time.sleep(random.uniform(0.05, 0.25) * 2 ** attempt)
+                raise StoreError(
+                    f"git store {self.url}: push to branch {self.branch!r} of remote "
+                    f"{shown_remote(self.remote)} {why} ({attempt + 1} tries); {said(push)}"
+                )
+            time.sleep(random.uniform(0.05, 0.25) * 2**attempt)
             tip = self._fetch()
         raise AssertionError("unreachable")
 
@@ -253,12 +280,21 @@ class GitStore:
         """
         found = self._ls(self.fetch(), run_path(run_id, attempt) + "/")
         if found:
-            raise UserError(f"run {self.run_url(run_id, attempt)} already holds files (e.g. {min(found)}); "
-                            "runs are never overwritten (use a new attempt)")
+            raise UserError(
+                f"run {self.run_url(run_id, attempt)} already holds files (e.g. {min(found)}); "
+                "runs are never overwritten (use a new attempt)"
+            )
         return empty_staging_dir(self.run_dir(run_id, attempt), run_id, attempt)
 
-    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
-                   patterns: Sequence[str] = ALL_FILES) -> int:
+    def upload_run(
+        self,
+        local_dir: Path,
+        run_id: str,
+        attempt: int,
+        *,
+        deadline_s: float = 600,
+        patterns: Sequence[str] = ALL_FILES,
+    ) -> int:
         """Commit the files of ``local_dir`` matching ``patterns`` into ``runs/<id>/<attempt>/``, create-only,
         and push. Files under ``LEFT_OUT`` are never committed: a note ``not-stored/<artifact>.md`` says what
         was left out and where it is (``left_out_note``); a note that exists is kept. A file stored with the
@@ -280,27 +316,42 @@ class GitStore:
             note_name, text = left_out_note(local_dir, sorted(set(names) - set(kept)), run_id, attempt)
             files[f"{prefix}/{note_name}"] = text.encode()
             notes.append(f"{prefix}/{note_name}")
-        differs = [d for d in self.add(files, lambda n: f"benchtrail: run {run_id}/{attempt}, {n} file(s)",
-                                       notes) if d not in notes]
+        differs = [
+            d
+            for d in self.add(files, lambda n: f"benchtrail: run {run_id}/{attempt}, {n} file(s)", notes)
+            if d not in notes
+        ]
         if differs:
-            raise UserError(f"{len(differs)} file(s) already exist in {self.url} with other content "
-                            f"({shown(differs)}); never overwritten (upload the run under a new attempt)")
+            raise UserError(
+                f"{len(differs)} file(s) already exist in {self.url} with other content "
+                f"({shown(differs)}); never overwritten (upload the run under a new attempt)"
+            )
         return len(kept)
 
     def incomplete_runs(self) -> list[tuple[str, int]]:
         """The runs with files and no commit pointer (``benchtrail.store.base.pointerless``), sorted (the
         branch fetched now)."""
         names = list(self._ls(self.fetch(), "runs/", "commits/"))
-        runs = {(p[1], int(p[2])) for n in names
-                if len(p := n.split("/")) > 3 and p[0] == "runs" and p[2].isdigit()}
+        runs = {
+            (p[1], int(p[2]))
+            for n in names
+            if len(p := n.split("/")) > 3 and p[0] == "runs" and p[2].isdigit()
+        }
         return pointerless(runs, (n.rsplit("/", 1)[-1] for n in names if n.startswith("commits/")))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
         """The names of the run's files, relative to its directory, sorted; [] for no such run."""
         return sorted(self._run_files(run_id, attempt))
 
-    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
-                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
+    def fetch_run(
+        self,
+        run_id: str,
+        attempt: int,
+        dest: Path | None = None,
+        patterns: Sequence[str] = ALL_FILES,
+        *,
+        deadline_s: float = 600,
+    ) -> Path:
         """Write the run's files matching ``patterns`` into ``dest`` (default: ``run_dir``), create-only.
         Every name of the run is checked before anything is written. ``deadline_s`` is ignored.
 
@@ -314,15 +365,19 @@ class GitStore:
         where = self.run_url(run_id, attempt)
         chosen = sorted(n for n in files if regex.match(check_relative_name(n, where)))
         if not chosen:
-            raise UserError(f"no file of run {self.run_url(run_id, attempt)} matches {', '.join(patterns)} "
-                            f"(it holds e.g. {shown(sorted(files), 3)})")
+            raise UserError(
+                f"no file of run {self.run_url(run_id, attempt)} matches {', '.join(patterns)} "
+                f"(it holds e.g. {shown(sorted(files), 3)})"
+            )
         differs = []
         for name, data in zip(chosen, self._blobs([files[n][0] for n in chosen]), strict=True):
             if write_new(dest / name, data).read_bytes() != data:
                 differs.append(name)
         if differs:
-            raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content "
-                            f"({shown(differs)}); remove them or fetch into another folder")
+            raise UserError(
+                f"{len(differs)} file(s) already exist in {dest} with other content "
+                f"({shown(differs)}); remove them or fetch into another folder"
+            )
         return dest
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: dict[str, Any]) -> str:
@@ -339,8 +394,10 @@ class GitStore:
         data = jsonio.dumps(pointer_document(commit, run_id, attempt, info)).encode()
         message = f"benchtrail: pointer of run {run_id}/{attempt} to {commit[:12]}"
         if self.add({path: data}, lambda _: message):
-            raise UserError(f"1 file(s) already exist in {self.url} with other content ({path}); never "
-                            "overwritten (each run writes its pointer once)")
+            raise UserError(
+                f"1 file(s) already exist in {self.url} with other content ({path}); never "
+                "overwritten (each run writes its pointer once)"
+            )
         return f"{self.url}/{path}"
 
     def pointers(self, commit: str) -> list[dict[str, Any]]:
@@ -351,12 +408,14 @@ class GitStore:
         tip = self.recent_tip()
         chosen, too_big = {}, []
         for path, (blob, size) in self._ls(tip, prefix).items():
-            name = path[len(prefix):]
+            name = path[len(prefix) :]
             if not (name.endswith(".json") and "/" not in name and unsafe_reason(name) is None):
                 continue
             if size > MAX_POINTER_BYTES:
-                too_big.append(f"commit pointer {self.url}/{path} is {size} bytes, more than "
-                               f"{MAX_POINTER_BYTES}; not read")
+                too_big.append(
+                    f"commit pointer {self.url}/{path} is {size} bytes, more than "
+                    f"{MAX_POINTER_BYTES}; not read"
+                )
             else:
                 chosen[name] = blob
         folder = self.staging / "commits" / commit
@@ -384,26 +443,36 @@ def left_out_note(local_dir: Path, names: Sequence[str], run_id: str, attempt: i
         count, size = sizes.get(name.split("/", 1)[0], (0, 0))
         sizes[name.split("/", 1)[0]] = (count + 1, size + (Path(local_dir) / name).stat().st_size)
     artifact, ci_run = env.get("BENCHTRAIL_ARTIFACT_NAME", ""), env.get("GITHUB_RUN_ID", "")
-    lines = [f"# Files of run {run_id}/{attempt} not stored in this branch", "",
-             "Compiled artifacts (`modules/`, the Inductor cache among them) and the run's dashboard "
-             "(`dashboard/`) are never committed to the data branch: they would grow it by megabytes a run.",
-             "",
-             "| folder | files | bytes |", "|---|---:|---:|",
-             *(f"| `{folder}/` | {count} | {size} |" for folder, (count, size) in sorted(sizes.items())), ""]
+    lines = [
+        f"# Files of run {run_id}/{attempt} not stored in this branch",
+        "",
+        "Compiled artifacts (`modules/`, the Inductor cache among them) and the run's dashboard "
+        "(`dashboard/`) are never committed to the data branch: they would grow it by megabytes a run.",
+        "",
+        "| folder | files | bytes |",
+        "|---|---:|---:|",
+        *(f"| `{folder}/` | {count} | {size} |" for folder, (count, size) in sorted(sizes.items())),
+        "",
+    ]
     if env.get("GITHUB_ACTIONS") == "true" and ci_run:
         days = env.get("BENCHTRAIL_ARTIFACT_RETENTION_DAYS") or "90"
         if not days.isdigit() or int(days) < 1:
-            raise UserError(f"BENCHTRAIL_ARTIFACT_RETENTION_DAYS={days!r} is not a whole number of days "
-                            "from 1")
+            raise UserError(
+                f"BENCHTRAIL_ARTIFACT_RETENTION_DAYS={days!r} is not a whole number of days from 1"
+            )
         until = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=int(days))).date()
         page = f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{env.get('GITHUB_REPOSITORY', '')}"
-        lines.append(f"Where they are: the GitHub Actions artifact `{artifact or '(name not given)'}` of "
-                     f"workflow run {ci_run} ({page}/actions/runs/{ci_run}), kept until {until} "
-                     f"({days} days after this upload); after that, nowhere.")
+        lines.append(
+            f"Where they are: the GitHub Actions artifact `{artifact or '(name not given)'}` of "
+            f"workflow run {ci_run} ({page}/actions/runs/{ci_run}), kept until {until} "
+            f"({days} days after this upload); after that, nowhere."
+        )
         key = artifact or f"run-{ci_run}"
     else:
-        lines.append("Where they are: not kept. The run was stored outside GitHub Actions; only the "
-                     "writer's own copy (its staging folder) held them.")
+        lines.append(
+            "Where they are: not kept. The run was stored outside GitHub Actions; only the "
+            "writer's own copy (its staging folder) held them."
+        )
         key = "local"
     key = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-.") or "local"
     return f"{NOTES}/{key}.md", "\n".join(lines) + "\n"
@@ -434,4 +503,3 @@ def open_git_store(url: str, *, staging: Path | None = None, cwd: Path | None = 
         create_cache(store.cache, store.url)
     store.fetch()
     return store
-

@@ -40,16 +40,20 @@ def parse_url(url: str) -> tuple[str, str]:
     """
     if not url.startswith("git:"):
         raise UserError(f"store URL {url!r} is not git:REMOTE#BRANCH")
-    remote, _, branch = url[len("git:"):].rpartition("#") if "#" in url else (url[len("git:"):], "", "")
+    remote, _, branch = url[len("git:") :].rpartition("#") if "#" in url else (url[len("git:") :], "", "")
     remote, branch = remote.strip() or DEFAULT_REMOTE, branch.strip() or DEFAULT_BRANCH
     if _has_credentials(remote):
-        raise UserError(f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the "
-                        "token in a credential helper (or leave it to actions/checkout's credentials) and "
-                        "give the URL without it")
+        raise UserError(
+            f"store URL {shown_remote(url)!r}: the remote holds a user name or token; put the "
+            "token in a credential helper (or leave it to actions/checkout's credentials) and "
+            "give the URL without it"
+        )
     if not _branch_ok(branch) or {"runs", "commits", "assets"} & set(branch.split("/")):
-        raise UserError(f"store URL {shown_remote(url)!r}: {branch!r} is not a branch name benchtrail stores "
-                        "in (one `git check-ref-format --branch` accepts, not HEAD; no 'runs', 'commits' or "
-                        "'assets' segment, which would make a run's URL ambiguous)")
+        raise UserError(
+            f"store URL {shown_remote(url)!r}: {branch!r} is not a branch name benchtrail stores "
+            "in (one `git check-ref-format --branch` accepts, not HEAD; no 'runs', 'commits' or "
+            "'assets' segment, which would make a run's URL ambiguous)"
+        )
     return remote, branch
 
 
@@ -66,15 +70,16 @@ def _has_credentials(remote: str) -> bool:
     if "://" not in remote:
         return False
     parts = urlsplit(remote)
-    return parts.password is not None or (parts.username is not None
-                                          and parts.scheme.lower() in ("http", "https", "ftp", "ftps"))
+    return parts.password is not None or (
+        parts.username is not None and parts.scheme.lower() in ("http", "https", "ftp", "ftps")
+    )
 
 
 def shown_remote(remote: str) -> str:
     """``remote`` (or a ``git:`` URL) without the user info ``_has_credentials`` finds
     (``https://user:token@host/…`` → ``https://host/…``); ``ssh://git@host/…`` is kept."""
     prefix = "git:" if remote.startswith("git:") else ""
-    rest = remote[len(prefix):]
+    rest = remote[len(prefix) :]
     if not _has_credentials(rest):
         return remote
     parts = urlsplit(rest)
@@ -84,8 +89,11 @@ def shown_remote(remote: str) -> str:
 def github_repo(remote: str) -> str | None:
     """``https://github.com/OWNER/REPO`` for a GitHub remote (https, ``git@github.com:`` or ssh), else
     None."""
-    match = re.match(r"^(?:(?:https://(?:[^/@]*@)?|ssh://git@)github\.com/|(?:git@)?github\.com:)"
-                     r"([^/]+)/([^/]+?)(?:\.git)?/?$", remote)
+    match = re.match(
+        r"^(?:(?:https://(?:[^/@]*@)?|ssh://git@)github\.com/|(?:git@)?github\.com:)"
+        r"([^/]+)/([^/]+?)(?:\.git)?/?$",
+        remote,
+    )
     return f"https://github.com/{match[1]}/{match[2]}" if match else None
 
 
@@ -105,9 +113,11 @@ def fetch_command(run: str, dest: str = ".") -> str:
     remote = match["remote"]
     remote = f"file://{remote}" if remote.startswith("/") else remote
     branch = shlex.quote(match["branch"])
-    return (f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {branch} "
-            f"{shlex.quote(remote)} {folder} && git -C {folder} sparse-checkout set --no-cone "
-            f"/runs/{where['run_id']}/{where['attempt']}/")
+    return (
+        f"git clone --quiet --depth 1 --filter=blob:none --sparse --branch {branch} "
+        f"{shlex.quote(remote)} {folder} && git -C {folder} sparse-checkout set --no-cone "
+        f"/runs/{where['run_id']}/{where['attempt']}/"
+    )
 
 
 def browser_link(url: str) -> str:
@@ -135,16 +145,18 @@ def git_env(config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
     return env
 
 
-def run_git(args: Sequence[str], *, cwd: Path | None = None, stdin: bytes = b"",
-         env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_git(
+    args: Sequence[str], *, cwd: Path | None = None, stdin: bytes = b"", env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """``git ARGS``, its output captured.
 
     Raises:
         StoreError: git is not installed.
     """
     try:
-        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, env=env or git_env(),
-                              check=False)
+        return subprocess.run(
+            ["git", *args], cwd=cwd, input=stdin, capture_output=True, env=env or git_env(), check=False
+        )
     except FileNotFoundError as exc:
         raise StoreError("a git: store needs the git command, which is not installed") from exc
 
@@ -183,8 +195,9 @@ def is_scp(remote: str) -> bool:
     return colon > 1 and (slash < 0 or colon < slash)
 
 
-def resolve_remote(remote: str, cwd: Path | None = None,
-                   branch: str = DEFAULT_BRANCH) -> tuple[str, tuple[tuple[str, str], ...]]:
+def resolve_remote(
+    remote: str, cwd: Path | None = None, branch: str = DEFAULT_BRANCH
+) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The URL or absolute path to fetch from and push to, and the settings to copy from the working
     repository: a remote name (``origin``) of the repository in ``cwd`` is its URL and brings that
     repository's ``http.*.extraheader``, ``credential.*`` and ``core.sshCommand`` settings (what
@@ -200,9 +213,11 @@ def resolve_remote(remote: str, cwd: Path | None = None,
         return str((Path(cwd or ".") / remote).expanduser().resolve()), ()
     found = run_git(["remote", "get-url", remote], cwd=cwd)
     if found.returncode:
-        raise UserError(f"git store git:{remote}#{branch}: {remote!r} is not a remote of the repository in "
-                        f"{Path(cwd or '.').resolve()} ({said(found)}); give git:URL#{branch} or "
-                        f"git:/path/to/repo.git#{branch}")
+        raise UserError(
+            f"git store git:{remote}#{branch}: {remote!r} is not a remote of the repository in "
+            f"{Path(cwd or '.').resolve()} ({said(found)}); give git:URL#{branch} or "
+            f"git:/path/to/repo.git#{branch}"
+        )
     url = found.stdout.decode().strip()
     if ":" not in url and not os.path.isabs(url):  # a path relative to that repository
         top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd).stdout.decode().strip()
@@ -212,5 +227,3 @@ def resolve_remote(remote: str, cwd: Path | None = None,
     items = (item.split("\n", 1) for item in settings.decode(errors="replace").split("\0") if "\n" in item)
     pairs = tuple((key, value) for key, value in items)
     return url, pairs
-
-

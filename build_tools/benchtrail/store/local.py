@@ -57,8 +57,10 @@ def place_files(src_dir: Path, names: Iterable[str], dest: Path, conflict: str) 
     except OSError as exc:
         raise UserError(f"cannot copy {src_dir} into {dest}: {exc.strerror or exc}") from exc
     if differs:
-        raise UserError(f"{len(differs)} file(s) already exist in {dest} with other content "
-                        f"({shown(differs)}); {conflict}")
+        raise UserError(
+            f"{len(differs)} file(s) already exist in {dest} with other content "
+            f"({shown(differs)}); {conflict}"
+        )
 
 
 class Pointers(list[Json]):
@@ -83,8 +85,9 @@ def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
     if name != f"{run_id}-{attempt}.json":
         return f"its name {name!r} is not {run_id}-{attempt}.json, the name its run writes"
     if pointer.get("commit") != commit:
-        return (f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under "
-                f"({commit})")
+        return (
+            f"its commit {str(pointer.get('commit'))[:80]!r} is not the commit it is stored under ({commit})"
+        )
 
     def list_of(field: str, valid: Callable[[Any], bool]) -> bool:
         return isinstance(value := pointer.get(field, []), list) and all(map(valid, value))
@@ -93,19 +96,27 @@ def pointer_problem(pointer: Json, name: str, commit: str) -> str | None:
         return "devices is not a list of names"
     if not isinstance(pointer.get("torch_version", ""), str):
         return "torch_version is not a string"
-    if not list_of("baseline_keys", lambda k: isinstance(k, dict) and isinstance(k.get("device"), str)
-                   and isinstance(k.get("torch_version"), str)
-                   and isinstance(k.get("gpu", ""), (str, type(None)))
-                   and type(k.get("method_version")) is int):  # JSON: an int, not a bool
+    if not list_of(
+        "baseline_keys",
+        lambda k: (
+            isinstance(k, dict)
+            and isinstance(k.get("device"), str)
+            and isinstance(k.get("torch_version"), str)
+            and isinstance(k.get("gpu", ""), (str, type(None)))
+            and type(k.get("method_version")) is int
+        ),
+    ):  # JSON: an int, not a bool
         return "baseline_keys is not a list of {device, gpu, torch_version, method_version}"
-    if not list_of("results",
-                   lambda r: isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None):
+    if not list_of(
+        "results", lambda r: isinstance(r, str) and r.startswith("results/") and unsafe_reason(r) is None
+    ):
         return "results is not a list of safe names under results/"
     return None
 
 
-def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
-                       unreadable: Iterable[str] = (), own_time: bool = False) -> Pointers:
+def read_pointer_files(
+    paths: Iterable[tuple[Path, str]], commit: str, unreadable: Iterable[str] = (), own_time: bool = False
+) -> Pointers:
     """Pointers from ``(path, stored_at)`` pairs, oldest first by ``stored_at`` (when the store created
     it, never a time its writer chose; then run id, attempt), set on each. ``own_time`` (a local store,
     whose copies re-time files): the pointer's ``created`` instead, when valid. Unparsable files, those over
@@ -114,15 +125,19 @@ def read_pointer_files(paths: Iterable[tuple[Path, str]], commit: str,
     for p, stored_at in paths:
         try:
             if p.stat().st_size > MAX_POINTER_BYTES:
-                raise UserError(f"commit pointer {p} is {p.stat().st_size} bytes, "
-                                f"more than {MAX_POINTER_BYTES}")
+                raise UserError(
+                    f"commit pointer {p} is {p.stat().st_size} bytes, more than {MAX_POINTER_BYTES}"
+                )
             pointer = jsonio.read_json(p, kind="commit pointer", supported=POINTER_SCHEMA_VERSION)
             if why := pointer_problem(pointer, p.name, commit):
                 raise UserError(f"commit pointer {p}: {why}")
         except UserError as exc:
             problems.append(str(exc))
-        except (OSError, ValueError,
-                RecursionError) as exc:  # undecodable bytes, absurd numbers, deep nesting
+        except (
+            OSError,
+            ValueError,
+            RecursionError,
+        ) as exc:  # undecodable bytes, absurd numbers, deep nesting
             problems.append(f"commit pointer {p} cannot be read: {type(exc).__name__}: {str(exc)[:200]}")
         else:
             pointer["stored_at"] = (own_time and _created(pointer)) or stored_at  # the store's own record
@@ -148,8 +163,13 @@ def _created(pointer: Json) -> str | None:
 
 def pointer_document(commit: str, run_id: str, attempt: int, info: Json) -> Json:
     """The JSON object of a commit pointer (``schema_version`` ``POINTER_SCHEMA_VERSION``)."""
-    return {"schema_version": POINTER_SCHEMA_VERSION, "commit": check_id(commit, "commit"),
-            "run_id": check_id(run_id, "run id"), "attempt": check_attempt(attempt), **info}
+    return {
+        "schema_version": POINTER_SCHEMA_VERSION,
+        "commit": check_id(commit, "commit"),
+        "run_id": check_id(run_id, "run id"),
+        "attempt": check_attempt(attempt),
+        **info,
+    }
 
 
 @dataclass(frozen=True)
@@ -177,14 +197,22 @@ class LocalStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.mkdir()
         except FileExistsError as exc:
-            raise UserError(f"run directory {path} exists; runs are never overwritten (use a new "
-                            "attempt)") from exc
+            raise UserError(
+                f"run directory {path} exists; runs are never overwritten (use a new attempt)"
+            ) from exc
         except OSError as exc:
             raise UserError(f"cannot create run directory {path}: {exc.strerror or exc}") from exc
         return path
 
-    def upload_run(self, local_dir: Path, run_id: str, attempt: int, *, deadline_s: float = 600,
-                   patterns: Sequence[str] = ALL_FILES) -> int:
+    def upload_run(
+        self,
+        local_dir: Path,
+        run_id: str,
+        attempt: int,
+        *,
+        deadline_s: float = 600,
+        patterns: Sequence[str] = ALL_FILES,
+    ) -> int:
         """Copy the matching files create-only (none when ``local_dir`` is the run directory); returns how
         many of ``local_dir`` the run holds. Same bytes count as copied; ``deadline_s`` is ignored.
 
@@ -194,14 +222,21 @@ class LocalStore:
         target = self.run_dir(run_id, attempt)
         names = upload_names(local_dir, patterns)
         if Path(local_dir).resolve() != target.resolve():
-            place_files(Path(local_dir), names, target,
-                        "files in a run directory are never overwritten (use a new attempt)")
+            place_files(
+                Path(local_dir),
+                names,
+                target,
+                "files in a run directory are never overwritten (use a new attempt)",
+            )
         return len(names)
 
     def incomplete_runs(self) -> list[RunKey]:
         """The runs with a folder and no commit pointer (``benchtrail.store.base.pointerless``), sorted."""
-        runs = [(d.parent.name, int(d.name)) for d in self.root.glob("runs/*/*")
-                if d.is_dir() and d.name.isdigit()]
+        runs = [
+            (d.parent.name, int(d.name))
+            for d in self.root.glob("runs/*/*")
+            if d.is_dir() and d.name.isdigit()
+        ]
         return pointerless(runs, (p.name for p in self.root.glob("commits/*/*.json")))
 
     def run_files(self, run_id: str, attempt: int, *, deadline_s: float = 600) -> list[str]:
@@ -209,8 +244,15 @@ class LocalStore:
         target = self.run_dir(run_id, attempt)
         return local_files(target) if target.is_dir() else []
 
-    def fetch_run(self, run_id: str, attempt: int, dest: Path | None = None,
-                  patterns: Sequence[str] = ALL_FILES, *, deadline_s: float = 600) -> Path:
+    def fetch_run(
+        self,
+        run_id: str,
+        attempt: int,
+        dest: Path | None = None,
+        patterns: Sequence[str] = ALL_FILES,
+        *,
+        deadline_s: float = 600,
+    ) -> Path:
         """The run directory itself when ``dest`` is None or it (``patterns`` must match something), else
         ``dest`` with the matching files copied in create-only. ``deadline_s`` is ignored.
 
@@ -230,15 +272,21 @@ class LocalStore:
 
     def write_pointer(self, commit: str, run_id: str, attempt: int, info: Json) -> Path:
         """Record that run ``run_id``/``attempt`` holds results for ``commit`` (one new file per run)."""
-        return jsonio.write_json(self.root / "commits" / commit / f"{run_id}-{attempt}.json",
-                                 pointer_document(commit, run_id, attempt, info), exclusive=True)
+        return jsonio.write_json(
+            self.root / "commits" / commit / f"{run_id}-{attempt}.json",
+            pointer_document(commit, run_id, attempt, info),
+            exclusive=True,
+        )
 
     def pointers(self, commit: str) -> list[Json]:
         """Oldest first by the ``created`` time in each (a copied store keeps its order), else by file
         mtime; unreadable ones skipped (``unreadable`` says why)."""
         folder = self.root / "commits" / check_id(commit, "commit")
-        return read_pointer_files(((p, stored_time(p.stat().st_mtime))
-                                   for p in sorted(folder.glob("*.json"))), commit, own_time=True)
+        return read_pointer_files(
+            ((p, stored_time(p.stat().st_mtime)) for p in sorted(folder.glob("*.json"))),
+            commit,
+            own_time=True,
+        )
 
     def write_asset(self, name: str, data: bytes) -> Path:
         """``<root>/assets/<name>``, written create-only unless it exists (then kept as it is)."""
@@ -265,12 +313,15 @@ def open_local_store(url: str, path: str, read_only: bool) -> LocalStore:
     root = Path(path)
     if read_only:
         if not root.exists():
-            raise UserError(f"no such store: {root} does not exist (store {url!r}); give the folder, "
-                            "file:///ABS/PATH or gs://BUCKET[/PREFIX] that `benchtrail "
-                            "pipeline` or `benchtrail upload` wrote to")
+            raise UserError(
+                f"no such store: {root} does not exist (store {url!r}); give the folder, "
+                "file:///ABS/PATH or gs://BUCKET[/PREFIX] that `benchtrail "
+                "pipeline` or `benchtrail upload` wrote to"
+            )
         if not root.is_dir():
-            raise UserError(f"store {url!r}: {root} is not a folder; a store is a folder "
-                            f"holding runs/ and commits/")
+            raise UserError(
+                f"store {url!r}: {root} is not a folder; a store is a folder holding runs/ and commits/"
+            )
     else:
         try:
             root.mkdir(parents=True, exist_ok=True)

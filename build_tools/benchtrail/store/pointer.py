@@ -23,29 +23,39 @@ def pointer_info(run_dir: Path) -> Json:
     commits = {f.commit for f in files}
     versions = {f.environment.get("torch_version") for f in files}
     if len(commits) != 1 or len(versions) != 1:
-        raise UserError(f"{run_dir}: a pointer needs results of one commit and one "
-                        f"torch version; found commits {sorted(commits)} and torch versions "
-                        f"{sorted(map(str, versions))}")
+        raise UserError(
+            f"{run_dir}: a pointer needs results of one commit and one "
+            f"torch version; found commits {sorted(commits)} and torch versions "
+            f"{sorted(map(str, versions))}"
+        )
     keys = sorted(k for ks in keys_of_results(files).values() for k in ks)
-    return {"commit": commits.pop(), "dirty": any(f.dirty for f in files),
-            "presets": sorted({p for f in files for p in f.run.get("presets", [])}),
-            "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
-            "torch_version": versions.pop(), "baseline_keys": [k.to_dict() for k in keys],
-            "results": [p.relative_to(run_dir).as_posix() for p in paths],
-            "created": datetime.datetime.now(datetime.UTC).isoformat()}
+    return {
+        "commit": commits.pop(),
+        "dirty": any(f.dirty for f in files),
+        "presets": sorted({p for f in files for p in f.run.get("presets", [])}),
+        "devices": sorted({b.device_name for f in files for b in f.benchmarks}),
+        "torch_version": versions.pop(),
+        "baseline_keys": [k.to_dict() for k in keys],
+        "results": [p.relative_to(run_dir).as_posix() for p in paths],
+        "created": datetime.datetime.now(datetime.UTC).isoformat(),
+    }
 
 
-def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: Json,
-                      url: Any) -> None:
+def check_own_pointer(store: Any, commit: str, run_id: str, attempt: int, info: Json, url: Any) -> None:
     """Read this run's pointer back: UserError when it is missing or another writer's (a store that lets a
     create race, or ignores preconditions as an emulator does); the run must not become a baseline."""
     wrote = json.loads(json.dumps(pointer_document(commit, run_id, attempt, info)))
-    found = [{k: v for k, v in p.items() if k != "stored_at"} for p in store.pointers(commit)
-             if (p["run_id"], p["attempt"]) == (str(run_id), attempt)]
+    found = [
+        {k: v for k, v in p.items() if k != "stored_at"}
+        for p in store.pointers(commit)
+        if (p["run_id"], p["attempt"]) == (str(run_id), attempt)
+    ]
     if found != [wrote]:
-        raise UserError(f"the pointer {url} is not the one run {run_id}/{attempt} wrote: "
-                        "another writer created or changed it under this run's name (a clash; this run "
-                        "must not be a baseline: check who holds the store's write identity)")
+        raise UserError(
+            f"the pointer {url} is not the one run {run_id}/{attempt} wrote: "
+            "another writer created or changed it under this run's name (a clash; this run "
+            "must not be a baseline: check who holds the store's write identity)"
+        )
 
 
 def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
@@ -56,5 +66,6 @@ def names_run(store: Any, run_dir: Path, run_id: str, attempt: int) -> bool:
         commits = {f.commit for f in load_results_paths(results)}
     except UserError:  # compare says what is wrong
         return True
-    return not commits or any((p["run_id"], p["attempt"]) == (run_id, attempt)
-                              for c in commits for p in store.pointers(c))
+    return not commits or any(
+        (p["run_id"], p["attempt"]) == (run_id, attempt) for c in commits for p in store.pointers(c)
+    )

@@ -35,11 +35,16 @@ def model_source_digest(model: Model) -> str:
     module = importlib.import_module(module_name)
     bench = getattr(module, attr, None)
     if isinstance(bench, FunctionBenchmark):
-        texts = [_source(part, module, anonymous=part is bench.fn)
-                 for part in (bench.fn, bench.inputs, bench.reference) if part is not None]
+        texts = [
+            _source(part, module, anonymous=part is bench.fn)
+            for part in (bench.fn, bench.inputs, bench.reference)
+            if part is not None
+        ]
     else:
-        texts = [inspect.getsource(importlib.import_module(entry.partition(":")[0]))
-                 for entry in filter(None, (model.entry_point, model.reference_entry_point))]
+        texts = [
+            inspect.getsource(importlib.import_module(entry.partition(":")[0]))
+            for entry in filter(None, (model.entry_point, model.reference_entry_point))
+        ]
     return hashlib.sha256("".join(texts).encode()).hexdigest()
 
 
@@ -58,10 +63,15 @@ def _source(obj: Any, module: Any, depth: int = 0, anonymous: bool = False) -> s
         except (OSError, TypeError):
             text = None
         if text is not None:
-            inner = [getattr(obj, "__wrapped__", None),
-                     *(c.cell_contents for c in getattr(obj, "__closure__", None) or () if _filled(c))]
-            return text + "".join(_source(f, module, depth + 1) for f in inner
-                                  if depth < 3 and (inspect.isfunction(f) or inspect.isclass(f)))
+            inner = [
+                getattr(obj, "__wrapped__", None),
+                *(c.cell_contents for c in getattr(obj, "__closure__", None) or () if _filled(c)),
+            ]
+            return text + "".join(
+                _source(f, module, depth + 1)
+                for f in inner
+                if depth < 3 and (inspect.isfunction(f) or inspect.isclass(f))
+            )
     try:
         return inspect.getsource(module)
     except (OSError, TypeError):
@@ -116,7 +126,15 @@ def content_hash(config: Any, torch_version: str) -> str:
     names = {"name": _ANONYMOUS[0]} if "function" in gen.model.tags else {}  # scheme 2: not its own name
     model = dataclasses.replace(gen.model, entry_point=_ANONYMOUS[1], **names) if names else gen.model
     bare_gen = dataclasses.replace(gen, presets=(), model=model, **names)
-    bare = bare_gen if config is gen else dataclasses.replace(config, presets=(),
-                                                              module_generation_config=bare_gen, **names)
-    return hashlib.sha256((json.dumps(serialize_and_pack([bare]), sort_keys=True) + torch_version
-                           + model_source_digest(gen.model)).encode()).hexdigest()
+    bare = (
+        bare_gen
+        if config is gen
+        else dataclasses.replace(config, presets=(), module_generation_config=bare_gen, **names)
+    )
+    return hashlib.sha256(
+        (
+            json.dumps(serialize_and_pack([bare]), sort_keys=True)
+            + torch_version
+            + model_source_digest(gen.model)
+        ).encode()
+    ).hexdigest()

@@ -172,9 +172,14 @@ class ModuleGenerationConfig(_Named):
         target_architecture: Architecture,
         presets: tuple[str, ...] = (),
     ) -> ModuleGenerationConfig:
-        return cls(hash_composite_id([model.id, compile_config.id, f"arch-{target_architecture.value}"]),
-                   f"{model.name}.{compile_config.name}.{target_architecture.value}", model, compile_config,
-                   target_architecture, tuple(presets))
+        return cls(
+            hash_composite_id([model.id, compile_config.id, f"arch-{target_architecture.value}"]),
+            f"{model.name}.{compile_config.name}.{target_architecture.value}",
+            model,
+            compile_config,
+            target_architecture,
+            tuple(presets),
+        )
 
 
 @dataclass(frozen=True)
@@ -197,11 +202,18 @@ class RunConfig(_Named):
         presets: tuple[str, ...] = (),
     ) -> RunConfig:
         if gen.target_architecture != target_device.architecture:
-            raise ValueError(f"module {gen.name} targets {gen.target_architecture.value}, device "
-                             f"{target_device.name} is {target_device.architecture.value}")
-        return cls(hash_composite_id([gen.id, execution_config.id, target_device.id]),
-                   f"{gen.model.name}.{gen.compile_config.name}.{execution_config.name}.{target_device.name}",
-                   gen, execution_config, target_device, tuple(presets))
+            raise ValueError(
+                f"module {gen.name} targets {gen.target_architecture.value}, device "
+                f"{target_device.name} is {target_device.architecture.value}"
+            )
+        return cls(
+            hash_composite_id([gen.id, execution_config.id, target_device.id]),
+            f"{gen.model.name}.{gen.compile_config.name}.{execution_config.name}.{target_device.name}",
+            gen,
+            execution_config,
+            target_device,
+            tuple(presets),
+        )
 
 
 @dataclass(frozen=True)
@@ -215,8 +227,9 @@ class Suite:
     #: (compilation preset, cold samples, warm samples) per module; the most any selected preset asks.
     compile_sampling: tuple[tuple[str, int, int], ...] = ()
 
-    def select_compile_sampling(self, presets: tuple[str, ...],
-                                module: ModuleGenerationConfig | None = None) -> tuple[int, int]:
+    def select_compile_sampling(
+        self, presets: tuple[str, ...], module: ModuleGenerationConfig | None = None
+    ) -> tuple[int, int]:
         """(cold, warm) fresh-process compile samples: the most any of ``presets`` (that ``module`` is
         tagged with) asks; (1, 0) when none does."""
         tagged = set(presets) & set(module.presets) if module else set(presets)

@@ -33,9 +33,17 @@ def _by_device(run_configs: tuple[RunConfig, ...]) -> list[tuple[str, list[RunCo
     by_device = {}
     for rc in run_configs:
         by_device.setdefault(rc.target_device.name, []).append(rc)
-    return [(name, rcs, {"host_environment": rcs[0].target_device.host_environment,
-                         "architecture": rcs[0].target_device.architecture.value})
-            for name, rcs in sorted(by_device.items())]
+    return [
+        (
+            name,
+            rcs,
+            {
+                "host_environment": rcs[0].target_device.host_environment,
+                "architecture": rcs[0].target_device.architecture.value,
+            },
+        )
+        for name, rcs in sorted(by_device.items())
+    ]
 
 
 def export_execution(suite: Suite, presets: tuple[str, ...], shard_count: int = 1) -> dict[str, Any]:
@@ -48,15 +56,21 @@ def execution_of(run_configs: tuple[RunConfig, ...], shard_count: int = 1) -> di
     devices = {}
     for name, rcs, device in _by_device(run_configs):
         shards = enumerate(shard(tuple(rcs), shard_count))
-        devices[name] = {**device, "shards": [
-            {"index": i, "count": shard_count, "run_configs": serialize_and_pack(s)} for i, s in shards]}
+        devices[name] = {
+            **device,
+            "shards": [
+                {"index": i, "count": shard_count, "run_configs": serialize_and_pack(s)} for i, s in shards
+            ],
+        }
     return {"schema_version": SCHEMA_VERSION, "devices": devices}
 
 
 def seed_execution(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
     """The seed-shaped execution export for ``presets``: each device's run configs, unsharded."""
-    return {name: {**device, "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name))}
-            for name, rcs, device in _by_device(suite.select_run_configs(presets))}
+    return {
+        name: {**device, "run_configs": serialize_and_pack(sorted(rcs, key=lambda rc: rc.name))}
+        for name, rcs, device in _by_device(suite.select_run_configs(presets))
+    }
 
 
 def _read_run_configs(path: Path) -> Any:
@@ -84,13 +98,21 @@ def load_seed_run_configs(path: Path) -> tuple[RunConfig, ...]:
     obj = _read_run_configs(path)
     if isinstance(obj, dict) and set(obj) == {"root_obj", "keyed_obj_map"}:
         return unpack_and_deserialize(obj, RunConfig, where=str(path))
-    if isinstance(obj, dict) and obj and all(isinstance(d, dict) and "run_configs" in d
-                                             for d in obj.values()):
-        return tuple(rc for name, d in obj.items()
-                     for rc in unpack_and_deserialize(d["run_configs"], RunConfig, where=f"{path}: {name}"))
-    raise UserError(f"{path} is neither an execution export ({{schema_version, devices}}), a seed-shaped "
-                    "one ({<device>: {host_environment, run_configs}}) nor run configs "
-                    "({root_obj, keyed_obj_map})")
+    if (
+        isinstance(obj, dict)
+        and obj
+        and all(isinstance(d, dict) and "run_configs" in d for d in obj.values())
+    ):
+        return tuple(
+            rc
+            for name, d in obj.items()
+            for rc in unpack_and_deserialize(d["run_configs"], RunConfig, where=f"{path}: {name}")
+        )
+    raise UserError(
+        f"{path} is neither an execution export ({{schema_version, devices}}), a seed-shaped "
+        "one ({<device>: {host_environment, run_configs}}) nor run configs "
+        "({root_obj, keyed_obj_map})"
+    )
 
 
 def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]:
@@ -100,17 +122,24 @@ def export_compilation(suite: Suite, presets: tuple[str, ...]) -> dict[str, Any]
     tasks = {}
     for rc in suite.select_run_configs(presets):
         tasks.setdefault(rc.module_generation_config.id, set()).add(rc.execution_config.task.value)
-    return {**_compilation(gens, {g.id: suite.select_compile_sampling(presets, g) for g in gens}),
-            "presets": list(presets),
-            "tasks": {g: sorted(t) for g, t in sorted(tasks.items())}}
+    return {
+        **_compilation(gens, {g.id: suite.select_compile_sampling(presets, g) for g in gens}),
+        "presets": list(presets),
+        "tasks": {g: sorted(t) for g, t in sorted(tasks.items())},
+    }
 
 
-def _compilation(gens: Sequence[ModuleGenerationConfig], sampling: dict[str, tuple[int, int]],
-                 ) -> dict[str, Any]:
+def _compilation(
+    gens: Sequence[ModuleGenerationConfig],
+    sampling: dict[str, tuple[int, int]],
+) -> dict[str, Any]:
     """A compilation export of ``gens`` with each module's ``(cold, warm)`` samples."""
-    return {"schema_version": SCHEMA_VERSION, "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
-            "sampling": {g.id: dict(zip(("cold", "warm"), sampling[g.id])) for g in gens},
-            "generation_configs": serialize_and_pack(gens)}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "module_dir_paths": {g.id: module_dir(g.name) for g in gens},
+        "sampling": {g.id: dict(zip(("cold", "warm"), sampling[g.id])) for g in gens},
+        "generation_configs": serialize_and_pack(gens),
+    }
 
 
 def compilation_of(gens: tuple[ModuleGenerationConfig, ...]) -> dict[str, Any]:
@@ -132,8 +161,10 @@ def load_execution(path: Path) -> dict[str, dict[int, tuple[RunConfig, ...]]]:
     for name, device in devices.items():
         try:
             where = f"{path}: {name}"
-            out[name] = {s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=where)
-                         for s in device["shards"]}
+            out[name] = {
+                s["index"]: unpack_and_deserialize(s["run_configs"], RunConfig, where=where)
+                for s in device["shards"]
+            }
         except (KeyError, TypeError) as exc:
             raise UserError(f"execution export {path}: device {name!r} is malformed ({exc!r})") from exc
     return out
@@ -152,8 +183,11 @@ def load_presets(path: Path) -> tuple[str, ...]:
     return tuple(presets)
 
 
-def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], dict[str, str],
-                                          dict[str, tuple[int, int]], dict[str, tuple[str, ...]]]:
+def load_compilation(
+    path: Path,
+) -> tuple[
+    tuple[ModuleGenerationConfig, ...], dict[str, str], dict[str, tuple[int, int]], dict[str, tuple[str, ...]]
+]:
     """A compilation export: (generation configs, then by module id its dir path, (cold, warm) samples
     and task names).
 
@@ -172,8 +206,9 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
         raise UserError(f"compilation export {path}: no module_dir_paths or sampling entry for {missing}")
     bad_sampling = {g: s for g, s in sampling.items() if s[0] < 1 or s[1] < 0}
     if bad_sampling:
-        raise UserError(f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, "
-                        f"got {bad_sampling}")
+        raise UserError(
+            f"compilation export {path}: sampling needs cold >= 1 and warm >= 0, got {bad_sampling}"
+        )
     bad = [d for d in dirs.values() if not d.startswith("modules/") or ".." in d]
     if bad:
         raise UserError(f"compilation export {path}: module directories must be modules/<name>, got {bad}")
@@ -181,13 +216,16 @@ def load_compilation(path: Path) -> tuple[tuple[ModuleGenerationConfig, ...], di
     tasks = obj.get("tasks") or {}
     bad = sorted({t for names in tasks.values() for t in names} - known)
     if bad:
-        raise UserError(f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
-                        f"allowed: {', '.join(sorted(known))}")
+        raise UserError(
+            f"compilation export {path}: field 'tasks' names {', '.join(map(repr, bad))}; "
+            f"allowed: {', '.join(sorted(known))}"
+        )
     return gens, dirs, sampling, {g: tuple(names) for g, names in tasks.items()}
 
 
-def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1,
-                  seed: bool = False) -> dict[str, Any]:
+def export_object(
+    suite: Suite, kind: str, presets: tuple[str, ...], shard_count: int = 1, seed: bool = False
+) -> dict[str, Any]:
     """The ``execution`` or ``compilation`` export for ``presets``; ``seed``: the seed-shaped one.
 
     Raises:
@@ -197,8 +235,9 @@ def export_object(suite: Suite, kind: str, presets: tuple[str, ...], shard_count
         if kind != "execution":
             raise UserError("--format seed is for execution exports; a compilation export has one shape")
         if shard_count != 1:
-            raise UserError(f"--format seed writes each device's run configs unsharded; drop --shard-count "
-                            f"{shard_count}")
+            raise UserError(
+                f"--format seed writes each device's run configs unsharded; drop --shard-count {shard_count}"
+            )
         return seed_execution(suite, presets)
     if kind == "execution":
         return export_execution(suite, presets, shard_count)

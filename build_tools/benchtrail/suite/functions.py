@@ -33,29 +33,47 @@ from benchtrail.suite.definitions import (
 )
 
 #: The compile configs a benchmark may name (``compile=[...]``), by name.
-COMPILE_CONFIGS = {c.name: c for c in (
-    CompileConfig("compile-eager", "eager", CompileMode.EAGER),
-    CompileConfig("compile-inductor", "inductor", CompileMode.INDUCTOR),
-    CompileConfig("compile-inductor-max-autotune", "inductor-max-autotune",
-                  CompileMode.INDUCTOR_MAX_AUTOTUNE),
-    CompileConfig("compile-export", "export", CompileMode.EXPORT),
-    CompileConfig("compile-aot-inductor", "aot-inductor", CompileMode.AOT_INDUCTOR),
-)}
+COMPILE_CONFIGS = {
+    c.name: c
+    for c in (
+        CompileConfig("compile-eager", "eager", CompileMode.EAGER),
+        CompileConfig("compile-inductor", "inductor", CompileMode.INDUCTOR),
+        CompileConfig(
+            "compile-inductor-max-autotune", "inductor-max-autotune", CompileMode.INDUCTOR_MAX_AUTOTUNE
+        ),
+        CompileConfig("compile-export", "export", CompileMode.EXPORT),
+        CompileConfig("compile-aot-inductor", "aot-inductor", CompileMode.AOT_INDUCTOR),
+    )
+}
 #: The devices a benchmark may name (``devices=[...]``), by name.
-DEVICES = {d.name: d for d in (
-    DeviceSpec("device-cpu", "cpu", "linux-x86_64", Architecture.CPU, "x86_64", threads=1),
-    # A runner whose wall time cannot be trusted (a GitHub-hosted VM): gates on instruction counts.
-    DeviceSpec("device-cpu-counted", "cpu-counted", "linux-x86_64", Architecture.CPU, "x86_64", threads=1,
-               count_instructions=True),
-    DeviceSpec("device-cuda", "cuda", "linux-x86_64", Architecture.CUDA, "cuda", threads=1),
-)}
+DEVICES = {
+    d.name: d
+    for d in (
+        DeviceSpec("device-cpu", "cpu", "linux-x86_64", Architecture.CPU, "x86_64", threads=1),
+        # A runner whose wall time cannot be trusted (a GitHub-hosted VM): gates on instruction counts.
+        DeviceSpec(
+            "device-cpu-counted",
+            "cpu-counted",
+            "linux-x86_64",
+            Architecture.CPU,
+            "x86_64",
+            threads=1,
+            count_instructions=True,
+        ),
+        DeviceSpec("device-cuda", "cuda", "linux-x86_64", Architecture.CUDA, "cuda", threads=1),
+    )
+}
 #: The preset every function benchmark is in unless it names its own.
 DEFAULT_PRESET = "default"
 #: Parameter values: what JSON (the run-config export) keeps as it is.
 _PARAM_TYPES = (str, int, float, bool, type(None))
 #: The name options of a benchmark and the names each allows (None: a path-safe preset name).
-_NAMED = {"tasks": [t.value for t in Task], "compile": list(COMPILE_CONFIGS), "devices": list(DEVICES),
-          "presets": None}
+_NAMED = {
+    "tasks": [t.value for t in Task],
+    "compile": list(COMPILE_CONFIGS),
+    "devices": list(DEVICES),
+    "presets": None,
+}
 #: The sampling options and the least value each allows (None: above 0).
 _SAMPLING = {"processes": None, "min_samples": None, "warmup_time_ms": 0, "timeout_s": None}
 
@@ -132,17 +150,21 @@ def benchmark(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         UserError: an unknown task, compile config or device, an empty or non-JSON parameter value,
             or a sampling value out of range.
     """
+
     def wrap(f: Callable[..., Any]) -> FunctionBenchmark:
         code = getattr(f, "__code__", None)
         at = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
         where = f"@benchmark of {f.__module__}.{f.__qualname__}{at}"
         given = FunctionBenchmark(f, **options)
         bench = dataclasses.replace(
-            given, params=_params(given.params or {}, where),
+            given,
+            params=_params(given.params or {}, where),
             **{name: _names(getattr(given, name), allowed, name, where) for name, allowed in _NAMED.items()},
-            **{name: _positive(getattr(given, name), name, where, least)
-               for name, least in _SAMPLING.items()},
-            mutates_inputs=bool(given.mutates_inputs))
+            **{
+                name: _positive(getattr(given, name), name, where, least) for name, least in _SAMPLING.items()
+            },
+            mutates_inputs=bool(given.mutates_inputs),
+        )
         names = [n for n, _ in bench.params]
         _check_signature(bench.inputs, names, "inputs", where)
         if bench.module:
@@ -180,17 +202,24 @@ def _params(params: Mapping[str, Sequence[Any]], where: str) -> tuple[tuple[str,
     out = []
     for name, values in params.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise UserError(f"{where}: parameter name {name!r} is not a Python identifier (it is passed as "
-                            "a keyword argument)")
-        values = ((values,) if isinstance(values, (str, bytes)) or not isinstance(values, Iterable)
-                  else tuple(values))
+            raise UserError(
+                f"{where}: parameter name {name!r} is not a Python identifier (it is passed as "
+                "a keyword argument)"
+            )
+        values = (
+            (values,)
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable)
+            else tuple(values)
+        )
         if not values:
             raise UserError(f"{where}: params[{name!r}] is empty; give at least one value")
         for v in values:
             if not isinstance(v, _PARAM_TYPES) or (isinstance(v, float) and v != v):
-                raise UserError(f"{where}: params[{name!r}] value {v!r} ({type(v).__name__}) is refused; "
-                                "allowed: str, int, float (not NaN), bool or None (the run-config export is "
-                                "JSON)")
+                raise UserError(
+                    f"{where}: params[{name!r}] value {v!r} ({type(v).__name__}) is refused; "
+                    "allowed: str, int, float (not NaN), bool or None (the run-config export is "
+                    "JSON)"
+                )
         out.append((name, values))
     return tuple(out)
 
@@ -204,16 +233,20 @@ def _check_signature(fn: Callable[..., Any], names: list[str], what: str, where:
     try:
         signature.bind(**dict.fromkeys(names))
     except TypeError as exc:
-        raise UserError(f"{where}: {what} {getattr(fn, '__qualname__', fn)!r}{signature} cannot take the "
-                        f"parameters {names} as keyword arguments ({exc}); each params name must be an "
-                        "argument of the input factory (and, for module_benchmark, of the module factory)"
-                        ) from None
+        raise UserError(
+            f"{where}: {what} {getattr(fn, '__qualname__', fn)!r}{signature} cannot take the "
+            f"parameters {names} as keyword arguments ({exc}); each params name must be an "
+            "argument of the input factory (and, for module_benchmark, of the module factory)"
+        ) from None
 
 
 def _positive(value: Any, what: str, where: str, least: float | None = None) -> Any:
     """``value``, a number above 0 (or from ``least``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            value > 0 if least is None else value >= least):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value > 0 if least is None else value >= least)
+    ):
         allowed = "above 0" if least is None else f"from {least}"
         raise UserError(f"{where}: {what}={value!r}; allowed: a number {allowed}")
     return value
@@ -222,8 +255,11 @@ def _positive(value: Any, what: str, where: str, least: float | None = None) -> 
 def params_label(params: Mapping[str, Any], literal: Collection[str] = ()) -> str:
     """``"[seq=64,dtype=f32]"`` (``""`` without parameters) as a model name shows them; those in
     ``literal`` with ``repr``: ``[n='1']``, ``[n=1]``."""
-    return (f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]"
-            if params else "")
+    return (
+        f"[{','.join(f'{k}={v!r}' if k in literal else f'{k}={v}' for k, v in params.items())}]"
+        if params
+        else ""
+    )
 
 
 def coinciding(params: Sequence[tuple[str, Sequence[Any]]]) -> frozenset[str]:
@@ -233,8 +269,9 @@ def coinciding(params: Sequence[tuple[str, Sequence[Any]]]) -> frozenset[str]:
 
 def model_id(qualified_name: str, params: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the qualified name and the parameters as JSON with sorted keys."""
-    return hashlib.sha256(json.dumps({"benchmark": qualified_name, "params": dict(params)},
-                                     sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps({"benchmark": qualified_name, "params": dict(params)}, sort_keys=True).encode()
+    ).hexdigest()
 
 
 def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
@@ -251,14 +288,17 @@ def discover(modules: Iterable[str]) -> list[tuple[str, FunctionBenchmark]]:
         except UserError:  # a refused @benchmark: its message names the function, its file and line
             raise
         except Exception as exc:  # the adopter's code: report whatever it raised
-            raise UserError(f"benchmarks module {name!r} cannot be imported: "
-                            f"{type(exc).__name__}: {exc}") from exc
+            raise UserError(
+                f"benchmarks module {name!r} cannot be imported: {type(exc).__name__}: {exc}"
+            ) from exc
         for attr, value in vars(module).items():
             if isinstance(value, FunctionBenchmark) and value.fn.__module__ == module.__name__:
                 found[f"{module.__name__}:{attr}"] = value
     if not found:
-        raise UserError(f"no @benchmark function found in {', '.join(modules) or '(no modules)'}; "
-                        "decorate a module-level function with benchtrail.benchmark (docs/adopting.md)")
+        raise UserError(
+            f"no @benchmark function found in {', '.join(modules) or '(no modules)'}; "
+            "decorate a module-level function with benchtrail.benchmark (docs/adopting.md)"
+        )
     return sorted(found.items())
 
 
@@ -275,30 +315,51 @@ def suite_of(benchmarks: Iterable[tuple[str, FunctionBenchmark]]) -> Suite:
     owner = {}
     for entry, bench in benchmarks:
         ref = bench.reference
-        reference = None if ref is None else (
-            f"{ref.__module__}:{ref.__qualname__}" if hasattr(ref, "__qualname__")
-            else f"{entry.partition(':')[0]}:{type(ref).__qualname__}")
+        reference = (
+            None
+            if ref is None
+            else (
+                f"{ref.__module__}:{ref.__qualname__}"
+                if hasattr(ref, "__qualname__")
+                else f"{entry.partition(':')[0]}:{type(ref).__qualname__}"
+            )
+        )
         literal = coinciding(bench.params)
         for params in bench.grid():
-            model = Model(model_id(bench.renamed_from or bench.qualified_name, params),
-                          bench.qualified_name + params_label(params, literal), ("function",), entry, (),
-                          reference_entry_point=reference, fullgraph=bench.fullgraph,
-                          params=tuple(params.items()), mutates_inputs=bench.mutates_inputs)
+            model = Model(
+                model_id(bench.renamed_from or bench.qualified_name, params),
+                bench.qualified_name + params_label(params, literal),
+                ("function",),
+                entry,
+                (),
+                reference_entry_point=reference,
+                fullgraph=bench.fullgraph,
+                params=tuple(params.items()),
+                mutates_inputs=bench.mutates_inputs,
+            )
             if owner.setdefault(model.id, model.name) != model.name:
-                raise UserError(f"benchmarks {owner[model.id]!r} and {model.name!r} have the same id "
-                                "(renamed_from names another benchmark)")
+                raise UserError(
+                    f"benchmarks {owner[model.id]!r} and {model.name!r} have the same id "
+                    "(renamed_from names another benchmark)"
+                )
             if ref is not None and not bench.module:
                 _check_reference(bench, params, model.name)
             for device_name, compile_name in itertools.product(bench.devices, bench.compile):
                 device = DEVICES[device_name]
-                gen = ModuleGenerationConfig.build(model, COMPILE_CONFIGS[compile_name], device.architecture,
-                                                   presets=bench.presets)
+                gen = ModuleGenerationConfig.build(
+                    model, COMPILE_CONFIGS[compile_name], device.architecture, presets=bench.presets
+                )
                 modules.setdefault(gen.id, gen)
                 for task in bench.tasks:
-                    run_configs.append(RunConfig.build(gen, _execution(bench, Task(task)), device,
-                                                       presets=bench.presets))
-    return Suite(tuple(run_configs), tuple(modules.values()),
-                 tuple(dict.fromkeys(p for rc in run_configs for p in rc.presets)), ())
+                    run_configs.append(
+                        RunConfig.build(gen, _execution(bench, Task(task)), device, presets=bench.presets)
+                    )
+    return Suite(
+        tuple(run_configs),
+        tuple(modules.values()),
+        tuple(dict.fromkeys(p for rc in run_configs for p in rc.presets)),
+        (),
+    )
 
 
 def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str) -> None:
@@ -320,9 +381,11 @@ def _check_reference(bench: FunctionBenchmark, params: dict[str, Any], name: str
         if args.kwargs:
             given += f", keywords {', '.join(args.kwargs)}"
         ref = f"{getattr(bench.reference, '__module__', '?')}.{callable_name(bench.reference)}"
-        raise UserError(f"benchmark {name}: reference {ref}{signature} cannot take the arguments of the "
-                        f"input factory ({given}): {exc}; allowed: the reference takes the benchmark's "
-                        "arguments") from None
+        raise UserError(
+            f"benchmark {name}: reference {ref}{signature} cannot take the arguments of the "
+            f"input factory ({given}): {exc}; allowed: the reference takes the benchmark's "
+            "arguments"
+        ) from None
 
 
 def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
@@ -331,9 +394,15 @@ def _execution(bench: FunctionBenchmark, task: Task) -> ExecutionConfig:
     if policy == (3, 10, 300.0, 600.0):
         return ExecutionConfig(f"execution-{task.value}", task.value, task)
     digest = hashlib.sha256(json.dumps([task.value, *policy]).encode()).hexdigest()[:16]
-    return ExecutionConfig(f"execution-{task.value}-{digest}", task.value, task, processes=bench.processes,
-                           min_samples=bench.min_samples, warmup_time_ms=float(bench.warmup_time_ms),
-                           timeout_s=float(bench.timeout_s))
+    return ExecutionConfig(
+        f"execution-{task.value}-{digest}",
+        task.value,
+        task,
+        processes=bench.processes,
+        min_samples=bench.min_samples,
+        warmup_time_ms=float(bench.warmup_time_ms),
+        timeout_s=float(bench.timeout_s),
+    )
 
 
 def callable_name(fn: Any) -> str:

@@ -14,5 +14,6 @@ TRANSPARENT_ID = "00000000000000000000000000000000"
 
 def hash_composite_id(keys: Sequence[str]) -> str:
     """sha256 hex digest (64 chars) over ``"<index>-<key>:"`` of each non-transparent key; order matters."""
-    return hashlib.sha256("".join(f"{index}-{key}:" for index, key in enumerate(keys)
-                                  if key != TRANSPARENT_ID).encode()).hexdigest()
+    return hashlib.sha256(
+        "".join(f"{index}-{key}:" for index, key in enumerate(keys) if key != TRANSPARENT_ID).encode()
+    ).hexdigest()

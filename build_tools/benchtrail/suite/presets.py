@@ -27,9 +27,7 @@ def resolve_presets(
     # ``default`` is the name of the meta-preset a push runs), each sorted.
     valid = sorted(known) + sorted(m for m in meta if m not in known)
     if not names:
-        raise UserError(
-            f"no benchmark preset given; choose from: {', '.join(valid)}"
-        )
+        raise UserError(f"no benchmark preset given; choose from: {', '.join(valid)}")
     for name in names:
         if name not in meta and name not in known:
             raise UserError(

@@ -45,8 +45,11 @@ def unpack_and_deserialize(data: Any, root_type: type, *, where: str = "export")
 
 def _serialize(obj: Any, keyed: dict[str, Any]) -> Any:
     if dataclasses.is_dataclass(obj):
-        fields = {f.name: _serialize(getattr(obj, f.name), keyed) for f in dataclasses.fields(obj)
-                  if not (f.metadata.get("omit_if_default") and getattr(obj, f.name) == f.default)}
+        fields = {
+            f.name: _serialize(getattr(obj, f.name), keyed)
+            for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_if_default") and getattr(obj, f.name) == f.default)
+        }
         if "id" not in fields:
             return fields
         previous = keyed.setdefault(obj.id, fields)
@@ -85,23 +88,27 @@ def _deserialize(value: Any, tp: Any, keyed: dict[str, Any], cache: dict[str, An
         try:
             return tp(value)
         except ValueError:
-            raise UserError(f"{where}: {value!r} is not a valid {tp.__name__} "
-                            f"(allowed: {', '.join(m.value for m in tp)})") from None
+            raise UserError(
+                f"{where}: {value!r} is not a valid {tp.__name__} (allowed: {', '.join(m.value for m in tp)})"
+            ) from None
     if dataclasses.is_dataclass(tp):
         return _deserialize_dataclass(value, tp, keyed, cache, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         try:
             return float(value)
         except OverflowError:
-            raise UserError(f"{where}: {str(value)[:20]}... ({len(str(value))} digits) is beyond a float's "
-                            "range; allowed: numbers up to about 1.8e308") from None
+            raise UserError(
+                f"{where}: {str(value)[:20]}... ({len(str(value))} digits) is beyond a float's "
+                "range; allowed: numbers up to about 1.8e308"
+            ) from None
     if not isinstance(value, tp):
         raise UserError(f"{where}: expected {tp.__name__}, got {value!r}")
     return value
 
 
-def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: dict[str, Any],
-                           where: str) -> Any:
+def _deserialize_dataclass(
+    value: Any, tp: type, keyed: dict[str, Any], cache: dict[str, Any], where: str
+) -> Any:
     key = None
     if isinstance(value, str):
         key = value
@@ -117,14 +124,13 @@ def _deserialize_dataclass(value: Any, tp: type, keyed: dict[str, Any], cache: d
     fields = {f.name: f for f in dataclasses.fields(tp)}
     unknown = sorted(set(value) - set(fields))
     if unknown:
-        raise UserError(
-            f"{where}: {label} has unknown field(s) {unknown}; allowed: {sorted(fields)}"
-        )
+        raise UserError(f"{where}: {label} has unknown field(s) {unknown}; allowed: {sorted(fields)}")
     kwargs = {}
     for name, f in fields.items():
         if name in value:
-            kwargs[name] = _deserialize(value[name], hints[name], keyed, cache,
-                                        f"{where}: {tp.__name__}.{name}")
+            kwargs[name] = _deserialize(
+                value[name], hints[name], keyed, cache, f"{where}: {tp.__name__}.{name}"
+            )
         elif f.default is dataclasses.MISSING:
             raise UserError(f"{where}: {label} lacks field {name!r}")
     try:

@@ -58,8 +58,9 @@ class CompiledModule:
     stats: dict[str, Any]
 
 
-def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
-                   module_dir: Path | None = None) -> CompiledModule:
+def compile_module(
+    gen: ModuleGenerationConfig, inputs: Tensors, device: str, module_dir: Path | None = None
+) -> CompiledModule:
     """Build and compile the model, first call included; export artifacts go to ``module_dir`` (else a
     temporary folder, removed before returning).
 
@@ -82,9 +83,13 @@ def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
     try:
         with torch.no_grad():
             if mode in INDUCTOR_MODES:
-                fn = torch.compile(model, backend="inductor", fullgraph=gen.model.fullgraph,
-                                   mode="max-autotune" if mode is CompileMode.INDUCTOR_MAX_AUTOTUNE else None,
-                                   options=dict(gen.compile_config.options) or None)
+                fn = torch.compile(
+                    model,
+                    backend="inductor",
+                    fullgraph=gen.model.fullgraph,
+                    mode="max-autotune" if mode is CompileMode.INDUCTOR_MAX_AUTOTUNE else None,
+                    options=dict(gen.compile_config.options) or None,
+                )
             else:
                 program = torch.export.export(model, inputs)
                 if module_dir is None:
@@ -104,7 +109,8 @@ def compile_module(gen: ModuleGenerationConfig, inputs: Tensors, device: str,
             if not stats["kernel_count"]:
                 stats["kernel_count_reason"] = no_kernels_reason(
                     int(counters["inductor"]["extern_calls"] - externs),
-                    int(counters["stats"]["unique_graphs"] - graphs) if mode in INDUCTOR_MODES else None)
+                    int(counters["stats"]["unique_graphs"] - graphs) if mode in INDUCTOR_MODES else None,
+                )
             # A second call with other values of the same shapes must not compile again.
             frames = counters["frames"]["total"]
             fn(*model_inputs(gen.model, device, seed=SEED + 1))
@@ -119,11 +125,15 @@ def no_kernels_reason(extern_calls: int, graphs: int | None) -> str:
     """Why Inductor generated no kernel, from ``counters["inductor"]["extern_calls"]`` and
     ``counters["stats"]["unique_graphs"]`` (None for export and AOTInductor)."""
     if graphs == 0:
-        return ("Dynamo captured no graph, so Inductor compiled nothing: the code ran eagerly "
-                "(graph_count and break_reasons say why)")
+        return (
+            "Dynamo captured no graph, so Inductor compiled nothing: the code ran eagerly "
+            "(graph_count and break_reasons say why)"
+        )
     if extern_calls:
-        return (f"Inductor generated no kernel: the graph's {extern_calls} operation(s) are extern calls of "
-                "library kernels (such as aten.mm), which it calls instead")
+        return (
+            f"Inductor generated no kernel: the graph's {extern_calls} operation(s) are extern calls of "
+            "library kernels (such as aten.mm), which it calls instead"
+        )
     return "Inductor generated no kernel: the graph computes nothing (it returns its inputs or views of them)"
 
 
@@ -166,16 +176,19 @@ def load_artifact(module_dir: Path) -> Callable[..., Any]:
     except (OSError, ValueError, KeyError) as exc:
         raise ModuleError(f"{info_path}: cannot read the module's mode ({exc})") from exc
     if mode not in ARTIFACTS:
-        raise ModuleError(f"{module_dir}: mode {mode.value!r} has no artifact to load; "
-                          "it is built from the model")
+        raise ModuleError(
+            f"{module_dir}: mode {mode.value!r} has no artifact to load; it is built from the model"
+        )
     path = module_dir / ARTIFACTS[mode]
     if not path.is_file():
         raise ModuleError(f"{path} is missing: run `benchtrail compile` for this module first")
     try:
         return _load(mode, path)
     except Exception as exc:  # torch raises many types for a bad zip or pickle
-        raise ModuleError(f"{path} cannot be loaded (corrupt or truncated artifact?): "
-                          f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+        raise ModuleError(
+            f"{path} cannot be loaded (corrupt or truncated artifact?): "
+            f"{type(exc).__name__}: {str(exc)[:200]}"
+        ) from exc
 
 
 def explain_graphs(gen: ModuleGenerationConfig, inputs: Tensors, device: str) -> dict[str, Any]:
@@ -192,6 +205,7 @@ def explain_graphs(gen: ModuleGenerationConfig, inputs: Tensors, device: str) ->
     return {
         "graph_count": int(explanation.graph_count),
         "graph_breaks": int(explanation.graph_break_count),
-        "break_reasons": [{"reason": r, "location": loc, "count": n}
-                          for (r, loc), n in sorted(reasons.items())],
+        "break_reasons": [
+            {"reason": r, "location": loc, "count": n} for (r, loc), n in sorted(reasons.items())
+        ],
     }

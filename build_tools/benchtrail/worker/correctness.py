@@ -44,8 +44,9 @@ def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> d
     """
     leaves_a, leaves_e = tree_leaves(actual), tree_leaves(expected)
     ok, max_abs, max_rel, max_rtol, max_atol = True, 0.0, 0.0, 0.0, 0.0
-    problems = [] if len(leaves_a) == len(leaves_e) else [
-        f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
+    problems = (
+        [] if len(leaves_a) == len(leaves_e) else [f"{len(leaves_a)} values, the {against} {len(leaves_e)}"]
+    )
     for i, (a, e) in enumerate(zip(leaves_a, leaves_e)):
         a, e = _tensor(a, e), _tensor(e, a)
         tensors = [isinstance(x, torch.Tensor) for x in (a, e)]
@@ -65,8 +66,13 @@ def compare_outputs(actual: Any, expected: Any, against: str = "reference") -> d
                 max_rel = max(max_rel, float((diff / e64.abs().clamp_min(atol)).max()))
             max_rtol, max_atol = max(max_rtol, rtol), max(max_atol, atol)
             ok &= bool((diff <= atol + rtol * e64.abs()).all())
-    result = {"ok": ok and not problems, "max_abs_err": max_abs, "max_rel_err": max_rel, "rtol": max_rtol,
-              "atol": max_atol}
+    result = {
+        "ok": ok and not problems,
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
+        "rtol": max_rtol,
+        "atol": max_atol,
+    }
     if problems:
         result["error"] = "; ".join(problems)
     return result
@@ -84,8 +90,14 @@ def _tensor(x: Any, other: Any) -> Any:
     return torch.tensor(float(x), dtype=other.dtype if floating else torch.float64)
 
 
-def check_task(task: Task, gen: ModuleGenerationConfig, inputs: Tensors, actual: Any,
-               device: str, jacobian_mode: str | None = None) -> dict[str, Any] | None:
+def check_task(
+    task: Task,
+    gen: ModuleGenerationConfig,
+    inputs: Tensors,
+    actual: Any,
+    device: str,
+    jacobian_mode: str | None = None,
+) -> dict[str, Any] | None:
     """Compare ``actual``, the task's quantity from the module, with the reference's (``against``
     "reference") or, for a compiled module without one, the eager model's ("eager").
 
@@ -115,11 +127,22 @@ def check_task(task: Task, gen: ModuleGenerationConfig, inputs: Tensors, actual:
             raise
         message = f"the reference raised {type(exc).__name__}: {exc}".strip()
         if len(message) > _ERROR_CHARS:
-            message = message[:_ERROR_CHARS - 3] + "..."
+            message = message[: _ERROR_CHARS - 3] + "..."
         # The largest of each tolerance over the floating-point outputs; fp32's when there is none.
-        tolerances = [_tolerance(leaf.dtype) for leaf in tree_leaves(actual)
-                      if isinstance(leaf, torch.Tensor) and leaf.is_floating_point()]
+        tolerances = [
+            _tolerance(leaf.dtype)
+            for leaf in tree_leaves(actual)
+            if isinstance(leaf, torch.Tensor) and leaf.is_floating_point()
+        ]
         rtol, atol = map(max, zip(*tolerances)) if tolerances else _tolerance(torch.float32)
-        return {"ok": False, "quantity": quantity, "against": against, "max_abs_err": None,
-                "max_rel_err": None, "atol": atol, "rtol": rtol, "error": message}
+        return {
+            "ok": False,
+            "quantity": quantity,
+            "against": against,
+            "max_abs_err": None,
+            "max_rel_err": None,
+            "atol": atol,
+            "rtol": rtol,
+            "error": message,
+        }
     return {**compare_outputs(actual, expected, against), "quantity": quantity, "against": against}

@@ -45,13 +45,18 @@ def instrumentation(state: str) -> None:
     Raises:
         CaseFailure: vgdb failed.
     """
-    proc = subprocess.Popen(["vgdb", f"--pid={os.getpid()}", "instrumentation", state],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["vgdb", f"--pid={os.getpid()}", "instrumentation", state],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     while proc.poll() is None:
         pass
     if proc.returncode:
-        raise CaseFailure(f"vgdb could not switch callgrind's instrumentation {state}: "
-                          f"{proc.stderr.read().decode(errors='replace').strip()[-300:]}")
+        raise CaseFailure(
+            f"vgdb could not switch callgrind's instrumentation {state}: "
+            f"{proc.stderr.read().decode(errors='replace').strip()[-300:]}"
+        )
 
 
 class Dumps:
@@ -72,8 +77,9 @@ class Dumps:
             self.k += 1
             gc.enable()
         path = self.folder / f"callgrind.out.{os.getpid()}.{self.k}"
-        totals = [line for line in path.read_text(encoding="utf-8").splitlines()
-                  if line.startswith("totals:")]
+        totals = [
+            line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("totals:")
+        ]
         if not totals:
             raise CaseFailure(f"callgrind file {path} has no totals line")
         return int(totals[-1].split()[1]), path
@@ -98,6 +104,7 @@ def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps
         def calls() -> None:
             for _ in range(n):
                 step()
+
         return calls
 
     with tasks.grad_mode(task):
@@ -122,9 +129,15 @@ def count_job(rc: RunConfig, module_dir: Path | None, repeats: int, dumps: Dumps
             instrumentation("off")
     for k in range(dumps.k - repeats - 2, dumps.k):  # all but the last: resync, first, overhead, repeats
         (dumps.folder / f"callgrind.out.{os.getpid()}.{k}").unlink()
-    return {"instructions": tuple(counts), "iterations_per_sample": n, "warmup_iterations": 1 + n * (n > 1),
-            "overhead": overhead, "threads": 1, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "callgrind": str(kept)}
+    return {
+        "instructions": tuple(counts),
+        "iterations_per_sample": n,
+        "warmup_iterations": 1 + n * (n > 1),
+        "overhead": overhead,
+        "threads": 1,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "callgrind": str(kept),
+    }
 
 
 def serve(requests_path: str, journal_path: str) -> None:
@@ -133,6 +146,7 @@ def serve(requests_path: str, journal_path: str) -> None:
     spec = json.loads(Path(requests_path).read_text(encoding="utf-8"))
     dumps = Dumps(Path(spec["callgrind_dir"]))
     with open(journal_path, "a", encoding="utf-8") as journal:
+
         def say(line: dict[str, Any]) -> None:
             journal.write(json.dumps(line) + "\n")
             journal.flush()

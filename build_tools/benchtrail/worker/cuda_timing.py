@@ -57,14 +57,17 @@ def plan_timing(architecture: str, per_iteration_us: float | None, policy: Execu
             valid ``per_iteration_us``.
     """
     if policy.reported_time not in REPORTED_TIMES:
-        raise ValueError(f"execution config {policy.name}: reported_time {policy.reported_time!r} is not "
-                         f"one of {', '.join(REPORTED_TIMES)}")
+        raise ValueError(
+            f"execution config {policy.name}: reported_time {policy.reported_time!r} is not "
+            f"one of {', '.join(REPORTED_TIMES)}"
+        )
     if architecture != "cuda":
         return TimingPlan("perf_counter", 1, "wall", False)
     launches = launches_per_sample(per_iteration_us)  # type: ignore[arg-type]
     graph = launches > 1 and policy.cuda_graphs
-    return TimingPlan("cuda-graph" if graph else "cuda-events", launches, policy.reported_time,
-                      policy.flush_l2)
+    return TimingPlan(
+        "cuda-graph" if graph else "cuda-events", launches, policy.reported_time, policy.flush_l2
+    )
 
 
 def is_steady(times: list[float]) -> bool:
@@ -103,8 +106,7 @@ class CudaMeasurement:
         return self.gpu_samples_us if self.timing.reported == "gpu" else self.wall_samples_us
 
 
-def _warm_up(fn: Step, policy: ExecutionConfig,
-             synchronize: Hook) -> tuple[float, int]:
+def _warm_up(fn: Step, policy: ExecutionConfig, synchronize: Hook) -> tuple[float, int]:
     """Run ``fn`` until its synchronised time is steady: (warm per-iteration µs, iterations)."""
     times = []
     start = time.perf_counter()
@@ -134,8 +136,7 @@ def _capture(fn: Step, launches: int) -> Step:  # pragma: no cover - GPU
     return graph.replay
 
 
-def measure_cuda(fn: Step,
-                 policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
+def measure_cuda(fn: Step, policy: ExecutionConfig) -> CudaMeasurement:  # pragma: no cover - GPU
     """Warm ``fn`` up until steady, plan the timing, then take ``policy.min_samples`` samples."""
     import torch
 
@@ -173,6 +174,8 @@ def measure_cuda(fn: Step,
         synchronize()
         wall.append((time.perf_counter() - t0) * 1e6 / launches)
         gpu.append(start.elapsed_time(end) * 1e3 / launches)  # elapsed_time is in ms
-    memory = {"max_memory_allocated_bytes": torch.cuda.max_memory_allocated() - flush_bytes,
-              "max_memory_reserved_bytes": torch.cuda.max_memory_reserved()}
+    memory = {
+        "max_memory_allocated_bytes": torch.cuda.max_memory_allocated() - flush_bytes,
+        "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(),
+    }
     return CudaMeasurement(tuple(gpu), tuple(wall), plan, warmup, memory)

@@ -36,13 +36,17 @@ def _arguments(bench: FunctionBenchmark, model: Model, seed: int) -> tuple[tuple
     try:
         made = bench.inputs(**dict(model.params))
     except Exception as exc:
-        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} raised "
-                          f"{type(exc).__name__}: {exc}") from exc
+        raise ModuleError(
+            f"{model.name}: the input factory {callable_name(bench.inputs)} raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     if isinstance(made, Iterator):  # a generator (`yield`, a generator expression): no argument anyone means
-        raise ModuleError(f"{model.name}: the input factory {callable_name(bench.inputs)} returned "
-                          f"{type(made).__name__}, "
-                          "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
-                          "passes an iterator as the one argument)")
+        raise ModuleError(
+            f"{model.name}: the input factory {callable_name(bench.inputs)} returned "
+            f"{type(made).__name__}, "
+            "an iterator; return Args(*args, **kwargs) or a tuple of the arguments (Args(it) "
+            "passes an iterator as the one argument)"
+        )
     call = Args.of(made)
     return call.args, call.kwargs
 
@@ -56,8 +60,11 @@ def inputs(model: Model, device: str, seed: int) -> tuple[torch.Tensor, ...]:
     bench = benchmark_of(model)
     if bench is None:
         raise ModuleError(f"{model.entry_point} is not a @benchmark function")
-    return tuple(leaf.to(device) for leaf in pytree.tree_leaves(_arguments(bench, model, seed))
-                 if isinstance(leaf, torch.Tensor))
+    return tuple(
+        leaf.to(device)
+        for leaf in pytree.tree_leaves(_arguments(bench, model, seed))
+        if isinstance(leaf, torch.Tensor)
+    )
 
 
 def input_names(model: Model, seed: int) -> list[str]:
@@ -73,8 +80,11 @@ def input_names(model: Model, seed: int) -> list[str]:
     for path, leaf in pytree.tree_flatten_with_path(arguments)[0]:
         if isinstance(leaf, torch.Tensor):
             head, rest = path[1], pytree.keystr(path[2:])
-            names.append(f"keyword {head.key}{rest}" if path[0].idx == 1
-                         else (params[head.idx] if head.idx < len(params) else f"argument {head.idx}") + rest)
+            names.append(
+                f"keyword {head.key}{rest}"
+                if path[0].idx == 1
+                else (params[head.idx] if head.idx < len(params) else f"argument {head.idx}") + rest
+            )
     return names
 
 
@@ -125,6 +135,7 @@ def build(bench: FunctionBenchmark, model: Model, target: Any, seed: int) -> Bou
         except Exception as exc:
             raise ModuleError(f"{model.name}: the module factory raised {type(exc).__name__}: {exc}") from exc
         if not isinstance(target, torch.nn.Module):
-            raise ModuleError(f"{model.name}: the module factory returned {type(target).__name__}, "
-                              "not an nn.Module")
+            raise ModuleError(
+                f"{model.name}: the module factory returned {type(target).__name__}, not an nn.Module"
+            )
     return BoundFunction(target, leaves, spec)

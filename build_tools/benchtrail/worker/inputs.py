@@ -28,8 +28,9 @@ def parse_input_spec(spec: str) -> tuple[tuple[int, ...], torch.dtype]:
         ValueError: the spec does not match ``definitions.INPUT_SPEC``.
     """
     if not INPUT_SPEC.match(spec):
-        raise ValueError(f"input spec {spec!r} is not of the form 1x3x224x224xf32 "
-                         f"(dtypes: {', '.join(_DTYPES)})")
+        raise ValueError(
+            f"input spec {spec!r} is not of the form 1x3x224x224xf32 (dtypes: {', '.join(_DTYPES)})"
+        )
     *dims, dtype = spec.split("x")
     return tuple(map(int, dims)), _DTYPES[dtype]
 
@@ -48,7 +49,11 @@ def model_inputs(model: Model, device: str, seed: int = SEED) -> Tensors:
         if model.params or functions.benchmark_of(model) is not None:
             return functions.inputs(model, device, seed)
     generator = torch.Generator().manual_seed(seed)
-    return tuple((torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
-                  if dtype.is_floating_point
-                  else torch.randint(0, 1000, shape, generator=generator, dtype=dtype)).to(device)
-                 for shape, dtype in map(parse_input_spec, model.input_specs))
+    return tuple(
+        (
+            torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+            if dtype.is_floating_point
+            else torch.randint(0, 1000, shape, generator=generator, dtype=dtype)
+        ).to(device)
+        for shape, dtype in map(parse_input_spec, model.input_specs)
+    )

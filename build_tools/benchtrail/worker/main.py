@@ -75,8 +75,9 @@ def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
-def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool,
-                prime: tuple[str, ...]) -> dict[str, Any]:
+def compile_job(
+    gen: ModuleGenerationConfig, module_dir: Path | None, explain: bool, prime: tuple[str, ...]
+) -> dict[str, Any]:
     """Compile one module; compile_time_ms, peak_rss_bytes, kernel_count, recompiles, FX graph cache hits
     and misses, artifact bytes, graph breaks with ``explain``; all taken before the ``prime`` tasks run."""
     device = _device_for(gen.target_architecture)
@@ -88,13 +89,20 @@ def compile_job(gen: ModuleGenerationConfig, module_dir: Path | None, explain: b
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if cache and Path(cache).is_dir():
         artifacts["inductor_cache"] = sum(p.stat().st_size for p in Path(cache).rglob("*") if p.is_file())
-    stats = {"compile_time_ms": compiled.compile_time_ms, "peak_rss_bytes": _peak_rss_bytes(),
-             **compiled.stats, "artifacts": artifacts}
+    stats = {
+        "compile_time_ms": compiled.compile_time_ms,
+        "peak_rss_bytes": _peak_rss_bytes(),
+        **compiled.stats,
+        "artifacts": artifacts,
+    }
     if prime and inductor:
         stats["prime_ms"] = _prime(gen, prime, device, compiled.fn)
     if explain:  # torch.export captures one graph or fails
-        stats.update(explain_graphs(gen, inputs, device) if inductor
-                     else {"graph_count": 1, "graph_breaks": 0, "break_reasons": []})
+        stats.update(
+            explain_graphs(gen, inputs, device)
+            if inductor
+            else {"graph_count": 1, "graph_breaks": 0, "break_reasons": []}
+        )
     return stats
 
 
@@ -117,8 +125,9 @@ def _prime(gen: ModuleGenerationConfig, names: tuple[str, ...], device: str, fn:
     return _ms(start)
 
 
-def task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device: str,
-                 module_dir: Path | None) -> tuple[Any, str | None]:
+def task_module(
+    gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device: str, module_dir: Path | None
+) -> tuple[Any, str | None]:
     """``(callable, jacobian mode or None)``: the module, or for the Jacobian task its Jacobian function."""
     mode = gen.compile_config.mode
     if mode in ARTIFACTS:
@@ -129,8 +138,7 @@ def task_module(gen: ModuleGenerationConfig, task: Task, inputs: Tensors, device
         fn = _built((str(module_dir), device), lambda: load_artifact(module_dir))
         return tasks.jacobian_fn(fn, inputs, compile_fn=False) if task is Task.JACOBIAN else (fn, None)
     if task is Task.JACOBIAN:  # compile the Jacobian function itself, not the model (see worker.tasks)
-        return tasks.jacobian_fn(build_model(gen.model, device), inputs,
-                                 compile_fn=mode in INDUCTOR_MODES)
+        return tasks.jacobian_fn(build_model(gen.model, device), inputs, compile_fn=mode in INDUCTOR_MODES)
     return _built((gen.id, device), lambda: compile_module(gen, inputs, device).fn), None
 
 
@@ -153,8 +161,14 @@ def release_modules() -> None:
     gc.collect()
 
 
-def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[str, float],
-            profile: dict[str, Any] | None, pair: Duet | None) -> dict[str, Any]:
+def run_job(
+    rc: RunConfig,
+    threads: int,
+    module_dir: Path | None,
+    phases: dict[str, float],
+    profile: dict[str, Any] | None,
+    pair: Duet | None,
+) -> dict[str, Any]:
     """Run one case: samples (µs per iteration), memory, correctness, Jacobian mode, FX graph cache
     lookups of compiling, and with ``profile`` a profile taken after the samples.
 
@@ -187,18 +201,21 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     except RuntimeError as exc:
         if "leaf Variable that requires grad is being used in an in-place operation" not in str(exc):
             raise
-        raise CaseFailure(f"{gen.model.name} changes an input in place, which autograd refuses for an "
-                          f"input that requires grad (the {task.value} task differentiates its "
-                          "floating-point inputs): time it with the inference task, or change a copy"
-                          ) from exc
+        raise CaseFailure(
+            f"{gen.model.name} changes an input in place, which autograd refuses for an "
+            f"input that requires grad (the {task.value} task differentiates its "
+            "floating-point inputs): time it with the inference task, or change a copy"
+        ) from exc
     if problem := changed_inputs(gen.model, inputs, pristine, versions, "on its first call"):
         raise CaseFailure(problem)
     phases["compile"] = _ms(t0)
     cache = cache_since(before)
 
     t0 = time.perf_counter()
-    if any(isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all()
-           for t in torch.utils._pytree.tree_leaves(output)):
+    if any(
+        isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all()
+        for t in torch.utils._pytree.tree_leaves(output)
+    ):
         raise CaseFailure("output contains NaN or infinity")
     correctness = check_task(task, gen, fresh(), output, device, jacobian_mode)
     phases["check"] = _ms(t0)
@@ -220,13 +237,22 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     with tasks.grad_mode(task):
         if device == "cuda" and not mutates:
             cm = measure_cuda(iteration, policy)
-            timed = {**dataclasses.asdict(cm), "samples": cm.samples,
-                     "iterations_per_sample": cm.timing.launches}
+            timed = {
+                **dataclasses.asdict(cm),
+                "samples": cm.samples,
+                "iterations_per_sample": cm.timing.launches,
+            }
         else:
-            m = (measure_fresh(lambda f=fn: iteration_of(task, f, fresh()), policy, sync, before_sample)
-                 if mutates else measure(iteration, policy, sync, before_sample))
-            timed = {**dataclasses.asdict(m), "timing": dataclasses.asdict(plan_timing("cpu", None, policy)),
-                     "memory": {}}
+            m = (
+                measure_fresh(lambda f=fn: iteration_of(task, f, fresh()), policy, sync, before_sample)
+                if mutates
+                else measure(iteration, policy, sync, before_sample)
+            )
+            timed = {
+                **dataclasses.asdict(m),
+                "timing": dataclasses.asdict(plan_timing("cpu", None, policy)),
+                "memory": {},
+            }
     phases["run"] = _ms(t0)
     if (now := torch.get_num_threads()) != threads:
         found = now
@@ -236,12 +262,16 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
     timed_ms = sum(timed["samples"]) * timed["iterations_per_sample"] / 1e3
     timed.update(timed_ms=timed_ms, warmup_ms=max(phases["run"] - timed_ms, 0.0))
     if device != "cuda":
-        noop = fn.call(*inputs, target=_noop) if isinstance(iteration, functools.partial) else (
-            lambda args=inputs: _noop(*args))
+        noop = (
+            fn.call(*inputs, target=_noop)
+            if isinstance(iteration, functools.partial)
+            else (lambda args=inputs: _noop(*args))
+        )
         timed["floor_us"] = floor_us(noop, timed["iterations_per_sample"])
     if profile:  # after the samples, never during them; its time is in no phase
-        timed["profile"] = _profile(iteration, task, device, profile,
-                                    float(statistics.median_high(timed["samples"])))
+        timed["profile"] = _profile(
+            iteration, task, device, profile, float(statistics.median_high(timed["samples"]))
+        )
 
     t0 = time.perf_counter()
     del fn, iteration, inputs, output
@@ -250,8 +280,14 @@ def run_job(rc: RunConfig, threads: int, module_dir: Path | None, phases: dict[s
         torch.cuda.empty_cache()
     phases["done"] = _ms(t0)
     timed["memory"]["peak_rss_bytes"] = _peak_rss_bytes()
-    return {**timed, **cache, "threads": found, "threads_set": threads, "correctness": correctness,
-            "jacobian_mode": jacobian_mode}
+    return {
+        **timed,
+        **cache,
+        "threads": found,
+        "threads_set": threads,
+        "correctness": correctness,
+        "jacobian_mode": jacobian_mode,
+    }
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:
@@ -269,8 +305,9 @@ def iteration_of(task: Task, fn: Any, inputs: Tensors) -> Any:
 PROFILE_OPERATORS = 50
 
 
-def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
-             sample_us: float) -> dict[str, Any]:
+def _profile(
+    iteration: Any, task: Task, device: str, spec: dict[str, Any], sample_us: float
+) -> dict[str, Any]:
     """Profile ``spec["iterations"]`` iterations (fewer to fit ``spec["budget_ms"]`` at ``sample_us`` µs
     each), write the Chrome trace to ``spec["trace"]``; ``{iterations, trace, wall_ms, operators}`` with
     ``self_cpu_us`` (and ``self_device_us``) summed over iterations. Never raises: ``{"error": reason}``."""
@@ -291,9 +328,15 @@ def _profile(iteration: Any, task: Task, device: str, spec: dict[str, Any],
                 torch.cuda.synchronize()
         Path(spec["trace"]).parent.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(spec["trace"])
-        ops = [{"name": e.key, "self_cpu_us": float(e.self_cpu_time_total), "count": int(e.count),
-                **({"self_device_us": float(e.self_device_time_total)} if gpu else {})}
-               for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]]
+        ops = [
+            {
+                "name": e.key,
+                "self_cpu_us": float(e.self_cpu_time_total),
+                "count": int(e.count),
+                **({"self_device_us": float(e.self_device_time_total)} if gpu else {}),
+            }
+            for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:PROFILE_OPERATORS]
+        ]
         return {"iterations": n, "trace": spec["trace"], "wall_ms": _ms(start), "operators": ops}
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
@@ -306,8 +349,10 @@ def _out_of_memory(exc: BaseException) -> dict[str, Any]:
     if emptied := torch.cuda.is_available():
         torch.cuda.empty_cache()
     asked = f" (requested {requested} bytes)" if requested is not None else ""
-    return {"reason": f"out of memory{asked}: {message.splitlines()[0] if message else type(exc).__name__}",
-            "oom": {"requested_bytes": requested, "cache_emptied": emptied}}
+    return {
+        "reason": f"out of memory{asked}: {message.splitlines()[0] if message else type(exc).__name__}",
+        "oom": {"requested_bytes": requested, "cache_emptied": emptied},
+    }
 
 
 def _serve(request: Request, phases: dict[str, float]) -> Response:
@@ -325,13 +370,17 @@ def _serve(request: Request, phases: dict[str, float]) -> Response:
         done = pair and pair.close()
     c, why = payload["correctness"], None
     if c and not c["ok"]:
-        why = (f"{c['quantity']} "
-               f"{'not checked' if c['max_abs_err'] is None else 'differs from ' + c['against']}: "
-               f"{c['error']}" if c.get("error") else
-               f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, max rel "
-               f"error {c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})")
-    return Response(status="mismatch" if why else "ok", reason=why, **payload, duet=done,
-                    phase_times_ms=phases)
+        why = (
+            f"{c['quantity']} "
+            f"{'not checked' if c['max_abs_err'] is None else 'differs from ' + c['against']}: "
+            f"{c['error']}"
+            if c.get("error")
+            else f"{c['quantity']} differs from {c['against']}: max abs error {c['max_abs_err']:.3g}, "
+            f"max rel error {c['max_rel_err']:.3g} (atol {c['atol']:g}, rtol {c['rtol']:g})"
+        )
+    return Response(
+        status="mismatch" if why else "ok", reason=why, **payload, duet=done, phase_times_ms=phases
+    )
 
 
 def handle(data: Any) -> Response:
@@ -356,8 +405,12 @@ def handle(data: Any) -> Response:
 
 def failure_of(exc: Exception, **fields: Any) -> Response:
     """The ``failed`` response of an exception, with its last frames; call it in the ``except`` block."""
-    return Response(status="failed", reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
-                    traceback=traceback.format_exc(limit=-3), **fields)
+    return Response(
+        status="failed",
+        reason=f"{type(exc).__name__}: {exc}".strip()[:2000],
+        traceback=traceback.format_exc(limit=-3),
+        **fields,
+    )
 
 
 def answer(request_path: str, response_path: str) -> None:

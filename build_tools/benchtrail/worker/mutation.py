@@ -9,8 +9,9 @@ from benchtrail.worker.functions import input_names
 from benchtrail.worker.inputs import SEED, Tensors
 
 
-def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
-                   versions: list[int], when: str) -> str | None:
+def changed_inputs(
+    model: Model, inputs: Tensors, pristine: Tensors, versions: list[int], when: str
+) -> str | None:
     """Why a case that changed an input ``when`` is refused (a version counter moved from ``versions``,
     or values differ from ``pristine``), or None; a model declaring ``mutates_inputs`` never is."""
     if model.mutates_inputs:
@@ -22,9 +23,11 @@ def changed_inputs(model: Model, inputs: Tensors, pristine: Tensors,
             name, declare = input_names(model, SEED)[i], "@benchmark(..., mutates_inputs=True)"
         else:
             name, declare = str(i), "Model(..., mutates_inputs=True)"
-        return (f"{model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
-                f"{tuple(t.shape)}) in place {when}, so later iterations would run on changed data; declare "
-                f"{declare} to time one call per sample on fresh inputs, or change a copy")
+        return (
+            f"{model.name} changed its input {name} ({str(t.dtype).removeprefix('torch.')} "
+            f"{tuple(t.shape)}) in place {when}, so later iterations would run on changed data; declare "
+            f"{declare} to time one call per sample on fresh inputs, or change a copy"
+        )
     return None
 
 

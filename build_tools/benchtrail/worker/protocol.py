@@ -51,9 +51,11 @@ def _version(data: Any, what: str) -> int:
     version = data.get("version", 1)
     if type(version) is not int or version not in SERVED_VERSIONS:
         served = ", ".join(map(str, SERVED_VERSIONS))
-        raise ProtocolError(f"worker {what} has protocol version {version!r}; this benchtrail serves version "
-                            f"{served} (a newer benchtrail wrote it: run both sides from one checkout, or "
-                            f"upgrade this one)")
+        raise ProtocolError(
+            f"worker {what} has protocol version {version!r}; this benchtrail serves version "
+            f"{served} (a newer benchtrail wrote it: run both sides from one checkout, or "
+            f"upgrade this one)"
+        )
     return version
 
 
@@ -62,8 +64,10 @@ def _check(value: Any, types: type | tuple[type, ...], field: str, what: str = "
     types = types if isinstance(types, tuple) else (types,)
     if value is None or (isinstance(value, types) and (bool in types or not isinstance(value, bool))):
         return value
-    raise ProtocolError(f"worker {what}: field {field!r} is {type(value).__name__} {value!r:.80}, not "
-                        + " or ".join(t.__name__ for t in types))
+    raise ProtocolError(
+        f"worker {what}: field {field!r} is {type(value).__name__} {value!r:.80}, not "
+        + " or ".join(t.__name__ for t in types)
+    )
 
 
 #: Request fields added within version 1, written only when set: a worker from before them ignores them.
@@ -79,7 +83,8 @@ class _Request:
         """The request as a JSON object (version-1 field names and shapes)."""
         fields = dataclasses.asdict(self)
         return {"version": fields.pop("version"), "kind": self.kind} | {
-            k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if v or k not in _OPTIONAL}
+            k: list(v) if isinstance(v, tuple) else v for k, v in fields.items() if v or k not in _OPTIONAL
+        }
 
 
 @dataclass(frozen=True)
@@ -132,24 +137,36 @@ def count_requests(requests: list[RunRequest], repeats: int, callgrind_dir: Any)
     """The REQUESTS.json of ``python -m benchtrail.worker.counting REQUESTS.json JOURNAL.jsonl`` (run
     under callgrind), which appends ``{"start": i}`` to the journal before case i, then
     ``{"case": i, **response}``."""
-    return {"version": PROTOCOL_VERSION, "repeats": repeats, "callgrind_dir": str(callgrind_dir),
-            "requests": [r.to_json() for r in requests]}
+    return {
+        "version": PROTOCOL_VERSION,
+        "repeats": repeats,
+        "callgrind_dir": str(callgrind_dir),
+        "requests": [r.to_json() for r in requests],
+    }
 
 
-def compile_request(gen: Any, module_dir: Any = None, explain: bool = True,
-                    tasks: tuple[str, ...] = ()) -> CompileRequest:
+def compile_request(
+    gen: Any, module_dir: Any = None, explain: bool = True, tasks: tuple[str, ...] = ()
+) -> CompileRequest:
     """``gen`` a ``ModuleGenerationConfig``; ``module_dir`` a path or None."""
-    return CompileRequest(serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain,
-                          tuple(tasks))
+    return CompileRequest(
+        serialize_and_pack([gen]), str(module_dir) if module_dir else None, explain, tuple(tasks)
+    )
 
 
-def run_request(rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None,
-                duet: dict[str, Any] | None = None) -> RunRequest:
+def run_request(
+    rc: Any, module_dir: Any = None, profile: dict[str, Any] | None = None, duet: dict[str, Any] | None = None
+) -> RunRequest:
     """``rc`` a ``RunConfig``, run with its device's threads. Its ``count_instructions`` is dropped: no
     worker reads it and older workers refuse it."""
     device = dataclasses.replace(rc.target_device, count_instructions=False)
-    return RunRequest(serialize_and_pack([dataclasses.replace(rc, target_device=device)]), device.threads,
-                      str(module_dir) if module_dir else None, profile=profile, duet=duet)
+    return RunRequest(
+        serialize_and_pack([dataclasses.replace(rc, target_device=device)]),
+        device.threads,
+        str(module_dir) if module_dir else None,
+        profile=profile,
+        duet=duet,
+    )
 
 
 def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = None) -> dict[str, Any]:
@@ -160,8 +177,9 @@ def profile_spec(trace: Any, iterations: int = 20, budget_ms: float | None = Non
     """
     from pathlib import Path
 
-    return _checked_profile({"iterations": iterations, "trace": str(Path(trace).absolute()),
-                             "budget_ms": budget_ms})
+    return _checked_profile(
+        {"iterations": iterations, "trace": str(Path(trace).absolute()), "budget_ms": budget_ms}
+    )
 
 
 def duet_spec(socket: Any, cpus: Any) -> dict[str, Any]:
@@ -176,10 +194,18 @@ def _duet_of(value: Any) -> dict[str, Any] | None:
 
 def _checked_duet(spec: dict[str, Any]) -> dict[str, Any]:
     socket, cpus = spec.get("socket"), spec.get("cpus")
-    if not (isinstance(socket, str) and socket and isinstance(cpus, list) and cpus
-            and all(type(c) is int and c >= 0 for c in cpus) and len(set(cpus)) == len(cpus)):
-        raise ProtocolError(f"worker request: field 'duet' is {spec!r:.200}; allowed: {{socket: <path>, "
-                            f"cpus: <non-empty list of distinct CPU ids>}}")
+    if not (
+        isinstance(socket, str)
+        and socket
+        and isinstance(cpus, list)
+        and cpus
+        and all(type(c) is int and c >= 0 for c in cpus)
+        and len(set(cpus)) == len(cpus)
+    ):
+        raise ProtocolError(
+            f"worker request: field 'duet' is {spec!r:.200}; allowed: {{socket: <path>, "
+            f"cpus: <non-empty list of distinct CPU ids>}}"
+        )
     return {"socket": socket, "cpus": cpus}
 
 
@@ -190,12 +216,16 @@ def _profile_of(value: Any) -> dict[str, Any] | None:
 
 def _checked_profile(spec: dict[str, Any]) -> dict[str, Any]:
     """The fields set; ProtocolError unless ``iterations`` >= 1, ``trace`` non-empty, ``budget_ms`` > 0."""
-    checked = {k: _check(spec.get(k), types, f"profile.{k}")
-               for k, types in (("iterations", int), ("trace", str), ("budget_ms", (int, float)))}
+    checked = {
+        k: _check(spec.get(k), types, f"profile.{k}")
+        for k, types in (("iterations", int), ("trace", str), ("budget_ms", (int, float)))
+    }
     iterations, trace, budget = checked.values()
     if iterations is None or iterations < 1 or not trace or (budget is not None and not budget > 0):
-        raise ProtocolError(f"worker request: field 'profile' is {spec!r:.200}; allowed: {{iterations: "
-                            f"<integer >= 1>, trace: <path>, budget_ms: <number > 0> (optional)}}")
+        raise ProtocolError(
+            f"worker request: field 'profile' is {spec!r:.200}; allowed: {{iterations: "
+            f"<integer >= 1>, trace: <path>, budget_ms: <number > 0> (optional)}}"
+        )
     return {k: v for k, v in checked.items() if v is not None}
 
 
@@ -211,14 +241,20 @@ def read_request(data: Any) -> Request:
         tasks = _check(data.get("tasks"), list, "tasks") or []
         if not all(isinstance(t, str) for t in tasks):
             raise ProtocolError(f"worker request: field 'tasks' is {tasks!r:.80}, not a list of task names")
-        return CompileRequest(config, module_dir, bool(_check(data.get("explain", True), bool, "explain")),
-                              tuple(tasks), version)
+        return CompileRequest(
+            config,
+            module_dir,
+            bool(_check(data.get("explain", True), bool, "explain")),
+            tuple(tasks),
+            version,
+        )
     if kind == "run":
         threads = _check(data.get("threads"), int, "threads")
         if threads is None:
             raise ProtocolError("worker request: a run request needs 'threads'")
-        return RunRequest(config, threads, module_dir, version, _profile_of(data.get("profile")),
-                          _duet_of(data.get("duet")))
+        return RunRequest(
+            config, threads, module_dir, version, _profile_of(data.get("profile")), _duet_of(data.get("duet"))
+        )
     raise ProtocolError(f"worker request: kind {kind!r} is not one this worker serves ('compile', 'run')")
 
 
@@ -227,8 +263,13 @@ _SEQUENCES = ("samples", "gpu_samples_us", "wall_samples_us", "break_reasons", "
 #: Run fields written whenever the run's samples are, also when null (version 1 always wrote them).
 WITH_SAMPLES = ("correctness", "jacobian_mode")
 #: The JSON types a response field's annotation allows, by the annotation's first name.
-_JSON_TYPES: dict[str, Any] = {"str": str, "int": int, "float": (int, float), "dict": dict,
-                               "tuple": (list, tuple)}
+_JSON_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "dict": dict,
+    "tuple": (list, tuple),
+}
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,10 @@ def top_level_names(entries: list[str]) -> set[str]:
         for item in items:
             stem, _, suffix = item.partition(".")
             if stem.isidentifier() and (
-                    (not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py")))
-                    or suffix in ("py", "pyc") or suffix.endswith(("so", "pyd"))):
+                (not suffix and os.path.isfile(os.path.join(entry, item, "__init__.py")))
+                or suffix in ("py", "pyc")
+                or suffix.endswith(("so", "pyd"))
+            ):
                 names.add(stem)
     return names - _UNSHADOWED
 
@@ -57,8 +59,14 @@ def refusal(entries: list[str] | None, cwd: str | None = None) -> str | None:
         return None
     imported = {name.partition(".")[0] for name in list(sys.modules)} | {"*"}
     clash = sorted(top_level_names([*([cwd] if cwd else []), *entries, *_OWN_ENTRIES]) & imported)
-    return (f"its PYTHONPATH or the server's provides modules the server has imported "
-            f"({', '.join(clash[:5])}); it needs a server of its own") if clash else None
+    return (
+        (
+            f"its PYTHONPATH or the server's provides modules the server has imported "
+            f"({', '.join(clash[:5])}); it needs a server of its own"
+        )
+        if clash
+        else None
+    )
 
 
 def _preload() -> None:
@@ -142,8 +150,14 @@ def serve(stdin: TextIO, channel: int) -> int:
     # does not touch (and copy) the whole inherited heap (CPython's gc.freeze docs: "before a POSIX
     # fork() call, to make the GC copy-on-write friendly").
     gc.freeze()
-    say({"server": SERVER_VERSION, "pid": os.getpid(), "served_versions": list(SERVED_VERSIONS),
-         "features": list(FEATURES)})
+    say(
+        {
+            "server": SERVER_VERSION,
+            "pid": os.getpid(),
+            "served_versions": list(SERVED_VERSIONS),
+            "features": list(FEATURES),
+        }
+    )
     for line in stdin:
         if not line.strip():
             continue

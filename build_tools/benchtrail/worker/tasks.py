@@ -22,8 +22,12 @@ from benchtrail.worker.inputs import Tensors
 JACOBIAN_MAX_INPUT_ELEMENTS = 4096
 
 #: The quantity each task computes, which the correctness check compares.
-QUANTITY = {Task.INFERENCE: "value", Task.FORWARD: "value", Task.BACKWARD: "gradient",
-            Task.JACOBIAN: "jacobian"}
+QUANTITY = {
+    Task.INFERENCE: "value",
+    Task.FORWARD: "value",
+    Task.BACKWARD: "gradient",
+    Task.JACOBIAN: "jacobian",
+}
 
 
 class TaskError(ValueError):
@@ -61,13 +65,15 @@ def gradient(fn: Callable[..., Any], inputs: Tensors) -> Tensors:
     Raises:
         TaskError: nothing to differentiate (no output or no input requires grad).
     """
-    outputs = [t for t in tree_leaves(fn(*inputs))
-               if isinstance(t, torch.Tensor) and t.requires_grad]
+    outputs = [t for t in tree_leaves(fn(*inputs)) if isinstance(t, torch.Tensor) and t.requires_grad]
     wrt = [t for t in inputs if t.requires_grad] + _parameters(fn)
     if not outputs or not wrt:
         raise TaskError("backward: the output does not depend on any input or parameter that requires grad")
-    return tuple(torch.autograd.grad(outputs, wrt, [torch.ones_like(t) for t in outputs], allow_unused=True,
-                                     materialize_grads=True))
+    return tuple(
+        torch.autograd.grad(
+            outputs, wrt, [torch.ones_like(t) for t in outputs], allow_unused=True, materialize_grads=True
+        )
+    )
 
 
 def differentiable_argnums(inputs: Tensors) -> tuple[int, ...]:
@@ -75,8 +81,9 @@ def differentiable_argnums(inputs: Tensors) -> tuple[int, ...]:
     return tuple(i for i, t in enumerate(inputs) if t.is_floating_point())
 
 
-def jacobian_fn(model: Callable[..., Any], inputs: Tensors,
-                compile_fn: bool) -> tuple[Callable[..., Any], str]:
+def jacobian_fn(
+    model: Callable[..., Any], inputs: Tensors, compile_fn: bool
+) -> tuple[Callable[..., Any], str]:
     """``(jacobian function, mode)`` over every floating-point input; compiled when ``compile_fn``.
 
     Raises:
@@ -85,14 +92,18 @@ def jacobian_fn(model: Callable[..., Any], inputs: Tensors,
     """
     argnums = differentiable_argnums(inputs)
     if not argnums:
-        raise TaskError("jacobian: no floating-point input to differentiate (inputs: "
-                        f"{', '.join(f'{t.dtype} {tuple(t.shape)}' for t in inputs) or 'none'}); the "
-                        "Jacobian is taken with respect to the floating-point tensor inputs: drop the "
-                        "jacobian task or pass one")
+        raise TaskError(
+            "jacobian: no floating-point input to differentiate (inputs: "
+            f"{', '.join(f'{t.dtype} {tuple(t.shape)}' for t in inputs) or 'none'}); the "
+            "Jacobian is taken with respect to the floating-point tensor inputs: drop the "
+            "jacobian task or pass one"
+        )
     n = sum(inputs[i].numel() for i in argnums)
     if n > JACOBIAN_MAX_INPUT_ELEMENTS:
-        raise TaskError(f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
-                        f"{JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)")
+        raise TaskError(
+            f"jacobian: the inputs have {n} elements; the Jacobian task takes at most "
+            f"{JACOBIAN_MAX_INPUT_ELEMENTS} (its result has n² entries)"
+        )
     with torch.no_grad():
         mode = jacobian_mode(tuple(inputs[i] for i in argnums), model(*inputs))
     jac = getattr(torch.func, mode)(model, argnums=argnums)  # torch.func.jacrev or jacfwd

@@ -42,8 +42,7 @@ def block(fn: Step, iterations: int, synchronize: Hook) -> float:
     return time.perf_counter() - start
 
 
-def warm_up(make: Callable[[], Step], warmup_s: float,
-            synchronize: Hook = lambda: None) -> int:
+def warm_up(make: Callable[[], Step], warmup_s: float, synchronize: Hook = lambda: None) -> int:
     """Call ``make()``'s function at least twice and for ``warmup_s`` seconds; the calls made."""
     calls, start = 0, time.perf_counter()
     while calls < 2 or time.perf_counter() - start < warmup_s:
@@ -52,8 +51,7 @@ def warm_up(make: Callable[[], Step], warmup_s: float,
     return calls
 
 
-def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook,
-            before_sample: Hook) -> Measurement:
+def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook, before_sample: Hook) -> Measurement:
     """Warm up, pick the block size, take ``policy.min_samples`` samples, ``before_sample`` untimed."""
     warmup_iterations = warm_up(lambda: fn, policy.warmup_time_ms / 1e3, synchronize)
     # Block sizes 1, 2, 5, 10, 20, 50, ... until one block lasts long enough (timeit.autorange),
@@ -64,12 +62,16 @@ def measure(fn: Step, policy: ExecutionConfig, synchronize: Hook,
         warmup_iterations += iterations
         if block(fn, iterations, synchronize) >= target_s:
             break
-    return Measurement(take_samples(fn, iterations, policy.min_samples, synchronize, before_sample),
-                       iterations, warmup_iterations)
+    return Measurement(
+        take_samples(fn, iterations, policy.min_samples, synchronize, before_sample),
+        iterations,
+        warmup_iterations,
+    )
 
 
-def measure_fresh(make: Callable[[], Step], policy: ExecutionConfig,
-                  synchronize: Hook, before_sample: Hook) -> Measurement:
+def measure_fresh(
+    make: Callable[[], Step], policy: ExecutionConfig, synchronize: Hook, before_sample: Hook
+) -> Measurement:
     """Time one call per sample, each made by ``make()`` outside the timed region (fresh inputs, as
     pytest-benchmark's ``pedantic(setup=...)``); no block calibration."""
     warmup_iterations = warm_up(make, policy.warmup_time_ms / 1e3, synchronize)
@@ -86,9 +88,9 @@ def floor_us(fn: Step, iterations: int) -> float:
     return statistics.median_high(take_samples(fn, iterations, 5))
 
 
-def take_samples(fn: Step, iterations: int, count: int,
-                 synchronize: Hook = lambda: None,
-                 before_sample: Hook | None = None) -> tuple[float, ...]:
+def take_samples(
+    fn: Step, iterations: int, count: int, synchronize: Hook = lambda: None, before_sample: Hook | None = None
+) -> tuple[float, ...]:
     """``count`` samples of ``iterations`` calls each, µs per call; no warm-up, no calibration."""
     samples = []
     for _ in range(count):
