@@ -76,7 +76,7 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
     through the harness's expression evaluator. GitHub passes a fork's PR run no secrets; setup's
     ``postsubmit`` output is what ``benchtrail configure`` decides for the event; ``post_key`` is the
     postsubmit environment's secret, visible only to a job in that environment (a postsubmit run)."""
-    from benchtrail.github.configure import postsubmit_branch
+    from benchtrail.github.selection import postsubmit_branch
 
     job = _load(name)["jobs"][job_id]
     postsubmit = event in ("push", "workflow_dispatch") and postsubmit_branch(

@@ -17,9 +17,9 @@ from typing import Any
 
 from benchtrail.compare import gate
 from benchtrail.errors import UserError
-from benchtrail.github.configure import (
+from benchtrail.github.configure import SELECTION_ERROR_VERDICT
+from benchtrail.github.selection import (
     SAFE_LABEL,
-    SELECTION_ERROR_VERDICT,
     Names,
     SelectionError,
     accept_items,

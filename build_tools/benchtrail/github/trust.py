@@ -17,7 +17,7 @@ from typing import Any
 
 from benchtrail.compare.stored_runs import Trust, TrustAll
 from benchtrail.errors import UserError
-from benchtrail.github.configure import POSTSUBMIT_EVENTS, Names, release_branches, stores_baselines
+from benchtrail.github.selection import POSTSUBMIT_EVENTS, Names, release_branches, stores_baselines
 from benchtrail.store import remote
 
 #: Clock difference (s) allowed between GCS's ``timeCreated`` and GitHub's run and job times.
