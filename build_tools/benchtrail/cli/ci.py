@@ -6,16 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from benchtrail.cli.flag_values import attempt, max_commits, path_argument
 from benchtrail.cli.options import (
     ACCEPT_HELP,
     STORE_HELP,
     accept_globs,
     add_command,
     add_trust_arguments,
-    attempt,
-    max_commits,
     open_trusted,
-    path_argument,
     require_store,
 )
 from benchtrail.errors import EXIT_OK, EXIT_REGRESSION, UserError

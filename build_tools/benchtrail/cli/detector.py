@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (
+from benchtrail.cli.flag_values import (
     ROUND_SAMPLES,
-    add_command,
     comparisons,
     detector_modes,
     percent_deltas,
@@ -17,6 +16,7 @@ from benchtrail.cli.options import (
     samples_per_side,
     whole_number,
 )
+from benchtrail.cli.options import add_command
 
 
 def add_evaluate_detector_parser(subparsers: Any) -> None:

@@ -10,18 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchtrail.cli.flag_values import commit_sha, positive_seconds, pr_number, repo_name, run_key
 from benchtrail.cli.options import (
     add_command,
     api_url,
-    commit_sha,
     from_env,
     github_token,
-    positive_seconds,
-    pr_number,
     project,
     project_presets,
-    repo_name,
-    run_key,
     suite,
 )
 from benchtrail.errors import EXIT_OK, UserError

@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
+from benchtrail.cli.flag_values import check_output_dir, max_commits, path_argument
 from benchtrail.cli.options import (
     STORE_HELP,
     add_command,
     add_trust_arguments,
-    check_output_dir,
-    max_commits,
     open_trusted,
     optional_store,
-    path_argument,
     require_store,
 )
 from benchtrail.errors import EXIT_OK, UserError, missing_extra

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import add_command, check_output_dir, path_argument
+from benchtrail.cli.flag_values import check_output_dir, path_argument
+from benchtrail.cli.options import add_command
 from benchtrail.errors import EXIT_OK
 from benchtrail.interop.convert import FORMATS, KINDS
 

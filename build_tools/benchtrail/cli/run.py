@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.cli.compare import add_result_arguments, exit_code, show_result
+from benchtrail.cli.flag_values import positive_seconds, whole_number
 from benchtrail.cli.options import (
     FILTER_PARENT,
     METRICS_PARENT,
@@ -20,12 +21,10 @@ from benchtrail.cli.options import (
     accept_globs,
     add_any_origin_argument,
     add_command,
-    positive_seconds,
     presets,
     require_store,
     resolve_store,
     suite,
-    whole_number,
 )
 from benchtrail.errors import EXIT_BENCHMARKS_FAILED, EXIT_OK, UserError
 

@@ -8,14 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.options import (
-    DEFAULT_STORE,
-    add_command,
-    deadline_seconds,
-    require_store,
-    run_id,
-    store_attempt,
-)
+from benchtrail.cli.flag_values import deadline_seconds, run_id, store_attempt
+from benchtrail.cli.options import DEFAULT_STORE, add_command, require_store
 from benchtrail.errors import EXIT_OK
 
 #: Help of ``--store`` (upload and fetch name the remote kind first).

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail import jsonio
+from benchtrail.cli.flag_values import repo_name, whole_number
 from benchtrail.cli.history import add_walk_arguments, collect
 from benchtrail.cli.options import (
     add_command,
@@ -17,9 +18,7 @@ from benchtrail.cli.options import (
     api_url,
     from_env,
     github_token,
-    repo_name,
     require_store,
-    whole_number,
 )
 from benchtrail.github.post import DEFAULT_API_URL
 from benchtrail.history.track import DEFAULT_NEW_WITHIN, bisect_range, format_table, report_to_dict, track
