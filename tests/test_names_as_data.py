@@ -125,7 +125,8 @@ MPL_NAMES = [*HOSTILE, "$x$", "a$b", "\\$", "$\\frac{$"]
 def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
     from matplotlib.text import Text
 
-    from benchtrail.history.plots import ratios_figure, save_figures
+    from benchtrail.history.comparison_figures import ratios_figure
+    from benchtrail.history.plots import save_figures
 
     for name in MPL_NAMES:  # matplotlib's own reading of the label: the name itself, no mathtext
         assert Text()._preprocess_math(mpl_text(name)) == (name, False), name
@@ -138,7 +139,7 @@ def test_matplotlib_shows_names_as_given_and_never_parses_mathtext(tmp_path):
 def test_a_long_name_is_shortened_in_the_middle_and_leaves_the_axes_their_room():
     import warnings
 
-    from benchtrail.history.plots import ratios_figure
+    from benchtrail.history.comparison_figures import ratios_figure
     from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS
 
     assert mpl_text("a" * 30 + "$" + "b" * 40, 11) == "aaaaa…bbbbb"
@@ -353,7 +354,7 @@ def test_dollar_signs_in_names_never_become_github_math():
 
 
 def test_long_names_that_differ_in_their_parameters_keep_apart_in_plot_labels():
-    from benchtrail.history.plots import ratios_figure
+    from benchtrail.history.comparison_figures import ratios_figure
 
     names = [f"tinyproj.benchmarks.attention[seq={seq},heads=8,dtype=float16].inductor.inference.c2-standard-16"
              for seq in (64, 128)]

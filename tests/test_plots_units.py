@@ -1,6 +1,7 @@
 """The matplotlib Figures of ``benchtrail.history.plots`` on small fixed histories: units on every value
 axis, integer ticks for counts, a bounded number of panels per figure, bars for a single run, the
-baseline, change points and regressions marked, and the base-vs-head strip plots."""
+baseline, change points and regressions marked; and the base-vs-head strip plots of
+``benchtrail.history.comparison_figures``."""
 
 import math
 
@@ -8,17 +9,15 @@ import pytest
 from matplotlib.container import BarContainer
 from matplotlib.ticker import MaxNLocator
 
+from benchtrail.history.comparison_figures import Samples, distribution_figures, samples_of
 from benchtrail.history.plots import (
     MAX_PANELS,
     AxisUnit,
-    Samples,
     axis_unit,
-    distribution_figures,
     history_figures,
     model_of,
     panels,
     plot_history_png,
-    samples_of,
     variant_of,
 )
 from benchtrail.history.series import CommitRun, History, Point, Series

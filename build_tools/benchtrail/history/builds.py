@@ -211,7 +211,8 @@ def format_table(comparison: BuildComparison) -> str:
 
 def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
     """A PNG bar plot of the ratios (log scale unless one is 0); UserError when ``path`` exists."""
-    from benchtrail.history.plots import ratios_figure, save_figures
+    from benchtrail.history.comparison_figures import ratios_figure
+    from benchtrail.history.plots import save_figures
 
     rows = [r for r in comparison.rows if r.ratio is not None]
     title = (

@@ -275,7 +275,7 @@ def strip_figures(comparison: Path, base_results: list[ResultsFile], head: list[
     inconclusive execution series (paired ones from ``ab/`` beside ``comparison``), regressed first, at most
     :data:`MAX_DISTRIBUTIONS`, in one unit; {} without a base."""
     from benchtrail.compare.tables import change_cell, estimate
-    from benchtrail.history.plots import distribution_figures, sample_units, samples_of
+    from benchtrail.history.comparison_figures import distribution_figures, sample_units, samples_of
 
     order = {"regressed": 0, "improved": 1, "inconclusive": 2, "noisy": 2}  # noisy: comparison versions 1-7
     rows = sorted(
