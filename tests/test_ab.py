@@ -361,8 +361,9 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
 
     from benchtrail.compare.document import comparison_to_dict
     from benchtrail.compare.gate import check
+    from benchtrail.compare.notes import mark_regressions
     from benchtrail.compare.rules import load_thresholds
-    from benchtrail.compare.verdicts import compare, mark_regressions
+    from benchtrail.compare.verdicts import compare
     from tests.records import record, results
 
     wild = list(np.linspace(60.0, 140.0, 31))

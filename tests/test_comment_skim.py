@@ -10,9 +10,10 @@ import pytest
 
 from benchtrail.compare.comment import check_figure, render, runner_checks_line
 from benchtrail.compare.document import Comparison, Row, comparison_to_dict
+from benchtrail.compare.notes import mark_regressions
 from benchtrail.compare.rules import Rules, load_thresholds
 from benchtrail.compare.tables import estimate
-from benchtrail.compare.verdicts import compare, mark_regressions
+from benchtrail.compare.verdicts import compare
 from benchtrail.markup import md_text
 from benchtrail.runner.ab import Arm
 from tests.records import apply_recheck, record, results, spread

@@ -8,9 +8,10 @@ import pytest
 
 from benchtrail.compare.comment import render
 from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.notes import mark_regressions
 from benchtrail.compare.rules import Rules, Threshold
 from benchtrail.compare.terminal import render_table
-from benchtrail.compare.verdicts import compare, mark_regressions
+from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.stats.inference import mann_whitney_p
 from benchtrail.stats.power import check_sample_sizes, samples_needed, smallest_p

@@ -9,8 +9,9 @@ import pytest
 
 from benchtrail.compare import gate
 from benchtrail.compare.document import Comparison, comparison_to_dict
+from benchtrail.compare.notes import UNCHANGED_NOTE, mark_regressions
 from benchtrail.compare.rules import Rules, find_threshold, load_thresholds
-from benchtrail.compare.verdicts import UNCHANGED_NOTE, compare, mark_regressions
+from benchtrail.compare.verdicts import compare
 from benchtrail.results.baseline_key import counter_difference
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.runner.recheck import suspects

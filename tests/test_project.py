@@ -9,10 +9,11 @@ import pytest
 
 from benchtrail.cli import main
 from benchtrail.compare.gate import check
+from benchtrail.compare.notes import mark_regressions
 from benchtrail.compare.rules import QuarantineEntry as Entry
 from benchtrail.compare.rules import Rules, load_quarantine, load_thresholds
 from benchtrail.compare.rules import unmatched_quarantine as unmatched
-from benchtrail.compare.verdicts import compare, mark_regressions
+from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
 from tests.records import record, results, spread

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
+from benchtrail.compare.notes import HASH_SCHEME_NOTE
 from benchtrail.compare.rules import load_thresholds
-from benchtrail.compare.verdicts import HASH_SCHEME_NOTE, compare
+from benchtrail.compare.verdicts import compare
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.functions import discover, suite_of

@@ -12,6 +12,7 @@ from benchtrail.compare.callgrind import Locate, with_functions
 from benchtrail.compare.comment import render
 from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
 from benchtrail.compare.document import Row, comparison_to_dict, load_comparison
+from benchtrail.compare.notes import mark_regressions
 from benchtrail.compare.rules import Rules, unmatched_quarantine
 from benchtrail.compare.scope import (
     exported_filter,
@@ -20,7 +21,7 @@ from benchtrail.compare.scope import (
     unreported,
     unusable_baselines,
 )
-from benchtrail.compare.verdicts import compare, mark_regressions
+from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError, missing_extra
 from benchtrail.markup import rich_text
 from benchtrail.progress import console

@@ -17,10 +17,11 @@ from typing import Any
 
 from benchtrail import jsonio
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
+from benchtrail.compare.notes import count_note, regression_mark
 from benchtrail.compare.profile_diff import profile_diff
 from benchtrail.compare.rules import Rules
 from benchtrail.compare.tables import level_text
-from benchtrail.compare.verdicts import compare, count_note, regression_mark
+from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.progress import progress_bar
 from benchtrail.runner.ab import Arm, Policy, paired_arms, run_pairs, write_paired
