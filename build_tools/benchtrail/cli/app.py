@@ -41,16 +41,14 @@ COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
             "comment": "render comparison.json as the PR comment",
         },
     ),
+    ("benchtrail.cli.run", "add_pipeline_parser", {"pipeline": "the main job, end to end"}),
     (
-        "benchtrail.cli.run",
-        "add_pipeline_parsers",
-        {
-            "pipeline": "the main job, end to end",
-            "ab": "paired A/B: run base and head interleaved on this machine (or re-check a comparison)",
-        },
+        "benchtrail.cli.ab",
+        "add_ab_parser",
+        {"ab": "paired A/B: run base and head interleaved on this machine (or re-check a comparison)"},
     ),
     (
-        "benchtrail.cli.run",
+        "benchtrail.cli.explain",
         "add_explain_parsers",
         {
             "explain": "describe one benchmark of a run and how to reproduce it",
