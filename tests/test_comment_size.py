@@ -3,7 +3,8 @@ section priority and counted, full.md keeping every row; a git run URL's trace l
 
 import pytest
 
-from benchtrail.compare.comment import MAX_COMMENT_CHARS, note_line, render
+from benchtrail.compare.comment import MAX_COMMENT_CHARS, render
+from benchtrail.compare.comment_header import note_line
 from benchtrail.compare.document import Comparison
 from tests.records import record, spread
 from tests.test_comment import _comment_cli, _comparison, _write_comparison

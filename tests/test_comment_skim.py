@@ -8,7 +8,8 @@ import shlex
 
 import pytest
 
-from benchtrail.compare.comment import check_figure, render, runner_checks_line
+from benchtrail.compare.comment import render
+from benchtrail.compare.comment_header import check_figure, runner_checks_line
 from benchtrail.compare.document import Comparison, Row, comparison_to_dict
 from benchtrail.compare.notes import mark_regressions
 from benchtrail.compare.rules import Rules, load_thresholds

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare.comment import runner_checks_line
+from benchtrail.compare.comment_header import runner_checks_line
 from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results

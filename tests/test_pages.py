@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchtrail.cli import main
-from benchtrail.compare.comment import verdict_line
+from benchtrail.compare.comment_header import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.history.collect import load_history
 from benchtrail.history.series import page_groups

@@ -194,7 +194,7 @@ def test_a_suite_with_fewer_cases_than_shards_takes_no_runner_for_an_empty_shard
     """The example's one case with shard-count 3: one execute leg, not three (shards 1 and 2 are empty and
     would each hold a self-hosted runner for nothing), and the comparison of that leg's results calls no
     shard unreported: the comment has no "Shards that did not report" line (issue 39)."""
-    from benchtrail.compare.comment import missing_shards_line
+    from benchtrail.compare.comment_header import missing_shards_line
     from benchtrail.pipeline.report_stages import compare_stage
     from benchtrail.results.io import write_results
     from benchtrail.suite.export import load_execution

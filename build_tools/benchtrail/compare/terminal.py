@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from benchtrail.compare.comment import runner_checks_line
+from benchtrail.compare.comment_header import runner_checks_line
 from benchtrail.compare.document import INCONCLUSIVE, VERDICTS, Comparison, Row
 from benchtrail.compare.tables import (
     CHANGES,

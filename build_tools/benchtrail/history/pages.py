@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.compare.comment import verdict_line
+from benchtrail.compare.comment_header import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.errors import UserError
 from benchtrail.history.dashboard import write_dashboard
