@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator, StrMethodFormatter
 
-from benchtrail.history.plots import MAX_PANELS, AxisUnit, axis_unit, grid, quantity, set_value_axis
+from benchtrail.history.plots import MAX_PANELS, AxisUnit, axis_unit, grid, metric_quantity, set_value_axis
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 
 
@@ -129,7 +129,7 @@ def distribution_figures(
             ax.set_xticks([0, 1], [f"base (n={len(s.base)})", f"head (n={len(s.head)})"], fontsize=7)
             ax.set_xlim(-0.6, 1.6)
             ax.set_title(mpl_label(s.name, common, MPL_TITLE_CHARS), fontsize=8)
-            set_value_axis(ax.yaxis, s.unit, au, quantity(s.metric))
+            set_value_axis(ax.yaxis, s.unit, au, metric_quantity(s.metric))
             ax.grid(axis="y", alpha=0.3)
         figures.append(fig)
     return figures

@@ -103,7 +103,7 @@ def set_value_axis(axis: Any, unit: str, au: AxisUnit, quantity: str) -> None:
         axis.set_major_formatter(FuncFormatter(_tick))
 
 
-def quantity(metric: str) -> str:
+def metric_quantity(metric: str) -> str:
     return QUANTITIES.get(metric, metric.replace("_", " "))
 
 
@@ -143,7 +143,7 @@ class Panel:
     def quantity(self) -> str:
         """What the value axis says before its unit."""
         (one, *more) = self.metrics
-        return GROUPS.get(self.unit, [self.unit])[-1] if more else quantity(one)
+        return GROUPS.get(self.unit, [self.unit])[-1] if more else metric_quantity(one)
 
     def label(self, series: Series) -> str:
         """A line's or bar's label: what tells the series apart within the panel."""

@@ -10,6 +10,7 @@ Names are checked before any I/O: safe as local paths and in ``gcloud storage`` 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -217,6 +218,11 @@ class Store(Protocol):
     def pointers(self, commit: str) -> list[Json]: ...
 
     def write_asset(self, name: str, data: bytes) -> Path | str: ...
+
+
+def staging_root() -> Path:
+    """Where a remote store stages its runs: ``BENCHTRAIL_STAGING``, else ``.benchtrail/staging``."""
+    return Path(os.environ.get("BENCHTRAIL_STAGING") or Path(".benchtrail") / "staging")
 
 
 def empty_staging_dir(path: Path, run_id: str, attempt: int) -> Path:

@@ -32,6 +32,7 @@ from benchtrail.store.base import (
     pointerless,
     run_path,
     shown,
+    staging_root,
     stored_time,
     unsafe_reason,
     upload_names,
@@ -40,7 +41,6 @@ from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKER
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
-DEFAULT_STAGING = Path(".benchtrail") / "staging"
 #: Seconds that opening a store or creating a run may spend retrying a listing. This one, the
 #: transfers' ``DEFAULT_DEADLINE_S`` and ``--deadline`` are all capped by ``$BENCHTRAIL_STORE_DEADLINE_S``
 #: (``benchtrail.store.gcs_transfer.deadline_cap``).
@@ -285,7 +285,7 @@ def open_gcs_store(
     if prefix:
         check_relative_name(prefix, f"store URL {url!r}")
     if staging is None:
-        staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / bucket / prefix
+        staging = staging_root() / bucket / prefix
     io = BucketIO(
         client if client is not None else make_client(), bucket, retry or DEFAULT_RETRY, max_workers
     )

@@ -29,6 +29,7 @@ from benchtrail.store.base import (
     pointerless,
     run_path,
     shown,
+    staging_root,
     stored_time,
     unsafe_reason,
     upload_names,
@@ -38,7 +39,6 @@ from benchtrail.store.git_url import LEFT_OUT, NOTES, create_cache, parse_url, r
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
 #: Where the cache and the run directories live unless ``BENCHTRAIL_STAGING`` says otherwise.
-DEFAULT_STAGING = Path(".benchtrail") / "staging"
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ def open_git_store(url: str, *, staging: Path | None = None, cwd: Path | None = 
     if staging is None:
         tail = re.sub(r"[^A-Za-z0-9]+", "-", shown_remote(resolved).removesuffix(".git"))[-40:].strip("-")
         digest = hashlib.sha1(f"{resolved}#{branch}".encode()).hexdigest()[:10]
-        staging = Path(os.environ.get("BENCHTRAIL_STAGING") or DEFAULT_STAGING) / f"git-{tail}-{digest}"
+        staging = staging_root() / f"git-{tail}-{digest}"
     store = GitStore(resolved, branch, Path(staging).resolve() / "cache.git", config, staging=Path(staging))
     if not (store.cache / "HEAD").is_file():
         create_cache(store.cache, store.url)
