@@ -40,17 +40,55 @@ pytest_plugins = ["tests.gcs_fixtures"]
 def repo(tmp_path):
     """A git repository at ``tmp_path/repo`` on branch ``main`` with three empty commits; its path.
 
-    The same repository as tests/test_baseline.py's fixture (same commands, same identity), shared with the
-    test modules that import its ``git`` and ``commit`` helpers.
+    Made with tests/helpers/git.py's ``git`` (the identity of the environment the tests run in), for the
+    test modules that go on with its ``git`` and ``commit`` helpers.
     """
-    from tests.test_baseline import git
-
     r = tmp_path / "repo"
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
     for i in range(3):
         git(r, "commit", "-q", "--allow-empty", "-m", f"main {i}")
     return r
+
+
+@pytest.fixture(params=["file", "gs"])
+def store(request, tmp_path):
+    """Each store backend in turn: a folder, and GCS (the emulator behind ``FaultProxy``, so that
+    ``ifGenerationMatch=0`` is enforced); for the store contract's tests."""
+    from benchtrail.store import open_store
+    from tests.gcs_fixtures import FAST_RETRY
+
+    if request.param == "file":
+        return open_store(str(tmp_path / "store"))
+    bucket = request.getfixturevalue("gcs_bucket")
+    request.getfixturevalue("fault_proxy")
+    return open_store(f"gs://{bucket}/ci", retry=FAST_RETRY)
+
+
+@pytest.fixture
+def gh(tmp_path, monkeypatch):
+    """A GitHub Actions-like environment: event file, output and summary files."""
+    import json
+
+    from benchtrail.cli import main
+
+    for var in ("PR_TITLE", "PR_BODY", "PR_LABELS", "BENCHMARK_PRESETS_INPUT", "GITHUB_OUTPUT",
+                "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    def run(event_name, payload, *flags):
+        path = tmp_path / "event.json"
+        path.write_text(json.dumps(payload))
+        monkeypatch.setenv("GITHUB_EVENT_NAME", event_name)
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
+        code = main(["configure", *flags])
+        read = lambda p: p.read_text() if p.exists() else ""  # noqa: E731
+        return code, read(output), read(summary)
+
+    return run
 
 
 @pytest.fixture

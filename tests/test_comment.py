@@ -9,6 +9,8 @@ from benchtrail.compare.document import SCHEMA_VERSION, Comparison, comparison_t
 from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.tables import format_value
 from benchtrail.compare.verdicts import compare
+from tests.helpers.cli import comment_cli
+from tests.helpers.comparisons import _comparison, write_comparison
 from tests.records import apply_recheck, record, results, spread
 
 rng = np.random.default_rng(1)
@@ -20,12 +22,6 @@ def _fresh_rng():
     process (pytest-xdist's work stealing changes that from run to run)."""
     global rng
     rng = np.random.default_rng(1)
-
-
-def _comparison(base, head):
-    rows = compare([results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], load_thresholds())
-    return comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)],
-                              "thresholds.yaml", {"reason": "merge base"})
 
 
 def test_format_value_picks_readable_units():
@@ -122,30 +118,16 @@ def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
     assert "Dashboard" not in body
 
 
-def _write_comparison(tmp_path, comparison):
-    from benchtrail import jsonio
-
-    return jsonio.write_json(tmp_path / "comparison.json", comparison)
-
-
-def _comment_cli(capsys, *argv):
-    from benchtrail.cli import main
-
-    code = main(["comment", *map(str, argv)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_notes_as_plain_text(tmp_path, capsys):
     from benchtrail.github.post import load_comment
-    from tests.test_schemas import errors
+    from tests.helpers.schemas import errors
 
     base = [record("slow", [100.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     out = tmp_path / "comment"
     note = "⚠ the run could not be stored: 403 for @octo-org/team on *gs://b/runs/1/1/* <b>x</b>"
-    code, stdout, err = _comment_cli(
-        capsys, "--comparison", _write_comparison(tmp_path, _comparison(base, head)), "--output-dir", out,
+    code, stdout, err = comment_cli(
+        capsys, "--comparison", write_comparison(tmp_path, _comparison(base, head)), "--output-dir", out,
         "--run-url", "gs://bucket/pre/runs/123/1/", "--dashboard", "dashboard/index.html",
         "--artifacts-url", "https://github.com/o/r/actions/runs/123", "--note", note, "--note", "second  note")
     assert code == 0, err
@@ -171,7 +153,7 @@ def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_not
 
 def test_comment_cli_without_flags_writes_no_notes_and_no_links(tmp_path, capsys):
     out = tmp_path / "comment"
-    code, _, err = _comment_cli(capsys, "--comparison", _write_comparison(tmp_path, _comparison([record("a")],
+    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, _comparison([record("a")],
                                                                                                 [record("a")])),
                                 "--output-dir", out)
     assert code == 0, err
@@ -182,7 +164,7 @@ def test_comment_cli_without_flags_writes_no_notes_and_no_links(tmp_path, capsys
 
 def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, capsys):
     out = tmp_path / "comment"
-    code, _, err = _comment_cli(capsys, "--comparison", _write_comparison(tmp_path, _comparison([record("a")],
+    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, _comparison([record("a")],
                                                                                                 [record("a")])),
                                 "--output-dir", out, "--run-url", "/store/runs/r/1", "--dashboard",
                                 "dashboard/index.html")
@@ -215,8 +197,8 @@ def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, cap
 ])
 def test_comment_cli_refuses_bad_links_and_notes_naming_the_flag_and_writes_nothing(tmp_path, capsys, flags, message):
     out = tmp_path / "comment"
-    code, stdout, err = _comment_cli(capsys, "--comparison",
-                                     _write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
+    code, stdout, err = comment_cli(capsys, "--comparison",
+                                     write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
                                      "--output-dir", out, *flags)
     assert code == 1 and stdout == ""
     assert message in err

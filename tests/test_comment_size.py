@@ -6,8 +6,9 @@ import pytest
 from benchtrail.compare.comment import MAX_COMMENT_CHARS, render
 from benchtrail.compare.comment_header import note_line
 from benchtrail.compare.document import Comparison
+from tests.helpers.cli import comment_cli
+from tests.helpers.comparisons import _comparison, write_comparison
 from tests.records import record, spread
-from tests.test_comment import _comment_cli, _comparison, _write_comparison
 
 _TEMPLATE_PATTERN = ("reg", "bad", "m-gb", "imp", "imp", "imp", "same", "same", "same", "same")
 _SECTIONS = {"Confirmed changes": lambda r: r["kind"] == "execution" and r["verdict"] in ("regressed", "improved"),
@@ -92,7 +93,7 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
 
     comparison = _many_rows(1200, _NAMES[names])  # load_comparison takes about 1 ms a row
     out = tmp_path / "comment"
-    code, _, err = _comment_cli(capsys, "--comparison", _write_comparison(tmp_path, comparison), "--output-dir", out,
+    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, comparison), "--output-dir", out,
                                 "--run-url", "gs://bucket/runs/123/1/")
     assert code == 0, err
     body, full = (out / "comment.md").read_text(encoding="utf-8"), (out / "full.md").read_text(encoding="utf-8")
@@ -157,12 +158,12 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
     from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
     from benchtrail.compare.profile_diff import profile_diff
-    from tests.test_compiler_summary import base_fixture, head_fixture
-    from tests.test_profile_diff import _worker_profile
+    from tests.helpers.compiler_results import base_fixture, head_fixture
+    from tests.helpers.profiles import worker_profile
 
     comparison = _many_rows(1200, _NAMES["ascii"])
     comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))
-    diff = profile_diff(_worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0}),
+    diff = profile_diff(worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0}),
                         {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":
@@ -177,12 +178,12 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
 def test_a_git_run_url_is_allowed_and_its_trace_links_open_on_github():
     from benchtrail.compare.comment import check_comment_options
     from benchtrail.compare.profile_diff import profile_diff
-    from tests.test_profile_diff import _worker_profile
+    from tests.helpers.profiles import worker_profile
 
     run = "git:https://github.com/o/r.git#benchtrail-data/runs/123/1/"
     check_comment_options(run, "dashboard/index.html", None, ())
     comparison = _many_rows(40, _NAMES["ascii"])
-    base, head = _worker_profile(10, {"aten::mm": 12000.0}), _worker_profile(10, {"aten::mm": 24000.0})
+    base, head = worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0})
     diff = profile_diff(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":

@@ -201,7 +201,7 @@ def _run_dir_with_export(tmp_path):
     """A head run directory: an execution export of 4 cases in 2 shards (the real export code) and no results yet."""
     from benchtrail import jsonio
     from benchtrail.suite.export import export_execution, load_execution
-    from tests.test_run_stage import _suite
+    from tests.helpers.suites import _suite
 
     run_dir = tmp_path / "head"
     suite = _suite(("a", "tiny"), ("b", "tiny"), ("c", "tiny"), ("d", "tiny"))
@@ -215,7 +215,7 @@ def _records_of(rcs, median=100.0):
 
 
 def test_run_configs_of_a_shard_that_did_not_report_are_failed_rows_and_the_shard_is_listed(tmp_path, capsys):
-    from tests.test_schemas import errors
+    from tests.helpers.schemas import errors
 
     run_dir, shards = _run_dir_with_export(tmp_path)
     # Shard 0 reported one of its two cases (run with --filter); shard 1 never reported (its job was

@@ -81,7 +81,7 @@ def _compare_without_the_store(repo, tmp_path, monkeypatch, capsys, store_url):
     """``compare --store`` with a store that cannot be read: (comparison, stderr, seconds it took)."""
     import time
 
-    from tests.test_schemas import errors
+    from tests.helpers.schemas import errors
 
     monkeypatch.chdir(repo)
     monkeypatch.setenv("BENCHTRAIL_STORE_DEADLINE_S", "2")

@@ -1,13 +1,12 @@
 """The trailer grammar table of docs/trailers.md, row by row, and the setup job's configure step."""
 
-import json
 import shutil
 import subprocess
 
 import pytest
 
-from benchtrail.cli import main
 from benchtrail.github.trailers import benchmark_presets, parse_trailers, pr_message
+from tests.helpers.github_events import pr
 
 # (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
 GRAMMAR = [
@@ -46,34 +45,6 @@ def test_trailer_grammar_row(name, title, body, expected):
         theirs = [tuple(p.strip() for p in line.replace("\r", "").partition(":")[::2])
                   for line in out.split("\n")[:-1]]
         assert [(k, v.replace("\r", "")) for k, v in parse_trailers(pr_message(title, body))] == theirs
-
-
-@pytest.fixture
-def gh(tmp_path, monkeypatch):
-    """A GitHub Actions-like environment: event file, output and summary files."""
-    for var in ("PR_TITLE", "PR_BODY", "PR_LABELS", "BENCHMARK_PRESETS_INPUT", "GITHUB_OUTPUT",
-                "GITHUB_STEP_SUMMARY"):
-        monkeypatch.delenv(var, raising=False)
-    output, summary = tmp_path / "output", tmp_path / "summary"
-    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-
-    def run(event_name, payload, *flags):
-        path = tmp_path / "event.json"
-        path.write_text(json.dumps(payload))
-        monkeypatch.setenv("GITHUB_EVENT_NAME", event_name)
-        monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
-        code = main(["configure", *flags])
-        read = lambda p: p.read_text() if p.exists() else ""  # noqa: E731
-        return code, read(output), read(summary)
-
-    return run
-
-
-def pr(body, labels=(), title="Title", **extra):
-    return {"action": "opened", "pull_request": {"title": title, "body": body,
-                                                 "labels": [{"name": n} for n in labels],
-                                                 "head": {"sha": "a" * 40}}, **extra}
 
 
 def test_pr_trailer_writes_outputs_and_summary(gh):

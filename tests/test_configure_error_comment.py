@@ -1,13 +1,12 @@
 """``benchtrail configure --error-comment``: an invalid benchmark selection becomes a PR comment."""
 
-# ruff: noqa: F811 - the tests take the fixture gh, imported from tests.test_configure
 import json
 
 import pytest
 
 from benchtrail.cli import main
-from tests.test_configure import gh, pr  # noqa: F401 - gh is a fixture
-from tests.test_schemas import errors
+from tests.helpers.github_events import pr
+from tests.helpers.schemas import errors
 
 
 @pytest.fixture

@@ -2,11 +2,11 @@
 
 import pytest
 
-from tests.test_configure import gh, pr  # noqa: F401 - gh is a fixture
+from tests.helpers.github_events import pr
 
 
 @pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])
-def test_a_description_with_lone_cr_line_ends_is_one_line_and_the_summary_says_why(gh, end):  # noqa: F811
+def test_a_description_with_lone_cr_line_ends_is_one_line_and_the_summary_says_why(gh, end):
     """Issue 39: as git reads it, a text with lone CR line ends is one long line (no trailer); the note names
     the cause. CRLF and LF line ends select the preset."""
     code, output, summary = gh("pull_request", pr(end.join(["Speed-up.", "", "benchmarks: cuda"])))

@@ -19,7 +19,7 @@ from benchtrail.worker.cuda_timing import (
     parse_oom_bytes,
     plan_timing,
 )
-from tests.test_run_stage import FAST, _export, _suite
+from tests.helpers.suites import FAST, _export, _suite
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
                                reason="needs a CUDA GPU (this machine has none)")

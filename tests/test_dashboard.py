@@ -6,13 +6,15 @@ import json
 import math
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchtrail.cli import main
 from benchtrail.results.io import load_results_paths
+from tests.helpers.dashboards import rendered
+from tests.helpers.git import git_repo
+from tests.helpers.stores import small_run
 
 
 def _run(capsys, *args):
@@ -59,27 +61,11 @@ def test_plot_writes_a_png_per_preset_and_for_compilation_and_prints_index_last(
         assert commit["commit"][:7] in index and commit["run_id"] in index
 
 
-def _chromium() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser",
-                                           "google-chrome") if shutil.which(n)), None)
-
-
-def _rendered(page: Path) -> str:
-    binary = _chromium()
-    if binary is None:
-        pytest.skip("no chromium binary on PATH (CI installs Debian's chromium; see .ci/run)")
-    done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
-                           "--virtual-time-budget=10000",
-                           "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("page,kind", [("smoke", "execution"), ("compilation", "compilation")])
 def test_dashboard_page_renders_every_series_offline_in_headless_chromium(plotted, page, kind):
     history, out_dir, _ = plotted
-    dom = _rendered(out_dir / f"{page}.html")
+    dom = rendered(out_dir / f"{page}.html")
     assert 'class="main-svg"' in dom  # plotly.js (from plotly.min.js beside the page) ran and drew
     legend = [html.unescape(t) for t in re.findall(r'<text class="legendtext"[^>]*>([^<]*)</text>', dom)]
     assert sorted(legend) == sorted(_names(history, kind))
@@ -289,31 +275,10 @@ def test_dashboard_command_draws_the_runs_first_parent_history_with_the_run_newe
     assert code == 1 and f"--run-dir {again} holds dashboard/ already" in err
 
 
-def _git_repo(root: Path) -> str:
-    """A git repository at ``root`` with one commit (its message: the folder's name); returns its sha."""
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
-    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", root.name]):
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
-    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def _small_run(run_dir: Path, *commits: str) -> Path:
-    """A run directory whose results files (one per commit) hold one execution series each."""
-    from benchtrail.results.io import write_results
-    from tests.records import record, results
-
-    for i, commit in enumerate(commits):
-        write_results(run_dir / "results" / f"c2-standard-16-{i}.json",
-                      results(record("rc1", [100.0 + j for j in range(10)]), commit=commit))
-    return run_dir
-
-
 def test_dashboard_command_with_an_empty_store_draws_the_run_alone(tmp_path, capsys, monkeypatch):
     (tmp_path / "repo").mkdir()
-    commit = _git_repo(tmp_path / "repo")
-    run_dir = _small_run(tmp_path / "run", commit)
+    commit = git_repo(tmp_path / "repo")
+    run_dir = small_run(tmp_path / "run", commit)
     (tmp_path / "store").mkdir()
     monkeypatch.chdir(tmp_path / "repo")
     code, out, err = _dashboard(capsys, "--store", tmp_path / "store", "--run-dir", run_dir, "--run-id",
@@ -337,8 +302,8 @@ def test_dashboard_command_without_history_to_draw_says_why_and_exits_0(tmp_path
                                                                         message):
     for name in ("repo", "other-repo", "plain", "store"):
         (tmp_path / name).mkdir()
-    run_dir = _small_run(tmp_path / "run", _git_repo(tmp_path / "repo"))
-    _git_repo(tmp_path / "other-repo")
+    run_dir = small_run(tmp_path / "run", git_repo(tmp_path / "repo"))
+    git_repo(tmp_path / "other-repo")
     monkeypatch.chdir(tmp_path / where)
     code, out, err = _dashboard(capsys, "--store", tmp_path / store, "--run-dir", run_dir, "--run-id",
                                 "local-1",
@@ -353,7 +318,7 @@ def test_dashboard_command_without_history_to_draw_says_why_and_exits_0(tmp_path
     (["--run-id", "r", "--attempt", "0"], "expected a whole number from 1 (GITHUB_RUN_ATTEMPT), got '0'"),
 ])
 def test_dashboard_command_refuses_a_bad_run_id_or_attempt(tmp_path, capsys, argv, message):
-    run_dir = _small_run(tmp_path / "run", "a" * 40)
+    run_dir = small_run(tmp_path / "run", "a" * 40)
     try:
         code = main(["dashboard", "--store", str(tmp_path), "--run-dir", str(run_dir), *argv])
     except SystemExit as exc:  # argparse's own errors
@@ -365,12 +330,11 @@ def test_dashboard_command_refuses_a_run_dir_without_results_or_of_two_commits(t
     code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", tmp_path / "missing", "--run-id", "r",
                               "--attempt", 1)
     assert code == 1 and f"cannot read results file {tmp_path / 'missing'}" in err
-    run_dir = _small_run(tmp_path / "run", "a" * 40, "b" * 40)
+    run_dir = small_run(tmp_path / "run", "a" * 40, "b" * 40)
     code, _, err = _dashboard(capsys, "--store", tmp_path, "--run-dir", run_dir, "--run-id", "r", "--attempt",
                               1)
     assert code == 1
     assert f"--run-dir {run_dir}: its results files come from 2 commits (aaaaaaaaaaaa, bbbbbbbbbbbb)" in err
-
 
 
 def test_the_dashboard_figure_dict_is_a_valid_plotly_figure_with_each_series_on_its_own_axes():

@@ -20,7 +20,7 @@ from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results
 from benchtrail.runner import doctor
-from tests.test_run_stage import _export, _suite
+from tests.helpers.suites import _export, _suite
 
 CPUS = os.cpu_count() or 1
 

@@ -10,8 +10,9 @@ import sys
 
 from packaging.requirements import Requirement
 
-from tests.test_dashboard import _git_repo, _small_run
-from tests.test_track import build_store, step
+from tests.helpers.git import git_repo
+from tests.helpers.medians import step
+from tests.helpers.stores import build_store, small_run
 
 #: The child: make the modules named by argv[1] (JSON) unimportable, then run ``benchtrail`` with argv[2].
 CHILD = ("import json, sys\nsys.modules.update(dict.fromkeys(json.loads(sys.argv[1])))\n"
@@ -71,7 +72,7 @@ def test_plot_without_plotly_and_ruptures_draws_the_pngs_without_change_points(t
 
 def test_the_dashboard_stage_without_plotly_draws_the_pngs_and_says_which_extra_draws_the_html(tmp_path):
     (tmp_path / "repo").mkdir()
-    run_dir = _small_run(tmp_path / "run", _git_repo(tmp_path / "repo"))
+    run_dir = small_run(tmp_path / "run", git_repo(tmp_path / "repo"))
     (tmp_path / "store").mkdir()
     done = _without(["plotly"], "dashboard", "--store", tmp_path / "store", "--run-dir", run_dir,
                     "--run-id", "local-1", "--attempt", 1, cwd=tmp_path / "repo")

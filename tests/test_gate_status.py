@@ -20,7 +20,7 @@ from benchtrail.github.gate_status import (
 )
 from benchtrail.github.post import make_client
 from tests.github_server import GitHubServer
-from tests.test_gate import _comparison
+from tests.helpers.marked_comparisons import _comparison
 
 HEAD = "c" * 40  # the head commit of test_gate's comparisons
 REPO = "octo/proj"

@@ -15,13 +15,9 @@ from benchtrail.history.collect import collect_history, load_history
 from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
 from tests import gcs_fixtures
+from tests.helpers.cli import _run
 from tests.helpers.git import git
-
-
-def _run(capsys, *args):
-    code = main(list(map(str, args)))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.helpers.stores import store_copy
 
 
 def _stored(run_dir: Path) -> dict:
@@ -288,22 +284,9 @@ def test_each_pipeline_run_draws_its_history_dashboard_and_the_comment_links_it(
     assert commits["s1"][:7] not in page
 
 
-def _store_copy(history_store, dest: Path) -> Path:
-    """A copy of the history store holding what history and compare-builds read: the commit pointers and
-    each run's results/*.json."""
-    store = Path(history_store["store"])
-    shutil.copytree(store / "commits", dest / "commits")
-    for run_dir in history_store["run_dirs"].values():
-        target = dest / run_dir.relative_to(store) / "results"
-        target.mkdir(parents=True)
-        for f in (run_dir / "results").glob("*.json"):
-            shutil.copyfile(f, target / f.name)
-    return dest
-
-
 @pytest.mark.e2e
 def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_store, tmp_path, capsys):
-    store = _store_copy(history_store, tmp_path / "store")
+    store = store_copy(history_store, tmp_path / "store")
     folders = [store, *(p for p in store.rglob("*") if p.is_dir())]
     # a write (even a write check: create, then remove a file) changes a folder's mtime
     for folder in folders:
@@ -343,7 +326,7 @@ def test_compare_builds_refuses_a_run_directory_holding_results_of_two_runs(hist
 
 @pytest.mark.e2e
 def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_store, tmp_path, capsys):
-    store = _store_copy(history_store, tmp_path / "store")
+    store = store_copy(history_store, tmp_path / "store")
     c1 = history_store["commits"]["c1"]
     (pointer,) = (store / "commits" / c1).glob("*.json")
     pointer.write_text('{"trunc')
@@ -362,7 +345,7 @@ def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_sto
 
 @pytest.mark.e2e
 def test_when_no_run_is_usable_the_error_says_why_for_each(history_store, tmp_path, capsys):
-    store = _store_copy(history_store, tmp_path / "store")
+    store = store_copy(history_store, tmp_path / "store")
     for name in ("c1", "c2", "c3"):
         run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
         (run_dir / "results" / "c2-standard-16-0.json").write_text("{}")

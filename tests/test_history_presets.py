@@ -9,7 +9,8 @@ import pytest
 
 from benchtrail.history.collect import collect_history, load_history
 from benchtrail.store import open_store
-from tests.test_history import _run, _store_copy
+from tests.helpers.cli import _run
+from tests.helpers.stores import store_copy
 
 
 def _set_presets(run_dir: Path, presets: list[str]) -> list[Path]:
@@ -32,7 +33,7 @@ def _files(root: Path) -> set[Path]:
 @pytest.mark.parametrize("preset", ["../../evil2", "smoke ✓ <b>x</b>"])
 def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_written_outside(
         history_store, tmp_path, capsys, preset):
-    store = _store_copy(history_store, tmp_path / "a" / "store")
+    store = store_copy(history_store, tmp_path / "a" / "store")
     c3_run = store / history_store["run_dirs"]["c3"].relative_to(history_store["store"])
     bad = _set_presets(c3_run, [preset])
     output = tmp_path / "a" / "history.json"
@@ -59,7 +60,7 @@ def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_th
                                                                                       preset):
     from benchtrail.pipeline.report_stages import dashboard_stage
 
-    store = _store_copy(history_store, tmp_path / "store")
+    store = store_copy(history_store, tmp_path / "store")
     run_dir = tmp_path / "a" / "run"
     shutil.copytree(history_store["run_dirs"]["c3"] / "results", run_dir / "results")
     _set_presets(run_dir, [preset])
@@ -81,7 +82,7 @@ def test_the_pipelines_dashboard_never_writes_a_page_named_by_a_bad_preset_of_th
 @pytest.mark.parametrize("preset", ["compilation", "index", "Index"])
 def test_a_stored_run_whose_preset_is_a_page_the_dashboard_writes_itself_is_not_used(history_store, tmp_path,
                                                                                      preset):
-    store = _store_copy(history_store, tmp_path / "store")
+    store = store_copy(history_store, tmp_path / "store")
     c2_run = store / history_store["run_dirs"]["c2"].relative_to(history_store["store"])
     _set_presets(c2_run, [preset])
     history = collect_history(open_store(str(store), read_only=True), history_store["repo"], "main")

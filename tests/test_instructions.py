@@ -361,7 +361,7 @@ def test_the_counted_runs_their_comparison_and_comment_validate_against_shipped_
     """docs/schemas/ against what the instructions metric writes: every file of each run directory (by
     tests/test_schemas.py's path patterns), the comparison of the two with its per-function diff, and its
     comment; a few broken copies are refused, naming the field."""
-    from tests.test_schemas import check_tree, errors
+    from tests.helpers.schemas import check_tree, errors
 
     for side in ("base", "head"):
         unmatched, invalid, seen = check_tree(counted[side], run_dir=True)

@@ -314,7 +314,7 @@ def test_the_compile_stage_names_files_by_slug_inside_the_run_directory(project,
 def test_results_with_hostile_names_load_and_validate_and_a_control_character_does_not_validate(tmp_path):
     import jsonschema
 
-    from tests.test_schemas import registry
+    from tests.helpers.schemas import registry
 
     def valid(ref: str, value) -> bool:
         schema = {"$ref": f"results.schema.json#/$defs/{ref}"}

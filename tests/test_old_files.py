@@ -17,7 +17,7 @@ from benchtrail.compare.document import Comparison
 from benchtrail.results import schema as results_schema
 from benchtrail.results.io import load_results, write_results
 from tests.helpers.git import commit, git
-from tests.test_schemas import errors
+from tests.helpers.schemas import errors
 
 OLD = Path(__file__).parent / "data" / "old"
 DEVICE = "c2-standard-16"

@@ -21,9 +21,10 @@ from benchtrail.compare.comment_header import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.history.collect import load_history
 from benchtrail.history.series import page_groups
+from tests.helpers.cli import comment_cli
+from tests.helpers.comparisons import _comparison, write_comparison
+from tests.helpers.dashboards import chromium
 from tests.records import record
-from tests.test_comment import _comment_cli, _comparison, _write_comparison
-from tests.test_dashboard import _chromium
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def served(site, tmp_path_factory):
 
 def _browse(url: str, profile: Path, *flags: str) -> str:
     """Headless Chromium's stdout for ``url`` (``--dump-dom``, or with ``--screenshot`` nothing to read)."""
-    binary = _chromium()
+    binary = chromium()
     if binary is None:
         pytest.skip("no chromium binary on PATH (CI installs Debian's chromium; see .ci/run)")
     done = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
@@ -194,8 +195,8 @@ def _body(tmp_path, capsys, name, *flags):
     out = tmp_path / name
     comparison = tmp_path / "comparison.json"
     if not comparison.exists():
-        _write_comparison(tmp_path, _comparison([record("a")], [record("a")]))
-    code, _, err = _comment_cli(capsys, "--comparison", comparison, "--output-dir", out,
+        write_comparison(tmp_path, _comparison([record("a")], [record("a")]))
+    code, _, err = comment_cli(capsys, "--comparison", comparison, "--output-dir", out,
                                 "--artifacts-url", "https://github.com/o/r/actions/runs/1", *flags)
     assert code == 0, err
     return (out / "comment.md").read_text(), json.loads((out / "comment.json").read_text())
@@ -241,8 +242,8 @@ def test_the_comment_refuses_a_pages_url_that_is_no_https_url_naming_its_source(
     else:
         monkeypatch.setenv("BENCHTRAIL_PAGES_URL", env)
     out = tmp_path / "comment"
-    code, stdout, err = _comment_cli(capsys, "--comparison",
-                                     _write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
+    code, stdout, err = comment_cli(capsys, "--comparison",
+                                     write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
                                      "--output-dir", out, *flags)
     assert code == 1 and stdout == "" and message in err
     assert not out.exists()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchtrail.cli.github import add_post_parser, cmd_post
+from benchtrail.cli.github import cmd_post
 from benchtrail.compare import comment as comment_stage
 from benchtrail.compare.document import Comparison, comparison_to_dict
 from benchtrail.compare.rules import load_thresholds
@@ -26,26 +25,8 @@ from benchtrail.github.post import (
 )
 from benchtrail.jsonio import write_json
 from tests.github_server import APP_BOT, APP_TOKEN, BOT
+from tests.helpers.comment_posts import COMMENTS, HEAD, PR, REPO, TOKEN, cli_args, make_comment, post
 from tests.records import record, results
-
-REPO = "pytorch-labs/benchtrail-demo"
-PR = 7
-HEAD = "a1b2c3d4" * 5
-TOKEN = "ghs_test"
-COMMENTS = rf"/repos/{REPO}/issues/{PR}/comments"
-
-
-def make_comment(run_id: str = "101", attempt: int = 1,
-                 text: str = "### benchtrail: 0 regressions\n") -> dict:
-    marker = comment_stage.marker({"run": {"run_id": run_id, "attempt": attempt}})
-    body = f"{text}\nArtifacts: `gcloud storage cp -r gs://bucket/runs/{run_id}/{attempt}/ .`\n{marker}\n"
-    return {"schema_version": 1, "marker": marker, "verdict": text.strip(), "counts": {},
-            "head_commit": HEAD, "base_commit": "9" * 40, "body": body}
-
-
-def post(server, comment: dict, **kwargs):
-    kwargs.setdefault("run_head_sha", HEAD)
-    return post_comment(comment, repo=REPO, pr_number=PR, token=TOKEN, base_url=server.url, **kwargs)
 
 
 @pytest.fixture
@@ -188,12 +169,6 @@ def test_is_newer_compares_run_ids_as_numbers_and_does_not_mix_local_and_ci_ids(
     assert not is_newer(("5", 1), ("local-20990101T000000Z-aaaa", 1))
 
 
-def _cli_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="benchtrail")
-    add_post_parser(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(["post", *argv])
-
-
 @pytest.fixture
 def comment_file(tmp_path) -> Path:
     return write_json(tmp_path / "comment" / "comment.json", make_comment())
@@ -207,7 +182,7 @@ def test_read_only_token_writes_job_summary_and_exits_0(gh, comment_file, tmp_pa
     monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     gh.fail("POST", COMMENTS, "read-only", times=5)
-    args = _cli_args(["--comment", str(comment_file), "--pr", str(PR), "--head-sha", HEAD, "--api-url",
+    args = cli_args(["--comment", str(comment_file), "--pr", str(PR), "--head-sha", HEAD, "--api-url",
                       gh.url])
     assert args.func(args) == 0
     text = summary.read_text(encoding="utf-8")
@@ -230,7 +205,7 @@ def test_dry_run_reads_and_decides_but_writes_nothing(gh, tmp_path):
 
 def test_dry_run_through_cli_writes_nothing(gh, comment_file, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+    args = cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
                       "--api-url", gh.url, "--dry-run"])
     assert cmd_post(args) == 0
     assert gh.writes() == [] and gh.issue_comments(REPO, PR) == []
@@ -263,7 +238,7 @@ def test_missing_setting_names_flag_and_env_var(comment_file, monkeypatch, unset
         monkeypatch.setenv(key, value)
     monkeypatch.delenv(unset)
     with pytest.raises(UserError) as info:
-        cmd_post(_cli_args(["--comment", str(comment_file)]))
+        cmd_post(cli_args(["--comment", str(comment_file)]))
     assert str(info.value) == named
 
 
@@ -327,7 +302,7 @@ def test_cli_prints_the_login_mismatch_as_a_github_actions_warning(gh, comment_f
     monkeypatch.setenv("GITHUB_TOKEN", APP_TOKEN)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.delenv("BENCHTRAIL_COMMENT_AUTHOR", raising=False)
-    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+    args = cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
                       "--api-url", gh.url])
     assert cmd_post(args) == 0
     out, err = capsys.readouterr()

@@ -21,7 +21,7 @@ from benchtrail.github.post import (
 )
 from benchtrail.jsonio import write_json
 from tests.github_server import BOT
-from tests.test_post import COMMENTS, HEAD, PR, REPO, TOKEN, _cli_args, make_comment, post
+from tests.helpers.comment_posts import COMMENTS, HEAD, PR, REPO, TOKEN, cli_args, make_comment, post
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -318,7 +318,7 @@ def test_cli_retry_budget_flag_sends_the_comment_to_the_job_summary(gh, tmp_path
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     gh.fail("POST", COMMENTS, "secondary-rate-limit", headers={"Retry-After": "60"})
-    args = _cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
+    args = cli_args(["--comment", str(comment_file), "--repo", REPO, "--pr", str(PR), "--head-sha", HEAD,
                       "--api-url", gh.url, "--retry-budget", "30"])
     assert cmd_post(args) == 0  # nothing slept: the wait is past the budget
     out, err = capsys.readouterr()
@@ -330,7 +330,7 @@ def test_cli_retry_budget_flag_sends_the_comment_to_the_job_summary(gh, tmp_path
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "soon"])
 def test_cli_retry_budget_must_be_a_positive_number_of_seconds(value, capsys):
     with pytest.raises(SystemExit):
-        _cli_args(["--comment", "c.json", "--retry-budget", value])
+        cli_args(["--comment", "c.json", "--retry-budget", value])
     assert "argument --retry-budget: " in capsys.readouterr().err
 
 

@@ -30,8 +30,9 @@ from benchtrail.suite.definitions import (
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
 from tests.helpers.git import git
+from tests.helpers.profiles import worker_profile
+from tests.helpers.schemas import assert_valid, registry
 from tests.records import two_commit_repo
-from tests.test_schemas import assert_valid, registry
 
 #: No sleep in the model: a sleeping thread wakes late on a loaded machine, by a varying amount, which made
 #: the paired run noisy under the full test suite; the matmul alone is the work (3x in the head).
@@ -136,14 +137,9 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     assert first_operator.startswith("- `aten::mm` self time ") and " → " in first_operator, section[:600]
 
 
-def _worker_profile(iterations: int, ops: dict[str, float]) -> dict:
-    return {"iterations": iterations, "trace": "/tmp/t.json", "wall_ms": 5.0,
-            "operators": [{"name": k, "self_cpu_us": v, "count": iterations} for k, v in ops.items()]}
-
-
 def test_profile_diff_is_per_iteration_largest_change_first():
-    base = _worker_profile(10, {"aten::mm": 12000.0, "aten::relu": 900.0, "aten::add": 50.0})
-    head = _worker_profile(20, {"aten::mm": 73000.0, "aten::relu": 1800.0, "aten::cat": 4000.0})
+    base = worker_profile(10, {"aten::mm": 12000.0, "aten::relu": 900.0, "aten::add": 50.0})
+    head = worker_profile(20, {"aten::mm": 73000.0, "aten::relu": 1800.0, "aten::cat": 4000.0})
     diff = profile_diff(base, head,
                         {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"},
                         top=3)
@@ -162,8 +158,8 @@ def test_profile_diff_is_per_iteration_largest_change_first():
 
 
 def test_a_gpu_profile_ranks_by_device_time():
-    base = _worker_profile(1, {"aten::mm": 50.0, "sgemm_kernel": 2.0})
-    head = _worker_profile(1, {"aten::mm": 52.0, "sgemm_kernel": 3.0})
+    base = worker_profile(1, {"aten::mm": 50.0, "sgemm_kernel": 2.0})
+    head = worker_profile(1, {"aten::mm": 52.0, "sgemm_kernel": 3.0})
     for side, device in ((base, {"aten::mm": 0.0, "sgemm_kernel": 100.0}),
                          (head, {"aten::mm": 0.0, "sgemm_kernel": 400.0})):
         for op in side["operators"]:
@@ -176,7 +172,7 @@ def test_a_gpu_profile_ranks_by_device_time():
 
 
 def test_a_base_worker_without_profiling_gives_a_head_only_profile_with_the_note():
-    head = _worker_profile(4, {"aten::mm": 400.0, "aten::relu": 40.0})
+    head = worker_profile(4, {"aten::mm": 400.0, "aten::relu": 40.0})
     diff = profile_diff(None, head, {"base": None, "head": "profiles/x/head.trace.json"})
     assert diff["note"] == HEAD_ONLY == "head-only profile: the base commit's worker predates profiling"
     assert diff["operators"][0] == {"name": "aten::mm", "base_us": None, "head_us": 100.0, "change_us": None}
@@ -200,5 +196,5 @@ def test_a_run_request_carries_profile_only_when_asked_and_a_bad_one_is_refused_
         read_request({**asked.to_json(), "profile": {"iterations": 3, "trace": 5}})
     # An older worker's response has no profile; a newer one's reads back whole.
     assert read_response({"status": "ok"}).profile is None
-    answer = {"status": "ok", "profile": _worker_profile(3, {"aten::mm": 3.0})}
+    answer = {"status": "ok", "profile": worker_profile(3, {"aten::mm": 3.0})}
     assert read_response(answer).profile == answer["profile"]

@@ -160,7 +160,7 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     from benchtrail.runner.environment import torch_version
     from benchtrail.runner.run_cases import CaseResult, Journal, case_record
     from benchtrail.suite.export import load_execution
-    from tests.test_run_stage import _suite
+    from tests.helpers.suites import _suite
 
     export = write_export(_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),
                           tmp_path / "execution.json")

@@ -1,6 +1,5 @@
 """The runner isolates each case: failures, NaN and timeouts are recorded and the others carry on."""
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -17,8 +16,6 @@ from benchtrail.cli import main
 from benchtrail.results.io import load_results
 from benchtrail.suite.definitions import (
     Architecture,
-    CompileConfig,
-    CompileMode,
     ExecutionConfig,
     Model,
     ModuleGenerationConfig,
@@ -26,27 +23,9 @@ from benchtrail.suite.definitions import (
     Suite,
     Task,
 )
-from benchtrail.suite.export import export_execution
+from tests.helpers.suites import EAGER, FAST, _export, _suite
 
 ROOT = Path(__file__).resolve().parents[1]
-EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
-FAST = ExecutionConfig("exec-test", "inference-bs1", Task.INFERENCE, processes=2, min_samples=10,
-                       warmup_time_ms=10, timeout_s=20)
-#: The hanging case's policy: killed after 5 s (it sleeps for 600), so the test waits 5 s, not FAST's 20.
-HANG = dataclasses.replace(FAST, id="exec-test-hang", timeout_s=5)
-
-
-def _suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
-    rcs = []
-    for name, entry in entries:
-        model = Model(f"model-{name}", name, ("test",), f"tests.bad_models:{entry}", ("8xf32",))
-        gen = ModuleGenerationConfig.build(model, EAGER, device.architecture)
-        rcs.append(RunConfig.build(gen, HANG if entry == "hangs" else FAST, device, presets=("test",)))
-    return Suite(tuple(rcs), tuple(rc.module_generation_config for rc in rcs), ("test",), ())
-
-
-def _export(tmp_path, suite) -> Path:
-    return jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))
 
 
 def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path):

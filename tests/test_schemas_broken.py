@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_schemas import _files, errors
+from tests.helpers.schemas import _files, errors
 
 
 def _first(history_store, pattern: str) -> Any:

@@ -15,41 +15,7 @@ import pytest
 from benchtrail.errors import UserError
 from benchtrail.store import LocalStore, open_store
 from benchtrail.store.base import compile_patterns, select, unsafe_reason
-from tests.gcs_fixtures import FAST_RETRY
-
-RUN = {
-    "run-configs/execution.json": b'{"schema_version": 1}\n',
-    "run-configs/compilation.json": b'{"schema_version": 1, "module_dir_paths": {}}\n',
-    "modules/resnet18-inductor/module_info.json": b'{"schema_version": 1}\n',
-    "modules/resnet18-inductor/code/kernel.py": b"def k():\n    return 1\n",
-    "modules/gpt2-eager/module_info.json": b'{"schema_version": 1, "x": 2}\n',
-    "results/c2-standard-16-0.json": b'{"schema_version": 1, "benchmarks": []}\n',
-    "results/docs/bench_resnet18_20261129T000000Z_0123abcd.json": b'{"schema_version": 1}\n',
-    "comparison.json": b'{"schema_version": 1, "rows": []}\n',
-    "empty.txt": b"",
-}
-
-
-def write_tree(folder, files):
-    for name, data in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return folder
-
-
-def read_tree(folder):
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
-
-
-@pytest.fixture(params=["file", "gs"])
-def store(request, tmp_path):
-    if request.param == "file":
-        return open_store(str(tmp_path / "store"))
-    bucket = request.getfixturevalue("gcs_bucket")
-    request.getfixturevalue("fault_proxy")
-    return open_store(f"gs://{bucket}/ci", retry=FAST_RETRY)
+from tests.helpers.store_trees import RUN, read_tree, write_tree
 
 
 def test_uploaded_run_fetches_back_byte_identical(store, tmp_path):

@@ -8,11 +8,10 @@ import shutil
 import pytest
 
 from benchtrail.errors import UserError
-from tests.test_dashboard import _rendered
-from tests.test_store import store  # noqa: F401 - the fixture: a folder, and GCS with create-only enforced
+from tests.helpers.dashboards import rendered
 
 
-def test_an_asset_is_written_once_and_a_second_write_keeps_the_first(store, tmp_path):  # noqa: F811
+def test_an_asset_is_written_once_and_a_second_write_keeps_the_first(store, tmp_path):
     first = store.write_asset("plotly-1.0.0.min.js", b"one")
     # no upload: a 412 would say "other content"
     assert store.write_asset("plotly-1.0.0.min.js", b"two") == first
@@ -29,7 +28,7 @@ def test_an_asset_is_written_once_and_a_second_write_keeps_the_first(store, tmp_
 
 
 @pytest.mark.parametrize("name", ["a/b.js", "../x.js", "x[1].js", ""])
-def test_an_asset_name_is_one_safe_path_segment(store, name):  # noqa: F811
+def test_an_asset_name_is_one_safe_path_segment(store, name):
     with pytest.raises(UserError, match="asset"):
         store.write_asset(name, b"x")
 
@@ -55,7 +54,7 @@ def test_a_local_stores_runs_share_one_plotly_js_that_their_pages_load(history_s
     assert sorted(p.parent.parent for p in pages) == sorted(2 * list(history_store["run_dirs"].values()))
     for page in pages:
         assert (page.parent / _plotly_src(page.read_text())).resolve() == asset.resolve()
-    dom = _rendered(history_store["run_dirs"]["c3"] / "dashboard" / "smoke.html")
+    dom = rendered(history_store["run_dirs"]["c3"] / "dashboard" / "smoke.html")
     assert 'class="main-svg"' in dom  # plotly.js, loaded from the store's copy, drew
 
 

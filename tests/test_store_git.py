@@ -14,7 +14,7 @@ from benchtrail.store import browser_link, fetch_command, is_local, open_store, 
 from benchtrail.store.git_branch import GitStore
 from benchtrail.store.git_url import github_repo, parse_url, resolve_remote, said, shown_remote
 from tests.helpers.git import git
-from tests.test_store import RUN, read_tree, write_tree
+from tests.helpers.store_trees import RUN, read_tree, write_tree
 
 SHA = "a" * 40
 

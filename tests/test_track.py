@@ -19,17 +19,13 @@ from benchtrail.compare.rules import load_thresholds
 from benchtrail.github.track_issues import LABEL, marker, parse_marker
 from benchtrail.history.series import CommitRun, History, Point, Series
 from benchtrail.history.track import MIN_POINTS, detect, report_to_dict, track
-from benchtrail.results.io import write_results
-from benchtrail.store import open_store
 from tests.github_server import BOT
-from tests.helpers.git import git
-from tests.records import record, results
+from tests.helpers.medians import NOISE, step
+from tests.helpers.stores import build_store
 
 REPO = "pytorch-labs/benchtrail-demo"
 TOKEN = "ghs_test"
 THRESHOLDS = load_thresholds()
-#: Run-to-run noise of the synthetic medians: ±0.4%, fixed (seeded), so every test is deterministic.
-NOISE = 1 + 0.004 * np.random.default_rng(7).uniform(-1, 1, 64)
 
 
 def sha(i: int) -> str:
@@ -55,10 +51,6 @@ def history(*all_series: Series, n: int, gaps: tuple[int, ...] = (),
     commits = tuple(CommitRun(sha(i)) if i in gaps else CommitRun(sha(i), f"run-{sha(i)[-4:]}",
                                                                   1) for i in range(n))
     return History("main", sha(n - 1), store, commits, all_series)
-
-
-def step(n: int, at: int, ratio: float, base: float = 100.0) -> list[float]:
-    return [base * (ratio if i >= at else 1.0) * NOISE[i] for i in range(n)]
 
 
 def run_commits(n: int, gaps: tuple[int, ...] = ()) -> list[str]:
@@ -212,33 +204,6 @@ def test_report_json_has_schema_version_and_every_field():
 
 
 # -- the CLI over a real store and git repository, issues through the local GitHub server ---------------
-
-
-def build_store(root, medians: list[float], other: list[float] | None = None, gaps: tuple[int, ...] = ()):
-    """A git repo with one commit per median and a local store with a run (one results file) per commit
-    not in ``gaps``. ``other``: a second, unrelated series' medians."""
-    repo, store_dir = root / "repo", root / "store"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main", isolated=True)
-    store = open_store(str(store_dir))
-    shas = []
-    for i, m in enumerate(medians):
-        (repo / "f.txt").write_text(str(i))
-        git(repo, "add", "f.txt", isolated=True)
-        git(repo, "commit", "-q", "-m", f"commit {i}", isolated=True)
-        shas.append(git(repo, "rev-parse", "HEAD", isolated=True))
-        if i in gaps:
-            continue
-        recs = [record("mlp", [m * (1 + 0.001 * k) for k in range(-5, 5)])]
-        if other:
-            recs.append(record("gelu", [other[i]] * 10))
-        run_id = f"run-{i:03d}"
-        write_results(store.run_dir(run_id, 1) / "results" / "c2-standard-16-0.json",
-                      results(*recs, commit=shas[-1]))
-        store.write_pointer(shas[-1], run_id, 1, {"devices": ["c2-standard-16"], "presets": ["x86_64"],
-                                                  "torch_version": "2.13.0",
-                                                  "created": f"2026-01-01T00:00:{i:02d}Z"})
-    return repo, store_dir, shas
 
 
 def _track(capsys, repo, store, *extra):

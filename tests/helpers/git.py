@@ -26,3 +26,9 @@ def commit(repo: Path, message: str) -> str:
     """An empty commit on ``repo``'s HEAD, made in ``ISOLATED``; its sha."""
     git(repo, "commit", "-q", "--allow-empty", "-m", message, isolated=True)
     return git(repo, "rev-parse", "HEAD", isolated=True)
+
+
+def git_repo(root: Path) -> str:
+    """A git repository at ``root`` with one commit (its message: the folder's name); returns its sha."""
+    git(root, "init", "-q", "-b", "main", isolated=True)
+    return commit(root, root.name)

@@ -1,0 +1,15 @@
+"""``benchtrail``'s command line run in-process: its exit code and what it printed (pytest's ``capsys``)."""
+
+from benchtrail.cli import main
+
+
+def _run(capsys, *args):
+    code = main(list(map(str, args)))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def comment_cli(capsys, *argv):
+    code = main(["comment", *map(str, argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
