@@ -93,8 +93,8 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
 
     comparison = _many_rows(1200, _NAMES[names])  # load_comparison takes about 1 ms a row
     out = tmp_path / "comment"
-    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, comparison), "--output-dir", out,
-                                "--run-url", "gs://bucket/runs/123/1/")
+    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, comparison),
+                               "--output-dir", out, "--run-url", "gs://bucket/runs/123/1/")
     assert code == 0, err
     body, full = (out / "comment.md").read_text(encoding="utf-8"), (out / "full.md").read_text(encoding="utf-8")
     data = load_comment(out / "comment.json")
