@@ -27,13 +27,13 @@ os.environ["AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL"] = "O0"
 # made here, in the session's environment, never under a test's monkeypatched FORCE_COLOR (which left every
 # later message coloured and wrapped: test_old_files after test_terminal_table in one process).
 import benchtrail.progress  # noqa: E402, F401
-from tests.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
 from tests.helpers.git import git  # noqa: E402
+from tests.helpers.github_server import GitHubServer  # noqa: E402  (after the environment is cleaned)
 
 # The GCS emulator's fixtures (gcs_emulator, gcs_env, gcs_bucket, fault_proxy) for every test module, by name:
 # importing them into each module left names that pyflakes and ruff report as unused (F401, F811), and
 # started one session emulator per importing module.
-pytest_plugins = ["tests.gcs_fixtures"]
+pytest_plugins = ["tests.helpers.gcs_fixtures"]
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def store(request, tmp_path):
     """Each store backend in turn: a folder, and GCS (the emulator behind ``FaultProxy``, so that
     ``ifGenerationMatch=0`` is enforced); for the store contract's tests."""
     from benchtrail.store import open_store
-    from tests.gcs_fixtures import FAST_RETRY
+    from tests.helpers.gcs_fixtures import FAST_RETRY
 
     if request.param == "file":
         return open_store(str(tmp_path / "store"))
@@ -93,7 +93,8 @@ def gh(tmp_path, monkeypatch):
 
 @pytest.fixture
 def github_server():
-    """A local server speaking GitHub's REST shapes (see tests/github_server.py), stopped afterwards."""
+    """A local server speaking GitHub's REST shapes (see tests/helpers/github_server.py), stopped
+    afterwards."""
     server = GitHubServer().start()
     try:
         yield server
@@ -188,9 +189,9 @@ def _build_history_store(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def story(tmp_path_factory, gcs_emulator):
-    """The workflow harness's story (tests/harness_story.py), one per test process, shared by the
+    """The workflow harness's story (tests/helpers/harness_story.py), one per test process, shared by the
     tests/test_workflow_harness*.py modules; its chapters run once, on demand, in order."""
-    from tests.harness_story import running_story
+    from tests.helpers.harness_story import running_story
 
     with running_story(tmp_path_factory.mktemp("harness"), gcs_emulator.url) as story:
         yield story

@@ -30,7 +30,7 @@ from benchtrail.suite.definitions import (
     Task,
 )
 from tests.helpers.git import git
-from tests.records import apply_recheck, two_commit_repo
+from tests.helpers.records import apply_recheck, two_commit_repo
 
 #: Both arms sleep, so their times vary little between worker processes: a bare ``x + 1`` (5 µs)
 #: differed by up to 50% between processes on a shared VM, enough to make a row ``noisy``. Sleeps of
@@ -364,7 +364,7 @@ def test_noise_never_hides_a_change_in_the_stored_comparison_nor_in_the_paired_o
     from benchtrail.compare.notes import mark_regressions
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
-    from tests.records import record, results
+    from tests.helpers.records import record, results
 
     wild = list(np.linspace(60.0, 140.0, 31))
     factors = {"big": 1.5, "small": 1.15, "tiny": 1.1}

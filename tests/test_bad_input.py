@@ -6,7 +6,7 @@ import time
 from benchtrail.cli import main
 from benchtrail.compare.document import Comparison
 from benchtrail.results.io import write_results
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 
 def test_pipeline_with_nothing_runnable_here_fails_before_creating_a_run(tmp_path, capsys):

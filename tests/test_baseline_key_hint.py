@@ -81,8 +81,8 @@ def test_a_comment_without_any_baseline_says_the_stored_runs_use_another_key(wor
     from benchtrail.compare.document import comparison_to_dict
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.verdicts import compare
+    from tests.helpers.records import record, results, spread
     from tests.helpers.schemas import errors
-    from tests.records import record, results, spread
 
     repo, base, head, store = world
     _store_run(store, base, "local-old", _key(3))

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from benchtrail.results.io import write_results
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 #: Runs each argv of ``sys.argv[1]`` (a JSON list) through ``benchtrail.cli.main``, then prints one
 #: last line: the exit codes, every imported module of the torch package and the modules of benchtrail.cli.

@@ -11,7 +11,7 @@ from benchtrail.compare.tables import format_value
 from benchtrail.compare.verdicts import compare
 from tests.helpers.cli import comment_cli
 from tests.helpers.comparisons import _comparison, write_comparison
-from tests.records import apply_recheck, record, results, spread
+from tests.helpers.records import apply_recheck, record, results, spread
 
 rng = np.random.default_rng(1)
 

@@ -8,7 +8,7 @@ from benchtrail.compare.comment_header import note_line
 from benchtrail.compare.document import Comparison
 from tests.helpers.cli import comment_cli
 from tests.helpers.comparisons import _comparison, write_comparison
-from tests.records import record, spread
+from tests.helpers.records import record, spread
 
 _TEMPLATE_PATTERN = ("reg", "bad", "m-gb", "imp", "imp", "imp", "same", "same", "same", "same")
 _SECTIONS = {"Confirmed changes": lambda r: r["kind"] == "execution" and r["verdict"] in ("regressed", "improved"),

@@ -17,7 +17,7 @@ from benchtrail.compare.tables import estimate
 from benchtrail.compare.verdicts import compare
 from benchtrail.markup import md_text
 from benchtrail.runner.ab import Arm
-from tests.records import apply_recheck, record, results, spread
+from tests.helpers.records import apply_recheck, record, results, spread
 
 BASE, HEAD = "b" * 40, "c" * 40
 DEVICE = "c2-standard-16"

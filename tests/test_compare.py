@@ -11,7 +11,7 @@ from benchtrail.compare.rules import Threshold, find_threshold, load_thresholds
 from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.results.io import write_results
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 RULES = load_thresholds()
 rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.helpers.git import commit, git
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 
 def _run_dir(tmp_path, name, sha, median):

@@ -21,7 +21,7 @@ from benchtrail.suite.definitions import Architecture, Model, ModuleGenerationCo
 from benchtrail.suite.export import export_compilation, export_execution
 from benchtrail.worker.build import compile_module
 from benchtrail.worker.inputs import model_inputs
-from tests.records import results
+from tests.helpers.records import results
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = (configs.INDUCTOR, configs.EXPORT, configs.AOT_INDUCTOR)
@@ -34,7 +34,7 @@ BACKWARD = dataclasses.replace(configs.BACKWARD_BS1, processes=2, warmup_time_ms
 def _model(entry: str, name: str | None = None, model_id: str | None = None,
            fullgraph: bool = False) -> Model:
     return Model(model_id or f"model-{entry}", name or entry.replace("_", "-"), ("test",),
-                 f"tests.bad_models:{entry}", ("2x8xf32",), fullgraph=fullgraph)
+                 f"tests.benchmarks.bad_models:{entry}", ("2x8xf32",), fullgraph=fullgraph)
 
 
 def _suite(models, compile_configs=COMPILED, sampling=(1, 1), backward: bool = False) -> Suite:
@@ -171,7 +171,7 @@ def test_graph_break_is_counted_with_its_reason_and_its_removal_is_shown(tmp_pat
     _, before = _compile(tmp_path, _suite([_model("graph_break", **same_id)], (configs.INDUCTOR,), (1, 0)),
                          "before")
     _, after = _compile(tmp_path, _suite([_model("linear", **same_id)], (configs.INDUCTOR,), (1, 0)), "after")
-    source = (ROOT / "tests/bad_models.py").read_text().splitlines()
+    source = (ROOT / "tests/benchmarks/bad_models.py").read_text().splitlines()
     line = next(i for i, text in enumerate(source, 1) if "a deliberate graph break" in text)
     breaks = before[("inductor", "graph_breaks")]
     assert breaks.median == 1 and before[("inductor", "graph_count")].median == 2

@@ -18,7 +18,7 @@ from benchtrail.compare.compiler_summary import (
 from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
 from tests.helpers.compiler_results import CPU, GPU, base_fixture, case, compiled, head_fixture
-from tests.records import results
+from tests.helpers.records import results
 
 
 def test_head_summary_literal_numbers():

@@ -10,7 +10,7 @@ from benchtrail.worker.build import build_model
 from benchtrail.worker.correctness import TOLERANCES, check_task, compare_outputs
 from benchtrail.worker.inputs import model_inputs
 
-MODULE = "tests.raising_reference_benchmarks"
+MODULE = "tests.benchmarks.raising_references"
 FP32_RTOL, FP32_ATOL = TOLERANCES[torch.float32]
 
 

@@ -15,7 +15,7 @@ from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.stats.inference import mann_whitney_p
 from benchtrail.stats.power import check_sample_sizes, samples_needed, smallest_p
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 RULE = (Threshold("execution/latency/*", "percent", 2.0),)
 

@@ -19,7 +19,7 @@ from benchtrail.results.io import load_results_paths, write_results
 from benchtrail.runner.environment import in_ci, machine_of
 from benchtrail.store import open_store
 from tests.helpers.git import commit, git
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 CPU = "c2-standard-16"
 

@@ -92,7 +92,7 @@ def test_a_function_benchmark_is_explained_by_its_factory_and_parameters_without
                                                                                               capsys):
     from benchtrail.suite import functions
 
-    suite = functions.suite_of(functions.discover(["tests.function_benchmarks"]))
+    suite = functions.suite_of(functions.discover(["tests.benchmarks.functions"]))
     write_export(suite, "execution", suite.presets, tmp_path / "run" / "run-configs" / "execution.json")
     rc = next(rc for rc in suite.run_configs if rc.target_device.name == "cpu")
     assert main(["explain", rc.name, "--run", str(tmp_path / "run")]) == 0

@@ -10,7 +10,7 @@ from benchtrail.pipeline.report_stages import compare_stage
 from benchtrail.results.io import write_results
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.filters import compile_filter, filter_suite
-from tests.records import record, spread
+from tests.helpers.records import record, spread
 
 
 def _file(records, commit: str, **run) -> ResultsFile:

@@ -13,7 +13,7 @@ from benchtrail.suite.export import export_execution
 from benchtrail.suite.serialization import serialize_and_pack, unpack_and_deserialize
 from benchtrail.worker import tasks
 
-MODULE = "tests.function_benchmarks"
+MODULE = "tests.benchmarks.functions"
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +36,17 @@ def test_names_ids_and_the_grid_come_from_the_function_and_its_parameters(suite)
     names = sorted(rc.name for rc in suite.run_configs)
     # four vrelu3 variants x 3 tasks; gather_masked: 2 sizes x 2 compiles x 3
     assert len(names) == 4 * 3 + 2 * 2 * 3
-    assert "tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.backward.cpu" in names
-    assert "tests.function_benchmarks.vrelu3[n=16].eager.jacobian.cpu" in names
+    assert "tests.benchmarks.functions.gather_masked[n=12,dtype=float32].inductor.backward.cpu" in names
+    assert "tests.benchmarks.functions.vrelu3[n=16].eager.jacobian.cpu" in names
     model = next(rc.module_generation_config.model for rc in suite.run_configs
-                 if rc.name.startswith("tests.function_benchmarks.gather_masked[n=8"))
-    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked",
+                 if rc.name.startswith("tests.benchmarks.functions.gather_masked[n=8"))
+    assert model.id == functions.model_id("tests.benchmarks.functions.gather_masked",
                                           {"n": 8, "dtype": "float32"})
-    assert model.id == functions.model_id("tests.function_benchmarks.gather_masked",
+    assert model.id == functions.model_id("tests.benchmarks.functions.gather_masked",
                                           {"dtype": "float32", "n": 8})
     assert model.params == (("n", 8), ("dtype", "float32")) and model.input_specs == ()
-    assert model.entry_point == "tests.function_benchmarks:gather_masked"
-    assert model.reference_entry_point == "tests.function_benchmarks:gather_masked_reference"
+    assert model.entry_point == "tests.benchmarks.functions:gather_masked"
+    assert model.reference_entry_point == "tests.benchmarks.functions:gather_masked_reference"
     assert suite.presets == ("default",)
     # the same suite again (a second discovery) has the same ids: nothing depends on order or time
     again = functions.suite_of(reversed(functions.discover([MODULE])))
@@ -94,8 +94,9 @@ def test_bad_arguments_name_the_benchmark_the_argument_and_what_is_allowed(kwarg
 
 
 def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
-    with pytest.raises(UserError, match=r"no @benchmark function found in tests.bad_models; decorate"):
-        functions.discover(["tests.bad_models"])
+    with pytest.raises(UserError,
+                       match=r"no @benchmark function found in tests.benchmarks.bad_models; decorate"):
+        functions.discover(["tests.benchmarks.bad_models"])
     with pytest.raises(UserError, match=r"'tests.no_such_module' cannot be imported: ModuleNotFoundError"):
         functions.discover(["tests.no_such_module"])
 
@@ -103,14 +104,14 @@ def test_a_module_without_benchmarks_is_refused_with_the_way_to_add_one():
 def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
     quantities = set()
     for task in ("inference", "backward", "jacobian"):
-        for name in (f"tests.function_benchmarks.vrelu3[n=16].eager.{task}.cpu",
-                     f"tests.function_benchmarks.gather_masked[n=12,dtype=float32].inductor.{task}.cpu"):
+        for name in (f"tests.benchmarks.functions.vrelu3[n=16].eager.{task}.cpu",
+                     f"tests.benchmarks.functions.gather_masked[n=12,dtype=float32].inductor.{task}.cpu"):
             response = run_case(_case(suite, name))
             assert response.status == "ok", (name, response.reason)
             c = response.answer.correctness
             assert c["ok"] and c["against"] == "reference" and c["max_abs_err"] <= c["atol"], name
             quantities.add((name.split("[")[0], c["quantity"]))
-    assert quantities == {(f"tests.function_benchmarks.{f}", q) for f in ("vrelu3", "gather_masked")
+    assert quantities == {(f"tests.benchmarks.functions.{f}", q) for f in ("vrelu3", "gather_masked")
                           for q in ("value", "gradient", "jacobian")}
 
 
@@ -120,7 +121,7 @@ def test_value_gradient_and_jacobian_are_checked_against_the_reference(suite):
 def test_a_wrong_function_is_caught_by_the_check_of_the_quantity_it_gets_wrong(suite, function, wrong):
     for task in (Task.INFERENCE, Task.BACKWARD, Task.JACOBIAN):
         response = run_case(_case(suite,
-                                  f"tests.function_benchmarks.{function}[n=16].eager.{task.value}.cpu"))
+                                  f"tests.benchmarks.functions.{function}[n=16].eager.{task.value}.cpu"))
         c = response.answer.correctness
         assert c["quantity"] == tasks.QUANTITY[task] and c["against"] == "reference"
         if task is wrong:

@@ -19,7 +19,7 @@ from benchtrail.github.gate_status import (
     update_status,
 )
 from benchtrail.github.post import make_client
-from tests.github_server import GitHubServer
+from tests.helpers.github_server import GitHubServer
 from tests.helpers.marked_comparisons import _comparison
 
 HEAD = "c" * 40  # the head commit of test_gate's comparisons

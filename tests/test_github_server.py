@@ -1,4 +1,5 @@
-"""The workflow runs of the local GitHub REST stand-in (``tests/github_server.py``), read through PyGithub."""
+"""The workflow runs of the local GitHub REST stand-in (``tests/helpers/github_server.py``), read through
+PyGithub."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from benchtrail.history.builds import compare_builds
 from benchtrail.history.collect import collect_history, load_history
 from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
-from tests import gcs_fixtures
+from tests.helpers import gcs_fixtures
 from tests.helpers.cli import _run
 from tests.helpers.git import git
 from tests.helpers.stores import store_copy

@@ -27,7 +27,7 @@ from benchtrail.pipeline.report_stages import callgrind_locator, compare_stage
 from benchtrail.results.io import write_results
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.store import open_store
-from tests.records import results
+from tests.helpers.records import results
 
 needs_annotate = pytest.mark.skipif(shutil.which("callgrind_annotate") is None,
                                     reason="callgrind_annotate (valgrind's tools) is not installed")

@@ -16,7 +16,7 @@ from benchtrail.results.baseline_key import counter_difference
 from benchtrail.results.schema import BenchmarkRecord
 from benchtrail.runner.recheck import suspects
 from benchtrail.stats.counts import NOISY_SPREAD_PCT
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 RULES = Rules(load_thresholds())
 THRESHOLD = 0.5  # the shipped execution/instructions/* rule
@@ -166,7 +166,7 @@ def test_the_wall_time_of_a_counting_device_is_reported_not_gated():
 
 def test_a_re_checked_wall_time_suspect_still_says_what_its_instructions_did():
     from benchtrail.runner.ab import Arm
-    from tests.records import apply_recheck
+    from tests.helpers.records import apply_recheck
 
     base = [record("mlp", spread(100.0)), counted("mlp", repeats(6.4e6))]
     head = [record("mlp", spread(120.0)), counted("mlp", repeats(6.4e6))]

@@ -11,7 +11,7 @@ from benchtrail.suite import functions
 from benchtrail.worker.build import compile_module
 from benchtrail.worker.inputs import model_inputs
 
-MODULE = "tests.kernel_count_benchmarks"
+MODULE = "tests.benchmarks.no_kernels"
 EXTERN = ("Inductor generated no kernel: the graph's 1 operation(s) are extern calls of library kernels "
           "(such as aten.mm), which it calls instead")
 

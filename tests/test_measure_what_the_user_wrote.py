@@ -19,12 +19,12 @@ RULE = (Threshold("*", "percent", 5.0, "lower-is-better"),)
 @pytest.fixture(scope="module")
 def cases():
     """``{function name: (run config, response)}``, each case in one cheap worker process."""
-    suite = functions.suite_of(functions.discover(["tests.inplace_benchmarks"]))
+    suite = functions.suite_of(functions.discover(["tests.benchmarks.in_place"]))
     out = {}
     for rc in suite.run_configs:
         execution = dataclasses.replace(rc.execution_config, processes=1, min_sample_time_ms=2, timeout_s=300)
         rc = RunConfig.build(rc.module_generation_config, execution, rc.target_device)
-        out[rc.name.split(".")[2].split("[")[0]] = (rc, run_case(rc))
+        out[rc.name.split(".")[3].split("[")[0]] = (rc, run_case(rc))
     return out
 
 
@@ -42,9 +42,9 @@ def test_an_undeclared_in_place_change_is_refused_naming_the_input(cases):
     _, r = cases["sort_in_place"]
     assert r.status == "failed" and not r.samples
     assert r.reason == (
-        "tests.inplace_benchmarks.sort_in_place[n=10000] changed its input x (float32 (10000,)) in place on its "
-        "first call, so later iterations would run on changed data; declare @benchmark(..., mutates_inputs=True) "
-        "to time one call per sample on fresh inputs, or change a copy")
+        "tests.benchmarks.in_place.sort_in_place[n=10000] changed its input x (float32 (10000,)) in place "
+        "on its first call, so later iterations would run on changed data; declare "
+        "@benchmark(..., mutates_inputs=True) to time one call per sample on fresh inputs, or change a copy")
 
 
 def test_a_change_through_data_or_on_a_later_call_is_refused_too(cases):
@@ -70,9 +70,9 @@ def test_an_in_place_add_passes_its_check_against_a_reference_run_on_pristine_in
     assert r.status == "ok" and r.answer.correctness["ok"], r.reason
     _, r = cases["add_one_forward"]
     assert (r.status, r.reason) == ("failed", (
-        "tests.inplace_benchmarks.add_one_forward[n=16] changes an input in place, which autograd refuses for an "
-        "input that requires grad (the forward task differentiates its floating-point inputs): time it with the "
-        "inference task, or change a copy"))
+        "tests.benchmarks.in_place.add_one_forward[n=16] changes an input in place, which autograd refuses "
+        "for an input that requires grad (the forward task differentiates its floating-point inputs): time "
+        "it with the inference task, or change a copy"))
 
 
 def test_a_reference_of_another_shape_or_value_is_a_mismatch_saying_so(cases):
@@ -109,8 +109,8 @@ def test_the_harness_floor_is_measured_and_a_row_near_it_says_so(cases):
 
 
 def test_a_reference_that_raises_is_a_failed_check_naming_the_exception():
-    suite = functions.suite_of(functions.discover(["tests.raising_reference_benchmarks"]))
-    (rc,) = [rc for rc in suite.run_configs if ".boom[" in rc.name or rc.name.split(".")[2] == "boom"][:1]
+    suite = functions.suite_of(functions.discover(["tests.benchmarks.raising_references"]))
+    (rc,) = [rc for rc in suite.run_configs if ".boom[" in rc.name or rc.name.split(".")[3] == "boom"][:1]
     execution = dataclasses.replace(rc.execution_config, processes=1, min_samples=3, warmup_time_ms=10,
                                     min_sample_time_ms=0.2, timeout_s=300)
     r = run_case(RunConfig.build(rc.module_generation_config, execution, rc.target_device))

@@ -14,7 +14,7 @@ from benchtrail.cli import main
 from benchtrail.markup import code_span, md_text, mpl_text
 from benchtrail.results.io import load_results, write_documents, write_results
 from benchtrail.suite.names import NAME_RULE, SAFE_NAME, slug
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 #: Printable names that are markup, paths or long somewhere.
 HOSTILE = ["a|b", "x`y", "``tick``", "<script>alert(1)</script>", "*bold* _it_ __b__", "../../etc",

@@ -323,7 +323,7 @@ def test_a_version_7_comparison_with_a_noisy_row_is_read_shown_as_inconclusive_a
     from benchtrail.compare.terminal import render_table
     from benchtrail.runner.ab import Arm
     from benchtrail.runner.recheck import suspects
-    from tests.records import apply_recheck
+    from tests.helpers.records import apply_recheck
 
     path = OLD / "comparison-v7.json"
     old = compare_module.load_comparison(path)
@@ -355,7 +355,7 @@ def test_a_recheck_of_an_earlier_comparison_writes_a_document_its_schema_and_rea
     validate and read back. The regression of versions 3 and 4 (confirmed, quarantined) is made a suspect."""
     from benchtrail.runner.ab import Arm
     from benchtrail.runner.recheck import suspects
-    from tests.records import apply_recheck
+    from tests.helpers.records import apply_recheck
 
     obj = json.loads((OLD / f"comparison-v{version}.json").read_text(encoding="utf-8"))
     reg = next(r for r in obj["rows"] if r["id"] == "rc-reg")

@@ -24,7 +24,7 @@ from benchtrail.history.series import page_groups
 from tests.helpers.cli import comment_cli
 from tests.helpers.comparisons import _comparison, write_comparison
 from tests.helpers.dashboards import chromium
-from tests.records import record
+from tests.helpers.records import record
 
 
 @pytest.fixture(scope="module")

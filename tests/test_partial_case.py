@@ -8,13 +8,13 @@ from benchtrail.compare.verdicts import compare
 from benchtrail.runner.run_cases import case_record, run_case
 from benchtrail.suite import functions
 from benchtrail.suite.definitions import RunConfig
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 
 def test_a_case_that_raises_in_one_of_three_processes_keeps_the_other_two(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCHTRAIL_TEST_RAISE_ONCE", str(tmp_path / "raised"))
-    (rc,) = [rc for rc in functions.suite_of(functions.discover(["tests.raising_benchmarks"])).run_configs
-             if rc.execution_config.task.value == "inference"]
+    suite = functions.suite_of(functions.discover(["tests.benchmarks.raising_once"]))
+    (rc,) = [rc for rc in suite.run_configs if rc.execution_config.task.value == "inference"]
     execution = dataclasses.replace(rc.execution_config, processes=3, min_samples=4, warmup_time_ms=5,
                                     min_sample_time_ms=0.2, timeout_s=120)
     rc = RunConfig.build(rc.module_generation_config, execution, rc.target_device)

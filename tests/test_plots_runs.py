@@ -17,7 +17,7 @@ from benchtrail.pipeline.report_stages import compare_stage, strip_figures
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.helpers.git import git
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 #: IQR/median 0.44 (above the 25% noise limit), median 137.
 NOISY = [60.0, 80.0, 100.0, 120.0, 137.0, 137.0, 150.0, 170.0, 190.0, 210.0]
@@ -110,7 +110,7 @@ def test_the_y_axis_starts_at_zero_or_shows_the_ratio_to_the_baseline(runs, tmp_
 
 def test_strip_plots_show_the_paired_samples_that_decided_in_one_unit_with_verdict_and_change(tmp_path):
     from benchtrail.runner.ab import Arm
-    from tests.records import apply_recheck
+    from tests.helpers.records import apply_recheck
 
     run = tmp_path / "run"
     base = results(record("mlp", spread(100.0)), record("big", spread(2000.0)))

@@ -21,7 +21,7 @@ from benchtrail.history.plots import (
     variant_of,
 )
 from benchtrail.history.series import CommitRun, History, Point, Series
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 COMMITS = [f"{i:x}" * 40 for i in range(1, 13)]  # 12 fake 40-hex shas: 111…, 222…, …, ccc…
 
@@ -212,7 +212,7 @@ def test_the_pipeline_draws_each_changed_series_samples_base_against_head(tmp_pa
     a similar one; a second call never overwrites them."""
     from benchtrail.pipeline.report_stages import compare_stage, distribution_stage
     from benchtrail.results.io import write_results
-    from tests.records import record, results, spread
+    from tests.helpers.records import record, results, spread
 
     base = results(record("slow"), record("same"), record("fast"), commit="b" * 40)
     head = results(record("slow", spread(130.0)), record("same"), record("fast", spread(70.0)))

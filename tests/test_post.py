@@ -24,9 +24,9 @@ from benchtrail.github.post import (
     post_comment,
 )
 from benchtrail.jsonio import write_json
-from tests.github_server import APP_BOT, APP_TOKEN, BOT
 from tests.helpers.comment_posts import COMMENTS, HEAD, PR, REPO, TOKEN, cli_args, make_comment, post
-from tests.records import record, results
+from tests.helpers.github_server import APP_BOT, APP_TOKEN, BOT
+from tests.helpers.records import record, results
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from benchtrail.github.post import (
     post_comment,
 )
 from benchtrail.jsonio import write_json
-from tests.github_server import BOT
 from tests.helpers.comment_posts import COMMENTS, HEAD, PR, REPO, TOKEN, cli_args, make_comment, post
+from tests.helpers.github_server import BOT
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,8 +31,8 @@ from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
 from tests.helpers.git import git
 from tests.helpers.profiles import worker_profile
+from tests.helpers.records import two_commit_repo
 from tests.helpers.schemas import assert_valid, registry
-from tests.records import two_commit_repo
 
 #: No sleep in the model: a sleeping thread wakes late on a loaded machine, by a varying amount, which made
 #: the paired run noisy under the full test suite; the matmul alone is the work (3x in the head).

@@ -16,7 +16,7 @@ from benchtrail.compare.rules import unmatched_quarantine as unmatched
 from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
 

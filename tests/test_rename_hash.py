@@ -14,7 +14,7 @@ from benchtrail.compare.verdicts import compare
 from benchtrail.results.schema import ResultsFile
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.functions import discover, suite_of
-from tests.records import record, spread
+from tests.helpers.records import record, spread
 
 HEADER = "import torch\nfrom benchtrail import Args, benchmark\n\n\n"
 INPUTS = "@benchmark(inputs=lambda: Args(torch.ones(4)){extra})\n"

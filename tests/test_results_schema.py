@@ -8,7 +8,7 @@ import pytest
 from benchtrail import jsonio
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results, results_to_dict, write_documents, write_results
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 DATA = Path(__file__).parent / "data"
 

@@ -172,8 +172,8 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
     from benchtrail.runner.compile_modules import MODULE_SCHEMA_VERSION, module_info
 
     def gen(entry, compile_config):
-        model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}",
-                      ("2x8xf32",))
+        model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",),
+                      f"tests.benchmarks.bad_models:{entry}", ("2x8xf32",))
         return ModuleGenerationConfig.build(model, compile_config, Architecture.CPU, ("test",))
 
     gens = (gen("data_dependent", configs.EXPORT), gen("tiny", configs.AOT_INDUCTOR),
@@ -215,7 +215,7 @@ def test_an_unreadable_compile_stats_file_fails_its_cases_naming_the_file(tmp_pa
     from benchmark_suites import configs
     from benchtrail.runner.run_cases import module_problem
 
-    model = Model("model-tiny", "tiny", ("test",), "tests.bad_models:tiny", ("2x8xf32",))
+    model = Model("model-tiny", "tiny", ("test",), "tests.benchmarks.bad_models:tiny", ("2x8xf32",))
     rc = RunConfig.build(ModuleGenerationConfig.build(model, configs.AOT_INDUCTOR, Architecture.CPU,
                                                       ("test",)),
                          FAST, devices.C2_STANDARD_16, presets=("test",))

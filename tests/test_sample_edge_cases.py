@@ -16,8 +16,8 @@ from benchtrail.compare.gate import check
 from benchtrail.results.io import load_results, results_to_dict, write_results
 from benchtrail.results.schema import METRICS
 from tests.helpers.git import commit, git
+from tests.helpers.records import record, results, spread
 from tests.helpers.schemas import errors
-from tests.records import record, results, spread
 
 #: series id -> (base samples, head samples, verdict, reason)
 EDGE_CASES = {

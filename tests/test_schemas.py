@@ -155,7 +155,7 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
     from benchtrail.results.io import load_results_paths
     from benchtrail.runner.ab import Arm
     from benchtrail.runner.recheck import suspects
-    from tests.records import apply_recheck
+    from tests.helpers.records import apply_recheck
 
     runs, commits = history_store["run_dirs"], history_store["commits"]
     path = compare_stage([Path(runs["c1"])], [Path(runs["c3"])], tmp_path / "comparison.json", None)

@@ -70,7 +70,7 @@ def test_a_sequential_loop_uses_each_looks_level_and_says_which():
 
 def _paired_records(level=None):
     """8 pairs, head 20% slower in every pair: Wilcoxon's two-sided p is exactly 2/2^8 = 0.0078."""
-    from tests.records import record
+    from tests.helpers.records import record
 
     base = 1000.0 * (1 + 0.01 * np.sin(np.arange(8)))
     head = base * 1.2 * (1 + 0.005 * np.cos(np.arange(8)))
@@ -83,7 +83,7 @@ def test_a_paired_run_is_judged_at_its_last_looks_level_and_one_without_a_level_
     from benchtrail.compare.rules import load_thresholds
     from benchtrail.compare.tables import change_cell
     from benchtrail.compare.verdicts import compare
-    from tests.records import results
+    from tests.helpers.records import results
 
     def row(level):
         base, head = _paired_records(level)

@@ -17,7 +17,7 @@ from benchtrail.cli.store import add_fetch_parser, add_upload_parser
 from benchtrail.errors import UserError
 from benchtrail.store import open_store
 from benchtrail.store.gcs import GcsStore, make_client
-from tests.gcs_fixtures import FAST_RETRY
+from tests.helpers.gcs_fixtures import FAST_RETRY
 from tests.helpers.store_trees import RUN, read_tree, write_tree
 
 BIG = bytes(range(256)) * (9 * 4096 + 17)  # 9 MiB + a bit: over the 8 MiB limit of one multipart request

@@ -46,8 +46,8 @@ def test_reference_backed_functions_pass_value_gradient_and_jacobian_checks():
 
 
 def _bad_case(entry: str, task: Task) -> RunConfig:
-    model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",), f"tests.bad_models:{entry}",
-                  ("256xf32",),
+    model = Model(f"model-{entry}", entry.replace("_", "-"), ("test",),
+                  f"tests.benchmarks.bad_models:{entry}", ("256xf32",),
                   reference_entry_point="benchmark_suites.models.functions:vrelu3_reference")
     gen = ModuleGenerationConfig.build(model, CompileConfig("compile-eager", "eager", CompileMode.EAGER),
                                        devices.C2_STANDARD_16.architecture)

@@ -9,7 +9,7 @@ from benchtrail.cli import main
 from benchtrail.compare.document import VERDICTS, Comparison, Row, count_rows
 from benchtrail.compare.terminal import render_table
 from benchtrail.results.io import write_results
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 DEVICE = "c2-standard-16"
 

@@ -2,7 +2,7 @@
 tests/test_track_bisect_range.py).
 
 Detection runs on real ``History`` dataclasses; the CLI runs over a real local store and a real git
-repository; issues go through PyGithub to the local GitHub server (tests/github_server.py).
+repository; issues go through PyGithub to the local GitHub server (tests/helpers/github_server.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from benchtrail.compare.rules import load_thresholds
 from benchtrail.github.track_issues import LABEL, marker, parse_marker
 from benchtrail.history.series import CommitRun, History, Point, Series
 from benchtrail.history.track import MIN_POINTS, detect, report_to_dict, track
-from tests.github_server import BOT
+from tests.helpers.github_server import BOT
 from tests.helpers.medians import NOISE, step
 from tests.helpers.stores import build_store
 

@@ -1,6 +1,6 @@
 """A PR holding the store's write identity cannot make its own run the baseline of later PRs or of ``track``.
 
-The store is gcp-storage-emulator; GitHub is the local REST server (``tests/github_server.py``),
+The store is gcp-storage-emulator; GitHub is the local REST server (``tests/helpers/github_server.py``),
 which holds the record of each workflow run attempt the way GitHub does. A push run of main stores
 the real baseline. A PR run then writes, with nothing but object-create rights (``if_generation_match=0``,
 as ``roles/storage.objectCreator`` allows), three forged pointers for main's commit, each with the
@@ -20,7 +20,7 @@ from google.cloud import storage
 from benchtrail.cli import main
 from benchtrail.results.io import write_results
 from tests.helpers.git import commit, git
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 REPOSITORY = "octo/project"
 WORKFLOW = ".github/workflows/benchmark.yml"

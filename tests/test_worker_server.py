@@ -27,8 +27,8 @@ EAGER = CompileConfig("compile-eager", "eager", CompileMode.EAGER)
 
 
 def _group(entry: str, tasks=(Task.INFERENCE, Task.FORWARD, Task.BACKWARD), processes=2, timeout_s=60.0):
-    """Run configs of one module (``tests.bad_models:<entry>``), one per task."""
-    model = Model(f"model-{entry}", entry, ("test",), f"tests.bad_models:{entry}", ("8xf32",))
+    """Run configs of one module (``tests.benchmarks.bad_models:<entry>``), one per task."""
+    model = Model(f"model-{entry}", entry, ("test",), f"tests.benchmarks.bad_models:{entry}", ("8xf32",))
     gen = ModuleGenerationConfig.build(model, EAGER, devices.C2_STANDARD_16.architecture)
     return [RunConfig.build(gen, ExecutionConfig(f"exec-{t.value}", f"{t.value}-bs1", t, processes=processes,
                                                  min_samples=5, warmup_time_ms=5, timeout_s=timeout_s),

@@ -17,7 +17,7 @@ import yaml
 from benchmark_suites.suite import generate
 from benchtrail.compare.document import Comparison
 from benchtrail.suite.export import export_execution
-from tests.workflow_checks import (
+from tests.helpers.workflow_checks import (
     CALLER_USES,
     EXAMPLE,
     EXAMPLE_FILES,
@@ -198,7 +198,7 @@ def test_a_suite_with_fewer_cases_than_shards_takes_no_runner_for_an_empty_shard
     from benchtrail.pipeline.report_stages import compare_stage
     from benchtrail.results.io import write_results
     from benchtrail.suite.export import load_execution
-    from tests.records import record, results
+    from tests.helpers.records import record, results
 
     outputs = _setup_steps_in_the_example(tmp_path, 3)
     assert json.loads(outputs["matrix"]) == [{"device_name": "laptop", "host_environment": "linux-x86_64",

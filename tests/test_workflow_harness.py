@@ -1,5 +1,5 @@
-"""The workflows, executed for real events by ``tests/workflow_harness.py``: every failure ends in
-the current head's PR comment (the story: ``tests/harness_story.py``; the gate status:
+"""The workflows, executed for real events by ``tests/helpers/workflow_harness.py``: every failure ends in
+the current head's PR comment (the story: ``tests/helpers/harness_story.py``; the gate status:
 ``test_workflow_harness_gate.py``; trusted baselines: ``test_workflow_harness_baselines.py``).
 """
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 from google.cloud import storage
 
-from tests.harness_story import (
+from tests.helpers.harness_story import (
     CHAIN,
     EXAMPLE,
     MIX_EAGER,
@@ -27,7 +27,7 @@ from tests.harness_story import (
     reasons_of,
     row_of,
 )
-from tests.workflow_harness import ROOT, load_workflow, pending_survivors
+from tests.helpers.workflow_harness import ROOT, load_workflow, pending_survivors
 
 pytestmark = pytest.mark.e2e
 

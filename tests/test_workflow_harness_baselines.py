@@ -1,4 +1,4 @@
-"""Trusted baselines through the workflow harness's story (``tests/harness_story.py``; docs/store.md,
+"""Trusted baselines through the workflow harness's story (``tests/helpers/harness_story.py``; docs/store.md,
 "Trusted baselines"): a release branch's push run is the baseline of PRs into it; pointers forged in a
 manual run's name, or in a push run's own name during its store step, are ignored everywhere."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.harness_story import POSTSUBMIT_SA, PRESUBMIT_SA, REPOSITORY
+from tests.helpers.harness_story import POSTSUBMIT_SA, PRESUBMIT_SA, REPOSITORY
 
 pytestmark = pytest.mark.e2e
 

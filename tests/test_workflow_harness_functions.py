@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from benchtrail.cli import main
-from tests.harness_story import running_story
-from tests.workflow_harness import ROOT
+from tests.helpers.harness_story import running_story
+from tests.helpers.workflow_harness import ROOT
 
 pytestmark = pytest.mark.e2e
 

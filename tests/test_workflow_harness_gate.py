@@ -1,8 +1,8 @@
 """The required gate, the commit status ``benchtrail/gate`` (docs/workflows.md, "The gate"), through the
-workflow harness's story (``tests/harness_story.py``): a confirmed regression fails it and no edit or label
-clears it, an accept edit passes it unmeasured, a fork's PR waits, a new trailer makes it pending, a
-process job that dies fails it. These tests run after ``test_workflow_harness.py``'s (the story's h4
-chapters come after its late poster)."""
+workflow harness's story (``tests/helpers/harness_story.py``): a confirmed regression fails it and no edit
+or label clears it, an accept edit passes it unmeasured, a fork's PR waits, a new trailer makes it
+pending, a process job that dies fails it. These tests run after ``test_workflow_harness.py``'s (the
+story's h4 chapters come after its late poster)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from tests.harness_story import BODY, CHAIN, PR_NUMBER, REPOSITORY, row_of
 from tests.helpers.git import git
+from tests.helpers.harness_story import BODY, CHAIN, PR_NUMBER, REPOSITORY, row_of
 
 pytestmark = pytest.mark.e2e
 

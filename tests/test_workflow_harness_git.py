@@ -1,6 +1,6 @@
-"""Issue 45's first "Done when" through the workflow harness (``tests/harness_git_story.py``): a repository
-with no GCS settings and no runner labels stores its push runs in its own data branch from jobs on
-``ubuntu-latest``; a PR compares against it, gets one comment with the Pages link and the
+"""Issue 45's first "Done when" through the workflow harness (``tests/helpers/harness_git_story.py``): a
+repository with no GCS settings and no runner labels stores its push runs in its own data branch from jobs
+on ``ubuntu-latest``; a PR compares against it, gets one comment with the Pages link and the
 ``benchtrail/gate`` status, and writes nothing to the branch; a run forged into the branch is not a
 baseline; two pushes whose writes race both land (docs/workflows.md, "The git store and GitHub-hosted
 runners"; docs/store.md, "Trusted baselines")."""
@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from tests.harness_git_story import DATA, PAGES_URL, running_git_story
-from tests.harness_story import GATE, PR_NUMBER, REPOSITORY
+from tests.helpers.harness_git_story import DATA, PAGES_URL, running_git_story
+from tests.helpers.harness_story import GATE, PR_NUMBER, REPOSITORY
 
 pytestmark = pytest.mark.e2e
 HOSTED = ["ubuntu-latest"]

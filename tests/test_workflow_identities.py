@@ -8,8 +8,16 @@ from typing import Any
 
 import yaml
 
-from tests.actions_expressions import condition, interpolate
-from tests.workflow_checks import AUTH_ACTION, KEY_STEP, ROOT, WIF_STEP, WORKFLOW_FILES, WORKFLOWS, _load
+from tests.helpers.actions_expressions import condition, interpolate
+from tests.helpers.workflow_checks import (
+    AUTH_ACTION,
+    KEY_STEP,
+    ROOT,
+    WIF_STEP,
+    WORKFLOW_FILES,
+    WORKFLOWS,
+    _load,
+)
 
 
 def test_only_the_poster_workflow_may_write_statuses():

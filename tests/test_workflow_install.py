@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.actions_expressions import interpolate
+from tests.helpers.actions_expressions import interpolate
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -7,7 +7,7 @@ import jq
 
 from benchmark_suites.suite import generate
 from benchtrail.suite.export import export_execution
-from tests.workflow_checks import MATRIX_JQ, ROOT, WORKFLOWS
+from tests.helpers.workflow_checks import MATRIX_JQ, ROOT, WORKFLOWS
 
 
 def test_matrix_jq_gives_every_field_the_execute_job_reads():

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.workflow_checks import (
+from tests.helpers.workflow_checks import (
     AUTH_ACTION,
     KEY_STEP,
     WIF_STEP,
@@ -306,10 +306,10 @@ def test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store():
 
 
 def test_the_auth_stand_in_needs_an_oidc_token_for_federation_and_exports_the_credentials_file(tmp_path):
-    """tests/workflow_standins.py's google-github-actions/auth, as the harness runs it."""
+    """tests/helpers/workflow_standins.py's google-github-actions/auth, as the harness runs it."""
     from types import SimpleNamespace
 
-    from tests.workflow_standins import AUTH_OIDC_WARNING, google_auth
+    from tests.helpers.workflow_standins import AUTH_OIDC_WARNING, google_auth
 
     run = SimpleNamespace(result=SimpleNamespace(auth=[]))
     workspace, github_env = tmp_path / "ws", tmp_path / "github_env"

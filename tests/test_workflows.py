@@ -2,7 +2,8 @@
 
 check-jsonschema uses its vendored copy of the SchemaStore ``github-workflow`` schema. DESIGN.md's security rules
 are checked in tests/test_workflow_security.py, the reusable workflows in tests/test_workflow_call.py, the jobs'
-concurrency in tests/test_workflows_concurrency.py; the shared helpers live in tests/workflow_checks.py.
+concurrency in tests/test_workflows_concurrency.py; the shared helpers live in
+tests/helpers/workflow_checks.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.workflow_checks import (
+from tests.helpers.workflow_checks import (
     MATRIX_JQ,
     ROOT,
     WORKFLOW_FILES,
@@ -29,7 +30,7 @@ from tests.workflow_checks import (
     _triggers,
     assert_valid_workflow,
 )
-from tests.workflow_standins import artifact_paths
+from tests.helpers.workflow_standins import artifact_paths
 
 # Runners GitHub hosts; every other `runs-on` is treated as self-hosted.
 GITHUB_HOSTED = {"ubuntu-latest"}

@@ -1,6 +1,6 @@
 """The benchmark workflow's concurrency groups: one per PR and job, never cancelling pushes."""
 
-from tests.workflow_checks import _load
+from tests.helpers.workflow_checks import _load
 
 
 def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():

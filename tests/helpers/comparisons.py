@@ -3,7 +3,7 @@
 from benchtrail.compare.document import comparison_to_dict
 from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.verdicts import compare
-from tests.records import results
+from tests.helpers.records import results
 
 
 def _comparison(base, head):

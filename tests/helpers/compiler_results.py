@@ -3,7 +3,7 @@ that the compiler summary tests compare: a CPU device and a GPU one."""
 
 import dataclasses
 
-from tests.records import record, results, spread
+from tests.helpers.records import record, results, spread
 
 CPU, GPU = "c2-standard-16", "g2-standard-8"
 MiB = 2**20

@@ -3,7 +3,7 @@
 from benchtrail.compare.document import Comparison, comparison_to_dict, count_rows
 from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.verdicts import compare
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 
 def _comparison(marks: dict[str, str | None], **extra: dict) -> dict:

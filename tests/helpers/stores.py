@@ -7,7 +7,7 @@ from pathlib import Path
 from benchtrail.results.io import write_results
 from benchtrail.store import open_store
 from tests.helpers.git import git
-from tests.records import record, results
+from tests.helpers.records import record, results
 
 
 def build_store(root, medians: list[float], other: list[float] | None = None, gaps: tuple[int, ...] = ()):
@@ -40,7 +40,7 @@ def build_store(root, medians: list[float], other: list[float] | None = None, ga
 def small_run(run_dir: Path, *commits: str) -> Path:
     """A run directory whose results files (one per commit) hold one execution series each."""
     from benchtrail.results.io import write_results
-    from tests.records import record, results
+    from tests.helpers.records import record, results
 
     for i, commit in enumerate(commits):
         write_results(run_dir / "results" / f"c2-standard-16-{i}.json",

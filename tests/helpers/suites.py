@@ -1,4 +1,4 @@
-"""Small suites of tests/bad_models.py's entry points (one eager run config each, quick execution
+"""Small suites of tests/benchmarks/bad_models.py's entry points (one eager run config each, quick execution
 policies) and their execution export, for the tests that run the run stage on them."""
 
 import dataclasses
@@ -28,7 +28,7 @@ HANG = dataclasses.replace(FAST, id="exec-test-hang", timeout_s=5)
 def _suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
     rcs = []
     for name, entry in entries:
-        model = Model(f"model-{name}", name, ("test",), f"tests.bad_models:{entry}", ("8xf32",))
+        model = Model(f"model-{name}", name, ("test",), f"tests.benchmarks.bad_models:{entry}", ("8xf32",))
         gen = ModuleGenerationConfig.build(model, EAGER, device.architecture)
         rcs.append(RunConfig.build(gen, HANG if entry == "hangs" else FAST, device, presets=("test",)))
     return Suite(tuple(rcs), tuple(rc.module_generation_config for rc in rcs), ("test",), ())

@@ -1,9 +1,9 @@
-"""The job runner of the workflow harness (``tests/workflow_harness.py``): ``_Run`` executes one run.
+"""The job runner of the workflow harness (``tests/helpers/workflow_harness.py``): ``_Run`` executes one run.
 
 ``Harness.run`` sets up a run and hands it to ``_Run``, which checks a called workflow's
 permissions, orders the jobs by ``needs``, evaluates every ``if:``, expands a matrix, and runs
 each step: ``run:`` steps in bash (with ``step_timeouts`` faults), ``uses:`` steps and the install
-step through the stand-ins (``tests/workflow_standins.py``). ``load_workflow`` reads a workflow
+step through the stand-ins (``tests/helpers/workflow_standins.py``). ``load_workflow`` reads a workflow
 file; ``WorkflowLoadError`` is what GitHub reports for a workflow that cannot run.
 """
 
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from tests.actions_expressions import condition, interpolate, to_string
-from tests.workflow_results import JobResult, RunResult
-from tests.workflow_standins import StepResult, action, install
+from tests.helpers.actions_expressions import condition, interpolate, to_string
+from tests.helpers.workflow_results import JobResult, RunResult
+from tests.helpers.workflow_standins import StepResult, action, install
 
 if TYPE_CHECKING:
-    from tests.workflow_harness import Harness
+    from tests.helpers.workflow_harness import Harness
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 PERMISSION_LEVELS = {"none": 0, "read": 1, "write": 2}
 INSTALL_STEP = "Install benchtrail"

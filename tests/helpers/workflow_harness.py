@@ -2,7 +2,7 @@
 
 What it does as GitHub does: job order from ``needs``; every job- and step-level ``if:`` (with
 ``success()``, ``failure()``, ``always()``, ``cancelled()`` and ``needs.<job>.result``); every
-``${{ }}`` (``tests/actions_expressions.py``); workflow, job and step ``env``; ``defaults.run``
+``${{ }}`` (``tests/helpers/actions_expressions.py``); workflow, job and step ``env``; ``defaults.run``
 (shell and working directory); ``run:`` steps in ``bash --noprofile --norc -eo pipefail``; step
 outputs, ``$GITHUB_ENV``, ``$GITHUB_PATH`` and ``$GITHUB_STEP_SUMMARY``; job outputs; a
 ``strategy.matrix`` (``include`` from ``fromJSON``); ``continue-on-error``; artifacts uploaded and
@@ -17,7 +17,7 @@ workflow (the caller's, in a called workflow), and the OIDC variables ``ACTIONS_
 and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` exist only in a job whose effective permissions grant
 ``id-token: write`` (a called job: its own, capped by the calling job's) in a run that is not a
 ``pull_request`` from a fork; such a run also gets no secrets. With ``github_server`` (the GitHub
-REST stand-in, ``tests/github_server.py``) each run registers itself there as a workflow run
+REST stand-in, ``tests/helpers/github_server.py``) each run registers itself there as a workflow run
 attempt: ``in_progress`` when it starts, ``completed`` with its conclusion when it ends, with its
 event, head branch (the PR's head ref, else the branch of ``ref``), head SHA and workflow path, and
 each of its jobs when it ends (skipped ones too), named as GitHub's jobs API names them
@@ -31,7 +31,7 @@ OIDC variables, a key needs none; it writes a credentials file into the workspac
 variables to later steps and records itself in ``RunResult.auth``; the GCS emulator ignores the
 credentials) and the step named ``Install benchtrail`` (the test's own environment: ``.venv``
 links to it, or to a folder whose ``bin/benchtrail`` runs each command in a fork of a process that
-has benchtrail and torch imported already, ``tests/cli_server.py``).
+has benchtrail and torch imported already, ``tests/helpers/cli_server.py``).
 
 Deployment environments as GitHub has them: a job's ``environment:`` (a name or ``{name, url}``) that
 ``Harness.environments`` names with ``branches`` (deployment branch globs) runs only for a ``refs/heads/``
@@ -46,9 +46,9 @@ it dies); a step whose job declares neither cannot be given one.
 
 The code is in four modules: this one holds ``Harness`` (a run's set-up: its event, ``github``
 context and registration with the GitHub stand-in) and ``pending_survivors``;
-``tests/workflow_runner.py`` the job runner (``_Run``), ``load_workflow`` and
-``WorkflowLoadError``; ``tests/workflow_results.py`` ``RunResult`` and ``JobResult``;
-``tests/workflow_standins.py`` the stand-ins.
+``tests/helpers/workflow_runner.py`` the job runner (``_Run``), ``load_workflow`` and
+``WorkflowLoadError``; ``tests/helpers/workflow_results.py`` ``RunResult`` and ``JobResult``;
+``tests/helpers/workflow_standins.py`` the stand-ins.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.workflow_results import JobResult, RunResult
-from tests.workflow_runner import ROOT, WorkflowLoadError, _Run, load_workflow
+from tests.helpers.workflow_results import JobResult, RunResult
+from tests.helpers.workflow_runner import ROOT, WorkflowLoadError, _Run, load_workflow
 
 # What the tests import from here.
 __all__ = ["ROOT", "Harness", "JobResult", "RunResult", "WorkflowLoadError", "load_workflow",
@@ -90,9 +90,10 @@ class Harness:
     runs: dict[int, RunResult] = field(default_factory=dict)
     next_run_id: int = 1000
     #: What the install step's ``.venv`` links to: the test's environment, or a folder whose
-    #: ``bin/benchtrail`` is a client of ``tests/cli_server.py``.
+    #: ``bin/benchtrail`` is a client of ``tests/helpers/cli_server.py``.
     venv: Path = Path(sys.prefix)
-    #: The GitHub REST stand-in (``tests.github_server.GitHubServer``) where each run registers itself.
+    #: The GitHub REST stand-in (``tests.helpers.github_server.GitHubServer``) where each run registers
+    #: itself.
     github_server: Any = None
     #: Deployment environments: name -> ``{"branches": [glob, ...], "secrets": {name: value}}``.
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -39,11 +39,11 @@ from typing import Any
 
 from google.cloud import storage
 
-from tests.cli_server import CliServer
-from tests.gcs_fixtures import FaultProxy
-from tests.github_server import GitHubServer
+from tests.helpers.cli_server import CliServer
+from tests.helpers.gcs_fixtures import FaultProxy
 from tests.helpers.git import git
-from tests.workflow_harness import ROOT, Harness, RunResult
+from tests.helpers.github_server import GitHubServer
+from tests.helpers.workflow_harness import ROOT, Harness, RunResult
 
 EXAMPLE = ROOT / "docs" / "examples" / "adopting-classes"
 OVERLAY = ROOT / "tests" / "data" / "harness_project"

@@ -1,7 +1,8 @@
-"""What a run of the workflow harness (``tests/workflow_harness.py``) returns: ``RunResult`` and ``JobResult``.
+"""What a run of the workflow harness (``tests/helpers/workflow_harness.py``) returns: ``RunResult`` and
+``JobResult``.
 
 A run's jobs (a called workflow's as ``<caller job>/<job>``), each with its steps (``StepResult``,
-``tests/workflow_standins.py``), outputs, summary and logs, the run's artifacts folder and its
+``tests/helpers/workflow_standins.py``), outputs, summary and logs, the run's artifacts folder and its
 conclusion as GitHub computes it.
 """
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.workflow_standins import StepResult
+from tests.helpers.workflow_standins import StepResult
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Fault injection for the local GitHub server (``tests/github_server.py``): what it records and what it breaks.
+"""Fault injection for the local GitHub server (``tests/helpers/github_server.py``): what it records and
+what it breaks.
 
 ``Request`` is one request as the server saw it (``GitHubServer.requests``); ``FAILURES`` holds the
 error answers ``GitHubServer.fail`` injects (``_Failure`` is one such order); ``Gate`` holds

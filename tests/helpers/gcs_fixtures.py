@@ -1,6 +1,6 @@
 """GCS test fixtures: the real gcp-storage-emulator, a bucket per test, and a fault-injecting proxy.
 
-Import the fixtures into a test module (``from tests.gcs_fixtures import gcs_emulator, ...``).
+Import the fixtures into a test module (``from tests.helpers.gcs_fixtures import gcs_emulator, ...``).
 
 ``FaultProxy`` is a small threaded HTTP proxy in front of the emulator. It forwards every request
 unchanged, except that it

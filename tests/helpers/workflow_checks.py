@@ -22,7 +22,7 @@ import yaml
 
 from benchtrail.cli.app import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW_FILES = ("benchmark.yml", "ci.yml", "post_benchmark_comment.yml", "track_regressions.yml")
 MATRIX_JQ = "build_tools/github_actions/matrix.jq"

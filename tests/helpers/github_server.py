@@ -51,8 +51,8 @@ calls ``Gate.release``; ``Gate.wait_arrived(n)`` waits until ``n`` of them are w
 thus orders two real PyGithub clients' requests exactly, without relying on thread timing.
 
 The code is in three modules: this one holds the server's state, its set-up and the JSON shapes
-it answers with; ``tests/github_faults.py`` the recorded requests and the injected faults
-(``FAILURES``, ``Gate``); ``tests/github_routes.py`` the HTTP request handler and its routes.
+it answers with; ``tests/helpers/github_faults.py`` the recorded requests and the injected faults
+(``FAILURES``, ``Gate``); ``tests/helpers/github_routes.py`` the HTTP request handler and its routes.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.github_faults import FAILURES, Gate, Request, _Failure
-from tests.github_routes import _Handler
+from tests.helpers.github_faults import FAILURES, Gate, Request, _Failure
+from tests.helpers.github_routes import _Handler
 
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 #: A GitHub App's bot, as an installation token (``APP_TOKEN``) comments: ``<app slug>[bot]``.

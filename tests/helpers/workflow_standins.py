@@ -1,4 +1,5 @@
-"""The stand-ins of ``tests/workflow_harness.py``: the actions and the one step it does not run itself.
+"""The stand-ins of ``tests/helpers/workflow_harness.py``: the actions and the one step it does not run
+itself.
 
 ``actions/checkout`` fetches from the test's git repository (or links benchtrail's own source for
 ``repository: */benchtrail``); with ``ssh-key`` it writes the key into ``$RUNNER_TEMP`` and configures
@@ -42,9 +43,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from tests.actions_expressions import interpolate
+from tests.helpers.actions_expressions import interpolate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def artifact_paths(path_input: str, workspace: Path) -> list[tuple[Path, str]]:

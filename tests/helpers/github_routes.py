@@ -1,7 +1,8 @@
-"""The HTTP side of the local GitHub server (``tests/github_server.py``): its request handler and routes.
+"""The HTTP side of the local GitHub server (``tests/helpers/github_server.py``): its request handler and
+routes.
 
 ``_Handler`` reads each request, records it, waits at a ``Gate`` if one holds it, answers an
-injected failure or the route (``_ROUTES``, listed in ``tests/github_server.py``'s docstring) with
+injected failure or the route (``_ROUTES``, listed in ``tests/helpers/github_server.py``'s docstring) with
 the server's lock held, and sends the JSON reply with GitHub's rate-limit headers. The helpers
 below it build GitHub's errors (401, 404, 422) and its ``Link`` pagination.
 """
@@ -14,10 +15,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.github_faults import DOCS, FAILURES, Request
+from tests.helpers.github_faults import DOCS, FAILURES, Request
 
 if TYPE_CHECKING:
-    from tests.github_server import GitHubServer
+    from tests.helpers.github_server import GitHubServer
 
 #: GitHub rejects issue comment bodies longer than this (characters).
 MAX_BODY_CHARS = 65_536

@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.cli_server import CliServer
-from tests.github_server import GitHubServer
-from tests.harness_story import EXAMPLE, OVERLAY, REPOSITORY, Story
+from tests.helpers.cli_server import CliServer
 from tests.helpers.git import git
-from tests.workflow_harness import Harness, RunResult
+from tests.helpers.github_server import GitHubServer
+from tests.helpers.harness_story import EXAMPLE, OVERLAY, REPOSITORY, Story
+from tests.helpers.workflow_harness import Harness, RunResult
 
 DATA = "benchtrail-data"
 DEPLOY_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nharness-deploy-key\n-----END OPENSSH PRIVATE KEY-----"

@@ -200,8 +200,8 @@ class CliServer:
 
     def __init__(self, folder: Path) -> None:
         self.socket = str(folder / "benchtrail.sock")
-        self.process = subprocess.Popen([sys.executable, "-c", f"from tests.cli_server import serve; "
-                                        f"serve({self.socket!r})"], cwd=Path(__file__).resolve().parents[1],
+        self.process = subprocess.Popen([sys.executable, "-c", f"from tests.helpers.cli_server import serve; "
+                                        f"serve({self.socket!r})"], cwd=Path(__file__).resolve().parents[2],
                                         stdout=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         line = self.process.stdout.readline()

@@ -6,7 +6,7 @@ literals (``null``, booleans, numbers, ``'strings'`` with ``''`` for a quote), p
 ``||`` (which return an operand, not a boolean), loose equality (strings case-insensitively,
 other mixed types as numbers) and the functions ``contains``, ``startsWith``, ``endsWith``,
 ``format``, ``join``, ``toJSON``, ``fromJSON``, ``success``, ``failure``, ``always`` and
-``cancelled``. A missing property is ``null``. Used by ``tests/workflow_harness.py``.
+``cancelled``. A missing property is ``null``. Used by ``tests/helpers/workflow_harness.py``.
 """
 
 from __future__ import annotations

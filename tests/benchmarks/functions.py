@@ -1,13 +1,13 @@
 """Function benchmarks (``benchtrail.benchmark``) for tests/test_function_benchmarks.py: vrelu3, right and
-wrong in exactly one quantity each (tests/bad_models.py's hand-written backwards, as the class-API tests
-use them), with a non-tensor keyword argument; and a function of a float tensor, an index tensor and a
-boolean mask passed by keyword. The keyword argument is added, not multiplied: a factor would scale the
-cotangents that the wrong backwards are right or wrong for."""
+wrong in exactly one quantity each (tests/benchmarks/bad_models.py's hand-written backwards, as the
+class-API tests use them), with a non-tensor keyword argument; and a function of a float tensor, an
+index tensor and a boolean mask passed by keyword. The keyword argument is added, not multiplied: a factor
+would scale the cotangents that the wrong backwards are right or wrong for."""
 
 import torch
 
 from benchtrail import Args, benchmark
-from tests import bad_models
+from tests.benchmarks import bad_models
 
 
 def vrelu3_inputs(n):

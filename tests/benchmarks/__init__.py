@@ -1,0 +1,1 @@
+"""Benchmark definitions the tests run: tiny models and function benchmarks, some wrong on purpose."""
