@@ -1,6 +1,6 @@
 """Figures of one comparison of two sides, with matplotlib (no pyplot): ``compare-builds``' ratio of
 medians B/A per benchmark, and strip plots of each benchmark's base and head samples (the distribution
-stage). Value axes, units and the panel grid are those of :mod:`benchtrail.history.plots`.
+stage). Value axes, units and the panel grid are the history plots'.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Drawing functions return ``Figure`` objects; :func:`save_figures` writes them as
 have a panel per model and unit: medians by commit with their band, each run a dot (noisy hollow
 orange, unconfirmed regressions red crosses), the baseline dashed, change points shaded; one commit is
 drawn as bars. Value axes use a unit chosen from the data (µs, ms, s; B … GiB); names are data, ``$``
-escaped. The figures of one comparison of two sides are in :mod:`benchtrail.history.comparison_figures`.
+escaped. The figures of one comparison of two sides: comparison_figures.py.
 """
 
 from __future__ import annotations

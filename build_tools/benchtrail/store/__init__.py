@@ -135,7 +135,7 @@ def split_run_url(url: str) -> tuple[str, str, int] | None:
 
 def fetch_command(run: str, dest: str = ".") -> str:
     """The shell line that fetches a run: ``gcloud storage cp -r URL DEST`` for a ``gs://`` run, a shallow
-    ``git clone`` of the branch for a ``git:`` run (``benchtrail.store.git_url.fetch_command``), ``ls PATH``
+    ``git clone`` of the branch for a ``git:`` run (git_url.py), ``ls PATH``
     for a folder."""
     backend = remote(run)
     return backend.copy(run, dest) if backend else f"ls {run}"
@@ -144,7 +144,7 @@ def fetch_command(run: str, dest: str = ".") -> str:
 def browser_link(url: str) -> str:
     """Where a browser opens a stored file: ``https://storage.cloud.google.com/BUCKET/PATH`` for ``gs://``
     (Cloud Storage's authenticated browser download), the file on GitHub for a ``git:`` store on GitHub
-    (``benchtrail.store.git_url.browser_link``), else ``url`` itself."""
+    (git_url.py), else ``url`` itself."""
     backend = remote(url)
     return backend.link(url) if backend else url
 
@@ -157,8 +157,8 @@ def open_store(url: str, *, read_only: bool = False, **gcs_options: Any) -> Stor
         read_only: for commands that only read a store (``history``, ``compare-builds``): a folder
             must exist already and is neither created nor written to (no write check); a ``gs://``
             or ``git:`` store is opened as always (listing the bucket, fetching the branch writes nothing).
-        gcs_options: for ``gs://``, passed to ``benchtrail.store.gcs.open_gcs_store`` (``staging``, ``retry``,
-            ``max_workers``, ``client``); for ``git:``, to ``benchtrail.store.git_branch.open_git_store``
+        gcs_options: for ``gs://``, passed to ``open_gcs_store`` (``staging``, ``retry``,
+            ``max_workers``, ``client``); for ``git:``, to ``open_git_store``
             (``staging``, ``cwd``); ignored for a folder.
 
     Raises:

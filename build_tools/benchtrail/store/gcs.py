@@ -43,7 +43,7 @@ from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_poi
 #: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
 #: Seconds that opening a store or creating a run may spend retrying a listing. This one, the
 #: transfers' ``DEFAULT_DEADLINE_S`` and ``--deadline`` are all capped by ``$BENCHTRAIL_STORE_DEADLINE_S``
-#: (``benchtrail.store.gcs_transfer.deadline_cap``).
+#: (gcs_transfer.py, ``deadline_cap``).
 LIST_DEADLINE_S = 60.0
 
 _GS_URL = re.compile(r"^gs://(?P<bucket>[^/]*)(?:/(?P<prefix>.*))?$")

@@ -2,7 +2,7 @@
 
 ``git:REMOTE#BRANCH``: REMOTE a URL, a path or a remote of the repository in the working directory (default
 ``origin``), BRANCH default ``benchtrail-data``. Everything goes through the ``git`` command, in a bare cache
-repository under the staging folder (``benchtrail.store.git_cache``: the fetch, the add-only commit and its
+repository under the staging folder (git_cache.py: the fetch, the add-only commit and its
 push). This module lays runs, pointers and the notes of files left out onto it.
 """
 
@@ -43,7 +43,7 @@ from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_poi
 
 @dataclass(frozen=True)
 class GitStore(BranchCache):
-    """A store in branch ``branch`` of ``remote`` (see ``benchtrail.store.base.Store``).
+    """A store in branch ``branch`` of ``remote`` (see ``Store``).
 
     ``cache`` is a bare repository holding the branch's tip (``BranchCache``); ``staging`` holds run
     directories (``run_dir``), the pointers read (``commits/``) and the assets (``assets/``), as a GCS
@@ -59,7 +59,7 @@ class GitStore(BranchCache):
         return {name[len(prefix) :]: blob for name, blob in files.items()}
 
     def run_url(self, run_id: str, attempt: int) -> str:
-        """``git:<remote>#<branch>/runs/<run_id>/<attempt>/`` (``benchtrail.store.fetch_command`` copies
+        """``git:<remote>#<branch>/runs/<run_id>/<attempt>/`` (``fetch_command`` copies
         it)."""
         return f"{self.url}/{run_path(run_id, attempt)}/"
 
@@ -124,7 +124,7 @@ class GitStore(BranchCache):
         return len(kept)
 
     def incomplete_runs(self) -> list[tuple[str, int]]:
-        """The runs with files and no commit pointer (``benchtrail.store.base.pointerless``), sorted (the
+        """The runs with files and no commit pointer (``pointerless``), sorted (the
         branch fetched now)."""
         names = list(self._ls(self.fetch(), "runs/", "commits/"))
         runs = {

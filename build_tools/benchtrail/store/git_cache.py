@@ -4,7 +4,7 @@ The cache sits under the store's staging folder; it holds the branch's tip (fetc
 fetch or write at a time (an ``fcntl`` lock). A write builds a commit that only adds files on top of the tip
 (plumbing: no work tree, no checkout) and pushes it. A push that another writer beat is rebuilt on the new
 tip and pushed again, a few times, never forced: added files never conflict unless both writers stored one
-name with other bytes. ``benchtrail.store.git_branch`` builds the store on it.
+name with other bytes. git_branch.py builds the store on it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The URLs of the ``git:`` store (``git:REMOTE#BRANCH``, ``benchtrail.store.git_branch``) and its git calls.
+"""The URLs of the ``git:`` store (``git:REMOTE#BRANCH``, git_branch.py) and its git calls.
 
 Torch-free and without the store itself: ``benchtrail.store`` imports it for a ``git:`` run's fetch line and
 browser link.

@@ -174,7 +174,7 @@ def pointer_document(commit: str, run_id: str, attempt: int, info: Json) -> Json
 
 @dataclass(frozen=True)
 class LocalStore:
-    """A store rooted at a local folder (see ``benchtrail.store.base.Store``)."""
+    """A store rooted at a local folder (see ``Store``)."""
 
     root: Path
 
@@ -231,7 +231,7 @@ class LocalStore:
         return len(names)
 
     def incomplete_runs(self) -> list[RunKey]:
-        """The runs with a folder and no commit pointer (``benchtrail.store.base.pointerless``), sorted."""
+        """The runs with a folder and no commit pointer (``pointerless``), sorted."""
         runs = [
             (d.parent.name, int(d.name))
             for d in self.root.glob("runs/*/*")
