@@ -1,1 +1,2 @@
-"""History across commits: collect, track (change points), dashboard, plots, builds."""
+"""History across commits: collect, series, track (change points), dashboard, plots,
+comparison figures, builds, the Pages site."""

@@ -40,7 +40,6 @@ from benchtrail.store.base import (
 from benchtrail.store.gcs_transfer import DEFAULT_DEADLINE_S, DEFAULT_MAX_WORKERS, BucketIO, deadline_cap
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
-#: Where a GCS store keeps its local copies (``run_dir``) unless ``BENCHTRAIL_STAGING`` says otherwise.
 #: Seconds that opening a store or creating a run may spend retrying a listing. This one, the
 #: transfers' ``DEFAULT_DEADLINE_S`` and ``--deadline`` are all capped by ``$BENCHTRAIL_STORE_DEADLINE_S``
 #: (gcs_transfer.py, ``deadline_cap``).

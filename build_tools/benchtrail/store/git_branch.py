@@ -38,8 +38,6 @@ from benchtrail.store.git_cache import BranchCache
 from benchtrail.store.git_url import LEFT_OUT, NOTES, create_cache, parse_url, resolve_remote, shown_remote
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
-#: Where the cache and the run directories live unless ``BENCHTRAIL_STAGING`` says otherwise.
-
 
 @dataclass(frozen=True)
 class GitStore(BranchCache):
