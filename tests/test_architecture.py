@@ -78,4 +78,4 @@ def test_the_map_names_every_module():
             unnamed.append(str(rel))
         elif len(rel.parts) == 1 and not rows:
             unnamed.append(str(rel))
-    assert unnamed == []
+    assert unnamed == [], "name each in its package's row of docs/architecture.md's package table"
