@@ -12,6 +12,7 @@ import pytest
 from benchmark_suites import devices
 from benchtrail.runner import launch
 from benchtrail.runner.run_cases import _order, run_module_cases
+from benchtrail.runner.server_pool import ServerUnavailable, WorkerServer
 from benchtrail.suite.definitions import (
     CompileConfig,
     CompileMode,
@@ -99,7 +100,7 @@ def test_a_checkout_whose_worker_has_no_server_spawns(tmp_path):
 
 
 def test_the_start_method_is_checked():
-    code = ("import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.launch "
+    code = ("import os; os.environ['BENCHTRAIL_WORKER_START'] = 'vfork'\nfrom benchtrail.runner.server_pool "
             "import start_method\nstart_method()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1 and "BENCHTRAIL_WORKER_START='vfork'; allowed: fork, spawn" in out.stderr
@@ -124,8 +125,8 @@ def test_a_server_that_cannot_start_quotes_the_end_of_its_log(tmp_path, monkeypa
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    with pytest.raises(launch.ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
-        launch.WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
+    with pytest.raises(ServerUnavailable, match=r"did not start a server \(.*(Python|python).*\)"):
+        WorkerServer({"PATH": os.environ["PATH"], "PYTHONHOME": str(tmp_path / "nowhere")}, None)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -69,6 +69,7 @@ from scipy import stats
 
 from benchtrail.runner import launch
 from benchtrail.runner.launch import run_in_worker
+from benchtrail.runner.server_pool import close_servers
 from benchtrail.worker.protocol import run_request
 
 DEFAULT_CASES = ("vrelu3.eager.inference-bs1", "mlp.eager.inference-bs1", "layer-norm.eager.inference-bs1",
@@ -119,7 +120,7 @@ def run_once(rc, method: str) -> tuple[tuple[float, ...], float]:
                                  method="spawn" if method == "spawn" else "fork")
         wall = time.monotonic() - start
         if env is not None:
-            launch.close_servers(env["PYTHONPATH"])
+            close_servers(env["PYTHONPATH"])
     if not response.ok or not response.samples:
         sys.exit(f"{rc.name} ({method}): {response.status}: {response.reason}")
     return tuple(response.samples), wall

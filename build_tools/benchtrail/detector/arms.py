@@ -131,7 +131,7 @@ def workers(
 ) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
     """``(two workers with identical matrices and one duet barrier, worker 0's info)``; the info has
     ``start_method`` (``fork`` or ``spawn``, from ``BENCHTRAIL_WORKER_START``)."""
-    from benchtrail.runner.launch import start_method
+    from benchtrail.runner.server_pool import start_method
 
     method = start_method()
     # ``fork``: a forkserver with torch preloaded, launched like the run stage's workers; ``spawn``: a

@@ -22,7 +22,7 @@ import numpy as np
 from benchtrail.detector.background_load import Load, background_load, described, machine
 from benchtrail.detector.rules import SERIES_NAME, clopper_pearson, threshold_of
 from benchtrail.runner.count_cases import REPEATS, VALGRIND_ARGS, counting_env, cpu_vendor, valgrind_version
-from benchtrail.runner.launch import kill_group, tail
+from benchtrail.runner.server_pool import kill_group, tail
 from benchtrail.stats.counts import judge_counts
 
 #: Version history of the ``--metric instructions`` output file: 1 — first version.

@@ -28,8 +28,9 @@ from benchtrail.runner import environment
 from benchtrail.runner.adaptive import sample_until_settled
 from benchtrail.runner.compile_modules import module_info
 from benchtrail.runner.duet import applies, barrier, duet_cpus
-from benchtrail.runner.launch import can_fork, features_of, kill_live_workers, pythonpath, run_in_worker
+from benchtrail.runner.launch import can_fork, features_of, pythonpath, run_in_worker
 from benchtrail.runner.run_cases import CaseResult, Progress, case_record, compiled_dir
+from benchtrail.runner.server_pool import kill_live_workers
 from benchtrail.suite.content_hash import content_hash
 from benchtrail.suite.definitions import Architecture, RunConfig
 from benchtrail.suite.entry_points import ARTIFACTS

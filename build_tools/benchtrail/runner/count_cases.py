@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 from benchtrail.results.schema import BenchmarkRecord
-from benchtrail.runner.launch import MALLOC_TUNABLES, kill_group, tail, worker_pythonpath
+from benchtrail.runner.launch import MALLOC_TUNABLES, worker_pythonpath
 from benchtrail.runner.run_cases import (
     Progress,
     cache_env,
@@ -29,6 +29,7 @@ from benchtrail.runner.run_cases import (
     countable,
     module_problem,
 )
+from benchtrail.runner.server_pool import kill_group, tail
 from benchtrail.suite.definitions import RunConfig
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, Response, count_requests, read_response, run_request

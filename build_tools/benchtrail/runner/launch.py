@@ -16,19 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from benchtrail.project import import_root
-
-# WorkerServer, close_servers, kill_live_workers and start_method are used from here too (ab, detector, tests)
-from benchtrail.runner.server_pool import (  # noqa: F401
+from benchtrail.runner.server_pool import (
     Env,
     Outcome,
     ServerUnavailable,
     WorkerServer,
-    close_servers,
     kill_group,
-    kill_live_workers,
     run_leased,
     server_for,
-    start_method,
     tail,
 )
 from benchtrail.suite.definitions import CompileMode, Task
