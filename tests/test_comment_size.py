@@ -157,14 +157,14 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     """Each section says its cut priority where it is made, so none is missing: a comparison with confirmed
     regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
     from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
-    from benchtrail.compare.profile_diff import profile_diff
+    from benchtrail.compare.profile_diff import diff_profiles
     from tests.helpers.compiler_results import base_fixture, head_fixture
     from tests.helpers.profiles import worker_profile
 
     comparison = _many_rows(1200, _NAMES["ascii"])
     comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))
-    diff = profile_diff(worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0}),
-                        {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
+    diff = diff_profiles(worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0}),
+                         {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":
             row.update(mark="confirmed", profile=diff)
@@ -177,14 +177,14 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
 
 def test_a_git_run_url_is_allowed_and_its_trace_links_open_on_github():
     from benchtrail.compare.comment import check_comment_options
-    from benchtrail.compare.profile_diff import profile_diff
+    from benchtrail.compare.profile_diff import diff_profiles
     from tests.helpers.profiles import worker_profile
 
     run = "git:https://github.com/o/r.git#benchtrail-data/runs/123/1/"
     check_comment_options(run, "dashboard/index.html", None, ())
     comparison = _many_rows(40, _NAMES["ascii"])
     base, head = worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0})
-    diff = profile_diff(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
+    diff = diff_profiles(base, head, {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:
         if row["verdict"] == "regressed" and row["kind"] == "execution":
             row.update(mark="confirmed", profile=diff)

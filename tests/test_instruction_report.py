@@ -13,6 +13,8 @@ from benchtrail.compare.callgrind import (
     file_total,
     function_counts,
     function_diff,
+    function_lines,
+    function_name,
     recursive,
     with_functions,
 )
@@ -20,7 +22,6 @@ from benchtrail.compare.comment import render
 from benchtrail.compare.comment_size import MAX_COMMENT_CHARS
 from benchtrail.compare.document import Comparison, Row, load_comparison
 from benchtrail.compare.gate import figures
-from benchtrail.compare.profile_diff import function_lines, function_name
 from benchtrail.compare.tables import format_count, format_instructions
 from benchtrail.errors import UserError
 from benchtrail.pipeline.report_stages import callgrind_locator, compare_stage

@@ -13,7 +13,7 @@ import pytest
 
 from benchmark_suites import devices
 from benchtrail.compare.document import Row, count_rows, load_comparison
-from benchtrail.compare.profile_diff import HEAD_ONLY, profile_diff, render_why, why_lines
+from benchtrail.compare.profile_diff import HEAD_ONLY, diff_profiles, profile_lines, render_profile
 from benchtrail.compare.rules import Rules
 from benchtrail.pipeline.measure_stages import recheck_stage
 from benchtrail.runner.ab import Policy, Profiling
@@ -127,7 +127,7 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
     assert not list(row_schema.iter_errors(row))
     # the comment stage reads it back
     assert load_comparison(out / "comparison.json").rows[0].profile == profile
-    why = render_why(row["profile"]).splitlines()
+    why = render_profile(row["profile"]).splitlines()
     assert why[1].startswith("- `aten::mm` self time ") and " → " in why[1] and "(+" in why[1]
     assert why[-1].startswith("Traces (Chrome trace JSON") and f"`{folder}/head.trace.json`" in why[-1]
     # The comment's folded "why" section names the slowed operator first, with both times.
@@ -140,9 +140,9 @@ def test_a_recheck_names_the_slowed_operator_first_with_both_times_and_keeps_bot
 def test_profile_diff_is_per_iteration_largest_change_first():
     base = worker_profile(10, {"aten::mm": 12000.0, "aten::relu": 900.0, "aten::add": 50.0})
     head = worker_profile(20, {"aten::mm": 73000.0, "aten::relu": 1800.0, "aten::cat": 4000.0})
-    diff = profile_diff(base, head,
-                        {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"},
-                        top=3)
+    diff = diff_profiles(base, head,
+                         {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"},
+                         top=3)
     assert diff == {"operators": [
         {"name": "aten::mm", "base_us": 1200.0, "head_us": 3650.0, "change_us": 2450.0},
         {"name": "aten::cat", "base_us": 0.0, "head_us": 200.0, "change_us": 200.0},
@@ -150,10 +150,10 @@ def test_profile_diff_is_per_iteration_largest_change_first():
         "iterations": {"base": 10, "head": 20},
         "traces": {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, "note": None,
         "clock": "cpu"}
-    lines = why_lines(diff)
+    lines = profile_lines(diff)
     assert lines[0] == "aten::mm self time 1.20 ms → 3.65 ms (+2.45 ms) per iteration"
     assert lines[2] == "aten::add self time 5.00 µs → 0 µs (−5.00 µs) per iteration"
-    assert render_why(diff, link=lambda p: "https://x/" + p).endswith(
+    assert render_profile(diff, link=lambda p: "https://x/" + p).endswith(
         "[base](https://x/profiles/x/base.trace.json), [head](https://x/profiles/x/head.trace.json)\n")
 
 
@@ -164,23 +164,23 @@ def test_a_gpu_profile_ranks_by_device_time():
                          (head, {"aten::mm": 0.0, "sgemm_kernel": 400.0})):
         for op in side["operators"]:
             op["self_device_us"] = device[op["name"]]
-    diff = profile_diff(base, head, {"base": "b", "head": "h"})
+    diff = diff_profiles(base, head, {"base": "b", "head": "h"})
     assert diff["clock"] == "device"
     assert diff["operators"][0] == {"name": "sgemm_kernel", "base_us": 100.0, "head_us": 400.0,
                                     "change_us": 300.0}
-    assert render_why(diff).startswith("**Why** (torch.profiler, self CUDA time per iteration")
+    assert render_profile(diff).startswith("**Why** (torch.profiler, self CUDA time per iteration")
 
 
 def test_a_base_worker_without_profiling_gives_a_head_only_profile_with_the_note():
     head = worker_profile(4, {"aten::mm": 400.0, "aten::relu": 40.0})
-    diff = profile_diff(None, head, {"base": None, "head": "profiles/x/head.trace.json"})
+    diff = diff_profiles(None, head, {"base": None, "head": "profiles/x/head.trace.json"})
     assert diff["note"] == HEAD_ONLY == "head-only profile: the base commit's worker predates profiling"
     assert diff["operators"][0] == {"name": "aten::mm", "base_us": None, "head_us": 100.0, "change_us": None}
-    text = render_why(diff)
+    text = render_profile(diff)
     assert "`aten::mm` 100 µs per iteration (head)" in text and HEAD_ONLY in text and "base `" not in text
-    failed = profile_diff({"error": "RuntimeError: boom"}, head, {"base": None, "head": "h"})
+    failed = diff_profiles({"error": "RuntimeError: boom"}, head, {"base": None, "head": "h"})
     assert failed["note"] == "head-only profile: profiling the base failed (RuntimeError: boom)"
-    assert profile_diff(head, {"error": "x"}, {}) is None and render_why(None) == ""
+    assert diff_profiles(head, {"error": "x"}, {}) is None and render_profile(None) == ""
 
 
 def test_a_run_request_carries_profile_only_when_asked_and_a_bad_one_is_refused_by_name():

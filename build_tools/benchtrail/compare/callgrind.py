@@ -1,10 +1,11 @@
-"""The per-function instruction diff of a confirmed instruction regression.
+"""The per-function instruction diff of a confirmed instruction regression, computed and rendered.
 
 Each ``instructions`` record keeps one callgrind file (``details.callgrind``, relative to its run directory)
 of one counted block of ``details.iterations_per_sample`` calls. Counts come from ``callgrind_annotate``,
 parsed as ``torch.utils.benchmark``'s valgrind wrapper does; the diff is ``CallgrindStats.delta`` (ranked by
 self instructions) with each function's inclusive change beside. docs/formats.md gives the ``functions``
-entry of comparison.json. Torch-free.
+entry of comparison.json; :func:`render_functions` renders it for the comment, :func:`function_lines` for
+``benchtrail explain``. Torch-free.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from benchtrail.compare.document import Json, Row
+from benchtrail.compare.tables import format_count
 from benchtrail.errors import UserError
+from benchtrail.markup import code_span, md_text
 
 #: ``callgrind_annotate``'s arguments: every function (threshold 100%), no percentages, no source annotation
 #: (torch's ``parse_output``, plus ``--auto=no``); ``--inclusive=yes|no`` is added per mode.
@@ -210,3 +213,77 @@ def with_functions(
     )[:max_rows]
     diffs = {id(r): row_functions(r, locate, top) for r in chosen}
     return [replace(r, functions=diffs[id(r)]) if id(r) in diffs else r for r in rows]
+
+
+#: Characters of a function's name the comment shows (C++ names run to thousands); the end is cut.
+MAX_FUNCTION_CHARS = 120
+_OBJECT = re.compile(r" \[[^\]]*\]$")
+#: The heading of a ``functions`` diff by self instructions, and of one before ``ranked_by`` (inclusive).
+SELF_HEADING = (
+    "callgrind, instructions per call, largest change of self instructions first; the inclusive "
+    "change beside, unless recursion makes callgrind's meaningless"
+)
+INCLUSIVE_HEADING = "callgrind, inclusive instructions per call, largest change first"
+
+
+def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
+    """A ``callgrind_annotate`` name as shown: folders and object file left out (``/b/Python/ceval.c:f'2
+    [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters: a longer one loses
+    ``(anonymous namespace)::`` and then its middle, keeping three times more start than end."""
+    where, _, function = _OBJECT.sub("", name).partition(":")
+    short = f"{where.rsplit('/', 1)[-1]}:{function}"
+    if len(short) <= limit:
+        return short
+    short = short.replace("(anonymous namespace)::", "")
+    tail = (limit - 3) // 4
+    return short if len(short) <= limit else f"{short[: limit - 3 - tail]} … {short[-tail:]}"
+
+
+def _signed(x: float) -> str:
+    """``+150k``, ``−2.70M``: a change as :func:`format_count`, with its sign."""
+    return ("+" if x >= 0 else "−") + format_count(abs(x))
+
+
+def _counts(fn: Mapping[str, Any], ranked_by: str | None) -> str:
+    """One function of a row's ``functions``: ``0 → 2.70M (+2.70M) self, +2.70M inclusive`` (no inclusive
+    where null), or before ``ranked_by``: ``1.20M → 1.35M (+150k) inclusive``."""
+    text = f"{format_count(fn['base'])} → {format_count(fn['head'])} ({_signed(fn['change'])})"
+    if ranked_by != "self":
+        return f"{text} inclusive"
+    inclusive = fn.get("inclusive")
+    return f"{text} self" + (f", {_signed(inclusive['change'])} inclusive" if inclusive else "")
+
+
+def function_lines(functions: Mapping[str, Any] | None) -> list[str]:
+    """A row's ``functions`` as plain text (``benchtrail explain``), a function a line; [] without one."""
+    if not functions:
+        return []
+    lines = [
+        f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
+        for fn in functions.get("functions") or ()
+    ]
+    return lines + ([functions["note"]] if functions.get("note") else [])
+
+
+def render_functions(functions: Mapping[str, Any] | None) -> str:
+    """The "Why" block of a confirmed instruction regression, Markdown: a function a line, the note and the
+    two callgrind files; "" without ``functions``. One from before ``ranked_by`` ranks by inclusive counts."""
+    if not functions:
+        return ""
+    ranked_by = functions.get("ranked_by")
+    out = [
+        f"**Why** ({SELF_HEADING if ranked_by == 'self' else INCLUSIVE_HEADING}):",
+        *(
+            f"- {code_span(function_name(fn['name']))} {_counts(fn, ranked_by)}"
+            for fn in functions.get("functions") or ()
+        ),
+    ]
+    if functions.get("note"):
+        out.append(f"\n_{md_text(functions['note'][:500])}_")
+    files = functions.get("files") or {}
+    if functions.get("functions") and files.get("head"):
+        out.append(
+            f"\nCallgrind files (callgrind_annotate, kcachegrind): head {code_span(files['head'])} of "
+            f"this run, base {code_span(files.get('base') or '?')} of the baseline run"
+        )
+    return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
+from benchtrail.compare.callgrind import render_functions
 from benchtrail.compare.comment_header import (
     baseline_gaps,
     context_line,
@@ -32,7 +33,7 @@ from benchtrail.compare.comment_size import (
 )
 from benchtrail.compare.compiler_summary import render_markdown, rows_from_json
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Json, Row
-from benchtrail.compare.profile_diff import render_functions, render_why
+from benchtrail.compare.profile_diff import render_profile
 from benchtrail.compare.tables import (
     CHANGES,
     Notes,
@@ -204,7 +205,7 @@ def why_blocks(rows: Sequence[Row], run_url: str | None) -> list[Block]:
     )
     blocks = []
     for tool, field, render in (
-        ("torch.profiler", "profile", lambda f: render_why(f, link)),
+        ("torch.profiler", "profile", lambda f: render_profile(f, link)),
         ("callgrind", "functions", render_functions),
     ):
         regressed = [

@@ -1,22 +1,19 @@
 """Why a benchmark got slower: the operators whose self time changed most between base and head.
 
 The paired re-check profiles both arms of a confirmed regression with ``torch.profiler`` after their timed
-samples; :func:`profile_diff` turns the two workers' answers into a row's ``profile`` (docs/formats.md: µs
-of self CPU time per iteration, or of self device time on a GPU), :func:`render_why` into the lines of the
-comment and ``benchtrail explain``. A confirmed instruction regression's per-function diff is rendered
-here too (:func:`render_functions`). Torch-free.
+samples; :func:`diff_profiles` turns the two workers' answers into a row's ``profile`` (docs/formats.md: µs
+of self CPU time per iteration, or of self device time on a GPU), :func:`render_profile` into the lines of
+the comment and :func:`profile_lines` into those of ``benchtrail explain``. Torch-free.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchtrail.compare.tables import format_count
-from benchtrail.markup import code_span, md_text
+from benchtrail.markup import code_span
 
 #: Operators a row's profile keeps.
 TOP = 5
@@ -41,7 +38,7 @@ def _per_iteration(profile: Profile, clock: str) -> dict[str, float]:
     return out
 
 
-def profile_diff(
+def diff_profiles(
     base: Profile | None, head: Profile | None, traces: Mapping[str, str | None], top: int = TOP
 ) -> dict[str, Any] | None:
     """A row's ``profile`` from the two arms' worker profiles (None or ``{"error": ...}``: none, the note
@@ -99,8 +96,8 @@ def _times(op: Mapping[str, Any], head_only: str) -> str:
     return f"self time {_time(op['base_us'])} → {_time(op['head_us'])} ({change}) per iteration"
 
 
-def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
-    """:func:`render_why`'s lines as plain text (``benchtrail explain``), traces under ``run_dir`` when
+def profile_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
+    """:func:`render_profile`'s lines as plain text (``benchtrail explain``), traces under ``run_dir`` when
     given, else relative to the run directory; [] without a profile."""
     if not profile or not profile.get("operators"):
         return []
@@ -120,7 +117,7 @@ def why_lines(profile: Profile | None, run_dir: Any = None) -> list[str]:
     return lines
 
 
-def render_why(profile: Profile | None, link: Any = None) -> str:
+def render_profile(profile: Profile | None, link: Any = None) -> str:
     """The "Why" block of a regressed row's ``profile``, Markdown: the operators, most changed first
     (``aten::mm self time 1.20 ms → 3.65 ms (+2.45 ms) per iteration``), the note and the two traces, each
     shown as ``link(path)`` (default: the path in a code span); "" without a profile."""
@@ -141,78 +138,4 @@ def render_why(profile: Profile | None, link: Any = None) -> str:
     ]
     if shown:
         out.append("\nTraces (Chrome trace JSON; open in ui.perfetto.dev): " + ", ".join(shown))
-    return "\n".join(out) + "\n"
-
-
-#: Characters of a function's name the comment shows (C++ names run to thousands); the end is cut.
-MAX_FUNCTION_CHARS = 120
-_OBJECT = re.compile(r" \[[^\]]*\]$")
-#: The heading of a ``functions`` diff by self instructions, and of one before ``ranked_by`` (inclusive).
-SELF_HEADING = (
-    "callgrind, instructions per call, largest change of self instructions first; the inclusive "
-    "change beside, unless recursion makes callgrind's meaningless"
-)
-INCLUSIVE_HEADING = "callgrind, inclusive instructions per call, largest change first"
-
-
-def function_name(name: str, limit: int = MAX_FUNCTION_CHARS) -> str:
-    """A ``callgrind_annotate`` name as shown: folders and object file left out (``/b/Python/ceval.c:f'2
-    [/lib/libpython3.11.so]`` → ``ceval.c:f'2``), at most ``limit`` characters: a longer one loses
-    ``(anonymous namespace)::`` and then its middle, keeping three times more start than end."""
-    where, _, function = _OBJECT.sub("", name).partition(":")
-    short = f"{where.rsplit('/', 1)[-1]}:{function}"
-    if len(short) <= limit:
-        return short
-    short = short.replace("(anonymous namespace)::", "")
-    tail = (limit - 3) // 4
-    return short if len(short) <= limit else f"{short[: limit - 3 - tail]} … {short[-tail:]}"
-
-
-def _signed(x: float) -> str:
-    """``+150k``, ``−2.70M``: a change as :func:`format_count`, with its sign."""
-    return ("+" if x >= 0 else "−") + format_count(abs(x))
-
-
-def _counts(fn: Mapping[str, Any], ranked_by: str | None) -> str:
-    """One function of a row's ``functions``: ``0 → 2.70M (+2.70M) self, +2.70M inclusive`` (no inclusive
-    where null), or before ``ranked_by``: ``1.20M → 1.35M (+150k) inclusive``."""
-    text = f"{format_count(fn['base'])} → {format_count(fn['head'])} ({_signed(fn['change'])})"
-    if ranked_by != "self":
-        return f"{text} inclusive"
-    inclusive = fn.get("inclusive")
-    return f"{text} self" + (f", {_signed(inclusive['change'])} inclusive" if inclusive else "")
-
-
-def function_lines(functions: Profile | None) -> list[str]:
-    """A row's ``functions`` as plain text (``benchtrail explain``), a function a line; [] without one."""
-    if not functions:
-        return []
-    lines = [
-        f"{function_name(fn['name'], 400)} {_counts(fn, functions.get('ranked_by'))}"
-        for fn in functions.get("functions") or ()
-    ]
-    return lines + ([functions["note"]] if functions.get("note") else [])
-
-
-def render_functions(functions: Profile | None) -> str:
-    """The "Why" block of a confirmed instruction regression, Markdown: a function a line, the note and the
-    two callgrind files; "" without ``functions``. One from before ``ranked_by`` ranks by inclusive counts."""
-    if not functions:
-        return ""
-    ranked_by = functions.get("ranked_by")
-    out = [
-        f"**Why** ({SELF_HEADING if ranked_by == 'self' else INCLUSIVE_HEADING}):",
-        *(
-            f"- {code_span(function_name(fn['name']))} {_counts(fn, ranked_by)}"
-            for fn in functions.get("functions") or ()
-        ),
-    ]
-    if functions.get("note"):
-        out.append(f"\n_{md_text(functions['note'][:500])}_")
-    files = functions.get("files") or {}
-    if functions.get("functions") and files.get("head"):
-        out.append(
-            f"\nCallgrind files (callgrind_annotate, kcachegrind): head {code_span(files['head'])} of "
-            f"this run, base {code_span(files.get('base') or '?')} of the baseline run"
-        )
     return "\n".join(out) + "\n"

@@ -248,9 +248,10 @@ def explain(benchmark_id: str, target: Target, run_dir: Path) -> str:
 def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
     """The benchmark's comparison.json rows as the comment shows them, then the profile diff of a profiled
     re-check and the per-function diff of a confirmed instruction regression; one line without rows."""
+    from benchtrail.compare.callgrind import function_lines
     from benchtrail.compare.document import load_comparison
     from benchtrail.compare.gate import figures
-    from benchtrail.compare.profile_diff import function_lines, why_lines
+    from benchtrail.compare.profile_diff import profile_lines
 
     path = run_dir / "comparison.json"
     if not path.is_file():
@@ -270,7 +271,7 @@ def _compared(benchmark_id: str, target: Target, run_dir: Path) -> list[str]:
         + (f"; {r.reason}" if r.reason else "")
         for r in mine
     ]
-    said = [line for r in mine for line in why_lines(r.profile, run_dir)]
+    said = [line for r in mine for line in profile_lines(r.profile, run_dir)]
     lines += ["", "why (torch.profiler):", *(f"  {line}" for line in said)] if said else []
     said = [
         line

@@ -18,7 +18,7 @@ from typing import Any
 from benchtrail import jsonio
 from benchtrail.compare.document import INCONCLUSIVE, Comparison, Row, count_rows, upgraded
 from benchtrail.compare.notes import count_note, regression_mark
-from benchtrail.compare.profile_diff import profile_diff
+from benchtrail.compare.profile_diff import diff_profiles
 from benchtrail.compare.rules import Rules
 from benchtrail.compare.tables import level_text
 from benchtrail.compare.verdicts import compare
@@ -362,6 +362,6 @@ def _with_profiles(
             if arms.get(arm) and "error" not in arms[arm] and source.is_file():
                 kept[arm] = f"profiles/{slug(row.name)}/{arm}.trace.json"
                 jsonio.write_bytes_atomic(run_dir / kept[arm], source.read_bytes())
-        diff = profile_diff(arms.get("base"), arms.get("head"), kept)
+        diff = diff_profiles(arms.get("base"), arms.get("head"), kept)
         rows.append({**plain, "profile": diff} if diff else plain)
     return Comparison.of({**comparison.document, "rows": rows})
