@@ -221,18 +221,18 @@ def test_the_background_load_takes_cpu_time_while_its_block_runs_and_stops_after
     import os
     import time
 
-    from benchtrail.detector.background_load import Load, background_load
+    from benchtrail.detector.background_load import Load, running_load
 
     def cpu_s(pid: int) -> float:  # utime + stime of /proc/<pid>/stat, in seconds
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    with background_load(Load(duty=0.5, buffer_mib=8)) as pid:
+    with running_load(Load(duty=0.5, buffer_mib=8)) as pid:
         time.sleep(1.5)  # the child imports numpy first (spawned), then loads
         used = cpu_s(pid)
     assert used > 0.2, used  # about 0.5 s of 1.5 s, less its start; a generous bound
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
-    with background_load(None) as nothing:
+    with running_load(None) as nothing:
         assert nothing is None
     with pytest.raises(ValueError, match="duty must be in"):
         Load(duty=0)

@@ -312,7 +312,7 @@ def main() -> int:
         import pytest_benchmark  # noqa: F401
     except ImportError:
         parser.error("pytest-benchmark is not installed: pip install -c constraints.txt -e '.[measure]'")
-    from benchtrail.detector.background_load import Load, background_load
+    from benchtrail.detector.background_load import Load, running_load
 
     with tempfile.TemporaryDirectory(prefix="benchtrail-detection-") as tmp:
         work = Path(tmp)
@@ -324,7 +324,7 @@ def main() -> int:
             load = Load() if condition == "noise" else None
             records: list[dict] = []
             start = time.monotonic()
-            with background_load(load) if load else contextlib.nullcontext():
+            with running_load(load) if load else contextlib.nullcontext():
                 for index in range(args.trials):
                     for r in trial(repo, work / f"store-{condition}", heads, index):
                         records.append({**r, "trial": index, "condition": condition})

@@ -200,7 +200,7 @@ def main() -> int:
         parser.error(f"--trials {args.trials}: allowed: a whole number from 1")
     if shutil.which("valgrind") is None or shutil.which("vgdb") is None:
         parser.error("valgrind and vgdb are not on PATH (apt-get install valgrind)")
-    from benchtrail.detector.background_load import Load, background_load
+    from benchtrail.detector.background_load import Load, running_load
 
     threshold = threshold_pct()
     head_loops = BASE_LOOPS + math.ceil(BASE_LOOPS * 2 * threshold / 100 * 1.1)
@@ -208,7 +208,7 @@ def main() -> int:
           f"{'with' if args.noise else 'without'} the background load; device {args.device}")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="benchtrail-instruction-gate-") as tmp, \
-            background_load(Load() if args.noise else None):
+            running_load(Load() if args.noise else None):
         work = Path(tmp)
         repo = work / "repo"
         base = make_project(repo, head_loops, args.device)

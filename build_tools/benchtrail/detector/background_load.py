@@ -41,7 +41,7 @@ def _run(load: Load, stop: Any) -> None:  # the child process
 
 
 @contextlib.contextmanager
-def background_load(load: Load | None) -> Iterator[int | None]:
+def running_load(load: Load | None) -> Iterator[int | None]:
     """Run ``load`` in a spawned process for the block, yielding its pid (None for None); RuntimeError if
     the process died before the block ended."""
     if load is None:

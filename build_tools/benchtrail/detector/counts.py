@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from benchtrail.detector.background_load import Load, background_load, described, machine
+from benchtrail.detector.background_load import Load, described, machine, running_load
 from benchtrail.detector.rules import SERIES_NAME, clopper_pearson, threshold_of
 from benchtrail.runner.count_cases import REPEATS, VALGRIND_ARGS, counting_env, cpu_vendor, valgrind_version
 from benchtrail.runner.server_pool import kill_group, tail
@@ -241,7 +241,7 @@ def evaluate_counts(config: CountConfig, report: Callable[[str], None] = lambda 
         f"{config.repeats} blocks of the base and of each δ"
         + ("; background load on" if config.noise else "")
     )
-    with background_load(config.noise):
+    with running_load(config.noise):
         pool = count_pool(config, deltas, report)
     collect_s = time.perf_counter() - start
     comparisons = draw_comparisons(

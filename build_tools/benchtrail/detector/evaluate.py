@@ -20,7 +20,7 @@ import numpy as np
 
 from benchtrail.detector.arms import Worker
 from benchtrail.detector.arms import workers as workers_of
-from benchtrail.detector.background_load import Load, background_load, described, machine
+from benchtrail.detector.background_load import Load, described, machine, running_load
 from benchtrail.detector.collect import Sampling, collect, plan_of
 from benchtrail.detector.rules import (
     ALERTS,
@@ -270,7 +270,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
     with (
         workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info),
-        background_load(config.noise),
+        running_load(config.noise),
     ):
         cal = _calibrate(workers, config, report, start)
         report(
