@@ -81,7 +81,7 @@ def test_compare_comment_gate_and_configure_do_not_import_torch(tmp_path):
 def test_the_cli_round_size_is_the_detectors():
     """``benchtrail.cli.detector`` repeats the round size so that declaring the command imports no scipy."""
     from benchtrail.cli.detector import ROUND_SAMPLES
-    from benchtrail.detector.rules import ROUND_SAMPLES as RULES_ROUND_SAMPLES
+    from benchtrail.detector.alert_rules import ROUND_SAMPLES as RULES_ROUND_SAMPLES
 
     assert ROUND_SAMPLES == RULES_ROUND_SAMPLES
 

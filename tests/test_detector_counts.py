@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchtrail.cli import app as cli
-from benchtrail.detector.counts import (
+from benchtrail.detector.count_evaluation import (
     CountConfig,
     count_pool,
     deltas_of,
@@ -24,7 +24,8 @@ from tests.helpers.instruction_counts import BASE, synthetic
 
 
 def document(counts, deltas=(0.25, 1.0), aa=150, ab=50, threshold=0.5, seed=0):
-    """A whole output document of ``counts``, as :func:`benchtrail.detector.counts.evaluate_counts` makes."""
+    """A whole output document of ``counts``, as
+    :func:`benchtrail.detector.count_evaluation.evaluate_counts` makes."""
     setup = {"metric": "instructions", "counter": "callgrind", "valgrind": "3.19.0",
              "cpu": "AuthenticAMD AVX2",
              "matrix_size": 384, "threshold_pct": threshold, "threshold_match": "execution/instructions/*",

@@ -9,8 +9,7 @@ import pytest
 from scipy.stats import beta, binomtest
 
 from benchtrail.cli import app as cli
-from benchtrail.detector.evaluate import MODES, EvalConfig, evaluate, format_table, rejudge
-from benchtrail.detector.rules import (
+from benchtrail.detector.alert_rules import (
     RULES,
     asv_rule,
     benchtrail_rule,
@@ -18,6 +17,7 @@ from benchtrail.detector.rules import (
     github_action_benchmark_rule,
     iree_rule,
 )
+from benchtrail.detector.evaluate import MODES, EvalConfig, evaluate, format_table, rejudge
 from benchtrail.jsonio import read_json, write_json
 
 

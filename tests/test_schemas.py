@@ -207,10 +207,11 @@ def test_evaluate_detector_output_validates(tmp_path):
 
 def test_evaluate_detector_instructions_output_validates():
     """A ``--metric instructions`` document of synthetic counts (no valgrind): the setup and processes that
-    ``evaluate_counts`` and ``count_worker`` write, comparisons drawn and judged by ``detector.counts``."""
+    ``evaluate_counts`` and ``count_worker`` write, comparisons drawn and judged by
+    ``detector.count_evaluation``."""
     import numpy as np
 
-    from benchtrail.detector.counts import draw_comparisons, rejudge
+    from benchtrail.detector.count_evaluation import draw_comparisons, rejudge
     from tests.helpers.instruction_counts import synthetic
 
     counts = synthetic()  # 6 processes, 8 repeats of the base and of δ = 0.25% and 1%

@@ -53,7 +53,7 @@ try:
     from benchmark_suites import devices as suite_devices
     from benchmark_suites import suite as suite_module
     from benchtrail import jsonio
-    from benchtrail.detector.rules import ALERTS, clopper_pearson
+    from benchtrail.detector.alert_rules import ALERTS, clopper_pearson
     from benchtrail.errors import UserError
     from benchtrail.pipeline.measure_stages import run_stage, write_export
     from benchtrail.results.io import load_results

@@ -113,7 +113,7 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
     ``--output`` that exists or cannot be written, a ``--rejudge`` file missing a field or misshapen (or with
     an option that measures), ``--max-samples`` below ``--samples``, duet with fewer than 2 usable CPUs, an
     option of the other metric, or ``--metric instructions`` without valgrind."""
-    from benchtrail.detector import counts
+    from benchtrail.detector import count_evaluation
     from benchtrail.detector.background_load import Load
     from benchtrail.detector.evaluate import SCHEMA_VERSION, EvalConfig, evaluate, format_table, rejudge
     from benchtrail.errors import UserError
@@ -138,7 +138,7 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
         doc = read_json(args.rejudge, kind="evaluate-detector output", supported=SCHEMA_VERSION)
         try:
             counted = doc["setup"].get("metric") == "instructions"
-            doc = (counts.rejudge if counted else rejudge)(
+            doc = (count_evaluation.rejudge if counted else rejudge)(
                 doc, args.threshold_pct or doc["setup"]["threshold_pct"]
             )
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field missing or misshapen
@@ -147,8 +147,8 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
                 f"(docs/schemas/detector.schema.json): {type(exc).__name__}: {exc}"
             ) from None
     elif counted:
-        doc = counts.evaluate_counts(
-            counts.CountConfig(
+        doc = count_evaluation.evaluate_counts(
+            count_evaluation.CountConfig(
                 aa=args.aa,
                 ab=args.ab,
                 deltas_pct=args.deltas or (),
@@ -177,6 +177,6 @@ def cmd_evaluate_detector(args: argparse.Namespace) -> int:
             ),
             report=print,
         )
-    print((counts.format_counts_table if counted else format_table)(doc), end="")
+    print((count_evaluation.format_counts_table if counted else format_table)(doc), end="")
     print(write_json(args.output, doc, exclusive=True))
     return 0

@@ -126,7 +126,7 @@ class Worker:
 
 
 @contextlib.contextmanager
-def workers(
+def arm_workers(
     matrix_size: int, seed: int, cpu: int | None
 ) -> Iterator[tuple[tuple[Worker, Worker], dict[str, Any]]]:
     """``(two workers with identical matrices and one duet barrier, worker 0's info)``; the info has

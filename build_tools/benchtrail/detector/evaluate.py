@@ -18,11 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from benchtrail.detector.arms import Worker
-from benchtrail.detector.arms import workers as workers_of
-from benchtrail.detector.background_load import Load, described, machine, running_load
-from benchtrail.detector.collect import Sampling, collect, plan_of
-from benchtrail.detector.rules import (
+from benchtrail.detector.alert_rules import (
     ALERTS,
     ROUND_SAMPLES,
     RULES,
@@ -31,6 +27,9 @@ from benchtrail.detector.rules import (
     judge,
     threshold_of,
 )
+from benchtrail.detector.arms import Worker, arm_workers
+from benchtrail.detector.background_load import Load, described, machine, running_load
+from benchtrail.detector.sampling import Sampling, collect, plan_of
 from benchtrail.errors import UserError
 from benchtrail.stats.inference import noise as relative_iqr
 
@@ -269,7 +268,7 @@ def evaluate(config: EvalConfig, report: Callable[[str], None] = lambda line: No
     rng = np.random.default_rng(config.seed)
     plans = {mode: plan_of(config.aa, config.ab, config.deltas_pct, rng) for mode in MODES}
     with (
-        workers_of(config.matrix_size, config.seed, config.cpu) as (workers, info),
+        arm_workers(config.matrix_size, config.seed, config.cpu) as (workers, info),
         running_load(config.noise),
     ):
         cal = _calibrate(workers, config, report, start)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchtrail.detector.alert_rules import ROUND_SAMPLES
 from benchtrail.detector.arms import Worker, duet
-from benchtrail.detector.rules import ROUND_SAMPLES
 
 
 @dataclass(frozen=True)

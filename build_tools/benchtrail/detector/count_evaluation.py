@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from benchtrail.detector.alert_rules import SERIES_NAME, clopper_pearson, threshold_of
 from benchtrail.detector.background_load import Load, described, machine, running_load
-from benchtrail.detector.rules import SERIES_NAME, clopper_pearson, threshold_of
 from benchtrail.runner.count_cases import REPEATS, VALGRIND_ARGS, counting_env, cpu_vendor, valgrind_version
 from benchtrail.runner.server_pool import kill_group, tail
 from benchtrail.stats.counts import judge_counts
