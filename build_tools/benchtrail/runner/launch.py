@@ -214,6 +214,6 @@ def run_in_worker(
 
     ``threads``: torch threads; ``env``: variables read when the job runs (not those torch reads at
     import), a ``PYTHONPATH`` there replacing our project root's; ``cwd``: the worker's working directory,
-    first on its ``sys.path`` (default: ours); ``method``: ``fork`` or ``spawn`` over :func:`start_method`.
+    first on its ``sys.path`` (default: ours); ``method``: ``fork`` or ``spawn`` as server_pool says.
     """
     return run_in_workers([request], [timeout_s], threads, env, cwd, method)[0]
