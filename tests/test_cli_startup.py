@@ -86,6 +86,15 @@ def test_the_cli_round_size_is_the_detectors():
     assert ROUND_SAMPLES == RULES_ROUND_SAMPLES
 
 
+def test_the_cli_modes_are_the_evaluations():
+    """``benchtrail.cli.detector`` repeats the evaluation's modes so that declaring the command imports no
+    numpy."""
+    from benchtrail.cli.detector import MODES
+    from benchtrail.detector.evaluate import MODES as EVALUATION_MODES
+
+    assert MODES == EVALUATION_MODES
+
+
 def test_export_imports_neither_torch_nor_scipy(tmp_path):
     """The setup job's two exports (the workflow's "Export run configs" step), in benchtrail's own checkout."""
     root = Path(__file__).resolve().parent.parent

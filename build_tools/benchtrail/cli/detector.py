@@ -1,22 +1,81 @@
-"""``benchtrail evaluate-detector`` over the detector's latency and instruction-count evaluations. Declaring
-it imports neither numpy nor scipy; running it needs both, and torch in its workers."""
+"""``benchtrail evaluate-detector`` over the detector's latency and instruction-count evaluations, and the
+argparse types of its flags. Declaring it imports neither numpy nor scipy; running it needs both, and torch
+in its workers."""
 
 from __future__ import annotations
 
 import argparse
+import math
+from argparse import ArgumentTypeError
 from pathlib import Path
 from typing import Any
 
-from benchtrail.cli.flag_values import (
-    ROUND_SAMPLES,
-    comparisons,
-    detector_modes,
-    percent_deltas,
-    percentage,
-    samples_per_side,
-    whole_number,
-)
+from benchtrail.cli.flag_values import whole_number
 from benchtrail.cli.options import add_command
+
+#: ``--aa`` and ``--ab`` of ``evaluate-detector``: comparisons, from 1.
+comparisons = whole_number(1, "a whole number of comparisons >= 1", show_number=True)
+
+
+#: Samples per round of the detector, copied from detector/rules.py, which imports scipy at load time;
+#: tests/test_cli_startup.py checks that the two agree.
+ROUND_SAMPLES = 10
+#: The detector evaluation's modes, copied from detector/evaluate.py, which imports numpy at load time;
+#: tests/test_cli_startup.py checks that the two agree.
+MODES = ("stored-baseline", "paired", "duet")
+
+
+def samples_per_side(text: str) -> int:
+    """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
+    value = int(text) if text.isdigit() else -1
+    if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
+        raise ArgumentTypeError(
+            f"samples per side must be a multiple of the round size "
+            f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}"
+        )
+    return value
+
+
+def _number(text: str) -> float:
+    """``float(text)``, or NaN (which no range holds) for text that is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def percentage(text: str) -> float:
+    """argparse type: a percentage in (0, 100)."""
+    value = _number(text)
+    if not 0 < value < 100:
+        raise ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
+    return value
+
+
+def percent_deltas(text: str) -> tuple[float, ...]:
+    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), distinct percents of extra work in (0, 1000]."""
+    out = []
+    for part in text.split(","):
+        value = _number(part)
+        if not 0 < value <= 1000:
+            raise ArgumentTypeError(
+                f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; pass "
+                "comma-separated percentages of extra work such as 1,2,5,10"
+            )
+        if value in out:
+            raise ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
+        out.append(value)
+    return tuple(out)
+
+
+def detector_modes(text: str) -> tuple[str, ...]:
+    """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
+    out = tuple(part.strip() for part in text.split(","))
+    if not set(out) <= set(MODES) or len(set(out)) != len(out):
+        raise ArgumentTypeError(
+            f"{text!r}: expected distinct modes out of {', '.join(MODES)}, comma-separated"
+        )
+    return out
 
 
 def add_evaluate_detector_parser(subparsers: Any) -> None:

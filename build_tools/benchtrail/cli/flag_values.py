@@ -1,5 +1,6 @@
-"""argparse types of the CLI's flags: whole numbers, percentages, seconds, run keys, run ids, commit SHAs,
-repository names and paths.
+"""argparse types of the CLI's flags: whole numbers, seconds, run keys, run ids, commit SHAs, repository
+names and paths. Not here: ``presets`` and ``metric_names``, the types of cli/options.py's parents (which
+``benchtrail --help`` builds without this module), and evaluate-detector's own types (cli/detector.py).
 
 Each type raises ``ArgumentTypeError`` (argparse prints ``argument --flag: <message>`` and exits 1). Imports
 no third-party package: the command families declare their flags with it.
@@ -48,8 +49,6 @@ store_attempt = whole_number(1, "an attempt number (a whole number from 1)")
 max_commits = whole_number(1, "a whole number of commits from 1")
 #: ``--pr``: a pull request number, from 1.
 pr_number = whole_number(1, "a PR number (a whole number from 1)")
-#: ``--aa`` and ``--ab`` of ``evaluate-detector``: comparisons, from 1.
-comparisons = whole_number(1, "a whole number of comparisons >= 1", show_number=True)
 
 
 def run_key(text: str) -> tuple[int, int]:
@@ -58,66 +57,6 @@ def run_key(text: str) -> tuple[int, int]:
     if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
         raise ArgumentTypeError(f"expected RUN_ID/ATTEMPT, e.g. 1234/1, got {text!r}")
     return tuple(map(int, parts))
-
-
-#: Samples per round of the detector, copied from its rules, which import scipy at load time;
-#: tests/test_cli_startup.py checks that the two agree.
-ROUND_SAMPLES = 10
-#: The detector evaluation's modes, copied (declaring the command imports no numpy).
-MODES = ("stored-baseline", "paired", "duet")
-
-
-def samples_per_side(text: str) -> int:
-    """argparse type: samples per side, a positive multiple of the round size (``ROUND_SAMPLES``)."""
-    value = int(text) if text.isdigit() else -1
-    if value < ROUND_SAMPLES or value % ROUND_SAMPLES:
-        raise ArgumentTypeError(
-            f"samples per side must be a multiple of the round size "
-            f"{ROUND_SAMPLES} (10, 20, 30, ...), got {text!r}"
-        )
-    return value
-
-
-def _number(text: str) -> float:
-    """``float(text)``, or NaN (which no range holds) for text that is not a number."""
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
-
-
-def percentage(text: str) -> float:
-    """argparse type: a percentage in (0, 100)."""
-    value = _number(text)
-    if not 0 < value < 100:
-        raise ArgumentTypeError(f"expected a percentage in (0, 100), got {text!r}")
-    return value
-
-
-def percent_deltas(text: str) -> tuple[float, ...]:
-    """argparse type: ``"1,2,5,10"`` → (1.0, 2.0, 5.0, 10.0), distinct percents of extra work in (0, 1000]."""
-    out = []
-    for part in text.split(","):
-        value = _number(part)
-        if not 0 < value <= 1000:
-            raise ArgumentTypeError(
-                f"{part.strip()!r} in {text!r} is not a percentage in (0, 1000]; pass "
-                "comma-separated percentages of extra work such as 1,2,5,10"
-            )
-        if value in out:
-            raise ArgumentTypeError(f"{part.strip()!r} appears twice in {text!r}; list each percentage once")
-        out.append(value)
-    return tuple(out)
-
-
-def detector_modes(text: str) -> tuple[str, ...]:
-    """argparse type: ``"paired,duet"`` → ("paired", "duet"): distinct names of :data:`MODES`."""
-    out = tuple(part.strip() for part in text.split(","))
-    if not set(out) <= set(MODES) or len(set(out)) != len(out):
-        raise ArgumentTypeError(
-            f"{text!r}: expected distinct modes out of {', '.join(MODES)}, comma-separated"
-        )
-    return out
 
 
 def positive_seconds(text: str) -> float:

@@ -1,6 +1,7 @@
 """What several command families of the CLI share: the project and its presets, the store rule, the
 argparse parents (``--filter``, ``--benchmark-presets``, ``--metrics``, ...), values from flags or the
-environment, and the trust options. The argparse types of single values live in ``cli/flag_values.py``.
+environment, and the trust options. The argparse types of those parents (``presets``, ``metric_names``)
+live here; the other argparse types in cli/flag_values.py, evaluate-detector's in cli/detector.py.
 
 Imports no third-party package: ``benchtrail --help`` declares every command with it.
 """

@@ -41,6 +41,7 @@ from benchtrail.stats.inference import noise as relative_iqr
 SCHEMA_VERSION = 2
 #: 384 x 384 fp32 ``torch.mm`` on one thread: about 1.1 ms per call on the 2-core development VM.
 DEFAULT_MATRIX_SIZE = 384
+#: The modes (cli/detector.py holds a copy; tests/test_cli_startup.py checks that the two agree).
 MODES = ("stored-baseline", "paired", "duet")
 #: Modes whose samples come in pairs and whose rounds are drawn sequentially.
 SEQUENTIAL_MODES = ("paired", "duet")
