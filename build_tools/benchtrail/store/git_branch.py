@@ -34,8 +34,8 @@ from benchtrail.store.base import (
     unsafe_reason,
     upload_names,
 )
-from benchtrail.store.git_cache import BranchCache
-from benchtrail.store.git_url import LEFT_OUT, NOTES, create_cache, parse_url, resolve_remote, shown_remote
+from benchtrail.store.git_cache import BranchCache, create_cache
+from benchtrail.store.git_url import LEFT_OUT, NOTES, parse_url, resolve_remote, shown_remote
 from benchtrail.store.local import MAX_POINTER_BYTES, pointer_document, read_pointer_files, write_new
 
 

@@ -4,7 +4,7 @@ The cache sits under the store's staging folder; it holds the branch's tip (fetc
 fetch or write at a time (an ``fcntl`` lock). A write builds a commit that only adds files on top of the tip
 (plumbing: no work tree, no checkout) and pushes it. A push that another writer beat is rebuilt on the new
 tip and pushed again, a few times, never forced: added files never conflict unless both writers stored one
-name with other bytes. git_branch.py builds the store on it.
+name with other bytes. ``create_cache`` makes the repository; git_branch.py builds the store on it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import fcntl
 import os
 import random
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -21,7 +22,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchtrail.errors import StoreError
+from benchtrail.errors import StoreError, UserError
 from benchtrail.store.git_url import git_env, run_git, said, shown_remote
 
 #: Pushes of one write before giving up (each after a fetch and a rebuild on the new tip).
@@ -220,3 +221,24 @@ class BranchCache:
             time.sleep(random.uniform(0.05, 0.25) * 2**attempt)
             tip = self._fetch()
         raise AssertionError("unreachable")
+
+
+def create_cache(cache: Path, url: str) -> None:
+    """``git init --bare`` the cache of store ``url`` in a temporary folder, renamed into place (a cache
+    another process made first is kept).
+
+    Raises:
+        UserError: the cache cannot be created, naming it and what went wrong.
+    """
+    temporary = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        why = said(run_git(["init", "--quiet", "--bare", str(temporary)]))
+        with contextlib.suppress(OSError):  # another process's cache is there
+            temporary.rename(cache)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    if not (cache / "HEAD").is_file():
+        raise UserError(f"git store {url}: cannot create its cache {cache}; {why}")

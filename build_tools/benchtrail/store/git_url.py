@@ -6,13 +6,10 @@ browser link.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -159,27 +156,6 @@ def run_git(
         )
     except FileNotFoundError as exc:
         raise StoreError("a git: store needs the git command, which is not installed") from exc
-
-
-def create_cache(cache: Path, url: str) -> None:
-    """``git init --bare`` the cache of store ``url`` in a temporary folder, renamed into place (a cache
-    another process made first is kept).
-
-    Raises:
-        UserError: the cache cannot be created, naming it and what went wrong.
-    """
-    temporary = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        why = said(run_git(["init", "--quiet", "--bare", str(temporary)]))
-        with contextlib.suppress(OSError):  # another process's cache is there
-            temporary.rename(cache)
-    except OSError as exc:
-        why = exc.strerror or str(exc)
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-    if not (cache / "HEAD").is_file():
-        raise UserError(f"git store {url}: cannot create its cache {cache}; {why}")
 
 
 def said(proc: subprocess.CompletedProcess[bytes]) -> str:
