@@ -22,7 +22,7 @@ from benchtrail.github.selection import (
     Names,
     Selection,
     SelectionError,
-    dig,
+    payload_value,
     postsubmit_branch,
     select,
 )
@@ -122,7 +122,7 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
         )
         + "\n"
     )
-    head = dig(payload, "pull_request", "head", "sha")
+    head = payload_value(payload, "pull_request", "head", "sha")
     return {
         "schema_version": SCHEMA_VERSION,
         "marker": hidden,

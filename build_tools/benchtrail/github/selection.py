@@ -47,8 +47,8 @@ Meta = Mapping[str, Names]  # meta-preset -> its presets
 PrTexts = tuple[str | None, str | None, list[str]]  # a PR's title, body and label names
 
 
-def dig(obj: Json, *keys: str) -> Any:
-    """``obj[key1][key2]…``; None where a level is missing, null or empty."""
+def payload_value(obj: Json, *keys: str) -> Any:
+    """The value at ``obj[key1][key2]…`` of an event payload; None where a level is missing, null or empty."""
     for key in keys:
         obj = (obj or {}).get(key)
     return obj
@@ -132,7 +132,9 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
             payload.get("changes"), _pr_texts(env, event_pr), presets, accept, known, meta
         )
         if not skipped:
-            fork = dig(event_pr, "head", "repo", "full_name") != dig(payload, "repository", "full_name")
+            fork = payload_value(event_pr, "head", "repo", "full_name") != payload_value(
+                payload, "repository", "full_name"
+            )
             skipped = FORK_WAITING if presets and fork and SAFE_LABEL not in labels else None
         return Selection(
             presets, tuple(requested), skipped, () if trailer_found else (no_trailer_note(body),), accept
@@ -152,7 +154,7 @@ def select(event_name: str, payload: Json, env: Env, known: Names, meta: Meta) -
             f"release branch ({RELEASE_BRANCHES_ENV}: {globs})"
         )
     if event_name == "workflow_dispatch":
-        text = env.get("BENCHMARK_PRESETS_INPUT", dig(payload, "inputs", "benchmark-presets")) or ""
+        text = env.get("BENCHMARK_PRESETS_INPUT", payload_value(payload, "inputs", "benchmark-presets")) or ""
         requested = [(p, "input") for p in split_presets(text)]
         presets = _resolve(requested, known, meta, {"input": "workflow_dispatch input"})
         return Selection(presets, tuple(requested))
@@ -174,7 +176,7 @@ def postsubmit_branch(payload: Json, env: Env) -> bool:
         and ref.startswith("refs/heads/")
         and stores_baselines(
             ref.removeprefix("refs/heads/"),
-            dig(payload, "repository", "default_branch"),
+            payload_value(payload, "repository", "default_branch"),
             release_branches(env),
         )
     )
