@@ -14,7 +14,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator, StrMethodFormatter
 
-from benchtrail.history.plots import MAX_PANELS, AxisUnit, axis_unit, grid, metric_quantity, set_value_axis
+from benchtrail.history.plots import (
+    MAX_PANELS,
+    AxisUnit,
+    axis_unit,
+    metric_quantity,
+    panel_grid,
+    set_value_axis,
+)
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_label, mpl_text, shared_module
 
 
@@ -113,7 +120,7 @@ def distribution_figures(
     common = shared_module([s.name for s in sets])
     for start in range(0, len(sets), MAX_PANELS):
         part = sets[start : start + MAX_PANELS]
-        fig, axes = grid(len(part), title, panel_width=4.5)
+        fig, axes = panel_grid(len(part), title, panel_width=4.5)
         shared = units or sample_units(part)
         for ax, s in zip(axes, part):
             au = shared[s.unit]

@@ -354,7 +354,7 @@ def history_figures(
         parts = [groups[i : i + MAX_PANELS] for i in range(0, len(groups), MAX_PANELS)]
         for k, part in enumerate(parts, 1):
             of = f" · part {k} of {len(parts)}" if len(parts) > 1 else ""
-            fig, axes = grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
+            fig, axes = panel_grid(len(part), f"{page} · {what} · {head}{of}", panel_width=5.0)
             out[f"{page}.png" if k == 1 else f"{page}~{k}.png"] = fig
             for ax, panel in zip(axes, part):
                 unit, quantity = ratio or (panel.unit, panel.quantity)
@@ -380,7 +380,7 @@ def _ratio_base(series: Series, baseline: str | None) -> float:
     return next((p.value for p in sorted(series.points, key=lambda p: p.commit != baseline) if p.value), 1.0)
 
 
-def grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
+def panel_grid(panels: int, title: str, panel_width: float) -> tuple[Figure, list[Any]]:
     """``(figure, its first panels axes)``: ``COLUMNS`` to a row, each ``panel_width`` × 3.2 inches."""
     cols = min(COLUMNS, panels)
     rows = math.ceil(panels / cols)
