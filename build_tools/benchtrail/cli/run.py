@@ -232,12 +232,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Print the results files' paths (with instructions, the counted one too); exit 2 when a case failed,
     else 0."""
-    from benchtrail.pipeline.measure_stages import count_stage, counting, run_stage
+    from benchtrail.pipeline.measure_stages import count_stage, counting_devices, run_stage
 
     cases = (args.run_configs, args.device_name, args.shard_index)
     chosen = {"benchmark_ids": args.benchmark_id, "modules_dir": args.modules_dir, "name_filter": args.filter}
     gate, metrics = gate_metric(args)
-    count = counting(args.run_configs, metrics, args.device_name, gate)  # no valgrind: refused now
+    count = counting_devices(args.run_configs, metrics, args.device_name, gate)  # no valgrind: refused now
     run = _run_info(args.run_configs)  # one run: the counted results file shares the run id
     path, ok = run_stage(
         *cases, args.output, run, **chosen, resume=args.resume, refuse_without_cuda=True, gate_metric=gate

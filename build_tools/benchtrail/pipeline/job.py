@@ -25,7 +25,7 @@ from benchtrail.markup import rich_text
 from benchtrail.pipeline.measure_stages import (
     compile_stage,
     count_stage,
-    counting,
+    counting_devices,
     recheck_run,
     run_stage,
     write_export,
@@ -142,7 +142,7 @@ def run_pipeline(
     selected = suite.select_run_configs(presets)
     check_sample_sizes(selected)  # again by the export, which must not fail
     # no valgrind: refused before the run directory
-    counted = counting(selected, metrics, gate_metric=gate_metric)
+    counted = counting_devices(selected, metrics, gate_metric=gate_metric)
     here = available_architectures()
     if not any(g.target_architecture in here for g in suite.select_generation_configs(presets)):
         raise UserError(

@@ -112,7 +112,7 @@ def _cases(
     return rcs, len(shards)
 
 
-def counting(
+def counting_devices(
     run_configs: Path | tuple[RunConfig, ...],
     metrics: tuple[str, ...],
     device_name: str | None = None,
