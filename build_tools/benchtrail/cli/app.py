@@ -25,7 +25,7 @@ COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
         {"configure": "select presets from a GitHub event (PR trailer, labels, push, dispatch)"},
     ),
     (
-        "benchtrail.cli.run",
+        "benchtrail.cli.stages",
         "add_stage_parsers",
         {
             "export": "write the run configs of presets as JSON",
@@ -41,7 +41,7 @@ COMMANDS: tuple[tuple[str, str, dict[str, str]], ...] = (
             "comment": "render comparison.json as the PR comment",
         },
     ),
-    ("benchtrail.cli.run", "add_pipeline_parser", {"pipeline": "the main job, end to end"}),
+    ("benchtrail.cli.stages", "add_pipeline_parser", {"pipeline": "the main job, end to end"}),
     (
         "benchtrail.cli.ab",
         "add_ab_parser",
