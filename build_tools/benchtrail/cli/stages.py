@@ -181,7 +181,7 @@ def _filtered_suite(args: argparse.Namespace):
 def cmd_export(args: argparse.Namespace) -> int:
     """Write the export (or print it with ``--output -``)."""
     from benchtrail import jsonio
-    from benchtrail.pipeline.export import checked_export
+    from benchtrail.pipeline.checked_export import checked_export
 
     output = args.output or Path(f"{args.kind}.json")
     to_file, seed = str(output) != "-", args.format == "seed"

@@ -15,7 +15,7 @@ from benchtrail.compare.rules import Rules
 from benchtrail.errors import UserError
 from benchtrail.git import state as git_state
 from benchtrail.markup import rich_text
-from benchtrail.pipeline.export import checked_export
+from benchtrail.pipeline.checked_export import checked_export
 from benchtrail.pipeline.report_stages import comment_stage, compare_stage
 from benchtrail.progress import console, progress_bar
 from benchtrail.results.io import load_results_paths, write_documents, write_results

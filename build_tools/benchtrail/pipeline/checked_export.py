@@ -1,4 +1,5 @@
-"""The export stage's document, checked: ``benchtrail export`` and the main job write the same. Torch-free."""
+"""The checked export document: suite/export.py's export object, an execution selection's sample sizes
+checked; ``benchtrail export`` and the main job write the same. Torch-free."""
 
 from __future__ import annotations
 
