@@ -1,17 +1,26 @@
-"""Every git call of benchtrail, one function per question.
+"""Every git call of benchtrail, one function per question; and how a commit is written (``FULL_SHA``,
+``short_sha``).
 
-Each answers None (or False) when git fails, prints nothing or is absent; the caller decides what that
+Each call answers None (or False) when git fails, prints nothing or is absent; the caller decides what that
 means. Only :func:`interpret_trailers` raises, as its output must not be silently empty.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 #: The commit recorded when the working directory is not a git checkout (40 zeros, git's null sha).
 UNKNOWN_COMMIT = "0" * 40
+#: A full commit SHA: 40 hex digits (SHA-1) or 64 (SHA-256), either case.
+FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+
+
+def short_sha(commit: str) -> str:
+    """A commit's 7-character short form, as git and the PR comment show it."""
+    return commit[:7]
 
 
 def git(cwd: Path, *args: str) -> str | None:

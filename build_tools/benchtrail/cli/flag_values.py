@@ -16,7 +16,6 @@ from pathlib import Path
 
 from benchtrail.errors import UserError
 
-_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
@@ -96,7 +95,9 @@ def run_id(text: str) -> str:
 
 def commit_sha(text: str) -> str:
     """argparse type: a full 40- or 64-hex-digit commit SHA, lowercased."""
-    if not _SHA.fullmatch(text):
+    from benchtrail.git import FULL_SHA
+
+    if not FULL_SHA.fullmatch(text):
         raise ArgumentTypeError(f"expected a full 40- or 64-hex-digit commit SHA, got {text!r}")
     return text.lower()
 

@@ -236,8 +236,8 @@ def cmd_pages(args: argparse.Namespace) -> int:
 
 def cmd_compare_builds(args: argparse.Namespace) -> int:
     """Print the table, write the ratio plot and print its path."""
+    from benchtrail.git import short_sha
     from benchtrail.history.builds import compare_builds, format_table, plot_comparison
-    from benchtrail.history.series import short
 
     check_output_dir(args.output_dir)
     url = optional_store(args.store)  # a run directory needs no store
@@ -245,7 +245,10 @@ def cmd_compare_builds(args: argparse.Namespace) -> int:
     comparison = compare_builds(
         args.a, args.b, store, args.repo, allow_same_run=args.allow_same_run, trust=trust
     )
-    path = args.output_dir / f"compare-builds-{short(comparison.a.commit)}-{short(comparison.b.commit)}.png"
+    path = (
+        args.output_dir
+        / f"compare-builds-{short_sha(comparison.a.commit)}-{short_sha(comparison.b.commit)}.png"
+    )
     jsonio.check_new(path)
     print(format_table(comparison))
     print(plot_comparison(comparison, path))

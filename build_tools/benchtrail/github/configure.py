@@ -7,12 +7,12 @@ comment.md).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from benchtrail.errors import UserError
+from benchtrail.git import FULL_SHA
 from benchtrail.github.selection import (
     POSTSUBMIT_EVENTS,
     PR_EVENTS,
@@ -31,7 +31,6 @@ from benchtrail.github.selection import (
 SELECTION_ERROR_VERDICT = "no benchmarks ran — the benchmark selection in the PR description is invalid"
 #: Characters of the error shown in the selection-error comment (stderr gets all of it).
 MAX_ERROR_CHARS = 4_000
-_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
 def read_event(env: Env) -> tuple[str, dict[str, Any]]:
@@ -129,7 +128,7 @@ def selection_error_comment(error: str, env: Env, payload: Json) -> dict[str, An
         "verdict": SELECTION_ERROR_VERDICT,
         "counts": count_rows([]),
         "notes": [],
-        "head_commit": head.lower() if isinstance(head, str) and _SHA.fullmatch(head) else None,
+        "head_commit": head.lower() if isinstance(head, str) and FULL_SHA.fullmatch(head) else None,
         "base_commit": None,
         "body": body,
     }

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtrail.errors import UserError
+from benchtrail.git import short_sha
 from benchtrail.github.post import describe, make_client
-from benchtrail.history.series import short
 from benchtrail.history.track import ChangePoint, TrackReport
 from benchtrail.markup import code_span, md_text
 from benchtrail.store import fetch_command, remote, run_url
@@ -54,7 +54,7 @@ def _value(x: float, unit: str) -> str:
 
 def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
     """The issue's Markdown: what changed where, how sure we are, how to find the commit and the runs."""
-    base, head = short(cp.base_commit), short(cp.head_commit)
+    base, head = short_sha(cp.base_commit), short_sha(cp.head_commit)
     gaps = f", {len(cp.gap_commits)} without a stored run" if cp.gap_commits else ""
     compare = f"{repo_html_url.rstrip('/')}/compare/{cp.base_commit}...{cp.head_commit}"
     lines = [
@@ -91,7 +91,7 @@ def issue_body(cp: ChangePoint, report: TrackReport, repo_html_url: str) -> str:
         lines += [f"in the store `{report.store}`.", ""]
     lines += [
         f"Found by `benchtrail track` (ruptures PELT, l1 cost) over {report.runs} runs of "
-        f"{report.commits} first-parent commits up to `{short(report.head)}`. "
+        f"{report.commits} first-parent commits up to `{short_sha(report.head)}`. "
         "Close this issue to accept the change; benchtrail never reopens it.",
         marker(cp.series_id, cp.head_commit),
         "",
@@ -149,8 +149,8 @@ def post_issues(report: TrackReport, *, repo: str, token: str, base_url: str) ->
             if cp.direction != "regression":
                 continue
             issue = _match(cp, ours, used)
-            where = f"{cp.series_name} at {short(cp.head_commit)}"
-            title = f"Regression: {cp.series_name} {cp.magnitude_pct:+.1f}% at {short(cp.head_commit)}"
+            where = f"{cp.series_name} at {short_sha(cp.head_commit)}"
+            title = f"Regression: {cp.series_name} {cp.magnitude_pct:+.1f}% at {short_sha(cp.head_commit)}"
             body = issue_body(cp, report, repository.html_url)
             if issue is not None:
                 used.add(issue.number)

@@ -16,9 +16,8 @@ from benchtrail.compare.document import Row
 from benchtrail.compare.stored_runs import Trust
 from benchtrail.compare.tables import format_change, format_ci, format_value
 from benchtrail.errors import UserError
-from benchtrail.git import resolve_commit
+from benchtrail.git import resolve_commit, short_sha
 from benchtrail.history.collect import fetch_results, usable_runs
-from benchtrail.history.series import short
 from benchtrail.interop.backends import load_one_run
 from benchtrail.markup import rich_text
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile, SeriesKey
@@ -186,7 +185,7 @@ def format_table(comparison: BuildComparison) -> str:
 
     a, b = comparison.a, comparison.b
     table = Table(
-        title=f"B/A: B = {b.label} ({short(b.commit)}) · A = {a.label} ({short(a.commit)})",
+        title=f"B/A: B = {b.label} ({short_sha(b.commit)}) · A = {a.label} ({short_sha(a.commit)})",
         title_justify="left",
     )
     left = ("benchmark", "device", "verdict", "note")
@@ -216,8 +215,8 @@ def plot_comparison(comparison: BuildComparison, path: Path) -> Path:
 
     rows = [r for r in comparison.rows if r.ratio is not None]
     title = (
-        f"B = {comparison.b.label} ({short(comparison.b.commit)}) vs A = {comparison.a.label} "
-        f"({short(comparison.a.commit)})"
+        f"B = {comparison.b.label} ({short_sha(comparison.b.commit)}) vs A = {comparison.a.label} "
+        f"({short_sha(comparison.a.commit)})"
     )
     figure = ratios_figure(
         [r.name for r in rows], [r.ratio for r in rows], title, log=all(r.ratio > 0 for r in rows)

@@ -16,7 +16,7 @@ from benchtrail import jsonio
 from benchtrail.compare.document import load_comparison
 from benchtrail.compare.stored_runs import StoredRuns
 from benchtrail.errors import UserError
-from benchtrail.git import first_parents, is_repository, resolve_commit
+from benchtrail.git import first_parents, is_repository, resolve_commit, short_sha
 from benchtrail.history.series import (
     CommitRun,
     History,
@@ -25,7 +25,6 @@ from benchtrail.history.series import (
     Series,
     check_history,
     check_preset_page,
-    short,
 )
 from benchtrail.results.io import load_results_paths
 from benchtrail.results.schema import BenchmarkRecord, ResultsFile
@@ -176,7 +175,7 @@ def collect_history(
             (p["run_id"], p["attempt"]): p["results"] if isinstance(p.get("results"), list) else None
             for p in usable_runs(store, commit, problems, trust)
         }
-        skipped.extend(f"{short(commit)}: {problem}" for problem in problems)
+        skipped.extend(f"{short_sha(commit)}: {problem}" for problem in problems)
         runs: list[dict[str, _Measured]] = []  # per run read, newest first
         for run in {**mine, **listed}:  # (run id, attempt)
             found: dict[str, _Measured] = {}
@@ -203,7 +202,7 @@ def collect_history(
                             record.id, (record, presets, point_of(commit, *run, record, results, marks))
                         )
             except UserError as exc:
-                skipped.append(f"{short(commit)} run {run[0]}/{run[1]}: {exc}")
+                skipped.append(f"{short_sha(commit)} run {run[0]}/{run[1]}: {exc}")
                 continue
             used = used if used.run_id else CommitRun(commit, *run)
             runs.append(found)
@@ -216,7 +215,7 @@ def collect_history(
         not_used = f". Runs not used: {'; '.join(skipped)}" if skipped else ""
         raise UserError(
             f"--store {store.url}: no usable run of any of the {len(commits)} first-parent "
-            f"commit(s) of {ref} ({short(commits[0])}..{short(head)}); run `benchtrail pipeline` "
+            f"commit(s) of {ref} ({short_sha(commits[0])}..{short_sha(head)}); run `benchtrail pipeline` "
             f"at one of them, or pass the store and --repo that hold their runs{not_used}"
         )
     series = sorted(map(_series, measured.values()), key=lambda s: (s.kind != "execution", s.name, s.id))

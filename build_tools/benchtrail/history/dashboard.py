@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchtrail import jsonio
-from benchtrail.git import git
+from benchtrail.git import git, short_sha
 from benchtrail.history.plots import UNIT_LABELS
 from benchtrail.history.series import (
     COMPILATION_PAGE,
@@ -25,7 +25,6 @@ from benchtrail.history.series import (
     aligned,
     band,
     page_groups,
-    short,
 )
 from benchtrail.markup import html_text, plotly_text
 
@@ -66,7 +65,7 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
         vertical_spacing=min(0.12, 0.45 / rows),
         horizontal_spacing=0.08,
     ).to_dict()["layout"]
-    x = [short(c) for c in commits]
+    x = [short_sha(c) for c in commits]
     palette = qualitative.Plotly
     traces: list[dict] = []
     for i, s in enumerate(series):
@@ -95,7 +94,7 @@ def _figure(series: Sequence[Series], commits: list[str]) -> dict:
             [p.iqr, p.n, p.status, f"{p.run_id}/{p.attempt}", p.commit, len(p.runs) or 1] if p else [None] * 6
             for p in points
         ]
-        runs = [(short(p.commit), r) for p in s.points for r in p.runs if r.median is not None]
+        runs = [(short_sha(p.commit), r) for p in s.points for r in p.runs if r.median is not None]
         traces.append(
             {
                 **common,
@@ -159,7 +158,7 @@ def _document(title: str, body: str) -> str:
 
 def _context(history: History) -> str:
     return (
-        f"<p><code>{html_text(history.ref)}</code> at <code>{short(history.head)}</code> · "
+        f"<p><code>{html_text(history.ref)}</code> at <code>{short_sha(history.head)}</code> · "
         f"{len(history.run_commits())} of {len(history.commits)} first-parent commits have a run · "
         f"store <code>{html_text(history.store)}</code></p>"
     )
@@ -235,13 +234,13 @@ def commit_rows(history: History, log: dict[str, tuple[str, str]]) -> str:
                 date, subject = log.get(c.commit, ("—", ""))
                 run = html_text(f"{c.run_id}/{c.attempt}") if c.run_id else "no run"
                 rows.append(
-                    f"<tr><td><code>{short(c.commit)}</code></td><td>{html_text(date)}</td>"
+                    f"<tr><td><code>{short_sha(c.commit)}</code></td><td>{html_text(date)}</td>"
                     f"<td>{html_text(subject)}</td><td>{run}</td></tr>\n"
                 )
         else:
             rows.append(
                 f'<tr class="gap"><td colspan="4">{len(gap)} commits without runs '
-                f"(<code>{short(gap[-1].commit)}</code> … <code>{short(gap[0].commit)}</code>)"
+                f"(<code>{short_sha(gap[-1].commit)}</code> … <code>{short_sha(gap[0].commit)}</code>)"
                 "</td></tr>\n"
             )
     return "".join(rows)

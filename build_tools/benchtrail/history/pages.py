@@ -13,9 +13,10 @@ from benchtrail import jsonio
 from benchtrail.compare.comment_header import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.errors import UserError
+from benchtrail.git import short_sha
 from benchtrail.history.dashboard import write_dashboard
 from benchtrail.history.plots import plot_history_png
-from benchtrail.history.series import History, short
+from benchtrail.history.series import History
 from benchtrail.markup import html_text
 from benchtrail.store import Store
 
@@ -96,7 +97,7 @@ def runs_html(runs: list[StoredRun]) -> str:
     """The index's table of stored runs, newest first."""
     cells = ("commit", "run", "stored", "presets", "devices", "verdicts")
     rows = "".join(
-        f'<tr class="run"><td><code>{short(r.commit)}</code></td>'
+        f'<tr class="run"><td><code>{short_sha(r.commit)}</code></td>'
         f"<td>{html_text(f'{r.run_id}/{r.attempt}')}</td><td>{html_text(_time(r.stored_at))}</td>"
         f"<td>{html_text(', '.join(r.presets) or '—')}</td><td>{html_text(', '.join(r.devices) or '—')}</td>"
         f"<td>{html_text(r.verdicts or 'no comparison')}</td></tr>\n"

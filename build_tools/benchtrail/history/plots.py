@@ -22,7 +22,8 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, StrMetho
 
 from benchtrail import jsonio
 from benchtrail.errors import UserError, missing_extra
-from benchtrail.history.series import History, Point, Series, aligned, band, page_groups, short
+from benchtrail.git import short_sha
+from benchtrail.history.series import History, Point, Series, aligned, band, page_groups
 from benchtrail.markup import MPL_LABEL_CHARS, MPL_TITLE_CHARS, mpl_text
 from benchtrail.results.schema import METRICS, UNITS
 from benchtrail.stats.inference import NOISE_LIMIT
@@ -243,12 +244,16 @@ def _draw_lines(
             )
     if baseline in where:
         ax.axvline(
-            where[baseline], color="black", linestyle="--", linewidth=1, label=f"baseline {short(baseline)}"
+            where[baseline],
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"baseline {short_sha(baseline)}",
         )
     step = max(1, math.ceil(len(commits) / 12))
     ax.set_xticks(
         x[::step],
-        [short(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
+        [short_sha(c) + (f" ×{n}" if n > 1 else "") for c, n in zip(commits, runs)][::step],
         rotation=45,
         ha="right",
         fontsize=6,
@@ -298,7 +303,7 @@ def _draw_bars(ax: Any, panel: Panel, commit: str, scales: Sequence[float]) -> N
     )
     pad = max(0.0, (3 - len(points)) / 2)  # one or two bars keep a bar's width, not the panel's
     ax.set_xlim(-0.5 - pad, len(points) - 0.5 + pad)
-    ax.set_xlabel(f"the one commit, {short(commit)} (dots: its runs)", fontsize=7)
+    ax.set_xlabel(f"the one commit, {short_sha(commit)} (dots: its runs)", fontsize=7)
     if flagged:
         ax.legend(fontsize=6)
 
@@ -341,12 +346,12 @@ def history_figures(
     cps = default_change_points(history) if change_points is None else change_points
     # the ref is the head's sha, not a branch named "cafe"
     head = (
-        short(history.head)
+        short_sha(history.head)
         if len(history.ref) >= 7 and history.head.startswith(history.ref)
-        else (f"{history.ref} ({short(history.head)})")
+        else (f"{history.ref} ({short_sha(history.head)})")
     )
     what = "median and IQR by commit (first parent)" if len(commits) != 1 else "median and IQR of the one run"
-    base = f"baseline {short(baseline)}" if baseline in commits else "the oldest point"
+    base = f"baseline {short_sha(baseline)}" if baseline in commits else "the oldest point"
     ratio = ("ratio", f"ratio to {base}") if y_axis == "ratio" else None  # the value axis' unit and quantity
     out: dict[str, Figure] = {}
     for page, series in page_groups(history).items():

@@ -1,4 +1,4 @@
-"""The history's data model: ``History`` (the first-parent commits walked, each with its run or a gap)
+"""The history's data: ``History`` (the first-parent commits walked, each with its run or a gap)
 holds one ``Series`` per benchmark series, each a tuple of ``Point`` (one per commit with a run, oldest
 first); and what every reader of a history shares: validation, page groups, plot helpers.
 """
@@ -115,11 +115,6 @@ def check_preset_page(preset: str, where: str) -> None:
             f"({preset.lower()}.html); reserved: {', '.join(RESERVED_PAGES)}; rename the "
             "preset"
         )
-
-
-def short(commit: str) -> str:
-    """A commit's 7-character short form, as git and the PR comment show it."""
-    return commit[:7]
 
 
 def check_history(history: History, where: str) -> None:

@@ -20,8 +20,8 @@ import numpy as np
 
 from benchtrail.compare.rules import Threshold, find_threshold
 from benchtrail.errors import UserError
-from benchtrail.git import first_parent_log, is_ancestor, is_repository, resolve_commit
-from benchtrail.history.series import History, Series, short
+from benchtrail.git import first_parent_log, is_ancestor, is_repository, resolve_commit, short_sha
+from benchtrail.history.series import History, Series
 
 #: Version history of the track report:
 #:   1 — first version.
@@ -296,7 +296,7 @@ def format_table(report: TrackReport) -> str:
         f"{len(report.change_points)} change point(s) in "
         f"{report.tracked - len(report.insufficient)} of {report.tracked} tracked series over "
         f"{report.runs} run(s) of {report.commits} first-parent commit(s) of {report.ref} "
-        f"({short(report.head)})"
+        f"({short_sha(report.head)})"
     ]
     if report.change_points:
         rows = [("series", "device", "commits", "change", "p", "new", "verdict")]
@@ -307,7 +307,7 @@ def format_table(report: TrackReport) -> str:
                 (
                     cp.series_name,
                     cp.device_name,
-                    f"{short(cp.base_commit)}..{short(cp.head_commit)}{gaps}",
+                    f"{short_sha(cp.base_commit)}..{short_sha(cp.head_commit)}{gaps}",
                     f"{cp.magnitude_pct:+.1f}%",
                     f"{cp.p_value:.3g}",
                     "yes" if cp.new else "no",
@@ -347,7 +347,7 @@ def bisect_range(repo: Path, a: str, b: str) -> list[tuple[str, str]]:
         shas.append(sha)
     if not is_ancestor(repo, *shas):
         raise UserError(
-            f"A {a!r} ({short(shas[0])}) is not an ancestor of B {b!r} ({short(shas[1])}); "
+            f"A {a!r} ({short_sha(shas[0])}) is not an ancestor of B {b!r} ({short_sha(shas[1])}); "
             "give the older build first"
         )
     return first_parent_log(repo, *shas)
