@@ -1,5 +1,6 @@
-"""The report wing of the pipeline: the compare, comment and dashboard stages, reading and writing a run
-directory's files (``comparison.json``, ``comment/``, ``dashboard/``). Torch-free."""
+"""The report wing of the pipeline: the compare, comment, dashboard and distribution (strip plots) stages,
+reading and writing a run directory's files (``comparison.json``, ``comment/``, ``dashboard/``,
+``distributions/``). Torch-free."""
 
 from __future__ import annotations
 
