@@ -29,8 +29,8 @@ from benchtrail.suite.definitions import (
     Suite,
     Task,
 )
-from tests.helpers.git import git
-from tests.helpers.records import apply_recheck, two_commit_repo
+from tests.helpers.git import git, two_commit_repo
+from tests.helpers.records import apply_recheck
 
 #: Both arms sleep, so their times vary little between worker processes: a bare ``x + 1`` (5 µs)
 #: differed by up to 50% between processes on a shared VM, enough to make a row ``noisy``. Sleeps of

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.git import git
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting"
 FAST = "processes=1, min_samples=7, warmup_time_ms=10, "
 
@@ -33,8 +35,7 @@ def test_init_then_two_pipelines_give_a_comment_comparing_the_runs(tmp_path):
     bench.write_text(bench.read_text().replace("params=", FAST + "params="))
     assert bench.read_text().count(FAST) == 2 and len(bench.read_text().splitlines()) <= 22
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BENCHTRAIL_"))}
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    _run([*git, "init", "-q"], repo, env)
+    git(repo, "init", "-q", identity=True)
     cli = [sys.executable, "-c", "import sys; from benchtrail.cli import main; sys.exit(main())"]
 
     init = _run([*cli, "init", "--benchmarks", "my_benchmarks.bench"], repo, env).stdout
@@ -42,8 +43,8 @@ def test_init_then_two_pipelines_give_a_comment_comparing_the_runs(tmp_path):
     assert (repo / ".github/workflows/benchmarks.yml").is_file()
     assert (repo / ".github/workflows/post_benchmark_comment.yml").is_file()
     assert 'benchmarks = ["my_benchmarks.bench"]' in (repo / "pyproject.toml").read_text()
-    _run([*git, "add", "-A"], repo, env)
-    _run([*git, "commit", "-qm", "adopt benchtrail"], repo, env)
+    git(repo, "add", "-A", identity=True)
+    git(repo, "commit", "-qm", "adopt benchtrail", identity=True)
 
     comments = []
     for _ in range(2):
@@ -56,7 +57,7 @@ def test_init_then_two_pipelines_give_a_comment_comparing_the_runs(tmp_path):
     assert {r["verdict"] for r in first["rows"]} == {"new"}  # nothing to compare with yet
     execution = [r for r in second["rows"] if r["kind"] == "execution"]
     assert all(r["verdict"] not in ("new", "failed") and r["base_median"] > 0 for r in execution), execution
-    head = _run([*git, "rev-parse", "HEAD"], repo, env).stdout.strip()
+    head = git(repo, "rev-parse", "HEAD", identity=True)
     # the first run, of the same commit
     assert second["base"] is not None and head in json.dumps(second["base"])
     text = comments[1].read_text()

@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from benchtrail.github.trailers import benchmark_presets, parse_trailers, pr_message
+from tests.helpers.git import git
 from tests.helpers.github_events import pr
 
 # (row name in docs/trailers.md, title, body, expected presets or None for "no trailer")
@@ -40,6 +41,7 @@ GRAMMAR = [
 def test_trailer_grammar_row(name, title, body, expected):
     assert benchmark_presets(title, body) == expected
     if shutil.which("git"):  # and git agrees on the key/value pairs
+        # git, run directly: bytes in and out (text mode would read its lone CRs as line ends)
         out = subprocess.run(["git", "interpret-trailers", "--parse", "--no-divider"], check=True,
                              input=f"{title}\n\n{body or ''}".encode(), capture_output=True).stdout.decode()
         theirs = [tuple(p.strip() for p in line.replace("\r", "").partition(":")[::2])
@@ -194,7 +196,7 @@ def test_an_adopters_push_to_main_runs_the_presets_of_its_project(gh, tmp_path, 
 
     repo = tmp_path / "adopter"
     shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes", repo)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(None, "init", "-q", str(repo))
     monkeypatch.chdir(repo)  # its suite has no 'default' meta-preset; [tool.benchtrail] presets = "smoke"
     code, output, _ = gh("push", {"ref": "refs/heads/main", "repository": {"default_branch": "main"}})
     assert code == 0 and output == ("benchmark-presets=smoke\nhas-benchmarks=true\nbenchmarks-"

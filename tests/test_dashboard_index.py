@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.git import git
+
 
 def _dump_dom(page: Path, profile: Path) -> str:
     """The DOM of ``page`` after Chromium (``chromium`` or ``chromium-browser`` on PATH) loads it headless."""
@@ -33,18 +35,13 @@ def test_the_dashboard_index_in_headless_chromium_shows_commit_subjects_and_date
     repo.mkdir()
     subjects = ["Add the mlp model", "Speed up conv when a < b & \"fast\"", "gap one", "gap two", "gap three",
                 "Use channels_last <b>everywhere</b>"]
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
-    subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "main"], check=True, env=env)
+    git(repo, "init", "-q", "-b", "main", isolated=True)
     shas = []
     for day, subject in enumerate(subjects, 1):
-        dated = {**env, "GIT_COMMITTER_DATE": f"2026-11-{day:02d}T12:00:00Z",
+        dated = {"GIT_COMMITTER_DATE": f"2026-11-{day:02d}T12:00:00Z",
                  "GIT_AUTHOR_DATE": f"2026-11-{day:02d}T12:00:00Z"}
-        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", subject], check=True,
-                       env=dated)
-        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                                   capture_output=True,
-                                   text=True).stdout.strip())
+        git(repo, "commit", "-q", "--allow-empty", "-m", subject, isolated=True, env=dated)
+        shas.append(git(repo, "rev-parse", "HEAD", isolated=True))
     with_runs = {0: "run-a", 1: "run-b", 5: "run-c"}
     points = tuple(Point(shas[i], run, 1, 100.0 + i, 2.0, 98.0, 103.0, 10, "ok", 99.0 + i, 101.0 + i)
                    for i, run in with_runs.items())

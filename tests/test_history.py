@@ -4,7 +4,6 @@
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,7 +85,7 @@ def test_collect_history_from_the_side_branch_reaches_s1_through_its_own_first_p
 def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(history_store, tmp_path, capsys):
     commits = history_store["commits"]
     clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(history_store["repo"]), str(clone)], check=True)
+    git(None, "clone", "-q", str(history_store["repo"]), str(clone))
     git(clone, "checkout", "-q", "main", isolated=True)
     git(clone, "commit", "-q", "--allow-empty", "-m", "c4 without a run", isolated=True)
     c4 = git(clone, "rev-parse", "HEAD", isolated=True)

@@ -12,6 +12,7 @@ import yaml
 
 from benchtrail.cli import main
 from benchtrail.cli.init import PLACEHOLDER_COMMIT, pin_of_direct_url
+from tests.helpers.git import git
 
 CLASSES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes" / ".github" / "workflows"
 SHA = "0c1d2e3f" * 5
@@ -38,7 +39,7 @@ def test_init_writes_the_table_an_example_and_the_workflows_then_keeps_them(tmp_
 
 def test_the_example_module_makes_a_suite_that_exports(tmp_path):
     assert main(["init", "--directory", str(tmp_path)]) == 0
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    git(None, "init", "-q", str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", "import sys; from benchtrail.cli import main; sys.exit(main())",
                            "export", "execution", "--output", "-"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -165,7 +166,7 @@ def test_the_pipelines_dashboard_of_a_run_without_a_commit_says_to_commit(tmp_pa
     from benchtrail.pipeline.report_stages import dashboard_stage
     from benchtrail.store import open_store
 
-    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    git(None, "init", "-q", str(tmp_path / "repo"))
     (tmp_path / "run").mkdir()
     assert dashboard_stage(open_store(str(tmp_path / "store")), tmp_path / "repo", UNKNOWN_COMMIT, "local-1", 1,
                            tmp_path / "run") is None

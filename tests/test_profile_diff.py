@@ -29,9 +29,8 @@ from benchtrail.suite.definitions import (
 )
 from benchtrail.suite.names import slug
 from benchtrail.worker.protocol import ProtocolError, RunRequest, profile_spec, read_request, read_response
-from tests.helpers.git import git
+from tests.helpers.git import git, two_commit_repo
 from tests.helpers.profiles import worker_profile
-from tests.helpers.records import two_commit_repo
 from tests.helpers.schemas import assert_valid, registry
 
 #: No sleep in the model: a sleeping thread wakes late on a loaded machine, by a varying amount, which made

@@ -2,7 +2,6 @@
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from benchtrail.compare.rules import unmatched_quarantine as unmatched
 from benchtrail.compare.verdicts import compare
 from benchtrail.errors import UserError
 from benchtrail.project import KEYS, load_project, load_suite
+from tests.helpers.git import git
 from tests.helpers.records import record, results, spread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "adopting-classes"
@@ -26,7 +26,7 @@ def adopter(tmp_path, monkeypatch):
     """A temporary git repository holding the docs' adoption example, as the working directory."""
     repo = tmp_path / "my-project"
     shutil.copytree(EXAMPLE, repo)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(None, "init", "-q", str(repo))
     monkeypatch.chdir(repo)
     return repo
 
@@ -187,7 +187,7 @@ def _nested_project(tmp_path: Path) -> Path:
     """A git repository whose benchtrail project is its ``bench/`` folder; returns the repository."""
     repo = (tmp_path / "repo").resolve()
     (repo / "bench" / "pkg").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(None, "init", "-q", str(repo))
     (repo / "bench" / "pyproject.toml").write_text('[tool.benchtrail]\nsuite = "pkg.suite:generate"\n')
     return repo
 
@@ -222,7 +222,7 @@ def test_an_ab_arm_imports_the_project_from_its_own_checkout(tmp_path, monkeypat
 
     repo = _nested_project(tmp_path)
     base_checkout = (tmp_path / "worktree").resolve()  # stands in for the base commit's git worktree
-    subprocess.run(["git", "init", "-q", str(base_checkout)], check=True)
+    git(None, "init", "-q", str(base_checkout))
     monkeypatch.chdir(repo / "bench" / "pkg")
     monkeypatch.setenv("PYTHONPATH", "/inherited")
     # as benchtrail.pipeline.measure_stages builds it: the working directory

@@ -140,6 +140,7 @@ def _repo_with_base_benchtrail(tmp_path, monkeypatch, commit: str) -> Path:
     """A repository whose HEAD~1 holds benchtrail as of ``commit`` (so the base arm's workers import that
     worker, first on their PYTHONPATH) and whose HEAD holds none (the head arm imports this tree)."""
     here = Path(__file__).resolve().parent.parent
+    # git, run directly here and below: this exit status is the answer, and the archive is bytes
     if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=here,
                       capture_output=True).returncode:
         pytest.skip(f"commit {commit} is not in this clone (shallow?)")

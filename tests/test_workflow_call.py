@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 from benchmark_suites.suite import generate
 from benchtrail.compare.document import Comparison
 from benchtrail.suite.export import export_execution
+from tests.helpers.git import git
 from tests.helpers.workflow_checks import (
     CALLER_USES,
     EXAMPLE,
@@ -154,7 +154,7 @@ def _setup_steps_in_the_example(tmp_path: Path, shard_count: int, project_labels
         pytest.skip("the jq executable is not installed")
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", ".github"))
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(None, "init", "-q", str(repo))
     pyproject = repo / "pyproject.toml"
     assert 'runner-labels = { "laptop" = ["self-hosted", "cpu", "laptop"] }' in pyproject.read_text()
     if project_labels is not None:

@@ -20,7 +20,6 @@ import contextlib
 import functools
 import re
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +65,7 @@ class GitStory(Story):
         git(self.repo, "init", "-q", "-b", "main")
         git(self.repo, "config", "user.email", "dev@example.com")
         git(self.repo, "config", "user.name", "dev")
-        subprocess.run(["git", "init", "-q", "--bare", str(self.origin)], check=True, capture_output=True)
+        git(None, "init", "-q", "--bare", str(self.origin))
         (self.origin / "hooks" / "pre-receive").write_text(HOOK)
         (self.origin / "hooks" / "pre-receive").chmod(0o755)
         git(self.repo, "remote", "add", "origin", str(self.origin))

@@ -30,24 +30,6 @@ def results(*records: BenchmarkRecord, commit: str = "a" * 40) -> ResultsFile:
                        environment={"torch_version": "2.13.0"}, benchmarks=tuple(records))
 
 
-def two_commit_repo(root, module: str, base: str, head: str):
-    """A git repository at ``root`` (created) whose HEAD~1 holds ``module`` (a file name, e.g. ``slowmod.py``)
-    with the text ``base`` and HEAD with ``head``: the two arms of a paired A/B run. Returns ``root``."""
-    import subprocess
-
-    def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=root, check=True,
-                       capture_output=True)
-
-    root.mkdir()
-    git("init", "-q")
-    for text, message in ((base, "base"), (head, "head")):
-        (root / module).write_text(text)
-        git("add", module)
-        git("commit", "-qm", message)
-    return root
-
-
 def apply_recheck(comparison, paired, *args, **kwargs) -> dict:
     """``benchtrail.runner.recheck.apply`` over comparison.json objects: ``comparison`` (an object, or a
     Comparison) and the paired rows (Row or row objects) in, the updated comparison.json object out."""

@@ -55,13 +55,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.git import git
 from tests.helpers.workflow_results import JobResult, RunResult
 from tests.helpers.workflow_runner import ROOT, WorkflowLoadError, _Run, load_workflow
 
@@ -172,8 +172,7 @@ class Harness:
 
     def _project_file(self, sha: str, name: str) -> Path:
         """``.github/workflows/<name>`` as it is at ``sha`` of the project (a workflow runs its own commit's file)."""
-        text = subprocess.run(["git", "show", f"{sha}:.github/workflows/{name}"], cwd=self.repo, check=True,
-                              capture_output=True, text=True).stdout
+        text = git(self.repo, "show", f"{sha}:.github/workflows/{name}", strip=False)
         out = self.work / "workflow-files" / sha[:12] / name
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)

@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tests.helpers.actions_expressions import interpolate
+from tests.helpers.git import git
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,21 +226,19 @@ def checkout(run: Any, with_: dict[str, Any], workspace: Path, temp: Path, job_k
     ref = str(with_.get("ref") or run.github["sha"])
     depth = int(float(with_.get("fetch-depth", 1)))
     dest.mkdir(parents=True, exist_ok=True)
-    git = lambda *args: subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True,  # noqa: E731
-                                       text=True)
-    git("init", "-q")
-    git("remote", "add", "origin", f"file://{run.h.repo}")
+    git(dest, "init", "-q")
+    git(dest, "remote", "add", "origin", f"file://{run.h.repo}")
     refspecs = ["+refs/heads/*:refs/remotes/origin/*"] if depth == 0 else []
     target = ref if re.fullmatch(r"[0-9a-f]{40}", ref) else f"refs/heads/{ref}"
-    git("fetch", "-q", *([] if depth == 0 else [f"--depth={depth}"]), "origin", target, *refspecs)
-    git("checkout", "-q", "--detach", "FETCH_HEAD")
+    git(dest, "fetch", "-q", *([] if depth == 0 else [f"--depth={depth}"]), "origin", target, *refspecs)
+    git(dest, "checkout", "-q", "--detach", "FETCH_HEAD")
     log = f"stand-in: fetched {ref} (depth {depth or 'all'}) of {run.h.repo}"
     persist = with_.get("persist-credentials", True)
     if str(persist).lower() == "true" and with_.get("ssh-key"):
         key = temp / f"ssh-key-{secrets.token_hex(4)}"
         with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
             f.write(str(with_["ssh-key"]).strip() + "\n")
-        git("config", "--local", "core.sshCommand",
+        git(dest, "config", "--local", "core.sshCommand",
             f'"ssh" -i "{key}" -o StrictHostKeyChecking=yes -o CheckHostIP=no')
         run.result.auth.append({"job": job_key.rsplit("-", 1)[0], "instance": job_key, "method": "ssh-key",
                                 "key_file": str(key)})
