@@ -6,17 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from benchtrail.cli import main
 from benchtrail.interop.backends import check_one_run, compare_backends
 from benchtrail.results.io import load_results_paths
+from tests.helpers.cli import run_cli
 
 FIXED_RUN = Path(__file__).parent / "data" / "convert" / "run"
 
 
 def _run(capsys, *args):
-    code = main(["compare-backends", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_cli(capsys, "compare-backends", *args)
 
 
 def _row(table: str, model: str, config: str) -> list[str]:

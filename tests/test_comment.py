@@ -4,13 +4,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchtrail.compare.comment import MAX_COMMENT_CHARS, render
+from benchtrail.compare.comment import render
+from benchtrail.compare.comment_size import MAX_COMMENT_CHARS
 from benchtrail.compare.document import SCHEMA_VERSION, Comparison, comparison_to_dict
 from benchtrail.compare.rules import load_thresholds
 from benchtrail.compare.tables import format_value
 from benchtrail.compare.verdicts import compare
-from tests.helpers.cli import comment_cli
-from tests.helpers.comparisons import _comparison, write_comparison
+from tests.helpers.cli import run_cli
+from tests.helpers.comparisons import comparison_of, write_comparison
 from tests.helpers.records import apply_recheck, record, results, spread
 
 rng = np.random.default_rng(1)
@@ -39,7 +40,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
             record("m-graph_breaks", [1.0], kind="compilation", metric="graph_breaks", unit="count",
                    name="sqrl.inductor.cpu.graph_breaks",
                    break_reasons=[{"reason": "Data-dependent branching", "count": 1}])]
-    body, full, data = render(Comparison.of(_comparison(base, head)))
+    body, full, data = render(Comparison.of(comparison_of(base, head)))
     lines = body.splitlines()
     assert lines[0] == "### benchtrail: 2 regressions, 0 improvements, 1 similar · 1 new graph break"
     assert lines[1].startswith("`ccccccc` vs baseline `bbbbbbb` (merge base)")
@@ -53,7 +54,7 @@ def test_comment_has_verdict_line_sections_rows_and_marker():
 
 def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
     many = [record(f"case{i:05d}", spread(10.0, 10)) for i in range(1500)]
-    body, full, _ = render(Comparison.of(_comparison(many, many)))
+    body, full, _ = render(Comparison.of(comparison_of(many, many)))
     assert len(body) <= MAX_COMMENT_CHARS
     assert "see full.md" in body
     assert full.count("| `case") == 1500
@@ -62,7 +63,7 @@ def test_oversized_comment_drops_the_full_table_but_full_md_keeps_it():
 def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
     base = [record("slow", [100.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
-    body, _, _ = render(Comparison.of(_comparison(base, head)), "gs://bucket/pre/runs/123/1/")
+    body, _, _ = render(Comparison.of(comparison_of(base, head)), "gs://bucket/pre/runs/123/1/")
     assert "Artifacts: `gcloud storage cp -r gs://bucket/pre/runs/123/1/ .`" in body
     assert "Reproduce: `benchtrail explain slow.inference-bs1.c2-standard-16 --run gs://bucket/pre/runs/123/1/`" in body
 
@@ -70,7 +71,7 @@ def test_gs_run_url_gives_gcloud_and_explain_lines_for_the_worst_row():
 def test_partial_baseline_says_what_it_lacks():
     base = [record("a", spread(10.0, 10))]
     head = [record("a", spread(10.0, 10)), record("b", spread(10.0, 10))]
-    body, _, _ = render(Comparison.of(_comparison(base, head)))
+    body, _, _ = render(Comparison.of(comparison_of(base, head)))
     assert body.splitlines()[2] == "The baseline lacks 1 series: those rows are new, not compared."
 
 
@@ -78,7 +79,7 @@ def test_recheck_line_counts_confirmed_cleared_and_unchecked_suspects():
     from benchtrail.runner.ab import Arm
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
     head = [record(f"r{i}", 130 * (1 + 0.005 * rng.standard_normal(20))) for i in range(3)]
-    comparison = _comparison(base, head)
+    comparison = comparison_of(base, head)
     ids = [r.update(mark="unconfirmed") or r["id"] for r in comparison["rows"]]
     paired = {ids[0]: {**comparison["rows"][0], "head_details": {"ab": {"rounds": 3}}},
               ids[1]: {**comparison["rows"][1], "verdict": "similar", "change": 0.4, "ci_low": -1.0, "ci_high": 1.5,
@@ -100,7 +101,7 @@ def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
               "rtol 0.00013)")
     mismatch = record("grad", spread(80.0, 10), status="mismatch")
     mismatch = type(mismatch)(**{**mismatch.__dict__, "reason": reason})
-    body, _, data = render(Comparison.of(_comparison([record("grad", spread(80.0, 10))], [mismatch])))
+    body, _, data = render(Comparison.of(comparison_of([record("grad", spread(80.0, 10))], [mismatch])))
     assert data["counts"]["failed"] == 1
     section = body.split("Failed or not comparable")[1]
     row = next(line for line in section.splitlines() if "`grad.inference-bs1`" in line)
@@ -109,12 +110,14 @@ def test_a_correctness_mismatch_is_a_failed_row_with_the_quantity_and_errors():
 
 
 def test_dashboard_line_links_the_runs_dashboard_in_a_browser():
-    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "gs://bucket/pre/runs/123/1/", "dashboard/index.html")
+    body, _, _ = render(Comparison.of(comparison_of([record("a")], [record("a")])), "gs://bucket/pre/runs/123/1/",
+                        "dashboard/index.html")
     assert ("Dashboard (history by commit): https://storage.cloud.google.com/bucket/pre/runs/123/1/dashboard/index.html"
             in body.splitlines())
-    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "/store/runs/r/1", "dashboard/index.html")
+    body, _, _ = render(Comparison.of(comparison_of([record("a")], [record("a")])), "/store/runs/r/1",
+                        "dashboard/index.html")
     assert "Dashboard (history by commit): `/store/runs/r/1/dashboard/index.html`" in body.splitlines()
-    body, _, _ = render(Comparison.of(_comparison([record("a")], [record("a")])), "/store/runs/r/1")
+    body, _, _ = render(Comparison.of(comparison_of([record("a")], [record("a")])), "/store/runs/r/1")
     assert "Dashboard" not in body
 
 
@@ -126,10 +129,11 @@ def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_not
     head = [record("slow", [150.0 + i for i in range(20)]), record("same", spread(50.0, 20))]
     out = tmp_path / "comment"
     note = "⚠ the run could not be stored: 403 for @octo-org/team on *gs://b/runs/1/1/* <b>x</b>"
-    code, stdout, err = comment_cli(
-        capsys, "--comparison", write_comparison(tmp_path, _comparison(base, head)), "--output-dir", out,
-        "--run-url", "gs://bucket/pre/runs/123/1/", "--dashboard", "dashboard/index.html",
-        "--artifacts-url", "https://github.com/o/r/actions/runs/123", "--note", note, "--note", "second  note")
+    code, stdout, err = run_cli(
+        capsys, "comment", "--comparison", write_comparison(tmp_path, comparison_of(base, head)),
+        "--output-dir", out, "--run-url", "gs://bucket/pre/runs/123/1/",
+        "--dashboard", "dashboard/index.html", "--artifacts-url", "https://github.com/o/r/actions/runs/123",
+        "--note", note, "--note", "second  note")
     assert code == 0, err
     assert stdout.strip().splitlines()[-1] == str(out / "comment.md")
     lines = (out / "comment.md").read_text().splitlines()
@@ -153,9 +157,8 @@ def test_comment_cli_links_the_run_dashboard_and_actions_artifacts_and_shows_not
 
 def test_comment_cli_without_flags_writes_no_notes_and_no_links(tmp_path, capsys):
     out = tmp_path / "comment"
-    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, _comparison([record("a")],
-                                                                                                [record("a")])),
-                                "--output-dir", out)
+    comparison = write_comparison(tmp_path, comparison_of([record("a")], [record("a")]))
+    code, _, err = run_cli(capsys, "comment", "--comparison", comparison, "--output-dir", out)
     assert code == 0, err
     body = (out / "comment.md").read_text()
     assert "Artifacts" not in body and "Dashboard" not in body
@@ -164,10 +167,9 @@ def test_comment_cli_without_flags_writes_no_notes_and_no_links(tmp_path, capsys
 
 def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, capsys):
     out = tmp_path / "comment"
-    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, _comparison([record("a")],
-                                                                                                [record("a")])),
-                                "--output-dir", out, "--run-url", "/store/runs/r/1", "--dashboard",
-                                "dashboard/index.html")
+    comparison = write_comparison(tmp_path, comparison_of([record("a")], [record("a")]))
+    code, _, err = run_cli(capsys, "comment", "--comparison", comparison, "--output-dir", out,
+                           "--run-url", "/store/runs/r/1", "--dashboard", "dashboard/index.html")
     assert code == 0, err
     lines = (out / "comment.md").read_text().splitlines()
     assert "Artifacts: `ls /store/runs/r/1`" in lines
@@ -197,9 +199,9 @@ def test_a_local_run_folder_gets_an_ls_line_and_a_folder_dashboard(tmp_path, cap
 ])
 def test_comment_cli_refuses_bad_links_and_notes_naming_the_flag_and_writes_nothing(tmp_path, capsys, flags, message):
     out = tmp_path / "comment"
-    code, stdout, err = comment_cli(capsys, "--comparison",
-                                     write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
-                                     "--output-dir", out, *flags)
+    code, stdout, err = run_cli(capsys, "comment", "--comparison",
+                                write_comparison(tmp_path, comparison_of([record("a")], [record("a")])),
+                                "--output-dir", out, *flags)
     assert code == 1 and stdout == ""
     assert message in err
     assert not out.exists()
@@ -211,7 +213,7 @@ def test_recheck_line_counts_and_names_the_rows_a_bounded_recheck_did_not_reach(
 
     base = [record(f"r{i}", 100 * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
     head = [record(f"r{i}", (130 + i) * (1 + 0.005 * rng.standard_normal(20))) for i in range(8)]
-    comparison = _comparison(base, head)
+    comparison = comparison_of(base, head)
     for row in comparison["rows"]:
         row["mark"] = "unconfirmed"
     ordered = by_size(Comparison.of(comparison).rows)
@@ -248,7 +250,7 @@ def test_a_store_that_could_not_be_read_and_shards_that_did_not_report_are_said_
 
 
 def test_the_comment_names_each_devices_baseline_what_is_lacking_and_the_ignored_runs():
-    comparison = _comparison([record("a", spread(100.0, 20))], [record("a", spread(100.0, 20))])
+    comparison = comparison_of([record("a", spread(100.0, 20))], [record("a", spread(100.0, 20))])
     comparison["head"]["devices"] = ["c2-standard-16", "a2-highgpu-1g", "g2-standard-8"]
     comparison["baseline"] = {
         "commit": "b" * 40, "reason": "merge base", "run_id": "7", "attempt": 1, "run_dir": "x",

@@ -3,11 +3,12 @@ section priority and counted, full.md keeping every row; a git run URL's trace l
 
 import pytest
 
-from benchtrail.compare.comment import MAX_COMMENT_CHARS, render
+from benchtrail.compare.comment import render
 from benchtrail.compare.comment_header import note_line
+from benchtrail.compare.comment_size import MAX_COMMENT_CHARS
 from benchtrail.compare.document import Comparison
-from tests.helpers.cli import comment_cli
-from tests.helpers.comparisons import _comparison, write_comparison
+from tests.helpers.cli import run_cli
+from tests.helpers.comparisons import comparison_of, write_comparison
 from tests.helpers.records import record, spread
 
 _TEMPLATE_PATTERN = ("reg", "bad", "m-gb", "imp", "imp", "imp", "same", "same", "same", "same")
@@ -29,7 +30,7 @@ def _many_rows(n, name):
             record("bad", spread(100.0, 10)), record("m-gb", [0.0], **gb)]
     head = [record("reg", spread(130.0, 10)), record("imp", spread(70.0, 10)), record("same", spread(100.0, 10)),
             record("bad", status="failed"), record("m-gb", [2.0], **gb)]
-    comparison = _comparison(base, head)
+    comparison = comparison_of(base, head)
     templates = {r["id"]: r for r in comparison["rows"]}
     rows = []
     for i in range(n):
@@ -88,13 +89,13 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
     """comment.md and comment.json's body (what ``benchtrail post`` sends) are within MAX_COMMENT_CHARS code
     points and MAX_COMMENT_BYTES bytes; with these caps (a ratio of 4 bytes a code point) the code-point cap
     binds, even on names of 4-byte emoji; rows are cut by section priority and counted; full.md has all."""
-    from benchtrail.compare.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment_size import MAX_COMMENT_BYTES
     from benchtrail.github.post import fit_body, load_comment
 
     comparison = _many_rows(1200, _NAMES[names])  # load_comparison takes about 1 ms a row
     out = tmp_path / "comment"
-    code, _, err = comment_cli(capsys, "--comparison", write_comparison(tmp_path, comparison),
-                               "--output-dir", out, "--run-url", "gs://bucket/runs/123/1/")
+    code, _, err = run_cli(capsys, "comment", "--comparison", write_comparison(tmp_path, comparison),
+                           "--output-dir", out, "--run-url", "gs://bucket/runs/123/1/")
     assert code == 0, err
     body, full = (out / "comment.md").read_text(encoding="utf-8"), (out / "full.md").read_text(encoding="utf-8")
     data = load_comment(out / "comment.json")
@@ -109,7 +110,7 @@ def test_a_comment_of_over_a_thousand_rows_fits_both_caps_on_disk_and_in_comment
 def test_the_byte_cap_binds_on_multibyte_names_when_the_code_point_cap_is_lifted(names):
     """With the code-point cap raised to the byte cap (GitHub's byte reading alone), names of 4-byte emoji or
     3-byte CJK characters fill MAX_COMMENT_BYTES long before the code points run out."""
-    from benchtrail.compare.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment_size import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES[names])
     body, full, data = render(Comparison.of(comparison), "gs://bucket/runs/123/1/", max_chars=MAX_COMMENT_BYTES)
@@ -120,7 +121,7 @@ def test_the_byte_cap_binds_on_multibyte_names_when_the_code_point_cap_is_lifted
 
 
 def test_ascii_rows_stop_at_the_code_point_cap_far_below_the_byte_cap():
-    from benchtrail.compare.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment_size import MAX_COMMENT_BYTES
 
     comparison = _many_rows(3000, _NAMES["ascii"])
     body, full, _ = render(Comparison.of(comparison), max_bytes=MAX_COMMENT_BYTES)
@@ -138,7 +139,7 @@ def test_a_body_that_fits_is_not_cut_and_says_nothing_is_left_out():
 def test_notes_too_long_for_the_comment_are_cut_but_the_count_and_marker_stay():
     """Top lines alone over the caps (80 notes of 1,000 emoji): every row is left out, the notes cut from the
     last, the footer kept; full.md keeps every note and row."""
-    from benchtrail.compare.comment import MAX_COMMENT_BYTES
+    from benchtrail.compare.comment_size import MAX_COMMENT_BYTES
 
     comparison = _many_rows(50, _NAMES["emoji"])
     notes = [f"{i:02d} " + "🔥" * 990 for i in range(80)]
@@ -158,11 +159,11 @@ def test_a_cut_comment_with_every_section_fits_its_cap():
     regressions that have profiles ("Why") and a compiler summary is cut within the cap like any other."""
     from benchtrail.compare.compiler_summary import compiler_summary, rows_to_json
     from benchtrail.compare.profile_diff import diff_profiles
-    from tests.helpers.compiler_results import base_fixture, head_fixture
+    from tests.helpers.compiler_results import base_results, head_results
     from tests.helpers.profiles import worker_profile
 
     comparison = _many_rows(1200, _NAMES["ascii"])
-    comparison["compiler_summary"] = rows_to_json(compiler_summary(head_fixture(), base_fixture()))
+    comparison["compiler_summary"] = rows_to_json(compiler_summary(head_results(), base_results()))
     diff = diff_profiles(worker_profile(10, {"aten::mm": 12000.0}), worker_profile(10, {"aten::mm": 24000.0}),
                          {"base": "profiles/x/base.trace.json", "head": "profiles/x/head.trace.json"}, top=3)
     for row in comparison["rows"]:

@@ -201,10 +201,10 @@ def _run_dir_with_export(tmp_path):
     """A head run directory: an execution export of 4 cases in 2 shards (the real export code) and no results yet."""
     from benchtrail import jsonio
     from benchtrail.suite.export import export_execution, load_execution
-    from tests.helpers.suites import _suite
+    from tests.helpers.suites import bad_models_suite
 
     run_dir = tmp_path / "head"
-    suite = _suite(("a", "tiny"), ("b", "tiny"), ("c", "tiny"), ("d", "tiny"))
+    suite = bad_models_suite(("a", "tiny"), ("b", "tiny"), ("c", "tiny"), ("d", "tiny"))
     export = jsonio.write_json(run_dir / "run-configs" / "execution.json",
                                export_execution(suite, ("test",), shard_count=2))
     return run_dir, load_execution(export)["c2-standard-16"]

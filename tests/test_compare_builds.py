@@ -3,16 +3,10 @@ a run with itself unless asked (``history_store``: real smoke runs; more in test
 
 import pytest
 
-from benchtrail.cli import main
 from benchtrail.compare.document import VERDICTS
 from benchtrail.history.builds import compare_builds
 from benchtrail.store import open_store
-
-
-def _run(capsys, *args):
-    code = main(list(map(str, args)))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.helpers.cli import run_cli
 
 
 @pytest.mark.e2e
@@ -20,12 +14,12 @@ def test_compare_builds_refuses_a_run_compared_with_itself_unless_allowed(histor
     commits, run_dir = history_store["commits"], history_store["run_dirs"]["c3"]
     args = (run_dir, commits["c3"], "--store", history_store["store"], "--repo", history_store["repo"],
             "--output-dir", tmp_path)
-    code, out, err = _run(capsys, "compare-builds", *args)
+    code, out, err = run_cli(capsys, "compare-builds", *args)
     assert code == 1 and out == ""
     assert (f"A {str(run_dir)!r} and B {commits['c3']!r} are the same run ({run_dir.parent.name}/{run_dir.name} at "
             f"commit {commits['c3'][:12]})") in err
     assert "pass --allow-same-run to compare a run with itself" in err and not list(tmp_path.glob("*.png"))
-    code, out, err = _run(capsys, "compare-builds", *args, "--allow-same-run")
+    code, out, err = run_cli(capsys, "compare-builds", *args, "--allow-same-run")
     assert code == 0, err
     same = compare_builds(str(run_dir), commits["c3"], open_store(str(history_store["store"])),
                           history_store["repo"], allow_same_run=True)
@@ -38,9 +32,9 @@ def test_compare_builds_refuses_a_run_compared_with_itself_unless_allowed(histor
 def test_compare_builds_shows_the_change_its_interval_and_the_verdict_of_each_row(history_store, tmp_path,
                                                                                   capsys):
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
-                          history_store["store"],
-                          "--repo", history_store["repo"], "--output-dir", tmp_path)
+    code, out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                             history_store["store"],
+                             "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 0, err
     header = next(line for line in out.splitlines() if "benchmark" in line)
     assert [c.strip() for c in header.strip("│┃ ").replace("┃", "│").split("│")] == [

@@ -17,12 +17,12 @@ from benchtrail.compare.compiler_summary import (
 )
 from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
-from tests.helpers.compiler_results import CPU, GPU, base_fixture, case, compiled, head_fixture
+from tests.helpers.compiler_results import CPU, GPU, base_results, case, compiled, head_results
 from tests.helpers.records import results
 
 
 def test_head_summary_literal_numbers():
-    cpu, gpu = compiler_summary(head_fixture())
+    cpu, gpu = compiler_summary(head_results())
     assert (cpu.compile_config, cpu.device_name, gpu.device_name) == ("inductor", CPU, GPU)
     h = cpu.head
     assert (h.cases, h.ok, h.pass_rate, h.paired) == (4, 3, 0.75, 3)
@@ -44,7 +44,7 @@ def test_head_summary_literal_numbers():
 
 
 def test_changes_against_base():
-    cpu, gpu = compiler_summary(head_fixture(), base_fixture())
+    cpu, gpu = compiler_summary(head_results(), base_results())
     assert (cpu.base.pass_rate, cpu.base.geomean_speedup, cpu.base.cold_ms) == (1.0, pytest.approx(2**0.5),
                                                                                 2250.0)
     assert cpu.change("pass_rate") == pytest.approx(-25.0)
@@ -60,8 +60,8 @@ def test_changes_against_base():
 
 def test_render_markdown_exact():
     assert render_markdown([]) == ""
-    gpu_only = [f for f in head_fixture() if f.benchmarks[0].device_name == GPU]
-    base = [f for f in base_fixture() if f.benchmarks[0].device_name == GPU]
+    gpu_only = [f for f in head_results() if f.benchmarks[0].device_name == GPU]
+    base = [f for f in base_results() if f.benchmarks[0].device_name == GPU]
     assert render_markdown(compiler_summary(gpu_only, base)) == (
         "| compile config | pass rate | speedup [95% CI] | cold compile | warm compile | memory ratio |\n"
         "|---|---:|---:|---:|---:|---:|\n"
@@ -71,7 +71,7 @@ def test_render_markdown_exact():
         "modules. Memory ratio: eager / compiled CUDA allocator peak over the timed samples (— on CPU). In "
         "parentheses: change against base (pass rate in percentage points). [n cases]: fewer than 5 cases "
         "with a speedup, too few for a 95% interval.\n")
-    table = render_markdown(compiler_summary(head_fixture())).splitlines()
+    table = render_markdown(compiler_summary(head_results())).splitlines()
     assert table[0].startswith("| compile config | device | pass rate |")
     assert table[2] == ("| inductor | c2-standard-16 | 75% (3/4) | 2.00× [3 cases] | 2000 ms | 205 ms | — |")
 
@@ -143,7 +143,7 @@ def test_edge_cases():
 
 
 def test_json_round_trip_and_bad_input():
-    rows = compiler_summary(head_fixture(), base_fixture())
+    rows = compiler_summary(head_results(), base_results())
     data = json.loads(json.dumps(rows_to_json(rows)))
     assert rows_from_json(data) == rows
     data[1]["head"]["ok"] = -1
@@ -158,7 +158,7 @@ def test_the_comment_shows_the_summary_after_the_confirmed_changes():
     from benchtrail.compare.comment import render
     from benchtrail.compare.document import comparison_to_dict
 
-    head, base = head_fixture(), base_fixture()
+    head, base = head_results(), base_results()
     document = comparison_to_dict([], base, head, "thresholds.yaml")
     document["compiler_summary"] = rows_to_json(compiler_summary(head, base))
     body, _, _ = render(Comparison.of(document))

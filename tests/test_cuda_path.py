@@ -19,7 +19,7 @@ from benchtrail.worker.cuda_timing import (
     parse_oom_bytes,
     plan_timing,
 )
-from tests.helpers.suites import FAST, _export, _suite
+from tests.helpers.suites import FAST, bad_models_suite, write_execution_export
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
                                reason="needs a CUDA GPU (this machine has none)")
@@ -73,10 +73,10 @@ def test_requested_bytes_are_read_from_pytorchs_message(message, expected):
 
 
 def test_out_of_memory_is_status_oom_with_the_requested_bytes_and_the_next_case_runs(tmp_path):
-    suite = _suite(("a-oom", "out_of_memory"), ("b-after", "tiny"))  # cases run in name order
+    suite = bad_models_suite(("a-oom", "out_of_memory"), ("b-after", "tiny"))  # cases run in name order
     out = tmp_path / "r.json"
-    assert main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
-                 "--output", str(out)]) == 2
+    assert main(["run", "--run-configs", str(write_execution_export(tmp_path, suite)),
+                 "--device-name", "c2-standard-16", "--output", str(out)]) == 2
     oom, after = load_results(out).benchmarks
     assert (oom.name.split(".")[0], after.name.split(".")[0]) == ("a-oom", "b-after")
     assert oom.status == "oom" and oom.samples == ()
@@ -87,7 +87,8 @@ def test_out_of_memory_is_status_oom_with_the_requested_bytes_and_the_next_case_
 
 def test_cpu_results_record_the_timing_plan(tmp_path):
     out = tmp_path / "r.json"
-    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name",
+    assert main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("ok", "tiny")))), "--device-name",
                  "c2-standard-16", "--output", str(out)]) == 0
     (b,) = load_results(out).benchmarks
     assert b.details["timing"] == {"method": "perf_counter", "launches": 1, "reported": "wall",

@@ -12,15 +12,10 @@ import pytest
 
 from benchtrail.cli import main
 from benchtrail.results.io import load_results_paths
+from tests.helpers.cli import run_cli
 from tests.helpers.dashboards import rendered
 from tests.helpers.git import git_repo
 from tests.helpers.stores import small_run
-
-
-def _run(capsys, *args):
-    code = main(list(map(str, args)))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +109,7 @@ def _write(path: Path, text: str) -> Path:
 def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, capsys, text, message):
     history = _write(tmp_path / "history.json", text)
     out_dir = tmp_path / "dash"
-    code, _out, err = _run(capsys, "plot", "--history", history, "--output-dir", out_dir)
+    code, _out, err = run_cli(capsys, "plot", "--history", history, "--output-dir", out_dir)
     assert code == 1
     assert str(history) in err and message in err
     assert not out_dir.exists() and not list(tmp_path.glob(".dash*"))
@@ -124,7 +119,7 @@ def test_plot_refuses_a_bad_history_file_naming_it_and_writes_nothing(tmp_path, 
 def test_plot_never_writes_into_a_folder_that_holds_files(plotted, tmp_path, capsys):
     history, out_dir, _ = plotted
     history_file = _write(tmp_path / "history.json", json.dumps(history))
-    code, _out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
+    code, _out, err = run_cli(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
     assert code == 1 and "exists and is not an empty folder" in err
 
 
@@ -140,7 +135,7 @@ def _plot_refused(history: dict, tmp_path: Path, capsys) -> str:
     history_file = _write(tmp_path / "history.json", json.dumps(history))
     before = set(tmp_path.rglob("*"))
     out_dir = tmp_path / "a" / "b" / "dash"
-    code, out, err = _run(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
+    code, out, err = run_cli(capsys, "plot", "--history", history_file, "--output-dir", out_dir)
     assert code == 1 and out == ""
     assert set(tmp_path.rglob("*")) == before  # nothing written, inside --output-dir or out of it
     assert err.startswith(f"benchtrail: error: history file {history_file}: ")
@@ -174,7 +169,7 @@ def test_an_execution_series_of_no_preset_gets_the_no_preset_page(plotted, tmp_p
     edited = _edited(history, lambda h, s: s.update(presets=[]))
     name = next(s["name"] for s in edited["series"].values() if s["kind"] == "execution" and not s["presets"])
     out_dir = tmp_path / "dash"
-    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
+    code, _out, err = run_cli(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(edited)),
                           "--output-dir", out_dir)
     assert code == 0, err
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "no-preset.png", "smoke.png"]
@@ -217,7 +212,7 @@ def test_plot_refuses_values_a_history_cannot_hold_naming_field_value_and_what_i
 def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
     history, _, _ = plotted
     afile = _write(tmp_path / "afile", "x\n")
-    code, _out, err = _run(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
+    code, _out, err = run_cli(capsys, "plot", "--history", _write(tmp_path / "h.json", json.dumps(history)),
                           "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
 
@@ -227,7 +222,7 @@ def test_plot_names_an_output_dir_that_is_a_file(plotted, tmp_path, capsys):
 
 
 def _dashboard(capsys, *args):
-    return _run(capsys, "dashboard", *args)
+    return run_cli(capsys, "dashboard", *args)
 
 
 @pytest.mark.e2e

@@ -20,7 +20,7 @@ from benchtrail.compare.document import Comparison
 from benchtrail.errors import UserError
 from benchtrail.results.io import load_results
 from benchtrail.runner import doctor
-from tests.helpers.suites import _export, _suite
+from tests.helpers.suites import bad_models_suite, write_execution_export
 
 CPUS = os.cpu_count() or 1
 
@@ -240,7 +240,8 @@ def test_an_injected_failing_check_reaches_the_results_file_and_the_comment(tmp_
     monkeypatch.setenv(doctor.ROOT_ENV, str(root))  # the run stage runs in this process
     results = tmp_path / "results" / "c2-standard-16-0.json"
     results.parent.mkdir()
-    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name",
+    assert main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("ok", "tiny")))), "--device-name",
                  "c2-standard-16", "--output", str(results)]) == 0
     env = load_results(results).environment
     assert env["doctor"]["failed"] == ["cpu governor", "load average"] and env["doctor"]["root"] == str(root)

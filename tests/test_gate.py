@@ -8,7 +8,7 @@ import pytest
 
 from benchtrail import jsonio
 from benchtrail.cli import main
-from tests.helpers.marked_comparisons import _comparison
+from tests.helpers.marked_comparisons import marked_comparison
 
 
 def _gate(tmp_path, capsys, comparison: dict, *flags: str) -> tuple[int, list[str], str]:
@@ -20,7 +20,7 @@ def _gate(tmp_path, capsys, comparison: dict, *flags: str) -> tuple[int, list[st
 
 def test_a_confirmed_regression_fails_with_a_line_naming_it_and_a_summary(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
-    comparison = _comparison({"slow": "confirmed", "maybe": "unconfirmed"})
+    comparison = marked_comparison({"slow": "confirmed", "maybe": "unconfirmed"})
     row = next(r for r in comparison["rows"] if r["id"] == "slow")
     assert 20 < row["ci_low"] < 27.4 < row["ci_high"] < 35  # median 109.5 µs → 139.5 µs is +27.4%
     code, lines, _ = _gate(tmp_path, capsys, comparison)
@@ -35,9 +35,9 @@ def test_a_confirmed_regression_fails_with_a_line_naming_it_and_a_summary(tmp_pa
 
 def test_unconfirmed_and_not_reached_regressions_never_fail_it(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
-    comparison = _comparison({"a": "unconfirmed", "b": "unconfirmed"},
-                             b={"recheck": "not-reached",
-                                "reason": "not re-checked: the re-check's time budget of 60 s ran out"})
+    comparison = marked_comparison({"a": "unconfirmed", "b": "unconfirmed"},
+                                   b={"recheck": "not-reached",
+                                      "reason": "not re-checked: the re-check's time budget of 60 s ran out"})
     code, lines, _ = _gate(tmp_path, capsys, comparison)
     assert code == 0
     assert lines == ["benchtrail gate: passed: no confirmed regression that is not accepted; 2 unconfirmed "
@@ -52,7 +52,7 @@ def test_unconfirmed_and_not_reached_regressions_never_fail_it(tmp_path, capsys,
 ])
 def test_a_confirmed_regression_accepted_by_a_glob_passes(tmp_path, capsys, monkeypatch, flags, env):
     monkeypatch.setenv("BENCHMARKS_ACCEPT", env)
-    code, lines, _ = _gate(tmp_path, capsys, _comparison({"slow": "confirmed"}), *flags)
+    code, lines, _ = _gate(tmp_path, capsys, marked_comparison({"slow": "confirmed"}), *flags)
     assert code == 0
     assert lines == ["benchtrail gate: passed: no confirmed regression that is not accepted; 0 unconfirmed "
                      "regressions not gated; 1 accepted, 0 quarantined"]
@@ -62,8 +62,8 @@ def test_accepted_and_quarantined_rows_pass_and_a_confirmed_quarantined_series_t
                                                                                    monkeypatch):
     monkeypatch.delenv("BENCHMARKS_ACCEPT", raising=False)
     # "c": an improvement of a quarantined series that the paired re-check found to be a regression
-    comparison = _comparison({"a": "accepted", "q": "quarantined", "c": "confirmed"},
-                             q={"quarantined": "flaky on c2"}, c={"quarantined": "flaky on c2"})
+    comparison = marked_comparison({"a": "accepted", "q": "quarantined", "c": "confirmed"},
+                                   q={"quarantined": "flaky on c2"}, c={"quarantined": "flaky on c2"})
     code, lines, _ = _gate(tmp_path, capsys, comparison)
     assert code == 0
     assert lines[-1].endswith("0 unconfirmed regressions not gated; 1 accepted, 2 quarantined")
@@ -80,7 +80,7 @@ def test_a_bad_comparison_file_is_a_user_error_naming_it(tmp_path, capsys):
 
 
 def test_gate_never_imports_torch(tmp_path):
-    path = jsonio.write_json(tmp_path / "comparison.json", _comparison({"slow": "confirmed"}))
+    path = jsonio.write_json(tmp_path / "comparison.json", marked_comparison({"slow": "confirmed"}))
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchtrail.cli.app", "gate",
                            "--comparison",
                            str(path)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},

@@ -20,7 +20,7 @@ from benchtrail.github.gate_status import (
 )
 from benchtrail.github.post import make_client
 from tests.helpers.github_server import GitHubServer
-from tests.helpers.marked_comparisons import _comparison
+from tests.helpers.marked_comparisons import marked_comparison
 
 HEAD = "c" * 40  # the head commit of test_gate's comparisons
 REPO = "octo/proj"
@@ -71,11 +71,11 @@ def test_a_run_without_a_valid_comparison_of_its_head_never_passes(tmp_path):
     assert run_decision(None, HEAD, "skipped", (5, 1), (), False) is None  # nothing selected (a label)
     assert run_decision(None, HEAD, "cancelled", (5, 1), (), True) == Decision(
         "failure", "no comparison: the benchmark run ended 'cancelled' before comparing", (5, 1))
-    jsonio.write_json(tmp_path / "comparison.json", {**_comparison({"slow": None}), "rows": "forged"})
+    jsonio.write_json(tmp_path / "comparison.json", {**marked_comparison({"slow": None}), "rows": "forged"})
     assert run_decision(tmp_path, HEAD, "success", (5, 1), (), False).text.startswith(
         "no comparison: comparison ")  # load_comparison's message, naming the file and the field
     (tmp_path / "comparison.json").unlink()
-    jsonio.write_json(tmp_path / "comparison.json", _comparison({"slow": None}))
+    jsonio.write_json(tmp_path / "comparison.json", marked_comparison({"slow": None}))
     assert run_decision(tmp_path, "d" * 40, "success", (5, 1), (), False).text == (
         f"no comparison: {tmp_path / 'comparison.json'}: head.commit is 'cccccccccccc', not the run's head "
         "dddddddddddd")
@@ -96,7 +96,7 @@ def test_racing_posters_end_on_the_newest_runs_decision(tmp_path):
         for run_id in (10, 11):
             (tmp_path / str(run_id)).mkdir()
             jsonio.write_json(tmp_path / str(run_id) / "comparison.json",
-                              _comparison({"slow": "confirmed" if run_id == 10 else None}))
+                              marked_comparison({"slow": "confirmed" if run_id == 10 else None}))
         repo = make_client("ghs_test", gh.url).get_repo(REPO)
         held = gh.hold("POST", f"/repos/{REPO}/statuses/{HEAD}")
         older = threading.Thread(target=update_status, args=(repo, _head((10, 1))),

@@ -14,7 +14,7 @@ from benchtrail.history.collect import collect_history, load_history
 from benchtrail.results.io import load_results_paths
 from benchtrail.store import open_store
 from tests.helpers import gcs_fixtures
-from tests.helpers.cli import _run
+from tests.helpers.cli import run_cli
 from tests.helpers.git import git
 from tests.helpers.stores import store_copy
 
@@ -26,9 +26,9 @@ def _stored(run_dir: Path) -> dict:
 
 def _history(capsys, history_store, tmp_path, *extra):
     output = tmp_path / "history.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
-                          history_store["repo"],
-                          "--output", output, *extra)
+    code, out, err = run_cli(capsys, "history", "--store", history_store["store"], "--repo",
+                             history_store["repo"],
+                             "--output", output, *extra)
     assert code == 0, err
     assert out.strip().splitlines()[-1] == str(output)  # the output path is printed last
     return json.loads(output.read_text())
@@ -90,8 +90,8 @@ def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(histor
     git(clone, "commit", "-q", "--allow-empty", "-m", "c4 without a run", isolated=True)
     c4 = git(clone, "rev-parse", "HEAD", isolated=True)
     output = tmp_path / "h.json"
-    code, out, err = _run(capsys, "history", "--store", history_store["store"], "--repo", clone,
-                          "--max-commits", 3, "--output", output)
+    code, out, err = run_cli(capsys, "history", "--store", history_store["store"], "--repo", clone,
+                             "--max-commits", 3, "--output", output)
     assert code == 0, err
     history = load_history(output)
     assert [(c.commit, c.run_id is not None) for c in history.commits] == [
@@ -104,8 +104,8 @@ def test_max_commits_keeps_the_newest_and_a_commit_without_a_run_is_a_gap(histor
 @pytest.mark.e2e
 def test_unknown_ref_is_refused_naming_it_and_nothing_is_written(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
-    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
-                           history_store["repo"],
+    code, _out, err = run_cli(capsys, "history", "--store", history_store["store"], "--repo",
+                              history_store["repo"],
                           "--ref", "no-such-branch", "--output", output)
     assert code == 1
     assert "--ref 'no-such-branch'" in err and "cannot resolve" in err
@@ -119,8 +119,8 @@ def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path, capsys):
     git(repo, "commit", "-q", "--allow-empty", "-m", "one", isolated=True)
     (tmp_path / "empty-store").mkdir()
     output = tmp_path / "history.json"
-    code, _out, err = _run(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo, "--output",
-                           output)
+    code, _out, err = run_cli(capsys, "history", "--store", tmp_path / "empty-store", "--repo", repo,
+                              "--output", output)
     assert code == 1
     assert "no usable run of any of the 1 first-parent commit(s) of HEAD" in err
     assert not output.exists()
@@ -132,8 +132,8 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
     git(repo, "init", "-q", "-b", "main", isolated=True)
     git(repo, "commit", "-q", "--allow-empty", "-m", "one", isolated=True)
     missing = tmp_path / "mistyped-store"
-    code, _out, err = _run(capsys, "history", "--store", missing, "--repo", repo, "--output",
-                           tmp_path / "h.json")
+    code, _out, err = run_cli(capsys, "history", "--store", missing, "--repo", repo, "--output",
+                              tmp_path / "h.json")
     assert code == 1
     assert f"benchtrail: error: no such store: {missing} does not exist" in err
     assert not missing.exists() and not (tmp_path / "h.json").exists()
@@ -141,7 +141,7 @@ def test_a_store_folder_that_does_not_exist_is_refused_and_not_created(tmp_path,
 
 def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
     (tmp_path / "store").mkdir()
-    code, _out, err = _run(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
+    code, _out, err = run_cli(capsys, "history", "--store", tmp_path / "store", "--repo", tmp_path,
                           "--output", tmp_path / "h.json")
     assert code == 1 and "is not a git repository" in err
 
@@ -150,8 +150,8 @@ def test_a_folder_that_is_not_a_git_repository_is_refused(tmp_path, capsys):
 def test_existing_history_file_is_never_overwritten(history_store, tmp_path, capsys):
     output = tmp_path / "history.json"
     output.write_text("keep me")
-    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
-                           history_store["repo"],
+    code, _out, err = run_cli(capsys, "history", "--store", history_store["store"], "--repo",
+                              history_store["repo"],
                           "--output", output)
     assert code == 1 and "already exists" in err
     assert output.read_text() == "keep me"
@@ -170,9 +170,9 @@ def test_compare_builds_ratios_are_median_c3_over_median_c1(history_store, tmp_p
     import matplotlib.image
 
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
-                          history_store["store"],
-                          "--repo", history_store["repo"], "--output-dir", tmp_path)
+    code, out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                             history_store["store"],
+                             "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 0, err
     c1, c3 = _stored(history_store["run_dirs"]["c1"]), _stored(history_store["run_dirs"]["c3"])
     returned = compare_builds(commits["c1"], commits["c3"], open_store(str(history_store["store"])),
@@ -218,19 +218,19 @@ def test_compare_builds_takes_a_run_directory_and_says_which_side_lacks_a_series
 def test_compare_builds_refuses_a_commit_without_a_stored_run(history_store, tmp_path, capsys):
     commits = history_store["commits"]
     (tmp_path / "other-store").mkdir()
-    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
-                           tmp_path / "other-store",
+    code, _out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                              tmp_path / "other-store",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1
     assert f"A {commits['c1']!r}" in err and "holds no run of it" in err and "run directory" in err
     assert not list(tmp_path.glob("*.png"))
-    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
-                           tmp_path / "typo",
+    code, _out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                              tmp_path / "typo",
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and f"no such store: {tmp_path / 'typo'} does not exist" in err
     assert not (tmp_path / "typo").exists()
-    code, _out, err = _run(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store",
-                           history_store["store"],
+    code, _out, err = run_cli(capsys, "compare-builds", "no-such-ref", commits["c3"], "--store",
+                              history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", tmp_path)
     assert code == 1 and "A 'no-such-ref' is neither a run directory nor a commit" in err
 
@@ -252,8 +252,8 @@ def test_history_from_a_gs_store_equals_the_history_from_the_folder(history_stor
         remote.write_pointer(sha, run_id, attempt, info)
     from_folder = _history(capsys, history_store, tmp_path, "--ref", "main")
     output = tmp_path / "from-gcs.json"
-    code, _out, err = _run(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo",
-                           history_store["repo"],
+    code, _out, err = run_cli(capsys, "history", "--store", f"gs://{gcs_bucket}/ci", "--repo",
+                              history_store["repo"],
                           "--ref", "main", "--output", output)
     assert code == 0, err
     from_gcs = json.loads(output.read_text())
@@ -292,11 +292,11 @@ def test_history_and_compare_builds_read_a_store_without_writing_to_it(history_s
         os.utime(folder, ns=(1_000_000_000, 1_000_000_000))
         folder.chmod(0o555)
     try:
-        code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"],
+        code, _out, err = run_cli(capsys, "history", "--store", store, "--repo", history_store["repo"],
                               "--output", tmp_path / "h.json")
         assert code == 0, err
         commits = history_store["commits"]
-        code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
+        code, _out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store", store,
                               "--repo", history_store["repo"], "--output-dir", tmp_path)
         assert code == 0, err
         assert {f: f.stat().st_mtime_ns for f in folders} == dict.fromkeys(folders, 1000000000)
@@ -314,8 +314,9 @@ def test_compare_builds_refuses_a_run_directory_holding_results_of_two_runs(hist
     shutil.copyfile(c3 / "results" / "compilation-c2-standard-16.json",
                     mixed / "results" / "compilation-c2-standard-16.json")
     commits = history_store["commits"]
-    code, out, err = _run(capsys, "compare-builds", mixed, commits["c3"], "--store", history_store["store"],
-                          "--repo", history_store["repo"], "--output-dir", tmp_path)
+    code, out, err = run_cli(capsys, "compare-builds", mixed, commits["c3"], "--store",
+                             history_store["store"], "--repo", history_store["repo"], "--output-dir",
+                             tmp_path)
     assert code == 1 and out == ""
     assert f"benchtrail: error: A {str(mixed)!r}: results of more than one run: " in err
     assert f"run {c1.parent.name}/1 at commit {commits['c1'][:12]} from {mixed}" in err
@@ -330,8 +331,8 @@ def test_a_corrupt_commit_pointer_is_a_warning_and_listed_in_skipped(history_sto
     (pointer,) = (store / "commits" / c1).glob("*.json")
     pointer.write_text('{"trunc')
     output = tmp_path / "h.json"
-    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
-                           "main",
+    code, _out, err = run_cli(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
+                              "main",
                           "--output", output)
     assert code == 0, err
     reason = (f"{c1[:7]}: commit pointer {pointer} is not valid JSON (truncated or corrupt?): Unterminated string "
@@ -348,8 +349,8 @@ def test_when_no_run_is_usable_the_error_says_why_for_each(history_store, tmp_pa
     for name in ("c1", "c2", "c3"):
         run_dir = store / history_store["run_dirs"][name].relative_to(history_store["store"])
         (run_dir / "results" / "c2-standard-16-0.json").write_text("{}")
-    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
-                           "main",
+    code, _out, err = run_cli(capsys, "history", "--store", store, "--repo", history_store["repo"], "--ref",
+                              "main",
                           "--output", tmp_path / "h.json")
     assert code == 1
     assert "no usable run of any of the 3 first-parent commit(s) of main" in err and ". Runs not used: " in err
@@ -364,8 +365,8 @@ def test_an_output_dir_that_is_a_file_and_an_empty_output_are_named(history_stor
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     commits = history_store["commits"]
-    code, _out, err = _run(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
-                           history_store["store"],
+    code, _out, err = run_cli(capsys, "compare-builds", commits["c1"], commits["c3"], "--store",
+                              history_store["store"],
                           "--repo", history_store["repo"], "--output-dir", afile)
     assert code == 1 and f"--output-dir {afile} is a file" in err
     with pytest.raises(SystemExit) as exited:

@@ -9,7 +9,7 @@ import pytest
 
 from benchtrail.history.collect import collect_history, load_history
 from benchtrail.store import open_store
-from tests.helpers.cli import _run
+from tests.helpers.cli import run_cli
 from tests.helpers.stores import store_copy
 
 
@@ -37,8 +37,8 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
     c3_run = store / history_store["run_dirs"]["c3"].relative_to(history_store["store"])
     bad = _set_presets(c3_run, [preset])
     output = tmp_path / "a" / "history.json"
-    code, _out, err = _run(capsys, "history", "--store", store, "--repo", history_store["repo"], "--output",
-                           output)
+    code, _out, err = run_cli(capsys, "history", "--store", store, "--repo", history_store["repo"],
+                              "--output", output)
     assert code == 0, err
     assert (f"warning: run not used: {history_store['commits']['c3'][:7]} run {c3_run.parent.name}/1: "
             "results file ") in err
@@ -48,7 +48,7 @@ def test_a_run_whose_preset_is_not_a_safe_file_name_is_not_used_and_nothing_is_w
     assert [c.run_id is not None for c in history.commits] == [True, True, False]  # c3's run is a gap
     before = _files(tmp_path)
     out_dir = tmp_path / "a" / "b" / "dash"
-    code, _out, err = _run(capsys, "plot", "--history", output, "--output-dir", out_dir)
+    code, _out, err = run_cli(capsys, "plot", "--history", output, "--output-dir", out_dir)
     assert code == 0, err
     assert {p for p in _files(tmp_path) - before if out_dir not in p.parents} == {out_dir, out_dir.parent}
     assert sorted(p.name for p in out_dir.glob("*.png")) == ["compilation.png", "smoke.png"]

@@ -21,8 +21,8 @@ from benchtrail.compare.comment_header import verdict_line
 from benchtrail.compare.document import load_comparison
 from benchtrail.history.collect import load_history
 from benchtrail.history.series import page_groups
-from tests.helpers.cli import comment_cli
-from tests.helpers.comparisons import _comparison, write_comparison
+from tests.helpers.cli import run_cli
+from tests.helpers.comparisons import comparison_of, write_comparison
 from tests.helpers.dashboards import chromium
 from tests.helpers.records import record
 
@@ -195,9 +195,9 @@ def _body(tmp_path, capsys, name, *flags):
     out = tmp_path / name
     comparison = tmp_path / "comparison.json"
     if not comparison.exists():
-        write_comparison(tmp_path, _comparison([record("a")], [record("a")]))
-    code, _, err = comment_cli(capsys, "--comparison", comparison, "--output-dir", out,
-                                "--artifacts-url", "https://github.com/o/r/actions/runs/1", *flags)
+        write_comparison(tmp_path, comparison_of([record("a")], [record("a")]))
+    code, _, err = run_cli(capsys, "comment", "--comparison", comparison, "--output-dir", out,
+                           "--artifacts-url", "https://github.com/o/r/actions/runs/1", *flags)
     assert code == 0, err
     return (out / "comment.md").read_text(), json.loads((out / "comment.json").read_text())
 
@@ -242,8 +242,8 @@ def test_the_comment_refuses_a_pages_url_that_is_no_https_url_naming_its_source(
     else:
         monkeypatch.setenv("BENCHTRAIL_PAGES_URL", env)
     out = tmp_path / "comment"
-    code, stdout, err = comment_cli(capsys, "--comparison",
-                                     write_comparison(tmp_path, _comparison([record("a")], [record("a")])),
-                                     "--output-dir", out, *flags)
+    code, stdout, err = run_cli(capsys, "comment", "--comparison",
+                                write_comparison(tmp_path, comparison_of([record("a")], [record("a")])),
+                                "--output-dir", out, *flags)
     assert code == 1 and stdout == "" and message in err
     assert not out.exists()

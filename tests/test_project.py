@@ -160,9 +160,9 @@ def test_continue_resumes_a_run_stage_from_its_journal(tmp_path, capsys):
     from benchtrail.runner.environment import torch_version
     from benchtrail.runner.run_cases import CaseResult, Journal, case_record
     from benchtrail.suite.export import load_execution
-    from tests.helpers.suites import _suite
+    from tests.helpers.suites import bad_models_suite
 
-    export = write_export(_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),
+    export = write_export(bad_models_suite(("a-first", "tiny"), ("b-second", "tiny")), "execution", ("test",),
                           tmp_path / "execution.json")
     first = load_execution(export)["c2-standard-16"][0][0]
     out = tmp_path / "r.json"

@@ -23,17 +23,17 @@ from benchtrail.suite.definitions import (
     Suite,
     Task,
 )
-from tests.helpers.suites import EAGER, FAST, _export, _suite
+from tests.helpers.suites import EAGER, FAST, bad_models_suite, write_execution_export
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path):
-    suite = _suite(("ok-before", "tiny"), ("raises", "raises"), ("nan", "nan_output"), ("hangs", "hangs"),
-                   ("ok-after", "tiny"))
+    suite = bad_models_suite(("ok-before", "tiny"), ("raises", "raises"), ("nan", "nan_output"),
+                             ("hangs", "hangs"), ("ok-after", "tiny"))
     out = tmp_path / "results" / "c2-standard-16-0.json"
-    code = main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
-                 "--shard-index", "0", "--output", str(out)])
+    code = main(["run", "--run-configs", str(write_execution_export(tmp_path, suite)),
+                 "--device-name", "c2-standard-16", "--shard-index", "0", "--output", str(out)])
     assert code == 2
     assert load_results(out).run["presets"] == ["test"]  # the export's presets, as CI's runs record them
     by_name = {b.name.split(".")[0]: b for b in load_results(out).benchmarks}
@@ -64,7 +64,8 @@ def test_failing_nan_and_timeout_cases_are_recorded_and_the_others_run(tmp_path)
 
 def test_each_sample_is_a_block_lasting_at_least_the_minimum(tmp_path):
     out = tmp_path / "r.json"
-    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))),
+    assert main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("ok", "tiny")))),
                  "--device-name", "c2-standard-16", "--output", str(out)]) == 0
     (b,) = load_results(out).benchmarks
     iterations = b.details["iterations_per_sample"]
@@ -104,17 +105,18 @@ def test_the_run_stage_without_the_guard_records_each_cuda_case_failed_never_run
     # No worker is started for a case that cannot run: none would answer.
     monkeypatch.setattr("benchtrail.runner.launch.run_in_workers", lambda *a,
                         **k: pytest.fail("a worker started"))
-    suite = _suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)  # as gpu_check's cuda-smoke stage runs it
-    path, ok = run_stage(_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",
+    # as gpu_check's cuda-smoke stage runs it
+    suite = bad_models_suite(("gpu", "tiny"), device=devices.A2_HIGHGPU_1G)
+    path, ok = run_stage(write_execution_export(tmp_path, suite), "a2-highgpu-1g", None, tmp_path / "r.json",
                          {"run_id": "t", "attempt": 1, "presets": []})
     (b,) = load_results(path).benchmarks
     assert not ok and b.status == "failed" and "refusing to run it on the CPU" in b.reason and b.samples == ()
 
 
 def test_unknown_device_is_a_user_error(tmp_path, capsys):
-    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("ok", "tiny")))), "--device-name",
-                 "tpu",
-                 "--output", str(tmp_path / "r.json")])
+    code = main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("ok", "tiny")))),
+                 "--device-name", "tpu", "--output", str(tmp_path / "r.json")])
     assert code == 1
     assert "device 'tpu' is not in" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
@@ -123,8 +125,9 @@ def test_unknown_device_is_a_user_error(tmp_path, capsys):
 def test_seed_compatible_runner_script(tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, str(ROOT / "build_tools/benchmarks/run_benchmarks_on_linux.py"),
-                           "--run_config", str(_export(tmp_path, _suite(("ok", "tiny")))), "--output",
-                           str(out),
+                           "--run_config",
+                           str(write_execution_export(tmp_path, bad_models_suite(("ok", "tiny")))),
+                           "--output", str(out),
                            "--shard_index", "0", "--verbose"], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # our test models live in tests/
     assert proc.returncode == 0, proc.stderr
@@ -135,7 +138,8 @@ def test_seed_compatible_runner_script(tmp_path):
 def test_a_case_noisier_than_10_percent_is_run_once_more(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", "1")  # the default; tests/conftest.py sets 0
     out = tmp_path / "r.json"
-    assert main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
+    assert main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("jittery", "jittery")))),
                  "--device-name", "c2-standard-16", "--output", str(out)]) == 0
     (b,) = load_results(out).benchmarks
     rerun = b.details["rerun"]
@@ -150,7 +154,8 @@ def test_noise_rerun_off_keeps_the_first_samples_and_a_bad_value_is_refused(tmp_
                                                                             value):
     monkeypatch.setenv("BENCHTRAIL_NOISE_RERUN", value)
     out = tmp_path / "r.json"
-    code = main(["run", "--run-configs", str(_export(tmp_path, _suite(("jittery", "jittery")))),
+    code = main(["run", "--run-configs",
+                 str(write_execution_export(tmp_path, bad_models_suite(("jittery", "jittery")))),
                  "--device-name", "c2-standard-16", "--output", str(out)])
     if value == "0":
         (b,) = load_results(out).benchmarks
@@ -192,8 +197,8 @@ def test_a_module_that_failed_to_compile_or_was_not_compiled_fails_only_its_own_
     jsonio.write_json(failed / "compile-stats.json", {"schema_version": MODULE_SCHEMA_VERSION, **stats})
     (run_dir / "modules/tiny.export.cpu").mkdir()
     out = run_dir / "results" / "c2-standard-16-0.json"
-    assert main(["run", "--run-configs", str(_export(tmp_path, suite)), "--device-name", "c2-standard-16",
-                 "--modules-dir", str(run_dir), "--output", str(out)]) == 2
+    assert main(["run", "--run-configs", str(write_execution_export(tmp_path, suite)),
+                 "--device-name", "c2-standard-16", "--modules-dir", str(run_dir), "--output", str(out)]) == 2
     by_module = {b.module_name: b for b in load_results(out).benchmarks}
     assert {m: b.status for m, b in by_module.items()} == {
         "data-dependent.export.cpu": "failed", "tiny.aot-inductor.cpu": "failed", "tiny.export.cpu": "failed",

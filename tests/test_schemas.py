@@ -19,20 +19,20 @@ from typing import Any
 import jsonschema
 import pytest
 
-from benchtrail.cli import main
 from benchtrail.compare.document import Comparison
+from tests.helpers.cli import run_cli
 from tests.helpers.schemas import (
     ROOT,
     RUN_FILES,
     SCHEMAS,
     STORE_FILES,
-    _files,
     assert_valid,
     check_tree,
     errors,
     registry,
     schema_of,
     schemas,
+    store_files,
 )
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -91,7 +91,7 @@ def test_path_patterns_map_each_kind_of_file_to_its_schema():
 
 @pytest.mark.e2e
 def test_every_json_file_of_real_smoke_runs_has_a_schema_and_validates(history_store):
-    unmatched, invalid, seen = check_tree(_files(history_store)[0])
+    unmatched, invalid, seen = check_tree(store_files(history_store)[0])
     assert not unmatched, ("files without a schema (add one to docs/schemas/ and a pattern to RUN_FILES / "
                            f"STORE_FILES, or a non-JSON pattern): {unmatched}")
     assert not invalid, "\n".join(invalid[:40])
@@ -105,18 +105,12 @@ def test_every_json_file_of_real_smoke_runs_has_a_schema_and_validates(history_s
         assert len(seen.get(schema, ())) == per_run * runs, (schema, seen.get(schema))
 
 
-def _run(capsys, *args) -> tuple[int, str, str]:
-    code = main(list(map(str, args)))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("extra", [(), ("--ref", "side", "--max-commits", "2")])
 def test_history_json_of_the_real_runs_validates(history_store, tmp_path, capsys, extra):
     output = tmp_path / "history.json"
-    code, _out, err = _run(capsys, "history", "--store", history_store["store"], "--repo",
-                           history_store["repo"],
+    code, _out, err = run_cli(capsys, "history", "--store", history_store["store"], "--repo",
+                              history_store["repo"],
                           "--output", output, *extra)
     assert code == 0, err
     assert_valid("history.schema.json", output)
@@ -130,16 +124,17 @@ def test_compare_and_comment_of_two_real_runs_validate_with_baseline_rows_and_ma
     runs = history_store["run_dirs"]
     comparison = tmp_path / "comparison.json"
     # Every series of c1 as the baseline of c2's, and every regression accepted (a mark on regressed rows).
-    code, _, err = _run(capsys, "compare", "--base", runs["c1"], "--head", runs["c2"], "--accept", "*",
-                        "--output", comparison)
+    code, _, err = run_cli(capsys, "compare", "--base", runs["c1"], "--head", runs["c2"], "--accept", "*",
+                           "--output", comparison)
     assert code == 0, err
     assert_valid("comparison.schema.json", comparison)
-    code, _, err = _run(capsys, "comment", "--comparison", comparison, "--output-dir", tmp_path / "comment")
+    code, _, err = run_cli(capsys, "comment", "--comparison", comparison, "--output-dir",
+                           tmp_path / "comment")
     assert code == 0, err
     assert_valid("comment.schema.json", tmp_path / "comment" / "comment.json")
     # Without a baseline every series is new (base and baseline null).
     alone = tmp_path / "alone.json"
-    assert _run(capsys, "compare", "--head", runs["c3"], "--output", alone)[0] == 0
+    assert run_cli(capsys, "compare", "--head", runs["c3"], "--output", alone)[0] == 0
     assert_valid("comparison.schema.json", alone)
     assert json.loads(alone.read_text())["base"] is None
 
@@ -178,8 +173,8 @@ def test_a_paired_recheck_of_a_real_comparison_validates(history_store, tmp_path
 @pytest.mark.parametrize("fmt", ["gab", "bmf"])
 def test_convert_of_a_real_run_validates(history_store, tmp_path, capsys, fmt):
     output = tmp_path / f"{fmt}.json"
-    code, _, err = _run(capsys, "convert", "--to", fmt, "--results", history_store["run_dirs"]["c3"],
-                        "--output", output)
+    code, _, err = run_cli(capsys, "convert", "--to", fmt, "--results", history_store["run_dirs"]["c3"],
+                           "--output", output)
     assert code == 0, err
     assert_valid(f"{fmt}.schema.json", output)
     assert_valid(f"{fmt}.schema.json", ROOT / "tests" / "data" / "convert" / f"expected-{fmt}.json")
@@ -187,7 +182,7 @@ def test_convert_of_a_real_run_validates(history_store, tmp_path, capsys, fmt):
 
 def test_doctor_json_validates(tmp_path, capsys):
     output = tmp_path / "doctor.json"
-    code, _, err = _run(capsys, "doctor", "--json", output)
+    code, _, err = run_cli(capsys, "doctor", "--json", output)
     assert code in (0, 4), err  # 4: a check failed on this machine; the file is written either way
     assert_valid("doctor.schema.json", output)
 

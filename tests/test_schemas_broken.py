@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.schemas import _files, errors
+from tests.helpers.schemas import errors, store_files
 
 
 def _first(history_store, pattern: str) -> Any:
-    store, files = _files(history_store)
+    store, files = store_files(history_store)
     path = next(p for p in files if re.fullmatch(pattern, p.relative_to(store).as_posix()))
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -25,17 +25,17 @@ from tests.helpers.workflow_checks import (
     MATRIX_JQ,
     ROOT,
     WORKFLOWS,
-    _caller_jobs,
-    _describe,
-    _evaluate,
-    _load,
-    _load_example,
-    _run_step,
-    _steps,
-    _triggers,
-    _value,
-    _zizmor,
     assert_valid_workflow,
+    caller_jobs,
+    describe_findings,
+    evaluate_condition,
+    expression_value,
+    read_example_workflow,
+    read_workflow,
+    run_step_script,
+    steps_of,
+    triggers_of,
+    zizmor_findings,
 )
 
 # -- reusable workflows (workflow_call) and the adopting repository's files -------------------------
@@ -62,7 +62,7 @@ def _adopting_md_section(title: str) -> str:
 
 
 def test_benchmark_workflow_is_callable_with_the_documented_inputs_and_secret():
-    call = _triggers(_load("benchmark.yml"))["workflow_call"]
+    call = triggers_of(read_workflow("benchmark.yml"))["workflow_call"]
     assert {name: (spec["type"], spec["default"]) for name, spec in call["inputs"].items()} == CALL_INPUTS
     assert all(spec["required"] is False and spec["description"] for spec in call["inputs"].values())
     assert set(call["secrets"]) == CALL_SECRETS
@@ -93,7 +93,7 @@ def test_benchmark_workflow_is_callable_with_the_documented_inputs_and_secret():
 def _install_steps(name: str) -> dict[str, list[dict[str, Any]]]:
     """Each job's steps from its first checkout up to and including "Install benchtrail"."""
     found = {}
-    for job_id, job in _load(name)["jobs"].items():
+    for job_id, job in read_workflow(name)["jobs"].items():
         names = [step.get("name") for step in job.get("steps", [])]
         if "Install benchtrail" in names:
             found[job_id] = job["steps"][:names.index("Install benchtrail") + 1]
@@ -127,12 +127,12 @@ def test_a_called_run_installs_benchtrail_from_the_workflows_own_commit(name, jo
                                                     ("owner/benchtrail", "someone/project", True),
                                                     ("", "someone/project", False)):
         context = {"job.workflow_repository": workflow_repository, "github.repository": repository}
-        assert _evaluate(CALLED, context) is called
-        assert _value(checkout_dir, context) == (".benchtrail-src" if called else ".")
+        assert evaluate_condition(CALLED, context) is called
+        assert expression_value(checkout_dir, context) == (".benchtrail-src" if called else ".")
 
 
 def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
-    workflow = _load("benchmark.yml")
+    workflow = read_workflow("benchmark.yml")
     folders = {job_id: job.get("defaults", {}).get("run", {}).get("working-directory")
                for job_id, job in workflow["jobs"].items()}
     assert folders == {"setup": PROJECT_FOLDER, "compile": PROJECT_FOLDER, "compile-cuda": PROJECT_FOLDER,
@@ -141,7 +141,8 @@ def test_jobs_that_run_benchtrail_work_in_the_callers_project_folder():
     # The run directory is absolute: `run:` steps (in the project's folder) and the artifact actions
     # (in the workspace) mean the same folder.
     assert workflow["env"]["RUN_DIR"] == "${{ github.workspace }}/benchtrail-run"
-    prepare = next(step for _, step in _steps(workflow) if step.get("name") == "Prepare the comment artifact")
+    prepare = next(step for _, step in steps_of(workflow)
+                   if step.get("name") == "Prepare the comment artifact")
     assert prepare["working-directory"] == "."  # comment-artifact/ is uploaded from the workspace
 
 
@@ -160,17 +161,17 @@ def _setup_steps_in_the_example(tmp_path: Path, shard_count: int, project_labels
     if project_labels is not None:
         text = pyproject.read_text().replace('["self-hosted", "cpu", "laptop"]', json.dumps(project_labels))
         pyproject.write_text(text)
-    steps = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["setup"]["steps"]}
+    steps = {step.get("name"): step for step in read_workflow("benchmark.yml")["jobs"]["setup"]["steps"]}
     output = tmp_path / "github_output"
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
            "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": str(shard_count), "BENCHTRAIL_SRC": str(ROOT),
            "CPU_DEVICE": "laptop", "CUDA_DEVICE": "a2-highgpu-1g", "PRESETS": "smoke",
            "GITHUB_OUTPUT": str(output)}
-    proc = _run_step(steps["Read the runner labels"], env, cwd=repo)
+    proc = run_step_script(steps["Read the runner labels"], env, cwd=repo)
     assert proc.returncode == 0, proc.stderr
     labels = dict(line.split("=", 1) for line in output.read_text().splitlines())["labels"]
     for name in ("Export run configs", "Compute the job matrix"):
-        proc = _run_step(steps[name], {**env, "LABELS": labels}, cwd=repo)
+        proc = run_step_script(steps[name], {**env, "LABELS": labels}, cwd=repo)
         assert proc.returncode == 0, proc.stderr
     return dict(line.split("=", 1) for line in output.read_text().splitlines())
 
@@ -246,8 +247,8 @@ def test_example_workflow_matches_the_github_workflow_schema(name):
 
 def test_example_workflows_are_zizmor_clean(tmp_path):
     assert sorted(p.name for p in EXAMPLE_WORKFLOWS.iterdir()) == sorted(EXAMPLE_FILES)
-    findings, _ = _zizmor(EXAMPLE_WORKFLOWS)
-    assert _describe(findings) == []
+    findings, _ = zizmor_findings(EXAMPLE_WORKFLOWS)
+    assert describe_findings(findings) == []
     # The one suppression is the poster's workflow_run trigger, with a reason, and it does real work.
     suppressions = [(path.name,
                      line.split("# zizmor:", 1)[1].strip()) for path in sorted(EXAMPLE_WORKFLOWS.iterdir())
@@ -257,13 +258,13 @@ def test_example_workflows_are_zizmor_clean(tmp_path):
     unsuppressed = tmp_path / "post_benchmark_comment.yml"
     poster = (EXAMPLE_WORKFLOWS / "post_benchmark_comment.yml").read_text()
     unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", poster))
-    findings, _ = _zizmor(unsuppressed)
+    findings, _ = zizmor_findings(unsuppressed)
     assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers",
                                                                                   "High")]
 
 
 def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs_and_secrets():
-    callers = _caller_jobs()
+    callers = caller_jobs()
     assert [(name, called) for name, _, _, called in callers] == [
         ("benchmarks.yml", "benchmark.yml"), ("post_benchmark_comment.yml", "post_benchmark_comment.yml")]
     # one SHA in both files
@@ -273,7 +274,7 @@ def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs
         # Secrets one by one, never `secrets: inherit`.
         assert job.get("secrets") != "inherit" and not re.search(r"^\s*secrets:\s*inherit", text, re.M), name
         assert "placeholder" in text.lower(), name  # the SHA is marked as one to replace
-        declared = _triggers(_load(called))["workflow_call"]
+        declared = triggers_of(read_workflow(called))["workflow_call"]
         assert set(job.get("with", {})) <= set(declared.get("inputs", {})), (name, job_id)
         assert all(key in job.get("with", {}) for key,
                    spec in declared.get("inputs", {}).items() if spec["required"])
@@ -282,31 +283,33 @@ def test_example_callers_pin_one_benchtrail_commit_and_pass_only_declared_inputs
         assert secrets == {key: f"${{{{ secrets.{key} }}}}" for key in secrets}
         # The caller grants what every called job asks for (a called workflow can only lower it).
         granted = job["permissions"]
-        for called_job_id, called_job in _load(called)["jobs"].items():
+        for called_job_id, called_job in read_workflow(called)["jobs"].items():
             for scope, access in called_job["permissions"].items():
                 assert ACCESS[granted.get(scope, "none")] >= ACCESS[access], (name, called_job_id, scope)
-        assert _load_example(name)["permissions"] == {}
-    benchmark = _load_example("benchmarks.yml")["jobs"]["benchmark"]
+        assert read_example_workflow(name)["permissions"] == {}
+    benchmark = read_example_workflow("benchmarks.yml")["jobs"]["benchmark"]
     assert benchmark["secrets"] == {"BENCHTRAIL_STORE_CREDENTIALS": "${{ secrets.BENCHTRAIL_STORE_"
                                     "CREDENTIALS }}"}
     assert benchmark["with"]["cpu-device"] == "laptop"  # the example suite's one device
 
 
 def test_example_caller_triggers_like_benchtrails_own_workflow_and_the_poster_follows_it():
-    on = _triggers(_load_example("benchmarks.yml"))
-    own = _triggers(_load("benchmark.yml"))
+    on = triggers_of(read_example_workflow("benchmarks.yml"))
+    own = triggers_of(read_workflow("benchmark.yml"))
     assert on["pull_request"] == own["pull_request"] and on["push"] == own["push"]
     assert set(on["workflow_dispatch"]["inputs"]) == {"benchmark-presets"}
-    assert _load_example("benchmarks.yml")["jobs"]["benchmark"]["with"]["benchmark-presets"] == (
+    assert read_example_workflow("benchmarks.yml")["jobs"]["benchmark"]["with"]["benchmark-presets"] == (
         "${{ inputs.benchmark-presets || '' }}")
-    poster = _load_example("post_benchmark_comment.yml")
-    assert _triggers(poster) == {"workflow_run": {"workflows": [_load_example("benchmarks.yml")["name"]],
-                                                  "types": ["requested", "completed"]}}
+    poster = read_example_workflow("post_benchmark_comment.yml")
+    assert triggers_of(poster) == {
+        "workflow_run": {"workflows": [read_example_workflow("benchmarks.yml")["name"]],
+                         "types": ["requested", "completed"]}}
     # The caller runs for every PR event; the called jobs pick theirs (post: completed; gate: both).
-    own_post = _load("post_benchmark_comment.yml")["jobs"]["post"]["if"]
+    own_post = read_workflow("post_benchmark_comment.yml")["jobs"]["post"]["if"]
     assert own_post == poster["jobs"]["post"]["if"] + " && github.event.action == 'completed'"
 
 
 def test_adopting_md_shows_the_example_files_as_they_are():
     blocks = re.findall(r"```yaml\n(.*?)```", _adopting_md_section("The workflow"), re.S)
-    assert [yaml.safe_load(block) for block in blocks] == [_load_example(name) for name in EXAMPLE_FILES]
+    assert [yaml.safe_load(block) for block in blocks] == [read_example_workflow(name)
+                                                           for name in EXAMPLE_FILES]

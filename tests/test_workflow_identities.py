@@ -16,7 +16,7 @@ from tests.helpers.workflow_checks import (
     WIF_STEP,
     WORKFLOW_FILES,
     WORKFLOWS,
-    _load,
+    read_workflow,
 )
 
 
@@ -39,7 +39,7 @@ def test_only_the_poster_workflow_may_write_statuses():
                        ("docs/examples/adopting-classes/.github/workflows/post_benchmark_comment.yml",
                         "post"),
                        ("build_tools/benchtrail/data/init/post_benchmark_comment.yml.template", "post")}
-    assert _load("post_benchmark_comment.yml")["jobs"]["gate"]["permissions"] == {
+    assert read_workflow("post_benchmark_comment.yml")["jobs"]["gate"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "read", "statuses": "write"}
 
 
@@ -58,7 +58,7 @@ def test_a_pull_requests_jobs_hold_only_the_presubmit_identity():
                "inputs": {}, "env": {}}
     checked = 0
     for name in ("benchmark.yml", "post_benchmark_comment.yml", "ci.yml"):
-        for job_id, job in _load(name)["jobs"].items():
+        for job_id, job in read_workflow(name)["jobs"].items():
             assert (job.get("permissions") or {}).get("contents") != "write", (name, job_id)
             for text in _strings(job):
                 if "postsubmit" in text.lower() and "${{" in text:
@@ -86,7 +86,7 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
     postsubmit environment's secret, visible only to a job in that environment (a postsubmit run)."""
     from benchtrail.github.selection import postsubmit_branch
 
-    job = _load(name)["jobs"][job_id]
+    job = read_workflow(name)["jobs"][job_id]
     postsubmit = event in ("push", "workflow_dispatch") and postsubmit_branch(
         {"ref": ref, "repository": {"default_branch": "main"}}, {})
     repo = "octo/project"
@@ -115,7 +115,7 @@ def _store_auth(name: str, job_id: str, event: str = "push", ref: str = "refs/he
 
 
 def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_the_runner():
-    steps = {step.get("name"): step for step in _load("benchmark.yml")["jobs"]["process"]["steps"]}
+    steps = {step.get("name"): step for step in read_workflow("benchmark.yml")["jobs"]["process"]["steps"]}
     for step_name in (WIF_STEP, KEY_STEP):
         assert steps[step_name]["uses"].startswith(AUTH_ACTION), step_name
     assert set(steps[WIF_STEP]["with"]) == {"workload_identity_provider", "service_account"}
@@ -154,7 +154,7 @@ def test_the_process_job_authenticates_by_federation_else_with_the_key_else_as_t
     assert not any("GOOGLE_APPLICATION_CREDENTIALS" in step.get("run", "") for step in steps.values())
     # No other job sees a secret.
     for name in WORKFLOW_FILES:
-        for job_id, job in _load(name)["jobs"].items():
+        for job_id, job in read_workflow(name)["jobs"].items():
             text = yaml.safe_dump(job)
             if (name, job_id) not in (("benchmark.yml", "process"), ("track_regressions.yml", "track")):
                 assert "secrets." not in text, (name, job_id)

@@ -17,16 +17,16 @@ from tests.helpers.workflow_checks import (
     WIF_STEP,
     WORKFLOW_FILES,
     WORKFLOWS,
-    _benchtrail_args,
-    _caller_jobs,
-    _describe,
-    _evaluate,
-    _joined_lines,
-    _load,
-    _load_example,
-    _steps,
-    _triggers,
-    _zizmor,
+    benchtrail_args,
+    caller_jobs,
+    describe_findings,
+    evaluate_condition,
+    joined_lines,
+    read_example_workflow,
+    read_workflow,
+    steps_of,
+    triggers_of,
+    zizmor_findings,
 )
 
 #: Workflows triggered by ``workflow_run`` (default-branch code only), each with a suppressed
@@ -45,16 +45,16 @@ PR_TEXT_EXPRESSIONS = re.compile(
 
 
 def test_zizmor_finds_nothing_of_high_severity():
-    findings, _ = _zizmor(WORKFLOWS)
+    findings, _ = zizmor_findings(WORKFLOWS)
     high = [f for f in findings if f["determinations"]["severity"] == "High"]
-    assert _describe(high) == []
+    assert describe_findings(high) == []
     # The poster's workflow_run trigger is suppressed inline, so it is not reported as a finding.
     assert "dangerous-triggers" not in {f["ident"] for f in findings}
 
 
 def test_zizmor_reports_no_findings_at_all():
-    findings, _ = _zizmor(WORKFLOWS)
-    assert _describe(findings) == []
+    findings, _ = zizmor_findings(WORKFLOWS)
+    assert describe_findings(findings) == []
 
 
 @pytest.mark.parametrize("name", WORKFLOW_RUN_FILES)
@@ -68,7 +68,7 @@ def test_the_only_zizmor_suppressions_are_the_workflow_run_triggers(tmp_path, na
     # Without the comment zizmor does flag the trigger: the suppression is doing real work.
     unsuppressed = tmp_path / name
     unsuppressed.write_text(re.sub(r" *# zizmor:.*", "", (WORKFLOWS / name).read_text()))
-    findings, _ = _zizmor(unsuppressed)
+    findings, _ = zizmor_findings(unsuppressed)
     assert [(f["ident"], f["determinations"]["severity"]) for f in findings] == [("dangerous-triggers",
                                                                                   "High")]
 
@@ -77,15 +77,15 @@ def test_the_only_zizmor_suppressions_are_the_workflow_run_triggers(tmp_path, na
 
 
 def test_top_level_permissions_grant_nothing_or_read_only():
-    assert _load("benchmark.yml")["permissions"] == {}
-    assert _load("post_benchmark_comment.yml")["permissions"] == {}
-    assert _load("track_regressions.yml")["permissions"] == {}
-    assert _load("ci.yml")["permissions"] == {"contents": "read"}
+    assert read_workflow("benchmark.yml")["permissions"] == {}
+    assert read_workflow("post_benchmark_comment.yml")["permissions"] == {}
+    assert read_workflow("track_regressions.yml")["permissions"] == {}
+    assert read_workflow("ci.yml")["permissions"] == {"contents": "read"}
 
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_every_job_declares_its_own_permissions(name):
-    for job_id, job in _load(name)["jobs"].items():
+    for job_id, job in read_workflow(name)["jobs"].items():
         assert isinstance(job.get("permissions"), dict), f"{name}: job {job_id} lacks a permissions map"
 
 
@@ -95,7 +95,7 @@ def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker
     writes = sorted(
         (name, job_id, scope)
         for name in WORKFLOW_FILES
-        for job_id, job in _load(name)["jobs"].items()
+        for job_id, job in read_workflow(name)["jobs"].items()
         for scope, access in job["permissions"].items()
         if access != "read" and scope != "id-token"
     )
@@ -104,14 +104,14 @@ def test_only_the_poster_and_the_tracker_may_write_the_poster_to_prs_the_tracker
                       ("post_benchmark_comment.yml", "gate", "statuses"),
                       ("post_benchmark_comment.yml", "post", "pull-requests"),
                       ("track_regressions.yml", "track", "issues")]
-    assert _load("track_regressions.yml")["jobs"]["track"]["permissions"] == {
+    assert read_workflow("track_regressions.yml")["jobs"]["track"]["permissions"] == {
         "actions": "read", "contents": "read", "id-token": "write", "issues": "write"}
-    assert _load("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
+    assert read_workflow("post_benchmark_comment.yml")["jobs"]["post"]["permissions"] == {
         "actions": "read", "contents": "read", "pull-requests": "write"}
 
 
 def test_benchmark_jobs_read_contents_at_most():
-    jobs = _load("benchmark.yml")["jobs"]
+    jobs = read_workflow("benchmark.yml")["jobs"]
     assert {job_id: job["permissions"] for job_id, job in jobs.items()} == {
         "setup": {"contents": "read", "pull-requests": "read"},  # a re-run re-reads the PR's trailer
         "compile": {"contents": "read"},
@@ -136,7 +136,7 @@ def test_every_uses_is_pinned_by_a_full_commit_sha_with_its_version(name):
     assert lines, name
     for line in lines:
         assert PINNED_USES.match(line), f"{name}: not pinned by SHA with a `# vX.Y.Z` comment: {line.strip()}"
-    parsed = [step["uses"] for _, step in _steps(_load(name)) if "uses" in step]
+    parsed = [step["uses"] for _, step in steps_of(read_workflow(name)) if "uses" in step]
     assert len(parsed) == len(lines)
     assert all(re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", uses) for uses in parsed), parsed
 
@@ -144,7 +144,7 @@ def test_every_uses_is_pinned_by_a_full_commit_sha_with_its_version(name):
 def test_each_action_is_pinned_to_one_sha_everywhere():
     pins: dict[str, set[str]] = {}
     for name in WORKFLOW_FILES:
-        for _, step in _steps(_load(name)):
+        for _, step in steps_of(read_workflow(name)):
             if "uses" in step:
                 action, sha = step["uses"].split("@")
                 pins.setdefault(action, set()).add(sha)
@@ -159,7 +159,7 @@ def test_each_action_is_pinned_to_one_sha_everywhere():
 
 @pytest.mark.parametrize("name", WORKFLOW_FILES)
 def test_no_run_block_expands_pr_text(name):
-    for job_id, step in _steps(_load(name)):
+    for job_id, step in steps_of(read_workflow(name)):
         run = step.get("run", "")
         assert "${{ github.event.pull_request.body" not in run, (name, job_id)
         assert "${{ github.event.pull_request.title" not in run, (name, job_id)
@@ -170,12 +170,12 @@ def test_no_run_block_expands_pr_text(name):
 def test_benchmark_and_poster_run_blocks_expand_no_expressions_at_all():
     # Everything a script needs arrives through `env:`; then no value can become shell code.
     for name in ("benchmark.yml", "post_benchmark_comment.yml"):
-        for job_id, step in _steps(_load(name)):
+        for job_id, step in steps_of(read_workflow(name)):
             assert "${{" not in step.get("run", ""), (name, job_id, step.get("name"))
 
 
 def test_configure_reads_the_pr_from_the_event_file_only():
-    steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
+    steps = {step.get("id"): step for _, step in steps_of(read_workflow("benchmark.yml")) if step.get("id")}
     configure = steps["configure"]
     assert configure["run"].strip() == ('.venv/bin/benchtrail configure --error-comment '
                                         '"$RUNNER_TEMP/selection-error"')
@@ -190,14 +190,14 @@ def test_every_checkout_drops_its_credentials():
     keeps the deploy key (an environment secret of benchtrail-postsubmit), which pushes to the data branch."""
     kept = []
     for name in WORKFLOW_FILES:
-        for job_id, step in _steps(_load(name)):
+        for job_id, step in steps_of(read_workflow(name)):
             if step.get("uses", "").startswith("actions/checkout@"):
                 if step["with"]["persist-credentials"] is not False:
                     kept.append((name, job_id, step["with"]["persist-credentials"], step["with"]["ssh-key"]))
     writer = "env.POSTSUBMIT == 'true' && startsWith(env.BENCHTRAIL_STORE, 'git:')"
     assert kept == [("benchmark.yml", "process", f"${{{{ {writer} }}}}",
                      f"${{{{ {writer} && secrets.BENCHTRAIL_DEPLOY_KEY || '' }}}}")]
-    process = _load("benchmark.yml")["jobs"]["process"]
+    process = read_workflow("benchmark.yml")["jobs"]["process"]
     assert " ".join(process["environment"].split()) == (
         "${{ (github.event_name == 'push' || github.event_name == 'workflow_dispatch') && "
         "needs.setup.outputs.postsubmit == 'true' && 'benchtrail-postsubmit' || '' }}")
@@ -207,7 +207,7 @@ def test_every_checkout_drops_its_credentials():
 
 
 def test_the_poster_runs_default_branch_code_on_untrusted_data():
-    job = _load("post_benchmark_comment.yml")["jobs"]["post"]
+    job = read_workflow("post_benchmark_comment.yml")["jobs"]["post"]
     assert job["if"] == ("github.event.workflow_run.event == 'pull_request' && github.event.action == "
                          "'completed'")
     steps = job["steps"]
@@ -230,7 +230,7 @@ def test_the_poster_runs_default_branch_code_on_untrusted_data():
 
 
 def test_the_comment_artifact_holds_comment_json_and_pr_json():
-    process = _load("benchmark.yml")["jobs"]["process"]
+    process = read_workflow("benchmark.yml")["jobs"]["process"]
     by_name = {step.get("name"): step for step in process["steps"]}
     prepare = by_name["Prepare the comment artifact"]
     assert prepare["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}",
@@ -245,16 +245,16 @@ def test_pr_json_written_by_the_process_job_passes_the_posters_checks(tmp_path):
     """Run the process job's jq line and the poster's jq checks on the file it writes."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
-    prepare = next(step for _, step in _steps(_load("benchmark.yml"))
+    prepare = next(step for _, step in steps_of(read_workflow("benchmark.yml"))
                    if step.get("name") == "Prepare the comment artifact")
-    write_line = next(line for line in _joined_lines(prepare["run"]) if line.startswith("jq -n"))
+    write_line = next(line for line in joined_lines(prepare["run"]) if line.startswith("jq -n"))
     sha = "0123456789abcdef0123456789abcdef01234567"
     env = {"PR_NUMBER": "42", "HEAD_SHA": sha, "PATH": "/usr/bin:/bin"}
     (tmp_path / "comment-artifact").mkdir()
     subprocess.run(["bash", "-c", write_line], cwd=tmp_path, env=env, check=True)
     pr = json.loads((tmp_path / "comment-artifact/pr.json").read_text())
     assert pr == {"schema_version": 1, "pr_number": 42, "head_sha": sha}
-    post = _load("post_benchmark_comment.yml")["jobs"]["post"]["steps"][-1]["run"]
+    post = read_workflow("post_benchmark_comment.yml")["jobs"]["post"]["steps"][-1]["run"]
     checks = [line.split("=", 1)[1].strip()[2:-1] for line in post.splitlines() if "=$(jq -er" in line]
     assert len(checks) == 2
     outputs = [subprocess.run(["bash", "-c", c], cwd=tmp_path, env={**env, "COMMENT_DIR": "comment-artifact"},
@@ -278,7 +278,7 @@ def _touches_store(job: dict[str, Any]) -> bool:
 def test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store():
     granted, touching = set(), set()
     for name in WORKFLOW_FILES:
-        workflow = _load(name)
+        workflow = read_workflow(name)
         assert "id-token" not in workflow["permissions"], name  # never for a whole workflow
         for job_id, job in workflow["jobs"].items():
             assert job["permissions"].get("id-token", "none") in ("none", "write"), (name, job_id)
@@ -294,11 +294,11 @@ def test_id_token_write_is_granted_exactly_to_the_jobs_that_touch_the_store():
                 auth = [step for step in job["steps"] if step.get("uses", "").startswith(AUTH_ACTION)]
                 assert [step["name"] for step in auth] == [WIF_STEP, KEY_STEP], (name, job_id)
     # A caller grants it only to the job whose called workflow has a store job.
-    for name, job_id, job, called in _caller_jobs():
-        assert _load_example(name)["permissions"] == {}
+    for name, job_id, job, called in caller_jobs():
+        assert read_example_workflow(name)["permissions"] == {}
         if job["permissions"].get("id-token") == "write":
             granted.add((f"example/{name}", job_id))
-        if any(_touches_store(called_job) for called_job in _load(called)["jobs"].values()):
+        if any(_touches_store(called_job) for called_job in read_workflow(called)["jobs"].values()):
             touching.add((f"example/{name}", job_id))
     assert touching == {("benchmark.yml", "process"), ("track_regressions.yml", "track"),
                         ("example/benchmarks.yml", "benchmark")}
@@ -359,14 +359,14 @@ def test_the_auth_stand_in_needs_an_oidc_token_for_federation_and_exports_the_cr
 
 
 def test_the_tracker_runs_track_only_after_a_successful_push_run_of_the_default_branch():
-    workflow = _load("track_regressions.yml")
-    assert _triggers(workflow) == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]}}
+    workflow = read_workflow("track_regressions.yml")
+    assert triggers_of(workflow) == {"workflow_run": {"workflows": ["benchmark"], "types": ["completed"]}}
     job = workflow["jobs"]["track"]
     assert job["runs-on"] == "ubuntu-latest"  # no self-hosted runner: it measures nothing
     assert job["concurrency"] == {"group": "track-regressions", "cancel-in-progress": False}
 
     def runs(event, conclusion, branch, store="gs://bucket/main"):
-        return _evaluate(job["if"], {
+        return evaluate_condition(job["if"], {
             "github.event.workflow_run.event": event, "github.event.workflow_run.conclusion": conclusion,
             "github.event.workflow_run.head_branch": branch, "github.event.repository.default_branch": "main",
             "vars.BENCHTRAIL_STORE": store})
@@ -380,8 +380,8 @@ def test_the_tracker_runs_track_only_after_a_successful_push_run_of_the_default_
     assert checkout["with"] == {"ref": "${{ github.event.workflow_run.head_sha }}", "fetch-depth": 0,
                                 "persist-credentials": False}
     step = next(s for s in job["steps"] if "benchtrail track" in s.get("run", ""))
-    args = _benchtrail_args(step["run"], {"BENCHTRAIL_STORE": "gs://bucket/main", "HEAD_SHA": "a" * 40,
-                                          "GITHUB_REPOSITORY": "owner/benchtrail", "RUNNER_TEMP": "/tmp"})
+    args = benchtrail_args(step["run"], {"BENCHTRAIL_STORE": "gs://bucket/main", "HEAD_SHA": "a" * 40,
+                                         "GITHUB_REPOSITORY": "owner/benchtrail", "RUNNER_TEMP": "/tmp"})
     assert args.func.__name__ == "cmd_track" and args.post
     assert (args.store, args.ref, args.repo_name) == ("gs://bucket/main", "a" * 40, "owner/benchtrail")
     # Trusted runs: those of the workflow that triggered this run (benchmark.yml), per GitHub's record.

@@ -22,13 +22,13 @@ from tests.helpers.workflow_checks import (
     ROOT,
     WORKFLOW_FILES,
     WORKFLOWS,
-    _benchtrail_args,
-    _evaluate,
-    _load,
-    _run_step,
-    _steps,
-    _triggers,
     assert_valid_workflow,
+    benchtrail_args,
+    evaluate_condition,
+    read_workflow,
+    run_step_script,
+    steps_of,
+    triggers_of,
 )
 from tests.helpers.workflow_standins import artifact_paths
 
@@ -60,13 +60,13 @@ def test_workflow_matches_the_github_workflow_schema(name):
 
 def test_no_workflow_uses_pull_request_target():
     for name in WORKFLOW_FILES:
-        assert "pull_request_target" not in _triggers(_load(name)), name
+        assert "pull_request_target" not in triggers_of(read_workflow(name)), name
         assert "pull_request_target" not in (WORKFLOWS / name).read_text(), name
 
 
 def test_benchmark_triggers():
-    workflow = _load("benchmark.yml")
-    on = _triggers(workflow)
+    workflow = read_workflow("benchmark.yml")
+    on = triggers_of(workflow)
     assert workflow["name"] == "benchmark"  # post_benchmark_comment.yml names it
     assert on["pull_request"] == {"types": ["opened", "synchronize", "reopened", "edited", "labeled"]}
     assert on["push"] == {"branches": ["main", "release-*"]}
@@ -74,7 +74,7 @@ def test_benchmark_triggers():
 
 
 def test_the_poster_runs_after_the_benchmark_workflow_completes():
-    on = _triggers(_load("post_benchmark_comment.yml"))
+    on = triggers_of(read_workflow("post_benchmark_comment.yml"))
     # workflow_call: another repository's short workflow_run file calls it (docs/adopting.md).
     assert on == {"workflow_run": {"workflows": ["benchmark"], "types": ["requested", "completed"]},
                   "workflow_call": {"inputs": {"python-version": {
@@ -90,7 +90,7 @@ def _self_hosted_jobs() -> dict[str, dict[str, Any]]:
     label (labels computed by an expression count, since the project chooses them)."""
     found = {}
     for name in WORKFLOW_FILES:
-        for job_id, job in _load(name)["jobs"].items():
+        for job_id, job in read_workflow(name)["jobs"].items():
             runs_on = job["runs-on"]
             labels = runs_on if isinstance(runs_on, list) else [runs_on]
             if not set(labels) <= GITHUB_HOSTED:
@@ -108,7 +108,7 @@ def test_self_hosted_jobs_are_compile_compile_cuda_execute_and_process_with_thei
     assert jobs["benchmark.yml:compile-cuda"]["runs-on"] == SETUP_RUNNER.format("cuda")
     assert jobs["benchmark.yml:execute"]["runs-on"] == "${{ matrix.runs_on }}"
     # Without [tool.benchtrail] runner-labels, benchtrail's own devices keep their labels.
-    workflow = _load("benchmark.yml")
+    workflow = read_workflow("benchmark.yml")
     assert workflow["env"]["CPU_DEVICE"] == "${{ inputs.cpu-device || 'c2-standard-16' }}"
     assert workflow["env"]["CUDA_DEVICE"] == "${{ inputs.cuda-device || 'a2-highgpu-1g' }}"
 
@@ -122,7 +122,7 @@ def test_every_self_hosted_job_carries_the_fork_rule():
 
 
 def test_setup_skips_labels_that_neither_approve_nor_select():
-    condition = " ".join(_load("benchmark.yml")["jobs"]["setup"]["if"].split())
+    condition = " ".join(read_workflow("benchmark.yml")["jobs"]["setup"]["if"].split())
     assert condition == ("github.event.action != 'labeled' || github.event.label.name == 'safe-to-benchmark' "
                          "|| startsWith(github.event.label.name, 'benchmarks:')")
 
@@ -131,23 +131,23 @@ def test_setup_skips_labels_that_neither_approve_nor_select():
 
 
 def test_the_setup_job_computes_the_matrix_with_matrix_jq():
-    steps = {step.get("id"): step for _, step in _steps(_load("benchmark.yml")) if step.get("id")}
+    steps = {step.get("id"): step for _, step in steps_of(read_workflow("benchmark.yml")) if step.get("id")}
     # benchtrail's own matrix.jq (the caller's checkout has none), with the project's runner labels.
     assert f'jq -c --argjson labels "$LABELS" -f "$BENCHTRAIL_SRC/{MATRIX_JQ}" ' in steps["matrix"]["run"]
     assert steps["matrix"]["env"] == {"LABELS": "${{ steps.runners.outputs.labels }}",
                                       "HOSTED": "${{ steps.runners.outputs.hosted }}"}
     assert (ROOT / MATRIX_JQ).is_file()
-    setup = _load("benchmark.yml")["jobs"]["setup"]
+    setup = read_workflow("benchmark.yml")["jobs"]["setup"]
     assert setup["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
 
 
 def test_execute_expands_the_setup_matrix_and_keeps_going():
-    execute = _load("benchmark.yml")["jobs"]["execute"]
+    execute = read_workflow("benchmark.yml")["jobs"]["execute"]
     assert execute["strategy"]["fail-fast"] is False
     assert execute["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.setup.outputs.matrix || '[]') }}"}
     assert execute["timeout-minutes"] == 180
     assert all(isinstance(job["timeout-minutes"], int)
-               for name in WORKFLOW_FILES for job in _load(name)["jobs"].values())
+               for name in WORKFLOW_FILES for job in read_workflow(name)["jobs"].values())
 
 
 @pytest.mark.parametrize("presets, has_cpu_modules, has_cuda_modules, devices, store", [
@@ -163,7 +163,7 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
     store: the default self-hosted labels; with a git: store (no infrastructure): CPU on ubuntu-latest."""
     if shutil.which("jq") is None:
         pytest.skip("the jq executable is not installed")
-    workflow = _load("benchmark.yml")
+    workflow = read_workflow("benchmark.yml")
     steps = {step.get("name"): step for step in workflow["jobs"]["setup"]["steps"]}
     output = tmp_path / "github_output"
     assert workflow["env"]["SHARD_COUNT"] == "${{ inputs.shard-count || 2 }}"  # 2 unless a caller says
@@ -171,12 +171,12 @@ def test_setup_steps_export_and_write_the_matrix_outputs(tmp_path, presets, has_
            "RUN_DIR": str(tmp_path / "run"), "SHARD_COUNT": "2", "BENCHTRAIL_SRC": str(ROOT),
            "CPU_DEVICE": "c2-standard-16", "CUDA_DEVICE": "a2-highgpu-1g",
            "PRESETS": presets, "GITHUB_OUTPUT": str(output), "BENCHTRAIL_STORE": store}
-    proc = _run_step(steps["Read the runner labels"], env)
+    proc = run_step_script(steps["Read the runner labels"], env)
     assert proc.returncode == 0, proc.stderr
     runners = dict(line.split("=", 1) for line in output.read_text().splitlines())
     env["LABELS"], env["HOSTED"] = runners["labels"], runners["hosted"]
     for name in ("Export run configs", "Compute the job matrix"):
-        proc = _run_step(steps[name], env)
+        proc = run_step_script(steps[name], env)
         assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "run/run-configs").iterdir()) == ["compilation.json",
                                                                                 "execution.json"]
@@ -237,19 +237,19 @@ def _context(event: str = "push", fork: bool = False, labels: tuple[str, ...] = 
     ("compile-cuda", "cuda", "a2-highgpu-1g", "has-cuda-modules"),
 ])
 def test_each_compile_job_compiles_one_architecture_on_its_device(job_id, architecture, device, flag):
-    job = _load("benchmark.yml")["jobs"][job_id]
+    job = read_workflow("benchmark.yml")["jobs"][job_id]
     assert job["needs"] == "setup"
     assert job["runs-on"] == SETUP_RUNNER.format(architecture)
     device_env = f"{architecture.upper()}_DEVICE"
     condition = " ".join(job["if"].split())
     assert f"needs.setup.outputs.{flag} == 'true'" in condition
-    assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "true"}) is True
-    assert _evaluate(condition, {**_context(), f"needs.setup.outputs.{flag}": "false"}) is False
-    assert _evaluate(condition,
-                     {**_context("pull_request", fork=True), f"needs.setup.outputs.{flag}": "true"}) is False
+    assert evaluate_condition(condition, {**_context(), f"needs.setup.outputs.{flag}": "true"}) is True
+    assert evaluate_condition(condition, {**_context(), f"needs.setup.outputs.{flag}": "false"}) is False
+    assert evaluate_condition(condition, {**_context("pull_request", fork=True),
+                                          f"needs.setup.outputs.{flag}": "true"}) is False
     steps = {step.get("name"): step for step in job["steps"]}
-    args = _benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"],
-                            {"RUN_DIR": RUN_DIR, device_env: device})
+    args = benchtrail_args(steps[f"Compile {architecture.upper()} modules"]["run"],
+                           {"RUN_DIR": RUN_DIR, device_env: device})
     assert (args.func.__name__, args.run_configs, args.output_dir, args.device_name, args.architecture) == (
         "cmd_compile", Path(RUN_DIR, "run-configs/compilation.json"), Path(RUN_DIR), device, architecture)
     assert steps["Upload modules and compilation statistics"]["with"] == {
@@ -260,7 +260,7 @@ def test_each_compile_job_compiles_one_architecture_on_its_device(job_id, archit
 
 
 def test_only_the_compile_jobs_compile():
-    compiling = sorted(job_id for job_id, step in _steps(_load("benchmark.yml"))
+    compiling = sorted(job_id for job_id, step in steps_of(read_workflow("benchmark.yml"))
                        if "benchtrail compile" in step.get("run", ""))
     assert compiling == ["compile", "compile-cuda"]
 
@@ -268,45 +268,49 @@ def test_only_the_compile_jobs_compile():
 def test_execute_waits_for_both_compile_jobs_and_runs_whatever_they_did():
     """A compile job that failed or died fails only its own modules' run configs (the run stage
     reports them); the other cases still run."""
-    execute = _load("benchmark.yml")["jobs"]["execute"]
+    execute = read_workflow("benchmark.yml")["jobs"]["execute"]
     assert execute["needs"] == ["setup", "compile", "compile-cuda"]
     condition = " ".join(execute["if"].split())
-    ran = {(cpu, cuda): _evaluate(condition, _context(setup="success", compile=cpu, compile_cuda=cuda))
+    ran = {(cpu, cuda): evaluate_condition(condition,
+                                           _context(setup="success", compile=cpu, compile_cuda=cuda))
            for cpu in ("success", "skipped", "failure", "cancelled")
            for cuda in ("success", "skipped", "failure", "cancelled")}
     assert all(ran.values())
-    assert _evaluate(condition, _context(setup="failure", compile="skipped", compile_cuda="skipped")) is False
+    assert evaluate_condition(condition,
+                              _context(setup="failure", compile="skipped", compile_cuda="skipped")) is False
     ok = _context(setup="success", compile="success", compile_cuda="skipped")
-    assert _evaluate(condition, ok, cancelled=True) is False
-    assert _evaluate(condition, {**ok, "needs.setup.outputs.has-execution": "false"}) is False
-    assert _evaluate(condition, {**ok, "needs.setup.outputs.has-benchmarks": ""}) is False  # setup failed
-    assert _evaluate(condition, _context("pull_request", fork=True, setup="success", compile="skipped",
-                                         compile_cuda="skipped")) is False
-    assert _evaluate(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",),
-                                         setup="success",
-                                         compile="success", compile_cuda="success")) is True
+    assert evaluate_condition(condition, ok, cancelled=True) is False
+    assert evaluate_condition(condition, {**ok, "needs.setup.outputs.has-execution": "false"}) is False
+    # setup failed
+    assert evaluate_condition(condition, {**ok, "needs.setup.outputs.has-benchmarks": ""}) is False
+    assert evaluate_condition(condition, _context("pull_request", fork=True, setup="success",
+                                                  compile="skipped", compile_cuda="skipped")) is False
+    assert evaluate_condition(condition, _context("pull_request", fork=True, labels=("safe-to-benchmark",),
+                                                  setup="success",
+                                                  compile="success", compile_cuda="success")) is True
 
 
 def test_process_reports_whatever_the_benchmark_jobs_did():
     """Failed or dead compile and execute jobs are reported by the comment, never silence it."""
-    process = _load("benchmark.yml")["jobs"]["process"]
+    process = read_workflow("benchmark.yml")["jobs"]["process"]
     assert process["needs"] == ["setup", "compile", "compile-cuda", "execute"]
     condition = " ".join(process["if"].split())
     for results in (("success", "success", "success"), ("skipped", "failure", "skipped"),
                     ("failure", "skipped", "failure"), ("cancelled", "skipped", "failure")):
-        assert _evaluate(condition, _context(setup="success", compile=results[0], compile_cuda=results[1],
-                                             execute=results[2])), results
-    assert _evaluate(condition, _context(setup="failure", compile="skipped", compile_cuda="skipped",
-                                         execute="skipped")) is False
+        assert evaluate_condition(condition, _context(setup="success", compile=results[0],
+                                                      compile_cuda=results[1], execute=results[2])), results
+    assert evaluate_condition(condition, _context(setup="failure", compile="skipped", compile_cuda="skipped",
+                                                  execute="skipped")) is False
     # Nothing ran for a fork PR without the label: nothing to report.
-    assert _evaluate(condition, _context("pull_request", fork=True, setup="success", compile="skipped",
-                                         compile_cuda="skipped", execute="skipped")) is False
-    assert _evaluate(condition, _context(setup="success", compile="success", compile_cuda="success",
-                                         execute="success"), cancelled=True) is False
+    assert evaluate_condition(condition, _context("pull_request", fork=True, setup="success",
+                                                  compile="skipped", compile_cuda="skipped",
+                                                  execute="skipped")) is False
+    assert evaluate_condition(condition, _context(setup="success", compile="success", compile_cuda="success",
+                                                  execute="success"), cancelled=True) is False
 
 
 def test_execute_downloads_the_compiled_modules_and_runs_with_them():
-    execute = _load("benchmark.yml")["jobs"]["execute"]
+    execute = read_workflow("benchmark.yml")["jobs"]["execute"]
     steps = {step.get("name"): step for step in execute["steps"]}
     download = steps["Download compiled modules"]
     assert download["uses"].startswith("actions/download-artifact@")
@@ -315,11 +319,11 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
     # Only when a compile job ran, so the pattern matches at least one artifact.
     guard = " ".join(download["if"].split())
     outputs = ("needs.setup.outputs.has-cpu-modules", "needs.setup.outputs.has-cuda-modules")
-    assert {(cpu, cuda): _evaluate(guard, dict(zip(outputs, (cpu, cuda))))
+    assert {(cpu, cuda): evaluate_condition(guard, dict(zip(outputs, (cpu, cuda))))
             for cpu in ("true", "false") for cuda in ("true", "false")} == {
         ("true", "true"): True, ("true", "false"): True, ("false", "true"): True, ("false", "false"): False}
     # Every compile job uploads an artifact the pattern matches.
-    jobs = _load("benchmark.yml")["jobs"]
+    jobs = read_workflow("benchmark.yml")["jobs"]
     devices = {"env.CPU_DEVICE": "c2-standard-16", "env.CUDA_DEVICE": "a2-highgpu-1g"}
     uploaded = [_expand(step["with"]["name"], devices) for job_id in ("compile", "compile-cuda")
                 for step in jobs[job_id]["steps"] if step.get("uses",
@@ -327,7 +331,7 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
     assert uploaded == ["run-compilation-c2-standard-16", "run-compilation-a2-highgpu-1g"]
     assert all(re.fullmatch(download["with"]["pattern"].replace("*", ".*"), name) for name in uploaded)
     env = {"RUN_DIR": RUN_DIR, "DEVICE_NAME": "a2-highgpu-1g", "SHARD_INDEX": "1", "hosted": ""}
-    args = _benchtrail_args(steps["Run benchmarks"]["run"], env)
+    args = benchtrail_args(steps["Run benchmarks"]["run"], env)
     assert (args.func.__name__, args.run_configs, args.device_name, args.shard_index, args.modules_dir,
             args.output) == ("cmd_run", Path(RUN_DIR, "run-configs/execution.json"), "a2-highgpu-1g", 1,
                              Path(RUN_DIR), Path(RUN_DIR, "results/a2-highgpu-1g-1.json"))
@@ -340,7 +344,7 @@ def test_execute_downloads_the_compiled_modules_and_runs_with_them():
     assert names.index("Download compiled modules") < names.index("Run benchmarks")
     # `benchtrail doctor` checks the runner before measuring (a failed check only warns).
     doctor = "Check the runner (benchtrail doctor)"
-    assert (_benchtrail_args(steps[doctor]["run"], env).func.__name__ == "cmd_doctor"
+    assert (benchtrail_args(steps[doctor]["run"], env).func.__name__ == "cmd_doctor"
             and names.index(doctor) < names.index("Run benchmarks") and "||" in steps[doctor]["run"])
 
 
@@ -355,7 +359,7 @@ def _artifact_paths(path_input: str, workspace: Path) -> list[str]:
 
 def test_artifacts_keep_the_run_directory_layout(tmp_path):
     """Compile and execute artifacts merge back into one run directory: modules/ and results/."""
-    jobs = _load("benchmark.yml")["jobs"]
+    jobs = read_workflow("benchmark.yml")["jobs"]
     run = tmp_path / RUN_DIR
     for rel in ("run-configs/execution.json", "run-configs/compilation.json",
                 "modules/resnet18.export.cuda/model.pt2", "modules/resnet18.export.cuda/module_info.json",
@@ -383,19 +387,19 @@ def test_artifacts_keep_the_run_directory_layout(tmp_path):
     process = {step.get("name"): step for step in jobs["process"]["steps"]}
     assert process["Download run configs, modules and results"]["with"] == {
         "pattern": "run-*", "merge-multiple": True, "path": "${{ env.RUN_DIR }}"}
-    compare = _benchtrail_args(process["Compare"]["run"], {"RUN_DIR": RUN_DIR})
+    compare = benchtrail_args(process["Compare"]["run"], {"RUN_DIR": RUN_DIR})
     assert compare.head == [Path(RUN_DIR)] and compare.store is None
 
 
 def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run():
-    job = _load("benchmark.yml")["jobs"]["process"]
+    job = read_workflow("benchmark.yml")["jobs"]["process"]
     steps = {step.get("name"): step for step in job["steps"]}
     env = {"RUN_DIR": RUN_DIR, "BENCHTRAIL_STORE": "gs://bucket/prefix", "GITHUB_RUN_ID": "42",
            "GITHUB_RUN_ATTEMPT": "2", "CPU_DEVICE": "c2-standard-16", "BASE_BRANCH": "release",
            "BENCHTRAIL_RUN_STORE": "gs://bucket/prefix/presubmit"}
     # The caller's input `store`, else the repository variable, else the data branch (`none`: no store);
     # an outage costs at most the deadline.
-    assert " ".join(_load("benchmark.yml")["env"]["BENCHTRAIL_STORE"].split()) == (
+    assert " ".join(read_workflow("benchmark.yml")["env"]["BENCHTRAIL_STORE"].split()) == (
         "${{ (inputs.store || vars.BENCHTRAIL_STORE) != 'none' && "
         "(inputs.store || vars.BENCHTRAIL_STORE || 'git:origin#benchtrail-data') || '' }}")
     assert {k: v for k, v in job["env"].items() if k != "BENCHTRAIL_STORE_AUTH"} == {
@@ -407,7 +411,7 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     stored = steps["Compare with the stored baseline"]
     assert stored["if"] == "env.BENCHTRAIL_STORE != ''" and steps["Compare"]["if"] == ("env.BENCHTRAIL_STORE "
                                                                                        "== ''")
-    args = _benchtrail_args(stored["run"], env)
+    args = benchtrail_args(stored["run"], env)
     assert (args.func.__name__, args.store, args.head, args.output, args.base, args.base_branch) == (
         "cmd_compare", "gs://bucket/prefix", [Path(RUN_DIR)], Path(RUN_DIR, "comparison.json"), [], "release")
     # Accepted regressions either way; with a store, trusted baselines of the PR's base branch (the
@@ -416,7 +420,7 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
                              "BASE_BRANCH": "${{ github.base_ref || github.ref_name }}",
                              "GITHUB_TOKEN": "${{ github.token }}"}
     assert steps["Draw the history dashboard"]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
-    args = _benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
+    args = benchtrail_args(steps["Re-check regressions in paired A/B runs"]["run"], env)
     assert (args.func.__name__, args.recheck, args.device_name, args.output_dir) == (
         "cmd_ab", Path(RUN_DIR, "comparison.json"), "c2-standard-16", Path(RUN_DIR, "checked"))
     assert "--total-budget-s" in steps["Re-check regressions in paired A/B runs"]["run"]
@@ -425,7 +429,7 @@ def test_process_compares_with_the_stored_baseline_rechecks_then_stores_the_run(
     # A PR goes on without the store; a push that cannot store its run fails (and is never a trusted
     # baseline).
     assert upload["continue-on-error"] == "${{ github.event_name == 'pull_request' }}"
-    args = _benchtrail_args(upload["run"], env)
+    args = benchtrail_args(upload["run"], env)
     # ... into BENCHTRAIL_RUN_STORE: a PR's run under presubmit/ (test_workflow_security.py checks the
     # choice).
     assert (args.func.__name__, args.run_dir, args.store, args.run_id, args.attempt, args.write_pointer) == (

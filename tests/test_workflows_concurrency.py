@@ -1,11 +1,12 @@
 """The benchmark workflow's concurrency groups: one per PR and job, never cancelling pushes."""
 
-from tests.helpers.workflow_checks import _load
+from tests.helpers.workflow_checks import read_workflow
 
 
 def test_benchmark_jobs_group_per_pr_and_never_cancel_pushes():
-    jobs = _load("benchmark.yml")["jobs"]
-    assert "concurrency" not in _load("benchmark.yml")  # a workflow-level group would let no-op edits cancel
+    jobs = read_workflow("benchmark.yml")["jobs"]
+    # a workflow-level group would let no-op edits cancel
+    assert "concurrency" not in read_workflow("benchmark.yml")
     for job_id in ("compile", "compile-cuda", "execute", "process"):
         concurrency = jobs[job_id]["concurrency"]
         group = concurrency["group"]

@@ -3,13 +3,8 @@
 from benchtrail.cli import main
 
 
-def _run(capsys, *args):
+def run_cli(capsys, *args):
     code = main(list(map(str, args)))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
-
-def comment_cli(capsys, *argv):
-    code = main(["comment", *map(str, argv)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err

@@ -6,7 +6,7 @@ from benchtrail.compare.verdicts import compare
 from tests.helpers.records import results
 
 
-def _comparison(base, head):
+def comparison_of(base, head):
     rows = compare([results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)], load_thresholds())
     return comparison_to_dict(rows, [results(*base, commit="b" * 40)], [results(*head, commit="c" * 40)],
                               "thresholds.yaml", {"reason": "merge base"})

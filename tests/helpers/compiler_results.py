@@ -29,7 +29,7 @@ def compiled(model: str, config: str, metric: str, samples, device: str = CPU, s
                                module_name=f"{model}.{config}.x86_64", compile_config=config)
 
 
-def head_fixture():
+def head_results():
     return [results(
         # CPU: speedups 2, 4 and 1; m4 fails to compile. Pass rate 3/4.
         case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0),
@@ -50,7 +50,7 @@ def head_fixture():
     )]
 
 
-def base_fixture():
+def base_results():
     return [results(
         # CPU: speedups 2, 2, 1, 1, all ok; cold compile times 1000, 2000, 2500, 4000 ms; no warm samples.
         case("m1", "eager", 100.0), case("m2", "eager", 200.0), case("m3", "eager", 300.0),

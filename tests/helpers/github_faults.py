@@ -2,7 +2,7 @@
 what it breaks.
 
 ``Request`` is one request as the server saw it (``GitHubServer.requests``); ``FAILURES`` holds the
-error answers ``GitHubServer.fail`` injects (``_Failure`` is one such order); ``Gate`` holds
+error answers ``GitHubServer.fail`` injects (``FailureOrder`` is one such order); ``Gate`` holds
 requests at the server until the test releases them (``GitHubServer.hold``).
 """
 
@@ -54,7 +54,7 @@ class Request:
 
 
 @dataclass
-class _Failure:
+class FailureOrder:
     method: str
     path: str
     kind: str

@@ -1,7 +1,7 @@
 """The HTTP side of the local GitHub server (``tests/helpers/github_server.py``): its request handler and
 routes.
 
-``_Handler`` reads each request, records it, waits at a ``Gate`` if one holds it, answers an
+``RequestHandler`` reads each request, records it, waits at a ``Gate`` if one holds it, answers an
 injected failure or the route (``_ROUTES``, listed in ``tests/helpers/github_server.py``'s docstring) with
 the server's lock held, and sends the JSON reply with GitHub's rate-limit headers. The helpers
 below it build GitHub's errors (401, 404, 422) and its ``Link`` pagination.
@@ -49,7 +49,7 @@ _ROUTES = (
 )
 
 
-class _Handler(BaseHTTPRequestHandler):
+class RequestHandler(BaseHTTPRequestHandler):
     github: GitHubServer
     server_version = "GitHub.com"
 

@@ -64,8 +64,8 @@ from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.helpers.github_faults import FAILURES, Gate, Request, _Failure
-from tests.helpers.github_routes import _Handler
+from tests.helpers.github_faults import FAILURES, FailureOrder, Gate, Request
+from tests.helpers.github_routes import RequestHandler
 
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 #: A GitHub App's bot, as an installation token (``APP_TOKEN``) comments: ``<app slug>[bot]``.
@@ -94,7 +94,7 @@ class GitHubServer:
     #: (full name, sha) -> its commit statuses, oldest first.
     statuses: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
-    failures: list[_Failure] = field(default_factory=list)
+    failures: list[FailureOrder] = field(default_factory=list)
     gates: list[Gate] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     _next_id: int = 1000
@@ -111,7 +111,7 @@ class GitHubServer:
     def start(self) -> GitHubServer:
         server = self
 
-        class Handler(_Handler):
+        class Handler(RequestHandler):
             github = server
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -233,7 +233,7 @@ class GitHubServer:
         if kind not in FAILURES:
             raise ValueError(f"unknown failure kind {kind!r}; known: {sorted(FAILURES)}")
         with self.lock:
-            self.failures.append(_Failure(method.upper(), path, kind, times, dict(headers or {})))
+            self.failures.append(FailureOrder(method.upper(), path, kind, times, dict(headers or {})))
 
     def hold(self, method: str, path: str, times: int = 1, skip: int = 0) -> Gate:
         """Hold the next ``times`` ``method path`` requests, after letting ``skip`` through, until released."""

@@ -6,7 +6,7 @@ from benchtrail.compare.verdicts import compare
 from tests.helpers.records import record, results
 
 
-def _comparison(marks: dict[str, str | None], **extra: dict) -> dict:
+def marked_comparison(marks: dict[str, str | None], **extra: dict) -> dict:
     """A real comparison of series whose head is 30% slower (ids ``marks``' keys, each regressed), plus one
     similar series; each regressed row gets its mark from ``marks`` and the keys of ``extra[id]``."""
     base = [record(i, [100.0 + j for j in range(20)]) for i in marks] + [record("same", [50.0] * 20)]

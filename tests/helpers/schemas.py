@@ -111,7 +111,7 @@ def check_tree(root: Path, run_dir: bool = False) -> tuple[list[str], list[str],
     return unmatched, invalid, seen
 
 
-def _files(history_store) -> tuple[Path, list[Path]]:
+def store_files(history_store) -> tuple[Path, list[Path]]:
     store = Path(history_store["store"])
     assert all(Path(d).is_relative_to(store) for d in history_store["run_dirs"].values()), history_store
     return store, sorted(p for p in store.rglob("*") if p.is_file())

@@ -25,7 +25,7 @@ FAST = ExecutionConfig("exec-test", "inference-bs1", Task.INFERENCE, processes=2
 HANG = dataclasses.replace(FAST, id="exec-test-hang", timeout_s=5)
 
 
-def _suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
+def bad_models_suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
     rcs = []
     for name, entry in entries:
         model = Model(f"model-{name}", name, ("test",), f"tests.benchmarks.bad_models:{entry}", ("8xf32",))
@@ -34,5 +34,5 @@ def _suite(*entries: tuple[str, str], device=devices.C2_STANDARD_16) -> Suite:
     return Suite(tuple(rcs), tuple(rc.module_generation_config for rc in rcs), ("test",), ())
 
 
-def _export(tmp_path, suite) -> Path:
+def write_execution_export(tmp_path, suite) -> Path:
     return jsonio.write_json(tmp_path / "execution.json", export_execution(suite, ("test",)))

@@ -1,8 +1,7 @@
-"""Constants and helpers shared by the workflow tests (test_workflows.py, test_workflow_security.py and
-test_workflow_call.py): loading the workflow files and the example caller's, zizmor, running a step's script,
-evaluating an ``if:`` condition and parsing a step's ``benchtrail`` command.
+"""Constants and helpers shared by the workflow tests: loading the workflow files and the example caller's,
+zizmor, running a step's script, evaluating an ``if:`` condition and parsing a step's ``benchtrail`` command.
 
-The tests read the YAML with PyYAML, which parses the key ``on`` as the boolean ``True`` (``_triggers``).
+The tests read the YAML with PyYAML, which parses the key ``on`` as the boolean ``True`` (``triggers_of``).
 """
 
 from __future__ import annotations
@@ -41,15 +40,15 @@ _EXPR_TOKEN = re.compile(r"(?P<str>'(?:[^']|'')*')|(?P<name>[A-Za-z_][\w-]*(?:\.
                          r"|(?P<op>&&|\|\||==|!=|!|[(),])|(?P<space>\s+)")
 
 
-def _load(name: str) -> dict[str, Any]:
+def read_workflow(name: str) -> dict[str, Any]:
     return yaml.safe_load((WORKFLOWS / name).read_text())
 
 
-def _triggers(workflow: dict[str, Any]) -> dict[str, Any]:
+def triggers_of(workflow: dict[str, Any]) -> dict[str, Any]:
     return workflow[True]  # PyYAML (YAML 1.1) reads the key `on` as True
 
 
-def _steps(workflow: dict[str, Any]):
+def steps_of(workflow: dict[str, Any]):
     for job_id, job in workflow["jobs"].items():
         for step in job.get("steps", []):
             yield job_id, step
@@ -61,7 +60,7 @@ def _tool(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
-def _zizmor(path: Path) -> tuple[list[dict[str, Any]], str]:
+def zizmor_findings(path: Path) -> tuple[list[dict[str, Any]], str]:
     """zizmor's findings on ``path`` (JSON) and its log."""
     exe = _tool("zizmor")
     if exe is None:
@@ -73,7 +72,7 @@ def _zizmor(path: Path) -> tuple[list[dict[str, Any]], str]:
     return json.loads(proc.stdout), proc.stderr
 
 
-def _describe(findings: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+def describe_findings(findings: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """(audit, severity, "file:line") of each finding, for assertion messages."""
     described = []
     for f in findings:
@@ -85,15 +84,15 @@ def _describe(findings: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     return described
 
 
-def _load_example(name: str) -> dict[str, Any]:
+def read_example_workflow(name: str) -> dict[str, Any]:
     return yaml.safe_load((EXAMPLE_WORKFLOWS / name).read_text())
 
 
-def _caller_jobs() -> list[tuple[str, str, dict[str, Any], str]]:
+def caller_jobs() -> list[tuple[str, str, dict[str, Any], str]]:
     """(example file, job id, job, called workflow file) of every job that calls benchtrail."""
     found = []
     for name in EXAMPLE_FILES:
-        for job_id, job in _load_example(name)["jobs"].items():
+        for job_id, job in read_example_workflow(name)["jobs"].items():
             match = CALLER_USES.fullmatch(job["uses"])
             assert match, (f"{name}: {job_id} does not call benchtrail pinned by a full commit SHA: "
                            f"{job['uses']}")
@@ -101,7 +100,8 @@ def _caller_jobs() -> list[tuple[str, str, dict[str, Any], str]]:
     return found
 
 
-def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def run_step_script(step: dict[str, Any], env: dict[str, str],
+                    cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run a step's script as Actions would (bash -e -o pipefail) in ``cwd`` (the job's working
     directory), with ``.venv/bin/benchtrail`` replaced by this interpreter's benchtrail."""
     script = step["run"].replace(".venv/bin/benchtrail", f"{sys.executable} -m benchtrail.cli.app")
@@ -109,13 +109,13 @@ def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path = ROOT) -> su
                           env=env, capture_output=True, text=True, timeout=300)
 
 
-def _evaluate(condition: str, context: dict[str, Any], cancelled: bool = False) -> bool:
+def evaluate_condition(condition: str, context: dict[str, Any], cancelled: bool = False) -> bool:
     """Evaluate an ``if:`` condition; ``context`` maps each property path it reads
     (``needs.compile.result``) to its value, and a path missing from it is an error."""
-    return bool(_value(condition, context, cancelled))
+    return bool(expression_value(condition, context, cancelled))
 
 
-def _value(condition: str, context: dict[str, Any], cancelled: bool = False) -> Any:
+def expression_value(condition: str, context: dict[str, Any], cancelled: bool = False) -> Any:
     """The value of an expression (``a && 'x' || 'y'`` gives ``'x'`` or ``'y'``, as in Actions)."""
     functions = {"cancelled": lambda: cancelled, "contains": lambda seq, item: item in seq,
                  "startsWith": lambda text, prefix: text.startswith(prefix)}
@@ -136,9 +136,9 @@ def _value(condition: str, context: dict[str, Any], cancelled: bool = False) -> 
     return eval("".join(python), {"__builtins__": {}}, {"_fn": functions, "_ctx": dict(context)})
 
 
-def _benchtrail_args(script: str, env: dict[str, str]):
+def benchtrail_args(script: str, env: dict[str, str]):
     """The `.venv/bin/benchtrail` command of ``script``, parsed by benchtrail's own parser."""
-    line = next(line for line in _joined_lines(script) if ".venv/bin/benchtrail " in line)
+    line = next(line for line in joined_lines(script) if ".venv/bin/benchtrail " in line)
     words = shlex.split(line.split(".venv/bin/benchtrail ", 1)[1].split("||")[0].split(">")[0])
     # A bash array "${name[@]}" expands to its words: ``env[name]``, split as the shell would.
     arrays = [re.fullmatch(r"\$\{(\w+)\[@\]\}", word) for word in words]
@@ -147,7 +147,7 @@ def _benchtrail_args(script: str, env: dict[str, str]):
                                                 else [string.Template(word).substitute(env)])])
 
 
-def _joined_lines(script: str) -> list[str]:
+def joined_lines(script: str) -> list[str]:
     """The script's logical lines, with backslash-continued lines joined."""
     return script.replace("\\\n", " ").splitlines()
 

@@ -46,7 +46,7 @@ it dies); a step whose job declares neither cannot be given one.
 
 The code is in four modules: this one holds ``Harness`` (a run's set-up: its event, ``github``
 context and registration with the GitHub stand-in) and ``pending_survivors``;
-``tests/helpers/workflow_runner.py`` the job runner (``_Run``), ``load_workflow`` and
+``tests/helpers/workflow_runner.py`` the job runner (``RunExecution``), ``load_workflow`` and
 ``WorkflowLoadError``; ``tests/helpers/workflow_results.py`` ``RunResult`` and ``JobResult``;
 ``tests/helpers/workflow_standins.py`` the stand-ins.
 """
@@ -63,7 +63,7 @@ from typing import Any
 
 from tests.helpers.git import git
 from tests.helpers.workflow_results import JobResult, RunResult
-from tests.helpers.workflow_runner import ROOT, WorkflowLoadError, _Run, load_workflow
+from tests.helpers.workflow_runner import ROOT, RunExecution, WorkflowLoadError, load_workflow
 
 # What the tests import from here.
 __all__ = ["ROOT", "Harness", "JobResult", "RunResult", "WorkflowLoadError", "load_workflow",
@@ -158,7 +158,7 @@ class Harness:
                 self.repository, run_id, attempt, event=event_name, head_branch=head_branch, head_sha=sha,
                 path=workflow_path, status="in_progress", conclusion=None, name=github["workflow"],
                 run_started_at=datetime.now(UTC))
-        run = _Run(self, result, base, event_path, github, step_timeouts, fork)
+        run = RunExecution(self, result, base, event_path, github, step_timeouts, fork)
         try:
             run.workflow(wf, inputs or {}, {} if fork else self.secrets, prefix="",
                          job_context={"workflow_repository": self.repository, "workflow_sha": sha},

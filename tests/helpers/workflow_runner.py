@@ -1,6 +1,7 @@
-"""The job runner of the workflow harness (``tests/helpers/workflow_harness.py``): ``_Run`` executes one run.
+"""The job runner of the workflow harness (``tests/helpers/workflow_harness.py``): ``RunExecution``
+executes one run.
 
-``Harness.run`` sets up a run and hands it to ``_Run``, which checks a called workflow's
+``Harness.run`` sets up a run and hands it to ``RunExecution``, which checks a called workflow's
 permissions, orders the jobs by ``needs``, evaluates every ``if:``, expands a matrix, and runs
 each step: ``run:`` steps in bash (with ``step_timeouts`` faults), ``uses:`` steps and the install
 step through the stand-ins (``tests/helpers/workflow_standins.py``). ``load_workflow`` reads a workflow
@@ -67,7 +68,7 @@ def _granted(perms: dict[str, int], scope: str) -> int:
     return perms.get(scope, perms.get("*", 0))
 
 
-class _Run:
+class RunExecution:
     """The execution of one run (and of the workflows it calls)."""
 
     def __init__(self, harness: Harness, result: RunResult, base: Path, event_path: Path,

@@ -11,7 +11,7 @@ folders of the run (``upload-pages-artifact``: the site unpacked, as artifact ``
 artifact), records the site in the run's ``pages`` list and outputs ``page_url``
 (``https://OWNER.github.io/REPO/``), and the step named ``Install benchtrail`` links ``.venv`` to the
 harness's environment. Each function takes the harness's run
-(``workflow_runner._Run``).
+(``workflow_runner.RunExecution``).
 
 ``google-github-actions/auth`` behaves as the real action (v3, ``src/main.ts``) up to the point
 where it would call Google: exactly one of ``workload_identity_provider`` and ``credentials_json``;
