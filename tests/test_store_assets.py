@@ -1,4 +1,5 @@
-"""Assets that a store's runs share (``<root>/assets/<name>``), on both backends (``tests.test_store.store``)."""
+"""Assets that a store's runs share (``<root>/assets/<name>``), on both backends (the ``store`` fixture,
+tests/conftest.py)."""
 
 from __future__ import annotations
 

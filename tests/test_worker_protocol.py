@@ -199,8 +199,8 @@ def test_a_budgeted_paired_run_against_a_base_from_before_issue_38_and_40(tmp_pa
 
 
 def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base_repo, tmp_path, monkeypatch):
-    import benchtrail.runner.launch as workers
     from benchtrail.pipeline.measure_stages import ab_stage
+    from benchtrail.runner import launch
 
     raw: list[dict] = []
 
@@ -208,7 +208,7 @@ def test_a_paired_run_whose_base_worker_predates_the_versioned_protocol(old_base
         raw.append(data)
         return read_response(data)
 
-    monkeypatch.setattr(workers, "read_response", recording)
+    monkeypatch.setattr(launch, "read_response", recording)
     out = tmp_path / "ab"
     # Duet asked for, for a 1-thread case that this 2-CPU machine could run so: the old base's worker cannot.
     ab_stage(old_base_repo, "HEAD~1", (_rc(device=replace(devices.C2_STANDARD_16, threads=1)),), out,

@@ -1,6 +1,7 @@
-"""Workers forked from the pre-imported server (benchtrail.worker.server, benchtrail.runner.launch): each
-job still gets a fresh process, the cases of one module share one, a crash or a timeout costs only the
-case that caused it, and a checkout without the server falls back to spawned workers."""
+"""Workers forked from the pre-imported server (benchtrail.worker.server, benchtrail.runner.launch,
+benchtrail.runner.server_pool): each job still gets a fresh process, the cases of one module share one, a
+crash or a timeout costs only the case that caused it, and a checkout without the server falls back to
+spawned workers."""
 
 import os
 import subprocess

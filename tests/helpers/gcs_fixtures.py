@@ -1,6 +1,6 @@
 """GCS test fixtures: the real gcp-storage-emulator, a bucket per test, and a fault-injecting proxy.
 
-Import the fixtures into a test module (``from tests.helpers.gcs_fixtures import gcs_emulator, ...``).
+tests/conftest.py registers this module as a plugin (``pytest_plugins``): its fixtures need no import.
 
 ``FaultProxy`` is a small threaded HTTP proxy in front of the emulator. It forwards every request
 unchanged, except that it
