@@ -52,12 +52,6 @@ class FunctionChange(NamedTuple):
     inclusive: tuple[float, float, float] | None = None
 
 
-def recursive(name: str) -> bool:
-    """Whether ``name`` carries callgrind's recursion suffix (``ceval.c:f'2 [lib.so]``: a call of ``f`` from
-    within ``f``, ``--separate-recs``), whose inclusive count adds up nested calls more than once."""
-    return _RECURSION.search(name) is not None
-
-
 def file_total(path: str | Path) -> int:
     """The instructions of one callgrind file, from the ``totals:`` line callgrind writes last.
     Raises UserError when the file is missing or truncated (no final ``totals:`` line)."""
@@ -114,16 +108,26 @@ def function_counts(path: str | Path, inclusive: bool = False) -> Counter[str]:
     return counts
 
 
+def _levels_merged(counts: Counter[str]) -> Counter[str]:
+    """Self counts with each function's recursion levels (``f'2``) added to ``f``: where a counted block
+    starts inside the interpreter's loop, its frames sit at level 1 in one file and level 2 in the other."""
+    merged: Counter[str] = Counter()
+    for name, n in counts.items():
+        merged[_RECURSION.sub(lambda m: m.group(1) or "", name)] += n
+    return merged
+
+
 def function_diff(
     base_path: str | Path, head_path: str | Path, top: int = TOP, calls: tuple[int, int] = (1, 1)
 ) -> list[FunctionChange]:
     """The ``top`` functions whose self instructions per call changed most (``|head − base|``, then name; a
-    function one file lacks counts 0), as ``CallgrindStats.delta``, with inclusive counts beside (None for a
-    recursion artifact: a :func:`recursive` name or a count above the file's total). ``calls``: each block's
+    function one file lacks counts 0; recursion levels ``f'2`` counted as ``f``), as ``CallgrindStats.delta``,
+    with inclusive counts beside (None for a recursion artifact: a function that ran but has no level-1
+    entry on a side, or a count above the file's total). ``calls``: each block's
     calls (base, head). Raises UserError as :func:`function_counts`."""
     paths = (base_path, head_path)
     totals = [file_total(p) for p in paths]
-    own = [function_counts(p) for p in paths]
+    own = [_levels_merged(function_counts(p)) for p in paths]
     whole = [function_counts(p, inclusive=True) for p in paths]
     changes = []
     for f in own[0].keys() | own[1].keys():
@@ -131,7 +135,7 @@ def function_diff(
         if base == head:
             continue
         base_call, head_call = (whole[i][f] / calls[i] for i in (0, 1))
-        artifact = recursive(f) or any(whole[i][f] > totals[i] for i in (0, 1))
+        artifact = any((own[i][f] and f not in whole[i]) or whole[i][f] > totals[i] for i in (0, 1))
         inclusive = None if artifact else (base_call, head_call, head_call - base_call)
         changes.append(FunctionChange(f, base, head, head - base, inclusive))
     return sorted(changes, key=lambda c: (-abs(c.change), c.name))[:top]
